@@ -1,0 +1,65 @@
+#!/bin/sh
+# Runs every test of ikd and prints one closing line "N passed, N failed".
+#
+# - build/tests/<area>/test_*: check suites (fork mode), one per source module;
+#   their own summary line ("100%: Checks: 12, Failures: 0, Errors: 0") is
+#   summed into the totals.
+# - tests/server/test_*.py: tests that start the real daemon and talk to it
+#   with independent clients (python3-websockets from Debian, hence the
+#   interpreter by its full path); unittest's "Ran N tests" is summed.
+# Every test finds the shared robots and motion through IKD_DATA (default
+# ../shared/data, seen from the repository root) and the daemon through
+# IKD_BIN. Each suite runs under a time limit so that a hang is a failure.
+set -u
+BUILD=${1:-build}
+export CK_FORK=yes
+export IKD_BIN="${IKD_BIN:-$BUILD/ikd}"
+export IKD_DATA="${IKD_DATA:-../shared/data}"
+export IKD_BUILD="$BUILD"
+LIMIT=${IKD_TEST_TIMEOUT:-600}
+passed=0
+failed=0
+failed_suites=""
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+for t in $(find "$BUILD/tests" -type f -name 'test_*' -perm -u+x | sort); do
+    echo "== $t"
+    timeout "$LIMIT" "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    line=$(grep -E '^[0-9]+%: Checks: [0-9]+' "$log" | tail -1)
+    if [ -n "$line" ]; then
+        n=$(echo "$line" | sed -E 's/.*Checks: ([0-9]+).*/\1/')
+        f=$(echo "$line" | sed -E 's/.*Failures: ([0-9]+).*/\1/')
+        e=$(echo "$line" | sed -E 's/.*Errors: ([0-9]+).*/\1/')
+        passed=$((passed + n - f - e))
+        failed=$((failed + f + e))
+        if [ "$rc" -ne 0 ] && [ $((f + e)) -eq 0 ]; then failed=$((failed + 1)); fi
+    else
+        if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+    fi
+    [ "$rc" -ne 0 ] && failed_suites="$failed_suites $t(rc=$rc)"
+done
+
+for t in $(ls tests/server/test_*.py 2>/dev/null | sort); do
+    echo "== $t"
+    timeout "$LIMIT" /usr/bin/python3 "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    n=$(grep -E '^Ran [0-9]+ test' "$log" | tail -1 | sed -E 's/Ran ([0-9]+).*/\1/')
+    [ -n "$n" ] || n=1
+    if [ "$rc" -eq 0 ]; then
+        passed=$((passed + n))
+    else
+        bad=$(grep -E '^FAILED \(' "$log" | sed -E 's/.*(failures|errors)=([0-9]+).*/\2/' | head -1)
+        [ -n "$bad" ] || bad=1
+        passed=$((passed + n - bad))
+        failed=$((failed + bad))
+        failed_suites="$failed_suites $t(rc=$rc)"
+    fi
+done
+
+[ -n "$failed_suites" ] && echo "failing suites:$failed_suites"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ -z "$failed_suites" ]
