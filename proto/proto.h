@@ -1,0 +1,120 @@
+/*
+ * proto.h: the wire format's contract with the daemon (server/) and the
+ * one-shot CLI ("ikd solve"): requests become solver calls, results become
+ * responses. proto/README.md documents the JSON itself for clients.
+ *
+ * The flow for one HTTP request (POST /v1/solve or /v1/solve/batch):
+ *   proto_job_decode()   body -> proto_job (validated; chain resolved)
+ *   proto_job_run()      solve targets [begin, end); may run on any thread,
+ *                        disjoint ranges of one job in parallel
+ *   proto_job_encode()   -> malloc'd JSON response body
+ *   proto_job_free()
+ * A WebSocket stream (server/) decodes its chain once with
+ * proto_chain_decode_json() and then builds one single-target job per
+ * message with proto_job_decode_json(..., chain, ...), warm-started from the
+ * previous job with proto_job_warm_start().
+ *
+ * Ownership: every function that returns a pointer says who frees it. On
+ * error nothing is allocated and *err says what and where. proto never sees a
+ * socket or the event loop; it is safe to use from many threads as long as
+ * one job is not touched by two threads except through disjoint
+ * proto_job_run() ranges. Chains are immutable and reference-counted
+ * (atomically), so a registry and in-flight jobs can share them.
+ */
+#ifndef PROTO_H
+#define PROTO_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "proto/proto_error.h"
+
+/* Limits the daemon configures (flags), with sane defaults. */
+typedef struct proto_limits {
+    size_t max_body_bytes;    /* request body; default 8 MiB */
+    size_t max_joints;        /* joints/bones per chain; default 64 */
+    size_t max_targets;       /* targets per batch; default 100000 */
+    size_t max_iterations;    /* per solve; default 10000 */
+    double max_time_ms;       /* per solve time budget cap; default 1000 */
+    size_t max_urdf_bytes;    /* URDF document inside a request; default 4 MiB */
+} proto_limits;
+
+void proto_limits_default(proto_limits *l);
+
+/* ---- chains ----------------------------------------------------------- */
+
+typedef struct proto_chain proto_chain;
+
+/* Decodes a chain object (the value of "chain" in a request, or the body of
+ * POST /v1/chains) at JSON pointer `path`. Returns a new reference (free with
+ * proto_chain_unref) or NULL with *err set. */
+proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const proto_limits *lim,
+                                     proto_error *err);
+/* The same from a request body (POST /v1/chains): the whole body is the
+ * chain object. */
+proto_chain *proto_chain_decode(const char *body, size_t len, const proto_limits *lim,
+                                proto_error *err);
+void proto_chain_ref(proto_chain *c);
+void proto_chain_unref(proto_chain *c); /* NULL is fine */
+/* Content-addressed id: the same chain (same canonical JSON) gives the same
+ * id. Static for the chain's lifetime; never NULL. */
+const char *proto_chain_id(const proto_chain *c);
+/* Approximate bytes held by the chain (for the registry's memory bound). */
+size_t proto_chain_memory(const proto_chain *c);
+/* Description for GET /v1/chains/{id}: new reference, caller decrefs. */
+json_t *proto_chain_describe(const proto_chain *c);
+
+/* How the daemon's registry is seen from proto: returns a NEW reference to
+ * the chain with that id, or NULL when there is none. */
+typedef proto_chain *(*proto_chain_lookup_fn)(void *ud, const char *id);
+
+/* ---- jobs ------------------------------------------------------------- */
+
+typedef enum proto_kind { PROTO_SOLVE = 0, PROTO_BATCH = 1 } proto_kind;
+
+typedef struct proto_job proto_job;
+
+/* Decodes a request body. kind selects the single or the batch form.
+ * lookup/ud resolve "chain_id" (lookup may be NULL: then chain_id is an
+ * unknown_chain error). Returns 0 and a job in *out (free with
+ * proto_job_free), or -1 with *err set and nothing allocated. */
+int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_limits *lim,
+                     proto_chain_lookup_fn lookup, void *ud, proto_job **out, proto_error *err);
+
+/* The same from parsed JSON. If chain is not NULL the request must not carry
+ * "chain"/"chain_id": the given chain is used (the job takes its own
+ * reference). */
+int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
+                          proto_chain *chain, proto_chain_lookup_fn lookup, void *ud,
+                          proto_job **out, proto_error *err);
+
+/* Number of targets (1 for PROTO_SOLVE). */
+size_t proto_job_count(const proto_job *job);
+/* Rough cost of one target in microseconds (analytic solvers well under 1,
+ * numeric solvers tens to thousands): the daemon solves cheap jobs inline on
+ * the loop and sends expensive ones and batches to the thread pool. */
+double proto_job_cost_us(const proto_job *job);
+/* Solves targets [begin, end). Thread-safe for disjoint ranges. */
+void proto_job_run(proto_job *job, size_t begin, size_t end);
+/* Makes target 0 of job start from prev's solution of its last target
+ * (joint values as seed, bone positions as current pose) and prefer the
+ * branch nearest to it. Both jobs must use the same chain. */
+void proto_job_warm_start(proto_job *job, const proto_job *prev);
+/* The result of target i as the JSON object the responses contain (new
+ * reference). Only after proto_job_run() covered i. */
+json_t *proto_job_result_json(const proto_job *job, size_t i);
+/* Name of the solver the job uses ("two_bone", "numeric", ...), a static
+ * string for metrics labels. */
+const char *proto_job_solver_name(const proto_job *job);
+/* The whole response body (malloc'd, NUL-terminated; caller frees), after
+ * every target was run. *len gets strlen. NULL only when out of memory. */
+char *proto_job_encode(const proto_job *job, size_t *len);
+void proto_job_free(proto_job *job); /* NULL is fine */
+
+/* ---- discovery -------------------------------------------------------- */
+
+/* GET /v1/solvers: the solvers, the chain kinds they apply to and their
+ * options with defaults (new reference). */
+json_t *proto_solvers_describe(const proto_limits *lim);
+
+#endif /* PROTO_H */
