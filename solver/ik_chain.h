@@ -83,6 +83,13 @@ void ik_chain_frames(const ik_chain *c, const double *q, ik_xform *frames);
  * NULL, the tip frame is stored there too (it is computed on the way). */
 void ik_chain_jacobian(const ik_chain *c, const double *q, double *J, ik_xform *tip);
 
+/* The same two evaluations with the tip as a row-major rotation matrix R
+ * and a position p (base frame), which saves the conversion to a quaternion
+ * in inner loops (the numeric solver uses these). */
+void ik_chain_fk_mat(const ik_chain *c, const double *q, double R[9], double p[3]);
+void ik_chain_jacobian_mat(const ik_chain *c, const double *q, double *J, double R[9],
+                           double p[3]);
+
 /* True when every q[i] lies within [lower - eps, upper + eps]. */
 bool ik_chain_within_limits(const ik_chain *c, const double *q, double eps);
 

@@ -1,0 +1,175 @@
+/*
+ * ik_numeric.h: numerical inverse kinematics for general serial chains
+ * (ik_chain.h): full-pose, position-only and weighted targets, joint limits,
+ * time and iteration budgets, deterministic random restarts.
+ *
+ * The solver minimises the 6-D pose error of the chain's tip, expressed in
+ * the chain's BASE frame:
+ *   e_pos = p_target - p_tip                                  (metres)
+ *   e_rot = rotation vector of (R_target * R_tip^T)            (radians)
+ * with damped least squares (Levenberg-Marquardt) on the analytic Jacobian
+ * of ik_chain_jacobian(), joint limits enforced on every step, and random
+ * restarts drawn uniformly inside the limits from a generator seeded with
+ * opts.rng_seed. The exact algorithm is described in ik_numeric.c.
+ *
+ * SUCCESS means every checked component of e_pos is within tol_pos in
+ * absolute value, every checked component of e_rot within tol_rot, and every
+ * joint within its limits (continuous joints are returned wrapped into
+ * (-pi, pi]). Which components are checked depends on the target mode:
+ *   IK_TARGET_FULL_POSE  all six;
+ *   IK_TARGET_POSITION   x, y, z only (the target orientation is ignored and
+ *                        need not be valid);
+ *   IK_TARGET_WEIGHTED   the components whose weight is > 0. The weights
+ *                        scale the least-squares cost (so they decide the
+ *                        compromise when not every component can be met);
+ *                        the tolerance test is on the unweighted error. A
+ *                        zero weight frees that component.
+ *
+ * MEMORY: the solver allocates nothing. The caller passes a workspace of at
+ * least ik_numeric_workspace_size(chain) bytes (any alignment; the solver
+ * aligns inside it). The workspace is scratch only: its content before and
+ * after a call means nothing, and one workspace must not be used by two
+ * calls at once.
+ *
+ * THREADS: no globals, no static state. Any number of threads may solve on
+ * the same (read-only) chain at once, each with its own workspace.
+ *
+ * DETERMINISM: for the same chain, target, seed and options, the result is
+ * the same on every run, unless the time budget stops the search (then how
+ * far it got depends on the clock). With timeout_s = 0 the result is fully
+ * deterministic.
+ *
+ * NO NaN ever leaves the solver: non-finite targets, seeds, weights or
+ * options are rejected with IK_EINVAL before anything is written.
+ *
+ * Not here: analytic solvers (ik_twobone.h, ...), collision checking,
+ * reading URDF (proto/urdf.h), streams (warm starts are the caller's: pass
+ * the previous answer as the seed and use IK_SEARCH_NEAREST_TO_SEED).
+ */
+#ifndef IK_NUMERIC_H
+#define IK_NUMERIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "solver/ik_chain.h"
+#include "solver/ik_math.h"
+#include "solver/ik_status.h"
+
+/* ---- targets ---------------------------------------------------------- */
+
+typedef enum ik_target_mode {
+    IK_TARGET_FULL_POSE = 0, /* position and orientation */
+    IK_TARGET_POSITION,      /* position only */
+    IK_TARGET_WEIGHTED       /* per-component weights, see weight[] */
+} ik_target_mode;
+
+/* Index of each component in ik_target.weight[] and in error vectors. */
+enum { IK_ERR_X = 0, IK_ERR_Y, IK_ERR_Z, IK_ERR_RX, IK_ERR_RY, IK_ERR_RZ };
+
+typedef struct ik_target {
+    /* Desired tip frame in the chain's base frame. In full-pose and weighted
+     * modes pose.q must be finite and non-zero; it is normalised by the
+     * solver (the caller's copy is not changed). */
+    ik_xform pose;
+    ik_target_mode mode;
+    /* IK_TARGET_WEIGHTED only: weights of x, y, z (position, base frame)
+     * and rx, ry, rz (rotation vector, base frame). Each must be finite and
+     * >= 0, and at least one > 0. Ignored in the other modes. */
+    double weight[6];
+} ik_target;
+
+/* A full-pose target at pose (weights zeroed). */
+ik_target ik_target_full_pose(ik_xform pose);
+/* A position-only target at p (orientation identity, weights zeroed). */
+ik_target ik_target_position(ik_vec3 p);
+
+/* ---- options ---------------------------------------------------------- */
+
+typedef enum ik_search_mode {
+    /* Return the first solution found (the seed's own basin first, then
+     * random restarts). Fastest. */
+    IK_SEARCH_FIRST_FOUND = 0,
+    /* After the first solution, run nearest_extra_restarts more random
+     * restarts (fewer if the time, iteration or restart budget runs out
+     * first) and return, among all solutions found, the one nearest to the
+     * seed: smallest sum of squared joint differences, continuous joints
+     * compared modulo 2 pi. Use it for streams, so that consecutive answers
+     * stay on one branch. Still IK_OK when the budget cuts the extra
+     * restarts short, as long as one solution was found. */
+    IK_SEARCH_NEAREST_TO_SEED
+} ik_search_mode;
+
+typedef struct ik_numeric_opts {
+    double tol_pos;         /* metres, > 0; default 1e-5 */
+    double tol_rot;         /* radians, > 0; default 1e-5 */
+    size_t max_iterations;  /* solver iterations over all restarts; 0 = no
+                               limit; default 0 */
+    double timeout_s;       /* wall-clock budget (CLOCK_MONOTONIC) in
+                               seconds, >= 0; 0 = none; default 0.005 */
+    size_t max_restarts;    /* random restarts after the seed's attempt;
+                               default SIZE_MAX (budget-bound) */
+    uint64_t rng_seed;      /* restart generator seed (any value, 0 included);
+                               default 1 */
+    ik_search_mode search;  /* default IK_SEARCH_FIRST_FOUND */
+    size_t nearest_extra_restarts; /* NEAREST_TO_SEED only; default 8 */
+} ik_numeric_opts;
+
+/* The defaults listed above. At least one of timeout_s, max_iterations or
+ * max_restarts must bound the search (timeout_s > 0, max_iterations > 0 or
+ * max_restarts < SIZE_MAX); otherwise ik_numeric_solve() returns IK_EINVAL. */
+ik_numeric_opts ik_numeric_opts_default(void);
+
+/* ---- result ----------------------------------------------------------- */
+
+typedef struct ik_numeric_result {
+    int status;           /* same as the return value of ik_numeric_solve() */
+    double pos_err;       /* |e_pos| (metres) of the returned pose */
+    double rot_err;       /* |e_rot| (radians) of the returned pose */
+    double pos_err_max;   /* max |component| of e_pos over checked components */
+    double rot_err_max;   /* max |component| of e_rot over checked components
+                             (0 for position-only targets) */
+    size_t iterations;    /* solver iterations over all attempts */
+    size_t restarts;      /* random restarts used (0: the seed's attempt did it) */
+    size_t solutions;     /* solutions found (> 1 only in NEAREST_TO_SEED) */
+    double elapsed_s;     /* wall-clock time of the call */
+} ik_numeric_result;
+
+/* ---- solving ---------------------------------------------------------- */
+
+/* Bytes of workspace ik_numeric_solve() needs for chain c (includes the
+ * slack for aligning an arbitrary pointer). Never 0. */
+size_t ik_numeric_workspace_size(const ik_chain *c);
+
+/* Solves target t on chain c.
+ *
+ * seed: c->dof joint values to start from, or NULL for the mid-limit pose
+ * (ik_chain_mid). A seed outside the limits is clamped into them first.
+ * opts: NULL means ik_numeric_opts_default().
+ * ws, ws_size: the workspace (see MEMORY above).
+ * q_out: c->dof values. res: may be NULL.
+ *
+ * Returns (and stores in res->status):
+ *   IK_OK        q_out reaches the target within tolerance, inside limits;
+ *   IK_ENOTCONV  max_iterations or max_restarts ran out first;
+ *   IK_ETIMEDOUT the time budget ran out first;
+ *   IK_EINVAL    non-finite or invalid target, seed, weights or options
+ *                (tol <= 0, timeout < 0, unbounded search), NULL pointers;
+ *   IK_ENOSPC    ws_size < ik_numeric_workspace_size(c).
+ * On IK_ENOTCONV / IK_ETIMEDOUT q_out holds the best pose found (smallest
+ * weighted error), inside the limits, and res describes it. On IK_EINVAL and
+ * IK_ENOSPC nothing is written to q_out, and res (if not NULL) only gets
+ * status set and every other field zeroed. q_out may alias seed. */
+int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
+                     const ik_numeric_opts *opts, void *ws, size_t ws_size, double *q_out,
+                     ik_numeric_result *res);
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* The 6-D pose error of actual against target, as the solver measures it:
+ * e[0..2] = target.p - actual.p, e[3..5] = rotation vector of
+ * target.q * conj(actual.q), both in the base frame. Quaternions must be
+ * unit. */
+void ik_pose_error(ik_xform target, ik_xform actual, double e[6]);
+
+#endif /* IK_NUMERIC_H */
