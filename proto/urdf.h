@@ -1,0 +1,110 @@
+/*
+ * urdf.h: reading a serial chain out of a URDF document (libxml2).
+ *
+ * A URDF robot is a tree of <link> elements connected by <joint> elements
+ * (each joint names one parent and one child link). An IK chain is the path
+ * through that tree from a base link down to a tip link. These functions
+ * parse the document, find that path and return its joints, in order from
+ * the base to the tip, as solver/ik_chain.h describes them (ik_joint: URDF
+ * semantics, fixed joints included), optionally with their names.
+ *
+ * What is read, per joint on the path (URDF specification, ROS wiki
+ * "urdf/XML/joint"):
+ *   type            revolute, continuous, prismatic or fixed; floating and
+ *                   planar joints are rejected (not serial-chain joints).
+ *   <origin xyz rpy>  defaults zero; rpy is roll-pitch-yaw about fixed x, y, z
+ *                   (ik_math.h); the origin is optional.
+ *   <axis xyz>      default (1, 0, 0); a zero axis on a movable joint is an
+ *                   error; the axis is stored as written (ik_chain_init
+ *                   normalises it).
+ *   <limit lower upper>  required on revolute and prismatic joints (lower and
+ *                   upper default 0 when the element is present without
+ *                   them, as in URDF); lower > upper is an error. Continuous
+ *                   joints get lower = -INFINITY, upper = +INFINITY; fixed
+ *                   joints 0 and 0. effort and velocity are not read.
+ * Numbers are parsed with strtod in the "C" locale's format (the process must
+ * not have switched LC_NUMERIC to a comma locale); a value that is not a
+ * number, has trailing garbage, is not finite, or a vector without exactly
+ * three components is an error naming the joint and the attribute.
+ *
+ * Everything off the path is not validated beyond what finding the path needs
+ * (links are collected by name, every joint's parent and child are read): a
+ * floating joint elsewhere in the robot does not matter. A link that is the
+ * child of two joints is an error wherever it is (the document is not a
+ * tree).
+ *
+ * Safety: documents are parsed with XML_PARSE_NONET (no network access), no
+ * entity substitution (XML_PARSE_NOENT is never set), no DTD loading and no
+ * XML_PARSE_HUGE, and any <!DOCTYPE> is refused as soon as the parser meets
+ * it (URDF never needs one), which rules out external entities (XXE) and
+ * entity expansion bombs ("billion laughs"). Documents of several MiB parse
+ * fine; len must fit in an int (about 2 GiB), otherwise "too_large". The
+ * caller enforces its own byte limit before calling (proto.h's
+ * max_urdf_bytes).
+ *
+ * Errors: every function returns 0 on success and -1 on error, with *err
+ * filled (err may be NULL) as proto_error.h describes: code "invalid_urdf"
+ * (HTTP 422) with a message that names the offending link or joint, or
+ * "too_large" (HTTP 413) when the path has more joints than the caller's
+ * capacity. On error the output arrays and counts are unspecified (they may
+ * have been partly written) unless stated otherwise. The path field of err is
+ * left empty ("") : the caller, which knows where the URDF sat in its JSON
+ * request, may fill it in.
+ *
+ * Memory: the functions allocate and free libxml2's tree internally; nothing
+ * allocated survives a call, and nothing is kept between calls.
+ *
+ * Thread-safety: all functions may be called from many threads at once. The
+ * first call initialises libxml2 once (xmlInitParser under pthread_once);
+ * xmlCleanupParser is never called (it would break other libxml2 users in
+ * the process).
+ *
+ * Not here: <mimic> (a mimic joint is returned as an independent joint),
+ * xacro, meshes, inertias, collision or visual data, <transmission>, SDF.
+ */
+#ifndef PROTO_URDF_H
+#define PROTO_URDF_H
+
+#include <stddef.h>
+
+#include "proto/proto_error.h"
+#include "solver/ik_chain.h"
+
+/* Room for a link or joint name, including the terminating NUL. A joint
+ * name on the chain that does not fit is rejected with "too_large" whenever
+ * names are requested. */
+#define PROTO_URDF_NAME_MAX 64
+
+/* Extracts the joints on the path from base_link down to tip_link, in order
+ * from the base, fixed joints included: joints[0..*n_joints-1]. cap is the
+ * capacity of joints (and of names). names, if not NULL, receives each
+ * joint's name (names[i] for joints[i]). base_link and tip_link must name
+ * different <link> elements of the document and tip_link must be a
+ * descendant of base_link. More than cap joints on the path gives
+ * "too_large". */
+int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
+                     ik_joint *joints, size_t cap, size_t *n_joints,
+                     char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
+
+/* proto_urdf_chain() followed by ik_chain_init(): the compiled chain goes to
+ * *chain, the number of movable joints (chain->dof) to *n_joints if not
+ * NULL, and, if names is not NULL, the names of the movable joints in chain
+ * order (names must then have room for IK_MAX_DOF entries; only the first
+ * chain->dof are written). A path with more than IK_MAX_JOINTS joints or
+ * more than IK_MAX_DOF movable joints is "too_large"; a path without any
+ * movable joint, or one ik_chain_init() rejects, is "invalid_urdf". On error
+ * *chain, *n_joints and names are unchanged. Uses about IK_MAX_JOINTS *
+ * (sizeof(ik_joint) + PROTO_URDF_NAME_MAX) bytes of heap while running. */
+int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
+                          const char *tip_link, ik_chain *chain, size_t *n_joints,
+                          char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
+
+/* Lists the names of every <link> of the document, in document order, into
+ * names[0..*n_links-1] (names longer than PROTO_URDF_NAME_MAX - 1 bytes are
+ * truncated here, this is for display). Returns 0 even when there are more
+ * than cap links: *n_links is then the total count and only cap names are
+ * written. Useful to tell a client which base and tip links exist. */
+int proto_urdf_links(const char *xml, size_t len, char (*names)[PROTO_URDF_NAME_MAX], size_t cap,
+                     size_t *n_links, proto_error *err);
+
+#endif /* PROTO_URDF_H */
