@@ -1,0 +1,580 @@
+/*
+ * stream.c: decoding and encoding the messages of a WebSocket stream
+ * (stream.h has the message list; proto/STREAM.md the client documentation).
+ *
+ * Decoding checks the envelope of a message: its type, the stream name, the
+ * client's sequence number, that exactly one of "chain"/"chain_id" opens a
+ * stream, and the shape of a path (waypoints with "position" [x,y,z] and
+ * optionally "orientation" [x,y,z,w], rate and duration). It does not check
+ * chains, options or targets: the server hands those to proto_job_decode_json
+ * (proto.h), whose error paths ("/target/...") point into the same message.
+ *
+ * Path samples are interpolated here (positions linearly, orientations by
+ * spherical linear interpolation, ik_quat_slerp of solver/ik_math.h), so that
+ * the server only asks for "sample i" on each timer tick.
+ *
+ * Encoding writes compact JSON. Stream names are restricted to characters
+ * that never need escaping, so the envelope is printed directly and only the
+ * solver's result and error texts go through jansson.
+ */
+#include "proto/stream.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/ik_math.h"
+
+/* ---- paths: the decoded form -------------------------------------------- */
+
+typedef struct path_point {
+    ik_vec3 p;
+    ik_quat q;
+    json_t *json; /* the waypoint object (reference held by the path) */
+} path_point;
+
+struct proto_stream_path {
+    size_t npoints;
+    bool has_orientation;
+    double rate_hz;
+    double duration_s;
+    size_t count;
+    path_point pts[]; /* npoints */
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+bool proto_stream_name_valid(const char *name)
+{
+    size_t n = 0;
+    if (!name)
+        return false;
+    for (; name[n]; n++) {
+        char c = name[n];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == ':' || c == '-';
+        if (!ok || n >= PROTO_STREAM_NAME_MAX)
+            return false;
+    }
+    return n > 0;
+}
+
+bool proto_stream_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = u[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t need;
+        unsigned cp;
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            cp = c & 0x07;
+        } else {
+            return false; /* continuation byte, overlong lead 0xC0/0xC1, or > 0xF4 */
+        }
+        if (len - i <= need)
+            return false;
+        for (size_t k = 1; k <= need; k++) {
+            unsigned cc = u[i + k];
+            if ((cc & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (cc & 0x3F);
+        }
+        if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += need + 1;
+    }
+    return true;
+}
+
+static int stream_err(proto_error *err, const char *code, const char *path, const char *msg)
+{
+    return proto_error_set(err, 400, code, path, "%s", msg);
+}
+
+/* Reads n finite numbers of an array into v; -1 when it is not such an array. */
+static int read_numbers(const json_t *a, double *v, size_t n)
+{
+    if (!json_is_array(a) || json_array_size(a) != n)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *x = json_array_get(a, i);
+        if (!json_is_number(x))
+            return -1;
+        v[i] = json_number_value(x);
+        if (!isfinite(v[i]))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- paths --------------------------------------------------------------- */
+
+static int path_decode(const json_t *root, proto_stream_path **out, proto_error *err)
+{
+    const json_t *wps = json_object_get(root, "waypoints");
+    if (!json_is_array(wps))
+        return stream_err(err, "invalid_request", "/waypoints",
+                          "\"waypoints\" must be an array of targets");
+    size_t n = json_array_size(wps);
+    if (n < 2)
+        return stream_err(err, "invalid_request", "/waypoints",
+                          "a path needs at least two waypoints");
+    if (n > PROTO_STREAM_MAX_WAYPOINTS)
+        return proto_error_set(err, 413, "too_large", "/waypoints",
+                               "a path has at most %d waypoints", PROTO_STREAM_MAX_WAYPOINTS);
+
+    double rate = PROTO_STREAM_DEFAULT_RATE_HZ;
+    const json_t *jr = json_object_get(root, "rate_hz");
+    if (jr) {
+        rate = json_is_number(jr) ? json_number_value(jr) : NAN;
+        if (!(rate > 0.0 && rate <= PROTO_STREAM_MAX_RATE_HZ))
+            return proto_error_set(err, 400, "invalid_request", "/rate_hz",
+                                   "\"rate_hz\" must be a number in (0, %g]",
+                                   PROTO_STREAM_MAX_RATE_HZ);
+    }
+    double dur = (double)(n - 1);
+    const json_t *jd = json_object_get(root, "duration_s");
+    if (jd) {
+        dur = json_is_number(jd) ? json_number_value(jd) : NAN;
+        if (!(dur > 0.0 && isfinite(dur)))
+            return stream_err(err, "invalid_request", "/duration_s",
+                              "\"duration_s\" must be a positive number");
+    }
+    double samples = floor(dur * rate + 1e-9) + 1.0;
+    if (samples > (double)PROTO_STREAM_MAX_SAMPLES)
+        return proto_error_set(err, 413, "too_large", "/duration_s",
+                               "duration_s * rate_hz gives more than %d samples",
+                               PROTO_STREAM_MAX_SAMPLES);
+    if (samples < 2.0)
+        samples = 2.0;
+
+    proto_stream_path *p = calloc(1, sizeof *p + n * sizeof p->pts[0]);
+    if (!p)
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    p->npoints = n;
+    p->rate_hz = rate;
+    p->duration_s = dur;
+    p->count = (size_t)samples;
+    char where[64];
+    for (size_t i = 0; i < n; i++) {
+        json_t *w = json_array_get(wps, i);
+        double v[4];
+        if (!json_is_object(w)) {
+            snprintf(where, sizeof where, "/waypoints/%zu", i);
+            proto_stream_path_free(p);
+            return stream_err(err, "invalid_request", where, "a waypoint must be a target object");
+        }
+        if (read_numbers(json_object_get(w, "position"), v, 3) != 0) {
+            snprintf(where, sizeof where, "/waypoints/%zu/position", i);
+            proto_stream_path_free(p);
+            return stream_err(err, "invalid_request", where,
+                              "a waypoint needs \"position\": three finite numbers");
+        }
+        p->pts[i].p = ik_v3(v[0], v[1], v[2]);
+        const json_t *o = json_object_get(w, "orientation");
+        if (i == 0)
+            p->has_orientation = o != NULL;
+        if ((o != NULL) != p->has_orientation) {
+            snprintf(where, sizeof where, "/waypoints/%zu", i);
+            proto_stream_path_free(p);
+            return stream_err(err, "invalid_request", where,
+                              "\"orientation\" must be on every waypoint or on none");
+        }
+        p->pts[i].q = ik_quat_identity();
+        if (o) {
+            double n2;
+            if (read_numbers(o, v, 4) != 0 ||
+                !((n2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3]) > 1e-12)) {
+                snprintf(where, sizeof where, "/waypoints/%zu/orientation", i);
+                proto_stream_path_free(p);
+                return stream_err(err, "invalid_request", where,
+                                  "\"orientation\" must be a quaternion [x,y,z,w] "
+                                  "of four finite numbers, not zero");
+            }
+            ik_quat q = {v[0], v[1], v[2], v[3]};
+            p->pts[i].q = ik_quat_normalize(q);
+        }
+        p->pts[i].json = json_incref(w);
+    }
+    *out = p;
+    return 0;
+}
+
+size_t proto_stream_path_count(const proto_stream_path *p)
+{
+    return p ? p->count : 0;
+}
+
+double proto_stream_path_rate_hz(const proto_stream_path *p)
+{
+    return p ? p->rate_hz : 0.0;
+}
+
+static json_t *number_array(const double *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        if (json_array_append_new(a, json_real(v[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+json_t *proto_stream_path_sample(const proto_stream_path *p, size_t i)
+{
+    if (!p || i >= p->count)
+        return NULL;
+    /* Time of the sample along the path, in segments (0 .. npoints-1). */
+    size_t nseg = p->npoints - 1;
+    double u;
+    if (i + 1 == p->count)
+        u = (double)nseg;
+    else
+        u = ((double)i / p->rate_hz) / p->duration_s * (double)nseg;
+    if (u > (double)nseg)
+        u = (double)nseg;
+    size_t seg = (size_t)u;
+    if (seg >= nseg)
+        seg = nseg - 1;
+    double t = u - (double)seg;
+    const path_point *a = &p->pts[seg], *b = &p->pts[seg + 1];
+
+    json_t *s = json_copy(a->json); /* shallow: members shared, two replaced */
+    if (!s)
+        return NULL;
+    ik_vec3 pos = ik_vec3_lerp(a->p, b->p, t);
+    double pv[3] = {pos.x, pos.y, pos.z};
+    if (json_object_set_new(s, "position", number_array(pv, 3)) != 0)
+        goto fail;
+    if (p->has_orientation) {
+        ik_quat q = ik_quat_slerp(a->q, b->q, t);
+        double qv[4] = {q.x, q.y, q.z, q.w};
+        if (json_object_set_new(s, "orientation", number_array(qv, 4)) != 0)
+            goto fail;
+    }
+    return s;
+fail:
+    json_decref(s);
+    return NULL;
+}
+
+void proto_stream_path_free(proto_stream_path *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->npoints; i++)
+        json_decref(p->pts[i].json);
+    free(p);
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+static const char *const type_names[] = {"open", "close", "target", "path"};
+
+/* The members each type allows (NULL-terminated). */
+static const char *const open_keys[] = {"type", "stream", "chain", "chain_id", "options", NULL};
+static const char *const close_keys[] = {"type", "stream", NULL};
+static const char *const target_keys[] = {"type", "stream", "seq", "target", NULL};
+static const char *const path_keys[] = {"type",    "stream",     "seq", "waypoints",
+                                        "rate_hz", "duration_s", NULL};
+
+static int check_keys(const json_t *root, const char *const *allowed, proto_error *err)
+{
+    const char *key;
+    const json_t *v;
+    json_object_foreach((json_t *)root, key, v)
+    {
+        bool ok = false;
+        for (size_t i = 0; allowed[i]; i++)
+            if (strcmp(key, allowed[i]) == 0)
+                ok = true;
+        if (!ok) {
+            char where[PROTO_STREAM_NAME_MAX + 8];
+            snprintf(where, sizeof where, "/%.*s", PROTO_STREAM_NAME_MAX, key);
+            return proto_error_set(err, 400, "invalid_request", where,
+                                   "unknown member \"%.64s\"", key);
+        }
+    }
+    return 0;
+}
+
+int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err)
+{
+    memset(out, 0, sizeof *out);
+    proto_error_clear(err);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return proto_error_set(err, 400, "invalid_json", "", "line %d column %d: %s", jerr.line,
+                               jerr.column, jerr.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return stream_err(err, "invalid_request", "", "a message must be a JSON object");
+    }
+
+    /* Stream and seq first, so that later errors can name them. */
+    const json_t *js = json_object_get(root, "stream");
+    if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
+        snprintf(out->stream, sizeof out->stream, "%s", json_string_value(js));
+    const json_t *jq = json_object_get(root, "seq");
+    if (json_is_integer(jq) && llabs(json_integer_value(jq)) <= PROTO_STREAM_SEQ_MAX) {
+        out->has_seq = true;
+        out->seq = json_integer_value(jq);
+    }
+
+    int rc = -1;
+    const json_t *jt = json_object_get(root, "type");
+    const char *type = json_string_value(jt);
+    size_t t;
+    if (!type) {
+        stream_err(err, "invalid_request", "/type", "\"type\" must be a string");
+        goto out;
+    }
+    for (t = 0; t < sizeof type_names / sizeof type_names[0]; t++)
+        if (strcmp(type, type_names[t]) == 0)
+            break;
+    if (t == sizeof type_names / sizeof type_names[0]) {
+        proto_error_set(err, 400, "unknown_type", "/type", "unknown message type \"%.64s\"", type);
+        goto out;
+    }
+    out->type = (proto_stream_type)t;
+    if (!js) {
+        stream_err(err, "invalid_request", "/stream", "\"stream\" is required");
+        goto out;
+    }
+    if (!out->stream[0]) {
+        stream_err(err, "invalid_request", "/stream",
+                   "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -");
+        goto out;
+    }
+    if (out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH) {
+        if (!out->has_seq) {
+            stream_err(err, "invalid_request", "/seq",
+                       jq ? "\"seq\" must be an integer of magnitude below 2^53"
+                          : "\"seq\" is required");
+            goto out;
+        }
+    }
+
+    switch (out->type) {
+    case PROTO_STREAM_OPEN: {
+        if (check_keys(root, open_keys, err) != 0)
+            goto out;
+        json_t *chain = json_object_get(root, "chain");
+        const json_t *cid = json_object_get(root, "chain_id");
+        if ((chain != NULL) == (cid != NULL)) {
+            stream_err(err, "invalid_request", "",
+                       "exactly one of \"chain\" and \"chain_id\" opens a stream");
+            goto out;
+        }
+        if (cid && !json_is_string(cid)) {
+            stream_err(err, "invalid_request", "/chain_id", "\"chain_id\" must be a string");
+            goto out;
+        }
+        json_t *opt = json_object_get(root, "options");
+        if (opt && !json_is_object(opt)) {
+            stream_err(err, "invalid_request", "/options", "\"options\" must be an object");
+            goto out;
+        }
+        out->chain = chain;
+        out->chain_id = cid ? json_string_value(cid) : NULL;
+        out->options = opt;
+        break;
+    }
+    case PROTO_STREAM_CLOSE:
+        if (check_keys(root, close_keys, err) != 0)
+            goto out;
+        break;
+    case PROTO_STREAM_TARGET:
+        if (check_keys(root, target_keys, err) != 0)
+            goto out;
+        out->target = json_object_get(root, "target");
+        if (!out->target) {
+            stream_err(err, "invalid_request", "/target", "\"target\" is required");
+            goto out;
+        }
+        break;
+    case PROTO_STREAM_PATH:
+        if (check_keys(root, path_keys, err) != 0)
+            goto out;
+        if (path_decode(root, &out->path, err) != 0)
+            goto out;
+        break;
+    }
+    out->root = root;
+    return 0;
+out:
+    json_decref(root);
+    out->chain = out->options = out->target = NULL;
+    out->chain_id = NULL;
+    return rc;
+}
+
+void proto_stream_msg_free(proto_stream_msg *m)
+{
+    if (!m)
+        return;
+    proto_stream_path_free(m->path);
+    json_decref(m->root);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- encoding ------------------------------------------------------------ */
+
+typedef struct outbuf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} outbuf;
+
+static void ob_put(outbuf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->failed = true;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void ob_printf(outbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ob_printf(outbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof tmp) {
+        b->failed = true;
+        return;
+    }
+    ob_put(b, tmp, (size_t)n);
+}
+
+static int ob_dump_cb(const char *buffer, size_t size, void *data)
+{
+    outbuf *b = data;
+    ob_put(b, buffer, size);
+    return b->failed ? -1 : 0;
+}
+
+static void ob_json(outbuf *b, const json_t *v)
+{
+    if (json_dump_callback(v, ob_dump_cb, b, JSON_COMPACT | JSON_ENCODE_ANY) != 0)
+        b->failed = true;
+}
+
+static char *ob_finish(outbuf *b, size_t *len)
+{
+    if (b->failed || !b->data) {
+        free(b->data);
+        return NULL;
+    }
+    if (len)
+        *len = b->len;
+    return b->data;
+}
+
+char *proto_stream_encode_opened(const char *stream, const char *chain_id, size_t *len)
+{
+    outbuf b = {0};
+    json_t *id = json_string(chain_id ? chain_id : "");
+    ob_printf(&b, "{\"type\":\"opened\",\"stream\":\"%s\",\"chain_id\":", stream);
+    if (!id)
+        b.failed = true;
+    else
+        ob_json(&b, id);
+    ob_put(&b, "}", 1);
+    json_decref(id);
+    return ob_finish(&b, len);
+}
+
+char *proto_stream_encode_closed(const char *stream, size_t *len)
+{
+    outbuf b = {0};
+    ob_printf(&b, "{\"type\":\"closed\",\"stream\":\"%s\"}", stream);
+    return ob_finish(&b, len);
+}
+
+char *proto_stream_encode_solution(const char *stream, long long seq, size_t skipped,
+                                   const json_t *result, size_t index, size_t count,
+                                   size_t *len)
+{
+    outbuf b = {0};
+    ob_printf(&b, "{\"type\":\"solution\",\"stream\":\"%s\",\"seq\":%lld,\"skipped\":%zu,", stream,
+              seq, skipped);
+    if (count > 0)
+        ob_printf(&b, "\"index\":%zu,\"count\":%zu,", index, count);
+    ob_put(&b, "\"result\":", 9);
+    if (result)
+        ob_json(&b, result);
+    else
+        ob_put(&b, "null", 4);
+    ob_put(&b, "}", 1);
+    return ob_finish(&b, len);
+}
+
+char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent,
+                                   size_t count, bool completed, size_t *len)
+{
+    outbuf b = {0};
+    ob_printf(&b,
+              "{\"type\":\"path_end\",\"stream\":\"%s\",\"seq\":%lld,\"sent\":%zu,\"count\":%zu,"
+              "\"completed\":%s}",
+              stream, seq, sent, count, completed ? "true" : "false");
+    return ob_finish(&b, len);
+}
+
+char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
+                                const proto_error *e, size_t *len)
+{
+    outbuf b = {0};
+    ob_put(&b, "{\"type\":\"error\"", 15);
+    if (stream && proto_stream_name_valid(stream))
+        ob_printf(&b, ",\"stream\":\"%s\"", stream);
+    if (has_seq)
+        ob_printf(&b, ",\"seq\":%lld", seq);
+    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", e->code, "message", e->message, "path",
+                              e->path);
+    if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
+        inner = json_pack("{s:s, s:s, s:s}", "code", e->code, "message",
+                          "(message not printable)", "path", "");
+    if (!inner) {
+        b.failed = true;
+    } else {
+        ob_put(&b, ",\"error\":", 9);
+        ob_json(&b, inner);
+        json_decref(inner);
+    }
+    ob_put(&b, "}", 1);
+    return ob_finish(&b, len);
+}

@@ -1,0 +1,130 @@
+/*
+ * stream.h: the messages of a WebSocket stream (GET /v1/stream), decoded and
+ * encoded without any socket. proto/STREAM.md documents them for clients;
+ * server/ws*.c moves them over the connection.
+ *
+ * Client -> ikd (one JSON object per WebSocket text message):
+ *   {"type":"open",  "stream":"s1", "chain":{...} | "chain_id":"...", "options":{...}}
+ *   {"type":"close", "stream":"s1"}
+ *   {"type":"target","stream":"s1", "seq":17, "target":{...}}
+ *   {"type":"path",  "stream":"s1", "seq":18, "waypoints":[{target},...],
+ *                    "rate_hz":60, "duration_s":2}
+ * ikd -> client:
+ *   {"type":"opened","stream":"s1","chain_id":"..."}
+ *   {"type":"closed","stream":"s1"}
+ *   {"type":"solution","stream":"s1","seq":17,"skipped":0,"result":{...}}
+ *      (path samples add "index":i,"count":n)
+ *   {"type":"path_end","stream":"s1","seq":18,"sent":n,"count":n,"completed":true}
+ *   {"type":"error","stream":"s1","seq":17,"error":{"code":..,"message":..,"path":..}}
+ *
+ * Decoding validates the envelope only (type, stream name, seq, the shape of
+ * a path); the chain, options and targets are validated by proto.h when the
+ * server builds the job, with JSON paths that point into the same message.
+ *
+ * Path interpolation: waypoints are targets whose "position" ([x,y,z]) is
+ * interpolated linearly and whose "orientation" (quaternion [x,y,z,w], either
+ * on every waypoint or on none) by slerp (ik_quat_slerp); every other member
+ * of a sample is copied from the waypoint that starts its segment. The
+ * waypoints are equally spaced in time over duration_s; sample i is at time
+ * i / rate_hz, the last one exactly on the last waypoint.
+ *
+ * Thread-safety: no globals; a decoded message or path is used by one thread
+ * at a time. Nothing here blocks or touches the event loop.
+ */
+#ifndef PROTO_STREAM_H
+#define PROTO_STREAM_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/proto_error.h"
+
+/* Stream names: 1..64 characters of [A-Za-z0-9_.:-] (never need escaping). */
+#define PROTO_STREAM_NAME_MAX 64
+/* Limits of a path message. */
+#define PROTO_STREAM_MAX_WAYPOINTS 1024
+#define PROTO_STREAM_MAX_SAMPLES   100000
+#define PROTO_STREAM_MAX_RATE_HZ   1000.0
+#define PROTO_STREAM_DEFAULT_RATE_HZ 60.0
+
+/* Largest seq magnitude: 2^53 - 1, every such integer survives a JavaScript
+ * client's doubles. */
+#define PROTO_STREAM_SEQ_MAX 9007199254740991LL
+
+typedef enum proto_stream_type {
+    PROTO_STREAM_OPEN = 0,
+    PROTO_STREAM_CLOSE,
+    PROTO_STREAM_TARGET,
+    PROTO_STREAM_PATH
+} proto_stream_type;
+
+typedef struct proto_stream_path proto_stream_path;
+
+/* One decoded client message. The json_t pointers are borrowed from root,
+ * which the message owns. */
+typedef struct proto_stream_msg {
+    proto_stream_type type;
+    char stream[PROTO_STREAM_NAME_MAX + 1]; /* "" when unknown */
+    bool has_seq;
+    long long seq;
+    json_t *root;        /* the whole message (owned) */
+    json_t *chain;       /* open: inline chain object, or NULL */
+    const char *chain_id;/* open: registered chain id, or NULL */
+    json_t *options;     /* open: options object, or NULL */
+    json_t *target;      /* target: the target value (validated later) */
+    proto_stream_path *path; /* path: the decoded path (owned) */
+} proto_stream_msg;
+
+/* Decodes one text message of len bytes (need not be NUL-terminated).
+ * Returns 0 with *out filled (release with proto_stream_msg_free), or -1
+ * with *err set (codes invalid_json, invalid_request, unknown_type,
+ * too_large; http_status is meaningless here) and nothing allocated; even
+ * then out->type, out->stream and out->has_seq/seq hold what could be read,
+ * so that the error reply can name the stream and seq. */
+int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err);
+
+/* Releases what a successful decode allocated and clears *m. NULL is fine;
+ * calling it on a cleared message is fine. */
+void proto_stream_msg_free(proto_stream_msg *m);
+
+/* True when s[0..len) is valid UTF-8 (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF). A text message that is not gets the
+ * connection closed with 1007. */
+bool proto_stream_utf8_valid(const char *s, size_t len);
+
+/* True when name is a valid stream name (see PROTO_STREAM_NAME_MAX). */
+bool proto_stream_name_valid(const char *name);
+
+/* ---- paths ------------------------------------------------------------- */
+
+/* Number of samples of a path (>= 2). */
+size_t proto_stream_path_count(const proto_stream_path *p);
+double proto_stream_path_rate_hz(const proto_stream_path *p);
+/* Sample i (< count) as a new target object (caller decrefs), or NULL when
+ * out of memory or i is out of range. */
+json_t *proto_stream_path_sample(const proto_stream_path *p, size_t i);
+/* Releases a path (NULL is fine). A path taken out of a message (set
+ * msg->path to NULL after copying the pointer) outlives the message. */
+void proto_stream_path_free(proto_stream_path *p);
+
+/* ---- encoders ---------------------------------------------------------- */
+/* Every encoder returns a malloc'd NUL-terminated compact JSON text (caller
+ * frees) and its length in *len, or NULL when out of memory. stream must be
+ * a valid stream name, except in encode_error where it may be NULL or "". */
+
+char *proto_stream_encode_opened(const char *stream, const char *chain_id, size_t *len);
+char *proto_stream_encode_closed(const char *stream, size_t *len);
+/* result: the proto_job_result_json() object (borrowed). index/count: a path
+ * sample when count > 0, omitted otherwise. */
+char *proto_stream_encode_solution(const char *stream, long long seq, size_t skipped,
+                                   const json_t *result, size_t index, size_t count,
+                                   size_t *len);
+char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent,
+                                   size_t count, bool completed, size_t *len);
+/* has_seq false omits "seq". */
+char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
+                                const proto_error *e, size_t *len);
+
+#endif /* PROTO_STREAM_H */

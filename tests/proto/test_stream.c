@@ -1,0 +1,425 @@
+/*
+ * test_stream.c: proto/stream.h on its own: decoding every message type,
+ * every envelope error (with the stream and seq still recovered for the
+ * reply), the UTF-8 validator against RFC 3629's edge cases, path sampling
+ * (linear positions, slerp orientations checked by rotation angle, the
+ * sample count and the last sample on the last waypoint) and the encoders
+ * (their output is parsed back with jansson).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/stream.h"
+#include "solver/ik_math.h"
+
+static int decode(const char *text, proto_stream_msg *m, proto_error *e)
+{
+    return proto_stream_decode(text, strlen(text), m, e);
+}
+
+static void expect_error(const char *text, const char *code, const char *path)
+{
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_msg(decode(text, &m, &e) == -1, "accepted: %s", text);
+    ck_assert_str_eq(e.code, code);
+    ck_assert_str_eq(e.path, path);
+    ck_assert_ptr_null(m.root);
+    ck_assert_ptr_null(m.path);
+}
+
+START_TEST(test_decode_open)
+{
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_int_eq(decode("{\"type\":\"open\",\"stream\":\"arm-1\",\"chain\":{\"joints\":[]},"
+                            "\"options\":{\"tolerance\":1e-6}}",
+                            &m, &e),
+                     0);
+    ck_assert_int_eq(m.type, PROTO_STREAM_OPEN);
+    ck_assert_str_eq(m.stream, "arm-1");
+    ck_assert(json_is_object(m.chain));
+    ck_assert_ptr_null(m.chain_id);
+    ck_assert(json_is_object(m.options));
+    proto_stream_msg_free(&m);
+    ck_assert_ptr_null(m.root);
+    proto_stream_msg_free(&m); /* twice is fine */
+
+    ck_assert_int_eq(decode("{\"type\":\"open\",\"stream\":\"a\",\"chain_id\":\"c0ffee\"}", &m, &e),
+                     0);
+    ck_assert_ptr_null(m.chain);
+    ck_assert_str_eq(m.chain_id, "c0ffee");
+    ck_assert_ptr_null(m.options);
+    proto_stream_msg_free(&m);
+}
+END_TEST
+
+START_TEST(test_decode_target_close)
+{
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_int_eq(decode("{\"seq\":-17,\"target\":{\"position\":[1,2,3]},\"type\":\"target\","
+                            "\"stream\":\"s.1:x_y\"}",
+                            &m, &e),
+                     0);
+    ck_assert_int_eq(m.type, PROTO_STREAM_TARGET);
+    ck_assert(m.has_seq);
+    ck_assert_int_eq(m.seq, -17);
+    ck_assert(json_is_object(m.target));
+    proto_stream_msg_free(&m);
+
+    ck_assert_int_eq(decode("{\"type\":\"target\",\"stream\":\"s\",\"seq\":9007199254740991,"
+                            "\"target\":null}",
+                            &m, &e),
+                     0);
+    ck_assert_int_eq(m.seq, 9007199254740991LL);
+    ck_assert(json_is_null(m.target)); /* validated later by proto_job_decode_json */
+    proto_stream_msg_free(&m);
+
+    ck_assert_int_eq(decode("{\"type\":\"close\",\"stream\":\"s\"}", &m, &e), 0);
+    ck_assert_int_eq(m.type, PROTO_STREAM_CLOSE);
+    ck_assert(!m.has_seq);
+    proto_stream_msg_free(&m);
+}
+END_TEST
+
+START_TEST(test_decode_errors)
+{
+    expect_error("", "invalid_json", "");
+    expect_error("{\"type\":\"open\"", "invalid_json", "");
+    expect_error("{\"type\":\"close\",\"stream\":\"a\",\"stream\":\"b\"}", "invalid_json", "");
+    expect_error("[1,2]", "invalid_request", "");
+    expect_error("\"open\"", "invalid_json", ""); /* jansson rejects bare scalars */
+    expect_error("{\"stream\":\"s\"}", "invalid_request", "/type");
+    expect_error("{\"type\":7,\"stream\":\"s\"}", "invalid_request", "/type");
+    expect_error("{\"type\":\"jump\",\"stream\":\"s\"}", "unknown_type", "/type");
+    expect_error("{\"type\":\"close\"}", "invalid_request", "/stream");
+    expect_error("{\"type\":\"close\",\"stream\":\"\"}", "invalid_request", "/stream");
+    expect_error("{\"type\":\"close\",\"stream\":\"a b\"}", "invalid_request", "/stream");
+    expect_error("{\"type\":\"close\",\"stream\":\"a\\\"b\"}", "invalid_request", "/stream");
+    expect_error("{\"type\":\"close\",\"stream\":12}", "invalid_request", "/stream");
+    expect_error("{\"type\":\"close\",\"stream\":"
+                 "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+                 "invalid_request", "/stream"); /* 65 characters */
+    expect_error("{\"type\":\"close\",\"stream\":\"s\",\"extra\":1}", "invalid_request", "/extra");
+    expect_error("{\"type\":\"target\",\"stream\":\"s\",\"target\":{}}", "invalid_request", "/seq");
+    expect_error("{\"type\":\"target\",\"stream\":\"s\",\"seq\":1.5,\"target\":{}}",
+                 "invalid_request", "/seq");
+    expect_error("{\"type\":\"target\",\"stream\":\"s\",\"seq\":9007199254740992,\"target\":{}}",
+                 "invalid_request", "/seq");
+    expect_error("{\"type\":\"target\",\"stream\":\"s\",\"seq\":1}", "invalid_request", "/target");
+    expect_error("{\"type\":\"open\",\"stream\":\"s\"}", "invalid_request", "");
+    expect_error("{\"type\":\"open\",\"stream\":\"s\",\"chain\":{},\"chain_id\":\"x\"}",
+                 "invalid_request", "");
+    expect_error("{\"type\":\"open\",\"stream\":\"s\",\"chain_id\":5}", "invalid_request",
+                 "/chain_id");
+    expect_error("{\"type\":\"open\",\"stream\":\"s\",\"chain_id\":\"x\",\"options\":[]}",
+                 "invalid_request", "/options");
+}
+END_TEST
+
+START_TEST(test_errors_keep_stream_and_seq)
+{
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_int_eq(decode("{\"type\":\"target\",\"stream\":\"s7\",\"seq\":42,\"bogus\":1,"
+                            "\"target\":{}}",
+                            &m, &e),
+                     -1);
+    ck_assert_str_eq(m.stream, "s7");
+    ck_assert(m.has_seq);
+    ck_assert_int_eq(m.seq, 42);
+    ck_assert_str_eq(e.path, "/bogus");
+
+    ck_assert_int_eq(decode("not json", &m, &e), -1);
+    ck_assert_str_eq(m.stream, "");
+    ck_assert(!m.has_seq);
+}
+END_TEST
+
+START_TEST(test_utf8)
+{
+    ck_assert(proto_stream_utf8_valid("", 0));
+    ck_assert(proto_stream_utf8_valid("plain ascii", 11));
+    ck_assert(proto_stream_utf8_valid("\xc3\xa9", 2));             /* U+00E9 */
+    ck_assert(proto_stream_utf8_valid("\xe2\x82\xac", 3));         /* U+20AC */
+    ck_assert(proto_stream_utf8_valid("\xf0\x9f\x98\x80", 4));     /* U+1F600 */
+    ck_assert(proto_stream_utf8_valid("\xf4\x8f\xbf\xbf", 4));     /* U+10FFFF */
+    ck_assert(proto_stream_utf8_valid("\xed\x9f\xbf", 3));         /* U+D7FF */
+    ck_assert(!proto_stream_utf8_valid("\xc3", 1));                /* truncated */
+    ck_assert(!proto_stream_utf8_valid("\xe2\x82", 2));            /* truncated */
+    ck_assert(!proto_stream_utf8_valid("\x80", 1));                /* lone continuation */
+    ck_assert(!proto_stream_utf8_valid("\xc0\xaf", 2));            /* overlong '/' */
+    ck_assert(!proto_stream_utf8_valid("\xe0\x80\xaf", 3));        /* overlong */
+    ck_assert(!proto_stream_utf8_valid("\xf0\x80\x80\xaf", 4));    /* overlong */
+    ck_assert(!proto_stream_utf8_valid("\xed\xa0\x80", 3));        /* surrogate U+D800 */
+    ck_assert(!proto_stream_utf8_valid("\xf4\x90\x80\x80", 4));    /* U+110000 */
+    ck_assert(!proto_stream_utf8_valid("\xff", 1));
+    ck_assert(!proto_stream_utf8_valid("ok\xc3(", 4));             /* bad continuation */
+    /* the length is honoured: a valid prefix of an invalid buffer */
+    ck_assert(proto_stream_utf8_valid("ok\xff", 2));
+}
+END_TEST
+
+START_TEST(test_names)
+{
+    ck_assert(proto_stream_name_valid("a"));
+    ck_assert(proto_stream_name_valid("Z9_.:-"));
+    ck_assert(!proto_stream_name_valid(""));
+    ck_assert(!proto_stream_name_valid(NULL));
+    ck_assert(!proto_stream_name_valid("a/b"));
+    ck_assert(!proto_stream_name_valid("\xc3\xa9"));
+    char name[PROTO_STREAM_NAME_MAX + 2];
+    memset(name, 'x', sizeof name);
+    name[PROTO_STREAM_NAME_MAX] = '\0';
+    ck_assert(proto_stream_name_valid(name));
+    name[PROTO_STREAM_NAME_MAX] = 'x';
+    name[PROTO_STREAM_NAME_MAX + 1] = '\0';
+    ck_assert(!proto_stream_name_valid(name));
+}
+END_TEST
+
+static void sample_pose(const proto_stream_path *p, size_t i, double pos[3], double q[4],
+                        json_t **keep)
+{
+    json_t *s = proto_stream_path_sample(p, i);
+    ck_assert_ptr_nonnull(s);
+    json_t *jp = json_object_get(s, "position");
+    for (int k = 0; k < 3; k++)
+        pos[k] = json_number_value(json_array_get(jp, (size_t)k));
+    json_t *jq = json_object_get(s, "orientation");
+    for (int k = 0; q && k < 4; k++)
+        q[k] = json_number_value(json_array_get(jq, (size_t)k));
+    if (keep)
+        *keep = s;
+    else
+        json_decref(s);
+}
+
+START_TEST(test_path_interpolation)
+{
+    /* Two segments over 2 s at 10 Hz: 21 samples; the second waypoint turns
+     * 90 degrees about z. */
+    const char *text =
+        "{\"type\":\"path\",\"stream\":\"s\",\"seq\":3,\"rate_hz\":10,\"duration_s\":2,"
+        "\"waypoints\":["
+        "{\"position\":[0,0,0],\"orientation\":[0,0,0,1],\"weight\":\"first\"},"
+        "{\"position\":[1,0,0],\"orientation\":[0,0,0.7071067811865476,0.7071067811865476]},"
+        "{\"position\":[1,2,0],\"orientation\":[0,0,0.7071067811865476,0.7071067811865476]}]}";
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_int_eq(decode(text, &m, &e), 0);
+    ck_assert_int_eq(m.type, PROTO_STREAM_PATH);
+    proto_stream_path *p = m.path;
+    m.path = NULL; /* taken out: outlives the message */
+    proto_stream_msg_free(&m);
+    ck_assert_uint_eq(proto_stream_path_count(p), 21);
+    ck_assert_double_eq_tol(proto_stream_path_rate_hz(p), 10.0, 1e-12);
+
+    double pos[3], q[4];
+    json_t *s0;
+    sample_pose(p, 0, pos, q, &s0);
+    ck_assert_double_eq_tol(pos[0], 0, 1e-12);
+    /* other members come from the segment's first waypoint */
+    ck_assert_str_eq(json_string_value(json_object_get(s0, "weight")), "first");
+    json_decref(s0);
+
+    sample_pose(p, 5, pos, q, NULL); /* t = 0.5 s: half of segment 0 */
+    ck_assert_double_eq_tol(pos[0], 0.5, 1e-12);
+    ck_assert_double_eq_tol(pos[1], 0.0, 1e-12);
+    ik_quat qh = {q[0], q[1], q[2], q[3]};
+    ck_assert_double_eq_tol(ik_quat_angle_between(ik_quat_identity(), qh), IK_PI / 4, 1e-9);
+    ck_assert_double_eq_tol(q[2] * q[2] + q[3] * q[3], 1.0, 1e-12);
+
+    sample_pose(p, 15, pos, q, NULL); /* t = 1.5 s: half of segment 1 */
+    ck_assert_double_eq_tol(pos[0], 1.0, 1e-12);
+    ck_assert_double_eq_tol(pos[1], 1.0, 1e-12);
+
+    sample_pose(p, 20, pos, q, NULL); /* the last waypoint exactly */
+    ck_assert_double_eq_tol(pos[0], 1.0, 1e-12);
+    ck_assert_double_eq_tol(pos[1], 2.0, 1e-12);
+    ck_assert_double_eq_tol(q[2], 0.7071067811865476, 1e-12);
+
+    ck_assert_ptr_null(proto_stream_path_sample(p, 21));
+    proto_stream_path_free(p);
+    proto_stream_path_free(NULL);
+}
+END_TEST
+
+START_TEST(test_path_defaults_and_position_only)
+{
+    /* No rate, no duration: 60 Hz, one second per segment -> 61 samples. */
+    const char *text = "{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,"
+                       "\"waypoints\":[{\"position\":[0,0,0]},{\"position\":[0,0,3]}]}";
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_int_eq(decode(text, &m, &e), 0);
+    ck_assert_uint_eq(proto_stream_path_count(m.path), 61);
+    double pos[3];
+    sample_pose(m.path, 20, pos, NULL, NULL);
+    ck_assert_double_eq_tol(pos[2], 1.0, 1e-12);
+    json_t *s = proto_stream_path_sample(m.path, 20);
+    ck_assert_ptr_null(json_object_get(s, "orientation"));
+    json_decref(s);
+    proto_stream_msg_free(&m);
+
+    /* A duration shorter than one period still gives both ends. */
+    ck_assert_int_eq(decode("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"rate_hz\":1,"
+                            "\"duration_s\":0.1,\"waypoints\":[{\"position\":[0,0,0]},"
+                            "{\"position\":[1,0,0]}]}",
+                            &m, &e),
+                     0);
+    ck_assert_uint_eq(proto_stream_path_count(m.path), 2);
+    sample_pose(m.path, 1, pos, NULL, NULL);
+    ck_assert_double_eq_tol(pos[0], 1.0, 1e-12);
+    proto_stream_msg_free(&m);
+}
+END_TEST
+
+START_TEST(test_path_errors)
+{
+    const char *two = "[{\"position\":[0,0,0]},{\"position\":[1,0,0]}]";
+    char buf[512];
+    expect_error("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0}", "invalid_request", "/waypoints");
+    expect_error("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":[{\"position\":[0,0,0]}]}",
+                 "invalid_request", "/waypoints");
+    expect_error("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":[1,2]}",
+                 "invalid_request", "/waypoints/0");
+    expect_error("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":"
+                 "[{\"position\":[0,0,0]},{\"position\":[1,0]}]}",
+                 "invalid_request", "/waypoints/1/position");
+    expect_error("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":"
+                 "[{\"position\":[0,0,0]},{\"position\":[1,0,\"x\"]}]}",
+                 "invalid_request", "/waypoints/1/position");
+    expect_error("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":"
+                 "[{\"position\":[0,0,0],\"orientation\":[0,0,0,1]},{\"position\":[1,0,0]}]}",
+                 "invalid_request", "/waypoints/1");
+    expect_error("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":"
+                 "[{\"position\":[0,0,0],\"orientation\":[0,0,0,0]},"
+                 "{\"position\":[1,0,0],\"orientation\":[0,0,0,1]}]}",
+                 "invalid_request", "/waypoints/0/orientation");
+    snprintf(buf, sizeof buf, "{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"rate_hz\":0,"
+                              "\"waypoints\":%s}", two);
+    expect_error(buf, "invalid_request", "/rate_hz");
+    snprintf(buf, sizeof buf, "{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"rate_hz\":5000,"
+                              "\"waypoints\":%s}", two);
+    expect_error(buf, "invalid_request", "/rate_hz");
+    snprintf(buf, sizeof buf, "{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"duration_s\":-1,"
+                              "\"waypoints\":%s}", two);
+    expect_error(buf, "invalid_request", "/duration_s");
+    snprintf(buf, sizeof buf, "{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"rate_hz\":1000,"
+                              "\"duration_s\":1e6,\"waypoints\":%s}", two);
+    expect_error(buf, "too_large", "/duration_s");
+    snprintf(buf, sizeof buf, "{\"type\":\"path\",\"stream\":\"s\",\"waypoints\":%s}", two);
+    expect_error(buf, "invalid_request", "/seq");
+}
+END_TEST
+
+static json_t *parse(const char *s, size_t len)
+{
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(strlen(s), len);
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je);
+    ck_assert_msg(j != NULL, "not JSON: %s", s);
+    return j;
+}
+
+START_TEST(test_encoders)
+{
+    size_t len;
+    char *s = proto_stream_encode_opened("s1", "abc\"def", &len);
+    json_t *j = parse(s, len);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "opened");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "chain_id")), "abc\"def");
+    json_decref(j);
+    free(s);
+
+    s = proto_stream_encode_closed("s1", &len);
+    j = parse(s, len);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "closed");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "stream")), "s1");
+    json_decref(j);
+    free(s);
+
+    json_t *res = json_pack("{s:s, s:[f,f]}", "status", "ok", "joints", 0.25, -1.5);
+    s = proto_stream_encode_solution("s1", -9007199254740991LL, 7, res, 0, 0, &len);
+    j = parse(s, len);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "solution");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "seq")), -9007199254740991LL);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "skipped")), 7);
+    ck_assert_ptr_null(json_object_get(j, "index"));
+    ck_assert(json_equal(json_object_get(j, "result"), res));
+    json_decref(j);
+    free(s);
+
+    s = proto_stream_encode_solution("s1", 4, 0, res, 3, 10, &len);
+    j = parse(s, len);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "index")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "count")), 10);
+    json_decref(j);
+    free(s);
+    json_decref(res);
+
+    s = proto_stream_encode_path_end("p", 5, 3, 10, false, &len);
+    j = parse(s, len);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "path_end");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "sent")), 3);
+    ck_assert(json_is_false(json_object_get(j, "completed")));
+    json_decref(j);
+    free(s);
+
+    proto_error e;
+    proto_error_set(&e, 400, "invalid_request", "/target/position/1", "bad \"number\"");
+    s = proto_stream_encode_error("s1", true, 12, &e, &len);
+    j = parse(s, len);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "error");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "seq")), 12);
+    json_t *inner = json_object_get(j, "error");
+    ck_assert_str_eq(json_string_value(json_object_get(inner, "code")), "invalid_request");
+    ck_assert_str_eq(json_string_value(json_object_get(inner, "message")), "bad \"number\"");
+    ck_assert_str_eq(json_string_value(json_object_get(inner, "path")), "/target/position/1");
+    json_decref(j);
+    free(s);
+
+    /* no stream, no seq; a message cut inside a UTF-8 sequence still encodes */
+    proto_error_set(&e, 400, "invalid_json", "", "bad byte \xc3");
+    s = proto_stream_encode_error(NULL, false, 0, &e, &len);
+    j = parse(s, len);
+    ck_assert_ptr_null(json_object_get(j, "stream"));
+    ck_assert_ptr_null(json_object_get(j, "seq"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                     "invalid_json");
+    json_decref(j);
+    free(s);
+}
+END_TEST
+
+static Suite *stream_suite(void)
+{
+    Suite *s = suite_create("stream");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_decode_open);
+    tcase_add_test(tc, test_decode_target_close);
+    tcase_add_test(tc, test_decode_errors);
+    tcase_add_test(tc, test_errors_keep_stream_and_seq);
+    tcase_add_test(tc, test_utf8);
+    tcase_add_test(tc, test_names);
+    tcase_add_test(tc, test_path_interpolation);
+    tcase_add_test(tc, test_path_defaults_and_position_only);
+    tcase_add_test(tc, test_path_errors);
+    tcase_add_test(tc, test_encoders);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(stream_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
