@@ -1,0 +1,147 @@
+/*
+ * ik_twobone.c: seed 001's closed-form two-bone IK in 3D
+ * (shared/seeds/001_266e5f870b3c3550.txt, "Finding the New Positions").
+ *
+ * Implements, with the seed's names:
+ *   n = (a - t) / len_at                         (unit vector from t to a)
+ *   too close  len_at < |len_ab - len_bc|:  b' = a - s len_ab n,
+ *              c' = b' + s len_bc n,  s = +1 if len_ab > len_bc else -1
+ *   too far    len_at > len_ab + len_bc:    b' = a - len_ab n, c' = b' - len_bc n
+ *   reachable  cos(theta) = (len_bc^2 - len_ab^2 - len_at^2) / (-2 len_ab len_at)
+ *              r = len_ab sin(theta),  m = a - len_ab cos(theta) n,
+ *              u = normalize((b - m) - ((b - m) . n) n),  b' = m + r u,  c' = t
+ *
+ * Two numerical refinements, algebraically identical to the seed:
+ *   - cos(theta) is evaluated as ((l_ab - l_bc)(l_ab + l_bc) + l_at^2) /
+ *     (2 l_ab l_at) in units of the longest bone: the same ratio with the
+ *     signs folded in, without the cancellation of l_bc^2 - l_ab^2 and
+ *     without overflow for huge coordinates;
+ *   - sin(theta) = sqrt((1 - cos)(1 + cos)), which keeps its precision near
+ *     a straight limb where 1 - cos^2 does not.
+ * The seed's float threshold len_at < 1e-3 becomes a relative one (1e-12 of
+ * the limb length), since ikd's units are the caller's.
+ *
+ * Not here: the bone rotation update (ik_skeleton.c).
+ */
+#include "solver/ik_twobone.h"
+
+#include <float.h>
+#include <math.h>
+
+#include "solver/ik_status.h"
+
+/* Relative size below which l_at counts as zero (seed: 1e-3 in float). */
+#define TWOBONE_TINY_AT 1e-12
+/* Relative size below which the knee's offset from the axis counts as zero
+ * (the seed's GetPerpendicularUnitVector falls back to any perpendicular). */
+#define TWOBONE_TINY_PERP 1e-14
+
+static inline bool finite3(ik_vec3 v)
+{
+    return isfinite(v.x) && isfinite(v.y) && isfinite(v.z);
+}
+
+/* |v|: the plain square root when the squared length is a normal finite
+ * double, the overflow-safe ik_vec3_len() otherwise (huge or tiny input). */
+static inline double len3(ik_vec3 v)
+{
+    double s = v.x * v.x + v.y * v.y + v.z * v.z;
+    if (s > DBL_MIN && s <= DBL_MAX)
+        return sqrt(s);
+    return ik_vec3_len(v);
+}
+
+/* Unit vector along v - (v . n) n, or 0-length result flagged by returning
+ * false when that part is negligible against scale. */
+static inline bool perp_unit(ik_vec3 v, ik_vec3 n, double scale, ik_vec3 *u)
+{
+    ik_vec3 w = ik_vec3_madd(v, n, -ik_vec3_dot(v, n));
+    double l = len3(w);
+    if (!(l > TWOBONE_TINY_PERP * scale))
+        return false;
+    *u = ik_vec3_scale(w, 1.0 / l);
+    return true;
+}
+
+int ik_twobone_solve(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *pole,
+                     ik_twobone_result *out)
+{
+    /* A finite difference implies both operands are finite, so these three
+     * checks also reject every non-finite coordinate of a, b, c and t. */
+    ik_vec3 ab = ik_vec3_sub(b, a);
+    ik_vec3 bc = ik_vec3_sub(c, b);
+    ik_vec3 at = ik_vec3_sub(t, a);
+    if (!finite3(ab) || !finite3(bc) || !finite3(at))
+        return IK_EINVAL;
+    if (pole && !finite3(ik_vec3_sub(*pole, a)))
+        return IK_EINVAL;
+
+    double len_ab = len3(ab);
+    double len_bc = len3(bc);
+    double len_at = len3(at);
+    double reach = len_ab + len_bc;
+    if (!(len_ab > 0.0) || !(len_bc > 0.0) || !(reach <= DBL_MAX) || !(len_at <= DBL_MAX))
+        return IK_EINVAL;
+
+    /* Unit vector from t to a; the seed's default when t sits on a. */
+    ik_vec3 n;
+    if (len_at < TWOBONE_TINY_AT * reach)
+        n = ik_v3(1.0, 0.0, 0.0);
+    else
+        n = ik_vec3_scale(at, -1.0 / len_at);
+
+    ik_twobone_result r;
+    if (len_at < fabs(len_ab - len_bc)) {
+        /* Too close: the longer bone towards the target, the other away. */
+        double sign = (len_ab > len_bc) ? 1.0 : -1.0;
+        r.b = ik_vec3_madd(a, n, -sign * len_ab);
+        r.c = ik_vec3_madd(r.b, n, sign * len_bc);
+        r.reach = IK_REACH_TOO_CLOSE;
+    } else if (len_at <= reach) {
+        /* Reachable: the knee on the circle where the spheres meet. */
+        double inv = 1.0 / (len_ab > len_bc ? len_ab : len_bc);
+        double A = len_ab * inv, B = len_bc * inv, D = len_at * inv;
+        double den = 2.0 * A * D;
+        double cos_t = 0.0; /* limit for t on a with equal bones */
+        if (den > 0.0) {
+            cos_t = ((A - B) * (A + B) + D * D) / den;
+            if (!(cos_t >= -1.0))
+                cos_t = -1.0;
+            else if (cos_t > 1.0)
+                cos_t = 1.0;
+        }
+        double sin_t = sqrt((1.0 - cos_t) * (1.0 + cos_t));
+        double radius = len_ab * sin_t;
+        ik_vec3 m = ik_vec3_madd(a, n, -len_ab * cos_t);
+
+        ik_vec3 u;
+        bool ok = false;
+        if (pole)
+            ok = perp_unit(ik_vec3_sub(*pole, m), n, reach, &u);
+        if (!ok)
+            ok = perp_unit(ik_vec3_sub(b, m), n, reach, &u);
+        if (!ok)
+            u = ik_vec3_any_perpendicular(n);
+
+        r.b = ik_vec3_madd(m, u, radius);
+        r.c = t;
+        r.reach = IK_REACH_OK;
+    } else {
+        /* Too far: reach out towards the target to full extension. */
+        r.b = ik_vec3_madd(a, n, -len_ab);
+        r.c = ik_vec3_madd(r.b, n, -len_bc);
+        r.reach = IK_REACH_TOO_FAR;
+    }
+
+    if (!finite3(r.b) || !finite3(r.c))
+        return IK_EINVAL; /* the answer itself would overflow */
+    if (r.reach == IK_REACH_OK) {
+        r.error = 0.0;
+    } else {
+        r.error = len3(ik_vec3_sub(r.c, t));
+        if (!(r.error <= DBL_MAX))
+            return IK_EINVAL;
+    }
+    *out = r;
+    return r.reach == IK_REACH_OK ? IK_OK : IK_EUNREACHABLE;
+}
