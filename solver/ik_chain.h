@@ -62,6 +62,13 @@ typedef struct ik_chain {
     double upper[IK_MAX_DOF];          /* continuous: +INFINITY */
     size_t source_index[IK_MAX_DOF];   /* index of joint i in the described list */
     ik_xform tip;                      /* fixed transform after the last movable joint */
+    /* Derived by ik_chain_init() for fast evaluation, read-only: the same
+     * chain re-expressed so that every joint moves along or about its own
+     * local z axis (rotation matrix, row-major, and translation of the
+     * fixed transform in front of joint i; index dof is the tip). Change
+     * the fields above only through ik_chain_init(). */
+    double fast_rot[IK_MAX_DOF + 1][9];
+    double fast_pos[IK_MAX_DOF + 1][3];
 } ik_chain;
 
 /* Compiles n described joints into *out. Returns IK_OK, or IK_EINVAL when a

@@ -5,7 +5,9 @@
 #include "solver/ik_numeric.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 ik_target ik_target_full_pose(ik_xform pose)
 {
@@ -50,4 +52,526 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
     e[3] = r.x;
     e[4] = r.y;
     e[5] = r.z;
+}
+
+/* ======================================================================= */
+
+/* Internal tuning (measured with build/ikbench on the shared robots). */
+#ifndef ATTEMPT_MAX_ITERS
+#define ATTEMPT_MAX_ITERS 18   /* iterations before an attempt is abandoned */
+#endif
+#ifndef LAMBDA_INIT
+#define LAMBDA_INIT 1e-3
+#endif
+#ifndef LAMBDA_MIN
+#define LAMBDA_MIN 1e-9
+#endif
+#ifndef LAMBDA_MAX
+#define LAMBDA_MAX 1e4
+#endif
+#ifndef LAMBDA_UP
+#define LAMBDA_UP 8.0
+#endif
+#ifndef LAMBDA_DOWN
+#define LAMBDA_DOWN 0.2
+#endif
+#define CONVERGED_FRACTION 0.5 /* stop below half the tolerance: a margin
+                                  against rounding in the caller's check */
+#define CLOCK_EVERY 4          /* iterations between clock reads */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(rng *r, double lo, double hi)
+{
+    double u = (double)(rng_next(r) >> 11) * 0x1.0p-53;
+    return lo + (hi - lo) * u;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- the problem: target, active rows, tolerances ----------------------- */
+
+typedef struct problem {
+    const ik_chain *c;
+    size_t n;             /* dof */
+    ik_vec3 pt;           /* target position */
+    ik_quat qt;           /* target orientation (unit) */
+    double Rt[9];         /* the same as a matrix */
+    bool need_rot;        /* some rotation row is active */
+    size_t m;             /* active rows */
+    int row[6];           /* their indices in the 6-D error */
+    double sw[6];         /* square roots of their weights */
+    bool check[6];        /* rows of the tolerance test */
+    double tol[6];
+} problem;
+
+/* Rotation vector of E = Rt R^T. Away from a half turn it comes straight
+ * from E: 2 sin(theta) axis = (E21 - E12, E02 - E20, E10 - E01) and
+ * cos(theta) = (trace - 1) / 2; near a half turn (trace < -0.9), where that
+ * loses precision, through the quaternion of E. */
+static void rotation_error(const double Rt[9], const double R[9], double r[3])
+{
+    double E[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            E[3 * i + j] = Rt[3 * i] * R[3 * j] + Rt[3 * i + 1] * R[3 * j + 1] +
+                           Rt[3 * i + 2] * R[3 * j + 2];
+    const double tr = E[0] + E[4] + E[8];
+    if (tr > -0.9) {
+        const double vx = E[7] - E[5], vy = E[2] - E[6], vz = E[3] - E[1];
+        const double s2 = sqrt(vx * vx + vy * vy + vz * vz); /* 2 sin(theta) */
+        const double k = s2 < 1e-200 ? 0.5 : atan2(0.5 * s2, 0.5 * (tr - 1.0)) / s2;
+        r[0] = k * vx;
+        r[1] = k * vy;
+        r[2] = k * vz;
+    } else {
+        ik_vec3 v = ik_quat_to_rotvec(ik_quat_from_mat3(E));
+        r[0] = v.x;
+        r[1] = v.y;
+        r[2] = v.z;
+    }
+}
+
+/* Jacobian and pose error at q; returns the weighted squared error. */
+static double evaluate(const problem *P, const double *q, double *J, double e[6])
+{
+    double R[9], p[3];
+    ik_chain_jacobian_mat(P->c, q, J, R, p);
+    e[0] = P->pt.x - p[0];
+    e[1] = P->pt.y - p[1];
+    e[2] = P->pt.z - p[2];
+    if (P->need_rot) {
+        rotation_error(P->Rt, R, e + 3);
+    } else {
+        e[3] = e[4] = e[5] = 0.0;
+    }
+    double cost = 0.0;
+    for (size_t a = 0; a < P->m; a++) {
+        double v = P->sw[a] * e[P->row[a]];
+        cost += v * v;
+    }
+    return cost;
+}
+
+static bool converged(const problem *P, const double e[6])
+{
+    for (int r = 0; r < 6; r++)
+        if (P->check[r] && !(fabs(e[r]) <= CONVERGED_FRACTION * P->tol[r]))
+            return false;
+    return true;
+}
+
+/* ---- one damped least-squares step -------------------------------------- */
+
+/* dq = Jw^T (Jw Jw^T + lambda I)^-1 ew over the active rows (Jw, ew: rows
+ * scaled by the square roots of the weights). Returns false when the
+ * Cholesky factorisation meets a non-positive pivot. */
+static bool dls_step(const problem *P, const double *J, const double e[6], double lambda,
+                     double *dq)
+{
+    const size_t n = P->n, m = P->m;
+    double A[6][6], y[6];
+    for (size_t a = 0; a < m; a++) {
+        const double *Ja = J + (size_t)P->row[a] * n;
+        for (size_t b = 0; b <= a; b++) {
+            const double *Jb = J + (size_t)P->row[b] * n;
+            double s = 0.0;
+            for (size_t k = 0; k < n; k++)
+                s += Ja[k] * Jb[k];
+            A[a][b] = s * P->sw[a] * P->sw[b];
+        }
+        A[a][a] += lambda;
+        y[a] = P->sw[a] * e[P->row[a]];
+    }
+    /* In-place Cholesky A = L L^T (lower triangle). */
+    for (size_t j = 0; j < m; j++) {
+        double d = A[j][j];
+        for (size_t k = 0; k < j; k++)
+            d -= A[j][k] * A[j][k];
+        if (!(d > 0.0))
+            return false;
+        d = sqrt(d);
+        A[j][j] = d;
+        for (size_t i = j + 1; i < m; i++) {
+            double s = A[i][j];
+            for (size_t k = 0; k < j; k++)
+                s -= A[i][k] * A[j][k];
+            A[i][j] = s / d;
+        }
+    }
+    for (size_t i = 0; i < m; i++) { /* L z = y */
+        double s = y[i];
+        for (size_t k = 0; k < i; k++)
+            s -= A[i][k] * y[k];
+        y[i] = s / A[i][i];
+    }
+    for (size_t i = m; i-- > 0;) { /* L^T x = z */
+        double s = y[i];
+        for (size_t k = i + 1; k < m; k++)
+            s -= A[k][i] * y[k];
+        y[i] = s / A[i][i];
+    }
+    for (size_t k = 0; k < n; k++)
+        dq[k] = 0.0;
+    for (size_t a = 0; a < m; a++) {
+        const double *Ja = J + (size_t)P->row[a] * n;
+        const double s = P->sw[a] * y[a];
+        for (size_t k = 0; k < n; k++)
+            dq[k] += Ja[k] * s;
+    }
+    return true;
+}
+
+/* q + dq, kept inside the limits. A revolute joint whose range spans a full
+ * turn is wrapped by 2 pi back into its range instead of being clamped
+ * (same pose, no artificial wall); continuous joints are wrapped into
+ * (-pi, pi]. */
+static void apply_step(const ik_chain *c, const double *q, const double *dq, double *out)
+{
+    for (size_t k = 0; k < c->dof; k++) {
+        double v = q[k] + dq[k];
+        if (c->type[k] == IK_JOINT_CONTINUOUS) {
+            out[k] = ik_wrap_angle(v);
+            continue;
+        }
+        const double lo = c->lower[k], hi = c->upper[k];
+        if (v > hi || v < lo) {
+            /* a full-turn-wide revolute joint: try the same angle a whole
+             * number of turns away, inside the range */
+            double w = v;
+            if (c->type[k] == IK_JOINT_REVOLUTE && hi - lo >= 2.0 * IK_PI)
+                w = lo + fmod(v - lo, 2.0 * IK_PI) + (v < lo ? 2.0 * IK_PI : 0.0);
+            v = (w >= lo && w <= hi) ? w : ik_clamp(v, lo, hi);
+        }
+        out[k] = v;
+    }
+}
+
+/* ---- the search --------------------------------------------------------- */
+
+typedef struct search {
+    const problem *P;
+    const ik_numeric_opts *o;
+    double *J, *Jt, *q, *qt, *dq, *best, *near, *seed;
+    double best_cost;
+    size_t iterations;
+    double t0;
+    bool timed_out;
+    bool out_of_iterations;
+} search;
+
+enum { ATTEMPT_SOLVED = 1, ATTEMPT_STALLED = 0, ATTEMPT_BUDGET = -1 };
+
+static bool budget_left(search *S)
+{
+    if (S->o->max_iterations && S->iterations >= S->o->max_iterations) {
+        S->out_of_iterations = true;
+        return false;
+    }
+    if (S->o->timeout_s > 0.0 && S->iterations % CLOCK_EVERY == 0 &&
+        now_s() - S->t0 >= S->o->timeout_s) {
+        S->timed_out = true;
+        return false;
+    }
+    return true;
+}
+
+static void keep_best(search *S, const double *q, double cost)
+{
+    if (cost < S->best_cost) {
+        S->best_cost = cost;
+        memcpy(S->best, q, S->P->n * sizeof *q);
+    }
+}
+
+/* Levenberg-Marquardt from S->q (inside the limits). On ATTEMPT_SOLVED the
+ * solution is in S->q. */
+static int attempt(search *S)
+{
+    const problem *P = S->P;
+    double e[6], et[6];
+    double cost = evaluate(P, S->q, S->J, e);
+    keep_best(S, S->q, cost);
+    double lambda = LAMBDA_INIT;
+    for (size_t it = 0;; it++) {
+        if (converged(P, e))
+            return ATTEMPT_SOLVED;
+        if (!budget_left(S))
+            return ATTEMPT_BUDGET;
+        if (it >= ATTEMPT_MAX_ITERS)
+            return ATTEMPT_STALLED;
+        S->iterations++;
+        if (!dls_step(P, S->J, e, lambda, S->dq)) {
+            lambda *= LAMBDA_UP;
+            if (lambda > LAMBDA_MAX)
+                return ATTEMPT_STALLED;
+            continue;
+        }
+        apply_step(P->c, S->q, S->dq, S->qt);
+        double ct = evaluate(P, S->qt, S->Jt, et);
+        if (ct < cost) {
+            double *tmp = S->q;
+            S->q = S->qt;
+            S->qt = tmp;
+            tmp = S->J;
+            S->J = S->Jt;
+            S->Jt = tmp;
+            memcpy(e, et, sizeof e);
+            cost = ct;
+            keep_best(S, S->q, cost);
+            lambda *= LAMBDA_DOWN;
+            if (lambda < LAMBDA_MIN)
+                lambda = LAMBDA_MIN;
+        } else {
+            lambda *= LAMBDA_UP;
+            if (lambda > LAMBDA_MAX)
+                return ATTEMPT_STALLED;
+        }
+    }
+}
+
+static void random_config(const ik_chain *c, rng *r, double *q)
+{
+    for (size_t k = 0; k < c->dof; k++) {
+        if (c->type[k] == IK_JOINT_CONTINUOUS)
+            q[k] = rng_uniform(r, -IK_PI, IK_PI);
+        else
+            q[k] = rng_uniform(r, c->lower[k], c->upper[k]);
+    }
+}
+
+/* Squared joint-space distance; continuous joints modulo 2 pi. */
+static double joint_dist2(const ik_chain *c, const double *a, const double *b)
+{
+    double s = 0.0;
+    for (size_t k = 0; k < c->dof; k++) {
+        double d = a[k] - b[k];
+        if (c->type[k] == IK_JOINT_CONTINUOUS)
+            d = ik_wrap_angle(d);
+        s += d * d;
+    }
+    return s;
+}
+
+/* ---- the public entry points ---------------------------------------------- */
+
+#define WS_ALIGN 64
+#define WS_VECTORS 6 /* q, qt, dq, best, near, seed */
+
+size_t ik_numeric_workspace_size(const ik_chain *c)
+{
+    size_t n = c ? c->dof : IK_MAX_DOF;
+    if (n == 0 || n > IK_MAX_DOF)
+        n = IK_MAX_DOF;
+    return (2 * 6 * n + WS_VECTORS * n) * sizeof(double) + WS_ALIGN;
+}
+
+static bool finite_pose(const ik_xform *x, bool need_q)
+{
+    if (!ik_vec3_isfinite(x->p))
+        return false;
+    if (!need_q)
+        return true;
+    return ik_quat_isfinite(x->q) && ik_quat_dot(x->q, x->q) > 1e-24;
+}
+
+static int check_input(const ik_chain *c, const ik_target *t, const double *seed,
+                       const ik_numeric_opts *o)
+{
+    if (!c || !t || c->dof == 0 || c->dof > IK_MAX_DOF)
+        return IK_EINVAL;
+    if (t->mode != IK_TARGET_FULL_POSE && t->mode != IK_TARGET_POSITION &&
+        t->mode != IK_TARGET_WEIGHTED)
+        return IK_EINVAL;
+    bool need_q = t->mode == IK_TARGET_FULL_POSE;
+    if (t->mode == IK_TARGET_WEIGHTED) {
+        bool any = false;
+        for (int r = 0; r < 6; r++) {
+            if (!isfinite(t->weight[r]) || t->weight[r] < 0.0)
+                return IK_EINVAL;
+            any |= t->weight[r] > 0.0;
+            if (r >= 3 && t->weight[r] > 0.0)
+                need_q = true;
+        }
+        if (!any)
+            return IK_EINVAL;
+    }
+    if (!finite_pose(&t->pose, need_q))
+        return IK_EINVAL;
+    if (seed)
+        for (size_t k = 0; k < c->dof; k++)
+            if (!isfinite(seed[k]))
+                return IK_EINVAL;
+    if (!(o->tol_pos > 0.0) || !isfinite(o->tol_pos) || !(o->tol_rot > 0.0) ||
+        !isfinite(o->tol_rot) || !(o->timeout_s >= 0.0) || !isfinite(o->timeout_s))
+        return IK_EINVAL;
+    if (o->timeout_s == 0.0 && o->max_iterations == 0 && o->max_restarts == SIZE_MAX)
+        return IK_EINVAL;
+    if (o->search != IK_SEARCH_FIRST_FOUND && o->search != IK_SEARCH_NEAREST_TO_SEED)
+        return IK_EINVAL;
+    return IK_OK;
+}
+
+static void setup_problem(problem *P, const ik_chain *c, const ik_target *t,
+                          const ik_numeric_opts *o)
+{
+    memset(P, 0, sizeof *P);
+    P->c = c;
+    P->n = c->dof;
+    P->pt = t->pose.p;
+    P->qt = ik_quat_identity();
+    double w[6] = {1, 1, 1, 1, 1, 1};
+    if (t->mode == IK_TARGET_POSITION)
+        w[3] = w[4] = w[5] = 0.0;
+    else if (t->mode == IK_TARGET_WEIGHTED)
+        memcpy(w, t->weight, sizeof w);
+    for (int r = 0; r < 6; r++) {
+        P->tol[r] = r < 3 ? o->tol_pos : o->tol_rot;
+        if (w[r] > 0.0) {
+            P->row[P->m] = r;
+            P->sw[P->m] = sqrt(w[r]);
+            P->m++;
+            P->check[r] = true;
+            if (r >= 3)
+                P->need_rot = true;
+        }
+    }
+    if (P->need_rot)
+        P->qt = ik_quat_normalize(t->pose.q);
+    ik_quat_to_mat3(P->qt, P->Rt);
+}
+
+static void fill_result(const problem *P, const double *q, double *J, int status,
+                        const search *S, double t0, ik_numeric_result *res)
+{
+    double e[6];
+    evaluate(P, q, J, e);
+    memset(res, 0, sizeof *res);
+    res->status = status;
+    res->pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    res->rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+    for (int r = 0; r < 6; r++) {
+        if (!P->check[r])
+            continue;
+        double a = fabs(e[r]);
+        if (r < 3 && a > res->pos_err_max)
+            res->pos_err_max = a;
+        if (r >= 3 && a > res->rot_err_max)
+            res->rot_err_max = a;
+    }
+    res->iterations = S->iterations;
+    res->elapsed_s = now_s() - t0;
+}
+
+int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
+                     const ik_numeric_opts *opts, void *ws, size_t ws_size, double *q_out,
+                     ik_numeric_result *res)
+{
+    const double t0 = now_s();
+    ik_numeric_opts defaults = ik_numeric_opts_default();
+    const ik_numeric_opts *o = opts ? opts : &defaults;
+    int rc = (!ws || !q_out) ? IK_EINVAL : check_input(c, t, seed, o);
+    if (rc == IK_OK && ws_size < ik_numeric_workspace_size(c))
+        rc = IK_ENOSPC;
+    if (rc != IK_OK) {
+        if (res) {
+            memset(res, 0, sizeof *res);
+            res->status = rc;
+        }
+        return rc;
+    }
+
+    problem P;
+    setup_problem(&P, c, t, o);
+    const size_t n = c->dof;
+    double *base = (double *)(((uintptr_t)ws + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
+    search S;
+    memset(&S, 0, sizeof S);
+    S.P = &P;
+    S.o = o;
+    S.J = base;
+    S.Jt = base + 6 * n;
+    S.q = base + 12 * n;
+    S.qt = S.q + n;
+    S.dq = S.qt + n;
+    S.best = S.dq + n;
+    S.near = S.best + n;
+    S.seed = S.near + n;
+    S.best_cost = INFINITY;
+    S.t0 = t0;
+
+    if (seed)
+        memcpy(S.seed, seed, n * sizeof *seed);
+    else
+        ik_chain_mid(c, S.seed);
+    ik_chain_clamp(c, S.seed, true);
+    memcpy(S.q, S.seed, n * sizeof *S.q);
+    memcpy(S.best, S.seed, n * sizeof *S.q);
+
+    rng r = {o->rng_seed};
+    size_t restarts = 0, solutions = 0, extra_left = 0;
+    double near_d2 = INFINITY;
+    for (;;) {
+        int a = attempt(&S);
+        if (a == ATTEMPT_SOLVED) {
+            solutions++;
+            double d2 = joint_dist2(c, S.q, S.seed);
+            if (d2 < near_d2) {
+                near_d2 = d2;
+                memcpy(S.near, S.q, n * sizeof *S.q);
+            }
+            if (o->search == IK_SEARCH_FIRST_FOUND)
+                break;
+            if (solutions == 1)
+                extra_left = o->nearest_extra_restarts;
+            else if (extra_left > 0)
+                extra_left--;
+            if (extra_left == 0)
+                break;
+        } else if (a == ATTEMPT_BUDGET) {
+            break;
+        } else if (solutions > 0 && extra_left > 0 && --extra_left == 0) {
+            break;
+        }
+        if (restarts >= o->max_restarts)
+            break;
+        if (!budget_left(&S))
+            break;
+        restarts++;
+        random_config(c, &r, S.q);
+    }
+
+    int status;
+    const double *q_final;
+    if (solutions > 0) {
+        status = IK_OK;
+        q_final = S.near;
+    } else {
+        status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
+        q_final = S.best;
+    }
+    /* Continuous joints wrapped; everything else is inside its limits. */
+    for (size_t k = 0; k < n; k++)
+        q_out[k] = c->type[k] == IK_JOINT_CONTINUOUS ? ik_wrap_angle(q_final[k]) : q_final[k];
+    if (res) {
+        fill_result(&P, q_out, S.Jt, status, &S, t0, res);
+        res->restarts = restarts;
+        res->solutions = solutions;
+    }
+    return status;
 }

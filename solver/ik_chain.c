@@ -1,0 +1,325 @@
+/*
+ * ik_chain.c: compiling a URDF-style joint list into an ik_chain, and the
+ * chain's forward kinematics, joint frames, geometric Jacobian and limit
+ * helpers (contract in ik_chain.h).
+ *
+ * Compilation walks the described joints once: every origin is composed into
+ * an accumulator; a movable joint takes the accumulator as its "pre"
+ * transform and resets it, so fixed joints end up merged into the transform
+ * in front of the next movable joint, and whatever is left after the last
+ * movable joint becomes the tip transform.
+ *
+ * Evaluation runs on row-major 3x3 rotation matrices. At compilation every
+ * movable joint i gets a constant rotation B_i taking the z axis onto its
+ * axis a_i, so that Rot(a_i, q) = B_i Rz(q) B_i^T (and likewise for a
+ * prismatic translation). Folding each B into its neighbours,
+ *   T(q) = F_0 Z_0(q_0) F_1 Z_1(q_1) ... Z_{n-1}(q_{n-1}) F_n,
+ *   F_0 = pre_0 B_0,  F_i = B_{i-1}^T pre_i B_i,  F_n = B_{n-1}^T tip,
+ * (the fast_rot / fast_pos fields), so a joint costs one 3x3 product with
+ * a constant, one sin and one cos, and a rotation of two columns. The
+ * joint's axis in the base frame is then the z column of the running
+ * rotation and its origin the running position. The Jacobian column of
+ * joint i, with z_i its axis and o_i its origin in the base frame and p the
+ * tip position, is
+ * ik_chain_fk_mat() and ik_chain_jacobian_mat() give the tip as a matrix
+ * and a vector, which is what the numeric solver works on; the xform
+ * variants convert once at the end.
+ *
+ * Not here: solving (ik_numeric.c), URDF text (proto/urdf.c).
+ */
+#include "solver/ik_chain.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "solver/ik_status.h"
+
+/* ---- small matrix helpers (row-major 3x3) ------------------------------ */
+
+static inline void mat3_mul(const double a[9], const double b[9], double out[9])
+{
+    for (int r = 0; r < 3; r++) {
+        const double a0 = a[3 * r], a1 = a[3 * r + 1], a2 = a[3 * r + 2];
+        out[3 * r] = a0 * b[0] + a1 * b[3] + a2 * b[6];
+        out[3 * r + 1] = a0 * b[1] + a1 * b[4] + a2 * b[7];
+        out[3 * r + 2] = a0 * b[2] + a1 * b[5] + a2 * b[8];
+    }
+}
+
+static inline void mat3_vec(const double m[9], const double v[3], double out[3])
+{
+    const double x = v[0], y = v[1], z = v[2];
+    out[0] = m[0] * x + m[1] * y + m[2] * z;
+    out[1] = m[3] * x + m[4] * y + m[5] * z;
+    out[2] = m[6] * x + m[7] * y + m[8] * z;
+}
+
+/* ---- compilation ------------------------------------------------------- */
+
+static void mat3_transpose(const double a[9], double out[9])
+{
+    for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++)
+            out[3 * k + r] = a[3 * r + k];
+}
+
+/* The F_i of the file comment into c->fast_rot / c->fast_pos. */
+static void compile_fast(ik_chain *c)
+{
+    double Bt_prev[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}; /* B_{i-1}^T */
+    double M[9], T[9], B[9];
+    for (size_t i = 0; i <= c->dof; i++) {
+        const ik_xform *x = i < c->dof ? &c->pre[i] : &c->tip;
+        const double pp[3] = {x->p.x, x->p.y, x->p.z};
+        mat3_vec(Bt_prev, pp, c->fast_pos[i]);
+        ik_quat_to_mat3(x->q, M);
+        mat3_mul(Bt_prev, M, T);
+        if (i == c->dof) {
+            memcpy(c->fast_rot[i], T, sizeof T);
+            break;
+        }
+        ik_quat_to_mat3(ik_quat_between(ik_v3(0, 0, 1), c->axis[i]), B);
+        mat3_mul(T, B, c->fast_rot[i]);
+        mat3_transpose(B, Bt_prev);
+    }
+}
+
+static bool xform_valid(const ik_xform *x)
+{
+    if (!ik_vec3_isfinite(x->p) || !ik_quat_isfinite(x->q))
+        return false;
+    double n = sqrt(ik_quat_dot(x->q, x->q));
+    return fabs(n - 1.0) <= 1e-6;
+}
+
+int ik_chain_init(ik_chain *out, const ik_joint *joints, size_t n)
+{
+    if (!out || !joints || n == 0 || n > IK_MAX_JOINTS)
+        return IK_EINVAL;
+    size_t dof = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ik_joint *j = &joints[i];
+        if (!xform_valid(&j->origin))
+            return IK_EINVAL;
+        switch (j->type) {
+        case IK_JOINT_FIXED:
+            continue;
+        case IK_JOINT_REVOLUTE:
+        case IK_JOINT_PRISMATIC:
+            if (!isfinite(j->lower) || !isfinite(j->upper) || j->lower > j->upper)
+                return IK_EINVAL;
+            break;
+        case IK_JOINT_CONTINUOUS:
+            break;
+        default:
+            return IK_EINVAL;
+        }
+        if (!ik_vec3_isfinite(j->axis) || ik_vec3_len(j->axis) < 1e-12)
+            return IK_EINVAL;
+        if (++dof > IK_MAX_DOF)
+            return IK_EINVAL;
+    }
+    if (dof == 0)
+        return IK_EINVAL;
+
+    /* Valid: compile into a local copy, then publish it in one go. */
+    ik_chain c;
+    c.dof = dof;
+    ik_xform acc = ik_xform_identity();
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ik_joint *j = &joints[i];
+        ik_xform o = j->origin;
+        o.q = ik_quat_normalize(o.q);
+        acc = ik_xform_mul(acc, o);
+        acc.q = ik_quat_normalize(acc.q);
+        if (j->type == IK_JOINT_FIXED)
+            continue;
+        c.type[k] = j->type;
+        c.pre[k] = acc;
+        c.axis[k] = ik_vec3_normalize(j->axis);
+        if (j->type == IK_JOINT_CONTINUOUS) {
+            c.lower[k] = -INFINITY;
+            c.upper[k] = INFINITY;
+        } else {
+            c.lower[k] = j->lower;
+            c.upper[k] = j->upper;
+        }
+        c.source_index[k] = i;
+        k++;
+        acc = ik_xform_identity();
+    }
+    c.tip = acc;
+    compile_fast(&c);
+    for (size_t i = dof; i < IK_MAX_DOF; i++) { /* deterministic padding */
+        c.type[i] = IK_JOINT_FIXED;
+        c.pre[i] = ik_xform_identity();
+        c.axis[i] = ik_v3(0, 0, 0);
+        c.lower[i] = c.upper[i] = 0.0;
+        c.source_index[i] = 0;
+    }
+    for (size_t i = dof + 1; i <= IK_MAX_DOF; i++) {
+        memset(c.fast_rot[i], 0, sizeof c.fast_rot[i]);
+        memset(c.fast_pos[i], 0, sizeof c.fast_pos[i]);
+    }
+    *out = c;
+    return IK_OK;
+}
+
+/* ---- evaluation --------------------------------------------------------- */
+
+/* The one walk down the chain (file comment). Fills, when not NULL: the
+ * joint frames (rotation and origin after each joint's motion), the base
+ * frame axes and origins of the joints (for the Jacobian), and always the
+ * tip R, p. */
+static void chain_walk(const ik_chain *c, const double *q, double (*fr_R)[9],
+                       double (*fr_p)[3], double (*z)[3], double (*o)[3], double R[9],
+                       double p[3])
+{
+    double Rc[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, T[9], v[3];
+    double pc[3] = {0, 0, 0};
+    const size_t n = c->dof;
+    for (size_t i = 0; i < n; i++) {
+        mat3_vec(Rc, c->fast_pos[i], v);
+        pc[0] += v[0];
+        pc[1] += v[1];
+        pc[2] += v[2];
+        mat3_mul(Rc, c->fast_rot[i], T);
+        if (z) {
+            z[i][0] = T[2];
+            z[i][1] = T[5];
+            z[i][2] = T[8];
+        }
+        if (o) {
+            o[i][0] = pc[0];
+            o[i][1] = pc[1];
+            o[i][2] = pc[2];
+        }
+        if (c->type[i] == IK_JOINT_PRISMATIC) {
+            pc[0] += T[2] * q[i];
+            pc[1] += T[5] * q[i];
+            pc[2] += T[8] * q[i];
+            memcpy(Rc, T, sizeof Rc);
+        } else {
+            /* Rc = T Rz(q): columns x' = c x + s y, y' = c y - s x */
+            const double s = sin(q[i]), cq = cos(q[i]);
+            for (int r = 0; r < 3; r++) {
+                const double x = T[3 * r], y = T[3 * r + 1];
+                Rc[3 * r] = cq * x + s * y;
+                Rc[3 * r + 1] = cq * y - s * x;
+                Rc[3 * r + 2] = T[3 * r + 2];
+            }
+        }
+        if (fr_R) {
+            memcpy(fr_R[i], Rc, sizeof Rc);
+            fr_p[i][0] = pc[0];
+            fr_p[i][1] = pc[1];
+            fr_p[i][2] = pc[2];
+        }
+    }
+    mat3_vec(Rc, c->fast_pos[n], v);
+    p[0] = pc[0] + v[0];
+    p[1] = pc[1] + v[1];
+    p[2] = pc[2] + v[2];
+    mat3_mul(Rc, c->fast_rot[n], R);
+}
+
+static ik_xform xform_from(const double R[9], const double p[3])
+{
+    ik_xform x;
+    x.p = ik_v3(p[0], p[1], p[2]);
+    x.q = ik_quat_normalize(ik_quat_from_mat3(R));
+    return x;
+}
+
+void ik_chain_fk_mat(const ik_chain *c, const double *q, double R[9], double p[3])
+{
+    chain_walk(c, q, NULL, NULL, NULL, NULL, R, p);
+}
+
+ik_xform ik_chain_fk(const ik_chain *c, const double *q)
+{
+    double R[9], p[3];
+    chain_walk(c, q, NULL, NULL, NULL, NULL, R, p);
+    return xform_from(R, p);
+}
+
+void ik_chain_frames(const ik_chain *c, const double *q, ik_xform *frames)
+{
+    double fr_R[IK_MAX_DOF][9], fr_p[IK_MAX_DOF][3], R[9], p[3];
+    chain_walk(c, q, fr_R, fr_p, NULL, NULL, R, p);
+    for (size_t i = 0; i < c->dof; i++) {
+        /* the walk's frame is the joint frame times B_i (file comment) */
+        frames[i] = xform_from(fr_R[i], fr_p[i]);
+        ik_quat b = ik_quat_between(ik_v3(0, 0, 1), c->axis[i]);
+        frames[i].q = ik_quat_normalize(ik_quat_mul(frames[i].q, ik_quat_conj(b)));
+    }
+    frames[c->dof] = xform_from(R, p);
+}
+
+void ik_chain_jacobian_mat(const ik_chain *c, const double *q, double *J, double R[9],
+                           double p[3])
+{
+    double z[IK_MAX_DOF][3], o[IK_MAX_DOF][3];
+    chain_walk(c, q, NULL, NULL, z, o, R, p);
+    const size_t n = c->dof;
+    for (size_t i = 0; i < n; i++) {
+        if (c->type[i] == IK_JOINT_PRISMATIC) {
+            J[0 * n + i] = z[i][0];
+            J[1 * n + i] = z[i][1];
+            J[2 * n + i] = z[i][2];
+            J[3 * n + i] = 0.0;
+            J[4 * n + i] = 0.0;
+            J[5 * n + i] = 0.0;
+        } else {
+            const double dx = p[0] - o[i][0], dy = p[1] - o[i][1], dz = p[2] - o[i][2];
+            J[0 * n + i] = z[i][1] * dz - z[i][2] * dy;
+            J[1 * n + i] = z[i][2] * dx - z[i][0] * dz;
+            J[2 * n + i] = z[i][0] * dy - z[i][1] * dx;
+            J[3 * n + i] = z[i][0];
+            J[4 * n + i] = z[i][1];
+            J[5 * n + i] = z[i][2];
+        }
+    }
+}
+
+void ik_chain_jacobian(const ik_chain *c, const double *q, double *J, ik_xform *tip)
+{
+    double R[9], p[3];
+    ik_chain_jacobian_mat(c, q, J, R, p);
+    if (tip)
+        *tip = xform_from(R, p);
+}
+
+/* ---- limits ------------------------------------------------------------- */
+
+bool ik_chain_within_limits(const ik_chain *c, const double *q, double eps)
+{
+    for (size_t i = 0; i < c->dof; i++) {
+        if (!isfinite(q[i]))
+            return false;
+        if (c->type[i] == IK_JOINT_CONTINUOUS)
+            continue;
+        if (!(q[i] >= c->lower[i] - eps && q[i] <= c->upper[i] + eps))
+            return false;
+    }
+    return true;
+}
+
+void ik_chain_mid(const ik_chain *c, double *q)
+{
+    for (size_t i = 0; i < c->dof; i++)
+        q[i] = c->type[i] == IK_JOINT_CONTINUOUS ? 0.0 : 0.5 * (c->lower[i] + c->upper[i]);
+}
+
+void ik_chain_clamp(const ik_chain *c, double *q, bool wrap)
+{
+    for (size_t i = 0; i < c->dof; i++) {
+        if (c->type[i] == IK_JOINT_CONTINUOUS) {
+            if (wrap)
+                q[i] = ik_wrap_angle(q[i]);
+        } else {
+            q[i] = ik_clamp(q[i], c->lower[i], c->upper[i]);
+        }
+    }
+}

@@ -1,0 +1,423 @@
+/*
+ * ikbench.c: the solver benchmarks of ikd (build/ikbench).
+ *
+ *   ikbench chain --urdf FILE --base LINK --tip LINK [--samples N] [--seed S] [--timeout-ms MS] [--tol T]
+ *                 [--targets FILE] [--verbose]
+ *     The TRAC-IK protocol (see shared/data/SOURCES.md): N joint
+ *     configurations drawn uniformly inside the limits (continuous joints in
+ *     [-pi, pi]), forward kinematics gives a full-pose target, every solve is
+ *     seeded from the mid-limit pose with a time budget (default 5 ms) and a
+ *     tolerance (default 1e-5). With --targets FILE the targets are read from
+ *     a file instead, one per line: joint values, " | ", then
+ *     "px py pz qx qy qz qw" (the format of $IKD_DATA/targets/).
+ *     Success is decided HERE, not by the solver's status: the returned joints
+ *     must be inside the limits, and the tip pose computed by this file's own
+ *     forward kinematics (plain composition of the described joints'
+ *     transforms with ik_math quaternions, independent of ik_chain.c) must
+ *     have every component of the position error and of the rotation vector
+ *     of R_target R_actual^T, in the base frame, within the tolerance.
+ *     Times are wall-clock per solve; failures count with the time they
+ *     used. The last line is one JSON object:
+ *       {"bench":"chain","robot":"<urdf stem>","dof":..,"samples":..,
+ *        "success":..,"mean_us":..,"median_us":..,"p99_us":..}
+ *
+ *   ikbench two-bone [--samples N] [--seed S]
+ *     Random reachable two-bone targets (seed 001 solver, ik_twobone.h),
+ *     full solve including the reach cases; prints
+ *       {"bench":"two_bone","samples":N,"ns_per_solve":..}
+ *
+ * Exit status 0 when the benchmark ran (whatever the success rate), 1 on
+ * bad usage or unreadable input.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "proto/urdf.h"
+#include "solver/ik_chain.h"
+#include "solver/ik_math.h"
+#include "solver/ik_numeric.h"
+#include "solver/ik_status.h"
+
+/* ---- small utilities ------------------------------------------------------ */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct bench_rng {
+    uint64_t s;
+} bench_rng;
+
+static double rng_uniform(bench_rng *r, double lo, double hi)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * ((double)(z >> 11) * 0x1.0p-53);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        char *bigger = realloc(buf, 2 * cap + 1);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        if (len)
+            *len = n;
+    }
+    return buf;
+}
+
+/* ---- chains --------------------------------------------------------------- */
+
+typedef struct bench_chain {
+    ik_joint joints[IK_MAX_JOINTS];
+    size_t n_joints;
+    ik_chain chain;
+    char robot[64];
+} bench_chain;
+
+static int load_urdf(const char *path, const char *base, const char *tip, bench_chain *bc)
+{
+    size_t len = 0;
+    char *xml = read_file(path, &len);
+    if (!xml) {
+        fprintf(stderr, "ikbench: cannot read %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    proto_error err;
+    int rc = proto_urdf_chain(xml, len, base, tip, bc->joints, IK_MAX_JOINTS, &bc->n_joints,
+                              NULL, &err);
+    free(xml);
+    if (rc != 0) {
+        fprintf(stderr, "ikbench: %s: %s\n", path, err.message);
+        return -1;
+    }
+    return 0;
+}
+
+static void stem_of(const char *path, char *out, size_t cap)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strcspn(b, ".");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, b, n);
+    out[n] = '\0';
+}
+
+/* Independent forward kinematics: the described joints composed one by one
+ * with quaternions (no merging, no matrices). */
+static ik_xform reference_fk(const bench_chain *bc, const double *q)
+{
+    ik_xform T = ik_xform_identity();
+    size_t k = 0;
+    for (size_t i = 0; i < bc->n_joints; i++) {
+        const ik_joint *j = &bc->joints[i];
+        T = ik_xform_mul(T, j->origin);
+        if (j->type == IK_JOINT_FIXED)
+            continue;
+        ik_xform m = ik_xform_identity();
+        if (j->type == IK_JOINT_PRISMATIC)
+            m.p = ik_vec3_scale(ik_vec3_normalize(j->axis), q[k]);
+        else
+            m.q = ik_quat_from_axis_angle(j->axis, q[k]);
+        T = ik_xform_mul(T, m);
+        T.q = ik_quat_normalize(T.q);
+        k++;
+    }
+    return T;
+}
+
+/* The success test of the benchmark (see the top of the file). */
+static int verify(const bench_chain *bc, const ik_xform *target, const double *q, double tol)
+{
+    if (!ik_chain_within_limits(&bc->chain, q, 0.0))
+        return 0;
+    ik_xform a = reference_fk(bc, q);
+    double e[3] = {target->p.x - a.p.x, target->p.y - a.p.y, target->p.z - a.p.z};
+    ik_vec3 r = ik_quat_to_rotvec(ik_quat_mul(target->q, ik_quat_conj(a.q)));
+    double f[6] = {e[0], e[1], e[2], r.x, r.y, r.z};
+    for (int i = 0; i < 6; i++)
+        if (!(fabs(f[i]) < tol))
+            return 0;
+    return 1;
+}
+
+/* ---- chain benchmark ------------------------------------------------------ */
+
+typedef struct chain_args {
+    const char *urdf, *base, *tip, *targets;
+    size_t samples;
+    uint64_t seed;
+    double timeout_ms, tol;
+    int verbose;
+} chain_args;
+
+static int load_targets(const char *path, const bench_chain *bc, size_t max, double *qs,
+                        ik_xform *poses, size_t *count)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "ikbench: cannot open %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    const size_t dof = bc->chain.dof;
+    char line[4096];
+    size_t n = 0;
+    int rc = 0;
+    while (n < max && fgets(line, sizeof line, f)) {
+        char *bar = strchr(line, '|');
+        if (!bar)
+            continue;
+        char *s = line, *end;
+        for (size_t k = 0; k < dof; k++) {
+            qs[n * dof + k] = strtod(s, &end);
+            if (end == s || end > bar) {
+                rc = -1;
+                break;
+            }
+            s = end;
+        }
+        double v[7];
+        s = bar + 1;
+        for (int k = 0; k < 7 && rc == 0; k++) {
+            v[k] = strtod(s, &end);
+            if (end == s)
+                rc = -1;
+            s = end;
+        }
+        if (rc != 0) {
+            fprintf(stderr, "ikbench: %s: bad target line %zu (expected %zu joints)\n", path,
+                    n + 1, dof);
+            break;
+        }
+        poses[n].p = ik_v3(v[0], v[1], v[2]);
+        poses[n].q = ik_quat_normalize((ik_quat){v[3], v[4], v[5], v[6]});
+        n++;
+    }
+    fclose(f);
+    *count = n;
+    return rc;
+}
+
+static int run_chain(const chain_args *a)
+{
+    static bench_chain bc;
+    if (load_urdf(a->urdf, a->base, a->tip, &bc) != 0)
+        return 1;
+    stem_of(a->urdf, bc.robot, sizeof bc.robot);
+    if (ik_chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK) {
+        fprintf(stderr, "ikbench: invalid chain\n");
+        return 1;
+    }
+    const size_t dof = bc.chain.dof;
+    size_t n = a->samples;
+    double *qs = malloc(n * dof * sizeof *qs);
+    ik_xform *poses = malloc(n * sizeof *poses);
+    double *times = malloc(n * sizeof *times);
+    size_t wsz = ik_numeric_workspace_size(&bc.chain);
+    void *ws = malloc(wsz);
+    int rc = 1;
+    if (!qs || !poses || !times || !ws)
+        goto out;
+    if (a->targets) {
+        if (load_targets(a->targets, &bc, n, qs, poses, &n) != 0)
+            goto out;
+        /* Sanity: the file's joints must give the file's poses here too. */
+        for (size_t i = 0; i < n; i++) {
+            if (!verify(&bc, &poses[i], &qs[i * dof], 1e-9)) {
+                fprintf(stderr, "ikbench: warning: target %zu does not match this chain's FK\n",
+                        i + 1);
+                break;
+            }
+        }
+    } else {
+        bench_rng r = {a->seed};
+        for (size_t i = 0; i < n; i++) {
+            for (size_t k = 0; k < dof; k++) {
+                double lo = bc.chain.lower[k], hi = bc.chain.upper[k];
+                if (bc.chain.type[k] == IK_JOINT_CONTINUOUS) {
+                    lo = -IK_PI;
+                    hi = IK_PI;
+                }
+                qs[i * dof + k] = rng_uniform(&r, lo, hi);
+            }
+            poses[i] = reference_fk(&bc, &qs[i * dof]);
+        }
+    }
+    if (n == 0) {
+        fprintf(stderr, "ikbench: no samples\n");
+        goto out;
+    }
+
+    ik_numeric_opts o = ik_numeric_opts_default();
+    o.tol_pos = a->tol;
+    o.tol_rot = a->tol;
+    o.timeout_s = a->timeout_ms * 1e-3;
+    o.rng_seed = a->seed;
+    double mid[IK_MAX_DOF], q[IK_MAX_DOF];
+    ik_chain_mid(&bc.chain, mid);
+    size_t ok = 0, status_ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        ik_target t = ik_target_full_pose(poses[i]);
+        ik_numeric_result res;
+        double t0 = now_s();
+        int st = ik_numeric_solve(&bc.chain, &t, mid, &o, ws, wsz, q, &res);
+        times[i] = (now_s() - t0) * 1e6;
+        int good = verify(&bc, &poses[i], q, a->tol);
+        ok += (size_t)good;
+        status_ok += st == IK_OK;
+        if (a->verbose && (!good || st != IK_OK))
+            fprintf(stderr, "sample %zu: status %s, verified %d, pos %.3g rot %.3g, %zu it, %zu "
+                    "restarts, %.0f us\n",
+                    i, ik_status_name(st), good, res.pos_err_max, res.rot_err_max,
+                    res.iterations, res.restarts, times[i]);
+    }
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sum += times[i];
+    qsort(times, n, sizeof *times, cmp_double);
+    size_t p99 = (size_t)((double)n * 0.99);
+    if (p99 >= n)
+        p99 = n - 1;
+    double median = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+    if (status_ok != ok)
+        fprintf(stderr, "ikbench: note: solver reported %zu successes, verification %zu\n",
+                status_ok, ok);
+    printf("{\"bench\":\"chain\",\"robot\":\"%s\",\"dof\":%zu,\"samples\":%zu,"
+           "\"success\":%.5f,\"mean_us\":%.2f,\"median_us\":%.2f,\"p99_us\":%.2f}\n",
+           bc.robot, dof, n, (double)ok / (double)n, sum / (double)n, median, times[p99]);
+    rc = 0;
+out:
+    free(qs);
+    free(poses);
+    free(times);
+    free(ws);
+    return rc;
+}
+
+/* ---- command line --------------------------------------------------------- */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: ikbench chain --urdf FILE --base LINK --tip LINK\n"
+            "                     [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
+            "                     [--targets FILE] [--verbose]\n"
+            "       ikbench two-bone [--samples N] [--seed S]\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || v == 0)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_pos_double(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v > 0.0) || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage();
+        return 1;
+    }
+    chain_args a = {0};
+    a.samples = 2000;
+    a.seed = 1;
+    a.timeout_ms = 5.0;
+    a.tol = 1e-5;
+    for (int i = 2; i < argc; i++) {
+        const char *k = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (strcmp(k, "--verbose") == 0) {
+            a.verbose = 1;
+            continue;
+        }
+        if (!v) {
+            usage();
+            return 1;
+        }
+        if (strcmp(k, "--urdf") == 0)
+            a.urdf = v;
+        else if (strcmp(k, "--base") == 0)
+            a.base = v;
+        else if (strcmp(k, "--tip") == 0)
+            a.tip = v;
+        else if (strcmp(k, "--targets") == 0)
+            a.targets = v;
+        else if (strcmp(k, "--samples") == 0)
+            bad = parse_size(v, &a.samples);
+        else if (strcmp(k, "--seed") == 0) {
+            size_t s;
+            bad = parse_size(v, &s);
+            a.seed = s;
+        } else if (strcmp(k, "--timeout-ms") == 0)
+            bad = parse_pos_double(v, &a.timeout_ms);
+        else if (strcmp(k, "--tol") == 0)
+            bad = parse_pos_double(v, &a.tol);
+        else
+            bad = 1;
+        if (bad) {
+            fprintf(stderr, "ikbench: bad option %s %s\n", k, v);
+            return 1;
+        }
+        i++;
+    }
+    if (strcmp(argv[1], "chain") == 0) {
+        if (!(a.urdf && a.base && a.tip)) {
+            usage();
+            return 1;
+        }
+        return run_chain(&a);
+    }
+    usage();
+    return 1;
+}

@@ -1,0 +1,588 @@
+/*
+ * test_ik_numeric.c: solver/ik_numeric.h. Every answer is checked by forward
+ * kinematics (ik_chain_fk) and ik_pose_error against the target, never
+ * against the solver's own report: random reachable full-pose targets on
+ * random chains and on a UR5 built in code from its URDF numbers,
+ * position-only and weighted targets, unreachable targets (best pose finite
+ * and inside the limits), warm starts, the nearest-to-seed search,
+ * determinism, every invalid input, and a too small or misaligned
+ * workspace.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/ik_chain.h"
+#include "solver/ik_math.h"
+#include "solver/ik_numeric.h"
+#include "solver/ik_status.h"
+
+#define TOL 1e-5
+
+static uint64_t rng_state;
+static double urand(double lo, double hi)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * ((double)(rng_state >> 11) * 0x1.0p-53);
+}
+
+static ik_joint joint(ik_joint_type type, ik_vec3 xyz, ik_vec3 rpy, ik_vec3 axis, double lo,
+                      double hi)
+{
+    ik_joint j;
+    j.type = type;
+    j.origin.p = xyz;
+    j.origin.q = ik_quat_from_rpy(rpy.x, rpy.y, rpy.z);
+    j.axis = axis;
+    j.lower = lo;
+    j.upper = hi;
+    return j;
+}
+
+static const ik_vec3 ZERO = {0, 0, 0};
+
+/* UR5, base_link -> tool0, from ur5_robot.urdf (xyz, rpy, axis, limits). */
+static ik_chain ur5(void)
+{
+    const double pi2 = 1.57079632679, L = 6.28318530718;
+    ik_joint j[7] = {
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.089159), ZERO, ik_v3(0, 0, 1), -L, L),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0.13585, 0), ik_v3(0, pi2, 0), ik_v3(0, 1, 0), -L, L),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, -0.1197, 0.425), ZERO, ik_v3(0, 1, 0), -3.14159265359,
+              3.14159265359),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.39225), ik_v3(0, pi2, 0), ik_v3(0, 1, 0), -L, L),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0.093, 0), ZERO, ik_v3(0, 0, 1), -L, L),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.09465), ZERO, ik_v3(0, 1, 0), -L, L),
+        joint(IK_JOINT_FIXED, ik_v3(0, 0.0823, 0), ik_v3(-pi2, 0, 0), ZERO, 0, 0),
+    };
+    ik_chain c;
+    ck_assert_int_eq(ik_chain_init(&c, j, 7), IK_OK);
+    return c;
+}
+
+/* A random chain of `dof` joints: mostly revolute with limits, some
+ * continuous and prismatic, random origins and axes. */
+static ik_chain random_chain(size_t dof)
+{
+    ik_joint j[IK_MAX_DOF + 1];
+    for (size_t k = 0; k < dof; k++) {
+        double r = urand(0, 1);
+        ik_joint_type t = r < 0.75 ? IK_JOINT_REVOLUTE
+                                   : (r < 0.9 ? IK_JOINT_CONTINUOUS : IK_JOINT_PRISMATIC);
+        double lo = urand(-3, -0.5), hi = urand(0.5, 3);
+        if (t == IK_JOINT_PRISMATIC) {
+            lo = -0.3;
+            hi = 0.3;
+        }
+        j[k] = joint(t, ik_v3(urand(-.4, .4), urand(-.4, .4), urand(0.05, .4)),
+                     ik_v3(urand(-3, 3), urand(-1.5, 1.5), urand(-3, 3)),
+                     ik_v3(urand(-1, 1), urand(-1, 1), urand(-1, 1)), lo, hi);
+    }
+    j[dof] = joint(IK_JOINT_FIXED, ik_v3(0, 0, 0.1), ZERO, ZERO, 0, 0);
+    ik_chain c;
+    ck_assert_int_eq(ik_chain_init(&c, j, dof + 1), IK_OK);
+    return c;
+}
+
+static void random_q(const ik_chain *c, double *q)
+{
+    for (size_t k = 0; k < c->dof; k++) {
+        double lo = c->lower[k], hi = c->upper[k];
+        if (c->type[k] == IK_JOINT_CONTINUOUS) {
+            lo = -IK_PI;
+            hi = IK_PI;
+        }
+        q[k] = urand(lo, hi);
+    }
+}
+
+/* The answer meets the checked components of t within tol, by FK. */
+static bool meets(const ik_chain *c, const ik_target *t, const double *q, double tol)
+{
+    if (!ik_chain_within_limits(c, q, 0.0))
+        return false;
+    for (size_t k = 0; k < c->dof; k++)
+        if (c->type[k] == IK_JOINT_CONTINUOUS && fabs(q[k]) > IK_PI + 1e-12)
+            return false;
+    double e[6];
+    ik_xform target = t->pose;
+    target.q = ik_quat_normalize(target.q);
+    if (t->mode == IK_TARGET_POSITION)
+        target.q = ik_quat_identity();
+    ik_pose_error(target, ik_chain_fk(c, q), e);
+    for (int r = 0; r < 6; r++) {
+        bool checked = t->mode == IK_TARGET_FULL_POSE || (t->mode == IK_TARGET_POSITION && r < 3) ||
+                       (t->mode == IK_TARGET_WEIGHTED && t->weight[r] > 0);
+        if (checked && !(fabs(e[r]) < tol))
+            return false;
+    }
+    return true;
+}
+
+static bool all_finite(const double *q, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(q[k]))
+            return false;
+    return true;
+}
+
+/* Deterministic options: no clock, a bounded number of restarts. */
+static ik_numeric_opts det_opts(void)
+{
+    ik_numeric_opts o = ik_numeric_opts_default();
+    o.timeout_s = 0.0;
+    o.max_restarts = 300;
+    return o;
+}
+
+static unsigned char ws[1 << 16];
+
+/* ---- reachable targets ------------------------------------------------------ */
+
+static void solve_random_targets(const ik_chain *c, size_t count, size_t *ok_out)
+{
+    ik_numeric_opts o = det_opts();
+    size_t ok = 0;
+    for (size_t i = 0; i < count; i++) {
+        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        random_q(c, qt);
+        ik_target t = ik_target_full_pose(ik_chain_fk(c, qt));
+        ik_numeric_result res;
+        o.rng_seed = i;
+        int st = ik_numeric_solve(c, &t, NULL, &o, ws, sizeof ws, q, &res);
+        ck_assert_int_eq(st, res.status);
+        ck_assert(all_finite(q, c->dof));
+        ck_assert(ik_chain_within_limits(c, q, 0.0));
+        if (st == IK_OK) {
+            ck_assert_msg(meets(c, &t, q, TOL), "status ok but FK disagrees (sample %zu)", i);
+            ck_assert_double_le(res.pos_err_max, TOL);
+            ck_assert_double_le(res.rot_err_max, TOL);
+            ok++;
+        } else {
+            ck_assert_int_eq(st, IK_ENOTCONV);
+        }
+    }
+    *ok_out = ok;
+}
+
+START_TEST(test_ur5_reachable)
+{
+    rng_state = 1;
+    ik_chain c = ur5();
+    size_t ok;
+    solve_random_targets(&c, 1000, &ok);
+    ck_assert_uint_ge(ok, 995);
+}
+END_TEST
+
+START_TEST(test_random_chains_reachable)
+{
+    rng_state = 99;
+    size_t ok = 0, total = 0;
+    for (int k = 0; k < 40; k++) {
+        size_t dof = 6 + (size_t)urand(0, 3); /* 6..8 */
+        ik_chain c = random_chain(dof);
+        size_t got;
+        solve_random_targets(&c, 60, &got);
+        ok += got;
+        total += 60;
+    }
+    ck_assert_uint_ge(ok * 100, total * 97);
+}
+END_TEST
+
+START_TEST(test_short_chains)
+{
+    /* fewer joints than constrained rows: position-only targets on 3-dof
+     * chains, full poses reachable from their own configurations */
+    rng_state = 5;
+    ik_numeric_opts o = det_opts();
+    size_t ok = 0, total = 0;
+    for (int k = 0; k < 30; k++) {
+        ik_chain c = random_chain(3);
+        for (int i = 0; i < 20; i++) {
+            double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+            random_q(&c, qt);
+            ik_target t = i % 2 ? ik_target_full_pose(ik_chain_fk(&c, qt))
+                                : ik_target_position(ik_chain_fk(&c, qt).p);
+            int st = ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, NULL);
+            ck_assert(ik_chain_within_limits(&c, q, 0.0));
+            if (st == IK_OK) {
+                ck_assert(meets(&c, &t, q, TOL));
+                ok++;
+            }
+            total++;
+        }
+    }
+    ck_assert_uint_ge(ok * 100, total * 95);
+}
+END_TEST
+
+START_TEST(test_position_only)
+{
+    rng_state = 7;
+    ik_chain c = ur5();
+    ik_numeric_opts o = det_opts();
+    for (int i = 0; i < 300; i++) {
+        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        random_q(&c, qt);
+        ik_target t = ik_target_position(ik_chain_fk(&c, qt).p);
+        /* the orientation of a position-only target is ignored entirely */
+        t.pose.q = (ik_quat){NAN, 0, 0, 0};
+        ik_numeric_result res;
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_OK);
+        ck_assert(meets(&c, &t, q, TOL));
+        ck_assert_double_eq(res.rot_err_max, 0.0);
+    }
+}
+END_TEST
+
+START_TEST(test_weighted)
+{
+    rng_state = 8;
+    ik_chain c = ur5();
+    ik_numeric_opts o = det_opts();
+    const double weights[][6] = {
+        {1, 1, 1, 0, 0, 1}, {2, 0.5, 1, 1, 1, 1}, {0, 0, 1, 1, 1, 0}, {1, 1, 1, 0, 0, 0}};
+    for (int i = 0; i < 400; i++) {
+        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        random_q(&c, qt);
+        ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+        t.mode = IK_TARGET_WEIGHTED;
+        memcpy(t.weight, weights[i % 4], sizeof t.weight);
+        /* free components may be anything: move the target there */
+        if (t.weight[IK_ERR_X] == 0)
+            t.pose.p.x += 0.3;
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, NULL), IK_OK);
+        ck_assert(meets(&c, &t, q, TOL));
+    }
+}
+END_TEST
+
+START_TEST(test_continuous_and_prismatic)
+{
+    /* PR2-like arm: prismatic torso, continuous forearm and wrist rolls */
+    ik_joint j[9] = {
+        joint(IK_JOINT_PRISMATIC, ZERO, ZERO, ik_v3(0, 0, 1), 0, 0.33),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, -0.188, 0), ZERO, ik_v3(0, 0, 1), -2.2854, 0.7146),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0.1, 0, 0), ZERO, ik_v3(0, 1, 0), -0.5236, 1.3963),
+        joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(1, 0, 0), -3.9, 0.8),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0.4, 0, 0), ZERO, ik_v3(0, 1, 0), -2.3213, 0),
+        joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, ik_v3(1, 0, 0), 0, 0),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0.321, 0, 0), ZERO, ik_v3(0, 1, 0), -2.18, 0),
+        joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, ik_v3(1, 0, 0), 0, 0),
+        joint(IK_JOINT_FIXED, ik_v3(0.18, 0, 0), ZERO, ZERO, 0, 0),
+    };
+    ik_chain c;
+    ck_assert_int_eq(ik_chain_init(&c, j, 9), IK_OK);
+    rng_state = 3;
+    size_t ok;
+    solve_random_targets(&c, 500, &ok);
+    ck_assert_uint_ge(ok, 495);
+    /* a seed far outside the continuous range is fine; the answer is
+     * wrapped */
+    double seed[8] = {0.1, -1, 0.5, -1, -1, 40.0, -1, -40.0}, q[8], qt[8];
+    random_q(&c, qt);
+    ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+    ik_numeric_opts o = det_opts();
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, seed, &o, ws, sizeof ws, q, NULL), IK_OK);
+    ck_assert(meets(&c, &t, q, TOL));
+}
+END_TEST
+
+/* ---- search behaviour --------------------------------------------------------- */
+
+START_TEST(test_warm_start)
+{
+    rng_state = 11;
+    ik_chain c = ur5();
+    ik_numeric_opts o = det_opts();
+    for (int i = 0; i < 200; i++) {
+        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q[IK_MAX_DOF];
+        random_q(&c, qt);
+        for (size_t k = 0; k < c.dof; k++)
+            seed[k] = ik_clamp(qt[k] + urand(-0.01, 0.01), c.lower[k], c.upper[k]);
+        ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+        ik_numeric_result res;
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, seed, &o, ws, sizeof ws, q, &res), IK_OK);
+        ck_assert(meets(&c, &t, q, TOL));
+        ck_assert_uint_eq(res.restarts, 0);
+        ck_assert_uint_le(res.iterations, 10);
+        /* the seed's own branch: the answer stays next to the seed */
+        for (size_t k = 0; k < c.dof; k++)
+            ck_assert_double_le(fabs(q[k] - qt[k]), 0.05);
+    }
+}
+END_TEST
+
+START_TEST(test_seed_is_solution)
+{
+    ik_chain c = ur5();
+    double qt[6] = {0.3, -1.2, 1.4, -0.5, 1.1, 0.2}, q[6];
+    ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+    ik_numeric_result res;
+    ik_numeric_opts o = det_opts();
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, qt, &o, ws, sizeof ws, q, &res), IK_OK);
+    ck_assert_uint_eq(res.iterations, 0);
+    for (int k = 0; k < 6; k++)
+        ck_assert_double_eq(q[k], qt[k]);
+    /* q_out may alias the seed */
+    double s[6] = {0.35, -1.1, 1.3, -0.6, 1.0, 0.3};
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, s, &o, ws, sizeof ws, s, NULL), IK_OK);
+    ck_assert(meets(&c, &t, s, TOL));
+}
+END_TEST
+
+static double dist2(const double *a, const double *b, size_t n)
+{
+    double s = 0;
+    for (size_t k = 0; k < n; k++)
+        s += (a[k] - b[k]) * (a[k] - b[k]);
+    return s;
+}
+
+START_TEST(test_nearest_to_seed)
+{
+    rng_state = 13;
+    ik_chain c = ur5();
+    ik_numeric_opts first = det_opts(), nearest = det_opts();
+    nearest.search = IK_SEARCH_NEAREST_TO_SEED;
+    nearest.nearest_extra_restarts = 12;
+    size_t more = 0;
+    for (int i = 0; i < 100; i++) {
+        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q1[IK_MAX_DOF], q2[IK_MAX_DOF];
+        random_q(&c, qt);
+        random_q(&c, seed);
+        ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+        first.rng_seed = nearest.rng_seed = (uint64_t)i;
+        ik_numeric_result r1, r2;
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, seed, &first, ws, sizeof ws, q1, &r1), IK_OK);
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, seed, &nearest, ws, sizeof ws, q2, &r2),
+                         IK_OK);
+        ck_assert(meets(&c, &t, q2, TOL));
+        ck_assert_uint_eq(r1.solutions, 1);
+        ck_assert_uint_ge(r2.solutions, 1);
+        /* the same search, continued: never farther than the first found */
+        ck_assert_double_le(dist2(q2, seed, c.dof), dist2(q1, seed, c.dof) + 1e-9);
+        more += r2.solutions > 1;
+    }
+    ck_assert_uint_gt(more, 50);
+}
+END_TEST
+
+START_TEST(test_determinism)
+{
+    rng_state = 17;
+    ik_chain c = random_chain(7);
+    ik_numeric_opts o = det_opts();
+    o.rng_seed = 0xDEADBEEF;
+    for (int i = 0; i < 50; i++) {
+        double qt[IK_MAX_DOF], a[IK_MAX_DOF], b[IK_MAX_DOF];
+        random_q(&c, qt);
+        ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+        ik_numeric_result ra, rb;
+        int sa = ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, a, &ra);
+        memset(ws, 0x5A, sizeof ws); /* the workspace's content must not matter */
+        int sb = ik_numeric_solve(&c, &t, NULL, &o, ws + 8, sizeof ws - 8, b, &rb);
+        ck_assert_int_eq(sa, sb);
+        ck_assert_int_eq(memcmp(a, b, c.dof * sizeof *a), 0);
+        ck_assert_uint_eq(ra.iterations, rb.iterations);
+        ck_assert_uint_eq(ra.restarts, rb.restarts);
+    }
+}
+END_TEST
+
+/* ---- failures ------------------------------------------------------------------- */
+
+START_TEST(test_unreachable)
+{
+    ik_chain c = ur5();
+    ik_numeric_opts o = det_opts();
+    o.max_restarts = 20;
+    double q[6];
+    ik_xform far = {{3, 1, 0.5}, {0, 0, 0, 1}};
+    ik_target t = ik_target_full_pose(far);
+    ik_numeric_result res;
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
+    ck_assert_int_eq(res.status, IK_ENOTCONV);
+    ck_assert(all_finite(q, 6));
+    ck_assert(ik_chain_within_limits(&c, q, 0.0));
+    ck_assert_uint_eq(res.restarts, 20);
+    /* the best pose reported is the one returned, and it reaches out */
+    double e[6];
+    ik_pose_error(far, ik_chain_fk(&c, q), e);
+    ck_assert_double_eq_tol(res.pos_err, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]), 1e-12);
+    ck_assert_double_le(res.pos_err, ik_vec3_len(far.p) - 0.8);
+
+    /* iteration budget */
+    o.max_restarts = SIZE_MAX;
+    o.max_iterations = 50;
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
+    ck_assert_uint_le(res.iterations, 50);
+    ck_assert(ik_chain_within_limits(&c, q, 0.0));
+
+    /* time budget: so small that the first clock reading ends it */
+    o = ik_numeric_opts_default();
+    o.timeout_s = 1e-12;
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_ETIMEDOUT);
+    ck_assert(all_finite(q, 6));
+    ck_assert(ik_chain_within_limits(&c, q, 0.0));
+
+    /* reachable position, impossible under tight limits */
+    ik_joint j[2] = {
+        joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -0.1, 0.1),
+        joint(IK_JOINT_FIXED, ik_v3(1, 0, 0), ZERO, ZERO, 0, 0),
+    };
+    ik_chain small;
+    ck_assert_int_eq(ik_chain_init(&small, j, 2), IK_OK);
+    ik_target side = ik_target_position(ik_v3(0, 1, 0));
+    o = det_opts();
+    o.max_restarts = 5;
+    ck_assert_int_eq(ik_numeric_solve(&small, &side, NULL, &o, ws, sizeof ws, q, &res),
+                     IK_ENOTCONV);
+    ck_assert_double_eq_tol(q[0], 0.1, 1e-9); /* the closest pose, at the limit */
+}
+END_TEST
+
+START_TEST(test_invalid_input)
+{
+    ik_chain c = ur5();
+    double qt[6] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6};
+    ik_target good = ik_target_full_pose(ik_chain_fk(&c, qt));
+    ik_numeric_opts o = ik_numeric_opts_default();
+    double q[6], sentinel[6];
+    for (int k = 0; k < 6; k++)
+        q[k] = sentinel[k] = 100.0 + k;
+    ik_numeric_result res;
+
+#define EXPECT(rc_, call_)                                                                          \
+    do {                                                                                           \
+        memset(&res, 0x7F, sizeof res);                                                            \
+        ck_assert_int_eq((call_), (rc_));                                                          \
+        ck_assert_int_eq(res.status, (rc_));                                                       \
+        ck_assert_uint_eq(res.iterations, 0);                                                      \
+        ck_assert_int_eq(memcmp(q, sentinel, sizeof q), 0);                                        \
+    } while (0)
+
+    ik_target t = good;
+    t.pose.p.x = NAN;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res));
+    t = good;
+    t.pose.q.y = INFINITY;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res));
+    t = good;
+    t.pose.q = (ik_quat){0, 0, 0, 0};
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res));
+    t = good;
+    t.mode = (ik_target_mode)9;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res));
+    t = good;
+    t.mode = IK_TARGET_WEIGHTED; /* all weights zero */
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res));
+    t.weight[0] = 1;
+    t.weight[4] = -1;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res));
+    t.weight[4] = NAN;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res));
+    t.weight[4] = INFINITY;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res));
+    /* a weighted target with free rotation ignores the orientation */
+    t.weight[4] = 0;
+    t.pose.q = (ik_quat){NAN, NAN, NAN, NAN};
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_OK);
+    memcpy(q, sentinel, sizeof q);
+
+    double seed[6] = {0, 0, NAN, 0, 0, 0};
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, seed, &o, ws, sizeof ws, q, &res));
+    seed[2] = -INFINITY;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, seed, &o, ws, sizeof ws, q, &res));
+
+    ik_numeric_opts bad = o;
+    bad.tol_pos = 0;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, NULL, &bad, ws, sizeof ws, q, &res));
+    bad = o;
+    bad.tol_rot = NAN;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, NULL, &bad, ws, sizeof ws, q, &res));
+    bad = o;
+    bad.timeout_s = -1;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, NULL, &bad, ws, sizeof ws, q, &res));
+    bad = o;
+    bad.timeout_s = INFINITY;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, NULL, &bad, ws, sizeof ws, q, &res));
+    bad = o;
+    bad.timeout_s = 0; /* unbounded search */
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, NULL, &bad, ws, sizeof ws, q, &res));
+    bad = o;
+    bad.search = (ik_search_mode)5;
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, NULL, &bad, ws, sizeof ws, q, &res));
+
+    EXPECT(IK_EINVAL, ik_numeric_solve(NULL, &good, NULL, &o, ws, sizeof ws, q, &res));
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, NULL, NULL, &o, ws, sizeof ws, q, &res));
+    EXPECT(IK_EINVAL, ik_numeric_solve(&c, &good, NULL, &o, NULL, sizeof ws, q, &res));
+    ck_assert_int_eq(ik_numeric_solve(&c, &good, NULL, &o, ws, sizeof ws, NULL, NULL),
+                     IK_EINVAL);
+
+    size_t need = ik_numeric_workspace_size(&c);
+    ck_assert_uint_gt(need, 0);
+    EXPECT(IK_ENOSPC, ik_numeric_solve(&c, &good, NULL, &o, ws, need - 1, q, &res));
+    EXPECT(IK_ENOSPC, ik_numeric_solve(&c, &good, NULL, &o, ws, 0, q, &res));
+#undef EXPECT
+    /* exactly the reported size, at an odd address, works; NULL opts means
+     * the defaults */
+    ck_assert_int_eq(ik_numeric_solve(&c, &good, NULL, NULL, ws + 3, need, q, &res), IK_OK);
+    ck_assert(meets(&c, &good, q, TOL));
+}
+END_TEST
+
+START_TEST(test_pose_error_helper)
+{
+    ik_xform a = {{1, 2, 3}, ik_quat_from_axis_angle(ik_v3(0, 0, 1), 0.3)};
+    ik_xform b = {{0.5, 2, 4}, ik_quat_identity()};
+    double e[6];
+    ik_pose_error(a, b, e);
+    ck_assert_double_eq_tol(e[0], 0.5, 1e-15);
+    ck_assert_double_eq_tol(e[1], 0.0, 1e-15);
+    ck_assert_double_eq_tol(e[2], -1.0, 1e-15);
+    ck_assert_double_eq_tol(e[3], 0.0, 1e-15);
+    ck_assert_double_eq_tol(e[4], 0.0, 1e-15);
+    ck_assert_double_eq_tol(e[5], 0.3, 1e-15);
+    ik_numeric_opts o = ik_numeric_opts_default();
+    ck_assert_double_eq(o.tol_pos, 1e-5);
+    ck_assert_double_eq(o.tol_rot, 1e-5);
+    ck_assert_double_eq(o.timeout_s, 0.005);
+    ck_assert_int_eq(o.search, IK_SEARCH_FIRST_FOUND);
+}
+END_TEST
+
+static Suite *numeric_suite(void)
+{
+    Suite *s = suite_create("ik_numeric");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_ur5_reachable);
+    tcase_add_test(tc, test_random_chains_reachable);
+    tcase_add_test(tc, test_short_chains);
+    tcase_add_test(tc, test_position_only);
+    tcase_add_test(tc, test_weighted);
+    tcase_add_test(tc, test_continuous_and_prismatic);
+    tcase_add_test(tc, test_warm_start);
+    tcase_add_test(tc, test_seed_is_solution);
+    tcase_add_test(tc, test_nearest_to_seed);
+    tcase_add_test(tc, test_determinism);
+    tcase_add_test(tc, test_unreachable);
+    tcase_add_test(tc, test_invalid_input);
+    tcase_add_test(tc, test_pose_error_helper);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(numeric_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
