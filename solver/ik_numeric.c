@@ -1,6 +1,37 @@
 /*
  * ik_numeric.c: numerical IK for general serial chains (contract in
  * ik_numeric.h).
+ *
+ * The search is a sequence of ATTEMPTS, the first from the seed, the others
+ * from random configurations drawn uniformly inside the limits (continuous
+ * joints in [-pi, pi]) by a splitmix64 generator seeded with opts.rng_seed;
+ * the idea of random restarts is KDL-RR's / TRAC-IK's (Beeson and Ames,
+ * "TRAC-IK", Humanoids 2015). One attempt is Levenberg-Marquardt on the
+ * weighted 6-D error e (ik_pose_error(): position difference and rotation
+ * vector of R_target R^T, base frame), with the analytic geometric Jacobian
+ * J of ik_chain_jacobian_mat() and only the m active rows (weight > 0):
+ *   dq = Jw^T (Jw Jw^T + lambda I)^-1 ew     (Jw, ew: rows times sqrt(w))
+ * which is the damped least-squares step (J^T J + lambda I)^-1 J^T e solved
+ * as an m x m system (m <= 6) by Cholesky, whatever the number of joints.
+ * The trial q + dq is put back inside the limits (revolute joints spanning a
+ * full turn are first shifted by whole turns; otherwise clamped; continuous
+ * joints wrapped) and accepted only if it lowers the weighted squared error:
+ * then lambda shrinks (x LAMBDA_DOWN), else it grows (x LAMBDA_UP) and the
+ * step is retried. An attempt ends when every checked component is below
+ * CONVERGED_FRACTION of its tolerance (solved), when lambda exceeds
+ * LAMBDA_MAX or ATTEMPT_MAX_ITERS iterations have passed (stalled: restart),
+ * or when the budget runs out. Short attempts measured best on the shared
+ * robots: an attempt that converges does so in a few Newton-like steps,
+ * one that does not is usually caught against a limit or in a local
+ * minimum, and a fresh start is cheaper than insisting.
+ *
+ * The best pose seen by any attempt (lowest weighted error) is kept for the
+ * failure case. The clock (CLOCK_MONOTONIC) is read every CLOCK_EVERY
+ * iterations. Nothing is allocated: all vectors live in the caller's
+ * workspace, small fixed-size matrices on the stack.
+ *
+ * Not here: nullspace objectives, collision avoidance, the SQP half of
+ * TRAC-IK.
  */
 #include "solver/ik_numeric.h"
 

@@ -1,0 +1,21 @@
+#!/bin/sh
+# Runs the solver benchmarks (make bench): the chain benchmark on the five
+# shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
+# protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
+# samples each. Every command prints one JSON object on its last line.
+set -eu
+BUILD=${1:-build}
+IKD_DATA="${IKD_DATA:-../shared/data}"
+SAMPLES=${IKD_BENCH_SAMPLES:-2000}
+BIN="$BUILD/ikbench"
+
+chain() { # robot base tip
+    "$BIN" chain --urdf "$IKD_DATA/robots/$1.urdf" --base "$2" --tip "$3" \
+        --targets "$IKD_DATA/targets/$1.txt" --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5
+}
+
+chain ur5 base_link tool0
+chain abb_irb120 base_link tool0
+chain kuka_iiwa14_r820 base_link tool0
+chain franka_panda panda_link0 panda_link8
+chain pr2 torso_lift_link r_wrist_roll_link
