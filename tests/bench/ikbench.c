@@ -22,8 +22,9 @@
  *        "success":..,"mean_us":..,"median_us":..,"p99_us":..}
  *
  *   ikbench two-bone [--samples N] [--seed S]
- *     Random reachable two-bone targets (seed 001 solver, ik_twobone.h),
- *     full solve including the reach cases; prints
+ *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
+ *     full solve including the reach-case tests, the whole set solved over
+ *     and over for 0.2 s; prints
  *       {"bench":"two_bone","samples":N,"ns_per_solve":..}
  *
  * Exit status 0 when the benchmark ran (whatever the success rate), 1 on
@@ -41,6 +42,7 @@
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
+#include "solver/ik_twobone.h"
 
 /* ---- small utilities ------------------------------------------------------ */
 
@@ -330,6 +332,61 @@ out:
     return rc;
 }
 
+/* ---- two-bone benchmark ----------------------------------------------------- */
+
+typedef struct twobone_case {
+    ik_vec3 a, b, c, t;
+} twobone_case;
+
+static ik_vec3 random_dir(bench_rng *r)
+{
+    for (;;) {
+        ik_vec3 v = ik_v3(rng_uniform(r, -1, 1), rng_uniform(r, -1, 1), rng_uniform(r, -1, 1));
+        double l = ik_vec3_len(v);
+        if (l > 0.1 && l <= 1.0)
+            return ik_vec3_scale(v, 1.0 / l);
+    }
+}
+
+/* Random limbs (bone lengths 0.2-1, random pose) and targets at a distance
+ * drawn uniformly in [|l1 - l2|, l1 + l2] from the root: reachable, the
+ * full solve of ik_twobone_solve() including its reach-case tests. The
+ * loop over all cases is repeated until 0.2 s have passed. */
+static int run_twobone(size_t samples, uint64_t seed)
+{
+    twobone_case *cs = malloc(samples * sizeof *cs);
+    if (!cs)
+        return 1;
+    bench_rng r = {seed};
+    for (size_t i = 0; i < samples; i++) {
+        double l1 = rng_uniform(&r, 0.2, 1.0), l2 = rng_uniform(&r, 0.2, 1.0);
+        cs[i].a = ik_v3(rng_uniform(&r, -1, 1), rng_uniform(&r, -1, 1), rng_uniform(&r, -1, 1));
+        cs[i].b = ik_vec3_madd(cs[i].a, random_dir(&r), l1);
+        cs[i].c = ik_vec3_madd(cs[i].b, random_dir(&r), l2);
+        double d = rng_uniform(&r, fabs(l1 - l2) + 1e-6, l1 + l2 - 1e-6);
+        cs[i].t = ik_vec3_madd(cs[i].a, random_dir(&r), d);
+    }
+    size_t solves = 0, ok = 0;
+    volatile double sink = 0.0; /* keeps the solves from being optimised away */
+    double t0 = now_s(), elapsed;
+    do {
+        for (size_t i = 0; i < samples; i++) {
+            ik_twobone_result out;
+            int st = ik_twobone_solve(cs[i].a, cs[i].b, cs[i].c, cs[i].t, NULL, &out);
+            ok += st == IK_OK;
+            sink += out.c.x;
+        }
+        solves += samples;
+        elapsed = now_s() - t0;
+    } while (elapsed < 0.2);
+    free(cs);
+    if (ok != solves)
+        fprintf(stderr, "ikbench: %zu of %zu two-bone solves not IK_OK\n", solves - ok, solves);
+    printf("{\"bench\":\"two_bone\",\"samples\":%zu,\"ns_per_solve\":%.2f}\n", samples,
+           elapsed * 1e9 / (double)solves);
+    return 0;
+}
+
 /* ---- command line --------------------------------------------------------- */
 
 static void usage(void)
@@ -418,6 +475,8 @@ int main(int argc, char **argv)
         }
         return run_chain(&a);
     }
+    if (strcmp(argv[1], "two-bone") == 0)
+        return run_twobone(a.samples, a.seed);
     usage();
     return 1;
 }

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs the solver benchmarks (make bench): the chain benchmark on the five
+# Runs the solver benchmarks (make bench): the two-bone benchmark (seed 001),
+# then the chain benchmark on the five
 # shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
 # samples each. Every command prints one JSON object on its last line.
@@ -14,6 +15,7 @@ chain() { # robot base tip
         --targets "$IKD_DATA/targets/$1.txt" --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5
 }
 
+"$BIN" two-bone --samples "$SAMPLES"
 chain ur5 base_link tool0
 chain abb_irb120 base_link tool0
 chain kuka_iiwa14_r820 base_link tool0
