@@ -1,0 +1,250 @@
+/*
+ * test_proto_json.c: the strict JSON layer of proto/ (proto_json.h): parse
+ * errors with line and column, duplicate keys, numbers jansson refuses
+ * (NaN, Infinity, 1e400), typed getters and their JSON pointers and
+ * messages, unknown fields, limits, and the exact round trip of doubles.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_json.h"
+
+static json_t *parse(const char *s, proto_error *e)
+{
+    proto_error_clear(e);
+    return proto_json_parse(s, strlen(s), 1 << 20, e);
+}
+
+START_TEST(test_parse_ok_and_errors)
+{
+    proto_error e;
+    json_t *v = parse("{\"a\": [1, 2.5]}", &e);
+    ck_assert_ptr_nonnull(v);
+    json_decref(v);
+
+    ck_assert_ptr_null(parse("", &e));
+    ck_assert_str_eq(e.code, "invalid_json");
+    ck_assert_int_eq(e.http_status, 400);
+
+    ck_assert_ptr_null(parse("{\"a\": 1,\n \"b\": }", &e));
+    ck_assert_str_eq(e.code, "invalid_json");
+    ck_assert_ptr_nonnull(strstr(e.message, "line 2"));
+    ck_assert_ptr_nonnull(strstr(e.message, "column"));
+
+    ck_assert_ptr_null(parse("{\"a\": 1, \"a\": 2}", &e));
+    ck_assert_str_eq(e.code, "invalid_json");
+    ck_assert_ptr_nonnull(strstr(e.message, "duplicate"));
+
+    /* jansson has no NaN/Infinity literals and refuses overflowing reals */
+    ck_assert_ptr_null(parse("[NaN]", &e));
+    ck_assert_str_eq(e.code, "invalid_json");
+    ck_assert_ptr_null(parse("[Infinity]", &e));
+    ck_assert_ptr_null(parse("[-Infinity]", &e));
+    ck_assert_ptr_null(parse("[1e400]", &e));
+    ck_assert_str_eq(e.code, "invalid_json");
+    ck_assert_ptr_nonnull(strstr(e.message, "overflow"));
+    ck_assert_ptr_null(parse("[-1e400]", &e));
+    ck_assert_ptr_null(parse("[123456789012345678901234567890]", &e));
+    ck_assert_str_eq(e.code, "invalid_json");
+    /* an underflowing real reads as (nearly) zero */
+    v = parse("[1e-400]", &e);
+    ck_assert_ptr_nonnull(v);
+    ck_assert(fabs(json_real_value(json_array_get(v, 0))) < 1e-300);
+    json_decref(v);
+
+    /* the body limit */
+    proto_error_clear(&e);
+    ck_assert_ptr_null(proto_json_parse("[1,2,3]", 7, 6, &e));
+    ck_assert_str_eq(e.code, "too_large");
+    ck_assert_int_eq(e.http_status, 413);
+    /* a body need not be NUL-terminated */
+    v = proto_json_parse("[1]garbage", 3, 100, &e);
+    ck_assert_ptr_nonnull(v);
+    json_decref(v);
+}
+END_TEST
+
+START_TEST(test_paths)
+{
+    char p[PROTO_PATH_MAX], q[PROTO_PATH_MAX], n[PROTO_PATH_MAX];
+    proto_json_path_key(p, "", "target");
+    ck_assert_str_eq(p, "/target");
+    proto_json_path_key(q, p, "position");
+    proto_json_path_index(p, q, 2);
+    ck_assert_str_eq(p, "/target/position/2");
+    proto_json_path_name(n, sizeof n, p);
+    ck_assert_str_eq(n, "target.position[2]");
+    proto_json_path_key(p, "/x", "a/b~c");
+    ck_assert_str_eq(p, "/x/a~1b~0c");
+    proto_json_path_name(n, sizeof n, p);
+    ck_assert_str_eq(n, "x.a/b~c");
+    proto_json_path_name(n, sizeof n, "");
+    ck_assert_str_eq(n, "the request");
+    proto_json_path_name(n, sizeof n, "/targets/3/position/0");
+    ck_assert_str_eq(n, "targets[3].position[0]");
+    /* a very long path is truncated, never overflows */
+    char longkey[600];
+    memset(longkey, 'k', sizeof longkey - 1);
+    longkey[sizeof longkey - 1] = '\0';
+    proto_json_path_key(p, "/a", longkey);
+    ck_assert_uint_eq(strlen(p), PROTO_PATH_MAX - 1);
+}
+END_TEST
+
+START_TEST(test_getters)
+{
+    proto_error e;
+    json_t *v = parse("{\"n\": 1.5, \"i\": 7, \"s\": \"ros\", \"b\": true, \"big\": 2e6,"
+                      " \"a\": [1, 2, 3], \"z\": 0, \"neg\": -1, \"str\": \"x\"}",
+                      &e);
+    ck_assert_ptr_nonnull(v);
+    double d;
+    long long i;
+    bool b;
+    const char *s;
+    int k;
+    size_t n;
+    ck_assert_int_eq(proto_json_number(json_object_get(v, "n"), "/n", -10, 10, &d, &e), 0);
+    ck_assert_double_eq(d, 1.5);
+    /* integers are numbers too */
+    ck_assert_int_eq(proto_json_number(json_object_get(v, "i"), "/i", -10, 10, &d, &e), 0);
+    ck_assert_double_eq(d, 7);
+    ck_assert_int_eq(proto_json_number(json_object_get(v, "big"), "/big", -PROTO_MAX_ABS,
+                                       PROTO_MAX_ABS, &d, &e),
+                     -1);
+    ck_assert_str_eq(e.path, "/big");
+    ck_assert_ptr_nonnull(strstr(e.message, "big must be within"));
+    ck_assert_int_eq(proto_json_number(json_object_get(v, "s"), "/target/position/2", -1, 1, &d,
+                                       &e),
+                     -1);
+    ck_assert_str_eq(e.message, "target.position[2] must be a finite number");
+    ck_assert_str_eq(e.path, "/target/position/2");
+    ck_assert_str_eq(e.code, "invalid_request");
+    ck_assert_int_eq(e.http_status, 400);
+
+    ck_assert_int_eq(proto_json_positive(json_object_get(v, "z"), "/z", 1, &d, &e), -1);
+    ck_assert_int_eq(proto_json_positive(json_object_get(v, "neg"), "/neg", 1, &d, &e), -1);
+    ck_assert_int_eq(proto_json_positive(json_object_get(v, "n"), "/n", 1, &d, &e), -1);
+    ck_assert_int_eq(proto_json_positive(json_object_get(v, "n"), "/n", 2, &d, &e), 0);
+
+    ck_assert_int_eq(proto_json_integer(json_object_get(v, "i"), "/i", 0, 10, &i, &e), 0);
+    ck_assert_int_eq(i, 7);
+    ck_assert_int_eq(proto_json_integer(json_object_get(v, "n"), "/n", 0, 10, &i, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.message, "integer"));
+    ck_assert_int_eq(proto_json_integer(json_object_get(v, "i"), "/i", 0, 5, &i, &e), -1);
+
+    ck_assert_int_eq(proto_json_bool(json_object_get(v, "b"), "/b", &b, &e), 0);
+    ck_assert(b);
+    ck_assert_int_eq(proto_json_bool(json_object_get(v, "i"), "/i", &b, &e), -1);
+
+    ck_assert_int_eq(proto_json_string(json_object_get(v, "s"), "/s", 0, &s, &e), 0);
+    ck_assert_str_eq(s, "ros");
+    ck_assert_int_eq(proto_json_string(json_object_get(v, "s"), "/s", 2, &s, &e), -1);
+    ck_assert_int_eq(proto_json_string(json_object_get(v, "i"), "/i", 0, &s, &e), -1);
+
+    static const char *const names[] = {"ros", "unity", NULL};
+    ck_assert_int_eq(proto_json_enum(json_object_get(v, "s"), "/s", names, &k, &e), 0);
+    ck_assert_int_eq(k, 0);
+    ck_assert_int_eq(proto_json_enum(json_object_get(v, "str"), "/str", names, &k, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.message, "\"unity\""));
+
+    ck_assert_int_eq(proto_json_array(json_object_get(v, "a"), "/a", 1, 3, true, &n, &e), 0);
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(proto_json_array(json_object_get(v, "a"), "/a", 1, 2, true, &n, &e), -1);
+    ck_assert_str_eq(e.code, "too_large");
+    ck_assert_int_eq(e.http_status, 413);
+    ck_assert_int_eq(proto_json_array(json_object_get(v, "a"), "/a", 1, 2, false, &n, &e), -1);
+    ck_assert_str_eq(e.code, "invalid_request");
+    ck_assert_int_eq(proto_json_array(json_object_get(v, "a"), "/a", 4, 5, false, &n, &e), -1);
+    ck_assert_int_eq(proto_json_array(json_object_get(v, "n"), "/n", 0, 5, false, &n, &e), -1);
+
+    double three[3];
+    ck_assert_int_eq(proto_json_numbers(json_object_get(v, "a"), "/a", 3, three, &e), 0);
+    ck_assert_double_eq(three[2], 3);
+    ck_assert_int_eq(proto_json_numbers(json_object_get(v, "a"), "/a", 2, three, &e), -1);
+    ck_assert_ptr_nonnull(strstr(e.message, "exactly 2"));
+
+    ck_assert_ptr_null(proto_json_require(v, "/x", "missing", &e));
+    ck_assert_str_eq(e.path, "/x/missing");
+    ck_assert_str_eq(e.message, "x.missing is required");
+    json_decref(v);
+}
+END_TEST
+
+START_TEST(test_unknown_fields)
+{
+    proto_error e;
+    json_t *v = parse("{\"kind\": 1, \"lenghts\": [1]}", &e);
+    static const char *const keys[] = {"kind", "lengths", NULL};
+    ck_assert_int_eq(proto_json_check_object(v, "/chain", keys, &e), -1);
+    ck_assert_str_eq(e.path, "/chain/lenghts");
+    ck_assert_ptr_nonnull(strstr(e.message, "unknown field \"lenghts\""));
+    ck_assert_int_eq(proto_json_check_object(json_object_get(v, "kind"), "/chain/kind", keys, &e),
+                     -1);
+    ck_assert_ptr_nonnull(strstr(e.message, "must be an object"));
+    json_decref(v);
+}
+END_TEST
+
+START_TEST(test_double_round_trip)
+{
+    /* 17 significant digits: every double survives dump + parse exactly */
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    json_t *a = json_array();
+    double vals[200];
+    for (int i = 0; i < 200; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double d = ((double)(x >> 11) / 9007199254740992.0 - 0.5) * pow(10, (int)(x % 21) - 10);
+        if (i == 0)
+            d = 0.1;
+        if (i == 1)
+            d = 1.0 / 3.0;
+        vals[i] = d;
+        json_array_append_new(a, json_real(d));
+    }
+    char *s = proto_json_dump(a, false);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_ptr_null(strchr(s, ' ')); /* compact */
+    proto_error e;
+    json_t *b = parse(s, &e);
+    ck_assert_ptr_nonnull(b);
+    for (int i = 0; i < 200; i++)
+        ck_assert(json_number_value(json_array_get(b, (size_t)i)) == vals[i]);
+    free(s);
+    json_decref(a);
+    json_decref(b);
+
+    /* canonical: sorted keys */
+    json_t *o = json_pack("{s:i, s:i, s:i}", "b", 1, "a", 2, "c", 3);
+    s = proto_json_dump(o, true);
+    ck_assert_str_eq(s, "{\"a\":2,\"b\":1,\"c\":3}");
+    free(s);
+    json_decref(o);
+
+    double three[3] = {1, -2.5, 1e-300};
+    json_t *arr = proto_json_array_of(three, 3);
+    ck_assert_uint_eq(json_array_size(arr), 3);
+    ck_assert(json_real_value(json_array_get(arr, 2)) == 1e-300);
+    json_decref(arr);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("proto_json");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_parse_ok_and_errors);
+    tcase_add_test(tc, test_paths);
+    tcase_add_test(tc, test_getters);
+    tcase_add_test(tc, test_unknown_fields);
+    tcase_add_test(tc, test_double_round_trip);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
