@@ -12,8 +12,10 @@
  * matrix's row 3, column 2 entry is 2(q_y q_z + q_w q_x).
  *
  * Directions are compared in each bone's rotation frame (after its own
- * scale), so the update is exact for non-uniform scale on the limb's bones;
- * with a uniform scale this is the seed's formula (ik_skeleton.h explains).
+ * scale), so a bone's own non-uniform scale does not bend its direction;
+ * with a uniform scale this is the seed's formula. When the update is exact
+ * and when it cannot be (sheared parent frames) is explained in
+ * ik_skeleton.h.
  *
  * Not here: the two-bone position solve (ik_twobone.c), animation.
  */

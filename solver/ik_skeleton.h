@@ -35,14 +35,18 @@
  * multiplying the local points by the bone's scale (s * (G^-1 x)). With a
  * uniform scale this is the seed's formula exactly (directions do not
  * change under a uniform scale).
- * Exactness: with any scale on the hip and knee bones themselves
- * (non-uniform included) and rotations and uniform scales above the hip,
- * the updated hierarchy puts the knee on b' and the foot on c' (to
- * rounding). A non-uniform scale on an ancestor of the hip changes the
- * limb's world lengths as it rotates; then the bone directions still point
- * at b' and c' but the foot misses by what the lengths changed. The bone
- * lengths fed to the two-bone solve are the world distances of the current
- * pose.
+ * Exactness (to rounding): a rotation keeps a bone's world length only if
+ * every transform above that bone's rotation scales uniformly. Hence:
+ *   - the knee lands on b' when the hip's ancestors scale uniformly (the
+ *     hip's own scale may be anything, non-uniform or mirroring);
+ *   - the foot lands on c' when, in addition, the hip's own scale is
+ *     uniform (the knee's and the foot's scales may be anything).
+ * Otherwise the bones still point exactly at b' (from the hip) and at c'
+ * (from wherever the knee landed) but the sheared frame stretches them, so
+ * the foot misses by what their world lengths changed. No rotation-only
+ * update can do better there: the reachable foot positions form an
+ * ellipsoid, not the sphere of the two-bone solve. The bone lengths fed to
+ * the two-bone solve are the world distances of the current pose.
  *
  * Memory: the caller owns every array (bones, globals); nothing allocates.
  * Thread-safe for distinct arrays. On error nothing is changed.
