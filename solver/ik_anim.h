@@ -68,7 +68,9 @@
  *          signed angle about the axis from the parent direction to bone i,
  *          both projected on the plane perpendicular to the axis, stays in
  *          [hinge_min, hinge_max]. A hinge joint whose bone is parallel to
- *          its axis cannot turn. max_bend applies as well.
+ *          its axis cannot turn; when its parent direction is parallel to
+ *          the axis the hinge angle is undefined and the range is not
+ *          enforced. A hinge joint ignores max_bend (its range is its limit).
  * After a solve every limit holds (to 1e-9 rad), whatever the status, even
  * when the input pose violated them.
  *
@@ -76,10 +78,11 @@
  * interior joint j (1..n-2) is turned about the line through its neighbours
  * p[j-1], p[j+1] until it lies in the half-plane of that line containing the
  * pole (the standard technique; it moves neither neighbour, so the end
- * effector does not move). FABRIK does this after every forward pass; CCD
- * once before the first iteration (the pre-bend, skipped when the chain has a
- * hinge); both once more at the end, joint by joint, where it breaks no
- * limit. A pole on such a line, or a straight joint, leaves that joint as is.
+ * effector does not move). Both solvers do this once before the first
+ * iteration (the pre-bend, then the limits are enforced) and once more at
+ * the end, joint by joint, where it breaks no limit. CCD ignores the pole when the
+ * chain has a hinge joint (turning a joint off its hinge plane is not
+ * allowed). A pole on such a line, or a straight joint, leaves that joint as is.
  *
  * TOLERANCE is an absolute distance in the chain's length unit; 0 selects
  * the default, 1e-4 times the total length L. max_iterations 0 selects
@@ -107,7 +110,7 @@
 #include "solver/ik_math.h"
 
 #define IK_ANIM_DEFAULT_ITERATIONS 32
-#define IK_ANIM_DEFAULT_TOLERANCE 1e-4 /* relative to the total chain length */
+#define IK_ANIM_DEFAULT_TOLERANCE  1e-4 /* relative to the total chain length */
 
 /* Rotation limit of one joint (see "ROTATION LIMITS" above). The zero value
  * {0} is NOT "no limit" (max_bend 0 keeps the joint straight): use
@@ -121,11 +124,11 @@ typedef struct ik_anim_limit {
 } ik_anim_limit;
 
 typedef struct ik_anim_options {
-    int max_iterations;            /* 0: IK_ANIM_DEFAULT_ITERATIONS */
-    double tolerance;              /* absolute distance; 0: 1e-4 * total length */
-    const ik_vec3 *pole;           /* pole (hint) point, or NULL */
-    ik_vec3 root_direction;        /* reference for joint 0's limit; zero: bone 0's input direction */
-    const ik_anim_limit *limits;   /* n - 1 entries, or NULL for none */
+    int max_iterations;          /* 0: IK_ANIM_DEFAULT_ITERATIONS */
+    double tolerance;            /* absolute distance; 0: 1e-4 * total length */
+    const ik_vec3 *pole;         /* pole (hint) point, or NULL */
+    ik_vec3 root_direction;      /* reference for joint 0's limit; zero: bone 0's input direction */
+    const ik_anim_limit *limits; /* n - 1 entries, or NULL for none */
 } ik_anim_options;
 
 typedef struct ik_anim_result {

@@ -24,7 +24,7 @@
  * straight towards it (then clamped into cone limits from the root out),
  * unless the chain has a hinge, in which case CCD iterates and returns its
  * best pose with IK_EUNREACHABLE. Pole: a pre-bend before the first sweep
- * (no hinge in the chain) and a final step (ik_anim.h, "POLE").
+ * and a final step, unless the chain has a hinge (ik_anim.h, "POLE").
  *
  * The chain, options, outputs, statuses, degenerate cases, workspace and
  * thread-safety are those of ik_anim.h.

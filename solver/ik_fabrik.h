@@ -15,8 +15,8 @@
  * Rotation limits: cone limits only (ik_anim.h), enforced in both passes (the
  * bend between consecutive bones is symmetric); the backward pass enforces
  * them last, from the root out, so the returned pose always obeys them. A
- * hinge limit is IK_EINVAL here (use CCD, ik_ccd.h). Pole: after every
- * forward pass and once at the end (ik_anim.h, "POLE").
+ * hinge limit is IK_EINVAL here (use CCD, ik_ccd.h). Pole: a pre-bend
+ * before the first iteration and a final step (ik_anim.h, "POLE").
  *
  * The chain, options, outputs, statuses, degenerate cases, workspace and
  * thread-safety are those of ik_anim.h.
