@@ -1,0 +1,907 @@
+/*
+ * proto_chain.c: chain objects of the wire format -> immutable,
+ * reference-counted proto_chain (contract in proto.h; JSON in
+ * proto/README.md, section "Chains").
+ *
+ * Six kinds, each decoded strictly (unknown fields named, every number finite
+ * and bounded, lengths >= PROTO_MIN_LENGTH) and converted once to ikd's
+ * internal convention (ROS frame, radians) using the chain's own "frame" and
+ * "units" fields:
+ *   planar    seed 000's two- and three-link planar arms (lengths, base)
+ *   links3d   seed 000's three-link arm in 3D (lengths, origin frame)
+ *   bones     joint positions (and world rotations) for seed 001's two-bone
+ *             solve, FABRIK and CCD
+ *   skeleton  seed 001's translate-rotate-scale hierarchy and its limb
+ *   joints    a joint list with URDF semantics (ik_chain.h)
+ *   urdf      a URDF document and its base and tip links (proto/urdf.h)
+ *
+ * Ids are content addresses: the first 128 bits (hex) of the SHA-256 of the
+ * chain object's canonical JSON (keys sorted, compact, every number written
+ * as a 17-digit real so that 1 and 1.0 hash alike). Equal chains therefore
+ * share an id across requests, replicas and restarts.
+ *
+ * Reference counting is atomic (stdatomic), so a registry and in-flight jobs
+ * on other threads may share one chain; a chain is never modified after
+ * decoding.
+ */
+#include "proto/proto_impl.h"
+
+#include <math.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/urdf.h"
+#include "solver/ik_status.h"
+
+const char *const proto_chain_kind_names[] = {"planar", "links3d", "bones", "skeleton",
+                                              "joints", "urdf",    NULL};
+
+/* ---- shared value decoders -------------------------------------------- */
+
+int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err)
+{
+    double d[3];
+    if (proto_json_numbers(v, path, 3, d, err))
+        return -1;
+    *out = ik_v3(d[0], d[1], d[2]);
+    return 0;
+}
+
+int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *err)
+{
+    double d[4];
+    if (proto_json_numbers(v, path, 4, d, err))
+        return -1;
+    double n = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
+    if (!(fabs(n - 1.0) <= PROTO_QUAT_UNIT_TOL)) {
+        char name[PROTO_PATH_MAX];
+        proto_json_path_name(name, sizeof name, path);
+        return proto_error_set(err, 400, "invalid_request", path,
+                               "%s must be a unit quaternion [x, y, z, w] (its norm is %.6g; "
+                               "at most %g away from 1 is normalised)",
+                               name, n, PROTO_QUAT_UNIT_TOL);
+    }
+    ik_quat q = {d[0] / n, d[1] / n, d[2] / n, d[3] / n};
+    *out = q;
+    return 0;
+}
+
+int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err)
+{
+    size_t n;
+    if (proto_json_array(v, path, 3, 3, false, &n, err))
+        return -1;
+    double r[9];
+    for (size_t i = 0; i < 3; i++) {
+        char p[PROTO_PATH_MAX];
+        proto_json_path_index(p, path, i);
+        if (proto_json_numbers(json_array_get(v, i), p, 3, r + 3 * i, err))
+            return -1;
+    }
+    double worst = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double s = r[3 * i] * r[3 * j] + r[3 * i + 1] * r[3 * j + 1] +
+                       r[3 * i + 2] * r[3 * j + 2];
+            double e = fabs(s - (i == j ? 1.0 : 0.0));
+            if (e > worst)
+                worst = e;
+        }
+    double det = r[0] * (r[4] * r[8] - r[5] * r[7]) - r[1] * (r[3] * r[8] - r[5] * r[6]) +
+                 r[2] * (r[3] * r[7] - r[4] * r[6]);
+    if (!(worst <= PROTO_MAT_ORTHO_TOL) || !(fabs(det - 1.0) <= PROTO_MAT_ORTHO_TOL)) {
+        char name[PROTO_PATH_MAX];
+        proto_json_path_name(name, sizeof name, path);
+        return proto_error_set(err, 400, "invalid_request", path,
+                               "%s must be a rotation matrix (orthonormal rows, determinant +1; "
+                               "got max |R R^T - I| = %.3g, det = %.6g)",
+                               name, worst, det);
+    }
+    memcpy(m, r, sizeof r);
+    return 0;
+}
+
+/* ---- lifetime --------------------------------------------------------- */
+
+static proto_chain *chain_new(void)
+{
+    proto_chain *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    atomic_init(&c->refs, 1);
+    c->memory = sizeof *c;
+    return c;
+}
+
+void proto_chain_ref(proto_chain *c)
+{
+    if (c)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+}
+
+void proto_chain_unref(proto_chain *c)
+{
+    if (!c)
+        return;
+    if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    json_decref(c->source);
+    free(c->positions);
+    free(c->rotations);
+    free(c->skel);
+    free(c->names);
+    free(c);
+}
+
+const char *proto_chain_id(const proto_chain *c)
+{
+    return c->id;
+}
+
+size_t proto_chain_memory(const proto_chain *c)
+{
+    return c->memory;
+}
+
+/* ---- ids -------------------------------------------------------------- */
+
+/* A deep copy with every number as a real, for hashing. */
+static json_t *normalise_numbers(const json_t *v)
+{
+    if (json_is_integer(v))
+        return json_real((double)json_integer_value(v));
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < json_array_size(v); i++) {
+            json_t *e = normalise_numbers(json_array_get(v, i));
+            if (!e || json_array_append_new(a, e)) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *e;
+        json_object_foreach((json_t *)v, k, e)
+        {
+            json_t *c = normalise_numbers(e);
+            if (!o || !c || json_object_set_new(o, k, c)) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    return json_deep_copy(v);
+}
+
+static int make_id(proto_chain *c, proto_error *err)
+{
+    json_t *norm = normalise_numbers(c->source);
+    char *text = norm ? proto_json_dump(norm, true) : NULL;
+    json_decref(norm);
+    if (!text)
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    struct sha256_ctx ctx;
+    uint8_t digest[SHA256_DIGEST_SIZE];
+    sha256_init(&ctx);
+    sha256_update(&ctx, strlen(text), (const uint8_t *)text);
+    sha256_digest(&ctx, sizeof digest, digest);
+    c->memory += strlen(text); /* the source tree is of that order */
+    free(text);
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < PROTO_ID_HEX / 2; i++) {
+        c->id[2 * i] = hex[digest[i] >> 4];
+        c->id[2 * i + 1] = hex[digest[i] & 15];
+    }
+    c->id[PROTO_ID_HEX] = '\0';
+    return 0;
+}
+
+/* ---- kinds ------------------------------------------------------------ */
+
+static int opt_enum(const json_t *obj, const char *path, const char *key,
+                    const char *const *names, int def, int *out, proto_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = def;
+    if (!v)
+        return 0;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, key);
+    return proto_json_enum(v, p, names, out, err);
+}
+
+static int length_list(const json_t *obj, const char *path, size_t min, size_t max, double *out,
+                       size_t *n, proto_error *err)
+{
+    json_t *v = proto_json_require(obj, path, "lengths", err);
+    if (!v)
+        return -1;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, "lengths");
+    if (proto_json_array(v, p, min, max, false, n, err))
+        return -1;
+    for (size_t i = 0; i < *n; i++) {
+        char pi[PROTO_PATH_MAX];
+        proto_json_path_index(pi, p, i);
+        double d;
+        if (proto_json_number(json_array_get(v, i), pi, -PROTO_MAX_ABS, PROTO_MAX_ABS, &d, err))
+            return -1;
+        if (!(d >= PROTO_MIN_LENGTH))
+            return proto_error_set(err, 422, "invalid_chain", pi,
+                                   "link %zu has length %g; links must be at least %g long", i,
+                                   d, PROTO_MIN_LENGTH);
+        out[i] = d;
+    }
+    return 0;
+}
+
+/* Planar chains also compile to an ik_chain (joints about +z, links along
+ * the rotated +x) so that forward kinematics and the numeric solver apply. */
+static int planar_compile(proto_chain *c, proto_error *err)
+{
+    ik_joint j[4];
+    memset(j, 0, sizeof j);
+    for (size_t i = 0; i <= c->nlinks; i++) {
+        j[i].origin = ik_xform_identity();
+        if (i == 0)
+            j[i].origin.p = ik_v3(c->base2[0], c->base2[1], 0);
+        else
+            j[i].origin.p = ik_v3(c->lengths[i - 1], 0, 0);
+        j[i].axis = ik_v3(0, 0, 1);
+        j[i].type = i < c->nlinks ? IK_JOINT_CONTINUOUS : IK_JOINT_FIXED;
+        j[i].lower = -INFINITY;
+        j[i].upper = INFINITY;
+    }
+    if (ik_chain_init(&c->chain, j, c->nlinks + 1) != IK_OK)
+        return proto_error_set(err, 422, "invalid_chain", "", "the planar chain is degenerate");
+    c->has_chain = true;
+    return 0;
+}
+
+static int decode_planar(proto_chain *c, const json_t *o, const char *path, proto_error *err)
+{
+    static const char *const keys[] = {"kind", "lengths", "base", NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    if (length_list(o, path, 2, 3, c->lengths, &c->nlinks, err))
+        return -1;
+    json_t *b = json_object_get(o, "base");
+    if (b) {
+        char p[PROTO_PATH_MAX];
+        proto_json_path_key(p, path, "base");
+        if (proto_json_numbers(b, p, 2, c->base2, err))
+            return -1;
+    }
+    return planar_compile(c, err);
+}
+
+/* The solver's base axes (x left, y up, z forward; ik_planar.h) in ROS's
+ * (x forward, y left, z up): solver x -> ROS y, y -> z, z -> x. */
+static ik_quat links3d_axes(void)
+{
+    static const double m[9] = {0, 0, 1, 1, 0, 0, 0, 1, 0};
+    return ik_quat_from_mat3(m);
+}
+
+static int decode_links3d(proto_chain *c, const json_t *o, const char *path, proto_error *err)
+{
+    static const char *const keys[] = {"kind", "lengths", "origin", "frame", NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    int frame;
+    if (opt_enum(o, path, "frame", proto_frame_names, 0, &frame, err))
+        return -1;
+    if (length_list(o, path, 3, 3, c->lengths, &c->nlinks, err))
+        return -1;
+    ik_xform origin = ik_xform_identity();
+    json_t *og = json_object_get(o, "origin");
+    if (og) {
+        static const char *const okeys[] = {"position", "orientation", NULL};
+        char p[PROTO_PATH_MAX], q[PROTO_PATH_MAX];
+        proto_json_path_key(p, path, "origin");
+        if (proto_json_check_object(og, p, okeys, err))
+            return -1;
+        json_t *v = json_object_get(og, "position");
+        proto_json_path_key(q, p, "position");
+        if (v && proto__vec3(v, q, &origin.p, err))
+            return -1;
+        v = json_object_get(og, "orientation");
+        proto_json_path_key(q, p, "orientation");
+        if (v && proto__quat(v, q, &origin.q, err))
+            return -1;
+    }
+    origin = proto_frame_xform_in((proto_frame)frame, origin);
+    origin.q = ik_quat_normalize(ik_quat_mul(origin.q, links3d_axes()));
+    c->origin = origin;
+    return 0;
+}
+
+static int decode_bones(proto_chain *c, const json_t *o, const char *path,
+                        const proto_limits *lim, proto_error *err)
+{
+    static const char *const keys[] = {"kind", "positions", "rotations", "frame", NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    int frame;
+    if (opt_enum(o, path, "frame", proto_frame_names, 0, &frame, err))
+        return -1;
+    json_t *pos = proto_json_require(o, path, "positions", err);
+    if (!pos)
+        return -1;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, "positions");
+    size_t n;
+    if (proto_json_array(pos, p, 2, lim->max_joints, true, &n, err))
+        return -1;
+    c->positions = calloc(n, sizeof *c->positions);
+    c->rotations = calloc(n, sizeof *c->rotations);
+    if (!c->positions || !c->rotations)
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    c->memory += n * (sizeof *c->positions + sizeof *c->rotations);
+    c->nbones = n;
+    for (size_t i = 0; i < n; i++) {
+        char pi[PROTO_PATH_MAX];
+        proto_json_path_index(pi, p, i);
+        ik_vec3 v;
+        if (proto__vec3(json_array_get(pos, i), pi, &v, err))
+            return -1;
+        c->positions[i] = proto_frame_vec_in((proto_frame)frame, v);
+        c->rotations[i] = ik_quat_identity();
+        if (i > 0 && !(ik_vec3_dist(c->positions[i], c->positions[i - 1]) >= PROTO_MIN_LENGTH))
+            return proto_error_set(err, 422, "invalid_chain", pi,
+                                   "bone %zu (positions %zu to %zu) has length %g; bones must be "
+                                   "at least %g long",
+                                   i - 1, i - 1, i,
+                                   ik_vec3_dist(c->positions[i], c->positions[i - 1]),
+                                   PROTO_MIN_LENGTH);
+    }
+    json_t *rot = json_object_get(o, "rotations");
+    if (rot) {
+        proto_json_path_key(p, path, "rotations");
+        size_t k;
+        if (proto_json_array(rot, p, n, n, false, &k, err))
+            return -1;
+        for (size_t i = 0; i < n; i++) {
+            char pi[PROTO_PATH_MAX];
+            proto_json_path_index(pi, p, i);
+            ik_quat q;
+            if (proto__quat(json_array_get(rot, i), pi, &q, err))
+                return -1;
+            c->rotations[i] = proto_frame_quat_in((proto_frame)frame, q);
+        }
+    }
+    return 0;
+}
+
+static int find_name(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int copy_name(char *dst, const json_t *v, const char *path, proto_error *err)
+{
+    const char *s;
+    if (proto_json_string(v, path, PROTO_NAME_MAX - 1, &s, err))
+        return -1;
+    if (!*s)
+        return proto_error_set(err, 400, "invalid_request", path, "names must not be empty");
+    snprintf(dst, PROTO_NAME_MAX, "%s", s);
+    return 0;
+}
+
+static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
+                           const proto_limits *lim, proto_error *err)
+{
+    static const char *const keys[] = {"kind", "bones", "limb", "frame", NULL};
+    static const char *const bkeys[] = {"name", "parent", "translation", "rotation", "scale",
+                                        NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    int fi;
+    if (opt_enum(o, path, "frame", proto_frame_names, 0, &fi, err))
+        return -1;
+    proto_frame frame = (proto_frame)fi;
+    json_t *bones = proto_json_require(o, path, "bones", err);
+    if (!bones)
+        return -1;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, "bones");
+    size_t n;
+    if (proto_json_array(bones, p, 3, lim->max_joints, true, &n, err))
+        return -1;
+    c->skel = calloc(n, sizeof *c->skel);
+    c->names = calloc(n, sizeof *c->names);
+    if (!c->skel || !c->names)
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    c->memory += n * (sizeof *c->skel + sizeof *c->names);
+    c->nskel = c->nnames = n;
+    for (size_t i = 0; i < n; i++) {
+        char pb[PROTO_PATH_MAX], pf[PROTO_PATH_MAX];
+        proto_json_path_index(pb, p, i);
+        json_t *b = json_array_get(bones, i);
+        if (proto_json_check_object(b, pb, bkeys, err))
+            return -1;
+        json_t *v = proto_json_require(b, pb, "name", err);
+        proto_json_path_key(pf, pb, "name");
+        if (!v || copy_name(c->names[i], v, pf, err))
+            return -1;
+        if (find_name(c->names, i, c->names[i]) >= 0)
+            return proto_error_set(err, 422, "invalid_chain", pf, "bone name \"%s\" is used twice",
+                                   c->names[i]);
+        ik_bone *bone = &c->skel[i];
+        bone->parent = -1;
+        bone->rotation = ik_quat_identity();
+        bone->scale = ik_v3(1, 1, 1);
+        v = json_object_get(b, "parent");
+        proto_json_path_key(pf, pb, "parent");
+        if (v && !json_is_null(v)) {
+            const char *s;
+            if (proto_json_string(v, pf, PROTO_NAME_MAX - 1, &s, err))
+                return -1;
+            int k = find_name(c->names, i, s);
+            if (k < 0)
+                return proto_error_set(err, 422, "invalid_chain", pf,
+                                       "parent \"%s\" of bone \"%s\" is not an earlier bone", s,
+                                       c->names[i]);
+            bone->parent = k;
+        }
+        v = json_object_get(b, "translation");
+        proto_json_path_key(pf, pb, "translation");
+        if (v && proto__vec3(v, pf, &bone->translation, err))
+            return -1;
+        v = json_object_get(b, "rotation");
+        proto_json_path_key(pf, pb, "rotation");
+        if (v && proto__quat(v, pf, &bone->rotation, err))
+            return -1;
+        v = json_object_get(b, "scale");
+        proto_json_path_key(pf, pb, "scale");
+        if (v && proto__vec3(v, pf, &bone->scale, err))
+            return -1;
+        if (fabs(bone->scale.x) < PROTO_MIN_LENGTH || fabs(bone->scale.y) < PROTO_MIN_LENGTH ||
+            fabs(bone->scale.z) < PROTO_MIN_LENGTH)
+            return proto_error_set(err, 422, "invalid_chain", pf,
+                                   "scale components must be at least %g in magnitude",
+                                   PROTO_MIN_LENGTH);
+        /* to ROS: T_ros = M T M^T. M is a signed permutation, so the scale
+         * diag(s) becomes diag(|M| s): its components are permuted, their
+         * signs kept (each sign of M appears squared). */
+        ik_vec3 s = bone->scale;
+        ik_vec3 cx = proto_frame_vec_in(frame, ik_v3(1, 0, 0));
+        ik_vec3 cy = proto_frame_vec_in(frame, ik_v3(0, 1, 0));
+        ik_vec3 cz = proto_frame_vec_in(frame, ik_v3(0, 0, 1));
+        bone->scale = ik_v3(fabs(cx.x) * s.x + fabs(cy.x) * s.y + fabs(cz.x) * s.z,
+                            fabs(cx.y) * s.x + fabs(cy.y) * s.y + fabs(cz.y) * s.z,
+                            fabs(cx.z) * s.x + fabs(cy.z) * s.y + fabs(cz.z) * s.z);
+        bone->translation = proto_frame_vec_in(frame, bone->translation);
+        bone->rotation = proto_frame_quat_in(frame, bone->rotation);
+    }
+    json_t *limb = proto_json_require(o, path, "limb", err);
+    if (!limb)
+        return -1;
+    proto_json_path_key(p, path, "limb");
+    size_t k;
+    if (proto_json_array(limb, p, 3, 3, false, &k, err))
+        return -1;
+    for (size_t i = 0; i < 3; i++) {
+        char pi[PROTO_PATH_MAX];
+        proto_json_path_index(pi, p, i);
+        const char *s;
+        if (proto_json_string(json_array_get(limb, i), pi, PROTO_NAME_MAX - 1, &s, err))
+            return -1;
+        int b = find_name(c->names, n, s);
+        if (b < 0)
+            return proto_error_set(err, 422, "invalid_chain", pi, "no bone is named \"%s\"", s);
+        c->limb[i] = (size_t)b;
+    }
+    if (c->skel[c->limb[1]].parent != (int)c->limb[0] ||
+        c->skel[c->limb[2]].parent != (int)c->limb[1])
+        return proto_error_set(err, 422, "invalid_chain", p,
+                               "the limb must be three bones hip, knee, foot where the knee's "
+                               "parent is the hip and the foot's parent is the knee");
+    ik_mat34 *g = calloc(n, sizeof *g);
+    if (!g)
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    int rc = ik_skeleton_globals(c->skel, n, g);
+    double l1 = rc == IK_OK ? ik_vec3_dist(ik_mat34_origin(&g[c->limb[0]]),
+                                           ik_mat34_origin(&g[c->limb[1]]))
+                            : 0;
+    double l2 = rc == IK_OK ? ik_vec3_dist(ik_mat34_origin(&g[c->limb[1]]),
+                                           ik_mat34_origin(&g[c->limb[2]]))
+                            : 0;
+    free(g);
+    if (rc != IK_OK)
+        return proto_error_set(err, 422, "invalid_chain", p, "the skeleton is degenerate");
+    if (!(l1 >= PROTO_MIN_LENGTH) || !(l2 >= PROTO_MIN_LENGTH))
+        return proto_error_set(err, 422, "invalid_chain", p,
+                               "the limb's bones have lengths %g and %g; each must be at least "
+                               "%g",
+                               l1, l2, PROTO_MIN_LENGTH);
+    return 0;
+}
+
+static int decode_joints(proto_chain *c, const json_t *o, const char *path,
+                         const proto_limits *lim, proto_error *err)
+{
+    static const char *const keys[] = {"kind", "joints", "frame", "units", NULL};
+    static const char *const jkeys[] = {"name", "type", "origin", "axis", "limits", NULL};
+    static const char *const okeys[] = {"xyz", "rpy", NULL};
+    static const char *const lkeys[] = {"lower", "upper", NULL};
+    static const char *const types[] = {"fixed", "revolute", "continuous", "prismatic", NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    int fi, ui;
+    if (opt_enum(o, path, "frame", proto_frame_names, 0, &fi, err) ||
+        opt_enum(o, path, "units", proto_units_names, 0, &ui, err))
+        return -1;
+    proto_frame frame = (proto_frame)fi;
+    proto_units units = (proto_units)ui;
+    json_t *arr = proto_json_require(o, path, "joints", err);
+    if (!arr)
+        return -1;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, "joints");
+    size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
+    size_t n;
+    if (proto_json_array(arr, p, 1, cap, true, &n, err))
+        return -1;
+    ik_joint *j = calloc(n, sizeof *j);
+    char(*names)[PROTO_NAME_MAX] = calloc(n, sizeof *names);
+    if (!j || !names) {
+        free(j);
+        free(names);
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    }
+    int rc = -1;
+    size_t movable = 0;
+    for (size_t i = 0; i < n; i++) {
+        char pj[PROTO_PATH_MAX], pf[PROTO_PATH_MAX];
+        proto_json_path_index(pj, p, i);
+        json_t *jo = json_array_get(arr, i);
+        if (proto_json_check_object(jo, pj, jkeys, err))
+            goto out;
+        json_t *v = json_object_get(jo, "name");
+        proto_json_path_key(pf, pj, "name");
+        if (v) {
+            if (copy_name(names[i], v, pf, err))
+                goto out;
+        } else {
+            snprintf(names[i], PROTO_NAME_MAX, "joint%zu", i);
+        }
+        v = proto_json_require(jo, pj, "type", err);
+        proto_json_path_key(pf, pj, "type");
+        int type;
+        if (!v || proto_json_enum(v, pf, types, &type, err))
+            goto out;
+        j[i].type = (ik_joint_type)type;
+        ik_vec3 xyz = ik_v3(0, 0, 0), rpy = ik_v3(0, 0, 0);
+        v = json_object_get(jo, "origin");
+        if (v) {
+            char po[PROTO_PATH_MAX];
+            proto_json_path_key(po, pj, "origin");
+            if (proto_json_check_object(v, po, okeys, err))
+                goto out;
+            json_t *w = json_object_get(v, "xyz");
+            proto_json_path_key(pf, po, "xyz");
+            if (w && proto__vec3(w, pf, &xyz, err))
+                goto out;
+            w = json_object_get(v, "rpy");
+            proto_json_path_key(pf, po, "rpy");
+            if (w && proto__vec3(w, pf, &rpy, err))
+                goto out;
+        }
+        ik_xform origin = {xyz, ik_quat_from_rpy(proto_angle_in(units, rpy.x),
+                                                 proto_angle_in(units, rpy.y),
+                                                 proto_angle_in(units, rpy.z))};
+        j[i].origin = proto_frame_xform_in(frame, origin);
+        ik_vec3 axis = ik_v3(1, 0, 0);
+        v = json_object_get(jo, "axis");
+        proto_json_path_key(pf, pj, "axis");
+        if (v && proto__vec3(v, pf, &axis, err))
+            goto out;
+        if (j[i].type != IK_JOINT_FIXED && !(ik_vec3_len(axis) > 1e-9)) {
+            proto_error_set(err, 422, "invalid_chain", pf, "joint \"%s\" has a zero axis",
+                            names[i]);
+            goto out;
+        }
+        j[i].axis = j[i].type == IK_JOINT_PRISMATIC ? proto_frame_vec_in(frame, axis)
+                                                    : proto_frame_axis_in(frame, axis);
+        j[i].lower = -INFINITY;
+        j[i].upper = INFINITY;
+        v = json_object_get(jo, "limits");
+        proto_json_path_key(pf, pj, "limits");
+        if (j[i].type == IK_JOINT_REVOLUTE || j[i].type == IK_JOINT_PRISMATIC) {
+            if (!v) {
+                proto_error_set(err, 400, "invalid_request", pf,
+                                "joint \"%s\" is %s and needs limits {\"lower\", \"upper\"}",
+                                names[i], types[type]);
+                goto out;
+            }
+            if (proto_json_check_object(v, pf, lkeys, err))
+                goto out;
+            double lu[2];
+            for (int k = 0; k < 2; k++) {
+                char pl[PROTO_PATH_MAX];
+                json_t *w = proto_json_require(v, pf, lkeys[k], err);
+                proto_json_path_key(pl, pf, lkeys[k]);
+                if (!w || proto_json_number(w, pl, -PROTO_MAX_ABS, PROTO_MAX_ABS, &lu[k], err))
+                    goto out;
+                if (j[i].type == IK_JOINT_REVOLUTE)
+                    lu[k] = proto_angle_in(units, lu[k]);
+            }
+            if (lu[0] > lu[1]) {
+                proto_error_set(err, 422, "invalid_chain", pf,
+                                "joint \"%s\" has lower limit above its upper limit", names[i]);
+                goto out;
+            }
+            j[i].lower = lu[0];
+            j[i].upper = lu[1];
+        } else if (v) {
+            proto_error_set(err, 400, "invalid_request", pf,
+                            "joint \"%s\" is %s: limits apply to revolute and prismatic joints",
+                            names[i], types[type]);
+            goto out;
+        }
+        if (j[i].type != IK_JOINT_FIXED)
+            movable++;
+    }
+    if (movable == 0) {
+        proto_error_set(err, 422, "invalid_chain", p, "the chain has no movable joint");
+        goto out;
+    }
+    if (movable > IK_MAX_DOF) {
+        proto_error_set(err, 413, "too_large", p,
+                        "the chain has %zu movable joints; at most %d are supported", movable,
+                        IK_MAX_DOF);
+        goto out;
+    }
+    if (ik_chain_init(&c->chain, j, n) != IK_OK) {
+        proto_error_set(err, 422, "invalid_chain", p, "the joint list does not form a chain");
+        goto out;
+    }
+    c->has_chain = true;
+    c->names = calloc(c->chain.dof, sizeof *c->names);
+    if (!c->names) {
+        proto_error_set(err, 500, "internal", "", "out of memory");
+        goto out;
+    }
+    c->nnames = c->chain.dof;
+    for (size_t i = 0; i < c->chain.dof; i++)
+        memcpy(c->names[i], names[c->chain.source_index[i]], PROTO_NAME_MAX);
+    c->memory += c->nnames * PROTO_NAME_MAX;
+    rc = 0;
+out:
+    free(j);
+    free(names);
+    return rc;
+}
+
+static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
+                       const proto_limits *lim, proto_error *err)
+{
+    static const char *const keys[] = {"kind", "urdf", "base", "tip", NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    const char *xml, *base, *tip;
+    char p[PROTO_PATH_MAX];
+    json_t *v = proto_json_require(o, path, "urdf", err);
+    proto_json_path_key(p, path, "urdf");
+    if (!v || proto_json_string(v, p, 0, &xml, err))
+        return -1;
+    size_t len = json_string_length(v);
+    if (len > lim->max_urdf_bytes)
+        return proto_error_set(err, 413, "too_large", p,
+                               "the URDF document has %zu bytes; the limit is %zu", len,
+                               lim->max_urdf_bytes);
+    v = proto_json_require(o, path, "base", err);
+    proto_json_path_key(p, path, "base");
+    if (!v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, &base, err))
+        return -1;
+    v = proto_json_require(o, path, "tip", err);
+    proto_json_path_key(p, path, "tip");
+    if (!v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, &tip, err))
+        return -1;
+    size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
+    ik_joint *joints = calloc(IK_MAX_JOINTS, sizeof *joints);
+    char(*names)[PROTO_URDF_NAME_MAX] = calloc(IK_MAX_JOINTS, sizeof *names);
+    int rc = -1;
+    if (!joints || !names) {
+        proto_error_set(err, 500, "internal", "", "out of memory");
+        goto out;
+    }
+    size_t n = 0;
+    proto_json_path_key(p, path, "urdf");
+    /* room for one more joint than allowed, to tell "too many" apart */
+    if (proto_urdf_chain(xml, len, base, tip, joints, cap, &n, names, err)) {
+        if (err)
+            snprintf(err->path, sizeof err->path, "%s", p);
+        goto out;
+    }
+    size_t movable = 0;
+    for (size_t i = 0; i < n; i++)
+        movable += joints[i].type != IK_JOINT_FIXED;
+    if (movable == 0) {
+        proto_error_set(err, 422, "invalid_urdf", p,
+                        "the chain from \"%s\" to \"%s\" has no movable joint", base, tip);
+        goto out;
+    }
+    if (movable > IK_MAX_DOF || movable > lim->max_joints) {
+        proto_error_set(err, 413, "too_large", p,
+                        "the chain has %zu movable joints; the limit is %zu", movable,
+                        lim->max_joints < IK_MAX_DOF ? lim->max_joints : (size_t)IK_MAX_DOF);
+        goto out;
+    }
+    if (ik_chain_init(&c->chain, joints, n) != IK_OK) {
+        proto_error_set(err, 422, "invalid_urdf", p,
+                        "the joints from \"%s\" to \"%s\" do not form a valid chain", base,
+                        tip);
+        goto out;
+    }
+    c->has_chain = true;
+    c->names = calloc(c->chain.dof, sizeof *c->names);
+    if (!c->names) {
+        proto_error_set(err, 500, "internal", "", "out of memory");
+        goto out;
+    }
+    c->nnames = c->chain.dof;
+    for (size_t i = 0; i < c->chain.dof; i++)
+        snprintf(c->names[i], PROTO_NAME_MAX, "%s", names[c->chain.source_index[i]]);
+    c->memory += len + c->nnames * PROTO_NAME_MAX;
+    rc = 0;
+out:
+    free(joints);
+    free(names);
+    return rc;
+}
+
+/* ---- entry points ----------------------------------------------------- */
+
+proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const proto_limits *lim,
+                                     proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    if (!path)
+        path = "";
+    if (!json_is_object(chain)) {
+        char name[PROTO_PATH_MAX];
+        proto_json_path_name(name, sizeof name, path);
+        proto_error_set(err, 400, "invalid_request", path, "%s must be an object", name);
+        return NULL;
+    }
+    json_t *k = proto_json_require(chain, path, "kind", err);
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, "kind");
+    int kind;
+    if (!k || proto_json_enum(k, p, proto_chain_kind_names, &kind, err))
+        return NULL;
+    proto_chain *c = chain_new();
+    if (!c) {
+        proto_error_set(err, 500, "internal", "", "out of memory");
+        return NULL;
+    }
+    c->kind = (proto_chain_kind)kind;
+    int rc = -1;
+    switch (c->kind) {
+    case PROTO_CHAIN_PLANAR:
+        rc = decode_planar(c, chain, path, err);
+        break;
+    case PROTO_CHAIN_LINKS3D:
+        rc = decode_links3d(c, chain, path, err);
+        break;
+    case PROTO_CHAIN_BONES:
+        rc = decode_bones(c, chain, path, lim, err);
+        break;
+    case PROTO_CHAIN_SKELETON:
+        rc = decode_skeleton(c, chain, path, lim, err);
+        break;
+    case PROTO_CHAIN_JOINTS:
+        rc = decode_joints(c, chain, path, lim, err);
+        break;
+    case PROTO_CHAIN_URDF:
+        rc = decode_urdf(c, chain, path, lim, err);
+        break;
+    }
+    if (rc == 0) {
+        c->source = json_incref(chain);
+        rc = make_id(c, err);
+    }
+    if (rc) {
+        proto_chain_unref(c);
+        return NULL;
+    }
+    return c;
+}
+
+proto_chain *proto_chain_decode(const char *body, size_t len, const proto_limits *lim,
+                                proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, err);
+    if (!root)
+        return NULL;
+    proto_chain *c = proto_chain_decode_json(root, "", lim, err);
+    json_decref(root);
+    return c;
+}
+
+json_t *proto_chain_describe(const proto_chain *c)
+{
+    json_t *d = json_object();
+    if (!d)
+        return NULL;
+    json_object_set_new(d, "id", json_string(c->id));
+    json_object_set_new(d, "kind", json_string(proto_chain_kind_names[c->kind]));
+    size_t dof = 0;
+    switch (c->kind) {
+    case PROTO_CHAIN_PLANAR:
+    case PROTO_CHAIN_LINKS3D:
+        dof = c->nlinks;
+        break;
+    case PROTO_CHAIN_BONES:
+        dof = c->nbones - 1;
+        break;
+    case PROTO_CHAIN_SKELETON:
+        dof = c->nskel;
+        break;
+    default:
+        dof = c->chain.dof;
+    }
+    json_object_set_new(d, c->kind == PROTO_CHAIN_BONES || c->kind == PROTO_CHAIN_SKELETON
+                               ? "bones"
+                               : "dof",
+                        json_integer((json_int_t)dof));
+    if (c->names) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < c->nnames; i++)
+            json_array_append_new(a, json_string(c->names[i]));
+        json_object_set_new(d, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
+                            a);
+    }
+    if (c->has_chain && c->kind != PROTO_CHAIN_PLANAR) {
+        json_t *lim = json_array();
+        for (size_t i = 0; i < c->chain.dof; i++) {
+            json_t *l = json_object();
+            static const char *const tn[] = {"fixed", "revolute", "continuous", "prismatic"};
+            json_object_set_new(l, "type", json_string(tn[c->chain.type[i]]));
+            if (isfinite(c->chain.lower[i])) {
+                json_object_set_new(l, "lower", json_real(c->chain.lower[i]));
+                json_object_set_new(l, "upper", json_real(c->chain.upper[i]));
+            }
+            json_array_append_new(lim, l);
+        }
+        json_object_set_new(d, "joints", lim);
+    }
+    json_t *sol = json_array();
+    for (int s = PROTO_SOLVER_TWO_LINK; s < PROTO_SOLVER_COUNT; s++) {
+        proto_options o;
+        memset(&o, 0, sizeof o);
+        o.solver = (proto_solver)s;
+        proto_target t;
+        memset(&t, 0, sizeof t);
+        t.has_up = s == PROTO_SOLVER_THREE_LINK || s == PROTO_SOLVER_THREE_LINK_3D;
+        proto_solver out;
+        if (proto__resolve_solver(c, &o, &t, &out, NULL) == 0)
+            json_array_append_new(sol, json_string(proto_solver_names[s]));
+    }
+    json_object_set_new(d, "solvers", sol);
+    json_object_set_new(d, "memory_bytes", json_integer((json_int_t)c->memory));
+    json_object_set(d, "chain", c->source);
+    return d;
+}

@@ -1,0 +1,179 @@
+/*
+ * proto_impl.h: proto/'s internal structures, shared by proto_chain.c
+ * (chains and ids), proto_job.c (requests and responses) and proto_run.c (the
+ * solver bindings). Not part of the contract with the daemon (proto.h is);
+ * the tests include it to check the decoded values.
+ *
+ * Everything here is in ikd's internal convention (ROS frame, radians):
+ * decoding converts from the caller's frame and units, encoding converts
+ * back.
+ */
+#ifndef PROTO_IMPL_H
+#define PROTO_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto/proto.h"
+#include "proto/proto_frame.h"
+#include "proto/proto_json.h"
+#include "solver/ik_chain.h"
+#include "solver/ik_math.h"
+#include "solver/ik_skeleton.h"
+
+#define PROTO_NAME_MAX 64
+#define PROTO_ID_HEX 32 /* 128 bits of SHA-256, hex */
+
+/* Tolerances on the caller's rotations. */
+#define PROTO_QUAT_UNIT_TOL 1e-3 /* | |q| - 1 | above this is rejected */
+#define PROTO_MAT_ORTHO_TOL 1e-3 /* max |R R^T - I| and |det R - 1| */
+/* Shortest link length accepted (bones, planar lengths). */
+#define PROTO_MIN_LENGTH 1e-6
+
+typedef enum proto_chain_kind {
+    PROTO_CHAIN_PLANAR = 0, /* 2 or 3 lengths in the x-y plane */
+    PROTO_CHAIN_LINKS3D,    /* 3 lengths in 3D from an origin frame */
+    PROTO_CHAIN_BONES,      /* joint positions (+ rotations) */
+    PROTO_CHAIN_SKELETON,   /* TRS hierarchy with a two-bone limb */
+    PROTO_CHAIN_JOINTS,     /* URDF-semantics joint list */
+    PROTO_CHAIN_URDF        /* a URDF document, base and tip links */
+} proto_chain_kind;
+
+extern const char *const proto_chain_kind_names[];
+
+typedef enum proto_solver {
+    PROTO_SOLVER_AUTO = 0,
+    PROTO_SOLVER_TWO_LINK,
+    PROTO_SOLVER_THREE_LINK,
+    PROTO_SOLVER_THREE_LINK_3D,
+    PROTO_SOLVER_TWO_BONE,
+    PROTO_SOLVER_FABRIK,
+    PROTO_SOLVER_CCD,
+    PROTO_SOLVER_NUMERIC,
+    PROTO_SOLVER_COUNT
+} proto_solver;
+
+extern const char *const proto_solver_names[];
+
+struct proto_chain {
+    atomic_size_t refs;
+    proto_chain_kind kind;
+    char id[PROTO_ID_HEX + 1];
+    json_t *source;  /* the chain object as sent (own reference) */
+    size_t memory;   /* approximate bytes held */
+
+    /* planar / links3d */
+    size_t nlinks;
+    double lengths[3];
+    double base2[2];   /* planar base (x, y) */
+    ik_xform origin;   /* links3d: the solver's base frame (ROS, solver axes) */
+
+    /* bones: n joint positions (n - 1 bones) and world rotations */
+    size_t nbones;
+    ik_vec3 *positions;
+    ik_quat *rotations;
+
+    /* skeleton */
+    ik_bone *skel;
+    size_t nskel;
+    size_t limb[3]; /* hip, knee, foot */
+
+    /* joints / urdf / planar: the compiled chain for the numeric solver */
+    bool has_chain;
+    ik_chain chain;
+    /* names of the movable joints (joints/urdf) or bones (skeleton) */
+    char (*names)[PROTO_NAME_MAX];
+    size_t nnames;
+};
+
+/* One target in the internal convention. */
+typedef struct proto_target {
+    ik_vec3 position;
+    bool has_orientation;
+    ik_quat orientation;
+    bool has_up;
+    ik_vec3 up;
+    bool has_pole;
+    ik_vec3 pole;
+    bool has_weights;
+    double weight[6];
+    /* planar targets are 2-D: position.z and up.z are 0 */
+} proto_target;
+
+typedef struct proto_options {
+    proto_solver solver;
+    proto_frame frame;
+    proto_units units;
+    double tolerance;          /* length */
+    double angular_tolerance;  /* radians */
+    size_t max_iterations;     /* 0: solver default */
+    size_t iter_cap;           /* the daemon's limit, bounds the numeric search */
+    double timeout_ms;
+    bool nearest;              /* nearest-to-seed instead of first found */
+    int bend;                  /* planar: +1, -1, or 0 (auto: +1, or nearest seed) */
+} proto_options;
+
+/* The answer to one target, internal convention. */
+typedef struct proto_result {
+    int status;             /* ik_status */
+    double pos_err;         /* length */
+    double rot_err;         /* radians; < 0 when not applicable */
+    size_t iterations;
+    size_t restarts;
+    double time_s;
+    double *q;              /* job->dof values (joint values) */
+    ik_vec3 *positions;     /* job->npos points (ROS frame) */
+    ik_quat *rotations;     /* job->nrot world rotations */
+    ik_quat *local;         /* job->nrot local rotations */
+    bool has_tip;
+    ik_xform tip;
+} proto_result;
+
+struct proto_job {
+    proto_kind kind;
+    proto_chain *chain;
+    proto_options opt;
+    proto_solver solver; /* resolved, never AUTO */
+    size_t n;            /* targets */
+    proto_target *targets;
+    /* seeds: joint values (dof per target) or bone positions (npos per
+     * target); has_seed[i] says whether target i has one */
+    bool *has_seed;
+    double *seed_q;
+    ik_vec3 *seed_pos;
+    size_t dof;  /* joint values in a result */
+    size_t npos; /* positions in a result */
+    size_t nrot; /* rotations in a result */
+    bool dims2;  /* planar: positions are 2-D */
+    proto_result *results;
+    bool *done;
+    void *block; /* one allocation behind every array above */
+    double *seed_owned; /* a warm-start seed for a job decoded without seeds */
+};
+
+/* proto_chain.c: value decoders shared with proto_job.c. Each fills *err
+ * with the value's path on error. */
+/* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
+int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
+/* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */
+int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *err);
+/* [[r00, r01, r02], [...], [...]]: orthonormal with det +1 within
+ * PROTO_MAT_ORTHO_TOL; returned as a row-major matrix. */
+int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err);
+
+/* proto_run.c */
+/* The solver auto picks for a chain and the first target, or an error when
+ * the requested solver does not apply. */
+int proto__resolve_solver(const proto_chain *c, const proto_options *o, const proto_target *t0,
+                          proto_solver *out, proto_error *err);
+/* Checks target i against the resolved solver (required/forbidden fields). */
+int proto__check_target(const proto_job *job, const proto_target *t, const char *path,
+                        proto_error *err);
+void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size);
+size_t proto__workspace_size(const proto_job *job);
+/* Result dimensions for the resolved solver. */
+void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_t *npos,
+                        size_t *nrot);
+
+#endif /* PROTO_IMPL_H */

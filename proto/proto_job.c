@@ -1,0 +1,747 @@
+/*
+ * proto_job.c: solve and batch requests -> proto_job, and results ->
+ * response bodies (contract in proto.h; the JSON is documented for clients in
+ * proto/README.md, sections "Requests" and "Responses").
+ *
+ * Decoding is strict and complete before anything runs: the chain (inline or
+ * by id), every target and seed, and the options are validated and converted
+ * to ikd's internal convention (ROS frame, radians) up front, so
+ * proto_job_run() cannot fail on input and any request error is reported with
+ * its JSON path. Encoding converts back to the caller's frame and units.
+ *
+ * Memory: a job is one struct plus one block holding every per-target array
+ * (targets, seeds, results and their outputs), sized from the chain and the
+ * target count once decoding knows them.
+ */
+#include "proto/proto_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/ik_status.h"
+
+void proto_limits_default(proto_limits *l)
+{
+    l->max_body_bytes = 8u << 20;
+    l->max_joints = 64;
+    l->max_targets = 100000;
+    l->max_iterations = 10000;
+    l->max_time_ms = 1000;
+    l->max_urdf_bytes = 4u << 20;
+}
+
+/* ---- targets ---------------------------------------------------------- */
+
+static int decode_target(const json_t *v, const char *path, const proto_job *job,
+                         proto_target *t, proto_error *err)
+{
+    static const char *const keys2[] = {"position", "up", NULL};
+    static const char *const keys3[] = {"position", "orientation", "rotation", "up",
+                                        "pole",     "weights",     NULL};
+    proto_frame f = job->opt.frame;
+    memset(t, 0, sizeof *t);
+    t->orientation = ik_quat_identity();
+    if (proto_json_check_object(v, path, job->dims2 ? keys2 : keys3, err))
+        return -1;
+    char p[PROTO_PATH_MAX];
+    json_t *x = proto_json_require(v, path, "position", err);
+    if (!x)
+        return -1;
+    proto_json_path_key(p, path, "position");
+    if (job->dims2) {
+        double d[2];
+        if (proto_json_numbers(x, p, 2, d, err))
+            return -1;
+        t->position = ik_v3(d[0], d[1], 0);
+        if ((x = json_object_get(v, "up"))) {
+            proto_json_path_key(p, path, "up");
+            if (proto_json_numbers(x, p, 2, d, err))
+                return -1;
+            if (!(hypot(d[0], d[1]) > 1e-12))
+                return proto_error_set(err, 400, "invalid_request", p,
+                                       "target.up must be a non-zero direction");
+            t->has_up = true;
+            t->up = ik_v3(d[0], d[1], 0);
+        }
+        return 0;
+    }
+    if (proto__vec3(x, p, &t->position, err))
+        return -1;
+    t->position = proto_frame_vec_in(f, t->position);
+    json_t *o = json_object_get(v, "orientation"), *r = json_object_get(v, "rotation");
+    if (o && r) {
+        proto_json_path_key(p, path, "rotation");
+        return proto_error_set(err, 400, "invalid_request", p,
+                               "give either target.orientation or target.rotation, not both");
+    }
+    if (o) {
+        proto_json_path_key(p, path, "orientation");
+        if (proto__quat(o, p, &t->orientation, err))
+            return -1;
+        t->orientation = proto_frame_quat_in(f, t->orientation);
+        t->has_orientation = true;
+    } else if (r) {
+        double m[9];
+        proto_json_path_key(p, path, "rotation");
+        if (proto__mat3(r, p, m, err))
+            return -1;
+        proto_frame_mat3_in(f, m, m);
+        t->orientation = ik_quat_normalize(ik_quat_from_mat3(m));
+        t->has_orientation = true;
+    }
+    if ((x = json_object_get(v, "up"))) {
+        proto_json_path_key(p, path, "up");
+        if (proto__vec3(x, p, &t->up, err))
+            return -1;
+        if (!(ik_vec3_len(t->up) > 1e-12))
+            return proto_error_set(err, 400, "invalid_request", p,
+                                   "target.up must be a non-zero direction");
+        t->up = proto_frame_vec_in(f, t->up);
+        t->has_up = true;
+    }
+    if ((x = json_object_get(v, "pole"))) {
+        proto_json_path_key(p, path, "pole");
+        if (proto__vec3(x, p, &t->pole, err))
+            return -1;
+        t->pole = proto_frame_vec_in(f, t->pole);
+        t->has_pole = true;
+    }
+    if ((x = json_object_get(v, "weights"))) {
+        proto_json_path_key(p, path, "weights");
+        double w[6];
+        size_t n;
+        if (proto_json_array(x, p, 6, 6, false, &n, err))
+            return -1;
+        bool any = false;
+        for (size_t i = 0; i < 6; i++) {
+            char pi[PROTO_PATH_MAX];
+            proto_json_path_index(pi, p, i);
+            if (proto_json_number(json_array_get(x, i), pi, 0, PROTO_MAX_ABS, &w[i], err))
+                return -1;
+            any |= w[i] > 0;
+        }
+        if (!any)
+            return proto_error_set(err, 400, "invalid_request", p,
+                                   "target.weights must have at least one weight > 0");
+        if ((w[3] > 0 || w[4] > 0 || w[5] > 0) && !t->has_orientation)
+            return proto_error_set(err, 400, "invalid_request", p,
+                                   "rotation weights need target.orientation or target.rotation");
+        /* weights follow their axes: permuted like the axes, signs dropped */
+        for (int k = 0; k < 2; k++) {
+            ik_vec3 cx = proto_frame_vec_in(f, ik_v3(1, 0, 0));
+            ik_vec3 cy = proto_frame_vec_in(f, ik_v3(0, 1, 0));
+            ik_vec3 cz = proto_frame_vec_in(f, ik_v3(0, 0, 1));
+            double *s = w + 3 * k;
+            t->weight[3 * k + 0] = fabs(cx.x) * s[0] + fabs(cy.x) * s[1] + fabs(cz.x) * s[2];
+            t->weight[3 * k + 1] = fabs(cx.y) * s[0] + fabs(cy.y) * s[1] + fabs(cz.y) * s[2];
+            t->weight[3 * k + 2] = fabs(cx.z) * s[0] + fabs(cy.z) * s[1] + fabs(cz.z) * s[2];
+        }
+        t->has_weights = true;
+    }
+    return 0;
+}
+
+/* ---- seeds ------------------------------------------------------------ */
+
+/* Doubles per seed for the job's chain: joint values, bone positions (3 per
+ * joint) or skeleton local rotations (4 per bone); 0 when seeds do not
+ * apply. */
+static size_t seed_len(const proto_job *job)
+{
+    const proto_chain *c = job->chain;
+    switch (c->kind) {
+    case PROTO_CHAIN_PLANAR:
+    case PROTO_CHAIN_JOINTS:
+    case PROTO_CHAIN_URDF:
+        return c->chain.dof;
+    case PROTO_CHAIN_BONES:
+        return 3 * c->nbones;
+    case PROTO_CHAIN_SKELETON:
+        return 4 * c->nskel;
+    default:
+        return 0;
+    }
+}
+
+static bool angular_joint(const proto_chain *c, size_t i)
+{
+    return c->chain.type[i] != IK_JOINT_PRISMATIC;
+}
+
+static int decode_seed(const json_t *v, const char *path, proto_job *job, double *out,
+                       proto_error *err)
+{
+    const proto_chain *c = job->chain;
+    size_t len = seed_len(job);
+    if (len == 0)
+        return proto_error_set(err, 400, "invalid_request", path,
+                               "%s chains take no seed", proto_chain_kind_names[c->kind]);
+    size_t n;
+    switch (c->kind) {
+    case PROTO_CHAIN_BONES:
+    case PROTO_CHAIN_SKELETON: {
+        size_t k = c->kind == PROTO_CHAIN_BONES ? c->nbones : c->nskel;
+        if (proto_json_array(v, path, k, k, false, &n, err))
+            return -1;
+        for (size_t i = 0; i < k; i++) {
+            char p[PROTO_PATH_MAX];
+            proto_json_path_index(p, path, i);
+            if (c->kind == PROTO_CHAIN_BONES) {
+                ik_vec3 x;
+                if (proto__vec3(json_array_get(v, i), p, &x, err))
+                    return -1;
+                x = proto_frame_vec_in(job->opt.frame, x);
+                if (i > 0) {
+                    ik_vec3 prev = ik_v3(out[3 * i - 3], out[3 * i - 2], out[3 * i - 1]);
+                    if (!(ik_vec3_dist(prev, x) >= PROTO_MIN_LENGTH))
+                        return proto_error_set(err, 400, "invalid_request", p,
+                                               "seed bones must be at least %g long",
+                                               PROTO_MIN_LENGTH);
+                }
+                out[3 * i] = x.x;
+                out[3 * i + 1] = x.y;
+                out[3 * i + 2] = x.z;
+            } else {
+                ik_quat q;
+                if (proto__quat(json_array_get(v, i), p, &q, err))
+                    return -1;
+                q = proto_frame_quat_in(job->opt.frame, q);
+                out[4 * i] = q.x;
+                out[4 * i + 1] = q.y;
+                out[4 * i + 2] = q.z;
+                out[4 * i + 3] = q.w;
+            }
+        }
+        return 0;
+    }
+    default:
+        if (proto_json_numbers(v, path, len, out, err))
+            return -1;
+        for (size_t i = 0; i < len; i++)
+            if (angular_joint(c, i))
+                out[i] = proto_angle_in(job->opt.units, out[i]);
+        return 0;
+    }
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+static const char *const search_names[] = {"first", "nearest", NULL};
+
+static int decode_options(const json_t *v, const char *path, const proto_limits *lim,
+                          proto_options *o, proto_error *err)
+{
+    static const char *const keys[] = {"solver",   "tolerance",  "angular_tolerance",
+                                       "max_iterations", "timeout_ms", "search",
+                                       "units",    "frame",      "bend",
+                                       NULL};
+    memset(o, 0, sizeof *o);
+    o->timeout_ms = 5 < lim->max_time_ms ? 5 : lim->max_time_ms;
+    o->iter_cap = lim->max_iterations;
+    if (!v)
+        return 0;
+    if (proto_json_check_object(v, path, keys, err))
+        return -1;
+    char p[PROTO_PATH_MAX];
+    json_t *x;
+    int e;
+#define OPT(key) ((x = json_object_get(v, key)) && (proto_json_path_key(p, path, key), 1))
+    if (OPT("solver")) {
+        if (proto_json_enum(x, p, proto_solver_names, &e, err))
+            return -1;
+        o->solver = (proto_solver)e;
+    }
+    if (OPT("units")) {
+        if (proto_json_enum(x, p, proto_units_names, &e, err))
+            return -1;
+        o->units = (proto_units)e;
+    }
+    if (OPT("frame")) {
+        if (proto_json_enum(x, p, proto_frame_names, &e, err))
+            return -1;
+        o->frame = (proto_frame)e;
+    }
+    if (OPT("tolerance") && proto_json_positive(x, p, PROTO_MAX_ABS, &o->tolerance, err))
+        return -1;
+    if (OPT("angular_tolerance")) {
+        double a;
+        if (proto_json_positive(x, p, o->units == PROTO_UNITS_DEGREES ? 180 : IK_PI, &a, err))
+            return -1;
+        o->angular_tolerance = proto_angle_in(o->units, a);
+    }
+    if (OPT("max_iterations")) {
+        long long i;
+        if (proto_json_integer(x, p, 1, (long long)lim->max_iterations, &i, err))
+            return -1;
+        o->max_iterations = (size_t)i;
+    }
+    if (OPT("timeout_ms") && proto_json_number(x, p, 0, lim->max_time_ms, &o->timeout_ms, err))
+        return -1;
+    if (OPT("search")) {
+        if (proto_json_enum(x, p, search_names, &e, err))
+            return -1;
+        o->nearest = e == 1;
+    }
+    if (OPT("bend")) {
+        long long b;
+        if (proto_json_integer(x, p, -1, 1, &b, err))
+            return -1;
+        if (b == 0)
+            return proto_error_set(err, 400, "invalid_request", p, "options.bend must be 1 or -1");
+        o->bend = (int)b;
+    }
+#undef OPT
+    return 0;
+}
+
+/* ---- jobs ------------------------------------------------------------- */
+
+static int job_alloc(proto_job *job, bool seeds)
+{
+    size_t n = job->n, sl = seed_len(job);
+    size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool));
+    size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
+                 2 * job->nrot * sizeof(ik_quat);
+    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
+    /* doubles first for alignment */
+    char *b = calloc(1, seedsz + n * per + sz + 16);
+    if (!b)
+        return -1;
+    job->block = b;
+    job->seed_q = seeds ? (double *)b : NULL;
+    b += seedsz;
+    job->results = (proto_result *)b;
+    b += n * sizeof(proto_result);
+    job->targets = (proto_target *)b;
+    b += n * sizeof(proto_target);
+    for (size_t i = 0; i < n; i++) {
+        proto_result *r = &job->results[i];
+        r->q = (double *)b;
+        b += job->dof * sizeof(double);
+        r->positions = (ik_vec3 *)b;
+        b += job->npos * sizeof(ik_vec3);
+        r->rotations = (ik_quat *)b;
+        b += job->nrot * sizeof(ik_quat);
+        r->local = (ik_quat *)b;
+        b += job->nrot * sizeof(ik_quat);
+    }
+    job->has_seed = (bool *)b;
+    b += n * sizeof(bool);
+    job->done = (bool *)b;
+    return 0;
+}
+
+int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
+                          proto_chain *chain, proto_chain_lookup_fn lookup, void *ud,
+                          proto_job **out, proto_error *err)
+{
+    static const char *const keys1[] = {"chain", "chain_id", "target", "seed", "options", NULL};
+    static const char *const keysb[] = {"chain",   "chain_id", "targets",
+                                        "seeds",   "options",  NULL};
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    *out = NULL;
+    if (proto_json_check_object(req, "", kind == PROTO_BATCH ? keysb : keys1, err))
+        return -1;
+    proto_job *job = calloc(1, sizeof *job);
+    if (!job)
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    job->kind = kind;
+
+    /* the chain */
+    json_t *jc = json_object_get(req, "chain"), *jid = json_object_get(req, "chain_id");
+    if (chain) {
+        if (jc || jid) {
+            proto_error_set(err, 400, "invalid_request", jc ? "/chain" : "/chain_id",
+                            "this stream already has its chain; send no chain or chain_id");
+            goto fail;
+        }
+        proto_chain_ref(chain);
+        job->chain = chain;
+    } else if (jc && jid) {
+        proto_error_set(err, 400, "invalid_request", "/chain_id",
+                        "give either chain or chain_id, not both");
+        goto fail;
+    } else if (jc) {
+        job->chain = proto_chain_decode_json(jc, "/chain", lim, err);
+        if (!job->chain)
+            goto fail;
+    } else if (jid) {
+        const char *id;
+        if (proto_json_string(jid, "/chain_id", 128, &id, err))
+            goto fail;
+        job->chain = lookup ? lookup(ud, id) : NULL;
+        if (!job->chain) {
+            proto_error_set(err, 404, "unknown_chain", "/chain_id",
+                            "no chain is registered with id \"%s\"", id);
+            goto fail;
+        }
+    } else {
+        proto_error_set(err, 400, "invalid_request", "/chain", "chain or chain_id is required");
+        goto fail;
+    }
+    job->dims2 = job->chain->kind == PROTO_CHAIN_PLANAR;
+
+    if (decode_options(json_object_get(req, "options"), "/options", lim, &job->opt, err))
+        goto fail;
+
+    /* targets: count them first */
+    json_t *jt;
+    const char *tpath = kind == PROTO_BATCH ? "/targets" : "/target";
+    if (kind == PROTO_BATCH) {
+        jt = proto_json_require(req, "", "targets", err);
+        if (!jt || proto_json_array(jt, tpath, 1, lim->max_targets, true, &job->n, err))
+            goto fail;
+    } else {
+        jt = proto_json_require(req, "", "target", err);
+        if (!jt)
+            goto fail;
+        job->n = 1;
+    }
+    /* the solver, from the chain and the first target */
+    proto_target t0;
+    char p[PROTO_PATH_MAX];
+    if (kind == PROTO_BATCH)
+        proto_json_path_index(p, tpath, 0);
+    else
+        snprintf(p, sizeof p, "%s", tpath);
+    if (decode_target(kind == PROTO_BATCH ? json_array_get(jt, 0) : jt, p, job, &t0, err))
+        goto fail;
+    if (proto__resolve_solver(job->chain, &job->opt, &t0, &job->solver, err))
+        goto fail;
+    proto__result_dims(job->chain, job->solver, &job->dof, &job->npos, &job->nrot);
+
+    json_t *js = json_object_get(req, kind == PROTO_BATCH ? "seeds" : "seed");
+    const char *spath = kind == PROTO_BATCH ? "/seeds" : "/seed";
+    if (js && kind == PROTO_BATCH) {
+        size_t ns;
+        if (proto_json_array(js, spath, job->n, job->n, false, &ns, err))
+            goto fail;
+    }
+    if (job_alloc(job, js != NULL)) {
+        proto_error_set(err, 500, "internal", "", "out of memory");
+        goto fail;
+    }
+    size_t sl = seed_len(job);
+    for (size_t i = 0; i < job->n; i++) {
+        if (kind == PROTO_BATCH)
+            proto_json_path_index(p, tpath, i);
+        if (i == 0)
+            job->targets[0] = t0;
+        else if (decode_target(json_array_get(jt, i), p, job, &job->targets[i], err))
+            goto fail;
+        if (proto__check_target(job, &job->targets[i], p, err))
+            goto fail;
+        if (js) {
+            json_t *s = kind == PROTO_BATCH ? json_array_get(js, i) : js;
+            if (kind == PROTO_BATCH)
+                proto_json_path_index(p, spath, i);
+            else
+                snprintf(p, sizeof p, "%s", spath);
+            if (json_is_null(s) && kind == PROTO_BATCH)
+                continue;
+            if (decode_seed(s, p, job, job->seed_q + i * sl, err))
+                goto fail;
+            job->has_seed[i] = true;
+        }
+    }
+    *out = job;
+    return 0;
+fail:
+    proto_job_free(job);
+    return -1;
+}
+
+int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_limits *lim,
+                     proto_chain_lookup_fn lookup, void *ud, proto_job **out, proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    *out = NULL;
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, err);
+    if (!root)
+        return -1;
+    int rc = proto_job_decode_json(root, kind, lim, NULL, lookup, ud, out, err);
+    json_decref(root);
+    return rc;
+}
+
+void proto_job_free(proto_job *job)
+{
+    if (!job)
+        return;
+    proto_chain_unref(job->chain);
+    free(job->block);
+    free(job->seed_owned);
+    free(job);
+}
+
+size_t proto_job_count(const proto_job *job)
+{
+    return job->n;
+}
+
+const char *proto_job_solver_name(const proto_job *job)
+{
+    return proto_solver_names[job->solver];
+}
+
+double proto_job_cost_us(const proto_job *job)
+{
+    switch (job->solver) {
+    case PROTO_SOLVER_TWO_LINK:
+    case PROTO_SOLVER_THREE_LINK:
+    case PROTO_SOLVER_THREE_LINK_3D:
+    case PROTO_SOLVER_TWO_BONE:
+        return 0.5;
+    case PROTO_SOLVER_FABRIK:
+    case PROTO_SOLVER_CCD: {
+        size_t it = job->opt.max_iterations ? job->opt.max_iterations : 32;
+        return 0.01 * (double)it * (double)job->npos;
+    }
+    default:
+        /* the numeric solver: tens of microseconds typically, bounded by
+         * the time budget */
+        return job->opt.timeout_ms > 0 ? fmin(50.0 * (double)job->dof, 1000 * job->opt.timeout_ms)
+                                       : 50.0 * (double)job->dof;
+    }
+}
+
+void proto_job_run(proto_job *job, size_t begin, size_t end)
+{
+    if (end > job->n)
+        end = job->n;
+    if (begin >= end)
+        return;
+    size_t ws_size = proto__workspace_size(job);
+    void *ws = ws_size ? malloc(ws_size) : NULL;
+    for (size_t i = begin; i < end; i++) {
+        if (ws_size && !ws) {
+            memset(&job->results[i].status, 0, sizeof(int));
+            job->results[i].status = IK_ENOSPC;
+        } else {
+            proto__run_one(job, i, ws, ws_size);
+        }
+        job->done[i] = true;
+    }
+    free(ws);
+}
+
+void proto_job_warm_start(proto_job *job, const proto_job *prev)
+{
+    if (!prev || prev->n == 0 || prev->chain != job->chain || job->n == 0)
+        return;
+    const proto_result *r = &prev->results[prev->n - 1];
+    if (!prev->done[prev->n - 1] || r->status == IK_EINVAL || r->status == IK_ENOSPC)
+        return;
+    size_t sl = seed_len(job);
+    if (sl == 0)
+        return;
+    if (!job->seed_q) {
+        /* the job was decoded without seeds: give it room for one */
+        double *s = calloc(sl, sizeof *s);
+        if (!s)
+            return;
+        free(job->seed_owned);
+        job->seed_owned = s;
+        job->seed_q = s;
+    }
+    double *s = job->seed_q;
+    const proto_chain *c = job->chain;
+    switch (c->kind) {
+    case PROTO_CHAIN_BONES:
+        for (size_t i = 0; i < c->nbones; i++) {
+            s[3 * i] = r->positions[i].x;
+            s[3 * i + 1] = r->positions[i].y;
+            s[3 * i + 2] = r->positions[i].z;
+        }
+        break;
+    case PROTO_CHAIN_SKELETON:
+        for (size_t i = 0; i < c->nskel; i++) {
+            s[4 * i] = r->local[i].x;
+            s[4 * i + 1] = r->local[i].y;
+            s[4 * i + 2] = r->local[i].z;
+            s[4 * i + 3] = r->local[i].w;
+        }
+        break;
+    default:
+        if (prev->dof != sl)
+            return;
+        memcpy(s, r->q, sl * sizeof *s);
+    }
+    job->has_seed[0] = true;
+    job->opt.nearest = true;
+}
+
+/* ---- encoding --------------------------------------------------------- */
+
+/* MoveIt's MoveItErrorCodes for each outcome. */
+static void status_words(int st, const char **word, int *code)
+{
+    switch (st) {
+    case IK_OK:
+        *word = "success", *code = 1;
+        break;
+    case IK_EUNREACHABLE:
+    case IK_ENOTCONV:
+    case IK_ELIMITS:
+        *word = "no_ik_solution", *code = -31;
+        break;
+    case IK_ETIMEDOUT:
+        *word = "timed_out", *code = -6;
+        break;
+    case IK_EINVAL:
+        *word = "invalid_goal_constraints", *code = -17;
+        break;
+    default:
+        *word = "failure", *code = 99999;
+    }
+}
+
+static json_t *vec_json(ik_vec3 v, bool dims2)
+{
+    double d[3] = {v.x, v.y, v.z};
+    return proto_json_array_of(d, dims2 ? 2 : 3);
+}
+
+static json_t *quat_json(ik_quat q)
+{
+    double d[4] = {q.x, q.y, q.z, q.w};
+    return proto_json_array_of(d, 4);
+}
+
+json_t *proto_job_result_json(const proto_job *job, size_t i)
+{
+    const proto_result *r = &job->results[i];
+    const proto_chain *c = job->chain;
+    proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
+    proto_units u = job->opt.units;
+    const char *word;
+    int code;
+    status_words(r->status, &word, &code);
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "status", json_string(word));
+    json_object_set_new(o, "code", json_integer(code));
+    json_object_set_new(o, "reason", json_string(ik_status_name(r->status)));
+    bool valid = r->status != IK_EINVAL && r->status != IK_ENOSPC;
+    if (valid && job->dof) {
+        json_t *a = json_array();
+        for (size_t k = 0; k < job->dof; k++) {
+            bool ang = !c->has_chain || c->kind == PROTO_CHAIN_PLANAR || angular_joint(c, k);
+            json_array_append_new(a, json_real(ang ? proto_angle_out(u, r->q[k]) : r->q[k]));
+        }
+        json_object_set_new(o, "joints", a);
+    }
+    if (valid && job->npos) {
+        json_t *a = json_array();
+        for (size_t k = 0; k < job->npos; k++)
+            json_array_append_new(a, vec_json(proto_frame_vec_out(f, r->positions[k]),
+                                              job->dims2));
+        json_object_set_new(o, "positions", a);
+    }
+    if (valid && job->nrot) {
+        bool skel = c->kind == PROTO_CHAIN_SKELETON;
+        json_t *a = json_array(), *l = skel ? NULL : json_array();
+        for (size_t k = 0; k < job->nrot; k++) {
+            json_array_append_new(
+                a, quat_json(proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])));
+            if (l)
+                json_array_append_new(l, quat_json(proto_frame_quat_out(f, r->local[k])));
+        }
+        json_object_set_new(o, "rotations", a);
+        if (l)
+            json_object_set_new(o, "local_rotations", l);
+    }
+    if (valid && r->has_tip) {
+        ik_xform t = proto_frame_xform_out(f, r->tip);
+        json_t *tip = json_object();
+        json_object_set_new(tip, "position", vec_json(t.p, job->dims2));
+        if (!job->dims2)
+            json_object_set_new(tip, "orientation", quat_json(t.q));
+        json_object_set_new(o, "tip", tip);
+    }
+    if (valid) {
+        json_object_set_new(o, "position_error", json_real(r->pos_err));
+        if (r->rot_err >= 0)
+            json_object_set_new(o, "orientation_error", json_real(proto_angle_out(u, r->rot_err)));
+    }
+    json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
+    json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
+    json_object_set_new(o, "time_ms", json_real(r->time_s * 1e3));
+    return o;
+}
+
+static void add_names(const proto_job *job, json_t *o)
+{
+    const proto_chain *c = job->chain;
+    if (c->kind == PROTO_CHAIN_LINKS3D) {
+        static const char *const n[] = {"yaw", "theta0", "theta1", "theta2", "roll"};
+        json_t *a = json_array();
+        for (size_t i = 0; i < 5; i++)
+            json_array_append_new(a, json_string(n[i]));
+        json_object_set_new(o, "joint_names", a);
+    } else if (c->names) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < c->nnames; i++)
+            json_array_append_new(a, json_string(c->names[i]));
+        json_object_set_new(o, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
+                            a);
+    }
+}
+
+char *proto_job_encode(const proto_job *job, size_t *len)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "chain_id", json_string(job->chain->id));
+    json_object_set_new(o, "solver", json_string(proto_solver_names[job->solver]));
+    json_object_set_new(o, "units", json_string(proto_units_names[job->opt.units]));
+    if (!job->dims2)
+        json_object_set_new(o, "frame", json_string(proto_frame_names[job->opt.frame]));
+    add_names(job, o);
+    if (job->kind == PROTO_SOLVE) {
+        json_t *r = proto_job_result_json(job, 0);
+        if (!r || json_object_update(o, r)) {
+            json_decref(r);
+            json_decref(o);
+            return NULL;
+        }
+        json_decref(r);
+    } else {
+        json_t *res = json_array();
+        size_t counts[4] = {0, 0, 0, 0};
+        static const char *const cnames[] = {"success", "no_ik_solution", "timed_out", "other"};
+        for (size_t i = 0; i < job->n; i++) {
+            json_array_append_new(res, proto_job_result_json(job, i));
+            int st = job->results[i].status;
+            size_t k = st == IK_OK                                                  ? 0
+                       : st == IK_EUNREACHABLE || st == IK_ENOTCONV || st == IK_ELIMITS ? 1
+                       : st == IK_ETIMEDOUT                                         ? 2
+                                                                                    : 3;
+            counts[k]++;
+        }
+        json_object_set_new(o, "count", json_integer((json_int_t)job->n));
+        json_t *cn = json_object();
+        for (size_t k = 0; k < 4; k++)
+            json_object_set_new(cn, cnames[k], json_integer((json_int_t)counts[k]));
+        json_object_set_new(o, "counts", cn);
+        json_object_set_new(o, "results", res);
+    }
+    char *s = proto_json_dump(o, false);
+    json_decref(o);
+    if (s && len)
+        *len = strlen(s);
+    return s;
+}

@@ -1,0 +1,522 @@
+/*
+ * proto_run.c: the solver bindings of the wire format. Picks the solver a
+ * request asks for (or the one "auto" selects), checks that each target
+ * carries what that solver needs and nothing it would ignore, and runs it,
+ * all in ikd's internal convention (ROS frame, radians).
+ *
+ * Solvers and what binds them:
+ *   two_link       ik_twolink2d_solve   (seed 000, two-link planar)
+ *   three_link     ik_threelink2d_solve (seed 000, three-link planar, end
+ *                                        direction "up")
+ *   three_link_3d  ik_threelink3d_solve (seed 000, three-link in 3D)
+ *   two_bone       ik_twobone_solve     (seed 001) on bones, or
+ *                  ik_skeleton_twobone  (seed 001 with the bone orientation
+ *                                        update) on skeletons
+ *   fabrik, ccd    ik_fabrik_solve, ik_ccd_solve
+ *   numeric        ik_numeric_solve     (joints, URDF and planar chains)
+ * "auto": two lengths -> two_link; three lengths with target.up ->
+ * three_link, without -> numeric; links3d -> three_link_3d; three bone
+ * positions -> two_bone, more or fewer -> fabrik; skeleton -> two_bone;
+ * joints and urdf -> numeric.
+ *
+ * Bone rotations (bones chains): the chain's rotations belong to the chain's
+ * pose; each bone's new world rotation is the minimal rotation (seed 001,
+ * GetRotationBetween) from its direction in the chain's pose to its new
+ * direction, applied to its rotation; the end joint turns with the last
+ * bone. Local rotations are relative to the previous joint's new world
+ * rotation.
+ *
+ * The analytic solvers are timed here (CLOCK_MONOTONIC); the numeric solver
+ * times itself.
+ */
+#include "proto/proto_impl.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "solver/ik_ccd.h"
+#include "solver/ik_fabrik.h"
+#include "solver/ik_numeric.h"
+#include "solver/ik_planar.h"
+#include "solver/ik_status.h"
+#include "solver/ik_twobone.h"
+
+const char *const proto_solver_names[] = {"auto",   "two_link", "three_link", "three_link_3d",
+                                          "two_bone", "fabrik", "ccd",        "numeric",
+                                          NULL};
+
+/* ---- choosing the solver ---------------------------------------------- */
+
+static bool allowed(const proto_chain *c, proto_solver s)
+{
+    switch (c->kind) {
+    case PROTO_CHAIN_PLANAR:
+        return s == PROTO_SOLVER_NUMERIC ||
+               s == (c->nlinks == 2 ? PROTO_SOLVER_TWO_LINK : PROTO_SOLVER_THREE_LINK);
+    case PROTO_CHAIN_LINKS3D:
+        return s == PROTO_SOLVER_THREE_LINK_3D;
+    case PROTO_CHAIN_BONES:
+        return s == PROTO_SOLVER_FABRIK || s == PROTO_SOLVER_CCD ||
+               (s == PROTO_SOLVER_TWO_BONE && c->nbones == 3);
+    case PROTO_CHAIN_SKELETON:
+        return s == PROTO_SOLVER_TWO_BONE;
+    default:
+        return s == PROTO_SOLVER_NUMERIC;
+    }
+}
+
+int proto__resolve_solver(const proto_chain *c, const proto_options *o, const proto_target *t0,
+                          proto_solver *out, proto_error *err)
+{
+    proto_solver s = o->solver;
+    if (s == PROTO_SOLVER_AUTO) {
+        switch (c->kind) {
+        case PROTO_CHAIN_PLANAR:
+            s = c->nlinks == 2 ? PROTO_SOLVER_TWO_LINK
+                : t0->has_up   ? PROTO_SOLVER_THREE_LINK
+                               : PROTO_SOLVER_NUMERIC;
+            break;
+        case PROTO_CHAIN_LINKS3D:
+            s = PROTO_SOLVER_THREE_LINK_3D;
+            break;
+        case PROTO_CHAIN_BONES:
+            s = c->nbones == 3 ? PROTO_SOLVER_TWO_BONE : PROTO_SOLVER_FABRIK;
+            break;
+        case PROTO_CHAIN_SKELETON:
+            s = PROTO_SOLVER_TWO_BONE;
+            break;
+        default:
+            s = PROTO_SOLVER_NUMERIC;
+        }
+    }
+    if (!allowed(c, s))
+        return proto_error_set(err, 400, "invalid_request", "/options/solver",
+                               "the %s solver does not apply to this %s chain",
+                               proto_solver_names[s], proto_chain_kind_names[c->kind]);
+    *out = s;
+    return 0;
+}
+
+static int field_error(proto_error *err, const char *path, const char *key, const char *what,
+                       const char *solver)
+{
+    char p[PROTO_PATH_MAX], name[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, key);
+    proto_json_path_name(name, sizeof name, p);
+    return proto_error_set(err, 400, "invalid_request", p, "%s %s by the %s solver", name, what,
+                           solver);
+}
+
+int proto__check_target(const proto_job *job, const proto_target *t, const char *path,
+                        proto_error *err)
+{
+    const char *sn = proto_solver_names[job->solver];
+    bool want_up = false, up_ok = false, orient_ok = false, pole_ok = false;
+    switch (job->solver) {
+    case PROTO_SOLVER_THREE_LINK:
+    case PROTO_SOLVER_THREE_LINK_3D:
+        want_up = up_ok = true;
+        break;
+    case PROTO_SOLVER_TWO_BONE:
+    case PROTO_SOLVER_FABRIK:
+    case PROTO_SOLVER_CCD:
+        pole_ok = true;
+        break;
+    case PROTO_SOLVER_NUMERIC:
+        orient_ok = job->chain->kind != PROTO_CHAIN_PLANAR;
+        break;
+    default:
+        break;
+    }
+    if (want_up && !t->has_up)
+        return field_error(err, path, "up", "is required", sn);
+    if (!up_ok && t->has_up)
+        return field_error(err, path, "up", "is not used", sn);
+    if (!pole_ok && t->has_pole)
+        return field_error(err, path, "pole", "is not used", sn);
+    if (!orient_ok && t->has_orientation)
+        return field_error(err, path, "orientation", "is not used", sn);
+    if (!orient_ok && t->has_weights)
+        return field_error(err, path, "weights", "are not used", sn);
+    return 0;
+}
+
+void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_t *npos,
+                        size_t *nrot)
+{
+    *dof = *npos = *nrot = 0;
+    switch (c->kind) {
+    case PROTO_CHAIN_PLANAR:
+        *dof = c->nlinks;
+        *npos = c->nlinks + 1;
+        break;
+    case PROTO_CHAIN_LINKS3D:
+        *dof = 5;
+        *npos = 4;
+        *nrot = 3;
+        break;
+    case PROTO_CHAIN_BONES:
+        *npos = *nrot = c->nbones;
+        break;
+    case PROTO_CHAIN_SKELETON:
+        *npos = 3;
+        *nrot = c->nskel;
+        break;
+    default:
+        *dof = c->chain.dof;
+        *npos = c->chain.dof + 1;
+    }
+    (void)s;
+}
+
+size_t proto__workspace_size(const proto_job *job)
+{
+    const proto_chain *c = job->chain;
+    size_t ws = 0;
+    switch (job->solver) {
+    case PROTO_SOLVER_NUMERIC:
+        ws = ik_numeric_workspace_size(&c->chain);
+        break;
+    case PROTO_SOLVER_FABRIK:
+    case PROTO_SOLVER_CCD:
+        ws = ik_anim_workspace_size(c->nbones) + c->nbones * sizeof(ik_vec3);
+        break;
+    case PROTO_SOLVER_TWO_BONE:
+        if (c->kind == PROTO_CHAIN_SKELETON)
+            ws = c->nskel * (sizeof(ik_bone) + sizeof(ik_mat34));
+        break;
+    default:
+        break;
+    }
+    return ws;
+}
+
+/* ---- running ---------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const double *seed_of(const proto_job *job, size_t i, size_t len)
+{
+    return job->has_seed[i] && job->seed_q ? job->seed_q + i * len : NULL;
+}
+
+/* Sum of squared wrapped angle differences. */
+static double angle_dist(const double *a, const double *b, size_t n)
+{
+    double s = 0;
+    for (size_t k = 0; k < n; k++) {
+        double d = ik_wrap_angle(a[k] - b[k]);
+        s += d * d;
+    }
+    return s;
+}
+
+static void run_planar(proto_job *job, size_t i, proto_result *r)
+{
+    const proto_chain *c = job->chain;
+    const proto_target *t = &job->targets[i];
+    const double *seed = seed_of(job, i, c->chain.dof);
+    int bends[2] = {job->opt.bend ? job->opt.bend : 1, 0};
+    int nb = 1;
+    if (!job->opt.bend && seed) {
+        bends[1] = -1;
+        nb = 2;
+    }
+    double best = INFINITY;
+    for (int k = 0; k < nb; k++) {
+        double q[3];
+        ik_vec2 j[4];
+        double e;
+        int st;
+        if (c->nlinks == 2) {
+            ik_twolink2d p = {c->lengths[0], c->lengths[1], ik_v2(c->base2[0], c->base2[1]),
+                              ik_v2(t->position.x, t->position.y), bends[k]};
+            ik_twolink2d_result o;
+            st = ik_twolink2d_solve(&p, &o);
+            q[0] = o.theta0, q[1] = o.theta1;
+            memcpy(j, o.joints, sizeof o.joints);
+            e = o.error;
+        } else {
+            ik_threelink2d p = {c->lengths[0],
+                                c->lengths[1],
+                                c->lengths[2],
+                                ik_v2(c->base2[0], c->base2[1]),
+                                ik_v2(t->position.x, t->position.y),
+                                ik_v2(t->up.x, t->up.y),
+                                bends[k]};
+            ik_threelink2d_result o;
+            st = ik_threelink2d_solve(&p, &o);
+            q[0] = o.theta0, q[1] = o.theta1, q[2] = o.theta2;
+            memcpy(j, o.joints, sizeof o.joints);
+            e = o.error;
+        }
+        if (st == IK_EINVAL) {
+            r->status = st;
+            return;
+        }
+        double d = seed ? angle_dist(q, seed, c->nlinks) : 0;
+        if (k == 0 || d < best) {
+            best = d;
+            r->status = st;
+            r->pos_err = e;
+            memcpy(r->q, q, c->nlinks * sizeof *q);
+            for (size_t m = 0; m <= c->nlinks; m++)
+                r->positions[m] = ik_v3(j[m].x, j[m].y, 0);
+        }
+    }
+    r->rot_err = -1;
+}
+
+static void run_links3d(proto_job *job, size_t i, proto_result *r)
+{
+    const proto_chain *c = job->chain;
+    const proto_target *t = &job->targets[i];
+    ik_threelink3d p = {c->lengths[0], c->lengths[1], c->lengths[2], c->origin,
+                        t->position,   t->up,         job->opt.bend ? job->opt.bend : 1};
+    ik_threelink3d_result o;
+    r->status = ik_threelink3d_solve(&p, &o);
+    r->rot_err = -1;
+    if (r->status == IK_EINVAL)
+        return;
+    r->q[0] = o.yaw, r->q[1] = o.theta0, r->q[2] = o.theta1, r->q[3] = o.theta2, r->q[4] = o.roll;
+    for (size_t k = 0; k < 4; k++)
+        r->positions[k] = o.joints[k];
+    /* bone frames with the caller's axis meaning: the link along the
+     * convention's forward (ROS +x), up along its up; the solver's bones
+     * have the link along +z and up along +y (ik_planar.h) */
+    static const double m[9] = {0, 0, 1, 1, 0, 0, 0, 1, 0};
+    ik_quat axes_inv = ik_quat_conj(ik_quat_from_mat3(m));
+    ik_quat parent = ik_quat_normalize(ik_quat_mul(c->origin.q, axes_inv));
+    for (size_t k = 0; k < 3; k++) {
+        ik_quat w = ik_quat_normalize(ik_quat_mul(o.world[k], axes_inv));
+        r->rotations[k] = w;
+        r->local[k] = ik_quat_normalize(ik_quat_mul(ik_quat_conj(parent), w));
+        parent = w;
+    }
+    r->pos_err = o.error;
+}
+
+/* New world and local rotations of a bones chain for the new positions. */
+static void bone_rotations(const proto_chain *c, const ik_vec3 *np, proto_result *r)
+{
+    size_t n = c->nbones;
+    ik_quat d = ik_quat_identity();
+    for (size_t k = 0; k < n; k++) {
+        if (k + 1 < n)
+            d = ik_quat_between(ik_vec3_sub(c->positions[k + 1], c->positions[k]),
+                                ik_vec3_sub(np[k + 1], np[k]));
+        r->rotations[k] = ik_quat_normalize(ik_quat_mul(d, c->rotations[k]));
+        r->local[k] = k == 0 ? r->rotations[0]
+                             : ik_quat_normalize(
+                                   ik_quat_mul(ik_quat_conj(r->rotations[k - 1]), r->rotations[k]));
+    }
+}
+
+static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+{
+    const proto_chain *c = job->chain;
+    const proto_target *t = &job->targets[i];
+    size_t n = c->nbones;
+    const double *seed = seed_of(job, i, 3 * n);
+    r->rot_err = -1;
+    if (job->solver == PROTO_SOLVER_TWO_BONE) {
+        ik_vec3 p[3];
+        for (size_t k = 0; k < 3; k++)
+            p[k] = seed ? ik_v3(seed[3 * k], seed[3 * k + 1], seed[3 * k + 2]) : c->positions[k];
+        ik_twobone_result o;
+        r->status = ik_twobone_solve(p[0], p[1], p[2], t->position, t->has_pole ? &t->pole : NULL,
+                                     &o);
+        if (r->status == IK_EINVAL)
+            return;
+        r->positions[0] = p[0];
+        r->positions[1] = o.b;
+        r->positions[2] = o.c;
+        r->pos_err = o.error;
+    } else {
+        ik_vec3 *in = (ik_vec3 *)ws;
+        for (size_t k = 0; k < n; k++)
+            in[k] = seed ? ik_v3(seed[3 * k], seed[3 * k + 1], seed[3 * k + 2]) : c->positions[k];
+        ik_anim_options o;
+        ik_anim_options_default(&o);
+        o.max_iterations = (int)job->opt.max_iterations;
+        o.tolerance = job->opt.tolerance;
+        o.pole = t->has_pole ? &t->pole : NULL;
+        ik_anim_result res;
+        void *work = in + n;
+        size_t wsz = ws_size - n * sizeof(ik_vec3);
+        r->status = job->solver == PROTO_SOLVER_FABRIK
+                        ? ik_fabrik_solve(in, n, t->position, &o, work, wsz, r->positions, NULL,
+                                          NULL, &res)
+                        : ik_ccd_solve(in, n, t->position, &o, work, wsz, r->positions, NULL,
+                                       NULL, &res);
+        if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
+            return;
+        r->pos_err = res.error;
+        r->iterations = (size_t)res.iterations;
+    }
+    bone_rotations(c, r->positions, r);
+}
+
+static void run_skeleton(proto_job *job, size_t i, proto_result *r, void *ws)
+{
+    const proto_chain *c = job->chain;
+    const proto_target *t = &job->targets[i];
+    size_t n = c->nskel;
+    ik_bone *bones = (ik_bone *)ws;
+    ik_mat34 *g = (ik_mat34 *)(bones + n);
+    memcpy(bones, c->skel, n * sizeof *bones);
+    const double *seed = seed_of(job, i, 4 * n);
+    for (size_t k = 0; seed && k < n; k++) {
+        ik_quat q = {seed[4 * k], seed[4 * k + 1], seed[4 * k + 2], seed[4 * k + 3]};
+        bones[k].rotation = q;
+    }
+    ik_twobone_result o;
+    r->rot_err = -1;
+    r->status = ik_skeleton_twobone(bones, n, c->limb[0], c->limb[1], c->limb[2], t->position,
+                                    t->has_pole ? &t->pole : NULL, g, &o);
+    if (r->status == IK_EINVAL)
+        return;
+    r->positions[0] = ik_mat34_origin(&g[c->limb[0]]);
+    r->positions[1] = o.b;
+    r->positions[2] = o.c;
+    for (size_t k = 0; k < n; k++)
+        r->local[k] = r->rotations[k] = ik_quat_normalize(bones[k].rotation);
+    r->pos_err = o.error;
+}
+
+static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+{
+    const proto_chain *c = job->chain;
+    const proto_target *t = &job->targets[i];
+    ik_target tg;
+    if (t->has_weights) {
+        memset(&tg, 0, sizeof tg);
+        tg.pose.p = t->position;
+        tg.pose.q = t->orientation;
+        tg.mode = IK_TARGET_WEIGHTED;
+        memcpy(tg.weight, t->weight, sizeof tg.weight);
+    } else if (t->has_orientation) {
+        ik_xform x = {t->position, t->orientation};
+        tg = ik_target_full_pose(x);
+    } else {
+        tg = ik_target_position(t->position);
+    }
+    ik_numeric_opts o = ik_numeric_opts_default();
+    if (job->opt.tolerance > 0)
+        o.tol_pos = job->opt.tolerance;
+    if (job->opt.angular_tolerance > 0)
+        o.tol_rot = job->opt.angular_tolerance;
+    o.timeout_s = job->opt.timeout_ms * 1e-3;
+    o.max_iterations = job->opt.max_iterations ? job->opt.max_iterations : job->opt.iter_cap;
+    o.search = job->opt.nearest ? IK_SEARCH_NEAREST_TO_SEED : IK_SEARCH_FIRST_FOUND;
+    ik_numeric_result res;
+    r->status = ik_numeric_solve(&c->chain, &tg, seed_of(job, i, c->chain.dof), &o, ws, ws_size,
+                                 r->q, &res);
+    r->iterations = res.iterations;
+    r->restarts = res.restarts;
+    r->time_s = res.elapsed_s;
+    if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
+        return;
+    ik_xform frames[IK_MAX_DOF + 1];
+    ik_chain_frames(&c->chain, r->q, frames);
+    for (size_t k = 0; k <= c->chain.dof; k++)
+        r->positions[k] = frames[k].p;
+    r->has_tip = c->kind != PROTO_CHAIN_PLANAR;
+    r->tip = frames[c->chain.dof];
+    r->pos_err = res.pos_err;
+    r->rot_err = t->has_orientation ? res.rot_err : -1;
+}
+
+void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
+{
+    proto_result *r = &job->results[i];
+    double t0 = now_s();
+    r->iterations = r->restarts = 0;
+    r->has_tip = false;
+    r->pos_err = 0;
+    r->rot_err = -1;
+    switch (job->solver) {
+    case PROTO_SOLVER_TWO_LINK:
+    case PROTO_SOLVER_THREE_LINK:
+        run_planar(job, i, r);
+        break;
+    case PROTO_SOLVER_THREE_LINK_3D:
+        run_links3d(job, i, r);
+        break;
+    case PROTO_SOLVER_TWO_BONE:
+        if (job->chain->kind == PROTO_CHAIN_SKELETON)
+            run_skeleton(job, i, r, ws);
+        else
+            run_bones(job, i, r, ws, ws_size);
+        break;
+    case PROTO_SOLVER_FABRIK:
+    case PROTO_SOLVER_CCD:
+        run_bones(job, i, r, ws, ws_size);
+        break;
+    default:
+        run_numeric(job, i, r, ws, ws_size);
+        return; /* timed by the solver */
+    }
+    r->time_s = now_s() - t0;
+}
+
+/* ---- discovery -------------------------------------------------------- */
+
+json_t *proto_solvers_describe(const proto_limits *lim)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    static const struct {
+        const char *name, *chains, *what;
+    } tab[] = {
+        {"two_link", "planar (2 lengths)", "seed 000 two-link planar, law of cosines"},
+        {"three_link", "planar (3 lengths), target.up", "seed 000 three-link planar with end "
+                                                        "direction"},
+        {"three_link_3d", "links3d, target.up", "seed 000 three-link in 3D"},
+        {"two_bone", "bones (3 positions), skeleton", "seed 001 two-bone with knee nearest its "
+                                                      "current position or a pole"},
+        {"fabrik", "bones", "FABRIK (Aristidou and Lasenby 2011)"},
+        {"ccd", "bones", "cyclic coordinate descent"},
+        {"numeric", "joints, urdf, planar", "damped least squares with random restarts, joint "
+                                            "limits, full-pose/position/weighted targets"},
+    };
+    json_t *a = json_array();
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+        json_t *o = json_pack("{s:s, s:s, s:s}", "name", tab[i].name, "chains", tab[i].chains,
+                              "description", tab[i].what);
+        json_array_append_new(a, o);
+    }
+    json_t *opts = json_pack(
+        "{s:{s:s, s:[s,s,s,s,s,s,s,s]}, s:{s:s, s:n, s:s}, s:{s:s, s:f, s:s}, s:{s:s, s:n, "
+        "s:I}, s:{s:s, s:f, s:f}, s:{s:s, s:[s,s]}, s:{s:s, s:[s,s]}, s:{s:s, s:[s,s,s]}, "
+        "s:{s:s, s:[i,i]}}",
+        "solver", "default", "auto", "values", "auto", "two_link", "three_link", "three_link_3d",
+        "two_bone", "fabrik", "ccd", "numeric", /* */
+        "tolerance", "type", "number > 0 (length)", "default", "description",
+        "numeric: 1e-5 per component; fabrik/ccd: 1e-4 of the chain length", /* */
+        "angular_tolerance", "type", "number > 0 (angle units)", "default", 1e-5, "description",
+        "numeric only, radians unless units is degrees", /* */
+        "max_iterations", "type", "integer >= 1", "default", "max", (json_int_t)lim->max_iterations,
+        /* */
+        "timeout_ms", "type", "number >= 0", "default", 5.0, "max", lim->max_time_ms, /* */
+        "search", "default", "first", "values", "first", "nearest",                     /* */
+        "units", "default", "radians", "values", "radians", "degrees",                  /* */
+        "frame", "default", "ros", "values", "ros", "unity", "unreal",                  /* */
+        "bend", "default", "1", "values", 1, -1);
+    json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
+                          (json_int_t)lim->max_body_bytes, "max_joints",
+                          (json_int_t)lim->max_joints, "max_targets", (json_int_t)lim->max_targets,
+                          "max_iterations", (json_int_t)lim->max_iterations, "max_time_ms",
+                          lim->max_time_ms, "max_urdf_bytes", (json_int_t)lim->max_urdf_bytes);
+    return json_pack("{s:o, s:o, s:o}", "solvers", a, "options", opts, "limits", l);
+}

@@ -1,0 +1,854 @@
+/*
+ * test_proto_job.c: requests through decode -> run -> encode for every chain
+ * kind and solver, every answer checked independently (forward kinematics
+ * written in this test, or the geometry of bone answers), in radians and
+ * degrees, in the ros, unity and unreal conventions; batches, seeds, warm
+ * starts, chain ids, status codes, and one test per way a request is
+ * rejected.
+ */
+#include "tests/proto/proto_check.h"
+
+#include "proto/urdf.h"
+
+static json_t *ok(const char *body, proto_kind kind)
+{
+    proto_error e;
+    json_t *r = pc_solve(body, kind, &e);
+    ck_assert_msg(r != NULL, "rejected: %s at %s (%s)", e.message, e.path, body);
+    return r;
+}
+
+static void assert_success(const json_t *r)
+{
+    ck_assert_msg(strcmp(json_string_value(json_object_get(r, "status")), "success") == 0,
+                  "status %s", json_string_value(json_object_get(r, "status")));
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), 1);
+}
+
+static double jnum(const json_t *a, size_t i)
+{
+    return json_number_value(json_array_get(a, i));
+}
+
+/* ---- seed 000 ---------------------------------------------------------- */
+
+START_TEST(test_two_link)
+{
+    const double tx[] = {1.2, -0.3, 0.1, 1.4};
+    const double ty[] = {0.4, 1.1, -1.3, 0.0};
+    for (int units = 0; units < 2; units++)
+        for (size_t k = 0; k < 4; k++) {
+            char body[512];
+            snprintf(body, sizeof body,
+                     "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.6],\"base\":[0.1,-0.2]},"
+                     "\"target\":{\"position\":[%.17g,%.17g]},\"options\":{\"units\":\"%s\"}}",
+                     tx[k], ty[k], units ? "degrees" : "radians");
+            json_t *r = ok(body, PROTO_SOLVE);
+            assert_success(r);
+            ck_assert_str_eq(json_string_value(json_object_get(r, "solver")), "two_link");
+            json_t *q = json_object_get(r, "joints");
+            double s = units ? IK_PI / 180 : 1;
+            double a = jnum(q, 0) * s, b = jnum(q, 1) * s;
+            /* FK of the planar arm */
+            double x = 0.1 + cos(a) + 0.6 * cos(a + b), y = -0.2 + sin(a) + 0.6 * sin(a + b);
+            ck_assert_double_eq_tol(x, tx[k], 1e-9);
+            ck_assert_double_eq_tol(y, ty[k], 1e-9);
+            json_t *p = json_object_get(r, "positions");
+            ck_assert_uint_eq(json_array_size(p), 3);
+            ck_assert_uint_eq(json_array_size(json_array_get(p, 0)), 2);
+            ck_assert_double_eq_tol(jnum(json_array_get(p, 2), 0), tx[k], 1e-9);
+            json_decref(r);
+        }
+    /* out of reach: fully extended, no_ik_solution with the error */
+    json_t *r = ok("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.6]},"
+                   "\"target\":{\"position\":[3,0]}}",
+                   PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "no_ik_solution");
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), -31);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "reason")), "unreachable");
+    ck_assert_double_eq_tol(pc_num(r, "position_error"), 1.4, 1e-12);
+    json_decref(r);
+}
+END_TEST
+
+START_TEST(test_two_link_bend_and_seed)
+{
+    /* both bends reach; the seed picks the nearer one */
+#define SEED_FMT                                                                                   \
+    "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},\"target\":{\"position\":[1,1]},"     \
+    "\"seed\":[%g,%g]}"
+    char body[256];
+    snprintf(body, sizeof body, SEED_FMT, 0.0, 1.5); /* near (0, pi/2) */
+    json_t *r = ok(body, PROTO_SOLVE);
+    ck_assert_double_eq_tol(jnum(json_object_get(r, "joints"), 0), 0, 1e-9);
+    ck_assert_double_eq_tol(jnum(json_object_get(r, "joints"), 1), IK_PI / 2, 1e-9);
+    json_decref(r);
+    snprintf(body, sizeof body, SEED_FMT, 1.5, -1.5); /* near (pi/2, -pi/2) */
+    r = ok(body, PROTO_SOLVE);
+    ck_assert_double_eq_tol(jnum(json_object_get(r, "joints"), 0), IK_PI / 2, 1e-9);
+    ck_assert_double_eq_tol(jnum(json_object_get(r, "joints"), 1), -IK_PI / 2, 1e-9);
+    json_decref(r);
+    r = ok("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},"
+           "\"target\":{\"position\":[1,1]},\"options\":{\"bend\":-1}}",
+           PROTO_SOLVE);
+    ck_assert_double_eq_tol(jnum(json_object_get(r, "joints"), 0), 0, 1e-9);
+    json_decref(r);
+}
+END_TEST
+
+START_TEST(test_three_link_planar)
+{
+    json_t *r = ok("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.8,0.3]},"
+                   "\"target\":{\"position\":[1.2,0.7],\"up\":[0,2]},"
+                   "\"options\":{\"units\":\"degrees\"}}",
+                   PROTO_SOLVE);
+    assert_success(r);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "solver")), "three_link");
+    json_t *q = json_object_get(r, "joints");
+    double a = jnum(q, 0) * IK_PI / 180, b = a + jnum(q, 1) * IK_PI / 180,
+           c = b + jnum(q, 2) * IK_PI / 180;
+    ck_assert_double_eq_tol(cos(a) + 0.8 * cos(b) + 0.3 * cos(c), 1.2, 1e-9);
+    ck_assert_double_eq_tol(sin(a) + 0.8 * sin(b) + 0.3 * sin(c), 0.7, 1e-9);
+    /* the last link points along up */
+    ck_assert_double_eq_tol(cos(c), 0, 1e-9);
+    ck_assert_double_eq_tol(sin(c), 1, 1e-9);
+    json_decref(r);
+    /* without up: the general solver, position only */
+    r = ok("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.8,0.3]},"
+           "\"target\":{\"position\":[1.2,0.7]}}",
+           PROTO_SOLVE);
+    assert_success(r);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "solver")), "numeric");
+    q = json_object_get(r, "joints");
+    a = jnum(q, 0), b = a + jnum(q, 1), c = b + jnum(q, 2);
+    ck_assert_double_eq_tol(cos(a) + 0.8 * cos(b) + 0.3 * cos(c), 1.2, 1e-5);
+    ck_assert_double_eq_tol(sin(a) + 0.8 * sin(b) + 0.3 * sin(c), 0.7, 1e-5);
+    json_decref(r);
+}
+END_TEST
+
+/* The caller's forward direction and up direction in each convention. */
+static ik_vec3 fwd_of(const char *f)
+{
+    return strcmp(f, "unity") == 0 ? ik_v3(0, 0, 1) : ik_v3(1, 0, 0);
+}
+
+START_TEST(test_three_link_3d)
+{
+    static const char *const frames[] = {"ros", "unity", "unreal"};
+    for (int fi = 0; fi < 3; fi++) {
+        const char *f = frames[fi];
+        ik_vec3 up = strcmp(f, "unity") == 0 ? ik_v3(0, 1, 0) : ik_v3(0, 0, 1);
+        /* a target in front, a little up, with the end pointing down */
+        ik_vec3 t = ik_vec3_add(ik_vec3_scale(fwd_of(f), 1.3), ik_vec3_scale(up, 0.4));
+        char body[768];
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"links3d\",\"lengths\":[1,0.8,0.3],\"frame\":\"%s\"},"
+                 "\"target\":{\"position\":[%.17g,%.17g,%.17g],\"up\":[%g,%g,%g]},"
+                 "\"options\":{\"frame\":\"%s\"}}",
+                 f, t.x, t.y, t.z, -up.x, -up.y, -up.z, f);
+        json_t *r = ok(body, PROTO_SOLVE);
+        assert_success(r);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "solver")), "three_link_3d");
+        ck_assert_uint_eq(json_array_size(json_object_get(r, "joint_names")), 5);
+        json_t *p = json_object_get(r, "positions");
+        ck_assert_uint_eq(json_array_size(p), 4);
+        ik_vec3 j[4];
+        for (int k = 0; k < 4; k++)
+            j[k] = pc_vec(json_array_get(p, k));
+        const double len[3] = {1, 0.8, 0.3};
+        for (int k = 0; k < 3; k++)
+            ck_assert_double_eq_tol(ik_vec3_dist(j[k], j[k + 1]), len[k], 1e-9);
+        ck_assert_double_eq_tol(ik_vec3_dist(j[3], t), 0, 1e-9);
+        /* link 3 along the target's up (pointing down here) */
+        ik_vec3 d3 = ik_vec3_normalize(ik_vec3_sub(j[3], j[2]));
+        ck_assert_double_eq_tol(ik_vec3_dot(d3, up), -1, 1e-9);
+        /* each bone's world rotation turns the convention's forward onto
+         * the bone, in the caller's frame */
+        json_t *rot = json_object_get(r, "rotations");
+        for (int k = 0; k < 3; k++) {
+            ik_vec3 dir = ik_vec3_normalize(ik_vec3_sub(j[k + 1], j[k]));
+            ik_vec3 got = ik_quat_rotate(pc_quat(json_array_get(rot, k)), fwd_of(f));
+            ck_assert_double_eq_tol(ik_vec3_dist(got, dir), 0, 1e-9);
+        }
+        /* local rotations chain up to the world ones */
+        json_t *loc = json_object_get(r, "local_rotations");
+        ik_quat w = ik_quat_identity();
+        for (int k = 0; k < 3; k++) {
+            w = ik_quat_mul(w, pc_quat(json_array_get(loc, k)));
+            ik_quat e = pc_quat(json_array_get(rot, k));
+            ck_assert_double_eq_tol(fabs(ik_quat_dot(w, e)), 1, 1e-9);
+        }
+        json_decref(r);
+    }
+}
+END_TEST
+
+/* ---- seed 001, FABRIK, CCD --------------------------------------------- */
+
+static void check_bones(const json_t *r, const ik_vec3 *p0, size_t n, ik_vec3 t, double tol)
+{
+    json_t *p = json_object_get(r, "positions");
+    ck_assert_uint_eq(json_array_size(p), n);
+    ik_vec3 prev = pc_vec(json_array_get(p, 0));
+    ck_assert_double_eq_tol(ik_vec3_dist(prev, p0[0]), 0, 1e-12);
+    for (size_t k = 1; k < n; k++) {
+        ik_vec3 x = pc_vec(json_array_get(p, k));
+        ck_assert_double_eq_tol(ik_vec3_dist(x, prev), ik_vec3_dist(p0[k], p0[k - 1]), 1e-9);
+        prev = x;
+    }
+    ck_assert_double_eq_tol(ik_vec3_dist(prev, t), 0, tol);
+    /* rotations: rotation k turns the input direction of bone k onto its new
+     * direction (input rotations identity) */
+    json_t *rot = json_object_get(r, "rotations");
+    ck_assert_uint_eq(json_array_size(rot), n);
+    for (size_t k = 0; k + 1 < n; k++) {
+        ik_vec3 d0 = ik_vec3_normalize(ik_vec3_sub(p0[k + 1], p0[k]));
+        ik_vec3 d1 = ik_vec3_normalize(ik_vec3_sub(pc_vec(json_array_get(p, k + 1)),
+                                                   pc_vec(json_array_get(p, k))));
+        ik_vec3 got = ik_quat_rotate(pc_quat(json_array_get(rot, k)), d0);
+        ck_assert_double_eq_tol(ik_vec3_dist(got, d1), 0, 1e-9);
+    }
+}
+
+START_TEST(test_two_bone_and_pole)
+{
+    ik_vec3 p0[3] = {{0, 0, 1}, {0.1, 0, 0.5}, {0, 0, 0}};
+    json_t *r = ok("{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]},"
+                   "\"target\":{\"position\":[0.3,0.2,0.2]}}",
+                   PROTO_SOLVE);
+    assert_success(r);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "solver")), "two_bone");
+    check_bones(r, p0, 3, ik_v3(0.3, 0.2, 0.2), 1e-9);
+    json_decref(r);
+    /* with a pole behind (-x), the knee goes behind */
+    r = ok("{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]},"
+           "\"target\":{\"position\":[0,0,0.3],\"pole\":[-5,0,0.5]}}",
+           PROTO_SOLVE);
+    assert_success(r);
+    ck_assert(pc_vec(json_array_get(json_object_get(r, "positions"), 1)).x < -0.1);
+    json_decref(r);
+    /* in unity's frame, answers are in unity's frame */
+    r = ok("{\"chain\":{\"kind\":\"bones\",\"frame\":\"unity\","
+           "\"positions\":[[0,1,0],[0,0.5,0.1],[0,0,0]]},"
+           "\"target\":{\"position\":[0.2,0.2,0.3]},\"options\":{\"frame\":\"unity\"}}",
+           PROTO_SOLVE);
+    assert_success(r);
+    ik_vec3 u0[3] = {{0, 1, 0}, {0, 0.5, 0.1}, {0, 0, 0}};
+    check_bones(r, u0, 3, ik_v3(0.2, 0.2, 0.3), 1e-9);
+    json_decref(r);
+}
+END_TEST
+
+START_TEST(test_fabrik_ccd)
+{
+    ik_vec3 p0[5] = {{0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {0, 0, 3}, {0, 0, 4}};
+    static const char *const solvers[] = {"auto", "fabrik", "ccd"};
+    for (int s = 0; s < 3; s++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0,1],[0,0,2],[0,0,3],"
+                 "[0,0,4]]},\"target\":{\"position\":[1.5,1,2]},"
+                 "\"options\":{\"solver\":\"%s\",\"tolerance\":1e-6,\"max_iterations\":500}}",
+                 solvers[s]);
+        json_t *r = ok(body, PROTO_SOLVE);
+        assert_success(r);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "solver")),
+                         s == 2 ? "ccd" : "fabrik");
+        check_bones(r, p0, 5, ik_v3(1.5, 1, 2), 1e-6);
+        json_decref(r);
+    }
+    /* out of reach */
+    json_t *r = ok("{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0,1],[0,0,2],"
+                   "[0,0,3]]},\"target\":{\"position\":[10,0,0]}}",
+                   PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "no_ik_solution");
+    ck_assert_double_eq_tol(pc_num(r, "position_error"), 7, 1e-9);
+    json_decref(r);
+}
+END_TEST
+
+/* The test's own translate-rotate-scale forward kinematics (uniform or unit
+ * scale) of a three-bone skeleton: world position of each bone origin. */
+static void skel_fk(const ik_vec3 *tr, const ik_quat *rot, ik_vec3 *out)
+{
+    ik_quat R = ik_quat_identity();
+    ik_vec3 p = ik_v3(0, 0, 0);
+    for (int k = 0; k < 3; k++) {
+        p = ik_vec3_add(p, ik_quat_rotate(R, tr[k]));
+        R = ik_quat_mul(R, ik_quat_normalize(rot[k]));
+        out[k] = p;
+    }
+}
+
+START_TEST(test_skeleton)
+{
+    static const char *const frames[] = {"ros", "unity"};
+    for (int fi = 0; fi < 2; fi++) {
+        char body[1024];
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"skeleton\",\"frame\":\"%s\",\"bones\":["
+                 "{\"name\":\"hip\",\"translation\":[0,1,0]},"
+                 "{\"name\":\"knee\",\"parent\":\"hip\",\"translation\":[0.05,-0.5,0]},"
+                 "{\"name\":\"foot\",\"parent\":\"knee\",\"translation\":[0,-0.5,0]}],"
+                 "\"limb\":[\"hip\",\"knee\",\"foot\"]},"
+                 "\"target\":{\"position\":[0.3,0.3,0.2]},\"options\":{\"frame\":\"%s\"}}",
+                 frames[fi], frames[fi]);
+        json_t *r = ok(body, PROTO_SOLVE);
+        assert_success(r);
+        ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "bone_names"), 2)),
+                         "foot");
+        json_t *rot = json_object_get(r, "rotations");
+        ck_assert_uint_eq(json_array_size(rot), 3);
+        ik_quat q[3];
+        for (int k = 0; k < 3; k++)
+            q[k] = pc_quat(json_array_get(rot, k));
+        ik_vec3 tr[3] = {{0, 1, 0}, {0.05, -0.5, 0}, {0, -0.5, 0}}, w[3];
+        skel_fk(tr, q, w);
+        /* FK of the updated skeleton, in the caller's frame, reaches the
+         * target */
+        ck_assert_double_eq_tol(ik_vec3_dist(w[2], ik_v3(0.3, 0.3, 0.2)), 0, 1e-9);
+        ck_assert_double_eq_tol(ik_vec3_dist(w[1], pc_vec(json_array_get(
+                                                     json_object_get(r, "positions"), 1))),
+                                0, 1e-9);
+        json_decref(r);
+    }
+}
+END_TEST
+
+/* ---- joints and URDF --------------------------------------------------- */
+
+/* A 4-joint arm, described in the caller's numbers. */
+static const pc_joint ARM[] = {
+    {{0, 0, 0.1}, {0, 0, 0}, {0, 0, 1}, 'r'},
+    {{0, 0, 0.3}, {0.3, 0, 0}, {0, 1, 0}, 'r'},
+    {{0.4, 0, 0}, {0, 0, 0.2}, {0, 1, 0}, 'r'},
+    {{0.3, 0, 0}, {0, 0.1, 0}, {1, 0, 0}, 'r'},
+    {{0.1, 0.02, 0}, {0, 0, 0}, {0, 0, 0}, 'f'},
+};
+
+static void arm_json(char *buf, size_t size, const char *frame, bool degrees)
+{
+    double s = degrees ? 180 / IK_PI : 1;
+    size_t n = (size_t)snprintf(buf, size,
+                                "{\"kind\":\"joints\",\"frame\":\"%s\",\"units\":\"%s\","
+                                "\"joints\":[",
+                                frame, degrees ? "degrees" : "radians");
+    for (size_t i = 0; i < sizeof ARM / sizeof ARM[0]; i++) {
+        const pc_joint *j = &ARM[i];
+        n += (size_t)snprintf(buf + n, size - n,
+                              "%s{\"name\":\"j%zu\",\"type\":\"%s\",\"origin\":{\"xyz\":[%.17g,"
+                              "%.17g,%.17g],\"rpy\":[%.17g,%.17g,%.17g]}",
+                              i ? "," : "", i, j->type == 'r' ? "revolute" : "fixed", j->xyz[0],
+                              j->xyz[1], j->xyz[2], j->rpy[0] * s, j->rpy[1] * s, j->rpy[2] * s);
+        if (j->type == 'r')
+            n += (size_t)snprintf(buf + n, size - n,
+                                  ",\"axis\":[%g,%g,%g],\"limits\":{\"lower\":%.17g,"
+                                  "\"upper\":%.17g}",
+                                  j->axis[0], j->axis[1], j->axis[2], -3 * s, 3 * s);
+        n += (size_t)snprintf(buf + n, size - n, "}");
+    }
+    snprintf(buf + n, size - n, "]}");
+}
+
+/* Rotation matrix -> quaternion by the test (Shepperd, w-major branch only
+ * used for the well-conditioned test rotations; falls back to ik_math). */
+static ik_quat mat_to_quat(const double m[9])
+{
+    return ik_quat_from_mat3(m);
+}
+
+START_TEST(test_joints_frames_and_units)
+{
+    static const char *const frames[] = {"ros", "unity", "unreal"};
+    const double qt[4] = {0.4, -0.6, 0.9, 0.3};
+    for (int fi = 0; fi < 3; fi++)
+        for (int deg = 0; deg < 2; deg++) {
+            /* the target: the test's FK in the caller's own numbers */
+            double R[9];
+            ik_vec3 tp = pc_fk(ARM, 5, qt, R);
+            ik_quat tq = mat_to_quat(R);
+            char chain[4096], body[8192];
+            arm_json(chain, sizeof chain, frames[fi], deg);
+            snprintf(body, sizeof body,
+                     "{\"chain\":%s,\"target\":{\"position\":[%.17g,%.17g,%.17g],"
+                     "\"orientation\":[%.17g,%.17g,%.17g,%.17g]},"
+                     "\"options\":{\"frame\":\"%s\",\"units\":\"%s\",\"timeout_ms\":100}}",
+                     chain, tp.x, tp.y, tp.z, tq.x, tq.y, tq.z, tq.w, frames[fi],
+                     deg ? "degrees" : "radians");
+            json_t *r = ok(body, PROTO_SOLVE);
+            assert_success(r);
+            json_t *q = json_object_get(r, "joints");
+            ck_assert_uint_eq(json_array_size(q), 4);
+            double qs[4];
+            for (int k = 0; k < 4; k++)
+                qs[k] = jnum(q, (size_t)k) * (deg ? IK_PI / 180 : 1);
+            /* FK done in the caller's frame lands on the target */
+            double R2[9];
+            ik_vec3 p2 = pc_fk(ARM, 5, qs, R2);
+            ck_assert_double_eq_tol(ik_vec3_dist(p2, tp), 0, 1e-5);
+            for (int k = 0; k < 9; k++)
+                ck_assert_double_eq_tol(R2[k], R[k], 3e-5);
+            /* the reported tip is in the caller's frame too */
+            json_t *tip = json_object_get(r, "tip");
+            ck_assert_double_eq_tol(
+                ik_vec3_dist(pc_vec(json_object_get(tip, "position")), tp), 0, 1e-5);
+            ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "joint_names"),
+                                                              3)),
+                             "j3");
+            ck_assert(pc_num(r, "orientation_error") >= 0);
+            json_decref(r);
+        }
+}
+END_TEST
+
+START_TEST(test_joints_rotation_matrix_and_weights)
+{
+    const double qt[4] = {-0.5, 0.3, 0.7, -0.2};
+    double R[9];
+    ik_vec3 tp = pc_fk(ARM, 5, qt, R);
+    char chain[4096], body[8192];
+    arm_json(chain, sizeof chain, "ros", false);
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[%.17g,%.17g,%.17g],"
+             "\"rotation\":[[%.17g,%.17g,%.17g],[%.17g,%.17g,%.17g],[%.17g,%.17g,%.17g]]},"
+             "\"options\":{\"timeout_ms\":100}}",
+             chain, tp.x, tp.y, tp.z, R[0], R[1], R[2], R[3], R[4], R[5], R[6], R[7], R[8]);
+    json_t *r = ok(body, PROTO_SOLVE);
+    assert_success(r);
+    double qs[4], R2[9];
+    for (int k = 0; k < 4; k++)
+        qs[k] = jnum(json_object_get(r, "joints"), (size_t)k);
+    ck_assert_double_eq_tol(ik_vec3_dist(pc_fk(ARM, 5, qs, R2), tp), 0, 1e-5);
+    for (int k = 0; k < 9; k++)
+        ck_assert_double_eq_tol(R2[k], R[k], 3e-5);
+    json_decref(r);
+    /* position-only by weights: any orientation, the position is met */
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[%.17g,%.17g,%.17g],"
+             "\"orientation\":[0,0,0,1],\"weights\":[1,1,1,0,0,0]}}",
+             chain, tp.x, tp.y, tp.z);
+    r = ok(body, PROTO_SOLVE);
+    assert_success(r);
+    for (int k = 0; k < 4; k++)
+        qs[k] = jnum(json_object_get(r, "joints"), (size_t)k);
+    ck_assert_double_eq_tol(ik_vec3_dist(pc_fk(ARM, 5, qs, NULL), tp), 0, 1e-5);
+    json_decref(r);
+    /* position only (no orientation) */
+    snprintf(body, sizeof body, "{\"chain\":%s,\"target\":{\"position\":[%.17g,%.17g,%.17g]}}",
+             chain, tp.x, tp.y, tp.z);
+    r = ok(body, PROTO_SOLVE);
+    assert_success(r);
+    ck_assert_ptr_null(json_object_get(r, "orientation_error"));
+    json_decref(r);
+}
+END_TEST
+
+/* The worked example of proto/README.md: UR5 base_link -> tool0 from
+ * $IKD_DATA, the first benchmark target, through the JSON path; checked by
+ * FK on a chain the test builds itself from the same URDF. */
+START_TEST(test_ur5_worked_example)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/robots/ur5.urdf", pc_data_dir());
+    size_t len;
+    char *xml = pc_read_file(path, &len);
+    ck_assert_msg(xml != NULL, "cannot read %s", path);
+    snprintf(path, sizeof path, "%s/targets/ur5.txt", pc_data_dir());
+    char *targets = pc_read_file(path, NULL);
+    ck_assert_ptr_nonnull(targets);
+    for (int line = 0; line < 5; line++) {
+        char *s = targets;
+        for (int k = 0; k < line; k++)
+            s = strchr(s, '\n') + 1;
+        s = strchr(s, '|') + 1;
+        double t[7];
+        for (int k = 0; k < 7; k++)
+            t[k] = strtod(s, &s);
+        json_t *req = json_pack("{s:{s:s, s:s, s:s, s:s}, s:{s:[f,f,f], s:[f,f,f,f]}, s:{s:f}}",
+                                "chain", "kind", "urdf", "urdf", xml, "base", "base_link", "tip",
+                                "tool0", "target", "position", t[0], t[1], t[2], "orientation",
+                                t[3], t[4], t[5], t[6], "options", "timeout_ms", 200.0);
+        char *body = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        json_t *r = ok(body, PROTO_SOLVE);
+        free(body);
+        assert_success(r);
+        ck_assert_uint_eq(json_array_size(json_object_get(r, "joints")), 6);
+        /* independent FK */
+        ik_joint joints[16];
+        size_t n;
+        proto_error e;
+        ck_assert_int_eq(proto_urdf_chain(xml, len, "base_link", "tool0", joints, 16, &n, NULL,
+                                          &e),
+                         0);
+        ik_chain c;
+        ck_assert_int_eq(ik_chain_init(&c, joints, n), 0);
+        double q[6];
+        for (int k = 0; k < 6; k++)
+            q[k] = jnum(json_object_get(r, "joints"), (size_t)k);
+        ik_xform x = ik_chain_fk(&c, q);
+        ck_assert_double_eq_tol(ik_vec3_dist(x.p, ik_v3(t[0], t[1], t[2])), 0, 2e-5);
+        ik_quat tq = {t[3], t[4], t[5], t[6]};
+        ck_assert_double_eq_tol(ik_quat_angle_between(x.q, tq), 0, 3e-5);
+        ck_assert(ik_chain_within_limits(&c, q, 1e-9));
+        json_decref(r);
+    }
+    free(targets);
+    free(xml);
+}
+END_TEST
+
+/* ---- batches, seeds, ids, warm starts ---------------------------------- */
+
+START_TEST(test_batch)
+{
+    json_t *r = ok("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},"
+                   "\"targets\":[{\"position\":[1,1]},{\"position\":[5,0]},{\"position\":[0,1.5]}],"
+                   "\"seeds\":[null,[0,0],[1,1]]}",
+                   PROTO_BATCH);
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "count")), 3);
+    json_t *counts = json_object_get(r, "counts");
+    ck_assert_int_eq(json_integer_value(json_object_get(counts, "success")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(counts, "no_ik_solution")), 1);
+    json_t *res = json_object_get(r, "results");
+    ck_assert_uint_eq(json_array_size(res), 3);
+    const double tx[] = {1, 5, 0}, ty[] = {1, 0, 1.5};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *ri = json_array_get(res, i);
+        json_t *end = json_array_get(json_object_get(ri, "positions"), 2);
+        if (i == 1) {
+            ck_assert_str_eq(json_string_value(json_object_get(ri, "status")), "no_ik_solution");
+            continue;
+        }
+        ck_assert_double_eq_tol(jnum(end, 0), tx[i], 1e-9);
+        ck_assert_double_eq_tol(jnum(end, 1), ty[i], 1e-9);
+    }
+    json_decref(r);
+    /* a batch of joint chains runs in disjoint ranges */
+    char chain[4096], body[16384];
+    arm_json(chain, sizeof chain, "ros", false);
+    size_t n = (size_t)snprintf(body, sizeof body, "{\"chain\":%s,\"targets\":[", chain);
+    ik_vec3 tp[8];
+    for (int i = 0; i < 8; i++) {
+        double q[4] = {0.1 * i, -0.2, 0.3 + 0.05 * i, 0.4};
+        tp[i] = pc_fk(ARM, 5, q, NULL);
+        n += (size_t)snprintf(body + n, sizeof body - n, "%s{\"position\":[%.17g,%.17g,%.17g]}",
+                              i ? "," : "", tp[i].x, tp[i].y, tp[i].z);
+    }
+    snprintf(body + n, sizeof body - n, "]}");
+    proto_job *job;
+    proto_error e;
+    ck_assert_int_eq(proto_job_decode(body, strlen(body), PROTO_BATCH, NULL, NULL, NULL, &job, &e),
+                     0);
+    ck_assert_uint_eq(proto_job_count(job), 8);
+    ck_assert(proto_job_cost_us(job) > 1);
+    ck_assert_str_eq(proto_job_solver_name(job), "numeric");
+    proto_job_run(job, 4, 8);
+    proto_job_run(job, 0, 4);
+    for (size_t i = 0; i < 8; i++) {
+        json_t *ri = proto_job_result_json(job, i);
+        assert_success(ri);
+        double q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = jnum(json_object_get(ri, "joints"), (size_t)k);
+        ck_assert_double_eq_tol(ik_vec3_dist(pc_fk(ARM, 5, q, NULL), tp[i]), 0, 1e-5);
+        json_decref(ri);
+    }
+    proto_job_free(job);
+}
+END_TEST
+
+static proto_chain *registry_lookup(void *ud, const char *id)
+{
+    proto_chain *c = ud;
+    if (strcmp(proto_chain_id(c), id) != 0)
+        return NULL;
+    proto_chain_ref(c);
+    return c;
+}
+
+START_TEST(test_chain_id_and_warm_start)
+{
+    proto_error e;
+    const char *cj = "{\"kind\":\"planar\",\"lengths\":[1,1]}";
+    proto_chain *c = proto_chain_decode(cj, strlen(cj), NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    char body[256];
+    snprintf(body, sizeof body, "{\"chain_id\":\"%s\",\"target\":{\"position\":[1,1]}}",
+             proto_chain_id(c));
+    proto_job *a, *b;
+    ck_assert_int_eq(proto_job_decode(body, strlen(body), PROTO_SOLVE, NULL, registry_lookup, c,
+                                      &a, &e),
+                     0);
+    proto_job_run(a, 0, 1);
+    /* unknown id, and no registry at all */
+    const char *bad = "{\"chain_id\":\"0123\",\"target\":{\"position\":[1,1]}}";
+    ck_assert_int_eq(proto_job_decode(bad, strlen(bad), PROTO_SOLVE, NULL, registry_lookup, c,
+                                      &b, &e),
+                     -1);
+    ck_assert_str_eq(e.code, "unknown_chain");
+    ck_assert_int_eq(e.http_status, 404);
+    ck_assert_ptr_null(b);
+    pc_reject(body, PROTO_SOLVE, "unknown_chain", 404, "/chain_id");
+
+    /* a stream job: chain given, warm-started from the previous answer,
+     * keeps the previous branch */
+    json_t *req = json_pack("{s:{s:[f,f]}}", "target", "position", 1.0, 0.9);
+    ck_assert_int_eq(proto_job_decode_json(req, PROTO_SOLVE, NULL, c, NULL, NULL, &b, &e), 0);
+    proto_job_warm_start(b, a);
+    proto_job_run(b, 0, 1);
+    json_t *ra = proto_job_result_json(a, 0), *rb = proto_job_result_json(b, 0);
+    double a1 = jnum(json_object_get(ra, "joints"), 1), b1 = jnum(json_object_get(rb, "joints"), 1);
+    ck_assert(a1 * b1 > 0); /* same elbow side */
+    json_decref(ra);
+    json_decref(rb);
+    proto_job_free(b);
+    /* a stream job must not carry its own chain */
+    json_object_set_new(req, "chain", json_pack("{s:s}", "kind", "planar"));
+    ck_assert_int_eq(proto_job_decode_json(req, PROTO_SOLVE, NULL, c, NULL, NULL, &b, &e), -1);
+    ck_assert_str_eq(e.path, "/chain");
+    json_decref(req);
+    proto_job_free(a);
+    proto_chain_unref(c);
+}
+END_TEST
+
+START_TEST(test_status_codes)
+{
+    /* one iteration cannot reach a far pose: not converged -> no_ik_solution */
+    char chain[4096], body[8192];
+    arm_json(chain, sizeof chain, "ros", false);
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0.5,0.4],\"orientation\":[1,0,0,0]},"
+             "\"seed\":[0,0,0,0],\"options\":{\"max_iterations\":1,\"timeout_ms\":0}}",
+             chain);
+    json_t *r = ok(body, PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "no_ik_solution");
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), -31);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "reason")), "not_converged");
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "iterations")), 1);
+    json_decref(r);
+}
+END_TEST
+
+START_TEST(test_solvers_describe)
+{
+    json_t *d = proto_solvers_describe(NULL);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "solvers")), 7);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(d, "limits"),
+                                                        "max_joints")),
+                     64);
+    ck_assert(json_is_object(json_object_get(json_object_get(d, "options"), "frame")));
+    json_decref(d);
+}
+END_TEST
+
+/* ---- rejections -------------------------------------------------------- */
+
+#define PLANAR "\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]}"
+#define BONES3 "\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,1,0],[0,2,0]]}"
+
+START_TEST(test_rejections)
+{
+    /* malformed JSON, with line and column */
+    proto_error e;
+    ck_assert_ptr_null(pc_solve("{\n \"chain\": {,\n}", PROTO_SOLVE, &e));
+    ck_assert_str_eq(e.code, "invalid_json");
+    ck_assert_ptr_nonnull(strstr(e.message, "line 2"));
+    pc_reject("", PROTO_SOLVE, "invalid_json", 400, "");
+    pc_reject("[]", PROTO_SOLVE, "invalid_request", 400, "");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"target\":{}}", PROTO_SOLVE,
+              "invalid_json", 400, "");
+    /* missing and unknown fields, wrong types */
+    pc_reject("{\"target\":{\"position\":[1,1]}}", PROTO_SOLVE, "invalid_request", 400, "/chain");
+    pc_reject("{" PLANAR "}", PROTO_SOLVE, "invalid_request", 400, "/target");
+    pc_reject("{" PLANAR ",\"target\":{\"positon\":[1,1]}}", PROTO_SOLVE, "invalid_request", 400,
+              "/target/positon");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"option\":{}}", PROTO_SOLVE,
+              "invalid_request", 400, "/option");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":\"1,1\"}}", PROTO_SOLVE, "invalid_request",
+              400, "/target/position");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,true]}}", PROTO_SOLVE, "invalid_request",
+              400, "/target/position/1");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1,0]}}", PROTO_SOLVE, "invalid_request",
+              400, "/target/position");
+    pc_reject("{" PLANAR ",\"targets\":[{\"position\":[1,1]}]}", PROTO_SOLVE, "invalid_request",
+              400, "/targets");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]}}", PROTO_BATCH, "invalid_request", 400,
+              "/target");
+    /* numbers: non-finite literal, overflow, absurd magnitude */
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,NaN]}}", PROTO_SOLVE, "invalid_json", 400,
+              "");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1e400]}}", PROTO_SOLVE, "invalid_json",
+              400, "");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,2e6]}}", PROTO_SOLVE, "invalid_request",
+              400, "/target/position/1");
+    /* chain errors surface with their path inside the request */
+    pc_reject("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0]},\"target\":{\"position\":[1,1]}}",
+              PROTO_SOLVE, "invalid_chain", 422, "/chain/lengths/1");
+    pc_reject("{" PLANAR ",\"chain_id\":\"x\",\"target\":{\"position\":[1,1]}}", PROTO_SOLVE,
+              "invalid_request", 400, "/chain_id");
+    /* seeds */
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"seed\":[0]}", PROTO_SOLVE,
+              "invalid_request", 400, "/seed");
+    pc_reject("{" PLANAR ",\"targets\":[{\"position\":[1,1]}],\"seeds\":[[0,0],[0,0]]}",
+              PROTO_BATCH, "invalid_request", 400, "/seeds");
+    pc_reject("{" PLANAR ",\"targets\":[{\"position\":[1,1]},{\"position\":[1,1]}],"
+              "\"seeds\":[[0,0],[0]]}",
+              PROTO_BATCH, "invalid_request", 400, "/seeds/1");
+    pc_reject("{\"chain\":{\"kind\":\"links3d\",\"lengths\":[1,1,1]},"
+              "\"target\":{\"position\":[1,1,0],\"up\":[0,0,1]},\"seed\":[0,0,0,0,0]}",
+              PROTO_SOLVE, "invalid_request", 400, "/seed");
+    /* options */
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"tolerance\":0}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/tolerance");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"tolerance\":-1}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/tolerance");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"timeout_ms\":-1}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/timeout_ms");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"timeout_ms\":5000}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/timeout_ms");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"max_iterations\":0}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/max_iterations");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"max_iterations\":2.5}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/max_iterations");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"frame\":\"maya\"}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/frame");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"units\":\"grad\"}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/units");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"bend\":0}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/bend");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"solver\":\"ccd\"}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/solver");
+    pc_reject("{" BONES3 ",\"target\":{\"position\":[1,1,0]},\"options\":{\"solver\":\"numeric\"}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/solver");
+    /* target fields the solver needs or would ignore */
+    pc_reject("{\"chain\":{\"kind\":\"links3d\",\"lengths\":[1,1,1]},"
+              "\"target\":{\"position\":[1,1,0]}}",
+              PROTO_SOLVE, "invalid_request", 400, "/target/up");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1],\"up\":[0,1]}}", PROTO_SOLVE,
+              "invalid_request", 400, "/target/up");
+    pc_reject("{" BONES3 ",\"target\":{\"position\":[1,1,0],\"orientation\":[0,0,0,1]}}",
+              PROTO_SOLVE, "invalid_request", 400, "/target/orientation");
+    pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1],\"pole\":[0,1]}}", PROTO_SOLVE,
+              "invalid_request", 400, "/target/pole");
+    pc_reject("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1,1]},"
+              "\"targets\":[{\"position\":[1,1],\"up\":[0,1]},{\"position\":[1,1]}]}",
+              PROTO_BATCH, "invalid_request", 400, "/targets/1/up");
+    pc_reject("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1,1]},"
+              "\"target\":{\"position\":[1,1],\"up\":[0,0]}}",
+              PROTO_SOLVE, "invalid_request", 400, "/target/up");
+    /* rotations: far from unit, not orthonormal, both given */
+    char chain[4096], body[8192];
+    arm_json(chain, sizeof chain, "ros", false);
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5],\"orientation\":[0,0,0,1.1]}}",
+             chain);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/target/orientation");
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5],"
+             "\"orientation\":[0,0,0,1.0004]}}",
+             chain);
+    json_t *r = ok(body, PROTO_SOLVE); /* near-unit is normalised */
+    json_decref(r);
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5],"
+             "\"rotation\":[[1,0,0],[0,1,0],[0,0.1,1]]}}",
+             chain);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/target/rotation");
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5],"
+             "\"rotation\":[[1,0,0],[0,1,0],[0,0,-1]]}}",
+             chain);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/target/rotation");
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5],\"orientation\":[0,0,0,1],"
+             "\"rotation\":[[1,0,0],[0,1,0],[0,0,1]]}}",
+             chain);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/target/rotation");
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5],\"weights\":[0,0,0,0,0,0]}}",
+             chain);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/target/weights");
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5],\"weights\":[1,1,1,1,0,0]}}",
+             chain);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/target/weights");
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5],\"weights\":[1,1,-1,0,0,0]}}",
+             chain);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/target/weights/2");
+    snprintf(body, sizeof body, "{\"chain\":%s,\"target\":{\"position\":[0.2,0,0.5]},"
+                                "\"seed\":[0,0,0,\"a\"]}",
+             chain);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/seed/3");
+}
+END_TEST
+
+START_TEST(test_limits)
+{
+    proto_limits lim;
+    proto_limits_default(&lim);
+    lim.max_targets = 2;
+    proto_job *job;
+    proto_error e;
+    const char *b3 = "{" PLANAR ",\"targets\":[{\"position\":[1,1]},{\"position\":[1,1]},"
+                     "{\"position\":[1,1]}]}";
+    ck_assert_int_eq(proto_job_decode(b3, strlen(b3), PROTO_BATCH, &lim, NULL, NULL, &job, &e),
+                     -1);
+    ck_assert_str_eq(e.code, "too_large");
+    ck_assert_int_eq(e.http_status, 413);
+    ck_assert_str_eq(e.path, "/targets");
+    lim.max_body_bytes = 10;
+    ck_assert_int_eq(proto_job_decode(b3, strlen(b3), PROTO_BATCH, &lim, NULL, NULL, &job, &e),
+                     -1);
+    ck_assert_str_eq(e.code, "too_large");
+    ck_assert_str_eq(e.path, "");
+    proto_limits_default(&lim);
+    lim.max_joints = 3;
+    const char *b4 = "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,1,0],[0,2,0],"
+                     "[0,3,0]]},\"target\":{\"position\":[1,1,0]}}";
+    ck_assert_int_eq(proto_job_decode(b4, strlen(b4), PROTO_SOLVE, &lim, NULL, NULL, &job, &e),
+                     -1);
+    ck_assert_str_eq(e.code, "too_large");
+    ck_assert_str_eq(e.path, "/chain/positions");
+    proto_limits_default(&lim);
+    lim.max_iterations = 50;
+    const char *b5 = "{" PLANAR ",\"target\":{\"position\":[1,1]},"
+                     "\"options\":{\"max_iterations\":51}}";
+    ck_assert_int_eq(proto_job_decode(b5, strlen(b5), PROTO_SOLVE, &lim, NULL, NULL, &job, &e),
+                     -1);
+    ck_assert_str_eq(e.path, "/options/max_iterations");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("proto_job");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_two_link);
+    tcase_add_test(tc, test_two_link_bend_and_seed);
+    tcase_add_test(tc, test_three_link_planar);
+    tcase_add_test(tc, test_three_link_3d);
+    tcase_add_test(tc, test_two_bone_and_pole);
+    tcase_add_test(tc, test_fabrik_ccd);
+    tcase_add_test(tc, test_skeleton);
+    tcase_add_test(tc, test_joints_frames_and_units);
+    tcase_add_test(tc, test_joints_rotation_matrix_and_weights);
+    tcase_add_test(tc, test_ur5_worked_example);
+    tcase_add_test(tc, test_batch);
+    tcase_add_test(tc, test_chain_id_and_warm_start);
+    tcase_add_test(tc, test_status_codes);
+    tcase_add_test(tc, test_solvers_describe);
+    tcase_add_test(tc, test_rejections);
+    tcase_add_test(tc, test_limits);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
