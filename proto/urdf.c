@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver/ik_status.h"
 
 /* ---- errors ---------------------------------------------------------- */
 
@@ -45,7 +46,7 @@ static int urdf_fail(proto_error *err, int http, const char *code, const char *f
     return proto_error_set(err, http, code, NULL, "%s", msg);
 }
 
-#define INVALID(err, ...) urdf_fail((err), 422, "invalid_urdf", __VA_ARGS__)
+#define INVALID(err, ...)   urdf_fail((err), 422, "invalid_urdf", __VA_ARGS__)
 #define TOO_LARGE(err, ...) urdf_fail((err), 413, "too_large", __VA_ARGS__)
 
 /* ---- libxml2 setup --------------------------------------------------- */
@@ -59,7 +60,7 @@ static void urdf_init_libxml(void)
 
 /* What the SAX hooks below learn during one parse (ctxt->_private). */
 typedef struct urdf_parse_state {
-    bool doctype;   /* a <!DOCTYPE> was met and the parse stopped */
+    bool doctype; /* a <!DOCTYPE> was met and the parse stopped */
     bool have_error;
     int line;
     char message[200]; /* the first error, which is the useful one */
@@ -109,7 +110,7 @@ typedef struct urdf_doc {
     const char **links;        /* document order */
     const char **links_sorted; /* by name */
     size_t n_links;
-    urdf_joint *joints;    /* sorted by child link */
+    urdf_joint *joints; /* sorted by child link */
     size_t n_joints;
 } urdf_doc;
 
@@ -502,7 +503,8 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
         cur = j->parent;
     }
     if (n > cap) {
-        r = TOO_LARGE(err, "the chain from '%.64s' to '%.64s' has %zu joints, more than the %zu allowed",
+        r = TOO_LARGE(err,
+                      "the chain from '%.64s' to '%.64s' has %zu joints, more than the %zu allowed",
                       base_link, tip_link, n, cap);
         goto done;
     }
@@ -525,6 +527,55 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
 done:
     free(path);
     urdf_close(&d);
+    return r;
+}
+
+int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
+                          ik_chain *chain, size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
+                          proto_error *err)
+{
+    if (!chain)
+        return urdf_fail(err, 400, "invalid_request", "no chain to load into");
+    ik_joint *joints = malloc(IK_MAX_JOINTS * sizeof *joints);
+    char(*jn)[PROTO_URDF_NAME_MAX] = malloc(IK_MAX_JOINTS * sizeof *jn);
+    ik_chain *tmp = malloc(sizeof *tmp);
+    int r = -1;
+    size_t n = 0;
+    if (!joints || !jn || !tmp) {
+        urdf_fail(err, 500, "internal", "out of memory");
+        goto done;
+    }
+    if (proto_urdf_chain(xml, len, base_link, tip_link, joints, IK_MAX_JOINTS, &n, jn, err))
+        goto done;
+    size_t dof = 0;
+    for (size_t i = 0; i < n; i++)
+        dof += joints[i].type != IK_JOINT_FIXED;
+    if (dof == 0) {
+        INVALID(err, "the chain from '%.64s' to '%.64s' has no movable joint", base_link, tip_link);
+        goto done;
+    }
+    if (dof > IK_MAX_DOF) {
+        TOO_LARGE(err, "the chain from '%.64s' to '%.64s' has %zu movable joints, more than %d",
+                  base_link, tip_link, dof, IK_MAX_DOF);
+        goto done;
+    }
+    int st = ik_chain_init(tmp, joints, n);
+    if (st != IK_OK) {
+        INVALID(err, "the chain from '%.64s' to '%.64s' cannot be built: %s", base_link, tip_link,
+                ik_status_message(st));
+        goto done;
+    }
+    *chain = *tmp;
+    if (n_joints)
+        *n_joints = chain->dof;
+    if (names)
+        for (size_t i = 0; i < chain->dof; i++)
+            memcpy(names[i], jn[chain->source_index[i]], PROTO_URDF_NAME_MAX);
+    r = 0;
+done:
+    free(joints);
+    free(jn);
+    free(tmp);
     return r;
 }
 

@@ -95,9 +95,9 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
  * movable joint, or one ik_chain_init() rejects, is "invalid_urdf". On error
  * *chain, *n_joints and names are unchanged. Uses about IK_MAX_JOINTS *
  * (sizeof(ik_joint) + PROTO_URDF_NAME_MAX) bytes of heap while running. */
-int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
-                          const char *tip_link, ik_chain *chain, size_t *n_joints,
-                          char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
+int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
+                          ik_chain *chain, size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
+                          proto_error *err);
 
 /* Lists the names of every <link> of the document, in document order, into
  * names[0..*n_links-1] (names longer than PROTO_URDF_NAME_MAX - 1 bytes are

@@ -8,7 +8,8 @@
  * targets of $IKD_DATA/targets/<robot>.txt, whose tip poses must come back
  * from the listed joint values. Forward kinematics is computed here
  * independently of solver/ik_chain.c (composing origin * motion of every
- * described joint). proto_urdf_load_chain is tested once ik_chain.c lands.
+ * described joint), and compared with ik_chain_fk on the compiled chain of
+ * proto_urdf_load_chain, so parser and compiler cross-check each other.
  *
  * Every rejection the header lists has its own small inline document, and
  * the security cases (DOCTYPE with entity bombs or external entities, a
@@ -86,7 +87,11 @@ typedef struct expect_chain {
 
 /* Tables of SOURCES.md (limits printed there to 5-6 significant digits). */
 static const expect_chain chains[] = {
-    {"robots/ur5.urdf", "base_link", "tool0", "targets/ur5.txt", 7,
+    {"robots/ur5.urdf",
+     "base_link",
+     "tool0",
+     "targets/ur5.txt",
+     7,
      {{"shoulder_pan_joint", R, -6.28319, 6.28319},
       {"shoulder_lift_joint", R, -6.28319, 6.28319},
       {"elbow_joint", R, -3.14159, 3.14159},
@@ -94,8 +99,13 @@ static const expect_chain chains[] = {
       {"wrist_2_joint", R, -6.28319, 6.28319},
       {"wrist_3_joint", R, -6.28319, 6.28319},
       {"wrist_3_link-tool0_fixed_joint", F, 0, 0}},
-     {0.81725, 0.19145, -0.00549}, 1e-5},
-    {"robots/abb_irb120.urdf", "base_link", "tool0", "targets/abb_irb120.txt", 7,
+     {0.81725, 0.19145, -0.00549},
+     1e-5},
+    {"robots/abb_irb120.urdf",
+     "base_link",
+     "tool0",
+     "targets/abb_irb120.txt",
+     7,
      {{"joint_1", R, -2.87979, 2.87979},
       {"joint_2", R, -1.91986, 1.91986},
       {"joint_3", R, -1.91986, 1.22173},
@@ -103,8 +113,13 @@ static const expect_chain chains[] = {
       {"joint_5", R, -2.0944, 2.0944},
       {"joint_6", R, -6.98132, 6.98132},
       {"joint6-tool0", F, 0, 0}},
-     {0.374, 0, 0.630}, 1e-6},
-    {"robots/kuka_iiwa14_r820.urdf", "base_link", "tool0", "targets/kuka_iiwa14_r820.txt", 8,
+     {0.374, 0, 0.630},
+     1e-6},
+    {"robots/kuka_iiwa14_r820.urdf",
+     "base_link",
+     "tool0",
+     "targets/kuka_iiwa14_r820.txt",
+     8,
      {{"joint_a1", R, -2.9668, 2.9668},
       {"joint_a2", R, -2.0942, 2.0942},
       {"joint_a3", R, -2.9668, 2.9668},
@@ -113,8 +128,13 @@ static const expect_chain chains[] = {
       {"joint_a6", R, -2.0942, 2.0942},
       {"joint_a7", R, -3.0541, 3.0541},
       {"joint_a7-tool0", F, 0, 0}},
-     {0, 0, 1.306}, 1e-6},
-    {"robots/franka_panda.urdf", "panda_link0", "panda_link8", "targets/franka_panda.txt", 8,
+     {0, 0, 1.306},
+     1e-6},
+    {"robots/franka_panda.urdf",
+     "panda_link0",
+     "panda_link8",
+     "targets/franka_panda.txt",
+     8,
      {{"panda_joint1", R, -2.8973, 2.8973},
       {"panda_joint2", R, -1.7628, 1.7628},
       {"panda_joint3", R, -2.8973, 2.8973},
@@ -123,8 +143,13 @@ static const expect_chain chains[] = {
       {"panda_joint6", R, -0.0175, 3.7525},
       {"panda_joint7", R, -2.8973, 2.8973},
       {"panda_joint8", F, 0, 0}},
-     {0.088, 0, 0.926}, 1e-6},
-    {"robots/pr2.urdf", "torso_lift_link", "r_wrist_roll_link", "targets/pr2.txt", 9,
+     {0.088, 0, 0.926},
+     1e-6},
+    {"robots/pr2.urdf",
+     "torso_lift_link",
+     "r_wrist_roll_link",
+     "targets/pr2.txt",
+     9,
      {{"r_shoulder_pan_joint", R, -2.2854, 0.714602},
       {"r_shoulder_lift_joint", R, -0.5236, 1.3963},
       {"r_upper_arm_roll_joint", R, -3.9, 0.8},
@@ -134,8 +159,13 @@ static const expect_chain chains[] = {
       {"r_forearm_joint", F, 0, 0},
       {"r_wrist_flex_joint", R, -2.18, 0},
       {"r_wrist_roll_joint", C, -INFINITY, INFINITY}},
-     {0.821, -0.188, 0.0}, 1e-6},
-    {"robots/pr2.urdf", "base_link", "r_wrist_roll_link", NULL, 10,
+     {0.821, -0.188, 0.0},
+     1e-6},
+    {"robots/pr2.urdf",
+     "base_link",
+     "r_wrist_roll_link",
+     NULL,
+     10,
      {{"torso_lift_joint", P, 0, 0.33},
       {"r_shoulder_pan_joint", R, -2.2854, 0.714602},
       {"r_shoulder_lift_joint", R, -0.5236, 1.3963},
@@ -146,7 +176,8 @@ static const expect_chain chains[] = {
       {"r_forearm_joint", F, 0, 0},
       {"r_wrist_flex_joint", R, -2.18, 0},
       {"r_wrist_roll_joint", C, -INFINITY, INFINITY}},
-     {0.7710, -0.1880, 0.7397}, 1e-4},
+     {0.7710, -0.1880, 0.7397},
+     1e-4},
 };
 
 static void check_limit(double got, double want)
@@ -188,6 +219,22 @@ START_TEST(test_robot_chain)
     ck_assert_double_eq_tol(tip.p.y, e->tip_zero[1], e->tip_tol);
     ck_assert_double_eq_tol(tip.p.z, e->tip_zero[2], e->tip_tol);
 
+    /* The compiled chain: same dof, movable names in order, same FK. */
+    ik_chain c;
+    size_t cdof = 0;
+    char mnames[IK_MAX_DOF][PROTO_URDF_NAME_MAX];
+    r = proto_urdf_load_chain(xml, len, e->base, e->tip, &c, &cdof, mnames, &err);
+    ck_assert_msg(r == 0, "%s: %s", e->file, err.message);
+    ck_assert_uint_eq(cdof, dof);
+    ck_assert_uint_eq(c.dof, dof);
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (e->j[i].type != IK_JOINT_FIXED)
+            ck_assert_str_eq(mnames[k++], e->j[i].name);
+    ik_xform tc = ik_chain_fk(&c, zero);
+    ck_assert_double_eq_tol(tc.p.x, tip.p.x, 1e-12);
+    ck_assert_double_eq_tol(tc.p.y, tip.p.y, 1e-12);
+    ck_assert_double_eq_tol(tc.p.z, tip.p.z, 1e-12);
+
     /* The benchmark targets: joint values | px py pz qx qy qz qw. */
     if (e->targets) {
         size_t tlen;
@@ -213,11 +260,16 @@ START_TEST(test_robot_chain)
                 p = end;
             }
             ik_xform a = fk_described(j, n, q);
+            ik_xform b = ik_chain_fk(&c, q);
             ik_quat want = {pose[3], pose[4], pose[5], pose[6]};
             ck_assert_double_eq_tol(a.p.x, pose[0], 1e-9);
             ck_assert_double_eq_tol(a.p.y, pose[1], 1e-9);
             ck_assert_double_eq_tol(a.p.z, pose[2], 1e-9);
             ck_assert_double_le(ik_quat_angle_between(a.q, want), 1e-8);
+            ck_assert_double_eq_tol(b.p.x, pose[0], 1e-9);
+            ck_assert_double_eq_tol(b.p.y, pose[1], 1e-9);
+            ck_assert_double_eq_tol(b.p.z, pose[2], 1e-9);
+            ck_assert_double_le(ik_quat_angle_between(b.q, want), 1e-8);
             line = nl + 1;
         }
         free(txt);
@@ -294,12 +346,12 @@ END_TEST
 
 /* ---- inline documents ------------------------------------------------- */
 
-#define HEAD "<?xml version=\"1.0\"?>\n<robot name=\"t\">\n"
+#define HEAD  "<?xml version=\"1.0\"?>\n<robot name=\"t\">\n"
 #define LINKS "<link name=\"a\"/><link name=\"b\"/><link name=\"c\"/>\n"
 #define J(name, type, parent, child, body)                                                         \
     "<joint name=\"" name "\" type=\"" type "\"><parent link=\"" parent "\"/><child link=\"" child \
     "\"/>" body "</joint>\n"
-#define LIM "<limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/>"
+#define LIM  "<limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/>"
 #define TAIL "</robot>\n"
 
 /* Runs proto_urdf_chain from a to c and expects a rejection whose code and
@@ -383,8 +435,8 @@ END_TEST
 
 START_TEST(test_unknown_links)
 {
-    const char *xml = HEAD LINKS J("j1", "revolute", "a", "b", LIM)
-        J("j2", "revolute", "b", "c", LIM) TAIL;
+    const char *xml =
+        HEAD LINKS J("j1", "revolute", "a", "b", LIM) J("j2", "revolute", "b", "c", LIM) TAIL;
     expect_error(xml, "nope", "c", "invalid_urdf", 422, "unknown base link 'nope'");
     expect_error(xml, "nope", "c", "invalid_urdf", 422, "links: a, b, c");
     expect_error(xml, "a", "zzz", "invalid_urdf", 422, "unknown tip link 'zzz'");
@@ -395,8 +447,8 @@ END_TEST
 START_TEST(test_not_descendant)
 {
     /* a -> b, a -> c: c is not below b; and b is not below c */
-    const char *xml = HEAD LINKS J("j1", "revolute", "a", "b", LIM)
-        J("j2", "revolute", "a", "c", LIM) TAIL;
+    const char *xml =
+        HEAD LINKS J("j1", "revolute", "a", "b", LIM) J("j2", "revolute", "a", "c", LIM) TAIL;
     expect_error(xml, "b", "c", "invalid_urdf", 422,
                  "tip link 'c' is not a descendant of base link 'b'");
     expect_error(xml, "b", "c", "invalid_urdf", 422, "no serial path");
@@ -411,13 +463,13 @@ END_TEST
 
 START_TEST(test_two_parents_and_cycles)
 {
-    const char *xml = HEAD LINKS J("j1", "revolute", "a", "c", LIM)
-        J("j2", "revolute", "b", "c", LIM) TAIL;
+    const char *xml =
+        HEAD LINKS J("j1", "revolute", "a", "c", LIM) J("j2", "revolute", "b", "c", LIM) TAIL;
     expect_error(xml, "a", "c", "invalid_urdf", 422, "link 'c' has two parents");
     expect_error(xml, "a", "c", "invalid_urdf", 422, "'j1' and 'j2'");
     /* a cycle without a root: b -> c -> b */
-    const char *cyc = HEAD LINKS J("j1", "revolute", "b", "c", LIM)
-        J("j2", "revolute", "c", "b", LIM) TAIL;
+    const char *cyc =
+        HEAD LINKS J("j1", "revolute", "b", "c", LIM) J("j2", "revolute", "c", "b", LIM) TAIL;
     expect_error(cyc, "a", "c", "invalid_urdf", 422, "cycle");
     /* joint naming an undeclared parent link */
     const char *und = HEAD LINKS J("j1", "revolute", "ghost", "c", LIM) TAIL;
@@ -442,15 +494,16 @@ START_TEST(test_joint_types)
                  "joint 'j1' is of type 'planar'");
     expect_error(HEAD LINKS J("j1", "hinge", "a", "b", "") TAIL, "a", "b", "invalid_urdf", 422,
                  "unknown type 'hinge'");
-    expect_error(HEAD LINKS "<joint name=\"j1\"><parent link=\"a\"/><child link=\"b\"/></joint>" TAIL,
+    expect_error(HEAD LINKS
+                 "<joint name=\"j1\"><parent link=\"a\"/><child link=\"b\"/></joint>" TAIL,
                  "a", "b", "invalid_urdf", 422, "joint 'j1' has no type");
     expect_error(HEAD LINKS J("j1", "revolute", "a", "b", "") TAIL, "a", "b", "invalid_urdf", 422,
                  "revolute joint 'j1' has no <limit");
     expect_error(HEAD LINKS J("j1", "prismatic", "a", "b", "") TAIL, "a", "b", "invalid_urdf", 422,
                  "prismatic joint 'j1' has no <limit");
     /* a floating joint off the chain does not matter */
-    const char *xml = HEAD LINKS J("j1", "revolute", "a", "b", LIM)
-        J("j2", "floating", "a", "c", "") TAIL;
+    const char *xml =
+        HEAD LINKS J("j1", "revolute", "a", "b", LIM) J("j2", "floating", "a", "c", "") TAIL;
     ik_joint j[2];
     size_t n;
     proto_error err;
@@ -488,8 +541,8 @@ END_TEST
 
 START_TEST(test_too_large)
 {
-    const char *xml = HEAD LINKS J("j1", "revolute", "a", "b", LIM)
-        J("j2", "revolute", "b", "c", LIM) TAIL;
+    const char *xml =
+        HEAD LINKS J("j1", "revolute", "a", "b", LIM) J("j2", "revolute", "b", "c", LIM) TAIL;
     ik_joint j[2];
     size_t n = 0;
     proto_error err;
@@ -498,6 +551,28 @@ START_TEST(test_too_large)
     ck_assert_int_eq(err.http_status, 413);
     ck_assert_ptr_nonnull(strstr(err.message, "2 joints"));
     ck_assert_int_eq(proto_urdf_chain(xml, strlen(xml), "a", "c", j, 2, &n, NULL, &err), 0);
+
+    /* a 40-joint path exceeds IK_MAX_DOF movable joints: load_chain says so */
+    size_t cap = 1 << 16;
+    char *big = malloc(cap);
+    size_t used = (size_t)snprintf(big, cap, HEAD "<link name=\"l0\"/>");
+    for (int i = 1; i <= 40; i++)
+        used += (size_t)snprintf(big + used, cap - used,
+                                 "<link name=\"l%d\"/>" J("j%d", "revolute", "l%d", "l%d", LIM), i,
+                                 i, i - 1, i);
+    used += (size_t)snprintf(big + used, cap - used, TAIL);
+    ik_chain c;
+    ck_assert_int_eq(proto_urdf_load_chain(big, used, "l0", "l40", &c, NULL, NULL, &err), -1);
+    ck_assert_str_eq(err.code, "too_large");
+    ck_assert_int_eq(proto_urdf_load_chain(big, used, "l0", "l30", &c, &n, NULL, &err), 0);
+    ck_assert_uint_eq(n, 30);
+    free(big);
+
+    /* only fixed joints */
+    const char *fx = HEAD LINKS J("j1", "fixed", "a", "b", "") TAIL;
+    ck_assert_int_eq(proto_urdf_load_chain(fx, strlen(fx), "a", "b", &c, NULL, NULL, &err), -1);
+    ck_assert_str_eq(err.code, "invalid_urdf");
+    ck_assert_ptr_nonnull(strstr(err.message, "no movable joint"));
 
     /* a joint name too long for the names array */
     char longname[300];
@@ -515,13 +590,16 @@ END_TEST
 START_TEST(test_doctype_refused)
 {
     /* billion laughs */
-    const char *bomb =
-        "<?xml version=\"1.0\"?>\n<!DOCTYPE robot [\n<!ENTITY a \"aaaaaaaaaa\">\n"
-        "<!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\">\n<!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">\n"
-        "<!ENTITY d \"&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;\">\n<!ENTITY e \"&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;\">\n"
-        "<!ENTITY f \"&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;\">\n<!ENTITY g \"&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;\">\n"
-        "<!ENTITY h \"&g;&g;&g;&g;&g;&g;&g;&g;&g;&g;\">\n<!ENTITY i \"&h;&h;&h;&h;&h;&h;&h;&h;&h;&h;\">\n"
-        "]>\n<robot name=\"&i;\"><link name=\"&i;\"/><link name=\"b\"/></robot>\n";
+    const char *bomb = "<?xml version=\"1.0\"?>\n<!DOCTYPE robot [\n<!ENTITY a \"aaaaaaaaaa\">\n"
+                       "<!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\">\n<!ENTITY c "
+                       "\"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">\n"
+                       "<!ENTITY d \"&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;\">\n<!ENTITY e "
+                       "\"&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;\">\n"
+                       "<!ENTITY f \"&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;\">\n<!ENTITY g "
+                       "\"&f;&f;&f;&f;&f;&f;&f;&f;&f;&f;\">\n"
+                       "<!ENTITY h \"&g;&g;&g;&g;&g;&g;&g;&g;&g;&g;\">\n<!ENTITY i "
+                       "\"&h;&h;&h;&h;&h;&h;&h;&h;&h;&h;\">\n"
+                       "]>\n<robot name=\"&i;\"><link name=\"&i;\"/><link name=\"b\"/></robot>\n";
     expect_error(bomb, "a", "b", "invalid_urdf", 422, "DOCTYPE");
     /* external entity (XXE) */
     const char *xxe = "<?xml version=\"1.0\"?>\n<!DOCTYPE robot [<!ENTITY x SYSTEM "
@@ -550,10 +628,11 @@ START_TEST(test_big_document)
                                  i, i, i - 1, i);
     int k = 0;
     while (used < (4u << 20) - 200) {
-        used += (size_t)snprintf(big + used, cap - used,
-                                 "<link name=\"x%d\"/>" J("y%d", "floating", "l0", "x%d", "")
-                                     "<!-- padding padding padding padding -->\n",
-                                 k, k, k);
+        used += (size_t)snprintf(
+            big + used, cap - used,
+            "<link name=\"x%d\"/>" J("y%d", "floating", "l0", "x%d",
+                                     "") "<!-- padding padding padding padding -->\n",
+            k, k, k);
         k++;
     }
     used += (size_t)snprintf(big + used, cap - used, TAIL);
