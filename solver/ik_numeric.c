@@ -13,17 +13,26 @@
  *   dq = Jw^T (Jw Jw^T + lambda I)^-1 ew     (Jw, ew: rows times sqrt(w))
  * which is the damped least-squares step (J^T J + lambda I)^-1 J^T e solved
  * as an m x m system (m <= 6) by Cholesky, whatever the number of joints.
- * The trial q + dq is put back inside the limits (revolute joints spanning a
- * full turn are first shifted by whole turns; otherwise clamped; continuous
- * joints wrapped) and accepted only if it lowers the weighted squared error:
+ * Joint limits form a small active set: a joint the step would push through
+ * a limit is moved onto it, its motion is taken out of the error, and the
+ * step is solved again for the other joints (up to LOCK_PASSES times), so
+ * the arm keeps sliding along a limit instead of stalling against it.
+ * Revolute joints whose range spans a full turn are first shifted by whole
+ * turns (same pose, no wall); continuous joints are wrapped into (-pi, pi].
+ * The trial pose is accepted only if it lowers the weighted squared error:
  * then lambda shrinks (x LAMBDA_DOWN), else it grows (x LAMBDA_UP) and the
  * step is retried. An attempt ends when every checked component is below
  * CONVERGED_FRACTION of its tolerance (solved), when lambda exceeds
- * LAMBDA_MAX or ATTEMPT_MAX_ITERS iterations have passed (stalled: restart),
- * or when the budget runs out. Short attempts measured best on the shared
- * robots: an attempt that converges does so in a few Newton-like steps,
- * one that does not is usually caught against a limit or in a local
- * minimum, and a fresh start is cheaper than insisting.
+ * LAMBDA_MAX or after ATTEMPT_MAX_ITERS iterations (stalled: restart), or
+ * when the budget runs out. Past ATTEMPT_MAX_ITERS an attempt may go on,
+ * up to SLOW_MAX_ITERS, while its error is already small (cost below
+ * SLOW_MAX_COST) and still quartering every SLOW_EVERY iterations: the
+ * slow, linear convergence onto a solution next to a singularity. Short
+ * attempts measured best on the shared robots (build/ikbench with
+ * --max-iterations, a clock-independent count): an attempt that converges
+ * does so in a few Newton-like steps; one that does not is usually in a
+ * local minimum against the limits, and a fresh start is cheaper than
+ * insisting.
  *
  * The best pose seen by any attempt (lowest weighted error) is kept for the
  * failure case. The clock (CLOCK_MONOTONIC) is read every CLOCK_EVERY
@@ -92,7 +101,7 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
 #define ATTEMPT_MAX_ITERS 18   /* iterations before an attempt is abandoned */
 #endif
 #ifndef LAMBDA_INIT
-#define LAMBDA_INIT 1e-3
+#define LAMBDA_INIT 1e-2
 #endif
 #ifndef LAMBDA_MIN
 #define LAMBDA_MIN 1e-9
@@ -108,6 +117,18 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
 #endif
 #define CONVERGED_FRACTION 0.5 /* stop below half the tolerance: a margin
                                   against rounding in the caller's check */
+#ifndef SLOW_EVERY
+#define SLOW_EVERY 4
+#endif
+#ifndef SLOW_MAX_ITERS
+#define SLOW_MAX_ITERS 200
+#endif
+#ifndef SLOW_MAX_COST
+#define SLOW_MAX_COST 1e-6
+#endif
+#ifndef LOCK_PASSES
+#define LOCK_PASSES 2          /* re-solves after moving joints onto limits */
+#endif
 #define CLOCK_EVERY 4          /* iterations between clock reads */
 
 typedef struct rng {
@@ -213,7 +234,7 @@ static bool converged(const problem *P, const double e[6])
  * scaled by the square roots of the weights). Returns false when the
  * Cholesky factorisation meets a non-positive pivot. */
 static bool dls_step(const problem *P, const double *J, const double e[6], double lambda,
-                     double *dq)
+                     const bool *locked, double *dq)
 {
     const size_t n = P->n, m = P->m;
     double A[6][6], y[6];
@@ -223,7 +244,8 @@ static bool dls_step(const problem *P, const double *J, const double e[6], doubl
             const double *Jb = J + (size_t)P->row[b] * n;
             double s = 0.0;
             for (size_t k = 0; k < n; k++)
-                s += Ja[k] * Jb[k];
+                if (!locked[k])
+                    s += Ja[k] * Jb[k];
             A[a][b] = s * P->sw[a] * P->sw[b];
         }
         A[a][a] += lambda;
@@ -263,33 +285,67 @@ static bool dls_step(const problem *P, const double *J, const double e[6], doubl
         const double *Ja = J + (size_t)P->row[a] * n;
         const double s = P->sw[a] * y[a];
         for (size_t k = 0; k < n; k++)
-            dq[k] += Ja[k] * s;
+            dq[k] += locked[k] ? 0.0 : Ja[k] * s;
     }
     return true;
 }
 
-/* q + dq, kept inside the limits. A revolute joint whose range spans a full
- * turn is wrapped by 2 pi back into its range instead of being clamped
- * (same pose, no artificial wall); continuous joints are wrapped into
- * (-pi, pi]. */
-static void apply_step(const ik_chain *c, const double *q, const double *dq, double *out)
+/* Joint k's value v put back inside its limits. A revolute joint whose
+ * range spans a full turn is first shifted by whole turns (same pose, no
+ * artificial wall); continuous joints are wrapped into (-pi, pi]. *clamped
+ * tells whether v had to be clamped onto a limit. */
+static double limit_joint(const ik_chain *c, size_t k, double v, bool *clamped)
 {
-    for (size_t k = 0; k < c->dof; k++) {
-        double v = q[k] + dq[k];
-        if (c->type[k] == IK_JOINT_CONTINUOUS) {
-            out[k] = ik_wrap_angle(v);
-            continue;
+    *clamped = false;
+    if (c->type[k] == IK_JOINT_CONTINUOUS)
+        return ik_wrap_angle(v);
+    const double lo = c->lower[k], hi = c->upper[k];
+    if (v >= lo && v <= hi)
+        return v;
+    if (c->type[k] == IK_JOINT_REVOLUTE && hi - lo >= 2.0 * IK_PI) {
+        double w = lo + fmod(v - lo, 2.0 * IK_PI) + (v < lo ? 2.0 * IK_PI : 0.0);
+        if (w >= lo && w <= hi)
+            return w;
+    }
+    *clamped = true;
+    return v > hi ? hi : lo;
+}
+
+/* One damped least-squares step from q, respecting the limits (a small
+ * active set): a joint the step would push through a limit is moved onto
+ * that limit, its motion is taken out of the error, and the step is solved
+ * again for the other joints; up to LOCK_PASSES times. The limited trial
+ * pose goes to qt. Returns false when the damped system is not positive
+ * definite. */
+static bool limited_step(const problem *P, const double *q, const double *J,
+                         const double e[6], double lambda, double *dq, double *qt)
+{
+    const ik_chain *c = P->c;
+    const size_t n = P->n;
+    bool locked[IK_MAX_DOF];
+    double el[6];
+    memcpy(el, e, sizeof el);
+    for (size_t k = 0; k < n; k++)
+        locked[k] = false;
+    for (int pass = 0;; pass++) {
+        if (!dls_step(P, J, el, lambda, locked, dq))
+            return false;
+        bool more = false;
+        for (size_t k = 0; k < n; k++) {
+            if (locked[k])
+                continue;
+            bool clamped;
+            qt[k] = limit_joint(c, k, q[k] + dq[k], &clamped);
+            if (clamped && pass < LOCK_PASSES) {
+                locked[k] = true;
+                const double d = qt[k] - q[k];
+                for (int r = 0; r < 6; r++)
+                    el[r] -= J[(size_t)r * n + k] * d;
+                more = true;
+            }
         }
-        const double lo = c->lower[k], hi = c->upper[k];
-        if (v > hi || v < lo) {
-            /* a full-turn-wide revolute joint: try the same angle a whole
-             * number of turns away, inside the range */
-            double w = v;
-            if (c->type[k] == IK_JOINT_REVOLUTE && hi - lo >= 2.0 * IK_PI)
-                w = lo + fmod(v - lo, 2.0 * IK_PI) + (v < lo ? 2.0 * IK_PI : 0.0);
-            v = (w >= lo && w <= hi) ? w : ik_clamp(v, lo, hi);
-        }
-        out[k] = v;
+        if (!more)
+            return true;
     }
 }
 
@@ -339,21 +395,27 @@ static int attempt(search *S)
     double cost = evaluate(P, S->q, S->J, e);
     keep_best(S, S->q, cost);
     double lambda = LAMBDA_INIT;
+    double checkpoint = INFINITY;
     for (size_t it = 0;; it++) {
         if (converged(P, e))
             return ATTEMPT_SOLVED;
         if (!budget_left(S))
             return ATTEMPT_BUDGET;
-        if (it >= ATTEMPT_MAX_ITERS)
-            return ATTEMPT_STALLED;
+        if (it >= ATTEMPT_MAX_ITERS && (it - ATTEMPT_MAX_ITERS) % SLOW_EVERY == 0) {
+            /* past the usual length: go on only while close and still
+             * halving the error every SLOW_EVERY iterations (slow, linear
+             * convergence next to a singular solution) */
+            if (it >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST || cost > 0.25 * checkpoint)
+                return ATTEMPT_STALLED;
+            checkpoint = cost;
+        }
         S->iterations++;
-        if (!dls_step(P, S->J, e, lambda, S->dq)) {
+        if (!limited_step(P, S->q, S->J, e, lambda, S->dq, S->qt)) {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX)
                 return ATTEMPT_STALLED;
             continue;
         }
-        apply_step(P->c, S->q, S->dq, S->qt);
         double ct = evaluate(P, S->qt, S->Jt, et);
         if (ct < cost) {
             double *tmp = S->q;

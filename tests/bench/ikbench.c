@@ -1,13 +1,16 @@
 /*
  * ikbench.c: the solver benchmarks of ikd (build/ikbench).
  *
- *   ikbench chain --urdf FILE --base LINK --tip LINK [--samples N] [--seed S] [--timeout-ms MS] [--tol T]
- *                 [--targets FILE] [--verbose]
+ *   ikbench chain --urdf FILE --base LINK --tip LINK [--samples N] [--seed S]
+ *                 [--timeout-ms MS] [--tol T] [--targets FILE]
+ *                 [--max-iterations N] [--verbose]
  *     The TRAC-IK protocol (see shared/data/SOURCES.md): N joint
  *     configurations drawn uniformly inside the limits (continuous joints in
  *     [-pi, pi]), forward kinematics gives a full-pose target, every solve is
  *     seeded from the mid-limit pose with a time budget (default 5 ms) and a
- *     tolerance (default 1e-5). With --targets FILE the targets are read from
+ *     tolerance (default 1e-5); --timeout-ms 0 removes the time budget and
+ *     --max-iterations N bounds the solver iterations instead (a
+ *     clock-independent comparison of solver versions). With --targets FILE the targets are read from
  *     a file instead, one per line: joint values, " | ", then
  *     "px py pz qx qy qz qw" (the format of $IKD_DATA/targets/).
  *     Success is decided HERE, not by the solver's status: the returned joints
@@ -19,7 +22,8 @@
  *     Times are wall-clock per solve; failures count with the time they
  *     used. The last line is one JSON object:
  *       {"bench":"chain","robot":"<urdf stem>","dof":..,"samples":..,
- *        "success":..,"mean_us":..,"median_us":..,"p99_us":..}
+ *        "success":..,"mean_us":..,"median_us":..,"p99_us":..,
+ *        "mean_iterations":..}
  *
  *   ikbench two-bone [--samples N] [--seed S]
  *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
@@ -186,6 +190,7 @@ typedef struct chain_args {
     size_t samples;
     uint64_t seed;
     double timeout_ms, tol;
+    size_t max_iterations;
     int verbose;
 } chain_args;
 
@@ -290,10 +295,11 @@ static int run_chain(const chain_args *a)
     o.tol_pos = a->tol;
     o.tol_rot = a->tol;
     o.timeout_s = a->timeout_ms * 1e-3;
+    o.max_iterations = a->max_iterations;
     o.rng_seed = a->seed;
     double mid[IK_MAX_DOF], q[IK_MAX_DOF];
     ik_chain_mid(&bc.chain, mid);
-    size_t ok = 0, status_ok = 0;
+    size_t ok = 0, status_ok = 0, iterations = 0;
     for (size_t i = 0; i < n; i++) {
         ik_target t = ik_target_full_pose(poses[i]);
         ik_numeric_result res;
@@ -302,12 +308,22 @@ static int run_chain(const chain_args *a)
         times[i] = (now_s() - t0) * 1e6;
         int good = verify(&bc, &poses[i], q, a->tol);
         ok += (size_t)good;
+        iterations += res.iterations;
         status_ok += st == IK_OK;
         if (a->verbose && (!good || st != IK_OK))
             fprintf(stderr, "sample %zu: status %s, verified %d, pos %.3g rot %.3g, %zu it, %zu "
                     "restarts, %.0f us\n",
                     i, ik_status_name(st), good, res.pos_err_max, res.rot_err_max,
                     res.iterations, res.restarts, times[i]);
+        if (a->verbose && (!good || st != IK_OK)) {
+            fprintf(stderr, "  target joints:");
+            for (size_t k = 0; k < dof; k++)
+                fprintf(stderr, " %.6f", qs[i * dof + k]);
+            fprintf(stderr, "\n  returned:     ");
+            for (size_t k = 0; k < dof; k++)
+                fprintf(stderr, " %.6f", q[k]);
+            fprintf(stderr, "\n");
+        }
     }
     double sum = 0.0;
     for (size_t i = 0; i < n; i++)
@@ -321,8 +337,10 @@ static int run_chain(const chain_args *a)
         fprintf(stderr, "ikbench: note: solver reported %zu successes, verification %zu\n",
                 status_ok, ok);
     printf("{\"bench\":\"chain\",\"robot\":\"%s\",\"dof\":%zu,\"samples\":%zu,"
-           "\"success\":%.5f,\"mean_us\":%.2f,\"median_us\":%.2f,\"p99_us\":%.2f}\n",
-           bc.robot, dof, n, (double)ok / (double)n, sum / (double)n, median, times[p99]);
+           "\"success\":%.5f,\"mean_us\":%.2f,\"median_us\":%.2f,\"p99_us\":%.2f,"
+           "\"mean_iterations\":%.1f}\n",
+           bc.robot, dof, n, (double)ok / (double)n, sum / (double)n, median, times[p99],
+           (double)iterations / (double)n);
     rc = 0;
 out:
     free(qs);
@@ -394,7 +412,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: ikbench chain --urdf FILE --base LINK --tip LINK\n"
             "                     [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
-            "                     [--targets FILE] [--verbose]\n"
+            "                     [--targets FILE] [--max-iterations N] [--verbose]\n"
             "       ikbench two-bone [--samples N] [--seed S]\n");
 }
 
@@ -409,11 +427,12 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-static int parse_pos_double(const char *s, double *out)
+/* A finite number >= min. */
+static int parse_double(const char *s, double min, double *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end || !(v > 0.0) || !isfinite(v))
+    if (end == s || *end || !(v >= min) || !isfinite(v))
         return -1;
     *out = v;
     return 0;
@@ -457,9 +476,11 @@ int main(int argc, char **argv)
             bad = parse_size(v, &s);
             a.seed = s;
         } else if (strcmp(k, "--timeout-ms") == 0)
-            bad = parse_pos_double(v, &a.timeout_ms);
+            bad = parse_double(v, 0.0, &a.timeout_ms);
+        else if (strcmp(k, "--max-iterations") == 0)
+            bad = parse_size(v, &a.max_iterations);
         else if (strcmp(k, "--tol") == 0)
-            bad = parse_pos_double(v, &a.tol);
+            bad = parse_double(v, 1e-300, &a.tol);
         else
             bad = 1;
         if (bad) {
@@ -469,7 +490,7 @@ int main(int argc, char **argv)
         i++;
     }
     if (strcmp(argv[1], "chain") == 0) {
-        if (!(a.urdf && a.base && a.tip)) {
+        if (!(a.urdf && a.base && a.tip) || (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
             usage();
             return 1;
         }
