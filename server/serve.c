@@ -1,12 +1,209 @@
 /*
- * serve.c: placeholder until its module lands (scaffolding commit only).
+ * serve.c: the daemon's life cycle: flags, startup, signals, graceful
+ * shutdown.
+ *
+ * Startup: parse flags and environment (config.c), size libuv's thread pool
+ * (UV_THREADPOOL_SIZE, set before the loop first queues work), raise the
+ * open-file limit to its hard maximum (each connection is a descriptor),
+ * start libmicrohttpd in external-epoll mode (MHD_USE_EPOLL |
+ * MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_TURBO, no internal
+ * thread) with a raised connection limit, a per-connection timeout for idle
+ * or stalled clients and the request-completed notification, attach it to
+ * the loop (loop.c), and print one line "ikd listening on HOST:PORT" on
+ * standard output (with the real port when --listen asked for port 0).
+ *
+ * Shutdown on SIGTERM or SIGINT: readiness turns 503, the listening socket is
+ * closed (MHD_quiesce_daemon), WebSocket streams are closed with 1001
+ * (srv_ws_shutdown), and the loop keeps serving the requests already
+ * accepted until no request is active and the pool is idle (requests still
+ * receiving a body after a 10 s grace period are dropped; pool work is always
+ * awaited, since no suspended connection may remain at MHD_stop_daemon).
+ * Then the daemon stops and the process exits 0. A second signal is logged
+ * and otherwise ignored.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include "server/config.h"
+#include "server/daemon.h"
 #include "server/srv_main.h"
+
+#define DRAIN_GRACE_MS 10000
+#define DRAIN_TICK_MS 10
+
+typedef struct daemon_state {
+    srv_ctx ctx; /* first: callbacks get back here from the ctx pointer */
+    uv_signal_t sigterm, sigint;
+    uv_timer_t drain;
+    uint64_t drain_deadline;
+    bool stopped;
+} daemon_state;
+
+static void close_cb_noop(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void stop_daemon(daemon_state *d)
+{
+    srv_ctx *ctx = &d->ctx;
+    if (d->stopped)
+        return;
+    d->stopped = true;
+    srv_log(ctx, SRV_LOG_INFO, "stopping (%zu requests still active)", ctx->active_requests);
+    uv_timer_stop(&d->drain);
+    uv_close((uv_handle_t *)&d->drain, close_cb_noop);
+    uv_close((uv_handle_t *)&d->sigterm, close_cb_noop);
+    uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
+    srv_loop_detach(ctx);
+    MHD_stop_daemon(ctx->mhd);
+    ctx->mhd = NULL;
+}
+
+static void on_drain_tick(uv_timer_t *t)
+{
+    daemon_state *d = t->data;
+    srv_ctx *ctx = &d->ctx;
+    if (ctx->pool_depth > 0)
+        return;
+    if (ctx->active_requests == 0 || uv_now(ctx->loop) >= d->drain_deadline)
+        stop_daemon(d);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    daemon_state *d = s->data;
+    srv_ctx *ctx = &d->ctx;
+    if (ctx->shutting_down) {
+        srv_log(ctx, SRV_LOG_WARN, "signal %d again: still draining", signum);
+        return;
+    }
+    ctx->shutting_down = true;
+    srv_log(ctx, SRV_LOG_INFO, "signal %d: draining %zu requests, %zu pool items, %zu streams",
+            signum, ctx->active_requests, ctx->pool_depth, srv_ws_open_streams(ctx));
+    MHD_socket fd = MHD_quiesce_daemon(ctx->mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    srv_ws_shutdown(ctx);
+    srv_mhd_run(ctx);
+    d->drain_deadline = uv_now(ctx->loop) + DRAIN_GRACE_MS;
+    uv_timer_start(&d->drain, on_drain_tick, 0, DRAIN_TICK_MS);
+}
+
+static void raise_fd_limit(srv_ctx *ctx)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            srv_log(ctx, SRV_LOG_WARN, "cannot raise the open-file limit: %s", strerror(errno));
+    }
+}
+
+/* Starts libmicrohttpd on the configured address. Returns 0 or SRV_EIO. */
+static int start_mhd(srv_ctx *ctx)
+{
+    const srv_config *cfg = &ctx->cfg;
+    bool v6 = strchr(cfg->listen_host, ':') != NULL;
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in4;
+        struct sockaddr_in6 in6;
+    } addr;
+    memset(&addr, 0, sizeof addr);
+    int rc = v6 ? uv_ip6_addr(cfg->listen_host, cfg->listen_port, &addr.in6)
+                : uv_ip4_addr(cfg->listen_host, cfg->listen_port, &addr.in4);
+    if (rc != 0) {
+        srv_log(ctx, SRV_LOG_ERROR, "invalid listen address \"%s\" (use an IP address)",
+                cfg->listen_host);
+        return SRV_EINVAL;
+    }
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
+                     MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0);
+    ctx->mhd = MHD_start_daemon(
+        flags, cfg->listen_port, NULL, NULL, srv_http_access, ctx, MHD_OPTION_SOCK_ADDR, &addr.sa,
+        MHD_OPTION_NOTIFY_COMPLETED, srv_http_completed, ctx, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)cfg->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned int)cfg->max_connections, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+        MHD_OPTION_END);
+    if (!ctx->mhd) {
+        srv_log(ctx, SRV_LOG_ERROR, "cannot listen on %s port %u", cfg->listen_host,
+                (unsigned)cfg->listen_port);
+        return SRV_EIO;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(ctx->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    ctx->port = info && info->port ? info->port : cfg->listen_port;
+    return SRV_OK;
+}
 
 int srv_serve(int argc, char **argv)
 {
-    fprintf(stderr, "ikd: srv_serve is not built yet\n");
-    return 1;
+    static daemon_state d; /* callbacks reach it through handle data */
+    srv_ctx *ctx = &d.ctx;
+    memset(&d, 0, sizeof d);
+    srv_config_default(&ctx->cfg);
+    char err[512] = "";
+    int rc = srv_config_parse(&ctx->cfg, argc, argv, stdout, err, sizeof err);
+    if (rc != SRV_OK) {
+        if (rc < 0)
+            fprintf(stderr, "ikd: %s\n", err);
+        srv_config_free(&ctx->cfg);
+        return rc == 1 ? 0 : 2;
+    }
+
+    char nthreads[16];
+    snprintf(nthreads, sizeof nthreads, "%u", ctx->cfg.threads);
+    setenv("UV_THREADPOOL_SIZE", nthreads, 1);
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit(ctx);
+
+    int exit_code = 1;
+    uv_loop_t loop;
+    if (uv_loop_init(&loop) != 0) {
+        srv_log(ctx, SRV_LOG_ERROR, "cannot create the event loop");
+        srv_config_free(&ctx->cfg);
+        return 1;
+    }
+    ctx->loop = &loop;
+    ctx->registry = srv_registry_new(ctx->cfg.registry_bytes);
+    ctx->metrics = srv_metrics_new();
+    if (!ctx->registry || !ctx->metrics || start_mhd(ctx) != SRV_OK)
+        goto out;
+    if (srv_loop_attach(ctx) != SRV_OK) {
+        srv_log(ctx, SRV_LOG_ERROR, "cannot watch libmicrohttpd's epoll descriptor");
+        MHD_stop_daemon(ctx->mhd);
+        ctx->mhd = NULL;
+        goto out;
+    }
+    uv_timer_init(&loop, &d.drain);
+    d.drain.data = &d;
+    uv_signal_init(&loop, &d.sigterm);
+    uv_signal_init(&loop, &d.sigint);
+    d.sigterm.data = d.sigint.data = &d;
+    uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d.sigint, on_signal, SIGINT);
+
+    bool v6 = strchr(ctx->cfg.listen_host, ':') != NULL;
+    printf("ikd listening on %s%s%s:%u\n", v6 ? "[" : "", ctx->cfg.listen_host, v6 ? "]" : "",
+           (unsigned)ctx->port);
+    fflush(stdout);
+    srv_log(ctx, SRV_LOG_INFO, "serving with %u pool threads, up to %u connections",
+            ctx->cfg.threads, ctx->cfg.max_connections);
+
+    uv_run(&loop, UV_RUN_DEFAULT);
+    exit_code = 0;
+    srv_log(ctx, SRV_LOG_INFO, "stopped");
+out:
+    uv_run(&loop, UV_RUN_NOWAIT); /* let closed handles finish */
+    if (uv_loop_close(&loop) != 0)
+        srv_log(ctx, SRV_LOG_WARN, "event loop closed with handles still open");
+    srv_registry_free(ctx->registry);
+    srv_metrics_free(ctx->metrics);
+    srv_config_free(&ctx->cfg);
+    return exit_code;
 }

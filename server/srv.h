@@ -102,12 +102,14 @@ typedef struct srv_ctx {
     srv_metrics *metrics;     /* Prometheus metrics (any thread) */
     bool shutting_down;       /* set on SIGTERM/SIGINT; readiness is then 503 */
     size_t pool_depth;        /* work items submitted and not yet completed */
+    size_t active_requests;   /* HTTP requests begun and not yet completed */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_shutdown) */
     /* Loop glue, private to server/loop.c. */
     uv_poll_t mhd_poll;
     uv_timer_t mhd_timer;
     bool mhd_running;         /* re-entrancy guard for srv_mhd_run */
+    bool mhd_rerun;           /* a nested srv_mhd_run asked for one more pass */
 } srv_ctx;
 
 /* Runs libmicrohttpd now (MHD_run) and re-arms the timer from
@@ -139,6 +141,11 @@ struct srv_work {
  * SRV_EINVAL. Loop thread only. Counts the depth for metrics. */
 int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
                     void (*done)(srv_work *w, int status));
+
+/* The same without the queue bound, for the later stages of work that was
+ * already admitted (a batch's chunks after its decode): never SRV_EBUSY. */
+int srv_pool_submit_always(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
+                           void (*done)(srv_work *w, int status));
 
 /* True when n more items fit in the pool queue right now. */
 bool srv_pool_has_room(const srv_ctx *ctx, size_t n);
@@ -188,6 +195,9 @@ void srv_metrics_free(srv_metrics *m);
 void srv_metrics_request(srv_metrics *m, const char *route, int status);
 /* One solve (one target) by solver name, its latency in seconds. */
 void srv_metrics_observe_solve(srv_metrics *m, const char *solver, double seconds);
+/* n solves of seconds_each each (a batch chunk's mean). */
+void srv_metrics_observe_solves(srv_metrics *m, const char *solver, double seconds_each,
+                                size_t n);
 /* A rejected request/message by reason ("pool_full", "too_large",
  * "unauthorized", "bad_origin", "rate", ...). */
 void srv_metrics_reject(srv_metrics *m, const char *reason);

@@ -1,0 +1,748 @@
+/*
+ * http.c: the HTTP side of ikd: routing, request bodies, and the policy that
+ * decides where a solve runs.
+ *
+ * Endpoints (JSON in and out, Content-Type application/json):
+ *   POST   /v1/solve          one target            -> 200 proto_job_encode()
+ *   POST   /v1/solve/batch    many targets          -> 200 proto_job_encode()
+ *   POST   /v1/chains         register a chain      -> 201 (new) / 200 (known), id
+ *   GET    /v1/chains/{id}    describe it           -> 200 / 404
+ *   DELETE /v1/chains/{id}    forget it             -> 204 / 404
+ *   GET    /v1/solvers        solvers and options   -> 200
+ *   GET    /v1/stream         WebSocket upgrade     -> 101 (server/ws.c)
+ *   GET    /livez             the process runs      -> 200 (no token needed)
+ *   GET    /readyz            accepting work        -> 200, 503 while shutting down
+ *   GET    /metrics           Prometheus text       -> 200
+ * Errors carry proto_error_format()'s body: wrong method 405 (with Allow),
+ * unknown path 404, missing/wrong bearer token 401, body over --max-body
+ * 413, bad JSON 400, pool queue full 503 with Retry-After.
+ *
+ * How one request flows through libmicrohttpd's access handler:
+ *   1st call (headers): allocate the request, route it, check method and
+ *       token, check Content-Length. Nothing is queued here (queuing on the
+ *       first call makes libmicrohttpd close the connection and cut
+ *       throughput fourfold), except 413 on an oversized Content-Length,
+ *       where closing is what we want: the body is never read.
+ *   body calls: append to the request's buffer. Past --max-body (a chunked
+ *       body without Content-Length) the buffer is dropped, the rest of the
+ *       body is read and discarded (libmicrohttpd cannot answer mid-body)
+ *       and 413 is answered at the end; a body that runs on beyond twice the
+ *       limit makes us close the connection without an answer.
+ *   final call (upload_data_size 0): answer, or hand the work to the pool.
+ *
+ * Where solves run (the policy):
+ *   - POST /v1/solve: decoded on the loop. If proto_job_cost_us() is below
+ *     --inline-cost-us (default 5 us: the analytic seed solvers), it is
+ *     solved and encoded inline, right in the final call: a hop to the pool
+ *     and back costs 10-30 us, far more than the solve. Otherwise the
+ *     connection is suspended and one pool item solves and encodes.
+ *   - POST /v1/solve/batch: every stage runs on the pool, the loop only
+ *     moves bytes: one item decodes, then the targets are split into chunks
+ *     of max(64, ceil(n / (threads * 4))) solved in parallel, then one item
+ *     encodes. Admission is decided once, when the first stage is
+ *     submitted: if the pool already holds --max-queue items the request
+ *     gets 503 + Retry-After: 1 and a JSON error; later stages of admitted
+ *     work are never refused.
+ *   - A suspended connection is resumed on the loop thread when its last
+ *     stage completes, followed by srv_mhd_run() (libmicrohttpd does not
+ *     wake the loop by itself); the prepared response is queued when the
+ *     access handler is called again.
+ *
+ * Vanishing clients: a request's memory is freed by the request-completed
+ * notification, unless pool work for it is still outstanding; then the
+ * notification only marks it dead and the last stage's completion frees it
+ * (the result is discarded, nothing touches the gone connection).
+ *
+ * Not here: the loop glue (loop.c), flags and startup/shutdown (serve.c,
+ * config.c), WebSocket framing (ws*.c), the JSON format (proto/).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "server/daemon.h"
+
+/* ---- routes ------------------------------------------------------------ */
+
+enum route {
+    RT_SOLVE,
+    RT_BATCH,
+    RT_CHAINS,
+    RT_CHAIN_ID,
+    RT_SOLVERS,
+    RT_STREAM,
+    RT_LIVEZ,
+    RT_READYZ,
+    RT_METRICS,
+    RT_NONE
+};
+
+enum method { M_GET = 1, M_HEAD = 2, M_POST = 4, M_DELETE = 8, M_OTHER = 16 };
+
+static const struct route_def {
+    const char *path; /* NULL for RT_CHAIN_ID (prefix match) and RT_NONE */
+    const char *label;
+    unsigned methods;
+    const char *allow;
+    bool open;        /* no token needed */
+    bool takes_body;
+} routes[] = {
+    [RT_SOLVE] = {"/v1/solve", "/v1/solve", M_POST, "POST", false, true},
+    [RT_BATCH] = {"/v1/solve/batch", "/v1/solve/batch", M_POST, "POST", false, true},
+    [RT_CHAINS] = {"/v1/chains", "/v1/chains", M_POST, "POST", false, true},
+    [RT_CHAIN_ID] = {NULL, "/v1/chains/{id}", M_GET | M_HEAD | M_DELETE, "GET, HEAD, DELETE",
+                     false, false},
+    [RT_SOLVERS] = {"/v1/solvers", "/v1/solvers", M_GET | M_HEAD, "GET, HEAD", false, false},
+    [RT_STREAM] = {"/v1/stream", "/v1/stream", M_GET, "GET", false, false},
+    [RT_LIVEZ] = {"/livez", "/livez", M_GET | M_HEAD, "GET, HEAD", true, false},
+    [RT_READYZ] = {"/readyz", "/readyz", M_GET | M_HEAD, "GET, HEAD", true, false},
+    [RT_METRICS] = {"/metrics", "/metrics", M_GET | M_HEAD, "GET, HEAD", false, false},
+    [RT_NONE] = {NULL, "other", 0, NULL, true, false},
+};
+
+#define CHAINS_PREFIX "/v1/chains/"
+
+static enum route route_of(const char *url)
+{
+    for (int i = 0; i < RT_NONE; i++)
+        if (routes[i].path && strcmp(url, routes[i].path) == 0)
+            return (enum route)i;
+    size_t n = strlen(CHAINS_PREFIX);
+    if (strncmp(url, CHAINS_PREFIX, n) == 0 && url[n] && !strchr(url + n, '/'))
+        return RT_CHAIN_ID;
+    return RT_NONE;
+}
+
+static enum method method_of(const char *m)
+{
+    if (strcmp(m, "GET") == 0)
+        return M_GET;
+    if (strcmp(m, "POST") == 0)
+        return M_POST;
+    if (strcmp(m, "HEAD") == 0)
+        return M_HEAD;
+    if (strcmp(m, "DELETE") == 0)
+        return M_DELETE;
+    return M_OTHER;
+}
+
+/* ---- the request -------------------------------------------------------- */
+
+enum req_state {
+    ST_READING,  /* headers/body arriving */
+    ST_WORKING,  /* connection suspended, pool work outstanding */
+    ST_READY,    /* resp prepared by pool completion, to queue on next call */
+    ST_ANSWERED  /* a response was queued */
+};
+
+typedef struct http_req http_req;
+
+typedef struct chunk {
+    srv_work w;
+    http_req *req;
+    size_t begin, end;
+    double seconds; /* wall time of the chunk, measured on its pool thread */
+} chunk;
+
+struct http_req {
+    srv_ctx *ctx;
+    struct MHD_Connection *conn;
+    enum route route;
+    enum method method;
+    enum req_state state;
+    bool dead;            /* the connection is gone; discard results */
+    bool suspended;
+    unsigned status_sent; /* for metrics; 0 = none */
+
+    proto_error err;      /* set when the request is refused before dispatch */
+    bool has_err;
+
+    char *body;
+    size_t len, cap;
+    size_t discarded;     /* body bytes read and thrown away after a refusal */
+
+    /* Pool stages. */
+    proto_job *job;
+    chunk stage;          /* decode / single solve / encode item */
+    chunk *chunks;
+    size_t nchunks, pending;
+    bool failed;          /* a stage failed: err holds the answer */
+    char *out;            /* encoded body */
+    size_t out_len;
+    unsigned ready_status;
+    bool ready_retry;     /* add Retry-After to the prepared error */
+};
+
+static void req_free(http_req *r)
+{
+    r->ctx->active_requests--;
+    proto_job_free(r->job);
+    free(r->chunks);
+    free(r->body);
+    free(r->out);
+    free(r);
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static enum MHD_Result queue(http_req *r, unsigned status, struct MHD_Response *resp)
+{
+    if (!resp)
+        return MHD_NO;
+    enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    r->status_sent = status;
+    r->state = ST_ANSWERED;
+    return rc;
+}
+
+/* Takes ownership of body (malloc'd). */
+static struct MHD_Response *json_response(char *body, size_t len)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return NULL;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    return resp;
+}
+
+static enum MHD_Result answer_json(http_req *r, unsigned status, json_t *v)
+{
+    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    if (!s)
+        return MHD_NO;
+    return queue(r, status, json_response(s, strlen(s)));
+}
+
+static struct MHD_Response *error_response(const proto_error *e, const char *allow,
+                                           bool retry)
+{
+    size_t n = proto_error_format(e, NULL, 0);
+    char *buf = malloc(n + 1);
+    if (!buf)
+        return NULL;
+    proto_error_format(e, buf, n + 1);
+    struct MHD_Response *resp = json_response(buf, n);
+    if (resp && allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (resp && retry)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (resp && e->http_status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    return resp;
+}
+
+static enum MHD_Result answer_error(http_req *r, const proto_error *e)
+{
+    const char *allow = e->http_status == MHD_HTTP_METHOD_NOT_ALLOWED ? routes[r->route].allow
+                                                                        : NULL;
+    bool retry = e->http_status == MHD_HTTP_SERVICE_UNAVAILABLE;
+    return queue(r, (unsigned)e->http_status, error_response(e, allow, retry));
+}
+
+static void refuse(http_req *r, int status, const char *code, const char *reason,
+                   const char *msg)
+{
+    proto_error_set(&r->err, status, code, "", "%s", msg);
+    r->has_err = true;
+    if (reason)
+        srv_metrics_rejected(r->ctx, reason);
+}
+
+/* ---- authentication ---------------------------------------------------- */
+
+bool srv_http_token_ok(const char *header, const char *token)
+{
+    static const char prefix[] = "Bearer ";
+    const char *have = "";
+    if (header && strncasecmp(header, prefix, sizeof prefix - 1) == 0)
+        have = header + sizeof prefix - 1;
+    /* Constant time in the length of the expected token: every byte of it
+     * is compared whatever the header holds. */
+    size_t hl = strlen(have), tl = strlen(token);
+    unsigned char diff = (unsigned char)(hl != tl);
+    for (size_t i = 0; i < tl; i++) {
+        unsigned char h = i < hl ? (unsigned char)have[i] : 0;
+        diff |= (unsigned char)(h ^ (unsigned char)token[i]);
+    }
+    return diff == 0 && tl > 0;
+}
+
+/* ---- pool stages ------------------------------------------------------- */
+
+static double elapsed_s(uint64_t t0)
+{
+    return (double)(uv_hrtime() - t0) * 1e-9;
+}
+
+/* Resumes the suspended connection with the prepared answer (loop thread). */
+static void finish_stage(http_req *r)
+{
+    r->state = ST_READY;
+    r->suspended = false;
+    MHD_resume_connection(r->conn);
+    srv_mhd_run(r->ctx);
+}
+
+static void fail_stage(http_req *r, int status, const char *code, const char *msg)
+{
+    proto_error_set(&r->err, status, code, "", "%s", msg);
+    r->failed = true;
+    r->ready_status = (unsigned)status;
+    finish_stage(r);
+}
+
+/* Solve (and, for single solves, encode) on a pool thread. */
+static void encode_work(srv_work *w)
+{
+    chunk *c = w->data;
+    http_req *r = c->req;
+    r->out = proto_job_encode(r->job, &r->out_len);
+}
+
+static void single_work(srv_work *w)
+{
+    chunk *c = w->data;
+    uint64_t t0 = uv_hrtime();
+    proto_job_run(c->req->job, 0, 1);
+    c->seconds = elapsed_s(t0);
+    encode_work(w);
+}
+
+static void encoded_done(srv_work *w, int status)
+{
+    chunk *c = w->data;
+    http_req *r = c->req;
+    r->pending--;
+    if (r->dead) {
+        req_free(r);
+        return;
+    }
+    if (c == &r->stage && c->seconds > 0.0)
+        srv_metrics_solve(r->ctx, proto_job_solver_name(r->job), c->seconds);
+    if (status != SRV_OK || !r->out) {
+        fail_stage(r, 500, "internal", status != SRV_OK ? "the daemon is shutting down"
+                                                        : "out of memory");
+        return;
+    }
+    r->ready_status = 200;
+    finish_stage(r);
+}
+
+/* Batch: chunk solved. */
+static void chunk_work(srv_work *w)
+{
+    chunk *c = w->data;
+    uint64_t t0 = uv_hrtime();
+    proto_job_run(c->req->job, c->begin, c->end);
+    c->seconds = elapsed_s(t0);
+}
+
+static void chunk_done(srv_work *w, int status)
+{
+    chunk *c = w->data;
+    http_req *r = c->req;
+    r->pending--;
+    if (status != SRV_OK)
+        r->failed = true;
+    else if (c->seconds > 0.0)
+        srv_metrics_observe_solves(r->ctx->metrics, proto_job_solver_name(r->job),
+                                   c->seconds / (double)(c->end - c->begin),
+                                   c->end - c->begin);
+    if (r->pending > 0)
+        return;
+    if (r->dead) {
+        req_free(r);
+        return;
+    }
+    if (r->failed) {
+        fail_stage(r, 500, "internal", "the daemon is shutting down");
+        return;
+    }
+    r->stage.req = r;
+    r->stage.w.data = &r->stage;
+    r->stage.seconds = 0.0;
+    srv_pool_submit_always(r->ctx, &r->stage.w, encode_work, encoded_done);
+    r->pending++;
+}
+
+/* Batch: decoded on the pool; split into chunks. */
+static void decode_work(srv_work *w)
+{
+    chunk *c = w->data;
+    http_req *r = c->req;
+    if (proto_job_decode(r->body, r->len, PROTO_BATCH, &r->ctx->cfg.limits,
+                         srv_registry_lookup, r->ctx->registry, &r->job, &r->err) != 0)
+        r->failed = true;
+}
+
+static void decode_done(srv_work *w, int status)
+{
+    http_req *r = ((chunk *)w->data)->req;
+    r->pending--;
+    if (r->dead) {
+        req_free(r);
+        return;
+    }
+    if (status != SRV_OK) {
+        fail_stage(r, 500, "internal", "the daemon is shutting down");
+        return;
+    }
+    if (r->failed) {
+        r->ready_status = (unsigned)r->err.http_status;
+        finish_stage(r);
+        return;
+    }
+    free(r->body); /* the job holds what it needs */
+    r->body = NULL;
+    size_t n = proto_job_count(r->job);
+    size_t per = n / ((size_t)r->ctx->cfg.threads * 4);
+    if (per * (size_t)r->ctx->cfg.threads * 4 < n)
+        per++;
+    if (per < 64)
+        per = 64;
+    size_t nchunks = n ? (n + per - 1) / per : 0;
+    if (nchunks == 0) {
+        r->stage.seconds = 0.0;
+        srv_pool_submit_always(r->ctx, &r->stage.w, encode_work, encoded_done);
+        r->pending++;
+        return;
+    }
+    r->chunks = calloc(nchunks, sizeof *r->chunks);
+    if (!r->chunks) {
+        fail_stage(r, 500, "internal", "out of memory");
+        return;
+    }
+    r->nchunks = nchunks;
+    for (size_t i = 0; i < nchunks; i++) {
+        chunk *c = &r->chunks[i];
+        c->req = r;
+        c->begin = i * per;
+        c->end = c->begin + per < n ? c->begin + per : n;
+        c->w.data = c;
+        if (srv_pool_submit_always(r->ctx, &c->w, chunk_work, chunk_done) == SRV_OK)
+            r->pending++;
+        else
+            r->failed = true;
+    }
+    if (r->pending == 0)
+        fail_stage(r, 500, "internal", "cannot queue work");
+}
+
+/* Suspends the connection and submits the first stage, or refuses with 503
+ * (queue full). Returns the access handler's result. */
+static enum MHD_Result start_pool(http_req *r, void (*work)(srv_work *),
+                                  void (*done)(srv_work *, int))
+{
+    r->stage.req = r;
+    r->stage.w.data = &r->stage;
+    int rc = srv_pool_submit(r->ctx, &r->stage.w, work, done);
+    if (rc != SRV_OK) {
+        proto_error e;
+        if (rc == SRV_EBUSY) {
+            proto_error_set(&e, 503, "overloaded", "", "the solver queue is full; retry later");
+            srv_metrics_rejected(r->ctx, "pool_full");
+        } else {
+            proto_error_set(&e, 500, "internal", "", "cannot queue work: %s", srv_strerror(rc));
+        }
+        return answer_error(r, &e);
+    }
+    r->pending++;
+    r->state = ST_WORKING;
+    r->suspended = true;
+    MHD_suspend_connection(r->conn);
+    return MHD_YES;
+}
+
+/* ---- handlers ------------------------------------------------------------ */
+
+static enum MHD_Result handle_solve(http_req *r)
+{
+    proto_error e;
+    if (proto_job_decode(r->body, r->len, PROTO_SOLVE, &r->ctx->cfg.limits, srv_registry_lookup,
+                         r->ctx->registry, &r->job, &e) != 0)
+        return answer_error(r, &e);
+    if (proto_job_cost_us(r->job) * (double)proto_job_count(r->job) < r->ctx->cfg.inline_cost_us) {
+        uint64_t t0 = uv_hrtime();
+        proto_job_run(r->job, 0, proto_job_count(r->job));
+        srv_metrics_solve(r->ctx, proto_job_solver_name(r->job), elapsed_s(t0));
+        size_t len;
+        char *out = proto_job_encode(r->job, &len);
+        if (!out)
+            return MHD_NO;
+        return queue(r, 200, json_response(out, len));
+    }
+    return start_pool(r, single_work, encoded_done);
+}
+
+static enum MHD_Result handle_chains_post(http_req *r)
+{
+    proto_error e;
+    proto_chain *c = proto_chain_decode(r->body, r->len, &r->ctx->cfg.limits, &e);
+    if (!c)
+        return answer_error(r, &e);
+    bool created = false;
+    int rc = srv_registry_put(r->ctx->registry, c, &created);
+    if (rc != SRV_OK) {
+        proto_chain_unref(c);
+        proto_error_set(&e, 413, "too_large", "",
+                        "the chain needs more memory than the registry holds (--registry-bytes)");
+        srv_metrics_rejected(r->ctx, "too_large");
+        return answer_error(r, &e);
+    }
+    json_t *desc = proto_chain_describe(c);
+    if (!desc || !json_is_object(desc)) {
+        json_decref(desc);
+        desc = json_object();
+    }
+    const char *id = proto_chain_id(c);
+    json_object_set_new(desc, "id", json_string(id));
+    char location[512];
+    snprintf(location, sizeof location, CHAINS_PREFIX "%s", id);
+    proto_chain_unref(c);
+    char *s = json_dumps(desc, JSON_COMPACT);
+    json_decref(desc);
+    if (!s)
+        return MHD_NO;
+    struct MHD_Response *resp = json_response(s, strlen(s));
+    if (resp)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
+    return queue(r, created ? 201 : 200, resp);
+}
+
+static enum MHD_Result handle_chain_id(http_req *r, const char *url)
+{
+    const char *id = url + strlen(CHAINS_PREFIX);
+    proto_error e;
+    if (r->method == M_DELETE) {
+        if (srv_registry_remove(r->ctx->registry, id) == SRV_OK)
+            return queue(r, 204, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
+    } else {
+        proto_chain *c = srv_registry_get(r->ctx->registry, id);
+        if (c) {
+            json_t *desc = proto_chain_describe(c);
+            if (desc && json_is_object(desc))
+                json_object_set_new(desc, "id", json_string(proto_chain_id(c)));
+            proto_chain_unref(c);
+            return answer_json(r, 200, desc);
+        }
+    }
+    proto_error_set(&e, 404, "unknown_chain", "", "no chain with id \"%.200s\"", id);
+    return answer_error(r, &e);
+}
+
+static enum MHD_Result handle_metrics(http_req *r)
+{
+    size_t len;
+    char *s = srv_metrics_render(r->ctx->metrics, r->ctx->pool_depth,
+                                 srv_registry_count(r->ctx->registry), &len);
+    if (!s)
+        return MHD_NO;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(s);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8");
+    return queue(r, 200, resp);
+}
+
+static enum MHD_Result handle_stream(http_req *r)
+{
+    proto_error e;
+    proto_error_clear(&e);
+    struct MHD_Response *resp = srv_ws_upgrade(r->ctx, r->conn, &e);
+    if (!resp) {
+        if (e.http_status == 0)
+            proto_error_set(&e, 500, "internal", "", "WebSocket upgrade failed");
+        if (e.http_status == 403)
+            srv_metrics_rejected(r->ctx, "bad_origin");
+        return answer_error(r, &e);
+    }
+    return queue(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+}
+
+static enum MHD_Result dispatch(http_req *r, const char *url)
+{
+    switch (r->route) {
+    case RT_LIVEZ:
+        return answer_json(r, 200, json_pack("{s:s}", "status", "ok"));
+    case RT_READYZ:
+        if (r->ctx->shutting_down)
+            return answer_json(r, 503, json_pack("{s:s}", "status", "shutting_down"));
+        return answer_json(r, 200, json_pack("{s:s}", "status", "ready"));
+    case RT_METRICS:
+        return handle_metrics(r);
+    case RT_SOLVERS:
+        return answer_json(r, 200, proto_solvers_describe(&r->ctx->cfg.limits));
+    case RT_CHAINS:
+        return handle_chains_post(r);
+    case RT_CHAIN_ID:
+        return handle_chain_id(r, url);
+    case RT_SOLVE:
+        return handle_solve(r);
+    case RT_BATCH:
+        return start_pool(r, decode_work, decode_done);
+    case RT_STREAM:
+        return handle_stream(r);
+    case RT_NONE:
+    default:
+        break;
+    }
+    proto_error e;
+    proto_error_set(&e, 404, "not_found", "", "no such endpoint: %.200s", url);
+    return answer_error(r, &e);
+}
+
+/* ---- libmicrohttpd callbacks ------------------------------------------------ */
+
+/* First call: route, authenticate, check the announced size. */
+static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
+                             const char *method, void **con_cls)
+{
+    http_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return MHD_NO;
+    r->ctx = ctx;
+    r->conn = conn;
+    r->route = route_of(url);
+    r->method = method_of(method);
+    *con_cls = r;
+    ctx->active_requests++;
+    const struct route_def *d = &routes[r->route];
+
+    if (r->route == RT_NONE) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
+        refuse(r, 404, "not_found", NULL, msg);
+    } else if (!d->open && ctx->cfg.token &&
+               !srv_http_token_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                              MHD_HTTP_HEADER_AUTHORIZATION),
+                                  ctx->cfg.token)) {
+        refuse(r, 401, "unauthorized", "unauthorized",
+               "a valid bearer token is required (Authorization: Bearer ...)");
+    } else if (!(d->methods & r->method)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "method %.32s is not allowed here", method);
+        refuse(r, 405, "method_not_allowed", "method", msg);
+    } else if (d->takes_body) {
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > ctx->cfg.limits.max_body_bytes) {
+            refuse(r, 413, "too_large", "too_large",
+                   "the request body exceeds the limit (--max-body)");
+            /* Answer before reading the body: libmicrohttpd then closes. */
+            return answer_error(r, &r->err);
+        }
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
+{
+    size_t max = r->ctx->cfg.limits.max_body_bytes;
+    if (r->has_err || !routes[r->route].takes_body) {
+        /* Discarded; the error is answered once the body is in
+         * (libmicrohttpd 0.9.75 cannot queue a response mid-body). A body
+         * that goes on far past the limit is cut by closing the connection. */
+        r->discarded += n;
+        return r->discarded > 2 * max + 65536 ? MHD_NO : MHD_YES;
+    }
+    if (n > max - r->len) {
+        refuse(r, 413, "too_large", "too_large",
+               "the request body exceeds the limit (--max-body)");
+        r->discarded = r->len + n;
+        free(r->body);
+        r->body = NULL;
+        r->len = r->cap = 0;
+        return MHD_YES;
+    }
+    if (r->len + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 1024;
+        while (cap < r->len + n + 1)
+            cap *= 2;
+        if (cap > max + 1)
+            cap = max + 1;
+        char *p = realloc(r->body, cap);
+        if (!p)
+            return MHD_NO;
+        r->body = p;
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len += n;
+    r->body[r->len] = '\0';
+    return MHD_YES;
+}
+
+enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                const char *method, const char *version,
+                                const char *upload_data, size_t *upload_data_size,
+                                void **con_cls)
+{
+    srv_ctx *ctx = cls;
+    http_req *r = *con_cls;
+    if (!r)
+        return begin(ctx, conn, url, method, con_cls);
+
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (r->state != ST_READING)
+            return MHD_YES;
+        return body_data(r, upload_data, n);
+    }
+
+    switch (r->state) {
+    case ST_READING:
+        break;
+    case ST_WORKING:
+        return MHD_YES; /* not ours to answer yet */
+    case ST_ANSWERED:
+        return MHD_YES;
+    case ST_READY:
+        if (r->failed || r->ready_status != 200) {
+            proto_error e = r->err;
+            if (e.http_status == 0)
+                proto_error_set(&e, 500, "internal", "", "request failed");
+            return answer_error(r, &e);
+        }
+        {
+            char *out = r->out;
+            r->out = NULL;
+            return queue(r, 200, json_response(out, r->out_len));
+        }
+    }
+    if (r->has_err)
+        return answer_error(r, &r->err);
+    if (routes[r->route].takes_body && r->len == 0) {
+        proto_error e;
+        proto_error_set(&e, 400, "invalid_json", "", "the request body is empty");
+        return answer_error(r, &e);
+    }
+    return dispatch(r, url);
+}
+
+void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                        enum MHD_RequestTerminationCode toe)
+{
+    http_req *r = *con_cls;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    if (r->status_sent)
+        srv_metrics_request(r->ctx->metrics, routes[r->route].label, (int)r->status_sent);
+    if (toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
+        srv_metrics_rejected(r->ctx, "timeout");
+    if (r->pending > 0) {
+        r->dead = true; /* freed by the last pool completion */
+        return;
+    }
+    req_free(r);
+}

@@ -1,0 +1,314 @@
+/*
+ * metrics.c: the daemon's Prometheus metrics and their text exposition
+ * (GET /metrics, format version 0.0.4).
+ *
+ * Series:
+ *   ikd_http_requests_total{route,status}        counter
+ *   ikd_solve_duration_seconds{solver}           histogram (per target)
+ *   ikd_rejected_total{reason}                   counter
+ *   ikd_ws_streams_open                          gauge
+ *   ikd_pool_queue_depth                         gauge (sampled at render)
+ *   ikd_registry_chains                          gauge (sampled at render)
+ * Label sets are small and fixed by the code (route names, solver names,
+ * reason literals), so they live in flat arrays searched linearly under one
+ * mutex; the label strings are not copied and must outlive the metrics.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/srv.h"
+
+/* Histogram upper bounds in seconds (5 us .. 1 s), then +Inf. */
+static const double bounds[] = {5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+                                2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 1.0};
+#define NBOUNDS (sizeof bounds / sizeof bounds[0])
+
+typedef struct req_count {
+    const char *route;
+    int status;
+    unsigned long long n;
+} req_count;
+
+typedef struct solve_hist {
+    const char *solver;
+    unsigned long long buckets[NBOUNDS + 1]; /* non-cumulative; last = above all bounds */
+    unsigned long long count;
+    double sum;
+} solve_hist;
+
+typedef struct reason_count {
+    const char *reason;
+    unsigned long long n;
+} reason_count;
+
+struct srv_metrics {
+    uv_mutex_t lock;
+    req_count *reqs;
+    size_t nreqs, capreqs;
+    solve_hist *hists;
+    size_t nhists, caphists;
+    reason_count *reasons;
+    size_t nreasons, capreasons;
+    long streams;
+};
+
+srv_metrics *srv_metrics_new(void)
+{
+    srv_metrics *m = calloc(1, sizeof *m);
+    if (m && uv_mutex_init(&m->lock) != 0) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void srv_metrics_free(srv_metrics *m)
+{
+    if (!m)
+        return;
+    free(m->reqs);
+    free(m->hists);
+    free(m->reasons);
+    uv_mutex_destroy(&m->lock);
+    free(m);
+}
+
+/* Makes room for one more element of size sz in *arr (cap *cap, n used).
+ * Returns 0 or -1 (nothing changed). */
+static int reserve(void **arr, size_t *cap, size_t n, size_t sz)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, ncap * sz);
+    if (!p)
+        return -1;
+    memset((char *)p + *cap * sz, 0, (ncap - *cap) * sz);
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+void srv_metrics_request(srv_metrics *m, const char *route, int status)
+{
+    uv_mutex_lock(&m->lock);
+    size_t i = 0;
+    while (i < m->nreqs && !(m->reqs[i].status == status && strcmp(m->reqs[i].route, route) == 0))
+        i++;
+    if (i == m->nreqs) {
+        if (reserve((void **)&m->reqs, &m->capreqs, m->nreqs, sizeof *m->reqs) != 0)
+            goto out;
+        m->reqs[i].route = route;
+        m->reqs[i].status = status;
+        m->nreqs++;
+    }
+    m->reqs[i].n++;
+out:
+    uv_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_observe_solves(srv_metrics *m, const char *solver, double seconds_each,
+                                size_t n)
+{
+    if (n == 0)
+        return;
+    if (!(seconds_each >= 0.0))
+        seconds_each = 0.0;
+    uv_mutex_lock(&m->lock);
+    size_t i = 0;
+    while (i < m->nhists && strcmp(m->hists[i].solver, solver) != 0)
+        i++;
+    if (i == m->nhists) {
+        if (reserve((void **)&m->hists, &m->caphists, m->nhists, sizeof *m->hists) != 0)
+            goto out;
+        m->hists[i].solver = solver;
+        m->nhists++;
+    }
+    size_t b = 0;
+    while (b < NBOUNDS && seconds_each > bounds[b])
+        b++;
+    m->hists[i].buckets[b] += n;
+    m->hists[i].count += n;
+    m->hists[i].sum += seconds_each * (double)n;
+out:
+    uv_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_observe_solve(srv_metrics *m, const char *solver, double seconds)
+{
+    srv_metrics_observe_solves(m, solver, seconds, 1);
+}
+
+void srv_metrics_reject(srv_metrics *m, const char *reason)
+{
+    uv_mutex_lock(&m->lock);
+    size_t i = 0;
+    while (i < m->nreasons && strcmp(m->reasons[i].reason, reason) != 0)
+        i++;
+    if (i == m->nreasons) {
+        if (reserve((void **)&m->reasons, &m->capreasons, m->nreasons, sizeof *m->reasons) != 0)
+            goto out;
+        m->reasons[i].reason = reason;
+        m->nreasons++;
+    }
+    m->reasons[i].n++;
+out:
+    uv_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_streams_add(srv_metrics *m, int delta)
+{
+    uv_mutex_lock(&m->lock);
+    m->streams += delta;
+    uv_mutex_unlock(&m->lock);
+}
+
+long srv_metrics_streams(srv_metrics *m)
+{
+    uv_mutex_lock(&m->lock);
+    long v = m->streams;
+    uv_mutex_unlock(&m->lock);
+    return v;
+}
+
+/* ---- text exposition --------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t ncap = (b->cap + (size_t)n + 1) * 2;
+        char *np = realloc(b->p, ncap);
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        b->p = np;
+        b->cap = ncap;
+    }
+}
+
+/* Label values are code literals, but escape anyway per the format. */
+static void sb_label(sbuf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            sb_printf(b, "\\%c", *s);
+        else if (*s == '\n')
+            sb_printf(b, "\\n");
+        else
+            sb_printf(b, "%c", *s);
+    }
+}
+
+char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chains, size_t *len)
+{
+    sbuf b = {malloc(4096), 0, 4096, false};
+    if (!b.p)
+        return NULL;
+    b.p[0] = '\0';
+    uv_mutex_lock(&m->lock);
+
+    sb_printf(&b, "# HELP ikd_http_requests_total HTTP requests answered, by route and status.\n"
+                  "# TYPE ikd_http_requests_total counter\n");
+    for (size_t i = 0; i < m->nreqs; i++) {
+        sb_printf(&b, "ikd_http_requests_total{route=\"");
+        sb_label(&b, m->reqs[i].route);
+        sb_printf(&b, "\",status=\"%d\"} %llu\n", m->reqs[i].status, m->reqs[i].n);
+    }
+
+    sb_printf(&b, "# HELP ikd_solve_duration_seconds Time per solved target, by solver.\n"
+                  "# TYPE ikd_solve_duration_seconds histogram\n");
+    for (size_t i = 0; i < m->nhists; i++) {
+        const solve_hist *h = &m->hists[i];
+        unsigned long long cum = 0;
+        for (size_t k = 0; k <= NBOUNDS; k++) {
+            cum += h->buckets[k];
+            sb_printf(&b, "ikd_solve_duration_seconds_bucket{solver=\"");
+            sb_label(&b, h->solver);
+            if (k < NBOUNDS)
+                sb_printf(&b, "\",le=\"%g\"} %llu\n", bounds[k], cum);
+            else
+                sb_printf(&b, "\",le=\"+Inf\"} %llu\n", cum);
+        }
+        sb_printf(&b, "ikd_solve_duration_seconds_sum{solver=\"");
+        sb_label(&b, h->solver);
+        sb_printf(&b, "\"} %.9g\n", h->sum);
+        sb_printf(&b, "ikd_solve_duration_seconds_count{solver=\"");
+        sb_label(&b, h->solver);
+        sb_printf(&b, "\"} %llu\n", h->count);
+    }
+
+    sb_printf(&b, "# HELP ikd_rejected_total Requests or messages refused, by reason.\n"
+                  "# TYPE ikd_rejected_total counter\n");
+    for (size_t i = 0; i < m->nreasons; i++) {
+        sb_printf(&b, "ikd_rejected_total{reason=\"");
+        sb_label(&b, m->reasons[i].reason);
+        sb_printf(&b, "\"} %llu\n", m->reasons[i].n);
+    }
+
+    sb_printf(&b, "# HELP ikd_ws_streams_open WebSocket streams open now.\n"
+                  "# TYPE ikd_ws_streams_open gauge\n"
+                  "ikd_ws_streams_open %ld\n",
+              m->streams);
+    uv_mutex_unlock(&m->lock);
+
+    sb_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"
+                  "# TYPE ikd_pool_queue_depth gauge\n"
+                  "ikd_pool_queue_depth %zu\n"
+                  "# HELP ikd_registry_chains Chains stored in the registry.\n"
+                  "# TYPE ikd_registry_chains gauge\n"
+                  "ikd_registry_chains %zu\n",
+              pool_depth, registry_chains);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    if (len)
+        *len = b.len;
+    return b.p;
+}
+
+/* ---- context shorthands ------------------------------------------------ */
+
+void srv_metrics_solve(srv_ctx *ctx, const char *solver, double seconds)
+{
+    srv_metrics_observe_solve(ctx->metrics, solver, seconds);
+}
+
+void srv_metrics_rejected(srv_ctx *ctx, const char *reason)
+{
+    srv_metrics_reject(ctx->metrics, reason);
+}
+
+void srv_metrics_stream_open(srv_ctx *ctx)
+{
+    srv_metrics_streams_add(ctx->metrics, +1);
+}
+
+void srv_metrics_stream_close(srv_ctx *ctx)
+{
+    srv_metrics_streams_add(ctx->metrics, -1);
+}

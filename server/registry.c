@@ -1,0 +1,232 @@
+/*
+ * registry.c: the chain registry behind POST/GET/DELETE /v1/chains and
+ * "chain_id" in requests.
+ *
+ * Content-addressed: the key is proto_chain_id(), so registering the same
+ * chain twice yields the same id and one stored copy. Memory-bounded: the
+ * sum of proto_chain_memory() of the stored chains stays at or below
+ * max_bytes; storing a new chain evicts the least recently used ones (a get
+ * or a repeated put counts as a use). Ids survive only the process: nothing
+ * is persisted, a restarted daemon starts empty.
+ *
+ * Structure: a chained hash table (FNV-1a on the id) for lookup and an
+ * intrusive doubly-linked list in recency order for eviction; one mutex
+ * guards both, so every function is safe from any thread. Stored chains
+ * hold one reference each; lookups hand out new references, so an evicted or
+ * deleted chain lives on in the jobs still using it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/srv.h"
+
+typedef struct entry {
+    proto_chain *chain;
+    const char *id; /* proto_chain_id(chain): lives as long as the chain */
+    size_t bytes;
+    struct entry *hnext;              /* hash bucket chain */
+    struct entry *prev, *next;        /* recency list: head = most recent */
+} entry;
+
+struct srv_registry {
+    uv_mutex_t lock;
+    size_t max_bytes, bytes, count, evictions;
+    size_t nbuckets;
+    entry **buckets;
+    entry *head, *tail;
+};
+
+static size_t hash_id(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (size_t)h;
+}
+
+srv_registry *srv_registry_new(size_t max_bytes)
+{
+    srv_registry *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->nbuckets = 256;
+    r->buckets = calloc(r->nbuckets, sizeof *r->buckets);
+    if (!r->buckets || uv_mutex_init(&r->lock) != 0) {
+        free(r->buckets);
+        free(r);
+        return NULL;
+    }
+    r->max_bytes = max_bytes;
+    return r;
+}
+
+static void list_unlink(srv_registry *r, entry *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        r->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        r->tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void list_push_front(srv_registry *r, entry *e)
+{
+    e->prev = NULL;
+    e->next = r->head;
+    if (r->head)
+        r->head->prev = e;
+    r->head = e;
+    if (!r->tail)
+        r->tail = e;
+}
+
+static entry **find_slot(srv_registry *r, const char *id)
+{
+    entry **slot = &r->buckets[hash_id(id) % r->nbuckets];
+    while (*slot && strcmp((*slot)->id, id) != 0)
+        slot = &(*slot)->hnext;
+    return slot;
+}
+
+/* Unlinks e from both structures and drops the registry's reference. */
+static void drop(srv_registry *r, entry **slot)
+{
+    entry *e = *slot;
+    *slot = e->hnext;
+    list_unlink(r, e);
+    r->bytes -= e->bytes;
+    r->count--;
+    proto_chain_unref(e->chain);
+    free(e);
+}
+
+static void grow(srv_registry *r)
+{
+    size_t n = r->nbuckets * 2;
+    entry **b = calloc(n, sizeof *b);
+    if (!b)
+        return; /* keep the old table: longer chains, still correct */
+    for (size_t i = 0; i < r->nbuckets; i++) {
+        entry *e = r->buckets[i];
+        while (e) {
+            entry *next = e->hnext;
+            size_t k = hash_id(e->id) % n;
+            e->hnext = b[k];
+            b[k] = e;
+            e = next;
+        }
+    }
+    free(r->buckets);
+    r->buckets = b;
+    r->nbuckets = n;
+}
+
+void srv_registry_free(srv_registry *r)
+{
+    if (!r)
+        return;
+    entry *e = r->head;
+    while (e) {
+        entry *next = e->next;
+        proto_chain_unref(e->chain);
+        free(e);
+        e = next;
+    }
+    free(r->buckets);
+    uv_mutex_destroy(&r->lock);
+    free(r);
+}
+
+int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
+{
+    const char *id = proto_chain_id(c);
+    size_t bytes = proto_chain_memory(c);
+    int rc = SRV_OK;
+    uv_mutex_lock(&r->lock);
+    entry **slot = find_slot(r, id);
+    if (*slot) {
+        list_unlink(r, *slot);
+        list_push_front(r, *slot);
+        if (created)
+            *created = false;
+        goto out;
+    }
+    if (bytes > r->max_bytes) {
+        rc = SRV_ENOMEM;
+        goto out;
+    }
+    entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        rc = SRV_ENOMEM;
+        goto out;
+    }
+    while (r->bytes + bytes > r->max_bytes && r->tail) {
+        drop(r, find_slot(r, r->tail->id));
+        r->evictions++;
+    }
+    proto_chain_ref(c);
+    e->chain = c;
+    e->id = id;
+    e->bytes = bytes;
+    slot = find_slot(r, id);
+    *slot = e;
+    list_push_front(r, e);
+    r->bytes += bytes;
+    r->count++;
+    if (r->count > r->nbuckets)
+        grow(r);
+    if (created)
+        *created = true;
+out:
+    uv_mutex_unlock(&r->lock);
+    return rc;
+}
+
+proto_chain *srv_registry_get(srv_registry *r, const char *id)
+{
+    proto_chain *c = NULL;
+    uv_mutex_lock(&r->lock);
+    entry *e = *find_slot(r, id);
+    if (e) {
+        list_unlink(r, e);
+        list_push_front(r, e);
+        proto_chain_ref(e->chain);
+        c = e->chain;
+    }
+    uv_mutex_unlock(&r->lock);
+    return c;
+}
+
+int srv_registry_remove(srv_registry *r, const char *id)
+{
+    int rc = SRV_ENOTFOUND;
+    uv_mutex_lock(&r->lock);
+    entry **slot = find_slot(r, id);
+    if (*slot) {
+        drop(r, slot);
+        rc = SRV_OK;
+    }
+    uv_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static size_t read_field(srv_registry *r, const size_t *field)
+{
+    uv_mutex_lock(&r->lock);
+    size_t v = *field;
+    uv_mutex_unlock(&r->lock);
+    return v;
+}
+
+size_t srv_registry_count(srv_registry *r) { return read_field(r, &r->count); }
+size_t srv_registry_bytes(srv_registry *r) { return read_field(r, &r->bytes); }
+size_t srv_registry_evictions(srv_registry *r) { return read_field(r, &r->evictions); }
+
+proto_chain *srv_registry_lookup(void *ud, const char *id)
+{
+    return srv_registry_get((srv_registry *)ud, id);
+}
