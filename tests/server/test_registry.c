@@ -1,0 +1,170 @@
+/*
+ * test_registry.c: server/registry.c on its own: content addressing (the
+ * same chain twice is one entry), references (a looked-up chain outlives
+ * its removal), the memory bound with least-recently-used eviction, and the
+ * proto_chain_lookup_fn adapter. Chains are small planar arms decoded by
+ * proto/.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/srv.h"
+
+static proto_chain *planar(double l2)
+{
+    char body[128];
+    snprintf(body, sizeof body, "{\"kind\":\"planar\",\"lengths\":[1.0,%.3f]}", l2);
+    proto_limits lim;
+    proto_limits_default(&lim);
+    proto_error err;
+    proto_chain *c = proto_chain_decode(body, strlen(body), &lim, &err);
+    ck_assert_msg(c != NULL, "decode failed: %s", err.message);
+    return c;
+}
+
+START_TEST(test_same_chain_same_id)
+{
+    srv_registry *r = srv_registry_new(1u << 20);
+    proto_chain *a = planar(2.0), *b = planar(2.0), *c = planar(3.0);
+    bool created = false;
+    ck_assert_int_eq(srv_registry_put(r, a, &created), SRV_OK);
+    ck_assert(created);
+    ck_assert_int_eq(srv_registry_put(r, b, &created), SRV_OK);
+    ck_assert(!created);
+    ck_assert_str_eq(proto_chain_id(a), proto_chain_id(b));
+    ck_assert_int_eq(srv_registry_put(r, c, &created), SRV_OK);
+    ck_assert(created);
+    ck_assert_uint_eq(srv_registry_count(r), 2);
+    ck_assert_uint_eq(srv_registry_bytes(r), proto_chain_memory(a) + proto_chain_memory(c));
+    proto_chain_unref(a);
+    proto_chain_unref(b);
+    proto_chain_unref(c);
+    srv_registry_free(r);
+}
+END_TEST
+
+START_TEST(test_get_remove_references)
+{
+    srv_registry *r = srv_registry_new(1u << 20);
+    proto_chain *a = planar(2.0);
+    char id[256];
+    snprintf(id, sizeof id, "%s", proto_chain_id(a));
+    ck_assert_int_eq(srv_registry_put(r, a, NULL), SRV_OK);
+    proto_chain_unref(a); /* the registry's reference keeps it alive */
+
+    proto_chain *got = srv_registry_get(r, id);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(proto_chain_id(got), id);
+    ck_assert_int_eq(srv_registry_remove(r, id), SRV_OK);
+    ck_assert_int_eq(srv_registry_remove(r, id), SRV_ENOTFOUND);
+    ck_assert_ptr_null(srv_registry_get(r, id));
+    /* Still usable after removal: we hold our own reference. */
+    ck_assert_str_eq(proto_chain_id(got), id);
+    proto_chain_unref(got);
+
+    ck_assert_ptr_null(srv_registry_get(r, "no-such-id"));
+    ck_assert_ptr_null(srv_registry_get(r, ""));
+    ck_assert_uint_eq(srv_registry_count(r), 0);
+    ck_assert_uint_eq(srv_registry_bytes(r), 0);
+    srv_registry_free(r);
+}
+END_TEST
+
+START_TEST(test_lru_eviction)
+{
+    proto_chain *c[4];
+    for (int i = 0; i < 4; i++)
+        c[i] = planar(2.0 + i);
+    size_t m = proto_chain_memory(c[0]);
+    for (int i = 1; i < 4; i++)
+        ck_assert_uint_eq(proto_chain_memory(c[i]), m); /* same shape, same size */
+    /* Room for exactly two. */
+    srv_registry *r = srv_registry_new(2 * m + m / 2);
+    ck_assert_int_eq(srv_registry_put(r, c[0], NULL), SRV_OK);
+    ck_assert_int_eq(srv_registry_put(r, c[1], NULL), SRV_OK);
+    /* Use 0, so 1 is the least recently used. */
+    proto_chain *tmp = srv_registry_get(r, proto_chain_id(c[0]));
+    proto_chain_unref(tmp);
+    ck_assert_int_eq(srv_registry_put(r, c[2], NULL), SRV_OK);
+    ck_assert_uint_eq(srv_registry_count(r), 2);
+    ck_assert_uint_eq(srv_registry_evictions(r), 1);
+    ck_assert_ptr_null(srv_registry_get(r, proto_chain_id(c[1])));
+    tmp = srv_registry_get(r, proto_chain_id(c[0]));
+    ck_assert_ptr_nonnull(tmp);
+    proto_chain_unref(tmp);
+    /* Recency is now 0 (just read), 2. Re-putting 2 refreshes it, so 0
+     * becomes the least recently used and the next insertion evicts it. */
+    ck_assert_int_eq(srv_registry_put(r, c[2], NULL), SRV_OK);
+    ck_assert_int_eq(srv_registry_put(r, c[3], NULL), SRV_OK);
+    ck_assert_ptr_null(srv_registry_get(r, proto_chain_id(c[0])));
+    tmp = srv_registry_get(r, proto_chain_id(c[2]));
+    ck_assert_ptr_nonnull(tmp);
+    proto_chain_unref(tmp);
+    ck_assert_uint_le(srv_registry_bytes(r), 2 * m + m / 2);
+    for (int i = 0; i < 4; i++)
+        proto_chain_unref(c[i]);
+    srv_registry_free(r);
+}
+END_TEST
+
+START_TEST(test_too_big_for_bound)
+{
+    proto_chain *a = planar(2.0);
+    srv_registry *r = srv_registry_new(proto_chain_memory(a) - 1);
+    bool created = true;
+    ck_assert_int_eq(srv_registry_put(r, a, &created), SRV_ENOMEM);
+    ck_assert_uint_eq(srv_registry_count(r), 0);
+    proto_chain_unref(a);
+    srv_registry_free(r);
+}
+END_TEST
+
+START_TEST(test_many_and_lookup_fn)
+{
+    /* Enough entries to grow the hash table several times. */
+    srv_registry *r = srv_registry_new(64u << 20);
+    enum { N = 1500 };
+    char (*ids)[128] = calloc(N, sizeof *ids);
+    for (int i = 0; i < N; i++) {
+        proto_chain *c = planar(1.0 + i * 0.001);
+        snprintf(ids[i], sizeof ids[i], "%s", proto_chain_id(c));
+        ck_assert_int_eq(srv_registry_put(r, c, NULL), SRV_OK);
+        proto_chain_unref(c);
+    }
+    ck_assert_uint_eq(srv_registry_count(r), N);
+    proto_chain_lookup_fn fn = srv_registry_lookup;
+    for (int i = 0; i < N; i += 7) {
+        proto_chain *c = fn(r, ids[i]);
+        ck_assert_ptr_nonnull(c);
+        ck_assert_str_eq(proto_chain_id(c), ids[i]);
+        proto_chain_unref(c);
+    }
+    free(ids);
+    srv_registry_free(r);
+    srv_registry_free(NULL);
+}
+END_TEST
+
+static Suite *registry_suite(void)
+{
+    Suite *s = suite_create("registry");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_same_chain_same_id);
+    tcase_add_test(tc, test_get_remove_references);
+    tcase_add_test(tc, test_lru_eviction);
+    tcase_add_test(tc, test_too_big_for_bound);
+    tcase_add_test(tc, test_many_and_lookup_fn);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(registry_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
