@@ -1,0 +1,28 @@
+# ikd container image: build stage compiles and tests nothing but the build;
+# the runtime stage carries only the daemon and the libraries it links.
+#   docker build -t ikd .
+#   docker run --rm -p 8080:8080 ikd                 # serves on port 8080
+#   docker run --rm -e IKD_TOKEN=secret -p 8080:8080 ikd
+# Every flag of "ikd --help" can be appended to "docker run ... ikd" or set
+# through its IKD_* environment variable.
+
+FROM debian:12-slim AS build
+WORKDIR /src
+COPY docker/install-deps.sh docker/install-deps.sh
+RUN sh docker/install-deps.sh && rm -rf /var/lib/apt/lists/*
+COPY . .
+RUN make clean && make -j"$(nproc)" build/ikd
+
+FROM debian:12-slim
+COPY docker/install-deps.sh /tmp/install-deps.sh
+RUN sh /tmp/install-deps.sh runtime \
+    && apt-get install -y -qq --no-install-recommends curl \
+    && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+    && useradd --system --no-create-home --uid 10001 ikd
+COPY --from=build /src/build/ikd /usr/local/bin/ikd
+USER ikd
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=2s --start-period=2s --retries=3 \
+    CMD curl -fsS http://127.0.0.1:8080/livez || exit 1
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/ikd", "--listen", "0.0.0.0:8080"]
