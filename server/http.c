@@ -540,7 +540,8 @@ static enum MHD_Result handle_metrics(http_req *r)
 {
     size_t len;
     char *s = srv_metrics_render(r->ctx->metrics, r->ctx->pool_depth,
-                                 srv_registry_count(r->ctx->registry), &len);
+                                 srv_registry_count(r->ctx->registry),
+                                 r->ctx->active_requests, &len);
     if (!s)
         return MHD_NO;
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, s, MHD_RESPMEM_MUST_FREE);

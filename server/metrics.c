@@ -9,6 +9,7 @@
  *   ikd_ws_streams_open                          gauge
  *   ikd_pool_queue_depth                         gauge (sampled at render)
  *   ikd_registry_chains                          gauge (sampled at render)
+ *   ikd_http_requests_active                     gauge (sampled at render)
  * Label sets are small and fixed by the code (route names, solver names,
  * reason literals), so they live in flat arrays searched linearly under one
  * mutex; the label strings are not copied and must outlive the metrics.
@@ -223,7 +224,8 @@ static void sb_label(sbuf *b, const char *s)
     }
 }
 
-char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chains, size_t *len)
+char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chains,
+                         size_t active_requests, size_t *len)
 {
     sbuf b = {malloc(4096), 0, 4096, false};
     if (!b.p)
@@ -280,8 +282,11 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
                   "ikd_pool_queue_depth %zu\n"
                   "# HELP ikd_registry_chains Chains stored in the registry.\n"
                   "# TYPE ikd_registry_chains gauge\n"
-                  "ikd_registry_chains %zu\n",
-              pool_depth, registry_chains);
+                  "ikd_registry_chains %zu\n"
+                  "# HELP ikd_http_requests_active HTTP requests begun and not yet completed.\n"
+                  "# TYPE ikd_http_requests_active gauge\n"
+                  "ikd_http_requests_active %zu\n",
+              pool_depth, registry_chains, active_requests);
     if (b.oom) {
         free(b.p);
         return NULL;

@@ -204,10 +204,11 @@ void srv_metrics_reject(srv_metrics *m, const char *reason);
 /* Open-stream gauge: +1 when a WebSocket stream opens, -1 when it closes. */
 void srv_metrics_streams_add(srv_metrics *m, int delta);
 long srv_metrics_streams(srv_metrics *m);
-/* Prometheus text exposition (malloc'd, caller frees; *len = strlen); NULL
- * when out of memory. pool_depth is sampled by the caller. */
+/* Prometheus text exposition (malloc'd, caller frees; *len = strlen if len
+ * is not NULL); NULL when out of memory. The three gauges are sampled by the
+ * caller. */
 char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chains,
-                         size_t *len);
+                         size_t active_requests, size_t *len);
 
 /* Context shorthands for the hooks above. */
 void srv_metrics_solve(srv_ctx *ctx, const char *solver, double seconds);

@@ -33,6 +33,9 @@
 #include <unistd.h>
 
 #include "proto/proto.h"
+#include "proto/urdf.h"
+#include "solver/ik_chain.h"
+#include "solver/ik_math.h"
 
 /* ---- the daemon under test ------------------------------------------- */
 
@@ -257,7 +260,7 @@ static void teardown(void)
 
 static const char planar_chain[] = "{\"kind\":\"planar\",\"lengths\":[1.0,0.8]}";
 
-static __attribute__((unused)) char *read_file(const char *path)
+static char *read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -616,6 +619,300 @@ START_TEST(test_slow_client)
 }
 END_TEST
 
+/* ---- tests: solving ------------------------------------------------------ */
+
+/* Seed 001's limb: bones from the root through the knee to the end. */
+static const char two_bone_request[] =
+    "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]},"
+    "\"target\":{\"position\":[0.3,0.6,0.2]}}";
+
+/* The reachable two-bone answer: the end on the target, both bone lengths
+ * kept (checked on the returned positions, not against a stored answer). */
+static void check_two_bone(const resp *r)
+{
+    ck_assert_int_eq(r->status, 200);
+    json_t *j = body_json(r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "success");
+    json_t *pos = json_object_get(j, "positions");
+    ck_assert_int_eq(json_array_size(pos), 3);
+    double p[3][3];
+    for (size_t i = 0; i < 3; i++)
+        for (size_t k = 0; k < 3; k++)
+            p[i][k] = json_number_value(json_array_get(json_array_get(pos, i), k));
+    ck_assert_double_eq_tol(p[2][0], 0.3, 1e-6);
+    ck_assert_double_eq_tol(p[2][1], 0.6, 1e-6);
+    ck_assert_double_eq_tol(p[2][2], 0.2, 1e-6);
+    double l1 = sqrt(pow(p[1][0] - p[0][0], 2) + pow(p[1][1] - p[0][1], 2) + pow(p[1][2] - p[0][2], 2));
+    double l2 = sqrt(pow(p[2][0] - p[1][0], 2) + pow(p[2][1] - p[1][1], 2) + pow(p[2][2] - p[1][2], 2));
+    ck_assert_double_eq_tol(l1, 0.5, 1e-6);
+    ck_assert_double_eq_tol(l2, 0.5, 1e-6);
+    json_decref(j);
+}
+
+START_TEST(test_solve_inline)
+{
+    start_daemon(NULL);
+    resp r = {0};
+    request("POST", "/v1/solve", two_bone_request, NULL, &r);
+    check_two_bone(&r);
+    /* A request proto rejects names the offending path. */
+    request("POST", "/v1/solve",
+            "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]},"
+            "\"target\":{\"position\":[0.3,\"x\",0.2]}}",
+            NULL, &r);
+    assert_error(&r, 400, "invalid_request");
+    json_t *j = body_json(&r);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "path")),
+                     "/target/position/1");
+    json_decref(j);
+    request("POST", "/v1/solve", "{\"chain_id\":\"nope\",\"target\":{\"position\":[0,0,1]}}",
+            NULL, &r);
+    assert_error(&r, 404, "unknown_chain");
+    ck_assert_int_eq(request("GET", "/metrics", NULL, NULL, &r), 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "ikd_solve_duration_seconds_count{solver="));
+    resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_solve_on_pool_by_id)
+{
+    /* Every solve is "expensive": the pool path, suspend and resume. */
+    const char *flags[] = {"--inline-cost-us", "0", NULL};
+    start_daemon(flags);
+    char *id = register_chain("{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]}",
+                              201);
+    char body[512];
+    snprintf(body, sizeof body, "{\"chain_id\":\"%s\",\"target\":{\"position\":[0.3,0.6,0.2]}}", id);
+    resp r = {0};
+    for (int i = 0; i < 20; i++) {
+        request("POST", "/v1/solve", body, NULL, &r);
+        check_two_bone(&r);
+    }
+    ck_assert_int_eq(parallel(100, "POST", "/v1/solve", body, 200), 100);
+    resp_free(&r);
+    free(id);
+}
+END_TEST
+
+/* The KUKA iiwa 14 from $IKD_DATA: its URDF text and compiled chain. */
+typedef struct arm {
+    char *urdf;
+    ik_chain chain;
+} arm;
+
+static void load_iiwa(arm *a)
+{
+    const char *data = getenv("IKD_DATA") ? getenv("IKD_DATA") : "../shared/data";
+    char path[512];
+    snprintf(path, sizeof path, "%s/robots/kuka_iiwa14_r820.urdf", data);
+    a->urdf = read_file(path);
+    ck_assert_msg(a->urdf != NULL, "cannot read %s", path);
+    ik_joint joints[IK_MAX_JOINTS];
+    size_t n = 0;
+    proto_error err;
+    ck_assert_int_eq(proto_urdf_chain(a->urdf, strlen(a->urdf), "base_link", "tool0", joints,
+                                      IK_MAX_JOINTS, &n, NULL, &err),
+                     0);
+    ck_assert_int_eq(ik_chain_init(&a->chain, joints, n), 0);
+    ck_assert_uint_eq(a->chain.dof, 7);
+}
+
+/* A batch request of n full-pose targets made by forward kinematics from
+ * random joint values inside the limits (fixed seed). poses gets the target
+ * frames when not NULL. Caller frees. */
+static char *iiwa_batch(const arm *a, size_t n, ik_xform *poses)
+{
+    json_t *targets = json_array();
+    unsigned seed = 12345;
+    for (size_t i = 0; i < n; i++) {
+        double q[IK_MAX_DOF];
+        for (size_t k = 0; k < a->chain.dof; k++) {
+            double u = (double)rand_r(&seed) / RAND_MAX;
+            q[k] = a->chain.lower[k] + u * (a->chain.upper[k] - a->chain.lower[k]);
+        }
+        ik_xform x = ik_chain_fk(&a->chain, q);
+        if (poses)
+            poses[i] = x;
+        json_array_append_new(targets, json_pack("{s:[f,f,f],s:[f,f,f,f]}", "position", x.p.x,
+                                                 x.p.y, x.p.z, "orientation", x.q.x, x.q.y,
+                                                 x.q.z, x.q.w));
+    }
+    json_t *req = json_pack("{s:{s:s,s:s,s:s,s:s},s:o}", "chain", "kind", "urdf", "urdf", a->urdf,
+                            "base", "base_link", "tip", "tool0", "targets", targets);
+    char *s = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(req);
+    return s;
+}
+
+START_TEST(test_batch_fk)
+{
+    start_daemon(NULL);
+    arm a;
+    load_iiwa(&a);
+    enum { N = 10000 };
+    ik_xform *poses = malloc(N * sizeof *poses);
+    char *body = iiwa_batch(&a, N, poses);
+    resp r = {0};
+    ck_assert_int_eq(request("POST", "/v1/solve/batch", body, NULL, &r), 200);
+    json_t *j = body_json(&r);
+    json_t *results = json_object_get(j, "results");
+    ck_assert_int_eq(json_array_size(results), N);
+    size_t ok = 0;
+    for (size_t i = 0; i < N; i++) {
+        json_t *res = json_array_get(results, i);
+        if (strcmp(json_string_value(json_object_get(res, "status")), "success") != 0)
+            continue;
+        ok++;
+        json_t *jq = json_object_get(res, "joints");
+        ck_assert_int_eq(json_array_size(jq), 7);
+        double q[7];
+        for (size_t k = 0; k < 7; k++)
+            q[k] = json_number_value(json_array_get(jq, k));
+        ck_assert(ik_chain_within_limits(&a.chain, q, 1e-9));
+        ik_xform x = ik_chain_fk(&a.chain, q);
+        ck_assert_double_eq_tol(x.p.x, poses[i].p.x, 1e-5);
+        ck_assert_double_eq_tol(x.p.y, poses[i].p.y, 1e-5);
+        ck_assert_double_eq_tol(x.p.z, poses[i].p.z, 1e-5);
+        /* Rotation between the two frames: angle = 2 acos |<q1, q2>|. */
+        double d = fabs(x.q.x * poses[i].q.x + x.q.y * poses[i].q.y + x.q.z * poses[i].q.z +
+                        x.q.w * poses[i].q.w);
+        double angle = 2.0 * acos(d > 1.0 ? 1.0 : d);
+        ck_assert_double_le(angle, 2e-5);
+    }
+    /* The numeric solver's success rate on this benchmark is far above
+     * this floor; the floor catches a batch that is not really solved. */
+    ck_assert_msg(ok >= N * 9 / 10, "only %zu of %d targets solved", ok, N);
+    json_decref(j);
+    resp_free(&r);
+    free(body);
+    free(poses);
+    free(a.urdf);
+}
+END_TEST
+
+/* Polls /metrics until `series` reaches at least `want` (guarded). */
+static void wait_metric(const char *series, double want)
+{
+    resp r = {0};
+    for (int i = 0; i < 6000; i++) {
+        request("GET", "/metrics", NULL, NULL, &r);
+        if (metric(r.body, series) >= want)
+            break;
+        usleep(10000);
+    }
+    ck_assert_msg(metric(r.body, series) >= want, "%s never reached %g", series, want);
+    resp_free(&r);
+}
+
+START_TEST(test_vanishing_client)
+{
+    const char *flags[] = {"--threads", "1", NULL};
+    start_daemon(flags);
+    arm a;
+    load_iiwa(&a);
+    char *body = iiwa_batch(&a, 4000, NULL);
+    int fd = raw_connect();
+    char head[256];
+    int hn = snprintf(head, sizeof head,
+                      "POST /v1/solve/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                      "\r\nContent-Length: %zu\r\n\r\n",
+                      strlen(body));
+    ck_assert_int_eq(send(fd, head, (size_t)hn, 0), hn);
+    size_t off = 0, len = strlen(body);
+    while (off < len) {
+        ssize_t k = send(fd, body + off, len - off, 0);
+        ck_assert_int_gt(k, 0);
+        off += (size_t)k;
+    }
+    /* Its batch is on the pool: go away without reading the answer. */
+    wait_metric("ikd_pool_queue_depth", 1);
+    close(fd);
+    /* Others are served meanwhile, inline and on the pool. */
+    resp r = {0};
+    for (int i = 0; i < 10; i++) {
+        request("POST", "/v1/solve", two_bone_request, NULL, &r);
+        check_two_bone(&r);
+    }
+    /* The abandoned batch drains; its result is dropped, nothing leaks or
+     * crashes (teardown requires a clean exit). */
+    for (int i = 0; i < 6000; i++) {
+        request("GET", "/metrics", NULL, NULL, &r);
+        if (metric(r.body, "ikd_pool_queue_depth") == 0)
+            break;
+        usleep(10000);
+    }
+    ck_assert_double_eq(metric(r.body, "ikd_pool_queue_depth"), 0);
+    ck_assert_int_eq(request("GET", "/livez", NULL, NULL, &r), 200);
+    resp_free(&r);
+    free(body);
+    free(a.urdf);
+}
+END_TEST
+
+START_TEST(test_sigterm_in_flight)
+{
+    start_daemon(NULL);
+    arm a;
+    load_iiwa(&a);
+    char *body = iiwa_batch(&a, 1000, NULL);
+    enum { N = 8 };
+    CURLM *multi = curl_multi_init();
+    CURL *hs[N];
+    resp rs[N];
+    struct curl_slist *hd[N];
+    memset(rs, 0, sizeof rs);
+    for (int i = 0; i < N; i++) {
+        hs[i] = curl_easy_init();
+        setup_easy(hs[i], "POST", "/v1/solve/batch", body, strlen(body), NULL, &rs[i], &hd[i]);
+        curl_multi_add_handle(multi, hs[i]);
+    }
+    /* Drive the transfers until the daemon has every request (N batches plus
+     * the /metrics request asking), then signal it. */
+    int running = 1;
+    resp m = {0};
+    for (int tries = 0; tries < 6000; tries++) {
+        curl_multi_perform(multi, &running);
+        curl_multi_poll(multi, NULL, 0, 5, NULL);
+        request("GET", "/metrics", NULL, NULL, &m);
+        if (metric(m.body, "ikd_http_requests_active") >= N + 1)
+            break;
+    }
+    ck_assert_double_ge(metric(m.body, "ikd_http_requests_active"), N + 1);
+    kill(daemon_pid, SIGTERM);
+    /* Readiness turns 503 (asked on the connection we already have). */
+    ck_assert_int_eq(request("GET", "/readyz", NULL, NULL, &m), 503);
+    while (running) {
+        curl_multi_perform(multi, &running);
+        if (running)
+            curl_multi_poll(multi, NULL, 0, 100, NULL);
+    }
+    for (int i = 0; i < N; i++) {
+        long st = 0;
+        curl_easy_getinfo(hs[i], CURLINFO_RESPONSE_CODE, &st);
+        ck_assert_int_eq(st, 200);
+        json_t *j = body_json(&rs[i]);
+        ck_assert_int_eq(json_array_size(json_object_get(j, "results")), 1000);
+        json_decref(j);
+        curl_multi_remove_handle(multi, hs[i]);
+        curl_easy_cleanup(hs[i]);
+        curl_slist_free_all(hd[i]);
+        resp_free(&rs[i]);
+    }
+    curl_multi_cleanup(multi);
+    resp_free(&m);
+    curl_easy_cleanup(easy);
+    easy = NULL;
+    /* The daemon exits by itself, with status 0. */
+    int st = 0;
+    ck_assert_int_eq(waitpid(daemon_pid, &st, 0), daemon_pid);
+    daemon_pid = 0;
+    ck_assert(WIFEXITED(st));
+    ck_assert_int_eq(WEXITSTATUS(st), 0);
+    free(body);
+    free(a.urdf);
+}
+END_TEST
+
 /* ---- the suite ----------------------------------------------------------- */
 
 static Suite *http_suite(void)
@@ -633,6 +930,11 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_registry_lru);
     tcase_add_test(tc, test_many_clients);
     tcase_add_test(tc, test_slow_client);
+    tcase_add_test(tc, test_solve_inline);
+    tcase_add_test(tc, test_solve_on_pool_by_id);
+    tcase_add_test(tc, test_batch_fk);
+    tcase_add_test(tc, test_vanishing_client);
+    tcase_add_test(tc, test_sigterm_in_flight);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -34,7 +34,7 @@ START_TEST(test_requests_and_rejects)
     srv_metrics_reject(m, "pool_full");
     srv_metrics_reject(m, "unauthorized");
     size_t len = 0;
-    char *t = srv_metrics_render(m, 3, 7, &len);
+    char *t = srv_metrics_render(m, 3, 7, 5, &len);
     ck_assert_ptr_nonnull(t);
     ck_assert_uint_eq(len, strlen(t));
     ck_assert_double_eq(sample(t, "ikd_http_requests_total{route=\"/v1/solve\",status=\"200\"}"), 2);
@@ -44,6 +44,7 @@ START_TEST(test_requests_and_rejects)
     ck_assert_double_eq(sample(t, "ikd_rejected_total{reason=\"unauthorized\"}"), 1);
     ck_assert_double_eq(sample(t, "ikd_pool_queue_depth"), 3);
     ck_assert_double_eq(sample(t, "ikd_registry_chains"), 7);
+    ck_assert_double_eq(sample(t, "ikd_http_requests_active"), 5);
     ck_assert_ptr_nonnull(strstr(t, "# TYPE ikd_http_requests_total counter\n"));
     ck_assert_ptr_nonnull(strstr(t, "# TYPE ikd_pool_queue_depth gauge\n"));
     free(t);
@@ -61,7 +62,7 @@ START_TEST(test_histogram)
     srv_metrics_observe_solves(m, "numeric", 1e-3, 10); /* ten at 1 ms */
     srv_metrics_observe_solves(m, "numeric", 1e-3, 0);  /* nothing */
     srv_metrics_observe_solve(m, "numeric", -1.0);      /* clamped to 0 */
-    char *t = srv_metrics_render(m, 0, 0, NULL);
+    char *t = srv_metrics_render(m, 0, 0, 0, NULL);
     ck_assert_ptr_nonnull(t);
     ck_assert_double_eq(sample(t, "ikd_solve_duration_seconds_bucket{solver=\"two_bone\",le=\"5e-06\"}"), 2);
     ck_assert_double_eq(sample(t, "ikd_solve_duration_seconds_bucket{solver=\"two_bone\",le=\"0.00025\"}"), 2);
@@ -89,7 +90,7 @@ START_TEST(test_streams_gauge_and_escaping)
     srv_metrics_streams_add(m, -1);
     ck_assert_int_eq(srv_metrics_streams(m), 1);
     srv_metrics_reject(m, "we\"ird\\label\n");
-    char *t = srv_metrics_render(m, 0, 0, NULL);
+    char *t = srv_metrics_render(m, 0, 0, 0, NULL);
     ck_assert_double_eq(sample(t, "ikd_ws_streams_open"), 1);
     ck_assert_double_eq(sample(t, "ikd_rejected_total{reason=\"we\\\"ird\\\\label\\n\"}"), 1);
     /* Every line is a comment or "name{labels} value". */
