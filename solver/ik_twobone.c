@@ -21,6 +21,14 @@
  * The seed's float threshold len_at < 1e-3 becomes a relative one (1e-12 of
  * the limb length), since ikd's units are the caller's.
  *
+ * Two paths compute the same construction. The fast path (every length
+ * within 1e-25..1e25, t not on a) writes it with squared lengths
+ * (m = a + h (t - a), r^2 from the factored law of cosines; derivation at
+ * ik_twobone_solve) so the reachable case has two square roots and a division
+ * off the critical path plus one division and one square root at the end. Everything else (huge or tiny coordinates, t on
+ * a, and every invalid input) goes to the careful path, which follows the
+ * seed's cos(theta) form literally and validates.
+ *
  * Not here: the bone rotation update (ik_skeleton.c).
  */
 #include "solver/ik_twobone.h"
@@ -63,8 +71,12 @@ static inline bool perp_unit(ik_vec3 v, ik_vec3 n, double scale, ik_vec3 *u)
     return true;
 }
 
-int ik_twobone_solve(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *pole,
-                     ik_twobone_result *out)
+/* The careful path: any finite input, lengths without overflow, the seed's
+ * cos(theta) form evaluated in units of the longest bone, the seed's
+ * n = (1,0,0) when t sits on a. Also the validating path: every invalid
+ * input ends here. */
+static int solve_careful(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *pole,
+                         ik_twobone_result *out)
 {
     /* A finite difference implies both operands are finite, so these three
      * checks also reject every non-finite coordinate of a, b, c and t. */
@@ -142,6 +154,96 @@ int ik_twobone_solve(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *
         if (!(r.error <= DBL_MAX))
             return IK_EINVAL;
     }
+    *out = r;
+    return r.reach == IK_REACH_OK ? IK_OK : IK_EUNREACHABLE;
+}
+
+/* Squared lengths within which the fast path's products (up to the sixth
+ * power of a length) can neither overflow nor underflow. */
+#define FAST_MAX2 1e50
+#define FAST_MIN2 1e-50
+
+int ik_twobone_solve(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *pole,
+                     ik_twobone_result *out)
+{
+    /* Fast path: the same construction written with squared lengths, so
+     * that the reachable case needs no square root or division before the
+     * knee's direction is known:
+     *   h   = l_ab cos(theta) / l_at = (l_at^2 + l_ab^2 - l_bc^2) / (2 l_at^2),
+     *   m   = a - l_ab cos(theta) n = a + h (t - a),
+     *   r^2 = l_ab^2 sin^2(theta)
+     *       = ((l_ab + l_bc)^2 - l_at^2) (l_at^2 - (l_ab - l_bc)^2) / (4 l_at^2),
+     *   u   = the part of (b - m) perpendicular to t - a, normalised (the
+     *         part of m - a along that axis drops out, so b - a will do).
+     * The reach tests are the seed's, squared: too close when
+     * l_at^2 < (l_ab - l_bc)^2, too far when l_at^2 > (l_ab + l_bc)^2.
+     * Every comparison below is false for NaN, so non-finite, huge, tiny
+     * and degenerate input falls through to the careful path. */
+    ik_vec3 ab = ik_vec3_sub(b, a);
+    ik_vec3 bc = ik_vec3_sub(c, b);
+    ik_vec3 at = ik_vec3_sub(t, a);
+    double lab2 = ik_vec3_dot(ab, ab);
+    double lbc2 = ik_vec3_dot(bc, bc);
+    double lat2 = ik_vec3_dot(at, at);
+    if (!(lab2 >= FAST_MIN2 && lab2 <= FAST_MAX2 && lbc2 >= FAST_MIN2 && lbc2 <= FAST_MAX2 &&
+          lat2 <= FAST_MAX2))
+        return solve_careful(a, b, c, t, pole, out);
+    double lab = sqrt(lab2), lbc = sqrt(lbc2);
+    double sum = lab + lbc, dif = lab - lbc;
+    double sum2 = sum * sum;
+    /* t (almost) on a: the seed's n = (1,0,0), handled by the careful path */
+    if (!(lat2 >= (TWOBONE_TINY_AT * TWOBONE_TINY_AT) * sum2))
+        return solve_careful(a, b, c, t, pole, out);
+    ik_vec3 pv = ab;
+    if (pole) {
+        pv = ik_vec3_sub(*pole, a);
+        if (!(ik_vec3_dot(pv, pv) <= FAST_MAX2))
+            return solve_careful(a, b, c, t, pole, out);
+    }
+
+    ik_twobone_result r;
+    double far = sum2 - lat2;       /* >= 0: not too far */
+    double close = lat2 - dif * dif; /* >= 0: not too close */
+    if (close < 0.0 || far < 0.0) {
+        ik_vec3 n = ik_vec3_scale(at, -1.0 / sqrt(lat2));
+        if (close < 0.0) {
+            double sign = (lab > lbc) ? 1.0 : -1.0;
+            r.b = ik_vec3_madd(a, n, -sign * lab);
+            r.c = ik_vec3_madd(r.b, n, sign * lbc);
+            r.reach = IK_REACH_TOO_CLOSE;
+        } else {
+            r.b = ik_vec3_madd(a, n, -lab);
+            r.c = ik_vec3_madd(r.b, n, -lbc);
+            r.reach = IK_REACH_TOO_FAR;
+        }
+        r.error = len3(ik_vec3_sub(r.c, t));
+    } else {
+        /* The perpendicular part of pv, scaled by l_at^2 to spare a
+         * division: w = l_at^2 pv - (pv . at) at. Then
+         * b' = m + (r / |w|) w with r / |w| = sqrt(far close / (4 l_at^2 |w|^2)). */
+        double h = 0.5 * (lat2 + dif * sum) / lat2;
+        ik_vec3 m = ik_vec3_scale(at, h); /* relative to a */
+        double thr2 = (TWOBONE_TINY_PERP * TWOBONE_TINY_PERP) * sum2 * lat2 * lat2;
+        ik_vec3 w = ik_vec3_madd(ik_vec3_scale(pv, lat2), at, -ik_vec3_dot(pv, at));
+        double w2 = ik_vec3_dot(w, w);
+        if (!(w2 > thr2) && pole) {
+            w = ik_vec3_madd(ik_vec3_scale(ab, lat2), at, -ik_vec3_dot(ab, at));
+            w2 = ik_vec3_dot(w, w);
+        }
+        double k;
+        if (w2 > thr2) {
+            k = sqrt(far * close / (4.0 * lat2 * w2));
+        } else {
+            w = ik_vec3_any_perpendicular(ik_vec3_scale(at, -1.0));
+            k = sqrt(far * (0.25 * close / lat2));
+        }
+        r.b = ik_vec3_add(a, ik_vec3_madd(m, w, k));
+        r.c = t;
+        r.error = 0.0;
+        r.reach = IK_REACH_OK;
+    }
+    if (!finite3(r.b) || !finite3(r.c) || !(r.error <= DBL_MAX))
+        return solve_careful(a, b, c, t, pole, out); /* overflow near DBL_MAX */
     *out = r;
     return r.reach == IK_REACH_OK ? IK_OK : IK_EUNREACHABLE;
 }

@@ -277,6 +277,33 @@ START_TEST(test_random_scales)
 }
 END_TEST
 
+START_TEST(test_paths_agree)
+{
+    /* Lengths near 1 take the solver's fast path, lengths near 2^100 its
+     * careful path (see ik_twobone.c). Scaling by a power of two is exact,
+     * so both must give the same answer up to rounding, pole or not,
+     * reachable or not. */
+    rng_state = 5;
+    const double k = ldexp(1.0, 100);
+    for (int i = 0; i < 2000; i++) {
+        limb L = rand_limb(1.0);
+        ik_vec3 t = vadd(L.a, vmul(rand_unit(), urange(0, 2.2)));
+        ik_vec3 pole = ik_v3(urange(-3, 3), urange(-3, 3), urange(-3, 3));
+        const ik_vec3 *pp = (i & 1) ? &pole : NULL;
+        ik_vec3 pole_k = vmul(pole, k);
+        ik_twobone_result r1, r2;
+        int s1 = ik_twobone_solve(L.a, L.b, L.c, t, pp, &r1);
+        int s2 = ik_twobone_solve(vmul(L.a, k), vmul(L.b, k), vmul(L.c, k), vmul(t, k),
+                                  pp ? &pole_k : NULL, &r2);
+        ck_assert_int_eq(s1, s2);
+        ck_assert_int_eq(r1.reach, r2.reach);
+        assert_vec(r1.b, vmul(r2.b, 1 / k), 1e-12);
+        assert_vec(r1.c, vmul(r2.c, 1 / k), 1e-12);
+        ck_assert_double_eq_tol(r1.error, r2.error / k, 1e-12);
+    }
+}
+END_TEST
+
 /* ---- random unreachable targets --------------------------------------- */
 
 START_TEST(test_random_unreachable)
@@ -426,6 +453,7 @@ static Suite *twobone_suite(void)
     tcase_add_test(tc, test_random_reachable);
     tcase_add_test(tc, test_random_pole);
     tcase_add_test(tc, test_random_scales);
+    tcase_add_test(tc, test_paths_agree);
     tcase_add_test(tc, test_random_unreachable);
     tcase_add_test(tc, test_target_on_root);
     tcase_add_test(tc, test_knee_on_axis);
