@@ -230,63 +230,84 @@ static bool converged(const problem *P, const double e[6])
 
 /* ---- one damped least-squares step -------------------------------------- */
 
-/* dq = Jw^T (Jw Jw^T + lambda I)^-1 ew over the active rows (Jw, ew: rows
- * scaled by the square roots of the weights). Returns false when the
- * Cholesky factorisation meets a non-positive pivot. */
-static bool dls_step(const problem *P, const double *J, const double e[6], double lambda,
-                     const bool *locked, double *dq)
+/* The normal matrix N = Jw Jw^T over the active rows (m x m, lower
+ * triangle filled). It depends on J only, so it is built once per accepted
+ * pose and reused by every damping tried there. */
+static void normal_matrix(const problem *P, const double *J, double N[6][6])
 {
     const size_t n = P->n, m = P->m;
-    double A[6][6], y[6];
     for (size_t a = 0; a < m; a++) {
         const double *Ja = J + (size_t)P->row[a] * n;
         for (size_t b = 0; b <= a; b++) {
             const double *Jb = J + (size_t)P->row[b] * n;
             double s = 0.0;
             for (size_t k = 0; k < n; k++)
-                if (!locked[k])
-                    s += Ja[k] * Jb[k];
-            A[a][b] = s * P->sw[a] * P->sw[b];
+                s += Ja[k] * Jb[k];
+            N[a][b] = s * P->sw[a] * P->sw[b];
         }
-        A[a][a] += lambda;
-        y[a] = P->sw[a] * e[P->row[a]];
     }
-    /* In-place Cholesky A = L L^T (lower triangle). */
+}
+
+/* Solves (N + lambda I) y = b in place (b -> y) by Cholesky, m <= 6.
+ * Inlined with a constant m for the common sizes so that the compiler
+ * unrolls it; reciprocals of the pivots replace the divisions. Returns
+ * false when a pivot is not positive. */
+static inline bool cholesky_solve(double N[6][6], double lambda, size_t m, double *b)
+{
+    double L[6][6], inv[6];
     for (size_t j = 0; j < m; j++) {
-        double d = A[j][j];
+        double d = N[j][j] + lambda;
         for (size_t k = 0; k < j; k++)
-            d -= A[j][k] * A[j][k];
+            d -= L[j][k] * L[j][k];
         if (!(d > 0.0))
             return false;
-        d = sqrt(d);
-        A[j][j] = d;
+        inv[j] = 1.0 / sqrt(d);
         for (size_t i = j + 1; i < m; i++) {
-            double s = A[i][j];
+            double s = N[i][j];
             for (size_t k = 0; k < j; k++)
-                s -= A[i][k] * A[j][k];
-            A[i][j] = s / d;
+                s -= L[i][k] * L[j][k];
+            L[i][j] = s * inv[j];
         }
     }
-    for (size_t i = 0; i < m; i++) { /* L z = y */
-        double s = y[i];
+    for (size_t i = 0; i < m; i++) { /* L z = b */
+        double s = b[i];
         for (size_t k = 0; k < i; k++)
-            s -= A[i][k] * y[k];
-        y[i] = s / A[i][i];
+            s -= L[i][k] * b[k];
+        b[i] = s * inv[i];
     }
-    for (size_t i = m; i-- > 0;) { /* L^T x = z */
-        double s = y[i];
+    for (size_t i = m; i-- > 0;) { /* L^T y = z */
+        double s = b[i];
         for (size_t k = i + 1; k < m; k++)
-            s -= A[k][i] * y[k];
-        y[i] = s / A[i][i];
+            s -= L[k][i] * b[k];
+        b[i] = s * inv[i];
     }
+    return true;
+}
+
+/* dq = Jw^T (N + lambda I)^-1 ew over the joints not locked (locked ones
+ * get 0; N must already exclude their columns). */
+static bool dls_solve(const problem *P, const double *J, double N[6][6], const double e[6],
+                      double lambda, const bool *locked, double *dq)
+{
+    const size_t n = P->n, m = P->m;
+    double y[6];
+    for (size_t a = 0; a < m; a++)
+        y[a] = P->sw[a] * e[P->row[a]];
+    bool ok = m == 6 ? cholesky_solve(N, lambda, 6, y)
+                     : (m == 3 ? cholesky_solve(N, lambda, 3, y) : cholesky_solve(N, lambda, m, y));
+    if (!ok)
+        return false;
     for (size_t k = 0; k < n; k++)
         dq[k] = 0.0;
     for (size_t a = 0; a < m; a++) {
         const double *Ja = J + (size_t)P->row[a] * n;
         const double s = P->sw[a] * y[a];
         for (size_t k = 0; k < n; k++)
-            dq[k] += locked[k] ? 0.0 : Ja[k] * s;
+            dq[k] += Ja[k] * s;
     }
+    for (size_t k = 0; k < n; k++)
+        if (locked[k])
+            dq[k] = 0.0;
     return true;
 }
 
@@ -318,17 +339,19 @@ static double limit_joint(const ik_chain *c, size_t k, double v, bool *clamped)
  * pose goes to qt. Returns false when the damped system is not positive
  * definite. */
 static bool limited_step(const problem *P, const double *q, const double *J,
-                         const double e[6], double lambda, double *dq, double *qt)
+                         double N0[6][6], const double e[6], double lambda, double *dq,
+                         double *qt)
 {
     const ik_chain *c = P->c;
-    const size_t n = P->n;
+    const size_t n = P->n, m = P->m;
     bool locked[IK_MAX_DOF];
-    double el[6];
+    double el[6], N[6][6];
     memcpy(el, e, sizeof el);
+    memcpy(N, N0, sizeof N);
     for (size_t k = 0; k < n; k++)
         locked[k] = false;
     for (int pass = 0;; pass++) {
-        if (!dls_step(P, J, el, lambda, locked, dq))
+        if (!dls_solve(P, J, N, el, lambda, locked, dq))
             return false;
         bool more = false;
         for (size_t k = 0; k < n; k++) {
@@ -337,10 +360,17 @@ static bool limited_step(const problem *P, const double *q, const double *J,
             bool clamped;
             qt[k] = limit_joint(c, k, q[k] + dq[k], &clamped);
             if (clamped && pass < LOCK_PASSES) {
+                /* lock it: its motion leaves the error, its column N */
                 locked[k] = true;
                 const double d = qt[k] - q[k];
                 for (int r = 0; r < 6; r++)
                     el[r] -= J[(size_t)r * n + k] * d;
+                double col[6];
+                for (size_t a2 = 0; a2 < m; a2++)
+                    col[a2] = P->sw[a2] * J[(size_t)P->row[a2] * n + k];
+                for (size_t a2 = 0; a2 < m; a2++)
+                    for (size_t b2 = 0; b2 <= a2; b2++)
+                        N[a2][b2] -= col[a2] * col[b2];
                 more = true;
             }
         }
@@ -392,8 +422,10 @@ static int attempt(search *S)
 {
     const problem *P = S->P;
     double e[6], et[6];
+    double N[6][6];
     double cost = evaluate(P, S->q, S->J, e);
     keep_best(S, S->q, cost);
+    normal_matrix(P, S->J, N);
     double lambda = LAMBDA_INIT;
     double checkpoint = INFINITY;
     for (size_t it = 0;; it++) {
@@ -410,7 +442,7 @@ static int attempt(search *S)
             checkpoint = cost;
         }
         S->iterations++;
-        if (!limited_step(P, S->q, S->J, e, lambda, S->dq, S->qt)) {
+        if (!limited_step(P, S->q, S->J, N, e, lambda, S->dq, S->qt)) {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX)
                 return ATTEMPT_STALLED;
@@ -427,6 +459,7 @@ static int attempt(search *S)
             memcpy(e, et, sizeof e);
             cost = ct;
             keep_best(S, S->q, cost);
+            normal_matrix(P, S->J, N);
             lambda *= LAMBDA_DOWN;
             if (lambda < LAMBDA_MIN)
                 lambda = LAMBDA_MIN;
