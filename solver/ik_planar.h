@@ -64,7 +64,9 @@
  * BEND: +1 is the seed's choice (theta0 = theta_E + theta_a: the elbow lies
  * on the counter-clockwise side of the line base -> target, "above" it in the
  * working plane); -1 mirrors it (theta0 = theta_E - theta_a). Any other value
- * is IK_EINVAL.
+ * is IK_EINVAL. In 3D the roll turns the working plane's up onto the part of
+ * E_y perpendicular to O -> P_T, so bend +1 puts the elbow on the side E_y
+ * points to (the test checks it).
  *
  * REACH (the seed's "Error Checks", |l1 - l2| <= d <= l1 + l2). Where the
  * seed just returns, ikd returns the closest pose with IK_EUNREACHABLE:
@@ -170,7 +172,8 @@ int ik_threelink2d_solve(const ik_threelink2d *p, ik_threelink2d_result *out);
 
 typedef struct ik_threelink3d {
     double l1, l2, l3; /* link lengths, > 0 */
-    ik_xform base;     /* O in world: position and orientation (unit quat);
+    ik_xform base;     /* O in world: position and orientation (unit quat;
+                          normalised when used, zero is IK_EINVAL);
                           its local y is up, z forward, x left */
     ik_vec3 target;    /* E, world */
     ik_vec3 up;        /* E_y, world: direction of link 3; need not be unit */

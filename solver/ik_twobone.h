@@ -61,7 +61,8 @@ typedef struct ik_twobone_result {
 
 /* Seed 001's two-bone solve. pole may be NULL (knee stays as close as
  * possible to b). Returns IK_OK (reachable, c' = t), IK_EUNREACHABLE (too far
- * or too close; closest pose of the seed, error > 0) or IK_EINVAL (*out
+ * or too close; closest pose of the seed and its error, which is positive
+ * except within rounding of the reach boundary) or IK_EINVAL (*out
  * unchanged). Bone lengths are preserved: |b' - a| = l_ab and
  * |c' - b'| = l_bc up to rounding. */
 int ik_twobone_solve(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *pole,
