@@ -34,9 +34,15 @@ void proto_json_path_key(char out[PROTO_PATH_MAX], const char *base, const char 
 
 void proto_json_path_index(char out[PROTO_PATH_MAX], const char *base, size_t i)
 {
-    char key[32];
-    snprintf(key, sizeof key, "%zu", i);
-    proto_json_path_key(out, base, key);
+    /* on every array element of every request: no snprintf */
+    char key[24];
+    int o = (int)sizeof key - 1;
+    key[o] = '\0';
+    do {
+        key[--o] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i);
+    proto_json_path_key(out, base, key + o);
 }
 
 static bool all_digits(const char *s, size_t n)
@@ -291,14 +297,6 @@ int proto_json_numbers(const json_t *v, const char *path, size_t n, double *out,
 }
 
 /* ---- writing ---------------------------------------------------------- */
-
-char *proto_json_dump(const json_t *v, bool canonical)
-{
-    size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY;
-    if (canonical)
-        flags |= JSON_SORT_KEYS;
-    return json_dumps(v, flags);
-}
 
 json_t *proto_json_array_of(const double *v, size_t n)
 {

@@ -89,9 +89,20 @@ int proto_json_array(const json_t *v, const char *path, size_t min, size_t max, 
 int proto_json_numbers(const json_t *v, const char *path, size_t n, double *out,
                        proto_error *err);
 
-/* Compact text with 17 significant digits; malloc'd (free()), NULL when out
- * of memory. canonical sorts object keys. */
+/* Compact text with 17 significant digits, the same text json_dumps() gives
+ * with JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY, written
+ * without snprintf for the usual magnitudes (proto_json_write.c); malloc'd
+ * (free()), NULL when out of memory. canonical sorts object keys (as
+ * JSON_SORT_KEYS). */
 char *proto_json_dump(const json_t *v, bool canonical);
+
+/* Room for any double proto_json_format_double() writes, with its NUL. */
+#define PROTO_DOUBLE_MAX 32
+
+/* v (finite) as proto_json_dump() writes it: jansson's "%.17g" form with
+ * ".0" on integral values, so that it reads back exactly. Returns the
+ * length; buf is NUL-terminated. */
+int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX]);
 
 /* A new JSON array of n doubles (a NULL return means out of memory). */
 json_t *proto_json_array_of(const double *v, size_t n);

@@ -61,6 +61,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "proto/proto_json.h"
 #include "server/daemon.h"
 
 /* ---- routes ------------------------------------------------------------ */
@@ -212,7 +213,7 @@ static struct MHD_Response *json_response(char *body, size_t len)
 
 static enum MHD_Result answer_json(http_req *r, unsigned status, json_t *v)
 {
-    char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    char *s = v ? proto_json_dump(v, false) : NULL;
     json_decref(v);
     if (!s)
         return MHD_NO;
@@ -505,7 +506,7 @@ static enum MHD_Result handle_chains_post(http_req *r)
     char location[512];
     snprintf(location, sizeof location, CHAINS_PREFIX "%s", id);
     proto_chain_unref(c);
-    char *s = json_dumps(desc, JSON_COMPACT);
+    char *s = proto_json_dump(desc, false);
     json_decref(desc);
     if (!s)
         return MHD_NO;

@@ -232,11 +232,96 @@ START_TEST(test_double_round_trip)
 }
 END_TEST
 
+/* proto_json_dump() must write what json_dumps() writes with the same
+ * flags (the independent oracle), for doubles of every magnitude and sign,
+ * integers at the extremes, escaped strings and nested trees. */
+static uint64_t xs_next(uint64_t *x)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+    return *x;
+}
+
+static double random_double(uint64_t *x)
+{
+    uint64_t r = xs_next(x);
+    switch (r % 4) {
+    case 0: { /* any finite bit pattern */
+        double d;
+        uint64_t bits = xs_next(x);
+        memcpy(&d, &bits, sizeof d);
+        return isfinite(d) ? d : 1.5;
+    }
+    case 1: /* the usual magnitudes, with a random exponent */
+        return ((double)(xs_next(x) >> 11) / 9007199254740992.0 - 0.5) *
+               pow(10, (int)(xs_next(x) % 41) - 20);
+    case 2: /* integers and short decimals */
+        return (double)((int64_t)(xs_next(x) % 2000001) - 1000000) / pow(10, (int)(r >> 8) % 6);
+    default: /* near powers of ten (the digit-count edges) */
+        return nextafter(pow(10, (int)(xs_next(x) % 41) - 20), (r >> 8) & 1 ? 0.0 : 1e300) *
+               ((r >> 9) & 1 ? -1 : 1);
+    }
+}
+
+static void same_as_jansson(const json_t *v, bool canonical)
+{
+    size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY;
+    if (canonical)
+        flags |= JSON_SORT_KEYS;
+    char *want = json_dumps(v, flags);
+    char *got = proto_json_dump(v, canonical);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    free(want);
+    free(got);
+}
+
+START_TEST(test_dump_matches_jansson)
+{
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < 200000; i++) {
+        double d = random_double(&x);
+        json_t *r = json_real(d);
+        char buf[PROTO_DOUBLE_MAX];
+        int n = proto_json_format_double(d, buf);
+        ck_assert_int_eq(n, (int)strlen(buf));
+        ck_assert(strtod(buf, NULL) == d); /* exact round trip */
+        if (i % 16 == 0)
+            same_as_jansson(r, false);
+        else {
+            char *want = json_dumps(r, JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
+            ck_assert_str_eq(buf, want);
+            free(want);
+        }
+        json_decref(r);
+    }
+    static const double edge[] = {0.0, -0.0, 1.0, -1.0, 1e-4, 9.9999999999999991e-5, 1e16,
+                                  9999999999999998.0, 0.1, 1.0 / 3.0, 5e-324, 1.7976931348623157e308,
+                                  123456789012345678.0, 1e-300, 2.5, 1e22};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        json_t *r = json_real(edge[i]);
+        same_as_jansson(r, false);
+        json_decref(r);
+    }
+
+    /* a tree with every kind of value, objects in both orders */
+    json_t *t = json_pack("{s:[i,I,I,f,b,b,n], s:s, s:{s:f, s:[]}, s:{s:f}}", "zeta", 0,
+                          (json_int_t)INT64_MAX, (json_int_t)INT64_MIN, -2.75, 1, 0, "alpha",
+                          "quote\" back\\ nl\n tab\t ctl\x01 bs\b ff\f cr\r utf8 \xc3\xa9 /",
+                          "mid", "b", 1e-7, "a", "empty", "k~/", 3.0);
+    ck_assert_ptr_nonnull(t);
+    same_as_jansson(t, false);
+    same_as_jansson(t, true);
+    json_decref(t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_json");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_parse_ok_and_errors);
+    tcase_add_test(tc, test_dump_matches_jansson);
     tcase_add_test(tc, test_paths);
     tcase_add_test(tc, test_getters);
     tcase_add_test(tc, test_unknown_fields);
