@@ -121,7 +121,7 @@ int ik__anim_begin(ik__anim *a, const ik_vec3 *joints, size_t n, ik_vec3 target,
         if (!ik_vec3_isfinite(joints[i]))
             return IK_EINVAL;
         if (i > 0) {
-            double l = ik_vec3_dist(joints[i], joints[i - 1]);
+            double l = ik__anim_dist(joints[i], joints[i - 1]);
             total += l;
             longest = fmax(longest, l);
         }
@@ -129,7 +129,7 @@ int ik__anim_begin(ik__anim *a, const ik_vec3 *joints, size_t n, ik_vec3 target,
     if (!isfinite(total) || !(total > 0.0))
         return IK_EINVAL;
     for (size_t i = 0; i + 1 < n; i++) {
-        if (!(ik_vec3_dist(joints[i + 1], joints[i]) > 1e-12 * total))
+        if (!(ik__anim_dist(joints[i + 1], joints[i]) > 1e-12 * total))
             return IK_EINVAL;
         if (opt->limits && !limit_valid(&opt->limits[i], allow_hinge))
             return IK_EINVAL;
@@ -146,8 +146,8 @@ int ik__anim_begin(ik__anim *a, const ik_vec3 *joints, size_t n, ik_vec3 target,
     ik_quat *rot = (ik_quat *)(dir0 + (n - 1));
     for (size_t i = 0; i + 1 < n; i++) {
         ik_vec3 d = ik_vec3_sub(joints[i + 1], joints[i]);
-        len[i] = ik_vec3_len(d);
-        dir0[i] = ik_vec3_normalize(d);
+        len[i] = ik__anim_len(d);
+        dir0[i] = ik__anim_unit(d);
         rot[i] = ik_quat_identity();
     }
     memset(a, 0, sizeof *a);
@@ -190,7 +190,7 @@ int ik__anim_finish(const ik__anim *a, int iterations, ik_quat *rot_world, ik_qu
     else
         st = IK_ENOTCONV;
     ik_quat prev = ik_quat_identity();
-    for (size_t i = 0; i + 1 < a->n; i++) {
+    for (size_t i = 0; (rot_world || rot_local) && i + 1 < a->n; i++) {
         ik_quat w = ik_quat_between(a->dir0[i], ik__anim_bone_dir(a, i, a->dir0[i]));
         if (rot_world)
             rot_world[i] = w;
@@ -215,7 +215,7 @@ double ik__anim_max_bend(const ik__anim *a, size_t i)
 
 ik_vec3 ik__anim_bone_dir(const ik__anim *a, size_t i, ik_vec3 fallback)
 {
-    ik_vec3 d = ik_vec3_normalize(ik_vec3_sub(a->p[i + 1], a->p[i]));
+    ik_vec3 d = ik__anim_unit(ik_vec3_sub(a->p[i + 1], a->p[i]));
     return ik_vec3_len2(d) > 0.0 ? d : fallback;
 }
 
@@ -231,7 +231,7 @@ ik_vec3 ik__anim_clamp_cone(ik_vec3 d, ik_vec3 ref, double max)
     if (!(max < IK_PI))
         return d;
     ik_vec3 axis = ik_vec3_cross(ref, d);
-    double s = ik_vec3_len(axis), c = ik_vec3_dot(ref, d);
+    double s = ik__anim_len(axis), c = ik_vec3_dot(ref, d);
     if (atan2(s, c) <= max)
         return d;
     if (!(s > 1e-12))
@@ -243,7 +243,7 @@ ik_vec3 ik__anim_clamp_cone(ik_vec3 d, ik_vec3 ref, double max)
 double ik__anim_signed_angle(ik_vec3 u, ik_vec3 v, ik_vec3 n)
 {
     ik_vec3 pu = ik_vec3_reject(u, n), pv = ik_vec3_reject(v, n);
-    double lu = ik_vec3_len(pu), lv = ik_vec3_len(pv);
+    double lu = ik__anim_len(pu), lv = ik__anim_len(pv);
     if (!(lu > 1e-300) || !(lv > 1e-300))
         return 0.0;
     pu = ik_vec3_scale(pu, 1.0 / lu);
@@ -256,8 +256,9 @@ void ik__anim_turn(ik__anim *a, size_t i, ik_quat q)
     ik_vec3 c = a->p[i];
     for (size_t k = i + 1; k < a->n; k++)
         a->p[k] = ik_vec3_add(c, ik_quat_rotate(q, ik_vec3_sub(a->p[k], c)));
-    for (size_t k = i; k + 1 < a->n; k++)
-        a->rot[k] = ik_quat_normalize(ik_quat_mul(q, a->rot[k]));
+    if (a->any_hinge) /* only hinge axes need the accumulated rotations */
+        for (size_t k = i; k + 1 < a->n; k++)
+            a->rot[k] = ik_quat_normalize(ik_quat_mul(q, a->rot[k]));
 }
 
 void ik__anim_enforce_cones(ik__anim *a)
@@ -296,7 +297,7 @@ static bool cone_ok(const ik__anim *a, size_t i)
         return true;
     ik_vec3 d = ik__anim_bone_dir(a, i, a->dir0[i]);
     ik_vec3 ref = ik__anim_parent_dir(a, i);
-    return atan2(ik_vec3_len(ik_vec3_cross(ref, d)), ik_vec3_dot(ref, d)) <= m + 1e-12;
+    return atan2(ik__anim_len(ik_vec3_cross(ref, d)), ik_vec3_dot(ref, d)) <= m + 1e-12;
 }
 
 void ik__anim_pole_step(ik__anim *a, bool check_limits)
@@ -305,12 +306,12 @@ void ik__anim_pole_step(ik__anim *a, bool check_limits)
         return;
     for (size_t j = 1; j + 1 < a->n; j++) {
         ik_vec3 base = a->p[j - 1];
-        ik_vec3 n = ik_vec3_normalize(ik_vec3_sub(a->p[j + 1], base));
+        ik_vec3 n = ik__anim_unit(ik_vec3_sub(a->p[j + 1], base));
         if (ik_vec3_len2(n) == 0.0)
             continue;
         ik_vec3 v = ik_vec3_reject(ik_vec3_sub(a->p[j], base), n);
         ik_vec3 w = ik_vec3_reject(ik_vec3_sub(*a->pole, base), n);
-        double lv = ik_vec3_len(v), lw = ik_vec3_len(w);
+        double lv = ik__anim_len(v), lw = ik__anim_len(w);
         if (!(lv > 1e-9 * a->len[j - 1]) || !(lw > 1e-12 * a->total))
             continue;
         double ang = ik__anim_signed_angle(v, w, n);
@@ -381,13 +382,15 @@ static ik_vec3 target_line(const ik__anim *a)
 
 bool ik__anim_stuck_on_line(const ik__anim *a)
 {
-    if (a->n < 3 || ik_vec3_dist(a->p[a->n - 1], a->target) <= a->tol)
+    if (a->n < 3 || ik__anim_dist(a->p[a->n - 1], a->target) <= a->tol)
         return false;
-    ik_vec3 l = target_line(a);
-    if (ik_vec3_len(ik_vec3_reject(ik_vec3_sub(a->target, a->p[0]), l)) > 1e-9 * a->total)
+    /* the target on the line of bone 0 (cheap, false almost always)... */
+    ik_vec3 l = ik__anim_bone_dir(a, 0, a->dir0[0]);
+    if (ik__anim_len(ik_vec3_reject(ik_vec3_sub(a->target, a->p[0]), l)) > 1e-9 * a->total)
         return false;
-    for (size_t i = 0; i + 1 < a->n; i++)
-        if (ik_vec3_len(ik_vec3_cross(ik__anim_bone_dir(a, i, a->dir0[i]), l)) > 1e-9)
+    /* ...and every bone along it */
+    for (size_t i = 1; i + 1 < a->n; i++)
+        if (ik__anim_len(ik_vec3_cross(ik__anim_bone_dir(a, i, a->dir0[i]), l)) > 1e-9)
             return false;
     return true;
 }

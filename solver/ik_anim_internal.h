@@ -30,6 +30,51 @@ typedef struct ik__anim {
     bool any_cone, any_hinge;
 } ik__anim;
 
+/* Unit vector along v, the zero vector when v is zero: sqrt of the dot
+ * product when that is finite (the hot path), else ik_vec3_normalize(),
+ * which scales to avoid overflow. */
+static inline ik_vec3 ik__anim_unit(ik_vec3 v)
+{
+    double l2 = ik_vec3_dot(v, v);
+    if (l2 > 1e-300 && l2 < 1e300)
+        return ik_vec3_scale(v, 1.0 / sqrt(l2));
+    return ik_vec3_normalize(v);
+}
+
+/* |v|, the hot-path twin of ik_vec3_len() (same value, same overflow
+ * safety through the fallback). */
+static inline double ik__anim_len(ik_vec3 v)
+{
+    double l2 = ik_vec3_dot(v, v);
+    if (l2 > 1e-300 && l2 < 1e300)
+        return sqrt(l2);
+    return ik_vec3_len(v);
+}
+
+static inline double ik__anim_dist(ik_vec3 a, ik_vec3 b)
+{
+    return ik__anim_len(ik_vec3_sub(a, b));
+}
+
+/* The minimal rotation taking direction u to direction v, as
+ * ik_quat_between() (seed 001's GetRotationBetween), computed by the
+ * half-angle form q = normalize(u x v, |u||v| + u.v) without trigonometry;
+ * nearly opposite, zero or huge input goes to ik_quat_between(). */
+static inline ik_quat ik__anim_between(ik_vec3 u, ik_vec3 v)
+{
+    double lu2 = ik_vec3_dot(u, u), lv2 = ik_vec3_dot(v, v);
+    if (!(lu2 > 1e-300 && lu2 < 1e300 && lv2 > 1e-300 && lv2 < 1e300))
+        return ik_quat_between(u, v);
+    double s = sqrt(lu2) * sqrt(lv2);
+    double w = s + ik_vec3_dot(u, v);
+    if (!(w > 1e-6 * s))
+        return ik_quat_between(u, v);
+    ik_vec3 c = ik_vec3_cross(u, v);
+    double k = 1.0 / sqrt(w * w + ik_vec3_dot(c, c));
+    ik_quat q = {c.x * k, c.y * k, c.z * k, w * k};
+    return q;
+}
+
 /* Validates everything (hinge limits only if allow_hinge), checks the
  * workspace, then fills *a and copies joints to out (memmove: they may
  * alias). Returns IK_OK or IK_EINVAL / IK_ENOSPC with nothing written. */

@@ -35,14 +35,14 @@ static void step(ik__anim *a, size_t i)
         ik_vec3 axis = ik__anim_hinge_axis(a, i);
         q = ik__anim_hinge_turn(a, i, axis, ik__anim_signed_angle(u, v, axis));
     } else {
-        q = ik_quat_between(u, v);
+        q = ik__anim_between(u, v);
         double m = ik__anim_max_bend(a, i);
         if (m < IK_PI) {
             ik_vec3 d = ik__anim_bone_dir(a, i, a->dir0[i]);
-            ik_vec3 nd = ik_vec3_normalize(ik_quat_rotate(q, d));
+            ik_vec3 nd = ik__anim_unit(ik_quat_rotate(q, d));
             ik_vec3 cl = ik__anim_clamp_cone(nd, ik__anim_parent_dir(a, i), m);
             if (cl.x != nd.x || cl.y != nd.y || cl.z != nd.z)
-                q = ik_quat_between(d, cl);
+                q = ik__anim_between(d, cl);
         }
     }
     ik__anim_turn(a, i, q);
@@ -90,7 +90,7 @@ int ik_ccd_solve(const ik_vec3 *joints, size_t n, ik_vec3 target, const ik_anim_
     if (a.any_cone || a.any_hinge)
         enforce_limits(&a);
     int it = 0, kicks = 0;
-    while (it < a.max_iterations && ik_vec3_dist(a.p[n - 1], target) > a.tol) {
+    while (it < a.max_iterations && ik__anim_dist(a.p[n - 1], target) > a.tol) {
         it++;
         if (kicks < IK__ANIM_MAX_KICKS && ik__anim_stuck_on_line(&a)) {
             ik__anim_kick(&a);

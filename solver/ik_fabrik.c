@@ -40,7 +40,7 @@ static void forward_pass(ik__anim *a)
     p[n - 1] = a->target;
     for (size_t i = n - 1; i-- > 0;) {
         /* direction of bone i (p[i] -> p[i+1]) */
-        ik_vec3 d = ik_vec3_normalize(ik_vec3_sub(p[i + 1], p[i]));
+        ik_vec3 d = ik__anim_unit(ik_vec3_sub(p[i + 1], p[i]));
         if (ik_vec3_len2(d) == 0.0)
             d = a->dir0[i];
         if (a->any_cone && i + 2 < n) {
@@ -57,7 +57,7 @@ static void backward_pass(ik__anim *a)
     ik_vec3 *p = a->p;
     p[0] = a->root;
     for (size_t i = 0; i + 1 < a->n; i++) {
-        ik_vec3 d = ik_vec3_normalize(ik_vec3_sub(p[i + 1], p[i]));
+        ik_vec3 d = ik__anim_unit(ik_vec3_sub(p[i + 1], p[i]));
         if (ik_vec3_len2(d) == 0.0)
             d = i > 0 ? ik__anim_parent_dir(a, i) : a->dir0[0];
         if (a->any_cone) {
@@ -91,7 +91,7 @@ int ik_fabrik_solve(const ik_vec3 *joints, size_t n, ik_vec3 target, const ik_an
     if (a.any_cone)
         ik__anim_enforce_cones(&a);
     int it = 0, kicks = 0;
-    while (it < a.max_iterations && ik_vec3_dist(a.p[n - 1], target) > a.tol) {
+    while (it < a.max_iterations && ik__anim_dist(a.p[n - 1], target) > a.tol) {
         it++;
         if (kicks < IK__ANIM_MAX_KICKS && ik__anim_stuck_on_line(&a)) {
             ik__anim_kick(&a);
