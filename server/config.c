@@ -191,8 +191,8 @@ static const struct opt {
                    "bearer token required on every endpoint but /livez and /readyz "
                    "(default: none)"},
     [OPT_ORIGIN] = {"allow-origin", "IKD_ALLOW_ORIGIN",
-                    "comma-separated Origins allowed to open WebSocket streams; repeatable "
-                    "(default: any)"},
+                    "comma-separated Origins allowed to open WebSocket streams and to call the "
+                    "API from a browser (CORS); repeatable (default: any)"},
 };
 
 static void print_help(FILE *out)

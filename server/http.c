@@ -13,6 +13,10 @@
  *   GET    /livez             the process runs      -> 200 (no token needed)
  *   GET    /readyz            accepting work        -> 200, 503 while shutting down
  *   GET    /metrics           Prometheus text       -> 200
+ *   OPTIONS on any of them    CORS preflight        -> 204, no token needed;
+ *                                                        403 for an Origin outside
+ *                                                        --allow-origin
+ * Answers to an allowed Origin carry Access-Control-Allow-Origin (add_cors).
  * Errors carry proto_error_format()'s body: wrong method 405 (with Allow),
  * unknown path 404, missing/wrong bearer token 401, body over --max-body
  * 413, bad JSON 400, pool queue full 503 with Retry-After.
@@ -63,6 +67,7 @@
 
 #include "proto/proto_json.h"
 #include "server/daemon.h"
+#include "server/ws_handshake.h"
 
 /* ---- routes ------------------------------------------------------------ */
 
@@ -79,7 +84,7 @@ enum route {
     RT_NONE
 };
 
-enum method { M_GET = 1, M_HEAD = 2, M_POST = 4, M_DELETE = 8, M_OTHER = 16 };
+enum method { M_GET = 1, M_HEAD = 2, M_POST = 4, M_DELETE = 8, M_OPTIONS = 16, M_OTHER = 32 };
 
 static const struct route_def {
     const char *path; /* NULL for RT_CHAIN_ID (prefix match) and RT_NONE */
@@ -125,6 +130,8 @@ static enum method method_of(const char *m)
         return M_HEAD;
     if (strcmp(m, "DELETE") == 0)
         return M_DELETE;
+    if (strcmp(m, "OPTIONS") == 0)
+        return M_OPTIONS;
     return M_OTHER;
 }
 
@@ -153,6 +160,7 @@ struct http_req {
     enum method method;
     enum req_state state;
     bool dead;            /* the connection is gone; discard results */
+    bool preflight;       /* a CORS preflight (OPTIONS) on a known route */
     bool suspended;
     unsigned status_sent; /* for metrics; 0 = none */
 
@@ -187,10 +195,29 @@ static void req_free(http_req *r)
 
 /* ---- responses ---------------------------------------------------------- */
 
+/* Browsers (web animation tools) call ikd from pages of other origins:
+ * every answer to a request whose Origin is allowed (the --allow-origin list,
+ * any Origin when there is none, as for WebSocket upgrades) says so, and
+ * lets the page read Retry-After and Location. An Origin outside the list
+ * gets no CORS headers, so the browser keeps the answer from the page. */
+static void add_cors(http_req *r, struct MHD_Response *resp)
+{
+    const char *origin =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    if (!origin || !srv_ws_origin_allowed(origin, (const char *const *)r->ctx->cfg.allow_origins,
+                                          r->ctx->cfg.n_allow_origins))
+        return;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ORIGIN);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_EXPOSE_HEADERS, "Retry-After, Location");
+}
+
 static enum MHD_Result queue(http_req *r, unsigned status, struct MHD_Response *resp)
 {
     if (!resp)
         return MHD_NO;
+    if (status != MHD_HTTP_SWITCHING_PROTOCOLS)
+        add_cors(r, resp);
     enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     r->status_sent = status;
@@ -602,6 +629,37 @@ static enum MHD_Result dispatch(http_req *r, const char *url)
     return answer_error(r, &e);
 }
 
+/* OPTIONS on a known route: 204 with what the route allows. A browser's
+ * preflight from an Origin outside --allow-origin gets 403 (and no CORS
+ * headers), so that the refusal is visible in its network log too. */
+static enum MHD_Result answer_preflight(http_req *r)
+{
+    const struct route_def *d = &routes[r->route];
+    const char *origin =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    if (origin && !srv_ws_origin_allowed(origin, (const char *const *)r->ctx->cfg.allow_origins,
+                                         r->ctx->cfg.n_allow_origins)) {
+        proto_error e;
+        proto_error_set(&e, 403, "forbidden_origin", "", "Origin %.200s is not allowed here",
+                        origin);
+        srv_metrics_rejected(r->ctx, "bad_origin");
+        return answer_error(r, &e);
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    char allow[64];
+    snprintf(allow, sizeof allow, "%s, OPTIONS", d->allow);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (origin) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_METHODS, allow);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_HEADERS,
+                                "Authorization, Content-Type");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_MAX_AGE, "600");
+    }
+    return queue(r, 204, resp);
+}
+
 /* ---- libmicrohttpd callbacks ------------------------------------------------ */
 
 /* First call: route, authenticate, check the announced size. */
@@ -623,6 +681,10 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         char msg[256];
         snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
         refuse(r, 404, "not_found", NULL, msg);
+    } else if (r->method == M_OPTIONS) {
+        /* CORS preflight: browsers send it without credentials, so no
+         * token is asked; answered once any body is in */
+        r->preflight = true;
     } else if (!d->open && ctx->cfg.token &&
                !srv_http_token_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                               MHD_HTTP_HEADER_AUTHORIZATION),
@@ -649,7 +711,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
 static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 {
     size_t max = r->ctx->cfg.limits.max_body_bytes;
-    if (r->has_err || !routes[r->route].takes_body) {
+    if (r->has_err || r->preflight || !routes[r->route].takes_body) {
         /* Discarded; the error is answered once the body is in
          * (libmicrohttpd 0.9.75 cannot queue a response mid-body). A body
          * that goes on far past the limit is cut by closing the connection. */
@@ -723,6 +785,8 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
     }
     if (r->has_err)
         return answer_error(r, &r->err);
+    if (r->preflight)
+        return answer_preflight(r);
     if (routes[r->route].takes_body && r->len == 0) {
         proto_error e;
         proto_error_set(&e, 400, "invalid_json", "", "the request body is empty");

@@ -6,7 +6,8 @@
  * to it with libcurl and stops it with SIGTERM at teardown, requiring exit
  * status 0. Covered: every endpoint, the JSON errors (404, 405 with Allow,
  * 413 by Content-Length and by a chunked body, 400), keep-alive on one
- * connection, 200 concurrent clients, the bearer token, the chain registry
+ * connection, 200 concurrent clients, the bearer token, CORS (preflight,
+ * the Origin allow-list), the chain registry
  * (content-addressed ids, 201 then 200, GET/DELETE, LRU eviction), a slow
  * client cut by the connection timeout while others are served, a client
  * that vanishes while its batch is on the pool, solves inline and on the
@@ -117,9 +118,12 @@ typedef struct resp {
     char retry_after[32];
     char content_type[128];
     char location[256];
+    char allow_origin[256];  /* Access-Control-Allow-Origin */
+    char allow_methods[128]; /* Access-Control-Allow-Methods */
 } resp;
 
 static CURL *easy;
+static const char *req_origin; /* Origin header of the next requests, or NULL */
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
@@ -157,6 +161,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     copy_header(r->retry_after, sizeof r->retry_after, p, k, "Retry-After");
     copy_header(r->content_type, sizeof r->content_type, p, k, "Content-Type");
     copy_header(r->location, sizeof r->location, p, k, "Location");
+    copy_header(r->allow_origin, sizeof r->allow_origin, p, k, "Access-Control-Allow-Origin");
+    copy_header(r->allow_methods, sizeof r->allow_methods, p, k, "Access-Control-Allow-Methods");
     return k;
 }
 
@@ -181,6 +187,11 @@ static void setup_easy(CURL *h, const char *method, const char *path, const char
     curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
     *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     *hdrs = curl_slist_append(*hdrs, "Expect:");
+    if (req_origin) {
+        char origin[300];
+        snprintf(origin, sizeof origin, "Origin: %s", req_origin);
+        *hdrs = curl_slist_append(*hdrs, origin);
+    }
     if (token) {
         char auth[256];
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
@@ -249,6 +260,7 @@ static double metric(const char *text, const char *series)
 
 static void teardown(void)
 {
+    req_origin = NULL;
     if (easy)
         curl_easy_cleanup(easy);
     easy = NULL;
@@ -649,6 +661,42 @@ static void check_two_bone(const resp *r)
     json_decref(j);
 }
 
+/* CORS for browser clients: preflight without the token, the allow-list
+ * shared with WebSocket upgrades, and no CORS headers for other Origins. */
+START_TEST(test_cors)
+{
+    const char *flags[] = {"--token", "tk", "--allow-origin", "https://anim.example", NULL};
+    start_daemon(flags);
+    resp r = {0};
+    req_origin = "https://anim.example";
+    ck_assert_int_eq(request("OPTIONS", "/v1/solve", NULL, NULL, &r), 204);
+    ck_assert_str_eq(r.allow_origin, "https://anim.example");
+    ck_assert_str_eq(r.allow_methods, "POST, OPTIONS");
+    ck_assert_str_eq(r.allow, "POST, OPTIONS");
+    ck_assert_int_eq(request("POST", "/v1/solve", two_bone_request, "tk", &r), 200);
+    ck_assert_str_eq(r.allow_origin, "https://anim.example");
+    request("POST", "/v1/solve", two_bone_request, NULL, &r);
+    assert_error(&r, 401, "unauthorized"); /* readable by the page: it says why */
+    ck_assert_str_eq(r.allow_origin, "https://anim.example");
+    ck_assert_int_eq(request("OPTIONS", "/v1/chains/abc", NULL, NULL, &r), 204);
+    ck_assert_str_eq(r.allow_methods, "GET, HEAD, DELETE, OPTIONS");
+
+    req_origin = "https://other.example";
+    request("OPTIONS", "/v1/solve", NULL, NULL, &r);
+    assert_error(&r, 403, "forbidden_origin");
+    ck_assert_str_eq(r.allow_origin, "");
+    ck_assert_int_eq(request("POST", "/v1/solve", two_bone_request, "tk", &r), 200);
+    ck_assert_str_eq(r.allow_origin, ""); /* served, but not to a page */
+
+    req_origin = NULL; /* non-browser clients: no CORS headers at all */
+    ck_assert_int_eq(request("OPTIONS", "/v1/solve", NULL, NULL, &r), 204);
+    ck_assert_str_eq(r.allow_origin, "");
+    request("OPTIONS", "/v1/nothing", NULL, NULL, &r);
+    assert_error(&r, 404, "not_found");
+    resp_free(&r);
+}
+END_TEST
+
 START_TEST(test_solve_inline)
 {
     start_daemon(NULL);
@@ -929,6 +977,7 @@ static Suite *http_suite(void)
     tcase_add_test(tc, test_keepalive);
     tcase_add_test(tc, test_ipv6);
     tcase_add_test(tc, test_token);
+    tcase_add_test(tc, test_cors);
     tcase_add_test(tc, test_chains);
     tcase_add_test(tc, test_registry_lru);
     tcase_add_test(tc, test_many_clients);
