@@ -60,6 +60,7 @@ static void stop_daemon(daemon_state *d)
     uv_close((uv_handle_t *)&d->drain, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigterm, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
+    srv_ws_abort(ctx);
     srv_loop_detach(ctx);
     MHD_stop_daemon(ctx->mhd);
     ctx->mhd = NULL;
@@ -71,7 +72,8 @@ static void on_drain_tick(uv_timer_t *t)
     srv_ctx *ctx = &d->ctx;
     if (ctx->pool_depth > 0)
         return;
-    if (ctx->active_requests == 0 || uv_now(ctx->loop) >= d->drain_deadline)
+    if ((ctx->active_requests == 0 && srv_ws_open_connections(ctx) == 0) ||
+        uv_now(ctx->loop) >= d->drain_deadline)
         stop_daemon(d);
 }
 

@@ -233,12 +233,19 @@ void srv_log(srv_ctx *ctx, srv_log_level level, const char *fmt, ...)
  * destroy, or NULL with *err set (status and code for the JSON error body). */
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err);
 
-/* At shutdown, before MHD_stop_daemon: closes every stream with 1001 and
- * resolves its upgrade handle (MHD_upgrade_action CLOSE + srv_mhd_run), frees
- * ctx->ws. Loop thread. */
+/* On SIGTERM/SIGINT: sends every connection a close frame with 1001 (its
+ * streams end) and refuses new upgrades; each connection then ends when the
+ * client answers the close, or after a one-second grace. Loop thread. */
 void srv_ws_shutdown(srv_ctx *ctx);
 
-/* Number of open streams. */
+/* Before MHD_stop_daemon: ends every connection still open at once (its
+ * upgrade handle resolved with MHD_upgrade_action CLOSE + srv_mhd_run) and
+ * frees ctx->ws. Pool solves still running for a stream are discarded when
+ * they complete. Loop thread. */
+void srv_ws_abort(srv_ctx *ctx);
+
+/* Number of open streams, and of open WebSocket connections. */
 size_t srv_ws_open_streams(srv_ctx *ctx);
+size_t srv_ws_open_connections(srv_ctx *ctx);
 
 #endif /* SRV_H */

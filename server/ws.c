@@ -1,25 +1,934 @@
 /*
- * ws.c: placeholder for the WebSocket side until server/ws.c of the
- * WebSocket module lands (that file replaces this one entirely).
+ * ws.c: WebSocket streams (GET /v1/stream): the upgrade, the connection on
+ * the loop, and the streams that live on it.
  *
- * It lets the HTTP router link against the three functions srv.h declares
- * for the WebSocket side: GET /v1/stream is answered 501 "not_implemented"
- * and there are never any streams to close.
+ * The upgrade. The router (http.c) calls srv_ws_upgrade() after the bearer
+ * token check. It validates the handshake (RFC 6455 4.2.1, the pure checks
+ * are in ws_handshake.c), the Origin against --allow-origin, and returns
+ * libmicrohttpd's upgrade response with Sec-WebSocket-Accept. libmicrohttpd
+ * then hands on_upgrade() the raw non-blocking socket and the bytes it had
+ * already read past the headers (extra_in), which are fed to the framer
+ * before anything read from the socket.
+ *
+ * The connection. Everything runs on the loop thread: one uv_poll_t watches
+ * the socket, wslay frames the messages (it answers pings, runs the closing
+ * handshake, and enforces --max-message with close code 1009). The socket
+ * belongs to libmicrohttpd: it is never closed here; the end of a connection
+ * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
+ * handle has stopped watching the descriptor. Close codes: 1000 (the
+ * client's), 1001 (ikd shuts down), 1007 (a text message that is not UTF-8),
+ * 1008 (the send queue passed --max-send-queue: the client does not read),
+ * 1009 (a message above --max-message). After ikd sends a close frame the
+ * client has WS_CLOSE_GRACE_MS to answer it before the connection is cut.
+ *
+ * Streams. A connection carries up to WS_MAX_STREAMS named streams, each on
+ * one chain (inline or by registered id) with fixed options. The messages
+ * are proto/stream.h's; proto/STREAM.md documents them for clients. A bad
+ * message gets an "error" message naming the stream, seq and JSON path, and
+ * the connection stays open.
+ *
+ * Solving a stream (the policy):
+ *   - Warm start: every solve starts from the stream's previous solution and
+ *     prefers the branch nearest to it (proto_job_warm_start), so answers to
+ *     a smooth sequence of targets do not flip.
+ *   - Order and conflation: a stream has at most one solve running and one
+ *     target waiting. A target that arrives while another waits replaces it;
+ *     the next solution's "skipped" says how many targets were dropped since
+ *     the previous solution (so answered + skipped + errors = sent). All
+ *     messages read from the socket in one go are decoded before any target
+ *     is solved, so a client that sends faster than ikd solves only gets its
+ *     newest target per stream solved: nothing queues without bound.
+ *   - Where: a solve whose proto_job_cost_us() is below --inline-cost-us
+ *     (the analytic seed solvers) runs inline on the loop; others go to the
+ *     pool (refused with an "overloaded" error when the pool queue is full).
+ *   - Paths: waypoints are interpolated (proto_stream_path_sample) and sample
+ *     i is due at time i / rate_hz after the path message. A timer solves the
+ *     newest due sample whenever the stream is not busy, so a slow solver
+ *     skips samples (counted in "skipped") instead of falling behind; the
+ *     last sample is always solved, then "path_end" is sent. A new target or
+ *     path on the stream cancels a running path (path_end with completed
+ *     false); a solve of a cancelled path still running is discarded.
+ *   - "close" solves a waiting target first (inline, or started on the
+ *     pool, whose answer is then discarded), ends a running path, and
+ *     answers "closed".
+ *
+ * Memory: a connection is freed when its last reference goes: one for being
+ * open, one per open libuv handle, one per stream struct. A stream is freed
+ * when it is closed and no pool solve or timer handle still refers to it.
+ * Pool work touches only its own proto_job.
+ *
+ * Not here: the message formats (proto/stream.c), the handshake arithmetic
+ * (ws_handshake.c), HTTP routing (http.c).
  */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <wslay/wslay.h>
+
+#include "proto/stream.h"
 #include "server/srv.h"
+#include "server/ws_handshake.h"
+
+#define WS_MAX_STREAMS 64          /* per connection */
+#define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
+#define WS_READ_BUDGET (256 * 1024) /* bytes read per poll event, for fairness */
+
+typedef struct ws_conn ws_conn;
+typedef struct ws_stream ws_stream;
+
+/* ctx->ws: the open connections. */
+typedef struct ws_state {
+    ws_conn *head;
+    size_t nconns;
+    size_t nstreams;
+    bool closing; /* srv_ws_shutdown ran */
+} ws_state;
+
+struct ws_conn {
+    srv_ctx *ctx;
+    ws_conn *prev, *next; /* in ws_state while not dead */
+    wslay_event_context_ptr wslay;
+    struct MHD_UpgradeResponseHandle *urh;
+    MHD_socket fd;
+    uv_poll_t poll;
+    uv_timer_t timer; /* closing handshake deadline */
+    int poll_events;
+    char *extra; /* extra_in bytes not yet fed to wslay */
+    size_t extra_off, extra_len;
+    size_t read_budget;
+    ws_stream *streams;
+    size_t nstreams;
+    unsigned refs;
+    bool dead;    /* torn down: no I/O any more */
+    bool closing; /* ikd queued a close frame: no more messages */
+    bool failed;  /* the socket failed or reached EOF */
+};
+
+struct ws_stream {
+    ws_conn *conn;
+    ws_stream *next; /* in conn->streams while open */
+    char name[PROTO_STREAM_NAME_MAX + 1];
+    proto_chain *chain;
+    json_t *options; /* the open message's options, or NULL */
+    proto_job *prev; /* the last solved job: warm start */
+    unsigned refs;
+    bool closed;
+    bool busy; /* a pool solve is running */
+    /* the waiting target */
+    json_t *pending;
+    long long pending_seq;
+    size_t skipped; /* targets dropped since the last solution */
+    /* the running path */
+    proto_stream_path *path;
+    unsigned path_gen; /* bumped when a path ends; stale pool results are dropped */
+    long long path_seq;
+    size_t path_count, path_sent;
+    long long path_last; /* index of the last sample solved, -1 before the first */
+    uint64_t path_start; /* uv_now() when the path message arrived */
+    uv_timer_t timer;
+    bool timer_open;
+};
+
+typedef struct ws_task {
+    srv_work w;
+    ws_stream *s;
+    proto_job *job;
+    long long seq;
+    size_t skipped;
+    size_t index, count; /* a path sample when count > 0 */
+    unsigned path_gen;
+    double seconds;
+} ws_task;
+
+static void conn_teardown(ws_conn *c);
+static void conn_after_io(ws_conn *c);
+static void stream_kick(ws_stream *s);
+static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
+
+/* ---- references ----------------------------------------------------------- */
+
+static void conn_unref(ws_conn *c)
+{
+    if (--c->refs > 0)
+        return;
+    wslay_event_context_free(c->wslay);
+    free(c->extra);
+    free(c);
+}
+
+static void conn_handle_closed(uv_handle_t *h)
+{
+    conn_unref(h->data);
+}
+
+static void stream_unref(ws_stream *s)
+{
+    if (--s->refs > 0)
+        return;
+    ws_conn *c = s->conn;
+    proto_chain_unref(s->chain);
+    json_decref(s->options);
+    json_decref(s->pending);
+    proto_job_free(s->prev);
+    proto_stream_path_free(s->path);
+    free(s);
+    conn_unref(c);
+}
+
+static void stream_timer_closed(uv_handle_t *h)
+{
+    stream_unref(h->data);
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+/* Queues a text message (wslay copies it). Past the send-queue cap the client
+ * is not reading: the connection is closed with 1008. */
+static void send_text(ws_conn *c, const char *text, size_t len)
+{
+    if (!text || c->dead || c->closing)
+        return;
+    struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)text, len};
+    if (wslay_event_queue_msg(c->wslay, &msg) != 0)
+        return;
+    if (wslay_event_get_queued_msg_length(c->wslay) > c->ctx->cfg.ws_send_queue_bytes) {
+        srv_metrics_rejected(c->ctx, "send_queue");
+        srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
+                c->ctx->cfg.ws_send_queue_bytes);
+        conn_begin_close(c, WSLAY_CODE_POLICY_VIOLATION,
+                         "send queue over its cap: the client does not read");
+    }
+}
+
+static void send_error(ws_conn *c, const char *stream, bool has_seq, long long seq,
+                       const proto_error *e)
+{
+    size_t len;
+    char *t = proto_stream_encode_error(stream, has_seq, seq, e, &len);
+    send_text(c, t, len);
+    free(t);
+}
+
+static void send_error_msg(ws_conn *c, const char *stream, bool has_seq, long long seq,
+                           const char *code, const char *path, const char *message)
+{
+    proto_error e;
+    proto_error_set(&e, 400, code, path, "%s", message);
+    send_error(c, stream, has_seq, seq, &e);
+}
+
+static void on_close_timeout(uv_timer_t *t)
+{
+    ws_conn *c = t->data;
+    srv_log(c->ctx, SRV_LOG_DEBUG, "WebSocket client did not finish the closing handshake");
+    conn_teardown(c);
+}
+
+/* ikd ends the connection: queue a close frame and give the client
+ * WS_CLOSE_GRACE_MS to answer it. */
+static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason)
+{
+    if (c->dead)
+        return;
+    if (!c->closing) {
+        c->closing = true;
+        wslay_event_queue_close(c->wslay, code, (const uint8_t *)reason, strlen(reason));
+    }
+    uv_timer_start(&c->timer, on_close_timeout, WS_CLOSE_GRACE_MS, 0);
+}
+
+/* ---- paths ---------------------------------------------------------------------- */
+
+static void path_end(ws_stream *s, bool completed)
+{
+    if (!s->path)
+        return;
+    size_t len;
+    char *t = proto_stream_encode_path_end(s->name, s->path_seq, s->path_sent, s->path_count,
+                                           completed, &len);
+    send_text(s->conn, t, len);
+    free(t);
+    proto_stream_path_free(s->path);
+    s->path = NULL;
+    s->path_gen++;
+    if (s->timer_open)
+        uv_timer_stop(&s->timer);
+}
+
+/* After sample index of the running path was answered (or refused). */
+static void path_sample_done(ws_stream *s, size_t index, bool sent)
+{
+    if (!s->path)
+        return;
+    if (sent)
+        s->path_sent++;
+    if (index + 1 >= s->path_count)
+        path_end(s, true);
+}
+
+/* ---- solving -------------------------------------------------------------------- */
+
+/* Sends the solution of job (target 0) and keeps the job as the warm start
+ * of the next solve. Takes job. */
+static void deliver(ws_stream *s, proto_job *job, long long seq, size_t skipped, size_t index,
+                    size_t count)
+{
+    json_t *res = proto_job_result_json(job, 0);
+    size_t len = 0;
+    char *t = res ? proto_stream_encode_solution(s->name, seq, skipped, res, index, count, &len)
+                  : NULL;
+    json_decref(res);
+    send_text(s->conn, t, len);
+    free(t);
+    proto_job_free(s->prev);
+    s->prev = job;
+    if (count > 0)
+        path_sample_done(s, index, true);
+}
+
+static void task_work(srv_work *w)
+{
+    ws_task *t = w->data;
+    uint64_t t0 = uv_hrtime();
+    proto_job_run(t->job, 0, 1);
+    t->seconds = (double)(uv_hrtime() - t0) / 1e9;
+}
+
+static void task_done(srv_work *w, int status)
+{
+    ws_task *t = w->data;
+    ws_stream *s = t->s;
+    ws_conn *c = s->conn;
+    s->busy = false;
+    bool stale = t->count > 0 && (t->path_gen != s->path_gen || !s->path);
+    if (status != SRV_OK || s->closed || c->dead || c->closing || stale) {
+        proto_job_free(t->job);
+    } else {
+        srv_metrics_solve(c->ctx, proto_job_solver_name(t->job), t->seconds);
+        deliver(s, t->job, t->seq, t->skipped, t->index, t->count);
+        stream_kick(s);
+        conn_after_io(c);
+    }
+    free(t);
+    stream_unref(s);
+}
+
+/* Solves target (borrowed) on the stream: inline when cheap, else on the
+ * pool. Errors are answered with the message's seq. */
+static void stream_solve(ws_stream *s, json_t *target, long long seq, size_t skipped, size_t index,
+                         size_t count)
+{
+    ws_conn *c = s->conn;
+    srv_ctx *ctx = c->ctx;
+    proto_error e;
+    proto_job *job = NULL;
+    json_t *req = json_object();
+    if (!req)
+        return;
+    json_object_set(req, "target", target);
+    if (s->options)
+        json_object_set(req, "options", s->options);
+    int rc = proto_job_decode_json(req, PROTO_SOLVE, &ctx->cfg.limits, s->chain, NULL, NULL, &job,
+                                   &e);
+    json_decref(req);
+    if (rc != 0) {
+        send_error(c, s->name, true, seq, &e);
+        if (count > 0)
+            path_sample_done(s, index, false);
+        return;
+    }
+    proto_job_warm_start(job, s->prev);
+    if (proto_job_cost_us(job) < ctx->cfg.inline_cost_us) {
+        uint64_t t0 = uv_hrtime();
+        proto_job_run(job, 0, 1);
+        srv_metrics_solve(ctx, proto_job_solver_name(job), (double)(uv_hrtime() - t0) / 1e9);
+        deliver(s, job, seq, skipped, index, count);
+        return;
+    }
+    ws_task *t = calloc(1, sizeof *t);
+    if (!t) {
+        proto_job_free(job);
+        return;
+    }
+    t->s = s;
+    t->job = job;
+    t->seq = seq;
+    t->skipped = skipped;
+    t->index = index;
+    t->count = count;
+    t->path_gen = s->path_gen;
+    t->w.data = t;
+    if (srv_pool_submit(ctx, &t->w, task_work, task_done) != SRV_OK) {
+        free(t);
+        proto_job_free(job);
+        srv_metrics_rejected(ctx, "pool_full");
+        proto_error_set(&e, 503, "overloaded", "", "the solver pool is full; send again later");
+        send_error(c, s->name, true, seq, &e);
+        if (count > 0)
+            path_sample_done(s, index, false);
+        return;
+    }
+    s->busy = true;
+    s->refs++;
+}
+
+/* Solves the newest due sample of the running path, if the stream is idle. */
+static void path_step(ws_stream *s)
+{
+    if (!s->path || s->busy || s->closed || s->conn->closing || s->conn->dead)
+        return;
+    double rate = proto_stream_path_rate_hz(s->path);
+    double elapsed_ms = (double)(uv_now(s->conn->ctx->loop) - s->path_start);
+    double due_f = floor(elapsed_ms * rate / 1000.0 + 1e-9);
+    size_t due = due_f >= (double)(s->path_count - 1) ? s->path_count - 1 : (size_t)due_f;
+    if ((long long)due <= s->path_last)
+        return;
+    size_t skipped = (size_t)((long long)due - s->path_last - 1);
+    json_t *tgt = proto_stream_path_sample(s->path, due);
+    s->path_last = (long long)due;
+    if (!tgt) {
+        path_sample_done(s, due, false);
+        return;
+    }
+    stream_solve(s, tgt, s->path_seq, skipped, due, s->path_count);
+    json_decref(tgt);
+}
+
+static void on_path_tick(uv_timer_t *t)
+{
+    ws_stream *s = t->data;
+    path_step(s);
+    conn_after_io(s->conn);
+}
+
+/* Runs what the stream has waiting: the pending target first, then the path. */
+static void stream_kick(ws_stream *s)
+{
+    if (s->closed || s->busy || s->conn->closing || s->conn->dead)
+        return;
+    if (s->pending) {
+        json_t *tgt = s->pending;
+        size_t skipped = s->skipped;
+        s->pending = NULL;
+        s->skipped = 0;
+        stream_solve(s, tgt, s->pending_seq, skipped, 0, 0);
+        json_decref(tgt);
+    }
+    path_step(s);
+}
+
+/* ---- streams -------------------------------------------------------------------- */
+
+static ws_stream *stream_find(ws_conn *c, const char *name)
+{
+    for (ws_stream *s = c->streams; s; s = s->next)
+        if (strcmp(s->name, name) == 0)
+            return s;
+    return NULL;
+}
+
+/* Removes the stream from its connection (no message is sent). */
+static void stream_drop(ws_stream *s)
+{
+    ws_conn *c = s->conn;
+    if (s->closed)
+        return;
+    s->closed = true;
+    for (ws_stream **p = &c->streams; *p; p = &(*p)->next) {
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    }
+    c->nstreams--;
+    ws_state *ws = c->ctx->ws;
+    if (ws)
+        ws->nstreams--;
+    srv_metrics_stream_close(c->ctx);
+    json_decref(s->pending);
+    s->pending = NULL;
+    proto_stream_path_free(s->path);
+    s->path = NULL;
+    s->path_gen++;
+    if (s->timer_open) {
+        uv_timer_stop(&s->timer);
+        uv_close((uv_handle_t *)&s->timer, stream_timer_closed);
+    }
+    stream_unref(s);
+}
+
+static void on_open(ws_conn *c, proto_stream_msg *m)
+{
+    srv_ctx *ctx = c->ctx;
+    proto_error e;
+    if (stream_find(c, m->stream)) {
+        send_error_msg(c, m->stream, false, 0, "stream_exists", "/stream",
+                       "a stream of this name is already open on this connection");
+        return;
+    }
+    if (c->nstreams >= WS_MAX_STREAMS) {
+        proto_error_set(&e, 400, "too_many_streams", "/stream",
+                        "at most %d streams may be open on one connection", WS_MAX_STREAMS);
+        send_error(c, m->stream, false, 0, &e);
+        return;
+    }
+    proto_chain *chain = NULL;
+    if (m->chain) {
+        chain = proto_chain_decode_json(m->chain, "/chain", &ctx->cfg.limits, &e);
+        if (!chain) {
+            send_error(c, m->stream, false, 0, &e);
+            return;
+        }
+    } else {
+        chain = m->chain_id ? srv_registry_get(ctx->registry, m->chain_id) : NULL;
+        if (!chain) {
+            proto_error_set(&e, 404, "unknown_chain", "/chain_id",
+                            "no chain is registered with id \"%.100s\"",
+                            m->chain_id ? m->chain_id : "");
+            send_error(c, m->stream, false, 0, &e);
+            return;
+        }
+    }
+    /* The options are checked now, against the chain, by decoding a request
+     * without a target: an error about "/options" is the open's error. */
+    if (m->options) {
+        json_t *probe = json_pack("{s:O}", "options", m->options);
+        proto_job *job = NULL;
+        if (probe &&
+            proto_job_decode_json(probe, PROTO_SOLVE, &ctx->cfg.limits, chain, NULL, NULL, &job,
+                                  &e) != 0 &&
+            strncmp(e.path, "/options", 8) == 0) {
+            json_decref(probe);
+            proto_chain_unref(chain);
+            send_error(c, m->stream, false, 0, &e);
+            return;
+        }
+        proto_job_free(job);
+        json_decref(probe);
+    }
+    ws_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        proto_chain_unref(chain);
+        return;
+    }
+    s->conn = c;
+    snprintf(s->name, sizeof s->name, "%s", m->stream);
+    s->chain = chain;
+    s->options = m->options ? json_incref(m->options) : NULL;
+    s->refs = 1;
+    s->path_last = -1;
+    s->next = c->streams;
+    c->streams = s;
+    c->nstreams++;
+    c->refs++;
+    ((ws_state *)ctx->ws)->nstreams++;
+    srv_metrics_stream_open(ctx);
+    size_t len;
+    char *t = proto_stream_encode_opened(s->name, proto_chain_id(chain), &len);
+    send_text(c, t, len);
+    free(t);
+}
+
+static void on_close_stream(ws_stream *s)
+{
+    ws_conn *c = s->conn;
+    stream_kick(s); /* a waiting target is solved first */
+    path_end(s, false);
+    size_t len;
+    char *t = proto_stream_encode_closed(s->name, &len);
+    send_text(c, t, len);
+    free(t);
+    stream_drop(s);
+}
+
+static void on_target(ws_stream *s, proto_stream_msg *m)
+{
+    path_end(s, false);
+    if (s->pending) {
+        json_decref(s->pending);
+        s->skipped++;
+    }
+    s->pending = json_incref(m->target);
+    s->pending_seq = m->seq;
+    /* solved after the whole read was decoded (conn_read) */
+}
+
+static void on_path(ws_stream *s, proto_stream_msg *m)
+{
+    srv_ctx *ctx = s->conn->ctx;
+    stream_kick(s); /* a target sent before the path is solved first */
+    path_end(s, false);
+    if (!s->timer_open) {
+        if (uv_timer_init(ctx->loop, &s->timer) != 0)
+            return;
+        s->timer.data = s;
+        s->timer_open = true;
+        s->refs++;
+    }
+    s->path = m->path;
+    m->path = NULL;
+    s->path_seq = m->seq;
+    s->path_count = proto_stream_path_count(s->path);
+    s->path_sent = 0;
+    s->path_last = -1;
+    s->path_start = uv_now(ctx->loop);
+    double period = 1000.0 / proto_stream_path_rate_hz(s->path);
+    uint64_t ms = period < 1.0 ? 1 : (uint64_t)period;
+    uv_timer_start(&s->timer, on_path_tick, ms, ms);
+    path_step(s);
+}
+
+/* One complete text message from the client. */
+static void on_text(ws_conn *c, const char *text, size_t len)
+{
+    proto_stream_msg m;
+    proto_error e;
+    if (proto_stream_decode(text, len, &m, &e) != 0) {
+        send_error(c, m.stream, m.has_seq, m.seq, &e);
+        return;
+    }
+    if (m.type == PROTO_STREAM_OPEN) {
+        on_open(c, &m);
+    } else {
+        ws_stream *s = stream_find(c, m.stream);
+        if (!s) {
+            proto_error_set(&e, 404, "unknown_stream", "/stream",
+                            "no stream \"%s\" is open on this connection", m.stream);
+            send_error(c, m.stream, m.has_seq, m.seq, &e);
+        } else if (m.type == PROTO_STREAM_CLOSE) {
+            on_close_stream(s);
+        } else if (m.type == PROTO_STREAM_TARGET) {
+            on_target(s, &m);
+        } else if (m.type == PROTO_STREAM_PATH) {
+            on_path(s, &m);
+        }
+    }
+    proto_stream_msg_free(&m);
+}
+
+/* ---- wslay callbacks --------------------------------------------------------------- */
+
+static ssize_t on_recv(wslay_event_context_ptr wctx, uint8_t *buf, size_t len, int flags,
+                       void *user)
+{
+    ws_conn *c = user;
+    if (c->extra_off < c->extra_len) {
+        size_t n = c->extra_len - c->extra_off;
+        if (n > len)
+            n = len;
+        memcpy(buf, c->extra + c->extra_off, n);
+        c->extra_off += n;
+        return (ssize_t)n;
+    }
+    if (c->read_budget == 0) {
+        wslay_event_set_error(wctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
+    if (len > c->read_budget)
+        len = c->read_budget;
+    for (;;) {
+        ssize_t r = recv(c->fd, buf, len, 0);
+        if (r > 0) {
+            c->read_budget -= (size_t)r;
+            return r;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            wslay_event_set_error(wctx, WSLAY_ERR_WOULDBLOCK);
+        } else {
+            c->failed = true;
+            wslay_event_set_error(wctx, WSLAY_ERR_CALLBACK_FAILURE);
+        }
+        return -1;
+    }
+}
+
+static ssize_t on_send(wslay_event_context_ptr wctx, const uint8_t *data, size_t len, int flags,
+                       void *user)
+{
+    ws_conn *c = user;
+    for (;;) {
+        ssize_t r = send(c->fd, data, len, MSG_NOSIGNAL);
+        if (r >= 0)
+            return r;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            wslay_event_set_error(wctx, WSLAY_ERR_WOULDBLOCK);
+        } else {
+            c->failed = true;
+            wslay_event_set_error(wctx, WSLAY_ERR_CALLBACK_FAILURE);
+        }
+        return -1;
+    }
+}
+
+static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg_recv_arg *arg,
+                   void *user)
+{
+    ws_conn *c = user;
+    if (c->closing || c->dead || wslay_is_ctrl_frame(arg->opcode))
+        return; /* wslay answers ping and close itself */
+    if (arg->opcode == WSLAY_BINARY_FRAME) {
+        send_error_msg(c, NULL, false, 0, "invalid_request", "",
+                       "binary messages are not supported: send JSON text messages");
+        return;
+    }
+    if (!proto_stream_utf8_valid((const char *)arg->msg, arg->msg_length)) {
+        srv_metrics_rejected(c->ctx, "bad_utf8");
+        conn_begin_close(c, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, "text message is not UTF-8");
+        return;
+    }
+    on_text(c, (const char *)arg->msg, arg->msg_length);
+}
+
+static const struct wslay_event_callbacks ws_callbacks = {
+    on_recv, on_send, NULL, NULL, NULL, NULL, on_msg,
+};
+
+/* ---- the connection ------------------------------------------------------------ */
+
+/* Sends what is queued and re-arms the poll, or tears the connection down
+ * when wslay has nothing left to read or write. */
+static void conn_after_io(ws_conn *c)
+{
+    if (c->dead)
+        return;
+    if (!c->failed && wslay_event_want_write(c->wslay) && wslay_event_send(c->wslay) != 0)
+        c->failed = true;
+    bool rd = wslay_event_want_read(c->wslay), wr = wslay_event_want_write(c->wslay);
+    if (c->failed || (!rd && !wr)) {
+        conn_teardown(c);
+        return;
+    }
+    int ev = (rd ? UV_READABLE : 0) | (wr ? UV_WRITABLE : 0);
+    if (c->extra_off < c->extra_len)
+        ev |= UV_WRITABLE; /* fires at once: the extra bytes are read then */
+    if (ev != c->poll_events) {
+        c->poll_events = ev;
+        uv_poll_start(&c->poll, ev, NULL);
+    }
+}
+
+static void conn_read(ws_conn *c)
+{
+    c->read_budget = WS_READ_BUDGET;
+    if (wslay_event_recv(c->wslay) != 0)
+        c->failed = true;
+    if (c->dead || c->closing)
+        return;
+    for (ws_stream *s = c->streams; s; s = s->next)
+        if (s->pending)
+            stream_kick(s);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    ws_conn *c = p->data;
+    c->refs++;
+    if (status < 0)
+        c->failed = true;
+    else if (wslay_event_want_read(c->wslay) &&
+             ((events & UV_READABLE) || c->extra_off < c->extra_len))
+        conn_read(c);
+    conn_after_io(c);
+    conn_unref(c);
+}
+
+/* Ends the connection now: streams dropped, handles closed, the socket
+ * handed back to libmicrohttpd. */
+static void conn_teardown(ws_conn *c)
+{
+    if (c->dead)
+        return;
+    c->dead = true;
+    srv_ctx *ctx = c->ctx;
+    while (c->streams)
+        stream_drop(c->streams);
+    ws_state *ws = ctx->ws;
+    if (ws) {
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            ws->head = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        ws->nconns--;
+    }
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
+    uv_poll_stop(&c->poll);
+    uv_close((uv_handle_t *)&c->poll, conn_handle_closed); /* leaves epoll now */
+    /* Read what the client still sent, so that the descriptor is not closed
+     * with unread data (which would reset the connection and could lose the
+     * close frame on its way to the client). */
+    char sink[4096];
+    for (int i = 0; i < 16 && recv(c->fd, sink, sizeof sink, 0) > 0; i++)
+        ;
+    MHD_upgrade_action(c->urh, MHD_UPGRADE_ACTION_CLOSE);
+    srv_mhd_run(ctx);
+    srv_log(ctx, SRV_LOG_DEBUG, "WebSocket connection closed");
+    conn_unref(c);
+}
+
+static ws_state *ws_state_of(srv_ctx *ctx)
+{
+    if (!ctx->ws)
+        ctx->ws = calloc(1, sizeof(ws_state));
+    return ctx->ws;
+}
+
+/* libmicrohttpd's upgrade handler: the 101 was sent, the socket is ours to
+ * use (not to close). Runs inside MHD_run. */
+static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_cls,
+                       const char *extra_in, size_t extra_in_size, MHD_socket sock,
+                       struct MHD_UpgradeResponseHandle *urh)
+{
+    srv_ctx *ctx = cls;
+    ws_state *ws = ws_state_of(ctx);
+    ws_conn *c = ws ? calloc(1, sizeof *c) : NULL;
+    if (!c)
+        goto fail;
+    c->ctx = ctx;
+    c->fd = sock;
+    c->urh = urh;
+    if (extra_in_size > 0) {
+        c->extra = malloc(extra_in_size);
+        if (!c->extra)
+            goto fail;
+        memcpy(c->extra, extra_in, extra_in_size);
+        c->extra_len = extra_in_size;
+    }
+    if (wslay_event_context_server_init(&c->wslay, &ws_callbacks, c) != 0)
+        goto fail;
+    wslay_event_config_set_max_recv_msg_length(c->wslay, ctx->cfg.max_message_bytes);
+    if (uv_poll_init_socket(ctx->loop, &c->poll, sock) != 0)
+        goto fail;
+    c->poll.data = c;
+    c->refs++;
+    uv_timer_init(ctx->loop, &c->timer);
+    c->timer.data = c;
+    c->refs++;
+    c->refs++; /* open */
+    c->next = ws->head;
+    if (ws->head)
+        ws->head->prev = c;
+    ws->head = c;
+    ws->nconns++;
+    c->poll_events = UV_READABLE | (c->extra_len ? UV_WRITABLE : 0);
+    uv_poll_start(&c->poll, c->poll_events, on_poll);
+    if (ws->closing)
+        conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
+    srv_log(ctx, SRV_LOG_DEBUG, "WebSocket connection open");
+    return;
+fail:
+    srv_log(ctx, SRV_LOG_ERROR, "cannot set up a WebSocket connection (out of memory)");
+    if (c) {
+        if (c->wslay)
+            wslay_event_context_free(c->wslay);
+        free(c->extra);
+        free(c);
+    }
+    MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+    srv_mhd_run(ctx);
+}
+
+/* ---- the entry points (srv.h) ------------------------------------------------- */
 
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err)
 {
-    proto_error_set(err, 501, "not_implemented", "", "WebSocket streams are not available");
-    return NULL;
+    if (ctx->shutting_down) {
+        proto_error_set(err, 503, "shutting_down", "", "ikd is shutting down");
+        return NULL;
+    }
+    const char *upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Upgrade");
+    const char *connection = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Connection");
+    const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+    const char *version =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
+    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    if (!srv_ws_header_has_token(upgrade, "websocket") ||
+        !srv_ws_header_has_token(connection, "upgrade")) {
+        proto_error_set(err, 426, "upgrade_required", "",
+                        "GET /v1/stream is a WebSocket: send Upgrade: websocket and "
+                        "Connection: Upgrade");
+        return NULL;
+    }
+    if (!version || strcmp(version, "13") != 0) {
+        proto_error_set(err, 426, "upgrade_required", "",
+                        "Sec-WebSocket-Version must be 13 (RFC 6455)");
+        return NULL;
+    }
+    char accept[SRV_WS_ACCEPT_LEN + 1];
+    if (srv_ws_accept_key(key, accept) != 0) {
+        proto_error_set(err, 400, "invalid_request", "",
+                        "Sec-WebSocket-Key must be the base64 form of 16 bytes");
+        return NULL;
+    }
+    if (!srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
+                               ctx->cfg.n_allow_origins)) {
+        proto_error_set(err, 403, "forbidden_origin", "", "Origin %.200s may not open streams",
+                        origin);
+        return NULL;
+    }
+    if (!ws_state_of(ctx)) {
+        proto_error_set(err, 500, "internal", "", "out of memory");
+        return NULL;
+    }
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, ctx);
+    if (!resp) {
+        proto_error_set(err, 500, "internal", "", "WebSocket upgrade failed");
+        return NULL;
+    }
+    /* libmicrohttpd adds "Connection: Upgrade" itself. */
+    if (MHD_add_response_header(resp, "Upgrade", "websocket") != MHD_YES ||
+        MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept) != MHD_YES) {
+        MHD_destroy_response(resp);
+        proto_error_set(err, 500, "internal", "", "WebSocket upgrade failed");
+        return NULL;
+    }
+    return resp;
 }
 
 void srv_ws_shutdown(srv_ctx *ctx)
 {
+    ws_state *ws = ctx->ws;
+    if (!ws)
+        return;
+    ws->closing = true;
+    for (ws_conn *c = ws->head, *next; c; c = next) {
+        next = c->next;
+        c->refs++;
+        for (ws_stream *s = c->streams; s; s = s->next)
+            path_end(s, false);
+        conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
+        conn_after_io(c);
+        conn_unref(c);
+    }
+}
+
+void srv_ws_abort(srv_ctx *ctx)
+{
+    ws_state *ws = ctx->ws;
+    if (!ws)
+        return;
+    while (ws->head)
+        conn_teardown(ws->head);
+    free(ws);
     ctx->ws = NULL;
 }
 
 size_t srv_ws_open_streams(srv_ctx *ctx)
 {
-    return 0;
+    ws_state *ws = ctx->ws;
+    return ws ? ws->nstreams : 0;
+}
+
+size_t srv_ws_open_connections(srv_ctx *ctx)
+{
+    ws_state *ws = ctx->ws;
+    return ws ? ws->nconns : 0;
 }
