@@ -20,6 +20,9 @@
  * 1008 (the send queue passed --max-send-queue: the client does not read),
  * 1009 (a message above --max-message). After ikd sends a close frame the
  * client has WS_CLOSE_GRACE_MS to answer it before the connection is cut.
+ * A client silent for --timeout seconds gets a ping; if it still sends
+ * nothing (not even the pong) for another period it is gone, and its
+ * connection is dropped.
  *
  * Streams. A connection carries up to WS_MAX_STREAMS named streams, each on
  * one chain (inline or by registered id) with fixed options. The messages
@@ -104,6 +107,8 @@ struct ws_conn {
     bool dead;    /* torn down: no I/O any more */
     bool closing; /* ikd queued a close frame: no more messages */
     bool failed;  /* the socket failed or reached EOF */
+    bool pinged;  /* idle: a ping is out and nothing came back yet */
+    uint64_t last_rx; /* uv_now() of the last bytes read */
 };
 
 struct ws_stream {
@@ -144,6 +149,7 @@ typedef struct ws_task {
 
 static void conn_teardown(ws_conn *c);
 static void conn_after_io(ws_conn *c);
+static void on_poll(uv_poll_t *p, int status, int events);
 static void stream_kick(ws_stream *s);
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
 
@@ -224,6 +230,29 @@ static void on_close_timeout(uv_timer_t *t)
     ws_conn *c = t->data;
     srv_log(c->ctx, SRV_LOG_DEBUG, "WebSocket client did not finish the closing handshake");
     conn_teardown(c);
+}
+
+/* The idle check, every --timeout seconds while the connection is not
+ * closing: a client that sent nothing for that long gets a ping; one that
+ * still sent nothing (not even the pong) a period later is gone (a peer that
+ * vanished without a FIN would otherwise hold its streams forever). */
+static void on_idle_tick(uv_timer_t *t)
+{
+    ws_conn *c = t->data;
+    uint64_t period = (uint64_t)c->ctx->cfg.conn_timeout_s * 1000;
+    if (uv_now(c->ctx->loop) - c->last_rx + 10 < period)
+        return;
+    if (c->pinged) {
+        srv_log(c->ctx, SRV_LOG_INFO, "WebSocket client silent for %u s: connection dropped",
+                2 * c->ctx->cfg.conn_timeout_s);
+        srv_metrics_rejected(c->ctx, "timeout");
+        conn_teardown(c);
+        return;
+    }
+    struct wslay_event_msg ping = {WSLAY_PING, (const uint8_t *)"ikd", 3};
+    wslay_event_queue_msg(c->wslay, &ping);
+    c->pinged = true;
+    conn_after_io(c);
 }
 
 /* ikd ends the connection: queue a close frame and give the client
@@ -632,6 +661,8 @@ static ssize_t on_recv(wslay_event_context_ptr wctx, uint8_t *buf, size_t len, i
         ssize_t r = recv(c->fd, buf, len, 0);
         if (r > 0) {
             c->read_budget -= (size_t)r;
+            c->last_rx = uv_now(c->ctx->loop);
+            c->pinged = false;
             return r;
         }
         if (r < 0 && errno == EINTR)
@@ -678,7 +709,6 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
         return;
     }
     if (!proto_stream_utf8_valid((const char *)arg->msg, arg->msg_length)) {
-        srv_metrics_rejected(c->ctx, "bad_utf8");
         conn_begin_close(c, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, "text message is not UTF-8");
         return;
     }
@@ -697,7 +727,8 @@ static void conn_after_io(ws_conn *c)
 {
     if (c->dead)
         return;
-    if (!c->failed && wslay_event_want_write(c->wslay) && wslay_event_send(c->wslay) != 0)
+    if (!c->failed && wslay_event_want_write(c->wslay) &&
+        wslay_event_send(c->wslay) == WSLAY_ERR_NOMEM)
         c->failed = true;
     bool rd = wslay_event_want_read(c->wslay), wr = wslay_event_want_write(c->wslay);
     if (c->failed || (!rd && !wr)) {
@@ -709,14 +740,17 @@ static void conn_after_io(ws_conn *c)
         ev |= UV_WRITABLE; /* fires at once: the extra bytes are read then */
     if (ev != c->poll_events) {
         c->poll_events = ev;
-        uv_poll_start(&c->poll, ev, NULL);
+        uv_poll_start(&c->poll, ev, on_poll);
     }
 }
 
 static void conn_read(ws_conn *c)
 {
     c->read_budget = WS_READ_BUDGET;
-    if (wslay_event_recv(c->wslay) != 0)
+    /* A protocol error makes wslay queue its own close frame (1002, 1007,
+     * 1009) and stop reading; only a socket failure (set by on_recv) or no
+     * memory ends the connection at once. */
+    if (wslay_event_recv(c->wslay) == WSLAY_ERR_NOMEM)
         c->failed = true;
     if (c->dead || c->closing)
         return;
@@ -746,6 +780,13 @@ static void conn_teardown(ws_conn *c)
         return;
     c->dead = true;
     srv_ctx *ctx = c->ctx;
+    uint16_t sent = wslay_event_get_status_code_sent(c->wslay);
+    if (sent == WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA)
+        srv_metrics_rejected(ctx, "bad_utf8");
+    else if (sent == WSLAY_CODE_MESSAGE_TOO_BIG)
+        srv_metrics_rejected(ctx, "too_large");
+    else if (sent == WSLAY_CODE_PROTOCOL_ERROR)
+        srv_metrics_rejected(ctx, "ws_protocol");
     while (c->streams)
         stream_drop(c->streams);
     ws_state *ws = ctx->ws;
@@ -812,6 +853,11 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
     uv_timer_init(ctx->loop, &c->timer);
     c->timer.data = c;
     c->refs++;
+    c->last_rx = uv_now(ctx->loop);
+    if (ctx->cfg.conn_timeout_s > 0) {
+        uint64_t period = (uint64_t)ctx->cfg.conn_timeout_s * 1000;
+        uv_timer_start(&c->timer, on_idle_tick, period, period);
+    }
     c->refs++; /* open */
     c->next = ws->head;
     if (ws->head)
