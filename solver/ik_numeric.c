@@ -589,7 +589,7 @@ static void fill_result(const problem *P, const double *q, double *J, int status
     evaluate(P, q, J, e);
     memset(res, 0, sizeof *res);
     res->status = status;
-    res->pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    res->pos_err = ik_vec3_len(ik_v3(e[0], e[1], e[2])); /* no overflow for huge errors */
     res->rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
     for (int r = 0; r < 6; r++) {
         if (!P->check[r])
@@ -648,6 +648,23 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     ik_chain_clamp(c, S.seed, true);
     memcpy(S.q, S.seed, n * sizeof *S.q);
     memcpy(S.best, S.seed, n * sizeof *S.q);
+
+    /* A target (or a chain) so far out that the distance between the seed's
+     * tip and the target is not representable cannot be measured, let alone
+     * solved: refuse it before anything is written. The seed's pose is the
+     * fallback answer, so every returned pose then has a finite error. */
+    {
+        double R[9], p[3];
+        ik_chain_fk_mat(c, S.q, R, p);
+        ik_vec3 d = ik_v3(P.pt.x - p[0], P.pt.y - p[1], P.pt.z - p[2]);
+        if (!ik_vec3_isfinite(d) || !isfinite(ik_vec3_len(d))) {
+            if (res) {
+                memset(res, 0, sizeof *res);
+                res->status = IK_EINVAL;
+            }
+            return IK_EINVAL;
+        }
+    }
 
     rng r = {o->rng_seed};
     size_t restarts = 0, solutions = 0, extra_left = 0;

@@ -154,7 +154,9 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *   IK_ENOTCONV  max_iterations or max_restarts ran out first;
  *   IK_ETIMEDOUT the time budget ran out first;
  *   IK_EINVAL    non-finite or invalid target, seed, weights or options
- *                (tol <= 0, timeout < 0, unbounded search), NULL pointers;
+ *                (tol <= 0, timeout < 0, unbounded search), NULL pointers,
+ *                or a distance between the seed's tip and the target that
+ *                is not representable (coordinates near 1e308);
  *   IK_ENOSPC    ws_size < ik_numeric_workspace_size(c).
  * On IK_ENOTCONV / IK_ETIMEDOUT q_out holds the best pose found (smallest
  * weighted error), inside the limits, and res describes it. On IK_EINVAL and

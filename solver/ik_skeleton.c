@@ -154,12 +154,37 @@ static void globals_from(const ik_bone *bones, size_t n, size_t first, ik_mat34 
     }
 }
 
+static bool mat34_isfinite(const ik_mat34 *m)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            if (!isfinite(m->m[i][j]))
+                return false;
+    return true;
+}
+
+/* Computes the globals into g; when one of them overflows (a product of
+ * large scales or a sum of large translations that is not finite), every
+ * entry is reset to the identity and false is returned, so that no
+ * non-finite number is ever left in the caller's array. */
+static bool globals_checked(const ik_bone *bones, size_t n, ik_mat34 *g)
+{
+    globals_from(bones, n, 0, g);
+    for (size_t i = 0; i < n; i++) {
+        if (!mat34_isfinite(&g[i])) {
+            for (size_t k = 0; k < n; k++)
+                g[k] = ik_mat34_identity();
+            return false;
+        }
+    }
+    return true;
+}
+
 int ik_skeleton_globals(const ik_bone *bones, size_t n, ik_mat34 *globals)
 {
     if (ik_skeleton_check(bones, n) != IK_OK || (n > 0 && !globals))
         return IK_EINVAL;
-    globals_from(bones, n, 0, globals);
-    return IK_OK;
+    return globals_checked(bones, n, globals) ? IK_OK : IK_EINVAL;
 }
 
 /* Global transform of bone i's parent (identity for a root), walking up
@@ -247,9 +272,15 @@ int ik_skeleton_twobone(ik_bone *bones, size_t n, size_t hip, size_t knee, size_
     if (!ik_quat_isfinite(q_k) || !ik_quat_isfinite(q_j))
         return IK_EINVAL;
 
+    const ik_quat old_k = bones[hip].rotation, old_j = bones[knee].rotation;
     bones[hip].rotation = q_k;
     bones[knee].rotation = q_j;
-    globals_from(bones, n, 0, globals);
+    if (!globals_checked(bones, n, globals)) {
+        /* a bone outside the limb overflows: undo, report invalid input */
+        bones[hip].rotation = old_k;
+        bones[knee].rotation = old_j;
+        return IK_EINVAL;
+    }
     if (res)
         *res = tb;
     return st;

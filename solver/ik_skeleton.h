@@ -101,7 +101,10 @@ ik_mat34 ik_bone_local(const ik_bone *bone);
 
 /* Global transforms G_i = G_parent * T_i of all n bones into globals[0..n-1]
  * (caller-provided, n entries). Returns IK_OK, or IK_EINVAL (globals
- * unchanged) when ik_skeleton_check fails. */
+ * unchanged) when ik_skeleton_check fails. A valid skeleton whose globals
+ * overflow (finite scales and translations whose products or sums along
+ * the hierarchy are not representable) is IK_EINVAL too; then every entry
+ * of globals is set to the identity: never a non-finite number. */
 int ik_skeleton_globals(const ik_bone *bones, size_t n, ik_mat34 *globals);
 
 /* Seed 001's orientation update of the limb hip -> knee -> foot towards the
@@ -113,7 +116,9 @@ int ik_skeleton_globals(const ik_bone *bones, size_t n, ik_mat34 *globals);
  * the updated pose, and *res (if not NULL) the two-bone answer b', c' and the
  * error. The status is the two-bone status. IK_EINVAL (nothing changed) for
  * an invalid skeleton, wrong indices, a non-finite target or pole, a
- * degenerate limb (zero-length bone) or a singular bone transform. */
+ * degenerate limb (zero-length bone) or a singular bone transform. If the
+ * globals of the updated pose overflow (ik_skeleton_globals), the bones are
+ * left unchanged, globals is set to identities and IK_EINVAL returned. */
 int ik_skeleton_twobone(ik_bone *bones, size_t n, size_t hip, size_t knee, size_t foot,
                         ik_vec3 target, const ik_vec3 *pole, ik_mat34 *globals,
                         ik_twobone_result *res);

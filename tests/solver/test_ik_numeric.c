@@ -556,6 +556,185 @@ START_TEST(test_pose_error_helper)
 }
 END_TEST
 
+/* ---- restarts, budgets, tolerances, fixed joints (issue 2 audit) -------------- */
+
+/* Random restarts are drawn from opts.rng_seed alone: the same seed gives a
+ * bit-identical answer twice, restarts included; another seed takes other
+ * restarts. Checked on solves that really restart. */
+START_TEST(test_restarts_deterministic_per_rng_seed)
+{
+    rng_state = 23;
+    ik_chain c = ur5();
+    ik_numeric_opts o = det_opts();
+    /* unreachable: every restart is used, the best pose depends on them */
+    ik_target far = ik_target_full_pose((ik_xform){{2.5, -1, 0.3}, {0, 0, 0, 1}});
+    o.max_restarts = 12;
+    double a[6], b[6], d[6];
+    ik_numeric_result ra, rb, rd;
+    o.rng_seed = 77;
+    ck_assert_int_eq(ik_numeric_solve(&c, &far, NULL, &o, ws, sizeof ws, a, &ra), IK_ENOTCONV);
+    ck_assert_int_eq(ik_numeric_solve(&c, &far, NULL, &o, ws, sizeof ws, b, &rb), IK_ENOTCONV);
+    ck_assert_uint_eq(ra.restarts, 12);
+    ck_assert_int_eq(memcmp(a, b, sizeof a), 0);
+    ck_assert_uint_eq(ra.iterations, rb.iterations);
+    ck_assert(ra.pos_err == rb.pos_err && ra.rot_err == rb.rot_err);
+    o.rng_seed = 78;
+    ik_numeric_solve(&c, &far, NULL, &o, ws, sizeof ws, d, &rd);
+    ck_assert(memcmp(a, d, sizeof a) != 0 || ra.iterations != rd.iterations);
+
+    /* reachable targets from a poor seed: collect solves that needed
+     * restarts; each repeats bit for bit, and is a solution by FK */
+    size_t restarted = 0;
+    o.max_restarts = 300;
+    for (int i = 0; i < 400 && restarted < 20; i++) {
+        double qt[IK_MAX_DOF], seed[IK_MAX_DOF];
+        random_q(&c, qt);
+        random_q(&c, seed);
+        ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+        o.rng_seed = (uint64_t)i * 7919u;
+        o.max_iterations = 0;
+        int sa = ik_numeric_solve(&c, &t, seed, &o, ws, sizeof ws, a, &ra);
+        if (ra.restarts == 0)
+            continue;
+        restarted++;
+        memset(ws, 0xEE, sizeof ws);
+        int sb = ik_numeric_solve(&c, &t, seed, &o, ws + 5, sizeof ws - 5, b, &rb);
+        ck_assert_int_eq(sa, sb);
+        ck_assert_int_eq(memcmp(a, b, sizeof a), 0);
+        ck_assert_uint_eq(ra.restarts, rb.restarts);
+        ck_assert_uint_eq(ra.iterations, rb.iterations);
+        if (sa == IK_OK)
+            ck_assert(meets(&c, &t, a, TOL));
+    }
+    ck_assert_uint_ge(restarted, 10);
+}
+END_TEST
+
+/* The time budget: an unreachable target under a 3 ms budget stops with
+ * IK_ETIMEDOUT after about 3 ms (not long after: the clock is read every
+ * few iterations), with the best pose finite and inside the limits. */
+START_TEST(test_time_budget)
+{
+    ik_chain c = ur5();
+    ik_numeric_opts o = ik_numeric_opts_default();
+    o.timeout_s = 0.003;
+    double q[6];
+    ik_numeric_result res;
+    ik_target far = ik_target_full_pose((ik_xform){{3, 1, 0.5}, {0, 0, 0, 1}});
+    ck_assert_int_eq(ik_numeric_solve(&c, &far, NULL, &o, ws, sizeof ws, q, &res), IK_ETIMEDOUT);
+    ck_assert_double_ge(res.elapsed_s, 0.003);
+    ck_assert_double_le(res.elapsed_s, 0.3); /* generous: sanitizers, loaded CI */
+    ck_assert_uint_gt(res.restarts, 0);
+    ck_assert(all_finite(q, 6) && ik_chain_within_limits(&c, q, 0.0));
+    /* the iteration budget wins when it is the smaller one */
+    o.timeout_s = 10;
+    o.max_iterations = 30;
+    ck_assert_int_eq(ik_numeric_solve(&c, &far, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
+    ck_assert_uint_le(res.iterations, 30);
+    ck_assert_double_le(res.elapsed_s, 1.0);
+    /* and the restart budget */
+    o.max_iterations = 0;
+    o.max_restarts = 3;
+    ck_assert_int_eq(ik_numeric_solve(&c, &far, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
+    ck_assert_uint_eq(res.restarts, 3);
+}
+END_TEST
+
+/* The tolerance is honoured both ways: a tight one is met by FK, a loose
+ * one stops earlier. */
+START_TEST(test_tolerance)
+{
+    rng_state = 29;
+    ik_chain c = ur5();
+    ik_numeric_opts tight = det_opts(), loose = det_opts();
+    tight.tol_pos = tight.tol_rot = 1e-10;
+    loose.tol_pos = 1e-2;
+    loose.tol_rot = 1e-2;
+    size_t it_tight = 0, it_loose = 0;
+    for (int i = 0; i < 100; i++) {
+        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q[IK_MAX_DOF];
+        random_q(&c, qt);
+        for (size_t k = 0; k < c.dof; k++) /* a nearby seed: one basin */
+            seed[k] = ik_clamp(qt[k] + urand(-0.2, 0.2), c.lower[k], c.upper[k]);
+        ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+        ik_numeric_result r1, r2;
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, seed, &tight, ws, sizeof ws, q, &r1), IK_OK);
+        ck_assert(meets(&c, &t, q, 1e-10));
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, seed, &loose, ws, sizeof ws, q, &r2), IK_OK);
+        ck_assert(meets(&c, &t, q, 1e-2));
+        ck_assert_double_le(r2.pos_err_max, 1e-2);
+        it_tight += r1.iterations;
+        it_loose += r2.iterations;
+    }
+    ck_assert_uint_lt(it_loose, it_tight);
+}
+END_TEST
+
+/* Independent forward kinematics straight from the described joints, with
+ * URDF semantics: T = prod(origin_i * motion_i(q_i)), fixed joints have no
+ * motion (does not use ik_chain_fk). */
+static ik_xform urdf_fk(const ik_joint *j, size_t n, const double *q)
+{
+    ik_xform T = ik_xform_identity();
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        T = ik_xform_mul(T, j[i].origin);
+        if (j[i].type == IK_JOINT_FIXED)
+            continue;
+        ik_xform m = ik_xform_identity();
+        ik_vec3 ax = ik_vec3_normalize(j[i].axis);
+        if (j[i].type == IK_JOINT_PRISMATIC)
+            m.p = ik_vec3_scale(ax, q[k]);
+        else
+            m.q = ik_quat_from_axis_angle(ax, q[k]);
+        T = ik_xform_mul(T, m);
+        k++;
+    }
+    return T;
+}
+
+/* Fixed joints anywhere in the chain (first, between movable joints,
+ * several in a row, last) are merged and the solves land on the target by
+ * the independent FK above. */
+START_TEST(test_fixed_joints_inside_chain)
+{
+    ik_joint j[11] = {
+        joint(IK_JOINT_FIXED, ik_v3(0.1, 0, 0.05), ik_v3(0, 0, 0.3), ZERO, 0, 0),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.1), ZERO, ik_v3(0, 0, 1), -3, 3),
+        joint(IK_JOINT_FIXED, ik_v3(0, 0.05, 0.1), ik_v3(0.2, -0.1, 0), ZERO, 0, 0),
+        joint(IK_JOINT_FIXED, ik_v3(0, 0, 0.05), ik_v3(0, 0.3, 0), ZERO, 0, 0),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.1), ZERO, ik_v3(0, 1, 0), -2, 2),
+        joint(IK_JOINT_PRISMATIC, ik_v3(0, 0, 0.3), ZERO, ik_v3(0, 0, 1), -0.1, 0.15),
+        joint(IK_JOINT_FIXED, ik_v3(0.02, 0, 0.1), ik_v3(0, 0, -0.4), ZERO, 0, 0),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.1), ZERO, ik_v3(0, 1, 0), -2.5, 2.5),
+        joint(IK_JOINT_CONTINUOUS, ik_v3(0, 0, 0.2), ZERO, ik_v3(0, 0, 1), 0, 0),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.1), ZERO, ik_v3(1, 0, 0), -2, 2),
+        joint(IK_JOINT_FIXED, ik_v3(0, 0, 0.08), ik_v3(0.1, 0.2, 0.3), ZERO, 0, 0),
+    };
+    ik_chain c;
+    ck_assert_int_eq(ik_chain_init(&c, j, 11), IK_OK);
+    ck_assert_uint_eq(c.dof, 6);
+    rng_state = 31;
+    ik_numeric_opts o = det_opts();
+    size_t ok = 0;
+    for (int i = 0; i < 200; i++) {
+        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        random_q(&c, qt);
+        ik_xform goal = urdf_fk(j, 11, qt);
+        ik_target t = ik_target_full_pose(goal);
+        if (ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, NULL) != IK_OK)
+            continue;
+        ok++;
+        ck_assert(ik_chain_within_limits(&c, q, 0.0));
+        double e[6];
+        ik_pose_error(goal, urdf_fk(j, 11, q), e);
+        for (int r = 0; r < 6; r++)
+            ck_assert_double_lt(fabs(e[r]), TOL);
+    }
+    ck_assert_uint_ge(ok, 195);
+}
+END_TEST
+
 static Suite *numeric_suite(void)
 {
     Suite *s = suite_create("ik_numeric");
@@ -574,6 +753,10 @@ static Suite *numeric_suite(void)
     tcase_add_test(tc, test_unreachable);
     tcase_add_test(tc, test_invalid_input);
     tcase_add_test(tc, test_pose_error_helper);
+    tcase_add_test(tc, test_restarts_deterministic_per_rng_seed);
+    tcase_add_test(tc, test_time_budget);
+    tcase_add_test(tc, test_tolerance);
+    tcase_add_test(tc, test_fixed_joints_inside_chain);
     suite_add_tcase(s, tc);
     return s;
 }
