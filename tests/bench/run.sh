@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs the benchmarks (make bench): the two-bone benchmark (seed 001),
+# Runs the benchmarks (make bench): the two-bone benchmark (seed 001), the
+# proto layer alone on the two-bone HTTP body (decode, run, encode, free),
 # then the chain benchmark on the five
 # shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
@@ -17,6 +18,7 @@ chain() { # robot base tip
 }
 
 "$BIN" two-bone --samples "$SAMPLES"
+"$BIN" proto
 chain ur5 base_link tool0
 chain abb_irb120 base_link tool0
 chain kuka_iiwa14_r820 base_link tool0
