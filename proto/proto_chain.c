@@ -128,6 +128,7 @@ void proto_chain_unref(proto_chain *c)
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
     json_decref(c->source);
+    free(c->chain);
     free(c->positions);
     free(c->rotations);
     free(c->skel);
@@ -242,6 +243,27 @@ static int length_list(const json_t *obj, const char *path, size_t min, size_t m
     return 0;
 }
 
+/* Compiles the joints into c->chain, allocated here: only chains that
+ * need the numeric solver or forward kinematics carry one (it is several
+ * kilobytes, which a bones chain decoded on every request should not pay
+ * for). Returns 0; 1 when ik_chain_init() refuses the joints (the caller
+ * names the reason); -1 with *err set when out of memory. On error
+ * c->chain stays NULL. */
+static int chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_error *err)
+{
+    ik_chain *k = malloc(sizeof *k);
+    if (!k)
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    if (ik_chain_init(k, j, n) != IK_OK) {
+        free(k);
+        return 1;
+    }
+    c->chain = k;
+    c->has_chain = true;
+    c->memory += sizeof *k;
+    return 0;
+}
+
 /* Planar chains also compile to an ik_chain (joints about +z, links along
  * the rotated +x) so that forward kinematics and the numeric solver apply. */
 static int planar_compile(proto_chain *c, proto_error *err)
@@ -259,10 +281,10 @@ static int planar_compile(proto_chain *c, proto_error *err)
         j[i].lower = -INFINITY;
         j[i].upper = INFINITY;
     }
-    if (ik_chain_init(&c->chain, j, c->nlinks + 1) != IK_OK)
+    int rc = chain_compile(c, j, c->nlinks + 1, err);
+    if (rc > 0)
         return proto_error_set(err, 422, "invalid_chain", "", "the planar chain is degenerate");
-    c->has_chain = true;
-    return 0;
+    return rc;
 }
 
 static int decode_planar(proto_chain *c, const json_t *o, const char *path, proto_error *err)
@@ -664,19 +686,20 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
                         IK_MAX_DOF);
         goto out;
     }
-    if (ik_chain_init(&c->chain, j, n) != IK_OK) {
-        proto_error_set(err, 422, "invalid_chain", p, "the joint list does not form a chain");
+    int crc = chain_compile(c, j, n, err);
+    if (crc) {
+        if (crc > 0)
+            proto_error_set(err, 422, "invalid_chain", p, "the joint list does not form a chain");
         goto out;
     }
-    c->has_chain = true;
-    c->names = calloc(c->chain.dof, sizeof *c->names);
+    c->names = calloc(c->chain->dof, sizeof *c->names);
     if (!c->names) {
         proto_error_set(err, 500, "internal", "", "out of memory");
         goto out;
     }
-    c->nnames = c->chain.dof;
-    for (size_t i = 0; i < c->chain.dof; i++)
-        memcpy(c->names[i], names[c->chain.source_index[i]], PROTO_NAME_MAX);
+    c->nnames = c->chain->dof;
+    for (size_t i = 0; i < c->chain->dof; i++)
+        memcpy(c->names[i], names[c->chain->source_index[i]], PROTO_NAME_MAX);
     c->memory += c->nnames * PROTO_NAME_MAX;
     rc = 0;
 out:
@@ -740,21 +763,22 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
                         lim->max_joints < IK_MAX_DOF ? lim->max_joints : (size_t)IK_MAX_DOF);
         goto out;
     }
-    if (ik_chain_init(&c->chain, joints, n) != IK_OK) {
-        proto_error_set(err, 422, "invalid_urdf", p,
-                        "the joints from \"%s\" to \"%s\" do not form a valid chain", base,
-                        tip);
+    int crc = chain_compile(c, joints, n, err);
+    if (crc) {
+        if (crc > 0)
+            proto_error_set(err, 422, "invalid_urdf", p,
+                            "the joints from \"%s\" to \"%s\" do not form a valid chain", base,
+                            tip);
         goto out;
     }
-    c->has_chain = true;
-    c->names = calloc(c->chain.dof, sizeof *c->names);
+    c->names = calloc(c->chain->dof, sizeof *c->names);
     if (!c->names) {
         proto_error_set(err, 500, "internal", "", "out of memory");
         goto out;
     }
-    c->nnames = c->chain.dof;
-    for (size_t i = 0; i < c->chain.dof; i++)
-        snprintf(c->names[i], PROTO_NAME_MAX, "%s", names[c->chain.source_index[i]]);
+    c->nnames = c->chain->dof;
+    for (size_t i = 0; i < c->chain->dof; i++)
+        snprintf(c->names[i], PROTO_NAME_MAX, "%s", names[c->chain->source_index[i]]);
     c->memory += len + c->nnames * PROTO_NAME_MAX;
     rc = 0;
 out:
@@ -861,7 +885,7 @@ json_t *proto_chain_describe(const proto_chain *c)
         dof = c->nskel;
         break;
     default:
-        dof = c->chain.dof;
+        dof = c->chain->dof;
     }
     json_object_set_new(d, c->kind == PROTO_CHAIN_BONES || c->kind == PROTO_CHAIN_SKELETON
                                ? "bones"
@@ -876,13 +900,13 @@ json_t *proto_chain_describe(const proto_chain *c)
     }
     if (c->has_chain && c->kind != PROTO_CHAIN_PLANAR) {
         json_t *lim = json_array();
-        for (size_t i = 0; i < c->chain.dof; i++) {
+        for (size_t i = 0; i < c->chain->dof; i++) {
             json_t *l = json_object();
             static const char *const tn[] = {"fixed", "revolute", "continuous", "prismatic"};
-            json_object_set_new(l, "type", json_string(tn[c->chain.type[i]]));
-            if (isfinite(c->chain.lower[i])) {
-                json_object_set_new(l, "lower", json_real(c->chain.lower[i]));
-                json_object_set_new(l, "upper", json_real(c->chain.upper[i]));
+            json_object_set_new(l, "type", json_string(tn[c->chain->type[i]]));
+            if (isfinite(c->chain->lower[i])) {
+                json_object_set_new(l, "lower", json_real(c->chain->lower[i]));
+                json_object_set_new(l, "upper", json_real(c->chain->upper[i]));
             }
             json_array_append_new(lim, l);
         }

@@ -79,9 +79,10 @@ struct proto_chain {
     size_t nskel;
     size_t limb[3]; /* hip, knee, foot */
 
-    /* joints / urdf / planar: the compiled chain for the numeric solver */
+    /* joints / urdf / planar: the compiled chain for the numeric solver
+     * (own allocation; NULL for the other kinds) */
     bool has_chain;
-    ik_chain chain;
+    ik_chain *chain;
     /* names of the movable joints (joints/urdf) or bones (skeleton) */
     char (*names)[PROTO_NAME_MAX];
     size_t nnames;

@@ -156,7 +156,7 @@ static size_t seed_len(const proto_job *job)
     case PROTO_CHAIN_PLANAR:
     case PROTO_CHAIN_JOINTS:
     case PROTO_CHAIN_URDF:
-        return c->chain.dof;
+        return c->chain->dof;
     case PROTO_CHAIN_BONES:
         return 3 * c->nbones;
     case PROTO_CHAIN_SKELETON:
@@ -168,7 +168,7 @@ static size_t seed_len(const proto_job *job)
 
 static bool angular_joint(const proto_chain *c, size_t i)
 {
-    return c->chain.type[i] != IK_JOINT_PRISMATIC;
+    return c->chain->type[i] != IK_JOINT_PRISMATIC;
 }
 
 static int decode_seed(const json_t *v, const char *path, proto_job *job, double *out,

@@ -165,8 +165,8 @@ void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_
         *nrot = c->nskel;
         break;
     default:
-        *dof = c->chain.dof;
-        *npos = c->chain.dof + 1;
+        *dof = c->chain->dof;
+        *npos = c->chain->dof + 1;
     }
     (void)s;
 }
@@ -177,7 +177,7 @@ size_t proto__workspace_size(const proto_job *job)
     size_t ws = 0;
     switch (job->solver) {
     case PROTO_SOLVER_NUMERIC:
-        ws = ik_numeric_workspace_size(&c->chain);
+        ws = ik_numeric_workspace_size(c->chain);
         break;
     case PROTO_SOLVER_FABRIK:
     case PROTO_SOLVER_CCD:
@@ -222,7 +222,7 @@ static void run_planar(proto_job *job, size_t i, proto_result *r)
 {
     const proto_chain *c = job->chain;
     const proto_target *t = &job->targets[i];
-    const double *seed = seed_of(job, i, c->chain.dof);
+    const double *seed = seed_of(job, i, c->chain->dof);
     int bends[2] = {job->opt.bend ? job->opt.bend : 1, 0};
     int nb = 1;
     if (!job->opt.bend && seed) {
@@ -417,7 +417,7 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     o.max_iterations = job->opt.max_iterations ? job->opt.max_iterations : job->opt.iter_cap;
     o.search = job->opt.nearest ? IK_SEARCH_NEAREST_TO_SEED : IK_SEARCH_FIRST_FOUND;
     ik_numeric_result res;
-    r->status = ik_numeric_solve(&c->chain, &tg, seed_of(job, i, c->chain.dof), &o, ws, ws_size,
+    r->status = ik_numeric_solve(c->chain, &tg, seed_of(job, i, c->chain->dof), &o, ws, ws_size,
                                  r->q, &res);
     r->iterations = res.iterations;
     r->restarts = res.restarts;
@@ -425,11 +425,11 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     ik_xform frames[IK_MAX_DOF + 1];
-    ik_chain_frames(&c->chain, r->q, frames);
-    for (size_t k = 0; k <= c->chain.dof; k++)
+    ik_chain_frames(c->chain, r->q, frames);
+    for (size_t k = 0; k <= c->chain->dof; k++)
         r->positions[k] = frames[k].p;
     r->has_tip = c->kind != PROTO_CHAIN_PLANAR;
-    r->tip = frames[c->chain.dof];
+    r->tip = frames[c->chain->dof];
     r->pos_err = res.pos_err;
     r->rot_err = t->has_orientation ? res.rot_err : -1;
 }
