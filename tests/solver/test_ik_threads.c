@@ -203,7 +203,10 @@ static void *work(void *arg)
             ik_twobone_result r;
             int st = ik_twobone_solve(g_limb[i][0], g_limb[i][1], g_limb[i][2], g_limb[i][3], NULL,
                                       &r);
-            if (memcmp(&r, &g_ref_tb[i], sizeof r) != 0)
+            /* field by field: the struct has padding */
+            const ik_twobone_result *ref = &g_ref_tb[i];
+            if (memcmp(&r.b, &ref->b, sizeof r.b) || memcmp(&r.c, &ref->c, sizeof r.c) ||
+                memcmp(&r.error, &ref->error, sizeof r.error) || r.reach != ref->reach)
                 w->twobone_mismatch++;
             /* forward check: bone lengths kept, the foot on the target when
              * reachable */
