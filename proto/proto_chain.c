@@ -148,53 +148,26 @@ size_t proto_chain_memory(const proto_chain *c)
 
 /* ---- ids -------------------------------------------------------------- */
 
-/* A deep copy with every number as a real, for hashing. */
-static json_t *normalise_numbers(const json_t *v)
-{
-    if (json_is_integer(v))
-        return json_real((double)json_integer_value(v));
-    if (json_is_array(v)) {
-        json_t *a = json_array();
-        for (size_t i = 0; a && i < json_array_size(v); i++) {
-            json_t *e = normalise_numbers(json_array_get(v, i));
-            if (!e || json_array_append_new(a, e)) {
-                json_decref(a);
-                return NULL;
-            }
-        }
-        return a;
-    }
-    if (json_is_object(v)) {
-        json_t *o = json_object();
-        const char *k;
-        json_t *e;
-        json_object_foreach((json_t *)v, k, e)
-        {
-            json_t *c = normalise_numbers(e);
-            if (!o || !c || json_object_set_new(o, k, c)) {
-                json_decref(o);
-                return NULL;
-            }
-        }
-        return o;
-    }
-    return json_deep_copy(v);
-}
-
+/* The id: SHA-256 of the canonical text, written straight from the source
+ * tree (keys sorted, integers as reals; proto_jw_canonical_reals()) into a
+ * stack buffer when it fits. */
 static int make_id(proto_chain *c, proto_error *err)
 {
-    json_t *norm = normalise_numbers(c->source);
-    char *text = norm ? proto_json_dump(norm, true) : NULL;
-    json_decref(norm);
-    if (!text)
+    char buf[1024];
+    proto_jw w;
+    proto_jw_init(&w, buf, sizeof buf);
+    proto_jw_canonical_reals(&w, c->source);
+    if (w.oom) {
+        proto_jw_release(&w);
         return proto_error_set(err, 500, "internal", "", "out of memory");
+    }
     struct sha256_ctx ctx;
     uint8_t digest[SHA256_DIGEST_SIZE];
     sha256_init(&ctx);
-    sha256_update(&ctx, strlen(text), (const uint8_t *)text);
+    sha256_update(&ctx, w.len, (const uint8_t *)w.p);
     sha256_digest(&ctx, sizeof digest, digest);
-    c->memory += strlen(text); /* the source tree is of that order */
-    free(text);
+    c->memory += w.len; /* the source tree is of that order */
+    proto_jw_release(&w);
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < PROTO_ID_HEX / 2; i++) {
         c->id[2 * i] = hex[digest[i] >> 4];

@@ -682,49 +682,215 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     return o;
 }
 
-static void add_names(const proto_job *job, json_t *o)
+/* ---- direct encoding -------------------------------------------------- */
+
+/* proto_job_encode() writes the answer straight into one buffer sized from
+ * the job, without building a jansson tree: the text is byte for byte what
+ * proto_json_dump() gives for the tree proto_job_result_json() and the
+ * object below would build (same keys in the same order, same number
+ * text), which tests/proto/test_proto_job.c checks against jansson's
+ * json_dumps() of those trees. A non-finite real (which jansson's
+ * json_real() refuses, so the tree would lack it) is left out the same
+ * way. */
+
+#define KEY(w, k) proto_jw_raw(w, "\"" k "\":", sizeof(k) + 2)
+
+/* ",\"key\":" or "\"key\":" for the first member. */
+static void key_sep(proto_jw *w, bool *first, const char *k, size_t n)
 {
-    const proto_chain *c = job->chain;
-    if (c->kind == PROTO_CHAIN_LINKS3D) {
-        static const char *const n[] = {"yaw", "theta0", "theta1", "theta2", "roll"};
-        json_t *a = json_array();
-        for (size_t i = 0; i < 5; i++)
-            json_array_append_new(a, json_string(n[i]));
-        json_object_set_new(o, "joint_names", a);
-    } else if (c->names) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < c->nnames; i++)
-            json_array_append_new(a, json_string(c->names[i]));
-        json_object_set_new(o, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
-                            a);
+    if (!*first)
+        proto_jw_raw(w, ",", 1);
+    *first = false;
+    proto_jw_raw(w, "\"", 1);
+    proto_jw_raw(w, k, n);
+    proto_jw_raw(w, "\":", 2);
+}
+#define MEMBER(w, first, k) key_sep(w, first, k, sizeof(k) - 1)
+
+/* n reals as an array; elements json_real() would refuse are left out. */
+static void put_reals(proto_jw *w, const double *d, size_t n)
+{
+    proto_jw_raw(w, "[", 1);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(d[i]))
+            continue;
+        if (!first)
+            proto_jw_raw(w, ",", 1);
+        first = false;
+        proto_jw_double(w, d[i]);
     }
+    proto_jw_raw(w, "]", 1);
+}
+
+static void put_vec(proto_jw *w, ik_vec3 v, bool dims2)
+{
+    double d[3] = {v.x, v.y, v.z};
+    put_reals(w, d, dims2 ? 2 : 3);
+}
+
+static void put_quat(proto_jw *w, ik_quat q)
+{
+    double d[4] = {q.x, q.y, q.z, q.w};
+    put_reals(w, d, 4);
+}
+
+/* A real member, left out when not finite (as json_object_set_new() of a
+ * NULL json_real() leaves it out). */
+static void put_real_member(proto_jw *w, bool *first, const char *k, size_t n, double v)
+{
+    if (!isfinite(v))
+        return;
+    key_sep(w, first, k, n);
+    proto_jw_double(w, v);
+}
+#define REAL_MEMBER(w, first, k, v) put_real_member(w, first, k, sizeof(k) - 1, v)
+
+/* The members of proto_job_result_json(job, i), without the braces. */
+static void put_result_members(proto_jw *w, bool *first, const proto_job *job, size_t i)
+{
+    const proto_result *r = &job->results[i];
+    const proto_chain *c = job->chain;
+    proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
+    proto_units u = job->opt.units;
+    const char *word;
+    int code;
+    status_words(r->status, &word, &code);
+    MEMBER(w, first, "status");
+    proto_jw_string(w, word, strlen(word));
+    MEMBER(w, first, "code");
+    proto_jw_integer(w, code);
+    MEMBER(w, first, "reason");
+    const char *reason = ik_status_name(r->status);
+    proto_jw_string(w, reason, strlen(reason));
+    bool valid = r->status != IK_EINVAL && r->status != IK_ENOSPC;
+    if (valid && job->dof) {
+        MEMBER(w, first, "joints");
+        proto_jw_raw(w, "[", 1);
+        bool f1 = true;
+        for (size_t k = 0; k < job->dof; k++) {
+            bool ang = !c->has_chain || c->kind == PROTO_CHAIN_PLANAR || angular_joint(c, k);
+            double v = ang ? proto_angle_out(u, r->q[k]) : r->q[k];
+            if (!isfinite(v))
+                continue;
+            if (!f1)
+                proto_jw_raw(w, ",", 1);
+            f1 = false;
+            proto_jw_double(w, v);
+        }
+        proto_jw_raw(w, "]", 1);
+    }
+    if (valid && job->npos) {
+        MEMBER(w, first, "positions");
+        proto_jw_raw(w, "[", 1);
+        for (size_t k = 0; k < job->npos; k++) {
+            if (k)
+                proto_jw_raw(w, ",", 1);
+            put_vec(w, proto_frame_vec_out(f, r->positions[k]), job->dims2);
+        }
+        proto_jw_raw(w, "]", 1);
+    }
+    if (valid && job->nrot) {
+        bool skel = c->kind == PROTO_CHAIN_SKELETON;
+        MEMBER(w, first, "rotations");
+        proto_jw_raw(w, "[", 1);
+        for (size_t k = 0; k < job->nrot; k++) {
+            if (k)
+                proto_jw_raw(w, ",", 1);
+            put_quat(w, proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k]));
+        }
+        proto_jw_raw(w, "]", 1);
+        if (!skel) {
+            MEMBER(w, first, "local_rotations");
+            proto_jw_raw(w, "[", 1);
+            for (size_t k = 0; k < job->nrot; k++) {
+                if (k)
+                    proto_jw_raw(w, ",", 1);
+                put_quat(w, proto_frame_quat_out(f, r->local[k]));
+            }
+            proto_jw_raw(w, "]", 1);
+        }
+    }
+    if (valid && r->has_tip) {
+        ik_xform t = proto_frame_xform_out(f, r->tip);
+        MEMBER(w, first, "tip");
+        proto_jw_raw(w, "{", 1);
+        KEY(w, "position");
+        put_vec(w, t.p, job->dims2);
+        if (!job->dims2) {
+            proto_jw_raw(w, ",", 1);
+            KEY(w, "orientation");
+            put_quat(w, t.q);
+        }
+        proto_jw_raw(w, "}", 1);
+    }
+    if (valid) {
+        REAL_MEMBER(w, first, "position_error", r->pos_err);
+        if (r->rot_err >= 0)
+            REAL_MEMBER(w, first, "orientation_error", proto_angle_out(u, r->rot_err));
+    }
+    MEMBER(w, first, "iterations");
+    proto_jw_integer(w, (json_int_t)r->iterations);
+    MEMBER(w, first, "restarts");
+    proto_jw_integer(w, (json_int_t)r->restarts);
+    REAL_MEMBER(w, first, "time_ms", r->time_s * 1e3);
+}
+
+/* An upper estimate of the answer's length, so that the buffer is
+ * allocated once: every double takes at most 25 characters and its
+ * separator. */
+static size_t encode_estimate(const proto_job *job)
+{
+    size_t doubles = job->dof + 3 * job->npos + 8 * job->nrot + 7 + 3;
+    size_t names = job->chain->nnames * (PROTO_NAME_MAX + 3) + 64;
+    return 256 + names + job->n * (320 + 26 * doubles);
 }
 
 char *proto_job_encode(const proto_job *job, size_t *len)
 {
-    json_t *o = json_object();
-    if (!o)
+    const proto_chain *c = job->chain;
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    if (proto_jw_reserve(&w, encode_estimate(job)))
         return NULL;
-    json_object_set_new(o, "chain_id", json_string(job->chain->id));
-    json_object_set_new(o, "solver", json_string(proto_solver_names[job->solver]));
-    json_object_set_new(o, "units", json_string(proto_units_names[job->opt.units]));
-    if (!job->dims2)
-        json_object_set_new(o, "frame", json_string(proto_frame_names[job->opt.frame]));
-    add_names(job, o);
-    if (job->kind == PROTO_SOLVE) {
-        json_t *r = proto_job_result_json(job, 0);
-        if (!r || json_object_update(o, r)) {
-            json_decref(r);
-            json_decref(o);
-            return NULL;
+    bool first = true;
+    proto_jw_raw(&w, "{", 1);
+    MEMBER(&w, &first, "chain_id");
+    const char *id = proto_chain_id(c);
+    proto_jw_string(&w, id, strlen(id));
+    MEMBER(&w, &first, "solver");
+    const char *sn = proto_solver_names[job->solver];
+    proto_jw_string(&w, sn, strlen(sn));
+    MEMBER(&w, &first, "units");
+    const char *un = proto_units_names[job->opt.units];
+    proto_jw_string(&w, un, strlen(un));
+    if (!job->dims2) {
+        MEMBER(&w, &first, "frame");
+        const char *fn = proto_frame_names[job->opt.frame];
+        proto_jw_string(&w, fn, strlen(fn));
+    }
+    if (c->kind == PROTO_CHAIN_LINKS3D) {
+        MEMBER(&w, &first, "joint_names");
+        static const char n5[] = "[\"yaw\",\"theta0\",\"theta1\",\"theta2\",\"roll\"]";
+        proto_jw_raw(&w, n5, sizeof n5 - 1);
+    } else if (c->names) {
+        if (c->kind == PROTO_CHAIN_SKELETON)
+            MEMBER(&w, &first, "bone_names");
+        else
+            MEMBER(&w, &first, "joint_names");
+        proto_jw_raw(&w, "[", 1);
+        for (size_t i = 0; i < c->nnames; i++) {
+            if (i)
+                proto_jw_raw(&w, ",", 1);
+            proto_jw_string(&w, c->names[i], strlen(c->names[i]));
         }
-        json_decref(r);
+        proto_jw_raw(&w, "]", 1);
+    }
+    if (job->kind == PROTO_SOLVE) {
+        put_result_members(&w, &first, job, 0);
     } else {
-        json_t *res = json_array();
         size_t counts[4] = {0, 0, 0, 0};
-        static const char *const cnames[] = {"success", "no_ik_solution", "timed_out", "other"};
         for (size_t i = 0; i < job->n; i++) {
-            json_array_append_new(res, proto_job_result_json(job, i));
             int st = job->results[i].status;
             size_t k = st == IK_OK                                                  ? 0
                        : st == IK_EUNREACHABLE || st == IK_ENOTCONV || st == IK_ELIMITS ? 1
@@ -732,16 +898,34 @@ char *proto_job_encode(const proto_job *job, size_t *len)
                                                                                     : 3;
             counts[k]++;
         }
-        json_object_set_new(o, "count", json_integer((json_int_t)job->n));
-        json_t *cn = json_object();
-        for (size_t k = 0; k < 4; k++)
-            json_object_set_new(cn, cnames[k], json_integer((json_int_t)counts[k]));
-        json_object_set_new(o, "counts", cn);
-        json_object_set_new(o, "results", res);
+        MEMBER(&w, &first, "count");
+        proto_jw_integer(&w, (json_int_t)job->n);
+        MEMBER(&w, &first, "counts");
+        proto_jw_raw(&w, "{", 1);
+        KEY(&w, "success");
+        proto_jw_integer(&w, (json_int_t)counts[0]);
+        proto_jw_raw(&w, ",", 1);
+        KEY(&w, "no_ik_solution");
+        proto_jw_integer(&w, (json_int_t)counts[1]);
+        proto_jw_raw(&w, ",", 1);
+        KEY(&w, "timed_out");
+        proto_jw_integer(&w, (json_int_t)counts[2]);
+        proto_jw_raw(&w, ",", 1);
+        KEY(&w, "other");
+        proto_jw_integer(&w, (json_int_t)counts[3]);
+        proto_jw_raw(&w, "}", 1);
+        MEMBER(&w, &first, "results");
+        proto_jw_raw(&w, "[", 1);
+        for (size_t i = 0; i < job->n; i++) {
+            if (i)
+                proto_jw_raw(&w, ",", 1);
+            bool f1 = true;
+            proto_jw_raw(&w, "{", 1);
+            put_result_members(&w, &f1, job, i);
+            proto_jw_raw(&w, "}", 1);
+        }
+        proto_jw_raw(&w, "]", 1);
     }
-    char *s = proto_json_dump(o, false);
-    json_decref(o);
-    if (s && len)
-        *len = strlen(s);
-    return s;
+    proto_jw_raw(&w, "}", 1);
+    return proto_jw_finish(&w, len);
 }

@@ -96,6 +96,42 @@ int proto_json_numbers(const json_t *v, const char *path, size_t n, double *out,
  * JSON_SORT_KEYS). */
 char *proto_json_dump(const json_t *v, bool canonical);
 
+/* A JSON text writer for answers written directly, without building a
+ * jansson tree (proto_job_encode()), and the engine of proto_json_dump().
+ * The buffer starts in caller storage (buf, cap; may be NULL, 0) and moves
+ * to the heap when it outgrows it. Out of memory is sticky: later writes do
+ * nothing and proto_jw_finish() returns NULL. Writes append exactly the text
+ * proto_json_dump() would give for the same value. */
+typedef struct proto_jw {
+    char *p;
+    size_t len, cap;
+    bool oom;  /* an allocation failed: the text is incomplete */
+    bool heap; /* p is malloc'd (else the caller's buf) */
+} proto_jw;
+
+void proto_jw_init(proto_jw *w, char *buf, size_t cap);
+/* Makes room for n more bytes (and a NUL); 0, or -1 when out of memory. */
+int proto_jw_reserve(proto_jw *w, size_t n);
+/* n bytes as they are (punctuation, keys known not to need escaping). */
+void proto_jw_raw(proto_jw *w, const char *s, size_t n);
+/* A JSON string: quoted and escaped as jansson escapes. */
+void proto_jw_string(proto_jw *w, const char *s, size_t n);
+void proto_jw_integer(proto_jw *w, json_int_t v);
+/* A finite double as proto_json_format_double() writes it. */
+void proto_jw_double(proto_jw *w, double v);
+/* A whole value, as proto_json_dump(v, canonical). */
+void proto_jw_value(proto_jw *w, const json_t *v, bool canonical);
+/* The canonical text chain ids hash: keys sorted and every integer written
+ * as the real it equals (1 and 1.0 alike). */
+void proto_jw_canonical_reals(proto_jw *w, const json_t *v);
+/* The text, malloc'd and NUL-terminated (the caller frees), its length in
+ * *len when len is not NULL; the writer is left empty. NULL (and the writer
+ * released) when out of memory. */
+char *proto_jw_finish(proto_jw *w, size_t *len);
+/* Frees what the writer holds (nothing when it still uses the caller's
+ * buf). */
+void proto_jw_release(proto_jw *w);
+
 /* Room for any double proto_json_format_double() writes, with its NUL. */
 #define PROTO_DOUBLE_MAX 32
 

@@ -15,6 +15,13 @@
  * touch-ups. tests/proto/test_proto_json.c checks the text against
  * json_dumps() itself on random trees and doubles.
  *
+ * The same writer is public as proto_jw (proto_json.h): responses are
+ * written with it directly, without building a tree (proto_job_encode()),
+ * and chain ids hash its canonical text written straight from the request's
+ * tree (integers as reals, keys sorted by insertion into a small array). Its
+ * buffer may start in the caller's storage (a stack array) and moves to the
+ * heap only when it outgrows it.
+ *
  * Not done here: pretty printing, ASCII-only output, NaN or infinities
  * (jansson refuses them when the tree is built, so they never arrive).
  */
@@ -28,30 +35,79 @@
 
 /* ---- the growing output buffer ---------------------------------------- */
 
-typedef struct wbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} wbuf;
-
-static void put(wbuf *b, const char *s, size_t n)
+void proto_jw_init(proto_jw *w, char *buf, size_t cap)
 {
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+    w->p = buf;
+    w->len = 0;
+    w->cap = buf ? cap : 0;
+    w->oom = false;
+    w->heap = false;
+}
+
+int proto_jw_reserve(proto_jw *w, size_t n)
+{
+    if (w->oom)
+        return -1;
+    if (w->len + n + 1 <= w->cap)
+        return 0;
+    size_t cap = w->cap ? 2 * w->cap : 256;
+    while (cap < w->len + n + 1)
+        cap *= 2;
+    char *p = w->heap ? realloc(w->p, cap) : malloc(cap);
+    if (!p) {
+        w->oom = true;
+        return -1;
     }
+    if (!w->heap && w->len)
+        memcpy(p, w->p, w->len);
+    w->p = p;
+    w->cap = cap;
+    w->heap = true;
+    return 0;
+}
+
+static inline void put(proto_jw *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap && proto_jw_reserve(b, n))
+        return;
     memcpy(b->p + b->len, s, n);
     b->len += n;
+}
+
+void proto_jw_raw(proto_jw *w, const char *s, size_t n)
+{
+    put(w, s, n);
+}
+
+char *proto_jw_finish(proto_jw *w, size_t *len)
+{
+    if (w->oom || proto_jw_reserve(w, 0)) {
+        proto_jw_release(w);
+        return NULL;
+    }
+    char *p = w->p;
+    if (!w->heap) {
+        p = malloc(w->len + 1);
+        if (!p)
+            return NULL;
+        memcpy(p, w->p, w->len);
+    }
+    p[w->len] = '\0';
+    if (len)
+        *len = w->len;
+    w->p = NULL;
+    w->len = w->cap = 0;
+    w->heap = false;
+    return p;
+}
+
+void proto_jw_release(proto_jw *w)
+{
+    if (w->heap)
+        free(w->p);
+    w->p = NULL;
+    w->len = w->cap = 0;
+    w->heap = false;
 }
 
 /* ---- doubles ---------------------------------------------------------- */
@@ -203,9 +259,12 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
 
 /* ---- values ----------------------------------------------------------- */
 
-static void put_string(wbuf *b, const char *s, size_t n)
+void proto_jw_string(proto_jw *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
+    /* the usual case (nothing to escape) in one copy */
+    if (b->len + n + 3 > b->cap && proto_jw_reserve(b, n + 2))
+        return;
     put(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
@@ -236,7 +295,7 @@ static void put_string(wbuf *b, const char *s, size_t n)
     put(b, "\"", 1);
 }
 
-static void put_integer(wbuf *b, json_int_t v)
+void proto_jw_integer(proto_jw *b, json_int_t v)
 {
     char tmp[24];
     int o = (int)sizeof tmp;
@@ -251,62 +310,87 @@ static void put_integer(wbuf *b, json_int_t v)
     put(b, tmp + o, sizeof tmp - (size_t)o);
 }
 
-static int key_cmp(const void *x, const void *y)
+void proto_jw_double(proto_jw *b, double v)
 {
-    return strcmp(*(const char *const *)x, *(const char *const *)y);
+    if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
+        return;
+    b->len += (size_t)proto_json_format_double(v, b->p + b->len);
 }
 
-static void put_value(wbuf *b, const json_t *v, bool canonical, int depth);
+/* Modes of the tree writer. */
+enum { W_SORT = 1, W_INT_AS_REAL = 2 };
 
-static void put_object(wbuf *b, const json_t *v, bool canonical, int depth)
+static void put_value(proto_jw *b, const json_t *v, int mode, int depth);
+
+static void put_member(proto_jw *b, const char *key, const json_t *val, int mode, int depth)
+{
+    proto_jw_string(b, key, strlen(key));
+    put(b, ":", 1);
+    put_value(b, val, mode, depth + 1);
+}
+
+static void put_object(proto_jw *b, const json_t *v, int mode, int depth)
 {
     put(b, "{", 1);
     size_t n = json_object_size(v);
     const char *key;
     json_t *val;
-    if (!canonical || n < 2) {
+    if (!(mode & W_SORT) || n < 2) {
         bool first = true;
         json_object_foreach((json_t *)v, key, val)
         {
             if (!first)
                 put(b, ",", 1);
             first = false;
-            put_string(b, key, strlen(key));
-            put(b, ":", 1);
-            put_value(b, val, canonical, depth + 1);
+            put_member(b, key, val, mode, depth);
         }
     } else {
-        const char **keys = malloc(n * sizeof *keys);
-        if (!keys) {
-            b->oom = true;
-            return;
+        /* keys sorted as strcmp sorts them (JSON_SORT_KEYS); small objects
+         * (every chain object) by insertion into a stack array */
+        struct kv {
+            const char *k;
+            json_t *v;
+        } small[16], *kv = small;
+        if (n > sizeof small / sizeof small[0]) {
+            kv = malloc(n * sizeof *kv);
+            if (!kv) {
+                b->oom = true;
+                return;
+            }
         }
         size_t k = 0;
         json_object_foreach((json_t *)v, key, val)
-        keys[k++] = key;
-        qsort(keys, k, sizeof *keys, key_cmp);
+        {
+            if (k == n)
+                break;
+            size_t i = k++;
+            while (i > 0 && strcmp(kv[i - 1].k, key) > 0) {
+                kv[i] = kv[i - 1];
+                i--;
+            }
+            kv[i].k = key;
+            kv[i].v = val;
+        }
         for (size_t i = 0; i < k; i++) {
             if (i)
                 put(b, ",", 1);
-            put_string(b, keys[i], strlen(keys[i]));
-            put(b, ":", 1);
-            put_value(b, json_object_get(v, keys[i]), canonical, depth + 1);
+            put_member(b, kv[i].k, kv[i].v, mode, depth);
         }
-        free(keys);
+        if (kv != small)
+            free(kv);
     }
     put(b, "}", 1);
 }
 
-static void put_value(wbuf *b, const json_t *v, bool canonical, int depth)
+static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
 {
     if (depth > 2048) { /* jansson's own parser stops far earlier */
         b->oom = true;
         return;
     }
-    char num[PROTO_DOUBLE_MAX];
     switch (json_typeof(v)) {
     case JSON_OBJECT:
-        put_object(b, v, canonical, depth);
+        put_object(b, v, mode, depth);
         break;
     case JSON_ARRAY: {
         size_t n = json_array_size(v);
@@ -314,19 +398,22 @@ static void put_value(wbuf *b, const json_t *v, bool canonical, int depth)
         for (size_t i = 0; i < n; i++) {
             if (i)
                 put(b, ",", 1);
-            put_value(b, json_array_get(v, i), canonical, depth + 1);
+            put_value(b, json_array_get(v, i), mode, depth + 1);
         }
         put(b, "]", 1);
         break;
     }
     case JSON_STRING:
-        put_string(b, json_string_value(v), json_string_length(v));
+        proto_jw_string(b, json_string_value(v), json_string_length(v));
         break;
     case JSON_INTEGER:
-        put_integer(b, json_integer_value(v));
+        if (mode & W_INT_AS_REAL)
+            proto_jw_double(b, (double)json_integer_value(v));
+        else
+            proto_jw_integer(b, json_integer_value(v));
         break;
     case JSON_REAL:
-        put(b, num, (size_t)proto_json_format_double(json_real_value(v), num));
+        proto_jw_double(b, json_real_value(v));
         break;
     case JSON_TRUE:
         put(b, "true", 4);
@@ -340,17 +427,22 @@ static void put_value(wbuf *b, const json_t *v, bool canonical, int depth)
     }
 }
 
+void proto_jw_value(proto_jw *w, const json_t *v, bool canonical)
+{
+    put_value(w, v, canonical ? W_SORT : 0, 0);
+}
+
+void proto_jw_canonical_reals(proto_jw *w, const json_t *v)
+{
+    put_value(w, v, W_SORT | W_INT_AS_REAL, 0);
+}
+
 char *proto_json_dump(const json_t *v, bool canonical)
 {
     if (!v)
         return NULL;
-    wbuf b = {0};
-    put_value(&b, v, canonical, 0);
-    put(&b, "", 0);
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    b.p[b.len] = '\0';
-    return b.p;
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    proto_jw_value(&w, v, canonical);
+    return proto_jw_finish(&w, NULL);
 }

@@ -1,0 +1,390 @@
+/*
+ * test_proto_encode.c: the text of answers and of chain ids, checked
+ * against independent oracles.
+ *
+ * proto_job_encode() writes the response body directly, without a jansson
+ * tree. The oracle here builds the tree the way the response is specified
+ * (proto_job_result_json() for each result, the chain_id, solver, units,
+ * frame and name members around it, counts and results for batches) and
+ * prints it with jansson's own json_dumps(JSON_COMPACT |
+ * JSON_REAL_PRECISION(17)); both must agree byte for byte on every chain
+ * kind, solver, frame and unit, on batches with and without seeds, on
+ * failures, on names that need escaping, on random two-bone requests and
+ * on every request of tests/fixtures/ that is accepted.
+ *
+ * Chain ids are the first 128 bits of the SHA-256 of the chain's canonical
+ * JSON (keys sorted, every number as a 17-digit real): the oracle converts
+ * the numbers on a copy, prints it with json_dumps(JSON_SORT_KEYS) and
+ * hashes it with nettle, and a few ids are pinned to literal values so that
+ * they never change across versions.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <nettle/sha2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_impl.h"
+#include "solver/ik_status.h"
+
+/* ---- the oracle -------------------------------------------------------- */
+
+static json_t *oracle_tree(const proto_job *job)
+{
+    const proto_chain *c = job->chain;
+    json_t *o = json_object();
+    json_object_set_new(o, "chain_id", json_string(proto_chain_id(c)));
+    json_object_set_new(o, "solver", json_string(proto_solver_names[job->solver]));
+    json_object_set_new(o, "units", json_string(proto_units_names[job->opt.units]));
+    if (!job->dims2)
+        json_object_set_new(o, "frame", json_string(proto_frame_names[job->opt.frame]));
+    if (c->kind == PROTO_CHAIN_LINKS3D) {
+        json_object_set_new(o, "joint_names",
+                            json_pack("[s,s,s,s,s]", "yaw", "theta0", "theta1", "theta2", "roll"));
+    } else if (c->names) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < c->nnames; i++)
+            json_array_append_new(a, json_string(c->names[i]));
+        json_object_set_new(o, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
+                            a);
+    }
+    if (job->kind == PROTO_SOLVE) {
+        json_t *r = proto_job_result_json(job, 0);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_int_eq(json_object_update(o, r), 0);
+        json_decref(r);
+    } else {
+        json_t *res = json_array();
+        json_int_t counts[4] = {0, 0, 0, 0};
+        for (size_t i = 0; i < job->n; i++) {
+            json_array_append_new(res, proto_job_result_json(job, i));
+            int st = job->results[i].status;
+            counts[st == IK_OK                                                   ? 0
+                   : st == IK_EUNREACHABLE || st == IK_ENOTCONV || st == IK_ELIMITS ? 1
+                   : st == IK_ETIMEDOUT                                          ? 2
+                                                                                 : 3]++;
+        }
+        json_object_set_new(o, "count", json_integer((json_int_t)job->n));
+        json_object_set_new(o, "counts",
+                            json_pack("{s:I, s:I, s:I, s:I}", "success", counts[0],
+                                      "no_ik_solution", counts[1], "timed_out", counts[2],
+                                      "other", counts[3]));
+        json_object_set_new(o, "results", res);
+    }
+    return o;
+}
+
+/* Decodes body (solve, else batch), runs it and compares the encoding with
+ * the oracle's. Returns 1 when the request was accepted, 0 when rejected. */
+static int same_as_oracle(const char *body, size_t len, const char *what)
+{
+    proto_job *job = NULL;
+    proto_error err;
+    proto_kind kind = PROTO_SOLVE;
+    if (proto_job_decode(body, len, kind, NULL, NULL, NULL, &job, &err)) {
+        kind = PROTO_BATCH;
+        if (proto_job_decode(body, len, kind, NULL, NULL, NULL, &job, &err))
+            return 0;
+    }
+    proto_job_run(job, 0, proto_job_count(job));
+    size_t n = 0;
+    char *got = proto_job_encode(job, &n);
+    json_t *t = oracle_tree(job);
+    char *want = json_dumps(t, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    ck_assert_ptr_nonnull(got);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_uint_eq(n, strlen(got));
+    ck_assert_msg(strcmp(got, want) == 0, "%s:\n got  %s\n want %s", what, got, want);
+    free(got);
+    free(want);
+    json_decref(t);
+    proto_job_free(job);
+    return 1;
+}
+
+static int same_as_oracle_str(const char *body)
+{
+    return same_as_oracle(body, strlen(body), body);
+}
+
+/* ---- requests of every kind ----------------------------------------------- */
+
+static const char *const REQUESTS[] = {
+    /* the HTTP benchmark's body */
+    "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]},"
+    "\"target\":{\"position\":[0.3,0.6,0.2]}}",
+    /* two-bone: pole, frames, out of reach, too close */
+    "{\"chain\":{\"kind\":\"bones\",\"frame\":\"unity\",\"positions\":[[0,0,0],[0,0.5,0.1],"
+    "[0,1,0]],\"rotations\":[[0,0,0,1],[0,0.3826834,0,0.9238795],[0,0,0,1]]},"
+    "\"target\":{\"position\":[0.3,0.6,0.2],\"pole\":[1,0,0]},\"options\":{\"frame\":"
+    "\"unreal\"}}",
+    "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1,0]]},"
+    "\"target\":{\"position\":[3,4,5]}}",
+    "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,0.7,0]]},"
+    "\"target\":{\"position\":[0,0.01,0]},\"seed\":[[0,0,0],[0.5,0,0],[0.5,0.2,0]]}",
+    /* fabrik, ccd */
+    "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0,0.3],[0,0,0.6],[0,0,0.9]]},"
+    "\"target\":{\"position\":[0.5,0.3,0.4]},\"options\":{\"solver\":\"fabrik\"}}",
+    "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0,0.3],[0,0,0.6],[0,0,0.9]]},"
+    "\"target\":{\"position\":[0.5,0.3,0.4],\"pole\":[0,1,0]},\"options\":{\"solver\":\"ccd\","
+    "\"max_iterations\":7,\"frame\":\"unity\"}}",
+    /* planar: two-link with seed and bend, three-link with up, numeric */
+    "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.75],\"base\":[0.1,-0.2]},"
+    "\"target\":{\"position\":[1.2,0.4]},\"seed\":[0.3,-0.4],\"options\":{\"units\":"
+    "\"degrees\"}}",
+    "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.75]},\"target\":{\"position\":[1.2,0.4]},"
+    "\"options\":{\"bend\":-1}}",
+    "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.75,0.25]},\"target\":{\"position\":"
+    "[1.1,0.5],\"up\":[0,1]}}",
+    "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.75,0.25]},\"target\":{\"position\":"
+    "[1.1,0.5]},\"options\":{\"timeout_ms\":50}}",
+    /* links3d in another frame and degrees */
+    "{\"chain\":{\"kind\":\"links3d\",\"lengths\":[0.5,0.4,0.1],\"origin\":{\"position\":"
+    "[0,0,0.2]}},\"target\":{\"position\":[0.6,0.2,0.3],\"up\":[0.2,0.1,-1]}}",
+    "{\"chain\":{\"kind\":\"links3d\",\"frame\":\"unity\",\"lengths\":[0.5,0.4,0.1]},"
+    "\"target\":{\"position\":[0.2,0.3,0.6],\"up\":[0,-1,0.1]},\"options\":{\"units\":"
+    "\"degrees\",\"frame\":\"unity\"}}",
+    /* skeleton */
+    "{\"chain\":{\"kind\":\"skeleton\",\"bones\":[{\"name\":\"pelvis\",\"translation\":[0,0,1]},"
+    "{\"name\":\"thigh\",\"parent\":\"pelvis\",\"translation\":[0,0.1,0],\"rotation\":[0,"
+    "-0.258819,0,0.9659258]},{\"name\":\"shin\",\"parent\":\"thigh\",\"translation\":[0,0,"
+    "-0.45],\"rotation\":[0,0.5,0,0.8660254]},{\"name\":\"foot\",\"parent\":\"shin\","
+    "\"translation\":[0,0,-0.45]}],\"limb\":[\"thigh\",\"shin\",\"foot\"]},\"target\":"
+    "{\"position\":[0.15,0.1,0.25]},\"options\":{\"frame\":\"unreal\"}}",
+    /* joints: revolute, prismatic, continuous; full pose, degrees, weights;
+     * names that need escaping */
+    "{\"chain\":{\"kind\":\"joints\",\"joints\":[{\"name\":\"a\\\"q\\\\\\u0001\\u00e9\","
+    "\"type\":\"revolute\",\"axis\":[0,0,1],\"limits\":{\"lower\":-2,\"upper\":2}},{\"name\":"
+    "\"slide\",\"type\":\"prismatic\",\"axis\":[1,0,0],\"origin\":{\"xyz\":[0,0,0.3]},"
+    "\"limits\":{\"lower\":0,\"upper\":0.5}},{\"name\":\"c\",\"type\":\"continuous\","
+    "\"axis\":[0,1,0],\"origin\":{\"xyz\":[0.2,0,0]}},{\"name\":\"tool\",\"type\":\"fixed\","
+    "\"origin\":{\"xyz\":[0.1,0,0]}}]},\"target\":{\"position\":[0.25,0.2,0.25]},"
+    "\"options\":{\"units\":\"degrees\",\"timeout_ms\":20}}",
+    "{\"chain\":{\"kind\":\"joints\",\"joints\":[{\"name\":\"j0\",\"type\":\"revolute\","
+    "\"axis\":[0,0,1],\"limits\":{\"lower\":-3,\"upper\":3}},{\"name\":\"j1\",\"type\":"
+    "\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,0.3]},\"limits\":{\"lower\":-3,"
+    "\"upper\":3}},{\"name\":\"j2\",\"type\":\"revolute\",\"axis\":[1,0,0],\"origin\":{\"xyz\":"
+    "[0.3,0,0]},\"limits\":{\"lower\":-3,\"upper\":3}},{\"name\":\"tip\",\"type\":\"fixed\","
+    "\"origin\":{\"xyz\":[0.2,0,0]}}]},\"target\":{\"position\":[0.3,0.2,0.4],\"orientation\":"
+    "[0,0,0.3826834,0.9238795],\"weights\":[1,1,1,0.5,0,0.5]},\"options\":{\"frame\":"
+    "\"unity\",\"timeout_ms\":20,\"max_iterations\":50}}",
+    /* batches: two-bone with seeds (some null), joints */
+    "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1,0]]},"
+    "\"targets\":[{\"position\":[0.3,0.6,0.2]},{\"position\":[5,5,5]},{\"position\":"
+    "[-0.2,0.5,0.1],\"pole\":[0,0,1]}],\"seeds\":[null,[[0,0,0],[0.5,0,0],[1,0,0]],null]}",
+    "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.75]},\"targets\":[{\"position\":"
+    "[1.2,0.4]},{\"position\":[9,9]},{\"position\":[0.5,-0.5]}],\"options\":{\"units\":"
+    "\"degrees\"}}",
+};
+
+START_TEST(test_every_kind)
+{
+    for (size_t i = 0; i < sizeof REQUESTS / sizeof REQUESTS[0]; i++)
+        ck_assert_msg(same_as_oracle_str(REQUESTS[i]), "request %zu was rejected", i);
+}
+END_TEST
+
+/* In [-1, 1). */
+static double rnd(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*x >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+}
+
+/* Random two-bone chains and targets (reachable or not, poles or not) in
+ * random frames and units: numbers of every usual magnitude in the text. */
+START_TEST(test_random_two_bone)
+{
+    static const char *const frames[] = {"ros", "unity", "unreal"};
+    uint64_t x = 0x853c49e6748fea9bull;
+    for (int i = 0; i < 300; i++) {
+        double r[12];
+        for (int k = 0; k < 12; k++)
+            r[k] = rnd(&x);
+        char body[1024];
+        double s = i % 3 == 0 ? 1e-3 : i % 3 == 1 ? 1.0 : 100.0;
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"bones\",\"positions\":[[%.17g,%.17g,%.17g],"
+                 "[%.17g,%.17g,%.17g],[%.17g,%.17g,%.17g]]},\"target\":{\"position\":"
+                 "[%.17g,%.17g,%.17g]%s},\"options\":{\"frame\":\"%s\",\"units\":\"%s\"}}",
+                 s * r[0], s * r[1], s * r[2], s * (1 + r[3]), s * (2 + r[4]), s * r[5],
+                 s * (3 + r[6]), s * (1 + r[7]), s * (2 + r[8]), 2 * s * r[9], 2 * s * r[10],
+                 2 * s * r[11], i % 2 ? ",\"pole\":[0.3,-1,0.2]" : "", frames[i % 3],
+                 i % 4 ? "radians" : "degrees");
+        ck_assert_msg(same_as_oracle_str(body), "rejected: %s", body);
+    }
+}
+END_TEST
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[n] = '\0';
+        *len = (size_t)n;
+    }
+    return b;
+}
+
+/* Every accepted request among the shared fixtures (when they are there). */
+START_TEST(test_fixture_requests)
+{
+    DIR *d = opendir("tests/fixtures");
+    if (!d)
+        return;
+    struct dirent *e;
+    int accepted = 0;
+    while ((e = readdir(d))) {
+        const char *suffix = ".request.json";
+        size_t n = strlen(e->d_name), k = strlen(suffix);
+        if (n <= k || strcmp(e->d_name + n - k, suffix) != 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "tests/fixtures/%s", e->d_name);
+        size_t len;
+        char *body = slurp(path, &len);
+        if (!body)
+            continue;
+        accepted += same_as_oracle(body, len, path);
+        free(body);
+    }
+    closedir(d);
+    ck_assert_int_gt(accepted, 0);
+}
+END_TEST
+
+/* A URDF chain from the shared robots, when IKD_DATA has them. */
+START_TEST(test_urdf_chain)
+{
+    const char *data = getenv("IKD_DATA");
+    char path[512];
+    snprintf(path, sizeof path, "%s/robots/ur5.urdf", data ? data : "../shared/data");
+    size_t len;
+    char *xml = slurp(path, &len);
+    if (!xml)
+        return;
+    json_t *req = json_pack("{s:{s:s, s:s, s:s, s:s}, s:{s:[f,f,f], s:[f,f,f,f]}, s:{s:f}}",
+                            "chain", "kind", "urdf", "urdf", xml, "base", "base_link", "tip",
+                            "tool0", "target", "position", 0.4, 0.1, 0.3, "orientation", 0.0,
+                            1.0, 0.0, 0.0, "options", "timeout_ms", 20.0);
+    free(xml);
+    char *body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    ck_assert(same_as_oracle_str(body));
+    free(body);
+}
+END_TEST
+
+/* ---- chain ids ------------------------------------------------------------ */
+
+static json_t *reals(const json_t *v)
+{
+    if (json_is_integer(v))
+        return json_real((double)json_integer_value(v));
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < json_array_size(v); i++)
+            json_array_append_new(a, reals(json_array_get(v, i)));
+        return a;
+    }
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *e;
+        json_object_foreach((json_t *)v, k, e)
+        json_object_set_new(o, k, reals(e));
+        return o;
+    }
+    return json_deep_copy(v);
+}
+
+static void oracle_id(const json_t *chain, char out[PROTO_ID_HEX + 1])
+{
+    json_t *r = reals(chain);
+    char *text = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+    json_decref(r);
+    ck_assert_ptr_nonnull(text);
+    struct sha256_ctx ctx;
+    uint8_t dg[SHA256_DIGEST_SIZE];
+    sha256_init(&ctx);
+    sha256_update(&ctx, strlen(text), (const uint8_t *)text);
+    sha256_digest(&ctx, sizeof dg, dg);
+    free(text);
+    for (int i = 0; i < PROTO_ID_HEX / 2; i++)
+        snprintf(out + 2 * i, 3, "%02x", dg[i]);
+}
+
+START_TEST(test_chain_ids)
+{
+    for (size_t i = 0; i < sizeof REQUESTS / sizeof REQUESTS[0]; i++) {
+        json_t *req = json_loads(REQUESTS[i], 0, NULL);
+        ck_assert_ptr_nonnull(req);
+        json_t *jc = json_object_get(req, "chain");
+        proto_error err;
+        proto_chain *c = proto_chain_decode_json(jc, "/chain", NULL, &err);
+        ck_assert_ptr_nonnull(c);
+        char want[PROTO_ID_HEX + 1];
+        oracle_id(jc, want);
+        ck_assert_str_eq(proto_chain_id(c), want);
+        /* the same id through a job, whatever the rest of the request */
+        proto_job *job;
+        ck_assert_int_eq(proto_job_decode(REQUESTS[i], strlen(REQUESTS[i]),
+                                          json_object_get(req, "targets") ? PROTO_BATCH
+                                                                          : PROTO_SOLVE,
+                                          NULL, NULL, NULL, &job, &err),
+                         0);
+        ck_assert_str_eq(proto_chain_id(job->chain), want);
+        proto_job_free(job);
+        proto_chain_unref(c);
+        json_decref(req);
+    }
+    /* pinned: ids must never change between versions (clients keep them) */
+    static const struct {
+        const char *chain, *id;
+    } pinned[] = {
+        {"{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]}",
+         "92914bccf49cb4b9f68575cd486bac0b"},
+        {"{\"positions\":[[0.0,0,0],[0,0.5,0.0],[0,1,0]],\"kind\":\"bones\"}",
+         "92914bccf49cb4b9f68575cd486bac0b"},
+    };
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+        proto_error err;
+        proto_chain *c =
+            proto_chain_decode(pinned[i].chain, strlen(pinned[i].chain), NULL, &err);
+        ck_assert_ptr_nonnull(c);
+        ck_assert_str_eq(proto_chain_id(c), pinned[i].id);
+        proto_chain_unref(c);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("proto_encode");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_every_kind);
+    tcase_add_test(tc, test_random_two_bone);
+    tcase_add_test(tc, test_fixture_requests);
+    tcase_add_test(tc, test_urdf_chain);
+    tcase_add_test(tc, test_chain_ids);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
