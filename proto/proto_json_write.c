@@ -138,15 +138,44 @@ static const uint64_t pow10_u64[20] = {
     10000000000000000000ull,
 };
 
+/* 5^n for n <= 27 (5^27 < 2^64). */
+static const uint64_t pow5_u64[28] = {
+    1ull,
+    5ull,
+    25ull,
+    125ull,
+    625ull,
+    3125ull,
+    15625ull,
+    78125ull,
+    390625ull,
+    1953125ull,
+    9765625ull,
+    48828125ull,
+    244140625ull,
+    1220703125ull,
+    6103515625ull,
+    30517578125ull,
+    152587890625ull,
+    762939453125ull,
+    3814697265625ull,
+    19073486328125ull,
+    95367431640625ull,
+    476837158203125ull,
+    2384185791015625ull,
+    11920928955078125ull,
+    59604644775390625ull,
+    298023223876953125ull,
+    1490116119384765625ull,
+    7450580596923828125ull,
+};
+
 /* round(m * 2^e * 10^k) to nearest, ties to even, exactly, for m < 2^53
- * and 0 <= k <= 20: m * 5^k < 2^53 * 2^47 fits 128 bits, and the factor
+ * and 0 <= k <= 22: m * 5^k < 2^53 * 2^52 fits 128 bits, and the factor
  * 2^(e + k) is a shift. */
 static uint64_t scaled_round(uint64_t m, int e, int k)
 {
-    uint64_t p5 = 1;
-    for (int i = 0; i < k; i++)
-        p5 *= 5u;
-    u128 x = (u128)m * p5;
+    u128 x = (u128)m * pow5_u64[k];
     int sh = e + k;
     if (sh >= 0)
         return sh >= 64 ? 0 : (uint64_t)(x << sh);
@@ -201,18 +230,23 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
     double a = fabs(v);
     if (!(a >= 1e-4 && a < 1e16))
         return format_libc(v, buf);
-    int e2;
-    double fr = frexp(a, &e2); /* a = fr * 2^e2, fr in [0.5, 1) */
-    uint64_t m = (uint64_t)ldexp(fr, 53);
+    /* a = m * 2^e with m < 2^53 (a is normal in this range): the bits
+     * themselves, as frexp() would give them (a = fr * 2^e2, fr in [0.5,
+     * 1), m = fr * 2^53) */
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int e2 = (int)(bits >> 52) - 1022;
+    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
     int e = e2 - 53;
     /* x10 = floor(log10(a)): log10(2) * (e2 - 1) rounded down is at most one
-     * below it; the loop settles it (and a rounding that carries to 18
-     * digits) by looking at the digit count. */
-    int x10 = (int)floor(0.30102999566398120 * (double)(e2 - 1));
+     * below it (an arithmetic shift rounds negatives down too); the loop
+     * settles it (and a rounding that carries to 18 digits) by looking at
+     * the digit count. */
+    int x10 = ((e2 - 1) * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
     uint64_t d = 0;
     for (int tries = 0; tries < 4; tries++) {
         int k = 16 - x10;
-        if (k < 0 || k > 20)
+        if (k < 0 || k > 22)
             break;
         d = scaled_round(m, e, k);
         if (d >= pow10_u64[17])
@@ -225,10 +259,23 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
     }
     if (d == 0) /* not expected in this range; the C library is exact */
         return format_libc(v, buf);
-    char dig[17];
-    for (int i = 16; i >= 0; i--) {
-        dig[i] = (char)('0' + d % 10u);
-        d /= 10u;
+    char dig[18];
+    {
+        /* two digits per step: 17 digits as 1 + 8 pairs */
+        static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                       "25262728293031323334353637383940414243444546474849"
+                                       "50515253545556575859606162636465666768697071727374"
+                                       "75767778798081828384858687888990919293949596979899";
+        uint64_t hi = d / 100000000u;
+        uint32_t lo = (uint32_t)(d - hi * 100000000u);
+        uint32_t h8 = (uint32_t)(hi % 100000000u);
+        dig[0] = (char)('0' + hi / 100000000u);
+        for (int i = 7; i >= 1; i -= 2) {
+            memcpy(dig + i, pairs + 2 * (h8 % 100u), 2);
+            h8 /= 100u;
+            memcpy(dig + 8 + i, pairs + 2 * (lo % 100u), 2);
+            lo /= 100u;
+        }
     }
     int nd = 17; /* %g drops trailing zeros */
     while (nd > 1 && dig[nd - 1] == '0')
