@@ -150,7 +150,42 @@ size_t proto_chain_memory(const proto_chain *c)
 
 /* The id: SHA-256 of the canonical text, written straight from the source
  * tree (keys sorted, integers as reals; proto_jw_canonical_reals()) into a
- * stack buffer when it fits. */
+ * stack buffer when it fits.
+ *
+ * Clients that send their chain inline send the same one again and again
+ * (an animation tool's limb on every drag event), and hashing it was a
+ * sizeable part of answering such a request. Each thread therefore
+ * remembers the ids of the last few short canonical texts it hashed: a
+ * pure memo (the id is a function of the text, which is compared in full),
+ * per thread so that it needs no lock, and small (ID_MEMO entries of at
+ * most ID_MEMO_TEXT bytes). */
+#define ID_MEMO 4
+#define ID_MEMO_TEXT 256
+
+typedef struct id_memo {
+    size_t len; /* 0: empty */
+    char text[ID_MEMO_TEXT];
+    char id[PROTO_ID_HEX + 1];
+} id_memo;
+
+static _Thread_local id_memo memo[ID_MEMO];
+static _Thread_local unsigned memo_next;
+
+static void hash_id(const char *text, size_t len, char id[PROTO_ID_HEX + 1])
+{
+    struct sha256_ctx ctx;
+    uint8_t digest[SHA256_DIGEST_SIZE];
+    sha256_init(&ctx);
+    sha256_update(&ctx, len, (const uint8_t *)text);
+    sha256_digest(&ctx, sizeof digest, digest);
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < PROTO_ID_HEX / 2; i++) {
+        id[2 * i] = hex[digest[i] >> 4];
+        id[2 * i + 1] = hex[digest[i] & 15];
+    }
+    id[PROTO_ID_HEX] = '\0';
+}
+
 static int make_id(proto_chain *c, proto_error *err)
 {
     char buf[1024];
@@ -161,19 +196,22 @@ static int make_id(proto_chain *c, proto_error *err)
         proto_jw_release(&w);
         return proto_error_set(err, 500, "internal", "", "out of memory");
     }
-    struct sha256_ctx ctx;
-    uint8_t digest[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    sha256_update(&ctx, w.len, (const uint8_t *)w.p);
-    sha256_digest(&ctx, sizeof digest, digest);
     c->memory += w.len; /* the source tree is of that order */
-    proto_jw_release(&w);
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < PROTO_ID_HEX / 2; i++) {
-        c->id[2 * i] = hex[digest[i] >> 4];
-        c->id[2 * i + 1] = hex[digest[i] & 15];
+    if (w.len > ID_MEMO_TEXT) {
+        hash_id(w.p, w.len, c->id);
+        proto_jw_release(&w);
+        return 0;
     }
-    c->id[PROTO_ID_HEX] = '\0';
+    for (size_t i = 0; i < ID_MEMO; i++)
+        if (memo[i].len == w.len && memcmp(memo[i].text, w.p, w.len) == 0) {
+            memcpy(c->id, memo[i].id, sizeof c->id);
+            return 0;
+        }
+    hash_id(w.p, w.len, c->id);
+    id_memo *m = &memo[memo_next++ % ID_MEMO];
+    m->len = w.len;
+    memcpy(m->text, w.p, w.len);
+    memcpy(m->id, c->id, sizeof m->id);
     return 0;
 }
 

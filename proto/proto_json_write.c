@@ -74,11 +74,6 @@ static inline void put(proto_jw *b, const char *s, size_t n)
     b->len += n;
 }
 
-void proto_jw_raw(proto_jw *w, const char *s, size_t n)
-{
-    put(w, s, n);
-}
-
 char *proto_jw_finish(proto_jw *w, size_t *len)
 {
     if (w->oom || proto_jw_reserve(w, 0)) {
