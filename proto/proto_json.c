@@ -13,13 +13,18 @@
 
 void proto_json_path_key(char out[PROTO_PATH_MAX], const char *base, const char *key)
 {
-    size_t n = 0;
+    /* runs for every field of every request: copies, not a byte loop */
     const char *b = base ? base : "";
-    while (*b && n < PROTO_PATH_MAX - 1)
-        out[n++] = *b++;
+    size_t n = strnlen(b, PROTO_PATH_MAX - 1);
+    memcpy(out, b, n);
     if (n < PROTO_PATH_MAX - 1)
         out[n++] = '/';
-    for (const char *k = key; *k && n < PROTO_PATH_MAX - 1; k++) {
+    size_t kl = strcspn(key, "~/");
+    if (kl > PROTO_PATH_MAX - 1 - n)
+        kl = PROTO_PATH_MAX - 1 - n;
+    memcpy(out + n, key, kl);
+    n += kl;
+    for (const char *k = key + kl; *k && n < PROTO_PATH_MAX - 1; k++) {
         if (*k == '~' || *k == '/') {
             if (n + 2 >= PROTO_PATH_MAX)
                 break;

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -316,6 +317,60 @@ START_TEST(test_dump_matches_jansson)
 }
 END_TEST
 
+/* The direct writer (proto_jw): a caller's buffer outgrown mid-text, the
+ * text copied out of a buffer that was never outgrown, and the canonical
+ * text chain ids hash (keys sorted, integers as reals), small objects and
+ * objects beyond the writer's stack array of keys. */
+START_TEST(test_writer)
+{
+    char small[8];
+    proto_jw w;
+    proto_jw_init(&w, small, sizeof small);
+    proto_jw_raw(&w, "[", 1);
+    proto_jw_double(&w, 0.1);
+    proto_jw_raw(&w, ",", 1);
+    proto_jw_integer(&w, -5);
+    proto_jw_raw(&w, ",", 1);
+    proto_jw_string(&w, "a\"b\n", 4);
+    proto_jw_raw(&w, "]", 1);
+    size_t n = 0;
+    char *s = proto_jw_finish(&w, &n);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s, "[0.10000000000000001,-5,\"a\\\"b\\n\"]");
+    ck_assert_uint_eq(n, strlen(s));
+    free(s);
+
+    char big[64];
+    proto_jw_init(&w, big, sizeof big);
+    proto_jw_raw(&w, "{}", 2);
+    s = proto_jw_finish(&w, &n);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(s != big);
+    ck_assert_str_eq(s, "{}");
+    ck_assert_uint_eq(n, 2);
+    free(s);
+
+    json_t *v = json_pack("{s:[i,f], s:{s:i, s:s}}", "z", 1, 2.5, "a", "y", -3, "b", "x");
+    proto_jw_init(&w, NULL, 0);
+    proto_jw_canonical_reals(&w, v);
+    s = proto_jw_finish(&w, NULL);
+    ck_assert_str_eq(s, "{\"a\":{\"b\":\"x\",\"y\":-3.0},\"z\":[1.0,2.5]}");
+    free(s);
+    json_decref(v);
+
+    /* 40 keys in a scrambled order: sorted like JSON_SORT_KEYS */
+    v = json_object();
+    for (int i = 0; i < 40; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%d", (i * 17) % 40);
+        json_object_set_new(v, k, json_integer(i));
+    }
+    same_as_jansson(v, true);
+    same_as_jansson(v, false);
+    json_decref(v);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_json");
@@ -326,6 +381,7 @@ int main(void)
     tcase_add_test(tc, test_getters);
     tcase_add_test(tc, test_unknown_fields);
     tcase_add_test(tc, test_double_round_trip);
+    tcase_add_test(tc, test_writer);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
