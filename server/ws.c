@@ -51,9 +51,12 @@
  *     last sample is always solved, then "path_end" is sent. A new target or
  *     path on the stream cancels a running path (path_end with completed
  *     false); a solve of a cancelled path still running is discarded.
- *   - "close" solves a waiting target first (inline, or started on the
- *     pool, whose answer is then discarded), ends a running path, and
- *     answers "closed".
+ *   - "close" ends a running path (path_end, completed false), then lets a
+ *     running solve and a waiting target finish and be answered, then
+ *     answers "closed". Messages to a closing stream get unknown_stream.
+ *   - Shutdown (srv_ws_shutdown): new messages are ignored, running paths
+ *     end, running solves and waiting targets are answered, then the
+ *     connection gets its 1001 close frame.
  *
  * Memory: a connection is freed when its last reference goes: one for being
  * open, one per open libuv handle, one per stream struct. A stream is freed
@@ -108,6 +111,7 @@ struct ws_conn {
     bool closing; /* ikd queued a close frame: no more messages */
     bool failed;  /* the socket failed or reached EOF */
     bool pinged;  /* idle: a ping is out and nothing came back yet */
+    bool draining; /* shutting down: no new messages; close once idle */
     uint64_t last_rx; /* uv_now() of the last bytes read */
 };
 
@@ -121,6 +125,7 @@ struct ws_stream {
     unsigned refs;
     bool closed;
     bool busy; /* a pool solve is running */
+    bool close_after; /* "close" arrived while busy: closed once idle */
     /* the waiting target */
     json_t *pending;
     long long pending_seq;
@@ -151,6 +156,7 @@ static void conn_teardown(ws_conn *c);
 static void conn_after_io(ws_conn *c);
 static void on_poll(uv_poll_t *p, int status, int events);
 static void stream_kick(ws_stream *s);
+static void stream_settle(ws_stream *s);
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
 
 /* ---- references ----------------------------------------------------------- */
@@ -338,6 +344,7 @@ static void task_done(srv_work *w, int status)
         srv_metrics_solve(c->ctx, proto_job_solver_name(t->job), t->seconds);
         deliver(s, t->job, t->seq, t->skipped, t->index, t->count);
         stream_kick(s);
+        stream_settle(s);
         conn_after_io(c);
     }
     free(t);
@@ -488,6 +495,32 @@ static void stream_drop(ws_stream *s)
     stream_unref(s);
 }
 
+static bool conn_busy(const ws_conn *c)
+{
+    for (const ws_stream *s = c->streams; s; s = s->next)
+        if (s->busy || s->pending)
+            return true;
+    return false;
+}
+
+/* When the stream or its connection waits for the stream to go idle:
+ * "closed" after a close message, the 1001 close frame when shutting down. */
+static void stream_settle(ws_stream *s)
+{
+    ws_conn *c = s->conn;
+    if (s->busy || s->pending)
+        return;
+    if (s->close_after && !s->closed) {
+        size_t len;
+        char *t = proto_stream_encode_closed(s->name, &len);
+        send_text(c, t, len);
+        free(t);
+        stream_drop(s);
+    }
+    if (c->draining && !c->closing && !conn_busy(c))
+        conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
+}
+
 static void on_open(ws_conn *c, proto_stream_msg *m)
 {
     srv_ctx *ctx = c->ctx;
@@ -560,16 +593,13 @@ static void on_open(ws_conn *c, proto_stream_msg *m)
     free(t);
 }
 
+/* The stream asked to close: answered "closed" once nothing of it runs. */
 static void on_close_stream(ws_stream *s)
 {
-    ws_conn *c = s->conn;
     stream_kick(s); /* a waiting target is solved first */
     path_end(s, false);
-    size_t len;
-    char *t = proto_stream_encode_closed(s->name, &len);
-    send_text(c, t, len);
-    free(t);
-    stream_drop(s);
+    s->close_after = true;
+    stream_settle(s);
 }
 
 static void on_target(ws_stream *s, proto_stream_msg *m)
@@ -622,7 +652,7 @@ static void on_text(ws_conn *c, const char *text, size_t len)
         on_open(c, &m);
     } else {
         ws_stream *s = stream_find(c, m.stream);
-        if (!s) {
+        if (!s || s->close_after) {
             proto_error_set(&e, 404, "unknown_stream", "/stream",
                             "no stream \"%s\" is open on this connection", m.stream);
             send_error(c, m.stream, m.has_seq, m.seq, &e);
@@ -701,7 +731,7 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
                    void *user)
 {
     ws_conn *c = user;
-    if (c->closing || c->dead || wslay_is_ctrl_frame(arg->opcode))
+    if (c->closing || c->dead || c->draining || wslay_is_ctrl_frame(arg->opcode))
         return; /* wslay answers ping and close itself */
     if (arg->opcode == WSLAY_BINARY_FRAME) {
         send_error_msg(c, NULL, false, 0, "invalid_request", "",
@@ -948,9 +978,14 @@ void srv_ws_shutdown(srv_ctx *ctx)
     for (ws_conn *c = ws->head, *next; c; c = next) {
         next = c->next;
         c->refs++;
-        for (ws_stream *s = c->streams; s; s = s->next)
+        c->draining = true;
+        for (ws_stream *s = c->streams, *sn; s; s = sn) {
+            sn = s->next;
             path_end(s, false);
-        conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
+            stream_kick(s);
+        }
+        if (!conn_busy(c))
+            conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
         conn_after_io(c);
         conn_unref(c);
     }
