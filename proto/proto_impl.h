@@ -163,6 +163,10 @@ int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *er
  * PROTO_MAT_ORTHO_TOL; returned as a row-major matrix. */
 int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err);
 
+/* proto_job.c: the object proto_job_result_json(job, i) would print, written
+ * straight into w (the stream encoder uses it for solutions). */
+void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
+
 /* proto_run.c */
 /* The solver auto picks for a chain and the first target, or an error when
  * the requested solver does not apply. */

@@ -836,6 +836,14 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
     REAL_MEMBER(w, first, "time_ms", r->time_s * 1e3);
 }
 
+void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
+{
+    bool first = true;
+    proto_jw_raw(w, "{", 1);
+    put_result_members(w, &first, job, i);
+    proto_jw_raw(w, "}", 1);
+}
+
 /* An upper estimate of the answer's length, so that the buffer is
  * allocated once: every double takes at most 25 characters and its
  * separator. */

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_impl.h"
 #include "solver/ik_math.h"
 
 /* ---- paths: the decoded form -------------------------------------------- */
@@ -541,6 +542,30 @@ char *proto_stream_encode_solution(const char *stream, long long seq, size_t ski
         ob_put(&b, "null", 4);
     ob_put(&b, "}", 1);
     return ob_finish(&b, len);
+}
+
+char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t skipped,
+                                       const proto_job *job, size_t i, size_t index,
+                                       size_t count, size_t *len)
+{
+    char head[PROTO_STREAM_NAME_MAX + 160];
+    int n = count > 0 ? snprintf(head, sizeof head,
+                                 "{\"type\":\"solution\",\"stream\":\"%s\",\"seq\":%lld,"
+                                 "\"skipped\":%zu,\"index\":%zu,\"count\":%zu,\"result\":",
+                                 stream, seq, skipped, index, count)
+                      : snprintf(head, sizeof head,
+                                 "{\"type\":\"solution\",\"stream\":\"%s\",\"seq\":%lld,"
+                                 "\"skipped\":%zu,\"result\":",
+                                 stream, seq, skipped);
+    if (n < 0 || (size_t)n >= sizeof head)
+        return NULL;
+    char buf[2048];
+    proto_jw w;
+    proto_jw_init(&w, buf, sizeof buf);
+    proto_jw_raw(&w, head, (size_t)n);
+    proto__job_result_write(&w, job, i);
+    proto_jw_raw(&w, "}", 1);
+    return proto_jw_finish(&w, len);
 }
 
 char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent,

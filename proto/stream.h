@@ -121,6 +121,13 @@ char *proto_stream_encode_closed(const char *stream, size_t *len);
 char *proto_stream_encode_solution(const char *stream, long long seq, size_t skipped,
                                    const json_t *result, size_t index, size_t count,
                                    size_t *len);
+/* The same with the result of target i of job (after proto_job_run covered
+ * it) written directly, byte-identical to passing proto_job_result_json(job,
+ * i) above but without building the tree. */
+typedef struct proto_job proto_job;
+char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t skipped,
+                                       const proto_job *job, size_t i, size_t index,
+                                       size_t count, size_t *len);
 char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent,
                                    size_t count, bool completed, size_t *len);
 /* has_seq false omits "seq". */

@@ -310,11 +310,8 @@ static void path_sample_done(ws_stream *s, size_t index, bool sent)
 static void deliver(ws_stream *s, proto_job *job, long long seq, size_t skipped, size_t index,
                     size_t count)
 {
-    json_t *res = proto_job_result_json(job, 0);
     size_t len = 0;
-    char *t = res ? proto_stream_encode_solution(s->name, seq, skipped, res, index, count, &len)
-                  : NULL;
-    json_decref(res);
+    char *t = proto_stream_encode_job_solution(s->name, seq, skipped, job, 0, index, count, &len);
     send_text(s->conn, t, len);
     free(t);
     proto_job_free(s->prev);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto.h"
 #include "proto/stream.h"
 #include "solver/ik_math.h"
 
@@ -327,6 +328,48 @@ static json_t *parse(const char *s, size_t len)
     return j;
 }
 
+/* The direct solution writer prints exactly what the tree form prints, for
+ * plain solutions and path samples, on a bones chain (degrees, unity frame)
+ * and a joint-list chain, reachable and not. */
+START_TEST(test_job_solution_matches_tree)
+{
+    static const char *const reqs[] = {
+        "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]},"
+        "\"target\":{\"position\":[0.3,0.2,0.2]}}",
+        "{\"chain\":{\"kind\":\"bones\",\"frame\":\"unity\",\"positions\":[[0,0,1],[0.1,0,0.5],"
+        "[0,0,0]]},\"target\":{\"position\":[5,5,5]},\"options\":{\"units\":\"degrees\"}}",
+        "{\"chain\":{\"kind\":\"joints\",\"joints\":[{\"name\":\"a\",\"type\":\"revolute\","
+        "\"axis\":[0,0,1],\"origin\":{\"xyz\":[0,0,0.1]},\"limits\":{\"lower\":-3,\"upper\":3}},{\"name\":\"b\","
+        "\"type\":\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,0.5]},\"limits\":{\"lower\":-3,\"upper\":3}},"
+        "{\"name\":\"tip\",\"type\":\"fixed\",\"origin\":{\"xyz\":[0,0,0.5]}}]},"
+        "\"target\":{\"position\":[0.3,0.1,0.6]}}",
+    };
+    for (size_t k = 0; k < sizeof reqs / sizeof reqs[0]; k++) {
+        proto_job *job = NULL;
+        proto_error e;
+        int rc = proto_job_decode(reqs[k], strlen(reqs[k]), PROTO_SOLVE, NULL, NULL, NULL, &job, &e);
+        ck_assert_msg(rc == 0, "request %zu: %s at %s", k, e.message, e.path);
+        proto_job_run(job, 0, 1);
+        json_t *res = proto_job_result_json(job, 0);
+        ck_assert_ptr_nonnull(res);
+        for (size_t count = 0; count <= 7; count += 7) {
+            size_t la, lb;
+            char *a = proto_stream_encode_solution("s.1", 42, 3, res, 5, count, &la);
+            char *b = proto_stream_encode_job_solution("s.1", 42, 3, job, 0, 5, count, &lb);
+            ck_assert_ptr_nonnull(a);
+            ck_assert_ptr_nonnull(b);
+            ck_assert_str_eq(a, b);
+            ck_assert_uint_eq(la, lb);
+            ck_assert_ptr_nonnull(strstr(b, "\"result\":{\"status\":"));
+            free(a);
+            free(b);
+        }
+        json_decref(res);
+        proto_job_free(job);
+    }
+}
+END_TEST
+
 START_TEST(test_encoders)
 {
     size_t len;
@@ -411,6 +454,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_path_defaults_and_position_only);
     tcase_add_test(tc, test_path_errors);
     tcase_add_test(tc, test_encoders);
+    tcase_add_test(tc, test_job_solution_matches_tree);
     suite_add_tcase(s, tc);
     return s;
 }
