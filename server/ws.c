@@ -45,8 +45,9 @@
  *     (the analytic seed solvers) runs inline on the loop; others go to the
  *     pool (refused with an "overloaded" error when the pool queue is full).
  *   - Paths: waypoints are interpolated (proto_stream_path_sample) and sample
- *     i is due at time i / rate_hz after the path message. A timer solves the
- *     newest due sample whenever the stream is not busy, so a slow solver
+ *     i is due at time i / rate_hz after the path message. A one-shot timer
+ *     wakes when the next sample is due and solves the newest due sample
+ *     whenever the stream is not busy, so a slow solver
  *     skips samples (counted in "skipped") instead of falling behind; the
  *     last sample is always solved, then "path_end" is sent. A new target or
  *     path on the stream cancels a running path (path_end with completed
@@ -409,7 +410,26 @@ static void stream_solve(ws_stream *s, json_t *target, long long seq, size_t ski
     s->refs++;
 }
 
-/* Solves the newest due sample of the running path, if the stream is idle. */
+static void on_path_tick(uv_timer_t *t);
+
+/* Arms the path timer for the moment the next sample is due (one shot per
+ * sample, so that samples leave on time instead of on a coarse tick). */
+static void path_schedule(ws_stream *s)
+{
+    if (!s->path || !s->timer_open)
+        return;
+    size_t next = (size_t)(s->path_last + 1);
+    if (next >= s->path_count)
+        return;
+    double at = (double)s->path_start + (double)next * 1000.0 / proto_stream_path_rate_hz(s->path);
+    double now = (double)uv_now(s->conn->ctx->loop);
+    uint64_t delay = at > now ? (uint64_t)ceil(at - now) : 0;
+    uv_timer_start(&s->timer, on_path_tick, delay, 0);
+}
+
+/* Solves the newest due sample of the running path if the stream is idle
+ * (a busy stream comes back here when its solve completes), then waits for
+ * the next one. */
 static void path_step(ws_stream *s)
 {
     if (!s->path || s->busy || s->closed || s->conn->closing || s->conn->dead)
@@ -418,17 +438,19 @@ static void path_step(ws_stream *s)
     double elapsed_ms = (double)(uv_now(s->conn->ctx->loop) - s->path_start);
     double due_f = floor(elapsed_ms * rate / 1000.0 + 1e-9);
     size_t due = due_f >= (double)(s->path_count - 1) ? s->path_count - 1 : (size_t)due_f;
-    if ((long long)due <= s->path_last)
-        return;
-    size_t skipped = (size_t)((long long)due - s->path_last - 1);
-    json_t *tgt = proto_stream_path_sample(s->path, due);
-    s->path_last = (long long)due;
-    if (!tgt) {
-        path_sample_done(s, due, false);
-        return;
+    if ((long long)due > s->path_last) {
+        size_t skipped = (size_t)((long long)due - s->path_last - 1);
+        json_t *tgt = proto_stream_path_sample(s->path, due);
+        s->path_last = (long long)due;
+        if (!tgt) {
+            path_sample_done(s, due, false);
+        } else {
+            stream_solve(s, tgt, s->path_seq, skipped, due, s->path_count);
+            json_decref(tgt);
+        }
     }
-    stream_solve(s, tgt, s->path_seq, skipped, due, s->path_count);
-    json_decref(tgt);
+    if (!s->busy)
+        path_schedule(s);
 }
 
 static void on_path_tick(uv_timer_t *t)
@@ -632,9 +654,6 @@ static void on_path(ws_stream *s, proto_stream_msg *m)
     s->path_sent = 0;
     s->path_last = -1;
     s->path_start = uv_now(ctx->loop);
-    double period = 1000.0 / proto_stream_path_rate_hz(s->path);
-    uint64_t ms = period < 1.0 ? 1 : (uint64_t)period;
-    uv_timer_start(&s->timer, on_path_tick, ms, ms);
     path_step(s);
 }
 
