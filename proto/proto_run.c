@@ -36,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "solver/ik_anim.h"
 #include "solver/ik_ccd.h"
 #include "solver/ik_fabrik.h"
 #include "solver/ik_numeric.h"
@@ -496,23 +497,45 @@ json_t *proto_solvers_describe(const proto_limits *lim)
                               "description", tab[i].what);
         json_array_append_new(a, o);
     }
+    /* The defaults are the ones decode_options() (proto_job.c) leaves and
+     * the solvers then apply; those that depend on the solver are given per
+     * solver, and only for the solvers that use the option. */
+    ik_numeric_opts nd = ik_numeric_opts_default();
+    double timeout = 5 < lim->max_time_ms ? 5 : lim->max_time_ms;
     json_t *opts = json_pack(
-        "{s:{s:s, s:[s,s,s,s,s,s,s,s]}, s:{s:s, s:n, s:s}, s:{s:s, s:f, s:s}, s:{s:s, s:n, "
-        "s:I}, s:{s:s, s:f, s:f}, s:{s:s, s:[s,s]}, s:{s:s, s:[s,s]}, s:{s:s, s:[s,s,s]}, "
-        "s:{s:s, s:[i,i]}}",
+        "{s:{s:s, s:[s,s,s,s,s,s,s,s]}, "
+        "s:{s:s, s:{s:f, s:f, s:f}, s:s}, "
+        "s:{s:s, s:f, s:s}, "
+        "s:{s:s, s:{s:I, s:i, s:i}, s:I, s:s}, "
+        "s:{s:s, s:f, s:f, s:s}, "
+        "s:{s:s, s:[s,s], s:s}, s:{s:s, s:[s,s]}, s:{s:s, s:[s,s,s]}, "
+        "s:{s:{s:i, s:i, s:i}, s:[i,i], s:s}}",
         "solver", "default", "auto", "values", "auto", "two_link", "three_link", "three_link_3d",
         "two_bone", "fabrik", "ccd", "numeric", /* */
-        "tolerance", "type", "number > 0 (length)", "default", "description",
-        "numeric: 1e-5 per component; fabrik/ccd: 1e-4 of the chain length", /* */
-        "angular_tolerance", "type", "number > 0 (angle units)", "default", 1e-5, "description",
-        "numeric only, radians unless units is degrees", /* */
-        "max_iterations", "type", "integer >= 1", "default", "max", (json_int_t)lim->max_iterations,
+        "tolerance", "type", "number > 0 (length)", "default", "numeric", nd.tol_pos, "fabrik",
+        IK_ANIM_DEFAULT_TOLERANCE, "ccd", IK_ANIM_DEFAULT_TOLERANCE, "description",
+        "numeric: per component of the position error; fabrik/ccd: the default is relative "
+        "(times the chain's total length), a value given is absolute; the analytic solvers "
+        "take none", /* */
+        "angular_tolerance", "type", "number > 0 (angle units)", "default", nd.tol_rot,
+        "description", "numeric only, per component of the rotation error; radians unless "
+        "units is degrees", /* */
+        "max_iterations", "type", "integer >= 1", "default", "numeric",
+        (json_int_t)lim->max_iterations, "fabrik", IK_ANIM_DEFAULT_ITERATIONS, "ccd",
+        IK_ANIM_DEFAULT_ITERATIONS, "max", (json_int_t)lim->max_iterations, "description",
+        "numeric: over all restarts, bounded by timeout_ms as well; fabrik/ccd: forward and "
+        "backward passes or sweeps", /* */
+        "timeout_ms", "type", "number >= 0", "default", timeout, "max", lim->max_time_ms,
+        "description", "numeric only; 0: no time budget, max_iterations bounds the search",
         /* */
-        "timeout_ms", "type", "number >= 0", "default", 5.0, "max", lim->max_time_ms, /* */
-        "search", "default", "first", "values", "first", "nearest",                     /* */
-        "units", "default", "radians", "values", "radians", "degrees",                  /* */
-        "frame", "default", "ros", "values", "ros", "unity", "unreal",                  /* */
-        "bend", "default", "1", "values", 1, -1);
+        "search", "default", "first", "values", "first", "nearest", "description",
+        "numeric only; a stream's warm-started solves are always nearest", /* */
+        "units", "default", "radians", "values", "radians", "degrees", /* */
+        "frame", "default", "ros", "values", "ros", "unity", "unreal", /* */
+        "bend", "default", "two_link", 1, "three_link", 1, "three_link_3d", 1, "values", 1, -1,
+        "description",
+        "elbow side of seed 000's solvers; without it two_link and three_link take the side "
+        "nearest their seed when they have one (warm starts included)");
     json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
                           (json_int_t)lim->max_body_bytes, "max_joints",
                           (json_int_t)lim->max_joints, "max_targets", (json_int_t)lim->max_targets,

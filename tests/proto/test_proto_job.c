@@ -9,6 +9,8 @@
 #include "tests/proto/proto_check.h"
 
 #include "proto/urdf.h"
+#include "solver/ik_anim.h"
+#include "solver/ik_numeric.h"
 
 static json_t *ok(const char *body, proto_kind kind)
 {
@@ -645,6 +647,93 @@ START_TEST(test_solvers_describe)
 }
 END_TEST
 
+/* The defaults GET /v1/solvers reports are the ones decoding and the
+ * solvers use, with the JSON type of the option's values; where a default
+ * depends on the solver it is given per solver. */
+START_TEST(test_solvers_describe_defaults)
+{
+    proto_limits lim;
+    proto_limits_default(&lim);
+    lim.max_iterations = 777;
+    lim.max_time_ms = 3;
+    json_t *d = proto_solvers_describe(&lim);
+    json_t *o = json_object_get(d, "options");
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+        json_t *def = json_object_get(v, "default");
+        ck_assert_msg(def != NULL && !json_is_null(def), "options.%s has no default", key);
+        json_t *vals = json_object_get(v, "values");
+        /* a default listed with values has the values' type */
+        if (vals && !json_is_object(def))
+            ck_assert_msg(json_typeof(def) == json_typeof(json_array_get(vals, 0)),
+                          "options.%s: default and values differ in type", key);
+    }
+    /* tolerance: per solver, the solvers' own */
+    json_t *tol = json_object_get(json_object_get(o, "tolerance"), "default");
+    ck_assert(json_is_object(tol));
+    ik_numeric_opts no = ik_numeric_opts_default();
+    ck_assert(json_is_real(json_object_get(tol, "numeric")));
+    ck_assert_double_eq(json_real_value(json_object_get(tol, "numeric")), no.tol_pos);
+    ck_assert_double_eq(json_real_value(json_object_get(tol, "fabrik")),
+                        IK_ANIM_DEFAULT_TOLERANCE);
+    ck_assert_double_eq(json_real_value(json_object_get(tol, "ccd")), IK_ANIM_DEFAULT_TOLERANCE);
+    ck_assert_double_eq(
+        json_real_value(json_object_get(json_object_get(o, "angular_tolerance"), "default")),
+        no.tol_rot);
+    /* max_iterations: the anim solvers' default, the daemon's cap for numeric */
+    json_t *it = json_object_get(json_object_get(o, "max_iterations"), "default");
+    ck_assert(json_is_object(it));
+    ck_assert(json_is_integer(json_object_get(it, "numeric")));
+    ck_assert_int_eq(json_integer_value(json_object_get(it, "numeric")), 777);
+    ck_assert_int_eq(json_integer_value(json_object_get(it, "fabrik")),
+                     IK_ANIM_DEFAULT_ITERATIONS);
+    ck_assert_int_eq(json_integer_value(json_object_get(it, "ccd")), IK_ANIM_DEFAULT_ITERATIONS);
+    /* timeout_ms: 5, but never above the daemon's cap */
+    ck_assert_double_eq(
+        json_real_value(json_object_get(json_object_get(o, "timeout_ms"), "default")), 3.0);
+    /* bend: an integer per solver it applies to */
+    json_t *b = json_object_get(json_object_get(o, "bend"), "default");
+    ck_assert(json_is_object(b));
+    static const char *const bs[] = {"two_link", "three_link", "three_link_3d"};
+    for (int k = 0; k < 3; k++) {
+        ck_assert(json_is_integer(json_object_get(b, bs[k])));
+        ck_assert_int_eq(json_integer_value(json_object_get(b, bs[k])), 1);
+    }
+    json_decref(d);
+
+    /* and they are what a request without the options gets: FABRIK and CCD
+     * on a target inside the chain's length but nearer the root than the
+     * bones can fold run exactly the reported iterations */
+    static const char *const anim[] = {"fabrik", "ccd"};
+    json_t *r = NULL;
+    for (int k = 0; k < 2; k++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0,1],[0,0,4]]},"
+                 "\"target\":{\"position\":[0.1,0,0.4]},\"options\":{\"solver\":\"%s\"}}",
+                 anim[k]);
+        r = ok(body, PROTO_SOLVE);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "no_ik_solution");
+        ck_assert_int_eq(json_integer_value(json_object_get(r, "iterations")),
+                         IK_ANIM_DEFAULT_ITERATIONS);
+        json_decref(r);
+    }
+    /* a planar arm without bend or seed bends as with bend 1, not -1 */
+    r = ok("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},"
+           "\"target\":{\"position\":[1,1]}}",
+           PROTO_SOLVE);
+    json_t *r1 = ok("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},"
+                    "\"target\":{\"position\":[1,1]},\"options\":{\"bend\":1}}",
+                    PROTO_SOLVE);
+    double q = jnum(json_object_get(r, "joints"), 1), q1 = jnum(json_object_get(r1, "joints"), 1);
+    ck_assert(fabs(q) > 0.1);
+    ck_assert_double_eq_tol(q, q1, 1e-12);
+    json_decref(r);
+    json_decref(r1);
+}
+END_TEST
+
 /* ---- rejections -------------------------------------------------------- */
 
 #define PLANAR "\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]}"
@@ -843,6 +932,7 @@ int main(void)
     tcase_add_test(tc, test_chain_id_and_warm_start);
     tcase_add_test(tc, test_status_codes);
     tcase_add_test(tc, test_solvers_describe);
+    tcase_add_test(tc, test_solvers_describe_defaults);
     tcase_add_test(tc, test_rejections);
     tcase_add_test(tc, test_limits);
     suite_add_tcase(s, tc);
