@@ -301,6 +301,13 @@ static int planar_compile(proto_chain *c, proto_error *err)
 static int decode_planar(proto_chain *c, const json_t *o, const char *path, proto_error *err)
 {
     static const char *const keys[] = {"kind", "lengths", "base", NULL};
+    if (json_object_get(o, "frame")) {
+        char p[PROTO_PATH_MAX];
+        proto_json_path_key(p, path, "frame");
+        return proto_error_set(err, 400, "invalid_request", p,
+                               "planar chains take no frame (they live in their own x-y "
+                               "plane); leave it out");
+    }
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     if (length_list(o, path, 2, 3, c->lengths, &c->nlinks, err))

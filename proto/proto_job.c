@@ -388,8 +388,17 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     }
     job->dims2 = job->chain->kind == PROTO_CHAIN_PLANAR;
 
-    if (decode_options(json_object_get(req, "options"), "/options", lim, &job->opt, err))
+    json_t *jo = json_object_get(req, "options");
+    if (decode_options(jo, "/options", lim, &job->opt, err))
         goto fail;
+    /* planar chains live in their own x-y plane (targets, seeds and answers
+     * are 2-D): a frame convention would do nothing, so it is refused */
+    if (job->dims2 && json_is_object(jo) && json_object_get(jo, "frame")) {
+        proto_error_set(err, 400, "invalid_request", "/options/frame",
+                        "options.frame does not apply to planar chains (they live in their "
+                        "own x-y plane); leave it out");
+        goto fail;
+    }
 
     /* targets: count them first */
     json_t *jt;

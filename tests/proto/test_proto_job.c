@@ -734,6 +734,63 @@ START_TEST(test_solvers_describe_defaults)
 }
 END_TEST
 
+/* Planar chains live in their own x-y plane: a frame convention, in the
+ * chain or in the options, would do nothing, so it is refused with its
+ * path, whatever its value (even "ros"). */
+START_TEST(test_planar_takes_no_frame)
+{
+    static const char *const frames[] = {"ros", "unity", "unreal"};
+    for (int k = 0; k < 3; k++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},"
+                 "\"target\":{\"position\":[1,1]},\"options\":{\"frame\":\"%s\"}}",
+                 frames[k]);
+        pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/options/frame");
+        proto_error e;
+        ck_assert_ptr_null(pc_solve(body, PROTO_SOLVE, &e));
+        ck_assert_msg(strstr(e.message, "planar") != NULL, "%s", e.message);
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1,0.5]},"
+                 "\"targets\":[{\"position\":[1,1]}],\"options\":{\"frame\":\"%s\"}}",
+                 frames[k]);
+        pc_reject(body, PROTO_BATCH, "invalid_request", 400, "/options/frame");
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1],\"frame\":\"%s\"},"
+                 "\"target\":{\"position\":[1,1]}}",
+                 frames[k]);
+        pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/chain/frame");
+        ck_assert_ptr_null(pc_solve(body, PROTO_SOLVE, &e));
+        ck_assert_msg(strstr(e.message, "planar") != NULL, "%s", e.message);
+    }
+    /* a stream's options are checked without a target (server/ws.c decodes
+     * them when the stream opens): the frame is the error, not the missing
+     * target */
+    proto_error e;
+    const char *cj = "{\"kind\":\"planar\",\"lengths\":[1,1]}";
+    proto_chain *c = proto_chain_decode(cj, strlen(cj), NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    json_t *probe = json_pack("{s:{s:s}}", "options", "frame", "ros");
+    proto_job *job;
+    ck_assert_int_eq(proto_job_decode_json(probe, PROTO_SOLVE, NULL, c, NULL, NULL, &job, &e), -1);
+    ck_assert_str_eq(e.path, "/options/frame");
+    json_decref(probe);
+    /* the other options stay fine on planar chains, and frames on the
+     * others */
+    json_t *r = ok("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},"
+                   "\"target\":{\"position\":[1,1]},\"options\":{\"units\":\"degrees\"}}",
+                   PROTO_SOLVE);
+    ck_assert_ptr_null(json_object_get(r, "frame"));
+    json_decref(r);
+    r = ok("{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]},"
+           "\"target\":{\"position\":[0.3,0.2,0.2]},\"options\":{\"frame\":\"unreal\"}}",
+           PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "frame")), "unreal");
+    json_decref(r);
+    proto_chain_unref(c);
+}
+END_TEST
+
 /* ---- rejections -------------------------------------------------------- */
 
 #define PLANAR "\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]}"
@@ -933,6 +990,7 @@ int main(void)
     tcase_add_test(tc, test_status_codes);
     tcase_add_test(tc, test_solvers_describe);
     tcase_add_test(tc, test_solvers_describe_defaults);
+    tcase_add_test(tc, test_planar_takes_no_frame);
     tcase_add_test(tc, test_rejections);
     tcase_add_test(tc, test_limits);
     suite_add_tcase(s, tc);
