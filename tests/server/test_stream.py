@@ -1,0 +1,982 @@
+"""
+test_stream.py: the WebSocket side of the real daemon (GET /v1/stream).
+
+Every test class starts $IKD_BIN on 127.0.0.1 port 0, reads the bound port
+from its one stdout line "ikd listening on HOST:PORT" and stops it with
+SIGTERM at teardown, requiring exit status 0. Two independent clients talk
+to it: python3-websockets (Debian's, hence /usr/bin/python3) for ordinary
+streaming, and a deliberately small client on a raw socket (RawWS below) for
+what a well-behaved library refuses to do: invalid UTF-8 in a text frame,
+oversized messages, and a client that never reads.
+
+Covered: opening streams (inline chain and registered chain_id), several
+streams on one connection with solutions in seq order, conflation (every
+sent seq is either answered or counted in a later "skipped"), warm start on
+the KUKA iiwa 14 (no joint flips along a smooth full-pose motion, by targets
+and by a path), a path streamed at its rate and cancelled by a newer target
+or path, the round-trip time of one target at a time, per-message errors
+that keep the connection open (bad JSON, unknown type, unknown stream,
+invalid target with its JSON path, a stream opened twice, binary messages,
+a stream too many), close codes 1002 (unmasked or stray frames), 1007
+(invalid UTF-8) and 1009 (message above --max-message), clients that vanish
+while solves run on the pool, a client that never reads cut off with 1008
+while another client is served promptly, ping/pong, the bearer token and
+the Origin allow-list on the upgrade, the open-streams gauge of /metrics,
+and SIGTERM closing streams with 1001 and the daemon exiting 0.
+
+Every wait is bounded (TIMEOUT per message, a limit per test), so a hang is
+a quick failure rather than a stuck suite. Time bounds are multiplied by
+SLOW for daemons built with a sanitizer (see slowness()). Robots and targets come from
+$IKD_DATA (tests/run.sh sets it, default ../shared/data).
+"""
+import asyncio
+import base64
+import hashlib
+import json
+import math
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import websockets
+
+IKD_BIN = os.environ.get("IKD_BIN", "build/ikd")
+IKD_DATA = os.environ.get("IKD_DATA", "../shared/data")
+
+
+def slowness():
+    """How much slower than a plain optimised build the daemon under test
+    may be: IKD_TEST_SLOW if set, else guessed from the sanitizer runtime
+    linked into $IKD_BIN (ThreadSanitizer 10, AddressSanitizer 4,
+    UndefinedBehaviorSanitizer 2), else 1. Time bounds are multiplied by it."""
+    if os.environ.get("IKD_TEST_SLOW"):
+        return float(os.environ["IKD_TEST_SLOW"])
+    try:
+        with open(IKD_BIN, "rb") as f:
+            image = f.read()
+    except OSError:
+        return 1.0
+    for marker, factor in ((b"__tsan_init", 10.0), (b"__asan_init", 4.0), (b"__ubsan_", 2.0)):
+        if marker in image:
+            return factor
+    return 1.0
+
+
+SLOW = slowness()
+TIMEOUT = 5.0 * SLOW      # seconds for any one expected message
+TEST_LIMIT = 30.0 * SLOW  # seconds for any one test body
+
+BONES = {"kind": "bones", "positions": [[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0]]}
+IIWA_URDF_PATH = os.path.join(IKD_DATA, "robots", "kuka_iiwa14_r820.urdf")
+IIWA_TARGETS_PATH = os.path.join(IKD_DATA, "targets", "kuka_iiwa14_r820.txt")
+IIWA_LIMITS = [2.9668, 2.0942, 2.9668, 2.0942, 2.9668, 2.0942, 3.0541]
+
+
+def iiwa_chain():
+    with open(IIWA_URDF_PATH) as f:
+        return {"kind": "urdf", "urdf": f.read(), "base": "base_link", "tip": "tool0"}
+
+
+def iiwa_poses(count, skip=0):
+    """Target poses of the shared iiwa file whose joint values keep well
+    inside the limits and away from the arm's singular configurations (joints
+    2 or 6 at zero align two axes; joint 4 at zero stretches the arm to the
+    edge of its workspace, which is kept a few centimetres away), so that a
+    small motion around them is reachable by a small joint motion: the first `count` after `skip` such
+    poses, as [(position, quaternion xyzw)]."""
+    out = []
+    with open(IIWA_TARGETS_PATH) as f:
+        for line in f:
+            joints, pose = line.split("|")
+            q = [float(x) for x in joints.split()]
+            v = [float(x) for x in pose.split()]
+            if (all(abs(a) < 0.7 * lim for a, lim in zip(q, IIWA_LIMITS)) and
+                    min(abs(q[1]), abs(q[5])) > 0.35 and abs(q[3]) > 0.8):
+                if skip > 0:
+                    skip -= 1
+                    continue
+                out.append((v[:3], v[3:]))
+                if len(out) == count:
+                    break
+    return out
+
+
+def quat_mul(a, b):
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return [aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz]
+
+
+def quat_axis_angle(axis, angle):
+    s = math.sin(angle / 2)
+    return [axis[0] * s, axis[1] * s, axis[2] * s, math.cos(angle / 2)]
+
+
+def circle_pose(p0, q0, t, radius=0.03, twist=0.2):
+    """A smooth closed motion around (p0, q0) for t in [0, 1]: the position
+    runs a circle of `radius` that starts and ends on p0, the orientation
+    turns about the tool's own z by up to `twist` radians and back."""
+    a = 2 * math.pi * t
+    p = [p0[0] + radius * (math.cos(a) - 1), p0[1] + radius * math.sin(a), p0[2]]
+    q = quat_mul(q0, quat_axis_angle([0, 0, 1], twist * math.sin(a)))
+    return {"position": p, "orientation": q}
+
+
+def bones_target(i, stream_index=0):
+    """Reachable two-bone targets (the limb is 1 long) that differ per i and
+    per stream, so that a solution can be matched to the target it solved."""
+    a = 0.05 * i + stream_index
+    return {"position": [0.3 + 0.1 * math.cos(a), 0.6, 0.2 + 0.1 * math.sin(a) + 0.05 * stream_index]}
+
+
+def max_joint_step(a, b):
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+# ---- the daemon under test ---------------------------------------------------
+
+class Daemon:
+    def __init__(self, *extra):
+        # stderr goes to a file: a pipe nobody reads could fill and block ikd
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [IKD_BIN, "--listen", "127.0.0.1:0", "--log-level", "warn", *extra],
+            stdout=subprocess.PIPE, stderr=self.log)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 10)
+        line = self.proc.stdout.readline().decode() if ready else ""
+        if not line.startswith("ikd listening on "):
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("the daemon did not start: %r %r" % (line, self.stderr()))
+        self.port = int(line.strip().rsplit(":", 1)[1])
+        self.url = "ws://127.0.0.1:%d/v1/stream" % self.port
+
+    def http(self, method, path, body=None, headers=None):
+        """(status, text) of one HTTP request."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path),
+                                     data=data, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def streams_open(self, headers=None):
+        status, text = self.http("GET", "/metrics", headers=headers)
+        assert status == 200, (status, text)
+        for line in text.splitlines():
+            if line.startswith("ikd_ws_streams_open "):
+                return int(float(line.split()[1]))
+        raise AssertionError("no ikd_ws_streams_open in /metrics")
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self, timeout=10):
+        """SIGTERM and wait; the exit status (negative: killed by a signal).
+        Anything else than 0 raises, with what ikd wrote on stderr."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode
+        log = self.stderr()
+        self.proc.stdout.close()
+        self.log.close()
+        if rc != 0:
+            raise AssertionError("ikd exited with %s after SIGTERM; its log:\n%s" % (rc, log[-4000:]))
+        return rc
+
+
+def run(coro, limit=TEST_LIMIT):
+    return asyncio.run(asyncio.wait_for(coro, limit))
+
+
+def connect(daemon, **kw):
+    """websockets' connect: `async with connect(d) as ws` or `await connect(d)`."""
+    kw.setdefault("ping_interval", None)
+    kw.setdefault("max_size", None)
+    kw.setdefault("open_timeout", TIMEOUT)
+    kw.setdefault("close_timeout", 2)
+    return websockets.connect(daemon.url, **kw)
+
+
+async def recv(ws, timeout=TIMEOUT):
+    text = await asyncio.wait_for(ws.recv(), timeout)
+    assert isinstance(text, str), "ikd sent a binary message: %r" % (text,)
+    return json.loads(text)
+
+
+async def send(ws, msg):
+    await ws.send(json.dumps(msg))
+
+
+async def open_stream(ws, name, chain=None, chain_id=None, options=None):
+    msg = {"type": "open", "stream": name}
+    if chain is not None:
+        msg["chain"] = chain
+    if chain_id is not None:
+        msg["chain_id"] = chain_id
+    if options is not None:
+        msg["options"] = options
+    await send(ws, msg)
+    m = await recv(ws)
+    assert m.get("type") == "opened" and m.get("stream") == name, m
+    return m
+
+
+def close_code(exc):
+    rcvd = getattr(exc, "rcvd", None)
+    return rcvd.code if rcvd is not None else None
+
+
+# ---- a raw client, for what websockets will not send ---------------------------
+
+GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def mask(payload, key):
+    n = len(payload)
+    k = (key * (n // 4 + 1))[:n]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(k, "big")).to_bytes(n, "big")
+
+
+def frame(opcode, payload, fin=True):
+    """One masked client frame."""
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + struct.pack("!H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack("!Q", n)
+    key = os.urandom(4)
+    return head + key + mask(payload, key)
+
+
+class RawWS:
+    def __init__(self, port, rcvbuf=None):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(TIMEOUT)
+        self.sock.connect(("127.0.0.1", port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((
+            "GET /v1/stream HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            % (port, key)).encode())
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise AssertionError("connection closed during the handshake: %r" % buf)
+            buf += chunk
+        head, self.buf = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode().split("\r\n")
+        assert lines[0].split()[1] == "101", lines[0]
+        want = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
+        hdr = {l.split(":", 1)[0].strip().lower(): l.split(":", 1)[1].strip() for l in lines[1:]}
+        assert hdr.get("sec-websocket-accept") == want, hdr
+
+    def send_text(self, text):
+        self.sock.sendall(frame(0x1, text.encode() if isinstance(text, str) else text))
+
+    def _fill(self, n, deadline):
+        while len(self.buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("no frame in time")
+            self.sock.settimeout(left)
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError
+            self.buf += chunk
+
+    def recv_frame(self, timeout=TIMEOUT):
+        """(opcode, payload) of the next frame from ikd (never masked)."""
+        deadline = time.monotonic() + timeout
+        self._fill(2, deadline)
+        b0, b1 = self.buf[0], self.buf[1]
+        assert not b1 & 0x80, "a server frame was masked"
+        n, off = b1 & 0x7F, 2
+        if n == 126:
+            self._fill(4, deadline)
+            n, off = struct.unpack("!H", self.buf[2:4])[0], 4
+        elif n == 127:
+            self._fill(10, deadline)
+            n, off = struct.unpack("!Q", self.buf[2:10])[0], 10
+        self._fill(off + n, deadline)
+        payload = self.buf[off:off + n]
+        self.buf = self.buf[off + n:]
+        return b0 & 0x0F, payload
+
+    def recv_json(self, timeout=TIMEOUT):
+        op, payload = self.recv_frame(timeout)
+        assert op == 0x1, (op, payload)
+        return json.loads(payload)
+
+    def wait_close(self, timeout=TIMEOUT):
+        """Reads until ikd's close frame or the end of the connection; the
+        close code, or None when the connection ended without one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                op, payload = self.recv_frame(max(0.01, deadline - time.monotonic()))
+            except (EOFError, ConnectionResetError):
+                return None
+            if op == 0x8:
+                return struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1005
+
+    def close(self):
+        self.sock.close()
+
+
+# ---- streaming on the ordinary daemon -------------------------------------------
+
+class StreamTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def test_open_solve_close(self):
+        async def body():
+            async with connect(self.d) as ws:
+                m = await open_stream(ws, "s1", chain=BONES)
+                self.assertIsInstance(m.get("chain_id"), str)
+                self.assertTrue(m["chain_id"])
+                t = {"position": [0.3, 0.6, 0.2]}
+                await send(ws, {"type": "target", "stream": "s1", "seq": 17, "target": t})
+                m = await recv(ws)
+                self.assertEqual(m["type"], "solution", m)
+                self.assertEqual((m["stream"], m["seq"], m["skipped"]), ("s1", 17, 0))
+                self.assertNotIn("index", m)
+                r = m["result"]
+                self.assertEqual(r["status"], "success")
+                for a, b in zip(r["positions"][-1], t["position"]):
+                    self.assertAlmostEqual(a, b, delta=1e-9)
+                await send(ws, {"type": "close", "stream": "s1"})
+                self.assertEqual(await recv(ws), {"type": "closed", "stream": "s1"})
+                # the name is free again, and a closed stream is unknown
+                await send(ws, {"type": "target", "stream": "s1", "seq": 18, "target": t})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m.get("stream"), m.get("seq")), ("error", "s1", 18))
+                await open_stream(ws, "s1", chain=BONES)
+        run(body())
+
+    def test_open_by_chain_id(self):
+        status, text = self.d.http("POST", "/v1/chains", BONES)
+        self.assertIn(status, (200, 201), text)
+        cid = json.loads(text)["id"]
+
+        async def body():
+            async with connect(self.d) as ws:
+                m = await open_stream(ws, "by-id", chain_id=cid)
+                self.assertEqual(m["chain_id"], cid)
+                await send(ws, {"type": "target", "stream": "by-id", "seq": 1,
+                                "target": {"position": [0.3, 0.6, 0.2]}})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["seq"]), ("solution", 1))
+                await send(ws, {"type": "open", "stream": "nope", "chain_id": "0" * 32})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["stream"]), ("error", "nope"))
+                self.assertEqual(m["error"]["code"], "unknown_chain")
+        run(body())
+
+    def check_conflated(self, answers, first, last):
+        """answers: the solution messages of one stream for targets with
+        consecutive seqs first..last. Each answered seq comes after the
+        previous one, its "skipped" counts exactly the seqs in between, and
+        the newest target is always solved."""
+        prev = first - 1
+        total = 0
+        for m in answers:
+            self.assertGreater(m["seq"], prev, "out of order")
+            self.assertEqual(m["skipped"], m["seq"] - prev - 1, m)
+            total += 1 + m["skipped"]
+            prev = m["seq"]
+        self.assertEqual(prev, last, "the newest target was not solved")
+        self.assertEqual(total, last - first + 1)
+
+    def test_streams_in_order(self):
+        """Three streams on one connection, 300 targets each sent round-robin
+        without waiting: per stream the answers come in seq order and each
+        one solved the target sent with its seq."""
+        names, n = ["a", "b", "c"], 300
+
+        async def body():
+            async with connect(self.d) as ws:
+                for s in names:
+                    await open_stream(ws, s, chain=BONES)
+                for i in range(n):
+                    for k, s in enumerate(names):
+                        await send(ws, {"type": "target", "stream": s, "seq": 1000 + i,
+                                        "target": bones_target(i, k)})
+                answers = {s: [] for s in names}
+                while any(not a or a[-1]["seq"] != 1000 + n - 1 for a in answers.values()):
+                    m = await recv(ws)
+                    self.assertEqual(m["type"], "solution", m)
+                    answers[m["stream"]].append(m)
+                for k, s in enumerate(names):
+                    self.check_conflated(answers[s], 1000, 1000 + n - 1)
+                    for m in answers[s]:
+                        want = bones_target(m["seq"] - 1000, k)["position"]
+                        got = m["result"]["positions"][-1]
+                        self.assertLess(max(abs(a - b) for a, b in zip(got, want)), 1e-9,
+                                        (s, m["seq"]))
+        run(body())
+
+    def test_conflation(self):
+        """2000 seven-joint targets sent at once: ikd solves far fewer than
+        that, the newest target wins, and answered + skipped == sent."""
+        (p0, q0), = iiwa_poses(1)
+        n = 2000
+
+        async def body():
+            async with connect(self.d) as ws:
+                await open_stream(ws, "arm", chain=iiwa_chain())
+                frames = [json.dumps({"type": "target", "stream": "arm", "seq": i,
+                                      "target": circle_pose(p0, q0, i / n)}) for i in range(n)]
+                for f in frames:
+                    await ws.send(f)
+                answers = []
+                while not answers or answers[-1]["seq"] != n - 1:
+                    m = await recv(ws)
+                    self.assertEqual(m["type"], "solution", m)
+                    answers.append(m)
+                self.check_conflated(answers, 0, n - 1)
+                self.assertGreater(sum(m["skipped"] for m in answers), 0,
+                                   "no target was ever conflated")
+                self.assertEqual(answers[-1]["result"]["status"], "success")
+        run(body())
+
+    def check_smooth(self, solutions, what):
+        """Every solution succeeded at the tolerance and no joint moved more
+        than a small step between consecutive ones (a branch flip moves
+        several joints by radians)."""
+        prev = None
+        for i, r in enumerate(solutions):
+            self.assertEqual(r["status"], "success", (what, i, r))
+            self.assertLess(r["position_error"], 1e-5 * math.sqrt(3), (what, i))
+            self.assertLess(r["orientation_error"], 1e-5 * math.sqrt(3), (what, i))
+            q = r["joints"]
+            self.assertEqual(len(q), 7)
+            if prev is not None:
+                self.assertLess(max_joint_step(prev, q), 0.1,
+                                "%s: joints jumped at step %d: %s -> %s" % (what, i, prev, q))
+            prev = q
+
+    def test_warm_start_targets(self):
+        """The iiwa follows a smooth 100-step full-pose motion, one target at
+        a time, around two different poses: no joint flips."""
+        async def body():
+            async with connect(self.d) as ws:
+                for k, (p0, q0) in enumerate(iiwa_poses(2)):
+                    name = "arm%d" % k
+                    await open_stream(ws, name, chain=iiwa_chain())
+                    results = []
+                    for i in range(101):
+                        await send(ws, {"type": "target", "stream": name, "seq": i,
+                                        "target": circle_pose(p0, q0, i / 100)})
+                        m = await recv(ws)
+                        self.assertEqual((m["type"], m["seq"], m["skipped"]),
+                                         ("solution", i, 0), m)
+                        results.append(m["result"])
+                    self.check_smooth(results, name)
+        run(body())
+
+    def check_path(self, samples, end, seq, count, completed=True):
+        """samples: the solution messages of one path, in arrival order; end:
+        its path_end. A sample that came due while the previous one was
+        still being solved may be skipped, and the next one counts it."""
+        prev = -1
+        for m in samples:
+            self.assertEqual((m["type"], m["seq"], m["count"]), ("solution", seq, count), m)
+            self.assertGreater(m["index"], prev, "samples out of order")
+            self.assertEqual(m["skipped"], m["index"] - prev - 1, m)
+            prev = m["index"]
+        self.assertEqual((end["type"], end["seq"], end["count"], end["completed"]),
+                         ("path_end", seq, count, completed), end)
+        self.assertEqual(end["sent"], len(samples), end)
+        if completed:
+            self.assertEqual(prev, count - 1, "the last sample was not solved")
+
+    async def read_path(self, ws, stream, seq):
+        """Reads one path's samples up to its path_end."""
+        samples = []
+        while True:
+            m = await recv(ws)
+            self.assertEqual(m.get("stream"), stream, m)
+            if m["type"] == "path_end":
+                return samples, m
+            samples.append(m)
+
+    def test_warm_start_path(self):
+        """The same motion as a path of 13 waypoints at 400 Hz: samples in
+        order (a slow one may be skipped), the last one on the last waypoint,
+        no joint flips."""
+        (p0, q0), = iiwa_poses(1)
+        waypoints = [circle_pose(p0, q0, i / 12) for i in range(13)]
+
+        async def body():
+            async with connect(self.d) as ws:
+                await open_stream(ws, "arm", chain=iiwa_chain())
+                await send(ws, {"type": "path", "stream": "arm", "seq": 5,
+                                "waypoints": waypoints, "rate_hz": 400, "duration_s": 0.5})
+                samples, end = await self.read_path(ws, "arm", 5)
+                self.check_path(samples, end, 5, 201)
+                self.assertGreater(len(samples), 150 if SLOW == 1 else 20,
+                                   "most samples should be solved")
+                results = [m["result"] for m in samples]
+                self.check_smooth(results, "path")
+                tip = results[-1]["tip"]["position"]
+                for a, b in zip(tip, waypoints[-1]["position"]):
+                    self.assertAlmostEqual(a, b, delta=2e-5)
+        run(body())
+
+    def test_path_rate(self):
+        """A 1 s path at 50 Hz: 51 samples spread over about a second."""
+        async def body():
+            async with connect(self.d) as ws:
+                await open_stream(ws, "p", chain=BONES)
+                t0 = time.monotonic()
+                await send(ws, {"type": "path", "stream": "p", "seq": 3, "rate_hz": 50,
+                                "duration_s": 1,
+                                "waypoints": [{"position": [0.3, 0.6, 0.2]},
+                                              {"position": [0.2, 0.7, -0.1]},
+                                              {"position": [-0.3, 0.5, 0.2]}]})
+                stamps, samples = [], []
+                while True:
+                    m = await recv(ws)
+                    if m["type"] == "path_end":
+                        break
+                    stamps.append(time.monotonic() - t0)
+                    self.assertEqual(m["result"]["status"], "success")
+                    samples.append(m)
+                self.check_path(samples, m, 3, 51)
+                # two-bone solves take microseconds: at most a late timer tick
+                # may skip a sample now and then
+                self.assertGreaterEqual(len(samples), 45 if SLOW == 1 else 25)
+                self.assertLess(stamps[0], 0.2 * SLOW, "the first sample is due at once")
+                spread = stamps[-1] - stamps[0]
+                self.assertGreater(spread, 0.8, "samples came too fast")
+                self.assertLess(spread, 1.5 + 0.1 * SLOW, "samples came too slowly")
+                # sample 25 is due at 0.5 s: exactly the middle waypoint
+                mid = [m for m in samples if m["index"] == 25]
+                if mid:
+                    got = mid[0]["result"]["positions"][-1]
+                    for a, b in zip(got, [0.2, 0.7, -0.1]):
+                        self.assertAlmostEqual(a, b, delta=1e-9)
+        run(body())
+
+    def test_path_cancelled(self):
+        """A newer target, then a newer path, cancel the running path."""
+        wps = [{"position": [0.3, 0.6, 0.2]}, {"position": [-0.3, 0.5, 0.2]}]
+
+        async def body():
+            async with connect(self.d) as ws:
+                await open_stream(ws, "p", chain=BONES)
+                await send(ws, {"type": "path", "stream": "p", "seq": 1, "rate_hz": 20,
+                                "duration_s": 3, "waypoints": wps})
+                samples = [await recv(ws) for _ in range(3)]
+                await send(ws, {"type": "target", "stream": "p", "seq": 2,
+                                "target": {"position": [0.1, 0.7, 0.1]}})
+                while True:  # samples already on their way, then path_end
+                    m = await recv(ws)
+                    if m["type"] == "path_end":
+                        break
+                    samples.append(m)
+                self.check_path(samples, m, 1, 61, completed=False)
+                self.assertLess(m["sent"], 61)
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["seq"], m["skipped"]), ("solution", 2, 0), m)
+                self.assertNotIn("index", m)
+                # a path, then a newer path
+                await send(ws, {"type": "path", "stream": "p", "seq": 3, "rate_hz": 20,
+                                "duration_s": 3, "waypoints": wps})
+                samples = [await recv(ws)]
+                await send(ws, {"type": "path", "stream": "p", "seq": 4, "rate_hz": 100,
+                                "duration_s": 0.2, "waypoints": wps})
+                while True:
+                    m = await recv(ws)
+                    if m["type"] == "path_end":
+                        break
+                    samples.append(m)
+                self.check_path(samples, m, 3, 61, completed=False)
+                samples, end = await self.read_path(ws, "p", 4)
+                self.check_path(samples, end, 4, 21)
+                # nothing more comes: the cancelled path is really stopped
+                with self.assertRaises(asyncio.TimeoutError):
+                    await recv(ws, timeout=0.3)
+        run(body())
+
+    def test_round_trip_latency(self):
+        """One target at a time: each answer comes back in well under a
+        frame (two-bone solves take microseconds)."""
+        async def body():
+            async with connect(self.d) as ws:
+                await open_stream(ws, "rt", chain=BONES)
+                lat = []
+                for i in range(40):
+                    t0 = time.monotonic()
+                    await send(ws, {"type": "target", "stream": "rt", "seq": i,
+                                    "target": bones_target(i)})
+                    m = await recv(ws)
+                    lat.append(time.monotonic() - t0)
+                    self.assertEqual((m["type"], m["seq"]), ("solution", i))
+                lat.sort()
+                self.assertLess(lat[len(lat) // 2], 0.010 * SLOW,
+                                "median round trip %.1f ms" % (1e3 * lat[len(lat) // 2]))
+        run(body())
+
+    def test_errors_keep_connection(self):
+        async def body():
+            async with connect(self.d) as ws:
+                await open_stream(ws, "s", chain=BONES)
+
+                async def expect_error(text, stream=None, seq=None, code=None, path=None):
+                    await ws.send(text)
+                    m = await recv(ws)
+                    self.assertEqual(m["type"], "error", (text, m))
+                    e = m["error"]
+                    self.assertIsInstance(e["code"], str)
+                    self.assertIsInstance(e["message"], str)
+                    self.assertTrue(e["message"])
+                    if stream is not None:
+                        self.assertEqual(m.get("stream"), stream, m)
+                    if seq is not None:
+                        self.assertEqual(m.get("seq"), seq, m)
+                    if code is not None:
+                        self.assertEqual(e["code"], code, m)
+                    if path is not None:
+                        self.assertEqual(e.get("path"), path, m)
+                    return m
+
+                await expect_error('{"type":"target", "stream":', code="invalid_json")
+                await expect_error('[1,2,3]')
+                await expect_error('{"type":"jump","stream":"s","seq":4}', stream="s", seq=4,
+                                   code="unknown_type", path="/type")
+                await expect_error('{"type":"target","stream":"ghost","seq":5,'
+                                   '"target":{"position":[0.3,0.6,0.2]}}', stream="ghost", seq=5)
+                await expect_error('{"type":"target","stream":"s","seq":6,'
+                                   '"target":{"position":[0.3,0.6]}}', stream="s", seq=6,
+                                   path="/target/position")
+                await expect_error('{"type":"target","stream":"s","seq":7,'
+                                   '"target":{"position":[0.3,0.6,0.2],"colour":1}}',
+                                   stream="s", seq=7, path="/target/colour")
+                await expect_error('{"type":"target","stream":"s","target":{"position":[0,1,0]}}',
+                                   stream="s", path="/seq")
+                await expect_error(json.dumps({"type": "open", "stream": "s", "chain": BONES}),
+                                   stream="s")
+                await expect_error(json.dumps({"type": "open", "stream": "bad",
+                                               "chain": {"kind": "bones", "positions": [[0, 0, 0]]}}),
+                                   stream="bad")
+                await expect_error('{"type":"path","stream":"s","seq":8,"waypoints":[]}',
+                                   stream="s", seq=8, path="/waypoints")
+                # a binary message is answered with an error too
+                await ws.send(b'{"type":"target","stream":"s","seq":9,"target":{}}')
+                m = await recv(ws)
+                self.assertEqual(m["type"], "error", m)
+                # the connection and the stream still work
+                await send(ws, {"type": "target", "stream": "s", "seq": 10,
+                                "target": {"position": [0.3, 0.6, 0.2]}})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["seq"], m["skipped"]), ("solution", 10, 0), m)
+        run(body())
+
+    def test_ping_pong(self):
+        async def body():
+            async with connect(self.d) as ws:
+                for _ in range(3):
+                    pong = await ws.ping(os.urandom(8))
+                    await asyncio.wait_for(pong, TIMEOUT)
+        run(body())
+
+    def test_invalid_utf8_closes_1007(self):
+        raw = RawWS(self.d.port)
+        try:
+            raw.send_text(b'{"type":"open","stream":"\xff\xfe"}')
+            self.assertEqual(raw.wait_close(), 1007)
+        finally:
+            raw.close()
+        # one more, with a truncated sequence inside a valid message otherwise
+        raw = RawWS(self.d.port)
+        try:
+            raw.send_text(b'{"type":"close","stream":"s\xe2\x82"}')
+            self.assertEqual(raw.wait_close(), 1007)
+        finally:
+            raw.close()
+
+    def test_protocol_details(self):
+        """Frames a library would not send: a ping's payload comes back in
+        the pong, an unmasked or stray continuation frame closes with 1002,
+        a fragmented message with a ping in between is reassembled, the
+        client's close is echoed, the 65th stream of a connection is
+        refused."""
+        raw = RawWS(self.d.port)
+        try:
+            raw.sock.sendall(frame(0x9, b"hello"))
+            self.assertEqual(raw.recv_frame(), (0xA, b"hello"))
+            text = json.dumps({"type": "open", "stream": "f", "chain": BONES}).encode()
+            raw.sock.sendall(frame(0x1, text[:10], fin=False) + frame(0x9, b"p") +
+                             frame(0x0, text[10:], fin=True))
+            self.assertEqual(raw.recv_frame(), (0xA, b"p"))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            for i in range(63):
+                raw.send_text(json.dumps({"type": "open", "stream": "x%d" % i, "chain": BONES}))
+            for i in range(63):
+                self.assertEqual(raw.recv_json()["type"], "opened")
+            raw.send_text(json.dumps({"type": "open", "stream": "one-too-many", "chain": BONES}))
+            m = raw.recv_json()
+            self.assertEqual((m["type"], m["stream"]), ("error", "one-too-many"), m)
+            raw.sock.sendall(frame(0x8, struct.pack("!H", 1000) + b"bye"))
+            self.assertEqual(raw.wait_close(), 1000)
+        finally:
+            raw.close()
+        for bad in (bytes([0x81, 2]) + b"{}", frame(0x0, b"abc")):
+            raw = RawWS(self.d.port)
+            try:
+                raw.sock.sendall(bad)
+                self.assertEqual(raw.wait_close(), 1002)
+            finally:
+                raw.close()
+
+    def test_vanishing_client(self):
+        """Clients that reset their connection while seven-joint solves run
+        on the pool and targets wait: nothing is left open, ikd is healthy."""
+        (p0, q0), = iiwa_poses(1)
+        for k in range(4):
+            raw = RawWS(self.d.port)
+            raw.send_text(json.dumps({"type": "open", "stream": "a", "chain": iiwa_chain()}))
+            raw.send_text(json.dumps({"type": "open", "stream": "b", "chain": iiwa_chain()}))
+            for i in range(100):
+                raw.send_text(json.dumps({"type": "target", "stream": "ab"[i % 2], "seq": i,
+                                          "target": circle_pose(p0, q0, i / 100)}))
+                if i == 50 and k % 2:
+                    raw.send_text('{"type":"close","stream":"a"}')
+            raw.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            raw.close()
+        deadline = time.monotonic() + TIMEOUT
+        while self.d.streams_open() != 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(self.d.streams_open(), 0)
+        self.assertEqual(self.d.http("GET", "/livez")[0], 200)
+
+    def test_metrics_gauge(self):
+        async def body():
+            self.assertEqual(self.d.streams_open(), 0)
+            async with connect(self.d) as ws:
+                for s in ("g1", "g2", "g3"):
+                    await open_stream(ws, s, chain=BONES)
+                self.assertEqual(self.d.streams_open(), 3)
+                await send(ws, {"type": "close", "stream": "g2"})
+                self.assertEqual((await recv(ws))["type"], "closed")
+                self.assertEqual(self.d.streams_open(), 2)
+            deadline = time.monotonic() + TIMEOUT
+            while self.d.streams_open() != 0 and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            self.assertEqual(self.d.streams_open(), 0)
+        run(body())
+
+
+# ---- limits: message size, a client that never reads ----------------------------
+
+class LimitsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--max-message", "4096", "--max-send-queue", "65536")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def test_oversized_message_closes_1009(self):
+        raw = RawWS(self.d.port)
+        try:
+            raw.send_text(json.dumps({"type": "open", "stream": "s", "chain": BONES}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            small = json.dumps({"type": "target", "stream": "s", "seq": 1,
+                                "target": {"position": [0.3, 0.6, 0.2]}})
+            raw.send_text(small + " " * (4096 - len(small)))  # exactly the limit: fine
+            self.assertEqual(raw.recv_json()["type"], "solution")
+            raw.send_text(small + " " * 10000)
+            self.assertEqual(raw.wait_close(), 1009)
+        finally:
+            raw.close()
+        # the same, with the message split into fragments
+        raw = RawWS(self.d.port)
+        try:
+            raw.sock.sendall(frame(0x1, b'{"type":"close",' + b" " * 3000, fin=False))
+            raw.sock.sendall(frame(0x0, b" " * 3000, fin=False))
+            raw.sock.sendall(frame(0x0, b'"stream":"s"}', fin=True))
+            self.assertEqual(raw.wait_close(), 1009)
+        finally:
+            raw.close()
+
+    def test_never_reading_client_cut_off(self):
+        """One client streams long fast paths and floods targets and never
+        reads; it is cut off (1008, or 1009) while a second client keeps
+        getting answers promptly, and the daemon stays healthy."""
+        flood = RawWS(self.d.port, rcvbuf=4096)
+        # 16 streams each stream a path at 1000 Hz (several MB/s of answers),
+        # and 4 more get a flood of targets (conflated, so fewer answers)
+        paths = ["p%d" % i for i in range(16)]
+        streams = ["f%d" % i for i in range(4)]
+        for s in paths + streams:
+            flood.send_text(json.dumps({"type": "open", "stream": s, "chain": BONES}))
+        for s in paths:
+            flood.send_text(json.dumps({"type": "path", "stream": s, "seq": 0, "rate_hz": 1000,
+                                        "duration_s": 60,
+                                        "waypoints": [{"position": [0.3, 0.6, 0.2]},
+                                                      {"position": [-0.3, 0.5, 0.2]}]}))
+        blob = b"".join(frame(0x1, json.dumps({
+            "type": "target", "stream": streams[i % 4], "seq": 1 + i,
+            "target": bones_target(i)}).encode()) for i in range(2000))
+        stop = threading.Event()
+        flood_stats = {"bytes": 0, "error": None}
+
+        def flooder():
+            flood.sock.settimeout(0.2)
+            try:
+                while not stop.is_set():
+                    try:
+                        flood.sock.sendall(blob)
+                        flood_stats["bytes"] += len(blob)
+                    except socket.timeout:
+                        pass  # ikd is not reading us (any more): keep trying
+            except OSError as e:  # cut off
+                flood_stats["error"] = e
+
+        latencies = []
+
+        async def other():
+            async with connect(self.d) as ws:
+                await open_stream(ws, "other", chain=BONES)
+                end = time.monotonic() + 3.0
+                i = 0
+                while time.monotonic() < end:
+                    t0 = time.monotonic()
+                    await send(ws, {"type": "target", "stream": "other", "seq": i,
+                                    "target": bones_target(i)})
+                    m = await recv(ws, timeout=1.0 * SLOW)
+                    latencies.append(time.monotonic() - t0)
+                    self.assertEqual((m["type"], m["seq"], m["skipped"]), ("solution", i, 0))
+                    i += 1
+                # by now the flooder is gone: only this stream is open
+                deadline = time.monotonic() + TIMEOUT
+                while self.d.streams_open() != 1 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.05)
+                self.assertEqual(self.d.streams_open(), 1, "the flooder was not cut off")
+
+        t = threading.Thread(target=flooder, daemon=True)
+        t.start()
+        try:
+            run(other())
+        finally:
+            stop.set()
+            t.join(2)
+            # now read what the flooder was sent: it ends in a close frame
+            # with 1008 (or 1009), or the connection was simply dropped
+            try:
+                code = flood.wait_close(timeout=10)
+            finally:
+                flood.close()
+        self.assertIn(code, (1008, 1009, None))
+        self.assertEqual(self.d.http("GET", "/livez")[0], 200)
+        self.assertEqual(self.d.http("GET", "/readyz")[0], 200)
+        # Until the cut the loop also reads and decodes the flood, so the
+        # bounds are loose enough for sanitizer builds: what must not happen
+        # is the other client waiting for the flooder's queue.
+        latencies.sort()
+        self.assertGreater(len(latencies), 30 / SLOW)
+        self.assertLess(latencies[len(latencies) // 2], 0.05 * SLOW,
+                        "median answer time %.1f ms" % (1e3 * latencies[len(latencies) // 2]))
+        self.assertLess(latencies[-1], 0.5 * SLOW, "slowest answer time")
+
+
+# ---- token and Origin on the upgrade --------------------------------------------
+
+class AccessTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--token", "s3cret", "--allow-origin", "https://ok.example")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def status_of(self, **kw):
+        async def body():
+            try:
+                ws = await connect(self.d, **kw)
+            except websockets.exceptions.InvalidStatusCode as e:
+                return e.status_code
+            await open_stream(ws, "t", chain=BONES)
+            await ws.close()
+            return 101
+        return run(body())
+
+    def test_token(self):
+        self.assertEqual(self.status_of(), 401)
+        self.assertEqual(self.status_of(extra_headers={"Authorization": "Bearer wrong"}), 401)
+        self.assertEqual(self.status_of(extra_headers={"Authorization": "Bearer s3cret"}), 101)
+
+    def test_origin(self):
+        auth = {"Authorization": "Bearer s3cret"}
+        self.assertEqual(self.status_of(extra_headers=auth, origin="https://evil.example"), 403)
+        self.assertEqual(self.status_of(extra_headers=auth, origin="https://ok.example"), 101)
+        self.assertEqual(self.status_of(extra_headers=auth), 101)  # not a browser
+
+
+# ---- SIGTERM ----------------------------------------------------------------------
+
+class ShutdownTest(unittest.TestCase):
+    def test_sigterm_closes_streams_1001(self):
+        d = Daemon()
+        try:
+            async def body():
+                conns = [await connect(d) for _ in range(3)]
+                for k, ws in enumerate(conns):
+                    await open_stream(ws, "s", chain=BONES)
+                    await send(ws, {"type": "path", "stream": "s", "seq": 1, "rate_hz": 50,
+                                    "duration_s": 10, "waypoints": [{"position": [0.3, 0.6, 0.2]},
+                                                                    {"position": [-0.3, 0.5, 0.2]}]})
+                    m = await recv(ws)
+                    self.assertEqual(m["type"], "solution")
+                d.proc.send_signal(signal.SIGTERM)
+                for ws in conns:
+                    with self.assertRaises(websockets.exceptions.ConnectionClosed) as cm:
+                        while True:
+                            await recv(ws)
+                    self.assertEqual(close_code(cm.exception), 1001)
+            run(body())
+            d.proc.wait(10)
+            self.assertEqual(d.proc.returncode, 0)
+        finally:
+            d.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
