@@ -98,7 +98,13 @@ double proto_job_cost_us(const proto_job *job);
 void proto_job_run(proto_job *job, size_t begin, size_t end);
 /* Makes target 0 of job start from prev's solution of its last target
  * (joint values as seed, bone positions as current pose) and prefer the
- * branch nearest to it. Both jobs must use the same chain. */
+ * branch nearest to it. Both jobs must use the same chain. When that
+ * solution is no pose to continue from (not a success, or a planar arm,
+ * bones or skeleton answer whose points lie on one line, which bends to no
+ * side), job starts from prev's own starting point instead, so a stream
+ * keeps the bend of its last proper answer (or, when prev had no seed,
+ * starts from the chain's own pose). May allocate job's seed (freed by
+ * proto_job_free); out of memory leaves job unseeded. */
 void proto_job_warm_start(proto_job *job, const proto_job *prev);
 /* The result of target i as the JSON object the responses contain (new
  * reference). Only after proto_job_run() covered i. */

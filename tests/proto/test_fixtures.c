@@ -37,7 +37,9 @@
  * INDEX appears in openapi.yaml. Blocks of proto/STREAM.md marked
  * "<!-- check: client -->" must decode with proto_stream_decode() (and their
  * chains and targets with proto.h), blocks marked "<!-- check: server -->"
- * must be JSON messages of a type ikd sends.
+ * must be JSON messages of a type ikd sends, and the two-bone answers among
+ * them must keep the knee on one side (no flip after an unreachable
+ * target).
  *
  * Files are found relative to the repository root, where tests/run.sh runs
  * every test.
@@ -1094,7 +1096,8 @@ START_TEST(stream_examples)
 {
     char *doc = read_doc("proto/STREAM.md");
     static const char marker[] = "<!-- check: ";
-    size_t client = 0, server = 0;
+    size_t client = 0, server = 0, knees = 0;
+    ik_vec3 side = ik_v3(0, 0, 0);
     proto_chain *chain = NULL;
     for (char *m = strstr(doc, marker); m; m = strstr(m + 1, marker)) {
         bool is_client = strncmp(m + strlen(marker), "client", 6) == 0;
@@ -1145,6 +1148,22 @@ START_TEST(stream_examples)
             for (size_t i = 0; types[i]; i++)
                 ok |= strcmp(str_of(v, "type", ""), types[i]) == 0;
             ck_assert_msg(ok, "unknown server message type in %.*s", (int)len, body);
+            /* the example's leg never flips: every bent answer's knee is on
+             * the side of the first one (straight answers bend to no side) */
+            json_t *pos = json_object_get(json_object_get(v, "result"), "positions");
+            if (json_array_size(pos) == 3) {
+                ik_vec3 hip = pc_vec(json_array_get(pos, 0)), knee = pc_vec(json_array_get(pos, 1));
+                ik_vec3 foot = pc_vec(json_array_get(pos, 2));
+                ik_vec3 d = ik_vec3_normalize(ik_vec3_sub(foot, hip)), k = ik_vec3_sub(knee, hip);
+                ik_vec3 off = ik_vec3_sub(k, ik_vec3_scale(d, ik_vec3_dot(k, d)));
+                if (ik_vec3_len(off) > 1e-9) {
+                    if (knees++)
+                        ck_assert_msg(ik_vec3_dot(off, side) > 0, "the knee flips in %.*s",
+                                      (int)len, body);
+                    else
+                        side = off;
+                }
+            }
             json_decref(v);
             server++;
         }
@@ -1152,6 +1171,7 @@ START_TEST(stream_examples)
     proto_chain_unref(chain);
     ck_assert_uint_ge(client, 4);
     ck_assert_uint_ge(server, 5);
+    ck_assert_uint_ge(knees, 2);
     free(doc);
 }
 END_TEST

@@ -616,6 +616,255 @@ START_TEST(test_chain_id_and_warm_start)
 }
 END_TEST
 
+/* ---- streams: no flips after an unreachable target ------------------------ */
+
+/* Runs a stream on chain c the way server/ws.c does: every message's
+ * target decoded against the stream's chain and options, warm-started from
+ * the previous job, solved. jobs[i] answers targets[i]; the caller frees
+ * them. extra[i], when not NULL, adds members to message i's request (a
+ * seed). */
+static void stream_run(proto_chain *c, json_t *const *targets, size_t n, const char *options,
+                       const char *const *extra, proto_job **jobs)
+{
+    proto_job *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *req = json_pack("{s:O}", "target", targets[i]);
+        if (options) {
+            json_error_t je;
+            json_object_set_new(req, "options", json_loads(options, 0, &je));
+        }
+        if (extra && extra[i]) {
+            json_error_t je;
+            json_t *x = json_loads(extra[i], 0, &je);
+            ck_assert_ptr_nonnull(x);
+            json_object_update(req, x);
+            json_decref(x);
+        }
+        proto_error e;
+        ck_assert_msg(proto_job_decode_json(req, PROTO_SOLVE, NULL, c, NULL, NULL, &jobs[i], &e) ==
+                          0,
+                      "target %zu: %s", i, e.message);
+        json_decref(req);
+        proto_job_warm_start(jobs[i], prev);
+        proto_job_run(jobs[i], 0, 1);
+        prev = jobs[i];
+    }
+}
+
+static json_t *pos_target(ik_vec3 p)
+{
+    return json_pack("{s:[f,f,f]}", "position", p.x, p.y, p.z);
+}
+
+/* The part of the knee's offset from the hip perpendicular to the line from
+ * the hip to the target t: the side the knee bends to. */
+static ik_vec3 knee_side(const proto_job *job, ik_vec3 t)
+{
+    json_t *r = proto_job_result_json(job, 0);
+    json_t *p = json_object_get(r, "positions");
+    ik_vec3 hip = pc_vec(json_array_get(p, 0)), knee = pc_vec(json_array_get(p, 1));
+    json_decref(r);
+    ik_vec3 d = ik_vec3_normalize(ik_vec3_sub(t, hip)), k = ik_vec3_sub(knee, hip);
+    return ik_vec3_sub(k, ik_vec3_scale(d, ik_vec3_dot(k, d)));
+}
+
+static const char *status_of(const proto_job *job)
+{
+    static char s[32];
+    json_t *r = proto_job_result_json(job, 0);
+    snprintf(s, sizeof s, "%s", json_string_value(json_object_get(r, "status")));
+    json_decref(r);
+    return s;
+}
+
+/* Bent at a, then out of reach twice (the limb straight, on the far side
+ * of the line to b), then reachable again at b and near it: the knee stays
+ * on a's side. */
+static void check_no_knee_flip(proto_chain *c, ik_vec3 hip, json_t *ta, ik_vec3 a, ik_vec3 b)
+{
+    proto_job *first;
+    stream_run(c, &ta, 1, NULL, NULL, &first);
+    ck_assert_str_eq(status_of(first), "success");
+    ik_vec3 side = knee_side(first, b);
+    ck_assert(ik_vec3_len(side) > 1e-3);
+    /* straight limbs leaning to the other side of the hip-b line */
+    ik_vec3 db = ik_vec3_normalize(ik_vec3_sub(b, hip)), sn = ik_vec3_normalize(side);
+    ik_vec3 u1 = ik_vec3_add(hip, ik_vec3_scale(ik_vec3_normalize(ik_vec3_sub(db, ik_vec3_scale(
+                                                                                 sn, 0.5))),
+                                                10));
+    ik_vec3 u2 = ik_vec3_add(hip, ik_vec3_scale(ik_vec3_normalize(ik_vec3_sub(db, ik_vec3_scale(
+                                                                                 sn, 0.2))),
+                                                20));
+    ik_vec3 b2 = ik_vec3_add(b, ik_vec3_scale(ik_vec3_sub(a, b), 0.1));
+    json_t *t[6] = {ta, pos_target(u1), pos_target(u2), pos_target(b), pos_target(b2),
+                    pos_target(a)};
+    proto_job *jobs[6];
+    stream_run(c, t, 6, NULL, NULL, jobs);
+    ck_assert_str_eq(status_of(jobs[1]), "no_ik_solution");
+    ck_assert_str_eq(status_of(jobs[2]), "no_ik_solution");
+    const ik_vec3 tg[6] = {a, u1, u2, b, b2, a};
+    for (size_t i = 3; i < 6; i++) {
+        ck_assert_str_eq(status_of(jobs[i]), "success");
+        ik_vec3 s = knee_side(jobs[i], tg[i]), s0 = knee_side(first, tg[i]);
+        ck_assert_msg(ik_vec3_dot(s, s0) > 0, "answer %zu: the knee flipped", i);
+    }
+    for (size_t i = 0; i < 6; i++) {
+        if (i)
+            json_decref(t[i]);
+        proto_job_free(jobs[i]);
+    }
+    proto_job_free(first);
+}
+
+START_TEST(test_stream_no_flip_two_bone)
+{
+    proto_error e;
+    /* the bones leg of proto/STREAM.md, with its own sequence: bent with a
+     * pole, out of reach straight below, the first target again */
+    const char *bj = "{\"kind\":\"bones\",\"positions\":[[0.0,0.0,1.0],[0.1,0.0,0.55],"
+                     "[0.0,0.0,0.1]]}";
+    proto_chain *c = proto_chain_decode(bj, strlen(bj), NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    json_t *t[3] = {json_pack("{s:[f,f,f], s:[f,f,f]}", "position", 0.2, 0.1, 0.25, "pole", 1.0,
+                              0.0, 0.5),
+                    pos_target(ik_v3(0, 0, -0.5)), pos_target(ik_v3(0.2, 0.1, 0.25))};
+    proto_job *jobs[3];
+    stream_run(c, t, 3, NULL, NULL, jobs);
+    ik_vec3 s0 = knee_side(jobs[0], ik_v3(0.2, 0.1, 0.25));
+    ik_vec3 s2 = knee_side(jobs[2], ik_v3(0.2, 0.1, 0.25));
+    ck_assert_msg(ik_vec3_dot(s0, s2) > 0, "the knee flipped after an unreachable target");
+    for (int i = 0; i < 3; i++) {
+        json_decref(t[i]);
+        proto_job_free(jobs[i]);
+    }
+    /* generic sequences, with and without a pole on the first target */
+    json_t *ta = json_pack("{s:[f,f,f], s:[f,f,f]}", "position", 0.2, 0.1, 0.25, "pole", 1.0, 0.0,
+                           0.5);
+    check_no_knee_flip(c, ik_v3(0, 0, 1), ta, ik_v3(0.2, 0.1, 0.25), ik_v3(0.1, -0.1, 0.4));
+    json_decref(ta);
+    ta = pos_target(ik_v3(0.3, 0.2, 0.3));
+    check_no_knee_flip(c, ik_v3(0, 0, 1), ta, ik_v3(0.3, 0.2, 0.3), ik_v3(-0.1, 0.2, 0.35));
+    json_decref(ta);
+    proto_chain_unref(c);
+
+    /* a skeleton leg (seeds are local rotations) */
+    const char *sj = "{\"kind\":\"skeleton\",\"bones\":["
+                     "{\"name\":\"hip\",\"translation\":[0,1,0]},"
+                     "{\"name\":\"knee\",\"parent\":\"hip\",\"translation\":[0.05,-0.5,0]},"
+                     "{\"name\":\"foot\",\"parent\":\"knee\",\"translation\":[0,-0.5,0]}],"
+                     "\"limb\":[\"hip\",\"knee\",\"foot\"]}";
+    c = proto_chain_decode(sj, strlen(sj), NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    ta = pos_target(ik_v3(0.3, 0.3, 0.2));
+    check_no_knee_flip(c, ik_v3(0, 1, 0), ta, ik_v3(0.3, 0.3, 0.2), ik_v3(0.1, 0.25, -0.2));
+    json_decref(ta);
+    ta = json_pack("{s:[f,f,f], s:[f,f,f]}", "position", 0.2, 0.4, 0.1, "pole", -1.0, 0.5, 0.0);
+    check_no_knee_flip(c, ik_v3(0, 1, 0), ta, ik_v3(0.2, 0.4, 0.1), ik_v3(0.3, 0.3, 0.3));
+    json_decref(ta);
+    proto_chain_unref(c);
+}
+END_TEST
+
+/* A planar arm: the elbow side a seed chose survives an unreachable
+ * target (where the arm is straight and either side is as near). */
+START_TEST(test_stream_no_flip_planar)
+{
+    proto_error e;
+    const char *cj = "{\"kind\":\"planar\",\"lengths\":[1,0.8]}";
+    proto_chain *c = proto_chain_decode(cj, strlen(cj), NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    for (int sgn = -1; sgn <= 1; sgn += 2) {
+        json_t *t[4] = {json_pack("{s:[f,f]}", "position", 1.0, 0.8),
+                        json_pack("{s:[f,f]}", "position", 5.0, 0.0),
+                        json_pack("{s:[f,f]}", "position", 0.0, -4.0),
+                        json_pack("{s:[f,f]}", "position", 0.9, -0.6)};
+        char seed[64];
+        snprintf(seed, sizeof seed, "{\"seed\":[0,%d]}", sgn);
+        const char *extra[4] = {seed, NULL, NULL, NULL};
+        proto_job *jobs[4];
+        stream_run(c, t, 4, NULL, extra, jobs);
+        for (int i = 0; i < 4; i++) {
+            json_t *r = proto_job_result_json(jobs[i], 0);
+            double q1 = jnum(json_object_get(r, "joints"), 1);
+            if (i == 0 || i == 3)
+                ck_assert_msg(q1 * sgn > 0.1, "side %d, answer %d: theta1 %g", sgn, i, q1);
+            json_decref(r);
+            json_decref(t[i]);
+            proto_job_free(jobs[i]);
+        }
+    }
+    proto_chain_unref(c);
+}
+END_TEST
+
+/* Joint chains: after a target the arm cannot reach (or a solve that
+ * failed), the next solve starts from the last answer that succeeded, so
+ * the joint values come back near it rather than wherever the failed
+ * search ended. */
+static void check_joints_stay(proto_chain *c, json_t *ta, json_t *tu, const char *options,
+                              double tol)
+{
+    json_t *t[4] = {ta, tu, tu, ta};
+    proto_job *jobs[4];
+    stream_run(c, t, 4, options, NULL, jobs);
+    ck_assert_str_eq(status_of(jobs[0]), "success");
+    ck_assert_str_ne(status_of(jobs[1]), "success");
+    ck_assert_str_eq(status_of(jobs[3]), "success");
+    json_t *r0 = proto_job_result_json(jobs[0], 0), *r3 = proto_job_result_json(jobs[3], 0);
+    json_t *q0 = json_object_get(r0, "joints"), *q3 = json_object_get(r3, "joints");
+    for (size_t k = 0; k < json_array_size(q0); k++)
+        ck_assert_msg(fabs(ik_wrap_angle(jnum(q3, k) - jnum(q0, k))) < tol,
+                      "joint %zu moved from %g to %g", k, jnum(q0, k), jnum(q3, k));
+    json_decref(r0);
+    json_decref(r3);
+    for (int i = 0; i < 4; i++)
+        proto_job_free(jobs[i]);
+}
+
+START_TEST(test_stream_no_flip_joints)
+{
+    char chain[4096];
+    arm_json(chain, sizeof chain, "ros", false);
+    proto_error e;
+    proto_chain *c = proto_chain_decode(chain, strlen(chain), NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    json_t *ta = json_pack("{s:[f,f,f]}", "position", 0.3, 0.4, 0.5);
+    json_t *tu = json_pack("{s:[f,f,f]}", "position", -20.0, -3.0, -10.0);
+    check_joints_stay(c, ta, tu, "{\"tolerance\":1e-9}", 1e-3);
+    json_decref(ta);
+    json_decref(tu);
+    proto_chain_unref(c);
+
+    /* the UR5 of shared/data with a full-pose target of its benchmark */
+    char path[512];
+    snprintf(path, sizeof path, "%s/robots/ur5.urdf", pc_data_dir());
+    char *xml = pc_read_file(path, NULL);
+    ck_assert_msg(xml != NULL, "cannot read %s", path);
+    snprintf(path, sizeof path, "%s/targets/ur5.txt", pc_data_dir());
+    char *targets = pc_read_file(path, NULL);
+    ck_assert_ptr_nonnull(targets);
+    char *s = strchr(targets, '|') + 1;
+    double tv[7];
+    for (int k = 0; k < 7; k++)
+        tv[k] = strtod(s, &s);
+    json_t *cj = json_pack("{s:s, s:s, s:s, s:s}", "kind", "urdf", "urdf", xml, "base",
+                           "base_link", "tip", "tool0");
+    c = proto_chain_decode_json(cj, "/chain", NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ta = json_pack("{s:[f,f,f], s:[f,f,f,f]}", "position", tv[0], tv[1], tv[2], "orientation",
+                   tv[3], tv[4], tv[5], tv[6]);
+    tu = json_pack("{s:[f,f,f], s:[f,f,f,f]}", "position", -tv[0] * 30, tv[1] * 30, 9.0,
+                   "orientation", tv[3], tv[4], tv[5], tv[6]);
+    check_joints_stay(c, ta, tu, "{\"timeout_ms\":50}", 1e-3);
+    json_decref(ta);
+    json_decref(tu);
+    json_decref(cj);
+    proto_chain_unref(c);
+    free(targets);
+    free(xml);
+}
+END_TEST
+
 START_TEST(test_status_codes)
 {
     /* one iteration cannot reach a far pose: not converged -> no_ik_solution */
@@ -991,6 +1240,9 @@ int main(void)
     tcase_add_test(tc, test_solvers_describe);
     tcase_add_test(tc, test_solvers_describe_defaults);
     tcase_add_test(tc, test_planar_takes_no_frame);
+    tcase_add_test(tc, test_stream_no_flip_two_bone);
+    tcase_add_test(tc, test_stream_no_flip_planar);
+    tcase_add_test(tc, test_stream_no_flip_joints);
     tcase_add_test(tc, test_rejections);
     tcase_add_test(tc, test_limits);
     suite_add_tcase(s, tc);
