@@ -5,7 +5,8 @@
  * Decoding checks the envelope of a message: its type, the stream name, the
  * client's sequence number, that exactly one of "chain"/"chain_id" opens a
  * stream, and the shape of a path (waypoints with "position" [x,y,z] and
- * optionally "orientation" [x,y,z,w], rate and duration). It does not check
+ * optionally "orientation" [x,y,z,w], a unit quaternion within
+ * PROTO_QUAT_UNIT_TOL exactly as a target's, rate and duration). It does not check
  * chains, options or targets: the server hands those to proto_job_decode_json
  * (proto.h), whose error paths ("/target/...") point into the same message.
  *
@@ -198,17 +199,13 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
         }
         p->pts[i].q = ik_quat_identity();
         if (o) {
-            double n2;
-            if (read_numbers(o, v, 4) != 0 ||
-                !((n2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2] + v[3] * v[3]) > 1e-12)) {
-                snprintf(where, sizeof where, "/waypoints/%zu/orientation", i);
+            /* the rule and message of a target's orientation: a unit
+             * quaternion within PROTO_QUAT_UNIT_TOL, normalised */
+            snprintf(where, sizeof where, "/waypoints/%zu/orientation", i);
+            if (proto__quat(o, where, &p->pts[i].q, err)) {
                 proto_stream_path_free(p);
-                return stream_err(err, "invalid_request", where,
-                                  "\"orientation\" must be a quaternion [x,y,z,w] "
-                                  "of four finite numbers, not zero");
+                return -1;
             }
-            ik_quat q = {v[0], v[1], v[2], v[3]};
-            p->pts[i].q = ik_quat_normalize(q);
         }
         p->pts[i].json = json_incref(w);
     }

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -318,6 +319,58 @@ START_TEST(test_path_errors)
 }
 END_TEST
 
+/* A waypoint's orientation follows the rule of a target's: a unit
+ * quaternion within 1e-3 (normalised), otherwise rejected with the same
+ * message and the waypoint's path. */
+START_TEST(test_path_orientation_unit)
+{
+    static const char *const bad[] = {"[0,0,0,2]", "[0,0,0,0.5]", "[0.1,0,0,0.99]", "[0,0,0,0]"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":"
+                 "[{\"position\":[0,0,0],\"orientation\":[0,0,0,1]},"
+                 "{\"position\":[1,0,0],\"orientation\":%s}]}",
+                 bad[k]);
+        expect_error(text, "invalid_request", "/waypoints/1/orientation");
+        proto_stream_msg m;
+        proto_error e, te;
+        ck_assert_int_eq(decode(text, &m, &e), -1);
+        /* the target's message for the same quaternion, after its name */
+        char req[256];
+        snprintf(req, sizeof req,
+                 "{\"chain\":{\"kind\":\"joints\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\","
+                 "\"axis\":[0,0,1]},{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}"
+                 "]},\"target\":{\"position\":[1,0,0],\"orientation\":%s}}",
+                 bad[k]);
+        proto_job *job;
+        ck_assert_int_eq(proto_job_decode(req, strlen(req), PROTO_SOLVE, NULL, NULL, NULL, &job, &te),
+                         -1);
+        ck_assert_str_eq(te.path, "/target/orientation");
+        const char *tm = strstr(te.message, " must be"), *wm = strstr(e.message, " must be");
+        ck_assert_msg(tm && wm && strcmp(tm, wm) == 0, "waypoint: %s / target: %s", e.message,
+                      te.message);
+    }
+    /* within the tolerance: accepted and normalised */
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_int_eq(decode("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":"
+                            "[{\"position\":[0,0,0],\"orientation\":[0,0,0,1.0009]},"
+                            "{\"position\":[1,0,0],\"orientation\":[0,0,0.9995,0]}]}",
+                            &m, &e),
+                     0);
+    json_t *s0 = proto_stream_path_sample(m.path, 0);
+    json_t *q = json_object_get(s0, "orientation");
+    ck_assert_double_eq_tol(json_real_value(json_array_get(q, 3)), 1.0, 1e-15);
+    json_decref(s0);
+    json_t *s1 = proto_stream_path_sample(m.path, proto_stream_path_count(m.path) - 1);
+    q = json_object_get(s1, "orientation");
+    ck_assert_double_eq_tol(json_real_value(json_array_get(q, 2)), 1.0, 1e-15);
+    json_decref(s1);
+    proto_stream_msg_free(&m);
+}
+END_TEST
+
 static json_t *parse(const char *s, size_t len)
 {
     ck_assert_ptr_nonnull(s);
@@ -453,6 +506,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_path_interpolation);
     tcase_add_test(tc, test_path_defaults_and_position_only);
     tcase_add_test(tc, test_path_errors);
+    tcase_add_test(tc, test_path_orientation_unit);
     tcase_add_test(tc, test_encoders);
     tcase_add_test(tc, test_job_solution_matches_tree);
     suite_add_tcase(s, tc);
