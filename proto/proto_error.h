@@ -9,15 +9,35 @@
  * the HTTP status the daemon answers with. Its JSON form is
  *   {"error":{"code":"invalid_request","message":"...","path":"/..."}}
  *
- * Codes in use (proto/README.md documents them for clients):
- *   invalid_json      (400) the body is not JSON (syntax, duplicate keys...)
- *   invalid_request   (400) a value is missing, of the wrong type, out of range,
- *                           non-finite, unknown field...
- *   invalid_chain     (422) the chain cannot be built (zero-length links, bad
- *                           joint, not a serial chain...)
- *   invalid_urdf      (422) the URDF document is malformed or unusable
- *   unknown_chain     (404) chain_id names no registered chain
- *   too_large         (413) a configured limit (body, joints, targets) is exceeded
+ * Codes in use, with the HTTP status they are set with (proto/README.md
+ * documents them for clients; tests/proto/test_fixtures.c checks that every
+ * code the sources of proto/ and server/ set is listed here and there):
+ *   invalid_json        (400) the body is not JSON (syntax, duplicate keys,
+ *                             a number that overflows, an empty body)
+ *   invalid_request     (400) a value is missing, of the wrong type, out of
+ *                             range, non-finite, an unknown field, a member
+ *                             that does not apply...
+ *   unknown_type        (400) WebSocket: "type" is none of the client messages
+ *   stream_exists       (400) WebSocket: "open" with the name of an open stream
+ *   too_many_streams    (400) WebSocket: more streams than a connection may have
+ *   unauthorized        (401) --token is set and the request lacks it
+ *   forbidden_origin    (403) a browser Origin outside --allow-origin
+ *   not_found           (404) no such endpoint
+ *   unknown_chain       (404) chain_id names no registered chain
+ *   unknown_stream      (404) WebSocket: no stream of that name is open
+ *   method_not_allowed  (405) the endpoint does not take that method
+ *   too_large           (413) a configured limit (body, joints, targets, URDF,
+ *                             registry memory, path samples) is exceeded
+ *   invalid_chain       (422) the chain cannot be built (zero-length links, bad
+ *                             joint, not a serial chain...)
+ *   invalid_urdf        (422) the URDF document is malformed or unusable
+ *   upgrade_required    (426) GET /v1/stream without the WebSocket upgrade
+ *   internal            (500) ikd failed, not the request: out of memory, work
+ *                             that could not be queued, a failed upgrade
+ *   overloaded          (503) the solver queue is full; send again later
+ *   shutting_down       (503) a WebSocket upgrade while ikd shuts down
+ * On a WebSocket the error travels in an "error" message and the status is
+ * not sent.
  */
 #ifndef PROTO_ERROR_H
 #define PROTO_ERROR_H

@@ -45,6 +45,7 @@
  * every test.
  */
 #include <check.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
@@ -1090,6 +1091,104 @@ START_TEST(openapi_examples_are_fixtures)
 }
 END_TEST
 
+/* Every error code the sources emit, with the HTTP status it is set with,
+ * is listed in proto/proto_error.h's comment ("  code  (status)") and in
+ * proto/README.md's error table ("| `code` | status |"). The codes are
+ * read from the calls that set them: the first string literal of the
+ * arguments of proto_error_set() and of the helpers that wrap it, with the
+ * integer literal just before it as the status (400 for the stream helpers,
+ * which take none). */
+static const char *const error_setters[] = {"proto_error_set(", "refuse(",    "urdf_fail(",
+                                            "send_error_msg(",  "stream_err(", NULL};
+
+static void check_codes_of(const char *file, const char *header, const char *readme,
+                           size_t *found)
+{
+    char *src = read_doc(file);
+    for (size_t f = 0; error_setters[f]; f++) {
+        size_t fl = strlen(error_setters[f]);
+        for (char *c = strstr(src, error_setters[f]); c; c = strstr(c + 1, error_setters[f])) {
+            if (c > src && (isalnum((unsigned char)c[-1]) || c[-1] == '_'))
+                continue;
+            /* the argument list, strings skipped */
+            char *a = c + fl, *end = a;
+            int depth = 1;
+            while (*end && depth > 0) {
+                if (*end == '"') {
+                    for (end++; *end && *end != '"'; end++)
+                        if (*end == '\\' && end[1])
+                            end++;
+                } else if (*end == '(') {
+                    depth++;
+                } else if (*end == ')') {
+                    depth--;
+                }
+                if (*end)
+                    end++;
+            }
+            char *q = memchr(a, '"', (size_t)(end - a));
+            if (!q)
+                continue; /* a definition or a code held in a variable */
+            size_t n = strspn(q + 1, "abcdefghijklmnopqrstuvwxyz_");
+            if (n == 0 || q[1 + n] != '"')
+                continue;
+            char code[64];
+            snprintf(code, sizeof code, "%.*s", (int)n, q + 1);
+            /* the status: the last integer literal argument before the code */
+            int status = 400;
+            bool fixed = strcmp(error_setters[f], "send_error_msg(") == 0 ||
+                         strcmp(error_setters[f], "stream_err(") == 0;
+            for (char *d = q - 1; !fixed && d > a; d--) {
+                if (*d == ',' && isdigit((unsigned char)d[1 + strspn(d + 1, " ")])) {
+                    status = atoi(d + 1);
+                    break;
+                }
+            }
+            char want[128];
+            snprintf(want, sizeof want, "  %s ", code);
+            char *h = strstr(header, want);
+            ck_assert_msg(h != NULL, "%s: code %s is not listed in proto/proto_error.h", file, code);
+            char st[16];
+            snprintf(st, sizeof st, "(%d)", status);
+            char *eol = strchr(h, '\n');
+            char *sp = strstr(h, st);
+            ck_assert_msg(sp && (!eol || sp < eol), "%s: proto_error.h lists %s without (%d)",
+                          file, code, status);
+            snprintf(want, sizeof want, "| `%s` | %d |", code, status);
+            ck_assert_msg(strstr(readme, want) != NULL,
+                          "%s: proto/README.md's error table lacks \"%s\"", file, want);
+            (*found)++;
+        }
+    }
+    free(src);
+}
+
+START_TEST(error_codes_documented)
+{
+    char *header = read_doc("proto/proto_error.h");
+    char *readme = read_doc("proto/README.md");
+    static const char *const dirs[] = {"proto", "server"};
+    size_t found = 0;
+    for (size_t d = 0; d < 2; d++) {
+        DIR *dir = opendir(dirs[d]);
+        ck_assert_ptr_nonnull(dir);
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            size_t n = strlen(e->d_name);
+            if (n < 3 || strcmp(e->d_name + n - 2, ".c") != 0)
+                continue;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            check_codes_of(path, header, readme, &found);
+        }
+        closedir(dir);
+    }
+    ck_assert_uint_ge(found, 50);
+    free(header);
+    free(readme);
+}
+END_TEST
+
 /* STREAM.md: client messages decode, server messages are messages ikd
  * sends. */
 START_TEST(stream_examples)
@@ -1192,6 +1291,7 @@ int main(void)
     tcase_add_test(td, readme_shows_fixtures);
     tcase_add_test(td, openapi_examples_are_fixtures);
     tcase_add_test(td, stream_examples);
+    tcase_add_test(td, error_codes_documented);
     suite_add_tcase(s, td);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
