@@ -153,8 +153,8 @@ static int add_origins(srv_config *cfg, const char *list)
 /* The flag table: name, environment variable, help text. */
 enum opt_id {
     OPT_LISTEN, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_MAXMSG, OPT_WSQUEUE,
-    OPT_MAXJOINTS, OPT_MAXTARGETS, OPT_REGISTRY, OPT_QUEUE, OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL,
-    OPT_TOKEN, OPT_ORIGIN, OPT_COUNT
+    OPT_MAXJOINTS, OPT_MAXTARGETS, OPT_MAXITER, OPT_MAXTIME, OPT_MAXURDF, OPT_REGISTRY, OPT_QUEUE,
+    OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL, OPT_TOKEN, OPT_ORIGIN, OPT_COUNT
 };
 
 static const struct opt {
@@ -178,6 +178,14 @@ static const struct opt {
     [OPT_MAXJOINTS] = {"max-joints", "IKD_MAX_JOINTS", "joints per chain (default 64)"},
     [OPT_MAXTARGETS] = {"max-targets", "IKD_MAX_TARGETS",
                         "targets per batch (default 100000)"},
+    [OPT_MAXITER] = {"max-iterations", "IKD_MAX_ITERATIONS",
+                     "solver iterations per solve: the cap of options.max_iterations and "
+                     "the numeric solver's default (default 10000)"},
+    [OPT_MAXTIME] = {"max-time-ms", "IKD_MAX_TIME_MS",
+                     "time budget cap of one solve, milliseconds, fractions allowed: the "
+                     "largest options.timeout_ms (default 1000)"},
+    [OPT_MAXURDF] = {"max-urdf", "IKD_MAX_URDF",
+                     "largest URDF document inside a request, bytes (default 4M)"},
     [OPT_REGISTRY] = {"registry-bytes", "IKD_REGISTRY_BYTES",
                       "memory bound of the chain registry, LRU beyond it (default 64M)"},
     [OPT_QUEUE] = {"max-queue", "IKD_MAX_QUEUE",
@@ -266,6 +274,29 @@ static int apply(srv_config *cfg, int id, const char *v, char *errbuf, size_t er
             rc = SRV_EINVAL;
         if (rc == SRV_OK)
             cfg->limits.max_targets = u;
+        break;
+    case OPT_MAXITER:
+        if ((rc = parse_uint(v, 100000000, &u)) == SRV_OK && u == 0)
+            rc = SRV_EINVAL;
+        if (rc == SRV_OK)
+            cfg->limits.max_iterations = u;
+        break;
+    case OPT_MAXTIME: {
+        /* digits, an optional fraction: no sign, exponent, nan or inf */
+        char *end;
+        double d = strtod(v, &end);
+        if (!isdigit((unsigned char)*v) || strspn(v, "0123456789.") != strlen(v) || *end ||
+            !(d > 0.0) || d > 3600000.0)
+            rc = SRV_EINVAL;
+        else
+            cfg->limits.max_time_ms = d;
+        break;
+    }
+    case OPT_MAXURDF:
+        if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)
+            rc = SRV_EINVAL;
+        if (rc == SRV_OK)
+            cfg->limits.max_urdf_bytes = sz;
         break;
     case OPT_REGISTRY:
         if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK)

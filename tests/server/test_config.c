@@ -1,7 +1,8 @@
 /*
  * test_config.c: server/config.c: listen addresses (IPv4, bracketed IPv6,
  * bare port), size suffixes, every flag in both spellings, environment
- * variables and their precedence, --help, and rejected values. Also the
+ * variables and their precedence (the solve limits of proto_limits
+ * included), --help, and rejected values. Also the
  * constant-time bearer-token check of server/http.c.
  */
 #include <check.h>
@@ -76,7 +77,8 @@ START_TEST(test_flags)
                     "--allow-origin", "https://a.example,https://b.example", "--allow-origin",
                     "https://c.example", "--registry-bytes", "2M", "--timeout", "5",
                     "--max-queue", "9", "--inline-cost-us", "2.5", "--log-level", "warn",
-                    "--max-send-queue", "128K"};
+                    "--max-send-queue", "128K", "--max-iterations", "250",
+                    "--max-time-ms=12.5", "--max-urdf", "512K"};
     int argc = (int)(sizeof argv / sizeof argv[0]);
     ck_assert_int_eq(parse(&cfg, argc, argv, err), SRV_OK);
     ck_assert_str_eq(cfg.listen_host, "::1");
@@ -98,7 +100,52 @@ START_TEST(test_flags)
     ck_assert_double_eq_tol(cfg.inline_cost_us, 2.5, 1e-12);
     ck_assert_int_eq(cfg.log_level, SRV_LOG_WARN);
     ck_assert_uint_eq(cfg.ws_send_queue_bytes, 128u << 10);
+    ck_assert_uint_eq(cfg.limits.max_iterations, 250);
+    ck_assert_double_eq_tol(cfg.limits.max_time_ms, 12.5, 1e-12);
+    ck_assert_uint_eq(cfg.limits.max_urdf_bytes, 512u << 10);
     srv_config_free(&cfg);
+}
+END_TEST
+
+/* The solve limits of proto_limits: defaults, environment, flags. */
+START_TEST(test_solve_limits)
+{
+    srv_config cfg;
+    srv_config_default(&cfg);
+    char err[256] = "";
+    char *none[] = {"ikd"};
+    ck_assert_int_eq(parse(&cfg, 1, none, err), SRV_OK);
+    ck_assert_uint_eq(cfg.limits.max_iterations, 10000);
+    ck_assert_double_eq(cfg.limits.max_time_ms, 1000);
+    ck_assert_uint_eq(cfg.limits.max_urdf_bytes, 4u << 20);
+    srv_config_free(&cfg);
+
+    setenv("IKD_MAX_ITERATIONS", "42", 1);
+    setenv("IKD_MAX_TIME_MS", "0.5", 1);
+    setenv("IKD_MAX_URDF", "2M", 1);
+    srv_config_default(&cfg);
+    ck_assert_int_eq(parse(&cfg, 1, none, err), SRV_OK);
+    ck_assert_uint_eq(cfg.limits.max_iterations, 42);
+    ck_assert_double_eq_tol(cfg.limits.max_time_ms, 0.5, 1e-12);
+    ck_assert_uint_eq(cfg.limits.max_urdf_bytes, 2u << 20);
+    srv_config_free(&cfg);
+    /* the flag wins */
+    char *argv[] = {"ikd", "--max-iterations", "7", "--max-time-ms", "20", "--max-urdf=1K"};
+    srv_config_default(&cfg);
+    ck_assert_int_eq(parse(&cfg, 6, argv, err), SRV_OK);
+    ck_assert_uint_eq(cfg.limits.max_iterations, 7);
+    ck_assert_double_eq(cfg.limits.max_time_ms, 20);
+    ck_assert_uint_eq(cfg.limits.max_urdf_bytes, 1024);
+    srv_config_free(&cfg);
+    /* a bad environment value names its variable */
+    setenv("IKD_MAX_TIME_MS", "soon", 1);
+    srv_config_default(&cfg);
+    ck_assert_int_eq(parse(&cfg, 1, none, err), SRV_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "IKD_MAX_TIME_MS"));
+    srv_config_free(&cfg);
+    unsetenv("IKD_MAX_ITERATIONS");
+    unsetenv("IKD_MAX_TIME_MS");
+    unsetenv("IKD_MAX_URDF");
 }
 END_TEST
 
@@ -135,7 +182,13 @@ START_TEST(test_rejected_and_help)
                             {"--max-body", "0"},      {"--log-format", "xml"},
                             {"--listen", "nohost:"},  {"--token", ""},
                             {"--inline-cost-us", "-1"}, {"--nonsense", "1"},
-                            {"--log-level", "loud"},  {"--max-connections", "0"}};
+                            {"--log-level", "loud"},  {"--max-connections", "0"},
+                            {"--max-iterations", "0"}, {"--max-iterations", "-3"},
+                            {"--max-iterations", "1e3"}, {"--max-iterations", "99999999999"},
+                            {"--max-time-ms", "0"},   {"--max-time-ms", "-1"},
+                            {"--max-time-ms", "nan"}, {"--max-time-ms", "inf"},
+                            {"--max-time-ms", "5ms"}, {"--max-time-ms", "1e12"},
+                            {"--max-urdf", "0"},      {"--max-urdf", "4X"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         srv_config cfg;
         srv_config_default(&cfg);
@@ -164,7 +217,9 @@ START_TEST(test_rejected_and_help)
     fclose(out);
     const char *flags[] = {"--listen", "--threads", "--max-connections", "--max-body",
                            "--max-message", "--max-joints", "--max-targets", "--log-format",
-                           "--token", "IKD_TOKEN", "--allow-origin", "--registry-bytes"};
+                           "--token", "IKD_TOKEN", "--allow-origin", "--registry-bytes",
+                           "--max-iterations", "IKD_MAX_ITERATIONS", "--max-time-ms",
+                           "IKD_MAX_TIME_MS", "--max-urdf", "IKD_MAX_URDF"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         ck_assert_msg(strstr(buf, flags[i]) != NULL, "--help lacks %s", flags[i]);
     free(buf);
@@ -193,6 +248,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_listen);
     tcase_add_test(tc, test_sizes);
     tcase_add_test(tc, test_flags);
+    tcase_add_test(tc, test_solve_limits);
     tcase_add_test(tc, test_env_and_precedence);
     tcase_add_test(tc, test_rejected_and_help);
     tcase_add_test(tc, test_token_check);
