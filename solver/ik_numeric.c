@@ -80,6 +80,7 @@ ik_numeric_opts ik_numeric_opts_default(void)
     o.rng_seed = 1;
     o.search = IK_SEARCH_FIRST_FOUND;
     o.nearest_extra_restarts = 8;
+    o.nearest_local = 0.35;
     return o;
 }
 
@@ -494,6 +495,20 @@ static double joint_dist2(const ik_chain *c, const double *a, const double *b)
     return s;
 }
 
+/* True when every joint of a is within lim of b (continuous joints modulo
+ * 2 pi). */
+static bool within(const ik_chain *c, const double *a, const double *b, double lim)
+{
+    for (size_t k = 0; k < c->dof; k++) {
+        double d = a[k] - b[k];
+        if (c->type[k] == IK_JOINT_CONTINUOUS)
+            d = ik_wrap_angle(d);
+        if (!(fabs(d) <= lim))
+            return false;
+    }
+    return true;
+}
+
 /* ---- the public entry points ---------------------------------------------- */
 
 #define WS_ALIGN 64
@@ -549,6 +564,8 @@ static int check_input(const ik_chain *c, const ik_target *t, const double *seed
     if (o->timeout_s == 0.0 && o->max_iterations == 0 && o->max_restarts == SIZE_MAX)
         return IK_EINVAL;
     if (o->search != IK_SEARCH_FIRST_FOUND && o->search != IK_SEARCH_NEAREST_TO_SEED)
+        return IK_EINVAL;
+    if (!(o->nearest_local >= 0.0) || !isfinite(o->nearest_local))
         return IK_EINVAL;
     return IK_OK;
 }
@@ -680,6 +697,8 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
             }
             if (o->search == IK_SEARCH_FIRST_FOUND)
                 break;
+            if (restarts == 0 && within(c, S.q, S.seed, o->nearest_local))
+                break; /* the seed's own basin, next to it: a stream's step */
             if (solutions == 1)
                 extra_left = o->nearest_extra_restarts;
             else if (extra_left > 0)

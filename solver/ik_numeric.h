@@ -113,6 +113,12 @@ typedef struct ik_numeric_opts {
                                default 1 */
     ik_search_mode search;  /* default IK_SEARCH_FIRST_FOUND */
     size_t nearest_extra_restarts; /* NEAREST_TO_SEED only; default 8 */
+    double nearest_local;   /* NEAREST_TO_SEED only: a solution that the
+                               seed's own attempt (before any restart) finds
+                               with every joint within this of the seed
+                               (radians or metres) is returned at once, as
+                               the extra restarts start far away in other
+                               branches. 0 always runs them; default 0.35 */
 } ik_numeric_opts;
 
 /* The defaults listed above. At least one of timeout_s, max_iterations or

@@ -372,6 +372,45 @@ START_TEST(test_nearest_to_seed)
 }
 END_TEST
 
+/* NEAREST_TO_SEED with a seed next to the answer (a stream's step): the
+ * seed's own attempt is returned at once (no restarts, one solution, close
+ * to the seed); with nearest_local 0 the extra restarts run as before and
+ * find nothing nearer than that step. */
+START_TEST(test_nearest_local_step)
+{
+    rng_state = 29;
+    ik_chain c = ur5();
+    ik_numeric_opts o = det_opts(), full = det_opts();
+    o.search = full.search = IK_SEARCH_NEAREST_TO_SEED;
+    full.nearest_local = 0.0;
+    size_t fast = 0;
+    for (int i = 0; i < 100; i++) {
+        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q1[IK_MAX_DOF], q2[IK_MAX_DOF];
+        random_q(&c, qt);
+        for (size_t k = 0; k < c.dof; k++)
+            seed[k] = qt[k] + urand(-0.04, 0.04);
+        ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+        ik_numeric_result r1, r2;
+        o.rng_seed = full.rng_seed = (uint64_t)i;
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, seed, &o, ws, sizeof ws, q1, &r1), IK_OK);
+        ck_assert_int_eq(ik_numeric_solve(&c, &t, seed, &full, ws, sizeof ws, q2, &r2), IK_OK);
+        ck_assert(meets(&c, &t, q1, TOL));
+        if (r1.restarts == 0 && r1.solutions == 1) {
+            fast++;
+            for (size_t k = 0; k < c.dof; k++)
+                ck_assert_double_le(fabs(q1[k] - seed[k]), 0.35);
+        }
+        ck_assert_uint_ge(r2.solutions, r1.solutions);
+        ck_assert_double_le(dist2(q1, seed, c.dof), dist2(q2, seed, c.dof) + 1e-6);
+    }
+    ck_assert_uint_gt(fast, 90);
+    o.nearest_local = -1.0;
+    double q[IK_MAX_DOF];
+    ik_target t = ik_target_position(ik_v3(0.3, 0.1, 0.3));
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, NULL), IK_EINVAL);
+}
+END_TEST
+
 START_TEST(test_determinism)
 {
     rng_state = 17;
@@ -749,6 +788,7 @@ static Suite *numeric_suite(void)
     tcase_add_test(tc, test_warm_start);
     tcase_add_test(tc, test_seed_is_solution);
     tcase_add_test(tc, test_nearest_to_seed);
+    tcase_add_test(tc, test_nearest_local_step);
     tcase_add_test(tc, test_determinism);
     tcase_add_test(tc, test_unreachable);
     tcase_add_test(tc, test_invalid_input);
