@@ -82,7 +82,7 @@
 
 #define WS_MAX_STREAMS 64          /* per connection */
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
-#define WS_READ_BUDGET (256 * 1024) /* bytes read per poll event, for fairness */
+#define WS_READ_BUDGET (32 * 1024) /* bytes read per poll event, for fairness */
 
 typedef struct ws_conn ws_conn;
 typedef struct ws_stream ws_stream;
@@ -730,7 +730,11 @@ static ssize_t on_send(wslay_event_context_ptr wctx, const uint8_t *data, size_t
 {
     ws_conn *c = user;
     for (;;) {
-        ssize_t r = send(c->fd, data, len, MSG_NOSIGNAL);
+        /* wslay hands a frame's header and payload over separately: with
+         * MSG_MORE the kernel sends them (and the next queued frames) in
+         * one segment; the last piece goes out without it. */
+        ssize_t r =
+            send(c->fd, data, len, MSG_NOSIGNAL | ((flags & WSLAY_MSG_MORE) ? MSG_MORE : 0));
         if (r >= 0)
             return r;
         if (errno == EINTR)
