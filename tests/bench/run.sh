@@ -66,6 +66,13 @@ ws=$("$BUILD/ws_bench" chain --url "127.0.0.1:$port" --seconds "$WS_SECS" \
     --urdf "$IKD_DATA/robots/kuka_iiwa14_r820.urdf" --base base_link --tip tool0 \
     --targets "$IKD_DATA/targets/kuka_iiwa14_r820.txt" | tail -1)
 echo "$ws"
+# the same robot streamed as a controller does: a smooth motion (20 poses
+# between consecutive configurations of the target file), warm starts apply
+smooth=$("$BUILD/ws_bench" chain --url "127.0.0.1:$port" --seconds "$WS_SECS" \
+    --connections "${IKD_WS_BENCH_CHAIN_CONNECTIONS:-8}" --smooth 20 \
+    --urdf "$IKD_DATA/robots/kuka_iiwa14_r820.urdf" --base base_link --tip tool0 \
+    --targets "$IKD_DATA/targets/kuka_iiwa14_r820.txt" | tail -1)
+echo "$smooth"
 kill "$ikd_pid"
 rc=0
 wait "$ikd_pid" || rc=$?
@@ -79,6 +86,14 @@ ws_solve=$(echo "$ws" | sed -n 's/.*"solve_us_mean":\([0-9.eE+-]*\).*/\1/p')
 awk -v m="$solver_mean" -v w="$ws_rate" -v s="$ws_solve" -v t="$(nproc)" 'BEGIN {
     r = 1e6 / m
     printf "{\"bench\":\"ws_chain_vs_solver\",\"robot\":\"kuka_iiwa14_r820\",\"ws_solutions_per_s\":%.0f,", w
+    printf "\"solver_solves_per_s\":%.0f,\"ratio\":%.3f,\"pool_threads\":%d,", r, w / r, t
+    printf "\"solver_mean_us\":%.2f,\"ws_solve_us_mean\":%.2f}\n", m, s
+}'
+smooth_rate=$(echo "$smooth" | sed -n 's/.*"solutions_per_s":\([0-9.eE+-]*\).*/\1/p')
+smooth_solve=$(echo "$smooth" | sed -n 's/.*"solve_us_mean":\([0-9.eE+-]*\).*/\1/p')
+awk -v m="$solver_mean" -v w="$smooth_rate" -v s="$smooth_solve" -v t="$(nproc)" 'BEGIN {
+    r = 1e6 / m
+    printf "{\"bench\":\"ws_chain_smooth_vs_solver\",\"robot\":\"kuka_iiwa14_r820\",\"ws_solutions_per_s\":%.0f,", w
     printf "\"solver_solves_per_s\":%.0f,\"ratio\":%.3f,\"pool_threads\":%d,", r, w / r, t
     printf "\"solver_mean_us\":%.2f,\"ws_solve_us_mean\":%.2f}\n", m, s
 }'

@@ -21,6 +21,10 @@
  *     px py pz qx qy qz qw; the joint values are ignored). Consecutive targets
  *     of a stream are unrelated poses, so the warm start helps little: this
  *     measures the daemon against the solver's own rate (ikbench chain).
+ *     With --smooth N the targets follow a motion instead, as a robot
+ *     controller streams them: N poses between each pair of consecutive
+ *     configurations of the file, by forward kinematics of the joint values
+ *     interpolated linearly, so that each stream's warm start applies.
  *
  * It starts nothing itself: ikd must already listen on --url
  * (tests/bench/run.sh starts it on port 0 and reads the port).
@@ -70,6 +74,9 @@
 #include <uv.h>
 #include <wslay/wslay.h>
 
+#include "proto/urdf.h"
+#include "solver/ik_chain.h"
+
 #define HIST_BUCKETS 1000000 /* 1 us each: latencies up to 1 s, the rest in the last */
 #define READ_CHUNK   65536
 #define TARGET_MAX   256 /* bytes of one target object's text */
@@ -87,6 +94,7 @@ typedef struct bench_cfg {
     unsigned warmup_ms;
     const char *token;
     const char *urdf, *base, *tip, *targets;
+    int smooth; /* chain: steps between the file's configurations, 0 = off */
 } bench_cfg;
 
 typedef struct bench {
@@ -678,6 +686,59 @@ static void make_two_bone_targets(bench *b)
         die("out of memory");
 }
 
+/* --smooth: the targets become poses along a joint-space motion through the
+ * file's configurations (the joint values before " | "), cfg.smooth steps
+ * per segment, by the chain's own forward kinematics. */
+static void make_smooth_targets(bench *b, const char *urdf)
+{
+    static ik_chain chain;
+    proto_error e;
+    if (proto_urdf_load_chain(urdf, strlen(urdf), b->cfg.base, b->cfg.tip, &chain, NULL, NULL,
+                              &e) != 0) {
+        fprintf(stderr, "ws_bench: %s: %s\n", b->cfg.urdf, e.message);
+        exit(1);
+    }
+    char *text = read_file(b->cfg.targets);
+    size_t dof = chain.dof, nq = 0, cap = 64;
+    double *qs = malloc(cap * dof * sizeof *qs);
+    for (char *line = strtok(text, "\n"); line && qs; line = strtok(NULL, "\n")) {
+        if (nq == cap) {
+            double *g = realloc(qs, 2 * cap * dof * sizeof *qs);
+            if (!g)
+                die("out of memory");
+            qs = g;
+            cap *= 2;
+        }
+        char *p = line;
+        for (size_t k = 0; k < dof; k++)
+            qs[nq * dof + k] = strtod(p, &p);
+        nq++;
+        if (nq * (size_t)b->cfg.smooth >= 20000)
+            break;
+    }
+    free(text);
+    if (!qs || nq < 2)
+        die("--smooth needs at least two configurations");
+    free(b->targets);
+    b->ntargets = (nq - 1) * (size_t)b->cfg.smooth;
+    b->targets = calloc(b->ntargets, sizeof *b->targets);
+    if (!b->targets)
+        die("out of memory");
+    size_t t = 0;
+    for (size_t i = 0; i + 1 < nq; i++) {
+        for (int step = 0; step < b->cfg.smooth; step++) {
+            double a = (double)step / b->cfg.smooth, q[IK_MAX_DOF];
+            for (size_t k = 0; k < dof; k++)
+                q[k] = (1.0 - a) * qs[i * dof + k] + a * qs[(i + 1) * dof + k];
+            ik_xform x = ik_chain_fk(&chain, q);
+            snprintf(b->targets[t++], TARGET_MAX,
+                     "{\"position\":[%.17g,%.17g,%.17g],\"orientation\":[%.17g,%.17g,%.17g,%.17g]}",
+                     x.p.x, x.p.y, x.p.z, x.q.x, x.q.y, x.q.z, x.q.w);
+        }
+    }
+    free(qs);
+}
+
 /* Chain targets: "q1 .. qn | px py pz qx qy qz qw" per line. */
 static void make_chain_targets(bench *b)
 {
@@ -710,6 +771,8 @@ static void make_chain_targets(bench *b)
     if (b->ntargets == 0)
         die("no targets");
     char *urdf = read_file(b->cfg.urdf);
+    if (b->cfg.smooth > 0)
+        make_smooth_targets(b, urdf);
     b->chain = json_pack("{s:s,s:s,s:s,s:s}", "kind", "urdf", "urdf", urdf, "base", b->cfg.base,
                          "tip", b->cfg.tip);
     free(urdf);
@@ -724,7 +787,7 @@ static void usage(void)
     fprintf(stderr, "usage: ws_bench two-bone --url HOST:PORT [--connections N] [--streams K]\n"
                     "                [--window W] [--seconds S] [--warmup-ms MS] [--token T]\n"
                     "       ws_bench chain --url HOST:PORT --urdf FILE --base LINK --tip LINK\n"
-                    "                --targets FILE [same options]\n");
+                    "                --targets FILE [--smooth N] [same options]\n");
     exit(1);
 }
 
@@ -783,11 +846,13 @@ int main(int argc, char **argv)
             cfg->tip = v;
         else if (strcmp(k, "--targets") == 0)
             cfg->targets = v;
+        else if (strcmp(k, "--smooth") == 0)
+            cfg->smooth = atoi(v);
         else
             usage();
     }
-    if (!url || cfg->connections < 1 || cfg->streams < 1 || cfg->streams > 64 || cfg->window < 1 ||
-        !(cfg->seconds > 0))
+    if (!url || cfg->smooth < 0 || cfg->smooth > 10000 || cfg->connections < 1 ||
+        cfg->streams < 1 || cfg->streams > 64 || cfg->window < 1 || !(cfg->seconds > 0))
         usage();
     if (strncmp(url, "ws://", 5) == 0)
         url += 5;
@@ -849,8 +914,9 @@ int main(int argc, char **argv)
         secs = 0;
     char robot[256] = "";
     if (cfg->chain_mode)
-        printf("{\"bench\":\"ws_chain\",\"robot\":\"%s\",",
-               robot_name(cfg->urdf, robot, sizeof robot));
+        printf("{\"bench\":\"%s\",\"robot\":\"%s\",\"smooth\":%d,",
+               cfg->smooth ? "ws_chain_smooth" : "ws_chain",
+               robot_name(cfg->urdf, robot, sizeof robot), cfg->smooth);
     else
         printf("{\"bench\":\"ws_two_bone\",");
     printf("\"connections\":%d,\"streams\":%d,\"window\":%d,\"seconds\":%.2f,\"solutions\":%llu,"
