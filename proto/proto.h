@@ -107,7 +107,10 @@ void proto_job_run(proto_job *job, size_t begin, size_t end);
  * proto_job_free); out of memory leaves job unseeded. */
 void proto_job_warm_start(proto_job *job, const proto_job *prev);
 /* The result of target i as the JSON object the responses contain (new
- * reference). Only after proto_job_run() covered i. */
+ * reference). Only after proto_job_run() covered i. A result holding a
+ * non-finite number (which the solvers never give) is answered as status
+ * "failure", code 99999, reason "non_finite_<member>", without the pose
+ * members, here and in proto_job_encode(). */
 json_t *proto_job_result_json(const proto_job *job, size_t i);
 /* Name of the solver the job uses ("two_bone", "numeric", ...), a static
  * string for metrics labels. */

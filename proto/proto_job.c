@@ -663,6 +663,88 @@ static void status_words(int st, const char **word, int *code)
     }
 }
 
+static bool finite_vec(ik_vec3 v)
+{
+    return isfinite(v.x) && isfinite(v.y) && isfinite(v.z);
+}
+
+static bool finite_quat(ik_quat q)
+{
+    return isfinite(q.x) && isfinite(q.y) && isfinite(q.z) && isfinite(q.w);
+}
+
+/* The member of result i that would hold a non-finite number, in the order
+ * the answer lists them, or NULL. The values are checked as they would be
+ * printed (after the conversion to the caller's units and frame). */
+static const char *non_finite_member(const proto_job *job, size_t i)
+{
+    const proto_result *r = &job->results[i];
+    const proto_chain *c = job->chain;
+    proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
+    proto_units u = job->opt.units;
+    bool skel = c->kind == PROTO_CHAIN_SKELETON;
+    for (size_t k = 0; k < job->dof; k++) {
+        bool ang = !c->has_chain || c->kind == PROTO_CHAIN_PLANAR || angular_joint(c, k);
+        if (!isfinite(ang ? proto_angle_out(u, r->q[k]) : r->q[k]))
+            return "joints";
+    }
+    for (size_t k = 0; k < job->npos; k++)
+        if (!finite_vec(proto_frame_vec_out(f, r->positions[k])))
+            return "positions";
+    for (size_t k = 0; k < job->nrot; k++)
+        if (!finite_quat(proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])))
+            return "rotations";
+    for (size_t k = 0; !skel && k < job->nrot; k++)
+        if (!finite_quat(proto_frame_quat_out(f, r->local[k])))
+            return "local_rotations";
+    if (r->has_tip) {
+        ik_xform t = proto_frame_xform_out(f, r->tip);
+        if (!finite_vec(t.p) || !finite_quat(t.q))
+            return "tip";
+    }
+    if (!isfinite(r->pos_err))
+        return "position_error";
+    if (!(r->rot_err < 0) && !isfinite(proto_angle_out(u, r->rot_err)))
+        return "orientation_error";
+    if (!isfinite(r->time_s * 1e3))
+        return "time_ms";
+    return NULL;
+}
+
+/* How result i is answered: the status word, MoveIt's code, the reason and
+ * whether the pose members (joints, positions, rotations, tip, errors) are
+ * printed. The solvers promise finite answers; a result that holds a
+ * non-finite number anyway is answered as a failure (MoveIt's FAILURE)
+ * whose reason names the member, "non_finite_<member>" (reason points into
+ * a buffer of PROTO_REASON_MAX), rather than with the number left out. */
+#define PROTO_REASON_MAX 48
+typedef struct outcome {
+    const char *word;
+    int code;
+    const char *reason;
+    bool pose;
+    double time_ms; /* finite */
+    char buf[PROTO_REASON_MAX];
+} outcome;
+
+static void result_outcome(const proto_job *job, size_t i, outcome *o)
+{
+    const proto_result *r = &job->results[i];
+    status_words(r->status, &o->word, &o->code);
+    o->reason = ik_status_name(r->status);
+    o->pose = r->status != IK_EINVAL && r->status != IK_ENOSPC;
+    o->time_ms = isfinite(r->time_s * 1e3) ? r->time_s * 1e3 : 0.0;
+    const char *bad = o->pose ? non_finite_member(job, i)
+                              : isfinite(r->time_s * 1e3) ? NULL
+                                                          : "time_ms";
+    if (bad) {
+        o->word = "failure", o->code = 99999; /* MoveIt's FAILURE */
+        snprintf(o->buf, sizeof o->buf, "non_finite_%s", bad);
+        o->reason = o->buf;
+        o->pose = false;
+    }
+}
+
 static json_t *vec_json(ik_vec3 v, bool dims2)
 {
     double d[3] = {v.x, v.y, v.z};
@@ -681,16 +763,15 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
-    const char *word;
-    int code;
-    status_words(r->status, &word, &code);
+    outcome oc;
+    result_outcome(job, i, &oc);
     json_t *o = json_object();
     if (!o)
         return NULL;
-    json_object_set_new(o, "status", json_string(word));
-    json_object_set_new(o, "code", json_integer(code));
-    json_object_set_new(o, "reason", json_string(ik_status_name(r->status)));
-    bool valid = r->status != IK_EINVAL && r->status != IK_ENOSPC;
+    json_object_set_new(o, "status", json_string(oc.word));
+    json_object_set_new(o, "code", json_integer(oc.code));
+    json_object_set_new(o, "reason", json_string(oc.reason));
+    bool valid = oc.pose;
     if (valid && job->dof) {
         json_t *a = json_array();
         for (size_t k = 0; k < job->dof; k++) {
@@ -734,7 +815,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     }
     json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
     json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
-    json_object_set_new(o, "time_ms", json_real(r->time_s * 1e3));
+    json_object_set_new(o, "time_ms", json_real(oc.time_ms));
     return o;
 }
 
@@ -745,9 +826,9 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
  * proto_json_dump() gives for the tree proto_job_result_json() and the
  * object below would build (same keys in the same order, same number
  * text), which tests/proto/test_proto_job.c checks against jansson's
- * json_dumps() of those trees. A non-finite real (which jansson's
- * json_real() refuses, so the tree would lack it) is left out the same
- * way. */
+ * json_dumps() of those trees. Neither prints a non-finite real (which
+ * JSON cannot hold and jansson's json_real() refuses): result_outcome()
+ * answers a result holding one as a failure without its pose members. */
 
 #define KEY(w, k) proto_jw_raw(w, "\"" k "\":", sizeof(k) + 2)
 
@@ -763,17 +844,13 @@ static void key_sep(proto_jw *w, bool *first, const char *k, size_t n)
 }
 #define MEMBER(w, first, k) key_sep(w, first, k, sizeof(k) - 1)
 
-/* n reals as an array; elements json_real() would refuse are left out. */
+/* n reals (finite: result_outcome() checked them) as an array. */
 static void put_reals(proto_jw *w, const double *d, size_t n)
 {
     proto_jw_raw(w, "[", 1);
-    bool first = true;
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(d[i]))
-            continue;
-        if (!first)
+        if (i)
             proto_jw_raw(w, ",", 1);
-        first = false;
         proto_jw_double(w, d[i]);
     }
     proto_jw_raw(w, "]", 1);
@@ -791,12 +868,9 @@ static void put_quat(proto_jw *w, ik_quat q)
     put_reals(w, d, 4);
 }
 
-/* A real member, left out when not finite (as json_object_set_new() of a
- * NULL json_real() leaves it out). */
+/* A real member (finite: result_outcome() checked it). */
 static void put_real_member(proto_jw *w, bool *first, const char *k, size_t n, double v)
 {
-    if (!isfinite(v))
-        return;
     key_sep(w, first, k, n);
     proto_jw_double(w, v);
 }
@@ -809,30 +883,23 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
-    const char *word;
-    int code;
-    status_words(r->status, &word, &code);
+    outcome oc;
+    result_outcome(job, i, &oc);
     MEMBER(w, first, "status");
-    proto_jw_string(w, word, strlen(word));
+    proto_jw_string(w, oc.word, strlen(oc.word));
     MEMBER(w, first, "code");
-    proto_jw_integer(w, code);
+    proto_jw_integer(w, oc.code);
     MEMBER(w, first, "reason");
-    const char *reason = ik_status_name(r->status);
-    proto_jw_string(w, reason, strlen(reason));
-    bool valid = r->status != IK_EINVAL && r->status != IK_ENOSPC;
+    proto_jw_string(w, oc.reason, strlen(oc.reason));
+    bool valid = oc.pose;
     if (valid && job->dof) {
         MEMBER(w, first, "joints");
         proto_jw_raw(w, "[", 1);
-        bool f1 = true;
         for (size_t k = 0; k < job->dof; k++) {
             bool ang = !c->has_chain || c->kind == PROTO_CHAIN_PLANAR || angular_joint(c, k);
-            double v = ang ? proto_angle_out(u, r->q[k]) : r->q[k];
-            if (!isfinite(v))
-                continue;
-            if (!f1)
+            if (k)
                 proto_jw_raw(w, ",", 1);
-            f1 = false;
-            proto_jw_double(w, v);
+            proto_jw_double(w, ang ? proto_angle_out(u, r->q[k]) : r->q[k]);
         }
         proto_jw_raw(w, "]", 1);
     }
@@ -889,7 +956,7 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
     proto_jw_integer(w, (json_int_t)r->iterations);
     MEMBER(w, first, "restarts");
     proto_jw_integer(w, (json_int_t)r->restarts);
-    REAL_MEMBER(w, first, "time_ms", r->time_s * 1e3);
+    REAL_MEMBER(w, first, "time_ms", oc.time_ms);
 }
 
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
@@ -955,11 +1022,10 @@ char *proto_job_encode(const proto_job *job, size_t *len)
     } else {
         size_t counts[4] = {0, 0, 0, 0};
         for (size_t i = 0; i < job->n; i++) {
-            int st = job->results[i].status;
-            size_t k = st == IK_OK                                                  ? 0
-                       : st == IK_EUNREACHABLE || st == IK_ENOTCONV || st == IK_ELIMITS ? 1
-                       : st == IK_ETIMEDOUT                                         ? 2
-                                                                                    : 3;
+            /* by the code each result is answered with */
+            outcome oc;
+            result_outcome(job, i, &oc);
+            size_t k = oc.code == 1 ? 0 : oc.code == -31 ? 1 : oc.code == -6 ? 2 : 3;
             counts[k]++;
         }
         MEMBER(&w, &first, "count");

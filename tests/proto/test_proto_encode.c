@@ -9,8 +9,11 @@
  * prints it with jansson's own json_dumps(JSON_COMPACT |
  * JSON_REAL_PRECISION(17)); both must agree byte for byte on every chain
  * kind, solver, frame and unit, on batches with and without seeds, on
- * failures, on names that need escaping, on random two-bone requests and
- * on every request of tests/fixtures/ that is accepted.
+ * failures, on names that need escaping, on random two-bone requests, on
+ * every request of tests/fixtures/ that is accepted, and on results with a
+ * NaN or an infinity forced into each member (answered as failures that
+ * name the member, never with the number left out). The oracle counts a
+ * batch's results by the status word each is answered with.
  *
  * Chain ids are the first 128 bits of the SHA-256 of the chain's canonical
  * JSON (keys sorted, every number as a 17-digit real): the oracle converts
@@ -20,6 +23,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <math.h>
 #include <nettle/sha2.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +31,7 @@
 #include <string.h>
 
 #include "proto/proto_impl.h"
+#include "proto/stream.h"
 #include "solver/ik_status.h"
 
 /* ---- the oracle -------------------------------------------------------- */
@@ -59,12 +64,14 @@ static json_t *oracle_tree(const proto_job *job)
         json_t *res = json_array();
         json_int_t counts[4] = {0, 0, 0, 0};
         for (size_t i = 0; i < job->n; i++) {
-            json_array_append_new(res, proto_job_result_json(job, i));
-            int st = job->results[i].status;
-            counts[st == IK_OK                                                   ? 0
-                   : st == IK_EUNREACHABLE || st == IK_ENOTCONV || st == IK_ELIMITS ? 1
-                   : st == IK_ETIMEDOUT                                          ? 2
-                                                                                 : 3]++;
+            json_t *r = proto_job_result_json(job, i);
+            /* counted by the status word each result is answered with */
+            const char *w = json_string_value(json_object_get(r, "status"));
+            counts[strcmp(w, "success") == 0          ? 0
+                   : strcmp(w, "no_ik_solution") == 0 ? 1
+                   : strcmp(w, "timed_out") == 0      ? 2
+                                                      : 3]++;
+            json_array_append_new(res, r);
         }
         json_object_set_new(o, "count", json_integer((json_int_t)job->n));
         json_object_set_new(o, "counts",
@@ -183,6 +190,148 @@ START_TEST(test_every_kind)
 {
     for (size_t i = 0; i < sizeof REQUESTS / sizeof REQUESTS[0]; i++)
         ck_assert_msg(same_as_oracle_str(REQUESTS[i]), "request %zu was rejected", i);
+}
+END_TEST
+
+/* ---- non-finite numbers in a result ---------------------------------------- */
+
+/* The solvers promise finite answers; should a non-finite number ever come
+ * out, the result is answered as a failure (MoveIt's FAILURE, 99999) whose
+ * reason names the member, never with the member silently left out. Each
+ * member of each request's last result gets a NaN or an infinity in turn;
+ * both encoders must agree with the oracle, and the other results of a
+ * batch keep their answers. */
+typedef struct poke {
+    const char *member;
+    double *at;
+} poke;
+
+static size_t pokes_of(proto_job *job, size_t i, poke *p)
+{
+    proto_result *r = &job->results[i];
+    bool skel = job->chain->kind == PROTO_CHAIN_SKELETON;
+    size_t n = 0;
+    if (job->dof)
+        p[n++] = (poke){"joints", &r->q[job->dof - 1]};
+    if (job->npos)
+        p[n++] = (poke){"positions", &r->positions[job->npos / 2].y};
+    if (job->nrot && !skel)
+        p[n++] = (poke){"rotations", &r->rotations[0].z};
+    if (job->nrot)
+        p[n++] = (poke){skel ? "rotations" : "local_rotations", &r->local[job->nrot - 1].w};
+    if (r->has_tip)
+        p[n++] = (poke){"tip", &r->tip.p.x};
+    if (r->has_tip)
+        p[n++] = (poke){"tip", &r->tip.q.y};
+    p[n++] = (poke){"position_error", &r->pos_err};
+    if (r->rot_err >= 0)
+        p[n++] = (poke){"orientation_error", &r->rot_err};
+    p[n++] = (poke){"time_ms", &r->time_s};
+    return n;
+}
+
+static void check_non_finite(const char *body)
+{
+    proto_job *job = NULL;
+    proto_error err;
+    proto_kind kind = PROTO_SOLVE;
+    size_t len = strlen(body);
+    if (proto_job_decode(body, len, kind, NULL, NULL, NULL, &job, &err)) {
+        kind = PROTO_BATCH;
+        ck_assert_int_eq(proto_job_decode(body, len, kind, NULL, NULL, NULL, &job, &err), 0);
+    }
+    size_t n = proto_job_count(job), last = n - 1;
+    proto_job_run(job, 0, n);
+    if (job->results[last].status == IK_EINVAL || job->results[last].status == IK_ENOSPC) {
+        proto_job_free(job);
+        return;
+    }
+    char *before = proto_job_encode(job, NULL);
+    json_t *b = json_loads(before, 0, NULL);
+    ck_assert_ptr_nonnull(b);
+    poke p[16];
+    size_t np = pokes_of(job, last, p);
+    static const double bad[] = {NAN, INFINITY, -INFINITY};
+    for (size_t k = 0; k < np; k++) {
+        for (size_t v = 0; v < 3; v++) {
+            /* a negative orientation error means "not applicable" */
+            if (p[k].at == &job->results[last].rot_err && bad[v] < 0)
+                continue;
+            double keep = *p[k].at;
+            *p[k].at = bad[v];
+            size_t elen;
+            char *got = proto_job_encode(job, &elen);
+            json_t *t = oracle_tree(job);
+            char *want = json_dumps(t, JSON_COMPACT | JSON_REAL_PRECISION(17));
+            ck_assert_msg(strcmp(got, want) == 0, "%s with %s = %g:\n got  %s\n want %s", body,
+                          p[k].member, bad[v], got, want);
+            json_t *a = json_loads(got, 0, NULL);
+            ck_assert_msg(a != NULL, "not JSON: %s", got);
+            json_t *r = kind == PROTO_SOLVE ? a
+                                            : json_array_get(json_object_get(a, "results"), last);
+            char reason[64];
+            snprintf(reason, sizeof reason, "non_finite_%s", p[k].member);
+            ck_assert_msg(strcmp(json_string_value(json_object_get(r, "status")), "failure") == 0,
+                          "%s with %s = %g: %s", body, p[k].member, bad[v], got);
+            ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), 99999);
+            ck_assert_str_eq(json_string_value(json_object_get(r, "reason")), reason);
+            /* no numbers of the pose: a failure carries none, as an
+             * invalid goal does; the work counters and the time stay */
+            static const char *const gone[] = {"joints", "positions", "rotations",
+                                               "local_rotations", "tip", "position_error",
+                                               "orientation_error", NULL};
+            for (size_t g = 0; gone[g]; g++)
+                ck_assert_msg(json_object_get(r, gone[g]) == NULL, "%s still in %s", gone[g], got);
+            ck_assert(json_is_integer(json_object_get(r, "iterations")));
+            ck_assert(json_is_integer(json_object_get(r, "restarts")));
+            ck_assert(json_is_number(json_object_get(r, "time_ms")));
+            /* the tree form and a stream solution say the same */
+            json_t *tr = proto_job_result_json(job, last);
+            ck_assert_str_eq(json_string_value(json_object_get(tr, "reason")), reason);
+            char *s1 = proto_stream_encode_solution("s", 1, 0, tr, 0, 0, &elen);
+            char *s2 = proto_stream_encode_job_solution("s", 1, 0, job, last, 0, 0, &elen);
+            ck_assert_str_eq(s1, s2);
+            free(s1);
+            free(s2);
+            json_decref(tr);
+            if (kind == PROTO_BATCH) {
+                /* the others are answered as before (time aside), and
+                 * counted */
+                json_t *counts = json_object_get(a, "counts");
+                json_int_t other = json_integer_value(json_object_get(counts, "other"));
+                json_int_t other0 =
+                    json_integer_value(json_object_get(json_object_get(b, "counts"), "other"));
+                const char *w0 = json_string_value(json_object_get(
+                    json_array_get(json_object_get(b, "results"), last), "status"));
+                ck_assert_int_eq(other, other0 + (strcmp(w0, "failure") != 0));
+                for (size_t i = 0; i < last; i++) {
+                    json_t *x = json_array_get(json_object_get(a, "results"), i);
+                    json_t *y = json_array_get(json_object_get(b, "results"), i);
+                    json_object_del(x, "time_ms");
+                    json_object_del(y, "time_ms");
+                    ck_assert(json_equal(x, y));
+                }
+            }
+            json_decref(a);
+            json_decref(t);
+            free(got);
+            free(want);
+            *p[k].at = keep;
+        }
+    }
+    /* restored: answered as before */
+    char *after = proto_job_encode(job, NULL);
+    ck_assert_str_eq(after, before);
+    free(after);
+    free(before);
+    json_decref(b);
+    proto_job_free(job);
+}
+
+START_TEST(test_non_finite_results)
+{
+    for (size_t i = 0; i < sizeof REQUESTS / sizeof REQUESTS[0]; i++)
+        check_non_finite(REQUESTS[i]);
 }
 END_TEST
 
@@ -377,6 +526,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_every_kind);
+    tcase_add_test(tc, test_non_finite_results);
     tcase_add_test(tc, test_random_two_bone);
     tcase_add_test(tc, test_fixture_requests);
     tcase_add_test(tc, test_urdf_chain);
