@@ -83,6 +83,7 @@
 #define WS_MAX_STREAMS 64          /* per connection */
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
 #define WS_READ_BUDGET (32 * 1024) /* bytes read per poll event, for fairness */
+#define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
 
 typedef struct ws_conn ws_conn;
 typedef struct ws_stream ws_stream;
@@ -107,6 +108,9 @@ struct ws_conn {
     char *extra; /* extra_in bytes not yet fed to wslay */
     size_t extra_off, extra_len;
     size_t read_budget;
+    bool read_short; /* the last recv() returned less than asked: drained */
+    char *out;       /* framed bytes gathered from wslay, sent by out_flush */
+    size_t out_off, out_len;
     ws_stream *streams;
     size_t nstreams;
     unsigned refs;
@@ -170,6 +174,7 @@ static void conn_unref(ws_conn *c)
         return;
     wslay_event_context_free(c->wslay);
     free(c->extra);
+    free(c->out);
     free(c);
 }
 
@@ -699,7 +704,9 @@ static ssize_t on_recv(wslay_event_context_ptr wctx, uint8_t *buf, size_t len, i
         c->extra_off += n;
         return (ssize_t)n;
     }
-    if (c->read_budget == 0) {
+    if (c->read_budget == 0 || c->read_short) {
+        /* a short read drained the socket: asking again would only return
+         * EAGAIN (the poll is level-triggered, so nothing is missed) */
         wslay_event_set_error(wctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
     }
@@ -709,6 +716,7 @@ static ssize_t on_recv(wslay_event_context_ptr wctx, uint8_t *buf, size_t len, i
         ssize_t r = recv(c->fd, buf, len, 0);
         if (r > 0) {
             c->read_budget -= (size_t)r;
+            c->read_short = (size_t)r < len;
             c->last_rx = uv_now(c->ctx->loop);
             c->pinged = false;
             return r;
@@ -725,28 +733,58 @@ static ssize_t on_recv(wslay_event_context_ptr wctx, uint8_t *buf, size_t len, i
     }
 }
 
+/* Sends what out holds; 0, or -1 when the socket failed. */
+static int out_flush(ws_conn *c)
+{
+    while (c->out_off < c->out_len) {
+        ssize_t r = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        if (r > 0) {
+            c->out_off += (size_t)r;
+        } else if (r < 0 && errno == EINTR) {
+            continue;
+        } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return 0;
+        } else {
+            c->failed = true;
+            return -1;
+        }
+    }
+    c->out_off = c->out_len = 0;
+    return 0;
+}
+
+/* wslay's writer: frames are gathered in out (one send() per wakeup for all
+ * the answers of a connection, instead of one per frame piece) and sent by
+ * out_flush(); when out is full and the socket takes nothing, wslay waits. */
 static ssize_t on_send(wslay_event_context_ptr wctx, const uint8_t *data, size_t len, int flags,
                        void *user)
 {
     ws_conn *c = user;
-    for (;;) {
-        /* wslay hands a frame's header and payload over separately: with
-         * MSG_MORE the kernel sends them (and the next queued frames) in
-         * one segment; the last piece goes out without it. */
-        ssize_t r =
-            send(c->fd, data, len, MSG_NOSIGNAL | ((flags & WSLAY_MSG_MORE) ? MSG_MORE : 0));
-        if (r >= 0)
-            return r;
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            wslay_event_set_error(wctx, WSLAY_ERR_WOULDBLOCK);
-        } else {
-            c->failed = true;
-            wslay_event_set_error(wctx, WSLAY_ERR_CALLBACK_FAILURE);
-        }
+    if (!c->out && !(c->out = malloc(WS_OUT_CAP))) {
+        wslay_event_set_error(wctx, WSLAY_ERR_CALLBACK_FAILURE);
         return -1;
     }
+    if (c->out_len == WS_OUT_CAP) {
+        if (out_flush(c) != 0) {
+            wslay_event_set_error(wctx, WSLAY_ERR_CALLBACK_FAILURE);
+            return -1;
+        }
+        if (c->out_len == WS_OUT_CAP) {
+            wslay_event_set_error(wctx, WSLAY_ERR_WOULDBLOCK);
+            return -1;
+        }
+    }
+    if (c->out_off > 0 && c->out_len + len > WS_OUT_CAP) {
+        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+        c->out_len -= c->out_off;
+        c->out_off = 0;
+    }
+    size_t n = WS_OUT_CAP - c->out_len;
+    if (n > len)
+        n = len;
+    memcpy(c->out + c->out_len, data, n);
+    c->out_len += n;
+    return (ssize_t)n;
 }
 
 static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg_recv_arg *arg,
@@ -779,10 +817,19 @@ static void conn_after_io(ws_conn *c)
 {
     if (c->dead)
         return;
-    if (!c->failed && wslay_event_want_write(c->wslay) &&
-        wslay_event_send(c->wslay) == WSLAY_ERR_NOMEM)
-        c->failed = true;
-    bool rd = wslay_event_want_read(c->wslay), wr = wslay_event_want_write(c->wslay);
+    /* Frame into out, send, and again while both make progress (out is
+     * bounded, wslay's queue may hold more than one buffer's worth). */
+    for (int round = 0; round < 8 && !c->failed; round++) {
+        size_t before = c->out_len - c->out_off;
+        if (wslay_event_want_write(c->wslay) && wslay_event_send(c->wslay) == WSLAY_ERR_NOMEM)
+            c->failed = true;
+        if (c->failed || out_flush(c) != 0 || c->out_len > 0)
+            break; /* the socket is full: wait for UV_WRITABLE */
+        if (!wslay_event_want_write(c->wslay) || before == 0)
+            break;
+    }
+    bool rd = wslay_event_want_read(c->wslay);
+    bool wr = wslay_event_want_write(c->wslay) || c->out_len > c->out_off;
     if (c->failed || (!rd && !wr)) {
         conn_teardown(c);
         return;
@@ -799,6 +846,7 @@ static void conn_after_io(ws_conn *c)
 static void conn_read(ws_conn *c)
 {
     c->read_budget = WS_READ_BUDGET;
+    c->read_short = false;
     /* A protocol error makes wslay queue its own close frame (1002, 1007,
      * 1009) and stop reading; only a socket failure (set by on_recv) or no
      * memory ends the connection at once. */
