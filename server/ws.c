@@ -55,7 +55,8 @@
  *   - "close" ends a running path (path_end, completed false), then lets a
  *     running solve and a waiting target finish and be answered, then
  *     answers "closed". Messages to a closing stream get unknown_stream.
- *   - Shutdown (srv_ws_shutdown): new messages are ignored, running paths
+ *   - Shutdown (srv_ws_shutdown): what the client sent before the signal
+ *     is read once more; after that new messages are ignored, running paths
  *     end, running solves and waiting targets are answered, then the
  *     connection gets its 1001 close frame.
  *
@@ -119,6 +120,11 @@ struct ws_conn {
     bool failed;  /* the socket failed or reached EOF */
     bool pinged;  /* idle: a ping is out and nothing came back yet */
     bool draining; /* shutting down: no new messages; close once idle */
+    /* a close frame waiting for the answers queued before it (wslay sends
+     * control frames ahead of queued messages, and nothing after a close) */
+    bool close_pending;
+    uint16_t close_code;
+    const char *close_reason; /* static text */
     uint64_t last_rx; /* uv_now() of the last bytes read */
 };
 
@@ -165,6 +171,7 @@ static void on_poll(uv_poll_t *p, int status, int events);
 static void stream_kick(ws_stream *s);
 static void stream_settle(ws_stream *s);
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
+static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now);
 
 /* ---- references ----------------------------------------------------------- */
 
@@ -217,8 +224,8 @@ static void send_text(ws_conn *c, const char *text, size_t len)
         srv_metrics_rejected(c->ctx, "send_queue");
         srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
                 c->ctx->cfg.ws_send_queue_bytes);
-        conn_begin_close(c, WSLAY_CODE_POLICY_VIOLATION,
-                         "send queue over its cap: the client does not read");
+        conn_close(c, WSLAY_CODE_POLICY_VIOLATION,
+                   "send queue over its cap: the client does not read", true);
     }
 }
 
@@ -269,17 +276,32 @@ static void on_idle_tick(uv_timer_t *t)
     conn_after_io(c);
 }
 
-/* ikd ends the connection: queue a close frame and give the client
- * WS_CLOSE_GRACE_MS to answer it. */
-static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason)
+/* ikd ends the connection: no message is queued after this one; the close
+ * frame follows the messages already queued (conn_after_io queues it once
+ * they are out), or goes at once when `now` (a client that does not read
+ * would never let them out). The client then has WS_CLOSE_GRACE_MS to
+ * answer it. reason is static text. */
+static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now)
 {
     if (c->dead)
         return;
     if (!c->closing) {
         c->closing = true;
-        wslay_event_queue_close(c->wslay, code, (const uint8_t *)reason, strlen(reason));
+        c->close_pending = true;
+        c->close_code = code;
+        c->close_reason = reason;
+    }
+    if (c->close_pending && (now || wslay_event_get_queued_msg_count(c->wslay) == 0)) {
+        c->close_pending = false;
+        wslay_event_queue_close(c->wslay, c->close_code, (const uint8_t *)c->close_reason,
+                                strlen(c->close_reason));
     }
     uv_timer_start(&c->timer, on_close_timeout, WS_CLOSE_GRACE_MS, 0);
+}
+
+static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason)
+{
+    conn_close(c, code, reason, false);
 }
 
 /* ---- paths ---------------------------------------------------------------------- */
@@ -828,6 +850,11 @@ static void conn_after_io(ws_conn *c)
         if (!wslay_event_want_write(c->wslay) || before == 0)
             break;
     }
+    if (c->close_pending && !c->failed && wslay_event_get_queued_msg_count(c->wslay) == 0) {
+        conn_close(c, c->close_code, c->close_reason, true);
+        if (wslay_event_send(c->wslay) == WSLAY_ERR_NOMEM || out_flush(c) != 0)
+            c->failed = true;
+    }
     bool rd = wslay_event_want_read(c->wslay);
     bool wr = wslay_event_want_write(c->wslay) || c->out_len > c->out_off;
     if (c->failed || (!rd && !wr)) {
@@ -1054,6 +1081,10 @@ void srv_ws_shutdown(srv_ctx *ctx)
     for (ws_conn *c = ws->head, *next; c; c = next) {
         next = c->next;
         c->refs++;
+        /* what the client sent before the signal is in the socket already:
+         * read it once more, so that it is answered too */
+        if (!c->closing && wslay_event_want_read(c->wslay))
+            conn_read(c);
         c->draining = true;
         for (ws_stream *s = c->streams, *sn; s; s = sn) {
             sn = s->next;

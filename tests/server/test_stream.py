@@ -977,6 +977,37 @@ class ShutdownTest(unittest.TestCase):
         finally:
             d.stop()
 
+    def test_sigterm_answers_in_flight_targets(self):
+        """A solve running on the pool when SIGTERM arrives, and a target
+        waiting behind it, are both answered before the 1001 close frame:
+        the iiwa gets a target just out of reach with a 300 ms budget, so the
+        first is still being solved when the signal comes."""
+        d = Daemon("--max-iterations", "100000000")
+        try:
+            async def body():
+                ws = await connect(d)
+                await open_stream(ws, "arm", chain=iiwa_chain(),
+                                  options={"timeout_ms": 300, "max_iterations": 100000000})
+                far = {"position": [0.0, 0.0, 1.45]}  # just out of reach: runs its budget
+                await send(ws, {"type": "target", "stream": "arm", "seq": 0, "target": far})
+                await asyncio.sleep(0.02)
+                await send(ws, {"type": "target", "stream": "arm", "seq": 1, "target": far})
+                await asyncio.sleep(0.05)
+                d.proc.send_signal(signal.SIGTERM)
+                seqs = []
+                with self.assertRaises(websockets.exceptions.ConnectionClosed) as cm:
+                    while True:
+                        m = await recv(ws)
+                        self.assertEqual((m["type"], m["skipped"]), ("solution", 0), m)
+                        self.assertEqual(m["result"]["status"], "timed_out", m)
+                        seqs.append(m["seq"])
+                self.assertEqual(close_code(cm.exception), 1001)
+                self.assertEqual(seqs, [0, 1], "targets accepted before SIGTERM went unanswered")
+            run(body())
+            d.proc.wait(10)
+            self.assertEqual(d.proc.returncode, 0)
+        finally:
+            d.stop()
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
