@@ -5,8 +5,12 @@
  */
 #include "proto/proto_json.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- paths ------------------------------------------------------------ */
@@ -103,6 +107,492 @@ static int bad(proto_error *err, const char *path, const char *what)
 
 /* ---- parsing ---------------------------------------------------------- */
 
+/*
+ * The reader. jansson's own parser reads one character at a time through a
+ * stream abstraction and calls localeconv() for every number; on a two-bone
+ * request that is most of the decode. This reader walks the buffer directly
+ * and builds the tree json_loadb() would build, with the same public
+ * constructors, in the same order:
+ *
+ *   - objects and arrays as jansson fills them (keys in text order), strings
+ *     with json_stringn_nocheck() once their UTF-8 has been checked here;
+ *   - a number without fraction or exponent that fits json_int_t is an
+ *     integer (-0 is the integer 0), any other number a real;
+ *   - reals are correctly rounded: exactly (one IEEE multiplication or
+ *     division of two exact doubles) when the digits fit 2^53 and the power
+ *     of ten is at most 22, else strtod() as jansson itself converts them
+ *     (the daemon never calls setlocale(); a locale whose decimal point is
+ *     not '.' makes strtod() stop early and the text goes to jansson);
+ *   - nesting counts as jansson counts it: every value, scalars included,
+ *     one level deeper than its container, JSON_PARSER_MAX_DEPTH at most.
+ *
+ * It gives up (returns NULL, nothing leaked) at the first thing it does not
+ * accept: every syntax error, a duplicate key (also without
+ * JSON_REJECT_DUPLICATES: jansson's replacement rules are left to jansson),
+ * \u0000, lone surrogates, invalid UTF-8, integers beyond json_int_t, reals
+ * that overflow, depth beyond the limit, a top-level scalar without
+ * JSON_DECODE_ANY, anything after the value but whitespace, out of memory.
+ * proto_json_loadb() then calls json_loadb() on the same text with the same
+ * flags, so that every error is jansson's own, byte for byte (text, line,
+ * column, position), and any valid text this reader declines still gives
+ * jansson's tree.
+ */
+
+typedef struct {
+    const unsigned char *p, *end;
+} jr;
+
+/* 1 for the bytes a string holds as they are: 0x20..0x7f but '"' and '\'. */
+static const unsigned char jr_plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    /* 0x80..0xff: UTF-8, checked by jr_utf8() */
+};
+
+static inline void jr_ws(jr *r)
+{
+    while (r->p < r->end &&
+           (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+        r->p++;
+}
+
+/* One UTF-8 sequence starting at p (first byte >= 0x80) as RFC 3629 allows
+ * it (no overlong forms, no surrogates, nothing above U+10FFFF); its length,
+ * or 0. */
+static size_t jr_utf8(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0];
+    size_t left = (size_t)(end - p);
+    unsigned lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (left < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+static int jr_hex4(const unsigned char *p, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned c = p[i], d;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            d = (c | 0x20) - 'a' + 10;
+        else
+            return -1;
+        v = v << 4 | d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The escapes of s[0..n) (between the quotes, already checked by
+ * jr_string() for everything but the escapes) decoded into out, which has
+ * room for n bytes (no escape grows). Returns the decoded length or -1. */
+static ptrdiff_t jr_unescape(const unsigned char *s, size_t n, char *out)
+{
+    const unsigned char *e = s + n;
+    char *o = out;
+    while (s < e) {
+        if (*s != '\\') {
+            *o++ = (char)*s++;
+            continue;
+        }
+        if (e - s < 2)
+            return -1;
+        unsigned c = s[1];
+        s += 2;
+        switch (c) {
+        case '"': *o++ = '"'; continue;
+        case '\\': *o++ = '\\'; continue;
+        case '/': *o++ = '/'; continue;
+        case 'b': *o++ = '\b'; continue;
+        case 'f': *o++ = '\f'; continue;
+        case 'n': *o++ = '\n'; continue;
+        case 'r': *o++ = '\r'; continue;
+        case 't': *o++ = '\t'; continue;
+        case 'u': break;
+        default: return -1;
+        }
+        unsigned u;
+        if (e - s < 4 || jr_hex4(s, &u))
+            return -1;
+        s += 4;
+        if (u == 0)
+            return -1; /* \u0000: jansson's, with or without JSON_ALLOW_NUL */
+        if (u >= 0xdc00 && u <= 0xdfff)
+            return -1; /* a low surrogate first */
+        if (u >= 0xd800 && u <= 0xdbff) {
+            unsigned l;
+            if (e - s < 6 || s[0] != '\\' || s[1] != 'u' || jr_hex4(s + 2, &l) || l < 0xdc00 ||
+                l > 0xdfff)
+                return -1;
+            s += 6;
+            u = 0x10000 + ((u - 0xd800) << 10) + (l - 0xdc00);
+        }
+        if (u < 0x80) {
+            *o++ = (char)u;
+        } else if (u < 0x800) {
+            *o++ = (char)(0xc0 | u >> 6);
+            *o++ = (char)(0x80 | (u & 0x3f));
+        } else if (u < 0x10000) {
+            *o++ = (char)(0xe0 | u >> 12);
+            *o++ = (char)(0x80 | (u >> 6 & 0x3f));
+            *o++ = (char)(0x80 | (u & 0x3f));
+        } else {
+            *o++ = (char)(0xf0 | u >> 18);
+            *o++ = (char)(0x80 | (u >> 12 & 0x3f));
+            *o++ = (char)(0x80 | (u >> 6 & 0x3f));
+            *o++ = (char)(0x80 | (u & 0x3f));
+        }
+    }
+    return o - out;
+}
+
+/* A string at r->p (on the opening quote). Its bytes in *s, *n: in the text
+ * itself, or, when it has escapes (rare in requests), decoded into *heap
+ * (malloc'd; the caller frees it, also on error). 0 or -1. */
+static int jr_string(jr *r, char **heap, const char **s, size_t *n)
+{
+    const unsigned char *start = ++r->p, *p = start, *end = r->end;
+    bool escaped = false;
+    for (;;) {
+        while (p < end && jr_plain[*p])
+            p++;
+        if (p >= end)
+            return -1;
+        unsigned c = *p;
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            escaped = true;
+            if (end - p < 2)
+                return -1;
+            p += 2; /* the escape itself is checked by jr_unescape() */
+            continue;
+        }
+        if (c < 0x80)
+            return -1; /* a control character */
+        size_t k = jr_utf8(p, end);
+        if (!k)
+            return -1;
+        p += k;
+    }
+    size_t raw = (size_t)(p - start);
+    r->p = p + 1;
+    if (!escaped) {
+        *s = (const char *)start;
+        *n = raw;
+        return 0;
+    }
+    char *out = *heap = malloc(raw ? raw : 1);
+    if (!out)
+        return -1;
+    ptrdiff_t k = jr_unescape(start, raw, out);
+    if (k < 0)
+        return -1;
+    *s = out;
+    *n = (size_t)k;
+    return 0;
+}
+
+static json_t *jr_string_value(jr *r)
+{
+    char *heap = NULL;
+    const char *s;
+    size_t n;
+    json_t *v = NULL;
+    if (jr_string(r, &heap, &s, &n) == 0)
+        v = json_stringn_nocheck(s, n);
+    free(heap);
+    return v;
+}
+
+/* 10^0 .. 10^22, each exact in a double. */
+static const double jr_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Leaves out of the recursion: kept out of line so that their buffers do
+ * not sit in every level's stack frame. */
+#if defined(__GNUC__)
+#define JR_NOINLINE __attribute__((noinline))
+#else
+#define JR_NOINLINE
+#endif
+
+/* The text of a real through strtod(), as jansson converts it. */
+static JR_NOINLINE json_t *jr_strtod(const unsigned char *t, size_t n)
+{
+    char buf[64], *s = buf;
+    if (n >= sizeof buf && !(s = malloc(n + 1)))
+        return NULL;
+    memcpy(s, t, n);
+    s[n] = '\0';
+    char *e;
+    errno = 0;
+    double d = strtod(s, &e);
+    bool ok = e == s + n && !((d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE);
+    if (s != buf)
+        free(s);
+    return ok ? json_real(d) : NULL;
+}
+
+static json_t *jr_number(jr *r)
+{
+    const unsigned char *start = r->p, *p = start, *end = r->end;
+    bool neg = false;
+    if (*p == '-') {
+        neg = true;
+        p++;
+    }
+    if (p >= end || *p < '0' || *p > '9')
+        return NULL;
+    uint64_t m = 0;  /* the digits, while they fit */
+    int digits = 0;  /* significant digits in m (leading zeros not counted) */
+    bool many = false; /* more than 19 significant digits */
+    if (*p == '0') {
+        p++;
+        if (p < end && *p >= '0' && *p <= '9')
+            return NULL; /* a leading zero */
+    } else {
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (digits < 19) {
+                m = m * 10 + (uint64_t)(*p - '0');
+                digits++;
+            } else {
+                many = true;
+            }
+            p++;
+        }
+    }
+    if (p == end || (*p != '.' && *p != 'e' && *p != 'E')) {
+        r->p = p;
+        if (many)
+            return NULL; /* beyond json_int_t: jansson's "too big integer" */
+        if (neg) {
+            if (m > (uint64_t)INT64_MAX + 1)
+                return NULL;
+            return json_integer(m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(json_int_t)m);
+        }
+        if (m > (uint64_t)INT64_MAX)
+            return NULL;
+        return json_integer((json_int_t)m);
+    }
+    /* a real: m * 10^exp10 while the digits fit (many: strtod() anyway) */
+    int exp10 = 0;
+    if (*p == '.') {
+        p++;
+        if (p >= end || *p < '0' || *p > '9')
+            return NULL;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (digits < 19 && !many && exp10 > -100000) {
+                if (m || *p != '0')
+                    digits++;
+                m = m * 10 + (uint64_t)(*p - '0');
+                exp10--;
+            } else {
+                many = true;
+            }
+            p++;
+        }
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        bool eneg = false;
+        if (p < end && (*p == '+' || *p == '-'))
+            eneg = *p++ == '-';
+        if (p >= end || *p < '0' || *p > '9')
+            return NULL;
+        int e = 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (e < 100000)
+                e = e * 10 + (*p - '0');
+            p++;
+        }
+        exp10 += eneg ? -e : e;
+    }
+    r->p = p;
+    if (!many) {
+        double d;
+        if (m == 0) {
+            d = 0.0;
+            return json_real(neg ? -d : d);
+        }
+        if (m <= (UINT64_C(1) << 53) && exp10 >= -22 && exp10 <= 22) {
+            d = (double)m;
+            d = exp10 < 0 ? d / jr_pow10[-exp10] : d * jr_pow10[exp10];
+            return json_real(neg ? -d : d);
+        }
+    }
+    return jr_strtod(start, (size_t)(p - start));
+}
+
+static json_t *jr_value(jr *r, int depth);
+
+static json_t *jr_object(jr *r, int depth)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    r->p++;
+    jr_ws(r);
+    if (r->p < r->end && *r->p == '}') {
+        r->p++;
+        return o;
+    }
+    for (;;) {
+        if (r->p >= r->end || *r->p != '"')
+            goto fail;
+        char *heap = NULL;
+        const char *key;
+        size_t klen;
+        if (jr_string(r, &heap, &key, &klen))
+            goto fail_key;
+        jr_ws(r);
+        if (r->p >= r->end || *r->p != ':')
+            goto fail_key;
+        r->p++;
+        json_t *v = jr_value(r, depth + 1);
+        if (!v)
+            goto fail_key;
+        size_t before = json_object_size(o);
+        /* a duplicate replaces the value without growing the object */
+        if (json_object_setn_new_nocheck(o, key, klen, v) || json_object_size(o) == before)
+            goto fail_key;
+        free(heap);
+        jr_ws(r);
+        if (r->p >= r->end)
+            goto fail;
+        if (*r->p == '}') {
+            r->p++;
+            return o;
+        }
+        if (*r->p != ',')
+            goto fail;
+        r->p++;
+        jr_ws(r);
+        continue;
+    fail_key:
+        free(heap);
+        goto fail;
+    }
+fail:
+    json_decref(o);
+    return NULL;
+}
+
+static json_t *jr_array(jr *r, int depth)
+{
+    json_t *a = json_array();
+    if (!a)
+        return NULL;
+    r->p++;
+    jr_ws(r);
+    if (r->p < r->end && *r->p == ']') {
+        r->p++;
+        return a;
+    }
+    for (;;) {
+        json_t *v = jr_value(r, depth + 1);
+        if (!v || json_array_append_new(a, v))
+            goto fail;
+        jr_ws(r);
+        if (r->p >= r->end)
+            goto fail;
+        if (*r->p == ']') {
+            r->p++;
+            return a;
+        }
+        if (*r->p != ',')
+            goto fail;
+        r->p++;
+    }
+fail:
+    json_decref(a);
+    return NULL;
+}
+
+static bool jr_word(jr *r, const char *w, size_t n)
+{
+    if ((size_t)(r->end - r->p) < n || memcmp(r->p, w, n) != 0)
+        return false;
+    r->p += n;
+    return true;
+}
+
+/* A value at depth (the top level is 1), after optional whitespace. */
+static json_t *jr_value(jr *r, int depth)
+{
+    jr_ws(r);
+    if (r->p >= r->end || depth > JSON_PARSER_MAX_DEPTH)
+        return NULL;
+    switch (*r->p) {
+    case '{': return jr_object(r, depth);
+    case '[': return jr_array(r, depth);
+    case '"': return jr_string_value(r);
+    case 't': return jr_word(r, "true", 4) ? json_true() : NULL;
+    case 'f': return jr_word(r, "false", 5) ? json_false() : NULL;
+    case 'n': return jr_word(r, "null", 4) ? json_null() : NULL;
+    default:
+        if (*r->p == '-' || (*r->p >= '0' && *r->p <= '9'))
+            return jr_number(r);
+        return NULL;
+    }
+}
+
+json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_t *error)
+{
+    if (text && !(flags & ~(size_t)(JSON_REJECT_DUPLICATES | JSON_DECODE_ANY))) {
+        jr r = {(const unsigned char *)text, (const unsigned char *)text + len};
+        jr_ws(&r);
+        json_t *v = NULL;
+        if (r.p < r.end && (*r.p == '{' || *r.p == '[' || (flags & JSON_DECODE_ANY)))
+            v = jr_value(&r, 1);
+        if (v) {
+            jr_ws(&r);
+            if (r.p == r.end) {
+                if (error) {
+                    /* as json_loadb() leaves it on success */
+                    error->text[0] = '\0';
+                    error->line = error->column = -1;
+                    error->position = 0;
+                    memcpy(error->source, "<buffer>", sizeof "<buffer>");
+                }
+                return v;
+            }
+            json_decref(v);
+        }
+    }
+    return json_loadb(text, len, flags, error);
+}
+
 json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_error *err)
 {
     if (len > max_bytes) {
@@ -115,7 +605,7 @@ json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_e
         return NULL;
     }
     json_error_t je;
-    json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *v = proto_json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {
         proto_error_set(err, 400, "invalid_json", "", "%s (line %d, column %d)", je.text,
                         je.line, je.column);

@@ -6,7 +6,9 @@
  * bounded, jansson's line and column in the message) and typed getters that
  * either store a checked value or fill the caller's proto_error with the JSON
  * pointer of the offending value and a message naming it the way a client
- * wrote it ("target.position[2] must be a finite number"). Objects are
+ * wrote it ("target.position[2] must be a finite number"). The text is read
+ * by a reader of our own that builds exactly jansson's tree and hands every
+ * text it does not accept to json_loadb(), so errors are jansson's own. Objects are
  * checked against the list of fields they may carry, so an unknown (e.g.
  * misspelt) field is an error that names it instead of being ignored.
  *
@@ -51,6 +53,18 @@ void proto_json_path_index(char out[PROTO_PATH_MAX], const char *base, size_t i)
 /* The dotted form of a JSON pointer for messages: "/target/position/2" ->
  * "target.position[2]"; "" -> "the request". */
 void proto_json_path_name(char *out, size_t size, const char *path);
+
+/* The text of len bytes (need not be NUL-terminated) read exactly as
+ * json_loadb(text, len, flags, error) reads it, only faster: valid text gives
+ * the tree jansson would build (same types: an integer literal that fits
+ * json_int_t is an integer, anything with a fraction or exponent a real;
+ * bit-identical reals; keys in the same order); any text the fast reader does
+ * not take (every invalid text, duplicate keys, \u0000, out-of-range numbers,
+ * nesting beyond JSON_PARSER_MAX_DEPTH, flags other than
+ * JSON_REJECT_DUPLICATES and JSON_DECODE_ANY) goes to json_loadb() itself, so
+ * that every error is jansson's own (text, line, column, position). Returns a
+ * new reference, or NULL with *error set (error may be NULL). */
+json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_t *error);
 
 /* Parses a body of len bytes (need not be NUL-terminated). Rejects bodies
  * longer than max_bytes (too_large, 413), empty bodies, syntax errors and

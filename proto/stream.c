@@ -318,7 +318,7 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     memset(out, 0, sizeof *out);
     proto_error_clear(err);
     json_error_t jerr;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return proto_error_set(err, 400, "invalid_json", "", "line %d column %d: %s", jerr.line,
                                jerr.column, jerr.text);
