@@ -132,6 +132,8 @@ static int bad(proto_error *err, const char *path, const char *what)
  * \u0000, lone surrogates, invalid UTF-8, integers beyond json_int_t, reals
  * that overflow, depth beyond the limit, a top-level scalar without
  * JSON_DECODE_ANY, anything after the value but whitespace, out of memory.
+ * It copies the one quirk jansson shows on text it accepts (see
+ * jr_after_token()).
  * proto_json_loadb() then calls json_loadb() on the same text with the same
  * flags, so that every error is jansson's own, byte for byte (text, line,
  * column, position), and any valid text this reader declines still gives
@@ -140,9 +142,23 @@ static int bad(proto_error *err, const char *path, const char *what)
 
 typedef struct {
     const unsigned char *p, *end;
+    size_t swallowed; /* NUL bytes skipped after numbers and literals */
 } jr;
 
+/* jansson's one quirk on valid text: the byte after a number or a literal
+ * is read and put back, and a NUL byte put back reads as "nothing buffered",
+ * so one NUL right after a number or a literal vanishes ("[1\0]" is [1]) and
+ * is not counted in the position. */
+static inline void jr_after_token(jr *r)
+{
+    if (r->p < r->end && *r->p == '\0') {
+        r->p++;
+        r->swallowed++;
+    }
+}
+
 /* 1 for the bytes a string holds as they are: 0x20..0x7f but '"' and '\'. */
+/* clang-format off */
 static const unsigned char jr_plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -154,11 +170,11 @@ static const unsigned char jr_plain[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     /* 0x80..0xff: UTF-8, checked by jr_utf8() */
 };
+/* clang-format on */
 
 static inline void jr_ws(jr *r)
 {
-    while (r->p < r->end &&
-           (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
         r->p++;
 }
 
@@ -229,16 +245,34 @@ static ptrdiff_t jr_unescape(const unsigned char *s, size_t n, char *out)
         unsigned c = s[1];
         s += 2;
         switch (c) {
-        case '"': *o++ = '"'; continue;
-        case '\\': *o++ = '\\'; continue;
-        case '/': *o++ = '/'; continue;
-        case 'b': *o++ = '\b'; continue;
-        case 'f': *o++ = '\f'; continue;
-        case 'n': *o++ = '\n'; continue;
-        case 'r': *o++ = '\r'; continue;
-        case 't': *o++ = '\t'; continue;
-        case 'u': break;
-        default: return -1;
+        case '"':
+            *o++ = '"';
+            continue;
+        case '\\':
+            *o++ = '\\';
+            continue;
+        case '/':
+            *o++ = '/';
+            continue;
+        case 'b':
+            *o++ = '\b';
+            continue;
+        case 'f':
+            *o++ = '\f';
+            continue;
+        case 'n':
+            *o++ = '\n';
+            continue;
+        case 'r':
+            *o++ = '\r';
+            continue;
+        case 't':
+            *o++ = '\t';
+            continue;
+        case 'u':
+            break;
+        default:
+            return -1;
         }
         unsigned u;
         if (e - s < 4 || jr_hex4(s, &u))
@@ -374,8 +408,8 @@ static json_t *jr_number(jr *r)
     }
     if (p >= end || *p < '0' || *p > '9')
         return NULL;
-    uint64_t m = 0;  /* the digits, while they fit */
-    int digits = 0;  /* significant digits in m (leading zeros not counted) */
+    uint64_t m = 0;    /* the digits, while they fit */
+    int digits = 0;    /* significant digits in m (leading zeros not counted) */
     bool many = false; /* more than 19 significant digits */
     if (*p == '0') {
         p++;
@@ -553,51 +587,83 @@ static json_t *jr_value(jr *r, int depth)
     jr_ws(r);
     if (r->p >= r->end || depth > JSON_PARSER_MAX_DEPTH)
         return NULL;
+    json_t *v;
     switch (*r->p) {
-    case '{': return jr_object(r, depth);
-    case '[': return jr_array(r, depth);
-    case '"': return jr_string_value(r);
-    case 't': return jr_word(r, "true", 4) ? json_true() : NULL;
-    case 'f': return jr_word(r, "false", 5) ? json_false() : NULL;
-    case 'n': return jr_word(r, "null", 4) ? json_null() : NULL;
+    case '{':
+        return jr_object(r, depth);
+    case '[':
+        return jr_array(r, depth);
+    case '"':
+        return jr_string_value(r);
+    case 't':
+        v = jr_word(r, "true", 4) ? json_true() : NULL;
+        break;
+    case 'f':
+        v = jr_word(r, "false", 5) ? json_false() : NULL;
+        break;
+    case 'n':
+        v = jr_word(r, "null", 4) ? json_null() : NULL;
+        break;
     default:
-        if (*r->p == '-' || (*r->p >= '0' && *r->p <= '9'))
-            return jr_number(r);
-        return NULL;
+        if (*r->p != '-' && (*r->p < '0' || *r->p > '9'))
+            return NULL;
+        v = jr_number(r);
+        break;
     }
+    if (v)
+        jr_after_token(r);
+    return v;
+}
+
+/* The reader behind proto__json_read() and proto_json_loadb(); the number
+ * of NUL bytes jansson would not count in *swallowed. */
+static json_t *jr_read(const char *text, size_t len, size_t flags, size_t *swallowed)
+{
+    if (!text || (flags & ~(size_t)(JSON_REJECT_DUPLICATES | JSON_DECODE_ANY)))
+        return NULL;
+    jr r = {(const unsigned char *)text, (const unsigned char *)text + len, 0};
+    jr_ws(&r);
+    if (r.p == r.end || !(*r.p == '{' || *r.p == '[' || (flags & JSON_DECODE_ANY)))
+        return NULL;
+    json_t *v = jr_value(&r, 1);
+    if (v) {
+        jr_ws(&r);
+        if (r.p != r.end) {
+            json_decref(v);
+            v = NULL;
+        }
+    }
+    *swallowed = r.swallowed;
+    return v;
+}
+
+json_t *proto__json_read(const char *text, size_t len, size_t flags)
+{
+    size_t swallowed;
+    return jr_read(text, len, flags, &swallowed);
 }
 
 json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_t *error)
 {
-    if (text && !(flags & ~(size_t)(JSON_REJECT_DUPLICATES | JSON_DECODE_ANY))) {
-        jr r = {(const unsigned char *)text, (const unsigned char *)text + len};
-        jr_ws(&r);
-        json_t *v = NULL;
-        if (r.p < r.end && (*r.p == '{' || *r.p == '[' || (flags & JSON_DECODE_ANY)))
-            v = jr_value(&r, 1);
-        if (v) {
-            jr_ws(&r);
-            if (r.p == r.end) {
-                if (error) {
-                    /* as json_loadb() leaves it on success */
-                    error->text[0] = '\0';
-                    error->line = error->column = -1;
-                    error->position = 0;
-                    memcpy(error->source, "<buffer>", sizeof "<buffer>");
-                }
-                return v;
-            }
-            json_decref(v);
-        }
+    size_t swallowed = 0;
+    json_t *v = jr_read(text, len, flags, &swallowed);
+    if (!v)
+        return json_loadb(text, len, flags, error);
+    if (error) {
+        /* as json_loadb() leaves it on success: it has read every byte */
+        error->text[0] = '\0';
+        error->line = error->column = -1;
+        error->position = (int)(len - swallowed);
+        memcpy(error->source, "<buffer>", sizeof "<buffer>");
     }
-    return json_loadb(text, len, flags, error);
+    return v;
 }
 
 json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_error *err)
 {
     if (len > max_bytes) {
-        proto_error_set(err, 413, "too_large", "", "the body has %zu bytes; the limit is %zu",
-                        len, max_bytes);
+        proto_error_set(err, 413, "too_large", "", "the body has %zu bytes; the limit is %zu", len,
+                        max_bytes);
         return NULL;
     }
     if (!body || len == 0) {
@@ -607,8 +673,8 @@ json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_e
     json_error_t je;
     json_t *v = proto_json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {
-        proto_error_set(err, 400, "invalid_json", "", "%s (line %d, column %d)", je.text,
-                        je.line, je.column);
+        proto_error_set(err, 400, "invalid_json", "", "%s (line %d, column %d)", je.text, je.line,
+                        je.column);
         return NULL;
     }
     return v;

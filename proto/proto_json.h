@@ -65,6 +65,10 @@ void proto_json_path_name(char *out, size_t size, const char *path);
  * that every error is jansson's own (text, line, column, position). Returns a
  * new reference, or NULL with *error set (error may be NULL). */
 json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_t *error);
+/* Internal (for tests): the fast reader alone, NULL for every text it
+ * declines (proto_json_loadb() then asks jansson). It declines no valid text
+ * with JSON_REJECT_DUPLICATES. */
+json_t *proto__json_read(const char *text, size_t len, size_t flags);
 
 /* Parses a body of len bytes (need not be NUL-terminated). Rejects bodies
  * longer than max_bytes (too_large, 413), empty bodies, syntax errors and
