@@ -42,6 +42,16 @@
  *        "encode_us":..,"free_us":..,"total_us":..,"response_bytes":..}
  *     ("proto_body" instead of "proto_two_bone" with --body).
  *
+ *   ikbench parse [--samples N] [--body FILE]
+ *     The JSON reading alone: the same body (any JSON text jansson accepts)
+ *     read N times (default 20000) by jansson's json_loadb() and by
+ *     proto_json_loadb() (the reader proto_json_parse() and stream messages
+ *     use), alternately, with JSON_REJECT_DUPLICATES; the trees are freed
+ *     outside the timing. Prints
+ *       {"bench":"parse_two_bone","samples":N,"jansson_us":..,"proto_us":..,
+ *        "speedup":..}
+ *     ("parse_body" with --body).
+ *
  * Exit status 0 when the benchmark ran (whatever the success rate), 1 on
  * bad usage or unreadable input.
  */
@@ -54,6 +64,7 @@
 #include <time.h>
 
 #include "proto/proto.h"
+#include "proto/proto_json.h"
 #include "proto/urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
@@ -490,6 +501,60 @@ out:
     return rc;
 }
 
+/* ---- parse benchmark ------------------------------------------------------- */
+
+/* jansson's reader and ours on the same text, one after the other, so that
+ * both see the same machine noise; one untimed round first. */
+static int run_parse(size_t samples, const char *body_path)
+{
+    size_t len = 0;
+    char *body;
+    if (body_path) {
+        body = read_file(body_path, &len);
+        if (!body) {
+            fprintf(stderr, "ikbench: cannot read %s: %s\n", body_path, strerror(errno));
+            return 1;
+        }
+    } else {
+        len = sizeof proto_default_body - 1;
+        body = malloc(len + 1);
+        if (!body)
+            return 1;
+        memcpy(body, proto_default_body, len + 1);
+    }
+    double t[2] = {0, 0};
+    int rc = 1;
+    for (size_t i = 0; i <= samples; i++) {
+        json_error_t je;
+        double t0 = now_s();
+        json_t *a = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+        double t1 = now_s();
+        json_t *b = proto_json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+        double t2 = now_s();
+        bool ok = a && b;
+        json_decref(a);
+        json_decref(b);
+        if (!ok) {
+            fprintf(stderr, "ikbench: the body is not valid JSON: %s (line %d, column %d)\n",
+                    je.text, je.line, je.column);
+            goto out;
+        }
+        if (i > 0) {
+            t[0] += t1 - t0;
+            t[1] += t2 - t1;
+        }
+    }
+    double k = 1e6 / (double)samples;
+    printf("{\"bench\":\"%s\",\"samples\":%zu,\"jansson_us\":%.3f,\"proto_us\":%.3f,"
+           "\"speedup\":%.2f}\n",
+           body_path ? "parse_body" : "parse_two_bone", samples, t[0] * k, t[1] * k,
+           t[1] > 0 ? t[0] / t[1] : 0.0);
+    rc = 0;
+out:
+    free(body);
+    return rc;
+}
+
 /* ---- command line --------------------------------------------------------- */
 
 static void usage(void)
@@ -499,7 +564,8 @@ static void usage(void)
             "                     [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
             "                     [--targets FILE] [--max-iterations N] [--verbose]\n"
             "       ikbench two-bone [--samples N] [--seed S]\n"
-            "       ikbench proto [--samples N] [--body FILE]\n");
+            "       ikbench proto [--samples N] [--body FILE]\n"
+            "       ikbench parse [--samples N] [--body FILE]\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -592,6 +658,8 @@ int main(int argc, char **argv)
         return run_twobone(a.samples, a.seed);
     if (strcmp(argv[1], "proto") == 0)
         return run_proto(samples_given ? a.samples : 20000, body);
+    if (strcmp(argv[1], "parse") == 0)
+        return run_parse(samples_given ? a.samples : 20000, body);
     usage();
     return 1;
 }
