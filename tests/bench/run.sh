@@ -19,6 +19,7 @@ chain() { # robot base tip
 
 "$BIN" two-bone --samples "$SAMPLES"
 "$BIN" proto
+"$BIN" parse
 chain ur5 base_link tool0
 chain abb_irb120 base_link tool0
 chain kuka_iiwa14_r820 base_link tool0
