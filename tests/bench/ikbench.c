@@ -436,6 +436,24 @@ static const char proto_default_body[] =
     "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]},"
     "\"target\":{\"position\":[0.3,0.6,0.2]}}";
 
+/* The request body of the proto and parse benchmarks: the file's, or the
+ * two-bone HTTP benchmark body (malloc'd, NUL-terminated; NULL with a
+ * message on error). */
+static char *load_body(const char *body_path, size_t *len)
+{
+    if (body_path) {
+        char *body = read_file(body_path, len);
+        if (!body)
+            fprintf(stderr, "ikbench: cannot read %s: %s\n", body_path, strerror(errno));
+        return body;
+    }
+    *len = sizeof proto_default_body - 1;
+    char *body = malloc(*len + 1);
+    if (body)
+        memcpy(body, proto_default_body, *len + 1);
+    return body;
+}
+
 /* Decode, run, encode and free of one request after another (as the daemon's
  * loop handles them), each stage timed on its own with the monotonic clock
  * (about 20 ns per reading, charged to the stage it ends). One untimed
@@ -443,20 +461,9 @@ static const char proto_default_body[] =
 static int run_proto(size_t samples, const char *body_path)
 {
     size_t len = 0;
-    char *body = NULL;
-    if (body_path) {
-        body = read_file(body_path, &len);
-        if (!body) {
-            fprintf(stderr, "ikbench: cannot read %s: %s\n", body_path, strerror(errno));
-            return 1;
-        }
-    } else {
-        len = sizeof proto_default_body - 1;
-        body = malloc(len + 1);
-        if (!body)
-            return 1;
-        memcpy(body, proto_default_body, len + 1);
-    }
+    char *body = load_body(body_path, &len);
+    if (!body)
+        return 1;
     proto_limits lim;
     proto_limits_default(&lim);
     double t[4] = {0, 0, 0, 0};
@@ -508,20 +515,9 @@ out:
 static int run_parse(size_t samples, const char *body_path)
 {
     size_t len = 0;
-    char *body;
-    if (body_path) {
-        body = read_file(body_path, &len);
-        if (!body) {
-            fprintf(stderr, "ikbench: cannot read %s: %s\n", body_path, strerror(errno));
-            return 1;
-        }
-    } else {
-        len = sizeof proto_default_body - 1;
-        body = malloc(len + 1);
-        if (!body)
-            return 1;
-        memcpy(body, proto_default_body, len + 1);
-    }
+    char *body = load_body(body_path, &len);
+    if (!body)
+        return 1;
     double t[2] = {0, 0};
     int rc = 1;
     for (size_t i = 0; i <= samples; i++) {
