@@ -169,7 +169,9 @@ static const struct opt {
     [OPT_MAXCONN] = {"max-connections", "IKD_MAX_CONNECTIONS",
                      "simultaneous connections (default 10000)"},
     [OPT_TIMEOUT] = {"timeout", "IKD_TIMEOUT",
-                     "seconds a connection may stay idle or stall mid-request (default 30)"},
+                     "seconds a connection may stay idle or stall mid-request; a silent "
+                     "WebSocket client is pinged after this and dropped after twice this "
+                     "(default 30)"},
     [OPT_MAXBODY] = {"max-body", "IKD_MAX_BODY", "largest request body, bytes (default 8M)"},
     [OPT_MAXMSG] = {"max-message", "IKD_MAX_MESSAGE",
                     "largest WebSocket message, bytes (default 1M)"},
