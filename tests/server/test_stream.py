@@ -918,6 +918,40 @@ class LimitsTest(unittest.TestCase):
 
 # ---- token and Origin on the upgrade --------------------------------------------
 
+class IdleTest(unittest.TestCase):
+    def test_silent_client_dropped_live_one_kept(self):
+        """With --timeout 1: a client that sends nothing, not even the pong
+        to ikd's ping, is dropped after about two periods; a client whose
+        library answers pings stays open through the same silence and is
+        still served."""
+        d = Daemon("--timeout", "1")
+        try:
+            silent = RawWS(d.port)
+            async def body():
+                async with connect(d) as ws:
+                    await open_stream(ws, "s", chain=BONES)
+                    t0 = time.monotonic()
+                    op, payload = await asyncio.get_running_loop().run_in_executor(
+                        None, silent.recv_frame, 5 * slowness())
+                    self.assertEqual(op, 0x9, "expected a ping from ikd")
+                    ended = await asyncio.get_running_loop().run_in_executor(
+                        None, silent.wait_close, 5 * slowness())
+                    self.assertIsNone(ended, "the silent client got a close frame instead of "
+                                             "being dropped")
+                    self.assertGreater(time.monotonic() - t0, 1.0)
+                    await asyncio.sleep(max(0.0, 3.0 - (time.monotonic() - t0)))
+                    await send(ws, {"type": "target", "stream": "s", "seq": 1,
+                                    "target": bones_target(1)})
+                    m = await recv(ws)
+                    self.assertEqual((m["type"], m["seq"]), ("solution", 1), m)
+            run(body())
+            silent.close()
+            status, text = d.http("GET", "/metrics")
+            self.assertIn('ikd_rejected_total{reason="timeout"} 1\n', text)
+        finally:
+            d.stop()
+
+
 class AccessTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
