@@ -68,6 +68,13 @@ json_t *proto_chain_describe(const proto_chain *c);
  * the chain with that id, or NULL when there is none. */
 typedef proto_chain *(*proto_chain_lookup_fn)(void *ud, const char *id);
 
+/* The chain a request or a stream names: the chain object (decoded at
+ * "/chain") when chain is not NULL, else the registered chain with that id
+ * (lookup/ud as for proto_job_decode; a NULL lookup knows no id), or
+ * unknown_chain at "/chain_id". New reference, or NULL with *err set. */
+proto_chain *proto_chain_resolve(json_t *chain, const char *chain_id, const proto_limits *lim,
+                                 proto_chain_lookup_fn lookup, void *ud, proto_error *err);
+
 /* ---- jobs ------------------------------------------------------------- */
 
 typedef enum proto_kind { PROTO_SOLVE = 0, PROTO_BATCH = 1 } proto_kind;
@@ -87,6 +94,12 @@ int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
                           proto_chain *chain, proto_chain_lookup_fn lookup, void *ud,
                           proto_job **out, proto_error *err);
+
+/* Checks an options object (NULL: none given) for a chain exactly as a
+ * request's "options" is checked, paths under "/options": a stream checks
+ * its options once, when it opens. 0, or -1 with *err set. */
+int proto_options_check(const json_t *options, const proto_chain *chain, const proto_limits *lim,
+                        proto_error *err);
 
 /* Number of targets (1 for PROTO_SOLVE). */
 size_t proto_job_count(const proto_job *job);

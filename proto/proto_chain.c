@@ -867,6 +867,18 @@ proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const prot
     return c;
 }
 
+proto_chain *proto_chain_resolve(json_t *chain, const char *chain_id, const proto_limits *lim,
+                                 proto_chain_lookup_fn lookup, void *ud, proto_error *err)
+{
+    if (chain)
+        return proto_chain_decode_json(chain, "/chain", lim, err);
+    proto_chain *c = lookup && chain_id ? lookup(ud, chain_id) : NULL;
+    if (!c)
+        proto_error_set(err, 404, "unknown_chain", "/chain_id",
+                        "no chain is registered with id \"%s\"", chain_id ? chain_id : "");
+    return c;
+}
+
 proto_chain *proto_chain_decode(const char *body, size_t len, const proto_limits *lim,
                                 proto_error *err)
 {

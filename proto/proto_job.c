@@ -334,6 +334,34 @@ static int job_alloc(proto_job *job, bool seeds)
     return 0;
 }
 
+/* A request's "options" for its chain: decode_options, then what depends on
+ * the chain. */
+static int chain_options(const json_t *jo, const proto_chain *c, const proto_limits *lim,
+                         proto_options *o, proto_error *err)
+{
+    if (decode_options(jo, "/options", lim, o, err))
+        return -1;
+    /* planar chains live in their own x-y plane (targets, seeds and answers
+     * are 2-D): a frame convention would do nothing, so it is refused */
+    if (c->kind == PROTO_CHAIN_PLANAR && json_is_object(jo) && json_object_get(jo, "frame"))
+        return proto_error_set(err, 400, "invalid_request", "/options/frame",
+                               "options.frame does not apply to planar chains (they live in "
+                               "their own x-y plane); leave it out");
+    return 0;
+}
+
+int proto_options_check(const json_t *options, const proto_chain *chain, const proto_limits *lim,
+                        proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    proto_options o;
+    return chain_options(options, chain, lim, &o, err);
+}
+
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
                           proto_chain *chain, proto_chain_lookup_fn lookup, void *ud,
                           proto_job **out, proto_error *err)
@@ -368,37 +396,21 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
         proto_error_set(err, 400, "invalid_request", "/chain_id",
                         "give either chain or chain_id, not both");
         goto fail;
-    } else if (jc) {
-        job->chain = proto_chain_decode_json(jc, "/chain", lim, err);
+    } else if (jc || jid) {
+        const char *id = NULL;
+        if (jid && proto_json_string(jid, "/chain_id", 128, &id, err))
+            goto fail;
+        job->chain = proto_chain_resolve(jc, id, lim, lookup, ud, err);
         if (!job->chain)
             goto fail;
-    } else if (jid) {
-        const char *id;
-        if (proto_json_string(jid, "/chain_id", 128, &id, err))
-            goto fail;
-        job->chain = lookup ? lookup(ud, id) : NULL;
-        if (!job->chain) {
-            proto_error_set(err, 404, "unknown_chain", "/chain_id",
-                            "no chain is registered with id \"%s\"", id);
-            goto fail;
-        }
     } else {
         proto_error_set(err, 400, "invalid_request", "/chain", "chain or chain_id is required");
         goto fail;
     }
     job->dims2 = job->chain->kind == PROTO_CHAIN_PLANAR;
 
-    json_t *jo = json_object_get(req, "options");
-    if (decode_options(jo, "/options", lim, &job->opt, err))
+    if (chain_options(json_object_get(req, "options"), job->chain, lim, &job->opt, err))
         goto fail;
-    /* planar chains live in their own x-y plane (targets, seeds and answers
-     * are 2-D): a frame convention would do nothing, so it is refused */
-    if (job->dims2 && json_is_object(jo) && json_object_get(jo, "frame")) {
-        proto_error_set(err, 400, "invalid_request", "/options/frame",
-                        "options.frame does not apply to planar chains (they live in their "
-                        "own x-y plane); leave it out");
-        goto fail;
-    }
 
     /* targets: count them first */
     json_t *jt;

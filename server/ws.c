@@ -584,39 +584,16 @@ static void on_open(ws_conn *c, proto_stream_msg *m)
         send_error(c, m->stream, false, 0, &e);
         return;
     }
-    proto_chain *chain = NULL;
-    if (m->chain) {
-        chain = proto_chain_decode_json(m->chain, "/chain", &ctx->cfg.limits, &e);
-        if (!chain) {
-            send_error(c, m->stream, false, 0, &e);
-            return;
-        }
-    } else {
-        chain = m->chain_id ? srv_registry_get(ctx->registry, m->chain_id) : NULL;
-        if (!chain) {
-            proto_error_set(&e, 404, "unknown_chain", "/chain_id",
-                            "no chain is registered with id \"%.100s\"",
-                            m->chain_id ? m->chain_id : "");
-            send_error(c, m->stream, false, 0, &e);
-            return;
-        }
+    proto_chain *chain = proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits,
+                                             srv_registry_lookup, ctx->registry, &e);
+    if (!chain) {
+        send_error(c, m->stream, false, 0, &e);
+        return;
     }
-    /* The options are checked now, against the chain, by decoding a request
-     * without a target: an error about "/options" is the open's error. */
-    if (m->options) {
-        json_t *probe = json_pack("{s:O}", "options", m->options);
-        proto_job *job = NULL;
-        if (probe &&
-            proto_job_decode_json(probe, PROTO_SOLVE, &ctx->cfg.limits, chain, NULL, NULL, &job,
-                                  &e) != 0 &&
-            strncmp(e.path, "/options", 8) == 0) {
-            json_decref(probe);
-            proto_chain_unref(chain);
-            send_error(c, m->stream, false, 0, &e);
-            return;
-        }
-        proto_job_free(job);
-        json_decref(probe);
+    if (proto_options_check(m->options, chain, &ctx->cfg.limits, &e) != 0) {
+        proto_chain_unref(chain);
+        send_error(c, m->stream, false, 0, &e);
+        return;
     }
     ws_stream *s = calloc(1, sizeof *s);
     if (!s) {

@@ -986,6 +986,59 @@ END_TEST
 /* Planar chains live in their own x-y plane: a frame convention, in the
  * chain or in the options, would do nothing, so it is refused with its
  * path, whatever its value (even "ros"). */
+/* proto_options_check and proto_chain_resolve, the two halves of a
+ * request a stream's "open" checks on their own: the same answers as the
+ * request decoder gives (paths under /options, unknown_chain at /chain_id). */
+static proto_chain *lookup_one(void *ud, const char *id)
+{
+    proto_chain *c = ud;
+    if (strcmp(id, proto_chain_id(c)) != 0)
+        return NULL;
+    proto_chain_ref(c);
+    return c;
+}
+
+START_TEST(test_options_check_and_chain_resolve)
+{
+    proto_error e;
+    json_t *jp = json_loads("{\"kind\":\"planar\",\"lengths\":[1,1]}", 0, NULL);
+    json_t *jb = json_loads("{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}",
+                            0, NULL);
+    proto_chain *planar = proto_chain_resolve(jp, NULL, NULL, NULL, NULL, &e);
+    proto_chain *bones = proto_chain_resolve(jb, "ignored", NULL, NULL, NULL, &e);
+    ck_assert_ptr_nonnull(planar);
+    ck_assert_ptr_nonnull(bones);
+
+    json_t *o = json_loads("{\"frame\":\"unity\",\"units\":\"degrees\"}", 0, NULL);
+    ck_assert_int_eq(proto_options_check(NULL, planar, NULL, &e), 0);
+    ck_assert_int_eq(proto_options_check(o, bones, NULL, &e), 0);
+    ck_assert_int_eq(proto_options_check(o, planar, NULL, &e), -1);
+    ck_assert_str_eq(e.path, "/options/frame");
+    json_decref(o);
+    o = json_loads("{\"units\":\"furlongs\"}", 0, NULL);
+    ck_assert_int_eq(proto_options_check(o, bones, NULL, &e), -1);
+    ck_assert_str_eq(e.code, "invalid_request");
+    ck_assert_str_eq(e.path, "/options/units");
+    json_decref(o);
+
+    proto_chain *again = proto_chain_resolve(NULL, proto_chain_id(bones), NULL, lookup_one, bones,
+                                             &e);
+    ck_assert_ptr_eq(again, bones);
+    proto_chain_unref(again);
+    ck_assert_ptr_null(proto_chain_resolve(NULL, "nope", NULL, lookup_one, bones, &e));
+    ck_assert_str_eq(e.code, "unknown_chain");
+    ck_assert_str_eq(e.path, "/chain_id");
+    ck_assert_int_eq(e.http_status, 404);
+    ck_assert_ptr_null(proto_chain_resolve(NULL, "nope", NULL, NULL, NULL, &e));
+    ck_assert_str_eq(e.code, "unknown_chain");
+
+    proto_chain_unref(planar);
+    proto_chain_unref(bones);
+    json_decref(jp);
+    json_decref(jb);
+}
+END_TEST
+
 START_TEST(test_planar_takes_no_frame)
 {
     static const char *const frames[] = {"ros", "unity", "unreal"};
@@ -1245,6 +1298,7 @@ int main(void)
     tcase_add_test(tc, test_stream_no_flip_joints);
     tcase_add_test(tc, test_rejections);
     tcase_add_test(tc, test_limits);
+    tcase_add_test(tc, test_options_check_and_chain_resolve);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
