@@ -233,9 +233,11 @@ void srv_log(srv_ctx *ctx, srv_log_level level, const char *fmt, ...)
  * destroy, or NULL with *err set (status and code for the JSON error body). */
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err);
 
-/* On SIGTERM/SIGINT: sends every connection a close frame with 1001 (its
- * streams end) and refuses new upgrades; each connection then ends when the
- * client answers the close, or after a one-second grace. Loop thread. */
+/* On SIGTERM/SIGINT (after ctx->shutting_down is set, which refuses new
+ * upgrades): reads what each connection already sent, then ignores new
+ * messages, ends running paths, lets running solves and waiting targets be
+ * answered, and only then sends the 1001 close frame; each connection ends
+ * when the client answers it, or after a one-second grace. Loop thread. */
 void srv_ws_shutdown(srv_ctx *ctx);
 
 /* Before MHD_stop_daemon: ends every connection still open at once (its

@@ -93,8 +93,6 @@ typedef struct ws_stream ws_stream;
 typedef struct ws_state {
     ws_conn *head;
     size_t nconns;
-    size_t nstreams;
-    bool closing; /* srv_ws_shutdown ran */
 } ws_state;
 
 struct ws_conn {
@@ -104,7 +102,7 @@ struct ws_conn {
     struct MHD_UpgradeResponseHandle *urh;
     MHD_socket fd;
     uv_poll_t poll;
-    uv_timer_t timer; /* closing handshake deadline */
+    uv_timer_t timer; /* the idle check, then the closing handshake deadline */
     int poll_events;
     char *extra; /* extra_in bytes not yet fed to wslay */
     size_t extra_off, extra_len;
@@ -138,7 +136,7 @@ struct ws_stream {
     unsigned refs;
     bool closed;
     bool busy; /* a pool solve is running */
-    bool close_after; /* "close" arrived while busy: closed once idle */
+    bool close_after; /* "close" arrived: "closed" once nothing of it runs */
     /* the waiting target */
     json_t *pending;
     long long pending_seq;
@@ -396,12 +394,8 @@ static void stream_solve(ws_stream *s, json_t *target, long long seq, size_t ski
     int rc = proto_job_decode_json(req, PROTO_SOLVE, &ctx->cfg.limits, s->chain, NULL, NULL, &job,
                                    &e);
     json_decref(req);
-    if (rc != 0) {
-        send_error(c, s->name, true, seq, &e);
-        if (count > 0)
-            path_sample_done(s, index, false);
-        return;
-    }
+    if (rc != 0)
+        goto refused;
     proto_job_warm_start(job, s->prev);
     if (proto_job_cost_us(job) < ctx->cfg.inline_cost_us) {
         uint64_t t0 = uv_hrtime();
@@ -428,13 +422,15 @@ static void stream_solve(ws_stream *s, json_t *target, long long seq, size_t ski
         proto_job_free(job);
         srv_metrics_rejected(ctx, "pool_full");
         proto_error_set(&e, 503, "overloaded", "", "the solver pool is full; send again later");
-        send_error(c, s->name, true, seq, &e);
-        if (count > 0)
-            path_sample_done(s, index, false);
-        return;
+        goto refused;
     }
     s->busy = true;
     s->refs++;
+    return;
+refused:
+    send_error(c, s->name, true, seq, &e);
+    if (count > 0)
+        path_sample_done(s, index, false);
 }
 
 static void on_path_tick(uv_timer_t *t);
@@ -527,9 +523,6 @@ static void stream_drop(ws_stream *s)
         }
     }
     c->nstreams--;
-    ws_state *ws = c->ctx->ws;
-    if (ws)
-        ws->nstreams--;
     srv_metrics_stream_close(c->ctx);
     json_decref(s->pending);
     s->pending = NULL;
@@ -610,7 +603,6 @@ static void on_open(ws_conn *c, proto_stream_msg *m)
     c->streams = s;
     c->nstreams++;
     c->refs++;
-    ((ws_state *)ctx->ws)->nstreams++;
     srv_metrics_stream_open(ctx);
     size_t len;
     char *t = proto_stream_encode_opened(s->name, proto_chain_id(chain), &len);
@@ -816,15 +808,15 @@ static void conn_after_io(ws_conn *c)
 {
     if (c->dead)
         return;
-    /* Frame into out, send, and again while both make progress (out is
-     * bounded, wslay's queue may hold more than one buffer's worth). */
+    /* Frame into out and send it, again while the socket takes all of it
+     * and wslay has more (out is bounded, wslay's queue may hold several
+     * buffers' worth); a few rounds, then the next wakeup goes on. */
     for (int round = 0; round < 8 && !c->failed; round++) {
-        size_t before = c->out_len - c->out_off;
         if (wslay_event_want_write(c->wslay) && wslay_event_send(c->wslay) == WSLAY_ERR_NOMEM)
             c->failed = true;
         if (c->failed || out_flush(c) != 0 || c->out_len > 0)
             break; /* the socket is full: wait for UV_WRITABLE */
-        if (!wslay_event_want_write(c->wslay) || before == 0)
+        if (!wslay_event_want_write(c->wslay))
             break;
     }
     if (c->close_pending && !c->failed && wslay_event_get_queued_msg_count(c->wslay) == 0) {
@@ -976,7 +968,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
     ws->nconns++;
     c->poll_events = UV_READABLE | (c->extra_len ? UV_WRITABLE : 0);
     uv_poll_start(&c->poll, c->poll_events, on_poll);
-    if (ws->closing)
+    if (ctx->shutting_down) /* upgraded just before the signal */
         conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
     srv_log(ctx, SRV_LOG_DEBUG, "WebSocket connection open");
     return;
@@ -1054,7 +1046,6 @@ void srv_ws_shutdown(srv_ctx *ctx)
     ws_state *ws = ctx->ws;
     if (!ws)
         return;
-    ws->closing = true;
     for (ws_conn *c = ws->head, *next; c; c = next) {
         next = c->next;
         c->refs++;
@@ -1088,8 +1079,8 @@ void srv_ws_abort(srv_ctx *ctx)
 
 size_t srv_ws_open_streams(srv_ctx *ctx)
 {
-    ws_state *ws = ctx->ws;
-    return ws ? ws->nstreams : 0;
+    long n = srv_metrics_streams(ctx->metrics); /* the gauge is kept by on_open/stream_drop */
+    return n > 0 ? (size_t)n : 0;
 }
 
 size_t srv_ws_open_connections(srv_ctx *ctx)
