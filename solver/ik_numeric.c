@@ -482,30 +482,30 @@ static void random_config(const ik_chain *c, rng *r, double *q)
     }
 }
 
-/* Squared joint-space distance; continuous joints modulo 2 pi. */
+/* a[k] - b[k]; continuous joints modulo 2 pi. */
+static double joint_delta(const ik_chain *c, size_t k, const double *a, const double *b)
+{
+    double d = a[k] - b[k];
+    return c->type[k] == IK_JOINT_CONTINUOUS ? ik_wrap_angle(d) : d;
+}
+
+/* Squared joint-space distance. */
 static double joint_dist2(const ik_chain *c, const double *a, const double *b)
 {
     double s = 0.0;
     for (size_t k = 0; k < c->dof; k++) {
-        double d = a[k] - b[k];
-        if (c->type[k] == IK_JOINT_CONTINUOUS)
-            d = ik_wrap_angle(d);
+        double d = joint_delta(c, k, a, b);
         s += d * d;
     }
     return s;
 }
 
-/* True when every joint of a is within lim of b (continuous joints modulo
- * 2 pi). */
+/* True when every joint of a is within lim of b. */
 static bool within(const ik_chain *c, const double *a, const double *b, double lim)
 {
-    for (size_t k = 0; k < c->dof; k++) {
-        double d = a[k] - b[k];
-        if (c->type[k] == IK_JOINT_CONTINUOUS)
-            d = ik_wrap_angle(d);
-        if (!(fabs(d) <= lim))
+    for (size_t k = 0; k < c->dof; k++)
+        if (!(fabs(joint_delta(c, k, a, b)) <= lim))
             return false;
-    }
     return true;
 }
 
