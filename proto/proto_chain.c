@@ -270,7 +270,6 @@ static int chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_erro
         return 1;
     }
     c->chain = k;
-    c->has_chain = true;
     c->memory += sizeof *k;
     return 0;
 }
@@ -928,7 +927,7 @@ json_t *proto_chain_describe(const proto_chain *c)
         json_object_set_new(d, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
                             a);
     }
-    if (c->has_chain && c->kind != PROTO_CHAIN_PLANAR) {
+    if (c->chain && c->kind != PROTO_CHAIN_PLANAR) {
         json_t *lim = json_array();
         for (size_t i = 0; i < c->chain->dof; i++) {
             json_t *l = json_object();

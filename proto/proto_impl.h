@@ -81,7 +81,6 @@ struct proto_chain {
 
     /* joints / urdf / planar: the compiled chain for the numeric solver
      * (own allocation; NULL for the other kinds) */
-    bool has_chain;
     ik_chain *chain;
     /* names of the movable joints (joints/urdf) or bones (skeleton) */
     char (*names)[PROTO_NAME_MAX];

@@ -171,6 +171,13 @@ static bool angular_joint(const proto_chain *c, size_t i)
     return c->chain->type[i] != IK_JOINT_PRISMATIC;
 }
 
+/* True when value k of an answer's "joints" is an angle (so options.units
+ * applies): all of them but a prismatic joint's. */
+static bool answer_angle(const proto_chain *c, size_t k)
+{
+    return !c->chain || c->kind == PROTO_CHAIN_PLANAR || angular_joint(c, k);
+}
+
 static int decode_seed(const json_t *v, const char *path, proto_job *job, double *out,
                        proto_error *err)
 {
@@ -696,7 +703,7 @@ static const char *non_finite_member(const proto_job *job, size_t i)
     proto_units u = job->opt.units;
     bool skel = c->kind == PROTO_CHAIN_SKELETON;
     for (size_t k = 0; k < job->dof; k++) {
-        bool ang = !c->has_chain || c->kind == PROTO_CHAIN_PLANAR || angular_joint(c, k);
+        bool ang = answer_angle(c, k);
         if (!isfinite(ang ? proto_angle_out(u, r->q[k]) : r->q[k]))
             return "joints";
     }
@@ -787,7 +794,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     if (valid && job->dof) {
         json_t *a = json_array();
         for (size_t k = 0; k < job->dof; k++) {
-            bool ang = !c->has_chain || c->kind == PROTO_CHAIN_PLANAR || angular_joint(c, k);
+            bool ang = answer_angle(c, k);
             json_array_append_new(a, json_real(ang ? proto_angle_out(u, r->q[k]) : r->q[k]));
         }
         json_object_set_new(o, "joints", a);
@@ -908,7 +915,7 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
         MEMBER(w, first, "joints");
         proto_jw_raw(w, "[", 1);
         for (size_t k = 0; k < job->dof; k++) {
-            bool ang = !c->has_chain || c->kind == PROTO_CHAIN_PLANAR || angular_joint(c, k);
+            bool ang = answer_angle(c, k);
             if (k)
                 proto_jw_raw(w, ",", 1);
             proto_jw_double(w, ang ? proto_angle_out(u, r->q[k]) : r->q[k]);
