@@ -682,16 +682,6 @@ static void status_words(int st, const char **word, int *code)
     }
 }
 
-static bool finite_vec(ik_vec3 v)
-{
-    return isfinite(v.x) && isfinite(v.y) && isfinite(v.z);
-}
-
-static bool finite_quat(ik_quat q)
-{
-    return isfinite(q.x) && isfinite(q.y) && isfinite(q.z) && isfinite(q.w);
-}
-
 /* The member of result i that would hold a non-finite number, in the order
  * the answer lists them, or NULL. The values are checked as they would be
  * printed (after the conversion to the caller's units and frame). */
@@ -708,17 +698,17 @@ static const char *non_finite_member(const proto_job *job, size_t i)
             return "joints";
     }
     for (size_t k = 0; k < job->npos; k++)
-        if (!finite_vec(proto_frame_vec_out(f, r->positions[k])))
+        if (!ik_vec3_isfinite(proto_frame_vec_out(f, r->positions[k])))
             return "positions";
     for (size_t k = 0; k < job->nrot; k++)
-        if (!finite_quat(proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])))
+        if (!ik_quat_isfinite(proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])))
             return "rotations";
     for (size_t k = 0; !skel && k < job->nrot; k++)
-        if (!finite_quat(proto_frame_quat_out(f, r->local[k])))
+        if (!ik_quat_isfinite(proto_frame_quat_out(f, r->local[k])))
             return "local_rotations";
     if (r->has_tip) {
         ik_xform t = proto_frame_xform_out(f, r->tip);
-        if (!finite_vec(t.p) || !finite_quat(t.q))
+        if (!ik_vec3_isfinite(t.p) || !ik_quat_isfinite(t.q))
             return "tip";
     }
     if (!isfinite(r->pos_err))
