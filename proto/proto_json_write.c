@@ -66,14 +66,6 @@ int proto_jw_reserve(proto_jw *w, size_t n)
     return 0;
 }
 
-static inline void put(proto_jw *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap && proto_jw_reserve(b, n))
-        return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
 char *proto_jw_finish(proto_jw *w, size_t *len)
 {
     if (w->oom || proto_jw_reserve(w, 0)) {
@@ -307,13 +299,13 @@ void proto_jw_string(proto_jw *b, const char *s, size_t n)
     /* the usual case (nothing to escape) in one copy */
     if (b->len + n + 3 > b->cap && proto_jw_reserve(b, n + 2))
         return;
-    put(b, "\"", 1);
+    proto_jw_raw(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        put(b, s + run, i - run);
+        proto_jw_raw(b, s + run, i - run);
         run = i + 1;
         char esc[6] = {'\\', 0, '0', '0', 0, 0};
         size_t el = 2;
@@ -331,10 +323,10 @@ void proto_jw_string(proto_jw *b, const char *s, size_t n)
             esc[5] = hex[c & 15];
             el = 6;
         }
-        put(b, esc, el);
+        proto_jw_raw(b, esc, el);
     }
-    put(b, s + run, n - run);
-    put(b, "\"", 1);
+    proto_jw_raw(b, s + run, n - run);
+    proto_jw_raw(b, "\"", 1);
 }
 
 void proto_jw_integer(proto_jw *b, json_int_t v)
@@ -349,7 +341,7 @@ void proto_jw_integer(proto_jw *b, json_int_t v)
     } while (u);
     if (v < 0)
         tmp[--o] = '-';
-    put(b, tmp + o, sizeof tmp - (size_t)o);
+    proto_jw_raw(b, tmp + o, sizeof tmp - (size_t)o);
 }
 
 void proto_jw_double(proto_jw *b, double v)
@@ -367,13 +359,13 @@ static void put_value(proto_jw *b, const json_t *v, int mode, int depth);
 static void put_member(proto_jw *b, const char *key, const json_t *val, int mode, int depth)
 {
     proto_jw_string(b, key, strlen(key));
-    put(b, ":", 1);
+    proto_jw_raw(b, ":", 1);
     put_value(b, val, mode, depth + 1);
 }
 
 static void put_object(proto_jw *b, const json_t *v, int mode, int depth)
 {
-    put(b, "{", 1);
+    proto_jw_raw(b, "{", 1);
     size_t n = json_object_size(v);
     const char *key;
     json_t *val;
@@ -382,7 +374,7 @@ static void put_object(proto_jw *b, const json_t *v, int mode, int depth)
         json_object_foreach((json_t *)v, key, val)
         {
             if (!first)
-                put(b, ",", 1);
+                proto_jw_raw(b, ",", 1);
             first = false;
             put_member(b, key, val, mode, depth);
         }
@@ -415,13 +407,13 @@ static void put_object(proto_jw *b, const json_t *v, int mode, int depth)
         }
         for (size_t i = 0; i < k; i++) {
             if (i)
-                put(b, ",", 1);
+                proto_jw_raw(b, ",", 1);
             put_member(b, kv[i].k, kv[i].v, mode, depth);
         }
         if (kv != small)
             free(kv);
     }
-    put(b, "}", 1);
+    proto_jw_raw(b, "}", 1);
 }
 
 static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
@@ -436,13 +428,13 @@ static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
         break;
     case JSON_ARRAY: {
         size_t n = json_array_size(v);
-        put(b, "[", 1);
+        proto_jw_raw(b, "[", 1);
         for (size_t i = 0; i < n; i++) {
             if (i)
-                put(b, ",", 1);
+                proto_jw_raw(b, ",", 1);
             put_value(b, json_array_get(v, i), mode, depth + 1);
         }
-        put(b, "]", 1);
+        proto_jw_raw(b, "]", 1);
         break;
     }
     case JSON_STRING:
@@ -458,13 +450,13 @@ static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
         proto_jw_double(b, json_real_value(v));
         break;
     case JSON_TRUE:
-        put(b, "true", 4);
+        proto_jw_raw(b, "true", 4);
         break;
     case JSON_FALSE:
-        put(b, "false", 5);
+        proto_jw_raw(b, "false", 5);
         break;
     case JSON_NULL:
-        put(b, "null", 4);
+        proto_jw_raw(b, "null", 4);
         break;
     }
 }
