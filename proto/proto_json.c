@@ -168,7 +168,7 @@ static const unsigned char jr_plain[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    /* 0x80..0xff: UTF-8, checked by jr_utf8() */
+    /* 0x80..0xff: UTF-8, checked by proto__utf8_seq() */
 };
 /* clang-format on */
 
@@ -181,7 +181,7 @@ static inline void jr_ws(jr *r)
 /* One UTF-8 sequence starting at p (first byte >= 0x80) as RFC 3629 allows
  * it (no overlong forms, no surrogates, nothing above U+10FFFF); its length,
  * or 0. */
-static size_t jr_utf8(const unsigned char *p, const unsigned char *end)
+size_t proto__utf8_seq(const unsigned char *p, const unsigned char *end)
 {
     unsigned c = p[0];
     size_t left = (size_t)(end - p);
@@ -333,7 +333,7 @@ static int jr_string(jr *r, char **heap, const char **s, size_t *n)
         }
         if (c < 0x80)
             return -1; /* a control character */
-        size_t k = jr_utf8(p, end);
+        size_t k = proto__utf8_seq(p, end);
         if (!k)
             return -1;
         p += k;

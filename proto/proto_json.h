@@ -69,6 +69,10 @@ json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_
  * declines (proto_json_loadb() then asks jansson). It declines no valid text
  * with JSON_REJECT_DUPLICATES. */
 json_t *proto__json_read(const char *text, size_t len, size_t flags);
+/* Internal: the length of the one UTF-8 sequence at p (first byte >= 0x80,
+ * p < end) as RFC 3629 allows it (no overlong forms, no surrogates, nothing
+ * above U+10FFFF), or 0. */
+size_t proto__utf8_seq(const unsigned char *p, const unsigned char *end);
 
 /* Parses a body of len bytes (need not be NUL-terminated). Rejects bodies
  * longer than max_bytes (too_large, 413), empty bodies, syntax errors and

@@ -65,40 +65,16 @@ bool proto_stream_name_valid(const char *name)
 
 bool proto_stream_utf8_valid(const char *s, size_t len)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = u[i];
-        if (c < 0x80) {
-            i++;
+    const unsigned char *u = (const unsigned char *)s, *end = u + len;
+    while (u < end) {
+        if (*u < 0x80) {
+            u++;
             continue;
         }
-        size_t need;
-        unsigned cp;
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 1;
-            cp = c & 0x1F;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2;
-            cp = c & 0x0F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3;
-            cp = c & 0x07;
-        } else {
-            return false; /* continuation byte, overlong lead 0xC0/0xC1, or > 0xF4 */
-        }
-        if (len - i <= need)
+        size_t n = proto__utf8_seq(u, end);
+        if (n == 0)
             return false;
-        for (size_t k = 1; k <= need; k++) {
-            unsigned cc = u[i + k];
-            if ((cc & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        if ((need == 2 && cp < 0x800) || (need == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += need + 1;
+        u += n;
     }
     return true;
 }
