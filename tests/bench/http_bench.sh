@@ -19,46 +19,19 @@ HERE=$(dirname "$0")
 LUA="$HERE/http_post.lua"
 command -v wrk >/dev/null || { echo "http_bench: wrk is not installed" >&2; exit 1; }
 
-tmp=$(mktemp -d)
-pid=""
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-# start NAME CMD...: runs CMD in the background, waits for its
-# "... listening on HOST:PORT" line, sets $pid and $port.
-start() {
-    name=$1; shift
-    "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
-    pid=$!
-    i=0
-    while ! grep -q "listening on" "$tmp/$name.out" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 100 ] || ! kill -0 "$pid" 2>/dev/null; then
-            echo "http_bench: $name did not start" >&2; cat "$tmp/$name.err" >&2; exit 1
-        fi
-        sleep 0.05
-    done
-    port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$tmp/$name.out" | head -1)
-}
-
-stop() {
-    kill "$pid"; wait "$pid" || true; pid=""
-}
+. "$HERE/daemon.sh" # start, stop, $bench_tmp
 
 # run NAME: wrk against the started server; prints "rps p99_ms".
 run() {
     wrk -t"$THREADS" -c"$CONNS" -d"${SECS}s" --latency -s "$LUA" \
-        "http://127.0.0.1:$port/v1/solve" >"$tmp/$1.wrk"
-    if grep -q "Non-2xx" "$tmp/$1.wrk"; then
-        echo "http_bench: $1 answered errors:" >&2; cat "$tmp/$1.wrk" >&2; exit 1
+        "http://127.0.0.1:$port/v1/solve" >"$bench_tmp/$1.wrk"
+    if grep -q "Non-2xx" "$bench_tmp/$1.wrk"; then
+        echo "http_bench: $1 answered errors:" >&2; cat "$bench_tmp/$1.wrk" >&2; exit 1
     fi
-    cat "$tmp/$1.wrk" >&2
-    rps=$(awk '/^Requests\/sec:/ {print $2}' "$tmp/$1.wrk")
+    cat "$bench_tmp/$1.wrk" >&2
+    rps=$(awk '/^Requests\/sec:/ {print $2}' "$bench_tmp/$1.wrk")
     p99=$(awk '$1 == "99%" {v = $2; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
-               if (u == "us") v /= 1000; else if (u == "s") v *= 1000; print v}' "$tmp/$1.wrk")
+               if (u == "us") v /= 1000; else if (u == "s") v *= 1000; print v}' "$bench_tmp/$1.wrk")
     echo "$rps $p99"
 }
 
@@ -72,11 +45,11 @@ while [ $r -lt "$ROUNDS" ]; do
     r=$((r + 1))
     start mhd_hello "$BUILD/mhd_hello" 0
     set -- $(run mhd_hello)
-    stop
+    stop || true
     if awk -v a="$1" -v b="$hello_rps" 'BEGIN { exit !(a > b) }'; then hello_rps=$1; hello_p99=$2; fi
     start ikd "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn
     set -- $(run ikd)
-    stop
+    stop || true
     if awk -v a="$1" -v b="$ikd_rps" 'BEGIN { exit !(a > b) }'; then ikd_rps=$1; ikd_p99=$2; fi
 done
 

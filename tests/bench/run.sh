@@ -40,61 +40,38 @@ sh "$(dirname "$0")/http_bench.sh" "$BUILD"
 # IKD_WS_BENCH_STREAMS (streams per connection, default 4),
 # IKD_WS_BENCH_CHAIN_CONNECTIONS (8).
 WS_SECS=${IKD_WS_BENCH_SECONDS:-5}
-ws_tmp=$(mktemp -d)
-ikd_pid=""
-ws_cleanup() {
-    [ -n "$ikd_pid" ] && kill "$ikd_pid" 2>/dev/null && wait "$ikd_pid" 2>/dev/null
-    rm -rf "$ws_tmp"
+# ws_chain [ARGS]: 7-joint full-pose streams on the iiwa against the running ikd
+ws_chain() {
+    "$BUILD/ws_bench" chain --url "127.0.0.1:$port" --seconds "$WS_SECS" \
+        --connections "${IKD_WS_BENCH_CHAIN_CONNECTIONS:-8}" \
+        --urdf "$IKD_DATA/robots/kuka_iiwa14_r820.urdf" --base base_link --tip tool0 \
+        --targets "$IKD_DATA/targets/kuka_iiwa14_r820.txt" "$@"
 }
-trap ws_cleanup EXIT INT TERM
-"$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn >"$ws_tmp/ikd.out" 2>"$ws_tmp/ikd.err" &
-ikd_pid=$!
-i=0
-while ! grep -q "listening on" "$ws_tmp/ikd.out" 2>/dev/null; do
-    i=$((i + 1))
-    if [ $i -gt 100 ] || ! kill -0 "$ikd_pid" 2>/dev/null; then
-        echo "ws_bench: ikd did not start" >&2; cat "$ws_tmp/ikd.err" >&2; exit 1
-    fi
-    sleep 0.05
-done
-port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$ws_tmp/ikd.out" | head -1)
+. "$(dirname "$0")/daemon.sh" # start, stop
+start ikd "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn
 "$BUILD/ws_bench" two-bone --url "127.0.0.1:$port" --seconds "$WS_SECS" \
     --connections "${IKD_WS_BENCH_CONNECTIONS:-50}" --streams "${IKD_WS_BENCH_STREAMS:-4}"
 solver=$(chain kuka_iiwa14_r820 base_link tool0 | tail -1)
 echo "$solver"
-ws=$("$BUILD/ws_bench" chain --url "127.0.0.1:$port" --seconds "$WS_SECS" \
-    --connections "${IKD_WS_BENCH_CHAIN_CONNECTIONS:-8}" \
-    --urdf "$IKD_DATA/robots/kuka_iiwa14_r820.urdf" --base base_link --tip tool0 \
-    --targets "$IKD_DATA/targets/kuka_iiwa14_r820.txt" | tail -1)
+ws=$(ws_chain | tail -1)
 echo "$ws"
 # the same robot streamed as a controller does: a smooth motion (20 poses
 # between consecutive configurations of the target file), warm starts apply
-smooth=$("$BUILD/ws_bench" chain --url "127.0.0.1:$port" --seconds "$WS_SECS" \
-    --connections "${IKD_WS_BENCH_CHAIN_CONNECTIONS:-8}" --smooth 20 \
-    --urdf "$IKD_DATA/robots/kuka_iiwa14_r820.urdf" --base base_link --tip tool0 \
-    --targets "$IKD_DATA/targets/kuka_iiwa14_r820.txt" | tail -1)
+smooth=$(ws_chain --smooth 20 | tail -1)
 echo "$smooth"
-kill "$ikd_pid"
-rc=0
-wait "$ikd_pid" || rc=$?
-ikd_pid=""
-[ "$rc" -eq 0 ] || { echo "ws_bench: ikd exited with $rc after SIGTERM" >&2; exit 1; }
+stop || { echo "ws_bench: ikd exited with $? after SIGTERM" >&2; exit 1; }
 # ratio: the daemon's 7-joint solutions/s over one solver thread's solves/s
 # (1e6 / mean_us); ikd's pool has one thread per core by default
 solver_mean=$(echo "$solver" | sed -n 's/.*"mean_us":\([0-9.eE+-]*\).*/\1/p')
-ws_rate=$(echo "$ws" | sed -n 's/.*"solutions_per_s":\([0-9.eE+-]*\).*/\1/p')
-ws_solve=$(echo "$ws" | sed -n 's/.*"solve_us_mean":\([0-9.eE+-]*\).*/\1/p')
-awk -v m="$solver_mean" -v w="$ws_rate" -v s="$ws_solve" -v t="$(nproc)" 'BEGIN {
-    r = 1e6 / m
-    printf "{\"bench\":\"ws_chain_vs_solver\",\"robot\":\"kuka_iiwa14_r820\",\"ws_solutions_per_s\":%.0f,", w
-    printf "\"solver_solves_per_s\":%.0f,\"ratio\":%.3f,\"pool_threads\":%d,", r, w / r, t
-    printf "\"solver_mean_us\":%.2f,\"ws_solve_us_mean\":%.2f}\n", m, s
-}'
-smooth_rate=$(echo "$smooth" | sed -n 's/.*"solutions_per_s":\([0-9.eE+-]*\).*/\1/p')
-smooth_solve=$(echo "$smooth" | sed -n 's/.*"solve_us_mean":\([0-9.eE+-]*\).*/\1/p')
-awk -v m="$solver_mean" -v w="$smooth_rate" -v s="$smooth_solve" -v t="$(nproc)" 'BEGIN {
-    r = 1e6 / m
-    printf "{\"bench\":\"ws_chain_smooth_vs_solver\",\"robot\":\"kuka_iiwa14_r820\",\"ws_solutions_per_s\":%.0f,", w
-    printf "\"solver_solves_per_s\":%.0f,\"ratio\":%.3f,\"pool_threads\":%d,", r, w / r, t
-    printf "\"solver_mean_us\":%.2f,\"ws_solve_us_mean\":%.2f}\n", m, s
-}'
+ratio() { # NAME WS_BENCH_LINE
+    rate=$(echo "$2" | sed -n 's/.*"solutions_per_s":\([0-9.eE+-]*\).*/\1/p')
+    solve=$(echo "$2" | sed -n 's/.*"solve_us_mean":\([0-9.eE+-]*\).*/\1/p')
+    awk -v n="$1" -v m="$solver_mean" -v w="$rate" -v s="$solve" -v t="$(nproc)" 'BEGIN {
+        r = 1e6 / m
+        printf "{\"bench\":\"%s\",\"robot\":\"kuka_iiwa14_r820\",\"ws_solutions_per_s\":%.0f,", n, w
+        printf "\"solver_solves_per_s\":%.0f,\"ratio\":%.3f,\"pool_threads\":%d,", r, w / r, t
+        printf "\"solver_mean_us\":%.2f,\"ws_solve_us_mean\":%.2f}\n", m, s
+    }'
+}
+ratio ws_chain_vs_solver "$ws"
+ratio ws_chain_smooth_vs_solver "$smooth"
