@@ -14,21 +14,9 @@
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_status.h"
+#include "chains.h"
 
 #define TOL 1e-12
-
-static ik_joint joint(ik_joint_type type, ik_vec3 xyz, ik_vec3 rpy, ik_vec3 axis, double lo,
-                      double hi)
-{
-    ik_joint j;
-    j.type = type;
-    j.origin.p = xyz;
-    j.origin.q = ik_quat_from_rpy(rpy.x, rpy.y, rpy.z);
-    j.axis = axis;
-    j.lower = lo;
-    j.upper = hi;
-    return j;
-}
 
 static void assert_vec(ik_vec3 a, double x, double y, double z, double tol)
 {
@@ -43,7 +31,6 @@ static void assert_rot(ik_quat a, ik_quat b, double tol)
     ck_assert_double_le(ik_quat_angle_between(a, b), tol);
 }
 
-static const ik_vec3 ZERO = {0, 0, 0};
 static const ik_vec3 ZAXIS = {0, 0, 1};
 
 /* Planar 2R: l1 = 0.7, l2 = 0.4 along x, both joints about z. */

@@ -17,6 +17,7 @@
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
+#include "chains.h"
 
 #define TOL 1e-5
 
@@ -27,37 +28,13 @@ static double urand(double lo, double hi)
     return lo + (hi - lo) * ((double)(rng_state >> 11) * 0x1.0p-53);
 }
 
-static ik_joint joint(ik_joint_type type, ik_vec3 xyz, ik_vec3 rpy, ik_vec3 axis, double lo,
-                      double hi)
-{
-    ik_joint j;
-    j.type = type;
-    j.origin.p = xyz;
-    j.origin.q = ik_quat_from_rpy(rpy.x, rpy.y, rpy.z);
-    j.axis = axis;
-    j.lower = lo;
-    j.upper = hi;
-    return j;
-}
-
-static const ik_vec3 ZERO = {0, 0, 0};
-
 /* UR5, base_link -> tool0, from ur5_robot.urdf (xyz, rpy, axis, limits). */
 static ik_chain ur5(void)
 {
-    const double pi2 = 1.57079632679, L = 6.28318530718;
-    ik_joint j[7] = {
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.089159), ZERO, ik_v3(0, 0, 1), -L, L),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0.13585, 0), ik_v3(0, pi2, 0), ik_v3(0, 1, 0), -L, L),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, -0.1197, 0.425), ZERO, ik_v3(0, 1, 0), -3.14159265359,
-              3.14159265359),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.39225), ik_v3(0, pi2, 0), ik_v3(0, 1, 0), -L, L),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0.093, 0), ZERO, ik_v3(0, 0, 1), -L, L),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.09465), ZERO, ik_v3(0, 1, 0), -L, L),
-        joint(IK_JOINT_FIXED, ik_v3(0, 0.0823, 0), ik_v3(-pi2, 0, 0), ZERO, 0, 0),
-    };
+    ik_joint j[UR5_JOINTS];
+    ur5_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 7), IK_OK);
+    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
     return c;
 }
 

@@ -26,6 +26,7 @@
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
 #include "solver/ik_twobone.h"
+#include "chains.h"
 
 #define N_THREADS  4
 #define N_NUMERIC  60  /* numeric targets per chain */
@@ -33,35 +34,11 @@
 #define N_ANIM     200
 #define ROUNDS     8   /* each thread solves the whole set this many times */
 
-static ik_joint joint(ik_joint_type type, ik_vec3 xyz, ik_vec3 rpy, ik_vec3 axis, double lo,
-                      double hi)
-{
-    ik_joint j;
-    j.type = type;
-    j.origin.p = xyz;
-    j.origin.q = ik_quat_from_rpy(rpy.x, rpy.y, rpy.z);
-    j.axis = axis;
-    j.lower = lo;
-    j.upper = hi;
-    return j;
-}
-
-static const ik_vec3 ZERO = {0, 0, 0};
-
 static void make_chains(ik_chain *ur5, ik_chain *mixed)
 {
-    const double pi2 = 1.57079632679, L = 6.28318530718;
-    ik_joint u[7] = {
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.089159), ZERO, ik_v3(0, 0, 1), -L, L),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0.13585, 0), ik_v3(0, pi2, 0), ik_v3(0, 1, 0), -L, L),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, -0.1197, 0.425), ZERO, ik_v3(0, 1, 0), -3.14159265359,
-              3.14159265359),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.39225), ik_v3(0, pi2, 0), ik_v3(0, 1, 0), -L, L),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0.093, 0), ZERO, ik_v3(0, 0, 1), -L, L),
-        joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.09465), ZERO, ik_v3(0, 1, 0), -L, L),
-        joint(IK_JOINT_FIXED, ik_v3(0, 0.0823, 0), ik_v3(-pi2, 0, 0), ZERO, 0, 0),
-    };
-    ck_assert_int_eq(ik_chain_init(ur5, u, 7), IK_OK);
+    ik_joint u[UR5_JOINTS];
+    ur5_joints(u);
+    ck_assert_int_eq(ik_chain_init(ur5, u, UR5_JOINTS), IK_OK);
     ik_joint m[9] = {
         joint(IK_JOINT_PRISMATIC, ZERO, ZERO, ik_v3(0, 0, 1), 0, 0.3),
         joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.2), ZERO, ik_v3(0, 0, 1), -2.5, 2.5),
