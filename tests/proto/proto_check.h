@@ -89,7 +89,7 @@ static inline char *pc_read_file(const char *path, size_t *len)
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
     if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
         free(b);
         b = NULL;

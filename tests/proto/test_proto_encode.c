@@ -33,6 +33,7 @@
 #include "proto/proto_impl.h"
 #include "proto/stream.h"
 #include "solver/ik_status.h"
+#include "tests/proto/proto_check.h"
 
 /* ---- the oracle -------------------------------------------------------- */
 
@@ -367,27 +368,6 @@ START_TEST(test_random_two_bone)
 }
 END_TEST
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = '\0';
-        *len = (size_t)n;
-    }
-    return b;
-}
-
 /* Every accepted request among the shared fixtures (when they are there). */
 START_TEST(test_fixture_requests)
 {
@@ -404,7 +384,7 @@ START_TEST(test_fixture_requests)
         char path[512];
         snprintf(path, sizeof path, "tests/fixtures/%s", e->d_name);
         size_t len;
-        char *body = slurp(path, &len);
+        char *body = pc_read_file(path, &len);
         if (!body)
             continue;
         accepted += same_as_oracle(body, len, path);
@@ -422,7 +402,7 @@ START_TEST(test_urdf_chain)
     char path[512];
     snprintf(path, sizeof path, "%s/robots/ur5.urdf", data ? data : "../shared/data");
     size_t len;
-    char *xml = slurp(path, &len);
+    char *xml = pc_read_file(path, &len);
     if (!xml)
         return;
     json_t *req = json_pack("{s:{s:s, s:s, s:s, s:s}, s:{s:[f,f,f], s:[f,f,f,f]}, s:{s:f}}",
