@@ -71,6 +71,7 @@
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
 #include "solver/ik_twobone.h"
+#include "tests/bench/bench_file.h"
 
 /* ---- small utilities ------------------------------------------------------ */
 
@@ -100,36 +101,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        char *bigger = realloc(buf, 2 * cap + 1);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    fclose(f);
-    if (buf) {
-        buf[n] = '\0';
-        if (len)
-            *len = n;
-    }
-    return buf;
-}
-
 /* ---- chains --------------------------------------------------------------- */
 
 typedef struct bench_chain {
@@ -142,7 +113,7 @@ typedef struct bench_chain {
 static int load_urdf(const char *path, const char *base, const char *tip, bench_chain *bc)
 {
     size_t len = 0;
-    char *xml = read_file(path, &len);
+    char *xml = bench_read_file(path, &len);
     if (!xml) {
         fprintf(stderr, "ikbench: cannot read %s: %s\n", path, strerror(errno));
         return -1;
@@ -442,7 +413,7 @@ static const char proto_default_body[] =
 static char *load_body(const char *body_path, size_t *len)
 {
     if (body_path) {
-        char *body = read_file(body_path, len);
+        char *body = bench_read_file(body_path, len);
         if (!body)
             fprintf(stderr, "ikbench: cannot read %s: %s\n", body_path, strerror(errno));
         return body;

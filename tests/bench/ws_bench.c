@@ -76,6 +76,7 @@
 
 #include "proto/urdf.h"
 #include "solver/ik_chain.h"
+#include "tests/bench/bench_file.h"
 
 #define HIST_BUCKETS 1000000 /* 1 us each: latencies up to 1 s, the rest in the last */
 #define READ_CHUNK   65536
@@ -632,32 +633,16 @@ static double percentile_us(const bench *b, double p)
 
 /* ---- inputs: the chain and the targets ---------------------------------- */
 
+/* The whole file, or the end of the run with the reason. */
 static char *read_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "ws_bench: cannot open %s: %s\n", path, strerror(errno));
+    char *s = bench_read_file(path, NULL);
+    if (!s) {
+        fprintf(stderr, "ws_bench: cannot read %s: %s\n", path, strerror(errno));
         exit(1);
     }
-    size_t cap = 65536, len = 0;
-    char *s = malloc(cap);
-    size_t k;
-    while (s && (k = fread(s + len, 1, cap - len - 1, f)) > 0) {
-        len += k;
-        if (len + 1 == cap) {
-            char *g = realloc(s, cap *= 2);
-            if (!g)
-                free(s);
-            s = g;
-        }
-    }
-    fclose(f);
-    if (!s)
-        die("out of memory");
-    s[len] = '\0';
     return s;
 }
-
 /* Two-bone targets: reachable positions for the limb (0,0,0)-(0,0.5,0)-(0,1,0)
  * at distances 0.15..0.95 from the base, from a fixed xorshift sequence. */
 static void make_two_bone_targets(bench *b)
