@@ -8,13 +8,13 @@
 #   with independent clients (python3-websockets from Debian, hence the
 #   interpreter by its full path); unittest's "Ran N tests" is summed.
 # Every test finds the shared robots and motion through IKD_DATA (default
-# ../shared/data, seen from the repository root) and the daemon through
+# tests/data, the repository's own copy) and the daemon through
 # IKD_BIN. Each suite runs under a time limit so that a hang is a failure.
 set -u
 BUILD=${1:-build}
 export CK_FORK=yes
 export IKD_BIN="${IKD_BIN:-$BUILD/ikd}"
-export IKD_DATA="${IKD_DATA:-../shared/data}"
+export IKD_DATA="${IKD_DATA:-tests/data}"
 export IKD_BUILD="$BUILD"
 LIMIT=${IKD_TEST_TIMEOUT:-600}
 passed=0

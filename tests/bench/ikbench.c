@@ -4,7 +4,7 @@
  *   ikbench chain --urdf FILE --base LINK --tip LINK [--samples N] [--seed S]
  *                 [--timeout-ms MS] [--tol T] [--targets FILE]
  *                 [--max-iterations N] [--verbose]
- *     The TRAC-IK protocol (see shared/data/SOURCES.md): N joint
+ *     The TRAC-IK protocol (see tests/data/SOURCES.md): N joint
  *     configurations drawn uniformly inside the limits (continuous joints in
  *     [-pi, pi]), forward kinematics gives a full-pose target, every solve is
  *     seeded from the mid-limit pose with a time budget (default 5 ms) and a

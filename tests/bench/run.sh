@@ -8,7 +8,7 @@
 # command prints one JSON object on its last line.
 set -eu
 BUILD=${1:-build}
-IKD_DATA="${IKD_DATA:-../shared/data}"
+IKD_DATA="${IKD_DATA:-tests/data}"
 SAMPLES=${IKD_BENCH_SAMPLES:-2000}
 BIN="$BUILD/ikbench"
 

@@ -106,7 +106,7 @@ static inline char *pc_read_file(const char *path, size_t *len)
 static inline const char *pc_data_dir(void)
 {
     const char *d = getenv("IKD_DATA");
-    return d && *d ? d : "../shared/data";
+    return d && *d ? d : "tests/data";
 }
 
 /* Rotation by angle t about axis a (any frame, the usual formula). */

@@ -400,7 +400,7 @@ START_TEST(test_urdf_chain)
 {
     const char *data = getenv("IKD_DATA");
     char path[512];
-    snprintf(path, sizeof path, "%s/robots/ur5.urdf", data ? data : "../shared/data");
+    snprintf(path, sizeof path, "%s/robots/ur5.urdf", data ? data : "tests/data");
     size_t len;
     char *xml = pc_read_file(path, &len);
     if (!xml)

@@ -835,7 +835,7 @@ START_TEST(test_stream_no_flip_joints)
     json_decref(tu);
     proto_chain_unref(c);
 
-    /* the UR5 of shared/data with a full-pose target of its benchmark */
+    /* the UR5 of tests/data with a full-pose target of its benchmark */
     char path[512];
     snprintf(path, sizeof path, "%s/robots/ur5.urdf", pc_data_dir());
     char *xml = pc_read_file(path, NULL);

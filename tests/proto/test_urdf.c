@@ -32,7 +32,7 @@ static char *read_data(const char *rel, size_t *len)
 {
     const char *dir = getenv("IKD_DATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir ? dir : "../shared/data", rel);
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/data", rel);
     FILE *f = fopen(path, "rb");
     ck_assert_msg(f != NULL, "cannot open %s (set IKD_DATA)", path);
     fseek(f, 0, SEEK_END);

@@ -750,7 +750,7 @@ typedef struct arm {
 
 static void load_iiwa(arm *a)
 {
-    const char *data = getenv("IKD_DATA") ? getenv("IKD_DATA") : "../shared/data";
+    const char *data = getenv("IKD_DATA") ? getenv("IKD_DATA") : "tests/data";
     char path[512];
     snprintf(path, sizeof path, "%s/robots/kuka_iiwa14_r820.urdf", data);
     a->urdf = read_file(path);

@@ -27,7 +27,7 @@ and SIGTERM closing streams with 1001 and the daemon exiting 0.
 Every wait is bounded (TIMEOUT per message, a limit per test), so a hang is
 a quick failure rather than a stuck suite. Time bounds are multiplied by
 SLOW for daemons built with a sanitizer (see slowness()). Robots and targets come from
-$IKD_DATA (tests/run.sh sets it, default ../shared/data).
+$IKD_DATA (tests/run.sh sets it, default tests/data).
 """
 import asyncio
 import base64
@@ -50,7 +50,7 @@ import urllib.request
 import websockets
 
 IKD_BIN = os.environ.get("IKD_BIN", "build/ikd")
-IKD_DATA = os.environ.get("IKD_DATA", "../shared/data")
+IKD_DATA = os.environ.get("IKD_DATA", "tests/data")
 
 
 def slowness():

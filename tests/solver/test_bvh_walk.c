@@ -258,7 +258,7 @@ static void load_walk(void)
 {
     const char *root = getenv("IKD_DATA");
     char path[4096];
-    snprintf(path, sizeof path, "%s/motion/cmu_02_01_walk.bvh", root ? root : "../shared/data");
+    snprintf(path, sizeof path, "%s/motion/cmu_02_01_walk.bvh", root ? root : "tests/data");
     char *text = read_file(path);
     ck_assert_msg(text != NULL, "cannot read %s (set IKD_DATA)", path);
     walk = malloc(sizeof *walk);
