@@ -301,6 +301,22 @@ bool srv_http_token_ok(const char *header, const char *token)
     return diff == 0 && tl > 0;
 }
 
+/* The token comes in Authorization: Bearer, or, on the stream upgrade only,
+ * as a Sec-WebSocket-Protocol element (ws_handshake.h: browsers cannot set
+ * Authorization on a WebSocket). Neither is ever logged. */
+static bool authorized(http_req *r)
+{
+    const char *token = r->ctx->cfg.token;
+    if (srv_http_token_ok(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_AUTHORIZATION),
+                          token))
+        return true;
+    return r->route == RT_STREAM &&
+           srv_ws_protocol_bearer(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                              "Sec-WebSocket-Protocol"),
+                                  token) == SRV_WS_BEARER_OK;
+}
+
 /* ---- pool stages ------------------------------------------------------- */
 
 static double elapsed_s(uint64_t t0)
@@ -685,12 +701,13 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         /* CORS preflight: browsers send it without credentials, so no
          * token is asked; answered once any body is in */
         r->preflight = true;
-    } else if (!d->open && ctx->cfg.token &&
-               !srv_http_token_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                              MHD_HTTP_HEADER_AUTHORIZATION),
-                                  ctx->cfg.token)) {
+    } else if (!d->open && ctx->cfg.token && !authorized(r)) {
         refuse(r, 401, "unauthorized", "unauthorized",
-               "a valid bearer token is required (Authorization: Bearer ...)");
+               r->route == RT_STREAM
+                   ? "a valid bearer token is required (Authorization: Bearer ..., or the "
+                     "subprotocols " SRV_WS_PROTOCOL ", " SRV_WS_BEARER_PREFIX
+                     "<base64url token>)"
+                   : "a valid bearer token is required (Authorization: Bearer ...)");
     } else if (!(d->methods & r->method)) {
         char msg[128];
         snprintf(msg, sizeof msg, "method %.32s is not allowed here", method);

@@ -3,9 +3,12 @@
  * the loop, and the streams that live on it.
  *
  * The upgrade. The router (http.c) calls srv_ws_upgrade() after the bearer
- * token check. It validates the handshake (RFC 6455 4.2.1, the pure checks
- * are in ws_handshake.c), the Origin against --allow-origin, and returns
- * libmicrohttpd's upgrade response with Sec-WebSocket-Accept. libmicrohttpd
+ * token check (Authorization, or the base64url.bearer.ikd.<token>
+ * subprotocol that browsers can send). It validates the handshake (RFC 6455
+ * 4.2.1, the pure checks are in ws_handshake.c), the Origin against
+ * --allow-origin, and returns libmicrohttpd's upgrade response with
+ * Sec-WebSocket-Accept and, when the client offered it, the selected
+ * subprotocol ikd.v1. libmicrohttpd
  * then hands on_upgrade() the raw non-blocking socket and the bytes it had
  * already read past the headers (extra_in), which are fed to the framer
  * before anything read from the socket.
@@ -998,6 +1001,8 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
     const char *version =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
     const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+    const char *protocols =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol");
     if (!srv_ws_header_has_token(upgrade, "websocket") ||
         !srv_ws_header_has_token(connection, "upgrade")) {
         proto_error_set(err, 426, "upgrade_required", "",
@@ -1022,6 +1027,16 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
                         origin);
         return NULL;
     }
+    /* The bearer subprotocol is never selected (that would echo the token):
+     * a client that offers it must offer ikd.v1 too, or a browser would fail
+     * the connection for want of a selected protocol. */
+    bool select_ikd = srv_ws_header_has_token(protocols, SRV_WS_PROTOCOL);
+    if (!select_ikd && srv_ws_protocol_bearer(protocols, NULL) != SRV_WS_BEARER_NONE) {
+        proto_error_set(err, 400, "invalid_request", "",
+                        "Sec-WebSocket-Protocol: offer " SRV_WS_PROTOCOL
+                        " next to the bearer token element; it is the protocol ikd selects");
+        return NULL;
+    }
     if (!ws_state_of(ctx)) {
         proto_error_set(err, 500, "internal", "", "out of memory");
         return NULL;
@@ -1033,7 +1048,9 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
     }
     /* libmicrohttpd adds "Connection: Upgrade" itself. */
     if (MHD_add_response_header(resp, "Upgrade", "websocket") != MHD_YES ||
-        MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept) != MHD_YES) {
+        MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept) != MHD_YES ||
+        (select_ikd &&
+         MHD_add_response_header(resp, "Sec-WebSocket-Protocol", SRV_WS_PROTOCOL) != MHD_YES)) {
         MHD_destroy_response(resp);
         proto_error_set(err, 500, "internal", "", "WebSocket upgrade failed");
         return NULL;

@@ -5,6 +5,10 @@
  * The accept key is base64(SHA-1(Sec-WebSocket-Key || GUID)) with the GUID
  * "258EAFA5-E914-47DA-95CA-C5AB0DC85B11" (RFC 6455 1.3; its example key
  * "dGhlIHNhbXBsZSBub25jZQ==" gives "s3pPLMBiTxaeKmzOYCD9iGZOxoo=").
+ *
+ * The bearer token in Sec-WebSocket-Protocol (see ws_handshake.h) is
+ * compared by encoding the expected token with nettle's base64url, never by
+ * decoding what the client sent, so there is one canonical form (unpadded).
  */
 #include "server/ws_handshake.h"
 
@@ -71,4 +75,57 @@ bool srv_ws_origin_allowed(const char *origin, const char *const *allowed, size_
         if (allowed[i] && strcasecmp(origin, allowed[i]) == 0)
             return true;
     return false;
+}
+
+/* Compares one protocol element (start..end, without the prefix) with the
+ * unpadded base64url encoding of token, three token bytes at a time. Every
+ * byte of the token is encoded and compared, so the time depends on the
+ * token's length only. */
+static bool bearer_matches(const char *start, size_t len, const char *token)
+{
+    size_t tlen = strlen(token), pos = 0;
+    unsigned char diff = (unsigned char)(tlen == 0);
+    for (size_t i = 0; i < tlen; i += 3) {
+        size_t n = tlen - i < 3 ? tlen - i : 3;
+        char enc[8]; /* at most 4 used: 3 bytes or a padded group */
+        struct base64_encode_ctx ec;
+        base64url_encode_init(&ec);
+        size_t got = base64_encode_update(&ec, enc, n, (const uint8_t *)token + i);
+        base64_encode_final(&ec, enc + got);
+        /* unpadded: 1 byte -> 2 characters, 2 -> 3, 3 -> 4 */
+        size_t keep = n + 1;
+        for (size_t k = 0; k < keep; k++, pos++) {
+            unsigned char have = pos < len ? (unsigned char)start[pos] : 0;
+            diff |= (unsigned char)(have ^ (unsigned char)enc[k]);
+        }
+    }
+    diff |= (unsigned char)(pos != len);
+    return diff == 0;
+}
+
+srv_ws_bearer srv_ws_protocol_bearer(const char *value, const char *token)
+{
+    if (!value)
+        return SRV_WS_BEARER_NONE;
+    static const char prefix[] = SRV_WS_BEARER_PREFIX;
+    const size_t plen = sizeof prefix - 1;
+    srv_ws_bearer found = SRV_WS_BEARER_NONE;
+    const char *p = value;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *start = p;
+        while (*p && *p != ',')
+            p++;
+        const char *end = p;
+        while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        size_t len = (size_t)(end - start);
+        if (len < plen || strncmp(start, prefix, plen) != 0)
+            continue;
+        if (token && bearer_matches(start + plen, len - plen, token))
+            return SRV_WS_BEARER_OK;
+        found = SRV_WS_BEARER_WRONG;
+    }
+    return found;
 }

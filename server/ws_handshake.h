@@ -30,4 +30,31 @@ bool srv_ws_header_has_token(const char *value, const char *token);
  * non-browser clients, which an Origin check cannot restrict anyway. */
 bool srv_ws_origin_allowed(const char *origin, const char *const *allowed, size_t n);
 
+/* ---- browser-safe bearer token: the Sec-WebSocket-Protocol scheme --------
+ *
+ * Browsers cannot set Authorization on a WebSocket, but they can offer
+ * subprotocols. A client offers two: SRV_WS_PROTOCOL ("ikd.v1"), the one ikd
+ * selects and answers with, and SRV_WS_BEARER_PREFIX followed by the token
+ * in unpadded base64url (RFC 4648 section 5), which only carries the token
+ * and is never selected, so the token is not echoed back. The same scheme as
+ * Kubernetes' API server (base64url.bearer.authorization.k8s.io.<token>).
+ * Example for the token "s3cret":
+ *   Sec-WebSocket-Protocol: ikd.v1, base64url.bearer.ikd.czNjcmV0
+ */
+#define SRV_WS_PROTOCOL "ikd.v1"
+#define SRV_WS_BEARER_PREFIX "base64url.bearer.ikd."
+
+typedef enum srv_ws_bearer {
+    SRV_WS_BEARER_NONE = 0, /* no element with SRV_WS_BEARER_PREFIX offered */
+    SRV_WS_BEARER_OK,       /* an element carries exactly token */
+    SRV_WS_BEARER_WRONG     /* bearer elements offered, none carries token */
+} srv_ws_bearer;
+
+/* Looks for SRV_WS_BEARER_PREFIX elements in the comma-separated
+ * Sec-WebSocket-Protocol value (may be NULL) and compares each one's rest
+ * with the unpadded base64url form of token, in time independent of where
+ * they differ. An empty token is never OK; a NULL token only detects
+ * whether a bearer element is offered (NONE or WRONG). Allocates nothing. */
+srv_ws_bearer srv_ws_protocol_bearer(const char *value, const char *token);
+
 #endif /* SRV_WS_HANDSHAKE_H */

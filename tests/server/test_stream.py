@@ -961,12 +961,18 @@ class AccessTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.d.stop()
 
-    def status_of(self, **kw):
+    def status_of(self, daemon=None, url=None, **kw):
+        """The upgrade's status (101 when the stream opened and answered);
+        kw go to websockets' connect. After a 101, self.subprotocol holds the
+        protocol ikd selected."""
+        d = daemon or self.d
         async def body():
             try:
-                ws = await connect(self.d, **kw)
+                ws = await websockets.connect(url or d.url, ping_interval=None,
+                                              open_timeout=TIMEOUT, close_timeout=2, **kw)
             except websockets.exceptions.InvalidStatusCode as e:
                 return e.status_code
+            self.subprotocol = ws.subprotocol
             await open_stream(ws, "t", chain=BONES)
             await ws.close()
             return 101
@@ -976,6 +982,58 @@ class AccessTest(unittest.TestCase):
         self.assertEqual(self.status_of(), 401)
         self.assertEqual(self.status_of(extra_headers={"Authorization": "Bearer wrong"}), 401)
         self.assertEqual(self.status_of(extra_headers={"Authorization": "Bearer s3cret"}), 101)
+
+    def test_token_in_subprotocol(self):
+        """Browsers cannot set Authorization on a WebSocket: the token comes
+        as the subprotocol base64url.bearer.ikd.<unpadded base64url token>
+        next to ikd.v1, which ikd selects (never the bearer one). A wrong
+        token is 401, a token in the URL is not read, a bearer element
+        without ikd.v1 is 400, and no log line at debug level holds the
+        token in either form."""
+        token = "s3cret/+~ with spaces"
+        enc = base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+        d = Daemon("--token", token, "--log-level", "debug")
+        try:
+            ok = ["ikd.v1", "base64url.bearer.ikd." + enc]
+            self.assertEqual(self.status_of(d, subprotocols=ok), 101)
+            self.assertEqual(self.subprotocol, "ikd.v1")
+            self.assertEqual(self.status_of(d, subprotocols=list(reversed(ok))), 101)
+            self.assertEqual(self.subprotocol, "ikd.v1")
+            wrong = base64.urlsafe_b64encode(b"s3cret").decode().rstrip("=")
+            self.assertEqual(self.status_of(d, subprotocols=["ikd.v1",
+                                                             "base64url.bearer.ikd." + wrong]), 401)
+            self.assertEqual(self.status_of(d, subprotocols=["ikd.v1"]), 401)
+            self.assertEqual(self.status_of(d, url=d.url + "?token=" + enc,
+                                            subprotocols=["ikd.v1"]), 401)
+            self.assertEqual(self.status_of(d, subprotocols=["base64url.bearer.ikd." + enc]), 400)
+            # the subprotocol is for the upgrade only; HTTP endpoints want Authorization
+            status, text = d.http("GET", "/v1/solvers",
+                                  headers={"Sec-WebSocket-Protocol": ", ".join(ok)})
+            self.assertEqual(status, 401, text)
+            # with Authorization and ikd.v1 offered, ikd.v1 is still selected
+            self.assertEqual(self.status_of(d, subprotocols=["ikd.v1"],
+                                            extra_headers={"Authorization": "Bearer " + token}),
+                             101)
+            self.assertEqual(self.subprotocol, "ikd.v1")
+            status, text = d.http("GET", "/metrics", headers={"Authorization": "Bearer " + token})
+            self.assertIn('ikd_rejected_total{reason="unauthorized"} 4\n', text)
+        finally:
+            log = d.stderr()
+            d.stop()
+        self.assertIn("WebSocket connection open", log)  # debug lines were written
+        self.assertNotIn(enc, log)
+        self.assertNotIn(wrong, log)
+        self.assertNotIn("s3cret", log)
+
+    def test_subprotocol_without_token(self):
+        """Without --token, a client offering ikd.v1 gets it selected; one
+        offering nothing gets no Sec-WebSocket-Protocol answer."""
+        self.assertEqual(self.status_of(self.d, subprotocols=["ikd.v1"],
+                                        extra_headers={"Authorization": "Bearer s3cret"}), 101)
+        self.assertEqual(self.subprotocol, "ikd.v1")
+        self.assertEqual(self.status_of(self.d, extra_headers={"Authorization": "Bearer s3cret"}),
+                         101)
+        self.assertIsNone(self.subprotocol)
 
     def test_origin(self):
         auth = {"Authorization": "Bearer s3cret"}

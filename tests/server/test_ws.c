@@ -1,9 +1,10 @@
 /*
  * test_ws.c: the pure parts of the WebSocket handshake (server/ws_handshake.h):
  * the Sec-WebSocket-Accept key against RFC 6455's own example and an
- * independent second vector, key validation, header token lists and the
- * Origin allow-list. The connection handling itself is exercised against the
- * real daemon by tests/server/test_stream.py.
+ * independent second vector, key validation, header token lists, the
+ * Origin allow-list and the bearer token carried in Sec-WebSocket-Protocol.
+ * The connection handling itself is exercised against the real daemon by
+ * tests/server/test_stream.py.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -77,6 +78,51 @@ START_TEST(test_origin_allow_list)
 }
 END_TEST
 
+/* The Sec-WebSocket-Protocol bearer scheme: expected encodings computed by
+ * Python's base64.urlsafe_b64encode with the padding stripped. */
+START_TEST(test_protocol_bearer)
+{
+    ck_assert_int_eq(srv_ws_protocol_bearer("ikd.v1, base64url.bearer.ikd.czNjcmV0", "s3cret"),
+                     SRV_WS_BEARER_OK);
+    ck_assert_int_eq(srv_ws_protocol_bearer("base64url.bearer.ikd.czNjcmV0 ,ikd.v1", "s3cret"),
+                     SRV_WS_BEARER_OK);
+    ck_assert_int_eq(srv_ws_protocol_bearer("base64url.bearer.ikd.YQ", "a"), SRV_WS_BEARER_OK);
+    ck_assert_int_eq(srv_ws_protocol_bearer("base64url.bearer.ikd.YWI", "ab"), SRV_WS_BEARER_OK);
+    ck_assert_int_eq(srv_ws_protocol_bearer("base64url.bearer.ikd.Pz4_", "?>?"),
+                     SRV_WS_BEARER_OK);
+    ck_assert_int_eq(srv_ws_protocol_bearer("base64url.bearer.ikd.-_8", "\xfb\xff"),
+                     SRV_WS_BEARER_OK);
+    ck_assert_int_eq(srv_ws_protocol_bearer("base64url.bearer.ikd.dG9rfmVuL3dpdGgrY2hhcnM",
+                                            "tok~en/with+chars"),
+                     SRV_WS_BEARER_OK);
+    /* a wrong one next to the right one still lets in */
+    ck_assert_int_eq(srv_ws_protocol_bearer("base64url.bearer.ikd.d3Jvbmc, "
+                                            "base64url.bearer.ikd.czNjcmV0", "s3cret"),
+                     SRV_WS_BEARER_OK);
+    /* wrong: another token, padded form, standard base64, prefix or suffix
+     * of the right encoding, the token itself unencoded, empty */
+    const char *wrong[] = {"base64url.bearer.ikd.d3Jvbmc", "base64url.bearer.ikd.YQ==",
+                           "base64url.bearer.ikd.Pz4/", "base64url.bearer.ikd.czNjcmV",
+                           "base64url.bearer.ikd.czNjcmV0A", "base64url.bearer.ikd.s3cret",
+                           "base64url.bearer.ikd.", "ikd.v1,base64url.bearer.ikd.CZNJCMV0"};
+    const char *tokens[] = {"s3cret", "a", "?>?", "s3cret", "s3cret", "s3cret", "s3cret",
+                            "s3cret"};
+    for (size_t i = 0; i < sizeof wrong / sizeof *wrong; i++)
+        ck_assert_msg(srv_ws_protocol_bearer(wrong[i], tokens[i]) == SRV_WS_BEARER_WRONG,
+                      "%s accepted for %s", wrong[i], tokens[i]);
+    /* an empty expected token never matches */
+    ck_assert_int_eq(srv_ws_protocol_bearer("base64url.bearer.ikd.", ""), SRV_WS_BEARER_WRONG);
+    /* no bearer element offered */
+    ck_assert_int_eq(srv_ws_protocol_bearer(NULL, "s3cret"), SRV_WS_BEARER_NONE);
+    ck_assert_int_eq(srv_ws_protocol_bearer("ikd.v1", "s3cret"), SRV_WS_BEARER_NONE);
+    ck_assert_int_eq(srv_ws_protocol_bearer("", "s3cret"), SRV_WS_BEARER_NONE);
+    ck_assert_int_eq(srv_ws_protocol_bearer("x.base64url.bearer.ikd.czNjcmV0", "s3cret"),
+                     SRV_WS_BEARER_NONE);
+    ck_assert_int_eq(srv_ws_protocol_bearer("BASE64URL.BEARER.IKD.czNjcmV0", "s3cret"),
+                     SRV_WS_BEARER_NONE);
+}
+END_TEST
+
 static Suite *ws_suite(void)
 {
     Suite *s = suite_create("ws_handshake");
@@ -86,6 +132,7 @@ static Suite *ws_suite(void)
     tcase_add_test(tc, test_accept_rejects_bad_keys);
     tcase_add_test(tc, test_header_tokens);
     tcase_add_test(tc, test_origin_allow_list);
+    tcase_add_test(tc, test_protocol_bearer);
     suite_add_tcase(s, tc);
     return s;
 }
