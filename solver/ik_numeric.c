@@ -18,7 +18,8 @@
  * step is solved again for the other joints (up to LOCK_PASSES times), so
  * the arm keeps sliding along a limit instead of stalling against it.
  * Revolute joints whose range spans a full turn are first shifted by whole
- * turns (same pose, no wall); continuous joints are wrapped into (-pi, pi].
+ * turns (same pose, no wall); continuous joints move freely (no wrapping
+ * while solving, so that a continuation keeps the seed's turn).
  * The trial pose is accepted only if it lowers the weighted squared error:
  * then lambda shrinks (x LAMBDA_DOWN), else it grows (x LAMBDA_UP) and the
  * step is retried. An attempt ends when every checked component is below
@@ -33,6 +34,23 @@
  * does so in a few Newton-like steps; one that does not is usually in a
  * local minimum against the limits, and a fresh start is cheaper than
  * insisting.
+ *
+ * Turns: every solution is re-expressed, joint by joint, as the 2 pi k
+ * equivalent (inside the limits) nearest the seed (turn_near) before it is
+ * compared or returned, so distances to the seed are plain differences.
+ *
+ * Continuation (a seed with IK_SEARCH_NEAREST_TO_SEED): the seed's attempt
+ * runs with a floor on the damping (CONT_LAMBDA_MIN: near a singularity
+ * the step stays bounded instead of following 1/sigma) and every step cut
+ * to at most CONT_STEP_MAX per joint (step control), with the long
+ * iteration allowance of a slow convergence. If it does not reach the
+ * target, a homotopy does: the target moves from the seed's own tip pose
+ * to the requested pose in up to CONT_MAX_STAGES increments (positions
+ * linearly, orientations by slerp), each stage solved from the previous
+ * stage's answer the same way, so the arm is pulled along the target's
+ * path rather than thrown at its end. Only when that fails as well do the
+ * random restarts run (Nakamura and Hanafusa 1986 for the damped,
+ * singularity-robust inverse; Wampler 1986 for the damping floor).
  *
  * The best pose seen by any attempt (lowest weighted error) is kept for the
  * failure case. The clock (CLOCK_MONOTONIC) is read every CLOCK_EVERY
@@ -131,6 +149,17 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
 #define LOCK_PASSES 2          /* re-solves after moving joints onto limits */
 #endif
 #define CLOCK_EVERY 4          /* iterations between clock reads */
+#ifndef CONT_STEP_MAX
+#define CONT_STEP_MAX 0.25     /* continuation: largest joint motion per
+                                  iteration (rad or m) */
+#endif
+#ifndef CONT_LAMBDA_MIN
+#define CONT_LAMBDA_MIN 1e-6   /* continuation: damping floor */
+#endif
+#ifndef CONT_MAX_STAGES
+#define CONT_MAX_STAGES 16     /* homotopy increments at most */
+#endif
+#define CONT_STAGE_ITERS 40    /* iterations per intermediate stage */
 
 typedef struct rng {
     uint64_t s;
@@ -312,15 +341,24 @@ static bool dls_solve(const problem *P, const double *J, double N[6][6], const d
     return true;
 }
 
+/* True when joint k reaches the same pose at v and v + 2 pi (continuous, or
+ * revolute with a range of a full turn or more). */
+static bool periodic(const ik_chain *c, size_t k)
+{
+    return c->type[k] == IK_JOINT_CONTINUOUS ||
+           (c->type[k] == IK_JOINT_REVOLUTE && c->upper[k] - c->lower[k] >= 2.0 * IK_PI);
+}
+
 /* Joint k's value v put back inside its limits. A revolute joint whose
  * range spans a full turn is first shifted by whole turns (same pose, no
- * artificial wall); continuous joints are wrapped into (-pi, pi]. *clamped
- * tells whether v had to be clamped onto a limit. */
+ * artificial wall); continuous joints are left as they are (turn_near()
+ * chooses their turn at the end). *clamped tells whether v had to be
+ * clamped onto a limit. */
 static double limit_joint(const ik_chain *c, size_t k, double v, bool *clamped)
 {
     *clamped = false;
     if (c->type[k] == IK_JOINT_CONTINUOUS)
-        return ik_wrap_angle(v);
+        return v;
     const double lo = c->lower[k], hi = c->upper[k];
     if (v >= lo && v <= hi)
         return v;
@@ -340,8 +378,8 @@ static double limit_joint(const ik_chain *c, size_t k, double v, bool *clamped)
  * pose goes to qt. Returns false when the damped system is not positive
  * definite. */
 static bool limited_step(const problem *P, const double *q, const double *J,
-                         double N0[6][6], const double e[6], double lambda, double *dq,
-                         double *qt)
+                         double N0[6][6], const double e[6], double lambda, double step_max,
+                         double *dq, double *qt)
 {
     const ik_chain *c = P->c;
     const size_t n = P->n, m = P->m;
@@ -354,6 +392,17 @@ static bool limited_step(const problem *P, const double *q, const double *J,
     for (int pass = 0;; pass++) {
         if (!dls_solve(P, J, N, el, lambda, locked, dq))
             return false;
+        if (step_max > 0.0) {
+            /* step control: the whole step scaled down (its direction
+             * kept) so that no joint moves more than step_max */
+            double big = 0.0;
+            for (size_t k = 0; k < n; k++)
+                if (fabs(dq[k]) > big)
+                    big = fabs(dq[k]);
+            if (big > step_max)
+                for (size_t k = 0; k < n; k++)
+                    dq[k] *= step_max / big;
+        }
         bool more = false;
         for (size_t k = 0; k < n; k++) {
             if (locked[k])
@@ -391,6 +440,13 @@ typedef struct search {
     double t0;
     bool timed_out;
     bool out_of_iterations;
+    /* continuation mode of attempt(): step cap, damping floor and the
+     * long iteration allowance (0 / LAMBDA_MIN / ATTEMPT_MAX_ITERS when
+     * off) */
+    double step_max;
+    double lambda_min;
+    size_t max_iters;
+    bool staging; /* S->P is an intermediate homotopy stage */
 } search;
 
 enum { ATTEMPT_SOLVED = 1, ATTEMPT_STALLED = 0, ATTEMPT_BUDGET = -1 };
@@ -411,6 +467,8 @@ static bool budget_left(search *S)
 
 static void keep_best(search *S, const double *q, double cost)
 {
+    if (S->staging)
+        return; /* a homotopy stage's cost is not the target's */
     if (cost < S->best_cost) {
         S->best_cost = cost;
         memcpy(S->best, q, S->P->n * sizeof *q);
@@ -434,7 +492,7 @@ static int attempt(search *S)
             return ATTEMPT_SOLVED;
         if (!budget_left(S))
             return ATTEMPT_BUDGET;
-        if (it >= ATTEMPT_MAX_ITERS && (it - ATTEMPT_MAX_ITERS) % SLOW_EVERY == 0) {
+        if (it >= S->max_iters && (it - S->max_iters) % SLOW_EVERY == 0) {
             /* past the usual length: go on only while close and still
              * halving the error every SLOW_EVERY iterations (slow, linear
              * convergence next to a singular solution) */
@@ -443,7 +501,7 @@ static int attempt(search *S)
             checkpoint = cost;
         }
         S->iterations++;
-        if (!limited_step(P, S->q, S->J, N, e, lambda, S->dq, S->qt)) {
+        if (!limited_step(P, S->q, S->J, N, e, lambda, S->step_max, S->dq, S->qt)) {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX)
                 return ATTEMPT_STALLED;
@@ -462,8 +520,8 @@ static int attempt(search *S)
             keep_best(S, S->q, cost);
             normal_matrix(P, S->J, N);
             lambda *= LAMBDA_DOWN;
-            if (lambda < LAMBDA_MIN)
-                lambda = LAMBDA_MIN;
+            if (lambda < S->lambda_min)
+                lambda = S->lambda_min;
         } else {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX)
@@ -482,19 +540,41 @@ static void random_config(const ik_chain *c, rng *r, double *q)
     }
 }
 
-/* a[k] - b[k]; continuous joints modulo 2 pi. */
-static double joint_delta(const ik_chain *c, size_t k, const double *a, const double *b)
+/* ---- turns ------------------------------------------------------------------ */
+
+/* Joint k's value v (inside its limits) re-expressed as the 2 pi k
+ * equivalent inside the limits nearest ref (inside the limits too). Joints
+ * that are not periodic keep v. */
+static double turn_near(const ik_chain *c, size_t k, double v, double ref)
 {
-    double d = a[k] - b[k];
-    return c->type[k] == IK_JOINT_CONTINUOUS ? ik_wrap_angle(d) : d;
+    if (!periodic(c, k))
+        return v;
+    double w = ref + ik_wrap_angle(v - ref); /* nearest overall: |w - ref| <= pi */
+    if (c->type[k] == IK_JOINT_CONTINUOUS)
+        return w;
+    const double lo = c->lower[k], hi = c->upper[k], T = 2.0 * IK_PI;
+    /* ref is inside [lo, hi] and w within pi of it: if w left the range,
+     * the in-range equivalent nearest ref is the first one back inside */
+    if (w < lo)
+        w += T * ceil((lo - w) / T);
+    else if (w > hi)
+        w -= T * ceil((w - hi) / T);
+    return (w >= lo && w <= hi) ? w : v; /* rounding at a limit: keep v */
 }
 
-/* Squared joint-space distance. */
+/* Every joint of q re-expressed nearest the reference pose ref. */
+static void turns_near(const ik_chain *c, double *q, const double *ref)
+{
+    for (size_t k = 0; k < c->dof; k++)
+        q[k] = turn_near(c, k, q[k], ref[k]);
+}
+
+/* Squared joint-space distance (q already re-expressed by turns_near). */
 static double joint_dist2(const ik_chain *c, const double *a, const double *b)
 {
     double s = 0.0;
     for (size_t k = 0; k < c->dof; k++) {
-        double d = joint_delta(c, k, a, b);
+        double d = a[k] - b[k];
         s += d * d;
     }
     return s;
@@ -504,9 +584,124 @@ static double joint_dist2(const ik_chain *c, const double *a, const double *b)
 static bool within(const ik_chain *c, const double *a, const double *b, double lim)
 {
     for (size_t k = 0; k < c->dof; k++)
-        if (!(fabs(joint_delta(c, k, a, b)) <= lim))
+        if (!(fabs(a[k] - b[k]) <= lim))
             return false;
     return true;
+}
+
+/* Largest |a[k] - b[k]|, and whether a stays within the caller's step
+ * limits (max_step for angular joints, max_step_lin for prismatic). */
+static double largest_step(const ik_chain *c, const double *a, const double *b,
+                           const ik_numeric_opts *o, bool *allowed)
+{
+    double big = 0.0;
+    *allowed = true;
+    for (size_t k = 0; k < c->dof; k++) {
+        double d = fabs(a[k] - b[k]);
+        if (d > big)
+            big = d;
+        double lim = c->type[k] == IK_JOINT_PRISMATIC ? o->max_step_lin : o->max_step;
+        if (lim > 0.0 && !(d <= lim))
+            *allowed = false;
+    }
+    return big;
+}
+
+/* ---- continuation ------------------------------------------------------------- */
+
+static void continuation_mode(search *S, bool on)
+{
+    S->step_max = on ? CONT_STEP_MAX : 0.0;
+    S->lambda_min = on ? CONT_LAMBDA_MIN : LAMBDA_MIN;
+    S->max_iters = on ? SLOW_MAX_ITERS / 2 : ATTEMPT_MAX_ITERS;
+}
+
+/* Rough reach of the chain: the lengths of its fixed offsets, added. */
+static double chain_reach(const ik_chain *c)
+{
+    double r = ik_vec3_len(c->tip.p);
+    for (size_t k = 0; k < c->dof; k++)
+        r += ik_vec3_len(c->pre[k].p);
+    return r > 1e-9 ? r : 1.0;
+}
+
+/* The homotopy from the seed's tip pose to the target: stage s of ns moves
+ * the target s / ns of the way (position linearly, orientation by slerp),
+ * each stage solved from the previous one's answer in continuation mode;
+ * the last stage is the real target. S->q holds the seed on entry; on
+ * ATTEMPT_SOLVED it holds the solution. */
+static int homotopy(search *S, const problem *P, const double *seed)
+{
+    const ik_chain *c = P->c;
+    double R0[9], p0[3];
+    ik_chain_fk_mat(c, seed, R0, p0);
+    ik_vec3 pa = ik_v3(p0[0], p0[1], p0[2]);
+    ik_quat qa = ik_quat_normalize(ik_quat_from_mat3(R0));
+    double dp = ik_vec3_len(ik_vec3_sub(P->pt, pa));
+    double dr = P->need_rot ? ik_vec3_len(ik_quat_to_rotvec(ik_quat_mul(P->qt, ik_quat_conj(qa))))
+                            : 0.0;
+    double want = fmax(dp / (0.02 * chain_reach(c)), dr / 0.1);
+    size_t ns = want >= (double)CONT_MAX_STAGES ? CONT_MAX_STAGES : (size_t)ceil(want);
+    if (ns < 2)
+        ns = 2;
+    memcpy(S->q, seed, P->n * sizeof *S->q);
+    problem stage = *P;
+    for (int r = 0; r < 6; r++)
+        stage.tol[r] = 100.0 * P->tol[r]; /* intermediate stages only guide */
+    for (size_t st = 1; st < ns; st++) {
+        double u = (double)st / (double)ns;
+        stage.pt = ik_vec3_lerp(pa, P->pt, u);
+        if (P->need_rot) {
+            stage.qt = ik_quat_normalize(ik_quat_slerp(qa, P->qt, u));
+            ik_quat_to_mat3(stage.qt, stage.Rt);
+        }
+        S->P = &stage;
+        S->staging = true;
+        size_t keep = S->max_iters;
+        S->max_iters = CONT_STAGE_ITERS;
+        int a = attempt(S);
+        S->max_iters = keep;
+        S->staging = false;
+        S->P = P;
+        if (a == ATTEMPT_BUDGET)
+            return a;
+        /* a stage that stalls still leaves S->q nearer the path: go on */
+    }
+    return attempt(S);
+}
+
+/* ---- choosing among solutions ---------------------------------------------------- */
+
+/* The solution kept so far: the nearest to the seed among those within the
+ * caller's step limits, or, while there is none, the nearest of all. */
+typedef struct pick {
+    size_t solutions;
+    double d2;     /* squared distance to the seed */
+    double step;   /* its largest joint step */
+    bool allowed;  /* within max_step / max_step_lin */
+    bool from_cont;
+} pick;
+
+/* A solution in S->q: re-expressed nearest the seed's turns, then kept in
+ * S->near if it beats the one there. Returns true when every joint is
+ * within opts.nearest_local of the seed (a stream's step: nothing nearer
+ * is worth searching for). */
+static bool record(search *S, pick *K, const ik_numeric_opts *o, bool from_cont)
+{
+    const ik_chain *c = S->P->c;
+    turns_near(c, S->q, S->seed);
+    double d2 = joint_dist2(c, S->q, S->seed);
+    bool allowed;
+    double step = largest_step(c, S->q, S->seed, o, &allowed);
+    K->solutions++;
+    if (K->solutions == 1 || (allowed && !K->allowed) || (allowed == K->allowed && d2 < K->d2)) {
+        K->d2 = d2;
+        K->step = step;
+        K->allowed = allowed;
+        K->from_cont = from_cont;
+        memcpy(S->near, S->q, S->P->n * sizeof *S->q);
+    }
+    return within(c, S->q, S->seed, o->nearest_local);
 }
 
 /* ---- the public entry points ---------------------------------------------- */
@@ -566,6 +761,9 @@ static int check_input(const ik_chain *c, const ik_target *t, const double *seed
     if (o->search != IK_SEARCH_FIRST_FOUND && o->search != IK_SEARCH_NEAREST_TO_SEED)
         return IK_EINVAL;
     if (!(o->nearest_local >= 0.0) || !isfinite(o->nearest_local))
+        return IK_EINVAL;
+    if (!(o->max_step >= 0.0) || !isfinite(o->max_step) || !(o->max_step_lin >= 0.0) ||
+        !isfinite(o->max_step_lin))
         return IK_EINVAL;
     return IK_OK;
 }
@@ -662,7 +860,10 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         memcpy(S.seed, seed, n * sizeof *seed);
     else
         ik_chain_mid(c, S.seed);
-    ik_chain_clamp(c, S.seed, true);
+    for (size_t k = 0; k < n; k++)
+        if (c->type[k] == IK_JOINT_CONTINUOUS && fabs(S.seed[k]) > IK_TURN_SEED_MAX)
+            S.seed[k] = ik_wrap_angle(S.seed[k]);
+    ik_chain_clamp(c, S.seed, false); /* continuous seeds keep their turn */
     memcpy(S.q, S.seed, n * sizeof *S.q);
     memcpy(S.best, S.seed, n * sizeof *S.q);
 
@@ -683,23 +884,74 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         }
     }
 
+    const bool cont = seed && o->search == IK_SEARCH_NEAREST_TO_SEED;
+    pick K;
+    memset(&K, 0, sizeof K);
+    K.d2 = INFINITY;
     rng r = {o->rng_seed};
-    size_t restarts = 0, solutions = 0, extra_left = 0;
-    double near_d2 = INFINITY;
-    for (;;) {
-        int a = attempt(&S);
+    size_t restarts = 0, extra_left = 0;
+    bool stop = false;
+
+    /* the seed's own attempt: a continuation when cont */
+    continuation_mode(&S, cont);
+    int a = attempt(&S);
+    if (a == ATTEMPT_SOLVED) {
+        bool local = record(&S, &K, o, cont);
+        if (o->search == IK_SEARCH_FIRST_FOUND || local)
+            stop = true;
+        else
+            extra_left = o->nearest_extra_restarts;
+        if (extra_left == 0)
+            stop = true;
+    } else if (a == ATTEMPT_BUDGET) {
+        stop = true;
+    }
+    /* not there, or only far away: the homotopy from the seed's pose */
+    if (!stop && cont) {
+        a = homotopy(&S, &P, S.seed);
         if (a == ATTEMPT_SOLVED) {
-            solutions++;
-            double d2 = joint_dist2(c, S.q, S.seed);
-            if (d2 < near_d2) {
-                near_d2 = d2;
-                memcpy(S.near, S.q, n * sizeof *S.q);
+            bool local = record(&S, &K, o, true);
+            if (local)
+                stop = true;
+            else if (K.solutions == 1)
+                extra_left = o->nearest_extra_restarts;
+            if (extra_left == 0)
+                stop = true;
+        } else if (a == ATTEMPT_BUDGET) {
+            stop = true;
+        }
+    }
+    /* random restarts, plain; after a continuation, the seed's plain
+     * attempt comes first (the one a first-found search makes), so that the
+     * nearest search never ends farther than the first found */
+    continuation_mode(&S, false);
+    bool plain_seed = cont && !stop;
+    while (!stop) {
+        if (plain_seed) {
+            plain_seed = false;
+            memcpy(S.q, S.seed, n * sizeof *S.q);
+            a = attempt(&S);
+            if (a == ATTEMPT_SOLVED) {
+                record(&S, &K, o, false);
+                if (K.solutions == 1)
+                    extra_left = o->nearest_extra_restarts;
+                if (extra_left == 0)
+                    break;
+            } else if (a == ATTEMPT_BUDGET) {
+                break;
             }
+            continue;
+        }
+        if (restarts >= o->max_restarts || !budget_left(&S))
+            break;
+        restarts++;
+        random_config(c, &r, S.q);
+        a = attempt(&S);
+        if (a == ATTEMPT_SOLVED) {
+            record(&S, &K, o, false);
             if (o->search == IK_SEARCH_FIRST_FOUND)
                 break;
-            if (restarts == 0 && within(c, S.q, S.seed, o->nearest_local))
-                break; /* the seed's own basin, next to it: a stream's step */
-            if (solutions == 1)
+            if (K.solutions == 1)
                 extra_left = o->nearest_extra_restarts;
             else if (extra_left > 0)
                 extra_left--;
@@ -707,33 +959,32 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
                 break;
         } else if (a == ATTEMPT_BUDGET) {
             break;
-        } else if (solutions > 0 && extra_left > 0 && --extra_left == 0) {
+        } else if (K.solutions > 0 && extra_left > 0 && --extra_left == 0) {
             break;
         }
-        if (restarts >= o->max_restarts)
-            break;
-        if (!budget_left(&S))
-            break;
-        restarts++;
-        random_config(c, &r, S.q);
     }
 
     int status;
     const double *q_final;
-    if (solutions > 0) {
+    if (K.solutions > 0 && K.allowed) {
         status = IK_OK;
         q_final = S.near;
+    } else if (K.solutions > 0) {
+        status = IK_ESTEP; /* refused: no motion */
+        q_final = S.seed;
     } else {
         status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
+        turns_near(c, S.best, S.seed);
         q_final = S.best;
     }
-    /* Continuous joints wrapped; everything else is inside its limits. */
-    for (size_t k = 0; k < n; k++)
-        q_out[k] = c->type[k] == IK_JOINT_CONTINUOUS ? ik_wrap_angle(q_final[k]) : q_final[k];
+    memmove(q_out, q_final, n * sizeof *q_out);
     if (res) {
         fill_result(&P, q_out, S.Jt, status, &S, t0, res);
         res->restarts = restarts;
-        res->solutions = solutions;
+        res->solutions = K.solutions;
+        bool ok;
+        res->max_step = status == IK_ESTEP ? K.step : largest_step(c, q_out, S.seed, o, &ok);
+        res->continued = status == IK_OK && K.from_cont;
     }
     return status;
 }

@@ -14,8 +14,8 @@
  *
  * SUCCESS means every checked component of e_pos is within tol_pos in
  * absolute value, every checked component of e_rot within tol_rot, and every
- * joint within its limits (continuous joints are returned wrapped into
- * (-pi, pi]). Which components are checked depends on the target mode:
+ * joint within its limits. Which components are checked depends on the
+ * target mode:
  *   IK_TARGET_FULL_POSE  all six;
  *   IK_TARGET_POSITION   x, y, z only (the target orientation is ignored and
  *                        need not be valid);
@@ -38,6 +38,25 @@
  * the same on every run, unless the time budget stops the search (then how
  * far it got depends on the clock). With timeout_s = 0 the result is fully
  * deterministic.
+ *
+ * TURNS: a continuous joint, and a revolute joint whose range spans 2 pi or
+ * more, reaches the same pose at q and q + 2 pi k. Such a joint is answered
+ * with the equivalent value (inside its limits) nearest the seed's, and the
+ * distances of IK_SEARCH_NEAREST_TO_SEED and opts.max_step are measured
+ * between those values: a seed at 6.2 on a continuous joint gets 6.3, never
+ * 0.017 - 2 pi. Without a seed the reference is the mid-limit pose, so
+ * continuous joints come back in [-pi, pi]. A continuous seed beyond
+ * +-IK_TURN_SEED_MAX radians (where whole turns are no longer exact in a
+ * double) is wrapped into (-pi, pi] first.
+ *
+ * CONTINUATION: with a seed and IK_SEARCH_NEAREST_TO_SEED (a stream's
+ * previous answer, or a controller's current joints), the search first
+ * continues from the seed: damped least squares with a floor on the damping
+ * (singularity-robust) and every iteration's joint motion capped (step
+ * control), first straight at the target, then, if that fails, along a
+ * homotopy that moves the target from the seed's own tip pose to the
+ * requested one in small increments. Random restarts run only when both
+ * fail, and then the solution nearest the seed wins.
  *
  * NO NaN ever leaves the solver: non-finite targets, seeds, weights or
  * options are rejected with IK_EINVAL before anything is written.
@@ -119,7 +138,16 @@ typedef struct ik_numeric_opts {
                                (radians or metres) is returned at once, as
                                the extra restarts start far away in other
                                branches. 0 always runs them; default 0.35 */
+    double max_step;        /* > 0: refuse a solution that moves an angular
+                               joint (revolute, continuous) more than this
+                               many radians from the seed (IK_ESTEP); 0 = no
+                               limit; default 0 */
+    double max_step_lin;    /* the same for prismatic joints, metres;
+                               0 = no limit; default 0 */
 } ik_numeric_opts;
+
+/* Continuous seeds beyond this magnitude (radians) are wrapped first. */
+#define IK_TURN_SEED_MAX 1e6
 
 /* The defaults listed above. At least one of timeout_s, max_iterations or
  * max_restarts must bound the search (timeout_s > 0, max_iterations > 0 or
@@ -138,6 +166,13 @@ typedef struct ik_numeric_result {
     size_t iterations;    /* solver iterations over all attempts */
     size_t restarts;      /* random restarts used (0: the seed's attempt did it) */
     size_t solutions;     /* solutions found (> 1 only in NEAREST_TO_SEED) */
+    double max_step;      /* largest |q_out[k] - seed[k]| over the joints
+                             (radians or metres; turn-aware, see TURNS): the
+                             largest joint motion the answer asks for. On
+                             IK_ESTEP the smallest such step of the
+                             solutions found (q_out is the seed then). */
+    bool continued;       /* the answer came from the continuation phase
+                             (straight or homotopy), not from a restart */
     double elapsed_s;     /* wall-clock time of the call */
 } ik_numeric_result;
 
@@ -163,7 +198,11 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *                (tol <= 0, timeout < 0, unbounded search), NULL pointers,
  *                or a distance between the seed's tip and the target that
  *                is not representable (coordinates near 1e308);
- *   IK_ENOSPC    ws_size < ik_numeric_workspace_size(c).
+ *   IK_ENOSPC    ws_size < ik_numeric_workspace_size(c);
+ *   IK_ESTEP     solutions were found, but the nearest needs a joint step
+ *                larger than opts.max_step / max_step_lin: q_out is the
+ *                seed (clamped into the limits: no motion), res->max_step
+ *                the step that was refused.
  * On IK_ENOTCONV / IK_ETIMEDOUT q_out holds the best pose found (smallest
  * weighted error), inside the limits, and res describes it. On IK_EINVAL and
  * IK_ENOSPC nothing is written to q_out, and res (if not NULL) only gets

@@ -20,6 +20,9 @@
  *                   outputs are left untouched.
  *   IK_ELIMITS      a target is only reachable outside the joint limits; the
  *                   closest pose within the limits is returned.
+ *   IK_ESTEP        solutions exist, but each needs a larger joint step
+ *                   from the seed than the caller allows; the seed (no
+ *                   motion) is returned.
  */
 #ifndef IK_STATUS_H
 #define IK_STATUS_H
@@ -31,7 +34,8 @@
     XX(ETIMEDOUT, -3, "timed_out", "time budget exhausted; best pose returned")                   \
     XX(EINVAL, -4, "invalid_input", "invalid input")                                              \
     XX(ENOSPC, -5, "no_space", "workspace or output too small")                                   \
-    XX(ELIMITS, -6, "joint_limits", "target reachable only outside the joint limits")
+    XX(ELIMITS, -6, "joint_limits", "target reachable only outside the joint limits")            \
+    XX(ESTEP, -7, "joint_step", "every solution needs a joint step above the limit; seed returned")
 
 typedef enum ik_status {
 #define IK__STATUS_ENUM(name, val, str, msg) IK_##name = val,

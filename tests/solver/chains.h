@@ -42,4 +42,21 @@ static inline void ur5_joints(ik_joint j[UR5_JOINTS])
     j[6] = joint(IK_JOINT_FIXED, ik_v3(0, 0.0823, 0), ik_v3(-pi2, 0, 0), ZERO, 0, 0);
 }
 
+/* A PR2-like right arm: prismatic torso, six revolute joints and the
+ * continuous forearm and wrist rolls (indices 5 and 7 of the movable
+ * joints), a fixed tool offset. */
+#define PR2_ARM_JOINTS 9
+static inline void pr2_arm_joints(ik_joint j[PR2_ARM_JOINTS])
+{
+    j[0] = joint(IK_JOINT_PRISMATIC, ZERO, ZERO, ik_v3(0, 0, 1), 0, 0.33);
+    j[1] = joint(IK_JOINT_REVOLUTE, ik_v3(0, -0.188, 0), ZERO, ik_v3(0, 0, 1), -2.2854, 0.7146);
+    j[2] = joint(IK_JOINT_REVOLUTE, ik_v3(0.1, 0, 0), ZERO, ik_v3(0, 1, 0), -0.5236, 1.3963);
+    j[3] = joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(1, 0, 0), -3.9, 0.8);
+    j[4] = joint(IK_JOINT_REVOLUTE, ik_v3(0.4, 0, 0), ZERO, ik_v3(0, 1, 0), -2.3213, 0);
+    j[5] = joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, ik_v3(1, 0, 0), 0, 0);
+    j[6] = joint(IK_JOINT_REVOLUTE, ik_v3(0.321, 0, 0), ZERO, ik_v3(0, 1, 0), -2.18, 0);
+    j[7] = joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, ik_v3(1, 0, 0), 0, 0);
+    j[8] = joint(IK_JOINT_FIXED, ik_v3(0.18, 0, 0), ZERO, ZERO, 0, 0);
+}
+
 #endif /* TESTS_SOLVER_CHAINS_H */
