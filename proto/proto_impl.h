@@ -166,6 +166,11 @@ int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err
  * straight into w (the stream encoder uses it for solutions). */
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
 
+/* proto_job.c: the status word and MoveIt code (moveit_msgs/
+ * MoveItErrorCodes) a solver status is answered with; statuses outside the
+ * table are "failure", 99999. */
+int proto__moveit(int status, const char **word);
+
 /* proto_run.c */
 /* The solver auto picks for a chain and the first target, or an error when
  * the requested solver does not apply. */

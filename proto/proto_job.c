@@ -659,27 +659,35 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
 
 /* ---- encoding --------------------------------------------------------- */
 
-/* MoveIt's MoveItErrorCodes for each outcome. */
-static void status_words(int st, const char **word, int *code)
+/* How each solver status is answered: the status word and MoveIt's code
+ * (moveit_msgs/MoveItErrorCodes, whose constant is the word in capitals;
+ * tests/proto/test_proto_job.c pins every row against MoveIt's list). */
+#define PROTO_MOVEIT_MAP(XX)                                                                       \
+    XX(IK_OK, "success", 1)                                                                        \
+    XX(IK_EUNREACHABLE, "no_ik_solution", -31)                                                     \
+    XX(IK_ENOTCONV, "no_ik_solution", -31)                                                         \
+    XX(IK_ELIMITS, "no_ik_solution", -31)                                                          \
+    XX(IK_ESTEP, "no_ik_solution", -31)                                                            \
+    XX(IK_ETIMEDOUT, "timed_out", -6)                                                              \
+    XX(IK_EINVAL, "invalid_goal_constraints", -16)
+
+int proto__moveit(int st, const char **word)
 {
     switch (st) {
-    case IK_OK:
-        *word = "success", *code = 1;
-        break;
-    case IK_EUNREACHABLE:
-    case IK_ENOTCONV:
-    case IK_ELIMITS:
-        *word = "no_ik_solution", *code = -31;
-        break;
-    case IK_ETIMEDOUT:
-        *word = "timed_out", *code = -6;
-        break;
-    case IK_EINVAL:
-        *word = "invalid_goal_constraints", *code = -17;
-        break;
-    default:
-        *word = "failure", *code = 99999;
+#define PROTO__MOVEIT_CASE(status, w, code)                                                        \
+    case status:                                                                                   \
+        *word = w;                                                                                 \
+        return code;
+        PROTO_MOVEIT_MAP(PROTO__MOVEIT_CASE)
+#undef PROTO__MOVEIT_CASE
     }
+    *word = "failure"; /* MoveIt's FAILURE */
+    return 99999;
+}
+
+static void status_words(int st, const char **word, int *code)
+{
+    *code = proto__moveit(st, word);
 }
 
 /* The member of result i that would hold a non-finite number, in the order

@@ -8,9 +8,14 @@
  */
 #include "tests/proto/proto_check.h"
 
+#include <ctype.h>
+
+#include "proto/proto_impl.h"
+
 #include "proto/urdf.h"
 #include "solver/ik_anim.h"
 #include "solver/ik_numeric.h"
+#include "solver/ik_status.h"
 
 static json_t *ok(const char *body, proto_kind kind)
 {
@@ -883,6 +888,72 @@ START_TEST(test_status_codes)
 }
 END_TEST
 
+/* MoveIt's moveit_msgs/MoveItErrorCodes, as the message defines them. */
+static const struct {
+    const char *name;
+    int val;
+} moveit_codes[] = {
+    {"SUCCESS", 1},
+    {"FAILURE", 99999},
+    {"PLANNING_FAILED", -1},
+    {"INVALID_MOTION_PLAN", -2},
+    {"MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE", -3},
+    {"CONTROL_FAILED", -4},
+    {"UNABLE_TO_AQUIRE_SENSOR_DATA", -5},
+    {"TIMED_OUT", -6},
+    {"PREEMPTED", -7},
+    {"START_STATE_IN_COLLISION", -10},
+    {"START_STATE_VIOLATES_PATH_CONSTRAINTS", -11},
+    {"GOAL_IN_COLLISION", -12},
+    {"GOAL_VIOLATES_PATH_CONSTRAINTS", -13},
+    {"GOAL_CONSTRAINTS_VIOLATED", -14},
+    {"INVALID_GROUP_NAME", -15},
+    {"INVALID_GOAL_CONSTRAINTS", -16},
+    {"INVALID_ROBOT_STATE", -17},
+    {"INVALID_LINK_NAME", -18},
+    {"INVALID_OBJECT_NAME", -19},
+    {"FRAME_TRANSFORM_FAILURE", -21},
+    {"COLLISION_CHECKING_UNAVAILABLE", -22},
+    {"ROBOT_STATE_STALE", -23},
+    {"SENSOR_INFO_STALE", -24},
+    {"NO_IK_SOLUTION", -31},
+};
+
+/* Every solver status (and one outside the table) is answered with a word
+ * whose capitals are a MoveIt constant of exactly that value. */
+START_TEST(test_moveit_codes_pinned)
+{
+    static const int statuses[] = {
+#define ST(name, val, str, msg) val,
+        IK_STATUS_MAP(ST)
+#undef ST
+            12345};
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++) {
+        const char *word = NULL;
+        int code = proto__moveit(statuses[i], &word);
+        ck_assert_ptr_nonnull(word);
+        char up[64];
+        size_t n = 0;
+        for (; word[n] && n + 1 < sizeof up; n++)
+            up[n] = (char)toupper((unsigned char)word[n]);
+        up[n] = '\0';
+        bool found = false;
+        for (size_t k = 0; k < sizeof moveit_codes / sizeof moveit_codes[0]; k++)
+            if (strcmp(moveit_codes[k].name, up) == 0) {
+                found = true;
+                ck_assert_msg(moveit_codes[k].val == code, "status %d: %s answered %d, MoveIt says %d",
+                              statuses[i], up, code, moveit_codes[k].val);
+            }
+        ck_assert_msg(found, "status %d: %s is not a MoveIt code", statuses[i], up);
+    }
+    /* the two the issue named */
+    const char *w;
+    ck_assert_int_eq(proto__moveit(IK_EINVAL, &w), -16);
+    ck_assert_str_eq(w, "invalid_goal_constraints");
+    ck_assert_int_eq(proto__moveit(IK_ESTEP, &w), -31);
+}
+END_TEST
+
 START_TEST(test_solvers_describe)
 {
     json_t *d = proto_solvers_describe(NULL);
@@ -1290,6 +1361,7 @@ int main(void)
     tcase_add_test(tc, test_batch);
     tcase_add_test(tc, test_chain_id_and_warm_start);
     tcase_add_test(tc, test_status_codes);
+    tcase_add_test(tc, test_moveit_codes_pinned);
     tcase_add_test(tc, test_solvers_describe);
     tcase_add_test(tc, test_solvers_describe_defaults);
     tcase_add_test(tc, test_planar_takes_no_frame);
