@@ -8,8 +8,11 @@
 #   server/*.c   -> build/ikd            (libmicrohttpd, libuv, wslay, nettle)
 #   tests/<area>/test_*.c -> build/tests/<area>/test_*  (check)
 #   tests/bench/*.c       -> build/ikbench and the other benchmark tools
+#   web/*, clients/js/ikd.js, three.js from node_modules (npm ci) and the
+#   page's robot and motion from tests/data -> build/web (the live page,
+#   served by "ikd --web build/web"; nothing from node_modules is committed)
 #
-# Targets: all (default), check, bench, run, format, clean.
+# Targets: all (default), web, check, bench, run, format, clean.
 # Switches: SANITIZER=address|undefined|thread, WERROR=0 to drop -Werror,
 #           OPT=-O0 for debugging.
 
@@ -62,7 +65,7 @@ LIBS_TEST     := $(shell pkg-config --libs $(PKGS_TEST)) $(LIBS_SERVER)
 LIBSOLVER := $(BUILD)/libiksolver.a
 LIBPROTO  := $(BUILD)/libikproto.a
 
-.PHONY: all check bench run format clean
+.PHONY: all web check bench run format clean
 .SECONDARY:
 all: $(LIBSOLVER) $(LIBPROTO) $(BUILD)/ikd $(TEST_BIN)
 
@@ -99,14 +102,32 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLV
 $(BUILD)/%: $(BUILD)/obj/tests/bench/%.o $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLVER)
 	$(CC) $(LDFLAGS_BASE) -o $@ $< $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLVER) $(LIBS_TEST) -lm
 
-check: all
+# The live page: one flat directory (ikd serves no subdirectories), three.js
+# mapped by the page's import map to the copies made here.
+WEB_SRC  := $(wildcard web/*.html web/*.js web/*.css)
+WEB_NPM  := node_modules/three/build/three.module.js node_modules/three/build/three.core.js \
+            node_modules/three/examples/jsm/controls/TransformControls.js \
+            node_modules/three/examples/jsm/controls/OrbitControls.js \
+            node_modules/three/examples/jsm/loaders/BVHLoader.js
+WEB_DATA := tests/data/robots/kuka_iiwa14_r820.urdf tests/data/motion/cmu_02_01_walk.bvh
+
+web: $(BUILD)/web/.built
+$(BUILD)/web/.built: $(WEB_SRC) clients/js/ikd.js $(WEB_DATA) package-lock.json
+	@test -f node_modules/three/package.json || { \
+	    echo "make web: node_modules/three is missing; run 'npm ci' (docker/install-deps.sh does)" >&2; \
+	    exit 1; }
+	rm -rf $(BUILD)/web && mkdir -p $(BUILD)/web
+	cp $(WEB_SRC) clients/js/ikd.js $(WEB_NPM) $(WEB_DATA) $(BUILD)/web/
+	touch $@
+
+check: all web
 	sh tests/run.sh $(BUILD)
 
 bench: all $(BENCH_BIN)
 	sh tests/bench/run.sh $(BUILD)
 
-run: $(BUILD)/ikd
-	./$(BUILD)/ikd
+run: $(BUILD)/ikd web
+	./$(BUILD)/ikd --web $(BUILD)/web
 
 format:
 	clang-format -i $(SOLVER_SRC) $(PROTO_SRC) $(SERVER_SRC) $(TEST_SRC) $(BENCH_SRC) \

@@ -3,20 +3,35 @@
 # The README's two commands, .ci/run and the Dockerfile all call this one script,
 # so the list below is the single place where ikd's dependencies are named.
 # It is idempotent: when every package is already installed it only checks.
-# Usage: docker/install-deps.sh [runtime]   ("runtime" installs only what the
-# daemon links against, for slim images).
+# Usage: docker/install-deps.sh [runtime|build]   ("runtime" installs only
+# what the daemon links against, for slim images; "build" only what compiles
+# it, without the test tools, node or the browser).
+#
+# The full install also brings the browser side of the tests: Node.js and
+# npm (Debian's, unless a node and npm of 18 or later are already on PATH),
+# Debian's chromium for the page test, and the npm packages pinned in
+# package-lock.json (three.js, ws, playwright-core), installed with `npm ci`
+# into node_modules when the lock file is next to this script's folder and
+# changed since the last install.
 set -eu
 
 BUILD_PKGS="build-essential pkg-config make gcc \
   libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev"
-TEST_PKGS="check libcurl4-openssl-dev python3 python3-websockets wrk curl"
+TEST_PKGS="check libcurl4-openssl-dev python3 python3-websockets wrk curl chromium"
+NODE_PKGS="nodejs npm"
 RUNTIME_PKGS="libmicrohttpd12 libjansson4 libuv1 libwslay1 libnettle8 libxml2"
 
-if [ "${1:-}" = "runtime" ]; then
-    PKGS="$RUNTIME_PKGS"
-else
+case "${1:-}" in
+runtime) PKGS="$RUNTIME_PKGS" ;;
+build) PKGS="$BUILD_PKGS" ;;
+*)
     PKGS="$BUILD_PKGS $TEST_PKGS"
-fi
+    # A node and npm already installed (from Debian or elsewhere) are kept.
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        PKGS="$PKGS $NODE_PKGS"
+    fi
+    ;;
+esac
 
 missing=""
 for p in $PKGS; do
@@ -24,10 +39,25 @@ for p in $PKGS; do
         missing="$missing $p"
     fi
 done
-[ -z "$missing" ] && exit 0
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing$missing" >&2
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >&2
+if [ -n "$missing" ]; then
+    echo "install-deps: installing$missing" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >&2
+fi
+
+[ -z "${1:-}" ] || exit 0
+major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$major" -lt 18 ]; then
+    echo "install-deps: node 18 or later is needed for the page and the JavaScript client (found: $(node --version 2>/dev/null || echo none))" >&2
+    exit 1
+fi
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -f "$root/package-lock.json" ] &&
+    ! cmp -s "$root/package-lock.json" "$root/node_modules/.ikd-installed-lock"; then
+    echo "install-deps: npm ci (three.js, ws, playwright-core from package-lock.json)" >&2
+    (cd "$root" && npm ci --ignore-scripts --no-audit --no-fund >&2 &&
+        cp package-lock.json node_modules/.ikd-installed-lock)
+fi

@@ -54,6 +54,8 @@ void srv_config_free(srv_config *cfg)
         cfg->token = NULL;
     }
     free_origins(cfg);
+    free(cfg->web_dir);
+    cfg->web_dir = NULL;
 }
 
 int srv_config_parse_size(const char *s, size_t *out)
@@ -154,7 +156,7 @@ static int add_origins(srv_config *cfg, const char *list)
 enum opt_id {
     OPT_LISTEN, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_MAXMSG, OPT_WSQUEUE,
     OPT_MAXJOINTS, OPT_MAXTARGETS, OPT_MAXITER, OPT_MAXTIME, OPT_MAXURDF, OPT_REGISTRY, OPT_QUEUE,
-    OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL, OPT_TOKEN, OPT_ORIGIN, OPT_COUNT
+    OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL, OPT_TOKEN, OPT_ORIGIN, OPT_WEB, OPT_COUNT
 };
 
 static const struct opt {
@@ -203,6 +205,9 @@ static const struct opt {
     [OPT_ORIGIN] = {"allow-origin", "IKD_ALLOW_ORIGIN",
                     "comma-separated Origins allowed to open WebSocket streams and to call the "
                     "API from a browser (CORS); repeatable (default: any)"},
+    [OPT_WEB] = {"web", "IKD_WEB",
+                 "directory of the live page, served at / without a token (make builds it "
+                 "in build/web; default: no page)"},
 };
 
 static void print_help(FILE *out)
@@ -348,6 +353,15 @@ static int apply(srv_config *cfg, int id, const char *v, char *errbuf, size_t er
         break;
     case OPT_ORIGIN:
         rc = add_origins(cfg, v);
+        break;
+    case OPT_WEB:
+        if (*v == '\0') {
+            rc = SRV_EINVAL;
+            break;
+        }
+        free(cfg->web_dir);
+        if (!(cfg->web_dir = strdup(v)))
+            rc = SRV_ENOMEM;
         break;
     default:
         rc = SRV_EINVAL;

@@ -13,6 +13,8 @@
  *   GET    /livez             the process runs      -> 200 (no token needed)
  *   GET    /readyz            accepting work        -> 200, 503 while shutting down
  *   GET    /metrics           Prometheus text       -> 200
+ *   GET    / and /NAME        the live page (--web)  -> 200 from memory (web.h),
+ *                                                        no token needed
  *   OPTIONS on any of them    CORS preflight        -> 204, no token needed;
  *                                                        403 for an Origin outside
  *                                                        --allow-origin
@@ -67,6 +69,7 @@
 
 #include "proto/proto_json.h"
 #include "server/daemon.h"
+#include "server/web.h"
 #include "server/ws_handshake.h"
 
 /* ---- routes ------------------------------------------------------------ */
@@ -81,6 +84,7 @@ enum route {
     RT_LIVEZ,
     RT_READYZ,
     RT_METRICS,
+    RT_STATIC,
     RT_NONE
 };
 
@@ -104,6 +108,7 @@ static const struct route_def {
     [RT_LIVEZ] = {"/livez", "/livez", M_GET | M_HEAD, "GET, HEAD", true, false},
     [RT_READYZ] = {"/readyz", "/readyz", M_GET | M_HEAD, "GET, HEAD", true, false},
     [RT_METRICS] = {"/metrics", "/metrics", M_GET | M_HEAD, "GET, HEAD", false, false},
+    [RT_STATIC] = {NULL, "static", M_GET | M_HEAD, "GET, HEAD", true, false},
     [RT_NONE] = {NULL, "other", 0, NULL, true, false},
 };
 
@@ -613,6 +618,23 @@ static enum MHD_Result handle_stream(http_req *r)
     return queue(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 }
 
+/* A file of the live page, from the table loaded at startup (web.h): the
+ * bytes are the table's own, so the response does not copy them. */
+static enum MHD_Result handle_static(http_req *r, const char *url)
+{
+    const srv_web_file *f = srv_web_find(r->ctx->web, url);
+    if (!f)
+        return MHD_NO; /* routed here only when it exists */
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(f->len, f->data, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, f->content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    return queue(r, 200, resp);
+}
+
 static enum MHD_Result dispatch(http_req *r, const char *url)
 {
     switch (r->route) {
@@ -636,6 +658,8 @@ static enum MHD_Result dispatch(http_req *r, const char *url)
         return start_pool(r, decode_work, decode_done);
     case RT_STREAM:
         return handle_stream(r);
+    case RT_STATIC:
+        return handle_static(r, url);
     case RT_NONE:
     default:
         break;
@@ -688,6 +712,8 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     r->ctx = ctx;
     r->conn = conn;
     r->route = route_of(url);
+    if (r->route == RT_NONE && srv_web_find(ctx->web, url))
+        r->route = RT_STATIC;
     r->method = method_of(method);
     *con_cls = r;
     ctx->active_requests++;

@@ -32,6 +32,7 @@
 #include "server/config.h"
 #include "server/daemon.h"
 #include "server/srv_main.h"
+#include "server/web.h"
 
 #define DRAIN_GRACE_MS 10000
 #define DRAIN_TICK_MS 10
@@ -174,7 +175,17 @@ int srv_serve(int argc, char **argv)
     ctx->loop = &loop;
     ctx->registry = srv_registry_new(ctx->cfg.registry_bytes);
     ctx->metrics = srv_metrics_new();
-    if (!ctx->registry || !ctx->metrics || start_mhd(ctx) != SRV_OK)
+    if (!ctx->registry || !ctx->metrics)
+        goto out;
+    if (ctx->cfg.web_dir) {
+        if (srv_web_load(ctx->cfg.web_dir, &ctx->web, err, sizeof err) != 0) {
+            srv_log(ctx, SRV_LOG_ERROR, "%s", err);
+            goto out;
+        }
+        srv_log(ctx, SRV_LOG_INFO, "serving the page from %s (%zu files, %zu bytes)",
+                ctx->cfg.web_dir, srv_web_count(ctx->web), srv_web_bytes(ctx->web));
+    }
+    if (start_mhd(ctx) != SRV_OK)
         goto out;
     if (srv_loop_attach(ctx) != SRV_OK) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot watch libmicrohttpd's epoll descriptor");
@@ -206,6 +217,7 @@ out:
         srv_log(ctx, SRV_LOG_WARN, "event loop closed with handles still open");
     srv_registry_free(ctx->registry);
     srv_metrics_free(ctx->metrics);
+    srv_web_free(ctx->web);
     srv_config_free(&ctx->cfg);
     return exit_code;
 }

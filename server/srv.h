@@ -83,6 +83,7 @@ typedef struct srv_config {
     char *token;                /* bearer token; NULL = no authentication */
     char **allow_origins;       /* WebSocket upgrade Origin allow-list (exact match) */
     size_t n_allow_origins;     /* 0 = any Origin is accepted */
+    char *web_dir;              /* --web: the live page's directory; NULL = no page */
 } srv_config;
 
 void srv_config_default(srv_config *cfg);
@@ -92,6 +93,7 @@ void srv_config_free(srv_config *cfg);
 
 typedef struct srv_registry srv_registry;
 typedef struct srv_metrics srv_metrics;
+typedef struct srv_web srv_web;
 
 typedef struct srv_ctx {
     uv_loop_t *loop;          /* the one loop; owns every socket */
@@ -100,6 +102,7 @@ typedef struct srv_ctx {
     uint16_t port;            /* the bound port (useful when cfg.listen_port is 0) */
     srv_registry *registry;   /* chain registry (any thread) */
     srv_metrics *metrics;     /* Prometheus metrics (any thread) */
+    srv_web *web;             /* the live page's files (server/web.h); NULL without --web */
     bool shutting_down;       /* set on SIGTERM/SIGINT; readiness is then 503 */
     size_t pool_depth;        /* work items submitted and not yet completed */
     size_t active_requests;   /* HTTP requests begun and not yet completed */

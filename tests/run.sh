@@ -7,6 +7,10 @@
 # - tests/server/test_*.py: tests that start the real daemon and talk to it
 #   with independent clients (python3-websockets from Debian, hence the
 #   interpreter by its full path); unittest's "Ran N tests" is summed.
+# - tests/*/test_*.mjs: Node's test runner (node --test, TAP output) against
+#   the real daemon: the JavaScript client (tests/clients) and the live page
+#   in Debian's chromium (tests/web, which also needs build/web); TAP's
+#   "# pass N" and "# fail N" are summed.
 # Every test finds the shared robots and motion through IKD_DATA (default
 # tests/data, the repository's own copy) and the daemon through
 # IKD_BIN. Each suite runs under a time limit so that a hang is a failure.
@@ -58,6 +62,21 @@ for t in $(ls tests/server/test_*.py 2>/dev/null | sort); do
         failed=$((failed + bad))
         failed_suites="$failed_suites $t(rc=$rc)"
     fi
+done
+
+for t in $(ls tests/*/test_*.mjs 2>/dev/null | sort); do
+    echo "== $t"
+    timeout "$LIMIT" node --test --test-reporter=tap "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    n=$(grep -E '^# pass [0-9]+' "$log" | tail -1 | sed -E 's/# pass ([0-9]+)/\1/')
+    bad=$(grep -E '^# fail [0-9]+' "$log" | tail -1 | sed -E 's/# fail ([0-9]+)/\1/')
+    [ -n "$n" ] || n=0
+    [ -n "$bad" ] || bad=0
+    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+    passed=$((passed + n))
+    failed=$((failed + bad))
+    [ "$rc" -ne 0 ] && failed_suites="$failed_suites $t(rc=$rc)"
 done
 
 [ -n "$failed_suites" ] && echo "failing suites:$failed_suites"

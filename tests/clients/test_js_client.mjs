@@ -1,0 +1,217 @@
+/**
+ * test_js_client.mjs: clients/js/ikd.js against the real daemon, started
+ * with --token (tests/clients/ikd_daemon.mjs), under Node's test runner.
+ *
+ * Covered: solve and batch on seed 000's planar arm, each answer checked by
+ * forward kinematics; chains registered, described, solved by chain_id and
+ * forgotten; refusals as IkdError with code, JSON path and HTTP status
+ * (invalid value, unknown chain, missing token); streams over the
+ * Sec-WebSocket-Protocol token (as a browser sends it) and over the
+ * Authorization header: answers in seq order, every target answered by its
+ * own solution or a newer one, each two-bone answer checked by geometry
+ * (bone lengths kept, the foot on the target); per-seq and open errors
+ * with their paths while the stream goes on; a path; a wrong token; and
+ * reconnection: the daemon stops, a new one starts on the same port, the
+ * client reconnects with backoff and reopens its streams; and gives up
+ * after maxAttempts when nothing comes back.
+ */
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { Ikd, IkdError, streamProtocols, base64url } from '../../clients/js/ikd.js';
+import { start, IKD_DATA } from './ikd_daemon.mjs';
+
+const TOKEN = 'js-client/te+st=';
+const PLANAR = { kind: 'planar', lengths: [1.0, 0.8] };
+const LEG = { kind: 'bones', positions: [[0, 0, 1], [0.1, 0, 0.55], [0, 0, 0.1]] };
+const dist = (a, b) => Math.hypot(...a.map((v, i) => v - b[i]));
+
+let daemon;
+let ikd;
+before(async () => {
+  daemon = await start(['--token', TOKEN]);
+  ikd = new Ikd(daemon.base, { token: TOKEN });
+});
+after(async () => {
+  if (daemon) assert.equal(await daemon.stop(), 0, daemon.log());
+});
+
+/** Forward kinematics of the planar arm: the tip of joints q. */
+function planarTip(lengths, q) {
+  let a = 0, x = 0, y = 0;
+  lengths.forEach((l, i) => { a += q[i]; x += l * Math.cos(a); y += l * Math.sin(a); });
+  return [x, y];
+}
+
+/** A two-bone answer keeps the hip, both bone lengths, and puts the foot on the target. */
+function checkLeg(result, target) {
+  const [hip, knee, foot] = result.positions;
+  assert.ok(dist(hip, LEG.positions[0]) < 1e-9, 'the hip stays');
+  assert.ok(Math.abs(dist(hip, knee) - dist(LEG.positions[0], LEG.positions[1])) < 1e-9, 'thigh length kept');
+  assert.ok(Math.abs(dist(knee, foot) - dist(LEG.positions[1], LEG.positions[2])) < 1e-9, 'shin length kept');
+  assert.ok(dist(foot, target) < 1e-9, `foot ${foot} on target ${target}`);
+}
+
+test('the token protocol is base64url without padding, next to ikd.v1', () => {
+  assert.deepEqual(streamProtocols('s3cret'), ['ikd.v1', 'base64url.bearer.ikd.czNjcmV0']);
+  assert.deepEqual(streamProtocols(''), ['ikd.v1']);
+  assert.equal(base64url('\u00ff\u00fe?>'), 'w7_Dvj8-');
+});
+
+test('solve: the answer puts the planar tip on the target', async () => {
+  const r = await ikd.solve({ chain: PLANAR, target: { position: [1.2, 0.6] } });
+  assert.equal(r.status, 'success');
+  assert.equal(r.solver, 'two_link');
+  assert.ok(dist(planarTip(PLANAR.lengths, r.joints), [1.2, 0.6]) < 1e-9);
+});
+
+test('batch: every result in order, each checked by forward kinematics', async () => {
+  const targets = Array.from({ length: 40 }, (_, i) => {
+    const a = (i / 40) * Math.PI, d = 0.5 + (i % 7) * 0.15;
+    return { position: [d * Math.cos(a), d * Math.sin(a)] };
+  });
+  const r = await ikd.batch({ chain: PLANAR, targets });
+  assert.equal(r.count, 40);
+  assert.equal(r.results.length, 40);
+  r.results.forEach((res, i) => {
+    assert.equal(res.status, 'success');
+    assert.ok(dist(planarTip(PLANAR.lengths, res.joints), targets[i].position) < 1e-9, `target ${i}`);
+  });
+});
+
+test('chains: register, describe, solve by id, forget', async () => {
+  const urdf = readFileSync(`${IKD_DATA}/robots/kuka_iiwa14_r820.urdf`, 'utf8');
+  const desc = await ikd.registerChain({ kind: 'urdf', urdf, base: 'base_link', tip: 'tool0' });
+  assert.match(desc.id, /^[0-9a-f]{32}$/);
+  assert.equal(desc.dof, 7);
+  const again = await ikd.getChain(desc.id);
+  assert.deepEqual(again.joint_names, desc.joint_names);
+  const r = await ikd.solve({ chain_id: desc.id, target: { position: [0.4, 0.2, 0.6] } });
+  assert.equal(r.status, 'success');
+  assert.equal(r.joints.length, 7);
+  r.joints.forEach((q, i) => {
+    assert.ok(q >= desc.joints[i].lower - 1e-9 && q <= desc.joints[i].upper + 1e-9, `joint ${i} within limits`);
+  });
+  assert.equal(await ikd.deleteChain(desc.id), null);
+  await assert.rejects(ikd.getChain(desc.id), (e) => e instanceof IkdError && e.code === 'unknown_chain' && e.status === 404);
+});
+
+test('refusals are IkdErrors with code, JSON path and status', async () => {
+  await assert.rejects(ikd.solve({ chain: PLANAR, target: { position: [1, 'x'] } }), (e) => {
+    assert.ok(e instanceof IkdError);
+    assert.equal(e.code, 'invalid_request');
+    assert.equal(e.path, '/target/position/1');
+    assert.equal(e.status, 400);
+    assert.match(e.message, /target\.position\[1\]/);
+    return true;
+  });
+  await assert.rejects(ikd.solve({ chain_id: '0123456789abcdef0123456789abcdef', target: { position: [1, 0, 0] } }),
+    (e) => e.code === 'unknown_chain' && e.status === 404);
+  const anonymous = new Ikd(daemon.base);
+  await assert.rejects(anonymous.solvers(), (e) => e.code === 'unauthorized' && e.status === 401);
+  const nowhere = new Ikd('http://127.0.0.1:9');
+  await assert.rejects(nowhere.solvers(), (e) => e.code === 'network');
+});
+
+async function streamInOrder(auth) {
+  const conn = new Ikd(daemon.base, { token: TOKEN, streamAuth: auth }).connect();
+  try {
+    await conn.ready();
+    const leg = await conn.open('left_leg', { chain: LEG, options: { solver: 'two_bone' } });
+    assert.match(leg.chainId, /^[0-9a-f]{32}$/);
+    const seen = [];
+    leg.onSolution((s) => { seen.push(s.seq); checkLeg(s.result, targets[s.seq - 1]); });
+    const targets = Array.from({ length: 60 }, (_, i) => [0.2 + 0.002 * i, 0.1 - 0.001 * i, 0.25 + 0.003 * i]);
+    const answers = await Promise.all(targets.map((p) => leg.target({ position: p, pole: [1, 0, 0.5] })));
+    answers.forEach((a, i) => {
+      assert.equal(a.requested, i + 1);
+      assert.ok(a.seq >= a.requested, 'answered by its own solution or a newer one');
+      checkLeg(a.result, targets[a.seq - 1]);
+    });
+    assert.equal(answers[59].seq, 60, 'the last target is always solved');
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i] > seen[i - 1], 'solutions in seq order');
+    const skipped = answers.filter((a) => a.seq === a.requested).reduce((n, a) => n + a.skipped, 0);
+    assert.equal(seen.length + skipped, 60, 'every target answered or counted as skipped');
+    await leg.close();
+  } finally {
+    await conn.close();
+  }
+  assert.equal(conn.state, 'closed');
+}
+
+test('stream with the token as a subprotocol (as browsers send it): ordered answers', () => streamInOrder('protocol'));
+test('stream with the token in the Authorization header', () => streamInOrder('header'));
+
+test('stream errors name the seq and path, and the stream goes on', async () => {
+  const conn = ikd.connect();
+  try {
+    await conn.ready();
+    await assert.rejects(conn.open('bad', { chain: { kind: 'bones', positions: [[0, 0, 1], [0, 0, 1]] } }),
+      (e) => e instanceof IkdError && e.code === 'invalid_chain' && e.path === '/chain/positions/1');
+    const leg = await conn.open('bad', { chain: LEG });
+    await assert.rejects(leg.target({ position: [0.2, 0.1, 2.5e9] }),
+      (e) => e.code === 'invalid_request' && e.path === '/target/position/2' && e.seq === 1 && e.stream === 'bad');
+    const ok = await leg.target({ position: [0.2, 0.1, 0.25] });
+    assert.equal(ok.seq, 2);
+    checkLeg(ok.result, [0.2, 0.1, 0.25]);
+    const samples = [];
+    const end = await leg.path([{ position: [0.2, 0.1, 0.25] }, { position: [0.15, 0.05, 0.3] }],
+      { rate_hz: 100, duration_s: 0.1 }, (s) => samples.push(s));
+    assert.equal(end.completed, true);
+    assert.equal(end.sent, samples.length);
+    assert.equal(samples.at(-1).index, end.count - 1);
+    checkLeg(samples.at(-1).result, [0.15, 0.05, 0.3]);
+  } finally {
+    await conn.close();
+  }
+});
+
+test('a wrong token gets no stream', async () => {
+  const conn = new Ikd(daemon.base, { token: 'wrong' }).connect({ reconnect: false });
+  await assert.rejects(conn.ready(), (e) => e.code === 'closed');
+  assert.equal(conn.state, 'closed');
+});
+
+test('reconnection: backoff, streams reopened on the new daemon; giving up after maxAttempts', async () => {
+  const first = await start(['--token', TOKEN]);
+  let second;
+  const client = new Ikd(first.base, { token: TOKEN });
+  const conn = client.connect({ minDelayMs: 50, maxDelayMs: 400 });
+  try {
+    await conn.ready();
+    const leg = await conn.open('leg', { chain: LEG });
+    checkLeg((await leg.target({ position: [0.2, 0.1, 0.25] })).result, [0.2, 0.1, 0.25]);
+    const states = [];
+    conn.on('state', (s) => states.push(s));
+    const reopened = new Promise((resolve) => conn.on('reopen', resolve));
+    assert.equal(await first.stop(), 0);
+    await assert.rejects(leg.target({ position: [0.2, 0.1, 0.3] }), (e) => e.code === 'not_connected');
+    second = await start(['--token', TOKEN, '--listen', `127.0.0.1:${first.port}`]);
+    await reopened;
+    assert.ok(states.includes('reconnecting'));
+    assert.equal(conn.state, 'open');
+    assert.ok(leg.isOpen, 'the stream was opened again');
+    const a = await leg.target({ position: [0.15, 0.05, 0.3] });
+    assert.equal(a.seq, 2, 'seqs go on after a reconnection');
+    checkLeg(a.result, [0.15, 0.05, 0.3]);
+  } finally {
+    await conn.close();
+    if (second) assert.equal(await second.stop(), 0);
+  }
+  const lost = new Ikd(daemon.base.replace(/:\d+$/, ':9'), { token: TOKEN }).connect({ minDelayMs: 10, maxDelayMs: 20, maxAttempts: 3 });
+  await assert.rejects(lost.ready(), (e) => e.code === 'closed');
+  assert.equal(lost.reconnects, 3);
+});
+
+test('clients/js/example.mjs runs as its README says', async () => {
+  const { execFile } = await import('node:child_process');
+  const out = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['clients/js/example.mjs'], {
+      env: { ...process.env, IKD_URL: daemon.base, IKD_TOKEN: TOKEN }, timeout: 20000,
+    }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
+  });
+  assert.match(out, /^solve: success knee at 0\.335 0\.023 0\.684$/m);
+  assert.match(out, /^batch: success, no_ik_solution$/m);
+  assert.match(out, /^error: invalid_request at \/target\/position$/m);
+  for (let seq = 1; seq <= 10; seq++) assert.match(out, new RegExp(`^stream: seq ${seq} success in \\d+\\.\\d\\d ms$`, 'm'));
+});
