@@ -111,6 +111,11 @@ typedef struct proto_options {
     size_t iter_cap;           /* the daemon's limit, bounds the numeric search */
     double timeout_ms;
     bool nearest;              /* nearest-to-seed instead of first found */
+    double max_joint_step;     /* > 0: refuse answers that move a joint more
+                                  (radians for angular joints, length for
+                                  prismatic ones; the caller's value in
+                                  max_joint_step_in); 0: no limit */
+    double max_joint_step_in;  /* the same as the caller gave it */
     int bend;                  /* planar: +1, -1, or 0 (auto: +1, or nearest seed) */
 } proto_options;
 
@@ -128,6 +133,10 @@ typedef struct proto_result {
     ik_quat *local;         /* job->nrot local rotations */
     bool has_tip;
     ik_xform tip;
+    /* numeric solves from a seed: the largest joint motion the answer asks
+     * for, over angular joints (radians) and prismatic joints (length) */
+    bool has_step;
+    double step_ang, step_lin;
 } proto_result;
 
 struct proto_job {

@@ -244,7 +244,7 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
     static const char *const keys[] = {"solver",   "tolerance",  "angular_tolerance",
                                        "max_iterations", "timeout_ms", "search",
                                        "units",    "frame",      "bend",
-                                       NULL};
+                                       "max_joint_step", NULL};
     memset(o, 0, sizeof *o);
     o->timeout_ms = 5 < lim->max_time_ms ? 5 : lim->max_time_ms;
     o->iter_cap = lim->max_iterations;
@@ -291,6 +291,11 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
         if (proto_json_enum(x, p, search_names, &e, err))
             return -1;
         o->nearest = e == 1;
+    }
+    if (OPT("max_joint_step")) {
+        if (proto_json_positive(x, p, PROTO_MAX_ABS, &o->max_joint_step_in, err))
+            return -1;
+        o->max_joint_step = o->max_joint_step_in; /* angles converted per joint */
     }
     if (OPT("bend")) {
         long long b;
@@ -443,6 +448,12 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
         goto fail;
     if (proto__resolve_solver(job->chain, &job->opt, &t0, &job->solver, err))
         goto fail;
+    if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC) {
+        proto_error_set(err, 400, "invalid_request", "/options/max_joint_step",
+                        "options.max_joint_step is used by the numeric solver only, not by %s",
+                        proto_solver_names[job->solver]);
+        goto fail;
+    }
     proto__result_dims(job->chain, job->solver, &job->dof, &job->npos, &job->nrot);
 
     json_t *js = json_object_get(req, kind == PROTO_BATCH ? "seeds" : "seed");
@@ -477,6 +488,22 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
             if (decode_seed(s, p, job, job->seed_q + i * sl, err))
                 goto fail;
             job->has_seed[i] = true;
+        }
+    }
+    /* a step needs somewhere to step from: every target a seed (a stream
+     * gives its warm start instead, and says so with chain != NULL) */
+    if (job->opt.max_joint_step_in > 0 && !chain) {
+        for (size_t i = 0; i < job->n; i++) {
+            if (job->has_seed[i])
+                continue;
+            if (kind == PROTO_BATCH && js)
+                proto_json_path_index(p, spath, i);
+            else
+                snprintf(p, sizeof p, "%s", js ? spath : "/options/max_joint_step");
+            proto_error_set(err, 400, "invalid_request", p,
+                            "options.max_joint_step needs a seed for every target (the step is "
+                            "measured from it)");
+            goto fail;
         }
     }
     *out = job;
@@ -599,6 +626,13 @@ static bool straight_answer(const proto_job *job, const proto_result *r)
 
 void proto_job_warm_start(proto_job *job, const proto_job *prev)
 {
+    if (job->n > 0 && job->seed_q && job->has_seed[0] && seed_len(job) > 0) {
+        /* the client's seed (a stream's open seed, or a re-synchronisation
+         * after the arm moved by other means) wins over the previous
+         * answer, and the solve continues from it */
+        job->opt.nearest = true;
+        return;
+    }
     if (!prev || prev->n == 0 || prev->chain != job->chain || job->n == 0)
         return;
     size_t last = prev->n - 1;
@@ -762,6 +796,14 @@ static void result_outcome(const proto_job *job, size_t i, outcome *o)
     }
 }
 
+/* The answer's "max_joint_step": the largest joint motion from the seed,
+ * angles in options.units, prismatic joints in length units. */
+static double answer_step(const proto_job *job, const proto_result *r)
+{
+    double a = proto_angle_out(job->opt.units, r->step_ang);
+    return a > r->step_lin ? a : r->step_lin;
+}
+
 static json_t *vec_json(ik_vec3 v, bool dims2)
 {
     double d[3] = {v.x, v.y, v.z};
@@ -829,6 +871,8 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
         json_object_set_new(o, "position_error", json_real(r->pos_err));
         if (r->rot_err >= 0)
             json_object_set_new(o, "orientation_error", json_real(proto_angle_out(u, r->rot_err)));
+        if (r->has_step)
+            json_object_set_new(o, "max_joint_step", json_real(answer_step(job, r)));
     }
     json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
     json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
@@ -968,6 +1012,8 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
         REAL_MEMBER(w, first, "position_error", r->pos_err);
         if (r->rot_err >= 0)
             REAL_MEMBER(w, first, "orientation_error", proto_angle_out(u, r->rot_err));
+        if (r->has_step)
+            REAL_MEMBER(w, first, "max_joint_step", answer_step(job, r));
     }
     MEMBER(w, first, "iterations");
     proto_jw_integer(w, (json_int_t)r->iterations);

@@ -417,14 +417,34 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     o.timeout_s = job->opt.timeout_ms * 1e-3;
     o.max_iterations = job->opt.max_iterations ? job->opt.max_iterations : job->opt.iter_cap;
     o.search = job->opt.nearest ? IK_SEARCH_NEAREST_TO_SEED : IK_SEARCH_FIRST_FOUND;
+    const double *seed = seed_of(job, i, c->chain->dof);
+    if (seed && job->opt.max_joint_step_in > 0) {
+        o.max_step = proto_angle_in(job->opt.units, job->opt.max_joint_step_in);
+        o.max_step_lin = job->opt.max_joint_step_in;
+    }
     ik_numeric_result res;
-    r->status = ik_numeric_solve(c->chain, &tg, seed_of(job, i, c->chain->dof), &o, ws, ws_size,
-                                 r->q, &res);
+    r->status = ik_numeric_solve(c->chain, &tg, seed, &o, ws, ws_size, r->q, &res);
     r->iterations = res.iterations;
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
+    r->has_step = false;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
+    if (seed) {
+        /* the motion the answer asks for, from the seed as the solver saw
+         * it (inside the limits) */
+        r->has_step = true;
+        r->step_ang = r->step_lin = 0.0;
+        for (size_t k = 0; k < c->chain->dof; k++) {
+            double s0 = seed[k];
+            if (c->chain->type[k] != IK_JOINT_CONTINUOUS)
+                s0 = ik_clamp(s0, c->chain->lower[k], c->chain->upper[k]);
+            double d = fabs(r->q[k] - s0);
+            double *m = c->chain->type[k] == IK_JOINT_PRISMATIC ? &r->step_lin : &r->step_ang;
+            if (d > *m)
+                *m = d;
+        }
+    }
     ik_xform frames[IK_MAX_DOF + 1];
     ik_chain_frames(c->chain, r->q, frames);
     for (size_t k = 0; k <= c->chain->dof; k++)
@@ -441,6 +461,7 @@ void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
     double t0 = now_s();
     r->iterations = r->restarts = 0;
     r->has_tip = false;
+    r->has_step = false;
     r->pos_err = 0;
     r->rot_err = -1;
     switch (job->solver) {

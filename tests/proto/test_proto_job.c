@@ -888,6 +888,97 @@ START_TEST(test_status_codes)
 }
 END_TEST
 
+/* options.max_joint_step with a seed: an answer within the step is given
+ * with its "max_joint_step" (checked against the joints and the seed
+ * here), a larger one is refused (no_ik_solution, joint_step, the seed
+ * returned); without a seed, or on an analytic solver, the request is
+ * refused with the option's path. */
+START_TEST(test_max_joint_step)
+{
+    char chain[4096], body[8192];
+    const double qt[4] = {0.3, 0.5, 0.8, -0.2};
+    for (int deg = 0; deg < 2; deg++) {
+        double u = deg ? 180 / IK_PI : 1;
+        arm_json(chain, sizeof chain, "ros", deg);
+        /* the target by this test's own FK of the arm */
+        ik_joint j[5];
+        for (size_t i = 0; i < 5; i++) {
+            j[i].type = ARM[i].type == 'r' ? IK_JOINT_REVOLUTE : IK_JOINT_FIXED;
+            j[i].origin.p = ik_v3(ARM[i].xyz[0], ARM[i].xyz[1], ARM[i].xyz[2]);
+            j[i].origin.q = ik_quat_from_rpy(ARM[i].rpy[0], ARM[i].rpy[1], ARM[i].rpy[2]);
+            j[i].axis = ik_v3(ARM[i].axis[0], ARM[i].axis[1], ARM[i].axis[2]);
+            j[i].lower = -3;
+            j[i].upper = 3;
+        }
+        ik_chain c;
+        ck_assert_int_eq(ik_chain_init(&c, j, 5), IK_OK);
+        ik_vec3 p = ik_chain_fk(&c, qt).p;
+        for (int far = 0; far < 2; far++) {
+            double d = far ? 1.0 : 0.05, seed[4];
+            for (int k = 0; k < 4; k++)
+                seed[k] = (qt[k] + d) * u;
+            snprintf(body, sizeof body,
+                     "{\"chain\":%s,\"target\":{\"position\":[%.17g,%.17g,%.17g]},"
+                     "\"seed\":[%.17g,%.17g,%.17g,%.17g],\"options\":{\"units\":\"%s\","
+                     "\"max_joint_step\":%.17g,\"timeout_ms\":0,\"max_iterations\":3000}}",
+                     chain, p.x, p.y, p.z, seed[0], seed[1], seed[2], seed[3],
+                     deg ? "degrees" : "radians", 0.2 * u);
+            json_t *r = ok(body, PROTO_SOLVE);
+            const json_t *jq = json_object_get(r, "joints");
+            double big = 0;
+            for (size_t k = 0; k < 4; k++)
+                big = fmax(big, fabs(jnum(jq, k) - seed[k]));
+            ck_assert_double_eq_tol(json_real_value(json_object_get(r, "max_joint_step")), big,
+                                    1e-9 * u);
+            if (far) {
+                ck_assert_str_eq(json_string_value(json_object_get(r, "status")),
+                                 "no_ik_solution");
+                ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), -31);
+                ck_assert_str_eq(json_string_value(json_object_get(r, "reason")), "joint_step");
+                ck_assert_double_eq_tol(big, 0, 1e-12); /* the seed: no motion */
+            } else {
+                assert_success(r);
+                ck_assert_double_le(big, 0.2 * u + 1e-12);
+                double q[4];
+                for (size_t k = 0; k < 4; k++)
+                    q[k] = jnum(jq, k) / u;
+                ck_assert_double_lt(ik_vec3_dist(ik_chain_fk(&c, q).p, p), 1e-5);
+            }
+            json_decref(r);
+        }
+    }
+    /* no seed: nothing to measure a step from */
+    arm_json(chain, sizeof chain, "ros", false);
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"position\":[0.3,0.2,0.5]},"
+             "\"options\":{\"max_joint_step\":0.2}}",
+             chain);
+    proto_job *job;
+    proto_error e;
+    ck_assert_int_eq(proto_job_decode(body, strlen(body), PROTO_SOLVE, NULL, NULL, NULL, &job, &e),
+                     -1);
+    ck_assert_str_eq(e.path, "/options/max_joint_step");
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"targets\":[{\"position\":[0.3,0.2,0.5]},{\"position\":[0.3,0.2,0.5]}],"
+             "\"seeds\":[[0,0,0,0],null],\"options\":{\"max_joint_step\":0.2}}",
+             chain);
+    ck_assert_int_eq(proto_job_decode(body, strlen(body), PROTO_BATCH, NULL, NULL, NULL, &job, &e),
+                     -1);
+    ck_assert_str_eq(e.path, "/seeds/1");
+    const char *bad[] = {
+        "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},\"target\":{\"position\":[1,1]},"
+        "\"seed\":[0,0],\"options\":{\"max_joint_step\":0.2}}",
+        "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},\"target\":{\"position\":[1,1]},"
+        "\"seed\":[0,0],\"options\":{\"max_joint_step\":0}}",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_int_eq(
+            proto_job_decode(bad[i], strlen(bad[i]), PROTO_SOLVE, NULL, NULL, NULL, &job, &e), -1);
+        ck_assert_str_eq(e.path, "/options/max_joint_step");
+    }
+}
+END_TEST
+
 /* MoveIt's moveit_msgs/MoveItErrorCodes, as the message defines them. */
 static const struct {
     const char *name;
@@ -1362,6 +1453,7 @@ int main(void)
     tcase_add_test(tc, test_chain_id_and_warm_start);
     tcase_add_test(tc, test_status_codes);
     tcase_add_test(tc, test_moveit_codes_pinned);
+    tcase_add_test(tc, test_max_joint_step);
     tcase_add_test(tc, test_solvers_describe);
     tcase_add_test(tc, test_solvers_describe_defaults);
     tcase_add_test(tc, test_planar_takes_no_frame);
