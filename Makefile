@@ -12,9 +12,11 @@
 #   page's robot and motion from tests/data -> build/web (the live page,
 #   served by "ikd --web build/web"; nothing from node_modules is committed)
 #
-# Targets: all (default), web, check, bench, run, format, clean.
+#   tests/fuzz/fuzz_*.c   -> build-fuzz/fuzz_*  (clang, libFuzzer; `make fuzz`)
+#
+# Targets: all (default), web, check, bench, fuzz, run, format, clean.
 # Switches: SANITIZER=address|undefined|thread, WERROR=0 to drop -Werror,
-#           OPT=-O0 for debugging.
+#           OPT=-O0 for debugging, FUZZ_SECONDS=N per fuzz target (default 60).
 
 CC      ?= gcc
 BUILD   ?= build
@@ -65,7 +67,7 @@ LIBS_TEST     := $(shell pkg-config --libs $(PKGS_TEST)) $(LIBS_SERVER)
 LIBSOLVER := $(BUILD)/libiksolver.a
 LIBPROTO  := $(BUILD)/libikproto.a
 
-.PHONY: all web check bench run format clean
+.PHONY: all web check bench fuzz fuzz-build run format clean
 .SECONDARY:
 all: $(LIBSOLVER) $(LIBPROTO) $(BUILD)/ikd $(TEST_BIN)
 
@@ -125,6 +127,30 @@ check: all web
 
 bench: all $(BENCH_BIN)
 	sh tests/bench/run.sh $(BUILD)
+
+# Fuzzing: solver/ and proto/ rebuilt with clang under
+# -fsanitize=fuzzer-no-link,address,undefined in FUZZ_BUILD (a make of its
+# own, so the usual rules apply), each target linked with libFuzzer's main.
+# Needs `sh docker/install-deps.sh fuzz` (clang and its runtime libraries).
+FUZZ_CC      ?= clang-14
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC     := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN     := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+
+fuzz-build:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) SANITIZER="fuzzer-no-link,$(FUZZ_SAN)" \
+	    $(FUZZ_BUILD)/libikproto.a $(FUZZ_BUILD)/libiksolver.a
+	$(MAKE) $(FUZZ_BIN)
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_BUILD)/libikproto.a $(FUZZ_BUILD)/libiksolver.a
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -I. $(CFLAGS_PROTO) \
+	    -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(FUZZ_BUILD)/libikproto.a \
+	    $(FUZZ_BUILD)/libiksolver.a $(LIBS_PROTO) $(shell pkg-config --libs nettle) -lm
+
+fuzz: fuzz-build
+	sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 run: $(BUILD)/ikd web
 	./$(BUILD)/ikd --web $(BUILD)/web

@@ -3,9 +3,11 @@
 # The README's two commands, .ci/run and the Dockerfile all call this one script,
 # so the list below is the single place where ikd's dependencies are named.
 # It is idempotent: when every package is already installed it only checks.
-# Usage: docker/install-deps.sh [runtime|build]   ("runtime" installs only
-# what the daemon links against, for slim images; "build" only what compiles
-# it, without the test tools, node or the browser).
+# Usage: docker/install-deps.sh [runtime|build|fuzz]   ("runtime" installs
+# only what the daemon links against, for slim images; "build" only what
+# compiles it, without the test tools, node or the browser; "fuzz" what
+# compiles it plus clang and its libFuzzer and sanitizer runtimes, for
+# `make fuzz`).
 #
 # The full install also brings the browser side of the tests: Node.js and
 # npm (Debian's, unless a node and npm of 18 or later are already on PATH),
@@ -19,11 +21,13 @@ BUILD_PKGS="build-essential pkg-config make gcc \
   libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev"
 TEST_PKGS="check libcurl4-openssl-dev python3 python3-websockets wrk curl chromium"
 NODE_PKGS="nodejs npm"
+FUZZ_PKGS="clang-14 libclang-rt-14-dev"
 RUNTIME_PKGS="libmicrohttpd12 libjansson4 libuv1 libwslay1 libnettle8 libxml2"
 
 case "${1:-}" in
 runtime) PKGS="$RUNTIME_PKGS" ;;
 build) PKGS="$BUILD_PKGS" ;;
+fuzz) PKGS="$BUILD_PKGS $FUZZ_PKGS" ;;
 *)
     PKGS="$BUILD_PKGS $TEST_PKGS"
     # A node and npm already installed (from Debian or elsewhere) are kept.

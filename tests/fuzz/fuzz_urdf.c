@@ -1,0 +1,55 @@
+/*
+ * fuzz_urdf.c: the URDF reader (proto/urdf.c, libxml2 underneath).
+ *
+ * The input is "BASE\nTIP\nDOCUMENT": the first two lines name the chain's
+ * base and tip links, the rest is the URDF text. The reader lists the links
+ * and loads the chain between the two; a success must give a chain whose
+ * degrees of freedom fit IK_MAX_DOF, and every failure a code and a message.
+ */
+#include "tests/fuzz/fuzz.h"
+
+#include "proto/urdf.h"
+
+static char names[IK_MAX_DOF][PROTO_URDF_NAME_MAX];
+static char links[64][PROTO_URDF_NAME_MAX];
+
+/* The next line of [*p, end) copied into out (at most cap-1 bytes), or -1
+ * when there is no newline. */
+static int line(const char **p, const char *end, char *out, size_t cap)
+{
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+    if (!nl)
+        return -1;
+    size_t n = (size_t)(nl - *p);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, *p, n);
+    out[n] = 0;
+    *p = nl + 1;
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *p = (const char *)data, *end = p + size;
+    char base[128], tip[128];
+    if (line(&p, end, base, sizeof base) || line(&p, end, tip, sizeof tip))
+        return 0;
+    size_t len = (size_t)(end - p);
+    proto_error err;
+
+    size_t n_links = 0;
+    if (proto_urdf_links(p, len, links, 64, &n_links, &err) != 0 && !err.code[0])
+        fuzz_fail("proto_urdf_links failed without a code");
+
+    ik_chain chain;
+    size_t dof = 0;
+    if (proto_urdf_load_chain(p, len, base, tip, &chain, &dof, names, &err) != 0) {
+        if (!err.code[0] || !err.message[0])
+            fuzz_fail("proto_urdf_load_chain failed without a code or message");
+        return 0;
+    }
+    if (dof == 0 || dof > IK_MAX_DOF || dof != chain.dof)
+        fuzz_fail("a loaded chain has an impossible number of degrees of freedom");
+    return 0;
+}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# Runs every libFuzzer target of tests/fuzz for a bounded time (`make fuzz`).
+#
+#   tests/fuzz/run.sh BUILD SECONDS [TARGET...]
+#
+# Each target keeps its growing corpus in BUILD/corpus/NAME, seeded on every
+# run from the repository (read-only): fixtures' bodies for the request and
+# JSON targets, the messages of tests/fuzz/seeds/stream, the robots of tests/data for the URDF target.
+# A crash or a wrong answer leaves BUILD/crash-NAME-* and makes the run fail;
+# the last line of each target's log gives its executions.
+set -eu
+BUILD=${1:-build-fuzz}
+SECONDS_EACH=${2:-60}
+shift 2 2>/dev/null || shift $#
+TARGETS=${*:-"fuzz_json fuzz_request fuzz_stream fuzz_urdf"}
+FIX=tests/fixtures
+SEED=$BUILD/seeds
+rm -rf "$SEED"
+mkdir -p "$SEED/json" "$SEED/request" "$SEED/stream" "$SEED/urdf"
+
+# The first byte of a JSON or request input selects flags or the kind.
+for f in "$FIX"/*.json; do
+    b=$(basename "$f" .json)
+    { printf '\001'; cat "$f"; } >"$SEED/json/$b"
+    case "$b" in
+    batch_*.request) k='\001' ;;
+    chain_*.request) k='\002' ;;
+    *) k='\000' ;;
+    esac
+    case "$b" in
+    *.request) { printf "$k"; cat "$f"; } >"$SEED/request/$b" ;;
+    esac
+done
+cp tests/fuzz/seeds/stream/* "$SEED/stream/"
+
+# URDF inputs: "BASE\nTIP\n" then the document.
+urdf() { { printf '%s\n%s\n' "$2" "$3"; cat "tests/data/robots/$1.urdf"; } >"$SEED/urdf/$1"; }
+urdf ur5 base_link tool0
+urdf abb_irb120 base_link tool0
+urdf kuka_iiwa14_r820 base_link tool0
+urdf franka_panda panda_link0 panda_link8
+urdf pr2 torso_lift_link r_wrist_roll_link
+
+status=0
+for t in $TARGETS; do
+    name=${t#fuzz_}
+    mkdir -p "$BUILD/corpus/$name"
+    echo "== $t (${SECONDS_EACH}s)"
+    dict=""
+    [ "$name" != urdf ] && dict="-dict=tests/fuzz/json.dict"
+    if ! "$BUILD/$t" $dict -max_total_time="$SECONDS_EACH" -print_final_stats=1 -max_len=65536 \
+        -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$BUILD/crash-$name-" \
+        "$BUILD/corpus/$name" "$SEED/$name" >"$BUILD/$t.log" 2>&1; then
+        status=1
+        tail -40 "$BUILD/$t.log"
+    fi
+    grep -E 'stat::number_of_executed_units|DONE' "$BUILD/$t.log" | tail -2
+done
+exit $status
