@@ -295,7 +295,7 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
 
 void proto_jw_string(proto_jw *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
+    static const char hex[] = "0123456789ABCDEF"; /* as jansson writes \u001E */
     /* the usual case (nothing to escape) in one copy */
     if (b->len + n + 3 > b->cap && proto_jw_reserve(b, n + 2))
         return;

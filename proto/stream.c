@@ -293,6 +293,8 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
 {
     memset(out, 0, sizeof *out);
     proto_error_clear(err);
+    if (len == 0) /* an empty text message: (NULL, 0) from the framer */
+        return proto_error_set(err, 400, "invalid_json", "", "the message is empty");
     json_error_t jerr;
     json_t *root = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
@@ -308,7 +310,9 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
         snprintf(out->stream, sizeof out->stream, "%s", json_string_value(js));
     const json_t *jq = json_object_get(root, "seq");
-    if (json_is_integer(jq) && llabs(json_integer_value(jq)) <= PROTO_STREAM_SEQ_MAX) {
+    /* compared on both sides: llabs() of the most negative integer overflows */
+    if (json_is_integer(jq) && json_integer_value(jq) <= PROTO_STREAM_SEQ_MAX &&
+        json_integer_value(jq) >= -PROTO_STREAM_SEQ_MAX) {
         out->has_seq = true;
         out->seq = json_integer_value(jq);
     }

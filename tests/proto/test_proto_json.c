@@ -314,6 +314,18 @@ START_TEST(test_dump_matches_jansson)
     same_as_jansson(t, false);
     same_as_jansson(t, true);
     json_decref(t);
+
+    /* every control character jansson escapes as \uXXXX, whose hex digits
+     * it writes in upper case (\u001E; found by tests/fuzz/fuzz_json) */
+    for (int c = 0; c < 0x20; c++) {
+        char one[1] = {(char)c};
+        json_t *str = json_stringn(one, 1);
+        same_as_jansson(str, false);
+        json_decref(str);
+    }
+    json_t *del = json_string("\x7f \xc2\x80 \xe2\x80\xa8");
+    same_as_jansson(del, false);
+    json_decref(del);
 }
 END_TEST
 

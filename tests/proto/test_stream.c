@@ -90,6 +90,16 @@ END_TEST
 START_TEST(test_decode_errors)
 {
     expect_error("", "invalid_json", "");
+    /* an empty WebSocket text message reaches the decoder as (NULL, 0) */
+    {
+        proto_stream_msg m;
+        proto_error e;
+        ck_assert_int_eq(proto_stream_decode(NULL, 0, &m, &e), -1);
+        ck_assert_str_eq(e.code, "invalid_json");
+        ck_assert_msg(strstr(e.message, "empty") && !strstr(e.message, "-1"), "%s", e.message);
+        ck_assert_int_eq(proto_stream_decode("", 0, &m, &e), -1);
+        ck_assert_msg(strstr(e.message, "empty") && !strstr(e.message, "-1"), "%s", e.message);
+    }
     expect_error("{\"type\":\"open\"", "invalid_json", "");
     expect_error("{\"type\":\"close\",\"stream\":\"a\",\"stream\":\"b\"}", "invalid_json", "");
     expect_error("[1,2]", "invalid_request", "");
@@ -110,6 +120,12 @@ START_TEST(test_decode_errors)
     expect_error("{\"type\":\"target\",\"stream\":\"s\",\"seq\":1.5,\"target\":{}}",
                  "invalid_request", "/seq");
     expect_error("{\"type\":\"target\",\"stream\":\"s\",\"seq\":9007199254740992,\"target\":{}}",
+                 "invalid_request", "/seq");
+    expect_error("{\"type\":\"target\",\"stream\":\"s\",\"seq\":-9007199254740992,\"target\":{}}",
+                 "invalid_request", "/seq");
+    /* the most negative 64-bit integer, whose magnitude no long long holds */
+    expect_error("{\"type\":\"target\",\"stream\":\"s\",\"seq\":-9223372036854775808,"
+                 "\"target\":{}}",
                  "invalid_request", "/seq");
     expect_error("{\"type\":\"target\",\"stream\":\"s\",\"seq\":1}", "invalid_request", "/target");
     expect_error("{\"type\":\"open\",\"stream\":\"s\"}", "invalid_request", "");
