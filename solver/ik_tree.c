@@ -1,0 +1,1219 @@
+/*
+ * ik_tree.c: kinematic trees and their multi-target solver (contract and
+ * references in ik_tree.h).
+ *
+ * Building: every tip's root-to-tip path is compiled by ik_chain_init()
+ * (so fixed joints are merged and the fast evaluation of ik_chain.c is
+ * used as is); the movable joints of the paths are then mapped onto tree
+ * variables by the identity of the described joint they come from.
+ *
+ * Solving: the checked tips (targets and KEEP_POSE) become TASKS; tasks
+ * linked through a shared moving variable form a GROUP, solved alone on its
+ * own variables (see ik_tree.h). Inside a group the rows of every task are
+ * stacked level by level (priority order) into one Jacobian J (rows
+ * weighted by sqrt(component weight * tip weight), columns the group's
+ * variables), built from ik_chain_jacobian_mat() of each tip's chain. An
+ * ATTEMPT is Levenberg-Marquardt on the task-priority step of ik_tree.h;
+ * with a single level it is exactly the damped least-squares step of
+ * ik_numeric.c, Jw^T (Jw Jw^T + lambda I)^-1 ew, solved by Cholesky on
+ * the (rows x rows) system. The joint limits are handled as in ik_numeric.c:
+ * a joint the step pushes through a limit is put on it, its motion leaves
+ * the error, its column leaves the step, and the step is solved again (up
+ * to LOCK_PASSES times). A trial is kept when the first unmet level k
+ * improves and every level above k stays met (all its checked components
+ * below CONVERGED_FRACTION of the tolerance). An attempt ends solved (every
+ * level met), stalled (lambda too large, or ATTEMPT_MAX_ITERS for the top
+ * level, with ik_numeric.c's slow-convergence extension; for a lower level,
+ * once its error stops improving: the constrained optimum of the
+ * conflicting case), or out of budget.
+ *
+ * Restarts draw joints uniformly inside their limits (splitmix64 seeded
+ * with opts.rng_seed): after an attempt in which some tasks were met,
+ * every other restart redraws only the variables that move nothing but
+ * unmet tasks (so a solved arm is not thrown away because the other one
+ * sits in a local minimum); the other restarts redraw the whole group.
+ *
+ * Nothing is allocated: matrices live in the caller's workspace, small
+ * per-task records on the stack.
+ *
+ * Not here: null-space gradient motion during the iterations (the
+ * objectives choose among solutions, the TRAC-IK way), closed loops.
+ */
+#include "solver/ik_tree.h"
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "solver/ik_status.h"
+
+/* ---- building ------------------------------------------------------------ */
+
+/* Adds tip t, whose path is path[0..len-1] with described-joint ids
+ * ids[0..len-1], to T. */
+static int add_tip(ik_tree *T, size_t t, const ik_joint *path, const size_t *ids, size_t len)
+{
+    ik_chain *c = &T->chain[t];
+    if (len == 0 || len > IK_MAX_JOINTS || ik_chain_init(c, path, len) != IK_OK)
+        return IK_EINVAL;
+    for (size_t i = 0; i < c->dof; i++) {
+        size_t id = ids[c->source_index[i]];
+        size_t v = 0;
+        while (v < T->dof && T->source_index[v] != id)
+            v++;
+        if (v == T->dof) {
+            if (T->dof == IK_TREE_MAX_DOF)
+                return IK_EINVAL;
+            T->dof++;
+            T->source_index[v] = id;
+            T->type[v] = c->type[i];
+            T->lower[v] = c->lower[i];
+            T->upper[v] = c->upper[i];
+            T->tips_of[v] = 0;
+        }
+        T->var[t][i] = (uint8_t)v;
+        T->tips_of[v] |= (uint32_t)1u << t;
+    }
+    return IK_OK;
+}
+
+int ik_tree_init(ik_tree *out, const ik_joint *joints, const int *parent, size_t n,
+                 const size_t *tip_joint, size_t ntips)
+{
+    if (!out)
+        return IK_EINVAL;
+    memset(out, 0, sizeof *out);
+    if (!joints || !parent || !tip_joint || n == 0 || n > IK_TREE_MAX_JOINTS || ntips == 0 ||
+        ntips > IK_TREE_MAX_TIPS)
+        return IK_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (parent[i] < -1 || parent[i] >= (int)i)
+            return IK_EINVAL;
+    out->ntips = ntips;
+    ik_joint path[IK_MAX_JOINTS];
+    size_t ids[IK_MAX_JOINTS];
+    for (size_t t = 0; t < ntips; t++) {
+        if (tip_joint[t] >= n)
+            goto fail;
+        size_t len = 0;
+        for (int j = (int)tip_joint[t]; j >= 0; j = parent[j]) {
+            if (len == IK_MAX_JOINTS)
+                goto fail;
+            ids[len++] = (size_t)j;
+        }
+        for (size_t a = 0, b = len - 1; a < b; a++, b--) { /* root first */
+            size_t tmp = ids[a];
+            ids[a] = ids[b];
+            ids[b] = tmp;
+        }
+        for (size_t i = 0; i < len; i++)
+            path[i] = joints[ids[i]];
+        if (add_tip(out, t, path, ids, len) != IK_OK)
+            goto fail;
+    }
+    return IK_OK;
+fail:
+    memset(out, 0, sizeof *out);
+    return IK_EINVAL;
+}
+
+static bool same_joint(const ik_joint *a, const ik_joint *b)
+{
+    return a->type == b->type && a->origin.p.x == b->origin.p.x &&
+           a->origin.p.y == b->origin.p.y && a->origin.p.z == b->origin.p.z &&
+           a->origin.q.x == b->origin.q.x && a->origin.q.y == b->origin.q.y &&
+           a->origin.q.z == b->origin.q.z && a->origin.q.w == b->origin.q.w &&
+           a->axis.x == b->axis.x && a->axis.y == b->axis.y && a->axis.z == b->axis.z &&
+           a->lower == b->lower && a->upper == b->upper;
+}
+
+int ik_tree_from_chains(ik_tree *out, const ik_joint *const *chains, const size_t *len,
+                        size_t ntips)
+{
+    if (!out)
+        return IK_EINVAL;
+    memset(out, 0, sizeof *out);
+    if (!chains || !len || ntips == 0 || ntips > IK_TREE_MAX_TIPS)
+        return IK_EINVAL;
+    for (size_t t = 0; t < ntips; t++)
+        if (!chains[t] || len[t] == 0 || len[t] > IK_MAX_JOINTS)
+            return IK_EINVAL;
+    out->ntips = ntips;
+    size_t ids[IK_TREE_MAX_TIPS][IK_MAX_JOINTS];
+    size_t offset = 0;
+    for (size_t t = 0; t < ntips; t++) {
+        /* the earlier chain with the longest identical prefix */
+        size_t best_u = 0, best_l = 0;
+        for (size_t u = 0; u < t; u++) {
+            size_t l = 0;
+            while (l < len[t] && l < len[u] && same_joint(&chains[t][l], &chains[u][l]))
+                l++;
+            if (l > best_l) {
+                best_l = l;
+                best_u = u;
+            }
+        }
+        for (size_t i = 0; i < len[t]; i++)
+            ids[t][i] = i < best_l ? ids[best_u][i] : offset + i;
+        offset += len[t];
+        if (add_tip(out, t, chains[t], ids[t], len[t]) != IK_OK) {
+            memset(out, 0, sizeof *out);
+            return IK_EINVAL;
+        }
+    }
+    return IK_OK;
+}
+
+/* ---- forward kinematics and limits --------------------------------------- */
+
+void ik_tree_gather(const ik_tree *tree, size_t t, const double *q, double *qc)
+{
+    const ik_chain *c = &tree->chain[t];
+    for (size_t i = 0; i < c->dof; i++)
+        qc[i] = q[tree->var[t][i]];
+}
+
+ik_xform ik_tree_fk(const ik_tree *tree, const double *q, size_t t)
+{
+    if (t >= tree->ntips)
+        return ik_xform_identity();
+    double qc[IK_MAX_DOF];
+    ik_tree_gather(tree, t, q, qc);
+    return ik_chain_fk(&tree->chain[t], qc);
+}
+
+void ik_tree_fk_all(const ik_tree *tree, const double *q, ik_xform *tips)
+{
+    for (size_t t = 0; t < tree->ntips; t++)
+        tips[t] = ik_tree_fk(tree, q, t);
+}
+
+bool ik_tree_within_limits(const ik_tree *tree, const double *q, double eps)
+{
+    for (size_t i = 0; i < tree->dof; i++) {
+        if (!isfinite(q[i]))
+            return false;
+        if (tree->type[i] == IK_JOINT_CONTINUOUS)
+            continue;
+        if (!(q[i] >= tree->lower[i] - eps && q[i] <= tree->upper[i] + eps))
+            return false;
+    }
+    return true;
+}
+
+void ik_tree_mid(const ik_tree *tree, double *q)
+{
+    for (size_t i = 0; i < tree->dof; i++)
+        q[i] = tree->type[i] == IK_JOINT_CONTINUOUS ? 0.0
+                                                    : 0.5 * (tree->lower[i] + tree->upper[i]);
+}
+
+/* ---- goals and options ------------------------------------------------------ */
+
+ik_tree_goal ik_tree_goal_target(ik_target t)
+{
+    ik_tree_goal g;
+    memset(&g, 0, sizeof g);
+    g.active = true;
+    g.target = t;
+    g.weight = 1.0;
+    g.keep = IK_TREE_KEEP_POSE;
+    return g;
+}
+
+ik_tree_goal ik_tree_goal_keep(ik_tree_keep k)
+{
+    ik_tree_goal g;
+    memset(&g, 0, sizeof g);
+    g.active = false;
+    g.target = ik_target_full_pose(ik_xform_identity());
+    g.weight = 1.0;
+    g.keep = k;
+    return g;
+}
+
+ik_tree_opts ik_tree_opts_default(void)
+{
+    ik_tree_opts o;
+    memset(&o, 0, sizeof o);
+    o.tol_pos = 1e-5;
+    o.tol_rot = 1e-5;
+    o.max_iterations = 0;
+    o.timeout_s = 0.005;
+    o.max_restarts = SIZE_MAX;
+    o.rng_seed = 1;
+    o.objective = IK_TREE_OBJ_NONE;
+    o.extra_restarts = 8;
+    o.local = 0.35;
+    return o;
+}
+
+/* ======================================================================== */
+
+/* Tuning: ik_numeric.c's values (measured there), plus the lower levels'. */
+#define ATTEMPT_MAX_ITERS  18
+#define LAMBDA_INIT        1e-2
+#define LAMBDA_MIN         1e-9
+#define LAMBDA_MAX         1e4
+#define LAMBDA_UP          8.0
+#define LAMBDA_DOWN        0.2
+#define CONVERGED_FRACTION 0.5
+#define SLOW_EVERY         4
+#define SLOW_MAX_ITERS     200
+#define SLOW_MAX_COST      1e-6
+#define LOCK_PASSES        2
+#define CLOCK_EVERY        4
+#define LOWER_MAX_ITERS    400   /* iterations on a lower level that cannot be met */
+#define LOWER_FLAT         1e-12 /* relative improvement counted as none */
+#define LOWER_FLAT_STEPS   4     /* consecutive flat steps that end the attempt */
+#define PROJ_DAMPING       1e-10 /* mu of the null-space projectors */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(rng_next(r) >> 11) * 0x1.0p-53);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- tasks and groups --------------------------------------------------- */
+
+typedef struct task {
+    size_t tip;
+    ik_xform target;  /* q unit (identity when no rotation row) */
+    bool need_rot;
+    bool check[6];
+    size_t m;         /* active rows */
+    int row[6];       /* their components */
+    double sw[6];     /* sqrt of component weight * tip weight */
+    unsigned priority;
+    size_t level;     /* global level index */
+    size_t row0;      /* first row in the group's stacked J */
+} task;
+
+typedef struct group {
+    uint32_t tips;                 /* task tips */
+    size_t nv;                     /* variables */
+    uint8_t v[IK_TREE_MAX_DOF];    /* their tree indices */
+    int local[IK_TREE_MAX_DOF];    /* tree index -> local, -1 outside */
+    size_t ntask;
+    task *task[IK_TREE_MAX_TIPS];  /* sorted by level */
+    size_t nlev;                   /* levels in the group */
+    size_t lev_row[IK_TREE_MAX_TIPS + 1]; /* rows of level l: [lev_row[l], lev_row[l+1]) */
+    size_t lev_task[IK_TREE_MAX_TIPS + 1];
+    size_t m;                      /* rows */
+} group;
+
+typedef struct solver {
+    const ik_tree *T;
+    const ik_tree_opts *o;
+    const group *G;
+    double *J, *Jt, *e, *et, *el, *N, *A, *X, *P, *rhs, *y;
+    double *q, *qt, *dq, *best, *sol, *seed;
+    bool met[IK_TREE_MAX_TIPS], met_t[IK_TREE_MAX_TIPS]; /* per group task */
+    double lc[IK_TREE_MAX_TIPS + 1], lct[IK_TREE_MAX_TIPS + 1]; /* level costs */
+    size_t best_k;
+    double best_cost;
+    size_t iterations;
+    double t0, deadline; /* deadline 0: none */
+    bool timed_out, out_of_iterations;
+} solver;
+
+static bool budget_left(solver *S)
+{
+    if (S->o->max_iterations && S->iterations >= S->o->max_iterations) {
+        S->out_of_iterations = true;
+        return false;
+    }
+    if (S->deadline > 0.0 && S->iterations % CLOCK_EVERY == 0 && now_s() >= S->deadline) {
+        S->timed_out = true;
+        return false;
+    }
+    return true;
+}
+
+/* J (m x nv, weighted rows), e (weighted), level costs lc and task flags
+ * met at the full variable vector q. Returns the first unmet level. */
+static size_t evaluate(solver *S, const double *q, double *J, double *e, double *lc, bool *met)
+{
+    const group *G = S->G;
+    const ik_tree *T = S->T;
+    const size_t nv = G->nv;
+    memset(J, 0, G->m * nv * sizeof *J);
+    for (size_t l = 0; l < G->nlev; l++)
+        lc[l] = 0.0;
+    double Jc[6 * IK_MAX_DOF], qc[IK_MAX_DOF], R[9], p[3];
+    size_t first_unmet = G->nlev;
+    for (size_t k = 0; k < G->ntask; k++) {
+        const task *tk = G->task[k];
+        const ik_chain *c = &T->chain[tk->tip];
+        const size_t dof = c->dof;
+        ik_tree_gather(T, tk->tip, q, qc);
+        ik_chain_jacobian_mat(c, qc, Jc, R, p);
+        double err[6];
+        ik_xform actual;
+        actual.p = ik_v3(p[0], p[1], p[2]);
+        actual.q = tk->need_rot ? ik_quat_from_mat3(R) : ik_quat_identity();
+        ik_pose_error(tk->target, actual, err);
+        bool ok = true;
+        for (int r = 0; r < 6; r++) {
+            const double tol = r < 3 ? S->o->tol_pos : S->o->tol_rot;
+            if (tk->check[r] && !(fabs(err[r]) <= CONVERGED_FRACTION * tol))
+                ok = false;
+        }
+        met[k] = ok;
+        size_t ll = 0;
+        while (G->lev_task[ll + 1] <= k)
+            ll++;
+        if (!ok && ll < first_unmet)
+            first_unmet = ll;
+        for (size_t a = 0; a < tk->m; a++) {
+            const int r = tk->row[a];
+            const size_t row = tk->row0 + a;
+            const double v = tk->sw[a] * err[r];
+            e[row] = v;
+            lc[ll] += v * v;
+            double *Jr = J + row * nv;
+            for (size_t i = 0; i < dof; i++)
+                Jr[G->local[T->var[tk->tip][i]]] = tk->sw[a] * Jc[(size_t)r * dof + i];
+        }
+    }
+    return first_unmet;
+}
+
+/* ---- linear algebra on the workspace ----------------------------------- */
+
+/* Cholesky of the m x m symmetric matrix N (row stride m, lower triangle
+ * used) plus lambda on the diagonal, in place; inv gets 1 / the pivots.
+ * False when a pivot is not positive. */
+static bool cholesky(double *N, size_t m, double lambda, double *inv)
+{
+    for (size_t j = 0; j < m; j++) {
+        double d = N[j * m + j] + lambda;
+        for (size_t k = 0; k < j; k++)
+            d -= N[j * m + k] * N[j * m + k];
+        if (!(d > 0.0))
+            return false;
+        inv[j] = 1.0 / sqrt(d);
+        for (size_t i = j + 1; i < m; i++) {
+            double s = N[i * m + j];
+            for (size_t k = 0; k < j; k++)
+                s -= N[i * m + k] * N[j * m + k];
+            N[i * m + j] = s * inv[j];
+        }
+    }
+    return true;
+}
+
+static void cholesky_solve(const double *L, size_t m, const double *inv, double *b)
+{
+    for (size_t i = 0; i < m; i++) {
+        double s = b[i];
+        for (size_t k = 0; k < i; k++)
+            s -= L[i * m + k] * b[k];
+        b[i] = s * inv[i];
+    }
+    for (size_t i = m; i-- > 0;) {
+        double s = b[i];
+        for (size_t k = i + 1; k < m; k++)
+            s -= L[k * m + i] * b[k];
+        b[i] = s * inv[i];
+    }
+}
+
+/* N = A A^T for the r x nv matrix A (rows of stride nv). */
+static void gram(const double *A, size_t r, size_t nv, double *N)
+{
+    for (size_t a = 0; a < r; a++)
+        for (size_t b = 0; b <= a; b++) {
+            double s = 0.0;
+            for (size_t k = 0; k < nv; k++)
+                s += A[a * nv + k] * A[b * nv + k];
+            N[a * r + b] = s;
+            N[b * r + a] = s;
+        }
+}
+
+/* The task-priority damped least-squares step for the unlocked variables
+ * (file comment of ik_tree.h) with error el, into S->dq. */
+static bool priority_step(solver *S, const double *J, const double *el, double lambda,
+                          const bool *locked)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv;
+    double inv[6 * IK_TREE_MAX_TIPS];
+    for (size_t k = 0; k < nv; k++)
+        S->dq[k] = 0.0;
+    if (G->nlev > 1) {
+        memset(S->P, 0, nv * nv * sizeof *S->P);
+        for (size_t k = 0; k < nv; k++)
+            S->P[k * nv + k] = locked[k] ? 0.0 : 1.0;
+    }
+    for (size_t l = 0; l < G->nlev; l++) {
+        const size_t r0 = G->lev_row[l], r = G->lev_row[l + 1] - r0;
+        const double *Jl = J + r0 * nv;
+        double *A = S->A;
+        if (G->nlev == 1) { /* A = J with the locked columns zeroed */
+            for (size_t a = 0; a < r; a++)
+                for (size_t k = 0; k < nv; k++)
+                    A[a * nv + k] = locked[k] ? 0.0 : Jl[a * nv + k];
+        } else { /* A = J_l P */
+            for (size_t a = 0; a < r; a++)
+                for (size_t k = 0; k < nv; k++) {
+                    double s = 0.0;
+                    for (size_t i = 0; i < nv; i++)
+                        s += Jl[a * nv + i] * S->P[i * nv + k];
+                    A[a * nv + k] = s;
+                }
+        }
+        /* rhs = e_l - J_l dq */
+        for (size_t a = 0; a < r; a++) {
+            double s = el[r0 + a];
+            if (l > 0)
+                for (size_t k = 0; k < nv; k++)
+                    s -= Jl[a * nv + k] * S->dq[k];
+            S->rhs[a] = s;
+        }
+        gram(A, r, nv, S->N);
+        const bool last = l + 1 == G->nlev;
+        if (!last) /* keep A A^T for the projector: X holds a copy */
+            memcpy(S->X, S->N, r * r * sizeof *S->N);
+        if (!cholesky(S->N, r, lambda, inv))
+            return false;
+        cholesky_solve(S->N, r, inv, S->rhs);
+        for (size_t a = 0; a < r; a++)
+            for (size_t k = 0; k < nv; k++)
+                S->dq[k] += A[a * nv + k] * S->rhs[a];
+        if (last)
+            break;
+        /* P -= A^T (A A^T + mu I)^-1 A, column by column of A */
+        double scale = 0.0;
+        for (size_t a = 0; a < r; a++)
+            scale = fmax(scale, S->X[a * r + a]);
+        if (!cholesky(S->X, r, PROJ_DAMPING * (scale > 0.0 ? scale : 1.0), inv))
+            return false;
+        for (size_t k = 0; k < nv; k++) {
+            for (size_t a = 0; a < r; a++)
+                S->y[a] = A[a * nv + k];
+            cholesky_solve(S->X, r, inv, S->y);
+            for (size_t i = 0; i < nv; i++) {
+                double s = 0.0;
+                for (size_t a = 0; a < r; a++)
+                    s += A[a * nv + i] * S->y[a];
+                S->P[i * nv + k] -= s;
+            }
+        }
+    }
+    for (size_t k = 0; k < nv; k++)
+        if (locked[k])
+            S->dq[k] = 0.0;
+    return true;
+}
+
+/* Variable v's value x put back inside its limits, as ik_numeric.c does. */
+static double limit_var(const ik_tree *T, size_t v, double x, bool *clamped)
+{
+    *clamped = false;
+    if (T->type[v] == IK_JOINT_CONTINUOUS)
+        return ik_wrap_angle(x);
+    const double lo = T->lower[v], hi = T->upper[v];
+    if (x >= lo && x <= hi)
+        return x;
+    if (T->type[v] == IK_JOINT_REVOLUTE && hi - lo >= 2.0 * IK_PI) {
+        double w = lo + fmod(x - lo, 2.0 * IK_PI) + (x < lo ? 2.0 * IK_PI : 0.0);
+        if (w >= lo && w <= hi)
+            return w;
+    }
+    *clamped = true;
+    return x > hi ? hi : lo;
+}
+
+/* One limited step from S->q into S->qt (full vectors). */
+static bool limited_step(solver *S, double lambda)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv, m = G->m;
+    bool locked[IK_TREE_MAX_DOF];
+    memcpy(S->el, S->e, m * sizeof *S->e);
+    memcpy(S->qt, S->q, S->T->dof * sizeof *S->q);
+    for (size_t k = 0; k < nv; k++)
+        locked[k] = false;
+    for (int pass = 0;; pass++) {
+        if (!priority_step(S, S->J, S->el, lambda, locked))
+            return false;
+        bool more = false;
+        for (size_t k = 0; k < nv; k++) {
+            if (locked[k])
+                continue;
+            const size_t v = G->v[k];
+            bool clamped;
+            S->qt[v] = limit_var(S->T, v, S->q[v] + S->dq[k], &clamped);
+            if (clamped && pass < LOCK_PASSES) {
+                locked[k] = true;
+                const double d = S->qt[v] - S->q[v];
+                for (size_t r = 0; r < m; r++)
+                    S->el[r] -= S->J[r * nv + k] * d;
+                more = true;
+            }
+        }
+        if (!more)
+            return true;
+    }
+}
+
+/* ---- the search -------------------------------------------------------- */
+
+enum { ATTEMPT_SOLVED = 1, ATTEMPT_STALLED = 0, ATTEMPT_BUDGET = -1 };
+
+static void keep_best(solver *S, const double *q, size_t k, const double *lc)
+{
+    const double c = k < S->G->nlev ? lc[k] : 0.0;
+    if (k > S->best_k || (k == S->best_k && c < S->best_cost)) {
+        S->best_k = k;
+        S->best_cost = c;
+        memcpy(S->best, q, S->T->dof * sizeof *q);
+    }
+}
+
+/* Levenberg-Marquardt from S->q; *k_out: the first unmet level at the end. */
+static int attempt(solver *S, size_t *k_out)
+{
+    const group *G = S->G;
+    size_t k = evaluate(S, S->q, S->J, S->e, S->lc, S->met);
+    keep_best(S, S->q, k, S->lc);
+    double lambda = LAMBDA_INIT, checkpoint = INFINITY;
+    size_t it_level = 0, flat = 0;
+    int rc;
+    for (;;) {
+        *k_out = k;
+        if (k == G->nlev) {
+            rc = ATTEMPT_SOLVED;
+            break;
+        }
+        if (!budget_left(S)) {
+            rc = ATTEMPT_BUDGET;
+            break;
+        }
+        const double cost = S->lc[k];
+        if (k == 0) {
+            if (it_level >= ATTEMPT_MAX_ITERS && (it_level - ATTEMPT_MAX_ITERS) % SLOW_EVERY == 0) {
+                if (it_level >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST || cost > 0.25 * checkpoint) {
+                    rc = ATTEMPT_STALLED;
+                    break;
+                }
+                checkpoint = cost;
+            }
+        } else if (it_level >= LOWER_MAX_ITERS || flat >= LOWER_FLAT_STEPS) {
+            rc = ATTEMPT_STALLED;
+            break;
+        }
+        S->iterations++;
+        it_level++;
+        if (!limited_step(S, lambda)) {
+            lambda *= LAMBDA_UP;
+            if (lambda > LAMBDA_MAX) {
+                rc = ATTEMPT_STALLED;
+                break;
+            }
+            continue;
+        }
+        size_t kt = evaluate(S, S->qt, S->Jt, S->et, S->lct, S->met_t);
+        if (kt > k || (kt == k && S->lct[k] < cost)) {
+            flat = (kt == k && cost - S->lct[k] <= LOWER_FLAT * cost) ? flat + 1 : 0;
+            double *tmp = S->q;
+            S->q = S->qt;
+            S->qt = tmp;
+            tmp = S->J;
+            S->J = S->Jt;
+            S->Jt = tmp;
+            tmp = S->e;
+            S->e = S->et;
+            S->et = tmp;
+            memcpy(S->lc, S->lct, sizeof S->lc);
+            memcpy(S->met, S->met_t, sizeof S->met);
+            if (kt > k) {
+                it_level = 0;
+                flat = 0;
+                checkpoint = INFINITY;
+            }
+            k = kt;
+            keep_best(S, S->q, k, S->lc);
+            lambda = fmax(lambda * LAMBDA_DOWN, LAMBDA_MIN);
+        } else {
+            lambda *= LAMBDA_UP;
+            if (lambda > LAMBDA_MAX) {
+                rc = ATTEMPT_STALLED;
+                break;
+            }
+        }
+    }
+    return rc;
+}
+
+static void random_var(const ik_tree *T, size_t v, rng *r, double *q)
+{
+    if (T->type[v] == IK_JOINT_CONTINUOUS)
+        q[v] = rng_uniform(r, -IK_PI, IK_PI);
+    else
+        q[v] = rng_uniform(r, T->lower[v], T->upper[v]);
+}
+
+static double var_delta(const ik_tree *T, size_t v, const double *a, const double *b)
+{
+    double d = a[v] - b[v];
+    return T->type[v] == IK_JOINT_CONTINUOUS ? ik_wrap_angle(d) : d;
+}
+
+/* ---- objectives --------------------------------------------------------- */
+
+/* Eigenvalues of the symmetric d x d matrix M (destroyed) by cyclic
+ * Jacobi rotations, into w. */
+static void jacobi_eigen(double *M, size_t d, double *w)
+{
+    for (int sweep = 0; sweep < 50; sweep++) {
+        double off = 0.0, diag = 0.0;
+        for (size_t i = 0; i < d; i++)
+            for (size_t j = 0; j < d; j++)
+                if (i != j)
+                    off += M[i * d + j] * M[i * d + j];
+                else
+                    diag += M[i * d + i] * M[i * d + i];
+        if (off <= 1e-30 * (diag > 0.0 ? diag : 1.0))
+            break;
+        for (size_t p = 0; p < d; p++)
+            for (size_t q = p + 1; q < d; q++) {
+                const double apq = M[p * d + q];
+                if (fabs(apq) < 1e-300)
+                    continue;
+                const double theta = (M[q * d + q] - M[p * d + p]) / (2.0 * apq);
+                const double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                const double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (size_t k = 0; k < d; k++) { /* columns p, q */
+                    const double mkp = M[k * d + p], mkq = M[k * d + q];
+                    M[k * d + p] = c * mkp - s * mkq;
+                    M[k * d + q] = s * mkp + c * mkq;
+                }
+                for (size_t k = 0; k < d; k++) { /* rows p, q */
+                    const double mpk = M[p * d + k], mqk = M[q * d + k];
+                    M[p * d + k] = c * mpk - s * mqk;
+                    M[q * d + k] = s * mpk + c * mqk;
+                }
+            }
+    }
+    for (size_t i = 0; i < d; i++)
+        w[i] = M[i * d + i];
+}
+
+/* The symmetric product of J (m x nv) with the smaller dimension into N;
+ * returns that dimension. */
+static size_t small_gram(const double *J, size_t m, size_t nv, double *N)
+{
+    if (m <= nv) {
+        gram(J, m, nv, N);
+        return m;
+    }
+    for (size_t a = 0; a < nv; a++)
+        for (size_t b = 0; b <= a; b++) {
+            double s = 0.0;
+            for (size_t r = 0; r < m; r++)
+                s += J[r * nv + a] * J[r * nv + b];
+            N[a * nv + b] = N[b * nv + a] = s;
+        }
+    return nv;
+}
+
+/* Manip1 (sqrt det J J^T) or Manip2 (sigma_min / sigma_max) of J. */
+static double manipulability(solver *S, const double *J, bool ratio)
+{
+    const group *G = S->G;
+    size_t d = small_gram(J, G->m, G->nv, S->N);
+    double w[6 * IK_TREE_MAX_TIPS > IK_TREE_MAX_DOF ? 6 * IK_TREE_MAX_TIPS : IK_TREE_MAX_DOF];
+    if (G->m > G->nv && ratio == false)
+        return 0.0; /* more rows than joints: J J^T is singular */
+    jacobi_eigen(S->N, d, w);
+    double lo = INFINITY, hi = 0.0, prod = 1.0;
+    for (size_t i = 0; i < d; i++) {
+        double s = w[i] > 0.0 ? w[i] : 0.0;
+        lo = fmin(lo, s);
+        hi = fmax(hi, s);
+        prod *= sqrt(s);
+    }
+    if (ratio)
+        return hi > 0.0 ? sqrt(lo / hi) : 0.0;
+    return prod;
+}
+
+/* The objective's score of the group's solution S->q (lower is better);
+ * J must be the Jacobian at S->q. */
+static double score(solver *S)
+{
+    const group *G = S->G;
+    const ik_tree *T = S->T;
+    double s = 0.0;
+    switch (S->o->objective) {
+    case IK_TREE_OBJ_DISTANCE:
+        for (size_t k = 0; k < G->nv; k++) {
+            double d = var_delta(T, G->v[k], S->q, S->seed);
+            s += d * d;
+        }
+        return s;
+    case IK_TREE_OBJ_MID_LIMITS:
+        for (size_t k = 0; k < G->nv; k++) {
+            const size_t v = G->v[k];
+            if (T->type[v] == IK_JOINT_CONTINUOUS || !(T->upper[v] > T->lower[v]))
+                continue;
+            double d = (S->q[v] - 0.5 * (T->lower[v] + T->upper[v])) / (T->upper[v] - T->lower[v]);
+            s += d * d;
+        }
+        return s;
+    case IK_TREE_OBJ_MANIP1:
+        return -manipulability(S, S->J, false);
+    case IK_TREE_OBJ_MANIP2:
+        return -manipulability(S, S->J, true);
+    default:
+        return 0.0;
+    }
+}
+
+/* Searches group G; the answer's group variables go to S->sol (a full
+ * solution) or S->best. Returns the number of full solutions found. */
+static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
+{
+    const group *G = S->G;
+    const ik_tree *T = S->T;
+    const ik_tree_opts *o = S->o;
+    const size_t n = T->dof;
+    memcpy(S->q, S->seed, n * sizeof *S->q);
+    memcpy(S->best, S->seed, n * sizeof *S->q);
+    S->best_k = 0;
+    S->best_cost = INFINITY;
+    rng r = {o->rng_seed ^ ((uint64_t)G->tips * 0xD1B54A32D192ED03ull)};
+    size_t restarts = 0, solutions = 0, extra_left = 0;
+    bool counting = false;
+    double best_score = INFINITY;
+    for (;;) {
+        size_t k;
+        int a = attempt(S, &k);
+        if (a == ATTEMPT_SOLVED) {
+            solutions++;
+            double sc = score(S);
+            if (sc < best_score) {
+                best_score = sc;
+                memcpy(S->sol, S->q, n * sizeof *S->q);
+            }
+            if (o->objective == IK_TREE_OBJ_NONE)
+                break;
+            if (o->objective == IK_TREE_OBJ_DISTANCE && restarts == 0) {
+                bool near = true;
+                for (size_t i = 0; i < G->nv; i++)
+                    if (!(fabs(var_delta(T, G->v[i], S->q, S->seed)) <= o->local))
+                        near = false;
+                if (near)
+                    break;
+            }
+        } else if (a == ATTEMPT_BUDGET) {
+            break;
+        }
+        /* after the first solution (objectives) or the first attempt that
+         * met the top level (conflicting priorities): extra_restarts more */
+        if (a == ATTEMPT_SOLVED || k > 0) {
+            if (!counting) {
+                counting = true;
+                extra_left = o->extra_restarts;
+            } else if (extra_left > 0) {
+                extra_left--;
+            }
+            if (extra_left == 0)
+                break;
+        } else if (counting) {
+            if (extra_left > 0)
+                extra_left--;
+            if (extra_left == 0)
+                break;
+        }
+        if (restarts >= o->max_restarts || !budget_left(S))
+            break;
+        restarts++;
+        /* unmet tasks' own variables only, every other restart */
+        uint32_t unmet = 0;
+        for (size_t t = 0; t < G->ntask; t++)
+            if (!S->met[t])
+                unmet |= (uint32_t)1u << G->task[t]->tip;
+        bool partial = a != ATTEMPT_SOLVED && unmet != 0 && unmet != G->tips && (restarts & 1u);
+        if (partial) {
+            size_t own = 0;
+            for (size_t i = 0; i < G->nv; i++)
+                if ((T->tips_of[G->v[i]] & G->tips & ~unmet) == 0) {
+                    random_var(T, G->v[i], &r, S->q);
+                    own++;
+                }
+            partial = own > 0;
+        }
+        if (!partial)
+            for (size_t i = 0; i < G->nv; i++)
+                random_var(T, G->v[i], &r, S->q);
+    }
+    *restarts_out = restarts;
+    *score_out = best_score;
+    return solutions;
+}
+
+/* ---- the public entry point -------------------------------------------- */
+
+#define WS_ALIGN 64
+
+static size_t ws_doubles(size_t n, size_t m)
+{
+    /* J, Jt, A: m x n; N, X: m x m (or n x n for small_gram); P: n x n;
+     * e, et, el, rhs, y: m; q, qt, dq, best, sol, seed: n */
+    size_t sq = m > n ? m : n;
+    return 3 * m * n + 2 * sq * sq + n * n + 5 * m + 6 * n;
+}
+
+size_t ik_tree_workspace_size(const ik_tree *tree)
+{
+    size_t n = tree ? tree->dof : IK_TREE_MAX_DOF;
+    size_t t = tree ? tree->ntips : IK_TREE_MAX_TIPS;
+    if (n == 0 || n > IK_TREE_MAX_DOF)
+        n = IK_TREE_MAX_DOF;
+    if (t == 0 || t > IK_TREE_MAX_TIPS)
+        t = IK_TREE_MAX_TIPS;
+    return ws_doubles(n, 6 * t) * sizeof(double) + WS_ALIGN;
+}
+
+static bool valid_target(const ik_target *t)
+{
+    bool need_q = t->mode == IK_TARGET_FULL_POSE;
+    if (t->mode == IK_TARGET_WEIGHTED) {
+        bool any = false;
+        for (int r = 0; r < 6; r++) {
+            if (!isfinite(t->weight[r]) || t->weight[r] < 0.0)
+                return false;
+            any |= t->weight[r] > 0.0;
+            need_q |= r >= 3 && t->weight[r] > 0.0;
+        }
+        if (!any)
+            return false;
+    } else if (t->mode != IK_TARGET_FULL_POSE && t->mode != IK_TARGET_POSITION) {
+        return false;
+    }
+    if (!ik_vec3_isfinite(t->pose.p))
+        return false;
+    return !need_q || (ik_quat_isfinite(t->pose.q) && ik_quat_dot(t->pose.q, t->pose.q) > 1e-24);
+}
+
+static int check_input(const ik_tree *T, const ik_tree_goal *goals, const double *seed,
+                       const ik_tree_opts *o)
+{
+    if (!T || !goals || T->dof == 0 || T->dof > IK_TREE_MAX_DOF || T->ntips == 0 ||
+        T->ntips > IK_TREE_MAX_TIPS)
+        return IK_EINVAL;
+    for (size_t t = 0; t < T->ntips; t++) {
+        const ik_tree_goal *g = &goals[t];
+        if (!isfinite(g->weight) || !(g->weight > 0.0))
+            return IK_EINVAL;
+        if (g->active ? !valid_target(&g->target)
+                      : (g->keep != IK_TREE_KEEP_POSE && g->keep != IK_TREE_KEEP_JOINTS))
+            return IK_EINVAL;
+    }
+    if (seed)
+        for (size_t k = 0; k < T->dof; k++)
+            if (!isfinite(seed[k]))
+                return IK_EINVAL;
+    if (!(o->tol_pos > 0.0) || !isfinite(o->tol_pos) || !(o->tol_rot > 0.0) ||
+        !isfinite(o->tol_rot) || !(o->timeout_s >= 0.0) || !isfinite(o->timeout_s))
+        return IK_EINVAL;
+    if (o->timeout_s == 0.0 && o->max_iterations == 0 && o->max_restarts == SIZE_MAX)
+        return IK_EINVAL;
+    if (o->objective > IK_TREE_OBJ_MID_LIMITS || !(o->local >= 0.0) || !isfinite(o->local))
+        return IK_EINVAL;
+    return IK_OK;
+}
+
+/* The task of tip t: its target (or its seed pose for KEEP_POSE). */
+static void setup_task(task *tk, size_t t, const ik_tree_goal *g, ik_xform seed_pose)
+{
+    memset(tk, 0, sizeof *tk);
+    tk->tip = t;
+    tk->priority = g->priority;
+    double w[6] = {1, 1, 1, 1, 1, 1};
+    ik_xform target = seed_pose;
+    if (g->active) {
+        target = g->target.pose;
+        if (g->target.mode == IK_TARGET_POSITION)
+            w[3] = w[4] = w[5] = 0.0;
+        else if (g->target.mode == IK_TARGET_WEIGHTED)
+            memcpy(w, g->target.weight, sizeof w);
+    }
+    for (int r = 0; r < 6; r++)
+        if (w[r] > 0.0) {
+            tk->row[tk->m] = r;
+            tk->sw[tk->m] = sqrt(w[r] * g->weight);
+            tk->m++;
+            tk->check[r] = true;
+            tk->need_rot |= r >= 3;
+        }
+    tk->target.p = target.p;
+    tk->target.q = tk->need_rot ? ik_quat_normalize(target.q) : ik_quat_identity();
+}
+
+static void fill_tip(const ik_tree *T, const task *tk, const double *q, const ik_tree_opts *o,
+                     ik_tree_tip_result *tr)
+{
+    ik_xform a = ik_tree_fk(T, q, tk->tip);
+    if (!tk->need_rot)
+        a.q = ik_quat_identity();
+    double e[6];
+    ik_pose_error(tk->target, a, e);
+    tr->checked = true;
+    tr->reached = true;
+    tr->pos_err = ik_vec3_len(ik_v3(e[0], e[1], e[2]));
+    tr->rot_err = tk->need_rot ? sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]) : 0.0;
+    for (int r = 0; r < 6; r++) {
+        if (!tk->check[r])
+            continue;
+        double v = fabs(e[r]);
+        if (!(v <= (r < 3 ? o->tol_pos : o->tol_rot)))
+            tr->reached = false;
+        if (r < 3)
+            tr->pos_err_max = fmax(tr->pos_err_max, v);
+        else
+            tr->rot_err_max = fmax(tr->rot_err_max, v);
+    }
+}
+
+int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *seed,
+                  const ik_tree_opts *opts, void *ws, size_t ws_size, double *q_out,
+                  ik_tree_result *res)
+{
+    const double t0 = now_s();
+    ik_tree_opts defaults = ik_tree_opts_default();
+    const ik_tree_opts *o = opts ? opts : &defaults;
+    int rc = (!ws || !q_out) ? IK_EINVAL : check_input(tree, goals, seed, o);
+    if (rc == IK_OK && ws_size < ik_tree_workspace_size(tree))
+        rc = IK_ENOSPC;
+    if (rc != IK_OK) {
+        if (res) {
+            memset(res, 0, sizeof *res);
+            res->status = rc;
+        }
+        return rc;
+    }
+    const ik_tree *T = tree;
+    const size_t n = T->dof, M = 6 * T->ntips;
+    double *base = (double *)(((uintptr_t)ws + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
+    const size_t sq = M > n ? M : n;
+    solver S;
+    memset(&S, 0, sizeof S);
+    S.T = T;
+    S.o = o;
+    S.J = base;
+    S.Jt = S.J + M * n;
+    S.A = S.Jt + M * n;
+    S.N = S.A + M * n;
+    S.X = S.N + sq * sq;
+    S.P = S.X + sq * sq;
+    S.e = S.P + n * n;
+    S.et = S.e + M;
+    S.el = S.et + M;
+    S.rhs = S.el + M;
+    S.y = S.rhs + M;
+    S.q = S.y + M;
+    S.qt = S.q + n;
+    S.dq = S.qt + n;
+    S.best = S.dq + n;
+    S.sol = S.best + n;
+    S.seed = S.sol + n;
+    S.t0 = t0;
+
+    /* the seed, inside the limits */
+    if (seed)
+        memcpy(S.seed, seed, n * sizeof *seed);
+    else
+        ik_tree_mid(T, S.seed);
+    for (size_t v = 0; v < n; v++)
+        S.seed[v] = T->type[v] == IK_JOINT_CONTINUOUS ? ik_wrap_angle(S.seed[v])
+                                                      : ik_clamp(S.seed[v], T->lower[v], T->upper[v]);
+
+    /* tasks, levels */
+    task tasks[IK_TREE_MAX_TIPS];
+    size_t ntask = 0;
+    unsigned prio[IK_TREE_MAX_TIPS];
+    size_t nlev = 0;
+    uint32_t task_tips = 0;
+    for (size_t t = 0; t < T->ntips; t++) {
+        const ik_tree_goal *g = &goals[t];
+        if (!g->active && g->keep != IK_TREE_KEEP_POSE)
+            continue;
+        setup_task(&tasks[ntask], t, g, ik_tree_fk(T, S.seed, t));
+        /* a target too far to measure cannot be solved */
+        ik_vec3 d = ik_vec3_sub(tasks[ntask].target.p, ik_tree_fk(T, S.seed, t).p);
+        if (!ik_vec3_isfinite(d) || !isfinite(ik_vec3_len(d))) {
+            if (res) {
+                memset(res, 0, sizeof *res);
+                res->status = IK_EINVAL;
+            }
+            return IK_EINVAL;
+        }
+        task_tips |= (uint32_t)1u << t;
+        size_t l = 0;
+        while (l < nlev && prio[l] < g->priority)
+            l++;
+        if (l == nlev || prio[l] != g->priority) {
+            memmove(prio + l + 1, prio + l, (nlev - l) * sizeof *prio);
+            prio[l] = g->priority;
+            nlev++;
+        }
+        ntask++;
+    }
+    for (size_t k = 0; k < ntask; k++)
+        for (size_t l = 0; l < nlev; l++)
+            if (prio[l] == tasks[k].priority)
+                tasks[k].level = l;
+
+    /* groups: tasks joined by a shared moving variable */
+    uint32_t comp[IK_TREE_MAX_TIPS];
+    size_t ncomp = 0;
+    for (size_t k = 0; k < ntask; k++)
+        comp[ncomp++] = (uint32_t)1u << tasks[k].tip;
+    for (size_t v = 0; v < n; v++) {
+        uint32_t mask = T->tips_of[v] & task_tips, merged = 0;
+        if (!mask)
+            continue;
+        size_t w = 0;
+        for (size_t c = 0; c < ncomp; c++) {
+            if (comp[c] & mask)
+                merged |= comp[c];
+            else
+                comp[w++] = comp[c];
+        }
+        comp[w++] = merged;
+        ncomp = w;
+    }
+
+    /* the answer starts as the seed: variables of no task stay there */
+    double *answer = q_out; /* may alias seed: S.seed holds the copy */
+    memcpy(answer, S.seed, n * sizeof *answer);
+    double manip = o->objective == IK_TREE_OBJ_MANIP2 ? INFINITY : 1.0;
+
+    size_t restarts_total = 0, solutions_total = 0;
+    bool all_solved = true;
+    for (size_t c = 0; c < ncomp; c++) {
+        group G;
+        memset(&G, 0, sizeof G);
+        G.tips = comp[c];
+        for (size_t v = 0; v < n; v++) {
+            G.local[v] = -1;
+            if (T->tips_of[v] & G.tips) {
+                G.local[v] = (int)G.nv;
+                G.v[G.nv++] = (uint8_t)v;
+            }
+        }
+        /* its tasks in level order, rows stacked */
+        size_t row = 0;
+        for (size_t l = 0; l < nlev; l++) {
+            bool any = false;
+            for (size_t k = 0; k < ntask; k++) {
+                if (tasks[k].level != l || !(G.tips & (1u << tasks[k].tip)))
+                    continue;
+                if (!any) {
+                    G.lev_row[G.nlev] = row;
+                    G.lev_task[G.nlev] = G.ntask;
+                    any = true;
+                }
+                tasks[k].row0 = row;
+                row += tasks[k].m;
+                G.task[G.ntask++] = &tasks[k];
+            }
+            if (any)
+                G.nlev++;
+        }
+        G.lev_row[G.nlev] = row;
+        G.lev_task[G.nlev] = G.ntask;
+        G.m = row;
+        S.G = &G;
+        /* an equal share of the time left */
+        S.deadline = 0.0;
+        if (o->timeout_s > 0.0) {
+            double left = o->timeout_s - (now_s() - t0);
+            S.deadline = now_s() + (left > 0.0 ? left : 0.0) / (double)(ncomp - c);
+        }
+        size_t restarts;
+        double sc;
+        size_t sols = search_group(&S, &restarts, &sc);
+        restarts_total += restarts;
+        solutions_total += sols;
+        const double *from = sols > 0 ? S.sol : S.best;
+        if (sols == 0)
+            all_solved = false;
+        else if (o->objective == IK_TREE_OBJ_MANIP1)
+            manip *= -sc;
+        else if (o->objective == IK_TREE_OBJ_MANIP2)
+            manip = fmin(manip, -sc);
+        for (size_t i = 0; i < G.nv; i++)
+            answer[G.v[i]] = from[G.v[i]];
+    }
+    for (size_t v = 0; v < n; v++)
+        if (T->type[v] == IK_JOINT_CONTINUOUS)
+            answer[v] = ik_wrap_angle(answer[v]);
+
+    int status = IK_OK;
+    if (!all_solved)
+        status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
+    if (res) {
+        memset(res, 0, sizeof *res);
+        res->status = status;
+        res->levels = nlev;
+        res->groups = ncomp;
+        res->iterations = S.iterations;
+        res->restarts = restarts_total;
+        res->solutions = solutions_total;
+        bool lev_ok[IK_TREE_MAX_TIPS];
+        for (size_t l = 0; l < nlev; l++)
+            lev_ok[l] = true;
+        for (size_t k = 0; k < ntask; k++) {
+            ik_tree_tip_result *tr = &res->tip[tasks[k].tip];
+            fill_tip(T, &tasks[k], answer, o, tr);
+            if (!tr->reached)
+                lev_ok[tasks[k].level] = false;
+        }
+        while (res->levels_met < nlev && lev_ok[res->levels_met])
+            res->levels_met++;
+        /* the objective of the whole answer */
+        if (o->objective == IK_TREE_OBJ_DISTANCE || o->objective == IK_TREE_OBJ_MID_LIMITS) {
+            double s = 0.0;
+            for (size_t v = 0; v < n; v++) {
+                if (o->objective == IK_TREE_OBJ_DISTANCE) {
+                    double d = var_delta(T, v, answer, S.seed);
+                    s += d * d;
+                } else if (T->type[v] != IK_JOINT_CONTINUOUS && T->upper[v] > T->lower[v]) {
+                    double d = (answer[v] - 0.5 * (T->lower[v] + T->upper[v])) /
+                               (T->upper[v] - T->lower[v]);
+                    s += d * d;
+                }
+            }
+            res->objective = s;
+        } else if ((o->objective == IK_TREE_OBJ_MANIP1 || o->objective == IK_TREE_OBJ_MANIP2) &&
+                   all_solved && ncomp > 0) {
+            res->objective = manip;
+        }
+        res->elapsed_s = now_s() - t0;
+    }
+    return status;
+}

@@ -1,0 +1,247 @@
+/*
+ * ik_tree.h: kinematic trees (one root, several tips over shared joints) and
+ * a multi-target inverse-kinematics solver for them: both arms of a PR2 or
+ * a Baxter from one torso, a character's feet and hands from its hips.
+ *
+ * A TREE is compiled from URDF-style joints (ik_chain.h semantics) in one of
+ * two ways: directly, as a list of joints each naming its parent joint
+ * (ik_tree_init), or from several serial chains that start at the same root
+ * and share a prefix (ik_tree_from_chains). Each tip is reached from the
+ * root by a serial chain, compiled with ik_chain_init(), whose movable
+ * joints map onto the tree's VARIABLES: a joint on the path of several tips
+ * (a torso, a spine) is one variable, moved once, seen by all of them.
+ * Variables are numbered in the order the builder meets them; every
+ * function below takes and returns tree->dof values in that order.
+ *
+ * GOALS. Each tip gets an ik_tree_goal: a target as in ik_numeric.h (full
+ * pose, position only or weighted components, in the ROOT frame), a weight
+ * (> 0, scales the tip's error inside its priority level) and a priority
+ * (0 is the highest; a larger number is served only in the freedom the
+ * smaller ones leave). A tip without a target follows its keep rule:
+ *   IK_TREE_KEEP_POSE    (default) the tip holds its pose at the seed: a
+ *                        full-pose target at its seed pose, at the goal's
+ *                        priority and weight, checked like any target;
+ *   IK_TREE_KEEP_JOINTS  the joints that move only untargeted tips stay at
+ *                        the seed; the tip itself goes wherever the shared
+ *                        joints take it and is not checked.
+ * Variables that move no checked tip stay at the seed.
+ *
+ * THE SOLVE. Tips that share no moving variable do not interact, so the
+ * tips are first split into independent GROUPS (the two arms of a PR2 from
+ * torso_lift_link are two groups; from base_link the prismatic torso joins
+ * them into one) and each group is solved on its own variables, in turn,
+ * with an equal share of the remaining time budget. Inside a group every
+ * iteration is a task-priority damped least-squares step (Siciliano and
+ * Slotine, "A general framework for managing multiple tasks in highly
+ * redundant robotic systems", ICAR 1991; Chiaverini 1997 for the damped
+ * form): the levels are solved in priority order, each in the null space
+ * that the levels above leave,
+ *   dq_1 = A_1^T (A_1 A_1^T + lambda I)^-1 e_1,          A_1 = J_1
+ *   dq_k = dq_{k-1} + A_k^T (A_k A_k^T + lambda I)^-1 (e_k - J_k dq_{k-1}),
+ *   A_k  = J_k P_{k-1},   P_k = P_{k-1} - A_k^T (A_k A_k^T + mu I)^-1 A_k,
+ * with Levenberg-Marquardt control of lambda, the joint limits of
+ * ik_numeric.c (joints pushed through a limit are put on it and taken out
+ * of the step) and random restarts (see ik_tree.c). A trial step is kept
+ * when the first level that is not met yet improves and every level above
+ * it stays met.
+ *
+ * SUCCESS (IK_OK) means every checked tip is within tolerance (as in
+ * ik_numeric.h: every checked component of the position error within
+ * tol_pos, of the rotation vector within tol_rot, root frame), every
+ * variable within its limits (continuous ones wrapped into (-pi, pi]).
+ * When targets conflict, the answer is IK_ENOTCONV (or IK_ETIMEDOUT) with
+ * the best pose found: the highest levels met, then the first unmet level
+ * as close as the remaining freedom allows; res->levels_met and
+ * res->tip[] say which tips are on target.
+ *
+ * SECONDARY OBJECTIVES for redundant trees (TRAC-IK's solve types, Beeson
+ * and Ames, Humanoids 2015): with an objective other than NONE, the search
+ * goes on after the first solution for up to extra_restarts more attempts
+ * per group (or until the budget runs out) and returns, among the solutions
+ * found, the one that is best for it:
+ *   IK_TREE_OBJ_DISTANCE   nearest to the seed (sum of squared joint
+ *                          differences, continuous joints modulo 2 pi);
+ *                          a solution of the seed's own attempt with every
+ *                          joint within opts.local of the seed is returned
+ *                          at once (a stream's next step);
+ *   IK_TREE_OBJ_MANIP1     largest manipulability sqrt(det(J J^T)) of the
+ *                          checked rows (TRAC-IK Manip1);
+ *   IK_TREE_OBJ_MANIP2     largest ratio of the smallest to the largest
+ *                          singular value of J (TRAC-IK Manip2);
+ *   IK_TREE_OBJ_MID_LIMITS joints nearest the middle of their limits (sum
+ *                          of ((q - mid) / (upper - lower))^2 over bounded
+ *                          joints).
+ * Groups are chosen independently (exact for DISTANCE, MID_LIMITS and
+ * MANIP1, whose values over independent groups add or multiply; MANIP2 per
+ * group). res->objective is the value of the whole answer.
+ *
+ * MEMORY: an ik_tree has fixed capacity (IK_TREE_MAX_TIPS tips, each a
+ * serial chain of ik_chain.h's capacity, IK_TREE_MAX_DOF variables) and
+ * holds no pointers: it can be copied and shared read-only between
+ * threads. It is large (about sizeof(ik_chain) per tip): put it in static
+ * or heap memory rather than on a small stack. The solver allocates
+ * nothing: the caller passes a workspace of ik_tree_workspace_size(tree)
+ * bytes (any alignment), scratch only, one per concurrent call.
+ *
+ * THREADS: no globals, no static state; any number of threads may solve on
+ * the same tree at once, each with its own workspace.
+ *
+ * DETERMINISM: as ik_numeric.h: with timeout_s = 0 the same input gives the
+ * same answer on every run.
+ *
+ * NO NaN ever leaves the solver: non-finite targets, seeds, weights or
+ * options are IK_EINVAL before anything is written.
+ *
+ * Not here: closed chains (loops), collision avoidance, reading URDF or BVH
+ * (proto/, tests), names of joints and tips (the wire format keeps them).
+ */
+#ifndef IK_TREE_H
+#define IK_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "solver/ik_chain.h"
+#include "solver/ik_math.h"
+#include "solver/ik_numeric.h"
+
+#define IK_TREE_MAX_TIPS   8
+#define IK_TREE_MAX_DOF    64
+#define IK_TREE_MAX_JOINTS 1024 /* described joints given to ik_tree_init */
+
+typedef struct ik_tree {
+    size_t dof;   /* variables, 1..IK_TREE_MAX_DOF */
+    size_t ntips; /* 1..IK_TREE_MAX_TIPS */
+    ik_joint_type type[IK_TREE_MAX_DOF]; /* REVOLUTE, CONTINUOUS or PRISMATIC */
+    double lower[IK_TREE_MAX_DOF];       /* continuous: -INFINITY */
+    double upper[IK_TREE_MAX_DOF];       /* continuous: +INFINITY */
+    /* Which described joint each variable is: its index in ik_tree_init's
+     * list, or in the concatenation of ik_tree_from_chains' chains (the
+     * first chain that holds it). */
+    size_t source_index[IK_TREE_MAX_DOF];
+    uint32_t tips_of[IK_TREE_MAX_DOF]; /* bit t set: the variable moves tip t */
+    ik_chain chain[IK_TREE_MAX_TIPS];  /* root -> tip t, as ik_chain.h */
+    uint8_t var[IK_TREE_MAX_TIPS][IK_MAX_DOF]; /* chain t's joint i is variable var[t][i] */
+} ik_tree;
+
+/* ---- building --------------------------------------------------------- */
+
+/* Compiles n described joints into *out. parent[i] is the index of the
+ * joint whose child link is joint i's parent link, or -1 when joint i hangs
+ * from the root; parents come first (parent[i] < i). Tip t is the child link
+ * of joint tip_joint[t] (a fixed joint may end a tip). Returns IK_OK, or
+ * IK_EINVAL when n, ntips or a parent or tip index is out of range, a path
+ * has more joints or movable joints than ik_chain.h's capacity, a path has
+ * no movable joint, ik_chain_init() rejects a path, or the variables exceed
+ * IK_TREE_MAX_DOF. On error *out is zeroed. Nothing is allocated. */
+int ik_tree_init(ik_tree *out, const ik_joint *joints, const int *parent, size_t n,
+                 const size_t *tip_joint, size_t ntips);
+
+/* Compiles ntips serial chains (chains[t]: len[t] joints from the root to
+ * tip t) into *out. Chains share their leading joints: joint i of chain t
+ * is the same joint as joint i of an earlier chain u when joints 0..i of
+ * both are identical (every field equal). Chains that must stay apart even
+ * though they begin with identical joints need ik_tree_init. Errors as
+ * ik_tree_init (IK_EINVAL, *out zeroed). */
+int ik_tree_from_chains(ik_tree *out, const ik_joint *const *chains, const size_t *len,
+                        size_t ntips);
+
+/* ---- forward kinematics and limits ------------------------------------ */
+
+/* Tip t's frame in the root frame for variables q (tree->dof values, not
+ * clamped). The identity for t >= ntips. */
+ik_xform ik_tree_fk(const ik_tree *tree, const double *q, size_t t);
+/* Every tip's frame into tips[0..ntips-1]. */
+void ik_tree_fk_all(const ik_tree *tree, const double *q, ik_xform *tips);
+/* Chain t's joint values gathered from the tree's variables:
+ * qc[0..chain[t].dof-1]. */
+void ik_tree_gather(const ik_tree *tree, size_t t, const double *q, double *qc);
+/* True when every q[i] lies within [lower - eps, upper + eps]. */
+bool ik_tree_within_limits(const ik_tree *tree, const double *q, double eps);
+/* The mid-limit pose (continuous: 0). */
+void ik_tree_mid(const ik_tree *tree, double *q);
+
+/* ---- goals, options, results ------------------------------------------- */
+
+typedef enum ik_tree_keep { IK_TREE_KEEP_POSE = 0, IK_TREE_KEEP_JOINTS } ik_tree_keep;
+
+typedef struct ik_tree_goal {
+    bool active;       /* false: no target; keep decides */
+    ik_target target;  /* root frame; validated as ik_numeric.h says */
+    unsigned priority; /* 0 highest; default 0 */
+    double weight;     /* > 0 and finite; default 1 */
+    ik_tree_keep keep; /* !active only; default IK_TREE_KEEP_POSE */
+} ik_tree_goal;
+
+/* A goal with target t, priority 0, weight 1. */
+ik_tree_goal ik_tree_goal_target(ik_target t);
+/* No target, keep rule k, priority 0, weight 1. */
+ik_tree_goal ik_tree_goal_keep(ik_tree_keep k);
+
+typedef enum ik_tree_objective {
+    IK_TREE_OBJ_NONE = 0, /* the first solution found (fastest) */
+    IK_TREE_OBJ_DISTANCE,
+    IK_TREE_OBJ_MANIP1,
+    IK_TREE_OBJ_MANIP2,
+    IK_TREE_OBJ_MID_LIMITS
+} ik_tree_objective;
+
+typedef struct ik_tree_opts {
+    double tol_pos;        /* metres, > 0; default 1e-5 */
+    double tol_rot;        /* radians, > 0; default 1e-5 */
+    size_t max_iterations; /* over all groups and attempts; 0 = none; default 0 */
+    double timeout_s;      /* >= 0; 0 = none; default 0.005 */
+    size_t max_restarts;   /* per group; default SIZE_MAX (budget-bound) */
+    uint64_t rng_seed;     /* default 1 */
+    ik_tree_objective objective; /* default NONE */
+    size_t extra_restarts; /* attempts after the first solution (objective
+                              != NONE) or after the first attempt that met
+                              the highest level but not every level
+                              (conflicting priorities); default 8 */
+    double local;          /* DISTANCE only, see above; default 0.35 */
+} ik_tree_opts;
+
+/* The defaults above. As in ik_numeric.h, at least one of timeout_s,
+ * max_iterations or max_restarts must bound the search. */
+ik_tree_opts ik_tree_opts_default(void);
+
+typedef struct ik_tree_tip_result {
+    bool checked;       /* the tip had a target or KEEP_POSE */
+    bool reached;       /* checked and within tolerance */
+    double pos_err;     /* |e_pos| against its target (0 when not checked) */
+    double rot_err;     /* |e_rot| (0 when not checked) */
+    double pos_err_max; /* max |component| over checked components */
+    double rot_err_max;
+} ik_tree_tip_result;
+
+typedef struct ik_tree_result {
+    int status;        /* the return value */
+    size_t levels;     /* distinct priorities among the checked tips */
+    size_t levels_met; /* leading levels whose tips are all reached */
+    size_t groups;     /* independent groups solved */
+    size_t iterations; /* over all groups and attempts */
+    size_t restarts;   /* over all groups */
+    size_t solutions;  /* full solutions found over all groups */
+    double objective;  /* value of the chosen objective for the answer (0: NONE) */
+    double elapsed_s;
+    ik_tree_tip_result tip[IK_TREE_MAX_TIPS];
+} ik_tree_result;
+
+/* ---- solving ------------------------------------------------------------ */
+
+/* Workspace bytes ik_tree_solve() needs for this tree. Never 0. */
+size_t ik_tree_workspace_size(const ik_tree *tree);
+
+/* Solves goals[0..tree->ntips-1] on tree. seed: tree->dof values or NULL
+ * for the mid-limit pose (clamped into the limits first). opts: NULL for
+ * the defaults. q_out: tree->dof values (may alias seed). res: may be NULL.
+ * Returns IK_OK, IK_ENOTCONV, IK_ETIMEDOUT (q_out: the best pose found,
+ * inside the limits; res describes it), IK_EINVAL (invalid tree, goal, seed
+ * or options; nothing written but res->status) or IK_ENOSPC (workspace too
+ * small; likewise). */
+int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *seed,
+                  const ik_tree_opts *opts, void *ws, size_t ws_size, double *q_out,
+                  ik_tree_result *res);
+
+#endif /* IK_TREE_H */
