@@ -1,0 +1,175 @@
+/**
+ * test_page.mjs: the live page (web/, built into build/web by make web) in
+ * Debian's chromium, driven by playwright-core, against the real daemon
+ * started with --token and --web (tests/clients/ikd_daemon.mjs).
+ *
+ * Covered: the static files as served (no token needed for the page while
+ * the API keeps asking for it, content types, traversal and unknown names
+ * answered 404); the page loaded with the token in its fragment (which it
+ * removes from the address bar) opens its three streams over the
+ * Sec-WebSocket-Protocol token; a real mouse drag of the foot target
+ * through three.js's TransformControls moves the target, the "leg" stream
+ * answers, and the drawn skeleton's foot (three.js's own forward kinematics
+ * of the answered bone rotations) lands on the target; a drag of the
+ * robot's gizmo moves the iiwa's tool onto it with every joint within its
+ * limits; latency and solutions per second are on screen; a wrong token
+ * gets the page's request for one. A screenshot is saved as
+ * build/web-page.png.
+ *
+ * If chromium cannot start, the test fails and says so.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { start } from '../clients/ikd_daemon.mjs';
+
+const BUILD = process.env.IKD_BUILD || 'build';
+const WEB = join(BUILD, 'web');
+const CHROMIUM = process.env.IKD_CHROMIUM || '/usr/bin/chromium';
+const TOKEN = 'page-test-token';
+const WAIT = 30000;
+
+let daemon;
+let browser;
+let profile;
+
+before(async () => {
+  assert.ok(existsSync(join(WEB, 'index.html')), `${WEB}/index.html is missing: run "make web" (after npm ci)`);
+  daemon = await start(['--token', TOKEN, '--web', WEB]);
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  if (daemon) assert.equal(await daemon.stop(), 0, daemon.log());
+});
+
+async function launch() {
+  let chromium;
+  try {
+    ({ chromium } = await import('playwright-core'));
+  } catch (e) {
+    assert.fail(`playwright-core is not installed (npm ci): ${e.message}`);
+  }
+  profile = mkdtempSync(join(tmpdir(), 'ikd-chromium-'));
+  try {
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1280, height: 800 },
+      timeout: WAIT,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        '--enable-unsafe-swiftshader'],
+    });
+  } catch (e) {
+    assert.fail(`chromium cannot start (${CHROMIUM}; docker/install-deps.sh installs it): ${e.message}`);
+  }
+}
+
+async function get(path, headers = {}) {
+  const r = await fetch(daemon.base + path, { headers });
+  return { status: r.status, type: r.headers.get('content-type'), body: await r.text() };
+}
+
+test('the page and its files are served without a token; the API still needs it', async () => {
+  const index = await get('/');
+  assert.equal(index.status, 200);
+  assert.equal(index.type, 'text/html; charset=utf-8');
+  assert.match(index.body, /<script type="importmap">/);
+  assert.equal((await get('/index.html')).body, index.body);
+  assert.equal((await get('/app.js')).type, 'text/javascript; charset=utf-8');
+  assert.equal((await get('/ikd.js')).type, 'text/javascript; charset=utf-8');
+  const three = await get('/three.module.js');
+  assert.equal(three.status, 200);
+  assert.match(three.body, /three\.core\.js/);
+  assert.equal((await get('/kuka_iiwa14_r820.urdf')).type, 'application/xml');
+  for (const p of ['/../Makefile', '/..%2fMakefile', '/%2e%2e/Makefile', '/.built', '/web/index.html', '/nothing.js', '/index.html/']) {
+    assert.equal((await get(p)).status, 404, p);
+  }
+  assert.equal((await get('/v1/solvers')).status, 401);
+  assert.equal((await get('/v1/solvers', { Authorization: `Bearer ${TOKEN}` })).status, 200);
+});
+
+/** Drags from the handle's place on screen by (dx, dy) with a real mouse. */
+async function drag(page, name, dx, dy) {
+  const p = await page.evaluate((n) => window.ikdPage.screenOf(n), name);
+  assert.ok(p, `no handle ${name}`);
+  await page.mouse.move(p.x, p.y);
+  await page.mouse.move(p.x + 1, p.y + 1);
+  await page.mouse.down();
+  await page.mouse.move(p.x + dx, p.y + dy, { steps: 20 });
+  await page.mouse.up();
+}
+
+/** Waits until a stream has answered everything it was sent (more than `after`). */
+async function settled(page, name, afterSent) {
+  await page.waitForFunction(([n, a]) => {
+    const s = window.ikdPage.state.streams[n];
+    return s && s.sent > a && s.answered === s.sent;
+  }, [name, afterSent], { timeout: WAIT });
+  return page.evaluate((n) => window.ikdPage.state.streams[n], name);
+}
+
+test('in chromium: dragging the foot and the robot gizmo, the stream answers and the end effectors follow', async () => {
+  await launch();
+  const page = browser.pages()[0] || await browser.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(`${daemon.base}/#token=${TOKEN}`);
+  await page.waitForFunction(() => window.ikdPage && window.ikdPage.state.ready, null, { timeout: WAIT });
+  assert.equal(new URL(page.url()).hash, '', 'the token is taken out of the address bar');
+  const s0 = await page.evaluate(() => window.ikdPage.state);
+  assert.equal(s0.connection, 'open');
+  assert.equal(s0.webgl, true, 'WebGL (software) is available');
+  for (const n of ['leg', 'arm', 'iiwa']) assert.equal(s0.streams[n].status, 'success', `${n}: first answer`);
+  const leg0 = await settled(page, 'leg', 0);
+  const target0 = await page.evaluate(() => window.ikdPage.handles.leg_target.position.toArray());
+
+  await drag(page, 'leg_target', 70, -50);
+  const leg = await settled(page, 'leg', leg0.sent);
+  const target = await page.evaluate(() => window.ikdPage.handles.leg_target.position.toArray());
+  const moved = Math.hypot(...target.map((v, i) => v - target0[i]));
+  assert.ok(moved > 1.0, `the drag moved the foot target (${moved} BVH units)`);
+  assert.ok(leg.solutions >= 3, `the leg stream answered along the drag (${leg.solutions} solutions)`);
+  assert.equal(leg.status, 'success');
+  assert.equal(leg.error, '');
+  assert.ok(leg.followError < 1e-6, `the drawn foot is on the target (${leg.followError})`);
+  assert.ok(leg.poleCos > 0.999, `the knee bends towards the pole (cosine ${leg.poleCos})`);
+  const foot = Math.hypot(...leg.effector.map((v, i) => v - target[i]));
+  assert.ok(foot < 1e-6, `the foot follows the dragged target (${foot})`);
+
+  const state = await page.evaluate(() => window.ikdPage.state);
+  assert.ok(state.rttMs > 0, 'round-trip latency measured');
+  assert.match(await page.textContent('#rtt'), /^\d+\.\d\d ms \(mean \d+\.\d\d\)$/);
+  assert.match(await page.textContent('#rate'), /^\d+$/);
+
+  await page.evaluate(() => window.ikdPage.select('iiwa'));
+  const iiwa0 = await settled(page, 'iiwa', 0);
+  const goal0 = await page.evaluate(() => window.ikdPage.handles.iiwa.position.toArray());
+  await drag(page, 'iiwa', -40, -30);
+  const iiwa = await settled(page, 'iiwa', iiwa0.sent);
+  const goal = await page.evaluate(() => window.ikdPage.handles.iiwa.position.toArray());
+  assert.ok(Math.hypot(...goal.map((v, i) => v - goal0[i])) > 0.02, 'the drag moved the gizmo');
+  const robot = await page.evaluate(() => window.ikdPage.state.robot);
+  assert.equal(iiwa.status, 'success');
+  assert.ok(robot.tipError < 1e-4, `the tool is on the gizmo (${robot.tipError} m)`);
+  assert.equal(robot.withinLimits, true);
+  assert.equal(robot.joints.length, 7);
+  assert.equal(await page.textContent('#limits'), 'within limits');
+
+  await page.screenshot({ path: join(BUILD, 'web-page.png') });
+  assert.deepEqual(problems, [], 'no errors in the page');
+});
+
+test('in chromium: a wrong token gets the page asking for the right one', async () => {
+  if (!browser) await launch();
+  const page = await browser.newPage();
+  await page.goto(`${daemon.base}/#token=wrong`);
+  await page.waitForFunction(() => window.ikdPage && window.ikdPage.state.message !== '', null, { timeout: WAIT });
+  assert.match(await page.textContent('#message'), /wants a token/);
+  assert.equal(await page.evaluate(() => window.ikdPage.state.connection), 'closed');
+  await page.close();
+});
