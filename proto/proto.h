@@ -101,6 +101,12 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
 int proto_options_check(const json_t *options, const proto_chain *chain, const proto_limits *lim,
                         proto_error *err);
 
+/* Checks a seed (the value of "seed" in a request, or of a stream's open
+ * message) for a chain and its options (NULL: none) exactly as a request's
+ * seed is checked, with path as its JSON path. 0, or -1 with *err set. */
+int proto_seed_check(const json_t *seed, const proto_chain *chain, const json_t *options,
+                     const proto_limits *lim, const char *path, proto_error *err);
+
 /* Number of targets (1 for PROTO_SOLVE). */
 size_t proto_job_count(const proto_job *job);
 /* Rough cost of one target in microseconds (analytic solvers well under 1,

@@ -374,6 +374,29 @@ int proto_options_check(const json_t *options, const proto_chain *chain, const p
     return chain_options(options, chain, lim, &o, err);
 }
 
+int proto_seed_check(const json_t *seed, const proto_chain *chain, const json_t *options,
+                     const proto_limits *lim, const char *path, proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    proto_job job;
+    memset(&job, 0, sizeof job);
+    job.chain = (proto_chain *)chain;
+    job.dims2 = chain->kind == PROTO_CHAIN_PLANAR;
+    if (chain_options(options, chain, lim, &job.opt, err))
+        return -1;
+    size_t len = seed_len(&job);
+    double *buf = calloc(len ? len : 1, sizeof *buf);
+    if (!buf)
+        return proto_error_set(err, 500, "internal", "", "out of memory");
+    int rc = decode_seed(seed, path, &job, buf, err);
+    free(buf);
+    return rc;
+}
+
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
                           proto_chain *chain, proto_chain_lookup_fn lookup, void *ud,
                           proto_job **out, proto_error *err)

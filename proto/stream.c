@@ -263,9 +263,10 @@ void proto_stream_path_free(proto_stream_path *p)
 static const char *const type_names[] = {"open", "close", "target", "path"};
 
 /* The members each type allows (NULL-terminated). */
-static const char *const open_keys[] = {"type", "stream", "chain", "chain_id", "options", NULL};
+static const char *const open_keys[] = {"type",    "stream", "chain", "chain_id",
+                                        "options", "seed",   NULL};
 static const char *const close_keys[] = {"type", "stream", NULL};
-static const char *const target_keys[] = {"type", "stream", "seq", "target", NULL};
+static const char *const target_keys[] = {"type", "stream", "seq", "target", "seed", NULL};
 static const char *const path_keys[] = {"type",    "stream",     "seq", "waypoints",
                                         "rate_hz", "duration_s", NULL};
 
@@ -374,6 +375,7 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
         out->chain = chain;
         out->chain_id = cid ? json_string_value(cid) : NULL;
         out->options = opt;
+        out->seed = json_object_get(root, "seed");
         break;
     }
     case PROTO_STREAM_CLOSE:
@@ -388,6 +390,7 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
             stream_err(err, "invalid_request", "/target", "\"target\" is required");
             goto out;
         }
+        out->seed = json_object_get(root, "seed");
         break;
     case PROTO_STREAM_PATH:
         if (check_keys(root, path_keys, err) != 0)
@@ -400,7 +403,7 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     return 0;
 out:
     json_decref(root);
-    out->chain = out->options = out->target = NULL;
+    out->chain = out->options = out->target = out->seed = NULL;
     out->chain_id = NULL;
     return rc;
 }

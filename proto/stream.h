@@ -4,9 +4,10 @@
  * server/ws*.c moves them over the connection.
  *
  * Client -> ikd (one JSON object per WebSocket text message):
- *   {"type":"open",  "stream":"s1", "chain":{...} | "chain_id":"...", "options":{...}}
+ *   {"type":"open",  "stream":"s1", "chain":{...} | "chain_id":"...", "options":{...},
+ *                    "seed":[...]}
  *   {"type":"close", "stream":"s1"}
- *   {"type":"target","stream":"s1", "seq":17, "target":{...}}
+ *   {"type":"target","stream":"s1", "seq":17, "target":{...}, "seed":[...]}
  *   {"type":"path",  "stream":"s1", "seq":18, "waypoints":[{target},...],
  *                    "rate_hz":60, "duration_s":2}
  * ikd -> client:
@@ -74,6 +75,8 @@ typedef struct proto_stream_msg {
     const char *chain_id;/* open: registered chain id, or NULL */
     json_t *options;     /* open: options object, or NULL */
     json_t *target;      /* target: the target value (validated later) */
+    json_t *seed;        /* open, target: the seed value, or NULL (validated
+                            later, as HTTP's "seed") */
     proto_stream_path *path; /* path: the decoded path (owned) */
 } proto_stream_msg;
 

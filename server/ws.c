@@ -135,6 +135,8 @@ struct ws_stream {
     char name[PROTO_STREAM_NAME_MAX + 1];
     proto_chain *chain;
     json_t *options; /* the open message's options, or NULL */
+    json_t *seed;    /* the open message's seed (the arm's state), or NULL:
+                        the start of solves until there is a previous answer */
     proto_job *prev; /* the last solved job: warm start */
     unsigned refs;
     bool closed;
@@ -142,6 +144,7 @@ struct ws_stream {
     bool close_after; /* "close" arrived: "closed" once nothing of it runs */
     /* the waiting target */
     json_t *pending;
+    json_t *pending_seed; /* its seed, or NULL */
     long long pending_seq;
     size_t skipped; /* targets dropped since the last solution */
     /* the running path */
@@ -198,7 +201,9 @@ static void stream_unref(ws_stream *s)
     ws_conn *c = s->conn;
     proto_chain_unref(s->chain);
     json_decref(s->options);
+    json_decref(s->seed);
     json_decref(s->pending);
+    json_decref(s->pending_seed);
     proto_job_free(s->prev);
     proto_stream_path_free(s->path);
     free(s);
@@ -381,8 +386,8 @@ static void task_done(srv_work *w, int status)
 
 /* Solves target (borrowed) on the stream: inline when cheap, else on the
  * pool. Errors are answered with the message's seq. */
-static void stream_solve(ws_stream *s, json_t *target, long long seq, size_t skipped, size_t index,
-                         size_t count)
+static void stream_solve(ws_stream *s, json_t *target, json_t *seed, long long seq, size_t skipped,
+                         size_t index, size_t count)
 {
     ws_conn *c = s->conn;
     srv_ctx *ctx = c->ctx;
@@ -392,6 +397,12 @@ static void stream_solve(ws_stream *s, json_t *target, long long seq, size_t ski
     if (!req)
         return;
     json_object_set(req, "target", target);
+    /* the target's own seed (a re-synchronisation), else the open seed
+     * until the stream has an answer to continue from */
+    if (!seed && !s->prev)
+        seed = s->seed;
+    if (seed)
+        json_object_set(req, "seed", seed);
     if (s->options)
         json_object_set(req, "options", s->options);
     int rc = proto_job_decode_json(req, PROTO_SOLVE, &ctx->cfg.limits, s->chain, NULL, NULL, &job,
@@ -471,7 +482,7 @@ static void path_step(ws_stream *s)
         if (!tgt) {
             path_sample_done(s, due, false);
         } else {
-            stream_solve(s, tgt, s->path_seq, skipped, due, s->path_count);
+            stream_solve(s, tgt, NULL, s->path_seq, skipped, due, s->path_count);
             json_decref(tgt);
         }
     }
@@ -492,12 +503,13 @@ static void stream_kick(ws_stream *s)
     if (s->closed || s->busy || s->conn->closing || s->conn->dead)
         return;
     if (s->pending) {
-        json_t *tgt = s->pending;
+        json_t *tgt = s->pending, *seed = s->pending_seed;
         size_t skipped = s->skipped;
-        s->pending = NULL;
+        s->pending = s->pending_seed = NULL;
         s->skipped = 0;
-        stream_solve(s, tgt, s->pending_seq, skipped, 0, 0);
+        stream_solve(s, tgt, seed, s->pending_seq, skipped, 0, 0);
         json_decref(tgt);
+        json_decref(seed);
     }
     path_step(s);
 }
@@ -528,7 +540,8 @@ static void stream_drop(ws_stream *s)
     c->nstreams--;
     srv_metrics_stream_close(c->ctx);
     json_decref(s->pending);
-    s->pending = NULL;
+    json_decref(s->pending_seed);
+    s->pending = s->pending_seed = NULL;
     proto_stream_path_free(s->path);
     s->path = NULL;
     s->path_gen++;
@@ -586,7 +599,8 @@ static void on_open(ws_conn *c, proto_stream_msg *m)
         send_error(c, m->stream, false, 0, &e);
         return;
     }
-    if (proto_options_check(m->options, chain, &ctx->cfg.limits, &e) != 0) {
+    if (proto_options_check(m->options, chain, &ctx->cfg.limits, &e) != 0 ||
+        (m->seed && proto_seed_check(m->seed, chain, m->options, &ctx->cfg.limits, "/seed", &e))) {
         proto_chain_unref(chain);
         send_error(c, m->stream, false, 0, &e);
         return;
@@ -600,6 +614,7 @@ static void on_open(ws_conn *c, proto_stream_msg *m)
     snprintf(s->name, sizeof s->name, "%s", m->stream);
     s->chain = chain;
     s->options = m->options ? json_incref(m->options) : NULL;
+    s->seed = m->seed ? json_incref(m->seed) : NULL;
     s->refs = 1;
     s->path_last = -1;
     s->next = c->streams;
@@ -630,6 +645,12 @@ static void on_target(ws_stream *s, proto_stream_msg *m)
         s->skipped++;
     }
     s->pending = json_incref(m->target);
+    /* a re-synchronising seed survives the conflation of its target: the
+     * newest seed sent since the last solve is the arm's state */
+    if (m->seed) {
+        json_decref(s->pending_seed);
+        s->pending_seed = json_incref(m->seed);
+    }
     s->pending_seq = m->seq;
     /* solved after the whole read was decoded (conn_read) */
 }

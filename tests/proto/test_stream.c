@@ -54,7 +54,17 @@ START_TEST(test_decode_open)
     ck_assert_ptr_null(m.chain);
     ck_assert_str_eq(m.chain_id, "c0ffee");
     ck_assert_ptr_null(m.options);
+    ck_assert_ptr_null(m.seed);
     proto_stream_msg_free(&m);
+
+    /* the arm's state as the open seed (validated later, as HTTP's) */
+    ck_assert_int_eq(
+        decode("{\"type\":\"open\",\"stream\":\"a\",\"chain_id\":\"c\",\"seed\":[0.1,0.2]}", &m, &e),
+        0);
+    ck_assert(json_is_array(m.seed));
+    ck_assert_uint_eq(json_array_size(m.seed), 2);
+    proto_stream_msg_free(&m);
+    ck_assert_ptr_null(m.seed);
 }
 END_TEST
 
@@ -70,6 +80,14 @@ START_TEST(test_decode_target_close)
     ck_assert(m.has_seq);
     ck_assert_int_eq(m.seq, -17);
     ck_assert(json_is_object(m.target));
+    ck_assert_ptr_null(m.seed);
+    proto_stream_msg_free(&m);
+
+    ck_assert_int_eq(decode("{\"type\":\"target\",\"stream\":\"s\",\"seq\":1,"
+                            "\"target\":{\"position\":[1,2,3]},\"seed\":[0.5]}",
+                            &m, &e),
+                     0);
+    ck_assert(json_is_array(m.seed));
     proto_stream_msg_free(&m);
 
     ck_assert_int_eq(decode("{\"type\":\"target\",\"stream\":\"s\",\"seq\":9007199254740991,"

@@ -1,0 +1,260 @@
+"""
+test_robot_stream.py: streams as a robot controller uses them, over the
+real daemon ($IKD_BIN on 127.0.0.1 port 0) with python3-websockets.
+
+Every answer is checked by forward kinematics computed here from the URDF
+(robot_chain.py, independent of ikd), inside the joint limits. Covered:
+  - smooth joint-space motions (sinusoids inside the limits, 300 steps),
+    turned into full poses by FK and streamed one target at a time on the
+    KUKA iiwa 14, the Franka Panda, the UR5 and the PR2's right arm (whose
+    forearm and wrist rolls are continuous), each stream opened with the
+    start configuration as its seed: the first answer is that configuration,
+    no joint step exceeds 3 times the motion's own largest step, and no
+    answer jumps by a whole turn;
+  - a continuous joint swept through +-pi and beyond comes back monotonic;
+  - a target's seed re-synchronises a stream (the arm moved by other means);
+  - max_joint_step on a stream refuses a larger step with joint_step;
+  - a wrong seed at open or on a target is an error naming /seed.
+Robots come from $IKD_DATA (tests/run.sh sets it, default tests/data).
+"""
+import asyncio
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from robot_chain import Chain, quat_angle  # noqa: E402
+from test_stream import Daemon, connect, recv, run, send  # noqa: E402
+
+IKD_DATA = os.environ.get("IKD_DATA", "tests/data")
+ROBOTS = os.path.join(IKD_DATA, "robots")
+
+POS_TOL = 1e-4   # the daemon checks 1e-5 per component; FK here differs in rounding only
+ROT_TOL = 1e-4
+
+
+def chain_of(name):
+    return {
+        "iiwa": Chain(os.path.join(ROBOTS, "kuka_iiwa14_r820.urdf"), "base_link", "tool0"),
+        "panda": Chain(os.path.join(ROBOTS, "franka_panda.urdf"), "panda_link0", "panda_link8"),
+        "ur5": Chain(os.path.join(ROBOTS, "ur5.urdf"), "base_link", "tool0"),
+        "pr2": Chain(os.path.join(ROBOTS, "pr2.urdf"), "torso_lift_link", "r_wrist_roll_link"),
+    }[name]
+
+
+# Working poses the motions run around, away from the arms' singular
+# configurations (the iiwa's and the Panda's joints 2 and 6 at zero line
+# two axes up; a stretched elbow is the edge of the workspace); None: the
+# middle of the limits.
+CENTRES = {
+    "iiwa": [0.2, 0.7, -0.2, -1.3, 0.3, 0.8, 0.1],
+    "panda": [0.1, -0.4, 0.1, -2.0, 0.1, 1.7, 0.7],
+}
+
+
+def motion(chain, steps, amp=0.25, spin=2.5, phase=0.0, centre=None):
+    """A smooth closed joint-space motion: each joint a sinusoid around
+    `centre` (default the middle of its limits) with `amp` of its half range
+    (at most 0.3 rad for the arms' working poses; continuous joints +-`spin`
+    radians around 0.3), each at its own frequency."""
+    out = []
+    for i in range(steps + 1):
+        q = []
+        for k, J in enumerate(chain.movable):
+            w = 2 * math.pi * i / steps * (1 + 0.5 * (k % 3)) + phase + 0.7 * k
+            if J.type == "continuous":
+                q.append(0.3 + spin * math.sin(w))
+            else:
+                half = 0.5 * min(J.upper - J.lower, 2 * math.pi)
+                if centre is not None:
+                    q.append(centre[k] + min(amp * half, 0.3) * math.sin(w))
+                else:
+                    q.append(0.5 * (J.upper + J.lower) + amp * half * math.sin(w))
+        out.append(q)
+    return out
+
+
+def largest_step(a, b):
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+class RobotStreamTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def check_answer(self, chain, r, target):
+        self.assertEqual(r["status"], "success", r)
+        q = r["joints"]
+        self.assertTrue(chain.within_limits(q), q)
+        p, quat = chain.fk(q)
+        for a, b in zip(p, target["position"]):
+            self.assertLess(abs(a - b), POS_TOL, (p, target))
+        self.assertLess(quat_angle(quat, target["orientation"]), ROT_TOL)
+        return q
+
+    async def stream_motion(self, ws, chain, name, qs, options=None):
+        """Streams FK(qs[i]) one at a time on a stream opened with qs[0] as
+        its seed; returns the answers' joints."""
+        msg = {"type": "open", "stream": name, "chain": chain.request(), "seed": qs[0]}
+        if options:
+            msg["options"] = options
+        await send(ws, msg)
+        m = await recv(ws)
+        self.assertEqual(m["type"], "opened", m)
+        answers = []
+        for i, q in enumerate(qs):
+            p, quat = chain.fk(q)
+            t = {"position": p, "orientation": quat}
+            await send(ws, {"type": "target", "stream": name, "seq": i, "target": t})
+            m = await recv(ws)
+            self.assertEqual((m["type"], m["seq"]), ("solution", i), m)
+            answers.append(self.check_answer(chain, m["result"], t))
+            if i > 0:
+                self.assertIn("max_joint_step", m["result"])
+        return answers
+
+    def check_continuity(self, chain, qs, answers):
+        own = max(largest_step(a, b) for a, b in zip(qs, qs[1:]))
+        # the first answer is the arm's own configuration (the open seed)
+        self.assertLess(largest_step(answers[0], qs[0]), 1e-3)
+        worst = 0.0
+        for i in range(1, len(answers)):
+            step = largest_step(answers[i], answers[i - 1])
+            worst = max(worst, step)
+            if os.environ.get("IKD_TEST_DEBUG") and step > 2 * own:
+                print("step %d: %.4f (motion %.4f)" % (i, step, own), file=sys.stderr)
+            for k in range(chain.dof):
+                if chain.periodic(k):
+                    self.assertLess(abs(answers[i][k] - answers[i - 1][k]), math.pi,
+                                    "a whole-turn jump at step %d joint %d" % (i, k))
+        self.assertLessEqual(worst, 3 * own, "largest step %.4f, the motion's %.4f" % (worst, own))
+
+    def smooth(self, robot, **kw):
+        chain = chain_of(robot)
+        qs = motion(chain, 300, centre=CENTRES.get(robot), **kw)
+
+        async def body():
+            async with connect(self.d) as ws:
+                answers = await self.stream_motion(ws, chain, robot, qs)
+                self.check_continuity(chain, qs, answers)
+        run(body(), limit=120)
+
+    def test_smooth_iiwa14(self):
+        self.smooth("iiwa")
+
+    def test_smooth_panda(self):
+        self.smooth("panda")
+
+    def test_smooth_ur5(self):
+        self.smooth("ur5")
+
+    def test_smooth_pr2_continuous_rolls(self):
+        self.smooth("pr2", amp=0.2, spin=2.5)
+
+    def test_ur5_seed_a_turn_up(self):
+        """UR5 joints range over +-2 pi: a stream whose arm is a whole turn up
+        on its last joint is answered on that turn."""
+        chain = chain_of("ur5")
+        qs = motion(chain, 300)
+        for q in qs:  # joint 6 within [-0.79, 0.79] moved to [4.7, 6.27]
+            q[5] += 2 * math.pi - 0.8
+
+        async def body():
+            async with connect(self.d) as ws:
+                answers = await self.stream_motion(ws, chain, "ur5up", qs)
+                for a, q in zip(answers, qs):
+                    self.assertLess(abs(a[5] - q[5]), math.pi)
+        run(body(), limit=120)
+
+    def test_continuous_sweep_monotonic(self):
+        """The PR2's wrist roll swept from -4 to +4 rad (through +-pi), the
+        rest of the arm still: the answers rise monotonically."""
+        chain = chain_of("pr2")
+        base = [0.5 * (J.upper + J.lower) if J.type != "continuous" else 0.3 for J in chain.movable]
+        roll = chain.dof - 1
+        qs = []
+        for i in range(301):
+            q = list(base)
+            q[roll] = -4.0 + 8.0 * i / 300
+            qs.append(q)
+
+        async def body():
+            async with connect(self.d) as ws:
+                answers = await self.stream_motion(ws, chain, "sweep", qs)
+                for a, b in zip(answers, answers[1:]):
+                    self.assertGreater(b[roll], a[roll])
+                self.assertLess(abs(answers[-1][roll] - 4.0), math.pi)  # the motion's turn
+        run(body(), limit=120)
+
+    def test_seed_on_target_resyncs(self):
+        """After the arm moved by other means, a target with a seed starts
+        from there: the answer is next to that seed, not to the previous
+        answer."""
+        chain = chain_of("iiwa")
+        qa = [0.3, 0.5, -0.2, -1.2, 0.4, 0.8, 0.1]
+        qb = [-0.9, -0.4, 0.6, -1.6, -0.5, 1.1, -0.7]
+
+        async def body():
+            async with connect(self.d) as ws:
+                await self.stream_motion(ws, chain, "r", [qa])
+                p, quat = chain.fk(qb)
+                t = {"position": p, "orientation": quat}
+                await send(ws, {"type": "target", "stream": "r", "seq": 9, "target": t,
+                                "seed": qb})
+                m = await recv(ws)
+                q = self.check_answer(chain, m["result"], t)
+                self.assertLess(largest_step(q, qb), 1e-3)
+                self.assertLess(m["result"]["max_joint_step"], 1e-3)
+        run(body())
+
+    def test_max_joint_step_on_stream(self):
+        """max_joint_step 0.05 rad: small steps are answered, a jump is
+        refused with joint_step and the previous configuration."""
+        chain = chain_of("iiwa")
+        q0 = [0.3, 0.5, -0.2, -1.2, 0.4, 0.8, 0.1]
+        q1 = [x + 0.01 for x in q0]
+        q2 = [x + 0.5 for x in q0]
+
+        async def body():
+            async with connect(self.d) as ws:
+                answers = await self.stream_motion(ws, chain, "m", [q0, q1],
+                                                   options={"max_joint_step": 0.05})
+                p, quat = chain.fk(q2)
+                await send(ws, {"type": "target", "stream": "m", "seq": 5,
+                                "target": {"position": p, "orientation": quat}})
+                m = await recv(ws)
+                r = m["result"]
+                self.assertEqual((r["status"], r["code"], r["reason"]),
+                                 ("no_ik_solution", -31, "joint_step"))
+                self.assertLess(largest_step(r["joints"], answers[-1]), 1e-9)
+        run(body())
+
+    def test_bad_seeds(self):
+        chain = chain_of("iiwa")
+
+        async def body():
+            async with connect(self.d) as ws:
+                await send(ws, {"type": "open", "stream": "b", "chain": chain.request(),
+                                "seed": [0, 0, 0]})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["error"]["path"]), ("error", "/seed"), m)
+                await send(ws, {"type": "open", "stream": "b", "chain": chain.request(),
+                                "seed": [0] * 7})
+                self.assertEqual((await recv(ws))["type"], "opened")
+                await send(ws, {"type": "target", "stream": "b", "seq": 1,
+                                "target": {"position": [0.5, 0, 0.6]}, "seed": [0, "x"]})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["seq"]), ("error", 1), m)
+                self.assertTrue(m["error"]["path"].startswith("/seed"), m)
+        run(body())
+
+
+if __name__ == "__main__":
+    unittest.main()
