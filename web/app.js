@@ -65,7 +65,10 @@ const answerTimes = [];
 const rtts = [];
 
 function streamState(name) {
-  return (state.streams[name] ??= { sent: 0, answered: 0, solutions: 0, status: '', reason: '', error: '', followError: null });
+  return (state.streams[name] ??= {
+    sent: 0, answered: 0, solutions: 0, status: '', reason: '', error: '', followError: null,
+    counts: { success: 0, no_ik_solution: 0, timed_out: 0, other: 0 },
+  });
 }
 
 function say(msg) {
@@ -372,6 +375,7 @@ function onAnswer(name, s) {
   st.solutions++;
   st.status = s.result.status;
   st.reason = s.result.reason;
+  st.counts[st.status in st.counts ? st.status : 'other']++;
   state.skipped += s.skipped;
   const t = performance.now();
   answerTimes.push(t);
@@ -385,7 +389,11 @@ function onAnswer(name, s) {
     drawRobot(s.result);
     showJoints(s.result.joints);
     const want = pendingGoal.get(s.seq);
-    if (want && s.result.tip) state.robot.tipError = new THREE.Vector3(...s.result.tip.position).distanceTo(want);
+    if (want && s.result.tip) {
+      state.robot.tipError = new THREE.Vector3(...s.result.tip.position).distanceTo(want.position);
+      const q = new THREE.Quaternion(...s.result.tip.orientation);
+      state.robot.tipAngleError = want.orientation ? q.angleTo(want.orientation) : null;
+    }
     for (const k of pendingGoal.keys()) if (k <= s.seq) pendingGoal.delete(k);
   } else {
     const limb = limbs[name];
@@ -394,6 +402,7 @@ function onAnswer(name, s) {
     applyLimb(name, s.result);
   }
   renderTables();
+  redraw();
 }
 
 const pendingGoal = new Map();
@@ -410,7 +419,7 @@ function send(name) {
   const p = stream.target(target);
   const seq = stream.seq;
   streamState(name).sent = seq;
-  if (name === 'iiwa') pendingGoal.set(seq, goal.position.clone());
+  if (name === 'iiwa') pendingGoal.set(seq, { position: goal.position.clone(), orientation: target.orientation ? goal.quaternion.clone() : null });
   else limbs[name].sentTargets.set(seq, limbs[name].target.position.clone());
   p.catch((e) => {
     if (!(e instanceof IkdError)) throw e;
@@ -502,12 +511,14 @@ function renderTables() {
   const names = Object.keys(state.streams);
   if (body.rows.length !== names.length) {
     body.innerHTML = '';
-    for (const n of names) body.insertRow().innerHTML = `<td>${n}</td><td></td><td></td><td></td>`;
+    for (const n of names) body.insertRow().innerHTML = `<td>${n}</td><td></td><td></td><td></td><td></td>`;
   }
   names.forEach((n, i) => {
     const st = state.streams[n];
     const row = body.rows[i];
     row.cells[1].textContent = `${st.answered}/${st.sent}`;
+    const c = st.counts;
+    row.cells[4].textContent = `${c.success}/${c.no_ik_solution}/${c.timed_out}/${c.other}`;
     row.cells[2].textContent = st.status ? (st.status === 'success' ? 'success' : `${st.status} (${st.reason})`) : '–';
     row.cells[2].className = st.status === 'success' ? 'ok' : st.status ? 'warn' : '';
     row.cells[3].textContent = st.error;
@@ -524,13 +535,25 @@ function renderStats() {
   ui('skipped').textContent = String(state.skipped);
 }
 
+/* Drawn only when something changed (an answer, the gizmo, the camera, the
+ * window), so that an idle page costs nothing and a software-rendered one
+ * (headless tests) keeps its thread free for the stream. */
+let dirty = true;
+function redraw() { dirty = true; }
+orbit.addEventListener('change', redraw);
+tc.addEventListener('change', redraw);
+window.addEventListener('resize', redraw);
+
 function frame() {
   renderStats();
-  if (renderer) renderer.render(scene, camera);
+  if (renderer && dirty) {
+    dirty = false;
+    renderer.render(scene, camera);
+  }
   requestAnimationFrame(frame);
 }
 
-window.ikdPage = { state, screenOf, select, handles };
+window.ikdPage = { state, screenOf, select, handles, gizmo: tc };
 
 (async () => {
   sessionStorage.getItem('ikd-token');

@@ -78,7 +78,7 @@ START_TEST(test_flags)
                     "https://c.example", "--registry-bytes", "2M", "--timeout", "5",
                     "--max-queue", "9", "--inline-cost-us", "2.5", "--log-level", "warn",
                     "--max-send-queue", "128K", "--max-iterations", "250",
-                    "--max-time-ms=12.5", "--max-urdf", "512K"};
+                    "--max-time-ms=12.5", "--max-urdf", "512K", "--web", "build/web"};
     int argc = (int)(sizeof argv / sizeof argv[0]);
     ck_assert_int_eq(parse(&cfg, argc, argv, err), SRV_OK);
     ck_assert_str_eq(cfg.listen_host, "::1");
@@ -98,6 +98,7 @@ START_TEST(test_flags)
     ck_assert_uint_eq(cfg.conn_timeout_s, 5);
     ck_assert_uint_eq(cfg.pool_queue_max, 9);
     ck_assert_double_eq_tol(cfg.inline_cost_us, 2.5, 1e-12);
+    ck_assert_str_eq(cfg.web_dir, "build/web");
     ck_assert_int_eq(cfg.log_level, SRV_LOG_WARN);
     ck_assert_uint_eq(cfg.ws_send_queue_bytes, 128u << 10);
     ck_assert_uint_eq(cfg.limits.max_iterations, 250);
@@ -219,7 +220,7 @@ START_TEST(test_rejected_and_help)
                            "--max-message", "--max-joints", "--max-targets", "--log-format",
                            "--token", "IKD_TOKEN", "--allow-origin", "--registry-bytes",
                            "--max-iterations", "IKD_MAX_ITERATIONS", "--max-time-ms",
-                           "IKD_MAX_TIME_MS", "--max-urdf", "IKD_MAX_URDF"};
+                           "IKD_MAX_TIME_MS", "--max-urdf", "IKD_MAX_URDF", "--web", "IKD_WEB"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         ck_assert_msg(strstr(buf, flags[i]) != NULL, "--help lacks %s", flags[i]);
     free(buf);

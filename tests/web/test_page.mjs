@@ -91,6 +91,7 @@ test('the page and its files are served without a token; the API still needs it'
   }
   assert.equal((await get('/v1/solvers')).status, 401);
   assert.equal((await get('/v1/solvers', { Authorization: `Bearer ${TOKEN}` })).status, 200);
+  await assert.rejects(start(['--web', '/nonexistent/ikd-web']), /exited \(1\).*--web \/nonexistent\/ikd-web/s);
 });
 
 /** Drags from the handle's place on screen by (dx, dy) with a real mouse. */
@@ -159,6 +160,24 @@ test('in chromium: dragging the foot and the robot gizmo, the stream answers and
   assert.equal(robot.withinLimits, true);
   assert.equal(robot.joints.length, 7);
   assert.equal(await page.textContent('#limits'), 'within limits');
+
+  /* rotate mode (key E) and a turn of the gizmo about its own x axis: the
+   * tool takes the full pose */
+  await page.keyboard.press('e');
+  assert.equal(await page.evaluate(() => window.ikdPage.gizmo.mode), 'rotate');
+  const sent = iiwa.sent;
+  await page.evaluate(() => {
+    const { handles, gizmo } = window.ikdPage;
+    handles.iiwa.rotateX(0.35);
+    gizmo.dispatchEvent({ type: 'objectChange' });
+  });
+  const turned = await settled(page, 'iiwa', sent);
+  const robot2 = await page.evaluate(() => window.ikdPage.state.robot);
+  assert.equal(turned.status, 'success');
+  assert.ok(robot2.tipAngleError < 1e-4, `the tool turned with the gizmo (${robot2.tipAngleError} rad off)`);
+  assert.ok(robot2.tipError < 1e-4);
+  assert.equal(robot2.withinLimits, true);
+  assert.ok(turned.counts.success >= 3 && turned.counts.other === 0);
 
   await page.screenshot({ path: join(BUILD, 'web-page.png') });
   assert.deepEqual(problems, [], 'no errors in the page');
