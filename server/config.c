@@ -22,6 +22,7 @@ void srv_config_default(srv_config *cfg)
     cfg->threads = cores > 0 ? (unsigned)cores : 2;
     cfg->max_connections = 10000;
     cfg->conn_timeout_s = 30;
+    cfg->drain_timeout_s = 10;
     proto_limits_default(&cfg->limits);
     cfg->max_message_bytes = 1u << 20;
     cfg->ws_send_queue_bytes = 4u << 20;
@@ -131,32 +132,43 @@ int srv_config_parse_listen(const char *s, char **host, uint16_t *port)
     return SRV_OK;
 }
 
+/* Adds the comma-separated Origins of list, each trimmed of spaces and
+ * tabs. A list that names no Origin at all ("", ",", " ") is SRV_EINVAL:
+ * an empty allow-list would let every Origin through, so a mistyped value
+ * fails closed instead of open. */
 static int add_origins(srv_config *cfg, const char *list)
 {
     const char *s = list;
+    size_t added = 0;
     while (*s) {
         const char *comma = strchr(s, ',');
         size_t n = comma ? (size_t)(comma - s) : strlen(s);
-        if (n > 0) {
+        const char *b = s, *e = s + n;
+        while (b < e && (*b == ' ' || *b == '\t'))
+            b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (e > b) {
             char **grown = realloc(cfg->allow_origins,
                                    (cfg->n_allow_origins + 1) * sizeof *grown);
             if (!grown)
                 return SRV_ENOMEM;
             cfg->allow_origins = grown;
-            if (!(grown[cfg->n_allow_origins] = strndup(s, n)))
+            if (!(grown[cfg->n_allow_origins] = strndup(b, (size_t)(e - b))))
                 return SRV_ENOMEM;
             cfg->n_allow_origins++;
+            added++;
         }
         s += n + (comma ? 1 : 0);
     }
-    return SRV_OK;
+    return added ? SRV_OK : SRV_EINVAL;
 }
 
 /* The flag table: name, environment variable, help text. */
 enum opt_id {
     OPT_LISTEN, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_MAXMSG, OPT_WSQUEUE,
     OPT_MAXJOINTS, OPT_MAXTARGETS, OPT_MAXITER, OPT_MAXTIME, OPT_MAXURDF, OPT_REGISTRY, OPT_QUEUE,
-    OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL, OPT_TOKEN, OPT_ORIGIN, OPT_WEB, OPT_COUNT
+    OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL, OPT_TOKEN, OPT_ORIGIN, OPT_WEB, OPT_DRAIN, OPT_COUNT
 };
 
 static const struct opt {
@@ -174,6 +186,9 @@ static const struct opt {
                      "seconds a connection may stay idle or stall mid-request; a silent "
                      "WebSocket client is pinged after this and dropped after twice this "
                      "(default 30)"},
+    [OPT_DRAIN] = {"drain-timeout", "IKD_DRAIN_TIMEOUT",
+                   "seconds a drain (SIGTERM, SIGINT, SIGHUP) may take before ikd exits "
+                   "anyway, even with requests still running (default 10)"},
     [OPT_MAXBODY] = {"max-body", "IKD_MAX_BODY", "largest request body, bytes (default 8M)"},
     [OPT_MAXMSG] = {"max-message", "IKD_MAX_MESSAGE",
                     "largest WebSocket message, bytes (default 1M)"},
@@ -251,6 +266,12 @@ static int apply(srv_config *cfg, int id, const char *v, char *errbuf, size_t er
     case OPT_TIMEOUT:
         if ((rc = parse_uint(v, 86400, &u)) == SRV_OK)
             cfg->conn_timeout_s = (unsigned)u;
+        break;
+    case OPT_DRAIN:
+        if ((rc = parse_uint(v, 86400, &u)) == SRV_OK && u == 0)
+            rc = SRV_EINVAL;
+        if (rc == SRV_OK)
+            cfg->drain_timeout_s = (unsigned)u;
         break;
     case OPT_MAXBODY:
         if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)

@@ -223,6 +223,10 @@ static enum MHD_Result queue(http_req *r, unsigned status, struct MHD_Response *
         return MHD_NO;
     if (status != MHD_HTTP_SWITCHING_PROTOCOLS)
         add_cors(r, resp);
+    /* while draining, every answer ends its connection, so that a
+     * keep-alive client sends nothing more that could go unanswered */
+    if (r->ctx->shutting_down && status != MHD_HTTP_SWITCHING_PROTOCOLS)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
     r->status_sent = status;
@@ -717,6 +721,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     r->method = method_of(method);
     *con_cls = r;
     ctx->active_requests++;
+    ctx->requests_begun++;
     const struct route_def *d = &routes[r->route];
 
     if (r->route == RT_NONE) {

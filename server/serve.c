@@ -12,14 +12,22 @@
  * the loop (loop.c), and print one line "ikd listening on HOST:PORT" on
  * standard output (with the real port when --listen asked for port 0).
  *
- * Shutdown on SIGTERM or SIGINT: readiness turns 503, the listening socket is
- * closed (MHD_quiesce_daemon), WebSocket streams are closed with 1001
- * (srv_ws_shutdown), and the loop keeps serving the requests already
- * accepted until no request is active and the pool is idle (requests still
- * receiving a body after a 10 s grace period are dropped; pool work is always
- * awaited, since no suspended connection may remain at MHD_stop_daemon).
- * Then the daemon stops and the process exits 0. A second signal is logged
- * and otherwise ignored.
+ * Shutdown on SIGTERM, SIGINT or SIGHUP (a drain; ikd has no configuration
+ * file to reload, so SIGHUP is not a reload: a supervisor restarts ikd with
+ * its new flags): readiness turns 503, the listening socket is closed
+ * (MHD_quiesce_daemon), WebSocket streams are closed with 1001
+ * (srv_ws_shutdown), and every answer sent from then on carries
+ * "Connection: close", so that keep-alive clients send nothing more on
+ * their connections. The loop keeps serving what was accepted and stops
+ * once no request is active, the pool is idle, no WebSocket connection is
+ * left, and either no connection is open or DRAIN_QUIET_MS passed without a
+ * new request (a request a keep-alive client wrote just before its answer
+ * said close is read and answered in that time). Then the daemon stops and
+ * the process exits 0. --drain-timeout (default 10 s) is a hard deadline:
+ * past it, ikd stops even with requests active (dropping them), and when
+ * pool work is still running (which cannot be interrupted, and whose
+ * suspended connection MHD_stop_daemon would abort on) it exits at once
+ * with status 1. A second signal is logged and otherwise ignored.
  */
 #include <errno.h>
 #include <signal.h>
@@ -34,14 +42,16 @@
 #include "server/srv_main.h"
 #include "server/web.h"
 
-#define DRAIN_GRACE_MS 10000
+#define DRAIN_QUIET_MS 200
 #define DRAIN_TICK_MS 10
 
 typedef struct daemon_state {
     srv_ctx ctx; /* first: callbacks get back here from the ctx pointer */
-    uv_signal_t sigterm, sigint;
+    uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain;
     uint64_t drain_deadline;
+    uint64_t quiet_since;   /* loop time of the last sign of a request */
+    uint64_t begun_seen;    /* ctx->requests_begun at that time */
     bool stopped;
 } daemon_state;
 
@@ -61,20 +71,45 @@ static void stop_daemon(daemon_state *d)
     uv_close((uv_handle_t *)&d->drain, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigterm, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
+    uv_close((uv_handle_t *)&d->sighup, close_cb_noop);
     srv_ws_abort(ctx);
     srv_loop_detach(ctx);
     MHD_stop_daemon(ctx->mhd);
     ctx->mhd = NULL;
 }
 
+static unsigned open_connections(srv_ctx *ctx)
+{
+    const union MHD_DaemonInfo *i =
+        MHD_get_daemon_info(ctx->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return i ? i->num_connections : 0;
+}
+
 static void on_drain_tick(uv_timer_t *t)
 {
     daemon_state *d = t->data;
     srv_ctx *ctx = &d->ctx;
-    if (ctx->pool_depth > 0)
+    uint64_t now = uv_now(ctx->loop);
+    if (now >= d->drain_deadline) {
+        if (ctx->pool_depth > 0) {
+            srv_log(ctx, SRV_LOG_WARN,
+                    "drain deadline passed with %zu pool items and %zu requests active: exiting",
+                    ctx->pool_depth, ctx->active_requests);
+            _exit(1);
+        }
+        srv_log(ctx, SRV_LOG_WARN, "drain deadline passed with %zu requests active",
+                ctx->active_requests);
+        stop_daemon(d);
         return;
-    if ((ctx->active_requests == 0 && srv_ws_open_connections(ctx) == 0) ||
-        uv_now(ctx->loop) >= d->drain_deadline)
+    }
+    if (ctx->active_requests > 0 || ctx->pool_depth > 0 || ctx->requests_begun != d->begun_seen) {
+        d->quiet_since = now;
+        d->begun_seen = ctx->requests_begun;
+        return;
+    }
+    if (srv_ws_open_connections(ctx) > 0)
+        return;
+    if (open_connections(ctx) == 0 || now - d->quiet_since >= DRAIN_QUIET_MS)
         stop_daemon(d);
 }
 
@@ -94,7 +129,9 @@ static void on_signal(uv_signal_t *s, int signum)
         close(fd);
     srv_ws_shutdown(ctx);
     srv_mhd_run(ctx);
-    d->drain_deadline = uv_now(ctx->loop) + DRAIN_GRACE_MS;
+    d->drain_deadline = uv_now(ctx->loop) + (uint64_t)ctx->cfg.drain_timeout_s * 1000;
+    d->quiet_since = uv_now(ctx->loop);
+    d->begun_seen = ctx->requests_begun;
     uv_timer_start(&d->drain, on_drain_tick, 0, DRAIN_TICK_MS);
 }
 
@@ -197,9 +234,11 @@ int srv_serve(int argc, char **argv)
     d.drain.data = &d;
     uv_signal_init(&loop, &d.sigterm);
     uv_signal_init(&loop, &d.sigint);
-    d.sigterm.data = d.sigint.data = &d;
+    uv_signal_init(&loop, &d.sighup);
+    d.sigterm.data = d.sigint.data = d.sighup.data = &d;
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
     uv_signal_start(&d.sigint, on_signal, SIGINT);
+    uv_signal_start(&d.sighup, on_signal, SIGHUP);
 
     bool v6 = strchr(ctx->cfg.listen_host, ':') != NULL;
     printf("ikd listening on %s%s%s:%u\n", v6 ? "[" : "", ctx->cfg.listen_host, v6 ? "]" : "",

@@ -72,6 +72,7 @@ typedef struct srv_config {
     unsigned threads;           /* thread pool size; default: number of cores */
     unsigned max_connections;   /* MHD_OPTION_CONNECTION_LIMIT; default 10000 */
     unsigned conn_timeout_s;    /* idle/slow-client timeout; default 30 s */
+    unsigned drain_timeout_s;   /* hard deadline of a drain; default 10 s */
     proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
     size_t max_message_bytes;   /* WebSocket: largest received message; default 1 MiB */
     size_t ws_send_queue_bytes; /* WebSocket: per-connection send-queue cap; default 4 MiB */
@@ -106,6 +107,8 @@ typedef struct srv_ctx {
     bool shutting_down;       /* set on SIGTERM/SIGINT; readiness is then 503 */
     size_t pool_depth;        /* work items submitted and not yet completed */
     size_t active_requests;   /* HTTP requests begun and not yet completed */
+    uint64_t requests_begun;  /* HTTP requests begun since startup (the drain
+                                 watches it for quiet) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_shutdown) */
     /* Loop glue, private to server/loop.c. */

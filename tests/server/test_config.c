@@ -228,6 +228,33 @@ START_TEST(test_rejected_and_help)
 }
 END_TEST
 
+/* --allow-origin fails closed: a list without any Origin ("", ",", " ")
+ * is refused instead of leaving the list empty (which allows every
+ * Origin), and the entries of "a, b" are trimmed. */
+START_TEST(test_allow_origin_fails_closed)
+{
+    const char *bad[] = {"", ",", " ", " , ,"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        srv_config cfg;
+        srv_config_default(&cfg);
+        char err[256] = "";
+        char *argv[] = {"ikd", "--allow-origin", (char *)bad[i]};
+        ck_assert_msg(parse(&cfg, 3, argv, err) == SRV_EINVAL, "accepted \"%s\"", bad[i]);
+        ck_assert_msg(strstr(err, "allow-origin"), "%s", err);
+        srv_config_free(&cfg);
+    }
+    srv_config cfg;
+    srv_config_default(&cfg);
+    char err[256] = "";
+    char *argv[] = {"ikd", "--allow-origin", " https://a.example , https://b.example,"};
+    ck_assert_int_eq(parse(&cfg, 3, argv, err), SRV_OK);
+    ck_assert_uint_eq(cfg.n_allow_origins, 2);
+    ck_assert_str_eq(cfg.allow_origins[0], "https://a.example");
+    ck_assert_str_eq(cfg.allow_origins[1], "https://b.example");
+    srv_config_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_token_check)
 {
     ck_assert(srv_http_token_ok("Bearer abc", "abc"));
@@ -253,6 +280,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_env_and_precedence);
     tcase_add_test(tc, test_rejected_and_help);
     tcase_add_test(tc, test_token_check);
+    tcase_add_test(tc, test_allow_origin_fails_closed);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,249 @@
+"""
+test_limits.py: the real daemon against hostile and careless clients: every
+byte a client can make ikd hold has a bound, a drain loses nothing and ends,
+and nobody can stall the loop for others.
+
+Each test starts $IKD_BIN on 127.0.0.1 port 0 with the flags it needs and
+talks to it over raw sockets (so that the client can do what a polite
+library would not: never read, trickle bytes, stop mid-body). Covered:
+- drain: 50 keep-alive clients under load, then SIGTERM: every request
+  written completely is answered, answers sent while draining carry
+  "Connection: close", and ikd exits 0 well within --drain-timeout; with
+  pool work that outlasts the deadline, ikd still exits by the deadline;
+  SIGHUP drains like SIGTERM.
+Bounds are generous (a loaded 2-core machine, sanitizer builds multiply
+them by SLOW) but each fails on the code before its fix.
+"""
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import sys
+import time
+import unittest
+
+IKD_BIN = os.environ.get("IKD_BIN", "build/ikd")
+IKD_DATA = os.environ.get("IKD_DATA", "tests/data")
+
+
+def slowness():
+    """IKD_TEST_SLOW if set, else guessed from the sanitizer runtime linked
+    into $IKD_BIN (as tests/server/test_stream.py does)."""
+    if os.environ.get("IKD_TEST_SLOW"):
+        return float(os.environ["IKD_TEST_SLOW"])
+    try:
+        with open(IKD_BIN, "rb") as f:
+            image = f.read()
+    except OSError:
+        return 1.0
+    for marker, factor in ((b"__tsan_init", 10.0), (b"__asan_init", 4.0), (b"__ubsan_", 2.0)):
+        if marker in image:
+            return factor
+    return 1.0
+
+
+SLOW = slowness()
+TIMEOUT = 5.0 * SLOW
+
+TWO_BONE = json.dumps({
+    "chain": {"kind": "bones", "positions": [[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0]]},
+    "target": {"position": [0.3, 0.6, 0.2]}}).encode()
+
+
+class Daemon:
+    def __init__(self, *extra):
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [IKD_BIN, "--listen", "127.0.0.1:0", "--log-level", "warn", *extra],
+            stdout=subprocess.PIPE, stderr=self.log)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 10 * SLOW)
+        line = self.proc.stdout.readline().decode() if ready else ""
+        if not line.startswith("ikd listening on "):
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("the daemon did not start: %r %r" % (line, self.stderr()))
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def stderr(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def rss_kb(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def connect(self, src="127.0.0.1"):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=TIMEOUT,
+                                     source_address=(src, 0))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return s
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+        self.log.close()
+
+
+def post(path, body, extra=b""):
+    return (b"POST %s HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n%s\r\n" % (path.encode(), len(body), extra)) + body
+
+
+def read_response(sock, buf=b""):
+    """(status, headers dict with lower-case names, body, rest of buf), or
+    None when the connection ends before a whole answer."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        buf += chunk
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        k, v = line.split(":", 1)
+        headers[k.strip().lower()] = v.strip()
+    n = int(headers.get("content-length", "0"))
+    while len(buf) < n:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        buf += chunk
+    return status, headers, buf[:n], buf[n:]
+
+
+def exchange(d, path, body, src="127.0.0.1"):
+    s = d.connect(src)
+    try:
+        s.sendall(post(path, body))
+        r = read_response(s)
+        return r[0] if r else None
+    finally:
+        s.close()
+
+
+class KeepAliveClient(threading.Thread):
+    """Sends one request after another on one keep-alive connection until
+    the daemon says Connection: close or the connection ends. Counts
+    requests written completely, answers, and requests written completely
+    whose connection then ended without an answer (lost)."""
+
+    def __init__(self, d, body, path="/v1/solve"):
+        super().__init__(daemon=True)
+        self.d, self.body, self.path = d, body, path
+        self.sent = self.answered = self.lost = 0
+        self.last_close = False
+        self.error = None
+
+    def run(self):
+        try:
+            s = self.d.connect()
+        except OSError as e:
+            self.error = e
+            return
+        buf = b""
+        try:
+            while True:
+                try:
+                    s.sendall(post(self.path, self.body))
+                except OSError:
+                    return  # not written completely: not the daemon's to answer
+                self.sent += 1
+                try:
+                    r = read_response(s, buf)
+                except OSError:
+                    r = None
+                if r is None:
+                    self.lost += 1
+                    return
+                status, headers, _, buf = r
+                self.answered += 1
+                self.last_close = headers.get("connection", "").lower() == "close"
+                if self.last_close:
+                    return
+        finally:
+            s.close()
+
+
+class DrainTest(unittest.TestCase):
+    def drain_under_load(self, sig):
+        deadline = 8
+        d = Daemon("--drain-timeout", str(deadline))
+        try:
+            clients = [KeepAliveClient(d, TWO_BONE) for _ in range(50)]
+            for c in clients:
+                c.start()
+            time.sleep(1.0 * SLOW)
+            self.assertTrue(all(c.answered > 0 for c in clients), "every client served first")
+            t0 = time.monotonic()
+            d.proc.send_signal(sig)
+            try:
+                rc = d.proc.wait(deadline + 5 * SLOW)
+            except subprocess.TimeoutExpired:
+                rc = None
+            took = time.monotonic() - t0
+            for c in clients:
+                c.join(TIMEOUT)
+            lost = sum(c.lost for c in clients)
+            sent = sum(c.sent for c in clients)
+            print("drain: %d requests sent by 50 clients, %d lost, exit %s after %.2f s"
+                  % (sent, lost, rc, took))
+            self.assertEqual(lost, 0, "requests written completely but never answered")
+            self.assertTrue(all(c.last_close for c in clients),
+                            "the last answer of every connection says Connection: close")
+            self.assertEqual(rc, 0, d.stderr())
+            self.assertLess(took, deadline, "the drain ends on its own, before the deadline")
+        finally:
+            d.kill()
+
+    def test_sigterm_under_load_loses_nothing(self):
+        self.drain_under_load(signal.SIGTERM)
+
+    def test_sighup_drains_too(self):
+        self.drain_under_load(signal.SIGHUP)
+
+    def test_deadline_ends_a_drain_held_by_clients(self):
+        """A body that never completes and a batch that outlasts the
+        deadline: ikd exits at --drain-timeout anyway."""
+        d = Daemon("--drain-timeout", "2")
+        try:
+            held = d.connect()
+            held.sendall(b"POST /v1/solve HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n{")
+            urdf = open(os.path.join(IKD_DATA, "robots", "kuka_iiwa14_r820.urdf")).read()
+            batch = json.dumps({
+                "chain": {"kind": "urdf", "urdf": urdf, "base_link": "base_link",
+                          "tip_link": "tool0"},
+                "targets": [{"position": [2.0 + i * 1e-6, 2.0, 2.0]} for i in range(100000)],
+                "options": {"timeout_ms": 5}}).encode()
+            b = d.connect()
+            b.sendall(post("/v1/solve/batch", batch))
+            time.sleep(1.0 * SLOW)
+            t0 = time.monotonic()
+            d.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = d.proc.wait(2 + 5 * SLOW)
+            except subprocess.TimeoutExpired:
+                rc = None
+            took = time.monotonic() - t0
+            print("drain deadline 2 s: exit %s after %.2f s" % (rc, took))
+            self.assertIsNotNone(rc, "ikd still running %.1f s after SIGTERM" % took)
+            self.assertGreater(took, 1.5, "the held requests were given the deadline")
+            held.close()
+            b.close()
+        finally:
+            d.kill()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
