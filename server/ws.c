@@ -20,7 +20,11 @@
  * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
  * handle has stopped watching the descriptor. Close codes: 1000 (the
  * client's), 1001 (ikd shuts down), 1007 (a text message that is not UTF-8),
- * 1008 (the send queue passed --max-send-queue: the client does not read),
+ * 1008 (the send queue passed --max-send-queue: the client does not read;
+ * the queue counts control frames too, such as the pongs wslay queues for
+ * a client's pings, and a connection whose writes are blocked is not read
+ * until the socket takes data again, so a client that floods and never
+ * reads holds at most one read's worth beyond the cap),
  * 1009 (a message above --max-message). After ikd sends a close frame the
  * client has WS_CLOSE_GRACE_MS to answer it before the connection is cut.
  * A client silent for --timeout seconds gets a ping; if it still sends
@@ -88,6 +92,7 @@
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
 #define WS_READ_BUDGET (32 * 1024) /* bytes read per poll event, for fairness */
 #define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
+#define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
 
 typedef struct ws_conn ws_conn;
 typedef struct ws_stream ws_stream;
@@ -217,8 +222,31 @@ static void stream_timer_closed(uv_handle_t *h)
 
 /* ---- sending ------------------------------------------------------------------ */
 
-/* Queues a text message (wslay copies it). Past the send-queue cap the client
- * is not reading: the connection is closed with 1008. */
+/* What the send queue holds, as counted against --max-send-queue: every
+ * queued message's payload, control frames included (the pongs wslay
+ * queues by itself for the client's pings), plus WS_MSG_OVERHEAD per
+ * message for wslay's own bookkeeping, so that a flood of empty pings
+ * counts too. */
+static size_t conn_queued_bytes(const ws_conn *c)
+{
+    return wslay_event_get_queued_msg_length(c->wslay) +
+           wslay_event_get_queued_msg_count(c->wslay) * WS_MSG_OVERHEAD;
+}
+
+/* Past the send-queue cap the client is not reading: the connection is
+ * closed with 1008. */
+static void check_send_queue(ws_conn *c)
+{
+    if (c->dead || c->closing || conn_queued_bytes(c) <= c->ctx->cfg.ws_send_queue_bytes)
+        return;
+    srv_metrics_rejected(c->ctx, "send_queue");
+    srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
+            c->ctx->cfg.ws_send_queue_bytes);
+    conn_close(c, WSLAY_CODE_POLICY_VIOLATION, "send queue over its cap: the client does not read",
+               true);
+}
+
+/* Queues a text message (wslay copies it), then checks the cap. */
 static void send_text(ws_conn *c, const char *text, size_t len)
 {
     if (!text || c->dead || c->closing)
@@ -226,13 +254,7 @@ static void send_text(ws_conn *c, const char *text, size_t len)
     struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)text, len};
     if (wslay_event_queue_msg(c->wslay, &msg) != 0)
         return;
-    if (wslay_event_get_queued_msg_length(c->wslay) > c->ctx->cfg.ws_send_queue_bytes) {
-        srv_metrics_rejected(c->ctx, "send_queue");
-        srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
-                c->ctx->cfg.ws_send_queue_bytes);
-        conn_close(c, WSLAY_CODE_POLICY_VIOLATION,
-                   "send queue over its cap: the client does not read", true);
-    }
+    check_send_queue(c);
 }
 
 static void send_error(ws_conn *c, const char *stream, bool has_seq, long long seq,
@@ -848,8 +870,12 @@ static void conn_after_io(ws_conn *c)
         if (wslay_event_send(c->wslay) == WSLAY_ERR_NOMEM || out_flush(c) != 0)
             c->failed = true;
     }
-    bool rd = wslay_event_want_read(c->wslay);
-    bool wr = wslay_event_want_write(c->wslay) || c->out_len > c->out_off;
+    /* A connection whose writes are blocked (the socket takes nothing more)
+     * is not read: whatever it sends would only queue more answers and
+     * pongs behind them. Reading resumes when the socket is writable. */
+    bool blocked = c->out_len > c->out_off;
+    bool rd = wslay_event_want_read(c->wslay) && !blocked;
+    bool wr = wslay_event_want_write(c->wslay) || blocked;
     if (c->failed || (!rd && !wr)) {
         conn_teardown(c);
         return;
@@ -872,6 +898,7 @@ static void conn_read(ws_conn *c)
      * memory ends the connection at once. */
     if (wslay_event_recv(c->wslay) == WSLAY_ERR_NOMEM)
         c->failed = true;
+    check_send_queue(c); /* the pongs wslay queued for the client's pings */
     if (c->dead || c->closing)
         return;
     for (ws_stream *s = c->streams; s; s = s->next)
@@ -885,7 +912,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
     c->refs++;
     if (status < 0)
         c->failed = true;
-    else if (wslay_event_want_read(c->wslay) &&
+    else if (wslay_event_want_read(c->wslay) && c->out_len <= c->out_off &&
              ((events & UV_READABLE) || c->extra_off < c->extra_len))
         conn_read(c);
     conn_after_io(c);

@@ -11,6 +11,9 @@ library would not: never read, trickle bytes, stop mid-body). Covered:
   "Connection: close", and ikd exits 0 well within --drain-timeout; with
   pool work that outlasts the deadline, ikd still exits by the deadline;
   SIGHUP drains like SIGTERM.
+- a client that floods pings and never reads is closed with 1008 once its
+  queued pongs pass --max-send-queue, and ikd's resident memory stays near
+  that cap (it grew without bound before).
 Bounds are generous (a loaded 2-core machine, sanitizer builds multiply
 them by SLOW) but each fails on the code before its fix.
 """
@@ -26,6 +29,9 @@ import threading
 import sys
 import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_stream import RawWS, frame  # noqa: E402  (the raw WebSocket client)
 
 IKD_BIN = os.environ.get("IKD_BIN", "build/ikd")
 IKD_DATA = os.environ.get("IKD_DATA", "tests/data")
@@ -241,6 +247,59 @@ class DrainTest(unittest.TestCase):
             self.assertGreater(took, 1.5, "the held requests were given the deadline")
             held.close()
             b.close()
+        finally:
+            d.kill()
+
+
+class PingFloodTest(unittest.TestCase):
+    def test_ping_flood_is_bounded_and_closed_1008(self):
+        """One connection sends 125-byte pings and never reads: ikd stops
+        reading it while its writes are blocked, counts the queued pongs
+        against --max-send-queue, and closes it with 1008; its memory stays
+        near the cap meanwhile."""
+        d = Daemon("--max-send-queue", "16K")
+        try:
+            ws = RawWS(d.port, rcvbuf=4096)
+            base = d.rss_kb()
+            ping = frame(0x9, b"p" * 125)
+            burst = ping * 512
+            ws.sock.setblocking(False)
+            sent, peak = 0, base
+            t_end = time.monotonic() + 8.0
+            next_sample = 0.0
+            progress = time.monotonic()
+            # until 64 MB are sent, 8 s pass, or ikd stops taking pings for
+            # 0.3 s (then the close frame must still be readable)
+            while (time.monotonic() < t_end and sent < (64 << 20) and
+                   time.monotonic() - progress < 0.3):
+                try:
+                    sent += ws.sock.send(burst)
+                    progress = time.monotonic()
+                except BlockingIOError:
+                    select.select([], [ws.sock], [], 0.05)
+                except OSError:
+                    break  # ikd cut the connection
+                if time.monotonic() >= next_sample:
+                    peak = max(peak, d.rss_kb())
+                    next_sample = time.monotonic() + 0.1
+            peak = max(peak, d.rss_kb())
+            print("ping flood: %.1f MB of pings accepted, RSS %d -> %d kB"
+                  % (sent / 1e6, base, peak))
+            # now read: pongs, then the close frame with 1008
+            ws.sock.setblocking(True)
+            code = None
+            try:
+                deadline = time.monotonic() + TIMEOUT
+                while time.monotonic() < deadline:
+                    op, payload = ws.recv_frame(TIMEOUT)
+                    if op == 0x8:
+                        code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 0
+                        break
+            except (EOFError, OSError):
+                pass
+            self.assertLess(peak - base, 16 * 1024, "RSS grew by %d kB" % (peak - base))
+            self.assertEqual(code, 1008)
+            ws.sock.close()
         finally:
             d.kill()
 
