@@ -41,6 +41,9 @@ ifneq ($(SANITIZER),)
 SANFLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -g
 OPT := -O1
 endif
+ifeq ($(SANITIZER),undefined)
+SANFLAGS += -fno-sanitize-recover=undefined
+endif
 
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g $(WARN) $(SANFLAGS) -I. -MMD -MP
 LDFLAGS_BASE := $(SANFLAGS)
