@@ -56,6 +56,7 @@ const state = {
   rttMeanMs: null,
   solutionsPerSecond: 0,
   skipped: 0,
+  reopened: 0,
   streams: {},      /* name -> {sent, answered, solutions, status, reason, error, followError} */
   robot: { joints: [], names: [], lower: [], upper: [], withinLimits: null, tipError: null },
   webgl: true,
@@ -461,7 +462,12 @@ async function connect() {
   conn = ikd.connect({ maxDelayMs: 3000 });
   conn.on('state', setConn);
   conn.on('error', (e) => say(`${e.code}: ${e.detail}`));
-  conn.on('reopen', () => { for (const name of Object.keys(streams)) send(name); });
+  /* after a reconnection (ikd restarted, say) every stream is open again:
+   * send each its current target so the stage shows fresh answers */
+  conn.on('reopen', () => {
+    state.reopened++;
+    for (const name of Object.keys(streams)) send(name);
+  });
   setConn(conn.state);
   try {
     await conn.ready();

@@ -555,19 +555,19 @@ export class IkdStream {
     const t = now();
     const base = { seq: msg.seq, skipped: msg.skipped ?? 0, result: msg.result };
     if (msg.index !== undefined) { base.index = msg.index; base.count = msg.count; }
-    const path = this.paths.get(msg.seq);
     let rtt = 0;
+    /* this seq and every older target still waiting are answered by it
+     * (ikd replaced those by newer ones: a target or a path) */
+    for (const [seq, p] of this.pending) {
+      if (seq > msg.seq) break;
+      if (seq === msg.seq) rtt = t - p.t0;
+      p.resolve({ ...base, requested: seq, rttMs: t - p.t0 });
+      this.pending.delete(seq);
+    }
+    const path = this.paths.get(msg.seq);
     if (path) {
       rtt = t - path.t0;
       if (path.onSample) path.onSample({ ...base, requested: msg.seq, rttMs: rtt });
-    } else {
-      /* this seq and every older one still waiting are answered by it */
-      for (const [seq, p] of this.pending) {
-        if (seq > msg.seq) break;
-        if (seq === msg.seq) rtt = t - p.t0;
-        p.resolve({ ...base, requested: seq, rttMs: t - p.t0 });
-        this.pending.delete(seq);
-      }
     }
     this.delivered = msg.seq;
     for (const fn of this.listeners) {

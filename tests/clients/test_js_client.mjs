@@ -21,9 +21,13 @@ import { readFileSync } from 'node:fs';
 import { Ikd, IkdError, streamProtocols, base64url } from '../../clients/js/ikd.js';
 import { start, IKD_DATA } from './ikd_daemon.mjs';
 
+/** every test is bounded: a hang is a failure, not a stuck suite */
+const LIMIT = { timeout: 30000 };
 const TOKEN = 'js-client/te+st=';
 const PLANAR = { kind: 'planar', lengths: [1.0, 0.8] };
 const LEG = { kind: 'bones', positions: [[0, 0, 1], [0.1, 0, 0.55], [0, 0, 0.1]] };
+/** p, or a failure naming what did not come within ms. */
+const within = (p, ms, what) => Promise.race([p, new Promise((_, reject) => setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms).unref())]);
 const dist = (a, b) => Math.hypot(...a.map((v, i) => v - b[i]));
 
 let daemon;
@@ -52,20 +56,20 @@ function checkLeg(result, target) {
   assert.ok(dist(foot, target) < 1e-9, `foot ${foot} on target ${target}`);
 }
 
-test('the token protocol is base64url without padding, next to ikd.v1', () => {
+test('the token protocol is base64url without padding, next to ikd.v1', LIMIT, () => {
   assert.deepEqual(streamProtocols('s3cret'), ['ikd.v1', 'base64url.bearer.ikd.czNjcmV0']);
   assert.deepEqual(streamProtocols(''), ['ikd.v1']);
   assert.equal(base64url('\u00ff\u00fe?>'), 'w7_Dvj8-');
 });
 
-test('solve: the answer puts the planar tip on the target', async () => {
+test('solve: the answer puts the planar tip on the target', LIMIT, async () => {
   const r = await ikd.solve({ chain: PLANAR, target: { position: [1.2, 0.6] } });
   assert.equal(r.status, 'success');
   assert.equal(r.solver, 'two_link');
   assert.ok(dist(planarTip(PLANAR.lengths, r.joints), [1.2, 0.6]) < 1e-9);
 });
 
-test('batch: every result in order, each checked by forward kinematics', async () => {
+test('batch: every result in order, each checked by forward kinematics', LIMIT, async () => {
   const targets = Array.from({ length: 40 }, (_, i) => {
     const a = (i / 40) * Math.PI, d = 0.5 + (i % 7) * 0.15;
     return { position: [d * Math.cos(a), d * Math.sin(a)] };
@@ -79,7 +83,7 @@ test('batch: every result in order, each checked by forward kinematics', async (
   });
 });
 
-test('chains: register, describe, solve by id, forget', async () => {
+test('chains: register, describe, solve by id, forget', LIMIT, async () => {
   const urdf = readFileSync(`${IKD_DATA}/robots/kuka_iiwa14_r820.urdf`, 'utf8');
   const desc = await ikd.registerChain({ kind: 'urdf', urdf, base: 'base_link', tip: 'tool0' });
   assert.match(desc.id, /^[0-9a-f]{32}$/);
@@ -96,7 +100,7 @@ test('chains: register, describe, solve by id, forget', async () => {
   await assert.rejects(ikd.getChain(desc.id), (e) => e instanceof IkdError && e.code === 'unknown_chain' && e.status === 404);
 });
 
-test('refusals are IkdErrors with code, JSON path and status', async () => {
+test('refusals are IkdErrors with code, JSON path and status', LIMIT, async () => {
   await assert.rejects(ikd.solve({ chain: PLANAR, target: { position: [1, 'x'] } }), (e) => {
     assert.ok(e instanceof IkdError);
     assert.equal(e.code, 'invalid_request');
@@ -139,10 +143,10 @@ async function streamInOrder(auth) {
   assert.equal(conn.state, 'closed');
 }
 
-test('stream with the token as a subprotocol (as browsers send it): ordered answers', () => streamInOrder('protocol'));
-test('stream with the token in the Authorization header', () => streamInOrder('header'));
+test('stream with the token as a subprotocol (as browsers send it): ordered answers', LIMIT, () => streamInOrder('protocol'));
+test('stream with the token in the Authorization header', LIMIT, () => streamInOrder('header'));
 
-test('stream errors name the seq and path, and the stream goes on', async () => {
+test('stream errors name the seq and path, and the stream goes on', LIMIT, async () => {
   const conn = ikd.connect();
   try {
     await conn.ready();
@@ -166,13 +170,69 @@ test('stream errors name the seq and path, and the stream goes on', async () => 
   }
 });
 
-test('a wrong token gets no stream', async () => {
+test('targets replaced by a path are answered by it, never left waiting', LIMIT, async () => {
+  const conn = ikd.connect();
+  try {
+    await conn.ready();
+    const leg = await conn.open('mixed', { chain: LEG });
+    for (let round = 0; round < 5; round++) {
+      const targets = Array.from({ length: 30 }, (_, i) => leg.target({ position: [0.2, 0.1, 0.25 + 0.001 * i] }));
+      const end = leg.path([{ position: [0.2, 0.1, 0.25] }, { position: [0.15, 0.05, 0.3] }], { rate_hz: 200, duration_s: 0.02 });
+      const settled = await Promise.race([
+        Promise.all(targets).then((a) => a),
+        new Promise((resolve) => setTimeout(() => resolve(null), 5000)),
+      ]);
+      assert.ok(settled, `round ${round}: every target before the path is answered`);
+      settled.forEach((a) => assert.ok(a.seq >= a.requested));
+      assert.equal((await end).completed, true);
+    }
+  } finally {
+    await conn.close();
+  }
+});
+
+test('a path solution answers older targets still waiting (scripted server)', LIMIT, async () => {
+  /* ikd answers waiting targets before a path today; the client must not
+   * depend on it: a solution with seq S answers every older target */
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: (p) => (p.has('ikd.v1') ? 'ikd.v1' : false) });
+  await new Promise((resolve) => wss.on('listening', resolve));
+  wss.on('connection', (sock) => {
+    sock.on('message', (data) => {
+      const m = JSON.parse(String(data));
+      const result = { status: 'success', code: 1, reason: 'ok', positions: [] };
+      if (m.type === 'open') sock.send(JSON.stringify({ type: 'opened', stream: m.stream, chain_id: '0'.repeat(32) }));
+      if (m.type === 'path') {
+        for (let i = 0; i < 2; i++) sock.send(JSON.stringify({ type: 'solution', stream: m.stream, seq: m.seq, skipped: i ? 0 : 2, index: i, count: 2, result }));
+        sock.send(JSON.stringify({ type: 'path_end', stream: m.stream, seq: m.seq, sent: 2, count: 2, completed: true }));
+      }
+    });
+  });
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false });
+  try {
+    await conn.ready();
+    const s = await conn.open('scripted', { chain: LEG });
+    const t1 = s.target({ position: [0, 0, 0] });
+    const t2 = s.target({ position: [0, 0, 0] });
+    const samples = [];
+    const end = await s.path([{ position: [0, 0, 0] }, { position: [0, 0, 1] }], {}, (x) => samples.push(x.index));
+    assert.equal(end.completed, true);
+    assert.deepEqual(samples, [0, 1]);
+    const [a1, a2] = await within(Promise.all([t1, t2]), 3000, 'the targets before the path');
+    assert.deepEqual([a1.requested, a1.seq, a2.requested, a2.seq], [1, 3, 2, 3]);
+  } finally {
+    await conn.close();
+    await new Promise((resolve) => wss.close(resolve));
+  }
+});
+
+test('a wrong token gets no stream', LIMIT, async () => {
   const conn = new Ikd(daemon.base, { token: 'wrong' }).connect({ reconnect: false });
   await assert.rejects(conn.ready(), (e) => e.code === 'closed');
   assert.equal(conn.state, 'closed');
 });
 
-test('reconnection: backoff, streams reopened on the new daemon; giving up after maxAttempts', async () => {
+test('reconnection: backoff, streams reopened on the new daemon; giving up after maxAttempts', LIMIT, async () => {
   const first = await start(['--token', TOKEN]);
   let second;
   const client = new Ikd(first.base, { token: TOKEN });
@@ -203,7 +263,7 @@ test('reconnection: backoff, streams reopened on the new daemon; giving up after
   assert.equal(lost.reconnects, 3);
 });
 
-test('clients/js/example.mjs runs as its README says', async () => {
+test('clients/js/example.mjs runs as its README says', LIMIT, async () => {
   const { execFile } = await import('node:child_process');
   const out = await new Promise((resolve, reject) => {
     execFile(process.execPath, ['clients/js/example.mjs'], {

@@ -25,6 +25,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { start } from '../clients/ikd_daemon.mjs';
 
+/** every test is bounded: a hang is a failure, not a stuck suite */
+const LIMIT = { timeout: 120000 };
 const BUILD = process.env.IKD_BUILD || 'build';
 const WEB = join(BUILD, 'web');
 const CHROMIUM = process.env.IKD_CHROMIUM || '/usr/bin/chromium';
@@ -74,7 +76,7 @@ async function get(path, headers = {}) {
   return { status: r.status, type: r.headers.get('content-type'), body: await r.text() };
 }
 
-test('the page and its files are served without a token; the API still needs it', async () => {
+test('the page and its files are served without a token; the API still needs it', LIMIT, async () => {
   const index = await get('/');
   assert.equal(index.status, 200);
   assert.equal(index.type, 'text/html; charset=utf-8');
@@ -114,7 +116,7 @@ async function settled(page, name, afterSent) {
   return page.evaluate((n) => window.ikdPage.state.streams[n], name);
 }
 
-test('in chromium: dragging the foot and the robot gizmo, the stream answers and the end effectors follow', async () => {
+test('in chromium: dragging the foot and the robot gizmo, the stream answers and the end effectors follow', LIMIT, async () => {
   await launch();
   const page = browser.pages()[0] || await browser.newPage();
   const problems = [];
@@ -183,7 +185,28 @@ test('in chromium: dragging the foot and the robot gizmo, the stream answers and
   assert.deepEqual(problems, [], 'no errors in the page');
 });
 
-test('in chromium: a wrong token gets the page asking for the right one', async () => {
+test('in chromium: ikd restarts, the page reconnects and its streams answer again', LIMIT, async () => {
+  if (!browser) await launch();
+  const page = await browser.newPage();
+  await page.goto(`${daemon.base}/#token=${TOKEN}`);
+  await page.waitForFunction(() => window.ikdPage && window.ikdPage.state.ready, null, { timeout: WAIT });
+  const before = await settled(page, 'leg', 0);
+  const port = daemon.port;
+  assert.equal(await daemon.stop(), 0);
+  daemon = null;
+  await page.waitForFunction(() => window.ikdPage.state.connection === 'reconnecting', null, { timeout: WAIT });
+  daemon = await start(['--token', TOKEN, '--web', WEB, '--listen', `127.0.0.1:${port}`]);
+  await page.waitForFunction(() => window.ikdPage.state.reopened === 1 && window.ikdPage.state.connection === 'open', null, { timeout: WAIT });
+  const again = await settled(page, 'leg', before.sent);
+  assert.equal(again.status, 'success');
+  await drag(page, 'leg_target', -40, -40);
+  const after = await settled(page, 'leg', again.sent);
+  assert.equal(after.status, 'success');
+  assert.ok(after.followError < 1e-6, `the foot follows after the reconnection (${after.followError})`);
+  await page.close();
+});
+
+test('in chromium: a wrong token gets the page asking for the right one', LIMIT, async () => {
   if (!browser) await launch();
   const page = await browser.newPage();
   await page.goto(`${daemon.base}/#token=wrong`);
