@@ -101,6 +101,13 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
 int proto_options_check(const json_t *options, const proto_chain *chain, const proto_limits *lim,
                         proto_error *err);
 
+/* Everything a stream's open message gives besides its chain: the options
+ * (as proto_options_check), the seed when not NULL (as proto_seed_check, at
+ * "/seed"), and that a servo stream (options.servo) has a seed. 0, or -1
+ * with *err set. */
+int proto_stream_open_check(const json_t *options, const json_t *seed, const proto_chain *chain,
+                            const proto_limits *lim, proto_error *err);
+
 /* Checks a seed (the value of "seed" in a request, or of a stream's open
  * message) for a chain and its options (NULL: none) exactly as a request's
  * seed is checked, with path as its JSON path. 0, or -1 with *err set. */

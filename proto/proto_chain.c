@@ -128,12 +128,44 @@ void proto_chain_unref(proto_chain *c)
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
     json_decref(c->source);
+    free(atomic_load(&c->velocity));
     free(c->chain);
     free(c->positions);
     free(c->rotations);
     free(c->skel);
     free(c->names);
     free(c);
+}
+
+const double *proto__chain_velocities(proto_chain *c, proto_error *err)
+{
+    if (c->kind != PROTO_CHAIN_URDF || !c->chain)
+        return NULL;
+    double *v = atomic_load(&c->velocity);
+    if (v)
+        return v;
+    const json_t *u = json_object_get(c->source, "urdf");
+    const char *base = json_string_value(json_object_get(c->source, "base"));
+    const char *tip = json_string_value(json_object_get(c->source, "tip"));
+    v = calloc(IK_MAX_DOF, sizeof *v);
+    if (!v) {
+        proto_error_set(err, 500, "internal", "", "out of memory");
+        return NULL;
+    }
+    size_t n = 0;
+    if (!json_is_string(u) ||
+        proto_urdf_velocities(json_string_value(u), json_string_length(u), base, tip, v,
+                              IK_MAX_DOF, &n, err) != 0 ||
+        n != c->chain->dof) {
+        free(v);
+        return NULL;
+    }
+    double *none = NULL;
+    if (!atomic_compare_exchange_strong(&c->velocity, &none, v)) {
+        free(v); /* another thread was first: use its copy */
+        v = none;
+    }
+    return v;
 }
 
 const char *proto_chain_id(const proto_chain *c)

@@ -85,6 +85,9 @@ struct proto_chain {
     /* names of the movable joints (joints/urdf) or bones (skeleton) */
     char (*names)[PROTO_NAME_MAX];
     size_t nnames;
+    /* urdf: the <limit velocity> of each movable joint (0: none given),
+     * read on first use (proto__chain_velocities) and kept */
+    _Atomic(double *) velocity;
 };
 
 /* One target in the internal convention. */
@@ -116,6 +119,11 @@ typedef struct proto_options {
                                   prismatic ones; the caller's value in
                                   max_joint_step_in); 0: no limit */
     double max_joint_step_in;  /* the same as the caller gave it */
+    /* servo streams (options.servo): the controller's period in seconds
+     * (0: not a servo stream) and each joint's velocity limit (radians or
+     * length per second) */
+    double servo_period;
+    double servo_velocity[IK_MAX_DOF];
     int bend;                  /* planar: +1, -1, or 0 (auto: +1, or nearest seed) */
 } proto_options;
 
@@ -137,6 +145,8 @@ typedef struct proto_result {
      * for, over angular joints (radians) and prismatic joints (length) */
     bool has_step;
     double step_ang, step_lin;
+    int servo; /* servo streams: 1 arrived at the solution, 0 on the way;
+                  -1 not a servo answer */
 } proto_result;
 
 struct proto_job {
@@ -179,6 +189,11 @@ void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
  * MoveItErrorCodes) a solver status is answered with; statuses outside the
  * table are "failure", 99999. */
 int proto__moveit(int status, const char **word);
+
+/* proto_chain.c: a URDF chain's joint velocity limits (chain->dof values,
+ * 0 where the URDF gives none), read from its document on first use and
+ * kept; NULL for other kinds or with *err set when the document fails. */
+const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 
 /* proto_run.c */
 /* The solver auto picks for a chain and the first target, or an error when

@@ -244,7 +244,7 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
     static const char *const keys[] = {"solver",   "tolerance",  "angular_tolerance",
                                        "max_iterations", "timeout_ms", "search",
                                        "units",    "frame",      "bend",
-                                       "max_joint_step", NULL};
+                                       "max_joint_step", "servo", NULL};
     memset(o, 0, sizeof *o);
     o->timeout_ms = 5 < lim->max_time_ms ? 5 : lim->max_time_ms;
     o->iter_cap = lim->max_iterations;
@@ -348,10 +348,61 @@ static int job_alloc(proto_job *job, bool seeds)
 
 /* A request's "options" for its chain: decode_options, then what depends on
  * the chain. */
+/* options.servo for chain c: {"period_s": T, "velocity": [...]}, the
+ * velocities in options.units per second (length per second for prismatic
+ * joints), or, without "velocity", the URDF's <limit velocity>. */
+static int servo_options(const json_t *sv, const proto_chain *c, proto_options *o,
+                         proto_error *err)
+{
+    static const char *const keys[] = {"period_s", "velocity", NULL};
+    const char *path = "/options/servo";
+    if (c->kind != PROTO_CHAIN_JOINTS && c->kind != PROTO_CHAIN_URDF)
+        return proto_error_set(err, 400, "invalid_request", path,
+                               "options.servo applies to joints and urdf chains (the numeric "
+                               "solver), not to %s chains",
+                               proto_chain_kind_names[c->kind]);
+    if (proto_json_check_object(sv, path, keys, err))
+        return -1;
+    json_t *x = proto_json_require(sv, path, "period_s", err);
+    if (!x || proto_json_positive(x, "/options/servo/period_s", 1.0, &o->servo_period, err))
+        return -1;
+    const size_t n = c->chain->dof;
+    x = json_object_get(sv, "velocity");
+    if (x) {
+        double v[IK_MAX_DOF];
+        if (proto_json_numbers(x, "/options/servo/velocity", n, v, err))
+            return -1;
+        for (size_t k = 0; k < n; k++) {
+            if (!(v[k] > 0))
+                return proto_error_set(err, 400, "invalid_request", "/options/servo/velocity",
+                                       "options.servo.velocity[%zu] must be > 0", k);
+            o->servo_velocity[k] = angular_joint(c, k) ? proto_angle_in(o->units, v[k]) : v[k];
+        }
+        return 0;
+    }
+    const double *uv = proto__chain_velocities((proto_chain *)c, err);
+    if (!uv && c->kind == PROTO_CHAIN_URDF)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        if (!uv || !(uv[k] > 0))
+            return proto_error_set(err, 400, "invalid_request", "/options/servo/velocity",
+                                   "joint %s has no velocity limit (%s); give "
+                                   "options.servo.velocity",
+                                   c->names ? c->names[k] : "?",
+                                   c->kind == PROTO_CHAIN_URDF ? "no <limit velocity> in the URDF"
+                                                               : "joints chains have none");
+        o->servo_velocity[k] = uv[k];
+    }
+    return 0;
+}
+
 static int chain_options(const json_t *jo, const proto_chain *c, const proto_limits *lim,
                          proto_options *o, proto_error *err)
 {
     if (decode_options(jo, "/options", lim, o, err))
+        return -1;
+    const json_t *sv = json_is_object(jo) ? json_object_get(jo, "servo") : NULL;
+    if (sv && servo_options(sv, c, o, err))
         return -1;
     /* planar chains live in their own x-y plane (targets, seeds and answers
      * are 2-D): a frame convention would do nothing, so it is refused */
@@ -372,6 +423,26 @@ int proto_options_check(const json_t *options, const proto_chain *chain, const p
     }
     proto_options o;
     return chain_options(options, chain, lim, &o, err);
+}
+
+int proto_stream_open_check(const json_t *options, const json_t *seed, const proto_chain *chain,
+                            const proto_limits *lim, proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    proto_options o;
+    if (chain_options(options, chain, lim, &o, err))
+        return -1;
+    if (seed)
+        return proto_seed_check(seed, chain, options, lim, "/seed", err);
+    if (o.servo_period > 0)
+        return proto_error_set(err, 400, "invalid_request", "/seed",
+                               "a servo stream needs the arm's current joints as \"seed\" (each "
+                               "answer moves from there)");
+    return 0;
 }
 
 int proto_seed_check(const json_t *seed, const proto_chain *chain, const json_t *options,
@@ -446,6 +517,12 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
 
     if (chain_options(json_object_get(req, "options"), job->chain, lim, &job->opt, err))
         goto fail;
+    if (job->opt.servo_period > 0 && !chain) {
+        proto_error_set(err, 400, "invalid_request", "/options/servo",
+                        "options.servo applies to streams (GET /v1/stream), where each answer "
+                        "is one control period");
+        goto fail;
+    }
 
     /* targets: count them first */
     json_t *jt;
@@ -896,6 +973,8 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
             json_object_set_new(o, "orientation_error", json_real(proto_angle_out(u, r->rot_err)));
         if (r->has_step)
             json_object_set_new(o, "max_joint_step", json_real(answer_step(job, r)));
+        if (r->servo >= 0)
+            json_object_set_new(o, "arrived", json_boolean(r->servo == 1));
     }
     json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
     json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
@@ -1037,6 +1116,13 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
             REAL_MEMBER(w, first, "orientation_error", proto_angle_out(u, r->rot_err));
         if (r->has_step)
             REAL_MEMBER(w, first, "max_joint_step", answer_step(job, r));
+        if (r->servo >= 0) {
+            MEMBER(w, first, "arrived");
+            if (r->servo == 1)
+                proto_jw_raw(w, "true", 4);
+            else
+                proto_jw_raw(w, "false", 5);
+        }
     }
     MEMBER(w, first, "iterations");
     proto_jw_integer(w, (json_int_t)r->iterations);

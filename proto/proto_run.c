@@ -41,6 +41,7 @@
 #include "solver/ik_fabrik.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_planar.h"
+#include "solver/ik_servo.h"
 #include "solver/ik_status.h"
 #include "solver/ik_twobone.h"
 
@@ -430,6 +431,29 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     r->has_step = false;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
+    if (seed && job->opt.servo_period > 0) {
+        /* servo: one period's motion toward the solution, every joint
+         * within its velocity limit; on a failed solve the arm holds */
+        double from[IK_MAX_DOF];
+        for (size_t k = 0; k < c->chain->dof; k++)
+            from[k] = c->chain->type[k] == IK_JOINT_CONTINUOUS
+                          ? seed[k]
+                          : ik_clamp(seed[k], c->chain->lower[k], c->chain->upper[k]);
+        double sf = r->status == IK_OK ? ik_servo_step(c->chain->dof, from, r->q,
+                                                       job->opt.servo_velocity,
+                                                       job->opt.servo_period, r->q)
+                                       : -1.0;
+        if (sf < 0.0)
+            memcpy(r->q, from, c->chain->dof * sizeof *from);
+        r->servo = sf >= 1.0 ? 1 : 0;
+        /* the errors of the pose the arm is sent to */
+        ik_xform tip = ik_chain_fk(c->chain, r->q);
+        double e[6];
+        ik_xform want = {t->position, t->has_orientation ? t->orientation : tip.q};
+        ik_pose_error(want, tip, e);
+        res.pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+        res.rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+    }
     if (seed) {
         /* the motion the answer asks for, from the seed as the solver saw
          * it (inside the limits) */
@@ -462,6 +486,7 @@ void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
     r->iterations = r->restarts = 0;
     r->has_tip = false;
     r->has_step = false;
+    r->servo = -1;
     r->pos_err = 0;
     r->rot_err = -1;
     switch (job->solver) {

@@ -442,6 +442,54 @@ static int decode_joint(const urdf_joint *j, ik_joint *out, proto_error *err)
 
 /* ---- public ---------------------------------------------------------- */
 
+/* The joints on the path from base_link down to tip_link, tip first, into
+ * *path (malloc'd, caller frees; also on error) and *n. */
+static int find_path(urdf_doc *d, const char *base_link, const char *tip_link,
+                     const urdf_joint ***path_out, size_t *n_out, proto_error *err)
+{
+    char list[160];
+    *path_out = NULL;
+    if (!has_link(d, base_link)) {
+        link_list(d, list, sizeof list);
+        return INVALID(err, "unknown base link '%.64s' (links: %s)", base_link, list);
+    }
+    if (!has_link(d, tip_link)) {
+        link_list(d, list, sizeof list);
+        return INVALID(err, "unknown tip link '%.64s' (links: %s)", tip_link, list);
+    }
+    if (strcmp(base_link, tip_link) == 0)
+        return INVALID(err, "base and tip are the same link '%.64s': the chain has no joint",
+                       base_link);
+    const urdf_joint **path = malloc((d->n_joints ? d->n_joints : 1) * sizeof *path);
+    if (!path)
+        return urdf_fail(err, 500, "internal", "out of memory");
+    *path_out = path;
+    /* Walk up from the tip. Every link has at most one parent joint, so the
+     * walk is unique; more steps than joints means a cycle. */
+    size_t n = 0;
+    const char *cur = tip_link;
+    while (strcmp(cur, base_link) != 0) {
+        const urdf_joint *j = parent_joint(d, cur);
+        if (!j)
+            return INVALID(err,
+                           "tip link '%.64s' is not a descendant of base link '%.64s': there is "
+                           "no serial path between them (going up from the tip ends at root link "
+                           "'%.64s')",
+                           tip_link, base_link, cur);
+        if (n == d->n_joints)
+            return INVALID(err,
+                           "the joints above link '%.64s' form a cycle: the robot is not a tree",
+                           tip_link);
+        if (!has_link(d, j->parent))
+            return INVALID(err, "joint '%.64s' names parent link '%.64s', which is not a <link>",
+                           j->name, j->parent);
+        path[n++] = j;
+        cur = j->parent;
+    }
+    *n_out = n;
+    return 0;
+}
+
 int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
                      ik_joint *joints, size_t cap, size_t *n_joints,
                      char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
@@ -452,56 +500,11 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
     if (urdf_open(&d, xml, len, err))
         return -1;
 
-    int r = 0;
-    char list[160];
     const urdf_joint **path = NULL;
-    if (!has_link(&d, base_link)) {
-        link_list(&d, list, sizeof list);
-        r = INVALID(err, "unknown base link '%.64s' (links: %s)", base_link, list);
-        goto done;
-    }
-    if (!has_link(&d, tip_link)) {
-        link_list(&d, list, sizeof list);
-        r = INVALID(err, "unknown tip link '%.64s' (links: %s)", tip_link, list);
-        goto done;
-    }
-    if (strcmp(base_link, tip_link) == 0) {
-        r = INVALID(err, "base and tip are the same link '%.64s': the chain has no joint",
-                    base_link);
-        goto done;
-    }
-    path = malloc((d.n_joints ? d.n_joints : 1) * sizeof *path);
-    if (!path) {
-        r = urdf_fail(err, 500, "internal", "out of memory");
-        goto done;
-    }
-    /* Walk up from the tip. Every link has at most one parent joint, so the
-     * walk is unique; more steps than joints means a cycle. */
     size_t n = 0;
-    const char *cur = tip_link;
-    while (strcmp(cur, base_link) != 0) {
-        const urdf_joint *j = parent_joint(&d, cur);
-        if (!j) {
-            r = INVALID(err,
-                        "tip link '%.64s' is not a descendant of base link '%.64s': there is no "
-                        "serial path between them (going up from the tip ends at root link "
-                        "'%.64s')",
-                        tip_link, base_link, cur);
-            goto done;
-        }
-        if (n == d.n_joints) {
-            r = INVALID(err, "the joints above link '%.64s' form a cycle: the robot is not a tree",
-                        tip_link);
-            goto done;
-        }
-        if (!has_link(&d, j->parent)) {
-            r = INVALID(err, "joint '%.64s' names parent link '%.64s', which is not a <link>",
-                        j->name, j->parent);
-            goto done;
-        }
-        path[n++] = j;
-        cur = j->parent;
-    }
+    int r = find_path(&d, base_link, tip_link, &path, &n, err);
+    if (r)
+        goto done;
     if (n > cap) {
         r = TOO_LARGE(err,
                       "the chain from '%.64s' to '%.64s' has %zu joints, more than the %zu allowed",
@@ -525,6 +528,43 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
     *n_joints = n;
 
 done:
+    free(path);
+    urdf_close(&d);
+    return r;
+}
+
+int proto_urdf_velocities(const char *xml, size_t len, const char *base_link,
+                          const char *tip_link, double *vel, size_t cap, size_t *n_movable,
+                          proto_error *err)
+{
+    if (!base_link || !tip_link || !n_movable || (cap > 0 && !vel))
+        return urdf_fail(err, 400, "invalid_request", "base and tip links must be given");
+    urdf_doc d;
+    if (urdf_open(&d, xml, len, err))
+        return -1;
+    const urdf_joint **path = NULL;
+    size_t n = 0, m = 0;
+    int r = find_path(&d, base_link, tip_link, &path, &n, err);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        const urdf_joint *j = path[n - 1 - i];
+        if (!j->type || strcmp(j->type, "fixed") == 0)
+            continue;
+        double v = 0.0;
+        xmlNodePtr lim = child_element(j->node, "limit");
+        if (lim && read_numbers(lim, "velocity", &v, 1, j->name, err)) {
+            r = -1;
+            break;
+        }
+        if (!(v > 0.0))
+            v = 0.0;
+        if (m >= cap) {
+            r = TOO_LARGE(err, "the chain has more than %zu movable joints", cap);
+            break;
+        }
+        vel[m++] = v;
+    }
+    if (r == 0)
+        *n_movable = m;
     free(path);
     urdf_close(&d);
     return r;

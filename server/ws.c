@@ -621,8 +621,7 @@ static void on_open(ws_conn *c, proto_stream_msg *m)
         send_error(c, m->stream, false, 0, &e);
         return;
     }
-    if (proto_options_check(m->options, chain, &ctx->cfg.limits, &e) != 0 ||
-        (m->seed && proto_seed_check(m->seed, chain, m->options, &ctx->cfg.limits, "/seed", &e))) {
+    if (proto_stream_open_check(m->options, m->seed, chain, &ctx->cfg.limits, &e) != 0) {
         proto_chain_unref(chain);
         send_error(c, m->stream, false, 0, &e);
         return;

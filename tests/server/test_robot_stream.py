@@ -14,7 +14,13 @@ Every answer is checked by forward kinematics computed here from the URDF
   - a continuous joint swept through +-pi and beyond comes back monotonic;
   - a target's seed re-synchronises a stream (the arm moved by other means);
   - max_joint_step on a stream refuses a larger step with joint_step;
-  - a wrong seed at open or on a target is an error naming /seed.
+  - a wrong seed at open or on a target is an error naming /seed;
+  - servo streams (options.servo): no joint ever moves more than its
+    velocity limit (the URDF's, or given per joint) times the period, a
+    reachable target is reached in the expected number of periods and
+    answered "arrived", a target across the UR5's wrist singularity is
+    approached without a jump, and servo is refused over HTTP, without a
+    seed, or without velocity limits.
 Robots come from $IKD_DATA (tests/run.sh sets it, default tests/data).
 """
 import asyncio
@@ -89,9 +95,9 @@ class RobotStreamTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.d.stop()
 
-    def check_answer(self, chain, r, target):
+    def check_answer(self, chain, r, target, per_radian=1.0):
         self.assertEqual(r["status"], "success", r)
-        q = r["joints"]
+        q = [x / per_radian for x in r["joints"]]
         self.assertTrue(chain.within_limits(q), q)
         p, quat = chain.fk(q)
         for a, b in zip(p, target["position"]):
@@ -234,6 +240,109 @@ class RobotStreamTest(unittest.TestCase):
                 self.assertEqual((r["status"], r["code"], r["reason"]),
                                  ("no_ik_solution", -31, "joint_step"))
                 self.assertLess(largest_step(r["joints"], answers[-1]), 1e-9)
+        run(body())
+
+    async def servo_to(self, ws, chain, name, q0, goal_q, period, vel, units_deg=False,
+                       velocity=None, limit_periods=2000):
+        """Opens a servo stream at q0 and sends FK(goal_q) once per period
+        until an answer says arrived; checks every step against vel * period
+        (vel in rad/s) and every answer's pose by FK; returns (periods,
+        answers)."""
+        k = 180 / math.pi if units_deg else 1.0
+        opts = {"servo": {"period_s": period}}
+        if velocity is not None:
+            opts["servo"]["velocity"] = velocity
+        if units_deg:
+            opts["units"] = "degrees"
+        await send(ws, {"type": "open", "stream": name, "chain": chain.request(),
+                        "seed": [x * k for x in q0], "options": opts})
+        m = await recv(ws)
+        self.assertEqual(m["type"], "opened", m)
+        p, quat = chain.fk(goal_q)
+        t = {"position": p, "orientation": quat}
+        prev, answers = list(q0), []
+        for i in range(limit_periods):
+            await send(ws, {"type": "target", "stream": name, "seq": i, "target": t})
+            m = await recv(ws)
+            r = m["result"]
+            self.assertEqual(r["status"], "success", r)
+            q = [x / k for x in r["joints"]]
+            self.assertTrue(chain.within_limits(q))
+            for j in range(chain.dof):
+                self.assertLessEqual(abs(q[j] - prev[j]), vel[j] * period * (1 + 1e-9) + 1e-12,
+                                     "joint %d moved %.6f in one period" % (j, abs(q[j] - prev[j])))
+            # the answer's tip is where these joints put it
+            tp, _ = chain.fk(q)
+            for a, b in zip(tp, r["tip"]["position"]):
+                self.assertAlmostEqual(a, b, delta=1e-6)
+            answers.append(q)
+            prev = q
+            if r["arrived"]:
+                self.check_answer(chain, r, t, per_radian=k)
+                return i + 1, answers
+        self.fail("never arrived")
+
+    def test_servo_reaches_within_velocity(self):
+        chain = chain_of("ur5")
+        vel = [J.velocity for J in chain.movable]
+        q0 = [0.3, -1.2, 1.4, -1.5, 1.2, 0.4]
+        q1 = [0.8, -1.0, 1.1, -1.2, 1.0, 1.6]
+        period = 0.01
+
+        async def body():
+            async with connect(self.d) as ws:
+                n, answers = await self.servo_to(ws, chain, "servo", q0, q1, period, vel)
+                expect = max(math.ceil(abs(b - a) / (v * period) - 1e-9)
+                             for a, b, v in zip(q0, q1, vel))
+                self.assertIn(n, (expect, expect + 1), (n, expect))
+                # given per joint, in degrees per second: half the speed
+                half = [v / 2 for v in vel]
+                n2, _ = await self.servo_to(ws, chain, "servo2", q0, q1, period, half,
+                                            units_deg=True,
+                                            velocity=[v * 180 / math.pi for v in half])
+                self.assertIn(n2, (2 * expect - 1, 2 * expect, 2 * expect + 1), (n2, expect))
+        run(body(), limit=120)
+
+    def test_servo_across_wrist_singularity(self):
+        """Joint 5 of the UR5 from 0.4 to -0.4 (through the wrist singularity
+        at 0, where joints 4 and 6 line up): bounded steps all the way."""
+        chain = chain_of("ur5")
+        vel = [J.velocity for J in chain.movable]
+        q0 = [0.2, -1.3, 1.5, -1.6, 0.4, 0.3]
+        q1 = [0.3, -1.2, 1.4, -1.5, -0.4, 0.9]
+
+        async def body():
+            async with connect(self.d) as ws:
+                n, answers = await self.servo_to(ws, chain, "sing", q0, q1, 0.004, vel)
+                self.assertGreater(n, 10)
+        run(body(), limit=120)
+
+    def test_servo_refusals(self):
+        chain = chain_of("ur5")
+        status, text = self.d.http("POST", "/v1/solve", {
+            "chain": chain.request(), "target": {"position": [0.4, 0.1, 0.4]},
+            "seed": [0] * 6, "options": {"servo": {"period_s": 0.01}}})
+        self.assertEqual(status, 400, text)
+        self.assertIn("/options/servo", text)
+
+        async def body():
+            async with connect(self.d) as ws:
+                await send(ws, {"type": "open", "stream": "a", "chain": chain.request(),
+                                "options": {"servo": {"period_s": 0.01}}})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["error"]["path"]), ("error", "/seed"), m)
+                joints = {"kind": "joints", "joints": [
+                    {"name": "a", "type": "revolute", "axis": [0, 0, 1],
+                     "limits": {"lower": -1, "upper": 1}},
+                    {"name": "t", "type": "fixed", "origin": {"xyz": [0.1, 0, 0]}}]}
+                await send(ws, {"type": "open", "stream": "b", "chain": joints, "seed": [0],
+                                "options": {"servo": {"period_s": 0.01}}})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["error"]["path"]),
+                                 ("error", "/options/servo/velocity"), m)
+                await send(ws, {"type": "open", "stream": "b", "chain": joints, "seed": [0],
+                                "options": {"servo": {"period_s": 0.01, "velocity": [1.0]}}})
+                self.assertEqual((await recv(ws))["type"], "opened")
         run(body())
 
     def test_bad_seeds(self):
