@@ -249,6 +249,34 @@ fail:
     return NULL;
 }
 
+size_t proto_stream_path_next(const proto_stream_path *p, long long last, double elapsed_ms,
+                              size_t *skipped, double *wait_ms)
+{
+    *skipped = 0;
+    *wait_ms = 0.0;
+    if (!p || last + 1 >= (long long)p->count)
+        return p ? p->count : 0;
+    const double period = 1000.0 / p->rate_hz;
+    size_t next = (size_t)(last + 1);
+    double due = (double)next * period;
+    if (elapsed_ms + 1e-9 < due) {
+        *wait_ms = due - elapsed_ms;
+        return p->count;
+    }
+    const double window = PROTO_STREAM_PATH_LAG_MS > 2.0 * period ? PROTO_STREAM_PATH_LAG_MS
+                                                                  : 2.0 * period;
+    if (elapsed_ms - due > window) {
+        /* the oldest sample due within the window */
+        double k = ceil((elapsed_ms - window) / period - 1e-9);
+        size_t take = k >= (double)(p->count - 1) ? p->count - 1 : (size_t)k;
+        if (take > next) {
+            *skipped = take - next;
+            next = take;
+        }
+    }
+    return next;
+}
+
 void proto_stream_path_free(proto_stream_path *p)
 {
     if (!p)
@@ -549,13 +577,13 @@ char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t
 }
 
 char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent,
-                                   size_t count, bool completed, size_t *len)
+                                   size_t skipped, size_t count, bool completed, size_t *len)
 {
     outbuf b = {0};
     ob_printf(&b,
-              "{\"type\":\"path_end\",\"stream\":\"%s\",\"seq\":%lld,\"sent\":%zu,\"count\":%zu,"
-              "\"completed\":%s}",
-              stream, seq, sent, count, completed ? "true" : "false");
+              "{\"type\":\"path_end\",\"stream\":\"%s\",\"seq\":%lld,\"sent\":%zu,\"skipped\":%zu,"
+              "\"count\":%zu,\"completed\":%s}",
+              stream, seq, sent, skipped, count, completed ? "true" : "false");
     return ob_finish(&b, len);
 }
 

@@ -15,7 +15,7 @@
  *   {"type":"closed","stream":"s1"}
  *   {"type":"solution","stream":"s1","seq":17,"skipped":0,"result":{...}}
  *      (path samples add "index":i,"count":n)
- *   {"type":"path_end","stream":"s1","seq":18,"sent":n,"count":n,"completed":true}
+ *   {"type":"path_end","stream":"s1","seq":18,"sent":n,"skipped":0,"count":n,"completed":true}
  *   {"type":"error","stream":"s1","seq":17,"error":{"code":..,"message":..,"path":..}}
  *
  * Decoding validates the envelope only (type, stream name, seq, the shape of
@@ -108,6 +108,22 @@ double proto_stream_path_rate_hz(const proto_stream_path *p);
 /* Sample i (< count) as a new target object (caller decrefs), or NULL when
  * out of memory or i is out of range. */
 json_t *proto_stream_path_sample(const proto_stream_path *p, size_t i);
+/* Paths on schedule. Sample k is due k / rate_hz seconds after the path
+ * started. Given the last sample taken (-1 before the first) and the
+ * milliseconds elapsed since the start, returns the sample to solve now:
+ * the next one in order as soon as it is due, so that a late wake-up
+ * catches up on every sample it missed instead of jumping to the newest.
+ * Samples are skipped only when solving cannot keep up: when the next one
+ * is more than the lag window (PROTO_STREAM_PATH_LAG_MS, or two periods if
+ * that is longer) late, the answer is the oldest sample still within the
+ * window (never beyond the last sample, which is always solved), and
+ * *skipped says how many were passed over. Returns the sample count when
+ * nothing is due yet; *wait_ms then says in how many milliseconds the next
+ * one is (0 otherwise). Pure arithmetic. */
+#define PROTO_STREAM_PATH_LAG_MS 100.0
+size_t proto_stream_path_next(const proto_stream_path *p, long long last, double elapsed_ms,
+                              size_t *skipped, double *wait_ms);
+
 /* Releases a path (NULL is fine). A path taken out of a message (set
  * msg->path to NULL after copying the pointer) outlives the message. */
 void proto_stream_path_free(proto_stream_path *p);
@@ -131,8 +147,10 @@ typedef struct proto_job proto_job;
 char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t skipped,
                                        const proto_job *job, size_t i, size_t index,
                                        size_t count, size_t *len);
+/* sent: samples answered; skipped: samples passed over because solving
+ * could not keep up (proto_stream_path_next). */
 char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent,
-                                   size_t count, bool completed, size_t *len);
+                                   size_t skipped, size_t count, bool completed, size_t *len);
 /* has_seq false omits "seq". */
 char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
                                 const proto_error *e, size_t *len);

@@ -158,7 +158,8 @@ struct ws_stream {
     long long path_seq;
     size_t path_count, path_sent;
     long long path_last; /* index of the last sample solved, -1 before the first */
-    uint64_t path_start; /* uv_now() when the path message arrived */
+    size_t path_skipped; /* samples passed over (solving could not keep up) */
+    uint64_t path_start_ns; /* uv_hrtime() when the path message arrived */
     uv_timer_t timer;
     bool timer_open;
 };
@@ -339,8 +340,8 @@ static void path_end(ws_stream *s, bool completed)
     if (!s->path)
         return;
     size_t len;
-    char *t = proto_stream_encode_path_end(s->name, s->path_seq, s->path_sent, s->path_count,
-                                           completed, &len);
+    char *t = proto_stream_encode_path_end(s->name, s->path_seq, s->path_sent, s->path_skipped,
+                                           s->path_count, completed, &len);
     send_text(s->conn, t, len);
     free(t);
     proto_stream_path_free(s->path);
@@ -471,45 +472,39 @@ refused:
 
 static void on_path_tick(uv_timer_t *t);
 
-/* Arms the path timer for the moment the next sample is due (one shot per
- * sample, so that samples leave on time instead of on a coarse tick). */
-static void path_schedule(ws_stream *s)
-{
-    if (!s->path || !s->timer_open)
-        return;
-    size_t next = (size_t)(s->path_last + 1);
-    if (next >= s->path_count)
-        return;
-    double at = (double)s->path_start + (double)next * 1000.0 / proto_stream_path_rate_hz(s->path);
-    double now = (double)uv_now(s->conn->ctx->loop);
-    uint64_t delay = at > now ? (uint64_t)ceil(at - now) : 0;
-    uv_timer_start(&s->timer, on_path_tick, delay, 0);
-}
-
-/* Solves the newest due sample of the running path if the stream is idle
- * (a busy stream comes back here when its solve completes), then waits for
- * the next one. */
+/* Solves the running path's samples on schedule (proto_stream_path_next:
+ * each due sample in order, catching up after a late wake-up, skipping only
+ * beyond the lag window) while the stream is idle; a busy stream comes back
+ * here when its solve completes. At most WS_PATH_BURST samples per call, so
+ * that a long catch-up lets the loop serve others in between; then the
+ * timer is armed for the next due sample (0: right after this turn). */
+#define WS_PATH_BURST 64
 static void path_step(ws_stream *s)
 {
-    if (!s->path || s->busy || s->closed || s->conn->closing || s->conn->dead)
-        return;
-    double rate = proto_stream_path_rate_hz(s->path);
-    double elapsed_ms = (double)(uv_now(s->conn->ctx->loop) - s->path_start);
-    double due_f = floor(elapsed_ms * rate / 1000.0 + 1e-9);
-    size_t due = due_f >= (double)(s->path_count - 1) ? s->path_count - 1 : (size_t)due_f;
-    if ((long long)due > s->path_last) {
-        size_t skipped = (size_t)((long long)due - s->path_last - 1);
-        json_t *tgt = proto_stream_path_sample(s->path, due);
-        s->path_last = (long long)due;
+    for (int burst = 0;; burst++) {
+        if (!s->path || s->busy || s->closed || s->conn->closing || s->conn->dead)
+            return;
+        double elapsed_ms = (double)(uv_hrtime() - s->path_start_ns) / 1e6;
+        size_t skipped;
+        double wait_ms;
+        size_t next = proto_stream_path_next(s->path, s->path_last, elapsed_ms, &skipped,
+                                             &wait_ms);
+        if (next >= s->path_count || burst >= WS_PATH_BURST) {
+            if (s->timer_open)
+                uv_timer_start(&s->timer, on_path_tick,
+                               next >= s->path_count ? (uint64_t)ceil(wait_ms) : 0, 0);
+            return;
+        }
+        s->path_skipped += skipped;
+        s->path_last = (long long)next;
+        json_t *tgt = proto_stream_path_sample(s->path, next);
         if (!tgt) {
-            path_sample_done(s, due, false);
+            path_sample_done(s, next, false);
         } else {
-            stream_solve(s, tgt, NULL, s->path_seq, skipped, due, s->path_count);
+            stream_solve(s, tgt, NULL, s->path_seq, skipped, next, s->path_count);
             json_decref(tgt);
         }
     }
-    if (!s->busy)
-        path_schedule(s);
 }
 
 static void on_path_tick(uv_timer_t *t)
@@ -694,7 +689,8 @@ static void on_path(ws_stream *s, proto_stream_msg *m)
     s->path_count = proto_stream_path_count(s->path);
     s->path_sent = 0;
     s->path_last = -1;
-    s->path_start = uv_now(ctx->loop);
+    s->path_skipped = 0;
+    s->path_start_ns = uv_hrtime();
     path_step(s);
 }
 

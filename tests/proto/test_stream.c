@@ -314,6 +314,55 @@ START_TEST(test_path_defaults_and_position_only)
 }
 END_TEST
 
+/* Paths on schedule: samples in order as they fall due, a late wake-up
+ * catches up one sample at a time, skips only beyond the lag window, the
+ * last sample never skipped. */
+START_TEST(test_path_schedule)
+{
+    proto_stream_msg m;
+    proto_error e;
+    /* 1000 Hz for 0.3 s: 301 samples, one per millisecond */
+    ck_assert_int_eq(decode("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"rate_hz\":1000,"
+                            "\"duration_s\":0.3,\"waypoints\":[{\"position\":[0,0,0]},"
+                            "{\"position\":[1,0,0]}]}",
+                            &m, &e),
+                     0);
+    const proto_stream_path *p = m.path;
+    ck_assert_uint_eq(proto_stream_path_count(p), 301);
+    size_t skip;
+    double wait;
+    /* sample 0 is due at once */
+    ck_assert_uint_eq(proto_stream_path_next(p, -1, 0.0, &skip, &wait), 0);
+    ck_assert_uint_eq(skip, 0);
+    /* not yet due: says how long to wait */
+    ck_assert_uint_eq(proto_stream_path_next(p, 0, 0.25, &skip, &wait), 301);
+    ck_assert_double_eq_tol(wait, 0.75, 1e-9);
+    /* a wake-up 40 ms late catches up in order: samples 1, 2, ... each due */
+    for (long long last = 0; last < 40; last++) {
+        ck_assert_uint_eq(proto_stream_path_next(p, last, 41.0, &skip, &wait), (size_t)last + 1);
+        ck_assert_uint_eq(skip, 0);
+    }
+    /* 150 ms late (beyond the 100 ms window): the oldest within it */
+    ck_assert_uint_eq(proto_stream_path_next(p, 0, 151.0, &skip, &wait), 51);
+    ck_assert_uint_eq(skip, 50);
+    /* long after the end: the last sample, never past it */
+    ck_assert_uint_eq(proto_stream_path_next(p, 10, 10000.0, &skip, &wait), 300);
+    ck_assert_uint_eq(skip, 289);
+    ck_assert_uint_eq(proto_stream_path_next(p, 300, 10000.0, &skip, &wait), 301);
+    proto_stream_msg_free(&m);
+
+    /* at 2 Hz the window is two periods (1 s), not 100 ms */
+    ck_assert_int_eq(decode("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"rate_hz\":2,"
+                            "\"duration_s\":5,\"waypoints\":[{\"position\":[0,0,0]},"
+                            "{\"position\":[1,0,0]}]}",
+                            &m, &e),
+                     0);
+    ck_assert_uint_eq(proto_stream_path_next(m.path, 0, 1400.0, &skip, &wait), 1);
+    ck_assert_uint_eq(skip, 0);
+    proto_stream_msg_free(&m);
+}
+END_TEST
+
 START_TEST(test_path_errors)
 {
     const char *two = "[{\"position\":[0,0,0]},{\"position\":[1,0,0]}]";
@@ -493,10 +542,11 @@ START_TEST(test_encoders)
     free(s);
     json_decref(res);
 
-    s = proto_stream_encode_path_end("p", 5, 3, 10, false, &len);
+    s = proto_stream_encode_path_end("p", 5, 3, 2, 10, false, &len);
     j = parse(s, len);
     ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "path_end");
     ck_assert_int_eq(json_integer_value(json_object_get(j, "sent")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "skipped")), 2);
     ck_assert(json_is_false(json_object_get(j, "completed")));
     json_decref(j);
     free(s);
@@ -541,6 +591,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_path_defaults_and_position_only);
     tcase_add_test(tc, test_path_errors);
     tcase_add_test(tc, test_path_orientation_unit);
+    tcase_add_test(tc, test_path_schedule);
     tcase_add_test(tc, test_encoders);
     tcase_add_test(tc, test_job_solution_matches_tree);
     suite_add_tcase(s, tc);

@@ -345,6 +345,37 @@ class RobotStreamTest(unittest.TestCase):
                 self.assertEqual((await recv(ws))["type"], "opened")
         run(body())
 
+    def test_path_1000hz_on_schedule(self):
+        """A 1000 Hz path of 301 samples on a two-bone leg (microsecond
+        solves): every sample answered in order, none skipped, path_end
+        counting them (generous: a machine shared by many may stall the
+        daemon beyond the 100 ms lag window now and then, so a few percent
+        of skips are tolerated, never a reordering)."""
+        bones = {"kind": "bones", "positions": [[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0]]}
+
+        async def body():
+            async with connect(self.d) as ws:
+                await send(ws, {"type": "open", "stream": "p", "chain": bones})
+                self.assertEqual((await recv(ws))["type"], "opened")
+                await send(ws, {"type": "path", "stream": "p", "seq": 1, "rate_hz": 1000,
+                                "duration_s": 0.3,
+                                "waypoints": [{"position": [0.3, 0.6, 0.2]},
+                                              {"position": [-0.3, 0.5, 0.2]}]})
+                indices, skipped = [], 0
+                while True:
+                    m = await recv(ws)
+                    if m["type"] == "path_end":
+                        break
+                    self.assertEqual(m["result"]["status"], "success")
+                    indices.append(m["index"])
+                    skipped += m["skipped"]
+                self.assertEqual(indices, sorted(indices))
+                self.assertEqual(indices[-1], 300)
+                self.assertEqual((m["sent"], m["skipped"], m["count"]), (len(indices), skipped, 301))
+                self.assertEqual(m["sent"] + m["skipped"], 301)
+                self.assertLessEqual(skipped, 15, "skipped %d of 301" % skipped)
+        run(body())
+
     def test_bad_seeds(self):
         chain = chain_of("iiwa")
 
