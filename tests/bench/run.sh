@@ -4,7 +4,8 @@
 # then the chain benchmark on the five
 # shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
-# samples each, then the HTTP benchmark, then the WebSocket benchmark. Every
+# samples each, then the HTTP benchmark, then the WebSocket benchmarks
+# (robot_bench.py among them). Every
 # command prints one JSON object on its last line.
 set -eu
 BUILD=${1:-build}
@@ -59,6 +60,10 @@ echo "$ws"
 # between consecutive configurations of the target file), warm starts apply
 smooth=$(ws_chain --smooth 20 | tail -1)
 echo "$smooth"
+# robot controllers (tests/bench/robot_bench.py): stream continuity on the
+# iiwa seeded at open against unseeded, servo solutions/s against plain
+# stream solutions/s, samples skipped by 1000 Hz paths
+/usr/bin/python3 "$(dirname "$0")/robot_bench.py" --port "$port" --seconds "$WS_SECS"
 stop || { echo "ws_bench: ikd exited with $? after SIGTERM" >&2; exit 1; }
 # ratio: the daemon's 7-joint solutions/s over one solver thread's solves/s
 # (1e6 / mean_us); ikd's pool has one thread per core by default

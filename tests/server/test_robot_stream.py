@@ -108,9 +108,10 @@ class RobotStreamTest(unittest.TestCase):
     async def stream_motion(self, ws, chain, name, qs, options=None):
         """Streams FK(qs[i]) one at a time on a stream opened with qs[0] as
         its seed; returns the answers' joints."""
-        msg = {"type": "open", "stream": name, "chain": chain.request(), "seed": qs[0]}
-        if options:
-            msg["options"] = options
+        # a generous time budget: the machine may be shared, and a solve
+        # preempted past the default 5 ms would answer timed_out
+        msg = {"type": "open", "stream": name, "chain": chain.request(), "seed": qs[0],
+               "options": dict(options or {}, timeout_ms=100)}
         await send(ws, msg)
         m = await recv(ws)
         self.assertEqual(m["type"], "opened", m)
@@ -249,7 +250,7 @@ class RobotStreamTest(unittest.TestCase):
         (vel in rad/s) and every answer's pose by FK; returns (periods,
         answers)."""
         k = 180 / math.pi if units_deg else 1.0
-        opts = {"servo": {"period_s": period}}
+        opts = {"servo": {"period_s": period}, "timeout_ms": 100}
         if velocity is not None:
             opts["servo"]["velocity"] = velocity
         if units_deg:
