@@ -323,3 +323,22 @@ void ik_chain_clamp(const ik_chain *c, double *q, bool wrap)
         }
     }
 }
+
+double ik_chain_turn_near(const ik_chain *c, size_t k, double v, double ref)
+{
+    if (c->type[k] == IK_JOINT_PRISMATIC || !isfinite(v) || !isfinite(ref))
+        return v;
+    double w = ref + ik_wrap_angle(v - ref); /* nearest overall: |w - ref| <= pi */
+    if (c->type[k] == IK_JOINT_CONTINUOUS)
+        return w;
+    const double lo = c->lower[k], hi = c->upper[k], T = 2.0 * IK_PI;
+    if (hi - lo < T && v >= lo && v <= hi)
+        return v; /* the only equivalent in range, kept bit for bit */
+    /* ref is inside [lo, hi] and w within pi of it: if w left the range,
+     * the in-range equivalent nearest ref is the first one back inside */
+    if (w < lo)
+        w += T * ceil((lo - w) / T);
+    else if (w > hi)
+        w -= T * ceil((w - hi) / T);
+    return (w >= lo && w <= hi) ? w : v;
+}

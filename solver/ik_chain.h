@@ -103,6 +103,17 @@ bool ik_chain_within_limits(const ik_chain *c, const double *q, double eps);
 /* The mid-limit pose (continuous joints: 0) into q. */
 void ik_chain_mid(const ik_chain *c, double *q);
 
+/* Turns: a revolute or continuous joint reaches the same pose at v and at
+ * v + 2 pi k. ik_chain_turn_near() returns the equivalent of v that lies
+ * inside joint k's limits and is nearest ref (itself inside the limits):
+ * continuous joints give ref + (v - ref) wrapped into (-pi, pi]; revolute
+ * joints the in-range equivalent nearest ref (for a range shorter than a
+ * full turn that is the only one); v itself when no equivalent is inside
+ * the limits (or, by rounding, the one found lands a hair outside), and for
+ * prismatic joints. Every solver that answers "nearest the seed" measures
+ * with it (ik_numeric.c, ik_closed.c). */
+double ik_chain_turn_near(const ik_chain *c, size_t k, double v, double ref);
+
 /* Clamps q into the limits in place (continuous joints are wrapped into
  * (-pi, pi] only if wrap is true). */
 void ik_chain_clamp(const ik_chain *c, double *q, bool wrap);

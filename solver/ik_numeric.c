@@ -36,7 +36,7 @@
  * insisting.
  *
  * Turns: every solution is re-expressed, joint by joint, as the 2 pi k
- * equivalent (inside the limits) nearest the seed (turn_near) before it is
+ * equivalent (inside the limits) nearest the seed (ik_chain_turn_near) before it is
  * compared or returned, so distances to the seed are plain differences.
  *
  * Continuation (a seed with IK_SEARCH_NEAREST_TO_SEED): the seed's attempt
@@ -341,17 +341,9 @@ static bool dls_solve(const problem *P, const double *J, double N[6][6], const d
     return true;
 }
 
-/* True when joint k reaches the same pose at v and v + 2 pi (continuous, or
- * revolute with a range of a full turn or more). */
-static bool periodic(const ik_chain *c, size_t k)
-{
-    return c->type[k] == IK_JOINT_CONTINUOUS ||
-           (c->type[k] == IK_JOINT_REVOLUTE && c->upper[k] - c->lower[k] >= 2.0 * IK_PI);
-}
-
 /* Joint k's value v put back inside its limits. A revolute joint whose
  * range spans a full turn is first shifted by whole turns (same pose, no
- * artificial wall); continuous joints are left as they are (turn_near()
+ * artificial wall); continuous joints are left as they are (ik_chain_turn_near()
  * chooses their turn at the end). *clamped tells whether v had to be
  * clamped onto a limit. */
 static double limit_joint(const ik_chain *c, size_t k, double v, bool *clamped)
@@ -542,31 +534,11 @@ static void random_config(const ik_chain *c, rng *r, double *q)
 
 /* ---- turns ------------------------------------------------------------------ */
 
-/* Joint k's value v (inside its limits) re-expressed as the 2 pi k
- * equivalent inside the limits nearest ref (inside the limits too). Joints
- * that are not periodic keep v. */
-static double turn_near(const ik_chain *c, size_t k, double v, double ref)
-{
-    if (!periodic(c, k))
-        return v;
-    double w = ref + ik_wrap_angle(v - ref); /* nearest overall: |w - ref| <= pi */
-    if (c->type[k] == IK_JOINT_CONTINUOUS)
-        return w;
-    const double lo = c->lower[k], hi = c->upper[k], T = 2.0 * IK_PI;
-    /* ref is inside [lo, hi] and w within pi of it: if w left the range,
-     * the in-range equivalent nearest ref is the first one back inside */
-    if (w < lo)
-        w += T * ceil((lo - w) / T);
-    else if (w > hi)
-        w -= T * ceil((w - hi) / T);
-    return (w >= lo && w <= hi) ? w : v; /* rounding at a limit: keep v */
-}
-
 /* Every joint of q re-expressed nearest the reference pose ref. */
 static void turns_near(const ik_chain *c, double *q, const double *ref)
 {
     for (size_t k = 0; k < c->dof; k++)
-        q[k] = turn_near(c, k, q[k], ref[k]);
+        q[k] = ik_chain_turn_near(c, k, q[k], ref[k]);
 }
 
 /* Squared joint-space distance (q already re-expressed by turns_near). */

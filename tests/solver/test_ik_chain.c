@@ -374,6 +374,32 @@ START_TEST(test_limits_helpers)
 }
 END_TEST
 
+/* ik_chain_turn_near: whole-turn equivalents inside the limits, nearest
+ * the reference; ranges shorter than a turn keep the value bit for bit. */
+START_TEST(test_turn_near)
+{
+    const double T = 2 * IK_PI;
+    ik_joint j[3] = {
+        joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -T, T),
+        joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, ik_v3(0, 0, 1), 0, 0),
+        joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), 1.0, 6.0),
+    };
+    ik_chain c;
+    ck_assert_int_eq(ik_chain_init(&c, j, 3), IK_OK);
+    /* +-2 pi: the turn nearest the reference, inside the range */
+    ck_assert_double_eq_tol(ik_chain_turn_near(&c, 0, -0.1, 6.0), -0.1 + T, 1e-12);
+    ck_assert_double_eq_tol(ik_chain_turn_near(&c, 0, 0.1, 6.0), 0.1, 1e-12); /* 0.1 + 2 pi is out */
+    ck_assert_double_eq_tol(ik_chain_turn_near(&c, 0, 0.1, -6.0), 0.1 - T, 1e-12);
+    ck_assert_double_eq_tol(ik_chain_turn_near(&c, 0, 0.1 + T, 0.0), 0.1, 1e-12);
+    /* continuous: any turn */
+    ck_assert_double_eq_tol(ik_chain_turn_near(&c, 1, 0.1, 100.0), 0.1 + 16 * T, 1e-9);
+    /* a range shorter than a turn: the one equivalent inside, or v */
+    ck_assert_double_eq(ik_chain_turn_near(&c, 2, 2.5, 5.0), 2.5);
+    ck_assert_double_eq_tol(ik_chain_turn_near(&c, 2, -1.0, 2.0), -1.0 + T, 1e-12);
+    ck_assert_double_eq(ik_chain_turn_near(&c, 2, 0.5, 2.0), 0.5); /* none inside */
+}
+END_TEST
+
 static Suite *chain_suite(void)
 {
     Suite *s = suite_create("ik_chain");
@@ -388,6 +414,7 @@ static Suite *chain_suite(void)
     tcase_add_test(tc, test_frames_consistent_random);
     tcase_add_test(tc, test_init_rejections);
     tcase_add_test(tc, test_limits_helpers);
+    tcase_add_test(tc, test_turn_near);
     suite_add_tcase(s, tc);
     return s;
 }
