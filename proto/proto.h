@@ -138,6 +138,10 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev);
  * "failure", code 99999, reason "non_finite_<member>", without the pose
  * members, here and in proto_job_encode(). */
 json_t *proto_job_result_json(const proto_job *job, size_t i);
+/* The "status" word target i is answered with ("success",
+ * "no_ik_solution", "timed_out", ...: MoveIt's codes in snake case), a
+ * static string for metrics labels. Only after proto_job_run() covered i. */
+const char *proto_job_status(const proto_job *job, size_t i);
 /* Name of the solver the job uses ("two_bone", "numeric", ...), a static
  * string for metrics labels. */
 const char *proto_job_solver_name(const proto_job *job);

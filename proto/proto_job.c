@@ -896,6 +896,13 @@ static void result_outcome(const proto_job *job, size_t i, outcome *o)
     }
 }
 
+const char *proto_job_status(const proto_job *job, size_t i)
+{
+    outcome oc;
+    result_outcome(job, i, &oc);
+    return oc.word;
+}
+
 /* The answer's "max_joint_step": the largest joint motion from the seed,
  * angles in options.units, prismatic joints in length units. */
 static double answer_step(const proto_job *job, const proto_result *r)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/build_info.h"
 #include "server/config.h"
 
 void srv_config_default(srv_config *cfg)
@@ -215,7 +216,7 @@ static const struct opt {
     [OPT_LOGFMT] = {"log-format", "IKD_LOG_FORMAT", "text or json (default text)"},
     [OPT_LOGLEVEL] = {"log-level", "IKD_LOG_LEVEL", "debug, info, warn, error (default info)"},
     [OPT_TOKEN] = {"token", "IKD_TOKEN",
-                   "bearer token required on every endpoint but /livez and /readyz "
+                   "bearer token required on every endpoint but /livez, /readyz, /openapi.yaml "
                    "(default: none)"},
     [OPT_ORIGIN] = {"allow-origin", "IKD_ALLOW_ORIGIN",
                     "comma-separated Origins allowed to open WebSocket streams and to call the "
@@ -233,6 +234,7 @@ static void print_help(FILE *out)
     for (int i = 0; i < OPT_COUNT; i++)
         fprintf(out, "  --%-16s %-20s %s\n", opts[i].name, opts[i].env, opts[i].help);
     fprintf(out, "  --%-16s %-20s %s\n", "help", "", "print this and exit");
+    fprintf(out, "  --%-16s %-20s %s\n", "version", "", "print the version and the commit, and exit");
 }
 
 static int apply(srv_config *cfg, int id, const char *v, char *errbuf, size_t errsize)
@@ -413,6 +415,10 @@ int srv_config_parse(srv_config *cfg, int argc, char **argv, FILE *out, char *er
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             print_help(out);
+            return 1;
+        }
+        if (strcmp(a, "--version") == 0) {
+            fprintf(out, "ikd %s (commit %s)\n", srv_version, srv_commit);
             return 1;
         }
         if (strncmp(a, "--", 2) != 0) {

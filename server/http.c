@@ -13,6 +13,7 @@
  *   GET    /livez             the process runs      -> 200 (no token needed)
  *   GET    /readyz            accepting work        -> 200, 503 while shutting down
  *   GET    /metrics           Prometheus text       -> 200
+ *   GET    /openapi.yaml      the API contract      -> 200 (no token needed)
  *   GET    / and /NAME        the live page (--web)  -> 200 from memory (web.h),
  *                                                        no token needed
  *   OPTIONS on any of them    CORS preflight        -> 204, no token needed;
@@ -68,6 +69,7 @@
 #include <strings.h>
 
 #include "proto/proto_json.h"
+#include "server/build_info.h"
 #include "server/daemon.h"
 #include "server/web.h"
 #include "server/ws_handshake.h"
@@ -84,6 +86,7 @@ enum route {
     RT_LIVEZ,
     RT_READYZ,
     RT_METRICS,
+    RT_OPENAPI,
     RT_STATIC,
     RT_NONE
 };
@@ -108,6 +111,7 @@ static const struct route_def {
     [RT_LIVEZ] = {"/livez", "/livez", M_GET | M_HEAD, "GET, HEAD", true, false},
     [RT_READYZ] = {"/readyz", "/readyz", M_GET | M_HEAD, "GET, HEAD", true, false},
     [RT_METRICS] = {"/metrics", "/metrics", M_GET | M_HEAD, "GET, HEAD", false, false},
+    [RT_OPENAPI] = {"/openapi.yaml", "/openapi.yaml", M_GET | M_HEAD, "GET, HEAD", true, false},
     [RT_STATIC] = {NULL, "static", M_GET | M_HEAD, "GET, HEAD", true, false},
     [RT_NONE] = {NULL, "other", 0, NULL, true, false},
 };
@@ -376,8 +380,8 @@ static void encoded_done(srv_work *w, int status)
         req_free(r);
         return;
     }
-    if (c == &r->stage && c->seconds > 0.0)
-        srv_metrics_solve(r->ctx, proto_job_solver_name(r->job), c->seconds);
+    if (r->route == RT_SOLVE && status == SRV_OK) /* a batch counts its chunks */
+        srv_metrics_solved(r->ctx, r->job, 0, 1, c->seconds);
     if (status != SRV_OK || !r->out) {
         fail_stage(r, 500, "internal", status != SRV_OK ? "the daemon is shutting down"
                                                         : "out of memory");
@@ -403,10 +407,8 @@ static void chunk_done(srv_work *w, int status)
     r->pending--;
     if (status != SRV_OK)
         r->failed = true;
-    else if (c->seconds > 0.0)
-        srv_metrics_observe_solves(r->ctx->metrics, proto_job_solver_name(r->job),
-                                   c->seconds / (double)(c->end - c->begin),
-                                   c->end - c->begin);
+    else
+        srv_metrics_solved(r->ctx, r->job, c->begin, c->end, c->seconds);
     if (r->pending > 0)
         return;
     if (r->dead) {
@@ -523,7 +525,7 @@ static enum MHD_Result handle_solve(http_req *r)
     if (proto_job_cost_us(r->job) * (double)proto_job_count(r->job) < r->ctx->cfg.inline_cost_us) {
         uint64_t t0 = uv_hrtime();
         proto_job_run(r->job, 0, proto_job_count(r->job));
-        srv_metrics_solve(r->ctx, proto_job_solver_name(r->job), elapsed_s(t0));
+        srv_metrics_solved(r->ctx, r->job, 0, proto_job_count(r->job), elapsed_s(t0));
         size_t len;
         char *out = proto_job_encode(r->job, &len);
         if (!out)
@@ -639,6 +641,17 @@ static enum MHD_Result handle_static(http_req *r, const char *url)
     return queue(r, 200, resp);
 }
 
+/* proto/openapi.yaml as compiled in (build_info.h), not copied. */
+static enum MHD_Result handle_openapi(http_req *r)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        srv_openapi_yaml_len, (void *)srv_openapi_yaml, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/yaml");
+    return queue(r, 200, resp);
+}
+
 static enum MHD_Result dispatch(http_req *r, const char *url)
 {
     switch (r->route) {
@@ -650,6 +663,8 @@ static enum MHD_Result dispatch(http_req *r, const char *url)
         return answer_json(r, 200, json_pack("{s:s}", "status", "ready"));
     case RT_METRICS:
         return handle_metrics(r);
+    case RT_OPENAPI:
+        return handle_openapi(r);
     case RT_SOLVERS:
         return answer_json(r, 200, proto_solvers_describe(&r->ctx->cfg.limits));
     case RT_CHAINS:

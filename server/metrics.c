@@ -5,20 +5,33 @@
  * Series:
  *   ikd_http_requests_total{route,status}        counter
  *   ikd_solve_duration_seconds{solver}           histogram (per target)
+ *   ikd_solves_total{solver,status}              counter (per target, by the
+ *                                                answer's "status" word)
  *   ikd_rejected_total{reason}                   counter
  *   ikd_ws_streams_open                          gauge
  *   ikd_pool_queue_depth                         gauge (sampled at render)
  *   ikd_registry_chains                          gauge (sampled at render)
  *   ikd_http_requests_active                     gauge (sampled at render)
+ *   ikd_build_info{version,commit,libmicrohttpd,libuv,jansson}  gauge, 1
+ *   process_cpu_seconds_total, process_resident_memory_bytes,
+ *   process_virtual_memory_bytes, process_open_fds, process_max_fds,
+ *   process_start_time_seconds                   the standard process
+ *                                                metrics, read from /proc at
+ *                                                render (Linux; a value that
+ *                                                cannot be read is left out)
  * Label sets are small and fixed by the code (route names, solver names,
  * reason literals), so they live in flat arrays searched linearly under one
  * mutex; the label strings are not copied and must outlive the metrics.
  */
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include "server/build_info.h"
 #include "server/srv.h"
 
 /* Histogram upper bounds in seconds (5 us .. 1 s), then +Inf. */
@@ -39,6 +52,12 @@ typedef struct solve_hist {
     double sum;
 } solve_hist;
 
+typedef struct outcome_count {
+    const char *solver;
+    const char *status;
+    unsigned long long n;
+} outcome_count;
+
 typedef struct reason_count {
     const char *reason;
     unsigned long long n;
@@ -52,6 +71,8 @@ struct srv_metrics {
     size_t nhists, caphists;
     reason_count *reasons;
     size_t nreasons, capreasons;
+    outcome_count *outcomes;
+    size_t noutcomes, capoutcomes;
     long streams;
 };
 
@@ -72,6 +93,7 @@ void srv_metrics_free(srv_metrics *m)
     free(m->reqs);
     free(m->hists);
     free(m->reasons);
+    free(m->outcomes);
     uv_mutex_destroy(&m->lock);
     free(m);
 }
@@ -140,6 +162,28 @@ out:
 void srv_metrics_observe_solve(srv_metrics *m, const char *solver, double seconds)
 {
     srv_metrics_observe_solves(m, solver, seconds, 1);
+}
+
+void srv_metrics_outcome(srv_metrics *m, const char *solver, const char *status, size_t n)
+{
+    if (n == 0)
+        return;
+    uv_mutex_lock(&m->lock);
+    size_t i = 0;
+    while (i < m->noutcomes && !(strcmp(m->outcomes[i].solver, solver) == 0 &&
+                                 strcmp(m->outcomes[i].status, status) == 0))
+        i++;
+    if (i == m->noutcomes) {
+        if (reserve((void **)&m->outcomes, &m->capoutcomes, m->noutcomes,
+                    sizeof *m->outcomes) != 0)
+            goto out;
+        m->outcomes[i].solver = solver;
+        m->outcomes[i].status = status;
+        m->noutcomes++;
+    }
+    m->outcomes[i].n += n;
+out:
+    uv_mutex_unlock(&m->lock);
 }
 
 void srv_metrics_reject(srv_metrics *m, const char *reason)
@@ -224,6 +268,93 @@ static void sb_label(sbuf *b, const char *s)
     }
 }
 
+static void render_build_info(sbuf *b)
+{
+    sb_printf(b, "# HELP ikd_build_info The version and commit of ikd and of the libraries it "
+                 "runs with; always 1.\n"
+                 "# TYPE ikd_build_info gauge\n"
+                 "ikd_build_info{version=\"");
+    sb_label(b, srv_version);
+    sb_printf(b, "\",commit=\"");
+    sb_label(b, srv_commit);
+    sb_printf(b, "\",libmicrohttpd=\"");
+    sb_label(b, MHD_get_version());
+    sb_printf(b, "\",libuv=\"");
+    sb_label(b, uv_version_string());
+    sb_printf(b, "\",jansson=\"");
+    sb_label(b, JANSSON_VERSION);
+    sb_printf(b, "\"} 1\n");
+}
+
+/* The standard process metrics (Prometheus client libraries' names), from
+ * /proc/self/stat (fields 14-15 utime and stime in clock ticks, 22 the start
+ * time in ticks since boot, 23 vsize in bytes, 24 rss in pages),
+ * /proc/stat's btime, /proc/self/fd and RLIMIT_NOFILE. */
+static void render_process(sbuf *b)
+{
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    /* the command name (field 2) is in parentheses and may hold blanks */
+    char *p = strrchr(buf, ')');
+    unsigned long utime = 0, stime = 0, vsize = 0;
+    unsigned long long start = 0;
+    long rss = 0;
+    if (p && tck > 0 && page > 0 &&
+        sscanf(p + 2,
+               "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d "
+               "%llu %lu %ld",
+               &utime, &stime, &start, &vsize, &rss) == 5) {
+        sb_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent "
+                     "in seconds.\n"
+                     "# TYPE process_cpu_seconds_total counter\n"
+                     "process_cpu_seconds_total %.17g\n"
+                     "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+                     "# TYPE process_resident_memory_bytes gauge\n"
+                     "process_resident_memory_bytes %.17g\n"
+                     "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+                     "# TYPE process_virtual_memory_bytes gauge\n"
+                     "process_virtual_memory_bytes %lu\n",
+                  (double)(utime + stime) / (double)tck, (double)rss * (double)page, vsize);
+        unsigned long long btime = 0;
+        FILE *sf = fopen("/proc/stat", "r");
+        char line[256];
+        while (sf && fgets(line, sizeof line, sf))
+            if (sscanf(line, "btime %llu", &btime) == 1)
+                break;
+        if (sf)
+            fclose(sf);
+        if (btime > 0)
+            sb_printf(b, "# HELP process_start_time_seconds Start time of the process since "
+                         "unix epoch in seconds.\n"
+                         "# TYPE process_start_time_seconds gauge\n"
+                         "process_start_time_seconds %.17g\n",
+                      (double)btime + (double)start / (double)tck);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        long fds = 0;
+        for (struct dirent *e; (e = readdir(d));)
+            if (e->d_name[0] != '.')
+                fds++;
+        closedir(d);
+        sb_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
+                     "# TYPE process_open_fds gauge\n"
+                     "process_open_fds %ld\n",
+                  fds - 1); /* less the one opendir holds */
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        sb_printf(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+                     "# TYPE process_max_fds gauge\n"
+                     "process_max_fds %llu\n",
+                  (unsigned long long)rl.rlim_cur);
+}
+
 char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chains,
                          size_t active_requests, size_t *len)
 {
@@ -263,6 +394,16 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
         sb_printf(&b, "\"} %llu\n", h->count);
     }
 
+    sb_printf(&b, "# HELP ikd_solves_total Targets solved, by solver and answered status.\n"
+                  "# TYPE ikd_solves_total counter\n");
+    for (size_t i = 0; i < m->noutcomes; i++) {
+        sb_printf(&b, "ikd_solves_total{solver=\"");
+        sb_label(&b, m->outcomes[i].solver);
+        sb_printf(&b, "\",status=\"");
+        sb_label(&b, m->outcomes[i].status);
+        sb_printf(&b, "\"} %llu\n", m->outcomes[i].n);
+    }
+
     sb_printf(&b, "# HELP ikd_rejected_total Requests or messages refused, by reason.\n"
                   "# TYPE ikd_rejected_total counter\n");
     for (size_t i = 0; i < m->nreasons; i++) {
@@ -287,6 +428,8 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
                   "# TYPE ikd_http_requests_active gauge\n"
                   "ikd_http_requests_active %zu\n",
               pool_depth, registry_chains, active_requests);
+    render_build_info(&b);
+    render_process(&b);
     if (b.oom) {
         free(b.p);
         return NULL;
@@ -298,9 +441,27 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
 
 /* ---- context shorthands ------------------------------------------------ */
 
-void srv_metrics_solve(srv_ctx *ctx, const char *solver, double seconds)
+void srv_metrics_solved(srv_ctx *ctx, const proto_job *job, size_t begin, size_t end,
+                        double seconds)
 {
-    srv_metrics_observe_solve(ctx->metrics, solver, seconds);
+    if (end <= begin)
+        return;
+    const char *solver = proto_job_solver_name(job);
+    srv_metrics_observe_solves(ctx->metrics, solver, seconds / (double)(end - begin),
+                               end - begin);
+    /* answers of one job take a handful of status words: count runs */
+    const char *run = NULL;
+    size_t n = 0;
+    for (size_t i = begin; i < end; i++) {
+        const char *st = proto_job_status(job, i);
+        if (run && strcmp(st, run) != 0) {
+            srv_metrics_outcome(ctx->metrics, solver, run, n);
+            n = 0;
+        }
+        run = st;
+        n++;
+    }
+    srv_metrics_outcome(ctx->metrics, solver, run, n);
 }
 
 void srv_metrics_rejected(srv_ctx *ctx, const char *reason)

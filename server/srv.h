@@ -204,6 +204,8 @@ void srv_metrics_observe_solve(srv_metrics *m, const char *solver, double second
 /* n solves of seconds_each each (a batch chunk's mean). */
 void srv_metrics_observe_solves(srv_metrics *m, const char *solver, double seconds_each,
                                 size_t n);
+/* n targets of solver answered with status (proto_job_status's word). */
+void srv_metrics_outcome(srv_metrics *m, const char *solver, const char *status, size_t n);
 /* A rejected request/message by reason ("pool_full", "too_large",
  * "unauthorized", "bad_origin", "rate", ...). */
 void srv_metrics_reject(srv_metrics *m, const char *reason);
@@ -217,7 +219,11 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
                          size_t active_requests, size_t *len);
 
 /* Context shorthands for the hooks above. */
-void srv_metrics_solve(srv_ctx *ctx, const char *solver, double seconds);
+/* Targets [begin, end) of job were solved in seconds (all of them
+ * together): the latency histogram gets each its share, ikd_solves_total
+ * each its status. After proto_job_run() covered the range; any thread. */
+void srv_metrics_solved(srv_ctx *ctx, const proto_job *job, size_t begin, size_t end,
+                        double seconds);
 void srv_metrics_rejected(srv_ctx *ctx, const char *reason);
 void srv_metrics_stream_open(srv_ctx *ctx);
 void srv_metrics_stream_close(srv_ctx *ctx);

@@ -397,7 +397,7 @@ static void task_done(srv_work *w, int status)
     if (status != SRV_OK || s->closed || c->dead || c->closing || stale) {
         proto_job_free(t->job);
     } else {
-        srv_metrics_solve(c->ctx, proto_job_solver_name(t->job), t->seconds);
+        srv_metrics_solved(c->ctx, t->job, 0, 1, t->seconds);
         deliver(s, t->job, t->seq, t->skipped, t->index, t->count);
         stream_kick(s);
         stream_settle(s);
@@ -437,7 +437,7 @@ static void stream_solve(ws_stream *s, json_t *target, json_t *seed, long long s
     if (proto_job_cost_us(job) < ctx->cfg.inline_cost_us) {
         uint64_t t0 = uv_hrtime();
         proto_job_run(job, 0, 1);
-        srv_metrics_solve(ctx, proto_job_solver_name(job), (double)(uv_hrtime() - t0) / 1e9);
+        srv_metrics_solved(ctx, job, 0, 1, (double)(uv_hrtime() - t0) / 1e9);
         deliver(s, job, seq, skipped, index, count);
         return;
     }

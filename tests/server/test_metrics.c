@@ -1,13 +1,16 @@
 /*
  * test_metrics.c: server/metrics.c: counters by label, the solve histogram
  * (cumulative buckets, sum, count), the stream gauge, the sampled gauges,
- * and the Prometheus text format of the whole exposition.
+ * solve outcomes, the build info and the process metrics, and the
+ * Prometheus text format of the whole exposition.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "server/build_info.h"
 #include "server/srv.h"
 
 /* Value of the sample line that starts with `series` followed by a space;
@@ -95,10 +98,51 @@ START_TEST(test_streams_gauge_and_escaping)
     ck_assert_double_eq(sample(t, "ikd_rejected_total{reason=\"we\\\"ird\\\\label\\n\"}"), 1);
     /* Every line is a comment or "name{labels} value". */
     for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n"))
-        ck_assert_msg(line[0] == '#' || strncmp(line, "ikd_", 4) == 0, "bad line %s", line);
+        ck_assert_msg(line[0] == '#' || strncmp(line, "ikd_", 4) == 0 ||
+                          strncmp(line, "process_", 8) == 0,
+                      "bad line %s", line);
     free(t);
     srv_metrics_free(m);
     srv_metrics_free(NULL);
+}
+END_TEST
+
+/* Outcomes by solver and status; the build and the process: version and
+ * commit as compiled in, and process values that this very process has
+ * (some memory, its standard streams open, a start time within the last
+ * hour and not in the future). */
+START_TEST(test_outcomes_build_process)
+{
+    srv_metrics *m = srv_metrics_new();
+    srv_metrics_outcome(m, "two_bone", "success", 3);
+    srv_metrics_outcome(m, "numeric", "timed_out", 1);
+    srv_metrics_outcome(m, "two_bone", "success", 2);
+    srv_metrics_outcome(m, "two_bone", "no_ik_solution", 1);
+    srv_metrics_outcome(m, "numeric", "success", 0); /* nothing */
+    char *t = srv_metrics_render(m, 0, 0, 0, NULL);
+    ck_assert_double_eq(sample(t, "ikd_solves_total{solver=\"two_bone\",status=\"success\"}"), 5);
+    ck_assert_double_eq(
+        sample(t, "ikd_solves_total{solver=\"two_bone\",status=\"no_ik_solution\"}"), 1);
+    ck_assert_double_eq(sample(t, "ikd_solves_total{solver=\"numeric\",status=\"timed_out\"}"),
+                        1);
+    ck_assert_ptr_null(strstr(t, "status=\"success\",solver=\"numeric\""));
+    ck_assert_ptr_null(strstr(t, "{solver=\"numeric\",status=\"success\"}"));
+    char bi[512];
+    snprintf(bi, sizeof bi, "ikd_build_info{version=\"%s\",commit=\"%s\",libmicrohttpd=\"%s\","
+             "libuv=\"%s\",jansson=\"%s\"}", srv_version, srv_commit, MHD_get_version(),
+             uv_version_string(), JANSSON_VERSION);
+    ck_assert_double_eq(sample(t, bi), 1);
+    ck_assert_double_gt(sample(t, "process_resident_memory_bytes"), 100000);
+    ck_assert_double_ge(sample(t, "process_virtual_memory_bytes"),
+                        sample(t, "process_resident_memory_bytes"));
+    ck_assert_double_ge(sample(t, "process_open_fds"), 3);
+    ck_assert_double_ge(sample(t, "process_max_fds"), sample(t, "process_open_fds"));
+    ck_assert_double_ge(sample(t, "process_cpu_seconds_total"), 0);
+    double start = sample(t, "process_start_time_seconds"), now = (double)time(NULL);
+    ck_assert_double_le(start, now + 1);
+    ck_assert_double_gt(start, now - 3600);
+    free(t);
+    srv_metrics_free(m);
 }
 END_TEST
 
@@ -109,6 +153,7 @@ static Suite *metrics_suite(void)
     tcase_add_test(tc, test_requests_and_rejects);
     tcase_add_test(tc, test_histogram);
     tcase_add_test(tc, test_streams_gauge_and_escaping);
+    tcase_add_test(tc, test_outcomes_build_process);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,233 @@
+"""
+test_basics.py: what a newcomer or an operator reaches first, over the real
+daemon: `ikd --version`, GET /openapi.yaml (the document in the repository,
+byte for byte, without a token), and /metrics: solve outcomes counted by
+solver and status, ikd_build_info, the standard process metrics, and the
+whole exposition checked against the Prometheus text format (by the checker
+below, and by promtool too when it is installed).
+
+The daemon is started as test_stream.py starts it (its Daemon class).
+"""
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_stream import Daemon, IKD_BIN  # noqa: E402
+
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*"'
+SAMPLE = re.compile(r"^(%s)(\{(?:%s(?:,%s)*)?\})? (\S+)$" % (NAME, LABEL, LABEL))
+
+
+def exposition_problems(text):
+    """Problems of a Prometheus text exposition (format 0.0.4), as promtool
+    and the Prometheus parser see them: every line a comment or a sample;
+    one HELP and one TYPE per family, before its samples; samples of a
+    family together; counters named *_total; no series twice; histogram
+    buckets cumulative with le="+Inf" equal to _count; values numbers."""
+    problems = []
+    types, helps, seen, done = {}, set(), set(), set()
+    current = None
+    buckets = {}
+    counts = {}
+    if not text.endswith("\n"):
+        problems.append("the exposition does not end with a newline")
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("# HELP "):
+            name = line.split(" ", 3)[2]
+            if name in helps:
+                problems.append("line %d: second HELP for %s" % (n, name))
+            helps.add(name)
+            continue
+        if line.startswith("# TYPE "):
+            parts = line.split(" ")
+            if len(parts) != 4 or parts[3] not in ("counter", "gauge", "histogram", "summary",
+                                                    "untyped"):
+                problems.append("line %d: bad TYPE line %r" % (n, line))
+                continue
+            name = parts[2]
+            if name in types:
+                problems.append("line %d: second TYPE for %s" % (n, name))
+            if parts[3] == "counter" and not name.endswith("_total"):
+                problems.append("line %d: counter %s does not end in _total" % (n, name))
+            types[name] = parts[3]
+            continue
+        if line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            problems.append("line %d: not a sample: %r" % (n, line))
+            continue
+        name, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        family = name
+        for suffix in ("_bucket", "_sum", "_count"):
+            if name.endswith(suffix) and types.get(name[:-len(suffix)]) == "histogram":
+                family = name[:-len(suffix)]
+        if family not in types:
+            problems.append("line %d: %s has no TYPE before it" % (n, name))
+        if family not in helps:
+            problems.append("line %d: %s has no HELP before it" % (n, name))
+        if family != current:
+            if family in done:
+                problems.append("line %d: samples of %s are not together" % (n, family))
+            if current:
+                done.add(current)
+            current = family
+        if (name, labels) in seen:
+            problems.append("line %d: series %s%s twice" % (n, name, labels))
+        seen.add((name, labels))
+        try:
+            v = float(value)
+        except ValueError:
+            problems.append("line %d: value %r is not a number" % (n, value))
+            continue
+        if types.get(family) == "counter" and not v >= 0:
+            problems.append("line %d: counter %s is %s" % (n, name, value))
+        if name.endswith("_bucket") and family != name:
+            le = re.search(r'le="([^"]*)"', labels)
+            rest = re.sub(r',?le="[^"]*"', "", labels)
+            if not le:
+                problems.append("line %d: bucket without le" % n)
+                continue
+            buckets.setdefault((family, rest), []).append((float(le.group(1)), v))
+        if name.endswith("_count") and family != name:
+            counts[(family, labels.replace("{}", ""))] = v
+    for (family, rest), bs in buckets.items():
+        les = [b[0] for b in bs]
+        vals = [b[1] for b in bs]
+        if les != sorted(les) or les[-1] != math.inf:
+            problems.append("%s%s: le not increasing up to +Inf" % (family, rest))
+        if vals != sorted(vals):
+            problems.append("%s%s: buckets not cumulative" % (family, rest))
+        if counts.get((family, rest)) != vals[-1]:
+            problems.append("%s%s: +Inf bucket %s differs from _count %s"
+                            % (family, rest, vals[-1], counts.get((family, rest))))
+    return problems
+
+
+def samples(text):
+    """{series: value} of an exposition."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            series, value = line.rsplit(" ", 1)
+            out[series] = float(value)
+    return out
+
+
+TWO_BONE = {"kind": "bones", "positions": [[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0]]}
+
+
+class VersionTest(unittest.TestCase):
+    def test_version(self):
+        r = subprocess.run([IKD_BIN, "--version"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^ikd \d+\.\d+\.\d+ \(commit [0-9a-z-]+\)\n$")
+        r2 = subprocess.run([IKD_BIN, "--listen", "127.0.0.1:0", "--version"],
+                            capture_output=True, text=True, timeout=10)
+        self.assertEqual((r2.returncode, r2.stdout), (0, r.stdout))
+        h = subprocess.run([IKD_BIN, "--help"], capture_output=True, text=True, timeout=10)
+        self.assertIn("--version", h.stdout)
+
+
+class BasicsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.t0 = time.time()
+        cls.d = Daemon("--token", "t0k")
+        cls.auth = {"Authorization": "Bearer t0k"}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def test_openapi_served(self):
+        """The contract as built in, equal to the repository's file, with no
+        token needed; HEAD too; other methods 405."""
+        with open("proto/openapi.yaml", "rb") as f:
+            want = f.read().decode()
+        status, text = self.d.http("GET", "/openapi.yaml")
+        self.assertEqual(status, 200)
+        self.assertEqual(text, want)
+        status, _ = self.d.http("HEAD", "/openapi.yaml")
+        self.assertEqual(status, 200)
+        status, text = self.d.http("POST", "/openapi.yaml", body={})
+        self.assertEqual(status, 405, text)
+
+    def test_metrics(self):
+        """Solve outcomes by solver and status, counted once per answered
+        target (inline solves, a batch on the pool), the build info naming
+        the version `ikd --version` prints, and process metrics that are
+        this daemon's own."""
+        reach = {"chain": TWO_BONE, "target": {"position": [0.3, 0.6, 0.2]}}
+        far = {"chain": TWO_BONE, "target": {"position": [0, 5, 0]}}
+        for body in (reach, reach, far):
+            status, text = self.d.http("POST", "/v1/solve", body, self.auth)
+            self.assertEqual(status, 200, text)
+        batch = {"chain": TWO_BONE, "targets": [{"position": [0.3, 0.6, 0.2]}] * 5 +
+                 [{"position": [3, 3, 3]}] * 2}
+        status, text = self.d.http("POST", "/v1/solve/batch", batch, self.auth)
+        self.assertEqual(status, 200, text)
+        self.assertEqual(json.loads(text)["counts"]["no_ik_solution"], 2)
+        status, text = self.d.http("GET", "/metrics", headers=self.auth)
+        self.assertEqual(status, 200)
+        self.assertEqual(exposition_problems(text), [])
+        s = samples(text)
+        self.assertEqual(s['ikd_solves_total{solver="two_bone",status="success"}'], 7)
+        self.assertEqual(s['ikd_solves_total{solver="two_bone",status="no_ik_solution"}'], 3)
+        self.assertEqual(s['ikd_solve_duration_seconds_count{solver="two_bone"}'], 10)
+
+        version = subprocess.run([IKD_BIN, "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout
+        v, commit = re.match(r"ikd (\S+) \(commit (\S+)\)", version).groups()
+        info = [k for k in s if k.startswith("ikd_build_info{")]
+        self.assertEqual(len(info), 1, info)
+        self.assertIn('version="%s",commit="%s",' % (v, commit), info[0])
+        self.assertRegex(info[0], r'libmicrohttpd="\d[^"]*",libuv="\d[^"]*",jansson="\d[^"]*"')
+        self.assertEqual(s[info[0]], 1)
+
+        pid = self.d.proc.pid
+        with open("/proc/%d/status" % pid) as f:
+            rss_kb = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+        self.assertLess(abs(s["process_resident_memory_bytes"] - rss_kb * 1024),
+                        max(8 << 20, rss_kb * 1024 // 2))
+        fds = len(os.listdir("/proc/%d/fd" % pid))
+        self.assertLessEqual(abs(s["process_open_fds"] - fds), 4)
+        self.assertGreaterEqual(s["process_max_fds"], s["process_open_fds"])
+        self.assertGreaterEqual(s["process_cpu_seconds_total"], 0)
+        self.assertLess(abs(s["process_start_time_seconds"] - self.t0), 5)
+        self.assertGreater(s["process_virtual_memory_bytes"], s["process_resident_memory_bytes"])
+
+    def test_promtool(self):
+        """promtool's own check of the exposition, when promtool is installed
+        (Debian's prometheus package has it; not a dependency of ikd)."""
+        promtool = shutil.which("promtool")
+        if not promtool:
+            self.skipTest("promtool is not installed")
+        status, text = self.d.http("GET", "/metrics", headers=self.auth)
+        r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_checker_can_fail(self):
+        """The exposition checker finds what it promises to find."""
+        bad = ("# HELP a_total x\n# TYPE a_total counter\na_total 1\na_total 2\n"
+               "# TYPE b counter\nb 1\n"
+               "# HELP h x\n# TYPE h histogram\nh_bucket{le=\"1\"} 3\nh_bucket{le=\"+Inf\"} 2\n"
+               "h_count 2\nh_sum 1\nc{x=\"1\"} one\nc x y\n")
+        p = "\n".join(exposition_problems(bad))
+        for what in ("series a_total twice", "counter b does not end in _total",
+                     "b has no HELP", "buckets not cumulative", "c has no TYPE",
+                     "'one' is not a number", "not a sample: 'c x y'"):
+            self.assertIn(what, p)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
