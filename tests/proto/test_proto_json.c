@@ -387,6 +387,7 @@ int main(void)
 {
     Suite *s = suite_create("proto_json");
     TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60); /* 200k differential doubles: seconds on a loaded machine */
     tcase_add_test(tc, test_parse_ok_and_errors);
     tcase_add_test(tc, test_dump_matches_jansson);
     tcase_add_test(tc, test_paths);
