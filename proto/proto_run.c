@@ -582,6 +582,21 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         "description",
         "elbow side of seed 000's solvers; without it two_link and three_link take the side "
         "nearest their seed when they have one (warm starts included)");
+    json_object_set_new(
+        opts, "max_joint_step",
+        json_pack("{s:s, s:s, s:s}", "type",
+                  "number > 0 (angle units; length for prismatic joints)", "default", "none",
+                  "description",
+                  "numeric only, with a seed: an answer moving a joint farther from its seed is "
+                  "refused (reason joint_step, the seed returned)"));
+    json_object_set_new(
+        opts, "servo",
+        json_pack("{s:s, s:s, s:s}", "type",
+                  "{period_s: number in (0, 1], velocity: [number > 0]}", "default", "none",
+                  "description",
+                  "streams only, joints and urdf chains: each answer one period of at most "
+                  "velocity x period_s per joint toward the solution; velocity defaults to the "
+                  "URDF's <limit velocity>"));
     json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
                           (json_int_t)lim->max_body_bytes, "max_joints",
                           (json_int_t)lim->max_joints, "max_targets", (json_int_t)lim->max_targets,

@@ -42,14 +42,17 @@
  * Continuation (a seed with IK_SEARCH_NEAREST_TO_SEED): the seed's attempt
  * runs with a floor on the damping (CONT_LAMBDA_MIN: near a singularity
  * the step stays bounded instead of following 1/sigma) and every step cut
- * to at most CONT_STEP_MAX per joint (step control), with the long
- * iteration allowance of a slow convergence. If it does not reach the
- * target, a homotopy does: the target moves from the seed's own tip pose
- * to the requested pose in up to CONT_MAX_STAGES increments (positions
- * linearly, orientations by slerp), each stage solved from the previous
- * stage's answer the same way, so the arm is pulled along the target's
- * path rather than thrown at its end. Only when that fails as well do the
- * random restarts run (Nakamura and Hanafusa 1986 for the damped,
+ * to at most CONT_STEP_MAX per joint (step control), with CONT_ATTEMPT_ITERS
+ * iterations and then the allowance of a slow convergence. If it does not
+ * reach the target, and the target is within CONT_REACH of the chain's
+ * reach and CONT_TURN of the seed's tip (a motion to follow, not a new goal
+ * across the workspace), a homotopy does: the target moves from the seed's
+ * own tip pose to the requested pose in up to CONT_MAX_STAGES increments
+ * (positions linearly, orientations by slerp), each stage solved from the
+ * previous stage's answer the same way, so the arm is pulled along the
+ * target's path rather than thrown at its end. When neither reaches it, the
+ * seed's plain attempt (the first-found search's) and then the random
+ * restarts run (Nakamura and Hanafusa 1986 for the damped,
  * singularity-robust inverse; Wampler 1986 for the damping floor).
  *
  * The best pose seen by any attempt (lowest weighted error) is kept for the
@@ -157,9 +160,16 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
 #define CONT_LAMBDA_MIN 1e-6   /* continuation: damping floor */
 #endif
 #ifndef CONT_MAX_STAGES
-#define CONT_MAX_STAGES 16     /* homotopy increments at most */
+#define CONT_MAX_STAGES 8      /* homotopy increments at most */
 #endif
-#define CONT_STAGE_ITERS 40    /* iterations per intermediate stage */
+#define CONT_STAGE_ITERS 20    /* iterations per intermediate stage */
+#define CONT_ATTEMPT_ITERS 30  /* the seed's continuation attempt (then the
+                                  slow-convergence allowance) */
+#define CONT_REACH 0.25        /* the homotopy runs for targets within this
+                                  fraction of the chain's reach ... */
+#define CONT_TURN 1.0          /* ... and this rotation (radians) of the
+                                  seed's tip: farther is a new goal, not a
+                                  motion to follow */
 
 typedef struct rng {
     uint64_t s;
@@ -585,7 +595,7 @@ static void continuation_mode(search *S, bool on)
 {
     S->step_max = on ? CONT_STEP_MAX : 0.0;
     S->lambda_min = on ? CONT_LAMBDA_MIN : LAMBDA_MIN;
-    S->max_iters = on ? SLOW_MAX_ITERS / 2 : ATTEMPT_MAX_ITERS;
+    S->max_iters = on ? CONT_ATTEMPT_ITERS : ATTEMPT_MAX_ITERS;
 }
 
 /* Rough reach of the chain: the lengths of its fixed offsets, added. */
@@ -612,7 +622,10 @@ static int homotopy(search *S, const problem *P, const double *seed)
     double dp = ik_vec3_len(ik_vec3_sub(P->pt, pa));
     double dr = P->need_rot ? ik_vec3_len(ik_quat_to_rotvec(ik_quat_mul(P->qt, ik_quat_conj(qa))))
                             : 0.0;
-    double want = fmax(dp / (0.02 * chain_reach(c)), dr / 0.1);
+    const double reach = chain_reach(c);
+    if (dp > CONT_REACH * reach || dr > CONT_TURN)
+        return ATTEMPT_STALLED; /* too far to follow: the restarts' job */
+    double want = fmax(dp / (0.02 * reach), dr / 0.1);
     size_t ns = want >= (double)CONT_MAX_STAGES ? CONT_MAX_STAGES : (size_t)ceil(want);
     if (ns < 2)
         ns = 2;
@@ -878,8 +891,9 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     } else if (a == ATTEMPT_BUDGET) {
         stop = true;
     }
-    /* not there, or only far away: the homotopy from the seed's pose */
-    if (!stop && cont) {
+    /* not there: the homotopy from the seed's pose */
+    bool direct_solved = a == ATTEMPT_SOLVED;
+    if (!stop && cont && !direct_solved) {
         a = homotopy(&S, &P, S.seed);
         if (a == ATTEMPT_SOLVED) {
             bool local = record(&S, &K, o, true);
