@@ -122,11 +122,6 @@ static inline ik_vec3 rot_cs(ik_vec3 w, double c, double s, ik_vec3 v)
                  v.z * c + x.z * s + w.z * k);
 }
 
-static inline ik_vec3 rot(ik_vec3 w, double t, ik_vec3 v)
-{
-    return rot_cs(w, cos(t), sin(t), v);
-}
-
 static inline ik_vec3 mat_vec(const double m[9], ik_vec3 v)
 {
     return ik_v3(m[0] * v.x + m[1] * v.y + m[2] * v.z, m[3] * v.x + m[4] * v.y + m[5] * v.z,
@@ -144,62 +139,71 @@ static inline ik_vec3 across(ik_vec3 v, ik_vec3 w)
     return ik_vec3_madd(v, w, -ik_vec3_dot(v, w));
 }
 
+/* An angle with its cosine and sine, so that the rotations that follow
+ * need no sin() or cos() of their own. */
+typedef struct ang {
+    double t, c, s;
+} ang;
+
+static ang ang_of(double t)
+{
+    ang a = {t, cos(t), sin(t)};
+    return a;
+}
+
 /* The angle t with R(w, t) a = b, both taken across w; fallback when either
  * is shorter than eps (the angle is undefined there). */
-static double angle_about(ik_vec3 w, ik_vec3 a, ik_vec3 b, double eps, double fallback)
+static ang angle_about(ik_vec3 w, ik_vec3 a, ik_vec3 b, double eps, double fallback)
 {
     ik_vec3 pa = across(a, w), pb = across(b, w);
-    if (!(ik_vec3_len2(pa) > eps * eps) || !(ik_vec3_len2(pb) > eps * eps))
-        return fallback;
-    return atan2(ik_vec3_dot(w, ik_vec3_cross(pa, pb)), ik_vec3_dot(pa, pb));
+    double la = ik_vec3_len2(pa), lb = ik_vec3_len2(pb);
+    if (!(la > eps * eps) || !(lb > eps * eps))
+        return ang_of(fallback);
+    double y = ik_vec3_dot(w, ik_vec3_cross(pa, pb)), x = ik_vec3_dot(pa, pb);
+    double r = sqrt(la * lb); /* = hypot(x, y): |pa x pb|^2 + (pa . pb)^2 */
+    if (!(r > 0.0))
+        return ang_of(fallback);
+    ang o = {atan2(y, x), x / r, y / r};
+    return o;
 }
 
-/* The two t with A cos t + B sin t = rhs; the argument of acos is clamped
- * into [-1, 1] and *exact tells whether it had to be (beyond tol). With
- * hypot(A, B) below eps the angle is free: both are the fallback, exact
- * when |rhs| is within tol * eps-scale. */
-static void cos_sin_eq(double A, double B, double rhs, double eps, double fallback, double t[2],
-                       bool *exact);
-
-/* The same with 1 - (rhs / hypot(A, B))^2 given by the caller as s2,
- * computed without cancellation (a cross product), for the equations whose
- * solutions meet at a singularity: acos loses half the digits there,
- * atan2(sqrt(s2), x) does not. s2 < 0 means "not available". */
-static void cos_sin_eq_s(double A, double B, double rhs, double s2, double eps, double fallback,
-                         double t[2], bool *exact)
+/* The two t with A cos t + B sin t = rhs: atan2(B, A) +- acos(x), x = rhs /
+ * hypot(A, B) clamped into [-1, 1]; *exact tells whether it had to be
+ * clamped. s2, when >= 0, is 1 - x^2 computed by the caller without
+ * cancellation (a cross product), for the equations whose two solutions
+ * meet at a singularity (acos loses half the digits there). With hypot(A,
+ * B) below eps the angle is free: both are the fallback, exact when |rhs|
+ * is small too. */
+static void cos_sin_eq(double A, double B, double rhs, double s2, double eps, double fallback,
+                       ang t[2], bool *exact)
 {
-    double rho = hypot(A, B);
-    if (!(s2 >= 0.0) || !(rho > eps)) {
-        cos_sin_eq(A, B, rhs, eps, fallback, t, exact);
-        return;
-    }
-    double x = rhs / rho;
-    *exact = fabs(x) <= 1.0 + 1e-10;
-    double phi = atan2(B, A), a = atan2(sqrt(s2), x);
-    t[0] = phi + a;
-    t[1] = phi - a;
-}
-
-static void cos_sin_eq(double A, double B, double rhs, double eps, double fallback, double t[2],
-                       bool *exact)
-{
-    double rho = hypot(A, B);
+    double rho = sqrt(A * A + B * B);
     if (!(rho > eps)) {
-        t[0] = t[1] = fallback;
+        t[0] = t[1] = ang_of(fallback);
         *exact = fabs(rhs) <= 1e3 * eps;
         return;
     }
     double x = rhs / rho;
     *exact = fabs(x) <= 1.0 + 1e-10;
-    double phi = atan2(B, A), a = ik_acos_clamped(x);
-    t[0] = phi + a;
-    t[1] = phi - a;
+    double xc = ik_clamp(x, -1.0, 1.0);
+    double sa = s2 >= 0.0 ? sqrt(s2) : sqrt(fmax(0.0, (1.0 - xc) * (1.0 + xc)));
+    double n = sqrt(xc * xc + sa * sa);
+    xc /= n;
+    sa /= n;
+    double phi = atan2(B, A), al = atan2(sa, xc);
+    double cp = A / rho, sp = B / rho;
+    t[0].t = phi + al;
+    t[0].c = cp * xc - sp * sa;
+    t[0].s = sp * xc + cp * sa;
+    t[1].t = phi - al;
+    t[1].c = cp * xc + sp * sa;
+    t[1].s = sp * xc - cp * sa;
 }
 
 /* ---- the four problems --------------------------------------------------------- */
 
 /* A: joint 1 from the image W of k->c. */
-static void shoulder(const ik_closed *k, ik_vec3 W, double ref, double q1[2], bool *exact)
+static void shoulder(const ik_closed *k, ik_vec3 W, double ref, ang q1[2], bool *exact)
 {
     const ik_vec3 w1 = k->w[0], w2 = k->w[1];
     ik_vec3 v = ik_vec3_sub(W, k->r[0]);
@@ -208,12 +212,12 @@ static void shoulder(const ik_closed *k, ik_vec3 W, double ref, double q1[2], bo
     double B = ik_vec3_dot(v, ik_vec3_cross(w1, w2));
     double C = c12 * v1;
     double h = ik_vec3_dot(ik_vec3_sub(k->c, k->r[0]), w2);
-    cos_sin_eq(A, B, h - C, SINGULAR_TOL * k->scale, ref, q1, exact);
+    cos_sin_eq(A, B, h - C, -1.0, SINGULAR_TOL * k->scale, ref, q1, exact);
 }
 
 /* B: joints 2, 3 taking point p (zero pose) to u (joint 1 undone). */
-static void elbow(const ik_closed *k, ik_vec3 p, ik_vec3 u, const double *ref, double q2[2],
-                  double q3[2], bool *exact)
+static void elbow(const ik_closed *k, ik_vec3 p, ik_vec3 u, const double *ref, ang q2[2],
+                  ang q3[2], bool *exact)
 {
     const ik_vec3 w2 = k->w[1], w3 = k->w[2];
     ik_vec3 a = across(ik_vec3_sub(p, k->r[2]), w2);
@@ -222,16 +226,16 @@ static void elbow(const ik_closed *k, ik_vec3 p, ik_vec3 u, const double *ref, d
     double A = 2.0 * ik_vec3_dot(d, a);
     double B = 2.0 * ik_vec3_dot(d, ik_vec3_cross(w3, a));
     double rhs = ik_vec3_len2(t) - ik_vec3_len2(a) - ik_vec3_len2(d);
-    cos_sin_eq(A, B, rhs, SINGULAR_TOL * k->scale * k->scale, ref[2], q3, exact);
+    cos_sin_eq(A, B, rhs, -1.0, SINGULAR_TOL * k->scale * k->scale, ref[2], q3, exact);
     for (int i = 0; i < 2; i++) {
-        ik_vec3 e = ik_vec3_add(rot(w3, q3[i], a), d);
+        ik_vec3 e = ik_vec3_add(rot_cs(w3, q3[i].c, q3[i].s, a), d);
         q2[i] = angle_about(w2, e, t, SINGULAR_TOL * k->scale, ref[1]);
     }
 }
 
 /* C: the OPW wrist. qv = Rw w6, xv = Rw x6. */
-static void opw_wrist(const ik_closed *k, ik_vec3 qv, ik_vec3 xv, const double *ref,
-                      double q4[2], double q5[2], double q6[2], bool *exact)
+static void opw_wrist(const ik_closed *k, ik_vec3 qv, ik_vec3 xv, const double *ref, ang q4[2],
+                      ang q5[2], ang q6[2], bool *exact)
 {
     const ik_vec3 w4 = k->w[3], w5 = k->w[4], w6 = k->w[5];
     double c45 = ik_vec3_dot(w4, w5), den = 1.0 - c45 * c45;
@@ -251,7 +255,7 @@ static void opw_wrist(const ik_closed *k, ik_vec3 qv, ik_vec3 xv, const double *
                                 ik_vec3_scale(n, i == 0 ? g : -g));
         q5[i] = angle_about(w5, w6, z, SINGULAR_TOL, ref[4]);
         q4[i] = angle_about(w4, z, qv, 1e-9, ref[3]);
-        ik_vec3 y = rot(w5, -q5[i], rot(w4, -q4[i], xv));
+        ik_vec3 y = rot_cs(w5, q5[i].c, -q5[i].s, rot_cs(w4, q4[i].c, -q4[i].s, xv));
         q6[i] = angle_about(w6, k->x6, y, SINGULAR_TOL, ref[5]);
     }
 }
@@ -268,6 +272,12 @@ static void put(double q[6], double a, double b, double c, double d, double e, d
     q[5] = f;
 }
 
+/* Into (-pi, pi]: the values here are within a few turns. */
+static inline double wrap(double a)
+{
+    return (a > -IK_PI && a <= IK_PI) ? a : ik_wrap_angle(a);
+}
+
 size_t ik_closed_branches(const ik_closed *k, const double R[9], const double p[3],
                           const double *ref, double q[][6], bool *exact)
 {
@@ -277,29 +287,31 @@ size_t ik_closed_branches(const ik_closed *k, const double R[9], const double p[
     const ik_vec3 W = ik_vec3_add(mat_vec(R, k->c_tip), pd);
     const ik_vec3 z6 = mat_vec(R, k->m6), x6d = mat_vec(R, k->mx6);
     const ik_vec3 w1 = k->w[0], w2 = k->w[1];
-    double q1[2];
+    ang q1[2];
     bool ex1;
     shoulder(k, W, ref[0], q1, &ex1);
     size_t n = 0;
     for (int i = 0; i < 2; i++) {
-        const double c1 = cos(q1[i]), s1 = sin(q1[i]);
+        const double c1 = q1[i].c, s1 = q1[i].s;
         /* u = E_1^-1 W */
         ik_vec3 u = ik_vec3_add(rot_cs(w1, c1, -s1, ik_vec3_sub(W, k->r[0])), k->r[0]);
         if (k->kind == IK_CLOSED_OPW) {
-            double q2[2], q3[2];
+            ang q2[2], q3[2];
             bool ex2;
             elbow(k, k->c, u, ref, q2, q3, &ex2);
+            ik_vec3 z6r = rot_cs(w1, c1, -s1, z6), x6r = rot_cs(w1, c1, -s1, x6d);
             for (int j = 0; j < 2; j++) {
                 /* Rw v = R(w2, -(q2 + s3 q3)) R(w1, -q1) R_d M_R^T v */
-                double t23 = q2[j] + k->sgn[2] * q3[j];
-                double c23 = cos(t23), s23 = sin(t23);
-                ik_vec3 qv = rot_cs(w2, c23, -s23, rot_cs(w1, c1, -s1, z6));
-                ik_vec3 xv = rot_cs(w2, c23, -s23, rot_cs(w1, c1, -s1, x6d));
-                double q4[2], q5[2], q6[2];
+                double s3 = k->sgn[2] * q3[j].s;
+                double c23 = q2[j].c * q3[j].c - q2[j].s * s3;
+                double s23 = q2[j].s * q3[j].c + q2[j].c * s3;
+                ik_vec3 qv = rot_cs(w2, c23, -s23, z6r);
+                ik_vec3 xv = rot_cs(w2, c23, -s23, x6r);
+                ang q4[2], q5[2], q6[2];
                 bool ex3;
                 opw_wrist(k, qv, xv, ref, q4, q5, q6, &ex3);
                 for (int m = 0; m < 2; m++) {
-                    put(q[n], q1[i], q2[j], q3[j], q4[m], q5[m], q6[m]);
+                    put(q[n], q1[i].t, q2[j].t, q3[j].t, q4[m].t, q5[m].t, q6[m].t);
                     exact[n++] = ex1 && ex2 && ex3;
                 }
             }
@@ -309,32 +321,31 @@ size_t ik_closed_branches(const ik_closed *k, const double R[9], const double p[
             double c56 = ik_vec3_dot(w5, w6), c52 = ik_vec3_dot(w5, w2);
             double A = ik_vec3_dot(w6, w2) - c56 * c52;
             double B = ik_vec3_dot(ik_vec3_cross(w5, w6), w2);
-            double q5[2];
+            ang q5[2];
             bool ex5;
             /* for the usual wrist (w6 across w5 across w2: A^2 + B^2 = 1,
              * no constant) 1 - x^2 is |zr x w2|^2 */
             double s2 = -1.0;
-            if (fabs(c56) < 1e-12 && fabs(c52) < 1e-12 && fabs(hypot(A, B) - 1.0) < 1e-12)
+            if (fabs(c56) < 1e-12 && fabs(c52) < 1e-12 && fabs(A * A + B * B - 1.0) < 1e-12)
                 s2 = ik_vec3_len2(ik_vec3_cross(zr, w2));
-            cos_sin_eq_s(A, B, ik_vec3_dot(zr, w2) - c56 * c52, s2, SINGULAR_TOL, ref[4], q5,
-                         &ex5);
+            cos_sin_eq(A, B, ik_vec3_dot(zr, w2) - c56 * c52, s2, SINGULAR_TOL, ref[4], q5, &ex5);
             /* Rr^T w2 = M_R R_d^T R(w1, q1) w2 */
             ik_vec3 a6 = mat_vec(k->RM, mat_tvec(R, rot_cs(w1, c1, s1, w2)));
             for (int j = 0; j < 2; j++) {
-                double c5 = cos(q5[j]), s5 = sin(q5[j]);
+                const double c5 = q5[j].c, s5 = q5[j].s;
                 ik_vec3 b6 = rot_cs(w5, c5, -s5, w2);
-                double q6 = angle_about(w6, a6, b6, 1e-9, ref[5]);
+                ang q6 = angle_about(w6, a6, b6, 1e-9, ref[5]);
                 /* R(w2, s) x2 = R(w1, -q1) R_d M_R^T R(w6, -q6) R(w5, -q5) x2 */
-                ik_vec3 y = rot(w6, -q6, rot_cs(w5, c5, -s5, k->x2));
+                ik_vec3 y = rot_cs(w6, q6.c, -q6.s, rot_cs(w5, c5, -s5, k->x2));
                 y = rot_cs(w1, c1, -s1, mat_vec(R, mat_tvec(k->RM, y)));
-                double s = angle_about(w2, k->x2, y, SINGULAR_TOL, 0.0);
-                ik_vec3 u4 = ik_vec3_sub(u, rot(w2, s, ik_vec3_sub(k->c, k->r[3])));
-                double q2[2], q3[2];
+                ang s = angle_about(w2, k->x2, y, SINGULAR_TOL, 0.0);
+                ik_vec3 u4 = ik_vec3_sub(u, rot_cs(w2, s.c, s.s, ik_vec3_sub(k->c, k->r[3])));
+                ang q2[2], q3[2];
                 bool ex2;
                 elbow(k, k->r[3], u4, ref, q2, q3, &ex2);
                 for (int m = 0; m < 2; m++) {
-                    double q4 = k->sgn[3] * (s - q2[m] - k->sgn[2] * q3[m]);
-                    put(q[n], q1[i], q2[m], q3[m], q4, q5[j], q6);
+                    double q4 = k->sgn[3] * (s.t - q2[m].t - k->sgn[2] * q3[m].t);
+                    put(q[n], q1[i].t, q2[m].t, q3[m].t, q4, q5[j].t, q6.t);
                     exact[n++] = ex1 && ex5 && ex2;
                 }
             }
@@ -342,7 +353,7 @@ size_t ik_closed_branches(const ik_closed *k, const double R[9], const double p[
     }
     for (size_t b = 0; b < n; b++)
         for (int j = 0; j < 6; j++)
-            q[b][j] = isfinite(q[b][j]) ? ik_wrap_angle(q[b][j]) : ik_wrap_angle(ref[j]);
+            q[b][j] = isfinite(q[b][j]) ? wrap(q[b][j]) : wrap(ref[j]);
     return n;
 }
 
@@ -596,11 +607,32 @@ static int job_setup(closed_job *J, const ik_chain *c, const ik_closed *k, const
     return IK_OK;
 }
 
+/* The pose error of q as ik_pose_error() defines it (target minus actual;
+ * rotation vector of R_d R^T), from the matrices: away from a half turn
+ * straight from E = R_d R^T (2 sin(t) axis = (E21 - E12, E02 - E20,
+ * E10 - E01), cos(t) = (trace - 1) / 2), near one through quaternions. */
 static void err_of(const closed_job *J, const double *q, double e[6])
 {
-    double R[9], p[3];
+    double R[9], p[3], E[9];
     ik_chain_fk_mat(J->c, q, R, p);
-    pose_err(J->Rd, J->pd, R, p, e);
+    e[0] = J->pd[0] - p[0];
+    e[1] = J->pd[1] - p[1];
+    e[2] = J->pd[2] - p[2];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            E[3 * i + j] = J->Rd[3 * i] * R[3 * j] + J->Rd[3 * i + 1] * R[3 * j + 1] +
+                           J->Rd[3 * i + 2] * R[3 * j + 2];
+    const double tr = E[0] + E[4] + E[8];
+    if (tr > -0.9) {
+        const double vx = E[7] - E[5], vy = E[2] - E[6], vz = E[3] - E[1];
+        const double s2 = sqrt(vx * vx + vy * vy + vz * vz);
+        const double f = s2 < 1e-200 ? 0.5 : atan2(0.5 * s2, 0.5 * (tr - 1.0)) / s2;
+        e[3] = f * vx;
+        e[4] = f * vy;
+        e[5] = f * vz;
+    } else {
+        pose_err(J->Rd, J->pd, R, p, e);
+    }
 }
 
 static bool within_tol(const closed_job *J, const double e[6])
@@ -608,6 +640,17 @@ static bool within_tol(const closed_job *J, const double e[6])
     for (int i = 0; i < 6; i++)
         if (!(fabs(e[i]) <= (i < 3 ? J->tol_pos : J->tol_rot)))
             return false;
+    return true;
+}
+
+/* Two branches (joints in (-pi, pi]) equal up to whole turns. */
+static bool same_branch(const double *a, const double *b)
+{
+    for (int j = 0; j < 6; j++) {
+        double d = fabs(a[j] - b[j]);
+        if (d > 1e-9 && fabs(d - 2.0 * IK_PI) > 1e-9)
+            return false;
+    }
     return true;
 }
 
@@ -625,10 +668,7 @@ static size_t job_branches(closed_job *J)
         for (size_t a = 0; a < b && !dup; a++) {
             if (!J->good[a])
                 continue;
-            bool same = true;
-            for (int j = 0; j < 6; j++)
-                same &= fabs(ik_wrap_angle(J->br[a][j] - J->br[b][j])) <= 1e-9;
-            dup = same;
+            dup = same_branch(J->br[a], J->br[b]);
         }
         if (dup)
             continue;
@@ -731,6 +771,28 @@ static void invalid(int rc, ik_closed_result *res)
     }
 }
 
+/* The exact branches that are not repeats of an earlier one, without the
+ * forward-kinematics check (ik_closed_solve() checks its answer only). */
+static size_t job_exact(closed_job *J)
+{
+    J->n = ik_closed_branches(J->k, J->Rd, J->pd, J->ref, J->br, J->exact);
+    size_t cnt = 0;
+    for (size_t b = 0; b < J->n; b++) {
+        J->good[b] = false;
+        if (!J->exact[b])
+            continue;
+        bool dup = false;
+        for (size_t a = 0; a < b && !dup; a++) {
+            if (!J->good[a])
+                continue;
+            dup = same_branch(J->br[a], J->br[b]);
+        }
+        J->good[b] = !dup;
+        cnt += !dup;
+    }
+    return cnt;
+}
+
 int ik_closed_solve(const ik_chain *c, const ik_closed *k, const ik_target *t,
                     const double *seed, const ik_numeric_opts *opts, double *q_out,
                     ik_closed_result *res)
@@ -741,24 +803,38 @@ int ik_closed_solve(const ik_chain *c, const ik_closed *k, const ik_target *t,
         invalid(rc, res);
         return rc;
     }
-    size_t good = job_branches(&J);
-    double q[6], best[6], best_d = INFINITY;
-    size_t inside = 0;
+    size_t exact = job_exact(&J);
+    /* the exact branches inside the limits, on the turn nearest the
+     * reference, then checked by forward kinematics nearest first: the
+     * first that passes is the answer */
+    double cand[IK_CLOSED_BRANCHES][6], d[IK_CLOSED_BRANCHES];
+    size_t m = 0;
     for (size_t b = 0; b < J.n; b++) {
-        if (!J.good[b] || !branch_near(&J, b, q))
+        if (!J.good[b] || !branch_near(&J, b, cand[m]))
             continue;
-        inside++;
-        double d = dist2(q, J.ref);
-        if (d < best_d) {
-            best_d = d;
-            memcpy(best, q, sizeof best);
-        }
+        d[m] = dist2(cand[m], J.ref);
+        m++;
     }
-    if (inside == 0)
-        return job_fail(&J, good, q_out, res);
-    memcpy(q_out, best, sizeof best);
-    fill_res(&J, q_out, IK_OK, IK_REASON_NONE, good, inside, res);
-    return IK_OK;
+    size_t inside = m;
+    while (m > 0) {
+        size_t best = 0;
+        for (size_t i = 1; i < m; i++)
+            if (d[i] < d[best])
+                best = i;
+        double e[6];
+        err_of(&J, cand[best], e);
+        if (within_tol(&J, e)) {
+            memcpy(q_out, cand[best], sizeof cand[best]);
+            fill_res(&J, q_out, IK_OK, IK_REASON_NONE, exact, inside, res);
+            return IK_OK;
+        }
+        /* not reached after all (rounding next to a singularity): drop it */
+        m--;
+        memcpy(cand[best], cand[m], sizeof cand[m]);
+        d[best] = d[m];
+        inside--;
+    }
+    return job_fail(&J, job_branches(&J), q_out, res);
 }
 
 /* The equivalents v + 2 pi k of joint j inside its limits, the (at most

@@ -306,6 +306,14 @@ double ik_clamp(double v, double lo, double hi)
 
 double ik_wrap_angle(double a)
 {
+    /* Fast paths, bit for bit what fmod gives below: within three half
+     * turns a single exact subtraction (Sterbenz) does it. */
+    if (a > -IK_PI && a <= IK_PI)
+        return a;
+    if (a > IK_PI && a <= 3.0 * IK_PI)
+        return a - 2.0 * IK_PI;
+    if (a <= -IK_PI && a > -3.0 * IK_PI)
+        return a + 2.0 * IK_PI;
     if (!isfinite(a))
         return 0.0;
     double r = fmod(a, 2.0 * IK_PI);

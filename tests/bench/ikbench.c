@@ -25,6 +25,23 @@
  *        "success":..,"mean_us":..,"median_us":..,"p99_us":..,
  *        "mean_iterations":..}
  *
+ *   ikbench closed --urdf FILE --base LINK --tip LINK [the chain options]
+ *     The closed-form solver (solver/ik_closed.h) against the numeric one on
+ *     the same targets, in the same run. The chain's family is detected
+ *     (a chain without one prints {"family":"none","why":..} and exits 0);
+ *     the numeric solver solves every target once (the chain benchmark's
+ *     protocol), the closed form solves every target once for success
+ *     (decided here, by this file's forward kinematics, as above) and the
+ *     largest position error, then the whole set over and over for 0.2 s
+ *     for its mean time (the choice of the answer nearest the mid-limit
+ *     seed included), and again listing every solution (up to 64, sorted).
+ *     Times are this thread's CPU time (CLOCK_THREAD_CPUTIME_ID) for both
+ *     solvers, so that a busy shared machine does not distort the ratio.
+ *       {"bench":"closed","robot":..,"family":"ur"|"opw","samples":..,
+ *        "success":..,"mean_us":..,"max_pos_err":..,"mean_branches":..,
+ *        "mean_solutions":..,"all64_mean_us":..,"numeric_success":..,
+ *        "numeric_mean_us":..,"speedup":..}
+ *
  *   ikbench two-bone [--samples N] [--seed S]
  *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
  *     full solve including the reach-case tests, the whole set solved over
@@ -67,8 +84,10 @@
 #include "proto/proto_json.h"
 #include "proto/urdf.h"
 #include "solver/ik_chain.h"
+#include "solver/ik_closed.h"
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
+#include "solver/ik_reason.h"
 #include "solver/ik_status.h"
 #include "solver/ik_twobone.h"
 #include "tests/bench/bench_file.h"
@@ -79,6 +98,16 @@ static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* This thread's CPU time: the closed-form benchmark's clock, so that the
+ * time other processes take from a shared machine is not counted (both
+ * solvers are measured with it, in the same run). */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -236,32 +265,34 @@ static int load_targets(const char *path, const bench_chain *bc, size_t max, dou
     return rc;
 }
 
-static int run_chain(const chain_args *a)
+/* The chain and its targets for the chain and closed benchmarks: the URDF
+ * loaded and compiled into *bc, then a->samples targets (or those of
+ * a->targets) as joint values qs (dof per row) and poses. Returns 0, or 1
+ * after a message (the arrays are the caller's to free either way). */
+static int chain_setup(const chain_args *a, bench_chain *bc, double **qs_out,
+                       ik_xform **poses_out, size_t *n_out)
 {
-    static bench_chain bc;
-    if (load_urdf(a->urdf, a->base, a->tip, &bc) != 0)
+    *qs_out = NULL;
+    *poses_out = NULL;
+    if (load_urdf(a->urdf, a->base, a->tip, bc) != 0)
         return 1;
-    stem_of(a->urdf, bc.robot, sizeof bc.robot);
-    if (ik_chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK) {
+    stem_of(a->urdf, bc->robot, sizeof bc->robot);
+    if (ik_chain_init(&bc->chain, bc->joints, bc->n_joints) != IK_OK) {
         fprintf(stderr, "ikbench: invalid chain\n");
         return 1;
     }
-    const size_t dof = bc.chain.dof;
+    const size_t dof = bc->chain.dof;
     size_t n = a->samples;
-    double *qs = malloc(n * dof * sizeof *qs);
-    ik_xform *poses = malloc(n * sizeof *poses);
-    double *times = malloc(n * sizeof *times);
-    size_t wsz = ik_numeric_workspace_size(&bc.chain);
-    void *ws = malloc(wsz);
-    int rc = 1;
-    if (!qs || !poses || !times || !ws)
-        goto out;
+    double *qs = *qs_out = malloc(n * dof * sizeof *qs);
+    ik_xform *poses = *poses_out = malloc(n * sizeof *poses);
+    if (!qs || !poses)
+        return 1;
     if (a->targets) {
-        if (load_targets(a->targets, &bc, n, qs, poses, &n) != 0)
-            goto out;
+        if (load_targets(a->targets, bc, n, qs, poses, &n) != 0)
+            return 1;
         /* Sanity: the file's joints must give the file's poses here too. */
         for (size_t i = 0; i < n; i++) {
-            if (!verify(&bc, &poses[i], &qs[i * dof], 1e-9)) {
+            if (!verify(bc, &poses[i], &qs[i * dof], 1e-9)) {
                 fprintf(stderr, "ikbench: warning: target %zu does not match this chain's FK\n",
                         i + 1);
                 break;
@@ -271,20 +302,40 @@ static int run_chain(const chain_args *a)
         bench_rng r = {a->seed};
         for (size_t i = 0; i < n; i++) {
             for (size_t k = 0; k < dof; k++) {
-                double lo = bc.chain.lower[k], hi = bc.chain.upper[k];
-                if (bc.chain.type[k] == IK_JOINT_CONTINUOUS) {
+                double lo = bc->chain.lower[k], hi = bc->chain.upper[k];
+                if (bc->chain.type[k] == IK_JOINT_CONTINUOUS) {
                     lo = -IK_PI;
                     hi = IK_PI;
                 }
                 qs[i * dof + k] = rng_uniform(&r, lo, hi);
             }
-            poses[i] = reference_fk(&bc, &qs[i * dof]);
+            poses[i] = reference_fk(bc, &qs[i * dof]);
         }
     }
     if (n == 0) {
         fprintf(stderr, "ikbench: no samples\n");
-        goto out;
+        return 1;
     }
+    *n_out = n;
+    return 0;
+}
+
+static int run_chain(const chain_args *a)
+{
+    static bench_chain bc;
+    double *qs = NULL, *times = NULL;
+    ik_xform *poses = NULL;
+    void *ws = NULL;
+    size_t n = 0;
+    int rc = 1;
+    if (chain_setup(a, &bc, &qs, &poses, &n) != 0)
+        goto out;
+    const size_t dof = bc.chain.dof;
+    times = malloc(n * sizeof *times);
+    size_t wsz = ik_numeric_workspace_size(&bc.chain);
+    ws = malloc(wsz);
+    if (!times || !ws)
+        goto out;
 
     ik_numeric_opts o = ik_numeric_opts_default();
     o.tol_pos = a->tol;
@@ -342,6 +393,119 @@ out:
     free(poses);
     free(times);
     free(ws);
+    return rc;
+}
+
+/* ---- closed-form benchmark ------------------------------------------------ */
+
+/* Largest position error component (metres) of q against target, by this
+ * file's own forward kinematics. */
+static double pos_err_of(const bench_chain *bc, const ik_xform *target, const double *q)
+{
+    ik_xform x = reference_fk(bc, q);
+    return fmax(fabs(target->p.x - x.p.x), fmax(fabs(target->p.y - x.p.y), fabs(target->p.z - x.p.z)));
+}
+
+static int run_closed(const chain_args *a)
+{
+    static bench_chain bc;
+    double *qs = NULL, *all = NULL;
+    ik_xform *poses = NULL;
+    void *ws = NULL;
+    size_t n = 0;
+    int rc = 1;
+    if (chain_setup(a, &bc, &qs, &poses, &n) != 0)
+        goto out;
+    ik_closed k;
+    ik_closed_init(&k, &bc.chain);
+    if (k.kind == IK_CLOSED_NONE) {
+        printf("{\"bench\":\"closed\",\"robot\":\"%s\",\"family\":\"none\",\"why\":\"%s\"}\n",
+               bc.robot, ik_closed_why_name(k.why));
+        rc = 0;
+        goto out;
+    }
+    size_t wsz = ik_numeric_workspace_size(&bc.chain);
+    ws = malloc(wsz);
+    all = malloc(64 * 6 * sizeof *all);
+    if (!ws || !all)
+        goto out;
+    ik_numeric_opts o = ik_numeric_opts_default();
+    o.tol_pos = a->tol;
+    o.tol_rot = a->tol;
+    o.timeout_s = a->timeout_ms * 1e-3;
+    o.max_iterations = a->max_iterations;
+    o.rng_seed = a->seed;
+    double mid[IK_MAX_DOF], q[IK_MAX_DOF];
+    ik_chain_mid(&bc.chain, mid);
+    /* the numeric solver on the same targets, same run (the baseline) */
+    size_t num_ok = 0;
+    double t0 = cpu_s();
+    for (size_t i = 0; i < n; i++) {
+        ik_target t = ik_target_full_pose(poses[i]);
+        ik_numeric_solve(&bc.chain, &t, mid, &o, ws, wsz, q, NULL);
+        num_ok += (size_t)verify(&bc, &poses[i], q, a->tol);
+    }
+    double num_us = (cpu_s() - t0) * 1e6 / (double)n;
+    /* closed form: success and exactness, untimed */
+    size_t ok = 0, branches = 0, solutions = 0;
+    double max_pos = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        ik_target t = ik_target_full_pose(poses[i]);
+        ik_closed_result res;
+        int st = ik_closed_solve(&bc.chain, &k, &t, mid, &o, q, &res);
+        int good = verify(&bc, &poses[i], q, a->tol);
+        ok += (size_t)good;
+        branches += res.branches;
+        solutions += res.solutions;
+        if (good)
+            max_pos = fmax(max_pos, pos_err_of(&bc, &poses[i], q));
+        if (a->verbose && (!good || st != IK_OK))
+            fprintf(stderr, "sample %zu: %s (%s), verified %d, pos %.3g\n", i, ik_status_name(st),
+                    ik_reason_name(res.reason), good, res.pos_err_max);
+    }
+    /* closed form: time per solve (the choice of the answer included), the
+     * whole set solved over and over for at least 0.2 s */
+    size_t solves = 0;
+    double sink = 0.0;
+    t0 = cpu_s();
+    double el;
+    do {
+        for (size_t i = 0; i < n; i++) {
+            ik_target t = ik_target_full_pose(poses[i]);
+            ik_closed_solve(&bc.chain, &k, &t, mid, &o, q, NULL);
+            sink += q[0];
+        }
+        solves += n;
+        el = cpu_s() - t0;
+    } while (el < 0.2);
+    double closed_us = el * 1e6 / (double)solves;
+    /* every solution, up to 64, sorted */
+    size_t all_solves = 0;
+    t0 = cpu_s();
+    do {
+        for (size_t i = 0; i < n; i++) {
+            ik_target t = ik_target_full_pose(poses[i]);
+            sink += (double)ik_closed_solve_all(&bc.chain, &k, &t, mid, &o, all, 64, NULL);
+        }
+        all_solves += n;
+        el = cpu_s() - t0;
+    } while (el < 0.2);
+    double all_us = el * 1e6 / (double)all_solves;
+    if (sink == 42.4242)
+        fprintf(stderr, " ");
+    printf("{\"bench\":\"closed\",\"robot\":\"%s\",\"family\":\"%s\",\"samples\":%zu,"
+           "\"success\":%.5f,\"mean_us\":%.3f,\"max_pos_err\":%.3g,"
+           "\"mean_branches\":%.2f,\"mean_solutions\":%.2f,\"all64_mean_us\":%.3f,"
+           "\"numeric_success\":%.5f,\"numeric_mean_us\":%.2f,\"speedup\":%.1f}\n",
+           bc.robot, ik_closed_kind_name(k.kind), n, (double)ok / (double)n, closed_us, max_pos,
+           (double)branches / (double)n, (double)solutions / (double)n, all_us,
+           (double)num_ok / (double)n, num_us, num_us / closed_us);
+    rc = 0;
+out:
+    free(qs);
+    free(poses);
+    free(ws);
+    free(all);
     return rc;
 }
 
@@ -620,6 +784,13 @@ int main(int argc, char **argv)
             return 1;
         }
         return run_chain(&a);
+    }
+    if (strcmp(argv[1], "closed") == 0) {
+        if (!(a.urdf && a.base && a.tip) || (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
+            usage();
+            return 1;
+        }
+        return run_closed(&a);
     }
     if (strcmp(argv[1], "two-bone") == 0)
         return run_twobone(a.samples, a.seed);

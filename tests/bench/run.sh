@@ -27,6 +27,19 @@ chain kuka_iiwa14_r820 base_link tool0
 chain franka_panda panda_link0 panda_link8
 chain pr2 torso_lift_link r_wrist_roll_link
 
+# closed form (solver/ik_closed.h) against the numeric solver, same targets,
+# same run: the UR5 and the IRB 120 with their target files, the UR10-like
+# arm on random targets drawn inside its limits
+closed() { # robot [ARGS]
+    r=$1
+    shift
+    "$BIN" closed --urdf "$IKD_DATA/robots/$r.urdf" --base base_link --tip tool0 \
+        --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5 "$@"
+}
+closed ur5 --targets "$IKD_DATA/targets/ur5.txt"
+closed abb_irb120 --targets "$IKD_DATA/targets/abb_irb120.txt"
+closed ur10_like
+
 # the daemon over HTTP: wrk against ikd and a bare libmicrohttpd server,
 # same run (tests/bench/http_bench.sh)
 sh "$(dirname "$0")/http_bench.sh" "$BUILD"

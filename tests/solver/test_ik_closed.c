@@ -230,6 +230,9 @@ START_TEST(test_detects_from_urdf)
     load_urdf("abb_irb120.urdf", "base_link", "tool0", &c);
     ik_closed_init(&k, &c);
     ck_assert_int_eq(k.kind, IK_CLOSED_OPW);
+    load_urdf("ur10_like.urdf", "base_link", "tool0", &c);
+    ik_closed_init(&k, &c);
+    ck_assert_int_eq(k.kind, IK_CLOSED_UR);
     load_urdf("kuka_iiwa14_r820.urdf", "base_link", "tool0", &c);
     ik_closed_init(&k, &c);
     ck_assert_int_eq(k.kind, IK_CLOSED_NONE);
