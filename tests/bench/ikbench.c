@@ -42,6 +42,24 @@
  *        "mean_solutions":..,"all64_mean_us":..,"numeric_success":..,
  *        "numeric_mean_us":..,"speedup":..}
  *
+ *   ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...] [--samples N]
+ *                [--seed S] [--timeout-ms MS] [--tol T] [--max-iterations N]
+ *     Several end effectors on one tree (solver/ik_tree.h), same protocol
+ *     as chain: N random configurations of the whole tree, every tip's full
+ *     pose as its target, one tree solve per sample from the mid-limit pose,
+ *     then every tip solved as its own chain (ik_numeric_solve) on the same
+ *     targets in the same run as the baseline. Both are verified here by
+ *     the same independent forward kinematics. Prints
+ *       {"bench":"tree","robot":..,"base":..,"tips":..,"dof":..,
+ *        "shared_joints":..,"samples":..,"success":..,"mean_us":..,
+ *        "median_us":..,"p99_us":..,"mean_iterations":..,
+ *        "separate_success":..,"separate_consistent":..,
+ *        "separate_mean_us":..,"ratio_tree_vs_separate":..}
+ *     (separate_consistent: samples whose separate answers also agree on
+ *     every shared joint, i.e. would be a valid pose of the tree), and the
+ *     same means in thread CPU time (cpu_mean_us, separate_cpu_mean_us,
+ *     cpu_ratio), which a loaded machine's preemptions do not inflate.
+ *
  *   ikbench two-bone [--samples N] [--seed S]
  *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
  *     full solve including the reach-case tests, the whole set solved over
@@ -89,6 +107,7 @@
 #include "solver/ik_numeric.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_status.h"
+#include "solver/ik_tree.h"
 #include "solver/ik_twobone.h"
 #include "tests/bench/bench_file.h"
 
@@ -509,6 +528,158 @@ out:
     return rc;
 }
 
+/* ---- tree benchmark ---------------------------------------------------------- */
+
+/* Several tips from one base (ik_tree.h): N random configurations of the
+ * whole tree inside the limits, every tip's full pose by reference_fk, one
+ * tree solve per sample from the mid-limit pose, then (same targets, same
+ * run, alternating) every tip solved as its own chain with ik_numeric_solve
+ * from its mid-limit pose: the baseline. Both are verified here by
+ * reference_fk on every tip. When the tips share a joint (a torso) the
+ * separate chains may give it different values, so their answers are not a
+ * valid pose of the tree; "separate_consistent" counts the samples whose
+ * separate answers agree on every shared joint (to the tolerance). */
+static int run_tree(const chain_args *a, const char *tips_arg)
+{
+    static bench_chain bc[IK_TREE_MAX_TIPS];
+    static ik_tree tree;
+    char tips[512];
+    snprintf(tips, sizeof tips, "%s", tips_arg);
+    size_t nt = 0;
+    for (char *save = NULL, *tok = strtok_r(tips, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (nt == IK_TREE_MAX_TIPS || load_urdf(a->urdf, a->base, tok, &bc[nt]) != 0 ||
+            ik_chain_init(&bc[nt].chain, bc[nt].joints, bc[nt].n_joints) != IK_OK) {
+            fprintf(stderr, "ikbench: bad tip %s\n", tok);
+            return 1;
+        }
+        nt++;
+    }
+    const ik_joint *chains[IK_TREE_MAX_TIPS];
+    size_t lens[IK_TREE_MAX_TIPS];
+    for (size_t t = 0; t < nt; t++) {
+        chains[t] = bc[t].joints;
+        lens[t] = bc[t].n_joints;
+    }
+    if (nt < 1 || ik_tree_from_chains(&tree, chains, lens, nt) != IK_OK) {
+        fprintf(stderr, "ikbench: invalid tree\n");
+        return 1;
+    }
+    char robot[64];
+    stem_of(a->urdf, robot, sizeof robot);
+    size_t shared = 0;
+    for (size_t v = 0; v < tree.dof; v++)
+        shared += (tree.tips_of[v] & (tree.tips_of[v] - 1)) != 0;
+    const size_t n = a->samples, dof = tree.dof;
+    double *qs = malloc(n * dof * sizeof *qs);
+    double *tt = malloc(n * sizeof *tt), *ts = malloc(n * sizeof *ts);
+    size_t wsz = ik_tree_workspace_size(&tree), wsn = ik_numeric_workspace_size(NULL);
+    void *ws = malloc(wsz), *wn = malloc(wsn);
+    int rc = 1;
+    if (!qs || !tt || !ts || !ws || !wn)
+        goto out;
+    bench_rng r = {a->seed};
+    for (size_t i = 0; i < n; i++)
+        for (size_t v = 0; v < dof; v++)
+            qs[i * dof + v] = tree.type[v] == IK_JOINT_CONTINUOUS
+                                  ? rng_uniform(&r, -IK_PI, IK_PI)
+                                  : rng_uniform(&r, tree.lower[v], tree.upper[v]);
+    ik_tree_opts to = ik_tree_opts_default();
+    to.tol_pos = to.tol_rot = a->tol;
+    to.timeout_s = a->timeout_ms * 1e-3;
+    to.max_iterations = a->max_iterations;
+    to.rng_seed = a->seed;
+    ik_numeric_opts no = ik_numeric_opts_default();
+    no.tol_pos = no.tol_rot = a->tol;
+    no.timeout_s = a->timeout_ms * 1e-3;
+    no.max_iterations = a->max_iterations;
+    no.rng_seed = a->seed;
+    size_t ok_tree = 0, ok_sep = 0, consistent = 0, iterations = 0;
+    double cpu_tree = 0.0, cpu_sep = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        ik_xform goal[IK_TREE_MAX_TIPS];
+        ik_tree_goal g[IK_TREE_MAX_TIPS];
+        for (size_t t = 0; t < nt; t++) {
+            double qc[IK_MAX_DOF];
+            ik_tree_gather(&tree, t, &qs[i * dof], qc);
+            goal[t] = reference_fk(&bc[t], qc);
+            g[t] = ik_tree_goal_target(ik_target_full_pose(goal[t]));
+        }
+        double q[IK_TREE_MAX_DOF], qsep[IK_TREE_MAX_TIPS][IK_MAX_DOF];
+        ik_tree_result res;
+        double t0 = now_s(), c0 = cpu_s();
+        ik_tree_solve(&tree, g, NULL, &to, ws, wsz, q, &res);
+        tt[i] = (now_s() - t0) * 1e6;
+        cpu_tree += cpu_s() - c0;
+        iterations += res.iterations;
+        int good = ik_tree_within_limits(&tree, q, 0.0);
+        for (size_t t = 0; t < nt && good; t++) {
+            double qc[IK_MAX_DOF];
+            ik_tree_gather(&tree, t, q, qc);
+            good = verify(&bc[t], &goal[t], qc, a->tol);
+        }
+        ok_tree += (size_t)good;
+        if (a->verbose && (!good || tt[i] > 1000.0))
+            fprintf(stderr, "sample %zu: %s, verified %d, %zu iterations, %zu restarts, %.0f us\n",
+                    i, ik_status_name(res.status), good, res.iterations, res.restarts, tt[i]);
+        /* the baseline: every tip as its own chain */
+        t0 = now_s();
+        c0 = cpu_s();
+        for (size_t t = 0; t < nt; t++) {
+            ik_target tg = ik_target_full_pose(goal[t]);
+            ik_numeric_solve(&bc[t].chain, &tg, NULL, &no, wn, wsn, qsep[t], NULL);
+        }
+        ts[i] = (now_s() - t0) * 1e6;
+        cpu_sep += cpu_s() - c0;
+        int sgood = 1;
+        for (size_t t = 0; t < nt; t++)
+            sgood &= verify(&bc[t], &goal[t], qsep[t], a->tol);
+        ok_sep += (size_t)sgood;
+        int same = 1; /* shared joints: the same value in every chain */
+        for (size_t v = 0; v < dof; v++) {
+            double first = NAN;
+            for (size_t t = 0; t < nt; t++)
+                for (size_t k = 0; k < tree.chain[t].dof; k++)
+                    if (tree.var[t][k] == v) {
+                        if (isnan(first))
+                            first = qsep[t][k];
+                        else if (fabs(qsep[t][k] - first) > a->tol)
+                            same = 0;
+                    }
+        }
+        consistent += (size_t)(sgood && same);
+    }
+    double st = 0.0, ss = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        st += tt[i];
+        ss += ts[i];
+    }
+    qsort(tt, n, sizeof *tt, cmp_double);
+    size_t p99 = (size_t)((double)n * 0.99);
+    if (p99 >= n)
+        p99 = n - 1;
+    printf("{\"bench\":\"tree\",\"robot\":\"%s\",\"base\":\"%s\",\"tips\":%zu,"
+           "\"dof\":%zu,\"shared_joints\":%zu,\"samples\":%zu,\"success\":%.5f,"
+           "\"mean_us\":%.2f,\"median_us\":%.2f,\"p99_us\":%.2f,\"mean_iterations\":%.1f,"
+           "\"separate_success\":%.5f,\"separate_consistent\":%.5f,"
+           "\"separate_mean_us\":%.2f,\"ratio_tree_vs_separate\":%.3f,"
+           "\"cpu_mean_us\":%.2f,\"separate_cpu_mean_us\":%.2f,\"cpu_ratio\":%.3f}\n",
+           robot, a->base, nt, dof, shared, n, (double)ok_tree / (double)n, st / (double)n,
+           n % 2 ? tt[n / 2] : 0.5 * (tt[n / 2 - 1] + tt[n / 2]), tt[p99],
+           (double)iterations / (double)n, (double)ok_sep / (double)n,
+           (double)consistent / (double)n, ss / (double)n, ss > 0.0 ? st / ss : 0.0,
+           1e6 * cpu_tree / (double)n, 1e6 * cpu_sep / (double)n,
+           cpu_sep > 0.0 ? cpu_tree / cpu_sep : 0.0);
+    rc = 0;
+out:
+    free(qs);
+    free(tt);
+    free(ts);
+    free(ws);
+    free(wn);
+    return rc;
+}
+
 /* ---- two-bone benchmark ----------------------------------------------------- */
 
 typedef struct twobone_case {
@@ -694,6 +865,9 @@ static void usage(void)
             "usage: ikbench chain --urdf FILE --base LINK --tip LINK\n"
             "                     [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
             "                     [--targets FILE] [--max-iterations N] [--verbose]\n"
+            "       ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...]\n"
+            "                    [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
+            "                    [--max-iterations N] [--verbose]\n"
             "       ikbench two-bone [--samples N] [--seed S]\n"
             "       ikbench proto [--samples N] [--body FILE]\n"
             "       ikbench parse [--samples N] [--body FILE]\n");
@@ -728,7 +902,7 @@ int main(int argc, char **argv)
         return 1;
     }
     chain_args a = {0};
-    const char *body = NULL;
+    const char *body = NULL, *tips = NULL;
     bool samples_given = false;
     a.samples = 2000;
     a.seed = 1;
@@ -752,6 +926,8 @@ int main(int argc, char **argv)
             a.base = v;
         else if (strcmp(k, "--tip") == 0)
             a.tip = v;
+        else if (strcmp(k, "--tips") == 0)
+            tips = v;
         else if (strcmp(k, "--targets") == 0)
             a.targets = v;
         else if (strcmp(k, "--body") == 0)
@@ -791,6 +967,13 @@ int main(int argc, char **argv)
             return 1;
         }
         return run_closed(&a);
+    }
+    if (strcmp(argv[1], "tree") == 0) {
+        if (!(a.urdf && a.base && tips) || (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
+            usage();
+            return 1;
+        }
+        return run_tree(&a, tips);
     }
     if (strcmp(argv[1], "two-bone") == 0)
         return run_twobone(a.samples, a.seed);

@@ -2,7 +2,7 @@
 # Runs the benchmarks (make bench): the two-bone benchmark (seed 001), the
 # proto layer alone on the two-bone HTTP body (decode, run, encode, free),
 # then the chain benchmark on the five
-# shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
+# shared robots, the tree benchmark on both PR2 arms with their shared target files ($IKD_DATA/targets/, TRAC-IK
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
 # samples each, then the HTTP benchmark, then the WebSocket benchmarks
 # (robot_bench.py among them). Every
@@ -39,6 +39,17 @@ closed() { # robot [ARGS]
 closed ur5 --targets "$IKD_DATA/targets/ur5.txt"
 closed abb_irb120 --targets "$IKD_DATA/targets/abb_irb120.txt"
 closed ur10_like
+
+# several end effectors on one tree (solver/ik_tree.h): both PR2 arms, from
+# torso_lift_link (two independent arms) and from base_link (the prismatic
+# torso shared), against the same arms solved as separate chains in the
+# same run (ratio_tree_vs_separate; cpu_ratio in thread CPU time)
+tree() { # base
+    "$BIN" tree --urdf "$IKD_DATA/robots/pr2.urdf" --base "$1" \
+        --tips l_wrist_roll_link,r_wrist_roll_link --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5
+}
+tree torso_lift_link
+tree base_link
 
 # the daemon over HTTP: wrk against ikd and a bare libmicrohttpd server,
 # same run (tests/bench/http_bench.sh)
