@@ -2,10 +2,10 @@
 # Runs the benchmarks (make bench): the two-bone benchmark (seed 001), the
 # proto layer alone on the two-bone HTTP body (decode, run, encode, free),
 # then the chain benchmark on the five
-# shared robots, the tree benchmark on both PR2 arms with their shared target files ($IKD_DATA/targets/, TRAC-IK
+# shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
-# samples each, then the HTTP benchmark, then the WebSocket benchmarks
-# (robot_bench.py among them). Every
+# samples each, the tree benchmark on both PR2 arms, then the HTTP
+# benchmark, then the WebSocket benchmarks (robot_bench.py among them). Every
 # command prints one JSON object on its last line.
 set -eu
 BUILD=${1:-build}
