@@ -21,11 +21,15 @@
  * the error, its column leaves the step, and the step is solved again (up
  * to LOCK_PASSES times). A trial is kept when the first unmet level k
  * improves and every level above k stays met (all its checked components
- * below CONVERGED_FRACTION of the tolerance). An attempt ends solved (every
- * level met), stalled (lambda too large, or ATTEMPT_MAX_ITERS for the top
- * level, with ik_numeric.c's slow-convergence extension; for a lower level,
- * once its error stops improving: the constrained optimum of the
- * conflicting case), or out of budget.
+ * below CONVERGED_FRACTION of the tolerance). With several levels, once a
+ * lower level is being worked on, the rules of merit(), restore() and the
+ * polish phase of attempt() apply (see there): without them the
+ * second-order drift of null-space steps out of a 1e-5 band rejects almost
+ * every step of a lower level. An attempt ends solved (every level met),
+ * stalled (lambda too large, or ATTEMPT_MAX_ITERS for the top level, with
+ * ik_numeric.c's slow-convergence extension; for a lower level, once the
+ * merit stops improving: the constrained optimum of the conflicting case,
+ * after the polish), or out of budget.
  *
  * Restarts draw joints uniformly inside their limits (splitmix64 seeded
  * with opts.rng_seed): after an attempt in which some tasks were met,
@@ -267,6 +271,8 @@ ik_tree_opts ik_tree_opts_default(void)
 #define LOWER_FLAT         1e-12 /* relative improvement counted as none */
 #define LOWER_FLAT_STEPS   4     /* consecutive flat steps that end the attempt */
 #define PROJ_DAMPING       1e-10 /* mu of the null-space projectors */
+#define LEVEL_RATIO        1e4   /* merit weight of a level over the next */
+#define POLISH_ITERS       30    /* strict steps that restore the higher levels */
 
 typedef struct rng {
     uint64_t s;
@@ -326,11 +332,15 @@ typedef struct solver {
     const group *G;
     double *J, *Jt, *e, *et, *el, *N, *A, *X, *P, *rhs, *y;
     double *q, *qt, *dq, *best, *sol, *seed;
+    double *qr, *Jr, *er; /* the restored trial (several levels) */
     bool met[IK_TREE_MAX_TIPS], met_t[IK_TREE_MAX_TIPS]; /* per group task */
     double lc[IK_TREE_MAX_TIPS + 1], lct[IK_TREE_MAX_TIPS + 1]; /* level costs */
+    double lcr[IK_TREE_MAX_TIPS + 1];
+    bool met_r[IK_TREE_MAX_TIPS];
     size_t best_k;
     double best_cost;
     size_t iterations;
+    size_t nl;           /* levels the step serves (all but while polishing) */
     double t0, deadline; /* deadline 0: none */
     bool timed_out, out_of_iterations;
 } solver;
@@ -456,20 +466,20 @@ static bool priority_step(solver *S, const double *J, const double *el, double l
                           const bool *locked)
 {
     const group *G = S->G;
-    const size_t nv = G->nv;
+    const size_t nv = G->nv, nlev = S->nl;
     double inv[6 * IK_TREE_MAX_TIPS];
     for (size_t k = 0; k < nv; k++)
         S->dq[k] = 0.0;
-    if (G->nlev > 1) {
+    if (nlev > 1) {
         memset(S->P, 0, nv * nv * sizeof *S->P);
         for (size_t k = 0; k < nv; k++)
             S->P[k * nv + k] = locked[k] ? 0.0 : 1.0;
     }
-    for (size_t l = 0; l < G->nlev; l++) {
+    for (size_t l = 0; l < nlev; l++) {
         const size_t r0 = G->lev_row[l], r = G->lev_row[l + 1] - r0;
         const double *Jl = J + r0 * nv;
         double *A = S->A;
-        if (G->nlev == 1) { /* A = J with the locked columns zeroed */
+        if (nlev == 1) { /* A = J with the locked columns zeroed */
             for (size_t a = 0; a < r; a++)
                 for (size_t k = 0; k < nv; k++)
                     A[a * nv + k] = locked[k] ? 0.0 : Jl[a * nv + k];
@@ -491,7 +501,7 @@ static bool priority_step(solver *S, const double *J, const double *el, double l
             S->rhs[a] = s;
         }
         gram(A, r, nv, S->N);
-        const bool last = l + 1 == G->nlev;
+        const bool last = l + 1 == nlev;
         if (!last) /* keep A A^T for the projector: X holds a copy */
             memcpy(S->X, S->N, r * r * sizeof *S->N);
         if (!cholesky(S->N, r, lambda, inv))
@@ -591,14 +601,82 @@ static void keep_best(solver *S, const double *q, size_t k, const double *lc)
     }
 }
 
-/* Levenberg-Marquardt from S->q; *k_out: the first unmet level at the end. */
+/* The merit of a pose with several levels: their costs weighted by powers
+ * of LEVEL_RATIO, highest level first, so that a step which lowers a lower
+ * level a lot may disturb a met higher level a little (the next steps
+ * restore it: each one corrects the higher levels first). Without it, the
+ * second-order drift of every null-space step out of a tolerance band of
+ * 1e-5 rejects almost every step of a lower level. */
+static double merit(const group *G, const double *lc)
+{
+    double phi = 0.0, w = 1.0;
+    for (size_t l = G->nlev; l-- > 0;) {
+        phi += w * lc[l];
+        w *= LEVEL_RATIO;
+    }
+    return phi;
+}
+
+/* A trial step on a lower level leaves the higher levels' constraint
+ * surface to second order (the null space is that of the linearisation),
+ * which makes the lower level zigzag slowly along it. One Gauss-Newton
+ * step on the levels above kmax alone, from the trial, brings the trial
+ * back onto the surface (a second-order correction, as in SQP methods);
+ * the corrected trial replaces the trial when it meets more levels or
+ * has a lower merit. Returns the trial's first unmet level. */
+static size_t restore(solver *S, size_t kmax, size_t kt)
+{
+    const group *G = S->G;
+    double *q = S->q, *J = S->J, *e = S->e, *qt = S->qt;
+    S->q = S->qt;
+    S->J = S->Jt;
+    S->e = S->et;
+    S->qt = S->qr;
+    S->nl = kmax;
+    bool ok = limited_step(S, LAMBDA_MIN);
+    S->nl = G->nlev;
+    S->q = q;
+    S->J = J;
+    S->e = e;
+    S->qt = qt;
+    if (!ok)
+        return kt;
+    size_t kr = evaluate(S, S->qr, S->Jr, S->er, S->lcr, S->met_r);
+    if (kr < kt || (kr == kt && merit(G, S->lcr) >= merit(G, S->lct)))
+        return kt;
+    double *tmp = S->qt;
+    S->qt = S->qr;
+    S->qr = tmp;
+    tmp = S->Jt;
+    S->Jt = S->Jr;
+    S->Jr = tmp;
+    tmp = S->et;
+    S->et = S->er;
+    S->er = tmp;
+    memcpy(S->lct, S->lcr, sizeof S->lct);
+    memcpy(S->met_t, S->met_r, sizeof S->met_t);
+    return kr;
+}
+
+/* Levenberg-Marquardt from S->q; *k_out: the first unmet level at the end.
+ * A trial is kept when it meets more levels, or when the first unmet
+ * level improves with the levels above it still met, or (several levels)
+ * when the merit improves. Once a lower level has been worked on, the
+ * attempt moves on after LOWER_MAX_ITERS iterations or LOWER_FLAT_STEPS
+ * kept steps that no longer improve the merit (the constrained optimum of
+ * conflicting targets), or when the merit stalls, to a POLISH phase of at
+ * most POLISH_ITERS iterations without the merit rule, which restores the
+ * higher levels the last merit steps disturbed. */
 static int attempt(solver *S, size_t *k_out)
 {
     const group *G = S->G;
     size_t k = evaluate(S, S->q, S->J, S->e, S->lc, S->met);
     keep_best(S, S->q, k, S->lc);
     double lambda = LAMBDA_INIT, checkpoint = INFINITY;
-    size_t it_level = 0, flat = 0;
+    double phi = merit(G, S->lc);
+    size_t it = 0, it_lower = 0, flat = 0, it_polish = 0, kmax = k;
+    bool lower = k > 0, polish = false;
+    S->nl = G->nlev;
     int rc;
     for (;;) {
         *k_out = k;
@@ -611,20 +689,34 @@ static int attempt(solver *S, size_t *k_out)
             break;
         }
         const double cost = S->lc[k];
-        if (k == 0) {
-            if (it_level >= ATTEMPT_MAX_ITERS && (it_level - ATTEMPT_MAX_ITERS) % SLOW_EVERY == 0) {
-                if (it_level >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST || cost > 0.25 * checkpoint) {
+        if (!lower) {
+            if (it >= ATTEMPT_MAX_ITERS && (it - ATTEMPT_MAX_ITERS) % SLOW_EVERY == 0) {
+                if (it >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST || cost > 0.25 * checkpoint) {
                     rc = ATTEMPT_STALLED;
                     break;
                 }
                 checkpoint = cost;
             }
-        } else if (it_level >= LOWER_MAX_ITERS || flat >= LOWER_FLAT_STEPS) {
-            rc = ATTEMPT_STALLED;
-            break;
+        } else if (polish) {
+            if (k >= kmax || it_polish++ >= POLISH_ITERS) {
+                rc = ATTEMPT_STALLED;
+                break;
+            }
+        } else if (it_lower >= LOWER_MAX_ITERS || flat >= LOWER_FLAT_STEPS) {
+            /* done with the lower level: restore the levels above it
+             * that the last merit steps disturbed, with steps that serve
+             * only them */
+            polish = true;
+            S->nl = kmax;
+            lambda = LAMBDA_INIT;
+            if (k >= kmax) {
+                rc = ATTEMPT_STALLED;
+                break;
+            }
         }
         S->iterations++;
-        it_level++;
+        it++;
+        it_lower += lower;
         if (!limited_step(S, lambda)) {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX) {
@@ -634,8 +726,11 @@ static int attempt(solver *S, size_t *k_out)
             continue;
         }
         size_t kt = evaluate(S, S->qt, S->Jt, S->et, S->lct, S->met_t);
-        if (kt > k || (kt == k && S->lct[k] < cost)) {
-            flat = (kt == k && cost - S->lct[k] <= LOWER_FLAT * cost) ? flat + 1 : 0;
+        if (lower && !polish && kmax > 0 && kt < kmax)
+            kt = restore(S, kmax, kt);
+        const double phit = G->nlev > 1 ? merit(G, S->lct) : S->lct[0];
+        if (kt > k || (kt == k && S->lct[k] < cost) || (G->nlev > 1 && lower && !polish && phit < phi)) {
+            flat = (lower && phi - phit <= LOWER_FLAT * phi) ? flat + 1 : 0;
             double *tmp = S->q;
             S->q = S->qt;
             S->qt = tmp;
@@ -647,17 +742,25 @@ static int attempt(solver *S, size_t *k_out)
             S->et = tmp;
             memcpy(S->lc, S->lct, sizeof S->lc);
             memcpy(S->met, S->met_t, sizeof S->met);
-            if (kt > k) {
-                it_level = 0;
-                flat = 0;
+            if (kt > k)
                 checkpoint = INFINITY;
-            }
+            if (kt > 0)
+                lower = true;
             k = kt;
+            if (k > kmax)
+                kmax = k;
+            phi = phit;
             keep_best(S, S->q, k, S->lc);
             lambda = fmax(lambda * LAMBDA_DOWN, LAMBDA_MIN);
         } else {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX) {
+                if (lower && !polish && k < kmax) { /* stalled on the merit */
+                    polish = true;
+                    S->nl = kmax;
+                    lambda = LAMBDA_INIT;
+                    continue;
+                }
                 rc = ATTEMPT_STALLED;
                 break;
             }
@@ -881,9 +984,10 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
 static size_t ws_doubles(size_t n, size_t m)
 {
     /* J, Jt, A: m x n; N, X: m x m (or n x n for small_gram); P: n x n;
-     * e, et, el, rhs, y: m; q, qt, dq, best, sol, seed: n */
+     * e, et, el, rhs, y: m; q, qt, dq, best, sol, seed: n; the restored
+     * trial: Jr m x n, er m, qr n */
     size_t sq = m > n ? m : n;
-    return 3 * m * n + 2 * sq * sq + n * n + 5 * m + 6 * n;
+    return 4 * m * n + 2 * sq * sq + n * n + 6 * m + 7 * n;
 }
 
 size_t ik_tree_workspace_size(const ik_tree *tree)
@@ -1040,6 +1144,9 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
     S.best = S.dq + n;
     S.sol = S.best + n;
     S.seed = S.sol + n;
+    S.qr = S.seed + n;
+    S.Jr = S.qr + n;
+    S.er = S.Jr + M * n;
     S.t0 = t0;
 
     /* the seed, inside the limits */

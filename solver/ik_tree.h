@@ -43,7 +43,11 @@
  * ik_numeric.c (joints pushed through a limit are put on it and taken out
  * of the step) and random restarts (see ik_tree.c). A trial step is kept
  * when the first level that is not met yet improves and every level above
- * it stays met.
+ * it stays met; once the higher levels have been met, also when a merit
+ * (the level costs weighted 1e4 per level) improves, each trial being
+ * pulled back onto the higher levels' targets by one Gauss-Newton step on
+ * them, and the attempt ends with steps that serve the higher levels only
+ * (details in ik_tree.c).
  *
  * SUCCESS (IK_OK) means every checked tip is within tolerance (as in
  * ik_numeric.h: every checked component of the position error within
