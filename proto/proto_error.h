@@ -26,6 +26,8 @@
  *   unknown_chain       (404) chain_id names no registered chain
  *   unknown_stream      (404) WebSocket: no stream of that name is open
  *   method_not_allowed  (405) the endpoint does not take that method
+ *   request_timeout     (408) the request was not received whole within
+ *                             --request-timeout (written by server/guard.c)
  *   too_large           (413) a configured limit (body, joints, targets, URDF,
  *                             registry memory, path samples) is exceeded
  *   invalid_chain       (422) the chain cannot be built (zero-length links, bad
@@ -34,7 +36,8 @@
  *   upgrade_required    (426) GET /v1/stream without the WebSocket upgrade
  *   internal            (500) ikd failed, not the request: out of memory, work
  *                             that could not be queued, a failed upgrade
- *   overloaded          (503) the solver queue is full; send again later
+ *   overloaded          (503) the solver queue is full, or request bodies in
+ *                             flight fill --body-budget; send again later
  *   shutting_down       (503) a WebSocket upgrade while ikd shuts down
  * On a WebSocket the error travels in an "error" message and the status is
  * not sent.

@@ -24,6 +24,9 @@ void srv_config_default(srv_config *cfg)
     cfg->max_connections = 10000;
     cfg->conn_timeout_s = 30;
     cfg->drain_timeout_s = 10;
+    cfg->request_timeout_s = 60;
+    cfg->max_conn_per_addr = 1000;
+    cfg->body_budget_bytes = 256u << 20;
     proto_limits_default(&cfg->limits);
     cfg->max_message_bytes = 1u << 20;
     cfg->ws_send_queue_bytes = 4u << 20;
@@ -169,7 +172,7 @@ static int add_origins(srv_config *cfg, const char *list)
 enum opt_id {
     OPT_LISTEN, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_MAXMSG, OPT_WSQUEUE,
     OPT_MAXJOINTS, OPT_MAXTARGETS, OPT_MAXITER, OPT_MAXTIME, OPT_MAXURDF, OPT_REGISTRY, OPT_QUEUE,
-    OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL, OPT_TOKEN, OPT_ORIGIN, OPT_WEB, OPT_DRAIN, OPT_COUNT
+    OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL, OPT_TOKEN, OPT_ORIGIN, OPT_WEB, OPT_DRAIN, OPT_REQTIMEOUT, OPT_PERADDR, OPT_BODYBUDGET, OPT_COUNT
 };
 
 static const struct opt {
@@ -190,6 +193,15 @@ static const struct opt {
     [OPT_DRAIN] = {"drain-timeout", "IKD_DRAIN_TIMEOUT",
                    "seconds a drain (SIGTERM, SIGINT, SIGHUP) may take before ikd exits "
                    "anyway, even with requests still running (default 10)"},
+    [OPT_REQTIMEOUT] = {"request-timeout", "IKD_REQUEST_TIMEOUT",
+                        "seconds to receive a whole request from a connection's start or "
+                        "its previous answer, however busy the client: 408 beyond "
+                        "(default 60)"},
+    [OPT_PERADDR] = {"max-connections-per-address", "IKD_MAX_CONNECTIONS_PER_ADDRESS",
+                     "simultaneous connections from one IP address (default 1000)"},
+    [OPT_BODYBUDGET] = {"body-budget", "IKD_BODY_BUDGET",
+                        "request body bytes held at once for all clients; an upload "
+                        "beyond it gets 503 (default 256M)"},
     [OPT_MAXBODY] = {"max-body", "IKD_MAX_BODY", "largest request body, bytes (default 8M)"},
     [OPT_MAXMSG] = {"max-message", "IKD_MAX_MESSAGE",
                     "largest WebSocket message, bytes (default 1M)"},
@@ -274,6 +286,24 @@ static int apply(srv_config *cfg, int id, const char *v, char *errbuf, size_t er
             rc = SRV_EINVAL;
         if (rc == SRV_OK)
             cfg->drain_timeout_s = (unsigned)u;
+        break;
+    case OPT_REQTIMEOUT:
+        if ((rc = parse_uint(v, 86400, &u)) == SRV_OK && u == 0)
+            rc = SRV_EINVAL;
+        if (rc == SRV_OK)
+            cfg->request_timeout_s = (unsigned)u;
+        break;
+    case OPT_PERADDR:
+        if ((rc = parse_uint(v, 1000000, &u)) == SRV_OK && u == 0)
+            rc = SRV_EINVAL;
+        if (rc == SRV_OK)
+            cfg->max_conn_per_addr = (unsigned)u;
+        break;
+    case OPT_BODYBUDGET:
+        if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)
+            rc = SRV_EINVAL;
+        if (rc == SRV_OK)
+            cfg->body_budget_bytes = sz;
         break;
     case OPT_MAXBODY:
         if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)

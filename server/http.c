@@ -71,6 +71,7 @@
 #include "proto/proto_json.h"
 #include "server/build_info.h"
 #include "server/daemon.h"
+#include "server/guard.h"
 #include "server/web.h"
 #include "server/ws_handshake.h"
 
@@ -178,6 +179,8 @@ struct http_req {
 
     char *body;
     size_t len, cap;
+    size_t held;          /* bytes of ctx->body_bytes this request accounts for */
+    bool received;        /* the request is in whole (srv_guard_received) */
     size_t discarded;     /* body bytes read and thrown away after a refusal */
 
     /* Pool stages. */
@@ -195,6 +198,7 @@ struct http_req {
 static void req_free(http_req *r)
 {
     r->ctx->active_requests--;
+    r->ctx->body_bytes -= r->held;
     proto_job_free(r->job);
     free(r->chunks);
     free(r->body);
@@ -621,6 +625,7 @@ static enum MHD_Result handle_stream(http_req *r)
             srv_metrics_rejected(r->ctx, "bad_origin");
         return answer_error(r, &e);
     }
+    srv_guard_forget(r->ctx, r->conn); /* a WebSocket has no request deadline */
     return queue(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 }
 
@@ -721,6 +726,8 @@ static enum MHD_Result answer_preflight(http_req *r)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------ */
 
+static bool body_reserve(http_req *r, size_t total);
+
 /* First call: route, authenticate, check the announced size. */
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
                              const char *method, void **con_cls)
@@ -761,14 +768,39 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     } else if (d->takes_body) {
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > ctx->cfg.limits.max_body_bytes) {
+        unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
+        if (announced > ctx->cfg.limits.max_body_bytes) {
             refuse(r, 413, "too_large", "too_large",
                    "the request body exceeds the limit (--max-body)");
             /* Answer before reading the body: libmicrohttpd then closes. */
             return answer_error(r, &r->err);
         }
+        /* The body budget: an announced body is reserved whole now, so that
+         * an upload that would not fit is refused before it is read. */
+        if (announced > 0 && !body_reserve(r, (size_t)announced + 1)) {
+            refuse(r, 503, "overloaded", "body_budget",
+                   "request bodies in flight fill the body budget (--body-budget); retry "
+                   "later");
+            return answer_error(r, &r->err);
+        }
     }
     return MHD_YES;
+}
+
+/* Accounts for the request holding `total` bytes of body in
+ * ctx->body_bytes (never less than it holds already); false when that
+ * would pass --body-budget. */
+static bool body_reserve(http_req *r, size_t total)
+{
+    srv_ctx *ctx = r->ctx;
+    if (total <= r->held)
+        return true;
+    size_t more = total - r->held;
+    if (ctx->body_bytes + more > ctx->cfg.body_budget_bytes)
+        return false;
+    ctx->body_bytes += more;
+    r->held = total;
+    return true;
 }
 
 static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
@@ -796,6 +828,12 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
             cap *= 2;
         if (cap > max + 1)
             cap = max + 1;
+        if (!body_reserve(r, cap)) {
+            /* a body without Content-Length outgrew the budget: cut (no
+             * answer can be queued mid-body) */
+            srv_metrics_rejected(r->ctx, "body_budget");
+            return MHD_NO;
+        }
         char *p = realloc(r->body, cap);
         if (!p)
             return MHD_NO;
@@ -828,6 +866,10 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
 
     switch (r->state) {
     case ST_READING:
+        if (!r->received) {
+            r->received = true;
+            srv_guard_received(ctx, conn);
+        }
         break;
     case ST_WORKING:
         return MHD_YES; /* not ours to answer yet */
@@ -862,6 +904,7 @@ void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe)
 {
     http_req *r = *con_cls;
+    srv_guard_rearm(cls, conn);
     if (!r)
         return;
     *con_cls = NULL;

@@ -39,6 +39,7 @@
 
 #include "server/config.h"
 #include "server/daemon.h"
+#include "server/guard.h"
 #include "server/srv_main.h"
 #include "server/web.h"
 
@@ -73,6 +74,7 @@ static void stop_daemon(daemon_state *d)
     uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
     uv_close((uv_handle_t *)&d->sighup, close_cb_noop);
     srv_ws_abort(ctx);
+    srv_guard_stop(ctx);
     srv_loop_detach(ctx);
     MHD_stop_daemon(ctx->mhd);
     ctx->mhd = NULL;
@@ -167,10 +169,11 @@ static int start_mhd(srv_ctx *ctx)
                      MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0);
     ctx->mhd = MHD_start_daemon(
         flags, cfg->listen_port, NULL, NULL, srv_http_access, ctx, MHD_OPTION_SOCK_ADDR, &addr.sa,
-        MHD_OPTION_NOTIFY_COMPLETED, srv_http_completed, ctx, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)cfg->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned int)cfg->max_connections, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
-        MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, srv_http_completed, ctx, MHD_OPTION_NOTIFY_CONNECTION,
+        srv_guard_notify, ctx, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_conn_per_addr,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     if (!ctx->mhd) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot listen on %s port %u", cfg->listen_host,
                 (unsigned)cfg->listen_port);
@@ -222,10 +225,15 @@ int srv_serve(int argc, char **argv)
         srv_log(ctx, SRV_LOG_INFO, "serving the page from %s (%zu files, %zu bytes)",
                 ctx->cfg.web_dir, srv_web_count(ctx->web), srv_web_bytes(ctx->web));
     }
-    if (start_mhd(ctx) != SRV_OK)
+    if (srv_guard_start(ctx) != SRV_OK)
         goto out;
+    if (start_mhd(ctx) != SRV_OK) {
+        srv_guard_stop(ctx);
+        goto out;
+    }
     if (srv_loop_attach(ctx) != SRV_OK) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot watch libmicrohttpd's epoll descriptor");
+        srv_guard_stop(ctx);
         MHD_stop_daemon(ctx->mhd);
         ctx->mhd = NULL;
         goto out;

@@ -73,6 +73,9 @@ typedef struct srv_config {
     unsigned max_connections;   /* MHD_OPTION_CONNECTION_LIMIT; default 10000 */
     unsigned conn_timeout_s;    /* idle/slow-client timeout; default 30 s */
     unsigned drain_timeout_s;   /* hard deadline of a drain; default 10 s */
+    unsigned request_timeout_s; /* receiving a whole request; default 60 s (408) */
+    unsigned max_conn_per_addr; /* connections from one IP address; default 1000 */
+    size_t body_budget_bytes;   /* request bodies held at once, all clients; default 256 MiB */
     proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
     size_t max_message_bytes;   /* WebSocket: largest received message; default 1 MiB */
     size_t ws_send_queue_bytes; /* WebSocket: per-connection send-queue cap; default 4 MiB */
@@ -109,6 +112,8 @@ typedef struct srv_ctx {
     size_t active_requests;   /* HTTP requests begun and not yet completed */
     uint64_t requests_begun;  /* HTTP requests begun since startup (the drain
                                  watches it for quiet) */
+    size_t body_bytes;        /* request body bytes held now (--body-budget) */
+    void *guard;              /* the request deadline (server/guard.c) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_shutdown) */
     /* Loop glue, private to server/loop.c. */

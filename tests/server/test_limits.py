@@ -14,6 +14,13 @@ library would not: never read, trickle bytes, stop mid-body). Covered:
 - a client that floods pings and never reads is closed with 1008 once its
   queued pongs pass --max-send-queue, and ikd's resident memory stays near
   that cap (it grew without bound before).
+- a slowloris crowd (many connections from one address trickling header
+  bytes) does not stop a well-behaved client from another address: it is
+  answered within a second (--max-connections-per-address), and a client
+  that trickles a request is cut off at --request-timeout even though it
+  is never idle for --timeout.
+- uploads held unfinished are bounded by --body-budget: ikd's memory stays
+  near the budget and uploads beyond it get 503 before their body is read.
 Bounds are generous (a loaded 2-core machine, sanitizer builds multiply
 them by SLOW) but each fails on the code before its fix.
 """
@@ -301,6 +308,111 @@ class PingFloodTest(unittest.TestCase):
             self.assertEqual(code, 1008)
             ws.sock.close()
         finally:
+            d.kill()
+
+
+class SlowClientTest(unittest.TestCase):
+    def test_slowloris_crowd_does_not_stop_a_good_client(self):
+        d = Daemon("--max-connections", "60", "--max-connections-per-address", "40")
+        crowd = []
+        try:
+            for _ in range(100):
+                try:
+                    s = socket.create_connection(("127.0.0.1", d.port), timeout=1,
+                                                 source_address=("127.0.0.2", 0))
+                    s.sendall(b"POST /v1/solve HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+                    crowd.append(s)
+                except OSError:
+                    pass
+            time.sleep(0.5)
+            worst, answered = 0.0, 0
+            for _ in range(5):
+                t0 = time.monotonic()
+                try:
+                    if exchange(d, "/v1/solve", TWO_BONE) == 200:
+                        answered += 1
+                except OSError:
+                    pass
+                worst = max(worst, time.monotonic() - t0)
+                for s in crowd:  # one more byte each: never idle
+                    try:
+                        s.send(b"a")
+                    except OSError:
+                        pass
+            print("slowloris: %d of 5 probes answered, slowest %.3f s" % (answered, worst))
+            self.assertEqual(answered, 5)
+            self.assertLess(worst, 1.0 * SLOW)
+        finally:
+            for s in crowd:
+                s.close()
+            d.kill()
+
+    def test_a_trickled_request_is_cut_at_the_request_timeout(self):
+        d = Daemon("--request-timeout", "2", "--timeout", "30")
+        try:
+            s = d.connect()
+            s.sendall(b"POST /v1/solve HTTP/1.1\r\nHost: t\r\n")
+            t0 = time.monotonic()
+            closed_after = None
+            while time.monotonic() - t0 < 6 * SLOW:
+                try:
+                    s.send(b"X-Trickle: 1\r\n")
+                    r, _, _ = select.select([s], [], [], 0.3)
+                    if r and not s.recv(4096):
+                        closed_after = time.monotonic() - t0
+                        break
+                except OSError:
+                    closed_after = time.monotonic() - t0
+                    break
+            s.close()
+            print("trickled request: closed after %s s" % closed_after)
+            self.assertIsNotNone(closed_after, "still open after 6 s of trickling")
+            self.assertGreater(closed_after, 1.5)
+            # the daemon still serves
+            self.assertEqual(exchange(d, "/v1/solve", TWO_BONE), 200)
+        finally:
+            d.kill()
+
+
+class BodyBudgetTest(unittest.TestCase):
+    def test_held_uploads_are_bounded_by_the_body_budget(self):
+        """24 connections each send 4 MB of a 4 MB + 1 byte body and stop:
+        with --body-budget 32M ikd holds about 32 MB, not 96 MB, and the
+        uploads past the budget are refused with 503."""
+        d = Daemon("--body-budget", "32M")
+        conns, refused = [], 0
+        try:
+            base = d.rss_kb()
+            size = 4 << 20
+            chunk = b"1" * (1 << 20)
+            for _ in range(24):
+                s = d.connect()
+                s.sendall(b"POST /v1/solve HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n"
+                          % (size + 1))
+                s.settimeout(0.5)
+                try:
+                    for _ in range(size // len(chunk)):
+                        s.sendall(chunk)
+                except OSError:
+                    pass  # refused early: ikd closed it
+                conns.append(s)
+            time.sleep(0.5 * SLOW)
+            grown = d.rss_kb() - base
+            for s in conns:
+                s.settimeout(0.2)
+                try:
+                    data = s.recv(4096)
+                    if data.startswith(b"HTTP/1.1 503"):
+                        refused += 1
+                except OSError:
+                    pass
+            print("held uploads: RSS +%d kB, %d of 24 uploads refused with 503"
+                  % (grown, refused))
+            self.assertLess(grown, 48 * 1024)
+            self.assertGreater(refused, 0)
+        finally:
+            for s in conns:
+                s.close()
             d.kill()
 
 

@@ -1,0 +1,214 @@
+/*
+ * guard.c: the deadline for receiving a whole request (--request-timeout),
+ * against clients that trickle a request byte by byte and so are never
+ * idle for --timeout (slowloris).
+ *
+ * libmicrohttpd tells us when a connection starts and closes
+ * (MHD_OPTION_NOTIFY_CONNECTION, srv_guard_notify); each connection gets a
+ * node, kept in a list ordered by deadline: the connection's start, or the
+ * end of its previous request, plus --request-timeout. The access handler
+ * says when a request has been received whole (srv_guard_received: the
+ * node leaves the list while ikd works on it and answers) and the
+ * completion callback when it is over (srv_guard_rearm: the node goes back
+ * at the tail with a new deadline, so the idle time of a keep-alive
+ * connection counts towards its next request). A WebSocket upgrade takes
+ * its connection out for good (srv_guard_forget).
+ *
+ * A timer (GUARD_TICK_MS) cuts every connection at the head of the list
+ * whose deadline passed: it writes "408 Request Timeout" with a JSON error
+ * on the socket (libmicrohttpd has written nothing yet on a connection that
+ * is still receiving its request) and shuts the socket down, then runs
+ * libmicrohttpd, which sees the end of the connection and closes it.
+ *
+ * Memory: one node per connection (freed when libmicrohttpd closes it).
+ * Threads: loop thread only, like libmicrohttpd's callbacks here.
+ */
+#include "server/guard.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "server/srv_main.h"
+
+#define GUARD_TICK_MS 250
+
+typedef struct guard_node guard_node;
+struct guard_node {
+    guard_node *prev, *next;
+    struct MHD_Connection *conn;
+    uint64_t deadline; /* loop time (ms) */
+    bool listed;
+    bool upgraded;     /* a WebSocket now: never listed again */
+};
+
+struct srv_guard {
+    srv_ctx *ctx;
+    uv_timer_t timer;
+    guard_node *head, *tail;
+    uint64_t timeout_ms;
+    size_t cut; /* connections cut so far (for the log) */
+};
+
+static void unlink_node(srv_guard *g, guard_node *n)
+{
+    if (!n->listed)
+        return;
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        g->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        g->tail = n->prev;
+    n->prev = n->next = NULL;
+    n->listed = false;
+}
+
+static void append_node(srv_guard *g, guard_node *n)
+{
+    unlink_node(g, n);
+    if (n->upgraded)
+        return;
+    n->deadline = uv_now(g->ctx->loop) + g->timeout_ms;
+    n->prev = g->tail;
+    if (g->tail)
+        g->tail->next = n;
+    else
+        g->head = n;
+    g->tail = n;
+    n->listed = true;
+}
+
+static guard_node *node_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return i ? i->socket_context : NULL;
+}
+
+/* Answers 408 on the raw socket and shuts it down (see the file comment). */
+static void cut(srv_guard *g, guard_node *n)
+{
+    static const char body[] =
+        "{\"error\":{\"code\":\"request_timeout\",\"message\":\"the request was not received "
+        "whole within --request-timeout\",\"path\":\"\"}}";
+    char head[192];
+    int hl = snprintf(head, sizeof head,
+                      "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+                      "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                      sizeof body - 1);
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(n->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    unlink_node(g, n);
+    n->upgraded = true; /* never listed again */
+    if (!i)
+        return;
+    /* best effort: a client that does not read simply misses the answer */
+    (void)!send(i->connect_fd, head, (size_t)hl, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)!send(i->connect_fd, body, sizeof body - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(i->connect_fd, SHUT_RDWR);
+    g->cut++;
+    srv_metrics_rejected(g->ctx, "request_timeout");
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    srv_guard *g = t->data;
+    uint64_t now = uv_now(g->ctx->loop);
+    size_t n = 0;
+    while (g->head && g->head->deadline <= now) {
+        cut(g, g->head);
+        n++;
+    }
+    if (n) {
+        srv_log(g->ctx, SRV_LOG_INFO, "%zu connections cut: no whole request within %u s", n,
+                g->ctx->cfg.request_timeout_s);
+        srv_mhd_run(g->ctx);
+    }
+}
+
+int srv_guard_start(srv_ctx *ctx)
+{
+    srv_guard *g = calloc(1, sizeof *g);
+    if (!g)
+        return SRV_ENOMEM;
+    g->ctx = ctx;
+    g->timeout_ms = (uint64_t)ctx->cfg.request_timeout_s * 1000;
+    uv_timer_init(ctx->loop, &g->timer);
+    g->timer.data = g;
+    uv_timer_start(&g->timer, on_tick, GUARD_TICK_MS, GUARD_TICK_MS);
+    ctx->guard = g;
+    return SRV_OK;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+void srv_guard_stop(srv_ctx *ctx)
+{
+    srv_guard *g = ctx->guard;
+    if (!g)
+        return;
+    ctx->guard = NULL;
+    /* the nodes still listed belong to connections libmicrohttpd closes
+     * later (srv_guard_notify frees them without the guard) */
+    for (guard_node *n = g->head; n;) {
+        guard_node *next = n->next;
+        n->prev = n->next = NULL;
+        n->listed = false;
+        n = next;
+    }
+    uv_timer_stop(&g->timer);
+    uv_close((uv_handle_t *)&g->timer, timer_closed);
+}
+
+void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                      enum MHD_ConnectionNotificationCode toe)
+{
+    srv_ctx *ctx = cls;
+    srv_guard *g = ctx->guard;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        guard_node *n = calloc(1, sizeof *n);
+        *socket_context = n;
+        if (!n)
+            return; /* out of memory: this connection has no deadline */
+        n->conn = conn;
+        if (g)
+            append_node(g, n);
+        return;
+    }
+    guard_node *n = *socket_context;
+    *socket_context = NULL;
+    if (!n)
+        return;
+    if (g)
+        unlink_node(g, n);
+    free(n);
+}
+
+void srv_guard_received(srv_ctx *ctx, struct MHD_Connection *conn)
+{
+    guard_node *n = ctx->guard ? node_of(conn) : NULL;
+    if (n)
+        unlink_node(ctx->guard, n);
+}
+
+void srv_guard_rearm(srv_ctx *ctx, struct MHD_Connection *conn)
+{
+    guard_node *n = ctx->guard ? node_of(conn) : NULL;
+    if (n)
+        append_node(ctx->guard, n);
+}
+
+void srv_guard_forget(srv_ctx *ctx, struct MHD_Connection *conn)
+{
+    guard_node *n = ctx->guard ? node_of(conn) : NULL;
+    if (!n)
+        return;
+    unlink_node(ctx->guard, n);
+    n->upgraded = true;
+}

@@ -1,0 +1,33 @@
+/*
+ * guard.h: the deadline for receiving a whole request (--request-timeout),
+ * kept per connection (server/guard.c says how). Loop thread only.
+ */
+#ifndef SRV_GUARD_H
+#define SRV_GUARD_H
+
+#include "server/srv.h"
+
+typedef struct srv_guard srv_guard;
+
+/* Starts the guard's timer on ctx->loop and sets ctx->guard. 0, or
+ * SRV_ENOMEM (then no deadline is enforced). */
+int srv_guard_start(srv_ctx *ctx);
+/* Stops and closes the timer; connections still open are no longer cut.
+ * ctx->guard becomes NULL; the guard is freed once its timer has closed. */
+void srv_guard_stop(srv_ctx *ctx);
+
+/* libmicrohttpd's connection notification (MHD_OPTION_NOTIFY_CONNECTION,
+ * cls = srv_ctx*): allocates a connection's node when it starts (its
+ * socket context), frees it when it closes. */
+void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                      enum MHD_ConnectionNotificationCode toe);
+
+/* The request on conn was received whole: no deadline until it is over. */
+void srv_guard_received(srv_ctx *ctx, struct MHD_Connection *conn);
+/* The request on conn is over: the next one is due within
+ * --request-timeout from now. */
+void srv_guard_rearm(srv_ctx *ctx, struct MHD_Connection *conn);
+/* conn became a WebSocket: never cut by the guard. */
+void srv_guard_forget(srv_ctx *ctx, struct MHD_Connection *conn);
+
+#endif /* SRV_GUARD_H */
