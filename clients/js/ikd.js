@@ -293,10 +293,19 @@ export class IkdConnection {
     if (this.userClosed) return;
     const token = this.ikd.token;
     let ws;
-    if (token && this.ikd.streamAuth === 'header') {
-      ws = new WS(this.ikd.streamUrl(), [PROTOCOL], { headers: { Authorization: `Bearer ${token}` } });
-    } else {
-      ws = new WS(this.ikd.streamUrl(), streamProtocols(token));
+    try {
+      if (token && this.ikd.streamAuth === 'header') {
+        ws = new WS(this.ikd.streamUrl(), [PROTOCOL], { headers: { Authorization: `Bearer ${token}` } });
+      } else {
+        ws = new WS(this.ikd.streamUrl(), streamProtocols(token));
+      }
+    } catch (e) {
+      /* a malformed address or a refused scheme: nothing to retry */
+      for (const s of this.streams.values()) s.ended(new IkdError('closed', `cannot open a WebSocket: ${e.message}`));
+      this.streams.clear();
+      this.emit('error', new IkdError('not_connected', `cannot open a WebSocket to ${this.ikd.streamUrl()}: ${e.message}`));
+      this.setState('closed');
+      return;
     }
     this.ws = ws;
     ws.onopen = () => {

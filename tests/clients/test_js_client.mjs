@@ -258,6 +258,11 @@ test('reconnection: backoff, streams reopened on the new daemon; giving up after
     await conn.close();
     if (second) assert.equal(await second.stop(), 0);
   }
+  const bad = new Ikd('http://127.0.0.1:notaport').connect();
+  const errors = [];
+  bad.on('error', (e) => errors.push(e.code));
+  await assert.rejects(bad.ready(), (e) => e.code === 'closed');
+  assert.deepEqual(errors, ['not_connected']);
   const lost = new Ikd(daemon.base.replace(/:\d+$/, ':9'), { token: TOKEN }).connect({ minDelayMs: 10, maxDelayMs: 20, maxAttempts: 3 });
   await assert.rejects(lost.ready(), (e) => e.code === 'closed');
   assert.equal(lost.reconnects, 3);
