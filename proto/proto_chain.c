@@ -228,7 +228,9 @@ static int make_id(proto_chain *c, proto_error *err)
         proto_jw_release(&w);
         return proto_error_set(err, 500, "internal", "", "out of memory");
     }
-    c->memory += w.len; /* the source tree is of that order */
+    /* the source tree the chain keeps, as jansson holds it (several times
+     * its canonical text) */
+    c->memory += proto__json_tree_bytes(c->source);
     if (w.len > ID_MEMO_TEXT) {
         hash_id(w.p, w.len, c->id);
         proto_jw_release(&w);

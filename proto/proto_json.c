@@ -181,6 +181,57 @@ static inline void jr_ws(jr *r)
 /* One UTF-8 sequence starting at p (first byte >= 0x80) as RFC 3629 allows
  * it (no overlong forms, no surrogates, nothing above U+10FFFF); its length,
  * or 0. */
+/* ---- memory of a tree ------------------------------------------------- */
+
+/* One malloc block of n bytes: a header word, rounded to 16, at least 32. */
+static size_t heap_block(size_t n)
+{
+    size_t b = (n + 8 + 15) & ~(size_t)15;
+    return b < 32 ? 32 : b;
+}
+
+size_t proto__json_tree_bytes(const json_t *v)
+{
+    if (!v)
+        return 0;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        /* json_object_t (json_t + hashtable_t), its buckets (two pointers
+         * each, a power of two >= 8 and >= the size) and one pair per key
+         * (hash, two list links, value, key length, the key) */
+        size_t n = json_object_size(v), buckets = 8;
+        while (buckets < n)
+            buckets *= 2;
+        size_t total = heap_block(72) + heap_block(buckets * 16);
+        const char *key;
+        size_t klen;
+        json_t *value;
+        json_object_keylen_foreach((json_t *)v, key, klen, value)
+        {
+            total += heap_block(56 + klen + 1) + proto__json_tree_bytes(value);
+        }
+        return total;
+    }
+    case JSON_ARRAY: {
+        /* json_array_t and its table (capacity doubles from 8) */
+        size_t n = json_array_size(v), cap = 8;
+        while (cap < n)
+            cap *= 2;
+        size_t total = heap_block(40) + heap_block(cap * sizeof(json_t *));
+        for (size_t i = 0; i < n; i++)
+            total += proto__json_tree_bytes(json_array_get(v, i));
+        return total;
+    }
+    case JSON_STRING:
+        return heap_block(32) + heap_block(json_string_length(v) + 1);
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return heap_block(24);
+    default:
+        return 0; /* true, false, null: static singletons */
+    }
+}
+
 size_t proto__utf8_seq(const unsigned char *p, const unsigned char *end)
 {
     unsigned c = p[0];

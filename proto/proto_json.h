@@ -69,6 +69,13 @@ json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_
  * declines (proto_json_loadb() then asks jansson). It declines no valid text
  * with JSON_REJECT_DUPLICATES. */
 json_t *proto__json_read(const char *text, size_t len, size_t flags);
+/* Internal: the heap bytes jansson holds for the tree v (every node,
+ * object hash table, array table and string, with malloc's per-block
+ * overhead, as glibc rounds them on 64-bit machines). An estimate from
+ * jansson 2.14's structures, within a few percent of the resident memory a
+ * tree costs; what a registry bound counts. Shared subtrees are counted
+ * each time they appear. */
+size_t proto__json_tree_bytes(const json_t *v);
 /* Internal: the length of the one UTF-8 sequence at p (first byte >= 0x80,
  * p < end) as RFC 3629 allows it (no overlong forms, no surrogates, nothing
  * above U+10FFFF), or 0. */

@@ -21,6 +21,8 @@ library would not: never read, trickle bytes, stop mid-body). Covered:
   is never idle for --timeout.
 - uploads held unfinished are bounded by --body-budget: ikd's memory stays
   near the budget and uploads beyond it get 503 before their body is read.
+- the chain registry holds what --registry-bytes says: filling it with
+  64-joint chains grows ikd's memory by at most 1.5 times the bound.
 Bounds are generous (a loaded 2-core machine, sanitizer builds multiply
 them by SLOW) but each fails on the code before its fix.
 """
@@ -413,6 +415,53 @@ class BodyBudgetTest(unittest.TestCase):
         finally:
             for s in conns:
                 s.close()
+            d.kill()
+
+
+def joints_chain(n, salt):
+    """n joints, every other one fixed (at most 32 move), made distinct by
+    salt."""
+    joints = []
+    for i in range(n):
+        j = {"name": "j%d" % i, "type": "fixed" if i % 2 else "revolute",
+             "origin": {"xyz": [0.0, 0.0, 0.01 + salt * 1e-9]}}
+        if not i % 2:
+            j["axis"] = [0.0, 1.0 if i % 4 else 0.0, 0.0 if i % 4 else 1.0]
+            j["limits"] = {"lower": -3.0, "upper": 3.0}
+        joints.append(j)
+    return {"kind": "joints", "joints": joints}
+
+
+class RegistryTest(unittest.TestCase):
+    def test_registry_memory_within_its_bound(self):
+        bound = 16 << 20
+        d = Daemon("--registry-bytes", "16M")
+        try:
+            s = d.connect()
+            buf = b""
+            # one request first, so that the baseline counts what any
+            # request costs (pool threads, arenas)
+            s.sendall(post("/v1/chains", json.dumps(joints_chain(64, 0)).encode()))
+            status, _, _, buf = read_response(s, buf)
+            self.assertIn(status, (200, 201))
+            base = d.rss_kb()
+            n = 0
+            t0 = time.monotonic()
+            while n < 4000 and time.monotonic() - t0 < 60 * SLOW:
+                n += 1
+                s.sendall(post("/v1/chains", json.dumps(joints_chain(64, n)).encode()))
+                status, _, body, buf = read_response(s, buf)
+                self.assertIn(status, (200, 201), body[:300])
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+            _, _, metrics, buf = read_response(s, buf)
+            grown = (d.rss_kb() - base) * 1024
+            chains = [l for l in metrics.decode().splitlines()
+                      if l.startswith("ikd_registry_chains ")]
+            print("registry: %d chains registered, %s, RSS +%.1f MB for a %.0f MB bound"
+                  % (n, chains[0] if chains else "?", grown / 1e6, bound / 1e6))
+            self.assertLess(grown, 1.5 * bound)
+            s.close()
+        finally:
             d.kill()
 
 
