@@ -657,6 +657,30 @@ static enum MHD_Result handle_openapi(http_req *r)
     return queue(r, 200, resp);
 }
 
+/* GET /v1/solvers: proto's description, its limits completed by the
+ * daemon's own bounds (limits.server), so that a client can read every
+ * bound it is held to. NULL when out of memory. */
+static json_t *solvers_describe(const srv_ctx *ctx)
+{
+    const srv_config *c = &ctx->cfg;
+    json_t *d = proto_solvers_describe(&c->limits);
+    json_t *server = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "max_connections",
+        (json_int_t)c->max_connections, "max_connections_per_address",
+        (json_int_t)c->max_conn_per_addr, "idle_timeout_s", (json_int_t)c->conn_timeout_s,
+        "request_timeout_s", (json_int_t)c->request_timeout_s, "drain_timeout_s",
+        (json_int_t)c->drain_timeout_s, "body_budget_bytes", (json_int_t)c->body_budget_bytes,
+        "max_message_bytes", (json_int_t)c->max_message_bytes, "max_send_queue_bytes",
+        (json_int_t)c->ws_send_queue_bytes, "registry_bytes", (json_int_t)c->registry_bytes,
+        "max_queue", (json_int_t)c->pool_queue_max);
+    json_t *limits = json_object_get(d, "limits");
+    if (!d || !server || !json_is_object(limits) || json_object_set_new(limits, "server", server)) {
+        json_decref(d);
+        return NULL;
+    }
+    return d;
+}
+
 static enum MHD_Result dispatch(http_req *r, const char *url)
 {
     switch (r->route) {
@@ -671,7 +695,7 @@ static enum MHD_Result dispatch(http_req *r, const char *url)
     case RT_OPENAPI:
         return handle_openapi(r);
     case RT_SOLVERS:
-        return answer_json(r, 200, proto_solvers_describe(&r->ctx->cfg.limits));
+        return answer_json(r, 200, solvers_describe(r->ctx));
     case RT_CHAINS:
         return handle_chains_post(r);
     case RT_CHAIN_ID:

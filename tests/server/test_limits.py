@@ -465,5 +465,27 @@ class RegistryTest(unittest.TestCase):
             d.kill()
 
 
+class SolversLimitsTest(unittest.TestCase):
+    def test_every_bound_is_in_v1_solvers(self):
+        d = Daemon("--body-budget", "32M", "--request-timeout", "7",
+                   "--max-connections-per-address", "9", "--max-send-queue", "128K",
+                   "--drain-timeout", "3", "--registry-bytes", "2M", "--max-queue", "11")
+        try:
+            s = d.connect()
+            s.sendall(b"GET /v1/solvers HTTP/1.1\r\nHost: t\r\n\r\n")
+            status, _, body, _ = read_response(s)
+            s.close()
+            self.assertEqual(status, 200)
+            server = json.loads(body)["limits"]["server"]
+            self.assertEqual(server, {
+                "max_connections": 10000, "max_connections_per_address": 9,
+                "idle_timeout_s": 30, "request_timeout_s": 7, "drain_timeout_s": 3,
+                "body_budget_bytes": 32 << 20, "max_message_bytes": 1 << 20,
+                "max_send_queue_bytes": 128 << 10, "registry_bytes": 2 << 20,
+                "max_queue": 11})
+        finally:
+            d.kill()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
