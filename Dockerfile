@@ -9,7 +9,7 @@
 FROM debian:12-slim AS build
 WORKDIR /src
 COPY docker/install-deps.sh docker/install-deps.sh
-RUN sh docker/install-deps.sh && rm -rf /var/lib/apt/lists/*
+RUN sh docker/install-deps.sh build && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN make clean && make -j"$(nproc)" build/ikd
 

@@ -19,7 +19,7 @@ set -eu
 
 BUILD_PKGS="build-essential pkg-config make gcc \
   libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev"
-TEST_PKGS="check libcurl4-openssl-dev python3 python3-websockets wrk curl chromium"
+TEST_PKGS="check libcurl4-openssl-dev python3 python3-websockets wrk curl chromium haproxy openssl python3-yaml prometheus"
 NODE_PKGS="nodejs npm"
 FUZZ_PKGS="clang-14 libclang-rt-14-dev"
 RUNTIME_PKGS="libmicrohttpd12 libjansson4 libuv1 libwslay1 libnettle8 libxml2"

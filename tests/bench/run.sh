@@ -55,6 +55,10 @@ tree base_link
 # same run (tests/bench/http_bench.sh)
 sh "$(dirname "$0")/http_bench.sh" "$BUILD"
 
+# replicas behind HAProxy (docker/haproxy.cfg) against one replica direct,
+# same run (tests/bench/balancer_bench.sh)
+sh "$(dirname "$0")/balancer_bench.sh" "$BUILD"
+
 # the daemon over WebSocket (build/ws_bench, a C client on libuv and wslay,
 # against ikd started here on a free port): 50 connections streaming
 # two-bone targets (issue 4 asks for at least 150,000 solutions/s), then
