@@ -119,6 +119,12 @@ static const struct route_def {
 
 #define CHAINS_PREFIX "/v1/chains/"
 
+/* Request bodies above this many bytes (a large single solve, a URDF chain
+ * registration) are decoded on the pool: parsing megabytes of JSON or XML
+ * takes milliseconds, which the loop owes every other client. Below it a
+ * decode takes microseconds and a pool hop would cost more. */
+#define LOOP_DECODE_MAX (64 * 1024)
+
 static enum route route_of(const char *url)
 {
     for (int i = 0; i < RT_NONE; i++)
@@ -185,6 +191,7 @@ struct http_req {
 
     /* Pool stages. */
     proto_job *job;
+    proto_chain *chain;   /* POST /v1/chains decoded on the pool, to register */
     chunk stage;          /* decode / single solve / encode item */
     chunk *chunks;
     size_t nchunks, pending;
@@ -200,6 +207,7 @@ static void req_free(http_req *r)
     r->ctx->active_requests--;
     r->ctx->body_bytes -= r->held;
     proto_job_free(r->job);
+    proto_chain_unref(r->chain);
     free(r->chunks);
     free(r->body);
     free(r->out);
@@ -395,6 +403,58 @@ static void encoded_done(srv_work *w, int status)
     finish_stage(r);
 }
 
+/* A single solve whose body is too large to decode on the loop: decode,
+ * solve and encode on the pool. */
+static void single_decode_work(srv_work *w)
+{
+    chunk *c = w->data;
+    http_req *r = c->req;
+    if (proto_job_decode(r->body, r->len, PROTO_SOLVE, &r->ctx->cfg.limits, srv_registry_lookup,
+                         r->ctx->registry, &r->job, &r->err) != 0) {
+        r->failed = true;
+        return;
+    }
+    single_work(w);
+}
+
+static void single_decoded_done(srv_work *w, int status)
+{
+    http_req *r = ((chunk *)w->data)->req;
+    if (status == SRV_OK && r->failed && !r->dead) {
+        r->pending--;
+        r->ready_status = (unsigned)r->err.http_status;
+        finish_stage(r);
+        return;
+    }
+    encoded_done(w, status);
+}
+
+/* A chain registration too large to decode on the loop (a URDF document):
+ * decoded on the pool, registered on the loop when the request resumes. */
+static void chain_decode_work(srv_work *w)
+{
+    http_req *r = ((chunk *)w->data)->req;
+    r->chain = proto_chain_decode(r->body, r->len, &r->ctx->cfg.limits, &r->err);
+    if (!r->chain)
+        r->failed = true;
+}
+
+static void chain_decoded_done(srv_work *w, int status)
+{
+    http_req *r = ((chunk *)w->data)->req;
+    r->pending--;
+    if (r->dead) {
+        req_free(r);
+        return;
+    }
+    if (status != SRV_OK) {
+        fail_stage(r, 500, "internal", "the daemon is shutting down");
+        return;
+    }
+    r->ready_status = r->failed ? (unsigned)r->err.http_status : 200;
+    finish_stage(r);
+}
+
 /* Batch: chunk solved. */
 static void chunk_work(srv_work *w)
 {
@@ -523,6 +583,8 @@ static enum MHD_Result start_pool(http_req *r, void (*work)(srv_work *),
 static enum MHD_Result handle_solve(http_req *r)
 {
     proto_error e;
+    if (r->len > LOOP_DECODE_MAX)
+        return start_pool(r, single_decode_work, single_decoded_done);
     if (proto_job_decode(r->body, r->len, PROTO_SOLVE, &r->ctx->cfg.limits, srv_registry_lookup,
                          r->ctx->registry, &r->job, &e) != 0)
         return answer_error(r, &e);
@@ -539,12 +601,24 @@ static enum MHD_Result handle_solve(http_req *r)
     return start_pool(r, single_work, encoded_done);
 }
 
+static enum MHD_Result chain_register(http_req *r, proto_chain *c);
+
 static enum MHD_Result handle_chains_post(http_req *r)
 {
     proto_error e;
+    if (r->len > LOOP_DECODE_MAX)
+        return start_pool(r, chain_decode_work, chain_decoded_done);
     proto_chain *c = proto_chain_decode(r->body, r->len, &r->ctx->cfg.limits, &e);
     if (!c)
         return answer_error(r, &e);
+    return chain_register(r, c);
+}
+
+/* Registers the decoded chain c (the reference is taken over) and answers
+ * 201 (new) or 200 with its description and Location. */
+static enum MHD_Result chain_register(http_req *r, proto_chain *c)
+{
+    proto_error e;
     bool created = false;
     int rc = srv_registry_put(r->ctx->registry, c, &created);
     if (rc != SRV_OK) {
@@ -847,7 +921,9 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
         return MHD_YES;
     }
     if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 1024;
+        /* an announced body (reserved whole in begin) is allocated whole
+         * at once: no copies while it grows */
+        size_t cap = r->cap ? r->cap : r->held > 0 ? r->held : 1024;
         while (cap < r->len + n + 1)
             cap *= 2;
         if (cap > max + 1)
@@ -905,6 +981,11 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
             if (e.http_status == 0)
                 proto_error_set(&e, 500, "internal", "", "request failed");
             return answer_error(r, &e);
+        }
+        if (r->chain) {
+            proto_chain *c = r->chain;
+            r->chain = NULL;
+            return chain_register(r, c);
         }
         {
             char *out = r->out;
