@@ -154,7 +154,7 @@ static inline void proto_jw_raw(proto_jw *w, const char *s, size_t n)
 /* A JSON string: quoted and escaped as jansson escapes. */
 void proto_jw_string(proto_jw *w, const char *s, size_t n);
 void proto_jw_integer(proto_jw *w, json_int_t v);
-/* A finite double as proto_json_format_double() writes it. */
+/* A finite double as proto_json_format_shortest() writes it. */
 void proto_jw_double(proto_jw *w, double v);
 /* A whole value, as proto_json_dump(v, canonical). */
 void proto_jw_value(proto_jw *w, const json_t *v, bool canonical);
@@ -176,6 +176,15 @@ void proto_jw_release(proto_jw *w);
  * ".0" on integral values, so that it reads back exactly. Returns the
  * length; buf is NUL-terminated. */
 int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX]);
+
+/* v (finite) with the fewest significant digits that read back (strtod) as
+ * v, the nearest to v when several do; laid out as
+ * proto_json_format_double() lays its digits out (fixed notation for
+ * 1e-4 <= |v| < 1e17, else an exponent; ".0" on integral values, no '+'
+ * or leading zeros in the exponent). 0.1 is "0.1", not
+ * "0.10000000000000001". Every answer ikd writes uses it; chain ids keep
+ * hashing the 17-digit form. Returns the length; buf is NUL-terminated. */
+int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX]);
 
 /* A new JSON array of n doubles (a NULL return means out of memory). */
 json_t *proto_json_array_of(const double *v, size_t n);

@@ -27,6 +27,7 @@
  */
 #include "proto/proto_json.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -207,16 +208,12 @@ static int format_libc(double v, char *buf)
     return o;
 }
 
-int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
+/* The 17 significant digits of a (1e-4 <= a < 1e16), correctly rounded,
+ * as an integer in [10^16, 10^17) with *x10 = floor(log10(a)) (of the
+ * rounded value), by exact integer arithmetic; 0 when that fails (not
+ * expected in this range). */
+static uint64_t digits17(double a, int *x10_out)
 {
-    if (v == 0.0) {
-        int n = signbit(v) ? 4 : 3;
-        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
-        return n;
-    }
-    double a = fabs(v);
-    if (!(a >= 1e-4 && a < 1e16))
-        return format_libc(v, buf);
     /* a = m * 2^e with m < 2^53 (a is normal in this range): the bits
      * themselves, as frexp() would give them (a = fr * 2^e2, fr in [0.5,
      * 1), m = fr * 2^53) */
@@ -244,6 +241,192 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
             break;
         d = 0;
     }
+    *x10_out = x10;
+    return d;
+}
+
+/* The decimal digits of d (nd of them, no more than 17) into dig, without
+ * trailing zeros; returns their count. */
+static int digits_of(uint64_t d, int nd, char dig[18])
+{
+    for (int i = nd - 1; i >= 0; i--) {
+        dig[i] = (char)('0' + d % 10u);
+        d /= 10u;
+    }
+    while (nd > 1 && dig[nd - 1] == '0')
+        nd--;
+    return nd;
+}
+
+/* a, nd significant digits dig[] (first digit worth 10^x10), laid out as
+ * %.17g lays it out (fixed for -4 <= x10 < 17, else d.ddde-X) with
+ * jansson's touch-ups: ".0" on integral values, no '+' and no leading
+ * zeros in the exponent. Returns the length; buf is NUL-terminated. */
+static int layout(bool neg, const char *dig, int nd, int x10, char *buf)
+{
+    int o = 0;
+    if (neg)
+        buf[o++] = '-';
+    if (x10 >= 17 || x10 < -4) {
+        buf[o++] = dig[0];
+        if (nd > 1) {
+            buf[o++] = '.';
+            for (int i = 1; i < nd; i++)
+                buf[o++] = dig[i];
+        }
+        o += snprintf(buf + o, 8, "e%d", x10);
+    } else if (x10 >= 0) {
+        for (int i = 0; i <= x10; i++)
+            buf[o++] = i < nd ? dig[i] : '0';
+        buf[o++] = '.';
+        if (nd > x10 + 1)
+            for (int i = x10 + 1; i < nd; i++)
+                buf[o++] = dig[i];
+        else
+            buf[o++] = '0';
+    } else {
+        buf[o++] = '0';
+        buf[o++] = '.';
+        for (int i = 0; i < -x10 - 1; i++)
+            buf[o++] = '0';
+        for (int i = 0; i < nd; i++)
+            buf[o++] = dig[i];
+    }
+    buf[o] = '\0';
+    return o;
+}
+
+/* 10^n as a double, exact for n <= 22. */
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Whether the decimal D * 10^s reads back as a. When D < 2^53 and |s| <=
+ * 22 both D and 10^|s| are exact doubles and one IEEE multiplication or
+ * division rounds their exact product or quotient correctly, which is what
+ * strtod gives (Clinger's fast path); otherwise strtod itself decides. */
+static bool reads_back(uint64_t D, int s, double a)
+{
+    if (D < (1ull << 53) && s >= -22 && s <= 22)
+        return (s >= 0 ? (double)D * pow10_exact[s] : (double)D / pow10_exact[-s]) == a;
+    char tmp[40];
+    snprintf(tmp, sizeof tmp, "%llue%d", (unsigned long long)D, s);
+    return strtod(tmp, NULL) == a;
+}
+
+/* D / 10^k rounded to nearest (halves up; the caller checks the result). */
+static uint64_t div_round(uint64_t D, int k)
+{
+    uint64_t p = pow10_u64[k];
+    return (D + p / 2) / p;
+}
+
+/* Shortest digits of a > 0 given its 17 correctly rounded digits d17
+ * (first worth 10^x10): the fewest digits that read back as a, the nearest
+ * to a among those. A decimal of 15 digits or fewer that reads back lies
+ * within 2^-53 relative of a, far less than half a step of 15 digits
+ * (10^-15 relative at least), so it is d17 rounded to 15 digits with its
+ * trailing zeros dropped: one candidate. A 16-digit step can be finer than
+ * the interval of reals that read back as a, so the 16-digit rounding and
+ * its neighbours up to two steps away are tried, nearest first. Otherwise
+ * the 17 digits, which always read back. */
+static int shortest_from17(double a, uint64_t d17, int *x10, char dig[18])
+{
+    uint64_t d15 = div_round(d17, 2);
+    if (d15 < pow10_u64[15] && reads_back(d15, *x10 - 14, a))
+        return digits_of(d15, 15, dig);
+    if (d15 == pow10_u64[15] && reads_back(1, *x10 + 1, a)) { /* 99..9|5 carried */
+        (*x10)++;
+        return digits_of(1, 1, dig);
+    }
+    uint64_t d16 = div_round(d17, 1);
+    int64_t side = (int64_t)(d17 - d16 * 10u) >= 0 ? 1 : -1;
+    if (d17 % 10u == 5u) {
+        /* rounding the rounded 17 digits can go the wrong way: ask the C
+         * library for the correctly rounded 16 */
+        char tmp[40];
+        snprintf(tmp, sizeof tmp, "%.15e", a);
+        uint64_t D = (uint64_t)(tmp[0] - '0');
+        for (int i = 2; i <= 16; i++)
+            D = D * 10u + (uint64_t)(tmp[i] - '0');
+        if (D >= pow10_u64[15] && D < pow10_u64[16] && D != d16) {
+            side = d16 > D ? 1 : -1; /* a lies between D and the old d16 */
+            d16 = D;
+        }
+    }
+    /* which side of the 16-digit rounding a lies on: that neighbour first */
+    static const int order[5] = {0, 1, -1, 2, -2};
+    for (int i = 0; i < 5; i++) {
+        uint64_t c = d16 + (uint64_t)(order[i] * side);
+        if (c >= pow10_u64[15] && c < pow10_u64[16] && reads_back(c, *x10 - 15, a))
+            return digits_of(c, 16, dig);
+    }
+    return digits_of(d17, 17, dig);
+}
+
+/* The same outside the exact range: the digits %.*e gives at 15, 16 and 17
+ * significant digits (each correctly rounded by the C library), the first
+ * that reads back; at 16 its neighbours are tried as above. A subnormal's
+ * interval of reals that read back is wider than 2^-53 relative (5e-324
+ * reads back from "5e-324" and from 15-digit strings alike), so for them
+ * every count from 1 digit up is tried. */
+static int shortest_libc(double a, int *x10, char dig[18])
+{
+    char tmp[40];
+    for (int p = a < DBL_MIN ? 1 : 15; p <= 17; p++) {
+        snprintf(tmp, sizeof tmp, "%.*e", p - 1, a);
+        uint64_t D = (uint64_t)(tmp[0] - '0');
+        for (int i = 2; i <= p; i++)
+            D = D * 10u + (uint64_t)(tmp[i] - '0');
+        int e = atoi(tmp + (p > 1 ? p + 2 : 2)); /* after "d.ddd" (or "d") and 'e' */
+        if (p == 17 || reads_back(D, e - (p - 1), a)) {
+            *x10 = e;
+            return digits_of(D, p, dig);
+        }
+        if (p == 16) {
+            static const int order[4] = {1, -1, 2, -2};
+            for (int i = 0; i < 4; i++) {
+                uint64_t c = D + (uint64_t)(int64_t)order[i];
+                if (c >= pow10_u64[15] && c < pow10_u64[16] && reads_back(c, e - 15, a)) {
+                    *x10 = e;
+                    return digits_of(c, 16, dig);
+                }
+            }
+        }
+    }
+    return 0; /* not reached: 17 digits always read back */
+}
+
+int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
+{
+    if (v == 0.0) {
+        int n = signbit(v) ? 4 : 3;
+        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
+        return n;
+    }
+    double a = fabs(v);
+    char dig[18];
+    int x10 = 0, nd = 0;
+    uint64_t d17 = a >= 1e-4 && a < 1e16 ? digits17(a, &x10) : 0;
+    if (d17)
+        nd = shortest_from17(a, d17, &x10, dig);
+    else
+        nd = shortest_libc(a, &x10, dig);
+    return layout(v < 0, dig, nd, x10, buf);
+}
+
+int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
+{
+    if (v == 0.0) {
+        int n = signbit(v) ? 4 : 3;
+        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
+        return n;
+    }
+    double a = fabs(v);
+    if (!(a >= 1e-4 && a < 1e16))
+        return format_libc(v, buf);
+    int x10;
+    uint64_t d = digits17(a, &x10);
     if (d == 0) /* not expected in this range; the C library is exact */
         return format_libc(v, buf);
     char dig[18];
@@ -348,6 +531,15 @@ void proto_jw_double(proto_jw *b, double v)
 {
     if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
         return;
+    b->len += (size_t)proto_json_format_shortest(v, b->p + b->len);
+}
+
+/* The 17-digit form, for the canonical text chain ids hash (ids stay what
+ * they were before answers got the shortest form). */
+static void put_double17(proto_jw *b, double v)
+{
+    if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
+        return;
     b->len += (size_t)proto_json_format_double(v, b->p + b->len);
 }
 
@@ -442,12 +634,15 @@ static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
         break;
     case JSON_INTEGER:
         if (mode & W_INT_AS_REAL)
-            proto_jw_double(b, (double)json_integer_value(v));
+            put_double17(b, (double)json_integer_value(v));
         else
             proto_jw_integer(b, json_integer_value(v));
         break;
     case JSON_REAL:
-        proto_jw_double(b, json_real_value(v));
+        if (mode & W_INT_AS_REAL)
+            put_double17(b, json_real_value(v));
+        else
+            proto_jw_double(b, json_real_value(v));
         break;
     case JSON_TRUE:
         proto_jw_raw(b, "true", 4);

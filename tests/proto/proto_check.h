@@ -25,6 +25,25 @@
 
 /* Decodes (kind), runs and encodes body; returns the parsed response or NULL
  * with *err set when the request was rejected. */
+/* How jansson prints text: json_dumps(json_loads(text), COMPACT |
+ * REAL_PRECISION(17) | ENCODE_ANY, plus SORT_KEYS when sort). ikd writes
+ * reals with the fewest digits that read back (proto_json_format_shortest),
+ * jansson with 17: a text of ikd's reprinted this way equals jansson's own
+ * text of the same tree exactly when the two agree on everything but the
+ * digits and ikd's reals read back bit for bit. malloc'd; NULL when text is
+ * not JSON. */
+static inline char *pc_reprint17(const char *text, bool sort)
+{
+    json_error_t je;
+    json_t *t = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!t)
+        return NULL;
+    char *s = json_dumps(t, JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY |
+                                (sort ? JSON_SORT_KEYS : 0));
+    json_decref(t);
+    return s;
+}
+
 static inline json_t *pc_solve(const char *body, proto_kind kind, proto_error *err)
 {
     proto_job *job = NULL;
