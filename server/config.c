@@ -221,7 +221,9 @@ static const struct opt {
     [OPT_REGISTRY] = {"registry-bytes", "IKD_REGISTRY_BYTES",
                       "memory bound of the chain registry, LRU beyond it (default 64M)"},
     [OPT_QUEUE] = {"max-queue", "IKD_MAX_QUEUE",
-                   "pool work items queued before new work gets 503 (default 1024)"},
+                   "admitted work in flight (single solves and stream targets on the "
+                   "pool, batches from decode to answer, each one) before new work "
+                   "gets 503 (default 1024)"},
     [OPT_INLINE] = {"inline-cost-us", "IKD_INLINE_COST_US",
                     "solves estimated below this many microseconds run on the loop "
                     "(default 5)"},

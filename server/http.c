@@ -38,18 +38,25 @@
  *   final call (upload_data_size 0): answer, or hand the work to the pool.
  *
  * Where solves run (the policy):
- *   - POST /v1/solve: decoded on the loop. If proto_job_cost_us() is below
+ *   - POST /v1/solve: decoded on the loop when its body is at most
+ *     LOOP_DECODE_MAX (64 KiB; a larger one is decoded, solved and encoded
+ *     by one pool item, as is a POST /v1/chains body, which is registered
+ *     on the loop afterwards). If proto_job_cost_us() is below
  *     --inline-cost-us (default 5 us: the analytic seed solvers), it is
  *     solved and encoded inline, right in the final call: a hop to the pool
  *     and back costs 10-30 us, far more than the solve. Otherwise the
  *     connection is suspended and one pool item solves and encodes.
  *   - POST /v1/solve/batch: every stage runs on the pool, the loop only
  *     moves bytes: one item decodes, then the targets are split into chunks
- *     of max(64, ceil(n / (threads * 4))) solved in parallel, then one item
- *     encodes. Admission is decided once, when the first stage is
- *     submitted: if the pool already holds --max-queue items the request
- *     gets 503 + Retry-After: 1 and a JSON error; later stages of admitted
- *     work are never refused.
+ *     of about BATCH_CHUNK_US of estimated work, at most one per pool thread
+ *     in flight (the next one is submitted when one completes, behind what
+ *     arrived meanwhile, so single solves and stream targets wait for one
+ *     chunk, not the batch), then one item encodes. A batch whose client
+ *     closed its connection is cancelled at its next chunk (client_gone).
+ *     Admission is decided once, when the first stage is submitted: if
+ *     --max-queue units are admitted already (ctx->admitted: a batch holds
+ *     one from its decode to its answer) the request gets 503 + Retry-After:
+ *     1 and a JSON error; later stages of admitted work are never refused.
  *   - A suspended connection is resumed on the loop thread when its last
  *     stage completes, followed by srv_mhd_run() (libmicrohttpd does not
  *     wake the loop by itself); the prepared response is queued when the
@@ -63,10 +70,12 @@
  * Not here: the loop glue (loop.c), flags and startup/shutdown (serve.c,
  * config.c), WebSocket framing (ws*.c), the JSON format (proto/).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "proto/proto_json.h"
 #include "server/build_info.h"
@@ -124,6 +133,9 @@ static const struct route_def {
  * takes milliseconds, which the loop owes every other client. Below it a
  * decode takes microseconds and a pool hop would cost more. */
 #define LOOP_DECODE_MAX (64 * 1024)
+
+/* Estimated microseconds of solving per batch chunk (see decode_done). */
+#define BATCH_CHUNK_US 5000.0
 
 static enum route route_of(const char *url)
 {
@@ -195,6 +207,9 @@ struct http_req {
     chunk stage;          /* decode / single solve / encode item */
     chunk *chunks;
     size_t nchunks, pending;
+    size_t next_chunk;    /* the next chunk to submit (a few run at a time) */
+    bool holds_slot;      /* a batch past its decode: one ctx->admitted slot */
+    bool cancelled;       /* the batch's client left: no more chunks */
     bool failed;          /* a stage failed: err holds the answer */
     char *out;            /* encoded body */
     size_t out_len;
@@ -206,6 +221,8 @@ static void req_free(http_req *r)
 {
     r->ctx->active_requests--;
     r->ctx->body_bytes -= r->held;
+    if (r->holds_slot)
+        r->ctx->admitted--;
     proto_job_free(r->job);
     proto_chain_unref(r->chain);
     free(r->chunks);
@@ -464,6 +481,37 @@ static void chunk_work(srv_work *w)
     c->seconds = elapsed_s(t0);
 }
 
+/* True when the client of a suspended request closed its connection
+ * (libmicrohttpd does not watch suspended connections): a peek at the
+ * socket reads its end. A client that half-closes after its request and
+ * still reads is taken for gone too; HTTP clients do not do that. */
+static bool client_gone(http_req *r)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!i)
+        return false;
+    char b;
+    ssize_t n = recv(i->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+static void chunk_done(srv_work *w, int status);
+
+/* Submits the batch's next chunk; false when none could be. */
+static bool submit_chunk(http_req *r)
+{
+    if (r->next_chunk >= r->nchunks)
+        return false;
+    chunk *c = &r->chunks[r->next_chunk++];
+    if (srv_pool_submit_always(r->ctx, &c->w, chunk_work, chunk_done) != SRV_OK) {
+        r->failed = true;
+        return false;
+    }
+    r->pending++;
+    return true;
+}
+
 static void chunk_done(srv_work *w, int status)
 {
     chunk *c = w->data;
@@ -473,10 +521,24 @@ static void chunk_done(srv_work *w, int status)
         r->failed = true;
     else
         srv_metrics_solved(r->ctx, r->job, c->begin, c->end, c->seconds);
+    if (!r->dead && !r->cancelled && !r->failed && client_gone(r)) {
+        r->cancelled = true;
+        srv_metrics_rejected(r->ctx, "batch_cancelled");
+        srv_log(r->ctx, SRV_LOG_INFO, "batch of %zu targets cancelled: its client left",
+                proto_job_count(r->job));
+    }
+    /* the next chunk queues behind whatever was submitted meanwhile (single
+     * solves, stream targets), so a batch cannot starve them */
+    if (!r->dead && !r->cancelled && !r->failed)
+        submit_chunk(r);
     if (r->pending > 0)
         return;
     if (r->dead) {
         req_free(r);
+        return;
+    }
+    if (r->cancelled) {
+        fail_stage(r, 500, "internal", "the client left: the batch was cancelled");
         return;
     }
     if (r->failed) {
@@ -519,12 +581,16 @@ static void decode_done(srv_work *w, int status)
     }
     free(r->body); /* the job holds what it needs */
     r->body = NULL;
+    /* the batch keeps one admission slot until it is answered (req_free) */
+    r->holds_slot = true;
+    r->ctx->admitted++;
     size_t n = proto_job_count(r->job);
-    size_t per = n / ((size_t)r->ctx->cfg.threads * 4);
-    if (per * (size_t)r->ctx->cfg.threads * 4 < n)
-        per++;
-    if (per < 64)
-        per = 64;
+    /* Chunks of about BATCH_CHUNK_US of estimated work, at most one per
+     * pool thread in flight: a single solve or stream target queued
+     * meanwhile waits for one chunk, not for the whole batch. */
+    double cost = proto_job_cost_us(r->job);
+    double fit = BATCH_CHUNK_US / (cost > 0.01 ? cost : 0.01);
+    size_t per = fit < 16 ? 16 : fit > 4096 ? 4096 : (size_t)fit;
     size_t nchunks = n ? (n + per - 1) / per : 0;
     if (nchunks == 0) {
         r->stage.seconds = 0.0;
@@ -544,11 +610,9 @@ static void decode_done(srv_work *w, int status)
         c->begin = i * per;
         c->end = c->begin + per < n ? c->begin + per : n;
         c->w.data = c;
-        if (srv_pool_submit_always(r->ctx, &c->w, chunk_work, chunk_done) == SRV_OK)
-            r->pending++;
-        else
-            r->failed = true;
     }
+    for (unsigned t = 0; t < r->ctx->cfg.threads && submit_chunk(r); t++)
+        ;
     if (r->pending == 0)
         fail_stage(r, 500, "internal", "cannot queue work");
 }

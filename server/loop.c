@@ -91,6 +91,8 @@ static void pool_after(uv_work_t *req, int status)
 {
     srv_work *w = (srv_work *)((char *)req - offsetof(srv_work, req));
     w->ctx->pool_depth--;
+    if (w->admitted)
+        w->ctx->admitted--;
     w->done(w, status == UV_ECANCELED ? SRV_ESHUTDOWN : SRV_OK);
 }
 
@@ -102,6 +104,7 @@ int srv_pool_submit_always(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
     w->ctx = ctx;
     w->work = work;
     w->done = done;
+    w->admitted = false;
     w->req.data = w;
     if (uv_queue_work(ctx->loop, &w->req, pool_work, pool_after) != 0)
         return SRV_EIO;
@@ -111,7 +114,7 @@ int srv_pool_submit_always(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
 
 bool srv_pool_has_room(const srv_ctx *ctx, size_t n)
 {
-    return ctx->pool_depth + n <= ctx->cfg.pool_queue_max;
+    return ctx->admitted + n <= ctx->cfg.pool_queue_max;
 }
 
 int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
@@ -121,5 +124,10 @@ int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
         return SRV_EINVAL;
     if (!srv_pool_has_room(ctx, 1))
         return SRV_EBUSY;
-    return srv_pool_submit_always(ctx, w, work, done);
+    int rc = srv_pool_submit_always(ctx, w, work, done);
+    if (rc == SRV_OK) {
+        w->admitted = true;
+        ctx->admitted++;
+    }
+    return rc;
 }

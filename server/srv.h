@@ -109,6 +109,9 @@ typedef struct srv_ctx {
     srv_web *web;             /* the live page's files (server/web.h); NULL without --web */
     bool shutting_down;       /* set on SIGTERM/SIGINT; readiness is then 503 */
     size_t pool_depth;        /* work items submitted and not yet completed */
+    size_t admitted;          /* admitted work in flight, what --max-queue bounds:
+                                 items of srv_pool_submit, plus one per batch
+                                 from its decode to its answer */
     size_t active_requests;   /* HTTP requests begun and not yet completed */
     uint64_t requests_begun;  /* HTTP requests begun since startup (the drain
                                  watches it for quiet) */
@@ -143,18 +146,21 @@ struct srv_work {
     void (*done)(srv_work *w, int status); /* loop thread; status 0 or SRV_ESHUTDOWN
                                             (cancelled before it started) */
     void *data;                          /* caller's */
+    bool admitted;                       /* private: counted in ctx->admitted */
 };
 
-/* Queues w on the pool. Returns 0 (then done always runs exactly once, on the
- * loop thread), SRV_EBUSY when ctx->pool_depth + 1 would exceed
+/* Queues w on the pool as newly admitted work (a single solve, a stream
+ * solve, a batch's decode). Returns 0 (then done always runs exactly once,
+ * on the loop thread), SRV_EBUSY when ctx->admitted + 1 would exceed
  * cfg.pool_queue_max (the caller answers 503 + Retry-After, or an error
  * message on a stream; nothing was queued and done never runs), or
  * SRV_EINVAL. Loop thread only. Counts the depth for metrics. */
 int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
                     void (*done)(srv_work *w, int status));
 
-/* The same without the queue bound, for the later stages of work that was
- * already admitted (a batch's chunks after its decode): never SRV_EBUSY. */
+/* The same without the queue bound and not counted in ctx->admitted, for
+ * the later stages of work that was already admitted (a batch's chunks,
+ * which hold the batch's one slot, see http.c): never SRV_EBUSY. */
 int srv_pool_submit_always(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
                            void (*done)(srv_work *w, int status));
 
