@@ -16,13 +16,12 @@ RUN make clean && make -j"$(nproc)" build/ikd
 FROM debian:12-slim
 COPY docker/install-deps.sh /tmp/install-deps.sh
 RUN sh /tmp/install-deps.sh runtime \
-    && apt-get install -y -qq --no-install-recommends curl \
     && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
     && useradd --system --no-create-home --uid 10001 ikd
 COPY --from=build /src/build/ikd /usr/local/bin/ikd
 USER ikd
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=2s --start-period=2s --retries=3 \
-    CMD curl -fsS http://127.0.0.1:8080/livez || exit 1
+    CMD ["/usr/local/bin/ikd", "probe", "http://127.0.0.1:8080/livez"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/ikd", "--listen", "0.0.0.0:8080"]

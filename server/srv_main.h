@@ -1,5 +1,5 @@
 /*
- * srv_main.h: the two modes of the ikd executable, called from main.c.
+ * srv_main.h: the modes of the ikd executable, called from main.c.
  */
 #ifndef SRV_MAIN_H
 #define SRV_MAIN_H
@@ -8,6 +8,11 @@
  * response; returns 0 for a valid request (whatever the solve status), 2 with
  * the error JSON on standard output otherwise. */
 int srv_cli_solve(int argc, char **argv);
+
+/* Health check: argv[0] is "probe", argv[1] an optional http:// URL
+ * (default http://127.0.0.1:8080/livez). Returns 0 when it answers 200 within
+ * 2 seconds, 1 otherwise (the reason on standard error). */
+int srv_cli_probe(int argc, char **argv);
 
 /* The daemon: parses flags, serves until SIGTERM/SIGINT, returns the exit
  * status. */

@@ -1,0 +1,77 @@
+"""
+test_probe.py: `ikd probe [URL]`, the image's health check, against the
+real daemon: 0 for /livez and /readyz (no token needed, even when ikd has
+one), 1 with the reason on standard error for an answer other than 200, a
+closed port, a daemon that accepts but never answers (within its 2-second
+deadline), and a URL it does not take.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_stream import Daemon, IKD_BIN, SLOW  # noqa: E402
+
+
+def probe(*args):
+    r = subprocess.run([IKD_BIN, "probe", *args], capture_output=True, text=True,
+                       timeout=10 * SLOW)
+    return r.returncode, r.stderr
+
+
+class ProbeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--token", "probe-test-token")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def test_live_and_ready(self):
+        for path in ("/livez", "/readyz"):
+            rc, err = probe("http://127.0.0.1:%d%s" % (self.d.port, path))
+            self.assertEqual((rc, err), (0, ""), path)
+        rc, _ = probe("http://localhost:%d/livez" % self.d.port)
+        self.assertEqual(rc, 0)
+
+    def test_other_status_fails(self):
+        rc, err = probe("http://127.0.0.1:%d/metrics" % self.d.port)
+        self.assertEqual(rc, 1)
+        self.assertIn("answered 401", err)
+
+    def test_closed_port_fails(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        rc, err = probe("http://127.0.0.1:%d/livez" % port)
+        self.assertEqual(rc, 1)
+        self.assertIn("cannot connect", err)
+
+    def test_silent_server_times_out(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        try:
+            t0 = time.monotonic()
+            rc, err = probe("http://127.0.0.1:%d/livez" % s.getsockname()[1])
+            self.assertEqual(rc, 1)
+            self.assertIn("timed out", err)
+            self.assertLess(time.monotonic() - t0, 8 * SLOW)
+        finally:
+            s.close()
+
+    def test_bad_urls_refused(self):
+        for url in ("https://127.0.0.1/livez", "ftp://x", "http://example.com/livez",
+                    "http://127.0.0.1:99999/", "http://127.0.0.1:80livez"):
+            rc, err = probe(url)
+            self.assertEqual(rc, 1, url)
+            self.assertTrue(err.startswith("ikd probe: "), (url, err))
+
+
+if __name__ == "__main__":
+    unittest.main()
