@@ -22,6 +22,8 @@ COPY --from=build /src/build/ikd /usr/local/bin/ikd
 USER ikd
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=2s --start-period=2s --retries=3 \
-    CMD ["/usr/local/bin/ikd", "probe", "http://127.0.0.1:8080/livez"]
+    CMD ["/usr/local/bin/ikd", "probe"]
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["/usr/local/bin/ikd", "--listen", "0.0.0.0:8080"]
+# the daemon and its health check (ikd probe) both read IKD_LISTEN
+ENV IKD_LISTEN=0.0.0.0:8080
+ENTRYPOINT ["/usr/local/bin/ikd"]

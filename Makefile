@@ -84,7 +84,7 @@ LIBS_TEST     := $(shell pkg-config --libs $(PKGS_TEST)) $(LIBS_SERVER)
 LIBSOLVER := $(BUILD)/libiksolver.a
 LIBPROTO  := $(BUILD)/libikproto.a
 
-.PHONY: all web check bench fuzz fuzz-build run format clean
+.PHONY: all web check bench fuzz fuzz-build image-test run format clean
 .SECONDARY:
 all: $(LIBSOLVER) $(LIBPROTO) $(BUILD)/ikd $(TEST_BIN)
 
@@ -174,6 +174,11 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_BUILD)/libikp
 	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -I. $(CFLAGS_PROTO) \
 	    -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(FUZZ_BUILD)/libikproto.a \
 	    $(FUZZ_BUILD)/libiksolver.a $(LIBS_PROTO) $(shell pkg-config --libs nettle) -lm
+
+# Builds the Dockerfile and tests the image (docker, else buildah and podman;
+# docker/image-test.sh says what it checks). Not part of check: .ci/run runs it.
+image-test:
+	sh docker/image-test.sh
 
 fuzz: fuzz-build
 	sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)

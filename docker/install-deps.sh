@@ -3,11 +3,13 @@
 # The README's two commands, .ci/run and the Dockerfile all call this one script,
 # so the list below is the single place where ikd's dependencies are named.
 # It is idempotent: when every package is already installed it only checks.
-# Usage: docker/install-deps.sh [runtime|build|fuzz]   ("runtime" installs
+# Usage: docker/install-deps.sh [runtime|build|fuzz|image]   ("runtime" installs
 # only what the daemon links against, for slim images; "build" only what
 # compiles it, without the test tools, node or the browser; "fuzz" what
 # compiles it plus clang and its libFuzzer and sanitizer runtimes, for
-# `make fuzz`).
+# `make fuzz`; "image" the container tools that docker/image-test.sh
+# falls back to when no Docker engine runs: buildah, podman, runc and
+# debootstrap).
 #
 # The full install also brings the browser side of the tests: Node.js and
 # npm (Debian's, unless a node and npm of 18 or later are already on PATH),
@@ -22,12 +24,14 @@ BUILD_PKGS="build-essential pkg-config make gcc \
 TEST_PKGS="check libcurl4-openssl-dev python3 python3-websockets wrk curl chromium haproxy openssl python3-yaml prometheus"
 NODE_PKGS="nodejs npm"
 FUZZ_PKGS="clang-14 libclang-rt-14-dev"
+IMAGE_PKGS="buildah podman runc debootstrap"
 RUNTIME_PKGS="libmicrohttpd12 libjansson4 libuv1 libwslay1 libnettle8 libxml2"
 
 case "${1:-}" in
 runtime) PKGS="$RUNTIME_PKGS" ;;
 build) PKGS="$BUILD_PKGS" ;;
 fuzz) PKGS="$BUILD_PKGS $FUZZ_PKGS" ;;
+image) PKGS="$IMAGE_PKGS curl python3 python3-websockets" ;;
 *)
     PKGS="$BUILD_PKGS $TEST_PKGS"
     # A node and npm already installed (from Debian or elsewhere) are kept.

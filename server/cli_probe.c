@@ -1,10 +1,12 @@
 /*
  * cli_probe.c: "ikd probe [URL]", the container health check.
  *
- * One HTTP/1.1 GET to URL (default http://127.0.0.1:8080/livez, where the
- * image's ikd listens) with a 2-second deadline for connecting and for the
+ * One HTTP/1.1 GET to URL with a 2-second deadline for connecting and for the
  * whole answer; exits 0 when the status is 200 and 1 otherwise, saying why
- * on standard error. It lets the runtime image carry no HTTP client of its
+ * on standard error. Without URL it probes /livez where the daemon of the
+ * same environment listens: IKD_LISTEN (the image sets it) with a wildcard
+ * host (0.0.0.0, [::]) read as loopback, else 127.0.0.1:8080, the daemon's
+ * default. It lets the runtime image carry no HTTP client of its
  * own (the Dockerfile's HEALTHCHECK runs it). Only plain http:// URLs with a
  * numeric IPv4 or bracketed IPv6 address or "localhost" are accepted: a
  * probe talks to its own container, never resolves names.
@@ -85,9 +87,39 @@ static int wait_fd(int fd, short events, const struct timespec *start)
     }
 }
 
+/* The URL of /livez for a --listen value HOST:PORT into buf; 0 or -1. */
+static int livez_url(const char *listen, char *buf, size_t size)
+{
+    const char *colon = strrchr(listen, ':');
+    if (!colon || colon == listen)
+        return -1;
+    size_t hl = (size_t)(colon - listen);
+    const char *host = listen;
+    if ((hl == 7 && strncmp(listen, "0.0.0.0", 7) == 0)) {
+        host = "127.0.0.1";
+        hl = 9;
+    } else if (hl == 4 && strncmp(listen, "[::]", 4) == 0) {
+        host = "[::1]";
+        hl = 5;
+    }
+    int n = snprintf(buf, size, "http://%.*s:%s/livez", (int)hl, host, colon + 1);
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
 int srv_cli_probe(int argc, char **argv)
 {
-    const char *url = argc >= 2 ? argv[1] : PROBE_DEFAULT;
+    char fromenv[128];
+    const char *url = PROBE_DEFAULT;
+    const char *listen = getenv("IKD_LISTEN");
+    if (argc >= 2)
+        url = argv[1];
+    else if (listen && *listen) {
+        if (livez_url(listen, fromenv, sizeof fromenv) != 0) {
+            fprintf(stderr, "ikd probe: IKD_LISTEN=\"%s\" is not HOST:PORT\n", listen);
+            return 1;
+        }
+        url = fromenv;
+    }
     char host[64];
     int port;
     const char *path;

@@ -62,7 +62,7 @@ test('ports, probes, variables, user and timings agree with the daemon and the i
   const pod = dep.spec.template.spec;
   const c = pod.containers[0];
   const dockerfile = readFileSync('Dockerfile', 'utf8');
-  const listen = /"--listen",\s*"0\.0\.0\.0:(\d+)"/.exec(dockerfile);
+  const listen = /^ENV IKD_LISTEN=0\.0\.0\.0:(\d+)$/m.exec(dockerfile);
   assert.ok(listen, 'the Dockerfile names the port ikd listens on');
   const http = c.ports.find((p) => p.name === 'http');
   assert.equal(http.containerPort, Number(listen[1]));

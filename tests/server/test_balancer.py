@@ -291,7 +291,7 @@ class BalancerTest(unittest.TestCase):
         self.assertTrue(lb["environment"]["IKD_LB_BIND"].startswith("127.0.0.1:"),
                         "the plain frontend stays inside the balancer's container")
         with open(os.path.join(ROOT, "Dockerfile")) as f:
-            self.assertIn('"0.0.0.0:8080"', f.read())
+            self.assertIn("ENV IKD_LISTEN=0.0.0.0:8080", f.read())
 
     def test_prometheus_files(self):
         promtool = shutil.which("promtool")

@@ -1,7 +1,7 @@
 """
 test_probe.py: `ikd probe [URL]`, the image's health check, against the
 real daemon: 0 for /livez and /readyz (no token needed, even when ikd has
-one), 1 with the reason on standard error for an answer other than 200, a
+one), without a URL at IKD_LISTEN (a wildcard host read as loopback), 1 with the reason on standard error for an answer other than 200, a
 closed port, a daemon that accepts but never answers (within its 2-second
 deadline), and a URL it does not take.
 """
@@ -16,9 +16,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_stream import Daemon, IKD_BIN, SLOW  # noqa: E402
 
 
-def probe(*args):
+def probe(*args, env=None):
+    e = dict(os.environ)
+    e.pop("IKD_LISTEN", None)
+    e.update(env or {})
     r = subprocess.run([IKD_BIN, "probe", *args], capture_output=True, text=True,
-                       timeout=10 * SLOW)
+                       timeout=10 * SLOW, env=e)
     return r.returncode, r.stderr
 
 
@@ -37,6 +40,14 @@ class ProbeTest(unittest.TestCase):
             self.assertEqual((rc, err), (0, ""), path)
         rc, _ = probe("http://localhost:%d/livez" % self.d.port)
         self.assertEqual(rc, 0)
+
+    def test_without_url_follows_ikd_listen(self):
+        for host in ("127.0.0.1", "0.0.0.0"):
+            rc, err = probe(env={"IKD_LISTEN": "%s:%d" % (host, self.d.port)})
+            self.assertEqual((rc, err), (0, ""), host)
+        rc, err = probe(env={"IKD_LISTEN": "nonsense"})
+        self.assertEqual(rc, 1)
+        self.assertIn("IKD_LISTEN", err)
 
     def test_other_status_fails(self):
         rc, err = probe("http://127.0.0.1:%d/metrics" % self.d.port)
