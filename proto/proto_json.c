@@ -724,11 +724,25 @@ json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_e
     json_error_t je;
     json_t *v = proto_json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {
-        proto_error_set(err, 400, "invalid_json", "", "%s (line %d, column %d)", je.text, je.line,
-                        je.column);
+        proto_json_syntax_error(body, len, &je, err);
         return NULL;
     }
     return v;
+}
+
+int proto_json_syntax_error(const char *text, size_t len, const json_error_t *je,
+                            proto_error *err)
+{
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
+        i++;
+    const char *hint = i < len && text[i] == '<'
+                           ? "; this looks like XML: a URDF goes inside JSON, as "
+                             "{\"chain\":{\"kind\":\"urdf\",\"urdf\":\"<robot ...>\",\"base\":...,"
+                             "\"tip\":...},\"target\":...}"
+                           : "";
+    return proto_error_set(err, 400, "invalid_json", "", "%s (line %d, column %d)%s", je->text,
+                           je->line, je->column, hint);
 }
 
 /* ---- getters ---------------------------------------------------------- */

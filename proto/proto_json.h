@@ -87,6 +87,13 @@ size_t proto__utf8_seq(const unsigned char *p, const unsigned char *end);
  * reference or NULL with *err set. */
 json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_error *err);
 
+/* Sets *err to the invalid_json error (400) for text that jansson's reader
+ * refused with *je, worded the same for request bodies and stream messages:
+ * "<jansson's reason> (line L, column C)", and, when the text starts with
+ * '<' (a URDF posted as it is), a hint to wrap it in JSON. Returns -1. */
+int proto_json_syntax_error(const char *text, size_t len, const json_error_t *je,
+                            proto_error *err);
+
 /* v must be an object whose keys are all in allowed (NULL-terminated). */
 int proto_json_check_object(const json_t *v, const char *path, const char *const *allowed,
                             proto_error *err);

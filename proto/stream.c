@@ -326,9 +326,8 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
         return proto_error_set(err, 400, "invalid_json", "", "the message is empty");
     json_error_t jerr;
     json_t *root = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return proto_error_set(err, 400, "invalid_json", "", "line %d column %d: %s", jerr.line,
-                               jerr.column, jerr.text);
+    if (!root) /* worded as for HTTP bodies */
+        return proto_json_syntax_error(text, len, &jerr, err);
     if (!json_is_object(root)) {
         json_decref(root);
         return stream_err(err, "invalid_request", "", "a message must be a JSON object");
@@ -350,6 +349,11 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     const json_t *jt = json_object_get(root, "type");
     const char *type = json_string_value(jt);
     size_t t;
+    if (!jt) {
+        stream_err(err, "invalid_request", "/type",
+                   "\"type\" is required (open, target, path or close)");
+        goto out;
+    }
     if (!type) {
         stream_err(err, "invalid_request", "/type", "\"type\" must be a string");
         goto out;

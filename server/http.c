@@ -19,6 +19,9 @@
  *   OPTIONS on any of them    CORS preflight        -> 204, no token needed;
  *                                                        403 for an Origin outside
  *                                                        --allow-origin
+ * A POST or DELETE whose Origin is outside --allow-origin gets 403
+ * forbidden_origin before its body is read: browsers send some cross-origin
+ * requests (Content-Type text/plain) without a preflight.
  * Answers to an allowed Origin carry Access-Control-Allow-Origin (add_cors).
  * Errors carry proto_error_format()'s body: wrong method 405 (with Allow),
  * unknown path 404, missing/wrong bearer token 401, body over --max-body
@@ -325,6 +328,15 @@ static void refuse(http_req *r, int status, const char *code, const char *reason
 }
 
 /* ---- authentication ---------------------------------------------------- */
+
+/* No Origin (not a browser), or one --allow-origin allows. */
+static bool origin_allowed(http_req *r)
+{
+    const char *origin =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    return srv_ws_origin_allowed(origin, (const char *const *)r->ctx->cfg.allow_origins,
+                                 r->ctx->cfg.n_allow_origins);
+}
 
 bool srv_http_token_ok(const char *header, const char *token)
 {
@@ -912,6 +924,14 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         char msg[256];
         snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
         refuse(r, 404, "not_found", NULL, msg);
+    } else if ((r->method == M_POST || r->method == M_DELETE) && !origin_allowed(r)) {
+        /* A browser sends some cross-origin requests without a preflight
+         * (a POST with Content-Type text/plain): refused before anything is
+         * read or done, not merely hidden from the page. */
+        char msg[300];
+        snprintf(msg, sizeof msg, "Origin %.200s may not change anything here (--allow-origin)",
+                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN));
+        refuse(r, 403, "forbidden_origin", "bad_origin", msg);
     } else if (r->method == M_OPTIONS) {
         /* CORS preflight: browsers send it without credentials, so no
          * token is asked; answered once any body is in */

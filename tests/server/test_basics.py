@@ -229,5 +229,108 @@ class BasicsTest(unittest.TestCase):
             self.assertIn(what, p)
 
 
+class MismatchTest(unittest.TestCase):
+    """What the documents said and the code did not: each checked on the
+    real daemon."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--allow-origin", "https://ok.example")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def raw(self, method, path, data, headers):
+        import urllib.request
+        import urllib.error
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.d.port, path), data=data,
+                                     method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def chains(self):
+        status, text = self.d.http("GET", "/metrics")
+        return samples(text)["ikd_registry_chains"]
+
+    def test_cross_origin_writes_refused(self):
+        """A POST with Content-Type text/plain needs no preflight in a
+        browser: from an Origin outside --allow-origin it gets 403 and
+        registers nothing; DELETE too; without an Origin (not a browser) or
+        from an allowed one it is done."""
+        body = json.dumps({"kind": "planar", "lengths": [1.0, 0.7]}).encode()
+        before = self.chains()
+        status, text = self.raw("POST", "/v1/chains", body, {
+            "Origin": "https://evil.example", "Content-Type": "text/plain"})
+        self.assertEqual(status, 403, text)
+        self.assertEqual(json.loads(text)["error"]["code"], "forbidden_origin")
+        self.assertEqual(self.chains(), before)
+        status, text = self.raw("POST", "/v1/solve", json.dumps(
+            {"chain": TWO_BONE, "target": {"position": [0.3, 0.6, 0.2]}}).encode(),
+            {"Origin": "https://evil.example", "Content-Type": "text/plain"})
+        self.assertEqual(status, 403, text)
+        status, text = self.raw("POST", "/v1/chains", body, {
+            "Origin": "https://ok.example", "Content-Type": "text/plain"})
+        self.assertEqual(status, 201, text)
+        cid = json.loads(text)["id"]
+        status, text = self.raw("DELETE", "/v1/chains/" + cid, None,
+                                {"Origin": "https://evil.example"})
+        self.assertEqual(status, 403, text)
+        status, _ = self.d.http("GET", "/v1/chains/" + cid)
+        self.assertEqual(status, 200)
+        status, _ = self.raw("DELETE", "/v1/chains/" + cid, None, {})
+        self.assertEqual(status, 204)
+        # reads stay open to any Origin (the browser hides the answer)
+        status, _ = self.raw("GET", "/v1/solvers", None, {"Origin": "https://evil.example"})
+        self.assertEqual(status, 200)
+
+    def stream_errors(self, texts):
+        import asyncio
+        import websockets
+
+        async def body():
+            out = []
+            async with websockets.connect(self.d.url, open_timeout=5) as ws:
+                for t in texts:
+                    await ws.send(t)
+                    out.append(json.loads(await asyncio.wait_for(ws.recv(), 5)))
+            return out
+        return asyncio.run(body())
+
+    def test_same_words_over_http_and_websocket(self):
+        """The same bad JSON gets the same error object (code, message,
+        path) from POST /v1/solve and from a stream."""
+        texts = ['{"type":"open",', '<robot name="arm"/>', '{"a":1,"a":2}', '[1, 2']
+        ws = self.stream_errors(texts)
+        for t, m in zip(texts, ws):
+            status, text = self.raw("POST", "/v1/solve", t.encode(),
+                                    {"Content-Type": "application/json"})
+            self.assertEqual(status, 400, text)
+            self.assertEqual(json.loads(text)["error"], m["error"], t)
+
+    def test_stream_type_required(self):
+        m, = self.stream_errors(['{"stream":"a","seq":1}'])
+        self.assertEqual(m["error"]["path"], "/type")
+        self.assertIn("is required", m["error"]["message"])
+        m, = self.stream_errors(['{"type":5,"stream":"a"}'])
+        self.assertIn("must be a string", m["error"]["message"])
+
+    def test_raw_urdf_gets_a_hint(self):
+        with open(os.path.join(os.environ.get("IKD_DATA", "tests/data"), "robots",
+                               "ur5.urdf"), "rb") as f:
+            urdf = f.read()
+        for path in ("/v1/solve", "/v1/chains"):
+            status, text = self.raw("POST", path, urdf, {"Content-Type": "application/xml"})
+            self.assertEqual(status, 400, text)
+            e = json.loads(text)["error"]
+            self.assertEqual(e["code"], "invalid_json")
+            self.assertIn('{"chain":{"kind":"urdf","urdf":', e["message"])
+        status, text = self.raw("POST", "/v1/solve", b"nonsense", {})
+        self.assertNotIn("XML", json.loads(text)["error"]["message"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
