@@ -58,7 +58,7 @@ int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *er
     if (!(fabs(n - 1.0) <= PROTO_QUAT_UNIT_TOL)) {
         char name[PROTO_PATH_MAX];
         proto_json_path_name(name, sizeof name, path);
-        return proto_error_set(err, 400, "invalid_request", path,
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
                                "%s must be a unit quaternion [x, y, z, w] (its norm is %.6g; "
                                "at most %g away from 1 is normalised)",
                                name, n, PROTO_QUAT_UNIT_TOL);
@@ -94,7 +94,7 @@ int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err
     if (!(worst <= PROTO_MAT_ORTHO_TOL) || !(fabs(det - 1.0) <= PROTO_MAT_ORTHO_TOL)) {
         char name[PROTO_PATH_MAX];
         proto_json_path_name(name, sizeof name, path);
-        return proto_error_set(err, 400, "invalid_request", path,
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
                                "%s must be a rotation matrix (orthonormal rows, determinant +1; "
                                "got max |R R^T - I| = %.3g, det = %.6g)",
                                name, worst, det);
@@ -149,7 +149,7 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err)
     const char *tip = json_string_value(json_object_get(c->source, "tip"));
     v = calloc(IK_MAX_DOF, sizeof *v);
     if (!v) {
-        proto_error_set(err, 500, "internal", "", "out of memory");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         return NULL;
     }
     size_t n = 0;
@@ -226,7 +226,7 @@ static int make_id(proto_chain *c, proto_error *err)
     proto_jw_canonical_reals(&w, c->source);
     if (w.oom) {
         proto_jw_release(&w);
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     }
     /* the source tree the chain keeps, as jansson holds it (several times
      * its canonical text) */
@@ -280,7 +280,7 @@ static int length_list(const json_t *obj, const char *path, size_t min, size_t m
         if (proto_json_number(json_array_get(v, i), pi, -PROTO_MAX_ABS, PROTO_MAX_ABS, &d, err))
             return -1;
         if (!(d >= PROTO_MIN_LENGTH))
-            return proto_error_set(err, 422, "invalid_chain", pi,
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi,
                                    "link %zu has length %g; links must be at least %g long", i,
                                    d, PROTO_MIN_LENGTH);
         out[i] = d;
@@ -298,7 +298,7 @@ static int chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_erro
 {
     ik_chain *k = malloc(sizeof *k);
     if (!k)
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     if (ik_chain_init(k, j, n) != IK_OK) {
         free(k);
         return 1;
@@ -327,7 +327,7 @@ static int planar_compile(proto_chain *c, proto_error *err)
     }
     int rc = chain_compile(c, j, c->nlinks + 1, err);
     if (rc > 0)
-        return proto_error_set(err, 422, "invalid_chain", "", "the planar chain is degenerate");
+        return proto_error_set(err, PROTO_E_INVALID_CHAIN, "", "the planar chain is degenerate");
     return rc;
 }
 
@@ -337,7 +337,7 @@ static int decode_planar(proto_chain *c, const json_t *o, const char *path, prot
     if (json_object_get(o, "frame")) {
         char p[PROTO_PATH_MAX];
         proto_json_path_key(p, path, "frame");
-        return proto_error_set(err, 400, "invalid_request", p,
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
                                "planar chains take no frame (they live in their own x-y "
                                "plane); leave it out");
     }
@@ -416,7 +416,7 @@ static int decode_bones(proto_chain *c, const json_t *o, const char *path,
     c->positions = calloc(n, sizeof *c->positions);
     c->rotations = calloc(n, sizeof *c->rotations);
     if (!c->positions || !c->rotations)
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     c->memory += n * (sizeof *c->positions + sizeof *c->rotations);
     c->nbones = n;
     for (size_t i = 0; i < n; i++) {
@@ -428,7 +428,7 @@ static int decode_bones(proto_chain *c, const json_t *o, const char *path,
         c->positions[i] = proto_frame_vec_in((proto_frame)frame, v);
         c->rotations[i] = ik_quat_identity();
         if (i > 0 && !(ik_vec3_dist(c->positions[i], c->positions[i - 1]) >= PROTO_MIN_LENGTH))
-            return proto_error_set(err, 422, "invalid_chain", pi,
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi,
                                    "bone %zu (positions %zu to %zu) has length %g; bones must be "
                                    "at least %g long",
                                    i - 1, i - 1, i,
@@ -467,7 +467,7 @@ static int copy_name(char *dst, const json_t *v, const char *path, proto_error *
     if (proto_json_string(v, path, PROTO_NAME_MAX - 1, &s, err))
         return -1;
     if (!*s)
-        return proto_error_set(err, 400, "invalid_request", path, "names must not be empty");
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path, "names must not be empty");
     snprintf(dst, PROTO_NAME_MAX, "%s", s);
     return 0;
 }
@@ -495,7 +495,7 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
     c->skel = calloc(n, sizeof *c->skel);
     c->names = calloc(n, sizeof *c->names);
     if (!c->skel || !c->names)
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     c->memory += n * (sizeof *c->skel + sizeof *c->names);
     c->nskel = c->nnames = n;
     for (size_t i = 0; i < n; i++) {
@@ -509,7 +509,7 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
         if (!v || copy_name(c->names[i], v, pf, err))
             return -1;
         if (find_name(c->names, i, c->names[i]) >= 0)
-            return proto_error_set(err, 422, "invalid_chain", pf, "bone name \"%s\" is used twice",
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "bone name \"%s\" is used twice",
                                    c->names[i]);
         ik_bone *bone = &c->skel[i];
         bone->parent = -1;
@@ -523,7 +523,7 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                 return -1;
             int k = find_name(c->names, i, s);
             if (k < 0)
-                return proto_error_set(err, 422, "invalid_chain", pf,
+                return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
                                        "parent \"%s\" of bone \"%s\" is not an earlier bone", s,
                                        c->names[i]);
             bone->parent = k;
@@ -542,7 +542,7 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
             return -1;
         if (fabs(bone->scale.x) < PROTO_MIN_LENGTH || fabs(bone->scale.y) < PROTO_MIN_LENGTH ||
             fabs(bone->scale.z) < PROTO_MIN_LENGTH)
-            return proto_error_set(err, 422, "invalid_chain", pf,
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
                                    "scale components must be at least %g in magnitude",
                                    PROTO_MIN_LENGTH);
         /* to ROS: T_ros = M T M^T. M is a signed permutation, so the scale
@@ -573,17 +573,17 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
             return -1;
         int b = find_name(c->names, n, s);
         if (b < 0)
-            return proto_error_set(err, 422, "invalid_chain", pi, "no bone is named \"%s\"", s);
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi, "no bone is named \"%s\"", s);
         c->limb[i] = (size_t)b;
     }
     if (c->skel[c->limb[1]].parent != (int)c->limb[0] ||
         c->skel[c->limb[2]].parent != (int)c->limb[1])
-        return proto_error_set(err, 422, "invalid_chain", p,
+        return proto_error_set(err, PROTO_E_INVALID_CHAIN, p,
                                "the limb must be three bones hip, knee, foot where the knee's "
                                "parent is the hip and the foot's parent is the knee");
     ik_mat34 *g = calloc(n, sizeof *g);
     if (!g)
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     int rc = ik_skeleton_globals(c->skel, n, g);
     double l1 = rc == IK_OK ? ik_vec3_dist(ik_mat34_origin(&g[c->limb[0]]),
                                            ik_mat34_origin(&g[c->limb[1]]))
@@ -593,9 +593,9 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                             : 0;
     free(g);
     if (rc != IK_OK)
-        return proto_error_set(err, 422, "invalid_chain", p, "the skeleton is degenerate");
+        return proto_error_set(err, PROTO_E_INVALID_CHAIN, p, "the skeleton is degenerate");
     if (!(l1 >= PROTO_MIN_LENGTH) || !(l2 >= PROTO_MIN_LENGTH))
-        return proto_error_set(err, 422, "invalid_chain", p,
+        return proto_error_set(err, PROTO_E_INVALID_CHAIN, p,
                                "the limb's bones have lengths %g and %g; each must be at least "
                                "%g",
                                l1, l2, PROTO_MIN_LENGTH);
@@ -632,7 +632,7 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
     if (!j || !names) {
         free(j);
         free(names);
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     }
     int rc = -1;
     size_t movable = 0;
@@ -682,7 +682,7 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
         if (v && proto__vec3(v, pf, &axis, err))
             goto out;
         if (j[i].type != IK_JOINT_FIXED && !(ik_vec3_len(axis) > 1e-9)) {
-            proto_error_set(err, 422, "invalid_chain", pf, "joint \"%s\" has a zero axis",
+            proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "joint \"%s\" has a zero axis",
                             names[i]);
             goto out;
         }
@@ -694,7 +694,7 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
         proto_json_path_key(pf, pj, "limits");
         if (j[i].type == IK_JOINT_REVOLUTE || j[i].type == IK_JOINT_PRISMATIC) {
             if (!v) {
-                proto_error_set(err, 400, "invalid_request", pf,
+                proto_error_set(err, PROTO_E_INVALID_REQUEST, pf,
                                 "joint \"%s\" is %s and needs limits {\"lower\", \"upper\"}",
                                 names[i], types[type]);
                 goto out;
@@ -712,14 +712,14 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
                     lu[k] = proto_angle_in(units, lu[k]);
             }
             if (lu[0] > lu[1]) {
-                proto_error_set(err, 422, "invalid_chain", pf,
+                proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
                                 "joint \"%s\" has lower limit above its upper limit", names[i]);
                 goto out;
             }
             j[i].lower = lu[0];
             j[i].upper = lu[1];
         } else if (v) {
-            proto_error_set(err, 400, "invalid_request", pf,
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, pf,
                             "joint \"%s\" is %s: limits apply to revolute and prismatic joints",
                             names[i], types[type]);
             goto out;
@@ -728,11 +728,11 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
             movable++;
     }
     if (movable == 0) {
-        proto_error_set(err, 422, "invalid_chain", p, "the chain has no movable joint");
+        proto_error_set(err, PROTO_E_INVALID_CHAIN, p, "the chain has no movable joint");
         goto out;
     }
     if (movable > IK_MAX_DOF) {
-        proto_error_set(err, 413, "too_large", p,
+        proto_error_set(err, PROTO_E_TOO_LARGE, p,
                         "the chain has %zu movable joints; at most %d are supported", movable,
                         IK_MAX_DOF);
         goto out;
@@ -740,12 +740,12 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
     int crc = chain_compile(c, j, n, err);
     if (crc) {
         if (crc > 0)
-            proto_error_set(err, 422, "invalid_chain", p, "the joint list does not form a chain");
+            proto_error_set(err, PROTO_E_INVALID_CHAIN, p, "the joint list does not form a chain");
         goto out;
     }
     c->names = calloc(c->chain->dof, sizeof *c->names);
     if (!c->names) {
-        proto_error_set(err, 500, "internal", "", "out of memory");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
     c->nnames = c->chain->dof;
@@ -773,7 +773,7 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
         return -1;
     size_t len = json_string_length(v);
     if (len > lim->max_urdf_bytes)
-        return proto_error_set(err, 413, "too_large", p,
+        return proto_error_set(err, PROTO_E_TOO_LARGE, p,
                                "the URDF document has %zu bytes; the limit is %zu", len,
                                lim->max_urdf_bytes);
     v = proto_json_require(o, path, "base", err);
@@ -789,7 +789,7 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     char(*names)[PROTO_URDF_NAME_MAX] = calloc(IK_MAX_JOINTS, sizeof *names);
     int rc = -1;
     if (!joints || !names) {
-        proto_error_set(err, 500, "internal", "", "out of memory");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
     size_t n = 0;
@@ -804,12 +804,12 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     for (size_t i = 0; i < n; i++)
         movable += joints[i].type != IK_JOINT_FIXED;
     if (movable == 0) {
-        proto_error_set(err, 422, "invalid_urdf", p,
+        proto_error_set(err, PROTO_E_INVALID_URDF, p,
                         "the chain from \"%s\" to \"%s\" has no movable joint", base, tip);
         goto out;
     }
     if (movable > IK_MAX_DOF || movable > lim->max_joints) {
-        proto_error_set(err, 413, "too_large", p,
+        proto_error_set(err, PROTO_E_TOO_LARGE, p,
                         "the chain has %zu movable joints; the limit is %zu", movable,
                         lim->max_joints < IK_MAX_DOF ? lim->max_joints : (size_t)IK_MAX_DOF);
         goto out;
@@ -817,14 +817,14 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     int crc = chain_compile(c, joints, n, err);
     if (crc) {
         if (crc > 0)
-            proto_error_set(err, 422, "invalid_urdf", p,
+            proto_error_set(err, PROTO_E_INVALID_URDF, p,
                             "the joints from \"%s\" to \"%s\" do not form a valid chain", base,
                             tip);
         goto out;
     }
     c->names = calloc(c->chain->dof, sizeof *c->names);
     if (!c->names) {
-        proto_error_set(err, 500, "internal", "", "out of memory");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
     c->nnames = c->chain->dof;
@@ -853,7 +853,7 @@ proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const prot
     if (!json_is_object(chain)) {
         char name[PROTO_PATH_MAX];
         proto_json_path_name(name, sizeof name, path);
-        proto_error_set(err, 400, "invalid_request", path, "%s must be an object", name);
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, path, "%s must be an object", name);
         return NULL;
     }
     json_t *k = proto_json_require(chain, path, "kind", err);
@@ -864,7 +864,7 @@ proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const prot
         return NULL;
     proto_chain *c = chain_new();
     if (!c) {
-        proto_error_set(err, 500, "internal", "", "out of memory");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         return NULL;
     }
     c->kind = (proto_chain_kind)kind;
@@ -907,7 +907,7 @@ proto_chain *proto_chain_resolve(json_t *chain, const char *chain_id, const prot
         return proto_chain_decode_json(chain, "/chain", lim, err);
     proto_chain *c = lookup && chain_id ? lookup(ud, chain_id) : NULL;
     if (!c)
-        proto_error_set(err, 404, "unknown_chain", "/chain_id",
+        proto_error_set(err, PROTO_E_UNKNOWN_CHAIN, "/chain_id",
                         "no chain is registered with id \"%s\"", chain_id ? chain_id : "");
     return c;
 }

@@ -1,5 +1,6 @@
 /*
- * proto_error.c: filling and printing the caller-owned proto_error.
+ * proto_error.c: filling and printing the caller-owned proto_error, and the
+ * names and MoveIt codes of PROTO_ERROR_MAP (proto_error.h).
  */
 #include "proto/proto_error.h"
 
@@ -9,13 +10,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-int proto_error_set(proto_error *e, int http_status, const char *code, const char *path,
-                    const char *fmt, ...)
+static const struct {
+    const char *name;
+    int moveit;
+} rows[PROTO_E_COUNT] = {
+    [PROTO_E_NONE] = {"", 0},
+#define PROTO_ERROR_ROW(name, wire, http, moveit, text) [PROTO_E_##name] = {wire, moveit},
+    PROTO_ERROR_MAP(PROTO_ERROR_ROW)
+#undef PROTO_ERROR_ROW
+};
+
+const char *proto_error_name(proto_errcode code)
+{
+    return (unsigned)code < PROTO_E_COUNT ? rows[code].name : "";
+}
+
+int proto_error_moveit(proto_errcode code)
+{
+    return (unsigned)code < PROTO_E_COUNT ? rows[code].moveit : 0;
+}
+
+int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
 {
     if (!e)
         return -1;
-    e->http_status = http_status;
-    snprintf(e->code, sizeof e->code, "%s", code ? code : "invalid_request");
+    e->code = (unsigned)code < PROTO_E_COUNT && code != PROTO_E_NONE ? code : PROTO_E_INTERNAL;
     snprintf(e->path, sizeof e->path, "%s", path ? path : "");
     va_list ap;
     va_start(ap, fmt);
@@ -28,14 +47,14 @@ void proto_error_clear(proto_error *e)
 {
     if (!e)
         return;
-    e->http_status = 0;
-    e->code[0] = e->message[0] = e->path[0] = '\0';
+    e->code = PROTO_E_NONE;
+    e->message[0] = e->path[0] = '\0';
 }
 
 size_t proto_error_format(const proto_error *e, char *buf, size_t size)
 {
-    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", e->code, "message", e->message, "path",
-                              e->path);
+    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                              e->message, "path", e->path);
     json_t *root = inner ? json_pack("{s:o}", "error", inner) : NULL;
     char *s = root ? json_dumps(root, JSON_COMPACT) : NULL;
     json_decref(root);

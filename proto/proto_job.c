@@ -61,7 +61,7 @@ static int decode_target(const json_t *v, const char *path, const proto_job *job
             if (proto_json_numbers(x, p, 2, d, err))
                 return -1;
             if (!(hypot(d[0], d[1]) > 1e-12))
-                return proto_error_set(err, 400, "invalid_request", p,
+                return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
                                        "target.up must be a non-zero direction");
             t->has_up = true;
             t->up = ik_v3(d[0], d[1], 0);
@@ -74,7 +74,7 @@ static int decode_target(const json_t *v, const char *path, const proto_job *job
     json_t *o = json_object_get(v, "orientation"), *r = json_object_get(v, "rotation");
     if (o && r) {
         proto_json_path_key(p, path, "rotation");
-        return proto_error_set(err, 400, "invalid_request", p,
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
                                "give either target.orientation or target.rotation, not both");
     }
     if (o) {
@@ -97,7 +97,7 @@ static int decode_target(const json_t *v, const char *path, const proto_job *job
         if (proto__vec3(x, p, &t->up, err))
             return -1;
         if (!(ik_vec3_len(t->up) > 1e-12))
-            return proto_error_set(err, 400, "invalid_request", p,
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
                                    "target.up must be a non-zero direction");
         t->up = proto_frame_vec_in(f, t->up);
         t->has_up = true;
@@ -124,10 +124,10 @@ static int decode_target(const json_t *v, const char *path, const proto_job *job
             any |= w[i] > 0;
         }
         if (!any)
-            return proto_error_set(err, 400, "invalid_request", p,
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
                                    "target.weights must have at least one weight > 0");
         if ((w[3] > 0 || w[4] > 0 || w[5] > 0) && !t->has_orientation)
-            return proto_error_set(err, 400, "invalid_request", p,
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
                                    "rotation weights need target.orientation or target.rotation");
         /* weights follow their axes: permuted like the axes, signs dropped */
         for (int k = 0; k < 2; k++) {
@@ -184,7 +184,7 @@ static int decode_seed(const json_t *v, const char *path, proto_job *job, double
     const proto_chain *c = job->chain;
     size_t len = seed_len(job);
     if (len == 0)
-        return proto_error_set(err, 400, "invalid_request", path,
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
                                "%s chains take no seed", proto_chain_kind_names[c->kind]);
     size_t n;
     switch (c->kind) {
@@ -204,7 +204,7 @@ static int decode_seed(const json_t *v, const char *path, proto_job *job, double
                 if (i > 0) {
                     ik_vec3 prev = ik_v3(out[3 * i - 3], out[3 * i - 2], out[3 * i - 1]);
                     if (!(ik_vec3_dist(prev, x) >= PROTO_MIN_LENGTH))
-                        return proto_error_set(err, 400, "invalid_request", p,
+                        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
                                                "seed bones must be at least %g long",
                                                PROTO_MIN_LENGTH);
                 }
@@ -302,7 +302,7 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
         if (proto_json_integer(x, p, -1, 1, &b, err))
             return -1;
         if (b == 0)
-            return proto_error_set(err, 400, "invalid_request", p, "options.bend must be 1 or -1");
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p, "options.bend must be 1 or -1");
         o->bend = (int)b;
     }
 #undef OPT
@@ -357,7 +357,7 @@ static int servo_options(const json_t *sv, const proto_chain *c, proto_options *
     static const char *const keys[] = {"period_s", "velocity", NULL};
     const char *path = "/options/servo";
     if (c->kind != PROTO_CHAIN_JOINTS && c->kind != PROTO_CHAIN_URDF)
-        return proto_error_set(err, 400, "invalid_request", path,
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
                                "options.servo applies to joints and urdf chains (the numeric "
                                "solver), not to %s chains",
                                proto_chain_kind_names[c->kind]);
@@ -374,7 +374,7 @@ static int servo_options(const json_t *sv, const proto_chain *c, proto_options *
             return -1;
         for (size_t k = 0; k < n; k++) {
             if (!(v[k] > 0))
-                return proto_error_set(err, 400, "invalid_request", "/options/servo/velocity",
+                return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo/velocity",
                                        "options.servo.velocity[%zu] must be > 0", k);
             o->servo_velocity[k] = angular_joint(c, k) ? proto_angle_in(o->units, v[k]) : v[k];
         }
@@ -385,7 +385,7 @@ static int servo_options(const json_t *sv, const proto_chain *c, proto_options *
         return -1;
     for (size_t k = 0; k < n; k++) {
         if (!uv || !(uv[k] > 0))
-            return proto_error_set(err, 400, "invalid_request", "/options/servo/velocity",
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo/velocity",
                                    "joint %s has no velocity limit (%s); give "
                                    "options.servo.velocity",
                                    c->names ? c->names[k] : "?",
@@ -407,7 +407,7 @@ static int chain_options(const json_t *jo, const proto_chain *c, const proto_lim
     /* planar chains live in their own x-y plane (targets, seeds and answers
      * are 2-D): a frame convention would do nothing, so it is refused */
     if (c->kind == PROTO_CHAIN_PLANAR && json_is_object(jo) && json_object_get(jo, "frame"))
-        return proto_error_set(err, 400, "invalid_request", "/options/frame",
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/frame",
                                "options.frame does not apply to planar chains (they live in "
                                "their own x-y plane); leave it out");
     return 0;
@@ -439,7 +439,7 @@ int proto_stream_open_check(const json_t *options, const json_t *seed, const pro
     if (seed)
         return proto_seed_check(seed, chain, options, lim, "/seed", err);
     if (o.servo_period > 0)
-        return proto_error_set(err, 400, "invalid_request", "/seed",
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/seed",
                                "a servo stream needs the arm's current joints as \"seed\" (each "
                                "answer moves from there)");
     return 0;
@@ -462,7 +462,7 @@ int proto_seed_check(const json_t *seed, const proto_chain *chain, const json_t 
     size_t len = seed_len(&job);
     double *buf = calloc(len ? len : 1, sizeof *buf);
     if (!buf)
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     int rc = decode_seed(seed, path, &job, buf, err);
     free(buf);
     return rc;
@@ -485,21 +485,21 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
         return -1;
     proto_job *job = calloc(1, sizeof *job);
     if (!job)
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     job->kind = kind;
 
     /* the chain */
     json_t *jc = json_object_get(req, "chain"), *jid = json_object_get(req, "chain_id");
     if (chain) {
         if (jc || jid) {
-            proto_error_set(err, 400, "invalid_request", jc ? "/chain" : "/chain_id",
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, jc ? "/chain" : "/chain_id",
                             "this stream already has its chain; send no chain or chain_id");
             goto fail;
         }
         proto_chain_ref(chain);
         job->chain = chain;
     } else if (jc && jid) {
-        proto_error_set(err, 400, "invalid_request", "/chain_id",
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/chain_id",
                         "give either chain or chain_id, not both");
         goto fail;
     } else if (jc || jid) {
@@ -510,7 +510,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
         if (!job->chain)
             goto fail;
     } else {
-        proto_error_set(err, 400, "invalid_request", "/chain", "chain or chain_id is required");
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/chain", "chain or chain_id is required");
         goto fail;
     }
     job->dims2 = job->chain->kind == PROTO_CHAIN_PLANAR;
@@ -518,7 +518,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     if (chain_options(json_object_get(req, "options"), job->chain, lim, &job->opt, err))
         goto fail;
     if (job->opt.servo_period > 0 && !chain) {
-        proto_error_set(err, 400, "invalid_request", "/options/servo",
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo",
                         "options.servo applies to streams (GET /v1/stream), where each answer "
                         "is one control period");
         goto fail;
@@ -549,7 +549,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     if (proto__resolve_solver(job->chain, &job->opt, &t0, &job->solver, err))
         goto fail;
     if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC) {
-        proto_error_set(err, 400, "invalid_request", "/options/max_joint_step",
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/max_joint_step",
                         "options.max_joint_step is used by the numeric solver only, not by %s",
                         proto_solver_names[job->solver]);
         goto fail;
@@ -564,7 +564,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
             goto fail;
     }
     if (job_alloc(job, js != NULL)) {
-        proto_error_set(err, 500, "internal", "", "out of memory");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto fail;
     }
     size_t sl = seed_len(job);
@@ -600,7 +600,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
                 proto_json_path_index(p, spath, i);
             else
                 snprintf(p, sizeof p, "%s", js ? spath : "/options/max_joint_step");
-            proto_error_set(err, 400, "invalid_request", p,
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
                             "options.max_joint_step needs a seed for every target (the step is "
                             "measured from it)");
             goto fail;

@@ -102,7 +102,7 @@ static int bad(proto_error *err, const char *path, const char *what)
 {
     char name[PROTO_PATH_MAX];
     proto_json_path_name(name, sizeof name, path);
-    return proto_error_set(err, 400, "invalid_request", path, "%s %s", name, what);
+    return proto_error_set(err, PROTO_E_INVALID_REQUEST, path, "%s %s", name, what);
 }
 
 /* ---- parsing ---------------------------------------------------------- */
@@ -713,12 +713,12 @@ json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_
 json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_error *err)
 {
     if (len > max_bytes) {
-        proto_error_set(err, 413, "too_large", "", "the body has %zu bytes; the limit is %zu", len,
+        proto_error_set(err, PROTO_E_TOO_LARGE, "", "the body has %zu bytes; the limit is %zu", len,
                         max_bytes);
         return NULL;
     }
     if (!body || len == 0) {
-        proto_error_set(err, 400, "invalid_json", "", "the body is empty");
+        proto_error_set(err, PROTO_E_INVALID_JSON, "", "the body is empty");
         return NULL;
     }
     json_error_t je;
@@ -741,7 +741,7 @@ int proto_json_syntax_error(const char *text, size_t len, const json_error_t *je
                              "{\"chain\":{\"kind\":\"urdf\",\"urdf\":\"<robot ...>\",\"base\":...,"
                              "\"tip\":...},\"target\":...}"
                            : "";
-    return proto_error_set(err, 400, "invalid_json", "", "%s (line %d, column %d)%s", je->text,
+    return proto_error_set(err, PROTO_E_INVALID_JSON, "", "%s (line %d, column %d)%s", je->text,
                            je->line, je->column, hint);
 }
 
@@ -766,7 +766,7 @@ int proto_json_check_object(const json_t *v, const char *path, const char *const
             char p[PROTO_PATH_MAX], name[PROTO_PATH_MAX];
             proto_json_path_key(p, path, key);
             proto_json_path_name(name, sizeof name, path);
-            return proto_error_set(err, 400, "invalid_request", p, "unknown field \"%.64s\" in %s",
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p, "unknown field \"%.64s\" in %s",
                                    key, name);
         }
     }
@@ -887,7 +887,7 @@ int proto_json_array(const json_t *v, const char *path, size_t min, size_t max, 
         char name[PROTO_PATH_MAX];
         proto_json_path_name(name, sizeof name, path);
         if (too_large)
-            return proto_error_set(err, 413, "too_large", path,
+            return proto_error_set(err, PROTO_E_TOO_LARGE, path,
                                    "%s has %zu elements; the limit is %zu", name, k, max);
         if (min == max)
             snprintf(what, sizeof what, "must have exactly %zu elements (got %zu)", min, k);

@@ -94,7 +94,7 @@ int proto__resolve_solver(const proto_chain *c, const proto_options *o, const pr
         }
     }
     if (!allowed(c, s))
-        return proto_error_set(err, 400, "invalid_request", "/options/solver",
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/solver",
                                "the %s solver does not apply to this %s chain",
                                proto_solver_names[s], proto_chain_kind_names[c->kind]);
     *out = s;
@@ -107,7 +107,7 @@ static int field_error(proto_error *err, const char *path, const char *key, cons
     char p[PROTO_PATH_MAX], name[PROTO_PATH_MAX];
     proto_json_path_key(p, path, key);
     proto_json_path_name(name, sizeof name, p);
-    return proto_error_set(err, 400, "invalid_request", p, "%s %s by the %s solver", name, what,
+    return proto_error_set(err, PROTO_E_INVALID_REQUEST, p, "%s %s by the %s solver", name, what,
                            solver);
 }
 

@@ -79,9 +79,9 @@ bool proto_stream_utf8_valid(const char *s, size_t len)
     return true;
 }
 
-static int stream_err(proto_error *err, const char *code, const char *path, const char *msg)
+static int stream_err(proto_error *err, proto_errcode code, const char *path, const char *msg)
 {
-    return proto_error_set(err, 400, code, path, "%s", msg);
+    return proto_error_set(err, code, path, "%s", msg);
 }
 
 /* Reads n finite numbers of an array into v; -1 when it is not such an array. */
@@ -106,14 +106,14 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
 {
     const json_t *wps = json_object_get(root, "waypoints");
     if (!json_is_array(wps))
-        return stream_err(err, "invalid_request", "/waypoints",
+        return stream_err(err, PROTO_E_INVALID_REQUEST, "/waypoints",
                           "\"waypoints\" must be an array of targets");
     size_t n = json_array_size(wps);
     if (n < 2)
-        return stream_err(err, "invalid_request", "/waypoints",
+        return stream_err(err, PROTO_E_INVALID_REQUEST, "/waypoints",
                           "a path needs at least two waypoints");
     if (n > PROTO_STREAM_MAX_WAYPOINTS)
-        return proto_error_set(err, 413, "too_large", "/waypoints",
+        return proto_error_set(err, PROTO_E_TOO_LARGE, "/waypoints",
                                "a path has at most %d waypoints", PROTO_STREAM_MAX_WAYPOINTS);
 
     double rate = PROTO_STREAM_DEFAULT_RATE_HZ;
@@ -121,7 +121,7 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
     if (jr) {
         rate = json_is_number(jr) ? json_number_value(jr) : NAN;
         if (!(rate > 0.0 && rate <= PROTO_STREAM_MAX_RATE_HZ))
-            return proto_error_set(err, 400, "invalid_request", "/rate_hz",
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/rate_hz",
                                    "\"rate_hz\" must be a number in (0, %g]",
                                    PROTO_STREAM_MAX_RATE_HZ);
     }
@@ -130,12 +130,12 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
     if (jd) {
         dur = json_is_number(jd) ? json_number_value(jd) : NAN;
         if (!(dur > 0.0 && isfinite(dur)))
-            return stream_err(err, "invalid_request", "/duration_s",
+            return stream_err(err, PROTO_E_INVALID_REQUEST, "/duration_s",
                               "\"duration_s\" must be a positive number");
     }
     double samples = floor(dur * rate + 1e-9) + 1.0;
     if (samples > (double)PROTO_STREAM_MAX_SAMPLES)
-        return proto_error_set(err, 413, "too_large", "/duration_s",
+        return proto_error_set(err, PROTO_E_TOO_LARGE, "/duration_s",
                                "duration_s * rate_hz gives more than %d samples",
                                PROTO_STREAM_MAX_SAMPLES);
     if (samples < 2.0)
@@ -143,7 +143,7 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
 
     proto_stream_path *p = calloc(1, sizeof *p + n * sizeof p->pts[0]);
     if (!p)
-        return proto_error_set(err, 500, "internal", "", "out of memory");
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     p->npoints = n;
     p->rate_hz = rate;
     p->duration_s = dur;
@@ -155,12 +155,12 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
         if (!json_is_object(w)) {
             snprintf(where, sizeof where, "/waypoints/%zu", i);
             proto_stream_path_free(p);
-            return stream_err(err, "invalid_request", where, "a waypoint must be a target object");
+            return stream_err(err, PROTO_E_INVALID_REQUEST, where, "a waypoint must be a target object");
         }
         if (read_numbers(json_object_get(w, "position"), v, 3) != 0) {
             snprintf(where, sizeof where, "/waypoints/%zu/position", i);
             proto_stream_path_free(p);
-            return stream_err(err, "invalid_request", where,
+            return stream_err(err, PROTO_E_INVALID_REQUEST, where,
                               "a waypoint needs \"position\": three finite numbers");
         }
         p->pts[i].p = ik_v3(v[0], v[1], v[2]);
@@ -170,7 +170,7 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
         if ((o != NULL) != p->has_orientation) {
             snprintf(where, sizeof where, "/waypoints/%zu", i);
             proto_stream_path_free(p);
-            return stream_err(err, "invalid_request", where,
+            return stream_err(err, PROTO_E_INVALID_REQUEST, where,
                               "\"orientation\" must be on every waypoint or on none");
         }
         p->pts[i].q = ik_quat_identity();
@@ -311,7 +311,7 @@ static int check_keys(const json_t *root, const char *const *allowed, proto_erro
         if (!ok) {
             char where[PROTO_STREAM_NAME_MAX + 8];
             snprintf(where, sizeof where, "/%.*s", PROTO_STREAM_NAME_MAX, key);
-            return proto_error_set(err, 400, "invalid_request", where,
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, where,
                                    "unknown member \"%.64s\"", key);
         }
     }
@@ -323,14 +323,14 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     memset(out, 0, sizeof *out);
     proto_error_clear(err);
     if (len == 0) /* an empty text message: (NULL, 0) from the framer */
-        return proto_error_set(err, 400, "invalid_json", "", "the message is empty");
+        return proto_error_set(err, PROTO_E_INVALID_JSON, "", "the message is empty");
     json_error_t jerr;
     json_t *root = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) /* worded as for HTTP bodies */
         return proto_json_syntax_error(text, len, &jerr, err);
     if (!json_is_object(root)) {
         json_decref(root);
-        return stream_err(err, "invalid_request", "", "a message must be a JSON object");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, "", "a message must be a JSON object");
     }
 
     /* Stream and seq first, so that later errors can name them. */
@@ -350,34 +350,34 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     const char *type = json_string_value(jt);
     size_t t;
     if (!jt) {
-        stream_err(err, "invalid_request", "/type",
+        stream_err(err, PROTO_E_INVALID_REQUEST, "/type",
                    "\"type\" is required (open, target, path or close)");
         goto out;
     }
     if (!type) {
-        stream_err(err, "invalid_request", "/type", "\"type\" must be a string");
+        stream_err(err, PROTO_E_INVALID_REQUEST, "/type", "\"type\" must be a string");
         goto out;
     }
     for (t = 0; t < sizeof type_names / sizeof type_names[0]; t++)
         if (strcmp(type, type_names[t]) == 0)
             break;
     if (t == sizeof type_names / sizeof type_names[0]) {
-        proto_error_set(err, 400, "unknown_type", "/type", "unknown message type \"%.64s\"", type);
+        proto_error_set(err, PROTO_E_UNKNOWN_TYPE, "/type", "unknown message type \"%.64s\"", type);
         goto out;
     }
     out->type = (proto_stream_type)t;
     if (!js) {
-        stream_err(err, "invalid_request", "/stream", "\"stream\" is required");
+        stream_err(err, PROTO_E_INVALID_REQUEST, "/stream", "\"stream\" is required");
         goto out;
     }
     if (!out->stream[0]) {
-        stream_err(err, "invalid_request", "/stream",
+        stream_err(err, PROTO_E_INVALID_REQUEST, "/stream",
                    "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -");
         goto out;
     }
     if (out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH) {
         if (!out->has_seq) {
-            stream_err(err, "invalid_request", "/seq",
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/seq",
                        jq ? "\"seq\" must be an integer of magnitude below 2^53"
                           : "\"seq\" is required");
             goto out;
@@ -391,17 +391,17 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
         json_t *chain = json_object_get(root, "chain");
         const json_t *cid = json_object_get(root, "chain_id");
         if ((chain != NULL) == (cid != NULL)) {
-            stream_err(err, "invalid_request", "",
+            stream_err(err, PROTO_E_INVALID_REQUEST, "",
                        "exactly one of \"chain\" and \"chain_id\" opens a stream");
             goto out;
         }
         if (cid && !json_is_string(cid)) {
-            stream_err(err, "invalid_request", "/chain_id", "\"chain_id\" must be a string");
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/chain_id", "\"chain_id\" must be a string");
             goto out;
         }
         json_t *opt = json_object_get(root, "options");
         if (opt && !json_is_object(opt)) {
-            stream_err(err, "invalid_request", "/options", "\"options\" must be an object");
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/options", "\"options\" must be an object");
             goto out;
         }
         out->chain = chain;
@@ -419,7 +419,7 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
             goto out;
         out->target = json_object_get(root, "target");
         if (!out->target) {
-            stream_err(err, "invalid_request", "/target", "\"target\" is required");
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/target", "\"target\" is required");
             goto out;
         }
         out->seed = json_object_get(root, "seed");
@@ -600,10 +600,10 @@ char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
         ob_printf(&b, ",\"stream\":\"%s\"", stream);
     if (has_seq)
         ob_printf(&b, ",\"seq\":%lld", seq);
-    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", e->code, "message", e->message, "path",
+    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message", e->message, "path",
                               e->path);
     if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
-        inner = json_pack("{s:s, s:s, s:s}", "code", e->code, "message",
+        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
                           "(message not printable)", "path", "");
     if (!inner) {
         b.failed = true;

@@ -33,21 +33,21 @@
 
 /* ---- errors ---------------------------------------------------------- */
 
-static int urdf_fail(proto_error *err, int http, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-static int urdf_fail(proto_error *err, int http, const char *code, const char *fmt, ...)
+static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
 {
     char msg[sizeof err->message];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return proto_error_set(err, http, code, NULL, "%s", msg);
+    return proto_error_set(err, code, NULL, "%s", msg);
 }
 
-#define INVALID(err, ...)   urdf_fail((err), 422, "invalid_urdf", __VA_ARGS__)
-#define TOO_LARGE(err, ...) urdf_fail((err), 413, "too_large", __VA_ARGS__)
+#define INVALID(err, ...)   urdf_fail((err), PROTO_E_INVALID_URDF, __VA_ARGS__)
+#define TOO_LARGE(err, ...) urdf_fail((err), PROTO_E_TOO_LARGE, __VA_ARGS__)
 
 /* ---- libxml2 setup --------------------------------------------------- */
 
@@ -186,7 +186,7 @@ static int urdf_open(urdf_doc *d, const char *xml, size_t len, proto_error *err)
 
     xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
     if (!ctxt)
-        return urdf_fail(err, 500, "internal", "out of memory creating the XML parser");
+        return urdf_fail(err, PROTO_E_INTERNAL, "out of memory creating the XML parser");
     urdf_parse_state st = {0};
     ctxt->_private = &st;
     ctxt->sax->internalSubset = urdf_refuse_doctype;
@@ -232,7 +232,7 @@ static int urdf_open(urdf_doc *d, const char *xml, size_t len, proto_error *err)
     d->joints = malloc((nj ? nj : 1) * sizeof *d->joints);
     if (!d->links || !d->links_sorted || !d->joints) {
         urdf_close(d);
-        return urdf_fail(err, 500, "internal", "out of memory indexing the URDF document");
+        return urdf_fail(err, PROTO_E_INTERNAL, "out of memory indexing the URDF document");
     }
 
     int r = 0;
@@ -462,7 +462,7 @@ static int find_path(urdf_doc *d, const char *base_link, const char *tip_link,
                        base_link);
     const urdf_joint **path = malloc((d->n_joints ? d->n_joints : 1) * sizeof *path);
     if (!path)
-        return urdf_fail(err, 500, "internal", "out of memory");
+        return urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
     *path_out = path;
     /* Walk up from the tip. Every link has at most one parent joint, so the
      * walk is unique; more steps than joints means a cycle. */
@@ -495,7 +495,7 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
                      char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
 {
     if (!base_link || !tip_link || !n_joints || (cap > 0 && !joints))
-        return urdf_fail(err, 400, "invalid_request", "base and tip links must be given");
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "base and tip links must be given");
     urdf_doc d;
     if (urdf_open(&d, xml, len, err))
         return -1;
@@ -538,7 +538,7 @@ int proto_urdf_velocities(const char *xml, size_t len, const char *base_link,
                           proto_error *err)
 {
     if (!base_link || !tip_link || !n_movable || (cap > 0 && !vel))
-        return urdf_fail(err, 400, "invalid_request", "base and tip links must be given");
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "base and tip links must be given");
     urdf_doc d;
     if (urdf_open(&d, xml, len, err))
         return -1;
@@ -575,14 +575,14 @@ int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, co
                           proto_error *err)
 {
     if (!chain)
-        return urdf_fail(err, 400, "invalid_request", "no chain to load into");
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no chain to load into");
     ik_joint *joints = malloc(IK_MAX_JOINTS * sizeof *joints);
     char(*jn)[PROTO_URDF_NAME_MAX] = malloc(IK_MAX_JOINTS * sizeof *jn);
     ik_chain *tmp = malloc(sizeof *tmp);
     int r = -1;
     size_t n = 0;
     if (!joints || !jn || !tmp) {
-        urdf_fail(err, 500, "internal", "out of memory");
+        urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
         goto done;
     }
     if (proto_urdf_chain(xml, len, base_link, tip_link, joints, IK_MAX_JOINTS, &n, jn, err))

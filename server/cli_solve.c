@@ -74,7 +74,7 @@ int srv_cli_solve(int argc, char **argv)
     const char *path = argc == 2 ? argv[1] : "-";
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f) {
-        proto_error_set(&err, 400, "invalid_request", "", "cannot open %s: %s", path,
+        proto_error_set(&err, PROTO_E_INVALID_REQUEST, "", "cannot open %s: %s", path,
                         strerror(errno));
         return fail(&err);
     }
@@ -89,12 +89,12 @@ int srv_cli_solve(int argc, char **argv)
     }
     if (read_error) {
         free(body);
-        proto_error_set(&err, 400, "invalid_request", "", "cannot read %s", path);
+        proto_error_set(&err, PROTO_E_INVALID_REQUEST, "", "cannot read %s", path);
         return fail(&err);
     }
     if (len > lim.max_body_bytes) {
         free(body);
-        proto_error_set(&err, 413, "too_large", "", "the request is larger than %zu bytes",
+        proto_error_set(&err, PROTO_E_TOO_LARGE, "", "the request is larger than %zu bytes",
                         lim.max_body_bytes);
         return fail(&err);
     }

@@ -91,14 +91,18 @@ static guard_node *node_of(struct MHD_Connection *conn)
 /* Answers 408 on the raw socket and shuts it down (see the file comment). */
 static void cut(srv_guard *g, guard_node *n)
 {
-    static const char body[] =
-        "{\"error\":{\"code\":\"request_timeout\",\"message\":\"the request was not received "
-        "whole within --request-timeout\",\"path\":\"\"}}";
+    proto_error e;
+    proto_error_set(&e, PROTO_E_REQUEST_TIMEOUT, "",
+                    "the request was not received whole within --request-timeout");
+    char body[384];
+    size_t bl = proto_error_format(&e, body, sizeof body);
+    if (bl >= sizeof body)
+        bl = sizeof body - 1;
     char head[192];
     int hl = snprintf(head, sizeof head,
-                      "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n"
+                      "HTTP/1.1 %d Request Timeout\r\nConnection: close\r\n"
                       "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                      sizeof body - 1);
+                      srv_http_status(e.code), bl);
     const union MHD_ConnectionInfo *i =
         MHD_get_connection_info(n->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     unlink_node(g, n);
@@ -107,7 +111,7 @@ static void cut(srv_guard *g, guard_node *n)
         return;
     /* best effort: a client that does not read simply misses the answer */
     (void)!send(i->connect_fd, head, (size_t)hl, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)!send(i->connect_fd, body, sizeof body - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)!send(i->connect_fd, body, bl, MSG_NOSIGNAL | MSG_DONTWAIT);
     shutdown(i->connect_fd, SHUT_RDWR);
     g->cut++;
     srv_metrics_rejected(g->ctx, "request_timeout");

@@ -87,6 +87,21 @@
 #include "server/web.h"
 #include "server/ws_handshake.h"
 
+/* ---- status of an error --------------------------------------------------- */
+
+int srv_http_status(proto_errcode code)
+{
+    switch (code) {
+#define SRV_HTTP_STATUS_CASE(name, wire, http, moveit, text)                                      \
+    case PROTO_E_##name:                                                                           \
+        return http;
+        PROTO_ERROR_MAP(SRV_HTTP_STATUS_CASE)
+#undef SRV_HTTP_STATUS_CASE
+    default:
+        return 500;
+    }
+}
+
 /* ---- routes ------------------------------------------------------------ */
 
 enum route {
@@ -305,23 +320,23 @@ static struct MHD_Response *error_response(const proto_error *e, const char *all
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
     if (resp && retry)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
-    if (resp && e->http_status == MHD_HTTP_UNAUTHORIZED)
+    if (resp && e->code == PROTO_E_UNAUTHORIZED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     return resp;
 }
 
 static enum MHD_Result answer_error(http_req *r, const proto_error *e)
 {
-    const char *allow = e->http_status == MHD_HTTP_METHOD_NOT_ALLOWED ? routes[r->route].allow
+    const char *allow = e->code == PROTO_E_METHOD_NOT_ALLOWED ? routes[r->route].allow
                                                                         : NULL;
-    bool retry = e->http_status == MHD_HTTP_SERVICE_UNAVAILABLE;
-    return queue(r, (unsigned)e->http_status, error_response(e, allow, retry));
+    int status = srv_http_status(e->code);
+    bool retry = status == MHD_HTTP_SERVICE_UNAVAILABLE;
+    return queue(r, (unsigned)status, error_response(e, allow, retry));
 }
 
-static void refuse(http_req *r, int status, const char *code, const char *reason,
-                   const char *msg)
+static void refuse(http_req *r, proto_errcode code, const char *reason, const char *msg)
 {
-    proto_error_set(&r->err, status, code, "", "%s", msg);
+    proto_error_set(&r->err, code, "", "%s", msg);
     r->has_err = true;
     if (reason)
         srv_metrics_rejected(r->ctx, reason);
@@ -387,11 +402,11 @@ static void finish_stage(http_req *r)
     srv_mhd_run(r->ctx);
 }
 
-static void fail_stage(http_req *r, int status, const char *code, const char *msg)
+static void fail_stage(http_req *r, proto_errcode code, const char *msg)
 {
-    proto_error_set(&r->err, status, code, "", "%s", msg);
+    proto_error_set(&r->err, code, "", "%s", msg);
     r->failed = true;
-    r->ready_status = (unsigned)status;
+    r->ready_status = (unsigned)srv_http_status(code);
     finish_stage(r);
 }
 
@@ -424,7 +439,7 @@ static void encoded_done(srv_work *w, int status)
     if (r->route == RT_SOLVE && status == SRV_OK) /* a batch counts its chunks */
         srv_metrics_solved(r->ctx, r->job, 0, 1, c->seconds);
     if (status != SRV_OK || !r->out) {
-        fail_stage(r, 500, "internal", status != SRV_OK ? "the daemon is shutting down"
+        fail_stage(r, PROTO_E_INTERNAL, status != SRV_OK ? "the daemon is shutting down"
                                                         : "out of memory");
         return;
     }
@@ -451,7 +466,7 @@ static void single_decoded_done(srv_work *w, int status)
     http_req *r = ((chunk *)w->data)->req;
     if (status == SRV_OK && r->failed && !r->dead) {
         r->pending--;
-        r->ready_status = (unsigned)r->err.http_status;
+        r->ready_status = (unsigned)srv_http_status(r->err.code);
         finish_stage(r);
         return;
     }
@@ -477,10 +492,10 @@ static void chain_decoded_done(srv_work *w, int status)
         return;
     }
     if (status != SRV_OK) {
-        fail_stage(r, 500, "internal", "the daemon is shutting down");
+        fail_stage(r, PROTO_E_INTERNAL, "the daemon is shutting down");
         return;
     }
-    r->ready_status = r->failed ? (unsigned)r->err.http_status : 200;
+    r->ready_status = r->failed ? (unsigned)srv_http_status(r->err.code) : 200;
     finish_stage(r);
 }
 
@@ -550,11 +565,11 @@ static void chunk_done(srv_work *w, int status)
         return;
     }
     if (r->cancelled) {
-        fail_stage(r, 500, "internal", "the client left: the batch was cancelled");
+        fail_stage(r, PROTO_E_INTERNAL, "the client left: the batch was cancelled");
         return;
     }
     if (r->failed) {
-        fail_stage(r, 500, "internal", "the daemon is shutting down");
+        fail_stage(r, PROTO_E_INTERNAL, "the daemon is shutting down");
         return;
     }
     r->stage.req = r;
@@ -583,11 +598,11 @@ static void decode_done(srv_work *w, int status)
         return;
     }
     if (status != SRV_OK) {
-        fail_stage(r, 500, "internal", "the daemon is shutting down");
+        fail_stage(r, PROTO_E_INTERNAL, "the daemon is shutting down");
         return;
     }
     if (r->failed) {
-        r->ready_status = (unsigned)r->err.http_status;
+        r->ready_status = (unsigned)srv_http_status(r->err.code);
         finish_stage(r);
         return;
     }
@@ -612,7 +627,7 @@ static void decode_done(srv_work *w, int status)
     }
     r->chunks = calloc(nchunks, sizeof *r->chunks);
     if (!r->chunks) {
-        fail_stage(r, 500, "internal", "out of memory");
+        fail_stage(r, PROTO_E_INTERNAL, "out of memory");
         return;
     }
     r->nchunks = nchunks;
@@ -626,7 +641,7 @@ static void decode_done(srv_work *w, int status)
     for (unsigned t = 0; t < r->ctx->cfg.threads && submit_chunk(r); t++)
         ;
     if (r->pending == 0)
-        fail_stage(r, 500, "internal", "cannot queue work");
+        fail_stage(r, PROTO_E_INTERNAL, "cannot queue work");
 }
 
 /* Suspends the connection and submits the first stage, or refuses with 503
@@ -640,10 +655,10 @@ static enum MHD_Result start_pool(http_req *r, void (*work)(srv_work *),
     if (rc != SRV_OK) {
         proto_error e;
         if (rc == SRV_EBUSY) {
-            proto_error_set(&e, 503, "overloaded", "", "the solver queue is full; retry later");
+            proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver queue is full; retry later");
             srv_metrics_rejected(r->ctx, "pool_full");
         } else {
-            proto_error_set(&e, 500, "internal", "", "cannot queue work: %s", srv_strerror(rc));
+            proto_error_set(&e, PROTO_E_INTERNAL, "", "cannot queue work: %s", srv_strerror(rc));
         }
         return answer_error(r, &e);
     }
@@ -699,7 +714,7 @@ static enum MHD_Result chain_register(http_req *r, proto_chain *c)
     int rc = srv_registry_put(r->ctx->registry, c, &created);
     if (rc != SRV_OK) {
         proto_chain_unref(c);
-        proto_error_set(&e, 413, "too_large", "",
+        proto_error_set(&e, PROTO_E_TOO_LARGE, "",
                         "the chain needs more memory than the registry holds (--registry-bytes)");
         srv_metrics_rejected(r->ctx, "too_large");
         return answer_error(r, &e);
@@ -741,7 +756,7 @@ static enum MHD_Result handle_chain_id(http_req *r, const char *url)
             return answer_json(r, 200, desc);
         }
     }
-    proto_error_set(&e, 404, "unknown_chain", "", "no chain with id \"%.200s\"", id);
+    proto_error_set(&e, PROTO_E_UNKNOWN_CHAIN, "", "no chain with id \"%.200s\"", id);
     return answer_error(r, &e);
 }
 
@@ -769,9 +784,9 @@ static enum MHD_Result handle_stream(http_req *r)
     proto_error_clear(&e);
     struct MHD_Response *resp = srv_ws_upgrade(r->ctx, r->conn, &e);
     if (!resp) {
-        if (e.http_status == 0)
-            proto_error_set(&e, 500, "internal", "", "WebSocket upgrade failed");
-        if (e.http_status == 403)
+        if (e.code == PROTO_E_NONE)
+            proto_error_set(&e, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
+        if (e.code == PROTO_E_FORBIDDEN_ORIGIN)
             srv_metrics_rejected(r->ctx, "bad_origin");
         return answer_error(r, &e);
     }
@@ -863,7 +878,7 @@ static enum MHD_Result dispatch(http_req *r, const char *url)
         break;
     }
     proto_error e;
-    proto_error_set(&e, 404, "not_found", "", "no such endpoint: %.200s", url);
+    proto_error_set(&e, PROTO_E_NOT_FOUND, "", "no such endpoint: %.200s", url);
     return answer_error(r, &e);
 }
 
@@ -878,7 +893,7 @@ static enum MHD_Result answer_preflight(http_req *r)
     if (origin && !srv_ws_origin_allowed(origin, (const char *const *)r->ctx->cfg.allow_origins,
                                          r->ctx->cfg.n_allow_origins)) {
         proto_error e;
-        proto_error_set(&e, 403, "forbidden_origin", "", "Origin %.200s is not allowed here",
+        proto_error_set(&e, PROTO_E_FORBIDDEN_ORIGIN, "", "Origin %.200s is not allowed here",
                         origin);
         srv_metrics_rejected(r->ctx, "bad_origin");
         return answer_error(r, &e);
@@ -923,7 +938,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     if (r->route == RT_NONE) {
         char msg[256];
         snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
-        refuse(r, 404, "not_found", NULL, msg);
+        refuse(r, PROTO_E_NOT_FOUND, NULL, msg);
     } else if ((r->method == M_POST || r->method == M_DELETE) && !origin_allowed(r)) {
         /* A browser sends some cross-origin requests without a preflight
          * (a POST with Content-Type text/plain): refused before anything is
@@ -931,13 +946,13 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         char msg[300];
         snprintf(msg, sizeof msg, "Origin %.200s may not change anything here (--allow-origin)",
                  MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN));
-        refuse(r, 403, "forbidden_origin", "bad_origin", msg);
+        refuse(r, PROTO_E_FORBIDDEN_ORIGIN, "bad_origin", msg);
     } else if (r->method == M_OPTIONS) {
         /* CORS preflight: browsers send it without credentials, so no
          * token is asked; answered once any body is in */
         r->preflight = true;
     } else if (!d->open && ctx->cfg.token && !authorized(r)) {
-        refuse(r, 401, "unauthorized", "unauthorized",
+        refuse(r, PROTO_E_UNAUTHORIZED, "unauthorized",
                r->route == RT_STREAM
                    ? "a valid bearer token is required (Authorization: Bearer ..., or the "
                      "subprotocols " SRV_WS_PROTOCOL ", " SRV_WS_BEARER_PREFIX
@@ -946,13 +961,13 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     } else if (!(d->methods & r->method)) {
         char msg[128];
         snprintf(msg, sizeof msg, "method %.32s is not allowed here", method);
-        refuse(r, 405, "method_not_allowed", "method", msg);
+        refuse(r, PROTO_E_METHOD_NOT_ALLOWED, "method", msg);
     } else if (d->takes_body) {
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
         if (announced > ctx->cfg.limits.max_body_bytes) {
-            refuse(r, 413, "too_large", "too_large",
+            refuse(r, PROTO_E_TOO_LARGE, "too_large",
                    "the request body exceeds the limit (--max-body)");
             /* Answer before reading the body: libmicrohttpd then closes. */
             return answer_error(r, &r->err);
@@ -960,7 +975,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         /* The body budget: an announced body is reserved whole now, so that
          * an upload that would not fit is refused before it is read. */
         if (announced > 0 && !body_reserve(r, (size_t)announced + 1)) {
-            refuse(r, 503, "overloaded", "body_budget",
+            refuse(r, PROTO_E_OVERLOADED, "body_budget",
                    "request bodies in flight fill the body budget (--body-budget); retry "
                    "later");
             return answer_error(r, &r->err);
@@ -996,7 +1011,7 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
         return r->discarded > 2 * max + 65536 ? MHD_NO : MHD_YES;
     }
     if (n > max - r->len) {
-        refuse(r, 413, "too_large", "too_large",
+        refuse(r, PROTO_E_TOO_LARGE, "too_large",
                "the request body exceeds the limit (--max-body)");
         r->discarded = r->len + n;
         free(r->body);
@@ -1062,8 +1077,8 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
     case ST_READY:
         if (r->failed || r->ready_status != 200) {
             proto_error e = r->err;
-            if (e.http_status == 0)
-                proto_error_set(&e, 500, "internal", "", "request failed");
+            if (e.code == PROTO_E_NONE)
+                proto_error_set(&e, PROTO_E_INTERNAL, "", "request failed");
             return answer_error(r, &e);
         }
         if (r->chain) {
@@ -1083,7 +1098,7 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
         return answer_preflight(r);
     if (routes[r->route].takes_body && r->len == 0) {
         proto_error e;
-        proto_error_set(&e, 400, "invalid_json", "", "the request body is empty");
+        proto_error_set(&e, PROTO_E_INVALID_JSON, "", "the request body is empty");
         return answer_error(r, &e);
     }
     return dispatch(r, url);

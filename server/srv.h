@@ -52,6 +52,10 @@ typedef enum srv_status {
 /* Static message for a status ("unknown status" for anything else). */
 const char *srv_strerror(int status);
 
+/* The HTTP status a wire error code is answered with: the HTTP column of
+ * proto/proto_error.h's PROTO_ERROR_MAP (500 for PROTO_E_NONE). */
+int srv_http_status(proto_errcode code);
+
 /* ---- configuration ---------------------------------------------------- */
 
 typedef enum srv_log_format { SRV_LOG_TEXT = 0, SRV_LOG_JSON = 1 } srv_log_format;

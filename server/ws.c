@@ -268,10 +268,10 @@ static void send_error(ws_conn *c, const char *stream, bool has_seq, long long s
 }
 
 static void send_error_msg(ws_conn *c, const char *stream, bool has_seq, long long seq,
-                           const char *code, const char *path, const char *message)
+                           proto_errcode code, const char *path, const char *message)
 {
     proto_error e;
-    proto_error_set(&e, 400, code, path, "%s", message);
+    proto_error_set(&e, code, path, "%s", message);
     send_error(c, stream, has_seq, seq, &e);
 }
 
@@ -458,7 +458,7 @@ static void stream_solve(ws_stream *s, json_t *target, json_t *seed, long long s
         free(t);
         proto_job_free(job);
         srv_metrics_rejected(ctx, "pool_full");
-        proto_error_set(&e, 503, "overloaded", "", "the solver pool is full; send again later");
+        proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver pool is full; send again later");
         goto refused;
     }
     s->busy = true;
@@ -600,12 +600,12 @@ static void on_open(ws_conn *c, proto_stream_msg *m)
     srv_ctx *ctx = c->ctx;
     proto_error e;
     if (stream_find(c, m->stream)) {
-        send_error_msg(c, m->stream, false, 0, "stream_exists", "/stream",
+        send_error_msg(c, m->stream, false, 0, PROTO_E_STREAM_EXISTS, "/stream",
                        "a stream of this name is already open on this connection");
         return;
     }
     if (c->nstreams >= WS_MAX_STREAMS) {
-        proto_error_set(&e, 400, "too_many_streams", "/stream",
+        proto_error_set(&e, PROTO_E_TOO_MANY_STREAMS, "/stream",
                         "at most %d streams may be open on one connection", WS_MAX_STREAMS);
         send_error(c, m->stream, false, 0, &e);
         return;
@@ -708,7 +708,7 @@ static void on_text(ws_conn *c, const char *text, size_t len)
     } else {
         ws_stream *s = stream_find(c, m.stream);
         if (!s || s->close_after) {
-            proto_error_set(&e, 404, "unknown_stream", "/stream",
+            proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, "/stream",
                             "no stream \"%s\" is open on this connection", m.stream);
             send_error(c, m.stream, m.has_seq, m.seq, &e);
         } else if (m.type == PROTO_STREAM_CLOSE) {
@@ -826,7 +826,7 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
     if (c->closing || c->dead || c->draining || wslay_is_ctrl_frame(arg->opcode))
         return; /* wslay answers ping and close itself */
     if (arg->opcode == WSLAY_BINARY_FRAME) {
-        send_error_msg(c, NULL, false, 0, "invalid_request", "",
+        send_error_msg(c, NULL, false, 0, PROTO_E_INVALID_REQUEST, "",
                        "binary messages are not supported: send JSON text messages");
         return;
     }
@@ -1035,7 +1035,7 @@ fail:
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err)
 {
     if (ctx->shutting_down) {
-        proto_error_set(err, 503, "shutting_down", "", "ikd is shutting down");
+        proto_error_set(err, PROTO_E_SHUTTING_DOWN, "", "ikd is shutting down");
         return NULL;
     }
     const char *upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Upgrade");
@@ -1048,25 +1048,25 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol");
     if (!srv_ws_header_has_token(upgrade, "websocket") ||
         !srv_ws_header_has_token(connection, "upgrade")) {
-        proto_error_set(err, 426, "upgrade_required", "",
+        proto_error_set(err, PROTO_E_UPGRADE_REQUIRED, "",
                         "GET /v1/stream is a WebSocket: send Upgrade: websocket and "
                         "Connection: Upgrade");
         return NULL;
     }
     if (!version || strcmp(version, "13") != 0) {
-        proto_error_set(err, 426, "upgrade_required", "",
+        proto_error_set(err, PROTO_E_UPGRADE_REQUIRED, "",
                         "Sec-WebSocket-Version must be 13 (RFC 6455)");
         return NULL;
     }
     char accept[SRV_WS_ACCEPT_LEN + 1];
     if (srv_ws_accept_key(key, accept) != 0) {
-        proto_error_set(err, 400, "invalid_request", "",
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
                         "Sec-WebSocket-Key must be the base64 form of 16 bytes");
         return NULL;
     }
     if (!srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
                                ctx->cfg.n_allow_origins)) {
-        proto_error_set(err, 403, "forbidden_origin", "", "Origin %.200s may not open streams",
+        proto_error_set(err, PROTO_E_FORBIDDEN_ORIGIN, "", "Origin %.200s may not open streams",
                         origin);
         return NULL;
     }
@@ -1075,18 +1075,18 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
      * the connection for want of a selected protocol. */
     bool select_ikd = srv_ws_header_has_token(protocols, SRV_WS_PROTOCOL);
     if (!select_ikd && srv_ws_protocol_bearer(protocols, NULL) != SRV_WS_BEARER_NONE) {
-        proto_error_set(err, 400, "invalid_request", "",
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
                         "Sec-WebSocket-Protocol: offer " SRV_WS_PROTOCOL
                         " next to the bearer token element; it is the protocol ikd selects");
         return NULL;
     }
     if (!ws_state_of(ctx)) {
-        proto_error_set(err, 500, "internal", "", "out of memory");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         return NULL;
     }
     struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, ctx);
     if (!resp) {
-        proto_error_set(err, 500, "internal", "", "WebSocket upgrade failed");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
         return NULL;
     }
     /* libmicrohttpd adds "Connection: Upgrade" itself. */
@@ -1095,7 +1095,7 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
         (select_ikd &&
          MHD_add_response_header(resp, "Sec-WebSocket-Protocol", SRV_WS_PROTOCOL) != MHD_YES)) {
         MHD_destroy_response(resp);
-        proto_error_set(err, 500, "internal", "", "WebSocket upgrade failed");
+        proto_error_set(err, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
         return NULL;
     }
     return resp;

@@ -39,13 +39,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     proto_error err;
 
     size_t n_links = 0;
-    if (proto_urdf_links(p, len, links, 64, &n_links, &err) != 0 && !err.code[0])
+    if (proto_urdf_links(p, len, links, 64, &n_links, &err) != 0 && err.code == PROTO_E_NONE)
         fuzz_fail("proto_urdf_links failed without a code");
 
     ik_chain chain;
     size_t dof = 0;
     if (proto_urdf_load_chain(p, len, base, tip, &chain, &dof, names, &err) != 0) {
-        if (!err.code[0] || !err.message[0])
+        if (err.code == PROTO_E_NONE || !err.message[0])
             fuzz_fail("proto_urdf_load_chain failed without a code or message");
         return 0;
     }

@@ -211,7 +211,7 @@ static json_t *exchange(const fixture *x, const char *body, size_t len, int *sta
     if (strcmp(x->path, "/v1/chains") == 0) {
         proto_chain *c = proto_chain_decode(body, len, &x->lim, &e);
         if (!c) {
-            *status = e.http_status;
+            *status = pc_http_status(e.code);
             return error_json(&e);
         }
         json_t *d = proto_chain_describe(c);
@@ -225,7 +225,7 @@ static json_t *exchange(const fixture *x, const char *body, size_t len, int *sta
                   x->name, x->path);
     proto_job *job = NULL;
     if (proto_job_decode(body, len, kind, &x->lim, lookup, NULL, &job, &e)) {
-        *status = e.http_status;
+        *status = pc_http_status(e.code);
         return error_json(&e);
     }
     proto_job_run(job, 0, proto_job_count(job));
@@ -1091,100 +1091,86 @@ START_TEST(openapi_examples_are_fixtures)
 }
 END_TEST
 
-/* Every error code the sources emit, with the HTTP status it is set with,
- * is listed in proto/proto_error.h's comment ("  code  (status)") and in
- * proto/README.md's error table ("| `code` | status |"). The codes are
- * read from the calls that set them: the first string literal of the
- * arguments of proto_error_set() and of the helpers that wrap it, with the
- * integer literal just before it as the status (400 for the stream helpers,
- * which take none). */
-static const char *const error_setters[] = {"proto_error_set(", "refuse(",    "urdf_fail(",
-                                            "send_error_msg(",  "stream_err(", NULL};
+/* The wire error codes: proto/README.md's error table has exactly the rows
+ * of PROTO_ERROR_MAP (proto/proto_error.h), each with the table's HTTP
+ * status and MoveIt code ("| `code` | status | MoveIt |", "-" where none
+ * applies), and every code of the table is set somewhere in proto/ or
+ * server/ (no dead row). */
+static const struct {
+    const char *name, *enum_name;
+    int http, moveit;
+} error_rows[] = {
+#define ROW(name, wire, http, moveit, text) {wire, "PROTO_E_" #name, http, moveit},
+    PROTO_ERROR_MAP(ROW)
+#undef ROW
+};
 
-static void check_codes_of(const char *file, const char *header, const char *readme,
-                           size_t *found)
+static bool used_in_sources(const char *enum_name)
 {
-    char *src = read_doc(file);
-    for (size_t f = 0; error_setters[f]; f++) {
-        size_t fl = strlen(error_setters[f]);
-        for (char *c = strstr(src, error_setters[f]); c; c = strstr(c + 1, error_setters[f])) {
-            if (c > src && (isalnum((unsigned char)c[-1]) || c[-1] == '_'))
+    static const char *const dirs[] = {"proto", "server"};
+    bool used = false;
+    for (size_t d = 0; d < 2 && !used; d++) {
+        DIR *dir = opendir(dirs[d]);
+        ck_assert_ptr_nonnull(dir);
+        struct dirent *e;
+        while (!used && (e = readdir(dir))) {
+            size_t n = strlen(e->d_name);
+            if (n < 3 || strcmp(e->d_name + n - 2, ".c") != 0 ||
+                strcmp(e->d_name, "proto_error.c") == 0)
                 continue;
-            /* the argument list, strings skipped */
-            char *a = c + fl, *end = a;
-            int depth = 1;
-            while (*end && depth > 0) {
-                if (*end == '"') {
-                    for (end++; *end && *end != '"'; end++)
-                        if (*end == '\\' && end[1])
-                            end++;
-                } else if (*end == '(') {
-                    depth++;
-                } else if (*end == ')') {
-                    depth--;
-                }
-                if (*end)
-                    end++;
-            }
-            char *q = memchr(a, '"', (size_t)(end - a));
-            if (!q)
-                continue; /* a definition or a code held in a variable */
-            size_t n = strspn(q + 1, "abcdefghijklmnopqrstuvwxyz_");
-            if (n == 0 || q[1 + n] != '"')
-                continue;
-            char code[64];
-            snprintf(code, sizeof code, "%.*s", (int)n, q + 1);
-            /* the status: the last integer literal argument before the code */
-            int status = 400;
-            bool fixed = strcmp(error_setters[f], "send_error_msg(") == 0 ||
-                         strcmp(error_setters[f], "stream_err(") == 0;
-            for (char *d = q - 1; !fixed && d > a; d--) {
-                if (*d == ',' && isdigit((unsigned char)d[1 + strspn(d + 1, " ")])) {
-                    status = atoi(d + 1);
-                    break;
-                }
-            }
-            char want[128];
-            snprintf(want, sizeof want, "  %s ", code);
-            char *h = strstr(header, want);
-            ck_assert_msg(h != NULL, "%s: code %s is not listed in proto/proto_error.h", file, code);
-            char st[16];
-            snprintf(st, sizeof st, "(%d)", status);
-            char *eol = strchr(h, '\n');
-            char *sp = strstr(h, st);
-            ck_assert_msg(sp && (!eol || sp < eol), "%s: proto_error.h lists %s without (%d)",
-                          file, code, status);
-            snprintf(want, sizeof want, "| `%s` | %d |", code, status);
-            ck_assert_msg(strstr(readme, want) != NULL,
-                          "%s: proto/README.md's error table lacks \"%s\"", file, want);
-            (*found)++;
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            char *src = read_doc(path);
+            for (char *p = strstr(src, enum_name); p && !used; p = strstr(p + 1, enum_name))
+                used = !isalnum((unsigned char)p[strlen(enum_name)]) &&
+                       p[strlen(enum_name)] != '_';
+            free(src);
         }
+        closedir(dir);
     }
-    free(src);
+    return used;
 }
 
 START_TEST(error_codes_documented)
 {
-    char *header = read_doc("proto/proto_error.h");
     char *readme = read_doc("proto/README.md");
-    static const char *const dirs[] = {"proto", "server"};
-    size_t found = 0;
-    for (size_t d = 0; d < 2; d++) {
-        DIR *dir = opendir(dirs[d]);
-        ck_assert_ptr_nonnull(dir);
-        struct dirent *e;
-        while ((e = readdir(dir))) {
-            size_t n = strlen(e->d_name);
-            if (n < 3 || strcmp(e->d_name + n - 2, ".c") != 0)
-                continue;
-            char path[512];
-            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
-            check_codes_of(path, header, readme, &found);
-        }
-        closedir(dir);
+    size_t nrows = sizeof error_rows / sizeof error_rows[0];
+    ck_assert_uint_eq(nrows, PROTO_E_COUNT - 1);
+    for (size_t i = 0; i < nrows; i++) {
+        ck_assert_str_eq(proto_error_name((proto_errcode)(i + 1)), error_rows[i].name);
+        ck_assert_int_eq(proto_error_moveit((proto_errcode)(i + 1)), error_rows[i].moveit);
+        char want[160], mv[32];
+        if (error_rows[i].moveit)
+            snprintf(mv, sizeof mv, "%d", error_rows[i].moveit);
+        else
+            snprintf(mv, sizeof mv, "-");
+        snprintf(want, sizeof want, "\n| `%s` | %d | %s |", error_rows[i].name,
+                 error_rows[i].http, mv);
+        ck_assert_msg(strstr(readme, want) != NULL, "proto/README.md's error table lacks \"%s\"",
+                      want + 1);
+        ck_assert_msg(used_in_sources(error_rows[i].enum_name), "%s is set nowhere in proto/ or server/",
+                      error_rows[i].enum_name);
     }
-    ck_assert_uint_ge(found, 50);
-    free(header);
+    /* and no row the table does not have: every "| `code` | 4xx/5xx |" line
+     * of the section "## Errors" */
+    size_t doc_rows = 0;
+    char *sec = strstr(readme, "\n## Errors\n");
+    ck_assert_ptr_nonnull(sec);
+    char *sec_end = strstr(sec + 1, "\n## ");
+    if (sec_end)
+        *sec_end = '\0';
+    for (char *p = strstr(sec, "\n| `"); p; p = strstr(p + 1, "\n| `")) {
+        char name[64];
+        int status;
+        if (sscanf(p, "\n| `%63[a-z_]` | %d |", name, &status) != 2 || status < 400)
+            continue;
+        bool known = false;
+        for (size_t i = 0; i < nrows; i++)
+            known |= strcmp(name, error_rows[i].name) == 0;
+        ck_assert_msg(known, "proto/README.md documents code %s, which PROTO_ERROR_MAP lacks", name);
+        doc_rows++;
+    }
+    ck_assert_uint_eq(doc_rows, nrows);
     free(readme);
 }
 END_TEST

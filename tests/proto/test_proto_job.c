@@ -594,8 +594,8 @@ START_TEST(test_chain_id_and_warm_start)
     ck_assert_int_eq(proto_job_decode(bad, strlen(bad), PROTO_SOLVE, NULL, registry_lookup, c,
                                       &b, &e),
                      -1);
-    ck_assert_str_eq(e.code, "unknown_chain");
-    ck_assert_int_eq(e.http_status, 404);
+    ck_assert_str_eq(proto_error_name(e.code), "unknown_chain");
+    ck_assert_int_eq(pc_http_status(e.code), 404);
     ck_assert_ptr_null(b);
     pc_reject(body, PROTO_SOLVE, "unknown_chain", 404, "/chain_id");
 
@@ -1042,6 +1042,16 @@ START_TEST(test_moveit_codes_pinned)
     ck_assert_int_eq(proto__moveit(IK_EINVAL, &w), -16);
     ck_assert_str_eq(w, "invalid_goal_constraints");
     ck_assert_int_eq(proto__moveit(IK_ESTEP, &w), -31);
+    /* the wire error table's MoveIt column: each code given is MoveIt's */
+    for (int c = PROTO_E_NONE + 1; c < PROTO_E_COUNT; c++) {
+        int mv = proto_error_moveit((proto_errcode)c);
+        bool found = mv == 0;
+        for (size_t k = 0; k < sizeof moveit_codes / sizeof moveit_codes[0]; k++)
+            found |= moveit_codes[k].val == mv;
+        ck_assert_msg(found, "error %s: MoveIt code %d is not MoveIt's",
+                      proto_error_name((proto_errcode)c), mv);
+    }
+    ck_assert_int_eq(proto_error_moveit(PROTO_E_INVALID_REQUEST), -16);
 }
 END_TEST
 
@@ -1179,7 +1189,7 @@ START_TEST(test_options_check_and_chain_resolve)
     json_decref(o);
     o = json_loads("{\"units\":\"furlongs\"}", 0, NULL);
     ck_assert_int_eq(proto_options_check(o, bones, NULL, &e), -1);
-    ck_assert_str_eq(e.code, "invalid_request");
+    ck_assert_str_eq(proto_error_name(e.code), "invalid_request");
     ck_assert_str_eq(e.path, "/options/units");
     json_decref(o);
 
@@ -1188,11 +1198,11 @@ START_TEST(test_options_check_and_chain_resolve)
     ck_assert_ptr_eq(again, bones);
     proto_chain_unref(again);
     ck_assert_ptr_null(proto_chain_resolve(NULL, "nope", NULL, lookup_one, bones, &e));
-    ck_assert_str_eq(e.code, "unknown_chain");
+    ck_assert_str_eq(proto_error_name(e.code), "unknown_chain");
     ck_assert_str_eq(e.path, "/chain_id");
-    ck_assert_int_eq(e.http_status, 404);
+    ck_assert_int_eq(pc_http_status(e.code), 404);
     ck_assert_ptr_null(proto_chain_resolve(NULL, "nope", NULL, NULL, NULL, &e));
-    ck_assert_str_eq(e.code, "unknown_chain");
+    ck_assert_str_eq(proto_error_name(e.code), "unknown_chain");
 
     proto_chain_unref(planar);
     proto_chain_unref(bones);
@@ -1265,7 +1275,7 @@ START_TEST(test_rejections)
     /* malformed JSON, with line and column */
     proto_error e;
     ck_assert_ptr_null(pc_solve("{\n \"chain\": {,\n}", PROTO_SOLVE, &e));
-    ck_assert_str_eq(e.code, "invalid_json");
+    ck_assert_str_eq(proto_error_name(e.code), "invalid_json");
     ck_assert_ptr_nonnull(strstr(e.message, "line 2"));
     pc_reject("", PROTO_SOLVE, "invalid_json", 400, "");
     pc_reject("[]", PROTO_SOLVE, "invalid_request", 400, "");
@@ -1408,13 +1418,13 @@ START_TEST(test_limits)
                      "{\"position\":[1,1]}]}";
     ck_assert_int_eq(proto_job_decode(b3, strlen(b3), PROTO_BATCH, &lim, NULL, NULL, &job, &e),
                      -1);
-    ck_assert_str_eq(e.code, "too_large");
-    ck_assert_int_eq(e.http_status, 413);
+    ck_assert_str_eq(proto_error_name(e.code), "too_large");
+    ck_assert_int_eq(pc_http_status(e.code), 413);
     ck_assert_str_eq(e.path, "/targets");
     lim.max_body_bytes = 10;
     ck_assert_int_eq(proto_job_decode(b3, strlen(b3), PROTO_BATCH, &lim, NULL, NULL, &job, &e),
                      -1);
-    ck_assert_str_eq(e.code, "too_large");
+    ck_assert_str_eq(proto_error_name(e.code), "too_large");
     ck_assert_str_eq(e.path, "");
     proto_limits_default(&lim);
     lim.max_joints = 3;
@@ -1422,7 +1432,7 @@ START_TEST(test_limits)
                      "[0,3,0]]},\"target\":{\"position\":[1,1,0]}}";
     ck_assert_int_eq(proto_job_decode(b4, strlen(b4), PROTO_SOLVE, &lim, NULL, NULL, &job, &e),
                      -1);
-    ck_assert_str_eq(e.code, "too_large");
+    ck_assert_str_eq(proto_error_name(e.code), "too_large");
     ck_assert_str_eq(e.path, "/chain/positions");
     proto_limits_default(&lim);
     lim.max_iterations = 50;

@@ -887,7 +887,7 @@ START_TEST(test_parse_messages)
         proto_error e;
         proto_error_clear(&e);
         ck_assert_ptr_null(proto_json_parse(bad[i], strlen(bad[i]), 1 << 20, &e));
-        ck_assert_str_eq(e.code, "invalid_json");
+        ck_assert_str_eq(proto_error_name(e.code), "invalid_json");
         ck_assert_str_eq(e.message, want);
     }
     proto_error e;
