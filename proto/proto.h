@@ -28,18 +28,9 @@
 #include <stddef.h>
 
 #include "proto/proto_error.h"
+#include "proto/proto_limits.h"
 
-/* Limits the daemon configures (flags), with sane defaults. */
-typedef struct proto_limits {
-    size_t max_body_bytes;    /* request body; default 8 MiB */
-    size_t max_joints;        /* joints/bones per chain; default 64 */
-    size_t max_targets;       /* targets per batch; default 100000 */
-    size_t max_iterations;    /* per solve; default 10000 */
-    double max_time_ms;       /* per solve time budget cap; default 1000 */
-    size_t max_urdf_bytes;    /* URDF document inside a request; default 4 MiB */
-} proto_limits;
 
-void proto_limits_default(proto_limits *l);
 
 /* ---- chains ----------------------------------------------------------- */
 

@@ -1,8 +1,10 @@
 /*
- * proto_impl.h: proto/'s internal structures, shared by proto_chain.c
- * (chains and ids), proto_job.c (requests and responses) and proto_run.c (the
- * solver bindings). Not part of the contract with the daemon (proto.h is);
- * the tests include it to check the decoded values.
+ * proto_impl.h: proto/'s internal structures and the functions its files
+ * share: proto_value.c (values), proto_chain.c (chains and ids),
+ * proto_job_decode.c, proto_job_run.c and proto_job_encode.c (a job's
+ * decode, run and answers), proto_solver.c (the solver bindings) and
+ * proto_session.c (stream sessions). Not part of the contract with the
+ * daemon (proto.h is); the tests include it to check the decoded values.
  *
  * Everything here is in ikd's internal convention (ROS frame, radians):
  * decoding converts from the caller's frame and units, encoding converts
@@ -18,6 +20,7 @@
 #include "proto/proto.h"
 #include "proto/proto_frame.h"
 #include "proto/proto_json.h"
+#include "proto/proto_json_write.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_skeleton.h"
@@ -171,8 +174,8 @@ struct proto_job {
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
 };
 
-/* proto_chain.c: value decoders shared with proto_job.c. Each fills *err
- * with the value's path on error. */
+/* proto_value.c: value decoders shared by chains, requests and streams.
+ * Each fills *err with the value's path on error. */
 /* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
 /* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */
@@ -181,11 +184,23 @@ int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *er
  * PROTO_MAT_ORTHO_TOL; returned as a row-major matrix. */
 int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err);
 
-/* proto_job.c: the object proto_job_result_json(job, i) would print, written
+/* True when joint i of a compiled chain turns (revolute or continuous), so
+ * that options.units applies to its values; false for a prismatic joint. */
+static inline bool proto__angular_joint(const proto_chain *c, size_t i)
+{
+    return c->chain->type[i] != IK_JOINT_PRISMATIC;
+}
+
+/* proto_job_decode.c: doubles per seed for the job's chain: joint values,
+ * bone positions (3 per joint) or skeleton local rotations (4 per bone); 0
+ * when seeds do not apply. */
+size_t proto__seed_len(const proto_job *job);
+
+/* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
  * straight into w (the stream encoder uses it for solutions). */
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
 
-/* proto_job.c: the status word and MoveIt code (moveit_msgs/
+/* proto_job_encode.c: the status word and MoveIt code (moveit_msgs/
  * MoveItErrorCodes) a solver status is answered with; statuses outside the
  * table are "failure", 99999. */
 int proto__moveit(int status, const char **word);
@@ -195,7 +210,7 @@ int proto__moveit(int status, const char **word);
  * kept; NULL for other kinds or with *err set when the document fails. */
 const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 
-/* proto_run.c */
+/* proto_solver.c */
 /* The solver auto picks for a chain and the first target, or an error when
  * the requested solver does not apply. */
 int proto__resolve_solver(const proto_chain *c, const proto_options *o, const proto_target *t0,

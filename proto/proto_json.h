@@ -1,6 +1,6 @@
 /*
- * proto_json.h: the strict JSON reading and writing every proto/ decoder is
- * built on (jansson underneath).
+ * proto_json.h: the strict JSON reading every proto/ decoder is built on
+ * (jansson underneath).
  *
  * Reading: one parse entry point (duplicate keys rejected, the body size
  * bounded, jansson's line and column in the message) and typed getters that
@@ -19,9 +19,7 @@
  * Reals that underflow (1e-400) read as 0. Integers must be JSON integers
  * (no fraction, no exponent).
  *
- * Writing: compact output with 17 significant digits, so every double
- * survives a round trip exactly; the canonical form (sorted keys) is what
- * chain ids are hashed from.
+ * Writing lives behind its own header, proto/proto_json_write.h.
  *
  * Paths are RFC 6901 JSON pointers ("" is the whole document, "/a/0/b");
  * keys are escaped (~ as ~0, / as ~1). Buffers are PROTO_PATH_MAX bytes and a
@@ -125,73 +123,6 @@ int proto_json_array(const json_t *v, const char *path, size_t min, size_t max, 
 /* An array of exactly n numbers, each within [-PROTO_MAX_ABS, PROTO_MAX_ABS]. */
 int proto_json_numbers(const json_t *v, const char *path, size_t n, double *out,
                        proto_error *err);
-
-/* Compact text with 17 significant digits, the same text json_dumps() gives
- * with JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY, written
- * without snprintf for the usual magnitudes (proto_json_write.c); malloc'd
- * (free()), NULL when out of memory. canonical sorts object keys (as
- * JSON_SORT_KEYS). */
-char *proto_json_dump(const json_t *v, bool canonical);
-
-/* A JSON text writer for answers written directly, without building a
- * jansson tree (proto_job_encode()), and the engine of proto_json_dump().
- * The buffer starts in caller storage (buf, cap; may be NULL, 0) and moves
- * to the heap when it outgrows it. Out of memory is sticky: later writes do
- * nothing and proto_jw_finish() returns NULL. Writes append exactly the text
- * proto_json_dump() would give for the same value. */
-typedef struct proto_jw {
-    char *p;
-    size_t len, cap;
-    bool oom;  /* an allocation failed: the text is incomplete */
-    bool heap; /* p is malloc'd (else the caller's buf) */
-} proto_jw;
-
-void proto_jw_init(proto_jw *w, char *buf, size_t cap);
-/* Makes room for n more bytes (and a NUL); 0, or -1 when out of memory. */
-int proto_jw_reserve(proto_jw *w, size_t n);
-/* n bytes as they are (punctuation, keys known not to need escaping);
- * inline, as it runs for every comma and bracket of an answer. */
-static inline void proto_jw_raw(proto_jw *w, const char *s, size_t n)
-{
-    if (w->len + n + 1 > w->cap && proto_jw_reserve(w, n))
-        return;
-    memcpy(w->p + w->len, s, n);
-    w->len += n;
-}
-/* A JSON string: quoted and escaped as jansson escapes. */
-void proto_jw_string(proto_jw *w, const char *s, size_t n);
-void proto_jw_integer(proto_jw *w, json_int_t v);
-/* A finite double as proto_json_format_shortest() writes it. */
-void proto_jw_double(proto_jw *w, double v);
-/* A whole value, as proto_json_dump(v, canonical). */
-void proto_jw_value(proto_jw *w, const json_t *v, bool canonical);
-/* The canonical text chain ids hash: keys sorted and every integer written
- * as the real it equals (1 and 1.0 alike). */
-void proto_jw_canonical_reals(proto_jw *w, const json_t *v);
-/* The text, malloc'd and NUL-terminated (the caller frees), its length in
- * *len when len is not NULL; the writer is left empty. NULL (and the writer
- * released) when out of memory. */
-char *proto_jw_finish(proto_jw *w, size_t *len);
-/* Frees what the writer holds (nothing when it still uses the caller's
- * buf). */
-void proto_jw_release(proto_jw *w);
-
-/* Room for any double proto_json_format_double() writes, with its NUL. */
-#define PROTO_DOUBLE_MAX 32
-
-/* v (finite) as proto_json_dump() writes it: jansson's "%.17g" form with
- * ".0" on integral values, so that it reads back exactly. Returns the
- * length; buf is NUL-terminated. */
-int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX]);
-
-/* v (finite) with the fewest significant digits that read back (strtod) as
- * v, the nearest to v when several do; laid out as
- * proto_json_format_double() lays its digits out (fixed notation for
- * 1e-4 <= |v| < 1e17, else an exponent; ".0" on integral values, no '+'
- * or leading zeros in the exponent). 0.1 is "0.1", not
- * "0.10000000000000001". Every answer ikd writes uses it; chain ids keep
- * hashing the 17-digit form. Returns the length; buf is NUL-terminated. */
-int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX]);
 
 /* A new JSON array of n doubles (a NULL return means out of memory). */
 json_t *proto_json_array_of(const double *v, size_t n);

@@ -25,7 +25,7 @@
  * Not done here: pretty printing, ASCII-only output, NaN or infinities
  * (jansson refuses them when the tree is built, so they never arrive).
  */
-#include "proto/proto_json.h"
+#include "proto/proto_json_write.h"
 
 #include <float.h>
 #include <math.h>

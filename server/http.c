@@ -81,6 +81,7 @@
 #include <sys/socket.h>
 
 #include "proto/proto_json.h"
+#include "proto/proto_json_write.h"
 #include "server/build_info.h"
 #include "server/daemon.h"
 #include "server/guard.h"

@@ -33,7 +33,7 @@
  *
  * Streams. A connection carries up to WS_MAX_STREAMS named streams, each on
  * one chain (inline or by registered id) with fixed options. The messages
- * are proto/stream.h's; proto/STREAM.md documents them for clients. A bad
+ * are proto/proto_stream.h's; proto/STREAM.md documents them for clients. A bad
  * message gets an "error" message naming the stream, seq and JSON path, and
  * the connection stays open.
  *
@@ -72,7 +72,7 @@
  * when it is closed and no pool solve or timer handle still refers to it.
  * Pool work touches only its own proto_job.
  *
- * Not here: the message formats (proto/stream.c), the handshake arithmetic
+ * Not here: the message formats (proto/proto_stream.c), the handshake arithmetic
  * (ws_handshake.c), HTTP routing (http.c).
  */
 #include <errno.h>
@@ -84,7 +84,7 @@
 #include <sys/socket.h>
 #include <wslay/wslay.h>
 
-#include "proto/stream.h"
+#include "proto/proto_stream.h"
 #include "server/srv.h"
 #include "server/ws_handshake.h"
 

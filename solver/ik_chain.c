@@ -25,7 +25,7 @@
  * and a vector, which is what the numeric solver works on; the xform
  * variants convert once at the end.
  *
- * Not here: solving (ik_numeric.c), URDF text (proto/urdf.c).
+ * Not here: solving (ik_numeric.c), URDF text (proto/proto_urdf.c).
  */
 #include "solver/ik_chain.h"
 

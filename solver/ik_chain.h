@@ -22,7 +22,7 @@
  * 0-2 are the linear velocity of the tip origin, rows 3-5 the angular
  * velocity, both expressed in the chain's base frame.
  *
- * Not here: any solver (ik_numeric.h), reading URDF text (proto/urdf.h),
+ * Not here: any solver (ik_numeric.h), reading URDF text (proto/proto_urdf.h),
  * joint names (the wire format keeps them).
  */
 #ifndef IK_CHAIN_H

@@ -96,7 +96,7 @@ ik_numeric_opts ik_numeric_opts_default(void)
     o.tol_pos = 1e-5;
     o.tol_rot = 1e-5;
     o.max_iterations = 0;
-    o.timeout_s = 0.005;
+    o.timeout_s = IK_NUMERIC_DEFAULT_TIMEOUT_S;
     o.max_restarts = SIZE_MAX;
     o.rng_seed = 1;
     o.search = IK_SEARCH_FIRST_FOUND;

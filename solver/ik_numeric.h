@@ -62,7 +62,7 @@
  * options are rejected with IK_EINVAL before anything is written.
  *
  * Not here: analytic solvers (ik_twobone.h, ...), collision checking,
- * reading URDF (proto/urdf.h), streams (warm starts are the caller's: pass
+ * reading URDF (proto/proto_urdf.h), streams (warm starts are the caller's: pass
  * the previous answer as the seed and use IK_SEARCH_NEAREST_TO_SEED).
  */
 #ifndef IK_NUMERIC_H
@@ -119,13 +119,19 @@ typedef enum ik_search_mode {
     IK_SEARCH_NEAREST_TO_SEED
 } ik_search_mode;
 
+/* The default time budget of a solve (ik_numeric_opts.timeout_s), seconds:
+ * TRAC-IK's benchmark budget. proto/ uses it as the wire format's default
+ * too. */
+#define IK_NUMERIC_DEFAULT_TIMEOUT_S 0.005
+
 typedef struct ik_numeric_opts {
     double tol_pos;         /* metres, > 0; default 1e-5 */
     double tol_rot;         /* radians, > 0; default 1e-5 */
     size_t max_iterations;  /* solver iterations over all restarts; 0 = no
                                limit; default 0 */
     double timeout_s;       /* wall-clock budget (CLOCK_MONOTONIC) in
-                               seconds, >= 0; 0 = none; default 0.005 */
+                               seconds, >= 0; 0 = none; default
+                               IK_NUMERIC_DEFAULT_TIMEOUT_S */
     size_t max_restarts;    /* random restarts after the seed's attempt;
                                default SIZE_MAX (budget-bound) */
     uint64_t rng_seed;      /* restart generator seed (any value, 0 included);

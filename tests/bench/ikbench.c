@@ -100,7 +100,7 @@
 
 #include "proto/proto.h"
 #include "proto/proto_json.h"
-#include "proto/urdf.h"
+#include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
 #include "solver/ik_math.h"

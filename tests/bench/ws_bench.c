@@ -74,7 +74,7 @@
 #include <uv.h>
 #include <wslay/wslay.h>
 
-#include "proto/urdf.h"
+#include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "tests/bench/bench_file.h"
 

@@ -17,6 +17,7 @@
 #include "tests/fuzz/fuzz.h"
 
 #include "proto/proto_json.h"
+#include "proto/proto_json_write.h"
 
 static void check_dump(const json_t *v, bool canonical)
 {

@@ -1,6 +1,6 @@
 /*
  * fuzz_stream.c: the WebSocket stream message decoder (proto_stream_decode,
- * proto/stream.h) and the path sampler behind "path" messages.
+ * proto/proto_stream.h) and the path sampler behind "path" messages.
  *
  * The input is one text message. A decode must either succeed or fail with
  * nothing allocated; a decoded path is sampled at its first, middle and last
@@ -9,7 +9,7 @@
  */
 #include "tests/fuzz/fuzz.h"
 
-#include "proto/stream.h"
+#include "proto/proto_stream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

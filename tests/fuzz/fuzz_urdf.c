@@ -1,5 +1,5 @@
 /*
- * fuzz_urdf.c: the URDF reader (proto/urdf.c, libxml2 underneath).
+ * fuzz_urdf.c: the URDF reader (proto/proto_urdf.c, libxml2 underneath).
  *
  * The input is "BASE\nTIP\nDOCUMENT": the first two lines name the chain's
  * base and tip links, the rest is the URDF text. The reader lists the links
@@ -8,7 +8,7 @@
  */
 #include "tests/fuzz/fuzz.h"
 
-#include "proto/urdf.h"
+#include "proto/proto_urdf.h"
 
 static char names[IK_MAX_DOF][PROTO_URDF_NAME_MAX];
 static char links[64][PROTO_URDF_NAME_MAX];

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
+#include "proto/proto_json_write.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 

@@ -23,7 +23,7 @@
  *     proto_check.h in the caller's frame and units, ik_chain_fk on a chain
  *     read from the URDF, ik_skeleton_globals on the answered local
  *     rotations), bone lengths kept, the root fixed, the bone rotation rules
- *     of proto_run.c, joint limits, and the end effector on the target
+ *     of proto_solver.c, joint limits, and the end effector on the target
  *     whenever the answer says "success". A test perturbs answers to show
  *     that these checks do fail.
  * The response files were first written by "ikd solve" and the daemon; these
@@ -55,8 +55,8 @@
 
 #include "proto/proto.h"
 #include "proto/proto_json.h"
-#include "proto/stream.h"
-#include "proto/urdf.h"
+#include "proto/proto_stream.h"
+#include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_skeleton.h"

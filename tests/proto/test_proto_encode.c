@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "proto/proto_impl.h"
-#include "proto/stream.h"
+#include "proto/proto_stream.h"
 #include "solver/ik_status.h"
 #include "tests/proto/proto_check.h"
 

@@ -12,7 +12,7 @@
 
 #include "proto/proto_impl.h"
 
-#include "proto/urdf.h"
+#include "proto/proto_urdf.h"
 #include "solver/ik_anim.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"

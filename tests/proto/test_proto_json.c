@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "proto/proto_json.h"
+#include "proto/proto_json_write.h"
 #include "tests/proto/proto_check.h"
 
 static json_t *parse(const char *s, proto_error *e)

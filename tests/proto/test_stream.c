@@ -1,5 +1,5 @@
 /*
- * test_stream.c: proto/stream.h on its own: decoding every message type,
+ * test_stream.c: proto/proto_stream.h on its own: decoding every message type,
  * every envelope error (with the stream and seq still recovered for the
  * reply), the UTF-8 validator against RFC 3629's edge cases, path sampling
  * (linear positions, slerp orientations checked by rotation angle, the
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "proto/stream.h"
+#include "proto/proto_stream.h"
 #include "solver/ik_math.h"
 
 static int decode(const char *text, proto_stream_msg *m, proto_error *e)

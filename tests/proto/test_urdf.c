@@ -1,5 +1,5 @@
 /*
- * test_urdf.c: proto/urdf.h on the five shared robots and on small
+ * test_urdf.c: proto/proto_urdf.h on the five shared robots and on small
  * adversarial documents.
  *
  * The shared robots ($IKD_DATA/robots, chains and tables in SOURCES.md) are
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/urdf.h"
+#include "proto/proto_urdf.h"
 #include "tests/proto/proto_check.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"

@@ -6,7 +6,7 @@
  * described joints composed one by one with ik_math quaternions, without
  * ik_chain.c's compiled form), never against the solver's own report or
  * output. Chains: the UR5 and the ABB IRB 120 as their URDFs in tests/data
- * describe them (read through proto/urdf.h, and as joint lists), a UR10-like
+ * describe them (read through proto/proto_urdf.h, and as joint lists), a UR10-like
  * arm (its published lengths) and a KUKA KR6-like arm with axes 1, 4 and 6
  * pointing against the usual direction and a tilted zero pose (sign
  * conventions and joint offsets), all built here.
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/urdf.h"
+#include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
 #include "solver/ik_math.h"

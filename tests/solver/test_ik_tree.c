@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/urdf.h"
+#include "proto/proto_urdf.h"
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"

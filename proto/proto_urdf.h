@@ -1,5 +1,5 @@
 /*
- * urdf.h: reading a serial chain out of a URDF document (libxml2).
+ * proto_urdf.h: reading a serial chain out of a URDF document (libxml2).
  *
  * A URDF robot is a tree of <link> elements connected by <joint> elements
  * (each joint names one parent and one child link). An IK chain is the path

@@ -1,5 +1,5 @@
 /*
- * proto_run.c: the solver bindings of the wire format. Picks the solver a
+ * proto_solver.c: the solver bindings of the wire format. Picks the solver a
  * request asks for (or the one "auto" selects), checks that each target
  * carries what that solver needs and nothing it would ignore, and runs it,
  * all in ikd's internal convention (ROS frame, radians).
@@ -543,11 +543,11 @@ json_t *proto_solvers_describe(const proto_limits *lim)
                               "description", tab[i].what);
         json_array_append_new(a, o);
     }
-    /* The defaults are the ones decode_options() (proto_job.c) leaves and
+    /* The defaults are the ones decode_options() (proto_job_decode.c) leaves and
      * the solvers then apply; those that depend on the solver are given per
      * solver, and only for the solvers that use the option. */
     ik_numeric_opts nd = ik_numeric_opts_default();
-    double timeout = 5 < lim->max_time_ms ? 5 : lim->max_time_ms;
+    double timeout = proto_limits_default_timeout_ms(lim);
     json_t *opts = json_pack(
         "{s:{s:s, s:[s,s,s,s,s,s,s,s]}, "
         "s:{s:s, s:{s:f, s:f, s:f}, s:s}, "

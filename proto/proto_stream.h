@@ -1,5 +1,5 @@
 /*
- * stream.h: the messages of a WebSocket stream (GET /v1/stream), decoded and
+ * proto_stream.h: the messages of a WebSocket stream (GET /v1/stream), decoded and
  * encoded without any socket. proto/STREAM.md documents them for clients;
  * server/ws*.c moves them over the connection.
  *

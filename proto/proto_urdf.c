@@ -1,5 +1,5 @@
 /*
- * urdf.c: URDF text to the joint list of one serial chain (see urdf.h).
+ * proto_urdf.c: URDF text to the joint list of one serial chain (see proto_urdf.h).
  *
  * The document is parsed into a libxml2 tree with a parser context of our
  * own (so that the error of this parse, with its line, is ours and not a
@@ -17,7 +17,7 @@
  * Not here: anything JSON (proto.c wraps these errors into responses), mimic
  * joints, the compiled chain's math (solver/ik_chain.c).
  */
-#include "proto/urdf.h"
+#include "proto/proto_urdf.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>

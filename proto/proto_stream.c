@@ -1,5 +1,5 @@
 /*
- * stream.c: decoding and encoding the messages of a WebSocket stream
+ * proto_stream.c: decoding and encoding the messages of a WebSocket stream
  * (stream.h has the message list; proto/STREAM.md the client documentation).
  *
  * Decoding checks the envelope of a message: its type, the stream name, the
@@ -18,7 +18,7 @@
  * that never need escaping, so the envelope is printed directly and only the
  * solver's result and error texts go through jansson.
  */
-#include "proto/stream.h"
+#include "proto/proto_stream.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,0 +1,615 @@
+/*
+ * proto_job_decode.c: solve and batch requests -> proto_job (contract in
+ * proto.h; the JSON is documented for clients in proto/README.md, section
+ * "Requests").
+ *
+ * Decoding is strict and complete before anything runs: the chain (inline or
+ * by id), every target and seed, and the options are validated and converted
+ * to ikd's internal convention (ROS frame, radians) up front, so
+ * proto_job_run() cannot fail on input and any request error is reported with
+ * its JSON path.
+ *
+ * Memory: a job is one struct plus one block holding every per-target array
+ * (targets, seeds, results and their outputs), sized from the chain and the
+ * target count once decoding knows them (job_alloc).
+ *
+ * Not here: running a job and warm starts (proto_job_run.c), answers
+ * (proto_job_encode.c), the solver bindings (proto_solver.c).
+ */
+#include "proto/proto_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/ik_status.h"
+
+/* ---- targets ---------------------------------------------------------- */
+
+static int decode_target(const json_t *v, const char *path, const proto_job *job,
+                         proto_target *t, proto_error *err)
+{
+    static const char *const keys2[] = {"position", "up", NULL};
+    static const char *const keys3[] = {"position", "orientation", "rotation", "up",
+                                        "pole",     "weights",     NULL};
+    proto_frame f = job->opt.frame;
+    memset(t, 0, sizeof *t);
+    t->orientation = ik_quat_identity();
+    if (proto_json_check_object(v, path, job->dims2 ? keys2 : keys3, err))
+        return -1;
+    char p[PROTO_PATH_MAX];
+    json_t *x = proto_json_require(v, path, "position", err);
+    if (!x)
+        return -1;
+    proto_json_path_key(p, path, "position");
+    if (job->dims2) {
+        double d[2];
+        if (proto_json_numbers(x, p, 2, d, err))
+            return -1;
+        t->position = ik_v3(d[0], d[1], 0);
+        if ((x = json_object_get(v, "up"))) {
+            proto_json_path_key(p, path, "up");
+            if (proto_json_numbers(x, p, 2, d, err))
+                return -1;
+            if (!(hypot(d[0], d[1]) > 1e-12))
+                return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                       "target.up must be a non-zero direction");
+            t->has_up = true;
+            t->up = ik_v3(d[0], d[1], 0);
+        }
+        return 0;
+    }
+    if (proto__vec3(x, p, &t->position, err))
+        return -1;
+    t->position = proto_frame_vec_in(f, t->position);
+    json_t *o = json_object_get(v, "orientation"), *r = json_object_get(v, "rotation");
+    if (o && r) {
+        proto_json_path_key(p, path, "rotation");
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                               "give either target.orientation or target.rotation, not both");
+    }
+    if (o) {
+        proto_json_path_key(p, path, "orientation");
+        if (proto__quat(o, p, &t->orientation, err))
+            return -1;
+        t->orientation = proto_frame_quat_in(f, t->orientation);
+        t->has_orientation = true;
+    } else if (r) {
+        double m[9];
+        proto_json_path_key(p, path, "rotation");
+        if (proto__mat3(r, p, m, err))
+            return -1;
+        proto_frame_mat3_in(f, m, m);
+        t->orientation = ik_quat_normalize(ik_quat_from_mat3(m));
+        t->has_orientation = true;
+    }
+    if ((x = json_object_get(v, "up"))) {
+        proto_json_path_key(p, path, "up");
+        if (proto__vec3(x, p, &t->up, err))
+            return -1;
+        if (!(ik_vec3_len(t->up) > 1e-12))
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                   "target.up must be a non-zero direction");
+        t->up = proto_frame_vec_in(f, t->up);
+        t->has_up = true;
+    }
+    if ((x = json_object_get(v, "pole"))) {
+        proto_json_path_key(p, path, "pole");
+        if (proto__vec3(x, p, &t->pole, err))
+            return -1;
+        t->pole = proto_frame_vec_in(f, t->pole);
+        t->has_pole = true;
+    }
+    if ((x = json_object_get(v, "weights"))) {
+        proto_json_path_key(p, path, "weights");
+        double w[6];
+        size_t n;
+        if (proto_json_array(x, p, 6, 6, false, &n, err))
+            return -1;
+        bool any = false;
+        for (size_t i = 0; i < 6; i++) {
+            char pi[PROTO_PATH_MAX];
+            proto_json_path_index(pi, p, i);
+            if (proto_json_number(json_array_get(x, i), pi, 0, PROTO_MAX_ABS, &w[i], err))
+                return -1;
+            any |= w[i] > 0;
+        }
+        if (!any)
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                   "target.weights must have at least one weight > 0");
+        if ((w[3] > 0 || w[4] > 0 || w[5] > 0) && !t->has_orientation)
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                   "rotation weights need target.orientation or target.rotation");
+        /* weights follow their axes: permuted like the axes, signs dropped */
+        for (int k = 0; k < 2; k++) {
+            ik_vec3 cx = proto_frame_vec_in(f, ik_v3(1, 0, 0));
+            ik_vec3 cy = proto_frame_vec_in(f, ik_v3(0, 1, 0));
+            ik_vec3 cz = proto_frame_vec_in(f, ik_v3(0, 0, 1));
+            double *s = w + 3 * k;
+            t->weight[3 * k + 0] = fabs(cx.x) * s[0] + fabs(cy.x) * s[1] + fabs(cz.x) * s[2];
+            t->weight[3 * k + 1] = fabs(cx.y) * s[0] + fabs(cy.y) * s[1] + fabs(cz.y) * s[2];
+            t->weight[3 * k + 2] = fabs(cx.z) * s[0] + fabs(cy.z) * s[1] + fabs(cz.z) * s[2];
+        }
+        t->has_weights = true;
+    }
+    return 0;
+}
+
+/* ---- seeds ------------------------------------------------------------ */
+
+/* Doubles per seed for the job's chain: joint values, bone positions (3 per
+ * joint) or skeleton local rotations (4 per bone); 0 when seeds do not
+ * apply. */
+size_t proto__seed_len(const proto_job *job)
+{
+    const proto_chain *c = job->chain;
+    switch (c->kind) {
+    case PROTO_CHAIN_PLANAR:
+    case PROTO_CHAIN_JOINTS:
+    case PROTO_CHAIN_URDF:
+        return c->chain->dof;
+    case PROTO_CHAIN_BONES:
+        return 3 * c->nbones;
+    case PROTO_CHAIN_SKELETON:
+        return 4 * c->nskel;
+    default:
+        return 0;
+    }
+}
+
+
+
+static int decode_seed(const json_t *v, const char *path, proto_job *job, double *out,
+                       proto_error *err)
+{
+    const proto_chain *c = job->chain;
+    size_t len = proto__seed_len(job);
+    if (len == 0)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
+                               "%s chains take no seed", proto_chain_kind_names[c->kind]);
+    size_t n;
+    switch (c->kind) {
+    case PROTO_CHAIN_BONES:
+    case PROTO_CHAIN_SKELETON: {
+        size_t k = c->kind == PROTO_CHAIN_BONES ? c->nbones : c->nskel;
+        if (proto_json_array(v, path, k, k, false, &n, err))
+            return -1;
+        for (size_t i = 0; i < k; i++) {
+            char p[PROTO_PATH_MAX];
+            proto_json_path_index(p, path, i);
+            if (c->kind == PROTO_CHAIN_BONES) {
+                ik_vec3 x;
+                if (proto__vec3(json_array_get(v, i), p, &x, err))
+                    return -1;
+                x = proto_frame_vec_in(job->opt.frame, x);
+                if (i > 0) {
+                    ik_vec3 prev = ik_v3(out[3 * i - 3], out[3 * i - 2], out[3 * i - 1]);
+                    if (!(ik_vec3_dist(prev, x) >= PROTO_MIN_LENGTH))
+                        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                               "seed bones must be at least %g long",
+                                               PROTO_MIN_LENGTH);
+                }
+                out[3 * i] = x.x;
+                out[3 * i + 1] = x.y;
+                out[3 * i + 2] = x.z;
+            } else {
+                ik_quat q;
+                if (proto__quat(json_array_get(v, i), p, &q, err))
+                    return -1;
+                q = proto_frame_quat_in(job->opt.frame, q);
+                out[4 * i] = q.x;
+                out[4 * i + 1] = q.y;
+                out[4 * i + 2] = q.z;
+                out[4 * i + 3] = q.w;
+            }
+        }
+        return 0;
+    }
+    default:
+        if (proto_json_numbers(v, path, len, out, err))
+            return -1;
+        for (size_t i = 0; i < len; i++)
+            if (proto__angular_joint(c, i))
+                out[i] = proto_angle_in(job->opt.units, out[i]);
+        return 0;
+    }
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+static const char *const search_names[] = {"first", "nearest", NULL};
+
+static int decode_options(const json_t *v, const char *path, const proto_limits *lim,
+                          proto_options *o, proto_error *err)
+{
+    static const char *const keys[] = {"solver",   "tolerance",  "angular_tolerance",
+                                       "max_iterations", "timeout_ms", "search",
+                                       "units",    "frame",      "bend",
+                                       "max_joint_step", "servo", NULL};
+    memset(o, 0, sizeof *o);
+    o->timeout_ms = proto_limits_default_timeout_ms(lim);
+    o->iter_cap = lim->max_iterations;
+    if (!v)
+        return 0;
+    if (proto_json_check_object(v, path, keys, err))
+        return -1;
+    char p[PROTO_PATH_MAX];
+    json_t *x;
+    int e;
+#define OPT(key) ((x = json_object_get(v, key)) && (proto_json_path_key(p, path, key), 1))
+    if (OPT("solver")) {
+        if (proto_json_enum(x, p, proto_solver_names, &e, err))
+            return -1;
+        o->solver = (proto_solver)e;
+    }
+    if (OPT("units")) {
+        if (proto_json_enum(x, p, proto_units_names, &e, err))
+            return -1;
+        o->units = (proto_units)e;
+    }
+    if (OPT("frame")) {
+        if (proto_json_enum(x, p, proto_frame_names, &e, err))
+            return -1;
+        o->frame = (proto_frame)e;
+    }
+    if (OPT("tolerance") && proto_json_positive(x, p, PROTO_MAX_ABS, &o->tolerance, err))
+        return -1;
+    if (OPT("angular_tolerance")) {
+        double a;
+        if (proto_json_positive(x, p, o->units == PROTO_UNITS_DEGREES ? 180 : IK_PI, &a, err))
+            return -1;
+        o->angular_tolerance = proto_angle_in(o->units, a);
+    }
+    if (OPT("max_iterations")) {
+        long long i;
+        if (proto_json_integer(x, p, 1, (long long)lim->max_iterations, &i, err))
+            return -1;
+        o->max_iterations = (size_t)i;
+    }
+    if (OPT("timeout_ms") && proto_json_number(x, p, 0, lim->max_time_ms, &o->timeout_ms, err))
+        return -1;
+    if (OPT("search")) {
+        if (proto_json_enum(x, p, search_names, &e, err))
+            return -1;
+        o->nearest = e == 1;
+    }
+    if (OPT("max_joint_step")) {
+        if (proto_json_positive(x, p, PROTO_MAX_ABS, &o->max_joint_step_in, err))
+            return -1;
+        o->max_joint_step = o->max_joint_step_in; /* angles converted per joint */
+    }
+    if (OPT("bend")) {
+        long long b;
+        if (proto_json_integer(x, p, -1, 1, &b, err))
+            return -1;
+        if (b == 0)
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p, "options.bend must be 1 or -1");
+        o->bend = (int)b;
+    }
+#undef OPT
+    return 0;
+}
+
+/* ---- jobs ------------------------------------------------------------- */
+
+static int job_alloc(proto_job *job, bool seeds)
+{
+    size_t n = job->n, sl = proto__seed_len(job);
+    size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool));
+    size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
+                 2 * job->nrot * sizeof(ik_quat);
+    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
+    /* doubles first for alignment */
+    char *b = calloc(1, seedsz + n * per + sz + 16);
+    if (!b)
+        return -1;
+    job->block = b;
+    job->seed_q = seeds ? (double *)b : NULL;
+    b += seedsz;
+    job->results = (proto_result *)b;
+    b += n * sizeof(proto_result);
+    job->targets = (proto_target *)b;
+    b += n * sizeof(proto_target);
+    for (size_t i = 0; i < n; i++) {
+        proto_result *r = &job->results[i];
+        r->q = (double *)b;
+        b += job->dof * sizeof(double);
+        r->positions = (ik_vec3 *)b;
+        b += job->npos * sizeof(ik_vec3);
+        r->rotations = (ik_quat *)b;
+        b += job->nrot * sizeof(ik_quat);
+        r->local = (ik_quat *)b;
+        b += job->nrot * sizeof(ik_quat);
+    }
+    job->has_seed = (bool *)b;
+    b += n * sizeof(bool);
+    job->done = (bool *)b;
+    return 0;
+}
+
+/* A request's "options" for its chain: decode_options, then what depends on
+ * the chain. */
+/* options.servo for chain c: {"period_s": T, "velocity": [...]}, the
+ * velocities in options.units per second (length per second for prismatic
+ * joints), or, without "velocity", the URDF's <limit velocity>. */
+static int servo_options(const json_t *sv, const proto_chain *c, proto_options *o,
+                         proto_error *err)
+{
+    static const char *const keys[] = {"period_s", "velocity", NULL};
+    const char *path = "/options/servo";
+    if (c->kind != PROTO_CHAIN_JOINTS && c->kind != PROTO_CHAIN_URDF)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
+                               "options.servo applies to joints and urdf chains (the numeric "
+                               "solver), not to %s chains",
+                               proto_chain_kind_names[c->kind]);
+    if (proto_json_check_object(sv, path, keys, err))
+        return -1;
+    json_t *x = proto_json_require(sv, path, "period_s", err);
+    if (!x || proto_json_positive(x, "/options/servo/period_s", 1.0, &o->servo_period, err))
+        return -1;
+    const size_t n = c->chain->dof;
+    x = json_object_get(sv, "velocity");
+    if (x) {
+        double v[IK_MAX_DOF];
+        if (proto_json_numbers(x, "/options/servo/velocity", n, v, err))
+            return -1;
+        for (size_t k = 0; k < n; k++) {
+            if (!(v[k] > 0))
+                return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo/velocity",
+                                       "options.servo.velocity[%zu] must be > 0", k);
+            o->servo_velocity[k] = proto__angular_joint(c, k) ? proto_angle_in(o->units, v[k]) : v[k];
+        }
+        return 0;
+    }
+    const double *uv = proto__chain_velocities((proto_chain *)c, err);
+    if (!uv && c->kind == PROTO_CHAIN_URDF)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        if (!uv || !(uv[k] > 0))
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo/velocity",
+                                   "joint %s has no velocity limit (%s); give "
+                                   "options.servo.velocity",
+                                   c->names ? c->names[k] : "?",
+                                   c->kind == PROTO_CHAIN_URDF ? "no <limit velocity> in the URDF"
+                                                               : "joints chains have none");
+        o->servo_velocity[k] = uv[k];
+    }
+    return 0;
+}
+
+static int chain_options(const json_t *jo, const proto_chain *c, const proto_limits *lim,
+                         proto_options *o, proto_error *err)
+{
+    if (decode_options(jo, "/options", lim, o, err))
+        return -1;
+    const json_t *sv = json_is_object(jo) ? json_object_get(jo, "servo") : NULL;
+    if (sv && servo_options(sv, c, o, err))
+        return -1;
+    /* planar chains live in their own x-y plane (targets, seeds and answers
+     * are 2-D): a frame convention would do nothing, so it is refused */
+    if (c->kind == PROTO_CHAIN_PLANAR && json_is_object(jo) && json_object_get(jo, "frame"))
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/frame",
+                               "options.frame does not apply to planar chains (they live in "
+                               "their own x-y plane); leave it out");
+    return 0;
+}
+
+int proto_options_check(const json_t *options, const proto_chain *chain, const proto_limits *lim,
+                        proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    proto_options o;
+    return chain_options(options, chain, lim, &o, err);
+}
+
+int proto_stream_open_check(const json_t *options, const json_t *seed, const proto_chain *chain,
+                            const proto_limits *lim, proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    proto_options o;
+    if (chain_options(options, chain, lim, &o, err))
+        return -1;
+    if (seed)
+        return proto_seed_check(seed, chain, options, lim, "/seed", err);
+    if (o.servo_period > 0)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/seed",
+                               "a servo stream needs the arm's current joints as \"seed\" (each "
+                               "answer moves from there)");
+    return 0;
+}
+
+int proto_seed_check(const json_t *seed, const proto_chain *chain, const json_t *options,
+                     const proto_limits *lim, const char *path, proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    proto_job job;
+    memset(&job, 0, sizeof job);
+    job.chain = (proto_chain *)chain;
+    job.dims2 = chain->kind == PROTO_CHAIN_PLANAR;
+    if (chain_options(options, chain, lim, &job.opt, err))
+        return -1;
+    size_t len = proto__seed_len(&job);
+    double *buf = calloc(len ? len : 1, sizeof *buf);
+    if (!buf)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    int rc = decode_seed(seed, path, &job, buf, err);
+    free(buf);
+    return rc;
+}
+
+int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
+                          proto_chain *chain, proto_chain_lookup_fn lookup, void *ud,
+                          proto_job **out, proto_error *err)
+{
+    static const char *const keys1[] = {"chain", "chain_id", "target", "seed", "options", NULL};
+    static const char *const keysb[] = {"chain",   "chain_id", "targets",
+                                        "seeds",   "options",  NULL};
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    *out = NULL;
+    if (proto_json_check_object(req, "", kind == PROTO_BATCH ? keysb : keys1, err))
+        return -1;
+    proto_job *job = calloc(1, sizeof *job);
+    if (!job)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    job->kind = kind;
+
+    /* the chain */
+    json_t *jc = json_object_get(req, "chain"), *jid = json_object_get(req, "chain_id");
+    if (chain) {
+        if (jc || jid) {
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, jc ? "/chain" : "/chain_id",
+                            "this stream already has its chain; send no chain or chain_id");
+            goto fail;
+        }
+        proto_chain_ref(chain);
+        job->chain = chain;
+    } else if (jc && jid) {
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/chain_id",
+                        "give either chain or chain_id, not both");
+        goto fail;
+    } else if (jc || jid) {
+        const char *id = NULL;
+        if (jid && proto_json_string(jid, "/chain_id", 128, &id, err))
+            goto fail;
+        job->chain = proto_chain_resolve(jc, id, lim, lookup, ud, err);
+        if (!job->chain)
+            goto fail;
+    } else {
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/chain", "chain or chain_id is required");
+        goto fail;
+    }
+    job->dims2 = job->chain->kind == PROTO_CHAIN_PLANAR;
+
+    if (chain_options(json_object_get(req, "options"), job->chain, lim, &job->opt, err))
+        goto fail;
+    if (job->opt.servo_period > 0 && !chain) {
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo",
+                        "options.servo applies to streams (GET /v1/stream), where each answer "
+                        "is one control period");
+        goto fail;
+    }
+
+    /* targets: count them first */
+    json_t *jt;
+    const char *tpath = kind == PROTO_BATCH ? "/targets" : "/target";
+    if (kind == PROTO_BATCH) {
+        jt = proto_json_require(req, "", "targets", err);
+        if (!jt || proto_json_array(jt, tpath, 1, lim->max_targets, true, &job->n, err))
+            goto fail;
+    } else {
+        jt = proto_json_require(req, "", "target", err);
+        if (!jt)
+            goto fail;
+        job->n = 1;
+    }
+    /* the solver, from the chain and the first target */
+    proto_target t0;
+    char p[PROTO_PATH_MAX];
+    if (kind == PROTO_BATCH)
+        proto_json_path_index(p, tpath, 0);
+    else
+        snprintf(p, sizeof p, "%s", tpath);
+    if (decode_target(kind == PROTO_BATCH ? json_array_get(jt, 0) : jt, p, job, &t0, err))
+        goto fail;
+    if (proto__resolve_solver(job->chain, &job->opt, &t0, &job->solver, err))
+        goto fail;
+    if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC) {
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/max_joint_step",
+                        "options.max_joint_step is used by the numeric solver only, not by %s",
+                        proto_solver_names[job->solver]);
+        goto fail;
+    }
+    proto__result_dims(job->chain, job->solver, &job->dof, &job->npos, &job->nrot);
+
+    json_t *js = json_object_get(req, kind == PROTO_BATCH ? "seeds" : "seed");
+    const char *spath = kind == PROTO_BATCH ? "/seeds" : "/seed";
+    if (js && kind == PROTO_BATCH) {
+        size_t ns;
+        if (proto_json_array(js, spath, job->n, job->n, false, &ns, err))
+            goto fail;
+    }
+    if (job_alloc(job, js != NULL)) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto fail;
+    }
+    size_t sl = proto__seed_len(job);
+    for (size_t i = 0; i < job->n; i++) {
+        if (kind == PROTO_BATCH)
+            proto_json_path_index(p, tpath, i);
+        if (i == 0)
+            job->targets[0] = t0;
+        else if (decode_target(json_array_get(jt, i), p, job, &job->targets[i], err))
+            goto fail;
+        if (proto__check_target(job, &job->targets[i], p, err))
+            goto fail;
+        if (js) {
+            json_t *s = kind == PROTO_BATCH ? json_array_get(js, i) : js;
+            if (kind == PROTO_BATCH)
+                proto_json_path_index(p, spath, i);
+            else
+                snprintf(p, sizeof p, "%s", spath);
+            if (json_is_null(s) && kind == PROTO_BATCH)
+                continue;
+            if (decode_seed(s, p, job, job->seed_q + i * sl, err))
+                goto fail;
+            job->has_seed[i] = true;
+        }
+    }
+    /* a step needs somewhere to step from: every target a seed (a stream
+     * gives its warm start instead, and says so with chain != NULL) */
+    if (job->opt.max_joint_step_in > 0 && !chain) {
+        for (size_t i = 0; i < job->n; i++) {
+            if (job->has_seed[i])
+                continue;
+            if (kind == PROTO_BATCH && js)
+                proto_json_path_index(p, spath, i);
+            else
+                snprintf(p, sizeof p, "%s", js ? spath : "/options/max_joint_step");
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                            "options.max_joint_step needs a seed for every target (the step is "
+                            "measured from it)");
+            goto fail;
+        }
+    }
+    *out = job;
+    return 0;
+fail:
+    proto_job_free(job);
+    return -1;
+}
+
+int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_limits *lim,
+                     proto_chain_lookup_fn lookup, void *ud, proto_job **out, proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    *out = NULL;
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, err);
+    if (!root)
+        return -1;
+    int rc = proto_job_decode_json(root, kind, lim, NULL, lookup, ud, out, err);
+    json_decref(root);
+    return rc;
+}
+

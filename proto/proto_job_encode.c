@@ -1,0 +1,473 @@
+/*
+ * proto_job_encode.c: the answers of a job: each result as the JSON object
+ * the responses contain (proto_job_result_json, a jansson tree) and the
+ * whole response body written directly from the job (proto_job_encode,
+ * byte for byte the tree's text), with the status words and MoveIt codes
+ * every result is answered with. Encoding converts back to the caller's
+ * frame and units. Contract in proto.h; the JSON in proto/README.md,
+ * section "Responses".
+ */
+#include "proto/proto_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/ik_status.h"
+
+/* True when value k of an answer's "joints" is an angle (so options.units
+ * applies): all of them but a prismatic joint's. */
+static bool answer_angle(const proto_chain *c, size_t k)
+{
+    return !c->chain || c->kind == PROTO_CHAIN_PLANAR || proto__angular_joint(c, k);
+}
+
+/* ---- encoding --------------------------------------------------------- */
+
+/* How each solver status is answered: the status word and MoveIt's code
+ * (moveit_msgs/MoveItErrorCodes, whose constant is the word in capitals;
+ * tests/proto/test_proto_job.c pins every row against MoveIt's list). */
+#define PROTO_MOVEIT_MAP(XX)                                                                       \
+    XX(IK_OK, "success", 1)                                                                        \
+    XX(IK_EUNREACHABLE, "no_ik_solution", -31)                                                     \
+    XX(IK_ENOTCONV, "no_ik_solution", -31)                                                         \
+    XX(IK_ELIMITS, "no_ik_solution", -31)                                                          \
+    XX(IK_ESTEP, "no_ik_solution", -31)                                                            \
+    XX(IK_ETIMEDOUT, "timed_out", -6)                                                              \
+    XX(IK_EINVAL, "invalid_goal_constraints", -16)
+
+int proto__moveit(int st, const char **word)
+{
+    switch (st) {
+#define PROTO__MOVEIT_CASE(status, w, code)                                                        \
+    case status:                                                                                   \
+        *word = w;                                                                                 \
+        return code;
+        PROTO_MOVEIT_MAP(PROTO__MOVEIT_CASE)
+#undef PROTO__MOVEIT_CASE
+    }
+    *word = "failure"; /* MoveIt's FAILURE */
+    return 99999;
+}
+
+static void status_words(int st, const char **word, int *code)
+{
+    *code = proto__moveit(st, word);
+}
+
+/* The member of result i that would hold a non-finite number, in the order
+ * the answer lists them, or NULL. The values are checked as they would be
+ * printed (after the conversion to the caller's units and frame). */
+static const char *non_finite_member(const proto_job *job, size_t i)
+{
+    const proto_result *r = &job->results[i];
+    const proto_chain *c = job->chain;
+    proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
+    proto_units u = job->opt.units;
+    bool skel = c->kind == PROTO_CHAIN_SKELETON;
+    for (size_t k = 0; k < job->dof; k++) {
+        bool ang = answer_angle(c, k);
+        if (!isfinite(ang ? proto_angle_out(u, r->q[k]) : r->q[k]))
+            return "joints";
+    }
+    for (size_t k = 0; k < job->npos; k++)
+        if (!ik_vec3_isfinite(proto_frame_vec_out(f, r->positions[k])))
+            return "positions";
+    for (size_t k = 0; k < job->nrot; k++)
+        if (!ik_quat_isfinite(proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])))
+            return "rotations";
+    for (size_t k = 0; !skel && k < job->nrot; k++)
+        if (!ik_quat_isfinite(proto_frame_quat_out(f, r->local[k])))
+            return "local_rotations";
+    if (r->has_tip) {
+        ik_xform t = proto_frame_xform_out(f, r->tip);
+        if (!ik_vec3_isfinite(t.p) || !ik_quat_isfinite(t.q))
+            return "tip";
+    }
+    if (!isfinite(r->pos_err))
+        return "position_error";
+    if (!(r->rot_err < 0) && !isfinite(proto_angle_out(u, r->rot_err)))
+        return "orientation_error";
+    if (!isfinite(r->time_s * 1e3))
+        return "time_ms";
+    return NULL;
+}
+
+/* How result i is answered: the status word, MoveIt's code, the reason and
+ * whether the pose members (joints, positions, rotations, tip, errors) are
+ * printed. The solvers promise finite answers; a result that holds a
+ * non-finite number anyway is answered as a failure (MoveIt's FAILURE)
+ * whose reason names the member, "non_finite_<member>" (reason points into
+ * a buffer of PROTO_REASON_MAX), rather than with the number left out. */
+#define PROTO_REASON_MAX 48
+typedef struct outcome {
+    const char *word;
+    int code;
+    const char *reason;
+    bool pose;
+    double time_ms; /* finite */
+    char buf[PROTO_REASON_MAX];
+} outcome;
+
+static void result_outcome(const proto_job *job, size_t i, outcome *o)
+{
+    const proto_result *r = &job->results[i];
+    status_words(r->status, &o->word, &o->code);
+    o->reason = ik_status_name(r->status);
+    o->pose = r->status != IK_EINVAL && r->status != IK_ENOSPC;
+    o->time_ms = isfinite(r->time_s * 1e3) ? r->time_s * 1e3 : 0.0;
+    const char *bad = o->pose ? non_finite_member(job, i)
+                              : isfinite(r->time_s * 1e3) ? NULL
+                                                          : "time_ms";
+    if (bad) {
+        o->word = "failure", o->code = 99999; /* MoveIt's FAILURE */
+        snprintf(o->buf, sizeof o->buf, "non_finite_%s", bad);
+        o->reason = o->buf;
+        o->pose = false;
+    }
+}
+
+const char *proto_job_status(const proto_job *job, size_t i)
+{
+    outcome oc;
+    result_outcome(job, i, &oc);
+    return oc.word;
+}
+
+/* The answer's "max_joint_step": the largest joint motion from the seed,
+ * angles in options.units, prismatic joints in length units. */
+static double answer_step(const proto_job *job, const proto_result *r)
+{
+    double a = proto_angle_out(job->opt.units, r->step_ang);
+    return a > r->step_lin ? a : r->step_lin;
+}
+
+static json_t *vec_json(ik_vec3 v, bool dims2)
+{
+    double d[3] = {v.x, v.y, v.z};
+    return proto_json_array_of(d, dims2 ? 2 : 3);
+}
+
+static json_t *quat_json(ik_quat q)
+{
+    double d[4] = {q.x, q.y, q.z, q.w};
+    return proto_json_array_of(d, 4);
+}
+
+json_t *proto_job_result_json(const proto_job *job, size_t i)
+{
+    const proto_result *r = &job->results[i];
+    const proto_chain *c = job->chain;
+    proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
+    proto_units u = job->opt.units;
+    outcome oc;
+    result_outcome(job, i, &oc);
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "status", json_string(oc.word));
+    json_object_set_new(o, "code", json_integer(oc.code));
+    json_object_set_new(o, "reason", json_string(oc.reason));
+    bool valid = oc.pose;
+    if (valid && job->dof) {
+        json_t *a = json_array();
+        for (size_t k = 0; k < job->dof; k++) {
+            bool ang = answer_angle(c, k);
+            json_array_append_new(a, json_real(ang ? proto_angle_out(u, r->q[k]) : r->q[k]));
+        }
+        json_object_set_new(o, "joints", a);
+    }
+    if (valid && job->npos) {
+        json_t *a = json_array();
+        for (size_t k = 0; k < job->npos; k++)
+            json_array_append_new(a, vec_json(proto_frame_vec_out(f, r->positions[k]),
+                                              job->dims2));
+        json_object_set_new(o, "positions", a);
+    }
+    if (valid && job->nrot) {
+        bool skel = c->kind == PROTO_CHAIN_SKELETON;
+        json_t *a = json_array(), *l = skel ? NULL : json_array();
+        for (size_t k = 0; k < job->nrot; k++) {
+            json_array_append_new(
+                a, quat_json(proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])));
+            if (l)
+                json_array_append_new(l, quat_json(proto_frame_quat_out(f, r->local[k])));
+        }
+        json_object_set_new(o, "rotations", a);
+        if (l)
+            json_object_set_new(o, "local_rotations", l);
+    }
+    if (valid && r->has_tip) {
+        ik_xform t = proto_frame_xform_out(f, r->tip);
+        json_t *tip = json_object();
+        json_object_set_new(tip, "position", vec_json(t.p, job->dims2));
+        if (!job->dims2)
+            json_object_set_new(tip, "orientation", quat_json(t.q));
+        json_object_set_new(o, "tip", tip);
+    }
+    if (valid) {
+        json_object_set_new(o, "position_error", json_real(r->pos_err));
+        if (r->rot_err >= 0)
+            json_object_set_new(o, "orientation_error", json_real(proto_angle_out(u, r->rot_err)));
+        if (r->has_step)
+            json_object_set_new(o, "max_joint_step", json_real(answer_step(job, r)));
+        if (r->servo >= 0)
+            json_object_set_new(o, "arrived", json_boolean(r->servo == 1));
+    }
+    json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
+    json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
+    json_object_set_new(o, "time_ms", json_real(oc.time_ms));
+    return o;
+}
+
+/* ---- direct encoding -------------------------------------------------- */
+
+/* proto_job_encode() writes the answer straight into one buffer sized from
+ * the job, without building a jansson tree: the text is byte for byte what
+ * proto_json_dump() gives for the tree proto_job_result_json() and the
+ * object below would build (same keys in the same order, same number
+ * text), which tests/proto/test_proto_job.c checks against jansson's
+ * json_dumps() of those trees. Neither prints a non-finite real (which
+ * JSON cannot hold and jansson's json_real() refuses): result_outcome()
+ * answers a result holding one as a failure without its pose members. */
+
+#define KEY(w, k) proto_jw_raw(w, "\"" k "\":", sizeof(k) + 2)
+
+/* ",\"key\":" or "\"key\":" for the first member. */
+static void key_sep(proto_jw *w, bool *first, const char *k, size_t n)
+{
+    if (!*first)
+        proto_jw_raw(w, ",", 1);
+    *first = false;
+    proto_jw_raw(w, "\"", 1);
+    proto_jw_raw(w, k, n);
+    proto_jw_raw(w, "\":", 2);
+}
+#define MEMBER(w, first, k) key_sep(w, first, k, sizeof(k) - 1)
+
+/* n reals (finite: result_outcome() checked them) as an array. */
+static void put_reals(proto_jw *w, const double *d, size_t n)
+{
+    proto_jw_raw(w, "[", 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            proto_jw_raw(w, ",", 1);
+        proto_jw_double(w, d[i]);
+    }
+    proto_jw_raw(w, "]", 1);
+}
+
+static void put_vec(proto_jw *w, ik_vec3 v, bool dims2)
+{
+    double d[3] = {v.x, v.y, v.z};
+    put_reals(w, d, dims2 ? 2 : 3);
+}
+
+static void put_quat(proto_jw *w, ik_quat q)
+{
+    double d[4] = {q.x, q.y, q.z, q.w};
+    put_reals(w, d, 4);
+}
+
+/* A real member (finite: result_outcome() checked it). */
+static void put_real_member(proto_jw *w, bool *first, const char *k, size_t n, double v)
+{
+    key_sep(w, first, k, n);
+    proto_jw_double(w, v);
+}
+#define REAL_MEMBER(w, first, k, v) put_real_member(w, first, k, sizeof(k) - 1, v)
+
+/* The members of proto_job_result_json(job, i), without the braces. */
+static void put_result_members(proto_jw *w, bool *first, const proto_job *job, size_t i)
+{
+    const proto_result *r = &job->results[i];
+    const proto_chain *c = job->chain;
+    proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
+    proto_units u = job->opt.units;
+    outcome oc;
+    result_outcome(job, i, &oc);
+    MEMBER(w, first, "status");
+    proto_jw_string(w, oc.word, strlen(oc.word));
+    MEMBER(w, first, "code");
+    proto_jw_integer(w, oc.code);
+    MEMBER(w, first, "reason");
+    proto_jw_string(w, oc.reason, strlen(oc.reason));
+    bool valid = oc.pose;
+    if (valid && job->dof) {
+        MEMBER(w, first, "joints");
+        proto_jw_raw(w, "[", 1);
+        for (size_t k = 0; k < job->dof; k++) {
+            bool ang = answer_angle(c, k);
+            if (k)
+                proto_jw_raw(w, ",", 1);
+            proto_jw_double(w, ang ? proto_angle_out(u, r->q[k]) : r->q[k]);
+        }
+        proto_jw_raw(w, "]", 1);
+    }
+    if (valid && job->npos) {
+        MEMBER(w, first, "positions");
+        proto_jw_raw(w, "[", 1);
+        for (size_t k = 0; k < job->npos; k++) {
+            if (k)
+                proto_jw_raw(w, ",", 1);
+            put_vec(w, proto_frame_vec_out(f, r->positions[k]), job->dims2);
+        }
+        proto_jw_raw(w, "]", 1);
+    }
+    if (valid && job->nrot) {
+        bool skel = c->kind == PROTO_CHAIN_SKELETON;
+        MEMBER(w, first, "rotations");
+        proto_jw_raw(w, "[", 1);
+        for (size_t k = 0; k < job->nrot; k++) {
+            if (k)
+                proto_jw_raw(w, ",", 1);
+            put_quat(w, proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k]));
+        }
+        proto_jw_raw(w, "]", 1);
+        if (!skel) {
+            MEMBER(w, first, "local_rotations");
+            proto_jw_raw(w, "[", 1);
+            for (size_t k = 0; k < job->nrot; k++) {
+                if (k)
+                    proto_jw_raw(w, ",", 1);
+                put_quat(w, proto_frame_quat_out(f, r->local[k]));
+            }
+            proto_jw_raw(w, "]", 1);
+        }
+    }
+    if (valid && r->has_tip) {
+        ik_xform t = proto_frame_xform_out(f, r->tip);
+        MEMBER(w, first, "tip");
+        proto_jw_raw(w, "{", 1);
+        KEY(w, "position");
+        put_vec(w, t.p, job->dims2);
+        if (!job->dims2) {
+            proto_jw_raw(w, ",", 1);
+            KEY(w, "orientation");
+            put_quat(w, t.q);
+        }
+        proto_jw_raw(w, "}", 1);
+    }
+    if (valid) {
+        REAL_MEMBER(w, first, "position_error", r->pos_err);
+        if (r->rot_err >= 0)
+            REAL_MEMBER(w, first, "orientation_error", proto_angle_out(u, r->rot_err));
+        if (r->has_step)
+            REAL_MEMBER(w, first, "max_joint_step", answer_step(job, r));
+        if (r->servo >= 0) {
+            MEMBER(w, first, "arrived");
+            if (r->servo == 1)
+                proto_jw_raw(w, "true", 4);
+            else
+                proto_jw_raw(w, "false", 5);
+        }
+    }
+    MEMBER(w, first, "iterations");
+    proto_jw_integer(w, (json_int_t)r->iterations);
+    MEMBER(w, first, "restarts");
+    proto_jw_integer(w, (json_int_t)r->restarts);
+    REAL_MEMBER(w, first, "time_ms", oc.time_ms);
+}
+
+void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
+{
+    bool first = true;
+    proto_jw_raw(w, "{", 1);
+    put_result_members(w, &first, job, i);
+    proto_jw_raw(w, "}", 1);
+}
+
+/* An upper estimate of the answer's length, so that the buffer is
+ * allocated once: every double takes at most 25 characters and its
+ * separator. */
+static size_t encode_estimate(const proto_job *job)
+{
+    size_t doubles = job->dof + 3 * job->npos + 8 * job->nrot + 7 + 3;
+    size_t names = job->chain->nnames * (PROTO_NAME_MAX + 3) + 64;
+    return 256 + names + job->n * (320 + 26 * doubles);
+}
+
+char *proto_job_encode(const proto_job *job, size_t *len)
+{
+    const proto_chain *c = job->chain;
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    if (proto_jw_reserve(&w, encode_estimate(job)))
+        return NULL;
+    bool first = true;
+    proto_jw_raw(&w, "{", 1);
+    MEMBER(&w, &first, "chain_id");
+    const char *id = proto_chain_id(c);
+    proto_jw_string(&w, id, strlen(id));
+    MEMBER(&w, &first, "solver");
+    const char *sn = proto_solver_names[job->solver];
+    proto_jw_string(&w, sn, strlen(sn));
+    MEMBER(&w, &first, "units");
+    const char *un = proto_units_names[job->opt.units];
+    proto_jw_string(&w, un, strlen(un));
+    if (!job->dims2) {
+        MEMBER(&w, &first, "frame");
+        const char *fn = proto_frame_names[job->opt.frame];
+        proto_jw_string(&w, fn, strlen(fn));
+    }
+    if (c->kind == PROTO_CHAIN_LINKS3D) {
+        MEMBER(&w, &first, "joint_names");
+        static const char n5[] = "[\"yaw\",\"theta0\",\"theta1\",\"theta2\",\"roll\"]";
+        proto_jw_raw(&w, n5, sizeof n5 - 1);
+    } else if (c->names) {
+        if (c->kind == PROTO_CHAIN_SKELETON)
+            MEMBER(&w, &first, "bone_names");
+        else
+            MEMBER(&w, &first, "joint_names");
+        proto_jw_raw(&w, "[", 1);
+        for (size_t i = 0; i < c->nnames; i++) {
+            if (i)
+                proto_jw_raw(&w, ",", 1);
+            proto_jw_string(&w, c->names[i], strlen(c->names[i]));
+        }
+        proto_jw_raw(&w, "]", 1);
+    }
+    if (job->kind == PROTO_SOLVE) {
+        put_result_members(&w, &first, job, 0);
+    } else {
+        size_t counts[4] = {0, 0, 0, 0};
+        for (size_t i = 0; i < job->n; i++) {
+            /* by the code each result is answered with */
+            outcome oc;
+            result_outcome(job, i, &oc);
+            size_t k = oc.code == 1 ? 0 : oc.code == -31 ? 1 : oc.code == -6 ? 2 : 3;
+            counts[k]++;
+        }
+        MEMBER(&w, &first, "count");
+        proto_jw_integer(&w, (json_int_t)job->n);
+        MEMBER(&w, &first, "counts");
+        proto_jw_raw(&w, "{", 1);
+        KEY(&w, "success");
+        proto_jw_integer(&w, (json_int_t)counts[0]);
+        proto_jw_raw(&w, ",", 1);
+        KEY(&w, "no_ik_solution");
+        proto_jw_integer(&w, (json_int_t)counts[1]);
+        proto_jw_raw(&w, ",", 1);
+        KEY(&w, "timed_out");
+        proto_jw_integer(&w, (json_int_t)counts[2]);
+        proto_jw_raw(&w, ",", 1);
+        KEY(&w, "other");
+        proto_jw_integer(&w, (json_int_t)counts[3]);
+        proto_jw_raw(&w, "}", 1);
+        MEMBER(&w, &first, "results");
+        proto_jw_raw(&w, "[", 1);
+        for (size_t i = 0; i < job->n; i++) {
+            if (i)
+                proto_jw_raw(&w, ",", 1);
+            bool f1 = true;
+            proto_jw_raw(&w, "{", 1);
+            put_result_members(&w, &f1, job, i);
+            proto_jw_raw(&w, "}", 1);
+        }
+        proto_jw_raw(&w, "]", 1);
+    }
+    proto_jw_raw(&w, "}", 1);
+    return proto_jw_finish(&w, len);
+}

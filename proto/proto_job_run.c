@@ -1,0 +1,181 @@
+/*
+ * proto_job_run.c: a decoded job's life after decoding: solving its targets
+ * (proto_job_run, on any thread, disjoint ranges in parallel), the cost
+ * model the daemon uses to choose between the loop and the pool
+ * (proto_job_cost_us), the warm start of a stream's next job from the
+ * previous one (proto_job_warm_start), and freeing it. Contract in proto.h.
+ *
+ * Not here: decoding (proto_job_decode.c), answers (proto_job_encode.c), the
+ * solver bindings (proto_solver.c).
+ */
+#include "proto/proto_impl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver/ik_status.h"
+
+void proto_job_free(proto_job *job)
+{
+    if (!job)
+        return;
+    proto_chain_unref(job->chain);
+    free(job->block);
+    free(job->seed_owned);
+    free(job);
+}
+
+size_t proto_job_count(const proto_job *job)
+{
+    return job->n;
+}
+
+const char *proto_job_solver_name(const proto_job *job)
+{
+    return proto_solver_names[job->solver];
+}
+
+double proto_job_cost_us(const proto_job *job)
+{
+    switch (job->solver) {
+    case PROTO_SOLVER_TWO_LINK:
+    case PROTO_SOLVER_THREE_LINK:
+    case PROTO_SOLVER_THREE_LINK_3D:
+    case PROTO_SOLVER_TWO_BONE:
+        return 0.5;
+    case PROTO_SOLVER_FABRIK:
+    case PROTO_SOLVER_CCD: {
+        size_t it = job->opt.max_iterations ? job->opt.max_iterations : 32;
+        return 0.01 * (double)it * (double)job->npos;
+    }
+    default:
+        /* the numeric solver: tens of microseconds typically, bounded by
+         * the time budget */
+        return job->opt.timeout_ms > 0 ? fmin(50.0 * (double)job->dof, 1000 * job->opt.timeout_ms)
+                                       : 50.0 * (double)job->dof;
+    }
+}
+
+void proto_job_run(proto_job *job, size_t begin, size_t end)
+{
+    if (end > job->n)
+        end = job->n;
+    if (begin >= end)
+        return;
+    size_t ws_size = proto__workspace_size(job);
+    void *ws = ws_size ? malloc(ws_size) : NULL;
+    for (size_t i = begin; i < end; i++) {
+        if (ws_size && !ws) {
+            memset(&job->results[i].status, 0, sizeof(int));
+            job->results[i].status = IK_ENOSPC;
+        } else {
+            proto__run_one(job, i, ws, ws_size);
+        }
+        job->done[i] = true;
+    }
+    free(ws);
+}
+
+/* True when the answer's points lie on one line (within 1e-7 of the
+ * chain's length): a straight or folded limb, which says nothing about the
+ * side the knee or elbow bends to. Only for chains whose seed is a pose
+ * with such a side (planar arms, bones, skeletons). */
+static bool straight_answer(const proto_job *job, const proto_result *r)
+{
+    const proto_chain *c = job->chain;
+    if (c->kind != PROTO_CHAIN_PLANAR && c->kind != PROTO_CHAIN_BONES &&
+        c->kind != PROTO_CHAIN_SKELETON)
+        return false;
+    size_t n = job->npos;
+    if (n < 3)
+        return false;
+    const ik_vec3 *p = r->positions;
+    double len = 0, far = 0;
+    size_t j = 0;
+    for (size_t k = 1; k < n; k++) {
+        len += ik_vec3_dist(p[k], p[k - 1]);
+        double d = ik_vec3_dist(p[k], p[0]);
+        if (d > far)
+            far = d, j = k;
+    }
+    if (!(len > 0))
+        return true;
+    ik_vec3 u = ik_vec3_scale(ik_vec3_sub(p[j], p[0]), 1 / far);
+    for (size_t k = 1; k < n; k++) {
+        ik_vec3 v = ik_vec3_sub(p[k], p[0]);
+        if (ik_vec3_len(ik_vec3_sub(v, ik_vec3_scale(u, ik_vec3_dot(v, u)))) > 1e-7 * len)
+            return false;
+    }
+    return true;
+}
+
+void proto_job_warm_start(proto_job *job, const proto_job *prev)
+{
+    if (job->n > 0 && job->seed_q && job->has_seed[0] && proto__seed_len(job) > 0) {
+        /* the client's seed (a stream's open seed, or a re-synchronisation
+         * after the arm moved by other means) wins over the previous
+         * answer, and the solve continues from it */
+        job->opt.nearest = true;
+        return;
+    }
+    if (!prev || prev->n == 0 || prev->chain != job->chain || job->n == 0)
+        return;
+    size_t last = prev->n - 1;
+    const proto_result *r = &prev->results[last];
+    if (!prev->done[last] || r->status == IK_EINVAL || r->status == IK_ENOSPC)
+        return;
+    size_t sl = proto__seed_len(job);
+    if (sl == 0)
+        return;
+    /* An answer that failed (out of reach, not converged, timed out) or
+     * came out straight is no pose to continue from: a straight limb has no
+     * bend side, so the next knee could go either way, and a failed numeric
+     * search may have ended anywhere. The stream then keeps the previous
+     * job's own starting point, which by induction is the last answer that
+     * was a proper pose (or the chain's own pose when there was none). */
+    bool carry = r->status != IK_OK || straight_answer(prev, r);
+    if (carry && !(prev->seed_q && prev->has_seed[last]))
+        return; /* no seed: the job starts from the chain's own pose */
+    if (!job->seed_q) {
+        /* the job was decoded without seeds: give it room for one */
+        double *s = calloc(sl, sizeof *s);
+        if (!s)
+            return;
+        free(job->seed_owned);
+        job->seed_owned = s;
+        job->seed_q = s;
+    }
+    double *s = job->seed_q;
+    const proto_chain *c = job->chain;
+    if (carry) {
+        memmove(s, prev->seed_q + last * sl, sl * sizeof *s);
+    } else {
+        switch (c->kind) {
+        case PROTO_CHAIN_BONES:
+            for (size_t i = 0; i < c->nbones; i++) {
+                s[3 * i] = r->positions[i].x;
+                s[3 * i + 1] = r->positions[i].y;
+                s[3 * i + 2] = r->positions[i].z;
+            }
+            break;
+        case PROTO_CHAIN_SKELETON:
+            for (size_t i = 0; i < c->nskel; i++) {
+                s[4 * i] = r->local[i].x;
+                s[4 * i + 1] = r->local[i].y;
+                s[4 * i + 2] = r->local[i].z;
+                s[4 * i + 3] = r->local[i].w;
+            }
+            break;
+        default:
+            if (prev->dof != sl)
+                return;
+            memcpy(s, r->q, sl * sizeof *s);
+        }
+    }
+    job->has_seed[0] = true;
+    job->opt.nearest = true;
+}
+
