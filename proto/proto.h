@@ -9,10 +9,10 @@
  *                        disjoint ranges of one job in parallel
  *   proto_job_encode()   -> malloc'd JSON response body
  *   proto_job_free()
- * A WebSocket stream (server/) decodes its chain once with
- * proto_chain_decode_json() and then builds one single-target job per
- * message with proto_job_decode_json(..., chain, ...), warm-started from the
- * previous job with proto_job_warm_start().
+ * A WebSocket stream opens a typed session (proto/proto_session.h): its
+ * chain, options and seed are decoded once, and each target or path sample
+ * becomes a one-target job through the same constructor as a request's,
+ * warm-started from the previous answer (proto_job_warm_start()).
  *
  * Ownership: every function that returns a pointer says who frees it. On
  * error nothing is allocated and *err says what and where. proto never sees a
@@ -79,31 +79,10 @@ typedef struct proto_job proto_job;
 int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_limits *lim,
                      proto_chain_lookup_fn lookup, void *ud, proto_job **out, proto_error *err);
 
-/* The same from parsed JSON. If chain is not NULL the request must not carry
- * "chain"/"chain_id": the given chain is used (the job takes its own
- * reference). */
+/* The same from parsed JSON (a request body already parsed). */
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
-                          proto_chain *chain, proto_chain_lookup_fn lookup, void *ud,
-                          proto_job **out, proto_error *err);
-
-/* Checks an options object (NULL: none given) for a chain exactly as a
- * request's "options" is checked, paths under "/options": a stream checks
- * its options once, when it opens. 0, or -1 with *err set. */
-int proto_options_check(const json_t *options, const proto_chain *chain, const proto_limits *lim,
-                        proto_error *err);
-
-/* Everything a stream's open message gives besides its chain: the options
- * (as proto_options_check), the seed when not NULL (as proto_seed_check, at
- * "/seed"), and that a servo stream (options.servo) has a seed. 0, or -1
- * with *err set. */
-int proto_stream_open_check(const json_t *options, const json_t *seed, const proto_chain *chain,
-                            const proto_limits *lim, proto_error *err);
-
-/* Checks a seed (the value of "seed" in a request, or of a stream's open
- * message) for a chain and its options (NULL: none) exactly as a request's
- * seed is checked, with path as its JSON path. 0, or -1 with *err set. */
-int proto_seed_check(const json_t *seed, const proto_chain *chain, const json_t *options,
-                     const proto_limits *lim, const char *path, proto_error *err);
+                          proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                          proto_error *err);
 
 /* Number of targets (1 for PROTO_SOLVE). */
 size_t proto_job_count(const proto_job *job);

@@ -21,6 +21,7 @@
 #include "proto/proto_frame.h"
 #include "proto/proto_json.h"
 #include "proto/proto_json_write.h"
+#include "proto/proto_stream.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_skeleton.h"
@@ -174,6 +175,25 @@ struct proto_job {
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
 };
 
+/* A path message's path (proto_stream.h): its envelope decoded by
+ * proto_stream_decode (waypoint positions and orientations checked, the
+ * objects kept), its waypoints then decoded as targets of one stream by
+ * proto_session_path (bound: t filled, the objects released). */
+typedef struct proto_path_point {
+    json_t *json;   /* the waypoint object until bound (reference held) */
+    proto_target t; /* the waypoint as a target, once bound */
+} proto_path_point;
+
+struct proto_stream_path {
+    size_t npoints;
+    bool has_orientation;
+    bool bound;
+    double rate_hz;
+    double duration_s;
+    size_t count;
+    proto_path_point pts[]; /* npoints */
+};
+
 /* proto_value.c: value decoders shared by chains, requests and streams.
  * Each fills *err with the value's path on error. */
 /* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
@@ -191,10 +211,36 @@ static inline bool proto__angular_joint(const proto_chain *c, size_t i)
     return c->chain->type[i] != IK_JOINT_PRISMATIC;
 }
 
-/* proto_job_decode.c: doubles per seed for the job's chain: joint values,
- * bone positions (3 per joint) or skeleton local rotations (4 per bone); 0
- * when seeds do not apply. */
-size_t proto__seed_len(const proto_job *job);
+/* ---- proto_job_decode.c: the pieces of a request, shared by HTTP
+ * requests and stream sessions (proto_session.c) ---- */
+
+/* Doubles per seed for chain c: joint values, bone positions (3 per joint)
+ * or skeleton local rotations (4 per bone); 0 when seeds do not apply. */
+size_t proto__seed_len(const proto_chain *c);
+/* A target object at JSON pointer path, in the caller's frame f (dims2:
+ * a planar chain's 2-D target), into *t in the internal convention. */
+int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
+                         proto_target *t, proto_error *err);
+/* A seed at path for chain c with options *o (frame and units), into out
+ * (proto__seed_len(c) doubles, internal convention). */
+int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
+                       const proto_options *o, double *out, proto_error *err);
+/* An "options" object (NULL: none given) for chain c, paths under
+ * "/options": the options every solver shares, then what depends on the
+ * chain (options.servo, no frame on planar chains). */
+int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_limits *lim,
+                          proto_options *o, proto_error *err);
+/* The one constructor of jobs, for HTTP requests and stream sessions alike:
+ * a job of n targets on chain (which it takes its own reference to) with
+ * options *opt, its solver resolved from the first target *t0 (decoded,
+ * internal convention), *t0 checked against that solver (errors at
+ * t0_path) and stored as target 0; targets 1..n-1 are the caller's to fill
+ * (and to check with proto__check_target), and, when seeds, job->seed_q
+ * has room for n seeds (has_seed all false). 0 and *out, or -1 with *err
+ * set and nothing allocated. */
+int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind, size_t n,
+                   const proto_target *t0, const char *t0_path, bool seeds, proto_job **out,
+                   proto_error *err);
 
 /* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
  * straight into w (the stream encoder uses it for solutions). */

@@ -28,23 +28,22 @@
 
 /* ---- targets ---------------------------------------------------------- */
 
-static int decode_target(const json_t *v, const char *path, const proto_job *job,
+int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
                          proto_target *t, proto_error *err)
 {
     static const char *const keys2[] = {"position", "up", NULL};
     static const char *const keys3[] = {"position", "orientation", "rotation", "up",
                                         "pole",     "weights",     NULL};
-    proto_frame f = job->opt.frame;
     memset(t, 0, sizeof *t);
     t->orientation = ik_quat_identity();
-    if (proto_json_check_object(v, path, job->dims2 ? keys2 : keys3, err))
+    if (proto_json_check_object(v, path, dims2 ? keys2 : keys3, err))
         return -1;
     char p[PROTO_PATH_MAX];
     json_t *x = proto_json_require(v, path, "position", err);
     if (!x)
         return -1;
     proto_json_path_key(p, path, "position");
-    if (job->dims2) {
+    if (dims2) {
         double d[2];
         if (proto_json_numbers(x, p, 2, d, err))
             return -1;
@@ -142,9 +141,8 @@ static int decode_target(const json_t *v, const char *path, const proto_job *job
 /* Doubles per seed for the job's chain: joint values, bone positions (3 per
  * joint) or skeleton local rotations (4 per bone); 0 when seeds do not
  * apply. */
-size_t proto__seed_len(const proto_job *job)
+size_t proto__seed_len(const proto_chain *c)
 {
-    const proto_chain *c = job->chain;
     switch (c->kind) {
     case PROTO_CHAIN_PLANAR:
     case PROTO_CHAIN_JOINTS:
@@ -161,11 +159,10 @@ size_t proto__seed_len(const proto_job *job)
 
 
 
-static int decode_seed(const json_t *v, const char *path, proto_job *job, double *out,
-                       proto_error *err)
+int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
+                       const proto_options *o, double *out, proto_error *err)
 {
-    const proto_chain *c = job->chain;
-    size_t len = proto__seed_len(job);
+    size_t len = proto__seed_len(c);
     if (len == 0)
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
                                "%s chains take no seed", proto_chain_kind_names[c->kind]);
@@ -183,7 +180,7 @@ static int decode_seed(const json_t *v, const char *path, proto_job *job, double
                 ik_vec3 x;
                 if (proto__vec3(json_array_get(v, i), p, &x, err))
                     return -1;
-                x = proto_frame_vec_in(job->opt.frame, x);
+                x = proto_frame_vec_in(o->frame, x);
                 if (i > 0) {
                     ik_vec3 prev = ik_v3(out[3 * i - 3], out[3 * i - 2], out[3 * i - 1]);
                     if (!(ik_vec3_dist(prev, x) >= PROTO_MIN_LENGTH))
@@ -198,7 +195,7 @@ static int decode_seed(const json_t *v, const char *path, proto_job *job, double
                 ik_quat q;
                 if (proto__quat(json_array_get(v, i), p, &q, err))
                     return -1;
-                q = proto_frame_quat_in(job->opt.frame, q);
+                q = proto_frame_quat_in(o->frame, q);
                 out[4 * i] = q.x;
                 out[4 * i + 1] = q.y;
                 out[4 * i + 2] = q.z;
@@ -212,7 +209,7 @@ static int decode_seed(const json_t *v, const char *path, proto_job *job, double
             return -1;
         for (size_t i = 0; i < len; i++)
             if (proto__angular_joint(c, i))
-                out[i] = proto_angle_in(job->opt.units, out[i]);
+                out[i] = proto_angle_in(o->units, out[i]);
         return 0;
     }
 }
@@ -292,45 +289,6 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
     return 0;
 }
 
-/* ---- jobs ------------------------------------------------------------- */
-
-static int job_alloc(proto_job *job, bool seeds)
-{
-    size_t n = job->n, sl = proto__seed_len(job);
-    size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool));
-    size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
-                 2 * job->nrot * sizeof(ik_quat);
-    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
-    /* doubles first for alignment */
-    char *b = calloc(1, seedsz + n * per + sz + 16);
-    if (!b)
-        return -1;
-    job->block = b;
-    job->seed_q = seeds ? (double *)b : NULL;
-    b += seedsz;
-    job->results = (proto_result *)b;
-    b += n * sizeof(proto_result);
-    job->targets = (proto_target *)b;
-    b += n * sizeof(proto_target);
-    for (size_t i = 0; i < n; i++) {
-        proto_result *r = &job->results[i];
-        r->q = (double *)b;
-        b += job->dof * sizeof(double);
-        r->positions = (ik_vec3 *)b;
-        b += job->npos * sizeof(ik_vec3);
-        r->rotations = (ik_quat *)b;
-        b += job->nrot * sizeof(ik_quat);
-        r->local = (ik_quat *)b;
-        b += job->nrot * sizeof(ik_quat);
-    }
-    job->has_seed = (bool *)b;
-    b += n * sizeof(bool);
-    job->done = (bool *)b;
-    return 0;
-}
-
-/* A request's "options" for its chain: decode_options, then what depends on
- * the chain. */
 /* options.servo for chain c: {"period_s": T, "velocity": [...]}, the
  * velocities in options.units per second (length per second for prismatic
  * joints), or, without "velocity", the URDF's <limit velocity>. */
@@ -379,8 +337,8 @@ static int servo_options(const json_t *sv, const proto_chain *c, proto_options *
     return 0;
 }
 
-static int chain_options(const json_t *jo, const proto_chain *c, const proto_limits *lim,
-                         proto_options *o, proto_error *err)
+int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_limits *lim,
+                          proto_options *o, proto_error *err)
 {
     if (decode_options(jo, "/options", lim, o, err))
         return -1;
@@ -396,64 +354,86 @@ static int chain_options(const json_t *jo, const proto_chain *c, const proto_lim
     return 0;
 }
 
-int proto_options_check(const json_t *options, const proto_chain *chain, const proto_limits *lim,
-                        proto_error *err)
-{
-    proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
-    proto_options o;
-    return chain_options(options, chain, lim, &o, err);
-}
 
-int proto_stream_open_check(const json_t *options, const json_t *seed, const proto_chain *chain,
-                            const proto_limits *lim, proto_error *err)
+/* ---- jobs ------------------------------------------------------------- */
+
+static int job_alloc(proto_job *job, bool seeds)
 {
-    proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
-    proto_options o;
-    if (chain_options(options, chain, lim, &o, err))
+    size_t n = job->n, sl = proto__seed_len(job->chain);
+    size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool));
+    size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
+                 2 * job->nrot * sizeof(ik_quat);
+    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
+    /* doubles first for alignment */
+    char *b = calloc(1, seedsz + n * per + sz + 16);
+    if (!b)
         return -1;
-    if (seed)
-        return proto_seed_check(seed, chain, options, lim, "/seed", err);
-    if (o.servo_period > 0)
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/seed",
-                               "a servo stream needs the arm's current joints as \"seed\" (each "
-                               "answer moves from there)");
+    job->block = b;
+    job->seed_q = seeds ? (double *)b : NULL;
+    b += seedsz;
+    job->results = (proto_result *)b;
+    b += n * sizeof(proto_result);
+    job->targets = (proto_target *)b;
+    b += n * sizeof(proto_target);
+    for (size_t i = 0; i < n; i++) {
+        proto_result *r = &job->results[i];
+        r->q = (double *)b;
+        b += job->dof * sizeof(double);
+        r->positions = (ik_vec3 *)b;
+        b += job->npos * sizeof(ik_vec3);
+        r->rotations = (ik_quat *)b;
+        b += job->nrot * sizeof(ik_quat);
+        r->local = (ik_quat *)b;
+        b += job->nrot * sizeof(ik_quat);
+    }
+    job->has_seed = (bool *)b;
+    b += n * sizeof(bool);
+    job->done = (bool *)b;
     return 0;
 }
 
-int proto_seed_check(const json_t *seed, const proto_chain *chain, const json_t *options,
-                     const proto_limits *lim, const char *path, proto_error *err)
+
+int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind, size_t n,
+                   const proto_target *t0, const char *t0_path, bool seeds, proto_job **out,
+                   proto_error *err)
 {
-    proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
-    proto_job job;
-    memset(&job, 0, sizeof job);
-    job.chain = (proto_chain *)chain;
-    job.dims2 = chain->kind == PROTO_CHAIN_PLANAR;
-    if (chain_options(options, chain, lim, &job.opt, err))
-        return -1;
-    size_t len = proto__seed_len(&job);
-    double *buf = calloc(len ? len : 1, sizeof *buf);
-    if (!buf)
+    *out = NULL;
+    proto_job *job = calloc(1, sizeof *job);
+    if (!job)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    int rc = decode_seed(seed, path, &job, buf, err);
-    free(buf);
-    return rc;
+    job->kind = kind;
+    proto_chain_ref(chain);
+    job->chain = chain;
+    job->dims2 = chain->kind == PROTO_CHAIN_PLANAR;
+    job->opt = *opt;
+    job->n = n;
+    /* the solver, from the chain and the first target */
+    if (proto__resolve_solver(chain, &job->opt, t0, &job->solver, err))
+        goto fail;
+    if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC) {
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/max_joint_step",
+                        "options.max_joint_step is used by the numeric solver only, not by %s",
+                        proto_solver_names[job->solver]);
+        goto fail;
+    }
+    proto__result_dims(chain, job->solver, &job->dof, &job->npos, &job->nrot);
+    if (job_alloc(job, seeds)) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto fail;
+    }
+    job->targets[0] = *t0;
+    if (proto__check_target(job, &job->targets[0], t0_path, err))
+        goto fail;
+    *out = job;
+    return 0;
+fail:
+    proto_job_free(job);
+    return -1;
 }
 
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
-                          proto_chain *chain, proto_chain_lookup_fn lookup, void *ud,
-                          proto_job **out, proto_error *err)
+                          proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                          proto_error *err)
 {
     static const char *const keys1[] = {"chain", "chain_id", "target", "seed", "options", NULL};
     static const char *const keysb[] = {"chain",   "chain_id", "targets",
@@ -466,41 +446,27 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     *out = NULL;
     if (proto_json_check_object(req, "", kind == PROTO_BATCH ? keysb : keys1, err))
         return -1;
-    proto_job *job = calloc(1, sizeof *job);
-    if (!job)
-        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    job->kind = kind;
 
     /* the chain */
     json_t *jc = json_object_get(req, "chain"), *jid = json_object_get(req, "chain_id");
-    if (chain) {
-        if (jc || jid) {
-            proto_error_set(err, PROTO_E_INVALID_REQUEST, jc ? "/chain" : "/chain_id",
-                            "this stream already has its chain; send no chain or chain_id");
-            goto fail;
-        }
-        proto_chain_ref(chain);
-        job->chain = chain;
-    } else if (jc && jid) {
-        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/chain_id",
-                        "give either chain or chain_id, not both");
-        goto fail;
-    } else if (jc || jid) {
-        const char *id = NULL;
-        if (jid && proto_json_string(jid, "/chain_id", 128, &id, err))
-            goto fail;
-        job->chain = proto_chain_resolve(jc, id, lim, lookup, ud, err);
-        if (!job->chain)
-            goto fail;
-    } else {
-        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/chain", "chain or chain_id is required");
-        goto fail;
-    }
-    job->dims2 = job->chain->kind == PROTO_CHAIN_PLANAR;
+    if (jc && jid)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/chain_id",
+                               "give either chain or chain_id, not both");
+    if (!jc && !jid)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/chain",
+                               "chain or chain_id is required");
+    const char *id = NULL;
+    if (jid && proto_json_string(jid, "/chain_id", 128, &id, err))
+        return -1;
+    proto_chain *chain = proto_chain_resolve(jc, id, lim, lookup, ud, err);
+    if (!chain)
+        return -1;
 
-    if (chain_options(json_object_get(req, "options"), job->chain, lim, &job->opt, err))
+    proto_job *job = NULL;
+    proto_options opt;
+    if (proto__options_decode(json_object_get(req, "options"), chain, lim, &opt, err))
         goto fail;
-    if (job->opt.servo_period > 0 && !chain) {
+    if (opt.servo_period > 0) {
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo",
                         "options.servo applies to streams (GET /v1/stream), where each answer "
                         "is one control period");
@@ -509,56 +475,46 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
 
     /* targets: count them first */
     json_t *jt;
+    size_t n = 1;
     const char *tpath = kind == PROTO_BATCH ? "/targets" : "/target";
     if (kind == PROTO_BATCH) {
         jt = proto_json_require(req, "", "targets", err);
-        if (!jt || proto_json_array(jt, tpath, 1, lim->max_targets, true, &job->n, err))
+        if (!jt || proto_json_array(jt, tpath, 1, lim->max_targets, true, &n, err))
             goto fail;
     } else {
         jt = proto_json_require(req, "", "target", err);
         if (!jt)
             goto fail;
-        job->n = 1;
     }
-    /* the solver, from the chain and the first target */
+    /* the first target decides the solver */
     proto_target t0;
     char p[PROTO_PATH_MAX];
     if (kind == PROTO_BATCH)
         proto_json_path_index(p, tpath, 0);
     else
         snprintf(p, sizeof p, "%s", tpath);
-    if (decode_target(kind == PROTO_BATCH ? json_array_get(jt, 0) : jt, p, job, &t0, err))
+    bool dims2 = chain->kind == PROTO_CHAIN_PLANAR;
+    if (proto__target_decode(kind == PROTO_BATCH ? json_array_get(jt, 0) : jt, p, opt.frame,
+                             dims2, &t0, err))
         goto fail;
-    if (proto__resolve_solver(job->chain, &job->opt, &t0, &job->solver, err))
-        goto fail;
-    if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC) {
-        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/max_joint_step",
-                        "options.max_joint_step is used by the numeric solver only, not by %s",
-                        proto_solver_names[job->solver]);
-        goto fail;
-    }
-    proto__result_dims(job->chain, job->solver, &job->dof, &job->npos, &job->nrot);
-
     json_t *js = json_object_get(req, kind == PROTO_BATCH ? "seeds" : "seed");
     const char *spath = kind == PROTO_BATCH ? "/seeds" : "/seed";
     if (js && kind == PROTO_BATCH) {
         size_t ns;
-        if (proto_json_array(js, spath, job->n, job->n, false, &ns, err))
+        if (proto_json_array(js, spath, n, n, false, &ns, err))
             goto fail;
     }
-    if (job_alloc(job, js != NULL)) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    if (proto__job_new(chain, &opt, kind, n, &t0, p, js != NULL, &job, err))
         goto fail;
-    }
-    size_t sl = proto__seed_len(job);
+    proto_chain_unref(chain);
+    chain = NULL;
+    size_t sl = proto__seed_len(job->chain);
     for (size_t i = 0; i < job->n; i++) {
         if (kind == PROTO_BATCH)
             proto_json_path_index(p, tpath, i);
-        if (i == 0)
-            job->targets[0] = t0;
-        else if (decode_target(json_array_get(jt, i), p, job, &job->targets[i], err))
-            goto fail;
-        if (proto__check_target(job, &job->targets[i], p, err))
+        if (i > 0 && (proto__target_decode(json_array_get(jt, i), p, job->opt.frame, dims2,
+                                           &job->targets[i], err) ||
+                      proto__check_target(job, &job->targets[i], p, err)))
             goto fail;
         if (js) {
             json_t *s = kind == PROTO_BATCH ? json_array_get(js, i) : js;
@@ -568,14 +524,13 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
                 snprintf(p, sizeof p, "%s", spath);
             if (json_is_null(s) && kind == PROTO_BATCH)
                 continue;
-            if (decode_seed(s, p, job, job->seed_q + i * sl, err))
+            if (proto__seed_decode(s, p, job->chain, &job->opt, job->seed_q + i * sl, err))
                 goto fail;
             job->has_seed[i] = true;
         }
     }
-    /* a step needs somewhere to step from: every target a seed (a stream
-     * gives its warm start instead, and says so with chain != NULL) */
-    if (job->opt.max_joint_step_in > 0 && !chain) {
+    /* a step needs somewhere to step from: every target a seed */
+    if (job->opt.max_joint_step_in > 0) {
         for (size_t i = 0; i < job->n; i++) {
             if (job->has_seed[i])
                 continue;
@@ -592,6 +547,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     *out = job;
     return 0;
 fail:
+    proto_chain_unref(chain);
     proto_job_free(job);
     return -1;
 }
@@ -608,7 +564,7 @@ int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes, err);
     if (!root)
         return -1;
-    int rc = proto_job_decode_json(root, kind, lim, NULL, lookup, ud, out, err);
+    int rc = proto_job_decode_json(root, kind, lim, lookup, ud, out, err);
     json_decref(root);
     return rc;
 }

@@ -114,7 +114,7 @@ static bool straight_answer(const proto_job *job, const proto_result *r)
 
 void proto_job_warm_start(proto_job *job, const proto_job *prev)
 {
-    if (job->n > 0 && job->seed_q && job->has_seed[0] && proto__seed_len(job) > 0) {
+    if (job->n > 0 && job->seed_q && job->has_seed[0] && proto__seed_len(job->chain) > 0) {
         /* the client's seed (a stream's open seed, or a re-synchronisation
          * after the arm moved by other means) wins over the previous
          * answer, and the solve continues from it */
@@ -127,7 +127,7 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
     const proto_result *r = &prev->results[last];
     if (!prev->done[last] || r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
-    size_t sl = proto__seed_len(job);
+    size_t sl = proto__seed_len(job->chain);
     if (sl == 0)
         return;
     /* An answer that failed (out of reach, not converged, timed out) or

@@ -1,18 +1,16 @@
 /*
  * proto_stream.c: decoding and encoding the messages of a WebSocket stream
- * (stream.h has the message list; proto/STREAM.md the client documentation).
+ * (proto_stream.h has the message list; proto/STREAM.md the client
+ * documentation).
  *
  * Decoding checks the envelope of a message: its type, the stream name, the
  * client's sequence number, that exactly one of "chain"/"chain_id" opens a
  * stream, and the shape of a path (waypoints with "position" [x,y,z] and
  * optionally "orientation" [x,y,z,w], a unit quaternion within
- * PROTO_QUAT_UNIT_TOL exactly as a target's, rate and duration). It does not check
- * chains, options or targets: the server hands those to proto_job_decode_json
- * (proto.h), whose error paths ("/target/...") point into the same message.
- *
- * Path samples are interpolated here (positions linearly, orientations by
- * spherical linear interpolation, ik_quat_slerp of solver/ik_math.h), so that
- * the server only asks for "sample i" on each timer tick.
+ * PROTO_QUAT_UNIT_TOL exactly as a target's, rate and duration). It does
+ * not check chains, options or targets: a stream's typed session does
+ * (proto_session.c), with error paths ("/target/...", "/waypoints/3/...")
+ * that point into the same message; it also interpolates path samples.
  *
  * Encoding writes compact JSON. Stream names are restricted to characters
  * that never need escaping, so the envelope is printed directly and only the
@@ -28,23 +26,6 @@
 
 #include "proto/proto_impl.h"
 #include "solver/ik_math.h"
-
-/* ---- paths: the decoded form -------------------------------------------- */
-
-typedef struct path_point {
-    ik_vec3 p;
-    ik_quat q;
-    json_t *json; /* the waypoint object (reference held by the path) */
-} path_point;
-
-struct proto_stream_path {
-    size_t npoints;
-    bool has_orientation;
-    double rate_hz;
-    double duration_s;
-    size_t count;
-    path_point pts[]; /* npoints */
-};
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -163,7 +144,6 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
             return stream_err(err, PROTO_E_INVALID_REQUEST, where,
                               "a waypoint needs \"position\": three finite numbers");
         }
-        p->pts[i].p = ik_v3(v[0], v[1], v[2]);
         const json_t *o = json_object_get(w, "orientation");
         if (i == 0)
             p->has_orientation = o != NULL;
@@ -173,12 +153,12 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
             return stream_err(err, PROTO_E_INVALID_REQUEST, where,
                               "\"orientation\" must be on every waypoint or on none");
         }
-        p->pts[i].q = ik_quat_identity();
         if (o) {
             /* the rule and message of a target's orientation: a unit
-             * quaternion within PROTO_QUAT_UNIT_TOL, normalised */
+             * quaternion within PROTO_QUAT_UNIT_TOL */
+            ik_quat q;
             snprintf(where, sizeof where, "/waypoints/%zu/orientation", i);
-            if (proto__quat(o, where, &p->pts[i].q, err)) {
+            if (proto__quat(o, where, &q, err)) {
                 proto_stream_path_free(p);
                 return -1;
             }
@@ -197,56 +177,6 @@ size_t proto_stream_path_count(const proto_stream_path *p)
 double proto_stream_path_rate_hz(const proto_stream_path *p)
 {
     return p ? p->rate_hz : 0.0;
-}
-
-static json_t *number_array(const double *v, size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++) {
-        if (json_array_append_new(a, json_real(v[i])) != 0) {
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
-json_t *proto_stream_path_sample(const proto_stream_path *p, size_t i)
-{
-    if (!p || i >= p->count)
-        return NULL;
-    /* Time of the sample along the path, in segments (0 .. npoints-1). */
-    size_t nseg = p->npoints - 1;
-    double u;
-    if (i + 1 == p->count)
-        u = (double)nseg;
-    else
-        u = ((double)i / p->rate_hz) / p->duration_s * (double)nseg;
-    if (u > (double)nseg)
-        u = (double)nseg;
-    size_t seg = (size_t)u;
-    if (seg >= nseg)
-        seg = nseg - 1;
-    double t = u - (double)seg;
-    const path_point *a = &p->pts[seg], *b = &p->pts[seg + 1];
-
-    json_t *s = json_copy(a->json); /* shallow: members shared, two replaced */
-    if (!s)
-        return NULL;
-    ik_vec3 pos = ik_vec3_lerp(a->p, b->p, t);
-    double pv[3] = {pos.x, pos.y, pos.z};
-    if (json_object_set_new(s, "position", number_array(pv, 3)) != 0)
-        goto fail;
-    if (p->has_orientation) {
-        ik_quat q = ik_quat_slerp(a->q, b->q, t);
-        double qv[4] = {q.x, q.y, q.z, q.w};
-        if (json_object_set_new(s, "orientation", number_array(qv, 4)) != 0)
-            goto fail;
-    }
-    return s;
-fail:
-    json_decref(s);
-    return NULL;
 }
 
 size_t proto_stream_path_next(const proto_stream_path *p, long long last, double elapsed_ms,

@@ -19,15 +19,17 @@
  *   {"type":"error","stream":"s1","seq":17,"error":{"code":..,"message":..,"path":..}}
  *
  * Decoding validates the envelope only (type, stream name, seq, the shape of
- * a path); the chain, options and targets are validated by proto.h when the
- * server builds the job, with JSON paths that point into the same message.
+ * a path); the chain, options, seeds and targets are decoded by the stream's
+ * typed session (proto/proto_session.h), with JSON paths that point into the
+ * same message.
  *
- * Path interpolation: waypoints are targets whose "position" ([x,y,z]) is
- * interpolated linearly and whose "orientation" (quaternion [x,y,z,w], either
- * on every waypoint or on none) by slerp (ik_quat_slerp); every other member
- * of a sample is copied from the waypoint that starts its segment. The
- * waypoints are equally spaced in time over duration_s; sample i is at time
- * i / rate_hz, the last one exactly on the last waypoint.
+ * Paths: waypoints are targets whose "position" ([x,y,z]) is interpolated
+ * linearly and whose "orientation" (quaternion [x,y,z,w], either on every
+ * waypoint or on none) by slerp; every other member of a sample is the one
+ * of the waypoint that starts its segment (proto_session_sample does it on
+ * the decoded targets). The waypoints are equally spaced in time over
+ * duration_s; sample i is at time i / rate_hz, the last one exactly on the
+ * last waypoint.
  *
  * Thread-safety: no globals; a decoded message or path is used by one thread
  * at a time. Nothing here blocks or touches the event loop.
@@ -105,9 +107,6 @@ bool proto_stream_name_valid(const char *name);
 /* Number of samples of a path (>= 2). */
 size_t proto_stream_path_count(const proto_stream_path *p);
 double proto_stream_path_rate_hz(const proto_stream_path *p);
-/* Sample i (< count) as a new target object (caller decrefs), or NULL when
- * out of memory or i is out of range. */
-json_t *proto_stream_path_sample(const proto_stream_path *p, size_t i);
 /* Paths on schedule. Sample k is due k / rate_hz seconds after the path
  * started. Given the last sample taken (-1 before the first) and the
  * milliseconds elapsed since the start, returns the sample to solve now:

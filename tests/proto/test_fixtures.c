@@ -55,6 +55,7 @@
 
 #include "proto/proto.h"
 #include "proto/proto_json.h"
+#include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
@@ -1183,7 +1184,7 @@ START_TEST(stream_examples)
     static const char marker[] = "<!-- check: ";
     size_t client = 0, server = 0, knees = 0;
     ik_vec3 side = ik_v3(0, 0, 0);
-    proto_chain *chain = NULL;
+    proto_session *session = NULL;
     for (char *m = strstr(doc, marker); m; m = strstr(m + 1, marker)) {
         bool is_client = strncmp(m + strlen(marker), "client", 6) == 0;
         ck_assert(is_client || strncmp(m + strlen(marker), "server", 6) == 0);
@@ -1201,24 +1202,28 @@ START_TEST(stream_examples)
             ck_assert_msg(proto_stream_decode(body, len, &msg, &e) == 0, "%.*s: %s", (int)len, body,
                           e.message);
             if (msg.type == PROTO_STREAM_OPEN && msg.chain) {
-                proto_chain_unref(chain);
-                chain = proto_chain_decode_json(msg.chain, "/chain", NULL, &e);
+                proto_session_free(session);
+                session = NULL;
+                proto_chain *chain = proto_chain_decode_json(msg.chain, "/chain", NULL, &e);
                 ck_assert_msg(chain != NULL, "stream chain: %s", e.message);
+                ck_assert_msg(proto_session_open(chain, msg.options, msg.seed, NULL, &session,
+                                                 &e) == 0,
+                              "stream open: %s at %s", e.message, e.path);
+                proto_chain_unref(chain);
             }
             if (msg.type == PROTO_STREAM_TARGET || msg.type == PROTO_STREAM_PATH) {
-                ck_assert_msg(chain != NULL, "a target before any open with a chain");
+                ck_assert_msg(session != NULL, "a target before any open with a chain");
                 size_t ns = msg.type == PROTO_STREAM_PATH ? proto_stream_path_count(msg.path) : 1;
+                if (msg.type == PROTO_STREAM_PATH)
+                    ck_assert_msg(proto_session_path(session, msg.path, &e) == 0,
+                                  "stream path: %s at %s", e.message, e.path);
                 for (size_t i = 0; i < ns; i++) {
-                    json_t *t = msg.type == PROTO_STREAM_PATH
-                                    ? proto_stream_path_sample(msg.path, i)
-                                    : json_incref(msg.target);
-                    json_t *req = json_pack("{s:o}", "target", t);
                     proto_job *job;
-                    ck_assert_msg(proto_job_decode_json(req, PROTO_SOLVE, NULL, chain, NULL, NULL,
-                                                        &job, &e) == 0,
-                                  "stream target: %s", e.message);
+                    int rc = msg.type == PROTO_STREAM_PATH
+                                 ? proto_session_sample(session, msg.path, i, &job, &e)
+                                 : proto_session_target(session, msg.target, msg.seed, &job, &e);
+                    ck_assert_msg(rc == 0, "stream target: %s", e.message);
                     proto_job_free(job);
-                    json_decref(req);
                 }
             }
             proto_stream_msg_free(&msg);
@@ -1253,7 +1258,7 @@ START_TEST(stream_examples)
             server++;
         }
     }
-    proto_chain_unref(chain);
+    proto_session_free(session);
     ck_assert_uint_ge(client, 4);
     ck_assert_uint_ge(server, 5);
     ck_assert_uint_ge(knees, 2);

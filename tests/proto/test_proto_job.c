@@ -11,6 +11,8 @@
 #include <ctype.h>
 
 #include "proto/proto_impl.h"
+#include "proto/proto_session.h"
+#include "proto/proto_stream.h"
 
 #include "proto/proto_urdf.h"
 #include "solver/ik_anim.h"
@@ -599,10 +601,12 @@ START_TEST(test_chain_id_and_warm_start)
     ck_assert_ptr_null(b);
     pc_reject(body, PROTO_SOLVE, "unknown_chain", 404, "/chain_id");
 
-    /* a stream job: chain given, warm-started from the previous answer,
-     * keeps the previous branch */
-    json_t *req = json_pack("{s:{s:[f,f]}}", "target", "position", 1.0, 0.9);
-    ck_assert_int_eq(proto_job_decode_json(req, PROTO_SOLVE, NULL, c, NULL, NULL, &b, &e), 0);
+    /* a stream job: the session's chain, warm-started from the previous
+     * answer, keeps the previous branch */
+    json_t *tgt = json_pack("{s:[f,f]}", "position", 1.0, 0.9);
+    proto_session *ss;
+    ck_assert_int_eq(proto_session_open(c, NULL, NULL, NULL, &ss, &e), 0);
+    ck_assert_int_eq(proto_session_target(ss, tgt, NULL, &b, &e), 0);
     proto_job_warm_start(b, a);
     proto_job_run(b, 0, 1);
     json_t *ra = proto_job_result_json(a, 0), *rb = proto_job_result_json(b, 0);
@@ -611,11 +615,14 @@ START_TEST(test_chain_id_and_warm_start)
     json_decref(ra);
     json_decref(rb);
     proto_job_free(b);
-    /* a stream job must not carry its own chain */
-    json_object_set_new(req, "chain", json_pack("{s:s}", "kind", "planar"));
-    ck_assert_int_eq(proto_job_decode_json(req, PROTO_SOLVE, NULL, c, NULL, NULL, &b, &e), -1);
+    proto_session_free(ss);
+    json_decref(tgt);
+    /* a stream's target message must not carry its own chain */
+    const char *tm = "{\"type\":\"target\",\"stream\":\"s\",\"seq\":1,"
+                     "\"target\":{\"position\":[1,0.9]},\"chain\":{\"kind\":\"planar\"}}";
+    proto_stream_msg m;
+    ck_assert_int_eq(proto_stream_decode(tm, strlen(tm), &m, &e), -1);
     ck_assert_str_eq(e.path, "/chain");
-    json_decref(req);
     proto_job_free(a);
     proto_chain_unref(c);
 }
@@ -623,37 +630,42 @@ END_TEST
 
 /* ---- streams: no flips after an unreachable target ------------------------ */
 
-/* Runs a stream on chain c the way server/ws.c does: every message's
- * target decoded against the stream's chain and options, warm-started from
- * the previous job, solved. jobs[i] answers targets[i]; the caller frees
- * them. extra[i], when not NULL, adds members to message i's request (a
- * seed). */
+/* Runs a stream on chain c the way server/ws_stream.c does: a session
+ * opened with options, every message's target decoded by the session,
+ * prepared (warm start), solved and kept as the next warm start.
+ * res[i] is the result object answering targets[i]; the caller decrefs
+ * them. extra[i], when not NULL, adds members to message i (a "seed"). */
 static void stream_run(proto_chain *c, json_t *const *targets, size_t n, const char *options,
-                       const char *const *extra, proto_job **jobs)
+                       const char *const *extra, json_t **res)
 {
-    proto_job *prev = NULL;
+    proto_error e;
+    json_t *jo = NULL;
+    if (options) {
+        json_error_t je;
+        jo = json_loads(options, 0, &je);
+        ck_assert_ptr_nonnull(jo);
+    }
+    proto_session *ss;
+    ck_assert_msg(proto_session_open(c, jo, NULL, NULL, &ss, &e) == 0, "%s", e.message);
+    json_decref(jo);
     for (size_t i = 0; i < n; i++) {
-        json_t *req = json_pack("{s:O}", "target", targets[i]);
-        if (options) {
-            json_error_t je;
-            json_object_set_new(req, "options", json_loads(options, 0, &je));
-        }
+        json_t *x = NULL;
         if (extra && extra[i]) {
             json_error_t je;
-            json_t *x = json_loads(extra[i], 0, &je);
+            x = json_loads(extra[i], 0, &je);
             ck_assert_ptr_nonnull(x);
-            json_object_update(req, x);
-            json_decref(x);
         }
-        proto_error e;
-        ck_assert_msg(proto_job_decode_json(req, PROTO_SOLVE, NULL, c, NULL, NULL, &jobs[i], &e) ==
-                          0,
+        proto_job *job;
+        ck_assert_msg(proto_session_target(ss, targets[i], x ? json_object_get(x, "seed") : NULL,
+                                           &job, &e) == 0,
                       "target %zu: %s", i, e.message);
-        json_decref(req);
-        proto_job_warm_start(jobs[i], prev);
-        proto_job_run(jobs[i], 0, 1);
-        prev = jobs[i];
+        json_decref(x);
+        proto_session_prepare(ss, job);
+        proto_job_run(job, 0, 1);
+        res[i] = proto_job_result_json(job, 0);
+        proto_session_solved(ss, job);
     }
+    proto_session_free(ss);
 }
 
 static json_t *pos_target(ik_vec3 p)
@@ -663,23 +675,17 @@ static json_t *pos_target(ik_vec3 p)
 
 /* The part of the knee's offset from the hip perpendicular to the line from
  * the hip to the target t: the side the knee bends to. */
-static ik_vec3 knee_side(const proto_job *job, ik_vec3 t)
+static ik_vec3 knee_side(const json_t *r, ik_vec3 t)
 {
-    json_t *r = proto_job_result_json(job, 0);
     json_t *p = json_object_get(r, "positions");
     ik_vec3 hip = pc_vec(json_array_get(p, 0)), knee = pc_vec(json_array_get(p, 1));
-    json_decref(r);
     ik_vec3 d = ik_vec3_normalize(ik_vec3_sub(t, hip)), k = ik_vec3_sub(knee, hip);
     return ik_vec3_sub(k, ik_vec3_scale(d, ik_vec3_dot(k, d)));
 }
 
-static const char *status_of(const proto_job *job)
+static const char *status_of(const json_t *r)
 {
-    static char s[32];
-    json_t *r = proto_job_result_json(job, 0);
-    snprintf(s, sizeof s, "%s", json_string_value(json_object_get(r, "status")));
-    json_decref(r);
-    return s;
+    return json_string_value(json_object_get(r, "status"));
 }
 
 /* Bent at a, then out of reach twice (the limb straight, on the far side
@@ -687,7 +693,7 @@ static const char *status_of(const proto_job *job)
  * on a's side. */
 static void check_no_knee_flip(proto_chain *c, ik_vec3 hip, json_t *ta, ik_vec3 a, ik_vec3 b)
 {
-    proto_job *first;
+    json_t *first;
     stream_run(c, &ta, 1, NULL, NULL, &first);
     ck_assert_str_eq(status_of(first), "success");
     ik_vec3 side = knee_side(first, b);
@@ -703,7 +709,7 @@ static void check_no_knee_flip(proto_chain *c, ik_vec3 hip, json_t *ta, ik_vec3 
     ik_vec3 b2 = ik_vec3_add(b, ik_vec3_scale(ik_vec3_sub(a, b), 0.1));
     json_t *t[6] = {ta, pos_target(u1), pos_target(u2), pos_target(b), pos_target(b2),
                     pos_target(a)};
-    proto_job *jobs[6];
+    json_t *jobs[6];
     stream_run(c, t, 6, NULL, NULL, jobs);
     ck_assert_str_eq(status_of(jobs[1]), "no_ik_solution");
     ck_assert_str_eq(status_of(jobs[2]), "no_ik_solution");
@@ -716,9 +722,9 @@ static void check_no_knee_flip(proto_chain *c, ik_vec3 hip, json_t *ta, ik_vec3 
     for (size_t i = 0; i < 6; i++) {
         if (i)
             json_decref(t[i]);
-        proto_job_free(jobs[i]);
+        json_decref(jobs[i]);
     }
-    proto_job_free(first);
+    json_decref(first);
 }
 
 START_TEST(test_stream_no_flip_two_bone)
@@ -733,14 +739,14 @@ START_TEST(test_stream_no_flip_two_bone)
     json_t *t[3] = {json_pack("{s:[f,f,f], s:[f,f,f]}", "position", 0.2, 0.1, 0.25, "pole", 1.0,
                               0.0, 0.5),
                     pos_target(ik_v3(0, 0, -0.5)), pos_target(ik_v3(0.2, 0.1, 0.25))};
-    proto_job *jobs[3];
+    json_t *jobs[3];
     stream_run(c, t, 3, NULL, NULL, jobs);
     ik_vec3 s0 = knee_side(jobs[0], ik_v3(0.2, 0.1, 0.25));
     ik_vec3 s2 = knee_side(jobs[2], ik_v3(0.2, 0.1, 0.25));
     ck_assert_msg(ik_vec3_dot(s0, s2) > 0, "the knee flipped after an unreachable target");
     for (int i = 0; i < 3; i++) {
         json_decref(t[i]);
-        proto_job_free(jobs[i]);
+        json_decref(jobs[i]);
     }
     /* generic sequences, with and without a pole on the first target */
     json_t *ta = json_pack("{s:[f,f,f], s:[f,f,f]}", "position", 0.2, 0.1, 0.25, "pole", 1.0, 0.0,
@@ -786,16 +792,16 @@ START_TEST(test_stream_no_flip_planar)
         char seed[64];
         snprintf(seed, sizeof seed, "{\"seed\":[0,%d]}", sgn);
         const char *extra[4] = {seed, NULL, NULL, NULL};
-        proto_job *jobs[4];
+        json_t *jobs[4];
         stream_run(c, t, 4, NULL, extra, jobs);
         for (int i = 0; i < 4; i++) {
-            json_t *r = proto_job_result_json(jobs[i], 0);
+            json_t *r = json_incref(jobs[i]);
             double q1 = jnum(json_object_get(r, "joints"), 1);
             if (i == 0 || i == 3)
                 ck_assert_msg(q1 * sgn > 0.1, "side %d, answer %d: theta1 %g", sgn, i, q1);
             json_decref(r);
             json_decref(t[i]);
-            proto_job_free(jobs[i]);
+            json_decref(jobs[i]);
         }
     }
     proto_chain_unref(c);
@@ -810,12 +816,12 @@ static void check_joints_stay(proto_chain *c, json_t *ta, json_t *tu, const char
                               double tol)
 {
     json_t *t[4] = {ta, tu, tu, ta};
-    proto_job *jobs[4];
+    json_t *jobs[4];
     stream_run(c, t, 4, options, NULL, jobs);
     ck_assert_str_eq(status_of(jobs[0]), "success");
     ck_assert_str_ne(status_of(jobs[1]), "success");
     ck_assert_str_eq(status_of(jobs[3]), "success");
-    json_t *r0 = proto_job_result_json(jobs[0], 0), *r3 = proto_job_result_json(jobs[3], 0);
+    json_t *r0 = json_incref(jobs[0]), *r3 = json_incref(jobs[3]);
     json_t *q0 = json_object_get(r0, "joints"), *q3 = json_object_get(r3, "joints");
     for (size_t k = 0; k < json_array_size(q0); k++)
         ck_assert_msg(fabs(ik_wrap_angle(jnum(q3, k) - jnum(q0, k))) < tol,
@@ -823,7 +829,7 @@ static void check_joints_stay(proto_chain *c, json_t *ta, json_t *tu, const char
     json_decref(r0);
     json_decref(r3);
     for (int i = 0; i < 4; i++)
-        proto_job_free(jobs[i]);
+        json_decref(jobs[i]);
 }
 
 START_TEST(test_stream_no_flip_joints)
@@ -1170,6 +1176,15 @@ static proto_chain *lookup_one(void *ud, const char *id)
     return c;
 }
 
+/* A stream's options, checked once when its session opens. */
+static int session_check(const json_t *options, proto_chain *c, proto_error *e)
+{
+    proto_session *ss;
+    int rc = proto_session_open(c, options, NULL, NULL, &ss, e);
+    proto_session_free(rc == 0 ? ss : NULL);
+    return rc;
+}
+
 START_TEST(test_options_check_and_chain_resolve)
 {
     proto_error e;
@@ -1182,13 +1197,13 @@ START_TEST(test_options_check_and_chain_resolve)
     ck_assert_ptr_nonnull(bones);
 
     json_t *o = json_loads("{\"frame\":\"unity\",\"units\":\"degrees\"}", 0, NULL);
-    ck_assert_int_eq(proto_options_check(NULL, planar, NULL, &e), 0);
-    ck_assert_int_eq(proto_options_check(o, bones, NULL, &e), 0);
-    ck_assert_int_eq(proto_options_check(o, planar, NULL, &e), -1);
+    ck_assert_int_eq(session_check(NULL, planar, &e), 0);
+    ck_assert_int_eq(session_check(o, bones, &e), 0);
+    ck_assert_int_eq(session_check(o, planar, &e), -1);
     ck_assert_str_eq(e.path, "/options/frame");
     json_decref(o);
     o = json_loads("{\"units\":\"furlongs\"}", 0, NULL);
-    ck_assert_int_eq(proto_options_check(o, bones, NULL, &e), -1);
+    ck_assert_int_eq(session_check(o, bones, &e), -1);
     ck_assert_str_eq(proto_error_name(e.code), "invalid_request");
     ck_assert_str_eq(e.path, "/options/units");
     json_decref(o);
@@ -1244,9 +1259,9 @@ START_TEST(test_planar_takes_no_frame)
     const char *cj = "{\"kind\":\"planar\",\"lengths\":[1,1]}";
     proto_chain *c = proto_chain_decode(cj, strlen(cj), NULL, &e);
     ck_assert_ptr_nonnull(c);
-    json_t *probe = json_pack("{s:{s:s}}", "options", "frame", "ros");
-    proto_job *job;
-    ck_assert_int_eq(proto_job_decode_json(probe, PROTO_SOLVE, NULL, c, NULL, NULL, &job, &e), -1);
+    json_t *probe = json_pack("{s:s}", "frame", "ros");
+    proto_session *ss;
+    ck_assert_int_eq(proto_session_open(c, probe, NULL, NULL, &ss, &e), -1);
     ck_assert_str_eq(e.path, "/options/frame");
     json_decref(probe);
     /* the other options stay fine on planar chains, and frames on the

@@ -13,8 +13,29 @@
 #include <string.h>
 
 #include "proto/proto.h"
+#include "proto/proto_impl.h"
+#include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "solver/ik_math.h"
+
+/* A stream session on a three-joint chain (the numeric solver takes
+ * position, orientation and weights), to bind and sample paths. */
+static proto_session *joints_session(void)
+{
+    static const char chain[] =
+        "{\"kind\":\"joints\",\"joints\":["
+        "{\"name\":\"a\",\"type\":\"continuous\",\"axis\":[0,0,1]},"
+        "{\"name\":\"b\",\"type\":\"continuous\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,1]}},"
+        "{\"name\":\"c\",\"type\":\"continuous\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[1,0,0]}},"
+        "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}";
+    proto_error e;
+    proto_chain *c = proto_chain_decode(chain, strlen(chain), NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    proto_session *ss;
+    ck_assert_int_eq(proto_session_open(c, NULL, NULL, NULL, &ss, &e), 0);
+    proto_chain_unref(c);
+    return ss;
+}
 
 static int decode(const char *text, proto_stream_msg *m, proto_error *e)
 {
@@ -217,21 +238,27 @@ START_TEST(test_names)
 }
 END_TEST
 
-static void sample_pose(const proto_stream_path *p, size_t i, double pos[3], double q[4],
-                        json_t **keep)
+/* Sample i of path p (bound to a joints session on first use) as the
+ * typed target its job carries; *t gets the whole target when not NULL. */
+static void sample_pose(proto_stream_path *p, size_t i, double pos[3], double q[4],
+                        proto_target *t)
 {
-    json_t *s = proto_stream_path_sample(p, i);
-    ck_assert_ptr_nonnull(s);
-    json_t *jp = json_object_get(s, "position");
-    for (int k = 0; k < 3; k++)
-        pos[k] = json_number_value(json_array_get(jp, (size_t)k));
-    json_t *jq = json_object_get(s, "orientation");
-    for (int k = 0; q && k < 4; k++)
-        q[k] = json_number_value(json_array_get(jq, (size_t)k));
-    if (keep)
-        *keep = s;
-    else
-        json_decref(s);
+    proto_session *ss = joints_session();
+    proto_error e;
+    ck_assert_msg(proto_session_path(ss, p, &e) == 0, "%s at %s", e.message, e.path);
+    proto_job *job;
+    ck_assert_msg(proto_session_sample(ss, p, i, &job, &e) == 0, "%s", e.message);
+    const proto_target *s = &job->targets[0];
+    pos[0] = s->position.x, pos[1] = s->position.y, pos[2] = s->position.z;
+    if (q) {
+        ck_assert(s->has_orientation);
+        q[0] = s->orientation.x, q[1] = s->orientation.y, q[2] = s->orientation.z,
+        q[3] = s->orientation.w;
+    }
+    if (t)
+        *t = *s;
+    proto_job_free(job);
+    proto_session_free(ss);
 }
 
 START_TEST(test_path_interpolation)
@@ -241,7 +268,7 @@ START_TEST(test_path_interpolation)
     const char *text =
         "{\"type\":\"path\",\"stream\":\"s\",\"seq\":3,\"rate_hz\":10,\"duration_s\":2,"
         "\"waypoints\":["
-        "{\"position\":[0,0,0],\"orientation\":[0,0,0,1],\"weight\":\"first\"},"
+        "{\"position\":[0,0,0],\"orientation\":[0,0,0,1],\"weights\":[1,1,1,1,1,0.5]},"
         "{\"position\":[1,0,0],\"orientation\":[0,0,0.7071067811865476,0.7071067811865476]},"
         "{\"position\":[1,2,0],\"orientation\":[0,0,0.7071067811865476,0.7071067811865476]}]}";
     proto_stream_msg m;
@@ -255,12 +282,16 @@ START_TEST(test_path_interpolation)
     ck_assert_double_eq_tol(proto_stream_path_rate_hz(p), 10.0, 1e-12);
 
     double pos[3], q[4];
-    json_t *s0;
-    sample_pose(p, 0, pos, q, &s0);
+    proto_target t0;
+    sample_pose(p, 0, pos, q, &t0);
     ck_assert_double_eq_tol(pos[0], 0, 1e-12);
     /* other members come from the segment's first waypoint */
-    ck_assert_str_eq(json_string_value(json_object_get(s0, "weight")), "first");
-    json_decref(s0);
+    ck_assert(t0.has_weights);
+    ck_assert_double_eq_tol(t0.weight[5], 0.5, 1e-15);
+    sample_pose(p, 9, pos, q, &t0); /* still segment 0 */
+    ck_assert(t0.has_weights);
+    sample_pose(p, 10, pos, q, &t0); /* segment 1 starts at the waypoint without */
+    ck_assert(!t0.has_weights);
 
     sample_pose(p, 5, pos, q, NULL); /* t = 0.5 s: half of segment 0 */
     ck_assert_double_eq_tol(pos[0], 0.5, 1e-12);
@@ -278,7 +309,11 @@ START_TEST(test_path_interpolation)
     ck_assert_double_eq_tol(pos[1], 2.0, 1e-12);
     ck_assert_double_eq_tol(q[2], 0.7071067811865476, 1e-12);
 
-    ck_assert_ptr_null(proto_stream_path_sample(p, 21));
+    proto_session *ss = joints_session();
+    proto_job *job;
+    ck_assert_int_eq(proto_session_sample(ss, p, 21, &job, &e), -1);
+    ck_assert_ptr_null(job);
+    proto_session_free(ss);
     proto_stream_path_free(p);
     proto_stream_path_free(NULL);
 }
@@ -296,9 +331,9 @@ START_TEST(test_path_defaults_and_position_only)
     double pos[3];
     sample_pose(m.path, 20, pos, NULL, NULL);
     ck_assert_double_eq_tol(pos[2], 1.0, 1e-12);
-    json_t *s = proto_stream_path_sample(m.path, 20);
-    ck_assert_ptr_null(json_object_get(s, "orientation"));
-    json_decref(s);
+    proto_target t;
+    sample_pose(m.path, 20, pos, NULL, &t);
+    ck_assert(!t.has_orientation);
     proto_stream_msg_free(&m);
 
     /* A duration shorter than one period still gives both ends. */
@@ -442,14 +477,11 @@ START_TEST(test_path_orientation_unit)
                             "{\"position\":[1,0,0],\"orientation\":[0,0,0.9995,0]}]}",
                             &m, &e),
                      0);
-    json_t *s0 = proto_stream_path_sample(m.path, 0);
-    json_t *q = json_object_get(s0, "orientation");
-    ck_assert_double_eq_tol(json_real_value(json_array_get(q, 3)), 1.0, 1e-15);
-    json_decref(s0);
-    json_t *s1 = proto_stream_path_sample(m.path, proto_stream_path_count(m.path) - 1);
-    q = json_object_get(s1, "orientation");
-    ck_assert_double_eq_tol(json_real_value(json_array_get(q, 2)), 1.0, 1e-15);
-    json_decref(s1);
+    double pos[3], q[4];
+    sample_pose(m.path, 0, pos, q, NULL);
+    ck_assert_double_eq_tol(q[3], 1.0, 1e-15);
+    sample_pose(m.path, proto_stream_path_count(m.path) - 1, pos, q, NULL);
+    ck_assert_double_eq_tol(q[2], 1.0, 1e-15);
     proto_stream_msg_free(&m);
 }
 END_TEST

@@ -1,6 +1,8 @@
 /*
- * ws.c: WebSocket streams (GET /v1/stream): the upgrade, the connection on
- * the loop, and the streams that live on it.
+ * ws_conn.c: a WebSocket connection of ikd (GET /v1/stream): the upgrade,
+ * the socket on the loop, wslay's framing, idle pings, the send-queue cap
+ * and the closing handshake. The streams that live on a connection are
+ * server/ws_stream.c's; the seam between the two is server/ws_conn.h.
  *
  * The upgrade. The router (http.c) calls srv_ws_upgrade() after the bearer
  * token check (Authorization, or the base64url.bearer.ikd.<token>
@@ -8,10 +10,10 @@
  * 4.2.1, the pure checks are in ws_handshake.c), the Origin against
  * --allow-origin, and returns libmicrohttpd's upgrade response with
  * Sec-WebSocket-Accept and, when the client offered it, the selected
- * subprotocol ikd.v1. libmicrohttpd
- * then hands on_upgrade() the raw non-blocking socket and the bytes it had
- * already read past the headers (extra_in), which are fed to the framer
- * before anything read from the socket.
+ * subprotocol ikd.v1. libmicrohttpd then hands on_upgrade() the raw
+ * non-blocking socket and the bytes it had already read past the headers
+ * (extra_in), which are fed to the framer before anything read from the
+ * socket.
  *
  * The connection. Everything runs on the loop thread: one uv_poll_t watches
  * the socket, wslay frames the messages (it answers pings, runs the closing
@@ -24,59 +26,29 @@
  * the queue counts control frames too, such as the pongs wslay queues for
  * a client's pings, and a connection whose writes are blocked is not read
  * until the socket takes data again, so a client that floods and never
- * reads holds at most one read's worth beyond the cap),
- * 1009 (a message above --max-message). After ikd sends a close frame the
- * client has WS_CLOSE_GRACE_MS to answer it before the connection is cut.
- * A client silent for --timeout seconds gets a ping; if it still sends
- * nothing (not even the pong) for another period it is gone, and its
- * connection is dropped.
+ * reads holds at most one read's worth beyond the cap), 1009 (a message
+ * above --max-message). After ikd sends a close frame the client has
+ * WS_CLOSE_GRACE_MS to answer it before the connection is cut. A client
+ * silent for --timeout seconds gets a ping; if it still sends nothing (not
+ * even the pong) for another period it is gone, and its connection is
+ * dropped.
  *
- * Streams. A connection carries up to WS_MAX_STREAMS named streams, each on
- * one chain (inline or by registered id) with fixed options. The messages
- * are proto/proto_stream.h's; proto/STREAM.md documents them for clients. A bad
- * message gets an "error" message naming the stream, seq and JSON path, and
- * the connection stays open.
+ * Reading: every text message of one socket read is handed to the stream
+ * side (srv__ws_on_text) before any target is solved
+ * (srv__ws_on_read_done), at most WS_READ_BUDGET bytes per wake-up so that
+ * one client cannot hold the loop. Writing: frames are gathered into one
+ * buffer and sent with one send() per wake-up.
  *
- * Solving a stream (the policy):
- *   - Warm start: every solve starts from the stream's previous solution and
- *     prefers the branch nearest to it (proto_job_warm_start), so answers to
- *     a smooth sequence of targets do not flip.
- *   - Order and conflation: a stream has at most one solve running and one
- *     target waiting. A target that arrives while another waits replaces it;
- *     the next solution's "skipped" says how many targets were dropped since
- *     the previous solution (so answered + skipped + errors = sent). All
- *     messages read from the socket in one go are decoded before any target
- *     is solved, so a client that sends faster than ikd solves only gets its
- *     newest target per stream solved: nothing queues without bound.
- *   - Where: a solve whose proto_job_cost_us() is below --inline-cost-us
- *     (the analytic seed solvers) runs inline on the loop; others go to the
- *     pool (refused with an "overloaded" error when the pool queue is full).
- *   - Paths: waypoints are interpolated (proto_stream_path_sample) and sample
- *     i is due at time i / rate_hz after the path message. A one-shot timer
- *     wakes when the next sample is due and solves the newest due sample
- *     whenever the stream is not busy, so a slow solver
- *     skips samples (counted in "skipped") instead of falling behind; the
- *     last sample is always solved, then "path_end" is sent. A new target or
- *     path on the stream cancels a running path (path_end with completed
- *     false); a solve of a cancelled path still running is discarded.
- *   - "close" ends a running path (path_end, completed false), then lets a
- *     running solve and a waiting target finish and be answered, then
- *     answers "closed". Messages to a closing stream get unknown_stream.
- *   - Shutdown (srv_ws_shutdown): what the client sent before the signal
- *     is read once more; after that new messages are ignored, running paths
- *     end, running solves and waiting targets are answered, then the
- *     connection gets its 1001 close frame.
+ * Shutdown (srv_ws_shutdown): what the client sent before the signal is
+ * read once more; after that new messages are ignored, and the stream side
+ * answers what runs and waits; then the connection gets its 1001 close
+ * frame.
  *
- * Memory: a connection is freed when its last reference goes: one for being
- * open, one per open libuv handle, one per stream struct. A stream is freed
- * when it is closed and no pool solve or timer handle still refers to it.
- * Pool work touches only its own proto_job.
- *
- * Not here: the message formats (proto/proto_stream.c), the handshake arithmetic
- * (ws_handshake.c), HTTP routing (http.c).
+ * Not here: the stream rules (ws_stream.c), the message formats
+ * (proto/proto_stream.c), the handshake arithmetic (ws_handshake.c), HTTP
+ * routing (http.c).
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -85,17 +57,13 @@
 #include <wslay/wslay.h>
 
 #include "proto/proto_stream.h"
-#include "server/srv.h"
+#include "server/ws_conn.h"
 #include "server/ws_handshake.h"
 
-#define WS_MAX_STREAMS 64          /* per connection */
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
 #define WS_READ_BUDGET (32 * 1024) /* bytes read per poll event, for fairness */
 #define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
 #define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
-
-typedef struct ws_conn ws_conn;
-typedef struct ws_stream ws_stream;
 
 /* ctx->ws: the open connections. */
 typedef struct ws_state {
@@ -118,13 +86,12 @@ struct ws_conn {
     bool read_short; /* the last recv() returned less than asked: drained */
     char *out;       /* framed bytes gathered from wslay, sent by out_flush */
     size_t out_off, out_len;
-    ws_stream *streams;
-    size_t nstreams;
+    ws_stream *streams; /* the stream side's (ws_stream.c) */
     unsigned refs;
-    bool dead;    /* torn down: no I/O any more */
-    bool closing; /* ikd queued a close frame: no more messages */
-    bool failed;  /* the socket failed or reached EOF */
-    bool pinged;  /* idle: a ping is out and nothing came back yet */
+    bool dead;     /* torn down: no I/O any more */
+    bool closing;  /* ikd queued a close frame: no more messages */
+    bool failed;   /* the socket failed or reached EOF */
+    bool pinged;   /* idle: a ping is out and nothing came back yet */
     bool draining; /* shutting down: no new messages; close once idle */
     /* a close frame waiting for the answers queued before it (wslay sends
      * control frames ahead of queued messages, and nothing after a close) */
@@ -134,52 +101,9 @@ struct ws_conn {
     uint64_t last_rx; /* uv_now() of the last bytes read */
 };
 
-struct ws_stream {
-    ws_conn *conn;
-    ws_stream *next; /* in conn->streams while open */
-    char name[PROTO_STREAM_NAME_MAX + 1];
-    proto_chain *chain;
-    json_t *options; /* the open message's options, or NULL */
-    json_t *seed;    /* the open message's seed (the arm's state), or NULL:
-                        the start of solves until there is a previous answer */
-    proto_job *prev; /* the last solved job: warm start */
-    unsigned refs;
-    bool closed;
-    bool busy; /* a pool solve is running */
-    bool close_after; /* "close" arrived: "closed" once nothing of it runs */
-    /* the waiting target */
-    json_t *pending;
-    json_t *pending_seed; /* its seed, or NULL */
-    long long pending_seq;
-    size_t skipped; /* targets dropped since the last solution */
-    /* the running path */
-    proto_stream_path *path;
-    unsigned path_gen; /* bumped when a path ends; stale pool results are dropped */
-    long long path_seq;
-    size_t path_count, path_sent;
-    long long path_last; /* index of the last sample solved, -1 before the first */
-    size_t path_skipped; /* samples passed over (solving could not keep up) */
-    uint64_t path_start_ns; /* uv_hrtime() when the path message arrived */
-    uv_timer_t timer;
-    bool timer_open;
-};
-
-typedef struct ws_task {
-    srv_work w;
-    ws_stream *s;
-    proto_job *job;
-    long long seq;
-    size_t skipped;
-    size_t index, count; /* a path sample when count > 0 */
-    unsigned path_gen;
-    double seconds;
-} ws_task;
-
 static void conn_teardown(ws_conn *c);
 static void conn_after_io(ws_conn *c);
 static void on_poll(uv_poll_t *p, int status, int events);
-static void stream_kick(ws_stream *s);
-static void stream_settle(ws_stream *s);
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
 static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now);
 
@@ -198,27 +122,6 @@ static void conn_unref(ws_conn *c)
 static void conn_handle_closed(uv_handle_t *h)
 {
     conn_unref(h->data);
-}
-
-static void stream_unref(ws_stream *s)
-{
-    if (--s->refs > 0)
-        return;
-    ws_conn *c = s->conn;
-    proto_chain_unref(s->chain);
-    json_decref(s->options);
-    json_decref(s->seed);
-    json_decref(s->pending);
-    json_decref(s->pending_seed);
-    proto_job_free(s->prev);
-    proto_stream_path_free(s->path);
-    free(s);
-    conn_unref(c);
-}
-
-static void stream_timer_closed(uv_handle_t *h)
-{
-    stream_unref(h->data);
 }
 
 /* ---- sending ------------------------------------------------------------------ */
@@ -265,14 +168,6 @@ static void send_error(ws_conn *c, const char *stream, bool has_seq, long long s
     char *t = proto_stream_encode_error(stream, has_seq, seq, e, &len);
     send_text(c, t, len);
     free(t);
-}
-
-static void send_error_msg(ws_conn *c, const char *stream, bool has_seq, long long seq,
-                           proto_errcode code, const char *path, const char *message)
-{
-    proto_error e;
-    proto_error_set(&e, code, path, "%s", message);
-    send_error(c, stream, has_seq, seq, &e);
 }
 
 static void on_close_timeout(uv_timer_t *t)
@@ -331,395 +226,6 @@ static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now)
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason)
 {
     conn_close(c, code, reason, false);
-}
-
-/* ---- paths ---------------------------------------------------------------------- */
-
-static void path_end(ws_stream *s, bool completed)
-{
-    if (!s->path)
-        return;
-    size_t len;
-    char *t = proto_stream_encode_path_end(s->name, s->path_seq, s->path_sent, s->path_skipped,
-                                           s->path_count, completed, &len);
-    send_text(s->conn, t, len);
-    free(t);
-    proto_stream_path_free(s->path);
-    s->path = NULL;
-    s->path_gen++;
-    if (s->timer_open)
-        uv_timer_stop(&s->timer);
-}
-
-/* After sample index of the running path was answered (or refused). */
-static void path_sample_done(ws_stream *s, size_t index, bool sent)
-{
-    if (!s->path)
-        return;
-    if (sent)
-        s->path_sent++;
-    if (index + 1 >= s->path_count)
-        path_end(s, true);
-}
-
-/* ---- solving -------------------------------------------------------------------- */
-
-/* Sends the solution of job (target 0) and keeps the job as the warm start
- * of the next solve. Takes job. */
-static void deliver(ws_stream *s, proto_job *job, long long seq, size_t skipped, size_t index,
-                    size_t count)
-{
-    size_t len = 0;
-    char *t = proto_stream_encode_job_solution(s->name, seq, skipped, job, 0, index, count, &len);
-    send_text(s->conn, t, len);
-    free(t);
-    proto_job_free(s->prev);
-    s->prev = job;
-    if (count > 0)
-        path_sample_done(s, index, true);
-}
-
-static void task_work(srv_work *w)
-{
-    ws_task *t = w->data;
-    uint64_t t0 = uv_hrtime();
-    proto_job_run(t->job, 0, 1);
-    t->seconds = (double)(uv_hrtime() - t0) / 1e9;
-}
-
-static void task_done(srv_work *w, int status)
-{
-    ws_task *t = w->data;
-    ws_stream *s = t->s;
-    ws_conn *c = s->conn;
-    s->busy = false;
-    bool stale = t->count > 0 && (t->path_gen != s->path_gen || !s->path);
-    if (status != SRV_OK || s->closed || c->dead || c->closing || stale) {
-        proto_job_free(t->job);
-    } else {
-        srv_metrics_solved(c->ctx, t->job, 0, 1, t->seconds);
-        deliver(s, t->job, t->seq, t->skipped, t->index, t->count);
-        stream_kick(s);
-        stream_settle(s);
-        conn_after_io(c);
-    }
-    free(t);
-    stream_unref(s);
-}
-
-/* Solves target (borrowed) on the stream: inline when cheap, else on the
- * pool. Errors are answered with the message's seq. */
-static void stream_solve(ws_stream *s, json_t *target, json_t *seed, long long seq, size_t skipped,
-                         size_t index, size_t count)
-{
-    ws_conn *c = s->conn;
-    srv_ctx *ctx = c->ctx;
-    proto_error e;
-    proto_job *job = NULL;
-    json_t *req = json_object();
-    if (!req)
-        return;
-    json_object_set(req, "target", target);
-    /* the target's own seed (a re-synchronisation), else the open seed
-     * until the stream has an answer to continue from */
-    if (!seed && !s->prev)
-        seed = s->seed;
-    if (seed)
-        json_object_set(req, "seed", seed);
-    if (s->options)
-        json_object_set(req, "options", s->options);
-    int rc = proto_job_decode_json(req, PROTO_SOLVE, &ctx->cfg.limits, s->chain, NULL, NULL, &job,
-                                   &e);
-    json_decref(req);
-    if (rc != 0)
-        goto refused;
-    proto_job_warm_start(job, s->prev);
-    if (proto_job_cost_us(job) < ctx->cfg.inline_cost_us) {
-        uint64_t t0 = uv_hrtime();
-        proto_job_run(job, 0, 1);
-        srv_metrics_solved(ctx, job, 0, 1, (double)(uv_hrtime() - t0) / 1e9);
-        deliver(s, job, seq, skipped, index, count);
-        return;
-    }
-    ws_task *t = calloc(1, sizeof *t);
-    if (!t) {
-        proto_job_free(job);
-        return;
-    }
-    t->s = s;
-    t->job = job;
-    t->seq = seq;
-    t->skipped = skipped;
-    t->index = index;
-    t->count = count;
-    t->path_gen = s->path_gen;
-    t->w.data = t;
-    if (srv_pool_submit(ctx, &t->w, task_work, task_done) != SRV_OK) {
-        free(t);
-        proto_job_free(job);
-        srv_metrics_rejected(ctx, "pool_full");
-        proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver pool is full; send again later");
-        goto refused;
-    }
-    s->busy = true;
-    s->refs++;
-    return;
-refused:
-    send_error(c, s->name, true, seq, &e);
-    if (count > 0)
-        path_sample_done(s, index, false);
-}
-
-static void on_path_tick(uv_timer_t *t);
-
-/* Solves the running path's samples on schedule (proto_stream_path_next:
- * each due sample in order, catching up after a late wake-up, skipping only
- * beyond the lag window) while the stream is idle; a busy stream comes back
- * here when its solve completes. At most WS_PATH_BURST samples per call, so
- * that a long catch-up lets the loop serve others in between; then the
- * timer is armed for the next due sample (0: right after this turn). */
-#define WS_PATH_BURST 64
-static void path_step(ws_stream *s)
-{
-    for (int burst = 0;; burst++) {
-        if (!s->path || s->busy || s->closed || s->conn->closing || s->conn->dead)
-            return;
-        double elapsed_ms = (double)(uv_hrtime() - s->path_start_ns) / 1e6;
-        size_t skipped;
-        double wait_ms;
-        size_t next = proto_stream_path_next(s->path, s->path_last, elapsed_ms, &skipped,
-                                             &wait_ms);
-        if (next >= s->path_count || burst >= WS_PATH_BURST) {
-            if (s->timer_open)
-                uv_timer_start(&s->timer, on_path_tick,
-                               next >= s->path_count ? (uint64_t)ceil(wait_ms) : 0, 0);
-            return;
-        }
-        s->path_skipped += skipped;
-        s->path_last = (long long)next;
-        json_t *tgt = proto_stream_path_sample(s->path, next);
-        if (!tgt) {
-            path_sample_done(s, next, false);
-        } else {
-            stream_solve(s, tgt, NULL, s->path_seq, skipped, next, s->path_count);
-            json_decref(tgt);
-        }
-    }
-}
-
-static void on_path_tick(uv_timer_t *t)
-{
-    ws_stream *s = t->data;
-    path_step(s);
-    conn_after_io(s->conn);
-}
-
-/* Runs what the stream has waiting: the pending target first, then the path. */
-static void stream_kick(ws_stream *s)
-{
-    if (s->closed || s->busy || s->conn->closing || s->conn->dead)
-        return;
-    if (s->pending) {
-        json_t *tgt = s->pending, *seed = s->pending_seed;
-        size_t skipped = s->skipped;
-        s->pending = s->pending_seed = NULL;
-        s->skipped = 0;
-        stream_solve(s, tgt, seed, s->pending_seq, skipped, 0, 0);
-        json_decref(tgt);
-        json_decref(seed);
-    }
-    path_step(s);
-}
-
-/* ---- streams -------------------------------------------------------------------- */
-
-static ws_stream *stream_find(ws_conn *c, const char *name)
-{
-    for (ws_stream *s = c->streams; s; s = s->next)
-        if (strcmp(s->name, name) == 0)
-            return s;
-    return NULL;
-}
-
-/* Removes the stream from its connection (no message is sent). */
-static void stream_drop(ws_stream *s)
-{
-    ws_conn *c = s->conn;
-    if (s->closed)
-        return;
-    s->closed = true;
-    for (ws_stream **p = &c->streams; *p; p = &(*p)->next) {
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
-    }
-    c->nstreams--;
-    srv_metrics_stream_close(c->ctx);
-    json_decref(s->pending);
-    json_decref(s->pending_seed);
-    s->pending = s->pending_seed = NULL;
-    proto_stream_path_free(s->path);
-    s->path = NULL;
-    s->path_gen++;
-    if (s->timer_open) {
-        uv_timer_stop(&s->timer);
-        uv_close((uv_handle_t *)&s->timer, stream_timer_closed);
-    }
-    stream_unref(s);
-}
-
-static bool conn_busy(const ws_conn *c)
-{
-    for (const ws_stream *s = c->streams; s; s = s->next)
-        if (s->busy || s->pending)
-            return true;
-    return false;
-}
-
-/* When the stream or its connection waits for the stream to go idle:
- * "closed" after a close message, the 1001 close frame when shutting down. */
-static void stream_settle(ws_stream *s)
-{
-    ws_conn *c = s->conn;
-    if (s->busy || s->pending)
-        return;
-    if (s->close_after && !s->closed) {
-        size_t len;
-        char *t = proto_stream_encode_closed(s->name, &len);
-        send_text(c, t, len);
-        free(t);
-        stream_drop(s);
-    }
-    if (c->draining && !c->closing && !conn_busy(c))
-        conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
-}
-
-static void on_open(ws_conn *c, proto_stream_msg *m)
-{
-    srv_ctx *ctx = c->ctx;
-    proto_error e;
-    if (stream_find(c, m->stream)) {
-        send_error_msg(c, m->stream, false, 0, PROTO_E_STREAM_EXISTS, "/stream",
-                       "a stream of this name is already open on this connection");
-        return;
-    }
-    if (c->nstreams >= WS_MAX_STREAMS) {
-        proto_error_set(&e, PROTO_E_TOO_MANY_STREAMS, "/stream",
-                        "at most %d streams may be open on one connection", WS_MAX_STREAMS);
-        send_error(c, m->stream, false, 0, &e);
-        return;
-    }
-    proto_chain *chain = proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits,
-                                             srv_registry_lookup, ctx->registry, &e);
-    if (!chain) {
-        send_error(c, m->stream, false, 0, &e);
-        return;
-    }
-    if (proto_stream_open_check(m->options, m->seed, chain, &ctx->cfg.limits, &e) != 0) {
-        proto_chain_unref(chain);
-        send_error(c, m->stream, false, 0, &e);
-        return;
-    }
-    ws_stream *s = calloc(1, sizeof *s);
-    if (!s) {
-        proto_chain_unref(chain);
-        return;
-    }
-    s->conn = c;
-    snprintf(s->name, sizeof s->name, "%s", m->stream);
-    s->chain = chain;
-    s->options = m->options ? json_incref(m->options) : NULL;
-    s->seed = m->seed ? json_incref(m->seed) : NULL;
-    s->refs = 1;
-    s->path_last = -1;
-    s->next = c->streams;
-    c->streams = s;
-    c->nstreams++;
-    c->refs++;
-    srv_metrics_stream_open(ctx);
-    size_t len;
-    char *t = proto_stream_encode_opened(s->name, proto_chain_id(chain), &len);
-    send_text(c, t, len);
-    free(t);
-}
-
-/* The stream asked to close: answered "closed" once nothing of it runs. */
-static void on_close_stream(ws_stream *s)
-{
-    stream_kick(s); /* a waiting target is solved first */
-    path_end(s, false);
-    s->close_after = true;
-    stream_settle(s);
-}
-
-static void on_target(ws_stream *s, proto_stream_msg *m)
-{
-    path_end(s, false);
-    if (s->pending) {
-        json_decref(s->pending);
-        s->skipped++;
-    }
-    s->pending = json_incref(m->target);
-    /* a re-synchronising seed survives the conflation of its target: the
-     * newest seed sent since the last solve is the arm's state */
-    if (m->seed) {
-        json_decref(s->pending_seed);
-        s->pending_seed = json_incref(m->seed);
-    }
-    s->pending_seq = m->seq;
-    /* solved after the whole read was decoded (conn_read) */
-}
-
-static void on_path(ws_stream *s, proto_stream_msg *m)
-{
-    srv_ctx *ctx = s->conn->ctx;
-    stream_kick(s); /* a target sent before the path is solved first */
-    path_end(s, false);
-    if (!s->timer_open) {
-        if (uv_timer_init(ctx->loop, &s->timer) != 0)
-            return;
-        s->timer.data = s;
-        s->timer_open = true;
-        s->refs++;
-    }
-    s->path = m->path;
-    m->path = NULL;
-    s->path_seq = m->seq;
-    s->path_count = proto_stream_path_count(s->path);
-    s->path_sent = 0;
-    s->path_last = -1;
-    s->path_skipped = 0;
-    s->path_start_ns = uv_hrtime();
-    path_step(s);
-}
-
-/* One complete text message from the client. */
-static void on_text(ws_conn *c, const char *text, size_t len)
-{
-    proto_stream_msg m;
-    proto_error e;
-    if (proto_stream_decode(text, len, &m, &e) != 0) {
-        send_error(c, m.stream, m.has_seq, m.seq, &e);
-        return;
-    }
-    if (m.type == PROTO_STREAM_OPEN) {
-        on_open(c, &m);
-    } else {
-        ws_stream *s = stream_find(c, m.stream);
-        if (!s || s->close_after) {
-            proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, "/stream",
-                            "no stream \"%s\" is open on this connection", m.stream);
-            send_error(c, m.stream, m.has_seq, m.seq, &e);
-        } else if (m.type == PROTO_STREAM_CLOSE) {
-            on_close_stream(s);
-        } else if (m.type == PROTO_STREAM_TARGET) {
-            on_target(s, &m);
-        } else if (m.type == PROTO_STREAM_PATH) {
-            on_path(s, &m);
-        }
-    }
-    proto_stream_msg_free(&m);
 }
 
 /* ---- wslay callbacks --------------------------------------------------------------- */
@@ -826,15 +332,17 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
     if (c->closing || c->dead || c->draining || wslay_is_ctrl_frame(arg->opcode))
         return; /* wslay answers ping and close itself */
     if (arg->opcode == WSLAY_BINARY_FRAME) {
-        send_error_msg(c, NULL, false, 0, PROTO_E_INVALID_REQUEST, "",
-                       "binary messages are not supported: send JSON text messages");
+        proto_error e;
+        proto_error_set(&e, PROTO_E_INVALID_REQUEST, "",
+                        "binary messages are not supported: send JSON text messages");
+        send_error(c, NULL, false, 0, &e);
         return;
     }
     if (!proto_stream_utf8_valid((const char *)arg->msg, arg->msg_length)) {
         conn_begin_close(c, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, "text message is not UTF-8");
         return;
     }
-    on_text(c, (const char *)arg->msg, arg->msg_length);
+    srv__ws_on_text(c, (const char *)arg->msg, arg->msg_length);
 }
 
 static const struct wslay_event_callbacks ws_callbacks = {
@@ -896,9 +404,7 @@ static void conn_read(ws_conn *c)
     check_send_queue(c); /* the pongs wslay queued for the client's pings */
     if (c->dead || c->closing)
         return;
-    for (ws_stream *s = c->streams; s; s = s->next)
-        if (s->pending)
-            stream_kick(s);
+    srv__ws_on_read_done(c);
 }
 
 static void on_poll(uv_poll_t *p, int status, int events)
@@ -929,8 +435,7 @@ static void conn_teardown(ws_conn *c)
         srv_metrics_rejected(ctx, "too_large");
     else if (sent == WSLAY_CODE_PROTOCOL_ERROR)
         srv_metrics_rejected(ctx, "ws_protocol");
-    while (c->streams)
-        stream_drop(c->streams);
+    srv__ws_drop_streams(c);
     ws_state *ws = ctx->ws;
     if (ws) {
         if (c->prev)
@@ -1030,7 +535,61 @@ fail:
     srv_mhd_run(ctx);
 }
 
-/* ---- the entry points (srv.h) ------------------------------------------------- */
+/* ---- the seam of server/ws_conn.h ------------------------------------------------- */
+
+srv_ctx *srv__ws_ctx(const ws_conn *c)
+{
+    return c->ctx;
+}
+
+ws_stream **srv__ws_streams(ws_conn *c)
+{
+    return &c->streams;
+}
+
+bool srv__ws_open(const ws_conn *c)
+{
+    return !c->dead && !c->closing;
+}
+
+bool srv__ws_draining(const ws_conn *c)
+{
+    return c->draining;
+}
+
+void srv__ws_ref(ws_conn *c)
+{
+    c->refs++;
+}
+
+void srv__ws_unref(ws_conn *c)
+{
+    conn_unref(c);
+}
+
+void srv__ws_send(ws_conn *c, const char *text, size_t len)
+{
+    send_text(c, text, len);
+}
+
+void srv__ws_send_error(ws_conn *c, const char *stream, bool has_seq, long long seq,
+                        const proto_error *e)
+{
+    send_error(c, stream, has_seq, seq, e);
+}
+
+void srv__ws_flush(ws_conn *c)
+{
+    conn_after_io(c);
+}
+
+void srv__ws_idle(ws_conn *c)
+{
+    if (c->draining && !c->dead && !c->closing && !srv__ws_busy(c))
+        conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
+}
+
+/* ---- the daemon's entry points (srv.h) ------------------------------------------------- */
 
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err)
 {
@@ -1114,12 +673,8 @@ void srv_ws_shutdown(srv_ctx *ctx)
         if (!c->closing && wslay_event_want_read(c->wslay))
             conn_read(c);
         c->draining = true;
-        for (ws_stream *s = c->streams, *sn; s; s = sn) {
-            sn = s->next;
-            path_end(s, false);
-            stream_kick(s);
-        }
-        if (!conn_busy(c))
+        srv__ws_on_drain(c);
+        if (!srv__ws_busy(c))
             conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
         conn_after_io(c);
         conn_unref(c);

@@ -1,0 +1,197 @@
+/*
+ * proto_session.c: a WebSocket stream's typed session (contract in
+ * proto_session.h; the messages in proto/STREAM.md).
+ *
+ * Everything a stream fixes at "open" is decoded there, once, into the
+ * internal convention: the options (proto__options_decode, exactly a
+ * request's "options") and the seed (proto__seed_decode, exactly a
+ * request's "seed"). Each target message then costs one target decode and
+ * one job construction (proto__job_new, shared with HTTP requests); a path
+ * message's waypoints are decoded as targets once (proto_session_path) and
+ * each sample is interpolated between those typed targets, so no stream
+ * message is ever turned back into JSON and parsed again.
+ *
+ * Where a solve starts (proto_session_prepare): the target's own seed (a
+ * re-synchronisation after the arm moved by other means), else the open
+ * seed while the stream has no answer yet, else the previous answer
+ * (proto_job_warm_start), always preferring the branch nearest that start.
+ */
+#include "proto/proto_session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_impl.h"
+
+struct proto_session {
+    proto_chain *chain;
+    proto_limits lim;
+    proto_options opt;
+    double *seed;    /* the open seed (proto__seed_len doubles), or NULL */
+    proto_job *prev; /* the last answer: the next job's warm start */
+};
+
+int proto_session_open(proto_chain *chain, const json_t *options, const json_t *seed,
+                       const proto_limits *lim, proto_session **out, proto_error *err)
+{
+    *out = NULL;
+    proto_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    if (lim)
+        s->lim = *lim;
+    else
+        proto_limits_default(&s->lim);
+    if (proto__options_decode(options, chain, &s->lim, &s->opt, err))
+        goto fail;
+    if (seed) {
+        size_t len = proto__seed_len(chain);
+        s->seed = calloc(len ? len : 1, sizeof *s->seed);
+        if (!s->seed) {
+            proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+            goto fail;
+        }
+        if (proto__seed_decode(seed, "/seed", chain, &s->opt, s->seed, err))
+            goto fail;
+    } else if (s->opt.servo_period > 0) {
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/seed",
+                        "a servo stream needs the arm's current joints as \"seed\" (each "
+                        "answer moves from there)");
+        goto fail;
+    }
+    proto_chain_ref(chain);
+    s->chain = chain;
+    *out = s;
+    return 0;
+fail:
+    free(s->seed);
+    free(s);
+    return -1;
+}
+
+void proto_session_free(proto_session *s)
+{
+    if (!s)
+        return;
+    proto_job_free(s->prev);
+    proto_chain_unref(s->chain);
+    free(s->seed);
+    free(s);
+}
+
+const proto_chain *proto_session_chain(const proto_session *s)
+{
+    return s->chain;
+}
+
+/* A one-target job of the session for target *t (checked at path), with
+ * room for a seed. */
+static int session_job(proto_session *s, const proto_target *t, const char *path,
+                       proto_job **out, proto_error *err)
+{
+    return proto__job_new(s->chain, &s->opt, PROTO_SOLVE, 1, t, path,
+                          proto__seed_len(s->chain) > 0, out, err);
+}
+
+int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
+                         proto_job **out, proto_error *err)
+{
+    *out = NULL;
+    proto_target t;
+    if (proto__target_decode(target, "/target", s->opt.frame,
+                             s->chain->kind == PROTO_CHAIN_PLANAR, &t, err))
+        return -1;
+    proto_job *job;
+    if (session_job(s, &t, "/target", &job, err))
+        return -1;
+    if (seed) {
+        if (proto__seed_decode(seed, "/seed", s->chain, &job->opt, job->seed_q, err)) {
+            proto_job_free(job);
+            return -1;
+        }
+        job->has_seed[0] = true;
+    }
+    *out = job;
+    return 0;
+}
+
+int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
+{
+    if (p->bound)
+        return 0;
+    bool dims2 = s->chain->kind == PROTO_CHAIN_PLANAR;
+    for (size_t i = 0; i < p->npoints; i++) {
+        char path[PROTO_PATH_MAX];
+        snprintf(path, sizeof path, "/waypoints/%zu", i);
+        if (proto__target_decode(p->pts[i].json, path, s->opt.frame, dims2, &p->pts[i].t, err))
+            return -1;
+        /* checked against the solver it will get, as a target is */
+        proto_job *probe;
+        if (session_job(s, &p->pts[i].t, path, &probe, err))
+            return -1;
+        proto_job_free(probe);
+    }
+    for (size_t i = 0; i < p->npoints; i++) {
+        json_decref(p->pts[i].json);
+        p->pts[i].json = NULL;
+    }
+    p->bound = true;
+    return 0;
+}
+
+int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
+                         proto_job **out, proto_error *err)
+{
+    *out = NULL;
+    if (!p->bound || i >= p->count)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "no sample %zu of this path", i);
+    /* time of the sample along the path, in segments (0 .. npoints-1);
+     * the last sample lies exactly on the last waypoint */
+    size_t nseg = p->npoints - 1;
+    double u;
+    if (i + 1 == p->count)
+        u = (double)nseg;
+    else
+        u = ((double)i / p->rate_hz) / p->duration_s * (double)nseg;
+    if (u > (double)nseg)
+        u = (double)nseg;
+    size_t seg = (size_t)u;
+    if (seg >= nseg)
+        seg = nseg - 1;
+    double f = u - (double)seg;
+    const proto_target *a = &p->pts[seg].t, *b = &p->pts[seg + 1].t;
+    proto_target t = *a;
+    t.position = ik_vec3_lerp(a->position, b->position, f);
+    if (a->has_orientation && b->has_orientation)
+        t.orientation = ik_quat_slerp(a->orientation, b->orientation, f);
+    char path[PROTO_PATH_MAX];
+    snprintf(path, sizeof path, "/waypoints/%zu", seg);
+    return session_job(s, &t, path, out, err);
+}
+
+void proto_session_conflate(proto_job *newer, const proto_job *older)
+{
+    if (newer->n == 0 || older->n == 0 || newer->has_seed[0] || !older->has_seed[0] ||
+        !newer->seed_q || newer->chain != older->chain)
+        return;
+    memcpy(newer->seed_q, older->seed_q, proto__seed_len(newer->chain) * sizeof *newer->seed_q);
+    newer->has_seed[0] = true;
+}
+
+void proto_session_prepare(proto_session *s, proto_job *job)
+{
+    if (job->n > 0 && !job->has_seed[0] && !s->prev && s->seed && job->seed_q) {
+        memcpy(job->seed_q, s->seed, proto__seed_len(s->chain) * sizeof *s->seed);
+        job->has_seed[0] = true;
+    }
+    proto_job_warm_start(job, s->prev);
+}
+
+void proto_session_solved(proto_session *s, proto_job *job)
+{
+    if (job == s->prev)
+        return;
+    proto_job_free(s->prev);
+    s->prev = job;
+}

@@ -1,0 +1,97 @@
+/*
+ * proto_session.h: a WebSocket stream's typed session: what a stream's
+ * "open" message decodes to (its chain, options and seed, each decoded once)
+ * and how each later target or path sample becomes a job. The server moves
+ * the messages (server/ws_stream.c); proto/proto_stream.h decodes their
+ * envelopes; proto/STREAM.md documents them for clients.
+ *
+ * The flow of one stream:
+ *   proto_session_open()     open message -> session (options and seed
+ *                            checked and kept in the internal convention)
+ *   proto_session_target()   a target message -> an unsolved one-target job
+ *   proto_session_path()     a path message's path -> its waypoints decoded
+ *                            as targets (never as JSON again);
+ *   proto_session_sample()   sample i of it -> an unsolved one-target job,
+ *                            interpolated from the typed waypoints
+ *   proto_session_prepare()  right before solving a job: where it starts
+ *                            (its own seed, the open seed, or the previous
+ *                            answer) and the nearest-branch preference
+ *   proto_job_run()          on any thread
+ *   proto_session_solved()   the answer becomes the next job's warm start
+ * Jobs are built by the same constructor as HTTP requests' (proto_impl.h's
+ * proto__job_new), so a target is checked exactly as a request's target is,
+ * with JSON paths into the stream message ("/target/position/2",
+ * "/waypoints/3/orientation").
+ *
+ * Ownership: a session holds one reference to its chain and owns its last
+ * answer. Jobs it hands out are the caller's (proto_job_free) until passed
+ * to proto_session_solved(), which takes them. A session is used by one
+ * thread at a time (the loop); its jobs may run elsewhere.
+ */
+#ifndef PROTO_SESSION_H
+#define PROTO_SESSION_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto/proto.h"
+#include "proto/proto_stream.h"
+
+typedef struct proto_session proto_session;
+
+/* Opens a session on chain (the session takes its own reference) with the
+ * open message's options (NULL: none) and seed (NULL: none; the arm's
+ * current joints, or a bones or skeleton seed, checked as a request's
+ * "seed" at "/seed"). A servo stream (options.servo) needs a seed. lim NULL
+ * means the defaults. 0 and *out, or -1 with *err set (paths under
+ * "/options" and "/seed") and nothing allocated. */
+int proto_session_open(proto_chain *chain, const json_t *options, const json_t *seed,
+                       const proto_limits *lim, proto_session **out, proto_error *err);
+
+/* Frees the session and its last answer; NULL is fine. */
+void proto_session_free(proto_session *s);
+
+/* The session's chain (borrowed, lives as long as the session). */
+const proto_chain *proto_session_chain(const proto_session *s);
+
+/* A target message: its "target" (paths under "/target") and its optional
+ * "seed" (NULL: none; a re-synchronisation with the arm's state, at
+ * "/seed") -> a new unsolved job of one target. 0 and *out (the caller's),
+ * or -1 with *err set. */
+int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
+                         proto_job **out, proto_error *err);
+
+/* Binds a path (as proto_stream_decode() left it in a path message) to the
+ * session: every waypoint is decoded as a target of this stream (paths
+ * under "/waypoints/<i>") and checked against the solver it will get.
+ * Needed before proto_session_sample(). 0, or -1 with *err set (the path
+ * is then unusable, the caller frees it). */
+int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err);
+
+/* Sample i (< proto_stream_path_count(p)) of a bound path -> a new
+ * unsolved job of one target: the position interpolated linearly between
+ * the waypoints around it, the orientation by slerp (when both have one),
+ * every other member (up, pole, weights) from the waypoint that starts the
+ * segment. 0 and *out, or -1 with *err set (out of memory, i out of range
+ * or an unbound path). */
+int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
+                         proto_job **out, proto_error *err);
+
+/* newer replaces older as the stream's waiting target (older is dropped
+ * unsolved): the newest seed sent since the last solve is the arm's state,
+ * so newer takes older's seed when it has none of its own. */
+void proto_session_conflate(proto_job *newer, const proto_job *older);
+
+/* Right before job (one of this session's) is solved: a job with its own
+ * seed starts there; one without starts from the open seed while the
+ * session has no answer yet, else from the previous answer
+ * (proto_job_warm_start); either way it prefers the branch nearest its
+ * start. */
+void proto_session_prepare(proto_session *s, proto_job *job);
+
+/* job was solved (proto_job_run covered it): it becomes the warm start of
+ * the next job. Takes job (freed with the session or by the next call). */
+void proto_session_solved(proto_session *s, proto_job *job);
+
+#endif /* PROTO_SESSION_H */

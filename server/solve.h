@@ -1,0 +1,63 @@
+/*
+ * solve.h: the one place where the daemon decides where a job is solved
+ * (inline on the loop, or on the thread pool), times the solve and records
+ * it in the metrics. HTTP requests (server/http.c) and stream targets
+ * (server/ws_stream.c) both go through it, so that the rule is written
+ * once: a job whose estimated cost for all its targets
+ * (proto_job_cost_us() times the count) is below --inline-cost-us (the
+ * analytic seed solvers: a hop to the pool and back costs 10-30 us, far
+ * more than the solve) is solved right away on the loop; any other goes to
+ * the pool as admitted work.
+ */
+#ifndef SRV_SOLVE_H
+#define SRV_SOLVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto/proto.h"
+#include "server/srv.h"
+
+typedef struct srv_solve srv_solve;
+
+/* One solve: targets [begin, end) of job. The caller owns the struct (it
+ * may embed it) and keeps it alive until done has run; it fills job, begin,
+ * end, done, data, and optionally after. */
+struct srv_solve {
+    srv_work w; /* private */
+    proto_job *job;
+    size_t begin, end;
+    /* Optional: runs right after the solve on the same thread (a pool
+     * thread, or the loop for an inline solve), for work that belongs with
+     * it (encoding the answer). */
+    void (*after)(srv_solve *s);
+    /* Loop thread, exactly once after a successful submit: status SRV_OK,
+     * or SRV_ESHUTDOWN when the pool cancelled the work before it ran (the
+     * job was not solved). */
+    void (*done)(srv_solve *s, int status);
+    void *data;       /* the caller's */
+    double seconds;   /* wall time the solve took (set before after/done) */
+    bool ran_inline;  /* set by srv_solve_submit: solved on the loop, done
+                         already ran when it returned */
+};
+
+/* True when job is cheap enough to solve on the loop right now. */
+bool srv_solve_is_cheap(const srv_ctx *ctx, const proto_job *job);
+
+/* Solves s: inline when cheap (solve, after and done all run before this
+ * returns), else queued on the pool as newly admitted work. Returns 0 (done
+ * runs exactly once), or SRV_EBUSY when --max-queue units of work are
+ * admitted already (nothing ran; done never runs), or SRV_EINVAL. Loop
+ * thread only. */
+int srv_solve_submit(srv_ctx *ctx, srv_solve *s);
+
+/* The same for a later stage of work that was admitted already (a batch's
+ * chunks): always on the pool, never refused for the queue bound. */
+int srv_solve_submit_stage(srv_ctx *ctx, srv_solve *s);
+
+/* Solves s right here on the calling thread (a pool item that also did
+ * something else first, such as decoding a large body): solve, time,
+ * record, then after. Does not run done. Any thread. */
+void srv_solve_run(srv_ctx *ctx, srv_solve *s);
+
+#endif /* SRV_SOLVE_H */

@@ -1,0 +1,523 @@
+/*
+ * ws_stream.c: the streams of a WebSocket connection (GET /v1/stream): the
+ * rules of proto/STREAM.md on top of the connection of server/ws_conn.c,
+ * which moves the bytes (the seam is server/ws_conn.h).
+ *
+ * A connection carries up to WS_MAX_STREAMS named streams, each a typed
+ * session of proto/proto_session.h on one chain (inline or by registered
+ * id) with fixed options: the open message is decoded once, each target
+ * and each path sample becomes a job through the constructor HTTP requests
+ * use, and nothing is turned back into JSON. A bad message gets an "error"
+ * message naming the stream, seq and JSON path, and the connection stays
+ * open.
+ *
+ * Solving a stream (the policy):
+ *   - Warm start: every solve starts from the stream's previous solution
+ *     (or, before the first, from the open message's seed) and prefers the
+ *     branch nearest to it (proto_session_prepare), so answers to a smooth
+ *     sequence of targets do not flip. A target's own seed re-synchronises
+ *     the stream with the arm.
+ *   - Order and conflation: a stream has at most one solve running and one
+ *     target waiting. A target that arrives while another waits replaces it
+ *     (keeping the newest seed sent since the last solve, the arm's state);
+ *     the next solution's "skipped" says how many targets were dropped since
+ *     the previous solution (so answered + skipped + errors = sent). All
+ *     messages read from the socket in one go are decoded before any target
+ *     is solved, so a client that sends faster than ikd solves only gets its
+ *     newest target per stream solved: nothing queues without bound.
+ *   - Where: server/solve.c decides (inline on the loop when cheap, else on
+ *     the pool, refused with an "overloaded" error when the pool queue is
+ *     full), times the solve and records it.
+ *   - Paths: the waypoints are bound to the stream's session once
+ *     (proto_session_path) and sample k is due at k / rate_hz after the
+ *     path message (proto_stream_path_next): each due sample is solved in
+ *     order as soon as the stream is idle, a late wake-up catches up sample
+ *     by sample (WS_PATH_BURST at a time, then the loop serves others), and
+ *     samples are skipped (counted in path_end's "skipped") only beyond the
+ *     lag window; the last sample is always solved, then "path_end" is
+ *     sent. A new target or path on the stream cancels a running path
+ *     (path_end with completed false); a solve of a cancelled path still
+ *     running is discarded.
+ *   - "close" ends a running path (path_end, completed false), then lets a
+ *     running solve and a waiting target finish and be answered, then
+ *     answers "closed". Messages to a closing stream get unknown_stream.
+ *   - Shutdown (srv__ws_on_drain): running paths end, running solves and
+ *     waiting targets are answered; once nothing runs the connection gets
+ *     its 1001 close frame (srv__ws_idle).
+ *
+ * Memory: a stream holds one reference to its connection and is freed when
+ * it is closed and no pool solve or timer handle still refers to it. Pool
+ * work touches only its own proto_job.
+ *
+ * Not here: the socket, framing, pings and close codes (ws_conn.c), the
+ * message formats (proto/proto_stream.c), the session (proto/proto_session.c).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_session.h"
+#include "proto/proto_stream.h"
+#include "server/solve.h"
+#include "server/ws_conn.h"
+
+#define WS_MAX_STREAMS 64 /* per connection */
+#define WS_PATH_BURST 64  /* path samples solved per turn of the loop */
+
+struct ws_stream {
+    ws_conn *conn;
+    ws_stream *next; /* in the connection's list while open */
+    char name[PROTO_STREAM_NAME_MAX + 1];
+    proto_session *session; /* chain, options, seed, the last answer */
+    unsigned refs;
+    bool closed;
+    bool busy;        /* a pool solve is running */
+    bool close_after; /* "close" arrived: "closed" once nothing of it runs */
+    /* the waiting target, decoded */
+    proto_job *pending;
+    long long pending_seq;
+    size_t skipped; /* targets dropped since the last solution */
+    /* the running path */
+    proto_stream_path *path;
+    unsigned path_gen; /* bumped when a path ends; stale pool results are dropped */
+    long long path_seq;
+    size_t path_count, path_sent;
+    long long path_last;     /* index of the last sample solved, -1 before the first */
+    size_t path_skipped;     /* samples passed over (solving could not keep up) */
+    uint64_t path_start_ns;  /* uv_hrtime() when the path message arrived */
+    uv_timer_t timer;
+    bool timer_open;
+};
+
+/* One solve of a stream: target 0 of job. */
+typedef struct ws_task {
+    srv_solve solve;
+    ws_stream *s;
+    long long seq;
+    size_t skipped;
+    size_t index, count; /* a path sample when count > 0 */
+    unsigned path_gen;
+} ws_task;
+
+static void stream_kick(ws_stream *s);
+static void stream_settle(ws_stream *s);
+
+/* ---- lifetime -------------------------------------------------------------- */
+
+static void stream_unref(ws_stream *s)
+{
+    if (--s->refs > 0)
+        return;
+    ws_conn *c = s->conn;
+    proto_session_free(s->session);
+    proto_job_free(s->pending);
+    proto_stream_path_free(s->path);
+    free(s);
+    srv__ws_unref(c);
+}
+
+static void stream_timer_closed(uv_handle_t *h)
+{
+    stream_unref(h->data);
+}
+
+static ws_stream *stream_find(ws_conn *c, const char *name)
+{
+    for (ws_stream *s = *srv__ws_streams(c); s; s = s->next)
+        if (strcmp(s->name, name) == 0)
+            return s;
+    return NULL;
+}
+
+static size_t stream_count(ws_conn *c)
+{
+    size_t n = 0;
+    for (ws_stream *s = *srv__ws_streams(c); s; s = s->next)
+        n++;
+    return n;
+}
+
+/* Removes the stream from its connection (no message is sent). */
+static void stream_drop(ws_stream *s)
+{
+    ws_conn *c = s->conn;
+    if (s->closed)
+        return;
+    s->closed = true;
+    for (ws_stream **p = srv__ws_streams(c); *p; p = &(*p)->next) {
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    }
+    srv_metrics_stream_close(srv__ws_ctx(c));
+    proto_job_free(s->pending);
+    s->pending = NULL;
+    proto_stream_path_free(s->path);
+    s->path = NULL;
+    s->path_gen++;
+    if (s->timer_open) {
+        uv_timer_stop(&s->timer);
+        uv_close((uv_handle_t *)&s->timer, stream_timer_closed);
+    }
+    stream_unref(s);
+}
+
+/* ---- paths ------------------------------------------------------------------- */
+
+static void path_end(ws_stream *s, bool completed)
+{
+    if (!s->path)
+        return;
+    size_t len;
+    char *t = proto_stream_encode_path_end(s->name, s->path_seq, s->path_sent, s->path_skipped,
+                                           s->path_count, completed, &len);
+    srv__ws_send(s->conn, t, len);
+    free(t);
+    proto_stream_path_free(s->path);
+    s->path = NULL;
+    s->path_gen++;
+    if (s->timer_open)
+        uv_timer_stop(&s->timer);
+}
+
+/* After sample index of the running path was answered (or refused). */
+static void path_sample_done(ws_stream *s, size_t index, bool sent)
+{
+    if (!s->path)
+        return;
+    if (sent)
+        s->path_sent++;
+    if (index + 1 >= s->path_count)
+        path_end(s, true);
+}
+
+/* ---- solving ----------------------------------------------------------------- */
+
+/* Sends the solution of job (target 0), which becomes the session's warm
+ * start. Takes job. */
+static void deliver(ws_stream *s, proto_job *job, long long seq, size_t skipped, size_t index,
+                    size_t count)
+{
+    size_t len = 0;
+    char *t = proto_stream_encode_job_solution(s->name, seq, skipped, job, 0, index, count, &len);
+    srv__ws_send(s->conn, t, len);
+    free(t);
+    proto_session_solved(s->session, job);
+    if (count > 0)
+        path_sample_done(s, index, true);
+}
+
+static void task_done(srv_solve *sv, int status)
+{
+    ws_task *t = sv->data;
+    ws_stream *s = t->s;
+    ws_conn *c = s->conn;
+    bool was_inline = sv->ran_inline;
+    s->busy = false;
+    bool stale = t->count > 0 && (t->path_gen != s->path_gen || !s->path);
+    if (status != SRV_OK || s->closed || !srv__ws_open(c) || stale) {
+        proto_job_free(sv->job);
+    } else {
+        deliver(s, sv->job, t->seq, t->skipped, t->index, t->count);
+        if (!was_inline) {
+            stream_kick(s);
+            stream_settle(s);
+            srv__ws_flush(c);
+        }
+    }
+    free(t);
+    stream_unref(s);
+}
+
+/* Solves job (taken) for the stream: where server/solve.c decides. A
+ * refusal is answered with the message's seq. */
+static void stream_solve(ws_stream *s, proto_job *job, long long seq, size_t skipped,
+                         size_t index, size_t count)
+{
+    ws_conn *c = s->conn;
+    srv_ctx *ctx = srv__ws_ctx(c);
+    proto_session_prepare(s->session, job);
+    ws_task *t = calloc(1, sizeof *t);
+    if (!t) {
+        proto_job_free(job);
+        return;
+    }
+    t->s = s;
+    t->seq = seq;
+    t->skipped = skipped;
+    t->index = index;
+    t->count = count;
+    t->path_gen = s->path_gen;
+    t->solve.job = job;
+    t->solve.begin = 0;
+    t->solve.end = 1;
+    t->solve.done = task_done;
+    t->solve.data = t;
+    s->refs++;
+    s->busy = true;
+    if (srv_solve_submit(ctx, &t->solve) == SRV_OK)
+        return;
+    s->busy = false;
+    s->refs--;
+    free(t);
+    proto_job_free(job);
+    srv_metrics_rejected(ctx, "pool_full");
+    proto_error e;
+    proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver pool is full; send again later");
+    srv__ws_send_error(c, s->name, true, seq, &e);
+    if (count > 0)
+        path_sample_done(s, index, false);
+}
+
+static void on_path_tick(uv_timer_t *t);
+
+/* Solves the running path's samples on schedule (proto_stream_path_next:
+ * each due sample in order, catching up after a late wake-up, skipping only
+ * beyond the lag window) while the stream is idle; a busy stream comes back
+ * here when its solve completes. At most WS_PATH_BURST samples per call, so
+ * that a long catch-up lets the loop serve others in between; then the
+ * timer is armed for the next due sample (0: right after this turn). */
+static void path_step(ws_stream *s)
+{
+    for (int burst = 0;; burst++) {
+        if (!s->path || s->busy || s->closed || !srv__ws_open(s->conn))
+            return;
+        double elapsed_ms = (double)(uv_hrtime() - s->path_start_ns) / 1e6;
+        size_t skipped;
+        double wait_ms;
+        size_t next = proto_stream_path_next(s->path, s->path_last, elapsed_ms, &skipped,
+                                             &wait_ms);
+        if (next >= s->path_count || burst >= WS_PATH_BURST) {
+            if (s->timer_open)
+                uv_timer_start(&s->timer, on_path_tick,
+                               next >= s->path_count ? (uint64_t)ceil(wait_ms) : 0, 0);
+            return;
+        }
+        s->path_skipped += skipped;
+        s->path_last = (long long)next;
+        proto_job *job;
+        proto_error e;
+        if (proto_session_sample(s->session, s->path, next, &job, &e) != 0) {
+            srv__ws_send_error(s->conn, s->name, true, s->path_seq, &e);
+            path_sample_done(s, next, false);
+        } else {
+            stream_solve(s, job, s->path_seq, skipped, next, s->path_count);
+        }
+    }
+}
+
+static void on_path_tick(uv_timer_t *t)
+{
+    ws_stream *s = t->data;
+    srv__ws_ref(s->conn);
+    path_step(s);
+    srv__ws_flush(s->conn);
+    srv__ws_unref(s->conn);
+}
+
+/* Runs what the stream has waiting: the pending target first, then the path. */
+static void stream_kick(ws_stream *s)
+{
+    if (s->closed || s->busy || !srv__ws_open(s->conn))
+        return;
+    if (s->pending) {
+        proto_job *job = s->pending;
+        size_t skipped = s->skipped;
+        s->pending = NULL;
+        s->skipped = 0;
+        stream_solve(s, job, s->pending_seq, skipped, 0, 0);
+    }
+    path_step(s);
+}
+
+/* When the stream or its connection waits for the stream to go idle:
+ * "closed" after a close message, the 1001 close frame when shutting down. */
+static void stream_settle(ws_stream *s)
+{
+    ws_conn *c = s->conn;
+    if (s->busy || s->pending)
+        return;
+    if (s->close_after && !s->closed) {
+        size_t len;
+        char *t = proto_stream_encode_closed(s->name, &len);
+        srv__ws_send(c, t, len);
+        free(t);
+        stream_drop(s);
+    }
+    srv__ws_idle(c);
+}
+
+/* ---- messages ------------------------------------------------------------------ */
+
+static void on_open(ws_conn *c, proto_stream_msg *m)
+{
+    srv_ctx *ctx = srv__ws_ctx(c);
+    proto_error e;
+    if (stream_find(c, m->stream)) {
+        proto_error_set(&e, PROTO_E_STREAM_EXISTS, "/stream",
+                        "a stream of this name is already open on this connection");
+        srv__ws_send_error(c, m->stream, false, 0, &e);
+        return;
+    }
+    if (stream_count(c) >= WS_MAX_STREAMS) {
+        proto_error_set(&e, PROTO_E_TOO_MANY_STREAMS, "/stream",
+                        "at most %d streams may be open on one connection", WS_MAX_STREAMS);
+        srv__ws_send_error(c, m->stream, false, 0, &e);
+        return;
+    }
+    proto_chain *chain = proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits,
+                                             srv_registry_lookup, ctx->registry, &e);
+    if (!chain) {
+        srv__ws_send_error(c, m->stream, false, 0, &e);
+        return;
+    }
+    proto_session *session = NULL;
+    int rc = proto_session_open(chain, m->options, m->seed, &ctx->cfg.limits, &session, &e);
+    proto_chain_unref(chain);
+    if (rc != 0) {
+        srv__ws_send_error(c, m->stream, false, 0, &e);
+        return;
+    }
+    ws_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        proto_session_free(session);
+        return;
+    }
+    s->conn = c;
+    snprintf(s->name, sizeof s->name, "%s", m->stream);
+    s->session = session;
+    s->refs = 1;
+    s->path_last = -1;
+    ws_stream **head = srv__ws_streams(c);
+    s->next = *head;
+    *head = s;
+    srv__ws_ref(c);
+    srv_metrics_stream_open(ctx);
+    size_t len;
+    char *t = proto_stream_encode_opened(s->name, proto_chain_id(proto_session_chain(session)),
+                                         &len);
+    srv__ws_send(c, t, len);
+    free(t);
+}
+
+/* The stream asked to close: answered "closed" once nothing of it runs. */
+static void on_close_stream(ws_stream *s)
+{
+    stream_kick(s); /* a waiting target is solved first */
+    path_end(s, false);
+    s->close_after = true;
+    stream_settle(s);
+}
+
+static void on_target(ws_stream *s, proto_stream_msg *m)
+{
+    path_end(s, false);
+    proto_job *job;
+    proto_error e;
+    if (proto_session_target(s->session, m->target, m->seed, &job, &e) != 0) {
+        srv__ws_send_error(s->conn, s->name, true, m->seq, &e);
+        return;
+    }
+    if (s->pending) {
+        /* a re-synchronising seed survives the conflation of its target:
+         * the newest seed sent since the last solve is the arm's state */
+        proto_session_conflate(job, s->pending);
+        proto_job_free(s->pending);
+        s->skipped++;
+    }
+    s->pending = job;
+    s->pending_seq = m->seq;
+    /* solved after the whole read was decoded (srv__ws_on_read_done) */
+}
+
+static void on_path(ws_stream *s, proto_stream_msg *m)
+{
+    srv_ctx *ctx = srv__ws_ctx(s->conn);
+    stream_kick(s); /* a target sent before the path is solved first */
+    path_end(s, false);
+    proto_error e;
+    if (proto_session_path(s->session, m->path, &e) != 0) {
+        srv__ws_send_error(s->conn, s->name, true, m->seq, &e);
+        return;
+    }
+    if (!s->timer_open) {
+        if (uv_timer_init(ctx->loop, &s->timer) != 0)
+            return;
+        s->timer.data = s;
+        s->timer_open = true;
+        s->refs++;
+    }
+    s->path = m->path;
+    m->path = NULL;
+    s->path_seq = m->seq;
+    s->path_count = proto_stream_path_count(s->path);
+    s->path_sent = 0;
+    s->path_last = -1;
+    s->path_skipped = 0;
+    s->path_start_ns = uv_hrtime();
+    path_step(s);
+}
+
+/* ---- the hooks of server/ws_conn.h ------------------------------------------------- */
+
+void srv__ws_on_text(ws_conn *c, const char *text, size_t len)
+{
+    proto_stream_msg m;
+    proto_error e;
+    if (proto_stream_decode(text, len, &m, &e) != 0) {
+        srv__ws_send_error(c, m.stream, m.has_seq, m.seq, &e);
+        return;
+    }
+    if (m.type == PROTO_STREAM_OPEN) {
+        on_open(c, &m);
+    } else {
+        ws_stream *s = stream_find(c, m.stream);
+        if (!s || s->close_after) {
+            proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, "/stream",
+                            "no stream \"%s\" is open on this connection", m.stream);
+            srv__ws_send_error(c, m.stream, m.has_seq, m.seq, &e);
+        } else if (m.type == PROTO_STREAM_CLOSE) {
+            on_close_stream(s);
+        } else if (m.type == PROTO_STREAM_TARGET) {
+            on_target(s, &m);
+        } else if (m.type == PROTO_STREAM_PATH) {
+            on_path(s, &m);
+        }
+    }
+    proto_stream_msg_free(&m);
+}
+
+void srv__ws_on_read_done(ws_conn *c)
+{
+    for (ws_stream *s = *srv__ws_streams(c), *next; s; s = next) {
+        next = s->next;
+        if (s->pending)
+            stream_kick(s);
+    }
+}
+
+void srv__ws_on_drain(ws_conn *c)
+{
+    for (ws_stream *s = *srv__ws_streams(c), *next; s; s = next) {
+        next = s->next;
+        path_end(s, false);
+        stream_kick(s);
+    }
+}
+
+bool srv__ws_busy(ws_conn *c)
+{
+    for (const ws_stream *s = *srv__ws_streams(c); s; s = s->next)
+        if (s->busy || s->pending)
+            return true;
+    return false;
+}
+
+void srv__ws_drop_streams(ws_conn *c)
+{
+    ws_stream **head = srv__ws_streams(c);
+    while (*head)
+        stream_drop(*head);
+}
