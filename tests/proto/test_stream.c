@@ -349,6 +349,69 @@ START_TEST(test_path_defaults_and_position_only)
 }
 END_TEST
 
+/* A path is bound to its stream's session when it arrives: a waypoint the
+ * stream's solver cannot use is refused then, named by its index, and the
+ * samples of a bound path are jobs in the stream's frame. */
+START_TEST(test_path_bound_to_session)
+{
+    static const char bones[] = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.55],"
+                                "[0,0,0.1]]}";
+    proto_error e;
+    proto_chain *c = proto_chain_decode(bones, strlen(bones), NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    proto_session *ss;
+    json_t *opt = json_pack("{s:s}", "frame", "unity");
+    ck_assert_int_eq(proto_session_open(c, opt, NULL, NULL, &ss, &e), 0);
+    json_decref(opt);
+    proto_chain_unref(c);
+    /* two_bone takes no orientation: the second waypoint is named */
+    proto_stream_msg m;
+    ck_assert_int_eq(decode("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":"
+                            "[{\"position\":[0,0,0],\"orientation\":[0,0,0,1]},"
+                            "{\"position\":[1,0,0],\"orientation\":[0,0,0,1]}]}",
+                            &m, &e),
+                     0);
+    ck_assert_int_eq(proto_session_path(ss, m.path, &e), -1);
+    ck_assert_str_eq(proto_error_name(e.code), "invalid_request");
+    ck_assert_str_eq(e.path, "/waypoints/0/orientation");
+    proto_job *job;
+    ck_assert_int_eq(proto_session_sample(ss, m.path, 0, &job, &e), -1); /* unbound */
+    proto_stream_msg_free(&m);
+    /* an unknown member of a waypoint, as of a target */
+    ck_assert_int_eq(decode("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"waypoints\":"
+                            "[{\"position\":[0,0,0]},{\"position\":[1,0,0],\"pol\":[0,0,1]}]}",
+                            &m, &e),
+                     0);
+    ck_assert_int_eq(proto_session_path(ss, m.path, &e), -1);
+    ck_assert_str_eq(e.path, "/waypoints/1/pol");
+    proto_stream_msg_free(&m);
+    /* a good path: samples converted from the stream's frame (unity
+     * (x, y, z) is ROS (z, -x, y)) */
+    ck_assert_int_eq(decode("{\"type\":\"path\",\"stream\":\"s\",\"seq\":0,\"rate_hz\":2,"
+                            "\"duration_s\":1,\"waypoints\":[{\"position\":[0,0,0]},"
+                            "{\"position\":[1,2,3],\"pole\":[0,1,0]}]}",
+                            &m, &e),
+                     0);
+    ck_assert_int_eq(proto_session_path(ss, m.path, &e), 0);
+    ck_assert_int_eq(proto_session_sample(ss, m.path, 1, &job, &e), 0);
+    ck_assert_double_eq_tol(job->targets[0].position.x, 1.5, 1e-12);
+    ck_assert_double_eq_tol(job->targets[0].position.y, -0.5, 1e-12);
+    ck_assert_double_eq_tol(job->targets[0].position.z, 1.0, 1e-12);
+    ck_assert(!job->targets[0].has_pole); /* segment 0 starts without one */
+    proto_job_free(job);
+    /* the last sample lies on the last waypoint; its other members are
+     * still those of the segment's first waypoint */
+    ck_assert_int_eq(proto_session_sample(ss, m.path, 2, &job, &e), 0);
+    ck_assert_double_eq_tol(job->targets[0].position.x, 3.0, 1e-12);
+    ck_assert_double_eq_tol(job->targets[0].position.y, -1.0, 1e-12);
+    ck_assert_double_eq_tol(job->targets[0].position.z, 2.0, 1e-12);
+    ck_assert(!job->targets[0].has_pole);
+    proto_job_free(job);
+    proto_stream_msg_free(&m);
+    proto_session_free(ss);
+}
+END_TEST
+
 /* Paths on schedule: samples in order as they fall due, a late wake-up
  * catches up one sample at a time, skips only beyond the lag window, the
  * last sample never skipped. */
@@ -624,6 +687,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_path_errors);
     tcase_add_test(tc, test_path_orientation_unit);
     tcase_add_test(tc, test_path_schedule);
+    tcase_add_test(tc, test_path_bound_to_session);
     tcase_add_test(tc, test_encoders);
     tcase_add_test(tc, test_job_solution_matches_tree);
     suite_add_tcase(s, tc);
