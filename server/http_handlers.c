@@ -1,0 +1,471 @@
+/*
+ * http_handlers.c: the endpoints of ikd's HTTP API: the route table and a
+ * handler per endpoint. Each receives a decoded request (server/http.h:
+ * route, method, URL, the whole body) and answers with a response value
+ * (srv_http_respond), at once or after pool work; none touches a
+ * connection. The batch pipeline is http_batch.c's; everything that talks
+ * to libmicrohttpd is http_mhd.c's.
+ *
+ * Endpoints (JSON in and out, Content-Type application/json):
+ *   POST   /v1/solve          one target            -> 200 proto_job_encode()
+ *   POST   /v1/solve/batch    many targets          -> 200 (http_batch.c)
+ *   POST   /v1/chains         register a chain      -> 201 (new) / 200 (known), id
+ *   GET    /v1/chains/{id}    describe it           -> 200 / 404
+ *   DELETE /v1/chains/{id}    forget it             -> 204 / 404
+ *   GET    /v1/solvers        solvers and options   -> 200
+ *   GET    /v1/stream         WebSocket upgrade     -> 101 (server/ws_conn.c)
+ *   GET    /livez             the process runs      -> 200 (no token needed)
+ *   GET    /readyz            accepting work        -> 200, 503 while shutting down
+ *   GET    /metrics           Prometheus text       -> 200
+ *   GET    /openapi.yaml      the API contract      -> 200 (no token needed)
+ *   GET    / and /NAME        the live page (--web)  -> 200 from memory (web.h),
+ *                                                        no token needed
+ *   OPTIONS on any of them    CORS preflight        -> 204 (http_mhd.c)
+ *
+ * Where a single solve runs: server/solve.c decides (inline when cheap,
+ * the pool otherwise, where it is also encoded). A request body above
+ * LOOP_DECODE_MAX (a large single solve, a URDF chain registration) is
+ * decoded on the pool: parsing megabytes of JSON or XML takes
+ * milliseconds, which the loop owes every other client; a chain decoded
+ * there is registered back on the loop. When --max-queue units of work are
+ * admitted already, the request gets 503 + Retry-After: 1.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_json_write.h"
+#include "server/build_info.h"
+#include "server/http.h"
+#include "server/solve.h"
+#include "server/web.h"
+
+/* ---- routes ------------------------------------------------------------ */
+
+const srv_route_def srv_routes[SRV_RT_NONE + 1] = {
+    [SRV_RT_SOLVE] = {"/v1/solve", "/v1/solve", SRV_M_POST, "POST", false, true},
+    [SRV_RT_BATCH] = {"/v1/solve/batch", "/v1/solve/batch", SRV_M_POST, "POST", false, true},
+    [SRV_RT_CHAINS] = {"/v1/chains", "/v1/chains", SRV_M_POST, "POST", false, true},
+    [SRV_RT_CHAIN_ID] = {NULL, "/v1/chains/{id}", SRV_M_GET | SRV_M_HEAD | SRV_M_DELETE,
+                         "GET, HEAD, DELETE", false, false},
+    [SRV_RT_SOLVERS] = {"/v1/solvers", "/v1/solvers", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", false,
+                        false},
+    [SRV_RT_STREAM] = {"/v1/stream", "/v1/stream", SRV_M_GET, "GET", false, false},
+    [SRV_RT_LIVEZ] = {"/livez", "/livez", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", true, false},
+    [SRV_RT_READYZ] = {"/readyz", "/readyz", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", true, false},
+    [SRV_RT_METRICS] = {"/metrics", "/metrics", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", false,
+                        false},
+    [SRV_RT_OPENAPI] = {"/openapi.yaml", "/openapi.yaml", SRV_M_GET | SRV_M_HEAD, "GET, HEAD",
+                        true, false},
+    [SRV_RT_STATIC] = {NULL, "static", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", true, false},
+    [SRV_RT_NONE] = {NULL, "other", 0, NULL, true, false},
+};
+
+#define CHAINS_PREFIX "/v1/chains/"
+
+/* Request bodies above this many bytes are decoded on the pool (see the
+ * file comment); below it a decode takes microseconds and a pool hop would
+ * cost more. */
+#define LOOP_DECODE_MAX (64 * 1024)
+
+srv_route srv_http_route_of(const srv_ctx *ctx, const char *url)
+{
+    for (int i = 0; i < SRV_RT_NONE; i++)
+        if (srv_routes[i].path && strcmp(url, srv_routes[i].path) == 0)
+            return (srv_route)i;
+    size_t n = strlen(CHAINS_PREFIX);
+    if (strncmp(url, CHAINS_PREFIX, n) == 0 && url[n] && !strchr(url + n, '/'))
+        return SRV_RT_CHAIN_ID;
+    if (srv_web_find(ctx->web, url))
+        return SRV_RT_STATIC;
+    return SRV_RT_NONE;
+}
+
+void srv_http_request_cleanup(srv_request *q)
+{
+    proto_job_free(q->job);
+    q->job = NULL;
+    proto_chain_unref(q->chain);
+    q->chain = NULL;
+    srv_http_batch_free(q->batch);
+    q->batch = NULL;
+}
+
+/* Refuses pool work that did not fit: 503 when --max-queue is reached. */
+static void refuse_busy(srv_request *q, int rc)
+{
+    proto_error e;
+    if (rc == SRV_EBUSY) {
+        proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver queue is full; retry later");
+        srv_metrics_rejected(q->ctx, "pool_full");
+    } else {
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "cannot queue work: %s", srv_strerror(rc));
+    }
+    srv_http_respond_error(q, &e);
+}
+
+/* ---- POST /v1/solve ------------------------------------------------------- */
+
+/* A single solve: the job's solve (inline or on the pool), then its
+ * answer encoded where it was solved. */
+typedef struct single {
+    srv_solve solve;
+    srv_request *q;
+    char *out;
+    size_t out_len;
+    bool decode_failed; /* a body decoded on the pool was refused: q->... */
+    proto_error err;
+} single;
+
+static void single_encode(srv_solve *s)
+{
+    single *w = s->data;
+    w->out = proto_job_encode(s->job, &w->out_len);
+}
+
+static void single_done(srv_solve *s, int status)
+{
+    single *w = s->data;
+    srv_request *q = w->q;
+    char *out = w->out;
+    size_t len = w->out_len;
+    bool ran_inline = s->ran_inline;
+    free(w);
+    if (!ran_inline && !srv_http_release(q)) {
+        free(out);
+        return;
+    }
+    if (status != SRV_OK) {
+        free(out);
+        proto_error e;
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    srv_http_respond_body(q, 200, out, len);
+}
+
+static single *single_new(srv_request *q)
+{
+    single *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->q = q;
+    w->solve.job = q->job;
+    w->solve.begin = 0;
+    w->solve.end = 1;
+    w->solve.after = single_encode;
+    w->solve.done = single_done;
+    w->solve.data = w;
+    return w;
+}
+
+/* A body too large to decode on the loop: decode, solve and encode in one
+ * pool item. */
+static void big_solve_work(srv_work *wk)
+{
+    single *w = wk->data;
+    srv_request *q = w->q;
+    if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &q->ctx->cfg.limits, srv_registry_lookup,
+                         q->ctx->registry, &q->job, &w->err) != 0) {
+        w->decode_failed = true;
+        return;
+    }
+    w->solve.job = q->job;
+    srv_solve_run(wk->ctx, &w->solve);
+}
+
+static void big_solve_done(srv_work *wk, int status)
+{
+    single *w = wk->data;
+    if (status == SRV_OK && w->decode_failed) {
+        srv_request *q = w->q;
+        proto_error e = w->err;
+        free(w);
+        if (srv_http_release(q))
+            srv_http_respond_error(q, &e);
+        return;
+    }
+    single_done(&w->solve, status);
+}
+
+static void handle_solve(srv_request *q)
+{
+    proto_error e;
+    single *w;
+    if (q->len > LOOP_DECODE_MAX) {
+        if (!(w = single_new(q)))
+            return;
+        w->solve.w.data = w;
+        srv_http_hold(q);
+        int rc = srv_pool_submit(q->ctx, &w->solve.w, big_solve_work, big_solve_done);
+        if (rc != SRV_OK) {
+            q->pending--;
+            free(w);
+            refuse_busy(q, rc);
+        }
+        return;
+    }
+    if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &q->ctx->cfg.limits, srv_registry_lookup,
+                         q->ctx->registry, &q->job, &e) != 0) {
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    if (!(w = single_new(q)))
+        return;
+    bool cheap = srv_solve_is_cheap(q->ctx, q->job);
+    if (!cheap)
+        srv_http_hold(q);
+    int rc = srv_solve_submit(q->ctx, &w->solve);
+    if (rc != SRV_OK) {
+        if (!cheap)
+            q->pending--;
+        free(w);
+        refuse_busy(q, rc);
+    }
+}
+
+/* ---- chains ------------------------------------------------------------------ */
+
+/* Registers the decoded chain c (the reference is taken over) and answers
+ * 201 (new) or 200 with its description and Location. */
+static void chain_register(srv_request *q, proto_chain *c)
+{
+    proto_error e;
+    bool created = false;
+    if (srv_registry_put(q->ctx->registry, c, &created) != SRV_OK) {
+        proto_chain_unref(c);
+        proto_error_set(&e, PROTO_E_TOO_LARGE, "",
+                        "the chain needs more memory than the registry holds (--registry-bytes)");
+        srv_metrics_rejected(q->ctx, "too_large");
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    json_t *desc = proto_chain_describe(c);
+    if (!desc || !json_is_object(desc)) {
+        json_decref(desc);
+        desc = json_object();
+    }
+    const char *id = proto_chain_id(c);
+    json_object_set_new(desc, "id", json_string(id));
+    srv_response v = {0};
+    snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
+    proto_chain_unref(c);
+    v.status = created ? 201 : 200;
+    v.body = proto_json_dump(desc, false);
+    json_decref(desc);
+    if (!v.body) {
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    v.len = strlen(v.body);
+    srv_http_respond(q, &v);
+}
+
+/* A chain registration too large to decode on the loop (a URDF document):
+ * decoded on the pool, registered back on the loop. */
+typedef struct chain_work {
+    srv_work w;
+    srv_request *q;
+    proto_chain *chain;
+    proto_error err;
+} chain_work;
+
+static void chain_decode_work(srv_work *wk)
+{
+    chain_work *cw = wk->data;
+    cw->chain = proto_chain_decode(cw->q->body, cw->q->len, &wk->ctx->cfg.limits, &cw->err);
+}
+
+static void chain_decoded_done(srv_work *wk, int status)
+{
+    chain_work *cw = wk->data;
+    srv_request *q = cw->q;
+    proto_chain *c = cw->chain;
+    proto_error e = cw->err;
+    free(cw);
+    if (!srv_http_release(q)) {
+        proto_chain_unref(c);
+        return;
+    }
+    if (status != SRV_OK) {
+        proto_chain_unref(c);
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
+        srv_http_respond_error(q, &e);
+    } else if (!c) {
+        srv_http_respond_error(q, &e);
+    } else {
+        chain_register(q, c);
+    }
+}
+
+static void handle_chains_post(srv_request *q)
+{
+    proto_error e;
+    if (q->len > LOOP_DECODE_MAX) {
+        chain_work *cw = calloc(1, sizeof *cw);
+        if (!cw)
+            return;
+        cw->q = q;
+        cw->w.data = cw;
+        srv_http_hold(q);
+        int rc = srv_pool_submit(q->ctx, &cw->w, chain_decode_work, chain_decoded_done);
+        if (rc != SRV_OK) {
+            q->pending--;
+            free(cw);
+            refuse_busy(q, rc);
+        }
+        return;
+    }
+    proto_chain *c = proto_chain_decode(q->body, q->len, &q->ctx->cfg.limits, &e);
+    if (!c) {
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    chain_register(q, c);
+}
+
+static void handle_chain_id(srv_request *q)
+{
+    const char *id = q->url + strlen(CHAINS_PREFIX);
+    proto_error e;
+    if (q->method == SRV_M_DELETE) {
+        if (srv_registry_remove(q->ctx->registry, id) == SRV_OK) {
+            srv_response v = {0};
+            v.status = 204;
+            srv_http_respond(q, &v);
+            return;
+        }
+    } else {
+        proto_chain *c = srv_registry_get(q->ctx->registry, id);
+        if (c) {
+            json_t *desc = proto_chain_describe(c);
+            if (desc && json_is_object(desc))
+                json_object_set_new(desc, "id", json_string(proto_chain_id(c)));
+            proto_chain_unref(c);
+            srv_http_respond_json(q, 200, desc);
+            return;
+        }
+    }
+    proto_error_set(&e, PROTO_E_UNKNOWN_CHAIN, "", "no chain with id \"%.200s\"", id);
+    srv_http_respond_error(q, &e);
+}
+
+/* ---- the others --------------------------------------------------------------- */
+
+static void handle_metrics(srv_request *q)
+{
+    srv_response v = {0};
+    v.status = 200;
+    v.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    v.body = srv_metrics_render(q->ctx->metrics, q->ctx->pool_depth,
+                                srv_registry_count(q->ctx->registry), q->ctx->active_requests,
+                                &v.len);
+    if (!v.body)
+        return;
+    srv_http_respond(q, &v);
+}
+
+/* A file of the live page, from the table loaded at startup (web.h): the
+ * bytes are the table's own, so the response does not copy them. */
+static void handle_static(srv_request *q)
+{
+    const srv_web_file *f = srv_web_find(q->ctx->web, q->url);
+    if (!f)
+        return; /* routed here only when it exists */
+    srv_response v = {0};
+    v.status = 200;
+    v.content_type = f->content_type;
+    v.static_body = f->data;
+    v.len = f->len;
+    v.page_file = true;
+    srv_http_respond(q, &v);
+}
+
+/* proto/openapi.yaml as compiled in (build_info.h), not copied. */
+static void handle_openapi(srv_request *q)
+{
+    srv_response v = {0};
+    v.status = 200;
+    v.content_type = "application/yaml";
+    v.static_body = srv_openapi_yaml;
+    v.len = srv_openapi_yaml_len;
+    srv_http_respond(q, &v);
+}
+
+/* GET /v1/solvers: proto's description, its limits completed by the
+ * daemon's own bounds (limits.server), so that a client can read every
+ * bound it is held to. NULL when out of memory. */
+static json_t *solvers_describe(const srv_ctx *ctx)
+{
+    const srv_config *c = &ctx->cfg;
+    json_t *d = proto_solvers_describe(&c->limits);
+    json_t *server = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "max_connections",
+        (json_int_t)c->max_connections, "max_connections_per_address",
+        (json_int_t)c->max_conn_per_addr, "idle_timeout_s", (json_int_t)c->conn_timeout_s,
+        "request_timeout_s", (json_int_t)c->request_timeout_s, "drain_timeout_s",
+        (json_int_t)c->drain_timeout_s, "body_budget_bytes", (json_int_t)c->body_budget_bytes,
+        "max_message_bytes", (json_int_t)c->max_message_bytes, "max_send_queue_bytes",
+        (json_int_t)c->ws_send_queue_bytes, "registry_bytes", (json_int_t)c->registry_bytes,
+        "max_queue", (json_int_t)c->pool_queue_max);
+    json_t *limits = json_object_get(d, "limits");
+    if (!d || !server || !json_is_object(limits) || json_object_set_new(limits, "server", server)) {
+        json_decref(d);
+        return NULL;
+    }
+    return d;
+}
+
+void srv_http_dispatch(srv_request *q)
+{
+    switch (q->route) {
+    case SRV_RT_LIVEZ:
+        srv_http_respond_json(q, 200, json_pack("{s:s}", "status", "ok"));
+        return;
+    case SRV_RT_READYZ:
+        if (q->ctx->shutting_down)
+            srv_http_respond_json(q, 503, json_pack("{s:s}", "status", "shutting_down"));
+        else
+            srv_http_respond_json(q, 200, json_pack("{s:s}", "status", "ready"));
+        return;
+    case SRV_RT_METRICS:
+        handle_metrics(q);
+        return;
+    case SRV_RT_OPENAPI:
+        handle_openapi(q);
+        return;
+    case SRV_RT_SOLVERS:
+        srv_http_respond_json(q, 200, solvers_describe(q->ctx));
+        return;
+    case SRV_RT_CHAINS:
+        handle_chains_post(q);
+        return;
+    case SRV_RT_CHAIN_ID:
+        handle_chain_id(q);
+        return;
+    case SRV_RT_SOLVE:
+        handle_solve(q);
+        return;
+    case SRV_RT_BATCH:
+        srv_http_batch(q);
+        return;
+    case SRV_RT_STREAM: {
+        srv_response v = {0};
+        v.status = 101;
+        v.upgrade = true;
+        srv_http_respond(q, &v);
+        return;
+    }
+    case SRV_RT_STATIC:
+        handle_static(q);
+        return;
+    case SRV_RT_NONE:
+    default:
+        break;
+    }
+    proto_error e;
+    proto_error_set(&e, PROTO_E_NOT_FOUND, "", "no such endpoint: %.200s", q->url);
+    srv_http_respond_error(q, &e);
+}

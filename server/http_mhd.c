@@ -1,0 +1,609 @@
+/*
+ * http_mhd.c: the one module of ikd's HTTP side that talks to
+ * libmicrohttpd: its access handler and request-completed notification,
+ * request bodies and the body budget, the checks every request passes
+ * before its handler (route, Origin, token, method, announced size), CORS,
+ * suspending and resuming connections for pool work, and turning the
+ * response values of the handlers (server/http.h) into libmicrohttpd
+ * responses. The handlers (http_handlers.c, http_batch.c) never see a
+ * connection.
+ *
+ * How one request flows through libmicrohttpd's access handler:
+ *   1st call (headers): allocate the request, route it, check the Origin
+ *       (a POST or DELETE from an Origin outside --allow-origin gets 403
+ *       before its body is read: browsers send some cross-origin requests,
+ *       Content-Type text/plain, without a preflight), the token, the
+ *       method and Content-Length. Nothing is queued here (queuing on the
+ *       first call makes libmicrohttpd close the connection and cut
+ *       throughput fourfold), except 413 on an oversized Content-Length
+ *       and 503 on a body that does not fit the body budget, where closing
+ *       is what we want: the body is never read.
+ *   body calls: append to the request's buffer (an announced body is
+ *       reserved against --body-budget and allocated whole at once). Past
+ *       --max-body (a chunked body without Content-Length) the buffer is
+ *       dropped, the rest of the body is read and discarded (libmicrohttpd
+ *       cannot answer mid-body) and 413 is answered at the end; a body that
+ *       runs on beyond twice the limit makes us close the connection
+ *       without an answer.
+ *   final call (upload_data_size 0): the refusal decided earlier, the CORS
+ *       preflight, or the handler (srv_http_dispatch). A handler that goes
+ *       to the pool leaves the request without an answer: the connection is
+ *       suspended, and resumed (then srv_mhd_run(), as libmicrohttpd does
+ *       not wake the loop by itself) when srv_http_respond() comes; the
+ *       prepared response is queued when the access handler is called
+ *       again.
+ *
+ * Answers: every answer to a request whose Origin is allowed (the
+ * --allow-origin list, any Origin when there is none) carries
+ * Access-Control-Allow-Origin and exposes Retry-After and Location; while
+ * draining, every answer carries Connection: close, so that a keep-alive
+ * client sends nothing more that could go unanswered.
+ *
+ * Vanishing clients: a request's memory is freed by the request-completed
+ * notification, unless pool work still holds it; then the notification
+ * only marks it dead and the last release (srv_http_release) frees it.
+ *
+ * Not here: what each endpoint does (http_handlers.c, http_batch.c), the
+ * loop glue (loop.c), flags and startup (serve.c, config.c), the request
+ * deadline (guard.c), WebSocket framing (ws_conn.c).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "proto/proto_json_write.h"
+#include "server/daemon.h"
+#include "server/guard.h"
+#include "server/http.h"
+#include "server/ws_handshake.h"
+
+enum req_state {
+    ST_READING,  /* headers/body arriving */
+    ST_WORKING,  /* the handler works on the pool; no answer yet */
+    ST_READY,    /* the answer came while working: queue it on the next call */
+    ST_ANSWERED  /* a response was queued */
+};
+
+typedef struct http_req {
+    srv_request q; /* what the handlers see (first member) */
+    struct MHD_Connection *conn;
+    enum req_state state;
+    bool in_dispatch;     /* the handler is running: an answer is queued at once */
+    bool suspended;
+    bool preflight;       /* a CORS preflight (OPTIONS) on a known route */
+    unsigned status_sent; /* for metrics; 0 = none */
+    proto_error err;      /* a refusal decided before the body was in */
+    bool has_err;
+    size_t cap;
+    size_t held;      /* bytes of ctx->body_bytes this request accounts for */
+    bool received;    /* the request is in whole (srv_guard_received) */
+    size_t discarded; /* body bytes read and thrown away after a refusal */
+    srv_response ready; /* the answer prepared while working (ST_READY) */
+} http_req;
+
+int srv_http_status(proto_errcode code)
+{
+    switch (code) {
+#define SRV_HTTP_STATUS_CASE(name, wire, http, moveit, text)                                      \
+    case PROTO_E_##name:                                                                           \
+        return http;
+        PROTO_ERROR_MAP(SRV_HTTP_STATUS_CASE)
+#undef SRV_HTTP_STATUS_CASE
+    default:
+        return 500;
+    }
+}
+
+static http_req *req_of(srv_request *q)
+{
+    return (http_req *)q;
+}
+
+static void req_free(http_req *r)
+{
+    srv_ctx *ctx = r->q.ctx;
+    ctx->active_requests--;
+    ctx->body_bytes -= r->held;
+    srv_http_request_cleanup(&r->q);
+    free(r->ready.body);
+    free(r->q.body);
+    free(r);
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static void add_cors(http_req *r, struct MHD_Response *resp)
+{
+    srv_ctx *ctx = r->q.ctx;
+    const char *origin =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    if (!origin || !srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
+                                          ctx->cfg.n_allow_origins))
+        return;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ORIGIN);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_EXPOSE_HEADERS,
+                            "Retry-After, Location");
+}
+
+static enum MHD_Result queue_mhd(http_req *r, unsigned status, struct MHD_Response *resp)
+{
+    if (!resp)
+        return MHD_NO;
+    if (status != MHD_HTTP_SWITCHING_PROTOCOLS)
+        add_cors(r, resp);
+    if (r->q.ctx->shutting_down && status != MHD_HTTP_SWITCHING_PROTOCOLS)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
+    MHD_destroy_response(resp);
+    r->status_sent = status;
+    r->state = ST_ANSWERED;
+    return rc;
+}
+
+/* The WebSocket upgrade of GET /v1/stream (server/ws_conn.c validates the
+ * handshake and makes libmicrohttpd's upgrade response). */
+static enum MHD_Result queue_upgrade(http_req *r)
+{
+    proto_error e;
+    proto_error_clear(&e);
+    struct MHD_Response *resp = srv_ws_upgrade(r->q.ctx, r->conn, &e);
+    if (!resp) {
+        if (e.code == PROTO_E_NONE)
+            proto_error_set(&e, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
+        if (e.code == PROTO_E_FORBIDDEN_ORIGIN)
+            srv_metrics_rejected(r->q.ctx, "bad_origin");
+        srv_http_respond_error(&r->q, &e);
+        return MHD_YES;
+    }
+    srv_guard_forget(r->q.ctx, r->conn); /* a WebSocket has no request deadline */
+    return queue_mhd(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+}
+
+/* A response value as libmicrohttpd's response, queued. Takes its body. */
+static enum MHD_Result queue_value(http_req *r, srv_response *v)
+{
+    if (v->upgrade)
+        return queue_upgrade(r);
+    struct MHD_Response *resp;
+    if (v->body) {
+        resp = MHD_create_response_from_buffer(v->len, v->body, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(v->body);
+    } else {
+        resp = MHD_create_response_from_buffer(v->len, (void *)v->static_body,
+                                               MHD_RESPMEM_PERSISTENT);
+    }
+    v->body = NULL;
+    if (!resp)
+        return MHD_NO;
+    if (v->len > 0 || v->content_type)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                v->content_type ? v->content_type : "application/json");
+    if (v->allow)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, v->allow);
+    if (v->retry_after)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (v->status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (v->location[0])
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, v->location);
+    if (v->page_file) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    }
+    return queue_mhd(r, (unsigned)v->status, resp);
+}
+
+void srv_http_respond(srv_request *q, srv_response *resp)
+{
+    http_req *r = req_of(q);
+    if (q->dead || r->state == ST_ANSWERED || r->state == ST_READY) {
+        free(resp->body);
+        resp->body = NULL;
+        return;
+    }
+    if (r->in_dispatch) {
+        queue_value(r, resp);
+        return;
+    }
+    /* after pool work: queued when libmicrohttpd calls again */
+    r->ready = *resp;
+    resp->body = NULL;
+    r->state = ST_READY;
+    if (r->suspended) {
+        r->suspended = false;
+        MHD_resume_connection(r->conn);
+        srv_mhd_run(q->ctx);
+    }
+}
+
+void srv_http_respond_body(srv_request *q, int status, char *body, size_t len)
+{
+    srv_response v = {0};
+    v.status = status;
+    v.body = body;
+    v.len = len;
+    if (!body) {
+        proto_error e;
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    srv_http_respond(q, &v);
+}
+
+void srv_http_respond_json(srv_request *q, int status, json_t *v)
+{
+    char *s = v ? proto_json_dump(v, false) : NULL;
+    json_decref(v);
+    srv_http_respond_body(q, status, s, s ? strlen(s) : 0);
+}
+
+void srv_http_respond_error(srv_request *q, const proto_error *e)
+{
+    srv_response v = {0};
+    v.status = srv_http_status(e->code);
+    size_t n = proto_error_format(e, NULL, 0);
+    v.body = malloc(n + 1);
+    if (!v.body)
+        return;
+    proto_error_format(e, v.body, n + 1);
+    v.len = n;
+    if (e->code == PROTO_E_METHOD_NOT_ALLOWED)
+        v.allow = srv_routes[q->route].allow;
+    v.retry_after = v.status == MHD_HTTP_SERVICE_UNAVAILABLE;
+    srv_http_respond(q, &v);
+}
+
+/* ---- pool work and vanishing clients --------------------------------------- */
+
+void srv_http_hold(srv_request *q)
+{
+    q->pending++;
+}
+
+bool srv_http_release(srv_request *q)
+{
+    q->pending--;
+    if (q->dead && q->pending == 0) {
+        req_free(req_of(q));
+        return false;
+    }
+    return !q->dead;
+}
+
+void srv_http_body_release(srv_request *q)
+{
+    free(q->body);
+    q->body = NULL;
+}
+
+/* A client that half-closes after its request and still reads is taken for
+ * gone too; HTTP clients do not do that. */
+bool srv_http_client_gone(srv_request *q)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(req_of(q)->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!i)
+        return false;
+    char b;
+    ssize_t n = recv(i->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* ---- authentication and origins ------------------------------------------ */
+
+/* No Origin (not a browser), or one --allow-origin allows. */
+static bool origin_allowed(http_req *r)
+{
+    srv_ctx *ctx = r->q.ctx;
+    const char *origin =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    return srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
+                                 ctx->cfg.n_allow_origins);
+}
+
+bool srv_http_token_ok(const char *header, const char *token)
+{
+    static const char prefix[] = "Bearer ";
+    const char *have = "";
+    if (header && strncasecmp(header, prefix, sizeof prefix - 1) == 0)
+        have = header + sizeof prefix - 1;
+    /* Constant time in the length of the expected token: every byte of it
+     * is compared whatever the header holds. */
+    size_t hl = strlen(have), tl = strlen(token);
+    unsigned char diff = (unsigned char)(hl != tl);
+    for (size_t i = 0; i < tl; i++) {
+        unsigned char h = i < hl ? (unsigned char)have[i] : 0;
+        diff |= (unsigned char)(h ^ (unsigned char)token[i]);
+    }
+    return diff == 0 && tl > 0;
+}
+
+/* The token comes in Authorization: Bearer, or, on the stream upgrade only,
+ * as a Sec-WebSocket-Protocol element (ws_handshake.h: browsers cannot set
+ * Authorization on a WebSocket). Neither is ever logged. */
+static bool authorized(http_req *r)
+{
+    const char *token = r->q.ctx->cfg.token;
+    if (srv_http_token_ok(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_AUTHORIZATION),
+                          token))
+        return true;
+    return r->q.route == SRV_RT_STREAM &&
+           srv_ws_protocol_bearer(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                              "Sec-WebSocket-Protocol"),
+                                  token) == SRV_WS_BEARER_OK;
+}
+
+static void refuse(http_req *r, proto_errcode code, const char *reason, const char *msg)
+{
+    proto_error_set(&r->err, code, "", "%s", msg);
+    r->has_err = true;
+    if (reason)
+        srv_metrics_rejected(r->q.ctx, reason);
+}
+
+/* OPTIONS on a known route: 204 with what the route allows. A browser's
+ * preflight from an Origin outside --allow-origin gets 403 (and no CORS
+ * headers), so that the refusal is visible in its network log too. */
+static enum MHD_Result answer_preflight(http_req *r)
+{
+    const srv_route_def *d = &srv_routes[r->q.route];
+    const char *origin =
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    if (origin && !origin_allowed(r)) {
+        proto_error e;
+        proto_error_set(&e, PROTO_E_FORBIDDEN_ORIGIN, "", "Origin %.200s is not allowed here",
+                        origin);
+        srv_metrics_rejected(r->q.ctx, "bad_origin");
+        srv_http_respond_error(&r->q, &e);
+        return MHD_YES;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        return MHD_NO;
+    char allow[64];
+    snprintf(allow, sizeof allow, "%s, OPTIONS", d->allow);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    if (origin) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_METHODS, allow);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_HEADERS,
+                                "Authorization, Content-Type");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_MAX_AGE, "600");
+    }
+    return queue_mhd(r, 204, resp);
+}
+
+/* ---- the body ---------------------------------------------------------------- */
+
+/* Accounts for the request holding `total` bytes of body in
+ * ctx->body_bytes (never less than it holds already); false when that
+ * would pass --body-budget. */
+static bool body_reserve(http_req *r, size_t total)
+{
+    srv_ctx *ctx = r->q.ctx;
+    if (total <= r->held)
+        return true;
+    size_t more = total - r->held;
+    if (ctx->body_bytes + more > ctx->cfg.body_budget_bytes)
+        return false;
+    ctx->body_bytes += more;
+    r->held = total;
+    return true;
+}
+
+static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
+{
+    srv_ctx *ctx = r->q.ctx;
+    size_t max = ctx->cfg.limits.max_body_bytes;
+    if (r->has_err || r->preflight || !srv_routes[r->q.route].takes_body) {
+        /* Discarded; the error is answered once the body is in
+         * (libmicrohttpd 0.9.75 cannot queue a response mid-body). A body
+         * that goes on far past the limit is cut by closing the connection. */
+        r->discarded += n;
+        return r->discarded > 2 * max + 65536 ? MHD_NO : MHD_YES;
+    }
+    if (n > max - r->q.len) {
+        refuse(r, PROTO_E_TOO_LARGE, "too_large",
+               "the request body exceeds the limit (--max-body)");
+        r->discarded = r->q.len + n;
+        free(r->q.body);
+        r->q.body = NULL;
+        r->q.len = r->cap = 0;
+        return MHD_YES;
+    }
+    if (r->q.len + n + 1 > r->cap) {
+        /* an announced body (reserved whole in begin) is allocated whole
+         * at once: no copies while it grows */
+        size_t cap = r->cap ? r->cap : r->held > 0 ? r->held : 1024;
+        while (cap < r->q.len + n + 1)
+            cap *= 2;
+        if (cap > max + 1)
+            cap = max + 1;
+        if (!body_reserve(r, cap)) {
+            /* a body without Content-Length outgrew the budget: cut (no
+             * answer can be queued mid-body) */
+            srv_metrics_rejected(ctx, "body_budget");
+            return MHD_NO;
+        }
+        char *p = realloc(r->q.body, cap);
+        if (!p)
+            return MHD_NO;
+        r->q.body = p;
+        r->cap = cap;
+    }
+    memcpy(r->q.body + r->q.len, data, n);
+    r->q.len += n;
+    r->q.body[r->q.len] = '\0';
+    return MHD_YES;
+}
+
+/* ---- libmicrohttpd callbacks ------------------------------------------------- */
+
+/* First call: route, check the Origin, the token, the method and the
+ * announced size. */
+static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
+                             const char *method, void **con_cls)
+{
+    http_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return MHD_NO;
+    r->q.ctx = ctx;
+    r->q.url = url;
+    r->conn = conn;
+    r->q.route = srv_http_route_of(ctx, url);
+    r->q.method = strcmp(method, "GET") == 0       ? SRV_M_GET
+                  : strcmp(method, "POST") == 0    ? SRV_M_POST
+                  : strcmp(method, "HEAD") == 0    ? SRV_M_HEAD
+                  : strcmp(method, "DELETE") == 0  ? SRV_M_DELETE
+                  : strcmp(method, "OPTIONS") == 0 ? SRV_M_OPTIONS
+                                                   : SRV_M_OTHER;
+    *con_cls = r;
+    ctx->active_requests++;
+    ctx->requests_begun++;
+    const srv_route_def *d = &srv_routes[r->q.route];
+
+    if (r->q.route == SRV_RT_NONE) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
+        refuse(r, PROTO_E_NOT_FOUND, NULL, msg);
+    } else if ((r->q.method == SRV_M_POST || r->q.method == SRV_M_DELETE) && !origin_allowed(r)) {
+        /* A browser sends some cross-origin requests without a preflight
+         * (a POST with Content-Type text/plain): refused before anything is
+         * read or done, not merely hidden from the page. */
+        char msg[300];
+        snprintf(msg, sizeof msg, "Origin %.200s may not change anything here (--allow-origin)",
+                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN));
+        refuse(r, PROTO_E_FORBIDDEN_ORIGIN, "bad_origin", msg);
+    } else if (r->q.method == SRV_M_OPTIONS) {
+        /* CORS preflight: browsers send it without credentials, so no
+         * token is asked; answered once any body is in */
+        r->preflight = true;
+    } else if (!d->open && ctx->cfg.token && !authorized(r)) {
+        refuse(r, PROTO_E_UNAUTHORIZED, "unauthorized",
+               r->q.route == SRV_RT_STREAM
+                   ? "a valid bearer token is required (Authorization: Bearer ..., or the "
+                     "subprotocols " SRV_WS_PROTOCOL ", " SRV_WS_BEARER_PREFIX
+                     "<base64url token>)"
+                   : "a valid bearer token is required (Authorization: Bearer ...)");
+    } else if (!(d->methods & r->q.method)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "method %.32s is not allowed here", method);
+        refuse(r, PROTO_E_METHOD_NOT_ALLOWED, "method", msg);
+    } else if (d->takes_body) {
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
+        if (announced > ctx->cfg.limits.max_body_bytes) {
+            refuse(r, PROTO_E_TOO_LARGE, "too_large",
+                   "the request body exceeds the limit (--max-body)");
+            /* Answer before reading the body: libmicrohttpd then closes. */
+            r->in_dispatch = true;
+            srv_http_respond_error(&r->q, &r->err);
+            r->in_dispatch = false;
+            return MHD_YES;
+        }
+        /* The body budget: an announced body is reserved whole now, so that
+         * an upload that would not fit is refused before it is read. */
+        if (announced > 0 && !body_reserve(r, (size_t)announced + 1)) {
+            refuse(r, PROTO_E_OVERLOADED, "body_budget",
+                   "request bodies in flight fill the body budget (--body-budget); retry "
+                   "later");
+            r->in_dispatch = true;
+            srv_http_respond_error(&r->q, &r->err);
+            r->in_dispatch = false;
+            return MHD_YES;
+        }
+    }
+    return MHD_YES;
+}
+
+/* The final call: the refusal, the preflight or the handler. */
+static enum MHD_Result answer(http_req *r)
+{
+    r->in_dispatch = true;
+    if (r->has_err) {
+        srv_http_respond_error(&r->q, &r->err);
+    } else if (r->preflight) {
+        r->in_dispatch = false;
+        return answer_preflight(r);
+    } else if (srv_routes[r->q.route].takes_body && r->q.len == 0) {
+        proto_error e;
+        proto_error_set(&e, PROTO_E_INVALID_JSON, "", "the request body is empty");
+        srv_http_respond_error(&r->q, &e);
+    } else {
+        srv_http_dispatch(&r->q);
+    }
+    r->in_dispatch = false;
+    if (r->state == ST_ANSWERED)
+        return MHD_YES;
+    if (r->q.pending == 0)
+        return MHD_NO; /* a handler that neither answered nor works: out of memory */
+    /* the handler works on the pool: wait for its answer */
+    r->state = ST_WORKING;
+    r->suspended = true;
+    MHD_suspend_connection(r->conn);
+    return MHD_YES;
+}
+
+enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                const char *method, const char *version,
+                                const char *upload_data, size_t *upload_data_size,
+                                void **con_cls)
+{
+    srv_ctx *ctx = cls;
+    http_req *r = *con_cls;
+    if (!r)
+        return begin(ctx, conn, url, method, con_cls);
+
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (r->state != ST_READING)
+            return MHD_YES;
+        return body_data(r, upload_data, n);
+    }
+
+    switch (r->state) {
+    case ST_READING:
+        if (!r->received) {
+            r->received = true;
+            srv_guard_received(ctx, conn);
+        }
+        return answer(r);
+    case ST_WORKING:
+    case ST_ANSWERED:
+        return MHD_YES; /* not ours to answer (yet) */
+    case ST_READY: {
+        srv_response v = r->ready;
+        r->ready.body = NULL;
+        return queue_value(r, &v);
+    }
+    }
+    return MHD_YES;
+}
+
+void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                        enum MHD_RequestTerminationCode toe)
+{
+    http_req *r = *con_cls;
+    srv_guard_rearm(cls, conn);
+    if (!r)
+        return;
+    *con_cls = NULL;
+    if (r->status_sent)
+        srv_metrics_request(r->q.ctx->metrics, srv_routes[r->q.route].label,
+                            (int)r->status_sent);
+    if (toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
+        srv_metrics_rejected(r->q.ctx, "timeout");
+    if (r->q.pending > 0) {
+        r->q.dead = true; /* freed by the last release */
+        return;
+    }
+    req_free(r);
+}
