@@ -381,167 +381,137 @@ void proto_stream_msg_free(proto_stream_msg *m)
 
 /* ---- encoding ------------------------------------------------------------ */
 
-typedef struct outbuf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} outbuf;
+/* Every message is written with proto_jw (proto_json_write.h), the one
+ * growable text buffer of the wire format. Stream names never need
+ * escaping (proto_stream_name_valid), so they are written as they are. */
 
-static void ob_put(outbuf *b, const char *s, size_t n)
+#define RAW(w, lit) proto_jw_raw(w, lit, sizeof(lit) - 1)
+
+static void put_stream(proto_jw *w, const char *stream)
 {
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->failed = true;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
+    RAW(w, "\"stream\":\"");
+    proto_jw_raw(w, stream, strlen(stream));
+    RAW(w, "\"");
 }
 
-static void ob_printf(outbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ob_printf(outbuf *b, const char *fmt, ...)
+/* ,"key":n */
+static void put_count(proto_jw *w, const char *key, size_t klen, long long n)
 {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof tmp) {
-        b->failed = true;
-        return;
-    }
-    ob_put(b, tmp, (size_t)n);
+    RAW(w, ",\"");
+    proto_jw_raw(w, key, klen);
+    RAW(w, "\":");
+    proto_jw_integer(w, (json_int_t)n);
 }
+#define COUNT(w, key, n) put_count(w, key, sizeof(key) - 1, (long long)(n))
 
-/* v as every answer writes it (proto_json_dump: reals with the fewest
- * digits that read back). */
-static void ob_json(outbuf *b, const json_t *v)
+/* {"type":"solution","stream":..,"seq":..,"skipped":..[,"index":..,"count":..],"result": */
+static void solution_head(proto_jw *w, const char *stream, long long seq, size_t skipped,
+                          size_t index, size_t count)
 {
-    char *s = proto_json_dump(v, false);
-    if (!s) {
-        b->failed = true;
-        return;
+    RAW(w, "{\"type\":\"solution\",");
+    put_stream(w, stream);
+    COUNT(w, "seq", seq);
+    COUNT(w, "skipped", skipped);
+    if (count > 0) {
+        COUNT(w, "index", index);
+        COUNT(w, "count", count);
     }
-    ob_put(b, s, strlen(s));
-    free(s);
-}
-
-static char *ob_finish(outbuf *b, size_t *len)
-{
-    if (b->failed || !b->data) {
-        free(b->data);
-        return NULL;
-    }
-    if (len)
-        *len = b->len;
-    return b->data;
+    RAW(w, ",\"result\":");
 }
 
 char *proto_stream_encode_opened(const char *stream, const char *chain_id, size_t *len)
 {
-    outbuf b = {0};
-    json_t *id = json_string(chain_id ? chain_id : "");
-    ob_printf(&b, "{\"type\":\"opened\",\"stream\":\"%s\",\"chain_id\":", stream);
-    if (!id)
-        b.failed = true;
-    else
-        ob_json(&b, id);
-    ob_put(&b, "}", 1);
-    json_decref(id);
-    return ob_finish(&b, len);
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    RAW(&w, "{\"type\":\"opened\",");
+    put_stream(&w, stream);
+    RAW(&w, ",\"chain_id\":");
+    const char *id = chain_id ? chain_id : "";
+    proto_jw_string(&w, id, strlen(id));
+    RAW(&w, "}");
+    return proto_jw_finish(&w, len);
 }
 
 char *proto_stream_encode_closed(const char *stream, size_t *len)
 {
-    outbuf b = {0};
-    ob_printf(&b, "{\"type\":\"closed\",\"stream\":\"%s\"}", stream);
-    return ob_finish(&b, len);
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    RAW(&w, "{\"type\":\"closed\",");
+    put_stream(&w, stream);
+    RAW(&w, "}");
+    return proto_jw_finish(&w, len);
 }
 
 char *proto_stream_encode_solution(const char *stream, long long seq, size_t skipped,
                                    const json_t *result, size_t index, size_t count,
                                    size_t *len)
 {
-    outbuf b = {0};
-    ob_printf(&b, "{\"type\":\"solution\",\"stream\":\"%s\",\"seq\":%lld,\"skipped\":%zu,", stream,
-              seq, skipped);
-    if (count > 0)
-        ob_printf(&b, "\"index\":%zu,\"count\":%zu,", index, count);
-    ob_put(&b, "\"result\":", 9);
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    solution_head(&w, stream, seq, skipped, index, count);
     if (result)
-        ob_json(&b, result);
+        proto_jw_value(&w, result, false);
     else
-        ob_put(&b, "null", 4);
-    ob_put(&b, "}", 1);
-    return ob_finish(&b, len);
+        RAW(&w, "null");
+    RAW(&w, "}");
+    return proto_jw_finish(&w, len);
 }
 
 char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t skipped,
                                        const proto_job *job, size_t i, size_t index,
                                        size_t count, size_t *len)
 {
-    char head[PROTO_STREAM_NAME_MAX + 160];
-    int n = count > 0 ? snprintf(head, sizeof head,
-                                 "{\"type\":\"solution\",\"stream\":\"%s\",\"seq\":%lld,"
-                                 "\"skipped\":%zu,\"index\":%zu,\"count\":%zu,\"result\":",
-                                 stream, seq, skipped, index, count)
-                      : snprintf(head, sizeof head,
-                                 "{\"type\":\"solution\",\"stream\":\"%s\",\"seq\":%lld,"
-                                 "\"skipped\":%zu,\"result\":",
-                                 stream, seq, skipped);
-    if (n < 0 || (size_t)n >= sizeof head)
-        return NULL;
     char buf[2048];
     proto_jw w;
     proto_jw_init(&w, buf, sizeof buf);
-    proto_jw_raw(&w, head, (size_t)n);
+    solution_head(&w, stream, seq, skipped, index, count);
     proto__job_result_write(&w, job, i);
-    proto_jw_raw(&w, "}", 1);
+    RAW(&w, "}");
     return proto_jw_finish(&w, len);
 }
 
 char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent,
                                    size_t skipped, size_t count, bool completed, size_t *len)
 {
-    outbuf b = {0};
-    ob_printf(&b,
-              "{\"type\":\"path_end\",\"stream\":\"%s\",\"seq\":%lld,\"sent\":%zu,\"skipped\":%zu,"
-              "\"count\":%zu,\"completed\":%s}",
-              stream, seq, sent, skipped, count, completed ? "true" : "false");
-    return ob_finish(&b, len);
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    RAW(&w, "{\"type\":\"path_end\",");
+    put_stream(&w, stream);
+    COUNT(&w, "seq", seq);
+    COUNT(&w, "sent", sent);
+    COUNT(&w, "skipped", skipped);
+    COUNT(&w, "count", count);
+    if (completed)
+        RAW(&w, ",\"completed\":true}");
+    else
+        RAW(&w, ",\"completed\":false}");
+    return proto_jw_finish(&w, len);
 }
 
 char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
                                 const proto_error *e, size_t *len)
 {
-    outbuf b = {0};
-    ob_put(&b, "{\"type\":\"error\"", 15);
-    if (stream && proto_stream_name_valid(stream))
-        ob_printf(&b, ",\"stream\":\"%s\"", stream);
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    RAW(&w, "{\"type\":\"error\"");
+    if (stream && proto_stream_name_valid(stream)) {
+        RAW(&w, ",");
+        put_stream(&w, stream);
+    }
     if (has_seq)
-        ob_printf(&b, ",\"seq\":%lld", seq);
-    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message", e->message, "path",
-                              e->path);
+        COUNT(&w, "seq", seq);
+    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                              e->message, "path", e->path);
     if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
         inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
                           "(message not printable)", "path", "");
     if (!inner) {
-        b.failed = true;
-    } else {
-        ob_put(&b, ",\"error\":", 9);
-        ob_json(&b, inner);
-        json_decref(inner);
+        proto_jw_release(&w);
+        return NULL;
     }
-    ob_put(&b, "}", 1);
-    return ob_finish(&b, len);
+    RAW(&w, ",\"error\":");
+    proto_jw_value(&w, inner, false);
+    json_decref(inner);
+    RAW(&w, "}");
+    return proto_jw_finish(&w, len);
 }
