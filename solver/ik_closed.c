@@ -56,6 +56,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "solver/ik_rng.h"
+
 /* ---- tables ---------------------------------------------------------------- */
 
 const char *ik_closed_kind_name(int kind)
@@ -433,18 +435,6 @@ static bool detect_ur(ik_closed *k)
     return hypot(A, B) >= APART_MIN && elbow_ok(k, r[3]);
 }
 
-typedef struct proof_rng {
-    uint64_t s;
-} proof_rng;
-
-static double proof_uniform(proof_rng *g, double lo, double hi)
-{
-    uint64_t z = (g->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * ((double)(z >> 11) * 0x1.0p-53);
-}
 
 /* Position error (max component) and rotation angle between two poses. */
 static void pose_err(const double Ra[9], const double pa[3], const double Rb[9],
@@ -460,7 +450,7 @@ static void pose_err(const double Ra[9], const double pa[3], const double Rb[9],
 
 static bool proof(const ik_closed *k, const ik_chain *c)
 {
-    proof_rng g = {0x1D0C105EDull};
+    ik_rng g = {0x1D0C105EDull};
     double mid[6], q[6], R[9], p[3], Rb[9], pb[3], e[6];
     double br[IK_CLOSED_BRANCHES][6];
     bool exact[IK_CLOSED_BRANCHES];
@@ -473,7 +463,7 @@ static bool proof(const ik_closed *k, const ik_chain *c)
                 lo = -IK_PI;
                 hi = IK_PI;
             }
-            q[j] = proof_uniform(&g, lo, hi);
+            q[j] = ik_rng_uniform(&g, lo, hi);
         }
         ik_chain_fk_mat(c, q, R, p);
         size_t n = ik_closed_branches(k, R, p, mid, br, exact);

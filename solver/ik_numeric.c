@@ -68,6 +68,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "solver/ik_rng.h"
 #include <time.h>
 
 ik_target ik_target_full_pose(ik_xform pose)
@@ -171,23 +173,6 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
                                   seed's tip: farther is a new goal, not a
                                   motion to follow */
 
-typedef struct rng {
-    uint64_t s;
-} rng;
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(rng *r, double lo, double hi)
-{
-    double u = (double)(rng_next(r) >> 11) * 0x1.0p-53;
-    return lo + (hi - lo) * u;
-}
 
 static double now_s(void)
 {
@@ -532,13 +517,13 @@ static int attempt(search *S)
     }
 }
 
-static void random_config(const ik_chain *c, rng *r, double *q)
+static void random_config(const ik_chain *c, ik_rng *r, double *q)
 {
     for (size_t k = 0; k < c->dof; k++) {
         if (c->type[k] == IK_JOINT_CONTINUOUS)
-            q[k] = rng_uniform(r, -IK_PI, IK_PI);
+            q[k] = ik_rng_uniform(r, -IK_PI, IK_PI);
         else
-            q[k] = rng_uniform(r, c->lower[k], c->upper[k]);
+            q[k] = ik_rng_uniform(r, c->lower[k], c->upper[k]);
     }
 }
 
@@ -873,7 +858,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     pick K;
     memset(&K, 0, sizeof K);
     K.d2 = INFINITY;
-    rng r = {o->rng_seed};
+    ik_rng r = {o->rng_seed};
     size_t restarts = 0, extra_left = 0;
     bool stop = false;
 

@@ -50,6 +50,7 @@
 #include <time.h>
 
 #include "solver/ik_status.h"
+#include "solver/ik_rng.h"
 
 /* ---- building ------------------------------------------------------------ */
 
@@ -274,22 +275,6 @@ ik_tree_opts ik_tree_opts_default(void)
 #define LEVEL_RATIO        1e4   /* merit weight of a level over the next */
 #define POLISH_ITERS       30    /* strict steps that restore the higher levels */
 
-typedef struct rng {
-    uint64_t s;
-} rng;
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(rng *r, double lo, double hi)
-{
-    return lo + (hi - lo) * ((double)(rng_next(r) >> 11) * 0x1.0p-53);
-}
 
 static double now_s(void)
 {
@@ -769,12 +754,12 @@ static int attempt(solver *S, size_t *k_out)
     return rc;
 }
 
-static void random_var(const ik_tree *T, size_t v, rng *r, double *q)
+static void random_var(const ik_tree *T, size_t v, ik_rng *r, double *q)
 {
     if (T->type[v] == IK_JOINT_CONTINUOUS)
-        q[v] = rng_uniform(r, -IK_PI, IK_PI);
+        q[v] = ik_rng_uniform(r, -IK_PI, IK_PI);
     else
-        q[v] = rng_uniform(r, T->lower[v], T->upper[v]);
+        q[v] = ik_rng_uniform(r, T->lower[v], T->upper[v]);
 }
 
 static double var_delta(const ik_tree *T, size_t v, const double *a, const double *b)
@@ -906,7 +891,7 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
     memcpy(S->best, S->seed, n * sizeof *S->q);
     S->best_k = 0;
     S->best_cost = INFINITY;
-    rng r = {o->rng_seed ^ ((uint64_t)G->tips * 0xD1B54A32D192ED03ull)};
+    ik_rng r = {o->rng_seed ^ ((uint64_t)G->tips * 0xD1B54A32D192ED03ull)};
     size_t restarts = 0, solutions = 0, extra_left = 0;
     bool counting = false;
     double best_score = INFINITY;

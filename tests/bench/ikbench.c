@@ -106,6 +106,7 @@
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_reason.h"
+#include "solver/ik_rng.h"
 #include "solver/ik_status.h"
 #include "solver/ik_tree.h"
 #include "solver/ik_twobone.h"
@@ -130,18 +131,6 @@ static double cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-typedef struct bench_rng {
-    uint64_t s;
-} bench_rng;
-
-static double rng_uniform(bench_rng *r, double lo, double hi)
-{
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * ((double)(z >> 11) * 0x1.0p-53);
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -318,7 +307,7 @@ static int chain_setup(const chain_args *a, bench_chain *bc, double **qs_out,
             }
         }
     } else {
-        bench_rng r = {a->seed};
+        ik_rng r = {a->seed};
         for (size_t i = 0; i < n; i++) {
             for (size_t k = 0; k < dof; k++) {
                 double lo = bc->chain.lower[k], hi = bc->chain.upper[k];
@@ -326,7 +315,7 @@ static int chain_setup(const chain_args *a, bench_chain *bc, double **qs_out,
                     lo = -IK_PI;
                     hi = IK_PI;
                 }
-                qs[i * dof + k] = rng_uniform(&r, lo, hi);
+                qs[i * dof + k] = ik_rng_uniform(&r, lo, hi);
             }
             poses[i] = reference_fk(bc, &qs[i * dof]);
         }
@@ -578,12 +567,12 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     int rc = 1;
     if (!qs || !tt || !ts || !ws || !wn)
         goto out;
-    bench_rng r = {a->seed};
+    ik_rng r = {a->seed};
     for (size_t i = 0; i < n; i++)
         for (size_t v = 0; v < dof; v++)
             qs[i * dof + v] = tree.type[v] == IK_JOINT_CONTINUOUS
-                                  ? rng_uniform(&r, -IK_PI, IK_PI)
-                                  : rng_uniform(&r, tree.lower[v], tree.upper[v]);
+                                  ? ik_rng_uniform(&r, -IK_PI, IK_PI)
+                                  : ik_rng_uniform(&r, tree.lower[v], tree.upper[v]);
     ik_tree_opts to = ik_tree_opts_default();
     to.tol_pos = to.tol_rot = a->tol;
     to.timeout_s = a->timeout_ms * 1e-3;
@@ -686,10 +675,10 @@ typedef struct twobone_case {
     ik_vec3 a, b, c, t;
 } twobone_case;
 
-static ik_vec3 random_dir(bench_rng *r)
+static ik_vec3 random_dir(ik_rng *r)
 {
     for (;;) {
-        ik_vec3 v = ik_v3(rng_uniform(r, -1, 1), rng_uniform(r, -1, 1), rng_uniform(r, -1, 1));
+        ik_vec3 v = ik_v3(ik_rng_uniform(r, -1, 1), ik_rng_uniform(r, -1, 1), ik_rng_uniform(r, -1, 1));
         double l = ik_vec3_len(v);
         if (l > 0.1 && l <= 1.0)
             return ik_vec3_scale(v, 1.0 / l);
@@ -705,13 +694,13 @@ static int run_twobone(size_t samples, uint64_t seed)
     twobone_case *cs = malloc(samples * sizeof *cs);
     if (!cs)
         return 1;
-    bench_rng r = {seed};
+    ik_rng r = {seed};
     for (size_t i = 0; i < samples; i++) {
-        double l1 = rng_uniform(&r, 0.2, 1.0), l2 = rng_uniform(&r, 0.2, 1.0);
-        cs[i].a = ik_v3(rng_uniform(&r, -1, 1), rng_uniform(&r, -1, 1), rng_uniform(&r, -1, 1));
+        double l1 = ik_rng_uniform(&r, 0.2, 1.0), l2 = ik_rng_uniform(&r, 0.2, 1.0);
+        cs[i].a = ik_v3(ik_rng_uniform(&r, -1, 1), ik_rng_uniform(&r, -1, 1), ik_rng_uniform(&r, -1, 1));
         cs[i].b = ik_vec3_madd(cs[i].a, random_dir(&r), l1);
         cs[i].c = ik_vec3_madd(cs[i].b, random_dir(&r), l2);
-        double d = rng_uniform(&r, fabs(l1 - l2) + 1e-6, l1 + l2 - 1e-6);
+        double d = ik_rng_uniform(&r, fabs(l1 - l2) + 1e-6, l1 + l2 - 1e-6);
         cs[i].t = ik_vec3_madd(cs[i].a, random_dir(&r), d);
     }
     size_t solves = 0, ok = 0;

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "solver/ik_skeleton.h"
+#include "solver/ik_rng.h"
 #include "solver/ik_status.h"
 #include "solver/ik_twobone.h"
 
@@ -68,16 +69,11 @@ static void unload_walk(void)
     }
 }
 
-static uint64_t rng_state;
+static ik_rng rng_state;
 
 static double urand(void)
 {
-    rng_state += 0x9E3779B97F4A7C15ull; /* splitmix64 */
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
+    return ik_rng_unit(&rng_state);
 }
 static double urange(double lo, double hi)
 {
@@ -132,7 +128,7 @@ END_TEST
 
 START_TEST(test_bvh_knee_spin_with_pole)
 {
-    rng_state = 30;
+    rng_state.s = 30;
     int solved = 0;
     for (int f = 0; f < walk->nframes; f++) {
         ik_xform g[MAX_JOINTS];
@@ -160,7 +156,7 @@ END_TEST
 
 START_TEST(test_bvh_thigh_swing)
 {
-    rng_state = 31;
+    rng_state.s = 31;
     double worst_ratio = 0;
     for (int f = 0; f < walk->nframes; f++) {
         ik_xform g[MAX_JOINTS];
@@ -220,7 +216,7 @@ START_TEST(test_bvh_skeleton_update)
 {
     const double unit = 0.056444; /* CMU units -> metres (SOURCES.md) */
     int frames[] = {0, 60, 120, 200, 300};
-    rng_state = 32;
+    rng_state.s = 32;
     for (size_t fi = 0; fi < sizeof frames / sizeof frames[0]; fi++) {
         int f = frames[fi];
         for (int leg = 0; leg < 2; leg++) {

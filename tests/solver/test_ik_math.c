@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "solver/ik_math.h"
+#include "solver/ik_rng.h"
 #include "solver/ik_status.h"
 
 #define TOL 1e-12
@@ -465,6 +466,29 @@ START_TEST(test_scalars_each)
 }
 END_TEST
 
+/* splitmix64's published sequence from state 0, and the ranges of the
+ * doubles drawn from it. */
+START_TEST(test_rng)
+{
+    ik_rng r = {0};
+    ck_assert(ik_rng_next(&r) == 0xe220a8397b1dcdafull);
+    ck_assert(ik_rng_next(&r) == 0x6e789e6aa1b965f4ull);
+    ck_assert(ik_rng_next(&r) == 0x06c45d188009454full);
+    ik_rng a = {42}, b = {42};
+    double lo = 1, hi = 0;
+    for (int i = 0; i < 10000; i++) {
+        double u = ik_rng_unit(&a);
+        ck_assert(u >= 0 && u < 1);
+        lo = u < lo ? u : lo;
+        hi = u > hi ? u : hi;
+        double v = ik_rng_uniform(&b, -3, 5);
+        ck_assert(v >= -3 && v < 5);
+        ck_assert_double_eq_tol(v, -3 + 8 * u, 1e-12); /* same state, same draw */
+    }
+    ck_assert(lo < 0.001 && hi > 0.999);
+}
+END_TEST
+
 static Suite *math_suite(void)
 {
     Suite *s = suite_create("ik_math");
@@ -497,6 +521,7 @@ static Suite *math_suite(void)
     tcase_add_test(tc, test_quat_angle_between_slerp);
     tcase_add_test(tc, test_xform_identity_inverse_dir);
     tcase_add_test(tc, test_scalars_each);
+    tcase_add_test(tc, test_rng);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,22 +17,18 @@
 #include <string.h>
 
 #include "solver/ik_planar.h"
+#include "solver/ik_rng.h"
 #include "solver/ik_status.h"
 
 #define N_RANDOM 5000
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static uint64_t rng_state;
+static ik_rng rng_state;
 
 static double urand(void)
 {
-    rng_state += 0x9E3779B97F4A7C15ull; /* splitmix64 */
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (double)(z >> 11) * 0x1.0p-53;
+    return ik_rng_unit(&rng_state);
 }
 static double urange(double lo, double hi)
 {
@@ -144,7 +140,7 @@ END_TEST
 
 START_TEST(test_twolink_random_fk)
 {
-    rng_state = 10;
+    rng_state.s = 10;
     for (int i = 0; i < N_RANDOM; i++) {
         ik_twolink2d p;
         p.l1 = urange(0.1, 2);
@@ -178,7 +174,7 @@ END_TEST
 
 START_TEST(test_twolink_random_unreachable)
 {
-    rng_state = 11;
+    rng_state.s = 11;
     for (int i = 0; i < N_RANDOM; i++) {
         ik_twolink2d p;
         p.l1 = urange(0.1, 2);
@@ -237,7 +233,7 @@ END_TEST
 
 START_TEST(test_threelink2d_random_fk)
 {
-    rng_state = 12;
+    rng_state.s = 12;
     int unreachable = 0;
     for (int i = 0; i < N_RANDOM; i++) {
         ik_threelink2d p;
@@ -398,7 +394,7 @@ static ik_vec3 rand_unit3(void)
 
 START_TEST(test_threelink3d_random_fk)
 {
-    rng_state = 13;
+    rng_state.s = 13;
     int unreachable = 0;
     for (int i = 0; i < N_RANDOM; i++) {
         ik_threelink3d p;
@@ -536,7 +532,7 @@ END_TEST
 START_TEST(test_planar_extreme_scales)
 {
     static const double scales[] = {1e-300, 1e-100, 1e100, 1e300};
-    rng_state = 14;
+    rng_state.s = 14;
     for (size_t s = 0; s < sizeof scales / sizeof scales[0]; s++) {
         double k = scales[s];
         for (int i = 0; i < 200; i++) {
