@@ -1,5 +1,5 @@
 /*
- * loop.c: libmicrohttpd driven by the libuv loop, and the thread pool.
+ * loop.c: libmicrohttpd driven by the libuv loop.
  *
  * libmicrohttpd runs with MHD_USE_EPOLL and no internal thread: its epoll fd
  * (MHD_DAEMON_INFO_EPOLL_FD) is watched by one uv_poll_t, and after every
@@ -8,15 +8,8 @@
  * 0.9.75 does not wake this loop on MHD_resume_connection or
  * MHD_upgrade_action(CLOSE), so those callers run srv_mhd_run themselves.
  *
- * The pool is libuv's (uv_queue_work); its size is set through
- * UV_THREADPOOL_SIZE by serve.c before the loop first uses it. The depth
- * counter (submitted, not yet completed) is only touched on the loop thread
- * and bounds admission: srv_pool_submit refuses with SRV_EBUSY beyond
- * cfg.pool_queue_max, so an overloaded daemon answers 503 at once instead of
- * queueing without bound.
+ * Not here: the thread pool (pool.c).
  */
-#include <stddef.h>
-
 #include "server/daemon.h"
 
 static void on_timer(uv_timer_t *t);
@@ -79,55 +72,4 @@ void srv_loop_detach(srv_ctx *ctx)
     uv_timer_stop(&ctx->mhd_timer);
     uv_close((uv_handle_t *)&ctx->mhd_poll, NULL);
     uv_close((uv_handle_t *)&ctx->mhd_timer, NULL);
-}
-
-static void pool_work(uv_work_t *req)
-{
-    srv_work *w = (srv_work *)((char *)req - offsetof(srv_work, req));
-    w->work(w);
-}
-
-static void pool_after(uv_work_t *req, int status)
-{
-    srv_work *w = (srv_work *)((char *)req - offsetof(srv_work, req));
-    w->ctx->pool_depth--;
-    if (w->admitted)
-        w->ctx->admitted--;
-    w->done(w, status == UV_ECANCELED ? SRV_ESHUTDOWN : SRV_OK);
-}
-
-int srv_pool_submit_always(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
-                           void (*done)(srv_work *w, int status))
-{
-    if (!ctx || !w || !work || !done)
-        return SRV_EINVAL;
-    w->ctx = ctx;
-    w->work = work;
-    w->done = done;
-    w->admitted = false;
-    w->req.data = w;
-    if (uv_queue_work(ctx->loop, &w->req, pool_work, pool_after) != 0)
-        return SRV_EIO;
-    ctx->pool_depth++;
-    return SRV_OK;
-}
-
-bool srv_pool_has_room(const srv_ctx *ctx, size_t n)
-{
-    return ctx->admitted + n <= ctx->cfg.pool_queue_max;
-}
-
-int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
-                    void (*done)(srv_work *w, int status))
-{
-    if (!ctx)
-        return SRV_EINVAL;
-    if (!srv_pool_has_room(ctx, 1))
-        return SRV_EBUSY;
-    int rc = srv_pool_submit_always(ctx, w, work, done);
-    if (rc == SRV_OK) {
-        w->admitted = true;
-        ctx->admitted++;
-    }
-    return rc;
 }

@@ -136,41 +136,6 @@ typedef struct srv_ctx {
  * from inside a libmicrohttpd callback (the nested run is deferred). */
 void srv_mhd_run(srv_ctx *ctx);
 
-/* ---- thread pool ------------------------------------------------------ */
-
-typedef struct srv_work srv_work;
-
-/* One unit of pool work. The caller allocates it (usually embedded in its
- * own request struct; `data` is free for the caller) and keeps it alive until
- * `done` has run. */
-struct srv_work {
-    uv_work_t req;                       /* private */
-    srv_ctx *ctx;                        /* set by srv_pool_submit */
-    void (*work)(srv_work *w);           /* runs on a pool thread */
-    void (*done)(srv_work *w, int status); /* loop thread; status 0 or SRV_ESHUTDOWN
-                                            (cancelled before it started) */
-    void *data;                          /* caller's */
-    bool admitted;                       /* private: counted in ctx->admitted */
-};
-
-/* Queues w on the pool as newly admitted work (a single solve, a stream
- * solve, a batch's decode). Returns 0 (then done always runs exactly once,
- * on the loop thread), SRV_EBUSY when ctx->admitted + 1 would exceed
- * cfg.pool_queue_max (the caller answers 503 + Retry-After, or an error
- * message on a stream; nothing was queued and done never runs), or
- * SRV_EINVAL. Loop thread only. Counts the depth for metrics. */
-int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
-                    void (*done)(srv_work *w, int status));
-
-/* The same without the queue bound and not counted in ctx->admitted, for
- * the later stages of work that was already admitted (a batch's chunks,
- * which hold the batch's one slot, see http.c): never SRV_EBUSY. */
-int srv_pool_submit_always(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
-                           void (*done)(srv_work *w, int status));
-
-/* True when n more items fit in the pool queue right now. */
-bool srv_pool_has_room(const srv_ctx *ctx, size_t n);
-
 /* ---- chain registry (server/registry.c) ------------------------------- */
 
 /* A content-addressed, memory-bounded, LRU store of proto_chain. Ids come
