@@ -7,12 +7,6 @@
 
 #include "server/srv.h"
 
-/* Starts watching ctx->mhd's epoll fd and its timeouts on ctx->loop and runs
- * libmicrohttpd once. Returns 0 or SRV_EIO (nothing started). */
-int srv_loop_attach(srv_ctx *ctx);
-/* Stops and closes the poll and timer handles (the loop then finishes them). */
-void srv_loop_detach(srv_ctx *ctx);
-
 /* libmicrohttpd's access handler (cls = srv_ctx*) and request-completed
  * notification (MHD_OPTION_NOTIFY_COMPLETED, cls = srv_ctx*). */
 enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const char *url,

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "server/loop.h"
 #include "server/srv_main.h"
 
 #define GUARD_TICK_MS 250

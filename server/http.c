@@ -84,6 +84,7 @@
 #include "server/build_info.h"
 #include "server/daemon.h"
 #include "server/guard.h"
+#include "server/loop.h"
 #include "server/pool.h"
 #include "server/web.h"
 #include "server/ws_handshake.h"

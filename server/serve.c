@@ -40,6 +40,7 @@
 #include "server/config.h"
 #include "server/daemon.h"
 #include "server/guard.h"
+#include "server/loop.h"
 #include "server/srv_main.h"
 #include "server/web.h"
 

@@ -102,6 +102,7 @@ void srv_config_free(srv_config *cfg);
 typedef struct srv_registry srv_registry;
 typedef struct srv_metrics srv_metrics;
 typedef struct srv_web srv_web;
+typedef struct srv_mhd_glue srv_mhd_glue;
 
 typedef struct srv_ctx {
     uv_loop_t *loop;          /* the one loop; owns every socket */
@@ -123,18 +124,9 @@ typedef struct srv_ctx {
     void *guard;              /* the request deadline (server/guard.c) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_shutdown) */
-    /* Loop glue, private to server/loop.c. */
-    uv_poll_t mhd_poll;
-    uv_timer_t mhd_timer;
-    bool mhd_running;         /* re-entrancy guard for srv_mhd_run */
-    bool mhd_rerun;           /* a nested srv_mhd_run asked for one more pass */
+    srv_mhd_glue *mhd_glue;   /* private to server/loop.c (srv_loop_attach
+                                 sets it) */
 } srv_ctx;
-
-/* Runs libmicrohttpd now (MHD_run) and re-arms the timer from
- * MHD_get_timeout. Loop thread only. Call it after MHD_resume_connection()
- * and after MHD_upgrade_action(..., MHD_UPGRADE_ACTION_CLOSE). Safe to call
- * from inside a libmicrohttpd callback (the nested run is deferred). */
-void srv_mhd_run(srv_ctx *ctx);
 
 /* ---- chain registry (server/registry.c) ------------------------------- */
 

@@ -85,6 +85,7 @@
 #include <wslay/wslay.h>
 
 #include "proto/stream.h"
+#include "server/loop.h"
 #include "server/pool.h"
 #include "server/srv.h"
 #include "server/ws_handshake.h"

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/daemon.h"
+#include "server/loop.h"
 
 static const char hello[] = "{\"status\":\"ok\"}";
 
