@@ -13,6 +13,7 @@
 
 #include "server/build_info.h"
 #include "server/config.h"
+#include "server/srv.h"
 
 void srv_config_default(srv_config *cfg)
 {

@@ -82,11 +82,16 @@
 
 #include "proto/proto_json.h"
 #include "server/build_info.h"
-#include "server/daemon.h"
 #include "server/guard.h"
+#include "server/http.h"
+#include "server/log.h"
 #include "server/loop.h"
+#include "server/metrics.h"
 #include "server/pool.h"
+#include "server/registry.h"
+#include "server/srv.h"
 #include "server/web.h"
+#include "server/ws.h"
 #include "server/ws_handshake.h"
 
 /* ---- status of an error --------------------------------------------------- */

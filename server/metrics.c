@@ -24,14 +24,18 @@
  * mutex; the label strings are not copied and must outlive the metrics.
  */
 #include <dirent.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <microhttpd.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "server/build_info.h"
+#include "server/metrics.h"
 #include "server/srv.h"
 
 /* Histogram upper bounds in seconds (5 us .. 1 s), then +Inf. */

@@ -30,6 +30,7 @@
  * with status 1. A second signal is logged and otherwise ignored.
  */
 #include <errno.h>
+#include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +39,16 @@
 #include <unistd.h>
 
 #include "server/config.h"
-#include "server/daemon.h"
 #include "server/guard.h"
+#include "server/http.h"
+#include "server/log.h"
 #include "server/loop.h"
+#include "server/metrics.h"
+#include "server/registry.h"
+#include "server/srv.h"
 #include "server/srv_main.h"
 #include "server/web.h"
+#include "server/ws.h"
 
 #define DRAIN_QUIET_MS 200
 #define DRAIN_TICK_MS 10

@@ -85,9 +85,13 @@
 #include <wslay/wslay.h>
 
 #include "proto/stream.h"
+#include "server/log.h"
 #include "server/loop.h"
+#include "server/metrics.h"
 #include "server/pool.h"
+#include "server/registry.h"
 #include "server/srv.h"
+#include "server/ws.h"
 #include "server/ws_handshake.h"
 
 #define WS_MAX_STREAMS 64          /* per connection */
@@ -1032,7 +1036,7 @@ fail:
     srv_mhd_run(ctx);
 }
 
-/* ---- the entry points (srv.h) ------------------------------------------------- */
+/* ---- the entry points (ws.h) -------------------------------------------------- */
 
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err)
 {

@@ -12,6 +12,7 @@
  * "mhd_hello listening on 127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
  * Built only for the benchmark; not part of the daemon.
  */
+#include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

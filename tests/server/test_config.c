@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "server/config.h"
-#include "server/daemon.h"
+#include "server/http.h"
+#include "server/srv.h"
 
 START_TEST(test_listen)
 {

@@ -1,11 +1,18 @@
 /*
- * daemon.h: internal wiring between the daemon's own files (serve.c,
- * loop.c, http.c); other modules use srv.h.
+ * http.h: the HTTP side's entry points (server/http.c): the handlers
+ * libmicrohttpd calls, which serve.c registers when it starts the daemon,
+ * and the two rules other modules share with it: the HTTP status of a wire
+ * error code and the bearer-token check. Loop thread only, except
+ * srv_http_status and srv_http_token_ok (any thread).
  */
-#ifndef SRV_DAEMON_H
-#define SRV_DAEMON_H
+#ifndef SRV_HTTP_H
+#define SRV_HTTP_H
 
-#include "server/srv.h"
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto/proto_error.h"
 
 /* libmicrohttpd's access handler (cls = srv_ctx*) and request-completed
  * notification (MHD_OPTION_NOTIFY_COMPLETED, cls = srv_ctx*). */
@@ -16,8 +23,12 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
 void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe);
 
+/* The HTTP status a wire error code is answered with: the HTTP column of
+ * proto/proto_error.h's PROTO_ERROR_MAP (500 for PROTO_E_NONE). */
+int srv_http_status(proto_errcode code);
+
 /* Constant-time check of an Authorization header value against
  * "Bearer <token>" (header may be NULL). */
 bool srv_http_token_ok(const char *header, const char *token);
 
-#endif /* SRV_DAEMON_H */
+#endif /* SRV_HTTP_H */
