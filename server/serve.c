@@ -23,7 +23,7 @@
  * left, and either no connection is open or DRAIN_QUIET_MS passed without a
  * new request (a request a keep-alive client wrote just before its answer
  * said close is read and answered in that time). Then the daemon stops and
- * the process exits 0. --drain-timeout (default 10 s) is a hard deadline:
+ * the process exits 0. --drain-timeout is a hard deadline:
  * past it, ikd stops even with requests active (dropping them), and when
  * pool work is still running (which cannot be interrupted, and whose
  * suspended connection MHD_stop_daemon would abort on) it exits at once
@@ -154,7 +154,9 @@ static void raise_fd_limit(srv_ctx *ctx)
     }
 }
 
-/* Starts libmicrohttpd on the configured address. Returns 0 or SRV_EIO. */
+/* Starts libmicrohttpd on the configured address. Returns 0, SRV_EINVAL
+ * (the host is not an IP address) or SRV_EIO (it cannot listen there); both
+ * are logged. */
 static int start_mhd(srv_ctx *ctx)
 {
     const srv_config *cfg = &ctx->cfg;
