@@ -20,7 +20,9 @@
  * and chain ids hash its canonical text written straight from the request's
  * tree (integers as reals, keys sorted by insertion into a small array). Its
  * buffer may start in the caller's storage (a stack array) and moves to the
- * heap only when it outgrows it.
+ * heap only when it outgrows it. proto_jw_printf appends printf-formatted
+ * text unescaped, for text other than JSON kept in the same kind of buffer
+ * (server/metrics.c's Prometheus exposition).
  *
  * Not done here: pretty printing, ASCII-only output, NaN or infinities
  * (jansson refuses them when the tree is built, so they never arrive).
@@ -29,6 +31,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +68,29 @@ int proto_jw_reserve(proto_jw *w, size_t n)
     w->cap = cap;
     w->heap = true;
     return 0;
+}
+
+void proto_jw_printf(proto_jw *w, const char *fmt, ...)
+{
+    if (w->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = w->cap - w->len;
+    int n = vsnprintf(room ? w->p + w->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        w->oom = true;
+        return;
+    }
+    if ((size_t)n >= room) { /* did not fit with its NUL: grow, format again */
+        if (proto_jw_reserve(w, (size_t)n))
+            return;
+        va_start(ap, fmt);
+        vsnprintf(w->p + w->len, w->cap - w->len, fmt, ap);
+        va_end(ap);
+    }
+    w->len += (size_t)n;
 }
 
 char *proto_jw_finish(proto_jw *w, size_t *len)

@@ -49,6 +49,10 @@ static inline void proto_jw_raw(proto_jw *w, const char *s, size_t n)
     memcpy(w->p + w->len, s, n);
     w->len += n;
 }
+/* printf-formatted text as it is, not escaped: for the numbers of text
+ * that is not JSON but shares the buffer (the metrics' exposition). A
+ * formatting error counts as out of memory. */
+void proto_jw_printf(proto_jw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string: quoted and escaped as jansson escapes. */
 void proto_jw_string(proto_jw *w, const char *s, size_t n);
 void proto_jw_integer(proto_jw *w, json_int_t v);

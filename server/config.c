@@ -1,5 +1,15 @@
 /*
- * config.c: defaults, flags and environment variables of the daemon.
+ * config.c: defaults, flags and environment variables of the daemon, all
+ * made from the one table SRV_CONFIG_MAP (config.h says what its columns
+ * mean).
+ *
+ * Each row becomes an entry of opts[] (flag, variable, how its type is read
+ * and checked, default, help). One parser reads a value of any type into an
+ * opt_value; a switch generated from the table stores it into the row's
+ * field, so the compiler checks that type and field agree. Defaults written
+ * as VALUE() go through that same parser; --help shows them as written, the
+ * PROTO ones formatted from proto_limits_default()'s values, and the NONE
+ * ones as their word.
  *
  * Precedence: built-in default < environment variable < flag. Flags are
  * "--name value" or "--name=value". --allow-origin may be repeated and takes
@@ -13,29 +23,7 @@
 
 #include "server/build_info.h"
 #include "server/config.h"
-
-void srv_config_default(srv_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->listen_host = strdup("127.0.0.1");
-    cfg->listen_port = 8080;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    cfg->threads = cores > 0 ? (unsigned)cores : 2;
-    cfg->max_connections = 10000;
-    cfg->conn_timeout_s = 30;
-    cfg->drain_timeout_s = 10;
-    cfg->request_timeout_s = 60;
-    cfg->max_conn_per_addr = 1000;
-    cfg->body_budget_bytes = 256u << 20;
-    proto_limits_default(&cfg->limits);
-    cfg->max_message_bytes = 1u << 20;
-    cfg->ws_send_queue_bytes = 4u << 20;
-    cfg->registry_bytes = 64u << 20;
-    cfg->pool_queue_max = 1024;
-    cfg->inline_cost_us = 5.0;
-    cfg->log_format = SRV_LOG_TEXT;
-    cfg->log_level = SRV_LOG_INFO;
-}
+#include "server/srv.h"
 
 static void free_origins(srv_config *cfg)
 {
@@ -168,264 +156,252 @@ static int add_origins(srv_config *cfg, const char *list)
     return added ? SRV_OK : SRV_EINVAL;
 }
 
-/* The flag table: name, environment variable, help text. */
+/* ---- the table, as data and code ----------------------------------------- */
+
 enum opt_id {
-    OPT_LISTEN, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_MAXBODY, OPT_MAXMSG, OPT_WSQUEUE,
-    OPT_MAXJOINTS, OPT_MAXTARGETS, OPT_MAXITER, OPT_MAXTIME, OPT_MAXURDF, OPT_REGISTRY, OPT_QUEUE,
-    OPT_INLINE, OPT_LOGFMT, OPT_LOGLEVEL, OPT_TOKEN, OPT_ORIGIN, OPT_WEB, OPT_DRAIN, OPT_REQTIMEOUT, OPT_PERADDR, OPT_BODYBUDGET, OPT_COUNT
+#define OPT_ENUM(id, flag, env, type, field, dflt, help) OPT_##id,
+    SRV_CONFIG_MAP(OPT_ENUM)
+#undef OPT_ENUM
+        OPT_COUNT
 };
 
-static const struct opt {
-    const char *name;
+typedef enum opt_kind {
+    K_LISTEN,
+    K_UINT,
+    K_SIZE,
+    K_MS,
+    K_REAL,
+    K_ENUM,
+    K_STRING,
+    K_SECRET,
+    K_ORIGINS
+} opt_kind;
+
+typedef struct opt {
+    const char *flag;
     const char *env;
+    opt_kind kind;
+    double lo, hi;            /* bounds of UINT, SIZE (lo), MS (hi), REAL */
+    const char *const *names; /* ENUM */
+    const char *value;        /* VALUE(): the default in the flag's syntax */
+    const char *word;         /* NONE(): what --help shows */
     const char *help;
-} opts[OPT_COUNT] = {
-    [OPT_LISTEN] = {"listen", "IKD_LISTEN",
-                    "HOST:PORT or [IPV6]:PORT to listen on; port 0 picks a free port "
-                    "(default 127.0.0.1:8080)"},
-    [OPT_THREADS] = {"threads", "IKD_THREADS", "solver thread pool size (default: cores)"},
-    [OPT_MAXCONN] = {"max-connections", "IKD_MAX_CONNECTIONS",
-                     "simultaneous connections (default 10000)"},
-    [OPT_TIMEOUT] = {"timeout", "IKD_TIMEOUT",
-                     "seconds a connection may stay idle or stall mid-request; a silent "
-                     "WebSocket client is pinged after this and dropped after twice this "
-                     "(default 30)"},
-    [OPT_DRAIN] = {"drain-timeout", "IKD_DRAIN_TIMEOUT",
-                   "seconds a drain (SIGTERM, SIGINT, SIGHUP) may take before ikd exits "
-                   "anyway, even with requests still running (default 10)"},
-    [OPT_REQTIMEOUT] = {"request-timeout", "IKD_REQUEST_TIMEOUT",
-                        "seconds to receive a whole request from a connection's start or "
-                        "its previous answer, however busy the client: 408 beyond "
-                        "(default 60)"},
-    [OPT_PERADDR] = {"max-connections-per-address", "IKD_MAX_CONNECTIONS_PER_ADDRESS",
-                     "simultaneous connections from one IP address (default 1000)"},
-    [OPT_BODYBUDGET] = {"body-budget", "IKD_BODY_BUDGET",
-                        "request body bytes held at once for all clients; an upload "
-                        "beyond it gets 503 (default 256M)"},
-    [OPT_MAXBODY] = {"max-body", "IKD_MAX_BODY", "largest request body, bytes (default 8M)"},
-    [OPT_MAXMSG] = {"max-message", "IKD_MAX_MESSAGE",
-                    "largest WebSocket message, bytes (default 1M)"},
-    [OPT_WSQUEUE] = {"max-send-queue", "IKD_MAX_SEND_QUEUE",
-                     "WebSocket per-connection send queue, bytes (default 4M)"},
-    [OPT_MAXJOINTS] = {"max-joints", "IKD_MAX_JOINTS", "joints per chain (default 64)"},
-    [OPT_MAXTARGETS] = {"max-targets", "IKD_MAX_TARGETS",
-                        "targets per batch (default 100000)"},
-    [OPT_MAXITER] = {"max-iterations", "IKD_MAX_ITERATIONS",
-                     "solver iterations per solve: the cap of options.max_iterations and "
-                     "the numeric solver's default (default 10000)"},
-    [OPT_MAXTIME] = {"max-time-ms", "IKD_MAX_TIME_MS",
-                     "time budget cap of one solve, milliseconds, fractions allowed: the "
-                     "largest options.timeout_ms (default 1000)"},
-    [OPT_MAXURDF] = {"max-urdf", "IKD_MAX_URDF",
-                     "largest URDF document inside a request, bytes (default 4M)"},
-    [OPT_REGISTRY] = {"registry-bytes", "IKD_REGISTRY_BYTES",
-                      "memory bound of the chain registry, LRU beyond it (default 64M)"},
-    [OPT_QUEUE] = {"max-queue", "IKD_MAX_QUEUE",
-                   "admitted work in flight (single solves and stream targets on the "
-                   "pool, batches from decode to answer, each one) before new work "
-                   "gets 503 (default 1024)"},
-    [OPT_INLINE] = {"inline-cost-us", "IKD_INLINE_COST_US",
-                    "solves estimated below this many microseconds run on the loop "
-                    "(default 5)"},
-    [OPT_LOGFMT] = {"log-format", "IKD_LOG_FORMAT", "text or json (default text)"},
-    [OPT_LOGLEVEL] = {"log-level", "IKD_LOG_LEVEL", "debug, info, warn, error (default info)"},
-    [OPT_TOKEN] = {"token", "IKD_TOKEN",
-                   "bearer token required on every endpoint but /livez, /readyz, /openapi.yaml "
-                   "(default: none)"},
-    [OPT_ORIGIN] = {"allow-origin", "IKD_ALLOW_ORIGIN",
-                    "comma-separated Origins allowed to open WebSocket streams and to call the "
-                    "API from a browser (CORS); repeatable (default: any)"},
-    [OPT_WEB] = {"web", "IKD_WEB",
-                 "directory of the live page, served at / without a token (make builds it "
-                 "in build/web; default: no page)"},
+} opt;
+
+/* The type column -> kind, lo, hi, names. */
+#define SPEC_LISTEN       K_LISTEN, 0, 0, NULL
+#define SPEC_UINT(lo, hi) K_UINT, lo, hi, NULL
+#define SPEC_SIZE(lo)     K_SIZE, lo, 0, NULL
+#define SPEC_MS(hi)       K_MS, 0, hi, NULL
+#define SPEC_REAL(lo, hi) K_REAL, lo, hi, NULL
+#define SPEC_ENUM(names)  K_ENUM, 0, 0, names
+#define SPEC_STRING       K_STRING, 0, 0, NULL
+#define SPEC_SECRET       K_SECRET, 0, 0, NULL
+#define SPEC_ORIGINS      K_ORIGINS, 0, 0, NULL
+/* The default column -> value, word. */
+#define DFLT_VALUE(text) text, NULL
+#define DFLT_PROTO       NULL, NULL
+#define DFLT_NONE(word)  NULL, word
+
+static const opt opts[OPT_COUNT] = {
+#define OPT_ROW(id, flag, env, type, field, dflt, help)                                            \
+    [OPT_##id] = {flag, env, SPEC_##type, DFLT_##dflt, help},
+    SRV_CONFIG_MAP(OPT_ROW)
+#undef OPT_ROW
 };
+
+/* A value as the parser read it; which member depends on the kind. */
+typedef struct opt_value {
+    unsigned long u; /* UINT */
+    size_t z;        /* SIZE */
+    double d;        /* MS, REAL */
+    int i;           /* ENUM */
+    char *s;         /* STRING, SECRET, LISTEN's host (malloc'd) */
+    uint16_t port;   /* LISTEN */
+} opt_value;
+
+/* The type column -> how a value is stored into field (cfg and val in
+ * scope). The types with parameters name the store of their member, which
+ * then takes the field: STORE_UINT(1, 1024)(threads) -> STORE_U(threads). */
+#define STORE_LISTEN(f)    (free(cfg->f), cfg->f = val.s, cfg->listen_port = val.port)
+#define STORE_UINT(lo, hi) STORE_U
+#define STORE_SIZE(lo)     STORE_Z
+#define STORE_MS(hi)       STORE_D
+#define STORE_REAL(lo, hi) STORE_D
+#define STORE_ENUM(names)  STORE_I
+#define STORE_STRING(f)    (free(cfg->f), cfg->f = val.s)
+#define STORE_SECRET(f)    STORE_STRING(f)
+#define STORE_ORIGINS(f)   ((void)0) /* add_origins() stored them while parsing */
+#define STORE_U(f)         (cfg->f = val.u)
+#define STORE_Z(f)         (cfg->f = val.z)
+#define STORE_D(f)         (cfg->f = val.d)
+#define STORE_I(f)         (cfg->f = val.i)
+
+static void store(srv_config *cfg, int id, opt_value val)
+{
+    switch (id) {
+#define OPT_STORE(id, flag, env, type, field, dflt, help)                                          \
+    case OPT_##id:                                                                                 \
+        STORE_##type(field);                                                                       \
+        break;
+        SRV_CONFIG_MAP(OPT_STORE)
+#undef OPT_STORE
+    default:
+        break;
+    }
+}
+
+/* The type column -> the field's number, for --help's PROTO defaults
+ * (c in scope; 0 for the types that are not numbers). */
+#define NUMBER_LISTEN(f)    0.0
+#define NUMBER_UINT(lo, hi) NUMBER_OF
+#define NUMBER_SIZE(lo)     NUMBER_OF
+#define NUMBER_MS(hi)       NUMBER_OF
+#define NUMBER_REAL(lo, hi) NUMBER_OF
+#define NUMBER_ENUM(names)  NUMBER_OF
+#define NUMBER_STRING(f)    0.0
+#define NUMBER_SECRET(f)    0.0
+#define NUMBER_ORIGINS(f)   0.0
+#define NUMBER_OF(f)        ((double)c->f)
+
+static double number(const srv_config *c, int id)
+{
+    switch (id) {
+#define OPT_NUMBER(id, flag, env, type, field, dflt, help)                                         \
+    case OPT_##id:                                                                                 \
+        return NUMBER_##type(field);
+        SRV_CONFIG_MAP(OPT_NUMBER)
+#undef OPT_NUMBER
+    default:
+        return 0.0;
+    }
+}
+
+/* ---- reading a value ----------------------------------------------------- */
+
+/* Reads v as opts[id] says into *val (ORIGINS: adds them to cfg at once).
+ * Returns 0, SRV_EINVAL or SRV_ENOMEM; on error nothing is allocated, but
+ * for the Origins added before memory ran out. */
+static int parse_value(srv_config *cfg, int id, const char *v, opt_value *val)
+{
+    const opt *o = &opts[id];
+    char *end;
+    switch (o->kind) {
+    case K_LISTEN:
+        return srv_config_parse_listen(v, &val->s, &val->port);
+    case K_UINT:
+        if (parse_uint(v, (unsigned long)o->hi, &val->u) != SRV_OK || val->u < o->lo)
+            return SRV_EINVAL;
+        return SRV_OK;
+    case K_SIZE:
+        if (srv_config_parse_size(v, &val->z) != SRV_OK || (double)val->z < o->lo)
+            return SRV_EINVAL;
+        return SRV_OK;
+    case K_MS:
+        /* digits, an optional fraction: no sign, exponent, nan or inf */
+        val->d = strtod(v, &end);
+        if (!isdigit((unsigned char)*v) || strspn(v, "0123456789.") != strlen(v) || *end ||
+            !(val->d > 0.0) || val->d > o->hi)
+            return SRV_EINVAL;
+        return SRV_OK;
+    case K_REAL:
+        val->d = strtod(v, &end);
+        if (*v == '\0' || *end || !(val->d >= o->lo) || val->d > o->hi)
+            return SRV_EINVAL;
+        return SRV_OK;
+    case K_ENUM:
+        for (int i = 0; o->names[i]; i++)
+            if (strcmp(v, o->names[i]) == 0) {
+                val->i = i;
+                return SRV_OK;
+            }
+        return SRV_EINVAL;
+    case K_STRING:
+    case K_SECRET:
+        if (*v == '\0')
+            return SRV_EINVAL;
+        return (val->s = strdup(v)) ? SRV_OK : SRV_ENOMEM;
+    case K_ORIGINS:
+        return add_origins(cfg, v);
+    }
+    return SRV_EINVAL;
+}
+
+static int apply(srv_config *cfg, int id, const char *v, char *errbuf, size_t errsize)
+{
+    opt_value val = {0};
+    int rc = parse_value(cfg, id, v, &val);
+    if (rc == SRV_OK)
+        store(cfg, id, val);
+    else
+        snprintf(errbuf, errsize, "invalid value for --%s: \"%s\"", opts[id].flag,
+                 opts[id].kind == K_SECRET ? "(hidden)" : v);
+    return rc;
+}
+
+void srv_config_default(srv_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    proto_limits_default(&cfg->limits); /* the PROTO rows */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->threads = cores > 0 ? (unsigned)cores : 2; /* NONE("cores") */
+    char err[128];
+    for (int id = 0; id < OPT_COUNT; id++)
+        if (opts[id].value) /* every VALUE() is valid: test_config checks */
+            apply(cfg, id, opts[id].value, err, sizeof err);
+}
+
+/* ---- --help --------------------------------------------------------------- */
+
+/* bytes with the largest K/M/G suffix that divides them */
+static void format_size(char *buf, size_t size, size_t v)
+{
+    static const char suffix[] = "GMK";
+    for (int i = 0; i < 3; i++) {
+        size_t unit = (size_t)1 << (10 * (3 - i));
+        if (v >= unit && v % unit == 0) {
+            snprintf(buf, size, "%zu%c", v / unit, suffix[i]);
+            return;
+        }
+    }
+    snprintf(buf, size, "%zu", v);
+}
+
+/* The default of opts[id] as --help shows it. */
+static void default_text(int id, char *buf, size_t size)
+{
+    const opt *o = &opts[id];
+    if (o->value || o->word) {
+        snprintf(buf, size, "%s", o->value ? o->value : o->word);
+        return;
+    }
+    srv_config d; /* a PROTO row: proto_limits_default()'s value */
+    memset(&d, 0, sizeof d);
+    proto_limits_default(&d.limits);
+    double v = number(&d, id);
+    if (o->kind == K_SIZE)
+        format_size(buf, size, (size_t)v);
+    else
+        snprintf(buf, size, "%.15g", v);
+}
 
 static void print_help(FILE *out)
 {
     fprintf(out, "usage: ikd [FLAGS]          run the daemon\n"
                  "       ikd solve [FILE]     solve one request (FILE or stdin) and exit\n\n"
                  "flags (each also read from the environment variable shown):\n");
-    for (int i = 0; i < OPT_COUNT; i++)
-        fprintf(out, "  --%-16s %-20s %s\n", opts[i].name, opts[i].env, opts[i].help);
+    for (int i = 0; i < OPT_COUNT; i++) {
+        char dflt[64];
+        default_text(i, dflt, sizeof dflt);
+        fprintf(out, "  --%-16s %-20s %s (default %s)\n", opts[i].flag, opts[i].env, opts[i].help,
+                dflt);
+    }
     fprintf(out, "  --%-16s %-20s %s\n", "help", "", "print this and exit");
-    fprintf(out, "  --%-16s %-20s %s\n", "version", "", "print the version and the commit, and exit");
+    fprintf(out, "  --%-16s %-20s %s\n", "version", "",
+            "print the version and the commit, and exit");
 }
 
-static int apply(srv_config *cfg, int id, const char *v, char *errbuf, size_t errsize)
-{
-    unsigned long u;
-    size_t sz;
-    int rc = SRV_OK;
-    switch (id) {
-    case OPT_LISTEN: {
-        char *host;
-        uint16_t port;
-        if ((rc = srv_config_parse_listen(v, &host, &port)) == SRV_OK) {
-            free(cfg->listen_host);
-            cfg->listen_host = host;
-            cfg->listen_port = port;
-        }
-        break;
-    }
-    case OPT_THREADS:
-        if ((rc = parse_uint(v, 1024, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->threads = (unsigned)u;
-        break;
-    case OPT_MAXCONN:
-        if ((rc = parse_uint(v, 1000000, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->max_connections = (unsigned)u;
-        break;
-    case OPT_TIMEOUT:
-        if ((rc = parse_uint(v, 86400, &u)) == SRV_OK)
-            cfg->conn_timeout_s = (unsigned)u;
-        break;
-    case OPT_DRAIN:
-        if ((rc = parse_uint(v, 86400, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->drain_timeout_s = (unsigned)u;
-        break;
-    case OPT_REQTIMEOUT:
-        if ((rc = parse_uint(v, 86400, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->request_timeout_s = (unsigned)u;
-        break;
-    case OPT_PERADDR:
-        if ((rc = parse_uint(v, 1000000, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->max_conn_per_addr = (unsigned)u;
-        break;
-    case OPT_BODYBUDGET:
-        if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->body_budget_bytes = sz;
-        break;
-    case OPT_MAXBODY:
-        if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->limits.max_body_bytes = sz;
-        break;
-    case OPT_MAXMSG:
-        if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->max_message_bytes = sz;
-        break;
-    case OPT_WSQUEUE:
-        if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->ws_send_queue_bytes = sz;
-        break;
-    case OPT_MAXJOINTS:
-        if ((rc = parse_uint(v, 100000, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->limits.max_joints = u;
-        break;
-    case OPT_MAXTARGETS:
-        if ((rc = parse_uint(v, 100000000, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->limits.max_targets = u;
-        break;
-    case OPT_MAXITER:
-        if ((rc = parse_uint(v, 100000000, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->limits.max_iterations = u;
-        break;
-    case OPT_MAXTIME: {
-        /* digits, an optional fraction: no sign, exponent, nan or inf */
-        char *end;
-        double d = strtod(v, &end);
-        if (!isdigit((unsigned char)*v) || strspn(v, "0123456789.") != strlen(v) || *end ||
-            !(d > 0.0) || d > 3600000.0)
-            rc = SRV_EINVAL;
-        else
-            cfg->limits.max_time_ms = d;
-        break;
-    }
-    case OPT_MAXURDF:
-        if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK && sz == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->limits.max_urdf_bytes = sz;
-        break;
-    case OPT_REGISTRY:
-        if ((rc = srv_config_parse_size(v, &sz)) == SRV_OK)
-            cfg->registry_bytes = sz;
-        break;
-    case OPT_QUEUE:
-        if ((rc = parse_uint(v, 10000000, &u)) == SRV_OK && u == 0)
-            rc = SRV_EINVAL;
-        if (rc == SRV_OK)
-            cfg->pool_queue_max = u;
-        break;
-    case OPT_INLINE: {
-        char *end;
-        double d = strtod(v, &end);
-        if (*v == '\0' || *end || !(d >= 0.0) || d > 1e9)
-            rc = SRV_EINVAL;
-        else
-            cfg->inline_cost_us = d;
-        break;
-    }
-    case OPT_LOGFMT:
-        if (strcmp(v, "text") == 0)
-            cfg->log_format = SRV_LOG_TEXT;
-        else if (strcmp(v, "json") == 0)
-            cfg->log_format = SRV_LOG_JSON;
-        else
-            rc = SRV_EINVAL;
-        break;
-    case OPT_LOGLEVEL: {
-        static const char *const names[] = {"debug", "info", "warn", "error"};
-        rc = SRV_EINVAL;
-        for (int i = 0; i < 4; i++)
-            if (strcmp(v, names[i]) == 0) {
-                cfg->log_level = (srv_log_level)i;
-                rc = SRV_OK;
-            }
-        break;
-    }
-    case OPT_TOKEN:
-        if (*v == '\0') {
-            rc = SRV_EINVAL;
-            break;
-        }
-        free(cfg->token);
-        if (!(cfg->token = strdup(v)))
-            rc = SRV_ENOMEM;
-        break;
-    case OPT_ORIGIN:
-        rc = add_origins(cfg, v);
-        break;
-    case OPT_WEB:
-        if (*v == '\0') {
-            rc = SRV_EINVAL;
-            break;
-        }
-        free(cfg->web_dir);
-        if (!(cfg->web_dir = strdup(v)))
-            rc = SRV_ENOMEM;
-        break;
-    default:
-        rc = SRV_EINVAL;
-    }
-    if (rc != SRV_OK)
-        snprintf(errbuf, errsize, "invalid value for --%s: \"%s\"", opts[id].name,
-                 id == OPT_TOKEN ? "(hidden)" : v);
-    return rc;
-}
+/* ---- the command line ------------------------------------------------------ */
 
 int srv_config_parse(srv_config *cfg, int argc, char **argv, FILE *out, char *errbuf,
                      size_t errsize)
@@ -461,7 +437,7 @@ int srv_config_parse(srv_config *cfg, int argc, char **argv, FILE *out, char *er
         size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
         int id = -1;
         for (int k = 0; k < OPT_COUNT; k++)
-            if (strlen(opts[k].name) == nlen && strncmp(opts[k].name, name, nlen) == 0)
+            if (strlen(opts[k].flag) == nlen && strncmp(opts[k].flag, name, nlen) == 0)
                 id = k;
         if (id < 0) {
             snprintf(errbuf, errsize, "unknown flag \"%s\" (see --help)", a);
@@ -469,12 +445,12 @@ int srv_config_parse(srv_config *cfg, int argc, char **argv, FILE *out, char *er
         }
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!v) {
-            snprintf(errbuf, errsize, "--%s needs a value", opts[id].name);
+            snprintf(errbuf, errsize, "--%s needs a value", opts[id].flag);
             return SRV_EINVAL;
         }
-        if (id == OPT_ORIGIN && env_origins && !flag_origin_seen)
+        if (opts[id].kind == K_ORIGINS && env_origins && !flag_origin_seen)
             free_origins(cfg); /* flags replace the environment's list */
-        if (id == OPT_ORIGIN)
+        if (opts[id].kind == K_ORIGINS)
             flag_origin_seen = true;
         if (apply(cfg, id, v, errbuf, errsize) != SRV_OK)
             return SRV_EINVAL;

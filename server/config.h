@@ -1,27 +1,170 @@
 /*
  * config.h: the daemon's flags and environment variables -> srv_config.
  *
- * Every flag has an environment variable (IKD_LISTEN, IKD_THREADS, ...; the
- * flag wins); "ikd --help" prints the list with defaults. Sizes accept a
- * K/M/G suffix (powers of 1024).
+ * Every flag has an environment variable (IKD_LISTEN, IKD_THREADS, ...).
+ * Precedence: built-in default < environment variable < flag. Flags are
+ * "--name value" or "--name=value"; --allow-origin may be repeated. Sizes
+ * accept a K/M/G suffix (powers of 1024). "ikd --help" prints the list with
+ * each flag's variable and default.
+ *
+ * SRV_CONFIG_MAP below is the one place where a flag's name, variable,
+ * type, field, default and help text are written: server/config.c makes
+ * srv_config_default(), the parser and --help from it, and
+ * tests/server/test_config.c checks README.md's flag table against it.
+ *
+ * Errors are the SRV_E* values of server/srv.h.
  */
 #ifndef SRV_CONFIG_H
 #define SRV_CONFIG_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
-#include "server/srv.h"
+#include "proto/proto.h"
+#include "server/log.h"
+
+/* ---- the flags ---------------------------------------------------------
+ *
+ * X(id, flag, env, type, field, default, help), one row per flag, in the
+ * order "ikd --help" lists them and the environment is read.
+ *   type    how a value is read and checked:
+ *             LISTEN        HOST:PORT, [IPV6]:PORT or PORT
+ *                           (srv_config_parse_listen); sets field to the
+ *                           host and listen_port to the port
+ *             UINT(lo, hi)  decimal digits, lo <= value <= hi
+ *             SIZE(lo)      bytes, digits with an optional K/M/G suffix
+ *                           (srv_config_parse_size), value >= lo
+ *             MS(hi)        digits with an optional fraction (no sign,
+ *                           exponent, nan or inf), 0 < value <= hi
+ *             REAL(lo, hi)  any number strtod reads, lo <= value <= hi
+ *             ENUM(names)   one of names (SRV_CONFIG_NAMES); field gets
+ *                           its index
+ *             STRING        any non-empty text (copied)
+ *             SECRET        a STRING never shown, not even in an error
+ *             ORIGINS       comma-separated, each trimmed of blanks, at
+ *                           least one; repeated flags add to the list, and
+ *                           the flags' list replaces the environment's
+ *   field   the srv_config member it sets
+ *   default VALUE("text")  the default written in the flag's own syntax:
+ *                          srv_config_default() applies it with the same
+ *                          parser, --help shows it as written
+ *           PROTO          proto_limits_default()'s value (cfg.limits is
+ *                          proto's); --help shows that value
+ *           NONE("word")   no value here: the field is NULL or empty, or
+ *                          computed by srv_config_default() (threads:
+ *                          the number of cores); --help shows the word
+ *   help    the --help text; " (default ...)" is added from default
+ */
+#define SRV_CONFIG_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+#define SRV_CONFIG_MAP(X)                                                                          \
+    X(LISTEN, "listen", "IKD_LISTEN", LISTEN, listen_host, VALUE("127.0.0.1:8080"),                \
+      "HOST:PORT or [IPV6]:PORT to listen on; port 0 picks a free port")                           \
+    X(THREADS, "threads", "IKD_THREADS", UINT(1, 1024), threads, NONE("cores"),                    \
+      "solver thread pool size")                                                                   \
+    X(MAXCONN, "max-connections", "IKD_MAX_CONNECTIONS", UINT(1, 1000000), max_connections,        \
+      VALUE("10000"), "simultaneous connections")                                                  \
+    X(TIMEOUT, "timeout", "IKD_TIMEOUT", UINT(0, 86400), conn_timeout_s, VALUE("30"),              \
+      "seconds a connection may stay idle or stall mid-request; a silent WebSocket client is "     \
+      "pinged after this and dropped after twice this")                                            \
+    X(MAXBODY, "max-body", "IKD_MAX_BODY", SIZE(1), limits.max_body_bytes, PROTO,                  \
+      "largest request body, bytes")                                                               \
+    X(MAXMSG, "max-message", "IKD_MAX_MESSAGE", SIZE(1), max_message_bytes, VALUE("1M"),           \
+      "largest WebSocket message, bytes")                                                          \
+    X(WSQUEUE, "max-send-queue", "IKD_MAX_SEND_QUEUE", SIZE(1), ws_send_queue_bytes, VALUE("4M"),  \
+      "WebSocket per-connection send queue, bytes")                                                \
+    X(MAXJOINTS, "max-joints", "IKD_MAX_JOINTS", UINT(1, 100000), limits.max_joints, PROTO,        \
+      "joints per chain")                                                                          \
+    X(MAXTARGETS, "max-targets", "IKD_MAX_TARGETS", UINT(1, 100000000), limits.max_targets, PROTO, \
+      "targets per batch")                                                                         \
+    X(MAXITER, "max-iterations", "IKD_MAX_ITERATIONS", UINT(1, 100000000), limits.max_iterations,  \
+      PROTO,                                                                                       \
+      "solver iterations per solve: the cap of options.max_iterations and the numeric "            \
+      "solver's default")                                                                          \
+    X(MAXTIME, "max-time-ms", "IKD_MAX_TIME_MS", MS(3600000), limits.max_time_ms, PROTO,           \
+      "time budget cap of one solve, milliseconds, fractions allowed: the largest "                \
+      "options.timeout_ms")                                                                        \
+    X(MAXURDF, "max-urdf", "IKD_MAX_URDF", SIZE(1), limits.max_urdf_bytes, PROTO,                  \
+      "largest URDF document inside a request, bytes")                                             \
+    X(REGISTRY, "registry-bytes", "IKD_REGISTRY_BYTES", SIZE(0), registry_bytes, VALUE("64M"),     \
+      "memory bound of the chain registry, LRU beyond it")                                         \
+    X(QUEUE, "max-queue", "IKD_MAX_QUEUE", UINT(1, 10000000), pool_queue_max, VALUE("1024"),       \
+      "admitted work in flight (single solves and stream targets on the pool, batches from "       \
+      "decode to answer, each one) before new work gets 503")                                      \
+    X(INLINE, "inline-cost-us", "IKD_INLINE_COST_US", REAL(0, 1e9), inline_cost_us, VALUE("5"),    \
+      "solves estimated below this many microseconds run on the loop")                             \
+    X(LOGFMT, "log-format", "IKD_LOG_FORMAT", ENUM(SRV_CONFIG_NAMES("text", "json")), log_format,  \
+      VALUE("text"), "text or json")                                                               \
+    X(LOGLEVEL, "log-level", "IKD_LOG_LEVEL",                                                      \
+      ENUM(SRV_CONFIG_NAMES("debug", "info", "warn", "error")), log_level, VALUE("info"),          \
+      "debug, info, warn, error")                                                                  \
+    X(TOKEN, "token", "IKD_TOKEN", SECRET, token, NONE("none"),                                    \
+      "bearer token required on every endpoint but /livez, /readyz, /openapi.yaml")                \
+    X(ORIGIN, "allow-origin", "IKD_ALLOW_ORIGIN", ORIGINS, allow_origins, NONE("any"),             \
+      "comma-separated Origins allowed to open WebSocket streams and to call the API from a "      \
+      "browser (CORS); repeatable")                                                                \
+    X(WEB, "web", "IKD_WEB", STRING, web_dir, NONE("none"),                                        \
+      "directory of the live page, served at / without a token; make builds it in build/web")      \
+    X(DRAIN, "drain-timeout", "IKD_DRAIN_TIMEOUT", UINT(1, 86400), drain_timeout_s, VALUE("10"),   \
+      "seconds a drain (SIGTERM, SIGINT, SIGHUP) may take before ikd exits anyway, even with "     \
+      "requests still running")                                                                    \
+    X(REQTIMEOUT, "request-timeout", "IKD_REQUEST_TIMEOUT", UINT(1, 86400), request_timeout_s,     \
+      VALUE("60"),                                                                                 \
+      "seconds to receive a whole request from a connection's start or its previous answer, "      \
+      "however busy the client: 408 beyond")                                                       \
+    X(PERADDR, "max-connections-per-address", "IKD_MAX_CONNECTIONS_PER_ADDRESS", UINT(1, 1000000), \
+      max_conn_per_addr, VALUE("1000"), "simultaneous connections from one IP address")            \
+    X(BODYBUDGET, "body-budget", "IKD_BODY_BUDGET", SIZE(1), body_budget_bytes, VALUE("256M"),     \
+      "request body bytes held at once for all clients; an upload beyond it gets 503")
+
+/* Everything the flags and environment configure (server/config.c fills it
+ * from SRV_CONFIG_MAP, which also holds every default). Strings are owned by
+ * the config and freed by srv_config_free(). */
+typedef struct srv_config {
+    char *listen_host;          /* "127.0.0.1", "::1", "0.0.0.0" (no brackets) */
+    uint16_t listen_port;       /* 0 = ephemeral; the bound port is in ctx->port */
+    unsigned threads;           /* thread pool size */
+    unsigned max_connections;   /* MHD_OPTION_CONNECTION_LIMIT */
+    unsigned conn_timeout_s;    /* idle/slow-client timeout, seconds */
+    unsigned drain_timeout_s;   /* hard deadline of a drain, seconds */
+    unsigned request_timeout_s; /* receiving a whole request, seconds (408 beyond) */
+    unsigned max_conn_per_addr; /* connections from one IP address */
+    size_t body_budget_bytes;   /* request bodies held at once, all clients */
+    proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
+    size_t max_message_bytes;   /* WebSocket: largest received message */
+    size_t ws_send_queue_bytes; /* WebSocket: per-connection send-queue cap */
+    size_t registry_bytes;      /* chain registry memory bound */
+    size_t pool_queue_max;      /* admitted work in flight before 503 (server/pool.h) */
+    double inline_cost_us;      /* proto_job_cost_us() below this runs inline on the loop */
+    srv_log_format log_format;  /* text or json lines on stderr */
+    srv_log_level log_level;    /* lines below it are dropped */
+    char *token;                /* bearer token; NULL = no authentication */
+    char **allow_origins;       /* WebSocket upgrade Origin allow-list (exact match) */
+    size_t n_allow_origins;     /* 0 = any Origin is accepted */
+    char *web_dir;              /* --web: the live page's directory; NULL = no page */
+} srv_config;
+
+/* Fills *cfg with the defaults: SRV_CONFIG_MAP's VALUE()s, proto's limits,
+ * threads = the number of cores (2 when unknown); everything else zero or
+ * NULL. Allocates the listen host: when that fails it is left NULL and
+ * srv_config_parse() reports out of memory. */
+void srv_config_default(srv_config *cfg);
+/* Frees the strings (wiping the token) and leaves them NULL. */
+void srv_config_free(srv_config *cfg);
 
 /* Parses argv (argv[0] is the program) and the environment into *cfg, which
- * must hold srv_config_default() values. Returns 0, 1 when --help was printed
- * to out (the caller exits 0), or SRV_EINVAL with a one-line message in
- * errbuf (the caller prints it and exits 2). On error *cfg may be partly
- * changed; free it with srv_config_free() either way. */
+ * must hold srv_config_default() values. Returns 0, 1 when --help or
+ * --version was printed to out (the caller exits 0), or SRV_EINVAL (or
+ * SRV_ENOMEM) with a one-line message in errbuf (the caller prints it and
+ * exits 2). On error *cfg may be partly changed; free it with
+ * srv_config_free() either way. */
 int srv_config_parse(srv_config *cfg, int argc, char **argv, FILE *out, char *errbuf,
                      size_t errsize);
 
-/* Splits "host:port", "[v6]:port" or "port" into host (malloc'd, no
- * brackets) and port. Returns 0 or SRV_EINVAL. */
+/* Splits "host:port", "[v6]:port" or "port" (host 127.0.0.1) into host
+ * (malloc'd, no brackets) and port. Returns 0, SRV_EINVAL or SRV_ENOMEM; on
+ * error *host and *port are unchanged. */
 int srv_config_parse_listen(const char *s, char **host, uint16_t *port);
 
 /* "64", "8K", "16M", "1G" -> bytes. Returns 0 or SRV_EINVAL. */

@@ -29,7 +29,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "server/srv_main.h"
+#include "server/http.h"
+#include "server/log.h"
+#include "server/loop.h"
+#include "server/metrics.h"
 
 #define GUARD_TICK_MS 250
 

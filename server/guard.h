@@ -5,6 +5,8 @@
 #ifndef SRV_GUARD_H
 #define SRV_GUARD_H
 
+#include <microhttpd.h>
+
 #include "server/srv.h"
 
 typedef struct srv_guard srv_guard;

@@ -19,7 +19,11 @@
  */
 #include <stdlib.h>
 
-#include "server/http.h"
+#include "server/http_handler.h"
+#include "server/log.h"
+#include "server/metrics.h"
+#include "server/pool.h"
+#include "server/registry.h"
 #include "server/solve.h"
 
 /* Estimated microseconds of solving per batch chunk. */

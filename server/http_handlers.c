@@ -36,7 +36,10 @@
 
 #include "proto/proto_json_write.h"
 #include "server/build_info.h"
-#include "server/http.h"
+#include "server/http_handler.h"
+#include "server/metrics.h"
+#include "server/pool.h"
+#include "server/registry.h"
 #include "server/solve.h"
 #include "server/web.h"
 

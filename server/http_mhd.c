@@ -4,7 +4,7 @@
  * request bodies and the body budget, the checks every request passes
  * before its handler (route, Origin, token, method, announced size), CORS,
  * suspending and resuming connections for pool work, and turning the
- * response values of the handlers (server/http.h) into libmicrohttpd
+ * response values of the handlers (server/http_handler.h) into libmicrohttpd
  * responses. The handlers (http_handlers.c, http_batch.c) never see a
  * connection.
  *
@@ -55,9 +55,11 @@
 #include <sys/socket.h>
 
 #include "proto/proto_json_write.h"
-#include "server/daemon.h"
 #include "server/guard.h"
-#include "server/http.h"
+#include "server/http_handler.h"
+#include "server/loop.h"
+#include "server/metrics.h"
+#include "server/ws.h"
 #include "server/ws_handshake.h"
 
 enum req_state {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/log.h"
 #include "server/srv.h"
 
 const char *srv_strerror(int status)

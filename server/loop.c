@@ -1,5 +1,5 @@
 /*
- * loop.c: libmicrohttpd driven by the libuv loop, and the thread pool.
+ * loop.c: libmicrohttpd driven by the libuv loop (contract in loop.h).
  *
  * libmicrohttpd runs with MHD_USE_EPOLL and no internal thread: its epoll fd
  * (MHD_DAEMON_INFO_EPOLL_FD) is watched by one uv_poll_t, and after every
@@ -8,51 +8,75 @@
  * 0.9.75 does not wake this loop on MHD_resume_connection or
  * MHD_upgrade_action(CLOSE), so those callers run srv_mhd_run themselves.
  *
- * The pool is libuv's (uv_queue_work); its size is set through
- * UV_THREADPOOL_SIZE by serve.c before the loop first uses it. The depth
- * counter (submitted, not yet completed) is only touched on the loop thread
- * and bounds admission: srv_pool_submit refuses with SRV_EBUSY beyond
- * cfg.pool_queue_max, so an overloaded daemon answers 503 at once instead of
- * queueing without bound.
+ * The handles and flags live in a struct of this file's own (srv_mhd_glue),
+ * allocated by srv_loop_attach and freed once both handles have closed.
+ *
+ * Not here: the thread pool (pool.c).
  */
-#include <stddef.h>
+#include "server/loop.h"
 
-#include "server/daemon.h"
+#include <microhttpd.h>
+#include <stdlib.h>
+
+struct srv_mhd_glue {
+    srv_ctx *ctx;
+    uv_poll_t poll;
+    uv_timer_t timer;
+    bool running;  /* re-entrancy guard for srv_mhd_run */
+    bool rerun;    /* a nested srv_mhd_run asked for one more pass */
+    bool detached; /* srv_loop_detach closed the handles */
+    int open;      /* handles not yet closed */
+};
 
 static void on_timer(uv_timer_t *t);
 
 void srv_mhd_run(srv_ctx *ctx)
 {
-    if (!ctx->mhd)
+    srv_mhd_glue *g = ctx->mhd_glue;
+    if (!ctx->mhd || !g)
         return;
-    if (ctx->mhd_running) {
+    if (g->running) {
         /* Called from inside a libmicrohttpd callback: run once more when
          * the outer MHD_run returns instead of re-entering it. */
-        ctx->mhd_rerun = true;
+        g->rerun = true;
         return;
     }
-    ctx->mhd_running = true;
+    g->running = true;
     do {
-        ctx->mhd_rerun = false;
+        g->rerun = false;
         MHD_run(ctx->mhd);
-    } while (ctx->mhd_rerun);
-    ctx->mhd_running = false;
+    } while (g->rerun);
+    g->running = false;
+    if (g->detached)
+        return;
 
     MHD_UNSIGNED_LONG_LONG timeout;
     if (MHD_get_timeout(ctx->mhd, &timeout) == MHD_YES)
-        uv_timer_start(&ctx->mhd_timer, on_timer, (uint64_t)timeout, 0);
+        uv_timer_start(&g->timer, on_timer, (uint64_t)timeout, 0);
     else
-        uv_timer_stop(&ctx->mhd_timer);
+        uv_timer_stop(&g->timer);
 }
 
 static void on_timer(uv_timer_t *t)
 {
-    srv_mhd_run(t->data);
+    srv_mhd_glue *g = t->data;
+    srv_mhd_run(g->ctx);
 }
 
 static void on_poll(uv_poll_t *p, int status, int events)
 {
-    srv_mhd_run(p->data);
+    srv_mhd_glue *g = p->data;
+    srv_mhd_run(g->ctx);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    srv_mhd_glue *g = h->data;
+    if (--g->open > 0)
+        return;
+    if (g->ctx->mhd_glue == g)
+        g->ctx->mhd_glue = NULL;
+    free(g);
 }
 
 int srv_loop_attach(srv_ctx *ctx)
@@ -60,74 +84,36 @@ int srv_loop_attach(srv_ctx *ctx)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(ctx->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info)
         return SRV_EIO;
-    if (uv_timer_init(ctx->loop, &ctx->mhd_timer) != 0)
-        return SRV_EIO;
-    ctx->mhd_timer.data = ctx;
-    if (uv_poll_init(ctx->loop, &ctx->mhd_poll, info->epoll_fd) != 0) {
-        uv_close((uv_handle_t *)&ctx->mhd_timer, NULL);
+    srv_mhd_glue *g = calloc(1, sizeof *g);
+    if (!g)
+        return SRV_ENOMEM;
+    g->ctx = ctx;
+    if (uv_timer_init(ctx->loop, &g->timer) != 0) {
+        free(g);
         return SRV_EIO;
     }
-    ctx->mhd_poll.data = ctx;
-    uv_poll_start(&ctx->mhd_poll, UV_READABLE, on_poll);
+    g->timer.data = g;
+    g->open = 1;
+    if (uv_poll_init(ctx->loop, &g->poll, info->epoll_fd) != 0) {
+        uv_close((uv_handle_t *)&g->timer, on_closed); /* frees g */
+        return SRV_EIO;
+    }
+    g->poll.data = g;
+    g->open = 2;
+    ctx->mhd_glue = g;
+    uv_poll_start(&g->poll, UV_READABLE, on_poll);
     srv_mhd_run(ctx);
     return SRV_OK;
 }
 
 void srv_loop_detach(srv_ctx *ctx)
 {
-    uv_poll_stop(&ctx->mhd_poll);
-    uv_timer_stop(&ctx->mhd_timer);
-    uv_close((uv_handle_t *)&ctx->mhd_poll, NULL);
-    uv_close((uv_handle_t *)&ctx->mhd_timer, NULL);
-}
-
-static void pool_work(uv_work_t *req)
-{
-    srv_work *w = (srv_work *)((char *)req - offsetof(srv_work, req));
-    w->work(w);
-}
-
-static void pool_after(uv_work_t *req, int status)
-{
-    srv_work *w = (srv_work *)((char *)req - offsetof(srv_work, req));
-    w->ctx->pool_depth--;
-    if (w->admitted)
-        w->ctx->admitted--;
-    w->done(w, status == UV_ECANCELED ? SRV_ESHUTDOWN : SRV_OK);
-}
-
-int srv_pool_submit_always(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
-                           void (*done)(srv_work *w, int status))
-{
-    if (!ctx || !w || !work || !done)
-        return SRV_EINVAL;
-    w->ctx = ctx;
-    w->work = work;
-    w->done = done;
-    w->admitted = false;
-    w->req.data = w;
-    if (uv_queue_work(ctx->loop, &w->req, pool_work, pool_after) != 0)
-        return SRV_EIO;
-    ctx->pool_depth++;
-    return SRV_OK;
-}
-
-bool srv_pool_has_room(const srv_ctx *ctx, size_t n)
-{
-    return ctx->admitted + n <= ctx->cfg.pool_queue_max;
-}
-
-int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
-                    void (*done)(srv_work *w, int status))
-{
-    if (!ctx)
-        return SRV_EINVAL;
-    if (!srv_pool_has_room(ctx, 1))
-        return SRV_EBUSY;
-    int rc = srv_pool_submit_always(ctx, w, work, done);
-    if (rc == SRV_OK) {
-        w->admitted = true;
-        ctx->admitted++;
-    }
-    return rc;
+    srv_mhd_glue *g = ctx->mhd_glue;
+    if (!g || g->detached)
+        return;
+    g->detached = true;
+    uv_poll_stop(&g->poll);
+    uv_timer_stop(&g->timer);
+    uv_close((uv_handle_t *)&g->poll, on_closed);
+    uv_close((uv_handle_t *)&g->timer, on_closed);
 }

@@ -24,14 +24,18 @@
  * mutex; the label strings are not copied and must outlive the metrics.
  */
 #include <dirent.h>
-#include <stdarg.h>
+#include <jansson.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <uv.h>
 
+#include "proto/proto_json_write.h"
 #include "server/build_info.h"
+#include "server/metrics.h"
 #include "server/srv.h"
 
 /* Histogram upper bounds in seconds (5 us .. 1 s), then +Inf. */
@@ -220,77 +224,44 @@ long srv_metrics_streams(srv_metrics *m)
 
 /* ---- text exposition --------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = true;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t ncap = (b->cap + (size_t)n + 1) * 2;
-        char *np = realloc(b->p, ncap);
-        if (!np) {
-            b->oom = true;
-            return;
-        }
-        b->p = np;
-        b->cap = ncap;
-    }
-}
-
 /* Label values are code literals, but escape anyway per the format. */
-static void sb_label(sbuf *b, const char *s)
+static void put_label(proto_jw *b, const char *s)
 {
     for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            sb_printf(b, "\\%c", *s);
-        else if (*s == '\n')
-            sb_printf(b, "\\n");
-        else
-            sb_printf(b, "%c", *s);
+        if (*s == '\\' || *s == '"') {
+            proto_jw_raw(b, "\\", 1);
+            proto_jw_raw(b, s, 1);
+        } else if (*s == '\n') {
+            proto_jw_raw(b, "\\n", 2);
+        } else {
+            proto_jw_raw(b, s, 1);
+        }
     }
 }
 
-static void render_build_info(sbuf *b)
+static void render_build_info(proto_jw *b)
 {
-    sb_printf(b, "# HELP ikd_build_info The version and commit of ikd and of the libraries it "
+    proto_jw_printf(b, "# HELP ikd_build_info The version and commit of ikd and of the libraries it "
                  "runs with; always 1.\n"
                  "# TYPE ikd_build_info gauge\n"
                  "ikd_build_info{version=\"");
-    sb_label(b, srv_version);
-    sb_printf(b, "\",commit=\"");
-    sb_label(b, srv_commit);
-    sb_printf(b, "\",libmicrohttpd=\"");
-    sb_label(b, MHD_get_version());
-    sb_printf(b, "\",libuv=\"");
-    sb_label(b, uv_version_string());
-    sb_printf(b, "\",jansson=\"");
-    sb_label(b, JANSSON_VERSION);
-    sb_printf(b, "\"} 1\n");
+    put_label(b, srv_version);
+    proto_jw_printf(b, "\",commit=\"");
+    put_label(b, srv_commit);
+    proto_jw_printf(b, "\",libmicrohttpd=\"");
+    put_label(b, MHD_get_version());
+    proto_jw_printf(b, "\",libuv=\"");
+    put_label(b, uv_version_string());
+    proto_jw_printf(b, "\",jansson=\"");
+    put_label(b, JANSSON_VERSION);
+    proto_jw_printf(b, "\"} 1\n");
 }
 
 /* The standard process metrics (Prometheus client libraries' names), from
  * /proc/self/stat (fields 14-15 utime and stime in clock ticks, 22 the start
  * time in ticks since boot, 23 vsize in bytes, 24 rss in pages),
  * /proc/stat's btime, /proc/self/fd and RLIMIT_NOFILE. */
-static void render_process(sbuf *b)
+static void render_process(proto_jw *b)
 {
     char buf[1024];
     FILE *f = fopen("/proc/self/stat", "r");
@@ -309,7 +280,7 @@ static void render_process(sbuf *b)
                "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d "
                "%llu %lu %ld",
                &utime, &stime, &start, &vsize, &rss) == 5) {
-        sb_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent "
+        proto_jw_printf(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent "
                      "in seconds.\n"
                      "# TYPE process_cpu_seconds_total counter\n"
                      "process_cpu_seconds_total %.17g\n"
@@ -329,7 +300,7 @@ static void render_process(sbuf *b)
         if (sf)
             fclose(sf);
         if (btime > 0)
-            sb_printf(b, "# HELP process_start_time_seconds Start time of the process since "
+            proto_jw_printf(b, "# HELP process_start_time_seconds Start time of the process since "
                          "unix epoch in seconds.\n"
                          "# TYPE process_start_time_seconds gauge\n"
                          "process_start_time_seconds %.17g\n",
@@ -342,14 +313,14 @@ static void render_process(sbuf *b)
             if (e->d_name[0] != '.')
                 fds++;
         closedir(d);
-        sb_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
+        proto_jw_printf(b, "# HELP process_open_fds Number of open file descriptors.\n"
                      "# TYPE process_open_fds gauge\n"
                      "process_open_fds %ld\n",
                   fds - 1); /* less the one opendir holds */
     }
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        sb_printf(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+        proto_jw_printf(b, "# HELP process_max_fds Maximum number of open file descriptors.\n"
                      "# TYPE process_max_fds gauge\n"
                      "process_max_fds %llu\n",
                   (unsigned long long)rl.rlim_cur);
@@ -358,67 +329,67 @@ static void render_process(sbuf *b)
 char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chains,
                          size_t active_requests, size_t *len)
 {
-    sbuf b = {malloc(4096), 0, 4096, false};
-    if (!b.p)
+    proto_jw b;
+    proto_jw_init(&b, NULL, 0);
+    if (proto_jw_reserve(&b, 4096) != 0)
         return NULL;
-    b.p[0] = '\0';
     uv_mutex_lock(&m->lock);
 
-    sb_printf(&b, "# HELP ikd_http_requests_total HTTP requests answered, by route and status.\n"
+    proto_jw_printf(&b, "# HELP ikd_http_requests_total HTTP requests answered, by route and status.\n"
                   "# TYPE ikd_http_requests_total counter\n");
     for (size_t i = 0; i < m->nreqs; i++) {
-        sb_printf(&b, "ikd_http_requests_total{route=\"");
-        sb_label(&b, m->reqs[i].route);
-        sb_printf(&b, "\",status=\"%d\"} %llu\n", m->reqs[i].status, m->reqs[i].n);
+        proto_jw_printf(&b, "ikd_http_requests_total{route=\"");
+        put_label(&b, m->reqs[i].route);
+        proto_jw_printf(&b, "\",status=\"%d\"} %llu\n", m->reqs[i].status, m->reqs[i].n);
     }
 
-    sb_printf(&b, "# HELP ikd_solve_duration_seconds Time per solved target, by solver.\n"
+    proto_jw_printf(&b, "# HELP ikd_solve_duration_seconds Time per solved target, by solver.\n"
                   "# TYPE ikd_solve_duration_seconds histogram\n");
     for (size_t i = 0; i < m->nhists; i++) {
         const solve_hist *h = &m->hists[i];
         unsigned long long cum = 0;
         for (size_t k = 0; k <= NBOUNDS; k++) {
             cum += h->buckets[k];
-            sb_printf(&b, "ikd_solve_duration_seconds_bucket{solver=\"");
-            sb_label(&b, h->solver);
+            proto_jw_printf(&b, "ikd_solve_duration_seconds_bucket{solver=\"");
+            put_label(&b, h->solver);
             if (k < NBOUNDS)
-                sb_printf(&b, "\",le=\"%g\"} %llu\n", bounds[k], cum);
+                proto_jw_printf(&b, "\",le=\"%g\"} %llu\n", bounds[k], cum);
             else
-                sb_printf(&b, "\",le=\"+Inf\"} %llu\n", cum);
+                proto_jw_printf(&b, "\",le=\"+Inf\"} %llu\n", cum);
         }
-        sb_printf(&b, "ikd_solve_duration_seconds_sum{solver=\"");
-        sb_label(&b, h->solver);
-        sb_printf(&b, "\"} %.9g\n", h->sum);
-        sb_printf(&b, "ikd_solve_duration_seconds_count{solver=\"");
-        sb_label(&b, h->solver);
-        sb_printf(&b, "\"} %llu\n", h->count);
+        proto_jw_printf(&b, "ikd_solve_duration_seconds_sum{solver=\"");
+        put_label(&b, h->solver);
+        proto_jw_printf(&b, "\"} %.9g\n", h->sum);
+        proto_jw_printf(&b, "ikd_solve_duration_seconds_count{solver=\"");
+        put_label(&b, h->solver);
+        proto_jw_printf(&b, "\"} %llu\n", h->count);
     }
 
-    sb_printf(&b, "# HELP ikd_solves_total Targets solved, by solver and answered status.\n"
+    proto_jw_printf(&b, "# HELP ikd_solves_total Targets solved, by solver and answered status.\n"
                   "# TYPE ikd_solves_total counter\n");
     for (size_t i = 0; i < m->noutcomes; i++) {
-        sb_printf(&b, "ikd_solves_total{solver=\"");
-        sb_label(&b, m->outcomes[i].solver);
-        sb_printf(&b, "\",status=\"");
-        sb_label(&b, m->outcomes[i].status);
-        sb_printf(&b, "\"} %llu\n", m->outcomes[i].n);
+        proto_jw_printf(&b, "ikd_solves_total{solver=\"");
+        put_label(&b, m->outcomes[i].solver);
+        proto_jw_printf(&b, "\",status=\"");
+        put_label(&b, m->outcomes[i].status);
+        proto_jw_printf(&b, "\"} %llu\n", m->outcomes[i].n);
     }
 
-    sb_printf(&b, "# HELP ikd_rejected_total Requests or messages refused, by reason.\n"
+    proto_jw_printf(&b, "# HELP ikd_rejected_total Requests or messages refused, by reason.\n"
                   "# TYPE ikd_rejected_total counter\n");
     for (size_t i = 0; i < m->nreasons; i++) {
-        sb_printf(&b, "ikd_rejected_total{reason=\"");
-        sb_label(&b, m->reasons[i].reason);
-        sb_printf(&b, "\"} %llu\n", m->reasons[i].n);
+        proto_jw_printf(&b, "ikd_rejected_total{reason=\"");
+        put_label(&b, m->reasons[i].reason);
+        proto_jw_printf(&b, "\"} %llu\n", m->reasons[i].n);
     }
 
-    sb_printf(&b, "# HELP ikd_ws_streams_open WebSocket streams open now.\n"
+    proto_jw_printf(&b, "# HELP ikd_ws_streams_open WebSocket streams open now.\n"
                   "# TYPE ikd_ws_streams_open gauge\n"
                   "ikd_ws_streams_open %ld\n",
               m->streams);
     uv_mutex_unlock(&m->lock);
 
-    sb_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"
+    proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"
                   "# TYPE ikd_pool_queue_depth gauge\n"
                   "ikd_pool_queue_depth %zu\n"
                   "# HELP ikd_registry_chains Chains stored in the registry.\n"
@@ -430,13 +401,7 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
               pool_depth, registry_chains, active_requests);
     render_build_info(&b);
     render_process(&b);
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    if (len)
-        *len = b.len;
-    return b.p;
+    return proto_jw_finish(&b, len); /* NULL when out of memory */
 }
 
 /* ---- context shorthands ------------------------------------------------ */

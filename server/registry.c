@@ -17,7 +17,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
+#include "server/registry.h"
 #include "server/srv.h"
 
 typedef struct entry {

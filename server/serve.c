@@ -23,13 +23,14 @@
  * left, and either no connection is open or DRAIN_QUIET_MS passed without a
  * new request (a request a keep-alive client wrote just before its answer
  * said close is read and answered in that time). Then the daemon stops and
- * the process exits 0. --drain-timeout (default 10 s) is a hard deadline:
+ * the process exits 0. --drain-timeout is a hard deadline:
  * past it, ikd stops even with requests active (dropping them), and when
  * pool work is still running (which cannot be interrupted, and whose
  * suspended connection MHD_stop_daemon would abort on) it exits at once
  * with status 1. A second signal is logged and otherwise ignored.
  */
 #include <errno.h>
+#include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +39,16 @@
 #include <unistd.h>
 
 #include "server/config.h"
-#include "server/daemon.h"
 #include "server/guard.h"
+#include "server/http.h"
+#include "server/log.h"
+#include "server/loop.h"
+#include "server/metrics.h"
+#include "server/registry.h"
+#include "server/srv.h"
 #include "server/srv_main.h"
 #include "server/web.h"
+#include "server/ws.h"
 
 #define DRAIN_QUIET_MS 200
 #define DRAIN_TICK_MS 10
@@ -147,7 +154,9 @@ static void raise_fd_limit(srv_ctx *ctx)
     }
 }
 
-/* Starts libmicrohttpd on the configured address. Returns 0 or SRV_EIO. */
+/* Starts libmicrohttpd on the configured address. Returns 0, SRV_EINVAL
+ * (the host is not an IP address) or SRV_EIO (it cannot listen there); both
+ * are logged. */
 static int start_mhd(srv_ctx *ctx)
 {
     const srv_config *cfg = &ctx->cfg;

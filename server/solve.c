@@ -3,6 +3,7 @@
  * server/solve.h).
  */
 #include "server/solve.h"
+#include "server/metrics.h"
 
 bool srv_solve_is_cheap(const srv_ctx *ctx, const proto_job *job)
 {

@@ -1,7 +1,7 @@
 /*
  * solve.h: the one place where the daemon decides where a job is solved
  * (inline on the loop, or on the thread pool), times the solve and records
- * it in the metrics. HTTP requests (server/http.c) and stream targets
+ * it in the metrics. HTTP requests (server/http_handlers.c, server/http_batch.c) and stream targets
  * (server/ws_stream.c) both go through it, so that the rule is written
  * once: a job whose estimated cost for all its targets
  * (proto_job_cost_us() times the count) is below --inline-cost-us (the
@@ -17,6 +17,7 @@
 
 #include "proto/proto.h"
 #include "server/srv.h"
+#include "server/pool.h"
 
 typedef struct srv_solve srv_solve;
 

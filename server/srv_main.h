@@ -6,7 +6,8 @@
 
 /* One-shot: argv[0] is "solve", argv[1] an optional request file. Prints the
  * response; returns 0 for a valid request (whatever the solve status), 2 with
- * the error JSON on standard output otherwise. */
+ * the error JSON on standard output otherwise (or the usage on standard
+ * error), 1 when out of memory. */
 int srv_cli_solve(int argc, char **argv);
 
 /* Health check: argv[0] is "probe", argv[1] an optional http:// URL
@@ -15,8 +16,11 @@ int srv_cli_solve(int argc, char **argv);
  * 2 seconds, 1 otherwise (the reason on standard error). */
 int srv_cli_probe(int argc, char **argv);
 
-/* The daemon: parses flags, serves until SIGTERM/SIGINT, returns the exit
- * status. */
+/* The daemon (server/serve.c): parses flags and environment, serves until
+ * SIGTERM, SIGINT or SIGHUP, then drains. Returns the process's exit status:
+ * 0 after the drain or when --help or --version was printed, 2 for a bad
+ * flag or value, 1 when startup fails. A drain that passes --drain-timeout
+ * with pool work still running does not return: the process exits 1. */
 int srv_serve(int argc, char **argv);
 
 #endif /* SRV_MAIN_H */

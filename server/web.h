@@ -1,6 +1,6 @@
 /*
  * web.h: the live page's files, read once at startup and served from memory
- * (GET / and GET /NAME, see server/http.c).
+ * (GET / and GET /NAME, see server/http_handlers.c).
  *
  * ikd serves the page only when started with --web DIR. srv_web_load reads
  * the regular files directly inside DIR (no subdirectories, which are

@@ -4,7 +4,7 @@
  * and the closing handshake. The streams that live on a connection are
  * server/ws_stream.c's; the seam between the two is server/ws_conn.h.
  *
- * The upgrade. The router (http.c) calls srv_ws_upgrade() after the bearer
+ * The upgrade. The HTTP side (http_mhd.c) calls srv_ws_upgrade() after the bearer
  * token check (Authorization, or the base64url.bearer.ikd.<token>
  * subprotocol that browsers can send). It validates the handshake (RFC 6455
  * 4.2.1, the pure checks are in ws_handshake.c), the Origin against
@@ -46,7 +46,7 @@
  *
  * Not here: the stream rules (ws_stream.c), the message formats
  * (proto/proto_stream.c), the handshake arithmetic (ws_handshake.c), HTTP
- * routing (http.c).
+ * routing (http_handlers.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -57,6 +57,10 @@
 #include <wslay/wslay.h>
 
 #include "proto/proto_stream.h"
+#include "server/log.h"
+#include "server/loop.h"
+#include "server/metrics.h"
+#include "server/ws.h"
 #include "server/ws_conn.h"
 #include "server/ws_handshake.h"
 
@@ -589,7 +593,7 @@ void srv__ws_idle(ws_conn *c)
         conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
 }
 
-/* ---- the daemon's entry points (srv.h) ------------------------------------------------- */
+/* ---- the daemon's entry points (server/ws.h) ---------------------------------------- */
 
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err)
 {

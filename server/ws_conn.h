@@ -3,7 +3,7 @@
  * (server/ws_conn.c: the upgrade, the socket, wslay framing, pings, the
  * send-queue cap and the closing handshake) and the streams that live on it
  * (server/ws_stream.c: the stream rules of proto/STREAM.md). Internal to
- * those two files; the daemon's entry points are srv_ws_* in server/srv.h.
+ * those two files; the daemon's entry points are srv_ws_* in server/ws.h.
  *
  * A connection owns a list of streams it knows nothing about beyond the
  * hooks below; the stream side never touches the socket or wslay, it queues

@@ -4,7 +4,8 @@
  *
  * The accept key is base64(SHA-1(Sec-WebSocket-Key || GUID)) with the GUID
  * "258EAFA5-E914-47DA-95CA-C5AB0DC85B11" (RFC 6455 1.3; its example key
- * "dGhlIHNhbXBsZSBub25jZQ==" gives "s3pPLMBiTxaeKmzOYCD9iGZOxoo=").
+ * "dGhlIHNhbXBsZSBub25jZQ==" gives "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", which
+ * tests/server/test_ws.c checks).
  *
  * The bearer token in Sec-WebSocket-Protocol (see ws_handshake.h) is
  * compared by encoding the expected token with nettle's base64url, never by

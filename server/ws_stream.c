@@ -60,6 +60,8 @@
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "server/solve.h"
+#include "server/metrics.h"
+#include "server/registry.h"
 #include "server/ws_conn.h"
 
 #define WS_MAX_STREAMS 64 /* per connection */

@@ -12,12 +12,13 @@
  * "mhd_hello listening on 127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
  * Built only for the benchmark; not part of the daemon.
  */
+#include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/daemon.h"
+#include "server/loop.h"
 
 static const char hello[] = "{\"status\":\"ok\"}";
 

@@ -1252,7 +1252,7 @@ START_TEST(test_planar_takes_no_frame)
         ck_assert_ptr_null(pc_solve(body, PROTO_SOLVE, &e));
         ck_assert_msg(strstr(e.message, "planar") != NULL, "%s", e.message);
     }
-    /* a stream's options are checked without a target (server/ws.c decodes
+    /* a stream's options are checked without a target (server/ws_stream.c opens its session
      * them when the stream opens): the frame is the error, not the missing
      * target */
     proto_error e;

@@ -389,6 +389,38 @@ START_TEST(test_writer)
 }
 END_TEST
 
+/* proto_jw_printf: text that fits, text that outgrows the caller's buffer
+ * mid-format (formatted again in full after growing), a writer that starts
+ * with no buffer at all, and raw writes around it. */
+START_TEST(test_writer_printf)
+{
+    char small[8];
+    proto_jw w;
+    proto_jw_init(&w, small, sizeof small);
+    proto_jw_printf(&w, "%d", 42);
+    ck_assert_uint_eq(w.len, 2);
+    ck_assert(w.p == small);
+    proto_jw_raw(&w, " ", 1);
+    proto_jw_printf(&w, "%s=%.3f %zu", "a_long_name", 0.5, (size_t)123456789);
+    proto_jw_raw(&w, "\n", 1);
+    size_t n = 0;
+    char *s = proto_jw_finish(&w, &n);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s, "42 a_long_name=0.500 123456789\n");
+    ck_assert_uint_eq(n, strlen(s));
+    free(s);
+
+    proto_jw_init(&w, NULL, 0);
+    proto_jw_printf(&w, "%s", "");
+    proto_jw_printf(&w, "x%cy", '-');
+    s = proto_jw_finish(&w, &n);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s, "x-y");
+    ck_assert_uint_eq(n, 3);
+    free(s);
+}
+END_TEST
+
 /* Significant digits of a number text ("-1.25e-7" has 3). */
 static int sig_digits(const char *s)
 {
@@ -527,6 +559,7 @@ int main(void)
     tcase_add_test(tc, test_unknown_fields);
     tcase_add_test(tc, test_double_round_trip);
     tcase_add_test(tc, test_writer);
+    tcase_add_test(tc, test_writer_printf);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -3,7 +3,12 @@
  * bare port), size suffixes, every flag in both spellings, environment
  * variables and their precedence (the solve limits of proto_limits
  * included), --help, and rejected values. Also the
- * constant-time bearer-token check of server/http.c.
+ * constant-time bearer-token check of server/http_mhd.c.
+ *
+ * The flag table SRV_CONFIG_MAP against what is made of it and written
+ * about it: every VALUE() default is accepted by its own flag, --help
+ * lists every row with its variable and default, and README.md's flag
+ * table documents exactly the table's flags with the same defaults.
  */
 #include <check.h>
 #include <stdio.h>
@@ -11,7 +16,8 @@
 #include <string.h>
 
 #include "server/config.h"
-#include "server/daemon.h"
+#include "server/http.h"
+#include "server/srv.h"
 
 START_TEST(test_listen)
 {
@@ -269,6 +275,210 @@ START_TEST(test_token_check)
 }
 END_TEST
 
+/* ---- the flag table against --help and README.md ------------------------- */
+
+#define TDFLT_VALUE(text) text, NULL
+#define TDFLT_PROTO       NULL, NULL
+#define TDFLT_NONE(word)  NULL, word
+
+static const struct row {
+    const char *flag, *env, *value, *word;
+} rows[] = {
+#define ROW(id, flag, env, type, field, dflt, help) {flag, env, TDFLT_##dflt},
+    SRV_CONFIG_MAP(ROW)
+#undef ROW
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+/* What --help says of each row: its variable and default. */
+typedef struct shown {
+    char env[64];
+    char dflt[64];
+} shown;
+
+static char *help_text(void)
+{
+    srv_config cfg;
+    srv_config_default(&cfg);
+    char err[256] = "";
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    char *help[] = {"ikd", "--help"};
+    ck_assert_int_eq(srv_config_parse(&cfg, 2, help, out, err, sizeof err), 1);
+    fclose(out);
+    srv_config_free(&cfg);
+    return buf;
+}
+
+/* The line of --help for flag, split into variable and default. */
+static void help_row(const char *help, const char *flag, shown *sh)
+{
+    char start[96];
+    snprintf(start, sizeof start, "\n  --%s ", flag);
+    const char *line = strstr(help, start);
+    ck_assert_msg(line != NULL, "--help lacks --%s", flag);
+    line++;
+    const char *eol = strchr(line, '\n');
+    ck_assert_ptr_nonnull(eol);
+    char text[1024];
+    ck_assert_uint_lt((size_t)(eol - line), sizeof text);
+    memcpy(text, line, (size_t)(eol - line));
+    text[eol - line] = '\0';
+    ck_assert_int_eq(sscanf(text + 4 + strlen(flag), " %63s", sh->env), 1);
+    const char *d = strstr(text, " (default ");
+    ck_assert_msg(d != NULL && text[strlen(text) - 1] == ')', "--%s shows no default", flag);
+    d += strlen(" (default ");
+    size_t n = strlen(d) - 1;
+    ck_assert_uint_lt(n, sizeof sh->dflt);
+    memcpy(sh->dflt, d, n);
+    sh->dflt[n] = '\0';
+    ck_assert_msg(n > 0, "--%s shows an empty default", flag);
+}
+
+START_TEST(test_table_defaults_parse)
+{
+    for (size_t i = 0; i < NROWS; i++) {
+        if (!rows[i].value)
+            continue;
+        srv_config cfg;
+        srv_config_default(&cfg);
+        char err[256] = "";
+        char arg[128];
+        snprintf(arg, sizeof arg, "--%s=%s", rows[i].flag, rows[i].value);
+        char *argv[] = {"ikd", arg};
+        ck_assert_msg(parse(&cfg, 2, argv, err) == SRV_OK, "the default of --%s is refused: %s",
+                      rows[i].flag, err);
+        srv_config_free(&cfg);
+    }
+}
+END_TEST
+
+START_TEST(test_help_lists_table)
+{
+    char *help = help_text();
+    for (size_t i = 0; i < NROWS; i++) {
+        shown sh;
+        help_row(help, rows[i].flag, &sh);
+        ck_assert_str_eq(sh.env, rows[i].env);
+        if (rows[i].value || rows[i].word)
+            ck_assert_str_eq(sh.dflt, rows[i].value ? rows[i].value : rows[i].word);
+        for (size_t k = 0; k < i; k++) {
+            ck_assert_str_ne(rows[k].flag, rows[i].flag);
+            ck_assert_str_ne(rows[k].env, rows[i].env);
+        }
+    }
+    free(help);
+}
+END_TEST
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    char *buf = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = (cap + 4096 + 1) * 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0)
+            break;
+    }
+    fclose(f);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Copies the cell text without backticks and backslashes (README escapes
+ * the '|' of "text|json"). */
+static void plain(char *out, size_t size, const char *s, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < size; i++)
+        if (s[i] != '`' && s[i] != '\\')
+            out[k++] = s[i];
+    out[k] = '\0';
+}
+
+/* README.md's table of flags under "## Running the daemon" (rows "| `--flag
+ * ARG`, `--other ARG` | default, default | what |") names every row of
+ * SRV_CONFIG_MAP once, each with the default --help shows, and the
+ * variables it names are the table's. */
+START_TEST(test_readme_flags)
+{
+    char *readme = read_file("README.md");
+    char *help = help_text();
+    const char *sec = strstr(readme, "\n## Running the daemon\n");
+    ck_assert_msg(sec != NULL, "README.md has no \"Running the daemon\" section");
+    const char *end = strstr(sec + 1, "\n## ");
+    size_t seen[NROWS] = {0};
+    size_t documented = 0;
+    for (const char *line = strstr(sec, "\n| `--"); line && (!end || line < end);
+         line = strstr(line + 1, "\n| `--")) {
+        line++;
+        const char *eol = strchr(line, '\n');
+        const char *c1 = line + 2;
+        const char *c2 = strstr(c1, " | ");
+        ck_assert_msg(c2 != NULL && c2 < eol, "README flag row without a default: %.60s", line);
+        c2 += 3;
+        const char *c3 = strstr(c2, " | ");
+        ck_assert_msg(c3 != NULL && c3 < eol, "README flag row without a description: %.60s", line);
+        char defaults[256];
+        plain(defaults, sizeof defaults, c2, (size_t)(c3 - c2));
+
+        /* flags of the first cell, and the defaults in the same order */
+        char *save = NULL;
+        char *d = strtok_r(defaults, ",", &save);
+        size_t nflags = 0;
+        for (const char *f = strstr(c1, "`--"); f && f < c2; f = strstr(f + 1, "`--")) {
+            char flag[64];
+            size_t n = strcspn(f + 3, " `");
+            ck_assert_uint_lt(n, sizeof flag);
+            memcpy(flag, f + 3, n);
+            flag[n] = '\0';
+            size_t r = 0;
+            while (r < NROWS && strcmp(rows[r].flag, flag) != 0)
+                r++;
+            ck_assert_msg(r < NROWS, "README documents --%s, which SRV_CONFIG_MAP lacks", flag);
+            seen[r]++;
+            ck_assert_msg(d != NULL, "README gives --%s no default", flag);
+            while (*d == ' ')
+                d++;
+            shown sh;
+            help_row(help, flag, &sh);
+            ck_assert_msg(strcmp(d, sh.dflt) == 0,
+                          "README says --%s defaults to \"%s\", the table says \"%s\"", flag, d,
+                          sh.dflt);
+            d = strtok_r(NULL, ",", &save);
+            nflags++;
+        }
+        ck_assert_msg(d == NULL, "README row has more defaults than flags: %.60s", line);
+        ck_assert_uint_gt(nflags, 0);
+        documented += nflags;
+
+        /* an IKD_ variable named in the row is one of its flags' */
+        for (const char *v = strstr(c1, "IKD_"); v && v < c2; v = strstr(v + 1, "IKD_")) {
+            size_t n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_");
+            bool known = false;
+            for (size_t r = 0; r < NROWS; r++)
+                known |= seen[r] && strlen(rows[r].env) == n && strncmp(rows[r].env, v, n) == 0;
+            ck_assert_msg(known, "README names %.*s for a flag that does not read it", (int)n, v);
+        }
+    }
+    for (size_t r = 0; r < NROWS; r++)
+        ck_assert_msg(seen[r] == 1, "README documents --%s %zu times (once expected)", rows[r].flag,
+                      seen[r]);
+    ck_assert_uint_eq(documented, NROWS);
+    free(help);
+    free(readme);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -281,6 +491,9 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_rejected_and_help);
     tcase_add_test(tc, test_token_check);
     tcase_add_test(tc, test_allow_origin_fails_closed);
+    tcase_add_test(tc, test_table_defaults_parse);
+    tcase_add_test(tc, test_help_lists_table);
+    tcase_add_test(tc, test_readme_flags);
     suite_add_tcase(s, tc);
     return s;
 }

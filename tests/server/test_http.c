@@ -1,5 +1,5 @@
 /*
- * test_http.c: the real daemon over HTTP (server/http.c, loop.c, serve.c).
+ * test_http.c: the real daemon over HTTP (server/http_mhd.c, http_handlers.c, http_batch.c, loop.c, serve.c).
  *
  * Every test starts $IKD_BIN on 127.0.0.1 port 0 (or [::1]), reads the
  * bound port from its one stdout line "ikd listening on HOST:PORT", talks

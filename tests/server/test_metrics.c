@@ -5,13 +5,15 @@
  * Prometheus text format of the whole exposition.
  */
 #include <check.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <uv.h>
 
 #include "server/build_info.h"
-#include "server/srv.h"
+#include "server/metrics.h"
 
 /* Value of the sample line that starts with `series` followed by a space;
  * fails the test when absent. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/registry.h"
 #include "server/srv.h"
 
 static proto_chain *planar(double l2)

@@ -1,0 +1,26 @@
+/*
+ * log.h: the daemon's log lines on standard error (server/log.c), and the
+ * two settings they obey (cfg.log_format, cfg.log_level, set by --log-format
+ * and --log-level).
+ */
+#ifndef SRV_LOG_H
+#define SRV_LOG_H
+
+typedef struct srv_ctx srv_ctx;
+
+typedef enum srv_log_format { SRV_LOG_TEXT = 0, SRV_LOG_JSON = 1 } srv_log_format;
+
+typedef enum srv_log_level {
+    SRV_LOG_DEBUG = 0,
+    SRV_LOG_INFO = 1,
+    SRV_LOG_WARN = 2,
+    SRV_LOG_ERROR = 3
+} srv_log_level;
+
+/* One line on stderr, as text ("2026-01-01T00:00:00.000Z INFO message") or
+ * JSON ({"ts":...,"level":"info","msg":"..."}) per ctx->cfg.log_format.
+ * ctx may be NULL (text). Lines below cfg.log_level are dropped. Any thread. */
+void srv_log(srv_ctx *ctx, srv_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif /* SRV_LOG_H */
