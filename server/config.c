@@ -393,8 +393,15 @@ static void print_help(FILE *out)
     for (int i = 0; i < OPT_COUNT; i++) {
         char dflt[64];
         default_text(i, dflt, sizeof dflt);
-        fprintf(out, "  --%-16s %-20s %s (default %s)\n", opts[i].flag, opts[i].env, opts[i].help,
-                dflt);
+        char choices[128] = "";
+        if (opts[i].kind == K_ENUM) {
+            size_t n = (size_t)snprintf(choices, sizeof choices, ":");
+            for (size_t k = 0; opts[i].names[k] && n < sizeof choices; k++)
+                n += (size_t)snprintf(choices + n, sizeof choices - n, "%s %s", k ? "," : "",
+                                      opts[i].names[k]);
+        }
+        fprintf(out, "  --%-16s %-20s %s%s (default %s)\n", opts[i].flag, opts[i].env,
+                opts[i].help, choices, dflt);
     }
     fprintf(out, "  --%-16s %-20s %s\n", "help", "", "print this and exit");
     fprintf(out, "  --%-16s %-20s %s\n", "version", "",

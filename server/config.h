@@ -38,8 +38,9 @@
  *             MS(hi)        digits with an optional fraction (no sign,
  *                           exponent, nan or inf), 0 < value <= hi
  *             REAL(lo, hi)  any number strtod reads, lo <= value <= hi
- *             ENUM(names)   one of names (SRV_CONFIG_NAMES); field gets
- *                           its index
+ *             ENUM(names)   one of names (NULL-terminated, e.g.
+ *                           SRV_CONFIG_NAMES); field gets its index;
+ *                           --help lists the names after the help text
  *             STRING        any non-empty text (copied)
  *             SECRET        a STRING never shown, not even in an error
  *             ORIGINS       comma-separated, each trimmed of blanks, at
@@ -95,10 +96,10 @@
     X(INLINE, "inline-cost-us", "IKD_INLINE_COST_US", REAL(0, 1e9), inline_cost_us, VALUE("5"),    \
       "solves estimated below this many microseconds run on the loop")                             \
     X(LOGFMT, "log-format", "IKD_LOG_FORMAT", ENUM(SRV_CONFIG_NAMES("text", "json")), log_format,  \
-      VALUE("text"), "text or json")                                                               \
+      VALUE("text"), "the form of a log line")                                                               \
     X(LOGLEVEL, "log-level", "IKD_LOG_LEVEL",                                                      \
-      ENUM(SRV_CONFIG_NAMES("debug", "info", "warn", "error")), log_level, VALUE("info"),          \
-      "debug, info, warn, error")                                                                  \
+      ENUM(srv_log_level_names), log_level, VALUE("info"),                                         \
+      "the lowest level logged")                                                                  \
     X(TOKEN, "token", "IKD_TOKEN", SECRET, token, NONE("none"),                                    \
       "bearer token required on every endpoint but /livez, /readyz, /openapi.yaml")                \
     X(ORIGIN, "allow-origin", "IKD_ALLOW_ORIGIN", ORIGINS, allow_origins, NONE("any"),             \

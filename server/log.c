@@ -30,12 +30,22 @@ const char *srv_strerror(int status)
     }
 }
 
+const char *const srv_log_level_names[] = {
+#define SRV_LOG_LEVEL_LOW(name, low, up) low,
+    SRV_LOG_LEVEL_MAP(SRV_LOG_LEVEL_LOW)
+#undef SRV_LOG_LEVEL_LOW
+        NULL};
+
 static const char *level_name(srv_log_level level, int upper)
 {
-    static const char *const up[] = {"DEBUG", "INFO", "WARN", "ERROR"};
-    static const char *const low[] = {"debug", "info", "warn", "error"};
-    unsigned i = (unsigned)level < 4 ? (unsigned)level : 3;
-    return upper ? up[i] : low[i];
+    static const char *const up[] = {
+#define SRV_LOG_LEVEL_UP(name, low, up) up,
+        SRV_LOG_LEVEL_MAP(SRV_LOG_LEVEL_UP)
+#undef SRV_LOG_LEVEL_UP
+    };
+    static const size_t n = sizeof up / sizeof up[0];
+    size_t i = (size_t)level < n ? (size_t)level : n - 1;
+    return upper ? up[i] : srv_log_level_names[i];
 }
 
 /* Appends s JSON-escaped to buf at *pos (bounded by size). */

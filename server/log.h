@@ -10,12 +10,22 @@ typedef struct srv_ctx srv_ctx;
 
 typedef enum srv_log_format { SRV_LOG_TEXT = 0, SRV_LOG_JSON = 1 } srv_log_format;
 
+/* The levels, lowest first: the enum, the names --log-level takes (and
+ * JSON lines print) and the text lines' names come from this one list. */
+#define SRV_LOG_LEVEL_MAP(X)                                                                       \
+    X(DEBUG, "debug", "DEBUG")                                                                     \
+    X(INFO, "info", "INFO")                                                                        \
+    X(WARN, "warn", "WARN")                                                                        \
+    X(ERROR, "error", "ERROR")
+
 typedef enum srv_log_level {
-    SRV_LOG_DEBUG = 0,
-    SRV_LOG_INFO = 1,
-    SRV_LOG_WARN = 2,
-    SRV_LOG_ERROR = 3
+#define SRV_LOG_LEVEL_ENUM(name, low, up) SRV_LOG_##name,
+    SRV_LOG_LEVEL_MAP(SRV_LOG_LEVEL_ENUM)
+#undef SRV_LOG_LEVEL_ENUM
 } srv_log_level;
+
+/* The lower-case names by level, NULL-terminated (--log-level's values). */
+extern const char *const srv_log_level_names[];
 
 /* One line on stderr, as text ("2026-01-01T00:00:00.000Z INFO message") or
  * JSON ({"ts":...,"level":"info","msg":"..."}) per ctx->cfg.log_format.
