@@ -103,6 +103,25 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err)
     return v;
 }
 
+/* Doubles per seed for chain c: joint values, bone positions (3 per
+ * joint) or skeleton local rotations (4 per bone); 0 when seeds do not
+ * apply. */
+size_t proto__seed_len(const proto_chain *c)
+{
+    switch (c->kind) {
+    case PROTO_CHAIN_PLANAR:
+    case PROTO_CHAIN_JOINTS:
+    case PROTO_CHAIN_URDF:
+        return c->chain->dof;
+    case PROTO_CHAIN_BONES:
+        return 3 * c->nbones;
+    case PROTO_CHAIN_SKELETON:
+        return 4 * c->nskel;
+    default:
+        return 0;
+    }
+}
+
 const char *proto_chain_id(const proto_chain *c)
 {
     return c->id;

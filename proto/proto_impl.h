@@ -194,6 +194,11 @@ struct proto_stream_path {
     proto_path_point pts[]; /* npoints */
 };
 
+/* proto_chain.c: doubles per seed for chain c: joint values, bone
+ * positions (3 per joint) or skeleton local rotations (4 per bone); 0 when
+ * seeds do not apply. */
+size_t proto__seed_len(const proto_chain *c);
+
 /* proto_value.c: value decoders shared by chains, requests and streams.
  * Each fills *err with the value's path on error. */
 /* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
@@ -214,9 +219,6 @@ static inline bool proto__angular_joint(const proto_chain *c, size_t i)
 /* ---- proto_job_decode.c: the pieces of a request, shared by HTTP
  * requests and stream sessions (proto_session.c) ---- */
 
-/* Doubles per seed for chain c: joint values, bone positions (3 per joint)
- * or skeleton local rotations (4 per bone); 0 when seeds do not apply. */
-size_t proto__seed_len(const proto_chain *c);
 /* A target object at JSON pointer path, in the caller's frame f (dims2:
  * a planar chain's 2-D target), into *t in the internal convention. */
 int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,

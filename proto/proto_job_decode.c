@@ -13,6 +13,8 @@
  * (targets, seeds, results and their outputs), sized from the chain and the
  * target count once decoding knows them (job_alloc).
  *
+ * It also frees jobs (proto_job_free), next to the one constructor.
+ *
  * Not here: running a job and warm starts (proto_job_run.c), answers
  * (proto_job_encode.c), the solver bindings (proto_solver.c).
  */
@@ -137,27 +139,6 @@ int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool 
 }
 
 /* ---- seeds ------------------------------------------------------------ */
-
-/* Doubles per seed for the job's chain: joint values, bone positions (3 per
- * joint) or skeleton local rotations (4 per bone); 0 when seeds do not
- * apply. */
-size_t proto__seed_len(const proto_chain *c)
-{
-    switch (c->kind) {
-    case PROTO_CHAIN_PLANAR:
-    case PROTO_CHAIN_JOINTS:
-    case PROTO_CHAIN_URDF:
-        return c->chain->dof;
-    case PROTO_CHAIN_BONES:
-        return 3 * c->nbones;
-    case PROTO_CHAIN_SKELETON:
-        return 4 * c->nskel;
-    default:
-        return 0;
-    }
-}
-
-
 
 int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
                        const proto_options *o, double *out, proto_error *err)
@@ -429,6 +410,16 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
 fail:
     proto_job_free(job);
     return -1;
+}
+
+void proto_job_free(proto_job *job)
+{
+    if (!job)
+        return;
+    proto_chain_unref(job->chain);
+    free(job->block);
+    free(job->seed_owned);
+    free(job);
 }
 
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,

@@ -3,9 +3,9 @@
  * (proto_job_run, on any thread, disjoint ranges in parallel), the cost
  * model the daemon uses to choose between the loop and the pool
  * (proto_job_cost_us), the warm start of a stream's next job from the
- * previous one (proto_job_warm_start), and freeing it. Contract in proto.h.
+ * previous one (proto_job_warm_start). Contract in proto.h.
  *
- * Not here: decoding (proto_job_decode.c), answers (proto_job_encode.c), the
+ * Not here: decoding, the constructor and freeing (proto_job_decode.c), answers (proto_job_encode.c), the
  * solver bindings (proto_solver.c).
  */
 #include "proto/proto_impl.h"
@@ -17,16 +17,6 @@
 #include <string.h>
 
 #include "solver/ik_status.h"
-
-void proto_job_free(proto_job *job)
-{
-    if (!job)
-        return;
-    proto_chain_unref(job->chain);
-    free(job->block);
-    free(job->seed_owned);
-    free(job);
-}
 
 size_t proto_job_count(const proto_job *job)
 {
