@@ -734,7 +734,7 @@ json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_j
 /* The JSON a URDF chain goes in, for each place a text can be sent; each
  * hint fits in a proto_error message after jansson's words. */
 #define URDF_CHAIN "{\"kind\":\"urdf\",\"urdf\":\"<robot ...>\",\"base\":...,\"tip\":...}"
-#define IKD_CHAIN "ikd chain FILE.urdf --base B --tip T"
+#define IKD_CHAIN  "ikd chain FILE.urdf --base B --tip T"
 static const char *const xml_hints[] = {
     [PROTO_JSON_SOLVE] = "; this looks like XML: send {\"chain\":" URDF_CHAIN
                          ",\"target\":...} (" IKD_CHAIN " prints the chain)",
@@ -752,9 +752,8 @@ int proto_json_syntax_error(const char *text, size_t len, const json_error_t *je
     size_t i = 0;
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
         i++;
-    const char *hint = i < len && text[i] == '<' && (unsigned)ctx <= PROTO_JSON_STREAM
-                           ? xml_hints[ctx]
-                           : "";
+    const char *hint =
+        i < len && text[i] == '<' && (unsigned)ctx <= PROTO_JSON_STREAM ? xml_hints[ctx] : "";
     return proto_error_set(err, PROTO_E_INVALID_JSON, "", "%s (line %d, column %d)%s", je->text,
                            je->line, je->column, hint);
 }

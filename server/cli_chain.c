@@ -153,8 +153,9 @@ int srv_cli_chain(int argc, char **argv)
     }
     if (len > lim.max_urdf_bytes) {
         free(urdf);
-        fprintf(stderr, "ikd chain: %s is larger than %zu bytes, the largest URDF ikd takes "
-                        "by default (--max-urdf)\n",
+        fprintf(stderr,
+                "ikd chain: %s is larger than %zu bytes, the largest URDF ikd takes "
+                "by default (--max-urdf)\n",
                 path, lim.max_urdf_bytes);
         return 2;
     }

@@ -50,8 +50,8 @@ static void two_bone(void)
     ik_vec3 target = ik_v3(0.2, 0.1, 0.25);
     ik_twobone_result r;
     int st = ik_twobone_solve(hip, knee, foot, target, NULL, &r);
-    printf("two_bone: %s, knee (%.4f, %.4f, %.4f), foot (%.4f, %.4f, %.4f)\n",
-           ik_status_name(st), r.b.x, r.b.y, r.b.z, r.c.x, r.c.y, r.c.z);
+    printf("two_bone: %s, knee (%.4f, %.4f, %.4f), foot (%.4f, %.4f, %.4f)\n", ik_status_name(st),
+           r.b.x, r.b.y, r.b.z, r.c.x, r.c.y, r.c.z);
     check(st == IK_OK, "two_bone: status ok");
     check(fabs(ik_vec3_dist(hip, r.b) - ik_vec3_dist(hip, knee)) < 1e-12,
           "two_bone: thigh length kept");
