@@ -3,7 +3,10 @@
 # A plain Makefile: every library comes from pkg-config (wslay ships no .pc
 # file in Debian, so it falls back to -lwslay). Sources are found by folder, so
 # adding a file needs no edit here:
-#   solver/*.c   -> build/libiksolver.a  (C11 + libm only, no I/O)
+#   solver/*.c   -> build/libiksolver.a  (C11 + libm only, no I/O), and the
+#                   same sources compiled again with -fPIC into
+#                   build/libiksolver.so.VERSION for those who embed the solver
+#                   (the daemon links the non-PIC archive)
 #   proto/*.c    -> build/libikproto.a   (jansson, libxml2)
 #   server/*.c   -> build/ikd            (libmicrohttpd, libuv, wslay, nettle)
 #   tests/<area>/test_*.c -> build/tests/<area>/test_*  (check)
@@ -14,9 +17,11 @@
 #
 #   tests/fuzz/fuzz_*.c   -> build-fuzz/fuzz_*  (clang, libFuzzer; `make fuzz`)
 #
-# Targets: all (default), web, check, bench, fuzz, run, format, clean.
+# Targets: all (default), web, check, bench, fuzz, run, format, clean,
+#          install, uninstall (the solver library: see "Installing" below).
 # Switches: SANITIZER=address|undefined|thread, WERROR=0 to drop -Werror,
-#           OPT=-O0 for debugging, FUZZ_SECONDS=N per fuzz target (default 60).
+#           OPT=-O0 for debugging, FUZZ_SECONDS=N per fuzz target (default 60),
+#           PREFIX=/usr/local and DESTDIR for install and uninstall.
 
 CC      ?= gcc
 BUILD   ?= build
@@ -84,13 +89,31 @@ LIBS_TEST     := $(shell pkg-config --libs $(PKGS_TEST)) $(LIBS_SERVER)
 LIBSOLVER := $(BUILD)/libiksolver.a
 LIBPROTO  := $(BUILD)/libikproto.a
 
-.PHONY: all web check bench fuzz fuzz-build image-test run format clean
+# The shared solver library: libiksolver.so.0.2.0 with the soname
+# libiksolver.so.0 (the major version: bump it when the ABI breaks), and the
+# two symlinks a system has (.so.0 for the loader, .so for the linker). Its
+# objects are a separate set compiled with -fPIC, so the daemon's stay as
+# they are. solver/libiksolver.map exports the public ik_ functions only
+# (not the internal ik__ ones).
+SOLVER_SOMAJOR     := $(firstword $(subst ., ,$(IKD_VERSION)))
+SOLVER_SONAME      := libiksolver.so.$(SOLVER_SOMAJOR)
+SOLVER_SHLIB       := $(BUILD)/libiksolver.so.$(IKD_VERSION)
+SOLVER_SHLIB_LINKS := $(BUILD)/$(SOLVER_SONAME) $(BUILD)/libiksolver.so
+SOLVER_PIC_OBJ     := $(SOLVER_SRC:%.c=$(BUILD)/obj-pic/%.o)
+# every symbol resolved at link time (libm named), except under a sanitizer
+# whose runtime the executable brings
+SHLIB_DEFS         := $(if $(SANITIZER),,-Wl,-z,defs)
+
+.PHONY: all web check bench fuzz fuzz-build image-test run format clean install uninstall
 .SECONDARY:
-all: $(LIBSOLVER) $(LIBPROTO) $(BUILD)/ikd $(TEST_BIN)
+all: $(LIBSOLVER) $(SOLVER_SHLIB_LINKS) $(LIBPROTO) $(BUILD)/ikd $(TEST_BIN)
 
 $(BUILD)/obj/solver/%.o: solver/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -c $< -o $@
+$(BUILD)/obj-pic/solver/%.o: solver/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) -fPIC -c $< -o $@
 $(BUILD)/obj/proto/%.o: proto/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS_PROTO) -c $< -o $@
@@ -116,6 +139,13 @@ $(LIBSOLVER): $(SOLVER_OBJ)
 $(LIBPROTO): $(PROTO_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+$(SOLVER_SHLIB): $(SOLVER_PIC_OBJ) solver/libiksolver.map
+	$(CC) $(LDFLAGS_BASE) -shared -Wl,-soname,$(SOLVER_SONAME) \
+	    -Wl,--version-script=solver/libiksolver.map $(SHLIB_DEFS) -o $@ $(SOLVER_PIC_OBJ) -lm
+$(BUILD)/$(SOLVER_SONAME): $(SOLVER_SHLIB)
+	ln -sf $(notdir $(SOLVER_SHLIB)) $@
+$(BUILD)/libiksolver.so: $(BUILD)/$(SOLVER_SONAME)
+	ln -sf $(SOLVER_SONAME) $@
 
 $(BUILD)/ikd: $(SERVER_OBJ) $(LIBPROTO) $(LIBSOLVER)
 	$(CC) $(LDFLAGS_BASE) -o $@ $(SERVER_OBJ) $(LIBPROTO) $(LIBSOLVER) $(LIBS_SERVER) -lm
@@ -185,6 +215,46 @@ fuzz: fuzz-build
 
 run: $(BUILD)/ikd web
 	./$(BUILD)/ikd --web $(BUILD)/web
+
+# Installing: the solver library for programs that embed it (clients/c/
+# has an example and its README). `make install PREFIX=/opt/ikd` (default
+# /usr/local; DESTDIR is prepended to every path, for packaging) installs
+#   LIBDIR/libiksolver.a, libiksolver.so.VERSION and its two symlinks,
+#   INCLUDEDIR/ikd/solver/*.h   the public headers (not *_internal.h); they
+#                               include each other as "solver/ik_x.h", which
+#                               the -I of the pkg-config file resolves,
+#   LIBDIR/pkgconfig/iksolver.pc
+# and `make uninstall` with the same PREFIX and DESTDIR removes exactly
+# those. The daemon is not installed: run it from build/ or the image.
+PREFIX       ?= /usr/local
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SOLVER_PUBLIC_H := $(filter-out %_internal.h,$(wildcard solver/*.h))
+
+# The .pc file names the prefix, so it is written by install itself.
+install: $(LIBSOLVER) $(SOLVER_SHLIB)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/ikd/solver $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 644 $(LIBSOLVER) $(DESTDIR)$(LIBDIR)/libiksolver.a
+	install -m 755 $(SOLVER_SHLIB) $(DESTDIR)$(LIBDIR)/$(notdir $(SOLVER_SHLIB))
+	ln -sf $(notdir $(SOLVER_SHLIB)) $(DESTDIR)$(LIBDIR)/$(SOLVER_SONAME)
+	ln -sf $(SOLVER_SONAME) $(DESTDIR)$(LIBDIR)/libiksolver.so
+	install -m 644 $(SOLVER_PUBLIC_H) $(DESTDIR)$(INCLUDEDIR)/ikd/solver/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
+	    'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' '' \
+	    'Name: iksolver' \
+	    'Description: the inverse-kinematics solvers of ikd (C11, libm only, no I/O)' \
+	    'Version: $(IKD_VERSION)' \
+	    'Cflags: -I$${includedir}/ikd' \
+	    'Libs: -L$${libdir} -liksolver' \
+	    'Libs.private: -lm' > $(DESTDIR)$(PKGCONFIGDIR)/iksolver.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libiksolver.a $(DESTDIR)$(LIBDIR)/$(notdir $(SOLVER_SHLIB)) \
+	    $(DESTDIR)$(LIBDIR)/$(SOLVER_SONAME) $(DESTDIR)$(LIBDIR)/libiksolver.so \
+	    $(DESTDIR)$(PKGCONFIGDIR)/iksolver.pc
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/ikd/,$(SOLVER_PUBLIC_H))
+	rmdir $(DESTDIR)$(INCLUDEDIR)/ikd/solver $(DESTDIR)$(INCLUDEDIR)/ikd 2>/dev/null || true
 
 format:
 	clang-format -i $(SOLVER_SRC) $(PROTO_SRC) $(SERVER_SRC) $(TEST_SRC) $(BENCH_SRC) \

@@ -874,7 +874,7 @@ proto_chain *proto_chain_decode(const char *body, size_t len, const proto_limits
         proto_limits_default(&def);
         lim = &def;
     }
-    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, err);
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_CHAIN, err);
     if (!root)
         return NULL;
     proto_chain *c = proto_chain_decode_json(root, "", lim, err);

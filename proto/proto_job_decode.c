@@ -552,7 +552,8 @@ int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_
         lim = &def;
     }
     *out = NULL;
-    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, err);
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes,
+                                    kind == PROTO_BATCH ? PROTO_JSON_BATCH : PROTO_JSON_SOLVE, err);
     if (!root)
         return -1;
     int rc = proto_job_decode_json(root, kind, lim, lookup, ud, out, err);

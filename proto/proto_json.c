@@ -710,7 +710,8 @@ json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_
     return v;
 }
 
-json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_error *err)
+json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_json_ctx ctx,
+                         proto_error *err)
 {
     if (len > max_bytes) {
         proto_error_set(err, PROTO_E_TOO_LARGE, "", "the body has %zu bytes; the limit is %zu", len,
@@ -724,23 +725,35 @@ json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_e
     json_error_t je;
     json_t *v = proto_json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {
-        proto_json_syntax_error(body, len, &je, err);
+        proto_json_syntax_error(body, len, &je, ctx, err);
         return NULL;
     }
     return v;
 }
 
+/* The JSON a URDF chain goes in, for each place a text can be sent; each
+ * hint fits in a proto_error message after jansson's words. */
+#define URDF_CHAIN "{\"kind\":\"urdf\",\"urdf\":\"<robot ...>\",\"base\":...,\"tip\":...}"
+#define IKD_CHAIN  "ikd chain FILE.urdf --base B --tip T"
+static const char *const xml_hints[] = {
+    [PROTO_JSON_SOLVE] = "; this looks like XML: send {\"chain\":" URDF_CHAIN
+                         ",\"target\":...} (" IKD_CHAIN " prints the chain)",
+    [PROTO_JSON_BATCH] = "; this looks like XML: send {\"chain\":" URDF_CHAIN
+                         ",\"targets\":[...]} (" IKD_CHAIN " prints the chain)",
+    [PROTO_JSON_CHAIN] = "; this looks like XML: /v1/chains takes the chain object " URDF_CHAIN
+                         " (" IKD_CHAIN " prints it)",
+    [PROTO_JSON_STREAM] = "; this looks like XML: a URDF goes in the open message, as "
+                          "{\"type\":\"open\",\"stream\":...,\"chain\":" URDF_CHAIN "}",
+};
+
 int proto_json_syntax_error(const char *text, size_t len, const json_error_t *je,
-                            proto_error *err)
+                            proto_json_ctx ctx, proto_error *err)
 {
     size_t i = 0;
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
         i++;
-    const char *hint = i < len && text[i] == '<'
-                           ? "; this looks like XML: a URDF goes inside JSON, as "
-                             "{\"chain\":{\"kind\":\"urdf\",\"urdf\":\"<robot ...>\",\"base\":...,"
-                             "\"tip\":...},\"target\":...}"
-                           : "";
+    const char *hint =
+        i < len && text[i] == '<' && (unsigned)ctx <= PROTO_JSON_STREAM ? xml_hints[ctx] : "";
     return proto_error_set(err, PROTO_E_INVALID_JSON, "", "%s (line %d, column %d)%s", je->text,
                            je->line, je->column, hint);
 }

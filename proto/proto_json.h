@@ -79,18 +79,33 @@ size_t proto__json_tree_bytes(const json_t *v);
  * above U+10FFFF), or 0. */
 size_t proto__utf8_seq(const unsigned char *p, const unsigned char *end);
 
-/* Parses a body of len bytes (need not be NUL-terminated). Rejects bodies
- * longer than max_bytes (too_large, 413), empty bodies, syntax errors and
- * duplicate keys (invalid_json, 400, with line and column). Returns a new
- * reference or NULL with *err set. */
-json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_error *err);
+/* What a JSON text was sent as, so that a syntax error can say what the
+ * text should have looked like there. */
+typedef enum proto_json_ctx {
+    PROTO_JSON_SOLVE = 0, /* a POST /v1/solve body: {"chain":...,"target":...} */
+    PROTO_JSON_BATCH,     /* a POST /v1/solve/batch body: {"chain":...,"targets":[...]} */
+    PROTO_JSON_CHAIN,     /* a POST /v1/chains body: a bare chain object */
+    PROTO_JSON_STREAM     /* a stream message: {"type":"open",...,"chain":...} */
+} proto_json_ctx;
 
-/* Sets *err to the invalid_json error (400) for text that jansson's reader
- * refused with *je, worded the same for request bodies and stream messages:
- * "<jansson's reason> (line L, column C)", and, when the text starts with
- * '<' (a URDF posted as it is), a hint to wrap it in JSON. Returns -1. */
+/* Parses a body of len bytes (need not be NUL-terminated) sent as ctx.
+ * Rejects bodies longer than max_bytes (too_large, 413), empty bodies,
+ * syntax errors and duplicate keys (invalid_json, 400, with line and column,
+ * see proto_json_syntax_error). Returns a new reference or NULL with *err
+ * set. */
+json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_json_ctx ctx,
+                         proto_error *err);
+
+/* Sets *err to the invalid_json error (400) for text, sent as ctx, that
+ * jansson's reader refused with *je, worded the same for request bodies and
+ * stream messages: "<jansson's reason> (line L, column C)". When the text
+ * starts with '<' (a URDF sent as it is), a hint follows with the JSON that
+ * ctx expects around a URDF chain ({"kind":"urdf","urdf":"<robot ...>",
+ * "base":...,"tip":...}, bare for PROTO_JSON_CHAIN, as "chain" of a solve,
+ * a batch or a stream's open message otherwise) and, over HTTP, the
+ * command that prints the chain object (ikd chain). Returns -1. */
 int proto_json_syntax_error(const char *text, size_t len, const json_error_t *je,
-                            proto_error *err);
+                            proto_json_ctx ctx, proto_error *err);
 
 /* v must be an object whose keys are all in allowed (NULL-terminated). */
 int proto_json_check_object(const json_t *v, const char *path, const char *const *allowed,

@@ -257,7 +257,7 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     json_error_t jerr;
     json_t *root = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) /* worded as for HTTP bodies */
-        return proto_json_syntax_error(text, len, &jerr, err);
+        return proto_json_syntax_error(text, len, &jerr, PROTO_JSON_STREAM, err);
     if (!json_is_object(root)) {
         json_decref(root);
         return stream_err(err, PROTO_E_INVALID_REQUEST, "", "a message must be a JSON object");

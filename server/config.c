@@ -388,7 +388,10 @@ static void default_text(int id, char *buf, size_t size)
 static void print_help(FILE *out)
 {
     fprintf(out, "usage: ikd [FLAGS]          run the daemon\n"
-                 "       ikd solve [FILE]     solve one request (FILE or stdin) and exit\n\n"
+                 "       ikd solve [FILE]     solve one request (FILE or stdin) and exit\n"
+                 "       ikd probe [URL]      health check: exit 0 if URL (default /livez) answers 200\n"
+                 "       ikd chain FILE.urdf --base LINK --tip LINK\n"
+                 "                            print the URDF as a chain object (JSON) for the API\n\n"
                  "flags (each also read from the environment variable shown):\n");
     for (int i = 0; i < OPT_COUNT; i++) {
         char dflt[64];

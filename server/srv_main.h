@@ -16,6 +16,13 @@ int srv_cli_solve(int argc, char **argv);
  * 2 seconds, 1 otherwise (the reason on standard error). */
 int srv_cli_probe(int argc, char **argv);
 
+/* URDF to chain object: argv[0] is "chain", then FILE, --base LINK and
+ * --tip LINK in any order. Prints {"kind":"urdf","urdf":...,"base":...,
+ * "tip":...} on standard output once the wire format accepts it and
+ * returns 0; returns 2 with the reason on standard error otherwise, 1 when
+ * out of memory. */
+int srv_cli_chain(int argc, char **argv);
+
 /* The daemon (server/serve.c): parses flags and environment, serves until
  * SIGTERM, SIGINT or SIGHUP, then drains. Returns the process's exit status:
  * 0 after the drain or when --help or --version was printed, 2 for a bad

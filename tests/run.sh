@@ -11,6 +11,9 @@
 #   the real daemon: the JavaScript client (tests/clients) and the live page
 #   in Debian's chromium (tests/web, which also needs build/web); TAP's
 #   "# pass N" and "# fail N" are summed.
+# - tests/*/test_*.sh: shell tests printing TAP ("ok N - ..." and
+#   "not ok N - ..."), counted line by line: the C library installed and an
+#   example built against it (tests/clients/test_c_install.sh).
 # Every test finds the shared robots and motion through IKD_DATA (default
 # tests/data, the repository's own copy) and the daemon through
 # IKD_BIN. Each suite runs under a time limit so that a hang is a failure.
@@ -73,6 +76,19 @@ for t in $(ls tests/*/test_*.mjs 2>/dev/null | sort); do
     bad=$(grep -E '^# fail [0-9]+' "$log" | tail -1 | sed -E 's/# fail ([0-9]+)/\1/')
     [ -n "$n" ] || n=0
     [ -n "$bad" ] || bad=0
+    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+    passed=$((passed + n))
+    failed=$((failed + bad))
+    [ "$rc" -ne 0 ] && failed_suites="$failed_suites $t(rc=$rc)"
+done
+
+for t in $(ls tests/*/test_*.sh 2>/dev/null | sort); do
+    echo "== $t"
+    timeout "$LIMIT" sh "$t" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    n=$(grep -c '^ok ' "$log")
+    bad=$(grep -c '^not ok ' "$log")
     if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
     passed=$((passed + n))
     failed=$((failed + bad))

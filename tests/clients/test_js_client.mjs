@@ -13,13 +13,16 @@
  * with their paths while the stream goes on; a path; a wrong token; and
  * reconnection: the daemon stops, a new one starts on the same port, the
  * client reconnects with backoff and reopens its streams; and gives up
- * after maxAttempts when nothing comes back.
+ * after maxAttempts when nothing comes back. The shell snippet of
+ * clients/js/README.md runs as written (its own daemon on a free port, by
+ * IKD_LISTEN, which "ikd probe" reads too), and stops that daemon.
  */
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Ikd, IkdError, streamProtocols, base64url } from '../../clients/js/ikd.js';
-import { start, IKD_DATA } from './ikd_daemon.mjs';
+import { start, IKD_BIN, IKD_DATA } from './ikd_daemon.mjs';
 
 /** every test is bounded: a hang is a failure, not a stuck suite */
 const LIMIT = { timeout: 30000 };
@@ -279,4 +282,38 @@ test('clients/js/example.mjs runs as its README says', LIMIT, async () => {
   assert.match(out, /^batch: success, no_ik_solution$/m);
   assert.match(out, /^error: invalid_request at \/target\/position$/m);
   for (let seq = 1; seq <= 10; seq++) assert.match(out, new RegExp(`^stream: seq ${seq} success in \\d+\\.\\d\\d ms$`, 'm'));
+});
+
+test('the README\'s shell snippet runs as written and stops its daemon', LIMIT, async () => {
+  const { spawn } = await import('node:child_process');
+  const { createServer } = await import('node:net');
+  const readme = readFileSync('clients/js/README.md', 'utf8');
+  const blocks = [...readme.matchAll(/^```sh\n([\s\S]*?)^```\n/gm)].map((m) => m[1]);
+  assert.equal(blocks.length, 1);
+  const port = await new Promise((ok) => {
+    const s = createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => ok(p)); });
+  });
+  let script = blocks[0].replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`);
+  if (resolve(IKD_BIN) !== resolve('build/ikd')) script = script.replaceAll('./build/ikd', resolve(IKD_BIN));
+  const child = spawn('sh', ['-e', '-c', script], {
+    env: { ...process.env, IKD_LISTEN: `127.0.0.1:${port}` }, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { err += d; });
+  const alive = () => { try { process.kill(-child.pid, 0); return true; } catch { return false; } };
+  try {
+    const code = await within(new Promise((ok) => child.on('exit', ok)), 20000, 'the snippet');
+    assert.equal(code, 0, out + err);
+    // its "kill $!" stops the daemon it started (which drains first)
+    for (let i = 0; i < 100 && alive(); i++) await new Promise((ok) => setTimeout(ok, 100));
+    assert.ok(!alive(), 'the snippet left its daemon running');
+  } finally {
+    if (alive()) process.kill(-child.pid, 'SIGKILL');
+  }
+  assert.match(out, /^solve: success knee at 0\.335 0\.023 0\.684$/m);
+  assert.match(out, /^batch: success, no_ik_solution$/m);
+  assert.match(out, /^error: invalid_request at \/target\/position$/m);
+  assert.match(out, /^stream: seq 10 success in \d+\.\d\d ms$/m);
 });

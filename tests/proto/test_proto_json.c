@@ -2,7 +2,9 @@
  * test_proto_json.c: the strict JSON layer of proto/ (proto_json.h): parse
  * errors with line and column, duplicate keys, numbers jansson refuses
  * (NaN, Infinity, 1e400), typed getters and their JSON pointers and
- * messages, unknown fields, limits, and the exact round trip of doubles.
+ * messages, unknown fields, limits, and the exact round trip of doubles;
+ * the hint for XML sent where JSON is expected, right for each place (a
+ * solve, a batch, /v1/chains, a stream message) as each decoder reports it.
  */
 #include <check.h>
 #include <float.h>
@@ -14,12 +16,13 @@
 
 #include "proto/proto_json.h"
 #include "proto/proto_json_write.h"
+#include "proto/proto_stream.h"
 #include "tests/proto/proto_check.h"
 
 static json_t *parse(const char *s, proto_error *e)
 {
     proto_error_clear(e);
-    return proto_json_parse(s, strlen(s), 1 << 20, e);
+    return proto_json_parse(s, strlen(s), 1 << 20, PROTO_JSON_SOLVE, e);
 }
 
 START_TEST(test_parse_ok_and_errors)
@@ -61,11 +64,11 @@ START_TEST(test_parse_ok_and_errors)
 
     /* the body limit */
     proto_error_clear(&e);
-    ck_assert_ptr_null(proto_json_parse("[1,2,3]", 7, 6, &e));
+    ck_assert_ptr_null(proto_json_parse("[1,2,3]", 7, 6, PROTO_JSON_SOLVE, &e));
     ck_assert_str_eq(proto_error_name(e.code), "too_large");
     ck_assert_int_eq(pc_http_status(e.code), 413);
     /* a body need not be NUL-terminated */
-    v = proto_json_parse("[1]garbage", 3, 100, &e);
+    v = proto_json_parse("[1]garbage", 3, 100, PROTO_JSON_SOLVE, &e);
     ck_assert_ptr_nonnull(v);
     json_decref(v);
 }
@@ -546,6 +549,65 @@ START_TEST(test_shortest)
 }
 END_TEST
 
+/* A URDF sent as it is, where each decoder expects JSON: the same
+ * invalid_json words as any syntax error, then the JSON that this place
+ * wants around the URDF, whole (not cut by the message's size). */
+START_TEST(test_xml_hints)
+{
+    static const char urdf[] = "\n  <robot name=\"arm\"><link name=\"a\"/></robot>";
+    const size_t n = strlen(urdf);
+    static const char chain[] =
+        "{\"kind\":\"urdf\",\"urdf\":\"<robot ...>\",\"base\":...,\"tip\":...}";
+    char want[256];
+    proto_error e;
+
+    proto_job *job = NULL;
+    ck_assert_int_eq(proto_job_decode(urdf, n, PROTO_SOLVE, NULL, NULL, NULL, &job, &e), -1);
+    ck_assert_int_eq(e.code, PROTO_E_INVALID_JSON);
+    ck_assert_str_eq(e.path, "");
+    ck_assert_ptr_nonnull(strstr(e.message, "(line 2, column 3)"));
+    snprintf(want, sizeof want,
+             "; this looks like XML: send {\"chain\":%s,\"target\":...} (ikd chain FILE.urdf "
+             "--base B --tip T prints the chain)",
+             chain);
+    ck_assert_str_eq(e.message + strlen(e.message) - strlen(want), want);
+
+    ck_assert_int_eq(proto_job_decode(urdf, n, PROTO_BATCH, NULL, NULL, NULL, &job, &e), -1);
+    snprintf(want, sizeof want,
+             "; this looks like XML: send {\"chain\":%s,\"targets\":[...]} (ikd chain "
+             "FILE.urdf --base B --tip T prints the chain)",
+             chain);
+    ck_assert_str_eq(e.message + strlen(e.message) - strlen(want), want);
+
+    /* /v1/chains takes the chain object itself, not {"chain":...} */
+    ck_assert_ptr_null(proto_chain_decode(urdf, n, NULL, &e));
+    ck_assert_int_eq(e.code, PROTO_E_INVALID_JSON);
+    snprintf(want, sizeof want,
+             "; this looks like XML: /v1/chains takes the chain object %s (ikd chain FILE.urdf "
+             "--base B --tip T prints it)",
+             chain);
+    ck_assert_str_eq(e.message + strlen(e.message) - strlen(want), want);
+    ck_assert_ptr_null(strstr(e.message, "{\"chain\":"));
+
+    /* a stream message: the URDF goes in an open message */
+    proto_stream_msg m;
+    ck_assert_int_eq(proto_stream_decode(urdf, n, &m, &e), -1);
+    ck_assert_int_eq(e.code, PROTO_E_INVALID_JSON);
+    snprintf(want, sizeof want,
+             "; this looks like XML: a URDF goes in the open message, as "
+             "{\"type\":\"open\",\"stream\":...,\"chain\":%s}",
+             chain);
+    ck_assert_str_eq(e.message + strlen(e.message) - strlen(want), want);
+
+    /* the same words before the hint everywhere; no hint for other text */
+    ck_assert_int_eq(proto_job_decode("nonsense", 8, PROTO_SOLVE, NULL, NULL, NULL, &job, &e),
+                     -1);
+    ck_assert_ptr_null(strstr(e.message, "XML"));
+    ck_assert_ptr_null(proto_chain_decode("{\"a\" <", 7, NULL, &e));
+    ck_assert_ptr_null(strstr(e.message, "XML"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_json");
@@ -560,6 +622,7 @@ int main(void)
     tcase_add_test(tc, test_double_round_trip);
     tcase_add_test(tc, test_writer);
     tcase_add_test(tc, test_writer_printf);
+    tcase_add_test(tc, test_xml_hints);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -883,13 +883,13 @@ START_TEST(test_parse_messages)
         snprintf(want, sizeof want, "%s (line %d, column %d)", je.text, je.line, je.column);
         proto_error e;
         proto_error_clear(&e);
-        ck_assert_ptr_null(proto_json_parse(bad[i], strlen(bad[i]), 1 << 20, &e));
+        ck_assert_ptr_null(proto_json_parse(bad[i], strlen(bad[i]), 1 << 20, PROTO_JSON_SOLVE, &e));
         ck_assert_str_eq(proto_error_name(e.code), "invalid_json");
         ck_assert_str_eq(e.message, want);
     }
     proto_error e;
     const char *ok = "{\"a\":[1,2.5,\"x\"]}";
-    json_t *v = proto_json_parse(ok, strlen(ok), 1 << 20, &e);
+    json_t *v = proto_json_parse(ok, strlen(ok), 1 << 20, PROTO_JSON_SOLVE, &e);
     ck_assert_ptr_nonnull(v);
     ck_assert(json_is_integer(json_array_get(json_object_get(v, "a"), 0)));
     ck_assert(json_is_real(json_array_get(json_object_get(v, "a"), 1)));

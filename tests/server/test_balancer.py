@@ -22,7 +22,13 @@ token, as an operator runs them.
   the compose services, and only the TLS port is published;
 - docker/prometheus: promtool accepts the scrape configuration and the
   alert rules, and every ikd_ or process_ metric the rules name is one a
-  real replica exposes.
+  real replica exposes;
+- tests/bench/balancer_bench.sh (the same setup, measured by make bench)
+  leaves no process behind: run briefly in a session of its own, after it
+  ends (normally, stopped by SIGTERM midway, or failing at its first
+  measurement) no process of that session is left (it used to start its
+  replicas inside $(...), where their pids were lost, and leave them
+  running).
 
 The daemon is started by test_stream.py's helpers' conventions; haproxy must
 be installed (docker/install-deps.sh does): without it the test fails.
@@ -390,6 +396,99 @@ class BalancerTest(unittest.TestCase):
         self.assertGreater(stats["after_last_restart"], 0, stats)
         for code in stats["closes"]:
             self.assertEqual(code, 1001, stats)
+
+
+def session_processes(sid):
+    """[(pid, state, command)] of the live processes of session sid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] != "Z":
+            out.append((int(d), fields[0], comm))
+    return out
+
+
+class BalancerBenchTest(unittest.TestCase):
+    """balancer_bench.sh stops every process it starts."""
+
+    BENCH = os.path.join(ROOT, "tests", "bench", "balancer_bench.sh")
+
+    def start(self, **env):
+        e = dict(os.environ)
+        e["IKD_LB_BENCH_SECONDS"] = "1"
+        e.update(env)
+        proc = subprocess.Popen(["sh", self.BENCH, os.path.dirname(IKD_BIN) or "."], env=e,
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        self.addCleanup(self.kill_session, proc)
+        return proc
+
+    @staticmethod
+    def kill_session(proc):
+        """Whatever a failed test leaves: the script and its session's
+        processes, by pid."""
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for pid, _, _ in session_processes(proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def assert_nothing_left(self, proc):
+        """No process of the bench's session is alive (waiting up to 2 s
+        for processes on their way out)."""
+        deadline = time.monotonic() + 2
+        left = session_processes(proc.pid)
+        while left and time.monotonic() < deadline:
+            time.sleep(0.1)
+            left = session_processes(proc.pid)
+        self.assertEqual(left, [], "processes the benchmark left running")
+
+    def test_a_full_run_leaves_nothing(self):
+        proc = self.start()
+        out, err = proc.communicate(timeout=120 * SLOW)
+        self.assertEqual(proc.returncode, 0, err.decode())
+        last = json.loads(out.decode().strip().splitlines()[-1])
+        self.assertEqual(last["bench"], "balancer_summary")
+        self.assertGreater(last["lb_3_rps"], 0)
+        self.assertGreater(last["direct_rps"], 0)
+        self.assert_nothing_left(proc)
+
+    def test_stopped_midway_leaves_nothing(self):
+        proc = self.start(IKD_LB_BENCH_SECONDS="30")
+        deadline = time.monotonic() + 20 * SLOW
+        while time.monotonic() < deadline:
+            if any(c == "wrk" for _, _, c in session_processes(proc.pid)):
+                break
+            time.sleep(0.05)
+        else:
+            self.fail("the benchmark started no wrk")
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=10 * SLOW)  # not the 30 s of the measurement
+        except subprocess.TimeoutExpired:
+            self.fail("the benchmark did not stop on SIGTERM")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assert_nothing_left(proc)
+
+    def test_a_failure_leaves_nothing(self):
+        # wrk refuses 0 connections: the first measurement fails, after the
+        # first replica started
+        proc = self.start(IKD_LB_BENCH_CONNECTIONS="0")
+        out, err = proc.communicate(timeout=60 * SLOW)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("balancer_bench: wrk failed", err.decode())
+        self.assert_nothing_left(proc)
 
 
 if __name__ == "__main__":

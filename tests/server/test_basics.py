@@ -302,14 +302,22 @@ class MismatchTest(unittest.TestCase):
 
     def test_same_words_over_http_and_websocket(self):
         """The same bad JSON gets the same error object (code, message,
-        path) from POST /v1/solve and from a stream."""
+        path) from POST /v1/solve and from a stream; XML gets the same
+        words too, up to the hint, which says what each place takes."""
         texts = ['{"type":"open",', '<robot name="arm"/>', '{"a":1,"a":2}', '[1, 2']
         ws = self.stream_errors(texts)
         for t, m in zip(texts, ws):
             status, text = self.raw("POST", "/v1/solve", t.encode(),
                                     {"Content-Type": "application/json"})
             self.assertEqual(status, 400, text)
-            self.assertEqual(json.loads(text)["error"], m["error"], t)
+            e = json.loads(text)["error"]
+            if t.startswith("<"):
+                cut = "; this looks like XML"
+                self.assertIn(cut, e["message"])
+                self.assertNotEqual(e["message"], m["error"]["message"])
+                e["message"] = e["message"].split(cut)[0]
+                m["error"]["message"] = m["error"]["message"].split(cut)[0]
+            self.assertEqual(e, m["error"], t)
 
     def test_stream_type_required(self):
         m, = self.stream_errors(['{"stream":"a","seq":1}'])
@@ -319,15 +327,33 @@ class MismatchTest(unittest.TestCase):
         self.assertIn("must be a string", m["error"]["message"])
 
     def test_raw_urdf_gets_a_hint(self):
+        """A URDF sent as it is gets a hint with the JSON that this place
+        takes around it: {"chain":...,"target":...} for a solve, the bare
+        chain object for /v1/chains, an open message on a stream."""
         with open(os.path.join(os.environ.get("IKD_DATA", "tests/data"), "robots",
                                "ur5.urdf"), "rb") as f:
             urdf = f.read()
-        for path in ("/v1/solve", "/v1/chains"):
+        chain = '{"kind":"urdf","urdf":"<robot ...>","base":...,"tip":...}'
+        want = {
+            "/v1/solve": '; this looks like XML: send {"chain":' + chain
+                         + ',"target":...} (ikd chain FILE.urdf --base B --tip T prints the chain)',
+            "/v1/solve/batch": '; this looks like XML: send {"chain":' + chain
+                               + ',"targets":[...]} (ikd chain FILE.urdf --base B --tip T'
+                               ' prints the chain)',
+            "/v1/chains": '; this looks like XML: /v1/chains takes the chain object ' + chain
+                          + ' (ikd chain FILE.urdf --base B --tip T prints it)',
+        }
+        for path, hint in want.items():
             status, text = self.raw("POST", path, urdf, {"Content-Type": "application/xml"})
             self.assertEqual(status, 400, text)
             e = json.loads(text)["error"]
             self.assertEqual(e["code"], "invalid_json")
-            self.assertIn('{"chain":{"kind":"urdf","urdf":', e["message"])
+            self.assertTrue(e["message"].endswith(hint), (path, e["message"]))
+        m, = self.stream_errors([urdf.decode()])
+        self.assertEqual(m["error"]["code"], "invalid_json")
+        self.assertTrue(m["error"]["message"].endswith(
+            '; this looks like XML: a URDF goes in the open message, as '
+            '{"type":"open","stream":...,"chain":' + chain + '}'), m["error"]["message"])
         status, text = self.raw("POST", "/v1/solve", b"nonsense", {})
         self.assertNotIn("XML", json.loads(text)["error"]["message"])
 

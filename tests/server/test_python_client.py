@@ -8,20 +8,31 @@ code, the JSON path and the HTTP status, a wrong token refused on both
 sides, streams answering in order (one by one, and many targets in flight
 at once, where conflated targets resolve with the newer solution), a
 refused stream target and a refused open, and the runnable example run as
-written in its docstring.
+written in its docstring; and the snippets of clients/python/README.md run
+as written from the repository's root (the ```python block against a
+daemon without a token, the ```sh block starting its own daemon), on a
+free port instead of 8080, their outputs checked.
 """
 import asyncio
 import math
 import os
+import re
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python"))
-from test_stream import Daemon, TIMEOUT, TEST_LIMIT  # noqa: E402
+from test_stream import Daemon, IKD_BIN, TIMEOUT, TEST_LIMIT  # noqa: E402
 import ikd  # noqa: E402
+import robot_chain  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 LEG = {"kind": "bones", "positions": [[0, 0, 1], [0.1, 0, 0.55], [0, 0, 0.1]]}
 IIWA = os.path.join(os.environ.get("IKD_DATA", "tests/data"), "robots",
@@ -163,6 +174,89 @@ class PythonClientTest(unittest.TestCase):
         self.assertIn("iiwa: success", r.stdout)
         self.assertIn("refused: invalid_request /target/position/2", r.stdout)
         self.assertIn("stream seq 8: success", r.stdout)
+
+
+def readme_blocks(lang):
+    with open(os.path.join(ROOT, "clients", "python", "README.md")) as f:
+        return re.findall(r"^```%s\n(.*?)^```\n" % lang, f.read(), re.S | re.M)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def local(text, port):
+    """A README snippet on another port, and with the tests' build of ikd."""
+    text = text.replace("127.0.0.1:8080", "127.0.0.1:%d" % port)
+    if os.path.abspath(IKD_BIN) != os.path.join(ROOT, "build", "ikd"):
+        text = text.replace("./build/ikd", os.path.abspath(IKD_BIN))
+    return text
+
+
+class ReadmeSnippetsTest(unittest.TestCase):
+    def test_python_snippet(self):
+        block, = readme_blocks("python")
+        d = Daemon()
+        try:
+            with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
+                f.write(local(block, d.port))
+                f.flush()
+                r = subprocess.run(["/usr/bin/python3", f.name], cwd=ROOT, capture_output=True,
+                                   text=True, timeout=60,
+                                   env=dict(os.environ, PYTHONPATH="clients/python"))
+        finally:
+            d.stop()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 5, r.stdout)
+        self.assertTrue(lines[0].startswith("success [[0.0, 0.0, 1.0], "), lines[0])
+        self.assertIn("'success': 2", lines[1])
+        status, joints = lines[2].split(" ", 1)
+        self.assertEqual(status, "success")
+        # the UR5's answer by forward kinematics from the URDF
+        ur5 = robot_chain.Chain(os.path.join(ROOT, "tests", "data", "robots", "ur5.urdf"),
+                                "base_link", "tool0")
+        p, q = ur5.fk([float(x) for x in joints.strip("[]").split(",")])
+        self.assertLess(dist(p, [0.4, 0.2, 0.3]), 1e-5)
+        self.assertLess(robot_chain.quat_angle(q, [0, 1, 0, 0]), 1e-5)
+        self.assertEqual(lines[3:], ["1 success", "2 success"])
+
+    def test_sh_snippet(self):
+        """The example with a daemon the snippet starts and stops itself:
+        IKD_LISTEN puts both that daemon and "ikd probe" on a free port."""
+        block, = readme_blocks("sh")
+        port = free_port()
+        with tempfile.NamedTemporaryFile("w", suffix=".sh") as f:
+            f.write(local(block, port))
+            f.flush()
+            p = subprocess.Popen(["sh", "-e", f.name], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                 env=dict(os.environ, IKD_LISTEN="127.0.0.1:%d" % port))
+            left = True
+            try:
+                out, err = p.communicate(timeout=60)
+                # its "kill $!" stops the daemon it started (which drains first)
+                for _ in range(100):
+                    try:
+                        os.killpg(p.pid, 0)
+                    except ProcessLookupError:
+                        left = False
+                        break
+                    time.sleep(0.1)
+            finally:
+                try:  # whatever the snippet left running: its process group
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        self.assertEqual(p.returncode, 0, out + err)
+        self.assertFalse(left, "the snippet left its daemon running")
+        self.assertIn("two-bone: success", out)
+        self.assertIn("iiwa: success", out)
+        self.assertIn("stream seq 8: success", out)
 
 
 if __name__ == "__main__":

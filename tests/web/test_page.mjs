@@ -14,13 +14,16 @@
  * robot's gizmo moves the iiwa's tool onto it with every joint within its
  * limits; latency and solutions per second are on screen; a wrong token
  * gets the page's request for one. A screenshot is saved as
- * build/web-page.png.
+ * build/web-page.png. The page snippet of clients/js/README.md, saved as
+ * its README says (index.html next to a copy of ikd.js, served by ikd
+ * --token s3cret --web), logs the leg's answer to the console: seq 1, the
+ * foot on the target, both bones as long as before.
  *
  * If chromium cannot start, the test fails and says so.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { start } from '../clients/ikd_daemon.mjs';
@@ -214,4 +217,40 @@ test('in chromium: a wrong token gets the page asking for the right one', LIMIT,
   assert.match(await page.textContent('#message'), /wants a token/);
   assert.equal(await page.evaluate(() => window.ikdPage.state.connection), 'closed');
   await page.close();
+});
+
+test('in chromium: the page snippet of clients/js/README.md runs as written', LIMIT, async () => {
+  const readme = readFileSync('clients/js/README.md', 'utf8');
+  const blocks = [...readme.matchAll(/^```html\n([\s\S]*?)^```\n/gm)].map((m) => m[1]);
+  assert.equal(blocks.length, 1);
+  const dir = mkdtempSync(join(tmpdir(), 'ikd-snippet-'));
+  writeFileSync(join(dir, 'index.html'), blocks[0]);
+  copyFileSync('clients/js/ikd.js', join(dir, 'ikd.js'));
+  const d = await start(['--token', 's3cret', '--web', dir]);
+  try {
+    if (!browser) await launch();
+    const page = await browser.newPage();
+    const problems = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    const logged = new Promise((ok) => {
+      page.on('console', async (m) => {
+        const args = await Promise.all(m.args().map((a) => a.jsonValue()));
+        if (args[0] === 1) ok(args);
+      });
+    });
+    await page.goto(`${d.base}/`);
+    const timeout = new Promise((_, no) => setTimeout(() => no(new Error(`no console.log of seq 1: ${problems}`)), WAIT).unref());
+    const [, positions] = await Promise.race([logged, timeout]);
+    const leg = [[0, 0, 1], [0.1, 0, 0.55], [0, 0, 0.1]];
+    const dist = (a, b) => Math.hypot(...a.map((v, i) => v - b[i]));
+    assert.ok(dist(positions[0], leg[0]) < 1e-12, 'the hip stays');
+    assert.ok(Math.abs(dist(positions[0], positions[1]) - dist(leg[0], leg[1])) < 1e-9, 'the thigh keeps its length');
+    assert.ok(Math.abs(dist(positions[1], positions[2]) - dist(leg[1], leg[2])) < 1e-9, 'the shin keeps its length');
+    assert.ok(dist(positions[2], [0.2, 0.1, 0.25]) < 1e-9, 'the foot is on the target');
+    assert.deepEqual(problems, [], 'no errors in the page');
+    await page.close();
+  } finally {
+    assert.equal(await d.stop(), 0, d.log());
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
