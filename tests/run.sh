@@ -59,7 +59,10 @@ for t in $(ls tests/server/test_*.py 2>/dev/null | sort); do
     if [ "$rc" -eq 0 ]; then
         passed=$((passed + n))
     else
-        bad=$(grep -E '^FAILED \(' "$log" | sed -E 's/.*(failures|errors)=([0-9]+).*/\2/' | head -1)
+        # "FAILED (failures=2, errors=1)": every count in the parentheses
+        bad=$(grep -E '^FAILED \(' "$log" | tail -1 | grep -oE '(failures|errors)=[0-9]+' |
+            sed -E 's/.*=//' | awk '{s += $1} END {print s + 0}')
+        [ "$bad" -gt 0 ] 2>/dev/null || bad=
         [ -n "$bad" ] || bad=1
         passed=$((passed + n - bad))
         failed=$((failed + bad))
