@@ -19,9 +19,10 @@
 # 4. make uninstall removes every installed file.
 #
 # Output is TAP ("ok N - ..." / "not ok N - ..."), which tests/run.sh counts.
-# The library is built by a make of its own (MAKEFLAGS of an enclosing
-# "make check", such as SANITIZER=address BUILD=build-asan, are dropped:
-# the example is an ordinary program and links an ordinary library).
+# The library is built by a make of its own (the MAKEFLAGS of an enclosing
+# "make check", and the variables make exports from its command line, such
+# as SANITIZER=address BUILD=build-asan, are dropped: the example is an
+# ordinary program and links an ordinary library).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 1
@@ -37,7 +38,8 @@ check() {
     if "$@" >"$tmp/check.out" 2>&1; then ok "$name"; else
         notok "$name"; sed 's/^/#   /' "$tmp/check.out"; fi
 }
-cleanmake() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make "$@"; }
+CLEAN_ENV="-u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD -u SANITIZER -u OPT -u WERROR"
+cleanmake() { env $CLEAN_ENV make "$@"; }
 
 # ---- 1. the README's commands, as written ------------------------------
 awk '/^```sh$/ {f = 1; next} /^```$/ {f = 0} f' clients/c/README.md >"$tmp/readme.sh"
@@ -47,7 +49,7 @@ if [ ! -s "$tmp/readme.sh" ]; then
 fi
 mkdir -p "$tmp/home"
 rm -f build/iksolver-example build/iksolver-example-static
-HOME="$tmp/home" env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u PKG_CONFIG_PATH \
+HOME="$tmp/home" env $CLEAN_ENV -u PKG_CONFIG_PATH \
     sh -e "$tmp/readme.sh" >"$tmp/readme.out" 2>"$tmp/readme.err"
 rc=$?
 if [ $rc -eq 0 ]; then ok "the README's commands run (exit 0)"; else
