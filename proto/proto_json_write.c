@@ -186,11 +186,13 @@ static const uint64_t pow5_u64[28] = {
 
 /* round(m * 2^e * 10^k) to nearest, ties to even, exactly, for m < 2^53
  * and 0 <= k <= 22: m * 5^k < 2^53 * 2^52 fits 128 bits, and the factor
- * 2^(e + k) is a shift. */
-static uint64_t scaled_round(uint64_t m, int e, int k)
+ * 2^(e + k) is a shift. *dir tells where the exact value lies: 0 on the
+ * result, 1 above it, -1 below it. */
+static uint64_t scaled_round(uint64_t m, int e, int k, int *dir)
 {
     u128 x = (u128)m * pow5_u64[k];
     int sh = e + k;
+    *dir = 0;
     if (sh >= 0)
         return sh >= 64 ? 0 : (uint64_t)(x << sh);
     sh = -sh;
@@ -199,8 +201,12 @@ static uint64_t scaled_round(uint64_t m, int e, int k)
     u128 q = x >> sh;
     u128 rem = x - (q << sh);
     u128 half = (u128)1 << (sh - 1);
-    if (rem > half || (rem == half && (q & 1u)))
+    if (rem != 0)
+        *dir = 1; /* the exact value lies above q */
+    if (rem > half || (rem == half && (q & 1u))) {
         q++;
+        *dir = -1; /* ... and below q + 1 */
+    }
     return (uint64_t)q;
 }
 
@@ -237,8 +243,9 @@ static int format_libc(double v, char *buf)
 /* The 17 significant digits of a (1e-4 <= a < 1e16), correctly rounded,
  * as an integer in [10^16, 10^17) with *x10 = floor(log10(a)) (of the
  * rounded value), by exact integer arithmetic; 0 when that fails (not
- * expected in this range). */
-static uint64_t digits17(double a, int *x10_out)
+ * expected in this range). *dir: where a lies against the digits (0 on
+ * them exactly, 1 above, -1 below). */
+static uint64_t digits17(double a, int *x10_out, int *dir)
 {
     /* a = m * 2^e with m < 2^53 (a is normal in this range): the bits
      * themselves, as frexp() would give them (a = fr * 2^e2, fr in [0.5,
@@ -258,7 +265,7 @@ static uint64_t digits17(double a, int *x10_out)
         int k = 16 - x10;
         if (k < 0 || k > 22)
             break;
-        d = scaled_round(m, e, k);
+        d = scaled_round(m, e, k, dir);
         if (d >= pow10_u64[17])
             x10++;
         else if (d < pow10_u64[16])
@@ -433,12 +440,70 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
     double a = fabs(v);
     char dig[18];
     int x10 = 0, nd = 0;
-    uint64_t d17 = a >= 1e-4 && a < 1e16 ? digits17(a, &x10) : 0;
+    int dir;
+    uint64_t d17 = a >= 1e-4 && a < 1e16 ? digits17(a, &x10, &dir) : 0;
     if (d17)
         nd = shortest_from17(a, d17, &x10, dig);
     else
         nd = shortest_libc(a, &x10, dig);
     return layout(v < 0, dig, nd, x10, buf);
+}
+
+/* The nd (1..17) significant digits of a > 0, correctly rounded (exact
+ * halves to even, as the C library's printf rounds), as an integer of nd
+ * digits with *x10 the power of ten of its first. From the 17 correctly
+ * rounded digits when a is in the exact range: dropping digits rounds
+ * them again, which can only go wrong when the dropped tail is exactly
+ * half a step, and then the side a lies on (known exactly) decides.
+ * Elsewhere the C library's %.*e, which is correctly rounded. */
+static uint64_t round_digits(double a, int nd, int *x10)
+{
+    int dir = 0;
+    uint64_t d17 = a >= 1e-4 && a < 1e16 ? digits17(a, x10, &dir) : 0;
+    if (!d17) {
+        char tmp[40];
+        snprintf(tmp, sizeof tmp, "%.*e", nd - 1, a);
+        uint64_t D = (uint64_t)(tmp[0] - '0');
+        for (int i = 2; i <= nd; i++)
+            D = D * 10u + (uint64_t)(tmp[i] - '0');
+        *x10 = atoi(tmp + (nd > 1 ? nd + 2 : 2));
+        return D;
+    }
+    if (nd >= 17)
+        return d17;
+    uint64_t p = pow10_u64[17 - nd], q = d17 / p, r = d17 % p, half = p / 2;
+    if (r > half || (r == half && (dir > 0 || (dir == 0 && (q & 1u)))))
+        q++;
+    if (q == pow10_u64[nd]) { /* 99..9 carried into one more digit */
+        q = pow10_u64[nd - 1];
+        (*x10)++;
+    }
+    return q;
+}
+
+int proto_json_format_digits(double v, int digits, char buf[PROTO_DOUBLE_MAX])
+{
+    if (digits < 1 || digits > 17)
+        return proto_json_format_shortest(v, buf);
+    if (v == 0.0) {
+        int n = signbit(v) ? 4 : 3;
+        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
+        return n;
+    }
+    int x10;
+    char dig[18];
+    uint64_t d = round_digits(fabs(v), digits, &x10);
+    int nd = digits_of(d, digits, dig);
+    return layout(v < 0, dig, nd, x10, buf);
+}
+
+double proto_json_round_digits(double v, int digits)
+{
+    if (digits < 1 || digits > 17 || v == 0.0 || !isfinite(v))
+        return v;
+    char buf[PROTO_DOUBLE_MAX];
+    proto_json_format_digits(v, digits, buf);
+    return strtod(buf, NULL);
 }
 
 int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
@@ -451,8 +516,8 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
     double a = fabs(v);
     if (!(a >= 1e-4 && a < 1e16))
         return format_libc(v, buf);
-    int x10;
-    uint64_t d = digits17(a, &x10);
+    int x10, dir;
+    uint64_t d = digits17(a, &x10, &dir);
     if (d == 0) /* not expected in this range; the C library is exact */
         return format_libc(v, buf);
     char dig[18];
@@ -558,6 +623,13 @@ void proto_jw_double(proto_jw *b, double v)
     if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
         return;
     b->len += (size_t)proto_json_format_shortest(v, b->p + b->len);
+}
+
+void proto_jw_double_digits(proto_jw *b, double v, int digits)
+{
+    if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
+        return;
+    b->len += (size_t)proto_json_format_digits(v, digits, b->p + b->len);
 }
 
 /* The 17-digit form, for the canonical text chain ids hash (ids stay what

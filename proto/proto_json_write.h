@@ -58,6 +58,9 @@ void proto_jw_string(proto_jw *w, const char *s, size_t n);
 void proto_jw_integer(proto_jw *w, json_int_t v);
 /* A finite double as proto_json_format_shortest() writes it. */
 void proto_jw_double(proto_jw *w, double v);
+/* A finite double as proto_json_format_digits(v, digits) writes it (0:
+ * the shortest form). */
+void proto_jw_double_digits(proto_jw *w, double v, int digits);
 /* A whole value, as proto_json_dump(v, canonical). */
 void proto_jw_value(proto_jw *w, const json_t *v, bool canonical);
 /* The canonical text chain ids hash: keys sorted and every integer written
@@ -87,5 +90,18 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX]);
  * "0.10000000000000001". Every answer ikd writes uses it; chain ids keep
  * hashing the 17-digit form. Returns the length; buf is NUL-terminated. */
 int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX]);
+
+/* v (finite) correctly rounded to digits (1..17) significant digits, exact
+ * halves to even (the digits snprintf("%.*e", digits - 1) gives), trailing
+ * zeros dropped, laid out as proto_json_format_shortest() lays its digits
+ * out: 2/3 at 3 digits is "0.667", 999.96 at 4 is "1000.0". Answers with
+ * options.digits use it. digits outside 1..17: the shortest form. Returns
+ * the length; buf is NUL-terminated. */
+int proto_json_format_digits(double v, int digits, char buf[PROTO_DOUBLE_MAX]);
+
+/* The double that proto_json_format_digits(v, digits) reads back as (v
+ * itself for digits outside 1..17, zero or non-finite v): the value a
+ * jansson tree of an answer holds so that it prints the same number. */
+double proto_json_round_digits(double v, int digits);
 
 #endif /* PROTO_JSON_WRITE_H */

@@ -608,6 +608,131 @@ START_TEST(test_xml_hints)
 }
 END_TEST
 
+/* A decimal text's significant digits (leading and trailing zeros dropped)
+ * and the power of ten of its first digit, for comparing two texts of the
+ * same number written in different layouts. */
+static void decimal_parts(const char *s, char *dig, int *x10)
+{
+    int n = 0, before = -1, all = 0, lead = 0;
+    for (; *s && *s != 'e' && *s != 'E'; s++) {
+        if (*s == '-')
+            continue;
+        if (*s == '.') {
+            before = all;
+            continue;
+        }
+        if (n == 0 && *s == '0') {
+            lead++;
+        } else {
+            dig[n++] = *s;
+        }
+        all++;
+    }
+    if (before < 0)
+        before = all;
+    int e = *s ? atoi(s + 1) : 0;
+    while (n > 1 && dig[n - 1] == '0')
+        n--;
+    if (n == 0) { /* zero */
+        dig[n++] = '0';
+        lead = before - 1;
+        e = 0;
+    }
+    dig[n] = '\0';
+    *x10 = before + e - 1 - lead; /* the power of ten of the first digit */
+}
+
+/* d with k significant digits by proto_json_format_digits, against the C
+ * library's correctly rounded %.*e: the same digits (trailing zeros
+ * dropped) and exponent, in the layout proto_json_format_shortest uses. */
+static void check_digits(double d, int k)
+{
+    char buf[PROTO_DOUBLE_MAX], ref[64], dg[40], dr[40];
+    int n = proto_json_format_digits(d, k, buf);
+    ck_assert_int_eq(n, (int)strlen(buf));
+    snprintf(ref, sizeof ref, "%.*e", k - 1, d);
+    int xg, xr;
+    decimal_parts(buf, dg, &xg);
+    decimal_parts(ref, dr, &xr);
+    ck_assert_msg(strcmp(dg, dr) == 0 && xg == xr && (buf[0] == '-') == (ref[0] == '-'),
+                  "%a at %d digits: %s, the C library says %s", d, k, buf, ref);
+    /* the layout is the shortest form's: the rounded value printed shortest
+     * is the same text when it reads back to a double that short (15
+     * digits or fewer of a normal double) */
+    if (k <= 15 && fabs(d) >= DBL_MIN && isfinite(strtod(buf, NULL))) {
+        char s[PROTO_DOUBLE_MAX];
+        proto_json_format_shortest(strtod(buf, NULL), s);
+        ck_assert_msg(strcmp(s, buf) == 0, "%a at %d digits: %s, laid out shortest %s", d, k,
+                      buf, s);
+    }
+}
+
+/* Numbers at a chosen count of significant digits (options.digits):
+ * hand-picked values and ties (exact halves round to even, as the C
+ * library does), then millions of random doubles at every count 1..17
+ * against snprintf("%.*e"). */
+START_TEST(test_digits)
+{
+    static const struct {
+        double v;
+        int k;
+        const char *text;
+    } known[] = {
+        {0.1, 17, "0.10000000000000001"},
+        {0.1, 6, "0.1"},
+        {1.0 / 3.0, 6, "0.333333"},
+        {2.0 / 3.0, 3, "0.667"},
+        {-2.5, 1, "-2.0"},
+        {3.5, 1, "4.0"},
+        {0.125, 2, "0.12"},
+        {0.375, 2, "0.38"},
+        {999.96, 4, "1000.0"},
+        {0.00099996, 4, "0.001"},
+        {1e-5, 3, "1e-5"},
+        {1.23456e-7, 3, "1.23e-7"},
+        {123456789.0, 3, "123000000.0"},
+        {1.5e300, 9, "1.5e300"},
+        {0.0, 6, "0.0"},
+        {-0.0, 6, "-0.0"},
+        {5e-324, 3, "4.94e-324"},
+        {0.97780456074152, 6, "0.977805"},
+        {9.5, 1, "10.0"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        char buf[PROTO_DOUBLE_MAX];
+        proto_json_format_digits(known[i].v, known[i].k, buf);
+        ck_assert_msg(strcmp(buf, known[i].text) == 0, "%a at %d: %s, not %s", known[i].v,
+                      known[i].k, buf, known[i].text);
+        if (known[i].v != 0.0)
+            check_digits(known[i].v, known[i].k);
+    }
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < 3000000; i++) {
+        double d;
+        if (i % 2 == 0) {
+            uint64_t bits = xs_next(&x);
+            if (i % 64 == 0)
+                bits &= 0x800fffffffffffffull;
+            memcpy(&d, &bits, sizeof d);
+            if (!isfinite(d) || d == 0.0)
+                continue;
+        } else {
+            d = random_double(&x);
+            if (d == 0.0)
+                continue;
+        }
+        check_digits(d, 1 + i % 17);
+    }
+    /* exact ties at every count: small integers and halves are exact */
+    for (int i = 1; i < 20000; i++) {
+        double d = (double)i + 0.5;
+        check_digits(d, 1 + i % 6);
+        check_digits((double)i * 0.125, 1 + i % 5);
+        check_digits((double)i * 1e-3 + 5e-4, 1 + i % 5);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_json");
@@ -616,6 +741,7 @@ int main(void)
     tcase_add_test(tc, test_parse_ok_and_errors);
     tcase_add_test(tc, test_dump_matches_jansson);
     tcase_add_test(tc, test_shortest);
+    tcase_add_test(tc, test_digits);
     tcase_add_test(tc, test_paths);
     tcase_add_test(tc, test_getters);
     tcase_add_test(tc, test_unknown_fields);
