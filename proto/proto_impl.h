@@ -108,7 +108,39 @@ typedef struct proto_target {
     /* planar targets are 2-D: position.z and up.z are 0 */
 } proto_target;
 
+/* The members of an answer's result that options.fields can select
+ * ("status" is always answered): the name, in the order answers list
+ * them. One bit each in proto_options.omit. */
+#define PROTO_FIELD_MAP(XX)                                                                        \
+    XX(CODE, "code")                                                                               \
+    XX(REASON, "reason")                                                                           \
+    XX(JOINTS, "joints")                                                                           \
+    XX(POSITIONS, "positions")                                                                     \
+    XX(ROTATIONS, "rotations")                                                                     \
+    XX(LOCAL_ROTATIONS, "local_rotations")                                                         \
+    XX(TIP, "tip")                                                                                 \
+    XX(POSITION_ERROR, "position_error")                                                           \
+    XX(ORIENTATION_ERROR, "orientation_error")                                                     \
+    XX(MAX_JOINT_STEP, "max_joint_step")                                                           \
+    XX(ARRIVED, "arrived")                                                                         \
+    XX(ITERATIONS, "iterations")                                                                   \
+    XX(RESTARTS, "restarts")                                                                       \
+    XX(TIME_MS, "time_ms")
+
+enum {
+#define PROTO__FIELD_BIT(name, text) PROTO__FIELD_IDX_##name,
+    PROTO_FIELD_MAP(PROTO__FIELD_BIT)
+#undef PROTO__FIELD_BIT
+        PROTO_FIELD_COUNT
+};
+#define PROTO_FIELD(name) (1u << PROTO__FIELD_IDX_##name)
+
 typedef struct proto_options {
+    /* options.fields: the result members left out (PROTO_FIELD bits; 0:
+     * every member, the default); options.digits: significant digits of
+     * every real in a result (1..17; 0: the shortest that reads back) */
+    unsigned omit;
+    int digits;
     proto_solver solver;
     proto_frame frame;
     proto_units units;

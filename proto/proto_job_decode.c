@@ -199,13 +199,44 @@ int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
 
 static const char *const search_names[] = {"first", "nearest", NULL};
 
+/* The names options.fields takes: "status" (always answered), then
+ * PROTO_FIELD_MAP's in its order (bit k is name k + 1). */
+static const char *const field_names[] = {
+    "status",
+#define PROTO__FIELD_NAME(name, text) text,
+    PROTO_FIELD_MAP(PROTO__FIELD_NAME)
+#undef PROTO__FIELD_NAME
+        NULL};
+
+/* options.fields: an array of member names; every member it does not name
+ * is left out of the answer's results ("status" never is). */
+static int decode_fields(const json_t *v, const char *path, proto_options *o, proto_error *err)
+{
+    size_t n;
+    if (proto_json_array(v, path, 0, PROTO_FIELD_COUNT + 1, false, &n, err))
+        return -1;
+    unsigned keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        char p[PROTO_PATH_MAX];
+        int e;
+        proto_json_path_index(p, path, i);
+        if (proto_json_enum(json_array_get(v, i), p, field_names, &e, err))
+            return -1;
+        if (e > 0)
+            keep |= 1u << (e - 1);
+    }
+    o->omit = ((1u << PROTO_FIELD_COUNT) - 1) & ~keep;
+    return 0;
+}
+
 static int decode_options(const json_t *v, const char *path, const proto_limits *lim,
                           proto_options *o, proto_error *err)
 {
     static const char *const keys[] = {"solver",   "tolerance",  "angular_tolerance",
                                        "max_iterations", "timeout_ms", "search",
                                        "units",    "frame",      "bend",
-                                       "max_joint_step", "servo", NULL};
+                                       "max_joint_step", "servo", "fields",
+                                       "digits",   NULL};
     memset(o, 0, sizeof *o);
     o->timeout_ms = proto_limits_default_timeout_ms(lim);
     o->iter_cap = lim->max_iterations;
@@ -265,6 +296,14 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
         if (b == 0)
             return proto_error_set(err, PROTO_E_INVALID_REQUEST, p, "options.bend must be 1 or -1");
         o->bend = (int)b;
+    }
+    if (OPT("fields") && decode_fields(x, p, o, err))
+        return -1;
+    if (OPT("digits")) {
+        long long d;
+        if (proto_json_integer(x, p, 1, 17, &d, err))
+            return -1;
+        o->digits = (int)d;
     }
 #undef OPT
     return 0;

@@ -144,16 +144,35 @@ static double answer_step(const proto_job *job, const proto_result *r)
     return a > r->step_lin ? a : r->step_lin;
 }
 
-static json_t *vec_json(ik_vec3 v, bool dims2)
+/* Whether result members of field f (PROTO_FIELD bits) are answered. */
+static bool want(const proto_job *job, unsigned f)
 {
-    double d[3] = {v.x, v.y, v.z};
-    return proto_json_array_of(d, dims2 ? 2 : 3);
+    return !(job->opt.omit & f);
 }
 
-static json_t *quat_json(ik_quat q)
+/* A real of an answer as the tree holds it: rounded to options.digits. */
+static json_t *real_json(const proto_job *job, double v)
+{
+    return json_real(proto_json_round_digits(v, job->opt.digits));
+}
+
+static json_t *reals_json(const proto_job *job, double *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = proto_json_round_digits(d[i], job->opt.digits);
+    return proto_json_array_of(d, n);
+}
+
+static json_t *vec_json(const proto_job *job, ik_vec3 v, bool dims2)
+{
+    double d[3] = {v.x, v.y, v.z};
+    return reals_json(job, d, dims2 ? 2 : 3);
+}
+
+static json_t *quat_json(const proto_job *job, ik_quat q)
 {
     double d[4] = {q.x, q.y, q.z, q.w};
-    return proto_json_array_of(d, 4);
+    return reals_json(job, d, 4);
 }
 
 json_t *proto_job_result_json(const proto_job *job, size_t i)
@@ -168,57 +187,67 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     if (!o)
         return NULL;
     json_object_set_new(o, "status", json_string(oc.word));
-    json_object_set_new(o, "code", json_integer(oc.code));
-    json_object_set_new(o, "reason", json_string(oc.reason));
+    if (want(job, PROTO_FIELD(CODE)))
+        json_object_set_new(o, "code", json_integer(oc.code));
+    if (want(job, PROTO_FIELD(REASON)))
+        json_object_set_new(o, "reason", json_string(oc.reason));
     bool valid = oc.pose;
-    if (valid && job->dof) {
+    if (valid && job->dof && want(job, PROTO_FIELD(JOINTS))) {
         json_t *a = json_array();
         for (size_t k = 0; k < job->dof; k++) {
             bool ang = answer_angle(c, k);
-            json_array_append_new(a, json_real(ang ? proto_angle_out(u, r->q[k]) : r->q[k]));
+            json_array_append_new(a, real_json(job, ang ? proto_angle_out(u, r->q[k]) : r->q[k]));
         }
         json_object_set_new(o, "joints", a);
     }
-    if (valid && job->npos) {
+    if (valid && job->npos && want(job, PROTO_FIELD(POSITIONS))) {
         json_t *a = json_array();
         for (size_t k = 0; k < job->npos; k++)
-            json_array_append_new(a, vec_json(proto_frame_vec_out(f, r->positions[k]),
+            json_array_append_new(a, vec_json(job, proto_frame_vec_out(f, r->positions[k]),
                                               job->dims2));
         json_object_set_new(o, "positions", a);
     }
     if (valid && job->nrot) {
         bool skel = c->kind == PROTO_CHAIN_SKELETON;
-        json_t *a = json_array(), *l = skel ? NULL : json_array();
+        json_t *a = want(job, PROTO_FIELD(ROTATIONS)) ? json_array() : NULL;
+        json_t *l = !skel && want(job, PROTO_FIELD(LOCAL_ROTATIONS)) ? json_array() : NULL;
         for (size_t k = 0; k < job->nrot; k++) {
-            json_array_append_new(
-                a, quat_json(proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])));
+            if (a)
+                json_array_append_new(
+                    a, quat_json(job, proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])));
             if (l)
-                json_array_append_new(l, quat_json(proto_frame_quat_out(f, r->local[k])));
+                json_array_append_new(l, quat_json(job, proto_frame_quat_out(f, r->local[k])));
         }
-        json_object_set_new(o, "rotations", a);
+        if (a)
+            json_object_set_new(o, "rotations", a);
         if (l)
             json_object_set_new(o, "local_rotations", l);
     }
-    if (valid && r->has_tip) {
+    if (valid && r->has_tip && want(job, PROTO_FIELD(TIP))) {
         ik_xform t = proto_frame_xform_out(f, r->tip);
         json_t *tip = json_object();
-        json_object_set_new(tip, "position", vec_json(t.p, job->dims2));
+        json_object_set_new(tip, "position", vec_json(job, t.p, job->dims2));
         if (!job->dims2)
-            json_object_set_new(tip, "orientation", quat_json(t.q));
+            json_object_set_new(tip, "orientation", quat_json(job, t.q));
         json_object_set_new(o, "tip", tip);
     }
     if (valid) {
-        json_object_set_new(o, "position_error", json_real(r->pos_err));
-        if (r->rot_err >= 0)
-            json_object_set_new(o, "orientation_error", json_real(proto_angle_out(u, r->rot_err)));
-        if (r->has_step)
-            json_object_set_new(o, "max_joint_step", json_real(answer_step(job, r)));
-        if (r->servo >= 0)
+        if (want(job, PROTO_FIELD(POSITION_ERROR)))
+            json_object_set_new(o, "position_error", real_json(job, r->pos_err));
+        if (r->rot_err >= 0 && want(job, PROTO_FIELD(ORIENTATION_ERROR)))
+            json_object_set_new(o, "orientation_error",
+                                real_json(job, proto_angle_out(u, r->rot_err)));
+        if (r->has_step && want(job, PROTO_FIELD(MAX_JOINT_STEP)))
+            json_object_set_new(o, "max_joint_step", real_json(job, answer_step(job, r)));
+        if (r->servo >= 0 && want(job, PROTO_FIELD(ARRIVED)))
             json_object_set_new(o, "arrived", json_boolean(r->servo == 1));
     }
-    json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
-    json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
-    json_object_set_new(o, "time_ms", json_real(oc.time_ms));
+    if (want(job, PROTO_FIELD(ITERATIONS)))
+        json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
+    if (want(job, PROTO_FIELD(RESTARTS)))
+        json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
+    if (want(job, PROTO_FIELD(TIME_MS)))
+        json_object_set_new(o, "time_ms", real_json(job, oc.time_ms));
     return o;
 }
 
@@ -247,37 +276,39 @@ static void key_sep(proto_jw *w, bool *first, const char *k, size_t n)
 }
 #define MEMBER(w, first, k) key_sep(w, first, k, sizeof(k) - 1)
 
-/* n reals (finite: result_outcome() checked them) as an array. */
-static void put_reals(proto_jw *w, const double *d, size_t n)
+/* n reals (finite: result_outcome() checked them) as an array, at
+ * options.digits. */
+static void put_reals(proto_jw *w, const double *d, size_t n, int digits)
 {
     proto_jw_raw(w, "[", 1);
     for (size_t i = 0; i < n; i++) {
         if (i)
             proto_jw_raw(w, ",", 1);
-        proto_jw_double(w, d[i]);
+        proto_jw_double_digits(w, d[i], digits);
     }
     proto_jw_raw(w, "]", 1);
 }
 
-static void put_vec(proto_jw *w, ik_vec3 v, bool dims2)
+static void put_vec(proto_jw *w, ik_vec3 v, bool dims2, int digits)
 {
     double d[3] = {v.x, v.y, v.z};
-    put_reals(w, d, dims2 ? 2 : 3);
+    put_reals(w, d, dims2 ? 2 : 3, digits);
 }
 
-static void put_quat(proto_jw *w, ik_quat q)
+static void put_quat(proto_jw *w, ik_quat q, int digits)
 {
     double d[4] = {q.x, q.y, q.z, q.w};
-    put_reals(w, d, 4);
+    put_reals(w, d, 4, digits);
 }
 
 /* A real member (finite: result_outcome() checked it). */
-static void put_real_member(proto_jw *w, bool *first, const char *k, size_t n, double v)
+static void put_real_member(proto_jw *w, bool *first, const char *k, size_t n, double v,
+                            int digits)
 {
     key_sep(w, first, k, n);
-    proto_jw_double(w, v);
+    proto_jw_double_digits(w, v, digits);
 }
-#define REAL_MEMBER(w, first, k, v) put_real_member(w, first, k, sizeof(k) - 1, v)
+#define REAL_MEMBER(w, first, k, v) put_real_member(w, first, k, sizeof(k) - 1, v, dg)
 
 /* The members of proto_job_result_json(job, i), without the braces. */
 static void put_result_members(proto_jw *w, bool *first, const proto_job *job, size_t i)
@@ -286,77 +317,85 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
+    const int dg = job->opt.digits;
     outcome oc;
     result_outcome(job, i, &oc);
     MEMBER(w, first, "status");
     proto_jw_string(w, oc.word, strlen(oc.word));
-    MEMBER(w, first, "code");
-    proto_jw_integer(w, oc.code);
-    MEMBER(w, first, "reason");
-    proto_jw_string(w, oc.reason, strlen(oc.reason));
+    if (want(job, PROTO_FIELD(CODE))) {
+        MEMBER(w, first, "code");
+        proto_jw_integer(w, oc.code);
+    }
+    if (want(job, PROTO_FIELD(REASON))) {
+        MEMBER(w, first, "reason");
+        proto_jw_string(w, oc.reason, strlen(oc.reason));
+    }
     bool valid = oc.pose;
-    if (valid && job->dof) {
+    if (valid && job->dof && want(job, PROTO_FIELD(JOINTS))) {
         MEMBER(w, first, "joints");
         proto_jw_raw(w, "[", 1);
         for (size_t k = 0; k < job->dof; k++) {
             bool ang = answer_angle(c, k);
             if (k)
                 proto_jw_raw(w, ",", 1);
-            proto_jw_double(w, ang ? proto_angle_out(u, r->q[k]) : r->q[k]);
+            proto_jw_double_digits(w, ang ? proto_angle_out(u, r->q[k]) : r->q[k], dg);
         }
         proto_jw_raw(w, "]", 1);
     }
-    if (valid && job->npos) {
+    if (valid && job->npos && want(job, PROTO_FIELD(POSITIONS))) {
         MEMBER(w, first, "positions");
         proto_jw_raw(w, "[", 1);
         for (size_t k = 0; k < job->npos; k++) {
             if (k)
                 proto_jw_raw(w, ",", 1);
-            put_vec(w, proto_frame_vec_out(f, r->positions[k]), job->dims2);
+            put_vec(w, proto_frame_vec_out(f, r->positions[k]), job->dims2, dg);
         }
         proto_jw_raw(w, "]", 1);
     }
     if (valid && job->nrot) {
         bool skel = c->kind == PROTO_CHAIN_SKELETON;
-        MEMBER(w, first, "rotations");
-        proto_jw_raw(w, "[", 1);
-        for (size_t k = 0; k < job->nrot; k++) {
-            if (k)
-                proto_jw_raw(w, ",", 1);
-            put_quat(w, proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k]));
+        if (want(job, PROTO_FIELD(ROTATIONS))) {
+            MEMBER(w, first, "rotations");
+            proto_jw_raw(w, "[", 1);
+            for (size_t k = 0; k < job->nrot; k++) {
+                if (k)
+                    proto_jw_raw(w, ",", 1);
+                put_quat(w, proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k]), dg);
+            }
+            proto_jw_raw(w, "]", 1);
         }
-        proto_jw_raw(w, "]", 1);
-        if (!skel) {
+        if (!skel && want(job, PROTO_FIELD(LOCAL_ROTATIONS))) {
             MEMBER(w, first, "local_rotations");
             proto_jw_raw(w, "[", 1);
             for (size_t k = 0; k < job->nrot; k++) {
                 if (k)
                     proto_jw_raw(w, ",", 1);
-                put_quat(w, proto_frame_quat_out(f, r->local[k]));
+                put_quat(w, proto_frame_quat_out(f, r->local[k]), dg);
             }
             proto_jw_raw(w, "]", 1);
         }
     }
-    if (valid && r->has_tip) {
+    if (valid && r->has_tip && want(job, PROTO_FIELD(TIP))) {
         ik_xform t = proto_frame_xform_out(f, r->tip);
         MEMBER(w, first, "tip");
         proto_jw_raw(w, "{", 1);
         KEY(w, "position");
-        put_vec(w, t.p, job->dims2);
+        put_vec(w, t.p, job->dims2, dg);
         if (!job->dims2) {
             proto_jw_raw(w, ",", 1);
             KEY(w, "orientation");
-            put_quat(w, t.q);
+            put_quat(w, t.q, dg);
         }
         proto_jw_raw(w, "}", 1);
     }
     if (valid) {
-        REAL_MEMBER(w, first, "position_error", r->pos_err);
-        if (r->rot_err >= 0)
+        if (want(job, PROTO_FIELD(POSITION_ERROR)))
+            REAL_MEMBER(w, first, "position_error", r->pos_err);
+        if (r->rot_err >= 0 && want(job, PROTO_FIELD(ORIENTATION_ERROR)))
             REAL_MEMBER(w, first, "orientation_error", proto_angle_out(u, r->rot_err));
-        if (r->has_step)
+        if (r->has_step && want(job, PROTO_FIELD(MAX_JOINT_STEP)))
             REAL_MEMBER(w, first, "max_joint_step", answer_step(job, r));
-        if (r->servo >= 0) {
+        if (r->servo >= 0 && want(job, PROTO_FIELD(ARRIVED))) {
             MEMBER(w, first, "arrived");
             if (r->servo == 1)
                 proto_jw_raw(w, "true", 4);
@@ -364,11 +403,16 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
                 proto_jw_raw(w, "false", 5);
         }
     }
-    MEMBER(w, first, "iterations");
-    proto_jw_integer(w, (json_int_t)r->iterations);
-    MEMBER(w, first, "restarts");
-    proto_jw_integer(w, (json_int_t)r->restarts);
-    REAL_MEMBER(w, first, "time_ms", oc.time_ms);
+    if (want(job, PROTO_FIELD(ITERATIONS))) {
+        MEMBER(w, first, "iterations");
+        proto_jw_integer(w, (json_int_t)r->iterations);
+    }
+    if (want(job, PROTO_FIELD(RESTARTS))) {
+        MEMBER(w, first, "restarts");
+        proto_jw_integer(w, (json_int_t)r->restarts);
+    }
+    if (want(job, PROTO_FIELD(TIME_MS)))
+        REAL_MEMBER(w, first, "time_ms", oc.time_ms);
 }
 
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)

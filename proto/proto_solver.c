@@ -597,6 +597,19 @@ json_t *proto_solvers_describe(const proto_limits *lim)
                   "streams only, joints and urdf chains: each answer one period of at most "
                   "velocity x period_s per joint toward the solution; velocity defaults to the "
                   "URDF's <limit velocity>"));
+    json_object_set_new(
+        opts, "fields",
+        json_pack("{s:s, s:s, s:s}", "type", "[member name]", "default", "all",
+                  "description",
+                  "the result members answered (status always): code, reason, joints, "
+                  "positions, rotations, local_rotations, tip, position_error, "
+                  "orientation_error, max_joint_step, arrived, iterations, restarts, time_ms"));
+    json_object_set_new(
+        opts, "digits",
+        json_pack("{s:s, s:s, s:s}", "type", "integer 1..17", "default", "shortest",
+                  "description",
+                  "significant digits of every number in a result, correctly rounded; without "
+                  "it each number has the fewest digits that read back exactly"));
     json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
                           (json_int_t)lim->max_body_bytes, "max_joints",
                           (json_int_t)lim->max_joints, "max_targets", (json_int_t)lim->max_targets,

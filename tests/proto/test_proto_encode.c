@@ -336,6 +336,185 @@ static void check_non_finite(const char *body)
     proto_job_free(job);
 }
 
+
+/* ---- options.fields and options.digits ------------------------------------ */
+
+/* Every number of want (a value of the default answer, shortest digits:
+ * the exact double) rounded by the C library to k digits (%.*e, read
+ * back) equals the number at the same place in got; the same shape
+ * otherwise. */
+static void same_rounded(const json_t *got, const json_t *want, int k, const char *where)
+{
+    if (json_is_real(want)) {
+        char t[64];
+        snprintf(t, sizeof t, "%.*e", k - 1, json_real_value(want));
+        ck_assert_msg(json_is_real(got) && json_real_value(got) == strtod(t, NULL),
+                      "%s: %.17g at %d digits is %s", where, json_real_value(want), k, t);
+    } else if (json_is_array(want)) {
+        ck_assert_msg(json_is_array(got) && json_array_size(got) == json_array_size(want), "%s",
+                      where);
+        for (size_t i = 0; i < json_array_size(want); i++)
+            same_rounded(json_array_get(got, i), json_array_get(want, i), k, where);
+    } else if (json_is_object(want)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)want, key, v)
+        {
+            ck_assert_msg(json_object_get(got, key), "%s: %s missing", where, key);
+            same_rounded(json_object_get(got, key), v, k, where);
+        }
+    } else {
+        ck_assert_msg(json_equal(got, want), "%s", where);
+    }
+}
+
+/* The answer of req with options.fields and options.digits set (fields
+ * NULL: not set; digits 0: not set), parsed; the direct text checked
+ * against the tree form on the way. */
+static json_t *answer_with(const char *req, const char *fields, int digits)
+{
+    json_t *r = json_loads(req, 0, NULL);
+    ck_assert_ptr_nonnull(r);
+    json_t *o = json_object_get(r, "options");
+    if (!o) {
+        o = json_object();
+        json_object_set_new(r, "options", o);
+    }
+    if (fields)
+        json_object_set_new(o, "fields", json_loads(fields, 0, NULL));
+    if (digits)
+        json_object_set_new(o, "digits", json_integer(digits));
+    char *body = json_dumps(r, JSON_COMPACT);
+    proto_kind kind = json_object_get(r, "targets") ? PROTO_BATCH : PROTO_SOLVE;
+    json_decref(r);
+    ck_assert_msg(same_as_oracle_str(body), "rejected: %s", body);
+    proto_job *job = NULL;
+    proto_error err;
+    ck_assert_int_eq(proto_job_decode(body, strlen(body), kind, NULL, NULL, NULL, &job, &err), 0);
+    proto_job_run(job, 0, proto_job_count(job));
+    char *text = proto_job_encode(job, NULL);
+    json_t *a = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(a);
+    free(text);
+    free(body);
+    proto_job_free(job);
+    return a;
+}
+
+/* The members of one result, against the default answer's result d:
+ * exactly "status" and the members of fields that d has (fields NULL:
+ * all of d's), each number rounded to digits (solver-dependent counters
+ * and times only present). */
+static void check_result(const json_t *g, const json_t *d, const json_t *fields, int digits,
+                         bool exact, const char *where)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)d, key, v)
+    {
+        bool want = !fields || strcmp(key, "status") == 0;
+        for (size_t i = 0; fields && i < json_array_size(fields); i++)
+            want |= strcmp(json_string_value(json_array_get(fields, i)), key) == 0;
+        json_t *gv = json_object_get(g, key);
+        ck_assert_msg(!gv == !want, "%s: member %s %s", where, key,
+                      want ? "missing" : "not asked for");
+        if (!gv || strcmp(key, "time_ms") == 0 || !exact)
+            continue;
+        if (digits)
+            same_rounded(gv, v, digits, where);
+        else
+            ck_assert_msg(json_equal(gv, v), "%s: %s differs", where, key);
+    }
+    json_object_foreach((json_t *)g, key, v)
+        ck_assert_msg(json_object_get(d, key), "%s: extra member %s", where, key);
+}
+
+START_TEST(test_fields_and_digits)
+{
+    static const struct {
+        const char *fields;
+        int digits;
+    } asks[] = {
+        {"[\"joints\"]", 0},
+        {"[\"local_rotations\"]", 6},
+        {"[\"status\",\"positions\",\"rotations\"]", 9},
+        {"[]", 0},
+        {NULL, 3},
+        {NULL, 17},
+        {"[\"code\",\"reason\",\"tip\",\"position_error\",\"orientation_error\",\"iterations\","
+         "\"restarts\",\"time_ms\",\"joints\"]",
+         1},
+        {"[\"positions\",\"local_rotations\",\"joints\"]", 15},
+    };
+    static const char *const top[] = {"chain_id", "solver", "units",  "frame",
+                                      "count",    "counts", "joint_names", "bone_names"};
+    for (size_t i = 0; i < sizeof REQUESTS / sizeof REQUESTS[0]; i++) {
+        json_t *d = answer_with(REQUESTS[i], NULL, 0);
+        /* the numeric solver may stop at another iteration under load */
+        bool exact = strcmp(json_string_value(json_object_get(d, "solver")), "numeric") != 0;
+        for (size_t a = 0; a < sizeof asks / sizeof asks[0]; a++) {
+            char where[96];
+            snprintf(where, sizeof where, "request %zu, ask %zu", i, a);
+            json_t *g = answer_with(REQUESTS[i], asks[a].fields, asks[a].digits);
+            json_t *fields = asks[a].fields ? json_loads(asks[a].fields, 0, NULL) : NULL;
+            for (size_t t = 0; t < sizeof top / sizeof top[0]; t++) /* unchanged */
+                ck_assert_msg(json_equal(json_object_get(g, top[t]), json_object_get(d, top[t])) ||
+                                  (!json_object_get(g, top[t]) && !json_object_get(d, top[t])),
+                              "%s: %s", where, top[t]);
+            json_t *gr = json_object_get(g, "results"), *dr = json_object_get(d, "results");
+            if (dr) {
+                ck_assert_uint_eq(json_array_size(gr), json_array_size(dr));
+                for (size_t k = 0; k < json_array_size(dr); k++)
+                    check_result(json_array_get(gr, k), json_array_get(dr, k), fields,
+                                 asks[a].digits, exact, where);
+            } else {
+                json_t *gc = json_deep_copy(g), *dc = json_deep_copy(d);
+                for (size_t t = 0; t < sizeof top / sizeof top[0]; t++) {
+                    json_object_del(gc, top[t]);
+                    json_object_del(dc, top[t]);
+                }
+                check_result(gc, dc, fields, asks[a].digits, exact, where);
+                json_decref(gc);
+                json_decref(dc);
+            }
+            json_decref(fields);
+            json_decref(g);
+        }
+        json_decref(d);
+    }
+}
+END_TEST
+
+/* options.fields and options.digits refused with their paths. */
+START_TEST(test_fields_and_digits_errors)
+{
+    static const struct {
+        const char *options, *path;
+    } bad[] = {
+        {"{\"fields\":[\"joints\",\"elbow\"]}", "/options/fields/1"},
+        {"{\"fields\":\"joints\"}", "/options/fields"},
+        {"{\"fields\":[3]}", "/options/fields/0"},
+        {"{\"digits\":0}", "/options/digits"},
+        {"{\"digits\":18}", "/options/digits"},
+        {"{\"digits\":6.5}", "/options/digits"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1,0]]},"
+                 "\"target\":{\"position\":[0.3,0.6,0.2]},\"options\":%s}",
+                 bad[i].options);
+        proto_job *job = NULL;
+        proto_error err;
+        ck_assert_int_eq(
+            proto_job_decode(body, strlen(body), PROTO_SOLVE, NULL, NULL, NULL, &job, &err), -1);
+        ck_assert_msg(strcmp(err.path, bad[i].path) == 0, "%s: path %s, not %s (%s)",
+                      bad[i].options, err.path, bad[i].path, err.message);
+        ck_assert_int_eq(err.code, PROTO_E_INVALID_REQUEST);
+    }
+}
+END_TEST
+
 START_TEST(test_non_finite_results)
 {
     for (size_t i = 0; i < sizeof REQUESTS / sizeof REQUESTS[0]; i++)
@@ -513,6 +692,8 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_every_kind);
+    tcase_add_test(tc, test_fields_and_digits);
+    tcase_add_test(tc, test_fields_and_digits_errors);
     tcase_add_test(tc, test_non_finite_results);
     tcase_add_test(tc, test_random_two_bone);
     tcase_add_test(tc, test_fixture_requests);

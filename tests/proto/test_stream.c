@@ -672,6 +672,52 @@ START_TEST(test_encoders)
 }
 END_TEST
 
+
+/* A stream opened with options.fields and options.digits answers its
+ * solutions with the members asked for (and status), every number at that
+ * many digits; the warm start of the next target is the full answer, not
+ * the rounded text. */
+START_TEST(test_session_fields_digits)
+{
+    proto_error e;
+    proto_chain *c = proto_chain_decode(
+        "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}", 58, NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    json_t *opt = json_loads("{\"fields\":[\"local_rotations\"],\"digits\":6}", 0, NULL);
+    proto_session *s = NULL;
+    ck_assert_int_eq(proto_session_open(c, opt, NULL, NULL, &s, &e), 0);
+    proto_chain_unref(c);
+    json_decref(opt);
+    for (int k = 0; k < 3; k++) {
+        json_t *t = json_pack("{s:[f,f,f]}", "position", 0.3, 0.2 + 0.01 * k, 0.2);
+        proto_job *job = NULL;
+        ck_assert_int_eq(proto_session_target(s, t, NULL, &job, &e), 0);
+        json_decref(t);
+        proto_session_prepare(s, job);
+        proto_job_run(job, 0, 1);
+        size_t len;
+        char *m = proto_stream_encode_job_solution("leg", k, 0, job, 0, 0, 0, &len);
+        json_t *j = parse(m, len);
+        json_t *r = json_object_get(j, "result");
+        ck_assert_uint_eq(json_object_size(r), 2);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "success");
+        json_t *l = json_object_get(r, "local_rotations");
+        ck_assert_uint_eq(json_array_size(l), 3);
+        for (size_t b = 0; b < 3; b++)
+            for (size_t q = 0; q < 4; q++) {
+                double v = json_real_value(json_array_get(json_array_get(l, b), q));
+                char t6[32];
+                snprintf(t6, sizeof t6, "%.5e", v);
+                ck_assert_double_eq(strtod(t6, NULL), v);
+            }
+        json_decref(j);
+        free(m);
+        proto_session_solved(s, job);
+    }
+    proto_session_free(s);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -690,6 +736,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_path_bound_to_session);
     tcase_add_test(tc, test_encoders);
     tcase_add_test(tc, test_job_solution_matches_tree);
+    tcase_add_test(tc, test_session_fields_digits);
     suite_add_tcase(s, tc);
     return s;
 }
