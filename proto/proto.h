@@ -120,6 +120,44 @@ const char *proto_job_solver_name(const proto_job *job);
 char *proto_job_encode(const proto_job *job, size_t *len);
 void proto_job_free(proto_job *job); /* NULL is fine */
 
+/* ---- many rigs: batches of items (proto_items.c) ------------------------- */
+
+/* A POST /v1/solve/batch body with "items": each item a POST /v1/solve body
+ * of its own (chain or chain_id, target, seed, options), the batch's
+ * "options" holding for items without their own. An item that is not valid
+ * is answered with its error object (its path under "/items/<i>") and the
+ * others are solved. */
+typedef struct proto_items proto_items;
+
+/* Decodes the body: -1 with *err set (nothing allocated) only when the
+ * envelope is wrong (not JSON, not an object, "items" missing, empty, not
+ * an array or longer than lim->max_items (too_large), unknown members, a
+ * batch "options" that is not an object); each item's own errors are kept
+ * for its answer. 0 and *out (free with proto_items_free) otherwise. */
+int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
+                       proto_chain_lookup_fn lookup, void *ud, proto_items **out,
+                       proto_error *err);
+/* The same from parsed JSON; req's items are touched while decoding (an
+ * item without options borrows the batch's) and left as they were. */
+int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                            void *ud, proto_items **out, proto_error *err);
+size_t proto_items_count(const proto_items *it);
+/* Mean estimated cost of one item's solve, microseconds (as
+ * proto_job_cost_us), for splitting the batch into chunks. */
+double proto_items_cost_us(const proto_items *it);
+/* Item i's job (one target), or NULL when the item is answered with an
+ * error; borrowed. */
+proto_job *proto_items_job(const proto_items *it, size_t i);
+/* Solves items [begin, end); thread-safe for disjoint ranges. */
+void proto_items_run(proto_items *it, size_t begin, size_t end);
+/* The answer: {"count": N, "results": [...], "counts": {"success",
+ * "no_ik_solution", "timed_out", "other", "error"}}, each result the
+ * result members of a solve (options.fields and digits as the item's
+ * options say) or {"error": {...}}. malloc'd, NUL-terminated, *len its
+ * length; NULL only when out of memory. Only after every item ran. */
+char *proto_items_encode(const proto_items *it, size_t *len);
+void proto_items_free(proto_items *it); /* NULL is fine */
+
 /* ---- discovery -------------------------------------------------------- */
 
 /* GET /v1/solvers: the solvers, the chain kinds they apply to and their

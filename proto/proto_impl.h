@@ -280,6 +280,13 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
  * straight into w (the stream encoder uses it for solutions). */
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
 
+/* proto_items.c: an items answer in pieces, for answers written out as
+ * they are solved: the head ({"count":N,"results":[), result i (after it
+ * ran), the tail (],"counts":{...}}, after every item ran). */
+void proto_items_write_head(proto_jw *w, const proto_items *it);
+void proto_items_write_result(proto_jw *w, const proto_items *it, size_t i);
+void proto_items_write_tail(proto_jw *w, const proto_items *it);
+
 /* proto_job_encode.c: the status word and MoveIt code (moveit_msgs/
  * MoveItErrorCodes) a solver status is answered with; statuses outside the
  * table are "failure", 99999. */

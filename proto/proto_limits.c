@@ -12,6 +12,7 @@ void proto_limits_default(proto_limits *l)
     l->max_iterations = PROTO_DEFAULT_MAX_ITERATIONS;
     l->max_time_ms = PROTO_DEFAULT_MAX_TIME_MS;
     l->max_urdf_bytes = PROTO_DEFAULT_MAX_URDF_BYTES;
+    l->max_items = PROTO_DEFAULT_MAX_ITEMS;
 }
 
 double proto_limits_default_timeout_ms(const proto_limits *l)

@@ -16,6 +16,7 @@
 #define PROTO_DEFAULT_MAX_ITERATIONS 10000
 #define PROTO_DEFAULT_MAX_TIME_MS 1000.0
 #define PROTO_DEFAULT_MAX_URDF_BYTES (4u << 20)
+#define PROTO_DEFAULT_MAX_ITEMS 10000
 
 /* Limits the daemon configures (flags), with sane defaults. */
 typedef struct proto_limits {
@@ -25,6 +26,7 @@ typedef struct proto_limits {
     size_t max_iterations; /* per solve; default 10000 */
     double max_time_ms;    /* per solve time budget cap; default 1000 */
     size_t max_urdf_bytes; /* URDF document inside a request; default 4 MiB */
+    size_t max_items;      /* items (rigs) per batch of items; default 10000 */
 } proto_limits;
 
 /* Fills *l with the defaults above. */

@@ -610,9 +610,10 @@ json_t *proto_solvers_describe(const proto_limits *lim)
                   "description",
                   "significant digits of every number in a result, correctly rounded; without "
                   "it each number has the fewest digits that read back exactly"));
-    json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
+    json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
                           (json_int_t)lim->max_body_bytes, "max_joints",
                           (json_int_t)lim->max_joints, "max_targets", (json_int_t)lim->max_targets,
+                          "max_items", (json_int_t)lim->max_items,
                           "max_iterations", (json_int_t)lim->max_iterations, "max_time_ms",
                           lim->max_time_ms, "max_urdf_bytes", (json_int_t)lim->max_urdf_bytes);
     return json_pack("{s:o, s:o, s:o}", "solvers", a, "options", opts, "limits", l);

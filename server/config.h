@@ -79,6 +79,8 @@
       "joints per chain")                                                                          \
     X(MAXTARGETS, "max-targets", "IKD_MAX_TARGETS", UINT(1, 100000000), limits.max_targets, PROTO, \
       "targets per batch")                                                                         \
+    X(MAXITEMS, "max-items", "IKD_MAX_ITEMS", UINT(1, 100000000), limits.max_items, PROTO,         \
+      "items (rigs, each its own chain) per batch of items")                                       \
     X(MAXITER, "max-iterations", "IKD_MAX_ITERATIONS", UINT(1, 100000000), limits.max_iterations,  \
       PROTO,                                                                                       \
       "solver iterations per solve: the cap of options.max_iterations and the numeric "            \

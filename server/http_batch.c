@@ -2,7 +2,9 @@
  * http_batch.c: POST /v1/solve/batch, a pipeline of pool stages; the loop
  * only moves bytes.
  *
- *   decode   one pool item decodes the body (proto_job_decode, PROTO_BATCH);
+ *   decode   one pool item decodes the body (proto_job_decode_json,
+ *            PROTO_BATCH; or, when the body has "items", many rigs each
+ *            with its own chain: proto_items_decode_json);
  *            this is when the batch is admitted (--max-queue: 503 and
  *            Retry-After: 1 when that many units are admitted already), and
  *            it keeps one admission slot until it is answered
@@ -19,6 +21,7 @@
  */
 #include <stdlib.h>
 
+#include "proto/proto_json.h"
 #include "server/http_handler.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -43,6 +46,7 @@ struct batch {
     bool failed;    /* a stage failed: err holds the answer */
     bool cancelled; /* the client left: no more chunks */
     bool holds_slot;
+    proto_items *items; /* a batch of items, else q->job */
     chunk *chunks;
     size_t nchunks, next_chunk, running;
     char *out;
@@ -58,6 +62,7 @@ void srv_http_batch_free(void *p)
         b->q->ctx->admitted--;
     free(b->chunks);
     free(b->out);
+    proto_items_free(b->items);
     free(b);
 }
 
@@ -71,7 +76,16 @@ static void fail(batch *b, proto_errcode code, const char *msg)
 static void encode_work(srv_work *w)
 {
     batch *b = w->data;
-    b->out = proto_job_encode(b->q->job, &b->out_len);
+    if (b->items)
+        b->out = proto_items_encode(b->items, &b->out_len);
+    else
+        b->out = proto_job_encode(b->q->job, &b->out_len);
+}
+
+/* Targets (or items) of the batch. */
+static size_t batch_count(const batch *b)
+{
+    return b->items ? proto_items_count(b->items) : proto_job_count(b->q->job);
 }
 
 static void encode_done(srv_work *w, int status)
@@ -118,8 +132,8 @@ static void chunk_done(srv_solve *s, int status)
     if (!q->dead && !b->cancelled && !b->failed && srv_http_client_gone(q)) {
         b->cancelled = true;
         srv_metrics_rejected(q->ctx, "batch_cancelled");
-        srv_log(q->ctx, SRV_LOG_INFO, "batch of %zu targets cancelled: its client left",
-                proto_job_count(q->job));
+        srv_log(q->ctx, SRV_LOG_INFO, "batch of %zu %s cancelled: its client left",
+                batch_count(b), b->items ? "items" : "targets");
     }
     /* the next chunk queues behind whatever was submitted meanwhile (single
      * solves, stream targets), so a batch cannot starve them */
@@ -145,8 +159,17 @@ static void decode_work(srv_work *w)
 {
     batch *b = w->data;
     srv_request *q = b->q;
-    if (proto_job_decode(q->body, q->len, PROTO_BATCH, &q->ctx->cfg.limits, srv_registry_lookup,
-                         q->ctx->registry, &q->job, &b->err) != 0)
+    const proto_limits *lim = &q->ctx->cfg.limits;
+    json_t *root = proto_json_parse(q->body, q->len, lim->max_body_bytes, &b->err);
+    int rc = -1;
+    if (root && json_is_object(root) && json_object_get(root, "items"))
+        rc = proto_items_decode_json(root, lim, srv_registry_lookup, q->ctx->registry, &b->items,
+                                     &b->err);
+    else if (root)
+        rc = proto_job_decode_json(root, PROTO_BATCH, lim, srv_registry_lookup, q->ctx->registry,
+                                   &q->job, &b->err);
+    json_decref(root);
+    if (rc != 0)
         b->failed = true;
 }
 
@@ -168,8 +191,8 @@ static void decode_done(srv_work *w, int status)
     /* the batch keeps one admission slot until it is answered */
     b->holds_slot = true;
     q->ctx->admitted++;
-    size_t n = proto_job_count(q->job);
-    double cost = proto_job_cost_us(q->job);
+    size_t n = batch_count(b);
+    double cost = b->items ? proto_items_cost_us(b->items) : proto_job_cost_us(q->job);
     double fit = BATCH_CHUNK_US / (cost > 0.01 ? cost : 0.01);
     size_t per = fit < 16 ? 16 : fit > 4096 ? 4096 : (size_t)fit;
     size_t nchunks = n ? (n + per - 1) / per : 0;
@@ -189,6 +212,7 @@ static void decode_done(srv_work *w, int status)
         chunk *c = &b->chunks[i];
         c->b = b;
         c->solve.job = q->job;
+        c->solve.items = b->items;
         c->solve.begin = i * per;
         c->solve.end = c->solve.begin + per < n ? c->solve.begin + per : n;
         c->solve.done = chunk_done;

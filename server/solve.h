@@ -21,12 +21,16 @@
 
 typedef struct srv_solve srv_solve;
 
-/* One solve: targets [begin, end) of job. The caller owns the struct (it
- * may embed it) and keeps it alive until done has run; it fills job, begin,
- * end, done, data, and optionally after. */
+/* One solve: targets [begin, end) of job (or items [begin, end) of items).
+ * The caller owns the struct (it may embed it) and keeps it alive until
+ * done has run; it fills job or items, begin, end, done, data, and
+ * optionally after. */
 struct srv_solve {
     srv_work w; /* private */
     proto_job *job;
+    /* or, instead of job, items [begin, end) of a batch of items (each
+     * recorded as the one-target job it is) */
+    proto_items *items;
     size_t begin, end;
     /* Optional: runs right after the solve on the same thread (a pool
      * thread, or the loop for an inline solve), for work that belongs with

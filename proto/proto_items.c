@@ -1,0 +1,256 @@
+/*
+ * proto_items.c: the many-rigs batch (contract in proto.h, "items"; the
+ * JSON in proto/README.md, section "Many rigs in one batch").
+ *
+ * A game server's tick holds a thousand characters, each with its own rig
+ * (chain), pose (seed) and target: a POST /v1/solve/batch body with
+ * "items" instead of "targets" carries them all, each item shaped like a
+ * POST /v1/solve body. Each item is decoded exactly as that body would be
+ * (proto_job_decode_json, so through the one job constructor), its errors'
+ * paths put under "/items/<i>"; an item that fails is answered with its
+ * error object and the others are solved. The batch's "options" hold for
+ * every item that has none of its own (an item's own replace them whole);
+ * an error inside the batch's options keeps its "/options" path.
+ *
+ * Memory: one array of items, each a one-target job (or the error that
+ * took its place); the count is bounded by lim->max_items and the whole
+ * body by lim->max_body_bytes.
+ *
+ * Not here: the HTTP pipeline (server/http_batch.c), answers of a single
+ * chain's batch (proto_job_encode.c).
+ */
+#include "proto/proto_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct proto_item {
+    proto_job *job;     /* NULL when the item failed */
+    proto_error *error; /* the item's error (malloc'd), or NULL */
+} proto_item;
+
+struct proto_items {
+    size_t n;
+    proto_item *items;
+    double cost_us; /* mean estimated cost of a solved item */
+};
+
+/* err's path placed under "/items/<i>". */
+static void prefix_path(proto_error *err, size_t i)
+{
+    char p[sizeof err->path + 32];
+    snprintf(p, sizeof p, "/items/%zu%s", i, err->path);
+    p[sizeof err->path - 1] = '\0'; /* a path past the bound is cut */
+    memcpy(err->path, p, sizeof err->path);
+}
+
+/* Decodes item i (v) into it->items[i]: its job, or its error. */
+static void decode_item(proto_items *it, size_t i, json_t *v, json_t *opts,
+                        const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud)
+{
+    proto_item *item = &it->items[i];
+    proto_error err;
+    int rc;
+    bool batch_opts = false;
+    if (!json_is_object(v)) {
+        rc = proto_error_set(&err, PROTO_E_INVALID_REQUEST, "",
+                             "an item must be an object (a POST /v1/solve body)");
+    } else {
+        if (opts && !json_object_get(v, "options")) {
+            batch_opts = json_object_set(v, "options", opts) == 0;
+        }
+        rc = proto_job_decode_json(v, PROTO_SOLVE, lim, lookup, ud, &item->job, &err);
+        if (batch_opts)
+            json_object_del(v, "options");
+    }
+    if (rc == 0)
+        return;
+    item->job = NULL;
+    /* an error in the batch's options is at the batch's "/options" */
+    if (!(batch_opts && strncmp(err.path, "/options", 8) == 0 &&
+          (err.path[8] == '\0' || err.path[8] == '/')))
+        prefix_path(&err, i);
+    item->error = malloc(sizeof *item->error);
+    if (item->error)
+        *item->error = err;
+}
+
+int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                            void *ud, proto_items **out, proto_error *err)
+{
+    static const char *const keys[] = {"items", "options", NULL};
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    *out = NULL;
+    if (proto_json_check_object(req, "", keys, err))
+        return -1;
+    json_t *ji = proto_json_require(req, "", "items", err);
+    size_t n;
+    if (!ji || proto_json_array(ji, "/items", 1, lim->max_items, true, &n, err))
+        return -1;
+    json_t *opts = json_object_get(req, "options");
+    if (opts && !json_is_object(opts))
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options",
+                               "options must be an object");
+    proto_items *it = calloc(1, sizeof *it);
+    if (it)
+        it->items = calloc(n, sizeof *it->items);
+    if (!it || !it->items) {
+        free(it);
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    }
+    it->n = n;
+    double cost = 0;
+    size_t solved = 0;
+    for (size_t i = 0; i < n; i++) {
+        decode_item(it, i, json_array_get(ji, i), opts, lim, lookup, ud);
+        if (it->items[i].job) {
+            cost += proto_job_cost_us(it->items[i].job);
+            solved++;
+        } else if (!it->items[i].error) {
+            proto_items_free(it);
+            return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        }
+    }
+    it->cost_us = solved ? cost / (double)solved : 0.0;
+    *out = it;
+    return 0;
+}
+
+int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
+                       proto_chain_lookup_fn lookup, void *ud, proto_items **out,
+                       proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    *out = NULL;
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, err);
+    if (!root)
+        return -1;
+    int rc = proto_items_decode_json(root, lim, lookup, ud, out, err);
+    json_decref(root);
+    return rc;
+}
+
+size_t proto_items_count(const proto_items *it)
+{
+    return it->n;
+}
+
+double proto_items_cost_us(const proto_items *it)
+{
+    return it->cost_us;
+}
+
+proto_job *proto_items_job(const proto_items *it, size_t i)
+{
+    return i < it->n ? it->items[i].job : NULL;
+}
+
+void proto_items_run(proto_items *it, size_t begin, size_t end)
+{
+    for (size_t i = begin; i < end && i < it->n; i++)
+        if (it->items[i].job)
+            proto_job_run(it->items[i].job, 0, 1);
+}
+
+/* ---- answers ---------------------------------------------------------- */
+
+#define RAW(w, s) proto_jw_raw(w, s, sizeof(s) - 1)
+
+/* {"error":{"code","message","path"}} as the HTTP error bodies are. */
+static void put_error(proto_jw *w, const proto_error *e)
+{
+    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                              e->message, "path", e->path);
+    if (!inner) /* a message cut inside a UTF-8 sequence: keep code and path */
+        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                          "(message not printable)", "path", "");
+    RAW(w, "{\"error\":");
+    if (inner)
+        proto_jw_value(w, inner, false);
+    else
+        RAW(w, "{\"code\":\"internal\",\"message\":\"out of memory\",\"path\":\"\"}");
+    RAW(w, "}");
+    json_decref(inner);
+}
+
+void proto_items_write_result(proto_jw *w, const proto_items *it, size_t i)
+{
+    const proto_item *item = &it->items[i];
+    if (item->job)
+        proto__job_result_write(w, item->job, 0);
+    else
+        put_error(w, item->error);
+}
+
+/* The bucket of "counts" item i falls in: success, no_ik_solution,
+ * timed_out, other (by the status word it is answered with), error. */
+static int bucket(const proto_items *it, size_t i)
+{
+    if (!it->items[i].job)
+        return 4;
+    const char *s = proto_job_status(it->items[i].job, 0);
+    return strcmp(s, "success") == 0          ? 0
+           : strcmp(s, "no_ik_solution") == 0 ? 1
+           : strcmp(s, "timed_out") == 0      ? 2
+                                              : 3;
+}
+
+void proto_items_write_head(proto_jw *w, const proto_items *it)
+{
+    RAW(w, "{\"count\":");
+    proto_jw_integer(w, (json_int_t)it->n);
+    RAW(w, ",\"results\":[");
+}
+
+void proto_items_write_tail(proto_jw *w, const proto_items *it)
+{
+    size_t counts[5] = {0, 0, 0, 0, 0};
+    for (size_t i = 0; i < it->n; i++)
+        counts[bucket(it, i)]++;
+    static const char *const names[5] = {"success", "no_ik_solution", "timed_out", "other",
+                                         "error"};
+    RAW(w, "],\"counts\":{");
+    for (int k = 0; k < 5; k++) {
+        if (k)
+            RAW(w, ",");
+        proto_jw_string(w, names[k], strlen(names[k]));
+        RAW(w, ":");
+        proto_jw_integer(w, (json_int_t)counts[k]);
+    }
+    RAW(w, "}}");
+}
+
+char *proto_items_encode(const proto_items *it, size_t *len)
+{
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    proto_items_write_head(&w, it);
+    for (size_t i = 0; i < it->n; i++) {
+        if (i)
+            RAW(&w, ",");
+        proto_items_write_result(&w, it, i);
+    }
+    proto_items_write_tail(&w, it);
+    return proto_jw_finish(&w, len);
+}
+
+void proto_items_free(proto_items *it)
+{
+    if (!it)
+        return;
+    for (size_t i = 0; i < it->n; i++) {
+        proto_job_free(it->items[i].job);
+        free(it->items[i].error);
+    }
+    free(it->items);
+    free(it);
+}
