@@ -2,15 +2,13 @@
 test_game.py: what a game server uses, over the real daemon: many rigs in
 one batch ("items", each its own chain, target and seed, answered in order,
 a bad item answered with its error while the others are solved), compact
-answers (options.fields and options.digits), and large batch answers
-written out while the batch is solved (chunked transfer).
+answers (options.fields and options.digits).
 
 Answers are checked by their geometry (the two-bone end on a reachable
 target, the bones' lengths kept), never against ikd's own output.
 
 The daemon is started as test_stream.py starts it (its Daemon class).
 """
-import http.client
 import json
 import math
 import os
