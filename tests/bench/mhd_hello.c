@@ -8,7 +8,10 @@
  * access-handler call like ikd does. ikd's requests per second are reported
  * as a fraction of this server's, measured in the same run.
  *
- * Usage: mhd_hello [PORT]   (0 or nothing: ephemeral). Prints
+ * Usage: mhd_hello [PORT [BYTES]]   (port 0 or nothing: ephemeral; BYTES:
+ * answer a canned JSON body of exactly that many bytes instead, the size
+ * of ikd's own answer, so that the comparison is for the same bytes on the
+ * wire). Prints
  * "mhd_hello listening on 127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
  * Built only for the benchmark; not part of the daemon.
  */
@@ -21,6 +24,8 @@
 #include "server/loop.h"
 
 static const char hello[] = "{\"status\":\"ok\"}";
+static char *canned; /* BYTES given: {"status":"ok","pad":"xxx..."} */
+static size_t canned_len;
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
@@ -36,8 +41,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0; /* body read and dropped */
         return MHD_YES;
     }
-    struct MHD_Response *r = MHD_create_response_from_buffer(sizeof hello - 1, (void *)hello,
-                                                             MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+        canned ? MHD_create_response_from_buffer(canned_len, canned, MHD_RESPMEM_PERSISTENT)
+               : MHD_create_response_from_buffer(sizeof hello - 1, (void *)hello,
+                                                 MHD_RESPMEM_PERSISTENT);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
     enum MHD_Result rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
@@ -52,6 +59,17 @@ static void on_signal(uv_signal_t *s, int signum)
 int main(int argc, char **argv)
 {
     unsigned port = argc > 1 ? (unsigned)atoi(argv[1]) : 0;
+    size_t bytes = argc > 2 ? (size_t)atol(argv[2]) : 0;
+    if (bytes >= 32) {
+        canned = malloc(bytes + 1);
+        if (!canned)
+            return 1;
+        int h = snprintf(canned, bytes + 1, "{\"status\":\"ok\",\"pad\":\"");
+        memset(canned + h, 'x', bytes - (size_t)h - 2);
+        memcpy(canned + bytes - 2, "\"}", 2);
+        canned[bytes] = '\0';
+        canned_len = bytes;
+    }
     signal(SIGPIPE, SIG_IGN);
     uv_loop_t loop;
     uv_loop_init(&loop);

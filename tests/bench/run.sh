@@ -55,6 +55,15 @@ tree base_link
 # same run (tests/bench/http_bench.sh)
 sh "$(dirname "$0")/http_bench.sh" "$BUILD"
 
+# large batches over HTTP, the client included (tests/bench/batch_bench.c):
+# 100,000 two-bone targets answered in full (the baseline) and reduced to
+# local_rotations at 6 digits, alternated in the same run; ikd's peak RSS
+. "$(dirname "$0")/daemon.sh" # start, stop
+start ikd "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn
+"$BUILD/batch_bench" --url "127.0.0.1:$port" --targets 100000 \
+    --rounds "${IKD_BATCH_BENCH_ROUNDS:-5}" --pid "$pid"
+stop
+
 # replicas behind HAProxy (docker/haproxy.cfg) against one replica direct,
 # same run (tests/bench/balancer_bench.sh)
 sh "$(dirname "$0")/balancer_bench.sh" "$BUILD"

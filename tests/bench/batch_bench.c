@@ -1,0 +1,214 @@
+/*
+ * batch_bench.c: end-to-end throughput of large batches over HTTP, the
+ * client included (issue 14's first goal: 100,000 two-bone targets with
+ * the answer reduced to local_rotations at 1,000,000 targets/s or more).
+ *
+ * A C client on a plain socket (no HTTP library between it and the
+ * numbers) builds one POST /v1/solve/batch body of N random reachable
+ * two-bone targets on one chain, sends it to an ikd that is already
+ * running and reads the whole answer, ROUNDS times for each of two forms
+ * of the same request, alternated so that both see the same machine:
+ *   full     the default answer (every member, shortest digits): the
+ *            baseline, as every client got it before options.fields
+ *   compact  options.fields ["local_rotations"], options.digits 6
+ * Each round's time runs from the first byte sent to the last byte of the
+ * answer read. It prints per form the best and median targets per second,
+ * bytes in and out, the compact form's best rate over the full form's in
+ * the same run, and ikd's peak resident memory (VmHWM of --pid) after all
+ * rounds. The last line is one JSON object.
+ *
+ * Usage: batch_bench --url HOST:PORT [--targets N] [--rounds R] [--pid P]
+ * Built only for the benchmark; not part of the daemon.
+ */
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "solver/ik_rng.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The request body: one two-bone chain, n reachable targets (the limb is
+ * 0.95 long: targets between 0.2 and 0.9 from the hip), and options. */
+static char *make_body(size_t n, const char *options, size_t *len)
+{
+    size_t cap = 256 + n * 80, o = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return NULL;
+    o += (size_t)snprintf(b + o, cap - o,
+                          "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.55],"
+                          "[0,0,0.1]]},\"options\":%s,\"targets\":[",
+                          options);
+    ik_rng s = {14};
+    for (size_t i = 0; i < n; i++) {
+        double r = ik_rng_uniform(&s, 0.2, 0.9), a = ik_rng_uniform(&s, 0, 6.283185307179586);
+        double e = ik_rng_uniform(&s, -1.2, -0.2);
+        o += (size_t)snprintf(b + o, cap - o, "%s{\"position\":[%.6f,%.6f,%.6f]}", i ? "," : "",
+                              r * cos(e) * cos(a), r * cos(e) * sin(a), 1 + r * sin(e));
+    }
+    o += (size_t)snprintf(b + o, cap - o, "]}");
+    *len = o;
+    return b;
+}
+
+static int connect_to(const char *host, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    inet_pton(AF_INET, host, &a.sin_addr);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        perror("batch_bench: connect");
+        exit(1);
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+/* One POST on a new connection; the answer's body length, its status in
+ * *status, the seconds taken in *secs. */
+static size_t post(const char *host, int port, const char *body, size_t len, int *status,
+                   double *secs)
+{
+    int fd = connect_to(host, port);
+    char head[256];
+    int hn = snprintf(head, sizeof head,
+                      "POST /v1/solve/batch HTTP/1.1\r\nHost: %s\r\nContent-Type: "
+                      "application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                      host, len);
+    double t0 = now_s();
+    if (write(fd, head, (size_t)hn) != hn) {
+        perror("batch_bench: write");
+        exit(1);
+    }
+    for (size_t off = 0; off < len;) {
+        ssize_t k = write(fd, body + off, len - off);
+        if (k <= 0) {
+            perror("batch_bench: write");
+            exit(1);
+        }
+        off += (size_t)k;
+    }
+    /* read to the end (Connection: close); keep the head to find status and
+     * where the body starts */
+    static char buf[1 << 16];
+    char first[512];
+    size_t total = 0, firstn = 0;
+    for (;;) {
+        ssize_t k = read(fd, buf, sizeof buf);
+        if (k <= 0)
+            break;
+        if (firstn < sizeof first - 1) {
+            size_t c = (size_t)k < sizeof first - 1 - firstn ? (size_t)k : sizeof first - 1 - firstn;
+            memcpy(first + firstn, buf, c);
+            firstn += c;
+        }
+        total += (size_t)k;
+    }
+    *secs = now_s() - t0;
+    close(fd);
+    first[firstn] = '\0';
+    *status = 0;
+    sscanf(first, "HTTP/1.%*d %d", status);
+    char *e = strstr(first, "\r\n\r\n");
+    return e ? total - (size_t)(e + 4 - first) : total;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static long vmhwm_kb(int pid)
+{
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%d/status", pid);
+    FILE *f = fopen(p, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            kb = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+int main(int argc, char **argv)
+{
+    const char *url = NULL;
+    size_t n = 100000;
+    int rounds = 5, pid = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--url") == 0)
+            url = argv[i + 1];
+        else if (strcmp(argv[i], "--targets") == 0)
+            n = (size_t)atol(argv[i + 1]);
+        else if (strcmp(argv[i], "--rounds") == 0)
+            rounds = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--pid") == 0)
+            pid = atoi(argv[i + 1]);
+    }
+    if (!url || rounds < 1 || rounds > 100 || n == 0) {
+        fprintf(stderr, "usage: batch_bench --url HOST:PORT [--targets N] [--rounds R] [--pid P]\n");
+        return 2;
+    }
+    char host[64];
+    int port = 0;
+    if (sscanf(url, "%63[^:]:%d", host, &port) != 2) {
+        fprintf(stderr, "batch_bench: --url HOST:PORT\n");
+        return 2;
+    }
+    static const char *const names[2] = {"full", "compact"};
+    static const char *const opts[2] = {"{}", "{\"fields\":[\"local_rotations\"],\"digits\":6}"};
+    size_t len[2], out[2] = {0, 0};
+    char *body[2];
+    for (int f = 0; f < 2; f++)
+        if (!(body[f] = make_body(n, opts[f], &len[f])))
+            return 1;
+    double t[2][100];
+    for (int r = 0; r < rounds; r++)
+        for (int f = 0; f < 2; f++) {
+            int st;
+            out[f] = post(host, port, body[f], len[f], &st, &t[f][r]);
+            if (st != 200) {
+                fprintf(stderr, "batch_bench: %s answered %d\n", names[f], st);
+                return 1;
+            }
+            fprintf(stderr, "%s round %d: %.3f s, %.0f targets/s, %zu bytes out\n", names[f], r,
+                    t[f][r], (double)n / t[f][r], out[f]);
+        }
+    double best[2], med[2];
+    for (int f = 0; f < 2; f++) {
+        qsort(t[f], (size_t)rounds, sizeof t[f][0], cmp);
+        best[f] = (double)n / t[f][0];
+        med[f] = (double)n / t[f][rounds / 2];
+    }
+    long hwm = pid ? vmhwm_kb(pid) : -1;
+    printf("{\"bench\":\"http_batch_two_bone\",\"targets\":%zu,\"rounds\":%d,"
+           "\"full_bytes_in\":%zu,\"full_bytes_out\":%zu,\"full_best_tps\":%.0f,"
+           "\"full_median_tps\":%.0f,\"compact_bytes_in\":%zu,\"compact_bytes_out\":%zu,"
+           "\"compact_best_tps\":%.0f,\"compact_median_tps\":%.0f,\"ratio_compact_vs_full\":%.3f,"
+           "\"goal_tps\":1000000,\"ikd_peak_rss_kb\":%ld}\n",
+           n, rounds, len[0], out[0], best[0], med[0], len[1], out[1], best[1], med[1],
+           best[1] / best[0], hwm);
+    free(body[0]);
+    free(body[1]);
+    return 0;
+}
