@@ -131,7 +131,7 @@ int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
         lim = &def;
     }
     *out = NULL;
-    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, err);
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
     if (!root)
         return -1;
     int rc = proto_items_decode_json(root, lim, lookup, ud, out, err);

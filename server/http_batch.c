@@ -160,7 +160,8 @@ static void decode_work(srv_work *w)
     batch *b = w->data;
     srv_request *q = b->q;
     const proto_limits *lim = &q->ctx->cfg.limits;
-    json_t *root = proto_json_parse(q->body, q->len, lim->max_body_bytes, &b->err);
+    json_t *root = proto_json_parse(q->body, q->len, lim->max_body_bytes, PROTO_JSON_BATCH,
+                                    &b->err);
     int rc = -1;
     if (root && json_is_object(root) && json_object_get(root, "items"))
         rc = proto_items_decode_json(root, lim, srv_registry_lookup, q->ctx->registry, &b->items,
