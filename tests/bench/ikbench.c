@@ -44,6 +44,7 @@
  *
  *   ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...] [--samples N]
  *                [--seed S] [--timeout-ms MS] [--tol T] [--max-iterations N]
+ *                [--verbose]
  *     Several end effectors on one tree (solver/ik_tree.h), same protocol
  *     as chain: N random configurations of the whole tree, every tip's full
  *     pose as its target, one tree solve per sample from the mid-limit pose,
@@ -53,12 +54,18 @@
  *       {"bench":"tree","robot":..,"base":..,"tips":..,"dof":..,
  *        "shared_joints":..,"samples":..,"success":..,"mean_us":..,
  *        "median_us":..,"p99_us":..,"mean_iterations":..,
- *        "separate_success":..,"separate_consistent":..,
- *        "separate_mean_us":..,"ratio_tree_vs_separate":..}
+ *        "mean_restarts":..,"separate_mean_iterations":..,
+ *        "separate_mean_restarts":..,"separate_success":..,
+ *        "separate_consistent":..,"separate_mean_us":..,
+ *        "ratio_tree_vs_separate":..}
+ *     (the separate iterations and restarts summed over the tips)
  *     (separate_consistent: samples whose separate answers also agree on
  *     every shared joint, i.e. would be a valid pose of the tree), and the
  *     same means in thread CPU time (cpu_mean_us, separate_cpu_mean_us,
  *     cpu_ratio), which a loaded machine's preemptions do not inflate.
+ *     --verbose also prints the failed and slow (over 1 ms) samples and
+ *     how many samples, and how much of the total time, took 0, 1, 2-3,
+ *     4-7, 8-15 and 16 or more restarts (on standard error).
  *
  *   ikbench two-bone [--samples N] [--seed S]
  *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
@@ -583,7 +590,10 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     no.timeout_s = a->timeout_ms * 1e-3;
     no.max_iterations = a->max_iterations;
     no.rng_seed = a->seed;
-    size_t ok_tree = 0, ok_sep = 0, consistent = 0, iterations = 0;
+    size_t ok_tree = 0, ok_sep = 0, consistent = 0, iterations = 0, sep_iterations = 0,
+           sep_restarts = 0, tree_restarts = 0;
+    size_t hist_n[6] = {0};
+    double hist_us[6] = {0};
     double cpu_tree = 0.0, cpu_sep = 0.0;
     for (size_t i = 0; i < n; i++) {
         ik_xform goal[IK_TREE_MAX_TIPS];
@@ -601,6 +611,7 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         tt[i] = (now_s() - t0) * 1e6;
         cpu_tree += cpu_s() - c0;
         iterations += res.iterations;
+        tree_restarts += res.restarts;
         int good = ik_tree_within_limits(&tree, q, 0.0);
         for (size_t t = 0; t < nt && good; t++) {
             double qc[IK_MAX_DOF];
@@ -608,6 +619,12 @@ static int run_tree(const chain_args *a, const char *tips_arg)
             good = verify(&bc[t], &goal[t], qc, a->tol);
         }
         ok_tree += (size_t)good;
+        {
+            size_t b = res.restarts == 0 ? 0 : res.restarts < 2 ? 1 : res.restarts < 4 ? 2
+                     : res.restarts < 8 ? 3 : res.restarts < 16 ? 4 : 5;
+            hist_n[b]++;
+            hist_us[b] += tt[i];
+        }
         if (a->verbose && (!good || tt[i] > 1000.0))
             fprintf(stderr, "sample %zu: %s, verified %d, %zu iterations, %zu restarts, %.0f us\n",
                     i, ik_status_name(res.status), good, res.iterations, res.restarts, tt[i]);
@@ -616,7 +633,10 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         c0 = cpu_s();
         for (size_t t = 0; t < nt; t++) {
             ik_target tg = ik_target_full_pose(goal[t]);
-            ik_numeric_solve(&bc[t].chain, &tg, NULL, &no, wn, wsn, qsep[t], NULL);
+            ik_numeric_result nr;
+            ik_numeric_solve(&bc[t].chain, &tg, NULL, &no, wn, wsn, qsep[t], &nr);
+            sep_iterations += nr.iterations;
+            sep_restarts += nr.restarts;
         }
         ts[i] = (now_s() - t0) * 1e6;
         cpu_sep += cpu_s() - c0;
@@ -638,6 +658,10 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         }
         consistent += (size_t)(sgood && same);
     }
+    if (a->verbose)
+        for (int b = 0; b < 6; b++)
+            fprintf(stderr, "restarts bucket %d (0,1,2-3,4-7,8-15,16+): %zu samples, %.0f us total\n",
+                    b, hist_n[b], hist_us[b]);
     double st = 0.0, ss = 0.0;
     for (size_t i = 0; i < n; i++) {
         st += tt[i];
@@ -650,12 +674,15 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     printf("{\"bench\":\"tree\",\"robot\":\"%s\",\"base\":\"%s\",\"tips\":%zu,"
            "\"dof\":%zu,\"shared_joints\":%zu,\"samples\":%zu,\"success\":%.5f,"
            "\"mean_us\":%.2f,\"median_us\":%.2f,\"p99_us\":%.2f,\"mean_iterations\":%.1f,"
-           "\"separate_success\":%.5f,\"separate_consistent\":%.5f,"
+           "\"mean_restarts\":%.2f,\"separate_mean_iterations\":%.1f,"
+           "\"separate_mean_restarts\":%.2f,\"separate_success\":%.5f,\"separate_consistent\":%.5f,"
            "\"separate_mean_us\":%.2f,\"ratio_tree_vs_separate\":%.3f,"
            "\"cpu_mean_us\":%.2f,\"separate_cpu_mean_us\":%.2f,\"cpu_ratio\":%.3f}\n",
            robot, a->base, nt, dof, shared, n, (double)ok_tree / (double)n, st / (double)n,
            n % 2 ? tt[n / 2] : 0.5 * (tt[n / 2 - 1] + tt[n / 2]), tt[p99],
-           (double)iterations / (double)n, (double)ok_sep / (double)n,
+           (double)iterations / (double)n, (double)tree_restarts / (double)n,
+           (double)sep_iterations / (double)n, (double)sep_restarts / (double)n,
+           (double)ok_sep / (double)n,
            (double)consistent / (double)n, ss / (double)n, ss > 0.0 ? st / ss : 0.0,
            1e6 * cpu_tree / (double)n, 1e6 * cpu_sep / (double)n,
            cpu_sep > 0.0 ? cpu_tree / cpu_sep : 0.0);

@@ -4,7 +4,8 @@
 # then the chain benchmark on the five
 # shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
-# samples each, the tree benchmark on both PR2 arms, then the HTTP
+# samples each, the tree benchmark on both PR2 arms and the Baxter-like
+# tree, then the HTTP
 # benchmark, then the WebSocket benchmarks (robot_bench.py among them). Every
 # command prints one JSON object on its last line.
 set -eu
@@ -42,14 +43,16 @@ closed ur10_like
 
 # several end effectors on one tree (solver/ik_tree.h): both PR2 arms, from
 # torso_lift_link (two independent arms) and from base_link (the prismatic
-# torso shared), against the same arms solved as separate chains in the
-# same run (ratio_tree_vs_separate; cpu_ratio in thread CPU time)
-tree() { # base
-    "$BIN" tree --urdf "$IKD_DATA/robots/pr2.urdf" --base "$1" \
-        --tips l_wrist_roll_link,r_wrist_roll_link --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5
+# torso shared), and the Baxter-like tree (a torso yaw shared by two 7-joint
+# arms), against the same arms solved as separate chains in the same run
+# (ratio_tree_vs_separate; cpu_ratio in thread CPU time)
+tree() { # robot base tips
+    "$BIN" tree --urdf "$IKD_DATA/robots/$1.urdf" --base "$2" \
+        --tips "$3" --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5
 }
-tree torso_lift_link
-tree base_link
+tree pr2 torso_lift_link l_wrist_roll_link,r_wrist_roll_link
+tree pr2 base_link l_wrist_roll_link,r_wrist_roll_link
+tree baxter_like base_link left_hand,right_hand
 
 # the daemon over HTTP: wrk against ikd and a bare libmicrohttpd server,
 # same run (tests/bench/http_bench.sh)

@@ -9,7 +9,8 @@
  *   - both arms of the PR2 (tests/data/robots/pr2.urdf, from
  *     torso_lift_link and from base_link) and a Baxter-like tree built here
  *     (a torso yaw joint shared by two 7-joint arms with Baxter's link
- *     offsets): targets by FK of random configurations inside the limits,
+ *     offsets; tests/data/robots/baxter_like.urdf must describe the same
+ *     tree): targets by FK of random configurations inside the limits,
  *     both tips full pose at 1e-5, at least 99.9% success with a budget in
  *     iterations (never in time: the machine is shared), every answer
  *     inside the limits and on target by urdf_fk;
@@ -311,6 +312,29 @@ START_TEST(test_baxter_two_arms)
         ik_xform a = ik_tree_fk(&tree, q, t), b = ik_tree_fk(&tree2, q, t);
         ck_assert_double_lt(ik_vec3_dist(a.p, b.p), 1e-12);
     }
+    /* tests/data/robots/baxter_like.urdf describes the same tree */
+    size_t len;
+    char *xml = read_text("robots/baxter_like.urdf", &len);
+    for (size_t t = 0; t < 2; t++) {
+        ik_chain c;
+        size_t dof;
+        proto_error err;
+        ck_assert_int_eq(proto_urdf_load_chain(xml, len, "base_link", t ? "right_hand" : "left_hand",
+                                               &c, &dof, NULL, &err),
+                         0);
+        ck_assert_uint_eq(dof, 8);
+        for (int i = 0; i < 20; i++) {
+            random_q(&tree, q);
+            double qc[IK_MAX_DOF];
+            for (size_t k = 0; k < dof; k++)
+                qc[k] = q[p[t].var[k]];
+            /* the file writes pi/2 to 17 digits, baxter_arm to 12 */
+            ik_xform a = ik_chain_fk(&c, qc), b = urdf_fk(&p[t], q);
+            ck_assert_double_lt(ik_vec3_dist(a.p, b.p), 1e-9);
+            ck_assert_double_lt(ik_quat_angle_between(a.q, b.q), 1e-9);
+        }
+    }
+    free(xml);
     const size_t N = 2000;
     double it;
     size_t ok = random_full_pose(&tree, p, N, &it);
