@@ -228,6 +228,31 @@ ik_quat ik_quat_from_mat3(const double m[9])
     return ik_quat_normalize(q);
 }
 
+void ik_mat3_rotvec_error(const double Rt[9], const double R[9], double r[3])
+{
+    double E[9];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            E[3 * i + j] = Rt[3 * i] * R[3 * j] + Rt[3 * i + 1] * R[3 * j + 1] +
+                           Rt[3 * i + 2] * R[3 * j + 2];
+    const double tr = E[0] + E[4] + E[8];
+    if (tr > -0.9) {
+        /* 2 sin(theta) axis = (E21 - E12, E02 - E20, E10 - E01),
+         * cos(theta) = (trace - 1) / 2 */
+        const double vx = E[7] - E[5], vy = E[2] - E[6], vz = E[3] - E[1];
+        const double s2 = sqrt(vx * vx + vy * vy + vz * vz);
+        const double k = s2 < 1e-200 ? 0.5 : atan2(0.5 * s2, 0.5 * (tr - 1.0)) / s2;
+        r[0] = k * vx;
+        r[1] = k * vy;
+        r[2] = k * vz;
+    } else {
+        ik_vec3 v = ik_quat_to_rotvec(ik_quat_from_mat3(E));
+        r[0] = v.x;
+        r[1] = v.y;
+        r[2] = v.z;
+    }
+}
+
 void ik_quat_to_rpy(ik_quat q, double *roll, double *pitch, double *yaw)
 {
     double m[9];

