@@ -901,10 +901,25 @@ static void random_var(const ik_tree *T, size_t v, ik_rng *r, double *q)
         q[v] = ik_rng_uniform(r, T->lower[v], T->upper[v]);
 }
 
+/* Variable v's value x re-expressed as its 2 pi k equivalent nearest ref
+ * (itself inside the limits): ik_chain_turn_near() of a chain that holds
+ * it (continuous joints, and revolute joints whose range spans a full
+ * turn; x itself otherwise). */
+static double var_near(const ik_tree *T, size_t v, double x, double ref)
+{
+    if (T->type[v] == IK_JOINT_PRISMATIC)
+        return x;
+    for (size_t t = 0; t < T->ntips; t++)
+        for (size_t i = 0; i < T->chain[t].dof; i++)
+            if (T->var[t][i] == v)
+                return ik_chain_turn_near(&T->chain[t], i, x, ref);
+    return x;
+}
+
+/* a[v] - b[v] measured between the turns nearest each other. */
 static double var_delta(const ik_tree *T, size_t v, const double *a, const double *b)
 {
-    double d = a[v] - b[v];
-    return T->type[v] == IK_JOINT_CONTINUOUS ? ik_wrap_angle(d) : d;
+    return var_near(T, v, a[v], b[v]) - b[v];
 }
 
 /* ---- objectives --------------------------------------------------------- */
@@ -1351,14 +1366,22 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
     S.er = S.Jr + M * n;
     S.t0 = t0;
 
-    /* the seed, inside the limits */
+    /* the seed, inside the limits; ref keeps its turns (continuous joints
+     * unwrapped unless beyond IK_TURN_SEED_MAX) for the answer's */
+    double ref[IK_TREE_MAX_DOF];
     if (seed)
         memcpy(S.seed, seed, n * sizeof *seed);
     else
         ik_tree_mid(T, S.seed);
-    for (size_t v = 0; v < n; v++)
-        S.seed[v] = T->type[v] == IK_JOINT_CONTINUOUS ? ik_wrap_angle(S.seed[v])
-                                                      : ik_clamp(S.seed[v], T->lower[v], T->upper[v]);
+    for (size_t v = 0; v < n; v++) {
+        if (T->type[v] == IK_JOINT_CONTINUOUS) {
+            ref[v] = fabs(S.seed[v]) > IK_TURN_SEED_MAX ? ik_wrap_angle(S.seed[v]) : S.seed[v];
+            S.seed[v] = ik_wrap_angle(S.seed[v]);
+        } else {
+            S.seed[v] = ik_clamp(S.seed[v], T->lower[v], T->upper[v]);
+            ref[v] = S.seed[v];
+        }
+    }
 
     /* tasks, levels */
     task tasks[IK_TREE_MAX_TIPS];
@@ -1448,9 +1471,8 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
         for (size_t i = 0; i < G.nv; i++)
             answer[G.v[i]] = from[G.v[i]];
     }
-    for (size_t v = 0; v < n; v++)
-        if (T->type[v] == IK_JOINT_CONTINUOUS)
-            answer[v] = ik_wrap_angle(answer[v]);
+    for (size_t v = 0; v < n; v++) /* the turns nearest the seed's */
+        answer[v] = var_near(T, v, answer[v], ref[v]);
 
     int status = IK_OK;
     if (!all_solved)

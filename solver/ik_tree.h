@@ -52,7 +52,15 @@
  * SUCCESS (IK_OK) means every checked tip is within tolerance (as in
  * ik_numeric.h: every checked component of the position error within
  * tol_pos, of the rotation vector within tol_rot, root frame), every
- * variable within its limits (continuous ones wrapped into (-pi, pi]).
+ * variable within its limits.
+ *
+ * TURNS, as ik_numeric.h's: a continuous variable, and a revolute one
+ * whose range spans a full turn, is answered as the equivalent (inside
+ * its limits) nearest the seed's value (ik_chain_turn_near), so a stream
+ * seeded with its previous answer never jumps a whole turn; without a
+ * seed the reference is the mid-limit pose (continuous: [-pi, pi]). A
+ * continuous seed beyond IK_TURN_SEED_MAX is wrapped first. The
+ * DISTANCE objective measures between those equivalents.
  * When targets conflict, the answer is IK_ENOTCONV (or IK_ETIMEDOUT) with
  * the best pose found: the highest levels met, then the first unmet level
  * as close as the remaining freedom allows; res->levels_met and

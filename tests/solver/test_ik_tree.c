@@ -18,6 +18,8 @@
  *     their targets: the high-priority tip lands within 1e-6 and the
  *     low-priority one's weighted error equals the minimum found by a
  *     brute-force search over the freedom the first one leaves;
+ *   - turns: continuous joints (and revolute ones spanning a full turn)
+ *     answered on the turn nearest the seed;
  *   - keep rules, the secondary objectives (each one's value is at least as
  *     good as the first solution's, and strictly better somewhere), invalid
  *     input, a too small workspace, determinism.
@@ -358,17 +360,18 @@ END_TEST
 #define LB1 0.7
 #define LB2 0.5
 
-static void planar_tree(ik_tree *tr, path *p)
+/* The joints continuous, or revolute in [lo, hi] when type says so. */
+static void planar_tree_of(ik_tree *tr, path *p, ik_joint_type type, double lo, double hi)
 {
     ik_vec3 z = ik_v3(0, 0, 1);
     p[0].n = p[1].n = 0;
-    ik_joint s = joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, z, 0, 0);
+    ik_joint s = joint(type, ZERO, ZERO, z, lo, hi);
     p[0].j[p[0].n++] = s;
-    p[0].j[p[0].n++] = joint(IK_JOINT_CONTINUOUS, ik_v3(LA0, 0, 0), ZERO, z, 0, 0);
+    p[0].j[p[0].n++] = joint(type, ik_v3(LA0, 0, 0), ZERO, z, lo, hi);
     p[0].j[p[0].n++] = joint(IK_JOINT_FIXED, ik_v3(LA1, 0, 0), ZERO, ZERO, 0, 0);
     p[1].j[p[1].n++] = s;
-    p[1].j[p[1].n++] = joint(IK_JOINT_CONTINUOUS, ik_v3(-LB0, 0, 0), ZERO, z, 0, 0);
-    p[1].j[p[1].n++] = joint(IK_JOINT_CONTINUOUS, ik_v3(-LB1, 0, 0), ZERO, z, 0, 0);
+    p[1].j[p[1].n++] = joint(type, ik_v3(-LB0, 0, 0), ZERO, z, lo, hi);
+    p[1].j[p[1].n++] = joint(type, ik_v3(-LB1, 0, 0), ZERO, z, lo, hi);
     p[1].j[p[1].n++] = joint(IK_JOINT_FIXED, ik_v3(-LB2, 0, 0), ZERO, ZERO, 0, 0);
     const ik_joint *chains[2] = {p[0].j, p[1].j};
     size_t lens[2] = {p[0].n, p[1].n};
@@ -376,6 +379,11 @@ static void planar_tree(ik_tree *tr, path *p)
     size_t ida[3] = {0, 1, 2}, idb[4] = {0, 4, 5, 6};
     tip_vars(tr, &p[0], ida);
     tip_vars(tr, &p[1], idb);
+}
+
+static void planar_tree(ik_tree *tr, path *p)
+{
+    planar_tree_of(tr, p, IK_JOINT_CONTINUOUS, 0, 0);
 }
 
 /* B's weighted squared error (x, y, yaw) for s, b1, b2, computed here. */
@@ -638,6 +646,74 @@ START_TEST(test_objectives)
 }
 END_TEST
 
+/* Turns, as ik_numeric.h's: a continuous joint (the PR2's forearm and
+ * wrist rolls) is answered on the turn nearest its seed, never wrapped
+ * back into (-pi, pi]; a revolute joint whose range spans a full turn
+ * too; without a seed continuous joints come back in [-pi, pi]. */
+START_TEST(test_turns)
+{
+    path p[2];
+    pr2_tree("torso_lift_link", &tree, &p[0], &p[1]);
+    rng_state = 21;
+    ik_tree_opts o = ik_tree_opts_default();
+    o.timeout_s = 0.0;
+    o.max_iterations = 20000;
+    size_t cont = 0;
+    for (int i = 0; i < 20; i++) {
+        double qt[IK_TREE_MAX_DOF], seed[IK_TREE_MAX_DOF], q[IK_TREE_MAX_DOF];
+        random_q(&tree, qt);
+        for (size_t v = 0; v < tree.dof; v++) {
+            seed[v] = qt[v];
+            if (tree.type[v] == IK_JOINT_CONTINUOUS)
+                seed[v] += (i % 2 ? 2.0 : -4.0) * IK_PI + 0.05; /* other turns */
+        }
+        ik_tree_goal g[2] = {ik_tree_goal_target(ik_target_full_pose(urdf_fk(&p[0], qt))),
+                             ik_tree_goal_target(ik_target_full_pose(urdf_fk(&p[1], qt)))};
+        o.objective = i % 4 < 2 ? IK_TREE_OBJ_NONE : IK_TREE_OBJ_DISTANCE;
+        ck_assert_int_eq(ik_tree_solve(&tree, g, seed, &o, ws, sizeof ws, q, NULL), IK_OK);
+        for (size_t v = 0; v < tree.dof; v++) {
+            if (tree.type[v] != IK_JOINT_CONTINUOUS)
+                continue;
+            cont++;
+            ck_assert_msg(fabs(q[v] - seed[v]) <= IK_PI, "sample %d: variable %zu is %g, seed %g", i,
+                          v, q[v], seed[v]);
+        }
+        for (size_t t = 0; t < 2; t++) { /* the same pose */
+            double e[6];
+            ik_pose_error(g[t].target.pose, urdf_fk(&p[t], q), e);
+            for (int r = 0; r < 6; r++)
+                ck_assert_double_le(fabs(e[r]), 1e-5);
+        }
+        /* without a seed: continuous joints in [-pi, pi] */
+        ck_assert_int_eq(ik_tree_solve(&tree, g, NULL, &o, ws, sizeof ws, q, NULL), IK_OK);
+        for (size_t v = 0; v < tree.dof; v++)
+            if (tree.type[v] == IK_JOINT_CONTINUOUS)
+                ck_assert_double_le(fabs(q[v]), IK_PI);
+    }
+    ck_assert_uint_eq(cont, 20 * 4);
+    /* a revolute joint of range [-2 pi, 2 pi] shared by two planar tips
+     * (the priorities' tree with that range on every joint) */
+    path pp[2];
+    planar_tree_of(&tree, pp, IK_JOINT_REVOLUTE, -2.0 * IK_PI, 2.0 * IK_PI);
+    for (int i = 0; i < 20; i++) {
+        double qt[IK_TREE_MAX_DOF], seed[IK_TREE_MAX_DOF], q[IK_TREE_MAX_DOF];
+        for (size_t v = 0; v < tree.dof; v++) {
+            qt[v] = urand(-IK_PI, IK_PI);
+            seed[v] = qt[v] + (qt[v] < 0 ? 2.0 * IK_PI - 0.03 : -2.0 * IK_PI + 0.03);
+        }
+        ik_tree_goal g[2] = {ik_tree_goal_target(ik_target_position(urdf_fk(&pp[0], qt).p)),
+                             ik_tree_goal_target(ik_target_position(urdf_fk(&pp[1], qt).p))};
+        o.objective = IK_TREE_OBJ_NONE;
+        ck_assert_int_eq(ik_tree_solve(&tree, g, seed, &o, ws, sizeof ws, q, NULL), IK_OK);
+        for (size_t v = 0; v < tree.dof; v++) {
+            ck_assert_msg(fabs(q[v] - seed[v]) <= IK_PI, "planar %d: variable %zu is %g, seed %g",
+                          i, v, q[v], seed[v]);
+            ck_assert(q[v] >= -2.0 * IK_PI && q[v] <= 2.0 * IK_PI);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_invalid_input)
 {
     path p[2];
@@ -735,6 +811,7 @@ static Suite *tree_suite(void)
     tcase_add_test(tc, test_priority_vs_weight);
     tcase_add_test(tc, test_keep_rules);
     tcase_add_test(tc, test_objectives);
+    tcase_add_test(tc, test_turns);
     tcase_add_test(tc, test_invalid_input);
     tcase_add_test(tc, test_workspace_and_determinism);
     suite_add_tcase(s, tc);
