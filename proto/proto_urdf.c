@@ -1,5 +1,6 @@
 /*
- * proto_urdf.c: URDF text to the joint list of one serial chain (see proto_urdf.h).
+ * proto_urdf.c: URDF text to the joint list of one serial chain, or of a
+ * tree of several from one base (see proto_urdf.h).
  *
  * The document is parsed into a libxml2 tree with a parser context of our
  * own (so that the error of this parse, with its line, is ours and not a
@@ -616,6 +617,72 @@ done:
     free(joints);
     free(jn);
     free(tmp);
+    return r;
+}
+
+int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
+                    const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
+                    size_t cap, size_t *n_joints, size_t *tip_joint,
+                    char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
+{
+    if (!base_link || !tip_links || ntips == 0 || !n_joints || !parent || !tip_joint ||
+        (cap > 0 && !joints))
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "a base link and tip links must be given");
+    for (size_t t = 0; t < ntips; t++)
+        for (size_t u = 0; u < t; u++)
+            if (strcmp(tip_links[t], tip_links[u]) == 0)
+                return INVALID(err, "tip link '%.64s' is named twice", tip_links[t]);
+    urdf_doc d;
+    if (urdf_open(&d, xml, len, err))
+        return -1;
+    /* the joints met so far (urdf_joint pointers), to list each once */
+    const urdf_joint **seen = malloc((d.n_joints ? d.n_joints : 1) * sizeof *seen);
+    const urdf_joint **path = NULL;
+    size_t n = 0;
+    int r = seen ? 0 : urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
+    for (size_t t = 0; r == 0 && t < ntips; t++) {
+        size_t np = 0;
+        free(path);
+        path = NULL;
+        r = find_path(&d, base_link, tip_links[t], &path, &np, err);
+        /* from the base down: a joint already listed keeps its index */
+        int up = -1;
+        for (size_t i = np; r == 0 && i-- > 0;) {
+            const urdf_joint *j = path[i];
+            size_t k = 0;
+            while (k < n && seen[k] != j)
+                k++;
+            if (k == n) {
+                if (n == cap) {
+                    r = TOO_LARGE(err, "the paths from '%.64s' to the tips have more than %zu "
+                                       "joints",
+                                  base_link, cap);
+                    break;
+                }
+                if (names && strlen(j->name) >= PROTO_URDF_NAME_MAX) {
+                    r = TOO_LARGE(err, "joint name '%.64s...' is longer than %d bytes", j->name,
+                                  PROTO_URDF_NAME_MAX - 1);
+                    break;
+                }
+                if (decode_joint(j, &joints[n], err)) {
+                    r = -1;
+                    break;
+                }
+                if (names)
+                    snprintf(names[n], PROTO_URDF_NAME_MAX, "%s", j->name);
+                parent[n] = up;
+                seen[n++] = j;
+            }
+            up = (int)k;
+        }
+        if (r == 0)
+            tip_joint[t] = (size_t)up;
+    }
+    if (r == 0)
+        *n_joints = n;
+    free(path);
+    free(seen);
+    urdf_close(&d);
     return r;
 }
 

@@ -1,5 +1,6 @@
 /*
- * proto_urdf.h: reading a serial chain out of a URDF document (libxml2).
+ * proto_urdf.h: reading a serial chain, or a tree of several (one base
+ * link, several tip links), out of a URDF document (libxml2).
  *
  * A URDF robot is a tree of <link> elements connected by <joint> elements
  * (each joint names one parent and one child link). An IK chain is the path
@@ -108,6 +109,20 @@ int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, co
 int proto_urdf_velocities(const char *xml, size_t len, const char *base_link,
                           const char *tip_link, double *vel, size_t cap, size_t *n_movable,
                           proto_error *err);
+
+/* The joints on the paths from base_link down to each of the ntips links
+ * tip_links[0..ntips-1], as a tree (a torso joint on the path of two arms
+ * is listed once): joints[0..*n_joints-1] in the order the paths meet
+ * them, parents before children, fixed joints included; parent[i] is the
+ * index of the joint whose child link is joint i's parent link, or -1 when
+ * that link is base_link; tip_joint[t] is the joint whose child is
+ * tip_links[t]; names (if not NULL) as proto_urdf_chain's. Every tip must
+ * be a descendant of base_link, and no tip may be named twice or be the
+ * base. More than cap joints in all gives "too_large". */
+int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
+                    const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
+                    size_t cap, size_t *n_joints, size_t *tip_joint,
+                    char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
 
 /* Lists the names of every <link> of the document, in document order, into
  * names[0..*n_links-1] (names longer than PROTO_URDF_NAME_MAX - 1 bytes are

@@ -296,6 +296,78 @@ START_TEST(test_pr2_torso_moves_along_z)
 }
 END_TEST
 
+/* proto_urdf_tree: both PR2 arms from base_link share the torso joint once
+ * (every joint listed once, parents first), each tip's path through the
+ * parents is the serial chain proto_urdf_chain reads, and the rejections
+ * (an unknown tip, a tip that is no descendant, the same tip twice, too
+ * many joints) name their cause. */
+START_TEST(test_tree_paths)
+{
+    size_t len;
+    char *xml = read_data("robots/pr2.urdf", &len);
+    const char *tips[2] = {"l_wrist_roll_link", "r_wrist_roll_link"};
+    ik_joint j[64];
+    int parent[64];
+    size_t n = 0, tip_joint[2];
+    char(*names)[PROTO_URDF_NAME_MAX] = malloc(64 * sizeof *names);
+    ck_assert_ptr_nonnull(names);
+    proto_error err;
+    ck_assert_int_eq(proto_urdf_tree(xml, len, "base_link", tips, 2, j, parent, 64, &n, tip_joint,
+                                     names, &err),
+                     0);
+    for (size_t t = 0; t < 2; t++) {
+        ik_joint c[16];
+        size_t nc;
+        char(*cn)[PROTO_URDF_NAME_MAX] = malloc(16 * sizeof *cn);
+        ck_assert_int_eq(proto_urdf_chain(xml, len, "base_link", tips[t], c, 16, &nc, cn, &err),
+                         0);
+        /* up from the tip through the parents: the chain, tip first */
+        size_t k = nc;
+        for (int i = (int)tip_joint[t]; i >= 0; i = parent[i]) {
+            ck_assert_uint_gt(k, 0);
+            k--;
+            ck_assert_str_eq(names[i], cn[k]);
+            ck_assert_int_eq(j[i].type, c[k].type);
+            ck_assert(memcmp(&j[i].origin, &c[k].origin, sizeof c[k].origin) == 0);
+            ck_assert_int_lt(parent[i], i); /* parents first */
+        }
+        ck_assert_uint_eq(k, 0);
+        free(cn);
+    }
+    /* each joint once: the torso joint appears once and is on both paths */
+    size_t torso = 0;
+    for (size_t i = 0; i < n; i++) {
+        torso += strcmp(names[i], "torso_lift_joint") == 0;
+        for (size_t k = 0; k < i; k++)
+            ck_assert_str_ne(names[i], names[k]);
+    }
+    ck_assert_uint_eq(torso, 1);
+    /* rejections */
+    const char *bad[2] = {"l_wrist_roll_link", "no_such_link"};
+    ck_assert_int_eq(proto_urdf_tree(xml, len, "base_link", bad, 2, j, parent, 64, &n, tip_joint,
+                                     NULL, &err),
+                     -1);
+    ck_assert_str_eq(proto_error_name(err.code), "invalid_urdf");
+    ck_assert_ptr_nonnull(strstr(err.message, "no_such_link"));
+    bad[1] = "base_link";
+    ck_assert_int_eq(proto_urdf_tree(xml, len, "r_wrist_roll_link", bad, 2, j, parent, 64, &n,
+                                     tip_joint, NULL, &err),
+                     -1);
+    ck_assert_ptr_nonnull(strstr(err.message, "not a descendant"));
+    bad[1] = "l_wrist_roll_link";
+    ck_assert_int_eq(proto_urdf_tree(xml, len, "base_link", bad, 2, j, parent, 64, &n, tip_joint,
+                                     NULL, &err),
+                     -1);
+    ck_assert_ptr_nonnull(strstr(err.message, "twice"));
+    ck_assert_int_eq(proto_urdf_tree(xml, len, "base_link", tips, 2, j, parent, 10, &n, tip_joint,
+                                     NULL, &err),
+                     -1);
+    ck_assert_str_eq(proto_error_name(err.code), "too_large");
+    free(names);
+    free(xml);
+}
+END_TEST
+
 START_TEST(test_links_list)
 {
     size_t len;
@@ -663,6 +735,7 @@ static Suite *urdf_suite(void)
     tcase_add_loop_test(tc, test_robot_chain, 0, (int)(sizeof chains / sizeof chains[0]));
     tcase_add_test(tc, test_pr2_torso_moves_along_z);
     tcase_add_test(tc, test_links_list);
+    tcase_add_test(tc, test_tree_paths);
     tcase_add_test(tc, test_threads);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("errors");
