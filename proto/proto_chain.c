@@ -14,6 +14,7 @@
  *   skeleton  seed 001's translate-rotate-scale hierarchy and its limb
  *   joints    a joint list with URDF semantics (ik_chain.h)
  *   urdf      a URDF document and its base and tip links (proto/proto_urdf.h)
+ *   tree      several tips over shared joints (proto/proto_tree.c)
  *
  * Ids are content addresses: the first 128 bits (hex) of the SHA-256 of the
  * chain object's canonical JSON (keys sorted, compact, every number written
@@ -36,7 +37,7 @@
 #include "solver/ik_status.h"
 
 const char *const proto_chain_kind_names[] = {"planar", "links3d", "bones", "skeleton",
-                                              "joints", "urdf",    NULL};
+                                              "joints", "urdf",    "tree",  NULL};
 
 /* ---- lifetime --------------------------------------------------------- */
 
@@ -69,6 +70,8 @@ void proto_chain_unref(proto_chain *c)
     free(c->rotations);
     free(c->skel);
     free(c->names);
+    free(c->tree);
+    free(c->tip_names);
     free(c);
 }
 
@@ -117,6 +120,8 @@ size_t proto__seed_len(const proto_chain *c)
         return 3 * c->nbones;
     case PROTO_CHAIN_SKELETON:
         return 4 * c->nskel;
+    case PROTO_CHAIN_TREE:
+        return c->tree->dof;
     default:
         return 0;
     }
@@ -415,16 +420,6 @@ static int find_name(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
     return -1;
 }
 
-static int copy_name(char *dst, const json_t *v, const char *path, proto_error *err)
-{
-    const char *s;
-    if (proto_json_string(v, path, PROTO_NAME_MAX - 1, &s, err))
-        return -1;
-    if (!*s)
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path, "names must not be empty");
-    snprintf(dst, PROTO_NAME_MAX, "%s", s);
-    return 0;
-}
 
 static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                            const proto_limits *lim, proto_error *err)
@@ -460,7 +455,7 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
             return -1;
         json_t *v = proto_json_require(b, pb, "name", err);
         proto_json_path_key(pf, pb, "name");
-        if (!v || copy_name(c->names[i], v, pf, err))
+        if (!v || proto__name(c->names[i], v, pf, err))
             return -1;
         if (find_name(c->names, i, c->names[i]) >= 0)
             return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "bone name \"%s\" is used twice",
@@ -560,10 +555,6 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
                          const proto_limits *lim, proto_error *err)
 {
     static const char *const keys[] = {"kind", "joints", "frame", "units", NULL};
-    static const char *const jkeys[] = {"name", "type", "origin", "axis", "limits", NULL};
-    static const char *const okeys[] = {"xyz", "rpy", NULL};
-    static const char *const lkeys[] = {"lower", "upper", NULL};
-    static const char *const types[] = {"fixed", "revolute", "continuous", "prismatic", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     int fi, ui;
@@ -591,93 +582,11 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
     int rc = -1;
     size_t movable = 0;
     for (size_t i = 0; i < n; i++) {
-        char pj[PROTO_PATH_MAX], pf[PROTO_PATH_MAX];
+        char pj[PROTO_PATH_MAX];
         proto_json_path_index(pj, p, i);
-        json_t *jo = json_array_get(arr, i);
-        if (proto_json_check_object(jo, pj, jkeys, err))
+        if (proto__joint_decode(json_array_get(arr, i), pj, i, frame, units, false, &j[i],
+                                names[i], err))
             goto out;
-        json_t *v = json_object_get(jo, "name");
-        proto_json_path_key(pf, pj, "name");
-        if (v) {
-            if (copy_name(names[i], v, pf, err))
-                goto out;
-        } else {
-            snprintf(names[i], PROTO_NAME_MAX, "joint%zu", i);
-        }
-        v = proto_json_require(jo, pj, "type", err);
-        proto_json_path_key(pf, pj, "type");
-        int type;
-        if (!v || proto_json_enum(v, pf, types, &type, err))
-            goto out;
-        j[i].type = (ik_joint_type)type;
-        ik_vec3 xyz = ik_v3(0, 0, 0), rpy = ik_v3(0, 0, 0);
-        v = json_object_get(jo, "origin");
-        if (v) {
-            char po[PROTO_PATH_MAX];
-            proto_json_path_key(po, pj, "origin");
-            if (proto_json_check_object(v, po, okeys, err))
-                goto out;
-            json_t *w = json_object_get(v, "xyz");
-            proto_json_path_key(pf, po, "xyz");
-            if (w && proto__vec3(w, pf, &xyz, err))
-                goto out;
-            w = json_object_get(v, "rpy");
-            proto_json_path_key(pf, po, "rpy");
-            if (w && proto__vec3(w, pf, &rpy, err))
-                goto out;
-        }
-        ik_xform origin = {xyz, ik_quat_from_rpy(proto_angle_in(units, rpy.x),
-                                                 proto_angle_in(units, rpy.y),
-                                                 proto_angle_in(units, rpy.z))};
-        j[i].origin = proto_frame_xform_in(frame, origin);
-        ik_vec3 axis = ik_v3(1, 0, 0);
-        v = json_object_get(jo, "axis");
-        proto_json_path_key(pf, pj, "axis");
-        if (v && proto__vec3(v, pf, &axis, err))
-            goto out;
-        if (j[i].type != IK_JOINT_FIXED && !(ik_vec3_len(axis) > 1e-9)) {
-            proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "joint \"%s\" has a zero axis",
-                            names[i]);
-            goto out;
-        }
-        j[i].axis = j[i].type == IK_JOINT_PRISMATIC ? proto_frame_vec_in(frame, axis)
-                                                    : proto_frame_axis_in(frame, axis);
-        j[i].lower = -INFINITY;
-        j[i].upper = INFINITY;
-        v = json_object_get(jo, "limits");
-        proto_json_path_key(pf, pj, "limits");
-        if (j[i].type == IK_JOINT_REVOLUTE || j[i].type == IK_JOINT_PRISMATIC) {
-            if (!v) {
-                proto_error_set(err, PROTO_E_INVALID_REQUEST, pf,
-                                "joint \"%s\" is %s and needs limits {\"lower\", \"upper\"}",
-                                names[i], types[type]);
-                goto out;
-            }
-            if (proto_json_check_object(v, pf, lkeys, err))
-                goto out;
-            double lu[2];
-            for (int k = 0; k < 2; k++) {
-                char pl[PROTO_PATH_MAX];
-                json_t *w = proto_json_require(v, pf, lkeys[k], err);
-                proto_json_path_key(pl, pf, lkeys[k]);
-                if (!w || proto_json_number(w, pl, -PROTO_MAX_ABS, PROTO_MAX_ABS, &lu[k], err))
-                    goto out;
-                if (j[i].type == IK_JOINT_REVOLUTE)
-                    lu[k] = proto_angle_in(units, lu[k]);
-            }
-            if (lu[0] > lu[1]) {
-                proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
-                                "joint \"%s\" has lower limit above its upper limit", names[i]);
-                goto out;
-            }
-            j[i].lower = lu[0];
-            j[i].upper = lu[1];
-        } else if (v) {
-            proto_error_set(err, PROTO_E_INVALID_REQUEST, pf,
-                            "joint \"%s\" is %s: limits apply to revolute and prismatic joints",
-                            names[i], types[type]);
-            goto out;
-        }
         if (j[i].type != IK_JOINT_FIXED)
             movable++;
     }
@@ -842,6 +751,9 @@ proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const prot
     case PROTO_CHAIN_URDF:
         rc = decode_urdf(c, chain, path, lim, err);
         break;
+    case PROTO_CHAIN_TREE:
+        rc = proto__tree_decode(c, chain, path, lim, err);
+        break;
     }
     if (rc == 0) {
         c->source = json_incref(chain);
@@ -901,6 +813,9 @@ json_t *proto_chain_describe(const proto_chain *c)
     case PROTO_CHAIN_SKELETON:
         dof = c->nskel;
         break;
+    case PROTO_CHAIN_TREE:
+        dof = c->tree->dof;
+        break;
     default:
         dof = c->chain->dof;
     }
@@ -929,6 +844,8 @@ json_t *proto_chain_describe(const proto_chain *c)
         }
         json_object_set_new(d, "joints", lim);
     }
+    if (c->tree)
+        proto__tree_describe(c, d);
     json_t *sol = json_array();
     for (int s = PROTO_SOLVER_TWO_LINK; s < PROTO_SOLVER_COUNT; s++) {
         proto_options o;

@@ -25,6 +25,7 @@
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_skeleton.h"
+#include "solver/ik_tree.h"
 
 #define PROTO_NAME_MAX 64
 #define PROTO_ID_HEX 32 /* 128 bits of SHA-256, hex */
@@ -41,7 +42,8 @@ typedef enum proto_chain_kind {
     PROTO_CHAIN_BONES,      /* joint positions (+ rotations) */
     PROTO_CHAIN_SKELETON,   /* TRS hierarchy with a two-bone limb */
     PROTO_CHAIN_JOINTS,     /* URDF-semantics joint list */
-    PROTO_CHAIN_URDF        /* a URDF document, base and tip links */
+    PROTO_CHAIN_URDF,       /* a URDF document, base and tip links */
+    PROTO_CHAIN_TREE        /* several tips over shared joints (proto_tree.c) */
 } proto_chain_kind;
 
 extern const char *const proto_chain_kind_names[];
@@ -92,6 +94,11 @@ struct proto_chain {
     /* urdf: the <limit velocity> of each movable joint (0: none given),
      * read on first use (proto__chain_velocities) and kept */
     _Atomic(double *) velocity;
+    /* tree: the compiled tree (own allocation) and its tips' names (links
+     * of a URDF, joints of a joint list); names holds its joints', in the
+     * tree's variable order */
+    ik_tree *tree;
+    char (*tip_names)[PROTO_NAME_MAX];
 };
 
 /* One target in the internal convention. */
@@ -119,6 +126,7 @@ typedef struct proto_target {
     XX(ROTATIONS, "rotations")                                                                     \
     XX(LOCAL_ROTATIONS, "local_rotations")                                                         \
     XX(TIP, "tip")                                                                                 \
+    XX(TIPS, "tips")                                                                               \
     XX(POSITION_ERROR, "position_error")                                                           \
     XX(ORIENTATION_ERROR, "orientation_error")                                                     \
     XX(MAX_JOINT_STEP, "max_joint_step")                                                           \
@@ -161,6 +169,10 @@ typedef struct proto_options {
     double servo_period;
     double servo_velocity[IK_MAX_DOF];
     int bend;                  /* planar: +1, -1, or 0 (auto: +1, or nearest seed) */
+    /* tree chains: options.objective (an ik_tree_objective) when given;
+     * otherwise distance for nearest solves, none for the others */
+    bool has_objective;
+    int objective;
 } proto_options;
 
 /* The answer to one target, internal convention. */
@@ -183,7 +195,25 @@ typedef struct proto_result {
     double step_ang, step_lin;
     int servo; /* servo streams: 1 arrived at the solution, 0 on the way;
                   -1 not a servo answer */
+    struct proto_tip_result *tips; /* tree chains: job->ntips, else NULL */
 } proto_result;
+
+/* Tree chains: one tip's goal in a target (internal convention). */
+typedef struct proto_tip_goal {
+    bool active;       /* false: no target; the target's keep rule applies */
+    proto_target t;    /* position, orientation or rotation, weights */
+    unsigned priority; /* 0 highest */
+    double weight;     /* > 0 */
+} proto_tip_goal;
+
+/* Tree chains: one tip of an answer. */
+typedef struct proto_tip_result {
+    bool checked;   /* it had a target, or kept its pose */
+    bool reached;   /* checked and within tolerance */
+    ik_xform pose;  /* the answered joints' tip pose, ROS frame */
+    double pos_err; /* checked: distance to its target */
+    double rot_err; /* checked with rotation rows: angle to it; else < 0 */
+} proto_tip_result;
 
 struct proto_job {
     proto_kind kind;
@@ -203,6 +233,11 @@ struct proto_job {
     bool dims2;  /* planar: positions are 2-D */
     proto_result *results;
     bool *done;
+    /* tree chains: each target's goals (ntips per target) and keep rule
+     * (an ik_tree_keep), in the block; ntips 0 for the other kinds */
+    size_t ntips;
+    proto_tip_goal *goals;
+    unsigned char *keep;
     void *block; /* one allocation behind every array above */
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
 };
@@ -240,21 +275,31 @@ int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *er
 /* [[r00, r01, r02], [...], [...]]: orthonormal with det +1 within
  * PROTO_MAT_ORTHO_TOL; returned as a row-major matrix. */
 int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err);
+/* A name: a non-empty string of at most PROTO_NAME_MAX - 1 bytes, copied
+ * into dst. */
+int proto__name(char *dst, const json_t *v, const char *path, proto_error *err);
+/* One joint object of a joint list (a joints chain's, or with "parent"
+ * allowed, which the caller reads, a tree's) at path pj, index i (its
+ * default name joint<i>), in the chain's frame and units, into *out and
+ * name. 0, or -1 with *err set. */
+int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame frame,
+                        proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
+                        proto_error *err);
+/* A target object at JSON pointer path, in the caller's frame f (dims2:
+ * a planar chain's 2-D target), into *t in the internal convention. */
+int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
+                         proto_target *t, proto_error *err);
 
 /* True when joint i of a compiled chain turns (revolute or continuous), so
  * that options.units applies to its values; false for a prismatic joint. */
 static inline bool proto__angular_joint(const proto_chain *c, size_t i)
 {
-    return c->chain->type[i] != IK_JOINT_PRISMATIC;
+    return (c->tree ? c->tree->type[i] : c->chain->type[i]) != IK_JOINT_PRISMATIC;
 }
 
 /* ---- proto_job_decode.c: the pieces of a request, shared by HTTP
  * requests and stream sessions (proto_session.c) ---- */
 
-/* A target object at JSON pointer path, in the caller's frame f (dims2:
- * a planar chain's 2-D target), into *t in the internal convention. */
-int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
-                         proto_target *t, proto_error *err);
 /* A seed at path for chain c with options *o (frame and units), into out
  * (proto__seed_len(c) doubles, internal convention). */
 int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
@@ -270,11 +315,19 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
  * internal convention), *t0 checked against that solver (errors at
  * t0_path) and stored as target 0; targets 1..n-1 are the caller's to fill
  * (and to check with proto__check_target), and, when seeds, job->seed_q
- * has room for n seeds (has_seed all false). 0 and *out, or -1 with *err
+ * has room for n seeds (has_seed all false). A tree chain's solver does
+ * not depend on its targets: t0 is NULL then, and every target is the
+ * caller's to decode (proto__job_target). 0 and *out, or -1 with *err
  * set and nothing allocated. */
 int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind, size_t n,
                    const proto_target *t0, const char *t0_path, bool seeds, proto_job **out,
                    proto_error *err);
+/* Target i of job from the target object v at JSON pointer path, in the
+ * job's frame, checked against its solver: a tree's into job->goals and
+ * job->keep (proto__tree_target_decode), any other into job->targets[i]
+ * (proto__target_decode, proto__check_target). 0, or -1 with *err set. */
+int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *path,
+                      proto_error *err);
 
 /* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
  * straight into w (the stream encoder uses it for solutions). */
@@ -291,6 +344,27 @@ void proto_items_write_tail(proto_jw *w, const proto_items *it);
  * MoveItErrorCodes) a solver status is answered with; statuses outside the
  * table are "failure", 99999. */
 int proto__moveit(int status, const char **word);
+
+/* ---- proto_tree.c: tree chains ---- */
+
+/* The members of a tree chain object o at path (kind "tree": a URDF with
+ * base and tips, or joints naming their parents and tips) into c: c->tree,
+ * c->names, c->nnames, c->tip_names, c->memory. 0, or -1 with *err set. */
+int proto__tree_decode(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                       proto_error *err);
+/* A tree chain's own members of its description (joints, tips, shared
+ * joints) added to d. */
+void proto__tree_describe(const proto_chain *c, json_t *d);
+/* A tree target object v at path ({"tips": {name: target, ...}, "keep"})
+ * in frame f: goals[0..ntips-1] and *keep. 0, or -1 with *err set. */
+int proto__tree_target_decode(const json_t *v, const char *path, const proto_chain *c,
+                              proto_frame f, proto_tip_goal *goals, unsigned char *keep,
+                              proto_error *err);
+/* Solves target i of a tree job into r (proto__run_one's tree case). */
+void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size);
+/* The member name (without "options.") of options.objective's values,
+ * indexed by ik_tree_objective; NULL-terminated. */
+extern const char *const proto_objective_names[];
 
 /* proto_chain.c: a URDF chain's joint velocity limits (chain->dof values,
  * 0 where the URDF gives none), read from its document on first use and

@@ -28,116 +28,6 @@
 
 #include "solver/ik_status.h"
 
-/* ---- targets ---------------------------------------------------------- */
-
-int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
-                         proto_target *t, proto_error *err)
-{
-    static const char *const keys2[] = {"position", "up", NULL};
-    static const char *const keys3[] = {"position", "orientation", "rotation", "up",
-                                        "pole",     "weights",     NULL};
-    memset(t, 0, sizeof *t);
-    t->orientation = ik_quat_identity();
-    if (proto_json_check_object(v, path, dims2 ? keys2 : keys3, err))
-        return -1;
-    char p[PROTO_PATH_MAX];
-    json_t *x = proto_json_require(v, path, "position", err);
-    if (!x)
-        return -1;
-    proto_json_path_key(p, path, "position");
-    if (dims2) {
-        double d[2];
-        if (proto_json_numbers(x, p, 2, d, err))
-            return -1;
-        t->position = ik_v3(d[0], d[1], 0);
-        if ((x = json_object_get(v, "up"))) {
-            proto_json_path_key(p, path, "up");
-            if (proto_json_numbers(x, p, 2, d, err))
-                return -1;
-            if (!(hypot(d[0], d[1]) > 1e-12))
-                return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                       "target.up must be a non-zero direction");
-            t->has_up = true;
-            t->up = ik_v3(d[0], d[1], 0);
-        }
-        return 0;
-    }
-    if (proto__vec3(x, p, &t->position, err))
-        return -1;
-    t->position = proto_frame_vec_in(f, t->position);
-    json_t *o = json_object_get(v, "orientation"), *r = json_object_get(v, "rotation");
-    if (o && r) {
-        proto_json_path_key(p, path, "rotation");
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                               "give either target.orientation or target.rotation, not both");
-    }
-    if (o) {
-        proto_json_path_key(p, path, "orientation");
-        if (proto__quat(o, p, &t->orientation, err))
-            return -1;
-        t->orientation = proto_frame_quat_in(f, t->orientation);
-        t->has_orientation = true;
-    } else if (r) {
-        double m[9];
-        proto_json_path_key(p, path, "rotation");
-        if (proto__mat3(r, p, m, err))
-            return -1;
-        proto_frame_mat3_in(f, m, m);
-        t->orientation = ik_quat_normalize(ik_quat_from_mat3(m));
-        t->has_orientation = true;
-    }
-    if ((x = json_object_get(v, "up"))) {
-        proto_json_path_key(p, path, "up");
-        if (proto__vec3(x, p, &t->up, err))
-            return -1;
-        if (!(ik_vec3_len(t->up) > 1e-12))
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                   "target.up must be a non-zero direction");
-        t->up = proto_frame_vec_in(f, t->up);
-        t->has_up = true;
-    }
-    if ((x = json_object_get(v, "pole"))) {
-        proto_json_path_key(p, path, "pole");
-        if (proto__vec3(x, p, &t->pole, err))
-            return -1;
-        t->pole = proto_frame_vec_in(f, t->pole);
-        t->has_pole = true;
-    }
-    if ((x = json_object_get(v, "weights"))) {
-        proto_json_path_key(p, path, "weights");
-        double w[6];
-        size_t n;
-        if (proto_json_array(x, p, 6, 6, false, &n, err))
-            return -1;
-        bool any = false;
-        for (size_t i = 0; i < 6; i++) {
-            char pi[PROTO_PATH_MAX];
-            proto_json_path_index(pi, p, i);
-            if (proto_json_number(json_array_get(x, i), pi, 0, PROTO_MAX_ABS, &w[i], err))
-                return -1;
-            any |= w[i] > 0;
-        }
-        if (!any)
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                   "target.weights must have at least one weight > 0");
-        if ((w[3] > 0 || w[4] > 0 || w[5] > 0) && !t->has_orientation)
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                   "rotation weights need target.orientation or target.rotation");
-        /* weights follow their axes: permuted like the axes, signs dropped */
-        for (int k = 0; k < 2; k++) {
-            ik_vec3 cx = proto_frame_vec_in(f, ik_v3(1, 0, 0));
-            ik_vec3 cy = proto_frame_vec_in(f, ik_v3(0, 1, 0));
-            ik_vec3 cz = proto_frame_vec_in(f, ik_v3(0, 0, 1));
-            double *s = w + 3 * k;
-            t->weight[3 * k + 0] = fabs(cx.x) * s[0] + fabs(cy.x) * s[1] + fabs(cz.x) * s[2];
-            t->weight[3 * k + 1] = fabs(cx.y) * s[0] + fabs(cy.y) * s[1] + fabs(cz.y) * s[2];
-            t->weight[3 * k + 2] = fabs(cx.z) * s[0] + fabs(cy.z) * s[1] + fabs(cz.z) * s[2];
-        }
-        t->has_weights = true;
-    }
-    return 0;
-}
-
 /* ---- seeds ------------------------------------------------------------ */
 
 int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
@@ -236,7 +126,7 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
                                        "max_iterations", "timeout_ms", "search",
                                        "units",    "frame",      "bend",
                                        "max_joint_step", "servo", "fields",
-                                       "digits",   NULL};
+                                       "digits",   "objective", NULL};
     memset(o, 0, sizeof *o);
     o->timeout_ms = proto_limits_default_timeout_ms(lim);
     o->iter_cap = lim->max_iterations;
@@ -305,6 +195,11 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
             return -1;
         o->digits = (int)d;
     }
+    if (OPT("objective")) {
+        if (proto_json_enum(x, p, proto_objective_names, &o->objective, err))
+            return -1;
+        o->has_objective = true;
+    }
 #undef OPT
     return 0;
 }
@@ -371,6 +266,12 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/frame",
                                "options.frame does not apply to planar chains (they live in "
                                "their own x-y plane); leave it out");
+    /* the secondary objectives choose among a tree's solutions */
+    if (o->has_objective && c->kind != PROTO_CHAIN_TREE)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/objective",
+                               "options.objective applies to tree chains, not to %s chains (use "
+                               "search \"nearest\" to stay near a seed)",
+                               proto_chain_kind_names[c->kind]);
     return 0;
 }
 
@@ -379,10 +280,11 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
 
 static int job_alloc(proto_job *job, bool seeds)
 {
-    size_t n = job->n, sl = proto__seed_len(job->chain);
-    size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool));
+    size_t n = job->n, sl = proto__seed_len(job->chain), nt = job->ntips;
+    size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool) +
+                     nt * sizeof(proto_tip_goal) + (nt > 0));
     size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
-                 2 * job->nrot * sizeof(ik_quat);
+                 2 * job->nrot * sizeof(ik_quat) + nt * sizeof(proto_tip_result);
     size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
     /* doubles first for alignment */
     char *b = calloc(1, seedsz + n * per + sz + 16);
@@ -405,6 +307,14 @@ static int job_alloc(proto_job *job, bool seeds)
         b += job->nrot * sizeof(ik_quat);
         r->local = (ik_quat *)b;
         b += job->nrot * sizeof(ik_quat);
+        r->tips = nt ? (proto_tip_result *)b : NULL;
+        b += nt * sizeof(proto_tip_result);
+    }
+    if (nt) {
+        job->goals = (proto_tip_goal *)b;
+        b += n * nt * sizeof(proto_tip_goal);
+        job->keep = (unsigned char *)b;
+        b += n;
     }
     job->has_seed = (bool *)b;
     b += n * sizeof(bool);
@@ -427,8 +337,12 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
     job->dims2 = chain->kind == PROTO_CHAIN_PLANAR;
     job->opt = *opt;
     job->n = n;
-    /* the solver, from the chain and the first target */
-    if (proto__resolve_solver(chain, &job->opt, t0, &job->solver, err))
+    job->ntips = chain->tree ? chain->tree->ntips : 0;
+    /* the solver, from the chain and the first target (a tree's does not
+     * depend on its targets) */
+    proto_target none;
+    memset(&none, 0, sizeof none);
+    if (proto__resolve_solver(chain, &job->opt, t0 ? t0 : &none, &job->solver, err))
         goto fail;
     if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC) {
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/max_joint_step",
@@ -441,9 +355,11 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto fail;
     }
-    job->targets[0] = *t0;
-    if (proto__check_target(job, &job->targets[0], t0_path, err))
-        goto fail;
+    if (t0) {
+        job->targets[0] = *t0;
+        if (proto__check_target(job, &job->targets[0], t0_path, err))
+            goto fail;
+    }
     *out = job;
     return 0;
 fail:
@@ -459,6 +375,18 @@ void proto_job_free(proto_job *job)
     free(job->block);
     free(job->seed_owned);
     free(job);
+}
+
+int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *path,
+                      proto_error *err)
+{
+    if (job->ntips)
+        return proto__tree_target_decode(v, path, job->chain, job->opt.frame,
+                                          job->goals + i * job->ntips, &job->keep[i], err);
+    if (proto__target_decode(v, path, job->opt.frame, job->dims2, &job->targets[i], err) ||
+        proto__check_target(job, &job->targets[i], path, err))
+        return -1;
+    return 0;
 }
 
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
@@ -523,9 +451,9 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
         proto_json_path_index(p, tpath, 0);
     else
         snprintf(p, sizeof p, "%s", tpath);
-    bool dims2 = chain->kind == PROTO_CHAIN_PLANAR;
-    if (proto__target_decode(kind == PROTO_BATCH ? json_array_get(jt, 0) : jt, p, opt.frame,
-                             dims2, &t0, err))
+    bool dims2 = chain->kind == PROTO_CHAIN_PLANAR, tree = chain->kind == PROTO_CHAIN_TREE;
+    if (!tree && proto__target_decode(kind == PROTO_BATCH ? json_array_get(jt, 0) : jt, p,
+                                      opt.frame, dims2, &t0, err))
         goto fail;
     json_t *js = json_object_get(req, kind == PROTO_BATCH ? "seeds" : "seed");
     const char *spath = kind == PROTO_BATCH ? "/seeds" : "/seed";
@@ -534,7 +462,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
         if (proto_json_array(js, spath, n, n, false, &ns, err))
             goto fail;
     }
-    if (proto__job_new(chain, &opt, kind, n, &t0, p, js != NULL, &job, err))
+    if (proto__job_new(chain, &opt, kind, n, tree ? NULL : &t0, p, js != NULL, &job, err))
         goto fail;
     proto_chain_unref(chain);
     chain = NULL;
@@ -542,9 +470,8 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     for (size_t i = 0; i < job->n; i++) {
         if (kind == PROTO_BATCH)
             proto_json_path_index(p, tpath, i);
-        if (i > 0 && (proto__target_decode(json_array_get(jt, i), p, job->opt.frame, dims2,
-                                           &job->targets[i], err) ||
-                      proto__check_target(job, &job->targets[i], p, err)))
+        if ((i > 0 || tree) &&
+            proto__job_target(job, i, kind == PROTO_BATCH ? json_array_get(jt, i) : jt, p, err))
             goto fail;
         if (js) {
             json_t *s = kind == PROTO_BATCH ? json_array_get(js, i) : js;

@@ -21,7 +21,7 @@
  * applies): all of them but a prismatic joint's. */
 static bool answer_angle(const proto_chain *c, size_t k)
 {
-    return !c->chain || c->kind == PROTO_CHAIN_PLANAR || proto__angular_joint(c, k);
+    return (!c->chain && !c->tree) || c->kind == PROTO_CHAIN_PLANAR || proto__angular_joint(c, k);
 }
 
 /* ---- encoding --------------------------------------------------------- */
@@ -86,6 +86,14 @@ static const char *non_finite_member(const proto_job *job, size_t i)
         if (!ik_vec3_isfinite(t.p) || !ik_quat_isfinite(t.q))
             return "tip";
     }
+    for (size_t k = 0; k < job->ntips; k++) {
+        const proto_tip_result *tr = &r->tips[k];
+        ik_xform t = proto_frame_xform_out(f, tr->pose);
+        if (!ik_vec3_isfinite(t.p) || !ik_quat_isfinite(t.q) ||
+            (tr->checked && !isfinite(tr->pos_err)) ||
+            (tr->checked && !(tr->rot_err < 0) && !isfinite(proto_angle_out(u, tr->rot_err))))
+            return "tips";
+    }
     if (!isfinite(r->pos_err))
         return "position_error";
     if (!(r->rot_err < 0) && !isfinite(proto_angle_out(u, r->rot_err)))
@@ -142,6 +150,16 @@ static double answer_step(const proto_job *job, const proto_result *r)
 {
     double a = proto_angle_out(job->opt.units, r->step_ang);
     return a > r->step_lin ? a : r->step_lin;
+}
+
+/* The solver status a tree's tip is answered with: success when it is on
+ * its target, else the answer's own failure (no_ik_solution when the
+ * answer as a whole succeeded nonetheless, which it cannot). */
+static int tip_status(const proto_result *r, const proto_tip_result *tr)
+{
+    if (tr->reached)
+        return IK_OK;
+    return r->status == IK_OK ? IK_ENOTCONV : r->status;
 }
 
 /* Whether result members of field f (PROTO_FIELD bits) are answered. */
@@ -230,6 +248,30 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
         if (!job->dims2)
             json_object_set_new(tip, "orientation", quat_json(job, t.q));
         json_object_set_new(o, "tip", tip);
+    }
+    if (valid && job->ntips && want(job, PROTO_FIELD(TIPS))) {
+        json_t *a = json_array();
+        for (size_t k = 0; k < job->ntips; k++) {
+            const proto_tip_result *tr = &r->tips[k];
+            ik_xform t = proto_frame_xform_out(f, tr->pose);
+            json_t *tip = json_object();
+            if (tr->checked) {
+                const char *w;
+                int code = proto__moveit(tip_status(r, tr), &w);
+                json_object_set_new(tip, "status", json_string(w));
+                json_object_set_new(tip, "code", json_integer(code));
+            }
+            json_object_set_new(tip, "position", vec_json(job, t.p, false));
+            json_object_set_new(tip, "orientation", quat_json(job, t.q));
+            if (tr->checked) {
+                json_object_set_new(tip, "position_error", real_json(job, tr->pos_err));
+                if (tr->rot_err >= 0)
+                    json_object_set_new(tip, "orientation_error",
+                                        real_json(job, proto_angle_out(u, tr->rot_err)));
+            }
+            json_array_append_new(a, tip);
+        }
+        json_object_set_new(o, "tips", a);
     }
     if (valid) {
         if (want(job, PROTO_FIELD(POSITION_ERROR)))
@@ -388,6 +430,37 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
         }
         proto_jw_raw(w, "}", 1);
     }
+    if (valid && job->ntips && want(job, PROTO_FIELD(TIPS))) {
+        MEMBER(w, first, "tips");
+        proto_jw_raw(w, "[", 1);
+        for (size_t k = 0; k < job->ntips; k++) {
+            const proto_tip_result *tr = &r->tips[k];
+            ik_xform t = proto_frame_xform_out(f, tr->pose);
+            bool f1 = true;
+            if (k)
+                proto_jw_raw(w, ",", 1);
+            proto_jw_raw(w, "{", 1);
+            if (tr->checked) {
+                const char *word;
+                int code = proto__moveit(tip_status(r, tr), &word);
+                MEMBER(w, &f1, "status");
+                proto_jw_string(w, word, strlen(word));
+                MEMBER(w, &f1, "code");
+                proto_jw_integer(w, code);
+            }
+            MEMBER(w, &f1, "position");
+            put_vec(w, t.p, false, dg);
+            MEMBER(w, &f1, "orientation");
+            put_quat(w, t.q, dg);
+            if (tr->checked) {
+                REAL_MEMBER(w, &f1, "position_error", tr->pos_err);
+                if (tr->rot_err >= 0)
+                    REAL_MEMBER(w, &f1, "orientation_error", proto_angle_out(u, tr->rot_err));
+            }
+            proto_jw_raw(w, "}", 1);
+        }
+        proto_jw_raw(w, "]", 1);
+    }
     if (valid) {
         if (want(job, PROTO_FIELD(POSITION_ERROR)))
             REAL_MEMBER(w, first, "position_error", r->pos_err);
@@ -425,12 +498,12 @@ void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
 
 /* An upper estimate of the answer's length, so that the buffer is
  * allocated once: every double takes at most 25 characters and its
- * separator. */
+ * separator (a tree's tip, its member names and status 120 more). */
 static size_t encode_estimate(const proto_job *job)
 {
-    size_t doubles = job->dof + 3 * job->npos + 8 * job->nrot + 7 + 3;
-    size_t names = job->chain->nnames * (PROTO_NAME_MAX + 3) + 64;
-    return 256 + names + job->n * (320 + 26 * doubles);
+    size_t doubles = job->dof + 3 * job->npos + 8 * job->nrot + 7 + 3 + 9 * job->ntips;
+    size_t names = (job->chain->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 64;
+    return 256 + names + job->n * (320 + 120 * job->ntips + 26 * doubles);
 }
 
 char *proto_job_encode(const proto_job *job, size_t *len)
@@ -470,6 +543,16 @@ char *proto_job_encode(const proto_job *job, size_t *len)
             if (i)
                 proto_jw_raw(&w, ",", 1);
             proto_jw_string(&w, c->names[i], strlen(c->names[i]));
+        }
+        proto_jw_raw(&w, "]", 1);
+    }
+    if (c->tip_names) {
+        MEMBER(&w, &first, "tip_names");
+        proto_jw_raw(&w, "[", 1);
+        for (size_t i = 0; i < job->ntips; i++) {
+            if (i)
+                proto_jw_raw(&w, ",", 1);
+            proto_jw_string(&w, c->tip_names[i], strlen(c->tip_names[i]));
         }
         proto_jw_raw(&w, "]", 1);
     }

@@ -13,7 +13,8 @@
  *                  ik_skeleton_twobone  (seed 001 with the bone orientation
  *                                        update) on skeletons
  *   fabrik, ccd    ik_fabrik_solve, ik_ccd_solve
- *   numeric        ik_numeric_solve     (joints, URDF and planar chains)
+ *   numeric        ik_numeric_solve     (joints, URDF and planar chains),
+ *                  ik_tree_solve        (tree chains, proto_tree.c)
  * "auto": two lengths -> two_link; three lengths with target.up ->
  * three_link, without -> numeric; links3d -> three_link_3d; three bone
  * positions -> two_bone, more or fewer -> fabrik; skeleton -> two_bone;
@@ -166,6 +167,9 @@ void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_
         *npos = 3;
         *nrot = c->nskel;
         break;
+    case PROTO_CHAIN_TREE:
+        *dof = c->tree->dof; /* and a pose per tip (proto_tip_result) */
+        break;
     default:
         *dof = c->chain->dof;
         *npos = c->chain->dof + 1;
@@ -179,7 +183,7 @@ size_t proto__workspace_size(const proto_job *job)
     size_t ws = 0;
     switch (job->solver) {
     case PROTO_SOLVER_NUMERIC:
-        ws = ik_numeric_workspace_size(c->chain);
+        ws = c->tree ? ik_tree_workspace_size(c->tree) : ik_numeric_workspace_size(c->chain);
         break;
     case PROTO_SOLVER_FABRIK:
     case PROTO_SOLVER_CCD:
@@ -508,7 +512,10 @@ void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
         run_bones(job, i, r, ws, ws_size);
         break;
     default:
-        run_numeric(job, i, r, ws, ws_size);
+        if (job->chain->kind == PROTO_CHAIN_TREE)
+            proto__run_tree(job, i, r, ws, ws_size);
+        else
+            run_numeric(job, i, r, ws, ws_size);
         return; /* timed by the solver */
     }
     r->time_s = now_s() - t0;
@@ -534,8 +541,10 @@ json_t *proto_solvers_describe(const proto_limits *lim)
                                                       "current position or a pole"},
         {"fabrik", "bones", "FABRIK (Aristidou and Lasenby 2011)"},
         {"ccd", "bones", "cyclic coordinate descent"},
-        {"numeric", "joints, urdf, planar", "damped least squares with random restarts, joint "
-                                            "limits, full-pose/position/weighted targets"},
+        {"numeric", "joints, urdf, planar, tree",
+         "damped least squares with random restarts, joint limits, full-pose/position/weighted "
+         "targets; on trees several tips at once, with priorities, weights and secondary "
+         "objectives"},
     };
     json_t *a = json_array();
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
@@ -602,7 +611,7 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         json_pack("{s:s, s:s, s:s}", "type", "[member name]", "default", "all",
                   "description",
                   "the result members answered (status always): code, reason, joints, "
-                  "positions, rotations, local_rotations, tip, position_error, "
+                  "positions, rotations, local_rotations, tip, tips, position_error, "
                   "orientation_error, max_joint_step, arrived, iterations, restarts, time_ms"));
     json_object_set_new(
         opts, "digits",
@@ -610,6 +619,13 @@ json_t *proto_solvers_describe(const proto_limits *lim)
                   "description",
                   "significant digits of every number in a result, correctly rounded; without "
                   "it each number has the fewest digits that read back exactly"));
+    json_object_set_new(
+        opts, "objective",
+        json_pack("{s:s, s:[s,s,s,s,s], s:s}", "default", "none", "values", "none", "distance",
+                  "manip1", "manip2", "mid_limits", "description",
+                  "tree chains only: which solution to answer when there are several (TRAC-IK's "
+                  "Distance, Manip1, Manip2, and joints nearest the middle of their limits); "
+                  "distance for search nearest and on streams"));
     json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
                           (json_int_t)lim->max_body_bytes, "max_joints",
                           (json_int_t)lim->max_joints, "max_targets", (json_int_t)lim->max_targets,

@@ -1,13 +1,18 @@
 /*
  * proto_value.c: the decoders of the values every part of the wire format
- * shares (a point, a quaternion, a rotation matrix), used by chains
- * (proto_chain.c), requests (proto_job_decode.c) and streams
+ * shares (a point, a quaternion, a rotation matrix, a name, a joint object
+ * of a joint list, a target object), used by chains (proto_chain.c,
+ * proto_tree.c), requests (proto_job_decode.c) and streams
  * (proto_session.c). Each checks its value strictly and fills the caller's
- * proto_error with the value's JSON path; none converts frames or units.
+ * proto_error with the value's JSON path; the points, quaternions and
+ * matrices are returned as written, joints and targets converted from the
+ * frame and units they are given in. A leaf of proto's call graph: it
+ * calls no other file of proto but the JSON reader and the frames.
  */
 #include "proto/proto_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err)
@@ -70,5 +75,218 @@ int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err
                                name, worst, det);
     }
     memcpy(m, r, sizeof r);
+    return 0;
+}
+
+/* ---- names and joints ------------------------------------------------- */
+
+int proto__name(char *dst, const json_t *v, const char *path, proto_error *err)
+{
+    const char *s;
+    if (proto_json_string(v, path, PROTO_NAME_MAX - 1, &s, err))
+        return -1;
+    if (!*s)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path, "names must not be empty");
+    snprintf(dst, PROTO_NAME_MAX, "%s", s);
+    return 0;
+}
+
+int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame frame,
+                        proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
+                        proto_error *err)
+{
+    static const char *const jkeys[] = {"name", "type", "origin", "axis", "limits", NULL};
+    static const char *const tkeys[] = {"name", "type", "origin", "axis", "limits", "parent", NULL};
+    static const char *const okeys[] = {"xyz", "rpy", NULL};
+    static const char *const lkeys[] = {"lower", "upper", NULL};
+    static const char *const types[] = {"fixed", "revolute", "continuous", "prismatic", NULL};
+    char pf[PROTO_PATH_MAX];
+    if (proto_json_check_object(jo, pj, tree ? tkeys : jkeys, err))
+        return -1;
+    json_t *v = json_object_get(jo, "name");
+    proto_json_path_key(pf, pj, "name");
+    if (v) {
+        if (proto__name(name, v, pf, err))
+            return -1;
+    } else {
+        snprintf(name, PROTO_NAME_MAX, "joint%zu", i);
+    }
+    v = proto_json_require(jo, pj, "type", err);
+    proto_json_path_key(pf, pj, "type");
+    int type;
+    if (!v || proto_json_enum(v, pf, types, &type, err))
+        return -1;
+    out->type = (ik_joint_type)type;
+    ik_vec3 xyz = ik_v3(0, 0, 0), rpy = ik_v3(0, 0, 0);
+    v = json_object_get(jo, "origin");
+    if (v) {
+        char po[PROTO_PATH_MAX];
+        proto_json_path_key(po, pj, "origin");
+        if (proto_json_check_object(v, po, okeys, err))
+            return -1;
+        json_t *w = json_object_get(v, "xyz");
+        proto_json_path_key(pf, po, "xyz");
+        if (w && proto__vec3(w, pf, &xyz, err))
+            return -1;
+        w = json_object_get(v, "rpy");
+        proto_json_path_key(pf, po, "rpy");
+        if (w && proto__vec3(w, pf, &rpy, err))
+            return -1;
+    }
+    ik_xform origin = {xyz, ik_quat_from_rpy(proto_angle_in(units, rpy.x),
+                                             proto_angle_in(units, rpy.y),
+                                             proto_angle_in(units, rpy.z))};
+    out->origin = proto_frame_xform_in(frame, origin);
+    ik_vec3 axis = ik_v3(1, 0, 0);
+    v = json_object_get(jo, "axis");
+    proto_json_path_key(pf, pj, "axis");
+    if (v && proto__vec3(v, pf, &axis, err))
+        return -1;
+    if (out->type != IK_JOINT_FIXED && !(ik_vec3_len(axis) > 1e-9))
+        return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "joint \"%s\" has a zero axis",
+                               name);
+    out->axis = out->type == IK_JOINT_PRISMATIC ? proto_frame_vec_in(frame, axis)
+                                                : proto_frame_axis_in(frame, axis);
+    out->lower = -INFINITY;
+    out->upper = INFINITY;
+    v = json_object_get(jo, "limits");
+    proto_json_path_key(pf, pj, "limits");
+    if (out->type == IK_JOINT_REVOLUTE || out->type == IK_JOINT_PRISMATIC) {
+        if (!v)
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, pf,
+                                   "joint \"%s\" is %s and needs limits {\"lower\", \"upper\"}",
+                                   name, types[type]);
+        if (proto_json_check_object(v, pf, lkeys, err))
+            return -1;
+        double lu[2];
+        for (int k = 0; k < 2; k++) {
+            char pl[PROTO_PATH_MAX];
+            json_t *w = proto_json_require(v, pf, lkeys[k], err);
+            proto_json_path_key(pl, pf, lkeys[k]);
+            if (!w || proto_json_number(w, pl, -PROTO_MAX_ABS, PROTO_MAX_ABS, &lu[k], err))
+                return -1;
+            if (out->type == IK_JOINT_REVOLUTE)
+                lu[k] = proto_angle_in(units, lu[k]);
+        }
+        if (lu[0] > lu[1])
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
+                                   "joint \"%s\" has lower limit above its upper limit", name);
+        out->lower = lu[0];
+        out->upper = lu[1];
+    } else if (v) {
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, pf,
+                               "joint \"%s\" is %s: limits apply to revolute and prismatic joints",
+                               name, types[type]);
+    }
+    return 0;
+}
+
+/* ---- targets ---------------------------------------------------------- */
+
+int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
+                         proto_target *t, proto_error *err)
+{
+    static const char *const keys2[] = {"position", "up", NULL};
+    static const char *const keys3[] = {"position", "orientation", "rotation", "up",
+                                        "pole",     "weights",     NULL};
+    memset(t, 0, sizeof *t);
+    t->orientation = ik_quat_identity();
+    if (proto_json_check_object(v, path, dims2 ? keys2 : keys3, err))
+        return -1;
+    char p[PROTO_PATH_MAX];
+    json_t *x = proto_json_require(v, path, "position", err);
+    if (!x)
+        return -1;
+    proto_json_path_key(p, path, "position");
+    if (dims2) {
+        double d[2];
+        if (proto_json_numbers(x, p, 2, d, err))
+            return -1;
+        t->position = ik_v3(d[0], d[1], 0);
+        if ((x = json_object_get(v, "up"))) {
+            proto_json_path_key(p, path, "up");
+            if (proto_json_numbers(x, p, 2, d, err))
+                return -1;
+            if (!(hypot(d[0], d[1]) > 1e-12))
+                return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                       "target.up must be a non-zero direction");
+            t->has_up = true;
+            t->up = ik_v3(d[0], d[1], 0);
+        }
+        return 0;
+    }
+    if (proto__vec3(x, p, &t->position, err))
+        return -1;
+    t->position = proto_frame_vec_in(f, t->position);
+    json_t *o = json_object_get(v, "orientation"), *r = json_object_get(v, "rotation");
+    if (o && r) {
+        proto_json_path_key(p, path, "rotation");
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                               "give either target.orientation or target.rotation, not both");
+    }
+    if (o) {
+        proto_json_path_key(p, path, "orientation");
+        if (proto__quat(o, p, &t->orientation, err))
+            return -1;
+        t->orientation = proto_frame_quat_in(f, t->orientation);
+        t->has_orientation = true;
+    } else if (r) {
+        double m[9];
+        proto_json_path_key(p, path, "rotation");
+        if (proto__mat3(r, p, m, err))
+            return -1;
+        proto_frame_mat3_in(f, m, m);
+        t->orientation = ik_quat_normalize(ik_quat_from_mat3(m));
+        t->has_orientation = true;
+    }
+    if ((x = json_object_get(v, "up"))) {
+        proto_json_path_key(p, path, "up");
+        if (proto__vec3(x, p, &t->up, err))
+            return -1;
+        if (!(ik_vec3_len(t->up) > 1e-12))
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                   "target.up must be a non-zero direction");
+        t->up = proto_frame_vec_in(f, t->up);
+        t->has_up = true;
+    }
+    if ((x = json_object_get(v, "pole"))) {
+        proto_json_path_key(p, path, "pole");
+        if (proto__vec3(x, p, &t->pole, err))
+            return -1;
+        t->pole = proto_frame_vec_in(f, t->pole);
+        t->has_pole = true;
+    }
+    if ((x = json_object_get(v, "weights"))) {
+        proto_json_path_key(p, path, "weights");
+        double w[6];
+        size_t n;
+        if (proto_json_array(x, p, 6, 6, false, &n, err))
+            return -1;
+        bool any = false;
+        for (size_t i = 0; i < 6; i++) {
+            char pi[PROTO_PATH_MAX];
+            proto_json_path_index(pi, p, i);
+            if (proto_json_number(json_array_get(x, i), pi, 0, PROTO_MAX_ABS, &w[i], err))
+                return -1;
+            any |= w[i] > 0;
+        }
+        if (!any)
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                   "target.weights must have at least one weight > 0");
+        if ((w[3] > 0 || w[4] > 0 || w[5] > 0) && !t->has_orientation)
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                   "rotation weights need target.orientation or target.rotation");
+        /* weights follow their axes: permuted like the axes, signs dropped */
+        for (int k = 0; k < 2; k++) {
+            ik_vec3 cx = proto_frame_vec_in(f, ik_v3(1, 0, 0));
+            ik_vec3 cy = proto_frame_vec_in(f, ik_v3(0, 1, 0));
+            ik_vec3 cz = proto_frame_vec_in(f, ik_v3(0, 0, 1));
+            double *s = w + 3 * k;
+            t->weight[3 * k + 0] = fabs(cx.x) * s[0] + fabs(cy.x) * s[1] + fabs(cz.x) * s[2];
+            t->weight[3 * k + 1] = fabs(cx.y) * s[0] + fabs(cy.y) * s[1] + fabs(cz.y) * s[2];
+            t->weight[3 * k + 2] = fabs(cx.z) * s[0] + fabs(cy.z) * s[1] + fabs(cz.z) * s[2];
+        }
+        t->has_weights = true;
+    }
     return 0;
 }

@@ -58,6 +58,12 @@ static json_t *oracle_tree(const proto_job *job)
         json_object_set_new(o, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
                             a);
     }
+    if (c->tip_names) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < c->tree->ntips; i++)
+            json_array_append_new(a, json_string(c->tip_names[i]));
+        json_object_set_new(o, "tip_names", a);
+    }
     if (job->kind == PROTO_SOLVE) {
         json_t *r = proto_job_result_json(job, 0);
         ck_assert_ptr_nonnull(r);
@@ -122,6 +128,19 @@ static int same_as_oracle_str(const char *body)
 }
 
 /* ---- requests of every kind ----------------------------------------------- */
+
+/* a tree of two tips for the tree requests below */
+#define TREE "{\"kind\":\"tree\",\"joints\":[{\"name\":\"s\",\"type\":\"prismatic\",\"axis\":[0,0,1]," \
+    "\"limits\":{\"lower\":0,\"upper\":0.3}},{\"name\":\"a\",\"parent\":\"s\",\"type\":" \
+    "\"continuous\",\"origin\":{\"xyz\":[0,0.2,0]},\"axis\":[0,0,1]},{\"name\":\"a2\"," \
+    "\"parent\":\"a\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0.4,0,0]},\"axis\":[0,1,0]," \
+    "\"limits\":{\"lower\":-2,\"upper\":2}},{\"name\":\"hand \\\"a\\\"\",\"parent\":\"a2\"," \
+    "\"type\":\"fixed\",\"origin\":{\"xyz\":[0.3,0,0]}},{\"name\":\"b\",\"parent\":\"s\"," \
+    "\"type\":\"revolute\",\"origin\":{\"xyz\":[0,-0.2,0]},\"axis\":[0,0,1],\"limits\":" \
+    "{\"lower\":-3,\"upper\":3}},{\"name\":\"b2\",\"parent\":\"b\",\"type\":\"revolute\"," \
+    "\"origin\":{\"xyz\":[0.4,0,0]},\"axis\":[0,1,0],\"limits\":{\"lower\":-2,\"upper\":2}}," \
+    "{\"name\":\"hand_b\",\"parent\":\"b2\",\"type\":\"fixed\",\"origin\":{\"xyz\":[0.3,0,0]}}]," \
+    "\"tips\":[\"hand \\\"a\\\"\",\"hand_b\"]}"
 
 static const char *const REQUESTS[] = {
     /* the HTTP benchmark's body */
@@ -189,6 +208,19 @@ static const char *const REQUESTS[] = {
     "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.75]},\"targets\":[{\"position\":"
     "[1.2,0.4]},{\"position\":[9,9]},{\"position\":[0.5,-0.5]}],\"options\":{\"units\":"
     "\"degrees\"}}",
+    /* trees: two tips over a shared prismatic joint, names that need
+     * escaping; position and weighted targets with priorities, degrees,
+     * another frame; a tip kept by its joints (no status); a batch with a
+     * target out of reach */
+    "{\"chain\":" TREE ",\"target\":{\"tips\":{\"hand \\\"a\\\"\":{\"position\":"
+    "[0.5,0.3,0.15]},\"hand_b\":{\"position\":[0.5,-0.2,0.1],\"orientation\":[0,0,0,1],"
+    "\"weights\":[1,1,1,0,0,1],\"priority\":1}}},\"seed\":[0.1,0,0.2,0.1,0],"
+    "\"options\":{\"units\":\"degrees\",\"frame\":\"unity\",\"timeout_ms\":20}}",
+    "{\"chain\":" TREE ",\"target\":{\"tips\":{\"hand_b\":{\"position\":[0.5,-0.2,0.1]}},"
+    "\"keep\":\"joints\"},\"options\":{\"objective\":\"mid_limits\",\"timeout_ms\":20}}",
+    "{\"chain\":" TREE ",\"targets\":[{\"tips\":{\"hand_b\":{\"position\":[0.5,-0.2,"
+    "0.1],\"orientation\":[0,0.3826834,0,0.9238795]}}},{\"tips\":{\"hand_b\":{"
+    "\"position\":[5,5,5]}}}],\"options\":{\"timeout_ms\":20}}",
 };
 
 START_TEST(test_every_kind)
@@ -228,6 +260,11 @@ static size_t pokes_of(proto_job *job, size_t i, poke *p)
         p[n++] = (poke){"tip", &r->tip.p.x};
     if (r->has_tip)
         p[n++] = (poke){"tip", &r->tip.q.y};
+    for (size_t k = 0; k < job->ntips; k++) {
+        p[n++] = (poke){"tips", k ? &r->tips[k].pose.q.w : &r->tips[k].pose.p.z};
+        if (r->tips[k].checked)
+            p[n++] = (poke){"tips", &r->tips[k].pos_err};
+    }
     p[n++] = (poke){"position_error", &r->pos_err};
     if (r->rot_err >= 0)
         p[n++] = (poke){"orientation_error", &r->rot_err};
@@ -254,7 +291,7 @@ static void check_non_finite(const char *body)
     char *before = proto_job_encode(job, NULL);
     json_t *b = json_loads(before, 0, NULL);
     ck_assert_ptr_nonnull(b);
-    poke p[16];
+    poke p[32];
     size_t np = pokes_of(job, last, p);
     static const double bad[] = {NAN, INFINITY, -INFINITY};
     for (size_t k = 0; k < np; k++) {
@@ -286,8 +323,8 @@ static void check_non_finite(const char *body)
             /* no numbers of the pose: a failure carries none, as an
              * invalid goal does; the work counters and the time stay */
             static const char *const gone[] = {"joints", "positions", "rotations",
-                                               "local_rotations", "tip", "position_error",
-                                               "orientation_error", NULL};
+                                               "local_rotations", "tip", "tips",
+                                               "position_error", "orientation_error", NULL};
             for (size_t g = 0; gone[g]; g++)
                 ck_assert_msg(json_object_get(r, gone[g]) == NULL, "%s still in %s", gone[g], got);
             ck_assert(json_is_integer(json_object_get(r, "iterations")));
@@ -445,9 +482,10 @@ START_TEST(test_fields_and_digits)
          "\"restarts\",\"time_ms\",\"joints\"]",
          1},
         {"[\"positions\",\"local_rotations\",\"joints\"]", 15},
+        {"[\"tips\",\"joints\"]", 5},
     };
-    static const char *const top[] = {"chain_id", "solver", "units",  "frame",
-                                      "count",    "counts", "joint_names", "bone_names"};
+    static const char *const top[] = {"chain_id",    "solver",     "units",    "frame", "count",
+                                      "counts",      "joint_names", "bone_names", "tip_names"};
     for (size_t i = 0; i < sizeof REQUESTS / sizeof REQUESTS[0]; i++) {
         json_t *d = answer_with(REQUESTS[i], NULL, 0);
         /* the numeric solver may stop at another iteration under load */

@@ -1,0 +1,546 @@
+/*
+ * proto_tree.c: tree chains on the wire (kind "tree"): several end
+ * effectors over shared joints, both arms of a robot from its torso or a
+ * character's feet and hands from its hips, solved together by
+ * solver/ik_tree.h. The JSON is in proto/README.md, section "tree".
+ *
+ * A tree chain is given either as a URDF document, a base link and tip
+ * links (the paths from the base to every tip, read in one parse by
+ * proto_urdf_tree, each joint once however many tips it moves), or as a
+ * joint list whose joints name their parent joint (URDF semantics joint by
+ * joint, as a joints chain's, plus "parent": an earlier joint, or none for
+ * the root) and the joints that end the tips. Either way the chain keeps
+ * an ik_tree: its variables are the movable joints in the order the tips'
+ * paths meet them (tip 0's from the root first), which is the order of the
+ * answer's "joints" and of seeds.
+ *
+ * A target on a tree names its tips: {"tips": {name: target, ...}, "keep":
+ * "pose" | "joints"}, each tip's target a single chain's numeric target
+ * (position, orientation or rotation, weights) plus "priority" (0 highest)
+ * and "weight"; tips without one hold their pose (or their joints: keep).
+ * The answer gives every joint and, per tip in tip_names order, its pose
+ * and, when it was checked, its status and errors.
+ *
+ * Not here: the members shared with the other chains (proto_chain.c's
+ * ids, description, joint objects), the request and stream plumbing
+ * (proto_job_decode.c, proto_session.c), writing answers
+ * (proto_job_encode.c).
+ */
+#include "proto/proto_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_urdf.h"
+#include "solver/ik_numeric.h"
+#include "solver/ik_status.h"
+
+const char *const proto_objective_names[] = {"none",   "distance",   "manip1",
+                                             "manip2", "mid_limits", NULL};
+
+/* ---- chains --------------------------------------------------------- */
+
+/* "tips": 1..IK_TREE_MAX_TIPS distinct non-empty names. */
+static int tip_list(const json_t *o, const char *path, const char **tips, size_t *n,
+                    proto_error *err)
+{
+    char p[PROTO_PATH_MAX];
+    json_t *v = proto_json_require(o, path, "tips", err);
+    proto_json_path_key(p, path, "tips");
+    if (!v || proto_json_array(v, p, 1, IK_TREE_MAX_TIPS, true, n, err))
+        return -1;
+    for (size_t t = 0; t < *n; t++) {
+        char pt[PROTO_PATH_MAX];
+        proto_json_path_index(pt, p, t);
+        if (proto_json_string(json_array_get(v, t), pt, PROTO_NAME_MAX - 1, &tips[t], err))
+            return -1;
+        if (!tips[t][0])
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, pt, "names must not be empty");
+        for (size_t u = 0; u < t; u++)
+            if (strcmp(tips[t], tips[u]) == 0)
+                return proto_error_set(err, PROTO_E_INVALID_CHAIN, pt, "tip \"%s\" is named twice",
+                                       tips[t]);
+    }
+    return 0;
+}
+
+/* The tree of n described joints (parents first) into c, with their
+ * names; code and path for the errors ik_tree_init finds (the checks
+ * before it name the tip). */
+static int tree_build(proto_chain *c, const ik_joint *j, const int *parent,
+                      char (*names)[PROTO_NAME_MAX], size_t n, const size_t *tip_joint,
+                      const char **tips, size_t ntips, const proto_limits *lim, const char *path,
+                      proto_errcode code, const char *where, proto_error *err)
+{
+    char pt[PROTO_PATH_MAX];
+    proto_json_path_key(pt, path, "tips");
+    size_t movable = 0;
+    for (size_t i = 0; i < n; i++)
+        movable += j[i].type != IK_JOINT_FIXED;
+    for (size_t t = 0; t < ntips; t++) {
+        size_t len = 0, dof = 0;
+        for (int i = (int)tip_joint[t]; i >= 0; i = parent[i]) {
+            len++;
+            dof += j[i].type != IK_JOINT_FIXED;
+        }
+        char pi[PROTO_PATH_MAX];
+        proto_json_path_index(pi, pt, t);
+        if (dof == 0)
+            return proto_error_set(err, code, where ? where : pi,
+                                   "the path to tip \"%s\" has no movable joint", tips[t]);
+        if (dof > IK_MAX_DOF || len > IK_MAX_JOINTS)
+            return proto_error_set(err, PROTO_E_TOO_LARGE, where ? where : pi,
+                                   "the path to tip \"%s\" has %zu movable joints; at most %d "
+                                   "are supported",
+                                   tips[t], dof, IK_MAX_DOF);
+    }
+    size_t cap = lim->max_joints < IK_TREE_MAX_DOF ? lim->max_joints : IK_TREE_MAX_DOF;
+    if (movable > cap)
+        return proto_error_set(err, PROTO_E_TOO_LARGE, where ? where : pt,
+                               "the tree has %zu movable joints; the limit is %zu", movable, cap);
+    c->tree = malloc(sizeof *c->tree);
+    c->tip_names = calloc(ntips, sizeof *c->tip_names);
+    if (!c->tree || !c->tip_names)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    if (ik_tree_init(c->tree, j, parent, n, tip_joint, ntips) != IK_OK)
+        return proto_error_set(err, code, where ? where : pt,
+                               "the joints do not form a tree the solver can use (a joint on a "
+                               "path is degenerate)");
+    c->names = calloc(c->tree->dof, sizeof *c->names);
+    if (!c->names)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    c->nnames = c->tree->dof;
+    for (size_t v = 0; v < c->tree->dof; v++)
+        memcpy(c->names[v], names[c->tree->source_index[v]], PROTO_NAME_MAX);
+    for (size_t t = 0; t < ntips; t++)
+        snprintf(c->tip_names[t], PROTO_NAME_MAX, "%s", tips[t]);
+    c->memory += sizeof *c->tree + (c->nnames + ntips) * PROTO_NAME_MAX;
+    return 0;
+}
+
+/* {"kind": "tree", "urdf", "base", "tips"} */
+static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                     proto_error *err)
+{
+    static const char *const keys[] = {"kind", "urdf", "base", "tips", NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    char pu[PROTO_PATH_MAX], p[PROTO_PATH_MAX];
+    const char *xml, *base, *tips[IK_TREE_MAX_TIPS];
+    size_t ntips;
+    json_t *v = proto_json_require(o, path, "urdf", err);
+    proto_json_path_key(pu, path, "urdf");
+    if (!v || proto_json_string(v, pu, 0, &xml, err))
+        return -1;
+    size_t len = json_string_length(v);
+    if (len > lim->max_urdf_bytes)
+        return proto_error_set(err, PROTO_E_TOO_LARGE, pu,
+                               "the URDF document has %zu bytes; the limit is %zu", len,
+                               lim->max_urdf_bytes);
+    v = proto_json_require(o, path, "base", err);
+    proto_json_path_key(p, path, "base");
+    if (!v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, &base, err))
+        return -1;
+    if (tip_list(o, path, tips, &ntips, err))
+        return -1;
+    size_t cap = lim->max_joints < IK_TREE_MAX_JOINTS ? lim->max_joints : IK_TREE_MAX_JOINTS;
+    ik_joint *j = calloc(cap, sizeof *j);
+    int *parent = calloc(cap, sizeof *parent);
+    char(*un)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *un);
+    char(*names)[PROTO_NAME_MAX] = calloc(cap, sizeof *names);
+    int rc = -1;
+    size_t n = 0, tip_joint[IK_TREE_MAX_TIPS];
+    if (!j || !parent || !un || !names) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
+    if (proto_urdf_tree(xml, len, base, tips, ntips, j, parent, cap, &n, tip_joint, un, err)) {
+        snprintf(err->path, sizeof err->path, "%s", pu);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        snprintf(names[i], PROTO_NAME_MAX, "%s", un[i]);
+    rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path, PROTO_E_INVALID_URDF,
+                    pu, err);
+    if (rc == 0)
+        c->memory += len;
+out:
+    free(j);
+    free(parent);
+    free(un);
+    free(names);
+    return rc;
+}
+
+/* {"kind": "tree", "joints": [... with "parent"], "tips", "frame", "units"} */
+static int tree_joints(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                       proto_error *err)
+{
+    static const char *const keys[] = {"kind", "joints", "tips", "frame", "units", NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    int fi = 0, ui = 0;
+    char p[PROTO_PATH_MAX];
+    json_t *v;
+    if ((v = json_object_get(o, "frame"))) {
+        proto_json_path_key(p, path, "frame");
+        if (proto_json_enum(v, p, proto_frame_names, &fi, err))
+            return -1;
+    }
+    if ((v = json_object_get(o, "units"))) {
+        proto_json_path_key(p, path, "units");
+        if (proto_json_enum(v, p, proto_units_names, &ui, err))
+            return -1;
+    }
+    json_t *arr = proto_json_require(o, path, "joints", err);
+    if (!arr)
+        return -1;
+    proto_json_path_key(p, path, "joints");
+    size_t cap = lim->max_joints < IK_TREE_MAX_JOINTS ? lim->max_joints : IK_TREE_MAX_JOINTS;
+    size_t n;
+    if (proto_json_array(arr, p, 1, cap, true, &n, err))
+        return -1;
+    const char *tips[IK_TREE_MAX_TIPS];
+    size_t ntips;
+    if (tip_list(o, path, tips, &ntips, err))
+        return -1;
+    ik_joint *j = calloc(n, sizeof *j);
+    int *parent = calloc(n, sizeof *parent);
+    char(*names)[PROTO_NAME_MAX] = calloc(n, sizeof *names);
+    int rc = -1;
+    size_t tip_joint[IK_TREE_MAX_TIPS];
+    if (!j || !parent || !names) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char pj[PROTO_PATH_MAX], pf[PROTO_PATH_MAX];
+        proto_json_path_index(pj, p, i);
+        const json_t *jo = json_array_get(arr, i);
+        if (proto__joint_decode(jo, pj, i, (proto_frame)fi, (proto_units)ui, true, &j[i], names[i],
+                                err))
+            goto out;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(names[k], names[i]) == 0) {
+                proto_json_path_key(pf, pj, "name");
+                proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "joint name \"%s\" is used twice",
+                                names[i]);
+                goto out;
+            }
+        parent[i] = -1;
+        const json_t *pv = json_object_get(jo, "parent");
+        if (pv && !json_is_null(pv)) {
+            const char *s;
+            proto_json_path_key(pf, pj, "parent");
+            if (proto_json_string(pv, pf, PROTO_NAME_MAX - 1, &s, err))
+                goto out;
+            size_t k = 0;
+            while (k < i && strcmp(names[k], s) != 0)
+                k++;
+            if (k == i) {
+                proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
+                                "parent \"%s\" of joint \"%s\" is not an earlier joint", s,
+                                names[i]);
+                goto out;
+            }
+            parent[i] = (int)k;
+        }
+    }
+    for (size_t t = 0; t < ntips; t++) {
+        size_t k = 0;
+        while (k < n && strcmp(names[k], tips[t]) != 0)
+            k++;
+        if (k == n) {
+            char pt[PROTO_PATH_MAX], pi[PROTO_PATH_MAX];
+            proto_json_path_key(pt, path, "tips");
+            proto_json_path_index(pi, pt, t);
+            proto_error_set(err, PROTO_E_INVALID_CHAIN, pi,
+                            "no joint is named \"%s\" (a tip is the link a joint ends in: name "
+                            "that joint)",
+                            tips[t]);
+            goto out;
+        }
+        tip_joint[t] = k;
+    }
+    rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path,
+                    PROTO_E_INVALID_CHAIN, NULL, err);
+out:
+    free(j);
+    free(parent);
+    free(names);
+    return rc;
+}
+
+int proto__tree_decode(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                       proto_error *err)
+{
+    bool urdf = json_object_get(o, "urdf") != NULL, joints = json_object_get(o, "joints") != NULL;
+    char p[PROTO_PATH_MAX];
+    if (urdf && joints) {
+        proto_json_path_key(p, path, "urdf");
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                               "a tree is given either by a URDF (urdf, base, tips) or by a "
+                               "joint list (joints, tips), not both");
+    }
+    if (!urdf && !joints) {
+        proto_json_path_key(p, path, "joints");
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                               "a tree needs joints (a joint list naming parents) or urdf (with "
+                               "base)");
+    }
+    return urdf ? tree_urdf(c, o, path, lim, err) : tree_joints(c, o, path, lim, err);
+}
+
+void proto__tree_describe(const proto_chain *c, json_t *d)
+{
+    static const char *const tn[] = {"fixed", "revolute", "continuous", "prismatic"};
+    const ik_tree *T = c->tree;
+    json_t *lim = json_array();
+    for (size_t v = 0; v < T->dof; v++) {
+        json_t *l = json_object();
+        json_object_set_new(l, "type", json_string(tn[T->type[v]]));
+        if (T->type[v] != IK_JOINT_CONTINUOUS) {
+            json_object_set_new(l, "lower", json_real(T->lower[v]));
+            json_object_set_new(l, "upper", json_real(T->upper[v]));
+        }
+        json_array_append_new(lim, l);
+    }
+    json_object_set_new(d, "joints", lim);
+    json_t *tips = json_array(), *shared = json_array();
+    for (size_t t = 0; t < T->ntips; t++) {
+        json_t *js = json_array();
+        for (size_t i = 0; i < T->chain[t].dof; i++)
+            json_array_append_new(js, json_string(c->names[T->var[t][i]]));
+        json_array_append_new(tips, json_pack("{s:s, s:o}", "name", c->tip_names[t], "joints", js));
+    }
+    for (size_t v = 0; v < T->dof; v++)
+        if (T->tips_of[v] & (T->tips_of[v] - 1)) /* two bits or more */
+            json_array_append_new(shared, json_string(c->names[v]));
+    json_object_set_new(d, "tips", tips);
+    json_object_set_new(d, "shared_joints", shared);
+}
+
+/* ---- targets -------------------------------------------------------- */
+
+static const char *const keep_names[] = {"pose", "joints", NULL};
+
+int proto__tree_target_decode(const json_t *v, const char *path, const proto_chain *c,
+                              proto_frame f, proto_tip_goal *goals, unsigned char *keep,
+                              proto_error *err)
+{
+    static const char *const keys[] = {"tips", "keep", NULL};
+    static const char *const tkeys[] = {"position", "orientation", "rotation", "weights",
+                                        "priority", "weight",      NULL};
+    const ik_tree *T = c->tree;
+    for (size_t t = 0; t < T->ntips; t++) {
+        memset(&goals[t], 0, sizeof goals[t]);
+        goals[t].weight = 1.0;
+    }
+    *keep = IK_TREE_KEEP_POSE;
+    if (proto_json_check_object(v, path, keys, err))
+        return -1;
+    char p[PROTO_PATH_MAX];
+    json_t *x;
+    if ((x = json_object_get(v, "keep"))) {
+        int k;
+        proto_json_path_key(p, path, "keep");
+        if (proto_json_enum(x, p, keep_names, &k, err))
+            return -1;
+        *keep = (unsigned char)(k == 0 ? IK_TREE_KEEP_POSE : IK_TREE_KEEP_JOINTS);
+    }
+    json_t *tips = proto_json_require(v, path, "tips", err);
+    proto_json_path_key(p, path, "tips");
+    if (!tips)
+        return -1;
+    if (!json_is_object(tips))
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                               "target.tips must be an object: {tip name: target, ...}");
+    const char *name;
+    json_t *tv;
+    json_object_foreach((json_t *)tips, name, tv)
+    {
+        char pt[PROTO_PATH_MAX];
+        proto_json_path_key(pt, p, name);
+        size_t t = 0;
+        while (t < T->ntips && strcmp(c->tip_names[t], name) != 0)
+            t++;
+        if (t == T->ntips) {
+            char list[160] = "";
+            for (size_t u = 0, used = 0; u < T->ntips && used + 1 < sizeof list; u++) {
+                int k = snprintf(list + used, sizeof list - used, "%s\"%s\"", u ? ", " : "",
+                                 c->tip_names[u]);
+                if (k < 0)
+                    break;
+                used += (size_t)k;
+            }
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, pt,
+                                   "the tree has no tip named \"%.64s\" (its tips: %s)", name,
+                                   list);
+        }
+        if (!json_is_object(tv)) {
+            char nm[PROTO_PATH_MAX];
+            proto_json_path_name(nm, sizeof nm, pt);
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, pt, "%s must be a target object",
+                                   nm);
+        }
+        if (proto_json_check_object(tv, pt, tkeys, err))
+            return -1;
+        /* the target members as a single chain's (checked again there,
+         * without the two of the tree) */
+        json_t *one = json_copy(tv);
+        if (!one)
+            return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        json_object_del(one, "priority");
+        json_object_del(one, "weight");
+        int rc = proto__target_decode(one, pt, f, false, &goals[t].t, err);
+        json_decref(one);
+        if (rc)
+            return -1;
+        if ((x = json_object_get(tv, "priority"))) {
+            long long pr;
+            char pp[PROTO_PATH_MAX];
+            proto_json_path_key(pp, pt, "priority");
+            if (proto_json_integer(x, pp, 0, IK_TREE_MAX_TIPS - 1, &pr, err))
+                return -1;
+            goals[t].priority = (unsigned)pr;
+        }
+        if ((x = json_object_get(tv, "weight"))) {
+            char pw[PROTO_PATH_MAX];
+            proto_json_path_key(pw, pt, "weight");
+            if (proto_json_positive(x, pw, PROTO_MAX_ABS, &goals[t].weight, err))
+                return -1;
+        }
+        goals[t].active = true;
+    }
+    return 0;
+}
+
+/* ---- solving ---------------------------------------------------------- */
+
+/* The tip result of goal g (keep: the target's rule) at the tree's pose q,
+ * the seed pose seed_pose serving KEEP_POSE tips. */
+static void tip_result(const proto_job *job, const proto_tip_goal *g, unsigned keep, ik_xform pose,
+                       ik_xform seed_pose, proto_tip_result *tr)
+{
+    memset(tr, 0, sizeof *tr);
+    tr->pose = pose;
+    tr->rot_err = -1;
+    if (!g->active && keep != IK_TREE_KEEP_POSE)
+        return;
+    double w[6] = {1, 1, 1, 1, 1, 1};
+    ik_xform want = seed_pose;
+    if (g->active) {
+        want.p = g->t.position;
+        want.q = g->t.orientation;
+        if (g->t.has_weights)
+            memcpy(w, g->t.weight, sizeof w);
+        else if (!g->t.has_orientation)
+            w[3] = w[4] = w[5] = 0.0;
+    }
+    bool rot = w[3] > 0 || w[4] > 0 || w[5] > 0;
+    double e[6];
+    ik_xform got = pose;
+    if (!rot)
+        want.q = got.q = ik_quat_identity();
+    ik_pose_error(want, got, e);
+    const double tp = job->opt.tolerance > 0 ? job->opt.tolerance : 1e-5;
+    const double tol_r = job->opt.angular_tolerance > 0 ? job->opt.angular_tolerance : 1e-5;
+    tr->checked = true;
+    tr->reached = true;
+    for (int k = 0; k < 6; k++)
+        if (w[k] > 0 && !(fabs(e[k]) <= (k < 3 ? tp : tol_r)))
+            tr->reached = false;
+    tr->pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    tr->rot_err = rot ? sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]) : -1;
+}
+
+void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+{
+    const proto_chain *c = job->chain;
+    const ik_tree *T = c->tree;
+    const proto_tip_goal *goals = job->goals + i * job->ntips;
+    const unsigned keep = job->keep[i];
+    ik_tree_goal g[IK_TREE_MAX_TIPS];
+    for (size_t t = 0; t < T->ntips; t++) {
+        const proto_tip_goal *pg = &goals[t];
+        if (!pg->active) {
+            g[t] = ik_tree_goal_keep((ik_tree_keep)keep);
+            continue;
+        }
+        ik_target tg;
+        if (pg->t.has_weights) {
+            memset(&tg, 0, sizeof tg);
+            tg.pose.p = pg->t.position;
+            tg.pose.q = pg->t.orientation;
+            tg.mode = IK_TARGET_WEIGHTED;
+            memcpy(tg.weight, pg->t.weight, sizeof tg.weight);
+        } else if (pg->t.has_orientation) {
+            ik_xform x = {pg->t.position, pg->t.orientation};
+            tg = ik_target_full_pose(x);
+        } else {
+            tg = ik_target_position(pg->t.position);
+        }
+        g[t] = ik_tree_goal_target(tg);
+        g[t].priority = pg->priority;
+        g[t].weight = pg->weight;
+    }
+    ik_tree_opts o = ik_tree_opts_default();
+    if (job->opt.tolerance > 0)
+        o.tol_pos = job->opt.tolerance;
+    if (job->opt.angular_tolerance > 0)
+        o.tol_rot = job->opt.angular_tolerance;
+    o.timeout_s = job->opt.timeout_ms * 1e-3;
+    o.max_iterations = job->opt.max_iterations ? job->opt.max_iterations : job->opt.iter_cap;
+    o.objective = job->opt.has_objective ? (ik_tree_objective)job->opt.objective
+                  : job->opt.nearest     ? IK_TREE_OBJ_DISTANCE
+                                         : IK_TREE_OBJ_NONE;
+    const size_t n = T->dof;
+    const double *seed = job->has_seed[i] && job->seed_q ? job->seed_q + i * n : NULL;
+    ik_tree_result res;
+    r->status = ik_tree_solve(T, g, seed, &o, ws, ws_size, r->q, &res);
+    r->iterations = res.iterations;
+    r->restarts = res.restarts;
+    r->time_s = res.elapsed_s;
+    if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
+        return;
+    /* where the solve started, inside the limits (continuous joints keep
+     * their turn): the KEEP_POSE tips' poses and the steps' origin */
+    double from[IK_TREE_MAX_DOF];
+    if (seed)
+        memcpy(from, seed, n * sizeof *from);
+    else
+        ik_tree_mid(T, from);
+    for (size_t v = 0; v < n; v++)
+        if (T->type[v] != IK_JOINT_CONTINUOUS)
+            from[v] = ik_clamp(from[v], T->lower[v], T->upper[v]);
+    if (seed) {
+        r->has_step = true;
+        r->step_ang = r->step_lin = 0.0;
+        for (size_t v = 0; v < n; v++) {
+            double d = fabs(r->q[v] - from[v]);
+            double *m = T->type[v] == IK_JOINT_PRISMATIC ? &r->step_lin : &r->step_ang;
+            if (d > *m)
+                *m = d;
+        }
+        const double ms = job->opt.max_joint_step_in;
+        if (ms > 0 && (r->step_ang > proto_angle_in(job->opt.units, ms) || r->step_lin > ms)) {
+            /* a solution too far from the seed is not answered: no motion */
+            r->status = IK_ESTEP;
+            memcpy(r->q, from, n * sizeof *from);
+            r->step_ang = r->step_lin = 0.0;
+        }
+    }
+    r->pos_err = 0.0;
+    r->rot_err = -1;
+    for (size_t t = 0; t < T->ntips; t++) {
+        proto_tip_result *tr = &r->tips[t];
+        tip_result(job, &goals[t], keep, ik_tree_fk(T, r->q, t), ik_tree_fk(T, from, t), tr);
+        if (!tr->checked)
+            continue;
+        r->pos_err = fmax(r->pos_err, tr->pos_err);
+        if (tr->rot_err >= 0)
+            r->rot_err = fmax(r->rot_err, tr->rot_err);
+    }
+}
