@@ -36,11 +36,13 @@
  * after the polish), or out of budget.
  *
  * Restarts draw joints uniformly inside their limits (splitmix64 seeded
- * with opts.rng_seed): three restarts in FULL_EVERY redraw only the
- * variables that move nothing but unmet tasks (so a solved arm is not
- * thrown away because the other one sits in a local minimum; when no task
- * of a one-level group is met, the one farthest from its target counts as
- * the unmet one), the others the whole group.
+ * with opts.rng_seed): in a one-level group three restarts in FULL_EVERY
+ * redraw only the variables that move nothing but unmet tasks (so a
+ * solved arm is not thrown away because the other one sits in a local
+ * minimum; when no task is met, the one farthest from its target counts
+ * as the unmet one), the others the whole group; with several levels
+ * every other restart is whole, since which branch the shared variables
+ * take for the higher levels decides how close the lower ones can get.
  *
  * Tuning (build/ikbench tree: both PR2 arms from torso_lift_link and from
  * base_link, the Baxter-like tree of tests/data, 2000 to 10000 targets,
@@ -292,7 +294,7 @@ ik_tree_opts ik_tree_opts_default(void)
 #define PROJ_DAMPING       1e-10 /* mu of the null-space projectors */
 #define LEVEL_RATIO        1e4   /* merit weight of a level over the next */
 #define POLISH_ITERS       30    /* strict steps that restore the higher levels */
-#define FULL_EVERY         4     /* every so many restarts redraws the whole group */
+#define FULL_EVERY         4     /* one level: every so many restarts redraw the whole group */
 
 
 static double now_s(void)
@@ -1149,12 +1151,13 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
         if (restarts >= o->max_restarts || !budget_left(S))
             break;
         restarts++;
-        /* Three restarts in FULL_EVERY redraw only the variables that
-         * move nothing but unmet tasks, so that a solved arm is not thrown
-         * away because the other one sits in a local minimum; when no task
-         * is met (one level), the task farthest from its target counts as
-         * the only unmet one, the others being usually on their way. The
-         * rest redraw the whole group (the shared variables too). */
+        /* Three restarts in FULL_EVERY (one level; every other with
+         * several) redraw only the variables that move nothing but unmet
+         * tasks, so that a solved arm is not thrown away because the other
+         * one sits in a local minimum; when no task is met (one level), the
+         * task farthest from its target counts as the only unmet one, the
+         * others being usually on their way. The rest redraw the whole
+         * group (the shared variables too). */
         uint32_t unmet = 0;
         for (size_t t = 0; t < G->ntask; t++)
             if (!S->met[t])
@@ -1173,7 +1176,7 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
             }
         }
         bool partial = a != ATTEMPT_SOLVED && unmet != 0 && unmet != G->tips &&
-                       restarts % FULL_EVERY != 0;
+                       restarts % (G->nlev == 1 ? FULL_EVERY : 2) != 0;
         if (partial) {
             size_t own = 0;
             for (size_t i = 0; i < G->nv; i++)
