@@ -481,6 +481,375 @@ START_TEST(test_pr2_and_baxter)
 }
 END_TEST
 
+/* ---- priorities against brute force ---------------------------------- */
+
+/* The planar tree's lengths (PLANAR_TREE): A = s, a (1.0 then 0.8), B = s,
+ * b1, b2 (-0.6, -0.7, -0.5 along x). */
+#define LA0 1.0
+#define LA1 0.8
+#define LB0 0.6
+#define LB1 0.7
+#define LB2 0.5
+
+/* B's squared error (x, y, yaw) for s, b1, b2, computed here. */
+static double b_cost(double s, double b1, double b2, double tx, double ty, double tyaw)
+{
+    double x = -LB0 * cos(s) - LB1 * cos(s + b1) - LB2 * cos(s + b1 + b2);
+    double y = -LB0 * sin(s) - LB1 * sin(s + b1) - LB2 * sin(s + b1 + b2);
+    double dyaw = ik_wrap_angle(tyaw - (s + b1 + b2));
+    return (tx - x) * (tx - x) + (ty - y) * (ty - y) + dyaw * dyaw;
+}
+
+/* Minimum of b_cost over b1, b2 for a fixed s: a coarse grid, then grids
+ * five times finer around the best point, down to 1e-9 rad. */
+static double b_best(double s, double tx, double ty, double tyaw)
+{
+    double c1 = 0, c2 = 0, h = 2 * IK_PI / 200, best = INFINITY;
+    for (int i = 0; i < 200; i++)
+        for (int k = 0; k < 200; k++) {
+            double b1 = -IK_PI + i * h, b2 = -IK_PI + k * h;
+            double c = b_cost(s, b1, b2, tx, ty, tyaw);
+            if (c < best) {
+                best = c;
+                c1 = b1;
+                c2 = b2;
+            }
+        }
+    while (h > 1e-9) {
+        double n1 = c1, n2 = c2;
+        for (int i = -10; i <= 10; i++)
+            for (int k = -10; k <= 10; k++) {
+                double b1 = c1 + i * h / 5, b2 = c2 + k * h / 5;
+                double c = b_cost(s, b1, b2, tx, ty, tyaw);
+                if (c < best) {
+                    best = c;
+                    n1 = b1;
+                    n2 = b2;
+                }
+            }
+        c1 = n1;
+        c2 = n2;
+        h /= 5;
+    }
+    return best;
+}
+
+/* Conflicting targets: A's position (priority 0) fixes s to two values,
+ * B's planar pose (x, y, yaw; priority 1) then has two joints for three
+ * components. A within 1e-6 (status success), B (no_ik_solution) exactly
+ * as close as the brute force over the freedom A leaves, the answer as a
+ * whole no_ik_solution. */
+START_TEST(test_priorities_conflict)
+{
+    json_t *chain = planar_chain();
+    ik_rng r = {99};
+    int cases = 0;
+    while (cases < 8) {
+        double rr = ik_rng_uniform(&r, LA0 - LA1 + 0.05, LA0 + LA1 - 0.05);
+        double ang = ik_rng_uniform(&r, -IK_PI, IK_PI);
+        double ax = rr * cos(ang), ay = rr * sin(ang);
+        double bx = ik_rng_uniform(&r, -1.5, 1.5), by = ik_rng_uniform(&r, -1.5, 1.5);
+        double byaw = ik_rng_uniform(&r, -IK_PI, IK_PI);
+        double phi = ik_acos_clamped((LA0 * LA0 + rr * rr - LA1 * LA1) / (2 * LA0 * rr));
+        double ref = fmin(b_best(ang - phi, bx, by, byaw), b_best(ang + phi, bx, by, byaw));
+        if (ref < 1e-4)
+            continue; /* no conflict */
+        cases++;
+        ik_quat qb = ik_quat_from_axis_angle(ik_v3(0, 0, 1), byaw);
+        json_t *req = json_pack(
+            "{s:O, s:{s:{s:{s:[f,f,f]}, s:{s:[f,f,f], s:[f,f,f,f], s:[i,i,i,i,i,i], s:i}}}, "
+            "s:{s:f, s:f, s:f, s:i}}",
+            "chain", chain, "target", "tips", "a_tip", "position", ax, ay, 0.0, "b_tip", "position",
+            bx, by, 0.0, "orientation", qb.x, qb.y, qb.z, qb.w, "weights", 1, 1, 0, 0, 0, 1,
+            "priority", 1, "options", "tolerance", 1e-6, "angular_tolerance", 1e-6, "timeout_ms",
+            0.0, "max_iterations", 10000);
+        json_t *res = solve(req, PROTO_SOLVE);
+        ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "no_ik_solution");
+        const json_t *tips = json_object_get(res, "tips"), *q = json_object_get(res, "joints");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tips, 0), "status")),
+                         "success");
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tips, 1), "status")),
+                         "no_ik_solution");
+        /* by the test's own planar kinematics */
+        double s = json_number_value(json_array_get(q, 0)),
+               a = json_number_value(json_array_get(q, 1));
+        double b1 = json_number_value(json_array_get(q, 2)),
+               b2 = json_number_value(json_array_get(q, 3));
+        double px = LA0 * cos(s) + LA1 * cos(s + a), py = LA0 * sin(s) + LA1 * sin(s + a);
+        ck_assert_double_le(fabs(px - ax), 1e-6);
+        ck_assert_double_le(fabs(py - ay), 1e-6);
+        double cost = b_cost(s, b1, b2, bx, by, byaw);
+        ck_assert_msg(cost <= ref + 1e-6 * (1 + ref) && cost >= ref - 1e-5 * (1 + ref),
+                      "case %d: low-priority cost %.9g, brute force %.9g", cases, cost, ref);
+        json_decref(res);
+        json_decref(req);
+    }
+    json_decref(chain);
+}
+END_TEST
+
+/* ---- keep rules, weights, objectives, seeds, options -------------------- */
+
+/* One solve on the planar tree with a target for A only: "keep": "pose"
+ * holds B's pose (checked, success), "joints" holds B's own joints (B not
+ * checked: no status), and a tip's weight decides against another's
+ * without priorities. */
+START_TEST(test_keep_and_weight)
+{
+    json_t *chain = planar_chain();
+    /* seed: s 0.3, a 0.5, b1 0.4, b2 -0.2; A's target is reachable with s
+     * where it is (a = 1.2), which B's pose holds */
+    const double ax = LA0 * cos(0.3) + LA1 * cos(1.5), ay = LA0 * sin(0.3) + LA1 * sin(1.5);
+    json_t *req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}}, s:[f,f,f,f], s:{s:f}}", "chain", chain,
+                            "target", "tips", "a_tip", "position", ax, ay, 0.0, "seed", 0.3, 0.5,
+                            0.4, -0.2, "options", "timeout_ms", 50.0);
+    json_t *res = solve(req, PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "success");
+    const json_t *q = json_object_get(res, "joints"), *tips = json_object_get(res, "tips");
+    double s = json_number_value(json_array_get(q, 0)),
+           b1 = json_number_value(json_array_get(q, 2)),
+           b2 = json_number_value(json_array_get(q, 3));
+    /* B's pose at the seed and now */
+    double x0 = -LB0 * cos(0.3) - LB1 * cos(0.7) - LB2 * cos(0.5);
+    double y0 = -LB0 * sin(0.3) - LB1 * sin(0.7) - LB2 * sin(0.5);
+    double x1 = -LB0 * cos(s) - LB1 * cos(s + b1) - LB2 * cos(s + b1 + b2);
+    double y1 = -LB0 * sin(s) - LB1 * sin(s + b1) - LB2 * sin(s + b1 + b2);
+    ck_assert_double_le(fabs(x1 - x0), 1e-5);
+    ck_assert_double_le(fabs(y1 - y0), 1e-5);
+    ck_assert_double_le(fabs(ik_wrap_angle(s + b1 + b2 - 0.5)), 1e-5);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tips, 1), "status")),
+                     "success");
+    json_decref(res);
+    /* keep joints: b1 and b2 stay at the seed, B has no status */
+    json_object_set_new(json_object_get(req, "target"), "keep", json_string("joints"));
+    res = solve(req, PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "success");
+    q = json_object_get(res, "joints");
+    ck_assert_double_eq(json_number_value(json_array_get(q, 2)), 0.4);
+    ck_assert_double_eq(json_number_value(json_array_get(q, 3)), -0.2);
+    const json_t *tb = json_array_get(json_object_get(res, "tips"), 1);
+    ck_assert_ptr_null(json_object_get(tb, "status"));
+    ck_assert_ptr_null(json_object_get(tb, "position_error"));
+    ck_assert_ptr_nonnull(json_object_get(tb, "position"));
+    json_decref(res);
+    json_decref(req);
+    /* weights: B out of reach pulls A off its target when B weighs 100,
+     * not when it has the lower priority */
+    req =
+        json_pack("{s:O, s:{s:{s:{s:[f,f,f]}, s:{s:[f,f,f], s:f}}}, s:{s:f, s:i}}", "chain", chain,
+                  "target", "tips", "a_tip", "position", 1.2, 0.5, 0.0, "b_tip", "position", -0.3,
+                  2.5, 0.0, "weight", 100.0, "options", "timeout_ms", 0.0, "max_iterations", 5000);
+    res = solve(req, PROTO_SOLVE);
+    tips = json_object_get(res, "tips");
+    ck_assert_double_gt(pc_num(json_array_get(tips, 0), "position_error"), 1e-3);
+    json_decref(res);
+    json_t *tbj = json_object_get(json_object_get(json_object_get(req, "target"), "tips"), "b_tip");
+    json_object_del(tbj, "weight");
+    json_object_set_new(tbj, "priority", json_integer(1));
+    res = solve(req, PROTO_SOLVE);
+    tips = json_object_get(res, "tips");
+    ck_assert_double_lt(pc_num(json_array_get(tips, 0), "position_error"), 1e-5);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tips, 0), "status")),
+                     "success");
+    json_decref(res);
+    json_decref(req);
+    json_decref(chain);
+}
+END_TEST
+
+/* Objectives: with position targets the PR2's arms are redundant; each
+ * objective gives a solution on target, mid_limits one nearer the middle
+ * of the limits than none's, distance one nearer the seed. */
+START_TEST(test_objectives)
+{
+    test_tree t;
+    urdf_tree(&t, "pr2", "torso_lift_link", PR2_TIPS, 2);
+    json_t *d = describe(t.chain);
+    const json_t *names = json_object_get(d, "joint_names"), *js = json_object_get(d, "joints");
+    ik_rng r = {5};
+    double worse_mid = 0, worse_dist = 0;
+    for (int i = 0; i < 10; i++) {
+        json_t *qt = random_joints(d, &r), *seed = random_joints(d, &r);
+        json_t *tips = json_object();
+        for (size_t k = 0; k < 2; k++) {
+            ik_xform x = tree_fk(&t, k, names, qt);
+            json_object_set_new(tips, t.tip[k].name,
+                                json_pack("{s:[f,f,f]}", "position", x.p.x, x.p.y, x.p.z));
+        }
+        double mid[3], dist[3];
+        static const char *const objs[3] = {"none", "mid_limits", "distance"};
+        for (int o = 0; o < 3; o++) {
+            json_t *req = json_pack("{s:O, s:{s:O}, s:O, s:{s:s, s:f, s:i}}", "chain", t.chain,
+                                    "target", "tips", tips, "seed", seed, "options", "objective",
+                                    objs[o], "timeout_ms", 0.0, "max_iterations", 10000);
+            json_t *res = solve(req, PROTO_SOLVE);
+            ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "success");
+            const json_t *q = json_object_get(res, "joints");
+            for (size_t k = 0; k < 2; k++)
+                ck_assert_double_le(
+                    ik_vec3_dist(
+                        tree_fk(&t, k, names, q).p,
+                        pc_vec(json_object_get(json_object_get(tips, t.tip[k].name), "position"))),
+                    2e-5);
+            mid[o] = dist[o] = 0;
+            for (size_t v = 0; v < json_array_size(js); v++) {
+                const json_t *j = json_array_get(js, v);
+                double x = json_number_value(json_array_get(q, v));
+                double dd = x - json_number_value(json_array_get(seed, v));
+                if (json_object_get(j, "lower")) {
+                    double lo = pc_num(j, "lower"), hi = pc_num(j, "upper");
+                    double m = (x - 0.5 * (lo + hi)) / (hi - lo);
+                    mid[o] += m * m;
+                } else {
+                    dd = ik_wrap_angle(dd);
+                }
+                dist[o] += dd * dd;
+            }
+            json_decref(res);
+            json_decref(req);
+        }
+        worse_mid += mid[1] > mid[0] + 1e-9;
+        worse_dist += dist[2] > dist[0] + 1e-9;
+        json_decref(tips);
+        json_decref(qt);
+        json_decref(seed);
+    }
+    ck_assert_double_le(worse_mid, 1); /* better or equal, but for a rare local optimum */
+    ck_assert_double_le(worse_dist, 1);
+    json_decref(d);
+    tree_free(&t);
+    /* objective is for trees only, and one of the names */
+    pc_reject("{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},\"target\":{\"position\":[1,1]},"
+              "\"options\":{\"objective\":\"distance\"}}",
+              PROTO_SOLVE, "invalid_request", 400, "/options/objective");
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"tips\":{\"a_tip\":{\"position\":[1,1,0]}}},\"options\":"
+             "{\"objective\":\"beauty\"}}",
+             PLANAR_TREE);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/options/objective");
+}
+END_TEST
+
+/* Rejections of tree targets, each with its path. */
+START_TEST(test_target_errors)
+{
+    static const struct {
+        const char *target, *code, *path;
+    } cases[] = {
+        {"{\"position\":[1,0,0]}", "invalid_request", "/target/position"},
+        {"{\"tips\":[]}", "invalid_request", "/target/tips"},
+        {"{}", "invalid_request", "/target/tips"},
+        {"{\"tips\":{\"c_tip\":{\"position\":[1,0,0]}}}", "invalid_request", "/target/tips/c_tip"},
+        {"{\"tips\":{\"a/tip\":{\"position\":[1,0,0]}}}", "invalid_request", "/target/tips/a~1tip"},
+        {"{\"tips\":{\"a_tip\":[1,0,0]}}", "invalid_request", "/target/tips/a_tip"},
+        {"{\"tips\":{\"a_tip\":{}}}", "invalid_request", "/target/tips/a_tip/position"},
+        {"{\"tips\":{\"a_tip\":{\"position\":[1,0,0],\"pole\":[0,1,0]}}}", "invalid_request",
+         "/target/tips/a_tip/pole"},
+        {"{\"tips\":{\"a_tip\":{\"position\":[1,0,1e9]}}}", "invalid_request",
+         "/target/tips/a_tip/position/2"},
+        {"{\"tips\":{\"a_tip\":{\"position\":[1,0,0],\"orientation\":[0,0,0,2]}}}",
+         "invalid_request", "/target/tips/a_tip/orientation"},
+        {"{\"tips\":{\"a_tip\":{\"position\":[1,0,0],\"priority\":-1}}}", "invalid_request",
+         "/target/tips/a_tip/priority"},
+        {"{\"tips\":{\"a_tip\":{\"position\":[1,0,0],\"priority\":0.5}}}", "invalid_request",
+         "/target/tips/a_tip/priority"},
+        {"{\"tips\":{\"a_tip\":{\"position\":[1,0,0],\"weight\":0}}}", "invalid_request",
+         "/target/tips/a_tip/weight"},
+        {"{\"tips\":{\"a_tip\":{\"position\":[1,0,0],\"weights\":[0,0,0,0,0,0]}}}",
+         "invalid_request", "/target/tips/a_tip/weights"},
+        {"{\"tips\":{\"a_tip\":{\"position\":[1,0,0]}},\"keep\":\"nothing\"}", "invalid_request",
+         "/target/keep"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[2048];
+        snprintf(body, sizeof body, "{\"chain\":%s,\"target\":%s}", PLANAR_TREE, cases[i].target);
+        pc_reject(body, PROTO_SOLVE, cases[i].code, 400, cases[i].path);
+    }
+    /* a seed of every joint, and batch paths */
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"tips\":{\"a_tip\":{\"position\":[1,0,0]}}},\"seed\":[0,0,"
+             "0]}",
+             PLANAR_TREE);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/seed");
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"targets\":[{\"tips\":{\"a_tip\":{\"position\":[1,0,0]}}},{\"tips\":"
+             "{\"b_tip\":{\"position\":[1,0,\"x\"]}}}]}",
+             PLANAR_TREE);
+    pc_reject(body, PROTO_BATCH, "invalid_request", 400, "/targets/1/tips/b_tip/position/2");
+    /* servo is for single chains */
+    snprintf(body, sizeof body,
+             "{\"chain\":%s,\"target\":{\"tips\":{\"a_tip\":{\"position\":[1,0,0]}}},"
+             "\"options\":{\"servo\":{\"period_s\":0.01}}}",
+             PLANAR_TREE);
+    pc_reject(body, PROTO_SOLVE, "invalid_request", 400, "/options/servo");
+}
+END_TEST
+
+/* Seeds and turns: a continuous joint is answered on the turn of its seed;
+ * max_joint_step refuses a solution too far from the seed (reason
+ * joint_step, the seed's joints, no motion) and reports the step of the
+ * others; degrees and another frame convert seeds, targets and answers. */
+START_TEST(test_seed_turns_step_units)
+{
+    json_t *chain = planar_chain();
+    /* the seed two turns up on every joint (B keeps its joints): the
+     * answer stays there */
+    const double s0[4] = {0.3 + 4 * IK_PI, 0.5 + 4 * IK_PI, 0.4 + 4 * IK_PI, -0.2 + 4 * IK_PI};
+    json_t *req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:f}}", "chain", chain,
+                            "target", "tips", "a_tip", "position", 1.0, 1.2, 0.0, "keep", "joints", "seed", s0[0],
+                            s0[1], s0[2], s0[3], "options", "timeout_ms", 50.0);
+    json_t *res = solve(req, PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "success");
+    const json_t *q = json_object_get(res, "joints");
+    for (size_t v = 0; v < 4; v++)
+        ck_assert_double_le(fabs(json_number_value(json_array_get(q, v)) - s0[v]), IK_PI);
+    double step = pc_num(res, "max_joint_step");
+    ck_assert_double_gt(step, 0.01);
+    json_decref(res);
+    /* the same step refused */
+    json_object_set_new(req, "options",
+                        json_pack("{s:f, s:f}", "timeout_ms", 50.0, "max_joint_step", 0.5 * step));
+    res = solve(req, PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "no_ik_solution");
+    ck_assert_str_eq(json_string_value(json_object_get(res, "reason")), "joint_step");
+    q = json_object_get(res, "joints");
+    for (size_t v = 0; v < 4; v++)
+        ck_assert_double_eq_tol(json_number_value(json_array_get(q, v)), s0[v], 1e-12);
+    json_decref(res);
+    json_decref(req);
+    /* degrees and Unity's convention: the same solve stated both ways
+     * gives the same joints (in degrees), tips in Unity's axes */
+    req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:f, s:i}}", "chain", chain,
+                    "target", "tips", "a_tip", "position", 1.0, 1.2, 0.0, "keep", "joints", "seed", 0.3, 0.5, 0.4,
+                    -0.2, "options", "timeout_ms", 0.0, "max_iterations", 5000);
+    json_t *ros = solve(req, PROTO_SOLVE);
+    json_decref(req);
+    /* ROS (x, y, z) is Unity (-y, z, x) */
+    req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:s, s:s, s:f, s:i}}", "chain",
+                    chain, "target", "tips", "a_tip", "position", -1.2, 0.0, 1.0, "keep", "joints", "seed",
+                    0.3 * 180 / IK_PI, 0.5 * 180 / IK_PI, 0.4 * 180 / IK_PI, -0.2 * 180 / IK_PI,
+                    "options", "units", "degrees", "frame", "unity", "timeout_ms", 0.0,
+                    "max_iterations", 5000);
+    json_t *unity = solve(req, PROTO_SOLVE);
+    for (size_t v = 0; v < 4; v++)
+        ck_assert_double_eq_tol(
+            json_number_value(json_array_get(json_object_get(unity, "joints"), v)),
+            json_number_value(json_array_get(json_object_get(ros, "joints"), v)) * 180 / IK_PI,
+            1e-6);
+    ik_vec3 pr =
+        pc_vec(json_object_get(json_array_get(json_object_get(ros, "tips"), 1), "position"));
+    ik_vec3 pu =
+        pc_vec(json_object_get(json_array_get(json_object_get(unity, "tips"), 1), "position"));
+    ck_assert_double_le(ik_vec3_dist(pu, ik_v3(-pr.y, pr.z, pr.x)), 1e-9);
+    json_decref(ros);
+    json_decref(unity);
+    json_decref(req);
+    json_decref(chain);
+}
+END_TEST
+
 static Suite *tree_suite(void)
 {
     Suite *s = suite_create("proto_tree");
@@ -493,6 +862,11 @@ static Suite *tree_suite(void)
     TCase *ts = tcase_create("solves");
     tcase_set_timeout(ts, 300);
     tcase_add_loop_test(ts, test_pr2_and_baxter, 0, 3);
+    tcase_add_test(ts, test_priorities_conflict);
+    tcase_add_test(ts, test_keep_and_weight);
+    tcase_add_test(ts, test_objectives);
+    tcase_add_test(ts, test_target_errors);
+    tcase_add_test(ts, test_seed_turns_step_units);
     suite_add_tcase(s, ts);
     return s;
 }
