@@ -258,6 +258,11 @@ struct proto_stream_path {
     double rate_hz;
     double duration_s;
     size_t count;
+    /* a tree stream's path, once bound: each waypoint's goals (ntips per
+     * waypoint) and keep rule (one allocation, freed with the path) */
+    size_t ntips;
+    proto_tip_goal *goals;
+    unsigned char *keep;
     proto_path_point pts[]; /* npoints */
 };
 

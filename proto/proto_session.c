@@ -11,6 +11,10 @@
  * each sample is interpolated between those typed targets, so no stream
  * message is ever turned back into JSON and parsed again.
  *
+ * A tree's stream works the same way on its tree targets ({"tips": ...}):
+ * a path's waypoints are tree targets, and each sample interpolates every
+ * tip's target between its two waypoints (proto_session_sample).
+ *
  * Where a solve starts (proto_session_prepare): the target's own seed (a
  * re-synchronisation after the arm moved by other means), else the open
  * seed while the stream has no answer yet, else the previous answer
@@ -86,7 +90,8 @@ const proto_chain *proto_session_chain(const proto_session *s)
 }
 
 /* A one-target job of the session for target *t (checked at path), with
- * room for a seed. */
+ * room for a seed; t NULL on a tree, whose target the caller decodes
+ * (proto__job_target). */
 static int session_job(proto_session *s, const proto_target *t, const char *path,
                        proto_job **out, proto_error *err)
 {
@@ -94,17 +99,31 @@ static int session_job(proto_session *s, const proto_target *t, const char *path
                           proto__seed_len(s->chain) > 0, out, err);
 }
 
+static bool is_tree(const proto_session *s)
+{
+    return s->chain->kind == PROTO_CHAIN_TREE;
+}
+
 int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
                          proto_job **out, proto_error *err)
 {
     *out = NULL;
-    proto_target t;
-    if (proto__target_decode(target, "/target", s->opt.frame,
-                             s->chain->kind == PROTO_CHAIN_PLANAR, &t, err))
-        return -1;
     proto_job *job;
-    if (session_job(s, &t, "/target", &job, err))
-        return -1;
+    if (is_tree(s)) {
+        if (session_job(s, NULL, "/target", &job, err))
+            return -1;
+        if (proto__job_target(job, 0, target, "/target", err)) {
+            proto_job_free(job);
+            return -1;
+        }
+    } else {
+        proto_target t;
+        if (proto__target_decode(target, "/target", s->opt.frame,
+                                 s->chain->kind == PROTO_CHAIN_PLANAR, &t, err))
+            return -1;
+        if (session_job(s, &t, "/target", &job, err))
+            return -1;
+    }
     if (seed) {
         if (proto__seed_decode(seed, "/seed", s->chain, &job->opt, job->seed_q, err)) {
             proto_job_free(job);
@@ -116,12 +135,43 @@ int proto_session_target(proto_session *s, const json_t *target, const json_t *s
     return 0;
 }
 
+/* A tree's path: every waypoint decoded as the stream's tree target into
+ * p->goals and p->keep. */
+static int tree_path(proto_session *s, proto_stream_path *p, proto_error *err)
+{
+    const size_t nt = s->chain->tree->ntips;
+    free(p->goals); /* a failed binding's */
+    p->goals = calloc(1, p->npoints * (nt * sizeof *p->goals + 1));
+    if (!p->goals)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    p->keep = (unsigned char *)(p->goals + p->npoints * nt);
+    p->ntips = nt;
+    for (size_t i = 0; i < p->npoints; i++) {
+        char path[PROTO_PATH_MAX];
+        snprintf(path, sizeof path, "/waypoints/%zu", i);
+        proto_job *probe;
+        if (session_job(s, NULL, path, &probe, err))
+            return -1;
+        int rc = proto__job_target(probe, 0, p->pts[i].json, path, err);
+        if (rc == 0) {
+            memcpy(p->goals + i * nt, probe->goals, nt * sizeof *p->goals);
+            p->keep[i] = probe->keep[0];
+        }
+        proto_job_free(probe);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
 int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
 {
     if (p->bound)
         return 0;
     bool dims2 = s->chain->kind == PROTO_CHAIN_PLANAR;
-    for (size_t i = 0; i < p->npoints; i++) {
+    if (is_tree(s) && tree_path(s, p, err))
+        return -1;
+    for (size_t i = 0; !is_tree(s) && i < p->npoints; i++) {
         char path[PROTO_PATH_MAX];
         snprintf(path, sizeof path, "/waypoints/%zu", i);
         if (proto__target_decode(p->pts[i].json, path, s->opt.frame, dims2, &p->pts[i].t, err))
@@ -160,13 +210,33 @@ int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
     if (seg >= nseg)
         seg = nseg - 1;
     double f = u - (double)seg;
+    char path[PROTO_PATH_MAX];
+    snprintf(path, sizeof path, "/waypoints/%zu", seg);
+    if (p->goals) {
+        /* a tree: each tip's target between its two waypoints (the
+         * segment's first decides the rest) */
+        const size_t nt = p->ntips;
+        if (session_job(s, NULL, path, out, err))
+            return -1;
+        proto_job *job = *out;
+        for (size_t k = 0; k < nt; k++) {
+            const proto_tip_goal *ga = &p->goals[seg * nt + k], *gb = &p->goals[(seg + 1) * nt + k];
+            proto_tip_goal g = *ga;
+            if (ga->active && gb->active) {
+                g.t.position = ik_vec3_lerp(ga->t.position, gb->t.position, f);
+                if (ga->t.has_orientation && gb->t.has_orientation)
+                    g.t.orientation = ik_quat_slerp(ga->t.orientation, gb->t.orientation, f);
+            }
+            job->goals[k] = g;
+        }
+        job->keep[0] = p->keep[seg];
+        return 0;
+    }
     const proto_target *a = &p->pts[seg].t, *b = &p->pts[seg + 1].t;
     proto_target t = *a;
     t.position = ik_vec3_lerp(a->position, b->position, f);
     if (a->has_orientation && b->has_orientation)
         t.orientation = ik_quat_slerp(a->orientation, b->orientation, f);
-    char path[PROTO_PATH_MAX];
-    snprintf(path, sizeof path, "/waypoints/%zu", seg);
     return session_job(s, &t, path, out, err);
 }
 

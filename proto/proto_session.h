@@ -64,7 +64,8 @@ int proto_session_target(proto_session *s, const json_t *target, const json_t *s
 
 /* Binds a path (as proto_stream_decode() left it in a path message) to the
  * session: every waypoint is decoded as a target of this stream (paths
- * under "/waypoints/<i>") and checked against the solver it will get.
+ * under "/waypoints/<i>"; a tree's as a tree target) and checked against
+ * the solver it will get.
  * Needed before proto_session_sample(). 0, or -1 with *err set (the path
  * is then unusable, the caller frees it). */
 int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err);
@@ -73,7 +74,9 @@ int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
  * unsolved job of one target: the position interpolated linearly between
  * the waypoints around it, the orientation by slerp (when both have one),
  * every other member (up, pole, weights) from the waypoint that starts the
- * segment. 0 and *out, or -1 with *err set (out of memory, i out of range
+ * segment; on a tree the same for each tip that both waypoints target,
+ * the rest (the other tips, priorities, weights, keep) from the waypoint
+ * that starts the segment. 0 and *out, or -1 with *err set (out of memory, i out of range
  * or an unbound path). */
 int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
                          proto_job **out, proto_error *err);

@@ -7,7 +7,8 @@
  * client's sequence number, that exactly one of "chain"/"chain_id" opens a
  * stream, and the shape of a path (waypoints with "position" [x,y,z] and
  * optionally "orientation" [x,y,z,w], a unit quaternion within
- * PROTO_QUAT_UNIT_TOL exactly as a target's, rate and duration). It does
+ * PROTO_QUAT_UNIT_TOL exactly as a target's, or a tree's targets with
+ * "tips", checked whole when bound; rate and duration). It does
  * not check chains, options or targets: a stream's typed session does
  * (proto_session.c), with error paths ("/target/...", "/waypoints/3/...")
  * that point into the same message; it also interpolates path samples.
@@ -138,6 +139,12 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
             proto_stream_path_free(p);
             return stream_err(err, PROTO_E_INVALID_REQUEST, where, "a waypoint must be a target object");
         }
+        if (json_object_get(w, "tips")) {
+            /* a tree's target: checked as one when the path is bound to
+             * its stream (proto_session_path) */
+            p->pts[i].json = json_incref(w);
+            continue;
+        }
         if (read_numbers(json_object_get(w, "position"), v, 3) != 0) {
             snprintf(where, sizeof where, "/waypoints/%zu/position", i);
             proto_stream_path_free(p);
@@ -213,6 +220,7 @@ void proto_stream_path_free(proto_stream_path *p)
         return;
     for (size_t i = 0; i < p->npoints; i++)
         json_decref(p->pts[i].json);
+    free(p->goals);
     free(p);
 }
 

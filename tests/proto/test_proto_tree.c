@@ -34,6 +34,7 @@
 
 #include "proto/proto.h"
 #include "proto/proto_session.h"
+#include "proto/proto_stream.h"
 #include "proto/proto_urdf.h"
 #include "solver/ik_math.h"
 #include "solver/ik_rng.h"
@@ -427,7 +428,8 @@ END_TEST
 /* ---- solves ------------------------------------------------------------- */
 
 /* N targets from random configurations on tree t: single solves and one
- * batch, every answer checked; at least 99.9% success. */
+ * batch, every answer checked; at least 99.9% success (the budget in
+ * iterations, 10000 each, so that a busy machine changes nothing). */
 static void random_solves(test_tree *t, size_t n, uint64_t seed)
 {
     json_t *d = describe(t->chain);
@@ -435,10 +437,13 @@ static void random_solves(test_tree *t, size_t n, uint64_t seed)
     ik_rng r = {seed};
     size_t ok = 0;
     json_t *targets = json_array();
+    /* a budget of iterations, not of time: the machine may be busy */
+    json_t *opts = json_pack("{s:f, s:i}", "timeout_ms", 0.0, "max_iterations", 10000);
     for (size_t i = 0; i < n; i++) {
         json_t *q = random_joints(d, &r);
         json_t *tg = full_pose_target(t, d, q);
-        json_t *req = json_pack("{s:O, s:O}", "chain", t->chain, "target", tg);
+        json_t *req =
+            json_pack("{s:O, s:O, s:O}", "chain", t->chain, "target", tg, "options", opts);
         json_t *res = solve(req, PROTO_SOLVE);
         ck_assert(json_equal(json_object_get(res, "joint_names"), names));
         ck_assert(eq_new(json_object_get(res, "tip_names"),
@@ -453,7 +458,8 @@ static void random_solves(test_tree *t, size_t n, uint64_t seed)
     }
     ck_assert_msg(ok * 1000 >= n * 999, "%zu of %zu solved", ok, n);
     /* the same targets as one batch */
-    json_t *req = json_pack("{s:O, s:O}", "chain", t->chain, "targets", targets);
+    json_t *req =
+        json_pack("{s:O, s:O, s:O}", "chain", t->chain, "targets", targets, "options", opts);
     json_t *res = solve(req, PROTO_BATCH);
     const json_t *results = json_object_get(res, "results");
     ck_assert_uint_eq(json_array_size(results), json_array_size(targets));
@@ -467,6 +473,7 @@ static void random_solves(test_tree *t, size_t n, uint64_t seed)
     json_decref(res);
     json_decref(req);
     json_decref(targets);
+    json_decref(opts);
     json_decref(d);
 }
 
@@ -797,9 +804,10 @@ START_TEST(test_seed_turns_step_units)
     /* the seed two turns up on every joint (B keeps its joints): the
      * answer stays there */
     const double s0[4] = {0.3 + 4 * IK_PI, 0.5 + 4 * IK_PI, 0.4 + 4 * IK_PI, -0.2 + 4 * IK_PI};
-    json_t *req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:f}}", "chain", chain,
-                            "target", "tips", "a_tip", "position", 1.0, 1.2, 0.0, "keep", "joints", "seed", s0[0],
-                            s0[1], s0[2], s0[3], "options", "timeout_ms", 50.0);
+    json_t *req =
+        json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:f}}", "chain", chain,
+                  "target", "tips", "a_tip", "position", 1.0, 1.2, 0.0, "keep", "joints", "seed",
+                  s0[0], s0[1], s0[2], s0[3], "options", "timeout_ms", 50.0);
     json_t *res = solve(req, PROTO_SOLVE);
     ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "success");
     const json_t *q = json_object_get(res, "joints");
@@ -822,16 +830,16 @@ START_TEST(test_seed_turns_step_units)
     /* degrees and Unity's convention: the same solve stated both ways
      * gives the same joints (in degrees), tips in Unity's axes */
     req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:f, s:i}}", "chain", chain,
-                    "target", "tips", "a_tip", "position", 1.0, 1.2, 0.0, "keep", "joints", "seed", 0.3, 0.5, 0.4,
-                    -0.2, "options", "timeout_ms", 0.0, "max_iterations", 5000);
+                    "target", "tips", "a_tip", "position", 1.0, 1.2, 0.0, "keep", "joints", "seed",
+                    0.3, 0.5, 0.4, -0.2, "options", "timeout_ms", 0.0, "max_iterations", 5000);
     json_t *ros = solve(req, PROTO_SOLVE);
     json_decref(req);
     /* ROS (x, y, z) is Unity (-y, z, x) */
-    req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:s, s:s, s:f, s:i}}", "chain",
-                    chain, "target", "tips", "a_tip", "position", -1.2, 0.0, 1.0, "keep", "joints", "seed",
-                    0.3 * 180 / IK_PI, 0.5 * 180 / IK_PI, 0.4 * 180 / IK_PI, -0.2 * 180 / IK_PI,
-                    "options", "units", "degrees", "frame", "unity", "timeout_ms", 0.0,
-                    "max_iterations", 5000);
+    req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:s, s:s, s:f, s:i}}",
+                    "chain", chain, "target", "tips", "a_tip", "position", -1.2, 0.0, 1.0, "keep",
+                    "joints", "seed", 0.3 * 180 / IK_PI, 0.5 * 180 / IK_PI, 0.4 * 180 / IK_PI,
+                    -0.2 * 180 / IK_PI, "options", "units", "degrees", "frame", "unity",
+                    "timeout_ms", 0.0, "max_iterations", 5000);
     json_t *unity = solve(req, PROTO_SOLVE);
     for (size_t v = 0; v < 4; v++)
         ck_assert_double_eq_tol(
@@ -846,6 +854,179 @@ START_TEST(test_seed_turns_step_units)
     json_decref(ros);
     json_decref(unity);
     json_decref(req);
+    json_decref(chain);
+}
+END_TEST
+
+/* ---- streams ------------------------------------------------------------ */
+
+/* A stream on both PR2 arms from base_link (the torso shared), opened with
+ * the arms' state as its seed (continuous joints on other turns), follows
+ * a smooth motion of the whole tree: every target by tree_fk of joints
+ * moving a little each step, each solve warm-started by the session. Every
+ * answer is on target, no joint moves more than 0.2 rad between
+ * consecutive answers (no flips), continuous joints stay on their turn. */
+START_TEST(test_stream_smooth)
+{
+    test_tree t;
+    urdf_tree(&t, "pr2", "base_link", PR2_TIPS, 2);
+    json_t *d = describe(t.chain);
+    const json_t *names = json_object_get(d, "joint_names"), *js = json_object_get(d, "joints");
+    const size_t n = json_array_size(names);
+    ik_rng r = {42};
+    json_t *q0 = random_joints(d, &r);
+    double q[64], dq[64], prev[64];
+    for (size_t v = 0; v < n; v++) {
+        q[v] = json_number_value(json_array_get(q0, v));
+        dq[v] = ik_rng_uniform(&r, -0.01, 0.01);
+        if (!json_object_get(json_array_get(js, v), "lower"))
+            q[v] += 2 * IK_PI; /* the arm's wrist a turn up */
+        prev[v] = q[v];
+    }
+    json_t *seed = json_array();
+    for (size_t v = 0; v < n; v++)
+        json_array_append_new(seed, json_real(q[v]));
+    proto_error e;
+    proto_chain *c = proto_chain_decode_json(t.chain, "/chain", NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    proto_session *s = NULL;
+    ck_assert_msg(proto_session_open(c, NULL, seed, NULL, &s, &e) == 0, "%s at %s", e.message,
+                  e.path);
+    proto_chain_unref(c);
+    for (int k = 0; k < 60; k++) {
+        for (size_t v = 0; v < n; v++) {
+            const json_t *j = json_array_get(js, v);
+            double x = q[v] + dq[v];
+            if (json_object_get(j, "lower") &&
+                (x < pc_num(j, "lower") + 0.02 || x > pc_num(j, "upper") - 0.02))
+                dq[v] = -dq[v]; /* turn back inside the limits */
+            q[v] += dq[v];
+        }
+        json_t *qj = json_array();
+        for (size_t v = 0; v < n; v++)
+            json_array_append_new(qj, json_real(q[v]));
+        json_t *tg = full_pose_target(&t, d, qj);
+        proto_job *job = NULL;
+        ck_assert_msg(proto_session_target(s, tg, NULL, &job, &e) == 0, "%s at %s", e.message,
+                      e.path);
+        proto_session_prepare(s, job);
+        proto_job_run(job, 0, 1);
+        json_t *res = proto_job_result_json(job, 0);
+        ck_assert_msg(check_full_pose(&t, d, tg, names, res, 1e-5), "step %d: %s", k,
+                      json_string_value(json_object_get(res, "status")));
+        const json_t *a = json_object_get(res, "joints");
+        for (size_t v = 0; v < n; v++) {
+            double x = json_number_value(json_array_get(a, v));
+            ck_assert_msg(fabs(x - prev[v]) <= 0.2, "step %d: joint %s jumps from %g to %g", k,
+                          json_string_value(json_array_get(names, v)), prev[v], x);
+            prev[v] = x;
+        }
+        ck_assert_double_le(pc_num(res, "max_joint_step"), 0.2);
+        proto_session_solved(s, job);
+        json_decref(res);
+        json_decref(tg);
+        json_decref(qj);
+    }
+    proto_session_free(s);
+    json_decref(seed);
+    json_decref(q0);
+    json_decref(d);
+    tree_free(&t);
+}
+END_TEST
+
+/* A path on a tree stream: waypoints are tree targets; each sample's tip
+ * positions are interpolated between the waypoints around it (linearly),
+ * its orientations by slerp, the rest (priorities, the tips without a
+ * target, keep) from the segment's first waypoint; every sample's answer is
+ * on its interpolated target and continues the previous one. A waypoint
+ * that is not a tree target is refused at its path. */
+START_TEST(test_stream_path)
+{
+    json_t *chain = planar_chain();
+    proto_error e;
+    proto_chain *c = proto_chain_decode_json(chain, "/chain", NULL, &e);
+    ck_assert_ptr_nonnull(c);
+    proto_session *s = NULL;
+    json_t *seed = json_pack("[f,f,f,f]", 0.3, 0.5, 0.4, -0.2);
+    ck_assert_int_eq(proto_session_open(c, NULL, seed, NULL, &s, &e), 0);
+    /* three waypoints from poses of the tree: A's position, B's x and yaw
+     * (4 constraints on 4 joints) */
+    const double wq[3][4] = {{0.3, 0.5, 0.4, -0.2}, {0.5, 0.3, 0.6, -0.1}, {0.7, 0.1, 0.8, 0.0}};
+    double ax[3], ay[3], bx[3], byaw[3];
+    json_t *wps = json_array();
+    for (int w = 0; w < 3; w++) {
+        const double *q = wq[w];
+        ax[w] = LA0 * cos(q[0]) + LA1 * cos(q[0] + q[1]);
+        ay[w] = LA0 * sin(q[0]) + LA1 * sin(q[0] + q[1]);
+        bx[w] = -LB0 * cos(q[0]) - LB1 * cos(q[0] + q[2]) - LB2 * cos(q[0] + q[2] + q[3]);
+        byaw[w] = q[0] + q[2] + q[3];
+        ik_quat o = ik_quat_from_axis_angle(ik_v3(0, 0, 1), byaw[w]);
+        json_array_append_new(
+            wps,
+            json_pack("{s:{s:{s:[f,f,f]}, s:{s:[f,f,f], s:[f,f,f,f], s:[i,i,i,i,i,i]}}}", "tips",
+                      "a_tip", "position", ax[w], ay[w], 0.0, "b_tip", "position", bx[w], 0.0, 0.0,
+                      "orientation", o.x, o.y, o.z, o.w, "weights", 1, 0, 0, 0, 0, 1));
+    }
+    json_t *msg = json_pack("{s:s, s:s, s:i, s:i, s:f, s:o}", "type", "path", "stream", "t", "seq",
+                            5, "rate_hz", 10, "duration_s", 1.0, "waypoints", wps);
+    char *text = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    proto_stream_msg m;
+    ck_assert_msg(proto_stream_decode(text, strlen(text), &m, &e) == 0, "%s at %s", e.message,
+                  e.path);
+    ck_assert_int_eq(m.type, PROTO_STREAM_PATH);
+    ck_assert_msg(proto_session_path(s, m.path, &e) == 0, "%s at %s", e.message, e.path);
+    size_t count = proto_stream_path_count(m.path);
+    ck_assert_uint_eq(count, 11);
+    double prev[4] = {0.3, 0.5, 0.4, -0.2};
+    for (size_t i = 0; i < count; i++) {
+        proto_job *job;
+        ck_assert_int_eq(proto_session_sample(s, m.path, i, &job, &e), 0);
+        proto_session_prepare(s, job);
+        proto_job_run(job, 0, 1);
+        json_t *res = proto_job_result_json(job, 0);
+        ck_assert_msg(strcmp(json_string_value(json_object_get(res, "status")), "success") == 0,
+                      "sample %zu: %s", i, json_string_value(json_object_get(res, "status")));
+        /* the interpolated targets, computed here: sample i at i / 10 s of
+         * 1 s, two segments */
+        double u = (double)i / 10.0 * 2.0;
+        size_t seg = u >= 1.0 ? 1 : 0;
+        double f = u - (double)seg;
+        const json_t *q = json_object_get(res, "joints");
+        double sj = json_number_value(json_array_get(q, 0)),
+               a = json_number_value(json_array_get(q, 1));
+        double b1 = json_number_value(json_array_get(q, 2)),
+               b2 = json_number_value(json_array_get(q, 3));
+        double px = LA0 * cos(sj) + LA1 * cos(sj + a), py = LA0 * sin(sj) + LA1 * sin(sj + a);
+        ck_assert_double_le(fabs(px - (ax[seg] + f * (ax[seg + 1] - ax[seg]))), 1e-5);
+        ck_assert_double_le(fabs(py - (ay[seg] + f * (ay[seg + 1] - ay[seg]))), 1e-5);
+        double wx = -LB0 * cos(sj) - LB1 * cos(sj + b1) - LB2 * cos(sj + b1 + b2);
+        ck_assert_double_le(fabs(wx - (bx[seg] + f * (bx[seg + 1] - bx[seg]))), 1e-5);
+        /* slerp about one axis: the yaw moves linearly */
+        ck_assert_double_le(
+            fabs(ik_wrap_angle(sj + b1 + b2 - (byaw[seg] + f * (byaw[seg + 1] - byaw[seg])))),
+            1e-5);
+        for (size_t v = 0; v < 4; v++) {
+            double x = json_number_value(json_array_get(q, v));
+            ck_assert_double_le(fabs(x - prev[v]), 0.3);
+            prev[v] = x;
+        }
+        json_decref(res);
+        proto_session_solved(s, job);
+    }
+    proto_stream_msg_free(&m);
+    free(text);
+    json_decref(msg);
+    /* single-chain waypoints on a tree are refused where they are */
+    const char *bad = "{\"type\":\"path\",\"stream\":\"t\",\"seq\":6,\"waypoints\":[{\"tips\":"
+                      "{\"a_tip\":{\"position\":[1.0,1.1,0]}}},{\"position\":[1,1,0]}]}";
+    ck_assert_int_eq(proto_stream_decode(bad, strlen(bad), &m, &e), 0);
+    ck_assert_int_eq(proto_session_path(s, m.path, &e), -1);
+    ck_assert_str_eq(e.path, "/waypoints/1/position");
+    proto_stream_msg_free(&m);
+    proto_session_free(s);
+    json_decref(seed);
+    proto_chain_unref(c);
     json_decref(chain);
 }
 END_TEST
@@ -867,6 +1048,8 @@ static Suite *tree_suite(void)
     tcase_add_test(ts, test_objectives);
     tcase_add_test(ts, test_target_errors);
     tcase_add_test(ts, test_seed_turns_step_units);
+    tcase_add_test(ts, test_stream_smooth);
+    tcase_add_test(ts, test_stream_path);
     suite_add_tcase(s, ts);
     return s;
 }
