@@ -738,6 +738,131 @@ static int check_urdf(const answer *a, char *why, size_t size)
     return check_tip(a, x.p, R, why, size);
 }
 
+/* A joint object of a joint list, read here (ROS frame, radians). */
+static ik_joint json_joint(const json_t *o)
+{
+    ik_joint j;
+    memset(&j, 0, sizeof j);
+    const char *type = str_of(o, "type", "");
+    j.type = strcmp(type, "revolute") == 0     ? IK_JOINT_REVOLUTE
+             : strcmp(type, "continuous") == 0 ? IK_JOINT_CONTINUOUS
+             : strcmp(type, "prismatic") == 0  ? IK_JOINT_PRISMATIC
+                                               : IK_JOINT_FIXED;
+    const json_t *og = json_object_get(o, "origin");
+    ik_vec3 rpy = ik_v3(0, 0, 0);
+    j.origin = ik_xform_identity();
+    if (og && json_object_get(og, "xyz"))
+        j.origin.p = pc_vec(json_object_get(og, "xyz"));
+    if (og && json_object_get(og, "rpy"))
+        rpy = pc_vec(json_object_get(og, "rpy"));
+    j.origin.q = ik_quat_from_rpy(rpy.x, rpy.y, rpy.z);
+    j.axis = json_object_get(o, "axis") ? pc_vec(json_object_get(o, "axis")) : ik_v3(1, 0, 0);
+    const json_t *lim = json_object_get(o, "limits");
+    j.lower = lim ? num_of(lim, "lower", 0) : -INFINITY;
+    j.upper = lim ? num_of(lim, "upper", 0) : INFINITY;
+    return j;
+}
+
+/* Tree chains: each tip's pose composed here from its path (read from the
+ * URDF with proto_urdf_chain, or followed up the joint list's parents),
+ * the answered joints matched by name; limits, the answered tip poses,
+ * and every tip answered success on its target. */
+static int check_tree(const answer *a, char *why, size_t size)
+{
+    if (strcmp(str_of(a->options, "frame", "ros"), "ros") != 0 || degrees(a->options) ||
+        strcmp(str_of(a->chain, "frame", "ros"), "ros") != 0 || degrees(a->chain))
+        FAIL("tree: this check reads ros-frame, radian answers only");
+    const json_t *names = json_object_get(a->top, "joint_names");
+    const json_t *q = json_object_get(a->result, "joints");
+    const json_t *tips = json_object_get(a->result, "tips");
+    const json_t *tnames = json_object_get(a->chain, "tips");
+    if (json_array_size(q) != json_array_size(names))
+        FAIL("tree: %zu joint values for %zu names", json_array_size(q), json_array_size(names));
+    if (json_array_size(tips) != json_array_size(tnames))
+        FAIL("tree: %zu tips answered for %zu", json_array_size(tips), json_array_size(tnames));
+    bool all = true;
+    for (size_t k = 0; k < json_array_size(tnames); k++) {
+        const char *tn = json_string_value(json_array_get(tnames, k));
+        ik_joint path[64];
+        char pn[64][PROTO_URDF_NAME_MAX];
+        size_t n = 0;
+        if (json_object_get(a->chain, "urdf")) {
+            const char *xml = str_of(a->chain, "urdf", "");
+            proto_error e;
+            if (proto_urdf_chain(xml, strlen(xml), str_of(a->chain, "base", ""), tn, path, 64, &n,
+                                 pn, &e))
+                FAIL("tree: %s", e.message);
+        } else {
+            const json_t *js = json_object_get(a->chain, "joints");
+            const char *cur = tn;
+            ik_joint rev[64];
+            char rn[64][PROTO_URDF_NAME_MAX];
+            while (cur) {
+                const json_t *o = NULL;
+                for (size_t i = 0; i < json_array_size(js) && !o; i++)
+                    if (strcmp(str_of(json_array_get(js, i), "name", ""), cur) == 0)
+                        o = json_array_get(js, i);
+                if (!o || n == 64)
+                    FAIL("tree: no joint %s", cur);
+                rev[n] = json_joint(o);
+                snprintf(rn[n], sizeof rn[n], "%s", cur);
+                n++;
+                cur = str_of(o, "parent", NULL);
+            }
+            for (size_t i = 0; i < n; i++) {
+                path[i] = rev[n - 1 - i];
+                memcpy(pn[i], rn[n - 1 - i], sizeof pn[i]);
+            }
+        }
+        ik_xform x = ik_xform_identity();
+        for (size_t i = 0; i < n; i++) {
+            x = ik_xform_mul(x, path[i].origin);
+            if (path[i].type == IK_JOINT_FIXED)
+                continue;
+            double v = NAN;
+            for (size_t m = 0; m < json_array_size(names); m++)
+                if (strcmp(json_string_value(json_array_get(names, m)), pn[i]) == 0)
+                    v = json_number_value(json_array_get(q, m));
+            if (isnan(v))
+                FAIL("tree: no value for joint %s", pn[i]);
+            if (path[i].type != IK_JOINT_CONTINUOUS &&
+                (v < path[i].lower - 1e-9 || v > path[i].upper + 1e-9))
+                FAIL("tree: joint %s is outside its limits", pn[i]);
+            ik_xform mo = ik_xform_identity();
+            if (path[i].type == IK_JOINT_PRISMATIC)
+                mo.p = ik_vec3_scale(ik_vec3_normalize(path[i].axis), v);
+            else
+                mo.q = ik_quat_from_axis_angle(path[i].axis, v);
+            x = ik_xform_mul(x, mo);
+        }
+        const json_t *at = json_array_get(tips, k);
+        if (near(pc_vec(json_object_get(at, "position")), x.p) > 1e-9 ||
+            !same_rotation(pc_quat(json_object_get(at, "orientation")), x.q, 1e-12))
+            FAIL("tree: tip %s is not where forward kinematics puts it", tn);
+        const char *st = str_of(at, "status", NULL);
+        all &= !st || strcmp(st, "success") == 0;
+        if (!st || strcmp(st, "success") != 0)
+            continue;
+        const json_t *g = json_object_get(json_object_get(a->target, "tips"), tn);
+        if (!g)
+            continue; /* a pose kept: checked against the seed by the solver */
+        const json_t *w = json_object_get(g, "weights");
+        ik_vec3 t = pc_vec(json_object_get(g, "position"));
+        double d[3] = {x.p.x - t.x, x.p.y - t.y, x.p.z - t.z};
+        for (int c = 0; c < 3; c++)
+            if ((!w || json_number_value(json_array_get(w, (size_t)c)) > 0) &&
+                fabs(d[c]) > numeric_tol(a))
+                FAIL("tree: tip %s answered success, %g away from its target", tn, fabs(d[c]));
+        double Rg[9], R[9];
+        ik_quat_to_mat3(x.q, R);
+        if (!w && target_rotation(g, Rg) && rot_err(Rg, R) > angular_tol(a))
+            FAIL("tree: tip %s answered success, turned %g from its target", tn, rot_err(Rg, R));
+    }
+    if (success(a) && !all)
+        FAIL("tree: success with a tip that is not");
+    return 0;
+}
+
 /* Checks one answer; 0 or -1 with why. */
 static int check_answer(const answer *a, char *why, size_t size)
 {
@@ -761,6 +886,8 @@ static int check_answer(const answer *a, char *why, size_t size)
         return check_joints(a, why, size);
     if (strcmp(kind, "urdf") == 0)
         return check_urdf(a, why, size);
+    if (strcmp(kind, "tree") == 0)
+        return check_tree(a, why, size);
     FAIL("unknown chain kind %s", kind);
 }
 
@@ -918,14 +1045,15 @@ START_TEST(frames_agree)
     }
     json_decref(q0);
     /* every chain kind, both angle units and every frame appear */
-    static const char *const need[] = {"planar", "links3d", "bones", "skeleton", "joints", "urdf"};
-    bool seen[6] = {false}, deg = false, frames[3] = {false};
+    static const char *const need[] = {"planar", "links3d", "bones", "skeleton",
+                                       "joints", "urdf",    "tree"};
+    bool seen[7] = {false}, deg = false, frames[3] = {false};
     for (size_t i = 0; i < nfx; i++) {
         if (!has_request(&fx[i]) || fx[i].status != 200)
             continue;
         json_t *req = fixture_json(fx[i].name, "request");
         json_t *c = json_object_get(req, "chain");
-        for (size_t k = 0; c && k < 6; k++)
+        for (size_t k = 0; c && k < 7; k++)
             seen[k] |= strcmp(str_of(c, "kind", ""), need[k]) == 0;
         json_t *o = json_object_get(req, "options");
         deg |= degrees(o);
@@ -935,7 +1063,7 @@ START_TEST(frames_agree)
         frames[2] |= strcmp(f, "unreal") == 0;
         json_decref(req);
     }
-    for (size_t k = 0; k < 6; k++)
+    for (size_t k = 0; k < 7; k++)
         ck_assert_msg(seen[k], "no fixture solves a %s chain", need[k]);
     ck_assert(deg && frames[0] && frames[1] && frames[2]);
 }
@@ -979,6 +1107,8 @@ START_TEST(checks_can_fail)
     expect_rejected("solve_urdf", "joints", 1, 0, 1e-4);
     /* a joint position that does not follow the joint values */
     expect_rejected("solve_urdf", "positions", 3, 0, 1e-6);
+    expect_rejected("solve_tree_urdf", "joints", 2, 0, 1e-4);
+    expect_rejected("solve_tree_priorities", "joints", 0, 0, 1e-4);
 }
 END_TEST
 
