@@ -420,7 +420,6 @@ static int find_name(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
     return -1;
 }
 
-
 static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                            const proto_limits *lim, proto_error *err)
 {
