@@ -607,9 +607,9 @@ START_TEST(test_keep_and_weight)
     /* seed: s 0.3, a 0.5, b1 0.4, b2 -0.2; A's target is reachable with s
      * where it is (a = 1.2), which B's pose holds */
     const double ax = LA0 * cos(0.3) + LA1 * cos(1.5), ay = LA0 * sin(0.3) + LA1 * sin(1.5);
-    json_t *req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}}, s:[f,f,f,f], s:{s:f}}", "chain", chain,
-                            "target", "tips", "a_tip", "position", ax, ay, 0.0, "seed", 0.3, 0.5,
-                            0.4, -0.2, "options", "timeout_ms", 50.0);
+    json_t *req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}}, s:[f,f,f,f], s:{s:f, s:i}}", "chain",
+                            chain, "target", "tips", "a_tip", "position", ax, ay, 0.0, "seed", 0.3,
+                            0.5, 0.4, -0.2, "options", "timeout_ms", 0.0, "max_iterations", 10000);
     json_t *res = solve(req, PROTO_SOLVE);
     ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "success");
     const json_t *q = json_object_get(res, "joints"), *tips = json_object_get(res, "tips");
@@ -804,10 +804,10 @@ START_TEST(test_seed_turns_step_units)
     /* the seed two turns up on every joint (B keeps its joints): the
      * answer stays there */
     const double s0[4] = {0.3 + 4 * IK_PI, 0.5 + 4 * IK_PI, 0.4 + 4 * IK_PI, -0.2 + 4 * IK_PI};
-    json_t *req =
-        json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:f}}", "chain", chain,
-                  "target", "tips", "a_tip", "position", 1.0, 1.2, 0.0, "keep", "joints", "seed",
-                  s0[0], s0[1], s0[2], s0[3], "options", "timeout_ms", 50.0);
+    json_t *req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}, s:s}, s:[f,f,f,f], s:{s:f, s:i}}", "chain",
+                            chain, "target", "tips", "a_tip", "position", 1.0, 1.2, 0.0, "keep",
+                            "joints", "seed", s0[0], s0[1], s0[2], s0[3], "options", "timeout_ms",
+                            0.0, "max_iterations", 10000);
     json_t *res = solve(req, PROTO_SOLVE);
     ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "success");
     const json_t *q = json_object_get(res, "joints");
@@ -818,7 +818,8 @@ START_TEST(test_seed_turns_step_units)
     json_decref(res);
     /* the same step refused */
     json_object_set_new(req, "options",
-                        json_pack("{s:f, s:f}", "timeout_ms", 50.0, "max_joint_step", 0.5 * step));
+                        json_pack("{s:f, s:i, s:f}", "timeout_ms", 0.0, "max_iterations", 10000,
+                                  "max_joint_step", 0.5 * step));
     res = solve(req, PROTO_SOLVE);
     ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "no_ik_solution");
     ck_assert_str_eq(json_string_value(json_object_get(res, "reason")), "joint_step");
@@ -890,7 +891,8 @@ START_TEST(test_stream_smooth)
     proto_chain *c = proto_chain_decode_json(t.chain, "/chain", NULL, &e);
     ck_assert_ptr_nonnull(c);
     proto_session *s = NULL;
-    ck_assert_msg(proto_session_open(c, NULL, seed, NULL, &s, &e) == 0, "%s at %s", e.message,
+    json_t *opts = json_pack("{s:f, s:i}", "timeout_ms", 0.0, "max_iterations", 10000);
+    ck_assert_msg(proto_session_open(c, opts, seed, NULL, &s, &e) == 0, "%s at %s", e.message,
                   e.path);
     proto_chain_unref(c);
     for (int k = 0; k < 60; k++) {
@@ -928,6 +930,7 @@ START_TEST(test_stream_smooth)
         json_decref(qj);
     }
     proto_session_free(s);
+    json_decref(opts);
     json_decref(seed);
     json_decref(q0);
     json_decref(d);
@@ -949,7 +952,8 @@ START_TEST(test_stream_path)
     ck_assert_ptr_nonnull(c);
     proto_session *s = NULL;
     json_t *seed = json_pack("[f,f,f,f]", 0.3, 0.5, 0.4, -0.2);
-    ck_assert_int_eq(proto_session_open(c, NULL, seed, NULL, &s, &e), 0);
+    json_t *opts = json_pack("{s:f, s:i}", "timeout_ms", 0.0, "max_iterations", 10000);
+    ck_assert_int_eq(proto_session_open(c, opts, seed, NULL, &s, &e), 0);
     /* three waypoints from poses of the tree: A's position, B's x and yaw
      * (4 constraints on 4 joints) */
     const double wq[3][4] = {{0.3, 0.5, 0.4, -0.2}, {0.5, 0.3, 0.6, -0.1}, {0.7, 0.1, 0.8, 0.0}};
@@ -1025,6 +1029,7 @@ START_TEST(test_stream_path)
     ck_assert_str_eq(e.path, "/waypoints/1/position");
     proto_stream_msg_free(&m);
     proto_session_free(s);
+    json_decref(opts);
     json_decref(seed);
     proto_chain_unref(c);
     json_decref(chain);
