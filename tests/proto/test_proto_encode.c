@@ -211,16 +211,17 @@ static const char *const REQUESTS[] = {
     /* trees: two tips over a shared prismatic joint, names that need
      * escaping; position and weighted targets with priorities, degrees,
      * another frame; a tip kept by its joints (no status); a batch with a
-     * target out of reach */
+     * target out of reach (budgets of iterations: the outcome of the one
+     * out of reach must not depend on the clock) */
     "{\"chain\":" TREE ",\"target\":{\"tips\":{\"hand \\\"a\\\"\":{\"position\":"
     "[0.5,0.3,0.15]},\"hand_b\":{\"position\":[0.5,-0.2,0.1],\"orientation\":[0,0,0,1],"
     "\"weights\":[1,1,1,0,0,1],\"priority\":1}}},\"seed\":[0.1,0,0.2,0.1,0],"
-    "\"options\":{\"units\":\"degrees\",\"frame\":\"unity\",\"timeout_ms\":20}}",
+    "\"options\":{\"units\":\"degrees\",\"frame\":\"unity\",\"timeout_ms\":0,\"max_iterations\":2000}}",
     "{\"chain\":" TREE ",\"target\":{\"tips\":{\"hand_b\":{\"position\":[0.5,-0.2,0.1]}},"
-    "\"keep\":\"joints\"},\"options\":{\"objective\":\"mid_limits\",\"timeout_ms\":20}}",
+    "\"keep\":\"joints\"},\"options\":{\"objective\":\"mid_limits\",\"timeout_ms\":0,\"max_iterations\":2000}}",
     "{\"chain\":" TREE ",\"targets\":[{\"tips\":{\"hand_b\":{\"position\":[0.5,-0.2,"
     "0.1],\"orientation\":[0,0.3826834,0,0.9238795]}}},{\"tips\":{\"hand_b\":{"
-    "\"position\":[5,5,5]}}}],\"options\":{\"timeout_ms\":20}}",
+    "\"position\":[5,5,5]}}}],\"options\":{\"timeout_ms\":0,\"max_iterations\":2000}}",
 };
 
 START_TEST(test_every_kind)
