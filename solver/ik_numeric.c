@@ -56,8 +56,8 @@
  * singularity-robust inverse; Wampler 1986 for the damping floor).
  *
  * The best pose seen by any attempt (lowest weighted error) is kept for the
- * failure case. The clock (CLOCK_MONOTONIC) is read every CLOCK_EVERY
- * iterations. Nothing is allocated: all vectors live in the caller's
+ * failure case. The budget's clocks (ik_budget.h: the thread's CPU time,
+ * with a wall-clock ceiling) are read every CLOCK_EVERY iterations. Nothing is allocated: all vectors live in the caller's
  * workspace, small fixed-size matrices on the stack.
  *
  * Not here: nullspace objectives, collision avoidance, the SQP half of
@@ -69,8 +69,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "solver/ik_budget.h"
 #include "solver/ik_rng.h"
-#include <time.h>
 
 ik_target ik_target_full_pose(ik_xform pose)
 {
@@ -173,13 +173,6 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
                                   seed's tip: farther is a new goal, not a
                                   motion to follow */
 
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the problem: target, active rows, tolerances ----------------------- */
 
@@ -424,7 +417,7 @@ typedef struct search {
     double *J, *Jt, *q, *qt, *dq, *best, *near, *seed;
     double best_cost;
     size_t iterations;
-    double t0;
+    ik_budget budget; /* opts.timeout_s (ik_budget.h) */
     bool timed_out;
     bool out_of_iterations;
     /* continuation mode of attempt(): step cap, damping floor and the
@@ -445,7 +438,7 @@ static bool budget_left(search *S)
         return false;
     }
     if (S->o->timeout_s > 0.0 && S->iterations % CLOCK_EVERY == 0 &&
-        now_s() - S->t0 >= S->o->timeout_s) {
+        ik_budget_spent(&S->budget, S->iterations)) {
         S->timed_out = true;
         return false;
     }
@@ -768,7 +761,7 @@ static void setup_problem(problem *P, const ik_chain *c, const ik_target *t,
 }
 
 static void fill_result(const problem *P, const double *q, double *J, int status,
-                        const search *S, double t0, ik_numeric_result *res)
+                        const search *S, ik_numeric_result *res)
 {
     double e[6];
     evaluate(P, q, J, e);
@@ -786,16 +779,18 @@ static void fill_result(const problem *P, const double *q, double *J, int status
             res->rot_err_max = a;
     }
     res->iterations = S->iterations;
-    res->elapsed_s = now_s() - t0;
+    res->elapsed_s = ik_budget_wall_s(&S->budget);
+    res->cpu_s = ik_budget_cpu_s(&S->budget);
 }
 
 int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
                      const ik_numeric_opts *opts, void *ws, size_t ws_size, double *q_out,
                      ik_numeric_result *res)
 {
-    const double t0 = now_s();
     ik_numeric_opts defaults = ik_numeric_opts_default();
     const ik_numeric_opts *o = opts ? opts : &defaults;
+    ik_budget budget;
+    ik_budget_start(&budget, o->clock, o->timeout_s);
     int rc = (!ws || !q_out) ? IK_EINVAL : check_input(c, t, seed, o);
     if (rc == IK_OK && ws_size < ik_numeric_workspace_size(c))
         rc = IK_ENOSPC;
@@ -824,7 +819,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     S.near = S.best + n;
     S.seed = S.near + n;
     S.best_cost = INFINITY;
-    S.t0 = t0;
+    S.budget = budget;
 
     if (seed)
         memcpy(S.seed, seed, n * sizeof *seed);
@@ -950,7 +945,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     }
     memmove(q_out, q_final, n * sizeof *q_out);
     if (res) {
-        fill_result(&P, q_out, S.Jt, status, &S, t0, res);
+        fill_result(&P, q_out, S.Jt, status, &S, res);
         res->restarts = restarts;
         res->solutions = K.solutions;
         bool ok;

@@ -36,7 +36,7 @@
  *
  * DETERMINISM: for the same chain, target, seed and options, the result is
  * the same on every run, unless the time budget stops the search (then how
- * far it got depends on the clock). With timeout_s = 0 the result is fully
+ * far it got depends on the clocks). With timeout_s = 0 the result is fully
  * deterministic.
  *
  * TURNS: a continuous joint, and a revolute joint whose range spans 2 pi or
@@ -58,6 +58,16 @@
  * requested one in small increments. Random restarts run only when both
  * fail, and then the solution nearest the seed wins.
  *
+ * TIME BUDGET (ik_budget.h): timeout_s bounds the CPU time the calling
+ * thread spends in the call, so that time the thread spends descheduled on
+ * a busy machine is not charged to the search (a solve that needs 50
+ * microseconds of computing is not stopped after a few iterations by
+ * another process's time slice); the wall-clock time of the call is bounded
+ * too, by IK_BUDGET_WALL_FACTOR * timeout_s (or, when the thread was
+ * descheduled before it could do IK_BUDGET_WORK_FLOOR iterations, the time
+ * those take), so that the caller never waits much longer, whatever the
+ * load.
+ *
  * NO NaN ever leaves the solver: non-finite targets, seeds, weights or
  * options are rejected with IK_EINVAL before anything is written.
  *
@@ -71,6 +81,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "solver/ik_budget.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_status.h"
@@ -129,9 +140,11 @@ typedef struct ik_numeric_opts {
     double tol_rot;         /* radians, > 0; default 1e-5 */
     size_t max_iterations;  /* solver iterations over all restarts; 0 = no
                                limit; default 0 */
-    double timeout_s;       /* wall-clock budget (CLOCK_MONOTONIC) in
-                               seconds, >= 0; 0 = none; default
-                               IK_NUMERIC_DEFAULT_TIMEOUT_S */
+    double timeout_s;       /* time budget in seconds, >= 0; 0 = none;
+                               default IK_NUMERIC_DEFAULT_TIMEOUT_S: the
+                               calling thread's CPU time, with a wall-clock
+                               ceiling of IK_BUDGET_WALL_FACTOR times it
+                               (TIME BUDGET below) */
     size_t max_restarts;    /* random restarts after the seed's attempt;
                                default SIZE_MAX (budget-bound) */
     uint64_t rng_seed;      /* restart generator seed (any value, 0 included);
@@ -150,6 +163,8 @@ typedef struct ik_numeric_opts {
                                limit; default 0 */
     double max_step_lin;    /* the same for prismatic joints, metres;
                                0 = no limit; default 0 */
+    const ik_clock *clock;  /* the budget's clocks; NULL (default): the
+                               real ones (tests inject their own) */
 } ik_numeric_opts;
 
 /* Continuous seeds beyond this magnitude (radians) are wrapped first. */
@@ -180,6 +195,7 @@ typedef struct ik_numeric_result {
     bool continued;       /* the answer came from the continuation phase
                              (straight or homotopy), not from a restart */
     double elapsed_s;     /* wall-clock time of the call */
+    double cpu_s;         /* the calling thread's CPU time during the call */
 } ik_numeric_result;
 
 /* ---- solving ---------------------------------------------------------- */

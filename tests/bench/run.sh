@@ -27,6 +27,11 @@ chain kuka_iiwa14_r820 base_link tool0
 chain franka_panda panda_link0 panda_link8
 chain pr2 torso_lift_link r_wrist_roll_link
 
+# the chain benchmark with two busy-looping processes beside it against
+# the same run idle, back to back (tests/bench/contention_bench.sh): the
+# time budget counts the solver thread's CPU time (solver/ik_budget.h)
+sh "$(dirname "$0")/contention_bench.sh" "$BUILD"
+
 # closed form (solver/ik_closed.h) against the numeric solver, same targets,
 # same run: the UR5 and the IRB 120 with their target files, the UR10-like
 # arm on random targets drawn inside its limits
