@@ -192,8 +192,15 @@ typedef struct ik_numeric_result {
                              largest joint motion the answer asks for. On
                              IK_ESTEP the smallest such step of the
                              solutions found (q_out is the seed then). */
+    double step_ang;      /* max_step over the angular joints (radians) */
+    double step_lin;      /* max_step over the prismatic joints (metres) */
     bool continued;       /* the answer came from the continuation phase
                              (straight or homotopy), not from a restart */
+    int reason;           /* ik_reason.h, why a solve failed:
+                             IK_REASON_OUT_OF_REACH with IK_EUNREACHABLE;
+                             IK_REASON_LIMITS or IK_REASON_BUDGET with
+                             IK_ENOTCONV and IK_ETIMEDOUT (FAILURES below);
+                             IK_REASON_NONE otherwise */
     double elapsed_s;     /* wall-clock time of the call */
     double cpu_s;         /* the calling thread's CPU time during the call */
 } ik_numeric_result;
@@ -214,6 +221,10 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *
  * Returns (and stores in res->status):
  *   IK_OK        q_out reaches the target within tolerance, inside limits;
+ *   IK_EUNREACHABLE the target's position (every position component
+ *                checked) is beyond the chain's maximum reach
+ *                (ik_chain_max_reach()): answered at once, after one plain
+ *                attempt from the seed, without spending the budget;
  *   IK_ENOTCONV  max_iterations or max_restarts ran out first;
  *   IK_ETIMEDOUT the time budget ran out first;
  *   IK_EINVAL    non-finite or invalid target, seed, weights or options
@@ -224,9 +235,19 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *   IK_ESTEP     solutions were found, but the nearest needs a joint step
  *                larger than opts.max_step / max_step_lin: q_out is the
  *                seed (clamped into the limits: no motion), res->max_step
- *                the step that was refused.
- * On IK_ENOTCONV / IK_ETIMEDOUT q_out holds the best pose found (smallest
- * weighted error), inside the limits, and res describes it. On IK_EINVAL and
+ *                (and step_ang, step_lin) the step that was refused.
+ * On IK_EUNREACHABLE, IK_ENOTCONV and IK_ETIMEDOUT q_out holds the best
+ * pose found (smallest weighted error), inside the limits, and res
+ * describes it.
+ *
+ * FAILURES say why (res->reason, ik_reason.h): IK_REASON_OUT_OF_REACH with
+ * IK_EUNREACHABLE (certain); after a search that ran out of budget,
+ * IK_REASON_LIMITS when the best pose has a joint on a limit (not a
+ * full-turn or continuous joint) that the damped least-squares step
+ * towards the target, taken without limits, would push further out (the
+ * target lies outside the joint limits' workspace as far as the solver can
+ * tell), else IK_REASON_BUDGET (not found in the budget; reachable or
+ * not). On IK_EINVAL and
  * IK_ENOSPC nothing is written to q_out, and res (if not NULL) only gets
  * status set and every other field zeroed. q_out may alias seed. */
 int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
