@@ -451,7 +451,7 @@ static void pose_err(const double Ra[9], const double pa[3], const double Rb[9],
 static bool proof(const ik_closed *k, const ik_chain *c)
 {
     ik_rng g = {0x1D0C105EDull};
-    double mid[6], q[6], R[9], p[3], Rb[9], pb[3], e[6];
+    double mid[6], q[6], R[9], p[3], Rb[9], pb[3];
     double br[IK_CLOSED_BRANCHES][6];
     bool exact[IK_CLOSED_BRANCHES];
     ik_chain_mid(c, mid);
@@ -471,10 +471,15 @@ static bool proof(const ik_closed *k, const ik_chain *c)
         for (size_t b = 0; b < n; b++) {
             if (!exact[b])
                 continue;
+            /* the same pose: positions within tp, and every element of
+             * the rotation matrices within tr (a rotation by t between
+             * them moves some element by at least t / sqrt(2)) */
             ik_chain_fk_mat(c, br[b], Rb, pb);
-            pose_err(R, p, Rb, pb, e);
-            for (int i = 0; i < 6; i++)
-                if (!(fabs(e[i]) <= (i < 3 ? tp : tr)))
+            for (int i = 0; i < 3; i++)
+                if (!(fabs(p[i] - pb[i]) <= tp))
+                    return false;
+            for (int i = 0; i < 9; i++)
+                if (!(fabs(R[i] - Rb[i]) <= tr))
                     return false;
             bool same = true;
             for (int j = 0; j < 6; j++)
