@@ -138,6 +138,9 @@ typedef struct ik_closed {
     ik_vec3 x6;       /* a unit vector perpendicular to axis 6 */
     double reach;     /* the chain's maximum reach (ik_reason.h) */
     double scale;     /* max(1, reach): length scale of the tolerances */
+    bool flip;        /* OPW with axis 5 across axes 4 and 6, and 4 and 6
+                         on one line at zero: the second wrist solution is
+                         (q4 + pi, -q5, q6 + pi), no trigonometry needed */
 } ik_closed;
 
 /* Detects the family of chain c and proves it (PROOF BEFORE USE above).
