@@ -45,7 +45,7 @@ static const char *str(const json_t *o, const char *key)
 
 /* ---- arms written here ---------------------------------------------------- */
 
-#define PI2 1.5707963267948966
+#define PI2    1.5707963267948966
 #define TWO_PI 6.283185307179586
 
 typedef struct arm {
@@ -86,7 +86,12 @@ static const arm KR6 = {
      {{0.365, 0, 0}, {0, 0, 0}, {0, 1, 0}, 'r'},
      {{0.08, 0, 0}, {0, 0, 0}, {-1, 0, 0}, 'r'},
      {{0, 0, 0}, {0, PI2, 0}, {0, 0, 0}, 'f'}},
-    {{-2.967, 2.967}, {-3.3, 0.8}, {-2.0, 2.7}, {-3.228, 3.228}, {-2.09, 2.09}, {-6.1, 6.1},
+    {{-2.967, 2.967},
+     {-3.3, 0.8},
+     {-2.0, 2.7},
+     {-3.228, 3.228},
+     {-2.09, 2.09},
+     {-6.1, 6.1},
      {0, 0}},
 };
 
@@ -165,9 +170,8 @@ static void robot_load(robot *r, const char *file)
     ik_joint joints[32];
     size_t n;
     proto_error e;
-    ck_assert_int_eq(proto_urdf_chain(r->xml, r->len, "base_link", "tool0", joints, 32, &n, NULL,
-                                      &e),
-                     0);
+    ck_assert_int_eq(
+        proto_urdf_chain(r->xml, r->len, "base_link", "tool0", joints, 32, &n, NULL, &e), 0);
     ck_assert_int_eq(ik_chain_init(&r->chain, joints, n), IK_OK);
 }
 
@@ -220,8 +224,8 @@ START_TEST(test_auto_closed_urdf_robots)
             char *body = robot_body(&rb, "tool0", t, NULL, NULL);
             json_t *r = ok(body, PROTO_SOLVE);
             ck_assert_str_eq(str(r, "solver"), "closed");
-            ck_assert_msg(strcmp(str(r, "status"), "success") == 0, "%s sample %d: %s",
-                          files[f], i, str(r, "status"));
+            ck_assert_msg(strcmp(str(r, "status"), "success") == 0, "%s sample %d: %s", files[f], i,
+                          str(r, "status"));
             joints_of(json_object_get(r, "joints"), q, 6);
             ck_assert(ik_chain_within_limits(&rb.chain, q, 1e-12));
             ik_xform y = ik_chain_fk(&rb.chain, q);
@@ -255,8 +259,8 @@ START_TEST(test_auto_closed_joint_lists)
             joints_of(json_object_get(r, "joints"), q, 6);
             ck_assert(arm_within(arms[a], q));
             arm_err(arms[a], q, x, &pe, &re);
-            ck_assert_msg(pe <= 1e-9 && re <= 1e-9, "%s sample %d: errors %g %g", arms[a]->name,
-                          i, pe, re);
+            ck_assert_msg(pe <= 1e-9 && re <= 1e-9, "%s sample %d: errors %g %g", arms[a]->name, i,
+                          pe, re);
             json_decref(r);
             free(body);
         }
@@ -307,8 +311,7 @@ START_TEST(test_auto_numeric_when_not_full_pose)
              "{\"chain\":%s,\"targets\":[{\"position\":[%.17g,%.17g,%.17g],\"orientation\":"
              "[%.17g,%.17g,%.17g,%.17g]},{\"position\":[0.5,0.2,0.3]}]}",
              chain, x.p.x, x.p.y, x.p.z, x.q.x, x.q.y, x.q.z, x.q.w);
-    pc_reject(body, PROTO_BATCH, "invalid_request", 400,
-              "/targets/1/orientation");
+    pc_reject(body, PROTO_BATCH, "invalid_request", 400, "/targets/1/orientation");
 }
 END_TEST
 
@@ -321,9 +324,8 @@ START_TEST(test_closed_refused_names_why)
     snprintf(path, sizeof path, "%s/robots/kuka_iiwa14_r820.urdf", pc_data_dir());
     iiwa.xml = pc_read_file(path, &iiwa.len);
     ck_assert_ptr_nonnull(iiwa.xml);
-    char *body = robot_body(&iiwa, "tool0",
-                            "{\"position\":[0.5,0,0.6],\"orientation\":[0,1,0,0]}", NULL,
-                            "{\"solver\":\"closed\"}");
+    char *body = robot_body(&iiwa, "tool0", "{\"position\":[0.5,0,0.6],\"orientation\":[0,1,0,0]}",
+                            NULL, "{\"solver\":\"closed\"}");
     proto_error e;
     ck_assert_ptr_null(pc_solve(body, PROTO_SOLVE, &e));
     ck_assert_str_eq(e.path, "/options/solver");
@@ -394,8 +396,8 @@ START_TEST(test_all_solutions_and_nearest)
                     }
                     ck_assert(arm_within(arms[a], q));
                     arm_err(arms[a], q, x, &pe, &re);
-                    ck_assert_msg(pe <= 1e-9 && re <= 1e-9, "%s solution %zu: %g %g",
-                                  arms[a]->name, s, pe, re);
+                    ck_assert_msg(pe <= 1e-9 && re <= 1e-9, "%s solution %zu: %g %g", arms[a]->name,
+                                  s, pe, re);
                     ck_assert_double_ge(d, prev - 1e-12); /* nearest first */
                     prev = d;
                     if (s == 0)

@@ -151,7 +151,7 @@ START_TEST(test_budget_share)
     f.wall_step = 1e-3;
     ik_clock k = clock_of(&f);
     ik_budget whole, part;
-    ik_budget_start(&whole, &k, 0.010); /* cpu 1 ms, wall 1 ms at start */
+    ik_budget_start(&whole, &k, 0.010);  /* cpu 1 ms, wall 1 ms at start */
     ik_budget_share(&part, &whole, 0.5); /* cpu 2 ms: 9 left, 4.5 of it */
     ck_assert_double_eq_tol(part.cpu_end - part.cpu0, 4.5e-3, 1e-12);
     ck_assert_double_eq_tol(part.wall_end - part.wall0,
