@@ -65,6 +65,7 @@ void proto_chain_unref(proto_chain *c)
         return;
     json_decref(c->source);
     free(atomic_load(&c->velocity));
+    free(atomic_load(&c->closed));
     free(c->chain);
     free(c->positions);
     free(c->rotations);
@@ -264,6 +265,9 @@ static int chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_erro
     }
     c->chain = k;
     c->memory += sizeof *k;
+    /* the closed form joints and urdf chains get on first use */
+    if (c->kind == PROTO_CHAIN_JOINTS || c->kind == PROTO_CHAIN_URDF)
+        c->memory += sizeof(ik_closed);
     return 0;
 }
 
@@ -858,6 +862,19 @@ json_t *proto_chain_describe(const proto_chain *c)
             json_array_append_new(sol, json_string(proto_solver_names[s]));
     }
     json_object_set_new(d, "solvers", sol);
+    /* joints and urdf chains: which closed form, or why none */
+    const ik_closed *k = proto__chain_closed((proto_chain *)c);
+    if (k) {
+        json_t *cf = json_object();
+        json_object_set_new(cf, "family", json_string(ik_closed_kind_name(k->kind)));
+        if (k->kind == IK_CLOSED_NONE) {
+            json_object_set_new(cf, "why", json_string(ik_closed_why_name(k->why)));
+            json_object_set_new(cf, "message", json_string(ik_closed_why_message(k->why)));
+        } else {
+            json_object_set_new(cf, "description", json_string(ik_closed_kind_message(k->kind)));
+        }
+        json_object_set_new(d, "closed_form", cf);
+    }
     json_object_set_new(d, "memory_bytes", json_integer((json_int_t)c->memory));
     json_object_set(d, "chain", c->source);
     return d;

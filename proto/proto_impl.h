@@ -23,6 +23,7 @@
 #include "proto/proto_json_write.h"
 #include "proto/proto_stream.h"
 #include "solver/ik_chain.h"
+#include "solver/ik_closed.h"
 #include "solver/ik_math.h"
 #include "solver/ik_skeleton.h"
 #include "solver/ik_tree.h"
@@ -35,6 +36,11 @@
 #define PROTO_MAT_ORTHO_TOL 1e-3 /* max |R R^T - I| and |det R - 1| */
 /* Shortest link length accepted (bones, planar lengths). */
 #define PROTO_MIN_LENGTH 1e-6
+/* options.all_solutions: solutions listed per target at most (the nearest;
+ * "solution_count" says how many there are), and targets of a batch that
+ * asks for them, so that one answer holds at most 128 x 512 rows. */
+#define PROTO_MAX_SOLUTIONS 512
+#define PROTO_MAX_SOLUTION_TARGETS 128
 
 typedef enum proto_chain_kind {
     PROTO_CHAIN_PLANAR = 0, /* 2 or 3 lengths in the x-y plane */
@@ -57,6 +63,7 @@ typedef enum proto_solver {
     PROTO_SOLVER_FABRIK,
     PROTO_SOLVER_CCD,
     PROTO_SOLVER_NUMERIC,
+    PROTO_SOLVER_CLOSED, /* solver/ik_closed.h, 6-joint OPW and UR arms */
     PROTO_SOLVER_COUNT
 } proto_solver;
 
@@ -99,6 +106,10 @@ struct proto_chain {
      * tree's variable order */
     ik_tree *tree;
     char (*tip_names)[PROTO_NAME_MAX];
+    /* joints / urdf: the closed form of the chain (ik_closed_init, which
+     * proves it by forward kinematics), made on first use
+     * (proto__chain_closed) and kept */
+    _Atomic(ik_closed *) closed;
 };
 
 /* One target in the internal convention. */
@@ -121,6 +132,7 @@ typedef struct proto_target {
 #define PROTO_FIELD_MAP(XX)                                                                        \
     XX(CODE, "code")                                                                               \
     XX(REASON, "reason")                                                                           \
+    XX(CAUSE, "cause")                                                                             \
     XX(JOINTS, "joints")                                                                           \
     XX(POSITIONS, "positions")                                                                     \
     XX(ROTATIONS, "rotations")                                                                     \
@@ -131,6 +143,8 @@ typedef struct proto_target {
     XX(ORIENTATION_ERROR, "orientation_error")                                                     \
     XX(MAX_JOINT_STEP, "max_joint_step")                                                           \
     XX(ARRIVED, "arrived")                                                                         \
+    XX(SOLUTIONS, "solutions")                                                                     \
+    XX(SOLUTION_COUNT, "solution_count")                                                           \
     XX(ITERATIONS, "iterations")                                                                   \
     XX(RESTARTS, "restarts")                                                                       \
     XX(TIME_MS, "time_ms")
@@ -173,6 +187,7 @@ typedef struct proto_options {
      * otherwise distance for nearest solves, none for the others */
     bool has_objective;
     int objective;
+    bool all_solutions;        /* closed solver: every solution in the answer */
 } proto_options;
 
 /* The answer to one target, internal convention. */
@@ -196,6 +211,12 @@ typedef struct proto_result {
     int servo; /* servo streams: 1 arrived at the solution, 0 on the way;
                   -1 not a servo answer */
     struct proto_tip_result *tips; /* tree chains: job->ntips, else NULL */
+    int cause; /* why a solve failed (solver/ik_reason.h), IK_REASON_NONE
+                  when it did not or the solver cannot tell */
+    /* options.all_solutions: up to job->sol_cap solutions (dof values each,
+     * nearest the seed first) and how many exist */
+    double *all;
+    size_t nall, total;
 } proto_result;
 
 /* Tree chains: one tip's goal in a target (internal convention). */
@@ -230,6 +251,7 @@ struct proto_job {
     size_t dof;  /* joint values in a result */
     size_t npos; /* positions in a result */
     size_t nrot; /* rotations in a result */
+    size_t sol_cap; /* solutions kept per result (options.all_solutions) */
     bool dims2;  /* planar: positions are 2-D */
     proto_result *results;
     bool *done;
@@ -375,6 +397,12 @@ extern const char *const proto_objective_names[];
  * 0 where the URDF gives none), read from its document on first use and
  * kept; NULL for other kinds or with *err set when the document fails. */
 const double *proto__chain_velocities(proto_chain *c, proto_error *err);
+
+/* proto_solver.c: the closed form of a joints or urdf chain (its family, or
+ * kind IK_CLOSED_NONE and why not), made and proved on first use (a few
+ * hundred microseconds for a 6-joint chain, nothing for others) and kept;
+ * NULL for other kinds or when out of memory. Thread-safe. */
+const ik_closed *proto__chain_closed(proto_chain *c);
 
 /* proto_solver.c */
 /* The solver auto picks for a chain and the first target, or an error when

@@ -14,7 +14,9 @@
  *
  * Memory: one array of items, each a one-target job (or the error that
  * took its place); the count is bounded by lim->max_items and the whole
- * body by lim->max_body_bytes.
+ * body by lim->max_body_bytes; at most PROTO_MAX_SOLUTION_TARGETS items may
+ * ask for every solution (options.all_solutions), the others that do are
+ * answered with a too_large error.
  *
  * Not here: the HTTP pipeline (server/http_batch.c), answers of a single
  * chain's batch (proto_job_encode.c).
@@ -105,9 +107,26 @@ int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lo
     }
     it->n = n;
     double cost = 0;
-    size_t solved = 0;
+    size_t solved = 0, all_solutions = 0;
     for (size_t i = 0; i < n; i++) {
         decode_item(it, i, json_array_get(ji, i), opts, lim, lookup, ud);
+        proto_item *item = &it->items[i];
+        if (item->job && item->job->opt.all_solutions &&
+            ++all_solutions > PROTO_MAX_SOLUTION_TARGETS) {
+            /* every solution of a target is up to PROTO_MAX_SOLUTIONS rows:
+             * as for a batch, at most PROTO_MAX_SOLUTION_TARGETS of them */
+            proto_job_free(item->job);
+            item->job = NULL;
+            proto_error e;
+            proto_error_set(&e, PROTO_E_TOO_LARGE, "/options/all_solutions",
+                            "options.all_solutions: at most %d items of a batch may ask for "
+                            "every solution",
+                            PROTO_MAX_SOLUTION_TARGETS);
+            prefix_path(&e, i);
+            item->error = malloc(sizeof *item->error);
+            if (item->error)
+                *item->error = e;
+        }
         if (it->items[i].job) {
             cost += proto_job_cost_us(it->items[i].job);
             solved++;

@@ -126,7 +126,7 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
                                        "max_iterations", "timeout_ms", "search",
                                        "units",    "frame",      "bend",
                                        "max_joint_step", "servo", "fields",
-                                       "digits",   "objective", NULL};
+                                       "digits",   "objective", "all_solutions", NULL};
     memset(o, 0, sizeof *o);
     o->timeout_ms = proto_limits_default_timeout_ms(lim);
     o->iter_cap = lim->max_iterations;
@@ -178,6 +178,12 @@ static int decode_options(const json_t *v, const char *path, const proto_limits 
         if (proto_json_positive(x, p, PROTO_MAX_ABS, &o->max_joint_step_in, err))
             return -1;
         o->max_joint_step = o->max_joint_step_in; /* angles converted per joint */
+    }
+    if (OPT("all_solutions")) {
+        if (!json_is_boolean(x))
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                   "options.all_solutions must be true or false");
+        o->all_solutions = json_is_true(x);
     }
     if (OPT("bend")) {
         long long b;
@@ -284,7 +290,8 @@ static int job_alloc(proto_job *job, bool seeds)
     size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool) +
                      nt * sizeof(proto_tip_goal) + (nt > 0));
     size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
-                 2 * job->nrot * sizeof(ik_quat) + nt * sizeof(proto_tip_result);
+                 2 * job->nrot * sizeof(ik_quat) + job->sol_cap * job->dof * sizeof(double) +
+                 nt * sizeof(proto_tip_result);
     size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
     /* doubles first for alignment */
     char *b = calloc(1, seedsz + n * per + sz + 16);
@@ -307,6 +314,8 @@ static int job_alloc(proto_job *job, bool seeds)
         b += job->nrot * sizeof(ik_quat);
         r->local = (ik_quat *)b;
         b += job->nrot * sizeof(ik_quat);
+        r->all = job->sol_cap ? (double *)b : NULL;
+        b += job->sol_cap * job->dof * sizeof(double);
         r->tips = nt ? (proto_tip_result *)b : NULL;
         b += nt * sizeof(proto_tip_result);
     }
@@ -344,11 +353,34 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
     memset(&none, 0, sizeof none);
     if (proto__resolve_solver(chain, &job->opt, t0 ? t0 : &none, &job->solver, err))
         goto fail;
-    if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC) {
+    if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC &&
+        job->solver != PROTO_SOLVER_CLOSED) {
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/max_joint_step",
-                        "options.max_joint_step is used by the numeric solver only, not by %s",
+                        "options.max_joint_step is used by the numeric and closed solvers only, "
+                        "not by %s",
                         proto_solver_names[job->solver]);
         goto fail;
+    }
+    if (job->opt.all_solutions) {
+        if (job->solver != PROTO_SOLVER_CLOSED) {
+            const ik_closed *k = proto__chain_closed(chain);
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/all_solutions",
+                            "options.all_solutions needs the closed solver, and this request "
+                            "is solved by %s: %s",
+                            proto_solver_names[job->solver],
+                            !k ? "the chain is not a joints or urdf chain"
+                            : k->kind == IK_CLOSED_NONE ? ik_closed_why_message(k->why)
+                                                        : "the target is not a full pose");
+            goto fail;
+        }
+        if (n > PROTO_MAX_SOLUTION_TARGETS) {
+            proto_error_set(err, PROTO_E_TOO_LARGE, "/targets",
+                            "targets has %zu elements; with options.all_solutions the limit is "
+                            "%d",
+                            n, PROTO_MAX_SOLUTION_TARGETS);
+            goto fail;
+        }
+        job->sol_cap = PROTO_MAX_SOLUTIONS;
     }
     proto__result_dims(chain, job->solver, &job->dof, &job->npos, &job->nrot);
     if (job_alloc(job, seeds)) {

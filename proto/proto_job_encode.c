@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "solver/ik_reason.h"
 #include "solver/ik_status.h"
 
 /* True when value k of an answer's "joints" is an angle (so options.units
@@ -94,6 +95,9 @@ static const char *non_finite_member(const proto_job *job, size_t i)
             (tr->checked && !(tr->rot_err < 0) && !isfinite(proto_angle_out(u, tr->rot_err))))
             return "tips";
     }
+    for (size_t k = 0; k < r->nall * job->dof; k++)
+        if (!isfinite(answer_angle(c, k % job->dof) ? proto_angle_out(u, r->all[k]) : r->all[k]))
+            return "solutions";
     if (!isfinite(r->pos_err))
         return "position_error";
     if (!(r->rot_err < 0) && !isfinite(proto_angle_out(u, r->rot_err)))
@@ -210,6 +214,8 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     if (want(job, PROTO_FIELD(REASON)))
         json_object_set_new(o, "reason", json_string(oc.reason));
     bool valid = oc.pose;
+    if (valid && r->cause != IK_REASON_NONE && want(job, PROTO_FIELD(CAUSE)))
+        json_object_set_new(o, "cause", json_string(ik_reason_name(r->cause)));
     if (valid && job->dof && want(job, PROTO_FIELD(JOINTS))) {
         json_t *a = json_array();
         for (size_t k = 0; k < job->dof; k++) {
@@ -283,6 +289,21 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
             json_object_set_new(o, "max_joint_step", real_json(job, answer_step(job, r)));
         if (r->servo >= 0 && want(job, PROTO_FIELD(ARRIVED)))
             json_object_set_new(o, "arrived", json_boolean(r->servo == 1));
+        if (job->sol_cap && want(job, PROTO_FIELD(SOLUTIONS))) {
+            json_t *a = json_array();
+            for (size_t s = 0; s < r->nall; s++) {
+                json_t *row = json_array();
+                for (size_t k = 0; k < job->dof; k++) {
+                    double v = r->all[s * job->dof + k];
+                    json_array_append_new(
+                        row, real_json(job, answer_angle(c, k) ? proto_angle_out(u, v) : v));
+                }
+                json_array_append_new(a, row);
+            }
+            json_object_set_new(o, "solutions", a);
+        }
+        if (job->sol_cap && want(job, PROTO_FIELD(SOLUTION_COUNT)))
+            json_object_set_new(o, "solution_count", json_integer((json_int_t)r->total));
     }
     if (want(job, PROTO_FIELD(ITERATIONS)))
         json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
@@ -373,6 +394,11 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
         proto_jw_string(w, oc.reason, strlen(oc.reason));
     }
     bool valid = oc.pose;
+    if (valid && r->cause != IK_REASON_NONE && want(job, PROTO_FIELD(CAUSE))) {
+        const char *cn = ik_reason_name(r->cause);
+        MEMBER(w, first, "cause");
+        proto_jw_string(w, cn, strlen(cn));
+    }
     if (valid && job->dof && want(job, PROTO_FIELD(JOINTS))) {
         MEMBER(w, first, "joints");
         proto_jw_raw(w, "[", 1);
@@ -475,6 +501,27 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
             else
                 proto_jw_raw(w, "false", 5);
         }
+        if (job->sol_cap && want(job, PROTO_FIELD(SOLUTIONS))) {
+            MEMBER(w, first, "solutions");
+            proto_jw_raw(w, "[", 1);
+            for (size_t s = 0; s < r->nall; s++) {
+                if (s)
+                    proto_jw_raw(w, ",", 1);
+                proto_jw_raw(w, "[", 1);
+                for (size_t k = 0; k < job->dof; k++) {
+                    double v = r->all[s * job->dof + k];
+                    if (k)
+                        proto_jw_raw(w, ",", 1);
+                    proto_jw_double_digits(w, answer_angle(c, k) ? proto_angle_out(u, v) : v, dg);
+                }
+                proto_jw_raw(w, "]", 1);
+            }
+            proto_jw_raw(w, "]", 1);
+        }
+        if (job->sol_cap && want(job, PROTO_FIELD(SOLUTION_COUNT))) {
+            MEMBER(w, first, "solution_count");
+            proto_jw_integer(w, (json_int_t)r->total);
+        }
     }
     if (want(job, PROTO_FIELD(ITERATIONS))) {
         MEMBER(w, first, "iterations");
@@ -501,7 +548,8 @@ void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
  * separator (a tree's tip, its member names and status 120 more). */
 static size_t encode_estimate(const proto_job *job)
 {
-    size_t doubles = job->dof + 3 * job->npos + 8 * job->nrot + 7 + 3 + 9 * job->ntips;
+    size_t doubles = job->dof + 3 * job->npos + 8 * job->nrot + 7 + 3 + 9 * job->ntips +
+                     job->sol_cap * job->dof;
     size_t names = (job->chain->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 64;
     return 256 + names + job->n * (320 + 120 * job->ntips + 26 * doubles);
 }

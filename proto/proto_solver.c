@@ -15,10 +15,14 @@
  *   fabrik, ccd    ik_fabrik_solve, ik_ccd_solve
  *   numeric        ik_numeric_solve     (joints, URDF and planar chains),
  *                  ik_tree_solve        (tree chains, proto_tree.c)
+ *   closed         ik_closed_solve      (joints and URDF chains whose six
+ *                  (_all)               joints form an OPW or UR arm,
+ *                                       solver/ik_closed.h; full poses only)
  * "auto": two lengths -> two_link; three lengths with target.up ->
  * three_link, without -> numeric; links3d -> three_link_3d; three bone
  * positions -> two_bone, more or fewer -> fabrik; skeleton -> two_bone;
- * joints and urdf -> numeric.
+ * joints and urdf -> closed when the chain has a closed form and the first
+ * target is a full pose (an orientation, no weights), else numeric.
  *
  * Bone rotations (bones chains): the chain's rotations belong to the chain's
  * pose; each bone's new world rotation is the minimal rotation (seed 001,
@@ -27,8 +31,14 @@
  * bone. Local rotations are relative to the previous joint's new world
  * rotation.
  *
- * The analytic solvers are timed here (CLOCK_MONOTONIC); the numeric solver
- * times itself.
+ * Failures carry their cause (result.cause, solver/ik_reason.h): the
+ * numeric and closed solvers report it; the seeds' analytic solvers from
+ * their reach case (too far: out of reach; too close: no solution); FABRIK
+ * and CCD from their status (unreachable: beyond the chain's length; not
+ * converged: the iteration budget).
+ *
+ * The analytic and closed-form solvers are timed here (CLOCK_MONOTONIC); the
+ * numeric solver times itself.
  */
 #include "proto/proto_impl.h"
 
@@ -42,15 +52,47 @@
 #include "solver/ik_fabrik.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_planar.h"
+#include "solver/ik_reason.h"
 #include "solver/ik_servo.h"
 #include "solver/ik_status.h"
 #include "solver/ik_twobone.h"
 
-const char *const proto_solver_names[] = {"auto",   "two_link", "three_link", "three_link_3d",
-                                          "two_bone", "fabrik", "ccd",        "numeric",
-                                          NULL};
+const char *const proto_solver_names[] = {"auto",     "two_link", "three_link", "three_link_3d",
+                                          "two_bone", "fabrik",   "ccd",        "numeric",
+                                          "closed",   NULL};
+
+/* Candidates the closed solver considers under options.max_joint_step (the
+ * nearest first; more than the 8 branches times a few turns). */
+#define CLOSED_CANDIDATES 64
 
 /* ---- choosing the solver ---------------------------------------------- */
+
+/* The chain's closed form, made on first use and kept (proto_impl.h). */
+const ik_closed *proto__chain_closed(proto_chain *c)
+{
+    if ((c->kind != PROTO_CHAIN_JOINTS && c->kind != PROTO_CHAIN_URDF) || !c->chain)
+        return NULL;
+    ik_closed *k = atomic_load(&c->closed);
+    if (k)
+        return k;
+    k = malloc(sizeof *k);
+    if (!k)
+        return NULL;
+    ik_closed_init(k, c->chain);
+    ik_closed *none = NULL;
+    if (!atomic_compare_exchange_strong(&c->closed, &none, k)) {
+        free(k); /* another thread was first: use its copy */
+        k = none;
+    }
+    return k;
+}
+
+/* True when chain c (joints or urdf) has a proved closed form. */
+static bool closed_applies(const proto_chain *c)
+{
+    const ik_closed *k = proto__chain_closed((proto_chain *)c);
+    return k && k->kind != IK_CLOSED_NONE;
+}
 
 static bool allowed(const proto_chain *c, proto_solver s)
 {
@@ -66,7 +108,7 @@ static bool allowed(const proto_chain *c, proto_solver s)
     case PROTO_CHAIN_SKELETON:
         return s == PROTO_SOLVER_TWO_BONE;
     default:
-        return s == PROTO_SOLVER_NUMERIC;
+        return s == PROTO_SOLVER_NUMERIC || (s == PROTO_SOLVER_CLOSED && closed_applies(c));
     }
 }
 
@@ -91,8 +133,23 @@ int proto__resolve_solver(const proto_chain *c, const proto_options *o, const pr
             s = PROTO_SOLVER_TWO_BONE;
             break;
         default:
-            s = PROTO_SOLVER_NUMERIC;
+            /* the closed form gives full poses only: position-only and
+             * weighted targets go to the numeric solver */
+            s = t0->has_orientation && !t0->has_weights && closed_applies(c)
+                    ? PROTO_SOLVER_CLOSED
+                    : PROTO_SOLVER_NUMERIC;
         }
+    }
+    if (s == PROTO_SOLVER_CLOSED && (c->kind == PROTO_CHAIN_JOINTS || c->kind == PROTO_CHAIN_URDF) &&
+        !closed_applies(c)) {
+        const ik_closed *k = proto__chain_closed((proto_chain *)c);
+        if (!k)
+            return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/solver",
+                               "the closed solver does not apply to this %s chain: %s (%s); "
+                               "use numeric or auto",
+                               proto_chain_kind_names[c->kind], ik_closed_why_message(k->why),
+                               ik_closed_why_name(k->why));
     }
     if (!allowed(c, s))
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/solver",
@@ -130,9 +187,22 @@ int proto__check_target(const proto_job *job, const proto_target *t, const char 
     case PROTO_SOLVER_NUMERIC:
         orient_ok = job->chain->kind != PROTO_CHAIN_PLANAR;
         break;
+    case PROTO_SOLVER_CLOSED:
+        orient_ok = true;
+        if (!t->has_orientation)
+            return field_error(err, path, "orientation",
+                               "is required (a full pose: position-only and weighted targets "
+                               "are solved by numeric)",
+                               sn);
+        break;
     default:
         break;
     }
+    if (job->solver == PROTO_SOLVER_CLOSED && t->has_weights)
+        return field_error(err, path, "weights",
+                           "are not used (the closed form meets the full pose; weighted "
+                           "targets are solved by numeric)",
+                           sn);
     if (want_up && !t->has_up)
         return field_error(err, path, "up", "is required", sn);
     if (!up_ok && t->has_up)
@@ -185,6 +255,9 @@ size_t proto__workspace_size(const proto_job *job)
     case PROTO_SOLVER_NUMERIC:
         ws = c->tree ? ik_tree_workspace_size(c->tree) : ik_numeric_workspace_size(c->chain);
         break;
+    case PROTO_SOLVER_CLOSED:
+        ws = CLOSED_CANDIDATES * 6 * sizeof(double);
+        break;
     case PROTO_SOLVER_FABRIK:
     case PROTO_SOLVER_CCD:
         ws = ik_anim_workspace_size(c->nbones) + c->nbones * sizeof(ik_vec3);
@@ -211,6 +284,16 @@ static double now_s(void)
 static const double *seed_of(const proto_job *job, size_t i, size_t len)
 {
     return job->has_seed[i] && job->seed_q ? job->seed_q + i * len : NULL;
+}
+
+/* The cause of an analytic solver's failure from its reach case
+ * (solver/ik_reach.h): too far is beyond the chain's reach, too close has
+ * no solution although within reach. */
+static int reach_cause(int st, ik_reach reach)
+{
+    if (st != IK_EUNREACHABLE)
+        return IK_REASON_NONE;
+    return reach == IK_REACH_TOO_CLOSE ? IK_REASON_NO_SOLUTION : IK_REASON_OUT_OF_REACH;
 }
 
 /* Sum of squared wrapped angle differences. */
@@ -241,6 +324,7 @@ static void run_planar(proto_job *job, size_t i, proto_result *r)
         ik_vec2 j[4];
         double e;
         int st;
+        ik_reach reach;
         if (c->nlinks == 2) {
             ik_twolink2d p = {c->lengths[0], c->lengths[1], ik_v2(c->base2[0], c->base2[1]),
                               ik_v2(t->position.x, t->position.y), bends[k]};
@@ -249,6 +333,7 @@ static void run_planar(proto_job *job, size_t i, proto_result *r)
             q[0] = o.theta0, q[1] = o.theta1;
             memcpy(j, o.joints, sizeof o.joints);
             e = o.error;
+            reach = o.reach;
         } else {
             ik_threelink2d p = {c->lengths[0],
                                 c->lengths[1],
@@ -262,6 +347,7 @@ static void run_planar(proto_job *job, size_t i, proto_result *r)
             q[0] = o.theta0, q[1] = o.theta1, q[2] = o.theta2;
             memcpy(j, o.joints, sizeof o.joints);
             e = o.error;
+            reach = o.reach;
         }
         if (st == IK_EINVAL) {
             r->status = st;
@@ -271,6 +357,7 @@ static void run_planar(proto_job *job, size_t i, proto_result *r)
         if (k == 0 || d < best) {
             best = d;
             r->status = st;
+            r->cause = reach_cause(st, reach);
             r->pos_err = e;
             memcpy(r->q, q, c->nlinks * sizeof *q);
             for (size_t m = 0; m <= c->nlinks; m++)
@@ -288,6 +375,7 @@ static void run_links3d(proto_job *job, size_t i, proto_result *r)
                         t->position,   t->up,         job->opt.bend ? job->opt.bend : 1};
     ik_threelink3d_result o;
     r->status = ik_threelink3d_solve(&p, &o);
+    r->cause = reach_cause(r->status, o.reach);
     r->rot_err = -1;
     if (r->status == IK_EINVAL)
         return;
@@ -339,6 +427,7 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
         ik_twobone_result o;
         r->status = ik_twobone_solve(p[0], p[1], p[2], t->position, t->has_pole ? &t->pole : NULL,
                                      &o);
+        r->cause = reach_cause(r->status, o.reach);
         if (r->status == IK_EINVAL)
             return;
         r->positions[0] = p[0];
@@ -364,6 +453,9 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
                                        NULL, &res);
         if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
             return;
+        r->cause = r->status == IK_EUNREACHABLE ? IK_REASON_OUT_OF_REACH
+                   : r->status == IK_ENOTCONV   ? IK_REASON_BUDGET
+                                                : IK_REASON_NONE;
         r->pos_err = res.error;
         r->iterations = (size_t)res.iterations;
     }
@@ -387,6 +479,7 @@ static void run_skeleton(proto_job *job, size_t i, proto_result *r, void *ws)
     r->rot_err = -1;
     r->status = ik_skeleton_twobone(bones, n, c->limb[0], c->limb[1], c->limb[2], t->position,
                                     t->has_pole ? &t->pole : NULL, g, &o);
+    r->cause = reach_cause(r->status, o.reach);
     if (r->status == IK_EINVAL)
         return;
     r->positions[0] = ik_mat34_origin(&g[c->limb[0]]);
@@ -397,10 +490,9 @@ static void run_skeleton(proto_job *job, size_t i, proto_result *r, void *ws)
     r->pos_err = o.error;
 }
 
-static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+/* Target i as the solvers' ik_target. */
+static ik_target solver_target(const proto_target *t)
 {
-    const proto_chain *c = job->chain;
-    const proto_target *t = &job->targets[i];
     ik_target tg;
     if (t->has_weights) {
         memset(&tg, 0, sizeof tg);
@@ -414,6 +506,82 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     } else {
         tg = ik_target_position(t->position);
     }
+    return tg;
+}
+
+/* The seed as the solvers see it: continuous joints as given, the others
+ * clamped into their limits. */
+static void seed_inside(const ik_chain *c, const double *seed, double *out)
+{
+    for (size_t k = 0; k < c->dof; k++)
+        out[k] = c->type[k] == IK_JOINT_CONTINUOUS ? seed[k]
+                                                   : ik_clamp(seed[k], c->lower[k], c->upper[k]);
+}
+
+/* The rest of a joint chain's answer once r->status and r->q are the
+ * solver's: the servo period (streams), the step from the seed (refused:
+ * the step that was refused, angular and prismatic, when r->status is
+ * IK_ESTEP), every joint's position, the tip, and the errors (pos_err,
+ * rot_err: the solver's, of r->q). */
+static void finish_joints(proto_job *job, size_t i, proto_result *r, const double *seed,
+                          double pos_err, double rot_err, const double refused[2])
+{
+    const proto_chain *c = job->chain;
+    const proto_target *t = &job->targets[i];
+    if (seed && job->opt.servo_period > 0) {
+        /* servo: one period's motion toward the solution, every joint
+         * within its velocity limit; on a failed solve the arm holds */
+        double from[IK_MAX_DOF];
+        seed_inside(c->chain, seed, from);
+        double sf = r->status == IK_OK ? ik_servo_step(c->chain->dof, from, r->q,
+                                                       job->opt.servo_velocity,
+                                                       job->opt.servo_period, r->q)
+                                       : -1.0;
+        if (sf < 0.0)
+            memcpy(r->q, from, c->chain->dof * sizeof *from);
+        r->servo = sf >= 1.0 ? 1 : 0;
+        /* the errors of the pose the arm is sent to */
+        ik_xform tip = ik_chain_fk(c->chain, r->q);
+        double e[6];
+        ik_xform want = {t->position, t->has_orientation ? t->orientation : tip.q};
+        ik_pose_error(want, tip, e);
+        pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+        rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+    }
+    if (seed) {
+        /* the motion the answer asks for, from the seed as the solver saw
+         * it (inside the limits); when refused, the motion refused */
+        r->has_step = true;
+        r->step_ang = r->step_lin = 0.0;
+        if (r->status == IK_ESTEP && refused) {
+            r->step_ang = refused[0];
+            r->step_lin = refused[1];
+        } else {
+            double from[IK_MAX_DOF];
+            seed_inside(c->chain, seed, from);
+            for (size_t k = 0; k < c->chain->dof; k++) {
+                double d = fabs(r->q[k] - from[k]);
+                double *m = c->chain->type[k] == IK_JOINT_PRISMATIC ? &r->step_lin : &r->step_ang;
+                if (d > *m)
+                    *m = d;
+            }
+        }
+    }
+    ik_xform frames[IK_MAX_DOF + 1];
+    ik_chain_frames(c->chain, r->q, frames);
+    for (size_t k = 0; k <= c->chain->dof; k++)
+        r->positions[k] = frames[k].p;
+    r->has_tip = c->kind != PROTO_CHAIN_PLANAR;
+    r->tip = frames[c->chain->dof];
+    r->pos_err = pos_err;
+    r->rot_err = t->has_orientation ? rot_err : -1;
+}
+
+static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+{
+    const proto_chain *c = job->chain;
+    const proto_target *t = &job->targets[i];
+    ik_target tg = solver_target(t);
     ik_numeric_opts o = ik_numeric_opts_default();
     if (job->opt.tolerance > 0)
         o.tol_pos = job->opt.tolerance;
@@ -433,54 +601,86 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
     r->has_step = false;
+    r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
-    if (seed && job->opt.servo_period > 0) {
-        /* servo: one period's motion toward the solution, every joint
-         * within its velocity limit; on a failed solve the arm holds */
+    const double refused[2] = {res.step_ang, res.step_lin};
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused);
+}
+
+/* The closed form (solver/ik_closed.h): the solution nearest the seed (the
+ * mid-limit pose without one), turn-aware; with options.max_joint_step the
+ * nearest within the step, or IK_ESTEP with the seed and the nearest
+ * solution's step; with options.all_solutions every solution too. */
+static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+{
+    const proto_chain *c = job->chain;
+    const ik_closed *k = proto__chain_closed((proto_chain *)c);
+    const proto_target *t = &job->targets[i];
+    ik_target tg = solver_target(t);
+    ik_numeric_opts o = ik_numeric_opts_default();
+    if (job->opt.tolerance > 0)
+        o.tol_pos = job->opt.tolerance;
+    if (job->opt.angular_tolerance > 0)
+        o.tol_rot = job->opt.angular_tolerance;
+    const double *seed = seed_of(job, i, c->chain->dof);
+    const size_t n = c->chain->dof;
+    ik_closed_result res;
+    r->nall = r->total = 0;
+    if (!k) {
+        r->status = IK_ENOSPC;
+        return;
+    }
+    if (job->opt.all_solutions) {
+        r->nall = ik_closed_solve_all(c->chain, k, &tg, seed, &o, r->all, job->sol_cap, &res);
+        r->total = res.status == IK_OK ? res.solutions : 0;
+    }
+    double refused[2] = {0.0, 0.0};
+    double step = seed ? proto_angle_in(job->opt.units, job->opt.max_joint_step_in) : 0.0;
+    double *cand = ws;
+    size_t m = 0;
+    if (step > 0.0 && ws_size >= CLOSED_CANDIDATES * 6 * sizeof(double))
+        m = ik_closed_solve_all(c->chain, k, &tg, seed, &o, cand, CLOSED_CANDIDATES, &res);
+    if (m > 0) {
+        /* the nearest solution within the step (all joints turn) */
         double from[IK_MAX_DOF];
-        for (size_t k = 0; k < c->chain->dof; k++)
-            from[k] = c->chain->type[k] == IK_JOINT_CONTINUOUS
-                          ? seed[k]
-                          : ik_clamp(seed[k], c->chain->lower[k], c->chain->upper[k]);
-        double sf = r->status == IK_OK ? ik_servo_step(c->chain->dof, from, r->q,
-                                                       job->opt.servo_velocity,
-                                                       job->opt.servo_period, r->q)
-                                       : -1.0;
-        if (sf < 0.0)
-            memcpy(r->q, from, c->chain->dof * sizeof *from);
-        r->servo = sf >= 1.0 ? 1 : 0;
-        /* the errors of the pose the arm is sent to */
-        ik_xform tip = ik_chain_fk(c->chain, r->q);
-        double e[6];
-        ik_xform want = {t->position, t->has_orientation ? t->orientation : tip.q};
-        ik_pose_error(want, tip, e);
-        res.pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-        res.rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
-    }
-    if (seed) {
-        /* the motion the answer asks for, from the seed as the solver saw
-         * it (inside the limits) */
-        r->has_step = true;
-        r->step_ang = r->step_lin = 0.0;
-        for (size_t k = 0; k < c->chain->dof; k++) {
-            double s0 = seed[k];
-            if (c->chain->type[k] != IK_JOINT_CONTINUOUS)
-                s0 = ik_clamp(s0, c->chain->lower[k], c->chain->upper[k]);
-            double d = fabs(r->q[k] - s0);
-            double *m = c->chain->type[k] == IK_JOINT_PRISMATIC ? &r->step_lin : &r->step_ang;
-            if (d > *m)
-                *m = d;
+        seed_inside(c->chain, seed, from);
+        size_t pick = m;
+        for (size_t s = 0; s < m && pick == m; s++) {
+            bool within = true;
+            for (size_t j = 0; j < n; j++)
+                within &= fabs(cand[6 * s + j] - from[j]) <= step;
+            if (within)
+                pick = s;
         }
+        if (pick < m) {
+            memcpy(r->q, cand + 6 * pick, n * sizeof *r->q);
+            r->status = IK_OK;
+            r->cause = IK_REASON_NONE;
+            ik_xform x = ik_chain_fk(c->chain, r->q);
+            double e[6];
+            ik_pose_error(tg.pose, x, e);
+            finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
+                          sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]), NULL);
+            return;
+        }
+        for (size_t j = 0; j < n; j++)
+            refused[0] = fmax(refused[0], fabs(cand[j] - from[j]));
+        memcpy(r->q, from, n * sizeof *r->q);
+        r->status = IK_ESTEP;
+        r->cause = IK_REASON_NONE;
+        ik_xform x = ik_chain_fk(c->chain, r->q);
+        double e[6];
+        ik_pose_error(tg.pose, x, e);
+        finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
+                      sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]), refused);
+        return;
     }
-    ik_xform frames[IK_MAX_DOF + 1];
-    ik_chain_frames(c->chain, r->q, frames);
-    for (size_t k = 0; k <= c->chain->dof; k++)
-        r->positions[k] = frames[k].p;
-    r->has_tip = c->kind != PROTO_CHAIN_PLANAR;
-    r->tip = frames[c->chain->dof];
-    r->pos_err = res.pos_err;
-    r->rot_err = t->has_orientation ? res.rot_err : -1;
+    r->status = ik_closed_solve(c->chain, k, &tg, seed, &o, r->q, &res);
+    r->cause = res.reason;
+    if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
+        return;
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused);
 }
 
 void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
@@ -491,6 +691,7 @@ void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
     r->has_tip = false;
     r->has_step = false;
     r->servo = -1;
+    r->cause = IK_REASON_NONE;
     r->pos_err = 0;
     r->rot_err = -1;
     switch (job->solver) {
@@ -510,6 +711,9 @@ void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
     case PROTO_SOLVER_FABRIK:
     case PROTO_SOLVER_CCD:
         run_bones(job, i, r, ws, ws_size);
+        break;
+    case PROTO_SOLVER_CLOSED:
+        run_closed(job, i, r, ws, ws_size);
         break;
     default:
         if (job->chain->kind == PROTO_CHAIN_TREE)
@@ -545,6 +749,9 @@ json_t *proto_solvers_describe(const proto_limits *lim)
          "damped least squares with random restarts, joint limits, full-pose/position/weighted "
          "targets; on trees several tips at once, with priorities, weights and secondary "
          "objectives"},
+        {"closed", "joints, urdf (6 joints: OPW or UR arm, found from the chain)",
+         "closed form with every solution (Brandstoetter et al. 2014 for spherical wrists, "
+         "Hawkins 2013 for UR arms), proved by forward kinematics; full-pose targets"},
     };
     json_t *a = json_array();
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
@@ -558,7 +765,7 @@ json_t *proto_solvers_describe(const proto_limits *lim)
     ik_numeric_opts nd = ik_numeric_opts_default();
     double timeout = proto_limits_default_timeout_ms(lim);
     json_t *opts = json_pack(
-        "{s:{s:s, s:[s,s,s,s,s,s,s,s]}, "
+        "{s:{s:s, s:[s,s,s,s,s,s,s,s,s], s:s}, "
         "s:{s:s, s:{s:f, s:f, s:f}, s:s}, "
         "s:{s:s, s:f, s:s}, "
         "s:{s:s, s:{s:I, s:i, s:i}, s:I, s:s}, "
@@ -566,7 +773,9 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         "s:{s:s, s:[s,s], s:s}, s:{s:s, s:[s,s]}, s:{s:s, s:[s,s,s]}, "
         "s:{s:{s:i, s:i, s:i}, s:[i,i], s:s}}",
         "solver", "default", "auto", "values", "auto", "two_link", "three_link", "three_link_3d",
-        "two_bone", "fabrik", "ccd", "numeric", /* */
+        "two_bone", "fabrik", "ccd", "numeric", "closed", "description",
+        "auto: joints and urdf chains get closed when it applies (GET /v1/chains/{id} says) and "
+        "the target is a full pose, else numeric", /* */
         "tolerance", "type", "number > 0 (length)", "default", "numeric", nd.tol_pos, "fabrik",
         IK_ANIM_DEFAULT_TOLERANCE, "ccd", IK_ANIM_DEFAULT_TOLERANCE, "description",
         "numeric: per component of the position error; fabrik/ccd: the default is relative "
@@ -581,7 +790,9 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         "numeric: over all restarts, bounded by timeout_ms as well; fabrik/ccd: forward and "
         "backward passes or sweeps", /* */
         "timeout_ms", "type", "number >= 0", "default", timeout, "max", lim->max_time_ms,
-        "description", "numeric only; 0: no time budget, max_iterations bounds the search",
+        "description",
+        "numeric only; the solving thread's CPU time, the wall clock at most 10 times it (never "
+        "before 256 iterations); 0: no time budget, max_iterations bounds the search",
         /* */
         "search", "default", "first", "values", "first", "nearest", "description",
         "numeric only; a stream's warm-started solves are always nearest", /* */
@@ -596,8 +807,15 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         json_pack("{s:s, s:s, s:s}", "type",
                   "number > 0 (angle units; length for prismatic joints)", "default", "none",
                   "description",
-                  "numeric only, with a seed: an answer moving a joint farther from its seed is "
-                  "refused (reason joint_step, the seed returned)"));
+                  "numeric and closed, with a seed: an answer moving a joint farther from its "
+                  "seed is refused (reason joint_step, the seed returned, max_joint_step the "
+                  "step refused)"));
+    json_object_set_new(
+        opts, "all_solutions",
+        json_pack("{s:s, s:b, s:I, s:s}", "type", "boolean", "default", 0, "max",
+                  (json_int_t)PROTO_MAX_SOLUTIONS, "description",
+                  "closed only: every solution in the answer (solutions, nearest the seed first, "
+                  "at most max; solution_count), whole turns of joints with 2 pi ranges included"));
     json_object_set_new(
         opts, "servo",
         json_pack("{s:s, s:s, s:s}", "type",
@@ -610,9 +828,10 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         opts, "fields",
         json_pack("{s:s, s:s, s:s}", "type", "[member name]", "default", "all",
                   "description",
-                  "the result members answered (status always): code, reason, joints, "
+                  "the result members answered (status always): code, reason, cause, joints, "
                   "positions, rotations, local_rotations, tip, tips, position_error, "
-                  "orientation_error, max_joint_step, arrived, iterations, restarts, time_ms"));
+                  "orientation_error, max_joint_step, arrived, solutions, solution_count, "
+                  "iterations, restarts, time_ms"));
     json_object_set_new(
         opts, "digits",
         json_pack("{s:s, s:s, s:s}", "type", "integer 1..17", "default", "shortest",

@@ -253,6 +253,21 @@ static void opw_wrist(const ik_closed *k, ik_vec3 qv, ik_vec3 xv, const double *
     double g = g2 > 0.0 ? sqrt(g2) : 0.0;
     ik_vec3 n = ik_vec3_cross(w4, w5);
     for (int i = 0; i < 2; i++) {
+        if (i == 1 && k->flip) {
+            /* R(w4, q4 + pi) R(w5, -q5) R(w6, q6 + pi) = R(w4, q4) R(w5, q5)
+             * R(w4, pi) R(w6, pi) R(w6, q6), and R(w4, pi) R(w6, pi) = I
+             * when w6 = +-w4 (w5 across both) */
+            q4[1].t = q4[0].t > 0.0 ? q4[0].t - IK_PI : q4[0].t + IK_PI;
+            q4[1].c = -q4[0].c;
+            q4[1].s = -q4[0].s;
+            q5[1].t = -q5[0].t;
+            q5[1].c = q5[0].c;
+            q5[1].s = -q5[0].s;
+            q6[1].t = q6[0].t > 0.0 ? q6[0].t - IK_PI : q6[0].t + IK_PI;
+            q6[1].c = -q6[0].c;
+            q6[1].s = -q6[0].s;
+            break;
+        }
         ik_vec3 z = ik_vec3_add(ik_vec3_add(ik_vec3_scale(w4, al), ik_vec3_scale(w5, be)),
                                 ik_vec3_scale(n, i == 0 ? g : -g));
         q5[i] = angle_about(w5, w6, z, SINGULAR_TOL, ref[4]);
@@ -451,7 +466,7 @@ static void pose_err(const double Ra[9], const double pa[3], const double Rb[9],
 static bool proof(const ik_closed *k, const ik_chain *c)
 {
     ik_rng g = {0x1D0C105EDull};
-    double mid[6], q[6], R[9], p[3], Rb[9], pb[3], e[6];
+    double mid[6], q[6], R[9], p[3], Rb[9], pb[3];
     double br[IK_CLOSED_BRANCHES][6];
     bool exact[IK_CLOSED_BRANCHES];
     ik_chain_mid(c, mid);
@@ -471,10 +486,15 @@ static bool proof(const ik_closed *k, const ik_chain *c)
         for (size_t b = 0; b < n; b++) {
             if (!exact[b])
                 continue;
+            /* the same pose: positions within tp, and every element of
+             * the rotation matrices within tr (a rotation by t between
+             * them moves some element by at least t / sqrt(2)) */
             ik_chain_fk_mat(c, br[b], Rb, pb);
-            pose_err(R, p, Rb, pb, e);
-            for (int i = 0; i < 6; i++)
-                if (!(fabs(e[i]) <= (i < 3 ? tp : tr)))
+            for (int i = 0; i < 3; i++)
+                if (!(fabs(p[i] - pb[i]) <= tp))
+                    return false;
+            for (int i = 0; i < 9; i++)
+                if (!(fabs(R[i] - Rb[i]) <= tr))
                     return false;
             bool same = true;
             for (int j = 0; j < 6; j++)
@@ -531,8 +551,13 @@ int ik_closed_init(ik_closed *out, const ik_chain *c)
     else if (detect_ur(&k))
         kind = IK_CLOSED_UR;
     if (kind != IK_CLOSED_NONE) {
-        if (kind == IK_CLOSED_OPW)
+        if (kind == IK_CLOSED_OPW) {
             k.sgn[3] = 1.0;
+            k.flip = fabs(ik_vec3_dot(k.w[3], k.w[4])) < 1e-12 &&
+                     fabs(ik_vec3_dot(k.w[5], k.w[4])) < 1e-12 &&
+                     ik_vec3_len(ik_vec3_cross(k.w[3], k.w[5])) < 1e-12 &&
+                     dist_to_line(k.r[5], k.r[3], k.w[3]) < MEET_TOL * k.scale;
+        }
         k.c_tip = mat_tvec(k.RM, ik_vec3_sub(k.c, pM));
         k.kind = kind;
         if (proof(&k, c)) {

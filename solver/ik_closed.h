@@ -27,8 +27,12 @@
  * (deterministic generator), computes each pose by ik_chain_fk(), solves it
  * in closed form and requires (a) every solution returned to reproduce the
  * pose within IK_CLOSED_PROOF_TOL (metres relative to the chain's size, and
- * radians), and (b) the drawn configuration to be among the solutions (up to
- * whole turns). Otherwise the chain gets IK_CLOSED_NONE and the reason
+ * in every element of the rotation matrix), and (b) the drawn configuration
+ * to be among the solutions (up to whole turns). A detection that is wrong
+ * is wrong for every pose (a sign, an offset), so a few samples settle it;
+ * they cost about 50 microseconds, paid once per chain (proto/ makes it on a
+ * chain's first closed-form use and keeps it). Every answer is checked by
+ * forward kinematics again when it is solved. Otherwise the chain gets IK_CLOSED_NONE and the reason
  * IK_CLOSED_WHY_PROOF; callers then use the numeric solver (ik_numeric.h).
  *
  * SOLUTIONS: up to 8 branches (shoulder left/right x elbow up/down x wrist
@@ -78,7 +82,7 @@
 
 #define IK_CLOSED_BRANCHES      8    /* closed-form branches at most */
 #define IK_CLOSED_TURNS         3    /* 2 pi k equivalents kept per joint */
-#define IK_CLOSED_PROOF_SAMPLES 48   /* random configurations of the proof */
+#define IK_CLOSED_PROOF_SAMPLES 16   /* random configurations of the proof */
 #define IK_CLOSED_PROOF_TOL     1e-9 /* radians; metres times max(1, reach) */
 
 /* The families (one table: enum, short name, description). */
@@ -134,6 +138,9 @@ typedef struct ik_closed {
     ik_vec3 x6;       /* a unit vector perpendicular to axis 6 */
     double reach;     /* the chain's maximum reach (ik_reason.h) */
     double scale;     /* max(1, reach): length scale of the tolerances */
+    bool flip;        /* OPW with axis 5 across axes 4 and 6, and 4 and 6
+                         on one line at zero: the second wrist solution is
+                         (q4 + pi, -q5, q6 + pi), no trigonometry needed */
 } ik_closed;
 
 /* Detects the family of chain c and proves it (PROOF BEFORE USE above).

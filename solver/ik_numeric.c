@@ -56,8 +56,8 @@
  * singularity-robust inverse; Wampler 1986 for the damping floor).
  *
  * The best pose seen by any attempt (lowest weighted error) is kept for the
- * failure case. The clock (CLOCK_MONOTONIC) is read every CLOCK_EVERY
- * iterations. Nothing is allocated: all vectors live in the caller's
+ * failure case. The budget's clocks (ik_budget.h: the thread's CPU time,
+ * with a wall-clock ceiling) are read every CLOCK_EVERY iterations. Nothing is allocated: all vectors live in the caller's
  * workspace, small fixed-size matrices on the stack.
  *
  * Not here: nullspace objectives, collision avoidance, the SQP half of
@@ -69,8 +69,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "solver/ik_budget.h"
+#include "solver/ik_reason.h"
 #include "solver/ik_rng.h"
-#include <time.h>
 
 ik_target ik_target_full_pose(ik_xform pose)
 {
@@ -173,13 +174,6 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
                                   seed's tip: farther is a new goal, not a
                                   motion to follow */
 
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the problem: target, active rows, tolerances ----------------------- */
 
@@ -424,7 +418,7 @@ typedef struct search {
     double *J, *Jt, *q, *qt, *dq, *best, *near, *seed;
     double best_cost;
     size_t iterations;
-    double t0;
+    ik_budget budget; /* opts.timeout_s (ik_budget.h) */
     bool timed_out;
     bool out_of_iterations;
     /* continuation mode of attempt(): step cap, damping floor and the
@@ -445,7 +439,7 @@ static bool budget_left(search *S)
         return false;
     }
     if (S->o->timeout_s > 0.0 && S->iterations % CLOCK_EVERY == 0 &&
-        now_s() - S->t0 >= S->o->timeout_s) {
+        ik_budget_spent(&S->budget, S->iterations)) {
         S->timed_out = true;
         return false;
     }
@@ -556,17 +550,22 @@ static bool within(const ik_chain *c, const double *a, const double *b, double l
     return true;
 }
 
-/* Largest |a[k] - b[k]|, and whether a stays within the caller's step
+/* Largest |a[k] - b[k]| (and the same over angular and over prismatic
+ * joints into ang and lin), and whether a stays within the caller's step
  * limits (max_step for angular joints, max_step_lin for prismatic). */
 static double largest_step(const ik_chain *c, const double *a, const double *b,
-                           const ik_numeric_opts *o, bool *allowed)
+                           const ik_numeric_opts *o, bool *allowed, double *ang, double *lin)
 {
     double big = 0.0;
     *allowed = true;
+    *ang = *lin = 0.0;
     for (size_t k = 0; k < c->dof; k++) {
         double d = fabs(a[k] - b[k]);
         if (d > big)
             big = d;
+        double *m = c->type[k] == IK_JOINT_PRISMATIC ? lin : ang;
+        if (d > *m)
+            *m = d;
         double lim = c->type[k] == IK_JOINT_PRISMATIC ? o->max_step_lin : o->max_step;
         if (lim > 0.0 && !(d <= lim))
             *allowed = false;
@@ -648,6 +647,7 @@ typedef struct pick {
     size_t solutions;
     double d2;     /* squared distance to the seed */
     double step;   /* its largest joint step */
+    double step_ang, step_lin; /* the same over angular / prismatic joints */
     bool allowed;  /* within max_step / max_step_lin */
     bool from_cont;
 } pick;
@@ -662,16 +662,55 @@ static bool record(search *S, pick *K, const ik_numeric_opts *o, bool from_cont)
     turns_near(c, S->q, S->seed);
     double d2 = joint_dist2(c, S->q, S->seed);
     bool allowed;
-    double step = largest_step(c, S->q, S->seed, o, &allowed);
+    double ang, lin;
+    double step = largest_step(c, S->q, S->seed, o, &allowed, &ang, &lin);
     K->solutions++;
     if (K->solutions == 1 || (allowed && !K->allowed) || (allowed == K->allowed && d2 < K->d2)) {
         K->d2 = d2;
         K->step = step;
+        K->step_ang = ang;
+        K->step_lin = lin;
         K->allowed = allowed;
         K->from_cont = from_cont;
         memcpy(S->near, S->q, S->P->n * sizeof *S->q);
     }
     return within(c, S->q, S->seed, o->nearest_local);
+}
+
+/* ---- why a search failed ------------------------------------------------- */
+
+/* True when the best pose q has a joint on a limit (a wall: not a revolute
+ * joint whose range spans a full turn, not a continuous one) that the
+ * damped least-squares step towards the target, taken without limits,
+ * would push further out, by a fair share (1e-3) of the step's largest
+ * motion: as far as the solver can tell, the target lies beyond the joint
+ * limits' workspace (ik_reason.h, IK_REASON_LIMITS). J: 6 x dof scratch. */
+static bool against_limits(const problem *P, const double *q, double *J)
+{
+    const ik_chain *c = P->c;
+    double e[6], N[6][6], dq[IK_MAX_DOF];
+    bool locked[IK_MAX_DOF] = {false};
+    evaluate(P, q, J, e);
+    normal_matrix(P, J, N);
+    if (!dls_solve(P, J, N, e, LAMBDA_INIT, locked, dq))
+        return false;
+    double big = 0.0;
+    for (size_t k = 0; k < P->n; k++)
+        big = fmax(big, fabs(dq[k]));
+    if (!(big > 0.0))
+        return false;
+    for (size_t k = 0; k < P->n; k++) {
+        if (c->type[k] == IK_JOINT_CONTINUOUS ||
+            (c->type[k] == IK_JOINT_REVOLUTE && c->upper[k] - c->lower[k] >= 2.0 * IK_PI))
+            continue;
+        if (fabs(dq[k]) < 1e-3 * big)
+            continue;
+        double eps = 1e-9 * fmax(1.0, c->upper[k] - c->lower[k]);
+        if ((q[k] <= c->lower[k] + eps && dq[k] < 0.0) ||
+            (q[k] >= c->upper[k] - eps && dq[k] > 0.0))
+            return true;
+    }
+    return false;
 }
 
 /* ---- the public entry points ---------------------------------------------- */
@@ -768,7 +807,7 @@ static void setup_problem(problem *P, const ik_chain *c, const ik_target *t,
 }
 
 static void fill_result(const problem *P, const double *q, double *J, int status,
-                        const search *S, double t0, ik_numeric_result *res)
+                        const search *S, ik_numeric_result *res)
 {
     double e[6];
     evaluate(P, q, J, e);
@@ -786,16 +825,18 @@ static void fill_result(const problem *P, const double *q, double *J, int status
             res->rot_err_max = a;
     }
     res->iterations = S->iterations;
-    res->elapsed_s = now_s() - t0;
+    res->elapsed_s = ik_budget_wall_s(&S->budget);
+    res->cpu_s = ik_budget_cpu_s(&S->budget);
 }
 
 int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
                      const ik_numeric_opts *opts, void *ws, size_t ws_size, double *q_out,
                      ik_numeric_result *res)
 {
-    const double t0 = now_s();
     ik_numeric_opts defaults = ik_numeric_opts_default();
     const ik_numeric_opts *o = opts ? opts : &defaults;
+    ik_budget budget;
+    ik_budget_start(&budget, o->clock, o->timeout_s);
     int rc = (!ws || !q_out) ? IK_EINVAL : check_input(c, t, seed, o);
     if (rc == IK_OK && ws_size < ik_numeric_workspace_size(c))
         rc = IK_ENOSPC;
@@ -824,7 +865,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     S.near = S.best + n;
     S.seed = S.near + n;
     S.best_cost = INFINITY;
-    S.t0 = t0;
+    S.budget = budget;
 
     if (seed)
         memcpy(S.seed, seed, n * sizeof *seed);
@@ -852,6 +893,24 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
             }
             return IK_EINVAL;
         }
+    }
+
+    /* A target beyond the chain's maximum reach (ik_reason.h) cannot be
+     * reached by any joint values: say so at once instead of spending the
+     * budget on restarts. One plain attempt from the seed still gives the
+     * answer a best pose (stretched towards the target) and its error. */
+    if (P.check[0] && P.check[1] && P.check[2] && ik_chain_beyond_reach(c, P.pt)) {
+        continuation_mode(&S, false);
+        attempt(&S);
+        turns_near(c, S.best, S.seed);
+        memmove(q_out, S.best, n * sizeof *q_out);
+        if (res) {
+            fill_result(&P, q_out, S.Jt, IK_EUNREACHABLE, &S, res);
+            res->reason = IK_REASON_OUT_OF_REACH;
+            bool ok;
+            res->max_step = largest_step(c, q_out, S.seed, o, &ok, &res->step_ang, &res->step_lin);
+        }
+        return IK_EUNREACHABLE;
     }
 
     const bool cont = seed && o->search == IK_SEARCH_NEAREST_TO_SEED;
@@ -950,12 +1009,21 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     }
     memmove(q_out, q_final, n * sizeof *q_out);
     if (res) {
-        fill_result(&P, q_out, S.Jt, status, &S, t0, res);
+        fill_result(&P, q_out, S.Jt, status, &S, res);
         res->restarts = restarts;
         res->solutions = K.solutions;
-        bool ok;
-        res->max_step = status == IK_ESTEP ? K.step : largest_step(c, q_out, S.seed, o, &ok);
+        if (status == IK_ESTEP) {
+            res->max_step = K.step;
+            res->step_ang = K.step_ang;
+            res->step_lin = K.step_lin;
+        } else {
+            bool ok;
+            res->max_step =
+                largest_step(c, q_out, S.seed, o, &ok, &res->step_ang, &res->step_lin);
+        }
         res->continued = status == IK_OK && K.from_cont;
+        if (status == IK_ENOTCONV || status == IK_ETIMEDOUT)
+            res->reason = against_limits(&P, q_out, S.J) ? IK_REASON_LIMITS : IK_REASON_BUDGET;
     }
     return status;
 }

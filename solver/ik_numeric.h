@@ -36,7 +36,7 @@
  *
  * DETERMINISM: for the same chain, target, seed and options, the result is
  * the same on every run, unless the time budget stops the search (then how
- * far it got depends on the clock). With timeout_s = 0 the result is fully
+ * far it got depends on the clocks). With timeout_s = 0 the result is fully
  * deterministic.
  *
  * TURNS: a continuous joint, and a revolute joint whose range spans 2 pi or
@@ -58,6 +58,16 @@
  * requested one in small increments. Random restarts run only when both
  * fail, and then the solution nearest the seed wins.
  *
+ * TIME BUDGET (ik_budget.h): timeout_s bounds the CPU time the calling
+ * thread spends in the call, so that time the thread spends descheduled on
+ * a busy machine is not charged to the search (a solve that needs 50
+ * microseconds of computing is not stopped after a few iterations by
+ * another process's time slice); the wall-clock time of the call is bounded
+ * too, by IK_BUDGET_WALL_FACTOR * timeout_s (or, when the thread was
+ * descheduled before it could do IK_BUDGET_WORK_FLOOR iterations, the time
+ * those take), so that the caller never waits much longer, whatever the
+ * load.
+ *
  * NO NaN ever leaves the solver: non-finite targets, seeds, weights or
  * options are rejected with IK_EINVAL before anything is written.
  *
@@ -71,6 +81,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "solver/ik_budget.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_status.h"
@@ -129,9 +140,11 @@ typedef struct ik_numeric_opts {
     double tol_rot;         /* radians, > 0; default 1e-5 */
     size_t max_iterations;  /* solver iterations over all restarts; 0 = no
                                limit; default 0 */
-    double timeout_s;       /* wall-clock budget (CLOCK_MONOTONIC) in
-                               seconds, >= 0; 0 = none; default
-                               IK_NUMERIC_DEFAULT_TIMEOUT_S */
+    double timeout_s;       /* time budget in seconds, >= 0; 0 = none;
+                               default IK_NUMERIC_DEFAULT_TIMEOUT_S: the
+                               calling thread's CPU time, with a wall-clock
+                               ceiling of IK_BUDGET_WALL_FACTOR times it
+                               (TIME BUDGET below) */
     size_t max_restarts;    /* random restarts after the seed's attempt;
                                default SIZE_MAX (budget-bound) */
     uint64_t rng_seed;      /* restart generator seed (any value, 0 included);
@@ -150,6 +163,8 @@ typedef struct ik_numeric_opts {
                                limit; default 0 */
     double max_step_lin;    /* the same for prismatic joints, metres;
                                0 = no limit; default 0 */
+    const ik_clock *clock;  /* the budget's clocks; NULL (default): the
+                               real ones (tests inject their own) */
 } ik_numeric_opts;
 
 /* Continuous seeds beyond this magnitude (radians) are wrapped first. */
@@ -177,9 +192,17 @@ typedef struct ik_numeric_result {
                              largest joint motion the answer asks for. On
                              IK_ESTEP the smallest such step of the
                              solutions found (q_out is the seed then). */
+    double step_ang;      /* max_step over the angular joints (radians) */
+    double step_lin;      /* max_step over the prismatic joints (metres) */
     bool continued;       /* the answer came from the continuation phase
                              (straight or homotopy), not from a restart */
+    int reason;           /* ik_reason.h, why a solve failed:
+                             IK_REASON_OUT_OF_REACH with IK_EUNREACHABLE;
+                             IK_REASON_LIMITS or IK_REASON_BUDGET with
+                             IK_ENOTCONV and IK_ETIMEDOUT (FAILURES below);
+                             IK_REASON_NONE otherwise */
     double elapsed_s;     /* wall-clock time of the call */
+    double cpu_s;         /* the calling thread's CPU time during the call */
 } ik_numeric_result;
 
 /* ---- solving ---------------------------------------------------------- */
@@ -198,6 +221,10 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *
  * Returns (and stores in res->status):
  *   IK_OK        q_out reaches the target within tolerance, inside limits;
+ *   IK_EUNREACHABLE the target's position (every position component
+ *                checked) is beyond the chain's maximum reach
+ *                (ik_chain_max_reach()): answered at once, after one plain
+ *                attempt from the seed, without spending the budget;
  *   IK_ENOTCONV  max_iterations or max_restarts ran out first;
  *   IK_ETIMEDOUT the time budget ran out first;
  *   IK_EINVAL    non-finite or invalid target, seed, weights or options
@@ -208,9 +235,19 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *   IK_ESTEP     solutions were found, but the nearest needs a joint step
  *                larger than opts.max_step / max_step_lin: q_out is the
  *                seed (clamped into the limits: no motion), res->max_step
- *                the step that was refused.
- * On IK_ENOTCONV / IK_ETIMEDOUT q_out holds the best pose found (smallest
- * weighted error), inside the limits, and res describes it. On IK_EINVAL and
+ *                (and step_ang, step_lin) the step that was refused.
+ * On IK_EUNREACHABLE, IK_ENOTCONV and IK_ETIMEDOUT q_out holds the best
+ * pose found (smallest weighted error), inside the limits, and res
+ * describes it.
+ *
+ * FAILURES say why (res->reason, ik_reason.h): IK_REASON_OUT_OF_REACH with
+ * IK_EUNREACHABLE (certain); after a search that ran out of budget,
+ * IK_REASON_LIMITS when the best pose has a joint on a limit (not a
+ * full-turn or continuous joint) that the damped least-squares step
+ * towards the target, taken without limits, would push further out (the
+ * target lies outside the joint limits' workspace as far as the solver can
+ * tell), else IK_REASON_BUDGET (not found in the budget; reachable or
+ * not). On IK_EINVAL and
  * IK_ENOSPC nothing is written to q_out, and res (if not NULL) only gets
  * status set and every other field zeroed. q_out may alias seed. */
 int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,

@@ -66,8 +66,8 @@
 
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
+#include "solver/ik_budget.h"
 #include "solver/ik_status.h"
 #include "solver/ik_rng.h"
 
@@ -297,12 +297,6 @@ ik_tree_opts ik_tree_opts_default(void)
 #define FULL_EVERY         4     /* one level: every so many restarts redraw the whole group */
 
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- tasks and groups --------------------------------------------------- */
 
@@ -358,7 +352,8 @@ typedef struct solver {
     double best_cost;
     size_t iterations;
     size_t nl;           /* levels the step serves (all but while polishing) */
-    double t0, deadline; /* deadline 0: none */
+    ik_budget whole; /* opts.timeout_s over the whole solve (ik_budget.h) */
+    ik_budget part;  /* the current group's share of it */
     bool timed_out, out_of_iterations;
 } solver;
 
@@ -368,7 +363,7 @@ static bool budget_left(solver *S)
         S->out_of_iterations = true;
         return false;
     }
-    if (S->deadline > 0.0 && S->iterations % CLOCK_EVERY == 0 && now_s() >= S->deadline) {
+    if (S->o->timeout_s > 0.0 && S->iterations % CLOCK_EVERY == 0 && ik_budget_spent(&S->part, S->iterations)) {
         S->timed_out = true;
         return false;
     }
@@ -1325,7 +1320,6 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
                   const ik_tree_opts *opts, void *ws, size_t ws_size, double *q_out,
                   ik_tree_result *res)
 {
-    const double t0 = now_s();
     ik_tree_opts defaults = ik_tree_opts_default();
     const ik_tree_opts *o = opts ? opts : &defaults;
     int rc = (!ws || !q_out) ? IK_EINVAL : check_input(tree, goals, seed, o);
@@ -1367,7 +1361,8 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
     S.qr = S.seed + n;
     S.Jr = S.qr + n;
     S.er = S.Jr + M * n;
-    S.t0 = t0;
+    ik_budget_start(&S.whole, o->clock, o->timeout_s);
+    S.part = S.whole;
 
     /* the seed, inside the limits; ref keeps its turns (continuous joints
      * unwrapped unless beyond IK_TURN_SEED_MAX) for the answer's */
@@ -1454,11 +1449,7 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
         group_init(&G, T, comp[c], tasks, ntask, nlev);
         S.G = &G;
         /* an equal share of the time left */
-        S.deadline = 0.0;
-        if (o->timeout_s > 0.0) {
-            double left = o->timeout_s - (now_s() - t0);
-            S.deadline = now_s() + (left > 0.0 ? left : 0.0) / (double)(ncomp - c);
-        }
+        ik_budget_share(&S.part, &S.whole, 1.0 / (double)(ncomp - c));
         size_t restarts;
         double sc;
         size_t sols = search_group(&S, &restarts, &sc);
@@ -1517,7 +1508,8 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
                    all_solved && ncomp > 0) {
             res->objective = manip;
         }
-        res->elapsed_s = now_s() - t0;
+        res->elapsed_s = ik_budget_wall_s(&S.whole);
+        res->cpu_s = ik_budget_cpu_s(&S.whole);
     }
     return status;
 }

@@ -203,7 +203,10 @@ typedef struct ik_tree_opts {
     double tol_pos;        /* metres, > 0; default 1e-5 */
     double tol_rot;        /* radians, > 0; default 1e-5 */
     size_t max_iterations; /* over all groups and attempts; 0 = none; default 0 */
-    double timeout_s;      /* >= 0; 0 = none; default 0.005 */
+    double timeout_s;      /* >= 0; 0 = none; default 0.005: CPU time of
+                              the calling thread, with a wall-clock ceiling
+                              IK_BUDGET_WALL_FACTOR times it (ik_budget.h,
+                              as ik_numeric.h) */
     size_t max_restarts;   /* per group; default SIZE_MAX (budget-bound) */
     uint64_t rng_seed;     /* default 1 */
     ik_tree_objective objective; /* default NONE */
@@ -212,6 +215,8 @@ typedef struct ik_tree_opts {
                               the highest level but not every level
                               (conflicting priorities); default 8 */
     double local;          /* DISTANCE only, see above; default 0.35 */
+    const ik_clock *clock; /* the budget's clocks; NULL (default): the real
+                              ones */
 } ik_tree_opts;
 
 /* The defaults above. As in ik_numeric.h, at least one of timeout_s,
@@ -236,7 +241,8 @@ typedef struct ik_tree_result {
     size_t restarts;   /* over all groups */
     size_t solutions;  /* full solutions found over all groups */
     double objective;  /* value of the chosen objective for the answer (0: NONE) */
-    double elapsed_s;
+    double elapsed_s;  /* wall-clock time of the call */
+    double cpu_s;      /* the calling thread's CPU time during the call */
     ik_tree_tip_result tip[IK_TREE_MAX_TIPS];
 } ik_tree_result;
 

@@ -4,20 +4,25 @@ running ikd (--port), with python3-websockets (Debian's: run it with
 /usr/bin/python3). Every figure comes with its baseline measured in the same
 run, and each benchmark prints one JSON line:
 
-  stream_continuity  the KUKA iiwa 14 (7 joints) streaming a smooth 1000-step
-                     joint-space motion (FK poses, one target at a time):
-                     opened with the start configuration as seed (how a
-                     controller streams now) against the same motion opened
-                     without one (how it had to before): flips (steps above
-                     3x the motion's own largest step), whole-turn jumps, the
-                     largest step over the motion's own, and how far the
-                     first answer lands from the arm's configuration.
+  stream_continuity  the KUKA iiwa 14 (7 joints) streaming smooth joint-space
+                     motions (FK poses, one target at a time) whose own
+                     largest step is 0.1 and 0.2 rad (the issue measured
+                     flips of 0.42 and 2.7 rad; a 0.004 rad motion would
+                     hide them): opened with the start configuration as
+                     seed (how a controller streams now) against the same
+                     motion opened without one (how it had to before):
+                     flips (steps above 3x the motion's own largest step),
+                     whole-turn jumps, the largest step over the motion's
+                     own, and how far the first answer lands from the arm's
+                     configuration.
   servo_rate         servo stream (options.servo) solutions per second on
                      the iiwa, a target per round trip, against the same
                      stream without servo: the ratio is what servo costs.
   path_1000hz        a 1000 Hz path of 1001 samples on a two-bone leg and on
-                     the iiwa: samples skipped, out of how many (the machine
-                     is shared, so this is "under load").
+                     the iiwa: samples skipped, out of how many, as the
+                     machine is ("idle") and with two busy-looping processes
+                     started beside the daemon ("loaded", stopped by their
+                     process ids afterwards).
 Robots come from $IKD_DATA (default tests/data).
 """
 import argparse
@@ -25,6 +30,7 @@ import asyncio
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 
@@ -50,6 +56,19 @@ def motion(chain, steps, amp=0.3):
     return out
 
 
+def motion_with_step(chain, step, amp=0.5):
+    """The motion above with as few steps as make its largest joint step
+    about `step` radians (never below it)."""
+    steps = 1000
+    while steps > 8:
+        qs = motion(chain, steps, amp)
+        own = max(max(abs(a - b) for a, b in zip(x, y)) for x, y in zip(qs, qs[1:]))
+        if own >= step:
+            return qs
+        steps = int(steps * 0.97)
+    return motion(chain, steps, amp)
+
+
 async def recv(ws):
     return json.loads(await asyncio.wait_for(ws.recv(), 10))
 
@@ -65,12 +84,12 @@ async def open_stream(ws, name, chain, seed=None, options=None):
     assert m["type"] == "opened", m
 
 
-async def continuity(url, steps):
+async def continuity(url, step):
     chain = iiwa()
-    qs = motion(chain, steps)
+    qs = motion_with_step(chain, step)
     poses = [chain.fk(q) for q in qs]
     own = max(max(abs(a - b) for a, b in zip(x, y)) for x, y in zip(qs, qs[1:]))
-    out = {"bench": "stream_continuity", "robot": "kuka_iiwa14_r820", "steps": steps,
+    out = {"bench": "stream_continuity", "robot": "kuka_iiwa14_r820", "steps": len(qs) - 1,
            "motion_largest_step": round(own, 5)}
     async with websockets.connect(url, max_size=None, ping_interval=None) as ws:
         for name, seed in (("seeded", qs[0]), ("unseeded", None)):
@@ -131,9 +150,19 @@ async def servo_rate(url, seconds):
                       "plain_not_success": plain_bad}))
 
 
-async def path_1000hz(url):
+def busy_loops(n):
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+
+
+def stop_all(procs):
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+async def path_1000hz(url, busy=0):
     chain = iiwa()
-    out = {"bench": "path_1000hz", "rate_hz": 1000}
+    out = {"bench": "path_1000hz", "rate_hz": 1000, "busy_loops": busy}
     bones = {"kind": "bones", "positions": [[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0]]}
     qa, qb = IIWA_CENTRE, [x + 0.2 for x in IIWA_CENTRE]
     pa, pb = chain.fk(qa), chain.fk(qb)
@@ -166,12 +195,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--steps", type=int, default=1000)
     a = ap.parse_args()
     url = "ws://127.0.0.1:%d/v1/stream" % a.port
-    asyncio.run(continuity(url, a.steps))
+    for step in (0.1, 0.2):
+        asyncio.run(continuity(url, step))
     asyncio.run(servo_rate(url, a.seconds))
     asyncio.run(path_1000hz(url))
+    procs = busy_loops(2)
+    try:
+        asyncio.run(path_1000hz(url, busy=2))
+    finally:
+        stop_all(procs)
 
 
 if __name__ == "__main__":

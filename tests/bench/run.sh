@@ -28,6 +28,11 @@ chain kuka_iiwa14_r820 base_link tool0
 chain franka_panda panda_link0 panda_link8
 chain pr2 torso_lift_link r_wrist_roll_link
 
+# the chain benchmark with two busy-looping processes beside it against
+# the same run idle, back to back (tests/bench/contention_bench.sh): the
+# time budget counts the solver thread's CPU time (solver/ik_budget.h)
+sh "$(dirname "$0")/contention_bench.sh" "$BUILD"
+
 # closed form (solver/ik_closed.h) against the numeric solver, same targets,
 # same run: the UR5 and the IRB 120 with their target files, the UR10-like
 # arm on random targets drawn inside its limits
@@ -101,8 +106,9 @@ echo "$ws"
 smooth=$(ws_chain --smooth 20 | tail -1)
 echo "$smooth"
 # robot controllers (tests/bench/robot_bench.py): stream continuity on the
-# iiwa seeded at open against unseeded, servo solutions/s against plain
-# stream solutions/s, samples skipped by 1000 Hz paths
+# iiwa seeded at open against unseeded (motions of 0.1 and 0.2 rad steps),
+# servo solutions/s against plain stream solutions/s, samples skipped by
+# 1000 Hz paths as the machine is and with two busy loops beside ikd
 /usr/bin/python3 "$(dirname "$0")/robot_bench.py" --port "$port" --seconds "$WS_SECS"
 stop || { echo "ws_bench: ikd exited with $? after SIGTERM" >&2; exit 1; }
 # ratio: the daemon's 7-joint solutions/s over one solver thread's solves/s

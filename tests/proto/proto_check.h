@@ -220,4 +220,30 @@ static inline ik_vec3 pc_fk(const pc_joint *j, size_t n, const double *q, double
     return ik_v3(p[0], p[1], p[2]);
 }
 
+/* The "joints" chain object of n joints (lim[2k], lim[2k + 1]: the limits
+ * of joint k, used for revolute and prismatic joints) into buf, compact
+ * JSON, joint k named "j<k>". */
+static inline void pc_joints_json(char *buf, size_t size, const pc_joint *j, size_t n,
+                                  const double *lim)
+{
+    size_t off = (size_t)snprintf(buf, size, "{\"kind\":\"joints\",\"joints\":[");
+    for (size_t k = 0; k < n && off < size; k++) {
+        const char *type = j[k].type == 'r' ? "revolute" : j[k].type == 'p' ? "prismatic" : "fixed";
+        off += (size_t)snprintf(buf + off, size - off,
+                                "%s{\"name\":\"j%zu\",\"type\":\"%s\",\"origin\":{\"xyz\":"
+                                "[%.17g,%.17g,%.17g],\"rpy\":[%.17g,%.17g,%.17g]}",
+                                k ? "," : "", k, type, j[k].xyz[0], j[k].xyz[1], j[k].xyz[2],
+                                j[k].rpy[0], j[k].rpy[1], j[k].rpy[2]);
+        if (j[k].type != 'f' && off < size)
+            off += (size_t)snprintf(buf + off, size - off,
+                                    ",\"axis\":[%.17g,%.17g,%.17g],\"limits\":{\"lower\":%.17g,"
+                                    "\"upper\":%.17g}",
+                                    j[k].axis[0], j[k].axis[1], j[k].axis[2], lim[2 * k], lim[2 * k + 1]);
+        if (off < size)
+            off += (size_t)snprintf(buf + off, size - off, "}");
+    }
+    if (off < size)
+        snprintf(buf + off, size - off, "]}");
+}
+
 #endif /* PROTO_CHECK_H */

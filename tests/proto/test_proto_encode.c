@@ -224,6 +224,40 @@ static const char *const REQUESTS[] = {
     "\"position\":[5,5,5]}}}],\"options\":{\"timeout_ms\":0,\"max_iterations\":2000}}",
 };
 
+/* The closed form's answers (issue 15): every solution listed
+ * (options.all_solutions, in degrees), a refused step, a failure with its
+ * cause; on a UR10-like arm built here. */
+START_TEST(test_closed_answers)
+{
+    static const pc_joint ur10[7] = {
+        {{0, 0, 0.1273}, {0, 0, 0}, {0, 0, 1}, 'r'},
+        {{0, 0.220941, 0}, {0, 1.5707963267948966, 0}, {0, 1, 0}, 'r'},
+        {{0, -0.1719, 0.612}, {0, 0, 0}, {0, 1, 0}, 'r'},
+        {{0, 0, 0.5723}, {0, 1.5707963267948966, 0}, {0, 1, 0}, 'r'},
+        {{0, 0.1157, 0}, {0, 0, 0}, {0, 0, 1}, 'r'},
+        {{0, 0, 0.1157}, {0, 0, 0}, {0, 1, 0}, 'r'},
+        {{0, 0.0922, 0}, {-1.5707963267948966, 0, 0}, {0, 0, 0}, 'f'}};
+    static const double lim[14] = {-6.28, 6.28, -6.28, 6.28, -3.14, 3.14, -6.28, 6.28,
+                                   -6.28, 6.28, -6.28, 6.28, 0,     0};
+    char chain[8192], body[16384];
+    pc_joints_json(chain, sizeof chain, ur10, 7, lim);
+    static const char *const rest[] = {
+        "\"target\":{\"position\":[0.6,0.3,0.4],\"orientation\":[0,1,0,0]},\"seed\":[10,-60,"
+        "70,-90,-80,5],\"options\":{\"units\":\"degrees\",\"all_solutions\":true,\"frame\":"
+        "\"unity\"}",
+        "\"target\":{\"position\":[0.6,0.3,0.4],\"orientation\":[0,1,0,0]},\"seed\":[2,-2,"
+        "2,-2,2,2],\"options\":{\"max_joint_step\":0.1}",
+        "\"target\":{\"position\":[3,0,0.4],\"orientation\":[0,1,0,0]}",
+        "\"targets\":[{\"position\":[0.6,0.3,0.4],\"orientation\":[0,1,0,0]},{\"position\":"
+        "[3,0,0.4],\"orientation\":[0,1,0,0]}],\"options\":{\"all_solutions\":true}",
+    };
+    for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) {
+        snprintf(body, sizeof body, "{\"chain\":%s,%s}", chain, rest[i]);
+        ck_assert_msg(same_as_oracle_str(body), "request %zu was rejected", i);
+    }
+}
+END_TEST
+
 START_TEST(test_every_kind)
 {
     for (size_t i = 0; i < sizeof REQUESTS / sizeof REQUESTS[0]; i++)
@@ -733,6 +767,7 @@ int main(void)
     tcase_add_test(tc, test_every_kind);
     tcase_add_test(tc, test_fields_and_digits);
     tcase_add_test(tc, test_fields_and_digits_errors);
+    tcase_add_test(tc, test_closed_answers);
     tcase_add_test(tc, test_non_finite_results);
     tcase_add_test(tc, test_random_two_bone);
     tcase_add_test(tc, test_fixture_requests);

@@ -934,15 +934,18 @@ START_TEST(test_max_joint_step)
             double big = 0;
             for (size_t k = 0; k < 4; k++)
                 big = fmax(big, fabs(jnum(jq, k) - seed[k]));
-            ck_assert_double_eq_tol(json_real_value(json_object_get(r, "max_joint_step")), big,
-                                    1e-9 * u);
+            double step = json_real_value(json_object_get(r, "max_joint_step"));
             if (far) {
                 ck_assert_str_eq(json_string_value(json_object_get(r, "status")),
                                  "no_ik_solution");
                 ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), -31);
                 ck_assert_str_eq(json_string_value(json_object_get(r, "reason")), "joint_step");
                 ck_assert_double_eq_tol(big, 0, 1e-12); /* the seed: no motion */
+                /* and the step reported is the one refused (issue 10), not
+                 * the seed's own zero */
+                ck_assert_double_gt(step, 0.2 * u);
             } else {
+                ck_assert_double_eq_tol(step, big, 1e-9 * u);
                 assert_success(r);
                 ck_assert_double_le(big, 0.2 * u + 1e-12);
                 double q[4];
@@ -1065,7 +1068,7 @@ START_TEST(test_solvers_describe)
 {
     json_t *d = proto_solvers_describe(NULL);
     ck_assert_ptr_nonnull(d);
-    ck_assert_uint_eq(json_array_size(json_object_get(d, "solvers")), 7);
+    ck_assert_uint_eq(json_array_size(json_object_get(d, "solvers")), 8);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(d, "limits"),
                                                         "max_joints")),
                      64);

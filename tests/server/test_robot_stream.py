@@ -27,12 +27,13 @@ import asyncio
 import math
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from robot_chain import Chain, quat_angle  # noqa: E402
-from test_stream import Daemon, connect, recv, run, send  # noqa: E402
+from test_stream import SLOW, Daemon, connect, recv, run, send  # noqa: E402
 
 IKD_DATA = os.environ.get("IKD_DATA", "tests/data")
 ROBOTS = os.path.join(IKD_DATA, "robots")
@@ -44,6 +45,8 @@ ROT_TOL = 1e-4
 def chain_of(name):
     return {
         "iiwa": Chain(os.path.join(ROBOTS, "kuka_iiwa14_r820.urdf"), "base_link", "tool0"),
+        "iiwa_singular": Chain(os.path.join(ROBOTS, "kuka_iiwa14_r820.urdf"), "base_link",
+                               "tool0"),
         "panda": Chain(os.path.join(ROBOTS, "franka_panda.urdf"), "panda_link0", "panda_link8"),
         "ur5": Chain(os.path.join(ROBOTS, "ur5.urdf"), "base_link", "tool0"),
         "pr2": Chain(os.path.join(ROBOTS, "pr2.urdf"), "torso_lift_link", "r_wrist_roll_link"),
@@ -57,6 +60,8 @@ def chain_of(name):
 CENTRES = {
     "iiwa": [0.2, 0.7, -0.2, -1.3, 0.3, 0.8, 0.1],
     "panda": [0.1, -0.4, 0.1, -2.0, 0.1, 1.7, 0.7],
+    # joints 2 and 6 at zero: the iiwa's two aligned-axes singularities
+    "iiwa_singular": [0.2, 0.0, -0.2, -1.3, 0.3, 0.0, 0.1],
 }
 
 
@@ -162,6 +167,24 @@ class RobotStreamTest(unittest.TestCase):
     def test_smooth_ur5(self):
         self.smooth("ur5")
 
+    @unittest.expectedFailure
+    def test_smooth_iiwa14_through_singular_centre(self):
+        """Issue 10: the iiwa's motion centred where joints 2 and 6 are zero
+        (axes 1 and 3, and 5 and 7, line up there), the region the other
+        tests keep away from: the rule is no step above 3 times the
+        motion's own. KNOWN TO FAIL (expectedFailure, so that a fix shows up
+        as an unexpected success): the targets are poses, so the part of
+        the motion in the arm's null space is invisible and the answers
+        drift from the motion's configurations (by step 77 joint 1 is at
+        0.95 where the motion's is 0.50); passing joint 2 near zero there
+        makes the nearest solution sweep joints 1 and 3 at up to 5.3 times
+        the motion's step (0.066 against 0.0126 rad), and the drift carries
+        joints 5 and 7 to their limits (2.963 and -3.036 at step 277), where
+        the continuation fails and the restarts answer 2.89 rad away. A
+        null-space objective (limits, manipulability) in the continuation
+        would be the fix; see the issue's notes."""
+        self.smooth("iiwa_singular")
+
     def test_smooth_pr2_continuous_rolls(self):
         self.smooth("pr2", amp=0.2, spin=2.5)
 
@@ -241,6 +264,10 @@ class RobotStreamTest(unittest.TestCase):
                 self.assertEqual((r["status"], r["code"], r["reason"]),
                                  ("no_ik_solution", -31, "joint_step"))
                 self.assertLess(largest_step(r["joints"], answers[-1]), 1e-9)
+                # the step reported is the one refused (about 0.5 rad), not
+                # the zero step of the joints returned
+                self.assertGreater(r["max_joint_step"], 0.05)
+                self.assertGreater(r["max_joint_step"], 0.3)
         run(body())
 
     async def servo_to(self, ws, chain, name, q0, goal_q, period, vel, units_deg=False,
@@ -312,10 +339,35 @@ class RobotStreamTest(unittest.TestCase):
         q0 = [0.2, -1.3, 1.5, -1.6, 0.4, 0.3]
         q1 = [0.3, -1.2, 1.4, -1.5, -0.4, 0.9]
 
+        period = 0.004
+
         async def body():
             async with connect(self.d) as ws:
-                n, answers = await self.servo_to(ws, chain, "sing", q0, q1, 0.004, vel)
-                self.assertGreater(n, 10)
+                n, answers = await self.servo_to(ws, chain, "sing", q0, q1, period, vel)
+                # arrived on the target configuration's own branch (the
+                # answer, checked by FK in servo_to, is q1 itself, not its
+                # wrist-flipped twin), in the periods the slowest joint needs
+                for a, b in zip(answers[-1], q1):
+                    self.assertAlmostEqual(a, b, delta=1e-4)  # its twin is pi away
+                expect = max(math.ceil(abs(b - a) / (v * period) - 1e-9)
+                             for a, b, v in zip(q0, q1, vel))
+                self.assertIn(n, (expect, expect + 1), (n, expect))
+                # a smooth profile: every joint moves monotonically towards
+                # q1 (no reversal, however near the singular q5 = 0 it
+                # passes), and the joint that sets the pace moves at its
+                # velocity limit every period but the last (no slow-down
+                # or spike on the way)
+                path = [q0] + answers
+                for j in range(chain.dof):
+                    sense = math.copysign(1.0, q1[j] - q0[j])
+                    for a, b in zip(path, path[1:]):
+                        self.assertGreaterEqual((b[j] - a[j]) * sense, -1e-9,
+                                                "joint %d reversed" % j)
+                pace = max(range(chain.dof), key=lambda j: abs(q1[j] - q0[j]) / vel[j])
+                steps = [abs(b[pace] - a[pace]) for a, b in zip(path, path[1:])]
+                for st in steps[:-1]:
+                    self.assertAlmostEqual(st, vel[pace] * period, delta=1e-9)
+                self.assertLessEqual(steps[-1], vel[pace] * period + 1e-9)
         run(body(), limit=120)
 
     def test_servo_refusals(self):
@@ -348,33 +400,51 @@ class RobotStreamTest(unittest.TestCase):
 
     def test_path_1000hz_on_schedule(self):
         """A 1000 Hz path of 301 samples on a two-bone leg (microsecond
-        solves): every sample answered in order, none skipped, path_end
-        counting them (generous: a machine shared by many may stall the
-        daemon beyond the 100 ms lag window now and then, so a few percent
-        of skips are tolerated, never a reordering)."""
+        solves): every sample answered in order, path_end counting them, and
+        none skipped unless the daemon really was behind. ikd skips only a
+        sample more than 100 ms late (proto/STREAM.md); this client measures
+        how late each solution arrived against the schedule counted from
+        when it sent the path (ikd's own clock starts later, and a solution
+        is sent before it arrives, so the lateness seen here is at least
+        ikd's). Never 100 ms late here means nothing may be skipped; a
+        machine that stalled the daemon beyond that (seen here) excuses
+        the skips it caused, as do sanitizer builds (SLOW)."""
         bones = {"kind": "bones", "positions": [[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0]]}
+        rate = 1000.0
 
         async def body():
             async with connect(self.d) as ws:
                 await send(ws, {"type": "open", "stream": "p", "chain": bones})
                 self.assertEqual((await recv(ws))["type"], "opened")
-                await send(ws, {"type": "path", "stream": "p", "seq": 1, "rate_hz": 1000,
+                t_send = time.monotonic()
+                await send(ws, {"type": "path", "stream": "p", "seq": 1, "rate_hz": rate,
                                 "duration_s": 0.3,
                                 "waypoints": [{"position": [0.3, 0.6, 0.2]},
                                               {"position": [-0.3, 0.5, 0.2]}]})
-                indices, skipped = [], 0
+                indices, skipped, late = [], 0, 0.0
                 while True:
                     m = await recv(ws)
+                    now = time.monotonic()
                     if m["type"] == "path_end":
                         break
                     self.assertEqual(m["result"]["status"], "success")
                     indices.append(m["index"])
                     skipped += m["skipped"]
+                    late = max(late, now - (t_send + m["index"] / rate))
                 self.assertEqual(indices, sorted(indices))
                 self.assertEqual(indices[-1], 300)
                 self.assertEqual((m["sent"], m["skipped"], m["count"]), (len(indices), skipped, 301))
                 self.assertEqual(m["sent"] + m["skipped"], 301)
-                self.assertLessEqual(skipped, 15, "skipped %d of 301" % skipped)
+                if SLOW > 1:
+                    self.assertLessEqual(skipped, 15, "skipped %d of 301" % skipped)
+                elif late < 0.1:
+                    self.assertEqual(skipped, 0, "skipped %d of 301 although never more than "
+                                     "%.1f ms behind" % (skipped, late * 1e3))
+                else:
+                    # the daemon was stalled past the lag window: skips are
+                    # what it is for, but only as many as the stall explains
+                    self.assertLessEqual(skipped, int(late * rate) + 1,
+                                         "skipped %d, %.1f ms behind" % (skipped, late * 1e3))
         run(body())
 
     def test_bad_seeds(self):

@@ -1074,15 +1074,17 @@ class ShutdownTest(unittest.TestCase):
     def test_sigterm_answers_in_flight_targets(self):
         """A solve running on the pool when SIGTERM arrives, and a target
         waiting behind it, are both answered before the 1001 close frame:
-        the iiwa gets a target just out of reach with a 300 ms budget, so the
-        first is still being solved when the signal comes."""
+        the iiwa gets a target within its reach that its joint limits keep
+        it from (its own shoulder: the elbow cannot fold that far) with a
+        300 ms budget, so the first is still being solved when the signal
+        comes (a target beyond the reach would be answered at once)."""
         d = Daemon("--max-iterations", "100000000")
         try:
             async def body():
                 ws = await connect(d)
                 await open_stream(ws, "arm", chain=iiwa_chain(),
                                   options={"timeout_ms": 300, "max_iterations": 100000000})
-                far = {"position": [0.0, 0.0, 1.45]}  # just out of reach: runs its budget
+                far = {"position": [0.0, 0.0, 0.36]}  # blocked by the limits: runs its budget
                 await send(ws, {"type": "target", "stream": "arm", "seq": 0, "target": far})
                 await asyncio.sleep(0.02)
                 await send(ws, {"type": "target", "stream": "arm", "seq": 1, "target": far})

@@ -16,6 +16,7 @@
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
+#include "solver/ik_reason.h"
 #include "solver/ik_status.h"
 #include "chains.h"
 
@@ -37,6 +38,21 @@ static ik_chain ur5(void)
     ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
     return c;
 }
+
+/* The UR5 with its shoulder lift and elbow held within +-0.3 rad, and a
+ * full-pose target within its maximum reach that those limits keep it from:
+ * no search finds it, only a budget ends one. */
+static ik_chain ur5_blocked(void)
+{
+    ik_joint j[UR5_JOINTS];
+    ur5_joints(j);
+    j[1].lower = j[2].lower = -0.3;
+    j[1].upper = j[2].upper = 0.3;
+    ik_chain c;
+    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
+    return c;
+}
+static const ik_xform BLOCKED = {{0.45, 0.2, -0.2}, {0, 0, 0, 1}};
 
 /* A random chain of `dof` joints: mostly revolute with limits, some
  * continuous and prismatic, random origins and axes. */
@@ -430,33 +446,57 @@ START_TEST(test_unreachable)
     ik_numeric_opts o = det_opts();
     o.max_restarts = 20;
     double q[6];
+    /* beyond the maximum reach: answered at once (no restart, a handful of
+     * iterations), the best pose reaching out towards it */
     ik_xform far = {{3, 1, 0.5}, {0, 0, 0, 1}};
+    ck_assert(ik_chain_beyond_reach(&c, far.p));
     ik_target t = ik_target_full_pose(far);
     ik_numeric_result res;
-    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
-    ck_assert_int_eq(res.status, IK_ENOTCONV);
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_EUNREACHABLE);
+    ck_assert_int_eq(res.status, IK_EUNREACHABLE);
+    ck_assert_int_eq(res.reason, IK_REASON_OUT_OF_REACH);
+    ck_assert_uint_eq(res.restarts, 0);
+    ck_assert_uint_le(res.iterations, 50);
     ck_assert(all_finite(q, 6));
     ck_assert(ik_chain_within_limits(&c, q, 0.0));
-    ck_assert_uint_eq(res.restarts, 20);
     /* the best pose reported is the one returned, and it reaches out */
     double e[6];
     ik_pose_error(far, ik_chain_fk(&c, q), e);
     ck_assert_double_eq_tol(res.pos_err, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]), 1e-12);
     ck_assert_double_le(res.pos_err, ik_vec3_len(far.p) - 0.8);
+    /* the same for a position-only target, whatever the budgets */
+    ik_target tp = ik_target_position(far.p);
+    o = ik_numeric_opts_default();
+    o.timeout_s = 10.0;
+    ck_assert_int_eq(ik_numeric_solve(&c, &tp, NULL, &o, ws, sizeof ws, q, &res),
+                     IK_EUNREACHABLE);
+    ck_assert_uint_le(res.iterations, 50);
+
+    /* within reach, blocked by the limits: the budgets end the search */
+    ik_chain cb = ur5_blocked();
+    ik_target tb = ik_target_full_pose(BLOCKED);
+    ck_assert(!ik_chain_beyond_reach(&cb, BLOCKED.p));
+    o = det_opts();
+    o.max_restarts = 20;
+    ck_assert_int_eq(ik_numeric_solve(&cb, &tb, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
+    ck_assert_uint_eq(res.restarts, 20);
+    ck_assert(all_finite(q, 6) && ik_chain_within_limits(&cb, q, 0.0));
+    ik_pose_error(BLOCKED, ik_chain_fk(&cb, q), e);
+    ck_assert_double_eq_tol(res.pos_err, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]), 1e-12);
 
     /* iteration budget */
     o.max_restarts = SIZE_MAX;
     o.max_iterations = 50;
-    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
+    ck_assert_int_eq(ik_numeric_solve(&cb, &tb, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
     ck_assert_uint_le(res.iterations, 50);
-    ck_assert(ik_chain_within_limits(&c, q, 0.0));
+    ck_assert(ik_chain_within_limits(&cb, q, 0.0));
 
     /* time budget: so small that the first clock reading ends it */
     o = ik_numeric_opts_default();
     o.timeout_s = 1e-12;
-    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_ETIMEDOUT);
+    ck_assert_int_eq(ik_numeric_solve(&cb, &tb, NULL, &o, ws, sizeof ws, q, &res), IK_ETIMEDOUT);
     ck_assert(all_finite(q, 6));
-    ck_assert(ik_chain_within_limits(&c, q, 0.0));
+    ck_assert(ik_chain_within_limits(&cb, q, 0.0));
 
     /* reachable position, impossible under tight limits */
     ik_joint j[2] = {
@@ -471,6 +511,55 @@ START_TEST(test_unreachable)
     ck_assert_int_eq(ik_numeric_solve(&small, &side, NULL, &o, ws, sizeof ws, q, &res),
                      IK_ENOTCONV);
     ck_assert_double_eq_tol(q[0], 0.1, 1e-9); /* the closest pose, at the limit */
+}
+END_TEST
+
+/* Why a search failed (ik_reason.h): out of reach (above), against the
+ * limits, or simply not found in the budget. */
+START_TEST(test_failure_reasons)
+{
+    double q[6];
+    ik_numeric_result res;
+    /* a one-joint arm turning within +-0.1 rad, the target at 90 degrees:
+     * the best pose sits on the upper limit and the step wants more */
+    ik_joint j[2] = {
+        joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -0.1, 0.1),
+        joint(IK_JOINT_FIXED, ik_v3(1, 0, 0), ZERO, ZERO, 0, 0),
+    };
+    ik_chain small;
+    ck_assert_int_eq(ik_chain_init(&small, j, 2), IK_OK);
+    ik_target side = ik_target_position(ik_v3(0, 1, 0));
+    ik_numeric_opts o = det_opts();
+    o.max_restarts = 5;
+    ck_assert_int_eq(ik_numeric_solve(&small, &side, NULL, &o, ws, sizeof ws, q, &res),
+                     IK_ENOTCONV);
+    ck_assert_int_eq(res.reason, IK_REASON_LIMITS);
+    /* the same arm turning freely (continuous): no wall, the target is on
+     * the circle, found */
+    j[0].type = IK_JOINT_CONTINUOUS;
+    ck_assert_int_eq(ik_chain_init(&small, j, 2), IK_OK);
+    ck_assert_int_eq(ik_numeric_solve(&small, &side, NULL, &o, ws, sizeof ws, q, &res), IK_OK);
+    ck_assert_int_eq(res.reason, IK_REASON_NONE);
+    /* the UR5 blocked by its limits, with a time budget: limits */
+    ik_chain cb = ur5_blocked();
+    ik_target tb = ik_target_full_pose(BLOCKED);
+    o = ik_numeric_opts_default();
+    o.timeout_s = 0.002;
+    ck_assert_int_eq(ik_numeric_solve(&cb, &tb, NULL, &o, ws, sizeof ws, q, &res), IK_ETIMEDOUT);
+    ck_assert_int_eq(res.reason, IK_REASON_LIMITS);
+    /* a reachable target and one iteration: not found in the budget, and
+     * nothing against a limit */
+    ik_chain c = ur5();
+    double qt[6] = {0.4, -1.1, 1.3, -1.6, 1.2, 0.3};
+    ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
+    o = det_opts();
+    o.max_iterations = 1;
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_ENOTCONV);
+    ck_assert_int_eq(res.reason, IK_REASON_BUDGET);
+    /* success carries no reason */
+    o.max_iterations = 0;
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_OK);
+    ck_assert_int_eq(res.reason, IK_REASON_NONE);
 }
 END_TEST
 
@@ -594,8 +683,10 @@ START_TEST(test_restarts_deterministic_per_rng_seed)
     rng_state = 23;
     ik_chain c = ur5();
     ik_numeric_opts o = det_opts();
-    /* unreachable: every restart is used, the best pose depends on them */
-    ik_target far = ik_target_full_pose((ik_xform){{2.5, -1, 0.3}, {0, 0, 0, 1}});
+    /* unreachable within reach (blocked by the limits): every restart is
+     * used, the best pose depends on them */
+    c = ur5_blocked();
+    ik_target far = ik_target_full_pose(BLOCKED);
     o.max_restarts = 12;
     double a[6], b[6], d[6];
     ik_numeric_result ra, rb, rd;
@@ -612,6 +703,7 @@ START_TEST(test_restarts_deterministic_per_rng_seed)
 
     /* reachable targets from a poor seed: collect solves that needed
      * restarts; each repeats bit for bit, and is a solution by FK */
+    c = ur5();
     size_t restarted = 0;
     o.max_restarts = 300;
     for (int i = 0; i < 400 && restarted < 20; i++) {
@@ -638,18 +730,20 @@ START_TEST(test_restarts_deterministic_per_rng_seed)
 }
 END_TEST
 
-/* The time budget: an unreachable target under a 3 ms budget stops with
- * IK_ETIMEDOUT after about 3 ms (not long after: the clock is read every
- * few iterations), with the best pose finite and inside the limits. */
+/* The time budget: an unreachable target (within reach, blocked by the
+ * limits) under a 3 ms budget stops with IK_ETIMEDOUT after about 3 ms of
+ * the thread's CPU time (not long after: the clock is read every few
+ * iterations), with the best pose finite and inside the limits. */
 START_TEST(test_time_budget)
 {
-    ik_chain c = ur5();
+    ik_chain c = ur5_blocked();
     ik_numeric_opts o = ik_numeric_opts_default();
     o.timeout_s = 0.003;
     double q[6];
     ik_numeric_result res;
-    ik_target far = ik_target_full_pose((ik_xform){{3, 1, 0.5}, {0, 0, 0, 1}});
+    ik_target far = ik_target_full_pose(BLOCKED);
     ck_assert_int_eq(ik_numeric_solve(&c, &far, NULL, &o, ws, sizeof ws, q, &res), IK_ETIMEDOUT);
+    ck_assert_double_ge(res.cpu_s, 0.003);
     ck_assert_double_ge(res.elapsed_s, 0.003);
     ck_assert_double_le(res.elapsed_s, 0.3); /* generous: sanitizers, loaded CI */
     ck_assert_uint_gt(res.restarts, 0);
@@ -780,6 +874,7 @@ static Suite *numeric_suite(void)
     tcase_add_test(tc, test_nearest_local_step);
     tcase_add_test(tc, test_determinism);
     tcase_add_test(tc, test_unreachable);
+    tcase_add_test(tc, test_failure_reasons);
     tcase_add_test(tc, test_invalid_input);
     tcase_add_test(tc, test_pose_error_helper);
     tcase_add_test(tc, test_restarts_deterministic_per_rng_seed);

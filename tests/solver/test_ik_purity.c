@@ -9,8 +9,8 @@
  *     free or any other allocator: every solve works in caller-provided
  *     memory (workspaces sized by ik_*_workspace_size());
  *   - no I/O and nothing beyond libm: every undefined symbol is a libm
- *     function, a mem* primitive, clock_gettime (the numeric solver's time
- *     budget), another ik_ symbol, or instrumentation added by a sanitizer
+ *     function, a mem* primitive, clock_gettime (the solvers' time
+ *     budgets, solver/ik_budget.c), another ik_ symbol, or instrumentation added by a sanitizer
  *     build (__asan_*, __ubsan_*, __tsan_*, __sanitizer_*);
  *   - no globals: no writable data symbol (nm types D, d, B, b, G, g, S, s,
  *     C, V), so there is no state two threads could share; read-only tables
@@ -47,7 +47,7 @@ static const char *const ALLOWED[] = {
     "tan", "tanh", "trunc",
     /* memory primitives the compiler may emit for struct copies */
     "memcpy", "memmove", "memset", "memcmp",
-    /* the numeric solver's time budget */
+    /* the solvers' time budgets (ik_budget.c) */
     "clock_gettime",
     /* stack protector, if the toolchain enables it */
     "__stack_chk_fail", NULL};
