@@ -73,6 +73,7 @@ void proto_chain_unref(proto_chain *c)
     free(c->names);
     free(c->tree);
     free(c->tip_names);
+    free(c->path_bones);
     free(c);
 }
 
@@ -108,8 +109,8 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err)
 }
 
 /* Doubles per seed for chain c: joint values, bone positions (3 per
- * joint) or skeleton local rotations (4 per bone); 0 when seeds do not
- * apply. */
+ * joint) or skeleton local rotations (4 per bone, trees of bones too); 0
+ * when seeds do not apply. */
 size_t proto__seed_len(const proto_chain *c)
 {
     switch (c->kind) {
@@ -122,7 +123,7 @@ size_t proto__seed_len(const proto_chain *c)
     case PROTO_CHAIN_SKELETON:
         return 4 * c->nskel;
     case PROTO_CHAIN_TREE:
-        return c->tree->dof;
+        return c->skel ? 4 * c->nskel : c->tree->dof;
     default:
         return 0;
     }
@@ -428,88 +429,22 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                            const proto_limits *lim, proto_error *err)
 {
     static const char *const keys[] = {"kind", "bones", "limb", "frame", NULL};
-    static const char *const bkeys[] = {"name", "parent", "translation", "rotation", "scale",
-                                        NULL};
+    char p[PROTO_PATH_MAX];
+    if (json_object_get(o, "tips") && !json_object_get(o, "limb")) {
+        proto_json_path_key(p, path, "tips");
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                               "a skeleton solved for several end bones is a tree chain: "
+                               "{\"kind\": \"tree\", \"bones\": [...], \"tips\": [...]} (a "
+                               "skeleton chain moves one limb: \"limb\": [hip, knee, foot])");
+    }
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     int fi;
     if (opt_enum(o, path, "frame", proto_frame_names, 0, &fi, err))
         return -1;
-    proto_frame frame = (proto_frame)fi;
-    json_t *bones = proto_json_require(o, path, "bones", err);
-    if (!bones)
+    if (proto__skeleton_bones(c, o, path, (proto_frame)fi, 3, lim, err))
         return -1;
-    char p[PROTO_PATH_MAX];
-    proto_json_path_key(p, path, "bones");
-    size_t n;
-    if (proto_json_array(bones, p, 3, lim->max_joints, true, &n, err))
-        return -1;
-    c->skel = calloc(n, sizeof *c->skel);
-    c->names = calloc(n, sizeof *c->names);
-    if (!c->skel || !c->names)
-        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    c->memory += n * (sizeof *c->skel + sizeof *c->names);
-    c->nskel = c->nnames = n;
-    for (size_t i = 0; i < n; i++) {
-        char pb[PROTO_PATH_MAX], pf[PROTO_PATH_MAX];
-        proto_json_path_index(pb, p, i);
-        json_t *b = json_array_get(bones, i);
-        if (proto_json_check_object(b, pb, bkeys, err))
-            return -1;
-        json_t *v = proto_json_require(b, pb, "name", err);
-        proto_json_path_key(pf, pb, "name");
-        if (!v || proto__name(c->names[i], v, pf, err))
-            return -1;
-        if (find_name(c->names, i, c->names[i]) >= 0)
-            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "bone name \"%s\" is used twice",
-                                   c->names[i]);
-        ik_bone *bone = &c->skel[i];
-        bone->parent = -1;
-        bone->rotation = ik_quat_identity();
-        bone->scale = ik_v3(1, 1, 1);
-        v = json_object_get(b, "parent");
-        proto_json_path_key(pf, pb, "parent");
-        if (v && !json_is_null(v)) {
-            const char *s;
-            if (proto_json_string(v, pf, PROTO_NAME_MAX - 1, &s, err))
-                return -1;
-            int k = find_name(c->names, i, s);
-            if (k < 0)
-                return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
-                                       "parent \"%s\" of bone \"%s\" is not an earlier bone", s,
-                                       c->names[i]);
-            bone->parent = k;
-        }
-        v = json_object_get(b, "translation");
-        proto_json_path_key(pf, pb, "translation");
-        if (v && proto__vec3(v, pf, &bone->translation, err))
-            return -1;
-        v = json_object_get(b, "rotation");
-        proto_json_path_key(pf, pb, "rotation");
-        if (v && proto__quat(v, pf, &bone->rotation, err))
-            return -1;
-        v = json_object_get(b, "scale");
-        proto_json_path_key(pf, pb, "scale");
-        if (v && proto__vec3(v, pf, &bone->scale, err))
-            return -1;
-        if (fabs(bone->scale.x) < PROTO_MIN_LENGTH || fabs(bone->scale.y) < PROTO_MIN_LENGTH ||
-            fabs(bone->scale.z) < PROTO_MIN_LENGTH)
-            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
-                                   "scale components must be at least %g in magnitude",
-                                   PROTO_MIN_LENGTH);
-        /* to ROS: T_ros = M T M^T. M is a signed permutation, so the scale
-         * diag(s) becomes diag(|M| s): its components are permuted, their
-         * signs kept (each sign of M appears squared). */
-        ik_vec3 s = bone->scale;
-        ik_vec3 cx = proto_frame_vec_in(frame, ik_v3(1, 0, 0));
-        ik_vec3 cy = proto_frame_vec_in(frame, ik_v3(0, 1, 0));
-        ik_vec3 cz = proto_frame_vec_in(frame, ik_v3(0, 0, 1));
-        bone->scale = ik_v3(fabs(cx.x) * s.x + fabs(cy.x) * s.y + fabs(cz.x) * s.z,
-                            fabs(cx.y) * s.x + fabs(cy.y) * s.y + fabs(cz.y) * s.z,
-                            fabs(cx.z) * s.x + fabs(cy.z) * s.y + fabs(cz.z) * s.z);
-        bone->translation = proto_frame_vec_in(frame, bone->translation);
-        bone->rotation = proto_frame_quat_in(frame, bone->rotation);
-    }
+    const size_t n = c->nskel;
     json_t *limb = proto_json_require(o, path, "limb", err);
     if (!limb)
         return -1;
@@ -817,20 +752,18 @@ json_t *proto_chain_describe(const proto_chain *c)
         dof = c->nskel;
         break;
     case PROTO_CHAIN_TREE:
-        dof = c->tree->dof;
+        dof = c->skel ? c->nskel : c->tree->dof;
         break;
     default:
         dof = c->chain->dof;
     }
-    json_object_set_new(d, c->kind == PROTO_CHAIN_BONES || c->kind == PROTO_CHAIN_SKELETON
-                               ? "bones"
-                               : "dof",
+    json_object_set_new(d, c->kind == PROTO_CHAIN_BONES || c->skel ? "bones" : "dof",
                         json_integer((json_int_t)dof));
     if (c->names) {
         json_t *a = json_array();
         for (size_t i = 0; i < c->nnames; i++)
             json_array_append_new(a, json_string(c->names[i]));
-        json_object_set_new(d, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
+        json_object_set_new(d, c->skel ? "bone_names" : "joint_names",
                             a);
     }
     if (c->chain && c->kind != PROTO_CHAIN_PLANAR) {

@@ -67,7 +67,7 @@ static const char *non_finite_member(const proto_job *job, size_t i)
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
-    bool skel = c->kind == PROTO_CHAIN_SKELETON;
+    bool skel = c->skel != NULL; /* skeletons and trees of bones: local rotations */
     for (size_t k = 0; k < job->dof; k++) {
         bool ang = answer_angle(c, k);
         if (!isfinite(ang ? proto_angle_out(u, r->q[k]) : r->q[k]))
@@ -232,7 +232,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
         json_object_set_new(o, "positions", a);
     }
     if (valid && job->nrot) {
-        bool skel = c->kind == PROTO_CHAIN_SKELETON;
+        bool skel = c->skel != NULL; /* skeletons and trees of bones: local rotations */
         json_t *a = want(job, PROTO_FIELD(ROTATIONS)) ? json_array() : NULL;
         json_t *l = !skel && want(job, PROTO_FIELD(LOCAL_ROTATIONS)) ? json_array() : NULL;
         for (size_t k = 0; k < job->nrot; k++) {
@@ -421,7 +421,7 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
         proto_jw_raw(w, "]", 1);
     }
     if (valid && job->nrot) {
-        bool skel = c->kind == PROTO_CHAIN_SKELETON;
+        bool skel = c->skel != NULL; /* skeletons and trees of bones: local rotations */
         if (want(job, PROTO_FIELD(ROTATIONS))) {
             MEMBER(w, first, "rotations");
             proto_jw_raw(w, "[", 1);
@@ -582,7 +582,7 @@ char *proto_job_encode(const proto_job *job, size_t *len)
         static const char n5[] = "[\"yaw\",\"theta0\",\"theta1\",\"theta2\",\"roll\"]";
         proto_jw_raw(&w, n5, sizeof n5 - 1);
     } else if (c->names) {
-        if (c->kind == PROTO_CHAIN_SKELETON)
+        if (c->skel)
             MEMBER(&w, &first, "bone_names");
         else
             MEMBER(&w, &first, "joint_names");

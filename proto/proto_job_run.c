@@ -45,11 +45,13 @@ double proto_job_cost_us(const proto_job *job)
         /* about 2 microseconds (ikbench closed); every solution, with the
          * turns of 2 pi joints, about 15 */
         return job->opt.all_solutions || job->opt.max_joint_step_in > 0 ? 20.0 : 2.0;
-    default:
+    default: {
         /* the numeric solver: tens of microseconds typically, bounded by
-         * the time budget */
-        return job->opt.timeout_ms > 0 ? fmin(50.0 * (double)job->dof, 1000 * job->opt.timeout_ms)
-                                       : 50.0 * (double)job->dof;
+         * the time budget (a tree of bones answers rotations, no joints:
+         * its variables count) */
+        double dof = (double)(job->chain->tree ? job->chain->tree->dof : job->dof);
+        return job->opt.timeout_ms > 0 ? fmin(50.0 * dof, 1000 * job->opt.timeout_ms) : 50.0 * dof;
+    }
     }
 }
 
@@ -147,7 +149,7 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
     if (carry) {
         memmove(s, prev->seed_q + last * sl, sl * sizeof *s);
     } else {
-        switch (c->kind) {
+        switch (c->skel ? PROTO_CHAIN_SKELETON : c->kind) { /* trees of bones too */
         case PROTO_CHAIN_BONES:
             for (size_t i = 0; i < c->nbones; i++) {
                 s[3 * i] = r->positions[i].x;
