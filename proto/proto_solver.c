@@ -754,7 +754,7 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         {"numeric", "joints, urdf, planar, tree",
          "damped least squares with random restarts, joint limits, full-pose/position/weighted "
          "targets; on trees several tips at once, with priorities, weights and secondary "
-         "objectives"},
+         "objectives, a skeleton's bones turning as ball joints"},
         {"closed", "joints, urdf (6 joints: OPW or UR arm, found from the chain)",
          "closed form with every solution (Brandstoetter et al. 2014 for spherical wrists, "
          "Hawkins 2013 for UR arms), proved by forward kinematics; full-pose targets"},
@@ -849,8 +849,8 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         json_pack("{s:s, s:[s,s,s,s,s], s:s}", "default", "none", "values", "none", "distance",
                   "manip1", "manip2", "mid_limits", "description",
                   "tree chains only: which solution to answer when there are several (TRAC-IK's "
-                  "Distance, Manip1, Manip2, and joints nearest the middle of their limits); "
-                  "distance for search nearest and on streams"));
+                  "Distance, Manip1, Manip2, and joints nearest the middle of their limits, which "
+                  "trees of bones have not); distance for search nearest and on streams"));
     json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
                           (json_int_t)lim->max_body_bytes, "max_joints",
                           (json_int_t)lim->max_joints, "max_targets", (json_int_t)lim->max_targets,
