@@ -1,8 +1,10 @@
 /*
  * config.h: the daemon's flags and environment variables -> srv_config.
  *
- * Every flag has an environment variable (IKD_LISTEN, IKD_THREADS, ...).
- * Precedence: built-in default < environment variable < flag. Flags are
+ * Every flag has an environment variable (IKD_LISTEN, IKD_THREADS, ...);
+ * one set to the empty string counts as unset, except IKD_ALLOW_ORIGIN,
+ * which is refused like --allow-origin "" (an empty list would allow every
+ * Origin). Precedence: built-in default < environment variable < flag. Flags are
  * "--name value" or "--name=value"; --allow-origin may be repeated. Sizes
  * accept a K/M/G suffix (powers of 1024). "ikd --help" prints the list with
  * each flag's variable and default.
