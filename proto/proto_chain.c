@@ -64,7 +64,8 @@ void proto_chain_unref(proto_chain *c)
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
     json_decref(c->source);
-    free(atomic_load(&c->velocity));
+    free(c->velocity);
+    free(c->velocity_err);
     free(atomic_load(&c->closed));
     free(c->chain);
     free(c->positions);
@@ -81,31 +82,12 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err)
 {
     if (c->kind != PROTO_CHAIN_URDF || !c->chain)
         return NULL;
-    double *v = atomic_load(&c->velocity);
-    if (v)
-        return v;
-    const json_t *u = json_object_get(c->source, "urdf");
-    const char *base = json_string_value(json_object_get(c->source, "base"));
-    const char *tip = json_string_value(json_object_get(c->source, "tip"));
-    v = calloc(IK_MAX_DOF, sizeof *v);
-    if (!v) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    if (c->velocity_err) {
+        if (err)
+            *err = *c->velocity_err;
         return NULL;
     }
-    size_t n = 0;
-    if (!json_is_string(u) ||
-        proto_urdf_velocities(json_string_value(u), json_string_length(u), base, tip, v,
-                              IK_MAX_DOF, &n, err) != 0 ||
-        n != c->chain->dof) {
-        free(v);
-        return NULL;
-    }
-    double *none = NULL;
-    if (!atomic_compare_exchange_strong(&c->velocity, &none, v)) {
-        free(v); /* another thread was first: use its copy */
-        v = none;
-    }
-    return v;
+    return c->velocity;
 }
 
 /* Doubles per seed for chain c: joint values, bone positions (3 per
@@ -588,15 +570,22 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
     ik_joint *joints = calloc(IK_MAX_JOINTS, sizeof *joints);
     char(*names)[PROTO_URDF_NAME_MAX] = calloc(IK_MAX_JOINTS, sizeof *names);
+    /* the joints' velocity limits are read in the same parse (servo
+     * streams use them), so that nothing parses the document again */
+    double *vel = calloc(IK_MAX_JOINTS, sizeof *vel);
     int rc = -1;
-    if (!joints || !names) {
+    if (!joints || !names || !vel) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
     size_t n = 0;
     proto_json_path_key(p, path, "urdf");
+    int vel_rc = 0;
+    proto_error vel_err;
+    proto_error_clear(&vel_err);
     /* room for one more joint than allowed, to tell "too many" apart */
-    if (proto_urdf_chain(xml, len, base, tip, joints, cap, &n, names, err)) {
+    if (proto_urdf_chain_velocities(xml, len, base, tip, joints, cap, &n, names, vel, &vel_rc,
+                                    &vel_err, err)) {
         if (err)
             snprintf(err->path, sizeof err->path, "%s", p);
         goto out;
@@ -631,11 +620,32 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     c->nnames = c->chain->dof;
     for (size_t i = 0; i < c->chain->dof; i++)
         snprintf(c->names[i], PROTO_NAME_MAX, "%s", names[c->chain->source_index[i]]);
+    if (vel_rc == 0) {
+        c->velocity = calloc(c->chain->dof, sizeof *c->velocity);
+        if (c->velocity)
+            for (size_t i = 0; i < c->chain->dof; i++)
+                c->velocity[i] = vel[c->chain->source_index[i]];
+        c->memory += c->chain->dof * sizeof *c->velocity;
+    } else {
+        c->velocity_err = malloc(sizeof *c->velocity_err);
+        if (c->velocity_err) {
+            proto_error_set(c->velocity_err, vel_err.code, "/options/servo/velocity",
+                            "the URDF's joint velocity limits cannot be read (%s); give "
+                            "options.servo.velocity",
+                            vel_err.message);
+        }
+        c->memory += sizeof *c->velocity_err;
+    }
+    if (!c->velocity && !c->velocity_err) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
     c->memory += len + c->nnames * PROTO_NAME_MAX;
     rc = 0;
 out:
     free(joints);
     free(names);
+    free(vel);
     return rc;
 }
 

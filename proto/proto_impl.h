@@ -99,8 +99,11 @@ struct proto_chain {
     char (*names)[PROTO_NAME_MAX];
     size_t nnames;
     /* urdf: the <limit velocity> of each movable joint (0: none given),
-     * read on first use (proto__chain_velocities) and kept */
-    _Atomic(double *) velocity;
+     * read with the chain (proto__chain_velocities); or, when the document
+     * has one that is not a number, why (kept, so that no servo request
+     * parses the document again) */
+    double *velocity;
+    proto_error *velocity_err;
     /* tree: the compiled tree (own allocation) and its tips' names (links
      * of a URDF, joints of a joint list, bones of a skeleton); names holds
      * its joints', in the tree's variable order. A tree of bones (skel
@@ -408,8 +411,10 @@ size_t proto__tree_workspace_size(const proto_chain *c);
 extern const char *const proto_objective_names[];
 
 /* proto_chain.c: a URDF chain's joint velocity limits (chain->dof values,
- * 0 where the URDF gives none), read from its document on first use and
- * kept; NULL for other kinds or with *err set when the document fails. */
+ * 0 where the URDF gives none), read with the chain when it was decoded
+ * (never parsed again); NULL for other kinds, or with *err set (the same
+ * error every time, at /options/servo/velocity) when the document has a
+ * velocity that is not a number. */
 const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 
 /* proto_solver.c: the closed form of a joints or urdf chain (its family, or
