@@ -362,6 +362,10 @@ static void handle_metrics(srv_request *q)
     srv_response v = {0};
     v.status = 200;
     v.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    srv_metrics_held held = {0};
+    held.registry = srv_registry_bytes(q->ctx->registry);
+    held.request_bodies = q->ctx->body_bytes;
+    srv_metrics_set_held(q->ctx->metrics, &held);
     v.body = srv_metrics_render(q->ctx->metrics, q->ctx->pool_depth,
                                 srv_registry_count(q->ctx->registry), q->ctx->active_requests,
                                 &v.len);
