@@ -121,7 +121,8 @@
     X(PERADDR, "max-connections-per-address", "IKD_MAX_CONNECTIONS_PER_ADDRESS", UINT(1, 1000000), \
       max_conn_per_addr, VALUE("1000"), "simultaneous connections from one IP address")            \
     X(BODYBUDGET, "body-budget", "IKD_BODY_BUDGET", SIZE(1), body_budget_bytes, VALUE("256M"),     \
-      "request body bytes held at once for all clients; an upload beyond it gets 503")
+      "request body bytes held at once for all clients, counted as they arrive; an upload "     \
+      "beyond it gets 503")
 
 /* Everything the flags and environment configure (server/config.c fills it
  * from SRV_CONFIG_MAP, which also holds every default). Strings are owned by

@@ -16,15 +16,16 @@
  *       method and Content-Length. Nothing is queued here (queuing on the
  *       first call makes libmicrohttpd close the connection and cut
  *       throughput fourfold), except 413 on an oversized Content-Length
- *       and 503 on a body that does not fit the body budget, where closing
- *       is what we want: the body is never read.
- *   body calls: append to the request's buffer (an announced body is
- *       reserved against --body-budget and allocated whole at once). Past
- *       --max-body (a chunked body without Content-Length) the buffer is
- *       dropped, the rest of the body is read and discarded (libmicrohttpd
- *       cannot answer mid-body) and 413 is answered at the end; a body that
- *       runs on beyond twice the limit makes us close the connection
- *       without an answer.
+ *       and 503 on an announced body that does not fit what is left of the
+ *       body budget now, where closing is what we want: the body is never
+ *       read.
+ *   body calls: append to the request's buffer, counting the bytes that
+ *       arrived against --body-budget (an announcement reserves nothing).
+ *       Past --max-body (a chunked body without Content-Length), or past
+ *       the budget, the buffer is dropped, the rest of the body is read and
+ *       discarded (libmicrohttpd cannot answer mid-body) and 413 or 503 is
+ *       answered at the end; a body that runs on beyond twice the limit
+ *       makes us close the connection without an answer.
  *   final call (upload_data_size 0): the refusal decided earlier, the CORS
  *       preflight, or the handler (srv_http_dispatch). A handler that goes
  *       to the pool leaves the request without an answer: the connection is
@@ -81,6 +82,7 @@ typedef struct http_req {
     bool has_err;
     size_t cap;
     size_t held;      /* bytes of ctx->body_bytes this request accounts for */
+    size_t announced; /* Content-Length, 0 when none */
     bool received;    /* the request is in whole (srv_guard_received) */
     size_t discarded; /* body bytes read and thrown away after a refusal */
     srv_response ready; /* the answer prepared while working (ST_READY) */
@@ -280,8 +282,11 @@ bool srv_http_release(srv_request *q)
 
 void srv_http_body_release(srv_request *q)
 {
+    http_req *r = req_of(q);
     free(q->body);
     q->body = NULL;
+    q->ctx->body_bytes -= r->held;
+    r->held = 0;
 }
 
 /* A client that half-closes after its request and still reads is taken for
@@ -385,7 +390,9 @@ static enum MHD_Result answer_preflight(http_req *r)
 
 /* Accounts for the request holding `total` bytes of body in
  * ctx->body_bytes (never less than it holds already); false when that
- * would pass --body-budget. */
+ * would pass --body-budget. Only bytes that arrived are counted: an
+ * announced Content-Length reserves nothing (a client announcing 8 MB and
+ * sending nothing costs the others nothing). */
 static bool body_reserve(http_req *r, size_t total)
 {
     srv_ctx *ctx = r->q.ctx;
@@ -397,6 +404,19 @@ static bool body_reserve(http_req *r, size_t total)
     ctx->body_bytes += more;
     r->held = total;
     return true;
+}
+
+/* Drops the body received so far (a refusal decided mid-body): the rest
+ * is read and discarded, and the refusal answered once it is in. */
+static void body_drop(http_req *r, size_t n)
+{
+    srv_ctx *ctx = r->q.ctx;
+    r->discarded = r->q.len + n;
+    free(r->q.body);
+    r->q.body = NULL;
+    r->q.len = r->cap = 0;
+    ctx->body_bytes -= r->held;
+    r->held = 0;
 }
 
 static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
@@ -413,26 +433,28 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
     if (n > max - r->q.len) {
         refuse(r, PROTO_E_TOO_LARGE, "too_large",
                "the request body exceeds the limit (--max-body)");
-        r->discarded = r->q.len + n;
-        free(r->q.body);
-        r->q.body = NULL;
-        r->q.len = r->cap = 0;
+        body_drop(r, n);
+        return MHD_YES;
+    }
+    /* the budget counts what arrived (and the NUL the handlers get) */
+    if (!body_reserve(r, r->q.len + n + 1)) {
+        refuse(r, PROTO_E_OVERLOADED, "body_budget",
+               "request bodies being received fill the body budget (--body-budget); retry "
+               "later");
+        body_drop(r, n);
         return MHD_YES;
     }
     if (r->q.len + n + 1 > r->cap) {
-        /* an announced body (reserved whole in begin) is allocated whole
-         * at once: no copies while it grows */
-        size_t cap = r->cap ? r->cap : r->held > 0 ? r->held : 1024;
+        /* grown geometrically (realloc of a large block remaps its pages
+         * rather than copying them), never beyond an announced length or
+         * --max-body */
+        size_t cap = r->cap ? r->cap : 1024;
         while (cap < r->q.len + n + 1)
             cap *= 2;
+        if (r->announced && cap > r->announced + 1 && r->q.len + n + 1 <= r->announced + 1)
+            cap = r->announced + 1;
         if (cap > max + 1)
             cap = max + 1;
-        if (!body_reserve(r, cap)) {
-            /* a body without Content-Length outgrew the budget: cut (no
-             * answer can be queued mid-body) */
-            srv_metrics_rejected(ctx, "body_budget");
-            return MHD_NO;
-        }
         char *p = realloc(r->q.body, cap);
         if (!p)
             return MHD_NO;
@@ -510,9 +532,12 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
             r->in_dispatch = false;
             return MHD_YES;
         }
-        /* The body budget: an announced body is reserved whole now, so that
-         * an upload that would not fit is refused before it is read. */
-        if (announced > 0 && !body_reserve(r, (size_t)announced + 1)) {
+        /* The body budget: an announced body that does not fit what is
+         * left of it now is refused before it is read; nothing is reserved
+         * (bytes are counted as they arrive, body_data). */
+        r->announced = (size_t)announced;
+        if (announced > 0 &&
+            ctx->body_bytes + (size_t)announced + 1 > ctx->cfg.body_budget_bytes) {
             refuse(r, PROTO_E_OVERLOADED, "body_budget",
                    "request bodies in flight fill the body budget (--body-budget); retry "
                    "later");

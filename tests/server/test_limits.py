@@ -458,6 +458,38 @@ class BodyBudgetTest(unittest.TestCase):
             d.kill()
 
 
+    def test_announced_bodies_cost_nothing_until_they_arrive(self):
+        """32 connections announce 8 MB bodies and send nothing: the budget
+        counts the bytes ikd holds, not what is announced, so everyone
+        else's POSTs are still served (every POST got 503 for 35 s before,
+        for 380 kB of real memory); bytes that arrive are counted."""
+        d = Daemon("--body-budget", "32M")
+        idle = []
+        try:
+            for _ in range(32):
+                s = d.connect()
+                # 8 MB less one byte: four of them announce the budget exactly
+                s.sendall(b"POST /v1/solve HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n"
+                          % ((8 << 20) - 1))
+                idle.append(s)
+            time.sleep(0.3 * SLOW)
+            statuses = [exchange(d, "/v1/solve", TWO_BONE) for _ in range(5)]
+            held_idle = metric(d, 'ikd_held_bytes{what="request_bodies"}')
+            idle[0].sendall(b"[" + b"1," * (1 << 19))  # 1 MB of it arrives
+            time.sleep(0.3 * SLOW)
+            held_part = metric(d, 'ikd_held_bytes{what="request_bodies"}')
+            print("announced bodies: POSTs %s, %d bytes held for 32 idle 8 MB announcements, "
+                  "%d once 1 MB arrived" % (statuses, held_idle, held_part))
+            self.assertEqual(statuses, [200] * 5)
+            self.assertLess(held_idle, 64 * 1024)
+            self.assertGreaterEqual(held_part, 1 << 20)
+            self.assertLess(held_part, 2 << 20)
+        finally:
+            for s in idle:
+                s.close()
+            d.kill()
+
+
 def joints_chain(n, salt):
     """n joints, every other one fixed (at most 32 move), made distinct by
     salt."""
