@@ -16,8 +16,13 @@
  * socket.
  *
  * The connection. Everything runs on the loop thread: one uv_poll_t watches
- * the socket, wslay frames the messages (it answers pings, runs the closing
- * handshake, and enforces --max-message with close code 1009). The socket
+ * the socket, wslay frames the messages (it answers pings and runs the
+ * closing handshake) without buffering them: a data message is assembled
+ * here from its frames, in one buffer (on_frame_chunk), and held to
+ * --max-message over all its fragments with close code 1009, so that it
+ * costs its bytes and nothing per fragment (wslay's own buffering kept a
+ * block and a queue entry per fragment: 91 bytes for a one-byte one). The
+ * socket
  * belongs to libmicrohttpd: it is never closed here; the end of a connection
  * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
  * handle has stopped watching the descriptor. Close codes: 1000 (the
@@ -90,6 +95,13 @@ struct ws_conn {
     bool read_short; /* the last recv() returned less than asked: drained */
     char *out;       /* framed bytes gathered from wslay, sent by out_flush */
     size_t out_off, out_len;
+    /* the data message being received, assembled here from its frames
+     * (wslay runs without buffering: it would keep a block and a queue
+     * entry per fragment, 91 bytes for a one-byte fragment) */
+    char *msg;
+    size_t msg_len, msg_cap;
+    bool frame_ctrl; /* the frame being received is a control frame */
+    bool msg_over;   /* the message passed --max-message: closing with 1009 */
     ws_stream *streams; /* the stream side's (ws_stream.c) */
     unsigned refs;
     bool dead;     /* torn down: no I/O any more */
@@ -110,6 +122,7 @@ static void conn_after_io(ws_conn *c);
 static void on_poll(uv_poll_t *p, int status, int events);
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
 static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now);
+static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len);
 
 /* ---- references ----------------------------------------------------------- */
 
@@ -120,6 +133,7 @@ static void conn_unref(ws_conn *c)
     wslay_event_context_free(c->wslay);
     free(c->extra);
     free(c->out);
+    free(c->msg);
     free(c);
 }
 
@@ -329,28 +343,87 @@ static ssize_t on_send(wslay_event_context_ptr wctx, const uint8_t *data, size_t
     return (ssize_t)n;
 }
 
+/* A frame begins. Data frames are assembled into c->msg; their payloads
+ * together may not pass --max-message (1009), however many frames carry
+ * them, so a message costs its bytes and nothing per fragment. */
+static void on_frame_start(wslay_event_context_ptr wctx,
+                           const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
+{
+    ws_conn *c = user;
+    c->frame_ctrl = wslay_is_ctrl_frame(arg->opcode);
+    if (c->frame_ctrl)
+        return; /* wslay keeps control frames (125 bytes at most) itself */
+    if (arg->opcode != WSLAY_CONTINUATION_FRAME)
+        c->msg_len = 0; /* a new message (wslay refuses a stray continuation) */
+    size_t max = c->ctx->cfg.max_message_bytes;
+    if (!c->msg_over && arg->payload_length > max - c->msg_len) {
+        c->msg_over = true;
+        wslay_event_shutdown_read(wctx);
+        conn_close(c, WSLAY_CODE_MESSAGE_TOO_BIG, "message over --max-message", true);
+    }
+}
+
+static void on_frame_chunk(wslay_event_context_ptr wctx,
+                           const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
+{
+    ws_conn *c = user;
+    if (c->frame_ctrl || c->msg_over || arg->data_length == 0)
+        return;
+    if (c->msg_len + arg->data_length > c->msg_cap) {
+        size_t cap = c->msg_cap ? c->msg_cap : 1024;
+        while (cap < c->msg_len + arg->data_length)
+            cap *= 2;
+        char *p = realloc(c->msg, cap);
+        if (!p) {
+            c->failed = true;
+            wslay_event_shutdown_read(wctx);
+            return;
+        }
+        c->msg = p;
+        c->msg_cap = cap;
+    }
+    memcpy(c->msg + c->msg_len, arg->data, arg->data_length);
+    c->msg_len += arg->data_length;
+}
+
 static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg_recv_arg *arg,
                    void *user)
 {
     ws_conn *c = user;
-    if (c->closing || c->dead || c->draining || wslay_is_ctrl_frame(arg->opcode))
+    if (wslay_is_ctrl_frame(arg->opcode))
         return; /* wslay answers ping and close itself */
-    if (arg->opcode == WSLAY_BINARY_FRAME) {
+    /* the message as assembled by on_frame_chunk (wslay hands none over
+     * without buffering); a large buffer is not kept for the next one */
+    const char *text = c->msg ? c->msg : "";
+    size_t len = c->msg_len;
+    c->msg_len = 0;
+    if (!(c->closing || c->dead || c->draining || c->msg_over))
+        deliver_msg(c, arg->opcode, text, len);
+    if (c->msg_cap > WS_READ_BUDGET) {
+        free(c->msg);
+        c->msg = NULL;
+        c->msg_cap = 0;
+    }
+}
+
+static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len)
+{
+    if (opcode == WSLAY_BINARY_FRAME) {
         proto_error e;
         proto_error_set(&e, PROTO_E_INVALID_REQUEST, "",
                         "binary messages are not supported: send JSON text messages");
         send_error(c, NULL, false, 0, &e);
         return;
     }
-    if (!proto_stream_utf8_valid((const char *)arg->msg, arg->msg_length)) {
+    if (!proto_stream_utf8_valid(text, len)) {
         conn_begin_close(c, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, "text message is not UTF-8");
         return;
     }
-    srv__ws_on_text(c, (const char *)arg->msg, arg->msg_length);
+    srv__ws_on_text(c, text, len);
 }
 
 static const struct wslay_event_callbacks ws_callbacks = {
-    on_recv, on_send, NULL, NULL, NULL, NULL, on_msg,
+    on_recv, on_send, NULL, on_frame_start, on_frame_chunk, NULL, on_msg,
 };
 
 /* ---- the connection ------------------------------------------------------------ */
@@ -503,6 +576,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
     setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(sock, IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
     wslay_event_config_set_max_recv_msg_length(c->wslay, ctx->cfg.max_message_bytes);
+    wslay_event_config_set_no_buffering(c->wslay, 1); /* on_frame_chunk assembles */
     if (uv_poll_init_socket(ctx->loop, &c->poll, sock) != 0)
         goto fail;
     c->poll.data = c;

@@ -353,6 +353,59 @@ class PingFloodTest(unittest.TestCase):
             d.kill()
 
 
+class FragmentTest(unittest.TestCase):
+    def test_one_byte_fragments_cost_no_more_than_their_bytes(self):
+        """4 connections each send 1,000,000 one-byte continuation frames of
+        one text message (under --max-message 1M): ikd holds about the
+        message's bytes per connection, not wslay's bookkeeping per
+        fragment (+366 MB before, not returned); a message fragmented the
+        usual way still works, and one past --max-message is closed 1009."""
+        d = Daemon()
+        conns = []
+        try:
+            base = d.rss_kb()
+            first = bytes([0x01, 0x81]) + bytes(4) + b"["  # text, not fin, mask 0
+            cont = bytes([0x00, 0x81]) + bytes(4) + b"1"   # continuation, not fin
+            for _ in range(4):
+                ws = RawWS(d.port)
+                ws.sock.sendall(first + cont * 1000000)
+                conns.append(ws)
+            time.sleep(0.3 * SLOW)
+            grown = d.rss_kb() - base
+            print("one-byte fragments: 4 x 1,000,000 held, RSS +%d kB" % grown)
+            self.assertLess(grown, 16 * 1024 * MEM)
+            # the same connection goes on past --max-message: 1009
+            ws = conns[0]
+            ws.sock.sendall(cont * 100000)
+            code = None
+            try:
+                while True:
+                    op, payload = ws.recv_frame(TIMEOUT)
+                    if op == 0x8:
+                        code = struct.unpack("!H", payload[:2])[0]
+                        break
+            except (EOFError, OSError):
+                pass
+            self.assertEqual(code, 1009)
+            # a message in three fragments, with a ping between two of them
+            ok = RawWS(d.port)
+            text = json.dumps({"type": "open", "stream": "f", "chain": {
+                "kind": "bones", "positions": [[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0]]}}).encode()
+            ok.sock.sendall(frame(0x1, text[:10], fin=False) + frame(0x9, b"hi") +
+                            frame(0x0, text[10:20], fin=False) + frame(0x0, text[20:]))
+            got = []
+            while len(got) < 2:
+                op, payload = ok.recv_frame(TIMEOUT)
+                got.append((op, payload))
+            self.assertEqual(got[0], (0xA, b"hi"))
+            self.assertEqual(json.loads(got[1][1])["type"], "opened")
+            ok.sock.close()
+        finally:
+            for ws in conns:
+                ws.sock.close()
+            d.kill()
+
+
 class SlowClientTest(unittest.TestCase):
     def test_slowloris_crowd_does_not_stop_a_good_client(self):
         d = Daemon("--max-connections", "60", "--max-connections-per-address", "40")
