@@ -27,16 +27,18 @@
  * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
  * handle has stopped watching the descriptor. Close codes: 1000 (the
  * client's), 1001 (ikd shuts down), 1007 (a text message that is not UTF-8),
- * 1008 (the send queue passed --max-send-queue: the client does not read;
- * the queue counts control frames too, such as the pongs wslay queues for
- * a client's pings, and a connection whose writes are blocked is not read
- * until the socket takes data again, so a client that floods and never
- * reads holds at most one read's worth beyond the cap), 1009 (a message
- * above --max-message). After ikd sends a close frame the client has
- * WS_CLOSE_GRACE_MS to answer it before the connection is cut. A client
- * silent for --timeout seconds gets a ping; if it still sends nothing (not
- * even the pong) for another period it is gone, and its connection is
- * dropped.
+ * 1008 (the client does not read: the send queue passed --max-send-queue,
+ * or the writes stayed blocked for --timeout; the queue counts control
+ * frames too, such as the pongs wslay queues for a client's pings, and a
+ * connection whose writes are blocked is not read until the socket takes
+ * data again, so a client that floods and never reads holds at most one
+ * read's worth beyond the cap, and fills its socket rather than the queue),
+ * 1009 (a message above --max-message). After ikd sends a close frame the
+ * client has WS_CLOSE_GRACE_MS to answer it (--timeout after a 1008 for
+ * blocked writes, to read what was queued first) before the connection is
+ * cut. A client silent for --timeout seconds gets a ping; if it still
+ * sends nothing (not even the pong) for another period it is gone, and its
+ * connection is dropped.
  *
  * Reading: every text message of one socket read is handed to the stream
  * side (srv__ws_on_text) before any target is solved
@@ -108,6 +110,7 @@ struct ws_conn {
     bool closing;  /* ikd queued a close frame: no more messages */
     bool failed;   /* the socket failed or reached EOF */
     bool pinged;   /* idle: a ping is out and nothing came back yet */
+    uint64_t blocked_since; /* uv_now() when writes got blocked; 0 when not */
     bool draining; /* shutting down: no new messages; close once idle */
     /* a close frame waiting for the answers queued before it (wslay sends
      * control frames ahead of queued messages, and nothing after a close) */
@@ -122,6 +125,8 @@ static void conn_after_io(ws_conn *c);
 static void on_poll(uv_poll_t *p, int status, int events);
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
 static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now);
+static void conn_close_after(ws_conn *c, uint16_t code, const char *reason, bool now,
+                             uint64_t grace_ms);
 static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len);
 
 /* ---- references ----------------------------------------------------------- */
@@ -195,23 +200,48 @@ static void on_close_timeout(uv_timer_t *t)
     conn_teardown(c);
 }
 
-/* The idle check, every --timeout seconds while the connection is not
- * closing: a client that sent nothing for that long gets a ping; one that
- * still sent nothing (not even the pong) a period later is gone (a peer that
- * vanished without a FIN would otherwise hold its streams forever). */
+/* The timer's tick (a quarter of --timeout, at most a second): the idle
+ * check and the blocked-writes check. A client that sent nothing for
+ * --timeout gets a ping; one that still sent nothing (not even the pong)
+ * for twice --timeout is gone (a peer that vanished without a FIN would
+ * otherwise hold its streams forever). A connection whose writes stayed
+ * blocked for --timeout (the client does not read, and is not read
+ * either: its pings and messages wait in the socket, under the send-queue
+ * cap) is closed with 1008; it may still read what was queued and the
+ * close frame for another --timeout. */
+static uint64_t tick_ms(const srv_ctx *ctx)
+{
+    uint64_t period = (uint64_t)ctx->cfg.conn_timeout_s * 1000;
+    return period >= 4000 ? 1000 : period / 4;
+}
+
 static void on_idle_tick(uv_timer_t *t)
 {
     ws_conn *c = t->data;
     uint64_t period = (uint64_t)c->ctx->cfg.conn_timeout_s * 1000;
-    if (uv_now(c->ctx->loop) - c->last_rx + 10 < period)
+    uint64_t now = uv_now(c->ctx->loop);
+    if (c->blocked_since && now - c->blocked_since + 10 >= period) {
+        srv_metrics_rejected(c->ctx, "send_queue");
+        srv_log(c->ctx, SRV_LOG_WARN,
+                "WebSocket client does not read: writes blocked for %u s",
+                c->ctx->cfg.conn_timeout_s);
+        conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
+                         "writes blocked for --timeout: the client does not read", true,
+                         period);
         return;
-    if (c->pinged) {
+    }
+    uint64_t silent = now - c->last_rx + 10;
+    if (silent < period)
+        return;
+    if (c->pinged && silent >= 2 * period) {
         srv_log(c->ctx, SRV_LOG_INFO, "WebSocket client silent for %u s: connection dropped",
                 2 * c->ctx->cfg.conn_timeout_s);
         srv_metrics_rejected(c->ctx, "timeout");
         conn_teardown(c);
         return;
     }
+    if (c->pinged)
+        return;
     struct wslay_event_msg ping = {WSLAY_PING, (const uint8_t *)"ikd", 3};
     wslay_event_queue_msg(c->wslay, &ping);
     c->pinged = true;
@@ -224,6 +254,13 @@ static void on_idle_tick(uv_timer_t *t)
  * would never let them out). The client then has WS_CLOSE_GRACE_MS to
  * answer it. reason is static text. */
 static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now)
+{
+    conn_close_after(c, code, reason, now, WS_CLOSE_GRACE_MS);
+}
+
+/* conn_close() with grace_ms for the client to answer. */
+static void conn_close_after(ws_conn *c, uint16_t code, const char *reason, bool now,
+                             uint64_t grace_ms)
 {
     if (c->dead)
         return;
@@ -238,7 +275,7 @@ static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now)
         wslay_event_queue_close(c->wslay, c->close_code, (const uint8_t *)c->close_reason,
                                 strlen(c->close_reason));
     }
-    uv_timer_start(&c->timer, on_close_timeout, WS_CLOSE_GRACE_MS, 0);
+    uv_timer_start(&c->timer, on_close_timeout, grace_ms, 0);
 }
 
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason)
@@ -454,6 +491,10 @@ static void conn_after_io(ws_conn *c)
      * is not read: whatever it sends would only queue more answers and
      * pongs behind them. Reading resumes when the socket is writable. */
     bool blocked = c->out_len > c->out_off;
+    if (!blocked)
+        c->blocked_since = 0;
+    else if (!c->blocked_since)
+        c->blocked_since = uv_now(c->ctx->loop) | 1; /* never 0 */
     bool rd = wslay_event_want_read(c->wslay) && !blocked;
     bool wr = wslay_event_want_write(c->wslay) || blocked;
     if (c->failed || (!rd && !wr)) {
@@ -585,10 +626,8 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
     c->timer.data = c;
     c->refs++;
     c->last_rx = uv_now(ctx->loop);
-    if (ctx->cfg.conn_timeout_s > 0) {
-        uint64_t period = (uint64_t)ctx->cfg.conn_timeout_s * 1000;
-        uv_timer_start(&c->timer, on_idle_tick, period, period);
-    }
+    if (ctx->cfg.conn_timeout_s > 0)
+        uv_timer_start(&c->timer, on_idle_tick, tick_ms(ctx), tick_ms(ctx));
     c->refs++; /* open */
     c->next = ws->head;
     if (ws->head)

@@ -406,6 +406,74 @@ class FragmentTest(unittest.TestCase):
             d.kill()
 
 
+def close_code_after_flood(ws, timeout=TIMEOUT):
+    """Reads megabytes of pongs quickly (frame headers only) up to ikd's
+    close frame: its code, or None when the connection ends without one."""
+    ws.sock.setblocking(True)
+    ws.sock.settimeout(timeout)
+    buf, off = ws.buf, 0
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            while len(buf) - off >= 2:
+                op, n = buf[off] & 0x0F, buf[off + 1] & 0x7F
+                head = 2
+                if n == 126:
+                    if len(buf) - off < 4:
+                        break
+                    n, head = struct.unpack("!H", buf[off + 2:off + 4])[0], 4
+                elif n == 127:
+                    if len(buf) - off < 10:
+                        break
+                    n, head = struct.unpack("!Q", buf[off + 2:off + 10])[0], 10
+                if len(buf) - off < head + n:
+                    break
+                if op == 0x8:
+                    payload = buf[off + head:off + head + n]
+                    return struct.unpack("!H", payload[:2])[0] if n >= 2 else 0
+                off += head + n
+            buf = buf[off:]
+            off = 0
+            chunk = ws.sock.recv(1 << 20)
+            if not chunk:
+                return None
+            buf += chunk
+    except OSError:
+        return None
+    return None
+
+
+class BlockedWritesTest(unittest.TestCase):
+    def test_a_flood_under_the_send_queue_cap_is_closed_1008(self):
+        """With the default --max-send-queue (4 MiB) a ping flood never
+        reaches the cap: ikd stops reading the connection once its writes
+        are blocked. Writes blocked for --timeout close it with 1008, and
+        the client may still read what was queued and the close frame for
+        another --timeout (it was dropped without a close frame after
+        2 x --timeout before)."""
+        d = Daemon("--timeout", "3")
+        try:
+            ws = RawWS(d.port, rcvbuf=4096)
+            ping = frame(0x9, b"p" * 125) * 512
+            ws.sock.setblocking(False)
+            progress = time.monotonic()
+            while time.monotonic() - progress < 0.3:
+                try:
+                    ws.sock.send(ping)
+                    progress = time.monotonic()
+                except BlockingIOError:
+                    select.select([], [ws.sock], [], 0.05)
+            blocked_at = progress
+            time.sleep(4.5)  # past --timeout, within twice it (ikd's clock, not SLOW)
+            code = close_code_after_flood(ws)
+            print("blocked writes: close code %s, read from %.1f s after ikd stopped reading"
+                  % (code, time.monotonic() - blocked_at))
+            self.assertEqual(code, 1008)
+            ws.sock.close()
+        finally:
+            d.kill()
+
+
 class SlowClientTest(unittest.TestCase):
     def test_slowloris_crowd_does_not_stop_a_good_client(self):
         d = Daemon("--max-connections", "60", "--max-connections-per-address", "40")
