@@ -1,6 +1,7 @@
 /*
- * guard.h: the deadline for receiving a whole request (--request-timeout),
- * kept per connection (server/guard.c says how). Loop thread only.
+ * guard.h: the deadline for receiving a whole request (--request-timeout,
+ * and a shorter one while connections are scarce), kept per connection
+ * (server/guard.c says how). Loop thread only.
  */
 #ifndef SRV_GUARD_H
 #define SRV_GUARD_H
@@ -24,6 +25,9 @@ void srv_guard_stop(srv_ctx *ctx);
 void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                       enum MHD_ConnectionNotificationCode toe);
 
+/* n more body bytes of the request on conn arrived (under pressure, the
+ * deadline grows with them; server/guard.c). */
+void srv_guard_progress(srv_ctx *ctx, struct MHD_Connection *conn, size_t n);
 /* The request on conn was received whole: no deadline until it is over. */
 void srv_guard_received(srv_ctx *ctx, struct MHD_Connection *conn);
 /* The request on conn is over: the next one is due within

@@ -591,6 +591,7 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        srv_guard_progress(ctx, conn, n);
         if (r->state != ST_READING)
             return MHD_YES;
         return body_data(r, upload_data, n);

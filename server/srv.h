@@ -81,6 +81,8 @@ typedef struct srv_ctx {
     uint64_t requests_begun;  /* HTTP requests begun since startup (the drain
                                  watches it for quiet) */
     size_t body_bytes;        /* request body bytes held now (--body-budget) */
+    size_t connections;       /* libmicrohttpd's connections open, WebSockets
+                                 included (server/guard.c counts them) */
     void *guard;              /* the request deadline (server/guard.c) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_abort) */
