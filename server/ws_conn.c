@@ -34,9 +34,9 @@
  * data again, so a client that floods and never reads holds at most one
  * read's worth beyond the cap, and fills its socket rather than the queue),
  * 1009 (a message above --max-message). After ikd sends a close frame the
- * client has WS_CLOSE_GRACE_MS to answer it (--timeout after a 1008 for
- * blocked writes, to read what was queued first) before the connection is
- * cut. A client silent for --timeout seconds gets a ping; if it still
+ * client has WS_CLOSE_GRACE_MS to answer it (--timeout after a 1008, to
+ * read what was queued first; the period starts again while it still
+ * reads) before the connection is cut. A client silent for --timeout seconds gets a ping; if it still
  * sends nothing (not even the pong) for another period it is gone, and its
  * connection is dropped.
  *
@@ -111,6 +111,9 @@ struct ws_conn {
     bool failed;   /* the socket failed or reached EOF */
     bool pinged;   /* idle: a ping is out and nothing came back yet */
     uint64_t blocked_since; /* uv_now() when writes got blocked; 0 when not */
+    uint64_t sent;          /* bytes sent so far */
+    uint64_t sent_mark;     /* ...when the closing handshake's deadline was set */
+    uint64_t close_grace;   /* that deadline's period, ms */
     bool draining; /* shutting down: no new messages; close once idle */
     /* a close frame waiting for the answers queued before it (wslay sends
      * control frames ahead of queued messages, and nothing after a close) */
@@ -160,6 +163,15 @@ static size_t conn_queued_bytes(const ws_conn *c)
            wslay_event_get_queued_msg_count(c->wslay) * WS_MSG_OVERHEAD;
 }
 
+/* How long a client that does not read has to read what was queued and
+ * the 1008 close frame after it: --timeout (its memory is bounded, as it
+ * is not read meanwhile). */
+static uint64_t slow_grace(const ws_conn *c)
+{
+    uint64_t period = (uint64_t)c->ctx->cfg.conn_timeout_s * 1000;
+    return period > WS_CLOSE_GRACE_MS ? period : WS_CLOSE_GRACE_MS;
+}
+
 /* Past the send-queue cap the client is not reading: the connection is
  * closed with 1008. */
 static void check_send_queue(ws_conn *c)
@@ -169,8 +181,8 @@ static void check_send_queue(ws_conn *c)
     srv_metrics_rejected(c->ctx, "send_queue");
     srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
             c->ctx->cfg.ws_send_queue_bytes);
-    conn_close(c, WSLAY_CODE_POLICY_VIOLATION, "send queue over its cap: the client does not read",
-               true);
+    conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
+                     "send queue over its cap: the client does not read", true, slow_grace(c));
 }
 
 /* Queues a text message (wslay copies it), then checks the cap. */
@@ -193,9 +205,17 @@ static void send_error(ws_conn *c, const char *stream, bool has_seq, long long s
     free(t);
 }
 
+/* The closing handshake's deadline. A client still reading what was
+ * queued before the close frame (bytes went out since the last look) gets
+ * another grace period: the queue no longer grows, so this ends. */
 static void on_close_timeout(uv_timer_t *t)
 {
     ws_conn *c = t->data;
+    if (c->sent != c->sent_mark) {
+        c->sent_mark = c->sent;
+        uv_timer_start(&c->timer, on_close_timeout, c->close_grace, 0);
+        return;
+    }
     srv_log(c->ctx, SRV_LOG_DEBUG, "WebSocket client did not finish the closing handshake");
     conn_teardown(c);
 }
@@ -227,7 +247,7 @@ static void on_idle_tick(uv_timer_t *t)
                 c->ctx->cfg.conn_timeout_s);
         conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
                          "writes blocked for --timeout: the client does not read", true,
-                         period);
+                         slow_grace(c));
         return;
     }
     uint64_t silent = now - c->last_rx + 10;
@@ -275,6 +295,8 @@ static void conn_close_after(ws_conn *c, uint16_t code, const char *reason, bool
         wslay_event_queue_close(c->wslay, c->close_code, (const uint8_t *)c->close_reason,
                                 strlen(c->close_reason));
     }
+    c->close_grace = grace_ms;
+    c->sent_mark = c->sent;
     uv_timer_start(&c->timer, on_close_timeout, grace_ms, 0);
 }
 
@@ -333,6 +355,7 @@ static int out_flush(ws_conn *c)
         ssize_t r = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
         if (r > 0) {
             c->out_off += (size_t)r;
+            c->sent += (size_t)r;
         } else if (r < 0 && errno == EINTR) {
             continue;
         } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
