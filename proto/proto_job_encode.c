@@ -554,6 +554,11 @@ static size_t encode_estimate(const proto_job *job)
     return 256 + names + job->n * (320 + 120 * job->ntips + 26 * doubles);
 }
 
+size_t proto_job_encode_bound(const proto_job *job)
+{
+    return encode_estimate(job);
+}
+
 char *proto_job_encode(const proto_job *job, size_t *len)
 {
     const proto_chain *c = job->chain;

@@ -122,7 +122,11 @@
       max_conn_per_addr, VALUE("1000"), "simultaneous connections from one IP address")            \
     X(BODYBUDGET, "body-budget", "IKD_BODY_BUDGET", SIZE(1), body_budget_bytes, VALUE("256M"),     \
       "request body bytes held at once for all clients, counted as they arrive; an upload "     \
-      "beyond it gets 503")
+      "beyond it gets 503")                                                                        \
+    X(ANSWERBUDGET, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1), answer_budget_bytes,            \
+      VALUE("256M"),                                                                               \
+      "batch answer bytes held at once for all clients until sent (each reserved at its "          \
+      "largest when admitted); a batch beyond it gets 503")
 
 /* Everything the flags and environment configure (server/config.c fills it
  * from SRV_CONFIG_MAP, which also holds every default). Strings are owned by
@@ -137,6 +141,7 @@ typedef struct srv_config {
     unsigned request_timeout_s; /* receiving a whole request, seconds (408 beyond) */
     unsigned max_conn_per_addr; /* connections from one IP address */
     size_t body_budget_bytes;   /* request bodies held at once, all clients */
+    size_t answer_budget_bytes; /* batch answers held at once until sent, all clients */
     proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
     size_t max_message_bytes;   /* WebSocket: largest received message */
     size_t ws_send_queue_bytes; /* WebSocket: per-connection send-queue cap */

@@ -7,14 +7,25 @@
  *            with its own chain: proto_items_decode_json);
  *            this is when the batch is admitted (--max-queue: 503 and
  *            Retry-After: 1 when that many units are admitted already), and
- *            it keeps one admission slot until it is answered
- *   chunks   the targets are split into chunks of about BATCH_CHUNK_US of
- *            estimated work (16 to 4096 targets), at most one per pool
- *            thread in flight: the next chunk is submitted when one
- *            completes, behind whatever arrived meanwhile, so single solves
- *            and stream targets wait for one chunk, never for the whole
- *            batch (server/solve.c solves, times and records each)
- *   encode   one pool item writes the answer (proto_job_encode)
+ *            it keeps one admission slot until it is answered. Its answer
+ *            is reserved then against --answer-budget at the most it can
+ *            take (proto_job_encode_bound): 503 when the answers held for
+ *            clients leave no room for it, 413 when it could never fit
+ *   chunks   the targets are solved in chunks sized from measured time:
+ *            a batch's first chunk is small (BATCH_FIRST targets at most),
+ *            each later one about BATCH_CHUNK_US at the time per target the
+ *            batch's chunks took so far, and never more targets than fit
+ *            BATCH_WORST_US at their time budget (proto_job_budget_us), so
+ *            that a batch of expensive targets the cost model underrates
+ *            cannot hold a pool thread for long. Batch chunks from all
+ *            batches together take at most one pool thread each (--threads
+ *            of them queued or running), handed out round robin between
+ *            the batches: a single solve or stream target queues behind the
+ *            chunks that run, never behind a batch (server/solve.c solves,
+ *            times and records each chunk)
+ *   encode   one pool item writes the answer (proto_job_encode); the
+ *            reservation becomes the answer's length, given back when
+ *            libmicrohttpd has sent it (or the client left)
  * A batch whose client closed its connection is cancelled at its next
  * chunk (srv_http_client_gone). Later stages of an admitted batch are
  * never refused.
@@ -29,17 +40,24 @@
 #include "server/registry.h"
 #include "server/solve.h"
 
-/* Estimated microseconds of solving per batch chunk. */
+/* Microseconds of solving a chunk aims at, measured. */
 #define BATCH_CHUNK_US 5000.0
+/* Targets in a batch's chunks before any of them was measured. */
+#define BATCH_FIRST 4
+/* Targets in a chunk at most. */
+#define BATCH_CHUNK_MAX 4096
+/* A chunk's worst case (its targets' time budgets together), when more
+ * than one target. */
+#define BATCH_WORST_US 100000.0
 
-typedef struct batch batch;
+typedef struct srv_batch batch;
 
 typedef struct chunk {
     srv_solve solve;
     batch *b;
 } chunk;
 
-struct batch {
+struct srv_batch {
     srv_request *q;
     srv_work stage; /* decode / encode */
     proto_error err;
@@ -47,8 +65,14 @@ struct batch {
     bool cancelled; /* the client left: no more chunks */
     bool holds_slot;
     proto_items *items; /* a batch of items, else q->job */
-    chunk *chunks;
-    size_t nchunks, next_chunk, running;
+    double budget_us;   /* the largest time budget of one target (or item) */
+    size_t bound;       /* the most the answer can take (decode_work) */
+    size_t reserved;    /* bytes of ctx->answer_bytes reserved for the answer */
+    size_t next;        /* first target not yet handed to a chunk */
+    size_t running;     /* chunks queued or running */
+    double us_per_target; /* measured so far (0: nothing measured) */
+    bool queued;        /* waits in the ctx's round robin (holds q) */
+    batch *qnext;
     char *out;
     size_t out_len;
 };
@@ -58,9 +82,10 @@ void srv_http_batch_free(void *p)
     batch *b = p;
     if (!b)
         return;
+    srv_ctx *ctx = b->q->ctx;
     if (b->holds_slot)
-        b->q->ctx->admitted--;
-    free(b->chunks);
+        ctx->admitted--;
+    ctx->answer_bytes -= b->reserved;
     free(b->out);
     proto_items_free(b->items);
     free(b);
@@ -94,31 +119,144 @@ static void encode_done(srv_work *w, int status)
     srv_request *q = b->q;
     if (!srv_http_release(q))
         return;
-    if (status != SRV_OK) {
-        fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
+    if (status != SRV_OK || !b->out) {
+        fail(b, PROTO_E_INTERNAL,
+             status != SRV_OK ? "the daemon is shutting down" : "out of memory");
         return;
     }
-    char *out = b->out;
+    /* the job is not needed any more (its results are in the answer: 1.5 KB
+     * a target or so, which a client that does not read would hold too);
+     * the reservation becomes what the answer really holds, until
+     * libmicrohttpd lets go of it */
+    proto_job_free(q->job);
+    q->job = NULL;
+    proto_items_free(b->items);
+    b->items = NULL;
+    srv_ctx *ctx = q->ctx;
+    ctx->answer_bytes -= b->reserved;
+    b->reserved = 0;
+    srv_response v = {0};
+    v.status = 200;
+    v.body = b->out;
+    v.len = b->out_len;
+    v.held = b->out_len;
+    ctx->answer_bytes += v.held;
     b->out = NULL;
-    srv_http_respond_body(q, 200, out, b->out_len);
+    srv_http_respond(q, &v);
+}
+
+static void encode(batch *b)
+{
+    b->stage.data = b;
+    srv_http_hold(b->q);
+    srv_pool_submit_always(b->q->ctx, &b->stage, encode_work, encode_done);
+}
+
+/* ---- chunks ---------------------------------------------------------------- */
+
+/* Targets of b's next chunk (see the file comment). */
+static size_t chunk_size(const batch *b)
+{
+    double per;
+    if (b->us_per_target > 0) {
+        per = BATCH_CHUNK_US / b->us_per_target;
+    } else {
+        double cost = b->items ? proto_items_cost_us(b->items) : proto_job_cost_us(b->q->job);
+        per = BATCH_CHUNK_US / (cost > 0.01 ? cost : 0.01);
+        if (per > BATCH_FIRST)
+            per = BATCH_FIRST;
+    }
+    if (b->budget_us > 0 && per > BATCH_WORST_US / b->budget_us)
+        per = BATCH_WORST_US / b->budget_us;
+    size_t n = per < 1 ? 1 : per > BATCH_CHUNK_MAX ? BATCH_CHUNK_MAX : (size_t)per;
+    size_t left = batch_count(b) - b->next;
+    return n < left ? n : left;
+}
+
+static bool has_targets(const batch *b)
+{
+    return !b->cancelled && !b->failed && !b->q->dead && b->next < batch_count(b);
+}
+
+/* The round robin of batches with targets left to hand out is
+ * ctx->batch_head..batch_tail; ctx->batch_chunks counts the chunks of all
+ * batches on the pool (at most --threads). */
+static void ready_push(batch *b)
+{
+    if (b->queued || !has_targets(b))
+        return;
+    srv_ctx *ctx = b->q->ctx;
+    b->queued = true;
+    b->qnext = NULL;
+    srv_http_hold(b->q); /* a queued batch keeps its request */
+    if (ctx->batch_tail)
+        ctx->batch_tail->qnext = b;
+    else
+        ctx->batch_head = b;
+    ctx->batch_tail = b;
 }
 
 static void chunk_done(srv_solve *s, int status);
+static void finish_if_done(batch *b);
 
-/* Submits the batch's next chunk; false when none could be. */
-static bool submit_chunk(batch *b)
+/* Hands out chunks round robin while pool threads are free of batch
+ * chunks. */
+static void pump(srv_ctx *ctx)
 {
-    if (b->next_chunk >= b->nchunks)
-        return false;
-    chunk *c = &b->chunks[b->next_chunk++];
-    srv_http_hold(b->q);
-    if (srv_solve_submit_stage(b->q->ctx, &c->solve) != SRV_OK) {
-        b->q->pending--;
-        b->failed = true;
-        return false;
+    while (ctx->batch_chunks < ctx->cfg.threads && ctx->batch_head) {
+        batch *b = ctx->batch_head;
+        ctx->batch_head = b->qnext;
+        if (!ctx->batch_head)
+            ctx->batch_tail = NULL;
+        b->queued = false;
+        srv_request *q = b->q;
+        if (!srv_http_release(q))
+            continue; /* the client left and nothing else held the batch */
+        if (!has_targets(b)) {
+            finish_if_done(b);
+            continue;
+        }
+        chunk *c = calloc(1, sizeof *c);
+        if (!c) {
+            b->failed = true;
+            finish_if_done(b);
+            continue;
+        }
+        c->b = b;
+        c->solve.job = q->job;
+        c->solve.items = b->items;
+        c->solve.begin = b->next;
+        c->solve.end = b->next + chunk_size(b);
+        c->solve.done = chunk_done;
+        c->solve.data = c;
+        b->next = c->solve.end;
+        srv_http_hold(q);
+        if (srv_solve_submit_stage(ctx, &c->solve) != SRV_OK) {
+            q->pending--;
+            free(c);
+            b->failed = true;
+            finish_if_done(b);
+            continue;
+        }
+        b->running++;
+        ctx->batch_chunks++;
+        ready_push(b); /* behind the other batches */
     }
-    b->running++;
-    return true;
+}
+
+/* After a chunk or a hand-out that ended the batch's solving: once nothing
+ * of it runs, its answer (or its failure). */
+static void finish_if_done(batch *b)
+{
+    srv_request *q = b->q;
+    if (b->running > 0 || b->queued || q->dead || has_targets(b))
+        return;
+    if (b->cancelled)
+        fail(b, PROTO_E_INTERNAL, "the client left: the batch was cancelled");
+    else if (b->failed)
+        fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
+    else
+        encode(b);
 }
 
 static void chunk_done(srv_solve *s, int status)
@@ -126,34 +264,29 @@ static void chunk_done(srv_solve *s, int status)
     chunk *c = s->data;
     batch *b = c->b;
     srv_request *q = b->q;
+    srv_ctx *ctx = q->ctx;
+    size_t n = s->end - s->begin;
+    double us = s->seconds * 1e6 / (double)(n ? n : 1);
+    free(c);
     b->running--;
+    ctx->batch_chunks--;
     if (status != SRV_OK)
         b->failed = true;
+    else
+        b->us_per_target = b->us_per_target > 0 ? 0.5 * (b->us_per_target + us) : us;
     if (!q->dead && !b->cancelled && !b->failed && srv_http_client_gone(q)) {
         b->cancelled = true;
-        srv_metrics_rejected(q->ctx, "batch_cancelled");
-        srv_log(q->ctx, SRV_LOG_INFO, "batch of %zu %s cancelled: its client left",
+        srv_metrics_rejected(ctx, "batch_cancelled");
+        srv_log(ctx, SRV_LOG_INFO, "batch of %zu %s cancelled: its client left",
                 batch_count(b), b->items ? "items" : "targets");
     }
-    /* the next chunk queues behind whatever was submitted meanwhile (single
-     * solves, stream targets), so a batch cannot starve them */
-    if (!q->dead && !b->cancelled && !b->failed)
-        submit_chunk(b);
-    bool last = b->running == 0;
-    if (!srv_http_release(q) || !last)
-        return;
-    if (b->cancelled) {
-        fail(b, PROTO_E_INTERNAL, "the client left: the batch was cancelled");
-        return;
-    }
-    if (b->failed) {
-        fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
-        return;
-    }
-    b->stage.data = b;
-    srv_http_hold(q);
-    srv_pool_submit_always(q->ctx, &b->stage, encode_work, encode_done);
+    ready_push(b);
+    if (srv_http_release(q))
+        finish_if_done(b);
+    pump(ctx);
 }
+
+/* ---- decoding and admission ------------------------------------------------- */
 
 static void decode_work(srv_work *w)
 {
@@ -170,8 +303,57 @@ static void decode_work(srv_work *w)
         rc = proto_job_decode_json(root, PROTO_BATCH, lim, srv_registry_lookup, q->ctx->registry,
                                    &q->job, &b->err);
     json_decref(root);
-    if (rc != 0)
+    if (rc != 0) {
         b->failed = true;
+        return;
+    }
+    /* what the answer may take, and the slowest target's budget (an item
+     * answered with its error takes its error object) */
+    if (b->items) {
+        size_t n = proto_items_count(b->items);
+        b->bound = 256;
+        for (size_t i = 0; i < n; i++) {
+            const proto_job *job = proto_items_job(b->items, i);
+            b->bound += job ? proto_job_encode_bound(job) : 1024;
+            double us = job ? proto_job_budget_us(job) : 0;
+            if (us > b->budget_us)
+                b->budget_us = us;
+        }
+    } else {
+        b->bound = proto_job_encode_bound(q->job);
+        b->budget_us = proto_job_budget_us(q->job);
+    }
+}
+
+/* Reserves the most b's answer can take against --answer-budget; false
+ * (answered 503 or 413) when it does not fit. */
+static bool reserve_answer(batch *b)
+{
+    srv_request *q = b->q;
+    srv_ctx *ctx = q->ctx;
+    size_t bound = b->bound;
+    size_t budget = ctx->cfg.answer_budget_bytes;
+    proto_error e;
+    if (bound > budget) {
+        proto_error_set(&e, PROTO_E_TOO_LARGE, b->items ? "/items" : "/targets",
+                        "the answer to %zu %s may take %zu bytes, more than the answer "
+                        "budget (--answer-budget %zu): send fewer per batch",
+                        batch_count(b), b->items ? "items" : "targets", bound, budget);
+        srv_metrics_rejected(ctx, "too_large");
+        srv_http_respond_error(q, &e);
+        return false;
+    }
+    if (ctx->answer_bytes + bound > budget) {
+        proto_error_set(&e, PROTO_E_OVERLOADED, "",
+                        "answers waiting for their clients fill the answer budget "
+                        "(--answer-budget); retry later");
+        srv_metrics_rejected(ctx, "answer_budget");
+        srv_http_respond_error(q, &e);
+        return false;
+    }
+    b->reserved = bound;
+    ctx->answer_bytes += bound;
+    return true;
 }
 
 static void decode_done(srv_work *w, int status)
@@ -189,40 +371,17 @@ static void decode_done(srv_work *w, int status)
         return;
     }
     srv_http_body_release(q); /* the job holds what it needs */
+    if (!reserve_answer(b))
+        return;
     /* the batch keeps one admission slot until it is answered */
     b->holds_slot = true;
     q->ctx->admitted++;
-    size_t n = batch_count(b);
-    double cost = b->items ? proto_items_cost_us(b->items) : proto_job_cost_us(q->job);
-    double fit = BATCH_CHUNK_US / (cost > 0.01 ? cost : 0.01);
-    size_t per = fit < 16 ? 16 : fit > 4096 ? 4096 : (size_t)fit;
-    size_t nchunks = n ? (n + per - 1) / per : 0;
-    if (nchunks == 0) {
-        b->stage.data = b;
-        srv_http_hold(q);
-        srv_pool_submit_always(q->ctx, &b->stage, encode_work, encode_done);
+    if (batch_count(b) == 0) {
+        encode(b);
         return;
     }
-    b->chunks = calloc(nchunks, sizeof *b->chunks);
-    if (!b->chunks) {
-        fail(b, PROTO_E_INTERNAL, "out of memory");
-        return;
-    }
-    b->nchunks = nchunks;
-    for (size_t i = 0; i < nchunks; i++) {
-        chunk *c = &b->chunks[i];
-        c->b = b;
-        c->solve.job = q->job;
-        c->solve.items = b->items;
-        c->solve.begin = i * per;
-        c->solve.end = c->solve.begin + per < n ? c->solve.begin + per : n;
-        c->solve.done = chunk_done;
-        c->solve.data = c;
-    }
-    for (unsigned t = 0; t < q->ctx->cfg.threads && submit_chunk(b); t++)
-        ;
-    if (b->running == 0)
-        fail(b, PROTO_E_INTERNAL, "cannot queue work");
+    ready_push(b);
+    pump(q->ctx);
 }
 
 void srv_http_batch(srv_request *q)

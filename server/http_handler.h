@@ -97,6 +97,9 @@ typedef struct srv_response {
     bool page_file;           /* Cache-Control: no-cache, X-Content-Type-Options */
     char location[160];       /* Location, or "" */
     bool upgrade;             /* GET /v1/stream: the HTTP layer upgrades */
+    size_t held;              /* bytes of ctx->answer_bytes body accounts for:
+                                 given back when body is freed (sent, or the
+                                 client left) */
 } srv_response;
 
 /* The answer to q: now (while the handler runs) or later (loop thread,

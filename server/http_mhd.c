@@ -34,7 +34,10 @@
  *       prepared response is queued when the access handler is called
  *       again.
  *
- * Answers: every answer to a request whose Origin is allowed (the
+ * Answers: a body that holds part of the answer budget (srv_response.held,
+ * a batch's answer) is handed to libmicrohttpd with a free callback that
+ * gives the bytes back once it is sent or its connection ended. Every
+ * answer to a request whose Origin is allowed (the
  * --allow-origin list, any Origin when there is none) carries
  * Access-Control-Allow-Origin and exposes Retry-After and Location; while
  * draining, every answer carries Connection: close, so that a keep-alive
@@ -106,13 +109,30 @@ static http_req *req_of(srv_request *q)
     return (http_req *)q;
 }
 
+/* Gives back what a response value held of the answer budget (its body
+ * then goes on without being counted). */
+static void response_drop_held(srv_ctx *ctx, srv_response *v)
+{
+    ctx->answer_bytes -= v->held;
+    v->held = 0;
+}
+
+/* Frees a response value's body that will not be sent, giving back what
+ * it held of the answer budget. */
+static void response_drop(srv_ctx *ctx, srv_response *v)
+{
+    free(v->body);
+    v->body = NULL;
+    response_drop_held(ctx, v);
+}
+
 static void req_free(http_req *r)
 {
     srv_ctx *ctx = r->q.ctx;
     ctx->active_requests--;
     ctx->body_bytes -= r->held;
     srv_http_request_cleanup(&r->q);
-    free(r->ready.body);
+    response_drop(ctx, &r->ready);
     free(r->q.body);
     free(r);
 }
@@ -167,13 +187,41 @@ static enum MHD_Result queue_upgrade(http_req *r)
     return queue_mhd(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 }
 
+/* A body that holds part of the answer budget, handed to libmicrohttpd:
+ * the bytes are given back when it frees the body (sent, or the connection
+ * ended). */
+typedef struct held_body {
+    srv_ctx *ctx;
+    void *body;
+    size_t bytes;
+} held_body;
+
+static void held_body_free(void *cls)
+{
+    held_body *h = cls;
+    h->ctx->answer_bytes -= h->bytes;
+    free(h->body);
+    free(h);
+}
+
 /* A response value as libmicrohttpd's response, queued. Takes its body. */
 static enum MHD_Result queue_value(http_req *r, srv_response *v)
 {
     if (v->upgrade)
         return queue_upgrade(r);
     struct MHD_Response *resp;
-    if (v->body) {
+    held_body *h = v->body && v->held ? malloc(sizeof *h) : NULL;
+    if (h) {
+        h->ctx = r->q.ctx;
+        h->body = v->body;
+        h->bytes = v->held;
+        resp = MHD_create_response_from_buffer_with_free_callback_cls(v->len, v->body,
+                                                                      held_body_free, h);
+        if (!resp)
+            held_body_free(h);
+        v->held = 0;
+    } else if (v->body) {
+        response_drop_held(r->q.ctx, v);
         resp = MHD_create_response_from_buffer(v->len, v->body, MHD_RESPMEM_MUST_FREE);
         if (!resp)
             free(v->body);
@@ -206,8 +254,7 @@ void srv_http_respond(srv_request *q, srv_response *resp)
 {
     http_req *r = req_of(q);
     if (q->dead || r->state == ST_ANSWERED || r->state == ST_READY) {
-        free(resp->body);
-        resp->body = NULL;
+        response_drop(q->ctx, resp);
         return;
     }
     if (r->in_dispatch) {
@@ -217,6 +264,7 @@ void srv_http_respond(srv_request *q, srv_response *resp)
     /* after pool work: queued when libmicrohttpd calls again */
     r->ready = *resp;
     resp->body = NULL;
+    resp->held = 0;
     r->state = ST_READY;
     if (r->suspended) {
         r->suspended = false;
@@ -610,6 +658,7 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
     case ST_READY: {
         srv_response v = r->ready;
         r->ready.body = NULL;
+        r->ready.held = 0;
         return queue_value(r, &v);
     }
     }

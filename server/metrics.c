@@ -13,7 +13,8 @@
  *   ikd_registry_chains                          gauge (sampled at render)
  *   ikd_http_requests_active                     gauge (sampled at render)
  *   ikd_held_bytes{what}                         gauge (sampled before render):
- *       bytes held for clients against each bound (registry, request_bodies)
+ *       bytes held for clients against each bound (registry, request_bodies,
+ *       answers)
  *   ikd_build_info{version,commit,libmicrohttpd,libuv,jansson}  gauge, 1
  *   process_cpu_seconds_total, process_resident_memory_bytes,
  *   process_virtual_memory_bytes, process_open_fds, process_max_fds,
@@ -400,8 +401,9 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
     proto_jw_printf(&b, "# HELP ikd_held_bytes Bytes held for clients, by what holds them.\n"
                         "# TYPE ikd_held_bytes gauge\n"
                         "ikd_held_bytes{what=\"registry\"} %zu\n"
-                        "ikd_held_bytes{what=\"request_bodies\"} %zu\n",
-                    m->held.registry, m->held.request_bodies);
+                        "ikd_held_bytes{what=\"request_bodies\"} %zu\n"
+                        "ikd_held_bytes{what=\"answers\"} %zu\n",
+                    m->held.registry, m->held.request_bodies, m->held.answers);
     uv_mutex_unlock(&m->lock);
 
     proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"

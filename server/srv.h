@@ -62,6 +62,7 @@ typedef struct srv_registry srv_registry;
 typedef struct srv_metrics srv_metrics;
 typedef struct srv_web srv_web;
 typedef struct srv_mhd_glue srv_mhd_glue;
+typedef struct srv_batch srv_batch;
 
 typedef struct srv_ctx {
     uv_loop_t *loop;          /* the one loop; owns every socket */
@@ -83,6 +84,11 @@ typedef struct srv_ctx {
     size_t body_bytes;        /* request body bytes held now (--body-budget) */
     size_t connections;       /* libmicrohttpd's connections open, WebSockets
                                  included (server/guard.c counts them) */
+    size_t answer_bytes;      /* batch answers reserved or held for clients
+                                 until sent (--answer-budget) */
+    srv_batch *batch_head, *batch_tail; /* batches with chunks to hand out,
+                                           round robin (http_batch.c) */
+    unsigned batch_chunks;    /* batch chunks on the pool (<= threads) */
     void *guard;              /* the request deadline (server/guard.c) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_abort) */
