@@ -63,6 +63,7 @@
 #include "server/http_handler.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/trim.h"
 #include "server/ws.h"
 #include "server/ws_handshake.h"
 
@@ -134,6 +135,7 @@ static void req_free(http_req *r)
     srv_http_request_cleanup(&r->q);
     response_drop(ctx, &r->ready);
     free(r->q.body);
+    srv_trim_note(ctx, r->q.len); /* a large body, and what decoding it took */
     free(r);
 }
 
@@ -201,6 +203,7 @@ static void held_body_free(void *cls)
     held_body *h = cls;
     h->ctx->answer_bytes -= h->bytes;
     free(h->body);
+    srv_trim_note(h->ctx, h->bytes);
     free(h);
 }
 

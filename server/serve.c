@@ -47,6 +47,7 @@
 #include "server/registry.h"
 #include "server/srv.h"
 #include "server/srv_main.h"
+#include "server/trim.h"
 #include "server/web.h"
 #include "server/ws.h"
 
@@ -82,6 +83,7 @@ static void stop_daemon(daemon_state *d)
     uv_close((uv_handle_t *)&d->sighup, close_cb_noop);
     srv_ws_abort(ctx);
     srv_guard_stop(ctx);
+    srv_trim_stop(ctx);
     srv_loop_detach(ctx);
     MHD_stop_daemon(ctx->mhd);
     ctx->mhd = NULL;
@@ -236,13 +238,16 @@ int srv_serve(int argc, char **argv)
     }
     if (srv_guard_start(ctx) != SRV_OK)
         goto out;
+    srv_trim_start(ctx); /* without it nothing is trimmed: only memory */
     if (start_mhd(ctx) != SRV_OK) {
         srv_guard_stop(ctx);
+        srv_trim_stop(ctx);
         goto out;
     }
     if (srv_loop_attach(ctx) != SRV_OK) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot watch libmicrohttpd's epoll descriptor");
         srv_guard_stop(ctx);
+        srv_trim_stop(ctx);
         MHD_stop_daemon(ctx->mhd);
         ctx->mhd = NULL;
         goto out;

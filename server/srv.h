@@ -23,6 +23,7 @@
  *   server/ws.h        the WebSocket side's entry points
  *   server/guard.h     the whole-request deadline
  *   server/web.h       the live page's files
+ *   server/trim.h      memory given back after large requests
  */
 #ifndef SRV_H
 #define SRV_H
@@ -63,6 +64,7 @@ typedef struct srv_metrics srv_metrics;
 typedef struct srv_web srv_web;
 typedef struct srv_mhd_glue srv_mhd_glue;
 typedef struct srv_batch srv_batch;
+typedef struct srv_trim srv_trim;
 
 typedef struct srv_ctx {
     uv_loop_t *loop;          /* the one loop; owns every socket */
@@ -89,6 +91,8 @@ typedef struct srv_ctx {
     srv_batch *batch_head, *batch_tail; /* batches with chunks to hand out,
                                            round robin (http_batch.c) */
     unsigned batch_chunks;    /* batch chunks on the pool (<= threads) */
+    srv_trim *trim;           /* memory given back after large requests
+                                 (server/trim.h) */
     void *guard;              /* the request deadline (server/guard.c) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_abort) */

@@ -727,6 +727,48 @@ class RegistryTest(unittest.TestCase):
             d.kill()
 
 
+    def test_memory_goes_back_after_large_urdf_chains(self):
+        """16 clients register 3.9 MB URDF chains at once (--threads 8)
+        into a 16M registry, which keeps two of them: once the burst is
+        over, ikd's resident memory is back near what the registry holds
+        (it stayed 520-580 MB up: glibc keeps the decode trees freed by
+        each pool thread in that thread's arena)."""
+        d = Daemon("--registry-bytes", "16M", "--threads", "8", "--max-urdf", "8M",
+                   "--max-body", "16M")
+        try:
+            urdf = open(os.path.join(IKD_DATA, "robots", "kuka_iiwa14_r820.urdf")).read()
+            pad = "".join('<link name="pad%d"><visual><geometry><box size="1 1 1"/></geometry>'
+                          '</visual></link>\n' % i for i in range(48000))
+            urdf = urdf.replace("</robot>", pad + "</robot>")
+            bodies = [json.dumps({"kind": "urdf", "base": "base_link", "tip": "tool0",
+                                  "urdf": urdf.replace("<robot ", '<robot salt="%d" ' % k, 1)})
+                      .encode() for k in range(16)]
+            time.sleep(0.3)
+            base = d.rss_kb()
+            statuses = []
+
+            def register(body):
+                statuses.append(exchange(d, "/v1/chains", body))
+
+            threads = [threading.Thread(target=register, args=(b,)) for b in bodies]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60 * SLOW)
+            time.sleep(1.5 * SLOW)  # the trim follows a burst within a second
+            grown = d.rss_kb() - base
+            held = metric(d, 'ikd_held_bytes{what="registry"}')
+            print("large URDF chains: %d of 16 registered (%.1f MB body each), registry %.1f "
+                  "MB by its own count, RSS +%.1f MB after the burst"
+                  % (statuses.count(201), len(bodies[0]) / 1e6, held / 1e6, grown / 1e3))
+            self.assertEqual(statuses, [201] * 16)
+            self.assertLessEqual(held, 16 << 20)
+            # the registry, pool threads' stacks and what every arena keeps
+            # (+53-60 MB; 396-582 MB before)
+            self.assertLess(grown, 96 * 1024 * MEM)
+        finally:
+            d.kill()
+
 
 class SolversLimitsTest(unittest.TestCase):
     def test_every_bound_is_in_v1_solvers(self):
