@@ -43,7 +43,8 @@
  * Reading: every text message of one socket read is handed to the stream
  * side (srv__ws_on_text) before any target is solved
  * (srv__ws_on_read_done), at most WS_READ_BUDGET bytes per wake-up so that
- * one client cannot hold the loop. Writing: frames are gathered into one
+ * one client cannot hold the loop. While the stream side works on a
+ * message off the loop (srv__ws_pause), the connection is not read. Writing: frames are gathered into one
  * buffer and sent with one send() per wake-up.
  *
  * Shutdown (srv_ws_shutdown): what the client sent before the signal is
@@ -115,6 +116,9 @@ struct ws_conn {
     uint64_t sent_mark;     /* ...when the closing handshake's deadline was set */
     uint64_t close_grace;   /* that deadline's period, ms */
     bool draining; /* shutting down: no new messages; close once idle */
+    bool paused;   /* the stream side works on a message off the loop: not read */
+    bool drop_streams; /* closed for not reading: its streams go at the next I/O */
+    ws_inbox *inbox; /* the stream side's (ws_stream.c) */
     /* a close frame waiting for the answers queued before it (wslay sends
      * control frames ahead of queued messages, and nothing after a close) */
     bool close_pending;
@@ -183,6 +187,7 @@ static void check_send_queue(ws_conn *c)
             c->ctx->cfg.ws_send_queue_bytes);
     conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
                      "send queue over its cap: the client does not read", true, slow_grace(c));
+    c->drop_streams = true; /* nothing more is sent: stop solving for it */
 }
 
 /* Queues a text message (wslay copies it), then checks the cap. */
@@ -248,6 +253,8 @@ static void on_idle_tick(uv_timer_t *t)
         conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
                          "writes blocked for --timeout: the client does not read", true,
                          slow_grace(c));
+        c->drop_streams = true;
+        conn_after_io(c);
         return;
     }
     uint64_t silent = now - c->last_rx + 10;
@@ -494,6 +501,12 @@ static void conn_after_io(ws_conn *c)
 {
     if (c->dead)
         return;
+    if (c->drop_streams) {
+        /* closed with 1008 while the stream side was sending (not a place
+         * to drop what runs): its streams go now */
+        c->drop_streams = false;
+        srv__ws_drop_streams(c); /* the connection keeps its open reference */
+    }
     /* Frame into out and send it, again while the socket takes all of it
      * and wslay has more (out is bounded, wslay's queue may hold several
      * buffers' worth); a few rounds, then the next wakeup goes on. */
@@ -518,18 +531,21 @@ static void conn_after_io(ws_conn *c)
         c->blocked_since = 0;
     else if (!c->blocked_since)
         c->blocked_since = uv_now(c->ctx->loop) | 1; /* never 0 */
-    bool rd = wslay_event_want_read(c->wslay) && !blocked;
+    bool rd = wslay_event_want_read(c->wslay) && !blocked && !c->paused;
     bool wr = wslay_event_want_write(c->wslay) || blocked;
-    if (c->failed || (!rd && !wr)) {
+    if (c->failed || (!rd && !wr && !c->paused)) {
         conn_teardown(c);
         return;
     }
     int ev = (rd ? UV_READABLE : 0) | (wr ? UV_WRITABLE : 0);
-    if (c->extra_off < c->extra_len)
+    if (c->extra_off < c->extra_len && !c->paused)
         ev |= UV_WRITABLE; /* fires at once: the extra bytes are read then */
     if (ev != c->poll_events) {
         c->poll_events = ev;
-        uv_poll_start(&c->poll, ev, on_poll);
+        if (ev)
+            uv_poll_start(&c->poll, ev, on_poll);
+        else
+            uv_poll_stop(&c->poll); /* paused, with nothing to send */
     }
 }
 
@@ -554,7 +570,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
     c->refs++;
     if (status < 0)
         c->failed = true;
-    else if (wslay_event_want_read(c->wslay) && c->out_len <= c->out_off &&
+    else if (wslay_event_want_read(c->wslay) && c->out_len <= c->out_off && !c->paused &&
              ((events & UV_READABLE) || c->extra_off < c->extra_len))
         conn_read(c);
     conn_after_io(c);
@@ -687,6 +703,18 @@ ws_stream **srv__ws_streams(ws_conn *c)
     return &c->streams;
 }
 
+ws_inbox **srv__ws_inbox(ws_conn *c)
+{
+    return &c->inbox;
+}
+
+void srv__ws_pause(ws_conn *c, bool paused)
+{
+    c->paused = paused;
+    if (!paused)
+        conn_after_io(c);
+}
+
 bool srv__ws_open(const ws_conn *c)
 {
     return !c->dead && !c->closing;
@@ -810,7 +838,7 @@ void srv_ws_shutdown(srv_ctx *ctx)
         c->refs++;
         /* what the client sent before the signal is in the socket already:
          * read it once more, so that it is answered too */
-        if (!c->closing && wslay_event_want_read(c->wslay))
+        if (!c->closing && !c->paused && wslay_event_want_read(c->wslay))
             conn_read(c);
         c->draining = true;
         srv__ws_on_drain(c);

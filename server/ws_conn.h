@@ -27,12 +27,19 @@
 
 typedef struct ws_conn ws_conn;
 typedef struct ws_stream ws_stream;
+typedef struct ws_inbox ws_inbox;
 
 /* ---- the connection, for the stream side (ws_conn.c) ------------------ */
 
 srv_ctx *srv__ws_ctx(const ws_conn *c);
 /* The stream side's list head of this connection (its own to keep). */
 ws_stream **srv__ws_streams(ws_conn *c);
+/* The stream side's messages waiting on this connection (its own to keep
+ * and free, at srv__ws_drop_streams at the latest). */
+ws_inbox **srv__ws_inbox(ws_conn *c);
+/* paused: the stream side works on a message off the loop, the connection
+ * is not read (messages already read still arrive); false resumes. */
+void srv__ws_pause(ws_conn *c, bool paused);
 /* True while messages may still be queued: not closing, not torn down. */
 bool srv__ws_open(const ws_conn *c);
 /* True once ikd shuts down: no new messages are read on this connection. */

@@ -861,6 +861,115 @@ class LoopStallTest(unittest.TestCase):
             d.kill()
 
 
+def padded_urdf(mb):
+    """The KUKA iiwa's URDF padded with links off its chain to about mb MB."""
+    with open(os.path.join(IKD_DATA, "robots", "kuka_iiwa14_r820.urdf")) as f:
+        urdf = f.read()
+    n = int(mb * 1e6 / 85)
+    pad = "".join('<link name="pad%d"><visual><geometry><box size="1 1 1"/></geometry>'
+                  '</visual></link>\n' % i for i in range(n))
+    return urdf.replace("</robot>", pad + "</robot>")
+
+
+def livez_while(d, busy, seconds=4.0):
+    """Runs busy(stop) in a thread and probes GET /livez every 5 ms
+    meanwhile: (p50, p99, probes) in seconds."""
+    stop = threading.Event()
+    t = threading.Thread(target=busy, args=(stop,), daemon=True)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0002)  # the prober is not kept waiting for the GIL
+    lat = []
+    try:
+        t.start()
+        time.sleep(0.3)
+        s = d.connect()
+        buf = b""
+        t_end = time.monotonic() + seconds * SLOW
+        while len(lat) < 400 and time.monotonic() < t_end:
+            t0 = time.perf_counter()
+            s.sendall(b"GET /livez HTTP/1.1\r\nHost: t\r\n\r\n")
+            status, _, _, buf = read_response(s, buf)
+            lat.append(time.perf_counter() - t0)
+            time.sleep(0.005)
+        s.close()
+    finally:
+        stop.set()
+        t.join(TIMEOUT)
+        sys.setswitchinterval(switch)
+    lat.sort()
+    return lat[len(lat) // 2], lat[int(len(lat) * 0.99)], len(lat)
+
+
+class LargeWorkOffLoopTest(unittest.TestCase):
+    """Large chains described and large stream messages decoded off the
+    loop, and the inline work of all streams bounded per loop turn."""
+
+    def test_large_chains_described_off_the_loop(self):
+        d = Daemon("--max-urdf", "8M", "--max-body", "16M")
+        try:
+            body = json.dumps({"kind": "urdf", "urdf": padded_urdf(3.9), "base": "base_link",
+                               "tip": "tool0"}).encode()
+            s = d.connect()
+            s.sendall(post("/v1/chains", body))
+            status, _, answer, _ = read_response(s)
+            s.close()
+            self.assertEqual(status, 201)
+            cid = json.loads(answer)["id"]
+            got = [0]
+
+            def describe(stop):
+                c = d.connect()
+                buf = b""
+                while not stop.is_set():
+                    c.sendall(b"GET /v1/chains/%s HTTP/1.1\r\nHost: t\r\n\r\n" % cid.encode())
+                    r = read_response(c, buf)
+                    if r is None:
+                        return
+                    buf = r[3]
+                    got[0] += 1
+                c.close()
+
+            p50, p99, n = livez_while(d, describe)
+            print("livez while 4 MB chains are described: %d probes, %d descriptions, p50 %.2f "
+                  "ms, p99 %.2f ms" % (n, got[0], p50 * 1e3, p99 * 1e3))
+            self.assertGreater(got[0], 3)
+            self.assertLess(p50, 0.002 * SLOW)
+            self.assertLess(p99, 0.06 * SLOW)
+        finally:
+            d.kill()
+
+    def test_large_stream_messages_decoded_off_the_loop(self):
+        d = Daemon("--max-urdf", "8M")
+        try:
+            text = json.dumps({"type": "open", "stream": "big", "chain": {
+                "kind": "urdf", "urdf": padded_urdf(0.95), "base": "base_link", "tip": "tool0"}})
+            got = [0]
+
+            def opener(stop):
+                ws = RawWS(d.port)
+                k = 0
+                while not stop.is_set():
+                    k += 1
+                    ws.send_text(text.replace('"big"', '"b%d"' % k))
+                    ws.send_text(json.dumps({"type": "close", "stream": "b%d" % k}))
+                    kinds = []
+                    while "closed" not in kinds:
+                        op, payload = ws.recv_frame(TIMEOUT)
+                        kinds.append(json.loads(payload)["type"])
+                    self.assertEqual(kinds, ["opened", "closed"])  # in order
+                    got[0] += 1
+                ws.sock.close()
+
+            p50, p99, n = livez_while(d, opener)
+            print("livez while 0.95 MB stream opens arrive: %d probes, %d opens, p50 %.2f ms, "
+                  "p99 %.2f ms" % (n, got[0], p50 * 1e3, p99 * 1e3))
+            self.assertGreater(got[0], 3)
+            self.assertLess(p50, 0.002 * SLOW)
+            self.assertLess(p99, 0.06 * SLOW)
+        finally:
+            d.kill()
+
+
 def iiwa_batch_and_single(n):
     urdf = open(os.path.join(IKD_DATA, "robots", "kuka_iiwa14_r820.urdf")).read()
     chain = {"kind": "urdf", "urdf": urdf, "base": "base_link", "tip": "tool0"}
