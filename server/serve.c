@@ -45,6 +45,7 @@
 #include "server/loop.h"
 #include "server/metrics.h"
 #include "server/registry.h"
+#include "server/solve.h"
 #include "server/srv.h"
 #include "server/srv_main.h"
 #include "server/trim.h"
@@ -81,6 +82,7 @@ static void stop_daemon(daemon_state *d)
     uv_close((uv_handle_t *)&d->sigterm, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
     uv_close((uv_handle_t *)&d->sighup, close_cb_noop);
+    srv_solve_stop(ctx); /* solves waiting for a turn: cancelled */
     srv_ws_abort(ctx);
     srv_guard_stop(ctx);
     srv_trim_stop(ctx);
@@ -238,6 +240,7 @@ int srv_serve(int argc, char **argv)
     }
     if (srv_guard_start(ctx) != SRV_OK)
         goto out;
+    srv_solve_start(ctx); /* without it no solve waits for a later turn */
     srv_trim_start(ctx); /* without it nothing is trimmed: only memory */
     if (start_mhd(ctx) != SRV_OK) {
         srv_guard_stop(ctx);
@@ -273,6 +276,7 @@ int srv_serve(int argc, char **argv)
     exit_code = 0;
     srv_log(ctx, SRV_LOG_INFO, "stopped");
 out:
+    srv_solve_stop(ctx);
     uv_run(&loop, UV_RUN_NOWAIT); /* let closed handles finish */
     if (uv_loop_close(&loop) != 0)
         srv_log(ctx, SRV_LOG_WARN, "event loop closed with handles still open");

@@ -65,6 +65,7 @@ typedef struct srv_web srv_web;
 typedef struct srv_mhd_glue srv_mhd_glue;
 typedef struct srv_batch srv_batch;
 typedef struct srv_trim srv_trim;
+typedef struct srv_turn srv_turn;
 
 typedef struct srv_ctx {
     uv_loop_t *loop;          /* the one loop; owns every socket */
@@ -93,6 +94,8 @@ typedef struct srv_ctx {
     unsigned batch_chunks;    /* batch chunks on the pool (<= threads) */
     srv_trim *trim;           /* memory given back after large requests
                                  (server/trim.h) */
+    srv_turn *turn;           /* the inline budget of a turn of the loop
+                                 (server/solve.h) */
     void *guard;              /* the request deadline (server/guard.c) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_abort) */

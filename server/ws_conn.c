@@ -751,6 +751,14 @@ void srv__ws_flush(ws_conn *c)
     conn_after_io(c);
 }
 
+void srv__ws_flush_soon(ws_conn *c)
+{
+    if (c->dead || (c->poll_events & UV_WRITABLE))
+        return;
+    c->poll_events |= UV_WRITABLE; /* on_poll then sends (conn_after_io) */
+    uv_poll_start(&c->poll, c->poll_events, on_poll);
+}
+
 void srv__ws_idle(ws_conn *c)
 {
     if (c->draining && !c->dead && !c->closing && !srv__ws_busy(c))

@@ -57,6 +57,9 @@ void srv__ws_send_error(ws_conn *c, const char *stream, bool has_seq, long long 
 /* Sends what is queued and re-arms the socket's watch (after work that
  * completed outside a socket event: a pool solve, a path timer). */
 void srv__ws_flush(ws_conn *c);
+/* The same when the socket is next ready (in the next poll of the loop):
+ * answers queued meanwhile go out together. */
+void srv__ws_flush_soon(ws_conn *c);
 /* The stream side went idle: a draining connection then gets its 1001
  * close frame, after the answers queued before it. */
 void srv__ws_idle(ws_conn *c);

@@ -229,6 +229,7 @@ static void task_done(srv_solve *sv, int status)
     ws_stream *s = t->s;
     ws_conn *c = s->conn;
     bool was_inline = sv->ran_inline;
+    bool deferred = sv->deferred;
     s->busy = false;
     bool stale = t->count > 0 && (t->path_gen != s->path_gen || !s->path);
     if (status != SRV_OK || s->closed || !srv__ws_open(c) || stale) {
@@ -238,7 +239,12 @@ static void task_done(srv_solve *sv, int status)
         if (!was_inline) {
             stream_kick(s);
             stream_settle(s);
-            srv__ws_flush(c);
+            /* a solve that waited for its turn runs among many: the answers
+             * of the turn go out together when the socket is next ready */
+            if (deferred)
+                srv__ws_flush_soon(c);
+            else
+                srv__ws_flush(c);
         }
     }
     free(t);
@@ -269,6 +275,7 @@ static void stream_solve(ws_stream *s, proto_job *job, long long seq, size_t ski
     t->solve.end = 1;
     t->solve.done = task_done;
     t->solve.data = t;
+    t->solve.may_defer = true; /* past the turn's inline budget: a later turn */
     s->refs++;
     s->busy = true;
     if (srv_solve_submit(ctx, &t->solve) == SRV_OK)

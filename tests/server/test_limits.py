@@ -970,6 +970,60 @@ class LargeWorkOffLoopTest(unittest.TestCase):
             d.kill()
 
 
+class InlineTurnTest(unittest.TestCase):
+    def test_many_fast_paths_do_not_hold_the_loop(self):
+        """8 connections x 64 two-bone paths at 1000 Hz ask for 512,000
+        inline solves a second, more than the loop can do: the inline work
+        of all streams together is bounded per turn of the loop (paths then
+        skip samples, as they do when solving cannot keep up), so /livez
+        stays fast (a probe waited more than 5 s before)."""
+        d = Daemon()
+        conns = []
+        NCONN = 8
+        try:
+            chain = {"kind": "bones", "positions": [[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0]]}
+            path = {"waypoints": [{"position": [0.3, 0.6, 0.2]}, {"position": [0.2, 0.6, 0.3]},
+                                  {"position": [0.3, 0.5, 0.2]}],
+                    "rate_hz": 1000, "duration_s": 20}
+            for _ in range(NCONN):
+                ws = RawWS(d.port)
+                msgs = []
+                for k in range(64):
+                    msgs.append(frame(0x1, json.dumps(
+                        {"type": "open", "stream": "p%d" % k, "chain": chain}).encode()))
+                    msgs.append(frame(0x1, json.dumps(
+                        dict(path, type="path", stream="p%d" % k, seq=1)).encode()))
+                ws.sock.sendall(b"".join(msgs))
+                conns.append(ws)
+            read = [0]
+
+            def drain(stop):
+                # read everything the paths send, as fast as the client can
+                socks = [ws.sock for ws in conns]
+                for sk in socks:
+                    sk.setblocking(False)
+                while not stop.is_set():
+                    ready, _, _ = select.select(socks, [], [], 0.05)
+                    for sk in ready:
+                        try:
+                            read[0] += len(sk.recv(1 << 20))
+                        except OSError:
+                            pass
+
+            p50, p99, n = livez_while(d, drain, seconds=5.0)
+            solved = metric(d, 'ikd_solve_duration_seconds_count{solver="two_bone"}')
+            print("livez while 512 paths at 1000 Hz: %d probes, p50 %.2f ms, p99 %.2f ms; %d "
+                  "samples solved, %.1f MB read" % (n, p50 * 1e3, p99 * 1e3, solved, read[0] / 1e6))
+            self.assertGreater(solved, 10000, "the paths ran")
+            self.assertEqual(metric(d, "ikd_ws_streams_open"), 64 * NCONN, "no stream was cut")
+            self.assertLess(p50, 0.005 * SLOW)
+            self.assertLess(p99, 0.06 * SLOW)
+        finally:
+            for ws in conns:
+                ws.sock.close()
+            d.kill()
+
+
 def iiwa_batch_and_single(n):
     urdf = open(os.path.join(IKD_DATA, "robots", "kuka_iiwa14_r820.urdf")).read()
     chain = {"kind": "urdf", "urdf": urdf, "base": "base_link", "tip": "tool0"}
