@@ -126,7 +126,11 @@
     X(ANSWERBUDGET, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1), answer_budget_bytes,            \
       VALUE("256M"),                                                                               \
       "batch answer bytes held at once for all clients until sent (each reserved at its "          \
-      "largest when admitted); a batch beyond it gets 503")
+      "largest when admitted); a batch beyond it gets 503")                                        \
+    X(STREAMCHAINS, "stream-chain-bytes", "IKD_STREAM_CHAIN_BYTES", SIZE(1), stream_chain_bytes,   \
+      VALUE("256M"),                                                                               \
+      "memory of the chains open WebSocket streams hold, all connections (each chain once); an "   \
+      "open beyond it is refused")
 
 /* Everything the flags and environment configure (server/config.c fills it
  * from SRV_CONFIG_MAP, which also holds every default). Strings are owned by
@@ -142,6 +146,7 @@ typedef struct srv_config {
     unsigned max_conn_per_addr; /* connections from one IP address */
     size_t body_budget_bytes;   /* request bodies held at once, all clients */
     size_t answer_budget_bytes; /* batch answers held at once until sent, all clients */
+    size_t stream_chain_bytes;  /* chains open streams hold, all connections */
     proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
     size_t max_message_bytes;   /* WebSocket: largest received message */
     size_t ws_send_queue_bytes; /* WebSocket: per-connection send-queue cap */

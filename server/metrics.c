@@ -14,7 +14,7 @@
  *   ikd_http_requests_active                     gauge (sampled at render)
  *   ikd_held_bytes{what}                         gauge (sampled before render):
  *       bytes held for clients against each bound (registry, request_bodies,
- *       answers)
+ *       answers, stream_chains)
  *   ikd_build_info{version,commit,libmicrohttpd,libuv,jansson}  gauge, 1
  *   process_cpu_seconds_total, process_resident_memory_bytes,
  *   process_virtual_memory_bytes, process_open_fds, process_max_fds,
@@ -402,8 +402,10 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
                         "# TYPE ikd_held_bytes gauge\n"
                         "ikd_held_bytes{what=\"registry\"} %zu\n"
                         "ikd_held_bytes{what=\"request_bodies\"} %zu\n"
-                        "ikd_held_bytes{what=\"answers\"} %zu\n",
-                    m->held.registry, m->held.request_bodies, m->held.answers);
+                        "ikd_held_bytes{what=\"answers\"} %zu\n"
+                        "ikd_held_bytes{what=\"stream_chains\"} %zu\n",
+                    m->held.registry, m->held.request_bodies, m->held.answers,
+                    m->held.stream_chains);
     uv_mutex_unlock(&m->lock);
 
     proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"

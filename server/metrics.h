@@ -43,6 +43,7 @@ typedef struct srv_metrics_held {
     size_t registry;       /* the chain registry's accounting (--registry-bytes) */
     size_t request_bodies; /* request body bytes received and held (--body-budget) */
     size_t answers;        /* batch answers reserved or held until sent (--answer-budget) */
+    size_t stream_chains;  /* chains open streams hold (--stream-chain-bytes) */
 } srv_metrics_held;
 void srv_metrics_set_held(srv_metrics *m, const srv_metrics_held *held);
 /* Prometheus text exposition (malloc'd, caller frees; *len = strlen if len

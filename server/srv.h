@@ -66,6 +66,7 @@ typedef struct srv_mhd_glue srv_mhd_glue;
 typedef struct srv_batch srv_batch;
 typedef struct srv_trim srv_trim;
 typedef struct srv_turn srv_turn;
+typedef struct srv_stream_chains srv_stream_chains;
 
 typedef struct srv_ctx {
     uv_loop_t *loop;          /* the one loop; owns every socket */
@@ -96,6 +97,9 @@ typedef struct srv_ctx {
                                  (server/trim.h) */
     srv_turn *turn;           /* the inline budget of a turn of the loop
                                  (server/solve.h) */
+    srv_stream_chains *stream_chains; /* the chains open streams hold
+                                         (ws_stream.c) */
+    size_t stream_chain_bytes; /* their memory (--stream-chain-bytes) */
     void *guard;              /* the request deadline (server/guard.c) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_abort) */

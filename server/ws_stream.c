@@ -52,7 +52,9 @@
  * inbox and are handled in order once it is back, so a connection's
  * messages are answered in the order sent.
  *
- * Memory: a stream holds one reference to its connection and is freed when
+ * Memory: the chains open streams hold count against --stream-chain-bytes
+ * (each chain once; an open past it is refused). A stream holds one
+ * reference to its connection and is freed when
  * it is closed and no pool solve or timer handle still refers to it. Pool
  * work touches only its own proto_job.
  *
@@ -60,6 +62,7 @@
  * message formats (proto/proto_stream.c), the session (proto/proto_session.c).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +120,123 @@ typedef struct ws_task {
 static void stream_kick(ws_stream *s);
 static void stream_settle(ws_stream *s);
 
+/* ---- the chains streams hold (--stream-chain-bytes) ----------------------------- */
+
+/* Every chain some open stream holds, once, with the number of streams
+ * holding it: ctx->stream_chain_bytes sums their proto_chain_memory(), and
+ * --stream-chain-bytes bounds it (a chain evicted from the registry lives
+ * on in the streams using it, and an inline chain is each stream's own).
+ * A table keyed by the chain's address, chained, grown as it fills. */
+typedef struct held_chain {
+    struct held_chain *next;
+    const proto_chain *chain;
+    size_t streams;
+} held_chain;
+
+struct srv_stream_chains {
+    held_chain **buckets;
+    size_t nbuckets, count;
+};
+
+static size_t chain_bucket(const srv_stream_chains *t, const proto_chain *c)
+{
+    uintptr_t h = (uintptr_t)c;
+    h ^= h >> 17;
+    h *= (uintptr_t)0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 7) & (t->nbuckets - 1);
+}
+
+static held_chain **chain_slot(srv_stream_chains *t, const proto_chain *c)
+{
+    held_chain **p = &t->buckets[chain_bucket(t, c)];
+    while (*p && (*p)->chain != c)
+        p = &(*p)->next;
+    return p;
+}
+
+static bool chains_grow(srv_stream_chains *t)
+{
+    size_t n = t->nbuckets ? 2 * t->nbuckets : 64;
+    held_chain **b = calloc(n, sizeof *b);
+    if (!b)
+        return false;
+    held_chain **old = t->buckets;
+    size_t oldn = t->nbuckets;
+    t->buckets = b;
+    t->nbuckets = n;
+    for (size_t i = 0; i < oldn; i++)
+        for (held_chain *x = old[i], *next; x; x = next) {
+            next = x->next;
+            held_chain **p = &t->buckets[chain_bucket(t, x->chain)];
+            x->next = *p;
+            *p = x;
+        }
+    free(old);
+    return true;
+}
+
+/* One more stream holds c: 0, or -1 with *e set (nothing held) when c is
+ * new and does not fit --stream-chain-bytes. */
+static int chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
+{
+    srv_stream_chains *t = ctx->stream_chains;
+    if (!t && !(t = ctx->stream_chains = calloc(1, sizeof *t)))
+        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
+    if (t->nbuckets) {
+        held_chain *x = *chain_slot(t, c);
+        if (x) {
+            x->streams++;
+            return 0;
+        }
+    }
+    size_t bytes = proto_chain_memory(c), budget = ctx->cfg.stream_chain_bytes;
+    if (bytes > budget)
+        return proto_error_set(e, PROTO_E_TOO_LARGE, "/chain",
+                               "the chain holds %zu bytes, more than streams may hold "
+                               "altogether (--stream-chain-bytes %zu)",
+                               bytes, budget);
+    if (ctx->stream_chain_bytes + bytes > budget) {
+        srv_metrics_rejected(ctx, "stream_chains");
+        return proto_error_set(e, PROTO_E_OVERLOADED, "/chain",
+                               "the chains of open streams fill their budget "
+                               "(--stream-chain-bytes); close streams or retry later");
+    }
+    if (t->count >= t->nbuckets && !chains_grow(t))
+        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
+    held_chain *x = malloc(sizeof *x);
+    if (!x)
+        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
+    x->chain = c;
+    x->streams = 1;
+    held_chain **p = &t->buckets[chain_bucket(t, c)];
+    x->next = *p;
+    *p = x;
+    t->count++;
+    ctx->stream_chain_bytes += bytes;
+    return 0;
+}
+
+/* A stream that held c lets go of it. */
+static void chains_release(srv_ctx *ctx, const proto_chain *c)
+{
+    srv_stream_chains *t = ctx->stream_chains;
+    if (!t || !t->nbuckets)
+        return;
+    held_chain **p = chain_slot(t, c);
+    held_chain *x = *p;
+    if (!x || --x->streams > 0)
+        return;
+    *p = x->next;
+    t->count--;
+    ctx->stream_chain_bytes -= proto_chain_memory(c);
+    free(x);
+    if (t->count == 0) { /* nothing held: no table kept either */
+        free(t->buckets);
+        free(t);
+        ctx->stream_chains = NULL;
+    }
+}
+
 /* ---- lifetime -------------------------------------------------------------- */
 
 static void stream_unref(ws_stream *s)
@@ -124,6 +244,7 @@ static void stream_unref(ws_stream *s)
     if (--s->refs > 0)
         return;
     ws_conn *c = s->conn;
+    chains_release(srv__ws_ctx(c), proto_session_chain(s->session));
     proto_session_free(s->session);
     proto_job_free(s->pending);
     proto_stream_path_free(s->path);
@@ -416,8 +537,14 @@ static void on_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
         srv__ws_send_error(c, m->stream, false, 0, &e);
         return;
     }
+    if (chains_hold(ctx, proto_session_chain(session), &e) != 0) {
+        proto_session_free(session);
+        srv__ws_send_error(c, m->stream, false, 0, &e);
+        return;
+    }
     ws_stream *s = calloc(1, sizeof *s);
     if (!s) {
+        chains_release(ctx, proto_session_chain(session));
         proto_session_free(session);
         return;
     }

@@ -774,7 +774,8 @@ class SolversLimitsTest(unittest.TestCase):
     def test_every_bound_is_in_v1_solvers(self):
         d = Daemon("--body-budget", "32M", "--answer-budget", "48M", "--request-timeout", "7",
                    "--max-connections-per-address", "9", "--max-send-queue", "128K",
-                   "--drain-timeout", "3", "--registry-bytes", "2M", "--max-queue", "11")
+                   "--drain-timeout", "3", "--registry-bytes", "2M", "--max-queue", "11",
+                   "--stream-chain-bytes", "5M")
         try:
             s = d.connect()
             s.sendall(b"GET /v1/solvers HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -787,7 +788,8 @@ class SolversLimitsTest(unittest.TestCase):
                 "idle_timeout_s": 30, "request_timeout_s": 7, "drain_timeout_s": 3,
                 "body_budget_bytes": 32 << 20, "answer_budget_bytes": 48 << 20,
                 "max_message_bytes": 1 << 20,
-                "max_send_queue_bytes": 128 << 10, "registry_bytes": 2 << 20,
+                "max_send_queue_bytes": 128 << 10, "stream_chain_bytes": 5 << 20,
+                "registry_bytes": 2 << 20,
                 "max_queue": 11})
         finally:
             d.kill()
@@ -967,6 +969,70 @@ class LargeWorkOffLoopTest(unittest.TestCase):
             self.assertLess(p50, 0.002 * SLOW)
             self.assertLess(p99, 0.06 * SLOW)
         finally:
+            d.kill()
+
+
+class StreamChainTest(unittest.TestCase):
+    def test_chains_held_by_streams_are_bounded(self):
+        """Streams opened with 0.9 MB inline URDF chains: the chains that
+        open streams hold count against --stream-chain-bytes (each chain
+        once, however many streams share it), opens past it are refused
+        with an error naming the flag, and memory stays near the bound (8
+        connections x 64 such streams held +451 MB before); closing
+        streams makes room again."""
+        d = Daemon("--stream-chain-bytes", "24M")
+        conns = []
+        try:
+            chain = {"kind": "urdf", "urdf": padded_urdf(0.9), "base": "base_link",
+                     "tip": "tool0"}
+            base = d.rss_kb()
+            opened, refused, errors = 0, 0, set()
+            for k in range(4):
+                ws = RawWS(d.port)
+                conns.append(ws)
+                for j in range(8):
+                    name = "s%d_%d" % (k, j)
+                    c = dict(chain, urdf=chain["urdf"].replace("<robot ", '<robot s="%s" ' % name))
+                    ws.send_text(json.dumps({"type": "open", "stream": name, "chain": c}))
+                    op, payload = ws.recv_frame(TIMEOUT * 4)
+                    m = json.loads(payload)
+                    if m["type"] == "opened":
+                        opened += 1
+                    else:
+                        refused += 1
+                        errors.add((m["error"]["code"], "--stream-chain-bytes" in
+                                    m["error"]["message"]))
+            held = metric(d, 'ikd_held_bytes{what="stream_chains"}')
+            grown = d.rss_kb() - base
+            print("stream chains: %d opened, %d refused %s, %.1f MB held by its own count, RSS "
+                  "+%.1f MB" % (opened, refused, sorted(errors), held / 1e6, grown / 1e3))
+            self.assertGreater(opened, 0)
+            self.assertGreater(refused, 0)
+            self.assertEqual(errors, {("overloaded", True)})
+            self.assertLessEqual(held, 24 << 20)
+            self.assertLess(grown, 3 * 24 * 1024 * MEM)
+            # one stream's chain shared by another stream costs nothing more
+            ws = conns[0]
+            ws.send_text(json.dumps({"type": "close", "stream": "s0_0"}))
+            self.assertEqual(json.loads(ws.recv_frame(TIMEOUT)[1])["type"], "closed")
+            after_close = metric(d, 'ikd_held_bytes{what="stream_chains"}')
+            self.assertLess(after_close, held)
+            # streams on one registered chain hold it once
+            status_body = post("/v1/chains", json.dumps(joints_chain(8, 1)).encode())
+            r = d.connect()
+            r.sendall(status_body)
+            cid = json.loads(read_response(r)[2])["id"]
+            r.close()
+            levels = []
+            for name in ("shared1", "shared2"):
+                ws.send_text(json.dumps({"type": "open", "stream": name, "chain_id": cid}))
+                self.assertEqual(json.loads(ws.recv_frame(TIMEOUT)[1])["type"], "opened")
+                levels.append(metric(d, 'ikd_held_bytes{what="stream_chains"}'))
+            self.assertGreater(levels[0], after_close)
+            self.assertEqual(levels[1], levels[0])
+        finally:
+            for ws in conns:
+                ws.sock.close()
             d.kill()
 
 
