@@ -56,6 +56,8 @@ struct guard_node {
     uint64_t deadline; /* loop time (ms) */
     uint64_t start;    /* when the request began (or the previous one ended) */
     size_t body;       /* body bytes of this request that arrived so far */
+    uint64_t consumed; /* bytes of the requests over so far (head and body) */
+    bool consumed_unknown; /* one had a body of unknown length (chunked) */
     bool listed;
     bool upgraded;     /* a WebSocket now: never listed again */
 };
@@ -240,6 +242,25 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     if (g)
         unlink_node(g, n);
     free(n);
+}
+
+void srv_guard_consumed_add(srv_ctx *ctx, struct MHD_Connection *conn, uint64_t n, bool known)
+{
+    guard_node *x = node_of(conn);
+    if (!x)
+        return;
+    x->consumed += n;
+    if (!known)
+        x->consumed_unknown = true;
+}
+
+bool srv_guard_consumed(srv_ctx *ctx, struct MHD_Connection *conn, uint64_t *n)
+{
+    guard_node *x = node_of(conn);
+    if (!x || x->consumed_unknown)
+        return false;
+    *n = x->consumed;
+    return true;
 }
 
 void srv_guard_progress(srv_ctx *ctx, struct MHD_Connection *conn, size_t n)

@@ -40,8 +40,10 @@
  * answer to a request whose Origin is allowed (the
  * --allow-origin list, any Origin when there is none) carries
  * Access-Control-Allow-Origin and exposes Retry-After and Location; while
- * draining, every answer carries Connection: close, so that a keep-alive
- * client sends nothing more that could go unanswered.
+ * draining, an answer carries Connection: close unless the client
+ * pipelined more requests behind it (pipelined_more), so that a keep-alive
+ * client sends nothing more that could go unanswered, and nothing it sent
+ * before is dropped.
  *
  * Vanishing clients: a request's memory is freed by the request-completed
  * notification, unless pool work still holds it; then the notification
@@ -63,6 +65,7 @@
 #include "server/http_handler.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/sockinfo.h"
 #include "server/trim.h"
 #include "server/ws.h"
 #include "server/ws_handshake.h"
@@ -87,6 +90,8 @@ typedef struct http_req {
     size_t cap;
     size_t held;      /* bytes of ctx->body_bytes this request accounts for */
     size_t announced; /* Content-Length, 0 when none */
+    size_t head_bytes; /* the request line and headers, as libmicrohttpd read them */
+    bool chunked;      /* a body without Content-Length: its bytes are not known */
     bool received;    /* the request is in whole (srv_guard_received) */
     size_t discarded; /* body bytes read and thrown away after a refusal */
     srv_response ready; /* the answer prepared while working (ST_READY) */
@@ -155,13 +160,32 @@ static void add_cors(http_req *r, struct MHD_Response *resp)
                             "Retry-After, Location");
 }
 
+/* While draining: true when the client pipelined more requests behind
+ * r's that ikd has received (read by libmicrohttpd past r, or waiting in
+ * the socket): r's answer then keeps the connection open, so that those
+ * are answered too, the last with Connection: close. Told from the bytes
+ * the kernel says were read from the socket against those of the requests
+ * so far (false when either is unknown: a chunked body, no TCP_INFO). */
+static bool pipelined_more(http_req *r)
+{
+    if (r->chunked)
+        return false;
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    uint64_t taken, waiting, before;
+    if (!i || !srv_sock_received(i->connect_fd, &taken, &waiting) ||
+        !srv_guard_consumed(r->q.ctx, r->conn, &before))
+        return false;
+    return waiting > 0 || taken > before + r->head_bytes + r->announced;
+}
+
 static enum MHD_Result queue_mhd(http_req *r, unsigned status, struct MHD_Response *resp)
 {
     if (!resp)
         return MHD_NO;
     if (status != MHD_HTTP_SWITCHING_PROTOCOLS)
         add_cors(r, resp);
-    if (r->q.ctx->shutting_down && status != MHD_HTTP_SWITCHING_PROTOCOLS)
+    if (r->q.ctx->shutting_down && status != MHD_HTTP_SWITCHING_PROTOCOLS && !pipelined_more(r))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
@@ -541,6 +565,15 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     *con_cls = r;
     ctx->active_requests++;
     ctx->requests_begun++;
+    const union MHD_ConnectionInfo *hi =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    r->head_bytes = hi ? hi->header_size : 0;
+    r->chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                             MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
+                 !hi;
+    const char *length =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    r->announced = length ? (size_t)strtoull(length, NULL, 10) : 0;
     const srv_route_def *d = &srv_routes[r->q.route];
 
     if (r->q.route == SRV_RT_NONE) {
@@ -679,6 +712,7 @@ void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r->status_sent)
         srv_metrics_request(r->q.ctx->metrics, srv_routes[r->q.route].label,
                             (int)r->status_sent);
+    srv_guard_consumed_add(r->q.ctx, conn, r->head_bytes + r->announced, !r->chunked);
     if (toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
         srv_metrics_rejected(r->q.ctx, "timeout");
     if (r->q.pending > 0) {

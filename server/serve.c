@@ -16,8 +16,9 @@
  * file to reload, so SIGHUP is not a reload: a supervisor restarts ikd with
  * its new flags): readiness turns 503, the listening socket is closed
  * (MHD_quiesce_daemon), WebSocket streams are closed with 1001
- * (srv_ws_shutdown), and every answer sent from then on carries
- * "Connection: close", so that keep-alive clients send nothing more on
+ * (srv_ws_shutdown), and the last answer on each connection carries
+ * "Connection: close" (requests pipelined behind it are answered first,
+ * server/http_mhd.c), so that keep-alive clients send nothing more on
  * their connections. The loop keeps serving what was accepted and stops
  * once no request is active, the pool is idle, no WebSocket connection is
  * left, and either no connection is open or DRAIN_QUIET_MS passed without a

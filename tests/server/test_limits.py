@@ -272,6 +272,42 @@ class DrainTest(unittest.TestCase):
     def test_sighup_drains_too(self):
         self.drain_under_load(signal.SIGHUP)
 
+    def test_pipelined_requests_are_all_answered(self):
+        """Ten requests pipelined on one connection, SIGTERM while the first
+        is being solved: every request ikd had received is answered, the
+        last answer says Connection: close, the earlier ones do not (only
+        the first was answered before, with close, and the nine behind it
+        were dropped)."""
+        d = Daemon("--drain-timeout", "10")
+        try:
+            slow = json.dumps({
+                "chain": hard_chain(),
+                "targets": [{"position": [0.1, 0.2, 0.3 + i * 1e-6]} for i in range(40)],
+                "options": {"timeout_ms": 1000, "tolerance": 1e-12}}).encode()
+            s = d.connect()
+            s.sendall(post("/v1/solve/batch", slow) + post("/v1/solve", TWO_BONE) * 9)
+            time.sleep(0.2)
+            d.proc.send_signal(signal.SIGTERM)
+            s.settimeout(TIMEOUT * 2)
+            answers, buf = [], b""
+            while True:
+                try:
+                    r = read_response(s, buf)
+                except OSError:
+                    r = None
+                if r is None:
+                    break
+                status, headers, _, buf = r
+                answers.append((status, headers.get("connection", "").lower()))
+            rc = d.proc.wait(15 * SLOW)
+            print("pipelined during a drain: %d of 10 answered %s, exit %s"
+                  % (len(answers), answers, rc))
+            self.assertEqual([a[0] for a in answers], [200] * 10)
+            self.assertEqual([a[1] for a in answers], [""] * 9 + ["close"])
+            self.assertEqual(rc, 0)
+        finally:
+            d.kill()
+
     def test_deadline_ends_a_drain_held_by_clients(self):
         """A body that never completes and a batch that outlasts the
         deadline: ikd exits at --drain-timeout anyway."""
