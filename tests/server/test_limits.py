@@ -182,8 +182,10 @@ def read_response(sock, buf=b""):
     return status, headers, buf[:n], buf[n:]
 
 
-def exchange(d, path, body, src="127.0.0.1"):
+def exchange(d, path, body, src="127.0.0.1", timeout=None):
     s = d.connect(src)
+    if timeout:
+        s.settimeout(timeout)
     try:
         s.sendall(post(path, body))
         r = read_response(s)
@@ -784,7 +786,8 @@ class RegistryTest(unittest.TestCase):
             statuses = []
 
             def register(body):
-                statuses.append(exchange(d, "/v1/chains", body))
+                # 16 decodes of 4.4 MB, 8 at a time, on 2 loaded cores
+                statuses.append(exchange(d, "/v1/chains", body, timeout=60 * SLOW))
 
             threads = [threading.Thread(target=register, args=(b,)) for b in bodies]
             for t in threads:
@@ -1294,7 +1297,9 @@ class AnswerBudgetTest(unittest.TestCase):
             print("answers: statuses %s, %.1f MB held while nobody read (RSS +%.1f MB), %.1f MB "
                   "after" % (statuses, held / 1e6, grown / 1e3, after / 1e6))
             self.assertLessEqual(held, 200 << 20)
-            self.assertLess(grown, 200 * 1024 * MEM)
+            # the answers (126 MB) and what decoding the next batches takes
+            # (979 MB before, with every job kept)
+            self.assertLess(grown, 300 * 1024 * MEM)
             self.assertIn(200, statuses)
             self.assertIn(503, statuses)
             self.assertEqual(after, 0)
