@@ -745,10 +745,12 @@ static void decode_msg_done(srv_work *w, int status)
     srv_trim_note(ctx, d->len);
     free(d->text);
     free(d);
-    if (srv__ws_open(c))
+    if (srv__ws_open(c)) {
         inbox_drain(c);
-    else
-        inbox_free(c); /* torn down meanwhile: the inbox was left for us */
+    } else {
+        inbox_free(c);            /* closing or torn down meanwhile */
+        srv__ws_pause(c, false); /* a closing one reads its close frame */
+    }
     srv__ws_unref(c);
 }
 
