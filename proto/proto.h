@@ -91,10 +91,10 @@ size_t proto_job_count(const proto_job *job);
  * the loop and sends expensive ones and batches to the thread pool. */
 double proto_job_cost_us(const proto_job *job);
 /* The most one target may take in microseconds, as far as the job's options
- * bound it: the time budget (options.timeout_ms) for the numeric solver, or
- * with none its iterations at a guessed cost each; the analytic, FABRIK and
- * CCD solvers' cost (their iterations are bounded). The daemon bounds a
- * batch chunk's worst case with it. */
+ * bound it: the time budget (options.timeout_ms) for the numeric and tree
+ * solvers, or with none their iterations at a guessed cost each; the
+ * analytic, closed-form, FABRIK and CCD solvers' cost (their work is
+ * bounded). The daemon bounds a batch chunk's worst case with it. */
 double proto_job_budget_us(const proto_job *job);
 /* Solves targets [begin, end). Thread-safe for disjoint ranges. */
 void proto_job_run(proto_job *job, size_t begin, size_t end);

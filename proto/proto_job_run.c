@@ -64,8 +64,11 @@ double proto_job_budget_us(const proto_job *job)
     case PROTO_SOLVER_TWO_BONE:
     case PROTO_SOLVER_FABRIK:
     case PROTO_SOLVER_CCD:
+    case PROTO_SOLVER_CLOSED:
         return proto_job_cost_us(job);
     default: {
+        /* the time budget (of CPU time: the wall-clock ceiling is ten times
+         * it, solver/ik_budget.h, reached only on a loaded machine) */
         if (job->opt.timeout_ms > 0)
             return 1000.0 * job->opt.timeout_ms;
         /* no time budget: the iterations, at about a microsecond per joint
