@@ -59,6 +59,9 @@ free_port() {
 # replica N THREADS: starts ikd in the background and sets $port (called
 # directly, never in $(...), so that its pid stays recorded)
 replica() {
+    # the file of a previous round with the same N would otherwise satisfy
+    # the wait below before the new process truncates it
+    : >"$tmp/r$1.out"
     "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn --threads "$2" \
         --max-connections-per-address 10000 >"$tmp/r$1.out" 2>"$tmp/r$1.err" &
     _p=$!
