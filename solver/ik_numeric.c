@@ -60,7 +60,8 @@
  * damped least-squares step a self-motion, the projection onto the null
  * space of the active rows (damped as the step is) of a direction d, at
  * most FOLLOW_SHARE of the step's largest joint motion (less when d is
- * flat, see FOLLOW_FULL; halved with each refused trial). d descends
+ * flat, see FOLLOW_FULL; halved with each refused trial). d, taken once
+ * at the attempt's start, descends
  * log f, f being the squared size of the damped least-norm step that
  * follows the target's motion (the error at the seed) from the current
  * pose, and the square of how deep each joint is into the outer LIMIT_ZONE
@@ -73,9 +74,9 @@
  * iiwa 14 through its aligned axes (joints 2 and 6 around 0), steps above
  * 3 times the motion's own 621 -> 15, the largest 230 -> 14 times the
  * motion's, restarts 9 -> 0; at a working pose, and the Panda, no such
- * step either way, the largest 1.01 -> 1.38 and 1.07 -> 1.43 times the
- * motion's (the self-motion added); 1.4 to 1.6 times the CPU time per
- * solve (about 4.4 instead of 2.8 microseconds). Tuned on those and on
+ * step either way, the largest 1.01 -> 1.38 and 1.07 -> 1.41 times the
+ * motion's (the self-motion added); 1.2 to 1.35 times the CPU time per
+ * solve (about 3.5 instead of 2.6 microseconds). Tuned on those and on
  * 24 motions around random centres: a smaller FOLLOW_FULL or a larger
  * FOLLOW_SHARE steers harder (fewer large steps through aligned axes,
  * larger ordinary ones), without the limit term the Panda's joint 4
@@ -658,14 +659,15 @@ static int attempt(search *S)
     normal_matrix(P, S->J, N);
     double lambda = LAMBDA_INIT;
     double checkpoint = INFINITY;
-    /* follow: the target's motion is the error at the start (the seed's),
-     * and the self-motion's share halves with every trial refused */
+    /* follow: the target's motion is the error at the start (the seed's);
+     * the direction is taken there, once (the few steps of an attempt
+     * barely turn it: taken after every step, it cost 15% more CPU time
+     * per solve for the same answers within 1%), and the self-motion's
+     * share halves with every trial refused */
     const bool follow = S->follow && !S->staging && P->m < P->n;
-    double v[6], d[IK_MAX_DOF], share = FOLLOW_SHARE;
-    if (follow) {
-        memcpy(v, e, sizeof v);
-        follow_direction(P, S->q, S->J, N, v, d);
-    }
+    double d[IK_MAX_DOF], share = FOLLOW_SHARE;
+    if (follow)
+        follow_direction(P, S->q, S->J, N, e, d);
     for (size_t it = 0;; it++) {
         if (converged(P, e))
             return ATTEMPT_SOLVED;
@@ -699,8 +701,6 @@ static int attempt(search *S)
             cost = ct;
             keep_best(S, S->q, cost);
             normal_matrix(P, S->J, N);
-            if (follow)
-                follow_direction(P, S->q, S->J, N, v, d);
             lambda *= LAMBDA_DOWN;
             if (lambda < S->lambda_min)
                 lambda = S->lambda_min;
