@@ -105,8 +105,10 @@ void proto_job_run(proto_job *job, size_t begin, size_t end);
  * bones or skeleton answer whose points lie on one line, which bends to no
  * side), job starts from prev's own starting point instead, so a stream
  * keeps the bend of its last proper answer (or, when prev had no seed,
- * starts from the chain's own pose). May allocate job's seed (freed by
- * proto_job_free); out of memory leaves job unseeded. */
+ * starts from the chain's own pose). Marks job as a stream's, whose
+ * numeric solves follow a motion (solver/ik_numeric.h, FOLLOWING A MOTION).
+ * May allocate job's seed (freed by proto_job_free); out of memory leaves
+ * job unseeded. */
 void proto_job_warm_start(proto_job *job, const proto_job *prev);
 /* The result of target i as the JSON object the responses contain (new
  * reference). Only after proto_job_run() covered i. A result holding a

@@ -197,6 +197,9 @@ typedef struct proto_options {
     bool has_objective;
     int objective;
     bool all_solutions;        /* closed solver: every solution in the answer */
+    bool follow;               /* a stream's solve (proto_job_warm_start):
+                                  numeric continuations steer a redundant
+                                  chain's self-motion (ik_numeric_opts.follow) */
 } proto_options;
 
 /* The answer to one target, internal convention. */

@@ -134,6 +134,9 @@ static bool straight_answer(const proto_job *job, const proto_result *r)
 
 void proto_job_warm_start(proto_job *job, const proto_job *prev)
 {
+    /* every solve of a stream follows a motion (ik_numeric.h, FOLLOWING A
+     * MOTION), from its open seed on */
+    job->opt.follow = true;
     if (job->n > 0 && job->seed_q && job->has_seed[0] && proto__seed_len(job->chain) > 0) {
         /* the client's seed (a stream's open seed, or a re-synchronisation
          * after the arm moved by other means) wins over the previous

@@ -596,6 +596,7 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     o.timeout_s = job->opt.timeout_ms * 1e-3;
     o.max_iterations = job->opt.max_iterations ? job->opt.max_iterations : job->opt.iter_cap;
     o.search = job->opt.nearest ? IK_SEARCH_NEAREST_TO_SEED : IK_SEARCH_FIRST_FOUND;
+    o.follow = job->opt.follow;
     const double *seed = seed_of(job, i, c->chain->dof);
     if (seed && job->opt.max_joint_step_in > 0) {
         o.max_step = proto_angle_in(job->opt.units, job->opt.max_joint_step_in);

@@ -58,6 +58,26 @@
  * requested one in small increments. Random restarts run only when both
  * fail, and then the solution nearest the seed wins.
  *
+ * FOLLOWING A MOTION (opts.follow, for streams): when the seed is the
+ * previous answer of a stream and the target the motion's next pose, a
+ * redundant chain (more joints than checked error components: a 7-joint
+ * arm on full poses, any arm on position-only targets) has spare freedom,
+ * its self-motion, that the targets do not fix; the nearest solution alone
+ * lets it drift, answer after answer, into regions where the next target
+ * is reached only by a large step (two aligned axes) or not at all (a
+ * joint on its limit). With follow set, each continuation iteration adds
+ * to its least-squares step a motion in the null space of the target's
+ * Jacobian, at most half as large as that step (so a target that does not
+ * move gives no motion, and a small one a small motion), towards the
+ * configurations where the target's own motion (the target's pose minus
+ * the seed's) needs the smallest joint step, and away from joint limits
+ * (the outer tenth of each range at either end). A smooth joint-space motion reaches
+ * its poses with small steps from its own configurations, so this steers
+ * the answers towards them where it matters, next to a singularity. It
+ * changes nothing on chains without spare freedom, without a seed or
+ * without IK_SEARCH_NEAREST_TO_SEED, and it never loosens a tolerance:
+ * the answer meets the target exactly as without it.
+ *
  * TIME BUDGET (ik_budget.h): timeout_s bounds the CPU time the calling
  * thread spends in the call, so that time the thread spends descheduled on
  * a busy machine is not charged to the search (a solve that needs 50
@@ -163,6 +183,11 @@ typedef struct ik_numeric_opts {
                                limit; default 0 */
     double max_step_lin;    /* the same for prismatic joints, metres;
                                0 = no limit; default 0 */
+    bool follow;            /* the seed is a stream's previous answer and
+                               the target the motion's next pose: steer a
+                               redundant chain's self-motion in the
+                               continuation (FOLLOWING A MOTION above);
+                               default false */
     const ik_clock *clock;  /* the budget's clocks; NULL (default): the
                                real ones (tests inject their own) */
 } ik_numeric_opts;

@@ -67,6 +67,30 @@
  *     how many samples, and how much of the total time, took 0, 1, 2-3,
  *     4-7, 8-15 and 16 or more restarts (on standard error).
  *
+ *   ikbench stream --urdf FILE --base LINK --tip LINK [--centre Q1,Q2,...]
+ *                  [--phases N] [--samples STEPS] [--timeout-ms MS] [--tol T]
+ *                  [--max-iterations N]
+ *     A robot controller's stream at solver level: smooth joint-space
+ *     motions (each joint a sinusoid of 0.3 rad, at most a quarter of its
+ *     half range, around the centre (default the middle of the limits), at
+ *     its own frequency; test_robot_stream.py's motion()), N of them
+ *     (default 12) started at phases 0, 0.5, 1, ..., STEPS steps each
+ *     (default 300), turned into full poses by forward kinematics and
+ *     solved one at a time, each solve seeded with the previous answer
+ *     (IK_SEARCH_NEAREST_TO_SEED, as streams do), once plainly and once
+ *     following the motion (ik_numeric_opts.follow, what streams use now),
+ *     alternately, in the same run. Success is decided here as for chain;
+ *     a failed answer leaves the next solve seeded with the last good one.
+ *     Per variant: successes, restarts, mean iterations, the mean thread CPU
+ *     time per solve, and continuity: the largest answer step over the
+ *     motion's own largest step (worst and median over the motions), steps
+ *     above 3 times the motion's own (flips) and the motions that had any.
+ *       {"bench":"stream","robot":..,"dof":..,"centre":[..],"motions":..,
+ *        "steps":..,"plain":{"success":..,"flips":..,"motions_flipped":..,
+ *        "largest_over_motion":..,"median_largest_over_motion":..,
+ *        "restarts":..,"mean_iterations":..,"cpu_mean_us":..},
+ *        "follow":{the same},"cpu_ratio_follow_vs_plain":..}
+ *
  *   ikbench two-bone [--samples N] [--seed S]
  *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
  *     full solve including the reach-case tests, the whole set solved over
@@ -696,6 +720,141 @@ out:
     return rc;
 }
 
+/* ---- stream benchmark ------------------------------------------------------ */
+
+typedef struct stream_figures {
+    size_t solves, success, flips, motions_flipped, restarts, iterations;
+    double cpu, worst;
+    double ratio[64]; /* per motion: largest answer step / the motion's own */
+} stream_figures;
+
+/* Joint k of motion p at step i (test_robot_stream.py's motion()). */
+static double stream_q(const ik_chain *c, const double *centre, size_t k, size_t i, size_t steps,
+                       double phase)
+{
+    double w = 2.0 * IK_PI * (double)i / (double)steps * (1.0 + 0.5 * (double)(k % 3)) + phase +
+               0.7 * (double)k;
+    double half = 0.5 * fmin(c->upper[k] - c->lower[k], 2.0 * IK_PI);
+    if (c->type[k] == IK_JOINT_CONTINUOUS)
+        return 0.3 + 2.5 * sin(w);
+    return centre[k] + fmin(0.25 * half, 0.3) * sin(w);
+}
+
+/* One motion streamed with options o into f (its ratio at index m). */
+static void stream_motion(const bench_chain *bc, const double *centre, size_t steps, double phase,
+                          const ik_numeric_opts *o, void *ws, size_t wsz, stream_figures *f,
+                          size_t m)
+{
+    const ik_chain *c = &bc->chain;
+    const size_t dof = c->dof;
+    double seed[IK_MAX_DOF], prev_m[IK_MAX_DOF], own = 0.0, worst = 0.0;
+    size_t flips = 0;
+    for (size_t i = 0; i <= steps; i++) {
+        double qm[IK_MAX_DOF], q[IK_MAX_DOF];
+        for (size_t k = 0; k < dof; k++)
+            qm[k] = stream_q(c, centre, k, i, steps, phase);
+        if (i == 0) {
+            memcpy(seed, qm, dof * sizeof *qm); /* the stream opens on the arm's pose */
+            memcpy(prev_m, qm, dof * sizeof *qm);
+        }
+        for (size_t k = 0; k < dof; k++)
+            own = fmax(own, fabs(qm[k] - prev_m[k]));
+        memcpy(prev_m, qm, dof * sizeof *qm);
+        ik_xform pose = reference_fk(bc, qm);
+        ik_target t = ik_target_full_pose(pose);
+        ik_numeric_result res;
+        double t0 = cpu_s();
+        int st = ik_numeric_solve(c, &t, seed, o, ws, wsz, q, &res);
+        f->cpu += cpu_s() - t0;
+        f->solves++;
+        f->restarts += res.restarts;
+        f->iterations += res.iterations;
+        if (st != IK_OK || !verify(bc, &pose, q, o->tol_pos))
+            continue;
+        f->success++;
+        double step = 0.0;
+        for (size_t k = 0; k < dof; k++)
+            step = fmax(step, fabs(q[k] - seed[k]));
+        worst = fmax(worst, step);
+        flips += i > 0 && step > 3.0 * own;
+        memcpy(seed, q, dof * sizeof *q);
+    }
+    f->flips += flips;
+    f->motions_flipped += flips > 0;
+    f->ratio[m] = own > 0.0 ? worst / own : 0.0;
+    f->worst = fmax(f->worst, f->ratio[m]);
+}
+
+static void print_stream_figures(const char *name, stream_figures *f, size_t motions)
+{
+    qsort(f->ratio, motions, sizeof *f->ratio, cmp_double);
+    double med = motions % 2 ? f->ratio[motions / 2]
+                             : 0.5 * (f->ratio[motions / 2 - 1] + f->ratio[motions / 2]);
+    printf("\"%s\":{\"success\":%.4f,\"flips\":%zu,\"motions_flipped\":%zu,"
+           "\"largest_over_motion\":%.3f,\"median_largest_over_motion\":%.3f,"
+           "\"restarts\":%zu,\"mean_iterations\":%.2f,\"cpu_mean_us\":%.2f}",
+           name, (double)f->success / (double)f->solves, f->flips, f->motions_flipped, f->worst,
+           med, f->restarts, (double)f->iterations / (double)f->solves,
+           1e6 * f->cpu / (double)f->solves);
+}
+
+static int run_stream(const chain_args *a, const char *centre_arg, size_t phases, size_t steps)
+{
+    static bench_chain bc;
+    if (load_urdf(a->urdf, a->base, a->tip, &bc) != 0)
+        return 1;
+    stem_of(a->urdf, bc.robot, sizeof bc.robot);
+    if (ik_chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK) {
+        fprintf(stderr, "ikbench: invalid chain\n");
+        return 1;
+    }
+    const ik_chain *c = &bc.chain;
+    double centre[IK_MAX_DOF];
+    ik_chain_mid(c, centre);
+    if (centre_arg) {
+        const char *s = centre_arg;
+        for (size_t k = 0; k < c->dof; k++) {
+            char *end;
+            centre[k] = strtod(s, &end);
+            if (end == s || !isfinite(centre[k]) || (*end != ',' && k + 1 < c->dof) ||
+                (*end && k + 1 == c->dof)) {
+                fprintf(stderr, "ikbench: --centre needs %zu numbers, comma-separated\n", c->dof);
+                return 1;
+            }
+            s = end + 1;
+        }
+    }
+    if (phases > 64)
+        phases = 64;
+    size_t wsz = ik_numeric_workspace_size(c);
+    void *ws = malloc(wsz);
+    static stream_figures plain, fol;
+    if (!ws)
+        return 1;
+    ik_numeric_opts o = ik_numeric_opts_default();
+    o.tol_pos = a->tol;
+    o.tol_rot = a->tol;
+    o.timeout_s = a->timeout_ms * 1e-3;
+    o.max_iterations = a->max_iterations;
+    o.search = IK_SEARCH_NEAREST_TO_SEED;
+    ik_numeric_opts of = o;
+    of.follow = true;
+    for (size_t p = 0; p < phases; p++) {
+        stream_motion(&bc, centre, steps, 0.5 * (double)p, &o, ws, wsz, &plain, p);
+        stream_motion(&bc, centre, steps, 0.5 * (double)p, &of, ws, wsz, &fol, p);
+    }
+    free(ws);
+    printf("{\"bench\":\"stream\",\"robot\":\"%s\",\"dof\":%zu,\"centre\":[", bc.robot, c->dof);
+    for (size_t k = 0; k < c->dof; k++)
+        printf("%s%.4g", k ? "," : "", centre[k]);
+    printf("],\"motions\":%zu,\"steps\":%zu,", phases, steps);
+    print_stream_figures("plain", &plain, phases);
+    printf(",");
+    print_stream_figures("follow", &fol, phases);
+    printf(",\"cpu_ratio_follow_vs_plain\":%.3f}\n", plain.cpu > 0 ? fol.cpu / plain.cpu : 0.0);
+    return 0;
+}
+
 /* ---- two-bone benchmark ----------------------------------------------------- */
 
 typedef struct twobone_case {
@@ -884,6 +1043,9 @@ static void usage(void)
             "       ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...]\n"
             "                    [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
             "                    [--max-iterations N] [--verbose]\n"
+            "       ikbench stream --urdf FILE --base LINK --tip LINK [--centre Q1,Q2,...]\n"
+            "                      [--phases N] [--samples STEPS] [--timeout-ms MS] [--tol T]\n"
+            "                      [--max-iterations N]\n"
             "       ikbench two-bone [--samples N] [--seed S]\n"
             "       ikbench proto [--samples N] [--body FILE]\n"
             "       ikbench parse [--samples N] [--body FILE]\n");
@@ -918,7 +1080,8 @@ int main(int argc, char **argv)
         return 1;
     }
     chain_args a = {0};
-    const char *body = NULL, *tips = NULL;
+    const char *body = NULL, *tips = NULL, *centre = NULL;
+    size_t phases = 12;
     bool samples_given = false;
     a.samples = 2000;
     a.seed = 1;
@@ -948,6 +1111,10 @@ int main(int argc, char **argv)
             a.targets = v;
         else if (strcmp(k, "--body") == 0)
             body = v;
+        else if (strcmp(k, "--centre") == 0)
+            centre = v;
+        else if (strcmp(k, "--phases") == 0)
+            bad = parse_size(v, &phases);
         else if (strcmp(k, "--samples") == 0) {
             bad = parse_size(v, &a.samples);
             samples_given = true;
@@ -990,6 +1157,13 @@ int main(int argc, char **argv)
             return 1;
         }
         return run_tree(&a, tips);
+    }
+    if (strcmp(argv[1], "stream") == 0) {
+        if (!(a.urdf && a.base && a.tip) || (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
+            usage();
+            return 1;
+        }
+        return run_stream(&a, centre, phases, samples_given ? a.samples : 300);
     }
     if (strcmp(argv[1], "two-bone") == 0)
         return run_twobone(a.samples, a.seed);

@@ -65,6 +65,24 @@ tree baxter_like base_link left_hand,right_hand
 # run (ratio_bones_vs_joints; tests/bench/walk_bench.c)
 "$BUILD/walk_bench" --data "$IKD_DATA"
 
+# a robot controller's stream at solver level (ikbench stream): 12 smooth
+# motions of 300 steps each, every solve seeded with the previous answer,
+# plainly and following the motion (ik_numeric_opts.follow, what streams
+# use) in the same run: the iiwa through its aligned axes (joints 2 and 6
+# around 0) and at an ordinary working pose, the Panda, the PR2's arm
+stream() { # robot base tip [--centre ...]
+    r=$1
+    b=$2
+    t=$3
+    shift 3
+    "$BIN" stream --urdf "$IKD_DATA/robots/$r.urdf" --base "$b" --tip "$t" \
+        --timeout-ms 5 --tol 1e-5 "$@"
+}
+stream kuka_iiwa14_r820 base_link tool0 --centre 0.2,0,-0.2,-1.3,0.3,0,0.1
+stream kuka_iiwa14_r820 base_link tool0 --centre 0.2,0.7,-0.2,-1.3,0.3,0.8,0.1
+stream franka_panda panda_link0 panda_link8 --centre 0.1,-0.4,0.1,-2,0.1,1.7,0.7
+stream pr2 torso_lift_link r_wrist_roll_link
+
 # the daemon over HTTP: wrk against ikd and a bare libmicrohttpd server,
 # same run (tests/bench/http_bench.sh)
 sh "$(dirname "$0")/http_bench.sh" "$BUILD"

@@ -167,22 +167,20 @@ class RobotStreamTest(unittest.TestCase):
     def test_smooth_ur5(self):
         self.smooth("ur5")
 
-    @unittest.expectedFailure
     def test_smooth_iiwa14_through_singular_centre(self):
         """Issue 10: the iiwa's motion centred where joints 2 and 6 are zero
         (axes 1 and 3, and 5 and 7, line up there), the region the other
         tests keep away from: the rule is no step above 3 times the
-        motion's own. KNOWN TO FAIL (expectedFailure, so that a fix shows up
-        as an unexpected success): the targets are poses, so the part of
-        the motion in the arm's null space is invisible and the answers
-        drift from the motion's configurations (by step 77 joint 1 is at
-        0.95 where the motion's is 0.50); passing joint 2 near zero there
-        makes the nearest solution sweep joints 1 and 3 at up to 5.3 times
-        the motion's step (0.066 against 0.0126 rad), and the drift carries
-        joints 5 and 7 to their limits (2.963 and -3.036 at step 277), where
-        the continuation fails and the restarts answer 2.89 rad away. A
-        null-space objective (limits, manipulability) in the continuation
-        would be the fix; see the issue's notes."""
+        motion's own. The targets are poses, so the part of the motion in
+        the arm's null space is invisible: with the nearest solution alone
+        the answers drifted from the motion's configurations, passing near
+        the aligned axes swept joints 1 and 3 at up to 5.3 times the
+        motion's step, and the drift carried joints 5 and 7 onto their
+        limits, where a restart answered 2.89 rad away (step 277). Stream
+        solves now follow the motion (solver/ik_numeric.h, FOLLOWING A
+        MOTION): the self-motion is steered towards the configurations
+        that reach the next pose with the smallest step, and off the
+        limits (largest step 1.9 times the motion's, no restart)."""
         self.smooth("iiwa_singular")
 
     def test_smooth_pr2_continuous_rolls(self):

@@ -1,8 +1,11 @@
 /*
  * chains.h: serial chains shared by the solver tests (test_ik_chain.c,
- * test_ik_numeric.c, test_ik_threads.c): a joint built from URDF-style
- * values and the UR5 (base_link -> tool0 of the shared ur5 URDF: xyz, rpy,
- * axis, limits as written there). Header-only; everything is static inline
+ * test_ik_numeric.c, test_ik_threads.c, test_ik_follow.c): a joint built
+ * from URDF-style values, the UR5 (base_link -> tool0 of the shared ur5
+ * URDF: xyz, rpy, axis, limits as written there), a PR2-like arm, and the
+ * two 7-joint arms of tests/data (the KUKA iiwa 14 from base_link to tool0
+ * and the Franka Panda from panda_link0 to panda_link8, as their URDFs
+ * write them). Header-only; everything is static inline
  * so that a test that uses only part of it compiles warning-free.
  */
 #ifndef TESTS_SOLVER_CHAINS_H
@@ -57,6 +60,42 @@ static inline void pr2_arm_joints(ik_joint j[PR2_ARM_JOINTS])
     j[6] = joint(IK_JOINT_REVOLUTE, ik_v3(0.321, 0, 0), ZERO, ik_v3(0, 1, 0), -2.18, 0);
     j[7] = joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, ik_v3(1, 0, 0), 0, 0);
     j[8] = joint(IK_JOINT_FIXED, ik_v3(0.18, 0, 0), ZERO, ZERO, 0, 0);
+}
+
+/* The KUKA iiwa 14 R820, base_link -> tool0 (kuka_iiwa14_r820.urdf):
+ * seven revolute joints, axes 1, 3, 5 and 7 along the links, so that
+ * joints 2 and 6 at zero line up axes 1 and 3, and 5 and 7. */
+#define IIWA_JOINTS 8
+static inline void iiwa_joints(ik_joint j[IIWA_JOINTS])
+{
+    const double a = 2.9668, b = 2.0942;
+    j[0] = joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -a, a);
+    j[1] = joint(IK_JOINT_REVOLUTE, ik_v3(-0.00043624, 0, 0.36), ZERO, ik_v3(0, 1, 0), -b, b);
+    j[2] = joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -a, a);
+    j[3] = joint(IK_JOINT_REVOLUTE, ik_v3(0.00043624, 0, 0.42), ZERO, ik_v3(0, -1, 0), -b, b);
+    j[4] = joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -a, a);
+    j[5] = joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.4), ZERO, ik_v3(0, 1, 0), -b, b);
+    j[6] = joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -3.0541, 3.0541);
+    j[7] = joint(IK_JOINT_FIXED, ik_v3(0, 0, 0.126), ZERO, ZERO, 0, 0);
+}
+
+/* The Franka Panda, panda_link0 -> panda_link8 (franka_panda.urdf): seven
+ * revolute joints, joint 4 within [-3.0718, -0.0698] and joint 6 within
+ * [-0.0175, 3.7525]. */
+#define PANDA_JOINTS 8
+static inline void panda_joints(ik_joint j[PANDA_JOINTS])
+{
+    const double pi2 = 1.5707963267948966, a = 2.8973;
+    j[0] = joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.333), ZERO, ik_v3(0, 0, 1), -a, a);
+    j[1] = joint(IK_JOINT_REVOLUTE, ZERO, ik_v3(-pi2, 0, 0), ik_v3(0, 0, 1), -1.7628, 1.7628);
+    j[2] = joint(IK_JOINT_REVOLUTE, ik_v3(0, -0.316, 0), ik_v3(pi2, 0, 0), ik_v3(0, 0, 1), -a, a);
+    j[3] = joint(IK_JOINT_REVOLUTE, ik_v3(0.0825, 0, 0), ik_v3(pi2, 0, 0), ik_v3(0, 0, 1), -3.0718,
+                 -0.0698);
+    j[4] = joint(IK_JOINT_REVOLUTE, ik_v3(-0.0825, 0.384, 0), ik_v3(-pi2, 0, 0), ik_v3(0, 0, 1), -a,
+                 a);
+    j[5] = joint(IK_JOINT_REVOLUTE, ZERO, ik_v3(pi2, 0, 0), ik_v3(0, 0, 1), -0.0175, 3.7525);
+    j[6] = joint(IK_JOINT_REVOLUTE, ik_v3(0.088, 0, 0), ik_v3(pi2, 0, 0), ik_v3(0, 0, 1), -a, a);
+    j[7] = joint(IK_JOINT_FIXED, ik_v3(0, 0, 0.107), ZERO, ZERO, 0, 0);
 }
 
 #endif /* TESTS_SOLVER_CHAINS_H */
