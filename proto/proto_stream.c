@@ -226,7 +226,7 @@ void proto_stream_path_free(proto_stream_path *p)
 
 /* ---- decoding ------------------------------------------------------------ */
 
-static const char *const type_names[] = {"open", "close", "target", "path"};
+static const char *const type_names[] = {"open", "close", "target", "path", "tick"};
 
 /* The members each type allows (NULL-terminated). */
 static const char *const open_keys[] = {"type",    "stream", "chain", "chain_id",
@@ -235,8 +235,12 @@ static const char *const close_keys[] = {"type", "stream", NULL};
 static const char *const target_keys[] = {"type", "stream", "seq", "target", "seed", NULL};
 static const char *const path_keys[] = {"type",    "stream",     "seq", "waypoints",
                                         "rate_hz", "duration_s", NULL};
+static const char *const tick_keys[] = {"type", "seq", "targets", NULL};
+static const char *const tick_target_keys[] = {"stream", "seq", "target", "seed", NULL};
 
-static int check_keys(const json_t *root, const char *const *allowed, proto_error *err)
+/* base: the object's JSON pointer ("" for the message itself) */
+static int check_keys_at(const json_t *root, const char *base, const char *const *allowed,
+                         proto_error *err)
 {
     const char *key;
     const json_t *v;
@@ -247,13 +251,29 @@ static int check_keys(const json_t *root, const char *const *allowed, proto_erro
             if (strcmp(key, allowed[i]) == 0)
                 ok = true;
         if (!ok) {
-            char where[PROTO_STREAM_NAME_MAX + 8];
-            snprintf(where, sizeof where, "/%.*s", PROTO_STREAM_NAME_MAX, key);
+            char where[PROTO_PATH_MAX];
+            snprintf(where, sizeof where, "%s/%.*s", base, PROTO_STREAM_NAME_MAX, key);
             return proto_error_set(err, PROTO_E_INVALID_REQUEST, where,
                                    "unknown member \"%.64s\"", key);
         }
     }
     return 0;
+}
+
+static int check_keys(const json_t *root, const char *const *allowed, proto_error *err)
+{
+    return check_keys_at(root, "", allowed, err);
+}
+
+/* A seq of magnitude at most PROTO_STREAM_SEQ_MAX: true and *out, or false. */
+static bool read_seq(const json_t *jq, long long *out)
+{
+    /* compared on both sides: llabs() of the most negative integer overflows */
+    if (!json_is_integer(jq) || json_integer_value(jq) > PROTO_STREAM_SEQ_MAX ||
+        json_integer_value(jq) < -PROTO_STREAM_SEQ_MAX)
+        return false;
+    *out = json_integer_value(jq);
+    return true;
 }
 
 int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err)
@@ -276,12 +296,7 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
         snprintf(out->stream, sizeof out->stream, "%s", json_string_value(js));
     const json_t *jq = json_object_get(root, "seq");
-    /* compared on both sides: llabs() of the most negative integer overflows */
-    if (json_is_integer(jq) && json_integer_value(jq) <= PROTO_STREAM_SEQ_MAX &&
-        json_integer_value(jq) >= -PROTO_STREAM_SEQ_MAX) {
-        out->has_seq = true;
-        out->seq = json_integer_value(jq);
-    }
+    out->has_seq = read_seq(jq, &out->seq);
 
     int rc = -1;
     const json_t *jt = json_object_get(root, "type");
@@ -304,16 +319,22 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
         goto out;
     }
     out->type = (proto_stream_type)t;
-    if (!js) {
+    if (out->type == PROTO_STREAM_TICK) {
+        /* a tick belongs to no one stream: each of its targets names its own */
+        out->stream[0] = '\0';
+        if (check_keys(root, tick_keys, err) != 0)
+            goto out;
+    } else if (!js) {
         stream_err(err, PROTO_E_INVALID_REQUEST, "/stream", "\"stream\" is required");
         goto out;
     }
-    if (!out->stream[0]) {
+    if (out->type != PROTO_STREAM_TICK && !out->stream[0]) {
         stream_err(err, PROTO_E_INVALID_REQUEST, "/stream",
                    "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -");
         goto out;
     }
-    if (out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH) {
+    if (out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH ||
+        out->type == PROTO_STREAM_TICK) {
         if (!out->has_seq) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "/seq",
                        jq ? "\"seq\" must be an integer of magnitude below 2^53"
@@ -368,12 +389,25 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
         if (path_decode(root, &out->path, err) != 0)
             goto out;
         break;
+    case PROTO_STREAM_TICK:
+        out->targets = json_object_get(root, "targets");
+        if (!out->targets) {
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/targets", "\"targets\" is required");
+            goto out;
+        }
+        if (!json_is_array(out->targets) || json_array_size(out->targets) == 0) {
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/targets",
+                       "\"targets\" must be a non-empty array of {\"stream\", \"seq\", "
+                       "\"target\"} objects");
+            goto out;
+        }
+        break;
     }
     out->root = root;
     return 0;
 out:
     json_decref(root);
-    out->chain = out->options = out->target = out->seed = NULL;
+    out->chain = out->options = out->target = out->seed = out->targets = NULL;
     out->chain_id = NULL;
     return rc;
 }
@@ -385,6 +419,55 @@ void proto_stream_msg_free(proto_stream_msg *m)
     proto_stream_path_free(m->path);
     json_decref(m->root);
     memset(m, 0, sizeof *m);
+}
+
+/* ---- ticks --------------------------------------------------------------- */
+
+size_t proto_stream_tick_count(const proto_stream_msg *m)
+{
+    return m && m->type == PROTO_STREAM_TICK ? json_array_size(m->targets) : 0;
+}
+
+int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i,
+                                 proto_stream_tick_target *out, proto_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->has_seq = m->has_seq;
+    out->seq = m->seq;
+    if (i >= proto_stream_tick_count(m))
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/targets",
+                               "the tick has no target %zu", i);
+    char base[PROTO_PATH_MAX], where[PROTO_PATH_MAX];
+    proto_json_path_index(base, "/targets", i);
+    const json_t *v = json_array_get(m->targets, i);
+    if (!json_is_object(v))
+        return stream_err(err, PROTO_E_INVALID_REQUEST, base,
+                          "a target of a tick must be an object {\"stream\", \"seq\", "
+                          "\"target\"}");
+    const json_t *js = json_object_get(v, "stream");
+    if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
+        snprintf(out->stream, sizeof out->stream, "%s", json_string_value(js));
+    const json_t *jq = json_object_get(v, "seq");
+    if (jq && !read_seq(jq, &out->seq)) {
+        proto_json_path_key(where, base, "seq");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, where,
+                          "\"seq\" must be an integer of magnitude below 2^53");
+    }
+    if (check_keys_at(v, base, tick_target_keys, err) != 0)
+        return -1;
+    if (!out->stream[0]) {
+        proto_json_path_key(where, base, "stream");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, where,
+                          js ? "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -"
+                             : "\"stream\" is required");
+    }
+    out->target = json_object_get(v, "target");
+    if (!out->target) {
+        proto_json_path_key(where, base, "target");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, where, "\"target\" is required");
+    }
+    out->seed = json_object_get(v, "seed");
+    return 0;
 }
 
 /* ---- encoding ------------------------------------------------------------ */
@@ -496,6 +579,27 @@ char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sen
     return proto_jw_finish(&w, len);
 }
 
+/* "error":{...}} after the members naming the stream and seq (with a
+ * comma before it when comma); false when out of memory (nothing
+ * written). */
+static bool error_tail(proto_jw *w, const proto_error *e, bool comma)
+{
+    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                              e->message, "path", e->path);
+    if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
+        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                          "(message not printable)", "path", "");
+    if (!inner)
+        return false;
+    if (comma)
+        RAW(w, ",");
+    RAW(w, "\"error\":");
+    proto_jw_value(w, inner, false);
+    json_decref(inner);
+    RAW(w, "}");
+    return true;
+}
+
 char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
                                 const proto_error *e, size_t *len)
 {
@@ -508,18 +612,53 @@ char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
     }
     if (has_seq)
         COUNT(&w, "seq", seq);
-    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                              e->message, "path", e->path);
-    if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
-        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                          "(message not printable)", "path", "");
-    if (!inner) {
+    if (!error_tail(&w, e, true)) {
         proto_jw_release(&w);
         return NULL;
     }
-    RAW(&w, ",\"error\":");
-    proto_jw_value(&w, inner, false);
-    json_decref(inner);
-    RAW(&w, "}");
     return proto_jw_finish(&w, len);
+}
+
+/* ---- a tick's answer ----------------------------------------------------- */
+
+void proto_stream_tick_head(proto_jw *w, long long seq, size_t skipped)
+{
+    RAW(w, "{\"type\":\"tick_solution\"");
+    COUNT(w, "seq", seq);
+    COUNT(w, "skipped", skipped);
+    RAW(w, ",\"solutions\":[");
+}
+
+void proto_stream_tick_solution(proto_jw *w, const char *stream, long long seq, size_t skipped,
+                                const proto_job *job, size_t i)
+{
+    RAW(w, "{");
+    put_stream(w, stream);
+    COUNT(w, "seq", seq);
+    COUNT(w, "skipped", skipped);
+    RAW(w, ",\"result\":");
+    proto__job_result_write(w, job, i);
+    RAW(w, "}");
+}
+
+void proto_stream_tick_error(proto_jw *w, const char *stream, bool has_seq, long long seq,
+                             const proto_error *e)
+{
+    bool named = stream && proto_stream_name_valid(stream);
+    RAW(w, "{");
+    if (named)
+        put_stream(w, stream);
+    if (has_seq) {
+        if (named)
+            RAW(w, ",");
+        RAW(w, "\"seq\":");
+        proto_jw_integer(w, (json_int_t)seq);
+    }
+    if (!error_tail(w, e, named || has_seq))
+        w->oom = true;
+}
+
+void proto_stream_tick_tail(proto_jw *w)
+{
+    RAW(w, "]}");
 }

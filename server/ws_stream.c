@@ -425,8 +425,7 @@ static void on_target(ws_stream *s, proto_stream_msg *m)
     if (s->pending) {
         /* a re-synchronising seed survives the conflation of its target:
          * the newest seed sent since the last solve is the arm's state */
-        proto_session_conflate(job, s->pending);
-        proto_job_free(s->pending);
+        proto_session_skip(s->session, s->pending);
         s->skipped++;
     }
     s->pending = job;
