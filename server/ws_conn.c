@@ -90,7 +90,7 @@ struct ws_conn {
     bool read_short; /* the last recv() returned less than asked: drained */
     char *out;       /* framed bytes gathered from wslay, sent by out_flush */
     size_t out_off, out_len;
-    ws_stream *streams; /* the stream side's (ws_stream.c) */
+    ws_streams *streams; /* the stream side's (ws_stream.c) */
     unsigned refs;
     bool dead;     /* torn down: no I/O any more */
     bool closing;  /* ikd queued a close frame: no more messages */
@@ -546,7 +546,7 @@ srv_ctx *srv__ws_ctx(const ws_conn *c)
     return c->ctx;
 }
 
-ws_stream **srv__ws_streams(ws_conn *c)
+ws_streams **srv__ws_streams(ws_conn *c)
 {
     return &c->streams;
 }

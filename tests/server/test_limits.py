@@ -474,7 +474,8 @@ class SolversLimitsTest(unittest.TestCase):
     def test_every_bound_is_in_v1_solvers(self):
         d = Daemon("--body-budget", "32M", "--request-timeout", "7",
                    "--max-connections-per-address", "9", "--max-send-queue", "128K",
-                   "--drain-timeout", "3", "--registry-bytes", "2M", "--max-queue", "11")
+                   "--drain-timeout", "3", "--registry-bytes", "2M", "--max-queue", "11",
+                   "--max-streams", "12")
         try:
             s = d.connect()
             s.sendall(b"GET /v1/solvers HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -486,7 +487,7 @@ class SolversLimitsTest(unittest.TestCase):
                 "max_connections": 10000, "max_connections_per_address": 9,
                 "idle_timeout_s": 30, "request_timeout_s": 7, "drain_timeout_s": 3,
                 "body_budget_bytes": 32 << 20, "max_message_bytes": 1 << 20,
-                "max_send_queue_bytes": 128 << 10, "registry_bytes": 2 << 20,
+                "max_send_queue_bytes": 128 << 10, "max_streams": 12, "registry_bytes": 2 << 20,
                 "max_queue": 11})
         finally:
             d.kill()
