@@ -288,6 +288,29 @@ struct proto_stream_path {
     proto_path_point pts[]; /* npoints */
 };
 
+/* A target of a tick read without a JSON tree (proto_stream.c): the
+ * stream, seq and the numbers as the text gives them, not yet checked
+ * (proto_session.c checks them as proto__target_decode() would, and hands
+ * the target's text to it when a check fails, so that the error is its
+ * own). */
+#define PROTO_RAW_ORIENTATION 1u
+#define PROTO_RAW_UP 2u
+#define PROTO_RAW_POLE 4u
+struct proto_stream_raw {
+    char stream[PROTO_STREAM_NAME_MAX + 1];
+    bool has_seq;
+    long long seq;
+    const char *text; /* the "target" value's text, in the message */
+    size_t len;
+    unsigned has; /* PROTO_RAW_* */
+    double position[3], orientation[4], up[3], pole[3];
+};
+
+/* proto_stream.c: proto_stream_decode() without the tree-less tick reader
+ * (for the tests that prove the two alike). */
+int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
+                              proto_error *err);
+
 /* proto_chain.c: doubles per seed for chain c: joint values, bone
  * positions (3 per joint) or skeleton local rotations (4 per bone); 0 when
  * seeds do not apply. */

@@ -67,6 +67,19 @@ json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_
  * declines (proto_json_loadb() then asks jansson). It declines no valid text
  * with JSON_REJECT_DUPLICATES. */
 json_t *proto__json_read(const char *text, size_t len, size_t flags);
+/* Internal: one JSON number at the start of text[0..len), read as
+ * proto_json_loadb() reads it: an integer when it has neither fraction nor
+ * exponent and fits json_int_t (is_int, i), else a correctly rounded real
+ * (d). Returns the bytes it took, or 0 when the text there is no number
+ * the fast reader takes (a syntax error, an integer beyond json_int_t, a
+ * real that overflows). For readers that fill typed values without a tree
+ * (proto_stream.c's ticks). */
+typedef struct proto_json_num {
+    bool is_int;
+    json_int_t i;
+    double d;
+} proto_json_num;
+size_t proto__json_number(const char *text, size_t len, proto_json_num *out);
 /* Internal: the heap bytes jansson holds for the tree v (every node,
  * object hash table, array table and string, with malloc's per-block
  * overhead, as glibc rounds them on 64-bit machines). An estimate from

@@ -224,6 +224,248 @@ void proto_stream_path_free(proto_stream_path *p)
     free(p);
 }
 
+/* ---- ticks without a tree ------------------------------------------------ */
+
+/*
+ * A game server's tick holds a thousand targets; as a jansson tree that is
+ * some ten allocations per target, built and freed on the event loop. The
+ * reader below takes the common shape of a tick straight into typed
+ * targets (proto_stream_raw) and declines everything else, which then goes
+ * to the general decoder: any key it does not know ("seed", "weights",
+ * "rotation", ...), an escape or a non-ASCII byte in a key or a stream
+ * name, a duplicate key, a missing member, a number the fast JSON reader
+ * leaves to jansson, a syntax error. What it accepts is exactly what the
+ * general decoder accepts with the same meaning; the values are checked
+ * later by the session, as the general decoder checks them.
+ */
+
+typedef struct tr {
+    const char *p, *end;
+} tr;
+
+static void tr_ws(tr *r)
+{
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+        r->p++;
+}
+
+static bool tr_char(tr *r, char c)
+{
+    tr_ws(r);
+    if (r->p < r->end && *r->p == c) {
+        r->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A string of printable ASCII without escapes: *s and *n point into the
+ * text. */
+static bool tr_string(tr *r, const char **s, size_t *n)
+{
+    if (!tr_char(r, '"'))
+        return false;
+    const char *b = r->p;
+    while (r->p < r->end && *r->p != '"') {
+        unsigned char c = (unsigned char)*r->p;
+        if (c < 0x20 || c >= 0x7f || c == '\\')
+            return false;
+        r->p++;
+    }
+    if (r->p >= r->end)
+        return false;
+    *s = b;
+    *n = (size_t)(r->p - b);
+    r->p++;
+    return true;
+}
+
+static bool tr_is(const char *s, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+/* A key and its colon. */
+static bool tr_key(tr *r, const char **k, size_t *n)
+{
+    return tr_string(r, k, n) && tr_char(r, ':');
+}
+
+static bool tr_number(tr *r, proto_json_num *v)
+{
+    tr_ws(r);
+    size_t k = proto__json_number(r->p, (size_t)(r->end - r->p), v);
+    r->p += k;
+    return k > 0;
+}
+
+/* An array of exactly n numbers, as doubles (an integer as the double
+ * json_number_value() gives for it). */
+static bool tr_numbers(tr *r, double *out, size_t n)
+{
+    if (!tr_char(r, '['))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        proto_json_num v;
+        if ((i && !tr_char(r, ',')) || !tr_number(r, &v))
+            return false;
+        out[i] = v.is_int ? (double)v.i : v.d;
+    }
+    return tr_char(r, ']');
+}
+
+/* The "target" object of a tick's target. */
+static bool tr_target(tr *r, proto_stream_raw *t)
+{
+    tr_ws(r);
+    t->text = r->p;
+    if (!tr_char(r, '{'))
+        return false;
+    unsigned seen = 0;
+    if (!tr_char(r, '}')) {
+        do {
+            const char *k;
+            size_t n;
+            if (!tr_key(r, &k, &n))
+                return false;
+            unsigned bit;
+            double *dst;
+            size_t count;
+            if (tr_is(k, n, "position"))
+                bit = 8, dst = t->position, count = 3;
+            else if (tr_is(k, n, "orientation"))
+                bit = PROTO_RAW_ORIENTATION, dst = t->orientation, count = 4;
+            else if (tr_is(k, n, "up"))
+                bit = PROTO_RAW_UP, dst = t->up, count = 3;
+            else if (tr_is(k, n, "pole"))
+                bit = PROTO_RAW_POLE, dst = t->pole, count = 3;
+            else
+                return false;
+            if ((seen & bit) || !tr_numbers(r, dst, count))
+                return false;
+            seen |= bit;
+        } while (tr_char(r, ','));
+        if (!tr_char(r, '}'))
+            return false;
+    }
+    t->len = (size_t)(r->p - t->text);
+    t->has = seen & ~8u;
+    return (seen & 8u) != 0;
+}
+
+/* One element of "targets". */
+static bool tr_element(tr *r, proto_stream_raw *t)
+{
+    if (!tr_char(r, '{'))
+        return false;
+    bool has_stream = false, has_target = false;
+    t->has_seq = false;
+    do {
+        const char *k;
+        size_t n;
+        if (!tr_key(r, &k, &n))
+            return false;
+        if (tr_is(k, n, "stream")) {
+            const char *v;
+            size_t vn;
+            if (has_stream || !tr_string(r, &v, &vn) || vn == 0 || vn > PROTO_STREAM_NAME_MAX)
+                return false;
+            memcpy(t->stream, v, vn);
+            t->stream[vn] = '\0';
+            if (!proto_stream_name_valid(t->stream))
+                return false;
+            has_stream = true;
+        } else if (tr_is(k, n, "seq")) {
+            proto_json_num v;
+            if (t->has_seq || !tr_number(r, &v) || !v.is_int || v.i > PROTO_STREAM_SEQ_MAX ||
+                v.i < -PROTO_STREAM_SEQ_MAX)
+                return false;
+            t->has_seq = true;
+            t->seq = v.i;
+        } else if (tr_is(k, n, "target")) {
+            if (has_target || !tr_target(r, t))
+                return false;
+            has_target = true;
+        } else {
+            return false;
+        }
+    } while (tr_char(r, ','));
+    return tr_char(r, '}') && has_stream && has_target;
+}
+
+/* A tick of the common shape into out (type, seq, raw targets); false,
+ * with nothing allocated, for any other text. */
+static bool tick_read_raw(const char *text, size_t len, proto_stream_msg *out)
+{
+    tr r = {text, text + len};
+    proto_stream_raw *ts = NULL;
+    size_t n = 0, cap = 0;
+    bool type = false, seq = false, targets = false;
+    long long seq_v = 0;
+    if (!tr_char(&r, '{'))
+        return false;
+    do {
+        const char *k;
+        size_t kn;
+        if (!tr_key(&r, &k, &kn))
+            goto no;
+        if (tr_is(k, kn, "type")) {
+            const char *v;
+            size_t vn;
+            if (type || !tr_string(&r, &v, &vn) || !tr_is(v, vn, "tick"))
+                goto no;
+            type = true;
+        } else if (tr_is(k, kn, "seq")) {
+            proto_json_num v;
+            if (seq || !tr_number(&r, &v) || !v.is_int || v.i > PROTO_STREAM_SEQ_MAX ||
+                v.i < -PROTO_STREAM_SEQ_MAX)
+                goto no;
+            seq = true;
+            seq_v = v.i;
+        } else if (tr_is(k, kn, "targets")) {
+            if (targets || !tr_char(&r, '['))
+                goto no;
+            targets = true;
+            do {
+                if (n == cap) {
+                    size_t c = cap ? 2 * cap : 64;
+                    proto_stream_raw *g = realloc(ts, c * sizeof *ts);
+                    if (!g)
+                        goto no;
+                    ts = g;
+                    cap = c;
+                }
+                if (!tr_element(&r, &ts[n]))
+                    goto no;
+                n++;
+            } while (tr_char(&r, ','));
+            if (!tr_char(&r, ']'))
+                goto no;
+        } else {
+            goto no;
+        }
+    } while (tr_char(&r, ','));
+    if (!tr_char(&r, '}') || !type || !seq || n == 0)
+        goto no;
+    tr_ws(&r);
+    if (r.p != r.end)
+        goto no;
+    for (size_t i = 0; i < n; i++)
+        if (!ts[i].has_seq) {
+            ts[i].has_seq = true;
+            ts[i].seq = seq_v;
+        }
+    out->type = PROTO_STREAM_TICK;
+    out->has_seq = true;
+    out->seq = seq_v;
+    out->raw = ts;
+    out->nraw = n;
+    return true;
+no:
+    free(ts);
+    return false;
+}
+
 /* ---- decoding ------------------------------------------------------------ */
 
 static const char *const type_names[] = {"open", "close", "target", "path", "tick"};
@@ -277,6 +519,17 @@ static bool read_seq(const json_t *jq, long long *out)
 }
 
 int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err)
+{
+    memset(out, 0, sizeof *out);
+    proto_error_clear(err);
+    if (len > 0 && tick_read_raw(text, len, out))
+        return 0;
+    memset(out, 0, sizeof *out);
+    return proto__stream_decode_tree(text, len, out, err);
+}
+
+int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
+                              proto_error *err)
 {
     memset(out, 0, sizeof *out);
     proto_error_clear(err);
@@ -418,6 +671,7 @@ void proto_stream_msg_free(proto_stream_msg *m)
         return;
     proto_stream_path_free(m->path);
     json_decref(m->root);
+    free(m->raw);
     memset(m, 0, sizeof *m);
 }
 
@@ -425,7 +679,9 @@ void proto_stream_msg_free(proto_stream_msg *m)
 
 size_t proto_stream_tick_count(const proto_stream_msg *m)
 {
-    return m && m->type == PROTO_STREAM_TICK ? json_array_size(m->targets) : 0;
+    if (!m || m->type != PROTO_STREAM_TICK)
+        return 0;
+    return m->raw ? m->nraw : json_array_size(m->targets);
 }
 
 int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i,
@@ -437,18 +693,36 @@ int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i,
     if (i >= proto_stream_tick_count(m))
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/targets",
                                "the tick has no target %zu", i);
+    if (m->raw) {
+        const proto_stream_raw *t = &m->raw[i];
+        memcpy(out->stream, t->stream, sizeof out->stream);
+        out->seq = t->seq;
+        out->raw = t;
+        return 0;
+    }
     char base[PROTO_PATH_MAX], where[PROTO_PATH_MAX];
-    proto_json_path_index(base, "/targets", i);
     const json_t *v = json_array_get(m->targets, i);
-    if (!json_is_object(v))
+    if (!json_is_object(v)) {
+        proto_json_path_index(base, "/targets", i);
         return stream_err(err, PROTO_E_INVALID_REQUEST, base,
                           "a target of a tick must be an object {\"stream\", \"seq\", "
                           "\"target\"}");
+    }
     const json_t *js = json_object_get(v, "stream");
     if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
-        snprintf(out->stream, sizeof out->stream, "%s", json_string_value(js));
+        memcpy(out->stream, json_string_value(js), json_string_length(js) + 1);
     const json_t *jq = json_object_get(v, "seq");
-    if (jq && !read_seq(jq, &out->seq)) {
+    bool bad_seq = jq && !read_seq(jq, &out->seq);
+    /* the members: "stream", "target", and "seq" and "seed" when there */
+    size_t known = 2 + (jq != NULL) + (json_object_get(v, "seed") != NULL);
+    if (!bad_seq && json_object_size(v) == known && js && json_object_get(v, "target") &&
+        out->stream[0]) {
+        out->target = json_object_get(v, "target");
+        out->seed = json_object_get(v, "seed");
+        return 0;
+    }
+    proto_json_path_index(base, "/targets", i);
+    if (bad_seq) {
         proto_json_path_key(where, base, "seq");
         return stream_err(err, PROTO_E_INVALID_REQUEST, where,
                           "\"seq\" must be an integer of magnitude below 2^53");

@@ -76,6 +76,8 @@ typedef enum proto_stream_type {
 } proto_stream_type;
 
 typedef struct proto_stream_path proto_stream_path;
+/* A target of a tick read without a JSON tree (proto_impl.h). */
+typedef struct proto_stream_raw proto_stream_raw;
 
 /* One decoded client message. The json_t pointers are borrowed from root,
  * which the message owns. */
@@ -93,6 +95,9 @@ typedef struct proto_stream_msg {
                             later, as HTTP's "seed") */
     proto_stream_path *path; /* path: the decoded path (owned) */
     json_t *targets;     /* tick: the "targets" array, at least one element */
+    proto_stream_raw *raw; /* tick read without a tree: its targets (owned;
+                              then root and targets are NULL) */
+    size_t nraw;
 } proto_stream_msg;
 
 /* Decodes one text message of len bytes (need not be NUL-terminated).
@@ -101,7 +106,14 @@ typedef struct proto_stream_msg {
  * too_large; http_status is meaningless here) and nothing allocated; even
  * then out->type, out->stream and out->has_seq/seq hold what could be read,
  * so that the error reply can name the stream and seq. A tick has no
- * "stream" (out->stream stays ""); its targets are not read here. */
+ * "stream" (out->stream stays ""); its targets are not read here, except
+ * that a tick of the common shape (every target with "stream", optional
+ * "seq", and a "target" of "position" and optionally "orientation", "up",
+ * "pole", each an array of numbers; no "seed"; keys unescaped and unique)
+ * is read straight into typed targets without building a JSON tree: its
+ * targets then refer to text, which must outlive their use
+ * (proto_session_tick_target()). Both readings decode the same tick to the
+ * same targets (tests/proto/test_stream.c proves it differentially). */
 int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err);
 
 /* Releases what a successful decode allocated and clears *m. NULL is fine;
@@ -127,6 +139,7 @@ typedef struct proto_stream_tick_target {
     long long seq;       /* the target's own seq, else the tick's */
     const json_t *target;
     const json_t *seed;  /* or NULL */
+    const proto_stream_raw *raw; /* instead of target: read without a tree */
 } proto_stream_tick_target;
 
 /* Targets of a decoded tick message (0 for any other message). */

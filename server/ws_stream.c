@@ -83,6 +83,8 @@ struct ws_stream {
     bool busy;        /* a pool solve is running */
     bool close_after; /* "close" arrived: "closed" once nothing of it runs */
     unsigned ticks;   /* ticks (running or waiting) holding a target of it */
+    ws_stream *kick_next; /* in the connection's list of streams to kick */
+    bool to_kick;         /* in that list (holding a reference) */
     uint64_t tick_mark; /* the tick being read that has a target of it */
     size_t tick_index;  /* where in that tick */
     /* the waiting target, decoded */
@@ -120,6 +122,7 @@ struct ws_streams {
     size_t nslots;     /* a power of two above twice count, or 0 */
     ws_tick *running, *waiting;
     uint64_t tick_gen; /* ticks read so far (tick_mark) */
+    ws_stream *kick;   /* streams given a target in this read (to_kick) */
 };
 
 /* ---- ticks ----------------------------------------------------------------- */
@@ -582,6 +585,13 @@ static void on_target(ws_stream *s, proto_stream_msg *m)
     s->pending_seq = m->seq;
     s->pending_skipped = s->skipped;
     s->skipped = 0;
+    ws_streams *st = *srv__ws_streams(s->conn);
+    if (!s->to_kick) { /* srv__ws_on_read_done looks at these only */
+        s->to_kick = true;
+        s->refs++;
+        s->kick_next = st->kick;
+        st->kick = s;
+    }
     /* solved after the whole read was decoded (srv__ws_on_read_done), or
      * after the ticks that hold the stream */
 }
@@ -972,8 +982,9 @@ static void on_tick(ws_conn *c, proto_stream_msg *m)
             continue;
         }
         char where[64];
-        snprintf(where, sizeof where, "/targets/%zu/stream", i);
         ws_stream *s = stream_find(c, tt.stream);
+        if (!s || s->close_after || s->tick_mark == gen)
+            snprintf(where, sizeof where, "/targets/%zu/stream", i);
         if (!s || s->close_after) {
             proto_error_set(&err, PROTO_E_UNKNOWN_STREAM, where,
                             "no stream \"%s\" is open on this connection", tt.stream);
@@ -1052,10 +1063,15 @@ void srv__ws_on_read_done(ws_conn *c)
     ws_streams *st = *srv__ws_streams(c);
     if (!st)
         return;
-    for (ws_stream *s = st->head, *next; s; s = next) {
-        next = s->next;
+    while (st->kick) {
+        ws_stream *s = st->kick;
+        st->kick = s->kick_next;
+        s->to_kick = false;
         if (s->pending)
             stream_kick(s);
+        stream_unref(s);
+        if (!*srv__ws_streams(c))
+            return; /* the connection was torn down meanwhile */
     }
     tick_kick(c);
 }
@@ -1104,6 +1120,12 @@ void srv__ws_drop_streams(ws_conn *c)
     }
     while (st->head)
         stream_drop(st->head);
+    while (st->kick) {
+        ws_stream *s = st->kick;
+        st->kick = s->kick_next;
+        s->to_kick = false;
+        stream_unref(s);
+    }
     free(st->slots);
     free(st);
     *pst = NULL;

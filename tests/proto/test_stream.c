@@ -961,6 +961,231 @@ START_TEST(test_session_skip_keeps_seed)
 }
 END_TEST
 
+/* ---- the tree-less tick reader against the general decoder ------------ */
+
+static unsigned long long diff_rng = 88172645463325252ULL;
+static unsigned diff_rand(unsigned n)
+{
+    diff_rng ^= diff_rng << 13;
+    diff_rng ^= diff_rng >> 7;
+    diff_rng ^= diff_rng << 17;
+    return (unsigned)(diff_rng % n);
+}
+
+static void put(char *buf, size_t *o, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(buf + *o, s, n);
+    *o += n;
+    buf[*o] = '\0';
+}
+
+static void put_ws(char *buf, size_t *o)
+{
+    static const char *const ws[] = {"", "", "", " ", "\n", "\t ", "\r\n"};
+    put(buf, o, ws[diff_rand(7)]);
+}
+
+/* A number in one of the forms a client writes, near the bounds the
+ * decoders check now and then. */
+static void put_number(char *buf, size_t *o, double around)
+{
+    char t[64];
+    switch (diff_rand(12)) {
+    case 0: snprintf(t, sizeof t, "%d", (int)diff_rand(7) - 3); break;
+    case 1: snprintf(t, sizeof t, "%.17g", around * (1 + 1e-4 * ((int)diff_rand(21) - 10))); break;
+    case 2: snprintf(t, sizeof t, "%.3e", around); break;
+    case 3: snprintf(t, sizeof t, "%s", diff_rand(2) ? "1e6" : "-1000000.0000001"); break;
+    case 4: snprintf(t, sizeof t, "%s", diff_rand(2) ? "-0" : "0.0"); break;
+    case 5: snprintf(t, sizeof t, "%s", diff_rand(2) ? "123456789012345678901" : "2.5E-3"); break;
+    default: snprintf(t, sizeof t, "%.6f", around + 0.01 * ((int)diff_rand(201) - 100)); break;
+    }
+    put(buf, o, t);
+}
+
+static void put_numbers(char *buf, size_t *o, const double *around, int n)
+{
+    put(buf, o, "[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            put(buf, o, ",");
+        put_ws(buf, o);
+        put_number(buf, o, around[i]);
+    }
+    put(buf, o, "]");
+}
+
+/* A random tick over streams "a" .. "d" (and an unknown one), mostly of the
+ * shape the tree-less reader takes, now and then with what it declines. */
+static void random_tick(char *buf)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    put(buf, &o, "{");
+    put_ws(buf, &o);
+    int order = (int)diff_rand(3);
+    char seq[48];
+    snprintf(seq, sizeof seq, "\"seq\":%lld",
+             diff_rand(10) ? (long long)diff_rand(1000) : 9007199254740991LL + diff_rand(2));
+    if (order == 1) {
+        put(buf, &o, seq);
+        put(buf, &o, ",");
+    }
+    put(buf, &o, "\"type\":\"tick\",");
+    if (order == 0) {
+        put(buf, &o, seq);
+        put(buf, &o, ",");
+    }
+    put(buf, &o, "\"targets\":[");
+    int n = 1 + (int)diff_rand(5);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            put(buf, &o, ",");
+        put_ws(buf, &o);
+        static const char *const names[] = {"a", "b", "c", "d", "zz", "a\\u0062"};
+        char el[64];
+        snprintf(el, sizeof el, "{\"stream\":\"%s\"", names[diff_rand(10) ? diff_rand(4) : 4 + diff_rand(2)]);
+        put(buf, &o, el);
+        if (diff_rand(2)) {
+            snprintf(el, sizeof el, ",\"seq\":%d", (int)diff_rand(100) - 50);
+            put(buf, &o, el);
+        }
+        put(buf, &o, ",\"target\":{");
+        static const double pos[3] = {0.3, 0.2, 0.25}, quat[4] = {0, 0, 0.6, 0.8};
+        static const double up[3] = {0, 0, 1}, pole[3] = {1, 0, 0.5};
+        bool first = true;
+        int members = (int)diff_rand(16);
+        for (int k = 0; k < 4; k++) {
+            if (k > 0 && !(members & (1 << k)))
+                continue;
+            if (!first)
+                put(buf, &o, ",");
+            first = false;
+            put_ws(buf, &o);
+            static const char *const keys[] = {"\"position\":", "\"orientation\":", "\"up\":",
+                                               "\"pole\":"};
+            put(buf, &o, keys[k]);
+            put_numbers(buf, &o, k == 0 ? pos : k == 1 ? quat : k == 2 ? up : pole, k == 1 ? 4 : 3);
+        }
+        if (diff_rand(20) == 0)
+            put(buf, &o, ",\"weights\":[1,1,1,0,0,0]");
+        put(buf, &o, "}");
+        if (diff_rand(20) == 0)
+            put(buf, &o, ",\"seed\":[[0,0,1],[0.1,0,0.5],[0,0,0]]");
+        put(buf, &o, "}");
+    }
+    put(buf, &o, "]");
+    if (diff_rand(30) == 0)
+        put(buf, &o, ",\"seq\":3"); /* a duplicate key */
+    put(buf, &o, "}");
+    put_ws(buf, &o);
+}
+
+static void same_target(const proto_target *a, const proto_target *b)
+{
+    ck_assert(memcmp(&a->position, &b->position, sizeof a->position) == 0);
+    ck_assert(a->has_orientation == b->has_orientation);
+    ck_assert(memcmp(&a->orientation, &b->orientation, sizeof a->orientation) == 0);
+    ck_assert(a->has_up == b->has_up);
+    ck_assert(!a->has_up || memcmp(&a->up, &b->up, sizeof a->up) == 0);
+    ck_assert(a->has_pole == b->has_pole);
+    ck_assert(!a->has_pole || memcmp(&a->pole, &b->pole, sizeof a->pole) == 0);
+    ck_assert(a->has_weights == b->has_weights);
+}
+
+/* 20,000 random ticks decoded by proto_stream_decode() (the tree-less reader
+ * when it takes them) and by the general decoder alone: the same answer
+ * for every target, on bones streams in two frames, a planar and a joint
+ * list stream: the same stream, seq and error, the same job. */
+START_TEST(test_tick_reader_matches_tree)
+{
+    static const char *const chains[4] = {
+        "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}",
+        "{\"kind\":\"bones\",\"frame\":\"unity\",\"positions\":[[0,1,0],[0.1,0.5,0],[0,0,0]]}",
+        "{\"kind\":\"planar\",\"lengths\":[1,0.8]}",
+        "{\"kind\":\"joints\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\",\"axis\":[0,0,1]},"
+        "{\"name\":\"b\",\"type\":\"continuous\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,1]}},"
+        "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}"};
+    static const char *const opts[4] = {NULL, "{\"units\":\"degrees\"}", NULL,
+                                        "{\"frame\":\"unreal\"}"};
+    proto_session *ss[4];
+    for (int k = 0; k < 4; k++) {
+        proto_error e;
+        proto_chain *c = proto_chain_decode(chains[k], strlen(chains[k]), NULL, &e);
+        ck_assert_msg(c != NULL, "chain %d: %s", k, e.message);
+        json_t *opt = opts[k] ? json_loads(opts[k], 0, NULL) : NULL;
+        ck_assert_int_eq(proto_session_open(c, opt, NULL, NULL, &ss[k], &e), 0);
+        json_decref(opt);
+        proto_chain_unref(c);
+    }
+    size_t raw = 0, tree = 0, jobs = 0, errors = 0;
+    static char text[8192];
+    for (int r = 0; r < 20000; r++) {
+        random_tick(text);
+        size_t len = strlen(text);
+        proto_stream_msg a, b;
+        proto_error ea, eb;
+        int ra = proto_stream_decode(text, len, &a, &ea);
+        int rb = proto__stream_decode_tree(text, len, &b, &eb);
+        ck_assert_msg(ra == rb, "%s", text);
+        if (ra != 0) {
+            ck_assert_str_eq(ea.message, eb.message);
+            ck_assert_str_eq(ea.path, eb.path);
+            continue;
+        }
+        ck_assert_ptr_null(b.raw);
+        if (a.raw)
+            raw++;
+        else
+            tree++;
+        ck_assert_int_eq(a.type, b.type);
+        ck_assert_int_eq(a.seq, b.seq);
+        ck_assert_uint_eq(proto_stream_tick_count(&a), proto_stream_tick_count(&b));
+        for (size_t i = 0; i < proto_stream_tick_count(&a); i++) {
+            proto_stream_tick_target ta, tb;
+            ra = proto_stream_tick_target_get(&a, i, &ta, &ea);
+            rb = proto_stream_tick_target_get(&b, i, &tb, &eb);
+            ck_assert_int_eq(ra, rb);
+            ck_assert_str_eq(ta.stream, tb.stream);
+            ck_assert(ta.has_seq == tb.has_seq);
+            ck_assert_int_eq(ta.seq, tb.seq);
+            if (ra != 0) {
+                ck_assert_str_eq(ea.path, eb.path);
+                continue;
+            }
+            for (int k = 0; k < 4; k++) {
+                proto_job *ja = NULL, *jb = NULL;
+                ra = proto_session_tick_target(ss[k], &ta, i, &ja, &ea);
+                rb = proto_session_tick_target(ss[k], &tb, i, &jb, &eb);
+                ck_assert_msg(ra == rb, "%s, target %zu, stream kind %d", text, i, k);
+                if (ra != 0) {
+                    ck_assert_int_eq(ea.code, eb.code);
+                    ck_assert_str_eq(ea.message, eb.message);
+                    ck_assert_str_eq(ea.path, eb.path);
+                    errors++;
+                    continue;
+                }
+                ck_assert_int_eq(ja->solver, jb->solver);
+                same_target(&ja->targets[0], &jb->targets[0]);
+                ck_assert(ja->has_seed[0] == jb->has_seed[0]);
+                proto_job_free(ja);
+                proto_job_free(jb);
+                jobs++;
+            }
+        }
+        proto_stream_msg_free(&a);
+        proto_stream_msg_free(&b);
+    }
+    for (int k = 0; k < 4; k++)
+        proto_session_free(ss[k]);
+    /* both readings and both outcomes were exercised */
+    ck_assert_uint_gt(raw, 3000);
+    ck_assert_msg(tree > 500, "%zu raw, %zu tree", raw, tree);
+    ck_assert_msg(jobs > 4000, "%zu jobs", jobs);
+    ck_assert_msg(errors > 4000, "%zu errors", errors);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -985,6 +1210,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_tick_session_paths);
     tcase_add_test(tc, test_tick_encoders);
     tcase_add_test(tc, test_session_skip_keeps_seed);
+    tcase_add_test(tc, test_tick_reader_matches_tree);
     suite_add_tcase(s, tc);
     return s;
 }
