@@ -245,32 +245,86 @@ static int format_libc(double v, char *buf)
     return o;
 }
 
-/* The 17 significant digits of a (1e-4 <= a < 1e16), correctly rounded,
- * as an integer in [10^16, 10^17) with *x10 = floor(log10(a)) (of the
- * rounded value), by exact integer arithmetic; 0 when that fails (not
- * expected in this range). *dir: where a lies against the digits (0 on
- * them exactly, 1 above, -1 below). */
+/* The same for the small magnitudes, where 5^k outgrows 64 bits: m * 5^k
+ * exactly in 64-bit limbs (k <= 350: at most 14 of them), then shifted
+ * right by -(e + k) > 0 with the bits shifted out deciding the rounding.
+ * The result has at most 17 digits, so it fits one limb. */
+static uint64_t scaled_round_big(uint64_t m, int e, int k, int *dir)
+{
+    uint64_t x[16] = {m};
+    size_t n = 1;
+    for (int left = k; left > 0;) {
+        int step = left > 27 ? 27 : left;
+        u128 carry = 0;
+        for (size_t i = 0; i < n; i++) {
+            u128 t = (u128)x[i] * pow5_u64[step] + carry;
+            x[i] = (uint64_t)t;
+            carry = t >> 64;
+        }
+        if (carry && n < 16)
+            x[n++] = (uint64_t)carry;
+        left -= step;
+    }
+    int sh = -(e + k);
+    *dir = 0;
+    if (sh <= 0 || sh > 64 * (int)n + 1)
+        return 0; /* not in this function's range: the caller checks */
+    /* q = x >> sh (below 10^18 < 2^64: the caller's power of ten is at
+     * most one too large), and where the bits below lie against half of
+     * 2^sh */
+    size_t w = (size_t)sh / 64;
+    int b = sh % 64;
+    uint64_t q = w < n ? x[w] >> b : 0;
+    if (b && w + 1 < n)
+        q |= x[w + 1] << (64 - b);
+    /* the half bit (bit sh - 1) and anything below it */
+    size_t hw = (size_t)(sh - 1) / 64;
+    int hb = (sh - 1) % 64;
+    bool half = hw < n && (x[hw] >> hb) & 1u;
+    bool below = hw < n && (x[hw] & ((1ull << hb) - 1)) != 0;
+    for (size_t i = 0; i < hw && !below; i++)
+        below = x[i] != 0;
+    if (half || below)
+        *dir = 1; /* the exact value lies above q */
+    if (half && (below || (q & 1u))) {
+        q++;
+        *dir = -1; /* ... and below q + 1 */
+    }
+    return q;
+}
+
+/* The 17 significant digits of a (0 < a < 1e16, subnormals included),
+ * correctly rounded, as an integer in [10^16, 10^17) with *x10 =
+ * floor(log10(a)) (of the rounded value), by exact integer arithmetic; 0
+ * when that fails (not expected in this range). *dir: where a lies against
+ * the digits (0 on them exactly, 1 above, -1 below). */
 static uint64_t digits17(double a, int *x10_out, int *dir)
 {
-    /* a = m * 2^e with m < 2^53 (a is normal in this range): the bits
-     * themselves, as frexp() would give them (a = fr * 2^e2, fr in [0.5,
-     * 1), m = fr * 2^53) */
+    /* a = m * 2^e with m < 2^53: the bits themselves (a subnormal has no
+     * hidden bit and the smallest exponent) */
     uint64_t bits;
     memcpy(&bits, &a, sizeof bits);
-    int e2 = (int)(bits >> 52) - 1022;
-    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
-    int e = e2 - 53;
-    /* x10 = floor(log10(a)): log10(2) * (e2 - 1) rounded down is at most one
-     * below it (an arithmetic shift rounds negatives down too); the loop
-     * settles it (and a rounding that carries to 18 digits) by looking at
-     * the digit count. */
-    int x10 = ((e2 - 1) * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
+    int be = (int)(bits >> 52);
+    uint64_t m = bits & ((1ull << 52) - 1);
+    int e;
+    if (be == 0) {
+        e = -1074;
+    } else {
+        m |= 1ull << 52;
+        e = be - 1075;
+    }
+    /* x10 = floor(log10(a)): log10(2) * (the leading bit's exponent)
+     * rounded down is at most one below it (an arithmetic shift rounds
+     * negatives down too); the loop settles it (and a rounding that
+     * carries to 18 digits) by looking at the digit count. */
+    int lead = e + 63 - __builtin_clzll(m);
+    int x10 = (lead * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
     uint64_t d = 0;
     for (int tries = 0; tries < 4; tries++) {
         int k = 16 - x10;
-        if (k < 0 || k > 22)
+        if (k < 0 || k > 350)
             break;
-        d = scaled_round(m, e, k, dir);
+        d = k <= 22 ? scaled_round(m, e, k, dir) : scaled_round_big(m, e, k, dir);
         if (d >= pow10_u64[17])
             x10++;
         else if (d < pow10_u64[16])
@@ -312,7 +366,15 @@ static int layout(bool neg, const char *dig, int nd, int x10, char *buf)
             for (int i = 1; i < nd; i++)
                 buf[o++] = dig[i];
         }
-        o += snprintf(buf + o, 8, "e%d", x10);
+        buf[o++] = 'e';
+        unsigned ex = (unsigned)(x10 < 0 ? -x10 : x10); /* at most 324 */
+        if (x10 < 0)
+            buf[o++] = '-';
+        if (ex >= 100)
+            buf[o++] = (char)('0' + ex / 100);
+        if (ex >= 10)
+            buf[o++] = (char)('0' + ex / 10 % 10);
+        buf[o++] = (char)('0' + ex % 10);
     } else if (x10 >= 0) {
         for (int i = 0; i <= x10; i++)
             buf[o++] = i < nd ? dig[i] : '0';
@@ -475,14 +537,14 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
 /* The nd (1..17) significant digits of a > 0, correctly rounded (exact
  * halves to even, as the C library's printf rounds), as an integer of nd
  * digits with *x10 the power of ten of its first. From the 17 correctly
- * rounded digits when a is in the exact range: dropping digits rounds
+ * rounded digits when a < 1e16: dropping digits rounds
  * them again, which can only go wrong when the dropped tail is exactly
  * half a step, and then the side a lies on (known exactly) decides.
  * Elsewhere the C library's %.*e, which is correctly rounded. */
 static uint64_t round_digits(double a, int nd, int *x10)
 {
     int dir = 0;
-    uint64_t d17 = a >= 1e-4 && a < 1e16 ? digits17(a, x10, &dir) : 0;
+    uint64_t d17 = a < 1e16 ? digits17(a, x10, &dir) : 0;
     if (!d17) {
         char tmp[40];
         snprintf(tmp, sizeof tmp, "%.*e", nd - 1, a);
