@@ -306,10 +306,29 @@ struct proto_stream_raw {
     double position[3], orientation[4], up[3], pole[3];
 };
 
+/* proto_job_decode.c: a target object scanned without a tree (only
+ * "position", "orientation", "up", "pole", each once, position required;
+ * false for anything else), its text in t->text, t->len. */
+bool proto__target_scan(proto_scan *r, proto_stream_raw *t);
+/* *t from a scanned target exactly as proto__target_decode() decodes its
+ * text in frame f; false when one of its checks fails, or for a planar
+ * chain's 2-D target (dims2), whose shape the scanner does not take: the
+ * caller then decodes the text. */
+bool proto__target_raw(const proto_stream_raw *r, proto_frame f, bool dims2, proto_target *t);
+
 /* proto_stream.c: proto_stream_decode() without the tree-less tick reader
  * (for the tests that prove the two alike). */
 int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
                               proto_error *err);
+
+/* proto_chain.c: the chain whose JSON text is text[0..len) (a request's
+ * "chain" value), decoded at "/chain" under lim: a new reference, or NULL
+ * with *err set (only the code is meaningful when the text is not JSON:
+ * callers decode the request again for the exact error). Each thread
+ * keeps the chains of its last few short texts and hands out the same one
+ * for the same bytes and limits. */
+proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
+                                    proto_error *err);
 
 /* proto_chain.c: doubles per seed for chain c: joint values, bone
  * positions (3 per joint) or skeleton local rotations (4 per bone); 0 when

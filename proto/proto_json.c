@@ -559,6 +559,124 @@ size_t proto__json_number(const char *text, size_t len, proto_json_num *out)
     return (size_t)(p - (const unsigned char *)text);
 }
 
+/* ---- the scanner of the tree-less readers ----------------------------- */
+
+static void scan_ws(proto_scan *r)
+{
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+        r->p++;
+}
+
+bool proto__scan_end(proto_scan *r)
+{
+    scan_ws(r);
+    return r->p == r->end;
+}
+
+bool proto__scan_char(proto_scan *r, char c)
+{
+    scan_ws(r);
+    if (r->p < r->end && *r->p == c) {
+        r->p++;
+        return true;
+    }
+    return false;
+}
+
+bool proto__scan_string(proto_scan *r, const char **s, size_t *n)
+{
+    if (!proto__scan_char(r, '"'))
+        return false;
+    const char *b = r->p;
+    while (r->p < r->end && *r->p != '"') {
+        unsigned char c = (unsigned char)*r->p;
+        if (c < 0x20 || c >= 0x7f || c == '\\')
+            return false;
+        r->p++;
+    }
+    if (r->p >= r->end)
+        return false;
+    *s = b;
+    *n = (size_t)(r->p - b);
+    r->p++;
+    return true;
+}
+
+bool proto__scan_key(proto_scan *r, const char **s, size_t *n)
+{
+    return proto__scan_string(r, s, n) && proto__scan_char(r, ':');
+}
+
+bool proto__scan_is(const char *s, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+bool proto__scan_number(proto_scan *r, proto_json_num *v)
+{
+    scan_ws(r);
+    size_t k = proto__json_number(r->p, (size_t)(r->end - r->p), v);
+    r->p += k;
+    return k > 0;
+}
+
+bool proto__scan_numbers(proto_scan *r, double *out, size_t n)
+{
+    if (!proto__scan_char(r, '['))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        proto_json_num v;
+        if ((i && !proto__scan_char(r, ',')) || !proto__scan_number(r, &v))
+            return false;
+        out[i] = v.is_int ? (double)v.i : v.d;
+    }
+    return proto__scan_char(r, ']');
+}
+
+bool proto__scan_value(proto_scan *r, const char **s, size_t *n)
+{
+    scan_ws(r);
+    const char *b = r->p;
+    int depth = 0;
+    do {
+        scan_ws(r);
+        if (r->p >= r->end)
+            return false;
+        char c = *r->p;
+        if (c == '{' || c == '[') {
+            if (++depth > 32)
+                return false;
+            r->p++;
+        } else if (c == '}' || c == ']') {
+            if (--depth < 0)
+                return false;
+            r->p++;
+        } else if (c == '"') {
+            for (r->p++; r->p < r->end && *r->p != '"'; r->p++)
+                if (*r->p == '\\' && ++r->p >= r->end)
+                    return false;
+            if (r->p >= r->end)
+                return false;
+            r->p++;
+        } else if (c == ',' || c == ':') {
+            if (depth == 0)
+                return false;
+            r->p++;
+        } else if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' ||
+                   c == 'E' || (c >= 'a' && c <= 'z')) {
+            while (r->p < r->end && ((*r->p >= '0' && *r->p <= '9') || *r->p == '-' ||
+                                     *r->p == '+' || *r->p == '.' ||
+                                     (*r->p >= 'a' && *r->p <= 'z') || *r->p == 'E'))
+                r->p++;
+        } else {
+            return false;
+        }
+    } while (depth > 0);
+    *s = b;
+    *n = (size_t)(r->p - b);
+    return true;
+}
+
 static json_t *jr_number(jr *r)
 {
     proto_json_num n;

@@ -341,10 +341,20 @@ static uint64_t digits17(double a, int *x10_out, int *dir)
  * trailing zeros; returns their count. */
 static int digits_of(uint64_t d, int nd, char dig[18])
 {
-    for (int i = nd - 1; i >= 0; i--) {
-        dig[i] = (char)('0' + d % 10u);
-        d /= 10u;
+    /* two digits per division: the pairs table */
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
+    int i = nd;
+    while (i >= 2) {
+        unsigned r = (unsigned)(d % 100u);
+        d /= 100u;
+        dig[--i] = pairs[2 * r + 1];
+        dig[--i] = pairs[2 * r];
     }
+    if (i == 1)
+        dig[0] = (char)('0' + d % 10u);
     while (nd > 1 && dig[nd - 1] == '0')
         nd--;
     return nd;
@@ -497,7 +507,20 @@ static void schubfach(uint64_t c, int q, uint64_t *d, int *k_out)
         }
     }
 done:
-    while (r % 10u == 0) {
+    /* trailing zeros, by halves first (answers are full of 0.5 and 1.0) */
+    while (r % 100000000u == 0) { /* up to 16 zeros: 10^16 */
+        r /= 100000000u;
+        k += 8;
+    }
+    if (r % 10000u == 0) {
+        r /= 10000u;
+        k += 4;
+    }
+    if (r % 100u == 0) {
+        r /= 100u;
+        k += 2;
+    }
+    if (r % 10u == 0) {
         r /= 10u;
         k++;
     }

@@ -24,7 +24,6 @@
  */
 #include "proto/proto_session.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,53 +147,6 @@ int proto_session_target(proto_session *s, const json_t *target, const json_t *s
     return target_job(s, target, "/target", seed, "/seed", out, err);
 }
 
-/* The checks proto__target_decode() makes of a 3-D target's values. */
-static bool raw_in_range(const double *v, size_t n)
-{
-    for (size_t k = 0; k < n; k++)
-        if (!(v[k] >= -PROTO_MAX_ABS && v[k] <= PROTO_MAX_ABS))
-            return false;
-    return true;
-}
-
-/* A target read without a tree (proto_stream_raw) -> *t, exactly as
- * proto__target_decode() decodes the same text; false when a check fails
- * (the caller then decodes the text itself for the error). */
-static bool raw_target(const proto_session *s, const proto_stream_raw *r, proto_target *t)
-{
-    proto_frame f = s->opt.frame;
-    if (s->chain->kind == PROTO_CHAIN_PLANAR || !raw_in_range(r->position, 3))
-        return false;
-    memset(t, 0, sizeof *t);
-    t->orientation = ik_quat_identity();
-    t->position = proto_frame_vec_in(f, ik_v3(r->position[0], r->position[1], r->position[2]));
-    if (r->has & PROTO_RAW_ORIENTATION) {
-        const double *d = r->orientation;
-        if (!raw_in_range(d, 4))
-            return false;
-        double n = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
-        if (!(fabs(n - 1.0) <= PROTO_QUAT_UNIT_TOL))
-            return false;
-        ik_quat q = {d[0] / n, d[1] / n, d[2] / n, d[3] / n};
-        t->orientation = proto_frame_quat_in(f, q);
-        t->has_orientation = true;
-    }
-    if (r->has & PROTO_RAW_UP) {
-        ik_vec3 up = ik_v3(r->up[0], r->up[1], r->up[2]);
-        if (!raw_in_range(r->up, 3) || !(ik_vec3_len(up) > 1e-12))
-            return false;
-        t->up = proto_frame_vec_in(f, up);
-        t->has_up = true;
-    }
-    if (r->has & PROTO_RAW_POLE) {
-        if (!raw_in_range(r->pole, 3))
-            return false;
-        t->pole = proto_frame_vec_in(f, ik_v3(r->pole[0], r->pole[1], r->pole[2]));
-        t->has_pole = true;
-    }
-    return true;
-}
-
 int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *t, size_t i,
                               proto_job **out, proto_error *err)
 {
@@ -204,7 +156,7 @@ int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *
     if (t->raw) {
         proto_target tg;
         *out = NULL;
-        if (raw_target(s, t->raw, &tg))
+        if (proto__target_raw(t->raw, s->opt.frame, s->chain->kind == PROTO_CHAIN_PLANAR, &tg))
             return session_job(s, &tg, tpath, out, err);
         /* a value the checks refuse: the general decoder words the error */
         json_t *v = proto_json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);

@@ -239,191 +239,78 @@ void proto_stream_path_free(proto_stream_path *p)
  * later by the session, as the general decoder checks them.
  */
 
-typedef struct tr {
-    const char *p, *end;
-} tr;
-
-static void tr_ws(tr *r)
-{
-    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
-        r->p++;
-}
-
-static bool tr_char(tr *r, char c)
-{
-    tr_ws(r);
-    if (r->p < r->end && *r->p == c) {
-        r->p++;
-        return true;
-    }
-    return false;
-}
-
-/* A string of printable ASCII without escapes: *s and *n point into the
- * text. */
-static bool tr_string(tr *r, const char **s, size_t *n)
-{
-    if (!tr_char(r, '"'))
-        return false;
-    const char *b = r->p;
-    while (r->p < r->end && *r->p != '"') {
-        unsigned char c = (unsigned char)*r->p;
-        if (c < 0x20 || c >= 0x7f || c == '\\')
-            return false;
-        r->p++;
-    }
-    if (r->p >= r->end)
-        return false;
-    *s = b;
-    *n = (size_t)(r->p - b);
-    r->p++;
-    return true;
-}
-
-static bool tr_is(const char *s, size_t n, const char *lit)
-{
-    return n == strlen(lit) && memcmp(s, lit, n) == 0;
-}
-
-/* A key and its colon. */
-static bool tr_key(tr *r, const char **k, size_t *n)
-{
-    return tr_string(r, k, n) && tr_char(r, ':');
-}
-
-static bool tr_number(tr *r, proto_json_num *v)
-{
-    tr_ws(r);
-    size_t k = proto__json_number(r->p, (size_t)(r->end - r->p), v);
-    r->p += k;
-    return k > 0;
-}
-
-/* An array of exactly n numbers, as doubles (an integer as the double
- * json_number_value() gives for it). */
-static bool tr_numbers(tr *r, double *out, size_t n)
-{
-    if (!tr_char(r, '['))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        proto_json_num v;
-        if ((i && !tr_char(r, ',')) || !tr_number(r, &v))
-            return false;
-        out[i] = v.is_int ? (double)v.i : v.d;
-    }
-    return tr_char(r, ']');
-}
-
-/* The "target" object of a tick's target. */
-static bool tr_target(tr *r, proto_stream_raw *t)
-{
-    tr_ws(r);
-    t->text = r->p;
-    if (!tr_char(r, '{'))
-        return false;
-    unsigned seen = 0;
-    if (!tr_char(r, '}')) {
-        do {
-            const char *k;
-            size_t n;
-            if (!tr_key(r, &k, &n))
-                return false;
-            unsigned bit;
-            double *dst;
-            size_t count;
-            if (tr_is(k, n, "position"))
-                bit = 8, dst = t->position, count = 3;
-            else if (tr_is(k, n, "orientation"))
-                bit = PROTO_RAW_ORIENTATION, dst = t->orientation, count = 4;
-            else if (tr_is(k, n, "up"))
-                bit = PROTO_RAW_UP, dst = t->up, count = 3;
-            else if (tr_is(k, n, "pole"))
-                bit = PROTO_RAW_POLE, dst = t->pole, count = 3;
-            else
-                return false;
-            if ((seen & bit) || !tr_numbers(r, dst, count))
-                return false;
-            seen |= bit;
-        } while (tr_char(r, ','));
-        if (!tr_char(r, '}'))
-            return false;
-    }
-    t->len = (size_t)(r->p - t->text);
-    t->has = seen & ~8u;
-    return (seen & 8u) != 0;
-}
-
 /* One element of "targets". */
-static bool tr_element(tr *r, proto_stream_raw *t)
+static bool tick_element(proto_scan *r, proto_stream_raw *t)
 {
-    if (!tr_char(r, '{'))
+    if (!proto__scan_char(r, '{'))
         return false;
     bool has_stream = false, has_target = false;
     t->has_seq = false;
     do {
         const char *k;
         size_t n;
-        if (!tr_key(r, &k, &n))
+        if (!proto__scan_key(r, &k, &n))
             return false;
-        if (tr_is(k, n, "stream")) {
+        if (proto__scan_is(k, n, "stream")) {
             const char *v;
             size_t vn;
-            if (has_stream || !tr_string(r, &v, &vn) || vn == 0 || vn > PROTO_STREAM_NAME_MAX)
+            if (has_stream || !proto__scan_string(r, &v, &vn) || vn == 0 ||
+                vn > PROTO_STREAM_NAME_MAX)
                 return false;
             memcpy(t->stream, v, vn);
             t->stream[vn] = '\0';
             if (!proto_stream_name_valid(t->stream))
                 return false;
             has_stream = true;
-        } else if (tr_is(k, n, "seq")) {
+        } else if (proto__scan_is(k, n, "seq")) {
             proto_json_num v;
-            if (t->has_seq || !tr_number(r, &v) || !v.is_int || v.i > PROTO_STREAM_SEQ_MAX ||
-                v.i < -PROTO_STREAM_SEQ_MAX)
+            if (t->has_seq || !proto__scan_number(r, &v) || !v.is_int ||
+                v.i > PROTO_STREAM_SEQ_MAX || v.i < -PROTO_STREAM_SEQ_MAX)
                 return false;
             t->has_seq = true;
             t->seq = v.i;
-        } else if (tr_is(k, n, "target")) {
-            if (has_target || !tr_target(r, t))
+        } else if (proto__scan_is(k, n, "target")) {
+            if (has_target || !proto__target_scan(r, t))
                 return false;
             has_target = true;
         } else {
             return false;
         }
-    } while (tr_char(r, ','));
-    return tr_char(r, '}') && has_stream && has_target;
+    } while (proto__scan_char(r, ','));
+    return proto__scan_char(r, '}') && has_stream && has_target;
 }
 
 /* A tick of the common shape into out (type, seq, raw targets); false,
  * with nothing allocated, for any other text. */
 static bool tick_read_raw(const char *text, size_t len, proto_stream_msg *out)
 {
-    tr r = {text, text + len};
+    proto_scan r = {text, text + len};
     proto_stream_raw *ts = NULL;
     size_t n = 0, cap = 0;
     bool type = false, seq = false, targets = false;
     long long seq_v = 0;
-    if (!tr_char(&r, '{'))
+    if (!proto__scan_char(&r, '{'))
         return false;
     do {
         const char *k;
         size_t kn;
-        if (!tr_key(&r, &k, &kn))
+        if (!proto__scan_key(&r, &k, &kn))
             goto no;
-        if (tr_is(k, kn, "type")) {
+        if (proto__scan_is(k, kn, "type")) {
             const char *v;
             size_t vn;
-            if (type || !tr_string(&r, &v, &vn) || !tr_is(v, vn, "tick"))
+            if (type || !proto__scan_string(&r, &v, &vn) || !proto__scan_is(v, vn, "tick"))
                 goto no;
             type = true;
-        } else if (tr_is(k, kn, "seq")) {
+        } else if (proto__scan_is(k, kn, "seq")) {
             proto_json_num v;
-            if (seq || !tr_number(&r, &v) || !v.is_int || v.i > PROTO_STREAM_SEQ_MAX ||
+            if (seq || !proto__scan_number(&r, &v) || !v.is_int || v.i > PROTO_STREAM_SEQ_MAX ||
                 v.i < -PROTO_STREAM_SEQ_MAX)
                 goto no;
             seq = true;
             seq_v = v.i;
-        } else if (tr_is(k, kn, "targets")) {
-            if (targets || !tr_char(&r, '['))
+        } else if (proto__scan_is(k, kn, "targets")) {
+            if (targets || !proto__scan_char(&r, '['))
                 goto no;
             targets = true;
             do {
@@ -435,20 +322,19 @@ static bool tick_read_raw(const char *text, size_t len, proto_stream_msg *out)
                     ts = g;
                     cap = c;
                 }
-                if (!tr_element(&r, &ts[n]))
+                if (!tick_element(&r, &ts[n]))
                     goto no;
                 n++;
-            } while (tr_char(&r, ','));
-            if (!tr_char(&r, ']'))
+            } while (proto__scan_char(&r, ','));
+            if (!proto__scan_char(&r, ']'))
                 goto no;
         } else {
             goto no;
         }
-    } while (tr_char(&r, ','));
-    if (!tr_char(&r, '}') || !type || !seq || n == 0)
+    } while (proto__scan_char(&r, ','));
+    if (!proto__scan_char(&r, '}') || !type || !seq || n == 0)
         goto no;
-    tr_ws(&r);
-    if (r.p != r.end)
+    if (!proto__scan_end(&r))
         goto no;
     for (size_t i = 0; i < n; i++)
         if (!ts[i].has_seq) {
