@@ -339,22 +339,38 @@ static uint64_t digits17(double a, int *x10_out, int *dir)
 
 /* The decimal digits of d (nd of them, no more than 17) into dig, without
  * trailing zeros; returns their count. */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+
+/* The 8 digits of x < 10^8 at o[0..8). */
+static void eight_digits(char *o, uint32_t x)
+{
+    uint32_t hi = x / 10000u, lo = x % 10000u;
+    memcpy(o, digit_pairs + 2 * (hi / 100u), 2);
+    memcpy(o + 2, digit_pairs + 2 * (hi % 100u), 2);
+    memcpy(o + 4, digit_pairs + 2 * (lo / 100u), 2);
+    memcpy(o + 6, digit_pairs + 2 * (lo % 100u), 2);
+}
+
 static int digits_of(uint64_t d, int nd, char dig[18])
 {
-    /* two digits per division: the pairs table */
-    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-                                   "25262728293031323334353637383940414243444546474849"
-                                   "50515253545556575859606162636465666768697071727374"
-                                   "75767778798081828384858687888990919293949596979899";
+    /* eight digits per 64-bit division, then 32-bit arithmetic */
     int i = nd;
+    while (i >= 8) {
+        eight_digits(dig + i - 8, (uint32_t)(d % 100000000u));
+        d /= 100000000u;
+        i -= 8;
+    }
+    uint32_t x = (uint32_t)d;
     while (i >= 2) {
-        unsigned r = (unsigned)(d % 100u);
-        d /= 100u;
-        dig[--i] = pairs[2 * r + 1];
-        dig[--i] = pairs[2 * r];
+        i -= 2;
+        memcpy(dig + i, digit_pairs + 2 * (x % 100u), 2);
+        x /= 100u;
     }
     if (i == 1)
-        dig[0] = (char)('0' + d % 10u);
+        dig[0] = (char)('0' + x);
     while (nd > 1 && dig[nd - 1] == '0')
         nd--;
     return nd;
@@ -373,8 +389,8 @@ static int layout(bool neg, const char *dig, int nd, int x10, char *buf)
         buf[o++] = dig[0];
         if (nd > 1) {
             buf[o++] = '.';
-            for (int i = 1; i < nd; i++)
-                buf[o++] = dig[i];
+            memcpy(buf + o, dig + 1, (size_t)nd - 1);
+            o += nd - 1;
         }
         buf[o++] = 'e';
         unsigned ex = (unsigned)(x10 < 0 ? -x10 : x10); /* at most 324 */
@@ -386,21 +402,27 @@ static int layout(bool neg, const char *dig, int nd, int x10, char *buf)
             buf[o++] = (char)('0' + ex / 10 % 10);
         buf[o++] = (char)('0' + ex % 10);
     } else if (x10 >= 0) {
-        for (int i = 0; i <= x10; i++)
-            buf[o++] = i < nd ? dig[i] : '0';
-        buf[o++] = '.';
-        if (nd > x10 + 1)
-            for (int i = x10 + 1; i < nd; i++)
-                buf[o++] = dig[i];
-        else
+        if (nd > x10 + 1) { /* d.ddd */
+            memcpy(buf + o, dig, (size_t)x10 + 1);
+            o += x10 + 1;
+            buf[o++] = '.';
+            memcpy(buf + o, dig + x10 + 1, (size_t)(nd - x10 - 1));
+            o += nd - x10 - 1;
+        } else { /* ddd00.0 */
+            memcpy(buf + o, dig, (size_t)nd);
+            o += nd;
+            memset(buf + o, '0', (size_t)(x10 + 1 - nd));
+            o += x10 + 1 - nd;
+            buf[o++] = '.';
             buf[o++] = '0';
+        }
     } else {
         buf[o++] = '0';
         buf[o++] = '.';
-        for (int i = 0; i < -x10 - 1; i++)
-            buf[o++] = '0';
-        for (int i = 0; i < nd; i++)
-            buf[o++] = dig[i];
+        memset(buf + o, '0', (size_t)(-x10 - 1));
+        o += -x10 - 1;
+        memcpy(buf + o, dig, (size_t)nd);
+        o += nd;
     }
     buf[o] = '\0';
     return o;
@@ -549,9 +571,10 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
     uint64_t d;
     int k;
     schubfach(c, q, &d, &k);
-    int nd = 1;
-    while (nd < 17 && d >= pow10_u64[nd])
-        nd++;
+    /* digits of d: from its bit length (log10 2 ~ 1233 / 4096), then one
+     * comparison */
+    int nd = ((64 - __builtin_clzll(d)) * 1233) >> 12;
+    nd += d >= pow10_u64[nd];
     char dig[18];
     nd = digits_of(d, nd, dig);
     return layout(v < 0, dig, nd, k + nd - 1, buf);
