@@ -697,6 +697,8 @@ static int solve_fast(const char *body, size_t len, const proto_limits *lim,
     int rc = -1;
     proto_options opt;
     json_t *jo = NULL;
+    if (chain->kind == PROTO_CHAIN_TREE) /* tree targets name their tips */
+        goto out;
     if (ot && !(jo = proto_json_loadb(ot, on, JSON_REJECT_DUPLICATES, NULL)))
         goto out;
     /* servo is for streams, and a joint step needs a seed: both refused */

@@ -156,7 +156,8 @@ int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *
     if (t->raw) {
         proto_target tg;
         *out = NULL;
-        if (proto__target_raw(t->raw, s->opt.frame, s->chain->kind == PROTO_CHAIN_PLANAR, &tg))
+        if (!is_tree(s) &&
+            proto__target_raw(t->raw, s->opt.frame, s->chain->kind == PROTO_CHAIN_PLANAR, &tg))
             return session_job(s, &tg, tpath, out, err);
         /* a value the checks refuse: the general decoder words the error */
         json_t *v = proto_json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);

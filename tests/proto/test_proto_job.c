@@ -1545,6 +1545,10 @@ static void fast_body(char *b)
         "{\"name\":\"b\",\"type\":\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,1]},"
         "\"limits\":{\"lower\":-2,\"upper\":2}},"
         "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}",
+        "{\"kind\":\"tree\",\"joints\":[{\"name\":\"s\",\"type\":\"continuous\","
+        "\"axis\":[0,0,1]},{\"name\":\"a\",\"parent\":\"s\",\"type\":\"continuous\","
+        "\"origin\":{\"xyz\":[1,0,0]},\"axis\":[0,0,1]},{\"name\":\"t\",\"parent\":\"a\","
+        "\"type\":\"fixed\",\"origin\":{\"xyz\":[0.8,0,0]}}],\"tips\":[\"t\"]}",
         "{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0,0],[0,1,0]]}",
         "{\"kind\":\"bones\"}",
         "{\"kind\":\"bones\",\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1,0]]}",
@@ -1583,7 +1587,7 @@ static void fast_body(char *b)
                                              : "\"chain_id\":\"nosuchchain\"");
             } else {
                 fast_put(b, &o, "\"chain\":");
-                fast_put(b, &o, chains[fast_rand(fast_rand(4) ? 5 : 10)]);
+                fast_put(b, &o, chains[fast_rand(fast_rand(4) ? 5 : 11)]);
             }
         } else if (what == 1) {
             fast_put(b, &o, "\"target\":");
@@ -1621,7 +1625,8 @@ static void fast_same_target(const proto_target *a, const proto_target *b)
     ck_assert(a->has_weights == b->has_weights);
 }
 
-/* 30,000 random bodies decoded by proto_job_decode() (which reads the common
+/* 30,000 random bodies (on chains of five kinds, a tree among them, and
+ * broken ones) decoded by proto_job_decode() (which reads the common
  * shape without a tree) and by the tree (proto_json_parse() then
  * proto_job_decode_json()): the same outcome, error word for word, the same
  * job (chain, solver, options, target, seeds), and, solved, the same

@@ -1095,21 +1095,25 @@ static void same_target(const proto_target *a, const proto_target *b)
 
 /* 20,000 random ticks decoded by proto_stream_decode() (the tree-less reader
  * when it takes them) and by the general decoder alone: the same answer
- * for every target, on bones streams in two frames, a planar and a joint
- * list stream: the same stream, seq and error, the same job. */
+ * for every target, on bones streams in two frames, a planar, a joint list
+ * and a tree stream: the same stream, seq and error, the same job. */
 START_TEST(test_tick_reader_matches_tree)
 {
-    static const char *const chains[4] = {
+    static const char *const chains[5] = {
         "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}",
         "{\"kind\":\"bones\",\"frame\":\"unity\",\"positions\":[[0,1,0],[0.1,0.5,0],[0,0,0]]}",
         "{\"kind\":\"planar\",\"lengths\":[1,0.8]}",
         "{\"kind\":\"joints\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\",\"axis\":[0,0,1]},"
         "{\"name\":\"b\",\"type\":\"continuous\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,1]}},"
-        "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}"};
-    static const char *const opts[4] = {NULL, "{\"units\":\"degrees\"}", NULL,
-                                        "{\"frame\":\"unreal\"}"};
-    proto_session *ss[4];
-    for (int k = 0; k < 4; k++) {
+        "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}",
+        "{\"kind\":\"tree\",\"joints\":[{\"name\":\"s\",\"type\":\"continuous\","
+        "\"axis\":[0,0,1]},{\"name\":\"a\",\"parent\":\"s\",\"type\":\"continuous\","
+        "\"origin\":{\"xyz\":[1,0,0]},\"axis\":[0,0,1]},{\"name\":\"t\",\"parent\":\"a\","
+        "\"type\":\"fixed\",\"origin\":{\"xyz\":[0.8,0,0]}}],\"tips\":[\"t\"]}"};
+    static const char *const opts[5] = {NULL, "{\"units\":\"degrees\"}", NULL,
+                                        "{\"frame\":\"unreal\"}", NULL};
+    proto_session *ss[5];
+    for (int k = 0; k < 5; k++) {
         proto_error e;
         proto_chain *c = proto_chain_decode(chains[k], strlen(chains[k]), NULL, &e);
         ck_assert_msg(c != NULL, "chain %d: %s", k, e.message);
@@ -1153,7 +1157,7 @@ START_TEST(test_tick_reader_matches_tree)
                 ck_assert_str_eq(ea.path, eb.path);
                 continue;
             }
-            for (int k = 0; k < 4; k++) {
+            for (int k = 0; k < 5; k++) {
                 proto_job *ja = NULL, *jb = NULL;
                 ra = proto_session_tick_target(ss[k], &ta, i, &ja, &ea);
                 rb = proto_session_tick_target(ss[k], &tb, i, &jb, &eb);
@@ -1176,7 +1180,7 @@ START_TEST(test_tick_reader_matches_tree)
         proto_stream_msg_free(&a);
         proto_stream_msg_free(&b);
     }
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
         proto_session_free(ss[k]);
     /* both readings and both outcomes were exercised */
     ck_assert_uint_gt(raw, 3000);
