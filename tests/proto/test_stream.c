@@ -1194,6 +1194,7 @@ static Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120); /* 20,000 random ticks: seconds, more under a sanitizer */
     tcase_add_test(tc, test_decode_open);
     tcase_add_test(tc, test_decode_target_close);
     tcase_add_test(tc, test_decode_errors);
