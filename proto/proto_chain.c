@@ -714,6 +714,60 @@ proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const prot
     return c;
 }
 
+/* ---- inline chains by their text -------------------------------------- */
+
+/* A client that sends its chain inline sends the same text again and again
+ * (an animation tool's limb on every drag event, a game's rig every tick):
+ * each thread keeps the chains it decoded from the last few short texts,
+ * with the limits they were decoded under, and hands out another reference
+ * when the same bytes come again. A chain is a function of its text and
+ * the limits (it is immutable and its reference count atomic), so the
+ * shared chain is the one a new decode would give. Bounded: CHAIN_MEMO
+ * chains per thread, each from at most CHAIN_MEMO_TEXT bytes. */
+#define CHAIN_MEMO 4
+#define CHAIN_MEMO_TEXT 512
+
+typedef struct chain_memo {
+    size_t len; /* 0: empty */
+    char text[CHAIN_MEMO_TEXT];
+    proto_limits lim;
+    proto_chain *chain; /* a reference */
+} chain_memo;
+
+static _Thread_local chain_memo chains[CHAIN_MEMO];
+static _Thread_local unsigned chains_next;
+
+proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
+                                    proto_error *err)
+{
+    bool keep = len > 0 && len <= CHAIN_MEMO_TEXT;
+    if (keep)
+        for (size_t i = 0; i < CHAIN_MEMO; i++)
+            if (chains[i].len == len && memcmp(chains[i].text, text, len) == 0 &&
+                memcmp(&chains[i].lim, lim, sizeof *lim) == 0) {
+                proto_chain_ref(chains[i].chain);
+                return chains[i].chain;
+            }
+    json_error_t je;
+    json_t *v = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!v) {
+        proto_error_set(err, PROTO_E_INVALID_JSON, "/chain", "the chain is not JSON");
+        return NULL;
+    }
+    proto_chain *c = proto_chain_decode_json(v, "/chain", lim, err);
+    json_decref(v);
+    if (c && keep) {
+        chain_memo *m = &chains[chains_next++ % CHAIN_MEMO];
+        proto_chain_unref(m->chain);
+        m->len = len;
+        memcpy(m->text, text, len);
+        m->lim = *lim;
+        proto_chain_ref(c);
+        m->chain = c;
+    }
+    return c;
+}
+
 proto_chain *proto_chain_resolve(json_t *chain, const char *chain_id, const proto_limits *lim,
                                  proto_chain_lookup_fn lookup, void *ud, proto_error *err)
 {

@@ -300,6 +300,48 @@ struct proto_stream_path {
     proto_path_point pts[]; /* npoints */
 };
 
+/* A target of a tick read without a JSON tree (proto_stream.c): the
+ * stream, seq and the numbers as the text gives them, not yet checked
+ * (proto_session.c checks them as proto__target_decode() would, and hands
+ * the target's text to it when a check fails, so that the error is its
+ * own). */
+#define PROTO_RAW_ORIENTATION 1u
+#define PROTO_RAW_UP 2u
+#define PROTO_RAW_POLE 4u
+struct proto_stream_raw {
+    char stream[PROTO_STREAM_NAME_MAX + 1];
+    bool has_seq;
+    long long seq;
+    const char *text; /* the "target" value's text, in the message */
+    size_t len;
+    unsigned has; /* PROTO_RAW_* */
+    double position[3], orientation[4], up[3], pole[3];
+};
+
+/* proto_job_decode.c: a target object scanned without a tree (only
+ * "position", "orientation", "up", "pole", each once, position required;
+ * false for anything else), its text in t->text, t->len. */
+bool proto__target_scan(proto_scan *r, proto_stream_raw *t);
+/* *t from a scanned target exactly as proto__target_decode() decodes its
+ * text in frame f; false when one of its checks fails, or for a planar
+ * chain's 2-D target (dims2), whose shape the scanner does not take: the
+ * caller then decodes the text. */
+bool proto__target_raw(const proto_stream_raw *r, proto_frame f, bool dims2, proto_target *t);
+
+/* proto_stream.c: proto_stream_decode() without the tree-less tick reader
+ * (for the tests that prove the two alike). */
+int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
+                              proto_error *err);
+
+/* proto_chain.c: the chain whose JSON text is text[0..len) (a request's
+ * "chain" value), decoded at "/chain" under lim: a new reference, or NULL
+ * with *err set (only the code is meaningful when the text is not JSON:
+ * callers decode the request again for the exact error). Each thread
+ * keeps the chains of its last few short texts and hands out the same one
+ * for the same bytes and limits. */
+proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
+                                    proto_error *err);
+
 /* proto_chain.c: doubles per seed for chain c: joint values, bone
  * positions (3 per joint) or skeleton local rotations (4 per bone); 0 when
  * seeds do not apply. */

@@ -85,6 +85,90 @@ int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
     }
 }
 
+/* ---- targets without a tree ------------------------------------------- */
+
+bool proto__target_scan(proto_scan *r, proto_stream_raw *t)
+{
+    proto__scan_end(r); /* whitespace: the text starts at the brace */
+    t->text = r->p;
+    if (!proto__scan_char(r, '{'))
+        return false;
+    unsigned seen = 0;
+    if (!proto__scan_char(r, '}')) {
+        do {
+            const char *k;
+            size_t n;
+            if (!proto__scan_key(r, &k, &n))
+                return false;
+            unsigned bit;
+            double *dst;
+            size_t count;
+            if (proto__scan_is(k, n, "position"))
+                bit = 8, dst = t->position, count = 3;
+            else if (proto__scan_is(k, n, "orientation"))
+                bit = PROTO_RAW_ORIENTATION, dst = t->orientation, count = 4;
+            else if (proto__scan_is(k, n, "up"))
+                bit = PROTO_RAW_UP, dst = t->up, count = 3;
+            else if (proto__scan_is(k, n, "pole"))
+                bit = PROTO_RAW_POLE, dst = t->pole, count = 3;
+            else
+                return false;
+            if ((seen & bit) || !proto__scan_numbers(r, dst, count))
+                return false;
+            seen |= bit;
+        } while (proto__scan_char(r, ','));
+        if (!proto__scan_char(r, '}'))
+            return false;
+    }
+    t->len = (size_t)(r->p - t->text);
+    t->has = seen & ~8u;
+    return (seen & 8u) != 0;
+}
+
+/* The range proto_json_numbers() checks. */
+static bool raw_in_range(const double *v, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (!(v[k] >= -PROTO_MAX_ABS && v[k] <= PROTO_MAX_ABS))
+            return false;
+    return true;
+}
+
+bool proto__target_raw(const proto_stream_raw *r, proto_frame f, bool dims2, proto_target *t)
+{
+    if (dims2 || !raw_in_range(r->position, 3))
+        return false;
+    memset(t, 0, sizeof *t);
+    t->orientation = ik_quat_identity();
+    t->position = proto_frame_vec_in(f, ik_v3(r->position[0], r->position[1], r->position[2]));
+    if (r->has & PROTO_RAW_ORIENTATION) {
+        /* proto__quat()'s rule and arithmetic */
+        const double *d = r->orientation;
+        if (!raw_in_range(d, 4))
+            return false;
+        double n = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
+        if (!(fabs(n - 1.0) <= PROTO_QUAT_UNIT_TOL))
+            return false;
+        ik_quat q = {d[0] / n, d[1] / n, d[2] / n, d[3] / n};
+        t->orientation = proto_frame_quat_in(f, q);
+        t->has_orientation = true;
+    }
+    if (r->has & PROTO_RAW_UP) {
+        ik_vec3 up = ik_v3(r->up[0], r->up[1], r->up[2]);
+        if (!raw_in_range(r->up, 3) || !(ik_vec3_len(up) > 1e-12))
+            return false;
+        t->up = proto_frame_vec_in(f, up);
+        t->has_up = true;
+    }
+    if (r->has & PROTO_RAW_POLE) {
+        if (!raw_in_range(r->pole, 3))
+            return false;
+        t->pole = proto_frame_vec_in(f, ik_v3(r->pole[0], r->pole[1], r->pole[2]));
+        t->has_pole = true;
+    }
+    return true;
+}
+
 /* ---- options ---------------------------------------------------------- */
 
 static const char *const search_names[] = {"first", "nearest", NULL};
@@ -545,6 +629,96 @@ fail:
     return -1;
 }
 
+/* ---- single solves without a tree -------------------------------------- */
+
+/* Bodies up to this many bytes are tried without a tree: the ones the
+ * daemon decodes on its loop (server/http_handlers.c decodes larger ones on
+ * the pool), with chains short enough for the per-thread chain memo. */
+#define SOLVE_FAST_MAX 16384
+
+/*
+ * A POST /v1/solve body of the common shape, read without building a
+ * jansson tree: "chain" (an object whose text gives the chain through
+ * proto__chain_from_text(), so that a client sending the same limb again
+ * gets the chain decoded the first time) or "chain_id" (a plain string),
+ * "target" (proto__target_scan(): position and optionally orientation, up,
+ * pole), optionally "options" (an object, decoded from its own text); each
+ * once, in any order. Everything else (a seed, rotations, weights, escapes
+ * in keys, anything that fails a check) is declined: -1, nothing
+ * allocated, and the caller decodes the body with a tree, which words the
+ * error. What is taken gives the job the tree would give
+ * (tests/proto/test_proto_job.c compares the two on random bodies).
+ */
+static int solve_fast(const char *body, size_t len, const proto_limits *lim,
+                      proto_chain_lookup_fn lookup, void *ud, proto_job **out)
+{
+    if (len == 0 || len > SOLVE_FAST_MAX || len > lim->max_body_bytes)
+        return -1;
+    proto_scan r = {body, body + len};
+    const char *ct = NULL, *ot = NULL, *id = NULL;
+    size_t cn = 0, on = 0, idn = 0;
+    proto_stream_raw t;
+    bool has_target = false;
+    if (!proto__scan_char(&r, '{'))
+        return -1;
+    do {
+        const char *k;
+        size_t n;
+        if (!proto__scan_key(&r, &k, &n))
+            return -1;
+        if (proto__scan_is(k, n, "chain")) {
+            if (ct || !proto__scan_value(&r, &ct, &cn) || *ct != '{')
+                return -1;
+        } else if (proto__scan_is(k, n, "chain_id")) {
+            if (id || !proto__scan_string(&r, &id, &idn) || idn > 128)
+                return -1;
+        } else if (proto__scan_is(k, n, "target")) {
+            if (has_target || !proto__target_scan(&r, &t))
+                return -1;
+            has_target = true;
+        } else if (proto__scan_is(k, n, "options")) {
+            if (ot || !proto__scan_value(&r, &ot, &on) || *ot != '{')
+                return -1;
+        } else {
+            return -1;
+        }
+    } while (proto__scan_char(&r, ','));
+    if (!proto__scan_char(&r, '}') || !proto__scan_end(&r) || !has_target || !ct == !id)
+        return -1;
+
+    proto_error err;
+    proto_chain *chain;
+    if (ct) {
+        chain = proto__chain_from_text(ct, cn, lim, &err);
+    } else {
+        char idz[129];
+        memcpy(idz, id, idn);
+        idz[idn] = '\0';
+        chain = proto_chain_resolve(NULL, idz, lim, lookup, ud, &err);
+    }
+    if (!chain)
+        return -1;
+    int rc = -1;
+    proto_options opt;
+    json_t *jo = NULL;
+    if (chain->kind == PROTO_CHAIN_TREE) /* tree targets name their tips */
+        goto out;
+    if (ot && !(jo = proto_json_loadb(ot, on, JSON_REJECT_DUPLICATES, NULL)))
+        goto out;
+    /* servo is for streams, and a joint step needs a seed: both refused */
+    if (proto__options_decode(jo, chain, lim, &opt, &err) || opt.servo_period > 0 ||
+        opt.max_joint_step_in > 0)
+        goto out;
+    proto_target tg;
+    if (!proto__target_raw(&t, opt.frame, chain->kind == PROTO_CHAIN_PLANAR, &tg))
+        goto out;
+    rc = proto__job_new(chain, &opt, PROTO_SOLVE, 1, &tg, "/target", false, out, &err);
+out:
+    json_decref(jo);
+    proto_chain_unref(chain);
+    return rc;
+}
+
 int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_limits *lim,
                      proto_chain_lookup_fn lookup, void *ud, proto_job **out, proto_error *err)
 {
@@ -553,6 +727,9 @@ int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_
         proto_limits_default(&def);
         lim = &def;
     }
+    *out = NULL;
+    if (kind == PROTO_SOLVE && solve_fast(body, len, lim, lookup, ud, out) == 0)
+        return 0;
     *out = NULL;
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes,
                                     kind == PROTO_BATCH ? PROTO_JSON_BATCH : PROTO_JSON_SOLVE, err);

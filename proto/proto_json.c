@@ -432,12 +432,13 @@ static const double jr_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
 #define JR_NOINLINE
 #endif
 
-/* The text of a real through strtod(), as jansson converts it. */
-static JR_NOINLINE json_t *jr_strtod(const unsigned char *t, size_t n)
+/* The text of a real through strtod(), as jansson converts it; false when
+ * it overflows. */
+static JR_NOINLINE bool jr_strtod(const unsigned char *t, size_t n, double *out)
 {
     char buf[64], *s = buf;
     if (n >= sizeof buf && !(s = malloc(n + 1)))
-        return NULL;
+        return false;
     memcpy(s, t, n);
     s[n] = '\0';
     char *e;
@@ -446,26 +447,31 @@ static JR_NOINLINE json_t *jr_strtod(const unsigned char *t, size_t n)
     bool ok = e == s + n && !((d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE);
     if (s != buf)
         free(s);
-    return ok ? json_real(d) : NULL;
+    *out = d;
+    return ok;
 }
 
-static json_t *jr_number(jr *r)
+/* The number at *pp (before end): its value as jansson gives it, *pp past
+ * it; false (and *pp unspecified) for anything the reader leaves to
+ * jansson. */
+static bool jr_scan_number(const unsigned char **pp, const unsigned char *end,
+                           proto_json_num *out)
 {
-    const unsigned char *start = r->p, *p = start, *end = r->end;
+    const unsigned char *start = *pp, *p = start;
     bool neg = false;
-    if (*p == '-') {
+    if (p < end && *p == '-') {
         neg = true;
         p++;
     }
     if (p >= end || *p < '0' || *p > '9')
-        return NULL;
+        return false;
     uint64_t m = 0;    /* the digits, while they fit */
     int digits = 0;    /* significant digits in m (leading zeros not counted) */
     bool many = false; /* more than 19 significant digits */
     if (*p == '0') {
         p++;
         if (p < end && *p >= '0' && *p <= '9')
-            return NULL; /* a leading zero */
+            return false; /* a leading zero */
     } else {
         while (p < end && *p >= '0' && *p <= '9') {
             if (digits < 19) {
@@ -478,24 +484,28 @@ static json_t *jr_number(jr *r)
         }
     }
     if (p == end || (*p != '.' && *p != 'e' && *p != 'E')) {
-        r->p = p;
+        *pp = p;
+        out->is_int = true;
         if (many)
-            return NULL; /* beyond json_int_t: jansson's "too big integer" */
+            return false; /* beyond json_int_t: jansson's "too big integer" */
         if (neg) {
             if (m > (uint64_t)INT64_MAX + 1)
-                return NULL;
-            return json_integer(m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(json_int_t)m);
+                return false;
+            out->i = m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(json_int_t)m;
+            return true;
         }
         if (m > (uint64_t)INT64_MAX)
-            return NULL;
-        return json_integer((json_int_t)m);
+            return false;
+        out->i = (json_int_t)m;
+        return true;
     }
     /* a real: m * 10^exp10 while the digits fit (many: strtod() anyway) */
+    out->is_int = false;
     int exp10 = 0;
     if (*p == '.') {
         p++;
         if (p >= end || *p < '0' || *p > '9')
-            return NULL;
+            return false;
         while (p < end && *p >= '0' && *p <= '9') {
             if (digits < 19 && !many && exp10 > -100000) {
                 if (m || *p != '0')
@@ -514,7 +524,7 @@ static json_t *jr_number(jr *r)
         if (p < end && (*p == '+' || *p == '-'))
             eneg = *p++ == '-';
         if (p >= end || *p < '0' || *p > '9')
-            return NULL;
+            return false;
         int e = 0;
         while (p < end && *p >= '0' && *p <= '9') {
             if (e < 100000)
@@ -523,20 +533,156 @@ static json_t *jr_number(jr *r)
         }
         exp10 += eneg ? -e : e;
     }
-    r->p = p;
+    *pp = p;
     if (!many) {
         double d;
         if (m == 0) {
             d = 0.0;
-            return json_real(neg ? -d : d);
+            out->d = neg ? -d : d;
+            return true;
         }
         if (m <= (UINT64_C(1) << 53) && exp10 >= -22 && exp10 <= 22) {
             d = (double)m;
             d = exp10 < 0 ? d / jr_pow10[-exp10] : d * jr_pow10[exp10];
-            return json_real(neg ? -d : d);
+            out->d = neg ? -d : d;
+            return true;
         }
     }
-    return jr_strtod(start, (size_t)(p - start));
+    return jr_strtod(start, (size_t)(p - start), &out->d);
+}
+
+size_t proto__json_number(const char *text, size_t len, proto_json_num *out)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    if (!jr_scan_number(&p, p + len, out))
+        return 0;
+    return (size_t)(p - (const unsigned char *)text);
+}
+
+/* ---- the scanner of the tree-less readers ----------------------------- */
+
+static void scan_ws(proto_scan *r)
+{
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+        r->p++;
+}
+
+bool proto__scan_end(proto_scan *r)
+{
+    scan_ws(r);
+    return r->p == r->end;
+}
+
+bool proto__scan_char(proto_scan *r, char c)
+{
+    scan_ws(r);
+    if (r->p < r->end && *r->p == c) {
+        r->p++;
+        return true;
+    }
+    return false;
+}
+
+bool proto__scan_string(proto_scan *r, const char **s, size_t *n)
+{
+    if (!proto__scan_char(r, '"'))
+        return false;
+    const char *b = r->p;
+    while (r->p < r->end && *r->p != '"') {
+        unsigned char c = (unsigned char)*r->p;
+        if (c < 0x20 || c >= 0x7f || c == '\\')
+            return false;
+        r->p++;
+    }
+    if (r->p >= r->end)
+        return false;
+    *s = b;
+    *n = (size_t)(r->p - b);
+    r->p++;
+    return true;
+}
+
+bool proto__scan_key(proto_scan *r, const char **s, size_t *n)
+{
+    return proto__scan_string(r, s, n) && proto__scan_char(r, ':');
+}
+
+bool proto__scan_is(const char *s, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+bool proto__scan_number(proto_scan *r, proto_json_num *v)
+{
+    scan_ws(r);
+    size_t k = proto__json_number(r->p, (size_t)(r->end - r->p), v);
+    r->p += k;
+    return k > 0;
+}
+
+bool proto__scan_numbers(proto_scan *r, double *out, size_t n)
+{
+    if (!proto__scan_char(r, '['))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        proto_json_num v;
+        if ((i && !proto__scan_char(r, ',')) || !proto__scan_number(r, &v))
+            return false;
+        out[i] = v.is_int ? (double)v.i : v.d;
+    }
+    return proto__scan_char(r, ']');
+}
+
+bool proto__scan_value(proto_scan *r, const char **s, size_t *n)
+{
+    scan_ws(r);
+    const char *b = r->p;
+    int depth = 0;
+    do {
+        scan_ws(r);
+        if (r->p >= r->end)
+            return false;
+        char c = *r->p;
+        if (c == '{' || c == '[') {
+            if (++depth > 32)
+                return false;
+            r->p++;
+        } else if (c == '}' || c == ']') {
+            if (--depth < 0)
+                return false;
+            r->p++;
+        } else if (c == '"') {
+            for (r->p++; r->p < r->end && *r->p != '"'; r->p++)
+                if (*r->p == '\\' && ++r->p >= r->end)
+                    return false;
+            if (r->p >= r->end)
+                return false;
+            r->p++;
+        } else if (c == ',' || c == ':') {
+            if (depth == 0)
+                return false;
+            r->p++;
+        } else if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' ||
+                   c == 'E' || (c >= 'a' && c <= 'z')) {
+            while (r->p < r->end && ((*r->p >= '0' && *r->p <= '9') || *r->p == '-' ||
+                                     *r->p == '+' || *r->p == '.' ||
+                                     (*r->p >= 'a' && *r->p <= 'z') || *r->p == 'E'))
+                r->p++;
+        } else {
+            return false;
+        }
+    } while (depth > 0);
+    *s = b;
+    *n = (size_t)(r->p - b);
+    return true;
+}
+
+static json_t *jr_number(jr *r)
+{
+    proto_json_num n;
+    if (!jr_scan_number(&r->p, r->end, &n))
+        return NULL;
+    return n.is_int ? json_integer(n.i) : json_real(n.d);
 }
 
 static json_t *jr_value(jr *r, int depth);

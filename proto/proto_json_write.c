@@ -15,6 +15,11 @@
  * touch-ups. tests/proto/test_proto_json.c checks the text against
  * json_dumps() itself on random trees and doubles.
  *
+ * Answers print each real in its shortest form instead (the fewest digits
+ * that read back), computed by the Schubfach method with exact integer
+ * arithmetic over every finite double (section "the shortest digits"
+ * below), or correctly rounded to options.digits.
+ *
  * The same writer is public as proto_jw (proto_json.h): responses are
  * written with it directly, without building a tree (proto_job_encode()),
  * and chain ids hash its canonical text written straight from the request's
@@ -240,32 +245,86 @@ static int format_libc(double v, char *buf)
     return o;
 }
 
-/* The 17 significant digits of a (1e-4 <= a < 1e16), correctly rounded,
- * as an integer in [10^16, 10^17) with *x10 = floor(log10(a)) (of the
- * rounded value), by exact integer arithmetic; 0 when that fails (not
- * expected in this range). *dir: where a lies against the digits (0 on
- * them exactly, 1 above, -1 below). */
+/* The same for the small magnitudes, where 5^k outgrows 64 bits: m * 5^k
+ * exactly in 64-bit limbs (k <= 350: at most 14 of them), then shifted
+ * right by -(e + k) > 0 with the bits shifted out deciding the rounding.
+ * The result has at most 17 digits, so it fits one limb. */
+static uint64_t scaled_round_big(uint64_t m, int e, int k, int *dir)
+{
+    uint64_t x[16] = {m};
+    size_t n = 1;
+    for (int left = k; left > 0;) {
+        int step = left > 27 ? 27 : left;
+        u128 carry = 0;
+        for (size_t i = 0; i < n; i++) {
+            u128 t = (u128)x[i] * pow5_u64[step] + carry;
+            x[i] = (uint64_t)t;
+            carry = t >> 64;
+        }
+        if (carry && n < 16)
+            x[n++] = (uint64_t)carry;
+        left -= step;
+    }
+    int sh = -(e + k);
+    *dir = 0;
+    if (sh <= 0 || sh > 64 * (int)n + 1)
+        return 0; /* not in this function's range: the caller checks */
+    /* q = x >> sh (below 10^18 < 2^64: the caller's power of ten is at
+     * most one too large), and where the bits below lie against half of
+     * 2^sh */
+    size_t w = (size_t)sh / 64;
+    int b = sh % 64;
+    uint64_t q = w < n ? x[w] >> b : 0;
+    if (b && w + 1 < n)
+        q |= x[w + 1] << (64 - b);
+    /* the half bit (bit sh - 1) and anything below it */
+    size_t hw = (size_t)(sh - 1) / 64;
+    int hb = (sh - 1) % 64;
+    bool half = hw < n && (x[hw] >> hb) & 1u;
+    bool below = hw < n && (x[hw] & ((1ull << hb) - 1)) != 0;
+    for (size_t i = 0; i < hw && !below; i++)
+        below = x[i] != 0;
+    if (half || below)
+        *dir = 1; /* the exact value lies above q */
+    if (half && (below || (q & 1u))) {
+        q++;
+        *dir = -1; /* ... and below q + 1 */
+    }
+    return q;
+}
+
+/* The 17 significant digits of a (0 < a < 1e16, subnormals included),
+ * correctly rounded, as an integer in [10^16, 10^17) with *x10 =
+ * floor(log10(a)) (of the rounded value), by exact integer arithmetic; 0
+ * when that fails (not expected in this range). *dir: where a lies against
+ * the digits (0 on them exactly, 1 above, -1 below). */
 static uint64_t digits17(double a, int *x10_out, int *dir)
 {
-    /* a = m * 2^e with m < 2^53 (a is normal in this range): the bits
-     * themselves, as frexp() would give them (a = fr * 2^e2, fr in [0.5,
-     * 1), m = fr * 2^53) */
+    /* a = m * 2^e with m < 2^53: the bits themselves (a subnormal has no
+     * hidden bit and the smallest exponent) */
     uint64_t bits;
     memcpy(&bits, &a, sizeof bits);
-    int e2 = (int)(bits >> 52) - 1022;
-    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
-    int e = e2 - 53;
-    /* x10 = floor(log10(a)): log10(2) * (e2 - 1) rounded down is at most one
-     * below it (an arithmetic shift rounds negatives down too); the loop
-     * settles it (and a rounding that carries to 18 digits) by looking at
-     * the digit count. */
-    int x10 = ((e2 - 1) * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
+    int be = (int)(bits >> 52);
+    uint64_t m = bits & ((1ull << 52) - 1);
+    int e;
+    if (be == 0) {
+        e = -1074;
+    } else {
+        m |= 1ull << 52;
+        e = be - 1075;
+    }
+    /* x10 = floor(log10(a)): log10(2) * (the leading bit's exponent)
+     * rounded down is at most one below it (an arithmetic shift rounds
+     * negatives down too); the loop settles it (and a rounding that
+     * carries to 18 digits) by looking at the digit count. */
+    int lead = e + 63 - __builtin_clzll(m);
+    int x10 = (lead * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
     uint64_t d = 0;
     for (int tries = 0; tries < 4; tries++) {
         int k = 16 - x10;
-        if (k < 0 || k > 22)
+        if (k < 0 || k > 350)
             break;
-        d = scaled_round(m, e, k, dir);
+        d = k <= 22 ? scaled_round(m, e, k, dir) : scaled_round_big(m, e, k, dir);
         if (d >= pow10_u64[17])
             x10++;
         else if (d < pow10_u64[16])
@@ -280,12 +339,38 @@ static uint64_t digits17(double a, int *x10_out, int *dir)
 
 /* The decimal digits of d (nd of them, no more than 17) into dig, without
  * trailing zeros; returns their count. */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+
+/* The 8 digits of x < 10^8 at o[0..8). */
+static void eight_digits(char *o, uint32_t x)
+{
+    uint32_t hi = x / 10000u, lo = x % 10000u;
+    memcpy(o, digit_pairs + 2 * (hi / 100u), 2);
+    memcpy(o + 2, digit_pairs + 2 * (hi % 100u), 2);
+    memcpy(o + 4, digit_pairs + 2 * (lo / 100u), 2);
+    memcpy(o + 6, digit_pairs + 2 * (lo % 100u), 2);
+}
+
 static int digits_of(uint64_t d, int nd, char dig[18])
 {
-    for (int i = nd - 1; i >= 0; i--) {
-        dig[i] = (char)('0' + d % 10u);
-        d /= 10u;
+    /* eight digits per 64-bit division, then 32-bit arithmetic */
+    int i = nd;
+    while (i >= 8) {
+        eight_digits(dig + i - 8, (uint32_t)(d % 100000000u));
+        d /= 100000000u;
+        i -= 8;
     }
+    uint32_t x = (uint32_t)d;
+    while (i >= 2) {
+        i -= 2;
+        memcpy(dig + i, digit_pairs + 2 * (x % 100u), 2);
+        x /= 100u;
+    }
+    if (i == 1)
+        dig[0] = (char)('0' + x);
     while (nd > 1 && dig[nd - 1] == '0')
         nd--;
     return nd;
@@ -304,130 +389,165 @@ static int layout(bool neg, const char *dig, int nd, int x10, char *buf)
         buf[o++] = dig[0];
         if (nd > 1) {
             buf[o++] = '.';
-            for (int i = 1; i < nd; i++)
-                buf[o++] = dig[i];
+            memcpy(buf + o, dig + 1, (size_t)nd - 1);
+            o += nd - 1;
         }
-        o += snprintf(buf + o, 8, "e%d", x10);
+        buf[o++] = 'e';
+        unsigned ex = (unsigned)(x10 < 0 ? -x10 : x10); /* at most 324 */
+        if (x10 < 0)
+            buf[o++] = '-';
+        if (ex >= 100)
+            buf[o++] = (char)('0' + ex / 100);
+        if (ex >= 10)
+            buf[o++] = (char)('0' + ex / 10 % 10);
+        buf[o++] = (char)('0' + ex % 10);
     } else if (x10 >= 0) {
-        for (int i = 0; i <= x10; i++)
-            buf[o++] = i < nd ? dig[i] : '0';
-        buf[o++] = '.';
-        if (nd > x10 + 1)
-            for (int i = x10 + 1; i < nd; i++)
-                buf[o++] = dig[i];
-        else
+        if (nd > x10 + 1) { /* d.ddd */
+            memcpy(buf + o, dig, (size_t)x10 + 1);
+            o += x10 + 1;
+            buf[o++] = '.';
+            memcpy(buf + o, dig + x10 + 1, (size_t)(nd - x10 - 1));
+            o += nd - x10 - 1;
+        } else { /* ddd00.0 */
+            memcpy(buf + o, dig, (size_t)nd);
+            o += nd;
+            memset(buf + o, '0', (size_t)(x10 + 1 - nd));
+            o += x10 + 1 - nd;
+            buf[o++] = '.';
             buf[o++] = '0';
+        }
     } else {
         buf[o++] = '0';
         buf[o++] = '.';
-        for (int i = 0; i < -x10 - 1; i++)
-            buf[o++] = '0';
-        for (int i = 0; i < nd; i++)
-            buf[o++] = dig[i];
+        memset(buf + o, '0', (size_t)(-x10 - 1));
+        o += -x10 - 1;
+        memcpy(buf + o, dig, (size_t)nd);
+        o += nd;
     }
     buf[o] = '\0';
     return o;
 }
 
-/* 10^n as a double, exact for n <= 22. */
-static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+/* ---- the shortest digits: Schubfach -------------------------------------
+ *
+ * The fewest significant digits that read back as v, the nearest to v when
+ * several do (the even one of two equally near), by exact integer
+ * arithmetic after R. Giulietti, "The Schubfach way to render doubles"
+ * (2020). v = c * 2^q with an integer c. The reals that read back as v are
+ * those strictly within half a step of it on either side (the step below
+ * is half as wide when c is a power of two and q is not the smallest),
+ * the two bounds included when c is even (round half to even reads them
+ * as v). With k such that 10^k <= 2^q < 10^(k+1), the interval is less
+ * than ten units of 10^k wide, so it holds at most one multiple of
+ * 10^(k+1): when exactly one of the two multiples around v is in it, that
+ * one is the answer (one digit fewer than the units; trailing zeros drop
+ * further); else the unit below or above v (the one inside, or the nearer
+ * when both are). Everything is compared in quarter units: v, the bounds
+ * (4c and 4c +- 2, or 4c - 1 below a power of two) times 10^-k, each
+ * computed as a 64-bit integer rounded to odd (the low bit set when
+ * anything was cut off) from a 126-bit over-approximation of 10^-k
+ * (proto/proto_pow10.h, generated by proto/gen_pow10.py); rounding to odd
+ * keeps every comparison with a multiple of four exact, which is what the
+ * paper proves for this choice of k and scale.
+ */
 
-/* Whether the decimal D * 10^s reads back as a. When D < 2^53 and |s| <=
- * 22 both D and 10^|s| are exact doubles and one IEEE multiplication or
- * division rounds their exact product or quotient correctly, which is what
- * strtod gives (Clinger's fast path); otherwise strtod itself decides. */
-static bool reads_back(uint64_t D, int s, double a)
+#include "proto/proto_pow10.h"
+
+/* floor(q log10 2), floor(log10(3/4 2^q)) and floor(e log2 10) by integer
+ * arithmetic, exact for |q| <= 1200 and |e| <= 400 (checked against exact
+ * rational arithmetic when these constants were chosen, and again by
+ * test_proto_json over every exponent a double has). */
+static inline int flog10_pow2(int q)
 {
-    if (D < (1ull << 53) && s >= -22 && s <= 22)
-        return (s >= 0 ? (double)D * pow10_exact[s] : (double)D / pow10_exact[-s]) == a;
-    char tmp[40];
-    snprintf(tmp, sizeof tmp, "%llue%d", (unsigned long long)D, s);
-    return strtod(tmp, NULL) == a;
+    return (q * 315653) >> 20;
 }
 
-/* D / 10^k rounded to nearest (halves up; the caller checks the result). */
-static uint64_t div_round(uint64_t D, int k)
+static inline int flog10_three_quarters_pow2(int q)
 {
-    uint64_t p = pow10_u64[k];
-    return (D + p / 2) / p;
+    return (q * 315653 - 131237) >> 20;
 }
 
-/* Shortest digits of a > 0 given its 17 correctly rounded digits d17
- * (first worth 10^x10): the fewest digits that read back as a, the nearest
- * to a among those. A decimal of 15 digits or fewer that reads back lies
- * within 2^-53 relative of a, far less than half a step of 15 digits
- * (10^-15 relative at least), so it is d17 rounded to 15 digits with its
- * trailing zeros dropped: one candidate. A 16-digit step can be finer than
- * the interval of reals that read back as a, so the 16-digit rounding and
- * its neighbours up to two steps away are tried, nearest first. Otherwise
- * the 17 digits, which always read back. */
-static int shortest_from17(double a, uint64_t d17, int *x10, char dig[18])
+static inline int flog2_pow10(int e)
 {
-    uint64_t d15 = div_round(d17, 2);
-    if (d15 < pow10_u64[15] && reads_back(d15, *x10 - 14, a))
-        return digits_of(d15, 15, dig);
-    if (d15 == pow10_u64[15] && reads_back(1, *x10 + 1, a)) { /* 99..9|5 carried */
-        (*x10)++;
-        return digits_of(1, 1, dig);
-    }
-    uint64_t d16 = div_round(d17, 1);
-    int64_t side = (int64_t)(d17 - d16 * 10u) >= 0 ? 1 : -1;
-    if (d17 % 10u == 5u) {
-        /* rounding the rounded 17 digits can go the wrong way: ask the C
-         * library for the correctly rounded 16 */
-        char tmp[40];
-        snprintf(tmp, sizeof tmp, "%.15e", a);
-        uint64_t D = (uint64_t)(tmp[0] - '0');
-        for (int i = 2; i <= 16; i++)
-            D = D * 10u + (uint64_t)(tmp[i] - '0');
-        if (D >= pow10_u64[15] && D < pow10_u64[16] && D != d16) {
-            side = d16 > D ? 1 : -1; /* a lies between D and the old d16 */
-            d16 = D;
-        }
-    }
-    /* which side of the 16-digit rounding a lies on: that neighbour first */
-    static const int order[5] = {0, 1, -1, 2, -2};
-    for (int i = 0; i < 5; i++) {
-        uint64_t c = d16 + (uint64_t)(order[i] * side);
-        if (c >= pow10_u64[15] && c < pow10_u64[16] && reads_back(c, *x10 - 15, a))
-            return digits_of(c, 16, dig);
-    }
-    return digits_of(d17, 17, dig);
+    return (e * 1741647) >> 19;
 }
 
-/* The same outside the exact range: the digits %.*e gives at 15, 16 and 17
- * significant digits (each correctly rounded by the C library), the first
- * that reads back; at 16 its neighbours are tried as above. A subnormal's
- * interval of reals that read back is wider than 2^-53 relative (5e-324
- * reads back from "5e-324" and from 15-digit strings alike), so for them
- * every count from 1 digit up is tried. */
-static int shortest_libc(double a, int *x10, char dig[18])
+/* floor(g * cp / 2^127), its low bit set when the bits of g * cp between
+ * 2^64 and 2^127 are not all zero (round to odd); g = {high, low} <=
+ * 2^126, so the result is < 2^63. The lowest 64 bits of the product are
+ * left out on purpose: g exceeds 10^-k scaled by less than one, which adds
+ * less than cp < 2^64 to the product, so an exact value (a bound of v on a
+ * decimal) keeps its low bit clear. */
+static inline uint64_t round_to_odd(const uint64_t g[2], uint64_t cp)
 {
-    char tmp[40];
-    for (int p = a < DBL_MIN ? 1 : 15; p <= 17; p++) {
-        snprintf(tmp, sizeof tmp, "%.*e", p - 1, a);
-        uint64_t D = (uint64_t)(tmp[0] - '0');
-        for (int i = 2; i <= p; i++)
-            D = D * 10u + (uint64_t)(tmp[i] - '0');
-        int e = atoi(tmp + (p > 1 ? p + 2 : 2)); /* after "d.ddd" (or "d") and 'e' */
-        if (p == 17 || reads_back(D, e - (p - 1), a)) {
-            *x10 = e;
-            return digits_of(D, p, dig);
-        }
-        if (p == 16) {
-            static const int order[4] = {1, -1, 2, -2};
-            for (int i = 0; i < 4; i++) {
-                uint64_t c = D + (uint64_t)(int64_t)order[i];
-                if (c >= pow10_u64[15] && c < pow10_u64[16] && reads_back(c, e - 15, a)) {
-                    *x10 = e;
-                    return digits_of(c, 16, dig);
-                }
-            }
+    u128 lo = (u128)g[1] * cp;
+    u128 mid = (u128)g[0] * cp + (lo >> 64); /* floor(g * cp / 2^64) */
+    uint64_t r = (uint64_t)(mid >> 63);
+    bool cut = ((uint64_t)mid & ((1ull << 63) - 1)) != 0;
+    return r | (uint64_t)cut;
+}
+
+/* The shortest digits of c * 2^q (c > 0) as an integer *d times 10^*k,
+ * trailing zeros dropped. */
+static void schubfach(uint64_t c, int q, uint64_t *d, int *k_out)
+{
+    uint64_t out = c & 1u; /* odd: the bounds read back as the neighbours */
+    uint64_t cb = c << 2, cbr = cb + 2, cbl;
+    int k;
+    if (c != (1ull << 52) || q == -1074) {
+        cbl = cb - 2;
+        k = flog10_pow2(q);
+    } else { /* the step below a power of two is half as wide */
+        cbl = cb - 1;
+        k = flog10_three_quarters_pow2(q);
+    }
+    int h = q + flog2_pow10(-k) + 2;
+    const uint64_t *g = proto_pow10_g[k - PROTO_POW10_KMIN];
+    uint64_t vb = round_to_odd(g, cb << h);
+    uint64_t vbl = round_to_odd(g, cbl << h);
+    uint64_t vbr = round_to_odd(g, cbr << h);
+    uint64_t s = vb >> 2, r;
+    if (s >= 10) {
+        uint64_t sp10 = s / 10u * 10u, tp10 = sp10 + 10u;
+        bool upin = vbl + out <= sp10 << 2;
+        bool wpin = (tp10 << 2) + out <= vbr;
+        if (upin != wpin) {
+            r = upin ? sp10 : tp10;
+            goto done;
         }
     }
-    return 0; /* not reached: 17 digits always read back */
+    {
+        uint64_t t = s + 1;
+        bool uin = vbl + out <= s << 2;
+        bool win = (t << 2) + out <= vbr;
+        if (uin != win) {
+            r = uin ? s : t;
+        } else {
+            /* both (or, not expected, neither): the nearer, even on a tie */
+            int64_t cmp = (int64_t)(vb - ((s + t) << 1));
+            r = cmp < 0 || (cmp == 0 && (s & 1u) == 0) ? s : t;
+        }
+    }
+done:
+    /* trailing zeros, by halves first (answers are full of 0.5 and 1.0) */
+    while (r % 100000000u == 0) { /* up to 16 zeros: 10^16 */
+        r /= 100000000u;
+        k += 8;
+    }
+    if (r % 10000u == 0) {
+        r /= 10000u;
+        k += 4;
+    }
+    if (r % 100u == 0) {
+        r /= 100u;
+        k += 2;
+    }
+    if (r % 10u == 0) {
+        r /= 10u;
+        k++;
+    }
+    *d = r;
+    *k_out = k;
 }
 
 int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
@@ -437,29 +557,40 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
         memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
         return n;
     }
-    double a = fabs(v);
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    int be = (int)((bits >> 52) & 0x7ffu);
+    uint64_t c = bits & ((1ull << 52) - 1);
+    int q;
+    if (be == 0) {
+        q = -1074; /* subnormal */
+    } else {
+        c |= 1ull << 52;
+        q = be - 1075;
+    }
+    uint64_t d;
+    int k;
+    schubfach(c, q, &d, &k);
+    /* digits of d: from its bit length (log10 2 ~ 1233 / 4096), then one
+     * comparison */
+    int nd = ((64 - __builtin_clzll(d)) * 1233) >> 12;
+    nd += d >= pow10_u64[nd];
     char dig[18];
-    int x10 = 0, nd = 0;
-    int dir;
-    uint64_t d17 = a >= 1e-4 && a < 1e16 ? digits17(a, &x10, &dir) : 0;
-    if (d17)
-        nd = shortest_from17(a, d17, &x10, dig);
-    else
-        nd = shortest_libc(a, &x10, dig);
-    return layout(v < 0, dig, nd, x10, buf);
+    nd = digits_of(d, nd, dig);
+    return layout(v < 0, dig, nd, k + nd - 1, buf);
 }
 
 /* The nd (1..17) significant digits of a > 0, correctly rounded (exact
  * halves to even, as the C library's printf rounds), as an integer of nd
  * digits with *x10 the power of ten of its first. From the 17 correctly
- * rounded digits when a is in the exact range: dropping digits rounds
+ * rounded digits when a < 1e16: dropping digits rounds
  * them again, which can only go wrong when the dropped tail is exactly
  * half a step, and then the side a lies on (known exactly) decides.
  * Elsewhere the C library's %.*e, which is correctly rounded. */
 static uint64_t round_digits(double a, int nd, int *x10)
 {
     int dir = 0;
-    uint64_t d17 = a >= 1e-4 && a < 1e16 ? digits17(a, x10, &dir) : 0;
+    uint64_t d17 = a < 1e16 ? digits17(a, x10, &dir) : 0;
     if (!d17) {
         char tmp[40];
         snprintf(tmp, sizeof tmp, "%.*e", nd - 1, a);

@@ -87,7 +87,9 @@ void proto_jw_release(proto_jw *w);
 int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX]);
 
 /* v (finite) with the fewest significant digits that read back (strtod) as
- * v, the nearest to v when several do; laid out as
+ * v, the nearest to v when several do (the even one of two equally near),
+ * by exact integer arithmetic (Schubfach; no strtod, no snprintf); laid
+ * out as
  * proto_json_format_double() lays its digits out (fixed notation for
  * 1e-4 <= |v| < 1e17, else an exponent; ".0" on integral values, no '+'
  * or leading zeros in the exponent). 0.1 is "0.1", not

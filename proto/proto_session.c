@@ -16,8 +16,10 @@
  * tip's target between its two waypoints (proto_session_sample).
  *
  * Where a solve starts (proto_session_prepare): the target's own seed (a
- * re-synchronisation after the arm moved by other means), else the open
- * seed while the stream has no answer yet, else the previous answer
+ * re-synchronisation after the arm moved by other means), else the seed of
+ * a target that was skipped since the last solve (conflation,
+ * proto_session_skip: the newest seed sent is the arm's state), else the
+ * open seed while the stream has no answer yet, else the previous answer
  * (proto_job_warm_start), always preferring the branch nearest that start.
  */
 #include "proto/proto_session.h"
@@ -34,6 +36,8 @@ struct proto_session {
     proto_options opt;
     double *seed;    /* the open seed (proto__seed_len doubles), or NULL */
     proto_job *prev; /* the last answer: the next job's warm start */
+    double *kept;    /* the seed of a skipped target (proto__seed_len doubles) */
+    bool has_kept;   /* kept holds one not yet spent */
 };
 
 int proto_session_open(proto_chain *chain, const json_t *options, const json_t *seed,
@@ -81,6 +85,7 @@ void proto_session_free(proto_session *s)
     proto_job_free(s->prev);
     proto_chain_unref(s->chain);
     free(s->seed);
+    free(s->kept);
     free(s);
 }
 
@@ -104,28 +109,29 @@ static bool is_tree(const proto_session *s)
     return s->chain->kind == PROTO_CHAIN_TREE;
 }
 
-int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
-                         proto_job **out, proto_error *err)
+/* A target (at tpath) and its optional seed (at spath) -> a job. */
+static int target_job(proto_session *s, const json_t *target, const char *tpath,
+                      const json_t *seed, const char *spath, proto_job **out, proto_error *err)
 {
     *out = NULL;
     proto_job *job;
     if (is_tree(s)) {
-        if (session_job(s, NULL, "/target", &job, err))
+        if (session_job(s, NULL, tpath, &job, err))
             return -1;
-        if (proto__job_target(job, 0, target, "/target", err)) {
+        if (proto__job_target(job, 0, target, tpath, err)) {
             proto_job_free(job);
             return -1;
         }
     } else {
         proto_target t;
-        if (proto__target_decode(target, "/target", s->opt.frame,
+        if (proto__target_decode(target, tpath, s->opt.frame,
                                  s->chain->kind == PROTO_CHAIN_PLANAR, &t, err))
             return -1;
-        if (session_job(s, &t, "/target", &job, err))
+        if (session_job(s, &t, tpath, &job, err))
             return -1;
     }
     if (seed) {
-        if (proto__seed_decode(seed, "/seed", s->chain, &job->opt, job->seed_q, err)) {
+        if (proto__seed_decode(seed, spath, s->chain, &job->opt, job->seed_q, err)) {
             proto_job_free(job);
             return -1;
         }
@@ -133,6 +139,36 @@ int proto_session_target(proto_session *s, const json_t *target, const json_t *s
     }
     *out = job;
     return 0;
+}
+
+int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
+                         proto_job **out, proto_error *err)
+{
+    return target_job(s, target, "/target", seed, "/seed", out, err);
+}
+
+int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *t, size_t i,
+                              proto_job **out, proto_error *err)
+{
+    char base[PROTO_PATH_MAX], tpath[PROTO_PATH_MAX], spath[PROTO_PATH_MAX];
+    proto_json_path_index(base, "/targets", i);
+    proto_json_path_key(tpath, base, "target");
+    if (t->raw) {
+        proto_target tg;
+        *out = NULL;
+        if (!is_tree(s) &&
+            proto__target_raw(t->raw, s->opt.frame, s->chain->kind == PROTO_CHAIN_PLANAR, &tg))
+            return session_job(s, &tg, tpath, out, err);
+        /* a value the checks refuse: the general decoder words the error */
+        json_t *v = proto_json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);
+        if (!v)
+            return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        int rc = target_job(s, v, tpath, NULL, NULL, out, err);
+        json_decref(v);
+        return rc;
+    }
+    proto_json_path_key(spath, base, "seed");
+    return target_job(s, t->target, tpath, t->seed, spath, out, err);
 }
 
 /* A tree's path: every waypoint decoded as the stream's tree target into
@@ -240,21 +276,33 @@ int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
     return session_job(s, &t, path, out, err);
 }
 
-void proto_session_conflate(proto_job *newer, const proto_job *older)
+void proto_session_skip(proto_session *s, proto_job *job)
 {
-    if (newer->n == 0 || older->n == 0 || newer->has_seed[0] || !older->has_seed[0] ||
-        !newer->seed_q || newer->chain != older->chain)
+    if (!job)
         return;
-    memcpy(newer->seed_q, older->seed_q, proto__seed_len(newer->chain) * sizeof *newer->seed_q);
-    newer->has_seed[0] = true;
+    size_t len = proto__seed_len(s->chain);
+    if (job->n > 0 && job->has_seed[0] && job->seed_q && len > 0 && job->chain == s->chain) {
+        if (!s->kept)
+            s->kept = malloc(len * sizeof *s->kept);
+        if (s->kept) { /* out of memory: the seed is lost, the stream goes on */
+            memcpy(s->kept, job->seed_q, len * sizeof *s->kept);
+            s->has_kept = true;
+        }
+    }
+    proto_job_free(job);
 }
 
 void proto_session_prepare(proto_session *s, proto_job *job)
 {
-    if (job->n > 0 && !job->has_seed[0] && !s->prev && s->seed && job->seed_q) {
-        memcpy(job->seed_q, s->seed, proto__seed_len(s->chain) * sizeof *s->seed);
-        job->has_seed[0] = true;
+    size_t len = proto__seed_len(s->chain);
+    if (job->n > 0 && !job->has_seed[0] && job->seed_q) {
+        const double *from = s->has_kept ? s->kept : !s->prev ? s->seed : NULL;
+        if (from) {
+            memcpy(job->seed_q, from, len * sizeof *from);
+            job->has_seed[0] = true;
+        }
     }
+    s->has_kept = false;
     proto_job_warm_start(job, s->prev);
 }
 

@@ -9,6 +9,7 @@
  *   proto_session_open()     open message -> session (options and seed
  *                            checked and kept in the internal convention)
  *   proto_session_target()   a target message -> an unsolved one-target job
+ *   proto_session_tick_target()  the same for one target of a tick message
  *   proto_session_path()     a path message's path -> its waypoints decoded
  *                            as targets (never as JSON again);
  *   proto_session_sample()   sample i of it -> an unsolved one-target job,
@@ -18,6 +19,8 @@
  *                            answer) and the nearest-branch preference
  *   proto_job_run()          on any thread
  *   proto_session_solved()   the answer becomes the next job's warm start
+ *   proto_session_skip()     or: the job was replaced unsolved (conflation),
+ *                            its seed holds for the next one
  * Jobs are built by the same constructor as HTTP requests' (proto_impl.h's
  * proto__job_new), so a target is checked exactly as a request's target is,
  * with JSON paths into the stream message ("/target/position/2",
@@ -62,6 +65,12 @@ const proto_chain *proto_session_chain(const proto_session *s);
 int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
                          proto_job **out, proto_error *err);
 
+/* Target i of a tick message (t from proto_stream_tick_target_get()):
+ * the same as proto_session_target() with paths under "/targets/<i>/target"
+ * and "/targets/<i>/seed". */
+int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *t, size_t i,
+                              proto_job **out, proto_error *err);
+
 /* Binds a path (as proto_stream_decode() left it in a path message) to the
  * session: every waypoint is decoded as a target of this stream (paths
  * under "/waypoints/<i>"; a tree's as a tree target) and checked against
@@ -81,16 +90,19 @@ int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
 int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
                          proto_job **out, proto_error *err);
 
-/* newer replaces older as the stream's waiting target (older is dropped
- * unsolved): the newest seed sent since the last solve is the arm's state,
- * so newer takes older's seed when it has none of its own. */
-void proto_session_conflate(proto_job *newer, const proto_job *older);
+/* job (one of this session's) is dropped unsolved, because a newer target
+ * of the stream replaced it (conflation). The newest seed sent since the
+ * last solve is the arm's state, so a seed of job's own is kept and the
+ * next job prepared starts from it unless it has a seed of its own. Takes
+ * job (freed here). */
+void proto_session_skip(proto_session *s, proto_job *job);
 
 /* Right before job (one of this session's) is solved: a job with its own
- * seed starts there; one without starts from the open seed while the
+ * seed starts there; one without starts from the seed of a skipped target
+ * (proto_session_skip) when one is kept, else from the open seed while the
  * session has no answer yet, else from the previous answer
  * (proto_job_warm_start); either way it prefers the branch nearest its
- * start. */
+ * start. A kept seed is spent by it. */
 void proto_session_prepare(proto_session *s, proto_job *job);
 
 /* job was solved (proto_job_run covered it): it becomes the warm start of

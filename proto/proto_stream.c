@@ -224,9 +224,137 @@ void proto_stream_path_free(proto_stream_path *p)
     free(p);
 }
 
+/* ---- ticks without a tree ------------------------------------------------ */
+
+/*
+ * A game server's tick holds a thousand targets; as a jansson tree that is
+ * some ten allocations per target, built and freed on the event loop. The
+ * reader below takes the common shape of a tick straight into typed
+ * targets (proto_stream_raw) and declines everything else, which then goes
+ * to the general decoder: any key it does not know ("seed", "weights",
+ * "rotation", ...), an escape or a non-ASCII byte in a key or a stream
+ * name, a duplicate key, a missing member, a number the fast JSON reader
+ * leaves to jansson, a syntax error. What it accepts is exactly what the
+ * general decoder accepts with the same meaning; the values are checked
+ * later by the session, as the general decoder checks them.
+ */
+
+/* One element of "targets". */
+static bool tick_element(proto_scan *r, proto_stream_raw *t)
+{
+    if (!proto__scan_char(r, '{'))
+        return false;
+    bool has_stream = false, has_target = false;
+    t->has_seq = false;
+    do {
+        const char *k;
+        size_t n;
+        if (!proto__scan_key(r, &k, &n))
+            return false;
+        if (proto__scan_is(k, n, "stream")) {
+            const char *v;
+            size_t vn;
+            if (has_stream || !proto__scan_string(r, &v, &vn) || vn == 0 ||
+                vn > PROTO_STREAM_NAME_MAX)
+                return false;
+            memcpy(t->stream, v, vn);
+            t->stream[vn] = '\0';
+            if (!proto_stream_name_valid(t->stream))
+                return false;
+            has_stream = true;
+        } else if (proto__scan_is(k, n, "seq")) {
+            proto_json_num v;
+            if (t->has_seq || !proto__scan_number(r, &v) || !v.is_int ||
+                v.i > PROTO_STREAM_SEQ_MAX || v.i < -PROTO_STREAM_SEQ_MAX)
+                return false;
+            t->has_seq = true;
+            t->seq = v.i;
+        } else if (proto__scan_is(k, n, "target")) {
+            if (has_target || !proto__target_scan(r, t))
+                return false;
+            has_target = true;
+        } else {
+            return false;
+        }
+    } while (proto__scan_char(r, ','));
+    return proto__scan_char(r, '}') && has_stream && has_target;
+}
+
+/* A tick of the common shape into out (type, seq, raw targets); false,
+ * with nothing allocated, for any other text. */
+static bool tick_read_raw(const char *text, size_t len, proto_stream_msg *out)
+{
+    proto_scan r = {text, text + len};
+    proto_stream_raw *ts = NULL;
+    size_t n = 0, cap = 0;
+    bool type = false, seq = false, targets = false;
+    long long seq_v = 0;
+    if (!proto__scan_char(&r, '{'))
+        return false;
+    do {
+        const char *k;
+        size_t kn;
+        if (!proto__scan_key(&r, &k, &kn))
+            goto no;
+        if (proto__scan_is(k, kn, "type")) {
+            const char *v;
+            size_t vn;
+            if (type || !proto__scan_string(&r, &v, &vn) || !proto__scan_is(v, vn, "tick"))
+                goto no;
+            type = true;
+        } else if (proto__scan_is(k, kn, "seq")) {
+            proto_json_num v;
+            if (seq || !proto__scan_number(&r, &v) || !v.is_int || v.i > PROTO_STREAM_SEQ_MAX ||
+                v.i < -PROTO_STREAM_SEQ_MAX)
+                goto no;
+            seq = true;
+            seq_v = v.i;
+        } else if (proto__scan_is(k, kn, "targets")) {
+            if (targets || !proto__scan_char(&r, '['))
+                goto no;
+            targets = true;
+            do {
+                if (n == cap) {
+                    size_t c = cap ? 2 * cap : 64;
+                    proto_stream_raw *g = realloc(ts, c * sizeof *ts);
+                    if (!g)
+                        goto no;
+                    ts = g;
+                    cap = c;
+                }
+                if (!tick_element(&r, &ts[n]))
+                    goto no;
+                n++;
+            } while (proto__scan_char(&r, ','));
+            if (!proto__scan_char(&r, ']'))
+                goto no;
+        } else {
+            goto no;
+        }
+    } while (proto__scan_char(&r, ','));
+    if (!proto__scan_char(&r, '}') || !type || !seq || n == 0)
+        goto no;
+    if (!proto__scan_end(&r))
+        goto no;
+    for (size_t i = 0; i < n; i++)
+        if (!ts[i].has_seq) {
+            ts[i].has_seq = true;
+            ts[i].seq = seq_v;
+        }
+    out->type = PROTO_STREAM_TICK;
+    out->has_seq = true;
+    out->seq = seq_v;
+    out->raw = ts;
+    out->nraw = n;
+    return true;
+no:
+    free(ts);
+    return false;
+}
+
 /* ---- decoding ------------------------------------------------------------ */
 
-static const char *const type_names[] = {"open", "close", "target", "path"};
+static const char *const type_names[] = {"open", "close", "target", "path", "tick"};
 
 /* The members each type allows (NULL-terminated). */
 static const char *const open_keys[] = {"type",    "stream", "chain", "chain_id",
@@ -235,8 +363,12 @@ static const char *const close_keys[] = {"type", "stream", NULL};
 static const char *const target_keys[] = {"type", "stream", "seq", "target", "seed", NULL};
 static const char *const path_keys[] = {"type",    "stream",     "seq", "waypoints",
                                         "rate_hz", "duration_s", NULL};
+static const char *const tick_keys[] = {"type", "seq", "targets", NULL};
+static const char *const tick_target_keys[] = {"stream", "seq", "target", "seed", NULL};
 
-static int check_keys(const json_t *root, const char *const *allowed, proto_error *err)
+/* base: the object's JSON pointer ("" for the message itself) */
+static int check_keys_at(const json_t *root, const char *base, const char *const *allowed,
+                         proto_error *err)
 {
     const char *key;
     const json_t *v;
@@ -247,8 +379,8 @@ static int check_keys(const json_t *root, const char *const *allowed, proto_erro
             if (strcmp(key, allowed[i]) == 0)
                 ok = true;
         if (!ok) {
-            char where[PROTO_STREAM_NAME_MAX + 8];
-            snprintf(where, sizeof where, "/%.*s", PROTO_STREAM_NAME_MAX, key);
+            char where[PROTO_PATH_MAX];
+            snprintf(where, sizeof where, "%s/%.*s", base, PROTO_STREAM_NAME_MAX, key);
             return proto_error_set(err, PROTO_E_INVALID_REQUEST, where,
                                    "unknown member \"%.64s\"", key);
         }
@@ -256,7 +388,34 @@ static int check_keys(const json_t *root, const char *const *allowed, proto_erro
     return 0;
 }
 
+static int check_keys(const json_t *root, const char *const *allowed, proto_error *err)
+{
+    return check_keys_at(root, "", allowed, err);
+}
+
+/* A seq of magnitude at most PROTO_STREAM_SEQ_MAX: true and *out, or false. */
+static bool read_seq(const json_t *jq, long long *out)
+{
+    /* compared on both sides: llabs() of the most negative integer overflows */
+    if (!json_is_integer(jq) || json_integer_value(jq) > PROTO_STREAM_SEQ_MAX ||
+        json_integer_value(jq) < -PROTO_STREAM_SEQ_MAX)
+        return false;
+    *out = json_integer_value(jq);
+    return true;
+}
+
 int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err)
+{
+    memset(out, 0, sizeof *out);
+    proto_error_clear(err);
+    if (len > 0 && tick_read_raw(text, len, out))
+        return 0;
+    memset(out, 0, sizeof *out);
+    return proto__stream_decode_tree(text, len, out, err);
+}
+
+int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
+                              proto_error *err)
 {
     memset(out, 0, sizeof *out);
     proto_error_clear(err);
@@ -276,12 +435,7 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
     if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
         snprintf(out->stream, sizeof out->stream, "%s", json_string_value(js));
     const json_t *jq = json_object_get(root, "seq");
-    /* compared on both sides: llabs() of the most negative integer overflows */
-    if (json_is_integer(jq) && json_integer_value(jq) <= PROTO_STREAM_SEQ_MAX &&
-        json_integer_value(jq) >= -PROTO_STREAM_SEQ_MAX) {
-        out->has_seq = true;
-        out->seq = json_integer_value(jq);
-    }
+    out->has_seq = read_seq(jq, &out->seq);
 
     int rc = -1;
     const json_t *jt = json_object_get(root, "type");
@@ -304,16 +458,22 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
         goto out;
     }
     out->type = (proto_stream_type)t;
-    if (!js) {
+    if (out->type == PROTO_STREAM_TICK) {
+        /* a tick belongs to no one stream: each of its targets names its own */
+        out->stream[0] = '\0';
+        if (check_keys(root, tick_keys, err) != 0)
+            goto out;
+    } else if (!js) {
         stream_err(err, PROTO_E_INVALID_REQUEST, "/stream", "\"stream\" is required");
         goto out;
     }
-    if (!out->stream[0]) {
+    if (out->type != PROTO_STREAM_TICK && !out->stream[0]) {
         stream_err(err, PROTO_E_INVALID_REQUEST, "/stream",
                    "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -");
         goto out;
     }
-    if (out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH) {
+    if (out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH ||
+        out->type == PROTO_STREAM_TICK) {
         if (!out->has_seq) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "/seq",
                        jq ? "\"seq\" must be an integer of magnitude below 2^53"
@@ -368,12 +528,25 @@ int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, pro
         if (path_decode(root, &out->path, err) != 0)
             goto out;
         break;
+    case PROTO_STREAM_TICK:
+        out->targets = json_object_get(root, "targets");
+        if (!out->targets) {
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/targets", "\"targets\" is required");
+            goto out;
+        }
+        if (!json_is_array(out->targets) || json_array_size(out->targets) == 0) {
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/targets",
+                       "\"targets\" must be a non-empty array of {\"stream\", \"seq\", "
+                       "\"target\"} objects");
+            goto out;
+        }
+        break;
     }
     out->root = root;
     return 0;
 out:
     json_decref(root);
-    out->chain = out->options = out->target = out->seed = NULL;
+    out->chain = out->options = out->target = out->seed = out->targets = NULL;
     out->chain_id = NULL;
     return rc;
 }
@@ -384,7 +557,77 @@ void proto_stream_msg_free(proto_stream_msg *m)
         return;
     proto_stream_path_free(m->path);
     json_decref(m->root);
+    free(m->raw);
     memset(m, 0, sizeof *m);
+}
+
+/* ---- ticks --------------------------------------------------------------- */
+
+size_t proto_stream_tick_count(const proto_stream_msg *m)
+{
+    if (!m || m->type != PROTO_STREAM_TICK)
+        return 0;
+    return m->raw ? m->nraw : json_array_size(m->targets);
+}
+
+int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i,
+                                 proto_stream_tick_target *out, proto_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->has_seq = m->has_seq;
+    out->seq = m->seq;
+    if (i >= proto_stream_tick_count(m))
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/targets",
+                               "the tick has no target %zu", i);
+    if (m->raw) {
+        const proto_stream_raw *t = &m->raw[i];
+        memcpy(out->stream, t->stream, sizeof out->stream);
+        out->seq = t->seq;
+        out->raw = t;
+        return 0;
+    }
+    char base[PROTO_PATH_MAX], where[PROTO_PATH_MAX];
+    const json_t *v = json_array_get(m->targets, i);
+    if (!json_is_object(v)) {
+        proto_json_path_index(base, "/targets", i);
+        return stream_err(err, PROTO_E_INVALID_REQUEST, base,
+                          "a target of a tick must be an object {\"stream\", \"seq\", "
+                          "\"target\"}");
+    }
+    const json_t *js = json_object_get(v, "stream");
+    if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
+        memcpy(out->stream, json_string_value(js), json_string_length(js) + 1);
+    const json_t *jq = json_object_get(v, "seq");
+    bool bad_seq = jq && !read_seq(jq, &out->seq);
+    /* the members: "stream", "target", and "seq" and "seed" when there */
+    size_t known = 2 + (jq != NULL) + (json_object_get(v, "seed") != NULL);
+    if (!bad_seq && json_object_size(v) == known && js && json_object_get(v, "target") &&
+        out->stream[0]) {
+        out->target = json_object_get(v, "target");
+        out->seed = json_object_get(v, "seed");
+        return 0;
+    }
+    proto_json_path_index(base, "/targets", i);
+    if (bad_seq) {
+        proto_json_path_key(where, base, "seq");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, where,
+                          "\"seq\" must be an integer of magnitude below 2^53");
+    }
+    if (check_keys_at(v, base, tick_target_keys, err) != 0)
+        return -1;
+    if (!out->stream[0]) {
+        proto_json_path_key(where, base, "stream");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, where,
+                          js ? "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -"
+                             : "\"stream\" is required");
+    }
+    out->target = json_object_get(v, "target");
+    if (!out->target) {
+        proto_json_path_key(where, base, "target");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, where, "\"target\" is required");
+    }
+    out->seed = json_object_get(v, "seed");
+    return 0;
 }
 
 /* ---- encoding ------------------------------------------------------------ */
@@ -496,6 +739,27 @@ char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sen
     return proto_jw_finish(&w, len);
 }
 
+/* "error":{...}} after the members naming the stream and seq (with a
+ * comma before it when comma); false when out of memory (nothing
+ * written). */
+static bool error_tail(proto_jw *w, const proto_error *e, bool comma)
+{
+    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                              e->message, "path", e->path);
+    if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
+        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                          "(message not printable)", "path", "");
+    if (!inner)
+        return false;
+    if (comma)
+        RAW(w, ",");
+    RAW(w, "\"error\":");
+    proto_jw_value(w, inner, false);
+    json_decref(inner);
+    RAW(w, "}");
+    return true;
+}
+
 char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
                                 const proto_error *e, size_t *len)
 {
@@ -508,18 +772,53 @@ char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
     }
     if (has_seq)
         COUNT(&w, "seq", seq);
-    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                              e->message, "path", e->path);
-    if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
-        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                          "(message not printable)", "path", "");
-    if (!inner) {
+    if (!error_tail(&w, e, true)) {
         proto_jw_release(&w);
         return NULL;
     }
-    RAW(&w, ",\"error\":");
-    proto_jw_value(&w, inner, false);
-    json_decref(inner);
-    RAW(&w, "}");
     return proto_jw_finish(&w, len);
+}
+
+/* ---- a tick's answer ----------------------------------------------------- */
+
+void proto_stream_tick_head(proto_jw *w, long long seq, size_t skipped)
+{
+    RAW(w, "{\"type\":\"tick_solution\"");
+    COUNT(w, "seq", seq);
+    COUNT(w, "skipped", skipped);
+    RAW(w, ",\"solutions\":[");
+}
+
+void proto_stream_tick_solution(proto_jw *w, const char *stream, long long seq, size_t skipped,
+                                const proto_job *job, size_t i)
+{
+    RAW(w, "{");
+    put_stream(w, stream);
+    COUNT(w, "seq", seq);
+    COUNT(w, "skipped", skipped);
+    RAW(w, ",\"result\":");
+    proto__job_result_write(w, job, i);
+    RAW(w, "}");
+}
+
+void proto_stream_tick_error(proto_jw *w, const char *stream, bool has_seq, long long seq,
+                             const proto_error *e)
+{
+    bool named = stream && proto_stream_name_valid(stream);
+    RAW(w, "{");
+    if (named)
+        put_stream(w, stream);
+    if (has_seq) {
+        if (named)
+            RAW(w, ",");
+        RAW(w, "\"seq\":");
+        proto_jw_integer(w, (json_int_t)seq);
+    }
+    if (!error_tail(w, e, named || has_seq))
+        w->oom = true;
+}
+
+void proto_stream_tick_tail(proto_jw *w)
+{
+    RAW(w, "]}");
 }

@@ -10,6 +10,10 @@
  *   {"type":"target","stream":"s1", "seq":17, "target":{...}, "seed":[...]}
  *   {"type":"path",  "stream":"s1", "seq":18, "waypoints":[{target},...],
  *                    "rate_hz":60, "duration_s":2}
+ *   {"type":"tick",  "seq":19, "targets":[{"stream":"c1", "seq":7, "target":{...},
+ *                    "seed":[...]}, ...]}
+ *                    (the targets of many streams at once; "seq" of a target
+ *                    defaults to the tick's)
  * ikd -> client:
  *   {"type":"opened","stream":"s1","chain_id":"..."}
  *   {"type":"closed","stream":"s1"}
@@ -17,9 +21,15 @@
  *      (path samples add "index":i,"count":n)
  *   {"type":"path_end","stream":"s1","seq":18,"sent":n,"skipped":0,"count":n,"completed":true}
  *   {"type":"error","stream":"s1","seq":17,"error":{"code":..,"message":..,"path":..}}
+ *   {"type":"tick_solution","seq":19,"skipped":0,"solutions":[
+ *       {"stream":"c1","seq":7,"skipped":0,"result":{...}},
+ *       {"stream":"c2","seq":19,"error":{...}}, ...]}
+ *      (one per target of the tick, in its order)
  *
  * Decoding validates the envelope only (type, stream name, seq, the shape of
- * a path); the chain, options, seeds and targets are decoded by the stream's
+ * a path, that a tick has a non-empty array of targets); each target of a
+ * tick is read on its own (proto_stream_tick_target_get), so that one bad
+ * target is answered with its error and the others are solved; the chain, options, seeds and targets are decoded by the stream's
  * typed session (proto/proto_session.h), with JSON paths that point into the
  * same message.
  *
@@ -43,6 +53,7 @@
 #include <stdint.h>
 
 #include "proto/proto_error.h"
+#include "proto/proto_json_write.h"
 
 /* Stream names: 1..64 characters of [A-Za-z0-9_.:-] (never need escaping). */
 #define PROTO_STREAM_NAME_MAX 64
@@ -60,10 +71,13 @@ typedef enum proto_stream_type {
     PROTO_STREAM_OPEN = 0,
     PROTO_STREAM_CLOSE,
     PROTO_STREAM_TARGET,
-    PROTO_STREAM_PATH
+    PROTO_STREAM_PATH,
+    PROTO_STREAM_TICK
 } proto_stream_type;
 
 typedef struct proto_stream_path proto_stream_path;
+/* A target of a tick read without a JSON tree (proto_impl.h). */
+typedef struct proto_stream_raw proto_stream_raw;
 
 /* One decoded client message. The json_t pointers are borrowed from root,
  * which the message owns. */
@@ -80,6 +94,10 @@ typedef struct proto_stream_msg {
     json_t *seed;        /* open, target: the seed value, or NULL (validated
                             later, as HTTP's "seed") */
     proto_stream_path *path; /* path: the decoded path (owned) */
+    json_t *targets;     /* tick: the "targets" array, at least one element */
+    proto_stream_raw *raw; /* tick read without a tree: its targets (owned;
+                              then root and targets are NULL) */
+    size_t nraw;
 } proto_stream_msg;
 
 /* Decodes one text message of len bytes (need not be NUL-terminated).
@@ -87,7 +105,15 @@ typedef struct proto_stream_msg {
  * with *err set (codes invalid_json, invalid_request, unknown_type,
  * too_large; http_status is meaningless here) and nothing allocated; even
  * then out->type, out->stream and out->has_seq/seq hold what could be read,
- * so that the error reply can name the stream and seq. */
+ * so that the error reply can name the stream and seq. A tick has no
+ * "stream" (out->stream stays ""); its targets are not read here, except
+ * that a tick of the common shape (every target with "stream", optional
+ * "seq", and a "target" of "position" and optionally "orientation", "up",
+ * "pole", each an array of numbers; no "seed"; keys unescaped and unique)
+ * is read straight into typed targets without building a JSON tree: its
+ * targets then refer to text, which must outlive their use
+ * (proto_session_tick_target()). Both readings decode the same tick to the
+ * same targets (tests/proto/test_stream.c proves it differentially). */
 int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err);
 
 /* Releases what a successful decode allocated and clears *m. NULL is fine;
@@ -101,6 +127,32 @@ bool proto_stream_utf8_valid(const char *s, size_t len);
 
 /* True when name is a valid stream name (see PROTO_STREAM_NAME_MAX). */
 bool proto_stream_name_valid(const char *name);
+
+/* ---- ticks ------------------------------------------------------------- */
+
+/* One target of a tick: {"stream":..,"seq":..,"target":{..},"seed":[..]},
+ * "seq" and "seed" optional. The json_t pointers are borrowed from the
+ * message. */
+typedef struct proto_stream_tick_target {
+    char stream[PROTO_STREAM_NAME_MAX + 1]; /* "" when missing or invalid */
+    bool has_seq;
+    long long seq;       /* the target's own seq, else the tick's */
+    const json_t *target;
+    const json_t *seed;  /* or NULL */
+    const proto_stream_raw *raw; /* instead of target: read without a tree */
+} proto_stream_tick_target;
+
+/* Targets of a decoded tick message (0 for any other message). */
+size_t proto_stream_tick_count(const proto_stream_msg *m);
+/* Reads target i of a tick message (its envelope: the stream name, seq,
+ * that "target" is there, no unknown member; the target and seed
+ * themselves are the session's to decode, proto_session_tick_target). 0,
+ * or -1 with *err set (invalid_request, paths "/targets/<i>/..."; i out of
+ * range is invalid_request at "/targets"), and then too *out holds the
+ * stream and seq as far as they could be read, for the target's answer.
+ * Allocates nothing. */
+int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i,
+                                 proto_stream_tick_target *out, proto_error *err);
 
 /* ---- paths ------------------------------------------------------------- */
 
@@ -153,5 +205,23 @@ char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sen
 /* has_seq false omits "seq". */
 char *proto_stream_encode_error(const char *stream, bool has_seq, long long seq,
                                 const proto_error *e, size_t *len);
+
+/* A tick's answer, written in pieces into a proto_jw (proto_json_write.h),
+ * so that parts of it can be written on different threads and joined:
+ *   head      {"type":"tick_solution","seq":..,"skipped":..,"solutions":[
+ *             (skipped: ticks replaced unsolved since the previous answer)
+ *   solution  {"stream":..,"seq":..,"skipped":..,"result":{...}}: exactly
+ *             proto_stream_encode_job_solution()'s message without "type"
+ *   error     {"stream":..,"seq":..,"error":{...}}, stream omitted when NULL
+ *             or not a valid name, seq when has_seq is false
+ *   tail      ]}
+ * with a comma written between two entries by the caller. Out of memory is
+ * the writer's (sticky; proto_jw_finish returns NULL). */
+void proto_stream_tick_head(proto_jw *w, long long seq, size_t skipped);
+void proto_stream_tick_solution(proto_jw *w, const char *stream, long long seq, size_t skipped,
+                                const proto_job *job, size_t i);
+void proto_stream_tick_error(proto_jw *w, const char *stream, bool has_seq, long long seq,
+                             const proto_error *e);
+void proto_stream_tick_tail(proto_jw *w);
 
 #endif /* PROTO_STREAM_H */

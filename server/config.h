@@ -77,6 +77,8 @@
       "largest WebSocket message, bytes")                                                          \
     X(WSQUEUE, "max-send-queue", "IKD_MAX_SEND_QUEUE", SIZE(1), ws_send_queue_bytes, VALUE("4M"),  \
       "WebSocket per-connection send queue, bytes")                                                \
+    X(MAXSTREAMS, "max-streams", "IKD_MAX_STREAMS", UINT(1, 65536), max_streams, VALUE("1024"),    \
+      "streams open on one WebSocket connection, and so targets in one tick")                     \
     X(MAXJOINTS, "max-joints", "IKD_MAX_JOINTS", UINT(1, 100000), limits.max_joints, PROTO,        \
       "joints per chain")                                                                          \
     X(MAXTARGETS, "max-targets", "IKD_MAX_TARGETS", UINT(1, 100000000), limits.max_targets, PROTO, \
@@ -150,6 +152,7 @@ typedef struct srv_config {
     proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
     size_t max_message_bytes;   /* WebSocket: largest received message */
     size_t ws_send_queue_bytes; /* WebSocket: per-connection send-queue cap */
+    unsigned max_streams;       /* WebSocket: streams per connection (targets per tick) */
     size_t registry_bytes;      /* chain registry memory bound */
     size_t pool_queue_max;      /* admitted work in flight before 503 (server/pool.h) */
     double inline_cost_us;      /* proto_job_cost_us() below this runs inline on the loop */

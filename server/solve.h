@@ -7,7 +7,11 @@
  * (proto_job_cost_us() times the count) is below --inline-cost-us (the
  * analytic seed solvers: a hop to the pool and back costs 10-30 us, far
  * more than the solve) is solved right away on the loop; any other goes to
- * the pool as admitted work.
+ * the pool as admitted work. Work made of many one-target jobs (a stream
+ * tick: the targets of many streams) is split into parts the same way
+ * (srv_solve_parts): one part solved inline when cheap, else parts of
+ * SRV_SOLVE_PART_MIN_US to SRV_SOLVE_PART_MAX_US of estimated work, at
+ * least one per pool thread when there is enough of it.
  */
 #ifndef SRV_SOLVE_H
 #define SRV_SOLVE_H
@@ -31,6 +35,9 @@ struct srv_solve {
     /* or, instead of job, items [begin, end) of a batch of items (each
      * recorded as the one-target job it is) */
     proto_items *items;
+    /* or one-target jobs jobs[begin, end) (NULL entries are skipped): the
+     * targets of a stream tick, each of its own stream */
+    proto_job *const *jobs;
     size_t begin, end;
     /* Optional: runs right after the solve on the same thread (a pool
      * thread, or the loop for an inline solve), for work that belongs with
@@ -69,12 +76,30 @@ bool srv_solve_is_cheap(const srv_ctx *ctx, const proto_job *job);
 int srv_solve_start(srv_ctx *ctx);
 void srv_solve_stop(srv_ctx *ctx);
 
+/* Parts of estimated work that a hop to the pool is worth, and the most
+ * one part holds so that others' work gets a thread in between. */
+#define SRV_SOLVE_PART_MIN_US 50.0
+#define SRV_SOLVE_PART_MAX_US 5000.0
+
+/* How many parts n one-target jobs of total estimated cost cost_us (the
+ * sum of proto_job_cost_us()) are solved in: 1 when cheap (then
+ * srv_solve_submit solves them inline), else as many as --threads when each
+ * gets at least SRV_SOLVE_PART_MIN_US, more when a part would hold more
+ * than SRV_SOLVE_PART_MAX_US; never more than n. 0 when n is 0. The caller
+ * splits the jobs into that many runs of about equal cost and submits the
+ * first with srv_solve_submit (the admission), the others with
+ * srv_solve_submit_stage, keeping at most srv_solve_parallel() of them in
+ * flight. */
+size_t srv_solve_parts(const srv_ctx *ctx, double cost_us, size_t n);
+/* Parts of one piece of work worth running at once: the pool threads. */
+size_t srv_solve_parallel(const srv_ctx *ctx);
+
 /* Solves s: inline when cheap (solve, after and done all run before this
  * returns; or, with may_defer and this turn's inline budget spent, in a
- * later turn, ran_inline false), else queued on the pool as newly admitted
- * work. Returns 0 (done runs exactly once), or SRV_EBUSY when --max-queue
- * units of work are admitted already (nothing ran; done never runs), or
- * SRV_EINVAL. Loop thread only. */
+ * later turn, ran_inline false; for jobs, the sum of their costs decides),
+ * else queued on the pool as newly admitted work. Returns 0 (done runs
+ * exactly once), or SRV_EBUSY when --max-queue units of work are admitted
+ * already (nothing ran; done never runs), or SRV_EINVAL. Loop thread only. */
 int srv_solve_submit(srv_ctx *ctx, srv_solve *s);
 
 /* The same for a later stage of work that was admitted already (a batch's

@@ -105,7 +105,7 @@ struct ws_conn {
     size_t msg_len, msg_cap;
     bool frame_ctrl; /* the frame being received is a control frame */
     bool msg_over;   /* the message passed --max-message: closing with 1009 */
-    ws_stream *streams; /* the stream side's (ws_stream.c) */
+    ws_streams *streams; /* the stream side's (ws_stream.c) */
     unsigned refs;
     bool dead;     /* torn down: no I/O any more */
     bool closing;  /* ikd queued a close frame: no more messages */
@@ -698,7 +698,7 @@ srv_ctx *srv__ws_ctx(const ws_conn *c)
     return c->ctx;
 }
 
-ws_stream **srv__ws_streams(ws_conn *c)
+ws_streams **srv__ws_streams(ws_conn *c)
 {
     return &c->streams;
 }

@@ -26,14 +26,15 @@
 #include "server/srv.h"
 
 typedef struct ws_conn ws_conn;
-typedef struct ws_stream ws_stream;
+typedef struct ws_streams ws_streams;
 typedef struct ws_inbox ws_inbox;
 
 /* ---- the connection, for the stream side (ws_conn.c) ------------------ */
 
 srv_ctx *srv__ws_ctx(const ws_conn *c);
-/* The stream side's list head of this connection (its own to keep). */
-ws_stream **srv__ws_streams(ws_conn *c);
+/* The stream side's state of this connection: its own to allocate, keep
+ * and free (NULL until it makes one; srv__ws_drop_streams frees it). */
+ws_streams **srv__ws_streams(ws_conn *c);
 /* The stream side's messages waiting on this connection (its own to keep
  * and free, at srv__ws_drop_streams at the latest). */
 ws_inbox **srv__ws_inbox(ws_conn *c);
@@ -73,10 +74,11 @@ void srv__ws_on_read_done(ws_conn *c);
 /* ikd shuts down: running paths end, waiting targets are solved. */
 void srv__ws_on_drain(ws_conn *c);
 /* True when a stream of the connection has a solve running or a target
- * waiting. */
+ * waiting, or a tick runs or waits. */
 bool srv__ws_busy(ws_conn *c);
 /* The connection is torn down: every stream is dropped (no message is
- * sent); pool solves still running are discarded when they complete. */
+ * sent); pool solves still running are discarded when they complete. The
+ * stream side's state is freed. */
 void srv__ws_drop_streams(ws_conn *c);
 
 #endif /* SRV_WS_CONN_H */

@@ -118,10 +118,24 @@
  *        "speedup":..}
  *     ("parse_body" with --body).
  *
+ *   ikbench doubles [--samples N]
+ *     The number writers alone, on N answer-like doubles (default 200,000:
+ *     |x| < 2 as coordinates and quaternion parts are, one in eight the
+ *     1e-17 noise of an exact zero) and on N of any bit pattern:
+ *     proto_json_format_shortest() (every answer's numbers),
+ *     proto_json_format_digits() at 6 digits (options.digits) and
+ *     proto_json_format_double() (17 digits, what chain ids hash: the
+ *     baseline), passes alternated, the best of five rounds per writer.
+ *     Prints nanoseconds per number:
+ *       {"bench":"doubles","samples":N,"answer_shortest_ns":..,
+ *        "answer_digits6_ns":..,"answer_digits17_ns":..,
+ *        "answer_shortest_vs_17":..,"any_shortest_ns":..,...}
+ *
  * Exit status 0 when the benchmark ran (whatever the success rate), 1 on
  * bad usage or unreadable input.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,6 +145,7 @@
 
 #include "proto/proto.h"
 #include "proto/proto_json.h"
+#include "proto/proto_json_write.h"
 #include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
@@ -989,6 +1004,62 @@ out:
     return rc;
 }
 
+/* ---- number writers ------------------------------------------------------- */
+
+/* ns per number of the three writers over v[0..n), best of five rounds. */
+static void time_writers(const double *v, size_t n, double ns[3], size_t *sink)
+{
+    double best[3] = {1e30, 1e30, 1e30};
+    for (int round = 0; round < 5; round++) {
+        for (int w = 0; w < 3; w++) {
+            char buf[PROTO_DOUBLE_MAX];
+            double t0 = now_s();
+            for (size_t i = 0; i < n; i++)
+                *sink += (size_t)(w == 0   ? proto_json_format_shortest(v[i], buf)
+                                  : w == 1 ? proto_json_format_digits(v[i], 6, buf)
+                                           : proto_json_format_double(v[i], buf));
+            double t = now_s() - t0;
+            if (t < best[w])
+                best[w] = t;
+        }
+    }
+    for (int w = 0; w < 3; w++)
+        ns[w] = best[w] * 1e9 / (double)n;
+}
+
+static int run_doubles(size_t samples)
+{
+    double *ans = malloc(samples * sizeof *ans), *any = malloc(samples * sizeof *any);
+    if (!ans || !any)
+        return 1;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < samples; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        /* an answer's coordinates and quaternion parts, one in eight the
+         * 1e-17 noise of an exact zero */
+        double u = (double)(x >> 11) / 9007199254740992.0;
+        ans[i] = i % 8 == 7 ? (u - 0.5) * 1e-16 : (u - 0.5) * 4.0;
+        uint64_t bits = x * 0x2545f4914f6cdd1dull;
+        memcpy(&any[i], &bits, sizeof bits);
+        if (!isfinite(any[i]))
+            any[i] = 1.0;
+    }
+    double a[3], b[3];
+    size_t sink = 0;
+    time_writers(ans, samples, a, &sink);
+    time_writers(any, samples, b, &sink);
+    printf("{\"bench\":\"doubles\",\"samples\":%zu,\"answer_shortest_ns\":%.1f,"
+           "\"answer_digits6_ns\":%.1f,\"answer_digits17_ns\":%.1f,\"answer_shortest_vs_17\":%.2f,"
+           "\"any_shortest_ns\":%.1f,\"any_digits6_ns\":%.1f,\"any_digits17_ns\":%.1f,"
+           "\"chars\":%zu}\n",
+           samples, a[0], a[1], a[2], a[0] / a[2], b[0], b[1], b[2], sink);
+    free(ans);
+    free(any);
+    return 0;
+}
+
 /* ---- parse benchmark ------------------------------------------------------- */
 
 /* jansson's reader and ours on the same text, one after the other, so that
@@ -1048,7 +1119,8 @@ static void usage(void)
             "                      [--max-iterations N]\n"
             "       ikbench two-bone [--samples N] [--seed S]\n"
             "       ikbench proto [--samples N] [--body FILE]\n"
-            "       ikbench parse [--samples N] [--body FILE]\n");
+            "       ikbench parse [--samples N] [--body FILE]\n"
+            "       ikbench doubles [--samples N]\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -1171,6 +1243,8 @@ int main(int argc, char **argv)
         return run_proto(samples_given ? a.samples : 20000, body);
     if (strcmp(argv[1], "parse") == 0)
         return run_parse(samples_given ? a.samples : 20000, body);
+    if (strcmp(argv[1], "doubles") == 0)
+        return run_doubles(samples_given ? a.samples : 200000);
     usage();
     return 1;
 }

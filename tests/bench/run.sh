@@ -23,6 +23,8 @@ chain() { # robot base tip
 "$BIN" two-bone --samples "$SAMPLES"
 "$BIN" proto
 "$BIN" parse
+# the number writers: shortest and options.digits against 17 digits
+"$BIN" doubles
 chain ur5 base_link tool0
 chain abb_irb120 base_link tool0
 chain kuka_iiwa14_r820 base_link tool0
@@ -150,3 +152,34 @@ ratio() { # NAME WS_BENCH_LINE
 }
 ratio ws_chain_vs_solver "$ws"
 ratio ws_chain_smooth_vs_solver "$smooth"
+
+# ticks over one WebSocket (issue 14): 1000 characters, each on its own
+# two-bone rig, answers reduced to local_rotations at 6 digits; one "tick"
+# message per tick against the same rigs as separate streams (1000 "target"
+# messages per tick, the baseline), alternated in the same run, closed loop
+# (window 1: the next tick when the answer is in) and pipelined (window 2);
+# ticks per second and p99 tick latency (issue 14 asks for at least 500
+# ticks per second).
+start ikd "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn
+for w in 1 2; do
+    tick=$("$BUILD/ws_bench" tick --url "127.0.0.1:$port" --seconds "$WS_SECS" --window "$w" |
+        tail -1)
+    echo "$tick"
+    sep=$("$BUILD/ws_bench" tick --url "127.0.0.1:$port" --seconds "$WS_SECS" --window "$w" \
+        --separate 1 | tail -1)
+    echo "$sep"
+    awk -v w="$w" -v a="$tick" -v b="$sep" 'function f(s, k) {
+            if (!match(s, "\"" k "\":[0-9.eE+-]+"))
+                return 0
+            return substr(s, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0
+        }
+        BEGIN {
+            t = f(a, "ticks_per_s"); s = f(b, "ticks_per_s"); r = 0
+            if (s > 0)
+                r = t / s
+            printf "{\"bench\":\"ws_tick_vs_separate\",\"window\":%d,\"ticks_per_s\":%.1f,", w, t
+            printf "\"separate_ticks_per_s\":%.1f,\"ratio\":%.2f,\"p99_us\":%.0f,", s, r, f(a, "p99_us")
+            printf "\"separate_p99_us\":%.0f}\n", f(b, "p99_us")
+        }'
+done
+stop || { echo "ws_bench tick: ikd exited with $? after SIGTERM" >&2; exit 1; }

@@ -26,6 +26,20 @@
  *     configurations of the file, by forward kinematics of the joint values
  *     interpolated linearly, so that each stream's warm start applies.
  *
+ *   ws_bench tick --url HOST:PORT [--characters 1000] [--window 1]
+ *            [--fields local_rotations] [--digits 6] [--separate] ...
+ *     A game server's ticks: one connection, --characters streams, each
+ *     opened on a two-bone rig of its own (the limb above, scaled by 1 to
+ *     1.05 per character, so every chain differs) with options.fields and
+ *     options.digits (--fields "" and --digits 0 for full answers). A tick
+ *     is one "tick" message holding a target for every character, answered
+ *     by one "tick_solution" message; --window ticks are kept outstanding
+ *     (the next is sent when one is answered). With --separate the same
+ *     ticks go as --characters "target" messages written together (the
+ *     baseline: the same rigs as separate streams), and a tick is answered
+ *     when every character's solution has come back. A tick whose targets
+ *     were conflated (a newer tick replaced it) counts as skipped.
+ *
  * It starts nothing itself: ikd must already listen on --url
  * (tests/bench/run.sh starts it on port 0 and reads the port).
  *
@@ -55,6 +69,13 @@
  *   {"bench":"ws_two_bone","connections":50,"streams":4,"window":1,"seconds":5.00,
  *    "solutions":..,"skipped":..,"failed":..,"errors":..,
  *    "solutions_per_s":..,"p50_us":..,"p99_us":..,"max_us":..,"solve_us_mean":..}
+ * and in tick mode
+ *   {"bench":"ws_tick","form":"tick","characters":1000,"window":1,"fields":"local_rotations",
+ *    "digits":6,"seconds":5.00,"ticks":..,"skipped_ticks":..,"ticks_per_s":..,
+ *    "solutions_per_s":..,"p50_us":..,"p99_us":..,"max_us":..,"bytes_in_per_tick":..,
+ *    "bytes_out_per_tick":..}
+ * (latencies per tick, from its first byte queued to its last answer read;
+ * bytes in: what the client sent per tick, out: what ikd answered).
  * Exit status 0 when solutions were measured and no error message or
  * protocol violation was seen, 1 otherwise.
  */
@@ -81,11 +102,16 @@
 #define HIST_BUCKETS 1000000 /* 1 us each: latencies up to 1 s, the rest in the last */
 #define READ_CHUNK   65536
 #define TARGET_MAX   256 /* bytes of one target object's text */
+#define TICK_WINDOW_MAX 64
 
 /* ---- configuration and global state ----------------------------------- */
 
 typedef struct bench_cfg {
     bool chain_mode;
+    bool tick_mode; /* tick: --characters streams on one connection, ticks */
+    bool separate;  /* tick: the baseline, one target message per character */
+    const char *fields;
+    int digits;
     char host[256];
     int port;
     int connections;
@@ -115,6 +141,14 @@ typedef struct bench {
     uint32_t *hist;
     uint8_t rnd[4096]; /* mask source */
     size_t rnd_left;
+    /* tick mode */
+    long long next_tick, done_tick; /* ticks sent; every tick <= done_tick resolved */
+    uint64_t tick_sent_ns[TICK_WINDOW_MAX];
+    int tick_left[TICK_WINDOW_MAX];   /* --separate: characters not yet answered */
+    bool tick_skip[TICK_WINDOW_MAX];  /* --separate: a target of it was skipped */
+    uint64_t ticks, skipped_ticks, bytes_in, bytes_out;
+    char *tick_buf; /* the message being built */
+    size_t tick_cap;
 } bench;
 
 typedef enum conn_state { C_CONNECTING, C_HANDSHAKE, C_OPENING, C_RUNNING, C_CLOSING } conn_state;
@@ -318,6 +352,168 @@ static void fill_window(conn *c, int k)
     }
 }
 
+/* ---- ticks --------------------------------------------------------------- */
+
+static void tick_append(bench *b, size_t *len, const char *s, size_t n)
+{
+    if (*len + n + 1 > b->tick_cap) {
+        size_t cap = b->tick_cap ? b->tick_cap : 65536;
+        while (cap < *len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->tick_buf, cap);
+        if (!p)
+            die("out of memory");
+        b->tick_buf = p;
+        b->tick_cap = cap;
+    }
+    memcpy(b->tick_buf + *len, s, n);
+    *len += n;
+}
+
+/* Sends ticks until --window are outstanding: one tick message, or (with
+ * --separate) one target message per character, seq = the tick. */
+static void fill_ticks(conn *c)
+{
+    bench *b = c->b;
+    int n = b->cfg.streams;
+    while (b->sending && b->next_tick - 1 - b->done_tick < b->cfg.window) {
+        long long t = b->next_tick++;
+        size_t slot = (size_t)(t % b->cfg.window);
+        b->tick_sent_ns[slot] = uv_hrtime();
+        b->tick_left[slot] = n;
+        b->tick_skip[slot] = false;
+        char head[96];
+        size_t len = 0;
+        if (!b->cfg.separate) {
+            int h = snprintf(head, sizeof head, "{\"type\":\"tick\",\"seq\":%lld,\"targets\":[", t);
+            tick_append(b, &len, head, (size_t)h);
+        }
+        for (int k = 0; k < n; k++) {
+            bstream *st = &c->st[k];
+            const char *target = b->targets[(st->target_i + (size_t)t) % b->ntargets];
+            int h = b->cfg.separate
+                        ? snprintf(head, sizeof head,
+                                   "{\"type\":\"target\",\"stream\":\"s%d\",\"seq\":%lld,\"target\":",
+                                   k, t)
+                        : snprintf(head, sizeof head, "%s{\"stream\":\"s%d\",\"target\":",
+                                   k ? "," : "", k);
+            if (b->cfg.separate)
+                len = 0;
+            tick_append(b, &len, head, (size_t)h);
+            tick_append(b, &len, target, strlen(target));
+            tick_append(b, &len, "}", 1);
+            if (b->cfg.separate) {
+                if (b->measuring)
+                    b->bytes_in += len;
+                queue_text(c, b->tick_buf, len);
+            }
+        }
+        if (!b->cfg.separate) {
+            tick_append(b, &len, "]}", 2);
+            if (b->measuring)
+                b->bytes_in += len;
+            queue_text(c, b->tick_buf, len);
+        }
+    }
+}
+
+static size_t count_of(const char *msg, size_t len, const char *needle)
+{
+    size_t n = 0, k = strlen(needle);
+    for (const char *p = memfind(msg, len, needle); p;
+         p = memfind(p + k, len - (size_t)(p + k - msg), needle))
+        n++;
+    return n;
+}
+
+/* Tick t is resolved (answered, or skipped when skipped): measured. */
+static void tick_resolved(bench *b, long long t, bool skipped, uint64_t now)
+{
+    if (!b->measuring)
+        return;
+    if (skipped) {
+        b->skipped_ticks++;
+        return;
+    }
+    uint64_t ns = now - b->tick_sent_ns[t % b->cfg.window];
+    uint64_t us = ns / 1000;
+    b->hist[us < HIST_BUCKETS ? us : HIST_BUCKETS - 1]++;
+    if (ns > b->max_ns)
+        b->max_ns = ns;
+    b->ticks++;
+    b->solutions += (uint64_t)b->cfg.streams;
+}
+
+/* A tick_solution: every tick up to its seq is resolved (those before it
+ * were replaced unsolved); it must hold one answer per character, each a
+ * success. */
+static void on_tick_solution(conn *c, const char *msg, size_t len, uint64_t now)
+{
+    bench *b = c->b;
+    long long t, skipped;
+    if (!scan_ll(msg, len, "\"seq\":", &t) || !scan_ll(msg, len, "\"skipped\":", &skipped) ||
+        t <= b->done_tick || t >= b->next_tick || skipped != t - b->done_tick - 1) {
+        if (b->violations++ == 0)
+            fprintf(stderr, "ws_bench: unexpected tick answer (sent up to %lld, resolved up to "
+                            "%lld): %.*s\n",
+                    b->next_tick - 1, b->done_tick, (int)(len < 300 ? len : 300), msg);
+        return;
+    }
+    size_t answers = count_of(msg, len, "{\"stream\":");
+    if (answers != (size_t)b->cfg.streams && b->violations++ == 0)
+        fprintf(stderr, "ws_bench: a tick answer holds %zu answers, not %d\n", answers,
+                b->cfg.streams);
+    if (memfind(msg, len, "\"error\":") && b->errors++ < 5)
+        fprintf(stderr, "ws_bench: a tick answer holds errors: %.*s\n",
+                (int)(len < 500 ? len : 500), msg);
+    if (b->measuring) {
+        b->bytes_out += len;
+        b->failed += (uint64_t)b->cfg.streams - count_of(msg, len, "\"status\":\"success\"");
+    }
+    for (long long k = b->done_tick + 1; k < t; k++)
+        tick_resolved(b, k, true, now);
+    tick_resolved(b, t, false, now);
+    b->done_tick = t;
+    fill_ticks(c);
+}
+
+/* --separate: a solution of character k for tick seq; it resolves that
+ * character's ticks up to seq (those before it skipped). */
+static void on_tick_part(conn *c, int k, const char *msg, size_t len, uint64_t now)
+{
+    bench *b = c->b;
+    bstream *st = &c->st[k];
+    long long t, skipped;
+    if (!scan_ll(msg, len, "\"seq\":", &t) || !scan_ll(msg, len, "\"skipped\":", &skipped) ||
+        t <= st->done_seq || t >= b->next_tick || skipped != t - st->done_seq - 1) {
+        if (b->violations++ == 0)
+            fprintf(stderr, "ws_bench: unexpected solution: %.*s\n", (int)(len < 300 ? len : 300),
+                    msg);
+        return;
+    }
+    if (b->measuring) {
+        b->bytes_out += len;
+        if (!memfind(msg, len, "\"status\":\"success\""))
+            b->failed++;
+    }
+    for (long long u = st->done_seq + 1; u <= t; u++) {
+        size_t slot = (size_t)(u % b->cfg.window);
+        if (u < t)
+            b->tick_skip[slot] = true;
+        if (--b->tick_left[slot] == 0) {
+            /* the last character of tick u: ticks resolve in order */
+            if (u != b->done_tick + 1 && b->violations++ == 0)
+                fprintf(stderr, "ws_bench: tick %lld completed before tick %lld\n", u,
+                        b->done_tick + 1);
+            tick_resolved(b, u, b->tick_skip[slot], now);
+            b->done_tick = u;
+        }
+    }
+    st->done_seq = t;
+    if (b->done_tick + 1 == b->next_tick || b->next_tick - 1 - b->done_tick < b->cfg.window)
+        fill_ticks(c);
+}
+
 /* The stream a message names ("stream":"s<k>"), or -1. */
 static int stream_of(const conn *c, const char *msg, size_t len)
 {
@@ -383,7 +579,20 @@ static void ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
     const char *msg = (const char *)arg->msg;
     size_t len = arg->msg_length;
     uint64_t now = uv_hrtime();
+    bool answering = c->state == C_RUNNING || c->state == C_CLOSING;
+    if (b->cfg.tick_mode && answering &&
+        memfind(msg, len < 40 ? len : 40, "\"type\":\"tick_solution\"")) {
+        if (c->state == C_RUNNING) /* late answers of the closing run are ignored */
+            on_tick_solution(c, msg, len, now);
+        return;
+    }
     int k = stream_of(c, msg, len);
+    if (b->cfg.tick_mode && k >= 0 && answering &&
+        memfind(msg, len < 40 ? len : 40, "\"type\":\"solution\"")) {
+        if (c->state == C_RUNNING)
+            on_tick_part(c, k, msg, len, now);
+        return;
+    }
     if (k >= 0 && memfind(msg, len < 40 ? len : 40, "\"type\":\"solution\"")) {
         on_solution(c, k, msg, len, now);
         fill_window(c, k);
@@ -464,6 +673,19 @@ static void handshake_done(conn *c, size_t head_len)
         snprintf(name, sizeof name, "s%d", k);
         json_t *open =
             json_pack("{s:s,s:s,s:O}", "type", "open", "stream", name, "chain", c->b->chain);
+        if (open && c->b->cfg.tick_mode) {
+            /* a rig of its own: the limb scaled by 1 .. 1.05 */
+            double sc = 1.0 + 0.05 * (double)k / (double)c->b->cfg.streams;
+            json_t *chain = json_pack("{s:s,s:[[i,i,i],[f,f,f],[f,f,f]]}", "kind", "bones",
+                                      "positions", 0, 0, 0, 0.0, 0.5 * sc, 0.0, 0.0, sc, 0.0);
+            json_t *opt = json_object();
+            if (c->b->cfg.fields && c->b->cfg.fields[0])
+                json_object_set_new(opt, "fields", json_pack("[s]", c->b->cfg.fields));
+            if (c->b->cfg.digits > 0)
+                json_object_set_new(opt, "digits", json_integer(c->b->cfg.digits));
+            json_object_set_new(open, "chain", chain);
+            json_object_set_new(open, "options", opt);
+        }
         char *text = open ? json_dumps(open, JSON_COMPACT) : NULL;
         json_decref(open);
         if (!text)
@@ -610,8 +832,11 @@ static void all_opened(bench *b)
     b->sending = true;
     conn *cs = (conn *)b->loop->data;
     for (int i = 0; i < b->cfg.connections; i++) {
-        for (int k = 0; k < b->cfg.streams; k++)
-            fill_window(&cs[i], k);
+        if (b->cfg.tick_mode)
+            fill_ticks(&cs[i]);
+        else
+            for (int k = 0; k < b->cfg.streams; k++)
+                fill_window(&cs[i], k);
         wslay_event_send(cs[i].ws);
         flush(&cs[i]);
     }
@@ -620,9 +845,10 @@ static void all_opened(bench *b)
 
 static double percentile_us(const bench *b, double p)
 {
-    if (b->solutions == 0)
+    uint64_t n = b->cfg.tick_mode ? b->ticks : b->solutions;
+    if (n == 0)
         return 0;
-    uint64_t rank = (uint64_t)(p * (double)(b->solutions - 1)), seen = 0;
+    uint64_t rank = (uint64_t)(p * (double)(n - 1)), seen = 0;
     for (size_t i = 0; i < HIST_BUCKETS; i++) {
         seen += b->hist[i];
         if (seen > rank)
@@ -772,7 +998,9 @@ static void usage(void)
     fprintf(stderr, "usage: ws_bench two-bone --url HOST:PORT [--connections N] [--streams K]\n"
                     "                [--window W] [--seconds S] [--warmup-ms MS] [--token T]\n"
                     "       ws_bench chain --url HOST:PORT --urdf FILE --base LINK --tip LINK\n"
-                    "                --targets FILE [--smooth N] [same options]\n");
+                    "                --targets FILE [--smooth N] [same options]\n"
+                    "       ws_bench tick --url HOST:PORT [--characters N] [--window W]\n"
+                    "                [--fields NAME] [--digits D] [--separate 0|1] [same options]\n");
     exit(1);
 }
 
@@ -797,11 +1025,15 @@ int main(int argc, char **argv)
     bench_cfg *cfg = &b->cfg;
     if (strcmp(argv[1], "chain") == 0)
         cfg->chain_mode = true;
+    else if (strcmp(argv[1], "tick") == 0)
+        cfg->tick_mode = true;
     else if (strcmp(argv[1], "two-bone") != 0)
         usage();
-    cfg->connections = cfg->chain_mode ? 8 : 50;
+    cfg->connections = cfg->chain_mode ? 8 : cfg->tick_mode ? 1 : 50;
     cfg->seconds = 5;
-    cfg->streams = cfg->chain_mode ? 1 : 4;
+    cfg->streams = cfg->chain_mode ? 1 : cfg->tick_mode ? 1000 : 4;
+    cfg->fields = "local_rotations";
+    cfg->digits = 6;
     cfg->window = 1;
     cfg->warmup_ms = 500;
     const char *url = NULL;
@@ -833,11 +1065,21 @@ int main(int argc, char **argv)
             cfg->targets = v;
         else if (strcmp(k, "--smooth") == 0)
             cfg->smooth = atoi(v);
+        else if (strcmp(k, "--characters") == 0)
+            cfg->streams = atoi(v);
+        else if (strcmp(k, "--fields") == 0)
+            cfg->fields = v;
+        else if (strcmp(k, "--digits") == 0)
+            cfg->digits = atoi(v);
+        else if (strcmp(k, "--separate") == 0 && (strcmp(v, "1") == 0 || strcmp(v, "0") == 0))
+            cfg->separate = v[0] == '1';
         else
             usage();
     }
     if (!url || cfg->smooth < 0 || cfg->smooth > 10000 || cfg->connections < 1 ||
-        cfg->streams < 1 || cfg->streams > 64 || cfg->window < 1 || !(cfg->seconds > 0))
+        cfg->streams < 1 || cfg->streams > (cfg->tick_mode ? 65536 : 64) || cfg->window < 1 ||
+        !(cfg->seconds > 0) || cfg->digits < 0 || cfg->digits > 17 ||
+        (cfg->tick_mode && (cfg->connections != 1 || cfg->window > TICK_WINDOW_MAX)))
         usage();
     if (strncmp(url, "ws://", 5) == 0)
         url += 5;
@@ -855,6 +1097,7 @@ int main(int argc, char **argv)
     } else {
         make_two_bone_targets(b);
     }
+    b->next_tick = 1;
     b->hist = calloc(HIST_BUCKETS, sizeof *b->hist);
     conn *cs = calloc((size_t)cfg->connections, sizeof *cs);
     if (!b->hist || !cs)
@@ -898,20 +1141,39 @@ int main(int argc, char **argv)
     if (b->t1 == 0)
         secs = 0;
     char robot[256] = "";
-    if (cfg->chain_mode)
-        printf("{\"bench\":\"%s\",\"robot\":\"%s\",\"smooth\":%d,",
-               cfg->smooth ? "ws_chain_smooth" : "ws_chain",
-               robot_name(cfg->urdf, robot, sizeof robot), cfg->smooth);
-    else
-        printf("{\"bench\":\"ws_two_bone\",");
-    printf("\"connections\":%d,\"streams\":%d,\"window\":%d,\"seconds\":%.2f,\"solutions\":%llu,"
-           "\"skipped\":%llu,\"failed\":%llu,\"errors\":%llu,\"solutions_per_s\":%.0f,"
-           "\"p50_us\":%.0f,\"p99_us\":%.0f,\"max_us\":%.0f,\"solve_us_mean\":%.2f}\n",
-           cfg->connections, cfg->streams, cfg->window, secs, (unsigned long long)b->solutions,
-           (unsigned long long)b->skipped, (unsigned long long)b->failed,
-           (unsigned long long)b->errors, secs > 0 ? (double)b->solutions / secs : 0.0,
-           percentile_us(b, 0.50), percentile_us(b, 0.99), (double)b->max_ns / 1e3,
-           b->solve_ms_n ? 1e3 * b->solve_ms_sum / (double)b->solve_ms_n : 0.0);
+    if (cfg->tick_mode) {
+        double ticks = (double)b->ticks;
+        printf("{\"bench\":\"ws_tick\",\"form\":\"%s\",\"characters\":%d,\"window\":%d,"
+               "\"fields\":\"%s\",\"digits\":%d,\"seconds\":%.2f,\"ticks\":%llu,"
+               "\"skipped_ticks\":%llu,\"failed\":%llu,\"errors\":%llu,\"ticks_per_s\":%.1f,"
+               "\"solutions_per_s\":%.0f,\"p50_us\":%.0f,\"p99_us\":%.0f,\"max_us\":%.0f,"
+               "\"bytes_in_per_tick\":%.0f,\"bytes_out_per_tick\":%.0f}\n",
+               cfg->separate ? "separate" : "tick", cfg->streams, cfg->window, cfg->fields,
+               cfg->digits, secs, (unsigned long long)b->ticks,
+               (unsigned long long)b->skipped_ticks, (unsigned long long)b->failed,
+               (unsigned long long)b->errors, secs > 0 ? ticks / secs : 0.0,
+               secs > 0 ? (double)b->solutions / secs : 0.0, percentile_us(b, 0.50),
+               percentile_us(b, 0.99), (double)b->max_ns / 1e3,
+               ticks > 0 ? (double)b->bytes_in / (ticks + (double)b->skipped_ticks) : 0.0,
+               ticks > 0 ? (double)b->bytes_out / ticks : 0.0);
+    } else {
+        if (cfg->chain_mode)
+            printf("{\"bench\":\"%s\",\"robot\":\"%s\",\"smooth\":%d,",
+                   cfg->smooth ? "ws_chain_smooth" : "ws_chain",
+                   robot_name(cfg->urdf, robot, sizeof robot), cfg->smooth);
+        else
+            printf("{\"bench\":\"ws_two_bone\",");
+        printf("\"connections\":%d,\"streams\":%d,\"window\":%d,\"seconds\":%.2f,"
+               "\"solutions\":%llu,\"skipped\":%llu,\"failed\":%llu,\"errors\":%llu,"
+               "\"solutions_per_s\":%.0f,\"p50_us\":%.0f,\"p99_us\":%.0f,\"max_us\":%.0f,"
+               "\"solve_us_mean\":%.2f}\n",
+               cfg->connections, cfg->streams, cfg->window, secs,
+               (unsigned long long)b->solutions, (unsigned long long)b->skipped,
+               (unsigned long long)b->failed, (unsigned long long)b->errors,
+               secs > 0 ? (double)b->solutions / secs : 0.0, percentile_us(b, 0.50),
+               percentile_us(b, 0.99), (double)b->max_ns / 1e3,
+               b->solve_ms_n ? 1e3 * b->solve_ms_sum / (double)b->solve_ms_n : 0.0);
+    }
 
     bool ok = b->solutions > 0 && b->errors == 0 && b->violations == 0;
     for (int i = 0; i < cfg->connections; i++) {
@@ -927,6 +1189,7 @@ int main(int argc, char **argv)
     free(cs);
     free(b->hist);
     free(b->targets);
+    free(b->tick_buf);
     json_decref(b->chain);
     free(b);
     return ok ? 0 : 1;

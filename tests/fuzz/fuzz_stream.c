@@ -8,7 +8,10 @@
  * read must be valid JSON. A decoded target or path is handed to sessions
  * on two chains (a bones leg and a three-joint arm): a target becomes a job
  * or a clean error; a path that binds is sampled at its first, middle and
- * last sample, each a job whose target is finite.
+ * last sample, each a job whose target is finite. Every target of a tick
+ * is read (a valid stream name, or an error at its own path under
+ * "/targets/<i>"), handed to both sessions the same way, and the tick's
+ * answer written from its errors must be valid JSON.
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -68,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(s);
         return 0;
     }
-    if (!proto_stream_name_valid(m.stream))
+    if (m.type == PROTO_STREAM_TICK ? m.stream[0] != '\0' : !proto_stream_name_valid(m.stream))
         fuzz_fail("a decoded message has an invalid stream name");
     if (m.has_seq && (m.seq > PROTO_STREAM_SEQ_MAX || m.seq < -PROTO_STREAM_SEQ_MAX))
         fuzz_fail("a decoded seq is out of range");
@@ -80,6 +83,49 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             else if (err.code == PROTO_E_NONE)
                 fuzz_fail("a refused target without an error code");
         }
+    }
+    if (m.type == PROTO_STREAM_TICK) {
+        size_t n = proto_stream_tick_count(&m);
+        if (n == 0)
+            fuzz_fail("a tick without targets");
+        proto_jw w;
+        proto_jw_init(&w, NULL, 0);
+        proto_stream_tick_head(&w, m.seq, 0);
+        for (size_t i = 0; i < n && i < 64; i++) {
+            proto_stream_tick_target t;
+            if (i)
+                proto_jw_raw(&w, ",", 1);
+            char base[64];
+            snprintf(base, sizeof base, "/targets/%zu", i);
+            if (proto_stream_tick_target_get(&m, i, &t, &err) != 0) {
+                if (strncmp(err.path, base, strlen(base)) != 0)
+                    fuzz_fail("a tick target's error is not at its own path");
+                if (t.stream[0] && !proto_stream_name_valid(t.stream))
+                    fuzz_fail("a refused tick target kept an invalid stream name");
+                proto_stream_tick_error(&w, t.stream, t.has_seq, t.seq, &err);
+                continue;
+            }
+            if (!proto_stream_name_valid(t.stream) || !t.target)
+                fuzz_fail("a tick target read without its stream or target");
+            for (int k = 0; k < 2; k++) {
+                proto_job *job;
+                if (proto_session_tick_target(sessions[k], &t, i, &job, &err) == 0)
+                    check_job(job);
+                else if (strncmp(err.path, base, strlen(base)) != 0)
+                    fuzz_fail("a tick target's error is not at its own path");
+            }
+            proto_stream_tick_error(&w, t.stream, true, t.seq, &err);
+        }
+        proto_stream_tick_tail(&w);
+        size_t len;
+        char *text = proto_jw_finish(&w, &len);
+        if (!text)
+            fuzz_fail("a tick answer could not be written");
+        json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+        if (!v)
+            fuzz_fail("a tick answer is not valid JSON");
+        json_decref(v);
+        free(text);
     }
     if (m.type == PROTO_STREAM_PATH) {
         if (!m.path)

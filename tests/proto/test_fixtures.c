@@ -39,7 +39,10 @@
  * chains and targets with proto.h), blocks marked "<!-- check: server -->"
  * must be JSON messages of a type ikd sends, and the two-bone answers among
  * them must keep the knee on one side (no flip after an unreachable
- * target).
+ * target). A tick's answer must be the one proto/ gives for the tick before
+ * it: each target solved by its stream's session (warm-started as the
+ * daemon does) and written by the tick encoders, an error in the same
+ * place with the same code and path.
  *
  * Files are found relative to the repository root, where tests/run.sh runs
  * every test.
@@ -1458,15 +1461,106 @@ START_TEST(error_codes_documented)
 }
 END_TEST
 
+/* STREAM.md's streams by name (the examples open a few). */
+typedef struct named_session {
+    char name[PROTO_STREAM_NAME_MAX + 1];
+    proto_session *s;
+} named_session;
+#define NAMED_MAX 8
+
+static proto_session *named_find(named_session *n, const char *name)
+{
+    for (size_t i = 0; i < NAMED_MAX; i++)
+        if (n[i].s && strcmp(n[i].name, name) == 0)
+            return n[i].s;
+    return NULL;
+}
+
+/* The answer proto/ gives for a tick message: each target solved by its
+ * stream's session, as the daemon does (prepared from the warm start, run,
+ * then the session's next warm start), with nothing skipped. New
+ * reference. */
+static json_t *tick_answer(named_session *named, const proto_stream_msg *msg)
+{
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    proto_stream_tick_head(&w, msg->seq, 0);
+    for (size_t i = 0; i < proto_stream_tick_count(msg); i++) {
+        if (i)
+            proto_jw_raw(&w, ",", 1);
+        proto_stream_tick_target t;
+        proto_error e;
+        if (proto_stream_tick_target_get(msg, i, &t, &e) != 0) {
+            proto_stream_tick_error(&w, t.stream, t.has_seq, t.seq, &e);
+            continue;
+        }
+        proto_session *s = named_find(named, t.stream);
+        proto_job *job;
+        if (!s) {
+            char where[64];
+            snprintf(where, sizeof where, "/targets/%zu/stream", i);
+            proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, where, "no such stream");
+            proto_stream_tick_error(&w, t.stream, true, t.seq, &e);
+        } else if (proto_session_tick_target(s, &t, i, &job, &e) != 0) {
+            proto_stream_tick_error(&w, t.stream, true, t.seq, &e);
+        } else {
+            proto_session_prepare(s, job);
+            proto_job_run(job, 0, 1);
+            proto_stream_tick_solution(&w, t.stream, t.seq, 0, job, 0);
+            proto_session_solved(s, job);
+        }
+    }
+    proto_stream_tick_tail(&w);
+    size_t len;
+    char *text = proto_jw_finish(&w, &len);
+    ck_assert_ptr_nonnull(text);
+    json_error_t je;
+    json_t *v = json_loadb(text, len, 0, &je);
+    ck_assert_msg(v != NULL, "%s: %s", text, je.text);
+    free(text);
+    return v;
+}
+
+/* got (a tick_solution of STREAM.md) is want (tick_answer): the same
+ * results exactly, errors with the same stream, seq, code and path. */
+static void same_tick_answer(const json_t *got, const json_t *want)
+{
+    ck_assert_int_eq(json_integer_value(json_object_get(got, "seq")),
+                     json_integer_value(json_object_get(want, "seq")));
+    const json_t *gs = json_object_get(got, "solutions"), *ws = json_object_get(want, "solutions");
+    ck_assert_uint_eq(json_array_size(gs), json_array_size(ws));
+    for (size_t i = 0; i < json_array_size(ws); i++) {
+        const json_t *g = json_array_get(gs, i), *x = json_array_get(ws, i);
+        const json_t *xe = json_object_get(x, "error");
+        if (!xe) {
+            /* skipped: the daemon's bookkeeping, the rest proto's answer */
+            json_t *gc = json_deep_copy(g);
+            json_object_set_new(gc, "skipped", json_integer(0));
+            ck_assert_msg(json_equal(gc, x), "STREAM.md's tick answer %zu is not proto's", i);
+            json_decref(gc);
+            continue;
+        }
+        const json_t *ge = json_object_get(g, "error");
+        ck_assert_msg(ge != NULL, "STREAM.md's tick answer %zu is no error", i);
+        ck_assert(json_equal(json_object_get(g, "stream"), json_object_get(x, "stream")));
+        ck_assert(json_equal(json_object_get(g, "seq"), json_object_get(x, "seq")));
+        ck_assert_str_eq(str_of(ge, "code", ""), str_of(xe, "code", "?"));
+        ck_assert_str_eq(str_of(ge, "path", ""), str_of(xe, "path", "?"));
+    }
+}
+
 /* STREAM.md: client messages decode, server messages are messages ikd
  * sends. */
 START_TEST(stream_examples)
 {
     char *doc = read_doc("proto/STREAM.md");
     static const char marker[] = "<!-- check: ";
-    size_t client = 0, server = 0, knees = 0;
+    size_t client = 0, server = 0, knees = 0, ticks = 0;
     ik_vec3 side = ik_v3(0, 0, 0);
-    proto_session *session = NULL;
+    proto_session *session = NULL; /* the last opened on a chain */
+    named_session named[NAMED_MAX];
+    memset(named, 0, sizeof named);
+    json_t *tick_want = NULL;
     for (char *m = strstr(doc, marker); m; m = strstr(m + 1, marker)) {
         bool is_client = strncmp(m + strlen(marker), "client", 6) == 0;
         ck_assert(is_client || strncmp(m + strlen(marker), "server", 6) == 0);
@@ -1484,29 +1578,42 @@ START_TEST(stream_examples)
             ck_assert_msg(proto_stream_decode(body, len, &msg, &e) == 0, "%.*s: %s", (int)len, body,
                           e.message);
             if (msg.type == PROTO_STREAM_OPEN && msg.chain) {
-                proto_session_free(session);
-                session = NULL;
                 proto_chain *chain = proto_chain_decode_json(msg.chain, "/chain", NULL, &e);
                 ck_assert_msg(chain != NULL, "stream chain: %s", e.message);
+                session = NULL;
                 ck_assert_msg(proto_session_open(chain, msg.options, msg.seed, NULL, &session,
                                                  &e) == 0,
                               "stream open: %s at %s", e.message, e.path);
                 proto_chain_unref(chain);
+                size_t k = 0;
+                while (k < NAMED_MAX && named[k].s && strcmp(named[k].name, msg.stream) != 0)
+                    k++;
+                ck_assert_uint_lt(k, NAMED_MAX);
+                proto_session_free(named[k].s);
+                snprintf(named[k].name, sizeof named[k].name, "%s", msg.stream);
+                named[k].s = session;
             }
+            proto_session *ss = named_find(named, msg.stream);
+            if (!ss)
+                ss = session;
             if (msg.type == PROTO_STREAM_TARGET || msg.type == PROTO_STREAM_PATH) {
-                ck_assert_msg(session != NULL, "a target before any open with a chain");
+                ck_assert_msg(ss != NULL, "a target before any open with a chain");
                 size_t ns = msg.type == PROTO_STREAM_PATH ? proto_stream_path_count(msg.path) : 1;
                 if (msg.type == PROTO_STREAM_PATH)
-                    ck_assert_msg(proto_session_path(session, msg.path, &e) == 0,
+                    ck_assert_msg(proto_session_path(ss, msg.path, &e) == 0,
                                   "stream path: %s at %s", e.message, e.path);
                 for (size_t i = 0; i < ns; i++) {
                     proto_job *job;
                     int rc = msg.type == PROTO_STREAM_PATH
-                                 ? proto_session_sample(session, msg.path, i, &job, &e)
-                                 : proto_session_target(session, msg.target, msg.seed, &job, &e);
+                                 ? proto_session_sample(ss, msg.path, i, &job, &e)
+                                 : proto_session_target(ss, msg.target, msg.seed, &job, &e);
                     ck_assert_msg(rc == 0, "stream target: %s", e.message);
                     proto_job_free(job);
                 }
+            }
+            if (msg.type == PROTO_STREAM_TICK) {
+                json_decref(tick_want);
+                tick_want = tick_answer(named, &msg);
             }
             proto_stream_msg_free(&msg);
             client++;
@@ -1514,12 +1621,19 @@ START_TEST(stream_examples)
             json_error_t je;
             json_t *v = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
             ck_assert_msg(v != NULL, "%.*s: %s", (int)len, body, je.text);
-            static const char *const types[] = {"opened",   "closed", "solution",
-                                                "path_end", "error",  NULL};
+            static const char *const types[] = {"opened", "closed", "solution",     "path_end",
+                                                "error",  "tick_solution", NULL};
             bool ok = false;
             for (size_t i = 0; types[i]; i++)
                 ok |= strcmp(str_of(v, "type", ""), types[i]) == 0;
             ck_assert_msg(ok, "unknown server message type in %.*s", (int)len, body);
+            if (strcmp(str_of(v, "type", ""), "tick_solution") == 0) {
+                ck_assert_msg(tick_want != NULL, "a tick answer without a tick before it");
+                same_tick_answer(v, tick_want);
+                json_decref(tick_want);
+                tick_want = NULL;
+                ticks++;
+            }
             /* the example's leg never flips: every bent answer's knee is on
              * the side of the first one (straight answers bend to no side) */
             json_t *pos = json_object_get(json_object_get(v, "result"), "positions");
@@ -1540,10 +1654,13 @@ START_TEST(stream_examples)
             server++;
         }
     }
-    proto_session_free(session);
+    for (size_t k = 0; k < NAMED_MAX; k++)
+        proto_session_free(named[k].s);
+    json_decref(tick_want);
     ck_assert_uint_ge(client, 4);
     ck_assert_uint_ge(server, 5);
     ck_assert_uint_ge(knees, 2);
+    ck_assert_uint_ge(ticks, 2);
     free(doc);
 }
 END_TEST

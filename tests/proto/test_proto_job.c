@@ -1462,6 +1462,230 @@ START_TEST(test_limits)
 }
 END_TEST
 
+/* ---- single solves read without a tree, against the tree ------------------ */
+
+static unsigned long long fast_rng = 0x9e3779b97f4a7c15ULL;
+static unsigned fast_rand(unsigned n)
+{
+    fast_rng ^= fast_rng << 13;
+    fast_rng ^= fast_rng >> 7;
+    fast_rng ^= fast_rng << 17;
+    return (unsigned)(fast_rng % n);
+}
+
+static void fast_put(char *b, size_t *o, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(b + *o, s, n);
+    *o += n;
+    b[*o] = '\0';
+}
+
+static void fast_ws(char *b, size_t *o)
+{
+    static const char *const ws[] = {"", "", "", " ", "\n ", "\t"};
+    fast_put(b, o, ws[fast_rand(6)]);
+}
+
+static void fast_number(char *b, size_t *o, double around)
+{
+    char t[64];
+    switch (fast_rand(10)) {
+    case 0: snprintf(t, sizeof t, "%d", (int)fast_rand(5) - 2); break;
+    case 1: snprintf(t, sizeof t, "%.17g", around); break;
+    case 2: snprintf(t, sizeof t, "%.3E", around); break;
+    case 3: snprintf(t, sizeof t, "%s", fast_rand(2) ? "1e6" : "1000000.5"); break;
+    case 4: snprintf(t, sizeof t, "%s", fast_rand(2) ? "-0" : "0.0"); break;
+    default: snprintf(t, sizeof t, "%.6f", around + 0.01 * ((int)fast_rand(101) - 50)); break;
+    }
+    fast_put(b, o, t);
+}
+
+static void fast_target(char *b, size_t *o)
+{
+    static const char *const keys[] = {"\"position\":", "\"orientation\":", "\"up\":",
+                                       "\"pole\":"};
+    static const double around[4][4] = {
+        {0.3, 0.6, 0.2, 0}, {0, 0, 0.6, 0.8}, {0, 0, 1, 0}, {1, 0, 0.5, 0}};
+    fast_put(b, o, "{");
+    int members = (int)fast_rand(16) | 1, first = 1;
+    for (int k = 0; k < 4; k++) {
+        if (!(members & (1 << k)))
+            continue;
+        if (!first)
+            fast_put(b, o, ",");
+        first = 0;
+        fast_ws(b, o);
+        fast_put(b, o, keys[k]);
+        fast_put(b, o, "[");
+        int n = k == 1 ? 4 : fast_rand(15) ? 3 : 2; /* now and then a 2-D position */
+        for (int i = 0; i < n; i++) {
+            if (i)
+                fast_put(b, o, ",");
+            fast_number(b, o, around[k][i]);
+        }
+        fast_put(b, o, "]");
+    }
+    if (fast_rand(25) == 0)
+        fast_put(b, o, ",\"weights\":[1,1,1,0,0,0]");
+    fast_put(b, o, "}");
+}
+
+/* A random POST /v1/solve body: chains of several kinds (and broken ones),
+ * by text or by id, targets, options, members in any order; now and then
+ * what the tree-less reader declines. */
+static void fast_body(char *b)
+{
+    static const char *const chains[] = {
+        "{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]}",
+        "{\"kind\":\"bones\",\"frame\":\"unity\",\"positions\":[[0,1,0],[0.1,0.5,0],[0,0,0]]}",
+        "{ \"positions\": [[0,0,1],[0.1,0,0.55],[0,0,0.1]], \"kind\": \"bones\" }",
+        "{\"kind\":\"planar\",\"lengths\":[1,0.8]}",
+        "{\"kind\":\"joints\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\",\"axis\":[0,0,1]},"
+        "{\"name\":\"b\",\"type\":\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,1]},"
+        "\"limits\":{\"lower\":-2,\"upper\":2}},"
+        "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}",
+        "{\"kind\":\"tree\",\"joints\":[{\"name\":\"s\",\"type\":\"continuous\","
+        "\"axis\":[0,0,1]},{\"name\":\"a\",\"parent\":\"s\",\"type\":\"continuous\","
+        "\"origin\":{\"xyz\":[1,0,0]},\"axis\":[0,0,1]},{\"name\":\"t\",\"parent\":\"a\","
+        "\"type\":\"fixed\",\"origin\":{\"xyz\":[0.8,0,0]}}],\"tips\":[\"t\"]}",
+        "{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0,0],[0,1,0]]}",
+        "{\"kind\":\"bones\"}",
+        "{\"kind\":\"bones\",\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1,0]]}",
+        "{\"kind\":\"bo\\u006ees\",\"positions\":[[0,0,0],[0,0.5,0],[0,1,0]]}",
+        "[1,2]",
+    };
+    static const char *const opts[] = {
+        "{\"fields\":[\"positions\"],\"digits\":6}", "{\"units\":\"degrees\"}",
+        "{\"frame\":\"unreal\"}", "{\"solver\":\"two_bone\"}", "{\"solver\":\"fabrik\"}",
+        "{\"max_joint_step\":0.1}", "{\"bogus\":1}", "{\"servo\":{\"period_s\":0.01}}",
+        "{\"timeout_ms\":2,\"search\":\"nearest\"}", "{\"frame\":\"unity\",\"fields\":[\"joints\"]}",
+    };
+    size_t o = 0;
+    b[0] = '\0';
+    fast_put(b, &o, "{");
+    int order[4] = {0, 1, 2, 3};
+    for (int i = 3; i > 0; i--) {
+        int j = (int)fast_rand((unsigned)i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    int first = 1;
+    for (int m = 0; m < 4; m++) {
+        int what = order[m];
+        if (what == 2 && fast_rand(3) == 0)
+            continue; /* no options */
+        if (what == 3 && fast_rand(12) != 0)
+            continue; /* a seed now and then */
+        if (!first)
+            fast_put(b, &o, ",");
+        first = 0;
+        fast_ws(b, &o);
+        if (what == 0) {
+            if (fast_rand(8) == 0) {
+                fast_put(b, &o, fast_rand(2) ? "\"chain_id\":\"registered\""
+                                             : "\"chain_id\":\"nosuchchain\"");
+            } else {
+                fast_put(b, &o, "\"chain\":");
+                fast_put(b, &o, chains[fast_rand(fast_rand(4) ? 5 : 11)]);
+            }
+        } else if (what == 1) {
+            fast_put(b, &o, "\"target\":");
+            fast_target(b, &o);
+        } else if (what == 2) {
+            fast_put(b, &o, "\"options\":");
+            fast_put(b, &o, opts[fast_rand(10)]);
+        } else {
+            fast_put(b, &o, "\"seed\":[[0,0,0],[0.1,0.5,0],[0,1,0]]");
+        }
+    }
+    fast_put(b, &o, "}");
+    fast_ws(b, &o);
+}
+
+static proto_chain *fast_registered;
+
+static proto_chain *fast_lookup(void *ud, const char *id)
+{
+    (void)ud;
+    if (strcmp(id, "registered") != 0)
+        return NULL;
+    proto_chain_ref(fast_registered);
+    return fast_registered;
+}
+
+static void fast_same_target(const proto_target *a, const proto_target *b)
+{
+    ck_assert(memcmp(&a->position, &b->position, sizeof a->position) == 0);
+    ck_assert(a->has_orientation == b->has_orientation);
+    ck_assert(memcmp(&a->orientation, &b->orientation, sizeof a->orientation) == 0);
+    ck_assert(a->has_up == b->has_up && a->has_pole == b->has_pole);
+    ck_assert(!a->has_up || memcmp(&a->up, &b->up, sizeof a->up) == 0);
+    ck_assert(!a->has_pole || memcmp(&a->pole, &b->pole, sizeof a->pole) == 0);
+    ck_assert(a->has_weights == b->has_weights);
+}
+
+/* 30,000 random bodies (on chains of five kinds, a tree among them, and
+ * broken ones) decoded by proto_job_decode() (which reads the common
+ * shape without a tree) and by the tree (proto_json_parse() then
+ * proto_job_decode_json()): the same outcome, error word for word, the same
+ * job (chain, solver, options, target, seeds), and, solved, the same
+ * answer byte for byte (but for the numeric solver, whose search depends
+ * on the clock). */
+START_TEST(test_solve_reader_matches_tree)
+{
+    proto_error e;
+    const char *reg = "{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]}";
+    fast_registered = proto_chain_decode(reg, strlen(reg), NULL, &e);
+    ck_assert_ptr_nonnull(fast_registered);
+    proto_limits lim;
+    proto_limits_default(&lim);
+    size_t ok = 0, refused = 0;
+    static char body[4096];
+    for (int r = 0; r < 30000; r++) {
+        fast_body(body);
+        size_t len = strlen(body);
+        proto_job *a = NULL, *b = NULL;
+        proto_error ea, eb;
+        int ra = proto_job_decode(body, len, PROTO_SOLVE, &lim, fast_lookup, NULL, &a, &ea);
+        json_t *root = proto_json_parse(body, len, lim.max_body_bytes, PROTO_JSON_SOLVE, &eb);
+        int rb = root ? proto_job_decode_json(root, PROTO_SOLVE, &lim, fast_lookup, NULL, &b, &eb)
+                      : -1;
+        json_decref(root);
+        ck_assert_msg(ra == rb, "%s: %d against %d (%s)", body, ra, rb, ra ? ea.message : eb.message);
+        if (ra != 0) {
+            ck_assert_int_eq(ea.code, eb.code);
+            ck_assert_str_eq(ea.message, eb.message);
+            ck_assert_str_eq(ea.path, eb.path);
+            refused++;
+            continue;
+        }
+        ck_assert_str_eq(proto_chain_id(a->chain), proto_chain_id(b->chain));
+        ck_assert_int_eq(a->solver, b->solver);
+        ck_assert_uint_eq(a->n, b->n);
+        ck_assert(memcmp(&a->opt, &b->opt, sizeof a->opt) == 0);
+        ck_assert(a->dof == b->dof && a->npos == b->npos && a->nrot == b->nrot);
+        fast_same_target(&a->targets[0], &b->targets[0]);
+        ck_assert(a->has_seed[0] == b->has_seed[0]);
+        if (a->solver != PROTO_SOLVER_NUMERIC) { /* its search depends on the clock */
+            proto_job_run(a, 0, 1);
+            proto_job_run(b, 0, 1);
+            a->results[0].time_s = b->results[0].time_s = 0;
+            size_t la, lb;
+            char *ta = proto_job_encode(a, &la), *tb = proto_job_encode(b, &lb);
+            ck_assert_str_eq(ta, tb);
+            free(ta);
+            free(tb);
+        }
+        proto_job_free(a);
+        proto_job_free(b);
+        ok++;
+    }
+    proto_chain_unref(fast_registered);
+    ck_assert_msg(ok > 2000 && refused > 5000, "%zu solved, %zu refused", ok, refused);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_job");
@@ -1491,6 +1715,7 @@ int main(void)
     tcase_add_test(tc, test_rejections);
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_options_check_and_chain_resolve);
+    tcase_add_test(tc, test_solve_reader_matches_tree);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -16,6 +16,7 @@
 
 #include "proto/proto_json.h"
 #include "proto/proto_json_write.h"
+#include "proto/proto_pow10.h"
 #include "proto/proto_stream.h"
 #include "tests/proto/proto_check.h"
 
@@ -549,6 +550,507 @@ START_TEST(test_shortest)
 }
 END_TEST
 
+/* ---- the reference shortest writer ---------------------------------------
+ *
+ * The shortest writer ikd had before the Schubfach one, kept here as the
+ * reference: 17 correctly rounded digits by exact integer arithmetic, then
+ * the candidates with fewer digits each tried with strtod (Clinger's fast
+ * path where it is exact), the nearest first; the C library's %.*e outside
+ * [1e-4, 1e16). Slow, but every step is checked against strtod, so it
+ * tells the fewest digits and the nearest of them independently of the
+ * code under test.
+ */
+
+__extension__ typedef unsigned __int128 ref_u128;
+
+/* 10^n for n <= 19. */
+static const uint64_t ref_pow10_u64[20] = {
+    1ull,
+    10ull,
+    100ull,
+    1000ull,
+    10000ull,
+    100000ull,
+    1000000ull,
+    10000000ull,
+    100000000ull,
+    1000000000ull,
+    10000000000ull,
+    100000000000ull,
+    1000000000000ull,
+    10000000000000ull,
+    100000000000000ull,
+    1000000000000000ull,
+    10000000000000000ull,
+    100000000000000000ull,
+    1000000000000000000ull,
+    10000000000000000000ull,
+};
+
+/* 5^n for n <= 27 (5^27 < 2^64). */
+static const uint64_t ref_pow5_u64[28] = {
+    1ull,
+    5ull,
+    25ull,
+    125ull,
+    625ull,
+    3125ull,
+    15625ull,
+    78125ull,
+    390625ull,
+    1953125ull,
+    9765625ull,
+    48828125ull,
+    244140625ull,
+    1220703125ull,
+    6103515625ull,
+    30517578125ull,
+    152587890625ull,
+    762939453125ull,
+    3814697265625ull,
+    19073486328125ull,
+    95367431640625ull,
+    476837158203125ull,
+    2384185791015625ull,
+    11920928955078125ull,
+    59604644775390625ull,
+    298023223876953125ull,
+    1490116119384765625ull,
+    7450580596923828125ull,
+};
+
+/* round(m * 2^e * 10^k) to nearest, ties to even, exactly, for m < 2^53
+ * and 0 <= k <= 22: m * 5^k < 2^53 * 2^52 fits 128 bits, and the factor
+ * 2^(e + k) is a shift. *dir tells where the exact value lies: 0 on the
+ * result, 1 above it, -1 below it. */
+static uint64_t ref_scaled_round(uint64_t m, int e, int k, int *dir)
+{
+    ref_u128 x = (ref_u128)m * ref_pow5_u64[k];
+    int sh = e + k;
+    *dir = 0;
+    if (sh >= 0)
+        return sh >= 64 ? 0 : (uint64_t)(x << sh);
+    sh = -sh;
+    if (sh >= 127)
+        return 0;
+    ref_u128 q = x >> sh;
+    ref_u128 rem = x - (q << sh);
+    ref_u128 half = (ref_u128)1 << (sh - 1);
+    if (rem != 0)
+        *dir = 1; /* the exact value lies above q */
+    if (rem > half || (rem == half && (q & 1u))) {
+        q++;
+        *dir = -1; /* ... and below q + 1 */
+    }
+    return (uint64_t)q;
+}
+
+/* The 17 significant digits of a (1e-4 <= a < 1e16), correctly rounded,
+ * as an integer in [10^16, 10^17) with *x10 = floor(log10(a)) (of the
+ * rounded value), by exact integer arithmetic; 0 when that fails (not
+ * expected in this range). *dir: where a lies against the digits (0 on
+ * them exactly, 1 above, -1 below). */
+static uint64_t ref_digits17(double a, int *x10_out, int *dir)
+{
+    /* a = m * 2^e with m < 2^53 (a is normal in this range): the bits
+     * themselves, as frexp() would give them (a = fr * 2^e2, fr in [0.5,
+     * 1), m = fr * 2^53) */
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int e2 = (int)(bits >> 52) - 1022;
+    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+    int e = e2 - 53;
+    /* x10 = floor(log10(a)): log10(2) * (e2 - 1) rounded down is at most one
+     * below it (an arithmetic shift rounds negatives down too); the loop
+     * settles it (and a rounding that carries to 18 digits) by looking at
+     * the digit count. */
+    int x10 = ((e2 - 1) * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
+    uint64_t d = 0;
+    for (int tries = 0; tries < 4; tries++) {
+        int k = 16 - x10;
+        if (k < 0 || k > 22)
+            break;
+        d = ref_scaled_round(m, e, k, dir);
+        if (d >= ref_pow10_u64[17])
+            x10++;
+        else if (d < ref_pow10_u64[16])
+            x10--;
+        else
+            break;
+        d = 0;
+    }
+    *x10_out = x10;
+    return d;
+}
+
+/* The decimal digits of d (nd of them, no more than 17) into dig, without
+ * trailing zeros; returns their count. */
+static int ref_digits_of(uint64_t d, int nd, char dig[18])
+{
+    for (int i = nd - 1; i >= 0; i--) {
+        dig[i] = (char)('0' + d % 10u);
+        d /= 10u;
+    }
+    while (nd > 1 && dig[nd - 1] == '0')
+        nd--;
+    return nd;
+}
+
+/* a, nd significant digits dig[] (first digit worth 10^x10), laid out as
+ * %.17g lays it out (fixed for -4 <= x10 < 17, else d.ddde-X) with
+ * jansson's touch-ups: ".0" on integral values, no '+' and no leading
+ * zeros in the exponent. Returns the length; buf is NUL-terminated. */
+static int ref_layout(bool neg, const char *dig, int nd, int x10, char *buf)
+{
+    int o = 0;
+    if (neg)
+        buf[o++] = '-';
+    if (x10 >= 17 || x10 < -4) {
+        buf[o++] = dig[0];
+        if (nd > 1) {
+            buf[o++] = '.';
+            for (int i = 1; i < nd; i++)
+                buf[o++] = dig[i];
+        }
+        o += snprintf(buf + o, 8, "e%d", x10);
+    } else if (x10 >= 0) {
+        for (int i = 0; i <= x10; i++)
+            buf[o++] = i < nd ? dig[i] : '0';
+        buf[o++] = '.';
+        if (nd > x10 + 1)
+            for (int i = x10 + 1; i < nd; i++)
+                buf[o++] = dig[i];
+        else
+            buf[o++] = '0';
+    } else {
+        buf[o++] = '0';
+        buf[o++] = '.';
+        for (int i = 0; i < -x10 - 1; i++)
+            buf[o++] = '0';
+        for (int i = 0; i < nd; i++)
+            buf[o++] = dig[i];
+    }
+    buf[o] = '\0';
+    return o;
+}
+
+/* 10^n as a double, exact for n <= 22. */
+static const double ref_pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Whether the decimal D * 10^s reads back as a. When D < 2^53 and |s| <=
+ * 22 both D and 10^|s| are exact doubles and one IEEE multiplication or
+ * division rounds their exact product or quotient correctly, which is what
+ * strtod gives (Clinger's fast path); otherwise strtod itself decides. */
+static bool ref_reads_back(uint64_t D, int s, double a)
+{
+    if (D < (1ull << 53) && s >= -22 && s <= 22)
+        return (s >= 0 ? (double)D * ref_pow10_exact[s] : (double)D / ref_pow10_exact[-s]) == a;
+    char tmp[40];
+    snprintf(tmp, sizeof tmp, "%llue%d", (unsigned long long)D, s);
+    return strtod(tmp, NULL) == a;
+}
+
+/* D / 10^k rounded to nearest (halves up; the caller checks the result). */
+static uint64_t ref_div_round(uint64_t D, int k)
+{
+    uint64_t p = ref_pow10_u64[k];
+    return (D + p / 2) / p;
+}
+
+/* Shortest digits of a > 0 given its 17 correctly rounded digits d17
+ * (first worth 10^x10): the fewest digits that read back as a, the nearest
+ * to a among those. A decimal of 15 digits or fewer that reads back lies
+ * within 2^-53 relative of a, far less than half a step of 15 digits
+ * (10^-15 relative at least), so it is d17 rounded to 15 digits with its
+ * trailing zeros dropped: one candidate. A 16-digit step can be finer than
+ * the interval of reals that read back as a, so the 16-digit rounding and
+ * its neighbours up to two steps away are tried, nearest first. Otherwise
+ * the 17 digits, which always read back. */
+static int ref_shortest_from17(double a, uint64_t d17, int *x10, char dig[18])
+{
+    uint64_t d15 = ref_div_round(d17, 2);
+    if (d15 < ref_pow10_u64[15] && ref_reads_back(d15, *x10 - 14, a))
+        return ref_digits_of(d15, 15, dig);
+    if (d15 == ref_pow10_u64[15] && ref_reads_back(1, *x10 + 1, a)) { /* 99..9|5 carried */
+        (*x10)++;
+        return ref_digits_of(1, 1, dig);
+    }
+    uint64_t d16 = ref_div_round(d17, 1);
+    int64_t side = (int64_t)(d17 - d16 * 10u) >= 0 ? 1 : -1;
+    if (d17 % 10u == 5u) {
+        /* rounding the rounded 17 digits can go the wrong way: ask the C
+         * library for the correctly rounded 16 */
+        char tmp[40];
+        snprintf(tmp, sizeof tmp, "%.15e", a);
+        uint64_t D = (uint64_t)(tmp[0] - '0');
+        for (int i = 2; i <= 16; i++)
+            D = D * 10u + (uint64_t)(tmp[i] - '0');
+        if (D >= ref_pow10_u64[15] && D < ref_pow10_u64[16] && D != d16) {
+            side = d16 > D ? 1 : -1; /* a lies between D and the old d16 */
+            d16 = D;
+        }
+    }
+    /* which side of the 16-digit rounding a lies on: that neighbour first */
+    static const int order[5] = {0, 1, -1, 2, -2};
+    for (int i = 0; i < 5; i++) {
+        uint64_t c = d16 + (uint64_t)(order[i] * side);
+        if (c >= ref_pow10_u64[15] && c < ref_pow10_u64[16] && ref_reads_back(c, *x10 - 15, a))
+            return ref_digits_of(c, 16, dig);
+    }
+    return ref_digits_of(d17, 17, dig);
+}
+
+/* The same outside the exact range: the digits %.*e gives at 15, 16 and 17
+ * significant digits (each correctly rounded by the C library), the first
+ * that reads back; at 16 its neighbours are tried as above. A subnormal's
+ * interval of reals that read back is wider than 2^-53 relative (5e-324
+ * reads back from "5e-324" and from 15-digit strings alike), so for them
+ * every count from 1 digit up is tried. */
+static int ref_shortest_libc(double a, int *x10, char dig[18])
+{
+    char tmp[40];
+    for (int p = a < DBL_MIN ? 1 : 15; p <= 17; p++) {
+        snprintf(tmp, sizeof tmp, "%.*e", p - 1, a);
+        uint64_t D = (uint64_t)(tmp[0] - '0');
+        for (int i = 2; i <= p; i++)
+            D = D * 10u + (uint64_t)(tmp[i] - '0');
+        int e = atoi(tmp + (p > 1 ? p + 2 : 2)); /* after "d.ddd" (or "d") and 'e' */
+        if (p == 17 || ref_reads_back(D, e - (p - 1), a)) {
+            *x10 = e;
+            return ref_digits_of(D, p, dig);
+        }
+        if (p == 16) {
+            static const int order[4] = {1, -1, 2, -2};
+            for (int i = 0; i < 4; i++) {
+                uint64_t c = D + (uint64_t)(int64_t)order[i];
+                if (c >= ref_pow10_u64[15] && c < ref_pow10_u64[16] && ref_reads_back(c, e - 15, a)) {
+                    *x10 = e;
+                    return ref_digits_of(c, 16, dig);
+                }
+            }
+        }
+    }
+    return 0; /* not reached: 17 digits always read back */
+}
+
+static int ref_shortest(double v, char buf[PROTO_DOUBLE_MAX])
+{
+    if (v == 0.0) {
+        int n = signbit(v) ? 4 : 3;
+        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
+        return n;
+    }
+    double a = fabs(v);
+    char dig[18];
+    int x10 = 0, nd = 0;
+    int dir;
+    uint64_t d17 = a >= 1e-4 && a < 1e16 ? ref_digits17(a, &x10, &dir) : 0;
+    if (d17)
+        nd = ref_shortest_from17(a, d17, &x10, dig);
+    else
+        nd = ref_shortest_libc(a, &x10, dig);
+    return ref_layout(v < 0, dig, nd, x10, buf);
+}
+
+/* ---- the powers of ten of the shortest writer --------------------------- */
+
+/* Non-negative integers of up to 64 * 32 bits, little-endian limbs: just
+ * enough arithmetic to check proto/proto_pow10.h exactly. */
+typedef struct big {
+    uint32_t l[64];
+} big;
+
+static void big_set(big *b, uint64_t v)
+{
+    memset(b, 0, sizeof *b);
+    b->l[0] = (uint32_t)v;
+    b->l[1] = (uint32_t)(v >> 32);
+}
+
+static void big_mul(big *b, uint32_t m)
+{
+    uint64_t carry = 0;
+    for (int i = 0; i < 64; i++) {
+        uint64_t x = (uint64_t)b->l[i] * m + carry;
+        b->l[i] = (uint32_t)x;
+        carry = x >> 32;
+    }
+    ck_assert_uint_eq(carry, 0);
+}
+
+static void big_shl(big *b, int n)
+{
+    for (; n >= 32; n -= 32) {
+        ck_assert_uint_eq(b->l[63], 0);
+        memmove(b->l + 1, b->l, 63 * sizeof b->l[0]);
+        b->l[0] = 0;
+    }
+    if (n) {
+        ck_assert_uint_eq(b->l[63] >> (32 - n), 0);
+        for (int i = 63; i > 0; i--)
+            b->l[i] = b->l[i] << n | b->l[i - 1] >> (32 - n);
+        b->l[0] <<= n;
+    }
+}
+
+static void big_shr(big *b, int n)
+{
+    for (; n >= 32; n -= 32) {
+        memmove(b->l, b->l + 1, 63 * sizeof b->l[0]);
+        b->l[63] = 0;
+    }
+    if (n) {
+        for (int i = 0; i < 63; i++)
+            b->l[i] = b->l[i] >> n | b->l[i + 1] << (32 - n);
+        b->l[63] >>= n;
+    }
+}
+
+static int big_cmp(const big *a, const big *b)
+{
+    for (int i = 63; i >= 0; i--)
+        if (a->l[i] != b->l[i])
+            return a->l[i] < b->l[i] ? -1 : 1;
+    return 0;
+}
+
+static int big_bits(const big *b)
+{
+    for (int i = 63; i >= 0; i--)
+        if (b->l[i])
+            return 32 * i + 32 - __builtin_clz(b->l[i]);
+    return 0;
+}
+
+/* G = {hi, lo} as a big number, plus add (0 or -1). */
+static void big_g(big *b, const uint64_t g[2], int add)
+{
+    big_set(b, g[1]);
+    b->l[2] = (uint32_t)g[0];
+    b->l[3] = (uint32_t)(g[0] >> 32);
+    if (add < 0) { /* minus one: g is never 0 */
+        int i = 0;
+        while (b->l[i] == 0)
+            b->l[i++] = UINT32_MAX;
+        b->l[i]--;
+    }
+}
+
+/* Every entry of proto/proto_pow10.h, by exact arithmetic: for k <= 0 with
+ * an integral scale, 10^-k * 2^(125 - F) itself (F = floor(log2(10^-k))),
+ * else the floor of it plus one. */
+START_TEST(test_pow10_table)
+{
+    for (int k = PROTO_POW10_KMIN; k <= PROTO_POW10_KMAX; k++) {
+        const uint64_t *g = proto_pow10_g[k - PROTO_POW10_KMIN];
+        int e = -k, f, s;
+        big p, x, y;
+        big_set(&p, 1);
+        for (int i = 0; i < (e >= 0 ? e : -e); i++)
+            big_mul(&p, 10); /* 10^|e| */
+        if (e >= 0) {
+            f = big_bits(&p) - 1;
+        } else {
+            big q = p; /* F = -ceil(log2(10^-e)) */
+            int bits = big_bits(&q);
+            big one;
+            big_set(&one, 1);
+            big_shl(&one, bits - 1);
+            f = big_cmp(&q, &one) == 0 ? -(bits - 1) : -bits;
+        }
+        s = 125 - f;
+        if (e >= 0) {
+            x = p;
+            if (s >= 0)
+                big_shl(&x, s);
+            else
+                big_shr(&x, -s);
+            big_g(&y, g, s >= 0 ? 0 : -1);
+            ck_assert_msg(big_cmp(&x, &y) == 0, "pow10 entry %d", k);
+        } else {
+            /* (g - 1) * 10^-e <= 2^s < g * 10^-e */
+            big two, lo, hi;
+            big_set(&two, 1);
+            big_shl(&two, s);
+            big_g(&lo, g, -1);
+            big_g(&hi, g, 0);
+            for (int i = 0; i < -e; i++) {
+                big_mul(&lo, 10);
+                big_mul(&hi, 10);
+            }
+            ck_assert_msg(big_cmp(&lo, &two) <= 0 && big_cmp(&two, &hi) < 0, "pow10 entry %d", k);
+        }
+    }
+}
+END_TEST
+
+/* The Schubfach writer gives the reference writer's text (the fewest
+ * digits that read back, the nearest of them, the even one of two): on
+ * three million random bit patterns, 200,000 subnormals from the smallest
+ * up, every power of two with three neighbours on each side, every power of
+ * ten with three neighbours, and 200 random significands at every
+ * exponent. */
+START_TEST(test_shortest_matches_reference)
+{
+    char a[PROTO_DOUBLE_MAX], b[PROTO_DOUBLE_MAX];
+    size_t checked = 0;
+#define SAME(d)                                                                                    \
+    do {                                                                                           \
+        double d_ = (d);                                                                           \
+        if (!isfinite(d_))                                                                         \
+            break;                                                                                 \
+        int na = proto_json_format_shortest(d_, a), nb = ref_shortest(d_, b);                     \
+        ck_assert_msg(na == nb && strcmp(a, b) == 0, "%a: %s, the reference %s", d_, a, b);      \
+        checked++;                                                                                 \
+    } while (0)
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < 3000000; i++) {
+        uint64_t bits = xs_next(&x);
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        SAME(d);
+    }
+    for (uint64_t c = 1; c <= 200000; c++) {
+        double d;
+        memcpy(&d, &c, sizeof d);
+        SAME(d);
+    }
+    for (int e = -1074; e <= 1023; e++) {
+        double p = ldexp(1.0, e), up = p, down = p;
+        SAME(p);
+        for (int i = 0; i < 3; i++) {
+            up = nextafter(up, INFINITY);
+            down = nextafter(down, 0.0);
+            SAME(up);
+            SAME(down);
+        }
+    }
+    for (int e = -323; e <= 308; e++) {
+        char t[16];
+        snprintf(t, sizeof t, "1e%d", e);
+        double p = strtod(t, NULL), up = p, down = p;
+        SAME(p);
+        for (int i = 0; i < 3; i++) {
+            up = nextafter(up, INFINITY);
+            down = nextafter(down, 0.0);
+            SAME(up);
+            SAME(down);
+        }
+    }
+    for (uint64_t be = 1; be < 2047; be++)
+        for (int i = 0; i < 200; i++) {
+            uint64_t bits = be << 52 | (xs_next(&x) & ((1ull << 52) - 1));
+            double d;
+            memcpy(&d, &bits, sizeof d);
+            SAME(d);
+        }
+#undef SAME
+    ck_assert_uint_gt(checked, 3500000);
+}
+END_TEST
+
 /* A URDF sent as it is, where each decoder expects JSON: the same
  * invalid_json words as any syntax error, then the JSON that this place
  * wants around the URDF, whole (not cut by the message's size). */
@@ -741,6 +1243,8 @@ int main(void)
     tcase_add_test(tc, test_parse_ok_and_errors);
     tcase_add_test(tc, test_dump_matches_jansson);
     tcase_add_test(tc, test_shortest);
+    tcase_add_test(tc, test_pow10_table);
+    tcase_add_test(tc, test_shortest_matches_reference);
     tcase_add_test(tc, test_digits);
     tcase_add_test(tc, test_paths);
     tcase_add_test(tc, test_getters);

@@ -718,10 +718,483 @@ START_TEST(test_session_fields_digits)
 }
 END_TEST
 
+/* ---- ticks: the targets of many streams in one message ---------------- */
+
+static proto_session *bones_session(const char *options)
+{
+    static const char chain[] = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}";
+    proto_error e;
+    proto_chain *c = proto_chain_decode(chain, strlen(chain), NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    json_t *opt = options ? json_loads(options, 0, NULL) : NULL;
+    proto_session *s = NULL;
+    ck_assert_int_eq(proto_session_open(c, opt, NULL, NULL, &s, &e), 0);
+    json_decref(opt);
+    proto_chain_unref(c);
+    return s;
+}
+
+START_TEST(test_decode_tick)
+{
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_int_eq(decode("{\"type\":\"tick\",\"seq\":5,\"targets\":["
+                            "{\"stream\":\"a\",\"seq\":9,\"target\":{\"position\":[1,2,3]}},"
+                            "{\"target\":{\"position\":[4,5,6]},\"stream\":\"b.2\","
+                            "\"seed\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}]}",
+                            &m, &e),
+                     0);
+    ck_assert_int_eq(m.type, PROTO_STREAM_TICK);
+    ck_assert_str_eq(m.stream, "");
+    ck_assert(m.has_seq);
+    ck_assert_int_eq(m.seq, 5);
+    ck_assert_uint_eq(proto_stream_tick_count(&m), 2);
+    proto_stream_tick_target t;
+    ck_assert_int_eq(proto_stream_tick_target_get(&m, 0, &t, &e), 0);
+    ck_assert_str_eq(t.stream, "a");
+    ck_assert(t.has_seq);
+    ck_assert_int_eq(t.seq, 9);
+    ck_assert(json_is_object(t.target));
+    ck_assert_ptr_null(t.seed);
+    /* a target without its own seq carries the tick's */
+    ck_assert_int_eq(proto_stream_tick_target_get(&m, 1, &t, &e), 0);
+    ck_assert_str_eq(t.stream, "b.2");
+    ck_assert(t.has_seq);
+    ck_assert_int_eq(t.seq, 5);
+    ck_assert(json_is_array(t.seed));
+    ck_assert_int_eq(proto_stream_tick_target_get(&m, 2, &t, &e), -1);
+    proto_stream_msg_free(&m);
+    ck_assert_uint_eq(proto_stream_tick_count(&m), 0);
+
+    /* the envelope of a tick */
+    expect_error("{\"type\":\"tick\",\"targets\":[]}", "invalid_request", "/seq");
+    expect_error("{\"type\":\"tick\",\"seq\":1}", "invalid_request", "/targets");
+    expect_error("{\"type\":\"tick\",\"seq\":1,\"targets\":{}}", "invalid_request", "/targets");
+    expect_error("{\"type\":\"tick\",\"seq\":1,\"targets\":[]}", "invalid_request", "/targets");
+    /* a tick belongs to no one stream: its targets name theirs */
+    expect_error("{\"type\":\"tick\",\"seq\":1,\"stream\":\"a\",\"targets\":[{}]}",
+                 "invalid_request", "/stream");
+    expect_error("{\"type\":\"tick\",\"seq\":1,\"targets\":[{}],\"rate_hz\":3}", "invalid_request",
+                 "/rate_hz");
+    ck_assert_int_eq(decode("{\"type\":\"tick\",\"seq\":77,\"targets\":7}", &m, &e), -1);
+    ck_assert(m.has_seq);
+    ck_assert_int_eq(m.seq, 77);
+}
+END_TEST
+
+static void expect_tick_target_error(const char *element, const char *path, const char *stream,
+                                     bool has_seq, long long seq)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"type\":\"tick\",\"seq\":3,\"targets\":[{\"stream\":\"ok\",\"target\":{}},%s]}",
+             element);
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_msg(decode(text, &m, &e) == 0, "%s: %s", text, e.message);
+    proto_stream_tick_target t;
+    ck_assert_int_eq(proto_stream_tick_target_get(&m, 0, &t, &e), 0);
+    ck_assert_msg(proto_stream_tick_target_get(&m, 1, &t, &e) == -1, "accepted %s", element);
+    ck_assert_str_eq(proto_error_name(e.code), "invalid_request");
+    ck_assert_str_eq(e.path, path);
+    ck_assert_str_eq(t.stream, stream);
+    ck_assert(t.has_seq == has_seq);
+    if (has_seq)
+        ck_assert_int_eq(t.seq, seq);
+    proto_stream_msg_free(&m);
+}
+
+/* One bad target of a tick does not make the tick bad: each target's
+ * envelope is read on its own, its errors at /targets/<i>, with the stream
+ * and seq recovered for its answer. */
+START_TEST(test_tick_target_errors)
+{
+    expect_tick_target_error("7", "/targets/1", "", true, 3);
+    expect_tick_target_error("{\"target\":{}}", "/targets/1/stream", "", true, 3);
+    expect_tick_target_error("{\"stream\":\"a b\",\"target\":{}}", "/targets/1/stream", "", true,
+                             3);
+    expect_tick_target_error("{\"stream\":\"s\",\"seq\":8}", "/targets/1/target", "s", true, 8);
+    expect_tick_target_error("{\"stream\":\"s\",\"seq\":1.5,\"target\":{}}", "/targets/1/seq", "s",
+                             true, 3);
+    expect_tick_target_error("{\"stream\":\"s\",\"seq\":9007199254740992,\"target\":{}}",
+                             "/targets/1/seq", "s", true, 3);
+    expect_tick_target_error("{\"stream\":\"s\",\"seq\":4,\"target\":{},\"type\":\"target\"}",
+                             "/targets/1/type", "s", true, 4);
+}
+END_TEST
+
+/* A tick's targets are decoded by their streams' sessions, with paths into
+ * the tick message. */
+START_TEST(test_tick_session_paths)
+{
+    proto_session *s = bones_session(NULL);
+    proto_stream_msg m;
+    proto_error e;
+    ck_assert_int_eq(decode("{\"type\":\"tick\",\"seq\":1,\"targets\":["
+                            "{\"stream\":\"a\",\"target\":{\"position\":[0.3,0.2,0.2]}},"
+                            "{\"stream\":\"a\",\"target\":{\"position\":[0.3,0.2,2e9]}},"
+                            "{\"stream\":\"a\",\"target\":{\"position\":[0.3,0.2,0.2]},"
+                            "\"seed\":[[0,0,1]]}]}",
+                            &m, &e),
+                     0);
+    proto_stream_tick_target t;
+    proto_job *job = NULL;
+    ck_assert_int_eq(proto_stream_tick_target_get(&m, 0, &t, &e), 0);
+    ck_assert_int_eq(proto_session_tick_target(s, &t, 0, &job, &e), 0);
+    ck_assert_ptr_nonnull(job);
+    proto_job_free(job);
+    ck_assert_int_eq(proto_stream_tick_target_get(&m, 1, &t, &e), 0);
+    ck_assert_int_eq(proto_session_tick_target(s, &t, 1, &job, &e), -1);
+    ck_assert_ptr_null(job);
+    ck_assert_str_eq(e.path, "/targets/1/target/position/2");
+    ck_assert_ptr_nonnull(strstr(e.message, "targets[1].target.position[2]"));
+    ck_assert_int_eq(proto_stream_tick_target_get(&m, 2, &t, &e), 0);
+    ck_assert_int_eq(proto_session_tick_target(s, &t, 2, &job, &e), -1);
+    ck_assert_str_eq(e.path, "/targets/2/seed");
+    proto_stream_msg_free(&m);
+    proto_session_free(s);
+}
+END_TEST
+
+/* The pieces of a tick's answer: each solution is the solution message of
+ * that target without its "type" member, byte for byte; an error names the
+ * stream and seq; the whole parses back. */
+START_TEST(test_tick_encoders)
+{
+    proto_session *s = bones_session("{\"fields\":[\"local_rotations\"],\"digits\":6}");
+    json_t *target = json_loads("{\"position\":[0.3,0.2,0.2]}", 0, NULL);
+    proto_job *job;
+    proto_error e;
+    ck_assert_int_eq(proto_session_target(s, target, NULL, &job, &e), 0);
+    json_decref(target);
+    proto_session_prepare(s, job);
+    proto_job_run(job, 0, 1);
+    size_t len;
+    char *msg = proto_stream_encode_job_solution("c1", 41, 2, job, 0, 0, 0, &len);
+    static const char type[] = "{\"type\":\"solution\",";
+    ck_assert_int_eq(strncmp(msg, type, strlen(type)), 0);
+
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    proto_stream_tick_head(&w, -9007199254740991LL, 4);
+    proto_jw w2;
+    proto_jw_init(&w2, NULL, 0);
+    proto_stream_tick_solution(&w2, "c1", 41, 2, job, 0);
+    char *entry = proto_jw_finish(&w2, NULL);
+    ck_assert_str_eq(entry + 1, msg + strlen(type));
+    ck_assert_int_eq(entry[0], '{');
+    proto_jw_raw(&w, entry, strlen(entry));
+    proto_jw_raw(&w, ",", 1);
+    proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, "/targets/1/stream", "no stream \"zz\"");
+    proto_stream_tick_error(&w, "zz", true, 7, &e);
+    proto_jw_raw(&w, ",", 1);
+    proto_stream_tick_error(&w, "", false, 0, &e);
+    proto_stream_tick_tail(&w);
+    char *text = proto_jw_finish(&w, &len);
+    json_t *j = parse(text, len);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "tick_solution");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "seq")), -9007199254740991LL);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "skipped")), 4);
+    json_t *sol = json_object_get(j, "solutions");
+    ck_assert_uint_eq(json_array_size(sol), 3);
+    json_t *a = json_array_get(sol, 0), *b = json_array_get(sol, 1), *c = json_array_get(sol, 2);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "stream")), "c1");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "stream")), "zz");
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "seq")), 7);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(b, "error"), "code")), "unknown_stream");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(b, "error"), "path")),
+        "/targets/1/stream");
+    ck_assert_ptr_null(json_object_get(c, "stream"));
+    ck_assert_ptr_null(json_object_get(c, "seq"));
+    ck_assert_ptr_nonnull(json_object_get(c, "error"));
+    json_decref(j);
+    free(text);
+    free(entry);
+    free(msg);
+    proto_session_solved(s, job);
+    proto_session_free(s);
+}
+END_TEST
+
+/* Conflation in the session: a target dropped unsolved (a newer one of the
+ * stream replaced it) passes its seed on: the next solve of the stream
+ * starts from it unless that target has a seed of its own; once a solve
+ * started from it, it is spent. */
+START_TEST(test_session_skip_keeps_seed)
+{
+    proto_session *s = bones_session(NULL);
+    proto_error e;
+    json_t *t = json_loads("{\"position\":[0.3,0.2,0.2]}", 0, NULL);
+    /* the knee bent towards -x, then towards +x */
+    json_t *seed_neg = json_loads("[[0,0,1],[-0.2,0,0.5],[0,0,0]]", 0, NULL);
+    json_t *seed_pos = json_loads("[[0,0,1],[0.2,0.05,0.5],[0,0,0]]", 0, NULL);
+    proto_job *j1, *j2, *j3, *j4;
+    ck_assert_int_eq(proto_session_target(s, t, seed_neg, &j1, &e), 0);
+    proto_session_skip(s, j1); /* takes j1 */
+    ck_assert_int_eq(proto_session_target(s, t, NULL, &j2, &e), 0);
+    ck_assert(!j2->has_seed[0]);
+    proto_session_prepare(s, j2);
+    ck_assert(j2->has_seed[0]);
+    ck_assert_double_eq(j2->seed_q[3], -0.2); /* the knee's x of the skipped seed */
+    proto_job_run(j2, 0, 1);
+    proto_session_solved(s, j2);
+    /* spent: the next one starts from the answer (the knee where j2 put it) */
+    ck_assert_int_eq(proto_session_target(s, t, NULL, &j3, &e), 0);
+    proto_session_prepare(s, j3);
+    ck_assert(j3->has_seed[0]);
+    ck_assert_double_eq(j3->seed_q[3], j2->results[0].positions[1].x);
+    ck_assert_double_lt(j3->seed_q[3], 0);
+    /* a newer target's own seed wins over a skipped one's */
+    proto_session_skip(s, j3);
+    ck_assert_int_eq(proto_session_target(s, t, seed_neg, &j3, &e), 0);
+    proto_session_skip(s, j3);
+    ck_assert_int_eq(proto_session_target(s, t, seed_pos, &j4, &e), 0);
+    proto_session_prepare(s, j4);
+    ck_assert_double_eq(j4->seed_q[3], 0.2);
+    proto_job_free(j4);
+    json_decref(t);
+    json_decref(seed_neg);
+    json_decref(seed_pos);
+    proto_session_free(s);
+}
+END_TEST
+
+/* ---- the tree-less tick reader against the general decoder ------------ */
+
+static unsigned long long diff_rng = 88172645463325252ULL;
+static unsigned diff_rand(unsigned n)
+{
+    diff_rng ^= diff_rng << 13;
+    diff_rng ^= diff_rng >> 7;
+    diff_rng ^= diff_rng << 17;
+    return (unsigned)(diff_rng % n);
+}
+
+static void put(char *buf, size_t *o, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(buf + *o, s, n);
+    *o += n;
+    buf[*o] = '\0';
+}
+
+static void put_ws(char *buf, size_t *o)
+{
+    static const char *const ws[] = {"", "", "", " ", "\n", "\t ", "\r\n"};
+    put(buf, o, ws[diff_rand(7)]);
+}
+
+/* A number in one of the forms a client writes, near the bounds the
+ * decoders check now and then. */
+static void put_number(char *buf, size_t *o, double around)
+{
+    char t[64];
+    switch (diff_rand(12)) {
+    case 0: snprintf(t, sizeof t, "%d", (int)diff_rand(7) - 3); break;
+    case 1: snprintf(t, sizeof t, "%.17g", around * (1 + 1e-4 * ((int)diff_rand(21) - 10))); break;
+    case 2: snprintf(t, sizeof t, "%.3e", around); break;
+    case 3: snprintf(t, sizeof t, "%s", diff_rand(2) ? "1e6" : "-1000000.0000001"); break;
+    case 4: snprintf(t, sizeof t, "%s", diff_rand(2) ? "-0" : "0.0"); break;
+    case 5: snprintf(t, sizeof t, "%s", diff_rand(2) ? "123456789012345678901" : "2.5E-3"); break;
+    default: snprintf(t, sizeof t, "%.6f", around + 0.01 * ((int)diff_rand(201) - 100)); break;
+    }
+    put(buf, o, t);
+}
+
+static void put_numbers(char *buf, size_t *o, const double *around, int n)
+{
+    put(buf, o, "[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            put(buf, o, ",");
+        put_ws(buf, o);
+        put_number(buf, o, around[i]);
+    }
+    put(buf, o, "]");
+}
+
+/* A random tick over streams "a" .. "d" (and an unknown one), mostly of the
+ * shape the tree-less reader takes, now and then with what it declines. */
+static void random_tick(char *buf)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    put(buf, &o, "{");
+    put_ws(buf, &o);
+    int order = (int)diff_rand(3);
+    char seq[48];
+    snprintf(seq, sizeof seq, "\"seq\":%lld",
+             diff_rand(10) ? (long long)diff_rand(1000) : 9007199254740991LL + diff_rand(2));
+    if (order == 1) {
+        put(buf, &o, seq);
+        put(buf, &o, ",");
+    }
+    put(buf, &o, "\"type\":\"tick\",");
+    if (order == 0) {
+        put(buf, &o, seq);
+        put(buf, &o, ",");
+    }
+    put(buf, &o, "\"targets\":[");
+    int n = 1 + (int)diff_rand(5);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            put(buf, &o, ",");
+        put_ws(buf, &o);
+        static const char *const names[] = {"a", "b", "c", "d", "zz", "a\\u0062"};
+        char el[64];
+        snprintf(el, sizeof el, "{\"stream\":\"%s\"", names[diff_rand(10) ? diff_rand(4) : 4 + diff_rand(2)]);
+        put(buf, &o, el);
+        if (diff_rand(2)) {
+            snprintf(el, sizeof el, ",\"seq\":%d", (int)diff_rand(100) - 50);
+            put(buf, &o, el);
+        }
+        put(buf, &o, ",\"target\":{");
+        static const double pos[3] = {0.3, 0.2, 0.25}, quat[4] = {0, 0, 0.6, 0.8};
+        static const double up[3] = {0, 0, 1}, pole[3] = {1, 0, 0.5};
+        bool first = true;
+        int members = (int)diff_rand(16);
+        for (int k = 0; k < 4; k++) {
+            if (k > 0 && !(members & (1 << k)))
+                continue;
+            if (!first)
+                put(buf, &o, ",");
+            first = false;
+            put_ws(buf, &o);
+            static const char *const keys[] = {"\"position\":", "\"orientation\":", "\"up\":",
+                                               "\"pole\":"};
+            put(buf, &o, keys[k]);
+            put_numbers(buf, &o, k == 0 ? pos : k == 1 ? quat : k == 2 ? up : pole, k == 1 ? 4 : 3);
+        }
+        if (diff_rand(20) == 0)
+            put(buf, &o, ",\"weights\":[1,1,1,0,0,0]");
+        put(buf, &o, "}");
+        if (diff_rand(20) == 0)
+            put(buf, &o, ",\"seed\":[[0,0,1],[0.1,0,0.5],[0,0,0]]");
+        put(buf, &o, "}");
+    }
+    put(buf, &o, "]");
+    if (diff_rand(30) == 0)
+        put(buf, &o, ",\"seq\":3"); /* a duplicate key */
+    put(buf, &o, "}");
+    put_ws(buf, &o);
+}
+
+static void same_target(const proto_target *a, const proto_target *b)
+{
+    ck_assert(memcmp(&a->position, &b->position, sizeof a->position) == 0);
+    ck_assert(a->has_orientation == b->has_orientation);
+    ck_assert(memcmp(&a->orientation, &b->orientation, sizeof a->orientation) == 0);
+    ck_assert(a->has_up == b->has_up);
+    ck_assert(!a->has_up || memcmp(&a->up, &b->up, sizeof a->up) == 0);
+    ck_assert(a->has_pole == b->has_pole);
+    ck_assert(!a->has_pole || memcmp(&a->pole, &b->pole, sizeof a->pole) == 0);
+    ck_assert(a->has_weights == b->has_weights);
+}
+
+/* 20,000 random ticks decoded by proto_stream_decode() (the tree-less reader
+ * when it takes them) and by the general decoder alone: the same answer
+ * for every target, on bones streams in two frames, a planar, a joint list
+ * and a tree stream: the same stream, seq and error, the same job. */
+START_TEST(test_tick_reader_matches_tree)
+{
+    static const char *const chains[5] = {
+        "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}",
+        "{\"kind\":\"bones\",\"frame\":\"unity\",\"positions\":[[0,1,0],[0.1,0.5,0],[0,0,0]]}",
+        "{\"kind\":\"planar\",\"lengths\":[1,0.8]}",
+        "{\"kind\":\"joints\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\",\"axis\":[0,0,1]},"
+        "{\"name\":\"b\",\"type\":\"continuous\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,1]}},"
+        "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}",
+        "{\"kind\":\"tree\",\"joints\":[{\"name\":\"s\",\"type\":\"continuous\","
+        "\"axis\":[0,0,1]},{\"name\":\"a\",\"parent\":\"s\",\"type\":\"continuous\","
+        "\"origin\":{\"xyz\":[1,0,0]},\"axis\":[0,0,1]},{\"name\":\"t\",\"parent\":\"a\","
+        "\"type\":\"fixed\",\"origin\":{\"xyz\":[0.8,0,0]}}],\"tips\":[\"t\"]}"};
+    static const char *const opts[5] = {NULL, "{\"units\":\"degrees\"}", NULL,
+                                        "{\"frame\":\"unreal\"}", NULL};
+    proto_session *ss[5];
+    for (int k = 0; k < 5; k++) {
+        proto_error e;
+        proto_chain *c = proto_chain_decode(chains[k], strlen(chains[k]), NULL, &e);
+        ck_assert_msg(c != NULL, "chain %d: %s", k, e.message);
+        json_t *opt = opts[k] ? json_loads(opts[k], 0, NULL) : NULL;
+        ck_assert_int_eq(proto_session_open(c, opt, NULL, NULL, &ss[k], &e), 0);
+        json_decref(opt);
+        proto_chain_unref(c);
+    }
+    size_t raw = 0, tree = 0, jobs = 0, errors = 0;
+    static char text[8192];
+    for (int r = 0; r < 20000; r++) {
+        random_tick(text);
+        size_t len = strlen(text);
+        proto_stream_msg a, b;
+        proto_error ea, eb;
+        int ra = proto_stream_decode(text, len, &a, &ea);
+        int rb = proto__stream_decode_tree(text, len, &b, &eb);
+        ck_assert_msg(ra == rb, "%s", text);
+        if (ra != 0) {
+            ck_assert_str_eq(ea.message, eb.message);
+            ck_assert_str_eq(ea.path, eb.path);
+            continue;
+        }
+        ck_assert_ptr_null(b.raw);
+        if (a.raw)
+            raw++;
+        else
+            tree++;
+        ck_assert_int_eq(a.type, b.type);
+        ck_assert_int_eq(a.seq, b.seq);
+        ck_assert_uint_eq(proto_stream_tick_count(&a), proto_stream_tick_count(&b));
+        for (size_t i = 0; i < proto_stream_tick_count(&a); i++) {
+            proto_stream_tick_target ta, tb;
+            ra = proto_stream_tick_target_get(&a, i, &ta, &ea);
+            rb = proto_stream_tick_target_get(&b, i, &tb, &eb);
+            ck_assert_int_eq(ra, rb);
+            ck_assert_str_eq(ta.stream, tb.stream);
+            ck_assert(ta.has_seq == tb.has_seq);
+            ck_assert_int_eq(ta.seq, tb.seq);
+            if (ra != 0) {
+                ck_assert_str_eq(ea.path, eb.path);
+                continue;
+            }
+            for (int k = 0; k < 5; k++) {
+                proto_job *ja = NULL, *jb = NULL;
+                ra = proto_session_tick_target(ss[k], &ta, i, &ja, &ea);
+                rb = proto_session_tick_target(ss[k], &tb, i, &jb, &eb);
+                ck_assert_msg(ra == rb, "%s, target %zu, stream kind %d", text, i, k);
+                if (ra != 0) {
+                    ck_assert_int_eq(ea.code, eb.code);
+                    ck_assert_str_eq(ea.message, eb.message);
+                    ck_assert_str_eq(ea.path, eb.path);
+                    errors++;
+                    continue;
+                }
+                ck_assert_int_eq(ja->solver, jb->solver);
+                same_target(&ja->targets[0], &jb->targets[0]);
+                ck_assert(ja->has_seed[0] == jb->has_seed[0]);
+                proto_job_free(ja);
+                proto_job_free(jb);
+                jobs++;
+            }
+        }
+        proto_stream_msg_free(&a);
+        proto_stream_msg_free(&b);
+    }
+    for (int k = 0; k < 5; k++)
+        proto_session_free(ss[k]);
+    /* both readings and both outcomes were exercised */
+    ck_assert_uint_gt(raw, 3000);
+    ck_assert_msg(tree > 500, "%zu raw, %zu tree", raw, tree);
+    ck_assert_msg(jobs > 4000, "%zu jobs", jobs);
+    ck_assert_msg(errors > 4000, "%zu errors", errors);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
     TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120); /* 20,000 random ticks: seconds, more under a sanitizer */
     tcase_add_test(tc, test_decode_open);
     tcase_add_test(tc, test_decode_target_close);
     tcase_add_test(tc, test_decode_errors);
@@ -737,6 +1210,12 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_encoders);
     tcase_add_test(tc, test_job_solution_matches_tree);
     tcase_add_test(tc, test_session_fields_digits);
+    tcase_add_test(tc, test_decode_tick);
+    tcase_add_test(tc, test_tick_target_errors);
+    tcase_add_test(tc, test_tick_session_paths);
+    tcase_add_test(tc, test_tick_encoders);
+    tcase_add_test(tc, test_session_skip_keeps_seed);
+    tcase_add_test(tc, test_tick_reader_matches_tree);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -814,7 +814,7 @@ class SolversLimitsTest(unittest.TestCase):
         d = Daemon("--body-budget", "32M", "--answer-budget", "48M", "--request-timeout", "7",
                    "--max-connections-per-address", "9", "--max-send-queue", "128K",
                    "--drain-timeout", "3", "--registry-bytes", "2M", "--max-queue", "11",
-                   "--stream-chain-bytes", "5M")
+                   "--stream-chain-bytes", "5M", "--max-streams", "12")
         try:
             s = d.connect()
             s.sendall(b"GET /v1/solvers HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -828,7 +828,7 @@ class SolversLimitsTest(unittest.TestCase):
                 "body_budget_bytes": 32 << 20, "answer_budget_bytes": 48 << 20,
                 "max_message_bytes": 1 << 20,
                 "max_send_queue_bytes": 128 << 10, "stream_chain_bytes": 5 << 20,
-                "registry_bytes": 2 << 20,
+                "max_streams": 12, "registry_bytes": 2 << 20,
                 "max_queue": 11})
         finally:
             d.kill()
