@@ -253,6 +253,10 @@ struct proto_job {
     size_t nrot; /* rotations in a result */
     size_t sol_cap; /* solutions kept per result (options.all_solutions) */
     bool dims2;  /* planar: positions are 2-D */
+    /* the results of `slots` targets (n, unless proto_job_limit_results
+     * asked for fewer): target i's result is results[i % slots]
+     * (proto__result), done[i % slots] says it ran */
+    size_t slots;
     proto_result *results;
     bool *done;
     /* tree chains: each target's goals (ntips per target) and keep rule
@@ -260,9 +264,16 @@ struct proto_job {
     size_t ntips;
     proto_tip_goal *goals;
     unsigned char *keep;
-    void *block; /* one allocation behind every array above */
+    void *block;         /* one allocation behind targets, seeds, goals, keep, has_seed */
+    void *results_block; /* and one behind results, their outputs, done */
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
 };
+
+/* Target i's result. */
+static inline proto_result *proto__result(const proto_job *job, size_t i)
+{
+    return &job->results[job->slots == job->n ? i : i % job->slots];
+}
 
 /* A path message's path (proto_stream.h): its envelope decoded by
  * proto_stream_decode (waypoint positions and orientations checked, the
@@ -359,13 +370,6 @@ int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *pat
 /* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
  * straight into w (the stream encoder uses it for solutions). */
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
-
-/* proto_items.c: an items answer in pieces, for answers written out as
- * they are solved: the head ({"count":N,"results":[), result i (after it
- * ran), the tail (],"counts":{...}}, after every item ran). */
-void proto_items_write_head(proto_jw *w, const proto_items *it);
-void proto_items_write_result(proto_jw *w, const proto_items *it, size_t i);
-void proto_items_write_tail(proto_jw *w, const proto_items *it);
 
 /* proto_job_encode.c: the status word and MoveIt code (moveit_msgs/
  * MoveItErrorCodes) a solver status is answered with; statuses outside the

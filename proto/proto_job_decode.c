@@ -284,27 +284,24 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
 
 /* ---- jobs ------------------------------------------------------------- */
 
-static int job_alloc(proto_job *job, bool seeds)
+/* The block of `slots` results and their outputs (joint values, points,
+ * rotations, all solutions, a tree's tips) and done flags, zeroed. */
+static int results_alloc(proto_job *job, size_t slots)
 {
-    size_t n = job->n, sl = proto__seed_len(job->chain), nt = job->ntips;
-    size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool) +
-                     nt * sizeof(proto_tip_goal) + (nt > 0));
+    size_t nt = job->ntips;
     size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
                  2 * job->nrot * sizeof(ik_quat) + job->sol_cap * job->dof * sizeof(double) +
                  nt * sizeof(proto_tip_result);
-    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
     /* doubles first for alignment */
-    char *b = calloc(1, seedsz + n * per + sz + 16);
+    char *b = calloc(1, slots * (per + sizeof(proto_result) + sizeof(bool)) + 16);
     if (!b)
         return -1;
-    job->block = b;
-    job->seed_q = seeds ? (double *)b : NULL;
-    b += seedsz;
+    free(job->results_block);
+    job->results_block = b;
+    job->slots = slots;
     job->results = (proto_result *)b;
-    b += n * sizeof(proto_result);
-    job->targets = (proto_target *)b;
-    b += n * sizeof(proto_target);
-    for (size_t i = 0; i < n; i++) {
+    b += slots * sizeof(proto_result);
+    for (size_t i = 0; i < slots; i++) {
         proto_result *r = &job->results[i];
         r->q = (double *)b;
         b += job->dof * sizeof(double);
@@ -319,6 +316,24 @@ static int job_alloc(proto_job *job, bool seeds)
         r->tips = nt ? (proto_tip_result *)b : NULL;
         b += nt * sizeof(proto_tip_result);
     }
+    job->done = (bool *)b;
+    return 0;
+}
+
+static int job_alloc(proto_job *job, bool seeds)
+{
+    size_t n = job->n, sl = proto__seed_len(job->chain), nt = job->ntips;
+    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
+    size_t sz = n * (sizeof(proto_target) + nt * sizeof(proto_tip_goal) + (nt > 0) + sizeof(bool));
+    /* doubles first for alignment */
+    char *b = calloc(1, seedsz + sz + 16);
+    if (!b)
+        return -1;
+    job->block = b;
+    job->seed_q = seeds ? (double *)b : NULL;
+    b += seedsz;
+    job->targets = (proto_target *)b;
+    b += n * sizeof(proto_target);
     if (nt) {
         job->goals = (proto_tip_goal *)b;
         b += n * nt * sizeof(proto_tip_goal);
@@ -326,11 +341,15 @@ static int job_alloc(proto_job *job, bool seeds)
         b += n;
     }
     job->has_seed = (bool *)b;
-    b += n * sizeof(bool);
-    job->done = (bool *)b;
-    return 0;
+    return results_alloc(job, n);
 }
 
+int proto_job_limit_results(proto_job *job, size_t slots)
+{
+    if (slots == 0 || slots >= job->n)
+        return 0;
+    return results_alloc(job, slots);
+}
 
 int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind, size_t n,
                    const proto_target *t0, const char *t0_path, bool seeds, proto_job **out,
@@ -405,6 +424,7 @@ void proto_job_free(proto_job *job)
         return;
     proto_chain_unref(job->chain);
     free(job->block);
+    free(job->results_block);
     free(job->seed_owned);
     free(job);
 }

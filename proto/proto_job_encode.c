@@ -63,7 +63,7 @@ static void status_words(int st, const char **word, int *code)
  * printed (after the conversion to the caller's units and frame). */
 static const char *non_finite_member(const proto_job *job, size_t i)
 {
-    const proto_result *r = &job->results[i];
+    const proto_result *r = proto__result(job, i);
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
@@ -125,7 +125,7 @@ typedef struct outcome {
 
 static void result_outcome(const proto_job *job, size_t i, outcome *o)
 {
-    const proto_result *r = &job->results[i];
+    const proto_result *r = proto__result(job, i);
     status_words(r->status, &o->word, &o->code);
     o->reason = ik_status_name(r->status);
     o->pose = r->status != IK_EINVAL && r->status != IK_ENOSPC;
@@ -199,7 +199,7 @@ static json_t *quat_json(const proto_job *job, ik_quat q)
 
 json_t *proto_job_result_json(const proto_job *job, size_t i)
 {
-    const proto_result *r = &job->results[i];
+    const proto_result *r = proto__result(job, i);
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
@@ -373,10 +373,11 @@ static void put_real_member(proto_jw *w, bool *first, const char *k, size_t n, d
 }
 #define REAL_MEMBER(w, first, k, v) put_real_member(w, first, k, sizeof(k) - 1, v, dg)
 
-/* The members of proto_job_result_json(job, i), without the braces. */
-static void put_result_members(proto_jw *w, bool *first, const proto_job *job, size_t i)
+/* The members of proto_job_result_json(job, i), without the braces;
+ * returns the MoveIt code the result is answered with. */
+static int put_result_members(proto_jw *w, bool *first, const proto_job *job, size_t i)
 {
-    const proto_result *r = &job->results[i];
+    const proto_result *r = proto__result(job, i);
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
@@ -533,6 +534,7 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
     }
     if (want(job, PROTO_FIELD(TIME_MS)))
         REAL_MEMBER(w, first, "time_ms", oc.time_ms);
+    return oc.code;
 }
 
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
@@ -543,15 +545,170 @@ void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
     proto_jw_raw(w, "}", 1);
 }
 
-/* An upper estimate of the answer's length, so that the buffer is
- * allocated once: every double takes at most 25 characters and its
- * separator (a tree's tip, its member names and status 120 more). */
-static size_t encode_estimate(const proto_job *job)
+size_t proto_job_result_bytes(const proto_job *job)
 {
-    size_t doubles = job->dof + 3 * job->npos + 8 * job->nrot + 7 + 3 + 9 * job->ntips +
-                     job->sol_cap * job->dof;
-    size_t names = (job->chain->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 64;
-    return 256 + names + job->n * (320 + 120 * job->ntips + 26 * doubles);
+    /* every real takes at most 24 characters at the shortest form (a sign,
+     * 17 digits, a point, "e-308") and digits + 8 when rounded to digits,
+     * plus its separator; keys, brackets and the other members take less
+     * than 400 altogether */
+    size_t w = (job->opt.digits ? (size_t)job->opt.digits + 8 : 24) + 1;
+    size_t reals = 3; /* position_error, orientation_error, max_joint_step */
+    if (want(job, PROTO_FIELD(JOINTS)))
+        reals += job->dof;
+    if (want(job, PROTO_FIELD(POSITIONS)))
+        reals += 3 * job->npos;
+    if (want(job, PROTO_FIELD(ROTATIONS)))
+        reals += 4 * job->nrot;
+    if (want(job, PROTO_FIELD(LOCAL_ROTATIONS)))
+        reals += 4 * job->nrot;
+    if (want(job, PROTO_FIELD(TIP)))
+        reals += 7;
+    if (want(job, PROTO_FIELD(TIME_MS)))
+        reals += 1;
+    if (want(job, PROTO_FIELD(SOLUTIONS)))
+        reals += job->sol_cap * job->dof;
+    /* a tree's tips: pose and errors, with 120 characters of keys and status */
+    size_t tips = want(job, PROTO_FIELD(TIPS)) ? job->ntips : 0;
+    reals += 9 * tips;
+    return 400 + 120 * tips + 4 * (job->npos + 2 * job->nrot) + reals * w;
+}
+
+/* An upper estimate of the text of results [begin, end), so that the
+ * buffer is allocated once. */
+static size_t results_estimate(const proto_job *job, size_t begin, size_t end)
+{
+    return 64 + (end - begin) * proto_job_result_bytes(job);
+}
+
+/* "{" and the members of the answer before the result (a solve) or the
+ * results (a batch): chain_id, solver, units, frame, the names, a tree's
+ * tip names. */
+static void put_chain_members(proto_jw *w, bool *first, const proto_job *job)
+{
+    const proto_chain *c = job->chain;
+    proto_jw_raw(w, "{", 1);
+    MEMBER(w, first, "chain_id");
+    const char *id = proto_chain_id(c);
+    proto_jw_string(w, id, strlen(id));
+    MEMBER(w, first, "solver");
+    const char *sn = proto_solver_names[job->solver];
+    proto_jw_string(w, sn, strlen(sn));
+    MEMBER(w, first, "units");
+    const char *un = proto_units_names[job->opt.units];
+    proto_jw_string(w, un, strlen(un));
+    if (!job->dims2) {
+        MEMBER(w, first, "frame");
+        const char *fn = proto_frame_names[job->opt.frame];
+        proto_jw_string(w, fn, strlen(fn));
+    }
+    if (c->kind == PROTO_CHAIN_LINKS3D) {
+        MEMBER(w, first, "joint_names");
+        static const char n5[] = "[\"yaw\",\"theta0\",\"theta1\",\"theta2\",\"roll\"]";
+        proto_jw_raw(w, n5, sizeof n5 - 1);
+    } else if (c->names) {
+        if (c->kind == PROTO_CHAIN_SKELETON)
+            MEMBER(w, first, "bone_names");
+        else
+            MEMBER(w, first, "joint_names");
+        proto_jw_raw(w, "[", 1);
+        for (size_t i = 0; i < c->nnames; i++) {
+            if (i)
+                proto_jw_raw(w, ",", 1);
+            proto_jw_string(w, c->names[i], strlen(c->names[i]));
+        }
+        proto_jw_raw(w, "]", 1);
+    }
+    if (c->tip_names) {
+        MEMBER(w, first, "tip_names");
+        proto_jw_raw(w, "[", 1);
+        for (size_t i = 0; i < job->ntips; i++) {
+            if (i)
+                proto_jw_raw(w, ",", 1);
+            proto_jw_string(w, c->tip_names[i], strlen(c->tip_names[i]));
+        }
+        proto_jw_raw(w, "]", 1);
+    }
+}
+
+/* A batch's head: the chain members, "count", then "results":[. */
+static void put_batch_head(proto_jw *w, const proto_job *job)
+{
+    bool first = true;
+    put_chain_members(w, &first, job);
+    MEMBER(w, &first, "count");
+    proto_jw_integer(w, (json_int_t)job->n);
+    MEMBER(w, &first, "results");
+    proto_jw_raw(w, "[", 1);
+}
+
+/* Results [begin, end) of a batch, each added to counts[] by the code it
+ * is answered with. */
+static void put_batch_results(proto_jw *w, const proto_job *job, size_t begin, size_t end,
+                              size_t counts[PROTO_COUNT_BUCKETS])
+{
+    for (size_t i = begin; i < end; i++) {
+        if (i)
+            proto_jw_raw(w, ",", 1);
+        bool f1 = true;
+        proto_jw_raw(w, "{", 1);
+        int code = put_result_members(w, &f1, job, i);
+        proto_jw_raw(w, "}", 1);
+        counts[code == 1 ? 0 : code == -31 ? 1 : code == -6 ? 2 : 3]++;
+    }
+}
+
+/* A batch's tail: ],"counts":{...}}. */
+static void put_batch_tail(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS])
+{
+    proto_jw_raw(w, "]", 1);
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "counts");
+    proto_jw_raw(w, "{", 1);
+    KEY(w, "success");
+    proto_jw_integer(w, (json_int_t)counts[0]);
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "no_ik_solution");
+    proto_jw_integer(w, (json_int_t)counts[1]);
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "timed_out");
+    proto_jw_integer(w, (json_int_t)counts[2]);
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "other");
+    proto_jw_integer(w, (json_int_t)counts[3]);
+    proto_jw_raw(w, "}}", 2);
+}
+
+char *proto_job_encode_head(const proto_job *job, size_t *len)
+{
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    put_batch_head(&w, job);
+    return proto_jw_finish(&w, len);
+}
+
+char *proto_job_encode_results(const proto_job *job, size_t begin, size_t end,
+                               size_t counts[PROTO_COUNT_BUCKETS], size_t *len)
+{
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    if (end > job->n)
+        end = job->n;
+    if (begin > end)
+        begin = end;
+    if (proto_jw_reserve(&w, results_estimate(job, begin, end)))
+        return NULL;
+    put_batch_results(&w, job, begin, end, counts);
+    return proto_jw_finish(&w, len);
+}
+
+char *proto_job_encode_tail(const proto_job *job, const size_t counts[PROTO_COUNT_BUCKETS],
+                            size_t *len)
+{
+    (void)job;
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    put_batch_tail(&w, counts);
+    return proto_jw_finish(&w, len);
 }
 
 char *proto_job_encode(const proto_job *job, size_t *len)
@@ -559,90 +716,19 @@ char *proto_job_encode(const proto_job *job, size_t *len)
     const proto_chain *c = job->chain;
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
-    if (proto_jw_reserve(&w, encode_estimate(job)))
+    size_t names = (c->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 256;
+    if (proto_jw_reserve(&w, names + results_estimate(job, 0, job->n)))
         return NULL;
-    bool first = true;
-    proto_jw_raw(&w, "{", 1);
-    MEMBER(&w, &first, "chain_id");
-    const char *id = proto_chain_id(c);
-    proto_jw_string(&w, id, strlen(id));
-    MEMBER(&w, &first, "solver");
-    const char *sn = proto_solver_names[job->solver];
-    proto_jw_string(&w, sn, strlen(sn));
-    MEMBER(&w, &first, "units");
-    const char *un = proto_units_names[job->opt.units];
-    proto_jw_string(&w, un, strlen(un));
-    if (!job->dims2) {
-        MEMBER(&w, &first, "frame");
-        const char *fn = proto_frame_names[job->opt.frame];
-        proto_jw_string(&w, fn, strlen(fn));
-    }
-    if (c->kind == PROTO_CHAIN_LINKS3D) {
-        MEMBER(&w, &first, "joint_names");
-        static const char n5[] = "[\"yaw\",\"theta0\",\"theta1\",\"theta2\",\"roll\"]";
-        proto_jw_raw(&w, n5, sizeof n5 - 1);
-    } else if (c->names) {
-        if (c->kind == PROTO_CHAIN_SKELETON)
-            MEMBER(&w, &first, "bone_names");
-        else
-            MEMBER(&w, &first, "joint_names");
-        proto_jw_raw(&w, "[", 1);
-        for (size_t i = 0; i < c->nnames; i++) {
-            if (i)
-                proto_jw_raw(&w, ",", 1);
-            proto_jw_string(&w, c->names[i], strlen(c->names[i]));
-        }
-        proto_jw_raw(&w, "]", 1);
-    }
-    if (c->tip_names) {
-        MEMBER(&w, &first, "tip_names");
-        proto_jw_raw(&w, "[", 1);
-        for (size_t i = 0; i < job->ntips; i++) {
-            if (i)
-                proto_jw_raw(&w, ",", 1);
-            proto_jw_string(&w, c->tip_names[i], strlen(c->tip_names[i]));
-        }
-        proto_jw_raw(&w, "]", 1);
-    }
     if (job->kind == PROTO_SOLVE) {
+        bool first = true;
+        put_chain_members(&w, &first, job);
         put_result_members(&w, &first, job, 0);
-    } else {
-        size_t counts[4] = {0, 0, 0, 0};
-        for (size_t i = 0; i < job->n; i++) {
-            /* by the code each result is answered with */
-            outcome oc;
-            result_outcome(job, i, &oc);
-            size_t k = oc.code == 1 ? 0 : oc.code == -31 ? 1 : oc.code == -6 ? 2 : 3;
-            counts[k]++;
-        }
-        MEMBER(&w, &first, "count");
-        proto_jw_integer(&w, (json_int_t)job->n);
-        MEMBER(&w, &first, "counts");
-        proto_jw_raw(&w, "{", 1);
-        KEY(&w, "success");
-        proto_jw_integer(&w, (json_int_t)counts[0]);
-        proto_jw_raw(&w, ",", 1);
-        KEY(&w, "no_ik_solution");
-        proto_jw_integer(&w, (json_int_t)counts[1]);
-        proto_jw_raw(&w, ",", 1);
-        KEY(&w, "timed_out");
-        proto_jw_integer(&w, (json_int_t)counts[2]);
-        proto_jw_raw(&w, ",", 1);
-        KEY(&w, "other");
-        proto_jw_integer(&w, (json_int_t)counts[3]);
         proto_jw_raw(&w, "}", 1);
-        MEMBER(&w, &first, "results");
-        proto_jw_raw(&w, "[", 1);
-        for (size_t i = 0; i < job->n; i++) {
-            if (i)
-                proto_jw_raw(&w, ",", 1);
-            bool f1 = true;
-            proto_jw_raw(&w, "{", 1);
-            put_result_members(&w, &f1, job, i);
-            proto_jw_raw(&w, "}", 1);
-        }
-        proto_jw_raw(&w, "]", 1);
+    } else {
+        size_t counts[PROTO_COUNT_BUCKETS] = {0};
+        put_batch_head(&w, job);
+        put_batch_results(&w, job, 0, job->n, counts);
+        put_batch_tail(&w, counts);
     }
-    proto_jw_raw(&w, "}", 1);
     return proto_jw_finish(&w, len);
 }
