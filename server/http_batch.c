@@ -9,15 +9,32 @@
  *            Retry-After: 1 when that many units are admitted already), and
  *            it keeps one admission slot until it is answered
  *   chunks   the targets are split into chunks of about BATCH_CHUNK_US of
- *            estimated work (16 to 4096 targets), at most one per pool
+ *            estimated work and at most BATCH_CHUNK_BYTES of answer (16 to
+ *            4096 targets), at most one per pool
  *            thread in flight: the next chunk is submitted when one
  *            completes, behind whatever arrived meanwhile, so single solves
  *            and stream targets wait for one chunk, never for the whole
- *            batch (server/solve.c solves, times and records each)
- *   encode   one pool item writes the answer (proto_job_encode)
+ *            batch (server/solve.c solves, times and records each); each
+ *            chunk's results are encoded on its pool thread right after
+ *            they are solved (proto_job_encode_results)
+ *   answer   a batch of one chunk is answered in one body; a larger one is
+ *            written out as its chunks finish, in order (the head at once,
+ *            each chunk's text when every chunk before it was written, the
+ *            tail with the counts last: srv_http_stream_*, chunked
+ *            transfer), so that its memory is bounded by the chunk size,
+ *            not the batch: a chunk is submitted only while the chunks
+ *            running, solved but waiting for an earlier one, and written
+ *            but not yet taken by the client number fewer than
+ *            BATCH_WINDOW_EXTRA plus the pool threads. A slow client
+ *            holds that many chunks' text and no more; the client taking
+ *            a piece (batch_drained) lets the next chunk go, and the job
+ *            keeps the results of that many chunks only
+ *            (proto_job_limit_results)
  * A batch whose client closed its connection is cancelled at its next
- * chunk (srv_http_client_gone). Later stages of an admitted batch are
- * never refused.
+ * chunk (srv_http_client_gone, or libmicrohttpd's end of the connection
+ * while it writes). Later stages of an admitted batch are never refused;
+ * one that fails (the daemon stopping under it, out of memory) after its
+ * answer began is cut: the connection closes without the last chunk.
  */
 #include <stdlib.h>
 
@@ -29,27 +46,39 @@
 #include "server/registry.h"
 #include "server/solve.h"
 
-/* Estimated microseconds of solving per batch chunk. */
+/* Estimated microseconds of solving per batch chunk, and at most this
+ * many bytes of its answer (proto_job_result_bytes, an upper estimate). */
 #define BATCH_CHUNK_US 5000.0
+#define BATCH_CHUNK_BYTES (1024.0 * 1024.0)
+/* Chunks of text a streamed batch may hold beyond one per pool thread. */
+#define BATCH_WINDOW_EXTRA 2
 
 typedef struct batch batch;
 
 typedef struct chunk {
     srv_solve solve;
     batch *b;
+    char *text; /* its results' text (streamed), once solved */
+    size_t len;
+    size_t counts[PROTO_COUNT_BUCKETS];
+    bool solved;
 } chunk;
 
 struct batch {
     srv_request *q;
-    srv_work stage; /* decode / encode */
+    srv_work stage; /* decode */
     proto_error err;
     bool failed;    /* a stage failed: err holds the answer */
     bool cancelled; /* the client left: no more chunks */
     bool holds_slot;
+    bool streamed;  /* answered in pieces as the chunks finish */
     proto_items *items; /* a batch of items, else q->job */
     chunk *chunks;
     size_t nchunks, next_chunk, running;
-    char *out;
+    size_t next_out; /* streamed: the next chunk to write */
+    size_t held;     /* streamed: chunks solved, waiting for an earlier one */
+    size_t counts[PROTO_COUNT_BUCKETS];
+    char *out; /* one chunk: the whole answer */
     size_t out_len;
 };
 
@@ -60,6 +89,8 @@ void srv_http_batch_free(void *p)
         return;
     if (b->holds_slot)
         b->q->ctx->admitted--;
+    for (size_t i = 0; i < b->nchunks; i++)
+        free(b->chunks[i].text);
     free(b->chunks);
     free(b->out);
     proto_items_free(b->items);
@@ -73,42 +104,48 @@ static void fail(batch *b, proto_errcode code, const char *msg)
     srv_http_respond_error(b->q, &e);
 }
 
-static void encode_work(srv_work *w)
-{
-    batch *b = w->data;
-    if (b->items)
-        b->out = proto_items_encode(b->items, &b->out_len);
-    else
-        b->out = proto_job_encode(b->q->job, &b->out_len);
-}
-
 /* Targets (or items) of the batch. */
 static size_t batch_count(const batch *b)
 {
     return b->items ? proto_items_count(b->items) : proto_job_count(b->q->job);
 }
 
-static void encode_done(srv_work *w, int status)
+/* Pool thread, right after a chunk is solved: its text. */
+static void chunk_encode(srv_solve *s)
 {
-    batch *b = w->data;
-    srv_request *q = b->q;
-    if (!srv_http_release(q))
-        return;
-    if (status != SRV_OK) {
-        fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
+    chunk *c = s->data;
+    batch *b = c->b;
+    if (!b->streamed) {
+        b->out = b->items ? proto_items_encode(b->items, &b->out_len)
+                          : proto_job_encode(b->q->job, &b->out_len);
         return;
     }
-    char *out = b->out;
-    b->out = NULL;
-    srv_http_respond_body(q, 200, out, b->out_len);
+    c->text = b->items ? proto_items_encode_results(b->items, s->begin, s->end, c->counts, &c->len)
+                       : proto_job_encode_results(b->q->job, s->begin, s->end, c->counts,
+                                                  &c->len);
 }
 
 static void chunk_done(srv_solve *s, int status);
 
+/* Whether the next chunk may go: chunks left, a pool thread for it, and,
+ * streamed, the text held within the window. */
+static bool may_submit(const batch *b)
+{
+    srv_request *q = b->q;
+    if (q->dead || b->cancelled || b->failed || b->next_chunk >= b->nchunks)
+        return false;
+    size_t threads = q->ctx->cfg.threads;
+    if (b->running >= threads)
+        return false;
+    /* proto_job_limit_results() relies on this bound */
+    return !b->streamed ||
+           b->running + b->held + srv_http_stream_queued(q) < threads + BATCH_WINDOW_EXTRA;
+}
+
 /* Submits the batch's next chunk; false when none could be. */
 static bool submit_chunk(batch *b)
 {
-    if (b->next_chunk >= b->nchunks)
+    if (!may_submit(b))
         return false;
     chunk *c = &b->chunks[b->next_chunk++];
     srv_http_hold(b->q);
@@ -121,12 +158,56 @@ static bool submit_chunk(batch *b)
     return true;
 }
 
+static void submit_chunks(batch *b)
+{
+    while (submit_chunk(b))
+        ;
+}
+
+/* The client took a piece of the streamed answer: room for more. */
+static void batch_drained(srv_request *q)
+{
+    submit_chunks(q->batch);
+}
+
+/* Streamed: writes the solved chunks that are next in order, then, after
+ * the last, the tail. */
+static void write_ready(batch *b)
+{
+    srv_request *q = b->q;
+    while (b->next_out < b->nchunks && b->chunks[b->next_out].solved) {
+        chunk *c = &b->chunks[b->next_out++];
+        b->held--;
+        for (int k = 0; k < PROTO_COUNT_BUCKETS; k++)
+            b->counts[k] += c->counts[k];
+        char *t = c->text;
+        c->text = NULL;
+        if (!t) {
+            b->failed = true; /* out of memory */
+            return;
+        }
+        srv_http_stream_write(q, t, c->len);
+    }
+    if (b->next_out < b->nchunks)
+        return;
+    size_t len;
+    char *tail = b->items ? proto_items_encode_tail(b->items, b->counts, &len)
+                          : proto_job_encode_tail(q->job, b->counts, &len);
+    if (!tail) {
+        b->failed = true;
+        return;
+    }
+    srv_http_stream_write(q, tail, len);
+    srv_http_stream_end(q, true);
+}
+
 static void chunk_done(srv_solve *s, int status)
 {
     chunk *c = s->data;
     batch *b = c->b;
     srv_request *q = b->q;
     b->running--;
+    c->solved = status == SRV_OK;
     if (status != SRV_OK)
         b->failed = true;
     if (!q->dead && !b->cancelled && !b->failed && srv_http_client_gone(q)) {
@@ -135,12 +216,19 @@ static void chunk_done(srv_solve *s, int status)
         srv_log(q->ctx, SRV_LOG_INFO, "batch of %zu %s cancelled: its client left",
                 batch_count(b), b->items ? "items" : "targets");
     }
+    if (b->streamed && !q->dead) {
+        if (c->solved)
+            b->held++;
+        if (!b->cancelled && !b->failed)
+            write_ready(b);
+        if (b->cancelled || b->failed)
+            srv_http_stream_end(q, false);
+    }
     /* the next chunk queues behind whatever was submitted meanwhile (single
      * solves, stream targets), so a batch cannot starve them */
-    if (!q->dead && !b->cancelled && !b->failed)
-        submit_chunk(b);
+    submit_chunks(b);
     bool last = b->running == 0;
-    if (!srv_http_release(q) || !last)
+    if (!srv_http_release(q) || !last || b->streamed)
         return;
     if (b->cancelled) {
         fail(b, PROTO_E_INTERNAL, "the client left: the batch was cancelled");
@@ -150,9 +238,9 @@ static void chunk_done(srv_solve *s, int status)
         fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
         return;
     }
-    b->stage.data = b;
-    srv_http_hold(q);
-    srv_pool_submit_always(q->ctx, &b->stage, encode_work, encode_done);
+    char *out = b->out;
+    b->out = NULL;
+    srv_http_respond_body(q, 200, out, b->out_len);
 }
 
 static void decode_work(srv_work *w)
@@ -174,12 +262,11 @@ static void decode_work(srv_work *w)
         b->failed = true;
 }
 
-static void decode_done(srv_work *w, int status)
+/* After the decode (loop thread, the request held): the error, or the
+ * chunks. */
+static void decode_answer(batch *b, int status)
 {
-    batch *b = w->data;
     srv_request *q = b->q;
-    if (!srv_http_release(q))
-        return;
     if (status != SRV_OK) {
         fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
         return;
@@ -195,14 +282,12 @@ static void decode_done(srv_work *w, int status)
     size_t n = batch_count(b);
     double cost = b->items ? proto_items_cost_us(b->items) : proto_job_cost_us(q->job);
     double fit = BATCH_CHUNK_US / (cost > 0.01 ? cost : 0.01);
+    double bytes = (double)(b->items ? proto_items_result_bytes(b->items)
+                                     : proto_job_result_bytes(q->job));
+    if (fit > BATCH_CHUNK_BYTES / bytes)
+        fit = BATCH_CHUNK_BYTES / bytes;
     size_t per = fit < 16 ? 16 : fit > 4096 ? 4096 : (size_t)fit;
-    size_t nchunks = n ? (n + per - 1) / per : 0;
-    if (nchunks == 0) {
-        b->stage.data = b;
-        srv_http_hold(q);
-        srv_pool_submit_always(q->ctx, &b->stage, encode_work, encode_done);
-        return;
-    }
+    size_t nchunks = (n + per - 1) / per; /* n >= 1: decoding refuses empty batches */
     b->chunks = calloc(nchunks, sizeof *b->chunks);
     if (!b->chunks) {
         fail(b, PROTO_E_INTERNAL, "out of memory");
@@ -216,13 +301,49 @@ static void decode_done(srv_work *w, int status)
         c->solve.items = b->items;
         c->solve.begin = i * per;
         c->solve.end = c->solve.begin + per < n ? c->solve.begin + per : n;
+        c->solve.after = chunk_encode;
         c->solve.done = chunk_done;
         c->solve.data = c;
     }
-    for (unsigned t = 0; t < q->ctx->cfg.threads && submit_chunk(b); t++)
-        ;
-    if (b->running == 0)
-        fail(b, PROTO_E_INTERNAL, "cannot queue work");
+    if (nchunks > 1) {
+        size_t len;
+        char *head = b->items ? proto_items_encode_head(b->items, &len)
+                              : proto_job_encode_head(q->job, &len);
+        if (!head) {
+            fail(b, PROTO_E_INTERNAL, "out of memory");
+            return;
+        }
+        /* the chunks between the next one to write and the next one to
+         * submit, each running or waiting to be written, number fewer than
+         * the window: their results fit that many chunks' places */
+        size_t window = q->ctx->cfg.threads + BATCH_WINDOW_EXTRA;
+        if (!b->items && proto_job_limit_results(q->job, window * per)) {
+            free(head);
+            fail(b, PROTO_E_INTERNAL, "out of memory");
+            return;
+        }
+        b->streamed = true;
+        srv_http_stream_begin(q, 200, NULL, batch_drained);
+        srv_http_stream_write(q, head, len);
+    }
+    submit_chunks(b);
+    if (b->running == 0) {
+        if (b->streamed)
+            srv_http_stream_end(q, false);
+        else
+            fail(b, PROTO_E_INTERNAL, "cannot queue work");
+    }
+}
+
+static void decode_done(srv_work *w, int status)
+{
+    batch *b = w->data;
+    srv_request *q = b->q;
+    /* released last: answering runs libmicrohttpd, which may see the
+     * client gone and end the request, freed by the last release */
+    if (!q->dead)
+        decode_answer(b, status);
+    srv_http_release(q);
 }
 
 void srv_http_batch(srv_request *q)
