@@ -367,6 +367,27 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
 int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *path,
                       proto_error *err);
 
+/* A batch's targets from somewhere else than a jansson array (the batch
+ * reader of proto_batch_read.c): n of them, target i as the object
+ * next(feed, i) gives (borrowed, valid until the next call), asked for in
+ * order from 0, each once; NULL when the feed cannot give it. */
+typedef struct proto__target_feed proto__target_feed;
+struct proto__target_feed {
+    size_t n;
+    json_t *(*next)(proto__target_feed *feed, size_t i);
+};
+/* proto_job_decode_json(req, PROTO_BATCH, ...) with the targets from feed
+ * (req holds the other members). A feed that cannot give a target makes
+ * it fail like a wrong target. */
+int proto__job_decode_fed(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                          void *ud, proto__target_feed *feed, proto_job **out, proto_error *err);
+
+/* proto_batch_read.c: the fast way of proto_batch_decode alone (for
+ * tests): 0 and *out when it decoded the body, else nonzero (the general
+ * path must read it) with nothing allocated. */
+int proto__batch_read(const char *body, size_t len, const proto_limits *lim,
+                      proto_chain_lookup_fn lookup, void *ud, proto_job **out);
+
 /* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
  * straight into w (the stream encoder uses it for solutions). */
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);

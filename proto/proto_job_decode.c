@@ -441,9 +441,20 @@ int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *pat
     return 0;
 }
 
-int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
-                          proto_chain_lookup_fn lookup, void *ud, proto_job **out,
-                          proto_error *err)
+/* Target i of a request: its "target" (a solve), element i of its
+ * "targets" (jt, a batch), or what a feed gives for it. */
+static json_t *target_at(json_t *jt, proto__target_feed *feed, proto_kind kind, size_t i)
+{
+    if (feed)
+        return feed->next(feed, i);
+    return kind == PROTO_BATCH ? json_array_get(jt, i) : jt;
+}
+
+/* proto_job_decode_json, with a batch's targets from feed instead of
+ * req's "targets" when feed is not NULL. */
+static int decode_request(json_t *req, proto_kind kind, const proto_limits *lim,
+                          proto_chain_lookup_fn lookup, void *ud, proto__target_feed *feed,
+                          proto_job **out, proto_error *err)
 {
     static const char *const keys1[] = {"chain", "chain_id", "target", "seed", "options", NULL};
     static const char *const keysb[] = {"chain",   "chain_id", "targets",
@@ -484,10 +495,16 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     }
 
     /* targets: count them first */
-    json_t *jt;
+    json_t *jt = NULL;
     size_t n = 1;
     const char *tpath = kind == PROTO_BATCH ? "/targets" : "/target";
-    if (kind == PROTO_BATCH) {
+    if (feed) {
+        n = feed->n;
+        if (n < 1 || n > lim->max_targets) {
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, tpath, "not a batch a feed decodes");
+            goto fail;
+        }
+    } else if (kind == PROTO_BATCH) {
         jt = proto_json_require(req, "", "targets", err);
         if (!jt || proto_json_array(jt, tpath, 1, lim->max_targets, true, &n, err))
             goto fail;
@@ -504,8 +521,8 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     else
         snprintf(p, sizeof p, "%s", tpath);
     bool dims2 = chain->kind == PROTO_CHAIN_PLANAR, tree = chain->kind == PROTO_CHAIN_TREE;
-    if (!tree && proto__target_decode(kind == PROTO_BATCH ? json_array_get(jt, 0) : jt, p,
-                                      opt.frame, dims2, &t0, err))
+    if (!tree && proto__target_decode(target_at(jt, feed, kind, 0), p, opt.frame, dims2, &t0,
+                                      err))
         goto fail;
     json_t *js = json_object_get(req, kind == PROTO_BATCH ? "seeds" : "seed");
     const char *spath = kind == PROTO_BATCH ? "/seeds" : "/seed";
@@ -520,10 +537,11 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     chain = NULL;
     size_t sl = proto__seed_len(job->chain);
     for (size_t i = 0; i < job->n; i++) {
-        if (kind == PROTO_BATCH)
+        /* (a feed's targets fail the whole decode: their paths go unused) */
+        if (kind == PROTO_BATCH && !feed)
             proto_json_path_index(p, tpath, i);
         if ((i > 0 || tree) &&
-            proto__job_target(job, i, kind == PROTO_BATCH ? json_array_get(jt, i) : jt, p, err))
+            proto__job_target(job, i, target_at(jt, feed, kind, i), p, err))
             goto fail;
         if (js) {
             json_t *s = kind == PROTO_BATCH ? json_array_get(js, i) : js;
@@ -559,6 +577,19 @@ fail:
     proto_chain_unref(chain);
     proto_job_free(job);
     return -1;
+}
+
+int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
+                          proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                          proto_error *err)
+{
+    return decode_request(req, kind, lim, lookup, ud, NULL, out, err);
+}
+
+int proto__job_decode_fed(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                          void *ud, proto__target_feed *feed, proto_job **out, proto_error *err)
+{
+    return decode_request(req, PROTO_BATCH, lim, lookup, ud, feed, out, err);
 }
 
 int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_limits *lim,

@@ -432,12 +432,13 @@ static const double jr_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
 #define JR_NOINLINE
 #endif
 
-/* The text of a real through strtod(), as jansson converts it. */
-static JR_NOINLINE json_t *jr_strtod(const unsigned char *t, size_t n)
+/* The text of a real through strtod(), as jansson converts it; false when
+ * it overflows. */
+static JR_NOINLINE bool jr_strtod(const unsigned char *t, size_t n, double *out)
 {
     char buf[64], *s = buf;
     if (n >= sizeof buf && !(s = malloc(n + 1)))
-        return NULL;
+        return false;
     memcpy(s, t, n);
     s[n] = '\0';
     char *e;
@@ -446,26 +447,28 @@ static JR_NOINLINE json_t *jr_strtod(const unsigned char *t, size_t n)
     bool ok = e == s + n && !((d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE);
     if (s != buf)
         free(s);
-    return ok ? json_real(d) : NULL;
+    *out = d;
+    return ok;
 }
 
-static json_t *jr_number(jr *r)
+int proto__json_number(const unsigned char **pp, const unsigned char *end, json_int_t *iv,
+                       double *dv)
 {
-    const unsigned char *start = r->p, *p = start, *end = r->end;
+    const unsigned char *start = *pp, *p = start;
     bool neg = false;
-    if (*p == '-') {
+    if (p < end && *p == '-') {
         neg = true;
         p++;
     }
     if (p >= end || *p < '0' || *p > '9')
-        return NULL;
+        return 0;
     uint64_t m = 0;    /* the digits, while they fit */
     int digits = 0;    /* significant digits in m (leading zeros not counted) */
     bool many = false; /* more than 19 significant digits */
     if (*p == '0') {
         p++;
         if (p < end && *p >= '0' && *p <= '9')
-            return NULL; /* a leading zero */
+            return 0; /* a leading zero */
     } else {
         while (p < end && *p >= '0' && *p <= '9') {
             if (digits < 19) {
@@ -478,24 +481,26 @@ static json_t *jr_number(jr *r)
         }
     }
     if (p == end || (*p != '.' && *p != 'e' && *p != 'E')) {
-        r->p = p;
+        *pp = p;
         if (many)
-            return NULL; /* beyond json_int_t: jansson's "too big integer" */
+            return 0; /* beyond json_int_t: jansson's "too big integer" */
         if (neg) {
             if (m > (uint64_t)INT64_MAX + 1)
-                return NULL;
-            return json_integer(m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(json_int_t)m);
+                return 0;
+            *iv = m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(json_int_t)m;
+            return 1;
         }
         if (m > (uint64_t)INT64_MAX)
-            return NULL;
-        return json_integer((json_int_t)m);
+            return 0;
+        *iv = (json_int_t)m;
+        return 1;
     }
     /* a real: m * 10^exp10 while the digits fit (many: strtod() anyway) */
     int exp10 = 0;
     if (*p == '.') {
         p++;
         if (p >= end || *p < '0' || *p > '9')
-            return NULL;
+            return 0;
         while (p < end && *p >= '0' && *p <= '9') {
             if (digits < 19 && !many && exp10 > -100000) {
                 if (m || *p != '0')
@@ -514,7 +519,7 @@ static json_t *jr_number(jr *r)
         if (p < end && (*p == '+' || *p == '-'))
             eneg = *p++ == '-';
         if (p >= end || *p < '0' || *p > '9')
-            return NULL;
+            return 0;
         int e = 0;
         while (p < end && *p >= '0' && *p <= '9') {
             if (e < 100000)
@@ -523,20 +528,36 @@ static json_t *jr_number(jr *r)
         }
         exp10 += eneg ? -e : e;
     }
-    r->p = p;
+    *pp = p;
     if (!many) {
         double d;
         if (m == 0) {
             d = 0.0;
-            return json_real(neg ? -d : d);
+            *dv = neg ? -d : d;
+            return 2;
         }
         if (m <= (UINT64_C(1) << 53) && exp10 >= -22 && exp10 <= 22) {
             d = (double)m;
             d = exp10 < 0 ? d / jr_pow10[-exp10] : d * jr_pow10[exp10];
-            return json_real(neg ? -d : d);
+            *dv = neg ? -d : d;
+            return 2;
         }
     }
-    return jr_strtod(start, (size_t)(p - start));
+    return jr_strtod(start, (size_t)(p - start), dv) ? 2 : 0;
+}
+
+static json_t *jr_number(jr *r)
+{
+    json_int_t i;
+    double d;
+    switch (proto__json_number(&r->p, r->end, &i, &d)) {
+    case 1:
+        return json_integer(i);
+    case 2:
+        return json_real(d);
+    default:
+        return NULL;
+    }
 }
 
 static json_t *jr_value(jr *r, int depth);

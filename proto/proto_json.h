@@ -67,6 +67,14 @@ json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_
  * declines (proto_json_loadb() then asks jansson). It declines no valid text
  * with JSON_REJECT_DUPLICATES. */
 json_t *proto__json_read(const char *text, size_t len, size_t flags);
+/* Internal: the JSON number at *p (before end) read exactly as the fast
+ * reader, and so jansson, reads it: 1 and *i for an integer (no fraction
+ * or exponent, within json_int_t; -0 is 0), 2 and *d for a real
+ * (correctly rounded), *p moved past it; 0 for a text jansson refuses (a
+ * leading zero, an integer beyond json_int_t, a real that overflows, no
+ * digit where one must be). */
+int proto__json_number(const unsigned char **p, const unsigned char *end, json_int_t *i,
+                       double *d);
 /* Internal: the heap bytes jansson holds for the tree v (every node,
  * object hash table, array table and string, with malloc's per-block
  * overhead, as glibc rounds them on 64-bit machines). An estimate from

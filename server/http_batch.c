@@ -2,9 +2,9 @@
  * http_batch.c: POST /v1/solve/batch, a pipeline of pool stages; the loop
  * only moves bytes.
  *
- *   decode   one pool item decodes the body (proto_job_decode_json,
- *            PROTO_BATCH; or, when the body has "items", many rigs each
- *            with its own chain: proto_items_decode_json);
+ *   decode   one pool item decodes the body (proto_batch_decode: one
+ *            chain's targets read without their jansson tree; or, when the
+ *            body has "items", many rigs each with its own chain);
  *            this is when the batch is admitted (--max-queue: 503 and
  *            Retry-After: 1 when that many units are admitted already), and
  *            it keeps one admission slot until it is answered
@@ -38,7 +38,6 @@
  */
 #include <stdlib.h>
 
-#include "proto/proto_json.h"
 #include "server/http_handler.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -247,18 +246,8 @@ static void decode_work(srv_work *w)
 {
     batch *b = w->data;
     srv_request *q = b->q;
-    const proto_limits *lim = &q->ctx->cfg.limits;
-    json_t *root = proto_json_parse(q->body, q->len, lim->max_body_bytes, PROTO_JSON_BATCH,
-                                    &b->err);
-    int rc = -1;
-    if (root && json_is_object(root) && json_object_get(root, "items"))
-        rc = proto_items_decode_json(root, lim, srv_registry_lookup, q->ctx->registry, &b->items,
-                                     &b->err);
-    else if (root)
-        rc = proto_job_decode_json(root, PROTO_BATCH, lim, srv_registry_lookup, q->ctx->registry,
-                                   &q->job, &b->err);
-    json_decref(root);
-    if (rc != 0)
+    if (proto_batch_decode(q->body, q->len, &q->ctx->cfg.limits, srv_registry_lookup,
+                           q->ctx->registry, &q->job, &b->items, &b->err))
         b->failed = true;
 }
 

@@ -8,11 +8,15 @@
  * iterations) and batch size (64), so that one input stays fast. A chain_id
  * is resolved by a lookup that knows one chain (decoded from the first
  * registration of the run), so the by-id path is covered too. Every answer
- * must be a valid JSON text (jansson reads it back).
+ * must be a valid JSON text (jansson reads it back). A batch body is also
+ * decoded by proto_batch_decode, which reads a batch's targets without
+ * their tree: unless the body holds "items", it must agree with
+ * proto_job_decode exactly (the same error, or the same targets).
  */
 #include "tests/fuzz/fuzz.h"
 
 #include "proto/proto.h"
+#include "proto/proto_impl.h"
 
 static proto_chain *known; /* the chain the lookup knows */
 
@@ -24,6 +28,38 @@ static proto_chain *lookup(void *ud, const char *id)
         return known;
     }
     return NULL;
+}
+
+/* proto_batch_decode against proto_job_decode's outcome (rc, job, err)
+ * on the same batch body. */
+static void check_batch_reader(const char *body, size_t len, const proto_limits *lim, int rc,
+                               const proto_job *job, const proto_error *err)
+{
+    json_t *root = json_loadb(body, len, 0, NULL);
+    bool items = root && json_is_object(root) && json_object_get(root, "items");
+    json_decref(root);
+    if (items)
+        return;
+    proto_job *fj = NULL;
+    proto_items *fi = NULL;
+    proto_error ferr;
+    int frc = proto_batch_decode(body, len, lim, lookup, NULL, &fj, &fi, &ferr);
+    if (frc != rc || fi)
+        fuzz_fail("proto_batch_decode and proto_job_decode disagree");
+    if (rc) {
+        if (ferr.code != err->code || strcmp(ferr.path, err->path) != 0 ||
+            strcmp(ferr.message, err->message) != 0)
+            fuzz_fail("proto_batch_decode and proto_job_decode give different errors");
+        return;
+    }
+    size_t n = job->n;
+    if (fj->n != n || fj->solver != job->solver || fj->ntips != job->ntips ||
+        memcmp(&fj->opt, &job->opt, sizeof job->opt) != 0 ||
+        memcmp(fj->targets, job->targets, n * sizeof *job->targets) != 0 ||
+        memcmp(fj->has_seed, job->has_seed, n * sizeof(bool)) != 0 ||
+        strcmp(proto_chain_id(fj->chain), proto_chain_id(job->chain)) != 0)
+        fuzz_fail("proto_batch_decode and proto_job_decode give different jobs");
+    proto_job_free(fj);
 }
 
 static void check_text(const char *s, size_t len)
@@ -55,7 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 1: {
         proto_job *job = NULL;
         proto_kind kind = data[0] % 3 ? PROTO_BATCH : PROTO_SOLVE;
-        if (proto_job_decode(body, len, kind, &lim, lookup, NULL, &job, &err) != 0) {
+        int rc = proto_job_decode(body, len, kind, &lim, lookup, NULL, &job, &err);
+        if (kind == PROTO_BATCH)
+            check_batch_reader(body, len, &lim, rc, job, &err);
+        if (rc != 0) {
             if (job)
                 fuzz_fail("a failed decode returned a job");
             char buf[1024];
