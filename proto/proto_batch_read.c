@@ -14,13 +14,14 @@
  *                  is read with the fast reader (proto__json_read, the
  *                  tree jansson would build) into a small object, and the
  *                  targets array is only counted;
- *   the targets    are read one by one, in order, straight from the text
- *                  into one reused object of the same shape (its reals
- *                  overwritten), which the ordinary decoder of targets
- *                  (proto__job_target through proto__job_decode_fed) then
- *                  checks and converts as it would the tree's: the same
- *                  code, the same numbers (proto__json_number reads them
- *                  as jansson does).
+ *   the targets    are read one by one, in order, straight from the text:
+ *                  their numbers (proto__json_number reads them as
+ *                  jansson does) become the target proto__target_decode
+ *                  would make of them (proto__target_numbers); a target
+ *                  they do not make (a number out of range, a member that
+ *                  does not apply) is written into one reused object of
+ *                  its shape, which proto__target_decode itself then
+ *                  refuses, as it would the tree's.
  *
  * Only what this file reads it decodes: a target object whose members are
  * "position", "orientation", "up" and "pole", each an array of at most
@@ -196,22 +197,25 @@ static json_t *shape_object(feed *f, unsigned sig, const size_t len[TARGET_KEYS]
     return o;
 }
 
-/* Target i, read from the text into the object of its shape. */
-static json_t *feed_next(proto__target_feed *base, size_t i)
+/* Target i, read from the text: as a target when the numbers make one
+ * (proto__target_numbers), else into the object of its shape. */
+static int feed_next(proto__target_feed *base, size_t i, proto_frame fr, bool dims2,
+                     proto_target *t, json_t **out)
 {
     feed *f = (feed *)base;
     scan *s = &f->s;
+    *out = NULL;
     if (i != f->next || i >= base->n)
-        return NULL;
+        return 0;
     f->next++;
     ws(s);
     if (i > 0) {
         if (!take(s, ','))
-            return NULL;
+            return 0;
         ws(s);
     }
     if (!take(s, '{'))
-        return NULL;
+        return 0;
     double v[TARGET_KEYS][4];
     size_t len[TARGET_KEYS] = {0, 0, 0, 0};
     unsigned seen = 0;
@@ -220,20 +224,20 @@ static json_t *feed_next(proto__target_feed *base, size_t i)
         const unsigned char *k;
         size_t kn;
         if (!plain_string(s, &k, &kn))
-            return NULL;
+            return 0;
         int m = 0;
         while (m < TARGET_KEYS && !(strlen(target_keys[m]) == kn &&
                                    memcmp(target_keys[m], k, kn) == 0))
             m++;
         if (m == TARGET_KEYS || (seen & (1u << m)))
-            return NULL;
+            return 0;
         seen |= 1u << m;
         ws(s);
         if (!take(s, ':'))
-            return NULL;
+            return 0;
         ws(s);
         if (!take(s, '['))
-            return NULL;
+            return 0;
         ws(s);
         if (!take(s, ']')) {
             for (;;) {
@@ -241,44 +245,56 @@ static json_t *feed_next(proto__target_feed *base, size_t i)
                 double dv;
                 int kind = proto__json_number(&s->p, s->end, &iv, &dv);
                 if (kind == 0 || len[m] == 4)
-                    return NULL;
+                    return 0;
                 v[m][len[m]++] = kind == 1 ? (double)iv : dv;
                 ws(s);
                 if (take(s, ']'))
                     break;
                 if (!take(s, ','))
-                    return NULL;
+                    return 0;
                 ws(s);
             }
             if (len[m] == 0)
-                return NULL;
+                return 0;
         } else {
-            return NULL; /* an empty array: the general path says what is wrong */
+            return 0; /* an empty array: the general path says what is wrong */
         }
         ws(s);
         if (take(s, '}'))
             break;
         if (!take(s, ','))
-            return NULL;
+            return 0;
         ws(s);
     }
     if (i + 1 == base->n) { /* the last: nothing but the end after it */
         ws(s);
         if (s->p != s->end)
-            return NULL;
+            return 0;
     }
+    if (t) {
+        proto_target_numbers tn;
+        memcpy(tn.pos, v[0], sizeof tn.pos);
+        memcpy(tn.quat, v[1], sizeof tn.quat);
+        memcpy(tn.up, v[2], sizeof tn.up);
+        memcpy(tn.pole, v[3], sizeof tn.pole);
+        tn.npos = len[0], tn.nquat = len[1], tn.nup = len[2], tn.npole = len[3];
+        if (proto__target_numbers(&tn, fr, dims2, t) == 0)
+            return 1;
+    }
+    /* not a target as it stands: the object, whose decoding says why */
     unsigned sig = 0;
     for (int m = TARGET_KEYS - 1; m >= 0; m--)
         sig = sig * 5 + (unsigned)len[m];
     json_t *o = shape_object(f, sig, len);
     if (!o)
-        return NULL;
+        return 0;
     for (int m = 0; m < TARGET_KEYS; m++) {
         json_t *a = len[m] ? json_object_get(o, target_keys[m]) : NULL;
         for (size_t k = 0; k < len[m]; k++)
             json_real_set(json_array_get(a, k), v[m][k]);
     }
-    return o;
+    *out = o;
+    return 0;
 }
 
 /* ---- the envelope ------------------------------------------------------------ */
@@ -355,7 +371,7 @@ int proto__batch_read(const char *body, size_t len, const proto_limits *lim,
             return READ_GENERAL;
         }
     }
-    feed f = {.base = {elements, feed_next}};
+    feed f = {.base = {.n = elements, .next = feed_next}};
     /* the array's elements, between its brackets */
     f.s.p = m[targets].value + 1;
     f.s.end = m[targets].value + m[targets].vlen - 1;

@@ -442,12 +442,26 @@ int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *pat
 }
 
 /* Target i of a request: its "target" (a solve), element i of its
- * "targets" (jt, a batch), or what a feed gives for it. */
-static json_t *target_at(json_t *jt, proto__target_feed *feed, proto_kind kind, size_t i)
+ * "targets" (jt, a batch), or what a feed gives for it: 1 when the feed
+ * filled *t itself (t not NULL; frame f, dims2), else 0 and the object in
+ * *v (NULL with *err set when the feed gives none). */
+static int target_at(json_t *jt, proto__target_feed *feed, proto_kind kind, size_t i,
+                     proto_frame f, bool dims2, proto_target *t, json_t **v, proto_error *err)
 {
-    if (feed)
-        return feed->next(feed, i);
-    return kind == PROTO_BATCH ? json_array_get(jt, i) : jt;
+    if (!feed) {
+        *v = kind == PROTO_BATCH ? json_array_get(jt, i) : jt;
+        return 0;
+    }
+    *v = NULL;
+    if (feed->next(feed, i, f, dims2, t, v) == 1)
+        return 1;
+    if (!*v) {
+        if (feed->has_failed)
+            *err = feed->failed;
+        else
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, "/targets", "a target is unreadable");
+    }
+    return 0;
 }
 
 /* proto_job_decode_json, with a batch's targets from feed instead of
@@ -521,9 +535,12 @@ static int decode_request(json_t *req, proto_kind kind, const proto_limits *lim,
     else
         snprintf(p, sizeof p, "%s", tpath);
     bool dims2 = chain->kind == PROTO_CHAIN_PLANAR, tree = chain->kind == PROTO_CHAIN_TREE;
-    if (!tree && proto__target_decode(target_at(jt, feed, kind, 0), p, opt.frame, dims2, &t0,
-                                      err))
-        goto fail;
+    if (!tree) {
+        json_t *v0;
+        if (!target_at(jt, feed, kind, 0, opt.frame, dims2, &t0, &v0, err) &&
+            (!v0 || proto__target_decode(v0, p, opt.frame, dims2, &t0, err)))
+            goto fail;
+    }
     json_t *js = json_object_get(req, kind == PROTO_BATCH ? "seeds" : "seed");
     const char *spath = kind == PROTO_BATCH ? "/seeds" : "/seed";
     if (js && kind == PROTO_BATCH) {
@@ -537,12 +554,26 @@ static int decode_request(json_t *req, proto_kind kind, const proto_limits *lim,
     chain = NULL;
     size_t sl = proto__seed_len(job->chain);
     for (size_t i = 0; i < job->n; i++) {
-        /* (a feed's targets fail the whole decode: their paths go unused) */
+        /* a feed's targets: the path only for an error (and a feed without
+         * paths fails the whole decode on any error) */
         if (kind == PROTO_BATCH && !feed)
             proto_json_path_index(p, tpath, i);
-        if ((i > 0 || tree) &&
-            proto__job_target(job, i, target_at(jt, feed, kind, i), p, err))
-            goto fail;
+        if (i > 0 || tree) {
+            json_t *v;
+            proto_target *ti = tree ? NULL : &job->targets[i];
+            if (target_at(jt, feed, kind, i, job->opt.frame, dims2, ti, &v, err)) {
+                if (proto__check_target(job, ti, "", err)) {
+                    proto_json_path_index(p, tpath, i);
+                    proto__check_target(job, ti, p, err);
+                    goto fail;
+                }
+            } else {
+                if (feed && feed->paths)
+                    proto_json_path_index(p, tpath, i);
+                if (!v || proto__job_target(job, i, v, p, err))
+                    goto fail;
+            }
+        }
         if (js) {
             json_t *s = kind == PROTO_BATCH ? json_array_get(js, i) : js;
             if (kind == PROTO_BATCH)

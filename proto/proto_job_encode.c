@@ -20,7 +20,7 @@
 
 /* True when value k of an answer's "joints" is an angle (so options.units
  * applies): all of them but a prismatic joint's. */
-static bool answer_angle(const proto_chain *c, size_t k)
+bool proto__answer_angle(const proto_chain *c, size_t k)
 {
     return (!c->chain && !c->tree) || c->kind == PROTO_CHAIN_PLANAR || proto__angular_joint(c, k);
 }
@@ -58,18 +58,52 @@ static void status_words(int st, const char **word, int *code)
     *code = proto__moveit(st, word);
 }
 
+/* True when every number of result r is finite and at most 1e300 in
+ * magnitude, as the solvers give them: then no conversion an answer makes
+ * (a frame's permutation with signs, radians to degrees, seconds to
+ * milliseconds) can make one non-finite, and non_finite_member() need not
+ * convert them to look. Tree answers and answers with all solutions are
+ * always looked at. */
+static bool plainly_finite(const proto_job *job, const proto_result *r)
+{
+    /* (every comparison with a NaN is false) */
+    bool ok = job->ntips == 0 && job->sol_cap == 0 && fabs(r->pos_err) <= 1e300 &&
+              fabs(r->time_s) <= 1e300 && (r->rot_err < 0 || r->rot_err <= 1e300);
+    for (size_t k = 0; ok && k < job->dof; k++)
+        ok = fabs(r->q[k]) <= 1e300;
+    for (size_t k = 0; ok && k < job->npos; k++) {
+        ik_vec3 v = r->positions[k];
+        ok = fabs(v.x) <= 1e300 && fabs(v.y) <= 1e300 && fabs(v.z) <= 1e300;
+    }
+    for (size_t k = 0; ok && k < job->nrot; k++) {
+        ik_quat a = r->rotations[k], b = r->local[k];
+        ok = fabs(a.x) <= 1e300 && fabs(a.y) <= 1e300 && fabs(a.z) <= 1e300 &&
+             fabs(a.w) <= 1e300 && fabs(b.x) <= 1e300 && fabs(b.y) <= 1e300 &&
+             fabs(b.z) <= 1e300 && fabs(b.w) <= 1e300;
+    }
+    if (ok && r->has_tip) {
+        double t[7] = {r->tip.p.x, r->tip.p.y, r->tip.p.z, r->tip.q.x,
+                       r->tip.q.y, r->tip.q.z, r->tip.q.w};
+        for (int k = 0; ok && k < 7; k++)
+            ok = fabs(t[k]) <= 1e300;
+    }
+    return ok;
+}
+
 /* The member of result i that would hold a non-finite number, in the order
  * the answer lists them, or NULL. The values are checked as they would be
  * printed (after the conversion to the caller's units and frame). */
 static const char *non_finite_member(const proto_job *job, size_t i)
 {
     const proto_result *r = proto__result(job, i);
+    if (plainly_finite(job, r))
+        return NULL;
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
     bool skel = c->kind == PROTO_CHAIN_SKELETON;
     for (size_t k = 0; k < job->dof; k++) {
-        bool ang = answer_angle(c, k);
+        bool ang = proto__answer_angle(c, k);
         if (!isfinite(ang ? proto_angle_out(u, r->q[k]) : r->q[k]))
             return "joints";
     }
@@ -96,7 +130,7 @@ static const char *non_finite_member(const proto_job *job, size_t i)
             return "tips";
     }
     for (size_t k = 0; k < r->nall * job->dof; k++)
-        if (!isfinite(answer_angle(c, k % job->dof) ? proto_angle_out(u, r->all[k]) : r->all[k]))
+        if (!isfinite(proto__answer_angle(c, k % job->dof) ? proto_angle_out(u, r->all[k]) : r->all[k]))
             return "solutions";
     if (!isfinite(r->pos_err))
         return "position_error";
@@ -113,17 +147,9 @@ static const char *non_finite_member(const proto_job *job, size_t i)
  * non-finite number anyway is answered as a failure (MoveIt's FAILURE)
  * whose reason names the member, "non_finite_<member>" (reason points into
  * a buffer of PROTO_REASON_MAX), rather than with the number left out. */
-#define PROTO_REASON_MAX 48
-typedef struct outcome {
-    const char *word;
-    int code;
-    const char *reason;
-    bool pose;
-    double time_ms; /* finite */
-    char buf[PROTO_REASON_MAX];
-} outcome;
+typedef proto__outcome outcome;
 
-static void result_outcome(const proto_job *job, size_t i, outcome *o)
+void proto__result_outcome(const proto_job *job, size_t i, proto__outcome *o)
 {
     const proto_result *r = proto__result(job, i);
     status_words(r->status, &o->word, &o->code);
@@ -144,13 +170,13 @@ static void result_outcome(const proto_job *job, size_t i, outcome *o)
 const char *proto_job_status(const proto_job *job, size_t i)
 {
     outcome oc;
-    result_outcome(job, i, &oc);
+    proto__result_outcome(job, i, &oc);
     return oc.word;
 }
 
 /* The answer's "max_joint_step": the largest joint motion from the seed,
  * angles in options.units, prismatic joints in length units. */
-static double answer_step(const proto_job *job, const proto_result *r)
+double proto__answer_step(const proto_job *job, const proto_result *r)
 {
     double a = proto_angle_out(job->opt.units, r->step_ang);
     return a > r->step_lin ? a : r->step_lin;
@@ -204,7 +230,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
     outcome oc;
-    result_outcome(job, i, &oc);
+    proto__result_outcome(job, i, &oc);
     json_t *o = json_object();
     if (!o)
         return NULL;
@@ -219,7 +245,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     if (valid && job->dof && want(job, PROTO_FIELD(JOINTS))) {
         json_t *a = json_array();
         for (size_t k = 0; k < job->dof; k++) {
-            bool ang = answer_angle(c, k);
+            bool ang = proto__answer_angle(c, k);
             json_array_append_new(a, real_json(job, ang ? proto_angle_out(u, r->q[k]) : r->q[k]));
         }
         json_object_set_new(o, "joints", a);
@@ -286,7 +312,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
             json_object_set_new(o, "orientation_error",
                                 real_json(job, proto_angle_out(u, r->rot_err)));
         if (r->has_step && want(job, PROTO_FIELD(MAX_JOINT_STEP)))
-            json_object_set_new(o, "max_joint_step", real_json(job, answer_step(job, r)));
+            json_object_set_new(o, "max_joint_step", real_json(job, proto__answer_step(job, r)));
         if (r->servo >= 0 && want(job, PROTO_FIELD(ARRIVED)))
             json_object_set_new(o, "arrived", json_boolean(r->servo == 1));
         if (job->sol_cap && want(job, PROTO_FIELD(SOLUTIONS))) {
@@ -296,7 +322,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
                 for (size_t k = 0; k < job->dof; k++) {
                     double v = r->all[s * job->dof + k];
                     json_array_append_new(
-                        row, real_json(job, answer_angle(c, k) ? proto_angle_out(u, v) : v));
+                        row, real_json(job, proto__answer_angle(c, k) ? proto_angle_out(u, v) : v));
                 }
                 json_array_append_new(a, row);
             }
@@ -383,7 +409,7 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
     proto_units u = job->opt.units;
     const int dg = job->opt.digits;
     outcome oc;
-    result_outcome(job, i, &oc);
+    proto__result_outcome(job, i, &oc);
     MEMBER(w, first, "status");
     proto_jw_string(w, oc.word, strlen(oc.word));
     if (want(job, PROTO_FIELD(CODE))) {
@@ -404,7 +430,7 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
         MEMBER(w, first, "joints");
         proto_jw_raw(w, "[", 1);
         for (size_t k = 0; k < job->dof; k++) {
-            bool ang = answer_angle(c, k);
+            bool ang = proto__answer_angle(c, k);
             if (k)
                 proto_jw_raw(w, ",", 1);
             proto_jw_double_digits(w, ang ? proto_angle_out(u, r->q[k]) : r->q[k], dg);
@@ -494,7 +520,7 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
         if (r->rot_err >= 0 && want(job, PROTO_FIELD(ORIENTATION_ERROR)))
             REAL_MEMBER(w, first, "orientation_error", proto_angle_out(u, r->rot_err));
         if (r->has_step && want(job, PROTO_FIELD(MAX_JOINT_STEP)))
-            REAL_MEMBER(w, first, "max_joint_step", answer_step(job, r));
+            REAL_MEMBER(w, first, "max_joint_step", proto__answer_step(job, r));
         if (r->servo >= 0 && want(job, PROTO_FIELD(ARRIVED))) {
             MEMBER(w, first, "arrived");
             if (r->servo == 1)
@@ -513,7 +539,7 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
                     double v = r->all[s * job->dof + k];
                     if (k)
                         proto_jw_raw(w, ",", 1);
-                    proto_jw_double_digits(w, answer_angle(c, k) ? proto_angle_out(u, v) : v, dg);
+                    proto_jw_double_digits(w, proto__answer_angle(c, k) ? proto_angle_out(u, v) : v, dg);
                 }
                 proto_jw_raw(w, "]", 1);
             }
