@@ -25,6 +25,7 @@
 #define PROTO_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proto/proto_error.h"
@@ -215,6 +216,35 @@ void proto_items_free(proto_items *it); /* NULL is fine */
 int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
                        proto_items **items, proto_error *err);
+
+/* ---- the binary form of batches (proto_binary.c) ---------------------------- */
+
+/* The media type of binary batches, requests (Content-Type) and answers
+ * (Accept); proto/README.md, "Binary batches", gives the layout. */
+#define PROTO_BINARY_TYPE "application/vnd.ikd.batch"
+
+/* A binary batch request: 0 and *out, or -1 with *err set (nothing
+ * allocated). Its JSON head is decoded as a batch body's members are, and
+ * its targets as JSON targets with the same numbers would be, with the
+ * same errors and paths. */
+int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *lim,
+                              proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                              proto_error *err);
+/* Whether a batch's answer has a binary form (a batch of one chain that is
+ * not a tree). */
+bool proto_job_binary_ok(const proto_job *job);
+/* Bytes of one result's record in the binary answer. */
+size_t proto_job_binary_record(const proto_job *job);
+/* The binary answer in pieces, as proto_job_encode_head() and the others
+ * give the JSON one (head, results of consecutive ranges, tail with the
+ * counts): malloc'd bytes (caller frees), *len their count; NULL only when
+ * out of memory. Each number is the double the JSON answer (default
+ * digits) reads back as. */
+char *proto_job_encode_binary_head(const proto_job *job, size_t *len);
+char *proto_job_encode_binary_results(const proto_job *job, size_t begin, size_t end,
+                                      size_t counts[PROTO_COUNT_BUCKETS], size_t *len);
+char *proto_job_encode_binary_tail(const proto_job *job, const size_t counts[PROTO_COUNT_BUCKETS],
+                                   size_t *len);
 
 /* ---- discovery -------------------------------------------------------- */
 

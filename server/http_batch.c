@@ -37,6 +37,7 @@
  * answer began is cut: the connection closes without the last chunk.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "server/http_handler.h"
 #include "server/log.h"
@@ -71,6 +72,7 @@ struct batch {
     bool cancelled; /* the client left: no more chunks */
     bool holds_slot;
     bool streamed;  /* answered in pieces as the chunks finish */
+    bool binary;    /* answered in the binary form (proto_binary.c) */
     proto_items *items; /* a batch of items, else q->job */
     chunk *chunks;
     size_t nchunks, next_chunk, running;
@@ -109,19 +111,68 @@ static size_t batch_count(const batch *b)
     return b->items ? proto_items_count(b->items) : proto_job_count(b->q->job);
 }
 
+/* The pieces of the answer in its form. */
+static char *encode_head(const batch *b, size_t *len)
+{
+    if (b->items)
+        return proto_items_encode_head(b->items, len);
+    return b->binary ? proto_job_encode_binary_head(b->q->job, len)
+                     : proto_job_encode_head(b->q->job, len);
+}
+
+static char *encode_results(const batch *b, size_t begin, size_t end,
+                            size_t counts[PROTO_COUNT_BUCKETS], size_t *len)
+{
+    if (b->items)
+        return proto_items_encode_results(b->items, begin, end, counts, len);
+    return b->binary ? proto_job_encode_binary_results(b->q->job, begin, end, counts, len)
+                     : proto_job_encode_results(b->q->job, begin, end, counts, len);
+}
+
+static char *encode_tail(const batch *b, const size_t counts[PROTO_COUNT_BUCKETS], size_t *len)
+{
+    if (b->items)
+        return proto_items_encode_tail(b->items, counts, len);
+    return b->binary ? proto_job_encode_binary_tail(b->q->job, counts, len)
+                     : proto_job_encode_tail(b->q->job, counts, len);
+}
+
+/* One chunk's batch: the whole answer, its pieces joined. */
+static char *encode_whole(const batch *b, size_t n, size_t *len)
+{
+    size_t counts[PROTO_COUNT_BUCKETS] = {0}, l[3];
+    char *p[3];
+    p[0] = encode_head(b, &l[0]);
+    p[1] = encode_results(b, 0, n, counts, &l[1]);
+    p[2] = encode_tail(b, counts, &l[2]);
+    char *out = p[0] && p[1] && p[2] ? malloc(l[0] + l[1] + l[2] + 1) : NULL;
+    if (out) {
+        memcpy(out, p[0], l[0]);
+        memcpy(out + l[0], p[1], l[1]);
+        memcpy(out + l[0] + l[1], p[2], l[2]);
+        out[l[0] + l[1] + l[2]] = '\0';
+        *len = l[0] + l[1] + l[2];
+    }
+    for (int k = 0; k < 3; k++)
+        free(p[k]);
+    return out;
+}
+
 /* Pool thread, right after a chunk is solved: its text. */
 static void chunk_encode(srv_solve *s)
 {
     chunk *c = s->data;
     batch *b = c->b;
-    if (!b->streamed) {
-        b->out = b->items ? proto_items_encode(b->items, &b->out_len)
-                          : proto_job_encode(b->q->job, &b->out_len);
-        return;
-    }
-    c->text = b->items ? proto_items_encode_results(b->items, s->begin, s->end, c->counts, &c->len)
-                       : proto_job_encode_results(b->q->job, s->begin, s->end, c->counts,
-                                                  &c->len);
+    if (!b->streamed)
+        b->out = encode_whole(b, batch_count(b), &b->out_len);
+    else
+        c->text = encode_results(b, s->begin, s->end, c->counts, &c->len);
+}
+
+/* The answer's Content-Type. */
+static const char *answer_type(const batch *b)
+{
+    return b->binary ? PROTO_BINARY_TYPE : NULL;
 }
 
 static void chunk_done(srv_solve *s, int status);
@@ -190,8 +241,7 @@ static void write_ready(batch *b)
     if (b->next_out < b->nchunks)
         return;
     size_t len;
-    char *tail = b->items ? proto_items_encode_tail(b->items, b->counts, &len)
-                          : proto_job_encode_tail(q->job, b->counts, &len);
+    char *tail = encode_tail(b, b->counts, &len);
     if (!tail) {
         b->failed = true;
         return;
@@ -237,17 +287,29 @@ static void chunk_done(srv_solve *s, int status)
         fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
         return;
     }
-    char *out = b->out;
+    srv_response v = {0};
+    v.status = 200;
+    v.content_type = answer_type(b);
+    v.body = b->out;
+    v.len = b->out_len;
     b->out = NULL;
-    srv_http_respond_body(q, 200, out, b->out_len);
+    if (!v.body) {
+        fail(b, PROTO_E_INTERNAL, "out of memory");
+        return;
+    }
+    srv_http_respond(q, &v);
 }
 
 static void decode_work(srv_work *w)
 {
     batch *b = w->data;
     srv_request *q = b->q;
-    if (proto_batch_decode(q->body, q->len, &q->ctx->cfg.limits, srv_registry_lookup,
-                           q->ctx->registry, &q->job, &b->items, &b->err))
+    const proto_limits *lim = &q->ctx->cfg.limits;
+    int rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, srv_registry_lookup,
+                                                      q->ctx->registry, &q->job, &b->err)
+                          : proto_batch_decode(q->body, q->len, lim, srv_registry_lookup,
+                                               q->ctx->registry, &q->job, &b->items, &b->err);
+    if (rc)
         b->failed = true;
 }
 
@@ -271,8 +333,11 @@ static void decode_answer(batch *b, int status)
     size_t n = batch_count(b);
     double cost = b->items ? proto_items_cost_us(b->items) : proto_job_cost_us(q->job);
     double fit = BATCH_CHUNK_US / (cost > 0.01 ? cost : 0.01);
-    double bytes = (double)(b->items ? proto_items_result_bytes(b->items)
-                                     : proto_job_result_bytes(q->job));
+    /* the binary form when asked for and the batch has one */
+    b->binary = q->binary_out && !b->items && proto_job_binary_ok(q->job);
+    double bytes = (double)(b->items    ? proto_items_result_bytes(b->items)
+                            : b->binary ? proto_job_binary_record(q->job)
+                                        : proto_job_result_bytes(q->job));
     if (fit > BATCH_CHUNK_BYTES / bytes)
         fit = BATCH_CHUNK_BYTES / bytes;
     size_t per = fit < 16 ? 16 : fit > 4096 ? 4096 : (size_t)fit;
@@ -296,8 +361,7 @@ static void decode_answer(batch *b, int status)
     }
     if (nchunks > 1) {
         size_t len;
-        char *head = b->items ? proto_items_encode_head(b->items, &len)
-                              : proto_job_encode_head(q->job, &len);
+        char *head = encode_head(b, &len);
         if (!head) {
             fail(b, PROTO_E_INTERNAL, "out of memory");
             return;
@@ -312,7 +376,7 @@ static void decode_answer(batch *b, int status)
             return;
         }
         b->streamed = true;
-        srv_http_stream_begin(q, 200, NULL, batch_drained);
+        srv_http_stream_begin(q, 200, answer_type(b), batch_drained);
         srv_http_stream_write(q, head, len);
     }
     submit_chunks(b);

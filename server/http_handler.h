@@ -82,6 +82,9 @@ typedef struct srv_request {
     void *batch;      /* http_batch.c's pipeline */
     unsigned pending; /* pool items holding the request */
     bool dead;        /* the client is gone: results are dropped */
+    /* the body is a binary batch (Content-Type PROTO_BINARY_TYPE), the
+     * client takes binary answers (Accept names PROTO_BINARY_TYPE) */
+    bool binary_in, binary_out;
 } srv_request;
 
 /* What a handler answers. Headers beyond Content-Type are the few the API

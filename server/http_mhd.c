@@ -677,6 +677,43 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     return MHD_YES;
 }
 
+/* Whether the header value v (a Content-Type, or an Accept list) names the
+ * media type t: as its type (parameters after ';' ignored, any case), or,
+ * with list, as one of its elements (but with q=0). */
+static bool names_type(const char *v, const char *t, bool list)
+{
+    size_t tl = strlen(t);
+    while (v && *v) {
+        while (*v == ' ' || *v == '\t' || *v == ',')
+            v++;
+        const char *end = v + strcspn(v, list ? "," : "");
+        size_t n = strcspn(v, ";, \t");
+        if (n == tl && strncasecmp(v, t, tl) == 0) {
+            const char *qv = v + n;
+            while (qv < end && !(strncasecmp(qv, "q=", 2) == 0))
+                qv++;
+            return qv >= end || strtod(qv + 2, NULL) > 0;
+        }
+        if (!list)
+            return false;
+        v = end;
+    }
+    return false;
+}
+
+/* The batch's binary forms, asked for by Content-Type and Accept. */
+static void media_types(http_req *r)
+{
+    if (r->q.route != SRV_RT_BATCH)
+        return;
+    r->q.binary_in = names_type(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                            MHD_HTTP_HEADER_CONTENT_TYPE),
+                                PROTO_BINARY_TYPE, false);
+    r->q.binary_out = names_type(
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
+        PROTO_BINARY_TYPE, true);
+}
+
 /* The final call: the refusal, the preflight or the handler. */
 static enum MHD_Result answer(http_req *r)
 {
@@ -691,6 +728,7 @@ static enum MHD_Result answer(http_req *r)
         proto_error_set(&e, PROTO_E_INVALID_JSON, "", "the request body is empty");
         srv_http_respond_error(&r->q, &e);
     } else {
+        media_types(r);
         srv_http_dispatch(&r->q);
     }
     r->in_dispatch = false;
