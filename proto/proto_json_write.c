@@ -307,7 +307,19 @@ static int layout(bool neg, const char *dig, int nd, int x10, char *buf)
             for (int i = 1; i < nd; i++)
                 buf[o++] = dig[i];
         }
-        o += snprintf(buf + o, 8, "e%d", x10);
+        /* "e" and the exponent, without '+' or leading zeros */
+        buf[o++] = 'e';
+        unsigned ex = (unsigned)(x10 < 0 ? -x10 : x10);
+        if (x10 < 0)
+            buf[o++] = '-';
+        char t[4];
+        int nt = 0;
+        do {
+            t[nt++] = (char)('0' + ex % 10);
+            ex /= 10;
+        } while (ex);
+        while (nt)
+            buf[o++] = t[--nt];
     } else if (x10 >= 0) {
         for (int i = 0; i <= x10; i++)
             buf[o++] = i < nd ? dig[i] : '0';
@@ -456,9 +468,44 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
  * them again, which can only go wrong when the dropped tail is exactly
  * half a step, and then the side a lies on (known exactly) decides.
  * Elsewhere the C library's %.*e, which is correctly rounded. */
+/* The nd (1..17) significant digits of a (DBL_MIN <= a < 1e-4), correctly
+ * rounded, as digits17() finds 17: a = m * 2^e exactly, and m * 2^e *
+ * 10^k rounded to an integer (halves to even) by exact integer arithmetic
+ * while 5^k fits 64 bits (k <= 27, so down to about 10^(nd - 28)); 0 out
+ * of that range. */
+static uint64_t digits_small(double a, int nd, int *x10_out)
+{
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int e2 = (int)(bits >> 52) - 1022;
+    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+    int e = e2 - 53;
+    int x10 = ((e2 - 1) * 78913) >> 18;
+    for (int tries = 0; tries < 4; tries++) {
+        int k = nd - 1 - x10, dir;
+        if (k < 0 || k > 27)
+            return 0;
+        uint64_t d = scaled_round(m, e, k, &dir);
+        if (d >= pow10_u64[nd])
+            x10++;
+        else if (d < pow10_u64[nd - 1])
+            x10--;
+        else {
+            *x10_out = x10;
+            return d;
+        }
+    }
+    return 0;
+}
+
 static uint64_t round_digits(double a, int nd, int *x10)
 {
     int dir = 0;
+    if (a < 1e-4 && a >= DBL_MIN) {
+        uint64_t d = digits_small(a, nd, x10);
+        if (d)
+            return d;
+    }
     uint64_t d17 = a >= 1e-4 && a < 1e16 ? digits17(a, x10, &dir) : 0;
     if (!d17) {
         char tmp[40];
