@@ -103,7 +103,9 @@ static bool skip_string(scan *s)
 
 /* Finds the end of one value by its brackets and quotes alone, without
  * matching the kinds of brackets (the text is read properly afterwards);
- * an array's elements are counted in *elements when it is not NULL. */
+ * an array's elements are counted in *elements when it is not NULL (an
+ * array of scalars counts as empty: the batch reader takes arrays of
+ * objects only, and a wrong count only sends a body the general way). */
 static bool skip_value(scan *s, size_t *elements)
 {
     if (s->p >= s->end)
@@ -118,33 +120,42 @@ static bool skip_value(scan *s, size_t *elements)
             s->p++;
         return true;
     }
+    /* what the scan stops at: quotes, brackets, commas */
+    static const unsigned char stop[256] = {['"'] = 1, ['{'] = 2, ['['] = 2,
+                                            ['}'] = 3, [']'] = 3, [','] = 4};
     int depth = 0;
     size_t commas = 0;
-    bool any = false;
+    bool any = false; /* an element: a string or a bracket inside */
     while (s->p < s->end) {
-        c = *s->p;
-        if (c == '"') {
+        switch (stop[*s->p]) {
+        case 0:
+            s->p++;
+            break;
+        case 1:
             if (!skip_string(s))
                 return false;
             any = true;
-            continue;
-        }
-        s->p++;
-        if (c == '{' || c == '[') {
+            break;
+        case 2:
+            s->p++;
             if (++depth > ENVELOPE_DEPTH)
                 return false;
             if (depth > 1)
                 any = true;
-        } else if (c == '}' || c == ']') {
+            break;
+        case 3:
+            s->p++;
             if (--depth == 0) {
                 if (elements)
                     *elements = any ? commas + 1 : 0;
                 return true;
             }
-        } else if (c == ',' && depth == 1) {
-            commas++;
-        } else if (depth == 1 && c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-            any = true;
+            break;
+        default:
+            s->p++;
+            if (depth == 1)
+                commas++;
+            break;
         }
     }
     return false;
