@@ -11,7 +11,10 @@
  * must be a valid JSON text (jansson reads it back). A batch body is also
  * decoded by proto_batch_decode, which reads a batch's targets without
  * their tree: unless the body holds "items", it must agree with
- * proto_job_decode exactly (the same error, or the same targets).
+ * proto_job_decode exactly (the same error, or the same targets). A first
+ * byte of 3 makes the rest a binary batch (proto_batch_decode_binary):
+ * decoded, solved and answered in the binary form, whose pieces must have
+ * the sizes the layout gives.
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -86,6 +89,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size - 1;
     proto_error err;
 
+    if (data[0] == 3) { /* a binary batch (proto_binary.c) */
+        proto_job *job = NULL;
+        if (proto_batch_decode_binary(body, len, &lim, lookup, NULL, &job, &err) != 0) {
+            if (job)
+                fuzz_fail("a failed binary decode returned a job");
+            return 0;
+        }
+        size_t n = proto_job_count(job), counts[PROTO_COUNT_BUCKETS] = {0}, l[3];
+        proto_job_run(job, 0, n);
+        char *p[3] = {proto_job_encode_binary_head(job, &l[0]),
+                      proto_job_encode_binary_results(job, 0, n, counts, &l[1]),
+                      proto_job_encode_binary_tail(job, counts, &l[2])};
+        if (!p[0] || !p[1] || !p[2] || l[0] != 32 || l[1] != n * proto_job_binary_record(job) ||
+            l[2] != 20 || counts[0] + counts[1] + counts[2] + counts[3] != n)
+            fuzz_fail("a binary answer of the wrong size");
+        for (int k = 0; k < 3; k++)
+            free(p[k]);
+        proto_job_free(job);
+        return 0;
+    }
     switch (data[0] % 3) {
     case 0:
     case 1: {
