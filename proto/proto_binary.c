@@ -20,7 +20,9 @@
  * options.fields leaves out have no place in the records.
  *
  * Not here: seeds (a binary batch has none), tree chains (their targets
- * name tips; their batches are JSON), batches of items.
+ * name tips; their batches are JSON), batches of items; the members that
+ * are words or lists of varying length (reason, cause, solutions,
+ * solution_count) stay JSON's.
  */
 #include "proto/proto_impl.h"
 
@@ -304,8 +306,9 @@ static unsigned binary_fields(const proto_job *job)
         b |= BF_ROTATIONS;
     if (job->nrot && !skel && want(job, PROTO_FIELD(LOCAL_ROTATIONS)))
         b |= BF_LOCAL;
-    /* the tip: the numeric solver's answers off the plane */
-    if (job->solver == PROTO_SOLVER_NUMERIC && !job->dims2 && want(job, PROTO_FIELD(TIP)))
+    /* the tip: the numeric and closed-form solvers' answers off the plane */
+    if ((job->solver == PROTO_SOLVER_NUMERIC || job->solver == PROTO_SOLVER_CLOSED) &&
+        !job->dims2 && want(job, PROTO_FIELD(TIP)))
         b |= BF_TIP;
     if (want(job, PROTO_FIELD(POSITION_ERROR)))
         b |= BF_POSITION_ERROR;

@@ -184,6 +184,9 @@ static void same_numbers(const json_t *a, const unsigned char *bin, size_t blen)
             ck_assert_uint_eq(rd32(p + 12), json_integer_value(json_object_get(r, "restarts")));
         const unsigned char *q = p + 16;
         for (size_t m = 0; m < sizeof members / sizeof members[0]; m++) {
+            /* every number the JSON answer has, the binary one has a place for */
+            ck_assert_msg(!json_object_get(r, members[m].name) || (fields & members[m].bit),
+                          "result %zu: %s has no place", i, members[m].name);
             if (!(fields & members[m].bit))
                 continue;
             size_t k = m == 0   ? dof
@@ -330,6 +333,25 @@ START_TEST(test_answers_equal_json)
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
         for (size_t per = 1; per <= 3; per += 2)
             check_both(bodies[i], per);
+    /* the UR5 of tests/data by the closed-form solver: joints and tips */
+    FILE *f = fopen("tests/data/robots/ur5.urdf", "rb");
+    ck_assert_ptr_nonnull(f);
+    static char urdf[1 << 18];
+    size_t n = fread(urdf, 1, sizeof urdf - 1, f);
+    fclose(f);
+    urdf[n] = '\0';
+    json_t *req = json_pack("{s:{s:s,s:s,s:s,s:s},s:{s:s},s:[{s:[f,f,f],s:[i,i,i,i]},"
+                            "{s:[f,f,f],s:[i,i,i,i]},{s:[i,i,i],s:[i,i,i,i]}]}",
+                            "chain", "kind", "urdf", "urdf", urdf, "base", "base_link", "tip",
+                            "tool0", "options", "solver", "closed", "targets", "position", 0.4,
+                            0.2, 0.3, "orientation", 0, 1, 0, 0, "position", 0.3, -0.3, 0.4,
+                            "orientation", 0, 1, 0, 0, "position", 5, 5, 5, "orientation", 0, 0,
+                            0, 1);
+    ck_assert_ptr_nonnull(req);
+    char *body = json_dumps(req, JSON_COMPACT);
+    check_both(body, 2);
+    free(body);
+    json_decref(req);
 }
 END_TEST
 
