@@ -91,6 +91,12 @@ size_t proto_job_count(const proto_job *job);
  * numeric solvers tens to thousands): the daemon solves cheap jobs inline on
  * the loop and sends expensive ones and batches to the thread pool. */
 double proto_job_cost_us(const proto_job *job);
+/* The most one target may take in microseconds, as far as the job's options
+ * bound it: the time budget (options.timeout_ms) for the numeric and tree
+ * solvers, or with none their iterations at a guessed cost each; the
+ * analytic, closed-form, FABRIK and CCD solvers' cost (their work is
+ * bounded). The daemon bounds a batch chunk's worst case with it. */
+double proto_job_budget_us(const proto_job *job);
 /* Solves targets [begin, end). Thread-safe for disjoint ranges. */
 void proto_job_run(proto_job *job, size_t begin, size_t end);
 /* Makes target 0 of job start from prev's solution of its last target
@@ -119,6 +125,10 @@ const char *proto_job_solver_name(const proto_job *job);
 /* The whole response body (malloc'd, NUL-terminated; caller frees), after
  * every target was run. *len gets strlen. NULL only when out of memory. */
 char *proto_job_encode(const proto_job *job, size_t *len);
+/* An upper bound of proto_job_encode()'s length for this job (whatever its
+ * results), known before solving: the daemon reserves it against the bytes
+ * it may hold for clients. */
+size_t proto_job_encode_bound(const proto_job *job);
 void proto_job_free(proto_job *job); /* NULL is fine */
 
 /* ---- batch answers in pieces ---------------------------------------------- */

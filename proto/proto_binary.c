@@ -296,7 +296,7 @@ static bool want(const proto_job *job, unsigned f)
 
 static unsigned binary_fields(const proto_job *job)
 {
-    bool skel = job->chain->kind == PROTO_CHAIN_SKELETON;
+    bool skel = job->chain->skel != NULL; /* skeletons and trees of bones */
     unsigned b = 0;
     if (job->dof && want(job, PROTO_FIELD(JOINTS)))
         b |= BF_JOINTS;
@@ -380,7 +380,7 @@ static int put_record(unsigned char *p, const proto_job *job, size_t i, unsigned
     const proto_chain *c = job->chain;
     proto_frame fr = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
-    bool skel = c->kind == PROTO_CHAIN_SKELETON;
+    bool skel = c->skel != NULL; /* skeletons and trees of bones */
     proto__outcome oc;
     proto__result_outcome(job, i, &oc);
     bool pose = oc.pose;

@@ -64,7 +64,8 @@ void proto_chain_unref(proto_chain *c)
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
     json_decref(c->source);
-    free(atomic_load(&c->velocity));
+    free(c->velocity);
+    free(c->velocity_err);
     free(atomic_load(&c->closed));
     free(c->chain);
     free(c->positions);
@@ -73,6 +74,7 @@ void proto_chain_unref(proto_chain *c)
     free(c->names);
     free(c->tree);
     free(c->tip_names);
+    free(c->path_bones);
     free(c);
 }
 
@@ -80,36 +82,17 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err)
 {
     if (c->kind != PROTO_CHAIN_URDF || !c->chain)
         return NULL;
-    double *v = atomic_load(&c->velocity);
-    if (v)
-        return v;
-    const json_t *u = json_object_get(c->source, "urdf");
-    const char *base = json_string_value(json_object_get(c->source, "base"));
-    const char *tip = json_string_value(json_object_get(c->source, "tip"));
-    v = calloc(IK_MAX_DOF, sizeof *v);
-    if (!v) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    if (c->velocity_err) {
+        if (err)
+            *err = *c->velocity_err;
         return NULL;
     }
-    size_t n = 0;
-    if (!json_is_string(u) ||
-        proto_urdf_velocities(json_string_value(u), json_string_length(u), base, tip, v,
-                              IK_MAX_DOF, &n, err) != 0 ||
-        n != c->chain->dof) {
-        free(v);
-        return NULL;
-    }
-    double *none = NULL;
-    if (!atomic_compare_exchange_strong(&c->velocity, &none, v)) {
-        free(v); /* another thread was first: use its copy */
-        v = none;
-    }
-    return v;
+    return c->velocity;
 }
 
 /* Doubles per seed for chain c: joint values, bone positions (3 per
- * joint) or skeleton local rotations (4 per bone); 0 when seeds do not
- * apply. */
+ * joint) or skeleton local rotations (4 per bone, trees of bones too); 0
+ * when seeds do not apply. */
 size_t proto__seed_len(const proto_chain *c)
 {
     switch (c->kind) {
@@ -122,7 +105,7 @@ size_t proto__seed_len(const proto_chain *c)
     case PROTO_CHAIN_SKELETON:
         return 4 * c->nskel;
     case PROTO_CHAIN_TREE:
-        return c->tree->dof;
+        return c->skel ? 4 * c->nskel : c->tree->dof;
     default:
         return 0;
     }
@@ -428,88 +411,22 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                            const proto_limits *lim, proto_error *err)
 {
     static const char *const keys[] = {"kind", "bones", "limb", "frame", NULL};
-    static const char *const bkeys[] = {"name", "parent", "translation", "rotation", "scale",
-                                        NULL};
+    char p[PROTO_PATH_MAX];
+    if (json_object_get(o, "tips") && !json_object_get(o, "limb")) {
+        proto_json_path_key(p, path, "tips");
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                               "a skeleton solved for several end bones is a tree chain: "
+                               "{\"kind\": \"tree\", \"bones\": [...], \"tips\": [...]} (a "
+                               "skeleton chain moves one limb: \"limb\": [hip, knee, foot])");
+    }
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     int fi;
     if (opt_enum(o, path, "frame", proto_frame_names, 0, &fi, err))
         return -1;
-    proto_frame frame = (proto_frame)fi;
-    json_t *bones = proto_json_require(o, path, "bones", err);
-    if (!bones)
+    if (proto__skeleton_bones(c, o, path, (proto_frame)fi, 3, lim, err))
         return -1;
-    char p[PROTO_PATH_MAX];
-    proto_json_path_key(p, path, "bones");
-    size_t n;
-    if (proto_json_array(bones, p, 3, lim->max_joints, true, &n, err))
-        return -1;
-    c->skel = calloc(n, sizeof *c->skel);
-    c->names = calloc(n, sizeof *c->names);
-    if (!c->skel || !c->names)
-        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    c->memory += n * (sizeof *c->skel + sizeof *c->names);
-    c->nskel = c->nnames = n;
-    for (size_t i = 0; i < n; i++) {
-        char pb[PROTO_PATH_MAX], pf[PROTO_PATH_MAX];
-        proto_json_path_index(pb, p, i);
-        json_t *b = json_array_get(bones, i);
-        if (proto_json_check_object(b, pb, bkeys, err))
-            return -1;
-        json_t *v = proto_json_require(b, pb, "name", err);
-        proto_json_path_key(pf, pb, "name");
-        if (!v || proto__name(c->names[i], v, pf, err))
-            return -1;
-        if (find_name(c->names, i, c->names[i]) >= 0)
-            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "bone name \"%s\" is used twice",
-                                   c->names[i]);
-        ik_bone *bone = &c->skel[i];
-        bone->parent = -1;
-        bone->rotation = ik_quat_identity();
-        bone->scale = ik_v3(1, 1, 1);
-        v = json_object_get(b, "parent");
-        proto_json_path_key(pf, pb, "parent");
-        if (v && !json_is_null(v)) {
-            const char *s;
-            if (proto_json_string(v, pf, PROTO_NAME_MAX - 1, &s, err))
-                return -1;
-            int k = find_name(c->names, i, s);
-            if (k < 0)
-                return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
-                                       "parent \"%s\" of bone \"%s\" is not an earlier bone", s,
-                                       c->names[i]);
-            bone->parent = k;
-        }
-        v = json_object_get(b, "translation");
-        proto_json_path_key(pf, pb, "translation");
-        if (v && proto__vec3(v, pf, &bone->translation, err))
-            return -1;
-        v = json_object_get(b, "rotation");
-        proto_json_path_key(pf, pb, "rotation");
-        if (v && proto__quat(v, pf, &bone->rotation, err))
-            return -1;
-        v = json_object_get(b, "scale");
-        proto_json_path_key(pf, pb, "scale");
-        if (v && proto__vec3(v, pf, &bone->scale, err))
-            return -1;
-        if (fabs(bone->scale.x) < PROTO_MIN_LENGTH || fabs(bone->scale.y) < PROTO_MIN_LENGTH ||
-            fabs(bone->scale.z) < PROTO_MIN_LENGTH)
-            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
-                                   "scale components must be at least %g in magnitude",
-                                   PROTO_MIN_LENGTH);
-        /* to ROS: T_ros = M T M^T. M is a signed permutation, so the scale
-         * diag(s) becomes diag(|M| s): its components are permuted, their
-         * signs kept (each sign of M appears squared). */
-        ik_vec3 s = bone->scale;
-        ik_vec3 cx = proto_frame_vec_in(frame, ik_v3(1, 0, 0));
-        ik_vec3 cy = proto_frame_vec_in(frame, ik_v3(0, 1, 0));
-        ik_vec3 cz = proto_frame_vec_in(frame, ik_v3(0, 0, 1));
-        bone->scale = ik_v3(fabs(cx.x) * s.x + fabs(cy.x) * s.y + fabs(cz.x) * s.z,
-                            fabs(cx.y) * s.x + fabs(cy.y) * s.y + fabs(cz.y) * s.z,
-                            fabs(cx.z) * s.x + fabs(cy.z) * s.y + fabs(cz.z) * s.z);
-        bone->translation = proto_frame_vec_in(frame, bone->translation);
-        bone->rotation = proto_frame_quat_in(frame, bone->rotation);
-    }
+    const size_t n = c->nskel;
     json_t *limb = proto_json_require(o, path, "limb", err);
     if (!limb)
         return -1;
@@ -653,15 +570,22 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
     ik_joint *joints = calloc(IK_MAX_JOINTS, sizeof *joints);
     char(*names)[PROTO_URDF_NAME_MAX] = calloc(IK_MAX_JOINTS, sizeof *names);
+    /* the joints' velocity limits are read in the same parse (servo
+     * streams use them), so that nothing parses the document again */
+    double *vel = calloc(IK_MAX_JOINTS, sizeof *vel);
     int rc = -1;
-    if (!joints || !names) {
+    if (!joints || !names || !vel) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
     size_t n = 0;
     proto_json_path_key(p, path, "urdf");
+    int vel_rc = 0;
+    proto_error vel_err;
+    proto_error_clear(&vel_err);
     /* room for one more joint than allowed, to tell "too many" apart */
-    if (proto_urdf_chain(xml, len, base, tip, joints, cap, &n, names, err)) {
+    if (proto_urdf_chain_velocities(xml, len, base, tip, joints, cap, &n, names, vel, &vel_rc,
+                                    &vel_err, err)) {
         if (err)
             snprintf(err->path, sizeof err->path, "%s", p);
         goto out;
@@ -696,11 +620,32 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     c->nnames = c->chain->dof;
     for (size_t i = 0; i < c->chain->dof; i++)
         snprintf(c->names[i], PROTO_NAME_MAX, "%s", names[c->chain->source_index[i]]);
+    if (vel_rc == 0) {
+        c->velocity = calloc(c->chain->dof, sizeof *c->velocity);
+        if (c->velocity)
+            for (size_t i = 0; i < c->chain->dof; i++)
+                c->velocity[i] = vel[c->chain->source_index[i]];
+        c->memory += c->chain->dof * sizeof *c->velocity;
+    } else {
+        c->velocity_err = malloc(sizeof *c->velocity_err);
+        if (c->velocity_err) {
+            proto_error_set(c->velocity_err, vel_err.code, "/options/servo/velocity",
+                            "the URDF's joint velocity limits cannot be read (%s); give "
+                            "options.servo.velocity",
+                            vel_err.message);
+        }
+        c->memory += sizeof *c->velocity_err;
+    }
+    if (!c->velocity && !c->velocity_err) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
     c->memory += len + c->nnames * PROTO_NAME_MAX;
     rc = 0;
 out:
     free(joints);
     free(names);
+    free(vel);
     return rc;
 }
 
@@ -817,20 +762,18 @@ json_t *proto_chain_describe(const proto_chain *c)
         dof = c->nskel;
         break;
     case PROTO_CHAIN_TREE:
-        dof = c->tree->dof;
+        dof = c->skel ? c->nskel : c->tree->dof;
         break;
     default:
         dof = c->chain->dof;
     }
-    json_object_set_new(d, c->kind == PROTO_CHAIN_BONES || c->kind == PROTO_CHAIN_SKELETON
-                               ? "bones"
-                               : "dof",
+    json_object_set_new(d, c->kind == PROTO_CHAIN_BONES || c->skel ? "bones" : "dof",
                         json_integer((json_int_t)dof));
     if (c->names) {
         json_t *a = json_array();
         for (size_t i = 0; i < c->nnames; i++)
             json_array_append_new(a, json_string(c->names[i]));
-        json_object_set_new(d, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
+        json_object_set_new(d, c->skel ? "bone_names" : "joint_names",
                             a);
     }
     if (c->chain && c->kind != PROTO_CHAIN_PLANAR) {

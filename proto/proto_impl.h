@@ -99,13 +99,22 @@ struct proto_chain {
     char (*names)[PROTO_NAME_MAX];
     size_t nnames;
     /* urdf: the <limit velocity> of each movable joint (0: none given),
-     * read on first use (proto__chain_velocities) and kept */
-    _Atomic(double *) velocity;
+     * read with the chain (proto__chain_velocities); or, when the document
+     * has one that is not a number, why (kept, so that no servo request
+     * parses the document again) */
+    double *velocity;
+    proto_error *velocity_err;
     /* tree: the compiled tree (own allocation) and its tips' names (links
-     * of a URDF, joints of a joint list); names holds its joints', in the
-     * tree's variable order */
+     * of a URDF, joints of a joint list, bones of a skeleton); names holds
+     * its joints', in the tree's variable order. A tree of bones (skel
+     * set) keeps its bones above and names holds theirs, in bone order;
+     * its tree is the skeleton's pose compiled (proto_tree.c) */
     ik_tree *tree;
     char (*tip_names)[PROTO_NAME_MAX];
+    /* a tree of bones: the bones on the tips' paths, in bone order (bone
+     * path_bones[k] is the tree's described joints 3k, 3k + 1, 3k + 2) */
+    size_t *path_bones;
+    size_t npath;
     /* joints / urdf: the closed form of the chain (ik_closed_init, which
      * proves it by forward kinematics), made on first use
      * (proto__chain_closed) and kept */
@@ -306,6 +315,12 @@ size_t proto__seed_len(const proto_chain *c);
 
 /* proto_value.c: value decoders shared by chains, requests and streams.
  * Each fills *err with the value's path on error. */
+/* The "bones" of a skeleton chain object o at path (at least min, parents
+ * first, written in frame) into c->skel, c->nskel, c->names, c->nnames and
+ * c->memory, in the internal convention (skeleton chains, and trees of
+ * bones in proto_tree.c). 0, or -1 with *err set. */
+int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, proto_frame frame,
+                          size_t min, const proto_limits *lim, proto_error *err);
 /* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
 /* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */
@@ -456,13 +471,17 @@ int proto__tree_target_decode(const json_t *v, const char *path, const proto_cha
                               proto_error *err);
 /* Solves target i of a tree job into r (proto__run_one's tree case). */
 void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size);
+/* The workspace bytes proto__run_tree needs on chain c (a tree). */
+size_t proto__tree_workspace_size(const proto_chain *c);
 /* The member name (without "options.") of options.objective's values,
  * indexed by ik_tree_objective; NULL-terminated. */
 extern const char *const proto_objective_names[];
 
 /* proto_chain.c: a URDF chain's joint velocity limits (chain->dof values,
- * 0 where the URDF gives none), read from its document on first use and
- * kept; NULL for other kinds or with *err set when the document fails. */
+ * 0 where the URDF gives none), read with the chain when it was decoded
+ * (never parsed again); NULL for other kinds, or with *err set (the same
+ * error every time, at /options/servo/velocity) when the document has a
+ * velocity that is not a number. */
 const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 
 /* proto_solver.c: the closed form of a joints or urdf chain (its family, or

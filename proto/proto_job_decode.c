@@ -38,7 +38,7 @@ int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
                                "%s chains take no seed", proto_chain_kind_names[c->kind]);
     size_t n;
-    switch (c->kind) {
+    switch (c->skel ? PROTO_CHAIN_SKELETON : c->kind) { /* trees of bones as skeletons */
     case PROTO_CHAIN_BONES:
     case PROTO_CHAIN_SKELETON: {
         size_t k = c->kind == PROTO_CHAIN_BONES ? c->nbones : c->nskel;
@@ -278,6 +278,10 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
                                "options.objective applies to tree chains, not to %s chains (use "
                                "search \"nearest\" to stay near a seed)",
                                proto_chain_kind_names[c->kind]);
+    if (o->has_objective && o->objective == IK_TREE_OBJ_MID_LIMITS && c->skel)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/objective",
+                               "options.objective mid_limits needs joint limits, and a tree of "
+                               "bones has none (its bones turn freely as ball joints)");
     return 0;
 }
 

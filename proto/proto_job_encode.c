@@ -101,7 +101,7 @@ static const char *non_finite_member(const proto_job *job, size_t i)
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
-    bool skel = c->kind == PROTO_CHAIN_SKELETON;
+    bool skel = c->skel != NULL; /* skeletons and trees of bones: local rotations */
     for (size_t k = 0; k < job->dof; k++) {
         bool ang = proto__answer_angle(c, k);
         if (!isfinite(ang ? proto_angle_out(u, r->q[k]) : r->q[k]))
@@ -258,7 +258,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
         json_object_set_new(o, "positions", a);
     }
     if (valid && job->nrot) {
-        bool skel = c->kind == PROTO_CHAIN_SKELETON;
+        bool skel = c->skel != NULL; /* skeletons and trees of bones: local rotations */
         json_t *a = want(job, PROTO_FIELD(ROTATIONS)) ? json_array() : NULL;
         json_t *l = !skel && want(job, PROTO_FIELD(LOCAL_ROTATIONS)) ? json_array() : NULL;
         for (size_t k = 0; k < job->nrot; k++) {
@@ -448,7 +448,7 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
         proto_jw_raw(w, "]", 1);
     }
     if (valid && job->nrot) {
-        bool skel = c->kind == PROTO_CHAIN_SKELETON;
+        bool skel = c->skel != NULL; /* skeletons and trees of bones: local rotations */
         if (want(job, PROTO_FIELD(ROTATIONS))) {
             MEMBER(w, first, "rotations");
             proto_jw_raw(w, "[", 1);
@@ -632,7 +632,7 @@ static void put_chain_members(proto_jw *w, bool *first, const proto_job *job)
         static const char n5[] = "[\"yaw\",\"theta0\",\"theta1\",\"theta2\",\"roll\"]";
         proto_jw_raw(w, n5, sizeof n5 - 1);
     } else if (c->names) {
-        if (c->kind == PROTO_CHAIN_SKELETON)
+        if (c->skel) /* skeletons and trees of bones */
             MEMBER(w, first, "bone_names");
         else
             MEMBER(w, first, "joint_names");
@@ -737,13 +737,24 @@ char *proto_job_encode_tail(const proto_job *job, const size_t counts[PROTO_COUN
     return proto_jw_finish(&w, len);
 }
 
-char *proto_job_encode(const proto_job *job, size_t *len)
+/* The reservation of proto_job_encode's text: its names and results. */
+static size_t encode_estimate(const proto_job *job)
 {
     const proto_chain *c = job->chain;
+    size_t names = (c->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 256;
+    return names + results_estimate(job, 0, job->n);
+}
+
+size_t proto_job_encode_bound(const proto_job *job)
+{
+    return encode_estimate(job);
+}
+
+char *proto_job_encode(const proto_job *job, size_t *len)
+{
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
-    size_t names = (c->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 256;
-    if (proto_jw_reserve(&w, names + results_estimate(job, 0, job->n)))
+    if (proto_jw_reserve(&w, encode_estimate(job)))
         return NULL;
     if (job->kind == PROTO_SOLVE) {
         bool first = true;

@@ -45,11 +45,37 @@ double proto_job_cost_us(const proto_job *job)
         /* about 2 microseconds (ikbench closed); every solution, with the
          * turns of 2 pi joints, about 15 */
         return job->opt.all_solutions || job->opt.max_joint_step_in > 0 ? 20.0 : 2.0;
-    default:
+    default: {
         /* the numeric solver: tens of microseconds typically, bounded by
-         * the time budget */
-        return job->opt.timeout_ms > 0 ? fmin(50.0 * (double)job->dof, 1000 * job->opt.timeout_ms)
-                                       : 50.0 * (double)job->dof;
+         * the time budget (a tree of bones answers rotations, no joints:
+         * its variables count) */
+        double dof = (double)(job->chain->tree ? job->chain->tree->dof : job->dof);
+        return job->opt.timeout_ms > 0 ? fmin(50.0 * dof, 1000 * job->opt.timeout_ms) : 50.0 * dof;
+    }
+    }
+}
+
+double proto_job_budget_us(const proto_job *job)
+{
+    switch (job->solver) {
+    case PROTO_SOLVER_TWO_LINK:
+    case PROTO_SOLVER_THREE_LINK:
+    case PROTO_SOLVER_THREE_LINK_3D:
+    case PROTO_SOLVER_TWO_BONE:
+    case PROTO_SOLVER_FABRIK:
+    case PROTO_SOLVER_CCD:
+    case PROTO_SOLVER_CLOSED:
+        return proto_job_cost_us(job);
+    default: {
+        /* the time budget (of CPU time: the wall-clock ceiling is ten times
+         * it, solver/ik_budget.h, reached only on a loaded machine) */
+        if (job->opt.timeout_ms > 0)
+            return 1000.0 * job->opt.timeout_ms;
+        /* no time budget: the iterations, at about a microsecond per joint
+         * each (a guess: the bound is only as good as it) */
+        size_t it = job->opt.max_iterations ? job->opt.max_iterations : job->opt.iter_cap;
+        return (double)it * (double)(job->dof ? job->dof : 1);
+    }
     }
 }
 
@@ -146,7 +172,7 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
     if (carry) {
         memmove(s, prev->seed_q + last * sl, sl * sizeof *s);
     } else {
-        switch (c->kind) {
+        switch (c->skel ? PROTO_CHAIN_SKELETON : c->kind) { /* trees of bones too */
         case PROTO_CHAIN_BONES:
             for (size_t i = 0; i < c->nbones; i++) {
                 s[3 * i] = r->positions[i].x;

@@ -17,11 +17,13 @@
 #include <stddef.h>
 #include <string.h>
 
-/* Compact text with 17 significant digits, the same text json_dumps() gives
- * with JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY, written
- * without snprintf for the usual magnitudes (proto_json_write.c); malloc'd
- * (free()), NULL when out of memory. canonical sorts object keys (as
- * JSON_SORT_KEYS). */
+/* Compact text, the same text json_dumps() gives with JSON_COMPACT |
+ * JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY but for reals, which are
+ * written in their shortest form that reads back exactly
+ * (proto_json_format_shortest; tests/fuzz/fuzz_json.c compares the text
+ * byte for byte on trees without reals, and what any tree reads back to);
+ * malloc'd (free()), NULL when out of memory. canonical sorts object keys
+ * (as JSON_SORT_KEYS). */
 char *proto_json_dump(const json_t *v, bool canonical);
 
 /* A JSON text writer for answers written directly, without building a
@@ -64,7 +66,9 @@ void proto_jw_double_digits(proto_jw *w, double v, int digits);
 /* A whole value, as proto_json_dump(v, canonical). */
 void proto_jw_value(proto_jw *w, const json_t *v, bool canonical);
 /* The canonical text chain ids hash: keys sorted and every integer written
- * as the real it equals (1 and 1.0 alike). */
+ * as the real it equals (1 and 1.0 alike), byte for byte json_dumps() of
+ * that tree with JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)
+ * (tests/fuzz/fuzz_json.c). */
 void proto_jw_canonical_reals(proto_jw *w, const json_t *v);
 /* The text, malloc'd and NUL-terminated (the caller frees), its length in
  * *len when len is not NULL; the writer is left empty. NULL (and the writer

@@ -14,7 +14,9 @@
  *                                        update) on skeletons
  *   fabrik, ccd    ik_fabrik_solve, ik_ccd_solve
  *   numeric        ik_numeric_solve     (joints, URDF and planar chains),
- *                  ik_tree_solve        (tree chains, proto_tree.c)
+ *                  ik_tree_solve        (tree chains of URDF links, joint
+ *                                       lists or a skeleton's bones,
+ *                                       proto_tree.c)
  *   closed         ik_closed_solve      (joints and URDF chains whose six
  *                  (_all)               joints form an OPW or UR arm,
  *                                       solver/ik_closed.h; full poses only)
@@ -238,7 +240,11 @@ void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_
         *nrot = c->nskel;
         break;
     case PROTO_CHAIN_TREE:
-        *dof = c->tree->dof; /* and a pose per tip (proto_tip_result) */
+        if (c->skel) /* a tree of bones: every bone's position and local rotation */
+            *npos = *nrot = c->nskel;
+        else
+            *dof = c->tree->dof;
+        /* and a pose per tip (proto_tip_result) */
         break;
     default:
         *dof = c->chain->dof;
@@ -253,7 +259,7 @@ size_t proto__workspace_size(const proto_job *job)
     size_t ws = 0;
     switch (job->solver) {
     case PROTO_SOLVER_NUMERIC:
-        ws = c->tree ? ik_tree_workspace_size(c->tree) : ik_numeric_workspace_size(c->chain);
+        ws = c->tree ? proto__tree_workspace_size(c) : ik_numeric_workspace_size(c->chain);
         break;
     case PROTO_SOLVER_CLOSED:
         ws = CLOSED_CANDIDATES * 6 * sizeof(double);
@@ -748,7 +754,7 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         {"numeric", "joints, urdf, planar, tree",
          "damped least squares with random restarts, joint limits, full-pose/position/weighted "
          "targets; on trees several tips at once, with priorities, weights and secondary "
-         "objectives"},
+         "objectives, a skeleton's bones turning as ball joints"},
         {"closed", "joints, urdf (6 joints: OPW or UR arm, found from the chain)",
          "closed form with every solution (Brandstoetter et al. 2014 for spherical wrists, "
          "Hawkins 2013 for UR arms), proved by forward kinematics; full-pose targets"},
@@ -843,8 +849,8 @@ json_t *proto_solvers_describe(const proto_limits *lim)
         json_pack("{s:s, s:[s,s,s,s,s], s:s}", "default", "none", "values", "none", "distance",
                   "manip1", "manip2", "mid_limits", "description",
                   "tree chains only: which solution to answer when there are several (TRAC-IK's "
-                  "Distance, Manip1, Manip2, and joints nearest the middle of their limits); "
-                  "distance for search nearest and on streams"));
+                  "Distance, Manip1, Manip2, and joints nearest the middle of their limits, which "
+                  "trees of bones have not); distance for search nearest and on streams"));
     json_t *l = json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "max_body_bytes",
                           (json_int_t)lim->max_body_bytes, "max_joints",
                           (json_int_t)lim->max_joints, "max_targets", (json_int_t)lim->max_targets,

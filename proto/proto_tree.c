@@ -4,15 +4,37 @@
  * character's feet and hands from its hips, solved together by
  * solver/ik_tree.h. The JSON is in proto/README.md, section "tree".
  *
- * A tree chain is given either as a URDF document, a base link and tip
- * links (the paths from the base to every tip, read in one parse by
- * proto_urdf_tree, each joint once however many tips it moves), or as a
+ * A tree chain is given as a URDF document, a base link and tip links
+ * (the paths from the base to every tip, read in one parse by
+ * proto_urdf_tree, each joint once however many tips it moves), as a
  * joint list whose joints name their parent joint (URDF semantics joint by
  * joint, as a joints chain's, plus "parent": an earlier joint, or none for
- * the root) and the joints that end the tips. Either way the chain keeps
- * an ik_tree: its variables are the movable joints in the order the tips'
- * paths meet them (tip 0's from the root first), which is the order of the
- * answer's "joints" and of seeds.
+ * the root) and the joints that end the tips, or as a skeleton's bones
+ * (the skeleton chain's translate-rotate-scale hierarchy) and the end
+ * bones that are its tips. The chain keeps an ik_tree: its variables are
+ * the movable joints in the order the tips' paths meet them (tip 0's from
+ * the root first), which is the order of the answer's "joints" and of
+ * seeds.
+ *
+ * A tree of bones: every bone on the way from its root to a tip (the tip
+ * included) turns as a ball joint, three continuous joints about the
+ * bone's own x, y and z axes after its rotation L, so that its local
+ * rotation is L * Rx(a) * Ry(b) * Rz(c). L is where the solve starts (the
+ * seed's local rotation, on a stream the previous answer's, else the
+ * chain's own): each solve compiles the tree anew around its start, in
+ * the caller's workspace, and starts from a = b = c = 0, so the angles
+ * measure the motion from the start and their singularity (b a quarter
+ * turn) is a quarter turn away from it. The answer is every bone's local
+ * rotation (as a skeleton chain's) and each tip's pose. Scale: bone b's
+ * children are placed at scale(b) times their translation in its frame,
+ * so the scales above a tip must be uniform and positive (k times the
+ * identity, which commutes with every rotation below: each child's origin
+ * is k times its translation from its parent, rigidly, whatever the
+ * rotations); a non-uniform scale there would shear the frames its
+ * children turn in and change their lengths, and is refused. A tip's own
+ * scale, and those of the bones off the paths, move nothing the solve
+ * moves and may be anything. The tips' poses are the rigid part of their
+ * frames (origin and rotation, without scale).
  *
  * A target on a tree names its tips: {"tips": {name: target, ...}, "keep":
  * "pose" | "joints"}, each tip's target a single chain's numeric target
@@ -29,6 +51,7 @@
 #include "proto/proto_impl.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,30 +296,247 @@ out:
     return rc;
 }
 
+/* ---- trees of bones ----------------------------------------------------- */
+
+/* Scale components of a bone above a tip are equal within this (relative);
+ * the uniform factor used is the x component. */
+#define UNIFORM_SCALE_TOL 1e-9
+
+/* The described joints of the tree of bones of c (3 per bone on the paths,
+ * joints 3k..3k+2 turning c->path_bones[k] about its x, y, z axes after
+ * its rotation L[bone]) into j and parent; rank and kk are scratch of
+ * c->nskel ints and c->npath doubles. Bone b's origin is its translation
+ * times kk, the product of the (uniform) scales above it. */
+static void bone_joints(const proto_chain *c, const ik_quat *L, int *rank, double *kk, ik_joint *j,
+                        int *parent)
+{
+    for (size_t b = 0; b < c->nskel; b++)
+        rank[b] = -1;
+    for (size_t k = 0; k < c->npath; k++) {
+        const size_t b = c->path_bones[k];
+        const ik_bone *bone = &c->skel[b];
+        rank[b] = (int)k;
+        const int pr = bone->parent >= 0 ? rank[bone->parent] : -1;
+        kk[k] = pr >= 0 ? kk[pr] * c->skel[bone->parent].scale.x : 1.0;
+        for (int a = 0; a < 3; a++) {
+            ik_joint *jt = &j[3 * k + (size_t)a];
+            memset(jt, 0, sizeof *jt);
+            jt->type = IK_JOINT_CONTINUOUS;
+            jt->origin = ik_xform_identity();
+            jt->axis = ik_v3(a == 0, a == 1, a == 2);
+            jt->lower = -INFINITY;
+            jt->upper = INFINITY;
+            parent[3 * k + (size_t)a] = a > 0 ? (int)(3 * k) + a - 1 : pr >= 0 ? 3 * pr + 2 : -1;
+        }
+        j[3 * k].origin.p = ik_vec3_scale(bone->translation, kk[k]);
+        j[3 * k].origin.q = L[b];
+    }
+}
+
+/* {"kind": "tree", "bones": [...], "tips", "frame"} */
+static int tree_bones(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                      proto_error *err)
+{
+    static const char *const keys[] = {"kind", "bones", "tips", "frame", NULL};
+    if (proto_json_check_object(o, path, keys, err))
+        return -1;
+    int fi = 0;
+    char p[PROTO_PATH_MAX], pt[PROTO_PATH_MAX], pi[PROTO_PATH_MAX];
+    json_t *v;
+    if ((v = json_object_get(o, "frame"))) {
+        proto_json_path_key(p, path, "frame");
+        if (proto_json_enum(v, p, proto_frame_names, &fi, err))
+            return -1;
+    }
+    if (proto__skeleton_bones(c, o, path, (proto_frame)fi, 1, lim, err))
+        return -1;
+    const char *tips[IK_TREE_MAX_TIPS];
+    size_t ntips, tipb[IK_TREE_MAX_TIPS];
+    if (tip_list(o, path, tips, &ntips, err))
+        return -1;
+    const size_t n = c->nskel;
+    proto_json_path_key(pt, path, "tips");
+    for (size_t t = 0; t < ntips; t++) {
+        proto_json_path_index(pi, pt, t);
+        size_t b = 0;
+        while (b < n && strcmp(c->names[b], tips[t]) != 0)
+            b++;
+        if (b == n)
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi, "no bone is named \"%s\"",
+                                   tips[t]);
+        tipb[t] = b;
+    }
+    /* the paths: 1 on one, 2 above a tip */
+    unsigned char *mark = calloc(n, 1);
+    int *rank = calloc(n, sizeof *rank);
+    double *kk = calloc(n, sizeof *kk);
+    ik_quat *L = calloc(n, sizeof *L);
+    ik_mat34 *g = calloc(n, sizeof *g);
+    ik_joint *j = calloc(3 * n, sizeof *j);
+    int *parent = calloc(3 * n, sizeof *parent);
+    int rc = -1;
+    if (!mark || !rank || !kk || !L || !g || !j || !parent) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
+    for (size_t t = 0; t < ntips; t++) {
+        size_t len = 1;
+        mark[tipb[t]] |= 1;
+        for (int b = c->skel[tipb[t]].parent; b >= 0; b = c->skel[b].parent, len++)
+            mark[b] |= 3;
+        if (3 * len > IK_MAX_DOF) {
+            proto_json_path_index(pi, pt, t);
+            proto_error_set(err, PROTO_E_TOO_LARGE, pi,
+                            "the path to tip \"%s\" has %zu bones (%zu rotation angles); at "
+                            "most %d bones are supported",
+                            tips[t], len, 3 * len, IK_MAX_DOF / 3);
+            goto out;
+        }
+    }
+    size_t npath = 0;
+    for (size_t b = 0; b < n; b++)
+        npath += mark[b] != 0;
+    size_t cap = lim->max_joints < IK_TREE_MAX_DOF ? lim->max_joints : IK_TREE_MAX_DOF;
+    if (3 * npath > cap) {
+        proto_error_set(err, PROTO_E_TOO_LARGE, pt,
+                        "the tips' paths have %zu bones (%zu rotation angles); the limit is %zu "
+                        "angles (%zu bones)",
+                        npath, 3 * npath, cap, cap / 3);
+        goto out;
+    }
+    const json_t *bones = json_object_get(o, "bones");
+    for (size_t b = 0; b < n; b++) {
+        if (!(mark[b] & 2))
+            continue;
+        const ik_vec3 sc = c->skel[b].scale;
+        const double tol = UNIFORM_SCALE_TOL * fabs(sc.x);
+        if (sc.x > 0 && fabs(sc.y - sc.x) <= tol && fabs(sc.z - sc.x) <= tol)
+            continue;
+        char pb[PROTO_PATH_MAX];
+        proto_json_path_key(p, path, "bones");
+        proto_json_path_index(pb, p, b);
+        proto_json_path_key(p, pb, "scale");
+        const json_t *sv = json_object_get(json_array_get(bones, b), "scale");
+        size_t t = 0;
+        while (t + 1 < ntips) { /* a tip below it, for the message */
+            int a = c->skel[tipb[t]].parent;
+            while (a >= 0 && a != (int)b)
+                a = c->skel[a].parent;
+            if (a == (int)b)
+                break;
+            t++;
+        }
+        proto_error_set(err, PROTO_E_INVALID_CHAIN, p,
+                        "bone \"%.64s\" above tip \"%.64s\" scales by [%g, %g, %g]: a bone above "
+                        "a tip must scale uniformly by a positive factor (its children would "
+                        "shear as they turn, or mirror); a tip's own scale may be anything",
+                        c->names[b], tips[t], json_number_value(json_array_get(sv, 0)),
+                        json_number_value(json_array_get(sv, 1)),
+                        json_number_value(json_array_get(sv, 2)));
+        goto out;
+    }
+    if (ik_skeleton_globals(c->skel, n, g) != IK_OK) {
+        proto_json_path_key(p, path, "bones");
+        proto_error_set(err, PROTO_E_INVALID_CHAIN, p,
+                        "the skeleton is degenerate (its bones' transforms overflow)");
+        goto out;
+    }
+    c->path_bones = calloc(npath, sizeof *c->path_bones);
+    c->tree = malloc(sizeof *c->tree);
+    c->tip_names = calloc(ntips, sizeof *c->tip_names);
+    if (!c->path_bones || !c->tree || !c->tip_names) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
+    c->npath = 0;
+    for (size_t b = 0; b < n; b++) {
+        L[b] = ik_quat_normalize(c->skel[b].rotation);
+        if (mark[b])
+            c->path_bones[c->npath++] = b;
+    }
+    bone_joints(c, L, rank, kk, j, parent);
+    size_t tip_joint[IK_TREE_MAX_TIPS];
+    for (size_t t = 0; t < ntips; t++)
+        tip_joint[t] = 3 * (size_t)rank[tipb[t]] + 2;
+    if (ik_tree_init(c->tree, j, parent, 3 * npath, tip_joint, ntips) != IK_OK) {
+        proto_json_path_key(p, path, "bones");
+        proto_error_set(err, PROTO_E_INVALID_CHAIN, p,
+                        "the bones do not form a tree the solver can use");
+        goto out;
+    }
+    for (size_t t = 0; t < ntips; t++)
+        snprintf(c->tip_names[t], PROTO_NAME_MAX, "%s", tips[t]);
+    c->memory += sizeof *c->tree + ntips * PROTO_NAME_MAX + npath * sizeof *c->path_bones;
+    rc = 0;
+out:
+    free(mark);
+    free(rank);
+    free(kk);
+    free(L);
+    free(g);
+    free(j);
+    free(parent);
+    return rc;
+}
+
 int proto__tree_decode(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
                        proto_error *err)
 {
-    bool urdf = json_object_get(o, "urdf") != NULL, joints = json_object_get(o, "joints") != NULL;
+    static const char *const forms[] = {"urdf", "joints", "bones"};
     char p[PROTO_PATH_MAX];
-    if (urdf && joints) {
-        proto_json_path_key(p, path, "urdf");
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                               "a tree is given either by a URDF (urdf, base, tips) or by a "
-                               "joint list (joints, tips), not both");
+    int form = -1;
+    for (int k = 0; k < 3; k++) {
+        if (!json_object_get(o, forms[k]))
+            continue;
+        if (form >= 0) {
+            proto_json_path_key(p, path, forms[form]);
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
+                                   "a tree is given by one of a URDF (urdf, base, tips), a joint "
+                                   "list (joints, tips) or a skeleton's bones (bones, tips); this "
+                                   "one has both %s and %s",
+                                   forms[form], forms[k]);
+        }
+        form = k;
     }
-    if (!urdf && !joints) {
+    if (form < 0) {
         proto_json_path_key(p, path, "joints");
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                               "a tree needs joints (a joint list naming parents) or urdf (with "
-                               "base)");
+                               "a tree needs joints (a joint list naming parents), urdf (with "
+                               "base) or bones (a skeleton's bones, its end bones as tips)");
     }
-    return urdf ? tree_urdf(c, o, path, lim, err) : tree_joints(c, o, path, lim, err);
+    return form == 0   ? tree_urdf(c, o, path, lim, err)
+           : form == 1 ? tree_joints(c, o, path, lim, err)
+                       : tree_bones(c, o, path, lim, err);
+}
+
+/* A tree of bones: each tip's bones from its root, and the bones shared. */
+static void bones_describe(const proto_chain *c, json_t *d)
+{
+    const ik_tree *T = c->tree;
+    json_t *tips = json_array(), *shared = json_array();
+    for (size_t t = 0; t < T->ntips; t++) {
+        json_t *bs = json_array();
+        for (size_t i = 0; i < T->chain[t].dof; i += 3)
+            json_array_append_new(
+                bs, json_string(c->names[c->path_bones[T->source_index[T->var[t][i]] / 3]]));
+        json_array_append_new(tips, json_pack("{s:s, s:o}", "name", c->tip_names[t], "bones", bs));
+    }
+    for (size_t v = 0; v < T->dof; v += 3)
+        if (T->tips_of[v] & (T->tips_of[v] - 1)) /* two bits or more */
+            json_array_append_new(shared,
+                                  json_string(c->names[c->path_bones[T->source_index[v] / 3]]));
+    json_object_set_new(d, "tips", tips);
+    json_object_set_new(d, "shared_bones", shared);
 }
 
 void proto__tree_describe(const proto_chain *c, json_t *d)
 {
     static const char *const tn[] = {"fixed", "revolute", "continuous", "prismatic"};
     const ik_tree *T = c->tree;
+    if (c->skel) {
+        bones_describe(c, d);
+        return;
+    }
     json_t *lim = json_array();
     for (size_t v = 0; v < T->dof; v++) {
         json_t *l = json_object();
@@ -456,14 +696,12 @@ static void tip_result(const proto_job *job, const proto_tip_goal *g, unsigned k
     tr->rot_err = rot ? sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]) : -1;
 }
 
-void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+/* The solver's goals g[0..ntips-1] for target i of a tree job. */
+static void solver_goals(const proto_job *job, size_t i, ik_tree_goal *g)
 {
-    const proto_chain *c = job->chain;
-    const ik_tree *T = c->tree;
     const proto_tip_goal *goals = job->goals + i * job->ntips;
     const unsigned keep = job->keep[i];
-    ik_tree_goal g[IK_TREE_MAX_TIPS];
-    for (size_t t = 0; t < T->ntips; t++) {
+    for (size_t t = 0; t < job->ntips; t++) {
         const proto_tip_goal *pg = &goals[t];
         if (!pg->active) {
             g[t] = ik_tree_goal_keep((ik_tree_keep)keep);
@@ -486,6 +724,11 @@ void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t
         g[t].priority = pg->priority;
         g[t].weight = pg->weight;
     }
+}
+
+/* The solver's options for a tree job. */
+static ik_tree_opts solver_opts(const proto_job *job)
+{
     ik_tree_opts o = ik_tree_opts_default();
     if (job->opt.tolerance > 0)
         o.tol_pos = job->opt.tolerance;
@@ -496,6 +739,42 @@ void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t
     o.objective = job->opt.has_objective ? (ik_tree_objective)job->opt.objective
                   : job->opt.nearest     ? IK_TREE_OBJ_DISTANCE
                                          : IK_TREE_OBJ_NONE;
+    return o;
+}
+
+/* Every tip's result of target i at the tree T's pose q, the KEEP_POSE
+ * tips held at their pose at from; the answer's errors the largest of
+ * the tips checked. */
+static void tips_result(const proto_job *job, size_t i, const ik_tree *T, const double *q,
+                        const double *from, proto_result *r)
+{
+    const proto_tip_goal *goals = job->goals + i * job->ntips;
+    r->pos_err = 0.0;
+    r->rot_err = -1;
+    for (size_t t = 0; t < T->ntips; t++) {
+        proto_tip_result *tr = &r->tips[t];
+        tip_result(job, &goals[t], job->keep[i], ik_tree_fk(T, q, t), ik_tree_fk(T, from, t), tr);
+        if (!tr->checked)
+            continue;
+        r->pos_err = fmax(r->pos_err, tr->pos_err);
+        if (tr->rot_err >= 0)
+            r->rot_err = fmax(r->rot_err, tr->rot_err);
+    }
+}
+
+static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size);
+
+void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+{
+    const proto_chain *c = job->chain;
+    const ik_tree *T = c->tree;
+    if (c->skel) {
+        run_bones(job, i, r, ws, ws_size);
+        return;
+    }
+    ik_tree_goal g[IK_TREE_MAX_TIPS];
+    solver_goals(job, i, g);
+    ik_tree_opts o = solver_opts(job);
     const size_t n = T->dof;
     const double *seed = job->has_seed[i] && job->seed_q ? job->seed_q + i * n : NULL;
     ik_tree_result res;
@@ -532,15 +811,147 @@ void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t
             r->step_ang = r->step_lin = 0.0;
         }
     }
-    r->pos_err = 0.0;
-    r->rot_err = -1;
-    for (size_t t = 0; t < T->ntips; t++) {
-        proto_tip_result *tr = &r->tips[t];
-        tip_result(job, &goals[t], keep, ik_tree_fk(T, r->q, t), ik_tree_fk(T, from, t), tr);
-        if (!tr->checked)
-            continue;
-        r->pos_err = fmax(r->pos_err, tr->pos_err);
-        if (tr->rot_err >= 0)
-            r->rot_err = fmax(r->rot_err, tr->rot_err);
+    tips_result(job, i, T, r->q, from, r);
+}
+
+/* ---- solving a tree of bones ------------------------------------------- */
+
+/* The workspace of a tree of bones, carved in this order, each piece
+ * aligned: the tree compiled around the solve's start, the solver's
+ * workspace, the described joints and their parents, the scratch of
+ * bone_joints, the start and answered local rotations, the bones and
+ * their globals (for the answer's positions), the angles and zeros. */
+#define WS_ALIGN 64
+
+static size_t aligned(size_t n)
+{
+    return (n + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
+}
+
+typedef struct bones_ws {
+    ik_tree *T;
+    void *tws;
+    size_t tws_size;
+    ik_joint *j;
+    int *parent, *rank;
+    double *kk, *q, *zero;
+    ik_quat *L, *L2;
+    ik_bone *bones;
+    ik_mat34 *g;
+} bones_ws;
+
+/* Carves ws (NULL: only counts); the bytes needed. */
+static size_t bones_carve(const proto_chain *c, char *ws, bones_ws *b)
+{
+    const size_t n = c->nskel, m = 3 * c->npath, dof = c->tree->dof;
+    const size_t tws = ik_tree_workspace_size(c->tree);
+    size_t at = 0;
+#define TAKE(field, bytes)                                                                         \
+    do {                                                                                           \
+        if (ws)                                                                                    \
+            b->field = (void *)(ws + at);                                                          \
+        at += aligned(bytes);                                                                      \
+    } while (0)
+    TAKE(T, sizeof(ik_tree));
+    TAKE(tws, tws);
+    TAKE(j, m * sizeof(ik_joint));
+    TAKE(parent, m * sizeof(int));
+    TAKE(rank, n * sizeof(int));
+    TAKE(kk, c->npath * sizeof(double));
+    TAKE(L, n * sizeof(ik_quat));
+    TAKE(L2, n * sizeof(ik_quat));
+    TAKE(bones, n * sizeof(ik_bone));
+    TAKE(g, n * sizeof(ik_mat34));
+    TAKE(q, dof * sizeof(double));
+    TAKE(zero, dof * sizeof(double));
+#undef TAKE
+    if (ws)
+        b->tws_size = tws;
+    return at + WS_ALIGN; /* room to align the start */
+}
+
+size_t proto__tree_workspace_size(const proto_chain *c)
+{
+    if (!c->skel)
+        return ik_tree_workspace_size(c->tree);
+    bones_ws b;
+    return bones_carve(c, NULL, &b);
+}
+
+/* Target i of a tree of bones (see the top of this file): the tree
+ * compiled around the start L (seed or chain), solved from zero angles,
+ * the angles turned into local rotations. */
+static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+{
+    const proto_chain *c = job->chain;
+    const ik_tree *T0 = c->tree;
+    const size_t n = c->nskel, dof = T0->dof;
+    bones_ws b;
+    char *base = (char *)ws + (WS_ALIGN - (uintptr_t)ws % WS_ALIGN) % WS_ALIGN;
+    if (!ws || ws_size < proto__tree_workspace_size(c)) {
+        r->status = IK_ENOSPC;
+        return;
     }
+    bones_carve(c, base, &b);
+    const double *seed = job->has_seed[i] && job->seed_q ? job->seed_q + i * 4 * n : NULL;
+    for (size_t k = 0; k < n; k++)
+        b.L[k] = ik_quat_normalize(
+            seed ? (ik_quat){seed[4 * k], seed[4 * k + 1], seed[4 * k + 2], seed[4 * k + 3]}
+                 : c->skel[k].rotation);
+    bone_joints(c, b.L, b.rank, b.kk, b.j, b.parent);
+    size_t tip_joint[IK_TREE_MAX_TIPS];
+    for (size_t t = 0; t < T0->ntips; t++)
+        tip_joint[t] = T0->source_index[T0->var[t][T0->chain[t].dof - 1]];
+    if (ik_tree_init(b.T, b.j, b.parent, 3 * c->npath, tip_joint, T0->ntips) != IK_OK ||
+        b.T->dof != dof) {
+        r->status = IK_EINVAL;
+        return;
+    }
+    ik_tree_goal g[IK_TREE_MAX_TIPS];
+    solver_goals(job, i, g);
+    ik_tree_opts o = solver_opts(job);
+    memset(b.zero, 0, dof * sizeof *b.zero);
+    ik_tree_result res;
+    r->status = ik_tree_solve(b.T, g, b.zero, &o, b.tws, b.tws_size, b.q, &res);
+    r->iterations = res.iterations;
+    r->restarts = res.restarts;
+    r->time_s = res.elapsed_s;
+    if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
+        return;
+    /* the angles as local rotations: bone k's x, y, z variables are
+     * consecutive, in that order */
+    memcpy(b.L2, b.L, n * sizeof *b.L2);
+    for (size_t v = 0; v + 2 < dof; v += 3) {
+        const size_t k = b.T->source_index[v] / 3, bone = c->path_bones[k];
+        ik_quat d = ik_quat_mul(ik_quat_from_axis_angle(ik_v3(1, 0, 0), b.q[v]),
+                                ik_quat_mul(ik_quat_from_axis_angle(ik_v3(0, 1, 0), b.q[v + 1]),
+                                            ik_quat_from_axis_angle(ik_v3(0, 0, 1), b.q[v + 2])));
+        b.L2[bone] = ik_quat_normalize(ik_quat_mul(b.L[bone], d));
+    }
+    if (seed) {
+        /* the largest turn of a bone from its seed */
+        r->has_step = true;
+        r->step_ang = r->step_lin = 0.0;
+        for (size_t k = 0; k < n; k++)
+            r->step_ang = fmax(r->step_ang, ik_quat_angle_between(b.L[k], b.L2[k]));
+        const double ms = job->opt.max_joint_step_in;
+        if (ms > 0 && r->step_ang > proto_angle_in(job->opt.units, ms)) {
+            /* too far from the seed: no motion */
+            r->status = IK_ESTEP;
+            memcpy(b.L2, b.L, n * sizeof *b.L2);
+            memcpy(b.q, b.zero, dof * sizeof *b.q);
+        }
+    }
+    memcpy(b.bones, c->skel, n * sizeof *b.bones);
+    for (size_t k = 0; k < n; k++) {
+        b.bones[k].rotation = b.L2[k];
+        r->local[k] = r->rotations[k] = b.L2[k];
+    }
+    if (ik_skeleton_globals(b.bones, n, b.g) != IK_OK) {
+        r->status = IK_EINVAL;
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        r->positions[k] = ik_mat34_origin(&b.g[k]);
+    tips_result(job, i, b.T, b.q, b.zero, r);
 }

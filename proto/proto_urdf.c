@@ -491,9 +491,25 @@ static int find_path(urdf_doc *d, const char *base_link, const char *tip_link,
     return 0;
 }
 
-int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                     ik_joint *joints, size_t cap, size_t *n_joints,
-                     char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
+/* The <limit velocity> of joint j into *v (0 when fixed, absent or not
+ * positive); -1 with *err set when it is not a number. */
+static int joint_velocity(const urdf_joint *j, double *v, proto_error *err)
+{
+    *v = 0.0;
+    if (!j->type || strcmp(j->type, "fixed") == 0)
+        return 0;
+    xmlNodePtr lim = child_element(j->node, "limit");
+    if (lim && read_numbers(lim, "velocity", v, 1, j->name, err))
+        return -1;
+    if (!(*v > 0.0))
+        *v = 0.0;
+    return 0;
+}
+
+static int read_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
+                      ik_joint *joints, size_t cap, size_t *n_joints,
+                      char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
+                      proto_error *vel_err, proto_error *err)
 {
     if (!base_link || !tip_link || !n_joints || (cap > 0 && !joints))
         return urdf_fail(err, PROTO_E_INVALID_REQUEST, "base and tip links must be given");
@@ -525,6 +541,8 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
         }
         if (names)
             snprintf(names[i], PROTO_URDF_NAME_MAX, "%s", j->name);
+        if (vel && *vel_rc == 0 && joint_velocity(j, &vel[i], vel_err))
+            *vel_rc = -1;
     }
     *n_joints = n;
 
@@ -532,6 +550,27 @@ done:
     free(path);
     urdf_close(&d);
     return r;
+}
+
+int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
+                     ik_joint *joints, size_t cap, size_t *n_joints,
+                     char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
+{
+    return read_chain(xml, len, base_link, tip_link, joints, cap, n_joints, names, NULL, NULL,
+                      NULL, err);
+}
+
+int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
+                                const char *tip_link, ik_joint *joints, size_t cap,
+                                size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
+                                double *vel, int *vel_rc, proto_error *vel_err,
+                                proto_error *err)
+{
+    if (!vel || !vel_rc)
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no room for the velocities");
+    *vel_rc = 0;
+    return read_chain(xml, len, base_link, tip_link, joints, cap, n_joints, names, vel, vel_rc,
+                      vel_err, err);
 }
 
 int proto_urdf_velocities(const char *xml, size_t len, const char *base_link,
@@ -550,14 +589,11 @@ int proto_urdf_velocities(const char *xml, size_t len, const char *base_link,
         const urdf_joint *j = path[n - 1 - i];
         if (!j->type || strcmp(j->type, "fixed") == 0)
             continue;
-        double v = 0.0;
-        xmlNodePtr lim = child_element(j->node, "limit");
-        if (lim && read_numbers(lim, "velocity", &v, 1, j->name, err)) {
+        double v;
+        if (joint_velocity(j, &v, err)) {
             r = -1;
             break;
         }
-        if (!(v > 0.0))
-            v = 0.0;
         if (m >= cap) {
             r = TOO_LARGE(err, "the chain has more than %zu movable joints", cap);
             break;

@@ -23,6 +23,7 @@
  *                   them, as in URDF); lower > upper is an error. Continuous
  *                   joints get lower = -INFINITY, upper = +INFINITY; fixed
  *                   joints 0 and 0. effort is not read; velocity only by
+ *                   proto_urdf_chain_velocities() and
  *                   proto_urdf_velocities() (servo streams).
  * Numbers are parsed with strtod in the "C" locale's format (the process must
  * not have switched LC_NUMERIC to a comma locale); a value that is not a
@@ -87,6 +88,19 @@
 int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
                      ik_joint *joints, size_t cap, size_t *n_joints,
                      char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
+
+/* proto_urdf_chain() that also reads, in the same parse, the <limit
+ * velocity> of each joint it returns: vel[i] for joints[i] (cap entries;
+ * 0 for a fixed joint, a joint without one, or a value that is not
+ * positive). A velocity that is not a number does not fail the call (only
+ * servo streams need velocities): *vel_rc is then -1 and *vel_err says
+ * which joint, else *vel_rc is 0. The return value and err are
+ * proto_urdf_chain()'s. */
+int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
+                                const char *tip_link, ik_joint *joints, size_t cap,
+                                size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
+                                double *vel, int *vel_rc, proto_error *vel_err,
+                                proto_error *err);
 
 /* proto_urdf_chain() followed by ik_chain_init(): the compiled chain goes to
  * *chain, the number of movable joints (chain->dof) to *n_joints if not

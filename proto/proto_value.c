@@ -1,7 +1,8 @@
 /*
  * proto_value.c: the decoders of the values every part of the wire format
- * shares (a point, a quaternion, a rotation matrix, a name, a joint object
- * of a joint list, a target object), used by chains (proto_chain.c,
+ * shares (a point, a quaternion, a rotation matrix, a name, a skeleton's
+ * bones, a joint object of a joint list, a target object), used by chains
+ * (proto_chain.c,
  * proto_tree.c), requests (proto_job_decode.c) and streams
  * (proto_session.c). Each checks its value strictly and fills the caller's
  * proto_error with the value's JSON path; the points, quaternions and
@@ -88,6 +89,97 @@ int proto__name(char *dst, const json_t *v, const char *path, proto_error *err)
     if (!*s)
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, path, "names must not be empty");
     snprintf(dst, PROTO_NAME_MAX, "%s", s);
+    return 0;
+}
+
+/* The index of name s among the first n of names, or -1. */
+static int earlier_name(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return (int)i;
+    return -1;
+}
+
+int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, proto_frame frame,
+                          size_t min, const proto_limits *lim, proto_error *err)
+{
+    static const char *const bkeys[] = {"name", "parent", "translation", "rotation", "scale",
+                                        NULL};
+    json_t *bones = proto_json_require(o, path, "bones", err);
+    if (!bones)
+        return -1;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, "bones");
+    size_t n;
+    if (proto_json_array(bones, p, min, lim->max_joints, true, &n, err))
+        return -1;
+    c->skel = calloc(n, sizeof *c->skel);
+    c->names = calloc(n, sizeof *c->names);
+    if (!c->skel || !c->names)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    c->memory += n * (sizeof *c->skel + sizeof *c->names);
+    c->nskel = c->nnames = n;
+    for (size_t i = 0; i < n; i++) {
+        char pb[PROTO_PATH_MAX], pf[PROTO_PATH_MAX];
+        proto_json_path_index(pb, p, i);
+        json_t *b = json_array_get(bones, i);
+        if (proto_json_check_object(b, pb, bkeys, err))
+            return -1;
+        json_t *v = proto_json_require(b, pb, "name", err);
+        proto_json_path_key(pf, pb, "name");
+        if (!v || proto__name(c->names[i], v, pf, err))
+            return -1;
+        if (earlier_name(c->names, i, c->names[i]) >= 0)
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "bone name \"%s\" is used twice",
+                                   c->names[i]);
+        ik_bone *bone = &c->skel[i];
+        bone->parent = -1;
+        bone->rotation = ik_quat_identity();
+        bone->scale = ik_v3(1, 1, 1);
+        v = json_object_get(b, "parent");
+        proto_json_path_key(pf, pb, "parent");
+        if (v && !json_is_null(v)) {
+            const char *s;
+            if (proto_json_string(v, pf, PROTO_NAME_MAX - 1, &s, err))
+                return -1;
+            int k = earlier_name(c->names, i, s);
+            if (k < 0)
+                return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
+                                       "parent \"%s\" of bone \"%s\" is not an earlier bone", s,
+                                       c->names[i]);
+            bone->parent = k;
+        }
+        v = json_object_get(b, "translation");
+        proto_json_path_key(pf, pb, "translation");
+        if (v && proto__vec3(v, pf, &bone->translation, err))
+            return -1;
+        v = json_object_get(b, "rotation");
+        proto_json_path_key(pf, pb, "rotation");
+        if (v && proto__quat(v, pf, &bone->rotation, err))
+            return -1;
+        v = json_object_get(b, "scale");
+        proto_json_path_key(pf, pb, "scale");
+        if (v && proto__vec3(v, pf, &bone->scale, err))
+            return -1;
+        if (fabs(bone->scale.x) < PROTO_MIN_LENGTH || fabs(bone->scale.y) < PROTO_MIN_LENGTH ||
+            fabs(bone->scale.z) < PROTO_MIN_LENGTH)
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
+                                   "scale components must be at least %g in magnitude",
+                                   PROTO_MIN_LENGTH);
+        /* to ROS: T_ros = M T M^T. M is a signed permutation, so the scale
+         * diag(s) becomes diag(|M| s): its components are permuted, their
+         * signs kept (each sign of M appears squared). */
+        ik_vec3 s = bone->scale;
+        ik_vec3 cx = proto_frame_vec_in(frame, ik_v3(1, 0, 0));
+        ik_vec3 cy = proto_frame_vec_in(frame, ik_v3(0, 1, 0));
+        ik_vec3 cz = proto_frame_vec_in(frame, ik_v3(0, 0, 1));
+        bone->scale = ik_v3(fabs(cx.x) * s.x + fabs(cy.x) * s.y + fabs(cz.x) * s.z,
+                            fabs(cx.y) * s.x + fabs(cy.y) * s.y + fabs(cz.y) * s.z,
+                            fabs(cx.z) * s.x + fabs(cy.z) * s.y + fabs(cz.z) * s.z);
+        bone->translation = proto_frame_vec_in(frame, bone->translation);
+        bone->rotation = proto_frame_quat_in(frame, bone->rotation);
+    }
     return 0;
 }
 

@@ -421,8 +421,12 @@ int srv_config_parse(srv_config *cfg, int argc, char **argv, FILE *out, char *er
         return SRV_ENOMEM;
     }
     for (int id = 0; id < OPT_COUNT; id++) {
+        /* An empty variable counts as unset, except for the Origins: an
+         * empty list there would allow every Origin, so IKD_ALLOW_ORIGIN=""
+         * is refused as --allow-origin "" is (fails closed). */
         const char *v = getenv(opts[id].env);
-        if (v && *v && apply(cfg, id, v, errbuf, errsize) != SRV_OK) {
+        if (v && (*v || opts[id].kind == K_ORIGINS) &&
+            apply(cfg, id, v, errbuf, errsize) != SRV_OK) {
             size_t n = strlen(errbuf);
             snprintf(errbuf + n, errsize - n, " (from %s)", opts[id].env);
             return SRV_EINVAL;

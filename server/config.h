@@ -1,8 +1,10 @@
 /*
  * config.h: the daemon's flags and environment variables -> srv_config.
  *
- * Every flag has an environment variable (IKD_LISTEN, IKD_THREADS, ...).
- * Precedence: built-in default < environment variable < flag. Flags are
+ * Every flag has an environment variable (IKD_LISTEN, IKD_THREADS, ...);
+ * one set to the empty string counts as unset, except IKD_ALLOW_ORIGIN,
+ * which is refused like --allow-origin "" (an empty list would allow every
+ * Origin). Precedence: built-in default < environment variable < flag. Flags are
  * "--name value" or "--name=value"; --allow-origin may be repeated. Sizes
  * accept a K/M/G suffix (powers of 1024). "ikd --help" prints the list with
  * each flag's variable and default.
@@ -119,7 +121,16 @@
     X(PERADDR, "max-connections-per-address", "IKD_MAX_CONNECTIONS_PER_ADDRESS", UINT(1, 1000000), \
       max_conn_per_addr, VALUE("1000"), "simultaneous connections from one IP address")            \
     X(BODYBUDGET, "body-budget", "IKD_BODY_BUDGET", SIZE(1), body_budget_bytes, VALUE("256M"),     \
-      "request body bytes held at once for all clients; an upload beyond it gets 503")
+      "request body bytes held at once for all clients, counted as they arrive; an upload "     \
+      "beyond it gets 503")                                                                        \
+    X(ANSWERBUDGET, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1), answer_budget_bytes,            \
+      VALUE("256M"),                                                                               \
+      "batch answer bytes held at once for all clients until sent (each reserved at its "          \
+      "largest when admitted); a batch beyond it gets 503")                                        \
+    X(STREAMCHAINS, "stream-chain-bytes", "IKD_STREAM_CHAIN_BYTES", SIZE(1), stream_chain_bytes,   \
+      VALUE("256M"),                                                                               \
+      "memory of the chains open WebSocket streams hold, all connections (each chain once); an "   \
+      "open beyond it is refused")
 
 /* Everything the flags and environment configure (server/config.c fills it
  * from SRV_CONFIG_MAP, which also holds every default). Strings are owned by
@@ -134,6 +145,8 @@ typedef struct srv_config {
     unsigned request_timeout_s; /* receiving a whole request, seconds (408 beyond) */
     unsigned max_conn_per_addr; /* connections from one IP address */
     size_t body_budget_bytes;   /* request bodies held at once, all clients */
+    size_t answer_budget_bytes; /* batch answers held at once until sent, all clients */
+    size_t stream_chain_bytes;  /* chains open streams hold, all connections */
     proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
     size_t max_message_bytes;   /* WebSocket: largest received message */
     size_t ws_send_queue_bytes; /* WebSocket: per-connection send-queue cap */

@@ -14,6 +14,16 @@
  * connection counts towards its next request). A WebSocket upgrade takes
  * its connection out for good (srv_guard_forget).
  *
+ * Under pressure (GUARD_PRESSURE_PERCENT of --max-connections open, as when
+ * a crowd from several addresses trickles requests on every slot, which
+ * the per-address limit cannot stop) the deadline shrinks, as Apache's
+ * mod_reqtimeout and nginx do: a request must then be in whole within
+ * GUARD_PRESSURE_MS of its start, plus a second for every
+ * GUARD_PRESSURE_RATE bytes of body that arrived (a large upload at a
+ * decent rate is not cut); an idle keep-alive connection waiting for its
+ * next request counts as one that has sent nothing yet. The oldest go
+ * first, every tick while the pressure lasts.
+ *
  * A timer (GUARD_TICK_MS) cuts every connection at the head of the list
  * whose deadline passed: it writes "408 Request Timeout" with a JSON error
  * on the socket (libmicrohttpd has written nothing yet on a connection that
@@ -35,12 +45,19 @@
 #include "server/metrics.h"
 
 #define GUARD_TICK_MS 250
+#define GUARD_PRESSURE_PERCENT 90      /* of --max-connections open */
+#define GUARD_PRESSURE_MS 5000         /* a whole request then, at most... */
+#define GUARD_PRESSURE_RATE (64 * 1024) /* ...plus a second per this many body bytes */
 
 typedef struct guard_node guard_node;
 struct guard_node {
     guard_node *prev, *next;
     struct MHD_Connection *conn;
     uint64_t deadline; /* loop time (ms) */
+    uint64_t start;    /* when the request began (or the previous one ended) */
+    size_t body;       /* body bytes of this request that arrived so far */
+    uint64_t consumed; /* bytes of the requests over so far (head and body) */
+    bool consumed_unknown; /* one had a body of unknown length (chunked) */
     bool listed;
     bool upgraded;     /* a WebSocket now: never listed again */
 };
@@ -74,7 +91,9 @@ static void append_node(srv_guard *g, guard_node *n)
     unlink_node(g, n);
     if (n->upgraded)
         return;
-    n->deadline = uv_now(g->ctx->loop) + g->timeout_ms;
+    n->start = uv_now(g->ctx->loop);
+    n->deadline = n->start + g->timeout_ms;
+    n->body = 0;
     n->prev = g->tail;
     if (g->tail)
         g->tail->next = n;
@@ -120,6 +139,31 @@ static void cut(srv_guard *g, guard_node *n)
     srv_metrics_rejected(g->ctx, "request_timeout");
 }
 
+/* Under pressure: cuts the requests older than the pressure deadline (see
+ * the file comment); the list is in order of start, so the walk stops at
+ * the first one younger than GUARD_PRESSURE_MS. */
+static size_t cut_under_pressure(srv_guard *g, uint64_t now)
+{
+    size_t max = g->ctx->cfg.max_connections;
+    if (g->ctx->connections * 100 < max * GUARD_PRESSURE_PERCENT)
+        return 0;
+    size_t n = 0;
+    for (guard_node *x = g->head, *next; x && now - x->start >= GUARD_PRESSURE_MS; x = next) {
+        next = x->next;
+        uint64_t allowed = GUARD_PRESSURE_MS + (uint64_t)(x->body / GUARD_PRESSURE_RATE) * 1000;
+        if (now - x->start >= allowed) {
+            cut(g, x);
+            n++;
+        }
+    }
+    if (n)
+        srv_log(g->ctx, SRV_LOG_INFO,
+                "%zu connections cut: %zu of %zu connections open, and no whole request within "
+                "%d s",
+                n, g->ctx->connections, max, GUARD_PRESSURE_MS / 1000);
+    return n;
+}
+
 static void on_tick(uv_timer_t *t)
 {
     srv_guard *g = t->data;
@@ -129,11 +173,12 @@ static void on_tick(uv_timer_t *t)
         cut(g, g->head);
         n++;
     }
-    if (n) {
+    if (n)
         srv_log(g->ctx, SRV_LOG_INFO, "%zu connections cut: no whole request within %u s", n,
                 g->ctx->cfg.request_timeout_s);
+    n += cut_under_pressure(g, now);
+    if (n)
         srv_mhd_run(g->ctx);
-    }
 }
 
 int srv_guard_start(srv_ctx *ctx)
@@ -184,6 +229,7 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
         if (!n)
             return; /* out of memory: this connection has no deadline */
         n->conn = conn;
+        ctx->connections++;
         if (g)
             append_node(g, n);
         return;
@@ -192,9 +238,36 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     *socket_context = NULL;
     if (!n)
         return;
+    ctx->connections--;
     if (g)
         unlink_node(g, n);
     free(n);
+}
+
+void srv_guard_consumed_add(srv_ctx *ctx, struct MHD_Connection *conn, uint64_t n, bool known)
+{
+    guard_node *x = node_of(conn);
+    if (!x)
+        return;
+    x->consumed += n;
+    if (!known)
+        x->consumed_unknown = true;
+}
+
+bool srv_guard_consumed(srv_ctx *ctx, struct MHD_Connection *conn, uint64_t *n)
+{
+    guard_node *x = node_of(conn);
+    if (!x || x->consumed_unknown)
+        return false;
+    *n = x->consumed;
+    return true;
+}
+
+void srv_guard_progress(srv_ctx *ctx, struct MHD_Connection *conn, size_t n)
+{
+    guard_node *x = ctx->guard ? node_of(conn) : NULL;
+    if (x)
+        x->body += n;
 }
 
 void srv_guard_received(srv_ctx *ctx, struct MHD_Connection *conn)

@@ -4,30 +4,45 @@
  *
  *   decode   one pool item decodes the body (proto_batch_decode: one
  *            chain's targets read without their jansson tree; or, when the
- *            body has "items", many rigs each with its own chain);
+ *            body has "items", many rigs each with its own chain; or the
+ *            binary form, proto_batch_decode_binary);
  *            this is when the batch is admitted (--max-queue: 503 and
  *            Retry-After: 1 when that many units are admitted already), and
- *            it keeps one admission slot until it is answered
- *   chunks   the targets are split into chunks of about BATCH_CHUNK_US of
- *            estimated work and at most BATCH_CHUNK_BYTES of answer (16 to
- *            4096 targets), at most one per pool
- *            thread in flight: the next chunk is submitted when one
- *            completes, behind whatever arrived meanwhile, so single solves
- *            and stream targets wait for one chunk, never for the whole
- *            batch (server/solve.c solves, times and records each); each
+ *            it keeps one admission slot until it is answered. Its answer
+ *            is reserved then against --answer-budget at the most it can
+ *            hold at once (see "answer"): 503 when the answers held for
+ *            clients leave no room for it, 413 when it could never fit
+ *   chunks   the targets are solved in chunks sized from measured time:
+ *            a batch's first chunk is small (BATCH_FIRST targets at most),
+ *            each later one about BATCH_CHUNK_US at the time per target the
+ *            batch's chunks took so far (solving and encoding), never more
+ *            targets than fit BATCH_WORST_US at their time budget
+ *            (proto_job_budget_us), so that a batch of expensive targets
+ *            the cost model underrates cannot hold a pool thread for long,
+ *            and never more than BATCH_CHUNK_BYTES of answer
+ *            (proto_job_result_bytes, an upper estimate). Batch chunks from
+ *            all batches together take at most one pool thread each
+ *            (--threads of them queued or running), handed out round robin
+ *            between the batches: a single solve or stream target queues
+ *            behind the chunks that run, never behind a batch
+ *            (server/solve.c solves, times and records each chunk). Each
  *            chunk's results are encoded on its pool thread right after
  *            they are solved (proto_job_encode_results)
- *   answer   a batch of one chunk is answered in one body; a larger one is
+ *   answer   a batch solved in one chunk is answered in one body: its
+ *            reservation (proto_job_encode_bound) becomes the answer's
+ *            length, given back when libmicrohttpd has sent it (or the
+ *            client left), and the job is freed then. A larger one is
  *            written out as its chunks finish, in order (the head at once,
  *            each chunk's text when every chunk before it was written, the
  *            tail with the counts last: srv_http_stream_*, chunked
  *            transfer), so that its memory is bounded by the chunk size,
- *            not the batch: a chunk is submitted only while the chunks
+ *            not the batch: it is handed a chunk only while its chunks
  *            running, solved but waiting for an earlier one, and written
  *            but not yet taken by the client number fewer than
- *            BATCH_WINDOW_EXTRA plus the pool threads. A slow client
- *            holds that many chunks' text and no more; the client taking
- *            a piece (batch_drained) lets the next chunk go, and the job
+ *            BATCH_WINDOW_EXTRA plus the pool threads (the window). A slow
+ *            client holds that many chunks' text and no more, which is
+ *            what such a batch reserves until it ends; the client taking a
+ *            piece (batch_drained) lets the next chunk go, and the job
  *            keeps the results of that many chunks only
  *            (proto_job_limit_results)
  * A batch whose client closed its connection is cancelled at its next
@@ -39,6 +54,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uv.h>
+
 #include "server/http_handler.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -46,25 +63,37 @@
 #include "server/registry.h"
 #include "server/solve.h"
 
-/* Estimated microseconds of solving per batch chunk, and at most this
- * many bytes of its answer (proto_job_result_bytes, an upper estimate). */
+/* Microseconds of pool time (solving and encoding) a chunk aims at,
+ * measured. */
 #define BATCH_CHUNK_US 5000.0
+/* Targets in a batch's chunks before any of them was measured. */
+#define BATCH_FIRST 4
+/* Targets in a chunk at most. */
+#define BATCH_CHUNK_MAX 4096
+/* A chunk's worst case (its targets' time budgets together), when more
+ * than one target. */
+#define BATCH_WORST_US 100000.0
+/* A chunk's answer at most, bytes (an upper estimate). */
 #define BATCH_CHUNK_BYTES (1024.0 * 1024.0)
 /* Chunks of text a streamed batch may hold beyond one per pool thread. */
 #define BATCH_WINDOW_EXTRA 2
+/* The head and the tail of a streamed answer together, at most. */
+#define BATCH_ENDS_BYTES 65536
 
-typedef struct batch batch;
+typedef struct srv_batch batch;
 
 typedef struct chunk {
     srv_solve solve;
     batch *b;
-    char *text; /* its results' text (streamed), once solved */
+    struct chunk *next; /* streamed: the next chunk in target order */
+    char *text;         /* its results' text (streamed), once solved */
     size_t len;
     size_t counts[PROTO_COUNT_BUCKETS];
+    double encode_s; /* the time its text took */
     bool solved;
 } chunk;
 
-struct batch {
+struct srv_batch {
     srv_request *q;
     srv_work stage; /* decode */
     proto_error err;
@@ -73,11 +102,20 @@ struct batch {
     bool holds_slot;
     bool streamed;  /* answered in pieces as the chunks finish */
     bool binary;    /* answered in the binary form (proto_binary.c) */
+    bool finished;  /* answered, failed or cut: nothing more to do */
     proto_items *items; /* a batch of items, else q->job */
-    chunk *chunks;
-    size_t nchunks, next_chunk, running;
-    size_t next_out; /* streamed: the next chunk to write */
-    size_t held;     /* streamed: chunks solved, waiting for an earlier one */
+    double budget_us;   /* the largest time budget of one target (or item) */
+    size_t per_max;     /* targets in a chunk at most */
+    size_t result_bytes; /* one result's answer at most */
+    size_t bound;       /* the most the answer can take (decode_work) */
+    size_t reserved;    /* bytes of ctx->answer_bytes reserved for the answer */
+    size_t next;        /* first target not yet handed to a chunk */
+    size_t running;     /* chunks queued or running */
+    double us_per_target; /* measured so far (0: nothing measured) */
+    bool queued;        /* waits in the ctx's round robin (holds q) */
+    batch *qnext;
+    chunk *first, *last; /* streamed: chunks not yet written, in order */
+    size_t held;         /* streamed: chunks solved, waiting for an earlier one */
     size_t counts[PROTO_COUNT_BUCKETS];
     char *out; /* one chunk: the whole answer */
     size_t out_len;
@@ -88,11 +126,16 @@ void srv_http_batch_free(void *p)
     batch *b = p;
     if (!b)
         return;
+    srv_ctx *ctx = b->q->ctx;
     if (b->holds_slot)
-        b->q->ctx->admitted--;
-    for (size_t i = 0; i < b->nchunks; i++)
-        free(b->chunks[i].text);
-    free(b->chunks);
+        ctx->admitted--;
+    ctx->answer_bytes -= b->reserved;
+    while (b->first) {
+        chunk *c = b->first;
+        b->first = c->next;
+        free(c->text);
+        free(c);
+    }
     free(b->out);
     proto_items_free(b->items);
     free(b);
@@ -111,7 +154,8 @@ static size_t batch_count(const batch *b)
     return b->items ? proto_items_count(b->items) : proto_job_count(b->q->job);
 }
 
-/* The pieces of the answer in its form. */
+/* ---- the answer's pieces ----------------------------------------------------- */
+
 static char *encode_head(const batch *b, size_t *len)
 {
     if (b->items)
@@ -163,10 +207,12 @@ static void chunk_encode(srv_solve *s)
 {
     chunk *c = s->data;
     batch *b = c->b;
+    uint64_t t0 = uv_hrtime();
     if (!b->streamed)
         b->out = encode_whole(b, batch_count(b), &b->out_len);
     else
         c->text = encode_results(b, s->begin, s->end, c->counts, &c->len);
+    c->encode_s = (double)(uv_hrtime() - t0) * 1e-9;
 }
 
 /* The answer's Content-Type. */
@@ -175,49 +221,137 @@ static const char *answer_type(const batch *b)
     return b->binary ? PROTO_BINARY_TYPE : NULL;
 }
 
-static void chunk_done(srv_solve *s, int status);
+/* ---- chunks ---------------------------------------------------------------- */
 
-/* Whether the next chunk may go: chunks left, a pool thread for it, and,
- * streamed, the text held within the window. */
-static bool may_submit(const batch *b)
+/* Targets of b's next chunk (see the file comment). */
+static size_t chunk_size(const batch *b)
 {
-    srv_request *q = b->q;
-    if (q->dead || b->cancelled || b->failed || b->next_chunk >= b->nchunks)
-        return false;
-    size_t threads = q->ctx->cfg.threads;
-    if (b->running >= threads)
-        return false;
-    /* proto_job_limit_results() relies on this bound */
-    return !b->streamed ||
-           b->running + b->held + srv_http_stream_queued(q) < threads + BATCH_WINDOW_EXTRA;
-}
-
-/* Submits the batch's next chunk; false when none could be. */
-static bool submit_chunk(batch *b)
-{
-    if (!may_submit(b))
-        return false;
-    chunk *c = &b->chunks[b->next_chunk++];
-    srv_http_hold(b->q);
-    if (srv_solve_submit_stage(b->q->ctx, &c->solve) != SRV_OK) {
-        b->q->pending--;
-        b->failed = true;
-        return false;
+    double per;
+    if (b->us_per_target > 0) {
+        per = BATCH_CHUNK_US / b->us_per_target;
+    } else {
+        double cost = b->items ? proto_items_cost_us(b->items) : proto_job_cost_us(b->q->job);
+        per = BATCH_CHUNK_US / (cost > 0.01 ? cost : 0.01);
+        if (per > BATCH_FIRST)
+            per = BATCH_FIRST;
     }
-    b->running++;
-    return true;
+    size_t n = per < 1 ? 1 : per > (double)b->per_max ? b->per_max : (size_t)per;
+    size_t left = batch_count(b) - b->next;
+    return n < left ? n : left;
 }
 
-static void submit_chunks(batch *b)
+/* The most targets a chunk of b may have, whatever is measured. */
+static size_t chunk_max(const batch *b)
 {
-    while (submit_chunk(b))
-        ;
+    double per = BATCH_CHUNK_MAX;
+    if (b->budget_us > 0 && per > BATCH_WORST_US / b->budget_us)
+        per = BATCH_WORST_US / b->budget_us;
+    if (per > BATCH_CHUNK_BYTES / (double)b->result_bytes)
+        per = BATCH_CHUNK_BYTES / (double)b->result_bytes;
+    return per < 1 ? 1 : (size_t)per;
 }
 
-/* The client took a piece of the streamed answer: room for more. */
+static size_t window(const batch *b)
+{
+    return b->q->ctx->cfg.threads + BATCH_WINDOW_EXTRA;
+}
+
+static bool has_targets(const batch *b)
+{
+    return !b->cancelled && !b->failed && !b->q->dead && b->next < batch_count(b);
+}
+
+/* Targets left, and, streamed, the text held within the window
+ * (proto_job_limit_results() relies on this bound). */
+static bool may_hand_out(const batch *b)
+{
+    return has_targets(b) &&
+           (!b->streamed ||
+            b->running + b->held + srv_http_stream_queued(b->q) < window(b));
+}
+
+/* The round robin of batches that may be handed a chunk is
+ * ctx->batch_head..batch_tail; ctx->batch_chunks counts the chunks of all
+ * batches on the pool (at most --threads). A streamed batch whose window
+ * is full waits outside it until its client takes a piece. */
+static void ready_push(batch *b)
+{
+    if (b->queued || !may_hand_out(b))
+        return;
+    srv_ctx *ctx = b->q->ctx;
+    b->queued = true;
+    b->qnext = NULL;
+    srv_http_hold(b->q); /* a queued batch keeps its request */
+    if (ctx->batch_tail)
+        ctx->batch_tail->qnext = b;
+    else
+        ctx->batch_head = b;
+    ctx->batch_tail = b;
+}
+
+static void chunk_done(srv_solve *s, int status);
+static void finish_if_done(batch *b);
+
+/* Hands out chunks round robin while pool threads are free of batch
+ * chunks. */
+static void pump(srv_ctx *ctx)
+{
+    while (ctx->batch_chunks < ctx->cfg.threads && ctx->batch_head) {
+        batch *b = ctx->batch_head;
+        ctx->batch_head = b->qnext;
+        if (!ctx->batch_head)
+            ctx->batch_tail = NULL;
+        b->queued = false;
+        srv_request *q = b->q;
+        if (!srv_http_release(q))
+            continue; /* the client left and nothing else held the batch */
+        if (!may_hand_out(b)) {
+            finish_if_done(b); /* or its window is full: drained pushes it */
+            continue;
+        }
+        chunk *c = calloc(1, sizeof *c);
+        if (!c) {
+            b->failed = true;
+            finish_if_done(b);
+            continue;
+        }
+        c->b = b;
+        c->solve.job = q->job;
+        c->solve.items = b->items;
+        c->solve.begin = b->next;
+        c->solve.end = b->next + chunk_size(b);
+        c->solve.after = chunk_encode;
+        c->solve.done = chunk_done;
+        c->solve.data = c;
+        srv_http_hold(q);
+        if (srv_solve_submit_stage(ctx, &c->solve) != SRV_OK) {
+            q->pending--;
+            free(c);
+            b->failed = true;
+            finish_if_done(b);
+            continue;
+        }
+        b->next = c->solve.end;
+        if (b->streamed) {
+            if (b->last)
+                b->last->next = c;
+            else
+                b->first = c;
+            b->last = c;
+        }
+        b->running++;
+        ctx->batch_chunks++;
+        ready_push(b); /* behind the other batches */
+    }
+}
+
+/* The client took a piece of the streamed answer: room for more (loop
+ * thread, inside libmicrohttpd's content reader). */
 static void batch_drained(srv_request *q)
 {
-    submit_chunks(q->batch);
+    batch *b = q->batch;
+    ready_push(b);
+    pump(q->ctx);
 }
 
 /* Streamed: writes the solved chunks that are next in order, then, after
@@ -225,20 +359,24 @@ static void batch_drained(srv_request *q)
 static void write_ready(batch *b)
 {
     srv_request *q = b->q;
-    while (b->next_out < b->nchunks && b->chunks[b->next_out].solved) {
-        chunk *c = &b->chunks[b->next_out++];
+    while (b->first && b->first->solved) {
+        chunk *c = b->first;
+        b->first = c->next;
+        if (!b->first)
+            b->last = NULL;
         b->held--;
         for (int k = 0; k < PROTO_COUNT_BUCKETS; k++)
             b->counts[k] += c->counts[k];
         char *t = c->text;
-        c->text = NULL;
+        size_t len = c->len;
+        free(c);
         if (!t) {
             b->failed = true; /* out of memory */
             return;
         }
-        srv_http_stream_write(q, t, c->len);
+        srv_http_stream_write(q, t, len);
     }
-    if (b->next_out < b->nchunks)
+    if (b->first || b->running > 0 || b->next < batch_count(b))
         return;
     size_t len;
     char *tail = encode_tail(b, b->counts, &len);
@@ -246,8 +384,51 @@ static void write_ready(batch *b)
         b->failed = true;
         return;
     }
+    b->finished = true;
     srv_http_stream_write(q, tail, len);
     srv_http_stream_end(q, true);
+}
+
+/* After a chunk or a hand-out that ended the batch's solving: once nothing
+ * of it runs, its answer (or its failure). */
+static void finish_if_done(batch *b)
+{
+    srv_request *q = b->q;
+    if (b->finished || b->running > 0 || b->queued || q->dead || has_targets(b))
+        return;
+    b->finished = true;
+    if (b->streamed) {
+        /* a complete answer ended in write_ready */
+        srv_http_stream_end(q, false);
+        return;
+    }
+    if (b->cancelled) {
+        fail(b, PROTO_E_INTERNAL, "the client left: the batch was cancelled");
+        return;
+    }
+    if (b->failed || !b->out) {
+        fail(b, PROTO_E_INTERNAL, b->failed ? "the daemon is shutting down" : "out of memory");
+        return;
+    }
+    /* the job is not needed any more (its results are in the answer, which
+     * a client that does not read would hold too); the reservation becomes
+     * what the answer really holds, until libmicrohttpd lets go of it */
+    proto_job_free(q->job);
+    q->job = NULL;
+    proto_items_free(b->items);
+    b->items = NULL;
+    srv_ctx *ctx = q->ctx;
+    ctx->answer_bytes -= b->reserved;
+    b->reserved = 0;
+    srv_response v = {0};
+    v.status = 200;
+    v.content_type = answer_type(b);
+    v.body = b->out;
+    v.len = b->out_len;
+    v.held = b->out_len;
+    ctx->answer_bytes += v.held;
+    b->out = NULL;
+    srv_http_respond(q, &v);
 }
 
 static void chunk_done(srv_solve *s, int status)
@@ -255,50 +436,43 @@ static void chunk_done(srv_solve *s, int status)
     chunk *c = s->data;
     batch *b = c->b;
     srv_request *q = b->q;
+    srv_ctx *ctx = q->ctx;
+    size_t n = s->end - s->begin;
+    double us = (s->seconds + c->encode_s) * 1e6 / (double)(n ? n : 1);
     b->running--;
+    ctx->batch_chunks--;
     c->solved = status == SRV_OK;
     if (status != SRV_OK)
         b->failed = true;
+    else
+        b->us_per_target = b->us_per_target > 0 ? 0.5 * (b->us_per_target + us) : us;
+    if (!b->streamed)
+        free(c);
     if (!q->dead && !b->cancelled && !b->failed && srv_http_client_gone(q)) {
         b->cancelled = true;
-        srv_metrics_rejected(q->ctx, "batch_cancelled");
-        srv_log(q->ctx, SRV_LOG_INFO, "batch of %zu %s cancelled: its client left",
+        srv_metrics_rejected(ctx, "batch_cancelled");
+        srv_log(ctx, SRV_LOG_INFO, "batch of %zu %s cancelled: its client left",
                 batch_count(b), b->items ? "items" : "targets");
     }
-    if (b->streamed && !q->dead) {
+    if (b->streamed && !q->dead && !b->finished) {
         if (c->solved)
             b->held++;
         if (!b->cancelled && !b->failed)
             write_ready(b);
-        if (b->cancelled || b->failed)
+        if (b->cancelled || b->failed) {
+            b->finished = true;
             srv_http_stream_end(q, false);
+        }
     }
-    /* the next chunk queues behind whatever was submitted meanwhile (single
-     * solves, stream targets), so a batch cannot starve them */
-    submit_chunks(b);
-    bool last = b->running == 0;
-    if (!srv_http_release(q) || !last || b->streamed)
-        return;
-    if (b->cancelled) {
-        fail(b, PROTO_E_INTERNAL, "the client left: the batch was cancelled");
-        return;
-    }
-    if (b->failed) {
-        fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
-        return;
-    }
-    srv_response v = {0};
-    v.status = 200;
-    v.content_type = answer_type(b);
-    v.body = b->out;
-    v.len = b->out_len;
-    b->out = NULL;
-    if (!v.body) {
-        fail(b, PROTO_E_INTERNAL, "out of memory");
-        return;
-    }
-    srv_http_respond(q, &v);
+    ready_push(b);
+    /* the chunk's hold is released last: writing runs libmicrohttpd, which
+     * may see the client gone and end the request */
+    if (srv_http_release(q))
+        finish_if_done(b);
+    pump(ctx);
 }
+
+/* ---- decoding and admission ------------------------------------------------- */
 
 static void decode_work(srv_work *w)
 {
@@ -309,8 +483,63 @@ static void decode_work(srv_work *w)
                                                       q->ctx->registry, &q->job, &b->err)
                           : proto_batch_decode(q->body, q->len, lim, srv_registry_lookup,
                                                q->ctx->registry, &q->job, &b->items, &b->err);
-    if (rc)
+    if (rc) {
         b->failed = true;
+        return;
+    }
+    /* what the answer may take, and the slowest target's budget (an item
+     * answered with its error takes its error object) */
+    if (b->items) {
+        size_t n = proto_items_count(b->items);
+        b->bound = 256;
+        for (size_t i = 0; i < n; i++) {
+            const proto_job *job = proto_items_job(b->items, i);
+            b->bound += job ? proto_job_encode_bound(job) : 1024;
+            double us = job ? proto_job_budget_us(job) : 0;
+            if (us > b->budget_us)
+                b->budget_us = us;
+        }
+    } else {
+        b->bound = proto_job_encode_bound(q->job);
+        b->budget_us = proto_job_budget_us(q->job);
+    }
+}
+
+/* Reserves the most b's answer can hold at once against --answer-budget:
+ * its whole length, or, streamed, its window of chunks; false (answered
+ * 503 or 413) when it does not fit. */
+static bool reserve_answer(batch *b)
+{
+    srv_request *q = b->q;
+    srv_ctx *ctx = q->ctx;
+    size_t bound = b->bound;
+    if (b->streamed) {
+        size_t win = BATCH_ENDS_BYTES + window(b) * (64 + b->per_max * b->result_bytes);
+        if (win < bound)
+            bound = win;
+    }
+    size_t budget = ctx->cfg.answer_budget_bytes;
+    proto_error e;
+    if (bound > budget) {
+        proto_error_set(&e, PROTO_E_TOO_LARGE, b->items ? "/items" : "/targets",
+                        "the answer to %zu %s may hold %zu bytes at once, more than the "
+                        "answer budget (--answer-budget %zu): send fewer per batch",
+                        batch_count(b), b->items ? "items" : "targets", bound, budget);
+        srv_metrics_rejected(ctx, "too_large");
+        srv_http_respond_error(q, &e);
+        return false;
+    }
+    if (ctx->answer_bytes + bound > budget) {
+        proto_error_set(&e, PROTO_E_OVERLOADED, "",
+                        "answers waiting for their clients fill the answer budget "
+                        "(--answer-budget); retry later");
+        srv_metrics_rejected(ctx, "answer_budget");
+        srv_http_respond_error(q, &e);
+        return false;
+    }
+    b->reserved = bound;
+    ctx->answer_bytes += bound;
+    return true;
 }
 
 /* After the decode (loop thread, the request held): the error, or the
@@ -327,39 +556,27 @@ static void decode_answer(batch *b, int status)
         return;
     }
     srv_http_body_release(q); /* the job holds what it needs */
+    size_t n = batch_count(b);
+    /* the binary form when asked for and the batch has one */
+    b->binary = q->binary_out && !b->items && proto_job_binary_ok(q->job);
+    b->result_bytes = b->items    ? proto_items_result_bytes(b->items)
+                      : b->binary ? proto_job_binary_record(q->job)
+                                  : proto_job_result_bytes(q->job);
+    if (b->result_bytes == 0)
+        b->result_bytes = 1;
+    b->per_max = chunk_max(b);
+    b->streamed = n > chunk_size(b); /* more than one chunk */
+    if (!reserve_answer(b))
+        return;
     /* the batch keeps one admission slot until it is answered */
     b->holds_slot = true;
     q->ctx->admitted++;
-    size_t n = batch_count(b);
-    double cost = b->items ? proto_items_cost_us(b->items) : proto_job_cost_us(q->job);
-    double fit = BATCH_CHUNK_US / (cost > 0.01 ? cost : 0.01);
-    /* the binary form when asked for and the batch has one */
-    b->binary = q->binary_out && !b->items && proto_job_binary_ok(q->job);
-    double bytes = (double)(b->items    ? proto_items_result_bytes(b->items)
-                            : b->binary ? proto_job_binary_record(q->job)
-                                        : proto_job_result_bytes(q->job));
-    if (fit > BATCH_CHUNK_BYTES / bytes)
-        fit = BATCH_CHUNK_BYTES / bytes;
-    size_t per = fit < 16 ? 16 : fit > 4096 ? 4096 : (size_t)fit;
-    size_t nchunks = (n + per - 1) / per; /* n >= 1: decoding refuses empty batches */
-    b->chunks = calloc(nchunks, sizeof *b->chunks);
-    if (!b->chunks) {
-        fail(b, PROTO_E_INTERNAL, "out of memory");
+    if (n == 0) { /* decoding refuses empty batches; answered all the same */
+        b->out = encode_whole(b, 0, &b->out_len);
+        finish_if_done(b);
         return;
     }
-    b->nchunks = nchunks;
-    for (size_t i = 0; i < nchunks; i++) {
-        chunk *c = &b->chunks[i];
-        c->b = b;
-        c->solve.job = q->job;
-        c->solve.items = b->items;
-        c->solve.begin = i * per;
-        c->solve.end = c->solve.begin + per < n ? c->solve.begin + per : n;
-        c->solve.after = chunk_encode;
-        c->solve.done = chunk_done;
-        c->solve.data = c;
-    }
-    if (nchunks > 1) {
+    if (b->streamed) {
         size_t len;
         char *head = encode_head(b, &len);
         if (!head) {
@@ -367,25 +584,18 @@ static void decode_answer(batch *b, int status)
             return;
         }
         /* the chunks between the next one to write and the next one to
-         * submit, each running or waiting to be written, number fewer than
-         * the window: their results fit that many chunks' places */
-        size_t window = q->ctx->cfg.threads + BATCH_WINDOW_EXTRA;
-        if (!b->items && proto_job_limit_results(q->job, window * per)) {
+         * hand out, each running or waiting to be written, number fewer
+         * than the window: their results fit that many chunks' places */
+        if (!b->items && proto_job_limit_results(q->job, window(b) * b->per_max)) {
             free(head);
             fail(b, PROTO_E_INTERNAL, "out of memory");
             return;
         }
-        b->streamed = true;
         srv_http_stream_begin(q, 200, answer_type(b), batch_drained);
         srv_http_stream_write(q, head, len);
     }
-    submit_chunks(b);
-    if (b->running == 0) {
-        if (b->streamed)
-            srv_http_stream_end(q, false);
-        else
-            fail(b, PROTO_E_INTERNAL, "cannot queue work");
-    }
+    ready_push(b);
+    pump(q->ctx);
 }
 
 static void decode_done(srv_work *w, int status)

@@ -101,6 +101,9 @@ typedef struct srv_response {
     char location[160];       /* Location, or "" */
     bool upgrade;             /* GET /v1/stream: the HTTP layer upgrades */
     bool streamed;            /* the body comes in pieces (srv_http_stream_begin) */
+    size_t held;              /* bytes of ctx->answer_bytes body accounts for:
+                                 given back when body is freed (sent, or the
+                                 client left) */
 } srv_response;
 
 /* The answer to q: now (while the handler runs) or later (loop thread,

@@ -230,55 +230,116 @@ static void handle_solve(srv_request *q)
 
 /* ---- chains ------------------------------------------------------------------ */
 
-/* Registers the decoded chain c (the reference is taken over) and answers
- * 201 (new) or 200 with its description and Location. */
-static void chain_register(srv_request *q, proto_chain *c)
+/* The description of chain c (proto_chain_describe with its id), as text
+ * (malloc'd; NULL when out of memory). Any thread: a large chain's (it
+ * echoes the chain, megabytes for a URDF) is written on the pool. */
+static char *chain_text(const proto_chain *c, size_t *len)
 {
-    proto_error e;
-    bool created = false;
-    if (srv_registry_put(q->ctx->registry, c, &created) != SRV_OK) {
-        proto_chain_unref(c);
-        proto_error_set(&e, PROTO_E_TOO_LARGE, "",
-                        "the chain needs more memory than the registry holds (--registry-bytes)");
-        srv_metrics_rejected(q->ctx, "too_large");
-        srv_http_respond_error(q, &e);
-        return;
-    }
     json_t *desc = proto_chain_describe(c);
     if (!desc || !json_is_object(desc)) {
         json_decref(desc);
         desc = json_object();
     }
-    const char *id = proto_chain_id(c);
-    json_object_set_new(desc, "id", json_string(id));
-    srv_response v = {0};
-    snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
-    proto_chain_unref(c);
-    v.status = created ? 201 : 200;
-    v.body = proto_json_dump(desc, false);
+    json_object_set_new(desc, "id", json_string(proto_chain_id(c)));
+    char *text = proto_json_dump(desc, false);
     json_decref(desc);
-    if (!v.body) {
+    *len = text ? strlen(text) : 0;
+    return text;
+}
+
+/* Whether a chain's description is written off the loop. */
+static bool chain_is_large(const proto_chain *c)
+{
+    return proto_chain_memory(c) > LOOP_DECODE_MAX;
+}
+
+/* Answers q with a chain's description text (taken; NULL: out of memory).
+ * A large one holds its bytes of the answer budget until sent. */
+static void chain_answer(srv_request *q, int status, const char *id, char *text, size_t len)
+{
+    proto_error e;
+    if (!text) {
         proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
         srv_http_respond_error(q, &e);
         return;
     }
-    v.len = strlen(v.body);
+    srv_response v = {0};
+    v.status = status;
+    v.body = text;
+    v.len = len;
+    if (len > LOOP_DECODE_MAX) {
+        v.held = len;
+        q->ctx->answer_bytes += len;
+    }
+    if (status == 201 || (status == 200 && q->route == SRV_RT_CHAINS))
+        snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
     srv_http_respond(q, &v);
 }
 
+/* A large description would not fit the answer budget now: 503. */
+static bool answer_budget_full(srv_request *q, size_t bytes)
+{
+    srv_ctx *ctx = q->ctx;
+    if (ctx->answer_bytes + bytes <= ctx->cfg.answer_budget_bytes)
+        return false;
+    proto_error e;
+    proto_error_set(&e, PROTO_E_OVERLOADED, "",
+                    "answers waiting for their clients fill the answer budget (--answer-budget); "
+                    "retry later");
+    srv_metrics_rejected(ctx, "answer_budget");
+    srv_http_respond_error(q, &e);
+    return true;
+}
+
+/* Registers the decoded chain c (the reference is taken over): false, with
+ * q answered 413, when the registry cannot hold it; *created says whether
+ * it is new. */
+static bool chain_put(srv_request *q, proto_chain *c, bool *created)
+{
+    if (srv_registry_put(q->ctx->registry, c, created) == SRV_OK)
+        return true;
+    proto_error e;
+    proto_error_set(&e, PROTO_E_TOO_LARGE, "",
+                    "the chain needs more memory than the registry holds (--registry-bytes)");
+    srv_metrics_rejected(q->ctx, "too_large");
+    srv_http_respond_error(q, &e);
+    return false;
+}
+
+/* Registers the decoded chain c (the reference is taken over) and answers
+ * 201 (new) or 200 with its description and Location. */
+static void chain_register(srv_request *q, proto_chain *c)
+{
+    bool created = false;
+    if (!chain_put(q, c, &created)) {
+        proto_chain_unref(c);
+        return;
+    }
+    size_t len;
+    char *text = chain_text(c, &len);
+    chain_answer(q, created ? 201 : 200, proto_chain_id(c), text, len);
+    proto_chain_unref(c);
+}
+
 /* A chain registration too large to decode on the loop (a URDF document):
- * decoded on the pool, registered back on the loop. */
+ * decoded and described on the pool, registered back on the loop. And the
+ * description of a large registered chain (GET /v1/chains/{id}), written
+ * on the pool. */
 typedef struct chain_work {
     srv_work w;
     srv_request *q;
     proto_chain *chain;
     proto_error err;
+    char *text; /* the description */
+    size_t len;
 } chain_work;
 
 static void chain_decode_work(srv_work *wk)
 {
     chain_work *cw = wk->data;
     cw->chain = proto_chain_decode(cw->q->body, cw->q->len, &wk->ctx->cfg.limits, &cw->err);
+    if (cw->chain)
+        cw->text = chain_text(cw->chain, &cw->len);
 }
 
 static void chain_decoded_done(srv_work *wk, int status)
@@ -287,19 +348,74 @@ static void chain_decoded_done(srv_work *wk, int status)
     srv_request *q = cw->q;
     proto_chain *c = cw->chain;
     proto_error e = cw->err;
+    char *text = cw->text;
+    size_t len = cw->len;
     free(cw);
     if (!srv_http_release(q)) {
         proto_chain_unref(c);
+        free(text);
         return;
     }
+    bool created = false;
     if (status != SRV_OK) {
         proto_chain_unref(c);
+        free(text);
         proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
         srv_http_respond_error(q, &e);
     } else if (!c) {
         srv_http_respond_error(q, &e);
+    } else if (!chain_put(q, c, &created)) {
+        proto_chain_unref(c);
+        free(text);
     } else {
-        chain_register(q, c);
+        chain_answer(q, created ? 201 : 200, proto_chain_id(c), text, len);
+        proto_chain_unref(c);
+    }
+}
+
+static void chain_text_work(srv_work *wk)
+{
+    chain_work *cw = wk->data;
+    cw->text = chain_text(cw->chain, &cw->len);
+}
+
+static void chain_text_done(srv_work *wk, int status)
+{
+    chain_work *cw = wk->data;
+    srv_request *q = cw->q;
+    char *text = cw->text;
+    size_t len = cw->len;
+    char id[64]; /* a chain id (32 hex digits) */
+    snprintf(id, sizeof id, "%s", proto_chain_id(cw->chain));
+    proto_chain_unref(cw->chain);
+    free(cw);
+    if (!srv_http_release(q)) {
+        free(text);
+        return;
+    }
+    if (status != SRV_OK) {
+        free(text);
+        proto_error e;
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    chain_answer(q, 200, id, text, len);
+}
+
+/* Queues cw's work on the pool for q; on refusal q is answered. */
+static void chain_submit(srv_request *q, chain_work *cw, void (*work)(srv_work *),
+                         void (*done)(srv_work *, int))
+{
+    cw->q = q;
+    cw->w.data = cw;
+    srv_http_hold(q);
+    int rc = srv_pool_submit(q->ctx, &cw->w, work, done);
+    if (rc != SRV_OK) {
+        q->pending--;
+        proto_chain_unref(cw->chain);
+        free(cw);
+        refuse_busy(q, rc);
     }
 }
 
@@ -307,18 +423,12 @@ static void handle_chains_post(srv_request *q)
 {
     proto_error e;
     if (q->len > LOOP_DECODE_MAX) {
-        chain_work *cw = calloc(1, sizeof *cw);
-        if (!cw)
+        /* its answer echoes the chain: about the body's size */
+        if (answer_budget_full(q, q->len))
             return;
-        cw->q = q;
-        cw->w.data = cw;
-        srv_http_hold(q);
-        int rc = srv_pool_submit(q->ctx, &cw->w, chain_decode_work, chain_decoded_done);
-        if (rc != SRV_OK) {
-            q->pending--;
-            free(cw);
-            refuse_busy(q, rc);
-        }
+        chain_work *cw = calloc(1, sizeof *cw);
+        if (cw)
+            chain_submit(q, cw, chain_decode_work, chain_decoded_done);
         return;
     }
     proto_chain *c = proto_chain_decode(q->body, q->len, &q->ctx->cfg.limits, &e);
@@ -342,12 +452,23 @@ static void handle_chain_id(srv_request *q)
         }
     } else {
         proto_chain *c = srv_registry_get(q->ctx->registry, id);
+        if (c && chain_is_large(c)) {
+            chain_work *cw = answer_budget_full(q, proto_chain_memory(c))
+                                 ? NULL
+                                 : calloc(1, sizeof *cw);
+            if (!cw) {
+                proto_chain_unref(c);
+                return;
+            }
+            cw->chain = c;
+            chain_submit(q, cw, chain_text_work, chain_text_done);
+            return;
+        }
         if (c) {
-            json_t *desc = proto_chain_describe(c);
-            if (desc && json_is_object(desc))
-                json_object_set_new(desc, "id", json_string(proto_chain_id(c)));
+            size_t len;
+            char *text = chain_text(c, &len);
+            chain_answer(q, 200, proto_chain_id(c), text, len);
             proto_chain_unref(c);
-            srv_http_respond_json(q, 200, desc);
             return;
         }
     }
@@ -362,6 +483,12 @@ static void handle_metrics(srv_request *q)
     srv_response v = {0};
     v.status = 200;
     v.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    srv_metrics_held held = {0};
+    held.registry = srv_registry_bytes(q->ctx->registry);
+    held.request_bodies = q->ctx->body_bytes;
+    held.answers = q->ctx->answer_bytes;
+    held.stream_chains = q->ctx->stream_chain_bytes;
+    srv_metrics_set_held(q->ctx->metrics, &held);
     v.body = srv_metrics_render(q->ctx->metrics, q->ctx->pool_depth,
                                 srv_registry_count(q->ctx->registry), q->ctx->active_requests,
                                 &v.len);
@@ -405,13 +532,15 @@ static json_t *solvers_describe(const srv_ctx *ctx)
     const srv_config *c = &ctx->cfg;
     json_t *d = proto_solvers_describe(&c->limits);
     json_t *server = json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "max_connections",
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "max_connections",
         (json_int_t)c->max_connections, "max_connections_per_address",
         (json_int_t)c->max_conn_per_addr, "idle_timeout_s", (json_int_t)c->conn_timeout_s,
         "request_timeout_s", (json_int_t)c->request_timeout_s, "drain_timeout_s",
         (json_int_t)c->drain_timeout_s, "body_budget_bytes", (json_int_t)c->body_budget_bytes,
+        "answer_budget_bytes", (json_int_t)c->answer_budget_bytes,
         "max_message_bytes", (json_int_t)c->max_message_bytes, "max_send_queue_bytes",
-        (json_int_t)c->ws_send_queue_bytes, "registry_bytes", (json_int_t)c->registry_bytes,
+        (json_int_t)c->ws_send_queue_bytes, "stream_chain_bytes",
+        (json_int_t)c->stream_chain_bytes, "registry_bytes", (json_int_t)c->registry_bytes,
         "max_queue", (json_int_t)c->pool_queue_max);
     json_t *limits = json_object_get(d, "limits");
     if (!d || !server || !json_is_object(limits) || json_object_set_new(limits, "server", server)) {

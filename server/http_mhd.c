@@ -16,15 +16,16 @@
  *       method and Content-Length. Nothing is queued here (queuing on the
  *       first call makes libmicrohttpd close the connection and cut
  *       throughput fourfold), except 413 on an oversized Content-Length
- *       and 503 on a body that does not fit the body budget, where closing
- *       is what we want: the body is never read.
- *   body calls: append to the request's buffer (an announced body is
- *       reserved against --body-budget and allocated whole at once). Past
- *       --max-body (a chunked body without Content-Length) the buffer is
- *       dropped, the rest of the body is read and discarded (libmicrohttpd
- *       cannot answer mid-body) and 413 is answered at the end; a body that
- *       runs on beyond twice the limit makes us close the connection
- *       without an answer.
+ *       and 503 on an announced body that does not fit what is left of the
+ *       body budget now, where closing is what we want: the body is never
+ *       read.
+ *   body calls: append to the request's buffer, counting the bytes that
+ *       arrived against --body-budget (an announcement reserves nothing).
+ *       Past --max-body (a chunked body without Content-Length), or past
+ *       the budget, the buffer is dropped, the rest of the body is read and
+ *       discarded (libmicrohttpd cannot answer mid-body) and 413 or 503 is
+ *       answered at the end; a body that runs on beyond twice the limit
+ *       makes us close the connection without an answer.
  *   final call (upload_data_size 0): the refusal decided earlier, the CORS
  *       preflight, or the handler (srv_http_dispatch). A handler that goes
  *       to the pool leaves the request without an answer: the connection is
@@ -33,11 +34,16 @@
  *       prepared response is queued when the access handler is called
  *       again.
  *
- * Answers: every answer to a request whose Origin is allowed (the
+ * Answers: a body that holds part of the answer budget (srv_response.held,
+ * a batch's answer) is handed to libmicrohttpd with a free callback that
+ * gives the bytes back once it is sent or its connection ended. Every
+ * answer to a request whose Origin is allowed (the
  * --allow-origin list, any Origin when there is none) carries
  * Access-Control-Allow-Origin and exposes Retry-After and Location; while
- * draining, every answer carries Connection: close, so that a keep-alive
- * client sends nothing more that could go unanswered.
+ * draining, an answer carries Connection: close unless the client
+ * pipelined more requests behind it (pipelined_more), so that a keep-alive
+ * client sends nothing more that could go unanswered, and nothing it sent
+ * before is dropped.
  *
  * Streamed answers (srv_http_stream_*, a large batch's): a response from
  * libmicrohttpd's content reader, of unknown size (chunked transfer). The
@@ -71,6 +77,8 @@
 #include "server/http_handler.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/sockinfo.h"
+#include "server/trim.h"
 #include "server/ws.h"
 #include "server/ws_handshake.h"
 
@@ -100,6 +108,9 @@ typedef struct http_req {
     bool has_err;
     size_t cap;
     size_t held;      /* bytes of ctx->body_bytes this request accounts for */
+    size_t announced; /* Content-Length, 0 when none */
+    size_t head_bytes; /* the request line and headers, as libmicrohttpd read them */
+    bool chunked;      /* a body without Content-Length: its bytes are not known */
     bool received;    /* the request is in whole (srv_guard_received) */
     size_t discarded; /* body bytes read and thrown away after a refusal */
     srv_response ready; /* the answer prepared while working (ST_READY) */
@@ -141,6 +152,23 @@ static void drop_pieces(http_req *r)
     r->out_pieces = r->out_off = 0;
 }
 
+/* Gives back what a response value held of the answer budget (its body
+ * then goes on without being counted). */
+static void response_drop_held(srv_ctx *ctx, srv_response *v)
+{
+    ctx->answer_bytes -= v->held;
+    v->held = 0;
+}
+
+/* Frees a response value's body that will not be sent, giving back what
+ * it held of the answer budget. */
+static void response_drop(srv_ctx *ctx, srv_response *v)
+{
+    free(v->body);
+    v->body = NULL;
+    response_drop_held(ctx, v);
+}
+
 static void req_free(http_req *r)
 {
     srv_ctx *ctx = r->q.ctx;
@@ -148,8 +176,9 @@ static void req_free(http_req *r)
     ctx->active_requests--;
     ctx->body_bytes -= r->held;
     srv_http_request_cleanup(&r->q);
-    free(r->ready.body);
+    response_drop(ctx, &r->ready);
     free(r->q.body);
+    srv_trim_note(ctx, r->q.len); /* a large body, and what decoding it took */
     free(r);
 }
 
@@ -169,13 +198,32 @@ static void add_cors(http_req *r, struct MHD_Response *resp)
                             "Retry-After, Location");
 }
 
+/* While draining: true when the client pipelined more requests behind
+ * r's that ikd has received (read by libmicrohttpd past r, or waiting in
+ * the socket): r's answer then keeps the connection open, so that those
+ * are answered too, the last with Connection: close. Told from the bytes
+ * the kernel says were read from the socket against those of the requests
+ * so far (false when either is unknown: a chunked body, no TCP_INFO). */
+static bool pipelined_more(http_req *r)
+{
+    if (r->chunked)
+        return false;
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    uint64_t taken, waiting, before;
+    if (!i || !srv_sock_received(i->connect_fd, &taken, &waiting) ||
+        !srv_guard_consumed(r->q.ctx, r->conn, &before))
+        return false;
+    return waiting > 0 || taken > before + r->head_bytes + r->announced;
+}
+
 static enum MHD_Result queue_mhd(http_req *r, unsigned status, struct MHD_Response *resp)
 {
     if (!resp)
         return MHD_NO;
     if (status != MHD_HTTP_SWITCHING_PROTOCOLS)
         add_cors(r, resp);
-    if (r->q.ctx->shutting_down && status != MHD_HTTP_SWITCHING_PROTOCOLS)
+    if (r->q.ctx->shutting_down && status != MHD_HTTP_SWITCHING_PROTOCOLS && !pipelined_more(r))
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
     MHD_destroy_response(resp);
@@ -314,16 +362,45 @@ size_t srv_http_stream_queued(const srv_request *q)
     return ((const http_req *)q)->out_pieces;
 }
 
+/* A body that holds part of the answer budget, handed to libmicrohttpd:
+ * the bytes are given back when it frees the body (sent, or the connection
+ * ended). */
+typedef struct held_body {
+    srv_ctx *ctx;
+    void *body;
+    size_t bytes;
+} held_body;
+
+static void held_body_free(void *cls)
+{
+    held_body *h = cls;
+    h->ctx->answer_bytes -= h->bytes;
+    free(h->body);
+    srv_trim_note(h->ctx, h->bytes);
+    free(h);
+}
+
 /* A response value as libmicrohttpd's response, queued. Takes its body. */
 static enum MHD_Result queue_value(http_req *r, srv_response *v)
 {
     if (v->upgrade)
         return queue_upgrade(r);
     struct MHD_Response *resp;
+    held_body *h = !v->streamed && v->body && v->held ? malloc(sizeof *h) : NULL;
     if (v->streamed) {
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, r,
                                                  NULL);
+    } else if (h) {
+        h->ctx = r->q.ctx;
+        h->body = v->body;
+        h->bytes = v->held;
+        resp = MHD_create_response_from_buffer_with_free_callback_cls(v->len, v->body,
+                                                                      held_body_free, h);
+        if (!resp)
+            held_body_free(h);
+        v->held = 0;
     } else if (v->body) {
+        response_drop_held(r->q.ctx, v);
         resp = MHD_create_response_from_buffer(v->len, v->body, MHD_RESPMEM_MUST_FREE);
         if (!resp)
             free(v->body);
@@ -356,8 +433,7 @@ void srv_http_respond(srv_request *q, srv_response *resp)
 {
     http_req *r = req_of(q);
     if (q->dead || r->state == ST_ANSWERED || r->state == ST_READY) {
-        free(resp->body);
-        resp->body = NULL;
+        response_drop(q->ctx, resp);
         return;
     }
     if (r->in_dispatch) {
@@ -367,6 +443,7 @@ void srv_http_respond(srv_request *q, srv_response *resp)
     /* after pool work: queued when libmicrohttpd calls again */
     r->ready = *resp;
     resp->body = NULL;
+    resp->held = 0;
     r->state = ST_READY;
     if (r->suspended) {
         r->suspended = false;
@@ -432,8 +509,11 @@ bool srv_http_release(srv_request *q)
 
 void srv_http_body_release(srv_request *q)
 {
+    http_req *r = req_of(q);
     free(q->body);
     q->body = NULL;
+    q->ctx->body_bytes -= r->held;
+    r->held = 0;
 }
 
 /* A client that half-closes after its request and still reads is taken for
@@ -537,7 +617,9 @@ static enum MHD_Result answer_preflight(http_req *r)
 
 /* Accounts for the request holding `total` bytes of body in
  * ctx->body_bytes (never less than it holds already); false when that
- * would pass --body-budget. */
+ * would pass --body-budget. Only bytes that arrived are counted: an
+ * announced Content-Length reserves nothing (a client announcing 8 MB and
+ * sending nothing costs the others nothing). */
 static bool body_reserve(http_req *r, size_t total)
 {
     srv_ctx *ctx = r->q.ctx;
@@ -549,6 +631,19 @@ static bool body_reserve(http_req *r, size_t total)
     ctx->body_bytes += more;
     r->held = total;
     return true;
+}
+
+/* Drops the body received so far (a refusal decided mid-body): the rest
+ * is read and discarded, and the refusal answered once it is in. */
+static void body_drop(http_req *r, size_t n)
+{
+    srv_ctx *ctx = r->q.ctx;
+    r->discarded = r->q.len + n;
+    free(r->q.body);
+    r->q.body = NULL;
+    r->q.len = r->cap = 0;
+    ctx->body_bytes -= r->held;
+    r->held = 0;
 }
 
 static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
@@ -565,26 +660,28 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
     if (n > max - r->q.len) {
         refuse(r, PROTO_E_TOO_LARGE, "too_large",
                "the request body exceeds the limit (--max-body)");
-        r->discarded = r->q.len + n;
-        free(r->q.body);
-        r->q.body = NULL;
-        r->q.len = r->cap = 0;
+        body_drop(r, n);
+        return MHD_YES;
+    }
+    /* the budget counts what arrived (and the NUL the handlers get) */
+    if (!body_reserve(r, r->q.len + n + 1)) {
+        refuse(r, PROTO_E_OVERLOADED, "body_budget",
+               "request bodies being received fill the body budget (--body-budget); retry "
+               "later");
+        body_drop(r, n);
         return MHD_YES;
     }
     if (r->q.len + n + 1 > r->cap) {
-        /* an announced body (reserved whole in begin) is allocated whole
-         * at once: no copies while it grows */
-        size_t cap = r->cap ? r->cap : r->held > 0 ? r->held : 1024;
+        /* grown geometrically (realloc of a large block remaps its pages
+         * rather than copying them), never beyond an announced length or
+         * --max-body */
+        size_t cap = r->cap ? r->cap : 1024;
         while (cap < r->q.len + n + 1)
             cap *= 2;
+        if (r->announced && cap > r->announced + 1 && r->q.len + n + 1 <= r->announced + 1)
+            cap = r->announced + 1;
         if (cap > max + 1)
             cap = max + 1;
-        if (!body_reserve(r, cap)) {
-            /* a body without Content-Length outgrew the budget: cut (no
-             * answer can be queued mid-body) */
-            srv_metrics_rejected(ctx, "body_budget");
-            return MHD_NO;
-        }
         char *p = realloc(r->q.body, cap);
         if (!p)
             return MHD_NO;
@@ -620,6 +717,15 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     *con_cls = r;
     ctx->active_requests++;
     ctx->requests_begun++;
+    const union MHD_ConnectionInfo *hi =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    r->head_bytes = hi ? hi->header_size : 0;
+    r->chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                             MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
+                 !hi;
+    const char *length =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    r->announced = length ? (size_t)strtoull(length, NULL, 10) : 0;
     const srv_route_def *d = &srv_routes[r->q.route];
 
     if (r->q.route == SRV_RT_NONE) {
@@ -662,9 +768,12 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
             r->in_dispatch = false;
             return MHD_YES;
         }
-        /* The body budget: an announced body is reserved whole now, so that
-         * an upload that would not fit is refused before it is read. */
-        if (announced > 0 && !body_reserve(r, (size_t)announced + 1)) {
+        /* The body budget: an announced body that does not fit what is
+         * left of it now is refused before it is read; nothing is reserved
+         * (bytes are counted as they arrive, body_data). */
+        r->announced = (size_t)announced;
+        if (announced > 0 &&
+            ctx->body_bytes + (size_t)announced + 1 > ctx->cfg.body_budget_bytes) {
             refuse(r, PROTO_E_OVERLOADED, "body_budget",
                    "request bodies in flight fill the body budget (--body-budget); retry "
                    "later");
@@ -756,6 +865,7 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        srv_guard_progress(ctx, conn, n);
         if (r->state != ST_READING)
             return MHD_YES;
         return body_data(r, upload_data, n);
@@ -774,6 +884,7 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
     case ST_READY: {
         srv_response v = r->ready;
         r->ready.body = NULL;
+        r->ready.held = 0;
         return queue_value(r, &v);
     }
     }
@@ -791,6 +902,7 @@ void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r->status_sent)
         srv_metrics_request(r->q.ctx->metrics, srv_routes[r->q.route].label,
                             (int)r->status_sent);
+    srv_guard_consumed_add(r->q.ctx, conn, r->head_bytes + r->announced, !r->chunked);
     if (toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
         srv_metrics_rejected(r->q.ctx, "timeout");
     if (r->q.pending > 0) {

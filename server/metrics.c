@@ -12,6 +12,9 @@
  *   ikd_pool_queue_depth                         gauge (sampled at render)
  *   ikd_registry_chains                          gauge (sampled at render)
  *   ikd_http_requests_active                     gauge (sampled at render)
+ *   ikd_held_bytes{what}                         gauge (sampled before render):
+ *       bytes held for clients against each bound (registry, request_bodies,
+ *       answers, stream_chains)
  *   ikd_build_info{version,commit,libmicrohttpd,libuv,jansson}  gauge, 1
  *   process_cpu_seconds_total, process_resident_memory_bytes,
  *   process_virtual_memory_bytes, process_open_fds, process_max_fds,
@@ -78,6 +81,7 @@ struct srv_metrics {
     outcome_count *outcomes;
     size_t noutcomes, capoutcomes;
     long streams;
+    srv_metrics_held held;
 };
 
 srv_metrics *srv_metrics_new(void)
@@ -211,6 +215,13 @@ void srv_metrics_streams_add(srv_metrics *m, int delta)
 {
     uv_mutex_lock(&m->lock);
     m->streams += delta;
+    uv_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_set_held(srv_metrics *m, const srv_metrics_held *held)
+{
+    uv_mutex_lock(&m->lock);
+    m->held = *held;
     uv_mutex_unlock(&m->lock);
 }
 
@@ -387,6 +398,14 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
                   "# TYPE ikd_ws_streams_open gauge\n"
                   "ikd_ws_streams_open %ld\n",
               m->streams);
+    proto_jw_printf(&b, "# HELP ikd_held_bytes Bytes held for clients, by what holds them.\n"
+                        "# TYPE ikd_held_bytes gauge\n"
+                        "ikd_held_bytes{what=\"registry\"} %zu\n"
+                        "ikd_held_bytes{what=\"request_bodies\"} %zu\n"
+                        "ikd_held_bytes{what=\"answers\"} %zu\n"
+                        "ikd_held_bytes{what=\"stream_chains\"} %zu\n",
+                    m->held.registry, m->held.request_bodies, m->held.answers,
+                    m->held.stream_chains);
     uv_mutex_unlock(&m->lock);
 
     proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"

@@ -36,6 +36,16 @@ void srv_metrics_reject(srv_metrics *m, const char *reason);
 /* Open-stream gauge: +1 when a WebSocket stream opens, -1 when it closes. */
 void srv_metrics_streams_add(srv_metrics *m, int delta);
 long srv_metrics_streams(srv_metrics *m);
+/* The bytes ikd holds for clients, by what holds them (the bounds of
+ * README's "Bounds"): ikd_held_bytes{what} at the next render. Sampled by
+ * the caller before a render, as the three gauges below. */
+typedef struct srv_metrics_held {
+    size_t registry;       /* the chain registry's accounting (--registry-bytes) */
+    size_t request_bodies; /* request body bytes received and held (--body-budget) */
+    size_t answers;        /* batch answers reserved or held until sent (--answer-budget) */
+    size_t stream_chains;  /* chains open streams hold (--stream-chain-bytes) */
+} srv_metrics_held;
+void srv_metrics_set_held(srv_metrics *m, const srv_metrics_held *held);
 /* Prometheus text exposition (malloc'd, caller frees; *len = strlen if len
  * is not NULL); NULL when out of memory. The three gauges are sampled by the
  * caller. */

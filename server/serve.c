@@ -16,8 +16,9 @@
  * file to reload, so SIGHUP is not a reload: a supervisor restarts ikd with
  * its new flags): readiness turns 503, the listening socket is closed
  * (MHD_quiesce_daemon), WebSocket streams are closed with 1001
- * (srv_ws_shutdown), and every answer sent from then on carries
- * "Connection: close", so that keep-alive clients send nothing more on
+ * (srv_ws_shutdown), and the last answer on each connection carries
+ * "Connection: close" (requests pipelined behind it are answered first,
+ * server/http_mhd.c), so that keep-alive clients send nothing more on
  * their connections. The loop keeps serving what was accepted and stops
  * once no request is active, the pool is idle, no WebSocket connection is
  * left, and either no connection is open or DRAIN_QUIET_MS passed without a
@@ -45,8 +46,10 @@
 #include "server/loop.h"
 #include "server/metrics.h"
 #include "server/registry.h"
+#include "server/solve.h"
 #include "server/srv.h"
 #include "server/srv_main.h"
+#include "server/trim.h"
 #include "server/web.h"
 #include "server/ws.h"
 
@@ -80,8 +83,10 @@ static void stop_daemon(daemon_state *d)
     uv_close((uv_handle_t *)&d->sigterm, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
     uv_close((uv_handle_t *)&d->sighup, close_cb_noop);
+    srv_solve_stop(ctx); /* solves waiting for a turn: cancelled */
     srv_ws_abort(ctx);
     srv_guard_stop(ctx);
+    srv_trim_stop(ctx);
     srv_loop_detach(ctx);
     MHD_stop_daemon(ctx->mhd);
     ctx->mhd = NULL;
@@ -236,13 +241,17 @@ int srv_serve(int argc, char **argv)
     }
     if (srv_guard_start(ctx) != SRV_OK)
         goto out;
+    srv_solve_start(ctx); /* without it no solve waits for a later turn */
+    srv_trim_start(ctx); /* without it nothing is trimmed: only memory */
     if (start_mhd(ctx) != SRV_OK) {
         srv_guard_stop(ctx);
+        srv_trim_stop(ctx);
         goto out;
     }
     if (srv_loop_attach(ctx) != SRV_OK) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot watch libmicrohttpd's epoll descriptor");
         srv_guard_stop(ctx);
+        srv_trim_stop(ctx);
         MHD_stop_daemon(ctx->mhd);
         ctx->mhd = NULL;
         goto out;
@@ -268,6 +277,7 @@ int srv_serve(int argc, char **argv)
     exit_code = 0;
     srv_log(ctx, SRV_LOG_INFO, "stopped");
 out:
+    srv_solve_stop(ctx);
     uv_run(&loop, UV_RUN_NOWAIT); /* let closed handles finish */
     if (uv_loop_close(&loop) != 0)
         srv_log(ctx, SRV_LOG_WARN, "event loop closed with handles still open");

@@ -1,9 +1,31 @@
 /*
  * solve.c: where a job is solved, timed and recorded (contract in
- * server/solve.h).
+ * server/solve.h), and the inline budget of a turn of the loop.
+ *
+ * The budget: ctx->turn counts the nanoseconds of inline solving (solve,
+ * after, done) since the last reset. A uv_prepare_t resets it before the
+ * loop polls its sockets (so the I/O of a turn, streams' reads included,
+ * gets SRV_TURN_BUDGET_US); a uv_check_t right after the poll resets it
+ * again and runs the solves that waited, in order, within that budget
+ * (timers, such as paths' samples, share what it leaves). While solves
+ * wait, a uv_idle_t keeps the next poll from blocking, so that they run in
+ * the next turn, after the sockets had theirs.
  */
 #include "server/solve.h"
+
+#include <stdlib.h>
+
 #include "server/metrics.h"
+
+struct srv_turn {
+    srv_ctx *ctx;
+    uv_prepare_t prepare;
+    uv_check_t check;
+    uv_idle_t idle;
+    uint64_t spent_ns;
+    srv_solve *head, *tail; /* waiting for a later turn */
+    int open;               /* handles not yet closed */
+};
 
 bool srv_solve_is_cheap(const srv_ctx *ctx, const proto_job *job)
 {
@@ -39,6 +61,86 @@ void srv_solve_run(srv_ctx *ctx, srv_solve *s)
         s->after(s);
 }
 
+/* A cheap solve on the loop, counted against the turn's budget. */
+static void run_inline(srv_ctx *ctx, srv_solve *s)
+{
+    uint64_t t0 = uv_hrtime();
+    srv_solve_run(ctx, s);
+    s->done(s, SRV_OK);
+    if (ctx->turn)
+        ctx->turn->spent_ns += uv_hrtime() - t0;
+}
+
+static void on_idle(uv_idle_t *h)
+{
+    (void)h; /* only there so that the poll does not block */
+}
+
+static void on_prepare(uv_prepare_t *h)
+{
+    srv_turn *t = h->data;
+    t->spent_ns = 0;
+}
+
+static void on_check(uv_check_t *h)
+{
+    srv_turn *t = h->data;
+    srv_ctx *ctx = t->ctx;
+    t->spent_ns = 0;
+    while (t->head && t->spent_ns < (uint64_t)SRV_TURN_BUDGET_US * 1000) {
+        srv_solve *s = t->head;
+        t->head = s->next_deferred;
+        if (!t->head)
+            t->tail = NULL;
+        run_inline(ctx, s);
+    }
+    if (!t->head)
+        uv_idle_stop(&t->idle);
+}
+
+static void turn_closed(uv_handle_t *h)
+{
+    srv_turn *t = h->data;
+    if (--t->open == 0)
+        free(t);
+}
+
+int srv_solve_start(srv_ctx *ctx)
+{
+    srv_turn *t = calloc(1, sizeof *t);
+    if (!t)
+        return SRV_ENOMEM;
+    t->ctx = ctx;
+    uv_prepare_init(ctx->loop, &t->prepare);
+    uv_check_init(ctx->loop, &t->check);
+    uv_idle_init(ctx->loop, &t->idle);
+    t->prepare.data = t->check.data = t->idle.data = t;
+    t->open = 3;
+    uv_prepare_start(&t->prepare, on_prepare);
+    uv_check_start(&t->check, on_check);
+    uv_unref((uv_handle_t *)&t->prepare); /* they do not keep the loop alive */
+    uv_unref((uv_handle_t *)&t->check);
+    ctx->turn = t;
+    return SRV_OK;
+}
+
+void srv_solve_stop(srv_ctx *ctx)
+{
+    srv_turn *t = ctx->turn;
+    if (!t)
+        return;
+    ctx->turn = NULL;
+    while (t->head) {
+        srv_solve *s = t->head;
+        t->head = s->next_deferred;
+        s->done(s, SRV_ESHUTDOWN);
+    }
+    t->tail = NULL;
+    uv_close((uv_handle_t *)&t->prepare, turn_closed);
+    uv_close((uv_handle_t *)&t->check, turn_closed);
+    uv_close((uv_handle_t *)&t->idle, turn_closed);
+}
+
 static void solve_work(srv_work *w)
 {
     srv_solve *s = w->data;
@@ -56,10 +158,25 @@ int srv_solve_submit(srv_ctx *ctx, srv_solve *s)
     if (!ctx || !s || !(s->job || s->items) || !s->done)
         return SRV_EINVAL;
     s->ran_inline = false;
+    s->deferred = false;
     if (s->job && srv_solve_is_cheap(ctx, s->job)) {
+        srv_turn *t = ctx->turn;
+        if (s->may_defer && t &&
+            (t->head || t->spent_ns >= (uint64_t)SRV_TURN_BUDGET_US * 1000)) {
+            /* this turn's budget is spent (or others wait already): a
+             * later turn, in order */
+            s->deferred = true;
+            s->next_deferred = NULL;
+            if (t->tail)
+                t->tail->next_deferred = s;
+            else
+                t->head = s;
+            t->tail = s;
+            uv_idle_start(&t->idle, on_idle);
+            return SRV_OK;
+        }
         s->ran_inline = true;
-        srv_solve_run(ctx, s);
-        s->done(s, SRV_OK);
+        run_inline(ctx, s);
         return SRV_OK;
     }
     s->w.data = s;

@@ -44,16 +44,37 @@ struct srv_solve {
     double seconds;   /* wall time the solve took (set before after/done) */
     bool ran_inline;  /* set by srv_solve_submit: solved on the loop, done
                          already ran when it returned */
+    /* The caller lets a cheap solve wait for a later turn of the loop when
+     * this turn's inline budget is spent (a stream's; an HTTP request's is
+     * never deferred, one per request). */
+    bool may_defer;
+    bool deferred; /* set by srv_solve_submit: it waited for a later turn and
+                      runs (done included) on the loop, among others */
+    srv_solve *next_deferred; /* private */
 };
 
 /* True when job is cheap enough to solve on the loop right now. */
 bool srv_solve_is_cheap(const srv_ctx *ctx, const proto_job *job);
 
+/* The inline budget of a turn of the loop: SRV_TURN_BUDGET_US of inline
+ * solving (with its after and done: encoding, queuing the answer) before
+ * the loop polls its sockets, and as much after; a cheap solve that may
+ * wait (may_defer) and finds the budget spent waits, in order, for a later
+ * turn, so that streams asking for more inline work than the loop can do
+ * (hundreds of paths at 1000 Hz) cannot hold it from everyone else. The
+ * handles live in ctx->turn: srv_solve_start() sets them up (0 or
+ * SRV_ENOMEM: then nothing is deferred), srv_solve_stop() closes them and
+ * runs the done of every deferred solve with SRV_ESHUTDOWN. */
+#define SRV_TURN_BUDGET_US 2000
+int srv_solve_start(srv_ctx *ctx);
+void srv_solve_stop(srv_ctx *ctx);
+
 /* Solves s: inline when cheap (solve, after and done all run before this
- * returns), else queued on the pool as newly admitted work. Returns 0 (done
- * runs exactly once), or SRV_EBUSY when --max-queue units of work are
- * admitted already (nothing ran; done never runs), or SRV_EINVAL. Loop
- * thread only. */
+ * returns; or, with may_defer and this turn's inline budget spent, in a
+ * later turn, ran_inline false), else queued on the pool as newly admitted
+ * work. Returns 0 (done runs exactly once), or SRV_EBUSY when --max-queue
+ * units of work are admitted already (nothing ran; done never runs), or
+ * SRV_EINVAL. Loop thread only. */
 int srv_solve_submit(srv_ctx *ctx, srv_solve *s);
 
 /* The same for a later stage of work that was admitted already (a batch's

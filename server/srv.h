@@ -23,6 +23,7 @@
  *   server/ws.h        the WebSocket side's entry points
  *   server/guard.h     the whole-request deadline
  *   server/web.h       the live page's files
+ *   server/trim.h      memory given back after large requests
  */
 #ifndef SRV_H
 #define SRV_H
@@ -62,6 +63,10 @@ typedef struct srv_registry srv_registry;
 typedef struct srv_metrics srv_metrics;
 typedef struct srv_web srv_web;
 typedef struct srv_mhd_glue srv_mhd_glue;
+typedef struct srv_batch srv_batch;
+typedef struct srv_trim srv_trim;
+typedef struct srv_turn srv_turn;
+typedef struct srv_stream_chains srv_stream_chains;
 
 typedef struct srv_ctx {
     uv_loop_t *loop;          /* the one loop; owns every socket */
@@ -81,6 +86,20 @@ typedef struct srv_ctx {
     uint64_t requests_begun;  /* HTTP requests begun since startup (the drain
                                  watches it for quiet) */
     size_t body_bytes;        /* request body bytes held now (--body-budget) */
+    size_t connections;       /* libmicrohttpd's connections open, WebSockets
+                                 included (server/guard.c counts them) */
+    size_t answer_bytes;      /* batch answers reserved or held for clients
+                                 until sent (--answer-budget) */
+    srv_batch *batch_head, *batch_tail; /* batches with chunks to hand out,
+                                           round robin (http_batch.c) */
+    unsigned batch_chunks;    /* batch chunks on the pool (<= threads) */
+    srv_trim *trim;           /* memory given back after large requests
+                                 (server/trim.h) */
+    srv_turn *turn;           /* the inline budget of a turn of the loop
+                                 (server/solve.h) */
+    srv_stream_chains *stream_chains; /* the chains open streams hold
+                                         (ws_stream.c) */
+    size_t stream_chain_bytes; /* their memory (--stream-chain-bytes) */
     void *guard;              /* the request deadline (server/guard.c) */
     void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
                                  released by srv_ws_abort) */

@@ -16,27 +16,35 @@
  * socket.
  *
  * The connection. Everything runs on the loop thread: one uv_poll_t watches
- * the socket, wslay frames the messages (it answers pings, runs the closing
- * handshake, and enforces --max-message with close code 1009). The socket
+ * the socket, wslay frames the messages (it answers pings and runs the
+ * closing handshake) without buffering them: a data message is assembled
+ * here from its frames, in one buffer (on_frame_chunk), and held to
+ * --max-message over all its fragments with close code 1009, so that it
+ * costs its bytes and nothing per fragment (wslay's own buffering kept a
+ * block and a queue entry per fragment: 91 bytes for a one-byte one). The
+ * socket
  * belongs to libmicrohttpd: it is never closed here; the end of a connection
  * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
  * handle has stopped watching the descriptor. Close codes: 1000 (the
  * client's), 1001 (ikd shuts down), 1007 (a text message that is not UTF-8),
- * 1008 (the send queue passed --max-send-queue: the client does not read;
- * the queue counts control frames too, such as the pongs wslay queues for
- * a client's pings, and a connection whose writes are blocked is not read
- * until the socket takes data again, so a client that floods and never
- * reads holds at most one read's worth beyond the cap), 1009 (a message
- * above --max-message). After ikd sends a close frame the client has
- * WS_CLOSE_GRACE_MS to answer it before the connection is cut. A client
- * silent for --timeout seconds gets a ping; if it still sends nothing (not
- * even the pong) for another period it is gone, and its connection is
- * dropped.
+ * 1008 (the client does not read: the send queue passed --max-send-queue,
+ * or the writes stayed blocked for --timeout; the queue counts control
+ * frames too, such as the pongs wslay queues for a client's pings, and a
+ * connection whose writes are blocked is not read until the socket takes
+ * data again, so a client that floods and never reads holds at most one
+ * read's worth beyond the cap, and fills its socket rather than the queue),
+ * 1009 (a message above --max-message). After ikd sends a close frame the
+ * client has WS_CLOSE_GRACE_MS to answer it (--timeout after a 1008, to
+ * read what was queued first; the period starts again while it still
+ * reads) before the connection is cut. A client silent for --timeout seconds gets a ping; if it still
+ * sends nothing (not even the pong) for another period it is gone, and its
+ * connection is dropped.
  *
  * Reading: every text message of one socket read is handed to the stream
  * side (srv__ws_on_text) before any target is solved
  * (srv__ws_on_read_done), at most WS_READ_BUDGET bytes per wake-up so that
- * one client cannot hold the loop. Writing: frames are gathered into one
+ * one client cannot hold the loop. While the stream side works on a
+ * message off the loop (srv__ws_pause), the connection is not read. Writing: frames are gathered into one
  * buffer and sent with one send() per wake-up.
  *
  * Shutdown (srv_ws_shutdown): what the client sent before the signal is
@@ -90,13 +98,27 @@ struct ws_conn {
     bool read_short; /* the last recv() returned less than asked: drained */
     char *out;       /* framed bytes gathered from wslay, sent by out_flush */
     size_t out_off, out_len;
+    /* the data message being received, assembled here from its frames
+     * (wslay runs without buffering: it would keep a block and a queue
+     * entry per fragment, 91 bytes for a one-byte fragment) */
+    char *msg;
+    size_t msg_len, msg_cap;
+    bool frame_ctrl; /* the frame being received is a control frame */
+    bool msg_over;   /* the message passed --max-message: closing with 1009 */
     ws_stream *streams; /* the stream side's (ws_stream.c) */
     unsigned refs;
     bool dead;     /* torn down: no I/O any more */
     bool closing;  /* ikd queued a close frame: no more messages */
     bool failed;   /* the socket failed or reached EOF */
     bool pinged;   /* idle: a ping is out and nothing came back yet */
+    uint64_t blocked_since; /* uv_now() when writes got blocked; 0 when not */
+    uint64_t sent;          /* bytes sent so far */
+    uint64_t sent_mark;     /* ...when the closing handshake's deadline was set */
+    uint64_t close_grace;   /* that deadline's period, ms */
     bool draining; /* shutting down: no new messages; close once idle */
+    bool paused;   /* the stream side works on a message off the loop: not read */
+    bool drop_streams; /* closed for not reading: its streams go at the next I/O */
+    ws_inbox *inbox; /* the stream side's (ws_stream.c) */
     /* a close frame waiting for the answers queued before it (wslay sends
      * control frames ahead of queued messages, and nothing after a close) */
     bool close_pending;
@@ -110,6 +132,9 @@ static void conn_after_io(ws_conn *c);
 static void on_poll(uv_poll_t *p, int status, int events);
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
 static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now);
+static void conn_close_after(ws_conn *c, uint16_t code, const char *reason, bool now,
+                             uint64_t grace_ms);
+static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len);
 
 /* ---- references ----------------------------------------------------------- */
 
@@ -120,6 +145,7 @@ static void conn_unref(ws_conn *c)
     wslay_event_context_free(c->wslay);
     free(c->extra);
     free(c->out);
+    free(c->msg);
     free(c);
 }
 
@@ -141,6 +167,15 @@ static size_t conn_queued_bytes(const ws_conn *c)
            wslay_event_get_queued_msg_count(c->wslay) * WS_MSG_OVERHEAD;
 }
 
+/* How long a client that does not read has to read what was queued and
+ * the 1008 close frame after it: --timeout (its memory is bounded, as it
+ * is not read meanwhile). */
+static uint64_t slow_grace(const ws_conn *c)
+{
+    uint64_t period = (uint64_t)c->ctx->cfg.conn_timeout_s * 1000;
+    return period > WS_CLOSE_GRACE_MS ? period : WS_CLOSE_GRACE_MS;
+}
+
 /* Past the send-queue cap the client is not reading: the connection is
  * closed with 1008. */
 static void check_send_queue(ws_conn *c)
@@ -150,8 +185,9 @@ static void check_send_queue(ws_conn *c)
     srv_metrics_rejected(c->ctx, "send_queue");
     srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
             c->ctx->cfg.ws_send_queue_bytes);
-    conn_close(c, WSLAY_CODE_POLICY_VIOLATION, "send queue over its cap: the client does not read",
-               true);
+    conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
+                     "send queue over its cap: the client does not read", true, slow_grace(c));
+    c->drop_streams = true; /* nothing more is sent: stop solving for it */
 }
 
 /* Queues a text message (wslay copies it), then checks the cap. */
@@ -174,30 +210,65 @@ static void send_error(ws_conn *c, const char *stream, bool has_seq, long long s
     free(t);
 }
 
+/* The closing handshake's deadline. A client still reading what was
+ * queued before the close frame (bytes went out since the last look) gets
+ * another grace period: the queue no longer grows, so this ends. */
 static void on_close_timeout(uv_timer_t *t)
 {
     ws_conn *c = t->data;
+    if (c->sent != c->sent_mark) {
+        c->sent_mark = c->sent;
+        uv_timer_start(&c->timer, on_close_timeout, c->close_grace, 0);
+        return;
+    }
     srv_log(c->ctx, SRV_LOG_DEBUG, "WebSocket client did not finish the closing handshake");
     conn_teardown(c);
 }
 
-/* The idle check, every --timeout seconds while the connection is not
- * closing: a client that sent nothing for that long gets a ping; one that
- * still sent nothing (not even the pong) a period later is gone (a peer that
- * vanished without a FIN would otherwise hold its streams forever). */
+/* The timer's tick (a quarter of --timeout, at most a second): the idle
+ * check and the blocked-writes check. A client that sent nothing for
+ * --timeout gets a ping; one that still sent nothing (not even the pong)
+ * for twice --timeout is gone (a peer that vanished without a FIN would
+ * otherwise hold its streams forever). A connection whose writes stayed
+ * blocked for --timeout (the client does not read, and is not read
+ * either: its pings and messages wait in the socket, under the send-queue
+ * cap) is closed with 1008; it may still read what was queued and the
+ * close frame for another --timeout. */
+static uint64_t tick_ms(const srv_ctx *ctx)
+{
+    uint64_t period = (uint64_t)ctx->cfg.conn_timeout_s * 1000;
+    return period >= 4000 ? 1000 : period / 4;
+}
+
 static void on_idle_tick(uv_timer_t *t)
 {
     ws_conn *c = t->data;
     uint64_t period = (uint64_t)c->ctx->cfg.conn_timeout_s * 1000;
-    if (uv_now(c->ctx->loop) - c->last_rx + 10 < period)
+    uint64_t now = uv_now(c->ctx->loop);
+    if (c->blocked_since && now - c->blocked_since + 10 >= period) {
+        srv_metrics_rejected(c->ctx, "send_queue");
+        srv_log(c->ctx, SRV_LOG_WARN,
+                "WebSocket client does not read: writes blocked for %u s",
+                c->ctx->cfg.conn_timeout_s);
+        conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
+                         "writes blocked for --timeout: the client does not read", true,
+                         slow_grace(c));
+        c->drop_streams = true;
+        conn_after_io(c);
         return;
-    if (c->pinged) {
+    }
+    uint64_t silent = now - c->last_rx + 10;
+    if (silent < period)
+        return;
+    if (c->pinged && silent >= 2 * period) {
         srv_log(c->ctx, SRV_LOG_INFO, "WebSocket client silent for %u s: connection dropped",
                 2 * c->ctx->cfg.conn_timeout_s);
         srv_metrics_rejected(c->ctx, "timeout");
         conn_teardown(c);
         return;
     }
+    if (c->pinged)
+        return;
     struct wslay_event_msg ping = {WSLAY_PING, (const uint8_t *)"ikd", 3};
     wslay_event_queue_msg(c->wslay, &ping);
     c->pinged = true;
@@ -210,6 +281,13 @@ static void on_idle_tick(uv_timer_t *t)
  * would never let them out). The client then has WS_CLOSE_GRACE_MS to
  * answer it. reason is static text. */
 static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now)
+{
+    conn_close_after(c, code, reason, now, WS_CLOSE_GRACE_MS);
+}
+
+/* conn_close() with grace_ms for the client to answer. */
+static void conn_close_after(ws_conn *c, uint16_t code, const char *reason, bool now,
+                             uint64_t grace_ms)
 {
     if (c->dead)
         return;
@@ -224,7 +302,9 @@ static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now)
         wslay_event_queue_close(c->wslay, c->close_code, (const uint8_t *)c->close_reason,
                                 strlen(c->close_reason));
     }
-    uv_timer_start(&c->timer, on_close_timeout, WS_CLOSE_GRACE_MS, 0);
+    c->close_grace = grace_ms;
+    c->sent_mark = c->sent;
+    uv_timer_start(&c->timer, on_close_timeout, grace_ms, 0);
 }
 
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason)
@@ -282,6 +362,7 @@ static int out_flush(ws_conn *c)
         ssize_t r = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
         if (r > 0) {
             c->out_off += (size_t)r;
+            c->sent += (size_t)r;
         } else if (r < 0 && errno == EINTR) {
             continue;
         } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -329,28 +410,87 @@ static ssize_t on_send(wslay_event_context_ptr wctx, const uint8_t *data, size_t
     return (ssize_t)n;
 }
 
+/* A frame begins. Data frames are assembled into c->msg; their payloads
+ * together may not pass --max-message (1009), however many frames carry
+ * them, so a message costs its bytes and nothing per fragment. */
+static void on_frame_start(wslay_event_context_ptr wctx,
+                           const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
+{
+    ws_conn *c = user;
+    c->frame_ctrl = wslay_is_ctrl_frame(arg->opcode);
+    if (c->frame_ctrl)
+        return; /* wslay keeps control frames (125 bytes at most) itself */
+    if (arg->opcode != WSLAY_CONTINUATION_FRAME)
+        c->msg_len = 0; /* a new message (wslay refuses a stray continuation) */
+    size_t max = c->ctx->cfg.max_message_bytes;
+    if (!c->msg_over && arg->payload_length > max - c->msg_len) {
+        c->msg_over = true;
+        wslay_event_shutdown_read(wctx);
+        conn_close(c, WSLAY_CODE_MESSAGE_TOO_BIG, "message over --max-message", true);
+    }
+}
+
+static void on_frame_chunk(wslay_event_context_ptr wctx,
+                           const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
+{
+    ws_conn *c = user;
+    if (c->frame_ctrl || c->msg_over || arg->data_length == 0)
+        return;
+    if (c->msg_len + arg->data_length > c->msg_cap) {
+        size_t cap = c->msg_cap ? c->msg_cap : 1024;
+        while (cap < c->msg_len + arg->data_length)
+            cap *= 2;
+        char *p = realloc(c->msg, cap);
+        if (!p) {
+            c->failed = true;
+            wslay_event_shutdown_read(wctx);
+            return;
+        }
+        c->msg = p;
+        c->msg_cap = cap;
+    }
+    memcpy(c->msg + c->msg_len, arg->data, arg->data_length);
+    c->msg_len += arg->data_length;
+}
+
 static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg_recv_arg *arg,
                    void *user)
 {
     ws_conn *c = user;
-    if (c->closing || c->dead || c->draining || wslay_is_ctrl_frame(arg->opcode))
+    if (wslay_is_ctrl_frame(arg->opcode))
         return; /* wslay answers ping and close itself */
-    if (arg->opcode == WSLAY_BINARY_FRAME) {
+    /* the message as assembled by on_frame_chunk (wslay hands none over
+     * without buffering); a large buffer is not kept for the next one */
+    const char *text = c->msg ? c->msg : "";
+    size_t len = c->msg_len;
+    c->msg_len = 0;
+    if (!(c->closing || c->dead || c->draining || c->msg_over))
+        deliver_msg(c, arg->opcode, text, len);
+    if (c->msg_cap > WS_READ_BUDGET) {
+        free(c->msg);
+        c->msg = NULL;
+        c->msg_cap = 0;
+    }
+}
+
+static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len)
+{
+    if (opcode == WSLAY_BINARY_FRAME) {
         proto_error e;
         proto_error_set(&e, PROTO_E_INVALID_REQUEST, "",
                         "binary messages are not supported: send JSON text messages");
         send_error(c, NULL, false, 0, &e);
         return;
     }
-    if (!proto_stream_utf8_valid((const char *)arg->msg, arg->msg_length)) {
+    if (!proto_stream_utf8_valid(text, len)) {
         conn_begin_close(c, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, "text message is not UTF-8");
         return;
     }
-    srv__ws_on_text(c, (const char *)arg->msg, arg->msg_length);
+    srv__ws_on_text(c, text, len);
 }
 
 static const struct wslay_event_callbacks ws_callbacks = {
-    on_recv, on_send, NULL, NULL, NULL, NULL, on_msg,
+    on_recv, on_send, NULL, on_frame_start, on_frame_chunk, NULL, on_msg,
 };
 
 /* ---- the connection ------------------------------------------------------------ */
@@ -361,6 +501,12 @@ static void conn_after_io(ws_conn *c)
 {
     if (c->dead)
         return;
+    if (c->drop_streams) {
+        /* closed with 1008 while the stream side was sending (not a place
+         * to drop what runs): its streams go now */
+        c->drop_streams = false;
+        srv__ws_drop_streams(c); /* the connection keeps its open reference */
+    }
     /* Frame into out and send it, again while the socket takes all of it
      * and wslay has more (out is bounded, wslay's queue may hold several
      * buffers' worth); a few rounds, then the next wakeup goes on. */
@@ -381,18 +527,25 @@ static void conn_after_io(ws_conn *c)
      * is not read: whatever it sends would only queue more answers and
      * pongs behind them. Reading resumes when the socket is writable. */
     bool blocked = c->out_len > c->out_off;
-    bool rd = wslay_event_want_read(c->wslay) && !blocked;
+    if (!blocked)
+        c->blocked_since = 0;
+    else if (!c->blocked_since)
+        c->blocked_since = uv_now(c->ctx->loop) | 1; /* never 0 */
+    bool rd = wslay_event_want_read(c->wslay) && !blocked && !c->paused;
     bool wr = wslay_event_want_write(c->wslay) || blocked;
-    if (c->failed || (!rd && !wr)) {
+    if (c->failed || (!rd && !wr && !c->paused)) {
         conn_teardown(c);
         return;
     }
     int ev = (rd ? UV_READABLE : 0) | (wr ? UV_WRITABLE : 0);
-    if (c->extra_off < c->extra_len)
+    if (c->extra_off < c->extra_len && !c->paused)
         ev |= UV_WRITABLE; /* fires at once: the extra bytes are read then */
     if (ev != c->poll_events) {
         c->poll_events = ev;
-        uv_poll_start(&c->poll, ev, on_poll);
+        if (ev)
+            uv_poll_start(&c->poll, ev, on_poll);
+        else
+            uv_poll_stop(&c->poll); /* paused, with nothing to send */
     }
 }
 
@@ -417,7 +570,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
     c->refs++;
     if (status < 0)
         c->failed = true;
-    else if (wslay_event_want_read(c->wslay) && c->out_len <= c->out_off &&
+    else if (wslay_event_want_read(c->wslay) && c->out_len <= c->out_off && !c->paused &&
              ((events & UV_READABLE) || c->extra_off < c->extra_len))
         conn_read(c);
     conn_after_io(c);
@@ -503,6 +656,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
     setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     setsockopt(sock, IPPROTO_TCP, TCP_CORK, &zero, sizeof zero);
     wslay_event_config_set_max_recv_msg_length(c->wslay, ctx->cfg.max_message_bytes);
+    wslay_event_config_set_no_buffering(c->wslay, 1); /* on_frame_chunk assembles */
     if (uv_poll_init_socket(ctx->loop, &c->poll, sock) != 0)
         goto fail;
     c->poll.data = c;
@@ -511,10 +665,8 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
     c->timer.data = c;
     c->refs++;
     c->last_rx = uv_now(ctx->loop);
-    if (ctx->cfg.conn_timeout_s > 0) {
-        uint64_t period = (uint64_t)ctx->cfg.conn_timeout_s * 1000;
-        uv_timer_start(&c->timer, on_idle_tick, period, period);
-    }
+    if (ctx->cfg.conn_timeout_s > 0)
+        uv_timer_start(&c->timer, on_idle_tick, tick_ms(ctx), tick_ms(ctx));
     c->refs++; /* open */
     c->next = ws->head;
     if (ws->head)
@@ -551,6 +703,18 @@ ws_stream **srv__ws_streams(ws_conn *c)
     return &c->streams;
 }
 
+ws_inbox **srv__ws_inbox(ws_conn *c)
+{
+    return &c->inbox;
+}
+
+void srv__ws_pause(ws_conn *c, bool paused)
+{
+    c->paused = paused;
+    if (!paused)
+        conn_after_io(c);
+}
+
 bool srv__ws_open(const ws_conn *c)
 {
     return !c->dead && !c->closing;
@@ -585,6 +749,14 @@ void srv__ws_send_error(ws_conn *c, const char *stream, bool has_seq, long long 
 void srv__ws_flush(ws_conn *c)
 {
     conn_after_io(c);
+}
+
+void srv__ws_flush_soon(ws_conn *c)
+{
+    if (c->dead || (c->poll_events & UV_WRITABLE))
+        return;
+    c->poll_events |= UV_WRITABLE; /* on_poll then sends (conn_after_io) */
+    uv_poll_start(&c->poll, c->poll_events, on_poll);
 }
 
 void srv__ws_idle(ws_conn *c)
@@ -674,7 +846,7 @@ void srv_ws_shutdown(srv_ctx *ctx)
         c->refs++;
         /* what the client sent before the signal is in the socket already:
          * read it once more, so that it is answered too */
-        if (!c->closing && wslay_event_want_read(c->wslay))
+        if (!c->closing && !c->paused && wslay_event_want_read(c->wslay))
             conn_read(c);
         c->draining = true;
         srv__ws_on_drain(c);

@@ -27,12 +27,19 @@
 
 typedef struct ws_conn ws_conn;
 typedef struct ws_stream ws_stream;
+typedef struct ws_inbox ws_inbox;
 
 /* ---- the connection, for the stream side (ws_conn.c) ------------------ */
 
 srv_ctx *srv__ws_ctx(const ws_conn *c);
 /* The stream side's list head of this connection (its own to keep). */
 ws_stream **srv__ws_streams(ws_conn *c);
+/* The stream side's messages waiting on this connection (its own to keep
+ * and free, at srv__ws_drop_streams at the latest). */
+ws_inbox **srv__ws_inbox(ws_conn *c);
+/* paused: the stream side works on a message off the loop, the connection
+ * is not read (messages already read still arrive); false resumes. */
+void srv__ws_pause(ws_conn *c, bool paused);
 /* True while messages may still be queued: not closing, not torn down. */
 bool srv__ws_open(const ws_conn *c);
 /* True once ikd shuts down: no new messages are read on this connection. */
@@ -50,6 +57,9 @@ void srv__ws_send_error(ws_conn *c, const char *stream, bool has_seq, long long 
 /* Sends what is queued and re-arms the socket's watch (after work that
  * completed outside a socket event: a pool solve, a path timer). */
 void srv__ws_flush(ws_conn *c);
+/* The same when the socket is next ready (in the next poll of the loop):
+ * answers queued meanwhile go out together. */
+void srv__ws_flush_soon(ws_conn *c);
 /* The stream side went idle: a draining connection then gets its 1001
  * close frame, after the answers queued before it. */
 void srv__ws_idle(ws_conn *c);

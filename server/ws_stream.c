@@ -45,7 +45,16 @@
  *     waiting targets are answered; once nothing runs the connection gets
  *     its 1001 close frame (srv__ws_idle).
  *
- * Memory: a stream holds one reference to its connection and is freed when
+ * Large messages: a message above WS_DECODE_INLINE_MAX is decoded on the
+ * pool (for an open message, its chain and session too: an inline URDF of a
+ * megabyte takes milliseconds), and the connection is not read meanwhile;
+ * the messages the same socket read held after it wait in the connection's
+ * inbox and are handled in order once it is back, so a connection's
+ * messages are answered in the order sent.
+ *
+ * Memory: the chains open streams hold count against --stream-chain-bytes
+ * (each chain once; an open past it is refused). A stream holds one
+ * reference to its connection and is freed when
  * it is closed and no pool solve or timer handle still refers to it. Pool
  * work touches only its own proto_job.
  *
@@ -53,19 +62,25 @@
  * message formats (proto/proto_stream.c), the session (proto/proto_session.c).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
-#include "server/solve.h"
 #include "server/metrics.h"
+#include "server/pool.h"
 #include "server/registry.h"
+#include "server/solve.h"
+#include "server/trim.h"
 #include "server/ws_conn.h"
 
 #define WS_MAX_STREAMS 64 /* per connection */
 #define WS_PATH_BURST 64  /* path samples solved per turn of the loop */
+/* Messages larger than this are decoded on the pool (a JSON text of a
+ * megabyte, an inline URDF chain, takes milliseconds); as HTTP bodies. */
+#define WS_DECODE_INLINE_MAX (64 * 1024)
 
 struct ws_stream {
     ws_conn *conn;
@@ -105,6 +120,123 @@ typedef struct ws_task {
 static void stream_kick(ws_stream *s);
 static void stream_settle(ws_stream *s);
 
+/* ---- the chains streams hold (--stream-chain-bytes) ----------------------------- */
+
+/* Every chain some open stream holds, once, with the number of streams
+ * holding it: ctx->stream_chain_bytes sums their proto_chain_memory(), and
+ * --stream-chain-bytes bounds it (a chain evicted from the registry lives
+ * on in the streams using it, and an inline chain is each stream's own).
+ * A table keyed by the chain's address, chained, grown as it fills. */
+typedef struct held_chain {
+    struct held_chain *next;
+    const proto_chain *chain;
+    size_t streams;
+} held_chain;
+
+struct srv_stream_chains {
+    held_chain **buckets;
+    size_t nbuckets, count;
+};
+
+static size_t chain_bucket(const srv_stream_chains *t, const proto_chain *c)
+{
+    uintptr_t h = (uintptr_t)c;
+    h ^= h >> 17;
+    h *= (uintptr_t)0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 7) & (t->nbuckets - 1);
+}
+
+static held_chain **chain_slot(srv_stream_chains *t, const proto_chain *c)
+{
+    held_chain **p = &t->buckets[chain_bucket(t, c)];
+    while (*p && (*p)->chain != c)
+        p = &(*p)->next;
+    return p;
+}
+
+static bool chains_grow(srv_stream_chains *t)
+{
+    size_t n = t->nbuckets ? 2 * t->nbuckets : 64;
+    held_chain **b = calloc(n, sizeof *b);
+    if (!b)
+        return false;
+    held_chain **old = t->buckets;
+    size_t oldn = t->nbuckets;
+    t->buckets = b;
+    t->nbuckets = n;
+    for (size_t i = 0; i < oldn; i++)
+        for (held_chain *x = old[i], *next; x; x = next) {
+            next = x->next;
+            held_chain **p = &t->buckets[chain_bucket(t, x->chain)];
+            x->next = *p;
+            *p = x;
+        }
+    free(old);
+    return true;
+}
+
+/* One more stream holds c: 0, or -1 with *e set (nothing held) when c is
+ * new and does not fit --stream-chain-bytes. */
+static int chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
+{
+    srv_stream_chains *t = ctx->stream_chains;
+    if (!t && !(t = ctx->stream_chains = calloc(1, sizeof *t)))
+        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
+    if (t->nbuckets) {
+        held_chain *x = *chain_slot(t, c);
+        if (x) {
+            x->streams++;
+            return 0;
+        }
+    }
+    size_t bytes = proto_chain_memory(c), budget = ctx->cfg.stream_chain_bytes;
+    if (bytes > budget)
+        return proto_error_set(e, PROTO_E_TOO_LARGE, "/chain",
+                               "the chain holds %zu bytes, more than streams may hold "
+                               "altogether (--stream-chain-bytes %zu)",
+                               bytes, budget);
+    if (ctx->stream_chain_bytes + bytes > budget) {
+        srv_metrics_rejected(ctx, "stream_chains");
+        return proto_error_set(e, PROTO_E_OVERLOADED, "/chain",
+                               "the chains of open streams fill their budget "
+                               "(--stream-chain-bytes); close streams or retry later");
+    }
+    if (t->count >= t->nbuckets && !chains_grow(t))
+        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
+    held_chain *x = malloc(sizeof *x);
+    if (!x)
+        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
+    x->chain = c;
+    x->streams = 1;
+    held_chain **p = &t->buckets[chain_bucket(t, c)];
+    x->next = *p;
+    *p = x;
+    t->count++;
+    ctx->stream_chain_bytes += bytes;
+    return 0;
+}
+
+/* A stream that held c lets go of it. */
+static void chains_release(srv_ctx *ctx, const proto_chain *c)
+{
+    srv_stream_chains *t = ctx->stream_chains;
+    if (!t || !t->nbuckets)
+        return;
+    held_chain **p = chain_slot(t, c);
+    held_chain *x = *p;
+    if (!x || --x->streams > 0)
+        return;
+    *p = x->next;
+    t->count--;
+    ctx->stream_chain_bytes -= proto_chain_memory(c);
+    free(x);
+    if (t->count == 0) { /* nothing held: no table kept either */
+        free(t->buckets);
+        free(t);
+        ctx->stream_chains = NULL;
+    }
+}
+
 /* ---- lifetime -------------------------------------------------------------- */
 
 static void stream_unref(ws_stream *s)
@@ -112,6 +244,7 @@ static void stream_unref(ws_stream *s)
     if (--s->refs > 0)
         return;
     ws_conn *c = s->conn;
+    chains_release(srv__ws_ctx(c), proto_session_chain(s->session));
     proto_session_free(s->session);
     proto_job_free(s->pending);
     proto_stream_path_free(s->path);
@@ -217,6 +350,7 @@ static void task_done(srv_solve *sv, int status)
     ws_stream *s = t->s;
     ws_conn *c = s->conn;
     bool was_inline = sv->ran_inline;
+    bool deferred = sv->deferred;
     s->busy = false;
     bool stale = t->count > 0 && (t->path_gen != s->path_gen || !s->path);
     if (status != SRV_OK || s->closed || !srv__ws_open(c) || stale) {
@@ -226,7 +360,12 @@ static void task_done(srv_solve *sv, int status)
         if (!was_inline) {
             stream_kick(s);
             stream_settle(s);
-            srv__ws_flush(c);
+            /* a solve that waited for its turn runs among many: the answers
+             * of the turn go out together when the socket is next ready */
+            if (deferred)
+                srv__ws_flush_soon(c);
+            else
+                srv__ws_flush(c);
         }
     }
     free(t);
@@ -257,6 +396,7 @@ static void stream_solve(ws_stream *s, proto_job *job, long long seq, size_t ski
     t->solve.end = 1;
     t->solve.done = task_done;
     t->solve.data = t;
+    t->solve.may_defer = true; /* past the turn's inline budget: a later turn */
     s->refs++;
     s->busy = true;
     if (srv_solve_submit(ctx, &t->solve) == SRV_OK)
@@ -353,37 +493,58 @@ static void stream_settle(ws_stream *s)
 
 /* ---- messages ------------------------------------------------------------------ */
 
-static void on_open(ws_conn *c, proto_stream_msg *m)
+/* The session an open message asks for: its chain resolved (decoded when
+ * inline: megabytes of URDF for some) and its options and seed checked.
+ * Any thread (the registry is). NULL with *e set when refused. */
+static proto_session *open_session(srv_ctx *ctx, const proto_stream_msg *m, proto_error *e)
+{
+    proto_chain *chain = proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits,
+                                             srv_registry_lookup, ctx->registry, e);
+    if (!chain)
+        return NULL;
+    proto_session *session = NULL;
+    int rc = proto_session_open(chain, m->options, m->seed, &ctx->cfg.limits, &session, e);
+    proto_chain_unref(chain);
+    return rc == 0 ? session : NULL;
+}
+
+/* An open message. session: the one prepared off the loop (taken), or
+ * NULL to open it here; err: why it could not be prepared, or NULL. */
+static void on_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
+                    const proto_error *err)
 {
     srv_ctx *ctx = srv__ws_ctx(c);
     proto_error e;
     if (stream_find(c, m->stream)) {
+        proto_session_free(session);
         proto_error_set(&e, PROTO_E_STREAM_EXISTS, "/stream",
                         "a stream of this name is already open on this connection");
         srv__ws_send_error(c, m->stream, false, 0, &e);
         return;
     }
     if (stream_count(c) >= WS_MAX_STREAMS) {
+        proto_session_free(session);
         proto_error_set(&e, PROTO_E_TOO_MANY_STREAMS, "/stream",
                         "at most %d streams may be open on one connection", WS_MAX_STREAMS);
         srv__ws_send_error(c, m->stream, false, 0, &e);
         return;
     }
-    proto_chain *chain = proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits,
-                                             srv_registry_lookup, ctx->registry, &e);
-    if (!chain) {
+    if (err) {
+        srv__ws_send_error(c, m->stream, false, 0, err);
+        return;
+    }
+    if (!session && !(session = open_session(ctx, m, &e))) {
         srv__ws_send_error(c, m->stream, false, 0, &e);
         return;
     }
-    proto_session *session = NULL;
-    int rc = proto_session_open(chain, m->options, m->seed, &ctx->cfg.limits, &session, &e);
-    proto_chain_unref(chain);
-    if (rc != 0) {
+    if (chains_hold(ctx, proto_session_chain(session), &e) != 0) {
+        proto_session_free(session);
         srv__ws_send_error(c, m->stream, false, 0, &e);
         return;
     }
     ws_stream *s = calloc(1, sizeof *s);
     if (!s) {
+        chains_release(ctx, proto_session_chain(session));
         proto_session_free(session);
         return;
     }
@@ -462,33 +623,222 @@ static void on_path(ws_stream *s, proto_stream_msg *m)
     path_step(s);
 }
 
+
+/* A decoded message (rc 0) or its decoding error (rc -1, *e). session,
+ * err: an open message's session prepared off the loop (see on_open). */
+static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
+                       proto_session *session, const proto_error *err)
+{
+    if (rc != 0) {
+        srv__ws_send_error(c, m->stream, m->has_seq, m->seq, e);
+        return;
+    }
+    if (m->type == PROTO_STREAM_OPEN) {
+        on_open(c, m, session, err);
+        return;
+    }
+    ws_stream *s = stream_find(c, m->stream);
+    if (!s || s->close_after) {
+        proto_error_set(e, PROTO_E_UNKNOWN_STREAM, "/stream",
+                        "no stream \"%s\" is open on this connection", m->stream);
+        srv__ws_send_error(c, m->stream, m->has_seq, m->seq, e);
+    } else if (m->type == PROTO_STREAM_CLOSE) {
+        on_close_stream(s);
+    } else if (m->type == PROTO_STREAM_TARGET) {
+        on_target(s, m);
+    } else if (m->type == PROTO_STREAM_PATH) {
+        on_path(s, m);
+    }
+}
+
+static void handle_text(ws_conn *c, const char *text, size_t len)
+{
+    proto_stream_msg m;
+    proto_error e;
+    int rc = proto_stream_decode(text, len, &m, &e);
+    handle_msg(c, &m, rc, &e, NULL, NULL);
+    proto_stream_msg_free(&m);
+}
+
+/* ---- large messages, off the loop ------------------------------------------------ */
+
+/* A connection's messages that wait while one is decoded on the pool: the
+ * connection is not read meanwhile (srv__ws_pause), so they are only what
+ * one socket read held beyond it, and they are handled in order after it. */
+typedef struct inbox_msg {
+    struct inbox_msg *next;
+    size_t len;
+    char text[]; /* len bytes */
+} inbox_msg;
+
+struct ws_inbox {
+    inbox_msg *head, *tail;
+    bool decoding; /* a message is on the pool */
+};
+
+/* One message decoded on the pool: its envelope, and for an open message
+ * its chain and session, the costly part (an inline URDF). */
+typedef struct decode_work {
+    srv_work w;
+    ws_conn *c;
+    char *text;
+    size_t len;
+    proto_stream_msg m;
+    int rc;
+    proto_error e;
+    proto_session *session;
+    bool session_failed;
+    proto_error session_err;
+} decode_work;
+
+static ws_inbox *inbox_of(ws_conn *c)
+{
+    ws_inbox **in = srv__ws_inbox(c);
+    if (!*in)
+        *in = calloc(1, sizeof **in);
+    return *in;
+}
+
+static void inbox_free(ws_conn *c)
+{
+    ws_inbox **in = srv__ws_inbox(c);
+    if (!*in)
+        return;
+    for (inbox_msg *x = (*in)->head, *next; x; x = next) {
+        next = x->next;
+        free(x);
+    }
+    (*in)->head = (*in)->tail = NULL;
+    if (!(*in)->decoding) {
+        free(*in);
+        *in = NULL;
+    }
+}
+
+static void decode_msg_work(srv_work *w)
+{
+    decode_work *d = w->data;
+    d->rc = proto_stream_decode(d->text, d->len, &d->m, &d->e);
+    if (d->rc == 0 && d->m.type == PROTO_STREAM_OPEN) {
+        d->session = open_session(w->ctx, &d->m, &d->session_err);
+        d->session_failed = !d->session;
+    }
+}
+
+static void inbox_drain(ws_conn *c);
+
+static void decode_msg_done(srv_work *w, int status)
+{
+    decode_work *d = w->data;
+    ws_conn *c = d->c;
+    srv_ctx *ctx = srv__ws_ctx(c);
+    ws_inbox *in = *srv__ws_inbox(c);
+    in->decoding = false;
+    if (status == SRV_OK && srv__ws_open(c)) {
+        handle_msg(c, &d->m, d->rc, &d->e, d->session,
+                   d->session_failed ? &d->session_err : NULL);
+        d->session = NULL;
+    }
+    proto_session_free(d->session);
+    if (d->rc == 0)
+        proto_stream_msg_free(&d->m);
+    srv_trim_note(ctx, d->len);
+    free(d->text);
+    free(d);
+    if (srv__ws_open(c)) {
+        inbox_drain(c);
+    } else {
+        inbox_free(c);            /* closing or torn down meanwhile */
+        srv__ws_pause(c, false); /* a closing one reads its close frame */
+    }
+    srv__ws_unref(c);
+}
+
+/* Sends text (a copy, taken) to the pool; false when it cannot go. */
+static bool decode_off_loop(ws_conn *c, char *text, size_t len)
+{
+    ws_inbox *in = *srv__ws_inbox(c);
+    decode_work *d = calloc(1, sizeof *d);
+    if (!d)
+        return false;
+    d->c = c;
+    d->text = text;
+    d->len = len;
+    d->w.data = d;
+    if (srv_pool_submit_always(srv__ws_ctx(c), &d->w, decode_msg_work, decode_msg_done) !=
+        SRV_OK) {
+        free(d);
+        return false;
+    }
+    in->decoding = true;
+    srv__ws_ref(c);
+    srv__ws_pause(c, true);
+    return true;
+}
+
+/* Handles what waits, in order, until a large message goes to the pool;
+ * when nothing waits any more, the connection is read again and the
+ * streams' targets are solved. */
+static void inbox_drain(ws_conn *c)
+{
+    ws_inbox *in = *srv__ws_inbox(c);
+    while (in->head && !in->decoding && srv__ws_open(c)) {
+        inbox_msg *x = in->head;
+        in->head = x->next;
+        if (!in->head)
+            in->tail = NULL;
+        if (x->len > WS_DECODE_INLINE_MAX) {
+            char *text = malloc(x->len);
+            if (text) {
+                memcpy(text, x->text, x->len);
+                if (decode_off_loop(c, text, x->len)) {
+                    free(x);
+                    break;
+                }
+                free(text);
+            }
+        }
+        handle_text(c, x->text, x->len);
+        free(x);
+    }
+    if (in->decoding)
+        return;
+    srv__ws_pause(c, false);
+    srv__ws_on_read_done(c);
+    srv__ws_idle(c);
+    srv__ws_flush(c);
+}
+
 /* ---- the hooks of server/ws_conn.h ------------------------------------------------- */
 
 void srv__ws_on_text(ws_conn *c, const char *text, size_t len)
 {
-    proto_stream_msg m;
-    proto_error e;
-    if (proto_stream_decode(text, len, &m, &e) != 0) {
-        srv__ws_send_error(c, m.stream, m.has_seq, m.seq, &e);
+    ws_inbox *in = *srv__ws_inbox(c);
+    if (in && (in->decoding || in->head)) {
+        /* behind a message on the pool: in order, after it */
+        inbox_msg *x = malloc(sizeof *x + len);
+        if (!x)
+            return;
+        x->next = NULL;
+        x->len = len;
+        memcpy(x->text, text, len);
+        if (in->tail)
+            in->tail->next = x;
+        else
+            in->head = x;
+        in->tail = x;
         return;
     }
-    if (m.type == PROTO_STREAM_OPEN) {
-        on_open(c, &m);
-    } else {
-        ws_stream *s = stream_find(c, m.stream);
-        if (!s || s->close_after) {
-            proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, "/stream",
-                            "no stream \"%s\" is open on this connection", m.stream);
-            srv__ws_send_error(c, m.stream, m.has_seq, m.seq, &e);
-        } else if (m.type == PROTO_STREAM_CLOSE) {
-            on_close_stream(s);
-        } else if (m.type == PROTO_STREAM_TARGET) {
-            on_target(s, &m);
-        } else if (m.type == PROTO_STREAM_PATH) {
-            on_path(s, &m);
+    if (len > WS_DECODE_INLINE_MAX && inbox_of(c)) {
+        char *copy = malloc(len);
+        if (copy) {
+            memcpy(copy, text, len);
+            if (decode_off_loop(c, copy, len))
+                return;
+            free(copy);
         }
     }
-    proto_stream_msg_free(&m);
+    handle_text(c, text, len);
 }
 
 void srv__ws_on_read_done(ws_conn *c)
@@ -511,6 +861,9 @@ void srv__ws_on_drain(ws_conn *c)
 
 bool srv__ws_busy(ws_conn *c)
 {
+    const ws_inbox *in = *srv__ws_inbox(c);
+    if (in && (in->decoding || in->head))
+        return true;
     for (const ws_stream *s = *srv__ws_streams(c); s; s = s->next)
         if (s->busy || s->pending)
             return true;
@@ -519,6 +872,7 @@ bool srv__ws_busy(ws_conn *c)
 
 void srv__ws_drop_streams(ws_conn *c)
 {
+    inbox_free(c); /* a message still on the pool frees it when it is back */
     ws_stream **head = srv__ws_streams(c);
     while (*head)
         stream_drop(*head);

@@ -59,19 +59,28 @@ free_port() {
 # replica N THREADS: starts ikd in the background and sets $port (called
 # directly, never in $(...), so that its pid stays recorded)
 replica() {
+    # the file of a previous round with the same N would otherwise satisfy
+    # the wait below before the new process truncates it
+    : >"$tmp/r$1.out"
     "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn --threads "$2" \
         --max-connections-per-address 10000 >"$tmp/r$1.out" 2>"$tmp/r$1.err" &
     _p=$!
     pids="$pids $_p"
+    # wait for the whole "listening on HOST:PORT" line: a line read while
+    # it is being written has no port yet
     i=0
-    while ! grep -q "listening on" "$tmp/r$1.out" 2>/dev/null; do
+    port=
+    while [ -z "$port" ]; do
+        if [ "$(tail -c 1 "$tmp/r$1.out" 2>/dev/null | od -An -c | tr -d ' ')" = '\n' ]; then
+            port=$(sed -n 's/.*listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/r$1.out" | head -1)
+        fi
+        [ -n "$port" ] && break
         i=$((i + 1))
-        if [ $i -gt 100 ] || ! kill -0 "$_p" 2>/dev/null; then
+        if [ $i -gt 200 ] || ! kill -0 "$_p" 2>/dev/null; then
             echo "balancer_bench: replica $1 did not start" >&2; cat "$tmp/r$1.err" >&2; exit 1
         fi
         run sleep 0.05
     done
-    port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$tmp/r$1.out" | head -1)
 }
 
 # load URL: wrk against URL; sets $rps and $p99 (milliseconds)

@@ -21,15 +21,22 @@ start() {
     name=$1; shift
     "$@" >"$bench_tmp/$name.out" 2>"$bench_tmp/$name.err" &
     pid=$!
+    # the whole "listening on HOST:PORT" line (one read while it is being
+    # written has no port, or part of it)
     i=0
-    while ! grep -q "listening on" "$bench_tmp/$name.out" 2>/dev/null; do
+    port=
+    while [ -z "$port" ]; do
+        if [ "$(tail -c 1 "$bench_tmp/$name.out" 2>/dev/null | od -An -c | tr -d ' ')" = '\n' ]; then
+            port=$(sed -n 's/.*listening on .*:\([0-9][0-9]*\)$/\1/p' "$bench_tmp/$name.out" |
+                head -1)
+        fi
+        [ -n "$port" ] && break
         i=$((i + 1))
-        if [ $i -gt 100 ] || ! kill -0 "$pid" 2>/dev/null; then
+        if [ $i -gt 200 ] || ! kill -0 "$pid" 2>/dev/null; then
             echo "bench: $name did not start" >&2; cat "$bench_tmp/$name.err" >&2; exit 1
         fi
         sleep 0.05
     done
-    port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$bench_tmp/$name.out" | head -1)
 }
 
 stop() {

@@ -5,7 +5,8 @@
 # shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
 # samples each, the tree benchmark on both PR2 arms and the Baxter-like
-# tree, then the HTTP
+# tree, the CMU walk as a tree of bones against a tree of joints, then the
+# HTTP
 # benchmark, then the WebSocket benchmarks (robot_bench.py among them). Every
 # command prints one JSON object on its last line.
 set -eu
@@ -58,6 +59,11 @@ tree() { # robot base tips
 tree pr2 torso_lift_link l_wrist_roll_link,r_wrist_roll_link
 tree pr2 base_link l_wrist_roll_link,r_wrist_roll_link
 tree baxter_like base_link left_hand,right_hand
+
+# a character's walk streamed through the wire format as a tree of a
+# skeleton's bones, against the same walk as a tree of joints in the same
+# run (ratio_bones_vs_joints; tests/bench/walk_bench.c)
+"$BUILD/walk_bench" --data "$IKD_DATA"
 
 # the daemon over HTTP: wrk against ikd and a bare libmicrohttpd server,
 # same run (tests/bench/http_bench.sh)

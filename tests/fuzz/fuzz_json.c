@@ -8,32 +8,102 @@
  * gives: the same tree (types, key order, reals bit for bit) or the same
  * error (text, line, column, position). The fast reader alone
  * (proto__json_read) may decline a text but never accept an invalid one or
- * build a different tree. Then every tree jansson read is written back by
- * proto_json_dump() (reals with the fewest digits that read back), read
- * again by jansson and printed with JSON_COMPACT | JSON_REAL_PRECISION(17)
- * | JSON_ENCODE_ANY: that must be byte-identical to json_dumps() of the
- * tree with the same flags, plain and with sorted keys.
+ * build a different tree. Then the writer, on every tree jansson read:
+ *   - the canonical text chain ids hash (proto_jw_canonical_reals: keys
+ *     sorted, every number a 17-digit real) must be byte for byte
+ *     json_dumps() of the same tree with its integers made reals, with
+ *     JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) |
+ *     JSON_ENCODE_ANY: ids are hashes of that text, so one differing byte
+ *     (an escape written \u001e instead of \u001E) is another id;
+ *   - proto_json_dump(), which writes reals in their shortest form, must be
+ *     byte for byte json_dumps() (JSON_COMPACT | JSON_REAL_PRECISION(17) |
+ *     JSON_ENCODE_ANY, plain and with sorted keys) on a tree without reals
+ *     (strings, their escapes, integers, keys, layout), and on any tree
+ *     must read back (jansson) to the tree json_dumps() describes.
  */
 #include "tests/fuzz/fuzz.h"
 
 #include "proto/proto_json.h"
 #include "proto/proto_json_write.h"
 
-static void check_dump(const json_t *v, bool canonical)
+#define DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY)
+
+static bool has_reals(const json_t *v)
 {
-    size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY;
-    if (canonical)
-        flags |= JSON_SORT_KEYS;
-    char *want = json_dumps(v, flags);
-    char *got = proto_json_dump(v, canonical);
+    const char *key;
+    json_t *x;
+    size_t i;
+    switch (json_typeof(v)) {
+    case JSON_REAL:
+        return true;
+    case JSON_OBJECT:
+        json_object_foreach((json_t *)v, key, x) if (has_reals(x)) return true;
+        return false;
+    case JSON_ARRAY:
+        json_array_foreach(v, i, x) if (has_reals(x)) return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+/* A deep copy of v with every integer made the real it converts to. */
+static json_t *ints_as_reals(const json_t *v)
+{
+    const char *key;
+    json_t *x, *out;
+    size_t i;
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        return json_real((double)json_integer_value(v));
+    case JSON_OBJECT:
+        out = json_object();
+        json_object_foreach((json_t *)v, key, x)
+            json_object_set_new_nocheck(out, key, ints_as_reals(x));
+        return out;
+    case JSON_ARRAY:
+        out = json_array();
+        json_array_foreach(v, i, x) json_array_append_new(out, ints_as_reals(x));
+        return out;
+    default:
+        return json_deep_copy(v);
+    }
+}
+
+static void same_text(const char *want, const char *got, const char *what)
+{
     if (!want || !got)
         fuzz_fail("a dump returned NULL");
-    json_t *back = json_loads(got, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-    char *again = back ? json_dumps(back, flags & ~(size_t)JSON_SORT_KEYS) : NULL;
-    if (!again || strcmp(want, again) != 0) {
+    if (strcmp(want, got) != 0) {
         fprintf(stderr, "jansson: %s\nproto:   %s\n", want, got);
-        fuzz_fail("proto_json_dump differs from json_dumps");
+        fuzz_fail(what);
     }
+}
+
+static void check_canonical(const json_t *v)
+{
+    json_t *r = ints_as_reals(v);
+    char *want = r ? json_dumps(r, DUMP_FLAGS | JSON_SORT_KEYS) : NULL;
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    proto_jw_canonical_reals(&w, v);
+    char *got = proto_jw_finish(&w, NULL);
+    same_text(want, got, "the canonical text (chain ids) differs from json_dumps");
+    free(want);
+    free(got);
+    json_decref(r);
+}
+
+static void check_dump(const json_t *v, bool canonical)
+{
+    size_t flags = DUMP_FLAGS | (canonical ? JSON_SORT_KEYS : 0);
+    char *want = json_dumps(v, flags);
+    char *got = proto_json_dump(v, canonical);
+    if (!has_reals(v))
+        same_text(want, got, "proto_json_dump differs from json_dumps");
+    json_t *back = got ? json_loads(got, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL) : NULL;
+    char *again = back ? json_dumps(back, flags) : NULL;
+    same_text(want, again, "proto_json_dump does not read back as json_dumps describes");
     json_decref(back);
     free(again);
     free(want);
@@ -69,6 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_fail("the fast reader built another tree than jansson");
 
     if (j) {
+        check_canonical(j);
         check_dump(j, false);
         check_dump(j, true);
     }

@@ -352,6 +352,7 @@ typedef struct answer {
     const json_t *target;
     const json_t *top;    /* the whole response (solver, units, frame) */
     const json_t *result; /* one result (the response itself for a solve) */
+    const json_t *seed;   /* its seed, or NULL */
 } answer;
 
 #define FAIL(...)                                                                                  \
@@ -863,6 +864,149 @@ static int check_tree(const answer *a, char *why, size_t size)
     return 0;
 }
 
+/* Trees of bones: every bone's frame composed here, G = G_parent *
+ * translation * rotation * scale with the answered local rotations (and
+ * the rotation alone, for the tips' poses: the bones above a tip scale
+ * uniformly); the answered positions and tip poses those frames, every
+ * bone as long as in the chain's pose, the bones off the tips' paths
+ * unturned, tips answered success on their targets and tips kept (no
+ * target, keep pose) where the start put them. */
+#define MAX_BONES 64
+
+typedef struct bone_frames {
+    double M[MAX_BONES][12]; /* row-major 3x4 */
+    ik_quat Q[MAX_BONES];    /* the rotation alone */
+} bone_frames;
+
+static void bones_fk(const json_t *bones, const json_t *rot, bone_frames *f)
+{
+    for (size_t i = 0; i < json_array_size(bones); i++) {
+        const json_t *o = json_array_get(bones, i);
+        const char *parent = str_of(o, "parent", NULL);
+        int p = parent ? bone_index(bones, parent) : -1;
+        ik_vec3 t = json_object_get(o, "translation") ? pc_vec(json_object_get(o, "translation"))
+                                                      : ik_v3(0, 0, 0);
+        ik_vec3 sc =
+            json_object_get(o, "scale") ? pc_vec(json_object_get(o, "scale")) : ik_v3(1, 1, 1);
+        ik_quat q = ik_quat_identity();
+        if (rot)
+            q = pc_quat(json_array_get(rot, i));
+        else if (json_object_get(o, "rotation"))
+            q = pc_quat(json_object_get(o, "rotation"));
+        q = ik_quat_normalize(q);
+        double R[9], L[12];
+        ik_quat_to_mat3(q, R);
+        const double s3[3] = {sc.x, sc.y, sc.z}, t3[3] = {t.x, t.y, t.z};
+        for (int r = 0; r < 3; r++) {
+            for (int c = 0; c < 3; c++)
+                L[4 * r + c] = R[3 * r + c] * s3[c];
+            L[4 * r + 3] = t3[r];
+        }
+        if (p < 0) {
+            memcpy(f->M[i], L, sizeof L);
+            f->Q[i] = q;
+            continue;
+        }
+        const double *P = f->M[p];
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 4; c++)
+                f->M[i][4 * r + c] = P[4 * r] * L[c] + P[4 * r + 1] * L[4 + c] +
+                                     P[4 * r + 2] * L[8 + c] + (c == 3 ? P[4 * r + 3] : 0.0);
+        f->Q[i] = ik_quat_normalize(ik_quat_mul(f->Q[p], q));
+    }
+}
+
+static ik_vec3 bone_origin(const bone_frames *f, size_t i)
+{
+    return ik_v3(f->M[i][3], f->M[i][7], f->M[i][11]);
+}
+
+static int check_tree_bones(const answer *a, char *why, size_t size)
+{
+    const json_t *bones = json_object_get(a->chain, "bones");
+    const json_t *rot = json_object_get(a->result, "rotations");
+    const json_t *pos = json_object_get(a->result, "positions");
+    const json_t *tips = json_object_get(a->result, "tips");
+    const json_t *tnames = json_object_get(a->chain, "tips");
+    const size_t n = json_array_size(bones);
+    if (strcmp(str_of(a->chain, "frame", "ros"), "ros") != 0 ||
+        strcmp(str_of(a->options, "frame", "ros"), "ros") != 0)
+        FAIL("tree of bones: this check reads ros-frame skeletons only");
+    ck_assert_uint_le(n, MAX_BONES);
+    if (json_array_size(rot) != n || json_array_size(pos) != n)
+        FAIL("tree of bones: expected %zu rotations and positions", n);
+    if (json_array_size(tips) != json_array_size(tnames))
+        FAIL("tree of bones: %zu tips answered for %zu", json_array_size(tips),
+             json_array_size(tnames));
+    static bone_frames got, chain, start;
+    bones_fk(bones, rot, &got);
+    bones_fk(bones, NULL, &chain);
+    bones_fk(bones, a->seed, &start);
+    bool on[MAX_BONES] = {false};
+    for (size_t k = 0; k < json_array_size(tnames); k++)
+        for (int b = bone_index(bones, json_string_value(json_array_get(tnames, k))); b >= 0;
+             b = str_of(json_array_get(bones, (size_t)b), "parent", NULL)
+                     ? bone_index(bones, str_of(json_array_get(bones, (size_t)b), "parent", ""))
+                     : -1)
+            on[b] = true;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *o = json_array_get(bones, i);
+        if (near(pc_vec(json_array_get(pos, i)), bone_origin(&got, i)) > 1e-9)
+            FAIL("tree of bones: position %zu is not where the rotations put bone %s", i,
+                 str_of(o, "name", ""));
+        const char *parent = str_of(o, "parent", NULL);
+        if (parent) {
+            int p = bone_index(bones, parent);
+            double want = near(bone_origin(&chain, i), bone_origin(&chain, (size_t)p));
+            double have = near(bone_origin(&got, i), bone_origin(&got, (size_t)p));
+            if (fabs(want - have) > 1e-9 * (1 + want))
+                FAIL("tree of bones: bone %s is %.12g long, %.12g in the chain",
+                     str_of(o, "name", ""), have, want);
+        }
+        ik_quat before = ik_quat_identity();
+        if (a->seed)
+            before = pc_quat(json_array_get(a->seed, i));
+        else if (json_object_get(o, "rotation"))
+            before = pc_quat(json_object_get(o, "rotation"));
+        if (!on[i] && !same_rotation(before, pc_quat(json_array_get(rot, i)), 1e-12))
+            FAIL("tree of bones: bone %s is on no tip's path but was turned",
+                 str_of(o, "name", ""));
+    }
+    const bool keep_pose = strcmp(str_of(a->target, "keep", "pose"), "pose") == 0;
+    bool all = true;
+    for (size_t k = 0; k < json_array_size(tnames); k++) {
+        const char *tn = json_string_value(json_array_get(tnames, k));
+        const size_t b = (size_t)bone_index(bones, tn);
+        const json_t *at = json_array_get(tips, k);
+        ik_vec3 p = bone_origin(&got, b);
+        if (near(pc_vec(json_object_get(at, "position")), p) > 1e-9 ||
+            !same_rotation(pc_quat(json_object_get(at, "orientation")), got.Q[b], 1e-12))
+            FAIL("tree of bones: tip %s is not where the rotations put it", tn);
+        const char *st = str_of(at, "status", NULL);
+        all &= !st || strcmp(st, "success") == 0;
+        if (!st || strcmp(st, "success") != 0)
+            continue;
+        const json_t *g = json_object_get(json_object_get(a->target, "tips"), tn);
+        ik_vec3 t = g ? pc_vec(json_object_get(g, "position")) : bone_origin(&start, b);
+        double R[9], Rg[9];
+        ik_quat_to_mat3(got.Q[b], R);
+        bool has_rot = g ? target_rotation(g, Rg) : (ik_quat_to_mat3(start.Q[b], Rg), keep_pose);
+        const json_t *w = g ? json_object_get(g, "weights") : NULL;
+        double d[3] = {p.x - t.x, p.y - t.y, p.z - t.z};
+        for (int c = 0; c < 3; c++)
+            if ((!w || json_number_value(json_array_get(w, (size_t)c)) > 0) &&
+                fabs(d[c]) > numeric_tol(a))
+                FAIL("tree of bones: tip %s answered success, %g away from %s", tn, fabs(d[c]),
+                     g ? "its target" : "where it started");
+        if (!w && has_rot && rot_err(Rg, R) > angular_tol(a))
+            FAIL("tree of bones: tip %s answered success, turned %g from %s", tn, rot_err(Rg, R),
+                 g ? "its target" : "where it started");
+    }
+    if (success(a) && !all)
+        FAIL("tree of bones: success with a tip that is not");
+    return 0;
+}
+
 /* Checks one answer; 0 or -1 with why. */
 static int check_answer(const answer *a, char *why, size_t size)
 {
@@ -887,7 +1031,8 @@ static int check_answer(const answer *a, char *why, size_t size)
     if (strcmp(kind, "urdf") == 0)
         return check_urdf(a, why, size);
     if (strcmp(kind, "tree") == 0)
-        return check_tree(a, why, size);
+        return json_object_get(a->chain, "bones") ? check_tree_bones(a, why, size)
+                                                  : check_tree(a, why, size);
     FAIL("unknown chain kind %s", kind);
 }
 
@@ -901,18 +1046,22 @@ static int check_response(const json_t *req, const json_t *resp, size_t *count, 
     if (!chain)
         chain = owned = registered_chain_json(str_of(req, "chain_id", ""));
     ck_assert_msg(chain != NULL, "no chain for this request");
-    answer a = {chain, json_object_get(req, "options"), NULL, resp, resp};
+    answer a = {chain, json_object_get(req, "options"), NULL, resp, resp, NULL};
     int rc = 0;
     json_t *targets = json_object_get(req, "targets");
     *count = 0;
     if (!targets) {
         a.target = json_object_get(req, "target");
+        a.seed = json_object_get(req, "seed");
         rc = check_answer(&a, why, size);
         *count = 1;
     }
     for (size_t i = 0; rc == 0 && targets && i < json_array_size(targets); i++) {
         a.target = json_array_get(targets, i);
         a.result = json_array_get(json_object_get(resp, "results"), i);
+        a.seed = json_array_get(json_object_get(req, "seeds"), i);
+        if (json_is_null(a.seed))
+            a.seed = NULL;
         if (!a.result) {
             snprintf(why, size, "no result %zu", i);
             rc = -1;
@@ -1109,6 +1258,9 @@ START_TEST(checks_can_fail)
     expect_rejected("solve_urdf", "positions", 3, 0, 1e-6);
     expect_rejected("solve_tree_urdf", "joints", 2, 0, 1e-4);
     expect_rejected("solve_tree_priorities", "joints", 0, 0, 1e-4);
+    /* a tree of bones: a turned bone, a bone off its place */
+    expect_rejected("solve_tree_skeleton", "rotations", 2, 1, 1e-6);
+    expect_rejected("solve_tree_skeleton", "positions", 4, 0, 1e-6);
 }
 END_TEST
 

@@ -55,8 +55,7 @@ static json_t *oracle_tree(const proto_job *job)
         json_t *a = json_array();
         for (size_t i = 0; i < c->nnames; i++)
             json_array_append_new(a, json_string(c->names[i]));
-        json_object_set_new(o, c->kind == PROTO_CHAIN_SKELETON ? "bone_names" : "joint_names",
-                            a);
+        json_object_set_new(o, c->skel ? "bone_names" : "joint_names", a);
     }
     if (c->tip_names) {
         json_t *a = json_array();
@@ -192,6 +191,14 @@ static int same_as_oracle_str(const char *body)
     "{\"name\":\"hand_b\",\"parent\":\"b2\",\"type\":\"fixed\",\"origin\":{\"xyz\":[0.3,0,0]}}]," \
     "\"tips\":[\"hand \\\"a\\\"\",\"hand_b\"]}"
 
+/* a tree of bones: a hip, an arm and a leg, names that need escaping */
+#define BONES "{\"kind\":\"tree\",\"bones\":[{\"name\":\"hip\"},{\"name\":\"arm\"," \
+    "\"parent\":\"hip\",\"translation\":[0,0.2,0],\"scale\":[2,2,2]},{\"name\":" \
+    "\"hand \\\"a\\\"\",\"parent\":\"arm\",\"translation\":[0.1,0,0],\"scale\":[1,2,3]}," \
+    "{\"name\":\"leg\",\"parent\":\"hip\",\"translation\":[0,-0.1,-0.1],\"rotation\":" \
+    "[0,0.3826834,0,0.9238795]},{\"name\":\"foot\",\"parent\":\"leg\",\"translation\":" \
+    "[0,0,-0.4]}],\"tips\":[\"hand \\\"a\\\"\",\"foot\"]}"
+
 static const char *const REQUESTS[] = {
     /* the HTTP benchmark's body */
     "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]},"
@@ -272,6 +279,19 @@ static const char *const REQUESTS[] = {
     "{\"chain\":" TREE ",\"targets\":[{\"tips\":{\"hand_b\":{\"position\":[0.5,-0.2,"
     "0.1],\"orientation\":[0,0.3826834,0,0.9238795]}}},{\"tips\":{\"hand_b\":{"
     "\"position\":[5,5,5]}}}],\"options\":{\"timeout_ms\":0,\"max_iterations\":2000}}",
+    /* trees of bones: local rotations and every bone's position, tips in
+     * another frame; a batch from seeds with a step refused and a target
+     * out of reach */
+    "{\"chain\":" BONES ",\"target\":{\"tips\":{\"hand \\\"a\\\"\":{\"position\":"
+    "[0.3,0.35,0.1]}}},\"options\":{\"frame\":\"unreal\",\"timeout_ms\":0,"
+    "\"max_iterations\":2000}}",
+    "{\"chain\":" BONES ",\"targets\":[{\"tips\":{\"foot\":{\"position\":[0.2,-0.2,-0.3],"
+    "\"orientation\":[0,0,0,1]}}},{\"tips\":{\"foot\":{\"position\":[5,5,5]}},\"keep\":"
+    "\"joints\"}],\"seeds\":[null,[[0,0,0,1],[0,0,0,1],[0,0,0,1],[0,0,0,1],[0,0,0,1]]],"
+    "\"options\":{\"units\":\"degrees\",\"timeout_ms\":0,\"max_iterations\":2000}}",
+    "{\"chain\":" BONES ",\"target\":{\"tips\":{\"foot\":{\"position\":[0.2,-0.2,-0.3]}}},"
+    "\"seed\":[[0,0,0,1],[0,0,0,1],[0,0,0,1],[0,0,0,1],[0,0,0,1]],\"options\":{"
+    "\"max_joint_step\":0.01,\"timeout_ms\":0,\"max_iterations\":2000}}",
 };
 
 /* The closed form's answers (issue 15): every solution listed
@@ -331,7 +351,7 @@ typedef struct poke {
 static size_t pokes_of(proto_job *job, size_t i, poke *p)
 {
     proto_result *r = &job->results[i];
-    bool skel = job->chain->kind == PROTO_CHAIN_SKELETON;
+    bool skel = job->chain->skel != NULL; /* skeletons and trees of bones */
     size_t n = 0;
     if (job->dof)
         p[n++] = (poke){"joints", &r->q[job->dof - 1]};

@@ -261,6 +261,28 @@ START_TEST(test_allow_origin_fails_closed)
 }
 END_TEST
 
+/* IKD_ALLOW_ORIGIN set to a list naming no Origin fails closed too, the
+ * empty value included: it used to be skipped like an unset variable,
+ * which left every Origin allowed while --allow-origin "" refused to
+ * start. */
+START_TEST(test_allow_origin_env_fails_closed)
+{
+    const char *bad[] = {"", ",", " "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("IKD_ALLOW_ORIGIN", bad[i], 1);
+        srv_config cfg;
+        srv_config_default(&cfg);
+        char err[256] = "";
+        char *argv[] = {"ikd"};
+        ck_assert_msg(parse(&cfg, 1, argv, err) == SRV_EINVAL, "accepted IKD_ALLOW_ORIGIN=\"%s\"",
+                      bad[i]);
+        ck_assert_msg(strstr(err, "IKD_ALLOW_ORIGIN"), "%s", err);
+        srv_config_free(&cfg);
+    }
+    unsetenv("IKD_ALLOW_ORIGIN");
+}
+END_TEST
+
 START_TEST(test_token_check)
 {
     ck_assert(srv_http_token_ok("Bearer abc", "abc"));
@@ -491,6 +513,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_rejected_and_help);
     tcase_add_test(tc, test_token_check);
     tcase_add_test(tc, test_allow_origin_fails_closed);
+    tcase_add_test(tc, test_allow_origin_env_fails_closed);
     tcase_add_test(tc, test_table_defaults_parse);
     tcase_add_test(tc, test_help_lists_table);
     tcase_add_test(tc, test_readme_flags);

@@ -38,6 +38,8 @@ START_TEST(test_requests_and_rejects)
     srv_metrics_reject(m, "pool_full");
     srv_metrics_reject(m, "pool_full");
     srv_metrics_reject(m, "unauthorized");
+    srv_metrics_held held = {.registry = 1234, .request_bodies = 56};
+    srv_metrics_set_held(m, &held);
     size_t len = 0;
     char *t = srv_metrics_render(m, 3, 7, 5, &len);
     ck_assert_ptr_nonnull(t);
@@ -50,6 +52,8 @@ START_TEST(test_requests_and_rejects)
     ck_assert_double_eq(sample(t, "ikd_pool_queue_depth"), 3);
     ck_assert_double_eq(sample(t, "ikd_registry_chains"), 7);
     ck_assert_double_eq(sample(t, "ikd_http_requests_active"), 5);
+    ck_assert_double_eq(sample(t, "ikd_held_bytes{what=\"registry\"}"), 1234);
+    ck_assert_double_eq(sample(t, "ikd_held_bytes{what=\"request_bodies\"}"), 56);
     ck_assert_ptr_nonnull(strstr(t, "# TYPE ikd_http_requests_total counter\n"));
     ck_assert_ptr_nonnull(strstr(t, "# TYPE ikd_pool_queue_depth gauge\n"));
     free(t);

@@ -1,0 +1,27 @@
+/*
+ * trim.h: giving memory back to the system after large requests, so that
+ * ikd's resident memory tracks what it holds (server/trim.c says why and
+ * how). Loop thread only.
+ */
+#ifndef SRV_TRIM_H
+#define SRV_TRIM_H
+
+#include <stddef.h>
+
+#include "server/srv.h"
+
+/* Requests, answers or messages of at least this many bytes are large. */
+#define SRV_TRIM_LARGE (1024 * 1024)
+
+/* Sets up the timer on ctx->loop (ctx->trim). 0, or SRV_ENOMEM (then
+ * nothing is ever trimmed, which is only a matter of memory). */
+int srv_trim_start(srv_ctx *ctx);
+/* Closes the timer; a trim running on the pool finishes on its own. The
+ * state is freed once both are done. */
+void srv_trim_stop(srv_ctx *ctx);
+
+/* Something of `bytes` was freed; when it is large (SRV_TRIM_LARGE), a
+ * trim follows soon, at most one a second. */
+void srv_trim_note(srv_ctx *ctx, size_t bytes);
+
+#endif /* SRV_TRIM_H */
