@@ -25,6 +25,7 @@
 #define PROTO_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proto/proto_error.h"
@@ -132,6 +133,42 @@ char *proto_job_encode(const proto_job *job, size_t *len);
 size_t proto_job_encode_bound(const proto_job *job);
 void proto_job_free(proto_job *job); /* NULL is fine */
 
+/* ---- batch answers in pieces ---------------------------------------------- */
+
+/* A batch's answer (a PROTO_BATCH job's, or a batch of items') written out
+ * as the batch is solved, chunk by chunk, so that neither the daemon nor
+ * the client waits for the whole: the head (the members before the
+ * results, then "results":[), the results of consecutive ranges [begin,
+ * end) in order (each range after proto_job_run() or proto_items_run()
+ * covered it; a range that does not start at 0 starts with its comma),
+ * then the tail (],"counts":{...}}). Each results piece adds its results
+ * to counts[] by the bucket each is counted in (success, no_ik_solution,
+ * timed_out, other, and error for items answered with their error), and
+ * the tail prints the sums, so that the ranges can be encoded on any
+ * threads and the counts added up in any order. The pieces joined are
+ * byte for byte proto_job_encode()'s (proto_items_encode()'s) text. Each
+ * piece is malloc'd and NUL-terminated (caller frees), *len its length;
+ * NULL only when out of memory. */
+#define PROTO_COUNT_BUCKETS 5
+char *proto_job_encode_head(const proto_job *job, size_t *len);
+char *proto_job_encode_results(const proto_job *job, size_t begin, size_t end,
+                               size_t counts[PROTO_COUNT_BUCKETS], size_t *len);
+char *proto_job_encode_tail(const proto_job *job, const size_t counts[PROTO_COUNT_BUCKETS],
+                            size_t *len);
+/* An upper estimate of the bytes one result of job's answer takes (as its
+ * options.fields and digits ask), for sizing the pieces. */
+size_t proto_job_result_bytes(const proto_job *job);
+/* For a batch answered in pieces: keeps the results of only `slots`
+ * targets at a time instead of every target's, so that the memory of the
+ * results is bounded by the pieces in flight, not by the batch. Target i's
+ * result then takes the place of target i - slots's: a range may run only
+ * when the results sharing its places were encoded, and only the results
+ * of ranges that ran since are there to encode (proto_job_encode() no
+ * longer applies). Call before anything runs. 0 (slots 0 or not below the
+ * target count: nothing changes), or -1 when out of memory (the job is as
+ * it was). */
+int proto_job_limit_results(proto_job *job, size_t slots);
+
 /* ---- many rigs: batches of items (proto_items.c) ------------------------- */
 
 /* A POST /v1/solve/batch body with "items": each item a POST /v1/solve body
@@ -168,7 +205,58 @@ void proto_items_run(proto_items *it, size_t begin, size_t end);
  * options say) or {"error": {...}}. malloc'd, NUL-terminated, *len its
  * length; NULL only when out of memory. Only after every item ran. */
 char *proto_items_encode(const proto_items *it, size_t *len);
+/* The same answer in pieces, as proto_job_encode_head() and the others. */
+char *proto_items_encode_head(const proto_items *it, size_t *len);
+char *proto_items_encode_results(const proto_items *it, size_t begin, size_t end,
+                                 size_t counts[PROTO_COUNT_BUCKETS], size_t *len);
+char *proto_items_encode_tail(const proto_items *it, const size_t counts[PROTO_COUNT_BUCKETS],
+                              size_t *len);
+/* The largest proto_job_result_bytes() of its items (an error's answer
+ * counted too). */
+size_t proto_items_result_bytes(const proto_items *it);
 void proto_items_free(proto_items *it); /* NULL is fine */
+
+/* ---- batch bodies (proto_batch_read.c) ------------------------------------ */
+
+/* A POST /v1/solve/batch body of either form: one chain's "targets" (0 and
+ * *job) or "items" (0 and *items), or -1 with *err set; exactly what
+ * proto_json_parse(PROTO_JSON_BATCH) then proto_items_decode_json (when
+ * the body is an object with "items") or proto_job_decode_json
+ * (PROTO_BATCH) give for it, only without building the jansson tree of
+ * the targets of the usual batch (position, orientation, up and pole
+ * targets). The other of *job and *items is NULL; on error both are. */
+int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
+                       proto_chain_lookup_fn lookup, void *ud, proto_job **job,
+                       proto_items **items, proto_error *err);
+
+/* ---- the binary form of batches (proto_binary.c) ---------------------------- */
+
+/* The media type of binary batches, requests (Content-Type) and answers
+ * (Accept); proto/README.md, "Binary batches", gives the layout. */
+#define PROTO_BINARY_TYPE "application/vnd.ikd.batch"
+
+/* A binary batch request: 0 and *out, or -1 with *err set (nothing
+ * allocated). Its JSON head is decoded as a batch body's members are, and
+ * its targets as JSON targets with the same numbers would be, with the
+ * same errors and paths. */
+int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *lim,
+                              proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                              proto_error *err);
+/* Whether a batch's answer has a binary form (a batch of one chain that is
+ * not a tree). */
+bool proto_job_binary_ok(const proto_job *job);
+/* Bytes of one result's record in the binary answer. */
+size_t proto_job_binary_record(const proto_job *job);
+/* The binary answer in pieces, as proto_job_encode_head() and the others
+ * give the JSON one (head, results of consecutive ranges, tail with the
+ * counts): malloc'd bytes (caller frees), *len their count; NULL only when
+ * out of memory. Each number is the double the JSON answer (default
+ * digits) reads back as. */
+char *proto_job_encode_binary_head(const proto_job *job, size_t *len);
+char *proto_job_encode_binary_results(const proto_job *job, size_t begin, size_t end,
+                                      size_t counts[PROTO_COUNT_BUCKETS], size_t *len);
+char *proto_job_encode_binary_tail(const proto_job *job, const size_t counts[PROTO_COUNT_BUCKETS],
+                                   size_t *len);
 
 /* ---- discovery -------------------------------------------------------- */
 

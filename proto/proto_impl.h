@@ -265,6 +265,10 @@ struct proto_job {
     size_t nrot; /* rotations in a result */
     size_t sol_cap; /* solutions kept per result (options.all_solutions) */
     bool dims2;  /* planar: positions are 2-D */
+    /* the results of `slots` targets (n, unless proto_job_limit_results
+     * asked for fewer): target i's result is results[i % slots]
+     * (proto__result), done[i % slots] says it ran */
+    size_t slots;
     proto_result *results;
     bool *done;
     /* tree chains: each target's goals (ntips per target) and keep rule
@@ -272,9 +276,16 @@ struct proto_job {
     size_t ntips;
     proto_tip_goal *goals;
     unsigned char *keep;
-    void *block; /* one allocation behind every array above */
+    void *block;         /* one allocation behind targets, seeds, goals, keep, has_seed */
+    void *results_block; /* and one behind results, their outputs, done */
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
 };
+
+/* Target i's result. */
+static inline proto_result *proto__result(const proto_job *job, size_t i)
+{
+    return &job->results[job->slots == job->n ? i : i % job->slots];
+}
 
 /* A path message's path (proto_stream.h): its envelope decoded by
  * proto_stream_decode (waypoint positions and orientations checked, the
@@ -376,6 +387,17 @@ int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame 
  * a planar chain's 2-D target), into *t in the internal convention. */
 int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
                          proto_target *t, proto_error *err);
+/* A target given as numbers (a batch reader's): its members position,
+ * orientation, up and pole, each n* numbers (0: absent). */
+typedef struct proto_target_numbers {
+    double pos[4], quat[4], up[4], pole[4];
+    size_t npos, nquat, nup, npole;
+} proto_target_numbers;
+/* The target proto__target_decode() makes of the object with these
+ * members and numbers, into *t: 0, or -1 when it would refuse it (then
+ * proto__target_decode() says why, with the path). */
+int proto__target_numbers(const proto_target_numbers *n, proto_frame f, bool dims2,
+                          proto_target *t);
 
 /* True when joint i of a compiled chain turns (revolute or continuous), so
  * that options.units applies to its values; false for a prismatic joint. */
@@ -416,16 +438,61 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
 int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *path,
                       proto_error *err);
 
+/* A batch's targets from somewhere else than a jansson array (the batch
+ * reader of proto_batch_read.c, the binary form of proto_binary.c): n of
+ * them, asked for in order from 0, each once. next(feed, i, f, dims2, t,
+ * &v) returns 1 when it filled *t itself (t not NULL: as
+ * proto__target_decode would, in frame f; a tree's targets are never
+ * asked for so), else 0 and target i as an object in *v (borrowed, valid
+ * until the next call), or NULL when the feed cannot give it, with the
+ * reason in *failed when has_failed. With paths, errors name their
+ * targets' paths (else they are not built: a reader whose every failure
+ * goes the general way does not need them). */
+typedef struct proto__target_feed proto__target_feed;
+struct proto__target_feed {
+    size_t n;
+    int (*next)(proto__target_feed *feed, size_t i, proto_frame f, bool dims2, proto_target *t,
+                json_t **v);
+    bool paths;
+    bool has_failed;
+    proto_error failed;
+};
+/* proto_job_decode_json(req, PROTO_BATCH, ...) with the targets from feed
+ * (req holds the other members). A target the feed cannot give fails the
+ * decode with the feed's reason, or like a wrong target. */
+int proto__job_decode_fed(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                          void *ud, proto__target_feed *feed, proto_job **out, proto_error *err);
+
+/* proto_batch_read.c: the fast way of proto_batch_decode alone (for
+ * tests): 0 and *out when it decoded the body, else nonzero (the general
+ * path must read it) with nothing allocated. */
+int proto__batch_read(const char *body, size_t len, const proto_limits *lim,
+                      proto_chain_lookup_fn lookup, void *ud, proto_job **out);
+
+/* proto_job_encode.c: how result i is answered (shared by both forms of
+ * answers, proto_binary.c's too): the status word, MoveIt's code, the
+ * reason, whether the pose members (joints, positions, rotations, tip,
+ * errors) are answered, and time_ms (finite). A result holding a
+ * non-finite number is answered as a failure whose reason names the
+ * member, "non_finite_<member>" (reason then points into buf). */
+#define PROTO_REASON_MAX 48
+typedef struct proto__outcome {
+    const char *word;
+    int code;
+    const char *reason;
+    bool pose;
+    double time_ms;
+    char buf[PROTO_REASON_MAX];
+} proto__outcome;
+void proto__result_outcome(const proto_job *job, size_t i, proto__outcome *o);
+/* Whether value k of an answer's "joints" is an angle (options.units
+ * applies), and the answer's "max_joint_step" of r. */
+bool proto__answer_angle(const proto_chain *c, size_t k);
+double proto__answer_step(const proto_job *job, const proto_result *r);
+
 /* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
  * straight into w (the stream encoder uses it for solutions). */
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
-
-/* proto_items.c: an items answer in pieces, for answers written out as
- * they are solved: the head ({"count":N,"results":[), result i (after it
- * ran), the tail (],"counts":{...}}, after every item ran). */
-void proto_items_write_head(proto_jw *w, const proto_items *it);
-void proto_items_write_result(proto_jw *w, const proto_items *it, size_t i);
-void proto_items_write_tail(proto_jw *w, const proto_items *it);
 
 /* proto_job_encode.c: the status word and MoveIt code (moveit_msgs/
  * MoveItErrorCodes) a solver status is answered with; statuses outside the

@@ -201,7 +201,7 @@ static void put_error(proto_jw *w, const proto_error *e)
     json_decref(inner);
 }
 
-void proto_items_write_result(proto_jw *w, const proto_items *it, size_t i)
+static void put_result(proto_jw *w, const proto_items *it, size_t i)
 {
     const proto_item *item = &it->items[i];
     if (item->job)
@@ -223,22 +223,30 @@ static int bucket(const proto_items *it, size_t i)
                                               : 3;
 }
 
-void proto_items_write_head(proto_jw *w, const proto_items *it)
+static void put_head(proto_jw *w, const proto_items *it)
 {
     RAW(w, "{\"count\":");
     proto_jw_integer(w, (json_int_t)it->n);
     RAW(w, ",\"results\":[");
 }
 
-void proto_items_write_tail(proto_jw *w, const proto_items *it)
+static void put_results(proto_jw *w, const proto_items *it, size_t begin, size_t end,
+                        size_t counts[PROTO_COUNT_BUCKETS])
 {
-    size_t counts[5] = {0, 0, 0, 0, 0};
-    for (size_t i = 0; i < it->n; i++)
+    for (size_t i = begin; i < end && i < it->n; i++) {
+        if (i)
+            RAW(w, ",");
+        put_result(w, it, i);
         counts[bucket(it, i)]++;
-    static const char *const names[5] = {"success", "no_ik_solution", "timed_out", "other",
-                                         "error"};
+    }
+}
+
+static void put_tail(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS])
+{
+    static const char *const names[PROTO_COUNT_BUCKETS] = {"success", "no_ik_solution",
+                                                           "timed_out", "other", "error"};
     RAW(w, "],\"counts\":{");
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < PROTO_COUNT_BUCKETS; k++) {
         if (k)
             RAW(w, ",");
         proto_jw_string(w, names[k], strlen(names[k]));
@@ -248,17 +256,53 @@ void proto_items_write_tail(proto_jw *w, const proto_items *it)
     RAW(w, "}}");
 }
 
-char *proto_items_encode(const proto_items *it, size_t *len)
+char *proto_items_encode_head(const proto_items *it, size_t *len)
 {
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
-    proto_items_write_head(&w, it);
+    put_head(&w, it);
+    return proto_jw_finish(&w, len);
+}
+
+char *proto_items_encode_results(const proto_items *it, size_t begin, size_t end,
+                                 size_t counts[PROTO_COUNT_BUCKETS], size_t *len)
+{
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    put_results(&w, it, begin, end, counts);
+    return proto_jw_finish(&w, len);
+}
+
+char *proto_items_encode_tail(const proto_items *it, const size_t counts[PROTO_COUNT_BUCKETS],
+                              size_t *len)
+{
+    (void)it;
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    put_tail(&w, counts);
+    return proto_jw_finish(&w, len);
+}
+
+size_t proto_items_result_bytes(const proto_items *it)
+{
+    /* an error's answer: its code, message and path, escaped */
+    size_t most = 64 + 6 * (sizeof it->items[0].error->message + sizeof it->items[0].error->path);
     for (size_t i = 0; i < it->n; i++) {
-        if (i)
-            RAW(&w, ",");
-        proto_items_write_result(&w, it, i);
+        size_t b = it->items[i].job ? proto_job_result_bytes(it->items[i].job) : 0;
+        if (b > most)
+            most = b;
     }
-    proto_items_write_tail(&w, it);
+    return most;
+}
+
+char *proto_items_encode(const proto_items *it, size_t *len)
+{
+    size_t counts[PROTO_COUNT_BUCKETS] = {0};
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    put_head(&w, it);
+    put_results(&w, it, 0, it->n, counts);
+    put_tail(&w, counts);
     return proto_jw_finish(&w, len);
 }
 

@@ -372,27 +372,24 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
 
 /* ---- jobs ------------------------------------------------------------- */
 
-static int job_alloc(proto_job *job, bool seeds)
+/* The block of `slots` results and their outputs (joint values, points,
+ * rotations, all solutions, a tree's tips) and done flags, zeroed. */
+static int results_alloc(proto_job *job, size_t slots)
 {
-    size_t n = job->n, sl = proto__seed_len(job->chain), nt = job->ntips;
-    size_t sz = n * (sizeof(proto_target) + sizeof(proto_result) + 2 * sizeof(bool) +
-                     nt * sizeof(proto_tip_goal) + (nt > 0));
+    size_t nt = job->ntips;
     size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
                  2 * job->nrot * sizeof(ik_quat) + job->sol_cap * job->dof * sizeof(double) +
                  nt * sizeof(proto_tip_result);
-    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
     /* doubles first for alignment */
-    char *b = calloc(1, seedsz + n * per + sz + 16);
+    char *b = calloc(1, slots * (per + sizeof(proto_result) + sizeof(bool)) + 16);
     if (!b)
         return -1;
-    job->block = b;
-    job->seed_q = seeds ? (double *)b : NULL;
-    b += seedsz;
+    free(job->results_block);
+    job->results_block = b;
+    job->slots = slots;
     job->results = (proto_result *)b;
-    b += n * sizeof(proto_result);
-    job->targets = (proto_target *)b;
-    b += n * sizeof(proto_target);
-    for (size_t i = 0; i < n; i++) {
+    b += slots * sizeof(proto_result);
+    for (size_t i = 0; i < slots; i++) {
         proto_result *r = &job->results[i];
         r->q = (double *)b;
         b += job->dof * sizeof(double);
@@ -407,6 +404,24 @@ static int job_alloc(proto_job *job, bool seeds)
         r->tips = nt ? (proto_tip_result *)b : NULL;
         b += nt * sizeof(proto_tip_result);
     }
+    job->done = (bool *)b;
+    return 0;
+}
+
+static int job_alloc(proto_job *job, bool seeds)
+{
+    size_t n = job->n, sl = proto__seed_len(job->chain), nt = job->ntips;
+    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
+    size_t sz = n * (sizeof(proto_target) + nt * sizeof(proto_tip_goal) + (nt > 0) + sizeof(bool));
+    /* doubles first for alignment */
+    char *b = calloc(1, seedsz + sz + 16);
+    if (!b)
+        return -1;
+    job->block = b;
+    job->seed_q = seeds ? (double *)b : NULL;
+    b += seedsz;
+    job->targets = (proto_target *)b;
+    b += n * sizeof(proto_target);
     if (nt) {
         job->goals = (proto_tip_goal *)b;
         b += n * nt * sizeof(proto_tip_goal);
@@ -414,11 +429,15 @@ static int job_alloc(proto_job *job, bool seeds)
         b += n;
     }
     job->has_seed = (bool *)b;
-    b += n * sizeof(bool);
-    job->done = (bool *)b;
-    return 0;
+    return results_alloc(job, n);
 }
 
+int proto_job_limit_results(proto_job *job, size_t slots)
+{
+    if (slots == 0 || slots >= job->n)
+        return 0;
+    return results_alloc(job, slots);
+}
 
 int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind, size_t n,
                    const proto_target *t0, const char *t0_path, bool seeds, proto_job **out,
@@ -493,6 +512,7 @@ void proto_job_free(proto_job *job)
         return;
     proto_chain_unref(job->chain);
     free(job->block);
+    free(job->results_block);
     free(job->seed_owned);
     free(job);
 }
@@ -509,9 +529,34 @@ int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *pat
     return 0;
 }
 
-int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
-                          proto_chain_lookup_fn lookup, void *ud, proto_job **out,
-                          proto_error *err)
+/* Target i of a request: its "target" (a solve), element i of its
+ * "targets" (jt, a batch), or what a feed gives for it: 1 when the feed
+ * filled *t itself (t not NULL; frame f, dims2), else 0 and the object in
+ * *v (NULL with *err set when the feed gives none). */
+static int target_at(json_t *jt, proto__target_feed *feed, proto_kind kind, size_t i,
+                     proto_frame f, bool dims2, proto_target *t, json_t **v, proto_error *err)
+{
+    if (!feed) {
+        *v = kind == PROTO_BATCH ? json_array_get(jt, i) : jt;
+        return 0;
+    }
+    *v = NULL;
+    if (feed->next(feed, i, f, dims2, t, v) == 1)
+        return 1;
+    if (!*v) {
+        if (feed->has_failed)
+            *err = feed->failed;
+        else
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, "/targets", "a target is unreadable");
+    }
+    return 0;
+}
+
+/* proto_job_decode_json, with a batch's targets from feed instead of
+ * req's "targets" when feed is not NULL. */
+static int decode_request(json_t *req, proto_kind kind, const proto_limits *lim,
+                          proto_chain_lookup_fn lookup, void *ud, proto__target_feed *feed,
+                          proto_job **out, proto_error *err)
 {
     static const char *const keys1[] = {"chain", "chain_id", "target", "seed", "options", NULL};
     static const char *const keysb[] = {"chain",   "chain_id", "targets",
@@ -552,10 +597,16 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     }
 
     /* targets: count them first */
-    json_t *jt;
+    json_t *jt = NULL;
     size_t n = 1;
     const char *tpath = kind == PROTO_BATCH ? "/targets" : "/target";
-    if (kind == PROTO_BATCH) {
+    if (feed) {
+        n = feed->n;
+        if (n < 1 || n > lim->max_targets) {
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, tpath, "not a batch a feed decodes");
+            goto fail;
+        }
+    } else if (kind == PROTO_BATCH) {
         jt = proto_json_require(req, "", "targets", err);
         if (!jt || proto_json_array(jt, tpath, 1, lim->max_targets, true, &n, err))
             goto fail;
@@ -572,9 +623,12 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     else
         snprintf(p, sizeof p, "%s", tpath);
     bool dims2 = chain->kind == PROTO_CHAIN_PLANAR, tree = chain->kind == PROTO_CHAIN_TREE;
-    if (!tree && proto__target_decode(kind == PROTO_BATCH ? json_array_get(jt, 0) : jt, p,
-                                      opt.frame, dims2, &t0, err))
-        goto fail;
+    if (!tree) {
+        json_t *v0;
+        if (!target_at(jt, feed, kind, 0, opt.frame, dims2, &t0, &v0, err) &&
+            (!v0 || proto__target_decode(v0, p, opt.frame, dims2, &t0, err)))
+            goto fail;
+    }
     json_t *js = json_object_get(req, kind == PROTO_BATCH ? "seeds" : "seed");
     const char *spath = kind == PROTO_BATCH ? "/seeds" : "/seed";
     if (js && kind == PROTO_BATCH) {
@@ -588,11 +642,26 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     chain = NULL;
     size_t sl = proto__seed_len(job->chain);
     for (size_t i = 0; i < job->n; i++) {
-        if (kind == PROTO_BATCH)
+        /* a feed's targets: the path only for an error (and a feed without
+         * paths fails the whole decode on any error) */
+        if (kind == PROTO_BATCH && !feed)
             proto_json_path_index(p, tpath, i);
-        if ((i > 0 || tree) &&
-            proto__job_target(job, i, kind == PROTO_BATCH ? json_array_get(jt, i) : jt, p, err))
-            goto fail;
+        if (i > 0 || tree) {
+            json_t *v;
+            proto_target *ti = tree ? NULL : &job->targets[i];
+            if (target_at(jt, feed, kind, i, job->opt.frame, dims2, ti, &v, err)) {
+                if (proto__check_target(job, ti, "", err)) {
+                    proto_json_path_index(p, tpath, i);
+                    proto__check_target(job, ti, p, err);
+                    goto fail;
+                }
+            } else {
+                if (feed && feed->paths)
+                    proto_json_path_index(p, tpath, i);
+                if (!v || proto__job_target(job, i, v, p, err))
+                    goto fail;
+            }
+        }
         if (js) {
             json_t *s = kind == PROTO_BATCH ? json_array_get(js, i) : js;
             if (kind == PROTO_BATCH)
@@ -717,6 +786,19 @@ out:
     json_decref(jo);
     proto_chain_unref(chain);
     return rc;
+}
+
+int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
+                          proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                          proto_error *err)
+{
+    return decode_request(req, kind, lim, lookup, ud, NULL, out, err);
+}
+
+int proto__job_decode_fed(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                          void *ud, proto__target_feed *feed, proto_job **out, proto_error *err)
+{
+    return decode_request(req, PROTO_BATCH, lim, lookup, ud, feed, out, err);
 }
 
 int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_limits *lim,

@@ -20,7 +20,7 @@
 
 /* True when value k of an answer's "joints" is an angle (so options.units
  * applies): all of them but a prismatic joint's. */
-static bool answer_angle(const proto_chain *c, size_t k)
+bool proto__answer_angle(const proto_chain *c, size_t k)
 {
     return (!c->chain && !c->tree) || c->kind == PROTO_CHAIN_PLANAR || proto__angular_joint(c, k);
 }
@@ -58,18 +58,52 @@ static void status_words(int st, const char **word, int *code)
     *code = proto__moveit(st, word);
 }
 
+/* True when every number of result r is finite and at most 1e300 in
+ * magnitude, as the solvers give them: then no conversion an answer makes
+ * (a frame's permutation with signs, radians to degrees, seconds to
+ * milliseconds) can make one non-finite, and non_finite_member() need not
+ * convert them to look. Tree answers and answers with all solutions are
+ * always looked at. */
+static bool plainly_finite(const proto_job *job, const proto_result *r)
+{
+    /* (every comparison with a NaN is false) */
+    bool ok = job->ntips == 0 && job->sol_cap == 0 && fabs(r->pos_err) <= 1e300 &&
+              fabs(r->time_s) <= 1e300 && (r->rot_err < 0 || r->rot_err <= 1e300);
+    for (size_t k = 0; ok && k < job->dof; k++)
+        ok = fabs(r->q[k]) <= 1e300;
+    for (size_t k = 0; ok && k < job->npos; k++) {
+        ik_vec3 v = r->positions[k];
+        ok = fabs(v.x) <= 1e300 && fabs(v.y) <= 1e300 && fabs(v.z) <= 1e300;
+    }
+    for (size_t k = 0; ok && k < job->nrot; k++) {
+        ik_quat a = r->rotations[k], b = r->local[k];
+        ok = fabs(a.x) <= 1e300 && fabs(a.y) <= 1e300 && fabs(a.z) <= 1e300 &&
+             fabs(a.w) <= 1e300 && fabs(b.x) <= 1e300 && fabs(b.y) <= 1e300 &&
+             fabs(b.z) <= 1e300 && fabs(b.w) <= 1e300;
+    }
+    if (ok && r->has_tip) {
+        double t[7] = {r->tip.p.x, r->tip.p.y, r->tip.p.z, r->tip.q.x,
+                       r->tip.q.y, r->tip.q.z, r->tip.q.w};
+        for (int k = 0; ok && k < 7; k++)
+            ok = fabs(t[k]) <= 1e300;
+    }
+    return ok;
+}
+
 /* The member of result i that would hold a non-finite number, in the order
  * the answer lists them, or NULL. The values are checked as they would be
  * printed (after the conversion to the caller's units and frame). */
 static const char *non_finite_member(const proto_job *job, size_t i)
 {
-    const proto_result *r = &job->results[i];
+    const proto_result *r = proto__result(job, i);
+    if (plainly_finite(job, r))
+        return NULL;
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
     bool skel = c->skel != NULL; /* skeletons and trees of bones: local rotations */
     for (size_t k = 0; k < job->dof; k++) {
-        bool ang = answer_angle(c, k);
+        bool ang = proto__answer_angle(c, k);
         if (!isfinite(ang ? proto_angle_out(u, r->q[k]) : r->q[k]))
             return "joints";
     }
@@ -96,7 +130,7 @@ static const char *non_finite_member(const proto_job *job, size_t i)
             return "tips";
     }
     for (size_t k = 0; k < r->nall * job->dof; k++)
-        if (!isfinite(answer_angle(c, k % job->dof) ? proto_angle_out(u, r->all[k]) : r->all[k]))
+        if (!isfinite(proto__answer_angle(c, k % job->dof) ? proto_angle_out(u, r->all[k]) : r->all[k]))
             return "solutions";
     if (!isfinite(r->pos_err))
         return "position_error";
@@ -113,19 +147,11 @@ static const char *non_finite_member(const proto_job *job, size_t i)
  * non-finite number anyway is answered as a failure (MoveIt's FAILURE)
  * whose reason names the member, "non_finite_<member>" (reason points into
  * a buffer of PROTO_REASON_MAX), rather than with the number left out. */
-#define PROTO_REASON_MAX 48
-typedef struct outcome {
-    const char *word;
-    int code;
-    const char *reason;
-    bool pose;
-    double time_ms; /* finite */
-    char buf[PROTO_REASON_MAX];
-} outcome;
+typedef proto__outcome outcome;
 
-static void result_outcome(const proto_job *job, size_t i, outcome *o)
+void proto__result_outcome(const proto_job *job, size_t i, proto__outcome *o)
 {
-    const proto_result *r = &job->results[i];
+    const proto_result *r = proto__result(job, i);
     status_words(r->status, &o->word, &o->code);
     o->reason = ik_status_name(r->status);
     o->pose = r->status != IK_EINVAL && r->status != IK_ENOSPC;
@@ -144,13 +170,13 @@ static void result_outcome(const proto_job *job, size_t i, outcome *o)
 const char *proto_job_status(const proto_job *job, size_t i)
 {
     outcome oc;
-    result_outcome(job, i, &oc);
+    proto__result_outcome(job, i, &oc);
     return oc.word;
 }
 
 /* The answer's "max_joint_step": the largest joint motion from the seed,
  * angles in options.units, prismatic joints in length units. */
-static double answer_step(const proto_job *job, const proto_result *r)
+double proto__answer_step(const proto_job *job, const proto_result *r)
 {
     double a = proto_angle_out(job->opt.units, r->step_ang);
     return a > r->step_lin ? a : r->step_lin;
@@ -199,12 +225,12 @@ static json_t *quat_json(const proto_job *job, ik_quat q)
 
 json_t *proto_job_result_json(const proto_job *job, size_t i)
 {
-    const proto_result *r = &job->results[i];
+    const proto_result *r = proto__result(job, i);
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
     outcome oc;
-    result_outcome(job, i, &oc);
+    proto__result_outcome(job, i, &oc);
     json_t *o = json_object();
     if (!o)
         return NULL;
@@ -219,7 +245,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     if (valid && job->dof && want(job, PROTO_FIELD(JOINTS))) {
         json_t *a = json_array();
         for (size_t k = 0; k < job->dof; k++) {
-            bool ang = answer_angle(c, k);
+            bool ang = proto__answer_angle(c, k);
             json_array_append_new(a, real_json(job, ang ? proto_angle_out(u, r->q[k]) : r->q[k]));
         }
         json_object_set_new(o, "joints", a);
@@ -286,7 +312,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
             json_object_set_new(o, "orientation_error",
                                 real_json(job, proto_angle_out(u, r->rot_err)));
         if (r->has_step && want(job, PROTO_FIELD(MAX_JOINT_STEP)))
-            json_object_set_new(o, "max_joint_step", real_json(job, answer_step(job, r)));
+            json_object_set_new(o, "max_joint_step", real_json(job, proto__answer_step(job, r)));
         if (r->servo >= 0 && want(job, PROTO_FIELD(ARRIVED)))
             json_object_set_new(o, "arrived", json_boolean(r->servo == 1));
         if (job->sol_cap && want(job, PROTO_FIELD(SOLUTIONS))) {
@@ -296,7 +322,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
                 for (size_t k = 0; k < job->dof; k++) {
                     double v = r->all[s * job->dof + k];
                     json_array_append_new(
-                        row, real_json(job, answer_angle(c, k) ? proto_angle_out(u, v) : v));
+                        row, real_json(job, proto__answer_angle(c, k) ? proto_angle_out(u, v) : v));
                 }
                 json_array_append_new(a, row);
             }
@@ -373,16 +399,17 @@ static void put_real_member(proto_jw *w, bool *first, const char *k, size_t n, d
 }
 #define REAL_MEMBER(w, first, k, v) put_real_member(w, first, k, sizeof(k) - 1, v, dg)
 
-/* The members of proto_job_result_json(job, i), without the braces. */
-static void put_result_members(proto_jw *w, bool *first, const proto_job *job, size_t i)
+/* The members of proto_job_result_json(job, i), without the braces;
+ * returns the MoveIt code the result is answered with. */
+static int put_result_members(proto_jw *w, bool *first, const proto_job *job, size_t i)
 {
-    const proto_result *r = &job->results[i];
+    const proto_result *r = proto__result(job, i);
     const proto_chain *c = job->chain;
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
     const int dg = job->opt.digits;
     outcome oc;
-    result_outcome(job, i, &oc);
+    proto__result_outcome(job, i, &oc);
     MEMBER(w, first, "status");
     proto_jw_string(w, oc.word, strlen(oc.word));
     if (want(job, PROTO_FIELD(CODE))) {
@@ -403,7 +430,7 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
         MEMBER(w, first, "joints");
         proto_jw_raw(w, "[", 1);
         for (size_t k = 0; k < job->dof; k++) {
-            bool ang = answer_angle(c, k);
+            bool ang = proto__answer_angle(c, k);
             if (k)
                 proto_jw_raw(w, ",", 1);
             proto_jw_double_digits(w, ang ? proto_angle_out(u, r->q[k]) : r->q[k], dg);
@@ -493,7 +520,7 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
         if (r->rot_err >= 0 && want(job, PROTO_FIELD(ORIENTATION_ERROR)))
             REAL_MEMBER(w, first, "orientation_error", proto_angle_out(u, r->rot_err));
         if (r->has_step && want(job, PROTO_FIELD(MAX_JOINT_STEP)))
-            REAL_MEMBER(w, first, "max_joint_step", answer_step(job, r));
+            REAL_MEMBER(w, first, "max_joint_step", proto__answer_step(job, r));
         if (r->servo >= 0 && want(job, PROTO_FIELD(ARRIVED))) {
             MEMBER(w, first, "arrived");
             if (r->servo == 1)
@@ -512,7 +539,7 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
                     double v = r->all[s * job->dof + k];
                     if (k)
                         proto_jw_raw(w, ",", 1);
-                    proto_jw_double_digits(w, answer_angle(c, k) ? proto_angle_out(u, v) : v, dg);
+                    proto_jw_double_digits(w, proto__answer_angle(c, k) ? proto_angle_out(u, v) : v, dg);
                 }
                 proto_jw_raw(w, "]", 1);
             }
@@ -533,6 +560,7 @@ static void put_result_members(proto_jw *w, bool *first, const proto_job *job, s
     }
     if (want(job, PROTO_FIELD(TIME_MS)))
         REAL_MEMBER(w, first, "time_ms", oc.time_ms);
+    return oc.code;
 }
 
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
@@ -543,15 +571,178 @@ void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
     proto_jw_raw(w, "}", 1);
 }
 
-/* An upper estimate of the answer's length, so that the buffer is
- * allocated once: every double takes at most 25 characters and its
- * separator (a tree's tip, its member names and status 120 more). */
+size_t proto_job_result_bytes(const proto_job *job)
+{
+    /* every real takes at most 24 characters at the shortest form (a sign,
+     * 17 digits, a point, "e-308") and digits + 8 when rounded to digits,
+     * plus its separator; keys, brackets and the other members take less
+     * than 400 altogether */
+    size_t w = (job->opt.digits ? (size_t)job->opt.digits + 8 : 24) + 1;
+    size_t reals = 3; /* position_error, orientation_error, max_joint_step */
+    if (want(job, PROTO_FIELD(JOINTS)))
+        reals += job->dof;
+    if (want(job, PROTO_FIELD(POSITIONS)))
+        reals += 3 * job->npos;
+    if (want(job, PROTO_FIELD(ROTATIONS)))
+        reals += 4 * job->nrot;
+    if (want(job, PROTO_FIELD(LOCAL_ROTATIONS)))
+        reals += 4 * job->nrot;
+    if (want(job, PROTO_FIELD(TIP)))
+        reals += 7;
+    if (want(job, PROTO_FIELD(TIME_MS)))
+        reals += 1;
+    if (want(job, PROTO_FIELD(SOLUTIONS)))
+        reals += job->sol_cap * job->dof;
+    /* a tree's tips: pose and errors, with 120 characters of keys and status */
+    size_t tips = want(job, PROTO_FIELD(TIPS)) ? job->ntips : 0;
+    reals += 9 * tips;
+    return 400 + 120 * tips + 4 * (job->npos + 2 * job->nrot) + reals * w;
+}
+
+/* An upper estimate of the text of results [begin, end), so that the
+ * buffer is allocated once. */
+static size_t results_estimate(const proto_job *job, size_t begin, size_t end)
+{
+    return 64 + (end - begin) * proto_job_result_bytes(job);
+}
+
+/* "{" and the members of the answer before the result (a solve) or the
+ * results (a batch): chain_id, solver, units, frame, the names, a tree's
+ * tip names. */
+static void put_chain_members(proto_jw *w, bool *first, const proto_job *job)
+{
+    const proto_chain *c = job->chain;
+    proto_jw_raw(w, "{", 1);
+    MEMBER(w, first, "chain_id");
+    const char *id = proto_chain_id(c);
+    proto_jw_string(w, id, strlen(id));
+    MEMBER(w, first, "solver");
+    const char *sn = proto_solver_names[job->solver];
+    proto_jw_string(w, sn, strlen(sn));
+    MEMBER(w, first, "units");
+    const char *un = proto_units_names[job->opt.units];
+    proto_jw_string(w, un, strlen(un));
+    if (!job->dims2) {
+        MEMBER(w, first, "frame");
+        const char *fn = proto_frame_names[job->opt.frame];
+        proto_jw_string(w, fn, strlen(fn));
+    }
+    if (c->kind == PROTO_CHAIN_LINKS3D) {
+        MEMBER(w, first, "joint_names");
+        static const char n5[] = "[\"yaw\",\"theta0\",\"theta1\",\"theta2\",\"roll\"]";
+        proto_jw_raw(w, n5, sizeof n5 - 1);
+    } else if (c->names) {
+        if (c->skel) /* skeletons and trees of bones */
+            MEMBER(w, first, "bone_names");
+        else
+            MEMBER(w, first, "joint_names");
+        proto_jw_raw(w, "[", 1);
+        for (size_t i = 0; i < c->nnames; i++) {
+            if (i)
+                proto_jw_raw(w, ",", 1);
+            proto_jw_string(w, c->names[i], strlen(c->names[i]));
+        }
+        proto_jw_raw(w, "]", 1);
+    }
+    if (c->tip_names) {
+        MEMBER(w, first, "tip_names");
+        proto_jw_raw(w, "[", 1);
+        for (size_t i = 0; i < job->ntips; i++) {
+            if (i)
+                proto_jw_raw(w, ",", 1);
+            proto_jw_string(w, c->tip_names[i], strlen(c->tip_names[i]));
+        }
+        proto_jw_raw(w, "]", 1);
+    }
+}
+
+/* A batch's head: the chain members, "count", then "results":[. */
+static void put_batch_head(proto_jw *w, const proto_job *job)
+{
+    bool first = true;
+    put_chain_members(w, &first, job);
+    MEMBER(w, &first, "count");
+    proto_jw_integer(w, (json_int_t)job->n);
+    MEMBER(w, &first, "results");
+    proto_jw_raw(w, "[", 1);
+}
+
+/* Results [begin, end) of a batch, each added to counts[] by the code it
+ * is answered with. */
+static void put_batch_results(proto_jw *w, const proto_job *job, size_t begin, size_t end,
+                              size_t counts[PROTO_COUNT_BUCKETS])
+{
+    for (size_t i = begin; i < end; i++) {
+        if (i)
+            proto_jw_raw(w, ",", 1);
+        bool f1 = true;
+        proto_jw_raw(w, "{", 1);
+        int code = put_result_members(w, &f1, job, i);
+        proto_jw_raw(w, "}", 1);
+        counts[code == 1 ? 0 : code == -31 ? 1 : code == -6 ? 2 : 3]++;
+    }
+}
+
+/* A batch's tail: ],"counts":{...}}. */
+static void put_batch_tail(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS])
+{
+    proto_jw_raw(w, "]", 1);
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "counts");
+    proto_jw_raw(w, "{", 1);
+    KEY(w, "success");
+    proto_jw_integer(w, (json_int_t)counts[0]);
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "no_ik_solution");
+    proto_jw_integer(w, (json_int_t)counts[1]);
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "timed_out");
+    proto_jw_integer(w, (json_int_t)counts[2]);
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "other");
+    proto_jw_integer(w, (json_int_t)counts[3]);
+    proto_jw_raw(w, "}}", 2);
+}
+
+char *proto_job_encode_head(const proto_job *job, size_t *len)
+{
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    put_batch_head(&w, job);
+    return proto_jw_finish(&w, len);
+}
+
+char *proto_job_encode_results(const proto_job *job, size_t begin, size_t end,
+                               size_t counts[PROTO_COUNT_BUCKETS], size_t *len)
+{
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    if (end > job->n)
+        end = job->n;
+    if (begin > end)
+        begin = end;
+    if (proto_jw_reserve(&w, results_estimate(job, begin, end)))
+        return NULL;
+    put_batch_results(&w, job, begin, end, counts);
+    return proto_jw_finish(&w, len);
+}
+
+char *proto_job_encode_tail(const proto_job *job, const size_t counts[PROTO_COUNT_BUCKETS],
+                            size_t *len)
+{
+    (void)job;
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    put_batch_tail(&w, counts);
+    return proto_jw_finish(&w, len);
+}
+
+/* The reservation of proto_job_encode's text: its names and results. */
 static size_t encode_estimate(const proto_job *job)
 {
-    size_t doubles = job->dof + 3 * job->npos + 8 * job->nrot + 7 + 3 + 9 * job->ntips +
-                     job->sol_cap * job->dof;
-    size_t names = (job->chain->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 64;
-    return 256 + names + job->n * (320 + 120 * job->ntips + 26 * doubles);
+    const proto_chain *c = job->chain;
+    size_t names = (c->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 256;
+    return names + results_estimate(job, 0, job->n);
 }
 
 size_t proto_job_encode_bound(const proto_job *job)
@@ -561,93 +752,20 @@ size_t proto_job_encode_bound(const proto_job *job)
 
 char *proto_job_encode(const proto_job *job, size_t *len)
 {
-    const proto_chain *c = job->chain;
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
     if (proto_jw_reserve(&w, encode_estimate(job)))
         return NULL;
-    bool first = true;
-    proto_jw_raw(&w, "{", 1);
-    MEMBER(&w, &first, "chain_id");
-    const char *id = proto_chain_id(c);
-    proto_jw_string(&w, id, strlen(id));
-    MEMBER(&w, &first, "solver");
-    const char *sn = proto_solver_names[job->solver];
-    proto_jw_string(&w, sn, strlen(sn));
-    MEMBER(&w, &first, "units");
-    const char *un = proto_units_names[job->opt.units];
-    proto_jw_string(&w, un, strlen(un));
-    if (!job->dims2) {
-        MEMBER(&w, &first, "frame");
-        const char *fn = proto_frame_names[job->opt.frame];
-        proto_jw_string(&w, fn, strlen(fn));
-    }
-    if (c->kind == PROTO_CHAIN_LINKS3D) {
-        MEMBER(&w, &first, "joint_names");
-        static const char n5[] = "[\"yaw\",\"theta0\",\"theta1\",\"theta2\",\"roll\"]";
-        proto_jw_raw(&w, n5, sizeof n5 - 1);
-    } else if (c->names) {
-        if (c->skel)
-            MEMBER(&w, &first, "bone_names");
-        else
-            MEMBER(&w, &first, "joint_names");
-        proto_jw_raw(&w, "[", 1);
-        for (size_t i = 0; i < c->nnames; i++) {
-            if (i)
-                proto_jw_raw(&w, ",", 1);
-            proto_jw_string(&w, c->names[i], strlen(c->names[i]));
-        }
-        proto_jw_raw(&w, "]", 1);
-    }
-    if (c->tip_names) {
-        MEMBER(&w, &first, "tip_names");
-        proto_jw_raw(&w, "[", 1);
-        for (size_t i = 0; i < job->ntips; i++) {
-            if (i)
-                proto_jw_raw(&w, ",", 1);
-            proto_jw_string(&w, c->tip_names[i], strlen(c->tip_names[i]));
-        }
-        proto_jw_raw(&w, "]", 1);
-    }
     if (job->kind == PROTO_SOLVE) {
+        bool first = true;
+        put_chain_members(&w, &first, job);
         put_result_members(&w, &first, job, 0);
-    } else {
-        size_t counts[4] = {0, 0, 0, 0};
-        for (size_t i = 0; i < job->n; i++) {
-            /* by the code each result is answered with */
-            outcome oc;
-            result_outcome(job, i, &oc);
-            size_t k = oc.code == 1 ? 0 : oc.code == -31 ? 1 : oc.code == -6 ? 2 : 3;
-            counts[k]++;
-        }
-        MEMBER(&w, &first, "count");
-        proto_jw_integer(&w, (json_int_t)job->n);
-        MEMBER(&w, &first, "counts");
-        proto_jw_raw(&w, "{", 1);
-        KEY(&w, "success");
-        proto_jw_integer(&w, (json_int_t)counts[0]);
-        proto_jw_raw(&w, ",", 1);
-        KEY(&w, "no_ik_solution");
-        proto_jw_integer(&w, (json_int_t)counts[1]);
-        proto_jw_raw(&w, ",", 1);
-        KEY(&w, "timed_out");
-        proto_jw_integer(&w, (json_int_t)counts[2]);
-        proto_jw_raw(&w, ",", 1);
-        KEY(&w, "other");
-        proto_jw_integer(&w, (json_int_t)counts[3]);
         proto_jw_raw(&w, "}", 1);
-        MEMBER(&w, &first, "results");
-        proto_jw_raw(&w, "[", 1);
-        for (size_t i = 0; i < job->n; i++) {
-            if (i)
-                proto_jw_raw(&w, ",", 1);
-            bool f1 = true;
-            proto_jw_raw(&w, "{", 1);
-            put_result_members(&w, &f1, job, i);
-            proto_jw_raw(&w, "}", 1);
-        }
-        proto_jw_raw(&w, "]", 1);
+    } else {
+        size_t counts[PROTO_COUNT_BUCKETS] = {0};
+        put_batch_head(&w, job);
+        put_batch_results(&w, job, 0, job->n, counts);
+        put_batch_tail(&w, counts);
     }
-    proto_jw_raw(&w, "}", 1);
     return proto_jw_finish(&w, len);
 }

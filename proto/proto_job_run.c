@@ -89,12 +89,11 @@ void proto_job_run(proto_job *job, size_t begin, size_t end)
     void *ws = ws_size ? malloc(ws_size) : NULL;
     for (size_t i = begin; i < end; i++) {
         if (ws_size && !ws) {
-            memset(&job->results[i].status, 0, sizeof(int));
-            job->results[i].status = IK_ENOSPC;
+            proto__result(job, i)->status = IK_ENOSPC;
         } else {
             proto__run_one(job, i, ws, ws_size);
         }
-        job->done[i] = true;
+        job->done[i % job->slots] = true;
     }
     free(ws);
 }
@@ -147,8 +146,8 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
     if (!prev || prev->n == 0 || prev->chain != job->chain || job->n == 0)
         return;
     size_t last = prev->n - 1;
-    const proto_result *r = &prev->results[last];
-    if (!prev->done[last] || r->status == IK_EINVAL || r->status == IK_ENOSPC)
+    const proto_result *r = proto__result(prev, last);
+    if (!prev->done[last % prev->slots] || r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     size_t sl = proto__seed_len(job->chain);
     if (sl == 0)

@@ -692,7 +692,7 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
 
 void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
 {
-    proto_result *r = &job->results[i];
+    proto_result *r = proto__result(job, i);
     double t0 = now_s();
     r->iterations = r->restarts = 0;
     r->has_tip = false;

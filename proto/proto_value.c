@@ -382,3 +382,62 @@ int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool 
     }
     return 0;
 }
+
+/* A number proto_json_numbers() takes. */
+static bool in_range(double d)
+{
+    return d >= -PROTO_MAX_ABS && d <= PROTO_MAX_ABS;
+}
+
+int proto__target_numbers(const proto_target_numbers *n, proto_frame f, bool dims2,
+                          proto_target *t)
+{
+    size_t dims = dims2 ? 2 : 3;
+    if (n->npos != dims || (n->nup && n->nup != dims) || (dims2 && (n->nquat || n->npole)) ||
+        (n->nquat && n->nquat != 4) || (n->npole && n->npole != 3))
+        return -1;
+    for (size_t k = 0; k < dims; k++)
+        if (!in_range(n->pos[k]) || (n->nup && !in_range(n->up[k])))
+            return -1;
+    for (size_t k = 0; k < n->nquat; k++)
+        if (!in_range(n->quat[k]))
+            return -1;
+    for (size_t k = 0; k < n->npole; k++)
+        if (!in_range(n->pole[k]))
+            return -1;
+    /* what proto__target_decode does with the same numbers */
+    memset(t, 0, sizeof *t);
+    t->orientation = ik_quat_identity();
+    if (dims2) {
+        t->position = ik_v3(n->pos[0], n->pos[1], 0);
+        if (n->nup) {
+            if (!(hypot(n->up[0], n->up[1]) > 1e-12))
+                return -1;
+            t->has_up = true;
+            t->up = ik_v3(n->up[0], n->up[1], 0);
+        }
+        return 0;
+    }
+    t->position = proto_frame_vec_in(f, ik_v3(n->pos[0], n->pos[1], n->pos[2]));
+    if (n->nquat) {
+        const double *d = n->quat;
+        double m = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
+        if (!(fabs(m - 1.0) <= PROTO_QUAT_UNIT_TOL))
+            return -1;
+        ik_quat q = {d[0] / m, d[1] / m, d[2] / m, d[3] / m};
+        t->orientation = proto_frame_quat_in(f, q);
+        t->has_orientation = true;
+    }
+    if (n->nup) {
+        ik_vec3 u = ik_v3(n->up[0], n->up[1], n->up[2]);
+        if (!(ik_vec3_len(u) > 1e-12))
+            return -1;
+        t->up = proto_frame_vec_in(f, u);
+        t->has_up = true;
+    }
+    if (n->npole) {
+        t->pole = proto_frame_vec_in(f, ik_v3(n->pole[0], n->pole[1], n->pole[2]));
+        t->has_pole = true;
+    }
+    return 0;
+}

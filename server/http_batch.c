@@ -2,37 +2,60 @@
  * http_batch.c: POST /v1/solve/batch, a pipeline of pool stages; the loop
  * only moves bytes.
  *
- *   decode   one pool item decodes the body (proto_job_decode_json,
- *            PROTO_BATCH; or, when the body has "items", many rigs each
- *            with its own chain: proto_items_decode_json);
+ *   decode   one pool item decodes the body (proto_batch_decode: one
+ *            chain's targets read without their jansson tree; or, when the
+ *            body has "items", many rigs each with its own chain; or the
+ *            binary form, proto_batch_decode_binary);
  *            this is when the batch is admitted (--max-queue: 503 and
  *            Retry-After: 1 when that many units are admitted already), and
  *            it keeps one admission slot until it is answered. Its answer
  *            is reserved then against --answer-budget at the most it can
- *            take (proto_job_encode_bound): 503 when the answers held for
+ *            hold at once (see "answer"): 503 when the answers held for
  *            clients leave no room for it, 413 when it could never fit
  *   chunks   the targets are solved in chunks sized from measured time:
  *            a batch's first chunk is small (BATCH_FIRST targets at most),
  *            each later one about BATCH_CHUNK_US at the time per target the
- *            batch's chunks took so far, and never more targets than fit
- *            BATCH_WORST_US at their time budget (proto_job_budget_us), so
- *            that a batch of expensive targets the cost model underrates
- *            cannot hold a pool thread for long. Batch chunks from all
- *            batches together take at most one pool thread each (--threads
- *            of them queued or running), handed out round robin between
- *            the batches: a single solve or stream target queues behind the
- *            chunks that run, never behind a batch (server/solve.c solves,
- *            times and records each chunk)
- *   encode   one pool item writes the answer (proto_job_encode); the
- *            reservation becomes the answer's length, given back when
- *            libmicrohttpd has sent it (or the client left)
+ *            batch's chunks took so far (solving and encoding), never more
+ *            targets than fit BATCH_WORST_US at their time budget
+ *            (proto_job_budget_us), so that a batch of expensive targets
+ *            the cost model underrates cannot hold a pool thread for long,
+ *            and never more than BATCH_CHUNK_BYTES of answer
+ *            (proto_job_result_bytes, an upper estimate). Batch chunks from
+ *            all batches together take at most one pool thread each
+ *            (--threads of them queued or running), handed out round robin
+ *            between the batches: a single solve or stream target queues
+ *            behind the chunks that run, never behind a batch
+ *            (server/solve.c solves, times and records each chunk). Each
+ *            chunk's results are encoded on its pool thread right after
+ *            they are solved (proto_job_encode_results)
+ *   answer   a batch solved in one chunk is answered in one body: its
+ *            reservation (proto_job_encode_bound) becomes the answer's
+ *            length, given back when libmicrohttpd has sent it (or the
+ *            client left), and the job is freed then. A larger one is
+ *            written out as its chunks finish, in order (the head at once,
+ *            each chunk's text when every chunk before it was written, the
+ *            tail with the counts last: srv_http_stream_*, chunked
+ *            transfer), so that its memory is bounded by the chunk size,
+ *            not the batch: it is handed a chunk only while its chunks
+ *            running, solved but waiting for an earlier one, and written
+ *            but not yet taken by the client number fewer than
+ *            BATCH_WINDOW_EXTRA plus the pool threads (the window). A slow
+ *            client holds that many chunks' text and no more, which is
+ *            what such a batch reserves until it ends; the client taking a
+ *            piece (batch_drained) lets the next chunk go, and the job
+ *            keeps the results of that many chunks only
+ *            (proto_job_limit_results)
  * A batch whose client closed its connection is cancelled at its next
- * chunk (srv_http_client_gone). Later stages of an admitted batch are
- * never refused.
+ * chunk (srv_http_client_gone, or libmicrohttpd's end of the connection
+ * while it writes). Later stages of an admitted batch are never refused;
+ * one that fails (the daemon stopping under it, out of memory) after its
+ * answer began is cut: the connection closes without the last chunk.
  */
 #include <stdlib.h>
+#include <string.h>
 
-#include "proto/proto_json.h"
+#include <uv.h>
+
 #include "server/http_handler.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -40,7 +63,8 @@
 #include "server/registry.h"
 #include "server/solve.h"
 
-/* Microseconds of solving a chunk aims at, measured. */
+/* Microseconds of pool time (solving and encoding) a chunk aims at,
+ * measured. */
 #define BATCH_CHUNK_US 5000.0
 /* Targets in a batch's chunks before any of them was measured. */
 #define BATCH_FIRST 4
@@ -49,23 +73,40 @@
 /* A chunk's worst case (its targets' time budgets together), when more
  * than one target. */
 #define BATCH_WORST_US 100000.0
+/* A chunk's answer at most, bytes (an upper estimate). */
+#define BATCH_CHUNK_BYTES (1024.0 * 1024.0)
+/* Chunks of text a streamed batch may hold beyond one per pool thread. */
+#define BATCH_WINDOW_EXTRA 2
+/* The head and the tail of a streamed answer together, at most. */
+#define BATCH_ENDS_BYTES 65536
 
 typedef struct srv_batch batch;
 
 typedef struct chunk {
     srv_solve solve;
     batch *b;
+    struct chunk *next; /* streamed: the next chunk in target order */
+    char *text;         /* its results' text (streamed), once solved */
+    size_t len;
+    size_t counts[PROTO_COUNT_BUCKETS];
+    double encode_s; /* the time its text took */
+    bool solved;
 } chunk;
 
 struct srv_batch {
     srv_request *q;
-    srv_work stage; /* decode / encode */
+    srv_work stage; /* decode */
     proto_error err;
     bool failed;    /* a stage failed: err holds the answer */
     bool cancelled; /* the client left: no more chunks */
     bool holds_slot;
+    bool streamed;  /* answered in pieces as the chunks finish */
+    bool binary;    /* answered in the binary form (proto_binary.c) */
+    bool finished;  /* answered, failed or cut: nothing more to do */
     proto_items *items; /* a batch of items, else q->job */
     double budget_us;   /* the largest time budget of one target (or item) */
+    size_t per_max;     /* targets in a chunk at most */
+    size_t result_bytes; /* one result's answer at most */
     size_t bound;       /* the most the answer can take (decode_work) */
     size_t reserved;    /* bytes of ctx->answer_bytes reserved for the answer */
     size_t next;        /* first target not yet handed to a chunk */
@@ -73,7 +114,10 @@ struct srv_batch {
     double us_per_target; /* measured so far (0: nothing measured) */
     bool queued;        /* waits in the ctx's round robin (holds q) */
     batch *qnext;
-    char *out;
+    chunk *first, *last; /* streamed: chunks not yet written, in order */
+    size_t held;         /* streamed: chunks solved, waiting for an earlier one */
+    size_t counts[PROTO_COUNT_BUCKETS];
+    char *out; /* one chunk: the whole answer */
     size_t out_len;
 };
 
@@ -86,6 +130,12 @@ void srv_http_batch_free(void *p)
     if (b->holds_slot)
         ctx->admitted--;
     ctx->answer_bytes -= b->reserved;
+    while (b->first) {
+        chunk *c = b->first;
+        b->first = c->next;
+        free(c->text);
+        free(c);
+    }
     free(b->out);
     proto_items_free(b->items);
     free(b);
@@ -98,58 +148,77 @@ static void fail(batch *b, proto_errcode code, const char *msg)
     srv_http_respond_error(b->q, &e);
 }
 
-static void encode_work(srv_work *w)
-{
-    batch *b = w->data;
-    if (b->items)
-        b->out = proto_items_encode(b->items, &b->out_len);
-    else
-        b->out = proto_job_encode(b->q->job, &b->out_len);
-}
-
 /* Targets (or items) of the batch. */
 static size_t batch_count(const batch *b)
 {
     return b->items ? proto_items_count(b->items) : proto_job_count(b->q->job);
 }
 
-static void encode_done(srv_work *w, int status)
+/* ---- the answer's pieces ----------------------------------------------------- */
+
+static char *encode_head(const batch *b, size_t *len)
 {
-    batch *b = w->data;
-    srv_request *q = b->q;
-    if (!srv_http_release(q))
-        return;
-    if (status != SRV_OK || !b->out) {
-        fail(b, PROTO_E_INTERNAL,
-             status != SRV_OK ? "the daemon is shutting down" : "out of memory");
-        return;
-    }
-    /* the job is not needed any more (its results are in the answer: 1.5 KB
-     * a target or so, which a client that does not read would hold too);
-     * the reservation becomes what the answer really holds, until
-     * libmicrohttpd lets go of it */
-    proto_job_free(q->job);
-    q->job = NULL;
-    proto_items_free(b->items);
-    b->items = NULL;
-    srv_ctx *ctx = q->ctx;
-    ctx->answer_bytes -= b->reserved;
-    b->reserved = 0;
-    srv_response v = {0};
-    v.status = 200;
-    v.body = b->out;
-    v.len = b->out_len;
-    v.held = b->out_len;
-    ctx->answer_bytes += v.held;
-    b->out = NULL;
-    srv_http_respond(q, &v);
+    if (b->items)
+        return proto_items_encode_head(b->items, len);
+    return b->binary ? proto_job_encode_binary_head(b->q->job, len)
+                     : proto_job_encode_head(b->q->job, len);
 }
 
-static void encode(batch *b)
+static char *encode_results(const batch *b, size_t begin, size_t end,
+                            size_t counts[PROTO_COUNT_BUCKETS], size_t *len)
 {
-    b->stage.data = b;
-    srv_http_hold(b->q);
-    srv_pool_submit_always(b->q->ctx, &b->stage, encode_work, encode_done);
+    if (b->items)
+        return proto_items_encode_results(b->items, begin, end, counts, len);
+    return b->binary ? proto_job_encode_binary_results(b->q->job, begin, end, counts, len)
+                     : proto_job_encode_results(b->q->job, begin, end, counts, len);
+}
+
+static char *encode_tail(const batch *b, const size_t counts[PROTO_COUNT_BUCKETS], size_t *len)
+{
+    if (b->items)
+        return proto_items_encode_tail(b->items, counts, len);
+    return b->binary ? proto_job_encode_binary_tail(b->q->job, counts, len)
+                     : proto_job_encode_tail(b->q->job, counts, len);
+}
+
+/* One chunk's batch: the whole answer, its pieces joined. */
+static char *encode_whole(const batch *b, size_t n, size_t *len)
+{
+    size_t counts[PROTO_COUNT_BUCKETS] = {0}, l[3];
+    char *p[3];
+    p[0] = encode_head(b, &l[0]);
+    p[1] = encode_results(b, 0, n, counts, &l[1]);
+    p[2] = encode_tail(b, counts, &l[2]);
+    char *out = p[0] && p[1] && p[2] ? malloc(l[0] + l[1] + l[2] + 1) : NULL;
+    if (out) {
+        memcpy(out, p[0], l[0]);
+        memcpy(out + l[0], p[1], l[1]);
+        memcpy(out + l[0] + l[1], p[2], l[2]);
+        out[l[0] + l[1] + l[2]] = '\0';
+        *len = l[0] + l[1] + l[2];
+    }
+    for (int k = 0; k < 3; k++)
+        free(p[k]);
+    return out;
+}
+
+/* Pool thread, right after a chunk is solved: its text. */
+static void chunk_encode(srv_solve *s)
+{
+    chunk *c = s->data;
+    batch *b = c->b;
+    uint64_t t0 = uv_hrtime();
+    if (!b->streamed)
+        b->out = encode_whole(b, batch_count(b), &b->out_len);
+    else
+        c->text = encode_results(b, s->begin, s->end, c->counts, &c->len);
+    c->encode_s = (double)(uv_hrtime() - t0) * 1e-9;
+}
+
+/* The answer's Content-Type. */
+static const char *answer_type(const batch *b)
+{
+    return b->binary ? PROTO_BINARY_TYPE : NULL;
 }
 
 /* ---- chunks ---------------------------------------------------------------- */
@@ -166,11 +235,25 @@ static size_t chunk_size(const batch *b)
         if (per > BATCH_FIRST)
             per = BATCH_FIRST;
     }
-    if (b->budget_us > 0 && per > BATCH_WORST_US / b->budget_us)
-        per = BATCH_WORST_US / b->budget_us;
-    size_t n = per < 1 ? 1 : per > BATCH_CHUNK_MAX ? BATCH_CHUNK_MAX : (size_t)per;
+    size_t n = per < 1 ? 1 : per > (double)b->per_max ? b->per_max : (size_t)per;
     size_t left = batch_count(b) - b->next;
     return n < left ? n : left;
+}
+
+/* The most targets a chunk of b may have, whatever is measured. */
+static size_t chunk_max(const batch *b)
+{
+    double per = BATCH_CHUNK_MAX;
+    if (b->budget_us > 0 && per > BATCH_WORST_US / b->budget_us)
+        per = BATCH_WORST_US / b->budget_us;
+    if (per > BATCH_CHUNK_BYTES / (double)b->result_bytes)
+        per = BATCH_CHUNK_BYTES / (double)b->result_bytes;
+    return per < 1 ? 1 : (size_t)per;
+}
+
+static size_t window(const batch *b)
+{
+    return b->q->ctx->cfg.threads + BATCH_WINDOW_EXTRA;
 }
 
 static bool has_targets(const batch *b)
@@ -178,12 +261,22 @@ static bool has_targets(const batch *b)
     return !b->cancelled && !b->failed && !b->q->dead && b->next < batch_count(b);
 }
 
-/* The round robin of batches with targets left to hand out is
+/* Targets left, and, streamed, the text held within the window
+ * (proto_job_limit_results() relies on this bound). */
+static bool may_hand_out(const batch *b)
+{
+    return has_targets(b) &&
+           (!b->streamed ||
+            b->running + b->held + srv_http_stream_queued(b->q) < window(b));
+}
+
+/* The round robin of batches that may be handed a chunk is
  * ctx->batch_head..batch_tail; ctx->batch_chunks counts the chunks of all
- * batches on the pool (at most --threads). */
+ * batches on the pool (at most --threads). A streamed batch whose window
+ * is full waits outside it until its client takes a piece. */
 static void ready_push(batch *b)
 {
-    if (b->queued || !has_targets(b))
+    if (b->queued || !may_hand_out(b))
         return;
     srv_ctx *ctx = b->q->ctx;
     b->queued = true;
@@ -212,8 +305,8 @@ static void pump(srv_ctx *ctx)
         srv_request *q = b->q;
         if (!srv_http_release(q))
             continue; /* the client left and nothing else held the batch */
-        if (!has_targets(b)) {
-            finish_if_done(b);
+        if (!may_hand_out(b)) {
+            finish_if_done(b); /* or its window is full: drained pushes it */
             continue;
         }
         chunk *c = calloc(1, sizeof *c);
@@ -227,9 +320,9 @@ static void pump(srv_ctx *ctx)
         c->solve.items = b->items;
         c->solve.begin = b->next;
         c->solve.end = b->next + chunk_size(b);
+        c->solve.after = chunk_encode;
         c->solve.done = chunk_done;
         c->solve.data = c;
-        b->next = c->solve.end;
         srv_http_hold(q);
         if (srv_solve_submit_stage(ctx, &c->solve) != SRV_OK) {
             q->pending--;
@@ -238,10 +331,62 @@ static void pump(srv_ctx *ctx)
             finish_if_done(b);
             continue;
         }
+        b->next = c->solve.end;
+        if (b->streamed) {
+            if (b->last)
+                b->last->next = c;
+            else
+                b->first = c;
+            b->last = c;
+        }
         b->running++;
         ctx->batch_chunks++;
         ready_push(b); /* behind the other batches */
     }
+}
+
+/* The client took a piece of the streamed answer: room for more (loop
+ * thread, inside libmicrohttpd's content reader). */
+static void batch_drained(srv_request *q)
+{
+    batch *b = q->batch;
+    ready_push(b);
+    pump(q->ctx);
+}
+
+/* Streamed: writes the solved chunks that are next in order, then, after
+ * the last, the tail. */
+static void write_ready(batch *b)
+{
+    srv_request *q = b->q;
+    while (b->first && b->first->solved) {
+        chunk *c = b->first;
+        b->first = c->next;
+        if (!b->first)
+            b->last = NULL;
+        b->held--;
+        for (int k = 0; k < PROTO_COUNT_BUCKETS; k++)
+            b->counts[k] += c->counts[k];
+        char *t = c->text;
+        size_t len = c->len;
+        free(c);
+        if (!t) {
+            b->failed = true; /* out of memory */
+            return;
+        }
+        srv_http_stream_write(q, t, len);
+    }
+    if (b->first || b->running > 0 || b->next < batch_count(b))
+        return;
+    size_t len;
+    char *tail = encode_tail(b, b->counts, &len);
+    if (!tail) {
+        b->failed = true;
+        return;
+    }
+    b->finished = true;
+    srv_http_stream_write(q, tail, len);
+    srv_http_stream_end(q, true);
 }
 
 /* After a chunk or a hand-out that ended the batch's solving: once nothing
@@ -249,14 +394,41 @@ static void pump(srv_ctx *ctx)
 static void finish_if_done(batch *b)
 {
     srv_request *q = b->q;
-    if (b->running > 0 || b->queued || q->dead || has_targets(b))
+    if (b->finished || b->running > 0 || b->queued || q->dead || has_targets(b))
         return;
-    if (b->cancelled)
+    b->finished = true;
+    if (b->streamed) {
+        /* a complete answer ended in write_ready */
+        srv_http_stream_end(q, false);
+        return;
+    }
+    if (b->cancelled) {
         fail(b, PROTO_E_INTERNAL, "the client left: the batch was cancelled");
-    else if (b->failed)
-        fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
-    else
-        encode(b);
+        return;
+    }
+    if (b->failed || !b->out) {
+        fail(b, PROTO_E_INTERNAL, b->failed ? "the daemon is shutting down" : "out of memory");
+        return;
+    }
+    /* the job is not needed any more (its results are in the answer, which
+     * a client that does not read would hold too); the reservation becomes
+     * what the answer really holds, until libmicrohttpd lets go of it */
+    proto_job_free(q->job);
+    q->job = NULL;
+    proto_items_free(b->items);
+    b->items = NULL;
+    srv_ctx *ctx = q->ctx;
+    ctx->answer_bytes -= b->reserved;
+    b->reserved = 0;
+    srv_response v = {0};
+    v.status = 200;
+    v.content_type = answer_type(b);
+    v.body = b->out;
+    v.len = b->out_len;
+    v.held = b->out_len;
+    ctx->answer_bytes += v.held;
+    b->out = NULL;
+    srv_http_respond(q, &v);
 }
 
 static void chunk_done(srv_solve *s, int status)
@@ -266,21 +438,35 @@ static void chunk_done(srv_solve *s, int status)
     srv_request *q = b->q;
     srv_ctx *ctx = q->ctx;
     size_t n = s->end - s->begin;
-    double us = s->seconds * 1e6 / (double)(n ? n : 1);
-    free(c);
+    double us = (s->seconds + c->encode_s) * 1e6 / (double)(n ? n : 1);
     b->running--;
     ctx->batch_chunks--;
+    c->solved = status == SRV_OK;
     if (status != SRV_OK)
         b->failed = true;
     else
         b->us_per_target = b->us_per_target > 0 ? 0.5 * (b->us_per_target + us) : us;
+    if (!b->streamed)
+        free(c);
     if (!q->dead && !b->cancelled && !b->failed && srv_http_client_gone(q)) {
         b->cancelled = true;
         srv_metrics_rejected(ctx, "batch_cancelled");
         srv_log(ctx, SRV_LOG_INFO, "batch of %zu %s cancelled: its client left",
                 batch_count(b), b->items ? "items" : "targets");
     }
+    if (b->streamed && !q->dead && !b->finished) {
+        if (c->solved)
+            b->held++;
+        if (!b->cancelled && !b->failed)
+            write_ready(b);
+        if (b->cancelled || b->failed) {
+            b->finished = true;
+            srv_http_stream_end(q, false);
+        }
+    }
     ready_push(b);
+    /* the chunk's hold is released last: writing runs libmicrohttpd, which
+     * may see the client gone and end the request */
     if (srv_http_release(q))
         finish_if_done(b);
     pump(ctx);
@@ -293,17 +479,11 @@ static void decode_work(srv_work *w)
     batch *b = w->data;
     srv_request *q = b->q;
     const proto_limits *lim = &q->ctx->cfg.limits;
-    json_t *root = proto_json_parse(q->body, q->len, lim->max_body_bytes, PROTO_JSON_BATCH,
-                                    &b->err);
-    int rc = -1;
-    if (root && json_is_object(root) && json_object_get(root, "items"))
-        rc = proto_items_decode_json(root, lim, srv_registry_lookup, q->ctx->registry, &b->items,
-                                     &b->err);
-    else if (root)
-        rc = proto_job_decode_json(root, PROTO_BATCH, lim, srv_registry_lookup, q->ctx->registry,
-                                   &q->job, &b->err);
-    json_decref(root);
-    if (rc != 0) {
+    int rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, srv_registry_lookup,
+                                                      q->ctx->registry, &q->job, &b->err)
+                          : proto_batch_decode(q->body, q->len, lim, srv_registry_lookup,
+                                               q->ctx->registry, &q->job, &b->items, &b->err);
+    if (rc) {
         b->failed = true;
         return;
     }
@@ -325,19 +505,25 @@ static void decode_work(srv_work *w)
     }
 }
 
-/* Reserves the most b's answer can take against --answer-budget; false
- * (answered 503 or 413) when it does not fit. */
+/* Reserves the most b's answer can hold at once against --answer-budget:
+ * its whole length, or, streamed, its window of chunks; false (answered
+ * 503 or 413) when it does not fit. */
 static bool reserve_answer(batch *b)
 {
     srv_request *q = b->q;
     srv_ctx *ctx = q->ctx;
     size_t bound = b->bound;
+    if (b->streamed) {
+        size_t win = BATCH_ENDS_BYTES + window(b) * (64 + b->per_max * b->result_bytes);
+        if (win < bound)
+            bound = win;
+    }
     size_t budget = ctx->cfg.answer_budget_bytes;
     proto_error e;
     if (bound > budget) {
         proto_error_set(&e, PROTO_E_TOO_LARGE, b->items ? "/items" : "/targets",
-                        "the answer to %zu %s may take %zu bytes, more than the answer "
-                        "budget (--answer-budget %zu): send fewer per batch",
+                        "the answer to %zu %s may hold %zu bytes at once, more than the "
+                        "answer budget (--answer-budget %zu): send fewer per batch",
                         batch_count(b), b->items ? "items" : "targets", bound, budget);
         srv_metrics_rejected(ctx, "too_large");
         srv_http_respond_error(q, &e);
@@ -356,12 +542,11 @@ static bool reserve_answer(batch *b)
     return true;
 }
 
-static void decode_done(srv_work *w, int status)
+/* After the decode (loop thread, the request held): the error, or the
+ * chunks. */
+static void decode_answer(batch *b, int status)
 {
-    batch *b = w->data;
     srv_request *q = b->q;
-    if (!srv_http_release(q))
-        return;
     if (status != SRV_OK) {
         fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
         return;
@@ -371,17 +556,57 @@ static void decode_done(srv_work *w, int status)
         return;
     }
     srv_http_body_release(q); /* the job holds what it needs */
+    size_t n = batch_count(b);
+    /* the binary form when asked for and the batch has one */
+    b->binary = q->binary_out && !b->items && proto_job_binary_ok(q->job);
+    b->result_bytes = b->items    ? proto_items_result_bytes(b->items)
+                      : b->binary ? proto_job_binary_record(q->job)
+                                  : proto_job_result_bytes(q->job);
+    if (b->result_bytes == 0)
+        b->result_bytes = 1;
+    b->per_max = chunk_max(b);
+    b->streamed = n > chunk_size(b); /* more than one chunk */
     if (!reserve_answer(b))
         return;
     /* the batch keeps one admission slot until it is answered */
     b->holds_slot = true;
     q->ctx->admitted++;
-    if (batch_count(b) == 0) {
-        encode(b);
+    if (n == 0) { /* decoding refuses empty batches; answered all the same */
+        b->out = encode_whole(b, 0, &b->out_len);
+        finish_if_done(b);
         return;
+    }
+    if (b->streamed) {
+        size_t len;
+        char *head = encode_head(b, &len);
+        if (!head) {
+            fail(b, PROTO_E_INTERNAL, "out of memory");
+            return;
+        }
+        /* the chunks between the next one to write and the next one to
+         * hand out, each running or waiting to be written, number fewer
+         * than the window: their results fit that many chunks' places */
+        if (!b->items && proto_job_limit_results(q->job, window(b) * b->per_max)) {
+            free(head);
+            fail(b, PROTO_E_INTERNAL, "out of memory");
+            return;
+        }
+        srv_http_stream_begin(q, 200, answer_type(b), batch_drained);
+        srv_http_stream_write(q, head, len);
     }
     ready_push(b);
     pump(q->ctx);
+}
+
+static void decode_done(srv_work *w, int status)
+{
+    batch *b = w->data;
+    srv_request *q = b->q;
+    /* released last: answering runs libmicrohttpd, which may see the
+     * client gone and end the request, freed by the last release */
+    if (!q->dead)
+        decode_answer(b, status);
+    srv_http_release(q);
 }
 
 void srv_http_batch(srv_request *q)

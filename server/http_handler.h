@@ -82,6 +82,9 @@ typedef struct srv_request {
     void *batch;      /* http_batch.c's pipeline */
     unsigned pending; /* pool items holding the request */
     bool dead;        /* the client is gone: results are dropped */
+    /* the body is a binary batch (Content-Type PROTO_BINARY_TYPE), the
+     * client takes binary answers (Accept names PROTO_BINARY_TYPE) */
+    bool binary_in, binary_out;
 } srv_request;
 
 /* What a handler answers. Headers beyond Content-Type are the few the API
@@ -97,6 +100,7 @@ typedef struct srv_response {
     bool page_file;           /* Cache-Control: no-cache, X-Content-Type-Options */
     char location[160];       /* Location, or "" */
     bool upgrade;             /* GET /v1/stream: the HTTP layer upgrades */
+    bool streamed;            /* the body comes in pieces (srv_http_stream_begin) */
     size_t held;              /* bytes of ctx->answer_bytes body accounts for:
                                  given back when body is freed (sent, or the
                                  client left) */
@@ -113,6 +117,30 @@ void srv_http_respond_error(srv_request *q, const proto_error *e);
 void srv_http_respond_json(srv_request *q, int status, json_t *v);
 /* The body (taken, malloc'd) as JSON with status. */
 void srv_http_respond_body(srv_request *q, int status, char *body, size_t len);
+
+/* ---- answers written out in pieces ---------------------------------------- */
+
+/* A large answer (a batch's) is sent as it is made, so that neither ikd nor
+ * the client holds all of it: srv_http_stream_begin answers q (loop thread,
+ * after pool work, as srv_http_respond) with status and content_type
+ * (static; NULL: application/json) and a body that follows in pieces, by
+ * HTTP/1.1's chunked transfer coding (an HTTP/1.0 client reads to the end
+ * of the connection). srv_http_stream_write appends a piece (malloc'd,
+ * taken; freed at once when the client left), srv_http_stream_end ends the
+ * body: complete, or cut when the answer cannot be finished (the
+ * connection then closes without the last chunk, which a client sees as an
+ * incomplete answer, never as a complete wrong one). drained (may be NULL)
+ * runs on the loop thread each time the client has taken a whole piece,
+ * so that a producer that keeps srv_http_stream_queued() bounded can make
+ * the next: the memory an answer holds is what its producer lets queue.
+ * Pieces wait while the client is slow; libmicrohttpd's --timeout cuts a
+ * client that stops reading. */
+void srv_http_stream_begin(srv_request *q, int status, const char *content_type,
+                           void (*drained)(srv_request *q));
+void srv_http_stream_write(srv_request *q, char *piece, size_t len);
+void srv_http_stream_end(srv_request *q, bool complete);
+/* Pieces written and not yet taken whole by the client. */
+size_t srv_http_stream_queued(const srv_request *q);
 
 /* Frees the body early (a batch's job holds what it needs). */
 void srv_http_body_release(srv_request *q);

@@ -45,6 +45,18 @@
  * client sends nothing more that could go unanswered, and nothing it sent
  * before is dropped.
  *
+ * Streamed answers (srv_http_stream_*, a large batch's): a response from
+ * libmicrohttpd's content reader, of unknown size (chunked transfer). The
+ * reader copies the queued pieces into libmicrohttpd's write buffer; when
+ * none is queued it suspends the connection and returns 0, and the next
+ * piece (or the end) resumes it and runs libmicrohttpd. Suspending is what
+ * keeps this from spinning: libmicrohttpd 0.9.75 keeps a connection whose
+ * reader returned 0 among the ones it runs again at once (MHD_get_timeout
+ * says 0) for as long as the reader has nothing. A client that reads
+ * slowly only leaves the connection waiting for its socket, as for any
+ * answer; the pieces it has not taken stay queued, as many as the
+ * producer lets queue.
+ *
  * Vanishing clients: a request's memory is freed by the request-completed
  * notification, unless pool work still holds it; then the notification
  * only marks it dead and the last release (srv_http_release) frees it.
@@ -77,6 +89,13 @@ enum req_state {
     ST_ANSWERED  /* a response was queued */
 };
 
+/* A piece of a streamed answer, queued until the client has taken it. */
+typedef struct out_piece {
+    struct out_piece *next;
+    char *data;
+    size_t len;
+} out_piece;
+
 typedef struct http_req {
     srv_request q; /* what the handlers see (first member) */
     struct MHD_Connection *conn;
@@ -95,6 +114,12 @@ typedef struct http_req {
     bool received;    /* the request is in whole (srv_guard_received) */
     size_t discarded; /* body bytes read and thrown away after a refusal */
     srv_response ready; /* the answer prepared while working (ST_READY) */
+    /* a streamed answer (srv_http_stream_begin): its pieces in order, the
+     * bytes of the first already taken, whether it ended (and was cut) */
+    out_piece *out_head, *out_tail;
+    size_t out_pieces, out_off;
+    bool out_ended, out_cut;
+    void (*drained)(srv_request *q);
 } http_req;
 
 int srv_http_status(proto_errcode code)
@@ -113,6 +138,18 @@ int srv_http_status(proto_errcode code)
 static http_req *req_of(srv_request *q)
 {
     return (http_req *)q;
+}
+
+static void drop_pieces(http_req *r)
+{
+    while (r->out_head) {
+        out_piece *p = r->out_head;
+        r->out_head = p->next;
+        free(p->data);
+        free(p);
+    }
+    r->out_tail = NULL;
+    r->out_pieces = r->out_off = 0;
 }
 
 /* Gives back what a response value held of the answer budget (its body
@@ -135,6 +172,7 @@ static void response_drop(srv_ctx *ctx, srv_response *v)
 static void req_free(http_req *r)
 {
     srv_ctx *ctx = r->q.ctx;
+    drop_pieces(r);
     ctx->active_requests--;
     ctx->body_bytes -= r->held;
     srv_http_request_cleanup(&r->q);
@@ -213,6 +251,117 @@ static enum MHD_Result queue_upgrade(http_req *r)
     return queue_mhd(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 }
 
+/* ---- streamed answers ------------------------------------------------------ */
+
+/* The reader's block size (libmicrohttpd fills its write buffer, which
+ * may be smaller). */
+#define STREAM_BLOCK (64 * 1024)
+
+/* Resumes a connection suspended by stream_reader and runs libmicrohttpd. */
+static void stream_wake(http_req *r)
+{
+    if (!r->suspended)
+        return;
+    r->suspended = false;
+    MHD_resume_connection(r->conn);
+    srv_mhd_run(r->q.ctx);
+}
+
+/* libmicrohttpd's content reader of a streamed answer (loop thread, inside
+ * MHD_run): copies queued pieces into its buffer. With nothing queued the
+ * connection is suspended until the next piece or the end comes
+ * (stream_wake): returning 0 without suspending would leave the connection
+ * among those libmicrohttpd 0.9.75 runs again at once (MHD_get_timeout
+ * says 0), a busy loop for as long as a chunk takes to solve. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    http_req *r = cls;
+    size_t n = 0;
+    bool took = false;
+    while (n < max && r->out_head) {
+        out_piece *p = r->out_head;
+        size_t k = p->len - r->out_off;
+        if (k > max - n)
+            k = max - n;
+        memcpy(buf + n, p->data + r->out_off, k);
+        n += k;
+        r->out_off += k;
+        if (r->out_off == p->len) {
+            r->out_head = p->next;
+            if (!r->out_head)
+                r->out_tail = NULL;
+            r->out_pieces--;
+            r->out_off = 0;
+            free(p->data);
+            free(p);
+            took = true;
+        }
+    }
+    if (took && r->drained && !r->q.dead)
+        r->drained(&r->q);
+    if (n > 0)
+        return (ssize_t)n;
+    if (r->out_ended)
+        return r->out_cut ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+    r->suspended = true;
+    MHD_suspend_connection(r->conn);
+    return 0;
+}
+
+void srv_http_stream_begin(srv_request *q, int status, const char *content_type,
+                           void (*drained)(srv_request *q))
+{
+    http_req *r = req_of(q);
+    r->drained = drained;
+    srv_response v = {0};
+    v.status = status;
+    v.content_type = content_type;
+    v.streamed = true;
+    srv_http_respond(q, &v);
+}
+
+void srv_http_stream_write(srv_request *q, char *piece, size_t len)
+{
+    http_req *r = req_of(q);
+    out_piece *p = NULL;
+    if (!q->dead && !r->out_ended && len > 0 && (p = malloc(sizeof *p))) {
+        p->next = NULL;
+        p->data = piece;
+        p->len = len;
+        if (r->out_tail)
+            r->out_tail->next = p;
+        else
+            r->out_head = p;
+        r->out_tail = p;
+        r->out_pieces++;
+    } else {
+        free(piece);
+        if (!q->dead && !r->out_ended && len > 0) /* out of memory: the answer is cut */
+            srv_http_stream_end(q, false);
+        return;
+    }
+    if (r->state == ST_ANSWERED)
+        stream_wake(r);
+}
+
+void srv_http_stream_end(srv_request *q, bool complete)
+{
+    http_req *r = req_of(q);
+    if (q->dead || r->out_ended)
+        return;
+    r->out_ended = true;
+    r->out_cut = !complete;
+    if (r->out_cut)
+        drop_pieces(r);
+    if (r->state == ST_ANSWERED)
+        stream_wake(r);
+}
+
+size_t srv_http_stream_queued(const srv_request *q)
+{
+    return ((const http_req *)q)->out_pieces;
+}
+
 /* A body that holds part of the answer budget, handed to libmicrohttpd:
  * the bytes are given back when it frees the body (sent, or the connection
  * ended). */
@@ -237,8 +386,11 @@ static enum MHD_Result queue_value(http_req *r, srv_response *v)
     if (v->upgrade)
         return queue_upgrade(r);
     struct MHD_Response *resp;
-    held_body *h = v->body && v->held ? malloc(sizeof *h) : NULL;
-    if (h) {
+    held_body *h = !v->streamed && v->body && v->held ? malloc(sizeof *h) : NULL;
+    if (v->streamed) {
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, stream_reader, r,
+                                                 NULL);
+    } else if (h) {
         h->ctx = r->q.ctx;
         h->body = v->body;
         h->bytes = v->held;
@@ -259,7 +411,7 @@ static enum MHD_Result queue_value(http_req *r, srv_response *v)
     v->body = NULL;
     if (!resp)
         return MHD_NO;
-    if (v->len > 0 || v->content_type)
+    if (v->len > 0 || v->content_type || v->streamed)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                                 v->content_type ? v->content_type : "application/json");
     if (v->allow)
@@ -634,6 +786,43 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     return MHD_YES;
 }
 
+/* Whether the header value v (a Content-Type, or an Accept list) names the
+ * media type t: as its type (parameters after ';' ignored, any case), or,
+ * with list, as one of its elements (but with q=0). */
+static bool names_type(const char *v, const char *t, bool list)
+{
+    size_t tl = strlen(t);
+    while (v && *v) {
+        while (*v == ' ' || *v == '\t' || *v == ',')
+            v++;
+        const char *end = v + strcspn(v, list ? "," : "");
+        size_t n = strcspn(v, ";, \t");
+        if (n == tl && strncasecmp(v, t, tl) == 0) {
+            const char *qv = v + n;
+            while (qv < end && !(strncasecmp(qv, "q=", 2) == 0))
+                qv++;
+            return qv >= end || strtod(qv + 2, NULL) > 0;
+        }
+        if (!list)
+            return false;
+        v = end;
+    }
+    return false;
+}
+
+/* The batch's binary forms, asked for by Content-Type and Accept. */
+static void media_types(http_req *r)
+{
+    if (r->q.route != SRV_RT_BATCH)
+        return;
+    r->q.binary_in = names_type(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                            MHD_HTTP_HEADER_CONTENT_TYPE),
+                                PROTO_BINARY_TYPE, false);
+    r->q.binary_out = names_type(
+        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
+        PROTO_BINARY_TYPE, true);
+}
+
 /* The final call: the refusal, the preflight or the handler. */
 static enum MHD_Result answer(http_req *r)
 {
@@ -648,6 +837,7 @@ static enum MHD_Result answer(http_req *r)
         proto_error_set(&e, PROTO_E_INVALID_JSON, "", "the request body is empty");
         srv_http_respond_error(&r->q, &e);
     } else {
+        media_types(r);
         srv_http_dispatch(&r->q);
     }
     r->in_dispatch = false;

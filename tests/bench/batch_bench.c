@@ -6,16 +6,20 @@
  * A C client on a plain socket (no HTTP library between it and the
  * numbers) builds one POST /v1/solve/batch body of N random reachable
  * two-bone targets on one chain, sends it to an ikd that is already
- * running and reads the whole answer, ROUNDS times for each of two forms
- * of the same request, alternated so that both see the same machine:
+ * running and reads the whole answer, ROUNDS times for each of three forms
+ * of the same request, alternated so that all see the same machine:
  *   full     the default answer (every member, shortest digits): the
  *            baseline, as every client got it before options.fields
  *   compact  options.fields ["local_rotations"], options.digits 6
+ *   binary   the same targets and fields in the binary form (Content-Type
+ *            and Accept application/vnd.ikd.batch, proto/README.md)
  * Each round's time runs from the first byte sent to the last byte of the
- * answer read. It prints per form the best and median targets per second,
- * bytes in and out, the compact form's best rate over the full form's in
- * the same run, and ikd's peak resident memory (VmHWM of --pid) after all
- * rounds. The last line is one JSON object.
+ * answer read (to the end of the connection; chunked answers count their
+ * framing in bytes out). It prints per
+ * form the best and median targets per second, bytes in and out, the
+ * compact and binary forms' best rates over the full form's in the same
+ * run, and ikd's peak resident memory (VmHWM of --pid) after all rounds.
+ * The last line is one JSON object.
  *
  * Usage: batch_bench --url HOST:PORT [--targets N] [--rounds R] [--pid P]
  * Built only for the benchmark; not part of the daemon.
@@ -24,6 +28,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +70,44 @@ static char *make_body(size_t n, const char *options, size_t *len)
     return b;
 }
 
+/* The same targets in the binary form: "IKDB", version 1, no flags, the
+ * JSON head (chain and options), padding to 8 bytes, 3 doubles per
+ * target (little endian, as this machine's). */
+static char *make_binary(size_t n, const char *options, size_t *len)
+{
+    char head[512];
+    int hl = snprintf(head, sizeof head,
+                      "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.55],"
+                      "[0,0,0.1]]},\"options\":%s}",
+                      options);
+    size_t at = (16 + (size_t)hl + 7) & ~(size_t)7;
+    char *b = calloc(1, at + 24 * n);
+    if (!b)
+        return NULL;
+    memcpy(b, "IKDB", 4);
+    uint16_t v = 1, f = 0;
+    uint32_t h32 = (uint32_t)hl, n32 = (uint32_t)n;
+    memcpy(b + 4, &v, 2);
+    memcpy(b + 6, &f, 2);
+    memcpy(b + 8, &h32, 4);
+    memcpy(b + 12, &n32, 4);
+    memcpy(b + 16, head, (size_t)hl);
+    ik_rng s = {14};
+    for (size_t i = 0; i < n; i++) {
+        double r = ik_rng_uniform(&s, 0.2, 0.9), a = ik_rng_uniform(&s, 0, 6.283185307179586);
+        double e = ik_rng_uniform(&s, -1.2, -0.2);
+        /* the JSON body's numbers, at its 6 decimals */
+        double p[3];
+        char t[64];
+        snprintf(t, sizeof t, "%.6f %.6f %.6f", r * cos(e) * cos(a), r * cos(e) * sin(a),
+                 1 + r * sin(e));
+        sscanf(t, "%lf %lf %lf", &p[0], &p[1], &p[2]);
+        memcpy(b + at + 24 * i, p, 24);
+    }
+    *len = at + 24 * n;
+    return b;
+}
+
 static int connect_to(const char *host, int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -83,15 +126,17 @@ static int connect_to(const char *host, int port)
 
 /* One POST on a new connection; the answer's body length, its status in
  * *status, the seconds taken in *secs. */
-static size_t post(const char *host, int port, const char *body, size_t len, int *status,
-                   double *secs)
+static size_t post(const char *host, int port, const char *body, size_t len, bool binary,
+                   int *status, double *secs)
 {
     int fd = connect_to(host, port);
-    char head[256];
+    char head[384];
+    static const char bin[] = "application/vnd.ikd.batch";
     int hn = snprintf(head, sizeof head,
-                      "POST /v1/solve/batch HTTP/1.1\r\nHost: %s\r\nContent-Type: "
-                      "application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-                      host, len);
+                      "POST /v1/solve/batch HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\n%s%s%s"
+                      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                      host, binary ? bin : "application/json", binary ? "Accept: " : "",
+                      binary ? bin : "", binary ? "\r\n" : "", len);
     double t0 = now_s();
     if (write(fd, head, (size_t)hn) != hn) {
         perror("batch_bench: write");
@@ -175,18 +220,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "batch_bench: --url HOST:PORT\n");
         return 2;
     }
-    static const char *const names[2] = {"full", "compact"};
-    static const char *const opts[2] = {"{}", "{\"fields\":[\"local_rotations\"],\"digits\":6}"};
-    size_t len[2], out[2] = {0, 0};
-    char *body[2];
-    for (int f = 0; f < 2; f++)
-        if (!(body[f] = make_body(n, opts[f], &len[f])))
+    enum { FORMS = 3 };
+    static const char *const names[FORMS] = {"full", "compact", "binary"};
+    static const char *const opts[FORMS] = {"{}", "{\"fields\":[\"local_rotations\"],\"digits\":6}",
+                                            "{\"fields\":[\"local_rotations\"]}"};
+    size_t len[FORMS], out[FORMS] = {0, 0, 0};
+    char *body[FORMS];
+    for (int f = 0; f < FORMS; f++)
+        if (!(body[f] = f == 2 ? make_binary(n, opts[f], &len[f]) : make_body(n, opts[f], &len[f])))
             return 1;
-    double t[2][100];
+    double t[FORMS][100];
     for (int r = 0; r < rounds; r++)
-        for (int f = 0; f < 2; f++) {
+        for (int f = 0; f < FORMS; f++) {
             int st;
-            out[f] = post(host, port, body[f], len[f], &st, &t[f][r]);
+            out[f] = post(host, port, body[f], len[f], f == 2, &st, &t[f][r]);
             if (st != 200) {
                 fprintf(stderr, "batch_bench: %s answered %d\n", names[f], st);
                 return 1;
@@ -194,8 +241,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s round %d: %.3f s, %.0f targets/s, %zu bytes out\n", names[f], r,
                     t[f][r], (double)n / t[f][r], out[f]);
         }
-    double best[2], med[2];
-    for (int f = 0; f < 2; f++) {
+    double best[FORMS], med[FORMS];
+    for (int f = 0; f < FORMS; f++) {
         qsort(t[f], (size_t)rounds, sizeof t[f][0], cmp);
         best[f] = (double)n / t[f][0];
         med[f] = (double)n / t[f][rounds / 2];
@@ -205,10 +252,12 @@ int main(int argc, char **argv)
            "\"full_bytes_in\":%zu,\"full_bytes_out\":%zu,\"full_best_tps\":%.0f,"
            "\"full_median_tps\":%.0f,\"compact_bytes_in\":%zu,\"compact_bytes_out\":%zu,"
            "\"compact_best_tps\":%.0f,\"compact_median_tps\":%.0f,\"ratio_compact_vs_full\":%.3f,"
+           "\"binary_bytes_in\":%zu,\"binary_bytes_out\":%zu,\"binary_best_tps\":%.0f,"
+           "\"binary_median_tps\":%.0f,\"ratio_binary_vs_full\":%.3f,"
            "\"goal_tps\":1000000,\"ikd_peak_rss_kb\":%ld}\n",
            n, rounds, len[0], out[0], best[0], med[0], len[1], out[1], best[1], med[1],
-           best[1] / best[0], hwm);
-    free(body[0]);
-    free(body[1]);
+           best[1] / best[0], len[2], out[2], best[2], med[2], best[2] / best[0], hwm);
+    for (int f = 0; f < FORMS; f++)
+        free(body[f]);
     return 0;
 }

@@ -90,8 +90,9 @@ stream pr2 torso_lift_link r_wrist_roll_link
 sh "$(dirname "$0")/http_bench.sh" "$BUILD"
 
 # large batches over HTTP, the client included (tests/bench/batch_bench.c):
-# 100,000 two-bone targets answered in full (the baseline) and reduced to
-# local_rotations at 6 digits, alternated in the same run; ikd's peak RSS
+# 100,000 two-bone targets answered in full (the baseline), reduced to
+# local_rotations at 6 digits, and in the binary form (application/
+# vnd.ikd.batch), alternated in the same run; ikd's peak RSS
 . "$(dirname "$0")/daemon.sh" # start, stop
 start ikd "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn
 "$BUILD/batch_bench" --url "127.0.0.1:$port" --targets 100000 \

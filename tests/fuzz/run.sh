@@ -5,7 +5,8 @@
 #
 # Each target keeps its growing corpus in BUILD/corpus/NAME, seeded on every
 # run from the repository (read-only): fixtures' bodies for the request and
-# JSON targets, the messages of tests/fuzz/seeds/stream, the robots of tests/data for the URDF target.
+# JSON targets (and the binary batches of tests/fuzz/seeds/request), the
+# messages of tests/fuzz/seeds/stream, the robots of tests/data for the URDF target.
 # A crash or a wrong answer leaves BUILD/crash-NAME-* and makes the run fail;
 # the last line of each target's log gives its executions.
 set -eu
@@ -32,6 +33,9 @@ for f in "$FIX"/*.json; do
     esac
 done
 cp tests/fuzz/seeds/stream/* "$SEED/stream/"
+# binary batches (first byte 3), in the layout of
+# proto/README.md, "Binary batches"
+cp tests/fuzz/seeds/request/* "$SEED/request/"
 
 # URDF inputs: "BASE\nTIP\n" then the document.
 urdf() { { printf '%s\n%s\n' "$2" "$3"; cat "tests/data/robots/$1.urdf"; } >"$SEED/urdf/$1"; }

@@ -81,18 +81,62 @@ static json_t *oracle_tree(const proto_job *job)
                                                       : 3]++;
             json_array_append_new(res, r);
         }
+        /* counts after the results, so that an answer can be written out
+         * as its results are solved */
         json_object_set_new(o, "count", json_integer((json_int_t)job->n));
+        json_object_set_new(o, "results", res);
         json_object_set_new(o, "counts",
                             json_pack("{s:I, s:I, s:I, s:I}", "success", counts[0],
                                       "no_ik_solution", counts[1], "timed_out", counts[2],
                                       "other", counts[3]));
-        json_object_set_new(o, "results", res);
     }
     return o;
 }
 
+/* A batch's answer in pieces (proto_job_encode_head, _results of ranges
+ * of `per` results encoded last range first, so that the counts are added
+ * out of order, _tail), joined: the whole answer's text. */
+static char *joined_pieces(const proto_job *job, size_t per)
+{
+    size_t n = proto_job_count(job), nr = (n + per - 1) / per, len;
+    char **parts = calloc(nr, sizeof *parts);
+    size_t *lens = calloc(nr, sizeof *lens);
+    size_t counts[PROTO_COUNT_BUCKETS] = {0};
+    ck_assert_ptr_nonnull(parts);
+    for (size_t k = nr; k-- > 0;) {
+        parts[k] = proto_job_encode_results(job, k * per, (k + 1) * per, counts, &lens[k]);
+        ck_assert_ptr_nonnull(parts[k]);
+        ck_assert_uint_eq(lens[k], strlen(parts[k]));
+    }
+    char *head = proto_job_encode_head(job, &len);
+    ck_assert_ptr_nonnull(head);
+    size_t total = len;
+    for (size_t k = 0; k < nr; k++)
+        total += lens[k];
+    size_t tl;
+    char *tail = proto_job_encode_tail(job, counts, &tl);
+    ck_assert_ptr_nonnull(tail);
+    char *all = malloc(total + tl + 1);
+    ck_assert_ptr_nonnull(all);
+    memcpy(all, head, len);
+    size_t o = len;
+    for (size_t k = 0; k < nr; k++) {
+        memcpy(all + o, parts[k], lens[k]);
+        o += lens[k];
+        free(parts[k]);
+    }
+    memcpy(all + o, tail, tl + 1);
+    free(head);
+    free(tail);
+    free(parts);
+    free(lens);
+    return all;
+}
+
 /* Decodes body (solve, else batch), runs it and compares the encoding with
- * the oracle's. Returns 1 when the request was accepted, 0 when rejected. */
+ * the oracle's; a batch's answer in pieces of 1, 2 and 3 results must be
+ * the same text. Returns 1 when the request was accepted, 0 when
+ * rejected. */
 static int same_as_oracle(const char *body, size_t len, const char *what)
 {
     proto_job *job = NULL;
@@ -113,6 +157,12 @@ static int same_as_oracle(const char *body, size_t len, const char *what)
     ck_assert_uint_eq(n, strlen(got));
     char *again = pc_reprint17(got, false);
     ck_assert_msg(again && strcmp(again, want) == 0, "%s:\n got  %s\n want %s", what, got, want);
+    for (size_t per = 1; kind == PROTO_BATCH && per <= 3; per++) {
+        char *pieces = joined_pieces(job, per);
+        ck_assert_msg(strcmp(pieces, got) == 0, "%s in pieces of %zu:\n got  %s\n want %s", what,
+                      per, pieces, got);
+        free(pieces);
+    }
     free(again);
     free(got);
     free(want);
@@ -647,6 +697,80 @@ START_TEST(test_random_two_bone)
 }
 END_TEST
 
+/* A batch whose job keeps the results of 2 ranges of `per` targets only
+ * (proto_job_limit_results), run and encoded as a streamed batch is (a
+ * range runs while the one before it waits to be encoded, so that the
+ * places are reused): the same text as the whole batch with every result
+ * kept. The answers leave time_ms out, which differs from run to run. */
+static void check_limited(const char *body, size_t per)
+{
+    proto_job *whole = NULL, *job = NULL;
+    proto_error err;
+    size_t len = strlen(body);
+    ck_assert_int_eq(proto_job_decode(body, len, PROTO_BATCH, NULL, NULL, NULL, &whole, &err), 0);
+    ck_assert_int_eq(proto_job_decode(body, len, PROTO_BATCH, NULL, NULL, NULL, &job, &err), 0);
+    size_t n = proto_job_count(job);
+    ck_assert_int_eq(proto_job_limit_results(job, 2 * per), 0);
+    ck_assert_uint_eq(job->slots, 2 * per < n ? 2 * per : n);
+    proto_job_run(whole, 0, n);
+    size_t wl;
+    char *want = proto_job_encode(whole, &wl);
+    size_t counts[PROTO_COUNT_BUCKETS] = {0}, l;
+    char *got = proto_job_encode_head(job, &l);
+    size_t gl = l;
+    proto_job_run(job, 0, per);
+    for (size_t b = 0; b < n; b += per) {
+        proto_job_run(job, b + per, b + 2 * per); /* the next range, in the other places */
+        char *p = proto_job_encode_results(job, b, b + per, counts, &l);
+        got = realloc(got, gl + l + 1);
+        memcpy(got + gl, p, l + 1);
+        gl += l;
+        free(p);
+    }
+    char *t = proto_job_encode_tail(job, counts, &l);
+    got = realloc(got, gl + l + 1);
+    memcpy(got + gl, t, l + 1);
+    ck_assert_msg(strcmp(got, want) == 0, "%s:\n got  %s\n want %s", body, got, want);
+    free(t);
+    free(got);
+    free(want);
+    proto_job_free(job);
+    proto_job_free(whole);
+}
+
+START_TEST(test_limited_results)
+{
+    static const char *const fields =
+        "\"fields\":[\"code\",\"reason\",\"joints\",\"positions\",\"rotations\","
+        "\"local_rotations\",\"tip\",\"position_error\",\"orientation_error\","
+        "\"iterations\",\"restarts\"]";
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    char *body = malloc(1 << 16);
+    ck_assert_ptr_nonnull(body);
+    /* two-bone: 101 targets, some out of reach */
+    int o = snprintf(body, 1 << 16, "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],"
+                                    "[0,0.5,0],[0,1,0]]},\"options\":{%s},\"targets\":[",
+                     fields);
+    for (int i = 0; i < 101; i++)
+        o += snprintf(body + o, (size_t)(1 << 16) - (size_t)o, "%s{\"position\":[%.6f,%.6f,%.6f]}",
+                      i ? "," : "", 1.2 * rnd(&x), 1.2 * rnd(&x), 1.2 * rnd(&x));
+    snprintf(body + o, (size_t)(1 << 16) - (size_t)o, "]}");
+    for (size_t per = 1; per <= 40; per += 13)
+        check_limited(body, per);
+    /* numeric: joints, tip and errors; seeded */
+    o = snprintf(body, 1 << 16,
+                 "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,0.75,0.5]},\"options\":"
+                 "{\"timeout_ms\":50,%s},\"targets\":[",
+                 fields);
+    for (int i = 0; i < 37; i++)
+        o += snprintf(body + o, (size_t)(1 << 16) - (size_t)o, "%s{\"position\":[%.6f,%.6f]}",
+                      i ? "," : "", 1.5 * rnd(&x), 1.5 * rnd(&x));
+    snprintf(body + o, (size_t)(1 << 16) - (size_t)o, "]}");
+    check_limited(body, 5);
+    free(body);
+}
+END_TEST
+
 /* Every accepted request among the shared fixtures (when they are there). */
 START_TEST(test_fixture_requests)
 {
@@ -790,6 +914,7 @@ int main(void)
     tcase_add_test(tc, test_closed_answers);
     tcase_add_test(tc, test_non_finite_results);
     tcase_add_test(tc, test_random_two_bone);
+    tcase_add_test(tc, test_limited_results);
     tcase_add_test(tc, test_fixture_requests);
     tcase_add_test(tc, test_urdf_chain);
     tcase_add_test(tc, test_chain_ids);

@@ -1225,6 +1225,16 @@ START_TEST(test_digits)
         }
         check_digits(d, 1 + i % 17);
     }
+    /* small magnitudes, 1e-28 to 1e-4, where the digits come from exact
+     * integer arithmetic (digits_small) rather than the C library: a
+     * quaternion's noise components are there; and dyadic values, some of
+     * which are exact halves at some count */
+    for (int i = 0; i < 400000; i++) {
+        double u = (double)(xs_next(&x) >> 11) * 0x1.0p-53;
+        double d = pow(10.0, -28.0 + 24.0 * u) * (i % 2 ? -1.0 : 1.0);
+        check_digits(d, 1 + i % 17);
+        check_digits(ldexp((double)(1 + 2 * (int)(xs_next(&x) % 4096)), -14 - i % 70), 1 + i % 15);
+    }
     /* exact ties at every count: small integers and halves are exact */
     for (int i = 1; i < 20000; i++) {
         double d = (double)i + 0.5;
