@@ -118,14 +118,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         proto_stream_tick_tail(&w);
         size_t len;
-        char *text = proto_jw_finish(&w, &len);
-        if (!text)
+        char *answer = proto_jw_finish(&w, &len);
+        if (!answer)
             fuzz_fail("a tick answer could not be written");
-        json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+        json_t *v = json_loadb(answer, len, JSON_REJECT_DUPLICATES, NULL);
         if (!v)
             fuzz_fail("a tick answer is not valid JSON");
         json_decref(v);
-        free(text);
+        free(answer);
     }
     if (m.type == PROTO_STREAM_PATH) {
         if (!m.path)
