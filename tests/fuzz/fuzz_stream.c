@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 proto_stream_tick_error(&w, t.stream, t.has_seq, t.seq, &err);
                 continue;
             }
-            if (!proto_stream_name_valid(t.stream) || !t.target)
+            if (!proto_stream_name_valid(t.stream) || !(t.target || t.raw))
                 fuzz_fail("a tick target read without its stream or target");
             for (int k = 0; k < 2; k++) {
                 proto_job *job;
