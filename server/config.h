@@ -73,6 +73,10 @@
       "pinged after this and dropped after twice this")                                            \
     X(MAXBODY, "max-body", "IKD_MAX_BODY", SIZE(1), limits.max_body_bytes, PROTO,                  \
       "largest request body, bytes")                                                               \
+    X(CONNMEM, "connection-memory", "IKD_CONNECTION_MEMORY", SIZE(8192), connection_memory_bytes,  \
+      VALUE("16K"),                                                                                \
+      "libmicrohttpd's memory per HTTP connection, bytes: its request line and headers must "     \
+      "fit (431 beyond), and it holds the read and write buffers")                                \
     X(MAXMSG, "max-message", "IKD_MAX_MESSAGE", SIZE(1), max_message_bytes, VALUE("1M"),           \
       "largest WebSocket message, bytes")                                                          \
     X(WSQUEUE, "max-send-queue", "IKD_MAX_SEND_QUEUE", SIZE(1), ws_send_queue_bytes, VALUE("4M"),  \
@@ -150,6 +154,7 @@ typedef struct srv_config {
     size_t answer_budget_bytes; /* batch answers held at once until sent, all clients */
     size_t stream_chain_bytes;  /* chains open streams hold, all connections */
     proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
+    size_t connection_memory_bytes; /* libmicrohttpd's pool per HTTP connection */
     size_t max_message_bytes;   /* WebSocket: largest received message */
     size_t ws_send_queue_bytes; /* WebSocket: per-connection send-queue cap */
     unsigned max_streams;       /* WebSocket: streams per connection (targets per tick) */

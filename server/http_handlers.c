@@ -532,12 +532,13 @@ static json_t *solvers_describe(const srv_ctx *ctx)
     const srv_config *c = &ctx->cfg;
     json_t *d = proto_solvers_describe(&c->limits);
     json_t *server = json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "max_connections",
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "max_connections",
         (json_int_t)c->max_connections, "max_connections_per_address",
         (json_int_t)c->max_conn_per_addr, "idle_timeout_s", (json_int_t)c->conn_timeout_s,
         "request_timeout_s", (json_int_t)c->request_timeout_s, "drain_timeout_s",
         (json_int_t)c->drain_timeout_s, "body_budget_bytes", (json_int_t)c->body_budget_bytes,
         "answer_budget_bytes", (json_int_t)c->answer_budget_bytes,
+        "connection_memory_bytes", (json_int_t)c->connection_memory_bytes,
         "max_message_bytes", (json_int_t)c->max_message_bytes, "max_send_queue_bytes",
         (json_int_t)c->ws_send_queue_bytes, "max_streams", (json_int_t)c->max_streams,
         "stream_chain_bytes", (json_int_t)c->stream_chain_bytes, "registry_bytes",

@@ -187,6 +187,7 @@ static int start_mhd(srv_ctx *ctx)
         srv_guard_notify, ctx, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_conn_per_addr,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_bytes,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     if (!ctx->mhd) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot listen on %s port %u", cfg->listen_host,

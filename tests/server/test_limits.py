@@ -830,11 +830,37 @@ class RegistryTest(unittest.TestCase):
 
 
 class SolversLimitsTest(unittest.TestCase):
+    def test_headers_are_bounded_by_the_connection_memory(self):
+        """Request headers live in libmicrohttpd's memory of the connection
+        (--connection-memory, 16K by default): 14 KB of them pass, 20 KB get
+        431, and a larger --connection-memory takes more."""
+        def status_of(d, pad):
+            s = d.connect()
+            s.sendall(b"GET /livez HTTP/1.1\r\nHost: t\r\nX-Pad: " + b"a" * pad + b"\r\n\r\n")
+            status, _, _, _ = read_response(s)
+            s.close()
+            return status
+
+        d = Daemon()
+        try:
+            self.assertEqual(status_of(d, 14000), 200)
+            self.assertEqual(status_of(d, 20000), 431)
+            self.assertEqual(status_of(d, 100), 200)  # and it keeps serving
+        finally:
+            d.kill()
+        d = Daemon("--connection-memory", "64K")
+        try:
+            self.assertEqual(status_of(d, 40000), 200)
+            self.assertEqual(status_of(d, 70000), 431)
+        finally:
+            d.kill()
+
     def test_every_bound_is_in_v1_solvers(self):
         d = Daemon("--body-budget", "32M", "--answer-budget", "48M", "--request-timeout", "7",
                    "--max-connections-per-address", "9", "--max-send-queue", "128K",
                    "--drain-timeout", "3", "--registry-bytes", "2M", "--max-queue", "11",
-                   "--stream-chain-bytes", "5M", "--max-streams", "12")
+                   "--stream-chain-bytes", "5M", "--max-streams", "12",
+                   "--connection-memory", "24K")
         try:
             s = d.connect()
             s.sendall(b"GET /v1/solvers HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -846,7 +872,7 @@ class SolversLimitsTest(unittest.TestCase):
                 "max_connections": 10000, "max_connections_per_address": 9,
                 "idle_timeout_s": 30, "request_timeout_s": 7, "drain_timeout_s": 3,
                 "body_budget_bytes": 32 << 20, "answer_budget_bytes": 48 << 20,
-                "max_message_bytes": 1 << 20,
+                "connection_memory_bytes": 24 << 10, "max_message_bytes": 1 << 20,
                 "max_send_queue_bytes": 128 << 10, "stream_chain_bytes": 5 << 20,
                 "max_streams": 12, "registry_bytes": 2 << 20,
                 "max_queue": 11})
