@@ -239,33 +239,6 @@ typedef struct problem {
     double tol[6];
 } problem;
 
-/* Rotation vector of E = Rt R^T. Away from a half turn it comes straight
- * from E: 2 sin(theta) axis = (E21 - E12, E02 - E20, E10 - E01) and
- * cos(theta) = (trace - 1) / 2; near a half turn (trace < -0.9), where that
- * loses precision, through the quaternion of E. */
-static void rotation_error(const double Rt[9], const double R[9], double r[3])
-{
-    double E[9];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            E[3 * i + j] = Rt[3 * i] * R[3 * j] + Rt[3 * i + 1] * R[3 * j + 1] +
-                           Rt[3 * i + 2] * R[3 * j + 2];
-    const double tr = E[0] + E[4] + E[8];
-    if (tr > -0.9) {
-        const double vx = E[7] - E[5], vy = E[2] - E[6], vz = E[3] - E[1];
-        const double s2 = sqrt(vx * vx + vy * vy + vz * vz); /* 2 sin(theta) */
-        const double k = s2 < 1e-200 ? 0.5 : atan2(0.5 * s2, 0.5 * (tr - 1.0)) / s2;
-        r[0] = k * vx;
-        r[1] = k * vy;
-        r[2] = k * vz;
-    } else {
-        ik_vec3 v = ik_quat_to_rotvec(ik_quat_from_mat3(E));
-        r[0] = v.x;
-        r[1] = v.y;
-        r[2] = v.z;
-    }
-}
-
 /* Jacobian and pose error at q; returns the weighted squared error. */
 static double evaluate(const problem *P, const double *q, double *J, double e[6])
 {
@@ -275,7 +248,7 @@ static double evaluate(const problem *P, const double *q, double *J, double e[6]
     e[1] = P->pt.y - p[1];
     e[2] = P->pt.z - p[2];
     if (P->need_rot) {
-        rotation_error(P->Rt, R, e + 3);
+        ik_mat3_rotvec_error(P->Rt, R, e + 3);
     } else {
         e[3] = e[4] = e[5] = 0.0;
     }
