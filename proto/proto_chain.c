@@ -550,20 +550,10 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
         return -1;
     const char *xml, *base, *tip;
     char p[PROTO_PATH_MAX];
-    json_t *v = proto_json_require(o, path, "urdf", err);
-    proto_json_path_key(p, path, "urdf");
-    if (!v || proto_json_string(v, p, 0, &xml, err))
+    size_t len;
+    if (proto__urdf_source(o, path, lim, &xml, &len, &base, err))
         return -1;
-    size_t len = json_string_length(v);
-    if (len > lim->max_urdf_bytes)
-        return proto_error_set(err, PROTO_E_TOO_LARGE, p,
-                               "the URDF document has %zu bytes; the limit is %zu", len,
-                               lim->max_urdf_bytes);
-    v = proto_json_require(o, path, "base", err);
-    proto_json_path_key(p, path, "base");
-    if (!v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, &base, err))
-        return -1;
-    v = proto_json_require(o, path, "tip", err);
+    json_t *v = proto_json_require(o, path, "tip", err);
     proto_json_path_key(p, path, "tip");
     if (!v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, &tip, err))
         return -1;

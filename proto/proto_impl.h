@@ -376,6 +376,11 @@ int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err
 /* A name: a non-empty string of at most PROTO_NAME_MAX - 1 bytes, copied
  * into dst. */
 int proto__name(char *dst, const json_t *v, const char *path, proto_error *err);
+/* The "urdf" member of a URDF chain object o at path (a string of at most
+ * lim->max_urdf_bytes: *xml, *len) and its "base" link name (*base): a
+ * chain's and a tree's. 0, or -1 with *err set. */
+int proto__urdf_source(const json_t *o, const char *path, const proto_limits *lim,
+                       const char **xml, size_t *len, const char **base, proto_error *err);
 /* One joint object of a joint list (a joints chain's, or with "parent"
  * allowed, which the caller reads, a tree's) at path pj, index i (its
  * default name joint<i>), in the chain's frame and units, into *out and

@@ -150,22 +150,13 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     static const char *const keys[] = {"kind", "urdf", "base", "tips", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
-    char pu[PROTO_PATH_MAX], p[PROTO_PATH_MAX];
+    char pu[PROTO_PATH_MAX];
     const char *xml, *base, *tips[IK_TREE_MAX_TIPS];
     size_t ntips;
-    json_t *v = proto_json_require(o, path, "urdf", err);
+    size_t len;
+    if (proto__urdf_source(o, path, lim, &xml, &len, &base, err))
+        return -1;
     proto_json_path_key(pu, path, "urdf");
-    if (!v || proto_json_string(v, pu, 0, &xml, err))
-        return -1;
-    size_t len = json_string_length(v);
-    if (len > lim->max_urdf_bytes)
-        return proto_error_set(err, PROTO_E_TOO_LARGE, pu,
-                               "the URDF document has %zu bytes; the limit is %zu", len,
-                               lim->max_urdf_bytes);
-    v = proto_json_require(o, path, "base", err);
-    proto_json_path_key(p, path, "base");
-    if (!v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, &base, err))
-        return -1;
     if (tip_list(o, path, tips, &ntips, err))
         return -1;
     size_t cap = lim->max_joints < IK_TREE_MAX_JOINTS ? lim->max_joints : IK_TREE_MAX_JOINTS;

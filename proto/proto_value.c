@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "proto/proto_urdf.h"
+
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err)
 {
     double d[3];
@@ -90,6 +92,24 @@ int proto__name(char *dst, const json_t *v, const char *path, proto_error *err)
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, path, "names must not be empty");
     snprintf(dst, PROTO_NAME_MAX, "%s", s);
     return 0;
+}
+
+int proto__urdf_source(const json_t *o, const char *path, const proto_limits *lim,
+                       const char **xml, size_t *len, const char **base, proto_error *err)
+{
+    char p[PROTO_PATH_MAX];
+    json_t *v = proto_json_require(o, path, "urdf", err);
+    proto_json_path_key(p, path, "urdf");
+    if (!v || proto_json_string(v, p, 0, xml, err))
+        return -1;
+    *len = json_string_length(v);
+    if (*len > lim->max_urdf_bytes)
+        return proto_error_set(err, PROTO_E_TOO_LARGE, p,
+                               "the URDF document has %zu bytes; the limit is %zu", *len,
+                               lim->max_urdf_bytes);
+    v = proto_json_require(o, path, "base", err);
+    proto_json_path_key(p, path, "base");
+    return !v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, base, err) ? -1 : 0;
 }
 
 /* The index of name s among the first n of names, or -1. */
