@@ -663,24 +663,19 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
         if (pick < m) {
             memcpy(r->q, cand + 6 * pick, n * sizeof *r->q);
             r->status = IK_OK;
-            r->cause = IK_REASON_NONE;
-            ik_xform x = ik_chain_fk(c->chain, r->q);
-            double e[6];
-            ik_pose_error(tg.pose, x, e);
-            finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
-                          sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]), NULL);
-            return;
+        } else {
+            for (size_t j = 0; j < n; j++)
+                refused[0] = fmax(refused[0], fabs(cand[j] - from[j]));
+            memcpy(r->q, from, n * sizeof *r->q);
+            r->status = IK_ESTEP;
         }
-        for (size_t j = 0; j < n; j++)
-            refused[0] = fmax(refused[0], fabs(cand[j] - from[j]));
-        memcpy(r->q, from, n * sizeof *r->q);
-        r->status = IK_ESTEP;
         r->cause = IK_REASON_NONE;
         ik_xform x = ik_chain_fk(c->chain, r->q);
         double e[6];
         ik_pose_error(tg.pose, x, e);
         finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
-                      sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]), refused);
+                      sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]),
+                      r->status == IK_OK ? NULL : refused);
         return;
     }
     r->status = ik_closed_solve(c->chain, k, &tg, seed, &o, r->q, &res);
