@@ -353,17 +353,34 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
 
 #define KEY(w, k) proto_jw_raw(w, "\"" k "\":", sizeof(k) + 2)
 
-/* ",\"key\":" or "\"key\":" for the first member. */
-static void key_sep(proto_jw *w, bool *first, const char *k, size_t n)
+/* ",\"key\":" or "\"key\":" for the first member, from sk = ",\"key\":" (n
+ * bytes): one copy of a constant, as it runs for every member of every
+ * answer. */
+static inline void key_sep(proto_jw *w, bool *first, const char *sk, size_t n)
 {
-    if (!*first)
-        proto_jw_raw(w, ",", 1);
+    if (*first)
+        proto_jw_raw(w, sk + 1, n - 1);
+    else
+        proto_jw_raw(w, sk, n);
     *first = false;
-    proto_jw_raw(w, "\"", 1);
-    proto_jw_raw(w, k, n);
-    proto_jw_raw(w, "\":", 2);
 }
-#define MEMBER(w, first, k) key_sep(w, first, k, sizeof(k) - 1)
+#define MEMBER(w, first, k) key_sep(w, first, ",\"" k "\":", sizeof(k) + 3)
+
+/* A word of ikd's own tables (a status, reason, solver, unit or frame
+ * name, a chain id's hex digits) as a JSON string: such words hold no
+ * character JSON escapes (tests/proto/test_proto_job.c compares every
+ * answer with jansson's text), so they are copied without the scan
+ * proto_jw_string makes of names that come from clients. */
+static void put_word(proto_jw *w, const char *s)
+{
+    size_t n = strlen(s);
+    if (w->len + n + 3 > w->cap && proto_jw_reserve(w, n + 2))
+        return;
+    w->p[w->len] = '"';
+    memcpy(w->p + w->len + 1, s, n);
+    w->p[w->len + 1 + n] = '"';
+    w->len += n + 2;
+}
 
 /* n reals (finite: result_outcome() checked them) as an array, at
  * options.digits. */
@@ -391,13 +408,11 @@ static void put_quat(proto_jw *w, ik_quat q, int digits)
 }
 
 /* A real member (finite: result_outcome() checked it). */
-static void put_real_member(proto_jw *w, bool *first, const char *k, size_t n, double v,
-                            int digits)
-{
-    key_sep(w, first, k, n);
-    proto_jw_double_digits(w, v, digits);
-}
-#define REAL_MEMBER(w, first, k, v) put_real_member(w, first, k, sizeof(k) - 1, v, dg)
+#define REAL_MEMBER(w, first, k, v)                                                                \
+    do {                                                                                           \
+        MEMBER(w, first, k);                                                                       \
+        proto_jw_double_digits(w, v, dg);                                                          \
+    } while (0)
 
 /* The members of proto_job_result_json(job, i), without the braces;
  * returns the MoveIt code the result is answered with. */
@@ -411,20 +426,20 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
     outcome oc;
     proto__result_outcome(job, i, &oc);
     MEMBER(w, first, "status");
-    proto_jw_string(w, oc.word, strlen(oc.word));
+    put_word(w, oc.word);
     if (want(job, PROTO_FIELD(CODE))) {
         MEMBER(w, first, "code");
         proto_jw_integer(w, oc.code);
     }
     if (want(job, PROTO_FIELD(REASON))) {
         MEMBER(w, first, "reason");
-        proto_jw_string(w, oc.reason, strlen(oc.reason));
+        put_word(w, oc.reason);
     }
     bool valid = oc.pose;
     if (valid && r->cause != IK_REASON_NONE && want(job, PROTO_FIELD(CAUSE))) {
         const char *cn = ik_reason_name(r->cause);
         MEMBER(w, first, "cause");
-        proto_jw_string(w, cn, strlen(cn));
+        put_word(w, cn);
     }
     if (valid && job->dof && want(job, PROTO_FIELD(JOINTS))) {
         MEMBER(w, first, "joints");
@@ -497,7 +512,7 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
                 const char *word;
                 int code = proto__moveit(tip_status(r, tr), &word);
                 MEMBER(w, &f1, "status");
-                proto_jw_string(w, word, strlen(word));
+                put_word(w, word);
                 MEMBER(w, &f1, "code");
                 proto_jw_integer(w, code);
             }
@@ -615,17 +630,17 @@ static void put_chain_members(proto_jw *w, bool *first, const proto_job *job)
     proto_jw_raw(w, "{", 1);
     MEMBER(w, first, "chain_id");
     const char *id = proto_chain_id(c);
-    proto_jw_string(w, id, strlen(id));
+    put_word(w, id);
     MEMBER(w, first, "solver");
     const char *sn = proto_solver_names[job->solver];
-    proto_jw_string(w, sn, strlen(sn));
+    put_word(w, sn);
     MEMBER(w, first, "units");
     const char *un = proto_units_names[job->opt.units];
-    proto_jw_string(w, un, strlen(un));
+    put_word(w, un);
     if (!job->dims2) {
         MEMBER(w, first, "frame");
         const char *fn = proto_frame_names[job->opt.frame];
-        proto_jw_string(w, fn, strlen(fn));
+        put_word(w, fn);
     }
     if (c->kind == PROTO_CHAIN_LINKS3D) {
         MEMBER(w, first, "joint_names");
@@ -752,9 +767,15 @@ size_t proto_job_encode_bound(const proto_job *job)
 
 char *proto_job_encode(const proto_job *job, size_t *len)
 {
+    /* A single solve's answer (under a kilobyte for most chains) is written
+     * on the stack and copied into an allocation of its exact size: the
+     * estimate's would be a large block, slower to get from malloc than
+     * the copy. */
+    char stack[4096];
     proto_jw w;
-    proto_jw_init(&w, NULL, 0);
-    if (proto_jw_reserve(&w, encode_estimate(job)))
+    proto_jw_init(&w, stack, sizeof stack);
+    size_t est = encode_estimate(job);
+    if (est > sizeof stack && proto_jw_reserve(&w, est))
         return NULL;
     if (job->kind == PROTO_SOLVE) {
         bool first = true;
