@@ -30,6 +30,7 @@
  * there is registered back on the loop. When --max-queue units of work are
  * admitted already, the request gets 503 + Retry-After: 1.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,8 +117,9 @@ typedef struct single {
     srv_request *q;
     char *out;
     size_t out_len;
-    bool decode_failed; /* a body decoded on the pool was refused: q->... */
-    proto_error err;
+    bool heap;          /* malloc'd (pool work); else on the handler's stack */
+    bool decode_failed; /* a body decoded on the pool was refused: err */
+    proto_error err;    /* (last: not cleared, written only on a refusal) */
 } single;
 
 static void single_encode(srv_solve *s)
@@ -133,7 +135,8 @@ static void single_done(srv_solve *s, int status)
     char *out = w->out;
     size_t len = w->out_len;
     bool ran_inline = s->ran_inline;
-    free(w);
+    if (w->heap)
+        free(w);
     if (!ran_inline && !srv_http_release(q)) {
         free(out);
         return;
@@ -148,11 +151,15 @@ static void single_done(srv_solve *s, int status)
     srv_http_respond_body(q, 200, out, len);
 }
 
-static single *single_new(srv_request *q)
+/* w for q's job (w: on the stack for a solve done inline, else NULL to
+ * allocate one). */
+static single *single_init(single *w, srv_request *q)
 {
-    single *w = calloc(1, sizeof *w);
-    if (!w)
+    bool heap = !w;
+    if (heap && !(w = malloc(sizeof *w)))
         return NULL;
+    memset(w, 0, offsetof(single, err));
+    w->heap = heap;
     w->q = q;
     w->solve.job = q->job;
     w->solve.begin = 0;
@@ -197,7 +204,7 @@ static void handle_solve(srv_request *q)
     proto_error e;
     single *w;
     if (q->len > LOOP_DECODE_MAX) {
-        if (!(w = single_new(q)))
+        if (!(w = single_init(NULL, q)))
             return;
         w->solve.w.data = w;
         srv_http_hold(q);
@@ -214,16 +221,20 @@ static void handle_solve(srv_request *q)
         srv_http_respond_error(q, &e);
         return;
     }
-    if (!(w = single_new(q)))
-        return;
+    /* a cheap solve runs inline, within srv_solve_submit, so its state
+     * lives on this stack */
+    single here;
     bool cheap = srv_solve_is_cheap(q->ctx, q->job);
+    if (!(w = single_init(cheap ? &here : NULL, q)))
+        return;
     if (!cheap)
         srv_http_hold(q);
     int rc = srv_solve_submit(q->ctx, &w->solve);
     if (rc != SRV_OK) {
         if (!cheap)
             q->pending--;
-        free(w);
+        if (w->heap)
+            free(w);
         refuse_busy(q, rc);
     }
 }

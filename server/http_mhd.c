@@ -66,6 +66,7 @@
  * deadline (guard.c), WebSocket framing (ws_conn.c).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,13 +100,13 @@ typedef struct out_piece {
 typedef struct http_req {
     srv_request q; /* what the handlers see (first member) */
     struct MHD_Connection *conn;
+    const char *origin; /* its Origin header (libmicrohttpd's copy), or NULL */
     enum req_state state;
     bool in_dispatch;     /* the handler is running: an answer is queued at once */
     bool suspended;
     bool preflight;       /* a CORS preflight (OPTIONS) on a known route */
     unsigned status_sent; /* for metrics; 0 = none */
-    proto_error err;      /* a refusal decided before the body was in */
-    bool has_err;
+    bool has_err;         /* err holds a refusal decided before the body was in */
     size_t cap;
     size_t held;      /* bytes of ctx->body_bytes this request accounts for */
     size_t announced; /* Content-Length, 0 when none */
@@ -120,6 +121,7 @@ typedef struct http_req {
     size_t out_pieces, out_off;
     bool out_ended, out_cut;
     void (*drained)(srv_request *q);
+    proto_error err; /* (last: not cleared, written only with has_err) */
 } http_req;
 
 int srv_http_status(proto_errcode code)
@@ -187,8 +189,7 @@ static void req_free(http_req *r)
 static void add_cors(http_req *r, struct MHD_Response *resp)
 {
     srv_ctx *ctx = r->q.ctx;
-    const char *origin =
-        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    const char *origin = r->origin;
     if (!origin || !srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
                                           ctx->cfg.n_allow_origins))
         return;
@@ -535,9 +536,7 @@ bool srv_http_client_gone(srv_request *q)
 static bool origin_allowed(http_req *r)
 {
     srv_ctx *ctx = r->q.ctx;
-    const char *origin =
-        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
-    return srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
+    return srv_ws_origin_allowed(r->origin, (const char *const *)ctx->cfg.allow_origins,
                                  ctx->cfg.n_allow_origins);
 }
 
@@ -588,8 +587,7 @@ static void refuse(http_req *r, proto_errcode code, const char *reason, const ch
 static enum MHD_Result answer_preflight(http_req *r)
 {
     const srv_route_def *d = &srv_routes[r->q.route];
-    const char *origin =
-        MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    const char *origin = r->origin;
     if (origin && !origin_allowed(r)) {
         proto_error e;
         proto_error_set(&e, PROTO_E_FORBIDDEN_ORIGIN, "", "Origin %.200s is not allowed here",
@@ -701,9 +699,10 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
                              const char *method, void **con_cls)
 {
-    http_req *r = calloc(1, sizeof *r);
+    http_req *r = malloc(sizeof *r);
     if (!r)
         return MHD_NO;
+    memset(r, 0, offsetof(http_req, err));
     r->q.ctx = ctx;
     r->q.url = url;
     r->conn = conn;
@@ -725,7 +724,9 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
                  !hi;
     const char *length =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    r->announced = length ? (size_t)strtoull(length, NULL, 10) : 0;
+    unsigned long long announced = length ? strtoull(length, NULL, 10) : 0;
+    r->announced = (size_t)announced;
+    r->origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
     const srv_route_def *d = &srv_routes[r->q.route];
 
     if (r->q.route == SRV_RT_NONE) {
@@ -738,7 +739,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
          * read or done, not merely hidden from the page. */
         char msg[300];
         snprintf(msg, sizeof msg, "Origin %.200s may not change anything here (--allow-origin)",
-                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN));
+                 r->origin);
         refuse(r, PROTO_E_FORBIDDEN_ORIGIN, "bad_origin", msg);
     } else if (r->q.method == SRV_M_OPTIONS) {
         /* CORS preflight: browsers send it without credentials, so no
@@ -756,9 +757,6 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         snprintf(msg, sizeof msg, "method %.32s is not allowed here", method);
         refuse(r, PROTO_E_METHOD_NOT_ALLOWED, "method", msg);
     } else if (d->takes_body) {
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
-        unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
         if (announced > ctx->cfg.limits.max_body_bytes) {
             refuse(r, PROTO_E_TOO_LARGE, "too_large",
                    "the request body exceeds the limit (--max-body)");
