@@ -276,8 +276,10 @@ struct proto_job {
     size_t ntips;
     proto_tip_goal *goals;
     unsigned char *keep;
-    void *block;         /* one allocation behind targets, seeds, goals, keep, has_seed */
-    void *results_block; /* and one behind results, their outputs, done */
+    void *block;         /* one allocation behind targets, seeds, goals, keep, has_seed
+                            and a single target's result, its outputs and done */
+    void *results_block; /* the results' own allocation (more than one target, or
+                            after proto_job_limit_results), else NULL */
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
 };
 

@@ -372,20 +372,21 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
 
 /* ---- jobs ------------------------------------------------------------- */
 
-/* The block of `slots` results and their outputs (joint values, points,
- * rotations, all solutions, a tree's tips) and done flags, zeroed. */
-static int results_alloc(proto_job *job, size_t slots)
+/* The bytes of `slots` results and their outputs (joint values, points,
+ * rotations, all solutions, a tree's tips) and done flags. */
+static size_t results_bytes(const proto_job *job, size_t slots)
 {
-    size_t nt = job->ntips;
     size_t per = job->dof * sizeof(double) + job->npos * sizeof(ik_vec3) +
                  2 * job->nrot * sizeof(ik_quat) + job->sol_cap * job->dof * sizeof(double) +
-                 nt * sizeof(proto_tip_result);
-    /* doubles first for alignment */
-    char *b = calloc(1, slots * (per + sizeof(proto_result) + sizeof(bool)) + 16);
-    if (!b)
-        return -1;
-    free(job->results_block);
-    job->results_block = b;
+                 job->ntips * sizeof(proto_tip_result);
+    return slots * (per + sizeof(proto_result) + sizeof(bool)) + 16;
+}
+
+/* Lays out `slots` results over b (zeroed, results_bytes(job, slots),
+ * aligned for doubles). */
+static void results_layout(proto_job *job, char *b, size_t slots)
+{
+    size_t nt = job->ntips;
     job->slots = slots;
     job->results = (proto_result *)b;
     b += slots * sizeof(proto_result);
@@ -405,16 +406,32 @@ static int results_alloc(proto_job *job, size_t slots)
         b += nt * sizeof(proto_tip_result);
     }
     job->done = (bool *)b;
+}
+
+/* The block of `slots` results (replacing any), zeroed. */
+static int results_alloc(proto_job *job, size_t slots)
+{
+    char *b = calloc(1, results_bytes(job, slots));
+    if (!b)
+        return -1;
+    free(job->results_block);
+    job->results_block = b;
+    results_layout(job, b, slots);
     return 0;
 }
 
+/* The job's block: seeds, targets, a tree's goals and keep rules, seed
+ * flags and, for a single target (a solve, a stream's), its result too, in
+ * one allocation. A batch's results have their own (results_block), which
+ * proto_job_limit_results replaces with a window of them. */
 static int job_alloc(proto_job *job, bool seeds)
 {
     size_t n = job->n, sl = proto__seed_len(job->chain), nt = job->ntips;
     size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
     size_t sz = n * (sizeof(proto_target) + nt * sizeof(proto_tip_goal) + (nt > 0) + sizeof(bool));
+    size_t res = (seedsz + sz + 15) & ~(size_t)15; /* where a single result begins */
     /* doubles first for alignment */
-    char *b = calloc(1, seedsz + sz + 16);
+    char *b = calloc(1, n == 1 ? res + results_bytes(job, 1) : seedsz + sz + 16);
     if (!b)
         return -1;
     job->block = b;
@@ -429,7 +446,10 @@ static int job_alloc(proto_job *job, bool seeds)
         b += n;
     }
     job->has_seed = (bool *)b;
-    return results_alloc(job, n);
+    if (n != 1)
+        return results_alloc(job, n);
+    results_layout(job, (char *)job->block + res, 1);
+    return 0;
 }
 
 int proto_job_limit_results(proto_job *job, size_t slots)
