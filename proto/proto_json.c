@@ -607,11 +607,6 @@ bool proto__scan_key(proto_scan *r, const char **s, size_t *n)
     return proto__scan_string(r, s, n) && proto__scan_char(r, ':');
 }
 
-bool proto__scan_is(const char *s, size_t n, const char *lit)
-{
-    return n == strlen(lit) && memcmp(s, lit, n) == 0;
-}
-
 bool proto__scan_number(proto_scan *r, proto_json_num *v)
 {
     scan_ws(r);
@@ -633,45 +628,70 @@ bool proto__scan_numbers(proto_scan *r, double *out, size_t n)
     return proto__scan_char(r, ']');
 }
 
+/* What proto__scan_value makes of a byte: whitespace, an opening or closing
+ * bracket, a quote, a separator, a byte of a number or literal, or one no
+ * value holds outside strings (0). */
+enum { SV_BAD, SV_WS, SV_OPEN, SV_CLOSE, SV_QUOTE, SV_SEP, SV_ATOM };
+#define SV_DIGITS(x) [x '0'] = SV_ATOM, [x '1'] = SV_ATOM, [x '2'] = SV_ATOM, [x '3'] = SV_ATOM, \
+        [x '4'] = SV_ATOM, [x '5'] = SV_ATOM, [x '6'] = SV_ATOM, [x '7'] = SV_ATOM, [x '8'] = SV_ATOM, \
+        [x '9'] = SV_ATOM
+static const unsigned char sv_class[256] = {
+    [' '] = SV_WS, ['\n'] = SV_WS, ['\r'] = SV_WS, ['\t'] = SV_WS, ['{'] = SV_OPEN,
+    ['['] = SV_OPEN, ['}'] = SV_CLOSE, [']'] = SV_CLOSE, ['"'] = SV_QUOTE, [','] = SV_SEP,
+    [':'] = SV_SEP, SV_DIGITS(), ['-'] = SV_ATOM, ['+'] = SV_ATOM, ['.'] = SV_ATOM,
+    ['E'] = SV_ATOM, ['a'] = SV_ATOM, ['b'] = SV_ATOM, ['c'] = SV_ATOM, ['d'] = SV_ATOM,
+    ['e'] = SV_ATOM, ['f'] = SV_ATOM, ['g'] = SV_ATOM, ['h'] = SV_ATOM, ['i'] = SV_ATOM,
+    ['j'] = SV_ATOM, ['k'] = SV_ATOM, ['l'] = SV_ATOM, ['m'] = SV_ATOM, ['n'] = SV_ATOM,
+    ['o'] = SV_ATOM, ['p'] = SV_ATOM, ['q'] = SV_ATOM, ['r'] = SV_ATOM, ['s'] = SV_ATOM,
+    ['t'] = SV_ATOM, ['u'] = SV_ATOM, ['v'] = SV_ATOM, ['w'] = SV_ATOM, ['x'] = SV_ATOM,
+    ['y'] = SV_ATOM, ['z'] = SV_ATOM,
+};
+#undef SV_DIGITS
+
 bool proto__scan_value(proto_scan *r, const char **s, size_t *n)
 {
     scan_ws(r);
+    const unsigned char *p = (const unsigned char *)r->p, *end = (const unsigned char *)r->end;
     const char *b = r->p;
     int depth = 0;
     do {
-        scan_ws(r);
-        if (r->p >= r->end)
+        while (p < end && sv_class[*p] == SV_WS)
+            p++;
+        if (p >= end)
             return false;
-        char c = *r->p;
-        if (c == '{' || c == '[') {
+        switch (sv_class[*p]) {
+        case SV_OPEN:
             if (++depth > 32)
                 return false;
-            r->p++;
-        } else if (c == '}' || c == ']') {
+            p++;
+            break;
+        case SV_CLOSE:
             if (--depth < 0)
                 return false;
-            r->p++;
-        } else if (c == '"') {
-            for (r->p++; r->p < r->end && *r->p != '"'; r->p++)
-                if (*r->p == '\\' && ++r->p >= r->end)
+            p++;
+            break;
+        case SV_QUOTE:
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\' && ++p >= end)
                     return false;
-            if (r->p >= r->end)
+            if (p >= end)
                 return false;
-            r->p++;
-        } else if (c == ',' || c == ':') {
+            p++;
+            break;
+        case SV_SEP:
             if (depth == 0)
                 return false;
-            r->p++;
-        } else if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' ||
-                   c == 'E' || (c >= 'a' && c <= 'z')) {
-            while (r->p < r->end && ((*r->p >= '0' && *r->p <= '9') || *r->p == '-' ||
-                                     *r->p == '+' || *r->p == '.' ||
-                                     (*r->p >= 'a' && *r->p <= 'z') || *r->p == 'E'))
-                r->p++;
-        } else {
+            p++;
+            break;
+        case SV_ATOM:
+            while (p < end && sv_class[*p] == SV_ATOM)
+                p++;
+            break;
+        default:
             return false;
         }
     } while (depth > 0);
+    r->p = (const char *)p;
     *s = b;
     *n = (size_t)(r->p - b);
     return true;

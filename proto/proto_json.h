@@ -97,8 +97,12 @@ bool proto__scan_char(proto_scan *r, char c);
 bool proto__scan_string(proto_scan *r, const char **s, size_t *n);
 /* A key: such a string and its colon. */
 bool proto__scan_key(proto_scan *r, const char **s, size_t *n);
-/* *s == lit, for a string from proto__scan_string(). */
-bool proto__scan_is(const char *s, size_t n, const char *lit);
+/* *s == lit, for a string from proto__scan_string() (inline: with a
+ * literal, the length and the comparison fold to a few instructions). */
+static inline bool proto__scan_is(const char *s, size_t n, const char *lit)
+{
+    return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
 /* A number (proto__json_number()). */
 bool proto__scan_number(proto_scan *r, proto_json_num *v);
 /* An array of exactly n numbers, as doubles (an integer as the double
