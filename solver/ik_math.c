@@ -11,11 +11,20 @@
 
 #include <float.h>
 
+/* fmax(a, b) for a, b that are magnitudes (+0 or more, or NaN): the
+ * larger, or the one that is not NaN. The C library's fmax is a call that
+ * gcc does not inline without -ffinite-math-only, and the lengths and
+ * normalizations below run a handful of times in every answer. */
+static inline double mag_max(double a, double b)
+{
+    return isnan(b) || a > b ? a : b;
+}
+
 /* ---- vec3 ------------------------------------------------------------- */
 
 double ik_vec3_len(ik_vec3 a)
 {
-    double m = fmax(fabs(a.x), fmax(fabs(a.y), fabs(a.z)));
+    double m = mag_max(fabs(a.x), mag_max(fabs(a.y), fabs(a.z)));
     if (!(m > 0.0) || !isfinite(m))
         return m > 0.0 ? m : 0.0; /* zero, NaN -> 0; inf -> inf */
     if (m > 1e150 || m < 1e-150) {
@@ -99,7 +108,7 @@ ik_quat ik_quat_normalize(ik_quat q)
 {
     if (!ik_quat_isfinite(q))
         return ik_quat_identity();
-    double m = fmax(fmax(fabs(q.x), fabs(q.y)), fmax(fabs(q.z), fabs(q.w)));
+    double m = mag_max(mag_max(fabs(q.x), fabs(q.y)), mag_max(fabs(q.z), fabs(q.w)));
     if (!(m > 0.0))
         return ik_quat_identity();
     ik_quat s = {q.x / m, q.y / m, q.z / m, q.w / m};

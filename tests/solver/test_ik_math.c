@@ -221,7 +221,17 @@ START_TEST(test_vec3_len2_dist)
     ck_assert_double_eq_tol(ik_vec3_len(ik_v3(3e-200, 4e-200, 0)), 5e-200, 1e-212);
     /* len: inf stays inf, zero is zero */
     ck_assert(isinf(ik_vec3_len(ik_v3(INFINITY, 1, 0))));
+    ck_assert(isinf(ik_vec3_len(ik_v3(1, 0, -INFINITY))));
     ck_assert_double_eq(ik_vec3_len(ik_v3(0, 0, 0)), 0);
+    /* a NaN among finite components: NaN wherever it is (the largest
+     * magnitude skips it, as fmax does, and the sum of squares holds it) */
+    ck_assert(isnan(ik_vec3_len(ik_v3(NAN, 3, 4))));
+    ck_assert(isnan(ik_vec3_len(ik_v3(3, NAN, 4))));
+    ck_assert(isnan(ik_vec3_len(ik_v3(3, 4, NAN))));
+    ck_assert_double_eq(ik_vec3_len(ik_v3(NAN, NAN, NAN)), 0);
+    /* the largest magnitude in any position scales alike */
+    ck_assert_double_eq_tol(ik_vec3_len(ik_v3(0, 4e-200, 3e-200)), 5e-200, 1e-212);
+    ck_assert_double_eq_tol(ik_vec3_len(ik_v3(-4e200, 0, -3e200)), 5e200, 1e188);
 }
 END_TEST
 
