@@ -122,11 +122,18 @@ static int reserve(void **arr, size_t *cap, size_t n, size_t sz)
     return 0;
 }
 
+/* The names come from ikd's own tables (one pointer per name): a pointer
+ * comparison finds them before strcmp is asked. */
+static bool same_name(const char *a, const char *b)
+{
+    return a == b || strcmp(a, b) == 0;
+}
+
 void srv_metrics_request(srv_metrics *m, const char *route, int status)
 {
     uv_mutex_lock(&m->lock);
     size_t i = 0;
-    while (i < m->nreqs && !(m->reqs[i].status == status && strcmp(m->reqs[i].route, route) == 0))
+    while (i < m->nreqs && !(m->reqs[i].status == status && same_name(m->reqs[i].route, route)))
         i++;
     if (i == m->nreqs) {
         if (reserve((void **)&m->reqs, &m->capreqs, m->nreqs, sizeof *m->reqs) != 0)
@@ -140,20 +147,17 @@ out:
     uv_mutex_unlock(&m->lock);
 }
 
-void srv_metrics_observe_solves(srv_metrics *m, const char *solver, double seconds_each,
-                                size_t n)
+/* (m->lock held) */
+static void observe_locked(srv_metrics *m, const char *solver, double seconds_each, size_t n)
 {
-    if (n == 0)
-        return;
     if (!(seconds_each >= 0.0))
         seconds_each = 0.0;
-    uv_mutex_lock(&m->lock);
     size_t i = 0;
-    while (i < m->nhists && strcmp(m->hists[i].solver, solver) != 0)
+    while (i < m->nhists && !same_name(m->hists[i].solver, solver))
         i++;
     if (i == m->nhists) {
         if (reserve((void **)&m->hists, &m->caphists, m->nhists, sizeof *m->hists) != 0)
-            goto out;
+            return;
         m->hists[i].solver = solver;
         m->nhists++;
     }
@@ -163,7 +167,44 @@ void srv_metrics_observe_solves(srv_metrics *m, const char *solver, double secon
     m->hists[i].buckets[b] += n;
     m->hists[i].count += n;
     m->hists[i].sum += seconds_each * (double)n;
-out:
+}
+
+/* (m->lock held) */
+static void outcome_locked(srv_metrics *m, const char *solver, const char *status, size_t n)
+{
+    size_t i = 0;
+    while (i < m->noutcomes &&
+           !(same_name(m->outcomes[i].solver, solver) && same_name(m->outcomes[i].status, status)))
+        i++;
+    if (i == m->noutcomes) {
+        if (reserve((void **)&m->outcomes, &m->capoutcomes, m->noutcomes,
+                    sizeof *m->outcomes) != 0)
+            return;
+        m->outcomes[i].solver = solver;
+        m->outcomes[i].status = status;
+        m->noutcomes++;
+    }
+    m->outcomes[i].n += n;
+}
+
+void srv_metrics_observe_solves(srv_metrics *m, const char *solver, double seconds_each,
+                                size_t n)
+{
+    if (n == 0)
+        return;
+    uv_mutex_lock(&m->lock);
+    observe_locked(m, solver, seconds_each, n);
+    uv_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_solves_outcome(srv_metrics *m, const char *solver, double seconds_each,
+                                const char *status, size_t n)
+{
+    if (n == 0)
+        return;
+    uv_mutex_lock(&m->lock);
+    observe_locked(m, solver, seconds_each, n);
+    outcome_locked(m, solver, status, n);
     uv_mutex_unlock(&m->lock);
 }
 
@@ -177,20 +218,7 @@ void srv_metrics_outcome(srv_metrics *m, const char *solver, const char *status,
     if (n == 0)
         return;
     uv_mutex_lock(&m->lock);
-    size_t i = 0;
-    while (i < m->noutcomes && !(strcmp(m->outcomes[i].solver, solver) == 0 &&
-                                 strcmp(m->outcomes[i].status, status) == 0))
-        i++;
-    if (i == m->noutcomes) {
-        if (reserve((void **)&m->outcomes, &m->capoutcomes, m->noutcomes,
-                    sizeof *m->outcomes) != 0)
-            goto out;
-        m->outcomes[i].solver = solver;
-        m->outcomes[i].status = status;
-        m->noutcomes++;
-    }
-    m->outcomes[i].n += n;
-out:
+    outcome_locked(m, solver, status, n);
     uv_mutex_unlock(&m->lock);
 }
 
@@ -431,6 +459,11 @@ void srv_metrics_solved(srv_ctx *ctx, const proto_job *job, size_t begin, size_t
     if (end <= begin)
         return;
     const char *solver = proto_job_solver_name(job);
+    if (end - begin == 1) { /* a solve, a stream's target: one lock */
+        srv_metrics_solves_outcome(ctx->metrics, solver, seconds, proto_job_status(job, begin),
+                                   1);
+        return;
+    }
     srv_metrics_observe_solves(ctx->metrics, solver, seconds / (double)(end - begin),
                                end - begin);
     /* answers of one job take a handful of status words: count runs */

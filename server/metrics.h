@@ -30,6 +30,9 @@ void srv_metrics_observe_solves(srv_metrics *m, const char *solver, double secon
                                 size_t n);
 /* n targets of solver answered with status (proto_job_status's word). */
 void srv_metrics_outcome(srv_metrics *m, const char *solver, const char *status, size_t n);
+/* Both of the above for n solves of one solver and status, in one lock. */
+void srv_metrics_solves_outcome(srv_metrics *m, const char *solver, double seconds_each,
+                                const char *status, size_t n);
 /* A rejected request/message by reason ("pool_full", "too_large",
  * "unauthorized", "bad_origin", "rate", ...). */
 void srv_metrics_reject(srv_metrics *m, const char *reason);

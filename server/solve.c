@@ -92,8 +92,7 @@ static void run_jobs(srv_ctx *ctx, srv_solve *s)
         const char *sv = job ? proto_job_solver_name(job) : NULL;
         const char *st = job ? proto_job_status(job, 0) : NULL;
         if (n > 0 && (!job || strcmp(sv, solver) != 0 || strcmp(st, status) != 0)) {
-            srv_metrics_observe_solves(ctx->metrics, solver, each, n);
-            srv_metrics_outcome(ctx->metrics, solver, status, n);
+            srv_metrics_solves_outcome(ctx->metrics, solver, each, status, n);
             n = 0;
         }
         solver = sv;
