@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "proto/proto_error.h"
+#include "server/srv.h"
 
 /* libmicrohttpd's access handler (cls = srv_ctx*) and request-completed
  * notification (MHD_OPTION_NOTIFY_COMPLETED, cls = srv_ctx*). */
@@ -22,6 +23,10 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
                                 void **con_cls);
 void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe);
+
+/* After MHD_stop_daemon(): frees the finished requests kept for reuse;
+ * requests that finish later are freed at once. */
+void srv_http_stop(srv_ctx *ctx);
 
 /* The HTTP status a wire error code is answered with: the HTTP column of
  * proto/proto_error.h's PROTO_ERROR_MAP (500 for PROTO_E_NONE). */

@@ -83,6 +83,12 @@
 #include "server/ws.h"
 #include "server/ws_handshake.h"
 
+/* Bodies of up to this many bytes (with their NUL) are kept in the request
+ * itself; finished requests, up to SPARES of them, are kept for the next
+ * ones: a single solve then takes no allocation of the HTTP side. */
+#define SMALL_BODY 1024
+#define SPARES 64
+
 enum req_state {
     ST_READING,  /* headers/body arriving */
     ST_WORKING,  /* the handler works on the pool; no answer yet */
@@ -121,7 +127,10 @@ typedef struct http_req {
     size_t out_pieces, out_off;
     bool out_ended, out_cut;
     void (*drained)(srv_request *q);
-    proto_error err; /* (last: not cleared, written only with has_err) */
+    struct http_req *next_spare; /* in ctx->http_spares */
+    /* (not cleared for a new request:) */
+    proto_error err; /* written only with has_err */
+    char small[SMALL_BODY]; /* a small body's bytes (q.body points here) */
 } http_req;
 
 int srv_http_status(proto_errcode code)
@@ -171,6 +180,14 @@ static void response_drop(srv_ctx *ctx, srv_response *v)
     response_drop_held(ctx, v);
 }
 
+/* Frees a request's body (unless it is the request's own small one). */
+static void body_free(http_req *r)
+{
+    if (r->q.body != r->small)
+        free(r->q.body);
+    r->q.body = NULL;
+}
+
 static void req_free(http_req *r)
 {
     srv_ctx *ctx = r->q.ctx;
@@ -179,9 +196,26 @@ static void req_free(http_req *r)
     ctx->body_bytes -= r->held;
     srv_http_request_cleanup(&r->q);
     response_drop(ctx, &r->ready);
-    free(r->q.body);
+    body_free(r);
     srv_trim_note(ctx, r->q.len); /* a large body, and what decoding it took */
-    free(r);
+    if (ctx->http_stopped || ctx->n_http_spares >= SPARES) {
+        free(r);
+        return;
+    }
+    r->next_spare = ctx->http_spares;
+    ctx->http_spares = r;
+    ctx->n_http_spares++;
+}
+
+void srv_http_stop(srv_ctx *ctx)
+{
+    ctx->http_stopped = true;
+    while (ctx->http_spares) {
+        http_req *r = ctx->http_spares;
+        ctx->http_spares = r->next_spare;
+        free(r);
+    }
+    ctx->n_http_spares = 0;
 }
 
 /* ---- responses ---------------------------------------------------------- */
@@ -511,8 +545,7 @@ bool srv_http_release(srv_request *q)
 void srv_http_body_release(srv_request *q)
 {
     http_req *r = req_of(q);
-    free(q->body);
-    q->body = NULL;
+    body_free(r);
     q->ctx->body_bytes -= r->held;
     r->held = 0;
 }
@@ -637,8 +670,7 @@ static void body_drop(http_req *r, size_t n)
 {
     srv_ctx *ctx = r->q.ctx;
     r->discarded = r->q.len + n;
-    free(r->q.body);
-    r->q.body = NULL;
+    body_free(r);
     r->q.len = r->cap = 0;
     ctx->body_bytes -= r->held;
     r->held = 0;
@@ -669,6 +701,10 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
         body_drop(r, n);
         return MHD_YES;
     }
+    if (!r->q.body && r->q.len + n + 1 <= SMALL_BODY) {
+        r->q.body = r->small;
+        r->cap = SMALL_BODY;
+    }
     if (r->q.len + n + 1 > r->cap) {
         /* grown geometrically (realloc of a large block remaps its pages
          * rather than copying them), never beyond an announced length or
@@ -680,9 +716,12 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
             cap = r->announced + 1;
         if (cap > max + 1)
             cap = max + 1;
-        char *p = realloc(r->q.body, cap);
+        bool small = r->q.body == r->small;
+        char *p = realloc(small ? NULL : r->q.body, cap);
         if (!p)
             return MHD_NO;
+        if (small)
+            memcpy(p, r->small, r->q.len);
         r->q.body = p;
         r->cap = cap;
     }
@@ -699,9 +738,13 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
                              const char *method, void **con_cls)
 {
-    http_req *r = malloc(sizeof *r);
-    if (!r)
+    http_req *r = ctx->http_spares;
+    if (r) {
+        ctx->http_spares = r->next_spare;
+        ctx->n_http_spares--;
+    } else if (!(r = malloc(sizeof *r))) {
         return MHD_NO;
+    }
     memset(r, 0, offsetof(http_req, err));
     r->q.ctx = ctx;
     r->q.url = url;

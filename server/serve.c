@@ -90,6 +90,7 @@ static void stop_daemon(daemon_state *d)
     srv_loop_detach(ctx);
     MHD_stop_daemon(ctx->mhd);
     ctx->mhd = NULL;
+    srv_http_stop(ctx);
 }
 
 static unsigned open_connections(srv_ctx *ctx)
@@ -255,6 +256,7 @@ int srv_serve(int argc, char **argv)
         srv_trim_stop(ctx);
         MHD_stop_daemon(ctx->mhd);
         ctx->mhd = NULL;
+        srv_http_stop(ctx);
         goto out;
     }
     uv_timer_init(&loop, &d.drain);

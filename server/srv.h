@@ -97,6 +97,10 @@ typedef struct srv_ctx {
                                  (server/trim.h) */
     srv_turn *turn;           /* the inline budget of a turn of the loop
                                  (server/solve.h) */
+    void *http_spares;        /* finished HTTP requests kept for reuse
+                                 (server/http_mhd.c) */
+    unsigned n_http_spares;
+    bool http_stopped;        /* srv_http_stop() ran: nothing more is kept */
     srv_stream_chains *stream_chains; /* the chains open streams hold
                                          (ws_stream.c) */
     size_t stream_chain_bytes; /* their memory (--stream-chain-bytes) */
