@@ -372,6 +372,19 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
 
 /* ---- jobs ------------------------------------------------------------- */
 
+/* n zeroed bytes. glibc's calloc never takes a block from the thread's
+ * cache of freed ones (malloc does), so a job made and freed per request
+ * by calloc walks the allocator's bins each time. The empty asm hides from
+ * gcc that p is malloc's, which it would otherwise turn back into calloc. */
+static void *zalloc(size_t n)
+{
+    void *p = malloc(n);
+    __asm__("" : "+r"(p));
+    if (p)
+        memset(p, 0, n);
+    return p;
+}
+
 /* The bytes of `slots` results and their outputs (joint values, points,
  * rotations, all solutions, a tree's tips) and done flags. */
 static size_t results_bytes(const proto_job *job, size_t slots)
@@ -431,7 +444,7 @@ static int job_alloc(proto_job *job, bool seeds)
     size_t sz = n * (sizeof(proto_target) + nt * sizeof(proto_tip_goal) + (nt > 0) + sizeof(bool));
     size_t res = (seedsz + sz + 15) & ~(size_t)15; /* where a single result begins */
     /* doubles first for alignment */
-    char *b = calloc(1, n == 1 ? res + results_bytes(job, 1) : seedsz + sz + 16);
+    char *b = zalloc(n == 1 ? res + results_bytes(job, 1) : seedsz + sz + 16);
     if (!b)
         return -1;
     job->block = b;
@@ -464,7 +477,7 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
                    proto_error *err)
 {
     *out = NULL;
-    proto_job *job = calloc(1, sizeof *job);
+    proto_job *job = zalloc(sizeof *job);
     if (!job)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     job->kind = kind;
