@@ -444,7 +444,9 @@ static int job_alloc(proto_job *job, bool seeds)
     size_t sz = n * (sizeof(proto_target) + nt * sizeof(proto_tip_goal) + (nt > 0) + sizeof(bool));
     size_t res = (seedsz + sz + 15) & ~(size_t)15; /* where a single result begins */
     /* doubles first for alignment */
-    char *b = zalloc(n == 1 ? res + results_bytes(job, 1) : seedsz + sz + 16);
+    /* (a batch's block by calloc: large ones come zeroed from the system
+     * without a pass over them) */
+    char *b = n == 1 ? zalloc(res + results_bytes(job, 1)) : calloc(1, seedsz + sz + 16);
     if (!b)
         return -1;
     job->block = b;
