@@ -1,7 +1,8 @@
 /*
  * proto_frame.c: frame conventions and angle units (derivation in
  * proto_frame.h). Each convention is its matrix M (p_ros = M p); everything
- * else is derived from M so the conversions cannot drift apart.
+ * else is derived from M so the conversions cannot drift apart (det(M) is
+ * a table, which the frame tests hold to M).
  */
 #include "proto/proto_frame.h"
 
@@ -34,10 +35,16 @@ static ik_vec3 mul_t(const double *m, ik_vec3 v)
                  m[2] * v.x + m[5] * v.y + m[8] * v.z);
 }
 
-static double det(const double *m)
+/* det(M) of each convention: +1 for a rotation of axes, -1 for a
+ * reflection (answers' quaternions and joint axes are pseudo-vectors). A
+ * table rather than computed from M for every quaternion of every answer;
+ * a wrong sign here fails the rotation identities of
+ * tests/proto/test_proto_frame.c, which hold M and these together. */
+static const double DET_TABLE[3] = {1, -1, -1}; /* ros, unity, unreal */
+
+static double det(proto_frame f)
 {
-    return m[0] * (m[4] * m[8] - m[5] * m[7]) - m[1] * (m[3] * m[8] - m[5] * m[6]) +
-           m[2] * (m[3] * m[7] - m[4] * m[6]);
+    return DET_TABLE[(unsigned)f < 3 ? (unsigned)f : 0];
 }
 
 ik_vec3 proto_frame_vec_in(proto_frame f, ik_vec3 v)
@@ -53,7 +60,7 @@ ik_vec3 proto_frame_vec_out(proto_frame f, ik_vec3 v)
 ik_vec3 proto_frame_axis_in(proto_frame f, ik_vec3 a)
 {
     /* pseudo-vector: a_ros = det(M) M a */
-    return ik_vec3_scale(mul(mat(f), a), det(mat(f)));
+    return ik_vec3_scale(mul(mat(f), a), det(f));
 }
 
 ik_quat proto_frame_quat_in(proto_frame f, ik_quat q)
@@ -65,7 +72,7 @@ ik_quat proto_frame_quat_in(proto_frame f, ik_quat q)
 
 ik_quat proto_frame_quat_out(proto_frame f, ik_quat q)
 {
-    ik_vec3 v = ik_vec3_scale(mul_t(mat(f), ik_v3(q.x, q.y, q.z)), det(mat(f)));
+    ik_vec3 v = ik_vec3_scale(mul_t(mat(f), ik_v3(q.x, q.y, q.z)), det(f));
     ik_quat r = {v.x, v.y, v.z, q.w};
     return r;
 }
