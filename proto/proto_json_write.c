@@ -20,7 +20,7 @@
  * arithmetic over every finite double (section "the shortest digits"
  * below), or correctly rounded to options.digits.
  *
- * Both answer forms end in one text writer (section "the text of a number"):
+ * All three forms end in one text writer (section "the text of a number"):
  * 17 digits made eight at a time by arithmetic on 64-bit words
  * (proto/proto_digits.h), stored straight into the output where the layout
  * puts them, with no scratch copy. It stores a few bytes past the text
@@ -352,10 +352,10 @@ static uint64_t digits17(double a, int *x10_out, int *dir)
 
 /* ---- the text of a number ------------------------------------------------
  *
- * The answers' writers below end the same way: 17 digits D (10^16 <= D <
- * 10^17; fewer significant ones padded with zeros, which multiplying by a
- * power of ten does) and the power of ten x10 of the first, laid out as
- * %.17g lays its digits out, with jansson's touch-ups. The text goes straight to its
+ * Every writer below ends the same way: 17 digits D (10^16 <= D < 10^17;
+ * fewer significant ones padded with zeros, which multiplying by a power of
+ * ten does) and the power of ten x10 of the first, laid out as %.17g lays
+ * its digits out, with jansson's touch-ups. The text goes straight to its
  * place in the output, by whole 8-byte stores: the significant digits are
  * counted off the stored words (trailing zeros are their high zero bytes)
  * rather than by dividing, and the layout only decides where the digits go
@@ -668,8 +668,8 @@ double proto_json_round_digits(double v, int digits)
 int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
 {
     if (v == 0.0) {
-        int n = signbit(v) ? 4 : 3;
-        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
+        int n = put_zero(buf, signbit(v));
+        buf[n] = '\0';
         return n;
     }
     double a = fabs(v);
@@ -679,49 +679,10 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
     uint64_t d = digits17(a, &x10, &dir);
     if (d == 0) /* not expected in this range; the C library is exact */
         return format_libc(v, buf);
-    char dig[18];
-    {
-        /* two digits per step: 17 digits as 1 + 8 pairs */
-        static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-                                       "25262728293031323334353637383940414243444546474849"
-                                       "50515253545556575859606162636465666768697071727374"
-                                       "75767778798081828384858687888990919293949596979899";
-        uint64_t hi = d / 100000000u;
-        uint32_t lo = (uint32_t)(d - hi * 100000000u);
-        uint32_t h8 = (uint32_t)(hi % 100000000u);
-        dig[0] = (char)('0' + hi / 100000000u);
-        for (int i = 7; i >= 1; i -= 2) {
-            memcpy(dig + i, pairs + 2 * (h8 % 100u), 2);
-            h8 /= 100u;
-            memcpy(dig + 8 + i, pairs + 2 * (lo % 100u), 2);
-            lo /= 100u;
-        }
-    }
-    int nd = 17; /* %g drops trailing zeros */
-    while (nd > 1 && dig[nd - 1] == '0')
-        nd--;
-    int o = 0;
-    if (v < 0)
-        buf[o++] = '-';
-    if (x10 >= 0) { /* x10 <= 16: %.17g prints it without an exponent */
-        for (int i = 0; i <= x10; i++)
-            buf[o++] = i < nd ? dig[i] : '0';
-        buf[o++] = '.';
-        if (nd > x10 + 1)
-            for (int i = x10 + 1; i < nd; i++)
-                buf[o++] = dig[i];
-        else
-            buf[o++] = '0';
-    } else { /* -4 <= x10 < 0 */
-        buf[o++] = '0';
-        buf[o++] = '.';
-        for (int i = 0; i < -x10 - 1; i++)
-            buf[o++] = '0';
-        for (int i = 0; i < nd; i++)
-            buf[o++] = dig[i];
-    }
-    buf[o] = '\0';
-    return o;
+    /* -4 <= x10 <= 15: %.17g's fixed notation, as the other forms lay it out */
+    int n = put_decimal(buf, v < 0, d, x10);
+    buf[n] = '\0';
+    return n;
 }
 
 /* ---- values ----------------------------------------------------------- */
