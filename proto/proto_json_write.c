@@ -1,6 +1,6 @@
 /*
  * proto_json_write.c: the JSON writer behind proto_json_dump() and
- * proto_json_format_double() (contract in proto_json.h).
+ * proto_json_format_double() (contract in proto_json_write.h).
  *
  * Why not json_dumps(): jansson prints every real with snprintf("%.17g"),
  * whose multi-precision path was the largest single cost of answering a
@@ -20,7 +20,14 @@
  * arithmetic over every finite double (section "the shortest digits"
  * below), or correctly rounded to options.digits.
  *
- * The same writer is public as proto_jw (proto_json.h): responses are
+ * All three forms end in one text writer (section "the text of a number"):
+ * 17 digits made eight at a time by arithmetic on 64-bit words
+ * (proto/proto_digits.h), stored straight into the output where the layout
+ * puts them, with no scratch copy. It stores a few bytes past the text
+ * (at most NUMBER_STORES in all), which PROTO_DOUBLE_MAX and the writer's
+ * reservation cover.
+ *
+ * The same writer is public as proto_jw (proto_json_write.h): responses are
  * written with it directly, without building a tree (proto_job_encode()),
  * and chain ids hash its canonical text written straight from the request's
  * tree (integers as reals, keys sorted by insertion into a small array). Its
@@ -33,6 +40,7 @@
  * (jansson refuses them when the tree is built, so they never arrive).
  */
 #include "proto/proto_json_write.h"
+#include "proto/proto_digits.h"
 
 #include <float.h>
 #include <math.h>
@@ -337,95 +345,124 @@ static uint64_t digits17(double a, int *x10_out, int *dir)
     return d;
 }
 
-/* The decimal digits of d (nd of them, no more than 17) into dig, without
- * trailing zeros; returns their count. */
-static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
-                                     "25262728293031323334353637383940414243444546474849"
-                                     "50515253545556575859606162636465666768697071727374"
-                                     "75767778798081828384858687888990919293949596979899";
+/* The shortest writer and its text are inlined whole into each caller:
+ * one function entry per number instead of four, and the position of the
+ * point known where it is constant. */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* The 8 digits of x < 10^8 at o[0..8). */
-static void eight_digits(char *o, uint32_t x)
+/* ---- the text of a number ------------------------------------------------
+ *
+ * Every writer below ends the same way: 17 digits D (10^16 <= D < 10^17;
+ * fewer significant ones padded with zeros, which multiplying by a power of
+ * ten does) and the power of ten x10 of the first, laid out as %.17g lays
+ * its digits out, with jansson's touch-ups. The text goes straight to its
+ * place in the output, by whole 8-byte stores: the significant digits are
+ * counted off the stored words (trailing zeros are their high zero bytes)
+ * rather than by dividing, and the layout only decides where the digits go
+ * and where the text ends.
+ */
+
+/* Bytes the writers below may store at their output, counting those past
+ * the end of the text: 24 ('-', "0.000" and 17 digits; or '-', 17 digits,
+ * a point and "e-308"), below the 32 of PROTO_DOUBLE_MAX, which also
+ * leaves room for a NUL. */
+#define NUMBER_STORES 24
+_Static_assert(NUMBER_STORES < PROTO_DOUBLE_MAX, "a number's stores fit PROTO_DOUBLE_MAX");
+
+/* Eight characters packed as proto__digits8() packs digits, with a '.'
+ * inserted after the first n (0..7): the last falls out. */
+static inline uint64_t with_point(uint64_t w, int n)
 {
-    uint32_t hi = x / 10000u, lo = x % 10000u;
-    memcpy(o, digit_pairs + 2 * (hi / 100u), 2);
-    memcpy(o + 2, digit_pairs + 2 * (hi % 100u), 2);
-    memcpy(o + 4, digit_pairs + 2 * (lo / 100u), 2);
-    memcpy(o + 6, digit_pairs + 2 * (lo % 100u), 2);
+    uint64_t low = (1ull << (8 * n)) - 1;
+    return (w & low) | ((uint64_t)'.' << (8 * n)) | ((w & ~low) << 8);
 }
 
-static int digits_of(uint64_t d, int nd, char dig[18])
+/* The 17 digits of D (10^16 <= D < 10^17) at o, with a '.' after the first
+ * point of them when point is 1..16, or after all 17 followed by '0' when
+ * point is 17 (0: no point): stores o[0..17), o[0..18) with a point, and
+ * o[0..19) for 17. Returns the significant digits (1..17: the 17 less
+ * their trailing zeros). */
+ALWAYS_INLINE int put_digits17(char *o, uint64_t D, int point)
 {
-    /* eight digits per 64-bit division, then 32-bit arithmetic */
-    int i = nd;
-    while (i >= 8) {
-        eight_digits(dig + i - 8, (uint32_t)(d % 100000000u));
-        d /= 100000000u;
-        i -= 8;
+    const uint64_t zeros = 0x3030303030303030ull;
+    uint64_t hi = D / 100000000u; /* the first 9 digits, < 10^9 < 2^32 */
+    uint32_t first = (uint32_t)hi / 100000000u;
+    uint64_t a = proto__digits8((uint32_t)hi - first * 100000000u);
+    uint64_t b = proto__digits8((uint32_t)(D - hi * 100000000u));
+    /* significant digits: the trailing zeros are the high zero bytes of
+     * the last word that has a digit other than zero */
+    int nd = 1;
+    if (b)
+        nd = 17 - (int)((unsigned)__builtin_clzll(b) >> 3);
+    else if (a)
+        nd = 9 - (int)((unsigned)__builtin_clzll(a) >> 3);
+    a += zeros;
+    b += zeros;
+    o[0] = (char)('0' + first);
+    if (point >= 1 && point <= 8) {
+        proto__store8(o + 1, with_point(a, point - 1));
+        o[9] = (char)(a >> 56);
+        proto__store8(o + 10, b);
+        return nd;
     }
-    uint32_t x = (uint32_t)d;
-    while (i >= 2) {
-        i -= 2;
-        memcpy(dig + i, digit_pairs + 2 * (x % 100u), 2);
-        x /= 100u;
+    proto__store8(o + 1, a);
+    if (point >= 9 && point <= 16) {
+        proto__store8(o + 9, with_point(b, point - 9));
+        o[17] = (char)(b >> 56);
+    } else {
+        proto__store8(o + 9, b);
+        if (point == 17)
+            memcpy(o + 17, ".0", 2);
     }
-    if (i == 1)
-        dig[0] = (char)('0' + x);
-    while (nd > 1 && dig[nd - 1] == '0')
-        nd--;
     return nd;
 }
 
-/* a, nd significant digits dig[] (first digit worth 10^x10), laid out as
- * %.17g lays it out (fixed for -4 <= x10 < 17, else d.ddde-X) with
- * jansson's touch-ups: ".0" on integral values, no '+' and no leading
- * zeros in the exponent. Returns the length; buf is NUL-terminated. */
-static int layout(bool neg, const char *dig, int nd, int x10, char *buf)
+/* "e" and x10 (at most 3 digits), '-' when negative, no '+' and no leading
+ * zeros (jansson's touch-ups of %g); returns the length. */
+static inline int put_exponent(char *o, int x10)
 {
-    int o = 0;
-    if (neg)
-        buf[o++] = '-';
-    if (x10 >= 17 || x10 < -4) {
-        buf[o++] = dig[0];
-        if (nd > 1) {
-            buf[o++] = '.';
-            memcpy(buf + o, dig + 1, (size_t)nd - 1);
-            o += nd - 1;
-        }
-        buf[o++] = 'e';
-        unsigned ex = (unsigned)(x10 < 0 ? -x10 : x10); /* at most 324 */
-        if (x10 < 0)
-            buf[o++] = '-';
-        if (ex >= 100)
-            buf[o++] = (char)('0' + ex / 100);
-        if (ex >= 10)
-            buf[o++] = (char)('0' + ex / 10 % 10);
-        buf[o++] = (char)('0' + ex % 10);
-    } else if (x10 >= 0) {
-        if (nd > x10 + 1) { /* d.ddd */
-            memcpy(buf + o, dig, (size_t)x10 + 1);
-            o += x10 + 1;
-            buf[o++] = '.';
-            memcpy(buf + o, dig + x10 + 1, (size_t)(nd - x10 - 1));
-            o += nd - x10 - 1;
-        } else { /* ddd00.0 */
-            memcpy(buf + o, dig, (size_t)nd);
-            o += nd;
-            memset(buf + o, '0', (size_t)(x10 + 1 - nd));
-            o += x10 + 1 - nd;
-            buf[o++] = '.';
-            buf[o++] = '0';
-        }
-    } else {
-        buf[o++] = '0';
-        buf[o++] = '.';
-        memset(buf + o, '0', (size_t)(-x10 - 1));
-        o += -x10 - 1;
-        memcpy(buf + o, dig, (size_t)nd);
-        o += nd;
+    int n = 0;
+    o[n++] = 'e';
+    if (x10 < 0)
+        o[n++] = '-';
+    unsigned ex = (unsigned)(x10 < 0 ? -x10 : x10); /* at most 324 */
+    if (ex >= 100)
+        o[n++] = (char)('0' + ex / 100);
+    if (ex >= 10)
+        o[n++] = (char)('0' + ex / 10 % 10);
+    o[n++] = (char)('0' + ex % 10);
+    return n;
+}
+
+/* The 17 digits D, the first worth 10^x10, laid out at out: fixed for
+ * -4 <= x10 < 17 (".0" on integral values, the digits D pads with zeros
+ * being the integer's own), else d.ddde-X; '-' first when neg. Stores at
+ * most NUMBER_STORES bytes; returns the length (no NUL). */
+ALWAYS_INLINE int put_decimal(char *out, bool neg, uint64_t D, int x10)
+{
+    out[0] = '-'; /* overwritten when not negative */
+    char *o = out + neg;
+    int n;
+    if (x10 >= 0 && x10 < 17) { /* ddd.ddd, or ddd.0 where nd <= x10 + 1 */
+        int nd = put_digits17(o, D, x10 + 1);
+        n = nd > x10 + 1 ? nd + 1 : x10 + 3;
+    } else if (x10 < 0 && x10 >= -4) { /* 0.ddd, 0.000ddd */
+        memcpy(o, "0.000000", 8);
+        n = 1 - x10 + put_digits17(o + 1 - x10, D, 0);
+    } else { /* d.ddde-X, or de-X for one digit ('e' over the point) */
+        int nd = put_digits17(o, D, 1);
+        n = nd > 1 ? nd + 1 : 1;
+        n += put_exponent(o + n, x10);
     }
-    buf[o] = '\0';
-    return o;
+    return neg + n;
+}
+
+/* 0.0 and -0.0 (no NUL). */
+static inline int put_zero(char *out, bool neg)
+{
+    out[0] = '-';
+    memcpy(out + neg, "0.0", 3);
+    return neg + 3;
 }
 
 /* ---- the shortest digits: Schubfach -------------------------------------
@@ -488,8 +525,12 @@ static inline uint64_t round_to_odd(const uint64_t g[2], uint64_t cp)
 }
 
 /* The shortest digits of c * 2^q (c > 0) as an integer *d times 10^*k,
- * trailing zeros dropped. */
-static void schubfach(uint64_t c, int q, uint64_t *d, int *k_out)
+ * with trailing zeros (the text's writer counts them off its digits). *d
+ * < 10^17: it is c * 2^q / 10^k rounded to a unit or to ten, and 2^q /
+ * 10^k < 10 (10^k <= 2^q < 10^(k+1)) with c < 2^53, so *d <= 10 * 2^53 + 10
+ * < 9.1e16; below a power of two 2^q / 10^k < 40 / 3 but c = 2^52, and *d
+ * < 6.1e16. */
+ALWAYS_INLINE void schubfach(uint64_t c, int q, uint64_t *d, int *k_out)
 {
     uint64_t out = c & 1u; /* odd: the bounds read back as the neighbours */
     uint64_t cb = c << 2, cbr = cb + 2, cbl;
@@ -506,63 +547,42 @@ static void schubfach(uint64_t c, int q, uint64_t *d, int *k_out)
     uint64_t vb = round_to_odd(g, cb << h);
     uint64_t vbl = round_to_odd(g, cbl << h);
     uint64_t vbr = round_to_odd(g, cbr << h);
-    uint64_t s = vb >> 2, r;
-    if (s >= 10) {
-        uint64_t sp10 = s / 10u * 10u, tp10 = sp10 + 10u;
-        bool upin = vbl + out <= sp10 << 2;
-        bool wpin = (tp10 << 2) + out <= vbr;
-        if (upin != wpin) {
-            r = upin ? sp10 : tp10;
-            goto done;
-        }
-    }
-    {
-        uint64_t t = s + 1;
-        bool uin = vbl + out <= s << 2;
-        bool win = (t << 2) + out <= vbr;
-        if (uin != win) {
-            r = uin ? s : t;
-        } else {
-            /* both (or, not expected, neither): the nearer, even on a tie */
-            int64_t cmp = (int64_t)(vb - ((s + t) << 1));
-            r = cmp < 0 || (cmp == 0 && (s & 1u) == 0) ? s : t;
-        }
-    }
-done:
-    /* trailing zeros, by halves first (answers are full of 0.5 and 1.0) */
-    while (r % 100000000u == 0) { /* up to 16 zeros: 10^16 */
-        r /= 100000000u;
-        k += 8;
-    }
-    if (r % 10000u == 0) {
-        r /= 10000u;
-        k += 4;
-    }
-    if (r % 100u == 0) {
-        r /= 100u;
-        k += 2;
-    }
-    if (r % 10u == 0) {
-        r /= 10u;
-        k++;
-    }
+    /* Every candidate is weighed before one is chosen: fewer jumps that go
+     * one way or the other at random from one number to the next (on
+     * random answer-like numbers a tenth faster than deciding step by
+     * step, for a few more instructions). */
+    uint64_t s = vb >> 2, t = s + 1;
+    /* one digit fewer: the multiple of ten below or above, when exactly one
+     * is inside (there is none below ten) */
+    uint64_t sp10 = s / 10u * 10u, tp10 = sp10 + 10u;
+    unsigned upin = vbl + out <= sp10 << 2;
+    unsigned wpin = (tp10 << 2) + out <= vbr;
+    /* else the unit below or above: the one inside, or (both, or, not
+     * expected, neither) the nearer, the even one on a tie; vb is v in
+     * quarter units, so v lies vb & 3 quarters past s, and their midpoint
+     * two */
+    unsigned uin = vbl + out <= s << 2;
+    unsigned win = (t << 2) + out <= vbr;
+    unsigned near = (vb & 3u) + (s & 1u) < 3u;
+    unsigned below = win ? uin & near : uin | near;
+    uint64_t r = (s >= 10) & (upin ^ wpin) ? tp10 - 10u * upin : t - below;
     *d = r;
     *k_out = k;
 }
 
-int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
+/* v (finite) in its shortest form at out (no NUL); stores at most
+ * NUMBER_STORES bytes. */
+ALWAYS_INLINE int put_shortest(char *out, double v)
 {
-    if (v == 0.0) {
-        int n = signbit(v) ? 4 : 3;
-        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
-        return n;
-    }
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
+    bool neg = bits >> 63;
     int be = (int)((bits >> 52) & 0x7ffu);
     uint64_t c = bits & ((1ull << 52) - 1);
     int q;
     if (be == 0) {
+        if (c == 0)
+            return put_zero(out, neg);
         q = -1074; /* subnormal */
     } else {
         c |= 1ull << 52;
@@ -572,12 +592,17 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
     int k;
     schubfach(c, q, &d, &k);
     /* digits of d: from its bit length (log10 2 ~ 1233 / 4096), then one
-     * comparison */
+     * comparison; padded to 17 */
     int nd = ((64 - __builtin_clzll(d)) * 1233) >> 12;
     nd += d >= pow10_u64[nd];
-    char dig[18];
-    nd = digits_of(d, nd, dig);
-    return layout(v < 0, dig, nd, k + nd - 1, buf);
+    return put_decimal(out, neg, d * pow10_u64[17 - nd], k + nd - 1);
+}
+
+int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
+{
+    int n = put_shortest(buf, v);
+    buf[n] = '\0';
+    return n;
 }
 
 /* The nd (1..17) significant digits of a > 0, correctly rounded (exact
@@ -612,20 +637,23 @@ static uint64_t round_digits(double a, int nd, int *x10)
     return q;
 }
 
+/* v (finite) at digits (1..17) significant digits at out (no NUL);
+ * stores at most NUMBER_STORES bytes. Not inlined: the shortest form's
+ * callers keep the registers this one would make them save. */
+static __attribute__((noinline)) int put_rounded(char *out, double v, int digits)
+{
+    if (v == 0.0)
+        return put_zero(out, signbit(v));
+    int x10;
+    uint64_t d = round_digits(fabs(v), digits, &x10);
+    return put_decimal(out, v < 0, d * pow10_u64[17 - digits], x10);
+}
+
 int proto_json_format_digits(double v, int digits, char buf[PROTO_DOUBLE_MAX])
 {
-    if (digits < 1 || digits > 17)
-        return proto_json_format_shortest(v, buf);
-    if (v == 0.0) {
-        int n = signbit(v) ? 4 : 3;
-        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
-        return n;
-    }
-    int x10;
-    char dig[18];
-    uint64_t d = round_digits(fabs(v), digits, &x10);
-    int nd = digits_of(d, digits, dig);
-    return layout(v < 0, dig, nd, x10, buf);
+    int n = digits >= 1 && digits <= 17 ? put_rounded(buf, v, digits) : put_shortest(buf, v);
+    buf[n] = '\0';
+    return n;
 }
 
 double proto_json_round_digits(double v, int digits)
@@ -640,8 +668,8 @@ double proto_json_round_digits(double v, int digits)
 int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
 {
     if (v == 0.0) {
-        int n = signbit(v) ? 4 : 3;
-        memcpy(buf, signbit(v) ? "-0.0" : "0.0", (size_t)n + 1);
+        int n = put_zero(buf, signbit(v));
+        buf[n] = '\0';
         return n;
     }
     double a = fabs(v);
@@ -651,49 +679,10 @@ int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
     uint64_t d = digits17(a, &x10, &dir);
     if (d == 0) /* not expected in this range; the C library is exact */
         return format_libc(v, buf);
-    char dig[18];
-    {
-        /* two digits per step: 17 digits as 1 + 8 pairs */
-        static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-                                       "25262728293031323334353637383940414243444546474849"
-                                       "50515253545556575859606162636465666768697071727374"
-                                       "75767778798081828384858687888990919293949596979899";
-        uint64_t hi = d / 100000000u;
-        uint32_t lo = (uint32_t)(d - hi * 100000000u);
-        uint32_t h8 = (uint32_t)(hi % 100000000u);
-        dig[0] = (char)('0' + hi / 100000000u);
-        for (int i = 7; i >= 1; i -= 2) {
-            memcpy(dig + i, pairs + 2 * (h8 % 100u), 2);
-            h8 /= 100u;
-            memcpy(dig + 8 + i, pairs + 2 * (lo % 100u), 2);
-            lo /= 100u;
-        }
-    }
-    int nd = 17; /* %g drops trailing zeros */
-    while (nd > 1 && dig[nd - 1] == '0')
-        nd--;
-    int o = 0;
-    if (v < 0)
-        buf[o++] = '-';
-    if (x10 >= 0) { /* x10 <= 16: %.17g prints it without an exponent */
-        for (int i = 0; i <= x10; i++)
-            buf[o++] = i < nd ? dig[i] : '0';
-        buf[o++] = '.';
-        if (nd > x10 + 1)
-            for (int i = x10 + 1; i < nd; i++)
-                buf[o++] = dig[i];
-        else
-            buf[o++] = '0';
-    } else { /* -4 <= x10 < 0 */
-        buf[o++] = '0';
-        buf[o++] = '.';
-        for (int i = 0; i < -x10 - 1; i++)
-            buf[o++] = '0';
-        for (int i = 0; i < nd; i++)
-            buf[o++] = dig[i];
-    }
-    buf[o] = '\0';
-    return o;
+    /* -4 <= x10 <= 15: %.17g's fixed notation, as the other forms lay it out */
+    int n = put_decimal(buf, v < 0, d, x10);
+    buf[n] = '\0';
+    return n;
 }
 
 /* ---- values ----------------------------------------------------------- */
@@ -753,14 +742,16 @@ void proto_jw_double(proto_jw *b, double v)
 {
     if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
         return;
-    b->len += (size_t)proto_json_format_shortest(v, b->p + b->len);
+    b->len += (size_t)put_shortest(b->p + b->len, v);
 }
 
 void proto_jw_double_digits(proto_jw *b, double v, int digits)
 {
     if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
         return;
-    b->len += (size_t)proto_json_format_digits(v, digits, b->p + b->len);
+    char *o = b->p + b->len;
+    b->len +=
+        (size_t)(digits >= 1 && digits <= 17 ? put_rounded(o, v, digits) : put_shortest(o, v));
 }
 
 /* The 17-digit form, for the canonical text chain ids hash (ids stay what

@@ -126,10 +126,16 @@
  *     proto_json_format_digits() at 6 digits (options.digits) and
  *     proto_json_format_double() (17 digits, what chain ids hash: the
  *     baseline), passes alternated, the best of five rounds per writer.
+ *     Then the numbers of one real two-bone answer (positions, unit
+ *     quaternions, 0.0, 1.0, time_ms) appended as an answer appends them,
+ *     by proto_jw_double_digits() with a comma after each, N/8 times per
+ *     round, in this thread's CPU time, shortest and at 6 digits (best of
+ *     five rounds): the figure to compare across builds.
  *     Prints nanoseconds per number:
  *       {"bench":"doubles","samples":N,"answer_shortest_ns":..,
  *        "answer_digits6_ns":..,"answer_digits17_ns":..,
- *        "answer_shortest_vs_17":..,"any_shortest_ns":..,...}
+ *        "answer_shortest_vs_17":..,"any_shortest_ns":..,...,
+ *        "solve_answer_ns":..,"solve_answer_digits6_ns":..}
  *
  * Exit status 0 when the benchmark ran (whatever the success rate), 1 on
  * bad usage or unreadable input.
@@ -1027,6 +1033,54 @@ static void time_writers(const double *v, size_t n, double ns[3], size_t *sink)
         ns[w] = best[w] * 1e9 / (double)n;
 }
 
+/* The numbers of the answer to tests/bench/http_bench.sh's two-bone POST
+ * /v1/solve, in its order (positions, rotations, local_rotations,
+ * position_error, time_ms), and three an answer often has besides: the
+ * noise of a quaternion part that is zero, a half and a whole number. */
+/* clang-format off */
+static const double solve_answer[] = {
+    0.0, 0.0, 0.0,
+    -0.10465832682693102, 0.48391990270833907, -0.06977221788462065,
+    0.3, 0.6, 0.2,
+    -0.07034004722480636, 0.0, 0.10551007083720955, 0.9919273676577025,
+    0.34369928838060615, 0.0, -0.5155489325709093, 0.7849076998549963,
+    0.34369928838060615, 0.0, -0.5155489325709093, 0.7849076998549963,
+    -0.07034004722480636, 0.0, 0.10551007083720955, 0.9919273676577025,
+    0.39613517506411483, 0.0, -0.5942027625961722, 0.7,
+    0.0, 0.0, 0.0, 1.0,
+    0.0,
+    0.030033999792067334,
+    6.123233995736766e-17, 1.5, 2.0,
+};
+/* clang-format on */
+
+/* ns per number of solve_answer appended by proto_jw_double_digits at
+ * digits (0: shortest), each with its comma, rounds times per round; the
+ * best of five rounds in this thread's CPU time. */
+static double time_solve_answer(int digits, size_t rounds, size_t *sink)
+{
+    const size_t n = sizeof solve_answer / sizeof *solve_answer;
+    char buf[2048];
+    double best = 1e30;
+    for (int round = 0; round < 5; round++) {
+        double t0 = cpu_s();
+        for (size_t r = 0; r < rounds; r++) {
+            proto_jw w;
+            proto_jw_init(&w, buf, sizeof buf);
+            for (size_t i = 0; i < n; i++) {
+                proto_jw_double_digits(&w, solve_answer[i], digits);
+                proto_jw_raw(&w, ",", 1);
+            }
+            *sink += w.len;
+            proto_jw_release(&w);
+        }
+        double t = cpu_s() - t0;
+        if (t < best)
+            best = t;
+    }
+    return best * 1e9 / (double)(rounds * n);
+}
+
 static int run_doubles(size_t samples)
 {
     double *ans = malloc(samples * sizeof *ans), *any = malloc(samples * sizeof *any);
@@ -1050,11 +1104,14 @@ static int run_doubles(size_t samples)
     size_t sink = 0;
     time_writers(ans, samples, a, &sink);
     time_writers(any, samples, b, &sink);
+    size_t rounds = samples / 8 ? samples / 8 : 1;
+    double solve = time_solve_answer(0, rounds, &sink);
+    double solve6 = time_solve_answer(6, rounds, &sink);
     printf("{\"bench\":\"doubles\",\"samples\":%zu,\"answer_shortest_ns\":%.1f,"
            "\"answer_digits6_ns\":%.1f,\"answer_digits17_ns\":%.1f,\"answer_shortest_vs_17\":%.2f,"
            "\"any_shortest_ns\":%.1f,\"any_digits6_ns\":%.1f,\"any_digits17_ns\":%.1f,"
-           "\"chars\":%zu}\n",
-           samples, a[0], a[1], a[2], a[0] / a[2], b[0], b[1], b[2], sink);
+           "\"solve_answer_ns\":%.2f,\"solve_answer_digits6_ns\":%.2f,\"chars\":%zu}\n",
+           samples, a[0], a[1], a[2], a[0] / a[2], b[0], b[1], b[2], solve, solve6, sink);
     free(ans);
     free(any);
     return 0;

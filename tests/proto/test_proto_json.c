@@ -3,6 +3,8 @@
  * errors with line and column, duplicate keys, numbers jansson refuses
  * (NaN, Infinity, 1e400), typed getters and their JSON pointers and
  * messages, unknown fields, limits, and the exact round trip of doubles;
+ * the number writers (shortest, options.digits, 17 digits) against
+ * references of their own, at every layout edge and digit count;
  * the hint for XML sent where JSON is expected, right for each place (a
  * solve, a batch, /v1/chains, a stream message) as each decoder reports it.
  */
@@ -1245,6 +1247,232 @@ START_TEST(test_digits)
 }
 END_TEST
 
+/* ---- the number layouts at their edges ----------------------------------- */
+
+/* Texts whose digits end in zeros (the writer counts them) and magnitudes
+ * at each edge of the layout: the last power of ten written with an
+ * exponent below (x10 = -5) and the first without (-4), 0.x (-1), d.ddd
+ * (0), the longest integral form (16) and the first exponent above (17);
+ * each as it is and negated. */
+START_TEST(test_number_texts)
+{
+    static const struct {
+        double v;
+        const char *text;
+    } known[] = {
+        {0.5, "0.5"},
+        {0.25, "0.25"},
+        {1.0, "1.0"},
+        {10.0, "10.0"},
+        {100.0, "100.0"},
+        {1e8, "100000000.0"},
+        {1e15, "1000000000000000.0"},
+        {1e16, "10000000000000000.0"},
+        {1e17, "1e17"},
+        {1e18, "1e18"},
+        {1e21, "1e21"},
+        {1e100, "1e100"},
+        {1e308, "1e308"},
+        {123456789012345680.0, "1.2345678901234568e17"},
+        {12345678901234568.0, "12345678901234568.0"},
+        {99999999999999980.0, "99999999999999980.0"},
+        {9007199254740993.0, "9007199254740992.0"},
+        {4503599627370497.0, "4503599627370497.0"},
+        {1234567.0, "1234567.0"},
+        {123456789.0, "123456789.0"},
+        {100000000.5, "100000000.5"},
+        {1.5e-5, "1.5e-5"},
+        {1.2345678901234566e-5, "1.2345678901234566e-5"},
+        {9.99999999999999e-5, "9.99999999999999e-5"},
+        {1e-4, "0.0001"},
+        {1.5e-4, "0.00015"},
+        {1.2345678901234567e-4, "0.00012345678901234567"},
+        {0.001, "0.001"},
+        {0.01, "0.01"},
+        {0.1, "0.1"},
+        {0.7, "0.7"},
+        {0.12345678901234568, "0.12345678901234568"},
+        {0.030033999792067334, "0.030033999792067334"},
+        {0.9919273676577025, "0.9919273676577025"},
+        {9.999999999999998, "9.999999999999998"},
+        {1.2345678901234567, "1.2345678901234567"},
+        {1e-10, "1e-10"},
+        {2e-17, "2e-17"},
+        {6.123233995736766e-17, "6.123233995736766e-17"},
+        {1e-100, "1e-100"},
+        {2.2250738585072014e-308, "2.2250738585072014e-308"},
+        {1e-320, "1e-320"},
+        {5e-324, "5e-324"},
+        {1.7976931348623157e308, "1.7976931348623157e308"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        for (int neg = 0; neg < 2; neg++) {
+            double v = neg ? -known[i].v : known[i].v;
+            char want[PROTO_DOUBLE_MAX + 1], buf[PROTO_DOUBLE_MAX];
+            snprintf(want, sizeof want, "%s%s", neg ? "-" : "", known[i].text);
+            int n = proto_json_format_shortest(v, buf);
+            ck_assert_msg(strcmp(buf, want) == 0, "%a: %s, not %s", v, buf, want);
+            ck_assert_int_eq(n, (int)strlen(want));
+            n = proto_json_format_digits(v, 17, buf);
+            ck_assert_int_eq(n, (int)strlen(buf));
+            ck_assert(strtod(buf, NULL) == v);
+        }
+}
+END_TEST
+
+/* proto_json_format_digits' text built without it: the C library's
+ * correctly rounded digits (%.*e), trailing zeros dropped, laid out by the
+ * reference layout. */
+static int ref_digits_text(double d, int k, char buf[PROTO_DOUBLE_MAX])
+{
+    if (d == 0.0)
+        return snprintf(buf, PROTO_DOUBLE_MAX, "%s", signbit(d) ? "-0.0" : "0.0");
+    char tmp[64], dig[18];
+    snprintf(tmp, sizeof tmp, "%.*e", k - 1, fabs(d));
+    int nd = 0;
+    const char *e = strchr(tmp, 'e');
+    for (const char *p = tmp; p < e; p++)
+        if (*p >= '0' && *p <= '9')
+            dig[nd++] = *p;
+    while (nd > 1 && dig[nd - 1] == '0')
+        nd--;
+    return ref_layout(d < 0, dig, nd, atoi(e + 1), buf);
+}
+
+/* Every layout the writers have, for every count of significant digits
+ * (1..17) at every power of ten from 1e-12 to 1e24 and at the far ones
+ * (exponents of one, two and three digits, subnormals), both signs: the
+ * shortest text against the reference writer, options.digits at that
+ * count and at another against the C library's digits (byte for byte,
+ * through the reference layout), and the 17-digit text against jansson. */
+START_TEST(test_number_grid)
+{
+    static const int far[] = {-324, -323, -320, -310, -308, -307, -300, -100, -99,
+                              -20,  -17,  -16,  25,   99,   100,  300,  307,  308};
+    int x10s[37 + sizeof far / sizeof *far], nx = 0;
+    for (int x10 = -12; x10 <= 24; x10++)
+        x10s[nx++] = x10;
+    for (size_t i = 0; i < sizeof far / sizeof *far; i++)
+        x10s[nx++] = far[i];
+    uint64_t x = 0x6a09e667f3bcc909ull;
+    size_t checked = 0;
+    for (int i = 0; i < nx; i++)
+        for (int nd = 1; nd <= 17; nd++)
+            for (int sample = 0; sample < 60; sample++) {
+                /* nd digits, the first and (but for sample 0: 1, 10..0
+                 * or 9..9) the last not zero */
+                char text[40];
+                int o = 0;
+                for (int j = 0; j < nd; j++) {
+                    int dg = (int)(xs_next(&x) % 10);
+                    if (sample == 0)
+                        dg = j == 0;
+                    else if (sample == 1)
+                        dg = 9;
+                    else if ((j == 0 || j == nd - 1) && dg == 0)
+                        dg = 1 + (int)(xs_next(&x) % 9);
+                    text[o++] = (char)('0' + dg);
+                    if (j == 0)
+                        text[o++] = '.';
+                }
+                snprintf(text + o, sizeof text - (size_t)o, "e%d", x10s[i]);
+                double a = strtod(text, NULL);
+                if (!isfinite(a) || a == 0.0)
+                    continue;
+                for (int neg = 0; neg < 2; neg++) {
+                    double d = neg ? -a : a;
+                    char got[PROTO_DOUBLE_MAX], want[PROTO_DOUBLE_MAX];
+                    int ng = proto_json_format_shortest(d, got), nw = ref_shortest(d, want);
+                    ck_assert_msg(ng == nw && strcmp(got, want) == 0,
+                                  "%a (%s): %s, the reference %s", d, text, got, want);
+                    int ks[2] = {nd, 1 + (int)(xs_next(&x) % 17)};
+                    for (int j = 0; j < 2; j++) {
+                        ng = proto_json_format_digits(d, ks[j], got);
+                        nw = ref_digits_text(d, ks[j], want);
+                        ck_assert_msg(ng == nw && strcmp(got, want) == 0,
+                                      "%a at %d digits: %s, the C library's %s", d, ks[j], got,
+                                      want);
+                    }
+                    if (sample % 4 == 0) {
+                        json_t *r = json_real(d);
+                        char *j17 = json_dumps(r, JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
+                        ng = proto_json_format_double(d, got);
+                        ck_assert_msg(ng == (int)strlen(j17) && strcmp(got, j17) == 0,
+                                      "%a: %s, jansson %s", d, got, j17);
+                        free(j17);
+                        json_decref(r);
+                    }
+                    checked++;
+                }
+            }
+    ck_assert_uint_gt(checked, 90000);
+}
+END_TEST
+
+/* Numbers appended by the writer: the same text as the formatters give,
+ * one after another, in a buffer that starts in the caller's storage and
+ * grows; and the longest texts written into a caller's buffer of just
+ * PROTO_DOUBLE_MAX + 1 bytes on the heap (the sanitizer builds catch a
+ * byte written past it). */
+START_TEST(test_writer_numbers)
+{
+    char small[40], want[8192], one[PROTO_DOUBLE_MAX];
+    proto_jw w;
+    proto_jw_init(&w, small, sizeof small);
+    size_t n = 0;
+    uint64_t x = 0xbb67ae8584caa73bull;
+    for (int i = 0; i < 200; i++) {
+        double d = random_double(&x);
+        int digits = i % 19 - 1; /* -1 and 0: the shortest form */
+        if (i % 3 == 0) {
+            proto_jw_double(&w, d);
+            n += (size_t)proto_json_format_shortest(d, one);
+        } else {
+            proto_jw_double_digits(&w, d, digits);
+            n += (size_t)proto_json_format_digits(d, digits, one);
+        }
+        ck_assert_uint_lt(n + 1, sizeof want);
+        memcpy(want + n - strlen(one), one, strlen(one));
+        proto_jw_raw(&w, ",", 1);
+        want[n++] = ',';
+    }
+    want[n] = '\0';
+    size_t len = 0;
+    char *s = proto_jw_finish(&w, &len);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(len, n);
+    ck_assert_str_eq(s, want);
+    free(s);
+
+    static const struct {
+        double v;
+        int digits;
+        const char *text;
+    } longest[] = {
+        {-1.2345678901234567e-308, 0, "-1.2345678901234567e-308"},
+        {-2.2250738585072014e-308, 0, "-2.2250738585072014e-308"},
+        {-1.7976931348623157e308, 0, "-1.7976931348623157e308"},
+        {-1.2345678901234567e-4, 0, "-0.00012345678901234567"},
+        {-12345678901234568.0, 0, "-12345678901234568.0"},
+        {-1.2345678901234567e-300, 17, "-1.2345678901234568e-300"},
+        {-0.1, 17, "-0.10000000000000001"},
+        {-1.2345678901234567e-4, 17, "-0.00012345678901234567"},
+        {-9.8765432109876543e-5, 16, "-9.876543210987655e-5"},
+    };
+    for (size_t i = 0; i < sizeof longest / sizeof *longest; i++) {
+        char *heap = malloc(PROTO_DOUBLE_MAX + 1);
+        ck_assert_ptr_nonnull(heap);
+        proto_jw_init(&w, heap, PROTO_DOUBLE_MAX + 1);
+        proto_jw_double_digits(&w, longest[i].v, longest[i].digits);
+        ck_assert(w.p == heap);
+        ck_assert_uint_eq(w.len, strlen(longest[i].text));
+        ck_assert(memcmp(w.p, longest[i].text, w.len) == 0);
+        proto_jw_release(&w);
+        free(heap);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_json");
@@ -1256,6 +1484,9 @@ int main(void)
     tcase_add_test(tc, test_pow10_table);
     tcase_add_test(tc, test_shortest_matches_reference);
     tcase_add_test(tc, test_digits);
+    tcase_add_test(tc, test_number_texts);
+    tcase_add_test(tc, test_number_grid);
+    tcase_add_test(tc, test_writer_numbers);
     tcase_add_test(tc, test_paths);
     tcase_add_test(tc, test_getters);
     tcase_add_test(tc, test_unknown_fields);
