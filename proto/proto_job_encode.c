@@ -407,6 +407,39 @@ static void put_quat(proto_jw *w, ik_quat q, int digits)
     put_reals(w, d, 4, digits);
 }
 
+/* The last quaternions of one answer and where their text is in the
+ * buffer. An answer repeats quaternions: a chain's first bone has the
+ * same world and local rotation, a tip bone the rotation of the bone
+ * before it. The same bits give the same text, so a repeat is copied
+ * rather than formatted again. */
+#define QUAT_MEMO 4
+typedef struct quat_memo {
+    ik_quat q[QUAT_MEMO];
+    size_t off[QUAT_MEMO], len[QUAT_MEMO];
+    unsigned n;
+} quat_memo;
+
+static void put_quat_memo(proto_jw *w, quat_memo *m, ik_quat q, int digits)
+{
+    unsigned have = m->n < QUAT_MEMO ? m->n : QUAT_MEMO;
+    for (unsigned i = 0; i < have; i++) {
+        if (memcmp(&m->q[i], &q, sizeof q) != 0)
+            continue;
+        size_t n = m->len[i];
+        if (w->len + n + 1 > w->cap && proto_jw_reserve(w, n))
+            return;
+        memcpy(w->p + w->len, w->p + m->off[i], n);
+        w->len += n;
+        return;
+    }
+    size_t start = w->len;
+    put_quat(w, q, digits);
+    unsigned k = m->n++ % QUAT_MEMO;
+    m->q[k] = q;
+    m->off[k] = start;
+    m->len[k] = w->len - start;
+}
+
 /* A real member (finite: result_outcome() checked it). */
 #define REAL_MEMBER(w, first, k, v)                                                                \
     do {                                                                                           \
@@ -423,6 +456,8 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
     proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
     proto_units u = job->opt.units;
     const int dg = job->opt.digits;
+    quat_memo qm;
+    qm.n = 0;
     outcome oc;
     proto__result_outcome(job, i, &oc);
     MEMBER(w, first, "status");
@@ -470,7 +505,8 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
             for (size_t k = 0; k < job->nrot; k++) {
                 if (k)
                     proto_jw_raw(w, ",", 1);
-                put_quat(w, proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k]), dg);
+                put_quat_memo(w, &qm, proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k]),
+                              dg);
             }
             proto_jw_raw(w, "]", 1);
         }
@@ -480,7 +516,7 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
             for (size_t k = 0; k < job->nrot; k++) {
                 if (k)
                     proto_jw_raw(w, ",", 1);
-                put_quat(w, proto_frame_quat_out(f, r->local[k]), dg);
+                put_quat_memo(w, &qm, proto_frame_quat_out(f, r->local[k]), dg);
             }
             proto_jw_raw(w, "]", 1);
         }
