@@ -727,6 +727,16 @@ typedef struct chain_memo {
 static _Thread_local chain_memo chains[CHAIN_MEMO];
 static _Thread_local unsigned chains_next;
 
+size_t proto__chain_memo_extent(const char *p, size_t avail, const proto_limits *lim)
+{
+    for (size_t i = 0; i < CHAIN_MEMO; i++)
+        if (chains[i].len && chains[i].len <= avail &&
+            memcmp(chains[i].text, p, chains[i].len) == 0 &&
+            memcmp(&chains[i].lim, lim, sizeof *lim) == 0)
+            return chains[i].len;
+    return 0;
+}
+
 proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
                                     proto_error *err)
 {

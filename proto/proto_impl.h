@@ -354,6 +354,10 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
  * for the same bytes and limits. */
 proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
                                     proto_error *err);
+/* The length of a text this thread keeps a chain for (under lim) that p
+ * (avail bytes) begins with, or 0. A kept text is a whole JSON object, so
+ * the value at p is that text: the reader need not skim it again. */
+size_t proto__chain_memo_extent(const char *p, size_t avail, const proto_limits *lim);
 
 /* proto_chain.c: doubles per seed for chain c: joint values, bone
  * positions (3 per joint) or skeleton local rotations (4 per bone); 0 when

@@ -771,8 +771,16 @@ static int solve_fast(const char *body, size_t len, const proto_limits *lim,
         if (!proto__scan_key(&r, &k, &n))
             return -1;
         if (proto__scan_is(k, n, "chain")) {
-            if (ct || !proto__scan_value(&r, &ct, &cn) || *ct != '{')
+            if (ct)
                 return -1;
+            /* a limb sent again: its text is known whole, no skim */
+            proto__scan_end(&r); /* (skips the whitespace) */
+            if ((cn = proto__chain_memo_extent(r.p, (size_t)(r.end - r.p), lim)) > 0) {
+                ct = r.p;
+                r.p += cn;
+            } else if (!proto__scan_value(&r, &ct, &cn) || *ct != '{') {
+                return -1;
+            }
         } else if (proto__scan_is(k, n, "chain_id")) {
             if (id || !proto__scan_string(&r, &id, &idn) || idn > 128)
                 return -1;
