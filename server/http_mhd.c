@@ -66,6 +66,7 @@
  * deadline (guard.c), WebSocket framing (ws_conn.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -733,6 +734,21 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------- */
 
+/* A Content-Length value (libmicrohttpd has refused a malformed one with
+ * 400 before the access handler sees it: digits), saturated at the
+ * largest value rather than wrapped. */
+static unsigned long long content_length(const char *v)
+{
+    unsigned long long n = 0;
+    for (; *v >= '0' && *v <= '9'; v++) {
+        unsigned d = (unsigned)(*v - '0');
+        if (n > (ULLONG_MAX - d) / 10)
+            return ULLONG_MAX;
+        n = n * 10 + d;
+    }
+    return n;
+}
+
 /* First call: route, check the Origin, the token, the method and the
  * announced size. */
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
@@ -767,7 +783,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
                  !hi;
     const char *length =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long announced = length ? strtoull(length, NULL, 10) : 0;
+    unsigned long long announced = length ? content_length(length) : 0;
     r->announced = (size_t)announced;
     r->origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
     const srv_route_def *d = &srv_routes[r->q.route];

@@ -81,6 +81,31 @@ START_TEST(test_quat_between)
         ck_assert_double_eq_tol(ang, ik_acos_clamped(ik_vec3_dot(ik_vec3_normalize(u), vn)),
                                 1e-7);
     }
+    /* near parallel and near opposite, where an angle from acos or a half
+     * angle from 1 +- cos would lose its digits: the quaternion is unit,
+     * its angle right to rounding, and it takes u onto v to rounding near
+     * parallel; near opposite the axis u x v itself is only known to
+     * rounding / sin(angle), and so is u's image */
+    for (int e = 1; e <= 14; e++) {
+        double d = pow(10.0, -e);
+        for (int side = 0; side < 2; side++) {
+            double ang = side ? IK_PI - d : d;
+            ik_vec3 u = ik_vec3_normalize(ik_v3(0.3, -0.5, 0.8));
+            ik_vec3 n = ik_vec3_any_perpendicular(u);
+            ik_vec3 v = ik_quat_rotate(ik_quat_from_axis_angle(n, ang), u);
+            ik_quat q = ik_quat_between(u, v);
+            ik_vec3 r = ik_quat_rotate(q, u);
+            assert_vec(r, v.x, v.y, v.z, side && 1e-15 / d > 1e-13 ? 1e-15 / d : 1e-13);
+            ck_assert_double_eq_tol(sqrt(ik_quat_dot(q, q)), 1.0, 1e-15);
+            ck_assert_double_eq_tol(ik_vec3_len(ik_quat_to_rotvec(q)), ang, 1e-12);
+            /* the axis: u x v's direction */
+            if (ang > 1e-8 && ang < IK_PI - 1e-8) {
+                ik_vec3 ax = ik_vec3_normalize(ik_v3(q.x, q.y, q.z));
+                ik_vec3 want = ik_vec3_normalize(ik_vec3_cross(u, v));
+                assert_vec(ax, want.x, want.y, want.z, 1e-6);
+            }
+        }
+    }
     ik_quat h = ik_quat_between(ik_v3(1, 0, 0), ik_v3(-1, 0, 0));
     assert_vec(ik_quat_rotate(h, ik_v3(1, 0, 0)), -1, 0, 0, 1e-12);
     ik_quat z = ik_quat_between(ik_v3(0, 0, 0), ik_v3(1, 0, 0));
