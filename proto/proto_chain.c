@@ -727,27 +727,33 @@ typedef struct chain_memo {
 static _Thread_local chain_memo chains[CHAIN_MEMO];
 static _Thread_local unsigned chains_next;
 
-size_t proto__chain_memo_extent(const char *p, size_t avail, const proto_limits *lim)
+/* The kept chain, decoded under lim, whose text p (avail bytes) begins
+ * with, or NULL. Kept texts are whole JSON objects, so at most one is. */
+static chain_memo *memo_at(const char *p, size_t avail, const proto_limits *lim)
 {
     for (size_t i = 0; i < CHAIN_MEMO; i++)
         if (chains[i].len && chains[i].len <= avail &&
             memcmp(chains[i].text, p, chains[i].len) == 0 &&
             memcmp(&chains[i].lim, lim, sizeof *lim) == 0)
-            return chains[i].len;
-    return 0;
+            return &chains[i];
+    return NULL;
+}
+
+size_t proto__chain_memo_extent(const char *p, size_t avail, const proto_limits *lim)
+{
+    const chain_memo *m = memo_at(p, avail, lim);
+    return m ? m->len : 0;
 }
 
 proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
                                     proto_error *err)
 {
     bool keep = len > 0 && len <= CHAIN_MEMO_TEXT;
-    if (keep)
-        for (size_t i = 0; i < CHAIN_MEMO; i++)
-            if (chains[i].len == len && memcmp(chains[i].text, text, len) == 0 &&
-                memcmp(&chains[i].lim, lim, sizeof *lim) == 0) {
-                proto_chain_ref(chains[i].chain);
-                return chains[i].chain;
-            }
+    chain_memo *hit = keep ? memo_at(text, len, lim) : NULL;
+    if (hit && hit->len == len) {
+        proto_chain_ref(hit->chain);
+        return hit->chain;
+    }
     json_error_t je;
     json_t *v = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {
