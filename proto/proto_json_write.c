@@ -649,9 +649,16 @@ static __attribute__((noinline)) int put_rounded(char *out, double v, int digits
     return put_decimal(out, v < 0, d * pow10_u64[17 - digits], x10);
 }
 
+/* v at options.digits: rounded to digits (1..17) significant ones, any
+ * other count (0) the shortest form; stores at most NUMBER_STORES bytes. */
+ALWAYS_INLINE int put_digits(char *out, double v, int digits)
+{
+    return digits >= 1 && digits <= 17 ? put_rounded(out, v, digits) : put_shortest(out, v);
+}
+
 int proto_json_format_digits(double v, int digits, char buf[PROTO_DOUBLE_MAX])
 {
-    int n = digits >= 1 && digits <= 17 ? put_rounded(buf, v, digits) : put_shortest(buf, v);
+    int n = put_digits(buf, v, digits);
     buf[n] = '\0';
     return n;
 }
@@ -749,9 +756,7 @@ void proto_jw_double_digits(proto_jw *b, double v, int digits)
 {
     if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
         return;
-    char *o = b->p + b->len;
-    b->len +=
-        (size_t)(digits >= 1 && digits <= 17 ? put_rounded(o, v, digits) : put_shortest(o, v));
+    b->len += (size_t)put_digits(b->p + b->len, v, digits);
 }
 
 /* The 17-digit form, for the canonical text chain ids hash (ids stay what
