@@ -24,8 +24,11 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
 void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                         enum MHD_RequestTerminationCode toe);
 
-/* After MHD_stop_daemon(): frees the finished requests kept for reuse;
- * requests that finish later are freed at once. */
+/* Before MHD_start_daemon(): the HTTP side's state (ctx->http). 0, or
+ * SRV_ENOMEM. */
+int srv_http_start(srv_ctx *ctx);
+/* After MHD_stop_daemon(): frees the finished requests kept for reuse and
+ * ctx->http; requests that finish later are freed at once. */
 void srv_http_stop(srv_ctx *ctx);
 
 /* The HTTP status a wire error code is answered with: the HTTP column of

@@ -280,7 +280,7 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
     v.len = len;
     if (len > LOOP_DECODE_MAX) {
         v.held = len;
-        q->ctx->answer_bytes += len;
+        srv_budget_take(&q->ctx->answer_bytes, len); /* room was checked before */
     }
     if (status == 201 || (status == 200 && q->route == SRV_RT_CHAINS))
         snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
@@ -291,7 +291,7 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
 static bool answer_budget_full(srv_request *q, size_t bytes)
 {
     srv_ctx *ctx = q->ctx;
-    if (ctx->answer_bytes + bytes <= ctx->cfg.answer_budget_bytes)
+    if (srv_budget_fits(&ctx->answer_bytes, bytes))
         return false;
     proto_error e;
     proto_error_set(&e, PROTO_E_OVERLOADED, "",
@@ -496,9 +496,9 @@ static void handle_metrics(srv_request *q)
     v.content_type = "text/plain; version=0.0.4; charset=utf-8";
     srv_metrics_held held = {0};
     held.registry = srv_registry_bytes(q->ctx->registry);
-    held.request_bodies = q->ctx->body_bytes;
-    held.answers = q->ctx->answer_bytes;
-    held.stream_chains = q->ctx->stream_chain_bytes;
+    held.request_bodies = srv_budget_used(&q->ctx->body_bytes);
+    held.answers = srv_budget_used(&q->ctx->answer_bytes);
+    held.stream_chains = srv_budget_used(&q->ctx->stream_chain_bytes);
     srv_metrics_set_held(q->ctx->metrics, &held);
     v.body = srv_metrics_render(q->ctx->metrics, q->ctx->pool_depth,
                                 srv_registry_count(q->ctx->registry), q->ctx->active_requests,

@@ -128,11 +128,17 @@ typedef struct http_req {
     size_t out_pieces, out_off;
     bool out_ended, out_cut;
     void (*drained)(srv_request *q);
-    struct http_req *next_spare; /* in ctx->http_spares */
+    struct http_req *next_spare; /* in ctx->http's spares */
     /* (not cleared for a new request:) */
     proto_error err; /* written only with has_err */
     char small[SMALL_BODY]; /* a small body's bytes (q.body points here) */
 } http_req;
+
+/* ctx->http: the HTTP side's state of one daemon. */
+struct srv_http {
+    http_req *spares; /* finished requests kept for reuse */
+    unsigned n_spares;
+};
 
 int srv_http_status(proto_errcode code)
 {
@@ -168,7 +174,7 @@ static void drop_pieces(http_req *r)
  * then goes on without being counted). */
 static void response_drop_held(srv_ctx *ctx, srv_response *v)
 {
-    ctx->answer_bytes -= v->held;
+    srv_budget_release(&ctx->answer_bytes, v->held);
     v->held = 0;
 }
 
@@ -194,29 +200,40 @@ static void req_free(http_req *r)
     srv_ctx *ctx = r->q.ctx;
     drop_pieces(r);
     ctx->active_requests--;
-    ctx->body_bytes -= r->held;
+    srv_budget_release(&ctx->body_bytes, r->held);
     srv_http_request_cleanup(&r->q);
     response_drop(ctx, &r->ready);
     body_free(r);
     srv_trim_note(ctx, r->q.len); /* a large body, and what decoding it took */
-    if (ctx->http_stopped || ctx->n_http_spares >= SPARES) {
+    srv_http *h = ctx->http;
+    if (!h || h->n_spares >= SPARES) {
         free(r);
         return;
     }
-    r->next_spare = ctx->http_spares;
-    ctx->http_spares = r;
-    ctx->n_http_spares++;
+    r->next_spare = h->spares;
+    h->spares = r;
+    h->n_spares++;
+}
+
+int srv_http_start(srv_ctx *ctx)
+{
+    if (!ctx->http && !(ctx->http = calloc(1, sizeof *ctx->http)))
+        return SRV_ENOMEM;
+    return SRV_OK;
 }
 
 void srv_http_stop(srv_ctx *ctx)
 {
-    ctx->http_stopped = true;
-    while (ctx->http_spares) {
-        http_req *r = ctx->http_spares;
-        ctx->http_spares = r->next_spare;
+    srv_http *h = ctx->http;
+    if (!h)
+        return;
+    ctx->http = NULL;
+    while (h->spares) {
+        http_req *r = h->spares;
+        h->spares = r->next_spare;
         free(r);
     }
-    ctx->n_http_spares = 0;
+    free(h);
 }
 
 /* ---- responses ---------------------------------------------------------- */
@@ -410,7 +427,7 @@ typedef struct held_body {
 static void held_body_free(void *cls)
 {
     held_body *h = cls;
-    h->ctx->answer_bytes -= h->bytes;
+    srv_budget_release(&h->ctx->answer_bytes, h->bytes);
     free(h->body);
     srv_trim_note(h->ctx, h->bytes);
     free(h);
@@ -547,7 +564,7 @@ void srv_http_body_release(srv_request *q)
 {
     http_req *r = req_of(q);
     body_free(r);
-    q->ctx->body_bytes -= r->held;
+    srv_budget_release(&q->ctx->body_bytes, r->held);
     r->held = 0;
 }
 
@@ -647,7 +664,7 @@ static enum MHD_Result answer_preflight(http_req *r)
 
 /* ---- the body ---------------------------------------------------------------- */
 
-/* Accounts for the request holding `total` bytes of body in
+/* Accounts for the request holding `total` bytes of body in the budget
  * ctx->body_bytes (never less than it holds already); false when that
  * would pass --body-budget. Only bytes that arrived are counted: an
  * announced Content-Length reserves nothing (a client announcing 8 MB and
@@ -657,10 +674,8 @@ static bool body_reserve(http_req *r, size_t total)
     srv_ctx *ctx = r->q.ctx;
     if (total <= r->held)
         return true;
-    size_t more = total - r->held;
-    if (ctx->body_bytes + more > ctx->cfg.body_budget_bytes)
+    if (!srv_budget_reserve(&ctx->body_bytes, total - r->held))
         return false;
-    ctx->body_bytes += more;
     r->held = total;
     return true;
 }
@@ -673,7 +688,7 @@ static void body_drop(http_req *r, size_t n)
     r->discarded = r->q.len + n;
     body_free(r);
     r->q.len = r->cap = 0;
-    ctx->body_bytes -= r->held;
+    srv_budget_release(&ctx->body_bytes, r->held);
     r->held = 0;
 }
 
@@ -754,10 +769,11 @@ static unsigned long long content_length(const char *v)
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
                              const char *method, void **con_cls)
 {
-    http_req *r = ctx->http_spares;
+    srv_http *h = ctx->http;
+    http_req *r = h ? h->spares : NULL;
     if (r) {
-        ctx->http_spares = r->next_spare;
-        ctx->n_http_spares--;
+        h->spares = r->next_spare;
+        h->n_spares--;
     } else if (!(r = malloc(sizeof *r))) {
         return MHD_NO;
     }
@@ -829,8 +845,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
          * left of it now is refused before it is read; nothing is reserved
          * (bytes are counted as they arrive, body_data). */
         r->announced = (size_t)announced;
-        if (announced > 0 &&
-            ctx->body_bytes + (size_t)announced + 1 > ctx->cfg.body_budget_bytes) {
+        if (announced > 0 && !srv_budget_fits(&ctx->body_bytes, (size_t)announced + 1)) {
             refuse(r, PROTO_E_OVERLOADED, "body_budget",
                    "request bodies in flight fill the body budget (--body-budget); retry "
                    "later");

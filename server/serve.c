@@ -229,6 +229,12 @@ int srv_serve(int argc, char **argv)
         return 1;
     }
     ctx->loop = &loop;
+    srv_budget_init(&ctx->body_bytes, ctx->cfg.body_budget_bytes);
+    srv_budget_init(&ctx->answer_bytes, ctx->cfg.answer_budget_bytes);
+    srv_budget_init(&ctx->admitted, ctx->cfg.pool_queue_max);
+    srv_budget_init(&ctx->stream_chain_bytes, ctx->cfg.stream_chain_bytes);
+    srv_budget_init(&ctx->connections, ctx->cfg.max_connections);
+    srv_budget_init(&ctx->batch_chunks, ctx->cfg.threads);
     ctx->registry = srv_registry_new(ctx->cfg.registry_bytes);
     ctx->metrics = srv_metrics_new();
     if (!ctx->registry || !ctx->metrics)
@@ -241,13 +247,16 @@ int srv_serve(int argc, char **argv)
         srv_log(ctx, SRV_LOG_INFO, "serving the page from %s (%zu files, %zu bytes)",
                 ctx->cfg.web_dir, srv_web_count(ctx->web), srv_web_bytes(ctx->web));
     }
-    if (srv_guard_start(ctx) != SRV_OK)
+    if (srv_http_start(ctx) != SRV_OK || srv_guard_start(ctx) != SRV_OK) {
+        srv_http_stop(ctx);
         goto out;
+    }
     srv_solve_start(ctx); /* without it no solve waits for a later turn */
     srv_trim_start(ctx); /* without it nothing is trimmed: only memory */
     if (start_mhd(ctx) != SRV_OK) {
         srv_guard_stop(ctx);
         srv_trim_stop(ctx);
+        srv_http_stop(ctx);
         goto out;
     }
     if (srv_loop_attach(ctx) != SRV_OK) {

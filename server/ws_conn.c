@@ -78,14 +78,14 @@
 #define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
 
 /* ctx->ws: the open connections. */
-typedef struct ws_state {
+struct srv_ws {
     ws_conn *head;
     size_t nconns;
-} ws_state;
+};
 
 struct ws_conn {
     srv_ctx *ctx;
-    ws_conn *prev, *next; /* in ws_state while not dead */
+    ws_conn *prev, *next; /* in ctx->ws while not dead */
     wslay_event_context_ptr wslay;
     struct MHD_UpgradeResponseHandle *urh;
     MHD_socket fd;
@@ -593,7 +593,7 @@ static void conn_teardown(ws_conn *c)
     else if (sent == WSLAY_CODE_PROTOCOL_ERROR)
         srv_metrics_rejected(ctx, "ws_protocol");
     srv__ws_drop_streams(c);
-    ws_state *ws = ctx->ws;
+    srv_ws *ws = ctx->ws;
     if (ws) {
         if (c->prev)
             c->prev->next = c->next;
@@ -619,10 +619,10 @@ static void conn_teardown(ws_conn *c)
     conn_unref(c);
 }
 
-static ws_state *ws_state_of(srv_ctx *ctx)
+static srv_ws *ws_of(srv_ctx *ctx)
 {
     if (!ctx->ws)
-        ctx->ws = calloc(1, sizeof(ws_state));
+        ctx->ws = calloc(1, sizeof(srv_ws));
     return ctx->ws;
 }
 
@@ -633,7 +633,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
                        struct MHD_UpgradeResponseHandle *urh)
 {
     srv_ctx *ctx = cls;
-    ws_state *ws = ws_state_of(ctx);
+    srv_ws *ws = ws_of(ctx);
     ws_conn *c = ws ? calloc(1, sizeof *c) : NULL;
     if (!c)
         goto fail;
@@ -815,7 +815,7 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
                         " next to the bearer token element; it is the protocol ikd selects");
         return NULL;
     }
-    if (!ws_state_of(ctx)) {
+    if (!ws_of(ctx)) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         return NULL;
     }
@@ -838,7 +838,7 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
 
 void srv_ws_shutdown(srv_ctx *ctx)
 {
-    ws_state *ws = ctx->ws;
+    srv_ws *ws = ctx->ws;
     if (!ws)
         return;
     for (ws_conn *c = ws->head, *next; c; c = next) {
@@ -859,7 +859,7 @@ void srv_ws_shutdown(srv_ctx *ctx)
 
 void srv_ws_abort(srv_ctx *ctx)
 {
-    ws_state *ws = ctx->ws;
+    srv_ws *ws = ctx->ws;
     if (!ws)
         return;
     while (ws->head)
@@ -876,6 +876,6 @@ size_t srv_ws_open_streams(srv_ctx *ctx)
 
 size_t srv_ws_open_connections(srv_ctx *ctx)
 {
-    ws_state *ws = ctx->ws;
+    srv_ws *ws = ctx->ws;
     return ws ? ws->nconns : 0;
 }

@@ -255,8 +255,8 @@ static void index_remove(ws_streams *st, ws_stream *s)
 /* ---- the chains streams hold (--stream-chain-bytes) ----------------------------- */
 
 /* Every chain some open stream holds, once, with the number of streams
- * holding it: ctx->stream_chain_bytes sums their proto_chain_memory(), and
- * --stream-chain-bytes bounds it (a chain evicted from the registry lives
+ * holding it: the budget ctx->stream_chain_bytes holds their
+ * proto_chain_memory(), bounded by --stream-chain-bytes (a chain evicted from the registry lives
  * on in the streams using it, and an inline chain is each stream's own).
  * A table keyed by the chain's address, chained, grown as it fills. */
 typedef struct held_chain {
@@ -327,24 +327,23 @@ static int chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
                                "the chain holds %zu bytes, more than streams may hold "
                                "altogether (--stream-chain-bytes %zu)",
                                bytes, budget);
-    if (ctx->stream_chain_bytes + bytes > budget) {
+    if (!srv_budget_reserve(&ctx->stream_chain_bytes, bytes)) {
         srv_metrics_rejected(ctx, "stream_chains");
         return proto_error_set(e, PROTO_E_OVERLOADED, "/chain",
                                "the chains of open streams fill their budget "
                                "(--stream-chain-bytes); close streams or retry later");
     }
-    if (t->count >= t->nbuckets && !chains_grow(t))
+    held_chain *x = t->count < t->nbuckets || chains_grow(t) ? malloc(sizeof *x) : NULL;
+    if (!x) {
+        srv_budget_release(&ctx->stream_chain_bytes, bytes);
         return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
-    held_chain *x = malloc(sizeof *x);
-    if (!x)
-        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
+    }
     x->chain = c;
     x->streams = 1;
     held_chain **p = &t->buckets[chain_bucket(t, c)];
     x->next = *p;
     *p = x;
     t->count++;
-    ctx->stream_chain_bytes += bytes;
     return 0;
 }
 
@@ -360,7 +359,7 @@ static void chains_release(srv_ctx *ctx, const proto_chain *c)
         return;
     *p = x->next;
     t->count--;
-    ctx->stream_chain_bytes -= proto_chain_memory(c);
+    srv_budget_release(&ctx->stream_chain_bytes, proto_chain_memory(c));
     free(x);
     if (t->count == 0) { /* nothing held: no table kept either */
         free(t->buckets);
