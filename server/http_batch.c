@@ -95,7 +95,7 @@ typedef struct chunk {
 
 struct srv_batch {
     srv_request *q;
-    srv_work stage; /* decode */
+    srv_solve stage; /* decode */
     proto_error err;
     bool failed;    /* a stage failed: err holds the answer */
     bool cancelled; /* the client left: no more chunks */
@@ -320,9 +320,8 @@ static bool hand_out(srv_ctx *ctx, batch *b)
     c->solve.after = chunk_encode;
     c->solve.done = chunk_done;
     c->solve.data = c;
-    srv_http_hold(q);
-    if (srv_solve_submit_stage(ctx, &c->solve) != SRV_OK) {
-        q->pending--;
+    c->solve.stage = true; /* the batch was admitted at its decode */
+    if (srv_http_submit(q, &c->solve) != SRV_OK) {
         free(c);
         b->failed = true;
         finish_if_done(b);
@@ -486,15 +485,15 @@ static void chunk_done(srv_solve *s, int status)
 
 /* ---- decoding and admission ------------------------------------------------- */
 
-static void decode_work(srv_work *w)
+static void decode_work(srv_ctx *ctx, srv_solve *s)
 {
-    batch *b = w->data;
+    batch *b = s->data;
     srv_request *q = b->q;
-    const proto_limits *lim = &q->ctx->cfg.limits;
+    const proto_limits *lim = &ctx->cfg.limits;
     int rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, srv_registry_lookup,
-                                                      q->ctx->registry, &q->job, &b->err)
+                                                      ctx->registry, &q->job, &b->err)
                           : proto_batch_decode(q->body, q->len, lim, srv_registry_lookup,
-                                               q->ctx->registry, &q->job, &b->items, &b->err);
+                                               ctx->registry, &q->job, &b->items, &b->err);
     if (rc) {
         b->failed = true;
         return;
@@ -609,9 +608,9 @@ static void decode_answer(batch *b, int status)
     pump(q->ctx);
 }
 
-static void decode_done(srv_work *w, int status)
+static void decode_done(srv_solve *s, int status)
 {
-    batch *b = w->data;
+    batch *b = s->data;
     srv_request *q = b->q;
     /* released last: answering runs libmicrohttpd, which may see the
      * client gone and end the request, freed by the last release */
@@ -627,18 +626,8 @@ void srv_http_batch(srv_request *q)
         return;
     b->q = q;
     q->batch = b;
+    b->stage.work = decode_work;
+    b->stage.done = decode_done;
     b->stage.data = b;
-    srv_http_hold(q);
-    int rc = srv_pool_submit(q->ctx, &b->stage, decode_work, decode_done);
-    if (rc != SRV_OK) {
-        q->pending--;
-        proto_error e;
-        if (rc == SRV_EBUSY) {
-            proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver queue is full; retry later");
-            srv_metrics_rejected(q->ctx, "pool_full");
-        } else {
-            proto_error_set(&e, PROTO_E_INTERNAL, "", "cannot queue work: %s", srv_strerror(rc));
-        }
-        srv_http_respond_error(q, &e);
-    }
+    srv_http_submit(q, &b->stage); /* refused: answered, b freed with q */
 }

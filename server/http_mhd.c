@@ -3,10 +3,22 @@
  * libmicrohttpd: its access handler and request-completed notification,
  * request bodies and the body budget, the checks every request passes
  * before its handler (route, Origin, token, method, announced size), CORS,
- * suspending and resuming connections for pool work, and turning the
- * response values of the handlers (server/http_handler.h) into libmicrohttpd
- * responses. The handlers (http_handlers.c, http_batch.c) never see a
- * connection.
+ * suspending and resuming connections for pool work (srv_http_submit, the
+ * one way a handler hands work on), and turning the response values of the
+ * handlers (server/http_handler.h) into libmicrohttpd responses. The
+ * handlers (http_handlers.c, http_batch.c) never see a connection, and
+ * this file never names a handler: it finds a request's route in the table
+ * the endpoints registered at start-up (server/http_route.h) and calls
+ * what the route gives.
+ *
+ * libmicrohttpd outside this file, deliberately: loop.c drives the daemon
+ * (MHD_run on the loop) and serve.c starts and stops it; guard.c is
+ * libmicrohttpd's connection notification, and it writes its raw 408 on
+ * the socket of a connection that is still receiving its request
+ * (libmicrohttpd 0.9.75 cannot answer before the request is in); ws_conn.c
+ * makes the 101 response of the WebSocket upgrade (the stream route's
+ * upgrade: the handshake is the WebSocket side's rule) and owns the
+ * upgraded socket until it gives it back (MHD_upgrade_action).
  *
  * How one request flows through libmicrohttpd's access handler:
  *   1st call (headers): allocate the request, route it, check the Origin
@@ -27,7 +39,7 @@
  *       answered at the end; a body that runs on beyond twice the limit
  *       makes us close the connection without an answer.
  *   final call (upload_data_size 0): the refusal decided earlier, the CORS
- *       preflight, or the handler (srv_http_dispatch). A handler that goes
+ *       preflight, or the route's handler (or upgrade). A handler that goes
  *       to the pool leaves the request without an answer: the connection is
  *       suspended, and resumed (then srv_mhd_run(), as libmicrohttpd does
  *       not wake the loop by itself) when srv_http_respond() comes; the
@@ -81,7 +93,6 @@
 #include "server/metrics.h"
 #include "server/sockinfo.h"
 #include "server/trim.h"
-#include "server/ws.h"
 #include "server/ws_handshake.h"
 
 /* Bodies of up to this many bytes (with their NUL) are kept in the request
@@ -140,19 +151,6 @@ struct srv_http {
     unsigned n_spares;
 };
 
-int srv_http_status(proto_errcode code)
-{
-    switch (code) {
-#define SRV_HTTP_STATUS_CASE(name, wire, http, moveit, text)                                      \
-    case PROTO_E_##name:                                                                           \
-        return http;
-        PROTO_ERROR_MAP(SRV_HTTP_STATUS_CASE)
-#undef SRV_HTTP_STATUS_CASE
-    default:
-        return 500;
-    }
-}
-
 static http_req *req_of(srv_request *q)
 {
     return (http_req *)q;
@@ -201,7 +199,8 @@ static void req_free(http_req *r)
     drop_pieces(r);
     ctx->active_requests--;
     srv_budget_release(&ctx->body_bytes, r->held);
-    srv_http_request_cleanup(&r->q);
+    if (r->q.route && r->q.route->cleanup)
+        r->q.route->cleanup(&r->q);
     response_drop(ctx, &r->ready);
     body_free(r);
     srv_trim_note(ctx, r->q.len); /* a large body, and what decoding it took */
@@ -285,13 +284,13 @@ static enum MHD_Result queue_mhd(http_req *r, unsigned status, struct MHD_Respon
     return rc;
 }
 
-/* The WebSocket upgrade of GET /v1/stream (server/ws_conn.c validates the
- * handshake and makes libmicrohttpd's upgrade response). */
+/* A protocol upgrade (GET /v1/stream: its route's upgrade, server/ws_conn.c,
+ * validates the handshake and makes libmicrohttpd's upgrade response). */
 static enum MHD_Result queue_upgrade(http_req *r)
 {
     proto_error e;
     proto_error_clear(&e);
-    struct MHD_Response *resp = srv_ws_upgrade(r->q.ctx, r->conn, &e);
+    struct MHD_Response *resp = r->q.route->upgrade(r->q.ctx, r->conn, &e);
     if (!resp) {
         if (e.code == PROTO_E_NONE)
             proto_error_set(&e, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
@@ -436,8 +435,6 @@ static void held_body_free(void *cls)
 /* A response value as libmicrohttpd's response, queued. Takes its body. */
 static enum MHD_Result queue_value(http_req *r, srv_response *v)
 {
-    if (v->upgrade)
-        return queue_upgrade(r);
     struct MHD_Response *resp;
     held_body *h = !v->streamed && v->body && v->held ? malloc(sizeof *h) : NULL;
     if (v->streamed) {
@@ -538,7 +535,7 @@ void srv_http_respond_error(srv_request *q, const proto_error *e)
     proto_error_format(e, v.body, n + 1);
     v.len = n;
     if (e->code == PROTO_E_METHOD_NOT_ALLOWED)
-        v.allow = srv_routes[q->route].allow;
+        v.allow = q->route ? q->route->allow : NULL;
     v.retry_after = v.status == MHD_HTTP_SERVICE_UNAVAILABLE;
     srv_http_respond(q, &v);
 }
@@ -548,6 +545,24 @@ void srv_http_respond_error(srv_request *q, const proto_error *e)
 void srv_http_hold(srv_request *q)
 {
     q->pending++;
+}
+
+int srv_http_submit(srv_request *q, srv_solve *s)
+{
+    q->pending++;
+    int rc = srv_solve_submit(q->ctx, s);
+    if (rc == SRV_OK)
+        return SRV_OK;
+    q->pending--;
+    proto_error e;
+    if (rc == SRV_EBUSY) {
+        proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver queue is full; retry later");
+        srv_metrics_rejected(q->ctx, "pool_full");
+    } else {
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "cannot queue work: %s", srv_strerror(rc));
+    }
+    srv_http_respond_error(q, &e);
+    return rc;
 }
 
 bool srv_http_release(srv_request *q)
@@ -591,23 +606,6 @@ static bool origin_allowed(http_req *r)
                                  ctx->cfg.n_allow_origins);
 }
 
-bool srv_http_token_ok(const char *header, const char *token)
-{
-    static const char prefix[] = "Bearer ";
-    const char *have = "";
-    if (header && strncasecmp(header, prefix, sizeof prefix - 1) == 0)
-        have = header + sizeof prefix - 1;
-    /* Constant time in the length of the expected token: every byte of it
-     * is compared whatever the header holds. */
-    size_t hl = strlen(have), tl = strlen(token);
-    unsigned char diff = (unsigned char)(hl != tl);
-    for (size_t i = 0; i < tl; i++) {
-        unsigned char h = i < hl ? (unsigned char)have[i] : 0;
-        diff |= (unsigned char)(h ^ (unsigned char)token[i]);
-    }
-    return diff == 0 && tl > 0;
-}
-
 /* The token comes in Authorization: Bearer, or, on the stream upgrade only,
  * as a Sec-WebSocket-Protocol element (ws_handshake.h: browsers cannot set
  * Authorization on a WebSocket). Neither is ever logged. */
@@ -618,7 +616,7 @@ static bool authorized(http_req *r)
                                                       MHD_HTTP_HEADER_AUTHORIZATION),
                           token))
         return true;
-    return r->q.route == SRV_RT_STREAM &&
+    return r->q.route->token_in_protocol &&
            srv_ws_protocol_bearer(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                               "Sec-WebSocket-Protocol"),
                                   token) == SRV_WS_BEARER_OK;
@@ -637,7 +635,7 @@ static void refuse(http_req *r, proto_errcode code, const char *reason, const ch
  * headers), so that the refusal is visible in its network log too. */
 static enum MHD_Result answer_preflight(http_req *r)
 {
-    const srv_route_def *d = &srv_routes[r->q.route];
+    const srv_route *d = r->q.route;
     const char *origin = r->origin;
     if (origin && !origin_allowed(r)) {
         proto_error e;
@@ -696,7 +694,7 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 {
     srv_ctx *ctx = r->q.ctx;
     size_t max = ctx->cfg.limits.max_body_bytes;
-    if (r->has_err || r->preflight || !srv_routes[r->q.route].takes_body) {
+    if (r->has_err || r->preflight || !r->q.route->takes_body) {
         /* Discarded; the error is answered once the body is in
          * (libmicrohttpd 0.9.75 cannot queue a response mid-body). A body
          * that goes on far past the limit is cut by closing the connection. */
@@ -749,21 +747,6 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------- */
 
-/* A Content-Length value (libmicrohttpd has refused a malformed one with
- * 400 before the access handler sees it: digits), saturated at the
- * largest value rather than wrapped. */
-static unsigned long long content_length(const char *v)
-{
-    unsigned long long n = 0;
-    for (; *v >= '0' && *v <= '9'; v++) {
-        unsigned d = (unsigned)(*v - '0');
-        if (n > (ULLONG_MAX - d) / 10)
-            return ULLONG_MAX;
-        n = n * 10 + d;
-    }
-    return n;
-}
-
 /* First call: route, check the Origin, the token, the method and the
  * announced size. */
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
@@ -781,13 +764,8 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     r->q.ctx = ctx;
     r->q.url = url;
     r->conn = conn;
-    r->q.route = srv_http_route_of(ctx, url);
-    r->q.method = strcmp(method, "GET") == 0       ? SRV_M_GET
-                  : strcmp(method, "POST") == 0    ? SRV_M_POST
-                  : strcmp(method, "HEAD") == 0    ? SRV_M_HEAD
-                  : strcmp(method, "DELETE") == 0  ? SRV_M_DELETE
-                  : strcmp(method, "OPTIONS") == 0 ? SRV_M_OPTIONS
-                                                   : SRV_M_OTHER;
+    r->q.route = srv_http_route_find(ctx, url);
+    r->q.method = srv_http_method_of(method);
     *con_cls = r;
     ctx->active_requests++;
     ctx->requests_begun++;
@@ -799,12 +777,12 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
                  !hi;
     const char *length =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long announced = length ? content_length(length) : 0;
+    unsigned long long announced = length ? srv_http_content_length(length) : 0;
     r->announced = (size_t)announced;
     r->origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
-    const srv_route_def *d = &srv_routes[r->q.route];
+    const srv_route *d = r->q.route;
 
-    if (r->q.route == SRV_RT_NONE) {
+    if (!d) {
         char msg[256];
         snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
         refuse(r, PROTO_E_NOT_FOUND, NULL, msg);
@@ -822,7 +800,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         r->preflight = true;
     } else if (!d->open && ctx->cfg.token && !authorized(r)) {
         refuse(r, PROTO_E_UNAUTHORIZED, "unauthorized",
-               r->q.route == SRV_RT_STREAM
+               d->token_in_protocol
                    ? "a valid bearer token is required (Authorization: Bearer ..., or the "
                      "subprotocols " SRV_WS_PROTOCOL ", " SRV_WS_BEARER_PREFIX
                      "<base64url token>)"
@@ -858,44 +836,21 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     return MHD_YES;
 }
 
-/* Whether the header value v (a Content-Type, or an Accept list) names the
- * media type t: as its type (parameters after ';' ignored, any case), or,
- * with list, as one of its elements (but with q=0). */
-static bool names_type(const char *v, const char *t, bool list)
-{
-    size_t tl = strlen(t);
-    while (v && *v) {
-        while (*v == ' ' || *v == '\t' || *v == ',')
-            v++;
-        const char *end = v + strcspn(v, list ? "," : "");
-        size_t n = strcspn(v, ";, \t");
-        if (n == tl && strncasecmp(v, t, tl) == 0) {
-            const char *qv = v + n;
-            while (qv < end && !(strncasecmp(qv, "q=", 2) == 0))
-                qv++;
-            return qv >= end || strtod(qv + 2, NULL) > 0;
-        }
-        if (!list)
-            return false;
-        v = end;
-    }
-    return false;
-}
-
 /* The batch's binary forms, asked for by Content-Type and Accept. */
 static void media_types(http_req *r)
 {
-    if (r->q.route != SRV_RT_BATCH)
+    if (!r->q.route->binary)
         return;
-    r->q.binary_in = names_type(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+    r->q.binary_in = srv_http_names_type(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                             MHD_HTTP_HEADER_CONTENT_TYPE),
                                 PROTO_BINARY_TYPE, false);
-    r->q.binary_out = names_type(
+    r->q.binary_out = srv_http_names_type(
         MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
         PROTO_BINARY_TYPE, true);
 }
 
-/* The final call: the refusal, the preflight or the handler. */
+/* The final call: the refusal, the preflight, the upgrade or the route's
+ * handler. */
 static enum MHD_Result answer(http_req *r)
 {
     r->in_dispatch = true;
@@ -904,13 +859,17 @@ static enum MHD_Result answer(http_req *r)
     } else if (r->preflight) {
         r->in_dispatch = false;
         return answer_preflight(r);
-    } else if (srv_routes[r->q.route].takes_body && r->q.len == 0) {
+    } else if (r->q.route->takes_body && r->q.len == 0) {
         proto_error e;
         proto_error_set(&e, PROTO_E_INVALID_JSON, "", "the request body is empty");
         srv_http_respond_error(&r->q, &e);
+    } else if (r->q.route->upgrade) {
+        enum MHD_Result rc = queue_upgrade(r);
+        r->in_dispatch = false;
+        return rc;
     } else {
         media_types(r);
-        srv_http_dispatch(&r->q);
+        r->q.route->handle(&r->q);
     }
     r->in_dispatch = false;
     if (r->state == ST_ANSWERED)
@@ -972,7 +931,7 @@ void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     if (r->status_sent)
-        srv_metrics_request(r->q.ctx->metrics, srv_routes[r->q.route].label,
+        srv_metrics_request(r->q.ctx->metrics, r->q.route ? r->q.route->label : "other",
                             (int)r->status_sent);
     srv_guard_consumed_add(r->q.ctx, conn, r->head_bytes + r->announced, !r->chunked);
     if (toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)

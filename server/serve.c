@@ -42,6 +42,7 @@
 #include "server/config.h"
 #include "server/guard.h"
 #include "server/http.h"
+#include "server/http_route.h"
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
@@ -247,7 +248,8 @@ int srv_serve(int argc, char **argv)
         srv_log(ctx, SRV_LOG_INFO, "serving the page from %s (%zu files, %zu bytes)",
                 ctx->cfg.web_dir, srv_web_count(ctx->web), srv_web_bytes(ctx->web));
     }
-    if (srv_http_start(ctx) != SRV_OK || srv_guard_start(ctx) != SRV_OK) {
+    if (srv_http_handlers_register(ctx) != SRV_OK || srv_http_start(ctx) != SRV_OK ||
+        srv_guard_start(ctx) != SRV_OK) {
         srv_http_stop(ctx);
         goto out;
     }
@@ -293,6 +295,7 @@ out:
     uv_run(&loop, UV_RUN_NOWAIT); /* let closed handles finish */
     if (uv_loop_close(&loop) != 0)
         srv_log(ctx, SRV_LOG_WARN, "event loop closed with handles still open");
+    srv_http_routes_free(ctx);
     srv_registry_free(ctx->registry);
     srv_metrics_free(ctx->metrics);
     srv_web_free(ctx->web);

@@ -20,7 +20,8 @@
  *   server/registry.h  the chain registry
  *   server/metrics.h   Prometheus metrics
  *   server/log.h       log lines
- *   server/http.h      the HTTP side's handlers, status of a wire error
+ *   server/http.h      the HTTP side's entry points and rules
+ *   server/http_route.h the route table the endpoints register with
  *   server/ws.h        the WebSocket side's entry points
  *   server/guard.h     the whole-request deadline
  *   server/web.h       the live page's files
@@ -90,6 +91,7 @@ typedef struct srv_stream_chains srv_stream_chains;
 typedef struct srv_guard srv_guard;
 typedef struct srv_http srv_http;
 typedef struct srv_ws srv_ws;
+typedef struct srv_routes srv_routes;
 
 typedef struct srv_ctx {
     /* ---- process-wide ---- */
@@ -120,6 +122,8 @@ typedef struct srv_ctx {
                                  (--threads; http_batch.c) */
     srv_stream_chains *stream_chains; /* the chains open streams hold, each
                                          once (server/stream_chains.c) */
+    srv_routes *routes;       /* the HTTP routes, registered at startup
+                                 (server/http_route.h) */
 
     /* ---- per loop ---- */
     uv_loop_t *loop;          /* the loop; owns every socket of this context */

@@ -45,7 +45,7 @@
  *     waiting targets are answered; once nothing runs the connection gets
  *     its 1001 close frame (srv__ws_idle).
  *
- * Large messages: a message above WS_DECODE_INLINE_MAX is decoded on the
+ * Large messages: a message above SRV_DECODE_INLINE_MAX is decoded on the
  * pool (for an open message, its chain and session too: an inline URDF of a
  * megabyte takes milliseconds), and the connection is not read meanwhile;
  * the messages the same socket read held after it wait in the connection's
@@ -79,9 +79,6 @@
 #include "server/ws_conn.h"
 
 #define WS_PATH_BURST 64  /* path samples solved per turn of the loop */
-/* Messages larger than this are decoded on the pool (a JSON text of a
- * megabyte, an inline URDF chain, takes milliseconds); as HTTP bodies. */
-#define WS_DECODE_INLINE_MAX (64 * 1024)
 
 typedef struct ws_stream ws_stream;
 typedef struct ws_tick ws_tick;
@@ -1354,7 +1351,7 @@ static void inbox_drain(ws_conn *c)
         in->head = x->next;
         if (!in->head)
             in->tail = NULL;
-        if (x->len > WS_DECODE_INLINE_MAX) {
+        if (x->len > SRV_DECODE_INLINE_MAX) {
             char *text = malloc(x->len);
             if (text) {
                 memcpy(text, x->text, x->len);
@@ -1396,7 +1393,7 @@ void srv__ws_on_text(ws_conn *c, const char *text, size_t len)
         in->tail = x;
         return;
     }
-    if (len > WS_DECODE_INLINE_MAX && inbox_of(c)) {
+    if (len > SRV_DECODE_INLINE_MAX && inbox_of(c)) {
         char *copy = malloc(len);
         if (copy) {
             memcpy(copy, text, len);
