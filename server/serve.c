@@ -72,6 +72,22 @@ static void close_cb_noop(uv_handle_t *h)
     (void)h;
 }
 
+/* Stops the services startup started, in this order (each does nothing
+ * when its part never started): solves waiting for a turn are cancelled,
+ * WebSocket connections ended, the timers closed, libmicrohttpd stopped. */
+static void stop_services(srv_ctx *ctx)
+{
+    srv_solve_stop(ctx);
+    srv_ws_abort(ctx);
+    srv_guard_stop(ctx);
+    srv_trim_stop(ctx);
+    srv_loop_detach(ctx);
+    if (ctx->mhd)
+        MHD_stop_daemon(ctx->mhd);
+    ctx->mhd = NULL;
+    srv_http_stop(ctx);
+}
+
 static void stop_daemon(daemon_state *d)
 {
     srv_ctx *ctx = &d->ctx;
@@ -84,14 +100,7 @@ static void stop_daemon(daemon_state *d)
     uv_close((uv_handle_t *)&d->sigterm, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
     uv_close((uv_handle_t *)&d->sighup, close_cb_noop);
-    srv_solve_stop(ctx); /* solves waiting for a turn: cancelled */
-    srv_ws_abort(ctx);
-    srv_guard_stop(ctx);
-    srv_trim_stop(ctx);
-    srv_loop_detach(ctx);
-    MHD_stop_daemon(ctx->mhd);
-    ctx->mhd = NULL;
-    srv_http_stop(ctx);
+    stop_services(ctx);
 }
 
 static unsigned open_connections(srv_ctx *ctx)
@@ -248,27 +257,20 @@ int srv_serve(int argc, char **argv)
         srv_log(ctx, SRV_LOG_INFO, "serving the page from %s (%zu files, %zu bytes)",
                 ctx->cfg.web_dir, srv_web_count(ctx->web), srv_web_bytes(ctx->web));
     }
+    /* the routes, then each module's state (the WebSocket side joined to
+     * its streams' hooks), then libmicrohttpd on the loop */
     if (srv_http_handlers_register(ctx) != SRV_OK || srv_http_start(ctx) != SRV_OK ||
-        srv_guard_start(ctx) != SRV_OK) {
-        srv_http_stop(ctx);
-        goto out;
+        srv_ws_start(ctx, &srv_ws_stream_hooks) != SRV_OK || srv_guard_start(ctx) != SRV_OK) {
+        srv_log(ctx, SRV_LOG_ERROR, "cannot start: out of memory");
+        goto fail;
     }
     srv_solve_start(ctx); /* without it no solve waits for a later turn */
     srv_trim_start(ctx); /* without it nothing is trimmed: only memory */
-    if (start_mhd(ctx) != SRV_OK) {
-        srv_guard_stop(ctx);
-        srv_trim_stop(ctx);
-        srv_http_stop(ctx);
-        goto out;
-    }
+    if (start_mhd(ctx) != SRV_OK)
+        goto fail;
     if (srv_loop_attach(ctx) != SRV_OK) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot watch libmicrohttpd's epoll descriptor");
-        srv_guard_stop(ctx);
-        srv_trim_stop(ctx);
-        MHD_stop_daemon(ctx->mhd);
-        ctx->mhd = NULL;
-        srv_http_stop(ctx);
-        goto out;
+        goto fail;
     }
     uv_timer_init(&loop, &d.drain);
     d.drain.data = &d;
@@ -290,6 +292,9 @@ int srv_serve(int argc, char **argv)
     uv_run(&loop, UV_RUN_DEFAULT);
     exit_code = 0;
     srv_log(ctx, SRV_LOG_INFO, "stopped");
+    goto out;
+fail:
+    stop_services(ctx);
 out:
     srv_solve_stop(ctx);
     uv_run(&loop, UV_RUN_NOWAIT); /* let closed handles finish */

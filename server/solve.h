@@ -2,8 +2,9 @@
  * solve.h: the one place where the daemon decides where a job is solved
  * (inline on the loop, or on the thread pool), times the solve and records
  * it in the metrics; and, with the same struct, how other work of a
- * request goes to the pool (a large body's decode, a batch's chunks). HTTP requests (server/http_handlers.c, server/http_batch.c) and stream targets
- * (server/ws_stream.c) both go through it, so that the rule is written
+ * request goes to the pool (a large body's decode, a batch's chunks). HTTP
+ * requests (server/http_handlers.c, server/http_batch.c) and stream targets
+ * (server/ws_stream.c, server/ws_tick.c) all go through it, so that the rule is written
  * once: a job whose estimated cost for all its targets
  * (proto_job_cost_us() times the count) is below --inline-cost-us (the
  * analytic seed solvers: a hop to the pool and back costs 10-30 us, far
