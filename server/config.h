@@ -61,8 +61,12 @@
  */
 #define SRV_CONFIG_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* --listen's default, also where "ikd probe" looks when IKD_LISTEN is not
+ * set (server/cli_probe.c). */
+#define SRV_LISTEN_DEFAULT "127.0.0.1:8080"
+
 #define SRV_CONFIG_MAP(X)                                                                          \
-    X(LISTEN, "listen", "IKD_LISTEN", LISTEN, listen_host, VALUE("127.0.0.1:8080"),                \
+    X(LISTEN, "listen", "IKD_LISTEN", LISTEN, listen_host, VALUE(SRV_LISTEN_DEFAULT),                \
       "HOST:PORT or [IPV6]:PORT to listen on; port 0 picks a free port")                           \
     X(THREADS, "threads", "IKD_THREADS", UINT(1, 1024), threads, NONE("cores"),                    \
       "solver thread pool size")                                                                   \

@@ -99,7 +99,7 @@ struct srv_batch {
     proto_error err;
     bool failed;    /* a stage failed: err holds the answer */
     bool cancelled; /* the client left: no more chunks */
-    bool holds_slot;
+    bool holds_slot; /* holds its unit of ctx->admitted (from its decode) */
     bool streamed;  /* answered in pieces as the chunks finish */
     bool binary;    /* answered in the binary form (proto_binary.c) */
     bool finished;  /* answered, failed or cut: nothing more to do */
@@ -578,9 +578,6 @@ static void decode_answer(batch *b, int status)
     b->streamed = n > chunk_size(b); /* more than one chunk */
     if (!reserve_answer(b))
         return;
-    /* the batch keeps one admission slot until it is answered */
-    b->holds_slot = true;
-    srv_budget_take(&q->ctx->admitted, 1);
     if (n == 0) { /* decoding refuses empty batches; answered all the same */
         b->out = encode_whole(b, 0, &b->out_len);
         finish_if_done(b);
@@ -629,5 +626,9 @@ void srv_http_batch(srv_request *q)
     b->stage.work = decode_work;
     b->stage.done = decode_done;
     b->stage.data = b;
-    srv_http_submit(q, &b->stage); /* refused: answered, b freed with q */
+    /* the batch is admitted here and keeps its unit of --max-queue until
+     * it is answered (freed with q) */
+    b->stage.keep_admission = true;
+    if (srv_http_submit(q, &b->stage) == SRV_OK)
+        b->holds_slot = true; /* refused: answered, b freed with q */
 }

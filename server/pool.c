@@ -22,7 +22,7 @@ static void pool_after(uv_work_t *req, int status)
 {
     srv_work *w = (srv_work *)((char *)req - offsetof(srv_work, req));
     w->ctx->pool_depth--;
-    if (w->admitted)
+    if (w->admitted && !w->keep_admission)
         srv_budget_release(&w->ctx->admitted, 1);
     w->done(w, status == UV_ECANCELED ? SRV_ESHUTDOWN : SRV_OK);
 }

@@ -264,6 +264,7 @@ int srv_solve_submit(srv_ctx *ctx, srv_solve *s)
         return SRV_OK;
     }
     s->w.data = s;
+    s->w.keep_admission = s->keep_admission;
     return s->stage ? srv_pool_submit_always(ctx, &s->w, solve_work, solve_done)
                     : srv_pool_submit(ctx, &s->w, solve_work, solve_done);
 }

@@ -48,6 +48,9 @@ struct srv_solve {
      * a tick's parts after the first): always on the pool, never refused
      * for the queue bound, holding no admission of its own. */
     bool stage;
+    /* Admitted work (not a stage) whose unit of ctx->admitted passes to the
+     * caller when done runs (server/pool.h's keep_admission). */
+    bool keep_admission;
     /* Optional: runs right after the solve on the same thread (a pool
      * thread, or the loop for an inline solve), for work that belongs with
      * it (encoding the answer). */

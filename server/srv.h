@@ -13,19 +13,24 @@
  * Errors: 0 or a negative SRV_E* value from the table below.
  *
  * The services, each declared by the header named after its file:
- *   server/config.h    flags and environment -> srv_config
- *   server/budget.h    a bound kept by reserve and release
- *   server/loop.h      libmicrohttpd driven by the loop (srv_mhd_run)
- *   server/pool.h      the thread pool and its admission bound
- *   server/registry.h  the chain registry
- *   server/metrics.h   Prometheus metrics
- *   server/log.h       log lines
- *   server/http.h      the HTTP side's entry points and rules
- *   server/http_route.h the route table the endpoints register with
- *   server/ws.h        the WebSocket side's entry points
- *   server/guard.h     the whole-request deadline
- *   server/web.h       the live page's files
- *   server/trim.h      memory given back after large requests
+ *   server/config.h         flags and environment -> srv_config
+ *   server/budget.h         a bound kept by reserve and release
+ *   server/loop.h           libmicrohttpd driven by the loop (srv_mhd_run)
+ *   server/pool.h           the thread pool and its admission bound
+ *   server/solve.h          where a job is solved (inline or on the pool)
+ *   server/registry.h       the chain registry
+ *   server/metrics.h        Prometheus metrics
+ *   server/log.h            log lines
+ *   server/http.h           the HTTP side's entry points and rules
+ *   server/http_route.h     the route table the endpoints register with
+ *   server/http_handler.h   the seam between the HTTP glue and the handlers
+ *   server/ws.h             the WebSocket side's entry points
+ *   server/ws_conn.h        the seam between a connection and its streams
+ *   server/ws_stream.h      inside the streams (messages, ticks, streams)
+ *   server/stream_chains.h  the chains open streams hold
+ *   server/guard.h          the whole-request deadline
+ *   server/web.h            the live page's files
+ *   server/trim.h           memory given back after large requests
  */
 #ifndef SRV_H
 #define SRV_H
