@@ -747,6 +747,41 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------- */
 
+/* The headers the first call reads, taken in one pass over the request's
+ * headers (libmicrohttpd's lookup walks them once per name): the first
+ * of each, as MHD_lookup_connection_value would give it. */
+typedef struct head_values {
+    const char *length;      /* Content-Length */
+    const char *origin;      /* Origin */
+    bool transfer_encoding;  /* Transfer-Encoding is there (with a value) */
+} head_values;
+
+static enum MHD_Result head_value(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
+{
+    head_values *h = cls;
+    switch (key[0]) {
+    case 'C':
+    case 'c':
+        if (!h->length && strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+            h->length = value;
+        break;
+    case 'O':
+    case 'o':
+        if (!h->origin && strcasecmp(key, MHD_HTTP_HEADER_ORIGIN) == 0)
+            h->origin = value;
+        break;
+    case 'T':
+    case 't':
+        if (!h->transfer_encoding && strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+            h->transfer_encoding = value != NULL;
+        break;
+    default:
+        break;
+    }
+    return MHD_YES;
+}
+
 /* First call: route, check the Origin, the token, the method and the
  * announced size. */
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
@@ -772,14 +807,12 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     const union MHD_ConnectionInfo *hi =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     r->head_bytes = hi ? hi->header_size : 0;
-    r->chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                             MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
-                 !hi;
-    const char *length =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long announced = length ? srv_http_content_length(length) : 0;
+    head_values hv = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, head_value, &hv);
+    r->chunked = hv.transfer_encoding || !hi;
+    unsigned long long announced = hv.length ? srv_http_content_length(hv.length) : 0;
     r->announced = (size_t)announced;
-    r->origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+    r->origin = hv.origin;
     const srv_route *d = r->q.route;
 
     if (!d) {

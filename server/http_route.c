@@ -23,12 +23,21 @@ struct srv_routes {
 
 srv_method srv_http_method_of(const char *name)
 {
-    return strcmp(name, "GET") == 0       ? SRV_M_GET
-           : strcmp(name, "POST") == 0    ? SRV_M_POST
-           : strcmp(name, "HEAD") == 0    ? SRV_M_HEAD
-           : strcmp(name, "DELETE") == 0  ? SRV_M_DELETE
-           : strcmp(name, "OPTIONS") == 0 ? SRV_M_OPTIONS
-                                          : SRV_M_OTHER;
+    /* by the first letter, then the whole name (every request passes) */
+    switch (name[0]) {
+    case 'G':
+        return strcmp(name, "GET") == 0 ? SRV_M_GET : SRV_M_OTHER;
+    case 'P':
+        return strcmp(name, "POST") == 0 ? SRV_M_POST : SRV_M_OTHER;
+    case 'H':
+        return strcmp(name, "HEAD") == 0 ? SRV_M_HEAD : SRV_M_OTHER;
+    case 'D':
+        return strcmp(name, "DELETE") == 0 ? SRV_M_DELETE : SRV_M_OTHER;
+    case 'O':
+        return strcmp(name, "OPTIONS") == 0 ? SRV_M_OPTIONS : SRV_M_OTHER;
+    default:
+        return SRV_M_OTHER;
+    }
 }
 
 static void allow_text(unsigned methods, char *out)

@@ -69,7 +69,8 @@ unsigned long long srv_http_content_length(const char *v)
     unsigned long long n = 0;
     for (; *v >= '0' && *v <= '9'; v++) {
         unsigned d = (unsigned)(*v - '0');
-        if (n > (ULLONG_MAX - d) / 10)
+        /* the first test is a constant one, all an ordinary length takes */
+        if (n > (ULLONG_MAX - 9) / 10 && n > (ULLONG_MAX - d) / 10)
             return ULLONG_MAX;
         n = n * 10 + d;
     }
