@@ -28,7 +28,10 @@
  * whose deadline passed: it writes "408 Request Timeout" with a JSON error
  * on the socket (libmicrohttpd has written nothing yet on a connection that
  * is still receiving its request) and shuts the socket down, then runs
- * libmicrohttpd, which sees the end of the connection and closes it.
+ * libmicrohttpd, which sees the end of the connection and closes it. This
+ * raw answer, and the connection notification, are why this file talks to
+ * libmicrohttpd: one of the deliberate exceptions http_mhd.c's opening
+ * comment names.
  *
  * Memory: one node per connection (freed when libmicrohttpd closes it).
  * Threads: loop thread only, like libmicrohttpd's callbacks here.

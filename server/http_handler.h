@@ -41,9 +41,8 @@ struct srv_request {
     size_t len;
     /* the handler's state while the request works */
     proto_job *job;
-    proto_chain *chain;
     void *batch;      /* http_batch.c's pipeline */
-    unsigned pending; /* pool items holding the request */
+    unsigned pending; /* holds not yet let go of (srv_http_submit, srv_http_hold) */
     bool dead;        /* the client is gone: results are dropped */
     /* the body is a binary batch (Content-Type PROTO_BINARY_TYPE), the
      * client takes binary answers (Accept names PROTO_BINARY_TYPE) */

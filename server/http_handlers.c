@@ -48,13 +48,11 @@
 
 #define CHAINS_PREFIX "/v1/chains/"
 
-/* Frees what the handlers keep in q (its job, chain, batch). */
+/* Frees what the handlers keep in q (its job, batch). */
 static void request_cleanup(srv_request *q)
 {
     proto_job_free(q->job);
     q->job = NULL;
-    proto_chain_unref(q->chain);
-    q->chain = NULL;
     srv_http_batch_free(q->batch);
     q->batch = NULL;
 }

@@ -74,11 +74,12 @@
  * only marks it dead and the last release (srv_http_release) frees it.
  *
  * Not here: what each endpoint does (http_handlers.c, http_batch.c), the
- * loop glue (loop.c), flags and startup (serve.c, config.c), the request
- * deadline (guard.c), WebSocket framing (ws_conn.c).
+ * route table (http_route.c), the pure rules of status codes, tokens and
+ * media types (http_rules.c), the loop glue (loop.c), flags and startup
+ * (serve.c, config.c), the request deadline (guard.c), WebSocket framing
+ * (ws_conn.c).
  */
 #include <errno.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -63,8 +63,8 @@ typedef struct srv_route {
      * (answered with its status and message). The one handler that sees the
      * connection: an upgrade is a change of who owns it (server/ws.h). */
     struct MHD_Response *(*upgrade)(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err);
-    /* Frees what handle kept in the request (srv_request's job, chain,
-     * batch) when the request is freed; or NULL. */
+    /* Frees what handle kept in the request (srv_request's job, batch)
+     * when the request is freed; or NULL. */
     void (*cleanup)(srv_request *q);
     /* Set by srv_http_route_add: the Allow header's value, the methods in
      * the order GET, HEAD, POST, DELETE. */

@@ -19,7 +19,9 @@
  *     table one file defines and another reads is an edge), so a reader
  *     can take either module apart file by file. Where two server files
  *     must talk both ways, one registers a callback with the other at
- *     start-up (the HTTP route table, the WebSocket connection's hooks).
+ *     start-up (the HTTP route table, the WebSocket connection's hooks);
+ *   - no source file of server/ passes 1,000 lines (a file that grows past
+ *     it holds more than one concern: split it at its seams).
  * The objects are found under $IKD_BUILD/obj (set by tests/run.sh), or
  * next to this executable (<build>/tests/server/test_layers); only those
  * of sources that exist count. Run from the repository's root.
@@ -303,6 +305,34 @@ START_TEST(test_solver_sees_nothing_above)
 }
 END_TEST
 
+START_TEST(test_server_files_are_small)
+{
+    DIR *d = opendir("server");
+    ck_assert_msg(d != NULL, "run from the repository's root (no server/ here)");
+    size_t checked = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || e->d_name[n - 2] != '.' || (e->d_name[n - 1] != 'c' && e->d_name[n - 1] != 'h'))
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "server/%s", e->d_name);
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        size_t lines = 0;
+        int ch;
+        while ((ch = getc(f)) != EOF)
+            lines += ch == '\n';
+        fclose(f);
+        ck_assert_msg(lines <= 1000, "%s has %zu lines, more than 1,000: split it by concern", path,
+                      lines);
+        checked++;
+    }
+    closedir(d);
+    ck_assert_uint_ge(checked, 20);
+}
+END_TEST
+
 static Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
@@ -313,6 +343,7 @@ static Suite *layers_suite(void)
     tcase_add_test(tc, test_proto_calls_form_no_cycle);
     tcase_add_test(tc, test_server_calls_form_no_cycle);
     tcase_add_test(tc, test_solver_sees_nothing_above);
+    tcase_add_test(tc, test_server_files_are_small);
     suite_add_tcase(s, tc);
     return s;
 }
