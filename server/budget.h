@@ -48,8 +48,8 @@ static inline bool srv_budget_reserve(srv_budget *b, size_t n)
     do {
         if (n > b->limit || used > b->limit - n)
             return false;
-    } while (!atomic_compare_exchange_weak_explicit(&b->used, &used, used + n,
-                                                    memory_order_relaxed, memory_order_relaxed));
+    } while (!atomic_compare_exchange_weak_explicit(&b->used, &used, used + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
     return true;
 }
 

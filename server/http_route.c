@@ -45,8 +45,8 @@ static void allow_text(unsigned methods, char *out)
     static const struct {
         unsigned bit;
         const char *name;
-    } order[] = {{SRV_M_GET, "GET"}, {SRV_M_HEAD, "HEAD"}, {SRV_M_POST, "POST"},
-                 {SRV_M_DELETE, "DELETE"}};
+    } order[] = {
+        {SRV_M_GET, "GET"}, {SRV_M_HEAD, "HEAD"}, {SRV_M_POST, "POST"}, {SRV_M_DELETE, "DELETE"}};
     out[0] = '\0';
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         if (!(methods & order[i].bit))

@@ -16,7 +16,7 @@
 int srv_http_status(proto_errcode code)
 {
     switch (code) {
-#define SRV_HTTP_STATUS_CASE(name, wire, http, moveit, text)                                      \
+#define SRV_HTTP_STATUS_CASE(name, wire, http, moveit, text)                                       \
     case PROTO_E_##name:                                                                           \
         return http;
         PROTO_ERROR_MAP(SRV_HTTP_STATUS_CASE)

@@ -152,8 +152,7 @@ static void decode_msg_done(srv_work *w, int status)
     ws_inbox *in = *srv__ws_inbox(c);
     in->decoding = false;
     if (status == SRV_OK && srv__ws_open(c)) {
-        handle_msg(c, &d->m, d->rc, &d->e, d->session,
-                   d->session_failed ? &d->session_err : NULL);
+        handle_msg(c, &d->m, d->rc, &d->e, d->session, d->session_failed ? &d->session_err : NULL);
         d->session = NULL;
     }
     proto_session_free(d->session);
@@ -165,7 +164,7 @@ static void decode_msg_done(srv_work *w, int status)
     if (srv__ws_open(c)) {
         inbox_drain(c);
     } else {
-        inbox_free(c);            /* closing or torn down meanwhile */
+        inbox_free(c);           /* closing or torn down meanwhile */
         srv__ws_pause(c, false); /* a closing one reads its close frame */
     }
     srv__ws_unref(c);
@@ -182,8 +181,7 @@ static bool decode_off_loop(ws_conn *c, char *text, size_t len)
     d->text = text;
     d->len = len;
     d->w.data = d;
-    if (srv_pool_submit_always(srv__ws_ctx(c), &d->w, decode_msg_work, decode_msg_done) !=
-        SRV_OK) {
+    if (srv_pool_submit_always(srv__ws_ctx(c), &d->w, decode_msg_work, decode_msg_done) != SRV_OK) {
         free(d);
         return false;
     }

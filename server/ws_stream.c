@@ -72,7 +72,7 @@
 #include "server/stream_chains.h"
 #include "server/ws_stream.h"
 
-#define WS_PATH_BURST 64  /* path samples solved per turn of the loop */
+#define WS_PATH_BURST 64 /* path samples solved per turn of the loop */
 
 /* One solve of a stream: target 0 of job. */
 typedef struct ws_task {
@@ -301,8 +301,8 @@ static void task_done(srv_solve *sv, int status)
 
 /* Solves job (taken) for the stream: where server/solve.c decides. A
  * refusal is answered with the message's seq. */
-static void stream_solve(ws_stream *s, proto_job *job, long long seq, size_t skipped,
-                         size_t index, size_t count)
+static void stream_solve(ws_stream *s, proto_job *job, long long seq, size_t skipped, size_t index,
+                         size_t count)
 {
     ws_conn *c = s->conn;
     srv_ctx *ctx = srv__ws_ctx(c);
@@ -356,8 +356,7 @@ static void path_step(ws_stream *s)
         double elapsed_ms = (double)(uv_hrtime() - s->path_start_ns) / 1e6;
         size_t skipped;
         double wait_ms;
-        size_t next = proto_stream_path_next(s->path, s->path_last, elapsed_ms, &skipped,
-                                             &wait_ms);
+        size_t next = proto_stream_path_next(s->path, s->path_last, elapsed_ms, &skipped, &wait_ms);
         if (next >= s->path_count || burst >= WS_PATH_BURST) {
             if (s->timer_open)
                 uv_timer_start(&s->timer, on_path_tick,
@@ -437,7 +436,7 @@ proto_session *srv__stream_open_session(srv_ctx *ctx, const proto_stream_msg *m,
 /* An open message. session: the one prepared off the loop (taken), or
  * NULL to open it here; err: why it could not be prepared, or NULL. */
 void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
-                    const proto_error *err)
+                      const proto_error *err)
 {
     srv_ctx *ctx = srv__ws_ctx(c);
     proto_error e;
@@ -499,8 +498,8 @@ void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
     srv__ws_ref(c);
     srv_metrics_stream_open(ctx);
     size_t len;
-    char *t = proto_stream_encode_opened(s->name, proto_chain_id(proto_session_chain(session)),
-                                         &len);
+    char *t =
+        proto_stream_encode_opened(s->name, proto_chain_id(proto_session_chain(session)), &len);
     srv__ws_send(c, t, len);
     free(t);
 }

@@ -40,34 +40,33 @@ struct ws_stream {
     ws_conn *conn;
     ws_stream *next; /* in the connection's list while open */
     char name[PROTO_STREAM_NAME_MAX + 1];
-    uint64_t hash;   /* of name, for the index */
+    uint64_t hash;          /* of name, for the index */
     proto_session *session; /* chain, options, seed, the last answer */
     unsigned refs;
     bool closed;
-    bool busy;        /* a pool solve is running */
-    bool close_after; /* "close" arrived: "closed" once nothing of it runs */
-    unsigned ticks;   /* ticks (running or waiting) holding a target of it */
+    bool busy;            /* a pool solve is running */
+    bool close_after;     /* "close" arrived: "closed" once nothing of it runs */
+    unsigned ticks;       /* ticks (running or waiting) holding a target of it */
     ws_stream *kick_next; /* in the connection's list of streams to kick */
     bool to_kick;         /* in that list (holding a reference) */
-    uint64_t tick_mark; /* the tick being read that has a target of it */
-    size_t tick_index;  /* where in that tick */
+    uint64_t tick_mark;   /* the tick being read that has a target of it */
+    size_t tick_index;    /* where in that tick */
     /* the waiting target, decoded */
     proto_job *pending;
     long long pending_seq;
     size_t pending_skipped; /* targets dropped before it */
-    size_t skipped; /* targets dropped and not yet counted by a later one */
+    size_t skipped;         /* targets dropped and not yet counted by a later one */
     /* the running path */
     proto_stream_path *path;
     unsigned path_gen; /* bumped when a path ends; stale pool results are dropped */
     long long path_seq;
     size_t path_count, path_sent;
-    long long path_last;     /* index of the last sample solved, -1 before the first */
-    size_t path_skipped;     /* samples passed over (solving could not keep up) */
-    uint64_t path_start_ns;  /* uv_hrtime() when the path message arrived */
+    long long path_last;    /* index of the last sample solved, -1 before the first */
+    size_t path_skipped;    /* samples passed over (solving could not keep up) */
+    uint64_t path_start_ns; /* uv_hrtime() when the path message arrived */
     uv_timer_t timer;
     bool timer_open;
 };
-
 
 /* The stream side of one connection (srv__ws_streams). */
 struct ws_streams {
@@ -84,7 +83,6 @@ struct ws_streams {
      * running); NULL until then. */
     void (*solved)(ws_conn *c);
 };
-
 
 /* ---- ws_stream.c ---------------------------------------------------------- */
 

@@ -59,8 +59,8 @@ typedef struct ws_tick_entry {
 typedef struct ws_tick_part {
     srv_solve solve;
     ws_tick *t;
-    proto_jw out;           /* its answers, comma-separated */
-    proto_errcode failed;   /* not solved: its targets answered with this */
+    proto_jw out;         /* its answers, comma-separated */
+    proto_errcode failed; /* not solved: its targets answered with this */
 } ws_tick_part;
 
 struct ws_tick {
@@ -189,7 +189,8 @@ static void tick_answer(ws_tick *t)
         if (p->failed == PROTO_E_OVERLOADED)
             proto_error_set(&err, p->failed, "", "the solver pool is full; send again later");
         else
-            proto_error_set(&err, p->failed, "", "the solve could not be run (ikd is shutting down)");
+            proto_error_set(&err, p->failed, "",
+                            "the solve could not be run (ikd is shutting down)");
         for (size_t i = p->solve.begin; i < p->solve.end; i++) {
             ws_tick_entry *e = &t->e[i];
             if (i > p->solve.begin)

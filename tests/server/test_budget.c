@@ -79,8 +79,8 @@ END_TEST
 
 /* ---- several threads on one budget ------------------------------------------ */
 
-#define RACERS 4
-#define ROUNDS 200000
+#define RACERS     4
+#define ROUNDS     200000
 #define RACE_LIMIT 10
 
 typedef struct racer {
