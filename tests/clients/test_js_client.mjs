@@ -299,6 +299,7 @@ test('clients/js/example.mjs runs as its README says', LIMIT, async () => {
   assert.match(out, /^batch: success, no_ik_solution$/m);
   assert.match(out, /^error: invalid_request at \/target\/position$/m);
   for (let seq = 1; seq <= 10; seq++) assert.match(out, new RegExp(`^stream: seq ${seq} success in \\d+\\.\\d\\d ms$`, 'm'));
+  assert.match(out, /^tick: left_leg success, right_leg success$/m);
 });
 
 test('the README\'s shell snippet runs as written and stops its daemon', LIMIT, async () => {
