@@ -235,7 +235,7 @@ export class Ikd {
     const init = { method, headers, signal: opts.signal, body };
     let resp;
     try {
-      resp = this.ca && this.base.startsWith('https:') && !opts.fetch
+      resp = this.ca && this.base.startsWith('https:')
         ? await httpsWithCa(this.base + path, init, this.ca)
         : await this.fetchImpl(this.base + path, init);
     } catch (e) {

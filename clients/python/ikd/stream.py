@@ -76,7 +76,8 @@ except ImportError:
 
 
 async def _ws_connect(url, subprotocols, ssl_context, open_timeout, options):
-    opts = {"max_size": None, "ping_interval": 20, "open_timeout": open_timeout}
+    # answers are bounded by ikd (a tick of 1024 full answers is about 1 MB)
+    opts = {"max_size": 16 << 20, "ping_interval": 20, "open_timeout": open_timeout}
     if url.startswith("wss:") and ssl_context is not None:
         opts["ssl"] = ssl_context
     opts.update(options)
@@ -214,7 +215,9 @@ class Connection:
         """Closes the socket; no reconnection afterwards. Waiting futures
         fail with IkdError "closed"."""
         self._user_closed = True
-        if self.ws is not None:
+        if self._reader is not None and self.state == "reconnecting":
+            self._reader.cancel()  # waiting out a backoff: nothing to close
+        elif self.ws is not None:
             await self.ws.close()
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
