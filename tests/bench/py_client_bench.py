@@ -21,8 +21,12 @@ longest pause of the garbage collector (gc.callbacks) and the collections
 per generation. The periods are kept by clock_nanosleep, as a controller's
 timer would (asyncio's own timers wake up to a millisecond late, which
 would be the figure). The last line compares the two, the worst round of
-each: client over bare for the largest round trip and missed periods, and
-the RSS growth of each.
+each: client over bare for the largest round trip and missed periods, the
+RSS growth of each, and how far behind the reference the arm fell in servo
+mode (the same two loops again with options.servo, period 1 ms: the largest
+joint distance between an answer and the configuration its target came
+from, in periods of motion at the UR5's velocity limit; a missed period is
+one the arm does not move in).
 
 Usage: py_client_bench.py --port PORT [--seconds 15] [--rate 1000] [--rounds 1]
 (run with /usr/bin/python3, which sees Debian's websockets). Issue 26's
@@ -43,21 +47,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 IKD_DATA = os.environ.get("IKD_DATA", os.path.join(ROOT, "tests", "data"))
 MID = [0.3, -1.2, 1.4, -1.5, -1.4, 0.4]
+VMAX = 3.15  # the UR5's slowest <limit velocity> (rad/s): one period's motion is VMAX / rate
 
 
 def targets(n=4000):
     sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
     from robot_chain import Chain
     ur5 = Chain(os.path.join(IKD_DATA, "robots", "ur5.urdf"), "base_link", "tool0")
-    out = []
-    for i in range(n):  # one loop of 4 s at 1 kHz: about 0.0016 rad per period
+    out, qs = [], []
+    for i in range(n):  # one loop of 4 s at 1 kHz: at most 0.0019 rad per period
         q = [MID[k] + 0.4 * math.sin(2 * math.pi * i / n * (1 + k % 3) + k) for k in range(6)]
         p, o = ur5.fk(q)
         out.append({"position": p, "orientation": o})
+        qs.append(q)
     with open(os.path.join(IKD_DATA, "robots", "ur5.urdf")) as f:
         chain = {"kind": "urdf", "urdf": f.read(), "base": "base_link", "tip": "tool0"}
-    q0 = [MID[k] + 0.4 * math.sin(k) for k in range(6)]
-    return chain, q0, out
+    return chain, qs[0], out, qs
 
 
 def rss_mb():
@@ -80,15 +85,19 @@ class GcWatch:
             self.counts[info["generation"]] += 1
 
 
-async def loop(mode, port, seconds, rate):
-    chain, q0, tgts = targets()
+async def loop(mode, port, seconds, rate, servo):
+    chain, q0, tgts, qs = targets()
     period = 1.0 / rate
+    options = {"servo": {"period_s": period}} if servo else None
     url = "http://127.0.0.1:%d" % port
     if mode == "bare":
         import websockets
         ws = await websockets.connect("ws://127.0.0.1:%d/v1/stream" % port,
                                       subprotocols=["ikd.v1"], max_size=None)
-        await ws.send(json.dumps({"type": "open", "stream": "ur5", "chain": chain, "seed": q0}))
+        msg = {"type": "open", "stream": "ur5", "chain": chain, "seed": q0}
+        if options:
+            msg["options"] = options
+        await ws.send(json.dumps(msg))
         json.loads(await ws.recv())
         seq = [0]
 
@@ -96,7 +105,7 @@ async def loop(mode, port, seconds, rate):
             seq[0] += 1
             await ws.send(json.dumps({"type": "target", "stream": "ur5", "seq": seq[0],
                                       "target": t}))
-            return json.loads(await ws.recv())["result"]["status"]
+            return json.loads(await ws.recv())["result"]
 
         async def close():
             await ws.close()
@@ -104,16 +113,16 @@ async def loop(mode, port, seconds, rate):
         sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
         import ikd
         conn = await ikd.AsyncClient(url).connect().start()
-        stream = await conn.open("ur5", chain=chain, seed=q0)
+        stream = await conn.open("ur5", chain=chain, seed=q0, options=options)
 
         async def solve(t):
-            return (await stream.solve(t)).result["status"]
+            return (await stream.solve(t)).result
 
         async def close():
             await conn.close()
 
     watch = GcWatch()
-    rtts, missed, fails = [], 0, 0
+    rtts, missed, fails, behind = [], 0, 0, 0.0
     start = time.perf_counter()
     rss0 = None
     k = 0  # the period now: its target is due at start + k * period
@@ -122,7 +131,7 @@ async def loop(mode, port, seconds, rate):
         now = time.perf_counter()
         if rss0 is None and now - start >= 1.0:  # the end of the warm-up
             rss0 = rss_mb()
-            rtts, missed, fails = [], 0, 0
+            rtts, missed, fails, behind = [], 0, 0, 0.0
             watch.longest, watch.counts = 0.0, [0, 0, 0]
             measured_from, k0 = now, k
         if now - start >= seconds + 1.0:
@@ -132,10 +141,14 @@ async def loop(mode, port, seconds, rate):
             # wake up to a millisecond late, which would be the figure)
             time.sleep(due - now)
         t0 = time.perf_counter()
-        status = await solve(tgts[k % len(tgts)])
+        result = await solve(tgts[k % len(tgts)])
         t1 = time.perf_counter()
         rtts.append(t1 - t0)
-        fails += status != "success"
+        if servo:  # how far the arm is from the reference's joints
+            ref = qs[k % len(qs)]
+            behind = max(behind, max(abs(a - b) for a, b in zip(result["joints"], ref)))
+        else:
+            fails += result["status"] != "success"
         # missed: the answer came after its period ended; the loop then
         # goes on with the period it is in (the ones between get nothing)
         end = start + (k + 1) * period
@@ -148,12 +161,14 @@ async def loop(mode, port, seconds, rate):
     await close()
     rtts.sort()
     n = len(rtts)
-    return {"bench": "py_client_1khz", "mode": mode, "rate_hz": rate,
+    return {"bench": "py_client_1khz", "mode": mode + ("_servo" if servo else ""), "rate_hz": rate,
             "seconds": round(time.perf_counter() - measured_from, 2), "round_trips": n,
             "periods": k - k0, "missed_periods": missed, "not_success": fails,
             "p50_ms": round(rtts[n // 2] * 1e3, 3), "p99_ms": round(rtts[int(n * 0.99)] * 1e3, 3),
             "max_ms": round(rtts[-1] * 1e3, 3), "rss_growth_mb": round(rss1 - rss0, 2),
-            "gc_longest_ms": round(watch.longest * 1e3, 3), "gc_collections": watch.counts}
+            "gc_longest_ms": round(watch.longest * 1e3, 3), "gc_collections": watch.counts,
+            **({"behind_rad": round(behind, 5),
+                "behind_periods": round(behind / (VMAX * period), 1)} if servo else {})}
 
 
 def main():
@@ -163,16 +178,20 @@ def main():
     ap.add_argument("--rate", type=float, default=1000)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--mode", choices=["bare", "client"])
+    ap.add_argument("--servo", action="store_true")
     a = ap.parse_args()
     if a.mode:
-        print(json.dumps(asyncio.run(loop(a.mode, a.port, a.seconds, a.rate))), flush=True)
+        print(json.dumps(asyncio.run(loop(a.mode, a.port, a.seconds, a.rate, a.servo))),
+              flush=True)
         return
-    results = {"bare": [], "client": []}
+    results = {"bare": [], "client": [], "bare_servo": [], "client_servo": []}
     for _ in range(a.rounds):
-        for mode in ("bare", "client"):
-            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--mode", mode,
-                                  "--port", str(a.port), "--seconds", str(a.seconds),
-                                  "--rate", str(a.rate)], capture_output=True, text=True)
+        for mode in ("bare", "client", "bare_servo", "client_servo"):
+            out = subprocess.run([sys.executable, os.path.abspath(__file__),
+                                  "--mode", mode.split("_")[0], "--port", str(a.port),
+                                  "--seconds", str(a.seconds), "--rate", str(a.rate)] +
+                                 (["--servo"] if mode.endswith("servo") else []),
+                                 capture_output=True, text=True)
             if out.returncode != 0:
                 sys.stderr.write(out.stderr)
                 sys.exit(1)
@@ -192,7 +211,9 @@ def main():
         "rss_growth_mb": worst("client", "rss_growth_mb"),
         "bare_rss_growth_mb": worst("bare", "rss_growth_mb"),
         "gc_longest_ms": worst("client", "gc_longest_ms"),
-        "bare_gc_longest_ms": worst("bare", "gc_longest_ms")}), flush=True)
+        "bare_gc_longest_ms": worst("bare", "gc_longest_ms"),
+        "servo_behind_periods": worst("client_servo", "behind_periods"),
+        "bare_servo_behind_periods": worst("bare_servo", "behind_periods")}), flush=True)
 
 
 if __name__ == "__main__":
