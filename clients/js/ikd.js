@@ -149,6 +149,7 @@ function wireError(body) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const now = globalThis.performance ? () => globalThis.performance.now() : () => Date.now();
 
 /**
  * fetch's subset this client uses, over node:https with a CA of the
@@ -850,33 +851,38 @@ export class IkdStream {
     this.conn.reopened(this.name);
   }
 
+  /** A solution: the answer of its seq and of every older target still
+   * waiting (ikd replaced those by newer ones: a target or a path). The
+   * promise of its own seq, `latest` and the listeners share one object. */
   solution(msg) {
-    if (msg.seq < this.delivered) return; /* never deliver out of order */
+    const seq = msg.seq;
+    if (seq < this.delivered) return; /* never deliver out of order */
     const t = now();
-    const base = { stream: this.name, seq: msg.seq, skipped: msg.skipped ?? 0, result: msg.result };
-    if (msg.index !== undefined) { base.index = msg.index; base.count = msg.count; }
-    let rtt = 0;
-    /* this seq and every older target still waiting are answered by it
-     * (ikd replaced those by newer ones: a target or a path) */
+    const sol = { stream: this.name, seq, skipped: msg.skipped ?? 0, result: msg.result, requested: seq, rttMs: 0 };
+    if (msg.index !== undefined) { sol.index = msg.index; sol.count = msg.count; }
     if (this.pending.size) {
-      for (const [seq, p] of this.pending) {
-        if (seq > msg.seq) break;
-        if (seq === msg.seq) rtt = t - p.t0;
-        p.resolve({ ...base, requested: seq, rttMs: t - p.t0 });
-        this.pending.delete(seq);
+      for (const [k, p] of this.pending) {
+        if (k > seq) break;
+        this.pending.delete(k);
+        if (k === seq) {
+          sol.rttMs = t - p.t0;
+          p.resolve(sol);
+        } else {
+          p.resolve({ ...sol, requested: k, rttMs: t - p.t0 });
+        }
       }
     }
-    const path = this.paths.get(msg.seq);
-    if (path) {
-      rtt = t - path.t0;
-      if (path.onSample) path.onSample({ ...base, requested: msg.seq, rttMs: rtt });
+    if (this.paths.size) {
+      const path = this.paths.get(seq);
+      if (path) {
+        sol.rttMs = t - path.t0;
+        if (path.onSample) path.onSample(sol);
+      }
     }
-    this.delivered = msg.seq;
-    base.requested = msg.seq;
-    base.rttMs = rtt;
-    this.latest = base;
+    this.delivered = seq;
+    this.latest = sol;
     for (const fn of this.listeners) {
-      try { fn({ ...base }); } catch (e) { setTimeout(() => { throw e; }); }
+      try { fn(sol); } catch (e) { setTimeout(() => { throw e; }); }
     }
   }
 
@@ -918,6 +924,3 @@ export class IkdStream {
   }
 }
 
-function now() {
-  return globalThis.performance ? globalThis.performance.now() : Date.now();
-}
