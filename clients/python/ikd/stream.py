@@ -51,6 +51,7 @@ THREADS
   that loop and must not block it.
 """
 import asyncio
+import base64
 import json
 import logging
 import random
@@ -480,7 +481,8 @@ class Connection:
 
 
 def subprotocols(token):
-    import base64
+    """ikd.v1, and with a token base64url.bearer.ikd.<its unpadded base64url>
+    (proto/STREAM.md, "Connecting")."""
     protos = ["ikd.v1"]
     if token:
         enc = base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
