@@ -537,6 +537,28 @@ class PythonClientTest(unittest.TestCase):
             if first.proc.poll() is None:
                 first.stop()
 
+    def test_close_while_reconnecting(self):
+        """close() while the connection waits out a backoff returns at
+        once; what waited fails with "closed"."""
+        d = Daemon()
+
+        async def body():
+            c = ikd.AsyncClient("http://127.0.0.1:%d" % d.port, timeout=TIMEOUT)
+            conn = await c.connect(min_delay=30, max_delay=30).start()
+            await conn.open("leg", chain=LEG)
+            await asyncio.to_thread(d.stop)
+            await until(lambda: conn.state == "reconnecting", "reconnecting")
+            t0 = time.monotonic()
+            await conn.close()
+            self.assertLess(time.monotonic() - t0, 5)
+            self.assertEqual(conn.state, "closed")
+            self.assertEqual(conn.streams, {})
+        try:
+            run(body())
+        finally:
+            if d.proc.poll() is None:
+                d.stop()
+
     def test_tls(self):
         """https and wss through a TLS front (ikd speaks plain HTTP) whose
         certificate a private CA signed: trusted with ca_file, refused with
