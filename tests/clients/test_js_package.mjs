@@ -28,8 +28,10 @@ let tarball;
 
 before(() => {
   dir = mkdtempSync(join(tmpdir(), 'ikd-js-package-'));
-  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], {
-    cwd: join(ROOT, 'clients', 'js'), encoding: 'utf8', env: { ...process.env, npm_config_loglevel: 'error' },
+  const out = execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], {
+    cwd: join(ROOT, 'clients', 'js'),
+    encoding: 'utf8',
+    env: { ...process.env, npm_config_loglevel: 'error', npm_config_update_notifier: 'false', npm_config_audit: 'false', npm_config_fund: 'false' },
   });
   [tarball] = JSON.parse(out);
   const pkg = join(dir, 'app', 'node_modules', 'ikd-client');
