@@ -185,7 +185,6 @@ class Connection:
         self._on_message = _Handlers()
         self._on_tick = _Handlers()
         self._on_state = _Handlers()
-        self._opened_again = None
 
     # ---- lifetime -------------------------------------------------------------
 
