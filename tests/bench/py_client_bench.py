@@ -29,6 +29,7 @@ from, in periods of motion at the UR5's velocity limit; a missed period is
 one the arm does not move in).
 
 Usage: py_client_bench.py --port PORT [--seconds 15] [--rate 1000] [--rounds 1]
+                          [--forms plain,servo]
 (run with /usr/bin/python3, which sees Debian's websockets). Issue 26's
 goals over 60 s: RSS growth under 5 MB, largest round trip under 5 ms and
 within 1.5x of the bare loop, missed periods within 1.5x.
@@ -179,6 +180,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--mode", choices=["bare", "client"])
     ap.add_argument("--servo", action="store_true")
+    ap.add_argument("--forms", default="plain,servo", help="plain, servo or both")
     a = ap.parse_args()
     if a.mode:
         print(json.dumps(asyncio.run(loop(a.mode, a.port, a.seconds, a.rate, a.servo))),
@@ -186,7 +188,10 @@ def main():
         return
     results = {"bare": [], "client": [], "bare_servo": [], "client_servo": []}
     for _ in range(a.rounds):
-        for mode in ("bare", "client", "bare_servo", "client_servo"):
+        forms = a.forms.split(",")
+        modes = (["bare", "client"] if "plain" in forms else []) + \
+            (["bare_servo", "client_servo"] if "servo" in forms else [])
+        for mode in modes:
             out = subprocess.run([sys.executable, os.path.abspath(__file__),
                                   "--mode", mode.split("_")[0], "--port", str(a.port),
                                   "--seconds", str(a.seconds), "--rate", str(a.rate)] +
@@ -200,7 +205,7 @@ def main():
             results[mode].append(json.loads(line))
 
     def worst(mode, key):
-        return max(r[key] for r in results[mode])
+        return max((r[key] for r in results[mode]), default=0)
     ratio = lambda a_, b_: round(a_ / b_, 2) if b_ else None  # noqa: E731
     print(json.dumps({
         "bench": "py_client_1khz_vs_bare", "seconds": a.seconds, "rounds": a.rounds,
