@@ -75,7 +75,8 @@ static inline ik_vec3 cd_vec(json_t *a)
 }
 
 /* Reads file's spheres for the links names[0..nlinks-1] (every link of the
- * file must be among them) and its scene. */
+ * file must be among them; names NULL: the spheres are skipped) and its
+ * scene. */
 static inline void cd_read(const char *file, const char *const *names, size_t nlinks,
                            cd_robot *out)
 {
@@ -85,6 +86,8 @@ static inline void cd_read(const char *file, const char *const *names, size_t nl
     json_t *val;
     json_object_foreach(json_object_get(j, "collision_spheres"), key, val)
     {
+        if (!names)
+            break;
         int l = -1;
         for (size_t i = 0; i < nlinks; i++)
             if (strcmp(names[i], key) == 0)
