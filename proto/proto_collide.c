@@ -39,8 +39,8 @@ const char *proto_link_state_name(proto_link_state s)
 typedef struct build {
     const proto_urdf_robot *R;
     ik_collide_model *m;
-    int *body;        /* per URDF link: its body, -1 unplaced */
-    ik_xform *off;    /* its frame in the body's */
+    int *body;     /* per URDF link: its body, -1 unplaced */
+    ik_xform *off; /* its frame in the body's */
     proto_collide_link *out;
     proto_error *err;
 } build;
@@ -143,8 +143,8 @@ static int add_primitives(build *B, size_t l, int ml)
         case PROTO_URDF_BOX:
             if (!(sh->size[0] > 0 && sh->size[1] > 0 && sh->size[2] > 0))
                 continue; /* an empty box: nothing to hit */
-            rc = ik_collide_add_box(B->m, ml, sh->origin, ik_v3(sh->size[0], sh->size[1],
-                                                                sh->size[2]));
+            rc = ik_collide_add_box(B->m, ml, sh->origin,
+                                    ik_v3(sh->size[0], sh->size[1], sh->size[2]));
             break;
         case PROTO_URDF_CYLINDER:
             if (!(sh->size[1] > 0))
@@ -221,8 +221,7 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
             const char *bad = a < 0 ? e[i].link1 : (b < 0 ? e[i].link2 : NULL);
             if (bad) {
                 r = proto_error_set(B->err, PROTO_E_INVALID_URDF, "/srdf",
-                                    "SRDF names link '%.64s', which the URDF does not have",
-                                    bad);
+                                    "SRDF names link '%.64s', which the URDF does not have", bad);
                 break;
             }
             int ma = B->out[a].model_link, mb = B->out[b].model_link;
@@ -239,15 +238,15 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
     return r;
 }
 
-int proto_collide_build(const char *urdf, size_t len, const char *base,
-                        const char *const *tips, size_t ntips, const ik_chain *chain,
-                        const ik_tree *tree, const proto_collide_spec *spec, ik_collide_model *m,
+int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
+                        size_t ntips, const ik_chain *chain, const ik_tree *tree,
+                        const proto_collide_spec *spec, ik_collide_model *m,
                         proto_collide_link **links, size_t *nlinks, proto_error *err)
 {
     *links = NULL;
     *nlinks = 0;
-    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) ||
-        (chain && ntips != 1) || (tree && ntips != tree->ntips))
+    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) || (chain && ntips != 1) ||
+        (tree && ntips != tree->ntips))
         return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
     proto_urdf_robot R;
     if (proto_urdf_robot_read(urdf, len, &R, err))
@@ -298,8 +297,7 @@ int proto_collide_build(const char *urdf, size_t len, const char *base,
         int ml = ik_collide_add_link(m, B.body[l], B.off[l]);
         if (ml < 0) {
             r = proto_error_set(err, PROTO_E_TOO_LARGE, NULL,
-                                "the collision model has more than %d links",
-                                IK_COLLIDE_MAX_LINKS);
+                                "the collision model has more than %d links", IK_COLLIDE_MAX_LINKS);
             break;
         }
         proto_collide_link *o = &B.out[l];

@@ -60,8 +60,8 @@
 #define PROTO_LINK_STATE_MAP(X)                                                                    \
     X(SPHERES, "spheres", "the client's spheres")                                                  \
     X(PRIMITIVES, "primitives", "the URDF's collision spheres, boxes and cylinders")               \
-    X(SKELETON, "skeleton", "capsules along the kinematic skeleton")                              \
-    X(UNMODELLED, "unmodelled", "only meshes: not checked")                                       \
+    X(SKELETON, "skeleton", "capsules along the kinematic skeleton")                               \
+    X(UNMODELLED, "unmodelled", "only meshes: not checked")                                        \
     X(NONE, "none", "no collision geometry")                                                       \
     X(OFF_CHAIN, "off_chain", "beyond a joint off the chain: not in the model")
 
@@ -91,9 +91,9 @@ typedef struct proto_collide_sphere {
 typedef struct proto_collide_spec {
     const proto_collide_sphere *spheres; /* grouped by link, any order */
     size_t nspheres;
-    double skeleton_radius;              /* > 0: SKELETON for links without
-                                            geometry; 0: none */
-    const char *srdf;                    /* NULL: none */
+    double skeleton_radius; /* > 0: SKELETON for links without
+                               geometry; 0: none */
+    const char *srdf;       /* NULL: none */
     size_t srdf_len;
 } proto_collide_spec;
 
@@ -102,9 +102,9 @@ typedef struct proto_collide_spec {
  * the tree (chain NULL: the tree built from the same document, base and
  * tips, in that order) as described above, finished and with the SRDF
  * applied; *links (heap) and *nlinks describe every link of the URDF. */
-int proto_collide_build(const char *urdf, size_t len, const char *base,
-                        const char *const *tips, size_t ntips, const ik_chain *chain,
-                        const ik_tree *tree, const proto_collide_spec *spec, ik_collide_model *m,
+int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
+                        size_t ntips, const ik_chain *chain, const ik_tree *tree,
+                        const proto_collide_spec *spec, ik_collide_model *m,
                         proto_collide_link **links, size_t *nlinks, proto_error *err);
 
 #endif /* PROTO_COLLIDE_H */

@@ -16,9 +16,8 @@ static int name_of(xmlNodePtr el, const char *attr, char *out, size_t line, prot
     const char *s;
     int has = proto_xml_attr(el, attr, &s);
     if (has != 1 || !s[0])
-        return proto_error_set(err, PROTO_E_INVALID_URDF, NULL,
-                               "SRDF: <%s> at line %zu has no %s", (const char *)el->name, line,
-                               attr);
+        return proto_error_set(err, PROTO_E_INVALID_URDF, NULL, "SRDF: <%s> at line %zu has no %s",
+                               (const char *)el->name, line, attr);
     if (strlen(s) >= PROTO_URDF_NAME_MAX)
         return proto_error_set(err, PROTO_E_TOO_LARGE, NULL,
                                "SRDF: link name '%.64s...' is longer than %d bytes", s,

@@ -37,9 +37,9 @@
 #include "proto/proto_urdf.h"
 
 typedef enum proto_srdf_kind {
-    PROTO_SRDF_DISABLE = 0,   /* disable_collisions link1 link2 */
-    PROTO_SRDF_DISABLE_LINK,  /* disable_default_collisions link (link2 "") */
-    PROTO_SRDF_ENABLE         /* enable_collisions link1 link2 */
+    PROTO_SRDF_DISABLE = 0,  /* disable_collisions link1 link2 */
+    PROTO_SRDF_DISABLE_LINK, /* disable_default_collisions link (link2 "") */
+    PROTO_SRDF_ENABLE        /* enable_collisions link1 link2 */
 } proto_srdf_kind;
 
 typedef struct proto_srdf_entry {

@@ -66,8 +66,8 @@ xmlDocPtr proto_xml_parse(const char *xml, size_t len, const char *what, proto_e
         return NULL;
     }
     if (len > INT_MAX) {
-        proto_error_set(err, PROTO_E_TOO_LARGE, NULL, "%s document of %zu bytes is too large",
-                        what, len);
+        proto_error_set(err, PROTO_E_TOO_LARGE, NULL, "%s document of %zu bytes is too large", what,
+                        len);
         return NULL;
     }
     pthread_once(&xml_once, xml_init);

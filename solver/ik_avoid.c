@@ -30,13 +30,15 @@
 #include <math.h>
 #include <string.h>
 
-#define ITERS    24   /* iterations at most */
-#define HALVINGS 4    /* trial step halvings before giving up */
-#define STEP_MAX 0.2  /* largest joint motion per iteration (rad or m) */
-#define MU       1e-9 /* damping of the task's normal matrix, relative
-                         to its largest diagonal entry */
-#define PROJECTIONS 4 /* Gauss-Newton steps bringing a trial back onto
-                         the task */
+#define ITERS    24  /* iterations at most */
+#define HALVINGS 4   /* trial step halvings before giving up */
+#define STEP_MAX 0.2 /* largest joint motion per iteration (rad or m) */
+#define MU                                                                                         \
+    1e-9 /* damping of the task's normal matrix, relative                                          \
+            to its largest diagonal entry */
+#define PROJECTIONS                                                                                \
+    4 /* Gauss-Newton steps bringing a trial back onto                                             \
+         the task */
 
 size_t ik__avoid_doubles(size_t n, size_t rows)
 {
@@ -234,8 +236,8 @@ bool ik__avoid_repair(const ik__avoid_task *t, const ik_collide_check *chk, doub
             for (size_t k = 0; k < n; k++)
                 W.qt[k] = limit(t, k, q[k] + W.dq[k]);
             if (project(t, &W, W.qt, &mt)) {
-                Pt = ik_collide_penalty(M, &chk->scene, W.qt, active, W.gt, chk->ws,
-                                        chk->ws_size, &pt);
+                Pt = ik_collide_penalty(M, &chk->scene, W.qt, active, W.gt, chk->ws, chk->ws_size,
+                                        &pt);
                 accepted = Pt < P;
             }
             if (!accepted)

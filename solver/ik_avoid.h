@@ -36,8 +36,8 @@
 
 /* The task a solution meets, seen through the solver's own evaluation. */
 typedef struct ik__avoid_task {
-    size_t n;                   /* variables (the model's nvars) */
-    const ik_joint_type *type;  /* n entries: limits as ik_chain.h's */
+    size_t n;                  /* variables (the model's nvars) */
+    const ik_joint_type *type; /* n entries: limits as ik_chain.h's */
     const double *lower, *upper;
     /* Evaluates the task at q: its active rows, weighted, into Jw (*m x n,
      * row-major; *m at most the model's task_rows) and ew (*m), and

@@ -150,9 +150,8 @@ int ik_collide_model_from_tree(ik_collide_model *m, const ik_tree *T)
         return IK_EINVAL;
     model_reset(m);
     size_t maxtips = sizeof m->tip_body / sizeof m->tip_body[0];
-    if (!T || T->ntips == 0 || T->ntips > IK_TREE_MAX_TIPS || T->ntips > maxtips ||
-        T->dof == 0 || T->dof > IK_TREE_MAX_DOF ||
-        1 + T->dof + T->ntips > IK_COLLIDE_MAX_BODIES) {
+    if (!T || T->ntips == 0 || T->ntips > IK_TREE_MAX_TIPS || T->ntips > maxtips || T->dof == 0 ||
+        T->dof > IK_TREE_MAX_DOF || 1 + T->dof + T->ntips > IK_COLLIDE_MAX_BODIES) {
         memset(m, 0, sizeof *m);
         return IK_EINVAL;
     }
@@ -168,9 +167,8 @@ int ik_collide_model_from_tree(ik_collide_model *m, const ik_tree *T)
     }
     for (size_t t = 0; t < T->ntips; t++) {
         const ik_chain *c = &T->chain[t];
-        m->tip_body[t] =
-            add_body(m, m->var_body[T->var[t][c->dof - 1]], -1, IK_JOINT_FIXED, ik_v3(0, 0, 1),
-                     c->tip);
+        m->tip_body[t] = add_body(m, m->var_body[T->var[t][c->dof - 1]], -1, IK_JOINT_FIXED,
+                                  ik_v3(0, 0, 1), c->tip);
     }
     m->ntips = T->ntips;
     m->nvars = T->dof;
@@ -190,8 +188,7 @@ int ik_collide_var_body(const ik_collide_model *m, size_t v)
 
 int ik_collide_add_link(ik_collide_model *m, int body, ik_xform offset)
 {
-    if (!m || body < 0 || (size_t)body >= m->nbodies || !finite3(offset.p) ||
-        !unit_quat(offset.q))
+    if (!m || body < 0 || (size_t)body >= m->nbodies || !finite3(offset.p) || !unit_quat(offset.q))
         return IK_EINVAL;
     if (m->nlinks >= IK_COLLIDE_MAX_LINKS)
         return IK_ENOSPC;
@@ -423,8 +420,7 @@ int ik_collide_model_finish(ik_collide_model *m)
     for (size_t a = 0; a < m->nlinks; a++)
         for (size_t b = 0; b < a; b++) {
             int ga = m->body[m->link[a].body].rigid, gb = m->body[m->link[b].body].rigid;
-            bool adj = ga == gb ||
-                       (ga != 0 && m->body[m->body[ga].parent].rigid == gb) ||
+            bool adj = ga == gb || (ga != 0 && m->body[m->body[ga].parent].rigid == gb) ||
                        (gb != 0 && m->body[m->body[gb].parent].rigid == ga);
             if (adj)
                 set_allowed(m, (int)a, (int)b, true);
@@ -741,9 +737,9 @@ typedef struct walk {
     const ik_collide_model *m;
     const ik_collide_scene *sc;
     const pose *P;
-    bool penalty;    /* accumulate the penalty and the forces */
+    bool penalty; /* accumulate the penalty and the forces */
     double active;
-    double sum;      /* the penalty */
+    double sum; /* the penalty */
     ik_collide_pair best;
 } walk;
 
@@ -894,9 +890,9 @@ double ik_collide_distance(const ik_collide_model *m, const ik_collide_scene *sc
     return W.best.distance;
 }
 
-double ik_collide_penalty(const ik_collide_model *m, const ik_collide_scene *scene,
-                          const double *q, double active, double *grad, void *ws,
-                          size_t ws_size, ik_collide_pair *closest)
+double ik_collide_penalty(const ik_collide_model *m, const ik_collide_scene *scene, const double *q,
+                          double active, double *grad, void *ws, size_t ws_size,
+                          ik_collide_pair *closest)
 {
     if (!query_ok(m, scene, q, ws, ws_size) || !isfinite(active)) {
         if (closest)
@@ -959,9 +955,8 @@ int ik_collide_allow_colliding(ik_collide_model *m, const double *q, void *ws, s
             posed_link(&P, b);
             for (uint32_t i = A->first; i < A->first + A->count && !contact; i++)
                 for (uint32_t j = B->first; j < B->first + B->count && !contact; j++)
-                    contact = dist3(P.c + 3 * i, P.c + 3 * j) - m->sphere[i].r -
-                                  m->sphere[j].r <
-                              0.0;
+                    contact =
+                        dist3(P.c + 3 * i, P.c + 3 * j) - m->sphere[i].r - m->sphere[j].r < 0.0;
             if (contact) {
                 set_allowed(m, (int)a, (int)b, true);
                 added++;
@@ -970,13 +965,13 @@ int ik_collide_allow_colliding(ik_collide_model *m, const double *q, void *ws, s
     return added;
 }
 
-double ik_collide_rigid_distance(const ik_collide_model *m, const ik_collide_scene *scene,
-                                 int body, ik_xform pose_in, ik_collide_pair *closest)
+double ik_collide_rigid_distance(const ik_collide_model *m, const ik_collide_scene *scene, int body,
+                                 ik_xform pose_in, ik_collide_pair *closest)
 {
     ik_collide_pair best;
     pair_none(&best);
-    if (!m || !m->finished || body < 0 || (size_t)body >= m->nbodies || !scene ||
-        !scene->count || !scene->obstacle) {
+    if (!m || !m->finished || body < 0 || (size_t)body >= m->nbodies || !scene || !scene->count ||
+        !scene->obstacle) {
         if (closest)
             *closest = best;
         return INFINITY;
@@ -1013,7 +1008,8 @@ double ik_collide_rigid_distance(const ik_collide_model *m, const ik_collide_sce
                     best.link = (int)l;
                     best.obstacle = (int)k;
                     best.distance = d;
-                    best.point = ik_v3(cc[0] - s->r * n[0], cc[1] - s->r * n[1], cc[2] - s->r * n[2]);
+                    best.point =
+                        ik_v3(cc[0] - s->r * n[0], cc[1] - s->r * n[1], cc[2] - s->r * n[2]);
                     best.other = ik_v3(best.point.x - d * n[0], best.point.y - d * n[1],
                                        best.point.z - d * n[2]);
                 }

@@ -117,8 +117,8 @@ typedef struct ik_collide_body {
     ik_vec3 axis;       /* unit, joint frame */
     double pre_R[9];    /* parent frame -> joint frame at zero motion */
     double pre_p[3];
-    int rigid;          /* derived: the nearest body at or below this one
-                           that has a joint (0 for the base) */
+    int rigid; /* derived: the nearest body at or below this one
+                  that has a joint (0 for the base) */
 } ik_collide_body;
 
 typedef struct ik_collide_sphere {
@@ -129,10 +129,10 @@ typedef struct ik_collide_sphere {
 
 typedef struct ik_collide_link {
     int body;
-    ik_xform offset;     /* the link frame in its body's frame */
-    uint32_t first;      /* derived by finish: its spheres, sorted by link */
+    ik_xform offset; /* the link frame in its body's frame */
+    uint32_t first;  /* derived by finish: its spheres, sorted by link */
     uint32_t count;
-    double bound_c[3];   /* derived: a sphere (body frame) holding them all */
+    double bound_c[3]; /* derived: a sphere (body frame) holding them all */
     double bound_r;
 } ik_collide_link;
 
@@ -206,21 +206,17 @@ int ik_collide_allow_colliding(ik_collide_model *m, const double *q, void *ws, s
 
 /* ---- the world ------------------------------------------------------------ */
 
-typedef enum ik_shape {
-    IK_SHAPE_SPHERE = 0,
-    IK_SHAPE_BOX,
-    IK_SHAPE_CAPSULE
-} ik_shape;
+typedef enum ik_shape { IK_SHAPE_SPHERE = 0, IK_SHAPE_BOX, IK_SHAPE_CAPSULE } ik_shape;
 
 typedef struct ik_obstacle {
     ik_shape shape;
-    ik_vec3 p;       /* sphere, box: centre; capsule: one end */
-    ik_vec3 p2;      /* capsule: the other end */
-    ik_vec3 half;    /* box: half sizes */
-    ik_quat q;       /* box: orientation (unit) */
-    double radius;   /* sphere, capsule */
-    double R[9];     /* derived: box rotation matrix */
-    double bound_r;  /* derived: a sphere around bound_c holding it */
+    ik_vec3 p;      /* sphere, box: centre; capsule: one end */
+    ik_vec3 p2;     /* capsule: the other end */
+    ik_vec3 half;   /* box: half sizes */
+    ik_quat q;      /* box: orientation (unit) */
+    double radius;  /* sphere, capsule */
+    double R[9];    /* derived: box rotation matrix */
+    double bound_r; /* derived: a sphere around bound_c holding it */
     ik_vec3 bound_c;
 } ik_obstacle;
 
@@ -239,12 +235,12 @@ int ik_obstacle_capsule(ik_obstacle *o, ik_vec3 from, ik_vec3 to, double radius)
 /* ---- queries -------------------------------------------------------------- */
 
 typedef struct ik_collide_pair {
-    int link;          /* a robot link; -1 when there is no pair */
-    int other_link;    /* the other link of a self-collision, or -1 */
-    int obstacle;      /* the obstacle's index in the scene, or -1 */
-    double distance;   /* signed, surface to surface; +INFINITY: no pair */
-    ik_vec3 point;     /* the nearest point of the link's sphere, base frame */
-    ik_vec3 other;     /* ... of the other link's sphere or of the obstacle */
+    int link;        /* a robot link; -1 when there is no pair */
+    int other_link;  /* the other link of a self-collision, or -1 */
+    int obstacle;    /* the obstacle's index in the scene, or -1 */
+    double distance; /* signed, surface to surface; +INFINITY: no pair */
+    ik_vec3 point;   /* the nearest point of the link's sphere, base frame */
+    ik_vec3 other;   /* ... of the other link's sphere or of the obstacle */
 } ik_collide_pair;
 
 /* Workspace bytes for queries and for the searches of ik_numeric.h and
@@ -263,17 +259,17 @@ double ik_collide_distance(const ik_collide_model *m, const ik_collide_scene *sc
  * closest pair (exact while it is nearer than `active`; otherwise only
  * known to be at least `active` away: a pair seen, or none, distance
  * +INFINITY). Returns the penalty (>= 0), NaN for invalid input. */
-double ik_collide_penalty(const ik_collide_model *m, const ik_collide_scene *scene,
-                          const double *q, double active, double *grad, void *ws,
-                          size_t ws_size, ik_collide_pair *closest);
+double ik_collide_penalty(const ik_collide_model *m, const ik_collide_scene *scene, const double *q,
+                          double active, double *grad, void *ws, size_t ws_size,
+                          ik_collide_pair *closest);
 
 /* The distance from the obstacles (no self pairs) of the links rigidly
  * joined to body `body` when that body's frame is `pose` (base frame),
  * whatever the variables: the base's links (body 0) or, for a full-pose
  * target, the links that move with the tip. +INFINITY when they have no
  * spheres or there is no obstacle. */
-double ik_collide_rigid_distance(const ik_collide_model *m, const ik_collide_scene *scene,
-                                 int body, ik_xform pose, ik_collide_pair *closest);
+double ik_collide_rigid_distance(const ik_collide_model *m, const ik_collide_scene *scene, int body,
+                                 ik_xform pose, ik_collide_pair *closest);
 
 /* ---- servo ---------------------------------------------------------------- */
 

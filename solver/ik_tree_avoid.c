@@ -34,10 +34,12 @@
 #include "solver/ik_rng.h"
 #include "solver/ik_status.h"
 
-#define OUTER_MAX 32 /* solves without a time budget (an iteration- or
-                        restart-bound search repeats only this often) */
-#define CONVERGED_FRACTION 0.5 /* as ik_tree.c's: met below half the
-                                  tolerance */
+#define OUTER_MAX                                                                                  \
+    32 /* solves without a time budget (an iteration- or                                           \
+          restart-bound search repeats only this often) */
+#define CONVERGED_FRACTION                                                                         \
+    0.5 /* as ik_tree.c's: met below half the                                                      \
+           tolerance */
 
 /* ---- the checked tips as ik_avoid.h's task ------------------------------- */
 
@@ -146,8 +148,7 @@ static double var_near(const ik_tree *T, size_t v, double x, double ref)
 }
 
 /* The tips' results of ik_tree.h for the answer q. */
-static void fill_tips(const ik_tree *T, const tree_task *X, const double *q,
-                      ik_tree_result *res)
+static void fill_tips(const ik_tree *T, const tree_task *X, const double *q, ik_tree_result *res)
 {
     memset(res->tip, 0, sizeof res->tip);
     for (size_t k = 0; k < X->ntask; k++) {
@@ -226,8 +227,7 @@ int ik__tree_solve_avoiding(const ik_tree *tree, const ik_tree_goal *goals, cons
         /* measured only */
         rc = ik__tree_solve_plain(tree, goals, seed, &oo, ws, ws_size, q_out, &r);
         if (rc != IK_EINVAL && rc != IK_ENOSPC)
-            ik_collide_distance(chk->model, &chk->scene, q_out, chk->ws, chk->ws_size,
-                                &r.closest);
+            ik_collide_distance(chk->model, &chk->scene, q_out, chk->ws, chk->ws_size, &r.closest);
         if (res)
             *res = r;
         return rc;
@@ -349,8 +349,7 @@ int ik__tree_solve_avoiding(const ik_tree *tree, const ik_tree_goal *goals, cons
             fill_tips(T, &X, q_out, res);
             res->levels_met = res->levels;
         }
-        ik_collide_distance(chk->model, &chk->scene, q_out, chk->ws, chk->ws_size,
-                            &res->closest);
+        ik_collide_distance(chk->model, &chk->scene, q_out, chk->ws, chk->ws_size, &res->closest);
         if (certain)
             res->closest = fixed;
         res->elapsed_s = ik_budget_wall_s(&whole);

@@ -78,8 +78,7 @@ static ik_chain robot_chain(const char *tip)
     return c;
 }
 
-static const proto_collide_link *state_of(const proto_collide_link *L, size_t n,
-                                          const char *name)
+static const proto_collide_link *state_of(const proto_collide_link *L, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(L[i].name, name) == 0)
@@ -173,8 +172,8 @@ START_TEST(test_skeleton_and_spheres)
 {
     ik_chain c = robot_chain("l3");
     const char *tips[] = {"l3"};
-    proto_collide_sphere sp[3] = {{"l1", {0, 0, 0.1, 0.05}}, {"l1", {0, 0, 0.3, 0.05}},
-                                  {"finger", {0, 0, 0, 0.01}}};
+    proto_collide_sphere sp[3] = {
+        {"l1", {0, 0, 0.1, 0.05}}, {"l1", {0, 0, 0.3, 0.05}}, {"finger", {0, 0, 0, 0.01}}};
     proto_collide_spec spec = {sp, 3, 0.04, NULL, 0};
     proto_collide_link *L;
     size_t n;
@@ -215,8 +214,8 @@ START_TEST(test_errors)
     proto_error err;
     proto_collide_sphere unknown[1] = {{"nope", {0, 0, 0, 0.1}}};
     proto_collide_spec spec = {unknown, 1, 0, NULL, 0};
-    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec,
-                                         &M, &L, &n, &err),
+    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec, &M,
+                                         &L, &n, &err),
                      -1);
     ck_assert_int_eq(err.code, PROTO_E_INVALID_CHAIN);
     ck_assert_str_eq(err.path, "/collision_spheres/nope");
@@ -224,8 +223,8 @@ START_TEST(test_errors)
     proto_collide_sphere neg[2] = {{"l1", {0, 0, 0, 0.1}}, {"l1", {0, 0, 0, -0.1}}};
     spec.spheres = neg;
     spec.nspheres = 2;
-    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec,
-                                         &M, &L, &n, &err),
+    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec, &M,
+                                         &L, &n, &err),
                      -1);
     ck_assert_int_eq(err.code, PROTO_E_INVALID_REQUEST);
     ck_assert_str_eq(err.path, "/collision_spheres/l1/1");
@@ -233,8 +232,8 @@ START_TEST(test_errors)
     proto_collide_sphere nan[1] = {{"l/1", {0, NAN, 0, 0.1}}};
     spec.spheres = nan;
     spec.nspheres = 1;
-    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec,
-                                         &M, &L, &n, &err),
+    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec, &M,
+                                         &L, &n, &err),
                      -1);
     ck_assert_str_eq(err.path, "/collision_spheres/l~11"); /* escaped */
     /* too many spheres */
@@ -243,18 +242,19 @@ START_TEST(test_errors)
         many[i] = (proto_collide_sphere){"l1", {0, 0, 0, 0.01}};
     spec.spheres = many;
     spec.nspheres = IK_COLLIDE_MAX_SPHERES + 1;
-    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec,
-                                         &M, &L, &n, &err),
+    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec, &M,
+                                         &L, &n, &err),
                      -1);
     ck_assert_int_eq(err.code, PROTO_E_TOO_LARGE);
     /* an SRDF naming a link the URDF does not have */
-    static const char srdf[] = "<robot name='t'><disable_collisions link1='l1' link2='l9'/></robot>";
+    static const char srdf[] =
+        "<robot name='t'><disable_collisions link1='l1' link2='l9'/></robot>";
     spec.spheres = NULL;
     spec.nspheres = 0;
     spec.srdf = srdf;
     spec.srdf_len = strlen(srdf);
-    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec,
-                                         &M, &L, &n, &err),
+    ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec, &M,
+                                         &L, &n, &err),
                      -1);
     ck_assert_int_eq(err.code, PROTO_E_INVALID_URDF);
     ck_assert_str_eq(err.path, "/srdf");
@@ -304,8 +304,8 @@ START_TEST(test_iiwa_from_documents)
         proto_collide_spec spec = {sp, r.ns, 0, with_srdf ? srdf : NULL, with_srdf ? slen : 0};
         proto_collide_link *L;
         size_t n;
-        ck_assert_msg(proto_collide_build(urdf, ulen, "base_link", tips, 1, &c, NULL, &spec, &M,
-                                          &L, &n, &err) == 0,
+        ck_assert_msg(proto_collide_build(urdf, ulen, "base_link", tips, 1, &c, NULL, &spec, &M, &L,
+                                          &n, &err) == 0,
                       "%s", err.message);
         ck_assert_uint_eq(M.nspheres, r.ns);
         ck_assert_int_eq(state_of(L, n, "link_3")->state, PROTO_LINK_SPHERES);
@@ -393,8 +393,7 @@ START_TEST(test_pr2_tree)
     ik_tree_mid(&T, q);
     memcpy(q2, q, sizeof q);
     int palm = state_of(L, n, "r_gripper_palm_link")->model_link;
-    ck_assert_int_eq(M.body[M.link[palm].body].rigid,
-                     M.body[ik_collide_tip_body(&M, 1)].rigid);
+    ck_assert_int_eq(M.body[M.link[palm].body].rigid, M.body[ik_collide_tip_body(&M, 1)].rigid);
     (void)unmod;
     (void)q2;
     free(L);
@@ -423,9 +422,9 @@ START_TEST(test_robots_avoid_their_scenes)
         char *urdf = data(rel, &ulen);
         ik_chain c;
         proto_error err;
-        ck_assert_int_eq(proto_urdf_load_chain(urdf, ulen, robots[rb][1], robots[rb][2], &c, NULL,
-                                               NULL, &err),
-                         0);
+        ck_assert_int_eq(
+            proto_urdf_load_chain(urdf, ulen, robots[rb][1], robots[rb][2], &c, NULL, NULL, &err),
+            0);
         snprintf(rel, sizeof rel, "%s.json", robots[rb][0]);
         json_t *doc = cd_load_json(rel);
         static proto_collide_sphere sp[IK_COLLIDE_MAX_SPHERES];

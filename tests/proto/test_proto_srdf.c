@@ -108,8 +108,8 @@ START_TEST(test_rejections)
     rejected("<robot name='r'><enable_collisions link1='a' link2='a'/></robot>",
              PROTO_E_INVALID_URDF, "twice");
     char doc[400];
-    snprintf(doc, sizeof doc, "<robot name='r'><disable_collisions link1='%0100d' link2='b'/></robot>",
-             7);
+    snprintf(doc, sizeof doc,
+             "<robot name='r'><disable_collisions link1='%0100d' link2='b'/></robot>", 7);
     rejected(doc, PROTO_E_TOO_LARGE, "longer than");
     proto_srdf_entry *e;
     size_t n;

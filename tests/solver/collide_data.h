@@ -40,7 +40,7 @@
 #include "solver/ik_status.h"
 
 #define CD_MAX_SPHERES 256
-#define CD_MAX_OBST 32
+#define CD_MAX_OBST    32
 
 /* A sphere model as read: link index (into the caller's names), centre in
  * the link frame, radius. */
@@ -77,8 +77,7 @@ static inline ik_vec3 cd_vec(json_t *a)
 /* Reads file's spheres for the links names[0..nlinks-1] (every link of the
  * file must be among them; names NULL: the spheres are skipped) and its
  * scene. */
-static inline void cd_read(const char *file, const char *const *names, size_t nlinks,
-                           cd_robot *out)
+static inline void cd_read(const char *file, const char *const *names, size_t nlinks, cd_robot *out)
 {
     memset(out, 0, sizeof *out);
     json_t *j = cd_load_json(file);
@@ -110,8 +109,9 @@ static inline void cd_read(const char *file, const char *const *names, size_t nl
     json_array_foreach(json_object_get(scene, "boxes"), k, o)
     {
         json_t *q = json_object_get(o, "orientation");
-        ik_quat qq = {json_number_value(json_array_get(q, 0)), json_number_value(json_array_get(q, 1)),
-                      json_number_value(json_array_get(q, 2)), json_number_value(json_array_get(q, 3))};
+        ik_quat qq = {
+            json_number_value(json_array_get(q, 0)), json_number_value(json_array_get(q, 1)),
+            json_number_value(json_array_get(q, 2)), json_number_value(json_array_get(q, 3))};
         ck_assert_int_eq(ik_obstacle_box(&out->obst[out->nobst++],
                                          cd_vec(json_object_get(o, "position")), qq,
                                          cd_vec(json_object_get(o, "size"))),
@@ -158,8 +158,8 @@ static inline double ref_obstacle(ik_vec3 c, double r, const ik_obstacle *o, ik_
         ik_vec3 d = ik_vec3_sub(c, o->p);
         double len = ik_vec3_len(d);
         if (at)
-            *at = ik_vec3_madd(o->p, len > 0 ? ik_vec3_scale(d, 1 / len) : ik_v3(0, 0, 1),
-                               o->radius);
+            *at =
+                ik_vec3_madd(o->p, len > 0 ? ik_vec3_scale(d, 1 / len) : ik_v3(0, 0, 1), o->radius);
         return len - o->radius - r;
     }
     if (o->shape == IK_SHAPE_CAPSULE) {

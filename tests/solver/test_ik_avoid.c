@@ -102,8 +102,7 @@ static void iiwa_world_init(iiwa_world *w)
 
 static double iiwa_ref(const iiwa_world *w, const double *q)
 {
-    return ref_distance(&w->c, &w->r, IIWA_LINK_BODY, IIWA_LINKS, w->chk, w->r.obst, w->r.nobst,
-                        q);
+    return ref_distance(&w->c, &w->r, IIWA_LINK_BODY, IIWA_LINKS, w->chk, w->r.obst, w->r.nobst, q);
 }
 
 /* Up to n configurations inside the limits whose closest pair is an
@@ -223,8 +222,7 @@ START_TEST(test_tool_in_pillar)
     o.collide = &chk;
     double q[7];
     ik_numeric_result res;
-    ck_assert_int_eq(ik_numeric_solve(&w.c, &t, NULL, &o, nws, sizeof nws, q, &res),
-                     IK_ECOLLISION);
+    ck_assert_int_eq(ik_numeric_solve(&w.c, &t, NULL, &o, nws, sizeof nws, q, &res), IK_ECOLLISION);
     ck_assert_int_eq(res.reason, IK_REASON_IN_COLLISION);
     ck_assert_str_eq(ik_reason_name(res.reason), "in_collision");
     ck_assert_int_eq(res.closest.obstacle, 0); /* the pillar */
@@ -241,8 +239,7 @@ START_TEST(test_tool_in_pillar)
     chk.scene.count = 1;
     double q0[7] = {0.3, 0.5, 0.1, -1.0, 0.2, 0.8, 0};
     t = ik_target_full_pose(urdf_fk(w.j, IIWA_JOINTS, q0));
-    ck_assert_int_eq(ik_numeric_solve(&w.c, &t, NULL, &o, nws, sizeof nws, q, &res),
-                     IK_ECOLLISION);
+    ck_assert_int_eq(ik_numeric_solve(&w.c, &t, NULL, &o, nws, sizeof nws, q, &res), IK_ECOLLISION);
     ck_assert_int_eq(res.closest.link, 0); /* base_link */
     ck_assert_int_eq(ik_status_name(IK_ECOLLISION)[0], 'i');
 }
@@ -261,8 +258,7 @@ START_TEST(test_only_colliding_solutions)
     ik_xform goal = urdf_fk(w.j, IIWA_JOINTS, q0);
     ik_target t = ik_target_full_pose(goal);
     ik_numeric_result res;
-    ck_assert_int_eq(ik_numeric_solve(&w.c, &t, NULL, &o, nws, sizeof nws, q, &res),
-                     IK_ECOLLISION);
+    ck_assert_int_eq(ik_numeric_solve(&w.c, &t, NULL, &o, nws, sizeof nws, q, &res), IK_ECOLLISION);
     ck_assert_int_eq(res.reason, IK_REASON_IN_COLLISION);
     ck_assert(on_target(w.j, IIWA_JOINTS, &w.c, q, goal)); /* a solution, in collision */
     ck_assert_double_eq_tol(res.closest.distance, iiwa_ref(&w, q), 1e-12);
@@ -369,9 +365,9 @@ START_TEST(test_ur5_skeleton)
     double zero[6] = {0};
     ck_assert_int_ge(ik_collide_allow_colliding(&M, zero, cws, sizeof cws), 0);
     ik_obstacle box;
-    ck_assert_int_eq(ik_obstacle_box(&box, ik_v3(0.35, 0.35, 0.3), ik_quat_identity(),
-                                     ik_v3(0.2, 0.2, 0.6)),
-                     IK_OK);
+    ck_assert_int_eq(
+        ik_obstacle_box(&box, ik_v3(0.35, 0.35, 0.3), ik_quat_identity(), ik_v3(0.2, 0.2, 0.6)),
+        IK_OK);
     ik_collide_check measure = {&M, {&box, 1}, 0.0, false, cws, sizeof cws};
     ik_collide_check avoid = {&M, {&box, 1}, 0.0, true, cws, sizeof cws};
     ik_rng g = {23};
@@ -405,7 +401,8 @@ START_TEST(test_ur5_skeleton)
         ik_chain_frames(&c, q, F + 1);
         for (size_t s = 0; s < M.nspheres; s++) {
             const ik_collide_sphere *sp = &M.sphere[s];
-            ik_vec3 wp = ik_xform_point(F[M.link[sp->link].body], ik_v3(sp->c[0], sp->c[1], sp->c[2]));
+            ik_vec3 wp =
+                ik_xform_point(F[M.link[sp->link].body], ik_v3(sp->c[0], sp->c[1], sp->c[2]));
             ck_assert_double_ge(ref_obstacle(wp, sp->r, &box, NULL), 0.0);
         }
     }
@@ -486,9 +483,9 @@ START_TEST(test_tree_two_arms)
     ik_tree_mid(&TR, mid);
     ck_assert_int_ge(ik_collide_allow_colliding(&M, mid, cws, sizeof cws), 0);
     ik_obstacle table;
-    ck_assert_int_eq(ik_obstacle_box(&table, ik_v3(0.7, 0, 0.3), ik_quat_identity(),
-                                     ik_v3(0.4, 1.0, 0.1)),
-                     IK_OK);
+    ck_assert_int_eq(
+        ik_obstacle_box(&table, ik_v3(0.7, 0, 0.3), ik_quat_identity(), ik_v3(0.4, 1.0, 0.1)),
+        IK_OK);
     ik_collide_check measure = {&M, {&table, 1}, 0.0, false, cws, sizeof cws};
     ik_collide_check avoid = {&M, {&table, 1}, 0.0, true, cws, sizeof cws};
     ik_rng g = {24};

@@ -31,7 +31,7 @@
 #include "chains.h"
 #include "collide_data.h"
 
-static ik_collide_model M;          /* large: static */
+static ik_collide_model M; /* large: static */
 static unsigned char ws[1 << 18];
 
 static ik_chain iiwa(void)
@@ -74,18 +74,18 @@ static ik_obstacle rand_obstacle(ik_rng *g, int kind)
 {
     ik_obstacle o;
     if (kind == 0)
-        ck_assert_int_eq(ik_obstacle_box(&o, rand_vec(g, 0.5), rand_quat(g),
-                                         ik_v3(ik_rng_uniform(g, 0.05, 0.8),
-                                               ik_rng_uniform(g, 0.05, 0.8),
-                                               ik_rng_uniform(g, 0.05, 0.8))),
-                         IK_OK);
+        ck_assert_int_eq(
+            ik_obstacle_box(&o, rand_vec(g, 0.5), rand_quat(g),
+                            ik_v3(ik_rng_uniform(g, 0.05, 0.8), ik_rng_uniform(g, 0.05, 0.8),
+                                  ik_rng_uniform(g, 0.05, 0.8))),
+            IK_OK);
     else if (kind == 1)
         ck_assert_int_eq(ik_obstacle_sphere(&o, rand_vec(g, 0.5), ik_rng_uniform(g, 0, 0.4)),
                          IK_OK);
     else
-        ck_assert_int_eq(ik_obstacle_capsule(&o, rand_vec(g, 0.5), rand_vec(g, 0.5),
-                                             ik_rng_uniform(g, 0, 0.3)),
-                         IK_OK);
+        ck_assert_int_eq(
+            ik_obstacle_capsule(&o, rand_vec(g, 0.5), rand_vec(g, 0.5), ik_rng_uniform(g, 0, 0.3)),
+            IK_OK);
     return o;
 }
 
@@ -109,7 +109,8 @@ static double sampled(ik_vec3 p, const ik_obstacle *o, double *step)
                         v[ax] = sgn * h[ax];
                         v[a1] = -h[a1] + 2 * h[a1] * i / N;
                         v[a2] = -h[a2] + 2 * h[a2] * j / N;
-                        ik_vec3 w = ik_vec3_add(o->p, ik_quat_rotate(o->q, ik_v3(v[0], v[1], v[2])));
+                        ik_vec3 w =
+                            ik_vec3_add(o->p, ik_quat_rotate(o->q, ik_v3(v[0], v[1], v[2])));
                         best = fmin(best, ik_vec3_dist(p, w));
                     }
         *step = 2.0 * ik_vec3_len(o->half) / N;
@@ -222,8 +223,8 @@ START_TEST(test_iiwa_distance_against_reference)
     /* self-collision only: no scene */
     double q[7] = {0, 1.5, 0, 2.0, 0, 2.0, 0};
     double d = ik_collide_distance(&M, NULL, q, ws, sizeof ws, NULL);
-    ck_assert_double_eq_tol(
-        d, ref_distance(&c, &r, IIWA_LINK_BODY, IIWA_LINKS, chk, NULL, 0, q), 1e-12);
+    ck_assert_double_eq_tol(d, ref_distance(&c, &r, IIWA_LINK_BODY, IIWA_LINKS, chk, NULL, 0, q),
+                            1e-12);
 }
 END_TEST
 
@@ -285,8 +286,9 @@ START_TEST(test_penalty_and_gradient)
             memcpy(qb, q, sizeof q);
             qa[k] += h;
             qb[k] -= h;
-            double fd = (ref_penalty(&c, &r, chk, qa, active) - ref_penalty(&c, &r, chk, qb, active)) /
-                        (2 * h);
+            double fd =
+                (ref_penalty(&c, &r, chk, qa, active) - ref_penalty(&c, &r, chk, qb, active)) /
+                (2 * h);
             ck_assert_msg(fabs(grad[k] - fd) <= 1e-5 * (1 + fabs(fd)),
                           "joint %d: gradient %g, difference %g", k, grad[k], fd);
         }
@@ -310,9 +312,8 @@ START_TEST(test_gradient_prismatic)
     ck_assert_int_eq(ik_collide_add_capsule(&M, l, ZERO, ik_v3(0, 0.4, 0), 0.05), IK_OK);
     ck_assert_int_eq(ik_collide_model_finish(&M), IK_OK);
     ik_obstacle o;
-    ck_assert_int_eq(ik_obstacle_box(&o, ik_v3(0, 0.2, 0.35), ik_quat_identity(),
-                                     ik_v3(0.3, 0.3, 0.05)),
-                     IK_OK);
+    ck_assert_int_eq(
+        ik_obstacle_box(&o, ik_v3(0, 0.2, 0.35), ik_quat_identity(), ik_v3(0.3, 0.3, 0.05)), IK_OK);
     ik_collide_scene sc = {&o, 1};
     double q[2] = {0.02, 0.3}, grad[2];
     double P = ik_collide_penalty(&M, &sc, q, 0.1, grad, ws, sizeof ws, NULL);
@@ -379,8 +380,10 @@ START_TEST(test_covers)
                 double s = k % 2 ? 1.0 : ik_rng_uniform(&g, 0, 1);
                 p = ik_vec3_madd(ik_vec3_lerp(a, b, ik_rng_uniform(&g, 0, 1)), d, r * s);
             } else if (kind == 1) {
-                double t = ik_rng_uniform(&g, 0, 2 * IK_PI), s = k % 2 ? 1.0 : ik_rng_uniform(&g, 0, 1);
-                double z = k % 3 == 0 ? (k % 6 ? 0.5 : -0.5) * len : ik_rng_uniform(&g, -0.5, 0.5) * len;
+                double t = ik_rng_uniform(&g, 0, 2 * IK_PI),
+                       s = k % 2 ? 1.0 : ik_rng_uniform(&g, 0, 1);
+                double z =
+                    k % 3 == 0 ? (k % 6 ? 0.5 : -0.5) * len : ik_rng_uniform(&g, -0.5, 0.5) * len;
                 p = ik_xform_point(pose, ik_v3(r * s * cos(t), r * s * sin(t), z));
             } else {
                 double v[3] = {ik_rng_uniform(&g, -0.5, 0.5) * size.x,
@@ -388,7 +391,9 @@ START_TEST(test_covers)
                                ik_rng_uniform(&g, -0.5, 0.5) * size.z};
                 if (k % 2) { /* a corner region or a face */
                     int ax = k % 3;
-                    v[ax] = (k % 4 < 2 ? 0.5 : -0.5) * (ax == 0 ? size.x : ax == 1 ? size.y : size.z);
+                    v[ax] = (k % 4 < 2 ? 0.5 : -0.5) * (ax == 0   ? size.x
+                                                        : ax == 1 ? size.y
+                                                                  : size.z);
                 }
                 p = ik_xform_point(pose, ik_v3(v[0], v[1], v[2]));
             }
@@ -397,8 +402,8 @@ START_TEST(test_covers)
         /* and not much more: a capsule's spheres at most 1.15 r */
         if (kind == 0)
             for (size_t s = 0; s < M.nspheres; s++)
-                ck_assert_double_le(M.sphere[s].r, 1.15 * r + 1e-12 + 0.5 * ik_vec3_dist(a, b) *
-                                                                     (M.nspheres == 1));
+                ck_assert_double_le(
+                    M.sphere[s].r, 1.15 * r + 1e-12 + 0.5 * ik_vec3_dist(a, b) * (M.nspheres == 1));
     }
 }
 END_TEST
@@ -437,8 +442,8 @@ START_TEST(test_skeleton)
                 for (int a = 0; a < 8; a++) {
                     double t = a * IK_PI / 4;
                     ik_vec3 p = ik_vec3_lerp(pts[k], pts[k + 1], s / 10.0);
-                    p = ik_vec3_madd(p, ik_vec3_add(ik_vec3_scale(u, cos(t)), ik_vec3_scale(v, sin(t))),
-                                     0.06);
+                    p = ik_vec3_madd(
+                        p, ik_vec3_add(ik_vec3_scale(u, cos(t)), ik_vec3_scale(v, sin(t))), 0.06);
                     ik_obstacle o;
                     ck_assert_int_eq(ik_obstacle_sphere(&o, p, 0.0), IK_OK);
                     ik_collide_scene sc = {&o, 1};
@@ -634,7 +639,8 @@ START_TEST(test_invalid_input)
     ck_assert(isnan(ik_collide_distance(&M, NULL, &q, ws, sizeof ws, NULL)));
     ck_assert_int_eq(ik_collide_model_finish(&M), IK_OK);
     ck_assert(isinf(ik_collide_distance(&M, NULL, &q, ws, sizeof ws, NULL)));
-    ck_assert(isnan(ik_collide_distance(&M, NULL, &q, ws, ik_collide_workspace_size(&M) - 1, NULL)));
+    ck_assert(
+        isnan(ik_collide_distance(&M, NULL, &q, ws, ik_collide_workspace_size(&M) - 1, NULL)));
     double qn = NAN;
     ck_assert(isnan(ik_collide_distance(&M, NULL, &qn, ws, sizeof ws, NULL)));
     ck_assert(isnan(ik_collide_penalty(&M, NULL, &q, NAN, NULL, ws, sizeof ws, NULL)));
