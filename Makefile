@@ -12,7 +12,7 @@
 #   tests/<area>/test_*.c -> build/tests/<area>/test_*  (check)
 #   tests/bench/*.c       -> build/ikbench and the other benchmark tools
 #   web/*, clients/js/ikd.js, three.js from node_modules (npm ci) and the
-#   page's robot and motion from tests/data -> build/web (the live page,
+#   page's robot and motion from tests/data -> build/web (the workbench page,
 #   served by "ikd --web build/web"; nothing from node_modules is committed)
 #
 #   tests/fuzz/fuzz_*.c   -> build-fuzz/fuzz_*  (clang, libFuzzer; `make fuzz`)
@@ -160,7 +160,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLV
 $(BUILD)/%: $(BUILD)/obj/tests/bench/%.o $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLVER)
 	$(CC) $(LDFLAGS_BASE) -o $@ $< $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLVER) $(LIBS_TEST) -lm
 
-# The live page: one flat directory (ikd serves no subdirectories), three.js
+# The workbench page: one flat directory (ikd serves no subdirectories), three.js
 # mapped by the page's import map to the copies made here.
 WEB_SRC  := $(wildcard web/*.html web/*.js web/*.css)
 WEB_NPM  := node_modules/three/build/three.module.js node_modules/three/build/three.core.js \

@@ -14,9 +14,11 @@
 # The full install also brings the browser side of the tests: Node.js and
 # npm (Debian's, unless a node and npm of 18 or later are already on PATH),
 # Debian's chromium for the page test, and the npm packages pinned in
-# package-lock.json (three.js, ws, playwright-core), installed with `npm ci`
-# into node_modules when the lock file is next to this script's folder and
-# changed since the last install.
+# package-lock.json (three.js, ws, playwright-core and the test tools),
+# installed with `npm ci` into node_modules when the lock file is next to
+# this script's folder and changed since the last install. Every locked
+# package accepts node 18, the floor checked below (Debian 12 ships 18), so
+# npm prints no EBADENGINE warning (tests/docker/test_node_engines.mjs).
 set -eu
 
 BUILD_PKGS="build-essential pkg-config make gcc \
@@ -65,7 +67,7 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -f "$root/package-lock.json" ] &&
     ! cmp -s "$root/package-lock.json" "$root/node_modules/.ikd-installed-lock"; then
-    echo "install-deps: npm ci (three.js, ws, playwright-core from package-lock.json)" >&2
+    echo "install-deps: npm ci (three.js, ws, playwright-core and test tools from package-lock.json)" >&2
     (cd "$root" && npm ci --ignore-scripts --no-audit --no-fund >&2 &&
         cp package-lock.json node_modules/.ikd-installed-lock)
 fi
