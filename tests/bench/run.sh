@@ -4,7 +4,8 @@
 # then the chain benchmark on the five
 # shared robots with their shared target files ($IKD_DATA/targets/, TRAC-IK
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
-# samples each, the tree benchmark on both PR2 arms and the Baxter-like
+# samples each, collision-aware IK on the iiwa among three boxes (plain and
+# avoiding, same run), the tree benchmark on both PR2 arms and the Baxter-like
 # tree, the CMU walk as a tree of bones against a tree of joints, then the
 # HTTP
 # benchmark, then the WebSocket benchmarks (robot_bench.py among them), then
@@ -31,6 +32,18 @@ chain abb_irb120 base_link tool0
 chain kuka_iiwa14_r820 base_link tool0
 chain franka_panda panda_link0 panda_link8
 chain pr2 torso_lift_link r_wrist_roll_link
+
+# collision-aware IK (solver/ik_collide.h, ikbench collide): the iiwa with
+# our 23 spheres among a pillar, a plank and a shelf (tests/data/collision),
+# targets from configurations 1 to 8 cm from an obstacle, each solved plainly
+# and avoiding collisions in the same run (ratio: CPU time avoiding over
+# plain; plain_colliding: the plain answers that hit something), with the
+# margin 0 (avoid_collisions' default) and 1 cm (the targets' own clearance)
+for margin in 0 0.01; do
+    "$BIN" collide --urdf "$IKD_DATA/robots/kuka_iiwa14_r820.urdf" --base base_link --tip tool0 \
+        --spheres "$IKD_DATA/collision/kuka_iiwa14_r820.json" --samples "$SAMPLES" \
+        --timeout-ms 5 --tol 1e-5 --margin "$margin"
+done
 
 # the chain benchmark with two busy-looping processes beside it against
 # the same run idle, back to back (tests/bench/contention_bench.sh): the

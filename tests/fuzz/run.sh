@@ -6,7 +6,8 @@
 # Each target keeps its growing corpus in BUILD/corpus/NAME, seeded on every
 # run from the repository (read-only): fixtures' bodies for the request and
 # JSON targets (and the binary batches of tests/fuzz/seeds/request), the
-# messages of tests/fuzz/seeds/stream, the robots of tests/data for the URDF target.
+# messages of tests/fuzz/seeds/stream, the robots of tests/data (and our iiwa SRDF) for
+# the URDF target.
 # A crash or a wrong answer leaves BUILD/crash-NAME-* and makes the run fail;
 # the last line of each target's log gives its executions.
 set -eu
@@ -44,6 +45,8 @@ urdf abb_irb120 base_link tool0
 urdf kuka_iiwa14_r820 base_link tool0
 urdf franka_panda panda_link0 panda_link8
 urdf pr2 torso_lift_link r_wrist_roll_link
+# an SRDF (the URDF target reads its input as an SRDF too)
+{ printf 'base_link\ntool0\n'; cat tests/data/collision/kuka_iiwa14_r820.srdf; } >"$SEED/urdf/srdf"
 
 status=0
 for t in $TARGETS; do
