@@ -179,7 +179,7 @@ static void lose(ikd_conn *c, const ikd_error *why, int close_code, bool fatal)
     c->more_pending = false;
     c->tick_open = false;
     bool again = c->reconnect && !c->user_closed && !fatal;
-    ikd__conn_lost_answers(c);
+    ikd__conn_lost_answers(c, why);
     if (again) {
         c->state = CS_IDLE;
         /* jitter: between 75% and 125% of the backoff */

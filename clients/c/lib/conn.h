@@ -165,9 +165,9 @@ bool ikd__conn_usable(const ikd_conn *c);
 void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n);
 /* Hands an event to a waiting helper and to on_event. */
 void ikd__conn_emit(ikd_conn *c, const ikd_event *ev);
-/* The connection is lost: an IKD_E_CONNECTION_LOST error for every
- * stream and tick waiting for an answer. */
-void ikd__conn_lost_answers(ikd_conn *c);
+/* The connection is lost (why): an IKD_E_CONNECTION_LOST error, its
+ * message saying why, for every stream and tick waiting for an answer. */
+void ikd__conn_lost_answers(ikd_conn *c, const ikd_error *why);
 /* Appends (framed) the open message of every stream, for a reconnection. */
 int ikd__conn_reopen(ikd_conn *c);
 void ikd__conn_streams_free(ikd_conn *c);

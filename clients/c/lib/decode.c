@@ -521,6 +521,15 @@ int ikd__decode_message(ikd__dec *d, const char *text, size_t len, ikd__msg *m, 
         } else if (IKD__KEY(k, n, "skipped")) {
             rc = ikd__jr_integer(&r, &m->skipped);
             m->has_skipped = true;
+        } else if (IKD__KEY(k, n, "index")) {
+            rc = ikd__jr_integer(&r, &m->index);
+            m->has_index = true;
+        } else if (IKD__KEY(k, n, "count")) {
+            rc = ikd__jr_integer(&r, &m->count);
+        } else if (IKD__KEY(k, n, "sent")) {
+            rc = ikd__jr_integer(&r, &m->sent);
+        } else if (IKD__KEY(k, n, "completed")) {
+            rc = ikd__jr_bool(&r, &m->completed);
         } else if (IKD__KEY(k, n, "result")) {
             rc = ikd__read_result(d, &r, &m->result);
             m->has_result = true;

@@ -183,8 +183,8 @@ typedef struct ikd__msg {
     const char *type;
     const char *stream;
     const char *chain_id;
-    long long seq, skipped;
-    bool has_seq, has_skipped, has_result, has_error, has_solutions;
+    long long seq, skipped, index, count, sent;
+    bool has_seq, has_skipped, has_result, has_error, has_solutions, has_index, completed;
     ikd_result result;
     ikd_error error;
     ikd_tick tick;

@@ -130,8 +130,9 @@ int ikd__conn_reopen(ikd_conn *c)
     return 0;
 }
 
-void ikd__conn_lost_answers(ikd_conn *c)
+void ikd__conn_lost_answers(ikd_conn *c, const ikd_error *why)
 {
+    const char *cause = why && why->message[0] ? why->message : "no reason given";
     for (size_t i = 0; i < c->nstreams; i++) {
         ikd__stream *s = &c->streams[i];
         bool waiting = s->sent && (!s->answered || s->last_answered < s->last_sent);
@@ -139,7 +140,8 @@ void ikd__conn_lost_answers(ikd_conn *c)
             continue;
         ikd_error e;
         ikd__fail(&e, IKD_E_CONNECTION_LOST,
-                  "the connection was lost before the answer to seq %lld", s->last_sent);
+                  "the connection was lost before the answer to seq %lld: %.400s", s->last_sent,
+                  cause);
         ikd__strlcpy(e.stream, s->name, sizeof e.stream);
         e.seq = s->last_sent;
         e.has_seq = true;
@@ -155,7 +157,8 @@ void ikd__conn_lost_answers(ikd_conn *c)
     if (c->tick_sent && (!c->tick_answered || c->tick_last_answered < c->tick_last_sent)) {
         ikd_error e;
         ikd__fail(&e, IKD_E_CONNECTION_LOST,
-                  "the connection was lost before the answer to tick %lld", c->tick_last_sent);
+                  "the connection was lost before the answer to tick %lld: %.400s",
+                  c->tick_last_sent, cause);
         e.seq = c->tick_last_sent;
         e.has_seq = true;
         c->tick_sent = false;
@@ -605,6 +608,11 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
     ev.seq = m->seq;
     ev.has_seq = m->has_seq;
     ev.skipped = m->skipped;
+    ev.has_index = m->has_index;
+    ev.index = m->index;
+    ev.count = m->count;
+    ev.sent = m->sent;
+    ev.completed = m->completed;
     ikd__stream *s = find_stream(c, m->stream);
     const char *t = m->type;
     const char *missing = NULL;

@@ -413,7 +413,12 @@ typedef struct ikd_event {
     const char *stream;       /* OPENED, SOLUTION, PATH_END, CLOSED; ERROR when it names one */
     long long seq;            /* SOLUTION, PATH_END, TICK; ERROR when has_seq */
     bool has_seq;
-    long long skipped;        /* SOLUTION */
+    long long skipped;        /* SOLUTION, TICK, PATH_END: targets (ticks, samples) skipped */
+    bool has_index;           /* SOLUTION of a path's sample: index and count are set */
+    long long index;          /* SOLUTION of a path's sample: its index */
+    long long count;          /* SOLUTION of a path's sample, PATH_END: the path's samples */
+    long long sent;           /* PATH_END: samples answered */
+    bool completed;           /* PATH_END: false when a target, path or close cut it short */
     const char *chain_id;     /* OPENED */
     const ikd_result *result; /* SOLUTION */
     const ikd_tick *tick;     /* TICK */
