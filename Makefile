@@ -258,14 +258,17 @@ fuzz: fuzz-build
 run: $(BUILD)/ikd web
 	./$(BUILD)/ikd --web $(BUILD)/web
 
-# Installing: the solver library for programs that embed it (clients/c/
-# has an example and its README). `make install PREFIX=/opt/ikd` (default
-# /usr/local; DESTDIR is prepended to every path, for packaging) installs
+# Installing: the two C libraries, for programs that embed the solver and
+# for programs that talk to ikd (clients/c/ has the examples and README).
+# `make install PREFIX=/opt/ikd` (default /usr/local; DESTDIR is prepended
+# to every path, for packaging) installs
 #   LIBDIR/libiksolver.a, libiksolver.so.VERSION and its two symlinks,
-#   INCLUDEDIR/ikd/solver/*.h   the public headers (not *_internal.h); they
-#                               include each other as "solver/ik_x.h", which
-#                               the -I of the pkg-config file resolves,
-#   LIBDIR/pkgconfig/iksolver.pc
+#   LIBDIR/libikdclient.a, libikdclient.so.VERSION and its two symlinks,
+#   INCLUDEDIR/ikd/solver/*.h   the solver's public headers (not *_internal.h),
+#                               included as <ikd/solver/ik_chain.h>; they
+#                               include each other by file name,
+#   INCLUDEDIR/ikd/client.h     the network client's one header, <ikd/client.h>,
+#   LIBDIR/pkgconfig/iksolver.pc and ikdclient.pc (Cflags: -IINCLUDEDIR)
 # and `make uninstall` with the same PREFIX and DESTDIR removes exactly
 # those. The daemon is not installed: run it from build/ or the image.
 PREFIX       ?= /usr/local
@@ -273,34 +276,51 @@ LIBDIR       ?= $(PREFIX)/lib
 INCLUDEDIR   ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 SOLVER_PUBLIC_H := $(filter-out %_internal.h,$(wildcard solver/*.h))
+PC_DIRS = 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
+    'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' ''
 
-# The .pc file names the prefix, so it is written by install itself.
-install: $(LIBSOLVER) $(SOLVER_SHLIB)
+# The .pc files name the prefix, so they are written by install itself.
+install: $(LIBSOLVER) $(SOLVER_SHLIB) $(LIBCLIENT) $(CLIENT_SHLIB)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/ikd/solver $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 644 $(LIBSOLVER) $(DESTDIR)$(LIBDIR)/libiksolver.a
 	install -m 755 $(SOLVER_SHLIB) $(DESTDIR)$(LIBDIR)/$(notdir $(SOLVER_SHLIB))
 	ln -sf $(notdir $(SOLVER_SHLIB)) $(DESTDIR)$(LIBDIR)/$(SOLVER_SONAME)
 	ln -sf $(SOLVER_SONAME) $(DESTDIR)$(LIBDIR)/libiksolver.so
 	install -m 644 $(SOLVER_PUBLIC_H) $(DESTDIR)$(INCLUDEDIR)/ikd/solver/
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
-	    'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' '' \
+	printf '%s\n' $(PC_DIRS) \
 	    'Name: iksolver' \
 	    'Description: the inverse-kinematics solvers of ikd (C11, libm only, no I/O)' \
 	    'Version: $(IKD_VERSION)' \
-	    'Cflags: -I$${includedir}/ikd' \
+	    'Cflags: -I$${includedir}' \
 	    'Libs: -L$${libdir} -liksolver' \
 	    'Libs.private: -lm' > $(DESTDIR)$(PKGCONFIGDIR)/iksolver.pc
+	install -m 644 $(LIBCLIENT) $(DESTDIR)$(LIBDIR)/libikdclient.a
+	install -m 755 $(CLIENT_SHLIB) $(DESTDIR)$(LIBDIR)/$(notdir $(CLIENT_SHLIB))
+	ln -sf $(notdir $(CLIENT_SHLIB)) $(DESTDIR)$(LIBDIR)/$(CLIENT_SONAME)
+	ln -sf $(CLIENT_SONAME) $(DESTDIR)$(LIBDIR)/libikdclient.so
+	install -m 644 clients/c/include/ikd/client.h $(DESTDIR)$(INCLUDEDIR)/ikd/
+	printf '%s\n' $(PC_DIRS) \
+	    'Name: ikdclient' \
+	    'Description: the C network client of ikd (HTTP over libcurl, streams and ticks over WebSocket)' \
+	    'Version: $(IKD_VERSION)' \
+	    'Cflags: -I$${includedir}' \
+	    'Libs: -L$${libdir} -likdclient' \
+	    'Libs.private: $(strip $(LIBS_CLIENT))' > $(DESTDIR)$(PKGCONFIGDIR)/ikdclient.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libiksolver.a $(DESTDIR)$(LIBDIR)/$(notdir $(SOLVER_SHLIB)) \
 	    $(DESTDIR)$(LIBDIR)/$(SOLVER_SONAME) $(DESTDIR)$(LIBDIR)/libiksolver.so \
 	    $(DESTDIR)$(PKGCONFIGDIR)/iksolver.pc
+	rm -f $(DESTDIR)$(LIBDIR)/libikdclient.a $(DESTDIR)$(LIBDIR)/$(notdir $(CLIENT_SHLIB)) \
+	    $(DESTDIR)$(LIBDIR)/$(CLIENT_SONAME) $(DESTDIR)$(LIBDIR)/libikdclient.so \
+	    $(DESTDIR)$(PKGCONFIGDIR)/ikdclient.pc $(DESTDIR)$(INCLUDEDIR)/ikd/client.h
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/ikd/,$(SOLVER_PUBLIC_H))
 	rmdir $(DESTDIR)$(INCLUDEDIR)/ikd/solver $(DESTDIR)$(INCLUDEDIR)/ikd 2>/dev/null || true
 
 format:
 	clang-format -i $(SOLVER_SRC) $(PROTO_SRC) $(SERVER_SRC) $(TEST_SRC) $(BENCH_SRC) \
-	    $(wildcard solver/*.h proto/*.h server/*.h tests/*/*.h)
+	    $(CLIENT_SRC) $(wildcard solver/*.h proto/*.h server/*.h tests/*/*.h clients/c/lib/*.h) \
+	    clients/c/include/ikd/client.h $(wildcard clients/c/*.c clients/c/*.cpp)
 
 clean:
 	rm -rf $(BUILD)
