@@ -66,7 +66,7 @@ static int flush_scratch(ikd__dec *d, ikd__jr *r, ikd__buf *v, size_t start, siz
     return 0;
 }
 
-static int push(ikd__jr *r, ikd__buf *v, const void *e, size_t size)
+static inline int push(ikd__jr *r, ikd__buf *v, const void *e, size_t size)
 {
     if (ikd__buf_put(v, e, size))
         return ikd__jr_fail(r, "out of memory");

@@ -63,15 +63,23 @@ void ikd__strlcpy(char *dst, const char *src, size_t size)
 
 void ikd__error_clear(ikd_error *e)
 {
-    if (e)
-        memset(e, 0, sizeof *e);
+    /* every member reads as empty; the bytes past each string's NUL are
+     * not cleared (a call per tick target must not write a kilobyte) */
+    if (!e)
+        return;
+    e->code = IKD_OK;
+    e->http_status = 0;
+    e->retry_after_s = 0;
+    e->seq = 0;
+    e->has_seq = false;
+    e->wire_code[0] = e->stream[0] = e->path[0] = e->message[0] = '\0';
 }
 
 int ikd__fail(ikd_error *e, int code, const char *fmt, ...)
 {
     if (!e)
         return code;
-    ikd__error_clear(e);
+    memset(e, 0, sizeof *e);
     e->code = code;
     va_list ap;
     va_start(ap, fmt);

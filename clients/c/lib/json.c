@@ -104,11 +104,19 @@ int ikd__jr_array(ikd__jr *r)
 
 /* Scans a string's body from after its opening quote to its closing one;
  * *escaped tells whether a backslash occurs. The escapes are checked. */
+/* The bytes that stop a run of plain string characters: '"', '\\' and
+ * the control characters. */
+static const unsigned char string_stop[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, ['\\'] = 1};
+
 static int scan_string(ikd__jr *r, const char **s, size_t *n, bool *escaped)
 {
     const char *p = r->p;
     *escaped = false;
     for (;;) {
+        while (p < r->end && !string_stop[(unsigned char)*p])
+            p++;
         if (p >= r->end) {
             r->p = p;
             return ikd__jr_fail(r, "an unterminated string");
@@ -339,88 +347,9 @@ int ikd__jr_more(ikd__jr *r)
     return 1;
 }
 
-/* Scans a number literal (RFC 8259 grammar) and computes it. */
-static int read_number(ikd__jr *r, double *v, long long *iv, bool *is_int)
+/* strtod_l on the literal s..p (its grammar checked), in the C locale. */
+static int slow_number(ikd__jr *r, const char *s, const char *p, double *v)
 {
-    skip_ws(r);
-    const char *s = r->p, *p = s;
-    bool neg = false;
-    if (p < r->end && *p == '-') {
-        neg = true;
-        p++;
-    }
-    if (p >= r->end || *p < '0' || *p > '9')
-        return ikd__jr_fail(r, "a number expected");
-    uint64_t m = 0;
-    int digits = 0, dropped = 0, exp10 = 0;
-    bool lost = false;
-    if (*p == '0') {
-        p++;
-    } else {
-        while (p < r->end && *p >= '0' && *p <= '9') {
-            if (digits < 19) {
-                m = m * 10 + (uint64_t)(*p - '0');
-                if (m)
-                    digits++;
-            } else {
-                dropped++;
-                lost |= *p != '0';
-            }
-            p++;
-        }
-    }
-    bool integral = true;
-    if (p < r->end && *p == '.') {
-        integral = false;
-        p++;
-        if (p >= r->end || *p < '0' || *p > '9') {
-            r->p = p;
-            return ikd__jr_fail(r, "a digit expected after '.'");
-        }
-        while (p < r->end && *p >= '0' && *p <= '9') {
-            if (digits < 19) {
-                m = m * 10 + (uint64_t)(*p - '0');
-                if (m)
-                    digits++;
-                exp10--;
-            } else if (*p != '0') {
-                lost = true; /* a digit past 19 that is not a trailing zero */
-            }
-            p++;
-        }
-    }
-    if (p < r->end && (*p == 'e' || *p == 'E')) {
-        integral = false;
-        p++;
-        bool eneg = false;
-        if (p < r->end && (*p == '+' || *p == '-'))
-            eneg = *p++ == '-';
-        if (p >= r->end || *p < '0' || *p > '9') {
-            r->p = p;
-            return ikd__jr_fail(r, "a digit expected in an exponent");
-        }
-        int e = 0;
-        while (p < r->end && *p >= '0' && *p <= '9') {
-            if (e < 100000)
-                e = e * 10 + (*p - '0');
-            p++;
-        }
-        exp10 += eneg ? -e : e;
-    }
-    exp10 += dropped;
-    r->p = p;
-    if (is_int) {
-        *is_int = integral && dropped == 0 && m <= (uint64_t)INT64_MAX;
-        if (*is_int)
-            *iv = neg ? -(long long)m : (long long)m;
-    }
-    if (!lost && m <= (1ull << 53) && exp10 >= -22 && exp10 <= 22) {
-        double d = (double)m;
-        d = exp10 < 0 ? d / pow10_exact[-exp10] : d * pow10_exact[exp10];
-        *v = neg ? -d : d;
-        return 0;
-    }
-    /* strtod_l reads the same literal (the grammar is checked) up to p */
     char buf[64];
     size_t n = (size_t)(p - s);
     char *heap = NULL, *text = buf;
@@ -438,6 +367,80 @@ static int read_number(ikd__jr *r, double *v, long long *iv, bool *is_int)
         return ikd__jr_fail(r, "a number that overflows a double");
     *v = d;
     return 0;
+}
+
+#define IS_DIGIT(c) ((unsigned)((c) - '0') < 10u)
+
+/* Scans a number literal (RFC 8259 grammar) and computes it: digits into
+ * an integer m (at most 19 of them, which fit), the point and the
+ * exponent into a power of ten; Clinger's fast path when m < 2^53 and the
+ * power is within 22, strtod_l otherwise. */
+static int read_number(ikd__jr *r, double *v, long long *iv, bool *is_int)
+{
+    skip_ws(r);
+    const char *s = r->p, *p = s, *end = r->end;
+    bool neg = false;
+    if (p < end && *p == '-') {
+        neg = true;
+        p++;
+    }
+    if (p >= end || !IS_DIGIT(*p))
+        return ikd__jr_fail(r, "a number expected");
+    uint64_t m = 0;
+    const char *d0 = p;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && IS_DIGIT(*p))
+            m = m * 10 + (uint64_t)(*p++ - '0');
+    }
+    size_t ndig = (size_t)(p - d0);
+    int exp10 = 0;
+    bool integral = true;
+    if (p < end && *p == '.') {
+        integral = false;
+        const char *f0 = ++p;
+        while (p < end && IS_DIGIT(*p))
+            m = m * 10 + (uint64_t)(*p++ - '0');
+        if (p == f0) {
+            r->p = p;
+            return ikd__jr_fail(r, "a digit expected after '.'");
+        }
+        ndig += (size_t)(p - f0);
+        exp10 = -(int)(p - f0);
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        integral = false;
+        p++;
+        bool eneg = false;
+        if (p < end && (*p == '+' || *p == '-'))
+            eneg = *p++ == '-';
+        if (p >= end || !IS_DIGIT(*p)) {
+            r->p = p;
+            return ikd__jr_fail(r, "a digit expected in an exponent");
+        }
+        int e = 0;
+        while (p < end && IS_DIGIT(*p)) {
+            if (e < 100000)
+                e = e * 10 + (*p - '0');
+            p++;
+        }
+        exp10 += eneg ? -e : e;
+    }
+    r->p = p;
+    bool fits = ndig <= 19; /* m holds every digit */
+    if (is_int) {
+        *is_int = integral && fits && m <= (uint64_t)INT64_MAX;
+        if (*is_int)
+            *iv = neg ? -(long long)m : (long long)m;
+    }
+    if (fits && m <= (1ull << 53) && exp10 >= -22 && exp10 <= 22) {
+        double d = (double)m;
+        d = exp10 < 0 ? d / pow10_exact[-exp10] : d * pow10_exact[exp10];
+        *v = neg ? -d : d;
+        return 0;
+    }
+    return slow_number(r, s, p, v);
 }
 
 int ikd__jr_number(ikd__jr *r, double *v)
@@ -557,51 +560,128 @@ int ikd__json_check(const char *text, size_t len, char open, char *why, size_t w
 
 /* ---- writer ------------------------------------------------------------- */
 
+static const uint64_t pow10_u64[20] = {1ull,
+                                       10ull,
+                                       100ull,
+                                       1000ull,
+                                       10000ull,
+                                       100000ull,
+                                       1000000ull,
+                                       10000000ull,
+                                       100000000ull,
+                                       1000000000ull,
+                                       10000000000ull,
+                                       100000000000ull,
+                                       1000000000000ull,
+                                       10000000000000ull,
+                                       100000000000000ull,
+                                       1000000000000000ull,
+                                       10000000000000000ull,
+                                       100000000000000000ull,
+                                       1000000000000000000ull,
+                                       10000000000000000000ull};
+
+/* Writes m (its nd digits) as a decimal with k of them after the point
+ * ("0.00m" when k >= nd), a sign first when neg. */
+static size_t put_fixed(char *out, bool neg, uint64_t m, int k)
+{
+    char dig[24];
+    int nd = 0, n = 0;
+    do {
+        dig[nd++] = (char)('0' + m % 10);
+        m /= 10;
+    } while (m);
+    if (neg)
+        out[n++] = '-';
+    if (nd <= k) {
+        out[n++] = '0';
+        out[n++] = '.';
+        for (int z = 0; z < k - nd; z++)
+            out[n++] = '0';
+        while (nd)
+            out[n++] = dig[--nd];
+    } else {
+        while (nd > k)
+            out[n++] = dig[--nd];
+        out[n++] = '.';
+        if (k == 0)
+            out[n++] = '0';
+        while (nd)
+            out[n++] = dig[--nd];
+    }
+    return (size_t)n;
+}
+
+/* a in [1e-3, 2^53): its 17 significant digits, correctly rounded (ties
+ * to even), as q with *k digits after the point: exact, in 128-bit
+ * integers (a = f 2^e2 with f < 2^53, and q = round(f 10^k 2^e2), where
+ * f 10^k < 2^53 10^19 < 2^117). False outside that range. 17 significant
+ * digits always read back as the same double. */
+static bool digits17(double a, uint64_t *q_out, int *k_out)
+{
+    int e2;
+    double fr = frexp(a, &e2); /* a = fr 2^e2, fr in [0.5, 1) */
+    uint64_t f = (uint64_t)ldexp(fr, 53);
+    e2 -= 53;
+    if (e2 > 0 || e2 < -127)
+        return false;
+    int k = 16 - (int)floor(log10(a)); /* a 10^k has 17 digits before the point */
+    for (int tries = 0; tries < 2; tries++) {
+        if (k < 0 || k > 19)
+            return false;
+        __uint128_t n = (__uint128_t)f * pow10_u64[k];
+        int sh = -e2;
+        __uint128_t q = n >> sh;
+        __uint128_t rem = n - (q << sh);
+        if (sh > 0) {
+            __uint128_t half = (__uint128_t)1 << (sh - 1);
+            if (rem > half || (rem == half && (q & 1)))
+                q++;
+        }
+        if (q >= (__uint128_t)100000000000000000ull) { /* 18 digits: log10 was low */
+            k--;
+            continue;
+        }
+        if (q < (__uint128_t)10000000000000000ull) { /* 16 digits: it was high */
+            k++;
+            continue;
+        }
+        *q_out = (uint64_t)q;
+        *k_out = k;
+        return true;
+    }
+    return false;
+}
+
 size_t ikd__fmt_double(char *out, double v)
 {
     double a = fabs(v);
-    size_t n = 0;
     if (a == 0) {
+        size_t n = 0;
         if (signbit(v))
             out[n++] = '-';
         memcpy(out + n, "0.0", 3);
         return n + 3;
     }
     if (a < 9007199254740992.0 && a >= 1e-22) {
+        /* the fewest decimals whose digits fit in 53 bits and read back */
         for (int k = 0; k <= 22; k++) {
-            double s = a * pow10_exact[k];
-            if (s >= 9007199254740992.0)
+            double sc = a * pow10_exact[k];
+            if (sc >= 9007199254740992.0)
                 break;
-            double m = nearbyint(s);
-            if (m / pow10_exact[k] != a)
-                continue;
-            /* m's digits with k of them after the point */
-            char dig[24];
-            int nd = 0;
-            uint64_t u = (uint64_t)m;
-            do {
-                dig[nd++] = (char)('0' + u % 10);
-                u /= 10;
-            } while (u);
-            if (v < 0)
-                out[n++] = '-';
-            if (nd <= k) {
-                out[n++] = '0';
-                out[n++] = '.';
-                for (int z = 0; z < k - nd; z++)
-                    out[n++] = '0';
-                while (nd)
-                    out[n++] = dig[--nd];
-            } else {
-                while (nd > k)
-                    out[n++] = dig[--nd];
-                out[n++] = '.';
-                if (k == 0)
-                    out[n++] = '0';
-                while (nd)
-                    out[n++] = dig[--nd];
+            double m = nearbyint(sc);
+            if (m / pow10_exact[k] == a)
+                return put_fixed(out, v < 0, (uint64_t)m, k);
+        }
+        /* none: 17 significant digits, trailing zeros dropped */
+        uint64_t q;
+        int k;
+        if (digits17(a, &q, &k)) {
+            while (k > 0 && q % 10 == 0) {
+                q /= 10;
+                k--;
             }
-            return n;
+            return put_fixed(out, v < 0, q, k);
         }
     }
     locale_t old = uselocale((locale_t)ikd__c_locale());

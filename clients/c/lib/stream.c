@@ -458,19 +458,24 @@ int ikd_tick_add(ikd_conn *c, const char *stream, const ikd_target *target,
         }
     }
     TPUT(",\"target\":");
-    char what[96];
-    snprintf(what, sizeof what, "the target of %s", stream);
-    if ((rc = ikd__put_target(b, target, what, err)))
-        goto undo;
+    if ((rc = ikd__put_target(b, target, "target", err)))
+        goto named;
     if (seed) {
         TPUT(",\"seed\":");
         if ((rc = ikd__put_seed(b, seed, "seed", err)))
-            goto undo;
+            goto named;
     }
     TPUT("}");
 #undef TPUT
     c->tick_count++;
     return 0;
+named: {
+    /* the error names the tick entry: "target.position[1] ..." of which stream */
+    char msg[sizeof err->message];
+    snprintf(msg, sizeof msg, "tick entry %zu (stream %s): %.400s", c->tick_count, stream,
+             err->message);
+    memcpy(err->message, msg, sizeof msg);
+}
 undo:
     b->len = mark; /* the tick stays as it was before this target */
     return rc;
