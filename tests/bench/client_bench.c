@@ -21,9 +21,12 @@
  * Output: progress and errors on stderr; one JSON object on stdout:
  *   {"bench":"client_tick","characters":1000,"window":1,"seconds":5.00,
  *    "ticks":..,"skipped_ticks":..,"ticks_per_s":..,"p50_us":..,"p99_us":..,
- *    "max_us":..,"client_cpu_us_per_tick":..}
+ *    "max_us":..,"client_cpu_us_per_tick":..,"failed":..,"bytes_in_per_tick":..,
+ *    "bytes_out_per_tick":..}
  * (latency per tick from ikd_tick_send to its event; client CPU: this
- * process's user + system time over the measured ticks). Exit status 0
+ * process's user + system time over the measured ticks; bytes in: what
+ * the client sent per tick, framing included, out: what ikd answered, as
+ * ws_bench counts them). Exit status 0
  * when ticks were measured with no error, 1 otherwise.
  */
 #include <stdbool.h>
@@ -237,12 +240,14 @@ int main(int argc, char **argv)
     b.next_tick = 1;
     uint64_t warm_end = now_ns() + (uint64_t)b.warmup_ms * 1000000u, end = 0;
     double cpu0 = 0;
+    ikd_conn_stats st0 = {0}, st1;
     for (;;) {
         uint64_t now = now_ns();
         if (!b.measuring && now >= warm_end) {
             b.measuring = true;
             end = now + (uint64_t)(b.seconds * 1e9);
             cpu0 = cpu_s();
+            ikd_conn_get_stats(c, &st0);
         }
         if (b.measuring && now >= end)
             break;
@@ -253,16 +258,20 @@ int main(int argc, char **argv)
             break;
     }
     double cpu = cpu_s() - cpu0;
+    ikd_conn_get_stats(c, &st1);
     ikd_conn_free(c);
+    double per = b.ticks ? (double)b.ticks : 1.0;
     double secs = b.seconds;
     printf("{\"bench\":\"client_tick\",\"characters\":%d,\"window\":%d,\"seconds\":%.2f,"
            "\"ticks\":%llu,\"skipped_ticks\":%llu,\"ticks_per_s\":%.1f,\"p50_us\":%llu,"
-           "\"p99_us\":%llu,\"max_us\":%llu,\"client_cpu_us_per_tick\":%.1f,\"failed\":%llu}\n",
+           "\"p99_us\":%llu,\"max_us\":%llu,\"client_cpu_us_per_tick\":%.1f,\"failed\":%llu,"
+           "\"bytes_in_per_tick\":%.0f,\"bytes_out_per_tick\":%.0f}\n",
            b.characters, b.window, secs, (unsigned long long)b.ticks,
            (unsigned long long)b.skipped, (double)b.ticks / secs,
            (unsigned long long)percentile(&b, 0.5), (unsigned long long)percentile(&b, 0.99),
            (unsigned long long)(b.max_ns / 1000),
-           b.ticks ? cpu * 1e6 / (double)b.ticks : 0.0, (unsigned long long)b.failed);
+           b.ticks ? cpu * 1e6 / (double)b.ticks : 0.0, (unsigned long long)b.failed,
+           (double)(st1.bytes_out - st0.bytes_out) / per, (double)(st1.bytes_in - st0.bytes_in) / per);
     free(b.hist);
     free(b.names);
     return b.ticks && !b.errors && !b.failed ? 0 : 1;
