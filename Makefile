@@ -247,6 +247,13 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_BUILD)/libikp
 	    -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(FUZZ_BUILD)/libikproto.a \
 	    $(FUZZ_BUILD)/libiksolver.a $(LIBS_PROTO) $(shell pkg-config --libs nettle) -lm
 
+# The client's readers (tests/fuzz/fuzz_client.c) are built from the
+# client's own sources with the same sanitizers.
+$(FUZZ_BUILD)/fuzz_client: tests/fuzz/fuzz_client.c tests/fuzz/fuzz.h $(CLIENT_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -I. $(CFLAGS_CLIENT) $(CFLAGS_PROTO) \
+	    -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(CLIENT_SRC) $(LIBS_CLIENT) $(LIBS_PROTO)
+
 # Builds the Dockerfile and tests the image (docker, else buildah and podman;
 # docker/image-test.sh says what it checks). Not part of check: .ci/run runs it.
 image-test:

@@ -778,8 +778,9 @@ int ikd__decode_http_error(const char *text, size_t len, int status, ikd_error *
     }
     ikd__arena_free(&arena);
     if (rc || more != 0 || !found) {
-        ikd__fail(e, IKD_E_HTTP, "ikd answered HTTP %d without an error object%s%.200s", status,
-                  len ? ": " : "", text ? text : "");
+        int shown = text ? (int)(len < 200 ? len : 200) : 0; /* text need not end in a NUL */
+        ikd__fail(e, IKD_E_HTTP, "ikd answered HTTP %d without an error object%s%.*s", status,
+                  shown ? ": " : "", shown, text ? text : "");
     }
     e->http_status = status;
     return e->code;
