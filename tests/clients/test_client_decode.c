@@ -316,7 +316,8 @@ START_TEST(fixture_errors)
         snprintf(path, sizeof path, "tests/fixtures/%s.response.json", files[f]);
         size_t len;
         char *text = read_file(path, &len);
-        json_t *ref = json_object_get(parse(text), "error");
+        json_t *root = parse(text);
+        json_t *ref = json_object_get(root, "error");
         ikd_error e;
         int rc = ikd__decode_http_error(text, len, 400, &e);
         same_string(e.wire_code, json_object_get(ref, "code"), "code");
@@ -325,6 +326,7 @@ START_TEST(fixture_errors)
         same_string(e.message, json_object_get(ref, "message"), "message");
         same_string(e.path, json_object_get(ref, "path"), "path");
         ck_assert_int_eq(e.http_status, 400);
+        json_decref(root);
         free(text);
     }
     /* not an error object: said with the status, the text quoted no

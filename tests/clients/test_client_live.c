@@ -762,10 +762,14 @@ START_TEST(reconnects_and_reopens)
     ikd_target t2 = {.position = {p[0], p[1], p[2]}};
     long long seq;
     ck_assert_int_eq(ikd_stream_target(c, "leg", IKD_SEQ_AUTO, &t2, NULL, &seq, &e), 0);
+    /* and a stream opened meanwhile is opened once, with the others */
+    ck_assert_int_eq(ikd_stream_open(c, "leg2", &leg, NULL, NULL, &e), 0);
     daemon_start(port, NULL);
-    POLL_UNTIL(c, s.last_seq == seq);
+    POLL_UNTIL(c, s.last_seq == seq && s.opened == 3);
     ck_assert_int_eq(s.connected, 2);
-    ck_assert_int_eq(s.opened, 2);
+    ikd_conn_poll(c, 100);
+    ck_assert_int_eq(s.opened, 3);
+    ck_assert_msg(s.errors == 0, "an error: %s %s", s.last_error_wire, s.last_error_stream);
     ikd_conn_stats st;
     ikd_conn_get_stats(c, &st);
     ck_assert_uint_ge(st.reconnects, 1);

@@ -319,7 +319,6 @@ static int dial(ikd_conn *c, ikd_error *err)
     struct addrinfo hints = {0};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_ADDRCONFIG;
     struct addrinfo *ai = NULL;
     int rc = getaddrinfo(c->host, c->port, &hints, &ai);
     if (rc != 0) {

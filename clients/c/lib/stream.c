@@ -258,7 +258,9 @@ int ikd_stream_open(ikd_conn *c, const char *stream, const ikd_chain *chain,
     if (!copy)
         return ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");
     memcpy(copy, b->p, b->len);
-    if ((rc = ikd__conn_queue(c, WSLAY_TEXT_FRAME, b->p, b->len, err))) {
+    /* between a loss and the redial the open is not queued: the redial
+     * opens every stream of the table, this one included */
+    if (c->state != CS_IDLE && (rc = ikd__conn_queue(c, WSLAY_TEXT_FRAME, b->p, b->len, err))) {
         free(copy);
         return rc;
     }
