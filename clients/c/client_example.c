@@ -159,8 +159,8 @@ int main(int argc, char **argv)
 
     /* 2. a WebSocket in the program's own loop */
     game g = {0};
-    ikd_conn_opts opts = {.url = url, .token = getenv("IKD_TOKEN"), .on_event = on_event,
-                          .user = &g};
+    ikd_conn_opts opts = {
+        .url = url, .token = getenv("IKD_TOKEN"), .on_event = on_event, .user = &g};
     ikd_conn *conn = ikd_conn_new(&opts, &err);
     if (!conn) {
         printf("FAILED: connecting: %s\n", err.message);

@@ -17,7 +17,8 @@
 
 #include <ikd/client.h>
 
-namespace {
+namespace
+{
 
 const char *const kLeg =
     "{\"kind\":\"bones\",\"positions\":[[0.0,0.0,1.0],[0.1,0.0,0.55],[0.0,0.0,0.1]]}";
@@ -33,7 +34,8 @@ double dist(const double *a, const Vec3 &b)
 }
 
 // The connection, freed with its owner.
-class Streamer {
+class Streamer
+{
   public:
     explicit Streamer(const std::string &url)
     {
@@ -49,9 +51,18 @@ class Streamer {
         if (!conn_)
             error_ = err.message;
     }
-    bool ok() const { return conn_ != nullptr && error_.empty(); }
-    const std::string &error() const { return error_; }
-    ikd_conn *get() { return conn_.get(); }
+    bool ok() const
+    {
+        return conn_ != nullptr && error_.empty();
+    }
+    const std::string &error() const
+    {
+        return error_;
+    }
+    ikd_conn *get()
+    {
+        return conn_.get();
+    }
     // One turn of the program's loop.
     void pump(int timeout_ms)
     {
@@ -75,7 +86,10 @@ class Streamer {
             error_ = ev.error->message;
     }
     struct Free {
-        void operator()(ikd_conn *c) const { ikd_conn_free(c); }
+        void operator()(ikd_conn *c) const
+        {
+            ikd_conn_free(c);
+        }
     };
     std::unique_ptr<ikd_conn, Free> conn_;
     std::string error_;

@@ -109,8 +109,8 @@ static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
         if (t->seq <= b->done_tick || t->seq >= b->next_tick ||
             t->skipped != t->seq - b->done_tick - 1 || (int)t->count != b->characters) {
             if (b->errors++ < 3)
-                fprintf(stderr, "client_bench: unexpected tick answer %lld (%zu answers)\n",
-                        t->seq, t->count);
+                fprintf(stderr, "client_bench: unexpected tick answer %lld (%zu answers)\n", t->seq,
+                        t->count);
         }
         for (size_t i = 0; i < t->count; i++)
             if (!t->entries[i].result || t->entries[i].result->status != IKD_STATUS_SUCCESS)
@@ -266,12 +266,12 @@ int main(int argc, char **argv)
            "\"ticks\":%llu,\"skipped_ticks\":%llu,\"ticks_per_s\":%.1f,\"p50_us\":%llu,"
            "\"p99_us\":%llu,\"max_us\":%llu,\"client_cpu_us_per_tick\":%.1f,\"failed\":%llu,"
            "\"bytes_in_per_tick\":%.0f,\"bytes_out_per_tick\":%.0f}\n",
-           b.characters, b.window, secs, (unsigned long long)b.ticks,
-           (unsigned long long)b.skipped, (double)b.ticks / secs,
-           (unsigned long long)percentile(&b, 0.5), (unsigned long long)percentile(&b, 0.99),
-           (unsigned long long)(b.max_ns / 1000),
+           b.characters, b.window, secs, (unsigned long long)b.ticks, (unsigned long long)b.skipped,
+           (double)b.ticks / secs, (unsigned long long)percentile(&b, 0.5),
+           (unsigned long long)percentile(&b, 0.99), (unsigned long long)(b.max_ns / 1000),
            b.ticks ? cpu * 1e6 / (double)b.ticks : 0.0, (unsigned long long)b.failed,
-           (double)(st1.bytes_out - st0.bytes_out) / per, (double)(st1.bytes_in - st0.bytes_in) / per);
+           (double)(st1.bytes_out - st0.bytes_out) / per,
+           (double)(st1.bytes_in - st0.bytes_in) / per);
     free(b.hist);
     free(b.names);
     return b.ticks && !b.errors && !b.failed ? 0 : 1;

@@ -129,9 +129,13 @@ static void check_result(const ikd_result *r, const json_t *ref)
             seen |= IKD_HAS_LOCAL_ROTATIONS;
         } else if (strcmp(k, "tip") == 0) {
             for (int i = 0; i < 3; i++)
-                same_json_number(r->tip_position[i], json_array_get(json_object_get(v, "position"), (size_t)i), "tip.position");
+                same_json_number(r->tip_position[i],
+                                 json_array_get(json_object_get(v, "position"), (size_t)i),
+                                 "tip.position");
             for (int i = 0; i < 4; i++)
-                same_json_number(r->tip_orientation[i], json_array_get(json_object_get(v, "orientation"), (size_t)i), "tip.orientation");
+                same_json_number(r->tip_orientation[i],
+                                 json_array_get(json_object_get(v, "orientation"), (size_t)i),
+                                 "tip.orientation");
             seen |= IKD_HAS_TIP;
         } else if (strcmp(k, "tips") == 0) {
             ck_assert_uint_eq(r->tip_count, json_array_size(v));
@@ -139,16 +143,23 @@ static void check_result(const ikd_result *r, const json_t *ref)
                 const json_t *t = json_array_get(v, i);
                 const ikd_tip *tp = &r->tips[i];
                 for (int a = 0; a < 3; a++)
-                    same_json_number(tp->position[a], json_array_get(json_object_get(t, "position"), (size_t)a), "tips.position");
+                    same_json_number(tp->position[a],
+                                     json_array_get(json_object_get(t, "position"), (size_t)a),
+                                     "tips.position");
                 for (int a = 0; a < 4; a++)
-                    same_json_number(tp->orientation[a], json_array_get(json_object_get(t, "orientation"), (size_t)a), "tips.orientation");
-                ck_assert_int_eq(!!(tp->has & IKD_HAS_STATUS), json_object_get(t, "status") != NULL);
+                    same_json_number(tp->orientation[a],
+                                     json_array_get(json_object_get(t, "orientation"), (size_t)a),
+                                     "tips.orientation");
+                ck_assert_int_eq(!!(tp->has & IKD_HAS_STATUS),
+                                 json_object_get(t, "status") != NULL);
                 if (json_object_get(t, "code"))
                     ck_assert_int_eq(tp->code, json_integer_value(json_object_get(t, "code")));
                 if (json_object_get(t, "position_error"))
-                    same_json_number(tp->position_error, json_object_get(t, "position_error"), "tips.position_error");
+                    same_json_number(tp->position_error, json_object_get(t, "position_error"),
+                                     "tips.position_error");
                 if (json_object_get(t, "orientation_error"))
-                    same_json_number(tp->orientation_error, json_object_get(t, "orientation_error"), "tips.orientation_error");
+                    same_json_number(tp->orientation_error, json_object_get(t, "orientation_error"),
+                                     "tips.orientation_error");
             }
             seen |= IKD_HAS_TIPS;
         } else if (strcmp(k, "position_error") == 0) {
@@ -185,9 +196,9 @@ static void check_result(const ikd_result *r, const json_t *ref)
     ck_assert_uint_eq(r->has, seen);
 }
 
-static const char *const answer_keys[] = {"chain_id", "solver", "units", "frame", "joint_names",
-                                          "bone_names", "tip_names", "count", "results",
-                                          "counts", NULL};
+static const char *const answer_keys[] = {"chain_id",    "solver",     "units",     "frame",
+                                          "joint_names", "bone_names", "tip_names", "count",
+                                          "results",     "counts",     NULL};
 
 static bool is_answer_key(const char *k)
 {
@@ -208,12 +219,17 @@ static void check_names(const char *const *names, size_t n, const json_t *ref)
 
 START_TEST(fixture_answers_decode_exactly)
 {
-    static const char *const files[] = {
-        "solve_two_link", "solve_three_link", "solve_links3d", "solve_two_bone", "solve_skeleton",
-        "solve_fabrik", "solve_ccd", "solve_urdf", "solve_joints_ros", "solve_joints_unity",
-        "solve_joints_unreal", "solve_joints_degrees", "solve_out_of_reach", "solve_chain_id",
-        "solve_closed_all", "solve_tree_urdf", "solve_tree_skeleton", "solve_tree_priorities",
-        "batch_two_bone", "batch_joints", "batch_tree", NULL};
+    static const char *const files[] = {"solve_two_link",      "solve_three_link",
+                                        "solve_links3d",       "solve_two_bone",
+                                        "solve_skeleton",      "solve_fabrik",
+                                        "solve_ccd",           "solve_urdf",
+                                        "solve_joints_ros",    "solve_joints_unity",
+                                        "solve_joints_unreal", "solve_joints_degrees",
+                                        "solve_out_of_reach",  "solve_chain_id",
+                                        "solve_closed_all",    "solve_tree_urdf",
+                                        "solve_tree_skeleton", "solve_tree_priorities",
+                                        "batch_two_bone",      "batch_joints",
+                                        "batch_tree",          NULL};
     for (int f = 0; files[f]; f++) {
         char path[256];
         snprintf(path, sizeof path, "tests/fixtures/%s.response.json", files[f]);
@@ -246,7 +262,8 @@ START_TEST(fixture_answers_decode_exactly)
                 check_result(&a.results[i], json_array_get(results, i));
             const json_t *counts = json_object_get(ref, "counts");
             ck_assert(a.has_counts);
-            ck_assert_int_eq(a.counts_success, json_integer_value(json_object_get(counts, "success")));
+            ck_assert_int_eq(a.counts_success,
+                             json_integer_value(json_object_get(counts, "success")));
             ck_assert_int_eq(a.counts_no_ik_solution,
                              json_integer_value(json_object_get(counts, "no_ik_solution")));
         } else {
@@ -308,9 +325,13 @@ END_TEST
 
 START_TEST(fixture_errors)
 {
-    static const char *const files[] = {"error_invalid_json", "error_unknown_field",
-                                        "error_unknown_chain", "error_too_many_targets",
-                                        "error_zero_length_link", "error_urdf_not_serial", NULL};
+    static const char *const files[] = {"error_invalid_json",
+                                        "error_unknown_field",
+                                        "error_unknown_chain",
+                                        "error_too_many_targets",
+                                        "error_zero_length_link",
+                                        "error_urdf_not_serial",
+                                        NULL};
     for (int f = 0; files[f]; f++) {
         char path[256];
         snprintf(path, sizeof path, "tests/fixtures/%s.response.json", files[f]);
@@ -321,7 +342,8 @@ START_TEST(fixture_errors)
         ikd_error e;
         int rc = ikd__decode_http_error(text, len, 400, &e);
         same_string(e.wire_code, json_object_get(ref, "code"), "code");
-        ck_assert_int_eq(rc, ikd_errcode_from_wire(json_string_value(json_object_get(ref, "code"))));
+        ck_assert_int_eq(rc,
+                         ikd_errcode_from_wire(json_string_value(json_object_get(ref, "code"))));
         ck_assert_int_ne(rc, IKD_E_SERVER);
         same_string(e.message, json_object_get(ref, "message"), "message");
         same_string(e.path, json_object_get(ref, "path"), "path");
@@ -434,14 +456,35 @@ static double read_one(const char *lit)
 
 START_TEST(number_reader_matches_strtod)
 {
-    static const char *const edge[] = {
-        "0", "-0", "0.0", "1", "-1", "0.1", "0.3", "1e22", "1e23", "-1e-22", "9007199254740992",
-        "9007199254740993", "9007199254740993.0", "123456789012345678901234567890",
-        "0.000000000000000000000000000001", "4.9e-324", "2.2250738585072014e-308",
-        "1.7976931348623157e308", "1e-400", "0.1000000000000000055511151231257827",
-        "2.00000000000000000000000000000000000001", "1234567890123456789", "12345678901234567890",
-        "1E5", "1e+5", "1.5E-3", "100000000000000000000000", "0.50000000000000000000001",
-        NULL};
+    static const char *const edge[] = {"0",
+                                       "-0",
+                                       "0.0",
+                                       "1",
+                                       "-1",
+                                       "0.1",
+                                       "0.3",
+                                       "1e22",
+                                       "1e23",
+                                       "-1e-22",
+                                       "9007199254740992",
+                                       "9007199254740993",
+                                       "9007199254740993.0",
+                                       "123456789012345678901234567890",
+                                       "0.000000000000000000000000000001",
+                                       "4.9e-324",
+                                       "2.2250738585072014e-308",
+                                       "1.7976931348623157e308",
+                                       "1e-400",
+                                       "0.1000000000000000055511151231257827",
+                                       "2.00000000000000000000000000000000000001",
+                                       "1234567890123456789",
+                                       "12345678901234567890",
+                                       "1E5",
+                                       "1e+5",
+                                       "1.5E-3",
+                                       "100000000000000000000000",
+                                       "0.50000000000000000000001",
+                                       NULL};
     for (int i = 0; edge[i]; i++)
         same(read_one(edge[i]), strtod(edge[i], NULL), edge[i]);
     char buf[64];
@@ -456,13 +499,27 @@ START_TEST(number_reader_matches_strtod)
             v = ((double)(bits >> 11) / 9007199254740992.0 - 0.5) * pow(10, (int)(rng() % 12) - 6);
         }
         switch (i % 7) {
-        case 0: snprintf(buf, sizeof buf, "%.17g", v); break;
-        case 1: snprintf(buf, sizeof buf, "%.6f", v); break;
-        case 2: snprintf(buf, sizeof buf, "%.15g", v); break;
-        case 3: snprintf(buf, sizeof buf, "%.3e", v); break;
-        case 4: snprintf(buf, sizeof buf, "%.9g", v); break;
-        case 5: snprintf(buf, sizeof buf, "%.1f", v); break;
-        default: snprintf(buf, sizeof buf, "%.20f", v); break;
+        case 0:
+            snprintf(buf, sizeof buf, "%.17g", v);
+            break;
+        case 1:
+            snprintf(buf, sizeof buf, "%.6f", v);
+            break;
+        case 2:
+            snprintf(buf, sizeof buf, "%.15g", v);
+            break;
+        case 3:
+            snprintf(buf, sizeof buf, "%.3e", v);
+            break;
+        case 4:
+            snprintf(buf, sizeof buf, "%.9g", v);
+            break;
+        case 5:
+            snprintf(buf, sizeof buf, "%.1f", v);
+            break;
+        default:
+            snprintf(buf, sizeof buf, "%.20f", v);
+            break;
         }
         if (strlen(buf) >= sizeof buf - 1 || strchr(buf, 'i') || strchr(buf, 'n'))
             continue;
@@ -491,15 +548,16 @@ START_TEST(number_writer_reads_back)
         if (isfinite(v))
             roundtrip(v);
         roundtrip(((double)(bits >> 11) / 9007199254740992.0 - 0.5) * 2e6);
-        roundtrip((double)(int64_t)(rng() % 2000001) / 1e6 - 1.0); /* 6 decimals */
+        roundtrip((double)(int64_t)(rng() % 2000001) / 1e6 - 1.0);     /* 6 decimals */
         roundtrip((double)(float)((double)(bits >> 40) / 16777216.0)); /* a float's value */
     }
     static const struct {
         double v;
         const char *text;
-    } exact[] = {{0.25, "0.25"},      {1.0, "1.0"},     {-0.0, "-0.0"},   {0.0, "0.0"},
-                 {0.1, "0.1"},        {-2.5, "-2.5"},   {1e-5, "0.00001"}, {123456.789, "123456.789"},
-                 {0.123457, "0.123457"}, {1e6, "1000000.0"}};
+    } exact[] = {
+        {0.25, "0.25"},         {1.0, "1.0"},      {-0.0, "-0.0"},    {0.0, "0.0"},
+        {0.1, "0.1"},           {-2.5, "-2.5"},    {1e-5, "0.00001"}, {123456.789, "123456.789"},
+        {0.123457, "0.123457"}, {1e6, "1000000.0"}};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
         char buf[48];
         size_t n = ikd__fmt_double(buf, exact[i].v);
@@ -545,25 +603,28 @@ START_TEST(malformed_messages_refused)
         "{\"type\":\"a\\u12\"}",
         "{\"type\":\"a\x01\"}",
         "{\"type\":\"tick_solution\",\"seq\":1,\"solutions\":[{\"stream\":\"a\",\"seq\":1}]}",
-        "{\"type\":\"tick_solution\",\"seq\":1,\"solutions\":[{\"seq\":1,\"result\":{\"status\":\"success\"}}]}",
+        "{\"type\":\"tick_solution\",\"seq\":1,\"solutions\":[{\"seq\":1,\"result\":{\"status\":"
+        "\"success\"}}]}",
         "{\"type\":\"error\",\"error\":{\"message\":\"no code\"}}",
-        "{\"type\":\"x\",\"deep\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+        "{\"type\":\"x\",\"deep\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+        "[[[[["
         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
         "{\"type\":\"x\",\"v\":tru}",
         "{\"type\":\"x\",\"v\":nul}",
         NULL};
     for (int i = 0; bad[i]; i++) {
         ikd_error e;
-        ck_assert_msg(decode_text(bad[i], strlen(bad[i]), &e) == IKD_E_BAD_ANSWER,
-                      "accepted: %s", bad[i]);
+        ck_assert_msg(decode_text(bad[i], strlen(bad[i]), &e) == IKD_E_BAD_ANSWER, "accepted: %s",
+                      bad[i]);
         ck_assert_msg(strstr(e.message, "byte") != NULL, "no offset in: %s", e.message);
     }
     /* every truncation of a tick answer */
-    const char *tick = "{\"type\":\"tick_solution\",\"seq\":120,\"skipped\":0,\"solutions\":[{\"stream\":"
-                       "\"c1\",\"seq\":120,\"skipped\":0,\"result\":{\"status\":\"success\","
-                       "\"local_rotations\":[[-0.194492,0.0648307,-0.0432205,0.977805]]}},{"
-                       "\"stream\":\"c3\",\"seq\":121,\"error\":{\"code\":\"unknown_stream\","
-                       "\"message\":\"no stream \\\"c3\\\"\",\"path\":\"/targets/2/stream\"}}]}";
+    const char *tick =
+        "{\"type\":\"tick_solution\",\"seq\":120,\"skipped\":0,\"solutions\":[{\"stream\":"
+        "\"c1\",\"seq\":120,\"skipped\":0,\"result\":{\"status\":\"success\","
+        "\"local_rotations\":[[-0.194492,0.0648307,-0.0432205,0.977805]]}},{"
+        "\"stream\":\"c3\",\"seq\":121,\"error\":{\"code\":\"unknown_stream\","
+        "\"message\":\"no stream \\\"c3\\\"\",\"path\":\"/targets/2/stream\"}}]}";
     size_t n = strlen(tick);
     ikd_error e;
     ck_assert_int_eq(decode_text(tick, n, &e), 0);
@@ -670,9 +731,8 @@ START_TEST(upgrade_answer_checked)
     ikd__buf req = {0};
     char accept[32];
     ikd_error e;
-    ck_assert_int_eq(ikd__handshake_request(&req, "/v1/stream", "127.0.0.1:8080", "s3cret",
-                                            accept, &e),
-                     0);
+    ck_assert_int_eq(
+        ikd__handshake_request(&req, "/v1/stream", "127.0.0.1:8080", "s3cret", accept, &e), 0);
     req.p[req.len] = '\0';
     ck_assert_ptr_nonnull(strstr(req.p, "Authorization: Bearer s3cret\r\n"));
     ck_assert_ptr_nonnull(strstr(req.p, "Sec-WebSocket-Protocol: ikd.v1\r\n"));
@@ -758,11 +818,12 @@ START_TEST(copies_own_their_bytes)
     json_decref(ref);
     free(doc);
 
-    const char *tick = "{\"type\":\"tick_solution\",\"seq\":121,\"skipped\":1,\"solutions\":[{"
-                       "\"stream\":\"c2\",\"seq\":121,\"skipped\":0,\"result\":{\"status\":\"success\","
-                       "\"local_rotations\":[[-0.0224536,-0.269577,-0.00449072,0.962707]]}},{"
-                       "\"stream\":\"c3\",\"seq\":121,\"error\":{\"code\":\"unknown_stream\","
-                       "\"message\":\"no stream\",\"path\":\"/targets/2/stream\"}}]}";
+    const char *tick =
+        "{\"type\":\"tick_solution\",\"seq\":121,\"skipped\":1,\"solutions\":[{"
+        "\"stream\":\"c2\",\"seq\":121,\"skipped\":0,\"result\":{\"status\":\"success\","
+        "\"local_rotations\":[[-0.0224536,-0.269577,-0.00449072,0.962707]]}},{"
+        "\"stream\":\"c3\",\"seq\":121,\"error\":{\"code\":\"unknown_stream\","
+        "\"message\":\"no stream\",\"path\":\"/targets/2/stream\"}}]}";
     char *t = strdup(tick);
     ikd__dec d2 = {0};
     ikd__msg m;

@@ -181,8 +181,8 @@ static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
 
 static ikd_conn *conn_new(seen *s, const char *token)
 {
-    ikd_conn_opts o = {.url = daemon_url, .token = token, .on_event = s ? on_event : NULL,
-                       .user = s};
+    ikd_conn_opts o = {
+        .url = daemon_url, .token = token, .on_event = s ? on_event : NULL, .user = s};
     ikd_error e;
     ikd_conn *c = ikd_conn_new(&o, &e);
     ck_assert_msg(c != NULL, "%s", e.message);
@@ -199,13 +199,12 @@ static int64_t test_now(void)
 /* Polls until cond holds (or fails the test after WAIT_MS). */
 #define POLL_UNTIL(c, cond)                                                                        \
     do {                                                                                           \
-        int64_t until_ = test_now() + WAIT_MS;                                                \
+        int64_t until_ = test_now() + WAIT_MS;                                                     \
         while (!(cond)) {                                                                          \
-            ck_assert_msg(test_now() < until_, "timed out waiting for: " #cond);             \
+            ck_assert_msg(test_now() < until_, "timed out waiting for: " #cond);                   \
             ikd_conn_poll((c), 50);                                                                \
         }                                                                                          \
     } while (0)
-
 
 static ikd_client *client_new(const char *token)
 {
@@ -634,8 +633,7 @@ START_TEST(memory_bounded_when_solutions_are_not_kept)
     size_t heap1 = heap_in_use();
     /* the connection's buffers: a few reads' worth, whatever the count */
     ck_assert_msg(peak_stats < 512 * 1024, "the connection held %zu bytes", peak_stats);
-    ck_assert_msg(heap1 <= heap0 + 64 * 1024, "the heap grew from %zu to %zu bytes", heap0,
-                  heap1);
+    ck_assert_msg(heap1 <= heap0 + 64 * 1024, "the heap grew from %zu to %zu bytes", heap0, heap1);
     ikd_conn_free(c);
 }
 END_TEST
@@ -644,8 +642,7 @@ START_TEST(send_queue_bounded)
 {
     daemon_start(0, NULL);
     seen s = {0};
-    ikd_conn_opts o = {.url = daemon_url, .on_event = on_event, .user = &s,
-                       .max_send_queue = 8192};
+    ikd_conn_opts o = {.url = daemon_url, .on_event = on_event, .user = &s, .max_send_queue = 8192};
     ikd_error e;
     ikd_conn *c = ikd_conn_new(&o, &e);
     ikd_chain leg = {.json = LEG};
@@ -677,8 +674,8 @@ START_TEST(message_over_max_message)
 {
     daemon_start(0, NULL);
     seen s = {0};
-    ikd_conn_opts o = {.url = daemon_url, .on_event = on_event, .user = &s, .max_message = 200,
-                       .reconnect = true};
+    ikd_conn_opts o = {
+        .url = daemon_url, .on_event = on_event, .user = &s, .max_message = 200, .reconnect = true};
     ikd_error e;
     ikd_conn *c = ikd_conn_new(&o, &e);
     ikd_chain leg = {.json = LEG};
@@ -734,7 +731,8 @@ START_TEST(path_and_close)
     ck_assert_int_eq(s.close_code, 1000);
     ck_assert_int_eq(s.last_disconnect_code, IKD_E_CLOSED);
     ck_assert_int_eq(ikd_conn_process(c, 0), IKD_E_CLOSED);
-    ck_assert_int_eq(ikd_stream_target(c, "leg", IKD_SEQ_AUTO, &w[0], NULL, NULL, &e), IKD_E_CLOSED);
+    ck_assert_int_eq(ikd_stream_target(c, "leg", IKD_SEQ_AUTO, &w[0], NULL, NULL, &e),
+                     IKD_E_CLOSED);
     ikd_conn_free(c);
 }
 END_TEST

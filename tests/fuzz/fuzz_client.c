@@ -31,9 +31,9 @@ static void check_result(const ikd_result *r)
     ikd_result *c = ikd_result_copy(r);
     if (!c)
         return;
-    if (strcmp(c->status_text, r->status_text) != 0 || c->status != r->status ||
-        c->has != r->has || c->joint_count != r->joint_count ||
-        c->position_count != r->position_count || c->tip_count != r->tip_count)
+    if (strcmp(c->status_text, r->status_text) != 0 || c->status != r->status || c->has != r->has ||
+        c->joint_count != r->joint_count || c->position_count != r->position_count ||
+        c->tip_count != r->tip_count)
         fuzz_fail("a result's copy differs");
     same_doubles(c->joints, r->joints, r->joint_count);
     same_doubles(c->positions, r->positions, r->position_count * (size_t)r->position_dim);

@@ -239,7 +239,7 @@ ikd_conn *ikd_conn_new(const ikd_conn_opts *o, ikd_error *err)
     c->max_message = o->max_message ? o->max_message : DEFAULT_MAX_MESSAGE;
     c->max_send_queue = o->max_send_queue ? o->max_send_queue : DEFAULT_SEND_QUEUE;
     c->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : DEFAULT_CONNECT_MS;
-    c->idle_timeout_ms = o->idle_timeout_ms > 0 ? o->idle_timeout_ms
+    c->idle_timeout_ms = o->idle_timeout_ms > 0   ? o->idle_timeout_ms
                          : o->idle_timeout_ms < 0 ? 0
                                                   : DEFAULT_IDLE_MS;
     c->max_streams = o->max_streams > 0 ? o->max_streams : 1024;
@@ -289,8 +289,8 @@ static int connect_next(ikd_conn *c, ikd_error *err)
     while (c->ai_next) {
         struct addrinfo *a = c->ai_next;
         c->ai_next = a->ai_next;
-        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                        a->ai_protocol);
+        int fd =
+            socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0) {
             last = errno;
             continue;
@@ -739,9 +739,10 @@ int ikd_conn_events(const ikd_conn *c)
     case CS_UPGRADING:
     case CS_OPEN:
     case CS_CLOSING:
-        return IKD_WANT_READ | (c->out.len > c->out_off || (c->tls && ikd__tls_write_pending(c->tls))
-                                    ? IKD_WANT_WRITE
-                                    : 0);
+        return IKD_WANT_READ |
+               (c->out.len > c->out_off || (c->tls && ikd__tls_write_pending(c->tls))
+                    ? IKD_WANT_WRITE
+                    : 0);
     default:
         return 0;
     }

@@ -56,8 +56,8 @@ int ikd__handshake_request(ikd__buf *out, const char *path, const char *host_hea
  * head's length in *used and 101 when the upgrade is accepted, the status
  * (>= 200) when refused (*body_len: Content-Length, or -1 when none), or an
  * IKD_E_* code with *err filled when the answer is wrong. */
-int ikd__handshake_answer(const char *p, size_t n, const char *accept, size_t *used,
-                          long *body_len, ikd_error *err);
+int ikd__handshake_answer(const char *p, size_t n, const char *accept, size_t *used, long *body_len,
+                          ikd_error *err);
 
 /* ---- the connection ----------------------------------------------------- */
 
@@ -75,8 +75,8 @@ typedef struct ikd__stream {
     char name[IKD__STREAM_MAX + 1];
     char *open_msg; /* the open message, to open it again after a reconnection */
     size_t open_len;
-    long long next_seq;     /* the seq IKD_SEQ_AUTO gives next */
-    long long last_sent;    /* the last target's or path's seq (when sent) */
+    long long next_seq;  /* the seq IKD_SEQ_AUTO gives next */
+    long long last_sent; /* the last target's or path's seq (when sent) */
     long long last_answered;
     bool sent, answered, path_active, opened;
 } ikd__stream;

@@ -163,8 +163,7 @@ static int read_names(ikd__dec *d, ikd__jr *r, const char *const **out, size_t *
     }
     if (more < 0)
         return -1;
-    return flush_scratch(d, r, &d->names, start, sizeof(const char *), (const void **)out,
-                         count);
+    return flush_scratch(d, r, &d->names, start, sizeof(const char *), (const void **)out, count);
 }
 
 static ikd_status status_of(const char *s)

@@ -104,8 +104,8 @@ int ikd__put_seed(ikd__buf *b, const ikd_seed *s, const char *what, ikd_error *e
         return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "%s has a count but no values", what);
     int w = s->width ? s->width : 1;
     if (w != 1 && w != 3 && w != 4)
-        return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "%s.width must be 1, 3 or 4 (got %d)",
-                         what, s->width);
+        return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "%s.width must be 1, 3 or 4 (got %d)", what,
+                         s->width);
     if (ikd__buf_put(b, "[", 1))
         return ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");
     for (size_t i = 0; i < s->count; i++) {

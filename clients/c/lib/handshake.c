@@ -83,8 +83,8 @@ static bool list_has(const char *v, size_t n, const char *token)
     return false;
 }
 
-int ikd__handshake_answer(const char *p, size_t n, const char *accept, size_t *used,
-                          long *body_len, ikd_error *err)
+int ikd__handshake_answer(const char *p, size_t n, const char *accept, size_t *used, long *body_len,
+                          ikd_error *err)
 {
     *used = 0;
     *body_len = -1;
@@ -144,7 +144,8 @@ int ikd__handshake_answer(const char *p, size_t n, const char *accept, size_t *u
         return ikd__fail(err, IKD_E_HANDSHAKE,
                          "the 101 answer's Sec-WebSocket-Accept is missing or wrong");
     if (!protocol_ok)
-        return ikd__fail(err, IKD_E_HANDSHAKE, "the 101 answer selects a subprotocol other than "
-                                               "ikd.v1");
+        return ikd__fail(err, IKD_E_HANDSHAKE,
+                         "the 101 answer selects a subprotocol other than "
+                         "ikd.v1");
     return 101;
 }

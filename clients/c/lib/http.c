@@ -25,9 +25,9 @@
 
 #include "internal.h"
 
-#define DEFAULT_TIMEOUT_MS  30000L
-#define DEFAULT_MAX_ANSWER  ((size_t)256 << 20)
-#define DEFAULT_REMEMBERED  ((size_t)64 << 20)
+#define DEFAULT_TIMEOUT_MS 30000L
+#define DEFAULT_MAX_ANSWER ((size_t)256 << 20)
+#define DEFAULT_REMEMBERED ((size_t)64 << 20)
 
 typedef struct remembered {
     struct remembered *next; /* newest first */
@@ -233,9 +233,8 @@ static int perform(ikd_client *c, const char *method, const char *path, const ch
                    : rc == CURLE_SSL_CACERT || rc == CURLE_PEER_FAILED_VERIFICATION ||
                            rc == CURLE_SSL_CONNECT_ERROR
                        ? IKD_E_TLS
-                   : rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST
-                       ? IKD_E_CONNECT
-                       : IKD_E_HTTP;
+                   : rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ? IKD_E_CONNECT
+                                                                                     : IKD_E_HTTP;
         return ikd__fail(err, code, "%s %s: %s", method, path, curl_easy_strerror(rc));
     }
     long st = 0;
@@ -407,8 +406,7 @@ void ikd_chain_info_free(ikd_chain_info *ci)
 
 /* ---- the calls ---------------------------------------------------------- */
 
-static int register_text(ikd_client *c, const char *text, size_t len, int *status,
-                         ikd_error *err)
+static int register_text(ikd_client *c, const char *text, size_t len, int *status, ikd_error *err)
 {
     int rc = exchange(c, "POST", "/v1/chains", text, len, status, err);
     if (rc)
@@ -425,8 +423,8 @@ static int register_text(ikd_client *c, const char *text, size_t len, int *statu
 
 /* A solve or batch body in c->body, sent to path: with the chain's
  * re-registration when the id is unknown there and remembered here. */
-static int solve_exchange(ikd_client *c, const char *path, const ikd_chain *chain,
-                          ikd_answer **out, ikd_error *err)
+static int solve_exchange(ikd_client *c, const char *path, const ikd_chain *chain, ikd_answer **out,
+                          ikd_error *err)
 {
     int status = 0;
     int rc = exchange(c, "POST", path, c->body.p, c->body.len, &status, err);
@@ -452,8 +450,8 @@ static int solve_exchange(ikd_client *c, const char *path, const ikd_chain *chai
     return answer_out(c, out, err);
 }
 
-int ikd_solve(ikd_client *c, const ikd_chain *chain, const ikd_target *target,
-              const ikd_seed *seed, const char *options_json, ikd_answer **out, ikd_error *err)
+int ikd_solve(ikd_client *c, const ikd_chain *chain, const ikd_target *target, const ikd_seed *seed,
+              const char *options_json, ikd_answer **out, ikd_error *err)
 {
     ikd_error local;
     if (!err)
@@ -490,9 +488,9 @@ int ikd_solve(ikd_client *c, const ikd_chain *chain, const ikd_target *target,
     return solve_exchange(c, "/v1/solve", chain, out, err);
 }
 
-int ikd_solve_batch(ikd_client *c, const ikd_chain *chain, const ikd_target *targets,
-                    size_t count, const ikd_seed *seeds, const char *options_json,
-                    ikd_answer **out, ikd_error *err)
+int ikd_solve_batch(ikd_client *c, const ikd_chain *chain, const ikd_target *targets, size_t count,
+                    const ikd_seed *seeds, const char *options_json, ikd_answer **out,
+                    ikd_error *err)
 {
     ikd_error local;
     if (!err)
@@ -550,8 +548,7 @@ int ikd_solve_batch(ikd_client *c, const ikd_chain *chain, const ikd_target *tar
     return solve_exchange(c, "/v1/solve/batch", chain, out, err);
 }
 
-int ikd_chain_register(ikd_client *c, const char *chain_json, ikd_chain_info **out,
-                       ikd_error *err)
+int ikd_chain_register(ikd_client *c, const char *chain_json, ikd_chain_info **out, ikd_error *err)
 {
     ikd_error local;
     if (!err)

@@ -192,8 +192,7 @@ typedef struct ikd__msg {
 int ikd__decode_message(ikd__dec *d, const char *text, size_t len, ikd__msg *m, ikd_error *err);
 
 /* HTTP answers. */
-int ikd__decode_answer(ikd__dec *d, const char *text, size_t len, ikd_answer *out,
-                       ikd_error *err);
+int ikd__decode_answer(ikd__dec *d, const char *text, size_t len, ikd_answer *out, ikd_error *err);
 int ikd__decode_chain_info(ikd__dec *d, const char *text, size_t len, ikd_chain_info *out,
                            ikd_error *err);
 /* An HTTP error answer {"error":{...}} into e (code from its word); when

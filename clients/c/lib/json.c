@@ -106,9 +106,9 @@ int ikd__jr_array(ikd__jr *r)
  * *escaped tells whether a backslash occurs. The escapes are checked. */
 /* The bytes that stop a run of plain string characters: '"', '\\' and
  * the control characters. */
-static const unsigned char string_stop[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    0, 0, 1, ['\\'] = 1};
+static const unsigned char string_stop[256] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                               1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                               1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, ['\\'] = 1};
 
 static int scan_string(ikd__jr *r, const char **s, size_t *n, bool *escaped)
 {
@@ -142,7 +142,8 @@ static int scan_string(ikd__jr *r, const char **s, size_t *n, bool *escaped)
                 }
                 for (int k = 2; k < 6; k++) {
                     char h = p[k];
-                    if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') || (h >= 'A' && h <= 'F'))) {
+                    if (!((h >= '0' && h <= '9') || (h >= 'a' && h <= 'f') ||
+                          (h >= 'A' && h <= 'F'))) {
                         r->p = p;
                         return ikd__jr_fail(r, "a bad \\u escape");
                     }
@@ -214,11 +215,21 @@ static char *unescape(ikd__jr *r, const char *s, size_t n, size_t *out_n)
         char e = s[i + 1];
         i += 2;
         switch (e) {
-        case 'b': o[k++] = '\b'; break;
-        case 'f': o[k++] = '\f'; break;
-        case 'n': o[k++] = '\n'; break;
-        case 'r': o[k++] = '\r'; break;
-        case 't': o[k++] = '\t'; break;
+        case 'b':
+            o[k++] = '\b';
+            break;
+        case 'f':
+            o[k++] = '\f';
+            break;
+        case 'n':
+            o[k++] = '\n';
+            break;
+        case 'r':
+            o[k++] = '\r';
+            break;
+        case 't':
+            o[k++] = '\t';
+            break;
         case 'u': {
             unsigned cp = hex4(s + i);
             i += 4;
@@ -234,7 +245,9 @@ static char *unescape(ikd__jr *r, const char *s, size_t n, size_t *out_n)
             k += put_utf8(o + k, cp);
             break;
         }
-        default: o[k++] = e; break; /* " \ / */
+        default:
+            o[k++] = e;
+            break; /* " \ / */
         }
     }
     o[k] = '\0';
@@ -724,12 +737,24 @@ int ikd__put_string(ikd__buf *b, const char *s, size_t n)
         char esc[8];
         int k;
         switch (c) {
-        case '"': k = snprintf(esc, sizeof esc, "\\\""); break;
-        case '\\': k = snprintf(esc, sizeof esc, "\\\\"); break;
-        case '\n': k = snprintf(esc, sizeof esc, "\\n"); break;
-        case '\r': k = snprintf(esc, sizeof esc, "\\r"); break;
-        case '\t': k = snprintf(esc, sizeof esc, "\\t"); break;
-        default: k = snprintf(esc, sizeof esc, "\\u%04x", c); break;
+        case '"':
+            k = snprintf(esc, sizeof esc, "\\\"");
+            break;
+        case '\\':
+            k = snprintf(esc, sizeof esc, "\\\\");
+            break;
+        case '\n':
+            k = snprintf(esc, sizeof esc, "\\n");
+            break;
+        case '\r':
+            k = snprintf(esc, sizeof esc, "\\r");
+            break;
+        case '\t':
+            k = snprintf(esc, sizeof esc, "\\t");
+            break;
+        default:
+            k = snprintf(esc, sizeof esc, "\\u%04x", c);
+            break;
         }
         if (ikd__buf_put(b, esc, (size_t)k))
             return -1;

@@ -185,9 +185,10 @@ static int check_conn(ikd_conn *c, ikd_error *err)
 static int check_name(const char *stream, ikd_error *err)
 {
     if (!ikd__stream_name_ok(stream))
-        return ikd__fail(err, IKD_E_INVALID_ARGUMENT,
-                         "a stream name is 1 to 64 characters of A-Z a-z 0-9 _ . : - (got \"%.80s\")",
-                         stream ? stream : "(null)");
+        return ikd__fail(
+            err, IKD_E_INVALID_ARGUMENT,
+            "a stream name is 1 to 64 characters of A-Z a-z 0-9 _ . : - (got \"%.80s\")",
+            stream ? stream : "(null)");
     return 0;
 }
 
@@ -219,8 +220,8 @@ int ikd_send_text(ikd_conn *c, const char *json, size_t len, ikd_error *err)
     return ikd__conn_queue(c, WSLAY_TEXT_FRAME, json, len, err);
 }
 
-int ikd_stream_open(ikd_conn *c, const char *stream, const ikd_chain *chain,
-                    const ikd_seed *seed, const char *options_json, ikd_error *err)
+int ikd_stream_open(ikd_conn *c, const char *stream, const ikd_chain *chain, const ikd_seed *seed,
+                    const char *options_json, ikd_error *err)
 {
     ikd_error local;
     if (!err)
@@ -426,8 +427,8 @@ int ikd_tick_begin(ikd_conn *c, long long seq, ikd_error *err)
     return 0;
 }
 
-int ikd_tick_add(ikd_conn *c, const char *stream, const ikd_target *target,
-                 const ikd_seed *seed, long long seq, ikd_error *err)
+int ikd_tick_add(ikd_conn *c, const char *stream, const ikd_target *target, const ikd_seed *seed,
+                 long long seq, ikd_error *err)
 {
     ikd_error local;
     if (!err)
@@ -471,7 +472,7 @@ int ikd_tick_add(ikd_conn *c, const char *stream, const ikd_target *target,
 #undef TPUT
     c->tick_count++;
     return 0;
-named: {
+named : {
     /* the error names the tick entry: "target.position[1] ..." of which stream */
     char msg[sizeof err->message];
     snprintf(msg, sizeof msg, "tick entry %zu (stream %s): %.400s", c->tick_count, stream,
@@ -559,8 +560,7 @@ static void wake(ikd_conn *c, ikd__waiter *w, const ikd_event *ev)
     case IKD_EV_MESSAGE:
         if (!c->on_event) {
             w->rc = ikd__fail(w->err, IKD_E_UNEXPECTED, "ikd sent a message of type %.40s: %.300s",
-                              ev->type ? ev->type : "(binary)",
-                              ev->binary ? "" : ev->text);
+                              ev->type ? ev->type : "(binary)", ev->binary ? "" : ev->text);
             w->done = true;
         }
         return;

@@ -116,7 +116,8 @@ long ikd__tls_read(ikd__tls *t, void *p, size_t n, ikd_error *err)
 
 long ikd__tls_write(ikd__tls *t, const void *p, size_t n, ikd_error *err)
 {
-    ssize_t r = t->write_pending ? gnutls_record_send(t->s, NULL, 0) : gnutls_record_send(t->s, p, n);
+    ssize_t r =
+        t->write_pending ? gnutls_record_send(t->s, NULL, 0) : gnutls_record_send(t->s, p, n);
     if (r >= 0) {
         t->write_pending = false;
         return (long)r;

@@ -80,7 +80,7 @@ const char *ikd_client_version(void);
  * (proto/README.md, "Errors"; an error ikd answers carries its word in
  * ikd_error.wire_code); the last are the client's own. */
 #define IKD_ERROR_MAP(X)                                                                           \
-    X(INVALID_JSON, "invalid_json", "ikd could not read the message as JSON")                     \
+    X(INVALID_JSON, "invalid_json", "ikd could not read the message as JSON")                      \
     X(INVALID_REQUEST, "invalid_request", "a member is missing, unknown or invalid (see path)")    \
     X(UNKNOWN_TYPE, "unknown_type", "a stream message whose type ikd does not know")               \
     X(STREAM_EXISTS, "stream_exists", "a stream of that name is already open")                     \
@@ -97,22 +97,22 @@ const char *ikd_client_version(void);
     X(INVALID_URDF, "invalid_urdf", "the URDF is malformed or has no chain between base and tip")  \
     X(UPGRADE_REQUIRED, "upgrade_required", "the stream endpoint wants a WebSocket upgrade")       \
     X(INTERNAL, "internal", "ikd failed, not the request")                                         \
-    X(OVERLOADED, "overloaded", "ikd's solver queue is full: send again later")                   \
+    X(OVERLOADED, "overloaded", "ikd's solver queue is full: send again later")                    \
     X(SHUTTING_DOWN, "shutting_down", "ikd is shutting down")                                      \
     X(SERVER, "server_error", "an error whose code this client does not know (see wire_code)")     \
-    X(INVALID_ARGUMENT, "invalid_argument", "a bad argument to a libikdclient function")          \
+    X(INVALID_ARGUMENT, "invalid_argument", "a bad argument to a libikdclient function")           \
     X(NO_MEMORY, "no_memory", "out of memory")                                                     \
-    X(CONNECT, "connect", "no connection: the name did not resolve, or the address refused")      \
-    X(TLS, "tls", "the TLS handshake or a TLS record failed (an untrusted certificate, say)")       \
-    X(HANDSHAKE, "handshake", "the WebSocket upgrade was refused or answered wrongly")              \
-    X(PROTOCOL, "protocol", "ikd's bytes break the WebSocket protocol")                             \
+    X(CONNECT, "connect", "no connection: the name did not resolve, or the address refused")       \
+    X(TLS, "tls", "the TLS handshake or a TLS record failed (an untrusted certificate, say)")      \
+    X(HANDSHAKE, "handshake", "the WebSocket upgrade was refused or answered wrongly")             \
+    X(PROTOCOL, "protocol", "ikd's bytes break the WebSocket protocol")                            \
     X(BAD_ANSWER, "bad_answer", "an answer that is not what the protocol describes")               \
-    X(HTTP, "http", "the HTTP exchange failed (libcurl's words in message)")                        \
+    X(HTTP, "http", "the HTTP exchange failed (libcurl's words in message)")                       \
     X(TIMEOUT, "timeout", "no answer in time")                                                     \
     X(CONNECTION_LOST, "connection_lost", "the connection ended before the answer came")           \
     X(CLOSED, "closed", "the connection is closed")                                                \
-    X(SEND_QUEUE_FULL, "send_queue_full", "the send queue is full: the message was not queued")   \
-    X(MESSAGE_TOO_LARGE, "message_too_large", "a message or answer larger than the limit set")    \
+    X(SEND_QUEUE_FULL, "send_queue_full", "the send queue is full: the message was not queued")    \
+    X(MESSAGE_TOO_LARGE, "message_too_large", "a message or answer larger than the limit set")     \
     X(UNEXPECTED, "unexpected_message", "a message the waiting call did not expect")
 
 /* The codes: IKD_OK, then IKD_E_<ENUM> = -1, -2, ... in the table's order. */
@@ -145,10 +145,10 @@ typedef struct ikd_error {
     double retry_after_s; /* a 503's Retry-After in seconds, else 0 */
     long long seq;        /* the seq of the message it answers, when has_seq */
     bool has_seq;
-    char wire_code[40];   /* ikd's code word as sent; "" for the client's own errors */
-    char stream[72];      /* the stream it names; "" when none */
-    char path[256];       /* JSON pointer into what was sent ("" for the whole) */
-    char message[512];    /* ikd's words, or the client's */
+    char wire_code[40]; /* ikd's code word as sent; "" for the client's own errors */
+    char stream[72];    /* the stream it names; "" when none */
+    char path[256];     /* JSON pointer into what was sent ("" for the whole) */
+    char message[512];  /* ikd's words, or the client's */
 } ikd_error;
 
 /* ==== what is sent ======================================================
@@ -323,13 +323,13 @@ ikd_result *ikd_result_copy(const ikd_result *r);
 typedef struct ikd_client ikd_client;
 
 typedef struct ikd_client_opts {
-    const char *url;           /* "http://HOST:PORT" or "https://..." (a path prefix is kept) */
-    const char *token;         /* bearer token, or NULL */
-    const char *ca_file;       /* PEM file of the CAs to trust for https (NULL: the system's) */
-    long timeout_ms;           /* each request, connection included; 0: 30000 */
-    size_t max_answer;         /* bytes of one answer at most; 0: 256 MiB */
-    int retries;               /* times an "overloaded" 503 is retried after its Retry-After */
-    size_t max_remembered;     /* chain text kept for re-registration, bytes; 0: 64 MiB */
+    const char *url;       /* "http://HOST:PORT" or "https://..." (a path prefix is kept) */
+    const char *token;     /* bearer token, or NULL */
+    const char *ca_file;   /* PEM file of the CAs to trust for https (NULL: the system's) */
+    long timeout_ms;       /* each request, connection included; 0: 30000 */
+    size_t max_answer;     /* bytes of one answer at most; 0: 256 MiB */
+    int retries;           /* times an "overloaded" 503 is retried after its Retry-After */
+    size_t max_remembered; /* chain text kept for re-registration, bytes; 0: 64 MiB */
 } ikd_client_opts;
 
 /* A client of the ikd at opts->url (nothing is sent yet). NULL on error
@@ -341,21 +341,20 @@ void ikd_client_free(ikd_client *c);
  * options (the "options" object as JSON text, or NULL). *out: the answer,
  * whatever the solve's status (an unreachable target is an answer, not an
  * error). */
-int ikd_solve(ikd_client *c, const ikd_chain *chain, const ikd_target *target,
-              const ikd_seed *seed, const char *options_json, ikd_answer **out, ikd_error *err);
+int ikd_solve(ikd_client *c, const ikd_chain *chain, const ikd_target *target, const ikd_seed *seed,
+              const char *options_json, ikd_answer **out, ikd_error *err);
 
 /* POST /v1/solve/batch: count targets on one chain; seeds is NULL or holds
  * count seeds (a seed with neither values nor json is sent as null). */
-int ikd_solve_batch(ikd_client *c, const ikd_chain *chain, const ikd_target *targets,
-                    size_t count, const ikd_seed *seeds, const char *options_json,
-                    ikd_answer **out, ikd_error *err);
+int ikd_solve_batch(ikd_client *c, const ikd_chain *chain, const ikd_target *targets, size_t count,
+                    const ikd_seed *seeds, const char *options_json, ikd_answer **out,
+                    ikd_error *err);
 
 /* POST /v1/chains: registers chain_json and answers its description (id,
  * joints, solvers). The client remembers the text (up to max_remembered
  * bytes in all) so that a solve by that id answered unknown_chain registers
  * it again and is retried once. */
-int ikd_chain_register(ikd_client *c, const char *chain_json, ikd_chain_info **out,
-                       ikd_error *err);
+int ikd_chain_register(ikd_client *c, const char *chain_json, ikd_chain_info **out, ikd_error *err);
 /* GET /v1/chains/{id}. */
 int ikd_chain_get(ikd_client *c, const char *id, ikd_chain_info **out, ikd_error *err);
 /* DELETE /v1/chains/{id} (and the client forgets its text). */
@@ -410,8 +409,8 @@ ikd_tick *ikd_tick_copy(const ikd_tick *t);
 
 typedef struct ikd_event {
     ikd_event_kind kind;
-    const char *stream;       /* OPENED, SOLUTION, PATH_END, CLOSED; ERROR when it names one */
-    long long seq;            /* SOLUTION, PATH_END, TICK; ERROR when has_seq */
+    const char *stream; /* OPENED, SOLUTION, PATH_END, CLOSED; ERROR when it names one */
+    long long seq;      /* SOLUTION, PATH_END, TICK; ERROR when has_seq */
     bool has_seq;
     long long skipped;        /* SOLUTION, TICK, PATH_END: targets (ticks, samples) skipped */
     bool has_index;           /* SOLUTION of a path's sample: index and count are set */
@@ -426,27 +425,27 @@ typedef struct ikd_event {
     const char *type;         /* the message's type ("solution", ...); MESSAGE: the unknown one */
     const char *text;         /* the message as ikd sent it (NULL for the client's own events) */
     size_t text_len;
-    bool binary;              /* MESSAGE: a binary message (text, text_len are its bytes) */
-    bool will_reconnect;      /* DISCONNECTED: the connection is dialled again */
-    int close_code;           /* DISCONNECTED: ikd's WebSocket close code, 0 when none */
+    bool binary;         /* MESSAGE: a binary message (text, text_len are its bytes) */
+    bool will_reconnect; /* DISCONNECTED: the connection is dialled again */
+    int close_code;      /* DISCONNECTED: ikd's WebSocket close code, 0 when none */
 } ikd_event;
 
 typedef void (*ikd_event_cb)(ikd_conn *conn, const ikd_event *ev, void *user);
 
 typedef struct ikd_conn_opts {
-    const char *url;         /* "ws://HOST:PORT", "wss://...", or http(s):// (the same ikd) */
-    const char *token;       /* bearer token, or NULL */
-    const char *ca_file;     /* PEM CAs to trust for wss (NULL: the system's) */
-    ikd_event_cb on_event;   /* NULL: events go only to a waiting blocking helper */
-    void *user;              /* passed to on_event */
-    size_t max_message;      /* largest message accepted from ikd; 0: 16 MiB */
-    size_t max_send_queue;   /* bytes waiting to be written at most; 0: 8 MiB */
-    int connect_timeout_ms;  /* TCP, TLS and the upgrade together; 0: 10000 */
-    int idle_timeout_ms;     /* silent this long: a ping; twice: the connection is
-                                dropped (IKD_E_TIMEOUT); 0: 30000; -1: never */
-    bool reconnect;          /* dial again after a loss, with backoff, and reopen
-                                the streams (see ikd_conn_new) */
-    int max_streams;         /* streams open at once; 0: 1024 (ikd's default) */
+    const char *url;        /* "ws://HOST:PORT", "wss://...", or http(s):// (the same ikd) */
+    const char *token;      /* bearer token, or NULL */
+    const char *ca_file;    /* PEM CAs to trust for wss (NULL: the system's) */
+    ikd_event_cb on_event;  /* NULL: events go only to a waiting blocking helper */
+    void *user;             /* passed to on_event */
+    size_t max_message;     /* largest message accepted from ikd; 0: 16 MiB */
+    size_t max_send_queue;  /* bytes waiting to be written at most; 0: 8 MiB */
+    int connect_timeout_ms; /* TCP, TLS and the upgrade together; 0: 10000 */
+    int idle_timeout_ms;    /* silent this long: a ping; twice: the connection is
+                               dropped (IKD_E_TIMEOUT); 0: 30000; -1: never */
+    bool reconnect;         /* dial again after a loss, with backoff, and reopen
+                               the streams (see ikd_conn_new) */
+    int max_streams;        /* streams open at once; 0: 1024 (ikd's default) */
 } ikd_conn_opts;
 
 /* Poll events (the values of poll()'s POLLIN and POLLOUT). */
@@ -525,9 +524,9 @@ int ikd_stream_target(ikd_conn *conn, const char *stream, long long seq, const i
                       const ikd_seed *seed, long long *seq_out, ikd_error *err);
 /* Sends "path": count waypoints (2 to 1024), rate_hz and duration_s when
  * > 0 (else ikd's defaults). */
-int ikd_stream_path(ikd_conn *conn, const char *stream, long long seq,
-                    const ikd_target *waypoints, size_t count, double rate_hz,
-                    double duration_s, long long *seq_out, ikd_error *err);
+int ikd_stream_path(ikd_conn *conn, const char *stream, long long seq, const ikd_target *waypoints,
+                    size_t count, double rate_hz, double duration_s, long long *seq_out,
+                    ikd_error *err);
 /* Sends "close". */
 int ikd_stream_close(ikd_conn *conn, const char *stream, ikd_error *err);
 
@@ -536,8 +535,8 @@ int ikd_stream_close(ikd_conn *conn, const char *stream, ikd_error *err);
  * begin discards a tick not sent); nothing is queued before send. seq in
  * add: the target's own seq, or IKD_SEQ_AUTO for the tick's. */
 int ikd_tick_begin(ikd_conn *conn, long long seq, ikd_error *err);
-int ikd_tick_add(ikd_conn *conn, const char *stream, const ikd_target *target,
-                 const ikd_seed *seed, long long seq, ikd_error *err);
+int ikd_tick_add(ikd_conn *conn, const char *stream, const ikd_target *target, const ikd_seed *seed,
+                 long long seq, ikd_error *err);
 int ikd_tick_send(ikd_conn *conn, ikd_error *err);
 
 /* Sends one text message as it is (json must be one JSON object). */
@@ -564,8 +563,7 @@ int ikd_stream_solve(ikd_conn *conn, const char *stream, const ikd_target *targe
                      const ikd_seed *seed, int timeout_ms, ikd_result **out, ikd_error *err);
 /* Until the answer to the tick seq (or a later one, when ikd replaced it).
  * *out: a copy the caller frees with ikd_tick_free. */
-int ikd_tick_wait(ikd_conn *conn, long long seq, int timeout_ms, ikd_tick **out,
-                  ikd_error *err);
+int ikd_tick_wait(ikd_conn *conn, long long seq, int timeout_ms, ikd_tick **out, ikd_error *err);
 
 #ifdef __cplusplus
 }
