@@ -778,6 +778,56 @@ START_TEST(reconnects_and_reopens)
 }
 END_TEST
 
+START_TEST(connection_failures_and_silence)
+{
+    daemon_start(0, NULL);
+    ikd_error e;
+    /* nobody listening there */
+    ikd_conn_opts none = {.url = "ws://127.0.0.1:1"};
+    ikd_conn *c = ikd_conn_new(&none, &e);
+    if (c) { /* the refusal may come at once or from the loop */
+        ck_assert_int_eq(ikd_conn_wait_connected(c, WAIT_MS, &e), IKD_E_CONNECT);
+        ikd_conn_free(c);
+    } else {
+        ck_assert_int_eq(e.code, IKD_E_CONNECT);
+    }
+    /* a path where ikd has no stream endpoint: its 404, not retried */
+    char url[160];
+    snprintf(url, sizeof url, "%s/elsewhere", daemon_url);
+    ikd_conn_opts wrong = {.url = url, .reconnect = true};
+    c = ikd_conn_new(&wrong, &e);
+    ck_assert_int_eq(ikd_conn_wait_connected(c, WAIT_MS, &e), IKD_E_NOT_FOUND);
+    ck_assert_int_eq(e.http_status, 404);
+    ck_assert_int_eq(ikd_conn_process(c, 0), IKD_E_CLOSED);
+    ikd_conn_free(c);
+    /* a bad URL */
+    ikd_conn_opts bad = {.url = "ftp://127.0.0.1"};
+    ck_assert_ptr_null(ikd_conn_new(&bad, &e));
+    ck_assert_int_eq(e.code, IKD_E_INVALID_ARGUMENT);
+
+    /* idle: pings keep a quiet connection alive; a silent ikd is noticed */
+    seen s = {0};
+    ikd_conn_opts o = {.url = daemon_url, .on_event = on_event, .user = &s,
+                       .idle_timeout_ms = 400};
+    c = ikd_conn_new(&o, &e);
+    ck_assert_int_eq(ikd_conn_wait_connected(c, WAIT_MS, &e), 0);
+    int64_t until = test_now() + 1500;
+    while (test_now() < until)
+        ikd_conn_poll(c, 50);
+    ck_assert_int_eq(s.disconnected, 0);
+    ikd_conn_stats st;
+    ikd_conn_get_stats(c, &st);
+    ck_assert_uint_eq(st.messages_out, 0); /* pings only */
+    kill(daemon_pid, SIGSTOP);
+    int64_t t0 = test_now();
+    POLL_UNTIL(c, s.disconnected == 1);
+    kill(daemon_pid, SIGCONT);
+    ck_assert_int_eq(s.last_disconnect_code, IKD_E_TIMEOUT);
+    ck_assert_int_le(test_now() - t0, 2000);
+    ikd_conn_free(c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("client_live");
@@ -798,6 +848,7 @@ int main(void)
     tcase_add_test(tc, message_over_max_message);
     tcase_add_test(tc, path_and_close);
     tcase_add_test(tc, reconnects_and_reopens);
+    tcase_add_test(tc, connection_failures_and_silence);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
