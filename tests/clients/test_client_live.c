@@ -553,10 +553,21 @@ START_TEST(tick_per_stream_results)
     }
     check_leg(t->entries[1].result, t2);
     ikd_tick_free(t);
-    ikd_tick_free(s.tick);
     /* a tick without targets is the caller's mistake, said at once */
     ck_assert_int_eq(ikd_tick_begin(c, 122, &e), 0);
     ck_assert_int_eq(ikd_tick_send(c, &e), IKD_E_INVALID_ARGUMENT);
+    /* a NaN names its entry, and the tick stays as it was */
+    ikd_target nan_target = {.position = {0.2, NAN, 0.25}};
+    ck_assert_int_eq(ikd_tick_add(c, "c1", &tc3, NULL, IKD_SEQ_AUTO, &e), 0);
+    ck_assert_int_eq(ikd_tick_add(c, "c2", &nan_target, NULL, IKD_SEQ_AUTO, &e),
+                     IKD_E_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(e.message, "tick entry 1 (stream c2): target.position[1]"));
+    ck_assert_int_eq(ikd_tick_send(c, &e), 0);
+    ck_assert_int_eq(ikd_tick_wait(c, 122, WAIT_MS, &t, &e), 0);
+    ck_assert_uint_eq(t->count, 1);
+    ikd_tick_free(t);
+    ikd_tick_free(s.tick);
+    s.tick = NULL;
     ikd_conn_free(c);
 }
 END_TEST
@@ -667,6 +678,38 @@ START_TEST(send_queue_bounded)
     ck_assert_uint_eq(st.send_queued, 0);
     ck_assert_int_eq(ikd_stream_target(c, "leg", IKD_SEQ_AUTO, &t, NULL, NULL, &e), 0);
     ikd_conn_free(c);
+}
+END_TEST
+
+START_TEST(tick_bounds)
+{
+    daemon_start(0, NULL);
+    ikd_conn_opts o = {.url = daemon_url, .max_streams = 4, .max_send_queue = 200};
+    ikd_error e;
+    ikd_conn *c = ikd_conn_new(&o, &e);
+    ikd_target t = {.position = {0.2, 0.1, 0.25}};
+    ck_assert_int_eq(ikd_tick_begin(c, 1, &e), 0);
+    ck_assert_int_eq(ikd_tick_add(c, "a", &t, NULL, IKD_SEQ_AUTO, &e), 0);
+    ck_assert_int_eq(ikd_tick_add(c, "b", &t, NULL, IKD_SEQ_AUTO, &e), 0);
+    ck_assert_int_eq(ikd_tick_add(c, "c", &t, NULL, IKD_SEQ_AUTO, &e), 0);
+    /* 200 bytes hold three entries (50 bytes each after 33 of head), not four */
+    ck_assert_int_eq(ikd_tick_add(c, "d", &t, NULL, IKD_SEQ_AUTO, &e), IKD_E_MESSAGE_TOO_LARGE);
+    ikd_conn_free(c);
+    o.max_send_queue = 0;
+    c = ikd_conn_new(&o, &e);
+    ck_assert_int_eq(ikd_tick_begin(c, 1, &e), 0);
+    const char *names[] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(ikd_tick_add(c, names[i], &t, NULL, IKD_SEQ_AUTO, &e), 0);
+    ck_assert_int_eq(ikd_tick_add(c, "e", &t, NULL, IKD_SEQ_AUTO, &e), IKD_E_TOO_LARGE);
+    ikd_conn_free(c);
+    /* a token that would end the header line */
+    ikd_client_opts co = {.url = daemon_url, .token = "a\r\nX-Evil: 1"};
+    ck_assert_ptr_null(ikd_client_new(&co, &e));
+    ck_assert_int_eq(e.code, IKD_E_INVALID_ARGUMENT);
+    ikd_conn_opts bad = {.url = daemon_url, .token = "a\r\nX-Evil: 1"};
+    ck_assert_ptr_null(ikd_conn_new(&bad, &e));
+    ck_assert_int_eq(e.code, IKD_E_INVALID_ARGUMENT);
 }
 END_TEST
 
@@ -807,8 +850,7 @@ START_TEST(connection_failures_and_silence)
 
     /* idle: pings keep a quiet connection alive; a silent ikd is noticed */
     seen s = {0};
-    ikd_conn_opts o = {.url = daemon_url, .on_event = on_event, .user = &s,
-                       .idle_timeout_ms = 400};
+    ikd_conn_opts o = {.url = daemon_url, .on_event = on_event, .user = &s, .idle_timeout_ms = 400};
     c = ikd_conn_new(&o, &e);
     ck_assert_int_eq(ikd_conn_wait_connected(c, WAIT_MS, &e), 0);
     int64_t until = test_now() + 1500;
@@ -845,6 +887,7 @@ int main(void)
     tcase_add_test(tc, unknown_type_reaches_the_caller);
     tcase_add_test(tc, memory_bounded_when_solutions_are_not_kept);
     tcase_add_test(tc, send_queue_bounded);
+    tcase_add_test(tc, tick_bounds);
     tcase_add_test(tc, message_over_max_message);
     tcase_add_test(tc, path_and_close);
     tcase_add_test(tc, reconnects_and_reopens);

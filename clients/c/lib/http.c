@@ -73,6 +73,12 @@ ikd_client *ikd_client_new(const ikd_client_opts *opts, ikd_error *err)
         ikd__fail(err, IKD_E_INVALID_ARGUMENT, "the URL must start with http:// or https://");
         return NULL;
     }
+    for (const char *t = opts->token; t && *t; t++) {
+        if ((unsigned char)*t < 0x20 || *t == 0x7f) {
+            ikd__fail(err, IKD_E_INVALID_ARGUMENT, "the token holds a control character");
+            return NULL;
+        }
+    }
     pthread_once(&curl_once, init_curl);
     if (curl_init_rc != CURLE_OK) {
         ikd__fail(err, IKD_E_HTTP, "curl_global_init failed: %s", curl_easy_strerror(curl_init_rc));

@@ -439,6 +439,10 @@ int ikd_tick_add(ikd_conn *c, const char *stream, const ikd_target *target, cons
         return rc;
     if (!c->tick_open)
         return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "ikd_tick_add before ikd_tick_begin");
+    if (c->tick_count >= (size_t)c->max_streams)
+        return ikd__fail(err, IKD_E_TOO_LARGE,
+                         "a tick holds at most max_streams (%d) targets, one per stream",
+                         c->max_streams);
     ikd__buf *b = &c->tick;
     size_t mark = b->len;
 #define TPUT(lit)                                                                                  \
@@ -470,6 +474,12 @@ int ikd_tick_add(ikd_conn *c, const char *stream, const ikd_target *target, cons
     }
     TPUT("}");
 #undef TPUT
+    if (b->len + 2 > c->max_send_queue) {
+        rc = ikd__fail(err, IKD_E_MESSAGE_TOO_LARGE,
+                       "the tick would be larger than max_send_queue (%zu bytes)",
+                       c->max_send_queue);
+        goto undo;
+    }
     c->tick_count++;
     return 0;
 named : {

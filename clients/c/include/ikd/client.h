@@ -51,7 +51,9 @@
  * THREADS. An ikd_client or ikd_conn is used by one thread at a time
  * (distinct objects may be used from distinct threads at once). Callbacks
  * run on the thread that called ikd_conn_process (or a blocking helper),
- * and may call the send functions of their connection (not ikd_conn_free).
+ * and may call the send functions of their connection and ikd_conn_close;
+ * not ikd_conn_free, ikd_conn_process or the blocking helpers (those
+ * answer IKD_E_INVALID_ARGUMENT from a callback).
  *
  * NAMES. Host names are resolved with getaddrinfo(), which may block; the
  * non-blocking part of a connection starts once the address is known
@@ -486,7 +488,8 @@ int ikd_conn_timeout_ms(const ikd_conn *conn);
  * runs the deadlines. revents: what poll() said of ikd_conn_fd (0 when it
  * was not polled: then it only tries). Returns the number of events
  * dispatched, or IKD_E_CLOSED once the connection has ended for good
- * (closed, or lost without reconnect). */
+ * (closed, or lost without reconnect); IKD_E_INVALID_ARGUMENT from inside
+ * a callback. */
 int ikd_conn_process(ikd_conn *conn, int revents);
 /* poll() on ikd_conn_fd for at most timeout_ms (-1: until something
  * happens, bounded by ikd_conn_timeout_ms), then ikd_conn_process. */
@@ -533,7 +536,11 @@ int ikd_stream_close(ikd_conn *conn, const char *stream, ikd_error *err);
 /* A tick (STREAM.md "tick"): begin, one add per stream, send. Its answer
  * is one IKD_EV_TICK. The tick is built in the connection (one at a time:
  * begin discards a tick not sent); nothing is queued before send. seq in
- * add: the target's own seq, or IKD_SEQ_AUTO for the tick's. */
+ * add: the target's own seq, or IKD_SEQ_AUTO for the tick's. An add that
+ * fails leaves the tick as it was; a tick holds at most max_streams
+ * targets (IKD_E_TOO_LARGE) and max_send_queue bytes
+ * (IKD_E_MESSAGE_TOO_LARGE). A send that fails (the queue is full) leaves
+ * the tick built: send may be called again. */
 int ikd_tick_begin(ikd_conn *conn, long long seq, ikd_error *err);
 int ikd_tick_add(ikd_conn *conn, const char *stream, const ikd_target *target, const ikd_seed *seed,
                  long long seq, ikd_error *err);
