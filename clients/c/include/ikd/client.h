@@ -461,15 +461,17 @@ typedef struct ikd_conn_opts {
  * IKD_EV_DISCONNECTED. NULL on error (a bad URL, a name that does not
  * resolve, no memory).
  *
- * Reconnection (opts->reconnect): when the connection is lost (not closed
- * by ikd_conn_close), every stream with a target or path unanswered and
+ * A lost connection: every stream with a target or path unanswered and
  * every tick unanswered gets an IKD_EV_ERROR with IKD_E_CONNECTION_LOST
- * (stream and seq set), then IKD_EV_DISCONNECTED (will_reconnect), and the
- * address is dialled again after 0.1 s, doubling to 5 s between tries
- * (with jitter); once upgraded, every stream open (or opening) is opened
- * again with its open message, before anything queued meanwhile. The
- * connection keeps each stream's open message for this: register large
- * chains over HTTP and open streams by chain_id. */
+ * (stream and seq set, the message saying why), then IKD_EV_DISCONNECTED.
+ * With opts->reconnect, and a loss a new connection can mend (not an
+ * upgrade refused with a 4xx status, a TLS failure, or ikd's close for a
+ * client that does not read or a message too large), the address is
+ * dialled again after 0.1 s, doubling to 5 s between tries (with jitter),
+ * and once upgraded every stream open (or opening) is opened again with
+ * its open message, before anything queued meanwhile. The connection
+ * keeps each stream's open message for this: register large chains over
+ * HTTP and open streams by chain_id. */
 ikd_conn *ikd_conn_new(const ikd_conn_opts *opts, ikd_error *err);
 /* Closes the socket at once (no closing handshake) and frees everything;
  * no callback runs. */
