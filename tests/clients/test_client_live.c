@@ -621,7 +621,7 @@ START_TEST(memory_bounded_when_solutions_are_not_kept)
     enum { N = 10000, WINDOW = 1 }; /* one at a time: every target solved */
     size_t heap0 = 0, peak_stats = 0;
     long long sent = 0;
-    int64_t until = test_now() + 60000;
+    int64_t until = test_now() + 300000;
     while (s.last_seq < N) {
         ck_assert(test_now() < until);
         while (sent < N && sent - s.last_seq < WINDOW) {
@@ -850,10 +850,10 @@ START_TEST(connection_failures_and_silence)
 
     /* idle: pings keep a quiet connection alive; a silent ikd is noticed */
     seen s = {0};
-    ikd_conn_opts o = {.url = daemon_url, .on_event = on_event, .user = &s, .idle_timeout_ms = 400};
+    ikd_conn_opts o = {.url = daemon_url, .on_event = on_event, .user = &s, .idle_timeout_ms = 1000};
     c = ikd_conn_new(&o, &e);
     ck_assert_int_eq(ikd_conn_wait_connected(c, WAIT_MS, &e), 0);
-    int64_t until = test_now() + 1500;
+    int64_t until = test_now() + 3000; /* three idle periods: kept alive by pings */
     while (test_now() < until)
         ikd_conn_poll(c, 50);
     ck_assert_int_eq(s.disconnected, 0);
@@ -865,7 +865,7 @@ START_TEST(connection_failures_and_silence)
     POLL_UNTIL(c, s.disconnected == 1);
     kill(daemon_pid, SIGCONT);
     ck_assert_int_eq(s.last_disconnect_code, IKD_E_TIMEOUT);
-    ck_assert_int_le(test_now() - t0, 2000);
+    ck_assert_int_le(test_now() - t0, 4000);
     ikd_conn_free(c);
 }
 END_TEST
