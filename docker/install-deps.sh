@@ -24,9 +24,11 @@
 # warning (tests/docker/test_node_engines.mjs).
 set -eu
 
+# (libcurl and GnuTLS: the C network client, clients/c/, which `make` builds too)
 BUILD_PKGS="build-essential pkg-config make gcc \
-  libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev"
-TEST_PKGS="check libcurl4-openssl-dev python3 python3-websockets wrk curl chromium haproxy openssl python3-yaml prometheus \
+  libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev \
+  libcurl4-openssl-dev libgnutls28-dev"
+TEST_PKGS="check python3 python3-websockets wrk curl chromium haproxy openssl python3-yaml prometheus \
   python3-venv python3-pip python3-setuptools python3-wheel node-typescript"
 NODE_PKGS="nodejs npm"
 FUZZ_PKGS="clang-14 libclang-rt-14-dev"

@@ -31,8 +31,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "solver/ik_chain.h"
-#include "solver/ik_collide.h"
+#include "ik_chain.h"
+#include "ik_collide.h"
 
 /* The task a solution meets, seen through the solver's own evaluation. */
 typedef struct ik__avoid_task {

@@ -97,8 +97,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "solver/ik_chain.h"
-#include "solver/ik_math.h"
+#include "ik_chain.h"
+#include "ik_math.h"
 
 #define IK_COLLIDE_MAX_BODIES  160
 #define IK_COLLIDE_MAX_LINKS   128

@@ -117,11 +117,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "solver/ik_budget.h"
-#include "solver/ik_chain.h"
-#include "solver/ik_collide.h"
-#include "solver/ik_math.h"
-#include "solver/ik_status.h"
+#include "ik_budget.h"
+#include "ik_chain.h"
+#include "ik_collide.h"
+#include "ik_math.h"
+#include "ik_status.h"
 
 /* ---- targets ---------------------------------------------------------- */
 

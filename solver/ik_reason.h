@@ -32,7 +32,7 @@
 #ifndef IK_REASON_H
 #define IK_REASON_H
 
-#include "solver/ik_chain.h"
+#include "ik_chain.h"
 
 #define IK_REASON_MAP(XX)                                                                          \
     XX(NONE, 0, "none", "no failure")                                                              \

@@ -129,10 +129,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "solver/ik_chain.h"
-#include "solver/ik_collide.h"
-#include "solver/ik_math.h"
-#include "solver/ik_numeric.h"
+#include "ik_chain.h"
+#include "ik_collide.h"
+#include "ik_math.h"
+#include "ik_numeric.h"
 
 #define IK_TREE_MAX_TIPS   8
 #define IK_TREE_MAX_DOF    64

@@ -10,7 +10,7 @@
 #ifndef IK_TREE_AVOID_H
 #define IK_TREE_AVOID_H
 
-#include "solver/ik_tree.h"
+#include "ik_tree.h"
 
 int ik__tree_solve_plain(const ik_tree *tree, const ik_tree_goal *goals, const double *seed,
                          const ik_tree_opts *opts, void *ws, size_t ws_size, double *q_out,

@@ -174,12 +174,59 @@ ratio ws_chain_smooth_vs_solver "$smooth"
 # messages per tick, the baseline), alternated in the same run, closed loop
 # (window 1: the next tick when the answer is in) and pipelined (window 2);
 # ticks per second and p99 tick latency (issue 14 asks for at least 500
-# ticks per second).
+# ticks per second). Then the same ticks through the C network client
+# (build/client_bench: libikdclient builds each tick from typed targets and
+# decodes each answer into structs) against ws_bench tick (the raw
+# protocol, pre-formatted targets, answers scanned not parsed), three runs
+# of each alternated in the same run: ratio_client_vs_raw of the medians,
+# and the client's CPU per tick.
 start ikd "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn
 for w in 1 2; do
     tick=$("$BUILD/ws_bench" tick --url "127.0.0.1:$port" --seconds "$WS_SECS" --window "$w" |
         tail -1)
     echo "$tick"
+    # the client against the raw protocol: three alternations (the first
+    # raw run is the one above), medians compared
+    raws="$tick"
+    clients=""
+    for round in 1 2 3; do
+        if [ "$round" -gt 1 ]; then
+            raw=$("$BUILD/ws_bench" tick --url "127.0.0.1:$port" --seconds "$WS_SECS" \
+                --window "$w" | tail -1)
+            echo "$raw"
+            raws="$raws
+$raw"
+        fi
+        client=$("$BUILD/client_bench" --url "127.0.0.1:$port" --seconds "$WS_SECS" \
+            --window "$w" | tail -1)
+        echo "$client"
+        clients="$clients
+$client"
+    done
+    printf '%s\n' "$clients" | awk -v w="$w" -v raws="$raws" 'function f(s, k) {
+            if (!match(s, "\"" k "\":[0-9.eE+-]+"))
+                return 0
+            return substr(s, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0
+        }
+        function median(a, n,    i, j, t) {
+            for (i = 1; i <= n; i++)
+                for (j = i + 1; j <= n; j++)
+                    if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        NF { n++; c[n] = f($0, "ticks_per_s"); cpu[n] = f($0, "client_cpu_us_per_tick") }
+        END {
+            m = split(raws, lines, "\n")
+            k = 0
+            for (i = 1; i <= m; i++)
+                if (lines[i] != "") { k++; r[k] = f(lines[i], "ticks_per_s") }
+            cm = median(c, n); rm = median(r, k); q = 0
+            if (rm > 0)
+                q = cm / rm
+            printf "{\"bench\":\"client_tick_vs_raw\",\"window\":%d,\"rounds\":%d,", w, n
+            printf "\"client_ticks_per_s\":%.1f,\"raw_ticks_per_s\":%.1f,", cm, rm
+            printf "\"ratio_client_vs_raw\":%.2f,\"client_cpu_us_per_tick\":%.0f}\n", q, median(cpu, n)
+        }'
     sep=$("$BUILD/ws_bench" tick --url "127.0.0.1:$port" --seconds "$WS_SECS" --window "$w" \
         --separate 1 | tail -1)
     echo "$sep"
