@@ -974,7 +974,7 @@ int proto_json_number(const json_t *v, const char *path, double lo, double hi, d
         return bad(err, path, "must be a finite number");
     if (d < lo || d > hi) {
         char what[128];
-        snprintf(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi, d);
+        proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi, d);
         return bad(err, path, what);
     }
     *out = d;
@@ -989,7 +989,7 @@ int proto_json_positive(const json_t *v, const char *path, double hi, double *ou
         return -1;
     if (!(d > 0) || d > hi) {
         char what[128];
-        snprintf(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
+        proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
         return bad(err, path, what);
     }
     *out = d;
