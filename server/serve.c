@@ -42,6 +42,7 @@
 #include "server/config.h"
 #include "server/guard.h"
 #include "server/http.h"
+#include "server/http_headers.h"
 #include "server/http_route.h"
 #include "server/log.h"
 #include "server/loop.h"
@@ -199,6 +200,7 @@ static int start_mhd(srv_ctx *ctx)
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_conn_per_addr,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_bytes,
+        MHD_OPTION_URI_LOG_CALLBACK, srv_http_uri_seen, ctx,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024, MHD_OPTION_END);
     if (!ctx->mhd) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot listen on %s port %u", cfg->listen_host,
