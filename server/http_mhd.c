@@ -99,6 +99,7 @@
 #include "server/loop.h"
 #include "server/metrics.h"
 #include "server/sockinfo.h"
+#include "server/tls_front.h"
 #include "server/trim.h"
 #include "server/ws_handshake.h"
 
@@ -262,7 +263,8 @@ static void add_cors(http_req *r, struct MHD_Response *resp)
  * the socket): r's answer then keeps the connection open, so that those
  * are answered too, the last with Connection: close. Told from the bytes
  * the kernel says were read from the socket against those of the requests
- * so far (false when either is unknown: a chunked body, no TCP_INFO). */
+ * so far (false when either is unknown: a chunked body, no TCP_INFO); with
+ * TLS, the TLS front says the same of the plaintext it relayed. */
 static bool pipelined_more(http_req *r)
 {
     if (r->chunked)
@@ -270,8 +272,12 @@ static bool pipelined_more(http_req *r)
     const union MHD_ConnectionInfo *i =
         MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     uint64_t taken, waiting, before;
-    if (!i || !srv_sock_received(i->connect_fd, &taken, &waiting) ||
-        !srv_guard_consumed(r->q.ctx, r->conn, &before))
+    if (!i)
+        return false;
+    bool known = r->q.ctx->tls_front
+                     ? srv_tls_front_received(r->q.ctx, i->connect_fd, &taken, &waiting)
+                     : srv_sock_received(i->connect_fd, &taken, &waiting);
+    if (!known || !srv_guard_consumed(r->q.ctx, r->conn, &before))
         return false;
     return waiting > 0 || taken > before + r->head_bytes + r->announced;
 }

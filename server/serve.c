@@ -12,9 +12,14 @@
  * the loop (loop.c), and print one line "ikd listening on HOST:PORT" on
  * standard output (with the real port when --listen asked for port 0).
  *
- * Shutdown on SIGTERM, SIGINT or SIGHUP (a drain; ikd has no configuration
- * file to reload, so SIGHUP is not a reload: a supervisor restarts ikd with
- * its new flags): readiness turns 503, the listening socket is closed
+ * SIGHUP with --tls-cert reloads the certificate and key (reload_tls): the
+ * usual meaning of SIGHUP to a TLS server, which certificate renewal tools
+ * send. Without TLS there is nothing to reload (ikd has no configuration
+ * file: a supervisor restarts it with new flags), and SIGHUP drains, as it
+ * always did.
+ *
+ * Shutdown on SIGTERM, SIGINT, or SIGHUP without TLS (a drain): readiness
+ * turns 503, the listening socket is closed
  * (MHD_quiesce_daemon), WebSocket streams are closed with 1001
  * (srv_ws_shutdown), and the last answer on each connection carries
  * "Connection: close" (requests pipelined behind it are answered first,
@@ -51,6 +56,8 @@
 #include "server/solve.h"
 #include "server/srv.h"
 #include "server/srv_main.h"
+#include "server/tls.h"
+#include "server/tls_front.h"
 #include "server/trim.h"
 #include "server/web.h"
 #include "server/ws.h"
@@ -82,6 +89,7 @@ static void stop_services(srv_ctx *ctx)
     srv_ws_abort(ctx);
     srv_guard_stop(ctx);
     srv_trim_stop(ctx);
+    srv_tls_front_stop(ctx);
     srv_loop_detach(ctx);
     if (ctx->mhd)
         MHD_stop_daemon(ctx->mhd);
@@ -139,10 +147,30 @@ static void on_drain_tick(uv_timer_t *t)
         stop_daemon(d);
 }
 
+/* SIGHUP with TLS: the certificate and key are read again (server/tls.h)
+ * and every handshake from now on takes them; nothing is dropped. A pair
+ * that fails its checks is logged and the old one kept. */
+static void reload_tls(srv_ctx *ctx)
+{
+    char err[512], about[256];
+    if (srv_tls_reload(ctx->tls, err, sizeof err) != SRV_OK) {
+        srv_log(ctx, SRV_LOG_ERROR, "SIGHUP: the TLS certificate was not reloaded, the one in "
+                                    "use stays: %s", err);
+        srv_metrics_rejected(ctx, "tls_reload_failed");
+        return;
+    }
+    srv_tls_describe(ctx->tls, about, sizeof about);
+    srv_log(ctx, SRV_LOG_INFO, "SIGHUP: TLS certificate reloaded: %s", about);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     daemon_state *d = s->data;
     srv_ctx *ctx = &d->ctx;
+    if (signum == SIGHUP && ctx->tls) {
+        reload_tls(ctx);
+        return;
+    }
     if (ctx->shutting_down) {
         srv_log(ctx, SRV_LOG_WARN, "signal %d again: still draining", signum);
         return;
@@ -153,6 +181,7 @@ static void on_signal(uv_signal_t *s, int signum)
     MHD_socket fd = MHD_quiesce_daemon(ctx->mhd);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+    srv_tls_front_quiesce(ctx);
     srv_ws_shutdown(ctx);
     srv_mhd_run(ctx);
     d->drain_deadline = uv_now(ctx->loop) + (uint64_t)ctx->cfg.drain_timeout_s * 1000;
@@ -171,9 +200,12 @@ static void raise_fd_limit(srv_ctx *ctx)
     }
 }
 
-/* Starts libmicrohttpd on the configured address. Returns 0, SRV_EINVAL
- * (the host is not an IP address) or SRV_EIO (it cannot listen there); both
- * are logged. */
+/* Starts libmicrohttpd on the configured address: the one place where a
+ * daemon's flags and options are written (with several loops, each
+ * starts its daemon here). With --tls-cert the daemon listens on nothing:
+ * the loop's TLS front does (start_front, after the daemon is attached).
+ * Returns 0, SRV_EINVAL (the host is not an IP address) or SRV_EIO (it
+ * cannot listen there); both are logged. */
 static int start_mhd(srv_ctx *ctx)
 {
     const srv_config *cfg = &ctx->cfg;
@@ -191,12 +223,17 @@ static int start_mhd(srv_ctx *ctx)
                 cfg->listen_host);
         return SRV_EINVAL;
     }
+    /* with TLS the front (server/tls_front.h) listens and hands each
+     * connection over: the daemon has no listening socket of its own */
     unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
-                     MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_TURBO | (v6 ? MHD_USE_IPv6 : 0) |
+                     (ctx->tls ? MHD_USE_NO_LISTEN_SOCKET : 0);
+    struct MHD_OptionItem where[] = {{MHD_OPTION_SOCK_ADDR, 0, &addr.sa}, {MHD_OPTION_END, 0, NULL}};
     ctx->mhd = MHD_start_daemon(
-        flags, cfg->listen_port, NULL, NULL, srv_http_access, ctx, MHD_OPTION_SOCK_ADDR, &addr.sa,
-        MHD_OPTION_NOTIFY_COMPLETED, srv_http_completed, ctx, MHD_OPTION_NOTIFY_CONNECTION,
-        srv_guard_notify, ctx, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout_s,
+        flags, ctx->tls ? 0 : cfg->listen_port, NULL, NULL, srv_http_access, ctx,
+        MHD_OPTION_ARRAY, where + (ctx->tls ? 1 : 0), MHD_OPTION_NOTIFY_COMPLETED,
+        srv_http_completed, ctx, MHD_OPTION_NOTIFY_CONNECTION, srv_guard_notify, ctx,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)cfg->conn_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cfg->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cfg->max_conn_per_addr,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->connection_memory_bytes,
@@ -209,6 +246,21 @@ static int start_mhd(srv_ctx *ctx)
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(ctx->mhd, MHD_DAEMON_INFO_BIND_PORT);
     ctx->port = info && info->port ? info->port : cfg->listen_port;
+    return SRV_OK;
+}
+
+/* With --tls-cert: the loop's TLS front on the configured address, in
+ * front of its daemon (server/tls_front.h); sets ctx->port. Returns 0 or
+ * SRV_EIO (logged). */
+static int start_front(srv_ctx *ctx)
+{
+    char err[256];
+    if (!ctx->tls)
+        return SRV_OK;
+    if (srv_tls_front_start(ctx, false, err, sizeof err) != SRV_OK) {
+        srv_log(ctx, SRV_LOG_ERROR, "%s", err);
+        return SRV_EIO;
+    }
     return SRV_OK;
 }
 
@@ -251,6 +303,16 @@ int srv_serve(int argc, char **argv)
     ctx->metrics = srv_metrics_new();
     if (!ctx->registry || !ctx->metrics)
         goto out;
+    if (ctx->cfg.tls_cert_file || ctx->cfg.tls_key_file) {
+        if (srv_tls_open(ctx->cfg.tls_cert_file, ctx->cfg.tls_key_file, &ctx->tls, err,
+                         sizeof err) != SRV_OK) {
+            srv_log(ctx, SRV_LOG_ERROR, "%s", err);
+            goto out;
+        }
+        char about[256];
+        srv_tls_describe(ctx->tls, about, sizeof about);
+        srv_log(ctx, SRV_LOG_INFO, "serving HTTPS and WSS only, with %s", about);
+    }
     if (ctx->cfg.web_dir) {
         if (srv_web_load(ctx->cfg.web_dir, &ctx->web, err, sizeof err) != 0) {
             srv_log(ctx, SRV_LOG_ERROR, "%s", err);
@@ -274,6 +336,8 @@ int srv_serve(int argc, char **argv)
         srv_log(ctx, SRV_LOG_ERROR, "cannot watch libmicrohttpd's epoll descriptor");
         goto fail;
     }
+    if (start_front(ctx) != SRV_OK)
+        goto fail;
     uv_timer_init(&loop, &d.drain);
     d.drain.data = &d;
     uv_signal_init(&loop, &d.sigterm);
@@ -306,6 +370,7 @@ out:
     srv_registry_free(ctx->registry);
     srv_metrics_free(ctx->metrics);
     srv_web_free(ctx->web);
+    srv_tls_free(ctx->tls);
     srv_config_free(&ctx->cfg);
     return exit_code;
 }

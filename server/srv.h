@@ -31,6 +31,9 @@
  *   server/guard.h          the whole-request deadline
  *   server/web.h            the live page's files
  *   server/trim.h           memory given back after large requests
+ *   server/tls.h            the certificate of HTTPS and WSS
+ *   server/tls_front.h      TLS ended on the loop, in front of libmicrohttpd
+ *   server/http_headers.h   a request's headers as libmicrohttpd holds them
  */
 #ifndef SRV_H
 #define SRV_H
@@ -88,6 +91,7 @@ struct MHD_Daemon;
 typedef struct srv_registry srv_registry;
 typedef struct srv_metrics srv_metrics;
 typedef struct srv_web srv_web;
+typedef struct srv_tls srv_tls;
 typedef struct srv_mhd_glue srv_mhd_glue;
 typedef struct srv_batch srv_batch;
 typedef struct srv_trim srv_trim;
@@ -104,6 +108,8 @@ typedef struct srv_ctx {
     srv_registry *registry;   /* chain registry (any thread) */
     srv_metrics *metrics;     /* Prometheus metrics (any thread) */
     srv_web *web;             /* the live page's files (server/web.h); NULL without --web */
+    srv_tls *tls;             /* the certificate of HTTPS and WSS (server/tls.h); NULL
+                                 without --tls-cert */
     bool shutting_down;       /* set on SIGTERM, SIGINT or SIGHUP; readiness is
                                  then 503 */
     /* the bounds held for all clients together (server/budget.h) */
@@ -139,6 +145,9 @@ typedef struct srv_ctx {
     srv_http *http;           /* the HTTP side: routes, finished requests kept
                                  for reuse (server/http_mhd.c) */
     srv_guard *guard;         /* the request deadline (server/guard.c) */
+    struct srv_tls_front *tls_front; /* TLS ended in front of the daemon
+                                        (server/tls_front.h); NULL without
+                                        --tls-cert */
     srv_ws *ws;               /* the WebSocket connections and the hooks of
                                  their streams (server/ws_conn.c) */
     srv_turn *turn;           /* the inline budget of a turn of the loop
