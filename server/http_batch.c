@@ -98,6 +98,7 @@ struct srv_batch {
     srv_solve stage; /* decode */
     proto_error err;
     bool failed;    /* a stage failed: err holds the answer */
+    bool fetch;     /* ... for chain ids the shared registry may hold */
     bool cancelled; /* the client left: no more chunks */
     bool holds_slot; /* holds its unit of ctx->admitted (from its decode) */
     bool streamed;  /* answered in pieces as the chunks finish */
@@ -490,12 +491,17 @@ static void decode_work(srv_ctx *ctx, srv_solve *s)
     batch *b = s->data;
     srv_request *q = b->q;
     const proto_limits *lim = &ctx->cfg.limits;
-    int rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, srv_registry_lookup,
-                                                      ctx->registry, &q->job, &b->err)
-                          : proto_batch_decode(q->body, q->len, lim, srv_registry_lookup,
-                                               ctx->registry, &q->job, &b->items, &b->err);
+    proto_chain_lookup_fn lookup;
+    void *ud;
+    srv_http_lookup(q, &lookup, &ud);
+    int rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, lookup, ud, &q->job,
+                                                      &b->err)
+                          : proto_batch_decode(q->body, q->len, lim, lookup, ud, &q->job,
+                                               &b->items, &b->err);
     if (rc) {
         b->failed = true;
+        /* the body is scanned here, off the loop, for the ids to fetch */
+        b->fetch = srv_http_chains_missed(q, &b->err);
         return;
     }
     /* what the answer may take, and the slowest target's budget (an item
@@ -552,13 +558,30 @@ static bool reserve_answer(batch *b)
     return true;
 }
 
-/* After the decode (loop thread, the request held): the error, or the
- * chunks. */
+/* The chain ids the decode missed are in (fetched into q's scope): the
+ * decode again, as a later stage of the admitted batch (its unit of
+ * --max-queue is still held). */
+static void decode_again(srv_request *q)
+{
+    batch *b = q->batch;
+    b->failed = b->fetch = false;
+    b->stage.stage = true;
+    b->stage.keep_admission = false;
+    if (srv_http_submit(q, &b->stage) != SRV_OK)
+        return; /* answered */
+}
+
+/* After the decode (loop thread, the request held): the error, the fetch
+ * of chain ids the shared registry may hold, or the chunks. */
 static void decode_answer(batch *b, int status)
 {
     srv_request *q = b->q;
     if (status != SRV_OK) {
         fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
+        return;
+    }
+    if (b->failed && b->fetch) {
+        srv_http_chains_fetch(q, &b->err, decode_again);
         return;
     }
     if (b->failed) {

@@ -598,6 +598,11 @@ void srv_http_body_release(srv_request *q)
 
 /* A client that half-closes after its request and still reads is taken for
  * gone too; HTTP clients do not do that. */
+const char *srv_http_query(srv_request *q, const char *name)
+{
+    return MHD_lookup_connection_value(req_of(q)->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 bool srv_http_client_gone(srv_request *q)
 {
     const union MHD_ConnectionInfo *i =

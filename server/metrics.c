@@ -15,6 +15,14 @@
  *   ikd_held_bytes{what}                         gauge (sampled before render):
  *       bytes held for clients against each bound (registry, request_bodies,
  *       answers, stream_chains)
+ *   ikd_registry_shared_up                       gauge (with --redis; sampled
+ *                                                before render): 1 while the
+ *                                                loop's connections to Redis
+ *                                                are up
+ *   ikd_registry_shared_total{op,result}         counter (with --redis): fetch
+ *                                                found|missing|unavailable,
+ *                                                store|forget ok|unavailable,
+ *                                                connection lost, ...|shutdown
  *   ikd_build_info{version,commit,libmicrohttpd,libuv,jansson}  gauge, 1
  *   process_cpu_seconds_total, process_resident_memory_bytes,
  *   process_virtual_memory_bytes, process_open_fds, process_max_fds,
@@ -80,6 +88,8 @@ struct srv_metrics {
     size_t nreasons, capreasons;
     outcome_count *outcomes;
     size_t noutcomes, capoutcomes;
+    outcome_count *shared; /* (op, result) of the shared registry */
+    size_t nshared, capshared;
     long streams;
     srv_metrics_held held;
 };
@@ -91,6 +101,8 @@ srv_metrics *srv_metrics_new(void)
         free(m);
         return NULL;
     }
+    if (m)
+        m->held.shared_up = -1;
     return m;
 }
 
@@ -102,6 +114,7 @@ void srv_metrics_free(srv_metrics *m)
     free(m->hists);
     free(m->reasons);
     free(m->outcomes);
+    free(m->shared);
     uv_mutex_destroy(&m->lock);
     free(m);
 }
@@ -235,6 +248,26 @@ void srv_metrics_reject(srv_metrics *m, const char *reason)
         m->nreasons++;
     }
     m->reasons[i].n++;
+out:
+    uv_mutex_unlock(&m->lock);
+}
+
+void srv_metrics_shared(srv_metrics *m, const char *op, const char *result)
+{
+    uv_mutex_lock(&m->lock);
+    size_t i = 0;
+    while (i < m->nshared &&
+           (strcmp(m->shared[i].solver, op) != 0 || strcmp(m->shared[i].status, result) != 0))
+        i++;
+    if (i == m->nshared) {
+        if (reserve((void **)&m->shared, &m->capshared, m->nshared, sizeof *m->shared) != 0)
+            goto out;
+        m->shared[i].solver = op;
+        m->shared[i].status = result;
+        m->shared[i].n = 0;
+        m->nshared++;
+    }
+    m->shared[i].n++;
 out:
     uv_mutex_unlock(&m->lock);
 }
@@ -434,6 +467,23 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
                         "ikd_held_bytes{what=\"stream_chains\"} %zu\n",
                     m->held.registry, m->held.request_bodies, m->held.answers,
                     m->held.stream_chains);
+    if (m->held.shared_up >= 0) {
+        proto_jw_printf(&b, "# HELP ikd_registry_shared_up Whether this replica's connections to "
+                            "the shared registry (Redis, --redis) are up.\n"
+                            "# TYPE ikd_registry_shared_up gauge\n"
+                            "ikd_registry_shared_up %d\n"
+                            "# HELP ikd_registry_shared_total Operations on the shared registry, "
+                            "by operation and result.\n"
+                            "# TYPE ikd_registry_shared_total counter\n",
+                        m->held.shared_up);
+        for (size_t i = 0; i < m->nshared; i++) {
+            proto_jw_printf(&b, "ikd_registry_shared_total{op=\"");
+            put_label(&b, m->shared[i].solver);
+            proto_jw_printf(&b, "\",result=\"");
+            put_label(&b, m->shared[i].status);
+            proto_jw_printf(&b, "\"} %llu\n", m->shared[i].n);
+        }
+    }
     uv_mutex_unlock(&m->lock);
 
     proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"

@@ -82,10 +82,11 @@ static void close_cb_noop(uv_handle_t *h)
 
 /* Stops the services startup started, in this order (each does nothing
  * when its part never started): solves waiting for a turn are cancelled,
- * WebSocket connections ended, the timers closed, libmicrohttpd stopped. */
+ * requests waiting for Redis answered (503), WebSocket connections ended, the timers closed, libmicrohttpd stopped. */
 static void stop_services(srv_ctx *ctx)
 {
     srv_solve_stop(ctx);
+    srv_registry_redis_stop(ctx);
     srv_ws_abort(ctx);
     srv_guard_stop(ctx);
     srv_trim_stop(ctx);
@@ -329,6 +330,17 @@ int srv_serve(int argc, char **argv)
         goto fail;
     }
     srv_solve_start(ctx); /* without it no solve waits for a later turn */
+    if (srv_registry_redis_start(ctx) != SRV_OK) {
+        srv_log(ctx, SRV_LOG_ERROR, "cannot start the shared registry (--redis)");
+        goto fail;
+    }
+    if (ctx->cfg.redis_url) {
+        srv_redis_url u;
+        srv_config_parse_redis(ctx->cfg.redis_url, &u);
+        srv_log(ctx, SRV_LOG_INFO, "sharing the chain registry through Redis at %s:%u, database %u%s",
+                u.host, (unsigned)u.port, u.db, u.password[0] ? ", with a password" : "");
+        memset(&u, 0, sizeof u);
+    }
     srv_trim_start(ctx); /* without it nothing is trimmed: only memory */
     if (start_mhd(ctx) != SRV_OK)
         goto fail;

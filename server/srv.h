@@ -101,6 +101,7 @@ typedef struct srv_guard srv_guard;
 typedef struct srv_http srv_http;
 typedef struct srv_ws srv_ws;
 typedef struct srv_routes srv_routes;
+typedef struct srv_redis srv_redis;
 
 typedef struct srv_ctx {
     /* ---- process-wide ---- */
@@ -145,6 +146,8 @@ typedef struct srv_ctx {
     srv_http *http;           /* the HTTP side: routes, finished requests kept
                                  for reuse (server/http_mhd.c) */
     srv_guard *guard;         /* the request deadline (server/guard.c) */
+    srv_redis *redis;         /* this loop's connections to the shared registry
+                                 (--redis; server/registry_redis.c), or NULL */
     struct srv_tls_front *tls_front; /* TLS ended in front of the daemon
                                         (server/tls_front.h); NULL without
                                         --tls-cert */
