@@ -504,6 +504,11 @@ static void decode_work(srv_ctx *ctx, srv_solve *s)
         b->fetch = srv_http_chains_missed(q, &b->err);
         return;
     }
+    if (srv_http_chains_missed(q, NULL)) {
+        /* items naming ids the shared registry may hold: fetched first */
+        b->fetch = true;
+        return;
+    }
     /* what the answer may take, and the slowest target's budget (an item
      * answered with its error takes its error object) */
     if (b->items) {
@@ -565,6 +570,10 @@ static void decode_again(srv_request *q)
 {
     batch *b = q->batch;
     b->failed = b->fetch = false;
+    proto_items_free(b->items); /* a decode that missed some items' ids */
+    b->items = NULL;
+    proto_job_free(q->job);
+    q->job = NULL;
     b->stage.stage = true;
     b->stage.keep_admission = false;
     if (srv_http_submit(q, &b->stage) != SRV_OK)
@@ -580,8 +589,8 @@ static void decode_answer(batch *b, int status)
         fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
         return;
     }
-    if (b->failed && b->fetch) {
-        srv_http_chains_fetch(q, &b->err, decode_again);
+    if (b->fetch) {
+        srv_http_chains_fetch(q, b->failed ? &b->err : NULL, decode_again);
         return;
     }
     if (b->failed) {

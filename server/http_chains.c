@@ -50,6 +50,10 @@
 
 void srv_http_lookup(srv_request *q, proto_chain_lookup_fn *fn, void **ud)
 {
+    /* with --redis every decode notes what it misses (a batch of items
+     * decodes through its unknown ids, each answered on its own) */
+    if (!q->scope && srv_registry_shared(q->ctx) && (q->scope = malloc(sizeof *q->scope)))
+        srv_registry_scope_init(q->scope, q->ctx->registry);
     if (q->scope) {
         *fn = srv_registry_scope_lookup;
         *ud = q->scope;
@@ -62,6 +66,8 @@ void srv_http_lookup(srv_request *q, proto_chain_lookup_fn *fn, void **ud)
 bool srv_http_chains_missed(srv_request *q, const proto_error *err)
 {
     srv_ctx *ctx = q->ctx;
+    if (!err)
+        return q->scope && q->scope->nmissed > 0;
     if (err->code != PROTO_E_UNKNOWN_CHAIN || !srv_registry_shared(ctx))
         return false;
     if (!q->scope) {
@@ -115,7 +121,7 @@ static void fetch_done(srv_registry_op *op)
         srv_http_respond_error(q, &op->err); /* a fetched chain refused here */
     else if (op->status != SRV_OK)
         answer_unavailable(q, op->what);
-    else if (op->found == 0)
+    else if (op->found == 0 && w->miss.code != PROTO_E_NONE)
         srv_http_respond_error(q, &w->miss);
     else
         w->again(q);
@@ -124,6 +130,9 @@ static void fetch_done(srv_registry_op *op)
 
 void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)(srv_request *q))
 {
+    static const proto_error none; /* code PROTO_E_NONE */
+    if (!err)
+        err = &none;
     fetch_wait *w = calloc(1, sizeof *w);
     if (!w) {
         proto_error e;
@@ -141,11 +150,15 @@ void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)
     if (rc == SRV_OK)
         return;
     srv_http_release(q); /* still held by the handler's caller */
-    if (rc == SRV_ENOTFOUND)
+    char why[sizeof w->op.what];
+    memcpy(why, w->op.what, sizeof why);
+    free(w);
+    if (rc == SRV_ENOTFOUND && err->code == PROTO_E_NONE)
+        again(q);
+    else if (rc == SRV_ENOTFOUND)
         srv_http_respond_error(q, err);
     else
-        answer_unavailable(q, w->op.what);
-    free(w);
+        answer_unavailable(q, why);
 }
 
 /* ---- descriptions ---------------------------------------------------------------- */

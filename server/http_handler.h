@@ -150,14 +150,17 @@ void srv_http_lookup(srv_request *q, proto_chain_lookup_fn *fn, void **ud);
 /* After a decode of q's body failed with err: true when err is
  * unknown_chain, the registry is shared (--redis) and ids to fetch were
  * noted in q's scope (made now; the body scanned for every chain id it
- * names). Any thread: a body decoded on the pool is scanned there. */
+ * names). With err NULL, after a decode that succeeded: true when it
+ * missed ids all the same (a batch of items answers those items with
+ * unknown_chain). Any thread: a body decoded on the pool is scanned there. */
 bool srv_http_chains_missed(srv_request *q, const proto_error *err);
 /* Loop thread, after srv_http_chains_missed said true (q not answered):
  * fetches the noted ids (q held meanwhile); once they are in, again(q)
  * runs, which decodes again (with srv_http_lookup). When the fetch cannot
- * help, q is answered instead: err (404) when none was found, 503 when
- * Redis cannot be asked (at once, or within --redis-timeout), the refusal
- * of a fetched chain this replica's limits refuse. */
+ * help, q is answered instead: err (404) when none was found (with err
+ * NULL, again runs all the same), 503 when Redis cannot be asked (at
+ * once, or within --redis-timeout), the refusal of a fetched chain this
+ * replica's limits refuse. */
 void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)(srv_request *q));
 
 /* ---- the batch pipeline (http_batch.c) ------------------------------------- */

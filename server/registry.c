@@ -251,6 +251,8 @@ void srv_registry_scope_free(srv_registry_scope *s)
     for (size_t i = 0; i < s->nheld; i++)
         proto_chain_unref(s->held[i]);
     free(s->held);
+    free(s->missed);
+    free(s->asked);
     srv_registry *r = s->r;
     srv_registry_scope_init(s, r);
 }
@@ -264,16 +266,49 @@ bool srv_registry_id_form(const char *id)
     return n == SRV_CHAIN_ID_LEN;
 }
 
-/* Notes id as missed (once, while there is room). */
+/* Whether id is among the n ids of list. */
+static bool listed(srv_chain_id *list, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(list[i], id, SRV_CHAIN_ID_LEN) == 0)
+            return true;
+    return false;
+}
+
+/* Notes id as missed (once, unless asked for before, while there is
+ * room; out of memory, it is not noted). */
 static void note_missed(srv_registry_scope *s, const char *id)
 {
-    if (!srv_registry_id_form(id))
+    if (!srv_registry_id_form(id) || s->nmissed >= SRV_FETCH_MAX ||
+        listed(s->missed, s->nmissed, id) || listed(s->asked, s->nasked, id))
         return;
-    for (size_t i = 0; i < s->nmissed; i++)
-        if (strcmp(s->missed[i], id) == 0)
+    if (s->nmissed == s->capmissed) {
+        size_t cap = s->capmissed ? 2 * s->capmissed : 8;
+        srv_chain_id *m = realloc(s->missed, cap * sizeof *m);
+        if (!m)
             return;
-    if (s->nmissed < SRV_SCOPE_MISSED)
-        memcpy(s->missed[s->nmissed++], id, SRV_CHAIN_ID_LEN + 1);
+        s->missed = m;
+        s->capmissed = cap;
+    }
+    memcpy(s->missed[s->nmissed++], id, SRV_CHAIN_ID_LEN + 1);
+}
+
+bool srv__registry_scope_asked(srv_registry_scope *s)
+{
+    if (s->nasked + s->nmissed > s->capasked) {
+        size_t cap = s->capasked ? 2 * s->capasked : 8;
+        while (cap < s->nasked + s->nmissed)
+            cap *= 2;
+        srv_chain_id *a = realloc(s->asked, cap * sizeof *a);
+        if (!a)
+            return false;
+        s->asked = a;
+        s->capasked = cap;
+    }
+    memcpy(s->asked + s->nasked, s->missed, s->nmissed * sizeof *s->missed);
+    s->nasked += s->nmissed;
+    s->nmissed = 0;
+    return true;
 }
 
 /* A new reference to the chain of that id the scope holds, or NULL. */
@@ -301,7 +336,7 @@ proto_chain *srv_registry_scope_lookup(void *ud, const char *id)
 /* Walks v for "chain_id" members (depth bounded by jansson's parse). */
 static void scan_value(srv_registry_scope *s, json_t *v)
 {
-    if (s->nmissed >= SRV_SCOPE_MISSED)
+    if (s->nmissed >= SRV_FETCH_MAX)
         return;
     if (json_is_object(v)) {
         const char *key;

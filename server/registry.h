@@ -75,14 +75,18 @@ proto_chain *srv_registry_lookup(void *ud, const char *id);
  * decodes again. Any thread, one at a time per scope. */
 
 #define SRV_CHAIN_ID_LEN 32 /* a chain id: 32 lower-case hex digits */
-#define SRV_SCOPE_MISSED 64 /* ids noted per decode at most */
+#define SRV_FETCH_MAX 256   /* ids noted for one fetch at most */
+
+typedef char srv_chain_id[SRV_CHAIN_ID_LEN + 1];
 
 typedef struct srv_registry_scope {
     srv_registry *r;
     proto_chain **held; /* fetched for this request (references) */
     size_t nheld, capheld, held_bytes;
-    char missed[SRV_SCOPE_MISSED][SRV_CHAIN_ID_LEN + 1]; /* ids not found, each once */
-    size_t nmissed;
+    srv_chain_id *missed; /* ids not found and not asked for yet, each once */
+    size_t nmissed, capmissed;
+    srv_chain_id *asked; /* ids fetched before (not noted again) */
+    size_t nasked, capasked;
 } srv_registry_scope;
 
 /* An empty scope on r (allocates nothing). */
@@ -90,7 +94,8 @@ void srv_registry_scope_init(srv_registry_scope *s, srv_registry *r);
 /* Drops its references and frees what it allocated; it can be used again. */
 void srv_registry_scope_free(srv_registry_scope *s);
 /* proto_chain_lookup_fn: ud is the scope. New reference or NULL (then the
- * id is noted in missed when it looks like an id and there is room). */
+ * id is noted in missed when it looks like an id, was not asked for
+ * before, and there is room: SRV_FETCH_MAX). */
 proto_chain *srv_registry_scope_lookup(void *ud, const char *id);
 /* Notes the chain ids a JSON body names ("chain_id" members at any depth:
  * a batch of items names one per item) that neither the scope nor the
@@ -103,6 +108,9 @@ bool srv_registry_id_form(const char *id);
 /* Internal (registry_redis.c): adds c, a reference taken over, to the
  * scope; false when memory ran out (c is then dropped). */
 bool srv__registry_scope_hold(srv_registry_scope *s, proto_chain *c);
+/* Internal (registry_redis.c): the missed ids become asked ones; false
+ * when memory ran out (nothing changed). */
+bool srv__registry_scope_asked(srv_registry_scope *s);
 
 /* ---- the shared registry (--redis; server/registry_redis.c) --------------- */
 
@@ -129,7 +137,6 @@ const char *srv_registry_shared_state(const srv_ctx *ctx);
 
 /* One operation on the shared registry, owned by the caller (it may embed
  * it) and kept alive until done has run. */
-#define SRV_FETCH_MAX 256 /* ids in one fetch at most */
 typedef struct srv_registry_op srv_registry_op;
 struct srv_registry_op {
     /* the caller's */
@@ -156,7 +163,8 @@ struct srv_registry_op {
 /* Fetches the scope's missed ids (at most SRV_FETCH_MAX) from Redis: those
  * found are decoded with ctx's limits, checked against their id, added to
  * the local registry and held by the scope (op->found counts them); the
- * missed list is emptied. Returns 0 (done runs later, on this loop's
+ * missed ids become asked ones, never noted again, so that decoding again
+ * and fetching what it misses ends. Returns 0 (done runs later, on this loop's
  * thread), or, and then done never runs: SRV_ENOTFOUND without --redis or
  * with nothing missed, SRV_EIO when Redis is down now (op->what says why:
  * the caller answers at once), SRV_EBUSY when too many commands are in

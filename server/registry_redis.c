@@ -784,7 +784,7 @@ int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op 
             srv_metrics_shared(ctx->metrics, "fetch", "unavailable");
         return rc;
     }
-    size_t n = scope->nmissed < SRV_FETCH_MAX ? scope->nmissed : SRV_FETCH_MAX;
+    size_t n = scope->nmissed;
     op->scope = scope;
     op->nids = n;
     op->ids = malloc(n * sizeof *op->ids);
@@ -818,8 +818,9 @@ int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op 
                  rc == SRV_EBUSY ? "too many commands waiting for Redis" : r->state);
         return rc;
     }
-    /* the next decode notes what it still misses */
-    scope->nmissed = 0;
+    /* the next decode notes what it still misses, and never these again */
+    if (!srv__registry_scope_asked(scope))
+        scope->nmissed = 0;
     return SRV_OK;
 }
 
