@@ -36,9 +36,6 @@
 #include "proto/proto_urdf.h"
 #include "solver/ik_status.h"
 
-const char *const proto_chain_kind_names[] = {"planar", "links3d", "bones", "skeleton",
-                                              "joints", "urdf",    "tree",  NULL};
-
 /* ---- lifetime --------------------------------------------------------- */
 
 static proto_chain *chain_new(void)

@@ -59,10 +59,6 @@
 #include "solver/ik_status.h"
 #include "solver/ik_twobone.h"
 
-const char *const proto_solver_names[] = {"auto",     "two_link", "three_link", "three_link_3d",
-                                          "two_bone", "fabrik",   "ccd",        "numeric",
-                                          "closed",   NULL};
-
 /* Candidates the closed solver considers under options.max_joint_step (the
  * nearest first; more than the 8 branches times a few turns). */
 #define CLOSED_CANDIDATES 64

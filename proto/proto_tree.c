@@ -60,9 +60,6 @@
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
 
-const char *const proto_objective_names[] = {"none",   "distance",   "manip1",
-                                             "manip2", "mid_limits", NULL};
-
 /* ---- chains --------------------------------------------------------- */
 
 /* "tips": 1..IK_TREE_MAX_TIPS distinct non-empty names. */

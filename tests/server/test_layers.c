@@ -2,6 +2,8 @@
  * test_layers.c: the daemon's layering, checked on the built objects
  * (nm, from binutils) rather than trusted from the headers, as
  * tests/solver/test_ik_purity.c does for the solver:
+ *   - three floors, nothing pointing up: solver/ <- proto/ <- server/ (no
+ *     solver object refers to proto_* or srv_*, no proto object to srv_*);
  *   - proto/ never sees a socket or the event loop: no proto object refers
  *     to libmicrohttpd (MHD_*), libuv (uv_*), wslay (wslay_*), the socket
  *     calls or the daemon (srv_*);
@@ -10,9 +12,12 @@
  *     http_batch.o, ws_stream.o, solve.o) refer to no MHD_*, wslay_* or
  *     socket call; only the modules that own connections do (http_mhd.o,
  *     ws_conn.o, loop.o, serve.o, guard.o, and the probe's own client);
- *   - proto's files call each other without a cycle (the file-level call
- *     graph, from each object's defined and undefined symbols, is acyclic),
- *     so a reader can take the module apart file by file.
+ *   - proto's files depend on each other without a cycle: the file-level
+ *     graph, from each object's defined symbols (code T, and data: D
+ *     initialised, R read-only, B zeroed) and undefined ones (U, code or
+ *     data alike), is acyclic, so a reader can take the module apart file
+ *     by file; a table one file names and another defines is an edge as
+ *     much as a call is.
  * The objects are found under $IKD_BUILD/obj (set by tests/run.sh), or
  * next to this executable (<build>/tests/server/test_layers); only those
  * of sources that exist count. Run from the repository's root.
@@ -65,8 +70,9 @@ typedef struct syms {
     char name[MAX_SYMS][SYM_LEN];
 } syms;
 
-/* The undefined (want_undefined) or defined global text symbols of one
- * object file. */
+/* The undefined (want_undefined) or defined global symbols of one object
+ * file: code (T) and data (D, R, B), the global ones (nm writes local
+ * symbols in lower case). */
 static void read_syms(const char *obj, bool want_undefined, syms *out)
 {
     char cmd[PATH_MAX + 64];
@@ -80,7 +86,7 @@ static void read_syms(const char *obj, bool want_undefined, syms *out)
         char name[SYM_LEN], type[8];
         if (sscanf(line, "%127s %7s", name, type) != 2)
             continue;
-        if (!want_undefined && type[0] != 'T')
+        if (!want_undefined && !strchr("TDRB", type[0]))
             continue;
         if (out->n < MAX_SYMS)
             snprintf(out->name[out->n++], SYM_LEN, "%s", name);
@@ -136,6 +142,51 @@ START_TEST(test_proto_sees_no_socket)
 }
 END_TEST
 
+/* The first symbol of obj with one of the prefixes (NULL-terminated), or
+ * NULL. */
+static const char *refers_to(const char *obj, const char *const *prefixes)
+{
+    static syms u;
+    static char found[SYM_LEN];
+    read_syms(obj, true, &u);
+    for (size_t i = 0; i < u.n; i++)
+        for (size_t k = 0; prefixes[k]; k++)
+            if (!strncmp(u.name[i], prefixes[k], strlen(prefixes[k]))) {
+                snprintf(found, sizeof found, "%s", u.name[i]);
+                return found;
+            }
+    return NULL;
+}
+
+START_TEST(test_floors_point_down)
+{
+    static const char *const above_solver[] = {"proto_", "srv_", "json_", "MHD_", "uv_", NULL};
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/solver", g_obj);
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "no objects in %s", dir);
+    size_t checked = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!current_object("solver", e->d_name))
+            continue;
+        char obj[PATH_MAX + 300];
+        snprintf(obj, sizeof obj, "%s/%s", dir, e->d_name);
+        const char *bad = refers_to(obj, above_solver);
+        ck_assert_msg(bad == NULL, "solver/%s refers to %s: the solver is the bottom floor",
+                      e->d_name, bad);
+        checked++;
+    }
+    closedir(d);
+    ck_assert_uint_ge(checked, 10);
+    /* and the check can fail: proto refers to the solver below it */
+    static const char *const solver[] = {"ik_", NULL};
+    char obj[PATH_MAX + 64];
+    snprintf(obj, sizeof obj, "%s/proto/proto_solver.o", g_obj);
+    ck_assert_ptr_nonnull(refers_to(obj, solver));
+}
+END_TEST
+
 START_TEST(test_handlers_touch_no_connection)
 {
     static const char *const handlers[] = {"http_handlers.o", "http_batch.o", "ws_stream.o",
@@ -158,14 +209,14 @@ START_TEST(test_handlers_touch_no_connection)
 }
 END_TEST
 
-/* ---- proto's call graph --------------------------------------------------- */
+/* ---- proto's dependency graph (calls and data) ------------------------------- */
 
 #define MAX_FILES 64
 
 typedef struct graph {
     size_t n;
     char file[MAX_FILES][64];
-    bool edge[MAX_FILES][MAX_FILES]; /* file i calls into file j */
+    bool edge[MAX_FILES][MAX_FILES]; /* file i calls into or reads the data of file j */
 } graph;
 
 static int visit(const graph *g, size_t i, int *state, size_t *stack, size_t *depth)
@@ -233,7 +284,8 @@ START_TEST(test_proto_calls_form_no_cycle)
                 len += (size_t)snprintf(cycle + len, sizeof cycle - len, "%s -> ",
                                         g.file[stack[k]]);
             snprintf(cycle + len, sizeof cycle - len, "%s", g.file[c]);
-            ck_abort_msg("proto's files call each other in a cycle: %s", cycle);
+            ck_abort_msg("proto's files depend on each other (calls or data) in a cycle: %s",
+                         cycle);
         }
     }
     ck_assert_uint_ge(g.n, 10);
@@ -245,6 +297,7 @@ static Suite *layers_suite(void)
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_floors_point_down);
     tcase_add_test(tc, test_proto_sees_no_socket);
     tcase_add_test(tc, test_handlers_touch_no_connection);
     tcase_add_test(tc, test_proto_calls_form_no_cycle);
