@@ -736,10 +736,14 @@ static chain_memo *memo_at(const char *p, size_t avail, const proto_limits *lim)
     return NULL;
 }
 
-size_t proto__chain_memo_extent(const char *p, size_t avail, const proto_limits *lim)
+proto_chain *proto__chain_memo(const char *p, size_t avail, const proto_limits *lim, size_t *len)
 {
     const chain_memo *m = memo_at(p, avail, lim);
-    return m ? m->len : 0;
+    if (!m)
+        return NULL;
+    *len = m->len;
+    proto_chain_ref(m->chain);
+    return m->chain;
 }
 
 proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,

@@ -137,29 +137,32 @@ typedef struct proto_target {
 
 /* The members of an answer's result that options.fields can select
  * ("status" is always answered): the name, in the order answers list
- * them. One bit each in proto_options.omit. */
+ * them, and the member's place in a binary answer's records (the bit of
+ * the head's "fields" word, in the records' order; -1: none, the member
+ * is JSON's only). One bit each in proto_options.omit. The JSON writer
+ * (proto_job_encode.c) and the binary one (proto_binary.c) follow it. */
 #define PROTO_FIELD_MAP(XX)                                                                        \
-    XX(CODE, "code")                                                                               \
-    XX(REASON, "reason")                                                                           \
-    XX(CAUSE, "cause")                                                                             \
-    XX(JOINTS, "joints")                                                                           \
-    XX(POSITIONS, "positions")                                                                     \
-    XX(ROTATIONS, "rotations")                                                                     \
-    XX(LOCAL_ROTATIONS, "local_rotations")                                                         \
-    XX(TIP, "tip")                                                                                 \
-    XX(TIPS, "tips")                                                                               \
-    XX(POSITION_ERROR, "position_error")                                                           \
-    XX(ORIENTATION_ERROR, "orientation_error")                                                     \
-    XX(MAX_JOINT_STEP, "max_joint_step")                                                           \
-    XX(ARRIVED, "arrived")                                                                         \
-    XX(SOLUTIONS, "solutions")                                                                     \
-    XX(SOLUTION_COUNT, "solution_count")                                                           \
-    XX(ITERATIONS, "iterations")                                                                   \
-    XX(RESTARTS, "restarts")                                                                       \
-    XX(TIME_MS, "time_ms")
+    XX(CODE, "code", -1)                                                                           \
+    XX(REASON, "reason", -1)                                                                       \
+    XX(CAUSE, "cause", -1)                                                                         \
+    XX(JOINTS, "joints", 0)                                                                        \
+    XX(POSITIONS, "positions", 1)                                                                  \
+    XX(ROTATIONS, "rotations", 2)                                                                  \
+    XX(LOCAL_ROTATIONS, "local_rotations", 3)                                                      \
+    XX(TIP, "tip", 4)                                                                              \
+    XX(TIPS, "tips", -1)                                                                           \
+    XX(POSITION_ERROR, "position_error", 5)                                                        \
+    XX(ORIENTATION_ERROR, "orientation_error", 6)                                                  \
+    XX(MAX_JOINT_STEP, "max_joint_step", 7)                                                        \
+    XX(ARRIVED, "arrived", -1)                                                                     \
+    XX(SOLUTIONS, "solutions", -1)                                                                 \
+    XX(SOLUTION_COUNT, "solution_count", -1)                                                       \
+    XX(ITERATIONS, "iterations", -1)                                                               \
+    XX(RESTARTS, "restarts", -1)                                                                   \
+    XX(TIME_MS, "time_ms", 8)
 
 enum {
-#define PROTO__FIELD_BIT(name, text) PROTO__FIELD_IDX_##name,
+#define PROTO__FIELD_BIT(name, text, bin) PROTO__FIELD_IDX_##name,
     PROTO_FIELD_MAP(PROTO__FIELD_BIT)
 #undef PROTO__FIELD_BIT
         PROTO_FIELD_COUNT
@@ -313,34 +316,6 @@ struct proto_stream_path {
     proto_path_point pts[]; /* npoints */
 };
 
-/* A target of a tick read without a JSON tree (proto_stream.c): the
- * stream, seq and the numbers as the text gives them, not yet checked
- * (proto_session.c checks them as proto__target_decode() would, and hands
- * the target's text to it when a check fails, so that the error is its
- * own). */
-#define PROTO_RAW_ORIENTATION 1u
-#define PROTO_RAW_UP 2u
-#define PROTO_RAW_POLE 4u
-struct proto_stream_raw {
-    char stream[PROTO_STREAM_NAME_MAX + 1];
-    bool has_seq;
-    long long seq;
-    const char *text; /* the "target" value's text, in the message */
-    size_t len;
-    unsigned has; /* PROTO_RAW_* */
-    double position[3], orientation[4], up[3], pole[3];
-};
-
-/* proto_job_decode.c: a target object scanned without a tree (only
- * "position", "orientation", "up", "pole", each once, position required;
- * false for anything else), its text in t->text, t->len. */
-bool proto__target_scan(proto_scan *r, proto_stream_raw *t);
-/* *t from a scanned target exactly as proto__target_decode() decodes its
- * text in frame f; false when one of its checks fails, or for a planar
- * chain's 2-D target (dims2), whose shape the scanner does not take: the
- * caller then decodes the text. */
-bool proto__target_raw(const proto_stream_raw *r, proto_frame f, bool dims2, proto_target *t);
-
 /* proto_stream.c: proto_stream_decode() without the tree-less tick reader
  * (for the tests that prove the two alike). */
 int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
@@ -354,10 +329,11 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
  * for the same bytes and limits. */
 proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
                                     proto_error *err);
-/* The length of a text this thread keeps a chain for (under lim) that p
- * (avail bytes) begins with, or 0. A kept text is a whole JSON object, so
- * the value at p is that text: the reader need not skim it again. */
-size_t proto__chain_memo_extent(const char *p, size_t avail, const proto_limits *lim);
+/* The chain this thread keeps (decoded under lim) for a text that p (avail
+ * bytes) begins with: a new reference and the text's length in *len, or
+ * NULL. A kept text is a whole JSON object, so the value at p is that text:
+ * the reader need not skim it again. */
+proto_chain *proto__chain_memo(const char *p, size_t avail, const proto_limits *lim, size_t *len);
 
 /* proto_chain.c: doubles per seed for chain c: joint values, bone
  * positions (3 per joint) or skeleton local rotations (4 per bone); 0 when
@@ -376,12 +352,6 @@ int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, pro
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
 /* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */
 int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *err);
-/* [[r00, r01, r02], [...], [...]]: orthonormal with det +1 within
- * PROTO_MAT_ORTHO_TOL; returned as a row-major matrix. */
-int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err);
-/* A name: a non-empty string of at most PROTO_NAME_MAX - 1 bytes, copied
- * into dst. */
-int proto__name(char *dst, const json_t *v, const char *path, proto_error *err);
 /* The "urdf" member of a URDF chain object o at path (a string of at most
  * lim->max_urdf_bytes: *xml, *len) and its "base" link name (*base): a
  * chain's and a tree's. 0, or -1 with *err set. */
@@ -394,22 +364,6 @@ int proto__urdf_source(const json_t *o, const char *path, const proto_limits *li
 int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame frame,
                         proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
                         proto_error *err);
-/* A target object at JSON pointer path, in the caller's frame f (dims2:
- * a planar chain's 2-D target), into *t in the internal convention. */
-int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
-                         proto_target *t, proto_error *err);
-/* A target given as numbers (a batch reader's): its members position,
- * orientation, up and pole, each n* numbers (0: absent). */
-typedef struct proto_target_numbers {
-    double pos[4], quat[4], up[4], pole[4];
-    size_t npos, nquat, nup, npole;
-} proto_target_numbers;
-/* The target proto__target_decode() makes of the object with these
- * members and numbers, into *t: 0, or -1 when it would refuse it (then
- * proto__target_decode() says why, with the path). */
-int proto__target_numbers(const proto_target_numbers *n, proto_frame f, bool dims2,
-                          proto_target *t);
-
 /* True when joint i of a compiled chain turns (revolute or continuous), so
  * that options.units applies to its values; false for a prismatic joint. */
 static inline bool proto__angular_joint(const proto_chain *c, size_t i)
@@ -420,15 +374,6 @@ static inline bool proto__angular_joint(const proto_chain *c, size_t i)
 /* ---- proto_job_decode.c: the pieces of a request, shared by HTTP
  * requests and stream sessions (proto_session.c) ---- */
 
-/* A seed at path for chain c with options *o (frame and units), into out
- * (proto__seed_len(c) doubles, internal convention). */
-int proto__seed_decode(const json_t *v, const char *path, const proto_chain *c,
-                       const proto_options *o, double *out, proto_error *err);
-/* An "options" object (NULL: none given) for chain c, paths under
- * "/options": the options every solver shares, then what depends on the
- * chain (options.servo, no frame on planar chains). */
-int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_limits *lim,
-                          proto_options *o, proto_error *err);
 /* The one constructor of jobs, for HTTP requests and stream sessions alike:
  * a job of n targets on chain (which it takes its own reference to) with
  * options *opt, its solver resolved from the first target *t0 (decoded,
@@ -442,44 +387,6 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
 int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind, size_t n,
                    const proto_target *t0, const char *t0_path, bool seeds, proto_job **out,
                    proto_error *err);
-/* Target i of job from the target object v at JSON pointer path, in the
- * job's frame, checked against its solver: a tree's into job->goals and
- * job->keep (proto__tree_target_decode), any other into job->targets[i]
- * (proto__target_decode, proto__check_target). 0, or -1 with *err set. */
-int proto__job_target(proto_job *job, size_t i, const json_t *v, const char *path,
-                      proto_error *err);
-
-/* A batch's targets from somewhere else than a jansson array (the batch
- * reader of proto_batch_read.c, the binary form of proto_binary.c): n of
- * them, asked for in order from 0, each once. next(feed, i, f, dims2, t,
- * &v) returns 1 when it filled *t itself (t not NULL: as
- * proto__target_decode would, in frame f; a tree's targets are never
- * asked for so), else 0 and target i as an object in *v (borrowed, valid
- * until the next call), or NULL when the feed cannot give it, with the
- * reason in *failed when has_failed. With paths, errors name their
- * targets' paths (else they are not built: a reader whose every failure
- * goes the general way does not need them). */
-typedef struct proto__target_feed proto__target_feed;
-struct proto__target_feed {
-    size_t n;
-    int (*next)(proto__target_feed *feed, size_t i, proto_frame f, bool dims2, proto_target *t,
-                json_t **v);
-    bool paths;
-    bool has_failed;
-    proto_error failed;
-};
-/* proto_job_decode_json(req, PROTO_BATCH, ...) with the targets from feed
- * (req holds the other members). A target the feed cannot give fails the
- * decode with the feed's reason, or like a wrong target. */
-int proto__job_decode_fed(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
-                          void *ud, proto__target_feed *feed, proto_job **out, proto_error *err);
-
-/* proto_batch_read.c: the fast way of proto_batch_decode alone (for
- * tests): 0 and *out when it decoded the body, else nonzero (the general
- * path must read it) with nothing allocated. */
-int proto__batch_read(const char *body, size_t len, const proto_limits *lim,
-                      proto_chain_lookup_fn lookup, void *ud, proto_job **out);
-
 /* proto_job_encode.c: how result i is answered (shared by both forms of
  * answers, proto_binary.c's too): the status word, MoveIt's code, the
  * reason, whether the pose members (joints, positions, rotations, tip,
@@ -520,11 +427,6 @@ int proto__tree_decode(proto_chain *c, const json_t *o, const char *path, const 
 /* A tree chain's own members of its description (joints, tips, shared
  * joints) added to d. */
 void proto__tree_describe(const proto_chain *c, json_t *d);
-/* A tree target object v at path ({"tips": {name: target, ...}, "keep"})
- * in frame f: goals[0..ntips-1] and *keep. 0, or -1 with *err set. */
-int proto__tree_target_decode(const json_t *v, const char *path, const proto_chain *c,
-                              proto_frame f, proto_tip_goal *goals, unsigned char *keep,
-                              proto_error *err);
 /* Solves target i of a tree job into r (proto__run_one's tree case). */
 void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size);
 /* The workspace bytes proto__run_tree needs on chain c (a tree). */

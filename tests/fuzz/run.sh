@@ -6,18 +6,21 @@
 # Each target keeps its growing corpus in BUILD/corpus/NAME, seeded on every
 # run from the repository (read-only): fixtures' bodies for the request and
 # JSON targets (and the binary batches of tests/fuzz/seeds/request), the
-# messages of tests/fuzz/seeds/stream, the robots of tests/data for the URDF target.
+# messages of tests/fuzz/seeds/stream, the robots of tests/data for the URDF
+# target, and all of those but the robots for the differential target
+# (fuzz_diff: its first byte 0 a solve body, 1 a batch body, 2 a stream
+# message, 3 a binary batch).
 # A crash or a wrong answer leaves BUILD/crash-NAME-* and makes the run fail;
 # the last line of each target's log gives its executions.
 set -eu
 BUILD=${1:-build-fuzz}
 SECONDS_EACH=${2:-60}
 shift 2 2>/dev/null || shift $#
-TARGETS=${*:-"fuzz_json fuzz_request fuzz_stream fuzz_urdf"}
+TARGETS=${*:-"fuzz_json fuzz_request fuzz_stream fuzz_urdf fuzz_diff"}
 FIX=tests/fixtures
 SEED=$BUILD/seeds
 rm -rf "$SEED"
-mkdir -p "$SEED/json" "$SEED/request" "$SEED/stream" "$SEED/urdf"
+mkdir -p "$SEED/json" "$SEED/request" "$SEED/stream" "$SEED/urdf" "$SEED/diff"
 
 # The first byte of a JSON or request input selects flags or the kind.
 for f in "$FIX"/*.json; do
@@ -29,13 +32,22 @@ for f in "$FIX"/*.json; do
     *) k='\000' ;;
     esac
     case "$b" in
-    *.request) { printf "$k"; cat "$f"; } >"$SEED/request/$b" ;;
+    *.request)
+        { printf "$k"; cat "$f"; } >"$SEED/request/$b"
+        case "$b" in
+        chain_*) ;;
+        *) { printf "$k"; cat "$f"; } >"$SEED/diff/$b" ;;
+        esac ;;
     esac
 done
 cp tests/fuzz/seeds/stream/* "$SEED/stream/"
+for f in tests/fuzz/seeds/stream/*; do
+    { printf '\002'; cat "$f"; } >"$SEED/diff/stream-$(basename "$f")"
+done
 # binary batches (first byte 3), in the layout of
 # proto/README.md, "Binary batches"
 cp tests/fuzz/seeds/request/* "$SEED/request/"
+cp tests/fuzz/seeds/request/* "$SEED/diff/"
 
 # URDF inputs: "BASE\nTIP\n" then the document.
 urdf() { { printf '%s\n%s\n' "$2" "$3"; cat "tests/data/robots/$1.urdf"; } >"$SEED/urdf/$1"; }

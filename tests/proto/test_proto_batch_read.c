@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 
 #define BONES "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.55],[0,0,0.1]]}"
 
@@ -127,7 +127,7 @@ static bool same_as_general(const char *body, size_t len, const proto_limits *li
     else
         ck_assert_uint_eq(proto_items_count(i1), proto_items_count(i2));
     /* which way it went */
-    if (proto__batch_read(body, len, lim, lookup, NULL, &jf) == 0) {
+    if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, NULL, &jf) == 0) {
         n_fast++;
         same_job(jf, j2, what);
         proto_job_free(jf);
