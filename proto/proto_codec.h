@@ -28,7 +28,7 @@
  *     the table's order, alike in every mode.
  * A member added to a table is read by every path; its rule says what it
  * means. The answers' members have their table too (PROTO_FIELD_MAP,
- * proto_impl.h), from which both the JSON and the binary answers are
+ * proto_job.h), from which both the JSON and the binary answers are
  * written.
  *
  * Memory: a proto_object lives on the caller's stack (under a kilobyte);
@@ -42,7 +42,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
+#include "proto/proto_stream.h"
 #include "proto/proto_scan.h"
 
 /* ---- where a value is read from ------------------------------------------- */
@@ -274,6 +275,35 @@ struct proto_stream_raw {
 };
 /* The target object of a tick's target, for proto__target_finish(). */
 void proto__tick_target(const proto_stream_raw *t, proto_object *o);
+
+/* A path message's path (proto_stream.h): its envelope decoded by
+ * proto_stream_decode (waypoint positions and orientations checked, the
+ * objects kept), its waypoints then decoded as targets of one stream by
+ * proto_session_path (bound: t filled, the objects released). */
+typedef struct proto_path_point {
+    json_t *json;   /* the waypoint object until bound (reference held) */
+    proto_target t; /* the waypoint as a target, once bound */
+} proto_path_point;
+
+struct proto_stream_path {
+    size_t npoints;
+    bool has_orientation;
+    bool bound;
+    double rate_hz;
+    double duration_s;
+    size_t count;
+    /* a tree stream's path, once bound: each waypoint's goals (ntips per
+     * waypoint) and keep rule (one allocation, freed with the path) */
+    size_t ntips;
+    proto_tip_goal *goals;
+    unsigned char *keep;
+    proto_path_point pts[]; /* npoints */
+};
+
+/* proto_stream.c: proto_stream_decode() in tree mode alone (for the tests
+ * that prove the two modes alike). */
+int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
+                              proto_error *err);
 
 /* ---- seeds and options --------------------------------------------------------- */
 

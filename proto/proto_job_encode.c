@@ -9,7 +9,7 @@
  * reference encoder the tests compare it with, byte for byte, builds a
  * jansson tree (tests/proto/oracle.h).
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,11 +1,12 @@
 /*
  * proto_names.c: the names of the wire format's enumerations that more than
  * one file of proto/ reads (chain kinds, solvers, tree objectives), indexed
- * by their enums (proto_impl.h) and NULL-terminated for proto_json_enum().
+ * by their enums (proto_kind.h, proto_job.h) and NULL-terminated for
+ * proto_json_enum().
  * A leaf: it refers to nothing, so that the files that name these tables
  * depend on it and never on each other through them.
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 const char *const proto_chain_kind_names[] = {"planar", "links3d", "bones", "skeleton",
                                               "joints", "urdf",    "tree",  NULL};

@@ -76,7 +76,7 @@ typedef enum proto_stream_type {
 } proto_stream_type;
 
 typedef struct proto_stream_path proto_stream_path;
-/* A target of a tick read without a JSON tree (proto_impl.h). */
+/* A target of a tick read without a JSON tree (proto_codec.h). */
 typedef struct proto_stream_raw proto_stream_raw;
 
 /* One decoded client message. The json_t pointers are borrowed from root,

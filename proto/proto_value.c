@@ -10,7 +10,7 @@
  * frame and units they are given in. A leaf of proto's call graph: it
  * calls no other file of proto but the JSON reader and the frames.
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -258,4 +258,54 @@ int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame 
                                name, types[type]);
     }
     return 0;
+}
+
+/* ---- members of several kinds ---------------------------------------- */
+
+int proto__opt_enum(const json_t *obj, const char *path, const char *key,
+                    const char *const *names, int def, int *out, proto_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    *out = def;
+    if (!v)
+        return 0;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, key);
+    return proto_json_enum(v, p, names, out, err);
+}
+
+int proto__lengths(const json_t *obj, const char *path, size_t min, size_t max, double *out,
+                       size_t *n, proto_error *err)
+{
+    json_t *v = proto_json_require(obj, path, "lengths", err);
+    if (!v)
+        return -1;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, "lengths");
+    if (proto_json_array(v, p, min, max, false, n, err))
+        return -1;
+    for (size_t i = 0; i < *n; i++) {
+        char pi[PROTO_PATH_MAX];
+        proto_json_path_index(pi, p, i);
+        double d;
+        if (proto_json_number(json_array_get(v, i), pi, -PROTO_MAX_ABS, PROTO_MAX_ABS, &d, err))
+            return -1;
+        if (!(d >= PROTO_MIN_LENGTH))
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi,
+                                   "link %zu has length %g; links must be at least %g long", i,
+                                   d, PROTO_MIN_LENGTH);
+        out[i] = d;
+    }
+    return 0;
+}
+
+void proto__describe_size(json_t *d, const proto_chain *c, const char *key, size_t n)
+{
+    json_object_set_new(d, key, json_integer((json_int_t)n));
+    if (!c->names)
+        return;
+    json_t *a = json_array();
+    for (size_t i = 0; i < c->nnames; i++)
+        json_array_append_new(a, json_string(c->names[i]));
+    json_object_set_new(d, c->skel ? "bone_names" : "joint_names", a);
 }

@@ -33,7 +33,7 @@
 
 #include <math.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "tests/proto/oracle.h"

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_status.h"
 

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 /* ---- the layout, written and read by this test ---------------------------------- */
 

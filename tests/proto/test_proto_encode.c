@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 #include "proto/proto_stream.h"
 #include "solver/ik_status.h"
 #include "tests/proto/oracle.h"

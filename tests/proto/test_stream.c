@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "solver/ik_math.h"

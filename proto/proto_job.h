@@ -1,58 +1,34 @@
 /*
- * proto_impl.h: proto/'s internal structures and the functions its files
- * share: proto_value.c (values), proto_chain.c (chains and ids),
- * proto_job_decode.c, proto_job_run.c and proto_job_encode.c (a job's
- * decode, run and answers), proto_solver.c (the solver bindings) and
- * proto_session.c (stream sessions). Not part of the contract with the
- * daemon (proto.h is); the tests include it to check the decoded values.
+ * proto_job.h: a job's insides, for the files that decode, run and answer
+ * jobs (proto_job_*.c, proto_solver.c, the chain kinds' solver bindings,
+ * proto_binary.c, proto_items.c, proto_session.c, the codec) and for the
+ * tests that check decoded values: the solvers' names, a target, the
+ * options, a result, the answers' members (PROTO_FIELD_MAP), the job
+ * itself and its constructor, how a result is answered, and the solver
+ * binding's entry points. Not part of the contract with the daemon
+ * (proto.h is); a chain's insides are proto/proto_kind.h's.
  *
  * Everything here is in ikd's internal convention (ROS frame, radians):
  * decoding converts from the caller's frame and units, encoding converts
  * back.
  */
-#ifndef PROTO_IMPL_H
-#define PROTO_IMPL_H
+#ifndef PROTO_JOB_H
+#define PROTO_JOB_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "proto/proto.h"
 #include "proto/proto_frame.h"
-#include "proto/proto_json.h"
 #include "proto/proto_json_write.h"
-#include "proto/proto_stream.h"
 #include "solver/ik_chain.h"
-#include "solver/ik_closed.h"
 #include "solver/ik_math.h"
-#include "solver/ik_skeleton.h"
-#include "solver/ik_tree.h"
 
-#define PROTO_NAME_MAX 64
-#define PROTO_ID_HEX 32 /* 128 bits of SHA-256, hex */
-
-/* Tolerances on the caller's rotations. */
-#define PROTO_QUAT_UNIT_TOL 1e-3 /* | |q| - 1 | above this is rejected */
-#define PROTO_MAT_ORTHO_TOL 1e-3 /* max |R R^T - I| and |det R - 1| */
-/* Shortest link length accepted (bones, planar lengths). */
-#define PROTO_MIN_LENGTH 1e-6
 /* options.all_solutions: solutions listed per target at most (the nearest;
  * "solution_count" says how many there are), and targets of a batch that
  * asks for them, so that one answer holds at most 128 x 512 rows. */
 #define PROTO_MAX_SOLUTIONS 512
 #define PROTO_MAX_SOLUTION_TARGETS 128
-
-typedef enum proto_chain_kind {
-    PROTO_CHAIN_PLANAR = 0, /* 2 or 3 lengths in the x-y plane */
-    PROTO_CHAIN_LINKS3D,    /* 3 lengths in 3D from an origin frame */
-    PROTO_CHAIN_BONES,      /* joint positions (+ rotations) */
-    PROTO_CHAIN_SKELETON,   /* TRS hierarchy with a two-bone limb */
-    PROTO_CHAIN_JOINTS,     /* URDF-semantics joint list */
-    PROTO_CHAIN_URDF,       /* a URDF document, base and tip links */
-    PROTO_CHAIN_TREE        /* several tips over shared joints (proto_tree.c) */
-} proto_chain_kind;
-
-extern const char *const proto_chain_kind_names[];
 
 typedef enum proto_solver {
     PROTO_SOLVER_AUTO = 0,
@@ -69,57 +45,9 @@ typedef enum proto_solver {
 
 extern const char *const proto_solver_names[];
 
-struct proto_chain {
-    atomic_size_t refs;
-    proto_chain_kind kind;
-    char id[PROTO_ID_HEX + 1];
-    json_t *source;  /* the chain object as sent (own reference) */
-    size_t memory;   /* approximate bytes held */
-
-    /* planar / links3d */
-    size_t nlinks;
-    double lengths[3];
-    double base2[2];   /* planar base (x, y) */
-    ik_xform origin;   /* links3d: the solver's base frame (ROS, solver axes) */
-
-    /* bones: n joint positions (n - 1 bones) and world rotations */
-    size_t nbones;
-    ik_vec3 *positions;
-    ik_quat *rotations;
-
-    /* skeleton */
-    ik_bone *skel;
-    size_t nskel;
-    size_t limb[3]; /* hip, knee, foot */
-
-    /* joints / urdf / planar: the compiled chain for the numeric solver
-     * (own allocation; NULL for the other kinds) */
-    ik_chain *chain;
-    /* names of the movable joints (joints/urdf) or bones (skeleton) */
-    char (*names)[PROTO_NAME_MAX];
-    size_t nnames;
-    /* urdf: the <limit velocity> of each movable joint (0: none given),
-     * read with the chain (proto__chain_velocities); or, when the document
-     * has one that is not a number, why (kept, so that no servo request
-     * parses the document again) */
-    double *velocity;
-    proto_error *velocity_err;
-    /* tree: the compiled tree (own allocation) and its tips' names (links
-     * of a URDF, joints of a joint list, bones of a skeleton); names holds
-     * its joints', in the tree's variable order. A tree of bones (skel
-     * set) keeps its bones above and names holds theirs, in bone order;
-     * its tree is the skeleton's pose compiled (proto_tree.c) */
-    ik_tree *tree;
-    char (*tip_names)[PROTO_NAME_MAX];
-    /* a tree of bones: the bones on the tips' paths, in bone order (bone
-     * path_bones[k] is the tree's described joints 3k, 3k + 1, 3k + 2) */
-    size_t *path_bones;
-    size_t npath;
-    /* joints / urdf: the closed form of the chain (ik_closed_init, which
-     * proves it by forward kinematics), made on first use
-     * (proto__chain_closed) and kept */
-    _Atomic(ik_closed *) closed;
-};
+/* The member name (without "options.") of options.objective's values,
+ * indexed by ik_tree_objective; NULL-terminated (proto_names.c). */
+extern const char *const proto_objective_names[];
 
 /* One target in the internal convention. */
 typedef struct proto_target {
@@ -292,87 +220,7 @@ static inline proto_result *proto__result(const proto_job *job, size_t i)
     return &job->results[job->slots == job->n ? i : i % job->slots];
 }
 
-/* A path message's path (proto_stream.h): its envelope decoded by
- * proto_stream_decode (waypoint positions and orientations checked, the
- * objects kept), its waypoints then decoded as targets of one stream by
- * proto_session_path (bound: t filled, the objects released). */
-typedef struct proto_path_point {
-    json_t *json;   /* the waypoint object until bound (reference held) */
-    proto_target t; /* the waypoint as a target, once bound */
-} proto_path_point;
-
-struct proto_stream_path {
-    size_t npoints;
-    bool has_orientation;
-    bool bound;
-    double rate_hz;
-    double duration_s;
-    size_t count;
-    /* a tree stream's path, once bound: each waypoint's goals (ntips per
-     * waypoint) and keep rule (one allocation, freed with the path) */
-    size_t ntips;
-    proto_tip_goal *goals;
-    unsigned char *keep;
-    proto_path_point pts[]; /* npoints */
-};
-
-/* proto_stream.c: proto_stream_decode() without the tree-less tick reader
- * (for the tests that prove the two alike). */
-int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
-                              proto_error *err);
-
-/* proto_chain.c: the chain whose JSON text is text[0..len) (a request's
- * "chain" value), decoded at "/chain" under lim: a new reference, or NULL
- * with *err set (only the code is meaningful when the text is not JSON:
- * callers decode the request again for the exact error). Each thread
- * keeps the chains of its last few short texts and hands out the same one
- * for the same bytes and limits. */
-proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
-                                    proto_error *err);
-/* The chain this thread keeps (decoded under lim) for a text that p (avail
- * bytes) begins with: a new reference and the text's length in *len, or
- * NULL. A kept text is a whole JSON object, so the value at p is that text:
- * the reader need not skim it again. */
-proto_chain *proto__chain_memo(const char *p, size_t avail, const proto_limits *lim, size_t *len);
-
-/* proto_chain.c: doubles per seed for chain c: joint values, bone
- * positions (3 per joint) or skeleton local rotations (4 per bone); 0 when
- * seeds do not apply. */
-size_t proto__seed_len(const proto_chain *c);
-
-/* proto_value.c: value decoders shared by chains, requests and streams.
- * Each fills *err with the value's path on error. */
-/* The "bones" of a skeleton chain object o at path (at least min, parents
- * first, written in frame) into c->skel, c->nskel, c->names, c->nnames and
- * c->memory, in the internal convention (skeleton chains, and trees of
- * bones in proto_tree.c). 0, or -1 with *err set. */
-int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, proto_frame frame,
-                          size_t min, const proto_limits *lim, proto_error *err);
-/* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
-int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
-/* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */
-int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *err);
-/* The "urdf" member of a URDF chain object o at path (a string of at most
- * lim->max_urdf_bytes: *xml, *len) and its "base" link name (*base): a
- * chain's and a tree's. 0, or -1 with *err set. */
-int proto__urdf_source(const json_t *o, const char *path, const proto_limits *lim,
-                       const char **xml, size_t *len, const char **base, proto_error *err);
-/* One joint object of a joint list (a joints chain's, or with "parent"
- * allowed, which the caller reads, a tree's) at path pj, index i (its
- * default name joint<i>), in the chain's frame and units, into *out and
- * name. 0, or -1 with *err set. */
-int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame frame,
-                        proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
-                        proto_error *err);
-/* True when joint i of a compiled chain turns (revolute or continuous), so
- * that options.units applies to its values; false for a prismatic joint. */
-static inline bool proto__angular_joint(const proto_chain *c, size_t i)
-{
-    return (c->tree ? c->tree->type[i] : c->chain->type[i]) != IK_JOINT_PRISMATIC;
-}
-
-/* ---- proto_job_decode.c: the pieces of a request, shared by HTTP
- * requests and stream sessions (proto_session.c) ---- */
+/* ---- proto_job_decode.c ---- */
 
 /* The one constructor of jobs, for HTTP requests and stream sessions alike:
  * a job of n targets on chain (which it takes its own reference to) with
@@ -417,38 +265,8 @@ void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
  * table are "failure", 99999. */
 int proto__moveit(int status, const char **word);
 
-/* ---- proto_tree.c: tree chains ---- */
+/* ---- proto_solver.c: the solver binding ---- */
 
-/* The members of a tree chain object o at path (kind "tree": a URDF with
- * base and tips, or joints naming their parents and tips) into c: c->tree,
- * c->names, c->nnames, c->tip_names, c->memory. 0, or -1 with *err set. */
-int proto__tree_decode(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
-                       proto_error *err);
-/* A tree chain's own members of its description (joints, tips, shared
- * joints) added to d. */
-void proto__tree_describe(const proto_chain *c, json_t *d);
-/* Solves target i of a tree job into r (proto__run_one's tree case). */
-void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size);
-/* The workspace bytes proto__run_tree needs on chain c (a tree). */
-size_t proto__tree_workspace_size(const proto_chain *c);
-/* The member name (without "options.") of options.objective's values,
- * indexed by ik_tree_objective; NULL-terminated. */
-extern const char *const proto_objective_names[];
-
-/* proto_chain.c: a URDF chain's joint velocity limits (chain->dof values,
- * 0 where the URDF gives none), read with the chain when it was decoded
- * (never parsed again); NULL for other kinds, or with *err set (the same
- * error every time, at /options/servo/velocity) when the document has a
- * velocity that is not a number. */
-const double *proto__chain_velocities(proto_chain *c, proto_error *err);
-
-/* proto_solver.c: the closed form of a joints or urdf chain (its family, or
- * kind IK_CLOSED_NONE and why not), made and proved on first use (a few
- * hundred microseconds for a 6-joint chain, nothing for others) and kept;
- * NULL for other kinds or when out of memory. Thread-safe. */
-const ik_closed *proto__chain_closed(proto_chain *c);
-
-/* proto_solver.c */
 /* The solver auto picks for a chain and the first target, or an error when
  * the requested solver does not apply. */
 int proto__resolve_solver(const proto_chain *c, const proto_options *o, const proto_target *t0,
@@ -462,4 +280,4 @@ size_t proto__workspace_size(const proto_job *job);
 void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_t *npos,
                         size_t *nrot);
 
-#endif /* PROTO_IMPL_H */
+#endif /* PROTO_JOB_H */

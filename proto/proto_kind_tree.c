@@ -1,5 +1,5 @@
 /*
- * proto_tree.c: tree chains on the wire (kind "tree"): several end
+ * proto_kind_tree.c: tree chains on the wire (kind "tree"): several end
  * effectors over shared joints, both arms of a robot from its torso or a
  * character's feet and hands from its hips, solved together by
  * solver/ik_tree.h. The JSON is in proto/README.md, section "tree".
@@ -48,7 +48,7 @@
  * (proto_job_decode.c, proto_session.c), writing answers
  * (proto_job_encode.c).
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -467,8 +467,8 @@ out:
     return rc;
 }
 
-int proto__tree_decode(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
-                       proto_error *err)
+static int decode(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                  proto_error *err)
 {
     static const char *const forms[] = {"urdf", "joints", "bones"};
     char p[PROTO_PATH_MAX];
@@ -517,10 +517,11 @@ static void bones_describe(const proto_chain *c, json_t *d)
     json_object_set_new(d, "shared_bones", shared);
 }
 
-void proto__tree_describe(const proto_chain *c, json_t *d)
+static void describe(const proto_chain *c, json_t *d)
 {
     static const char *const tn[] = {"fixed", "revolute", "continuous", "prismatic"};
     const ik_tree *T = c->tree;
+    proto__describe_size(d, c, c->skel ? "bones" : "dof", c->skel ? c->nskel : T->dof);
     if (c->skel) {
         bones_describe(c, d);
         return;
@@ -657,7 +658,7 @@ static void tips_result(const proto_job *job, size_t i, const ik_tree *T, const 
 
 static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size);
 
-void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
 {
     const proto_chain *c = job->chain;
     const ik_tree *T = c->tree;
@@ -763,7 +764,7 @@ static size_t bones_carve(const proto_chain *c, char *ws, bones_ws *b)
     return at + WS_ALIGN; /* room to align the start */
 }
 
-size_t proto__tree_workspace_size(const proto_chain *c)
+static size_t tree_workspace(const proto_chain *c)
 {
     if (!c->skel)
         return ik_tree_workspace_size(c->tree);
@@ -781,7 +782,7 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
     const size_t n = c->nskel, dof = T0->dof;
     bones_ws b;
     char *base = (char *)ws + (WS_ALIGN - (uintptr_t)ws % WS_ALIGN) % WS_ALIGN;
-    if (!ws || ws_size < proto__tree_workspace_size(c)) {
+    if (!ws || ws_size < tree_workspace(c)) {
         r->status = IK_ENOSPC;
         return;
     }
@@ -848,3 +849,38 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
         r->positions[k] = ik_mat34_origin(&b.g[k]);
     tips_result(job, i, b.T, b.q, b.zero, r);
 }
+
+/* ---- the kind ------------------------------------------------------------ */
+
+static size_t seed_len(const proto_chain *c)
+{
+    return c->skel ? 4 * c->nskel : c->tree->dof;
+}
+
+static bool allows(const proto_chain *c, proto_solver s)
+{
+    (void)c;
+    return s == PROTO_SOLVER_NUMERIC;
+}
+
+static proto_solver pick(const proto_chain *c, const proto_target *t0)
+{
+    (void)c, (void)t0;
+    return PROTO_SOLVER_NUMERIC;
+}
+
+static void dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot)
+{
+    /* a tree of bones: every bone's position and local rotation; else the
+     * joints; and a pose per tip (proto_tip_result) */
+    *dof = c->skel ? 0 : c->tree->dof;
+    *npos = *nrot = c->skel ? c->nskel : 0;
+}
+
+static size_t workspace(const proto_job *job)
+{
+    return tree_workspace(job->chain);
+}
+
+const proto_kind_ops proto_kind_tree = {decode, describe, seed_len,  allows,
+                                        pick,   dims,     workspace, run};
