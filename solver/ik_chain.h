@@ -31,7 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "solver/ik_math.h"
+#include "ik_math.h"
 
 #define IK_MAX_DOF    32
 #define IK_MAX_JOINTS 128

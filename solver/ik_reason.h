@@ -17,6 +17,13 @@
  *                 towards the target would push further out.
  *   BUDGET        no solution was found in the time or iteration budget;
  *                 the target may or may not be reachable.
+ *   IN_COLLISION  with a collision check that avoids (ik_collide.h): the
+ *                 solutions found put the robot nearer than the margin to
+ *                 an obstacle or to itself (the result names the closest
+ *                 pair). Certain, and said at once, when links that the
+ *                 target fixes (those rigid with the base, and for a full
+ *                 pose those rigid with the tip) are already that near;
+ *                 otherwise as far as the budget could search.
  * IK_REASON_NONE goes with success (and with invalid input).
  *
  * Not here: the statuses themselves (ik_status.h), the wire names of
@@ -25,7 +32,7 @@
 #ifndef IK_REASON_H
 #define IK_REASON_H
 
-#include "solver/ik_chain.h"
+#include "ik_chain.h"
 
 #define IK_REASON_MAP(XX)                                                                          \
     XX(NONE, 0, "none", "no failure")                                                              \
@@ -33,7 +40,9 @@
     XX(NO_SOLUTION, 2, "no_solution",                                                              \
        "no joint values reach the target, limits aside (proved by the closed form)")               \
     XX(LIMITS, 3, "outside_limits", "the target is reachable only outside the joint limits")      \
-    XX(BUDGET, 4, "budget", "no solution found within the time or iteration budget")
+    XX(BUDGET, 4, "budget", "no solution found within the time or iteration budget")              \
+    XX(IN_COLLISION, 5, "in_collision",                                                            \
+       "every solution found puts the robot nearer than the margin to an obstacle or to itself")
 
 typedef enum ik_reason {
 #define IK__REASON_ENUM(name, val, str, msg) IK_REASON_##name = val,

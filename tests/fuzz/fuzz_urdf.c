@@ -5,10 +5,17 @@
  * base and tip links, the rest is the URDF text. The reader lists the links
  * and loads the chain between the two; a success must give a chain whose
  * degrees of freedom fit IK_MAX_DOF, and every failure a code and a message.
+ * The same text also goes through the whole-robot reader (collisions), the
+ * SRDF reader, and, for a chain that loaded, the collision model's builder
+ * (proto/proto_collide.c: the skeleton, the document as its own SRDF).
  */
 #include "tests/fuzz/fuzz.h"
 
+#include "proto/proto_collide.h"
+#include "proto/proto_srdf.h"
 #include "proto/proto_urdf.h"
+
+static ik_collide_model model;
 
 static char names[IK_MAX_DOF][PROTO_URDF_NAME_MAX];
 static char links[64][PROTO_URDF_NAME_MAX];
@@ -42,6 +49,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (proto_urdf_links(p, len, links, 64, &n_links, &err) != 0 && err.code == PROTO_E_NONE)
         fuzz_fail("proto_urdf_links failed without a code");
 
+    proto_urdf_robot robot;
+    if (proto_urdf_robot_read(p, len, &robot, &err) == 0)
+        proto_urdf_robot_free(&robot);
+    else if (err.code == PROTO_E_NONE)
+        fuzz_fail("proto_urdf_robot_read failed without a code");
+    proto_srdf_entry *entries;
+    size_t n_entries;
+    if (proto_srdf_read(p, len, &entries, &n_entries, &err) == 0)
+        free(entries);
+    else if (err.code == PROTO_E_NONE)
+        fuzz_fail("proto_srdf_read failed without a code");
+
     ik_chain chain;
     size_t dof = 0;
     if (proto_urdf_load_chain(p, len, base, tip, &chain, &dof, names, &err) != 0) {
@@ -51,5 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (dof == 0 || dof > IK_MAX_DOF || dof != chain.dof)
         fuzz_fail("a loaded chain has an impossible number of degrees of freedom");
+    const char *tips[1] = {tip};
+    proto_collide_spec spec = {NULL, 0, 0.05, p, len};
+    proto_collide_link *cl;
+    size_t ncl;
+    if (proto_collide_build(p, len, base, tips, 1, &chain, NULL, &spec, &model, &cl, &ncl, &err) ==
+        0)
+        free(cl);
+    else if (err.code == PROTO_E_NONE)
+        fuzz_fail("proto_collide_build failed without a code");
     return 0;
 }
