@@ -1,7 +1,11 @@
 /*
- * proto_json.c: strict JSON reading and writing on top of jansson (contract
- * in proto_json.h). Every getter fills the caller's proto_error with the
- * offending value's JSON pointer; nothing here allocates an error.
+ * proto_json.c: strict JSON reading into jansson trees (contract in
+ * proto_json.h): the fast reader that builds exactly jansson's tree (its
+ * numbers are the one scanner's, proto_scan.c) with jansson's own reader
+ * behind it for every text it declines, and the getters the tree mode of
+ * the decoders reads values with. Every getter fills the caller's
+ * proto_error with the offending value's JSON pointer; nothing here
+ * allocates an error. Writing is proto_json_write.c's.
  */
 #include "proto/proto_json.h"
 

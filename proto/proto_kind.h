@@ -162,6 +162,9 @@ int proto__chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_erro
  * NULL for other kinds or when out of memory. Thread-safe. */
 const ik_closed *proto__chain_closed(proto_chain *c);
 
+/* A target as the solvers' ik_target: weighted, a full pose, or a
+ * position (trees' tip targets too). */
+ik_target proto__solver_target(const proto_target *t);
 /* The binding of joints and urdf chains (numeric or closed), and the
  * numeric solve of a planar chain. */
 bool proto__serial_allows(const proto_chain *c, proto_solver s);

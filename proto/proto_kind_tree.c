@@ -601,19 +601,7 @@ static void solver_goals(const proto_job *job, size_t i, ik_tree_goal *g)
             g[t] = ik_tree_goal_keep((ik_tree_keep)keep);
             continue;
         }
-        ik_target tg;
-        if (pg->t.has_weights) {
-            memset(&tg, 0, sizeof tg);
-            tg.pose.p = pg->t.position;
-            tg.pose.q = pg->t.orientation;
-            tg.mode = IK_TARGET_WEIGHTED;
-            memcpy(tg.weight, pg->t.weight, sizeof tg.weight);
-        } else if (pg->t.has_orientation) {
-            ik_xform x = {pg->t.position, pg->t.orientation};
-            tg = ik_target_full_pose(x);
-        } else {
-            tg = ik_target_position(pg->t.position);
-        }
+        ik_target tg = proto__solver_target(&pg->t);
         g[t] = ik_tree_goal_target(tg);
         g[t].priority = pg->priority;
         g[t].weight = pg->weight;

@@ -117,8 +117,8 @@ void proto__serial_describe(const proto_chain *c, json_t *d)
     json_object_set_new(d, "joints", lim);
 }
 
-/* Target i as the solvers' ik_target. */
-static ik_target solver_target(const proto_target *t)
+/* Target t as the solvers' ik_target. */
+ik_target proto__solver_target(const proto_target *t)
 {
     ik_target tg;
     if (t->has_weights) {
@@ -208,7 +208,7 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
 {
     const proto_chain *c = job->chain;
     const proto_target *t = &job->targets[i];
-    ik_target tg = solver_target(t);
+    ik_target tg = proto__solver_target(t);
     ik_numeric_opts o = ik_numeric_opts_default();
     if (job->opt.tolerance > 0)
         o.tol_pos = job->opt.tolerance;
@@ -245,7 +245,7 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
     const proto_chain *c = job->chain;
     const ik_closed *k = proto__chain_closed((proto_chain *)c);
     const proto_target *t = &job->targets[i];
-    ik_target tg = solver_target(t);
+    ik_target tg = proto__solver_target(t);
     ik_numeric_opts o = ik_numeric_opts_default();
     if (job->opt.tolerance > 0)
         o.tol_pos = job->opt.tolerance;

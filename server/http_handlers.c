@@ -70,7 +70,7 @@ const srv_route_def srv_routes[SRV_RT_NONE + 1] = {
 /* Request bodies above this many bytes are decoded on the pool (see the
  * file comment); below it a decode takes microseconds and a pool hop would
  * cost more. */
-#define LOOP_DECODE_MAX (64 * 1024)
+#define LOOP_DECODE_MAX PROTO_DECODE_INLINE_MAX /* proto/proto_limits.h */
 
 srv_route srv_http_route_of(const srv_ctx *ctx, const char *url)
 {

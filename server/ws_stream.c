@@ -81,7 +81,7 @@
 #define WS_PATH_BURST 64  /* path samples solved per turn of the loop */
 /* Messages larger than this are decoded on the pool (a JSON text of a
  * megabyte, an inline URDF chain, takes milliseconds); as HTTP bodies. */
-#define WS_DECODE_INLINE_MAX (64 * 1024)
+#define WS_DECODE_INLINE_MAX PROTO_DECODE_INLINE_MAX /* proto/proto_limits.h */
 
 typedef struct ws_stream ws_stream;
 typedef struct ws_tick ws_tick;
