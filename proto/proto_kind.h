@@ -44,7 +44,7 @@ typedef enum proto_chain_kind {
     PROTO_CHAIN_SKELETON,   /* TRS hierarchy with a two-bone limb */
     PROTO_CHAIN_JOINTS,     /* URDF-semantics joint list */
     PROTO_CHAIN_URDF,       /* a URDF document, base and tip links */
-    PROTO_CHAIN_TREE        /* several tips over shared joints (proto_tree.c) */
+    PROTO_CHAIN_TREE        /* several tips over shared joints (proto_kind_tree.c) */
 } proto_chain_kind;
 
 extern const char *const proto_chain_kind_names[];
@@ -88,7 +88,7 @@ struct proto_chain {
      * of a URDF, joints of a joint list, bones of a skeleton); names holds
      * its joints', in the tree's variable order. A tree of bones (skel
      * set) keeps its bones above and names holds theirs, in bone order;
-     * its tree is the skeleton's pose compiled (proto_tree.c) */
+     * its tree is the skeleton's pose compiled (proto_kind_tree.c) */
     ik_tree *tree;
     char (*tip_names)[PROTO_NAME_MAX];
     /* a tree of bones: the bones on the tips' paths, in bone order (bone
@@ -192,7 +192,7 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 /* The "bones" of a skeleton chain object o at path (at least min, parents
  * first, written in frame) into c->skel, c->nskel, c->names, c->nnames and
  * c->memory, in the internal convention (skeleton chains, and trees of
- * bones in proto_tree.c). 0, or -1 with *err set. */
+ * bones in proto_kind_tree.c). 0, or -1 with *err set. */
 int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, proto_frame frame,
                           size_t min, const proto_limits *lim, proto_error *err);
 /* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */

@@ -153,7 +153,7 @@ size_t proto__json_number(const char *text, size_t len, proto_json_num *out)
 
 /* 1 for the bytes a plain string holds: printable ASCII but '"' and '\\'. */
 /* clang-format off */
-static const unsigned char plain[256] = {
+const unsigned char proto__plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -172,26 +172,6 @@ static const unsigned char plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 /* clang-format on */
-
-bool proto__scan_string(proto_scan *r, const char **s, size_t *n)
-{
-    if (!proto__scan_char(r, '"'))
-        return false;
-    const char *b = r->p;
-    while (r->p < r->end && plain[(unsigned char)*r->p])
-        r->p++;
-    if (r->p >= r->end || *r->p != '"')
-        return false;
-    *s = b;
-    *n = (size_t)(r->p - b);
-    r->p++;
-    return true;
-}
-
-bool proto__scan_key(proto_scan *r, const char **s, size_t *n)
-{
-    return proto__scan_string(r, s, n) && proto__scan_char(r, ':');
-}
 
 bool proto__scan_number(proto_scan *r, proto_json_num *v)
 {

@@ -50,10 +50,32 @@ static inline bool proto__scan_char(proto_scan *r, char c)
     return false;
 }
 
-/* A string of printable ASCII without escapes; *s, *n point into the text. */
-bool proto__scan_string(proto_scan *r, const char **s, size_t *n);
+/* 1 for the bytes a string taken here holds: printable ASCII but '"' and
+ * '\\'. */
+extern const unsigned char proto__plain[256];
+
+/* A string of printable ASCII without escapes; *s, *n point into the text
+ * (inline, as the keys of every object read from text pass here). */
+static inline bool proto__scan_string(proto_scan *r, const char **s, size_t *n)
+{
+    if (!proto__scan_char(r, '"'))
+        return false;
+    const char *b = r->p;
+    while (r->p < r->end && proto__plain[(unsigned char)*r->p])
+        r->p++;
+    if (r->p >= r->end || *r->p != '"')
+        return false;
+    *s = b;
+    *n = (size_t)(r->p - b);
+    r->p++;
+    return true;
+}
+
 /* A key: such a string and its colon. */
-bool proto__scan_key(proto_scan *r, const char **s, size_t *n);
+static inline bool proto__scan_key(proto_scan *r, const char **s, size_t *n)
+{
+    return proto__scan_string(r, s, n) && proto__scan_char(r, ':');
+}
 /* *s == lit, for a string from proto__scan_string() (inline: with a
  * literal, the length and the comparison fold to a few instructions). */
 static inline bool proto__scan_is(const char *s, size_t n, const char *lit)

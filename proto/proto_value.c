@@ -2,7 +2,7 @@
  * proto_value.c: the decoders of the values the chain objects share (a
  * point, a quaternion, a rotation matrix, a name, a skeleton's bones, a
  * joint object of a joint list, a URDF's source), used by chains
- * (proto_chain.c, proto_tree.c) and a path's waypoints (proto_stream.c);
+ * (the kinds' files) and a path's waypoints (proto_stream.c);
  * a request's own objects (targets, seeds, options) are the codec's
  * (proto_codec.c). Each checks its value strictly and fills the caller's
  * proto_error with the value's JSON path; the points, quaternions and

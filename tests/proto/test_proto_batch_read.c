@@ -1,6 +1,7 @@
 /*
- * test_proto_batch_read.c: the batch reader that decodes a batch's targets
- * without their jansson tree (proto/proto_batch_read.c), differentially:
+ * test_proto_batch_read.c: batch bodies read straight from their text (the
+ * text mode of proto/proto_job_decode.c's decoder, proto/proto_codec.h),
+ * without the jansson tree of their targets, differentially:
  * for every body, proto_batch_decode must give what the general path gives
  * (the whole tree from proto_json_parse, then proto_items_decode_json for
  * a body with "items" or proto_job_decode_json): the same error (code,
