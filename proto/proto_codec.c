@@ -272,7 +272,9 @@ const char *proto__member_string(const proto_object *o, size_t k, size_t *len)
     return json_string_value(in->node);
 }
 
-int proto__member_enum(const proto_object *o, size_t k, const char *at, const char *const *names,
+/* A STRING member as one of names (NULL-terminated): its index in *out,
+ * or -1 with proto_json_enum's error at at. */
+static int member_enum(const proto_object *o, size_t k, const char *at, const char *const *names,
                        int *out, proto_error *err)
 {
     size_t len;
@@ -471,7 +473,7 @@ static int target_rule(proto_object *o, size_t k, const char *at, const char *pa
     }
     case PROTO_T_KEEP: {
         int kp;
-        if (proto__member_enum(o, k, at, keep_names, &kp, err))
+        if (member_enum(o, k, at, keep_names, &kp, err))
             return -1;
         *out->keep = (unsigned char)(kp == 0 ? IK_TREE_KEEP_POSE : IK_TREE_KEEP_JOINTS);
         return 0;
@@ -838,17 +840,17 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
     long long i = 0;
     switch (k) {
     case PROTO_O_SOLVER:
-        if (proto__member_enum(ob, k, at, proto_solver_names, &e, err))
+        if (member_enum(ob, k, at, proto_solver_names, &e, err))
             return -1;
         o->solver = (proto_solver)e;
         return 0;
     case PROTO_O_UNITS:
-        if (proto__member_enum(ob, k, at, proto_units_names, &e, err))
+        if (member_enum(ob, k, at, proto_units_names, &e, err))
             return -1;
         o->units = (proto_units)e;
         return 0;
     case PROTO_O_FRAME:
-        if (proto__member_enum(ob, k, at, proto_frame_names, &e, err))
+        if (member_enum(ob, k, at, proto_frame_names, &e, err))
             return -1;
         o->frame = (proto_frame)e;
         return 0;
@@ -870,7 +872,7 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
     case PROTO_O_TIMEOUT_MS:
         return number_rule(ob, k, at, false, 0, lim->max_time_ms, &o->timeout_ms, err);
     case PROTO_O_SEARCH:
-        if (proto__member_enum(ob, k, at, search_names, &e, err))
+        if (member_enum(ob, k, at, search_names, &e, err))
             return -1;
         o->nearest = e == 1;
         return 0;
@@ -897,7 +899,7 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
         o->digits = (int)i;
         return 0;
     case PROTO_O_OBJECTIVE:
-        if (proto__member_enum(ob, k, at, proto_objective_names, &o->objective, err))
+        if (member_enum(ob, k, at, proto_objective_names, &o->objective, err))
             return -1;
         o->has_objective = true;
         return 0;

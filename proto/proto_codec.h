@@ -104,8 +104,9 @@ typedef struct proto_member {
     bool nonneg;                  /* NUMBERS: each >= 0 */
 } proto_member;
 
-/* An X-macro table row: X(ID, "name", SHAPE, count, count2d, nonneg). The
- * places of the numbers follow from the counts (PROTO_DESCRIBE). */
+/* An X-macro table row: X(P, ID, "name", SHAPE, count, count2d, nonneg),
+ * P the prefix of the members' enum. The places of the numbers follow
+ * from the counts (PROTO__MEMBER_AT). */
 #define PROTO__MEMBER_ID(P, id, name, shape, n, n2, nn) P##id,
 #define PROTO__MEMBER_AT(P, id, name, shape, n, n2, nn)                                           \
     P##id##_AT, P##id##_LAST = P##id##_AT + ((n) ? (n) : 1) - 1,
@@ -199,11 +200,6 @@ int proto__required(proto_error *err, const char *path, const char *key);
 
 /* A STRING member's bytes (tree: the node's; text: the text's). */
 const char *proto__member_string(const proto_object *o, size_t k, size_t *len);
-/* A STRING member as one of names (NULL-terminated): its index in *out,
- * or -1 with proto_json_enum's error at at. */
-int proto__member_enum(const proto_object *o, size_t k, const char *at, const char *const *names,
-                       int *out, proto_error *err);
-
 /* ---- targets ----------------------------------------------------------------- */
 
 /* A target's members: a chain's target (position, orientation or
