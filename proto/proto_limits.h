@@ -18,12 +18,6 @@
 #define PROTO_DEFAULT_MAX_URDF_BYTES (4u << 20)
 #define PROTO_DEFAULT_MAX_ITEMS 10000
 
-/* The largest request body or stream message the daemon decodes on its
- * event loop (server/http_handlers.c, server/ws_stream.c): anything larger
- * is decoded on the thread pool, as reading megabytes of JSON or XML takes
- * milliseconds the loop owes every other client. */
-#define PROTO_DECODE_INLINE_MAX (64 * 1024)
-
 /* Limits the daemon configures (flags), with sane defaults. */
 typedef struct proto_limits {
     size_t max_body_bytes; /* request body; default 8 MiB */
