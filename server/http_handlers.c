@@ -205,7 +205,7 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
     v.len = len;
     if (len > SRV_DECODE_INLINE_MAX) {
         v.held = len;
-        srv_budget_take(&q->ctx->answer_bytes, len); /* room was checked before */
+        srv_budget_take(&q->ctx->sh->answer_bytes, len); /* room was checked before */
     }
     if (status == 201 || (status == 200 && q->method == SRV_M_POST))
         snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
@@ -216,7 +216,7 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
 static bool answer_budget_full(srv_request *q, size_t bytes)
 {
     srv_ctx *ctx = q->ctx;
-    if (srv_budget_fits(&ctx->answer_bytes, bytes))
+    if (srv_budget_fits(&ctx->sh->answer_bytes, bytes))
         return false;
     proto_error e;
     proto_error_set(&e, PROTO_E_OVERLOADED, "",
@@ -419,13 +419,13 @@ static void handle_metrics(srv_request *q)
     v.content_type = "text/plain; version=0.0.4; charset=utf-8";
     srv_metrics_held held = {0};
     held.registry = srv_registry_bytes(q->ctx->registry);
-    held.request_bodies = srv_budget_used(&q->ctx->body_bytes);
-    held.answers = srv_budget_used(&q->ctx->answer_bytes);
-    held.stream_chains = srv_budget_used(&q->ctx->stream_chain_bytes);
+    held.request_bodies = srv_budget_used(&q->ctx->sh->body_bytes);
+    held.answers = srv_budget_used(&q->ctx->sh->answer_bytes);
+    held.stream_chains = srv_budget_used(&q->ctx->sh->stream_chain_bytes);
     srv_metrics_set_held(q->ctx->metrics, &held);
-    v.body = srv_metrics_render(q->ctx->metrics, q->ctx->pool_depth,
-                                srv_registry_count(q->ctx->registry), q->ctx->active_requests,
-                                &v.len);
+    v.body = srv_metrics_render(q->ctx->metrics, srv_pool_depth_all(q->ctx->sh),
+                                srv_registry_count(q->ctx->registry),
+                                srv_http_active_all(q->ctx->sh), &v.len);
     if (!v.body)
         return;
     srv_http_respond(q, &v);
