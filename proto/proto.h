@@ -87,6 +87,10 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
 
 /* Number of targets (1 for PROTO_SOLVE). */
 size_t proto_job_count(const proto_job *job);
+/* True when target i of job starts from a seed of its own (the request's,
+ * or a stream message's, "seed"); false otherwise and for i out of range.
+ * Any thread. */
+bool proto_job_has_seed(const proto_job *job, size_t i);
 /* Rough cost of one target in microseconds (analytic solvers well under 1,
  * numeric solvers tens to thousands): the daemon solves cheap jobs inline on
  * the loop and sends expensive ones and batches to the thread pool. */

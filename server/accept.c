@@ -74,8 +74,9 @@ struct srv_addrs {
     uv_mutex_t lock;
     addr_entry **buckets;
     size_t nbuckets, count;
-    /* loops that stopped accepting for want of a unit of sh->connections */
-    atomic_uint paused;
+    /* loops that stopped accepting for want of a unit of sh->connections
+     * (the loops' own flags, srv_accept.paused, are guarded by lock too) */
+    unsigned paused;
 };
 
 srv_addrs *srv_addrs_new(void)
@@ -90,7 +91,6 @@ srv_addrs *srv_addrs_new(void)
         free(a);
         return NULL;
     }
-    atomic_init(&a->paused, 0);
     return a;
 }
 
@@ -185,18 +185,6 @@ static addr_entry *addrs_reserve(srv_addrs *a, const struct sockaddr *sa, unsign
         e = NULL;
     uv_mutex_unlock(&a->lock);
     return e;
-}
-
-static void addrs_release(srv_addrs *a, addr_entry *e)
-{
-    uv_mutex_lock(&a->lock);
-    if (--e->count == 0) {
-        addr_entry **p = addr_slot(a, e->family, e->bytes);
-        *p = e->next;
-        a->count--;
-        free(e);
-    }
-    uv_mutex_unlock(&a->lock);
 }
 
 unsigned srv_addrs_count(srv_addrs *a, const struct sockaddr *sa)
@@ -320,7 +308,8 @@ struct srv_accept {
     bool watching;         /* the poll handle watches fd */
     bool stopped;          /* srv_accept_stop: no more accepting */
     bool closed;           /* srv_accept_close: the handles are closing */
-    atomic_bool paused;    /* stopped watching at --max-connections */
+    bool paused;      /* stopped watching at --max-connections (guarded by
+                         sh->addrs->lock) */
     srv_admission *adding; /* the admission of the connection libmicrohttpd
                               is being given (srv_accept_take) */
 };
@@ -400,21 +389,25 @@ static bool hand_over(srv_ctx *to, int fd, const srv_admission *adm, const sock_
     return ok;
 }
 
-/* Stops accepting until a unit of sh->connections is freed; resumes at
- * once when one was freed meanwhile (the releaser may have looked before
- * this loop said it waits). */
-static void pause_accepting(srv_accept *a)
+/* No unit of sh->connections was left: true when this loop stops
+ * accepting until one is freed, false when one was freed meanwhile (then
+ * try again). Under the lock of the address table, which a connection
+ * that closes takes after giving its unit back: either it sees this loop
+ * paused and wakes it, or this sees its unit. */
+static bool pause_accepting(srv_accept *a)
 {
     srv_shared *sh = a->ctx->sh;
-    if (atomic_exchange(&a->paused, true))
-        return;
-    watch(a, false);
-    atomic_fetch_add(&sh->addrs->paused, 1);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (srv_budget_fits(&sh->connections, 1) && atomic_exchange(&a->paused, false)) {
-        atomic_fetch_sub(&sh->addrs->paused, 1);
-        watch(a, true);
+    srv_addrs *t = sh->addrs;
+    uv_mutex_lock(&t->lock);
+    bool full = !srv_budget_fits(&sh->connections, 1);
+    if (full && !a->paused) {
+        a->paused = true;
+        t->paused++;
     }
+    uv_mutex_unlock(&t->lock);
+    if (full)
+        watch(a, false);
+    return full;
 }
 
 static void on_retry(uv_timer_t *t)
@@ -431,8 +424,9 @@ static void on_readable(uv_poll_t *p, int status, int events)
     bool added = false;
     for (int i = 0; i < ACCEPT_BATCH && !a->stopped; i++) {
         if (!srv_budget_reserve(&sh->connections, 1)) {
-            pause_accepting(a);
-            break;
+            if (pause_accepting(a))
+                break;
+            continue;
         }
         sock_addr addr;
         socklen_t len = sizeof addr;
@@ -495,10 +489,16 @@ static void on_wake(uv_async_t *w)
 {
     srv_accept *a = w->data;
     take_handed(a);
-    if (atomic_load(&a->paused) && atomic_exchange(&a->paused, false)) {
-        atomic_fetch_sub(&a->ctx->sh->addrs->paused, 1);
-        watch(a, true);
+    srv_addrs *t = a->ctx->sh->addrs;
+    uv_mutex_lock(&t->lock);
+    bool resume = a->paused;
+    if (resume) {
+        a->paused = false;
+        t->paused--;
     }
+    uv_mutex_unlock(&t->lock);
+    if (resume)
+        watch(a, true);
 }
 
 int srv_accept_start(srv_ctx *ctx, int fd)
@@ -511,7 +511,6 @@ int srv_accept_start(srv_ctx *ctx, int fd)
     }
     a->ctx = ctx;
     a->fd = fd;
-    atomic_init(&a->paused, false);
     if (uv_poll_init(ctx->loop, &a->poll, fd) != 0) {
         uv_mutex_destroy(&a->lock);
         free(a);
@@ -539,8 +538,13 @@ void srv_accept_stop(srv_ctx *ctx)
         close(a->fd); /* not watched any more */
         a->fd = -1;
     }
-    if (atomic_exchange(&a->paused, false))
-        atomic_fetch_sub(&ctx->sh->addrs->paused, 1);
+    srv_addrs *t = ctx->sh->addrs;
+    uv_mutex_lock(&t->lock);
+    if (a->paused) {
+        a->paused = false;
+        t->paused--;
+    }
+    uv_mutex_unlock(&t->lock);
     /* what was handed here before is served; nothing more is taken */
     uv_mutex_lock(&a->lock);
     a->open = false;
@@ -586,32 +590,35 @@ bool srv_accept_take(srv_ctx *ctx, srv_admission *out)
     return true;
 }
 
-/* Wakes the loops that stopped accepting for want of a connection unit. */
-static void wake_paused(srv_shared *sh)
-{
-    for (unsigned i = 0; i < sh->nloops; i++) {
-        srv_accept *t = sh->loops[i]->accept;
-        if (!t || !atomic_load(&t->paused))
-            continue;
-        uv_mutex_lock(&t->lock);
-        if (t->open)
-            uv_async_send(&t->wake);
-        uv_mutex_unlock(&t->lock);
-    }
-}
-
 void srv_accept_release(srv_admission *a)
 {
     if (!a->addr)
         return;
     srv_ctx *loop = a->loop;
     srv_shared *sh = loop->sh;
-    addrs_release(sh->addrs, a->addr);
-    atomic_fetch_sub_explicit(&loop->assigned, 1, memory_order_relaxed);
-    srv_budget_release(&sh->connections, 1);
+    srv_addrs *t = sh->addrs;
+    addr_entry *e = a->addr;
     a->addr = NULL;
     a->loop = NULL;
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load(&sh->addrs->paused) > 0)
-        wake_paused(sh);
+    atomic_fetch_sub_explicit(&loop->assigned, 1, memory_order_relaxed);
+    /* the unit first, then the table's lock (see pause_accepting) */
+    srv_budget_release(&sh->connections, 1);
+    uv_mutex_lock(&t->lock);
+    if (--e->count == 0) {
+        addr_entry **p = addr_slot(t, e->family, e->bytes);
+        *p = e->next;
+        t->count--;
+        free(e);
+    }
+    /* the loops that stopped accepting for want of this unit are woken */
+    for (unsigned i = 0; t->paused > 0 && i < sh->nloops; i++) {
+        srv_accept *o = sh->loops[i]->accept;
+        if (!o || !o->paused)
+            continue;
+        uv_mutex_lock(&o->lock);
+        if (o->open)
+            uv_async_send(&o->wake);
+        uv_mutex_unlock(&o->lock);
+    }
+    uv_mutex_unlock(&t->lock);
 }
