@@ -17,7 +17,8 @@
  * and the request-completed notification, attached to the loop (loop.c),
  * and print one line "ikd listening on HOST:PORT" on standard output (with
  * the real port when --listen asked for port 0). The first loop runs on
- * the main thread, every other on a thread of its own ("ikd-loop-N").
+ * the main thread, every other on a thread of its own ("ikd-loop-N"); the
+ * pool's threads are "ikd-pool".
  *
  * Shutdown on SIGTERM, SIGINT or SIGHUP (a drain; ikd has no configuration
  * file to reload, so SIGHUP is not a reload: a supervisor restarts ikd with
@@ -98,6 +99,7 @@ struct daemon_state {
     /* on the first loop: */
     uv_signal_t sigterm, sigint, sighup;
     uv_async_t finished; /* another loop's thread ended its loop */
+    uv_work_t pool_start; /* starts libuv's pool (see start_pool) */
     atomic_uint running; /* loops other than the first still running */
     bool signalled;
     bool closed; /* the first loop's last handles are closed */
@@ -235,6 +237,30 @@ static void on_signal(uv_signal_t *s, int signum)
 static void on_finished(uv_async_t *a)
 {
     maybe_finish(a->data);
+}
+
+static void pool_noop(uv_work_t *w)
+{
+    (void)w;
+}
+
+static void pool_noop_done(uv_work_t *w, int status)
+{
+    (void)w;
+    (void)status;
+}
+
+/* libuv starts its pool's threads when the first work is queued, and a
+ * thread takes the name of the one that creates it: they are started here,
+ * from the main thread named "ikd-pool" for the moment, so that they are
+ * told from the loops' threads by name. */
+static void start_pool(daemon_state *d)
+{
+    char name[16] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    pthread_setname_np(pthread_self(), "ikd-pool");
+    uv_queue_work(&d->loops[0].loop, &d->pool_start, pool_noop, pool_noop_done);
+    pthread_setname_np(pthread_self(), name);
 }
 
 static void raise_fd_limit(srv_ctx *ctx)
@@ -481,6 +507,7 @@ int srv_serve(int argc, char **argv)
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sighup, on_signal, SIGHUP);
 
+    start_pool(&d);
     /* the other loops' threads; without one, startup fails: the loops that
      * run drain at once */
     atomic_init(&d.running, d.n - 1);
