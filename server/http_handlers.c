@@ -422,6 +422,9 @@ static void handle_metrics(srv_request *q)
     held.request_bodies = srv_budget_used(&q->ctx->sh->body_bytes);
     held.answers = srv_budget_used(&q->ctx->sh->answer_bytes);
     held.stream_chains = srv_budget_used(&q->ctx->sh->stream_chain_bytes);
+    const srv_shared *sh = q->ctx->sh;
+    for (unsigned i = 0; i < sh->nloops && i < SRV_METRICS_LOOPS_MAX; i++)
+        held.loop_connections[held.loops++] = atomic_load(&sh->loops[i]->assigned);
     srv_metrics_set_held(q->ctx->metrics, &held);
     v.body = srv_metrics_render(q->ctx->metrics, srv_pool_depth_all(q->ctx->sh),
                                 srv_registry_count(q->ctx->registry),

@@ -15,6 +15,8 @@
  *   ikd_held_bytes{what}                         gauge (sampled before render):
  *       bytes held for clients against each bound (registry, request_bodies,
  *       answers, stream_chains)
+ *   ikd_loop_connections{loop}                   gauge (sampled before render):
+ *       the connections each event loop serves
  *   ikd_build_info{version,commit,libmicrohttpd,libuv,jansson}  gauge, 1
  *   process_cpu_seconds_total, process_resident_memory_bytes,
  *   process_virtual_memory_bytes, process_open_fds, process_max_fds,
@@ -559,6 +561,12 @@ char *srv_metrics_render(srv_metrics *metrics, size_t pool_depth, size_t registr
                         "ikd_held_bytes{what=\"answers\"} %zu\n"
                         "ikd_held_bytes{what=\"stream_chains\"} %zu\n",
                     held.registry, held.request_bodies, held.answers, held.stream_chains);
+    if (held.loops > 0)
+        proto_jw_printf(&b, "# HELP ikd_loop_connections Connections each event loop serves now.\n"
+                            "# TYPE ikd_loop_connections gauge\n");
+    for (unsigned i = 0; i < held.loops && i < SRV_METRICS_LOOPS_MAX; i++)
+        proto_jw_printf(&b, "ikd_loop_connections{loop=\"%u\"} %zu\n", i,
+                        held.loop_connections[i]);
     shard_clear(&all);
 
     proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"
