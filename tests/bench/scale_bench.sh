@@ -15,7 +15,11 @@
 # figures follow the scaling of one client on one ikd of N loops and
 # threads, against N = 1: ticks_one_client (one game server's ticks, fanned
 # out to the pool) and batches_one_client (one client's batch). Each "one"
-# run also gives the busiest ikd thread's share of ikd's CPU time.
+# run also gives the busiest ikd thread's share of ikd's CPU time. At the
+# largest N, 8 batch clients at once against that one ikd
+# (batches_8_clients), and a line "scale_goals" with issue 22's goals for a
+# 16-core machine next to what was measured (ratios at the largest N,
+# ticks/s of one client, one client's and 8 clients' targets/s).
 #
 # The clients run on the same machine as ikd, the same clients in both
 # modes, so the ratio compares the two at equal client load; absolute
@@ -37,6 +41,7 @@
 #    "busiest_thread":"ikd-loop-2"}
 #   {"bench":"scale","load":"ticks_one_client","n":4,"unit":"ticks_per_s",
 #    "one":..,"n1":..,"ratio_vs_n1":..}
+#   {"bench":"scale_goals","n":16,"http_ratio":..,"goal_http_ratio":0.8,...}
 # then the whole run on the last line, one JSON object:
 #   {"bench":"scale_all","cores":..,"seconds":..,"steps":[1,2,4],
 #    "http_one":[..],"http_separate":[..],"http_ratio":[..],...}
@@ -199,6 +204,29 @@ for n in $steps; do
         fi
     done
 done
+
+# at the largest N: 8 batch clients at once, and the goals
+last=$(echo "$all" | awk '$1 == "steps" { v = $2 } END { print v }')
+b8=0
+if [ -n "$last" ] && echo ",$LOADS," | grep -q ",batches,"; then
+    if ikd_start goal --loops "$last" --threads "$last"; then
+        b8=$(run_clients batches8 "$ikd_port")
+        ikd_stop "$ikd_pid" || true
+    fi
+    printf '{"bench":"scale","load":"batches_8_clients","n":%s,"unit":"targets_per_s","one":%s}\n' \
+        "$last" "$b8"
+    note batches_8_clients "$b8"
+fi
+echo "$all" | awk -v b8="$b8" '
+    NF == 2 { last[$1] = $2 }
+    END {
+        printf "{\"bench\":\"scale_goals\",\"n\":%d", last["steps"]
+        printf ",\"http_ratio\":%s,\"goal_http_ratio\":0.8", ("http_ratio" in last) ? last["http_ratio"] : 0
+        printf ",\"streams_ratio\":%s,\"goal_streams_ratio\":0.8", ("streams_ratio" in last) ? last["streams_ratio"] : 0
+        printf ",\"ticks_one_client\":%s,\"goal_ticks_one_client\":2000", ("ticks_one_client" in last) ? last["ticks_one_client"] : 0
+        printf ",\"batches_one_client\":%s,\"goal_batches_one_client\":3000000", ("batches_one_client" in last) ? last["batches_one_client"] : 0
+        printf ",\"batches_8_clients\":%s,\"goal_batches_8_clients\":8000000}\n", b8
+    }'
 
 # the summary: every key's values in order of the steps, on one line
 echo "$all" | awk -v cores="$CORES" -v secs="$SECS" -v took="$(($(date +%s) - start_s))" '
