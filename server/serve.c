@@ -98,7 +98,11 @@ struct daemon_state {
     unsigned n;
     /* on the first loop: */
     uv_signal_t sigterm, sigint, sighup;
-    uv_async_t finished; /* another loop's thread ended its loop */
+    uv_async_t finished; /* another loop's thread ended its loop (unreferenced:
+                            the signal handles keep the first loop running;
+                            closed after every thread was joined, as a thread
+                            sends to it after its loop ended) */
+    bool finished_open;
     uv_work_t pool_start; /* starts libuv's pool (see start_pool) */
     atomic_uint running; /* loops other than the first still running */
     bool signalled;
@@ -137,7 +141,6 @@ static void maybe_finish(daemon_state *d)
     uv_close((uv_handle_t *)&d->sigterm, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
     uv_close((uv_handle_t *)&d->sighup, close_cb_noop);
-    uv_close((uv_handle_t *)&d->finished, close_cb_noop);
     srv_trim_stop(&d->loops[0].ctx);
 }
 
@@ -385,6 +388,8 @@ static void close_loops(daemon_state *d)
         srv_solve_stop(ctx);
         if (l->drain_open)
             uv_close((uv_handle_t *)&l->drain_now, close_cb_noop);
+        if (i == 0 && d->finished_open)
+            uv_close((uv_handle_t *)&d->finished, close_cb_noop);
         srv_http_batch_close(ctx);
         if (i == 0 && ctx->sh->trim)
             srv_trim_stop(ctx);
@@ -502,6 +507,8 @@ int srv_serve(int argc, char **argv)
     uv_signal_init(first, &d.sigint);
     uv_signal_init(first, &d.sighup);
     uv_async_init(first, &d.finished, on_finished);
+    uv_unref((uv_handle_t *)&d.finished);
+    d.finished_open = true;
     d.sigterm.data = d.sigint.data = d.sighup.data = d.finished.data = &d;
     uv_signal_start(&d.sigterm, on_signal, SIGTERM);
     uv_signal_start(&d.sigint, on_signal, SIGINT);
