@@ -48,6 +48,11 @@ proto_chain *proto_chain_decode(const char *body, size_t len, const proto_limits
                                 proto_error *err);
 void proto_chain_ref(proto_chain *c);
 void proto_chain_unref(proto_chain *c); /* NULL is fine */
+/* Lets go of the chains the calling thread keeps for the inline chains it
+ * decoded (a few per thread, see proto_chain.c): for a thread that ends
+ * while the process goes on (a daemon's event loop), before it ends. The
+ * thread may decode again afterwards. */
+void proto_thread_release(void);
 /* Content-addressed id: the same chain (same canonical JSON) gives the same
  * id. Static for the chain's lifetime; never NULL. */
 const char *proto_chain_id(const proto_chain *c);

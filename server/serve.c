@@ -52,6 +52,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "proto/proto.h"
 #include "server/accept.h"
 #include "server/config.h"
 #include "server/guard.h"
@@ -366,6 +367,7 @@ static void loop_thread(void *arg)
     snprintf(name, sizeof name, "ikd-loop-%u", l->ctx.index);
     pthread_setname_np(pthread_self(), name);
     uv_run(&l->loop, UV_RUN_DEFAULT);
+    proto_thread_release(); /* what proto kept for this thread's decodes */
     atomic_fetch_sub(&l->d->running, 1);
     uv_async_send(&l->d->finished);
 }
