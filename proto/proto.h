@@ -48,6 +48,11 @@ proto_chain *proto_chain_decode(const char *body, size_t len, const proto_limits
                                 proto_error *err);
 void proto_chain_ref(proto_chain *c);
 void proto_chain_unref(proto_chain *c); /* NULL is fine */
+/* Lets go of the chains the calling thread keeps for the inline chains it
+ * decoded (a few per thread, see proto_chain.c): for a thread that ends
+ * while the process goes on (a daemon's event loop), before it ends. The
+ * thread may decode again afterwards. */
+void proto_thread_release(void);
 /* Content-addressed id: the same chain (same canonical JSON) gives the same
  * id. Static for the chain's lifetime; never NULL. */
 const char *proto_chain_id(const proto_chain *c);
@@ -87,6 +92,10 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
 
 /* Number of targets (1 for PROTO_SOLVE). */
 size_t proto_job_count(const proto_job *job);
+/* True when target i of job starts from a seed of its own (the request's,
+ * or a stream message's, "seed"); false otherwise and for i out of range.
+ * Any thread. */
+bool proto_job_has_seed(const proto_job *job, size_t i);
 /* Rough cost of one target in microseconds (analytic solvers well under 1,
  * numeric solvers tens to thousands): the daemon solves cheap jobs inline on
  * the loop and sends expensive ones and batches to the thread pool. */

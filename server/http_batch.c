@@ -100,7 +100,7 @@ struct srv_batch {
     bool failed;    /* a stage failed: err holds the answer */
     bool fetch;     /* ... for chain ids the shared registry may hold */
     bool cancelled; /* the client left: no more chunks */
-    bool holds_slot; /* holds its unit of ctx->admitted (from its decode) */
+    bool holds_slot; /* holds its unit of ctx->sh->admitted (from its decode) */
     bool streamed;  /* answered in pieces as the chunks finish */
     bool binary;    /* answered in the binary form (proto_binary.c) */
     bool finished;  /* answered, failed or cut: nothing more to do */
@@ -109,7 +109,7 @@ struct srv_batch {
     size_t per_max;     /* targets in a chunk at most */
     size_t result_bytes; /* one result's answer at most */
     size_t bound;       /* the most the answer can take (decode_work) */
-    size_t reserved;    /* bytes of the budget ctx->answer_bytes reserved for
+    size_t reserved;    /* bytes of the budget ctx->sh->answer_bytes reserved for
                            the answer */
     size_t next;        /* first target not yet handed to a chunk */
     size_t running;     /* chunks queued or running */
@@ -130,8 +130,8 @@ void srv_http_batch_free(void *p)
         return;
     srv_ctx *ctx = b->q->ctx;
     if (b->holds_slot)
-        srv_budget_release(&ctx->admitted, 1);
-    srv_budget_release(&ctx->answer_bytes, b->reserved);
+        srv_budget_release(&ctx->sh->admitted, 1);
+    srv_budget_release(&ctx->sh->answer_bytes, b->reserved);
     while (b->first) {
         chunk *c = b->first;
         b->first = c->next;
@@ -273,7 +273,7 @@ static bool may_hand_out(const batch *b)
 }
 
 /* The round robin of batches that may be handed a chunk is
- * ctx->batch_head..batch_tail; the budget ctx->batch_chunks holds one unit
+ * ctx->batch_head..batch_tail; the budget ctx->sh->batch_chunks holds one unit
  * per chunk of any batch on the pool (at most --threads). A streamed batch whose window
  * is full waits outside it until its client takes a piece. */
 static void ready_push(batch *b)
@@ -295,7 +295,7 @@ static void chunk_done(srv_solve *s, int status);
 static void finish_if_done(batch *b);
 
 /* The head of the round robin, b, is handed its next chunk: true when
- * the chunk went to the pool (holding the unit of ctx->batch_chunks the
+ * the chunk went to the pool (holding the unit of ctx->sh->batch_chunks the
  * caller reserved for it). */
 static bool hand_out(srv_ctx *ctx, batch *b)
 {
@@ -342,17 +342,76 @@ static bool hand_out(srv_ctx *ctx, batch *b)
 }
 
 /* Hands out chunks round robin while pool threads are free of batch
- * chunks. */
+ * chunks. The units are the process's (every loop's batches share
+ * --threads of them): a loop whose batches still wait when they run out
+ * says so (ctx->batch_waiting), and a loop that gives one back wakes it
+ * (wake_others). */
 static void pump(srv_ctx *ctx)
 {
-    while (ctx->batch_head && srv_budget_reserve(&ctx->batch_chunks, 1)) {
+    while (ctx->batch_head && srv_budget_reserve(&ctx->sh->batch_chunks, 1)) {
         batch *b = ctx->batch_head;
         ctx->batch_head = b->qnext;
         if (!ctx->batch_head)
             ctx->batch_tail = NULL;
         if (!hand_out(ctx, b))
-            srv_budget_release(&ctx->batch_chunks, 1);
+            srv_budget_release(&ctx->sh->batch_chunks, 1);
     }
+    bool waiting = ctx->batch_head != NULL;
+    if (waiting != atomic_load_explicit(&ctx->batch_waiting, memory_order_relaxed))
+        atomic_store(&ctx->batch_waiting, waiting);
+    /* a unit given back between the last reserve and the store above saw
+     * no waiting loop: look again */
+    if (waiting && ctx->batch_wake && srv_budget_fits(&ctx->sh->batch_chunks, 1))
+        uv_async_send(ctx->batch_wake);
+}
+
+/* A unit of sh->batch_chunks was given back: the other loops whose batches
+ * wait for one are woken (their pump takes it, or another loop's). */
+static void wake_others(srv_ctx *ctx)
+{
+    srv_shared *sh = ctx->sh;
+    if (sh->nloops < 2 || !srv_budget_fits(&sh->batch_chunks, 1))
+        return;
+    for (unsigned i = 0; i < sh->nloops; i++) {
+        srv_ctx *o = sh->loops[i];
+        if (o != ctx && atomic_load(&o->batch_waiting) && o->batch_wake)
+            uv_async_send(o->batch_wake);
+    }
+}
+
+static void on_batch_wake(uv_async_t *a)
+{
+    pump(a->data);
+}
+
+int srv_http_batch_start(srv_ctx *ctx)
+{
+    uv_async_t *a = malloc(sizeof *a);
+    if (!a)
+        return SRV_ENOMEM;
+    if (uv_async_init(ctx->loop, a, on_batch_wake) != 0) {
+        free(a);
+        return SRV_EIO;
+    }
+    a->data = ctx;
+    /* it never keeps the loop running; other loops may wake it until they
+     * all ended (srv_http_batch_close) */
+    uv_unref((uv_handle_t *)a);
+    ctx->batch_wake = a;
+    return SRV_OK;
+}
+
+static void batch_wake_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+void srv_http_batch_close(srv_ctx *ctx)
+{
+    if (!ctx->batch_wake)
+        return;
+    uv_close((uv_handle_t *)ctx->batch_wake, batch_wake_closed);
+    ctx->batch_wake = NULL;
 }
 
 /* The client took a piece of the streamed answer: room for more (loop
@@ -429,9 +488,9 @@ static void finish_if_done(batch *b)
     b->items = NULL;
     srv_ctx *ctx = q->ctx;
     if (b->out_len <= b->reserved)
-        srv_budget_release(&ctx->answer_bytes, b->reserved - b->out_len);
+        srv_budget_release(&ctx->sh->answer_bytes, b->reserved - b->out_len);
     else
-        srv_budget_take(&ctx->answer_bytes, b->out_len - b->reserved);
+        srv_budget_take(&ctx->sh->answer_bytes, b->out_len - b->reserved);
     b->reserved = 0;
     srv_response v = {0};
     v.status = 200;
@@ -452,7 +511,7 @@ static void chunk_done(srv_solve *s, int status)
     size_t n = s->end - s->begin;
     double us = (s->seconds + c->encode_s) * 1e6 / (double)(n ? n : 1);
     b->running--;
-    srv_budget_release(&ctx->batch_chunks, 1);
+    srv_budget_release(&ctx->sh->batch_chunks, 1);
     c->solved = status == SRV_OK;
     if (status != SRV_OK)
         b->failed = true;
@@ -482,6 +541,7 @@ static void chunk_done(srv_solve *s, int status)
     if (srv_http_release(q))
         finish_if_done(b);
     pump(ctx);
+    wake_others(ctx);
 }
 
 /* ---- decoding and admission ------------------------------------------------- */
@@ -551,7 +611,7 @@ static bool reserve_answer(batch *b)
         srv_http_respond_error(q, &e);
         return false;
     }
-    if (!srv_budget_reserve(&ctx->answer_bytes, bound)) {
+    if (!srv_budget_reserve(&ctx->sh->answer_bytes, bound)) {
         proto_error_set(&e, PROTO_E_OVERLOADED, "",
                         "answers waiting for their clients fill the answer budget "
                         "(--answer-budget); retry later");

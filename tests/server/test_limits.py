@@ -1127,8 +1127,10 @@ class InlineTurnTest(unittest.TestCase):
         inline solves a second, more than the loop can do: the inline work
         of all streams together is bounded per turn of the loop (paths then
         skip samples, as they do when solving cannot keep up), so /livez
-        stays fast (a probe waited more than 5 s before)."""
-        d = Daemon()
+        stays fast (a probe waited more than 5 s before). One loop: the
+        bound is a loop's (with a loop per core, every core would solve
+        paths and the client's probes, on this machine, wait for one)."""
+        d = Daemon("--loops", "1")
         conns = []
         NCONN = 8
         try:

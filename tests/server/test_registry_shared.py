@@ -100,7 +100,8 @@ class Ikd:
     def __init__(self, redis_url, *extra):
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [IKD_BIN, "--listen", "127.0.0.1:0", "--log-level", "info", "--redis", redis_url,
+            [IKD_BIN, "--listen", "127.0.0.1:0", "--loops", "2", "--log-level", "info",
+             "--redis", redis_url,
              "--redis-timeout", str(REDIS_TIMEOUT_MS), *extra],
             stdout=subprocess.PIPE, stderr=self.log)
         line = self.proc.stdout.readline().decode()
