@@ -350,6 +350,41 @@ class StartupTest(unittest.TestCase):
             self.assertEqual(proc.wait(10 * SLOW), 0)
             proc.stdout.close()
 
+    def test_handshakes_count_against_the_address_limit(self):
+        """A TLS connection is admitted at its accept: connections that have
+        not finished (or begun) their handshake hold their place under
+        --max-connections-per-address, on whichever loop took them."""
+        proc, port, log = start("--tls-cert", self.a_crt, "--tls-key", self.a_key,
+                                "--max-connections-per-address", "2")
+        held = []
+        try:
+            held = [socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+                    for _ in range(2)]
+            time.sleep(0.2 * SLOW)  # both accepted
+            third = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+            try:
+                self.assertEqual(third.recv(1), b"", "a third connection was served")
+            except ConnectionResetError:
+                pass
+            finally:
+                third.close()
+            held.pop().close()
+            deadline = time.monotonic() + 5 * SLOW
+            while True:  # its place is given back
+                try:
+                    status, _ = curl(port, self.a_crt, "/livez", None, None)
+                    break
+                except RuntimeError:
+                    self.assertLess(time.monotonic(), deadline, log_text(log))
+                    time.sleep(0.05)
+            self.assertEqual(status, 200)
+        finally:
+            for h in held:
+                h.close()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10 * SLOW)
+            proc.stdout.close()
+
 
 if __name__ == "__main__":
     unittest.main()
