@@ -569,6 +569,7 @@ int srv_serve(int argc, char **argv)
         d.loops[i].ctx.port = port;
     if (srv_trim_start(&d.loops[0].ctx) != SRV_OK) /* without it nothing is trimmed: only memory */
         srv_log(&logger, SRV_LOG_WARN, "memory is not trimmed: out of memory");
+    start_pool(&d); /* before a loop's startup queues work (--redis resolves its host) */
     for (unsigned i = 0; i < d.n; i++) {
         int fd = fds[i];
         fds[i] = -1;
@@ -595,7 +596,6 @@ int srv_serve(int argc, char **argv)
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sighup, on_signal, SIGHUP);
 
-    start_pool(&d);
     /* the other loops' threads; without one, startup fails: the loops that
      * run drain at once */
     atomic_init(&d.running, d.n - 1);
