@@ -181,7 +181,8 @@ static int numbers_in_range(const proto_object *o, const proto_member *m, size_t
         p = pe;
         if (!isfinite(v))
             return proto__bad(err, p, "must be a finite number");
-        snprintf(what, sizeof what, "must be within [%g, %g] (got %g)", lo, PROTO_MAX_ABS, v);
+        proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo,
+                                PROTO_MAX_ABS, v);
         return proto__bad(err, p, what);
     }
     return 0;
@@ -465,7 +466,8 @@ static int target_rule(proto_object *o, size_t k, const char *at, const char *pa
         double w = d[0];
         if (!(w > 0) || w > PROTO_MAX_ABS) {
             char what[128];
-            snprintf(what, sizeof what, "must be > 0 and <= %g (got %g)", PROTO_MAX_ABS, w);
+            proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)",
+                                    PROTO_MAX_ABS, w);
             return proto__bad(err, at, what);
         }
         out->goals->weight = w;
@@ -810,9 +812,10 @@ static int number_rule(const proto_object *ob, size_t k, const char *at, bool po
     char what[128];
     if (positive ? !(d > 0) || d > hi : d < lo || d > hi) {
         if (positive)
-            snprintf(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
+            proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
         else
-            snprintf(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi, d);
+            proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi,
+                                    d);
         return proto__bad(err, at, what);
     }
     *out = d;
