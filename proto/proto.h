@@ -248,9 +248,10 @@ int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
  * read): 0 with *job and *parts (2 to parts_max parts, each of per_min
  * targets at least), when the body is a text the text mode of
  * proto_batch_decode takes, of one chain that is not a tree, without
- * seeds or options.max_joint_step, with 2 * per_min targets at least.
- * Else -1 with nothing allocated: proto_batch_decode decodes the body (and
- * words any error). Then proto_batch_decode_part(job, parts, k) reads the
+ * seeds or options.max_joint_step, with 2 * per_min targets at least;
+ * 1 with *job decoded whole (and *parts NULL) for any other body of one
+ * chain's targets the text mode reads. Else -1 with nothing allocated:
+ * proto_batch_decode decodes the body (and words any error). Then proto_batch_decode_part(job, parts, k) reads the
  * targets of part k, on any thread, parts at the same time on different
  * threads, each once: 0, or -1 when one of them is wrong or not one the
  * text mode reads (the job is of no use then: free it and decode the body

@@ -615,11 +615,8 @@ int proto_batch_decode_parts(const char *body, size_t len, const proto_limits *l
     *parts = NULL;
     if (decode_text(body, len, PROTO_BATCH, lim, lookup, ud, &sp, job))
         return -1;
-    if (!sp.parts) { /* a batch too small for parts: decoded whole already */
-        proto_job_free(*job);
-        *job = NULL;
-        return -1;
-    }
+    if (!sp.parts)
+        return 1; /* too few targets for parts: decoded whole */
     *parts = sp.parts;
     return 0;
 }

@@ -115,7 +115,15 @@ static void parts_agree(const char *body, size_t len, const proto_limits *lim,
     proto_batch_parts *pt;
     bool takes = whole && whole->n >= 4 && !whole->seed_q && whole->ntips == 0 &&
                  whole->opt.max_joint_step_in <= 0;
-    if (proto_batch_decode_parts(body, len, lim, lookup, NULL, 2, 3, &jp, &pt)) {
+    int rc = proto_batch_decode_parts(body, len, lim, lookup, NULL, 2, 3, &jp, &pt);
+    if (rc == 1) { /* not for parts (too few targets, seeds...): decoded whole */
+        ck_assert_msg(whole && !takes, "%s: decoded whole in parts' stead", what);
+        ck_assert_ptr_null(pt);
+        same_job(jp, whole, what);
+        proto_job_free(jp);
+        return;
+    }
+    if (rc) {
         ck_assert_ptr_null(jp);
         ck_assert_ptr_null(pt);
         ck_assert_msg(!takes, "%s: not taken in parts", what);
@@ -693,9 +701,10 @@ START_TEST(test_parts_threads)
     proto_job *none;
     proto_batch_parts *no;
     ck_assert_int_eq(
-        proto_batch_decode_parts(b.p, b.len, &lim, lookup, NULL, 10001, 8, &none, &no), -1);
-    ck_assert_ptr_null(none);
+        proto_batch_decode_parts(b.p, b.len, &lim, lookup, NULL, 10001, 8, &none, &no), 1);
     ck_assert_ptr_null(no);
+    same_job(none, whole, "20,000 targets, too few for parts of 10,001");
+    proto_job_free(none);
     proto_job_free(whole);
     proto_job_free(jp);
     proto_batch_parts_free(pt);
