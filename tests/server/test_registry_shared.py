@@ -213,6 +213,19 @@ class SharedRegistryTest(unittest.TestCase):
             assert_reaches(self, r, bones_target(k)["position"])
         self.assertEqual(self.fetches(self.b) - before, 1, "one fetch for the five ids")
 
+    def test_b_large_batch_by_id(self):
+        """A text batch over 256 KiB by an id B never saw: its targets are
+        read in parts on the pool, after the fetch."""
+        cid = self.register(self.a, bones(0.075), (201,))["id"]
+        targets = [bones_target(k % 50) for k in range(6000)]
+        body = {"chain_id": cid, "targets": targets}
+        self.assertGreater(len(json.dumps(body)), 256 * 1024)
+        status, ans, _ = self.b.http("POST", "/v1/solve/batch", body)
+        self.assertEqual(status, 200, ans)
+        self.assertEqual(len(ans["results"]), len(targets))
+        for k in (0, 2999, 5999):
+            assert_reaches(self, ans["results"][k], targets[k]["position"])
+
     def fetches(self, d):
         status, text, _ = d.http("GET", "/metrics")
         return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
