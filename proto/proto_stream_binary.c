@@ -38,9 +38,9 @@
 #include "proto/proto_job.h"
 #include "proto/proto_le.h"
 
-#define TICK_HEAD 24   /* "IKDT", version, flags, count, names' bytes, seq */
-#define ANSWER_HEAD 24 /* "IKDS", version, 0, count, skipped, seq */
-#define ENTRY_HEAD 24  /* size, kind, name length, flags, 0, seq, two counts */
+#define TICK_HEAD      24 /* "IKDT", version, flags, count, names' bytes, seq */
+#define ANSWER_HEAD    24 /* "IKDS", version, 0, count, skipped, seq */
+#define ENTRY_HEAD     24 /* size, kind, name length, flags, 0, seq, two counts */
 #define SOLUTION_SHAPE 16 /* fields, dof, npos, nrot, dims, 0 */
 
 enum { ENTRY_SOLUTION = 1, ENTRY_ERROR = 2 };
@@ -167,8 +167,9 @@ int proto__tick_target_filled(const proto_stream_raw *t, const proto_chain *c, c
         return 0;
     char at[PROTO_PATH_MAX];
     snprintf(at, sizeof at, "%s/position/2", path);
-    return proto__bad(err, at, isfinite(z) ? "must be 0: a planar chain's targets lie in its plane"
-                                           : "must be a finite number");
+    return proto__bad(err, at,
+                      isfinite(z) ? "must be 0: a planar chain's targets lie in its plane"
+                                  : "must be a finite number");
 }
 
 /* ---- answers ---------------------------------------------------------------------- */
@@ -243,8 +244,7 @@ void proto_stream_tick_error_binary(proto_jw *w, const char *stream, bool has_se
     unsigned char *x = take(w, size);
     if (!x)
         return;
-    entry_head(x, size, ENTRY_ERROR, name, has_seq, seq, (uint32_t)(lc | lp << 16),
-               (uint32_t)lm);
+    entry_head(x, size, ENTRY_ERROR, name, has_seq, seq, (uint32_t)(lc | lp << 16), (uint32_t)lm);
     unsigned char *s = x + ENTRY_HEAD;
     memcpy(s, stream ? stream : "", name);
     memcpy(s + name, code, lc);

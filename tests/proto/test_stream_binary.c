@@ -119,11 +119,11 @@ static char *to_json(double seq, const tt *t, size_t n, bool orient, bool planar
 {
     size_t cap = 256 + n * 512, len = 0;
     char *s = malloc(cap);
-    len += (size_t)snprintf(s + len, cap - len, "{\"type\":\"tick\",\"seq\":%.17g,\"targets\":[",
-                            seq);
+    len +=
+        (size_t)snprintf(s + len, cap - len, "{\"type\":\"tick\",\"seq\":%.17g,\"targets\":[", seq);
     for (size_t i = 0; i < n; i++) {
-        len += (size_t)snprintf(s + len, cap - len, "%s{\"stream\":\"%s\"", i ? "," : "",
-                                t[i].stream);
+        len +=
+            (size_t)snprintf(s + len, cap - len, "%s{\"stream\":\"%s\"", i ? "," : "", t[i].stream);
         if (!isnan(t[i].seq))
             len += (size_t)snprintf(s + len, cap - len, ",\"seq\":%.17g", t[i].seq);
         len += (size_t)snprintf(s + len, cap - len, ",\"target\":{\"position\":[%.17g,%.17g",
@@ -132,9 +132,9 @@ static char *to_json(double seq, const tt *t, size_t n, bool orient, bool planar
             len += (size_t)snprintf(s + len, cap - len, ",%.17g", t[i].p[2]);
         len += (size_t)snprintf(s + len, cap - len, "]");
         if (orient)
-            len += (size_t)snprintf(s + len, cap - len,
-                                    ",\"orientation\":[%.17g,%.17g,%.17g,%.17g]", t[i].q[0],
-                                    t[i].q[1], t[i].q[2], t[i].q[3]);
+            len +=
+                (size_t)snprintf(s + len, cap - len, ",\"orientation\":[%.17g,%.17g,%.17g,%.17g]",
+                                 t[i].q[0], t[i].q[1], t[i].q[2], t[i].q[3]);
         len += (size_t)snprintf(s + len, cap - len, "}}");
     }
     snprintf(s + len, cap - len, "]}");
@@ -408,10 +408,9 @@ START_TEST(test_errors_own_rules)
                     {"c2", NAN, {0.2, INFINITY, 0.25}, {0, 0, 0, 1}},
                     {"c3", NAN, {1, 0.5, 0.25}, {0, 0, 0, 1}},
                     {"c4", NAN, {1, 0.5, NAN}, {0, 0, 0, 1}}};
-    static const char *const paths[] = {"/targets/0/target/position/0",
-                                        "/targets/1/target/position/1",
-                                        "/targets/2/target/position/2",
-                                        "/targets/3/target/position/2"};
+    static const char *const paths[] = {
+        "/targets/0/target/position/0", "/targets/1/target/position/1",
+        "/targets/2/target/position/2", "/targets/3/target/position/2"};
     size_t len;
     unsigned char *b = to_binary(3, t, N(t), false, &len);
     proto_stream_msg m;
@@ -425,8 +424,7 @@ START_TEST(test_errors_own_rules)
         ck_assert_ptr_null(job);
         ck_assert_str_eq(e.path, paths[i]);
         ck_assert_str_eq(proto_error_name(e.code), "invalid_request");
-        ck_assert_msg(strstr(e.message, i == 2 ? "must be 0" : "finite") != NULL, "%s",
-                      e.message);
+        ck_assert_msg(strstr(e.message, i == 2 ? "must be 0" : "finite") != NULL, "%s", e.message);
     }
     proto_stream_msg_free(&m);
     free(b);
@@ -468,9 +466,9 @@ static void same_answer(const unsigned char *b, size_t len, const json_t *j)
     ck_assert_uint_eq(rd32(b + 12), json_integer_value(json_object_get(j, "skipped")));
     ck_assert(same_double(rd64d(b + 16), (double)json_integer_value(json_object_get(j, "seq"))));
     size_t at = 24;
-    static const char *const members[] = {"joints",          "positions",      "rotations",
-                                          "local_rotations", "tip",            "position_error",
-                                          "orientation_error", "max_joint_step", "time_ms"};
+    static const char *const members[] = {
+        "joints",         "positions",         "rotations",      "local_rotations", "tip",
+        "position_error", "orientation_error", "max_joint_step", "time_ms"};
     for (size_t i = 0; i < json_array_size(sols); i++) {
         const json_t *s = json_array_get(sols, i);
         const unsigned char *e = b + at;
