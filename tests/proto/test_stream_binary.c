@@ -394,6 +394,7 @@ START_TEST(test_errors_of_the_form)
     ck_assert_uint_eq(len, 32 + 32);
     le32(b + 12, 7);
     binary_error(b, len, "", "names");
+    free(b);
     free(c);
 }
 END_TEST
