@@ -4,8 +4,8 @@
  * and the hooks through which the connection (server/ws_conn.c) reaches
  * the stream side: srv_ws_stream_hooks, which serve.c gives srv_ws_start.
  *
- * Each text message is decoded (proto_stream_decode) and dispatched by its
- * type: open, close, target and path to their stream, tick to the ticks. A
+ * Each text message is decoded (proto_stream_decode; a binary message is a
+ * binary tick, proto_stream_decode_binary) and dispatched by its type: open, close, target and path to their stream, tick to the ticks. A
  * bad message gets an "error" message naming the stream, seq and JSON
  * path, and the connection stays open. All messages read from the socket
  * in one go are decoded before any target is solved (on_read_done then
@@ -67,11 +67,14 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
     }
 }
 
-static void handle_text(ws_conn *c, const char *text, size_t len)
+/* A message: text (JSON), or binary (a binary tick, decoded at once: its
+ * targets are numbers in place, nothing to parse). */
+static void handle_text(ws_conn *c, const char *text, size_t len, bool binary)
 {
     proto_stream_msg m;
     proto_error e;
-    int rc = proto_stream_decode(text, len, &m, &e);
+    int rc = binary ? proto_stream_decode_binary(text, len, &m, &e)
+                    : proto_stream_decode(text, len, &m, &e);
     handle_msg(c, &m, rc, &e, NULL, NULL);
     proto_stream_msg_free(&m);
 }
@@ -84,6 +87,7 @@ static void handle_text(ws_conn *c, const char *text, size_t len)
 typedef struct inbox_msg {
     struct inbox_msg *next;
     size_t len;
+    bool binary;
     char text[]; /* len bytes */
 } inbox_msg;
 
@@ -202,7 +206,7 @@ static void inbox_drain(ws_conn *c)
         in->head = x->next;
         if (!in->head)
             in->tail = NULL;
-        if (x->len > SRV_DECODE_INLINE_MAX) {
+        if (x->len > SRV_DECODE_INLINE_MAX && !x->binary) {
             char *text = malloc(x->len);
             if (text) {
                 memcpy(text, x->text, x->len);
@@ -213,7 +217,7 @@ static void inbox_drain(ws_conn *c)
                 free(text);
             }
         }
-        handle_text(c, x->text, x->len);
+        handle_text(c, x->text, x->len, x->binary);
         free(x);
     }
     if (in->decoding)
@@ -226,7 +230,7 @@ static void inbox_drain(ws_conn *c)
 
 /* ---- the hooks of server/ws_conn.h --------------------------------------------------- */
 
-static void on_text(ws_conn *c, const char *text, size_t len)
+static void on_message(ws_conn *c, const char *text, size_t len, bool binary)
 {
     ws_inbox *in = *srv__ws_inbox(c);
     if (in && (in->decoding || in->head)) {
@@ -236,6 +240,7 @@ static void on_text(ws_conn *c, const char *text, size_t len)
             return;
         x->next = NULL;
         x->len = len;
+        x->binary = binary;
         memcpy(x->text, text, len);
         if (in->tail)
             in->tail->next = x;
@@ -244,7 +249,7 @@ static void on_text(ws_conn *c, const char *text, size_t len)
         in->tail = x;
         return;
     }
-    if (len > SRV_DECODE_INLINE_MAX && inbox_of(c)) {
+    if (len > SRV_DECODE_INLINE_MAX && !binary && inbox_of(c)) {
         char *copy = malloc(len);
         if (copy) {
             memcpy(copy, text, len);
@@ -253,7 +258,17 @@ static void on_text(ws_conn *c, const char *text, size_t len)
             free(copy);
         }
     }
-    handle_text(c, text, len);
+    handle_text(c, text, len, binary);
+}
+
+static void on_text(ws_conn *c, const char *text, size_t len)
+{
+    on_message(c, text, len, false);
+}
+
+static void on_binary(ws_conn *c, const char *data, size_t len)
+{
+    on_message(c, data, len, true);
 }
 
 static void on_read_done(ws_conn *c)
@@ -325,5 +340,5 @@ static void drop_streams(ws_conn *c)
 }
 
 const srv_ws_hooks srv_ws_stream_hooks = {
-    on_text, on_read_done, on_drain, busy, drop_streams,
+    on_text, on_read_done, on_drain, busy, drop_streams, on_binary,
 };

@@ -27,9 +27,12 @@
  * touches only the tick's own jobs and the names of its streams, which
  * never change.
  *
+ * A binary tick (proto/STREAM.md "Binary ticks") is the same tick: only
+ * its answer is written in binary (proto/proto_stream_binary.c).
+ *
  * Not here: the streams themselves (ws_stream.c), the order of a
- * connection's messages (ws_messages.c), the tick's wire format
- * (proto/proto_stream.c).
+ * connection's messages (ws_messages.c), the tick's wire formats
+ * (proto/proto_stream.c, proto/proto_stream_binary.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +78,7 @@ struct ws_tick {
     bool pumping; /* in tick_pump: parts completing inline do not finish it */
     bool flush;   /* a part completed on the pool: flush the answer */
     bool orphan;  /* the connection was torn down */
+    bool binary;  /* a binary tick: answered in binary (proto_stream_binary.c) */
 };
 
 /* Entry e is answered with error *err (stream: the name it gave, or ""). */
@@ -90,18 +94,37 @@ static void entry_error(ws_tick_entry *e, const char *stream, bool has_seq, long
     }
 }
 
+/* The answer's pieces in the tick's form: JSON's, or binary's for a
+ * binary tick (whose entries have no comma between them). */
+static void put_error(proto_jw *w, bool binary, const char *stream, bool has_seq, long long seq,
+                      const proto_error *e)
+{
+    if (binary)
+        proto_stream_tick_error_binary(w, stream, has_seq, seq, e);
+    else
+        proto_stream_tick_error(w, stream, has_seq, seq, e);
+}
+
+static void put_comma(proto_jw *w, bool binary)
+{
+    if (!binary)
+        proto_jw_raw(w, ",", 1);
+}
+
 /* Writes entry e's answer (any thread: reads only the entry, its job and
  * its stream's name). */
-static void entry_write(proto_jw *w, const ws_tick_entry *e)
+static void entry_write(proto_jw *w, const ws_tick_entry *e, bool binary)
 {
-    if (e->job) {
+    if (e->job && binary) {
+        proto_stream_tick_solution_binary(w, e->s->name, e->seq, e->skipped, e->job, 0);
+    } else if (e->job) {
         proto_stream_tick_solution(w, e->s->name, e->seq, e->skipped, e->job, 0);
     } else if (e->err) {
-        proto_stream_tick_error(w, e->err->stream, e->has_seq, e->seq, &e->err->e);
+        put_error(w, binary, e->err->stream, e->has_seq, e->seq, &e->err->e);
     } else {
         proto_error oom;
         proto_error_set(&oom, PROTO_E_INTERNAL, "", "out of memory");
-        proto_stream_tick_error(w, NULL, e->has_seq, e->seq, &oom);
+        put_error(w, binary, NULL, e->has_seq, e->seq, &oom);
     }
 }
 
@@ -158,8 +181,8 @@ static void part_encode(srv_solve *sv)
     proto_jw_reserve(&p->out, (sv->end - sv->begin) * 256);
     for (size_t i = sv->begin; i < sv->end; i++) {
         if (i > sv->begin)
-            proto_jw_raw(&p->out, ",", 1);
-        entry_write(&p->out, &t->e[i]);
+            put_comma(&p->out, t->binary);
+        entry_write(&p->out, &t->e[i], t->binary);
     }
 }
 
@@ -173,11 +196,14 @@ static void tick_answer(ws_tick *t)
         need += t->parts[k].out.len + 1;
     proto_jw_init(&w, NULL, 0);
     proto_jw_reserve(&w, need);
-    proto_stream_tick_head(&w, t->seq, t->skipped);
+    if (t->binary)
+        proto_stream_tick_head_binary(&w, t->seq, t->skipped, t->n);
+    else
+        proto_stream_tick_head(&w, t->seq, t->skipped);
     for (size_t k = 0; k < t->nparts; k++) {
         ws_tick_part *p = &t->parts[k];
         if (k > 0)
-            proto_jw_raw(&w, ",", 1);
+            put_comma(&w, t->binary);
         if (!p->failed) {
             if (p->out.oom)
                 w.oom = true;
@@ -194,17 +220,20 @@ static void tick_answer(ws_tick *t)
         for (size_t i = p->solve.begin; i < p->solve.end; i++) {
             ws_tick_entry *e = &t->e[i];
             if (i > p->solve.begin)
-                proto_jw_raw(&w, ",", 1);
+                put_comma(&w, t->binary);
             if (e->job)
-                proto_stream_tick_error(&w, e->s->name, e->has_seq, e->seq, &err);
+                put_error(&w, t->binary, e->s->name, e->has_seq, e->seq, &err);
             else
-                entry_write(&w, e);
+                entry_write(&w, e, t->binary);
         }
     }
-    proto_stream_tick_tail(&w);
+    if (!t->binary)
+        proto_stream_tick_tail(&w);
     size_t len = 0;
     char *text = proto_jw_finish(&w, &len);
-    if (text) {
+    if (text && t->binary) {
+        srv__ws_send_binary(t->conn, text, len);
+    } else if (text) {
         srv__ws_send(t->conn, text, len);
     } else {
         proto_error err;
@@ -419,6 +448,7 @@ void srv__tick_read(ws_conn *c, proto_stream_msg *m)
     srv__ws_ref(c);
     t->seq = m->seq;
     t->n = n;
+    t->binary = m->binary;
     if (st->waiting) {
         t->skipped = st->waiting->skipped + 1;
         ws_tick *old = st->waiting;
