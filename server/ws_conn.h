@@ -60,6 +60,8 @@ void srv__ws_unref(ws_conn *c);
  * happens). A client whose send queue passes --max-send-queue is cut with
  * 1008. */
 void srv__ws_send(ws_conn *c, const char *text, size_t len);
+/* The same for a binary message (a binary tick's answer). */
+void srv__ws_send_binary(ws_conn *c, const char *data, size_t len);
 /* Queues an "error" message (proto_stream_encode_error). */
 void srv__ws_send_error(ws_conn *c, const char *stream, bool has_seq, long long seq,
                         const proto_error *e);
@@ -89,6 +91,9 @@ struct srv_ws_hooks {
      * sent); pool solves still running are discarded when they complete.
      * The stream side's state is freed. */
     void (*drop_streams)(ws_conn *c);
+    /* One complete binary message from the client (NULL: refused with an
+     * error message). */
+    void (*on_binary)(ws_conn *c, const char *data, size_t len);
 };
 
 #endif /* SRV_WS_CONN_H */
