@@ -4,8 +4,8 @@
  * and the hooks through which the connection (server/ws_conn.c) reaches
  * the stream side: srv_ws_stream_hooks, which serve.c gives srv_ws_start.
  *
- * Each text message is decoded (proto_stream_decode) and dispatched by its
- * type: open, close, target and path to their stream, tick to the ticks. A
+ * Each text message is decoded (proto_stream_decode; a binary message is a
+ * binary tick, proto_stream_decode_binary) and dispatched by its type: open, close, target and path to their stream, tick to the ticks. A
  * bad message gets an "error" message naming the stream, seq and JSON
  * path, and the connection stays open. All messages read from the socket
  * in one go are decoded before any target is solved (on_read_done then
@@ -69,14 +69,17 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
     }
 }
 
-/* owned: text when it is a malloc'd buffer of the caller's, given here;
- * NULL when text is the message the connection is delivering, which a
- * tick then takes from it (srv__ws_take_text). */
-static void handle_text(ws_conn *c, const char *text, size_t len, char *owned)
+/* A message: text (JSON), or binary (a binary tick, decoded at once: its
+ * targets are numbers in place, nothing to parse). owned: text when it is
+ * a malloc'd buffer of the caller's, given here; NULL when text is the
+ * message the connection is delivering, which a tick (either form) then
+ * takes from it (srv__ws_take_text): its parts read it on the pool. */
+static void handle_text(ws_conn *c, const char *text, size_t len, char *owned, bool binary)
 {
     proto_stream_msg m;
     proto_error e;
-    int rc = proto_stream_decode(text, len, &m, &e);
+    int rc = binary ? proto_stream_decode_binary(text, len, &m, &e)
+                    : proto_stream_decode(text, len, &m, &e);
     if (rc == 0 && m.type == PROTO_STREAM_TICK && !owned)
         owned = srv__ws_take_text(c, text);
     handle_msg(c, &m, rc, &e, NULL, NULL, &owned);
@@ -92,6 +95,7 @@ static void handle_text(ws_conn *c, const char *text, size_t len, char *owned)
 typedef struct inbox_msg {
     struct inbox_msg *next;
     size_t len;
+    bool binary;
     char *text; /* len bytes, malloc'd */
 } inbox_msg;
 
@@ -212,11 +216,12 @@ static void inbox_drain(ws_conn *c)
         in->head = x->next;
         if (!in->head)
             in->tail = NULL;
-        if (x->len > SRV_DECODE_INLINE_MAX && decode_off_loop(c, x->text, x->len)) {
+        if (x->len > SRV_DECODE_INLINE_MAX && !x->binary &&
+            decode_off_loop(c, x->text, x->len)) {
             free(x);
             break;
         }
-        handle_text(c, x->text, x->len, x->text);
+        handle_text(c, x->text, x->len, x->text, x->binary);
         free(x);
     }
     if (in->decoding)
@@ -229,7 +234,7 @@ static void inbox_drain(ws_conn *c)
 
 /* ---- the hooks of server/ws_conn.h --------------------------------------------------- */
 
-static void on_text(ws_conn *c, const char *text, size_t len)
+static void on_message(ws_conn *c, const char *text, size_t len, bool binary)
 {
     ws_inbox *in = *srv__ws_inbox(c);
     if (in && (in->decoding || in->head)) {
@@ -242,6 +247,7 @@ static void on_text(ws_conn *c, const char *text, size_t len)
         }
         x->next = NULL;
         x->len = len;
+        x->binary = binary;
         x->text = copy;
         if (in->tail)
             in->tail->next = x;
@@ -250,14 +256,24 @@ static void on_text(ws_conn *c, const char *text, size_t len)
         in->tail = x;
         return;
     }
-    if (len > SRV_DECODE_INLINE_MAX && inbox_of(c)) {
+    if (len > SRV_DECODE_INLINE_MAX && !binary && inbox_of(c)) {
         char *own = srv__ws_take_text(c, text);
         if (own && decode_off_loop(c, own, len))
             return;
-        handle_text(c, text, len, own);
+        handle_text(c, text, len, own, binary);
         return;
     }
-    handle_text(c, text, len, NULL);
+    handle_text(c, text, len, NULL, binary);
+}
+
+static void on_text(ws_conn *c, const char *text, size_t len)
+{
+    on_message(c, text, len, false);
+}
+
+static void on_binary(ws_conn *c, const char *data, size_t len)
+{
+    on_message(c, data, len, true);
 }
 
 static void on_read_done(ws_conn *c)
@@ -329,5 +345,5 @@ static void drop_streams(ws_conn *c)
 }
 
 const srv_ws_hooks srv_ws_stream_hooks = {
-    on_text, on_read_done, on_drain, busy, drop_streams,
+    on_text, on_read_done, on_drain, busy, drop_streams, on_binary,
 };

@@ -41,9 +41,12 @@
  * of the tick (srv__stream_skip). Pool work also reads the streams' names,
  * which never change.
  *
+ * A binary tick (proto/STREAM.md "Binary ticks") is the same tick: only
+ * its answer is written in binary (proto/proto_stream_binary.c).
+ *
  * Not here: the streams themselves (ws_stream.c), the order of a
- * connection's messages (ws_messages.c), the tick's wire format
- * (proto/proto_stream.c).
+ * connection's messages (ws_messages.c), the tick's wire formats
+ * (proto/proto_stream.c, proto/proto_stream_binary.c).
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -97,6 +100,7 @@ struct ws_tick {
     bool pumping; /* in tick_pump: parts completing inline do not finish it */
     bool flush;   /* a part completed on the pool: flush the answer */
     bool orphan;  /* the connection was torn down */
+    bool binary;  /* a binary tick: answered in binary (proto_stream_binary.c) */
     /* parts whose answers are not yet written; the part that writes the
      * last ones joins the answer (off the loop when it is on the pool) */
     atomic_size_t unwritten;
@@ -118,18 +122,37 @@ static void entry_error(ws_tick_entry *e, const char *stream, bool has_seq, long
     }
 }
 
+/* The answer's pieces in the tick's form: JSON's, or binary's for a
+ * binary tick (whose entries have no comma between them). */
+static void put_error(proto_jw *w, bool binary, const char *stream, bool has_seq, long long seq,
+                      const proto_error *e)
+{
+    if (binary)
+        proto_stream_tick_error_binary(w, stream, has_seq, seq, e);
+    else
+        proto_stream_tick_error(w, stream, has_seq, seq, e);
+}
+
+static void put_comma(proto_jw *w, bool binary)
+{
+    if (!binary)
+        proto_jw_raw(w, ",", 1);
+}
+
 /* Writes entry e's answer (any thread: reads only the entry, its job and
  * its stream's name). */
-static void entry_write(proto_jw *w, const ws_tick_entry *e)
+static void entry_write(proto_jw *w, const ws_tick_entry *e, bool binary)
 {
-    if (e->job && !e->err) {
+    if (e->job && !e->err && binary) {
+        proto_stream_tick_solution_binary(w, e->s->name, e->seq, e->skipped, e->job, 0);
+    } else if (e->job && !e->err) {
         proto_stream_tick_solution(w, e->s->name, e->seq, e->skipped, e->job, 0);
     } else if (e->err) {
-        proto_stream_tick_error(w, e->err->stream, e->has_seq, e->seq, &e->err->e);
+        put_error(w, binary, e->err->stream, e->has_seq, e->seq, &e->err->e);
     } else {
         proto_error oom;
         proto_error_set(&oom, PROTO_E_INTERNAL, "", "out of memory");
-        proto_stream_tick_error(w, NULL, e->has_seq, e->seq, &oom);
+        put_error(w, binary, NULL, e->has_seq, e->seq, &oom);
     }
 }
 
@@ -236,8 +259,8 @@ static void part_after(srv_solve *sv)
     proto_jw_reserve(&p->out, (sv->end - sv->begin) * 256);
     for (size_t i = sv->begin; i < sv->end; i++) {
         if (i > sv->begin)
-            proto_jw_raw(&p->out, ",", 1);
-        entry_write(&p->out, &t->e[i]);
+            put_comma(&p->out, t->binary);
+        entry_write(&p->out, &t->e[i], t->binary);
     }
     for (size_t i = sv->begin; i < sv->end; i++) {
         ws_tick_entry *e = &t->e[i];
@@ -272,11 +295,14 @@ static bool tick_join(ws_tick *t, char **text, size_t *len)
         need += t->parts[k].out.len + 1;
     proto_jw_init(&w, NULL, 0);
     proto_jw_reserve(&w, need);
-    proto_stream_tick_head(&w, t->seq, t->skipped);
+    if (t->binary)
+        proto_stream_tick_head_binary(&w, t->seq, t->skipped, t->n);
+    else
+        proto_stream_tick_head(&w, t->seq, t->skipped);
     for (size_t k = 0; k < t->nparts; k++) {
         ws_tick_part *p = &t->parts[k];
         if (k > 0)
-            proto_jw_raw(&w, ",", 1);
+            put_comma(&w, t->binary);
         if (!p->failed) {
             if (p->out.oom)
                 w.oom = true;
@@ -293,19 +319,21 @@ static bool tick_join(ws_tick *t, char **text, size_t *len)
         for (size_t i = p->solve.begin; i < p->solve.end; i++) {
             ws_tick_entry *e = &t->e[i];
             if (i > p->solve.begin)
-                proto_jw_raw(&w, ",", 1);
+                put_comma(&w, t->binary);
             if (e->s && !e->err)
-                proto_stream_tick_error(&w, e->s->name, e->has_seq, e->seq, &err);
+                put_error(&w, t->binary, e->s->name, e->has_seq, e->seq, &err);
             else
-                entry_write(&w, e);
+                entry_write(&w, e, t->binary);
         }
     }
-    proto_stream_tick_tail(&w);
+    if (!t->binary)
+        proto_stream_tick_tail(&w);
     *text = proto_jw_finish(&w, len);
     return *text != NULL;
 }
 
-/* Sends the tick's answer (joined by the last part, or here). */
+/* Sends the tick's answer (joined by the last part, or here), in its
+ * form. */
 static void tick_answer(ws_tick *t)
 {
     if (!t->answer && !tick_join(t, &t->answer, &t->answer_len)) {
@@ -314,7 +342,10 @@ static void tick_answer(ws_tick *t)
         srv__ws_send_error(t->conn, NULL, true, t->seq, &err);
         return;
     }
-    srv__ws_send(t->conn, t->answer, t->answer_len);
+    if (t->binary)
+        srv__ws_send_binary(t->conn, t->answer, t->answer_len);
+    else
+        srv__ws_send(t->conn, t->answer, t->answer_len);
     free(t->answer);
     t->answer = NULL;
 }
@@ -536,6 +567,7 @@ void srv__tick_read(ws_conn *c, proto_stream_msg *m, char **text)
     srv__ws_ref(c);
     t->seq = m->seq;
     t->n = n;
+    t->binary = m->binary;
     t->msg = *m; /* the tick's now: the caller frees a cleared message */
     memset(m, 0, sizeof *m);
     t->text = text ? *text : NULL;
