@@ -190,10 +190,19 @@ static bool chain_is_large(const proto_chain *c)
 }
 
 /* Answers q with a chain's description text (taken; NULL: out of memory).
- * A large one holds its bytes of the answer budget until sent. */
-static void chain_answer(srv_request *q, int status, const char *id, char *text, size_t len)
+ * A large one holds its bytes of the answer budget until sent: the
+ * `reserved` bytes (answer_budget_reserve, before the text was written
+ * on the pool) become its length. */
+static void chain_answer(srv_request *q, int status, const char *id, char *text, size_t len,
+                         size_t reserved)
 {
     proto_error e;
+    srv_budget *ab = &q->ctx->sh->answer_bytes;
+    size_t held = text && len > SRV_DECODE_INLINE_MAX ? len : 0;
+    if (held > reserved)
+        srv_budget_take(ab, held - reserved); /* its estimate fell short */
+    else
+        srv_budget_release(ab, reserved - held);
     if (!text) {
         proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
         srv_http_respond_error(q, &e);
@@ -203,20 +212,20 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
     v.status = status;
     v.body = text;
     v.len = len;
-    if (len > SRV_DECODE_INLINE_MAX) {
-        v.held = len;
-        srv_budget_take(&q->ctx->answer_bytes, len); /* room was checked before */
-    }
+    v.held = held;
     if (status == 201 || (status == 200 && q->method == SRV_M_POST))
         snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
     srv_http_respond(q, &v);
 }
 
-/* A large description would not fit the answer budget now: 503. */
+/* A large description to write on the pool: its estimated bytes
+ * reserved against the answer budget (reserved, not only checked, so
+ * that the bound holds for every loop together while the text is
+ * written), or 503 (true) when they do not fit now. */
 static bool answer_budget_full(srv_request *q, size_t bytes)
 {
     srv_ctx *ctx = q->ctx;
-    if (srv_budget_fits(&ctx->answer_bytes, bytes))
+    if (srv_budget_reserve(&ctx->sh->answer_bytes, bytes))
         return false;
     proto_error e;
     proto_error_set(&e, PROTO_E_OVERLOADED, "",
@@ -253,7 +262,7 @@ static void chain_register(srv_request *q, proto_chain *c)
     }
     size_t len;
     char *text = chain_text(c, &len);
-    chain_answer(q, created ? 201 : 200, proto_chain_id(c), text, len);
+    chain_answer(q, created ? 201 : 200, proto_chain_id(c), text, len, 0);
     proto_chain_unref(c);
 }
 
@@ -268,6 +277,7 @@ typedef struct chain_work {
     proto_error err;
     char *text; /* the description */
     size_t len;
+    size_t reserved; /* of the answer budget (answer_budget_full) */
 } chain_work;
 
 static void chain_decode_work(srv_ctx *ctx, srv_solve *s)
@@ -282,29 +292,34 @@ static void chain_decoded_done(srv_solve *s, int status)
 {
     chain_work *cw = s->data;
     srv_request *q = cw->q;
+    srv_budget *ab = &q->ctx->sh->answer_bytes;
     proto_chain *c = cw->chain;
     proto_error e = cw->err;
     char *text = cw->text;
-    size_t len = cw->len;
+    size_t len = cw->len, reserved = cw->reserved;
     free(cw);
     if (!srv_http_release(q)) {
+        srv_budget_release(ab, reserved);
         proto_chain_unref(c);
         free(text);
         return;
     }
     bool created = false;
     if (status != SRV_OK) {
+        srv_budget_release(ab, reserved);
         proto_chain_unref(c);
         free(text);
         proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
         srv_http_respond_error(q, &e);
     } else if (!c) {
+        srv_budget_release(ab, reserved);
         srv_http_respond_error(q, &e);
     } else if (!chain_put(q, c, &created)) {
+        srv_budget_release(ab, reserved);
         proto_chain_unref(c);
         free(text);
     } else {
-        chain_answer(q, created ? 201 : 200, proto_chain_id(c), text, len);
+        chain_answer(q, created ? 201 : 200, proto_chain_id(c), text, len, reserved);
         proto_chain_unref(c);
     }
 }
@@ -319,24 +334,27 @@ static void chain_text_done(srv_solve *s, int status)
 {
     chain_work *cw = s->data;
     srv_request *q = cw->q;
+    srv_budget *ab = &q->ctx->sh->answer_bytes;
     char *text = cw->text;
-    size_t len = cw->len;
+    size_t len = cw->len, reserved = cw->reserved;
     char id[64]; /* a chain id (32 hex digits) */
     snprintf(id, sizeof id, "%s", proto_chain_id(cw->chain));
     proto_chain_unref(cw->chain);
     free(cw);
     if (!srv_http_release(q)) {
+        srv_budget_release(ab, reserved);
         free(text);
         return;
     }
     if (status != SRV_OK) {
+        srv_budget_release(ab, reserved);
         free(text);
         proto_error e;
         proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
         srv_http_respond_error(q, &e);
         return;
     }
-    chain_answer(q, 200, id, text, len);
+    chain_answer(q, 200, id, text, len, reserved);
 }
 
 /* Queues cw's work on the pool for q; on refusal q is answered. */
@@ -347,10 +365,21 @@ static void chain_submit(srv_request *q, chain_work *cw, void (*work)(srv_ctx *,
     cw->s.work = work;
     cw->s.done = done;
     cw->s.data = cw;
-    if (srv_http_submit(q, &cw->s) != SRV_OK) {
+    if (srv_http_submit(q, &cw->s) != SRV_OK) { /* answered */
+        srv_budget_release(&q->ctx->sh->answer_bytes, cw->reserved);
         proto_chain_unref(cw->chain);
         free(cw);
     }
+}
+
+/* The answer to q when what it needs cannot be allocated, with the bytes
+ * it reserved given back. */
+static void out_of_memory(srv_request *q, size_t reserved)
+{
+    proto_error e;
+    srv_budget_release(&q->ctx->sh->answer_bytes, reserved);
+    proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+    srv_http_respond_error(q, &e);
 }
 
 static void handle_chains_post(srv_request *q)
@@ -361,8 +390,12 @@ static void handle_chains_post(srv_request *q)
         if (answer_budget_full(q, q->len))
             return;
         chain_work *cw = calloc(1, sizeof *cw);
-        if (cw)
-            chain_submit(q, cw, chain_decode_work, chain_decoded_done);
+        if (!cw) {
+            out_of_memory(q, q->len);
+            return;
+        }
+        cw->reserved = q->len;
+        chain_submit(q, cw, chain_decode_work, chain_decoded_done);
         return;
     }
     proto_chain *c = proto_chain_decode(q->body, q->len, &q->ctx->cfg.limits, &e);
@@ -387,21 +420,26 @@ static void handle_chain_id(srv_request *q)
     } else {
         proto_chain *c = srv_registry_get(q->ctx->registry, id);
         if (c && chain_is_large(c)) {
-            chain_work *cw = answer_budget_full(q, proto_chain_memory(c))
-                                 ? NULL
-                                 : calloc(1, sizeof *cw);
-            if (!cw) {
+            size_t est = proto_chain_memory(c);
+            if (answer_budget_full(q, est)) {
                 proto_chain_unref(c);
                 return;
             }
+            chain_work *cw = calloc(1, sizeof *cw);
+            if (!cw) {
+                proto_chain_unref(c);
+                out_of_memory(q, est);
+                return;
+            }
             cw->chain = c;
+            cw->reserved = est;
             chain_submit(q, cw, chain_text_work, chain_text_done);
             return;
         }
         if (c) {
             size_t len;
             char *text = chain_text(c, &len);
-            chain_answer(q, 200, proto_chain_id(c), text, len);
+            chain_answer(q, 200, proto_chain_id(c), text, len, 0);
             proto_chain_unref(c);
             return;
         }
@@ -419,13 +457,16 @@ static void handle_metrics(srv_request *q)
     v.content_type = "text/plain; version=0.0.4; charset=utf-8";
     srv_metrics_held held = {0};
     held.registry = srv_registry_bytes(q->ctx->registry);
-    held.request_bodies = srv_budget_used(&q->ctx->body_bytes);
-    held.answers = srv_budget_used(&q->ctx->answer_bytes);
-    held.stream_chains = srv_budget_used(&q->ctx->stream_chain_bytes);
+    held.request_bodies = srv_budget_used(&q->ctx->sh->body_bytes);
+    held.answers = srv_budget_used(&q->ctx->sh->answer_bytes);
+    held.stream_chains = srv_budget_used(&q->ctx->sh->stream_chain_bytes);
+    const srv_shared *sh = q->ctx->sh;
+    for (unsigned i = 0; i < sh->nloops && i < SRV_METRICS_LOOPS_MAX; i++)
+        held.loop_connections[held.loops++] = atomic_load(&sh->loops[i]->assigned);
     srv_metrics_set_held(q->ctx->metrics, &held);
-    v.body = srv_metrics_render(q->ctx->metrics, q->ctx->pool_depth,
-                                srv_registry_count(q->ctx->registry), q->ctx->active_requests,
-                                &v.len);
+    v.body = srv_metrics_render(q->ctx->metrics, srv_pool_depth_all(q->ctx->sh),
+                                srv_registry_count(q->ctx->registry),
+                                srv_http_active_all(q->ctx->sh), &v.len);
     if (!v.body)
         return;
     srv_http_respond(q, &v);

@@ -4,7 +4,8 @@
  *
  * A content-addressed, memory-bounded, LRU store of proto_chain. Ids come
  * from proto_chain_id() and live only as long as the process. Every function
- * is thread-safe (one internal mutex).
+ * is thread-safe (one internal reader-writer lock: lookups from every loop
+ * run side by side).
  */
 #ifndef SRV_REGISTRY_H
 #define SRV_REGISTRY_H
@@ -27,8 +28,8 @@ void srv_registry_free(srv_registry *r); /* drops its references; NULL is fine *
  * SRV_ENOMEM when c alone is larger than max_bytes (nothing is changed). */
 int srv_registry_put(srv_registry *r, proto_chain *c, bool *created);
 
-/* New reference to the chain with that id (marks it most recently used), or
- * NULL. */
+/* New reference to the chain with that id (marks it most recently used, to
+ * the millisecond), or NULL. */
 proto_chain *srv_registry_get(srv_registry *r, const char *id);
 
 /* Removes the id. Returns 0 or SRV_ENOTFOUND. In-flight jobs keep their own

@@ -728,6 +728,16 @@ ws_inbox **srv__ws_inbox(ws_conn *c)
     return &c->inbox;
 }
 
+char *srv__ws_take_text(ws_conn *c, const char *text)
+{
+    if (!c->msg || text != c->msg)
+        return NULL;
+    char *t = c->msg;
+    c->msg = NULL;
+    c->msg_cap = 0;
+    return t;
+}
+
 void srv__ws_pause(ws_conn *c, bool paused)
 {
     c->paused = paused;
