@@ -43,9 +43,10 @@ ws_streams **srv__ws_streams(ws_conn *c);
 /* The stream side's messages waiting on this connection (its own to keep
  * and free, at its drop_streams hook at the latest). */
 ws_inbox **srv__ws_inbox(ws_conn *c);
-/* Inside on_text only, for the text it was given: that buffer becomes the
- * caller's (malloc'd, to free; the connection assembles its next message
- * in a new one), so that a message can outlive the hook without a copy.
+/* Inside on_text or on_binary only, for the message it was given: that
+ * buffer becomes the caller's (malloc'd, to free; the connection
+ * assembles its next message in a new one), so that a message can outlive
+ * the hook without a copy.
  * NULL (nothing changes) when text is not the connection's buffer. */
 char *srv__ws_take_text(ws_conn *c, const char *text);
 /* paused: the stream side works on a message off the loop, the connection
