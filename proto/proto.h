@@ -48,6 +48,11 @@ proto_chain *proto_chain_decode(const char *body, size_t len, const proto_limits
                                 proto_error *err);
 void proto_chain_ref(proto_chain *c);
 void proto_chain_unref(proto_chain *c); /* NULL is fine */
+/* Lets go of the chains the calling thread keeps for the inline chains it
+ * decoded (a few per thread, see proto_chain.c): for a thread that ends
+ * while the process goes on (a daemon's event loop), before it ends. The
+ * thread may decode again afterwards. */
+void proto_thread_release(void);
 /* Content-addressed id: the same chain (same canonical JSON) gives the same
  * id. Static for the chain's lifetime; never NULL. */
 const char *proto_chain_id(const proto_chain *c);
@@ -87,6 +92,10 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
 
 /* Number of targets (1 for PROTO_SOLVE). */
 size_t proto_job_count(const proto_job *job);
+/* True when target i of job starts from a seed of its own (the request's,
+ * or a stream message's, "seed"); false otherwise and for i out of range.
+ * Any thread. */
+bool proto_job_has_seed(const proto_job *job, size_t i);
 /* Rough cost of one target in microseconds (analytic solvers well under 1,
  * numeric solvers tens to thousands): the daemon solves cheap jobs inline on
  * the loop and sends expensive ones and batches to the thread pool. */
@@ -229,6 +238,33 @@ void proto_items_free(proto_items *it); /* NULL is fine */
 int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
                        proto_items **items, proto_error *err);
+
+/* A large batch's targets decoded in parts side by side (proto_job_decode.c;
+ * issue 22: a 100,000-target body takes tens of milliseconds to read,
+ * which one thread would add to every such batch). proto_batch_decode_parts
+ * reads what a batch of one chain's targets holds but its targets after
+ * the first (the chain, the options, target 0, which picks the solver)
+ * and finds where each part of the targets begins (a skim: no number
+ * read): 0 with *job and *parts (2 to parts_max parts, each of per_min
+ * targets at least), when the body is a text the text mode of
+ * proto_batch_decode takes, of one chain that is not a tree, without
+ * seeds or options.max_joint_step, with 2 * per_min targets at least;
+ * 1 with *job decoded whole (and *parts NULL) for any other body of one
+ * chain's targets the text mode reads. Else -1 with nothing allocated:
+ * proto_batch_decode decodes the body (and words any error). Then proto_batch_decode_part(job, parts, k) reads the
+ * targets of part k, on any thread, parts at the same time on different
+ * threads, each once: 0, or -1 when one of them is wrong or not one the
+ * text mode reads (the job is of no use then: free it and decode the body
+ * with proto_batch_decode, which reads it or words the error). The job is decoded as proto_batch_decode would have
+ * when every part returned 0; until then it may only be freed. The body
+ * must stay until the parts ran. */
+typedef struct proto_batch_parts proto_batch_parts;
+int proto_batch_decode_parts(const char *body, size_t len, const proto_limits *lim,
+                             proto_chain_lookup_fn lookup, void *ud, size_t per_min,
+                             size_t parts_max, proto_job **job, proto_batch_parts **parts);
+size_t proto_batch_parts_count(const proto_batch_parts *p);
+int proto_batch_decode_part(proto_job *job, const proto_batch_parts *p, size_t k);
+void proto_batch_parts_free(proto_batch_parts *p); /* NULL is fine */
 
 /* ---- the binary form of batches (proto_binary.c) ---------------------------- */
 

@@ -24,6 +24,7 @@
  * solution_count) stay JSON's.
  */
 #include "proto/proto_codec.h"
+#include "proto/proto_le.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -36,68 +37,6 @@
 #define HEAD_OUT 32  /* bytes of an answer's head */
 #define RECORD_FIXED 16 /* code, flags, iterations, restarts */
 #define TAIL_OUT 20  /* "IKDC" and four counts */
-
-/* ---- little-endian numbers ---------------------------------------------------- */
-
-/* A little-endian machine copies the bytes as they are; any other
- * assembles them. */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define HOST_LE 1
-#else
-#define HOST_LE 0
-#endif
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint16_t get_u16(const unsigned char *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static double get_f64(const unsigned char *p)
-{
-    uint64_t u = 0;
-    if (HOST_LE) {
-        memcpy(&u, p, sizeof u);
-    } else {
-        for (int k = 7; k >= 0; k--)
-            u = u << 8 | p[k];
-    }
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    if (HOST_LE) {
-        memcpy(p, &v, sizeof v);
-        return;
-    }
-    for (int k = 0; k < 4; k++)
-        p[k] = (unsigned char)(v >> (8 * k));
-}
-
-static void put_u16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-}
-
-static void put_f64(unsigned char *p, double d)
-{
-    if (HOST_LE) {
-        memcpy(p, &d, sizeof d);
-        return;
-    }
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    for (int k = 0; k < 8; k++)
-        p[k] = (unsigned char)(u >> (8 * k));
-}
 
 /* ---- requests ------------------------------------------------------------------ */
 
@@ -121,10 +60,10 @@ static int bin_fill(void *ud, size_t i, const char *path, proto_object *o, proto
     o->n[PROTO_T_POSITION] = f->dims2 ? 2 : 3;
     o->n[PROTO_T_ORIENTATION] = 4;
     for (size_t k = 0; k < 2; k++)
-        o->num[PROTO_T_POSITION_AT + k] = get_f64(p + 8 * k);
+        o->num[PROTO_T_POSITION_AT + k] = proto_le_f64(p + 8 * k);
     for (size_t k = 0; f->orientation && k < 4; k++)
-        o->num[PROTO_T_ORIENTATION_AT + k] = get_f64(p + 24 + 8 * k);
-    double z = get_f64(p + 16);
+        o->num[PROTO_T_ORIENTATION_AT + k] = proto_le_f64(p + 24 + 8 * k);
+    double z = proto_le_f64(p + 16);
     if (!f->dims2) {
         o->num[PROTO_T_POSITION_AT + 2] = z;
         return 0;
@@ -170,13 +109,13 @@ int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *
     if (len > lim->max_body_bytes)
         return proto_error_set(err, PROTO_E_TOO_LARGE, "", "the body has %zu bytes; the limit is %zu",
                                len, lim->max_body_bytes);
-    if (!b || len < HEAD_IN || memcmp(b, "IKDB", 4) != 0 || get_u16(b + 4) != 1)
+    if (!b || len < HEAD_IN || memcmp(b, "IKDB", 4) != 0 || proto_le_u16(b + 4) != 1)
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
                                "a binary batch (Content-Type %s) starts with \"IKDB\" and version "
                                "1 (proto/README.md, \"Binary batches\")",
                                PROTO_BINARY_TYPE);
-    unsigned flags = get_u16(b + 6);
-    size_t head = get_u32(b + 8), n = get_u32(b + 12);
+    unsigned flags = proto_le_u16(b + 6);
+    size_t head = proto_le_u32(b + 8), n = proto_le_u32(b + 12);
     if (flags & ~1u)
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
                                "a binary batch's flags are 0 or 1 (orientations), not %u", flags);
@@ -304,14 +243,14 @@ char *proto_job_encode_binary_head(const proto_job *job, size_t *len)
     if (!h)
         return NULL;
     memcpy(h, "IKDA", 4);
-    put_u16(h + 4, 1);
-    put_u16(h + 6, (uint16_t)dims(job));
-    put_u32(h + 8, (uint32_t)job->n);
-    put_u32(h + 12, (uint32_t)proto_job_binary_record(job));
-    put_u32(h + 16, binary_fields(job));
-    put_u16(h + 20, (uint16_t)job->dof);
-    put_u16(h + 22, (uint16_t)job->npos);
-    put_u16(h + 24, (uint16_t)job->nrot);
+    proto_le_put_u16(h + 4, 1);
+    proto_le_put_u16(h + 6, (uint16_t)dims(job));
+    proto_le_put_u32(h + 8, (uint32_t)job->n);
+    proto_le_put_u32(h + 12, (uint32_t)proto_job_binary_record(job));
+    proto_le_put_u32(h + 16, binary_fields(job));
+    proto_le_put_u16(h + 20, (uint16_t)job->dof);
+    proto_le_put_u16(h + 22, (uint16_t)job->npos);
+    proto_le_put_u16(h + 24, (uint16_t)job->nrot);
     *len = HEAD_OUT;
     return (char *)h;
 }
@@ -334,12 +273,12 @@ static int put_record(unsigned char *p, const proto_job *job, size_t i, unsigned
         flags |= BR_ORIENTATION_ERROR;
     if (pose && r->has_step)
         flags |= BR_MAX_JOINT_STEP;
-    put_u32(p, (uint32_t)(int32_t)oc.code);
-    put_u32(p + 4, flags);
-    put_u32(p + 8, (uint32_t)(r->iterations > UINT32_MAX ? UINT32_MAX : r->iterations));
-    put_u32(p + 12, (uint32_t)(r->restarts > UINT32_MAX ? UINT32_MAX : r->restarts));
+    proto_le_put_u32(p, (uint32_t)(int32_t)oc.code);
+    proto_le_put_u32(p + 4, flags);
+    proto_le_put_u32(p + 8, (uint32_t)(r->iterations > UINT32_MAX ? UINT32_MAX : r->iterations));
+    proto_le_put_u32(p + 12, (uint32_t)(r->restarts > UINT32_MAX ? UINT32_MAX : r->restarts));
     unsigned char *q = p + RECORD_FIXED;
-#define PUT(v) (put_f64(q, (v)), q += 8)
+#define PUT(v) (proto_le_put_f64(q, (v)), q += 8)
     if (f & BF_JOINTS)
         for (size_t k = 0; k < job->dof; k++)
             PUT(!pose ? NAN
@@ -412,7 +351,19 @@ char *proto_job_encode_binary_tail(const proto_job *job, const size_t counts[PRO
         return NULL;
     memcpy(t, "IKDC", 4);
     for (int k = 0; k < 4; k++)
-        put_u32(t + 4 + 4 * k, (uint32_t)counts[k]);
+        proto_le_put_u32(t + 4 + 4 * k, (uint32_t)counts[k]);
     *len = TAIL_OUT;
     return (char *)t;
+}
+
+/* ---- records for other binary messages ------------------------------------------ */
+
+unsigned proto__binary_fields(const proto_job *job)
+{
+    return binary_fields(job);
+}
+
+int proto__binary_record(unsigned char *p, const proto_job *job, size_t i)
+{
+    return put_record(p, job, i, binary_fields(job));
 }

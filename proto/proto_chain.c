@@ -295,6 +295,15 @@ proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_li
     return c;
 }
 
+void proto_thread_release(void)
+{
+    for (size_t i = 0; i < CHAIN_MEMO; i++) {
+        proto_chain_unref(chains[i].chain);
+        chains[i].chain = NULL;
+        chains[i].len = 0;
+    }
+}
+
 proto_chain *proto_chain_resolve(json_t *chain, const char *chain_id, const proto_limits *lim,
                                  proto_chain_lookup_fn lookup, void *ud, proto_error *err)
 {

@@ -112,6 +112,15 @@ static bool text_value(proto_scan *r, const proto_member *m, size_t k, const pro
     }
 }
 
+int proto__unknown_member(proto_error *err, const char *path, const char *key)
+{
+    char p[PROTO_PATH_MAX], name[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, key);
+    proto_json_path_name(name, sizeof name, path);
+    return proto_error_set(err, PROTO_E_INVALID_REQUEST, p, "unknown field \"%.64s\" in %s", key,
+                           name);
+}
+
 int proto__object_read(proto_in *in, const char *path, const proto_member *d, size_t n,
                        unsigned allowed, const proto_known *known, proto_object *o,
                        proto_error *err)
@@ -127,13 +136,8 @@ int proto__object_read(proto_in *in, const char *path, const proto_member *d, si
         json_object_foreach((json_t *)v, key, val)
         {
             size_t k = proto__member_find(d, n, key, strlen(key));
-            if (k == n || !(allowed & PROTO_BIT(k))) {
-                char p[PROTO_PATH_MAX], name[PROTO_PATH_MAX];
-                proto_json_path_key(p, path, key);
-                proto_json_path_name(name, sizeof name, path);
-                return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                       "unknown field \"%.64s\" in %s", key, name);
-            }
+            if (k == n || !(allowed & PROTO_BIT(k)))
+                return proto__unknown_member(err, path, key);
             o->has |= PROTO_BIT(k);
             o->in[k] = proto_in_tree(val);
         }
@@ -491,8 +495,11 @@ static int target_rules(proto_object *o, const char *path, const proto_chain *c,
                         unsigned allowed, bool dims2, proto_target *t,
                         const proto_target_out *out, proto_error *err)
 {
-    if (o->has & ~allowed)
-        return -1; /* (text mode: a member its kind does not have) */
+    if (o->has & ~allowed) /* text mode declines; filled mode names the first */
+        return o->mode != PROTO_MODE_FILLED
+                   ? -1
+                   : proto__unknown_member(
+                         err, path, proto_target_members[__builtin_ctz(o->has & ~allowed)].name);
     char at[PROTO_PATH_MAX];
     /* the members given, and the required ones, in the table's order */
     const unsigned required = PROTO_BIT(PROTO_T_POSITION) | PROTO_BIT(PROTO_T_TIPS);
@@ -544,7 +551,7 @@ int proto__target_read(proto_in *in, const char *path, const proto_chain *c, pro
 
 void proto__tick_target(const proto_stream_raw *t, proto_object *o)
 {
-    o->mode = PROTO_MODE_TEXT;
+    o->mode = t->filled ? PROTO_MODE_FILLED : PROTO_MODE_TEXT;
     o->has = t->has;
     memcpy(o->n, t->n, sizeof t->n);
     memcpy(o->num, t->num, sizeof t->num);

@@ -197,6 +197,9 @@ static inline size_t proto__member_find(const proto_member *d, size_t n, const c
  * "<name of at> <what>". Each returns -1. */
 int proto__bad(proto_error *err, const char *at, const char *what);
 int proto__required(proto_error *err, const char *path, const char *key);
+/* An object at path holds a member key its kind does not have (tree mode:
+ * the first such key; filled mode: the first such member). */
+int proto__unknown_member(proto_error *err, const char *path, const char *key);
 
 /* A STRING member's bytes (tree: the node's; text: the text's). */
 const char *proto__member_string(const proto_object *o, size_t k, size_t *len);
@@ -268,9 +271,20 @@ struct proto_stream_raw {
     double num[PROTO_T_PLACES];
     long long priority;
     proto_in keep;
+    /* a binary tick's target (proto_stream_binary.c): its numbers filled
+     * (no text: the rules word every error), and what its envelope got
+     * wrong (PROTO_RAW_BAD_*, answered as the JSON form answers it) */
+    bool filled;
+    unsigned char bad;
 };
+enum { PROTO_RAW_BAD_SEQ = 1, PROTO_RAW_BAD_STREAM };
 /* The target object of a tick's target, for proto__target_finish(). */
 void proto__tick_target(const proto_stream_raw *t, proto_object *o);
+/* The same for a binary tick's target on chain c, at path (its
+ * "/targets/<i>/target"): a planar chain's position made 2-D (its third
+ * number must be 0, the binary form's own rule). 0, or -1 with *err. */
+int proto__tick_target_filled(const proto_stream_raw *t, const proto_chain *c, const char *path,
+                              proto_object *o, proto_error *err);
 
 /* A path message's path (proto_stream.h): its envelope decoded by
  * proto_stream_decode (waypoint positions and orientations checked, the

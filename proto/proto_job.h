@@ -259,6 +259,13 @@ double proto__answer_step(const proto_job *job, const proto_result *r);
 /* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
  * straight into w (the stream encoder uses it for solutions). */
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
+/* proto_binary.c: the binary answer's record of result i of job (written by
+ * the binary batches and the binary ticks alike): its "fields" word (the
+ * members it has places for, PROTO_FIELD_MAP's binary column) and the
+ * record itself at p (proto_job_binary_record(job) bytes); its MoveIt
+ * code. */
+unsigned proto__binary_fields(const proto_job *job);
+int proto__binary_record(unsigned char *p, const proto_job *job, size_t i);
 
 /* proto_job_encode.c: the status word and MoveIt code (moveit_msgs/
  * MoveItErrorCodes) a solver status is answered with; statuses outside the

@@ -16,7 +16,11 @@
  * when the text mode declines (anything it does not take, every error),
  * from the body's tree, which words the error. The same member rules run
  * in the same order either way. A binary batch's targets come filled from
- * its doubles (proto_binary.c) with its JSON head read as a tree.
+ * its doubles (proto_binary.c) with its JSON head read as a tree. A large
+ * batch's text may also be read in parts (proto_batch_decode_parts): the
+ * decoder reads all but the targets after the first and notes where each
+ * part of them begins; the parts are read later, side by side, by the
+ * same target reader.
  *
  * Memory: a job is one struct plus one block holding every per-target array
  * (targets, seeds, results and their outputs), sized from the chain and the
@@ -273,6 +277,85 @@ static int target_at(proto_in *in, proto_object *pre, const proto__fill *fill, s
     return proto__target_finish(&o, path, c, f, out, err);
 }
 
+/* Text mode, a large batch (proto_batch_decode_parts): its targets after
+ * the first are read later, in parts, on any threads; the decoder only
+ * notes where each part begins (parts_mark). */
+struct proto_batch_parts {
+    size_t n;         /* parts */
+    size_t per;       /* targets in a part (the first: per - 1, from 1) */
+    size_t targets;   /* the batch's */
+    const char *end;  /* the end of the targets' text */
+    const char *close; /* the array's closing bracket */
+    const char *at[]; /* part k begins here: before the comma ahead of its
+                         first target */
+};
+
+typedef struct split {
+    size_t per_min, parts_max; /* asked for */
+    proto_batch_parts *parts;  /* made by the decoder, or NULL */
+} split;
+
+/* The parts of n targets (per_min..: at most parts_max of them), or NULL
+ * when fewer than two (or out of memory: the whole batch is read then). */
+static proto_batch_parts *parts_new(const split *sp, size_t n)
+{
+    if (!sp || sp->per_min < 2 || sp->parts_max < 2 || n < 2 * sp->per_min)
+        return NULL;
+    size_t per = (n + sp->parts_max - 1) / sp->parts_max;
+    if (per < sp->per_min)
+        per = sp->per_min;
+    size_t np = (n + per - 1) / per;
+    if (np < 2)
+        return NULL;
+    proto_batch_parts *pt = malloc(sizeof *pt + np * sizeof pt->at[0]);
+    if (pt) {
+        pt->n = np;
+        pt->per = per;
+        pt->targets = n;
+    }
+    return pt;
+}
+
+/* The targets after the first (jt is after target 0) are read later:
+ * where each part begins, found in one pass over their text (the
+ * envelope's skim balanced it): the commas between targets are those
+ * outside brackets and strings. jt is left at the array's end. */
+static bool parts_mark(proto_batch_parts *pt, proto_in *jt)
+{
+    proto__scan_ws(&jt->s); /* then the comma ahead of target 1 */
+    const char *p = jt->s.p, *end = jt->s.end;
+    if (p >= end || *p != ',')
+        return false;
+    size_t i = 0; /* commas between targets so far */
+    int depth = 0;
+    for (; p < end; p++) {
+        char c = *p;
+        if (c == '"') {
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\' && ++p >= end)
+                    return false;
+            if (p >= end)
+                return false;
+        } else if (c == '[' || c == '{') {
+            depth++;
+        } else if (c == ']' || c == '}') {
+            if (depth-- == 0)
+                break;
+        } else if (c == ',' && depth == 0) {
+            if (++i >= pt->targets)
+                return false;
+            if (i == 1 || i % pt->per == 0)
+                pt->at[i / pt->per] = p;
+        }
+    }
+    if (p >= end || *p != ']' || i + 1 != pt->targets)
+        return false;
+    jt->s.p = p;
+    pt->end = end;
+    pt->close = p;
+    return true;
+}
+
 /*
  * The one decoder of request bodies: req in tree or text mode, kind
  * PROTO_SOLVE or PROTO_BATCH, the targets of a binary batch from fill
@@ -282,7 +365,7 @@ static int target_at(proto_in *in, proto_object *pre, const proto__fill *fill, s
  */
 static int decode_request(proto_in *req, proto_kind kind, const proto_limits *lim,
                           proto_chain_lookup_fn lookup, void *ud, const proto__fill *fill,
-                          proto_job **out, proto_error *err)
+                          split *sp, proto_job **out, proto_error *err)
 {
     bool text = proto_in_is_text(req), batch = kind == PROTO_BATCH;
     *out = NULL;
@@ -336,6 +419,7 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
         return -1;
 
     proto_job *job = NULL;
+    proto_batch_parts *pt = NULL; /* text mode, a large batch: its parts */
     proto_options opt;
     if (proto__options_read(MEMBER(OPTIONS), chain, lim, &opt, err))
         goto fail;
@@ -393,7 +477,14 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     proto_chain_unref(chain);
     chain = NULL;
     size_t sl = seeds ? proto__seed_len(job->chain) : 0;
+    if (sp && text && batch && !tree && !seeds && !fill && job->opt.max_joint_step_in <= 0)
+        pt = parts_new(sp, job->n);
     for (size_t i = 0; i < job->n; i++) {
+        if (pt && i > 0) { /* the others are read later, by their parts */
+            if (!parts_mark(pt, jt))
+                goto fail;
+            break;
+        }
         if (batch && !text)
             proto_json_path_index(p, tpath, i);
         if (i > 0 || tree) {
@@ -444,9 +535,12 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
             goto fail;
         }
     }
+    if (sp)
+        sp->parts = pt;
     *out = job;
     return 0;
 fail:
+    free(pt);
     proto_chain_unref(chain);
     proto_job_free(job);
     return -1;
@@ -469,7 +563,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
 {
     proto_limits def;
     proto_in in = proto_in_tree(req);
-    return decode_request(&in, kind, limits(lim, &def), lookup, ud, NULL, out, err);
+    return decode_request(&in, kind, limits(lim, &def), lookup, ud, NULL, NULL, out, err);
 }
 
 int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
@@ -477,12 +571,12 @@ int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_l
 {
     proto_limits def;
     proto_in in = proto_in_tree(req);
-    return decode_request(&in, PROTO_BATCH, limits(lim, &def), lookup, ud, fill, out, err);
+    return decode_request(&in, PROTO_BATCH, limits(lim, &def), lookup, ud, fill, NULL, out, err);
 }
 
-int proto__job_decode_text(const char *body, size_t len, proto_kind kind,
-                           const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud,
-                           proto_job **out)
+/* The text mode of a body (sp: a large batch's targets in parts). */
+static int decode_text(const char *body, size_t len, proto_kind kind, const proto_limits *lim,
+                       proto_chain_lookup_fn lookup, void *ud, split *sp, proto_job **out)
 {
     proto_limits def;
     lim = limits(lim, &def);
@@ -491,13 +585,71 @@ int proto__job_decode_text(const char *body, size_t len, proto_kind kind,
         return -1;
     proto_in in = proto_in_text(body, len);
     proto_error err;
-    if (decode_request(&in, kind, lim, lookup, ud, NULL, out, &err) == 0) {
+    if (decode_request(&in, kind, lim, lookup, ud, NULL, sp, out, &err) == 0) {
         if (proto__scan_end(&in.s))
             return 0;
         proto_job_free(*out);
         *out = NULL;
+        if (sp) {
+            free(sp->parts);
+            sp->parts = NULL;
+        }
     }
     return -1;
+}
+
+int proto__job_decode_text(const char *body, size_t len, proto_kind kind,
+                           const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud,
+                           proto_job **out)
+{
+    return decode_text(body, len, kind, lim, lookup, ud, NULL, out);
+}
+
+/* ---- a large batch's targets in parts (proto.h) ---------------------------------- */
+
+int proto_batch_decode_parts(const char *body, size_t len, const proto_limits *lim,
+                             proto_chain_lookup_fn lookup, void *ud, size_t per_min,
+                             size_t parts_max, proto_job **job, proto_batch_parts **parts)
+{
+    split sp = {per_min, parts_max, NULL};
+    *parts = NULL;
+    if (decode_text(body, len, PROTO_BATCH, lim, lookup, ud, &sp, job))
+        return -1;
+    if (!sp.parts)
+        return 1; /* too few targets for parts: decoded whole */
+    *parts = sp.parts;
+    return 0;
+}
+
+size_t proto_batch_parts_count(const proto_batch_parts *p)
+{
+    return p->n;
+}
+
+int proto_batch_decode_part(proto_job *job, const proto_batch_parts *p, size_t k)
+{
+    if (k >= p->n)
+        return -1;
+    size_t i = k ? k * p->per : 1, end = (k + 1) * p->per;
+    if (end > p->targets)
+        end = p->targets;
+    proto_in in = proto_in_text(p->at[k], (size_t)(p->end - p->at[k]));
+    proto_error err;
+    for (; i < end; i++) {
+        proto_in el;
+        if (!proto__element(&in, i, &el) || proto__job_target(job, i, &el, "", &err))
+            return -1;
+        proto__element_done(&in, &el);
+    }
+    /* nothing between its last target and the next part's comma, or the
+     * array's end */
+    proto__scan_ws(&in.s);
+    return in.s.p == (k + 1 < p->n ? p->at[k + 1] : p->close) ? 0 : -1;
+}
+
+void proto_batch_parts_free(proto_batch_parts *p)
+{
+    free(p);
 }
 
 int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_limits *lim,

@@ -23,6 +23,11 @@ size_t proto_job_count(const proto_job *job)
     return job->n;
 }
 
+bool proto_job_has_seed(const proto_job *job, size_t i)
+{
+    return i < job->n && job->has_seed && job->has_seed[i] && job->seed_q;
+}
+
 const char *proto_job_solver_name(const proto_job *job)
 {
     return proto_solver_names[job->solver];

@@ -159,6 +159,17 @@ int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *
         proto_target tg;
         proto_target_out to = {&tg, s->chain, NULL, NULL};
         *out = NULL;
+        if (t->raw->filled) {
+            /* a binary tick's: the rules word the errors, at their paths */
+            proto_json_path_index(base, "/targets", i);
+            proto_json_path_key(tpath, base, "target");
+            if (is_tree(s))
+                return proto__unknown_member(err, tpath, "position");
+            if (proto__tick_target_filled(t->raw, s->chain, tpath, &o, err) ||
+                proto__target_finish(&o, tpath, s->chain, s->opt.frame, &to, err))
+                return -1;
+            return session_job(s, &tg, tpath, out, err);
+        }
         proto__tick_target(t->raw, &o);
         if (!is_tree(s) && proto__target_finish(&o, "", s->chain, s->opt.frame, &to, err) == 0) {
             if (session_job(s, &tg, "", out, err) == 0)

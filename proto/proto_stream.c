@@ -245,6 +245,8 @@ static bool tick_element(proto_scan *r, proto_stream_raw *t)
         return false;
     unsigned seen = 0;
     t->has_seq = false;
+    t->filled = false;
+    t->bad = 0;
     do {
         const char *k, *v;
         size_t n, vn;
@@ -600,7 +602,16 @@ int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i,
         memcpy(out->stream, t->stream, sizeof out->stream);
         out->seq = t->seq;
         out->raw = t;
-        return 0;
+        if (!t->bad)
+            return 0;
+        /* a binary tick's envelope: named as the JSON form names it */
+        char at[PROTO_PATH_MAX], key[PROTO_PATH_MAX];
+        proto_json_path_index(at, "/targets", i);
+        proto_json_path_key(key, at, t->bad == PROTO_RAW_BAD_SEQ ? "seq" : "stream");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, key,
+                          t->bad == PROTO_RAW_BAD_SEQ
+                              ? "\"seq\" must be an integer of magnitude below 2^53"
+                              : "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -");
     }
     char base[PROTO_PATH_MAX], where[PROTO_PATH_MAX];
     const json_t *v = json_array_get(m->targets, i);

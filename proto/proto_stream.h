@@ -98,6 +98,7 @@ typedef struct proto_stream_msg {
     proto_stream_raw *raw; /* tick read without a tree: its targets (owned;
                               then root and targets are NULL) */
     size_t nraw;
+    bool binary; /* a binary tick (proto_stream_decode_binary): answered in binary */
 } proto_stream_msg;
 
 /* Decodes one text message of len bytes (need not be NUL-terminated).
@@ -115,6 +116,15 @@ typedef struct proto_stream_msg {
  * (proto_session_tick_target()). Both readings decode the same tick to the
  * same targets (tests/proto/test_stream.c proves it differentially). */
 int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err);
+
+/* Decodes one binary message of len bytes: a binary tick (proto/STREAM.md,
+ * "Binary ticks"; proto_stream_binary.c), the JSON tick's twin. As
+ * proto_stream_decode: 0 with *out a tick whose targets are read
+ * (out->binary set: its answer is written in binary, below), or -1 with
+ * *err set (invalid_request, worded as the JSON tick's errors where the
+ * JSON form has them) and out->has_seq/seq as far as they could be read. */
+int proto_stream_decode_binary(const char *data, size_t len, proto_stream_msg *out,
+                               proto_error *err);
 
 /* Releases what a successful decode allocated and clears *m. NULL is fine;
  * calling it on a cleared message is fine. */
@@ -219,5 +229,13 @@ void proto_stream_tick_solution(proto_jw *w, const char *stream, long long seq, 
 void proto_stream_tick_error(proto_jw *w, const char *stream, bool has_seq, long long seq,
                              const proto_error *e);
 void proto_stream_tick_tail(proto_jw *w);
+/* The same answer in binary (proto/STREAM.md, "Binary ticks"), for a
+ * binary tick: the head (n: the tick's targets), then one entry per
+ * target, with nothing between entries and no tail. */
+void proto_stream_tick_head_binary(proto_jw *w, long long seq, size_t skipped, size_t n);
+void proto_stream_tick_solution_binary(proto_jw *w, const char *stream, long long seq,
+                                       size_t skipped, const proto_job *job, size_t i);
+void proto_stream_tick_error_binary(proto_jw *w, const char *stream, bool has_seq, long long seq,
+                                    const proto_error *e);
 
 #endif /* PROTO_STREAM_H */

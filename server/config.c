@@ -528,6 +528,7 @@ void srv_config_default(srv_config *cfg)
     proto_limits_default(&cfg->limits); /* the PROTO rows */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cfg->threads = cores > 0 ? (unsigned)cores : 2; /* NONE("cores") */
+    cfg->loops = cfg->threads < 256 ? cfg->threads : 256;
     char err[128];
     for (int id = 0; id < OPT_COUNT; id++)
         if (opts[id].value) /* every VALUE() is valid: test_config checks */

@@ -71,8 +71,9 @@
  *           PROTO          proto_limits_default()'s value (cfg.limits is
  *                          proto's); --help shows that value
  *           NONE("word")   no value here: the field is NULL or empty, or
- *                          computed by srv_config_default() (threads:
- *                          the number of cores); --help shows the word
+ *                          computed by srv_config_default() (threads and
+ *                          loops: the number of cores); --help shows the
+ *                          word
  *   help    the --help text; " (LO to HI)" is added for the types with
  *           bounds (UINT, SIZE, MS, REAL; "at most HI" when LO is the
  *           smallest value the type takes anyway) and " (default ...)" from
@@ -110,6 +111,9 @@
     /* Listening and connections */                                                                \
     X(LISTEN, LISTENING, "listen", "IKD_LISTEN", LISTEN, listen_host, VALUE(SRV_LISTEN_DEFAULT),   \
       "HOST:PORT or [IPV6]:PORT to listen on; port 0 picks a free port")                           \
+    X(LOOPS, LISTENING, "loops", "IKD_LOOPS", UINT(1, 256), loops, NONE("cores"),                 \
+      "event loops, each a thread serving its share of the connections (a connection stays on "   \
+      "one)")                                                                                      \
     X(MAXCONN, LISTENING, "max-connections", "IKD_MAX_CONNECTIONS", UINT(1, 1000000),              \
       max_connections, VALUE("10000"), "simultaneous connections")                                 \
     X(PERADDR, LISTENING, "max-connections-per-address", "IKD_MAX_CONNECTIONS_PER_ADDRESS",        \
@@ -221,6 +225,7 @@ typedef struct srv_config {
     char *listen_host;          /* "127.0.0.1", "::1", "0.0.0.0" (no brackets) */
     uint16_t listen_port;       /* 0 = ephemeral; the bound port is in ctx->port */
     unsigned threads;           /* thread pool size */
+    unsigned loops;             /* event loops, each on its thread (server/serve.c) */
     unsigned max_connections;   /* MHD_OPTION_CONNECTION_LIMIT */
     unsigned conn_timeout_s;    /* idle/slow-client timeout, seconds */
     unsigned drain_timeout_s;   /* hard deadline of a drain, seconds */
@@ -250,7 +255,8 @@ typedef struct srv_config {
 } srv_config;
 
 /* Fills *cfg with the defaults: SRV_CONFIG_MAP's VALUE()s, proto's limits,
- * threads = the number of cores (2 when unknown); everything else zero or
+ * threads and loops = the number of cores (2 when unknown; loops at most
+ * 256); everything else zero or
  * NULL. Allocates the listen host: when that fails it is left NULL and
  * srv_config_parse() reports out of memory. */
 void srv_config_default(srv_config *cfg);

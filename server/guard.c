@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "server/accept.h"
 #include "server/http.h"
 #include "server/log.h"
 #include "server/loop.h"
@@ -63,6 +64,8 @@ struct guard_node {
     bool consumed_unknown; /* one had a body of unknown length (chunked) */
     bool listed;
     bool upgraded;     /* a WebSocket now: never listed again */
+    srv_admission admission; /* the connection's units of the bounds on
+                                connections (server/accept.h) */
 };
 
 struct srv_guard {
@@ -148,7 +151,7 @@ static void cut(srv_guard *g, guard_node *n)
 static size_t cut_under_pressure(srv_guard *g, uint64_t now)
 {
     size_t max = g->ctx->cfg.max_connections;
-    size_t open = srv_budget_used(&g->ctx->connections);
+    size_t open = srv_budget_used(&g->ctx->sh->connections);
     if (open * 100 < max * GUARD_PRESSURE_PERCENT)
         return 0;
     size_t n = 0;
@@ -230,10 +233,17 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         guard_node *n = calloc(1, sizeof *n);
         *socket_context = n;
-        if (!n)
-            return; /* out of memory: this connection has no deadline */
+        if (!n) {
+            /* out of memory: the connection is refused (its admission goes
+             * back to server/accept.c, which closes nothing itself) */
+            const union MHD_ConnectionInfo *i =
+                MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+            if (i)
+                shutdown(i->connect_fd, SHUT_RDWR);
+            return;
+        }
         n->conn = conn;
-        srv_budget_take(&ctx->connections, 1); /* libmicrohttpd admitted it */
+        srv_accept_take(ctx, &n->admission);
         if (g)
             append_node(g, n);
         return;
@@ -242,7 +252,7 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     *socket_context = NULL;
     if (!n)
         return;
-    srv_budget_release(&ctx->connections, 1);
+    srv_accept_release(&n->admission);
     if (g)
         unlink_node(g, n);
     free(n);

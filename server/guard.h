@@ -23,7 +23,9 @@ void srv_guard_stop(srv_ctx *ctx);
 
 /* libmicrohttpd's connection notification (MHD_OPTION_NOTIFY_CONNECTION,
  * cls = srv_ctx*): allocates a connection's node when it starts (its
- * socket context), frees it when it closes. */
+ * socket context), which keeps the connection's admission
+ * (server/accept.h), and frees it when it closes, giving the admission
+ * back. */
 void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
                       enum MHD_ConnectionNotificationCode toe);
 

@@ -38,6 +38,17 @@ int srv_http_start(srv_ctx *ctx);
  * ctx->http; requests that finish later are freed at once. */
 void srv_http_stop(srv_ctx *ctx);
 
+/* The batches' wake-up on ctx->loop (server/http_batch.c: another loop
+ * gave back a pool thread that this loop's batches wait for), before the
+ * loops start; 0, SRV_ENOMEM or SRV_EIO. Closed after every loop ended
+ * (main thread, before the loop is closed). */
+int srv_http_batch_start(srv_ctx *ctx);
+void srv_http_batch_close(srv_ctx *ctx);
+
+/* HTTP requests begun and not yet completed on every loop (the
+ * ikd_http_requests_active gauge). Any thread. */
+size_t srv_http_active_all(const srv_shared *sh);
+
 /* ---- the rules (server/http_rules.c) ------------------------------------- */
 
 /* The HTTP status a wire error code is answered with: the HTTP column of

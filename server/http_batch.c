@@ -5,7 +5,14 @@
  *   decode   one pool item decodes the body (proto_batch_decode: one
  *            chain's targets read without their jansson tree; or, when the
  *            body has "items", many rigs each with its own chain; or the
- *            binary form, proto_batch_decode_binary);
+ *            binary form, proto_batch_decode_binary); a large text batch
+ *            of one chain's targets is read in parts instead (issue 22:
+ *            proto_batch_decode_parts reads all but the targets after the
+ *            first, then parts of BATCH_PART_MIN targets and more, at most
+ *            two per pool thread, are read side by side on the pool, the
+ *            batch going on when the last one is in; a part that meets
+ *            what the text mode declines sends the body to one more pool
+ *            item that decodes it whole, which words the error);
  *            this is when the batch is admitted (--max-queue: 503 and
  *            Retry-After: 1 when that many units are admitted already), and
  *            it keeps one admission slot until it is answered. Its answer
@@ -79,8 +86,23 @@
 #define BATCH_WINDOW_EXTRA 2
 /* The head and the tail of a streamed answer together, at most. */
 #define BATCH_ENDS_BYTES 65536
+/* A large batch's targets read in parts (proto_batch_decode_parts): this
+ * many targets in a part at least (a millisecond or so of reading), and
+ * bodies of this many bytes and more only (a smaller one is decoded whole
+ * in less time than parts would save). */
+#define BATCH_PART_MIN 4096
+#define BATCH_PARTS_BYTES (256 * 1024)
 
 typedef struct srv_batch batch;
+
+/* A part of a large batch's targets, read on the pool
+ * (proto_batch_decode_part). */
+typedef struct decode_part {
+    srv_solve solve;
+    batch *b;
+    size_t k;
+    bool ok; /* its targets read */
+} decode_part;
 
 typedef struct chunk {
     srv_solve solve;
@@ -100,7 +122,16 @@ struct srv_batch {
     bool failed;    /* a stage failed: err holds the answer */
     bool fetch;     /* ... for chain ids the shared registry may hold */
     bool cancelled; /* the client left: no more chunks */
-    bool holds_slot; /* holds its unit of ctx->admitted (from its decode) */
+    bool holds_slot; /* holds its unit of ctx->sh->admitted (from its decode) */
+    /* a large batch's targets read in parts (decode_parts): *parts until
+     * they are all in, parts_left of them queued or running */
+    proto_batch_parts *parts;
+    decode_part *part;
+    size_t parts_left;
+    bool parts_bad;      /* a part declined: decode the body whole */
+    bool parts_cut;      /* the daemon stopped under a part, or one was
+                            refused (answered then) */
+    bool whole;          /* decode the body whole (after parts_bad) */
     bool streamed;  /* answered in pieces as the chunks finish */
     bool binary;    /* answered in the binary form (proto_binary.c) */
     bool finished;  /* answered, failed or cut: nothing more to do */
@@ -109,7 +140,7 @@ struct srv_batch {
     size_t per_max;     /* targets in a chunk at most */
     size_t result_bytes; /* one result's answer at most */
     size_t bound;       /* the most the answer can take (decode_work) */
-    size_t reserved;    /* bytes of the budget ctx->answer_bytes reserved for
+    size_t reserved;    /* bytes of the budget ctx->sh->answer_bytes reserved for
                            the answer */
     size_t next;        /* first target not yet handed to a chunk */
     size_t running;     /* chunks queued or running */
@@ -130,8 +161,8 @@ void srv_http_batch_free(void *p)
         return;
     srv_ctx *ctx = b->q->ctx;
     if (b->holds_slot)
-        srv_budget_release(&ctx->admitted, 1);
-    srv_budget_release(&ctx->answer_bytes, b->reserved);
+        srv_budget_release(&ctx->sh->admitted, 1);
+    srv_budget_release(&ctx->sh->answer_bytes, b->reserved);
     while (b->first) {
         chunk *c = b->first;
         b->first = c->next;
@@ -140,6 +171,8 @@ void srv_http_batch_free(void *p)
     }
     free(b->out);
     proto_items_free(b->items);
+    proto_batch_parts_free(b->parts);
+    free(b->part);
     free(b);
 }
 
@@ -273,7 +306,7 @@ static bool may_hand_out(const batch *b)
 }
 
 /* The round robin of batches that may be handed a chunk is
- * ctx->batch_head..batch_tail; the budget ctx->batch_chunks holds one unit
+ * ctx->batch_head..batch_tail; the budget ctx->sh->batch_chunks holds one unit
  * per chunk of any batch on the pool (at most --threads). A streamed batch whose window
  * is full waits outside it until its client takes a piece. */
 static void ready_push(batch *b)
@@ -295,7 +328,7 @@ static void chunk_done(srv_solve *s, int status);
 static void finish_if_done(batch *b);
 
 /* The head of the round robin, b, is handed its next chunk: true when
- * the chunk went to the pool (holding the unit of ctx->batch_chunks the
+ * the chunk went to the pool (holding the unit of ctx->sh->batch_chunks the
  * caller reserved for it). */
 static bool hand_out(srv_ctx *ctx, batch *b)
 {
@@ -342,17 +375,76 @@ static bool hand_out(srv_ctx *ctx, batch *b)
 }
 
 /* Hands out chunks round robin while pool threads are free of batch
- * chunks. */
+ * chunks. The units are the process's (every loop's batches share
+ * --threads of them): a loop whose batches still wait when they run out
+ * says so (ctx->batch_waiting), and a loop that gives one back wakes it
+ * (wake_others). */
 static void pump(srv_ctx *ctx)
 {
-    while (ctx->batch_head && srv_budget_reserve(&ctx->batch_chunks, 1)) {
+    while (ctx->batch_head && srv_budget_reserve(&ctx->sh->batch_chunks, 1)) {
         batch *b = ctx->batch_head;
         ctx->batch_head = b->qnext;
         if (!ctx->batch_head)
             ctx->batch_tail = NULL;
         if (!hand_out(ctx, b))
-            srv_budget_release(&ctx->batch_chunks, 1);
+            srv_budget_release(&ctx->sh->batch_chunks, 1);
     }
+    bool waiting = ctx->batch_head != NULL;
+    if (waiting != atomic_load_explicit(&ctx->batch_waiting, memory_order_relaxed))
+        atomic_store(&ctx->batch_waiting, waiting);
+    /* a unit given back between the last reserve and the store above saw
+     * no waiting loop: look again */
+    if (waiting && ctx->batch_wake && srv_budget_fits(&ctx->sh->batch_chunks, 1))
+        uv_async_send(ctx->batch_wake);
+}
+
+/* A unit of sh->batch_chunks was given back: the other loops whose batches
+ * wait for one are woken (their pump takes it, or another loop's). */
+static void wake_others(srv_ctx *ctx)
+{
+    srv_shared *sh = ctx->sh;
+    if (sh->nloops < 2 || !srv_budget_fits(&sh->batch_chunks, 1))
+        return;
+    for (unsigned i = 0; i < sh->nloops; i++) {
+        srv_ctx *o = sh->loops[i];
+        if (o != ctx && atomic_load(&o->batch_waiting) && o->batch_wake)
+            uv_async_send(o->batch_wake);
+    }
+}
+
+static void on_batch_wake(uv_async_t *a)
+{
+    pump(a->data);
+}
+
+int srv_http_batch_start(srv_ctx *ctx)
+{
+    uv_async_t *a = malloc(sizeof *a);
+    if (!a)
+        return SRV_ENOMEM;
+    if (uv_async_init(ctx->loop, a, on_batch_wake) != 0) {
+        free(a);
+        return SRV_EIO;
+    }
+    a->data = ctx;
+    /* it never keeps the loop running; other loops may wake it until they
+     * all ended (srv_http_batch_close) */
+    uv_unref((uv_handle_t *)a);
+    ctx->batch_wake = a;
+    return SRV_OK;
+}
+
+static void batch_wake_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+void srv_http_batch_close(srv_ctx *ctx)
+{
+    if (!ctx->batch_wake)
+        return;
+    uv_close((uv_handle_t *)ctx->batch_wake, batch_wake_closed);
+    ctx->batch_wake = NULL;
 }
 
 /* The client took a piece of the streamed answer: room for more (loop
@@ -429,9 +521,9 @@ static void finish_if_done(batch *b)
     b->items = NULL;
     srv_ctx *ctx = q->ctx;
     if (b->out_len <= b->reserved)
-        srv_budget_release(&ctx->answer_bytes, b->reserved - b->out_len);
+        srv_budget_release(&ctx->sh->answer_bytes, b->reserved - b->out_len);
     else
-        srv_budget_take(&ctx->answer_bytes, b->out_len - b->reserved);
+        srv_budget_take(&ctx->sh->answer_bytes, b->out_len - b->reserved);
     b->reserved = 0;
     srv_response v = {0};
     v.status = 200;
@@ -452,7 +544,7 @@ static void chunk_done(srv_solve *s, int status)
     size_t n = s->end - s->begin;
     double us = (s->seconds + c->encode_s) * 1e6 / (double)(n ? n : 1);
     b->running--;
-    srv_budget_release(&ctx->batch_chunks, 1);
+    srv_budget_release(&ctx->sh->batch_chunks, 1);
     c->solved = status == SRV_OK;
     if (status != SRV_OK)
         b->failed = true;
@@ -482,6 +574,7 @@ static void chunk_done(srv_solve *s, int status)
     if (srv_http_release(q))
         finish_if_done(b);
     pump(ctx);
+    wake_others(ctx);
 }
 
 /* ---- decoding and admission ------------------------------------------------- */
@@ -494,7 +587,14 @@ static void decode_work(srv_ctx *ctx, srv_solve *s)
     proto_chain_lookup_fn lookup;
     void *ud;
     srv_http_lookup(q, &lookup, &ud);
-    int rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, lookup, ud, &q->job,
+    int rc = -1;
+    if (!q->binary_in && !b->whole && q->len >= BATCH_PARTS_BYTES)
+        rc = proto_batch_decode_parts(q->body, q->len, lim, lookup, ud, BATCH_PART_MIN,
+                                      2 * (size_t)ctx->cfg.threads, &q->job, &b->parts) < 0
+                 ? -1
+                 : 0; /* in parts (decode_parts), or whole already */
+    if (rc)
+        rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, lookup, ud, &q->job,
                                                       &b->err)
                           : proto_batch_decode(q->body, q->len, lim, lookup, ud, &q->job,
                                                &b->items, &b->err);
@@ -551,7 +651,7 @@ static bool reserve_answer(batch *b)
         srv_http_respond_error(q, &e);
         return false;
     }
-    if (!srv_budget_reserve(&ctx->answer_bytes, bound)) {
+    if (!srv_budget_reserve(&ctx->sh->answer_bytes, bound)) {
         proto_error_set(&e, PROTO_E_OVERLOADED, "",
                         "answers waiting for their clients fill the answer budget "
                         "(--answer-budget); retry later");
@@ -572,12 +672,94 @@ static void decode_again(srv_request *q)
     b->failed = b->fetch = false;
     proto_items_free(b->items); /* a decode that missed some items' ids */
     b->items = NULL;
+    proto_batch_parts_free(b->parts);
+    b->parts = NULL;
     proto_job_free(q->job);
     q->job = NULL;
     b->stage.stage = true;
     b->stage.keep_admission = false;
     if (srv_http_submit(q, &b->stage) != SRV_OK)
         return; /* answered */
+}
+
+/* ---- a large batch's targets in parts ---------------------------------------- */
+
+static void decode_answer(batch *b, int status);
+
+static void part_work(srv_ctx *ctx, srv_solve *s)
+{
+    (void)ctx;
+    decode_part *p = s->data;
+    p->ok = proto_batch_decode_part(p->b->q->job, p->b->parts, p->k) == 0;
+}
+
+/* Every part is in (loop thread, the request held by the last one): the
+ * batch goes on, or its body is decoded whole (a part declined). */
+static void parts_in(batch *b)
+{
+    srv_request *q = b->q;
+    proto_batch_parts_free(b->parts);
+    b->parts = NULL;
+    if (b->parts_cut) {
+        fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
+        return;
+    }
+    if (!b->parts_bad) {
+        decode_answer(b, SRV_OK);
+        return;
+    }
+    /* what the text mode declines: the body decoded whole reads it or
+     * words its error (admitted already: a stage) */
+    proto_job_free(q->job);
+    q->job = NULL;
+    b->whole = true;
+    b->stage.stage = true;
+    b->stage.keep_admission = false;
+    srv_http_submit(q, &b->stage); /* refused: answered */
+}
+
+static void part_done(srv_solve *s, int status)
+{
+    decode_part *p = s->data;
+    batch *b = p->b;
+    srv_request *q = b->q;
+    if (status != SRV_OK)
+        b->parts_cut = true;
+    else if (!p->ok)
+        b->parts_bad = true;
+    /* (p is b->part's, freed with the batch) */
+    if (--b->parts_left == 0 && !q->dead && !b->finished)
+        parts_in(b);
+    srv_http_release(q);
+}
+
+/* The parts go to the pool, each a stage of the admitted batch. */
+static void decode_parts(batch *b)
+{
+    srv_request *q = b->q;
+    size_t n = proto_batch_parts_count(b->parts);
+    b->part = calloc(n, sizeof *b->part);
+    if (!b->part) {
+        fail(b, PROTO_E_INTERNAL, "out of memory");
+        return;
+    }
+    b->parts_left = n;
+    for (size_t k = 0; k < n; k++) {
+        decode_part *p = &b->part[k];
+        p->b = b;
+        p->k = k;
+        p->solve.work = part_work;
+        p->solve.done = part_done;
+        p->solve.data = p;
+        p->solve.stage = true;
+        if (srv_http_submit(q, &p->solve) != SRV_OK) {
+            /* answered: the parts queued end, and nothing follows them */
+            b->parts_left -= n - k;
+            b->parts_cut = true;
+            b->finished = true;
+            return;
+        }
+    }
 }
 
 /* After the decode (loop thread, the request held): the error, the fetch
@@ -595,6 +777,10 @@ static void decode_answer(batch *b, int status)
     }
     if (b->failed) {
         srv_http_respond_error(q, &b->err);
+        return;
+    }
+    if (b->parts) { /* its targets still to read, in parts */
+        decode_parts(b);
         return;
     }
     srv_http_body_release(q); /* the job holds what it needs */

@@ -220,7 +220,7 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
     v.len = len;
     if (len > SRV_DECODE_INLINE_MAX) {
         v.held = len;
-        srv_budget_take(&q->ctx->answer_bytes, len); /* room was checked before */
+        srv_budget_take(&q->ctx->sh->answer_bytes, len); /* room was checked before */
     }
     if (status == 201 || (status == 200 && q->method == SRV_M_POST))
         snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
@@ -231,7 +231,7 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
 static bool answer_budget_full(srv_request *q, size_t bytes)
 {
     srv_ctx *ctx = q->ctx;
-    if (srv_budget_fits(&ctx->answer_bytes, bytes))
+    if (srv_budget_fits(&ctx->sh->answer_bytes, bytes))
         return false;
     proto_error e;
     proto_error_set(&e, PROTO_E_OVERLOADED, "",

@@ -196,13 +196,16 @@ static void handle_metrics(srv_request *q)
     srv_metrics_held held = {0};
     held.shared_up = srv_registry_shared(q->ctx) ? srv_registry_shared_up(q->ctx) : -1;
     held.registry = srv_registry_bytes(q->ctx->registry);
-    held.request_bodies = srv_budget_used(&q->ctx->body_bytes);
-    held.answers = srv_budget_used(&q->ctx->answer_bytes);
-    held.stream_chains = srv_budget_used(&q->ctx->stream_chain_bytes);
+    held.request_bodies = srv_budget_used(&q->ctx->sh->body_bytes);
+    held.answers = srv_budget_used(&q->ctx->sh->answer_bytes);
+    held.stream_chains = srv_budget_used(&q->ctx->sh->stream_chain_bytes);
+    const srv_shared *sh = q->ctx->sh;
+    for (unsigned i = 0; i < sh->nloops && i < SRV_METRICS_LOOPS_MAX; i++)
+        held.loop_connections[held.loops++] = atomic_load(&sh->loops[i]->assigned);
     srv_metrics_set_held(q->ctx->metrics, &held);
-    v.body = srv_metrics_render(q->ctx->metrics, q->ctx->pool_depth,
-                                srv_registry_count(q->ctx->registry), q->ctx->active_requests,
-                                &v.len);
+    v.body = srv_metrics_render(q->ctx->metrics, srv_pool_depth_all(q->ctx->sh),
+                                srv_registry_count(q->ctx->registry),
+                                srv_http_active_all(q->ctx->sh), &v.len);
     if (!v.body)
         return;
     srv_http_respond(q, &v);

@@ -134,7 +134,7 @@ typedef struct http_req {
     unsigned status_sent; /* for metrics; 0 = none */
     bool has_err;         /* err holds a refusal decided before the body was in */
     size_t cap;
-    size_t held;      /* bytes of ctx->body_bytes this request accounts for */
+    size_t held;      /* bytes of ctx->sh->body_bytes this request accounts for */
     size_t announced; /* Content-Length, 0 when none */
     size_t head_bytes; /* the request line and headers, as libmicrohttpd read them */
     bool chunked;      /* a body without Content-Length: its bytes are not known */
@@ -180,7 +180,7 @@ static void drop_pieces(http_req *r)
  * then goes on without being counted). */
 static void response_drop_held(srv_ctx *ctx, srv_response *v)
 {
-    srv_budget_release(&ctx->answer_bytes, v->held);
+    srv_budget_release(&ctx->sh->answer_bytes, v->held);
     v->held = 0;
 }
 
@@ -205,8 +205,8 @@ static void req_free(http_req *r)
 {
     srv_ctx *ctx = r->q.ctx;
     drop_pieces(r);
-    ctx->active_requests--;
-    srv_budget_release(&ctx->body_bytes, r->held);
+    srv_gauge_sub(&ctx->active_requests, 1);
+    srv_budget_release(&ctx->sh->body_bytes, r->held);
     if (r->q.route && r->q.route->cleanup)
         r->q.route->cleanup(&r->q);
     response_drop(ctx, &r->ready);
@@ -241,6 +241,14 @@ void srv_http_stop(srv_ctx *ctx)
         free(r);
     }
     free(h);
+}
+
+size_t srv_http_active_all(const srv_shared *sh)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < sh->nloops; i++)
+        n += srv_gauge_get(&sh->loops[i]->active_requests);
+    return n;
 }
 
 /* ---- responses ---------------------------------------------------------- */
@@ -439,7 +447,7 @@ typedef struct held_body {
 static void held_body_free(void *cls)
 {
     held_body *h = cls;
-    srv_budget_release(&h->ctx->answer_bytes, h->bytes);
+    srv_budget_release(&h->ctx->sh->answer_bytes, h->bytes);
     free(h->body);
     srv_trim_note(h->ctx, h->bytes);
     free(h);
@@ -592,7 +600,7 @@ void srv_http_body_release(srv_request *q)
 {
     http_req *r = req_of(q);
     body_free(r);
-    srv_budget_release(&q->ctx->body_bytes, r->held);
+    srv_budget_release(&q->ctx->sh->body_bytes, r->held);
     r->held = 0;
 }
 
@@ -684,7 +692,7 @@ static enum MHD_Result answer_preflight(http_req *r)
 /* ---- the body ---------------------------------------------------------------- */
 
 /* Accounts for the request holding `total` bytes of body in the budget
- * ctx->body_bytes (never less than it holds already); false when that
+ * ctx->sh->body_bytes (never less than it holds already); false when that
  * would pass --body-budget. Only bytes that arrived are counted: an
  * announced Content-Length reserves nothing (a client announcing 8 MB and
  * sending nothing costs the others nothing). */
@@ -693,7 +701,7 @@ static bool body_reserve(http_req *r, size_t total)
     srv_ctx *ctx = r->q.ctx;
     if (total <= r->held)
         return true;
-    if (!srv_budget_reserve(&ctx->body_bytes, total - r->held))
+    if (!srv_budget_reserve(&ctx->sh->body_bytes, total - r->held))
         return false;
     r->held = total;
     return true;
@@ -707,7 +715,7 @@ static void body_drop(http_req *r, size_t n)
     r->discarded = r->q.len + n;
     body_free(r);
     r->q.len = r->cap = 0;
-    srv_budget_release(&ctx->body_bytes, r->held);
+    srv_budget_release(&ctx->sh->body_bytes, r->held);
     r->held = 0;
 }
 
@@ -789,7 +797,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     r->q.route = srv_http_route_find(ctx, url);
     r->q.method = srv_http_method_of(method);
     *con_cls = r;
-    ctx->active_requests++;
+    srv_gauge_add(&ctx->active_requests, 1);
     ctx->requests_begun++;
     const union MHD_ConnectionInfo *hi =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
@@ -851,7 +859,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
          * left of it now is refused before it is read; nothing is reserved
          * (bytes are counted as they arrive, body_data). */
         r->announced = (size_t)announced;
-        if (announced > 0 && !srv_budget_fits(&ctx->body_bytes, (size_t)announced + 1)) {
+        if (announced > 0 && !srv_budget_fits(&ctx->sh->body_bytes, (size_t)announced + 1)) {
             refuse(r, PROTO_E_OVERLOADED, "body_budget",
                    "request bodies in flight fill the body budget (--body-budget); retry "
                    "later");

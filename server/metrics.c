@@ -23,6 +23,8 @@
  *                                                found|missing|unavailable,
  *                                                store|forget ok|unavailable,
  *                                                connection lost, ...|shutdown
+ *   ikd_loop_connections{loop}                   gauge (sampled before render):
+ *       the connections each event loop serves
  *   ikd_build_info{version,commit,libmicrohttpd,libuv,jansson}  gauge, 1
  *   process_cpu_seconds_total, process_resident_memory_bytes,
  *   process_virtual_memory_bytes, process_open_fds, process_max_fds,
@@ -31,11 +33,18 @@
  *                                                render (Linux; a value that
  *                                                cannot be read is left out)
  * Label sets are small and fixed by the code (route names, solver names,
- * reason literals), so they live in flat arrays searched linearly under one
- * mutex; the label strings are not copied and must outlive the metrics.
+ * reason literals), so they live in flat arrays searched linearly; the
+ * label strings are not copied and must outlive the metrics.
+ *
+ * Shards: every thread that records (each loop, each pool thread) counts
+ * into a shard of its own, found through a thread-local pointer and
+ * guarded by the shard's own mutex, which only a scrape ever contends for;
+ * a scrape locks each shard in turn and adds them up. So several loops and
+ * the pool record without sharing a lock or a cache line.
  */
 #include <dirent.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +87,10 @@ typedef struct reason_count {
     unsigned long long n;
 } reason_count;
 
-struct srv_metrics {
+/* One thread's counts (or, in a scrape, the sum of all). */
+typedef struct shard {
+    struct shard *next;
+    uv_thread_t owner;
     uv_mutex_t lock;
     req_count *reqs;
     size_t nreqs, capreqs;
@@ -91,8 +103,30 @@ struct srv_metrics {
     outcome_count *shared; /* (op, result) of the shared registry */
     size_t nshared, capshared;
     long streams;
+} shard;
+
+struct srv_metrics {
+    uv_mutex_t lock; /* the list of shards, and held */
+    shard *shards;
+    uint64_t id;     /* never reused: a thread's cached shard names it */
     srv_metrics_held held;
 };
+
+/* The calling thread's shard of the metrics with that id. */
+static _Thread_local struct {
+    uint64_t id;
+    shard *s;
+} mine;
+static atomic_uint_fast64_t next_id = 1;
+
+static void shard_clear(shard *s)
+{
+    free(s->reqs);
+    free(s->hists);
+    free(s->reasons);
+    free(s->outcomes);
+    free(s->shared);
+}
 
 srv_metrics *srv_metrics_new(void)
 {
@@ -101,8 +135,10 @@ srv_metrics *srv_metrics_new(void)
         free(m);
         return NULL;
     }
-    if (m)
+    if (m) {
         m->held.shared_up = -1;
+        m->id = atomic_fetch_add(&next_id, 1);
+    }
     return m;
 }
 
@@ -110,13 +146,44 @@ void srv_metrics_free(srv_metrics *m)
 {
     if (!m)
         return;
-    free(m->reqs);
-    free(m->hists);
-    free(m->reasons);
-    free(m->outcomes);
-    free(m->shared);
+    for (shard *s = m->shards, *next; s; s = next) {
+        next = s->next;
+        shard_clear(s);
+        uv_mutex_destroy(&s->lock);
+        free(s);
+    }
     uv_mutex_destroy(&m->lock);
     free(m);
+}
+
+/* The calling thread's shard, made on its first use, locked; NULL when out
+ * of memory (the count is then lost). */
+static shard *lock_mine(srv_metrics *m)
+{
+    shard *s = mine.id == m->id ? mine.s : NULL;
+    if (!s) {
+        uv_thread_t self = uv_thread_self();
+        uv_mutex_lock(&m->lock);
+        for (s = m->shards; s && !uv_thread_equal(&s->owner, &self); s = s->next)
+            ;
+        if (!s && (s = calloc(1, sizeof *s))) {
+            if (uv_mutex_init(&s->lock) != 0) {
+                free(s);
+                s = NULL;
+            } else {
+                s->owner = self;
+                s->next = m->shards;
+                m->shards = s;
+            }
+        }
+        uv_mutex_unlock(&m->lock);
+        if (!s)
+            return NULL;
+        mine.id = m->id;
+        mine.s = s;
+    }
+    uv_mutex_lock(&s->lock);
+    return s;
 }
 
 /* Makes room for one more element of size sz in *arr (cap *cap, n used).
@@ -142,26 +209,33 @@ static bool same_name(const char *a, const char *b)
     return a == b || strcmp(a, b) == 0;
 }
 
-void srv_metrics_request(srv_metrics *m, const char *route, int status)
+/* (m's lock held, or m a scrape's own sum) */
+static void request_locked(shard *m, const char *route, int status, unsigned long long n)
 {
-    uv_mutex_lock(&m->lock);
     size_t i = 0;
     while (i < m->nreqs && !(m->reqs[i].status == status && same_name(m->reqs[i].route, route)))
         i++;
     if (i == m->nreqs) {
         if (reserve((void **)&m->reqs, &m->capreqs, m->nreqs, sizeof *m->reqs) != 0)
-            goto out;
+            return;
         m->reqs[i].route = route;
         m->reqs[i].status = status;
         m->nreqs++;
     }
-    m->reqs[i].n++;
-out:
-    uv_mutex_unlock(&m->lock);
+    m->reqs[i].n += n;
 }
 
-/* (m->lock held) */
-static void observe_locked(srv_metrics *m, const char *solver, double seconds_each, size_t n)
+void srv_metrics_request(srv_metrics *m, const char *route, int status)
+{
+    shard *s = lock_mine(m);
+    if (!s)
+        return;
+    request_locked(s, route, status, 1);
+    uv_mutex_unlock(&s->lock);
+}
+
+/* (m's lock held, or m a scrape's own sum) */
+static void observe_locked(shard *m, const char *solver, double seconds_each, size_t n)
 {
     if (!(seconds_each >= 0.0))
         seconds_each = 0.0;
@@ -182,8 +256,8 @@ static void observe_locked(srv_metrics *m, const char *solver, double seconds_ea
     m->hists[i].sum += seconds_each * (double)n;
 }
 
-/* (m->lock held) */
-static void outcome_locked(srv_metrics *m, const char *solver, const char *status, size_t n)
+/* (m's lock held, or m a scrape's own sum) */
+static void outcome_locked(shard *m, const char *solver, const char *status, size_t n)
 {
     size_t i = 0;
     while (i < m->noutcomes &&
@@ -203,22 +277,22 @@ static void outcome_locked(srv_metrics *m, const char *solver, const char *statu
 void srv_metrics_observe_solves(srv_metrics *m, const char *solver, double seconds_each,
                                 size_t n)
 {
-    if (n == 0)
+    shard *s = n ? lock_mine(m) : NULL;
+    if (!s)
         return;
-    uv_mutex_lock(&m->lock);
-    observe_locked(m, solver, seconds_each, n);
-    uv_mutex_unlock(&m->lock);
+    observe_locked(s, solver, seconds_each, n);
+    uv_mutex_unlock(&s->lock);
 }
 
 void srv_metrics_solves_outcome(srv_metrics *m, const char *solver, double seconds_each,
                                 const char *status, size_t n)
 {
-    if (n == 0)
+    shard *s = n ? lock_mine(m) : NULL;
+    if (!s)
         return;
-    uv_mutex_lock(&m->lock);
-    observe_locked(m, solver, seconds_each, n);
-    outcome_locked(m, solver, status, n);
-    uv_mutex_unlock(&m->lock);
+    observe_locked(s, solver, seconds_each, n);
+    outcome_locked(s, solver, status, n);
+    uv_mutex_unlock(&s->lock);
 }
 
 void srv_metrics_observe_solve(srv_metrics *m, const char *solver, double seconds)
@@ -228,55 +302,71 @@ void srv_metrics_observe_solve(srv_metrics *m, const char *solver, double second
 
 void srv_metrics_outcome(srv_metrics *m, const char *solver, const char *status, size_t n)
 {
-    if (n == 0)
+    shard *s = n ? lock_mine(m) : NULL;
+    if (!s)
         return;
-    uv_mutex_lock(&m->lock);
-    outcome_locked(m, solver, status, n);
-    uv_mutex_unlock(&m->lock);
+    outcome_locked(s, solver, status, n);
+    uv_mutex_unlock(&s->lock);
 }
 
-void srv_metrics_reject(srv_metrics *m, const char *reason)
+/* (m's lock held, or m a scrape's own sum) */
+static void reason_locked(shard *m, const char *reason, unsigned long long n)
 {
-    uv_mutex_lock(&m->lock);
     size_t i = 0;
     while (i < m->nreasons && strcmp(m->reasons[i].reason, reason) != 0)
         i++;
     if (i == m->nreasons) {
         if (reserve((void **)&m->reasons, &m->capreasons, m->nreasons, sizeof *m->reasons) != 0)
-            goto out;
+            return;
         m->reasons[i].reason = reason;
         m->nreasons++;
     }
-    m->reasons[i].n++;
-out:
-    uv_mutex_unlock(&m->lock);
+    m->reasons[i].n += n;
 }
 
-void srv_metrics_shared(srv_metrics *m, const char *op, const char *result)
+void srv_metrics_reject(srv_metrics *m, const char *reason)
 {
-    uv_mutex_lock(&m->lock);
+    shard *s = lock_mine(m);
+    if (!s)
+        return;
+    reason_locked(s, reason, 1);
+    uv_mutex_unlock(&s->lock);
+}
+
+/* (m's lock held, or m a scrape's own sum) */
+static void shared_locked(shard *m, const char *op, const char *result, unsigned long long n)
+{
     size_t i = 0;
     while (i < m->nshared &&
-           (strcmp(m->shared[i].solver, op) != 0 || strcmp(m->shared[i].status, result) != 0))
+           !(same_name(m->shared[i].solver, op) && same_name(m->shared[i].status, result)))
         i++;
     if (i == m->nshared) {
         if (reserve((void **)&m->shared, &m->capshared, m->nshared, sizeof *m->shared) != 0)
-            goto out;
+            return;
         m->shared[i].solver = op;
         m->shared[i].status = result;
         m->shared[i].n = 0;
         m->nshared++;
     }
-    m->shared[i].n++;
-out:
-    uv_mutex_unlock(&m->lock);
+    m->shared[i].n += n;
+}
+
+void srv_metrics_shared(srv_metrics *m, const char *op, const char *result)
+{
+    shard *s = lock_mine(m);
+    if (!s)
+        return;
+    shared_locked(s, op, result, 1);
+    uv_mutex_unlock(&s->lock);
 }
 
 void srv_metrics_streams_add(srv_metrics *m, int delta)
 {
-    uv_mutex_lock(&m->lock);
-    m->streams += delta;
-    uv_mutex_unlock(&m->lock);
+    shard *s = lock_mine(m);
+    if (!s)
+        return;
+    s->streams += delta;
+    uv_mutex_unlock(&s->lock);
 }
 
 void srv_metrics_set_held(srv_metrics *m, const srv_metrics_held *held)
@@ -288,10 +378,55 @@ void srv_metrics_set_held(srv_metrics *m, const srv_metrics_held *held)
 
 long srv_metrics_streams(srv_metrics *m)
 {
+    long v = 0;
     uv_mutex_lock(&m->lock);
-    long v = m->streams;
+    for (shard *s = m->shards; s; s = s->next) {
+        uv_mutex_lock(&s->lock);
+        v += s->streams;
+        uv_mutex_unlock(&s->lock);
+    }
     uv_mutex_unlock(&m->lock);
     return v;
+}
+
+/* The sum of every shard into *sum (zeroed first), and held into *held. */
+static void sum_shards(srv_metrics *m, shard *sum, srv_metrics_held *held)
+{
+    memset(sum, 0, sizeof *sum);
+    uv_mutex_lock(&m->lock);
+    *held = m->held;
+    for (shard *s = m->shards; s; s = s->next) {
+        uv_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->nreqs; i++)
+            request_locked(sum, s->reqs[i].route, s->reqs[i].status, s->reqs[i].n);
+        for (size_t i = 0; i < s->nhists; i++) {
+            const solve_hist *h = &s->hists[i];
+            size_t k = 0;
+            while (k < sum->nhists && !same_name(sum->hists[k].solver, h->solver))
+                k++;
+            if (k == sum->nhists) {
+                if (reserve((void **)&sum->hists, &sum->caphists, sum->nhists,
+                            sizeof *sum->hists) != 0)
+                    continue;
+                sum->hists[k].solver = h->solver;
+                sum->nhists++;
+            }
+            for (size_t b = 0; b <= NBOUNDS; b++)
+                sum->hists[k].buckets[b] += h->buckets[b];
+            sum->hists[k].count += h->count;
+            sum->hists[k].sum += h->sum;
+        }
+        for (size_t i = 0; i < s->noutcomes; i++)
+            outcome_locked(sum, s->outcomes[i].solver, s->outcomes[i].status,
+                           (size_t)s->outcomes[i].n);
+        for (size_t i = 0; i < s->nreasons; i++)
+            reason_locked(sum, s->reasons[i].reason, s->reasons[i].n);
+        for (size_t i = 0; i < s->nshared; i++)
+            shared_locked(sum, s->shared[i].solver, s->shared[i].status, s->shared[i].n);
+        sum->streams += s->streams;
+        uv_mutex_unlock(&s->lock);
+    }
+    uv_mutex_unlock(&m->lock);
 }
 
 /* ---- text exposition --------------------------------------------------- */
@@ -398,14 +533,16 @@ static void render_process(proto_jw *b)
                   (unsigned long long)rl.rlim_cur);
 }
 
-char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chains,
+char *srv_metrics_render(srv_metrics *metrics, size_t pool_depth, size_t registry_chains,
                          size_t active_requests, size_t *len)
 {
     proto_jw b;
     proto_jw_init(&b, NULL, 0);
     if (proto_jw_reserve(&b, 4096) != 0)
         return NULL;
-    uv_mutex_lock(&m->lock);
+    shard all, *m = &all;
+    srv_metrics_held held;
+    sum_shards(metrics, &all, &held);
 
     proto_jw_printf(&b, "# HELP ikd_http_requests_total HTTP requests answered, by route and status.\n"
                   "# TYPE ikd_http_requests_total counter\n");
@@ -465,9 +602,14 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
                         "ikd_held_bytes{what=\"request_bodies\"} %zu\n"
                         "ikd_held_bytes{what=\"answers\"} %zu\n"
                         "ikd_held_bytes{what=\"stream_chains\"} %zu\n",
-                    m->held.registry, m->held.request_bodies, m->held.answers,
-                    m->held.stream_chains);
-    if (m->held.shared_up >= 0) {
+                    held.registry, held.request_bodies, held.answers, held.stream_chains);
+    if (held.loops > 0)
+        proto_jw_printf(&b, "# HELP ikd_loop_connections Connections each event loop serves now.\n"
+                            "# TYPE ikd_loop_connections gauge\n");
+    for (unsigned i = 0; i < held.loops && i < SRV_METRICS_LOOPS_MAX; i++)
+        proto_jw_printf(&b, "ikd_loop_connections{loop=\"%u\"} %zu\n", i,
+                        held.loop_connections[i]);
+    if (held.shared_up >= 0) {
         proto_jw_printf(&b, "# HELP ikd_registry_shared_up Whether this replica's connections to "
                             "the shared registry (Redis, --redis) are up.\n"
                             "# TYPE ikd_registry_shared_up gauge\n"
@@ -475,7 +617,7 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
                             "# HELP ikd_registry_shared_total Operations on the shared registry, "
                             "by operation and result.\n"
                             "# TYPE ikd_registry_shared_total counter\n",
-                        m->held.shared_up);
+                        held.shared_up);
         for (size_t i = 0; i < m->nshared; i++) {
             proto_jw_printf(&b, "ikd_registry_shared_total{op=\"");
             put_label(&b, m->shared[i].solver);
@@ -484,7 +626,7 @@ char *srv_metrics_render(srv_metrics *m, size_t pool_depth, size_t registry_chai
             proto_jw_printf(&b, "\"} %llu\n", m->shared[i].n);
         }
     }
-    uv_mutex_unlock(&m->lock);
+    shard_clear(&all);
 
     proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"
                   "# TYPE ikd_pool_queue_depth gauge\n"

@@ -46,6 +46,7 @@ long srv_metrics_streams(srv_metrics *m);
 /* The bytes ikd holds for clients, by what holds them (the bounds of
  * README's "Bounds"): ikd_held_bytes{what} at the next render. Sampled by
  * the caller before a render, as the three gauges below. */
+#define SRV_METRICS_LOOPS_MAX 256 /* --loops at most */
 typedef struct srv_metrics_held {
     size_t registry;       /* the chain registry's accounting (--registry-bytes) */
     size_t request_bodies; /* request body bytes received and held (--body-budget) */
@@ -53,6 +54,9 @@ typedef struct srv_metrics_held {
     size_t stream_chains;  /* chains open streams hold (--stream-chain-bytes) */
     int shared_up;         /* the shared registry's connections: 1 up, 0 down,
                               -1 no --redis (ikd_registry_shared_up) */
+    /* the connections each event loop serves now (ikd_loop_connections{loop}) */
+    unsigned loops;
+    size_t loop_connections[SRV_METRICS_LOOPS_MAX];
 } srv_metrics_held;
 void srv_metrics_set_held(srv_metrics *m, const srv_metrics_held *held);
 /* Prometheus text exposition (malloc'd, caller frees; *len = strlen if len

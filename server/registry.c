@@ -10,16 +10,25 @@
  * is persisted, a restarted daemon starts empty.
  *
  * Structure: a chained hash table (FNV-1a on the id) for lookup and an
- * intrusive doubly-linked list in recency order for eviction; one mutex
- * guards both, so every function is safe from any thread. Stored chains
- * hold one reference each; lookups hand out new references, so an evicted or
- * deleted chain lives on in the jobs still using it.
+ * intrusive doubly-linked list for eviction; a reader-writer lock guards
+ * both, so every function is safe from any thread, and lookups (every
+ * request by chain_id, from every loop) run side by side: a lookup only
+ * reads the table, takes a reference and stamps the entry's last use (an
+ * atomic word, written at most once a millisecond, so that a chain every
+ * loop uses is not a cache line they all write). The list is kept in the
+ * order of the entries' placement (put, or a re-put, moves an entry to the
+ * head); eviction looks at the tail, and an entry used since it was placed
+ * goes back into the list at the place of its last use instead of going
+ * out, so what goes out is the least recently used (to the millisecond).
+ * Stored chains hold one reference each; lookups hand out new references,
+ * so an evicted or deleted chain lives on in the jobs still using it.
  *
  * Scopes (registry.h): what one request resolved, the chains fetched for it
  * from the shared registry and the ids it missed, so that a decode that
  * missed an id can fetch it and decode again.
  */
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -27,16 +36,23 @@
 #include "server/registry.h"
 #include "server/srv.h"
 
+/* A use is stamped when the last stamp is older than this (ns). */
+#define STAMP_NS 1000000u
+
 typedef struct entry {
     proto_chain *chain;
     const char *id; /* proto_chain_id(chain): lives as long as the chain */
     size_t bytes;
     struct entry *hnext;              /* hash bucket chain */
-    struct entry *prev, *next;        /* recency list: head = most recent */
+    struct entry *prev, *next;        /* by placed, head = the latest */
+    uint64_t placed;                  /* when it took its place in the list
+                                         (uv_hrtime; write lock) */
+    atomic_uint_least64_t used;       /* its last use stamped (uv_hrtime),
+                                         0 before any */
 } entry;
 
 struct srv_registry {
-    uv_mutex_t lock;
+    uv_rwlock_t lock;
     size_t max_bytes, bytes, count, evictions;
     size_t nbuckets;
     entry **buckets;
@@ -58,7 +74,7 @@ srv_registry *srv_registry_new(size_t max_bytes)
         return NULL;
     r->nbuckets = 256;
     r->buckets = calloc(r->nbuckets, sizeof *r->buckets);
-    if (!r->buckets || uv_mutex_init(&r->lock) != 0) {
+    if (!r->buckets || uv_rwlock_init(&r->lock) != 0) {
         free(r->buckets);
         free(r);
         return NULL;
@@ -89,6 +105,36 @@ static void list_push_front(srv_registry *r, entry *e)
     r->head = e;
     if (!r->tail)
         r->tail = e;
+}
+
+/* (write lock) e takes its place again, now. */
+static void place_first(srv_registry *r, entry *e, uint64_t now)
+{
+    list_unlink(r, e);
+    e->placed = now;
+    list_push_front(r, e);
+}
+
+/* (write lock) e, used since it was placed, goes where its last use puts
+ * it: after every entry placed later (they are near the head). */
+static void place_by_use(srv_registry *r, entry *e, uint64_t used)
+{
+    list_unlink(r, e);
+    e->placed = used;
+    entry *before = NULL; /* the last one placed later than used */
+    for (entry *x = r->head; x && x->placed > used; x = x->next)
+        before = x;
+    if (!before) {
+        list_push_front(r, e);
+        return;
+    }
+    e->prev = before;
+    e->next = before->next;
+    if (before->next)
+        before->next->prev = e;
+    else
+        r->tail = e;
+    before->next = e;
 }
 
 static entry **find_slot(srv_registry *r, const char *id)
@@ -144,7 +190,7 @@ void srv_registry_free(srv_registry *r)
         e = next;
     }
     free(r->buckets);
-    uv_mutex_destroy(&r->lock);
+    uv_rwlock_destroy(&r->lock);
     free(r);
 }
 
@@ -153,11 +199,11 @@ int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
     const char *id = proto_chain_id(c);
     size_t bytes = proto_chain_memory(c);
     int rc = SRV_OK;
-    uv_mutex_lock(&r->lock);
+    uint64_t now = uv_hrtime();
+    uv_rwlock_wrlock(&r->lock);
     entry **slot = find_slot(r, id);
     if (*slot) {
-        list_unlink(r, *slot);
-        list_push_front(r, *slot);
+        place_first(r, *slot, now);
         if (created)
             *created = false;
         goto out;
@@ -172,13 +218,21 @@ int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
         goto out;
     }
     while (r->bytes + bytes > r->max_bytes && r->tail) {
-        drop(r, find_slot(r, r->tail->id));
+        entry *t = r->tail;
+        uint64_t used = atomic_load_explicit(&t->used, memory_order_relaxed);
+        if (used > t->placed) { /* used since: it is not the least recent */
+            place_by_use(r, t, used);
+            continue;
+        }
+        drop(r, find_slot(r, t->id));
         r->evictions++;
     }
     proto_chain_ref(c);
     e->chain = c;
     e->id = id;
     e->bytes = bytes;
+    atomic_init(&e->used, 0);
+    e->placed = now;
     slot = find_slot(r, id);
     *slot = e;
     list_push_front(r, e);
@@ -189,43 +243,46 @@ int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
     if (created)
         *created = true;
 out:
-    uv_mutex_unlock(&r->lock);
+    uv_rwlock_wrunlock(&r->lock);
     return rc;
 }
 
 proto_chain *srv_registry_get(srv_registry *r, const char *id)
 {
     proto_chain *c = NULL;
-    uv_mutex_lock(&r->lock);
+    uint64_t now = uv_hrtime();
+    uv_rwlock_rdlock(&r->lock);
     entry *e = *find_slot(r, id);
     if (e) {
-        list_unlink(r, e);
-        list_push_front(r, e);
+        uint64_t used = atomic_load_explicit(&e->used, memory_order_relaxed);
+        if (used <= e->placed || (now > used && now - used >= STAMP_NS))
+            atomic_store_explicit(&e->used, now > e->placed ? now : e->placed + 1,
+                                  memory_order_relaxed);
         proto_chain_ref(e->chain);
         c = e->chain;
     }
-    uv_mutex_unlock(&r->lock);
+    uv_rwlock_rdunlock(&r->lock);
     return c;
 }
 
 int srv_registry_remove(srv_registry *r, const char *id)
 {
     int rc = SRV_ENOTFOUND;
-    uv_mutex_lock(&r->lock);
+    uv_rwlock_wrlock(&r->lock);
     entry **slot = find_slot(r, id);
     if (*slot) {
         drop(r, slot);
         rc = SRV_OK;
     }
-    uv_mutex_unlock(&r->lock);
+    uv_rwlock_wrunlock(&r->lock);
     return rc;
 }
 
 static size_t read_field(srv_registry *r, const size_t *field)
 {
-    uv_mutex_lock(&r->lock);
+    uv_rwlock_rdlock(&r->lock);
     size_t v = *field;
-    uv_mutex_unlock(&r->lock);
+    uv_rwlock_rdunlock(&r->lock);
     return v;
 }
 

@@ -6,8 +6,9 @@
  *   - the local registry (server/registry.c): a content-addressed,
  *     memory-bounded, LRU store of proto_chain, one per process. Ids come
  *     from proto_chain_id(). Every function is thread-safe (one internal
- *     mutex). Without --redis it is the whole registry, and ids live as
- *     long as the process;
+ *     reader-writer lock: lookups from every loop run side by side).
+ *     Without --redis it is the whole registry, and ids live as long as
+ *     the process;
  *   - with --redis, the shared registry (server/registry_redis.c): every
  *     registration is written to Redis, an id the local registry does not
  *     hold is fetched from there (and kept locally, bounded as above), a
@@ -21,10 +22,11 @@
  * THREADS of the shared part: one hiredis asynchronous context per loop
  * (plus one subscribed to deletions), made by srv_registry_redis_start on
  * the loop's own thread and driven by that loop (hiredis's libuv
- * adapter), so nothing of it crosses threads: with several loops, each
- * calls srv_registry_redis_start on its own srv_ctx, and a fetch's done
- * runs on the thread of the loop that asked. What they share is the local
- * registry, whose functions are thread-safe.
+ * adapter), so nothing of it crosses threads: serve.c calls
+ * srv_registry_redis_start on each loop's srv_ctx before the loops run,
+ * and a fetch's done runs on the thread of the loop that asked. What they
+ * share is the local registry, whose functions are thread-safe, and the
+ * count of loops whose connections are up (srv_shared's redis_up).
  */
 #ifndef SRV_REGISTRY_H
 #define SRV_REGISTRY_H
@@ -47,8 +49,8 @@ void srv_registry_free(srv_registry *r); /* drops its references; NULL is fine *
  * SRV_ENOMEM when c alone is larger than max_bytes (nothing is changed). */
 int srv_registry_put(srv_registry *r, proto_chain *c, bool *created);
 
-/* New reference to the chain with that id (marks it most recently used), or
- * NULL. */
+/* New reference to the chain with that id (marks it most recently used, to
+ * the millisecond), or NULL. */
 proto_chain *srv_registry_get(srv_registry *r, const char *id);
 
 /* Removes the id. Returns 0 or SRV_ENOTFOUND. In-flight jobs keep their own
@@ -119,7 +121,7 @@ typedef struct srv_ctx srv_ctx;
 /* Per loop: connects ctx's loop to Redis (--redis), in the background,
  * and keeps connecting while it is unreachable. 0, SRV_EINVAL (a URL
  * config.c let through but this cannot use) or SRV_ENOMEM. Without --redis
- * does nothing and returns 0. Loop thread. */
+ * does nothing and returns 0. On the loop's thread, or before its loop runs. */
 int srv_registry_redis_start(srv_ctx *ctx);
 /* Ends every command in flight (their done run with SRV_ESHUTDOWN) and
  * closes the connections; the memory is freed once the loop has closed
@@ -128,7 +130,8 @@ void srv_registry_redis_stop(srv_ctx *ctx);
 
 /* True with --redis. Any thread. */
 bool srv_registry_shared(const srv_ctx *ctx);
-/* True while this loop's connections to Redis are up. Loop thread. */
+/* True while the connections to Redis of every loop are up. Any
+ * thread. */
 bool srv_registry_shared_up(const srv_ctx *ctx);
 /* "connected", or why not ("connecting", "connection refused", "did not
  * answer within --redis-timeout", ...): static or kept until the next

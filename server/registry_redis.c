@@ -458,6 +458,7 @@ static void check_up(srv_redis *r)
 {
     if (r->ac_up && r->sub_up && !r->up) {
         r->up = true;
+        atomic_fetch_add(&r->ctx->sh->redis_up, 1);
         r->connecting = false;
         r->backoff_ms = BACKOFF_MIN_MS;
         set_state(r, "connected");
@@ -615,6 +616,8 @@ static void connect_start(srv_redis *r)
 static void reset(srv_redis *r, const char *why)
 {
     bool was_up = r->up;
+    if (was_up)
+        atomic_fetch_sub(&r->ctx->sh->redis_up, 1);
     r->up = r->ac_up = r->sub_up = false;
     r->connecting = false;
     r->reset_pending = false;
@@ -710,6 +713,9 @@ void srv_registry_redis_stop(srv_ctx *ctx)
         return;
     ctx->redis = NULL;
     r->stopping = true;
+    if (r->up)
+        atomic_fetch_sub(&ctx->sh->redis_up, 1);
+    r->up = false;
     cmd *list = r->head;
     r->head = r->tail = NULL;
     r->inflight = 0;
@@ -736,7 +742,8 @@ bool srv_registry_shared(const srv_ctx *ctx)
 
 bool srv_registry_shared_up(const srv_ctx *ctx)
 {
-    return ctx->redis && ctx->redis->up;
+    /* every loop's: a request may land on any of them */
+    return atomic_load(&ctx->sh->redis_up) == ctx->sh->nloops;
 }
 
 const char *srv_registry_shared_state(const srv_ctx *ctx)

@@ -4,13 +4,16 @@
  *
  * Every chain some open stream holds is kept once, with the number of
  * streams holding it, in a table keyed by the chain's address (chained,
- * grown as it fills); the budget ctx->stream_chain_bytes holds the sum of
- * their proto_chain_memory(). The table is freed when nothing is held.
+ * grown as it fills); the budget ctx->sh->stream_chain_bytes holds the sum of
+ * their proto_chain_memory(). The buckets are freed when nothing is held.
+ * One mutex guards the table: every loop's streams share it, and a stream
+ * takes it twice in its life (open and close).
  */
 #include "server/stream_chains.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <uv.h>
 
 #include "server/metrics.h"
 
@@ -21,9 +24,34 @@ typedef struct held_chain {
 } held_chain;
 
 struct srv_stream_chains {
+    uv_mutex_t lock;
     held_chain **buckets;
     size_t nbuckets, count;
 };
+
+srv_stream_chains *srv_stream_chains_new(void)
+{
+    srv_stream_chains *t = calloc(1, sizeof *t);
+    if (t && uv_mutex_init(&t->lock) != 0) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void srv_stream_chains_free(srv_stream_chains *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->nbuckets; i++)
+        for (held_chain *x = t->buckets[i], *next; x; x = next) {
+            next = x->next;
+            free(x);
+        }
+    free(t->buckets);
+    uv_mutex_destroy(&t->lock);
+    free(t);
+}
 
 static size_t chain_bucket(const srv_stream_chains *t, const proto_chain *c)
 {
@@ -62,13 +90,9 @@ static bool chains_grow(srv_stream_chains *t)
     return true;
 }
 
-/* One more stream holds c: 0, or -1 with *e set (nothing held) when c is
- * new and does not fit --stream-chain-bytes. */
-int srv_stream_chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
+/* (t->lock held) One more stream holds c: 0, or -1 with *e set. */
+static int hold_locked(srv_ctx *ctx, srv_stream_chains *t, const proto_chain *c, proto_error *e)
 {
-    srv_stream_chains *t = ctx->stream_chains;
-    if (!t && !(t = ctx->stream_chains = calloc(1, sizeof *t)))
-        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
     if (t->nbuckets) {
         held_chain *x = *chain_slot(t, c);
         if (x) {
@@ -82,7 +106,7 @@ int srv_stream_chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
                                "the chain holds %zu bytes, more than streams may hold "
                                "altogether (--stream-chain-bytes %zu)",
                                bytes, budget);
-    if (!srv_budget_reserve(&ctx->stream_chain_bytes, bytes)) {
+    if (!srv_budget_reserve(&ctx->sh->stream_chain_bytes, bytes)) {
         srv_metrics_rejected(ctx, "stream_chains");
         return proto_error_set(e, PROTO_E_OVERLOADED, "/chain",
                                "the chains of open streams fill their budget "
@@ -90,7 +114,7 @@ int srv_stream_chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
     }
     held_chain *x = t->count < t->nbuckets || chains_grow(t) ? malloc(sizeof *x) : NULL;
     if (!x) {
-        srv_budget_release(&ctx->stream_chain_bytes, bytes);
+        srv_budget_release(&ctx->sh->stream_chain_bytes, bytes);
         return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
     }
     x->chain = c;
@@ -102,23 +126,35 @@ int srv_stream_chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
     return 0;
 }
 
-/* A stream that held c lets go of it. */
+int srv_stream_chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
+{
+    srv_stream_chains *t = ctx->sh->stream_chains;
+    if (!t)
+        return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
+    uv_mutex_lock(&t->lock);
+    int rc = hold_locked(ctx, t, c, e);
+    uv_mutex_unlock(&t->lock);
+    return rc;
+}
+
 void srv_stream_chains_release(srv_ctx *ctx, const proto_chain *c)
 {
-    srv_stream_chains *t = ctx->stream_chains;
-    if (!t || !t->nbuckets)
+    srv_stream_chains *t = ctx->sh->stream_chains;
+    if (!t)
         return;
-    held_chain **p = chain_slot(t, c);
-    held_chain *x = *p;
-    if (!x || --x->streams > 0)
-        return;
-    *p = x->next;
-    t->count--;
-    srv_budget_release(&ctx->stream_chain_bytes, proto_chain_memory(c));
-    free(x);
-    if (t->count == 0) { /* nothing held: no table kept either */
-        free(t->buckets);
-        free(t);
-        ctx->stream_chains = NULL;
+    uv_mutex_lock(&t->lock);
+    held_chain **p = t->nbuckets ? chain_slot(t, c) : NULL;
+    held_chain *x = p ? *p : NULL;
+    if (x && --x->streams == 0) {
+        *p = x->next;
+        t->count--;
+        srv_budget_release(&ctx->sh->stream_chain_bytes, proto_chain_memory(c));
+        free(x);
+        if (t->count == 0) { /* nothing held: no buckets kept either */
+            free(t->buckets);
+            t->buckets = NULL;
+            t->nbuckets = 0;
+        }
     }
+    uv_mutex_unlock(&t->lock);
 }

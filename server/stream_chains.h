@@ -5,14 +5,21 @@
  * the streams using it, and an inline chain is each stream's own: this is
  * the bound on them. Each chain counts once however many streams hold it.
  *
- * Threads: loop thread (the table is process-wide state of srv_ctx: with
- * several loops, issue 22, it takes a lock; the budget is atomic already).
+ * Threads: any loop thread. The table is the process's (ctx->sh), shared
+ * by every loop's streams: it takes its own lock, held only to find,
+ * count and insert a chain (opens and closes of streams, never their
+ * targets); the budget is atomic.
  */
 #ifndef SRV_STREAM_CHAINS_H
 #define SRV_STREAM_CHAINS_H
 
 #include "proto/proto.h"
 #include "server/srv.h"
+
+/* The process's table (sh->stream_chains), empty; NULL when out of memory.
+ * Freed with srv_stream_chains_free once no stream is open. */
+srv_stream_chains *srv_stream_chains_new(void);
+void srv_stream_chains_free(srv_stream_chains *t); /* NULL is fine */
 
 /* One more stream holds c: 0, or -1 with *e set (nothing held) when c is
  * new and does not fit: PROTO_E_TOO_LARGE when c alone is larger than the

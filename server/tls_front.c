@@ -17,16 +17,18 @@
  * loop, with GnuTLS, and libmicrohttpd serves plain HTTP behind it.
  *
  * A connection:
- *   accept     the listening socket is watched on the loop; each accepted
- *              socket (TCP_NODELAY) gets a GnuTLS server session of the
- *              certificate store (server/tls.h). At --max-connections
- *              connections of the front, new ones are closed at once.
+ *   accept     accept.c accepts, admits (--max-connections and the limit
+ *              per address hold for a connection from its accept, its
+ *              handshake included) and hands each connection to a loop,
+ *              whose front takes it (srv_tls_front_add, accept.c's filter):
+ *              the socket (TCP_NODELAY) gets a GnuTLS server session of the
+ *              certificate store (server/tls.h).
  *   handshake  driven by the socket's readiness, within FRONT_HANDSHAKE_MS
  *              (and --request-timeout): a timer cuts the ones past it.
  *   hand over  a socketpair: libmicrohttpd gets one end with the client's
- *              address (MHD_add_connection; its per-address limit and its
- *              --max-connections apply, and when it refuses, the
- *              connection is closed), the front keeps the other.
+ *              address and the connection's admission (srv_accept_add;
+ *              when it refuses, the connection is closed), the front keeps
+ *              the other.
  *   relay      records from the client are decrypted into the front's
  *              buffer (FRONT_BUF bytes) and written into the socketpair;
  *              what libmicrohttpd writes (an answer, the 408 of the
@@ -57,6 +59,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "server/accept.h"
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
@@ -65,7 +68,6 @@
 #define FRONT_BUF (16 * 1024)      /* each direction: one TLS record's plaintext */
 #define FRONT_HANDSHAKE_MS 10000   /* a handshake at most (less with --request-timeout) */
 #define FRONT_TICK_MS 250
-#define FRONT_ACCEPTS 64           /* accepted per wake-up of the listening socket */
 
 typedef struct front_conn front_conn;
 
@@ -89,6 +91,7 @@ struct front_conn {
     uint64_t relayed;        /* plaintext bytes written into the socketpair */
     struct sockaddr_storage addr;
     socklen_t addrlen;
+    srv_admission adm;       /* until libmicrohttpd takes the connection */
     size_t in_off, in_len;   /* in: decrypted, for libmicrohttpd */
     size_t out_off, out_len; /* out: from libmicrohttpd, to encrypt */
     unsigned char *in, *out; /* FRONT_BUF each, after the handshake */
@@ -96,9 +99,6 @@ struct front_conn {
 
 struct srv_tls_front {
     srv_ctx *ctx;
-    int listen_fd;
-    uv_poll_t listen_poll;
-    bool listening;
     uv_timer_t timer;
     front_conn *head, *tail; /* handshaking ones at the tail, in deadline order */
     size_t handshaking, relaying;
@@ -184,6 +184,7 @@ static void conn_close(front_conn *c)
         return;
     struct srv_tls_front *f = c->f;
     c->closing = true;
+    srv_accept_release(&c->adm); /* nothing once libmicrohttpd took it */
     list_unlink(f, c);
     if (c->handshaking)
         f->handshaking--;
@@ -373,9 +374,8 @@ static void hand_over(front_conn *c)
         conn_close(c);
         return;
     }
-    /* libmicrohttpd closes sp[1] itself when it refuses it (its limits) */
-    if (MHD_add_connection(ctx->mhd, sp[1], (const struct sockaddr *)&c->addr, c->addrlen) !=
-        MHD_YES) {
+    /* libmicrohttpd closes sp[1] itself when it refuses it */
+    if (!srv_accept_add(ctx, sp[1], &c->adm, (const struct sockaddr *)&c->addr, c->addrlen)) {
         f->by_fd[sp[1]] = NULL;
         c->mhd_fd = -1;
         srv_metrics_rejected(ctx, "connection_limit");
@@ -413,26 +413,31 @@ static void on_net(uv_poll_t *p, int status, int events)
 
 /* ---- accepting -------------------------------------------------------------------- */
 
-static void accept_one(struct srv_tls_front *f, int fd, const struct sockaddr_storage *addr,
+void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct sockaddr *sa,
                        socklen_t len)
 {
-    srv_ctx *ctx = f->ctx;
-    front_conn *c = calloc(1, sizeof *c);
+    struct srv_tls_front *f = ctx->tls_front;
+    front_conn *c = f && len <= sizeof c->addr ? calloc(1, sizeof *c) : NULL;
     if (!c) {
         close(fd);
+        srv_accept_release(adm);
         return;
     }
     c->f = f;
     c->net = fd;
     c->app = c->mhd_fd = -1;
-    c->addr = *addr;
+    memcpy(&c->addr, sa, len);
     c->addrlen = len;
+    c->adm = *adm;
+    adm->addr = NULL;
+    adm->loop = NULL;
     c->handshaking = true;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (srv_tls_session_new(ctx->tls, &c->ref, &c->s) != SRV_OK ||
         uv_poll_init_socket(ctx->loop, &c->net_poll, fd) != 0) {
         srv_tls_session_free(c->s);
+        srv_accept_release(&c->adm);
         free(c);
         close(fd);
         return;
@@ -443,30 +448,6 @@ static void accept_one(struct srv_tls_front *f, int fd, const struct sockaddr_st
     f->handshaking++;
     list_push_tail(f, c);
     handshake(c);
-}
-
-static void on_listen(uv_poll_t *p, int status, int events)
-{
-    struct srv_tls_front *f = p->data;
-    srv_ctx *ctx = f->ctx;
-    for (int i = 0; i < FRONT_ACCEPTS && f->listening; i++) {
-        struct sockaddr_storage addr;
-        socklen_t len = sizeof addr;
-        int fd = accept4(f->listen_fd, (struct sockaddr *)&addr, &len,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                errno != ECONNABORTED)
-                srv_log(ctx, SRV_LOG_WARN, "TLS: accept failed: %s", strerror(errno));
-            return;
-        }
-        if (f->handshaking + f->relaying >= ctx->cfg.max_connections) {
-            close(fd);
-            srv_metrics_rejected(ctx, "connection_limit");
-            continue;
-        }
-        accept_one(f, fd, &addr, len);
-    }
 }
 
 /* Cuts the handshakes past their deadline (they are at the list's tail,
@@ -493,53 +474,18 @@ static void on_tick(uv_timer_t *t)
 
 /* ---- the daemon's entry points ------------------------------------------------------ */
 
-int srv_tls_front_start(srv_ctx *ctx, bool reuse_port, char *err, size_t errsize)
+int srv_tls_front_start(srv_ctx *ctx, char *err, size_t errsize)
 {
     const srv_config *cfg = &ctx->cfg;
-    bool v6 = strchr(cfg->listen_host, ':') != NULL;
-    union {
-        struct sockaddr sa;
-        struct sockaddr_in in4;
-        struct sockaddr_in6 in6;
-    } addr;
-    memset(&addr, 0, sizeof addr);
-    if ((v6 ? uv_ip6_addr(cfg->listen_host, cfg->listen_port, &addr.in6)
-            : uv_ip4_addr(cfg->listen_host, cfg->listen_port, &addr.in4)) != 0) {
-        snprintf(err, errsize, "invalid listen address \"%s\" (use an IP address)",
-                 cfg->listen_host);
-        return SRV_EINVAL;
-    }
     struct srv_tls_front *f = calloc(1, sizeof *f);
     if (!f) {
         snprintf(err, errsize, "out of memory");
         return SRV_ENOMEM;
     }
     f->ctx = ctx;
-    f->listen_fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int one = 1;
-    socklen_t alen = v6 ? sizeof addr.in6 : sizeof addr.in4;
-    if (f->listen_fd < 0 ||
-        setsockopt(f->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        (reuse_port &&
-         setsockopt(f->listen_fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
-        (v6 && setsockopt(f->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0) ||
-        bind(f->listen_fd, &addr.sa, alen) != 0 || listen(f->listen_fd, 1024) != 0 ||
-        getsockname(f->listen_fd, &addr.sa, &alen) != 0 ||
-        uv_poll_init(ctx->loop, &f->listen_poll, f->listen_fd) != 0) {
-        snprintf(err, errsize, "cannot listen on %s port %u: %s", cfg->listen_host,
-                 (unsigned)cfg->listen_port, strerror(errno));
-        if (f->listen_fd >= 0)
-            close(f->listen_fd);
-        free(f);
-        return SRV_EIO;
-    }
-    ctx->port = ntohs(v6 ? addr.in6.sin6_port : addr.in4.sin_port);
     f->handshake_ms = FRONT_HANDSHAKE_MS;
     if ((uint64_t)cfg->request_timeout_s * 1000 < f->handshake_ms)
         f->handshake_ms = (uint64_t)cfg->request_timeout_s * 1000;
-    f->listen_poll.data = f;
-    f->listening = true;
-    uv_poll_start(&f->listen_poll, UV_READABLE, on_listen);
     uv_timer_init(ctx->loop, &f->timer);
     f->timer.data = f;
     uv_timer_start(&f->timer, on_tick, FRONT_TICK_MS, FRONT_TICK_MS);
@@ -556,17 +502,6 @@ static void own_handle_closed(uv_handle_t *h)
     }
 }
 
-void srv_tls_front_quiesce(srv_ctx *ctx)
-{
-    struct srv_tls_front *f = ctx->tls_front;
-    if (!f || !f->listening)
-        return;
-    f->listening = false;
-    uv_poll_stop(&f->listen_poll);
-    close(f->listen_fd); /* the handle is closed by srv_tls_front_stop */
-    f->listen_fd = -1;
-}
-
 void srv_tls_front_stop(srv_ctx *ctx)
 {
     struct srv_tls_front *f = ctx->tls_front;
@@ -575,14 +510,8 @@ void srv_tls_front_stop(srv_ctx *ctx)
     ctx->tls_front = NULL;
     while (f->head)
         conn_close(f->head);
-    uv_poll_stop(&f->listen_poll);
-    if (f->listen_fd >= 0)
-        close(f->listen_fd);
-    f->listen_fd = -1;
-    f->listening = false;
     uv_timer_stop(&f->timer);
-    f->closes = 2;
-    uv_close((uv_handle_t *)&f->listen_poll, own_handle_closed);
+    f->closes = 1;
     uv_close((uv_handle_t *)&f->timer, own_handle_closed);
 }
 

@@ -3,15 +3,15 @@
  * front of a libmicrohttpd daemon that serves plain HTTP (server/tls_front.c
  * says why libmicrohttpd's own TLS is not used, and how this works).
  *
- * The front listens on --listen instead of libmicrohttpd (whose daemon is
- * then started with MHD_USE_NO_LISTEN_SOCKET), does each TLS handshake
- * with a session of the process's certificate store (server/tls.h), hands
- * the connection to the daemon as one end of a socketpair
- * (MHD_add_connection, with the client's address, so libmicrohttpd's
- * limits per address apply), and relays between the two: records from the
- * client decrypted into the socketpair, what libmicrohttpd writes
- * encrypted to the client. HTTPS and WSS are then plain HTTP and WebSocket
- * to everything behind it.
+ * accept.c accepts and admits each connection and hands it to a loop,
+ * whose front (accept.c's filter on that loop) does the TLS handshake with
+ * a session of the process's certificate store (server/tls.h), hands the
+ * connection to the loop's daemon as one end of a socketpair
+ * (srv_accept_add, with the client's address and the connection's
+ * admission), and relays between the two: records from the client
+ * decrypted into the socketpair, what libmicrohttpd writes encrypted to
+ * the client. HTTPS and WSS are then plain HTTP and WebSocket to
+ * everything behind it.
  *
  * One front per loop (ctx->tls_front), on the loop's daemon. Loop thread
  * only.
@@ -23,22 +23,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/accept.h"
 #include "server/srv.h"
 
-/* Listens on cfg's --listen address (with SO_REUSEPORT when reuse_port,
- * for several loops sharing the port) and serves TLS into ctx->mhd, which
- * must be started and attached to ctx->loop. Sets ctx->port to the bound
- * port and ctx->tls_front. Returns 0, or SRV_EIO / SRV_ENOMEM / SRV_EINVAL
- * with a message in err (nothing started). */
-int srv_tls_front_start(srv_ctx *ctx, bool reuse_port, char *err, size_t errsize);
+/* Sets up ctx's front (ctx->tls_front) on ctx->loop, before the loop runs;
+ * serve.c then makes srv_tls_front_add the loop's accept filter. Returns 0,
+ * or SRV_ENOMEM with a message in err. */
+int srv_tls_front_start(srv_ctx *ctx, char *err, size_t errsize);
 
-/* Stops accepting connections (the drain): the listening socket is closed;
- * connections go on. */
-void srv_tls_front_quiesce(srv_ctx *ctx);
+/* accept.c's filter (server/accept.h's srv_accept_filter): takes the
+ * accepted connection fd and its admission, and serves TLS on it. Loop
+ * thread. */
+void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct sockaddr *sa,
+                       socklen_t len);
 
-/* Closes every connection (libmicrohttpd sees its end of each close) and
- * the listening socket; ctx->tls_front becomes NULL, and its memory is
- * freed once the loop has closed its handles. */
+/* Closes every connection (libmicrohttpd sees its end of each close);
+ * ctx->tls_front becomes NULL, and its memory is freed once the loop has
+ * closed its handles. */
 void srv_tls_front_stop(srv_ctx *ctx);
 
 /* For the drain's test of pipelined requests (server/sockinfo.h's

@@ -12,15 +12,20 @@
  * with --threads 8: +204 MB after the burst). malloc_trim(0) gives back
  * every free page of every arena.
  *
- * How: srv_trim_note() from the loop when something large was freed (a
+ * How: srv_trim_note() from a loop when something large was freed (a
  * request's body and the work on it, an answer that was sent, a large
  * stream message); the trim itself runs on the pool (it walks every arena,
  * milliseconds on a large heap), TRIM_DELAY_MS after the note, and at most
- * one every TRIM_INTERVAL_MS, so that a burst costs one trim.
+ * one every TRIM_INTERVAL_MS, so that a burst costs one trim. malloc_trim
+ * serves the whole process, so one trimmer does: its timer lives on the
+ * first loop, and a note from any loop reaches it through an atomic flag
+ * and a uv_async_t (one wake-up per burst: the flag stays set until the
+ * first loop has seen it).
  */
 #include "server/trim.h"
 
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "server/pool.h"
@@ -29,19 +34,21 @@
 #define TRIM_INTERVAL_MS 1000
 
 struct srv_trim {
-    srv_ctx *ctx;
+    srv_ctx *ctx;     /* the first loop's: the handles and the work are on it */
     uv_timer_t timer;
+    uv_async_t noted; /* a note from any loop */
+    atomic_bool pending; /* a note waits for the first loop to see it */
     srv_work work;
     bool armed;    /* the timer will trim */
     bool running;  /* a trim is on the pool */
-    bool stopped;  /* srv_trim_stop: the timer is closing */
-    bool closed;   /* the timer handle has closed */
+    bool stopped;  /* srv_trim_stop: the handles are closing */
+    int open;      /* handles not yet closed */
     uint64_t last; /* uv_now() of the last trim's end */
 };
 
 static void maybe_free(srv_trim *t)
 {
-    if (t->stopped && t->closed && !t->running)
+    if (t->stopped && t->open == 0 && !t->running)
         free(t);
 }
 
@@ -69,44 +76,58 @@ static void on_timer(uv_timer_t *h)
         t->running = true;
 }
 
+/* A note reached the first loop: the timer is armed, unless it is. */
+static void on_noted(uv_async_t *h)
+{
+    srv_trim *t = h->data;
+    atomic_store(&t->pending, false);
+    if (t->armed || t->stopped)
+        return;
+    uint64_t now = uv_now(t->ctx->loop);
+    uint64_t at = t->last + TRIM_INTERVAL_MS;
+    uint64_t delay = at > now + TRIM_DELAY_MS ? at - now : TRIM_DELAY_MS;
+    t->armed = true;
+    uv_timer_start(&t->timer, on_timer, delay, 0);
+}
+
 int srv_trim_start(srv_ctx *ctx)
 {
     srv_trim *t = calloc(1, sizeof *t);
     if (!t)
         return SRV_ENOMEM;
     t->ctx = ctx;
+    atomic_init(&t->pending, false);
     uv_timer_init(ctx->loop, &t->timer);
-    t->timer.data = t;
-    ctx->trim = t;
+    uv_async_init(ctx->loop, &t->noted, on_noted);
+    t->timer.data = t->noted.data = t;
+    t->open = 2;
+    ctx->sh->trim = t;
     return SRV_OK;
 }
 
-static void timer_closed(uv_handle_t *h)
+static void handle_closed(uv_handle_t *h)
 {
     srv_trim *t = h->data;
-    t->closed = true;
+    t->open--;
     maybe_free(t);
 }
 
 void srv_trim_stop(srv_ctx *ctx)
 {
-    srv_trim *t = ctx->trim;
+    srv_trim *t = ctx->sh->trim;
     if (!t)
         return;
-    ctx->trim = NULL;
+    ctx->sh->trim = NULL;
     t->stopped = true;
     uv_timer_stop(&t->timer);
-    uv_close((uv_handle_t *)&t->timer, timer_closed);
+    uv_close((uv_handle_t *)&t->timer, handle_closed);
+    uv_close((uv_handle_t *)&t->noted, handle_closed);
 }
 
 void srv_trim_note(srv_ctx *ctx, size_t bytes)
 {
-    srv_trim *t = ctx->trim;
-    if (!t || bytes < SRV_TRIM_LARGE || t->armed)
+    srv_trim *t = ctx->sh->trim;
+    if (!t || bytes < SRV_TRIM_LARGE || atomic_exchange(&t->pending, true))
         return;
-    uint64_t now = uv_now(ctx->loop);
-    uint64_t at = t->last + TRIM_INTERVAL_MS;
-    uint64_t delay = at > now + TRIM_DELAY_MS ? at - now : TRIM_DELAY_MS;
-    t->armed = true;
-    uv_timer_start(&t->timer, on_timer, delay, 0);
+    uv_async_send(&t->noted);
 }

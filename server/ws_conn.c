@@ -200,15 +200,20 @@ static void check_send_queue(ws_conn *c)
     c->drop_streams = true; /* nothing more is sent: stop solving for it */
 }
 
-/* Queues a text message (wslay copies it), then checks the cap. */
-static void send_text(ws_conn *c, const char *text, size_t len)
+/* Queues a message (wslay copies it), then checks the cap. */
+static void send_frame(ws_conn *c, uint8_t opcode, const char *text, size_t len)
 {
     if (!text || c->dead || c->closing)
         return;
-    struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t *)text, len};
+    struct wslay_event_msg msg = {opcode, (const uint8_t *)text, len};
     if (wslay_event_queue_msg(c->wslay, &msg) != 0)
         return;
     check_send_queue(c);
+}
+
+static void send_text(ws_conn *c, const char *text, size_t len)
+{
+    send_frame(c, WSLAY_TEXT_FRAME, text, len);
 }
 
 static void send_error(ws_conn *c, const char *stream, bool has_seq, long long seq,
@@ -485,6 +490,10 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
 
 static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len)
 {
+    if (opcode == WSLAY_BINARY_FRAME && c->hooks->on_binary) {
+        c->hooks->on_binary(c, text, len);
+        return;
+    }
     if (opcode == WSLAY_BINARY_FRAME) {
         proto_error e;
         proto_error_set(&e, PROTO_E_INVALID_REQUEST, "",
@@ -720,6 +729,16 @@ ws_inbox **srv__ws_inbox(ws_conn *c)
     return &c->inbox;
 }
 
+char *srv__ws_take_text(ws_conn *c, const char *text)
+{
+    if (!c->msg || text != c->msg)
+        return NULL;
+    char *t = c->msg;
+    c->msg = NULL;
+    c->msg_cap = 0;
+    return t;
+}
+
 void srv__ws_pause(ws_conn *c, bool paused)
 {
     c->paused = paused;
@@ -745,6 +764,11 @@ void srv__ws_unref(ws_conn *c)
 void srv__ws_send(ws_conn *c, const char *text, size_t len)
 {
     send_text(c, text, len);
+}
+
+void srv__ws_send_binary(ws_conn *c, const char *data, size_t len)
+{
+    send_frame(c, WSLAY_BINARY_FRAME, data, len);
 }
 
 void srv__ws_send_error(ws_conn *c, const char *stream, bool has_seq, long long seq,

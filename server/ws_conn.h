@@ -43,6 +43,12 @@ ws_streams **srv__ws_streams(ws_conn *c);
 /* The stream side's messages waiting on this connection (its own to keep
  * and free, at its drop_streams hook at the latest). */
 ws_inbox **srv__ws_inbox(ws_conn *c);
+/* Inside on_text or on_binary only, for the message it was given: that
+ * buffer becomes the caller's (malloc'd, to free; the connection
+ * assembles its next message in a new one), so that a message can outlive
+ * the hook without a copy.
+ * NULL (nothing changes) when text is not the connection's buffer. */
+char *srv__ws_take_text(ws_conn *c, const char *text);
 /* paused: the stream side works on a message off the loop, the connection
  * is not read (messages already read still arrive); false resumes. */
 void srv__ws_pause(ws_conn *c, bool paused);
@@ -55,6 +61,8 @@ void srv__ws_unref(ws_conn *c);
  * happens). A client whose send queue passes --max-send-queue is cut with
  * 1008. */
 void srv__ws_send(ws_conn *c, const char *text, size_t len);
+/* The same for a binary message (a binary tick's answer). */
+void srv__ws_send_binary(ws_conn *c, const char *data, size_t len);
 /* Queues an "error" message (proto_stream_encode_error). */
 void srv__ws_send_error(ws_conn *c, const char *stream, bool has_seq, long long seq,
                         const proto_error *e);
@@ -84,6 +92,9 @@ struct srv_ws_hooks {
      * sent); pool solves still running are discarded when they complete.
      * The stream side's state is freed. */
     void (*drop_streams)(ws_conn *c);
+    /* One complete binary message from the client (NULL: refused with an
+     * error message). */
+    void (*on_binary)(ws_conn *c, const char *data, size_t len);
 };
 
 #endif /* SRV_WS_CONN_H */

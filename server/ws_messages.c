@@ -4,8 +4,8 @@
  * and the hooks through which the connection (server/ws_conn.c) reaches
  * the stream side: srv_ws_stream_hooks, which serve.c gives srv_ws_start.
  *
- * Each text message is decoded (proto_stream_decode) and dispatched by its
- * type: open, close, target and path to their stream, tick to the ticks. A
+ * Each text message is decoded (proto_stream_decode; a binary message is a
+ * binary tick, proto_stream_decode_binary) and dispatched by its type: open, close, target and path to their stream, tick to the ticks. A
  * bad message gets an "error" message naming the stream, seq and JSON
  * path, and the connection stays open. All messages read from the socket
  * in one go are decoded before any target is solved (on_read_done then
@@ -44,9 +44,11 @@ static bool open_fetch(ws_conn *c, proto_stream_msg *m, const proto_error *err);
 /* ---- one message ------------------------------------------------------------------ */
 
 /* A decoded message (rc 0) or its decoding error (rc -1, *e). session,
- * err: an open message's session prepared off the loop (see srv__stream_open). */
+ * err: an open message's session prepared off the loop (see
+ * srv__stream_open). *text: the malloc'd text m was decoded from, which a
+ * tick takes (the caller frees what is left), or NULL. */
 static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
-                       proto_session *session, const proto_error *err)
+                       proto_session *session, const proto_error *err, char **text)
 {
     if (rc != 0) {
         srv__ws_send_error(c, m->stream, m->has_seq, m->seq, e);
@@ -59,7 +61,7 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
         return;
     }
     if (m->type == PROTO_STREAM_TICK) {
-        srv__tick_read(c, m);
+        srv__tick_read(c, m, text);
         return;
     }
     ws_stream *s = srv__stream_find(c, m->stream);
@@ -76,12 +78,21 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
     }
 }
 
-static void handle_text(ws_conn *c, const char *text, size_t len)
+/* A message: text (JSON), or binary (a binary tick, decoded at once: its
+ * targets are numbers in place, nothing to parse). owned: text when it is
+ * a malloc'd buffer of the caller's, given here; NULL when text is the
+ * message the connection is delivering, which a tick (either form) then
+ * takes from it (srv__ws_take_text): its parts read it on the pool. */
+static void handle_text(ws_conn *c, const char *text, size_t len, char *owned, bool binary)
 {
     proto_stream_msg m;
     proto_error e;
-    int rc = proto_stream_decode(text, len, &m, &e);
-    handle_msg(c, &m, rc, &e, NULL, NULL);
+    int rc = binary ? proto_stream_decode_binary(text, len, &m, &e)
+                    : proto_stream_decode(text, len, &m, &e);
+    if (rc == 0 && m.type == PROTO_STREAM_TICK && !owned)
+        owned = srv__ws_take_text(c, text);
+    handle_msg(c, &m, rc, &e, NULL, NULL, &owned);
+    free(owned);
     proto_stream_msg_free(&m);
 }
 
@@ -93,7 +104,8 @@ static void handle_text(ws_conn *c, const char *text, size_t len)
 typedef struct inbox_msg {
     struct inbox_msg *next;
     size_t len;
-    char text[]; /* len bytes */
+    bool binary;
+    char *text; /* len bytes, malloc'd */
 } inbox_msg;
 
 struct ws_inbox {
@@ -131,6 +143,7 @@ static void inbox_free(ws_conn *c)
         return;
     for (inbox_msg *x = (*in)->head, *next; x; x = next) {
         next = x->next;
+        free(x->text);
         free(x);
     }
     (*in)->head = (*in)->tail = NULL;
@@ -161,7 +174,8 @@ static void decode_msg_done(srv_work *w, int status)
     ws_inbox *in = *srv__ws_inbox(c);
     in->decoding = false;
     if (status == SRV_OK && srv__ws_open(c)) {
-        handle_msg(c, &d->m, d->rc, &d->e, d->session, d->session_failed ? &d->session_err : NULL);
+        handle_msg(c, &d->m, d->rc, &d->e, d->session, d->session_failed ? &d->session_err : NULL,
+                   &d->text);
         d->session = NULL;
     }
     proto_session_free(d->session);
@@ -211,18 +225,12 @@ static void inbox_drain(ws_conn *c)
         in->head = x->next;
         if (!in->head)
             in->tail = NULL;
-        if (x->len > SRV_DECODE_INLINE_MAX) {
-            char *text = malloc(x->len);
-            if (text) {
-                memcpy(text, x->text, x->len);
-                if (decode_off_loop(c, text, x->len)) {
-                    free(x);
-                    break;
-                }
-                free(text);
-            }
+        if (x->len > SRV_DECODE_INLINE_MAX && !x->binary &&
+            decode_off_loop(c, x->text, x->len)) {
+            free(x);
+            break;
         }
-        handle_text(c, x->text, x->len);
+        handle_text(c, x->text, x->len, x->text, x->binary);
         free(x);
     }
     if (in->decoding)
@@ -334,17 +342,21 @@ static bool open_fetch(ws_conn *c, proto_stream_msg *m, const proto_error *err)
 
 /* ---- the hooks of server/ws_conn.h --------------------------------------------------- */
 
-static void on_text(ws_conn *c, const char *text, size_t len)
+static void on_message(ws_conn *c, const char *text, size_t len, bool binary)
 {
     ws_inbox *in = *srv__ws_inbox(c);
     if (in && (in->decoding || in->head)) {
         /* behind a message on the pool: in order, after it */
-        inbox_msg *x = malloc(sizeof *x + len);
-        if (!x)
+        inbox_msg *x = malloc(sizeof *x);
+        char *copy = x ? srv__ws_take_text(c, text) : NULL;
+        if (!copy) {
+            free(x);
             return;
+        }
         x->next = NULL;
         x->len = len;
-        memcpy(x->text, text, len);
+        x->binary = binary;
+        x->text = copy;
         if (in->tail)
             in->tail->next = x;
         else
@@ -352,16 +364,24 @@ static void on_text(ws_conn *c, const char *text, size_t len)
         in->tail = x;
         return;
     }
-    if (len > SRV_DECODE_INLINE_MAX && inbox_of(c)) {
-        char *copy = malloc(len);
-        if (copy) {
-            memcpy(copy, text, len);
-            if (decode_off_loop(c, copy, len))
-                return;
-            free(copy);
-        }
+    if (len > SRV_DECODE_INLINE_MAX && !binary && inbox_of(c)) {
+        char *own = srv__ws_take_text(c, text);
+        if (own && decode_off_loop(c, own, len))
+            return;
+        handle_text(c, text, len, own, binary);
+        return;
     }
-    handle_text(c, text, len);
+    handle_text(c, text, len, NULL, binary);
+}
+
+static void on_text(ws_conn *c, const char *text, size_t len)
+{
+    on_message(c, text, len, false);
+}
+
+static void on_binary(ws_conn *c, const char *data, size_t len)
+{
+    on_message(c, data, len, true);
 }
 
 static void on_read_done(ws_conn *c)
@@ -433,5 +453,5 @@ static void drop_streams(ws_conn *c)
 }
 
 const srv_ws_hooks srv_ws_stream_hooks = {
-    on_text, on_read_done, on_drain, busy, drop_streams,
+    on_text, on_read_done, on_drain, busy, drop_streams, on_binary,
 };

@@ -53,7 +53,10 @@
  * (server/stream_chains.c: each chain once; an open past it is refused).
  * A stream holds one reference to its connection and is freed when it is
  * closed and no pool solve, tick or timer handle still refers to it. Pool
- * work touches only its own proto_jobs. A connection holds at most
+ * work touches only its own proto_jobs, except a running tick's parts,
+ * which decode, prepare and settle their targets with the sessions of the
+ * streams the tick holds (ws_stream.held: the loop then defers what would
+ * change such a session, srv__stream_skip). A connection holds at most
  * --max-streams streams.
  *
  * Not here: the socket, framing, pings and close codes (ws_conn.c), the
@@ -165,9 +168,32 @@ void srv__stream_unref(ws_stream *s)
     srv_stream_chains_release(srv__ws_ctx(c), proto_session_chain(s->session));
     proto_session_free(s->session);
     proto_job_free(s->pending);
+    proto_job_free(s->skip_later);
     proto_stream_path_free(s->path);
     free(s);
     srv__ws_unref(c);
+}
+
+void srv__stream_skip(ws_stream *s, proto_job *job)
+{
+    if (!job)
+        return;
+    if (!s->held) {
+        proto_session_skip(s->session, job);
+    } else if (proto_job_has_seed(job, 0)) {
+        proto_job_free(s->skip_later); /* an older seed: the newer one wins */
+        s->skip_later = job;
+    } else {
+        proto_job_free(job); /* all a skip does with a job without a seed */
+    }
+}
+
+void srv__stream_unhold(ws_stream *s)
+{
+    s->held = false;
+    proto_job *job = s->skip_later;
+    s->skip_later = NULL;
+    srv__stream_skip(s, job);
 }
 
 static void stream_timer_closed(uv_handle_t *h)
@@ -181,8 +207,9 @@ ws_stream *srv__stream_find(ws_conn *c, const char *name)
     if (!st || !st->nslots)
         return NULL;
     size_t mask = st->nslots - 1;
-    for (size_t i = (size_t)name_hash(name) & mask; st->slots[i]; i = (i + 1) & mask)
-        if (strcmp(st->slots[i]->name, name) == 0)
+    uint64_t h = name_hash(name);
+    for (size_t i = (size_t)h & mask; st->slots[i]; i = (i + 1) & mask)
+        if (st->slots[i]->hash == h && strcmp(st->slots[i]->name, name) == 0)
             return st->slots[i];
     return NULL;
 }
@@ -527,11 +554,12 @@ void srv__stream_target(ws_stream *s, proto_stream_msg *m)
         srv__ws_send_error(s->conn, s->name, true, m->seq, &e);
         return;
     }
+    s->cost_us = proto_job_cost_us(job);
     if (s->pending) {
         /* a re-synchronising seed survives the conflation of its target:
          * the newest seed sent since the last solve is the arm's state */
         s->skipped += 1 + s->pending_skipped;
-        proto_session_skip(s->session, s->pending);
+        srv__stream_skip(s, s->pending);
     }
     s->pending = job;
     s->pending_seq = m->seq;

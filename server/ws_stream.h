@@ -18,7 +18,8 @@
  *
  * A stream holds one reference to its connection and is freed when it is
  * closed and no pool solve, tick or timer handle still refers to it
- * (refs). Loop thread only.
+ * (refs). Loop thread only, but for what a running tick's parts do on the
+ * pool with the sessions of the streams it holds (ws_stream.held).
  */
 #ifndef SRV_WS_STREAM_H
 #define SRV_WS_STREAM_H
@@ -48,6 +49,15 @@ struct ws_stream {
     bool busy;            /* a pool solve is running */
     bool close_after;     /* "close" arrived: "closed" once nothing of it runs */
     unsigned ticks;       /* ticks (running or waiting) holding a target of it */
+    /* The running tick's parts use the session on the pool (decode,
+     * prepare, solved): the loop then only reads the session's chain and
+     * options, and a skip that would keep a seed waits in skip_later
+     * (srv__stream_skip) until the tick finishes. */
+    bool held;
+    proto_job *skip_later;
+    double cost_us;       /* estimated cost of one of its targets
+                             (proto_job_cost_us of the last one decoded; 0
+                             before any) */
     ws_stream *kick_next; /* in the connection's list of streams to kick */
     bool to_kick;         /* in that list (holding a reference) */
     uint64_t tick_mark;   /* the tick being read that has a target of it */
@@ -96,6 +106,13 @@ ws_stream *srv__stream_find(ws_conn *c, const char *name);
 void srv__stream_unref(ws_stream *s);
 /* Removes the stream from its connection (no message is sent). */
 void srv__stream_drop(ws_stream *s);
+/* job (one of the stream's, taken) was replaced unsolved by a newer target
+ * of the stream: proto_session_skip now, or, while a running tick holds
+ * the stream, once it finishes (only the newest job with a seed of its
+ * own is kept for then: it alone decides the seed the skips keep). */
+void srv__stream_skip(ws_stream *s, proto_job *job);
+/* The running tick that held s finished: the skip that waited is done. */
+void srv__stream_unhold(ws_stream *s);
 /* Ends the running path, if any, with path_end (completed or not). */
 void srv__stream_path_end(ws_stream *s, bool completed);
 /* Runs what the stream has waiting: the pending target first, then the
@@ -123,10 +140,13 @@ void srv__stream_path(ws_stream *s, proto_stream_msg *m);
 
 /* ---- ws_tick.c ------------------------------------------------------------- */
 
-/* A tick message: its targets decoded by their streams' sessions; it
- * becomes the connection's waiting tick (replacing the one waiting),
- * started by srv__tick_kick once the read is decoded. */
-void srv__tick_read(ws_conn *c, proto_stream_msg *m);
+/* A tick message: its targets' streams found; it becomes the connection's
+ * waiting tick (replacing the one waiting), started by srv__tick_kick once
+ * the read is done. The tick takes *m (left cleared) and *text, the
+ * malloc'd text m was decoded from (left NULL; its targets are decoded
+ * later, in the tick's parts, from it), or, with text NULL, decodes the
+ * targets at once. */
+void srv__tick_read(ws_conn *c, proto_stream_msg *m, char **text);
 /* Starts the waiting tick when none runs and none of its streams has a
  * solve running. */
 void srv__tick_kick(ws_conn *c);

@@ -208,7 +208,7 @@ export interface ConnectOptions {
   minDelayMs?: number;
   maxDelayMs?: number;
   maxAttempts?: number;
-  /** the tick form (default: JsonCodec) */
+  /** the tick form (default: BinaryCodec, binary where a tick fits it) */
   codec?: TickCodec;
 }
 
@@ -265,15 +265,25 @@ export interface TickSolution {
 export interface TickTarget { stream: string; target: Target; seed?: Seed }
 export type TickTargets = TickTarget[] | Map<string, Target> | Record<string, Target>;
 
-/** The seam of the tick form (JSON today). */
+/** The seam of the tick form: JSON text, or binary (proto/STREAM.md, "Binary ticks"). */
 export interface TickCodec {
   encodeTick(seq: number, targets: Array<TickTarget & { seq?: number }>): string | ArrayBufferLike | Uint8Array;
   decodeTick(msg: any): TickSolution;
+  /** a binary message: its TickSolution, or null when it is not a tick answer */
+  decodeBinary?(data: ArrayBuffer | ArrayBufferView): TickSolution | null;
 }
 
 export class JsonCodec implements TickCodec {
   encodeTick(seq: number, targets: Array<TickTarget & { seq?: number }>): string;
   decodeTick(msg: any): TickSolution;
+}
+
+/** Ticks of {position, orientation?} targets (no seed) as binary messages,
+ * answered in binary (numbers at full precision; no reason, cause or
+ * solutions); any other tick as JSON. The default. */
+export class BinaryCodec extends JsonCodec implements TickCodec {
+  encodeTick(seq: number, targets: Array<TickTarget & { seq?: number }>): any;
+  decodeBinary(data: ArrayBuffer | ArrayBufferView): TickSolution | null;
 }
 
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';

@@ -25,7 +25,10 @@
  *   - Ticks: conn.tick() sends one "tick" message with targets for many
  *     streams and resolves with its tick_solution, one item per target in
  *     order (a solution, or that target's error). The encoding goes through
- *     the connection's codec (JsonCodec), the seam for a binary form.
+ *     the connection's codec: BinaryCodec by default (a tick of positions
+ *     and orientations as one binary message of doubles, answered in
+ *     binary, for game servers: no JSON to write or parse), which sends
+ *     any other tick as JSON; JsonCodec for JSON always.
  *   - Events, never silence: connection-level errors (unknown_type, a tick
  *     refused whole, errors of targets sent with send()) are "error"
  *     events; messages this client does not know are "message" events (or
@@ -204,6 +207,189 @@ export class JsonCodec {
   }
 }
 
+/* The binary tick form's places (proto/STREAM.md, "Binary ticks"). */
+const TICK_MEMBERS = ['joints', 'positions', 'rotations', 'local_rotations', 'tip',
+  'position_error', 'orientation_error', 'max_joint_step', 'time_ms'];
+const STATUS_OF_CODE = new Map([[1, 'success'], [-31, 'no_ik_solution'], [-6, 'timed_out'],
+  [-16, 'invalid_goal_constraints']]);
+
+/** Whether target t fits a binary tick: {position: [x, y(, z)]} and, when
+ * orient, an orientation [x, y, z, w]; numbers only, nothing else. */
+function binaryTarget(t, orient) {
+  if (!t || typeof t !== 'object') return false;
+  const p = t.position, q = t.orientation;
+  let keys = 1;
+  if (!Array.isArray(p) || (p.length !== 3 && p.length !== 2)) return false;
+  for (let k = 0; k < p.length; k++) if (typeof p[k] !== 'number') return false;
+  if (orient) {
+    if (!Array.isArray(q) || q.length !== 4) return false;
+    for (let k = 0; k < 4; k++) if (typeof q[k] !== 'number') return false;
+    keys++;
+  } else if (q !== undefined) {
+    return false;
+  }
+  for (const k in t) if (--keys < 0 || (k !== 'position' && k !== 'orientation')) return false;
+  return true;
+}
+
+/** n doubles at offset `at` of view v, as arrays of `per` (per 1: numbers). */
+function doublesOf(v, at, n, per) {
+  if (per === 1) {
+    const out = new Array(n);
+    for (let k = 0; k < n; k++) out[k] = v.getFloat64(at + 8 * k, true);
+    return out;
+  }
+  const out = new Array(n / per);
+  for (let r = 0; r < out.length; r++) {
+    const row = new Array(per);
+    for (let k = 0; k < per; k++) row[k] = v.getFloat64(at + 8 * (r * per + k), true);
+    out[r] = row;
+  }
+  return out;
+}
+
+/** ASCII text of n bytes at offset `at`. */
+function asciiOf(bytes, at, n) {
+  let s = '';
+  for (let k = 0; k < n; k++) s += String.fromCharCode(bytes[at + k]);
+  return s;
+}
+
+/**
+ * The binary form of ticks (proto/STREAM.md, "Binary ticks"): a tick whose
+ * targets are all {position, orientation?} (no seed, no other member; an
+ * orientation on every target or on none) goes as one binary message of
+ * doubles, and ikd answers it in binary, decoded here into the same
+ * TickSolution as the JSON form's, with these differences: numbers at full
+ * precision (options.digits does not apply), `status` from the MoveIt
+ * `code`, and no `reason`, `cause` or `solutions` (words and lists stay
+ * JSON's). Any other tick is sent as JSON (JsonCodec), so every tick works.
+ */
+export class BinaryCodec extends JsonCodec {
+  /**
+   * @param {number} seq the tick's seq
+   * @param {Array<{stream: string, target: any, seq?: number, seed?: any}>} targets
+   * @returns {string|ArrayBuffer}
+   */
+  encodeTick(seq, targets) {
+    const n = targets.length;
+    const orient = n > 0 && targets[0].target && targets[0].target.orientation !== undefined;
+    let names = 0;
+    for (let i = 0; i < n; i++) {
+      const t = targets[i];
+      if (t.seed !== undefined || !binaryTarget(t.target, orient) || typeof t.stream !== 'string' ||
+          t.stream.length > 255) return super.encodeTick(seq, targets);
+      names += 1 + t.stream.length;
+    }
+    if (n === 0) return super.encodeTick(seq, targets);
+    const at = (24 + names + 7) & ~7, stride = orient ? 64 : 32;
+    const buf = new ArrayBuffer(at + n * stride);
+    const v = new DataView(buf), bytes = new Uint8Array(buf);
+    bytes[0] = 73; bytes[1] = 75; bytes[2] = 68; bytes[3] = 84; /* IKDT */
+    v.setUint16(4, 1, true);
+    v.setUint16(6, orient ? 1 : 0, true);
+    v.setUint32(8, n, true);
+    v.setUint32(12, names, true);
+    v.setFloat64(16, seq, true);
+    let p = 24;
+    for (let i = 0; i < n; i++) {
+      const s = targets[i].stream;
+      bytes[p++] = s.length;
+      for (let k = 0; k < s.length; k++) {
+        const c = s.charCodeAt(k);
+        if (c > 127) return super.encodeTick(seq, targets); /* not a name: JSON says so */
+        bytes[p++] = c;
+      }
+    }
+    for (let i = 0, r = at; i < n; i++, r += stride) {
+      const t = targets[i], pos = t.target.position;
+      v.setFloat64(r, t.seq === undefined ? NaN : t.seq, true);
+      v.setFloat64(r + 8, pos[0], true);
+      v.setFloat64(r + 16, pos[1], true);
+      v.setFloat64(r + 24, pos.length === 3 ? pos[2] : 0, true);
+      if (orient) {
+        const q = t.target.orientation;
+        v.setFloat64(r + 32, q[0], true);
+        v.setFloat64(r + 40, q[1], true);
+        v.setFloat64(r + 48, q[2], true);
+        v.setFloat64(r + 56, q[3], true);
+      }
+    }
+    return buf;
+  }
+
+  /**
+   * A binary message: its TickSolution when it is a binary tick's answer,
+   * else null (not this form's).
+   * @param {ArrayBuffer|ArrayBufferView} data
+   */
+  decodeBinary(data) {
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
+      : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const len = bytes.byteLength;
+    if (len < 24 || bytes[0] !== 73 || bytes[1] !== 75 || bytes[2] !== 68 || bytes[3] !== 83) return null;
+    const v = new DataView(bytes.buffer, bytes.byteOffset, len);
+    if (v.getUint16(4, true) !== 1) return null;
+    const n = v.getUint32(8, true);
+    const solutions = new Array(n);
+    let at = 24;
+    for (let i = 0; i < n; i++) {
+      if (at + 24 > len) throw new IkdError('bad_answer', 'a binary tick answer ends early');
+      const size = v.getUint32(at, true), kind = bytes[at + 4], lname = bytes[at + 5];
+      if (size < 24 || at + size > len) throw new IkdError('bad_answer', 'a binary tick answer ends early');
+      const item = {};
+      if (bytes[at + 6] & 1) item.seq = v.getFloat64(at + 8, true);
+      if (kind === 2) {
+        const lc = v.getUint16(at + 16, true), lp = v.getUint16(at + 18, true), lm = v.getUint32(at + 20, true);
+        let x = at + 24;
+        if (lname) item.stream = asciiOf(bytes, x, lname);
+        x += lname;
+        const code = asciiOf(bytes, x, lc);
+        const path = new TextDecoder().decode(bytes.subarray(x + lc, x + lc + lp));
+        const message = new TextDecoder().decode(bytes.subarray(x + lc + lp, x + lc + lp + lm));
+        item.error = new IkdError(code, message, { path, stream: item.stream, seq: item.seq });
+      } else {
+        item.skipped = v.getUint32(at + 16, true);
+        const rec = v.getUint32(at + 20, true);
+        const fields = v.getUint32(at + 24, true), dof = v.getUint16(at + 28, true);
+        const npos = v.getUint16(at + 30, true), nrot = v.getUint16(at + 32, true);
+        const dims = v.getUint16(at + 34, true);
+        let r = at + 40;
+        const code = v.getInt32(r, true), flags = v.getUint32(r + 4, true);
+        const result = {
+          status: STATUS_OF_CODE.get(code) ?? 'failure', code,
+          iterations: v.getUint32(r + 8, true), restarts: v.getUint32(r + 12, true),
+        };
+        r += 16;
+        const pose = flags & 1;
+        const sizes = [dof, dims * npos, 4 * nrot, 4 * nrot, 7, 1, 1, 1, 1];
+        const per = [1, dims, 4, 4, 1, 1, 1, 1, 1];
+        const shown = [pose, pose, pose, pose, flags & 2, pose, flags & 4, flags & 8, 1];
+        for (let m = 0; m < 9; m++) {
+          if (!(fields & (1 << m))) continue;
+          const k = sizes[m];
+          if (shown[m]) {
+            if (m === 4) {
+              result.tip = { position: doublesOf(v, r, 3, 1), orientation: doublesOf(v, r + 24, 4, 1) };
+            } else if (k === 1 && m > 4) {
+              result[TICK_MEMBERS[m]] = v.getFloat64(r, true);
+            } else {
+              result[TICK_MEMBERS[m]] = doublesOf(v, r, k, per[m]);
+            }
+          }
+          r += 8 * k;
+        }
+        item.stream = asciiOf(bytes, at + 40 + rec, lname);
+        item.result = result;
+      }
+      solutions[i] = item;
+      at += size;
+    }
+    const seq = v.getFloat64(16, true);
+    return { seq, requested: seq, skipped: v.getUint32(12, true), solutions };
+  }
+}
+
 /** A client of one ikd (one base URL). Cheap to create; holds no socket. */
 export class Ikd {
   /**
@@ -362,7 +548,8 @@ export class IkdConnection {
     this.minDelayMs = opts.minDelayMs ?? 100;
     this.maxDelayMs = opts.maxDelayMs ?? 5000;
     this.maxAttempts = opts.maxAttempts ?? Infinity;
-    this.codec = opts.codec || new JsonCodec();
+    /* ticks: binary where they fit (BinaryCodec), else JSON */
+    this.codec = opts.codec || new BinaryCodec();
     /** @type {'connecting'|'open'|'reconnecting'|'closed'} */
     this.state = 'connecting';
     /** @type {Map<string, IkdStream>} */
@@ -448,6 +635,7 @@ export class IkdConnection {
       return;
     }
     this.ws = ws;
+    if (ws.binaryType === 'blob') ws.binaryType = 'arraybuffer'; /* a browser's */
     ws.onopen = () => {
       if (ws !== this.ws) return;
       this.attempts = 0;
@@ -497,7 +685,8 @@ export class IkdConnection {
     return this.sendText(JSON.stringify(msg));
   }
 
-  /** Sends one message's text as it is; false when the socket is not open. */
+  /** Sends one message's text (or a binary message's bytes) as it is;
+   * false when the socket is not open. */
   sendText(text) {
     if (!this.ws || this.state !== 'open') return false;
     this.ws.send(text);
@@ -518,7 +707,15 @@ export class IkdConnection {
 
   receive(data) {
     if (typeof data !== 'string') {
-      this.unexpected(data);
+      let ts = null;
+      try {
+        ts = this.codec.decodeBinary ? this.codec.decodeBinary(data) : null;
+      } catch (e) {
+        this.emit('error', e);
+        return;
+      }
+      if (ts) this.tickAnswer(ts);
+      else this.unexpected(data);
       return;
     }
     let msg;
@@ -621,7 +818,11 @@ export class IkdConnection {
   }
 
   tickSolution(msg) {
-    const ts = this.codec.decodeTick(msg);
+    this.tickAnswer(this.codec.decodeTick(msg));
+  }
+
+  /** A decoded TickSolution (either form) to the streams and the waiters. */
+  tickAnswer(ts) {
     this.latestTick = ts;
     for (const it of ts.solutions) {
       const s = this.streams.get(it.stream);

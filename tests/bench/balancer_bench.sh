@@ -3,8 +3,8 @@
 # [BUILD]): two-bone POST /v1/solve through HAProxy with the repository's
 # docker/haproxy.cfg in front of 1, 2 and 3 ikd replicas, against wrk
 # straight to one replica, all in the same run. The replicas' solver
-# threads add up to the machine's cores (one replica: all of them; three:
-# one each). Servers of the configuration that a run does not use point at
+# threads, and their event loops, add up to the machine's cores (one
+# replica: all of them; three: one each). Servers of the configuration that a run does not use point at
 # a closed port and leave the pool at their first health check.
 # Then the same by chain id with the registry shared in Redis (a
 # redis-server started here; ikd --redis): three replicas behind HAProxy
@@ -73,7 +73,7 @@ replica() {
     _n=$1
     _t=$2
     shift 2
-    "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn --threads "$_t" \
+    "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn --threads "$_t" --loops "$_t" \
         --max-connections-per-address 10000 "$@" >"$tmp/r$_n.out" 2>"$tmp/r$_n.err" &
     _p=$!
     pids="$pids $_p"

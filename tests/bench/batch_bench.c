@@ -21,13 +21,22 @@
  * run, and ikd's peak resident memory (VmHWM of --pid) after all rounds.
  * The last line is one JSON object.
  *
+ * With --clients K, K clients post the same request at once in every
+ * round (each on its own connection and thread), and a round's time runs
+ * from the first byte any of them sent to the last byte any of them read:
+ * the rates are then the K clients' targets together (K * N per round).
+ * --forms names the forms to run (comma-separated; default all three);
+ * the ratios need the full form, and are 0 without it.
+ *
  * Usage: batch_bench --url HOST:PORT [--targets N] [--rounds R] [--pid P]
+ *                    [--clients K] [--forms full,compact,binary]
  * Built only for the benchmark; not part of the daemon.
  */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -125,9 +134,10 @@ static int connect_to(const char *host, int port)
 }
 
 /* One POST on a new connection; the answer's body length, its status in
- * *status, the seconds taken in *secs. */
+ * *status, the seconds taken in *secs, and when it started and ended
+ * (now_s) in *t_begin and *t_end. Any thread. */
 static size_t post(const char *host, int port, const char *body, size_t len, bool binary,
-                   int *status, double *secs)
+                   int *status, double *secs, double *t_begin, double *t_end)
 {
     int fd = connect_to(host, port);
     char head[384];
@@ -138,6 +148,7 @@ static size_t post(const char *host, int port, const char *body, size_t len, boo
                       host, binary ? bin : "application/json", binary ? "Accept: " : "",
                       binary ? bin : "", binary ? "\r\n" : "", len);
     double t0 = now_s();
+    *t_begin = t0;
     if (write(fd, head, (size_t)hn) != hn) {
         perror("batch_bench: write");
         exit(1);
@@ -152,11 +163,15 @@ static size_t post(const char *host, int port, const char *body, size_t len, boo
     }
     /* read to the end (Connection: close); keep the head to find status and
      * where the body starts */
-    static char buf[1 << 16];
+    char *buf = malloc(1 << 16);
+    if (!buf) {
+        perror("batch_bench: malloc");
+        exit(1);
+    }
     char first[512];
     size_t total = 0, firstn = 0;
     for (;;) {
-        ssize_t k = read(fd, buf, sizeof buf);
+        ssize_t k = read(fd, buf, 1 << 16);
         if (k <= 0)
             break;
         if (firstn < sizeof first - 1) {
@@ -166,7 +181,9 @@ static size_t post(const char *host, int port, const char *body, size_t len, boo
         }
         total += (size_t)k;
     }
-    *secs = now_s() - t0;
+    *t_end = now_s();
+    *secs = *t_end - t0;
+    free(buf);
     close(fd);
     first[firstn] = '\0';
     *status = 0;
@@ -195,11 +212,32 @@ static long vmhwm_kb(int pid)
     return kb;
 }
 
+/* One client of a round (its own thread with --clients above 1). */
+typedef struct client {
+    pthread_t thread;
+    const char *host;
+    int port;
+    const char *body;
+    size_t len;
+    bool binary;
+    int status;
+    size_t out;
+    double secs, begin, end;
+} client;
+
+static void *client_run(void *arg)
+{
+    client *c = arg;
+    c->out = post(c->host, c->port, c->body, c->len, c->binary, &c->status, &c->secs, &c->begin,
+                  &c->end);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
-    const char *url = NULL;
+    const char *url = NULL, *forms = "full,compact,binary";
     size_t n = 100000;
-    int rounds = 5, pid = 0;
+    int rounds = 5, pid = 0, clients = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--url") == 0)
             url = argv[i + 1];
@@ -209,9 +247,14 @@ int main(int argc, char **argv)
             rounds = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--pid") == 0)
             pid = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--clients") == 0)
+            clients = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--forms") == 0)
+            forms = argv[i + 1];
     }
-    if (!url || rounds < 1 || rounds > 100 || n == 0) {
-        fprintf(stderr, "usage: batch_bench --url HOST:PORT [--targets N] [--rounds R] [--pid P]\n");
+    if (!url || rounds < 1 || rounds > 100 || n == 0 || clients < 1 || clients > 256) {
+        fprintf(stderr, "usage: batch_bench --url HOST:PORT [--targets N] [--rounds R] [--pid P] "
+                        "[--clients K] [--forms full,compact,binary]\n");
         return 2;
     }
     char host[64];
@@ -224,40 +267,75 @@ int main(int argc, char **argv)
     static const char *const names[FORMS] = {"full", "compact", "binary"};
     static const char *const opts[FORMS] = {"{}", "{\"fields\":[\"local_rotations\"],\"digits\":6}",
                                             "{\"fields\":[\"local_rotations\"]}"};
-    size_t len[FORMS], out[FORMS] = {0, 0, 0};
-    char *body[FORMS];
+    bool run[FORMS];
+    for (int f = 0; f < FORMS; f++) {
+        const char *p = strstr(forms, names[f]);
+        size_t k = strlen(names[f]);
+        run[f] = p && (p == forms || p[-1] == ',') && (p[k] == '\0' || p[k] == ',');
+    }
+    size_t len[FORMS] = {0, 0, 0}, out[FORMS] = {0, 0, 0};
+    char *body[FORMS] = {NULL, NULL, NULL};
     for (int f = 0; f < FORMS; f++)
-        if (!(body[f] = f == 2 ? make_binary(n, opts[f], &len[f]) : make_body(n, opts[f], &len[f])))
+        if (run[f] &&
+            !(body[f] = f == 2 ? make_binary(n, opts[f], &len[f]) : make_body(n, opts[f], &len[f])))
             return 1;
+    client *cl = calloc((size_t)clients, sizeof *cl);
+    if (!cl)
+        return 1;
     double t[FORMS][100];
     for (int r = 0; r < rounds; r++)
         for (int f = 0; f < FORMS; f++) {
-            int st;
-            out[f] = post(host, port, body[f], len[f], f == 2, &st, &t[f][r]);
-            if (st != 200) {
-                fprintf(stderr, "batch_bench: %s answered %d\n", names[f], st);
-                return 1;
+            if (!run[f])
+                continue;
+            for (int k = 0; k < clients; k++) {
+                cl[k] = (client){.host = host, .port = port, .body = body[f], .len = len[f],
+                                 .binary = f == 2};
+                if (clients == 1)
+                    client_run(&cl[k]);
+                else if (pthread_create(&cl[k].thread, NULL, client_run, &cl[k]) != 0) {
+                    fprintf(stderr, "batch_bench: cannot start client %d\n", k);
+                    return 1;
+                }
             }
-            fprintf(stderr, "%s round %d: %.3f s, %.0f targets/s, %zu bytes out\n", names[f], r,
-                    t[f][r], (double)n / t[f][r], out[f]);
+            double begin = 0, end = 0;
+            for (int k = 0; k < clients; k++) {
+                if (clients > 1)
+                    pthread_join(cl[k].thread, NULL);
+                if (cl[k].status != 200) {
+                    fprintf(stderr, "batch_bench: %s answered %d\n", names[f], cl[k].status);
+                    return 1;
+                }
+                if (k == 0 || cl[k].begin < begin)
+                    begin = cl[k].begin;
+                if (k == 0 || cl[k].end > end)
+                    end = cl[k].end;
+            }
+            out[f] = cl[0].out;
+            t[f][r] = end - begin;
+            fprintf(stderr, "%s round %d: %.3f s, %.0f targets/s (%d clients), %zu bytes out\n",
+                    names[f], r, t[f][r], (double)n * clients / t[f][r], clients, out[f]);
         }
-    double best[FORMS], med[FORMS];
+    double best[FORMS] = {0, 0, 0}, med[FORMS] = {0, 0, 0};
     for (int f = 0; f < FORMS; f++) {
+        if (!run[f])
+            continue;
         qsort(t[f], (size_t)rounds, sizeof t[f][0], cmp);
-        best[f] = (double)n / t[f][0];
-        med[f] = (double)n / t[f][rounds / 2];
+        best[f] = (double)n * clients / t[f][0];
+        med[f] = (double)n * clients / t[f][rounds / 2];
     }
     long hwm = pid ? vmhwm_kb(pid) : -1;
-    printf("{\"bench\":\"http_batch_two_bone\",\"targets\":%zu,\"rounds\":%d,"
+    printf("{\"bench\":\"http_batch_two_bone\",\"targets\":%zu,\"rounds\":%d,\"clients\":%d,"
            "\"full_bytes_in\":%zu,\"full_bytes_out\":%zu,\"full_best_tps\":%.0f,"
            "\"full_median_tps\":%.0f,\"compact_bytes_in\":%zu,\"compact_bytes_out\":%zu,"
            "\"compact_best_tps\":%.0f,\"compact_median_tps\":%.0f,\"ratio_compact_vs_full\":%.3f,"
            "\"binary_bytes_in\":%zu,\"binary_bytes_out\":%zu,\"binary_best_tps\":%.0f,"
            "\"binary_median_tps\":%.0f,\"ratio_binary_vs_full\":%.3f,"
            "\"goal_tps\":1000000,\"ikd_peak_rss_kb\":%ld}\n",
-           n, rounds, len[0], out[0], best[0], med[0], len[1], out[1], best[1], med[1],
-           best[1] / best[0], len[2], out[2], best[2], med[2], best[2] / best[0], hwm);
+           n, rounds, clients, len[0], out[0], best[0], med[0], len[1], out[1], best[1], med[1],
+           best[0] > 0 ? best[1] / best[0] : 0.0, len[2], out[2], best[2], med[2],
+           best[0] > 0 ? best[2] / best[0] : 0.0, hwm);
     for (int f = 0; f < FORMS; f++)
         free(body[f]);
+    free(cl);
     return 0;
 }

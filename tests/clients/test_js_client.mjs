@@ -30,7 +30,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Ikd, IkdError, streamProtocols, base64url } from '../../clients/js/ikd.js';
+import { Ikd, IkdError, JsonCodec, BinaryCodec, streamProtocols, base64url } from '../../clients/js/ikd.js';
 import { start, IKD_BIN, IKD_DATA } from './ikd_daemon.mjs';
 
 /** every test is bounded: a hang is a failure, not a stuck suite */
@@ -387,6 +387,71 @@ test('a tick_solution reaches the caller: one item per target in order, per-stre
     assert.equal(ticks.at(-1), 23, 'the "tick" event saw the last tick');
   } finally {
     await conn.close();
+  }
+});
+
+test('binary ticks (the default form): the JSON form\'s answers and errors, JSON where binary cannot say it', LIMIT, async () => {
+  const conn = ikd.connect();
+  const connJ = ikd.connect({ codec: new JsonCodec() });
+  try {
+    await Promise.all([conn.ready(), connJ.ready()]);
+    assert.ok(conn.codec instanceof BinaryCodec);
+    /* the frames sent: binary for a tick of positions, JSON otherwise */
+    const sent = [];
+    const send = conn.ws.send.bind(conn.ws);
+    conn.ws.send = (d) => { sent.push(typeof d === 'string' ? 'json' : 'binary'); send(d); };
+    for (const c of [conn, connJ]) {
+      await c.open('c1', { chain: LEG });
+      await c.open('c2', { chain: LEG, options: { solver: 'two_bone' } });
+      await c.open('c3', { chain: LEG });
+    }
+    sent.length = 0; /* the opens */
+    const a = [0.2, 0.1, 0.25], b = [0.15, -0.05, 0.3];
+    const tick = [
+      { stream: 'c1', target: { position: a } },
+      { stream: 'nope', target: { position: a } },
+      { stream: 'c3', target: { position: [0.2, 2.5e9, 0.3] } },
+      { stream: 'c2', target: { position: b } },
+    ];
+    const [tb, tj] = await within(Promise.all([conn.tick(tick), connJ.tick(tick)]), 10000, 'the two ticks');
+    assert.deepEqual(sent, ['binary']);
+    assert.equal(tb.seq, tj.seq);
+    assert.equal(tb.solutions.length, 4);
+    checkLeg(tb.solutions[0].result, a);
+    checkLeg(tb.solutions[3].result, b);
+    for (let i = 0; i < 4; i++) {
+      const x = tb.solutions[i], y = tj.solutions[i];
+      assert.equal(x.stream, y.stream);
+      assert.equal(x.seq, y.seq);
+      if (y.error) {
+        assert.ok(x.error instanceof IkdError, `item ${i} is an error`);
+        assert.deepEqual([x.error.code, x.error.path, x.error.detail, x.error.stream],
+          [y.error.code, y.error.path, y.error.detail, y.error.stream]);
+        continue;
+      }
+      assert.equal(x.skipped, y.skipped);
+      for (const k of ['status', 'code', 'iterations', 'joints', 'positions', 'rotations', 'local_rotations', 'position_error'])
+        assert.deepEqual(x.result[k], y.result[k], `item ${i}: ${k}`);
+    }
+    assert.deepEqual([tb.solutions[1].error.code, tb.solutions[1].error.path], ['unknown_stream', '/targets/1/stream']);
+    assert.deepEqual([tb.solutions[2].error.code, tb.solutions[2].error.path], ['invalid_request', '/targets/2/target/position/1']);
+    /* a stream twice: the second refused at its place */
+    const t2 = await conn.tick([{ stream: 'c1', target: { position: b } },
+      { stream: 'c2', target: { position: a } }, { stream: 'c1', target: { position: a } }]);
+    assert.deepEqual(sent, ['binary', 'binary']);
+    assert.equal(t2.solutions[2].error.path, '/targets/2/stream');
+    /* a seed, or an orientation on some targets only: sent as JSON */
+    const t3 = await conn.tick([{ stream: 'c1', target: { position: b } },
+      { stream: 'c2', target: { position: a, orientation: [0, 0, 0, 1] } }]);
+    assert.deepEqual(sent, ['binary', 'binary', 'json']);
+    checkLeg(t3.solutions[0].result, b);
+    assert.equal(conn.codec.encodeTick(1, [{ stream: 'c1', target: { position: a }, seed: [0, 0, 0, 1] }]).constructor, String);
+    assert.equal(conn.codec.encodeTick(1, [{ stream: 'c1', target: { position: a, up: [0, 0, 1] } }]).constructor, String);
+    /* a stream's latest is the binary item too */
+    assert.equal(conn.streams.get('c1').latest.seq, t3.solutions[0].seq);
+  } finally {
+    await conn.close();
+    await connJ.close();
   }
 });
 

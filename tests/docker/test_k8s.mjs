@@ -88,6 +88,8 @@ test('ports, probes, variables, user and timings agree with the daemon and the i
   assert.ok(c.env.some((e) => e.name === 'IKD_TOKEN' && e.valueFrom?.secretKeyRef), 'the token comes from a Secret');
   const threads = Number(c.env.find((e) => e.name === 'IKD_THREADS').value);
   assert.equal(Number(c.resources.requests.cpu), threads, 'one solver thread per requested core');
+  const loops = Number(c.env.find((e) => e.name === 'IKD_LOOPS').value);
+  assert.equal(Number(c.resources.requests.cpu), loops, 'one event loop per requested core (ikd counts the node\'s cores otherwise)');
 
   const drain = Number(c.env.find((e) => e.name === 'IKD_DRAIN_TIMEOUT').value);
   const pre = c.lifecycle.preStop.exec.command;

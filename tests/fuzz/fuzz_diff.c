@@ -17,7 +17,12 @@
  *   3  a binary batch (proto/README.md, "Binary batches"): its job
  *      against its JSON twin's (the head with "targets" written out as
  *      JSON numbers that read back to the same doubles, null for a
- *      non-finite one), and its answer against the twin's JSON answer.
+ *      non-finite one), and its answer against the twin's JSON answer;
+ *   4  a binary tick (proto/STREAM.md, "Binary ticks"): each target's
+ *      envelope and its job or error on the four sessions against its
+ *      JSON twin's (the tick with the same names, seqs and numbers; a
+ *      planar session against the twin with [x, y]), and each accepted
+ *      target's binary answer entry against its JSON answer entry.
  * Two readings must agree on acceptance, on the error (code, path and
  * message; a tick target's path and message under "/targets/<i>" where
  * the target message's are at its root), and on the job field by field
@@ -589,6 +594,208 @@ static void one_message(const char *text, size_t len)
     proto_stream_msg_free(&b);
 }
 
+/* ---- binary ticks -------------------------------------------------------- */
+
+#define TW(w, lit) proto_jw_raw(w, lit, sizeof(lit) - 1)
+
+/* A double as JSON (false when JSON has none for it). */
+static bool json_double(proto_jw *w, double d)
+{
+    if (!isfinite(d))
+        return false;
+    char buf[PROTO_DOUBLE_MAX];
+    proto_jw_raw(w, buf, (size_t)proto_json_format_double(d, buf));
+    return true;
+}
+
+/* A seq as JSON: an integral double as an integer, any other as a real
+ * (which the JSON form refuses, as the binary one does). */
+static bool json_seq(proto_jw *w, double d)
+{
+    if (d == floor(d) && fabs(d) < 9e18) {
+        proto_jw_integer(w, (json_int_t)d);
+        return true;
+    }
+    return json_double(w, d);
+}
+
+/* The JSON twin of a binary tick that decoded (b, len; n targets), with
+ * [x, y] positions when planar; NULL when a name or the tick's seq has no
+ * JSON text to compare (a byte that is not a name's, that would need
+ * escaping). twin[i] is false for a target whose numbers JSON cannot
+ * write (NaN, infinities) or, planar, whose z is not 0: their errors are
+ * the binary form's own. */
+static char *tick_twin(const unsigned char *b, size_t n, bool planar, bool *twin)
+{
+    size_t names = u32(b + 12), at = (24 + names + 7) & ~(size_t)7;
+    bool orient = b[6] & 1;
+    size_t stride = orient ? 64 : 32;
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    TW(&w, "{\"type\":\"tick\",\"seq\":");
+    json_seq(&w, f64(b + 16));
+    TW(&w, ",\"targets\":[");
+    const unsigned char *p = b + 24;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = *p++;
+        for (size_t k = 0; k < l; k++)
+            if (p[k] < 0x20 || p[k] > 0x7e || p[k] == '"' || p[k] == '\\') {
+                proto_jw_release(&w);
+                return NULL;
+            }
+        if (i)
+            TW(&w, ",");
+        TW(&w, "{\"stream\":\"");
+        proto_jw_raw(&w, (const char *)p, l);
+        TW(&w, "\"");
+        p += l;
+        const unsigned char *r = b + at + i * stride;
+        twin[i] = true;
+        if (!isnan(f64(r))) {
+            TW(&w, ",\"seq\":");
+            if (!json_seq(&w, f64(r))) {
+                proto_jw_release(&w);
+                return NULL; /* an infinite seq: no JSON text */
+            }
+        }
+        TW(&w, ",\"target\":{\"position\":[");
+        for (size_t k = 0; k < (orient ? 7 : 3); k++) {
+            double d = f64(r + 8 + 8 * k);
+            if (k == 2 && planar) {
+                twin[i] &= d == 0;
+                continue;
+            }
+            if (k == 3)
+                TW(&w, "],\"orientation\":[");
+            else if (k)
+                TW(&w, ",");
+            if (!json_double(&w, d)) {
+                twin[i] = false;
+                TW(&w, "0");
+            }
+        }
+        TW(&w, "]}}");
+    }
+    TW(&w, "]}");
+    return proto_jw_finish(&w, NULL);
+}
+
+/* The binary answer entry of job's result (solved) against its JSON
+ * answer entry: stream, seq, skipped, code and every number. */
+static void same_entry(const proto_job *job)
+{
+    proto_jw bw, jw;
+    proto_jw_init(&bw, NULL, 0);
+    proto_jw_init(&jw, NULL, 0);
+    proto_stream_tick_solution_binary(&bw, "s.1", 42, 3, job, 0);
+    proto_stream_tick_solution(&jw, "s.1", 42, 3, job, 0);
+    size_t bl, jl;
+    char *bin = proto_jw_finish(&bw, &bl), *js = proto_jw_finish(&jw, &jl);
+    json_t *e = js ? json_loads(js, 0, NULL) : NULL;
+    const unsigned char *x = (const unsigned char *)bin;
+    if (!bin || !e || bl < 40 || u32(x) != bl || x[4] != 1 || x[5] != 3 || f64(x + 8) != 42 ||
+        u32(x + 16) != 3 || memcmp(x + 40 + u32(x + 20), "s.1", 3))
+        failf("binary tick entry: envelope", "", js);
+    json_t *r = json_object_get(e, "result");
+    const unsigned char *p = x + 40;
+    if (!(job->opt.omit & PROTO_FIELD(CODE)) &&
+        (int32_t)u32(p) != json_integer_value(json_object_get(r, "code")))
+        failf("binary tick entry: code", "", js);
+    p += 16;
+    static const char *const members[] = {"joints",          "positions",      "rotations",
+                                          "local_rotations", "tip",            "position_error",
+                                          "orientation_error", "max_joint_step", "time_ms"};
+    uint32_t fields = u32(x + 24);
+    size_t dims = x[34];
+    const size_t doubles[9] = {job->dof, dims * job->npos, 4 * job->nrot, 4 * job->nrot, 7, 1, 1,
+                               1, 1};
+    for (int m = 0; job->opt.digits == 0 && m < 9; m++) {
+        if (!(fields & (1u << m)))
+            continue;
+        json_t *v = json_object_get(r, members[m]);
+        if (v && m == 4) {
+            same_numbers(json_object_get(v, "position"), &p, "binary tick tip");
+            same_numbers(json_object_get(v, "orientation"), &p, "binary tick tip");
+        } else if (v) {
+            same_numbers(v, &p, members[m]);
+        } else {
+            for (size_t k = 0; k < doubles[m]; k++, p += 8)
+                if (!isnan(f64(p)))
+                    failf("binary tick entry: a number where JSON has none", members[m], js);
+        }
+    }
+    json_decref(e);
+    free(bin);
+    free(js);
+}
+
+static void one_binary_tick(const char *body, size_t len)
+{
+    proto_stream_msg mb, mj[2];
+    proto_error eb, ej;
+    if (proto_stream_decode_binary(body, len, &mb, &eb) != 0)
+        return; /* the form's own framing (a bad seq has no twin to read) */
+    const unsigned char *b = (const unsigned char *)body;
+    size_t n = proto_stream_tick_count(&mb);
+    bool *twin = calloc(2 * n, sizeof *twin);
+    char *text[2] = {tick_twin(b, n, false, twin), tick_twin(b, n, true, twin + n)};
+    for (int t = 0; t < 2; t++)
+        if (!text[t] || proto_stream_decode(text[t], strlen(text[t]), &mj[t], &ej) != 0) {
+            if (text[t]) /* a twin of a tick that decoded decodes */
+                failf("binary tick: its JSON twin is refused", ej.message, text[t]);
+            for (int u = 0; u < t; u++)
+                proto_stream_msg_free(&mj[u]);
+            free(text[0]);
+            free(text[1]);
+            free(twin);
+            proto_stream_msg_free(&mb);
+            return;
+        }
+    if (mb.seq != mj[0].seq || proto_stream_tick_count(&mj[0]) != n)
+        failf("binary tick: envelope", "", text[0]);
+    for (size_t i = 0; i < n && i < 16; i++) {
+        proto_stream_tick_target tb, tj[2];
+        int gb = proto_stream_tick_target_get(&mb, i, &tb, &eb);
+        for (int t = 0; t < 2; t++) {
+            int gj = proto_stream_tick_target_get(&mj[t], i, &tj[t], &ej);
+            if (gb != gj || strcmp(tb.stream, tj[t].stream) || tb.has_seq != tj[t].has_seq ||
+                tb.seq != tj[t].seq)
+                failf("binary tick target: envelopes differ", tb.stream, tj[t].stream);
+            if (gb)
+                same_error(&eb, &ej, "binary tick target");
+        }
+        if (gb)
+            continue;
+        for (int k = 0; k < SESSIONS; k++) {
+            int t = k == 2; /* the planar session's twin */
+            proto_job *ja = NULL, *jb = NULL;
+            proto_error xa, xb;
+            int sa = proto_session_tick_target(sessions[k], &tb, i, &ja, &xa);
+            if (!twin[t * n + i]) { /* the form's own error, or accepted without a twin */
+                if (sa == 0)
+                    proto_job_free(ja);
+                continue;
+            }
+            int sb = proto_session_tick_target(sessions[k], &tj[t], i, &jb, &xb);
+            if (sa == 0 && sb == 0) {
+                same_job(ja, jb, "binary tick target and its JSON twin");
+                run_small(ja);
+                same_entry(ja);
+                proto_job_free(ja);
+                proto_job_free(jb);
+                continue;
+            }
+            same_outcome(sa, ja, &xa, sb, jb, &xb, "binary tick target and its JSON twin");
+        }
+    }
+    for (int t = 0; t < 2; t++) {
+        proto_stream_msg_free(&mj[t]);
+        free(text[t]);
+    }
+    free(twin);
+    proto_stream_msg_free(&mb);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -607,6 +814,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
+    if (data[0] == 4) {
+        one_binary_tick(body, len);
+        return 0;
+    }
     switch (data[0] & 3) {
     case 0:
         one_request(body, len, PROTO_SOLVE);

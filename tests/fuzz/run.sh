@@ -10,8 +10,8 @@
 # the URDF target, for the C client's readers (fuzz_client) the fixtures'
 # answers and the server messages of proto/STREAM.md, and for the
 # differential target (fuzz_diff: its first byte 0 a solve body, 1 a batch
-# body, 2 a stream message, 3 a binary batch) the requests, messages and
-# binary batches.
+# body, 2 a stream message, 3 a binary batch, 4 a binary tick) the requests,
+# messages, binary batches and binary ticks.
 # A crash or a wrong answer leaves BUILD/crash-NAME-* and makes the run fail;
 # the last line of each target's log gives its executions.
 set -eu
@@ -50,6 +50,8 @@ done
 # proto/README.md, "Binary batches"
 cp tests/fuzz/seeds/request/* "$SEED/request/"
 cp tests/fuzz/seeds/request/* "$SEED/diff/"
+# binary ticks (first byte 4), in the layout of proto/STREAM.md, "Binary ticks"
+cp tests/fuzz/seeds/tick/* "$SEED/diff/"
 
 # The client's inputs: the first byte selects the reader (fuzz_client.c):
 # 0 a stream message, 1 an HTTP answer, 2 a chain description, 3 an error.

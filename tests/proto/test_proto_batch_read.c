@@ -14,11 +14,15 @@
  * weights, NUL bytes, overflow, empty and oversized arrays, the limits),
  * and 40,000 random mutations of valid bodies. The fast path must have
  * done the work on every generated valid body (it is not a test of the
- * general path against itself).
+ * general path against itself). Every body is also read in parts
+ * (proto_batch_decode_parts, issue 22): all its parts reading means the
+ * same job, and a body the text mode reads whole is read in parts when
+ * its kind allows; a large batch's parts read on four threads at once.
  */
 #include <check.h>
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,7 +99,50 @@ static void same_job(const proto_job *a, const proto_job *b, const char *what)
                       "%s: goals differ", what);
 }
 
-static size_t n_fast, n_general;
+static size_t n_fast, n_general, n_parts;
+
+/* The same body read in parts (proto_batch_decode_parts: parts of 2
+ * targets and more, at most 3 of them, read last first: their order does
+ * not matter). whole is the text mode's job of the whole body, or NULL
+ * when the text mode declined it. Every part reading means the text
+ * mode's job; a body the text mode read whole and parts take (one chain,
+ * not a tree, no seeds, no max_joint_step, 4 targets and more) is read in
+ * parts. Otherwise nothing is allocated. */
+static void parts_agree(const char *body, size_t len, const proto_limits *lim,
+                        const proto_job *whole, const char *what)
+{
+    proto_job *jp;
+    proto_batch_parts *pt;
+    bool takes = whole && whole->n >= 4 && !whole->seed_q && whole->ntips == 0 &&
+                 whole->opt.max_joint_step_in <= 0;
+    int rc = proto_batch_decode_parts(body, len, lim, lookup, NULL, 2, 3, &jp, &pt);
+    if (rc == 1) { /* not for parts (too few targets, seeds...): decoded whole */
+        ck_assert_msg(whole && !takes, "%s: decoded whole in parts' stead", what);
+        ck_assert_ptr_null(pt);
+        same_job(jp, whole, what);
+        proto_job_free(jp);
+        return;
+    }
+    if (rc) {
+        ck_assert_ptr_null(jp);
+        ck_assert_ptr_null(pt);
+        ck_assert_msg(!takes, "%s: not taken in parts", what);
+        return;
+    }
+    size_t np = proto_batch_parts_count(pt);
+    ck_assert_msg(np >= 2 && np <= 3, "%s: %zu parts", what, np);
+    bool ok = true;
+    for (size_t k = np; k-- > 0;)
+        ok = proto_batch_decode_part(jp, pt, k) == 0 && ok;
+    ck_assert_msg(ok || !takes, "%s: a part declined what the text mode read", what);
+    if (ok) {
+        ck_assert_msg(whole != NULL, "%s: read in parts, declined whole", what);
+        same_job(jp, whole, what);
+        n_parts++;
+    }
+    proto_job_free(jp);
+    proto_batch_parts_free(pt);
+}
 
 /* body decoded both ways must agree; returns whether it was accepted. */
 static bool same_as_general(const char *body, size_t len, const proto_limits *lim)
@@ -120,6 +167,7 @@ static bool same_as_general(const char *body, size_t len, const proto_limits *li
                       e2.code, e2.path, e2.message);
         ck_assert_ptr_null(j1);
         ck_assert_ptr_null(i1);
+        parts_agree(body, len, lim, NULL, what);
         return false;
     }
     ck_assert_msg(!j1 == !j2 && !i1 == !i2, "%s: not the same form", what);
@@ -131,10 +179,12 @@ static bool same_as_general(const char *body, size_t len, const proto_limits *li
     if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, NULL, &jf) == 0) {
         n_fast++;
         same_job(jf, j2, what);
+        parts_agree(body, len, lim, jf, what);
         proto_job_free(jf);
     } else {
         ck_assert_ptr_null(jf);
         n_general++;
+        parts_agree(body, len, lim, NULL, what);
     }
     proto_job_free(j1);
     proto_job_free(j2);
@@ -440,7 +490,7 @@ START_TEST(test_generated)
     buf b = {malloc(4096), 0, 4096};
     proto_limits lim;
     proto_limits_default(&lim);
-    n_fast = n_general = 0;
+    n_fast = n_general = n_parts = 0;
     size_t accepted = 0, fast_before;
     for (int round = 0; round < 600; round++) {
         const kind *k = &KINDS[(size_t)round % (sizeof KINDS / sizeof KINDS[0])];
@@ -453,8 +503,10 @@ START_TEST(test_generated)
                           b.p);
         }
     }
-    printf("generated: %zu accepted, all the fast way\n", accepted);
+    printf("generated: %zu accepted, all the fast way, %zu read in parts too\n", accepted,
+           n_parts);
     ck_assert_uint_gt(accepted, 500);
+    ck_assert_uint_gt(n_parts, 100);
     free(b.p);
 }
 END_TEST
@@ -597,6 +649,69 @@ START_TEST(test_mutations)
 }
 END_TEST
 
+/* A large batch's parts read side by side on four threads give the job
+ * the whole body gives (ThreadSanitizer's build checks that they share
+ * nothing they write). */
+typedef struct parts_thread {
+    pthread_t t;
+    proto_job *job;
+    const proto_batch_parts *pt;
+    size_t first, step;
+    int failed;
+} parts_thread;
+
+static void *read_parts(void *p)
+{
+    parts_thread *w = p;
+    for (size_t k = w->first; k < proto_batch_parts_count(w->pt); k += w->step)
+        w->failed += proto_batch_decode_part(w->job, w->pt, k) != 0;
+    return NULL;
+}
+
+START_TEST(test_parts_threads)
+{
+    size_t n = 20000;
+    buf b = {malloc(64 + n * 64), 0, 64 + n * 64};
+    put(&b, "{\"chain\":" BONES ",\"options\":{\"digits\":6},\"targets\":[");
+    for (size_t i = 0; i < n; i++)
+        put(&b, "%s{\"position\":[%.6f,%.6f,%.6f]}", i ? "," : "", uniform(-0.5, 0.5),
+            uniform(-0.5, 0.5), uniform(0.2, 0.9));
+    put(&b, "]}");
+    proto_limits lim;
+    proto_limits_default(&lim);
+    proto_job *whole, *jp;
+    proto_items *items;
+    proto_error err;
+    proto_batch_parts *pt;
+    ck_assert_int_eq(proto_batch_decode(b.p, b.len, &lim, lookup, NULL, &whole, &items, &err), 0);
+    ck_assert_int_eq(
+        proto_batch_decode_parts(b.p, b.len, &lim, lookup, NULL, 1000, 8, &jp, &pt), 0);
+    ck_assert_uint_eq(proto_batch_parts_count(pt), 8);
+    parts_thread w[4];
+    for (size_t i = 0; i < 4; i++) {
+        w[i] = (parts_thread){.job = jp, .pt = pt, .first = i, .step = 4};
+        ck_assert_int_eq(pthread_create(&w[i].t, NULL, read_parts, &w[i]), 0);
+    }
+    for (size_t i = 0; i < 4; i++) {
+        pthread_join(w[i].t, NULL);
+        ck_assert_int_eq(w[i].failed, 0);
+    }
+    same_job(jp, whole, "20,000 targets in 8 parts on 4 threads");
+    /* fewer than 2 * per_min targets: not in parts */
+    proto_job *none;
+    proto_batch_parts *no;
+    ck_assert_int_eq(
+        proto_batch_decode_parts(b.p, b.len, &lim, lookup, NULL, 10001, 8, &none, &no), 1);
+    ck_assert_ptr_null(no);
+    same_job(none, whole, "20,000 targets, too few for parts of 10,001");
+    proto_job_free(none);
+    proto_job_free(whole);
+    proto_job_free(jp);
+    proto_batch_parts_free(pt);
+    free(b.p);
+}
+END_TEST
+
 static Suite *batch_read_suite(void)
 {
     Suite *s = suite_create("proto_batch_read");
@@ -607,6 +722,7 @@ static Suite *batch_read_suite(void)
     tcase_add_test(tc, test_generated);
     tcase_add_test(tc, test_edges);
     tcase_add_test(tc, test_mutations);
+    tcase_add_test(tc, test_parts_threads);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -8,7 +8,9 @@ can read as slowly as it likes or leave in the middle.
   whose results are in order and each on its target (checked by the
   geometry of the leg, never against ikd's own output), with "counts" after
   the results; a batch of items too; an HTTP/1.0 client gets the same
-  answer to the end of the connection.
+  answer to the end of the connection. Such a batch's targets are read in
+  parts on the pool: a wrong target or stray bytes in a late part are
+  answered as the whole body's error.
 - A client that reads slowly gets the whole answer of a 30-bone FABRIK
   batch (about 40 MB of JSON from a body of 0.3 MB), and ikd's resident
   memory grows by less than half of it meanwhile (the whole answer was held
@@ -236,6 +238,28 @@ class FastClients(unittest.TestCase):
             self.assertLess(dist(q[2], t), 1e-9)
             self.assertAlmostEqual(dist(q[0], q[1]), dist(p[0], p[1]), delta=1e-9)
             self.assertAlmostEqual(dist(q[1], q[2]), dist(p[1], p[2]), delta=1e-9)
+
+    def test_large_batch_errors_name_their_target(self):
+        """A batch this large is read in parts side by side (issue 22): a
+        wrong target or stray bytes in a late part get the error the whole
+        body gets, naming the target, and the next batch is answered."""
+        targets = [{"position": t} for t in leg_targets(20000)]
+        targets[17001] = {"position": [0.1, "x", 0.5]}
+        body = json.dumps({"chain": LEG, "targets": targets}).encode()
+        status, _, text = self.exchange(body, "1.0")  # (the answer ends with the connection)
+        self.assertEqual(status, 400, text[:300])
+        err = json.loads(text)["error"]
+        self.assertEqual(err["path"], "/targets/17001/position/1", err)
+        # a byte between two targets of the third part: not JSON
+        targets[17001] = {"position": [0.1, 0.2, 0.5]}
+        body = json.dumps({"chain": LEG, "targets": targets}).encode()
+        at = body.index(b"}, {", body.index(b'"targets"') + len(body) * 3 // 4)
+        status, _, text = self.exchange(body[:at + 1] + b"5" + body[at + 1:], "1.0")
+        self.assertEqual(status, 400, text[:300])
+        self.assertEqual(json.loads(text)["error"]["code"], "invalid_json", text[:300])
+        status, _, text = self.exchange(body)
+        self.assertEqual(status, 200, text[:300])
+        self.assertEqual(json.loads(text)["count"], 20000)
 
     def test_items_are_streamed_with_their_errors(self):
         """3,000 items, each its own leg, every 500th bad: in order, the bad

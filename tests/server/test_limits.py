@@ -1127,8 +1127,10 @@ class InlineTurnTest(unittest.TestCase):
         inline solves a second, more than the loop can do: the inline work
         of all streams together is bounded per turn of the loop (paths then
         skip samples, as they do when solving cannot keep up), so /livez
-        stays fast (a probe waited more than 5 s before)."""
-        d = Daemon()
+        stays fast (a probe waited more than 5 s before). One loop: the
+        bound is a loop's (with a loop per core, every core would solve
+        paths and the client's probes, on this machine, wait for one)."""
+        d = Daemon("--loops", "1")
         conns = []
         NCONN = 8
         try:
@@ -1306,6 +1308,46 @@ class HardBatchTest(unittest.TestCase):
 
 
 class AnswerBudgetTest(unittest.TestCase):
+    def test_chain_answers_reserve_the_budget(self):
+        """Eight clients register a 1 MB URDF chain at once (its
+        description, about 1 MB, is written on the pool): each request
+        reserves its answer's bytes when it is taken, until the answer is
+        sent, so the answers written or being written stay within
+        --answer-budget (3 MB: two of them) for every loop together, and
+        those past it get 503. They were only checked against the budget
+        before, and taken once written: all eight passed the check while
+        the first ones were being written (8 MB against 3)."""
+        d = Daemon("--answer-budget", "3M", "--max-body", "4M")
+        clients = []
+        try:
+            body = json.dumps({"kind": "urdf", "urdf": padded_urdf(1.0), "base": "base_link",
+                               "tip": "tool0"}).encode()
+            for _ in range(8):
+                c = d.connect()
+                clients.append(c)
+            for c in clients:
+                c.sendall(post("/v1/chains", body))
+            time.sleep(1.5 * SLOW)
+            held = metric(d, 'ikd_held_bytes{what="answers"}')
+            statuses = []
+            for c in clients:
+                c.settimeout(30 * SLOW)
+                r = read_response(c)
+                statuses.append(r[0] if r else None)
+            time.sleep(0.3)
+            after = metric(d, 'ikd_held_bytes{what="answers"}')
+            print("chain answers: statuses %s, %.2f MB held while nobody read, %.2f MB after"
+                  % (statuses, held / 1e6, after / 1e6))
+            self.assertLessEqual(held, 3 << 20)
+            self.assertIn(503, statuses)
+            self.assertTrue(set(statuses) <= {200, 201, 503} and statuses.count(201) == 1,
+                            statuses)
+            self.assertEqual(after, 0)
+        finally:
+            for c in clients:
+                c.close()
+            d.kill()
+
     def test_answers_held_for_clients_are_bounded(self):
         """Six clients post 100,000-target batches (about 45 MB of answer
         each, written out in chunks as they are solved: each reserves its

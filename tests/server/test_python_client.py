@@ -428,6 +428,58 @@ class PythonClientTest(unittest.TestCase):
                                  ("invalid_request", "/targets", 24))
         run(body())
 
+    def test_tick_binary(self):
+        """BinaryCodec: a tick of positions goes as one binary message and
+        its binary answer reads as the JSON form's (the same numbers, the
+        same errors with code, path and message); other ticks go as JSON."""
+        codec = ikd.BinaryCodec()
+        self.assertIsInstance(codec.encode_tick(1, [("c1", None, {"position": [1, 2, 3]}, None)]),
+                              bytes)
+        self.assertIsInstance(codec.encode_tick(1, [("c1", None, {"position": [1, 2, 3]}, [0])]),
+                              str)
+        self.assertIsInstance(codec.encode_tick(1, [("c1", None, {"position": [1, 2, 3],
+                                                                  "up": [0, 0, 1]}, None)]), str)
+
+        async def body():
+            async with self.a.connect(codec=ikd.BinaryCodec()) as cb, \
+                    self.a.connect() as cj:
+                for c in (cb, cj):
+                    await c.open("c1", chain=LEG)
+                    await c.open("c2", chain=LEG, options={"solver": "two_bone"})
+                    await c.open("c3", chain=LEG)
+                a, b = [0.2, 0.1, 0.25], [0.15, -0.05, 0.3]
+                targets = [("c1", {"position": a}), ("nope", {"position": a}),
+                           ("c3", {"position": [0.2, 2.5e9, 0.3]}), ("c2", {"position": b}),
+                           ("c1", {"position": b})]
+                tb = await cb.tick(targets)
+                tj = await cj.tick(targets)
+                self.assertEqual((tb.seq, tb.skipped), (tj.seq, tj.skipped))
+                self.assertEqual(len(tb.items), 5)
+                check_leg(self, tb[0].result["positions"], a)
+                check_leg(self, tb[3].result["positions"], b)
+                for x, y in zip(tb.items, tj.items):
+                    self.assertEqual((x.stream, x.seq, x.skipped), (y.stream, y.seq, y.skipped))
+                    if y.error is not None:
+                        self.assertIsNotNone(x.error)
+                        self.assertEqual((x.error.code, x.error.path, x.error.message,
+                                          x.error.stream, x.error.seq),
+                                         (y.error.code, y.error.path, y.error.message,
+                                          y.error.stream, y.error.seq))
+                        continue
+                    for k in ("status", "code", "iterations", "positions", "rotations",
+                              "local_rotations", "position_error"):
+                        self.assertEqual(x.result.get(k), y.result.get(k), k)
+                self.assertEqual([it.error.path for it in tb.items if it.error],
+                                 ["/targets/1/stream", "/targets/2/target/position/1",
+                                  "/targets/4/stream"])
+                # a stream's latest is the binary item
+                self.assertEqual(cb.streams["c2"].latest.seq, tb[3].seq)
+                # an orientation on some targets only: sent as JSON, answered
+                t2 = await cb.tick([("c1", {"position": a}),
+                                    ("c2", {"position": b, "orientation": [0, 0, 0, 1]})])
+                check_leg(self, t2[0].result["positions"], a)
+        run(body())
+
     def test_unknown_type_and_unknown_messages_reach_the_caller(self):
         async def body():
             async with self.a.connect() as conn:

@@ -1,14 +1,18 @@
 /*
  * test_registry.c: server/registry.c on its own: content addressing (the
  * same chain twice is one entry), references (a looked-up chain outlives
- * its removal), the memory bound with least-recently-used eviction, and the
- * proto_chain_lookup_fn adapter. Chains are small planar arms decoded by
- * proto/.
+ * its removal), the memory bound with least-recently-used eviction (uses
+ * stamped by lookups under the read lock), lookups and insertions from
+ * several threads at once (the loops'), and the proto_chain_lookup_fn
+ * adapter. Chains are small planar arms decoded by proto/.
  */
 #include <check.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <uv.h>
 
 #include "server/registry.h"
 #include "server/srv.h"
@@ -148,6 +152,111 @@ START_TEST(test_many_and_lookup_fn)
 }
 END_TEST
 
+static void sleep_ms(unsigned ms)
+{
+    uv_sleep(ms);
+}
+
+/* Lookups stamp their use without moving entries: eviction still takes the
+ * least recently used, an entry used since it was placed going back by its
+ * last use (here at least a millisecond apart: uses are stamped to it). */
+START_TEST(test_lru_by_stamped_use)
+{
+    proto_chain *c[5];
+    for (int i = 0; i < 5; i++)
+        c[i] = planar(3.0 + i);
+    size_t m = proto_chain_memory(c[0]);
+    srv_registry *r = srv_registry_new(3 * m + m / 2); /* room for three */
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(srv_registry_put(r, c[i], NULL), SRV_OK);
+    /* last uses: 2 when put, then 1, then 0 */
+    sleep_ms(3);
+    proto_chain_unref(srv_registry_get(r, proto_chain_id(c[1])));
+    sleep_ms(3);
+    proto_chain_unref(srv_registry_get(r, proto_chain_id(c[0])));
+    ck_assert_int_eq(srv_registry_put(r, c[3], NULL), SRV_OK); /* 2 goes */
+    proto_chain *g = srv_registry_get(r, proto_chain_id(c[2]));
+    ck_assert_ptr_null(g);
+    ck_assert_int_eq(srv_registry_put(r, c[4], NULL), SRV_OK); /* then 1, not 0 */
+    g = srv_registry_get(r, proto_chain_id(c[1]));
+    ck_assert_ptr_null(g);
+    g = srv_registry_get(r, proto_chain_id(c[0]));
+    ck_assert_ptr_nonnull(g);
+    proto_chain_unref(g);
+    ck_assert_uint_eq(srv_registry_evictions(r), 2);
+    for (int i = 0; i < 5; i++)
+        proto_chain_unref(c[i]);
+    srv_registry_free(r);
+}
+END_TEST
+
+enum { CHAINS = 64, READERS = 4, LOOKUPS = 20000 };
+
+typedef struct shared_reg {
+    srv_registry *r;
+    proto_chain *c[CHAINS];
+    atomic_int found;
+} shared_reg;
+
+static void reader(void *arg)
+{
+    shared_reg *t = arg;
+    int found = 0;
+    for (int i = 0; i < LOOKUPS; i++) {
+        proto_chain *g = srv_registry_get(t->r, proto_chain_id(t->c[(i * 7) % CHAINS]));
+        if (g) {
+            found++;
+            proto_chain_unref(g);
+        }
+    }
+    atomic_fetch_add(&t->found, found);
+}
+
+static void writer(void *arg)
+{
+    shared_reg *t = arg;
+    for (int i = 0; i < 20 * CHAINS; i++)
+        srv_registry_put(t->r, t->c[(i * 5) % CHAINS], NULL);
+}
+
+/* Four threads look chains up while a fifth puts them into a registry with
+ * room for a quarter of them (evicting all the while): the bound holds and
+ * what is stored is found. ThreadSanitizer's check of the lock. */
+START_TEST(test_lookups_from_several_threads)
+{
+    static shared_reg t;
+    for (int i = 0; i < CHAINS; i++)
+        t.c[i] = planar(1.5 + i * 0.01);
+    size_t m = proto_chain_memory(t.c[0]);
+    size_t bound = (CHAINS / 4) * m + m / 2;
+    t.r = srv_registry_new(bound);
+    for (int i = 0; i < CHAINS / 4; i++)
+        ck_assert_int_eq(srv_registry_put(t.r, t.c[i], NULL), SRV_OK);
+    atomic_init(&t.found, 0);
+    uv_thread_t th[READERS + 1];
+    for (int k = 0; k < READERS; k++)
+        ck_assert_int_eq(uv_thread_create(&th[k], reader, &t), 0);
+    ck_assert_int_eq(uv_thread_create(&th[READERS], writer, &t), 0);
+    for (int k = 0; k <= READERS; k++)
+        uv_thread_join(&th[k]);
+    ck_assert_uint_le(srv_registry_bytes(t.r), bound);
+    ck_assert_uint_eq(srv_registry_count(t.r), CHAINS / 4);
+    ck_assert_int_gt(atomic_load(&t.found), 0);
+    size_t present = 0;
+    for (int i = 0; i < CHAINS; i++) {
+        proto_chain *g = srv_registry_get(t.r, proto_chain_id(t.c[i]));
+        if (g) {
+            present++;
+            proto_chain_unref(g);
+        }
+    }
+    ck_assert_uint_eq(present, CHAINS / 4);
+    srv_registry_free(t.r);
+    for (int i = 0; i < CHAINS; i++)
+        proto_chain_unref(t.c[i]);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
     Suite *s = suite_create("registry");
@@ -157,6 +266,8 @@ static Suite *registry_suite(void)
     tcase_add_test(tc, test_lru_eviction);
     tcase_add_test(tc, test_too_big_for_bound);
     tcase_add_test(tc, test_many_and_lookup_fn);
+    tcase_add_test(tc, test_lru_by_stamped_use);
+    tcase_add_test(tc, test_lookups_from_several_threads);
     suite_add_tcase(s, tc);
     return s;
 }

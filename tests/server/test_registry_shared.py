@@ -100,7 +100,8 @@ class Ikd:
     def __init__(self, redis_url, *extra):
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [IKD_BIN, "--listen", "127.0.0.1:0", "--log-level", "info", "--redis", redis_url,
+            [IKD_BIN, "--listen", "127.0.0.1:0", "--loops", "2", "--log-level", "info",
+             "--redis", redis_url,
              "--redis-timeout", str(REDIS_TIMEOUT_MS), *extra],
             stdout=subprocess.PIPE, stderr=self.log)
         line = self.proc.stdout.readline().decode()
@@ -211,6 +212,19 @@ class SharedRegistryTest(unittest.TestCase):
         for k, r in enumerate(ans["results"]):
             assert_reaches(self, r, bones_target(k)["position"])
         self.assertEqual(self.fetches(self.b) - before, 1, "one fetch for the five ids")
+
+    def test_b_large_batch_by_id(self):
+        """A text batch over 256 KiB by an id B never saw: its targets are
+        read in parts on the pool, after the fetch."""
+        cid = self.register(self.a, bones(0.075), (201,))["id"]
+        targets = [bones_target(k % 50) for k in range(6000)]
+        body = {"chain_id": cid, "targets": targets}
+        self.assertGreater(len(json.dumps(body)), 256 * 1024)
+        status, ans, _ = self.b.http("POST", "/v1/solve/batch", body)
+        self.assertEqual(status, 200, ans)
+        self.assertEqual(len(ans["results"]), len(targets))
+        for k in (0, 2999, 5999):
+            assert_reaches(self, ans["results"][k], targets[k]["position"])
 
     def fetches(self, d):
         status, text, _ = d.http("GET", "/metrics")

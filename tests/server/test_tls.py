@@ -54,7 +54,8 @@ def make_cert(d, name, cn):
 def start(*args):
     """(process, port, log file) of an ikd on a free port, or raises."""
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen([IKD_BIN, "--listen", "127.0.0.1:0", "--token", TOKEN, *args],
+    proc = subprocess.Popen([IKD_BIN, "--listen", "127.0.0.1:0", "--loops", "2", "--token", TOKEN,
+                             *args],
                             stdout=subprocess.PIPE, stderr=log)
     line = proc.stdout.readline().decode()
     if not line.startswith("ikd listening on "):
@@ -264,6 +265,25 @@ class TlsTest(unittest.TestCase):
         run(main())
         self.assertIsNone(self.proc.poll(), "SIGHUP stopped ikd")
         self.assertEqual(peer_cn(self.port), "ikd-b")
+        # the reload reached both loops: connections held open spread over
+        # them (a loop two above the other hands the next one over), and
+        # each handshake presents the new certificate
+        held = []
+        try:
+            for _ in range(4):
+                s = socket.create_connection(("127.0.0.1", self.port), timeout=TIMEOUT)
+                t = ssl.create_default_context(cafile=self.b_crt).wrap_socket(
+                    s, server_hostname="localhost")
+                held.append(t)
+            status, text = curl(self.port, self.b_crt, "/metrics", None)
+            self.assertEqual(status, 200, text)
+            per_loop = [int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+                        if line.startswith("ikd_loop_connections{")]
+            self.assertEqual(len(per_loop), 2, text)
+            self.assertTrue(all(n >= 1 for n in per_loop), per_loop)
+        finally:
+            for t in held:
+                t.close()
         status, text = curl(self.port, self.b_crt, "/readyz", None, None)
         self.assertEqual(status, 200, text)
         status, text = curl(self.port, self.b_crt)
@@ -328,6 +348,41 @@ class StartupTest(unittest.TestCase):
         finally:
             proc.send_signal(signal.SIGTERM)
             self.assertEqual(proc.wait(10 * SLOW), 0)
+            proc.stdout.close()
+
+    def test_handshakes_count_against_the_address_limit(self):
+        """A TLS connection is admitted at its accept: connections that have
+        not finished (or begun) their handshake hold their place under
+        --max-connections-per-address, on whichever loop took them."""
+        proc, port, log = start("--tls-cert", self.a_crt, "--tls-key", self.a_key,
+                                "--max-connections-per-address", "2")
+        held = []
+        try:
+            held = [socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+                    for _ in range(2)]
+            time.sleep(0.2 * SLOW)  # both accepted
+            third = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+            try:
+                self.assertEqual(third.recv(1), b"", "a third connection was served")
+            except ConnectionResetError:
+                pass
+            finally:
+                third.close()
+            held.pop().close()
+            deadline = time.monotonic() + 5 * SLOW
+            while True:  # its place is given back
+                try:
+                    status, _ = curl(port, self.a_crt, "/livez", None, None)
+                    break
+                except RuntimeError:
+                    self.assertLess(time.monotonic(), deadline, log_text(log))
+                    time.sleep(0.05)
+            self.assertEqual(status, 200)
+        finally:
+            for h in held:
+                h.close()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(10 * SLOW)
             proc.stdout.close()
 
 

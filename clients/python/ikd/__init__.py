@@ -37,10 +37,10 @@ if int(_websockets.__version__.split(".")[0]) < 10:  # pragma: no cover
 from .errors import CLIENT_CODES, IkdError  # noqa: E402
 from .types import (BatchAnswer, ChainInfo, Path, PathEnd, Pose, Result,  # noqa: E402
                     SolveAnswer, Solution, TickItem, TickSolution, TipAnswer)
-from .stream import Connection, JsonCodec, Stream  # noqa: E402
+from .stream import BinaryCodec, Connection, JsonCodec, Stream  # noqa: E402
 from .client import AsyncClient, Client, SyncConnection, SyncStream  # noqa: E402
 
 __all__ = ["Client", "AsyncClient", "Connection", "Stream", "SyncConnection", "SyncStream",
-           "JsonCodec", "IkdError", "CLIENT_CODES", "Solution", "PathEnd", "Path",
+           "JsonCodec", "BinaryCodec", "IkdError", "CLIENT_CODES", "Solution", "PathEnd", "Path",
            "TickItem", "TickSolution", "Result", "SolveAnswer", "BatchAnswer", "ChainInfo",
            "Pose", "TipAnswer", "__version__"]

@@ -43,8 +43,14 @@ TICKS
   streams and returns its TickSolution: one TickItem per target, in order,
   each a solution or that target's error. Every item also reaches its
   stream (`latest`, `solutions()`, on_solution) like a target's answer.
-  Encoding and decoding go through the connection's `codec` (JsonCodec), the
-  seam where a binary tick form can come in without changing this API.
+  Encoding and decoding go through the connection's `codec`: JsonCodec (the
+  default), or BinaryCodec (`client.connect(codec=ikd.BinaryCodec())`):
+  a tick whose targets are all {"position", "orientation"?} (an
+  orientation on every target or on none, no seed) goes as one binary
+  message of doubles and ikd answers in binary (proto/STREAM.md, "Binary
+  ticks"), decoded into the same TickSolution (numbers at full precision,
+  "status" from the MoveIt "code", no "reason", "cause" or "solutions");
+  any other tick goes as JSON.
 
 THREADS
   A Connection belongs to the asyncio loop that opened it; callbacks run on
@@ -56,6 +62,9 @@ import json
 import logging
 import random
 import ssl
+import struct
+import sys
+from array import array
 from collections import deque
 
 import websockets
@@ -63,7 +72,7 @@ import websockets
 from .errors import IkdError
 from .types import Path, PathEnd, Solution, TickItem, TickSolution
 
-__all__ = ["Connection", "Stream", "JsonCodec"]
+__all__ = ["Connection", "Stream", "JsonCodec", "BinaryCodec"]
 
 log = logging.getLogger("ikd")
 
@@ -132,6 +141,123 @@ class JsonCodec:
             else:
                 items.append(TickItem(name, seq, it.get("skipped", 0), it.get("result")))
         return TickSolution(msg.get("seq", 0), msg.get("skipped", 0), items, msg.get("seq", 0))
+
+
+_MEMBERS = ("joints", "positions", "rotations", "local_rotations", "tip", "position_error",
+            "orientation_error", "max_joint_step", "time_ms")
+_STATUS = {1: "success", -31: "no_ik_solution", -6: "timed_out", -16: "invalid_goal_constraints"}
+_NAN = float("nan")
+
+
+def _numbers(v, n):
+    return isinstance(v, (list, tuple)) and len(v) == n and \
+        all(type(x) in (int, float) for x in v)
+
+
+def _binary_target(t, orient):
+    """Whether target t fits a binary tick: {"position": [x, y(, z)]} and,
+    when orient, "orientation": [x, y, z, w]; numbers only."""
+    if not isinstance(t, dict) or len(t) != (2 if orient else 1):
+        return False
+    p = t.get("position")
+    if not (_numbers(p, 3) or _numbers(p, 2)):
+        return False
+    return not orient or _numbers(t.get("orientation"), 4)
+
+
+class BinaryCodec(JsonCodec):
+    """The binary form of ticks (proto/STREAM.md, "Binary ticks"): ticks of
+    positions (and orientations) as one binary message of doubles, the
+    answer read from ikd's binary message; any other tick as JSON."""
+
+    def encode_tick(self, seq, items):
+        n = len(items)
+        orient = n > 0 and isinstance(items[0][2], dict) and "orientation" in items[0][2]
+        names = bytearray()
+        recs = array("d")
+        for name, s, target, seed in items:
+            if seed is not None or not _binary_target(target, orient):
+                return super().encode_tick(seq, items)
+            try:
+                b = name.encode("ascii")
+            except (UnicodeEncodeError, AttributeError):
+                return super().encode_tick(seq, items)
+            if len(b) > 255:
+                return super().encode_tick(seq, items)
+            names.append(len(b))
+            names += b
+            p = target["position"]
+            recs.append(_NAN if s is None else float(s))
+            recs.extend((float(p[0]), float(p[1]), float(p[2]) if len(p) == 3 else 0.0))
+            if orient:
+                recs.extend(float(x) for x in target["orientation"])
+        if n == 0:
+            return super().encode_tick(seq, items)
+        head = struct.pack("<4sHHIId", b"IKDT", 1, 1 if orient else 0, n, len(names), float(seq))
+        body = bytearray(head)
+        body += names
+        body += bytes(-len(body) % 8)
+        if sys.byteorder != "little":
+            recs.byteswap()
+        return bytes(body) + recs.tobytes()
+
+    def decode_binary(self, data):
+        """A binary message: its TickSolution, or None when it is not a
+        binary tick's answer."""
+        b = bytes(data)
+        if len(b) < 24 or b[:4] != b"IKDS":
+            return None
+        _, version, _, n, skipped, seq = struct.unpack_from("<4sHHIId", b, 0)
+        if version != 1:
+            return None
+        at, items = 24, []
+        for _ in range(n):
+            size, kind, lname, flags, _, eseq, a, c = struct.unpack_from("<IBBBBdII", b, at)
+            if size < 24 or at + size > len(b):
+                raise IkdError("bad_answer", "a binary tick answer ends early")
+            iseq = int(eseq) if flags & 1 else 0
+            if kind == 2:
+                lc, lp, lm = a & 0xFFFF, a >> 16, c
+                x = at + 24
+                name = b[x:x + lname].decode("ascii")
+                x += lname
+                body = {"error": {"code": b[x:x + lc].decode("ascii"),
+                                  "path": b[x + lc:x + lc + lp].decode("utf-8", "replace"),
+                                  "message": b[x + lc + lp:x + lc + lp + lm].decode(
+                                      "utf-8", "replace")}}
+                items.append(TickItem(name, iseq, 0, None,
+                                      IkdError.from_body(body, None, name, iseq)))
+            else:
+                fields, dof, npos, nrot, dims = struct.unpack_from("<IHHHH", b, at + 24)
+                r = at + 40
+                code, rflags, iters, restarts = struct.unpack_from("<iIII", b, r)
+                r += 16
+                result = {"status": _STATUS.get(code, "failure"), "code": code,
+                          "iterations": iters, "restarts": restarts}
+                pose = rflags & 1
+                sizes = (dof, dims * npos, 4 * nrot, 4 * nrot, 7, 1, 1, 1, 1)
+                rows = (0, dims, 4, 4, 0, 0, 0, 0, 0)
+                shown = (pose, pose, pose, pose, rflags & 2, pose, rflags & 4, rflags & 8, 1)
+                for m in range(9):
+                    if not fields & (1 << m):
+                        continue
+                    k = sizes[m]
+                    if shown[m]:
+                        v = list(struct.unpack_from("<%dd" % k, b, r))
+                        if m == 4:
+                            result["tip"] = {"position": v[:3], "orientation": v[3:]}
+                        elif m >= 5:
+                            result[_MEMBERS[m]] = v[0]
+                        elif rows[m]:
+                            w = rows[m]
+                            result[_MEMBERS[m]] = [v[i:i + w] for i in range(0, k, w)]
+                        else:
+                            result[_MEMBERS[m]] = v
+                    r += 8 * k
+                name = b[r:r + lname].decode("ascii")
+                items.append(TickItem(name, iseq, a, result))
+            at += size
+        return TickSolution(int(seq), skipped, items, int(seq))
 
 
 class _Handlers:
@@ -362,7 +488,10 @@ class Connection:
         return tseq
 
     def _tick_solution(self, msg):
-        ts = self.codec.decode_tick(msg)
+        self._tick_answer(self.codec.decode_tick(msg))
+
+    def _tick_answer(self, ts):
+        """A decoded TickSolution (either form) to the streams and waiters."""
         self.latest_tick = ts
         for it in ts.items:
             s = self.streams.get(it.stream)
@@ -402,7 +531,17 @@ class Connection:
         try:
             async for data in self.ws:
                 if not isinstance(data, str):
-                    self._unexpected(data)
+                    decode = getattr(self.codec, "decode_binary", None)
+                    try:
+                        ts = decode(data) if decode else None
+                    except (IkdError, struct.error, UnicodeDecodeError) as e:
+                        self._error(e if isinstance(e, IkdError) else
+                                    IkdError("bad_answer", "a binary tick answer: %s" % e))
+                        continue
+                    if ts is not None:
+                        self._tick_answer(ts)
+                    else:
+                        self._unexpected(data)
                     continue
                 try:
                     msg = json.loads(data)

@@ -3,7 +3,7 @@
 // declarations (resolved as "ikd-client" through its package.json). The
 // lines marked as expected errors are misuses the declarations must refuse:
 // tsc fails when one of them is accepted.
-import { Ikd, IkdError, JsonCodec, VERSION, streamProtocols } from 'ikd-client';
+import { BinaryCodec, Ikd, IkdError, JsonCodec, VERSION, streamProtocols } from 'ikd-client';
 import type { Result, Solution, TickSolution, TickItem, ChainInfo, BatchAnswer, SolveAnswer } from 'ikd-client';
 
 const ikd = new Ikd('https://ikd.example:8443', { token: 't', ca: '-----BEGIN CERTIFICATE-----', retries: 2 });
@@ -18,6 +18,8 @@ export async function use(): Promise<number> {
   const counts: number = batch.counts.success ?? 0;
   const info: ChainInfo = await ikd.registerChain({ kind: 'urdf', urdf: '<robot/>', base: 'a', tip: 'b' });
   const conn = ikd.connect({ maxDelayMs: 1000, codec: new JsonCodec() });
+  const bin = ikd.connect({ codec: new BinaryCodec() });
+  const decoded: TickSolution | null = bin.codec.decodeBinary!(new ArrayBuffer(24));
   conn.on('error', (e: IkdError) => e.code === 'unknown_type');
   conn.on('tick', (t: TickSolution) => t.solutions.length);
   conn.on('state', (s) => s === 'reconnecting');
