@@ -205,10 +205,19 @@ static bool chain_is_large(const proto_chain *c, bool source)
 }
 
 /* Answers q with a chain's description text (taken; NULL: out of memory).
- * A large one holds its bytes of the answer budget until sent. */
-static void chain_answer(srv_request *q, int status, const char *id, char *text, size_t len)
+ * A large one holds its bytes of the answer budget until sent: the
+ * `reserved` bytes (answer_budget_full, before the text was written on
+ * the pool) become its length. */
+static void chain_answer(srv_request *q, int status, const char *id, char *text, size_t len,
+                         size_t reserved)
 {
     proto_error e;
+    srv_budget *ab = &q->ctx->sh->answer_bytes;
+    size_t held = text && len > SRV_DECODE_INLINE_MAX ? len : 0;
+    if (held > reserved)
+        srv_budget_take(ab, held - reserved); /* its estimate fell short */
+    else
+        srv_budget_release(ab, reserved - held);
     if (!text) {
         proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
         srv_http_respond_error(q, &e);
@@ -218,20 +227,20 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
     v.status = status;
     v.body = text;
     v.len = len;
-    if (len > SRV_DECODE_INLINE_MAX) {
-        v.held = len;
-        srv_budget_take(&q->ctx->sh->answer_bytes, len); /* room was checked before */
-    }
+    v.held = held;
     if (status == 201 || (status == 200 && q->method == SRV_M_POST))
         snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
     srv_http_respond(q, &v);
 }
 
-/* A large description would not fit the answer budget now: 503. */
+/* A large description to write on the pool: its estimated bytes reserved
+ * against the answer budget (reserved, not only checked, so that the bound
+ * holds for every loop together while the text is written), or 503 (true)
+ * when they do not fit now. */
 static bool answer_budget_full(srv_request *q, size_t bytes)
 {
     srv_ctx *ctx = q->ctx;
-    if (srv_budget_fits(&ctx->sh->answer_bytes, bytes))
+    if (srv_budget_reserve(&ctx->sh->answer_bytes, bytes))
         return false;
     proto_error e;
     proto_error_set(&e, PROTO_E_OVERLOADED, "",
@@ -256,10 +265,14 @@ typedef struct chain_work {
     bool created; /* new in the local registry */
     char *text;   /* the description */
     size_t len;
+    srv_budget *ab;  /* the answer budget, when reserved holds some of it */
+    size_t reserved; /* of the answer budget (answer_budget_full) */
 } chain_work;
 
 static void chain_work_free(chain_work *cw)
 {
+    if (cw->reserved)
+        srv_budget_release(cw->ab, cw->reserved); /* not answered with it */
     proto_chain_unref(cw->chain);
     free(cw->text);
     free(cw);
@@ -275,7 +288,8 @@ static void registered_answer(chain_work *cw, bool created)
     cw->text = NULL;
     if (!text)
         text = chain_text(cw->chain, cw->source, &len);
-    chain_answer(q, created ? 201 : 200, proto_chain_id(cw->chain), text, len);
+    chain_answer(q, created ? 201 : 200, proto_chain_id(cw->chain), text, len, cw->reserved);
+    cw->reserved = 0;
     chain_work_free(cw);
 }
 
@@ -374,11 +388,15 @@ void srv_http_chains_post(srv_request *q)
             free(cw);
             return;
         }
+        if (source) {
+            cw->ab = &q->ctx->sh->answer_bytes;
+            cw->reserved = q->len;
+        }
         cw->s.work = chain_decode_work;
         cw->s.done = chain_decoded_done;
         cw->s.data = cw;
         if (srv_http_submit(q, &cw->s) != SRV_OK)
-            free(cw);
+            chain_work_free(cw); /* answered */
         return;
     }
     if (!(cw->chain = proto_chain_decode(q->body, q->len, &q->ctx->cfg.limits, &cw->err))) {
@@ -419,12 +437,22 @@ static void chain_text_done(srv_solve *s, int status)
 static void describe(srv_request *q, proto_chain *c, bool source)
 {
     if (chain_is_large(c, source)) {
-        chain_work *cw = answer_budget_full(q, proto_chain_memory(c)) ? NULL
-                                                                      : calloc(1, sizeof *cw);
-        if (!cw) {
+        size_t estimate = proto_chain_memory(c);
+        if (answer_budget_full(q, estimate)) {
             proto_chain_unref(c);
             return;
         }
+        chain_work *cw = calloc(1, sizeof *cw);
+        if (!cw) {
+            srv_budget_release(&q->ctx->sh->answer_bytes, estimate);
+            proto_chain_unref(c);
+            proto_error e;
+            proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+            srv_http_respond_error(q, &e);
+            return;
+        }
+        cw->ab = &q->ctx->sh->answer_bytes;
+        cw->reserved = estimate;
         cw->q = q;
         cw->chain = c;
         cw->source = source;
@@ -437,7 +465,7 @@ static void describe(srv_request *q, proto_chain *c, bool source)
     }
     size_t len;
     char *text = chain_text(c, source, &len);
-    chain_answer(q, 200, proto_chain_id(c), text, len);
+    chain_answer(q, 200, proto_chain_id(c), text, len, 0);
     proto_chain_unref(c);
 }
 
