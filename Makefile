@@ -22,7 +22,7 @@
 #
 # Targets: all (default), web, check, bench, fuzz, run, format, clean,
 #          install, uninstall (the two C libraries: see "Installing" below).
-# Switches: SANITIZER=address|undefined|thread, WERROR=0 to drop -Werror,
+# Switches: SANITIZER=address|undefined|address,undefined|thread, WERROR=0 to drop -Werror,
 #           OPT=-O0 for debugging, FUZZ_SECONDS=N per fuzz target (default 60),
 #           PREFIX=/usr/local and DESTDIR for install and uninstall.
 
@@ -50,7 +50,7 @@ ifneq ($(SANITIZER),)
 SANFLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -g
 OPT := -O1
 endif
-ifeq ($(SANITIZER),undefined)
+ifneq ($(findstring undefined,$(SANITIZER)),)
 SANFLAGS += -fno-sanitize-recover=undefined
 endif
 
