@@ -231,23 +231,24 @@ static int length_list(const json_t *obj, const char *path, size_t min, size_t m
     return 0;
 }
 
-/* Compiles the joints into c->chain, allocated here: only chains that
- * need the numeric solver or forward kinematics carry one (it is several
- * kilobytes, which a bones chain decoded on every request should not pay
- * for). Returns 0; 1 when ik_chain_init() refuses the joints (the caller
- * names the reason); -1 with *err set when out of memory. On error
+/* Compiles the joints into c->chain, allocated here with its storage in
+ * one block: only chains that need the numeric solver or forward
+ * kinematics carry one (a bones chain decoded on every request should not
+ * pay for it). Returns 0; 1 when ik_chain_init() refuses the joints (the
+ * caller names the reason); -1 with *err set when out of memory. On error
  * c->chain stays NULL. */
 static int chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_error *err)
 {
-    ik_chain *k = malloc(sizeof *k);
+    const size_t store = ik_chain_storage_size(n);
+    ik_chain *k = store < SIZE_MAX - sizeof *k ? malloc(sizeof *k + store) : NULL;
     if (!k)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    if (ik_chain_init(k, j, n) != IK_OK) {
+    if (ik_chain_init(k, k + 1, store, j, n) != IK_OK) {
         free(k);
         return 1;
     }
     c->chain = k;
-    c->memory += sizeof *k;
+    c->memory += sizeof *k + store;
     /* the closed form joints and urdf chains get on first use */
     if (c->kind == PROTO_CHAIN_JOINTS || c->kind == PROTO_CHAIN_URDF)
         c->memory += sizeof(ik_closed);
@@ -488,9 +489,8 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
         return -1;
     char p[PROTO_PATH_MAX];
     proto_json_path_key(p, path, "joints");
-    size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
     size_t n;
-    if (proto_json_array(arr, p, 1, cap, true, &n, err))
+    if (proto_json_array(arr, p, 1, lim->max_joints, true, &n, err))
         return -1;
     ik_joint *j = calloc(n, sizeof *j);
     char(*names)[PROTO_NAME_MAX] = calloc(n, sizeof *names);
@@ -512,12 +512,6 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
     }
     if (movable == 0) {
         proto_error_set(err, PROTO_E_INVALID_CHAIN, p, "the chain has no movable joint");
-        goto out;
-    }
-    if (movable > IK_MAX_DOF) {
-        proto_error_set(err, PROTO_E_TOO_LARGE, p,
-                        "the chain has %zu movable joints; at most %d are supported", movable,
-                        IK_MAX_DOF);
         goto out;
     }
     int crc = chain_compile(c, j, n, err);
@@ -557,12 +551,12 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     proto_json_path_key(p, path, "tip");
     if (!v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, &tip, err))
         return -1;
-    size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
-    ik_joint *joints = calloc(IK_MAX_JOINTS, sizeof *joints);
-    char(*names)[PROTO_URDF_NAME_MAX] = calloc(IK_MAX_JOINTS, sizeof *names);
+    const size_t cap = lim->max_joints;
+    ik_joint *joints = calloc(cap, sizeof *joints);
+    char(*names)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *names);
     /* the joints' velocity limits are read in the same parse (servo
      * streams use them), so that nothing parses the document again */
-    double *vel = calloc(IK_MAX_JOINTS, sizeof *vel);
+    double *vel = calloc(cap, sizeof *vel);
     int rc = -1;
     if (!joints || !names || !vel) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
@@ -588,10 +582,10 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
                         "the chain from \"%s\" to \"%s\" has no movable joint", base, tip);
         goto out;
     }
-    if (movable > IK_MAX_DOF || movable > lim->max_joints) {
+    if (movable > lim->max_joints) {
         proto_error_set(err, PROTO_E_TOO_LARGE, p,
                         "the chain has %zu movable joints; the limit is %zu", movable,
-                        lim->max_joints < IK_MAX_DOF ? lim->max_joints : (size_t)IK_MAX_DOF);
+                        lim->max_joints);
         goto out;
     }
     int crc = chain_compile(c, joints, n, err);

@@ -313,16 +313,19 @@ static int servo_options(const json_t *sv, const proto_chain *c, proto_options *
     if (!x || proto_json_positive(x, "/options/servo/period_s", 1.0, &o->servo_period, err))
         return -1;
     const size_t n = c->chain->dof;
+    double *v = malloc(n * sizeof *v);
+    if (!v)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    o->servo_velocity = v;
     x = json_object_get(sv, "velocity");
     if (x) {
-        double v[IK_MAX_DOF];
         if (proto_json_numbers(x, "/options/servo/velocity", n, v, err))
             return -1;
         for (size_t k = 0; k < n; k++) {
             if (!(v[k] > 0))
                 return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo/velocity",
                                        "options.servo.velocity[%zu] must be > 0", k);
-            o->servo_velocity[k] = proto__angular_joint(c, k) ? proto_angle_in(o->units, v[k]) : v[k];
+            v[k] = proto__angular_joint(c, k) ? proto_angle_in(o->units, v[k]) : v[k];
         }
         return 0;
     }
@@ -337,18 +340,21 @@ static int servo_options(const json_t *sv, const proto_chain *c, proto_options *
                                    c->names ? c->names[k] : "?",
                                    c->kind == PROTO_CHAIN_URDF ? "no <limit velocity> in the URDF"
                                                                : "joints chains have none");
-        o->servo_velocity[k] = uv[k];
+        v[k] = uv[k];
     }
     return 0;
+}
+
+void proto__options_release(proto_options *o)
+{
+    free(o->servo_velocity);
+    o->servo_velocity = NULL;
 }
 
 int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_limits *lim,
                           proto_options *o, proto_error *err)
 {
     if (decode_options(jo, "/options", lim, o, err))
-        return -1;
-    const json_t *sv = json_is_object(jo) ? json_object_get(jo, "servo") : NULL;
-    if (sv && servo_options(sv, c, o, err))
         return -1;
     /* planar chains live in their own x-y plane (targets, seeds and answers
      * are 2-D): a frame convention would do nothing, so it is refused */
@@ -366,6 +372,12 @@ int proto__options_decode(const json_t *jo, const proto_chain *c, const proto_li
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/objective",
                                "options.objective mid_limits needs joint limits, and a tree of "
                                "bones has none (its bones turn freely as ball joints)");
+    /* last: the only check that allocates */
+    const json_t *sv = json_is_object(jo) ? json_object_get(jo, "servo") : NULL;
+    if (sv && servo_options(sv, c, o, err)) {
+        proto__options_release(o);
+        return -1;
+    }
     return 0;
 }
 
@@ -625,6 +637,7 @@ static int decode_request(json_t *req, proto_kind kind, const proto_limits *lim,
     if (proto__options_decode(json_object_get(req, "options"), chain, lim, &opt, err))
         goto fail;
     if (opt.servo_period > 0) {
+        proto__options_release(&opt);
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo",
                         "options.servo applies to streams (GET /v1/stream), where each answer "
                         "is one control period");
@@ -818,9 +831,12 @@ static int solve_fast(const char *body, size_t len, const proto_limits *lim,
     if (ot && !(jo = proto_json_loadb(ot, on, JSON_REJECT_DUPLICATES, NULL)))
         goto out;
     /* servo is for streams, and a joint step needs a seed: both refused */
-    if (proto__options_decode(jo, chain, lim, &opt, &err) || opt.servo_period > 0 ||
-        opt.max_joint_step_in > 0)
+    if (proto__options_decode(jo, chain, lim, &opt, &err))
         goto out;
+    if (opt.servo_period > 0 || opt.max_joint_step_in > 0) {
+        proto__options_release(&opt);
+        goto out;
+    }
     proto_target tg;
     if (!proto__target_raw(&t, opt.frame, chain->kind == PROTO_CHAIN_PLANAR, &tg))
         goto out;

@@ -253,16 +253,46 @@ void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_
     (void)s;
 }
 
+/* A joint chain's answer scratch (finish_joints), at the end of the
+ * workspace: the seed inside the limits (dof doubles), then the frames
+ * (dof + 1), aligned. */
+static size_t answer_scratch_size(const ik_chain *c)
+{
+    return (c->dof + 1) * sizeof(ik_xform) + c->dof * sizeof(double) + 16;
+}
+
+typedef struct answer_scratch {
+    double *from;
+    ik_xform *frames;
+} answer_scratch;
+
+/* The scratch at the end of ws (ws_size bytes, of which the solver gets
+ * the rest: the new size). */
+static size_t answer_scratch_take(const ik_chain *c, void *ws, size_t ws_size, answer_scratch *a)
+{
+    const size_t need = answer_scratch_size(c);
+    if (!ws || ws_size < need) {
+        a->from = NULL;
+        a->frames = NULL;
+        return 0;
+    }
+    uintptr_t at = ((uintptr_t)ws + ws_size - need + 15) & ~(uintptr_t)15;
+    a->frames = (ik_xform *)at;
+    a->from = (double *)(a->frames + c->dof + 1);
+    return ws_size - need;
+}
+
 size_t proto__workspace_size(const proto_job *job)
 {
     const proto_chain *c = job->chain;
     size_t ws = 0;
     switch (job->solver) {
     case PROTO_SOLVER_NUMERIC:
-        ws = c->tree ? proto__tree_workspace_size(c) : ik_numeric_workspace_size(c->chain);
+        ws = c->tree ? proto__tree_workspace_size(c)
+                     : ik_numeric_workspace_size(c->chain) + answer_scratch_size(c->chain);
         break;
     case PROTO_SOLVER_CLOSED:
-        ws = CLOSED_CANDIDATES * 6 * sizeof(double);
+        ws = CLOSED_CANDIDATES * 6 * sizeof(double) + answer_scratch_size(c->chain);
         break;
     case PROTO_SOLVER_FABRIK:
     case PROTO_SOLVER_CCD:
@@ -528,16 +558,17 @@ static void seed_inside(const ik_chain *c, const double *seed, double *out)
  * solver's: the servo period (streams), the step from the seed (refused:
  * the step that was refused, angular and prismatic, when r->status is
  * IK_ESTEP), every joint's position, the tip, and the errors (pos_err,
- * rot_err: the solver's, of r->q). */
+ * rot_err: the solver's, of r->q). sc: answer_scratch_take's. */
 static void finish_joints(proto_job *job, size_t i, proto_result *r, const double *seed,
-                          double pos_err, double rot_err, const double refused[2])
+                          double pos_err, double rot_err, const double refused[2],
+                          const answer_scratch *sc)
 {
     const proto_chain *c = job->chain;
     const proto_target *t = &job->targets[i];
+    double *from = sc->from;
     if (seed && job->opt.servo_period > 0) {
         /* servo: one period's motion toward the solution, every joint
          * within its velocity limit; on a failed solve the arm holds */
-        double from[IK_MAX_DOF];
         seed_inside(c->chain, seed, from);
         double sf = r->status == IK_OK ? ik_servo_step(c->chain->dof, from, r->q,
                                                        job->opt.servo_velocity,
@@ -563,7 +594,6 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
             r->step_ang = refused[0];
             r->step_lin = refused[1];
         } else {
-            double from[IK_MAX_DOF];
             seed_inside(c->chain, seed, from);
             for (size_t k = 0; k < c->chain->dof; k++) {
                 double d = fabs(r->q[k] - from[k]);
@@ -573,7 +603,7 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
             }
         }
     }
-    ik_xform frames[IK_MAX_DOF + 1];
+    ik_xform *frames = sc->frames;
     ik_chain_frames(c->chain, r->q, frames);
     for (size_t k = 0; k <= c->chain->dof; k++)
         r->positions[k] = frames[k].p;
@@ -603,6 +633,12 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
         o.max_step_lin = job->opt.max_joint_step_in;
     }
     ik_numeric_result res;
+    answer_scratch sc;
+    ws_size = answer_scratch_take(c->chain, ws, ws_size, &sc);
+    if (!sc.from) {
+        r->status = IK_ENOSPC;
+        return;
+    }
     r->status = ik_numeric_solve(c->chain, &tg, seed, &o, ws, ws_size, r->q, &res);
     r->iterations = res.iterations;
     r->restarts = res.restarts;
@@ -612,7 +648,7 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     const double refused[2] = {res.step_ang, res.step_lin};
-    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused);
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc);
 }
 
 /* The closed form (solver/ik_closed.h): the solution nearest the seed (the
@@ -634,7 +670,9 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
     const size_t n = c->chain->dof;
     ik_closed_result res;
     r->nall = r->total = 0;
-    if (!k) {
+    answer_scratch sc;
+    ws_size = answer_scratch_take(c->chain, ws, ws_size, &sc);
+    if (!k || !sc.from) {
         r->status = IK_ENOSPC;
         return;
     }
@@ -650,7 +688,7 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
         m = ik_closed_solve_all(c->chain, k, &tg, seed, &o, cand, CLOSED_CANDIDATES, &res);
     if (m > 0) {
         /* the nearest solution within the step (all joints turn) */
-        double from[IK_MAX_DOF];
+        double *from = sc.from;
         seed_inside(c->chain, seed, from);
         size_t pick = m;
         for (size_t s = 0; s < m && pick == m; s++) {
@@ -675,14 +713,14 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
         ik_pose_error(tg.pose, x, e);
         finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
                       sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]),
-                      r->status == IK_OK ? NULL : refused);
+                      r->status == IK_OK ? NULL : refused, &sc);
         return;
     }
     r->status = ik_closed_solve(c->chain, k, &tg, seed, &o, r->q, &res);
     r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
-    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused);
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc);
 }
 
 void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)

@@ -402,9 +402,9 @@ static double limit_joint(const ik_chain *c, size_t k, double v, bool *clamped)
  * (dJ/dq_k) D = [z_k x T_lin + A x J_lin_k; z_k x T_ang] for a revolute k
  * ([A x z_k; 0] for a prismatic one), with T = sum over i >= k of D_i J_i
  * and A = sum over revolute i < k of D_i z_i, both accumulated in one pass.
- * O(6 n) after one m x m solve. */
+ * O(6 n) after one m x m solve. scratch: 7 n + 6 doubles. */
 static void follow_direction(const problem *P, const double *q, const double *J,
-                             double N[6][6], const double v[6], double *d)
+                             double N[6][6], const double v[6], double *d, double *scratch)
 {
     const ik_chain *c = P->c;
     const size_t n = P->n, m = P->m;
@@ -417,7 +417,7 @@ static void follow_direction(const problem *P, const double *q, const double *J,
         for (size_t a = 0; a < m; a++)
             f += wv[a] * y[a];
     if (f > 1e-300 && isfinite(f)) {
-        double yr[6] = {0, 0, 0, 0, 0, 0}, D[IK_MAX_DOF], T[IK_MAX_DOF + 1][6];
+        double yr[6] = {0, 0, 0, 0, 0, 0}, *D = scratch, (*T)[6] = (double(*)[6])(scratch + n);
         for (size_t a = 0; a < m; a++)
             yr[P->row[a]] = P->sw[a] * y[a];
         for (size_t k = 0; k < n; k++) {
@@ -479,12 +479,13 @@ static void follow_direction(const problem *P, const double *q, const double *J,
  * (damped as the step is: h = d - Jw^T (N + lambda I)^-1 Jw d, N without
  * the locked columns), scaled so that its largest joint motion is `share`
  * of dq's largest, in proportion less when h is flatter than FOLLOW_FULL.
- * A step dq of zero gets no self-motion. */
+ * A step dq of zero gets no self-motion. h: n doubles of scratch. */
 static void add_self_motion(const problem *P, const double *J, double N[6][6], double lambda,
-                            const bool *locked, const double *d, double share, double *dq)
+                            const bool *locked, const double *d, double share, double *dq,
+                            double *h)
 {
     const size_t n = P->n, m = P->m;
-    double y[6], h[IK_MAX_DOF], big_h = 0.0, big_dq = 0.0;
+    double y[6], big_h = 0.0, big_dq = 0.0;
     for (size_t a = 0; a < m; a++) {
         const double *Ja = J + (size_t)P->row[a] * n;
         double s = 0.0;
@@ -518,14 +519,14 @@ static void add_self_motion(const problem *P, const double *J, double N[6][6], d
  * that limit, its motion is taken out of the error, and the step is solved
  * again for the other joints; up to LOCK_PASSES times. The limited trial
  * pose goes to qt. Returns false when the damped system is not positive
- * definite. */
+ * definite. locked: n flags of scratch; h: n doubles of scratch (toward). */
 static bool limited_step(const problem *P, const double *q, const double *J,
                          double N0[6][6], const double e[6], double lambda, double step_max,
-                         const double *toward, double share, double *dq, double *qt)
+                         const double *toward, double share, double *dq, double *qt,
+                         bool *locked, double *h)
 {
     const ik_chain *c = P->c;
     const size_t n = P->n, m = P->m;
-    bool locked[IK_MAX_DOF];
     double el[6], N[6][6];
     memcpy(el, e, sizeof el);
     memcpy(N, N0, sizeof N);
@@ -535,7 +536,7 @@ static bool limited_step(const problem *P, const double *q, const double *J,
         if (!dls_solve(P, J, N, el, lambda, locked, dq))
             return false;
         if (toward)
-            add_self_motion(P, J, N, lambda, locked, toward, share, dq);
+            add_self_motion(P, J, N, lambda, locked, toward, share, dq, h);
         if (step_max > 0.0) {
             /* step control: the whole step scaled down (its direction
              * kept) so that no joint moves more than step_max */
@@ -579,6 +580,9 @@ typedef struct search {
     const problem *P;
     const ik_numeric_opts *o;
     double *J, *Jt, *q, *qt, *dq, *best, *near, *seed;
+    double *toward;  /* follow: the self-motion's direction (n) */
+    double *scratch; /* follow_direction's and add_self_motion's (8 n + 6) */
+    bool *locked;    /* limited_step's (n) */
     double best_cost;
     size_t iterations;
     ik_budget budget; /* opts.timeout_s (ik_budget.h) */
@@ -638,9 +642,9 @@ static int attempt(search *S)
      * per solve for the same answers within 1%), and the self-motion's
      * share halves with every trial refused */
     const bool follow = S->follow && !S->staging && P->m < P->n;
-    double d[IK_MAX_DOF], share = FOLLOW_SHARE;
+    double *d = S->toward, share = FOLLOW_SHARE;
     if (follow)
-        follow_direction(P, S->q, S->J, N, e, d);
+        follow_direction(P, S->q, S->J, N, e, d, S->scratch);
     for (size_t it = 0;; it++) {
         if (converged(P, e))
             return ATTEMPT_SOLVED;
@@ -656,7 +660,8 @@ static int attempt(search *S)
         }
         S->iterations++;
         const double *dir = follow && share > 1e-3 * FOLLOW_SHARE ? d : NULL;
-        if (!limited_step(P, S->q, S->J, N, e, lambda, S->step_max, dir, share, S->dq, S->qt)) {
+        if (!limited_step(P, S->q, S->J, N, e, lambda, S->step_max, dir, share, S->dq, S->qt,
+                          S->locked, S->scratch)) {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX)
                 return ATTEMPT_STALLED;
@@ -860,12 +865,15 @@ static bool record(search *S, pick *K, const ik_numeric_opts *o, bool from_cont)
  * damped least-squares step towards the target, taken without limits,
  * would push further out, by a fair share (1e-3) of the step's largest
  * motion: as far as the solver can tell, the target lies beyond the joint
- * limits' workspace (ik_reason.h, IK_REASON_LIMITS). J: 6 x dof scratch. */
-static bool against_limits(const problem *P, const double *q, double *J)
+ * limits' workspace (ik_reason.h, IK_REASON_LIMITS). J: 6 x dof scratch,
+ * dq: dof, locked: dof. */
+static bool against_limits(const problem *P, const double *q, double *J, double *dq,
+                           bool *locked)
 {
     const ik_chain *c = P->c;
-    double e[6], N[6][6], dq[IK_MAX_DOF];
-    bool locked[IK_MAX_DOF] = {false};
+    double e[6], N[6][6];
+    for (size_t k = 0; k < P->n; k++)
+        locked[k] = false;
     evaluate(P, q, J, e);
     normal_matrix(P, J, N);
     if (!dls_solve(P, J, N, e, LAMBDA_INIT, locked, dq))
@@ -892,14 +900,19 @@ static bool against_limits(const problem *P, const double *q, double *J)
 /* ---- the public entry points ---------------------------------------------- */
 
 #define WS_ALIGN 64
-#define WS_VECTORS 6 /* q, qt, dq, best, near, seed */
+/* The workspace, in doubles per joint: J and Jt (6 each), the vectors q,
+ * qt, dq, best, near, seed and toward, the scratch (8, plus WS_FIXED
+ * doubles), then one flag per joint (locked). */
+#define WS_PER_JOINT (2 * 6 + 7 + 8)
+#define WS_FIXED 6
 
 size_t ik_numeric_workspace_size(const ik_chain *c)
 {
-    size_t n = c ? c->dof : IK_MAX_DOF;
-    if (n == 0 || n > IK_MAX_DOF)
-        n = IK_MAX_DOF;
-    return (2 * 6 * n + WS_VECTORS * n) * sizeof(double) + WS_ALIGN;
+    size_t n = c && c->dof > 0 ? c->dof : 1;
+    const size_t per = WS_PER_JOINT * sizeof(double) + sizeof(bool);
+    if (n > (SIZE_MAX - WS_ALIGN - WS_FIXED * sizeof(double)) / per)
+        return SIZE_MAX;
+    return n * per + WS_FIXED * sizeof(double) + WS_ALIGN;
 }
 
 static bool finite_pose(const ik_xform *x, bool need_q)
@@ -914,7 +927,7 @@ static bool finite_pose(const ik_xform *x, bool need_q)
 static int check_input(const ik_chain *c, const ik_target *t, const double *seed,
                        const ik_numeric_opts *o)
 {
-    if (!c || !t || c->dof == 0 || c->dof > IK_MAX_DOF)
+    if (!c || !t || c->dof == 0)
         return IK_EINVAL;
     if (t->mode != IK_TARGET_FULL_POSE && t->mode != IK_TARGET_POSITION &&
         t->mode != IK_TARGET_WEIGHTED)
@@ -1040,6 +1053,9 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     S.best = S.dq + n;
     S.near = S.best + n;
     S.seed = S.near + n;
+    S.toward = S.seed + n;
+    S.scratch = S.toward + n;
+    S.locked = (bool *)(void *)(S.scratch + 8 * n + WS_FIXED);
     S.best_cost = INFINITY;
     S.budget = budget;
 
@@ -1199,7 +1215,8 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         }
         res->continued = status == IK_OK && K.from_cont;
         if (status == IK_ENOTCONV || status == IK_ETIMEDOUT)
-            res->reason = against_limits(&P, q_out, S.J) ? IK_REASON_LIMITS : IK_REASON_BUDGET;
+            res->reason = against_limits(&P, q_out, S.J, S.dq, S.locked) ? IK_REASON_LIMITS
+                                                                         : IK_REASON_BUDGET;
     }
     return status;
 }

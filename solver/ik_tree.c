@@ -5,7 +5,10 @@
  * Building: every tip's root-to-tip path is compiled by ik_chain_init()
  * (so fixed joints are merged and the fast evaluation of ik_chain.c is
  * used as is); the movable joints of the paths are then mapped onto tree
- * variables by the identity of the described joint they come from.
+ * variables by the identity of the described joint they come from. The
+ * caller's storage holds, in this order (tree_carve): the tips' chain
+ * views and variable lists, each tip's chain storage, the per-variable
+ * arrays and the builder's scratch (the path being compiled).
  *
  * Solving: the checked tips (targets and KEEP_POSE) become TASKS; tasks
  * linked through a shared moving variable form a GROUP, solved alone on its
@@ -73,12 +76,109 @@
 
 /* ---- building ------------------------------------------------------------ */
 
+/* The storage of a tree, carved in this order (each piece aligned to
+ * STORAGE_ALIGN): the tips' chain views and variable-list pointers, each
+ * tip's chain storage (ik_chain_storage_size of its path length) and
+ * variable list, the per-variable arrays (at most nvar variables), and the
+ * builder's scratch (scratch bytes: the path being compiled and the
+ * described-joint ids). */
+#define STORAGE_ALIGN 16
+
+typedef struct layout {
+    size_t total; /* bytes, the slack for aligning the start included */
+    bool ok;      /* representable */
+} layout;
+
+static size_t round_up(size_t x)
+{
+    return (x + STORAGE_ALIGN - 1) / STORAGE_ALIGN * STORAGE_ALIGN;
+}
+
+/* Adds a piece of count items of size bytes to L (saturating). */
+static size_t take(layout *L, size_t count, size_t size)
+{
+    size_t at = L->total;
+    if (!L->ok || (size && count > (SIZE_MAX / 2) / size)) {
+        L->ok = false;
+        return 0;
+    }
+    size_t b = round_up(count * size);
+    if (L->total > SIZE_MAX / 2 - b) {
+        L->ok = false;
+        return 0;
+    }
+    L->total += b;
+    return at;
+}
+
+typedef struct carve {
+    char *base; /* aligned start; NULL: only count */
+    layout L;
+} carve;
+
+static void *carve_take(carve *C, size_t count, size_t size)
+{
+    size_t at = take(&C->L, count, size);
+    return C->base && C->L.ok ? (void *)(C->base + at) : NULL;
+}
+
+/* Carves (or, with base NULL, counts) the storage of a tree whose tip t
+ * has a path of len[t] joints, with at most nvar variables and scratch
+ * bytes of builder scratch, into T's arrays; chain_mem[t] gets tip t's
+ * chain storage, *scratch_out the scratch. Returns the bytes needed. */
+static size_t tree_carve(char *base, const size_t *len, size_t ntips, size_t nvar,
+                         size_t scratch, ik_tree *T, void **chain_mem, void **scratch_out)
+{
+    carve C = {base, {0, true}};
+    ik_chain *chain = carve_take(&C, ntips, sizeof(ik_chain));
+    size_t **var = carve_take(&C, ntips, sizeof(size_t *));
+    if (T) {
+        T->chain = chain;
+        T->var = var;
+    }
+    for (size_t t = 0; t < ntips; t++) {
+        size_t cs = ik_chain_storage_size(len[t]);
+        if (cs == SIZE_MAX)
+            C.L.ok = false;
+        void *cm = carve_take(&C, 1, cs);
+        size_t *v = carve_take(&C, len[t], sizeof(size_t));
+        if (T && C.base && C.L.ok) {
+            chain_mem[t] = cm;
+            var[t] = v;
+        }
+    }
+    ik_joint_type *type = carve_take(&C, nvar, sizeof *type);
+    double *lower = carve_take(&C, nvar, sizeof *lower);
+    double *upper = carve_take(&C, nvar, sizeof *upper);
+    size_t *src = carve_take(&C, nvar, sizeof *src);
+    uint32_t *tips_of = carve_take(&C, nvar, sizeof *tips_of);
+    void *sc = carve_take(&C, scratch, 1);
+    if (T) {
+        T->type = type;
+        T->lower = lower;
+        T->upper = upper;
+        T->source_index = src;
+        T->tips_of = tips_of;
+    }
+    if (scratch_out)
+        *scratch_out = sc;
+    if (!C.L.ok || C.L.total > SIZE_MAX - STORAGE_ALIGN)
+        return SIZE_MAX;
+    return C.L.total + STORAGE_ALIGN;
+}
+
+static char *align_storage(void *storage)
+{
+    return (char *)(((uintptr_t)storage + (STORAGE_ALIGN - 1)) & ~(uintptr_t)(STORAGE_ALIGN - 1));
+}
+
 /* Adds tip t, whose path is path[0..len-1] with described-joint ids
- * ids[0..len-1], to T. */
-static int add_tip(ik_tree *T, size_t t, const ik_joint *path, const size_t *ids, size_t len)
+ * ids[0..len-1], to T (its variable list carved), its chain into cm. */
+static int add_tip(ik_tree *T, size_t t, void *cm, const ik_joint *path, const size_t *ids,
+                   size_t len)
 {
     ik_chain *c = &T->chain[t];
-    if (len == 0 || len > IK_MAX_JOINTS || ik_chain_init(c, path, len) != IK_OK)
+    if (len == 0 || ik_chain_init(c, cm, ik_chain_storage_size(len), path, len) != IK_OK)
         return IK_EINVAL;
     for (size_t i = 0; i < c->dof; i++) {
         size_t id = ids[c->source_index[i]];
@@ -86,8 +186,6 @@ static int add_tip(ik_tree *T, size_t t, const ik_joint *path, const size_t *ids
         while (v < T->dof && T->source_index[v] != id)
             v++;
         if (v == T->dof) {
-            if (T->dof == IK_TREE_MAX_DOF)
-                return IK_EINVAL;
             T->dof++;
             T->source_index[v] = id;
             T->type[v] = c->type[i];
@@ -95,50 +193,93 @@ static int add_tip(ik_tree *T, size_t t, const ik_joint *path, const size_t *ids
             T->upper[v] = c->upper[i];
             T->tips_of[v] = 0;
         }
-        T->var[t][i] = (uint8_t)v;
+        T->var[t][i] = v;
         T->tips_of[v] |= (uint32_t)1u << t;
     }
     return IK_OK;
 }
 
-int ik_tree_init(ik_tree *out, const ik_joint *joints, const int *parent, size_t n,
-                 const size_t *tip_joint, size_t ntips)
+/* The path lengths of ik_tree_init's tips into len; false when an index
+ * is out of range. */
+static bool path_lengths(const int *parent, size_t n, const size_t *tip_joint, size_t ntips,
+                         size_t *len, size_t *longest)
+{
+    *longest = 0;
+    for (size_t t = 0; t < ntips; t++) {
+        if (tip_joint[t] >= n)
+            return false;
+        size_t l = 0;
+        for (int j = (int)tip_joint[t]; j >= 0; j = parent[j])
+            l++;
+        len[t] = l;
+        if (l > *longest)
+            *longest = l;
+    }
+    return true;
+}
+
+static bool valid_parents(const int *parent, size_t n)
+{
+    if (n > (size_t)INT32_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (parent[i] < -1 || parent[i] >= (int)i)
+            return false;
+    return true;
+}
+
+size_t ik_tree_storage_size(const int *parent, size_t n, const size_t *tip_joint, size_t ntips)
+{
+    size_t len[IK_TREE_MAX_TIPS], longest;
+    if (!parent || !tip_joint || n == 0 || ntips == 0 || ntips > IK_TREE_MAX_TIPS ||
+        !valid_parents(parent, n) || !path_lengths(parent, n, tip_joint, ntips, len, &longest))
+        return SIZE_MAX;
+    if (longest > SIZE_MAX / (2 * (sizeof(ik_joint) + sizeof(size_t))))
+        return SIZE_MAX;
+    return tree_carve(NULL, len, ntips, n, longest * (sizeof(ik_joint) + sizeof(size_t)), NULL,
+                      NULL, NULL);
+}
+
+int ik_tree_init(ik_tree *out, void *storage, size_t storage_size, const ik_joint *joints,
+                 const int *parent, size_t n, const size_t *tip_joint, size_t ntips)
 {
     if (!out)
         return IK_EINVAL;
     memset(out, 0, sizeof *out);
-    if (!joints || !parent || !tip_joint || n == 0 || n > IK_TREE_MAX_JOINTS || ntips == 0 ||
-        ntips > IK_TREE_MAX_TIPS)
+    if (!storage || !joints || !parent || !tip_joint || n == 0 || ntips == 0 ||
+        ntips > IK_TREE_MAX_TIPS || !valid_parents(parent, n))
         return IK_EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (parent[i] < -1 || parent[i] >= (int)i)
-            return IK_EINVAL;
+    size_t len[IK_TREE_MAX_TIPS], longest;
+    if (!path_lengths(parent, n, tip_joint, ntips, len, &longest))
+        return IK_EINVAL;
+    size_t need = ik_tree_storage_size(parent, n, tip_joint, ntips);
+    if (need == SIZE_MAX)
+        return IK_EINVAL;
+    if (storage_size < need)
+        return IK_ENOSPC;
+    void *scratch, *cm[IK_TREE_MAX_TIPS];
+    tree_carve(align_storage(storage), len, ntips, n,
+               longest * (sizeof(ik_joint) + sizeof(size_t)), out, cm, &scratch);
     out->ntips = ntips;
-    ik_joint path[IK_MAX_JOINTS];
-    size_t ids[IK_MAX_JOINTS];
+    ik_joint *path = scratch;
+    size_t *ids = (size_t *)(void *)(path + longest);
     for (size_t t = 0; t < ntips; t++) {
-        if (tip_joint[t] >= n)
-            goto fail;
-        size_t len = 0;
-        for (int j = (int)tip_joint[t]; j >= 0; j = parent[j]) {
-            if (len == IK_MAX_JOINTS)
-                goto fail;
-            ids[len++] = (size_t)j;
-        }
-        for (size_t a = 0, b = len - 1; a < b; a++, b--) { /* root first */
+        size_t l = 0;
+        for (int j = (int)tip_joint[t]; j >= 0; j = parent[j])
+            ids[l++] = (size_t)j;
+        for (size_t a = 0, b = l - 1; a < b; a++, b--) { /* root first */
             size_t tmp = ids[a];
             ids[a] = ids[b];
             ids[b] = tmp;
         }
-        for (size_t i = 0; i < len; i++)
+        for (size_t i = 0; i < l; i++)
             path[i] = joints[ids[i]];
-        if (add_tip(out, t, path, ids, len) != IK_OK)
-            goto fail;
+        if (add_tip(out, t, cm[t], path, ids, l) != IK_OK) {
+            memset(out, 0, sizeof *out);
+            return IK_EINVAL;
+        }
     }
     return IK_OK;
-fail:
-    memset(out, 0, sizeof *out);
-    return IK_EINVAL;
 }
 
 static bool same_joint(const ik_joint *a, const ik_joint *b)
@@ -151,21 +292,53 @@ static bool same_joint(const ik_joint *a, const ik_joint *b)
            a->lower == b->lower && a->upper == b->upper;
 }
 
-int ik_tree_from_chains(ik_tree *out, const ik_joint *const *chains, const size_t *len,
-                        size_t ntips)
+/* The chains' total length (their variables at most, and the ids
+ * scratch); false when empty or not representable. */
+static bool chains_total(const size_t *len, size_t ntips, size_t *total)
+{
+    *total = 0;
+    for (size_t t = 0; t < ntips; t++) {
+        if (len[t] == 0 || len[t] > SIZE_MAX / 4 - *total)
+            return false;
+        *total += len[t];
+    }
+    return true;
+}
+
+size_t ik_tree_chains_storage_size(const size_t *len, size_t ntips)
+{
+    size_t total;
+    if (!len || ntips == 0 || ntips > IK_TREE_MAX_TIPS || !chains_total(len, ntips, &total))
+        return SIZE_MAX;
+    return tree_carve(NULL, len, ntips, total, total * sizeof(size_t), NULL, NULL, NULL);
+}
+
+int ik_tree_from_chains(ik_tree *out, void *storage, size_t storage_size,
+                        const ik_joint *const *chains, const size_t *len, size_t ntips)
 {
     if (!out)
         return IK_EINVAL;
     memset(out, 0, sizeof *out);
-    if (!chains || !len || ntips == 0 || ntips > IK_TREE_MAX_TIPS)
+    size_t total;
+    if (!storage || !chains || !len || ntips == 0 || ntips > IK_TREE_MAX_TIPS ||
+        !chains_total(len, ntips, &total))
         return IK_EINVAL;
     for (size_t t = 0; t < ntips; t++)
-        if (!chains[t] || len[t] == 0 || len[t] > IK_MAX_JOINTS)
+        if (!chains[t])
             return IK_EINVAL;
+    size_t need = ik_tree_chains_storage_size(len, ntips);
+    if (need == SIZE_MAX)
+        return IK_EINVAL;
+    if (storage_size < need)
+        return IK_ENOSPC;
+    void *scratch, *cm[IK_TREE_MAX_TIPS];
+    tree_carve(align_storage(storage), len, ntips, total, total * sizeof(size_t), out, cm,
+               &scratch);
     out->ntips = ntips;
-    size_t ids[IK_TREE_MAX_TIPS][IK_MAX_JOINTS];
+    size_t *ids_all = scratch, *ids[IK_TREE_MAX_TIPS];
     size_t offset = 0;
     for (size_t t = 0; t < ntips; t++) {
+        ids[t] = ids_all + offset;
         /* the earlier chain with the longest identical prefix */
         size_t best_u = 0, best_l = 0;
         for (size_t u = 0; u < t; u++) {
@@ -180,7 +353,7 @@ int ik_tree_from_chains(ik_tree *out, const ik_joint *const *chains, const size_
         for (size_t i = 0; i < len[t]; i++)
             ids[t][i] = i < best_l ? ids[best_u][i] : offset + i;
         offset += len[t];
-        if (add_tip(out, t, chains[t], ids[t], len[t]) != IK_OK) {
+        if (add_tip(out, t, cm[t], chains[t], ids[t], len[t]) != IK_OK) {
             memset(out, 0, sizeof *out);
             return IK_EINVAL;
         }
@@ -201,9 +374,7 @@ ik_xform ik_tree_fk(const ik_tree *tree, const double *q, size_t t)
 {
     if (t >= tree->ntips)
         return ik_xform_identity();
-    double qc[IK_MAX_DOF];
-    ik_tree_gather(tree, t, q, qc);
-    return ik_chain_fk(&tree->chain[t], qc);
+    return ik_chain_fk_gather(&tree->chain[t], q, tree->var[t]);
 }
 
 void ik_tree_fk_all(const ik_tree *tree, const double *q, ik_xform *tips)
@@ -317,8 +488,8 @@ typedef struct task {
 typedef struct group {
     uint32_t tips;                 /* task tips */
     size_t nv;                     /* variables */
-    uint8_t v[IK_TREE_MAX_DOF];    /* their tree indices */
-    int local[IK_TREE_MAX_DOF];    /* tree index -> local, -1 outside */
+    size_t *v;                     /* their tree indices (nv) */
+    ptrdiff_t *local;              /* tree index -> local, -1 outside (tree dof) */
     size_t ntask;
     task *task[IK_TREE_MAX_TIPS];  /* sorted by level */
     size_t nlev;                   /* levels in the group */
@@ -329,9 +500,9 @@ typedef struct group {
      * variables, local indices, root first), and how many leading ones
      * two tasks share (paths from one root share a prefix); sparse is
      * false when some pair shares variables beyond that prefix */
-    uint8_t tcol[IK_TREE_MAX_TIPS][IK_MAX_DOF];
+    size_t *tcol[IK_TREE_MAX_TIPS];
     size_t ntcol[IK_TREE_MAX_TIPS];
-    uint8_t pre[IK_TREE_MAX_TIPS][IK_TREE_MAX_TIPS];
+    size_t *pre; /* pre[k1 * ntask + k2] */
     bool sparse;
 } group;
 
@@ -344,6 +515,9 @@ typedef struct solver {
     const double *N0_of;  /* ...of this Jacobian (NULL: none yet) */
     double *q, *qt, *dq, *best, *sol, *seed;
     double *qr, *Jr, *er; /* the restored trial (several levels) */
+    double *Jc, *qc;      /* one tip's chain Jacobian and joints (evaluate) */
+    double *w;            /* eigenvalues (manipulability) */
+    bool *locked;         /* the limited steps' (group variables) */
     bool met[IK_TREE_MAX_TIPS], met_t[IK_TREE_MAX_TIPS]; /* per group task */
     double lc[IK_TREE_MAX_TIPS + 1], lct[IK_TREE_MAX_TIPS + 1]; /* level costs */
     double lcr[IK_TREE_MAX_TIPS + 1];
@@ -382,7 +556,7 @@ static size_t evaluate(solver *S, const double *q, double *J, double *e, double 
     memset(J, 0, G->m * nv * sizeof *J);
     for (size_t l = 0; l < G->nlev; l++)
         lc[l] = 0.0;
-    double Jc[6 * IK_MAX_DOF], qc[IK_MAX_DOF], R[9], p[3];
+    double *Jc = S->Jc, *qc = S->qc, R[9], p[3];
     size_t first_unmet = G->nlev;
     for (size_t k = 0; k < G->ntask; k++) {
         const task *tk = G->task[k];
@@ -580,13 +754,13 @@ static void gram_tasks(const group *G, const double *J, size_t mr, double *N)
     const size_t nv = G->nv, nt = G->lev_task[1];
     for (size_t k1 = 0; k1 < nt; k1++) {
         const task *t1 = G->task[k1];
-        const uint8_t *c = G->tcol[k1];
+        const size_t *c = G->tcol[k1];
         for (size_t a = 0; a < t1->m; a++) {
             const size_t ra = t1->row0 + a;
             const double *Ja = J + ra * nv;
             for (size_t k2 = 0; k2 <= k1; k2++) {
                 const task *t2 = G->task[k2];
-                const size_t nc = k2 == k1 ? G->ntcol[k1] : G->pre[k1][k2];
+                const size_t nc = k2 == k1 ? G->ntcol[k1] : G->pre[k1 * G->ntask + k2];
                 for (size_t b = 0; b < t2->m; b++) {
                     const size_t rb = t2->row0 + b;
                     if (rb > ra)
@@ -615,7 +789,7 @@ static bool limited_step_one(solver *S, double lambda)
     const size_t nv = G->nv, mr = G->lev_row[1], nt = G->lev_task[1];
     const double *J = S->J;
     double inv[6 * IK_TREE_MAX_TIPS];
-    bool locked[IK_TREE_MAX_DOF];
+    bool *locked = S->locked;
     if (S->N0_of != J) {
         gram_tasks(G, J, mr, S->N0);
         S->N0_of = J;
@@ -635,7 +809,7 @@ static bool limited_step_one(solver *S, double lambda)
             S->dq[k] = 0.0;
         for (size_t k1 = 0; k1 < nt; k1++) {
             const task *t1 = G->task[k1];
-            const uint8_t *c = G->tcol[k1];
+            const size_t *c = G->tcol[k1];
             for (size_t a = 0; a < t1->m; a++) {
                 const size_t ra = t1->row0 + a;
                 const double *Ja = J + ra * nv, y = S->rhs[ra];
@@ -680,7 +854,7 @@ static bool limited_step(solver *S, double lambda)
         return limited_step_one(S, lambda);
     const group *G = S->G;
     const size_t nv = G->nv, m = G->m;
-    bool locked[IK_TREE_MAX_DOF];
+    bool *locked = S->locked;
     memcpy(S->el, S->e, m * sizeof *S->e);
     memcpy(S->qt, S->q, S->T->dof * sizeof *S->q);
     for (size_t k = 0; k < nv; k++)
@@ -904,13 +1078,14 @@ static void random_var(const ik_tree *T, size_t v, ik_rng *r, double *q)
  * turn; x itself otherwise). */
 static double var_near(const ik_tree *T, size_t v, double x, double ref)
 {
-    if (T->type[v] == IK_JOINT_PRISMATIC)
-        return x;
-    for (size_t t = 0; t < T->ntips; t++)
-        for (size_t i = 0; i < T->chain[t].dof; i++)
-            if (T->var[t][i] == v)
-                return ik_chain_turn_near(&T->chain[t], i, x, ref);
-    return x;
+    /* a one-joint view of the variable's type and limits */
+    ik_chain one;
+    memset(&one, 0, sizeof one);
+    one.dof = 1;
+    one.type = &T->type[v];
+    one.lower = &T->lower[v];
+    one.upper = &T->upper[v];
+    return ik_chain_turn_near(&one, 0, x, ref);
 }
 
 /* a[v] - b[v] measured between the turns nearest each other. */
@@ -982,7 +1157,7 @@ static double manipulability(solver *S, const double *J, bool ratio)
 {
     const group *G = S->G;
     size_t d = small_gram(J, G->m, G->nv, S->N);
-    double w[6 * IK_TREE_MAX_TIPS > IK_TREE_MAX_DOF ? 6 * IK_TREE_MAX_TIPS : IK_TREE_MAX_DOF];
+    double *w = S->w;
     if (G->m > G->nv && ratio == false)
         return 0.0; /* more rows than joints: J J^T is singular */
     jacobi_eigen(S->N, d, w);
@@ -1033,17 +1208,21 @@ static double score(solver *S)
 /* Group *G of the tasks whose tips are in `tips` (tasks[0..ntask-1],
  * levels 0..nlev-1), on every variable that moves one of them: its tasks
  * stacked level by level (their row0 is set here) and the column lists
- * of the sparse products. */
+ * of the sparse products. Its arrays go to the workspace's gi (the
+ * solver's carve: tree dof, tree dof, the chains' dof added, ntask^2). */
 static void group_init(group *G, const ik_tree *T, uint32_t tips, task *tasks, size_t ntask,
-                       size_t nlev)
+                       size_t nlev, const group *gi)
 {
     memset(G, 0, sizeof *G);
     G->tips = tips;
+    G->v = gi->v;
+    G->local = gi->local;
+    G->pre = gi->pre;
     for (size_t v = 0; v < T->dof; v++) {
         G->local[v] = -1;
         if (T->tips_of[v] & tips) {
-            G->local[v] = (int)G->nv;
-            G->v[G->nv++] = (uint8_t)v;
+            G->local[v] = (ptrdiff_t)G->nv;
+            G->v[G->nv++] = v;
         }
     }
     /* its tasks in level order, rows stacked */
@@ -1069,17 +1248,20 @@ static void group_init(group *G, const ik_tree *T, uint32_t tips, task *tasks, s
     G->lev_task[G->nlev] = G->ntask;
     G->m = row;
     G->sparse = true;
+    size_t *col = gi->tcol[0];
     for (size_t k = 0; k < G->ntask; k++) {
         const size_t t = G->task[k]->tip;
         G->ntcol[k] = T->chain[t].dof;
+        G->tcol[k] = col;
+        col += G->ntcol[k];
         for (size_t i = 0; i < G->ntcol[k]; i++)
-            G->tcol[k][i] = (uint8_t)G->local[T->var[t][i]];
+            G->tcol[k][i] = (size_t)G->local[T->var[t][i]];
         for (size_t k2 = 0; k2 < k; k2++) {
             const size_t t2 = G->task[k2]->tip;
             size_t p = 0;
             while (p < T->chain[t].dof && p < T->chain[t2].dof && T->var[t][p] == T->var[t2][p])
                 p++;
-            G->pre[k][k2] = G->pre[k2][k] = (uint8_t)p;
+            G->pre[k * G->ntask + k2] = G->pre[k2 * G->ntask + k] = p;
             for (size_t i = p; i < T->chain[t].dof; i++) /* nothing shared past it */
                 if (T->tips_of[T->var[t][i]] & (1u << t2))
                     G->sparse = false;
@@ -1194,24 +1376,75 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
 
 #define WS_ALIGN 64
 
-static size_t ws_doubles(size_t n, size_t m)
+/* Carves (base NULL: only counts) the workspace of a solve on T into S and
+ * the group arrays gi: with n variables, M = 6 ntips rows at most and
+ * sq = max(M, n): J, Jt, A, Jr (M x n); N, X (sq x sq: small_gram may
+ * take n x n); N0 (M x M); P (n x n); e, et, el, rhs, y, er (M); q, qt,
+ * dq, best, sol, seed, qr, ref (n); the Jacobian and joints of the
+ * longest tip chain (6 c, c); the eigenvalues (sq); the group's variable
+ * lists (n, n), column lists (the chains' dof added) and shared prefixes
+ * (ntips^2); the locked flags (n). Returns the bytes, alignment slack
+ * included (SIZE_MAX when not representable). */
+static size_t solver_carve(char *base, const ik_tree *T, solver *S, group *gi, double **ref)
 {
-    /* J, Jt, A: m x n; N, X: m x m (or n x n for small_gram); N0: m x m;
-     * P: n x n; e, et, el, rhs, y: m; q, qt, dq, best, sol, seed: n; the restored
-     * trial: Jr m x n, er m, qr n */
-    size_t sq = m > n ? m : n;
-    return 4 * m * n + 2 * sq * sq + m * m + n * n + 6 * m + 7 * n;
+    const size_t n = T->dof, M = 6 * T->ntips, sq = M > n ? M : n;
+    size_t longest = 0, cols = 0;
+    for (size_t t = 0; t < T->ntips; t++) {
+        longest = T->chain[t].dof > longest ? T->chain[t].dof : longest;
+        cols += T->chain[t].dof;
+    }
+    carve C = {base, {0, true}};
+    solver dummy;
+    group gdummy;
+    double *dref;
+    if (!base) {
+        S = &dummy;
+        gi = &gdummy;
+        ref = &dref;
+    }
+    if (n > SIZE_MAX / 8 / (M + 1) || sq > SIZE_MAX / 8 / (sq + 1))
+        return SIZE_MAX;
+    S->J = carve_take(&C, M * n, sizeof(double));
+    S->Jt = carve_take(&C, M * n, sizeof(double));
+    S->A = carve_take(&C, M * n, sizeof(double));
+    S->Jr = carve_take(&C, M * n, sizeof(double));
+    S->N = carve_take(&C, sq * sq, sizeof(double));
+    S->X = carve_take(&C, sq * sq, sizeof(double));
+    S->N0 = carve_take(&C, M * M, sizeof(double));
+    S->P = carve_take(&C, n * n, sizeof(double));
+    S->e = carve_take(&C, M, sizeof(double));
+    S->et = carve_take(&C, M, sizeof(double));
+    S->el = carve_take(&C, M, sizeof(double));
+    S->rhs = carve_take(&C, M, sizeof(double));
+    S->y = carve_take(&C, M, sizeof(double));
+    S->er = carve_take(&C, M, sizeof(double));
+    S->q = carve_take(&C, n, sizeof(double));
+    S->qt = carve_take(&C, n, sizeof(double));
+    S->dq = carve_take(&C, n, sizeof(double));
+    S->best = carve_take(&C, n, sizeof(double));
+    S->sol = carve_take(&C, n, sizeof(double));
+    S->seed = carve_take(&C, n, sizeof(double));
+    S->qr = carve_take(&C, n, sizeof(double));
+    *ref = carve_take(&C, n, sizeof(double));
+    S->Jc = carve_take(&C, 6 * longest, sizeof(double));
+    S->qc = carve_take(&C, longest, sizeof(double));
+    S->w = carve_take(&C, sq, sizeof(double));
+    gi->v = carve_take(&C, n, sizeof(size_t));
+    gi->local = carve_take(&C, n, sizeof(ptrdiff_t));
+    gi->tcol[0] = carve_take(&C, cols, sizeof(size_t));
+    gi->pre = carve_take(&C, T->ntips * T->ntips, sizeof(size_t));
+    S->locked = carve_take(&C, n, sizeof(bool));
+    if (!C.L.ok || C.L.total > SIZE_MAX - WS_ALIGN)
+        return SIZE_MAX;
+    return C.L.total + WS_ALIGN;
 }
 
 size_t ik_tree_workspace_size(const ik_tree *tree)
 {
-    size_t n = tree ? tree->dof : IK_TREE_MAX_DOF;
-    size_t t = tree ? tree->ntips : IK_TREE_MAX_TIPS;
-    if (n == 0 || n > IK_TREE_MAX_DOF)
-        n = IK_TREE_MAX_DOF;
-    if (t == 0 || t > IK_TREE_MAX_TIPS)
-        t = IK_TREE_MAX_TIPS;
-    return ws_doubles(n, 6 * t) * sizeof(double) + WS_ALIGN;
+    if (!tree || tree->dof == 0 || tree->ntips == 0 || tree->ntips > IK_TREE_MAX_TIPS ||
+        !tree->chain)
+        return WS_ALIGN;
+    return solver_carve(NULL, tree, NULL, NULL, NULL);
 }
 
 static bool valid_target(const ik_target *t)
@@ -1238,8 +1471,8 @@ static bool valid_target(const ik_target *t)
 static int check_input(const ik_tree *T, const ik_tree_goal *goals, const double *seed,
                        const ik_tree_opts *o)
 {
-    if (!T || !goals || T->dof == 0 || T->dof > IK_TREE_MAX_DOF || T->ntips == 0 ||
-        T->ntips > IK_TREE_MAX_TIPS)
+    if (!T || !goals || T->dof == 0 || T->ntips == 0 || T->ntips > IK_TREE_MAX_TIPS ||
+        !T->chain)
         return IK_EINVAL;
     for (size_t t = 0; t < T->ntips; t++) {
         const ik_tree_goal *g = &goals[t];
@@ -1333,40 +1566,20 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
         return rc;
     }
     const ik_tree *T = tree;
-    const size_t n = T->dof, M = 6 * T->ntips;
-    double *base = (double *)(((uintptr_t)ws + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
-    const size_t sq = M > n ? M : n;
+    const size_t n = T->dof;
+    char *base = (char *)(((uintptr_t)ws + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
     solver S;
     memset(&S, 0, sizeof S);
     S.T = T;
     S.o = o;
-    S.J = base;
-    S.Jt = S.J + M * n;
-    S.A = S.Jt + M * n;
-    S.N = S.A + M * n;
-    S.X = S.N + sq * sq;
-    S.N0 = S.X + sq * sq;
-    S.P = S.N0 + M * M;
-    S.e = S.P + n * n;
-    S.et = S.e + M;
-    S.el = S.et + M;
-    S.rhs = S.el + M;
-    S.y = S.rhs + M;
-    S.q = S.y + M;
-    S.qt = S.q + n;
-    S.dq = S.qt + n;
-    S.best = S.dq + n;
-    S.sol = S.best + n;
-    S.seed = S.sol + n;
-    S.qr = S.seed + n;
-    S.Jr = S.qr + n;
-    S.er = S.Jr + M * n;
+    group gi; /* the group arrays in the workspace */
+    double *ref;
+    solver_carve(base, T, &S, &gi, &ref);
     ik_budget_start(&S.whole, o->clock, o->timeout_s);
     S.part = S.whole;
 
     /* the seed, inside the limits; ref keeps its turns (continuous joints
      * unwrapped unless beyond IK_TURN_SEED_MAX) for the answer's */
-    double ref[IK_TREE_MAX_DOF];
     if (seed)
         memcpy(S.seed, seed, n * sizeof *seed);
     else
@@ -1446,7 +1659,7 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
     bool all_solved = true;
     for (size_t c = 0; c < ncomp; c++) {
         group G;
-        group_init(&G, T, comp[c], tasks, ntask, nlev);
+        group_init(&G, T, comp[c], tasks, ntask, nlev, &gi);
         S.G = &G;
         /* an equal share of the time left */
         ik_budget_share(&S.part, &S.whole, 1.0 / (double)(ncomp - c));

@@ -87,13 +87,16 @@
  * MANIP1, whose values over independent groups add or multiply; MANIP2 per
  * group). res->objective is the value of the whole answer.
  *
- * MEMORY: an ik_tree has fixed capacity (IK_TREE_MAX_TIPS tips, each a
- * serial chain of ik_chain.h's capacity, IK_TREE_MAX_DOF variables) and
- * holds no pointers: it can be copied and shared read-only between
- * threads. It is large (about sizeof(ik_chain) per tip): put it in static
- * or heap memory rather than on a small stack. The solver allocates
- * nothing: the caller passes a workspace of ik_tree_workspace_size(tree)
- * bytes (any alignment), scratch only, one per concurrent call.
+ * MEMORY: a tree has no compiled bound on its joints or variables (the
+ * daemon bounds them per request, proto/README.md "Limits"); it has at
+ * most IK_TREE_MAX_TIPS tips. As with ik_chain.h, an ik_tree is a small
+ * view of STORAGE the caller gives to the builder, sized up front by
+ * ik_tree_storage_size() or ik_tree_chains_storage_size() (any alignment):
+ * the per-variable arrays and each tip's compiled chain live there. A copy
+ * of the view reads the same storage; storage must outlive every view and
+ * never change while a thread reads it. The solver allocates nothing: the
+ * caller passes a workspace of ik_tree_workspace_size(tree) bytes (any
+ * alignment), scratch only, one per concurrent call.
  *
  * THREADS: no globals, no static state; any number of threads may solve on
  * the same tree at once, each with its own workspace.
@@ -118,46 +121,59 @@
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 
-#define IK_TREE_MAX_TIPS   8
-#define IK_TREE_MAX_DOF    64
-#define IK_TREE_MAX_JOINTS 1024 /* described joints given to ik_tree_init */
+/* Tips of a tree at most (one bit each in tips_of). */
+#define IK_TREE_MAX_TIPS 32
 
+/* A compiled tree: per-variable arrays of dof entries and per-tip ones of
+ * ntips entries, in the storage given to the builder; read them, never
+ * write them. */
 typedef struct ik_tree {
-    size_t dof;   /* variables, 1..IK_TREE_MAX_DOF */
-    size_t ntips; /* 1..IK_TREE_MAX_TIPS */
-    ik_joint_type type[IK_TREE_MAX_DOF]; /* REVOLUTE, CONTINUOUS or PRISMATIC */
-    double lower[IK_TREE_MAX_DOF];       /* continuous: -INFINITY */
-    double upper[IK_TREE_MAX_DOF];       /* continuous: +INFINITY */
+    size_t dof;           /* variables, >= 1 */
+    size_t ntips;         /* 1..IK_TREE_MAX_TIPS */
+    ik_joint_type *type;  /* REVOLUTE, CONTINUOUS or PRISMATIC */
+    double *lower;        /* continuous: -INFINITY */
+    double *upper;        /* continuous: +INFINITY */
     /* Which described joint each variable is: its index in ik_tree_init's
      * list, or in the concatenation of ik_tree_from_chains' chains (the
      * first chain that holds it). */
-    size_t source_index[IK_TREE_MAX_DOF];
-    uint32_t tips_of[IK_TREE_MAX_DOF]; /* bit t set: the variable moves tip t */
-    ik_chain chain[IK_TREE_MAX_TIPS];  /* root -> tip t, as ik_chain.h */
-    uint8_t var[IK_TREE_MAX_TIPS][IK_MAX_DOF]; /* chain t's joint i is variable var[t][i] */
+    size_t *source_index;
+    uint32_t *tips_of;    /* bit t set: the variable moves tip t */
+    ik_chain *chain;      /* root -> tip t, as ik_chain.h */
+    size_t **var;         /* chain t's joint i is variable var[t][i] */
 } ik_tree;
 
 /* ---- building --------------------------------------------------------- */
 
-/* Compiles n described joints into *out. parent[i] is the index of the
- * joint whose child link is joint i's parent link, or -1 when joint i hangs
- * from the root; parents come first (parent[i] < i). Tip t is the child link
- * of joint tip_joint[t] (a fixed joint may end a tip). Returns IK_OK, or
- * IK_EINVAL when n, ntips or a parent or tip index is out of range, a path
- * has more joints or movable joints than ik_chain.h's capacity, a path has
- * no movable joint, ik_chain_init() rejects a path, or the variables exceed
- * IK_TREE_MAX_DOF. On error *out is zeroed. Nothing is allocated. */
-int ik_tree_init(ik_tree *out, const ik_joint *joints, const int *parent, size_t n,
-                 const size_t *tip_joint, size_t ntips);
+/* Bytes of storage ik_tree_init() needs for these arguments (as it takes
+ * them; SIZE_MAX when they are invalid or the size is not representable).
+ * It counts every joint on the tips' paths, the path scratch included. */
+size_t ik_tree_storage_size(const int *parent, size_t n, const size_t *tip_joint, size_t ntips);
+
+/* Compiles n described joints into *out, its arrays into storage
+ * (storage_size bytes, at least ik_tree_storage_size()). parent[i] is the
+ * index of the joint whose child link is joint i's parent link, or -1 when
+ * joint i hangs from the root; parents come first (parent[i] < i). Tip t is
+ * the child link of joint tip_joint[t] (a fixed joint may end a tip).
+ * Returns IK_OK; IK_EINVAL when n, ntips or a parent or tip index is out of
+ * range, a path has no movable joint, or ik_chain_init() rejects a path;
+ * IK_ENOSPC when the storage is too small. On error *out is zeroed (the
+ * storage's content is undefined). Nothing is allocated. */
+int ik_tree_init(ik_tree *out, void *storage, size_t storage_size, const ik_joint *joints,
+                 const int *parent, size_t n, const size_t *tip_joint, size_t ntips);
+
+/* Bytes of storage ik_tree_from_chains() needs for chains of len[0..ntips-1]
+ * joints (SIZE_MAX when invalid or not representable). */
+size_t ik_tree_chains_storage_size(const size_t *len, size_t ntips);
 
 /* Compiles ntips serial chains (chains[t]: len[t] joints from the root to
- * tip t) into *out. Chains share their leading joints: joint i of chain t
- * is the same joint as joint i of an earlier chain u when joints 0..i of
- * both are identical (every field equal). Chains that must stay apart even
- * though they begin with identical joints need ik_tree_init. Errors as
- * ik_tree_init (IK_EINVAL, *out zeroed). */
-int ik_tree_from_chains(ik_tree *out, const ik_joint *const *chains, const size_t *len,
-                        size_t ntips);
+ * tip t) into *out and storage (at least ik_tree_chains_storage_size()
+ * bytes). Chains share their leading joints: joint i of chain t is the
+ * same joint as joint i of an earlier chain u when joints 0..i of both are
+ * identical (every field equal). Chains that must stay apart even though
+ * they begin with identical joints need ik_tree_init. Errors as
+ * ik_tree_init (IK_EINVAL or IK_ENOSPC, *out zeroed). */
+int ik_tree_from_chains(ik_tree *out, void *storage, size_t storage_size,
+                        const ik_joint *const *chains, const size_t *len, size_t ntips);
 
 /* ---- forward kinematics and limits ------------------------------------ */
 

@@ -162,6 +162,7 @@
 #include "solver/ik_status.h"
 #include "solver/ik_tree.h"
 #include "solver/ik_twobone.h"
+#include "tests/solver/storage.h"
 #include "tests/bench/bench_file.h"
 
 /* ---- small utilities ------------------------------------------------------ */
@@ -193,7 +194,7 @@ static int cmp_double(const void *a, const void *b)
 /* ---- chains --------------------------------------------------------------- */
 
 typedef struct bench_chain {
-    ik_joint joints[IK_MAX_JOINTS];
+    ik_joint joints[TEST_JOINTS_CAP];
     size_t n_joints;
     ik_chain chain;
     char robot[64];
@@ -208,7 +209,7 @@ static int load_urdf(const char *path, const char *base, const char *tip, bench_
         return -1;
     }
     proto_error err;
-    int rc = proto_urdf_chain(xml, len, base, tip, bc->joints, IK_MAX_JOINTS, &bc->n_joints,
+    int rc = proto_urdf_chain(xml, len, base, tip, bc->joints, TEST_JOINTS_CAP, &bc->n_joints,
                               NULL, &err);
     free(xml);
     if (rc != 0) {
@@ -337,7 +338,7 @@ static int chain_setup(const chain_args *a, bench_chain *bc, double **qs_out,
     if (load_urdf(a->urdf, a->base, a->tip, bc) != 0)
         return 1;
     stem_of(a->urdf, bc->robot, sizeof bc->robot);
-    if (ik_chain_init(&bc->chain, bc->joints, bc->n_joints) != IK_OK) {
+    if (chain_init(&bc->chain, bc->joints, bc->n_joints) != IK_OK) {
         fprintf(stderr, "ikbench: invalid chain\n");
         return 1;
     }
@@ -403,7 +404,7 @@ static int run_chain(const chain_args *a)
     o.timeout_s = a->timeout_ms * 1e-3;
     o.max_iterations = a->max_iterations;
     o.rng_seed = a->seed;
-    double mid[IK_MAX_DOF], q[IK_MAX_DOF];
+    double mid[TEST_DOF_CAP], q[TEST_DOF_CAP];
     ik_chain_mid(&bc.chain, mid);
     size_t ok = 0, status_ok = 0, iterations = 0;
     for (size_t i = 0; i < n; i++) {
@@ -495,7 +496,7 @@ static int run_closed(const chain_args *a)
     o.timeout_s = a->timeout_ms * 1e-3;
     o.max_iterations = a->max_iterations;
     o.rng_seed = a->seed;
-    double mid[IK_MAX_DOF], q[IK_MAX_DOF];
+    double mid[TEST_DOF_CAP], q[TEST_DOF_CAP];
     ik_chain_mid(&bc.chain, mid);
     /* the numeric solver on the same targets, same run (the baseline) */
     size_t num_ok = 0;
@@ -590,7 +591,7 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     for (char *save = NULL, *tok = strtok_r(tips, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (nt == IK_TREE_MAX_TIPS || load_urdf(a->urdf, a->base, tok, &bc[nt]) != 0 ||
-            ik_chain_init(&bc[nt].chain, bc[nt].joints, bc[nt].n_joints) != IK_OK) {
+            chain_init(&bc[nt].chain, bc[nt].joints, bc[nt].n_joints) != IK_OK) {
             fprintf(stderr, "ikbench: bad tip %s\n", tok);
             return 1;
         }
@@ -602,7 +603,7 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         chains[t] = bc[t].joints;
         lens[t] = bc[t].n_joints;
     }
-    if (nt < 1 || ik_tree_from_chains(&tree, chains, lens, nt) != IK_OK) {
+    if (nt < 1 || tree_from_chains(&tree, chains, lens, nt) != IK_OK) {
         fprintf(stderr, "ikbench: invalid tree\n");
         return 1;
     }
@@ -614,7 +615,10 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     const size_t n = a->samples, dof = tree.dof;
     double *qs = malloc(n * dof * sizeof *qs);
     double *tt = malloc(n * sizeof *tt), *ts = malloc(n * sizeof *ts);
-    size_t wsz = ik_tree_workspace_size(&tree), wsn = ik_numeric_workspace_size(NULL);
+    size_t wsz = ik_tree_workspace_size(&tree), wsn = 0;
+    for (size_t t = 0; t < nt; t++) /* the longest tip chain's */
+        if (ik_numeric_workspace_size(&bc[t].chain) > wsn)
+            wsn = ik_numeric_workspace_size(&bc[t].chain);
     void *ws = malloc(wsz), *wn = malloc(wsn);
     int rc = 1;
     if (!qs || !tt || !ts || !ws || !wn)
@@ -644,12 +648,12 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         ik_xform goal[IK_TREE_MAX_TIPS];
         ik_tree_goal g[IK_TREE_MAX_TIPS];
         for (size_t t = 0; t < nt; t++) {
-            double qc[IK_MAX_DOF];
+            double qc[TEST_DOF_CAP];
             ik_tree_gather(&tree, t, &qs[i * dof], qc);
             goal[t] = reference_fk(&bc[t], qc);
             g[t] = ik_tree_goal_target(ik_target_full_pose(goal[t]));
         }
-        double q[IK_TREE_MAX_DOF], qsep[IK_TREE_MAX_TIPS][IK_MAX_DOF];
+        double q[TEST_DOF_CAP], qsep[IK_TREE_MAX_TIPS][TEST_DOF_CAP];
         ik_tree_result res;
         double t0 = now_s(), c0 = cpu_s();
         ik_tree_solve(&tree, g, NULL, &to, ws, wsz, q, &res);
@@ -659,7 +663,7 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         tree_restarts += res.restarts;
         int good = ik_tree_within_limits(&tree, q, 0.0);
         for (size_t t = 0; t < nt && good; t++) {
-            double qc[IK_MAX_DOF];
+            double qc[TEST_DOF_CAP];
             ik_tree_gather(&tree, t, q, qc);
             good = verify(&bc[t], &goal[t], qc, a->tol);
         }
@@ -768,10 +772,10 @@ static void stream_motion(const bench_chain *bc, const double *centre, size_t st
 {
     const ik_chain *c = &bc->chain;
     const size_t dof = c->dof;
-    double seed[IK_MAX_DOF], prev_m[IK_MAX_DOF], own = 0.0, worst = 0.0;
+    double seed[TEST_DOF_CAP], prev_m[TEST_DOF_CAP], own = 0.0, worst = 0.0;
     size_t flips = 0;
     for (size_t i = 0; i <= steps; i++) {
-        double qm[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qm[TEST_DOF_CAP], q[TEST_DOF_CAP];
         for (size_t k = 0; k < dof; k++)
             qm[k] = stream_q(c, centre, k, i, steps, phase);
         if (i == 0) {
@@ -825,12 +829,12 @@ static int run_stream(const chain_args *a, const char *centre_arg, size_t phases
     if (load_urdf(a->urdf, a->base, a->tip, &bc) != 0)
         return 1;
     stem_of(a->urdf, bc.robot, sizeof bc.robot);
-    if (ik_chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK) {
+    if (chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK) {
         fprintf(stderr, "ikbench: invalid chain\n");
         return 1;
     }
     const ik_chain *c = &bc.chain;
-    double centre[IK_MAX_DOF];
+    double centre[TEST_DOF_CAP];
     ik_chain_mid(c, centre);
     if (centre_arg) {
         const char *s = centre_arg;

@@ -3,14 +3,17 @@
  *
  * The input is "BASE\nTIP\nDOCUMENT": the first two lines name the chain's
  * base and tip links, the rest is the URDF text. The reader lists the links
- * and loads the chain between the two; a success must give a chain whose
- * degrees of freedom fit IK_MAX_DOF, and every failure a code and a message.
+ * and loads the chain between the two, at most FUZZ_MAX_JOINTS joints (the
+ * daemon's default limit, proto/README.md "Limits"); a success must give a
+ * chain whose degrees of freedom fit that, and every failure a code and a
+ * message.
  */
 #include "tests/fuzz/fuzz.h"
 
 #include "proto/proto_urdf.h"
 
-static char names[IK_MAX_DOF][PROTO_URDF_NAME_MAX];
+#define FUZZ_MAX_JOINTS 128
+
 static char links[64][PROTO_URDF_NAME_MAX];
 
 /* The next line of [*p, end) copied into out (at most cap-1 bytes), or -1
@@ -42,14 +45,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (proto_urdf_links(p, len, links, 64, &n_links, &err) != 0 && err.code == PROTO_E_NONE)
         fuzz_fail("proto_urdf_links failed without a code");
 
-    ik_chain chain;
-    size_t dof = 0;
-    if (proto_urdf_load_chain(p, len, base, tip, &chain, &dof, names, &err) != 0) {
+    char(*names)[PROTO_URDF_NAME_MAX] = NULL;
+    ik_chain *chain = proto_urdf_load_chain(p, len, base, tip, FUZZ_MAX_JOINTS, &names, &err);
+    if (!chain) {
         if (err.code == PROTO_E_NONE || !err.message[0])
             fuzz_fail("proto_urdf_load_chain failed without a code or message");
         return 0;
     }
-    if (dof == 0 || dof > IK_MAX_DOF || dof != chain.dof)
+    if (chain->dof == 0 || chain->dof > FUZZ_MAX_JOINTS || !names)
         fuzz_fail("a loaded chain has an impossible number of degrees of freedom");
+    free(chain);
+    free(names);
     return 0;
 }

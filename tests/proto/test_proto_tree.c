@@ -36,6 +36,7 @@
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "proto/proto_urdf.h"
+#include "solver/ik_tree.h"
 #include "solver/ik_math.h"
 #include "solver/ik_rng.h"
 #include "tests/proto/proto_check.h"
@@ -394,9 +395,17 @@ START_TEST(test_chain_errors)
     chain_reject("{\"kind\":\"tree\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\"}],"
                  "\"tips\":[]}",
                  "invalid_request", 400, "/chain/tips");
-    chain_reject("{\"kind\":\"tree\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\"}],"
-                 "\"tips\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"]}",
-                 "too_large", 413, "/chain/tips");
+    {
+        /* 33 tips: one more than a tree has at most (IK_TREE_MAX_TIPS) */
+        char many[1024];
+        size_t n = (size_t)snprintf(many, sizeof many,
+                                    "{\"kind\":\"tree\",\"joints\":[{\"name\":\"a\",\"type\":"
+                                    "\"continuous\"}],\"tips\":[");
+        for (int t = 0; t < IK_TREE_MAX_TIPS + 1; t++)
+            n += (size_t)snprintf(many + n, sizeof many - n, "%s\"t%d\"", t ? "," : "", t);
+        snprintf(many + n, sizeof many - n, "]}");
+        chain_reject(many, "too_large", 413, "/chain/tips");
+    }
     /* tips are required; a URDF or joints, not both */
     chain_reject("{\"kind\":\"tree\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\"}]}",
                  "invalid_request", 400, "/chain/tips");

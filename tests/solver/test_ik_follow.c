@@ -48,7 +48,7 @@ static ik_chain iiwa(void)
     ik_joint j[IIWA_JOINTS];
     iiwa_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, IIWA_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, IIWA_JOINTS), IK_OK);
     return c;
 }
 
@@ -57,7 +57,7 @@ static ik_chain panda(void)
     ik_joint j[PANDA_JOINTS];
     panda_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, PANDA_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, PANDA_JOINTS), IK_OK);
     return c;
 }
 
@@ -66,7 +66,7 @@ static ik_chain ur5(void)
     ik_joint j[UR5_JOINTS];
     ur5_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, UR5_JOINTS), IK_OK);
     return c;
 }
 
@@ -113,11 +113,11 @@ static stream_stats stream(const ik_chain *c, const double *centre, double phase
 {
     const int n = 300;
     ik_numeric_opts o = stream_opts(follow);
-    double prev[IK_MAX_DOF], qm_prev[IK_MAX_DOF];
+    double prev[TEST_DOF_CAP], qm_prev[TEST_DOF_CAP];
     double own = 0.0, worst = 0.0;
     stream_stats st = {0, 0, 0};
     for (int i = 0; i <= n; i++) {
-        double qm[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qm[TEST_DOF_CAP], q[TEST_DOF_CAP];
         for (size_t k = 0; k < c->dof; k++)
             qm[k] = motion_q(centre, k, i, n, phase);
         if (i == 0) {
