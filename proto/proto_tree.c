@@ -797,6 +797,7 @@ void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t
     r->iterations = res.iterations;
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
+    r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     /* where the solve started, inside the limits (continuous joints keep
@@ -933,6 +934,7 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
     r->iterations = res.iterations;
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
+    r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     /* the angles as local rotations: bone k's x, y, z variables are

@@ -17,6 +17,10 @@
  *                 towards the target would push further out.
  *   BUDGET        no solution was found in the time or iteration budget;
  *                 the target may or may not be reachable.
+ *   PRIORITY      trees (ik_tree.h): the tip's target is not met because
+ *                 the tips of higher priority, all met, leave it too little
+ *                 freedom (its error is the least the solver found under
+ *                 them); the target alone may be reachable.
  * IK_REASON_NONE goes with success (and with invalid input).
  *
  * Not here: the statuses themselves (ik_status.h), the wire names of
@@ -33,7 +37,9 @@
     XX(NO_SOLUTION, 2, "no_solution",                                                              \
        "no joint values reach the target, limits aside (proved by the closed form)")               \
     XX(LIMITS, 3, "outside_limits", "the target is reachable only outside the joint limits")      \
-    XX(BUDGET, 4, "budget", "no solution found within the time or iteration budget")
+    XX(BUDGET, 4, "budget", "no solution found within the time or iteration budget")              \
+    XX(PRIORITY, 5, "priority",                                                                    \
+       "the higher-priority tips, all met, leave this one too little freedom (trees)")
 
 typedef enum ik_reason {
 #define IK__REASON_ENUM(name, val, str, msg) IK_REASON_##name = val,

@@ -41,13 +41,22 @@
  *   A_k  = J_k P_{k-1},   P_k = P_{k-1} - A_k^T (A_k A_k^T + mu I)^-1 A_k,
  * with Levenberg-Marquardt control of lambda, the joint limits of
  * ik_numeric.c (joints pushed through a limit are put on it and taken out
- * of the step) and random restarts (see ik_tree.c). A trial step is kept
- * when the first level that is not met yet improves and every level above
- * it stays met; once the higher levels have been met, also when a merit
- * (the level costs weighted 1e4 per level) improves, each trial being
- * pulled back onto the higher levels' targets by one Gauss-Newton step on
- * them, and the attempt ends with steps that serve the higher levels only
- * (details in ik_tree.c).
+ * of the step) and random restarts (see ik_tree.c).
+ *
+ * STRICT PRIORITIES. The levels are served one at a time, the highest
+ * first: while level k is not met the step serves levels 0..k only (level
+ * k in the null space the levels above leave; the levels below are left
+ * out of the step, so a far lower target cannot drag the higher ones while
+ * they are being met), and a trial step is kept only when every level
+ * above k keeps what it has (a met level stays met) and level k improves,
+ * the trial pulled back onto the higher levels' targets by one
+ * Gauss-Newton step on them when it drifted off. A met level hands over to
+ * the next unmet one; a level that cannot improve any more under the ones
+ * above is frozen at its best (its error may not grow) and the next one is
+ * served under it. So a lower priority never moves a higher-priority tip
+ * off its target once it is met, and the answer (the best pose found,
+ * compared level by level) meets the highest levels whenever the search
+ * met them (details in ik_tree.c).
  *
  * SUCCESS (IK_OK) means every checked tip is within tolerance (as in
  * ik_numeric.h: every checked component of the position error within
@@ -65,6 +74,18 @@
  * the best pose found: the highest levels met, then the first unmet level
  * as close as the remaining freedom allows; res->levels_met and
  * res->tip[] say which tips are on target.
+ *
+ * FAILURES say why, per tip (res->tip[t].reason) and for the answer
+ * (res->reason: the first unmet tip's, in priority order), with the
+ * reasons of ik_reason.h: a tip whose checked position (every position
+ * component checked) lies beyond its root-to-tip chain's maximum reach
+ * (ik_chain_beyond_reach) cannot be met: OUT_OF_REACH. It gets a few steps
+ * towards its target for its best pose and no restart, and when every
+ * unmet tip is out of reach the answer is IK_EUNREACHABLE at once, as a
+ * chain's (a one-tip tree as fast as the chain). An unmet tip within reach
+ * below met levels, after a search that ran its course (not cut by the
+ * budget), is PRIORITY: the higher tips leave it too little freedom. Any
+ * other unmet tip is BUDGET.
  *
  * SECONDARY OBJECTIVES for redundant trees (TRAC-IK's solve types, Beeson
  * and Ames, Humanoids 2015): with an objective other than NONE, the search
@@ -242,6 +263,8 @@ ik_tree_opts ik_tree_opts_default(void);
 typedef struct ik_tree_tip_result {
     bool checked;       /* the tip had a target or KEEP_POSE */
     bool reached;       /* checked and within tolerance */
+    int reason;         /* checked and not reached: why (ik_reason.h,
+                           FAILURES above); IK_REASON_NONE otherwise */
     double pos_err;     /* |e_pos| against its target (0 when not checked) */
     double rot_err;     /* |e_rot| (0 when not checked) */
     double pos_err_max; /* max |component| over checked components */
@@ -250,6 +273,9 @@ typedef struct ik_tree_tip_result {
 
 typedef struct ik_tree_result {
     int status;        /* the return value */
+    int reason;        /* why a solve failed: the reason of the first unmet
+                          tip in priority order (FAILURES above);
+                          IK_REASON_NONE on success */
     size_t levels;     /* distinct priorities among the checked tips */
     size_t levels_met; /* leading levels whose tips are all reached */
     size_t groups;     /* independent groups solved */
@@ -270,8 +296,9 @@ size_t ik_tree_workspace_size(const ik_tree *tree);
 /* Solves goals[0..tree->ntips-1] on tree. seed: tree->dof values or NULL
  * for the mid-limit pose (clamped into the limits first). opts: NULL for
  * the defaults. q_out: tree->dof values (may alias seed). res: may be NULL.
- * Returns IK_OK, IK_ENOTCONV, IK_ETIMEDOUT (q_out: the best pose found,
- * inside the limits; res describes it), IK_EINVAL (invalid tree, goal, seed
+ * Returns IK_OK, IK_EUNREACHABLE (every unmet tip out of reach, FAILURES
+ * above), IK_ENOTCONV, IK_ETIMEDOUT (q_out: the best pose found, inside
+ * the limits; res describes it), IK_EINVAL (invalid tree, goal, seed
  * or options; nothing written but res->status) or IK_ENOSPC (workspace too
  * small; likewise). */
 int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *seed,
