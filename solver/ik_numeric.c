@@ -97,6 +97,7 @@
 #include <string.h>
 
 #include "solver/ik_budget.h"
+#include "solver/ik_linalg.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_rng.h"
 
@@ -288,39 +289,15 @@ static void normal_matrix(const problem *P, const double *J, double N[6][6])
     }
 }
 
-/* Solves (N + lambda I) y = b in place (b -> y) by Cholesky, m <= 6.
- * Inlined with a constant m for the common sizes so that the compiler
- * unrolls it; reciprocals of the pivots replace the divisions. Returns
- * false when a pivot is not positive. */
+/* Solves (N + lambda I) y = b in place (b -> y) by Cholesky (ik_linalg.h),
+ * m <= 6. Inlined with a constant m for the common sizes so that the
+ * compiler unrolls it. Returns false when a pivot is not positive. */
 static inline bool cholesky_solve(double N[6][6], double lambda, size_t m, double *b)
 {
     double L[6][6], inv[6];
-    for (size_t j = 0; j < m; j++) {
-        double d = N[j][j] + lambda;
-        for (size_t k = 0; k < j; k++)
-            d -= L[j][k] * L[j][k];
-        if (!(d > 0.0))
-            return false;
-        inv[j] = 1.0 / sqrt(d);
-        for (size_t i = j + 1; i < m; i++) {
-            double s = N[i][j];
-            for (size_t k = 0; k < j; k++)
-                s -= L[i][k] * L[j][k];
-            L[i][j] = s * inv[j];
-        }
-    }
-    for (size_t i = 0; i < m; i++) { /* L z = b */
-        double s = b[i];
-        for (size_t k = 0; k < i; k++)
-            s -= L[i][k] * b[k];
-        b[i] = s * inv[i];
-    }
-    for (size_t i = m; i-- > 0;) { /* L^T y = z */
-        double s = b[i];
-        for (size_t k = i + 1; k < m; k++)
-            s -= L[k][i] * b[k];
-        b[i] = s * inv[i];
-    }
+    if (!ik__cholesky(&N[0][0], &L[0][0], m, 6, lambda, inv))
+        return false;
+    ik__cholesky_solve(&L[0][0], m, 6, inv, b);
     return true;
 }
 

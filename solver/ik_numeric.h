@@ -150,9 +150,9 @@ typedef enum ik_search_mode {
     IK_SEARCH_NEAREST_TO_SEED
 } ik_search_mode;
 
-/* The default time budget of a solve (ik_numeric_opts.timeout_s), seconds:
- * TRAC-IK's benchmark budget. proto/ uses it as the wire format's default
- * too. */
+/* The default time budget of a solve (ik_numeric_opts.timeout_s and
+ * ik_tree_opts.timeout_s), seconds: TRAC-IK's benchmark budget. proto/ uses
+ * it as the wire format's default too. The one place it is written. */
 #define IK_NUMERIC_DEFAULT_TIMEOUT_S 0.005
 
 typedef struct ik_numeric_opts {

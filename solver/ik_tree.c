@@ -85,6 +85,7 @@
 #include <string.h>
 
 #include "solver/ik_budget.h"
+#include "solver/ik_linalg.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_rng.h"
 #include "solver/ik_status.h"
@@ -449,7 +450,7 @@ ik_tree_opts ik_tree_opts_default(void)
     o.tol_pos = 1e-5;
     o.tol_rot = 1e-5;
     o.max_iterations = 0;
-    o.timeout_s = 0.005;
+    o.timeout_s = IK_NUMERIC_DEFAULT_TIMEOUT_S;
     o.max_restarts = SIZE_MAX;
     o.rng_seed = 1;
     o.objective = IK_TREE_OBJ_NONE;
@@ -619,44 +620,6 @@ static size_t evaluate(solver *S, const double *q, double *J, double *e, double 
 
 /* ---- linear algebra on the workspace ----------------------------------- */
 
-/* Cholesky of the m x m symmetric matrix N (row stride m, lower triangle
- * used) plus lambda on the diagonal, in place; inv gets 1 / the pivots.
- * False when a pivot is not positive. */
-static bool cholesky(double *N, size_t m, double lambda, double *inv)
-{
-    for (size_t j = 0; j < m; j++) {
-        double d = N[j * m + j] + lambda;
-        for (size_t k = 0; k < j; k++)
-            d -= N[j * m + k] * N[j * m + k];
-        if (!(d > 0.0))
-            return false;
-        inv[j] = 1.0 / sqrt(d);
-        for (size_t i = j + 1; i < m; i++) {
-            double s = N[i * m + j];
-            for (size_t k = 0; k < j; k++)
-                s -= N[i * m + k] * N[j * m + k];
-            N[i * m + j] = s * inv[j];
-        }
-    }
-    return true;
-}
-
-static void cholesky_solve(const double *L, size_t m, const double *inv, double *b)
-{
-    for (size_t i = 0; i < m; i++) {
-        double s = b[i];
-        for (size_t k = 0; k < i; k++)
-            s -= L[i * m + k] * b[k];
-        b[i] = s * inv[i];
-    }
-    for (size_t i = m; i-- > 0;) {
-        double s = b[i];
-        for (size_t k = i + 1; k < m; k++)
-            s -= L[k * m + i] * b[k];
-        b[i] = s * inv[i];
-    }
-}
-
 /* N = A A^T for the r x nv matrix A (rows of stride nv). */
 static void gram(const double *A, size_t r, size_t nv, double *N)
 {
@@ -714,9 +677,9 @@ static bool priority_step(solver *S, const double *J, const double *el, double l
         const bool last = l + 1 == nlev;
         if (!last) /* keep A A^T for the projector: X holds a copy */
             memcpy(S->X, S->N, r * r * sizeof *S->N);
-        if (!cholesky(S->N, r, lambda, inv))
+        if (!ik__cholesky(S->N, S->N, r, r, lambda, inv))
             return false;
-        cholesky_solve(S->N, r, inv, S->rhs);
+        ik__cholesky_solve(S->N, r, r, inv, S->rhs);
         for (size_t a = 0; a < r; a++)
             for (size_t k = 0; k < nv; k++)
                 S->dq[k] += A[a * nv + k] * S->rhs[a];
@@ -726,12 +689,12 @@ static bool priority_step(solver *S, const double *J, const double *el, double l
         double scale = 0.0;
         for (size_t a = 0; a < r; a++)
             scale = fmax(scale, S->X[a * r + a]);
-        if (!cholesky(S->X, r, PROJ_DAMPING * (scale > 0.0 ? scale : 1.0), inv))
+        if (!ik__cholesky(S->X, S->X, r, r, PROJ_DAMPING * (scale > 0.0 ? scale : 1.0), inv))
             return false;
         for (size_t k = 0; k < nv; k++) {
             for (size_t a = 0; a < r; a++)
                 S->y[a] = A[a * nv + k];
-            cholesky_solve(S->X, r, inv, S->y);
+            ik__cholesky_solve(S->X, r, r, inv, S->y);
             for (size_t i = 0; i < nv; i++) {
                 double s = 0.0;
                 for (size_t a = 0; a < r; a++)
@@ -819,11 +782,10 @@ static bool limited_step_one(solver *S, double lambda)
     for (size_t k = 0; k < nv; k++)
         locked[k] = false;
     for (int pass = 0;; pass++) {
-        memcpy(S->X, S->N, mr * mr * sizeof *S->N);
-        if (!cholesky(S->X, mr, lambda, inv))
+        if (!ik__cholesky(S->N, S->X, mr, mr, lambda, inv))
             return false;
         memcpy(S->rhs, S->el, mr * sizeof *S->el);
-        cholesky_solve(S->X, mr, inv, S->rhs);
+        ik__cholesky_solve(S->X, mr, mr, inv, S->rhs);
         for (size_t k = 0; k < nv; k++)
             S->dq[k] = 0.0;
         for (size_t k1 = 0; k1 < nt; k1++) {

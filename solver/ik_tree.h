@@ -240,7 +240,8 @@ typedef struct ik_tree_opts {
     double tol_pos;        /* metres, > 0; default 1e-5 */
     double tol_rot;        /* radians, > 0; default 1e-5 */
     size_t max_iterations; /* over all groups and attempts; 0 = none; default 0 */
-    double timeout_s;      /* >= 0; 0 = none; default 0.005: CPU time of
+    double timeout_s;      /* >= 0; 0 = none; default
+                              IK_NUMERIC_DEFAULT_TIMEOUT_S: CPU time of
                               the calling thread, with a wall-clock ceiling
                               IK_BUDGET_WALL_FACTOR times it (ik_budget.h,
                               as ik_numeric.h) */
