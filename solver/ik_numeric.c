@@ -51,9 +51,13 @@
  * (positions linearly, orientations by slerp), each stage solved from the
  * previous stage's answer the same way, so the arm is pulled along the
  * target's path rather than thrown at its end. When neither reaches it, the
- * seed's plain attempt (the first-found search's) and then the random
- * restarts run (Nakamura and Hanafusa 1986 for the damped,
- * singularity-robust inverse; Wampler 1986 for the damping floor).
+ * seed's plain attempt (the first-found search's, as a WALK: past
+ * ATTEMPT_MAX_ITERS it goes on while every SLOW_EVERY iterations take its
+ * error below WALK_PROGRESS of what it was, up to WALK_MAX_ITERS, so that a
+ * slow but steady descent to the solution next to the seed is not cut off
+ * for a restart that lands on a far branch) and then the random restarts
+ * run (Nakamura and Hanafusa 1986 for the damped, singularity-robust
+ * inverse; Wampler 1986 for the damping floor).
  *
  * Following a motion (opts.follow, streams) on a redundant chain (fewer
  * active rows m than joints n): every continuation iteration adds to its
@@ -196,6 +200,13 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
 #define CONT_STAGE_ITERS 20    /* iterations per intermediate stage */
 #define CONT_ATTEMPT_ITERS 30  /* the seed's continuation attempt (then the
                                   slow-convergence allowance) */
+#ifndef WALK_MAX_ITERS
+#define WALK_MAX_ITERS 200     /* the seed's plain walk of a continuation ... */
+#endif
+#ifndef WALK_PROGRESS
+#define WALK_PROGRESS 0.9      /* ... goes on while every SLOW_EVERY iterations
+                                  take its cost below this share */
+#endif
 #define CONT_REACH 0.25        /* the homotopy runs for targets within this
                                   fraction of the chain's reach ... */
 #define CONT_TURN 1.0          /* ... and this rotation (radians) of the
@@ -571,6 +582,9 @@ typedef struct search {
     double step_max;
     double lambda_min;
     size_t max_iters;
+    bool walk;    /* past max_iters, go on while the cost keeps falling
+                     (WALK_PROGRESS every SLOW_EVERY iterations), up to
+                     WALK_MAX_ITERS: the seed's plain walk of a continuation */
     bool staging; /* S->P is an intermediate homotopy stage */
     bool follow;  /* continuation with opts.follow: steer the self-motion */
 } search;
@@ -630,8 +644,11 @@ static int attempt(search *S)
         if (it >= S->max_iters && (it - S->max_iters) % SLOW_EVERY == 0) {
             /* past the usual length: go on only while close and still
              * halving the error every SLOW_EVERY iterations (slow, linear
-             * convergence next to a singular solution) */
-            if (it >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST || cost > 0.25 * checkpoint)
+             * convergence next to a singular solution); a walk, while its
+             * error keeps falling at all */
+            if (S->walk ? (it >= WALK_MAX_ITERS || cost > WALK_PROGRESS * checkpoint)
+                        : (it >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST ||
+                           cost > 0.25 * checkpoint))
                 return ATTEMPT_STALLED;
             checkpoint = cost;
         }
@@ -1129,7 +1146,9 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         if (plain_seed) {
             plain_seed = false;
             memcpy(S.q, S.seed, n * sizeof *S.q);
+            S.walk = true;
             a = attempt(&S);
+            S.walk = false;
             if (a == ATTEMPT_SOLVED) {
                 record(&S, &K, o, false);
                 if (K.solutions == 1)

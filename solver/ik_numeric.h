@@ -55,8 +55,10 @@
  * (singularity-robust) and every iteration's joint motion capped (step
  * control), first straight at the target, then, if that fails, along a
  * homotopy that moves the target from the seed's own tip pose to the
- * requested one in small increments. Random restarts run only when both
- * fail, and then the solution nearest the seed wins.
+ * requested one in small increments, then as a plain damped walk from the
+ * seed (no step cap, no damping floor) that goes on as long as its error
+ * keeps falling. Random restarts run only when all three fail, and then
+ * the solution nearest the seed wins.
  *
  * FOLLOWING A MOTION (opts.follow, for streams): when the seed is the
  * previous answer of a stream and the target the motion's next pose, a
