@@ -254,16 +254,14 @@ void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_
 }
 
 /* A joint chain's answer scratch (finish_joints), at the end of the
- * workspace: the seed inside the limits (dof doubles), then the frames
- * (dof + 1), aligned. */
+ * workspace: the seed inside the limits (dof doubles), aligned. */
 static size_t answer_scratch_size(const ik_chain *c)
 {
-    return (c->dof + 1) * sizeof(ik_xform) + c->dof * sizeof(double) + 16;
+    return c->dof * sizeof(double) + 16;
 }
 
 typedef struct answer_scratch {
     double *from;
-    ik_xform *frames;
 } answer_scratch;
 
 /* The scratch at the end of ws (ws_size bytes, of which the solver gets
@@ -273,12 +271,9 @@ static size_t answer_scratch_take(const ik_chain *c, void *ws, size_t ws_size, a
     const size_t need = answer_scratch_size(c);
     if (!ws || ws_size < need) {
         a->from = NULL;
-        a->frames = NULL;
         return 0;
     }
-    uintptr_t at = ((uintptr_t)ws + ws_size - need + 15) & ~(uintptr_t)15;
-    a->frames = (ik_xform *)at;
-    a->from = (double *)(a->frames + c->dof + 1);
+    a->from = (double *)(((uintptr_t)ws + ws_size - need + 15) & ~(uintptr_t)15);
     return ws_size - need;
 }
 
@@ -618,12 +613,9 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
             }
         }
     }
-    ik_xform *frames = sc->frames;
-    ik_chain_frames(c->chain, r->q, frames);
-    for (size_t k = 0; k <= c->chain->dof; k++)
-        r->positions[k] = frames[k].p;
+    /* every joint's position and the tip, in one walk down the chain */
+    ik_chain_positions(c->chain, r->q, r->positions, &r->tip);
     r->has_tip = c->kind != PROTO_CHAIN_PLANAR;
-    r->tip = frames[c->chain->dof];
     r->pos_err = pos_err;
     r->rot_err = t->has_orientation ? rot_err : -1;
 }

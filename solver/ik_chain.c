@@ -205,14 +205,15 @@ int ik_chain_init(ik_chain *out, void *storage, size_t storage_size, const ik_jo
 
 /* The one walk down the chain (file comment). Fills, when not NULL: the
  * joint frames (after each joint's motion, through xform_from and the
- * joint's B_i), the base frame axes and origins of the joints into the
+ * joint's B_i) or their origins alone, the base frame axes and origins of the joints into the
  * Jacobian's storage J (6 x dof: the axis z_i into rows 3-5 of column i,
  * the origin o_i into rows 0-2, which ik_chain_jacobian_mat then turns
  * into the columns), and always the tip R, p. */
 static ik_xform xform_from(const double R[9], const double p[3]);
 
 static inline void chain_walk(const ik_chain *c, const double *q, const size_t *index,
-                              ik_xform *frames, double *J, double R[9], double p[3])
+                              ik_xform *frames, ik_vec3 *origins, double *J, double R[9],
+                              double p[3])
 {
     double Rc[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, T[9], v[3];
     double pc[3] = {0, 0, 0};
@@ -247,6 +248,8 @@ static inline void chain_walk(const ik_chain *c, const double *q, const size_t *
                 Rc[3 * r + 2] = T[3 * r + 2];
             }
         }
+        if (origins)
+            origins[i] = ik_v3(pc[0], pc[1], pc[2]);
         if (frames) {
             /* the walk's frame is the joint frame times B_i (file comment) */
             frames[i] = xform_from(Rc, pc);
@@ -271,34 +274,43 @@ static ik_xform xform_from(const double R[9], const double p[3])
 
 void ik_chain_fk_mat(const ik_chain *c, const double *q, double R[9], double p[3])
 {
-    chain_walk(c, q, NULL, NULL, NULL, R, p);
+    chain_walk(c, q, NULL, NULL, NULL, NULL, R, p);
 }
 
 ik_xform ik_chain_fk(const ik_chain *c, const double *q)
 {
     double R[9], p[3];
-    chain_walk(c, q, NULL, NULL, NULL, R, p);
+    chain_walk(c, q, NULL, NULL, NULL, NULL, R, p);
     return xform_from(R, p);
 }
 
 ik_xform ik_chain_fk_gather(const ik_chain *c, const double *q, const size_t *index)
 {
     double R[9], p[3];
-    chain_walk(c, q, index, NULL, NULL, R, p);
+    chain_walk(c, q, index, NULL, NULL, NULL, R, p);
     return xform_from(R, p);
 }
 
 void ik_chain_frames(const ik_chain *c, const double *q, ik_xform *frames)
 {
     double R[9], p[3];
-    chain_walk(c, q, NULL, frames, NULL, R, p);
+    chain_walk(c, q, NULL, frames, NULL, NULL, R, p);
     frames[c->dof] = xform_from(R, p);
+}
+
+void ik_chain_positions(const ik_chain *c, const double *q, ik_vec3 *pos, ik_xform *tip)
+{
+    double R[9], p[3];
+    chain_walk(c, q, NULL, NULL, pos, NULL, R, p);
+    pos[c->dof] = ik_v3(p[0], p[1], p[2]);
+    if (tip)
+        *tip = xform_from(R, p);
 }
 
 void ik_chain_jacobian_mat(const ik_chain *c, const double *q, double *J, double R[9],
                            double p[3])
 {
-    chain_walk(c, q, NULL, NULL, J, R, p);
+    chain_walk(c, q, NULL, NULL, NULL, J, R, p);
     const size_t n = c->dof;
     for (size_t i = 0; i < n; i++) {
         const double zx = J[3 * n + i], zy = J[4 * n + i], zz = J[5 * n + i];

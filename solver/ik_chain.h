@@ -106,6 +106,12 @@ ik_xform ik_chain_fk_gather(const ik_chain *c, const double *q, const size_t *in
  * entries). */
 void ik_chain_frames(const ik_chain *c, const double *q, ik_xform *frames);
 
+/* The origins of those frames only, pos[0..dof] (dof + 1 entries: the
+ * joints', then the tip's), and the tip frame into *tip when not NULL: the
+ * same numbers as ik_chain_frames()' positions, without a rotation turned
+ * into a quaternion per joint (what an answer's joint positions need). */
+void ik_chain_positions(const ik_chain *c, const double *q, ik_vec3 *pos, ik_xform *tip);
+
 /* Geometric Jacobian at q (6 x dof, layout above) into J; if tip is not
  * NULL, the tip frame is stored there too (it is computed on the way). */
 void ik_chain_jacobian(const ik_chain *c, const double *q, double *J, ik_xform *tip);

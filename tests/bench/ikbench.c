@@ -37,10 +37,19 @@
  *     seed included), and again listing every solution (up to 64, sorted).
  *     Times are this thread's CPU time (CLOCK_THREAD_CPUTIME_ID) for both
  *     solvers, so that a busy shared machine does not distort the ratio.
+ *     Then the same targets as one batch through the wire format
+ *     (proto_job_decode, proto_job_run, proto_job_encode, as POST
+ *     /v1/solve/batch runs them, on this thread): the mean time_ms the
+ *     results report (batch_reported_us) against the solver's own time
+ *     measured the same way (each ik_closed_solve timed alone on the wall
+ *     clock, solver_wall_us), their difference (service_added_us: what the
+ *     service adds inside a result's timing) and the batch's run time per
+ *     target (batch_run_us); rounds alternated, the best of five.
  *       {"bench":"closed","robot":..,"family":"ur"|"opw","samples":..,
  *        "success":..,"mean_us":..,"max_pos_err":..,"mean_branches":..,
  *        "mean_solutions":..,"all64_mean_us":..,"numeric_success":..,
- *        "numeric_mean_us":..,"speedup":..}
+ *        "numeric_mean_us":..,"speedup":..,"batch_reported_us":..,
+ *        "solver_wall_us":..,"service_added_us":..,"batch_run_us":..}
  *
  *   ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...] [--samples N]
  *                [--seed S] [--timeout-ms MS] [--tol T] [--max-iterations N]
@@ -148,6 +157,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include "proto/proto.h"
 #include "proto/proto_json.h"
@@ -467,6 +478,80 @@ static double pos_err_of(const bench_chain *bc, const ik_xform *target, const do
     return fmax(fabs(target->p.x - x.p.x), fmax(fabs(target->p.y - x.p.y), fabs(target->p.z - x.p.z)));
 }
 
+/* run_closed's batch figures (see there): the mean time_ms of the results
+ * of one batch of the targets through proto (best of five rounds), the
+ * mean solver time measured the same way, and the batch's run time per
+ * target (proto_job_run's wall time over the targets). */
+static int closed_batch(const chain_args *a, const bench_chain *bc, const ik_closed *k,
+                        const ik_xform *poses, size_t n, const double *mid,
+                        const ik_numeric_opts *o, double *reported_us, double *solver_us,
+                        double *run_us)
+{
+    size_t len = 0;
+    char *xml = bench_read_file(a->urdf, &len);
+    if (!xml)
+        return 1;
+    json_t *targets = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(targets,
+                              json_pack("{s:[f,f,f],s:[f,f,f,f]}", "position", poses[i].p.x,
+                                        poses[i].p.y, poses[i].p.z, "orientation", poses[i].q.x,
+                                        poses[i].q.y, poses[i].q.z, poses[i].q.w));
+    json_t *req = json_pack("{s:{s:s,s:s%,s:s,s:s},s:o,s:{s:s}}", "chain", "kind", "urdf", "urdf",
+                            xml, len, "base", a->base, "tip", a->tip, "targets", targets,
+                            "options", "solver", "closed");
+    free(xml);
+    char *body = req ? json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(req);
+    if (!body)
+        return 1;
+    proto_limits lim;
+    proto_limits_default(&lim);
+    if (lim.max_targets < n)
+        lim.max_targets = n;
+    double best_rep = INFINITY, best_solver = INFINITY, best_run = INFINITY, sink = 0.0;
+    int rc = 1;
+    for (int round = 0; round < 5; round++) {
+        proto_job *job;
+        proto_error err;
+        if (proto_job_decode(body, strlen(body), PROTO_BATCH, &lim, NULL, NULL, &job, &err)) {
+            fprintf(stderr, "ikbench: the batch is refused: %s: %s\n", err.path, err.message);
+            goto out;
+        }
+        double t0 = now_s();
+        proto_job_run(job, 0, n);
+        double run = now_s() - t0, rep = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            json_t *r = proto_job_result_json(job, i);
+            rep += json_real_value(json_object_get(r, "time_ms")) * 1e3;
+            json_decref(r);
+        }
+        size_t out_len;
+        free(proto_job_encode(job, &out_len));
+        proto_job_free(job);
+        double sol = 0.0, q[TEST_DOF_CAP];
+        for (size_t i = 0; i < n; i++) {
+            ik_target t = ik_target_full_pose(poses[i]);
+            double s0 = now_s();
+            ik_closed_solve(&bc->chain, k, &t, mid, o, q, NULL);
+            sol += now_s() - s0;
+            sink += q[0];
+        }
+        best_rep = fmin(best_rep, rep / (double)n);
+        best_solver = fmin(best_solver, sol * 1e6 / (double)n);
+        best_run = fmin(best_run, run * 1e6 / (double)n);
+    }
+    if (sink == 42.4242)
+        fprintf(stderr, " ");
+    *reported_us = best_rep;
+    *solver_us = best_solver;
+    *run_us = best_run;
+    rc = 0;
+out:
+    free(body);
+    return rc;
+}
+
 static int run_closed(const chain_args *a)
 {
     static bench_chain bc;
@@ -554,13 +639,24 @@ static int run_closed(const chain_args *a)
     double all_us = el * 1e6 / (double)all_solves;
     if (sink == 42.4242)
         fprintf(stderr, " ");
+    /* the same targets as one batch through the wire format (decode, run,
+     * encode, as POST /v1/solve/batch runs them, on this thread): the time
+     * each result reports (time_ms) against the solver's own, both on the
+     * wall clock the results use, each solve timed alone as the service
+     * times it, rounds alternated, the best of five */
+    double reported_us, solver_wall_us, run_us;
+    if (closed_batch(a, &bc, &k, poses, n, mid, &o, &reported_us, &solver_wall_us, &run_us))
+        goto out;
     printf("{\"bench\":\"closed\",\"robot\":\"%s\",\"family\":\"%s\",\"samples\":%zu,"
            "\"success\":%.5f,\"mean_us\":%.3f,\"max_pos_err\":%.3g,"
            "\"mean_branches\":%.2f,\"mean_solutions\":%.2f,\"all64_mean_us\":%.3f,"
-           "\"numeric_success\":%.5f,\"numeric_mean_us\":%.2f,\"speedup\":%.1f}\n",
+           "\"numeric_success\":%.5f,\"numeric_mean_us\":%.2f,\"speedup\":%.1f,"
+           "\"batch_reported_us\":%.3f,\"solver_wall_us\":%.3f,\"service_added_us\":%.3f,"
+           "\"batch_run_us\":%.3f}\n",
            bc.robot, ik_closed_kind_name(k.kind), n, (double)ok / (double)n, closed_us, max_pos,
            (double)branches / (double)n, (double)solutions / (double)n, all_us,
-           (double)num_ok / (double)n, num_us, num_us / closed_us);
+           (double)num_ok / (double)n, num_us, num_us / closed_us, reported_us, solver_wall_us,
+           reported_us - solver_wall_us, run_us);
     rc = 0;
 out:
     free(qs);

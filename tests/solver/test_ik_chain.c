@@ -246,8 +246,14 @@ START_TEST(test_frames_consistent_random)
         double q[TEST_DOF_CAP];
         for (size_t k = 0; k < c.dof; k++)
             q[k] = urand(-2, 2);
-        ik_xform f[TEST_DOF_CAP + 1];
+        ik_xform f[TEST_DOF_CAP + 1], tip;
         ik_chain_frames(&c, q, f);
+        /* the origins alone: the frames' positions and tip, bit for bit */
+        ik_vec3 o[TEST_DOF_CAP + 1];
+        ik_chain_positions(&c, q, o, &tip);
+        for (size_t k = 0; k <= c.dof; k++)
+            ck_assert_mem_eq(&o[k], &f[k].p, sizeof o[k]);
+        ck_assert_mem_eq(&tip, &f[c.dof], sizeof tip);
         ik_xform T = ik_xform_identity();
         for (size_t k = 0; k < c.dof; k++) {
             ik_xform m = ik_xform_identity();
