@@ -52,11 +52,12 @@
  *        "solver_wall_us":..,"service_added_us":..,"batch_run_us":..}
  *
  *   ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...] [--samples N]
- *                [--seed S] [--timeout-ms MS] [--tol T] [--max-iterations N]
- *                [--verbose]
+ *                [--position-tips LINK,...] [--seed S] [--timeout-ms MS]
+ *                [--tol T] [--max-iterations N] [--verbose]
  *     Several end effectors on one tree (solver/ik_tree.h), same protocol
  *     as chain: N random configurations of the whole tree, every tip's full
- *     pose as its target, one tree solve per sample from the mid-limit pose,
+ *     pose as its target (the tips of --position-tips: their position only,
+ *     checked on position alone; "position_tips" counts them), one tree solve per sample from the mid-limit pose,
  *     then every tip solved as its own chain (ik_numeric_solve) on the same
  *     targets in the same run as the baseline. Both are verified here by
  *     the same independent forward kinematics. Prints
@@ -78,7 +79,7 @@
  *
  *   ikbench stream --urdf FILE --base LINK --tip LINK [--centre Q1,Q2,...]
  *                  [--phases N] [--samples STEPS] [--timeout-ms MS] [--tol T]
- *                  [--max-iterations N]
+ *                  [--max-iterations N] [--unseeded]
  *     A robot controller's stream at solver level: smooth joint-space
  *     motions (each joint a sinusoid of 0.3 rad, at most a quarter of its
  *     half range, around the centre (default the middle of the limits), at
@@ -99,6 +100,35 @@
  *        "largest_over_motion":..,"median_largest_over_motion":..,
  *        "restarts":..,"mean_iterations":..,"cpu_mean_us":..},
  *        "follow":{the same},"cpu_ratio_follow_vs_plain":..}
+ *     With --unseeded the stream opens without a seed: its first answer is
+ *     a first-found solve from the mid-limit pose (a branch of its own, not
+ *     necessarily the motion's), and its steps are measured from there.
+ *
+ *   ikbench snake [--samples N] [--seed S] [--timeout-ms MS] [--tol T]
+ *     DOF scaling: snakes of 6, 12, 24, 48 and 64 revolute joints (axes x
+ *     and y in turn, 1 m long, each within +-1 rad; no compiled bound on a
+ *     chain's joints), N full-pose targets each from random configurations
+ *     within +-0.6 rad by this file's forward kinematics, solved from the
+ *     mid-limit pose and verified here; thread CPU time per solve:
+ *       {"bench":"dof_scaling","samples":N,"snakes":[{"dof":..,"success":..,
+ *        "cpu_mean_us":..,"us_per_joint":..,"mean_iterations":..,
+ *        "cost_vs_6":..},...]}
+ *
+ *   ikbench priority --urdf FILE --base LINK --tips A,B [--samples N]
+ *                    [--seed S] [--timeout-ms MS] [--tol T]
+ *     Strict priorities on a tree whose two tips share joints: tip A at
+ *     priority 0 on the pose of a random configuration, tip B at priority 1
+ *     10 m away ("far") or on the pose of another random configuration
+ *     ("conflict"), N samples each from the mid-limit pose: how often each
+ *     tip is met (this file's forward kinematics), the outcomes and the
+ *     thread CPU time per solve; then tip B's arm alone with its target out
+ *     of reach, as a one-tip tree and as a chain: status, cause and the
+ *     best of 200 solves' CPU time:
+ *       {"bench":"priority",...,"far":{"priority0_met":..,"priority1_met":..,
+ *        "unreachable":..,"not_converged":..,"timed_out":..,"cpu_mean_us":..,
+ *        "cpu_max_us":..},"conflict":{the same},"out_of_reach":{"tree":..,
+ *        "tree_cause":..,"tree_iterations":..,"tree_restarts":..,
+ *        "tree_cpu_us":..,"chain":..,"chain_cause":..,"chain_cpu_us":..}}
  *
  *   ikbench two-bone [--samples N] [--seed S]
  *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
@@ -666,6 +696,32 @@ out:
     return rc;
 }
 
+/* verify() for a position-only target: inside the limits, every position
+ * component within tol by this file's forward kinematics. */
+static int verify_position(const bench_chain *bc, const ik_xform *target, const double *q,
+                           double tol)
+{
+    if (!ik_chain_within_limits(&bc->chain, q, 0.0))
+        return 0;
+    ik_xform a = reference_fk(bc, q);
+    return fabs(target->p.x - a.p.x) < tol && fabs(target->p.y - a.p.y) < tol &&
+           fabs(target->p.z - a.p.z) < tol;
+}
+
+/* Whether name is one of the comma-separated list (NULL: none). */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncmp(p, name, n) == 0)
+            return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
 /* ---- tree benchmark ---------------------------------------------------------- */
 
 /* Several tips from one base (ik_tree.h): N random configurations of the
@@ -677,11 +733,12 @@ out:
  * separate chains may give it different values, so their answers are not a
  * valid pose of the tree; "separate_consistent" counts the samples whose
  * separate answers agree on every shared joint (to the tolerance). */
-static int run_tree(const chain_args *a, const char *tips_arg)
+static int run_tree(const chain_args *a, const char *tips_arg, const char *pos_tips)
 {
     static bench_chain bc[IK_TREE_MAX_TIPS];
     static ik_tree tree;
-    char tips[512];
+    bool posonly[IK_TREE_MAX_TIPS];
+    char tips[1024];
     snprintf(tips, sizeof tips, "%s", tips_arg);
     size_t nt = 0;
     for (char *save = NULL, *tok = strtok_r(tips, ",", &save); tok;
@@ -691,6 +748,7 @@ static int run_tree(const chain_args *a, const char *tips_arg)
             fprintf(stderr, "ikbench: bad tip %s\n", tok);
             return 1;
         }
+        posonly[nt] = in_list(pos_tips, tok);
         nt++;
     }
     const ik_joint *chains[IK_TREE_MAX_TIPS];
@@ -747,7 +805,8 @@ static int run_tree(const chain_args *a, const char *tips_arg)
             double qc[TEST_DOF_CAP];
             ik_tree_gather(&tree, t, &qs[i * dof], qc);
             goal[t] = reference_fk(&bc[t], qc);
-            g[t] = ik_tree_goal_target(ik_target_full_pose(goal[t]));
+            g[t] = ik_tree_goal_target(posonly[t] ? ik_target_position(goal[t].p)
+                                                  : ik_target_full_pose(goal[t]));
         }
         double q[TEST_DOF_CAP], qsep[IK_TREE_MAX_TIPS][TEST_DOF_CAP];
         ik_tree_result res;
@@ -761,7 +820,8 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         for (size_t t = 0; t < nt && good; t++) {
             double qc[TEST_DOF_CAP];
             ik_tree_gather(&tree, t, q, qc);
-            good = verify(&bc[t], &goal[t], qc, a->tol);
+            good = posonly[t] ? verify_position(&bc[t], &goal[t], qc, a->tol)
+                              : verify(&bc[t], &goal[t], qc, a->tol);
         }
         ok_tree += (size_t)good;
         {
@@ -777,7 +837,7 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         t0 = now_s();
         c0 = cpu_s();
         for (size_t t = 0; t < nt; t++) {
-            ik_target tg = ik_target_full_pose(goal[t]);
+            ik_target tg = posonly[t] ? ik_target_position(goal[t].p) : ik_target_full_pose(goal[t]);
             ik_numeric_result nr;
             ik_numeric_solve(&bc[t].chain, &tg, NULL, &no, wn, wsn, qsep[t], &nr);
             sep_iterations += nr.iterations;
@@ -787,7 +847,8 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         cpu_sep += cpu_s() - c0;
         int sgood = 1;
         for (size_t t = 0; t < nt; t++)
-            sgood &= verify(&bc[t], &goal[t], qsep[t], a->tol);
+            sgood &= posonly[t] ? verify_position(&bc[t], &goal[t], qsep[t], a->tol)
+                                : verify(&bc[t], &goal[t], qsep[t], a->tol);
         ok_sep += (size_t)sgood;
         int same = 1; /* shared joints: the same value in every chain */
         for (size_t v = 0; v < dof; v++) {
@@ -816,14 +877,17 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     size_t p99 = (size_t)((double)n * 0.99);
     if (p99 >= n)
         p99 = n - 1;
+    size_t npos = 0;
+    for (size_t t = 0; t < nt; t++)
+        npos += posonly[t];
     printf("{\"bench\":\"tree\",\"robot\":\"%s\",\"base\":\"%s\",\"tips\":%zu,"
-           "\"dof\":%zu,\"shared_joints\":%zu,\"samples\":%zu,\"success\":%.5f,"
+           "\"position_tips\":%zu,\"dof\":%zu,\"shared_joints\":%zu,\"samples\":%zu,\"success\":%.5f,"
            "\"mean_us\":%.2f,\"median_us\":%.2f,\"p99_us\":%.2f,\"mean_iterations\":%.1f,"
            "\"mean_restarts\":%.2f,\"separate_mean_iterations\":%.1f,"
            "\"separate_mean_restarts\":%.2f,\"separate_success\":%.5f,\"separate_consistent\":%.5f,"
            "\"separate_mean_us\":%.2f,\"ratio_tree_vs_separate\":%.3f,"
            "\"cpu_mean_us\":%.2f,\"separate_cpu_mean_us\":%.2f,\"cpu_ratio\":%.3f}\n",
-           robot, a->base, nt, dof, shared, n, (double)ok_tree / (double)n, st / (double)n,
+           robot, a->base, nt, npos, dof, shared, n, (double)ok_tree / (double)n, st / (double)n,
            n % 2 ? tt[n / 2] : 0.5 * (tt[n / 2 - 1] + tt[n / 2]), tt[p99],
            (double)iterations / (double)n, (double)tree_restarts / (double)n,
            (double)sep_iterations / (double)n, (double)sep_restarts / (double)n,
@@ -839,6 +903,217 @@ out:
     free(ws);
     free(wn);
     return rc;
+}
+
+/* ---- long chains: cost against the number of joints ------------------------ */
+
+/* A snake of n revolute joints (ik_chain.h has no bound of its own): axes x
+ * and y in turn, 1 m in all, each joint within +-1 rad, a fixed tip, as
+ * test_ik_numeric.c's test_long_snakes. */
+static void snake_joints(bench_chain *bc, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        ik_joint *j = &bc->joints[k];
+        j->type = IK_JOINT_REVOLUTE;
+        j->origin = ik_xform_identity();
+        j->origin.p = ik_v3(0, 0, k ? 1.0 / (double)n : 0.0);
+        j->axis = k % 2 ? ik_v3(0, 1, 0) : ik_v3(1, 0, 0);
+        j->lower = -1.0;
+        j->upper = 1.0;
+    }
+    ik_joint *t = &bc->joints[n];
+    memset(t, 0, sizeof *t);
+    t->type = IK_JOINT_FIXED;
+    t->origin = ik_xform_identity();
+    t->origin.p = ik_v3(0, 0, 1.0 / (double)n);
+    bc->n_joints = n + 1;
+    snprintf(bc->robot, sizeof bc->robot, "snake%zu", n);
+}
+
+/* DOF scaling: snakes of 6, 12, 24, 48 and 64 joints, N full-pose targets
+ * each by this file's forward kinematics from random configurations within
+ * +-0.6 rad, solved from the mid-limit pose (the chain protocol's budget
+ * and tolerance), verified here; thread CPU time per solve. */
+static int run_snake(const chain_args *a)
+{
+    static const size_t sizes[] = {6, 12, 24, 48, 64};
+    static bench_chain bc;
+    printf("{\"bench\":\"dof_scaling\",\"samples\":%zu,\"snakes\":[", a->samples);
+    double first_us = 0.0;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const size_t n = sizes[s];
+        snake_joints(&bc, n);
+        if (chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK)
+            return 1;
+        size_t wsz = ik_numeric_workspace_size(&bc.chain);
+        void *ws = malloc(wsz);
+        if (!ws)
+            return 1;
+        ik_numeric_opts o = ik_numeric_opts_default();
+        o.tol_pos = o.tol_rot = a->tol;
+        o.timeout_s = a->timeout_ms * 1e-3;
+        o.max_iterations = a->max_iterations;
+        ik_rng r = {a->seed + n};
+        size_t ok = 0, iterations = 0;
+        double cpu = 0.0, q[TEST_DOF_CAP], qt[TEST_DOF_CAP];
+        for (size_t i = 0; i < a->samples; i++) {
+            for (size_t k = 0; k < n; k++)
+                qt[k] = ik_rng_uniform(&r, -0.6, 0.6);
+            ik_xform goal = reference_fk(&bc, qt);
+            ik_target t = ik_target_full_pose(goal);
+            ik_numeric_result res;
+            o.rng_seed = a->seed + i;
+            double c0 = cpu_s();
+            ik_numeric_solve(&bc.chain, &t, NULL, &o, ws, wsz, q, &res);
+            cpu += cpu_s() - c0;
+            iterations += res.iterations;
+            ok += (size_t)verify(&bc, &goal, q, a->tol);
+        }
+        free(ws);
+        const double us = 1e6 * cpu / (double)a->samples;
+        if (s == 0)
+            first_us = us;
+        printf("%s{\"dof\":%zu,\"success\":%.5f,\"cpu_mean_us\":%.2f,\"us_per_joint\":%.3f,"
+               "\"mean_iterations\":%.1f,\"cost_vs_6\":%.2f}",
+               s ? "," : "", n, (double)ok / (double)a->samples, us, us / (double)n,
+               (double)iterations / (double)a->samples, us / first_us);
+    }
+    printf("]}\n");
+    return 0;
+}
+
+/* ---- strict priorities on trees with shared joints ------------------------- */
+
+/* Tip A at priority 0 on the pose of a random configuration, tip B at
+ * priority 1 10 m away (far) or on the pose of another random
+ * configuration (conflict), N samples each, solved from the mid-limit pose
+ * with the chain protocol's budget: how often A is met (this file's FK),
+ * how often B, the outcomes, and the thread CPU time per solve. Then tip
+ * B alone as a one-tip tree and as a chain, its target out of reach:
+ * what each answers and how long it takes. */
+static int run_priority(const chain_args *a, const char *tips_arg)
+{
+    static bench_chain bc[2];
+    static ik_tree tree;
+    char tips[512];
+    snprintf(tips, sizeof tips, "%s", tips_arg);
+    size_t nt = 0;
+    for (char *save = NULL, *tok = strtok_r(tips, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (nt == 2 || load_urdf(a->urdf, a->base, tok, &bc[nt]) != 0 ||
+            chain_init(&bc[nt].chain, bc[nt].joints, bc[nt].n_joints) != IK_OK) {
+            fprintf(stderr, "ikbench: priority needs two tips: %s\n", tok);
+            return 1;
+        }
+        nt++;
+    }
+    const ik_joint *chains[2] = {bc[0].joints, bc[1].joints};
+    size_t lens[2] = {bc[0].n_joints, bc[1].n_joints};
+    if (nt != 2 || tree_from_chains(&tree, chains, lens, 2) != IK_OK) {
+        fprintf(stderr, "ikbench: priority needs two tips\n");
+        return 1;
+    }
+    size_t shared = 0;
+    for (size_t v = 0; v < tree.dof; v++)
+        shared += (tree.tips_of[v] & (tree.tips_of[v] - 1)) != 0;
+    char robot[64];
+    stem_of(a->urdf, robot, sizeof robot);
+    size_t wsz = ik_tree_workspace_size(&tree);
+    void *ws = malloc(wsz);
+    if (!ws)
+        return 1;
+    ik_tree_opts to = ik_tree_opts_default();
+    to.tol_pos = to.tol_rot = a->tol;
+    to.timeout_s = a->timeout_ms * 1e-3;
+    to.max_iterations = a->max_iterations;
+    printf("{\"bench\":\"priority\",\"robot\":\"%s\",\"base\":\"%s\",\"dof\":%zu,"
+           "\"shared_joints\":%zu,\"samples\":%zu",
+           robot, a->base, tree.dof, shared, a->samples);
+    for (int far = 1; far >= 0; far--) {
+        ik_rng r = {a->seed + (uint64_t)far};
+        size_t top = 0, low = 0, unreachable = 0, notconv = 0, timedout = 0;
+        double cpu = 0.0, worst = 0.0;
+        for (size_t i = 0; i < a->samples; i++) {
+            double qa[TEST_DOF_CAP], qb[TEST_DOF_CAP], q[TEST_DOF_CAP], qc[TEST_DOF_CAP];
+            for (size_t v = 0; v < tree.dof; v++) {
+                double lo = tree.lower[v], hi = tree.upper[v];
+                if (tree.type[v] == IK_JOINT_CONTINUOUS) {
+                    lo = -IK_PI;
+                    hi = IK_PI;
+                }
+                qa[v] = ik_rng_uniform(&r, lo, hi);
+                qb[v] = ik_rng_uniform(&r, lo, hi);
+            }
+            ik_tree_gather(&tree, 0, qa, qc);
+            ik_xform ga = reference_fk(&bc[0], qc);
+            ik_tree_gather(&tree, 1, far ? qa : qb, qc);
+            ik_xform gb = reference_fk(&bc[1], qc);
+            if (far)
+                gb.p = ik_vec3_add(gb.p, ik_v3(10, 0, 0));
+            ik_tree_goal g[2] = {ik_tree_goal_target(ik_target_full_pose(ga)),
+                                 ik_tree_goal_target(ik_target_full_pose(gb))};
+            g[1].priority = 1;
+            ik_tree_result res;
+            double c0 = cpu_s();
+            int st = ik_tree_solve(&tree, g, NULL, &to, ws, wsz, q, &res);
+            double c = cpu_s() - c0;
+            cpu += c;
+            worst = fmax(worst, c);
+            unreachable += st == IK_EUNREACHABLE;
+            notconv += st == IK_ENOTCONV;
+            timedout += st == IK_ETIMEDOUT;
+            ik_tree_gather(&tree, 0, q, qc);
+            top += (size_t)verify(&bc[0], &ga, qc, a->tol);
+            ik_tree_gather(&tree, 1, q, qc);
+            low += (size_t)verify(&bc[1], &gb, qc, a->tol);
+        }
+        printf(",\"%s\":{\"priority0_met\":%.5f,\"priority1_met\":%.5f,\"unreachable\":%zu,"
+               "\"not_converged\":%zu,\"timed_out\":%zu,\"cpu_mean_us\":%.2f,"
+               "\"cpu_max_us\":%.2f}",
+               far ? "far" : "conflict", (double)top / (double)a->samples,
+               (double)low / (double)a->samples, unreachable, notconv, timedout,
+               1e6 * cpu / (double)a->samples, 1e6 * worst);
+    }
+    free(ws);
+    /* tip B alone, out of reach: a one-tip tree and the chain */
+    static ik_tree one;
+    if (tree_from_chains(&one, &chains[1], &lens[1], 1) != IK_OK)
+        return 1;
+    wsz = ik_tree_workspace_size(&one);
+    size_t wsn = ik_numeric_workspace_size(&bc[1].chain);
+    ws = malloc(wsz > wsn ? wsz : wsn);
+    if (!ws)
+        return 1;
+    double mid[TEST_DOF_CAP], q[TEST_DOF_CAP];
+    ik_chain_mid(&bc[1].chain, mid);
+    ik_xform far_pose = reference_fk(&bc[1], mid);
+    far_pose.p = ik_vec3_add(far_pose.p, ik_v3(10, 0, 0));
+    ik_tree_goal g = ik_tree_goal_target(ik_target_full_pose(far_pose));
+    ik_target t = ik_target_full_pose(far_pose);
+    ik_numeric_opts no = ik_numeric_opts_default();
+    no.tol_pos = no.tol_rot = a->tol;
+    no.timeout_s = a->timeout_ms * 1e-3;
+    no.max_iterations = a->max_iterations;
+    ik_tree_result tr;
+    ik_numeric_result nr;
+    int tst = ik_tree_solve(&one, &g, NULL, &to, ws, wsz, q, &tr);
+    int cst = ik_numeric_solve(&bc[1].chain, &t, NULL, &no, ws, wsn, q, &nr);
+    double tree_cpu = INFINITY, chain_cpu = INFINITY;
+    for (int round = 0; round < 200; round++) { /* the best of 200 each */
+        double c0 = cpu_s();
+        ik_tree_solve(&one, &g, NULL, &to, ws, wsz, q, NULL);
+        tree_cpu = fmin(tree_cpu, cpu_s() - c0);
+        c0 = cpu_s();
+        ik_numeric_solve(&bc[1].chain, &t, NULL, &no, ws, wsn, q, NULL);
+        chain_cpu = fmin(chain_cpu, cpu_s() - c0);
+    }
+    free(ws);
+    printf(",\"out_of_reach\":{\"tree\":\"%s\",\"tree_cause\":\"%s\",\"tree_iterations\":%zu,"
+           "\"tree_restarts\":%zu,\"tree_cpu_us\":%.2f,\"chain\":\"%s\",\"chain_cause\":\"%s\","
+           "\"chain_cpu_us\":%.2f}}\n",
+           ik_status_name(tst), ik_reason_name(tr.reason), tr.iterations, tr.restarts,
+           1e6 * tree_cpu, ik_status_name(cst), ik_reason_name(nr.reason), 1e6 * chain_cpu);
+    return 0;
 }
 
 /* ---- stream benchmark ------------------------------------------------------ */
@@ -861,10 +1136,12 @@ static double stream_q(const ik_chain *c, const double *centre, size_t k, size_t
     return centre[k] + fmin(0.25 * half, 0.3) * sin(w);
 }
 
-/* One motion streamed with options o into f (its ratio at index m). */
+/* One motion streamed with options o into f (its ratio at index m);
+ * unseeded: the first solve from the mid-limit pose (no seed, first
+ * found), as a stream opened without a seed. */
 static void stream_motion(const bench_chain *bc, const double *centre, size_t steps, double phase,
                           const ik_numeric_opts *o, void *ws, size_t wsz, stream_figures *f,
-                          size_t m)
+                          size_t m, bool unseeded)
 {
     const ik_chain *c = &bc->chain;
     const size_t dof = c->dof;
@@ -885,7 +1162,10 @@ static void stream_motion(const bench_chain *bc, const double *centre, size_t st
         ik_target t = ik_target_full_pose(pose);
         ik_numeric_result res;
         double t0 = cpu_s();
-        int st = ik_numeric_solve(c, &t, seed, o, ws, wsz, q, &res);
+        ik_numeric_opts first = *o;
+        first.search = IK_SEARCH_FIRST_FOUND;
+        const bool open = unseeded && i == 0;
+        int st = ik_numeric_solve(c, &t, open ? NULL : seed, open ? &first : o, ws, wsz, q, &res);
         f->cpu += cpu_s() - t0;
         f->solves++;
         f->restarts += res.restarts;
@@ -896,7 +1176,8 @@ static void stream_motion(const bench_chain *bc, const double *centre, size_t st
         double step = 0.0;
         for (size_t k = 0; k < dof; k++)
             step = fmax(step, fabs(q[k] - seed[k]));
-        worst = fmax(worst, step);
+        if (i > 0) /* the opening answer is no step of the stream */
+            worst = fmax(worst, step);
         flips += i > 0 && step > 3.0 * own;
         memcpy(seed, q, dof * sizeof *q);
     }
@@ -919,7 +1200,8 @@ static void print_stream_figures(const char *name, stream_figures *f, size_t mot
            1e6 * f->cpu / (double)f->solves);
 }
 
-static int run_stream(const chain_args *a, const char *centre_arg, size_t phases, size_t steps)
+static int run_stream(const chain_args *a, const char *centre_arg, size_t phases, size_t steps,
+                      bool unseeded)
 {
     static bench_chain bc;
     if (load_urdf(a->urdf, a->base, a->tip, &bc) != 0)
@@ -961,14 +1243,15 @@ static int run_stream(const chain_args *a, const char *centre_arg, size_t phases
     ik_numeric_opts of = o;
     of.follow = true;
     for (size_t p = 0; p < phases; p++) {
-        stream_motion(&bc, centre, steps, 0.5 * (double)p, &o, ws, wsz, &plain, p);
-        stream_motion(&bc, centre, steps, 0.5 * (double)p, &of, ws, wsz, &fol, p);
+        stream_motion(&bc, centre, steps, 0.5 * (double)p, &o, ws, wsz, &plain, p, unseeded);
+        stream_motion(&bc, centre, steps, 0.5 * (double)p, &of, ws, wsz, &fol, p, unseeded);
     }
     free(ws);
     printf("{\"bench\":\"stream\",\"robot\":\"%s\",\"dof\":%zu,\"centre\":[", bc.robot, c->dof);
     for (size_t k = 0; k < c->dof; k++)
         printf("%s%.4g", k ? "," : "", centre[k]);
-    printf("],\"motions\":%zu,\"steps\":%zu,", phases, steps);
+    printf("],\"unseeded\":%s,\"motions\":%zu,\"steps\":%zu,", unseeded ? "true" : "false",
+           phases, steps);
     print_stream_figures("plain", &plain, phases);
     printf(",");
     print_stream_figures("follow", &fol, phases);
@@ -1268,12 +1551,17 @@ static void usage(void)
             "usage: ikbench chain --urdf FILE --base LINK --tip LINK\n"
             "                     [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
             "                     [--targets FILE] [--max-iterations N] [--verbose]\n"
+            "       ikbench closed --urdf FILE --base LINK --tip LINK [the chain options]\n"
             "       ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...]\n"
-            "                    [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
-            "                    [--max-iterations N] [--verbose]\n"
+            "                    [--position-tips LINK,...] [--samples N] [--seed S]\n"
+            "                    [--timeout-ms MS] [--tol T] [--max-iterations N] [--verbose]\n"
+            "       ikbench priority --urdf FILE --base LINK --tips A,B [--samples N] [--seed S]\n"
+            "                        [--timeout-ms MS] [--tol T] [--max-iterations N]\n"
+            "       ikbench snake [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
+            "                     [--max-iterations N]\n"
             "       ikbench stream --urdf FILE --base LINK --tip LINK [--centre Q1,Q2,...]\n"
             "                      [--phases N] [--samples STEPS] [--timeout-ms MS] [--tol T]\n"
-            "                      [--max-iterations N]\n"
+            "                      [--max-iterations N] [--unseeded]\n"
             "       ikbench two-bone [--samples N] [--seed S]\n"
             "       ikbench proto [--samples N] [--body FILE]\n"
             "       ikbench parse [--samples N] [--body FILE]\n"
@@ -1309,9 +1597,9 @@ int main(int argc, char **argv)
         return 1;
     }
     chain_args a = {0};
-    const char *body = NULL, *tips = NULL, *centre = NULL;
+    const char *body = NULL, *tips = NULL, *centre = NULL, *pos_tips = NULL;
     size_t phases = 12;
-    bool samples_given = false;
+    bool samples_given = false, unseeded = false;
     a.samples = 2000;
     a.seed = 1;
     a.timeout_ms = 5.0;
@@ -1322,6 +1610,10 @@ int main(int argc, char **argv)
         int bad = 0;
         if (strcmp(k, "--verbose") == 0) {
             a.verbose = 1;
+            continue;
+        }
+        if (strcmp(k, "--unseeded") == 0) {
+            unseeded = true;
             continue;
         }
         if (!v) {
@@ -1336,6 +1628,8 @@ int main(int argc, char **argv)
             a.tip = v;
         else if (strcmp(k, "--tips") == 0)
             tips = v;
+        else if (strcmp(k, "--position-tips") == 0)
+            pos_tips = v;
         else if (strcmp(k, "--targets") == 0)
             a.targets = v;
         else if (strcmp(k, "--body") == 0)
@@ -1385,14 +1679,28 @@ int main(int argc, char **argv)
             usage();
             return 1;
         }
-        return run_tree(&a, tips);
+        return run_tree(&a, tips, pos_tips);
     }
     if (strcmp(argv[1], "stream") == 0) {
         if (!(a.urdf && a.base && a.tip) || (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
             usage();
             return 1;
         }
-        return run_stream(&a, centre, phases, samples_given ? a.samples : 300);
+        return run_stream(&a, centre, phases, samples_given ? a.samples : 300, unseeded);
+    }
+    if (strcmp(argv[1], "priority") == 0) {
+        if (!(a.urdf && a.base && tips) || (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
+            usage();
+            return 1;
+        }
+        return run_priority(&a, tips);
+    }
+    if (strcmp(argv[1], "snake") == 0) {
+        if (a.timeout_ms == 0.0 && a.max_iterations == 0) {
+            usage();
+            return 1;
+        }
+        return run_snake(&a);
     }
     if (strcmp(argv[1], "two-bone") == 0)
         return run_twobone(a.samples, a.seed);
