@@ -38,6 +38,7 @@
  * Not here: solving (ik_numeric.c), URDF text (proto/proto_urdf.c).
  */
 #include "solver/ik_chain.h"
+#include "solver/ik_chain_internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -212,18 +213,28 @@ int ik_chain_init(ik_chain *out, void *storage, size_t storage_size, const ik_jo
 static ik_xform xform_from(const double R[9], const double p[3]);
 
 static inline void chain_walk(const ik_chain *c, const double *q, const size_t *index,
-                              ik_xform *frames, ik_vec3 *origins, double *J, double R[9],
-                              double p[3])
+                              size_t from, ik__walk *st, ik_xform *frames, ik_vec3 *origins,
+                              double *J, double R[9], double p[3])
 {
     double Rc[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, T[9], v[3];
     double pc[3] = {0, 0, 0};
     const size_t n = c->dof;
-    for (size_t i = 0; i < n; i++) {
+    if (from > 0) { /* resumed after joint from - 1 (ik_chain_internal.h) */
+        memcpy(Rc, st[from - 1].R, sizeof Rc);
+        memcpy(pc, st[from - 1].p, sizeof pc);
+    }
+    for (size_t i = from; i < n; i++) {
         mat3_vec(Rc, c->fast_pos[i], v);
         pc[0] += v[0];
         pc[1] += v[1];
         pc[2] += v[2];
         mat3_mul(Rc, c->fast_rot[i], T);
+        if (st) {
+            st[i].z[0] = T[2];
+            st[i].z[1] = T[5];
+            st[i].z[2] = T[8];
+            memcpy(st[i].o, pc, sizeof pc);
+        }
         if (J) {
             J[3 * n + i] = T[2];
             J[4 * n + i] = T[5];
@@ -250,6 +261,10 @@ static inline void chain_walk(const ik_chain *c, const double *q, const size_t *
         }
         if (origins)
             origins[i] = ik_v3(pc[0], pc[1], pc[2]);
+        if (st) {
+            memcpy(st[i].R, Rc, sizeof Rc);
+            memcpy(st[i].p, pc, sizeof pc);
+        }
         if (frames) {
             /* the walk's frame is the joint frame times B_i (file comment) */
             frames[i] = xform_from(Rc, pc);
@@ -274,34 +289,40 @@ static ik_xform xform_from(const double R[9], const double p[3])
 
 void ik_chain_fk_mat(const ik_chain *c, const double *q, double R[9], double p[3])
 {
-    chain_walk(c, q, NULL, NULL, NULL, NULL, R, p);
+    chain_walk(c, q, NULL, 0, NULL, NULL, NULL, NULL, R, p);
 }
 
 ik_xform ik_chain_fk(const ik_chain *c, const double *q)
 {
     double R[9], p[3];
-    chain_walk(c, q, NULL, NULL, NULL, NULL, R, p);
+    chain_walk(c, q, NULL, 0, NULL, NULL, NULL, NULL, R, p);
     return xform_from(R, p);
 }
 
 ik_xform ik_chain_fk_gather(const ik_chain *c, const double *q, const size_t *index)
 {
     double R[9], p[3];
-    chain_walk(c, q, index, NULL, NULL, NULL, R, p);
+    chain_walk(c, q, index, 0, NULL, NULL, NULL, NULL, R, p);
     return xform_from(R, p);
 }
 
 void ik_chain_frames(const ik_chain *c, const double *q, ik_xform *frames)
 {
     double R[9], p[3];
-    chain_walk(c, q, NULL, frames, NULL, NULL, R, p);
+    chain_walk(c, q, NULL, 0, NULL, frames, NULL, NULL, R, p);
     frames[c->dof] = xform_from(R, p);
+}
+
+void ik__chain_walk_from(const ik_chain *c, const double *q, const size_t *index, size_t from,
+                         ik__walk *st, double R[9], double p[3])
+{
+    chain_walk(c, q, index, from, st, NULL, NULL, NULL, R, p);
 }
 
 void ik_chain_positions(const ik_chain *c, const double *q, ik_vec3 *pos, ik_xform *tip)
 {
     double R[9], p[3];
-    chain_walk(c, q, NULL, NULL, pos, NULL, R, p);
+    chain_walk(c, q, NULL, 0, NULL, NULL, pos, NULL, R, p);
     pos[c->dof] = ik_v3(p[0], p[1], p[2]);
     if (tip)
         *tip = xform_from(R, p);
@@ -310,7 +331,7 @@ void ik_chain_positions(const ik_chain *c, const double *q, ik_vec3 *pos, ik_xfo
 void ik_chain_jacobian_mat(const ik_chain *c, const double *q, double *J, double R[9],
                            double p[3])
 {
-    chain_walk(c, q, NULL, NULL, NULL, J, R, p);
+    chain_walk(c, q, NULL, 0, NULL, NULL, NULL, J, R, p);
     const size_t n = c->dof;
     for (size_t i = 0; i < n; i++) {
         const double zx = J[3 * n + i], zy = J[4 * n + i], zz = J[5 * n + i];

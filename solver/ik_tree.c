@@ -23,7 +23,18 @@
  * Jacobian (not once per damping tried) from the tasks' column lists: a
  * tip's rows are non-zero only in its own chain's variables, and two tips
  * share only their leading ones (a torso), so the products run over those
- * (limited_step_one). The joint limits are handled as in ik_numeric.c:
+ * (limited_step_one). When the group's first level has many rows on
+ * long chains (a hand's fingertips over an arm and a spine), the same
+ * step is solved in joint space instead (tree_step: (J^T J + lambda I) dq
+ * = J^T e, equal to the rows' form), by a Cholesky factorization that
+ * eliminates the leaves first: the kinematic tree is then the elimination
+ * tree, J^T J and its factor hold only each variable's entries with its
+ * ancestors (a skyline), and the cost is the sum of the variables' depths
+ * squared instead of the rows cubed; group_init picks the cheaper of the
+ * two by their operation counts. The Jacobian is evaluated by one walk
+ * down each task's chain, resumed after the joints it shares with an
+ * earlier task's chain (ik_chain_internal.h), so a shared spine or arm is
+ * walked once per evaluation. The joint limits are handled as in ik_numeric.c:
  * a joint the step pushes through a limit is put on it, its motion leaves
  * the error, its column leaves the step, and the step is solved again (up
  * to LOCK_PASSES times). The levels form a strict hierarchy (attempt(),
@@ -85,6 +96,7 @@
 #include <string.h>
 
 #include "solver/ik_budget.h"
+#include "solver/ik_chain_internal.h"
 #include "solver/ik_linalg.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_rng.h"
@@ -522,6 +534,16 @@ typedef struct group {
     size_t ntcol[IK_TREE_MAX_TIPS];
     size_t *pre; /* pre[k1 * ntask + k2] */
     bool sparse;
+    /* the variables as a tree (each one's parent: the variable before it on
+     * every chain that holds it; -1 for a root), their depths, and where
+     * each one's row of the joint-space normal matrix starts in its
+     * skyline (tree_step); joint_space: the first level's steps are solved
+     * there, which costs less than the stacked rows' system */
+    ptrdiff_t *par;
+    size_t *dep;
+    size_t *sky;
+    size_t nsky;
+    bool joint_space;
 } group;
 
 typedef struct solver {
@@ -533,7 +555,15 @@ typedef struct solver {
     const double *N0_of;  /* ...of this Jacobian (NULL: none yet) */
     double *q, *qt, *dq, *best, *sol, *seed;
     double *qr, *Jr, *er; /* the restored trial (several levels) */
-    double *Jc, *qc;      /* one tip's chain Jacobian and joints (evaluate) */
+    ik__walk *walk;       /* each task's walk down its chain (evaluate), laid
+                             out as the group's column lists */
+    double *H0, *H;       /* tree_step: J^T J of the first level's rows in the
+                             group's skyline (of this Jacobian: H0_of), and
+                             its factor */
+    const double *H0_of;
+    double *g, *jinv;     /* tree_step: J^T e, 1 / the pivots */
+    double (*cv)[6];      /* tree_normal: one task's columns */
+    size_t *anc;          /* tree_step: a variable's ancestors */
     double *w;            /* eigenvalues (manipulability) */
     bool *locked;         /* the limited steps' (group variables) */
     bool met[IK_TREE_MAX_TIPS], met_t[IK_TREE_MAX_TIPS]; /* per group task */
@@ -573,17 +603,30 @@ static size_t evaluate(solver *S, const double *q, double *J, double *e, double 
     const size_t nv = G->nv;
     if (S->N0_of == J)
         S->N0_of = NULL; /* its normal matrix is about to be stale */
-    memset(J, 0, G->m * nv * sizeof *J);
+    if (S->H0_of == J)
+        S->H0_of = NULL;
+    /* J's entries off the tasks' chains are zero from search_group's start
+     * on: only the chains' columns are written here */
     for (size_t l = 0; l < G->nlev; l++)
         lc[l] = 0.0;
-    double *Jc = S->Jc, *qc = S->qc, R[9], p[3];
+    double R[9], p[3];
     size_t first_unmet = G->nlev;
     for (size_t k = 0; k < G->ntask; k++) {
         const task *tk = G->task[k];
         const ik_chain *c = &T->chain[tk->tip];
         const size_t dof = c->dof;
-        ik_tree_gather(T, tk->tip, q, qc);
-        ik_chain_jacobian_mat(c, qc, Jc, R, p);
+        /* the walk down the chain, resumed after the joints it shares with
+         * an earlier task's chain (ik_chain_internal.h) */
+        ik__walk *st = S->walk + (G->tcol[k] - G->tcol[0]);
+        size_t from = 0, from_k = 0;
+        for (size_t k2 = 0; k2 < k; k2++)
+            if (G->pre[k * G->ntask + k2] > from) {
+                from = G->pre[k * G->ntask + k2];
+                from_k = k2;
+            }
+        if (from > 0)
+            memcpy(st, S->walk + (G->tcol[from_k] - G->tcol[0]), from * sizeof *st);
+        ik__chain_walk_from(c, q, T->var[tk->tip], from, st, R, p);
         double err[6];
         err[0] = tk->target.p.x - p[0];
         err[1] = tk->target.p.y - p[1];
@@ -605,14 +648,34 @@ static size_t evaluate(solver *S, const double *q, double *J, double *e, double 
         if (!ok && ll < first_unmet)
             first_unmet = ll;
         for (size_t a = 0; a < tk->m; a++) {
-            const int r = tk->row[a];
             const size_t row = tk->row0 + a;
-            const double v = tk->sw[a] * err[r];
+            const double v = tk->sw[a] * err[tk->row[a]];
             e[row] = v;
             lc[ll] += v * v;
-            double *Jr = J + row * nv;
-            for (size_t i = 0; i < dof; i++)
-                Jr[G->local[T->var[tk->tip][i]]] = tk->sw[a] * Jc[(size_t)r * dof + i];
+        }
+        /* the Jacobian's columns of the chain's joints (ik_chain.h's
+         * layout: [z x (p - o); z] for a revolute joint, [z; 0] for a
+         * prismatic one), weighted, into the task's rows */
+        const size_t *col = G->tcol[k];
+        for (size_t i = 0; i < dof; i++) {
+            const ik__walk *w = &st[i];
+            double jc[6];
+            if (c->type[i] == IK_JOINT_PRISMATIC) {
+                jc[0] = w->z[0];
+                jc[1] = w->z[1];
+                jc[2] = w->z[2];
+                jc[3] = jc[4] = jc[5] = 0.0;
+            } else {
+                const double dx = p[0] - w->o[0], dy = p[1] - w->o[1], dz = p[2] - w->o[2];
+                jc[0] = w->z[1] * dz - w->z[2] * dy;
+                jc[1] = w->z[2] * dx - w->z[0] * dz;
+                jc[2] = w->z[0] * dy - w->z[1] * dx;
+                jc[3] = w->z[0];
+                jc[4] = w->z[1];
+                jc[5] = w->z[2];
+            }
+            for (size_t a = 0; a < tk->m; a++)
+                J[(tk->row0 + a) * nv + col[i]] = tk->sw[a] * jc[tk->row[a]];
         }
     }
     return first_unmet;
@@ -828,9 +891,187 @@ static bool limited_step_one(solver *S, double lambda)
     }
 }
 
+/* ---- the first level's step in joint space ---------------------------- */
+
+/* H0 = J^T J of the first level's weighted rows, in the group's skyline:
+ * variable k's row holds its entries with itself and its ancestors,
+ * H0[sky[k] + d] for the ancestor d generations up. A row of task t is
+ * non-zero only on t's chain (root first), whose variable i has the
+ * variables i - 1, ..., 0 before it as its ancestors. */
+static void tree_normal(solver *S)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv, nt = G->lev_task[1];
+    const double *J = S->J;
+    double(*cv)[6] = S->cv;
+    memset(S->H0, 0, G->nsky * sizeof *S->H0);
+    for (size_t k1 = 0; k1 < nt; k1++) {
+        const task *t1 = G->task[k1];
+        const size_t *c = G->tcol[k1], L = G->ntcol[k1], m = t1->m;
+        /* the task's columns gathered, each a vector of its m rows */
+        for (size_t a = 0; a < m; a++) {
+            const double *Ja = J + (t1->row0 + a) * nv;
+            for (size_t i = 0; i < L; i++)
+                cv[i][a] = Ja[c[i]];
+        }
+        for (size_t i = 0; i < L; i++) {
+            double *h = S->H0 + G->sky[c[i]];
+            const double *vi = cv[i];
+            if (m == 3) {
+                for (size_t d = 0; d <= i; d++) {
+                    const double *vj = cv[i - d];
+                    h[d] += vi[0] * vj[0] + vi[1] * vj[1] + vi[2] * vj[2];
+                }
+            } else {
+                for (size_t d = 0; d <= i; d++) {
+                    const double *vj = cv[i - d];
+                    double sum = 0.0;
+                    for (size_t a = 0; a < m; a++)
+                        sum += vi[a] * vj[a];
+                    h[d] += sum;
+                }
+            }
+        }
+    }
+    S->H0_of = J;
+}
+
+/* ha[k] -= li hv[k] for k < n: the Schur update of an ancestor's row (ha)
+ * from a variable's (hv), rows that never overlap. */
+static inline void schur_row(double *restrict ha, const double *restrict hv, size_t n, double li)
+{
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4) { /* four at a time: independent updates */
+        ha[k] -= li * hv[k];
+        ha[k + 1] -= li * hv[k + 1];
+        ha[k + 2] -= li * hv[k + 2];
+        ha[k + 3] -= li * hv[k + 3];
+    }
+    for (; k < n; k++)
+        ha[k] -= li * hv[k];
+}
+
+/* The damped step dq = (J^T J + lambda I)^-1 J^T el over the unlocked
+ * variables (the locked ones get 0), which is the stacked rows' step
+ * J^T (J J^T + lambda I)^-1 el of limited_step_one, solved in joint space:
+ * Cholesky of J^T J + lambda I eliminating the leaves first, so that the
+ * factor fills nothing beyond each variable's ancestors (the kinematic
+ * tree is the elimination tree); the cost is the sum over the variables
+ * of their depth squared, instead of the rows cubed. False when a pivot
+ * is not positive. */
+static bool tree_step(solver *S, double lambda, const bool *locked)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv, nt = G->lev_task[1];
+    const double *J = S->J;
+    double *H = S->H, *g = S->g, *dq = S->dq;
+    if (S->H0_of != J)
+        tree_normal(S);
+    memcpy(H, S->H0, G->nsky * sizeof *H);
+    /* g = J^T el */
+    for (size_t k = 0; k < nv; k++)
+        g[k] = 0.0;
+    for (size_t k1 = 0; k1 < nt; k1++) {
+        const task *t1 = G->task[k1];
+        const size_t *c = G->tcol[k1], L = G->ntcol[k1];
+        for (size_t a = 0; a < t1->m; a++) {
+            const size_t ra = t1->row0 + a;
+            const double *Ja = J + ra * nv, y = S->el[ra];
+            for (size_t i = 0; i < L; i++)
+                g[c[i]] += Ja[c[i]] * y;
+        }
+    }
+    /* factor, leaves first (a child's index is above its parent's) */
+    for (size_t v = nv; v-- > 0;) {
+        if (locked[v])
+            continue;
+        double *h = H + G->sky[v];
+        const size_t dv = G->dep[v];
+        const double d = h[0] + lambda;
+        if (!(d > 0.0))
+            return false;
+        const double inv = 1.0 / sqrt(d);
+        S->jinv[v] = inv;
+        ptrdiff_t a = G->par[v];
+        for (size_t k = 1; k <= dv; k++, a = G->par[a]) {
+            S->anc[k] = (size_t)a;
+            h[k] = locked[a] ? 0.0 : h[k] * inv;
+        }
+        for (size_t i = 1; i <= dv; i++) {
+            const double li = h[i];
+            if (li != 0.0) /* two different rows of the skyline */
+                schur_row(H + G->sky[S->anc[i]], h + i, dv - i + 1, li);
+        }
+    }
+    /* L y = g, leaves first; then L^T x = y, roots first */
+    for (size_t v = nv; v-- > 0;) {
+        if (locked[v]) {
+            g[v] = 0.0;
+            continue;
+        }
+        const double *h = H + G->sky[v];
+        const double y = g[v] * S->jinv[v];
+        g[v] = y;
+        ptrdiff_t a = G->par[v];
+        for (size_t k = 1; k <= G->dep[v]; k++, a = G->par[a])
+            g[a] -= h[k] * y;
+    }
+    for (size_t v = 0; v < nv; v++) {
+        if (locked[v]) {
+            dq[v] = 0.0;
+            continue;
+        }
+        const double *h = H + G->sky[v];
+        double x = g[v];
+        ptrdiff_t a = G->par[v];
+        for (size_t k = 1; k <= G->dep[v]; k++, a = G->par[a])
+            x -= h[k] * dq[a];
+        dq[v] = x * S->jinv[v];
+    }
+    return true;
+}
+
+/* limited_step_one's step, solved by tree_step (the group's first level
+ * costs less in joint space), with the same limits: a joint pushed through
+ * a limit is put on it, its motion leaves the error, it leaves the step. */
+static bool limited_step_tree(solver *S, double lambda)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv, mr = G->lev_row[1];
+    const double *J = S->J;
+    bool *locked = S->locked;
+    memcpy(S->el, S->e, mr * sizeof *S->e);
+    memcpy(S->qt, S->q, S->T->dof * sizeof *S->q);
+    for (size_t k = 0; k < nv; k++)
+        locked[k] = false;
+    for (int pass = 0;; pass++) {
+        if (!tree_step(S, lambda, locked))
+            return false;
+        bool more = false;
+        for (size_t k = 0; k < nv; k++) {
+            if (locked[k])
+                continue;
+            const size_t v = G->v[k];
+            bool clamped;
+            S->qt[v] = limit_var(S->T, v, S->q[v] + S->dq[k], &clamped);
+            if (clamped && pass < LOCK_PASSES) {
+                locked[k] = true;
+                const double d = S->qt[v] - S->q[v];
+                for (size_t r = 0; r < mr; r++)
+                    S->el[r] -= J[r * nv + k] * d;
+                more = true;
+            }
+        }
+        if (!more)
+            return true;
+    }
+}
+
 /* One limited step from S->q into S->qt (full vectors). */
 static bool limited_step(solver *S, double lambda)
 {
+    if (S->nl == 1 && S->G->joint_space)
+        return limited_step_tree(S, lambda);
     if (S->nl == 1 && S->G->sparse)
         return limited_step_one(S, lambda);
     const group *G = S->G;
@@ -1224,7 +1465,8 @@ static double score(solver *S)
  * levels 0..nlev-1), on every variable that moves one of them: its tasks
  * stacked level by level (their row0 is set here) and the column lists
  * of the sparse products. Its arrays go to the workspace's gi (the
- * solver's carve: tree dof, tree dof, the chains' dof added, ntask^2). */
+ * solver's carve: tree dof, tree dof, the chains' dof added, ntask^2,
+ * and tree dof three times for the variables' tree). */
 static void group_init(group *G, const ik_tree *T, uint32_t tips, task *tasks, size_t ntask,
                        size_t nlev, const group *gi)
 {
@@ -1282,6 +1524,52 @@ static void group_init(group *G, const ik_tree *T, uint32_t tips, task *tasks, s
                     G->sparse = false;
         }
     }
+    /* the variables' tree: a chain's variable i has variable i - 1 as its
+     * parent, whichever chain holds it (the joint-space step needs that) */
+    bool tree_ok = G->sparse;
+    G->par = gi->par;
+    G->dep = gi->dep;
+    G->sky = gi->sky;
+    for (size_t k = 0; k < G->nv; k++)
+        G->dep[k] = SIZE_MAX;
+    for (size_t k = 0; k < G->ntask && tree_ok; k++)
+        for (size_t i = 0; i < G->ntcol[k]; i++) {
+            const size_t c = G->tcol[k][i];
+            const ptrdiff_t pc = i ? (ptrdiff_t)G->tcol[k][i - 1] : -1;
+            if (G->dep[c] == SIZE_MAX) {
+                G->par[c] = pc;
+                G->dep[c] = i;
+            } else if (G->par[c] != pc || G->dep[c] != i) {
+                tree_ok = false;
+            }
+            if (pc >= 0 && (size_t)pc >= c) /* parents are numbered first */
+                tree_ok = false;
+        }
+    /* the cheaper system for the first level: the stacked rows' (their
+     * Cholesky, rows cubed over 6, and their products over the shared
+     * prefixes) or the joint-space skyline's (its Cholesky, the depths
+     * squared, and J^T J over each row's chain) */
+    double rows = 0.0, joint = 0.0;
+    const size_t mr = G->lev_row[1];
+    G->nsky = 0;
+    for (size_t k = 0; k < G->nv && tree_ok; k++) {
+        if (G->dep[k] == SIZE_MAX) { /* on no chain: impossible */
+            tree_ok = false;
+            break;
+        }
+        G->sky[k] = G->nsky;
+        G->nsky += G->dep[k] + 1;
+        joint += 0.5 * (double)(G->dep[k] * G->dep[k]);
+    }
+    rows = (double)mr * (double)mr * (double)mr / 6.0;
+    for (size_t k1 = 0; k1 < G->lev_task[1]; k1++) {
+        const double L = (double)G->ntcol[k1], m1 = (double)G->task[k1]->m;
+        joint += 0.5 * m1 * L * L;
+        for (size_t k2 = 0; k2 <= k1; k2++)
+            rows += m1 * (double)G->task[k2]->m *
+                    (double)(k2 == k1 ? G->ntcol[k1] : G->pre[k1 * G->ntask + k2]);
+    }
+    G->joint_space = tree_ok && joint < rows;
 }
 
 /* Searches group G; the answer's group variables go to S->sol (a full
@@ -1294,6 +1582,12 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
     const size_t n = T->dof;
     memcpy(S->q, S->seed, n * sizeof *S->q);
     memcpy(S->best, S->seed, n * sizeof *S->q);
+    /* the Jacobians' entries off the tasks' chains, zero for the group
+     * (evaluate writes the chains' columns only) */
+    memset(S->J, 0, G->m * G->nv * sizeof *S->J);
+    memset(S->Jt, 0, G->m * G->nv * sizeof *S->Jt);
+    memset(S->Jr, 0, G->m * G->nv * sizeof *S->Jr);
+    S->N0_of = S->H0_of = NULL;
     S->best_k = 0;
     S->best_cost = INFINITY;
     ik_rng r = {o->rng_seed ^ ((uint64_t)G->tips * 0xD1B54A32D192ED03ull)};
@@ -1397,11 +1691,14 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
  * the group arrays gi: with n variables, M = 6 ntips rows at most and
  * sq = max(M, n): J, Jt, A, Jr (M x n); N, X (sq x sq: small_gram may
  * take n x n); N0 (M x M); P (n x n); e, et, el, rhs, y, er (M); q, qt,
- * dq, best, sol, seed, qr, ref (n); the Jacobian and joints of the
- * longest tip chain (6 c, c); the eigenvalues (sq); the group's variable
- * lists (n, n), column lists (the chains' dof added) and shared prefixes
- * (ntips^2); the locked flags (n). Returns the bytes, alignment slack
- * included (SIZE_MAX when not representable). */
+ * dq, best, sol, seed, qr, ref (n); the walks down the tips' chains (one
+ * state per chain joint: the chains' dof added); the eigenvalues (sq); the
+ * group's variable lists (n, n), column lists (the chains' dof added),
+ * shared prefixes (ntips^2) and variables' tree (n, n, n); the joint-space
+ * step's skylines (n times the longest chain plus one, twice), vectors (n,
+ * n), ancestors (longest plus one) and task columns (longest x 6); the
+ * locked flags (n). Returns the bytes, alignment slack included (SIZE_MAX
+ * when not representable). */
 static size_t solver_carve(char *base, const ik_tree *T, solver *S, group *gi, double **ref)
 {
     const size_t n = T->dof, M = 6 * T->ntips, sq = M > n ? M : n;
@@ -1443,13 +1740,23 @@ static size_t solver_carve(char *base, const ik_tree *T, solver *S, group *gi, d
     S->seed = carve_take(&C, n, sizeof(double));
     S->qr = carve_take(&C, n, sizeof(double));
     *ref = carve_take(&C, n, sizeof(double));
-    S->Jc = carve_take(&C, 6 * longest, sizeof(double));
-    S->qc = carve_take(&C, longest, sizeof(double));
+    S->walk = carve_take(&C, cols, sizeof(ik__walk));
     S->w = carve_take(&C, sq, sizeof(double));
     gi->v = carve_take(&C, n, sizeof(size_t));
     gi->local = carve_take(&C, n, sizeof(ptrdiff_t));
     gi->tcol[0] = carve_take(&C, cols, sizeof(size_t));
     gi->pre = carve_take(&C, T->ntips * T->ntips, sizeof(size_t));
+    gi->par = carve_take(&C, n, sizeof(ptrdiff_t));
+    gi->dep = carve_take(&C, n, sizeof(size_t));
+    gi->sky = carve_take(&C, n, sizeof(size_t));
+    /* the skyline: each variable's row up to the root, at most the longest
+     * chain's length plus one */
+    S->H0 = carve_take(&C, n * (longest + 1), sizeof(double));
+    S->H = carve_take(&C, n * (longest + 1), sizeof(double));
+    S->g = carve_take(&C, n, sizeof(double));
+    S->jinv = carve_take(&C, n, sizeof(double));
+    S->anc = carve_take(&C, longest + 1, sizeof(size_t));
+    S->cv = carve_take(&C, longest, 6 * sizeof(double));
     S->locked = carve_take(&C, n, sizeof(bool));
     if (!C.L.ok || C.L.total > SIZE_MAX - WS_ALIGN)
         return SIZE_MAX;
@@ -1621,12 +1928,13 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
         const ik_tree_goal *g = &goals[t];
         if (!g->active && g->keep != IK_TREE_KEEP_POSE)
             continue;
-        setup_task(&tasks[ntask], t, g, ik_tree_fk(T, S.seed, t));
+        const ik_xform at_seed = ik_tree_fk(T, S.seed, t);
+        setup_task(&tasks[ntask], t, g, at_seed);
         tasks[ntask].hopeless = tasks[ntask].check[0] && tasks[ntask].check[1] &&
                                 tasks[ntask].check[2] &&
                                 ik_chain_beyond_reach(&T->chain[t], tasks[ntask].target.p);
         /* a target too far to measure cannot be solved */
-        ik_vec3 d = ik_vec3_sub(tasks[ntask].target.p, ik_tree_fk(T, S.seed, t).p);
+        ik_vec3 d = ik_vec3_sub(tasks[ntask].target.p, at_seed.p);
         if (!ik_vec3_isfinite(d) || !isfinite(ik_vec3_len(d))) {
             if (res) {
                 memset(res, 0, sizeof *res);
