@@ -70,11 +70,11 @@ tree baxter_like base_link left_hand,right_hand
 
 # whole bodies (tests/data/robots/humanoid_like.urdf, ours): from the
 # pelvis, both feet and both hands (29 joints, the back shared by the hands)
-# and both feet and the ten fingertips (59 joints, the fingertips on
+# and the same with the ten fingertips (59 joints, the fingertips on
 # positions), against the same tips as separate chains in the same run
 tree humanoid_like pelvis l_foot,r_foot,l_hand,r_hand
 tree humanoid_like pelvis \
-    l_foot,r_foot,l_thumb_tip,l_index_tip,l_middle_tip,l_ring_tip,l_pinky_tip,r_thumb_tip,r_index_tip,r_middle_tip,r_ring_tip,r_pinky_tip \
+    l_foot,r_foot,l_hand,r_hand,l_thumb_tip,l_index_tip,l_middle_tip,l_ring_tip,l_pinky_tip,r_thumb_tip,r_index_tip,r_middle_tip,r_ring_tip,r_pinky_tip \
     --position-tips l_thumb_tip,l_index_tip,l_middle_tip,l_ring_tip,l_pinky_tip,r_thumb_tip,r_index_tip,r_middle_tip,r_ring_tip,r_pinky_tip
 
 # long chains (ikbench snake): snakes of 6, 12, 24, 48 and 64 joints, the
