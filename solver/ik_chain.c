@@ -212,9 +212,12 @@ int ik_chain_init(ik_chain *out, void *storage, size_t storage_size, const ik_jo
  * into the columns), and always the tip R, p. */
 static ik_xform xform_from(const double R[9], const double p[3]);
 
-static inline void chain_walk(const ik_chain *c, const double *q, const size_t *index,
-                              size_t from, ik__walk *st, ik_xform *frames, ik_vec3 *origins,
-                              double *J, double R[9], double p[3])
+/* Inlined into each caller, so that the outputs it does not ask for (NULL,
+ * constants there) cost no test in the loop: the numeric solvers' inner
+ * loops call ik_chain_fk_mat and ik_chain_jacobian_mat. */
+static inline __attribute__((always_inline)) void
+chain_walk(const ik_chain *c, const double *q, const size_t *index, size_t from, ik__walk *st,
+           ik_xform *frames, ik_vec3 *origins, double *J, double R[9], double p[3])
 {
     double Rc[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, T[9], v[3];
     double pc[3] = {0, 0, 0};

@@ -5,6 +5,9 @@
  * that ik_numeric.c's calls with a constant size (6 or 3) unroll as its own
  * copy did.
  *
+ * Both are always inlined (a GCC attribute, as the rest of ikd uses): a
+ * caller's constant sizes then unroll the loops.
+ *
  * Matrices are row-major with a row STRIDE (>= m): element (i, j) is
  * A[i * stride + j]. The factorization reads the lower triangle of a
  * symmetric positive definite N plus lambda on the diagonal and writes the
@@ -30,8 +33,9 @@
 /* L L^T = N + lambda I for the m x m matrices N and L (stride s, L may be
  * N; L's strict lower triangle written), inv[j] = 1 / L[j][j]. False when
  * a pivot is not positive. */
-static inline bool ik__cholesky(const double *N, double *L, size_t m, size_t s, double lambda,
-                                double *inv)
+static inline __attribute__((always_inline)) bool ik__cholesky(const double *N, double *L,
+                                                                size_t m, size_t s, double lambda,
+                                                                double *inv)
 {
     for (size_t j = 0; j < m; j++) {
         double d = N[j * s + j] + lambda;
@@ -51,8 +55,9 @@ static inline bool ik__cholesky(const double *N, double *L, size_t m, size_t s, 
 }
 
 /* Solves L L^T y = b in place (b -> y) with ik__cholesky's L and inv. */
-static inline void ik__cholesky_solve(const double *L, size_t m, size_t s, const double *inv,
-                                      double *b)
+static inline __attribute__((always_inline)) void ik__cholesky_solve(const double *L, size_t m,
+                                                                      size_t s, const double *inv,
+                                                                      double *b)
 {
     for (size_t i = 0; i < m; i++) { /* L z = b */
         double v = b[i];

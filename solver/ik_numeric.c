@@ -301,9 +301,11 @@ static void normal_matrix(const problem *P, const double *J, double N[6][6])
 }
 
 /* Solves (N + lambda I) y = b in place (b -> y) by Cholesky (ik_linalg.h),
- * m <= 6. Inlined with a constant m for the common sizes so that the
- * compiler unrolls it. Returns false when a pivot is not positive. */
-static inline bool cholesky_solve(double N[6][6], double lambda, size_t m, double *b)
+ * m <= 6, inlined into each caller with m a constant where it is (6 or 3),
+ * so that the compiler unrolls it. Returns false when a pivot is not
+ * positive. */
+static inline __attribute__((always_inline)) bool cholesky_solve(double N[6][6], double lambda,
+                                                                 size_t m, double *b)
 {
     double L[6][6], inv[6];
     if (!ik__cholesky(&N[0][0], &L[0][0], m, 6, lambda, inv))
