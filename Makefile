@@ -9,16 +9,19 @@
 #                   (the daemon links the non-PIC archive)
 #   proto/*.c    -> build/libikproto.a   (jansson, libxml2)
 #   server/*.c   -> build/ikd            (libmicrohttpd, libuv, wslay, nettle)
+#   clients/c/lib/*.c -> build/libikdclient.a and build/libikdclient.so.VERSION,
+#                   the C network client of ikd (libcurl, wslay, nettle, GnuTLS;
+#                   its public header is clients/c/include/ikd/client.h)
 #   tests/<area>/test_*.c -> build/tests/<area>/test_*  (check)
 #   tests/bench/*.c       -> build/ikbench and the other benchmark tools
 #   web/*, clients/js/ikd.js, three.js from node_modules (npm ci) and the
-#   page's robot and motion from tests/data -> build/web (the live page,
+#   page's robot and motion from tests/data -> build/web (the workbench page,
 #   served by "ikd --web build/web"; nothing from node_modules is committed)
 #
 #   tests/fuzz/fuzz_*.c   -> build-fuzz/fuzz_*  (clang, libFuzzer; `make fuzz`)
 #
 # Targets: all (default), web, check, bench, fuzz, run, format, clean,
-#          install, uninstall (the solver library: see "Installing" below).
+#          install, uninstall (the two C libraries: see "Installing" below).
 # Switches: SANITIZER=address|undefined|thread, WERROR=0 to drop -Werror,
 #           OPT=-O0 for debugging, FUZZ_SECONDS=N per fuzz target (default 60),
 #           PREFIX=/usr/local and DESTDIR for install and uninstall.
@@ -31,6 +34,7 @@ WERROR  ?= 1
 PKGS_PROTO  := jansson libxml-2.0
 PKGS_SERVER := libmicrohttpd libuv nettle
 PKGS_TEST   := check libcurl
+PKGS_CLIENT := libcurl gnutls nettle
 
 WSLAY_CFLAGS := $(shell pkg-config --cflags libwslay 2>/dev/null)
 WSLAY_LIBS   := $(shell pkg-config --libs libwslay 2>/dev/null || echo -lwslay)
@@ -58,6 +62,7 @@ PROTO_SRC  := $(wildcard proto/*.c)
 SERVER_SRC := $(wildcard server/*.c)
 BENCH_SRC  := $(wildcard tests/bench/*.c)
 TEST_SRC   := $(wildcard tests/*/test_*.c)
+CLIENT_SRC := $(wildcard clients/c/lib/*.c)
 
 # What the daemon says it is (ikd --version, ikd_build_info): IKD_VERSION,
 # and the commit when built from a git clone ("unknown" otherwise).
@@ -81,10 +86,12 @@ BENCH_BIN  := $(patsubst tests/bench/%.c,$(BUILD)/%,$(BENCH_SRC))
 
 CFLAGS_PROTO  := $(shell pkg-config --cflags $(PKGS_PROTO))
 CFLAGS_SERVER := $(shell pkg-config --cflags $(PKGS_SERVER)) $(WSLAY_CFLAGS) $(CFLAGS_PROTO)
-CFLAGS_TEST   := $(shell pkg-config --cflags $(PKGS_TEST)) $(CFLAGS_SERVER)
+CFLAGS_CLIENT := -Iclients/c/include $(shell pkg-config --cflags $(PKGS_CLIENT)) $(WSLAY_CFLAGS)
+CFLAGS_TEST   := $(shell pkg-config --cflags $(PKGS_TEST)) $(CFLAGS_SERVER) -Iclients/c/include
 LIBS_PROTO    := $(shell pkg-config --libs $(PKGS_PROTO))
 LIBS_SERVER   := $(shell pkg-config --libs $(PKGS_SERVER)) $(WSLAY_LIBS) $(LIBS_PROTO) -lpthread
 LIBS_TEST     := $(shell pkg-config --libs $(PKGS_TEST)) $(LIBS_SERVER)
+LIBS_CLIENT   := $(shell pkg-config --libs $(PKGS_CLIENT)) $(WSLAY_LIBS) -lpthread -lm
 
 LIBSOLVER := $(BUILD)/libiksolver.a
 LIBPROTO  := $(BUILD)/libikproto.a
@@ -104,9 +111,20 @@ SOLVER_PIC_OBJ     := $(SOLVER_SRC:%.c=$(BUILD)/obj-pic/%.o)
 # whose runtime the executable brings
 SHLIB_DEFS         := $(if $(SANITIZER),,-Wl,-z,defs)
 
+# The network client library, built the same way: PIC objects, a static
+# archive of them, libikdclient.so.0.2.0 with the soname libikdclient.so.0
+# and its two symlinks; clients/c/lib/libikdclient.map exports the ikd_
+# functions only (not the internal ikd__ ones).
+LIBCLIENT          := $(BUILD)/libikdclient.a
+CLIENT_SONAME      := libikdclient.so.$(SOLVER_SOMAJOR)
+CLIENT_SHLIB       := $(BUILD)/libikdclient.so.$(IKD_VERSION)
+CLIENT_SHLIB_LINKS := $(BUILD)/$(CLIENT_SONAME) $(BUILD)/libikdclient.so
+CLIENT_OBJ         := $(CLIENT_SRC:%.c=$(BUILD)/obj-pic/%.o)
+
 .PHONY: all web check bench fuzz fuzz-build image-test run format clean install uninstall
 .SECONDARY:
-all: $(LIBSOLVER) $(SOLVER_SHLIB_LINKS) $(LIBPROTO) $(BUILD)/ikd $(TEST_BIN)
+all: $(LIBSOLVER) $(SOLVER_SHLIB_LINKS) $(LIBPROTO) $(BUILD)/ikd $(LIBCLIENT) \
+     $(CLIENT_SHLIB_LINKS) $(TEST_BIN)
 
 $(BUILD)/obj/solver/%.o: solver/%.c
 	@mkdir -p $(dir $@)
@@ -114,6 +132,9 @@ $(BUILD)/obj/solver/%.o: solver/%.c
 $(BUILD)/obj-pic/solver/%.o: solver/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) -fPIC -c $< -o $@
+$(BUILD)/obj-pic/clients/c/lib/%.o: clients/c/lib/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS_CLIENT) -fPIC -c $< -o $@
 $(BUILD)/obj/proto/%.o: proto/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS_PROTO) -c $< -o $@
@@ -147,6 +168,18 @@ $(BUILD)/$(SOLVER_SONAME): $(SOLVER_SHLIB)
 $(BUILD)/libiksolver.so: $(BUILD)/$(SOLVER_SONAME)
 	ln -sf $(SOLVER_SONAME) $@
 
+$(LIBCLIENT): $(CLIENT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+$(CLIENT_SHLIB): $(CLIENT_OBJ) clients/c/lib/libikdclient.map
+	$(CC) $(LDFLAGS_BASE) -shared -Wl,-soname,$(CLIENT_SONAME) \
+	    -Wl,--version-script=clients/c/lib/libikdclient.map $(SHLIB_DEFS) -o $@ $(CLIENT_OBJ) \
+	    $(LIBS_CLIENT)
+$(BUILD)/$(CLIENT_SONAME): $(CLIENT_SHLIB)
+	ln -sf $(notdir $(CLIENT_SHLIB)) $@
+$(BUILD)/libikdclient.so: $(BUILD)/$(CLIENT_SONAME)
+	ln -sf $(CLIENT_SONAME) $@
+
 $(BUILD)/ikd: $(SERVER_OBJ) $(LIBPROTO) $(LIBSOLVER)
 	$(CC) $(LDFLAGS_BASE) -o $@ $(SERVER_OBJ) $(LIBPROTO) $(LIBSOLVER) $(LIBS_SERVER) -lm
 
@@ -160,7 +193,16 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLV
 $(BUILD)/%: $(BUILD)/obj/tests/bench/%.o $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLVER)
 	$(CC) $(LDFLAGS_BASE) -o $@ $< $(SERVER_LIB_OBJ) $(LIBPROTO) $(LIBSOLVER) $(LIBS_TEST) -lm
 
-# The live page: one flat directory (ikd serves no subdirectories), three.js
+# The client library's tests and benchmark link it (and proto/, whose
+# error table the tests compare with the client's) instead of the daemon.
+$(BUILD)/tests/clients/%: $(BUILD)/obj/tests/clients/%.o $(LIBCLIENT) $(LIBPROTO) $(LIBSOLVER)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_BASE) -o $@ $< $(LIBCLIENT) $(LIBPROTO) $(LIBSOLVER) $(LIBS_CLIENT) \
+	    $(LIBS_TEST) -lm
+$(BUILD)/client_bench: $(BUILD)/obj/tests/bench/client_bench.o $(LIBCLIENT)
+	$(CC) $(LDFLAGS_BASE) -o $@ $< $(LIBCLIENT) $(LIBS_CLIENT) -lm
+
+# The workbench page: one flat directory (ikd serves no subdirectories), three.js
 # mapped by the page's import map to the copies made here.
 WEB_SRC  := $(wildcard web/*.html web/*.js web/*.css)
 WEB_NPM  := node_modules/three/build/three.module.js node_modules/three/build/three.core.js \
@@ -205,6 +247,13 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_BUILD)/libikp
 	    -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(FUZZ_BUILD)/libikproto.a \
 	    $(FUZZ_BUILD)/libiksolver.a $(LIBS_PROTO) $(shell pkg-config --libs nettle) -lm
 
+# The client's readers (tests/fuzz/fuzz_client.c) are built from the
+# client's own sources with the same sanitizers.
+$(FUZZ_BUILD)/fuzz_client: tests/fuzz/fuzz_client.c tests/fuzz/fuzz.h $(CLIENT_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -I. $(CFLAGS_CLIENT) $(CFLAGS_PROTO) \
+	    -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< $(CLIENT_SRC) $(LIBS_CLIENT) $(LIBS_PROTO)
+
 # Builds the Dockerfile and tests the image (docker, else buildah and podman;
 # docker/image-test.sh says what it checks). Not part of check: .ci/run runs it.
 image-test:
@@ -216,14 +265,17 @@ fuzz: fuzz-build
 run: $(BUILD)/ikd web
 	./$(BUILD)/ikd --web $(BUILD)/web
 
-# Installing: the solver library for programs that embed it (clients/c/
-# has an example and its README). `make install PREFIX=/opt/ikd` (default
-# /usr/local; DESTDIR is prepended to every path, for packaging) installs
+# Installing: the two C libraries, for programs that embed the solver and
+# for programs that talk to ikd (clients/c/ has the examples and README).
+# `make install PREFIX=/opt/ikd` (default /usr/local; DESTDIR is prepended
+# to every path, for packaging) installs
 #   LIBDIR/libiksolver.a, libiksolver.so.VERSION and its two symlinks,
-#   INCLUDEDIR/ikd/solver/*.h   the public headers (not *_internal.h); they
-#                               include each other as "solver/ik_x.h", which
-#                               the -I of the pkg-config file resolves,
-#   LIBDIR/pkgconfig/iksolver.pc
+#   LIBDIR/libikdclient.a, libikdclient.so.VERSION and its two symlinks,
+#   INCLUDEDIR/ikd/solver/*.h   the solver's public headers (not *_internal.h),
+#                               included as <ikd/solver/ik_chain.h>; they
+#                               include each other by file name,
+#   INCLUDEDIR/ikd/client.h     the network client's one header, <ikd/client.h>,
+#   LIBDIR/pkgconfig/iksolver.pc and ikdclient.pc (Cflags: -IINCLUDEDIR)
 # and `make uninstall` with the same PREFIX and DESTDIR removes exactly
 # those. The daemon is not installed: run it from build/ or the image.
 PREFIX       ?= /usr/local
@@ -231,34 +283,51 @@ LIBDIR       ?= $(PREFIX)/lib
 INCLUDEDIR   ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 SOLVER_PUBLIC_H := $(filter-out %_internal.h,$(wildcard solver/*.h))
+PC_DIRS = 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
+    'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' ''
 
-# The .pc file names the prefix, so it is written by install itself.
-install: $(LIBSOLVER) $(SOLVER_SHLIB)
+# The .pc files name the prefix, so they are written by install itself.
+install: $(LIBSOLVER) $(SOLVER_SHLIB) $(LIBCLIENT) $(CLIENT_SHLIB)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/ikd/solver $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 644 $(LIBSOLVER) $(DESTDIR)$(LIBDIR)/libiksolver.a
 	install -m 755 $(SOLVER_SHLIB) $(DESTDIR)$(LIBDIR)/$(notdir $(SOLVER_SHLIB))
 	ln -sf $(notdir $(SOLVER_SHLIB)) $(DESTDIR)$(LIBDIR)/$(SOLVER_SONAME)
 	ln -sf $(SOLVER_SONAME) $(DESTDIR)$(LIBDIR)/libiksolver.so
 	install -m 644 $(SOLVER_PUBLIC_H) $(DESTDIR)$(INCLUDEDIR)/ikd/solver/
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
-	    'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' '' \
+	printf '%s\n' $(PC_DIRS) \
 	    'Name: iksolver' \
 	    'Description: the inverse-kinematics solvers of ikd (C11, libm only, no I/O)' \
 	    'Version: $(IKD_VERSION)' \
-	    'Cflags: -I$${includedir}/ikd' \
+	    'Cflags: -I$${includedir}' \
 	    'Libs: -L$${libdir} -liksolver' \
 	    'Libs.private: -lm' > $(DESTDIR)$(PKGCONFIGDIR)/iksolver.pc
+	install -m 644 $(LIBCLIENT) $(DESTDIR)$(LIBDIR)/libikdclient.a
+	install -m 755 $(CLIENT_SHLIB) $(DESTDIR)$(LIBDIR)/$(notdir $(CLIENT_SHLIB))
+	ln -sf $(notdir $(CLIENT_SHLIB)) $(DESTDIR)$(LIBDIR)/$(CLIENT_SONAME)
+	ln -sf $(CLIENT_SONAME) $(DESTDIR)$(LIBDIR)/libikdclient.so
+	install -m 644 clients/c/include/ikd/client.h $(DESTDIR)$(INCLUDEDIR)/ikd/
+	printf '%s\n' $(PC_DIRS) \
+	    'Name: ikdclient' \
+	    'Description: the C network client of ikd (HTTP over libcurl, streams and ticks over WebSocket)' \
+	    'Version: $(IKD_VERSION)' \
+	    'Cflags: -I$${includedir}' \
+	    'Libs: -L$${libdir} -likdclient' \
+	    'Libs.private: $(strip $(LIBS_CLIENT))' > $(DESTDIR)$(PKGCONFIGDIR)/ikdclient.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libiksolver.a $(DESTDIR)$(LIBDIR)/$(notdir $(SOLVER_SHLIB)) \
 	    $(DESTDIR)$(LIBDIR)/$(SOLVER_SONAME) $(DESTDIR)$(LIBDIR)/libiksolver.so \
 	    $(DESTDIR)$(PKGCONFIGDIR)/iksolver.pc
+	rm -f $(DESTDIR)$(LIBDIR)/libikdclient.a $(DESTDIR)$(LIBDIR)/$(notdir $(CLIENT_SHLIB)) \
+	    $(DESTDIR)$(LIBDIR)/$(CLIENT_SONAME) $(DESTDIR)$(LIBDIR)/libikdclient.so \
+	    $(DESTDIR)$(PKGCONFIGDIR)/ikdclient.pc $(DESTDIR)$(INCLUDEDIR)/ikd/client.h
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/ikd/,$(SOLVER_PUBLIC_H))
 	rmdir $(DESTDIR)$(INCLUDEDIR)/ikd/solver $(DESTDIR)$(INCLUDEDIR)/ikd 2>/dev/null || true
 
 format:
 	clang-format -i $(SOLVER_SRC) $(PROTO_SRC) $(SERVER_SRC) $(TEST_SRC) $(BENCH_SRC) \
-	    $(wildcard solver/*.h proto/*.h server/*.h tests/*/*.h)
+	    $(CLIENT_SRC) $(wildcard solver/*.h proto/*.h server/*.h tests/*/*.h clients/c/lib/*.h) \
+	    clients/c/include/ikd/client.h $(wildcard clients/c/*.c clients/c/*.cpp)
 
 clean:
 	rm -rf $(BUILD)

@@ -13,15 +13,23 @@
 #
 # The full install also brings the browser side of the tests: Node.js and
 # npm (Debian's, unless a node and npm of 18 or later are already on PATH),
-# Debian's chromium for the page test, and the npm packages pinned in
-# package-lock.json (three.js, ws, playwright-core), installed with `npm ci`
-# into node_modules when the lock file is next to this script's folder and
-# changed since the last install.
+# Debian's chromium for the page test, python3-venv, -pip, -setuptools and
+# -wheel (the Python client is installed as a package into a venv, offline,
+# by its test), node-typescript (tsc checks the JavaScript client's
+# declarations), and the npm packages pinned in package-lock.json (three.js,
+# ws, playwright-core and the test tools), installed with `npm ci` into
+# node_modules when the lock file is next to this script's folder and
+# changed since the last install. Every locked package accepts node 18, the
+# floor checked below (Debian 12 ships 18), so npm prints no EBADENGINE
+# warning (tests/docker/test_node_engines.mjs).
 set -eu
 
+# (libcurl and GnuTLS: the C network client, clients/c/, which `make` builds too)
 BUILD_PKGS="build-essential pkg-config make gcc \
-  libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev"
-TEST_PKGS="check libcurl4-openssl-dev python3 python3-websockets wrk curl chromium haproxy openssl python3-yaml prometheus"
+  libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev \
+  libcurl4-openssl-dev libgnutls28-dev"
+TEST_PKGS="check python3 python3-websockets wrk curl chromium haproxy openssl python3-yaml prometheus \
+  python3-venv python3-pip python3-setuptools python3-wheel node-typescript"
 NODE_PKGS="nodejs npm"
 FUZZ_PKGS="clang-14 libclang-rt-14-dev"
 IMAGE_PKGS="buildah podman runc debootstrap"
@@ -65,7 +73,7 @@ fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -f "$root/package-lock.json" ] &&
     ! cmp -s "$root/package-lock.json" "$root/node_modules/.ikd-installed-lock"; then
-    echo "install-deps: npm ci (three.js, ws, playwright-core from package-lock.json)" >&2
+    echo "install-deps: npm ci (three.js, ws, playwright-core and test tools from package-lock.json)" >&2
     (cd "$root" && npm ci --ignore-scripts --no-audit --no-fund >&2 &&
         cp package-lock.json node_modules/.ikd-installed-lock)
 fi

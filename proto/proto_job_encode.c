@@ -36,6 +36,7 @@ bool proto__answer_angle(const proto_chain *c, size_t k)
     XX(IK_ENOTCONV, "no_ik_solution", -31)                                                         \
     XX(IK_ELIMITS, "no_ik_solution", -31)                                                          \
     XX(IK_ESTEP, "no_ik_solution", -31)                                                            \
+    XX(IK_ECOLLISION, "no_ik_solution", -31)                                                       \
     XX(IK_ETIMEDOUT, "timed_out", -6)                                                              \
     XX(IK_EINVAL, "invalid_goal_constraints", -16)
 

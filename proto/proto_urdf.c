@@ -2,9 +2,8 @@
  * proto_urdf.c: URDF text to the joint list of one serial chain, or of a
  * tree of several from one base (see proto_urdf.h).
  *
- * The document is parsed into a libxml2 tree with a parser context of our
- * own (so that the error of this parse, with its line, is ours and not a
- * thread-global), the <link> and <joint> children of <robot> are indexed by
+ * The document is parsed into a libxml2 tree by proto_xml_parse() (the
+ * hardening of proto_urdf.h's "Safety", shared with SRDF), the <link> and <joint> children of <robot> are indexed by
  * name (two sorted arrays: joints by child link, links by name), and the
  * path is found by walking up from the tip through each link's unique parent
  * joint until the base is reached. Only the joints of that path are then
@@ -20,16 +19,14 @@
  */
 #include "proto/proto_urdf.h"
 
-#include <libxml/parser.h>
 #include <libxml/tree.h>
-#include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_xml.h"
 #include "solver/ik_status.h"
 
 /* ---- errors ---------------------------------------------------------- */
@@ -50,52 +47,6 @@ static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
 #define INVALID(err, ...)   urdf_fail((err), PROTO_E_INVALID_URDF, __VA_ARGS__)
 #define TOO_LARGE(err, ...) urdf_fail((err), PROTO_E_TOO_LARGE, __VA_ARGS__)
 
-/* ---- libxml2 setup --------------------------------------------------- */
-
-static pthread_once_t urdf_once = PTHREAD_ONCE_INIT;
-
-static void urdf_init_libxml(void)
-{
-    xmlInitParser();
-}
-
-/* What the SAX hooks below learn during one parse (ctxt->_private). */
-typedef struct urdf_parse_state {
-    bool doctype; /* a <!DOCTYPE> was met and the parse stopped */
-    bool have_error;
-    int line;
-    char message[200]; /* the first error, which is the useful one */
-} urdf_parse_state;
-
-/* SAX hook called when the parser meets <!DOCTYPE ...>: URDF never needs a
- * DTD, and refusing it here (before any entity declaration is read) keeps
- * external entities and entity expansion out entirely. */
-static void urdf_refuse_doctype(void *ctx, const xmlChar *name, const xmlChar *external_id,
-                                const xmlChar *system_id)
-{
-    xmlParserCtxtPtr ctxt = ctx;
-    urdf_parse_state *st = ctxt->_private;
-    st->doctype = true;
-    xmlStopParser(ctxt);
-}
-
-/* Structured error hook of our own parser context: keeps the first error
- * (libxml2's lastError is the last one, often a consequence of the first)
- * and prints nothing. */
-static void urdf_record_error(void *ctx, xmlErrorPtr e)
-{
-    xmlParserCtxtPtr ctxt = ctx;
-    urdf_parse_state *st = ctxt ? ctxt->_private : NULL;
-    if (!st || !e || st->have_error || e->level < XML_ERR_ERROR)
-        return;
-    st->have_error = true;
-    st->line = e->line;
-    snprintf(st->message, sizeof st->message, "%s", e->message ? e->message : "unknown error");
-    size_t k = strlen(st->message);
-    while (k > 0 && (st->message[k - 1] == '\n' || st->message[k - 1] == ' '))
-        st->message[--k] = '\0';
-}
-
 /* ---- the indexed document ------------------------------------------- */
 
 typedef struct urdf_joint {
@@ -114,40 +65,6 @@ typedef struct urdf_doc {
     urdf_joint *joints; /* sorted by child link */
     size_t n_joints;
 } urdf_doc;
-
-/* Value of attribute `name` of element n: 1 and *out set when present (the
- * empty string for an empty value), 0 when absent, -1 when the value is not
- * a single text node (cannot happen without a DTD; refused to be safe). */
-static int attr_text(xmlNodePtr n, const char *name, const char **out)
-{
-    for (xmlAttrPtr a = n->properties; a; a = a->next) {
-        if (a->ns || strcmp((const char *)a->name, name) != 0)
-            continue;
-        if (!a->children) {
-            *out = "";
-            return 1;
-        }
-        if (a->children->type != XML_TEXT_NODE || a->children->next || !a->children->content)
-            return -1;
-        *out = (const char *)a->children->content;
-        return 1;
-    }
-    return 0;
-}
-
-static bool is_element(xmlNodePtr n, const char *name)
-{
-    return n->type == XML_ELEMENT_NODE && n->ns == NULL && strcmp((const char *)n->name, name) == 0;
-}
-
-/* First child element called name, or NULL. */
-static xmlNodePtr child_element(xmlNodePtr n, const char *name)
-{
-    for (xmlNodePtr c = n->children; c; c = c->next)
-        if (is_element(c, name))
-            return c;
-    return NULL;
-}
 
 static int cmp_str_ptr(const void *a, const void *b)
 {
@@ -179,42 +96,13 @@ static void urdf_close(urdf_doc *d)
 static int urdf_open(urdf_doc *d, const char *xml, size_t len, proto_error *err)
 {
     memset(d, 0, sizeof *d);
-    if (!xml)
-        return INVALID(err, "no URDF document");
-    if (len > INT_MAX)
-        return TOO_LARGE(err, "URDF document of %zu bytes is too large", len);
-    pthread_once(&urdf_once, urdf_init_libxml);
-
-    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
-    if (!ctxt)
-        return urdf_fail(err, PROTO_E_INTERNAL, "out of memory creating the XML parser");
-    urdf_parse_state st = {0};
-    ctxt->_private = &st;
-    ctxt->sax->internalSubset = urdf_refuse_doctype;
-    ctxt->sax->serror = urdf_record_error;
-    int opts = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA;
-    xmlDocPtr doc = xmlCtxtReadMemory(ctxt, xml, (int)len, "urdf.xml", NULL, opts);
-    if (st.doctype) {
-        xmlFreeParserCtxt(ctxt);
-        if (doc)
-            xmlFreeDoc(doc);
-        return INVALID(err, "URDF documents must not contain a <!DOCTYPE> declaration");
-    }
-    if (!doc || st.have_error) {
-        const xmlError *e = xmlCtxtGetLastError(ctxt);
-        if (!st.have_error && e && e->message)
-            urdf_record_error(ctxt, (xmlErrorPtr)e);
-        xmlFreeParserCtxt(ctxt);
-        if (doc)
-            xmlFreeDoc(doc);
-        return INVALID(err, "malformed XML at line %d: %s", st.line,
-                       st.have_error ? st.message : "unknown error");
-    }
-    xmlFreeParserCtxt(ctxt);
+    xmlDocPtr doc = proto_xml_parse(xml, len, "URDF", PROTO_E_INVALID_URDF, err);
+    if (!doc)
+        return -1;
     d->doc = doc;
 
     xmlNodePtr robot = xmlDocGetRootElement(doc);
-    if (!robot || !is_element(robot, "robot")) {
+    if (!robot || !proto_xml_is(robot, "robot")) {
         int r = INVALID(err, "the root element is <%.40s>, not <robot>",
                         robot ? (const char *)robot->name : "(none)");
         urdf_close(d);
@@ -223,9 +111,9 @@ static int urdf_open(urdf_doc *d, const char *xml, size_t len, proto_error *err)
 
     size_t nl = 0, nj = 0;
     for (xmlNodePtr c = robot->children; c; c = c->next) {
-        if (is_element(c, "link"))
+        if (proto_xml_is(c, "link"))
             nl++;
-        else if (is_element(c, "joint"))
+        else if (proto_xml_is(c, "joint"))
             nj++;
     }
     d->links = malloc((nl ? nl : 1) * sizeof *d->links);
@@ -238,30 +126,30 @@ static int urdf_open(urdf_doc *d, const char *xml, size_t len, proto_error *err)
 
     int r = 0;
     for (xmlNodePtr c = robot->children; c && r == 0; c = c->next) {
-        if (is_element(c, "link")) {
+        if (proto_xml_is(c, "link")) {
             const char *name;
-            if (attr_text(c, "name", &name) != 1 || !name[0]) {
+            if (proto_xml_attr(c, "name", &name) != 1 || !name[0]) {
                 r = INVALID(err, "a <link> at line %ld has no name", (long)xmlGetLineNo(c));
                 break;
             }
             d->links[d->n_links++] = name;
-        } else if (is_element(c, "joint")) {
+        } else if (proto_xml_is(c, "joint")) {
             urdf_joint *j = &d->joints[d->n_joints];
             xmlNodePtr p, ch;
             j->node = c;
-            if (attr_text(c, "name", &j->name) != 1 || !j->name[0]) {
+            if (proto_xml_attr(c, "name", &j->name) != 1 || !j->name[0]) {
                 r = INVALID(err, "a <joint> at line %ld has no name", (long)xmlGetLineNo(c));
                 break;
             }
-            if (attr_text(c, "type", &j->type) != 1)
+            if (proto_xml_attr(c, "type", &j->type) != 1)
                 j->type = NULL; /* reported only if the joint is on the chain */
-            p = child_element(c, "parent");
-            ch = child_element(c, "child");
-            if (!p || attr_text(p, "link", &j->parent) != 1 || !j->parent[0]) {
+            p = proto_xml_child(c, "parent");
+            ch = proto_xml_child(c, "child");
+            if (!p || proto_xml_attr(p, "link", &j->parent) != 1 || !j->parent[0]) {
                 r = INVALID(err, "joint '%.64s' has no <parent link=\"...\"/>", j->name);
                 break;
             }
-            if (!ch || attr_text(ch, "link", &j->child) != 1 || !j->child[0]) {
+            if (!ch || proto_xml_attr(ch, "link", &j->child) != 1 || !j->child[0]) {
                 r = INVALID(err, "joint '%.64s' has no <child link=\"...\"/>", j->name);
                 break;
             }
@@ -371,7 +259,7 @@ static int read_numbers(xmlNodePtr el, const char *attr, double *out, int n, con
                         proto_error *err)
 {
     const char *s;
-    int has = attr_text(el, attr, &s);
+    int has = proto_xml_attr(el, attr, &s);
     if (has == 0)
         return 0;
     if (has < 0 || !parse_numbers(s, out, n))
@@ -403,18 +291,18 @@ static int decode_joint(const urdf_joint *j, ik_joint *out, proto_error *err)
         return INVALID(err, "joint '%.64s' has unknown type '%.40s'", j->name, j->type);
 
     double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0}, axis[3] = {1, 0, 0};
-    xmlNodePtr origin = child_element(j->node, "origin");
+    xmlNodePtr origin = proto_xml_child(j->node, "origin");
     if (origin) {
         if (read_numbers(origin, "xyz", xyz, 3, j->name, err) ||
             read_numbers(origin, "rpy", rpy, 3, j->name, err))
             return -1;
     }
-    xmlNodePtr ax = child_element(j->node, "axis");
+    xmlNodePtr ax = proto_xml_child(j->node, "axis");
     if (ax && read_numbers(ax, "xyz", axis, 3, j->name, err))
         return -1;
     double lower = 0.0, upper = 0.0;
     if (type == IK_JOINT_REVOLUTE || type == IK_JOINT_PRISMATIC) {
-        xmlNodePtr lim = child_element(j->node, "limit");
+        xmlNodePtr lim = proto_xml_child(j->node, "limit");
         if (!lim)
             return INVALID(err, "%s joint '%.64s' has no <limit lower=... upper=...> element",
                            j->type, j->name);
@@ -498,7 +386,7 @@ static int joint_velocity(const urdf_joint *j, double *v, proto_error *err)
     *v = 0.0;
     if (!j->type || strcmp(j->type, "fixed") == 0)
         return 0;
-    xmlNodePtr lim = child_element(j->node, "limit");
+    xmlNodePtr lim = proto_xml_child(j->node, "limit");
     if (lim && read_numbers(lim, "velocity", v, 1, j->name, err))
         return -1;
     if (!(*v > 0.0))
@@ -741,4 +629,149 @@ int proto_urdf_links(const char *xml, size_t len, char (*names)[PROTO_URDF_NAME_
         *n_links = d.n_links;
     urdf_close(&d);
     return 0;
+}
+
+/* ---- the whole robot, with collision primitives (proto_collide.c) ------- */
+
+/* Reads attribute attr of element el (a collision of link `link`) as n
+ * finite numbers into out: required ones must be present, nonneg ones not
+ * negative; absent optional ones leave out untouched. */
+static int shape_numbers(xmlNodePtr el, const char *attr, double *out, int n, bool required,
+                         bool nonneg, const char *link, proto_error *err)
+{
+    const char *s;
+    int has = proto_xml_attr(el, attr, &s);
+    if (has == 0)
+        return required ? INVALID(err, "link '%.64s': <%s> has no %s", link,
+                                  (const char *)el->name, attr)
+                        : 0;
+    if (has < 0 || !parse_numbers(s, out, n))
+        return INVALID(err, "link '%.64s': <%s %s=\"%.40s\"> must be %d finite number%s", link,
+                       (const char *)el->name, attr, has < 0 ? "?" : s, n, n > 1 ? "s" : "");
+    for (int i = 0; i < n && nonneg; i++)
+        if (out[i] < 0.0)
+            return INVALID(err, "link '%.64s': <%s %s> must not be negative", link,
+                           (const char *)el->name, attr);
+    return 0;
+}
+
+typedef struct name_index {
+    const char *name;
+    size_t i;
+} name_index;
+
+static int cmp_name_index(const void *a, const void *b)
+{
+    return strcmp(((const name_index *)a)->name, ((const name_index *)b)->name);
+}
+
+static int link_index(const name_index *by_name, size_t n, const char *name)
+{
+    name_index key = {name, 0};
+    const name_index *f = bsearch(&key, by_name, n, sizeof key, cmp_name_index);
+    return f ? (int)f->i : -1;
+}
+
+/* One <collision> element of link `link` into *sh. */
+static int read_collision(xmlNodePtr col, const char *link, proto_urdf_shape *sh,
+                          proto_error *err)
+{
+    double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0};
+    xmlNodePtr origin = proto_xml_child(col, "origin"), geo = proto_xml_child(col, "geometry");
+    if (origin && (shape_numbers(origin, "xyz", xyz, 3, false, false, link, err) ||
+                   shape_numbers(origin, "rpy", rpy, 3, false, false, link, err)))
+        return -1;
+    memset(sh, 0, sizeof *sh);
+    sh->origin.p = ik_v3(xyz[0], xyz[1], xyz[2]);
+    sh->origin.q = ik_quat_from_rpy(rpy[0], rpy[1], rpy[2]);
+    xmlNodePtr g = NULL;
+    for (xmlNodePtr c = geo ? geo->children : NULL; c && !g; c = c->next)
+        if (c->type == XML_ELEMENT_NODE)
+            g = c;
+    if (!g)
+        return INVALID(err, "link '%.64s': a <collision> has no <geometry>", link);
+    if (proto_xml_is(g, "sphere")) {
+        sh->kind = PROTO_URDF_SPHERE;
+        return shape_numbers(g, "radius", sh->size, 1, true, true, link, err);
+    }
+    if (proto_xml_is(g, "box")) {
+        sh->kind = PROTO_URDF_BOX;
+        return shape_numbers(g, "size", sh->size, 3, true, true, link, err);
+    }
+    if (proto_xml_is(g, "cylinder")) {
+        sh->kind = PROTO_URDF_CYLINDER;
+        return shape_numbers(g, "radius", sh->size, 1, true, true, link, err) ||
+                       shape_numbers(g, "length", sh->size + 1, 1, true, true, link, err)
+                   ? -1
+                   : 0;
+    }
+    sh->kind = proto_xml_is(g, "mesh") ? PROTO_URDF_MESH : PROTO_URDF_OTHER;
+    return 0;
+}
+
+void proto_urdf_robot_free(proto_urdf_robot *r)
+{
+    if (!r)
+        return;
+    free(r->link);
+    free(r->joint);
+    free(r->shape);
+    memset(r, 0, sizeof *r);
+}
+
+int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err)
+{
+    memset(out, 0, sizeof *out);
+    urdf_doc d;
+    if (urdf_open(&d, xml, len, err))
+        return -1;
+    xmlNodePtr robot = xmlDocGetRootElement(d.doc);
+    size_t ns = 0;
+    for (xmlNodePtr c = robot->children; c; c = c->next)
+        if (proto_xml_is(c, "link"))
+            for (xmlNodePtr k = c->children; k; k = k->next)
+                ns += proto_xml_is(k, "collision");
+    out->link = calloc(d.n_links ? d.n_links : 1, sizeof *out->link);
+    out->joint = calloc(d.n_joints ? d.n_joints : 1, sizeof *out->joint);
+    out->shape = calloc(ns ? ns : 1, sizeof *out->shape);
+    int r = 0;
+    if (!out->link || !out->joint || !out->shape)
+        r = urdf_fail(err, PROTO_E_INTERNAL, "out of memory reading the URDF document");
+    for (xmlNodePtr c = robot->children; c && r == 0; c = c->next) {
+        if (!proto_xml_is(c, "link"))
+            continue;
+        proto_urdf_link_info *L = &out->link[out->nlinks];
+        const char *name = d.links[out->nlinks++];
+        L->long_name = strlen(name) >= PROTO_URDF_NAME_MAX;
+        snprintf(L->name, sizeof L->name, "%s", name);
+        L->parent_joint = -1;
+        L->shape0 = out->nshapes;
+        for (xmlNodePtr k = c->children; k && r == 0; k = k->next)
+            if (proto_xml_is(k, "collision"))
+                r = read_collision(k, name, &out->shape[out->nshapes++], err);
+        L->nshapes = out->nshapes - L->shape0;
+    }
+    name_index *by_name = malloc((d.n_links ? d.n_links : 1) * sizeof *by_name);
+    if (!by_name && r == 0)
+        r = urdf_fail(err, PROTO_E_INTERNAL, "out of memory reading the URDF document");
+    for (size_t l = 0; l < d.n_links && r == 0; l++)
+        by_name[l] = (name_index){d.links[l], l};
+    if (r == 0)
+        qsort(by_name, d.n_links, sizeof *by_name, cmp_name_index);
+    for (size_t i = 0; i < d.n_joints && r == 0; i++) {
+        const urdf_joint *j = &d.joints[i];
+        proto_urdf_joint_info *J = &out->joint[out->njoints++];
+        snprintf(J->name, sizeof J->name, "%s", j->name);
+        J->parent = link_index(by_name, d.n_links, j->parent);
+        J->child = link_index(by_name, d.n_links, j->child);
+        if (J->child >= 0)
+            out->link[J->child].parent_joint = (int)i;
+        proto_error ignored;
+        J->usable = J->parent >= 0 && J->child >= 0 && decode_joint(j, &J->joint, &ignored) == 0;
+    }
+    free(by_name);
+    urdf_close(&d);
+    if (r)
+        proto_urdf_robot_free(out);
+    return r;
 }

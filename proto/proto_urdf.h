@@ -62,12 +62,18 @@
  * xmlCleanupParser is never called (it would break other libxml2 users in
  * the process).
  *
+ * proto_urdf_robot_read() reads the whole robot instead: every link with
+ * its <collision> primitives, every joint (for proto_collide.c, which
+ * places the links on a chain's bodies).
+ *
  * Not here: <mimic> (a mimic joint is returned as an independent joint),
- * xacro, meshes, inertias, collision or visual data, <transmission>, SDF.
+ * xacro, meshes (a <collision> mesh is only noted), inertias, visual data,
+ * <transmission>, SDF.
  */
 #ifndef PROTO_URDF_H
 #define PROTO_URDF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proto/proto_error.h"
@@ -145,5 +151,57 @@ int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
  * written. Useful to tell a client which base and tip links exist. */
 int proto_urdf_links(const char *xml, size_t len, char (*names)[PROTO_URDF_NAME_MAX], size_t cap,
                      size_t *n_links, proto_error *err);
+
+/* ---- the whole robot ---------------------------------------------------- */
+
+typedef enum proto_urdf_shape_kind {
+    PROTO_URDF_SPHERE = 0, /* size[0]: radius */
+    PROTO_URDF_BOX,        /* size: x, y, z (full sides) */
+    PROTO_URDF_CYLINDER,   /* size[0]: radius, size[1]: length (along z) */
+    PROTO_URDF_MESH,       /* a mesh file: not read (a service cannot fetch it) */
+    PROTO_URDF_OTHER       /* any other geometry element */
+} proto_urdf_shape_kind;
+
+/* One <collision> of a link: its kind, its <origin> in the link's frame. */
+typedef struct proto_urdf_shape {
+    proto_urdf_shape_kind kind;
+    ik_xform origin;
+    double size[3];
+} proto_urdf_shape;
+
+typedef struct proto_urdf_link_info {
+    char name[PROTO_URDF_NAME_MAX]; /* truncated when long_name */
+    bool long_name;
+    int parent_joint;       /* index into joint[], -1 for a root link */
+    size_t shape0, nshapes; /* its <collision>s: shape[shape0 ..] */
+} proto_urdf_link_info;
+
+typedef struct proto_urdf_joint_info {
+    char name[PROTO_URDF_NAME_MAX];
+    int parent, child; /* link indices (-1: not a <link> of the document) */
+    bool usable;       /* decoded as proto_urdf_chain() decodes a chain's
+                          joints (floating, planar or malformed ones: not) */
+    ik_joint joint;
+} proto_urdf_joint_info;
+
+typedef struct proto_urdf_robot {
+    proto_urdf_link_info *link; /* document order */
+    size_t nlinks;
+    proto_urdf_joint_info *joint;
+    size_t njoints;
+    proto_urdf_shape *shape;
+    size_t nshapes;
+} proto_urdf_robot;
+
+/* Reads every link (with its <collision> elements: origin, and sphere
+ * radius, box size or cylinder radius and length; a mesh or another
+ * geometry only noted) and every joint of the document into *out (heap
+ * arrays: free with proto_urdf_robot_free()). The document is checked as
+ * proto_urdf_chain() checks it (one parent per link, named links and
+ * joints); a <collision> without geometry, or whose numbers are not
+ * finite, not the right count or negative, is "invalid_urdf" naming the
+ * link. Joints off any chain need not be usable. On error *out is empty. */
+int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err);
+void proto_urdf_robot_free(proto_urdf_robot *r);
 
 #endif /* PROTO_URDF_H */

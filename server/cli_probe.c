@@ -3,7 +3,9 @@
  *
  * One HTTP/1.1 GET to URL with a 2-second deadline for connecting and for the
  * whole answer; exits 0 when the status is 200 and 1 otherwise, saying why
- * on standard error. Without URL it probes /livez where the daemon of the
+ * on standard error. A base URL (http://HOST:PORT, with or without a
+ * trailing "/") probes that daemon's /livez; a URL with a path probes that
+ * path (/readyz, say). Without URL it probes /livez where the daemon of the
  * same environment listens: IKD_LISTEN (the image sets it) with a wildcard
  * host (0.0.0.0, [::]) read as loopback, else 127.0.0.1:8080, the daemon's
  * default. It lets the runtime image carry no HTTP client of its
@@ -28,8 +30,12 @@
 #define PROBE_DEFAULT "http://127.0.0.1:8080/livez"
 #define PROBE_DEADLINE_MS 2000
 
-/* Splits URL into host (without brackets), port and path; 0 or -1. */
-static int parse_url(const char *url, char *host, size_t hostsz, int *port, const char **path)
+/* Splits URL into host (without brackets), port and path; 0 or -1. A URL
+ * without a path, or whose path is "/" alone, is a base URL: its path is
+ * /livez (the root is the live page, or 404 without --web: never a health
+ * check). */
+static int parse_url(const char *url, char *host, size_t hostsz, int *port, const char **path,
+                     size_t *origin_len)
 {
     const char *p = url;
     if (strncmp(p, "http://", 7) != 0)
@@ -59,7 +65,8 @@ static int parse_url(const char *url, char *host, size_t hostsz, int *port, cons
         *port = (int)v;
         p = end;
     }
-    *path = *p ? p : "/";
+    *origin_len = (size_t)(p - url); /* "http://HOST:PORT" */
+    *path = *p == '\0' || strcmp(p, "/") == 0 ? "/livez" : p;
     return **path == '/' ? 0 : -1;
 }
 
@@ -123,10 +130,18 @@ int srv_cli_probe(int argc, char **argv)
     char host[64];
     int port;
     const char *path;
-    if (argc > 2 || parse_url(url, host, sizeof host, &port, &path) != 0) {
-        fprintf(stderr, "ikd probe: usage: ikd probe [http://HOST:PORT/PATH] (got \"%s\")\n", url);
+    size_t origin_len;
+    if (argc > 2 || parse_url(url, host, sizeof host, &port, &path, &origin_len) != 0) {
+        fprintf(stderr,
+                "ikd probe: usage: ikd probe [http://HOST:PORT[/PATH]] (got \"%s\"; without a path, "
+                "/livez)\n",
+                url);
         return 1;
     }
+    /* what the messages below name: the URL with the path probed */
+    char probed[512];
+    snprintf(probed, sizeof probed, "%.*s%s", (int)origin_len, url, path);
+    url = probed;
     struct sockaddr_storage sa;
     socklen_t salen;
     memset(&sa, 0, sizeof sa);

@@ -159,7 +159,7 @@ static int add_origins(srv_config *cfg, const char *list)
 /* ---- the table, as data and code ----------------------------------------- */
 
 enum opt_id {
-#define OPT_ENUM(id, flag, env, type, field, dflt, help) OPT_##id,
+#define OPT_ENUM(id, topic, flag, env, type, field, dflt, help) OPT_##id,
     SRV_CONFIG_MAP(OPT_ENUM)
 #undef OPT_ENUM
         OPT_COUNT
@@ -177,35 +177,51 @@ typedef enum opt_kind {
     K_ORIGINS
 } opt_kind;
 
+enum opt_topic {
+#define TOPIC_ENUM(topic, heading) TOPIC_##topic,
+    SRV_CONFIG_TOPICS(TOPIC_ENUM)
+#undef TOPIC_ENUM
+        TOPIC_COUNT
+};
+
+static const char *const topic_heading[TOPIC_COUNT] = {
+#define TOPIC_ROW(topic, heading) [TOPIC_##topic] = heading,
+    SRV_CONFIG_TOPICS(TOPIC_ROW)
+#undef TOPIC_ROW
+};
+
 typedef struct opt {
+    int topic;
     const char *flag;
     const char *env;
     opt_kind kind;
     double lo, hi;            /* bounds of UINT, SIZE (lo), MS (hi), REAL */
     const char *const *names; /* ENUM */
+    const char *meta;         /* the value's word in --help (ENUM: the names) */
     const char *value;        /* VALUE(): the default in the flag's syntax */
     const char *word;         /* NONE(): what --help shows */
     const char *help;
 } opt;
 
-/* The type column -> kind, lo, hi, names. */
-#define SPEC_LISTEN       K_LISTEN, 0, 0, NULL
-#define SPEC_UINT(lo, hi) K_UINT, lo, hi, NULL
-#define SPEC_SIZE(lo)     K_SIZE, lo, 0, NULL
-#define SPEC_MS(hi)       K_MS, 0, hi, NULL
-#define SPEC_REAL(lo, hi) K_REAL, lo, hi, NULL
-#define SPEC_ENUM(names)  K_ENUM, 0, 0, names
-#define SPEC_STRING       K_STRING, 0, 0, NULL
-#define SPEC_SECRET       K_SECRET, 0, 0, NULL
-#define SPEC_ORIGINS      K_ORIGINS, 0, 0, NULL
+/* The type column -> kind, lo, hi, names, meta. */
+#define SPEC_LISTEN        K_LISTEN, 0, 0, NULL, "HOST:PORT"
+#define SPEC_UINT(lo, hi)  K_UINT, lo, hi, NULL, "N"
+#define SPEC_SIZE(lo)      K_SIZE, lo, 0, NULL, "BYTES"
+#define SPEC_MS(hi)        K_MS, 0, hi, NULL, "MS"
+#define SPEC_REAL(lo, hi)  K_REAL, lo, hi, NULL, "X"
+#define SPEC_ENUM(names)   K_ENUM, 0, 0, names, NULL
+#define SPEC_STRING(word)  K_STRING, 0, 0, NULL, word
+#define SPEC_SECRET        K_SECRET, 0, 0, NULL, "TOKEN"
+#define SPEC_ORIGINS       K_ORIGINS, 0, 0, NULL, "ORIGIN,..."
+
 /* The default column -> value, word. */
 #define DFLT_VALUE(text) text, NULL
 #define DFLT_PROTO       NULL, NULL
 #define DFLT_NONE(word)  NULL, word
 
 static const opt opts[OPT_COUNT] = {
-#define OPT_ROW(id, flag, env, type, field, dflt, help)                                            \
-    [OPT_##id] = {flag, env, SPEC_##type, DFLT_##dflt, help},
+#define OPT_ROW(id, topic, flag, env, type, field, dflt, help)                                     \
+    [OPT_##id] = {TOPIC_##topic, flag, env, SPEC_##type, DFLT_##dflt, help},
     SRV_CONFIG_MAP(OPT_ROW)
 #undef OPT_ROW
 };
@@ -229,18 +245,19 @@ typedef struct opt_value {
 #define STORE_MS(hi)       STORE_D
 #define STORE_REAL(lo, hi) STORE_D
 #define STORE_ENUM(names)  STORE_I
-#define STORE_STRING(f)    (free(cfg->f), cfg->f = val.s)
-#define STORE_SECRET(f)    STORE_STRING(f)
+#define STORE_STRING(word) STORE_S
+#define STORE_SECRET(f)    STORE_S(f)
 #define STORE_ORIGINS(f)   ((void)0) /* add_origins() stored them while parsing */
 #define STORE_U(f)         (cfg->f = val.u)
 #define STORE_Z(f)         (cfg->f = val.z)
 #define STORE_D(f)         (cfg->f = val.d)
 #define STORE_I(f)         (cfg->f = val.i)
+#define STORE_S(f)         (free(cfg->f), cfg->f = val.s)
 
 static void store(srv_config *cfg, int id, opt_value val)
 {
     switch (id) {
-#define OPT_STORE(id, flag, env, type, field, dflt, help)                                          \
+#define OPT_STORE(id, topic, flag, env, type, field, dflt, help)                                   \
     case OPT_##id:                                                                                 \
         STORE_##type(field);                                                                       \
         break;
@@ -259,7 +276,8 @@ static void store(srv_config *cfg, int id, opt_value val)
 #define NUMBER_MS(hi)       NUMBER_OF
 #define NUMBER_REAL(lo, hi) NUMBER_OF
 #define NUMBER_ENUM(names)  NUMBER_OF
-#define NUMBER_STRING(f)    0.0
+#define NUMBER_STRING(word) NUMBER_NONE
+#define NUMBER_NONE(f)      0.0
 #define NUMBER_SECRET(f)    0.0
 #define NUMBER_ORIGINS(f)   0.0
 #define NUMBER_OF(f)        ((double)c->f)
@@ -267,7 +285,7 @@ static void store(srv_config *cfg, int id, opt_value val)
 static double number(const srv_config *c, int id)
 {
     switch (id) {
-#define OPT_NUMBER(id, flag, env, type, field, dflt, help)                                         \
+#define OPT_NUMBER(id, topic, flag, env, type, field, dflt, help)                                  \
     case OPT_##id:                                                                                 \
         return NUMBER_##type(field);
         SRV_CONFIG_MAP(OPT_NUMBER)
@@ -385,30 +403,81 @@ static void default_text(int id, char *buf, size_t size)
         snprintf(buf, size, "%.15g", v);
 }
 
+/* The layout of --help: no line is wider than HELP_WIDTH columns; a flag's
+ * line is "  --flag VALUE" and its variable, which starts at HELP_ENV_COL
+ * (or two spaces later when the flag is longer), and its help text follows
+ * on lines of their own, indented by HELP_INDENT and wrapped at spaces. */
+#define HELP_WIDTH   79
+#define HELP_ENV_COL 40
+#define HELP_INDENT  8
+
+/* Writes text, then tail (kept whole on one line), indented by HELP_INDENT
+ * and wrapped at spaces before HELP_WIDTH (a word longer than a line gets a
+ * line of its own). */
+static void print_wrapped(FILE *out, const char *text, const char *tail)
+{
+    int col = 0;
+    for (int last = 0; last < 2; text = tail, last++) {
+        for (text += strspn(text, " "); *text; text += strspn(text, " ")) {
+            int n = last ? (int)strlen(text) : (int)strcspn(text, " ");
+            if (col > 0 && col + 1 + n > HELP_WIDTH) {
+                fputc('\n', out);
+                col = 0;
+            }
+            col += col ? fprintf(out, " %.*s", n, text)
+                       : fprintf(out, "%*s%.*s", HELP_INDENT, "", n, text);
+            text += n;
+        }
+    }
+    fputc('\n', out);
+}
+
+/* One entry: "  --flag VALUE", the variable in its column, the help. */
+static void print_entry(FILE *out, const char *flag, const char *value, const char *env,
+                        const char *text, const char *tail)
+{
+    int n = fprintf(out, "  --%s%s%s", flag, value[0] ? " " : "", value);
+    if (env[0])
+        fprintf(out, "%*s%s", n + 2 < HELP_ENV_COL ? HELP_ENV_COL - n : 2, "", env);
+    fputc('\n', out);
+    print_wrapped(out, text, tail);
+}
+
 static void print_help(FILE *out)
 {
-    fprintf(out, "usage: ikd [FLAGS]          run the daemon\n"
-                 "       ikd solve [FILE]     solve one request (FILE or stdin) and exit\n"
-                 "       ikd probe [URL]      health check: exit 0 if URL (default /livez) answers 200\n"
+    fprintf(out, "usage: ikd [FLAGS]       run the daemon\n"
+                 "       ikd solve [FILE]  solve one request (FILE or stdin) and exit\n"
+                 "       ikd probe [URL]   health check: exit 0 if URL answers 200; a base URL\n"
+                 "                         (http://HOST:PORT) probes its /livez, and no URL\n"
+                 "                         the /livez of IKD_LISTEN (default 127.0.0.1:8080)\n"
                  "       ikd chain FILE.urdf --base LINK --tip LINK\n"
-                 "                            print the URDF as a chain object (JSON) for the API\n\n"
-                 "flags (each also read from the environment variable shown):\n");
-    for (int i = 0; i < OPT_COUNT; i++) {
-        char dflt[64];
-        default_text(i, dflt, sizeof dflt);
-        char choices[128] = "";
-        if (opts[i].kind == K_ENUM) {
-            size_t n = (size_t)snprintf(choices, sizeof choices, ":");
-            for (size_t k = 0; opts[i].names[k] && n < sizeof choices; k++)
-                n += (size_t)snprintf(choices + n, sizeof choices - n, "%s %s", k ? "," : "",
-                                      opts[i].names[k]);
+                 "                         print the URDF as a chain object (JSON) for the API\n"
+                 "\n"
+                 "Flags, by topic. Each is also read from the environment variable shown\n"
+                 "(a flag wins over its variable); BYTES take a K, M or G suffix.\n");
+    for (int t = 0; t < TOPIC_COUNT; t++) {
+        fprintf(out, "\n%s:\n", topic_heading[t]);
+        for (int i = 0; i < OPT_COUNT; i++) {
+            if (opts[i].topic != t)
+                continue;
+            char value[128] = "";
+            if (opts[i].kind == K_ENUM) {
+                size_t n = 0;
+                for (size_t k = 0; opts[i].names[k] && n < sizeof value; k++)
+                    n += (size_t)snprintf(value + n, sizeof value - n, "%s%s", k ? "|" : "",
+                                          opts[i].names[k]);
+            } else {
+                snprintf(value, sizeof value, "%s", opts[i].meta);
+            }
+            char dflt[64], tail[80];
+            default_text(i, dflt, sizeof dflt);
+            snprintf(tail, sizeof tail, "(default %s)", dflt);
+            print_entry(out, opts[i].flag, value, opts[i].env, opts[i].help, tail);
         }
-        fprintf(out, "  --%-16s %-20s %s%s (default %s)\n", opts[i].flag, opts[i].env,
-                opts[i].help, choices, dflt);
     }
-    fprintf(out, "  --%-16s %-20s %s\n", "help", "", "print this and exit");
-    fprintf(out, "  --%-16s %-20s %s\n", "version", "",
-            "print the version and the commit, and exit");
+    fprintf(out, "\nOther:\n");
+    print_entry(out, "help", "", "", "print this and exit", "");
+    print_entry(out, "version", "", "", "print the version and the commit, and exit", "");
 }
 
 /* ---- the command line ------------------------------------------------------ */

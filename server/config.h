@@ -28,26 +28,34 @@
 
 /* ---- the flags ---------------------------------------------------------
  *
- * X(id, flag, env, type, field, default, help), one row per flag, in the
- * order "ikd --help" lists them and the environment is read.
- *   type    how a value is read and checked:
+ * SRV_CONFIG_TOPICS: X(topic, heading), the topics "ikd --help" groups the
+ * flags under, in the order it prints them.
+ *
+ * SRV_CONFIG_MAP: X(id, topic, flag, env, type, field, default, help), one
+ * row per flag, grouped by topic in the order "ikd --help" lists them
+ * (the environment is read in the same order).
+ *   topic   one of SRV_CONFIG_TOPICS: the heading --help lists it under
+ *   type    how a value is read and checked (and the VALUE word --help
+ *           shows after the flag):
  *             LISTEN        HOST:PORT, [IPV6]:PORT or PORT
  *                           (srv_config_parse_listen); sets field to the
- *                           host and listen_port to the port
- *             UINT(lo, hi)  decimal digits, lo <= value <= hi
+ *                           host and listen_port to the port  (HOST:PORT)
+ *             UINT(lo, hi)  decimal digits, lo <= value <= hi  (N)
  *             SIZE(lo)      bytes, digits with an optional K/M/G suffix
- *                           (srv_config_parse_size), value >= lo
+ *                           (srv_config_parse_size), value >= lo  (BYTES)
  *             MS(hi)        digits with an optional fraction (no sign,
- *                           exponent, nan or inf), 0 < value <= hi
- *             REAL(lo, hi)  any number strtod reads, lo <= value <= hi
+ *                           exponent, nan or inf), 0 < value <= hi  (MS)
+ *             REAL(lo, hi)  any number strtod reads, lo <= value <= hi  (X)
  *             ENUM(names)   one of names (NULL-terminated, e.g.
- *                           SRV_CONFIG_NAMES); field gets its index;
- *                           --help lists the names after the help text
- *             STRING        any non-empty text (copied)
+ *                           SRV_CONFIG_NAMES); field gets its index
+ *                           (the names, "text|json")
+ *             STRING(word)  any non-empty text (copied)  (word, e.g. DIR)
  *             SECRET        a STRING never shown, not even in an error
+ *                           (TOKEN)
  *             ORIGINS       comma-separated, each trimmed of blanks, at
  *                           least one; repeated flags add to the list, and
  *                           the flags' list replaces the environment's
+ *                           (ORIGIN,...)
  *   field   the srv_config member it sets
  *   default VALUE("text")  the default written in the flag's own syntax:
  *                          srv_config_default() applies it with the same
@@ -61,82 +69,102 @@
  */
 #define SRV_CONFIG_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+#define SRV_CONFIG_TOPICS(X)                                                                       \
+    X(LISTENING, "Listening and connections")                                                      \
+    X(ACCESS, "Access: the token and browsers")                                                    \
+    X(REQUEST, "Limits of one request")                                                            \
+    X(SOLVING, "Solving")                                                                          \
+    X(STREAMS, "WebSocket streams")                                                                \
+    X(LOAD, "Load: what all clients together may hold")                                            \
+    X(DEPLOY, "Deployment: the page, logs and shutdown")
+
 #define SRV_CONFIG_MAP(X)                                                                          \
-    X(LISTEN, "listen", "IKD_LISTEN", LISTEN, listen_host, VALUE("127.0.0.1:8080"),                \
+    /* Listening and connections */                                                                \
+    X(LISTEN, LISTENING, "listen", "IKD_LISTEN", LISTEN, listen_host, VALUE("127.0.0.1:8080"),     \
       "HOST:PORT or [IPV6]:PORT to listen on; port 0 picks a free port")                           \
-    X(THREADS, "threads", "IKD_THREADS", UINT(1, 1024), threads, NONE("cores"),                    \
-      "solver thread pool size")                                                                   \
-    X(MAXCONN, "max-connections", "IKD_MAX_CONNECTIONS", UINT(1, 1000000), max_connections,        \
-      VALUE("10000"), "simultaneous connections")                                                  \
-    X(TIMEOUT, "timeout", "IKD_TIMEOUT", UINT(0, 86400), conn_timeout_s, VALUE("30"),              \
+    X(MAXCONN, LISTENING, "max-connections", "IKD_MAX_CONNECTIONS", UINT(1, 1000000),              \
+      max_connections, VALUE("10000"), "simultaneous connections")                                 \
+    X(PERADDR, LISTENING, "max-connections-per-address", "IKD_MAX_CONNECTIONS_PER_ADDRESS",        \
+      UINT(1, 1000000), max_conn_per_addr, VALUE("1000"),                                          \
+      "simultaneous connections from one IP address")                                              \
+    X(TIMEOUT, LISTENING, "timeout", "IKD_TIMEOUT", UINT(0, 86400), conn_timeout_s, VALUE("30"),   \
       "seconds a connection may stay idle or stall mid-request; a silent WebSocket client is "     \
       "pinged after this and dropped after twice this")                                            \
-    X(MAXBODY, "max-body", "IKD_MAX_BODY", SIZE(1), limits.max_body_bytes, PROTO,                  \
-      "largest request body, bytes")                                                               \
-    X(CONNMEM, "connection-memory", "IKD_CONNECTION_MEMORY", SIZE(8192), connection_memory_bytes,  \
-      VALUE("16K"),                                                                                \
-      "libmicrohttpd's memory per HTTP connection, bytes: its request line and headers must "     \
-      "fit (431 beyond), and it holds the read and write buffers")                                \
-    X(MAXMSG, "max-message", "IKD_MAX_MESSAGE", SIZE(1), max_message_bytes, VALUE("1M"),           \
-      "largest WebSocket message, bytes")                                                          \
-    X(WSQUEUE, "max-send-queue", "IKD_MAX_SEND_QUEUE", SIZE(1), ws_send_queue_bytes, VALUE("4M"),  \
-      "WebSocket per-connection send queue, bytes")                                                \
-    X(MAXSTREAMS, "max-streams", "IKD_MAX_STREAMS", UINT(1, 65536), max_streams, VALUE("1024"),    \
-      "streams open on one WebSocket connection, and so targets in one tick")                     \
-    X(MAXJOINTS, "max-joints", "IKD_MAX_JOINTS", UINT(1, 100000), limits.max_joints, PROTO,        \
-      "joints per chain")                                                                          \
-    X(MAXTARGETS, "max-targets", "IKD_MAX_TARGETS", UINT(1, 100000000), limits.max_targets, PROTO, \
-      "targets per batch")                                                                         \
-    X(MAXITEMS, "max-items", "IKD_MAX_ITEMS", UINT(1, 100000000), limits.max_items, PROTO,         \
-      "items (rigs, each its own chain) per batch of items")                                       \
-    X(MAXITER, "max-iterations", "IKD_MAX_ITERATIONS", UINT(1, 100000000), limits.max_iterations,  \
-      PROTO,                                                                                       \
-      "solver iterations per solve: the cap of options.max_iterations and the numeric "            \
-      "solver's default")                                                                          \
-    X(MAXTIME, "max-time-ms", "IKD_MAX_TIME_MS", MS(3600000), limits.max_time_ms, PROTO,           \
-      "time budget cap of one solve, milliseconds, fractions allowed: the largest "                \
-      "options.timeout_ms")                                                                        \
-    X(MAXURDF, "max-urdf", "IKD_MAX_URDF", SIZE(1), limits.max_urdf_bytes, PROTO,                  \
-      "largest URDF document inside a request, bytes")                                             \
-    X(REGISTRY, "registry-bytes", "IKD_REGISTRY_BYTES", SIZE(0), registry_bytes, VALUE("64M"),     \
-      "memory bound of the chain registry, LRU beyond it")                                         \
-    X(QUEUE, "max-queue", "IKD_MAX_QUEUE", UINT(1, 10000000), pool_queue_max, VALUE("1024"),       \
-      "admitted work in flight (single solves and stream targets on the pool, batches from "       \
-      "decode to answer, each one) before new work gets 503")                                      \
-    X(INLINE, "inline-cost-us", "IKD_INLINE_COST_US", REAL(0, 1e9), inline_cost_us, VALUE("5"),    \
-      "solves estimated below this many microseconds run on the loop")                             \
-    X(LOGFMT, "log-format", "IKD_LOG_FORMAT", ENUM(SRV_CONFIG_NAMES("text", "json")), log_format,  \
-      VALUE("text"), "the form of a log line")                                                               \
-    X(LOGLEVEL, "log-level", "IKD_LOG_LEVEL",                                                      \
-      ENUM(srv_log_level_names), log_level, VALUE("info"),                                         \
-      "the lowest level logged")                                                                  \
-    X(TOKEN, "token", "IKD_TOKEN", SECRET, token, NONE("none"),                                    \
-      "bearer token required on every endpoint but /livez, /readyz, /openapi.yaml")                \
-    X(ORIGIN, "allow-origin", "IKD_ALLOW_ORIGIN", ORIGINS, allow_origins, NONE("any"),             \
-      "comma-separated Origins allowed to open WebSocket streams and to call the API from a "      \
-      "browser (CORS); repeatable")                                                                \
-    X(WEB, "web", "IKD_WEB", STRING, web_dir, NONE("none"),                                        \
-      "directory of the live page, served at / without a token; make builds it in build/web")      \
-    X(DRAIN, "drain-timeout", "IKD_DRAIN_TIMEOUT", UINT(1, 86400), drain_timeout_s, VALUE("10"),   \
-      "seconds a drain (SIGTERM, SIGINT, SIGHUP) may take before ikd exits anyway, even with "     \
-      "requests still running")                                                                    \
-    X(REQTIMEOUT, "request-timeout", "IKD_REQUEST_TIMEOUT", UINT(1, 86400), request_timeout_s,     \
-      VALUE("60"),                                                                                 \
+    X(REQTIMEOUT, LISTENING, "request-timeout", "IKD_REQUEST_TIMEOUT", UINT(1, 86400),             \
+      request_timeout_s, VALUE("60"),                                                              \
       "seconds to receive a whole request from a connection's start or its previous answer, "      \
       "however busy the client: 408 beyond")                                                       \
-    X(PERADDR, "max-connections-per-address", "IKD_MAX_CONNECTIONS_PER_ADDRESS", UINT(1, 1000000), \
-      max_conn_per_addr, VALUE("1000"), "simultaneous connections from one IP address")            \
-    X(BODYBUDGET, "body-budget", "IKD_BODY_BUDGET", SIZE(1), body_budget_bytes, VALUE("256M"),     \
-      "request body bytes held at once for all clients, counted as they arrive; an upload "     \
+    X(CONNMEM, LISTENING, "connection-memory", "IKD_CONNECTION_MEMORY", SIZE(8192),                \
+      connection_memory_bytes, VALUE("16K"),                                                       \
+      "libmicrohttpd's memory per HTTP connection, bytes: its request line and headers must "      \
+      "fit (431 beyond), and it holds the read and write buffers")                                 \
+    /* Access: the token and browsers */                                                           \
+    X(TOKEN, ACCESS, "token", "IKD_TOKEN", SECRET, token, NONE("none"),                            \
+      "bearer token required on every endpoint but /livez, /readyz, /openapi.yaml")                \
+    X(ORIGIN, ACCESS, "allow-origin", "IKD_ALLOW_ORIGIN", ORIGINS, allow_origins, NONE("any"),     \
+      "comma-separated Origins allowed to open WebSocket streams and to call the API from a "      \
+      "browser (CORS); repeatable")                                                                \
+    /* Limits of one request */                                                                    \
+    X(MAXBODY, REQUEST, "max-body", "IKD_MAX_BODY", SIZE(1), limits.max_body_bytes, PROTO,         \
+      "largest request body, bytes")                                                               \
+    X(MAXURDF, REQUEST, "max-urdf", "IKD_MAX_URDF", SIZE(1), limits.max_urdf_bytes, PROTO,         \
+      "largest URDF document inside a request, bytes")                                             \
+    X(MAXJOINTS, REQUEST, "max-joints", "IKD_MAX_JOINTS", UINT(1, 100000), limits.max_joints,      \
+      PROTO, "joints per chain")                                                                   \
+    X(MAXTARGETS, REQUEST, "max-targets", "IKD_MAX_TARGETS", UINT(1, 100000000),                   \
+      limits.max_targets, PROTO, "targets per batch")                                              \
+    X(MAXITEMS, REQUEST, "max-items", "IKD_MAX_ITEMS", UINT(1, 100000000), limits.max_items, PROTO,\
+      "items (rigs, each its own chain) per batch of items")                                       \
+    /* Solving */                                                                                  \
+    X(THREADS, SOLVING, "threads", "IKD_THREADS", UINT(1, 1024), threads, NONE("cores"),           \
+      "solver thread pool size")                                                                   \
+    X(MAXITER, SOLVING, "max-iterations", "IKD_MAX_ITERATIONS", UINT(1, 100000000),                \
+      limits.max_iterations, PROTO,                                                                \
+      "solver iterations per solve: the cap of options.max_iterations and the numeric "            \
+      "solver's default")                                                                          \
+    X(MAXTIME, SOLVING, "max-time-ms", "IKD_MAX_TIME_MS", MS(3600000), limits.max_time_ms, PROTO,  \
+      "time budget cap of one solve, milliseconds, fractions allowed: the largest "                \
+      "options.timeout_ms")                                                                        \
+    X(INLINE, SOLVING, "inline-cost-us", "IKD_INLINE_COST_US", REAL(0, 1e9), inline_cost_us,       \
+      VALUE("5"), "solves estimated below this many microseconds run on the loop")                 \
+    X(REGISTRY, SOLVING, "registry-bytes", "IKD_REGISTRY_BYTES", SIZE(0), registry_bytes,          \
+      VALUE("64M"), "memory bound of the chain registry, LRU beyond it")                           \
+    /* WebSocket streams */                                                                        \
+    X(MAXMSG, STREAMS, "max-message", "IKD_MAX_MESSAGE", SIZE(1), max_message_bytes, VALUE("1M"),  \
+      "largest WebSocket message, bytes")                                                          \
+    X(WSQUEUE, STREAMS, "max-send-queue", "IKD_MAX_SEND_QUEUE", SIZE(1), ws_send_queue_bytes,      \
+      VALUE("4M"), "WebSocket per-connection send queue, bytes")                                   \
+    X(MAXSTREAMS, STREAMS, "max-streams", "IKD_MAX_STREAMS", UINT(1, 65536), max_streams,          \
+      VALUE("1024"), "streams open on one WebSocket connection, and so targets in one tick")       \
+    X(STREAMCHAINS, STREAMS, "stream-chain-bytes", "IKD_STREAM_CHAIN_BYTES", SIZE(1),              \
+      stream_chain_bytes, VALUE("256M"),                                                           \
+      "memory of the chains open WebSocket streams hold, all connections (each chain once); an "   \
+      "open beyond it is refused")                                                                 \
+    /* Load: what all clients together may hold */                                                 \
+    X(QUEUE, LOAD, "max-queue", "IKD_MAX_QUEUE", UINT(1, 10000000), pool_queue_max,                \
+      VALUE("1024"),                                                                               \
+      "admitted work in flight (single solves and stream targets on the pool, batches from "       \
+      "decode to answer, each one) before new work gets 503")                                      \
+    X(BODYBUDGET, LOAD, "body-budget", "IKD_BODY_BUDGET", SIZE(1), body_budget_bytes,              \
+      VALUE("256M"),                                                                               \
+      "request body bytes held at once for all clients, counted as they arrive; an upload "        \
       "beyond it gets 503")                                                                        \
-    X(ANSWERBUDGET, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1), answer_budget_bytes,            \
+    X(ANSWERBUDGET, LOAD, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1), answer_budget_bytes,      \
       VALUE("256M"),                                                                               \
       "batch answer bytes held at once for all clients until sent (each reserved at its "          \
       "largest when admitted); a batch beyond it gets 503")                                        \
-    X(STREAMCHAINS, "stream-chain-bytes", "IKD_STREAM_CHAIN_BYTES", SIZE(1), stream_chain_bytes,   \
-      VALUE("256M"),                                                                               \
-      "memory of the chains open WebSocket streams hold, all connections (each chain once); an "   \
-      "open beyond it is refused")
+    /* Deployment: the page, logs and shutdown */                                                  \
+    X(WEB, DEPLOY, "web", "IKD_WEB", STRING("DIR"), web_dir, NONE("none"),                         \
+      "directory of the live page, served at / without a token; make web (or make run) "           \
+      "builds it in build/web")                                                                    \
+    X(LOGFMT, DEPLOY, "log-format", "IKD_LOG_FORMAT", ENUM(SRV_CONFIG_NAMES("text", "json")),      \
+      log_format, VALUE("text"), "the form of a log line")                                         \
+    X(LOGLEVEL, DEPLOY, "log-level", "IKD_LOG_LEVEL", ENUM(srv_log_level_names), log_level,        \
+      VALUE("info"), "the lowest level logged")                                                    \
+    X(DRAIN, DEPLOY, "drain-timeout", "IKD_DRAIN_TIMEOUT", UINT(1, 86400), drain_timeout_s,        \
+      VALUE("10"),                                                                                 \
+      "seconds a drain (SIGTERM, SIGINT, SIGHUP) may take before ikd exits anyway, even with "     \
+      "requests still running")
 
 /* Everything the flags and environment configure (server/config.c fills it
  * from SRV_CONFIG_MAP, which also holds every default). Strings are owned by

@@ -107,7 +107,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "solver/ik_math.h"
+#include "ik_math.h"
 
 #define IK_ANIM_DEFAULT_ITERATIONS 32
 #define IK_ANIM_DEFAULT_TOLERANCE  1e-4 /* relative to the total chain length */

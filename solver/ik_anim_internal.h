@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "solver/ik_anim.h"
+#include "ik_anim.h"
 
 /* One solve in progress. p is the caller's out array. */
 typedef struct ik__anim {

@@ -34,7 +34,7 @@
 
 #include <stddef.h>
 
-#include "solver/ik_anim.h"
+#include "ik_anim.h"
 
 /* Solves the chain joints[0..n-1] for target; arguments, outputs and return
  * value as ik_fabrik_solve() (ik_fabrik.h). Hinge limits are allowed. */

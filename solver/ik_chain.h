@@ -39,7 +39,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "solver/ik_math.h"
+#include "ik_math.h"
 
 typedef enum ik_joint_type {
     IK_JOINT_FIXED = 0,

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "solver/ik_chain.h"
+#include "ik_chain.h"
 
 /* The walk's state at movable joint i of a chain, base frame. */
 typedef struct ik__walk {

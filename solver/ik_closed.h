@@ -76,9 +76,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "solver/ik_chain.h"
-#include "solver/ik_numeric.h"
-#include "solver/ik_reason.h"
+#include "ik_chain.h"
+#include "ik_numeric.h"
+#include "ik_reason.h"
 
 #define IK_CLOSED_BRANCHES      8    /* closed-form branches at most */
 #define IK_CLOSED_TURNS         3    /* 2 pi k equivalents kept per joint */

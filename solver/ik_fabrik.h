@@ -26,7 +26,7 @@
 
 #include <stddef.h>
 
-#include "solver/ik_anim.h"
+#include "ik_anim.h"
 
 /* Solves the chain joints[0..n-1] for target. opt may be NULL (defaults).
  * work: ik_anim_workspace_size(n) bytes (work_bytes is checked). Writes

@@ -91,8 +91,15 @@
  * with a wall-clock ceiling) are read every CLOCK_EVERY iterations. Nothing is allocated: all vectors live in the caller's
  * workspace, small fixed-size matrices on the stack.
  *
+ * Collisions (opts.collide): every solution an attempt finds (the seed's,
+ * the homotopy's, a restart's) passes through clear_of_collisions() before
+ * it is recorded: clear, it counts; not clear, ik__avoid_repair() slides
+ * it out inside the target's null space (ik_avoid.h); still not clear, it
+ * is kept aside if it is the clearest so far and the attempt counts as
+ * stalled, so the search goes on with its next restart.
+ *
  * Not here: null-space objectives other than follow's (manipulability,
- * postures), collision avoidance, the SQP half of TRAC-IK.
+ * postures), the geometry (ik_collide.c), the SQP half of TRAC-IK.
  */
 #include "solver/ik_numeric.h"
 
@@ -100,8 +107,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "solver/ik_avoid.h"
 #include "solver/ik_budget.h"
-#include "solver/ik_linalg.h"
+#include "solver/ik_linalg_internal.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_rng.h"
 
@@ -300,7 +308,7 @@ static void normal_matrix(const problem *P, const double *J, double N[6][6])
     }
 }
 
-/* Solves (N + lambda I) y = b in place (b -> y) by Cholesky (ik_linalg.h),
+/* Solves (N + lambda I) y = b in place (b -> y) by Cholesky (ik_linalg_internal.h),
  * m <= 6, inlined into each caller with m a constant where it is (6 or 3),
  * so that the compiler unrolls it. Returns false when a pivot is not
  * positive. */
@@ -589,6 +597,10 @@ typedef struct search {
                      WALK_MAX_ITERS: the seed's plain walk of a continuation */
     bool staging; /* S->P is an intermediate homotopy stage */
     bool follow;  /* continuation with opts.follow: steer the self-motion */
+    const ik_collide_check *chk; /* opts.collide when it avoids, else NULL */
+    size_t hits;          /* solutions not clear, kept aside ... */
+    ik_collide_pair hit;  /* ... the clearest one's pair */
+    double *hit_q;        /* ... and joints (in chk's workspace) */
 } search;
 
 enum { ATTEMPT_SOLVED = 1, ATTEMPT_STALLED = 0, ATTEMPT_BUDGET = -1 };
@@ -893,6 +905,82 @@ static bool against_limits(const problem *P, const double *q, double *J, double 
     return false;
 }
 
+/* ---- collisions (opts.collide) ------------------------------------------ */
+
+/* The task for ik_avoid.h: the target's active rows, weighted. */
+static bool avoid_eval(void *ctx, const double *q, double *Jw, double *ew, size_t *m)
+{
+    search *S = ctx;
+    const problem *P = S->P;
+    const size_t n = P->n;
+    double e[6];
+    S->iterations++;
+    evaluate(P, q, S->Jt, e);
+    for (size_t a = 0; a < P->m; a++) {
+        const double *Ja = S->Jt + (size_t)P->row[a] * n;
+        for (size_t k = 0; k < n; k++)
+            Jw[a * n + k] = P->sw[a] * Ja[k];
+        ew[a] = P->sw[a] * e[P->row[a]];
+    }
+    *m = P->m;
+    return converged(P, e);
+}
+
+static bool avoid_budget(void *ctx)
+{
+    return budget_left(ctx);
+}
+
+/* An attempt's outcome a, with its solution in S->q when solved, passed
+ * through the collision check: clear (after a repair if need be), still
+ * ATTEMPT_SOLVED; not clear, kept aside and ATTEMPT_STALLED. */
+static int clear_of_collisions(search *S, int a)
+{
+    if (a != ATTEMPT_SOLVED || !S->chk)
+        return a;
+    const ik_chain *c = S->P->c;
+    ik__avoid_task t = {c->dof, c->type, c->lower, c->upper, avoid_eval, avoid_budget, S};
+    ik_collide_pair p;
+    if (ik__avoid_repair(&t, S->chk, S->q, &p))
+        return ATTEMPT_SOLVED;
+    if (S->hits++ == 0 || p.distance > S->hit.distance) {
+        S->hit = p;
+        memcpy(S->hit_q, S->q, c->dof * sizeof *S->q);
+    }
+    return ATTEMPT_STALLED;
+}
+
+/* True when links the target fixes are nearer than the margin to an
+ * obstacle (ik_reason.h, IN_COLLISION: certain): those rigid with the base,
+ * and for a full pose those rigid with the tip (allowing for the
+ * tolerance); *pc the pair. */
+static bool fixed_in_collision(const search *S, const ik_target *t, ik_collide_pair *pc)
+{
+    const ik_collide_check *k = S->chk;
+    const problem *P = S->P;
+    if (ik_collide_rigid_distance(k->model, &k->scene, 0, ik_xform_identity(), pc) < k->margin)
+        return true;
+    if (t->mode != IK_TARGET_FULL_POSE)
+        return false;
+    ik_xform tip = {P->pt, P->qt};
+    double slack = 2.0 * (S->o->tol_pos + S->o->tol_rot * chain_reach(P->c));
+    return ik_collide_rigid_distance(k->model, &k->scene, ik_collide_tip_body(k->model, 0), tip,
+                                     pc) < k->margin - slack;
+}
+
+/* res->closest for the answer q (opts.collide), or none. */
+static void measure(const ik_numeric_opts *o, const double *q, ik_numeric_result *res)
+{
+    if (!o->collide) {
+        memset(&res->closest, 0, sizeof res->closest);
+        res->closest.link = res->closest.other_link = res->closest.obstacle = -1;
+        res->closest.distance = INFINITY;
+        return;
+    }
+    const ik_collide_check *k = o->collide;
+    ik_collide_distance(k->model, &k->scene, q, k->ws, k->ws_size, &res->closest);
+}
+
 /* ---- the public entry points ---------------------------------------------- */
 
 #define WS_ALIGN 64
@@ -959,6 +1047,8 @@ static int check_input(const ik_chain *c, const ik_target *t, const double *seed
     if (!(o->max_step >= 0.0) || !isfinite(o->max_step) || !(o->max_step_lin >= 0.0) ||
         !isfinite(o->max_step_lin))
         return IK_EINVAL;
+    if (o->collide)
+        return ik_collide_check_valid(o->collide, c->dof);
     return IK_OK;
 }
 
@@ -1054,6 +1144,10 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     S.locked = (bool *)(void *)(S.scratch + 8 * n + WS_FIXED);
     S.best_cost = INFINITY;
     S.budget = budget;
+    if (o->collide && o->collide->avoid) {
+        S.chk = o->collide;
+        S.hit_q = ik__avoid_keep(S.chk->model, S.chk->ws);
+    }
 
     if (seed)
         memcpy(S.seed, seed, n * sizeof *seed);
@@ -1087,18 +1181,28 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
      * reached by any joint values: say so at once instead of spending the
      * budget on restarts. One plain attempt from the seed still gives the
      * answer a best pose (stretched towards the target) and its error. */
-    if (P.check[0] && P.check[1] && P.check[2] && ik_chain_beyond_reach(c, P.pt)) {
+    /* Likewise a target that puts links it fixes into an obstacle. */
+    ik_collide_pair fixed;
+    int at_once = 0, why = IK_REASON_NONE;
+    if (P.check[0] && P.check[1] && P.check[2] && ik_chain_beyond_reach(c, P.pt))
+        at_once = IK_EUNREACHABLE, why = IK_REASON_OUT_OF_REACH;
+    else if (S.chk && fixed_in_collision(&S, t, &fixed))
+        at_once = IK_ECOLLISION, why = IK_REASON_IN_COLLISION;
+    if (at_once) {
         continuation_mode(&S, false);
         attempt(&S);
         turns_near(c, S.best, S.seed);
         memmove(q_out, S.best, n * sizeof *q_out);
         if (res) {
-            fill_result(&P, q_out, S.Jt, IK_EUNREACHABLE, &S, res);
-            res->reason = IK_REASON_OUT_OF_REACH;
+            fill_result(&P, q_out, S.Jt, at_once, &S, res);
+            res->reason = why;
             bool ok;
             res->max_step = largest_step(c, q_out, S.seed, o, &ok, &res->step_ang, &res->step_lin);
+            measure(o, q_out, res);
+            if (at_once == IK_ECOLLISION)
+                res->closest = fixed; /* the pair that decided it */
         }
-        return IK_EUNREACHABLE;
+        return at_once;
     }
 
     const bool cont = seed && o->search == IK_SEARCH_NEAREST_TO_SEED;
@@ -1111,7 +1215,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
 
     /* the seed's own attempt: a continuation when cont */
     continuation_mode(&S, cont);
-    int a = attempt(&S);
+    int a = clear_of_collisions(&S, attempt(&S));
     if (a == ATTEMPT_SOLVED) {
         bool local = record(&S, &K, o, cont);
         if (o->search == IK_SEARCH_FIRST_FOUND || local)
@@ -1126,7 +1230,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     /* not there: the homotopy from the seed's pose */
     bool direct_solved = a == ATTEMPT_SOLVED;
     if (!stop && cont && !direct_solved) {
-        a = homotopy(&S, &P, S.seed);
+        a = clear_of_collisions(&S, homotopy(&S, &P, S.seed));
         if (a == ATTEMPT_SOLVED) {
             bool local = record(&S, &K, o, true);
             if (local)
@@ -1149,7 +1253,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
             plain_seed = false;
             memcpy(S.q, S.seed, n * sizeof *S.q);
             S.walk = true;
-            a = attempt(&S);
+            a = clear_of_collisions(&S, attempt(&S));
             S.walk = false;
             if (a == ATTEMPT_SOLVED) {
                 record(&S, &K, o, false);
@@ -1166,7 +1270,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
             break;
         restarts++;
         random_config(c, &r, S.q);
-        a = attempt(&S);
+        a = clear_of_collisions(&S, attempt(&S));
         if (a == ATTEMPT_SOLVED) {
             record(&S, &K, o, false);
             if (o->search == IK_SEARCH_FIRST_FOUND)
@@ -1192,6 +1296,10 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     } else if (K.solutions > 0) {
         status = IK_ESTEP; /* refused: no motion */
         q_final = S.seed;
+    } else if (S.hits > 0) {
+        status = IK_ECOLLISION; /* only solutions in collision */
+        turns_near(c, S.hit_q, S.seed);
+        q_final = S.hit_q;
     } else {
         status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
         turns_near(c, S.best, S.seed);
@@ -1215,6 +1323,9 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         if (status == IK_ENOTCONV || status == IK_ETIMEDOUT)
             res->reason = against_limits(&P, q_out, S.J, S.dq, S.locked) ? IK_REASON_LIMITS
                                                                          : IK_REASON_BUDGET;
+        else if (status == IK_ECOLLISION)
+            res->reason = IK_REASON_IN_COLLISION;
+        measure(o, q_out, res);
     }
     return status;
 }

@@ -90,11 +90,27 @@
  * those take), so that the caller never waits much longer, whatever the
  * load.
  *
+ * COLLISIONS (opts.collide, ik_collide.h): with a check that avoids, a
+ * solution counts only when the robot is at least the check's margin
+ * clear of the obstacles and of itself. The search is the same (the seed
+ * first, continuation, restarts); a solution that is not clear is first
+ * moved out of collision inside the freedom the target leaves (ik_avoid.h:
+ * a redundant chain slides its elbow away while the tip stays on target),
+ * and when that fails it is kept aside and the search goes on. When the
+ * budget ends with only such solutions, the answer is IK_ECOLLISION with
+ * the clearest of them (reason IK_REASON_IN_COLLISION, res->closest the
+ * pair). Links the target itself fixes (those rigid with the base, and for
+ * a full pose those rigid with the tip) already nearer than the margin
+ * make the answer IK_ECOLLISION at once, after one plain attempt for the
+ * pose. Without avoid, or with it, res->closest describes the answer's
+ * closest pair (res->closest.distance its distance). The collision check
+ * brings its own workspace.
+ *
  * NO NaN ever leaves the solver: non-finite targets, seeds, weights or
  * options are rejected with IK_EINVAL before anything is written.
  *
- * Not here: analytic solvers (ik_twobone.h, ...), collision checking,
- * reading URDF (proto/proto_urdf.h), streams (warm starts are the caller's: pass
+ * Not here: analytic solvers (ik_twobone.h, ...), the geometry
+ * (ik_collide.h), reading URDF (proto/proto_urdf.h), streams (warm starts are the caller's: pass
  * the previous answer as the seed and use IK_SEARCH_NEAREST_TO_SEED).
  */
 #ifndef IK_NUMERIC_H
@@ -103,10 +119,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "solver/ik_budget.h"
-#include "solver/ik_chain.h"
-#include "solver/ik_math.h"
-#include "solver/ik_status.h"
+#include "ik_budget.h"
+#include "ik_chain.h"
+#include "ik_collide.h"
+#include "ik_math.h"
+#include "ik_status.h"
 
 /* ---- targets ---------------------------------------------------------- */
 
@@ -192,6 +209,9 @@ typedef struct ik_numeric_opts {
                                default false */
     const ik_clock *clock;  /* the budget's clocks; NULL (default): the
                                real ones (tests inject their own) */
+    const ik_collide_check *collide; /* COLLISIONS above; NULL (default):
+                               none. Its model is built on this chain
+                               (ik_collide_model_from_chain) */
 } ik_numeric_opts;
 
 /* Continuous seeds beyond this magnitude (radians) are wrapped first. */
@@ -230,6 +250,9 @@ typedef struct ik_numeric_result {
                              IK_REASON_NONE otherwise */
     double elapsed_s;     /* wall-clock time of the call */
     double cpu_s;         /* the calling thread's CPU time during the call */
+    ik_collide_pair closest; /* with opts.collide: the answer's closest
+                             pair and its distance (ik_collide.h); without,
+                             link -1 and distance +INFINITY */
 } ik_numeric_result;
 
 /* ---- solving ---------------------------------------------------------- */
@@ -255,14 +278,18 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *   IK_ENOTCONV  max_iterations or max_restarts ran out first;
  *   IK_ETIMEDOUT the time budget ran out first;
  *   IK_EINVAL    non-finite or invalid target, seed, weights or options
- *                (tol <= 0, timeout < 0, unbounded search), NULL pointers,
+ *                (tol <= 0, timeout < 0, unbounded search, a collision
+ *                check ik_collide_check_valid() refuses), NULL pointers,
  *                or a distance between the seed's tip and the target that
  *                is not representable (coordinates near 1e308);
  *   IK_ENOSPC    ws_size < ik_numeric_workspace_size(c);
  *   IK_ESTEP     solutions were found, but the nearest needs a joint step
  *                larger than opts.max_step / max_step_lin: q_out is the
  *                seed (clamped into the limits: no motion), res->max_step
- *                (and step_ang, step_lin) the step that was refused.
+ *                (and step_ang, step_lin) the step that was refused;
+ *   IK_ECOLLISION opts.collide avoids, and every solution found is nearer
+ *                than its margin (COLLISIONS above): q_out is the clearest
+ *                of them, res->closest its closest pair.
  * On IK_EUNREACHABLE, IK_ENOTCONV and IK_ETIMEDOUT q_out holds the best
  * pose found (smallest weighted error), inside the limits, and res
  * describes it.

@@ -102,8 +102,8 @@
 #ifndef IK_PLANAR_H
 #define IK_PLANAR_H
 
-#include "solver/ik_math.h"
-#include "solver/ik_reach.h"
+#include "ik_math.h"
+#include "ik_reach.h"
 
 typedef struct ik_vec2 {
     double x, y;

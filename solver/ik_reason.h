@@ -17,6 +17,13 @@
  *                 towards the target would push further out.
  *   BUDGET        no solution was found in the time or iteration budget;
  *                 the target may or may not be reachable.
+ *   IN_COLLISION  with a collision check that avoids (ik_collide.h): the
+ *                 solutions found put the robot nearer than the margin to
+ *                 an obstacle or to itself (the result names the closest
+ *                 pair). Certain, and said at once, when links that the
+ *                 target fixes (those rigid with the base, and for a full
+ *                 pose those rigid with the tip) are already that near;
+ *                 otherwise as far as the budget could search.
  *   PRIORITY      trees (ik_tree.h): the tip's target is not met because
  *                 the tips of higher priority, all met, leave it too little
  *                 freedom (its error is the least the solver found under
@@ -29,7 +36,7 @@
 #ifndef IK_REASON_H
 #define IK_REASON_H
 
-#include "solver/ik_chain.h"
+#include "ik_chain.h"
 
 #define IK_REASON_MAP(XX)                                                                          \
     XX(NONE, 0, "none", "no failure")                                                              \
@@ -38,7 +45,9 @@
        "no joint values reach the target, limits aside (proved by the closed form)")               \
     XX(LIMITS, 3, "outside_limits", "the target is reachable only outside the joint limits")      \
     XX(BUDGET, 4, "budget", "no solution found within the time or iteration budget")              \
-    XX(PRIORITY, 5, "priority",                                                                    \
+    XX(IN_COLLISION, 5, "in_collision",                                                            \
+       "every solution found puts the robot nearer than the margin to an obstacle or to itself") \
+    XX(PRIORITY, 6, "priority",                                                                    \
        "the higher-priority tips, all met, leave this one too little freedom (trees)")
 
 typedef enum ik_reason {

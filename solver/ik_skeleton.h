@@ -59,8 +59,8 @@
 
 #include <stddef.h>
 
-#include "solver/ik_math.h"
-#include "solver/ik_twobone.h"
+#include "ik_math.h"
+#include "ik_twobone.h"
 
 /* Affine 3x4, row-major: x' = M[r][0..2] . x + M[r][3]. */
 typedef struct ik_mat34 {

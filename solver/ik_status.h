@@ -23,6 +23,10 @@
  *   IK_ESTEP        solutions exist, but each needs a larger joint step
  *                   from the seed than the caller allows; the seed (no
  *                   motion) is returned.
+ *   IK_ECOLLISION   with a collision check that avoids (ik_collide.h):
+ *                   the solutions found all put the robot nearer than the
+ *                   margin to an obstacle or to itself; the clearest of
+ *                   them is returned, with the closest pair.
  */
 #ifndef IK_STATUS_H
 #define IK_STATUS_H
@@ -35,7 +39,8 @@
     XX(EINVAL, -4, "invalid_input", "invalid input")                                              \
     XX(ENOSPC, -5, "no_space", "workspace or output too small")                                   \
     XX(ELIMITS, -6, "joint_limits", "target reachable only outside the joint limits")            \
-    XX(ESTEP, -7, "joint_step", "every solution needs a joint step above the limit; seed returned")
+    XX(ESTEP, -7, "joint_step", "every solution needs a joint step above the limit; seed returned") \
+    XX(ECOLLISION, -8, "in_collision", "every solution found is in collision; the clearest returned")
 
 typedef enum ik_status {
 #define IK__STATUS_ENUM(name, val, str, msg) IK_##name = val,

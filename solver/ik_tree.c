@@ -97,10 +97,11 @@
 
 #include "solver/ik_budget.h"
 #include "solver/ik_chain_internal.h"
-#include "solver/ik_linalg.h"
+#include "solver/ik_linalg_internal.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_rng.h"
 #include "solver/ik_status.h"
+#include "solver/ik_tree_avoid.h"
 
 /* ---- building ------------------------------------------------------------ */
 
@@ -1873,9 +1874,19 @@ static void fill_tip(const ik_tree *T, const task *tk, const double *q, const ik
     }
 }
 
+/* With a collision check, ik_tree_avoid.c's search runs the solve below. */
 int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *seed,
                   const ik_tree_opts *opts, void *ws, size_t ws_size, double *q_out,
                   ik_tree_result *res)
+{
+    if (opts && opts->collide)
+        return ik__tree_solve_avoiding(tree, goals, seed, opts, ws, ws_size, q_out, res);
+    return ik__tree_solve_plain(tree, goals, seed, opts, ws, ws_size, q_out, res);
+}
+
+int ik__tree_solve_plain(const ik_tree *tree, const ik_tree_goal *goals, const double *seed,
+                         const ik_tree_opts *opts, void *ws, size_t ws_size, double *q_out,
+                         ik_tree_result *res)
 {
     ik_tree_opts defaults = ik_tree_opts_default();
     const ik_tree_opts *o = opts ? opts : &defaults;
@@ -2074,6 +2085,8 @@ int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *
         }
         res->elapsed_s = ik_budget_wall_s(&S.whole);
         res->cpu_s = ik_budget_cpu_s(&S.whole);
+        res->closest.link = res->closest.other_link = res->closest.obstacle = -1;
+        res->closest.distance = INFINITY;
     }
     return status;
 }

@@ -125,10 +125,25 @@
  * DETERMINISM: as ik_numeric.h: with timeout_s = 0 the same input gives the
  * same answer on every run.
  *
+ * COLLISIONS (opts.collide, ik_collide.h, a model made by
+ * ik_collide_model_from_tree on this tree): with a check that avoids, an
+ * answer is IK_OK only with the robot at least the margin clear of the
+ * obstacles and of itself (both arms of a PR2 against each other
+ * included). The solve above runs as it is (ik_tree_avoid.c); a solution
+ * that is not clear is moved out of collision inside the freedom the
+ * checked tips leave (ik_avoid.h; variables that move no checked tip stay
+ * at the seed), and when that fails the solve runs again from a random
+ * configuration (those variables still at the seed) until the budget ends.
+ * Only solutions in collision: IK_ECOLLISION with the clearest of them,
+ * res->reason IK_REASON_IN_COLLISION and res->closest the pair. Links the
+ * targets fix (rigid with the root, or with a tip that has a full-pose
+ * target) already nearer than the margin: IK_ECOLLISION at once. With or
+ * without avoid, res->closest describes the answer's closest pair.
+ *
  * NO NaN ever leaves the solver: non-finite targets, seeds, weights or
  * options are IK_EINVAL before anything is written.
  *
- * Not here: closed chains (loops), collision avoidance, reading URDF or BVH
+ * Not here: closed chains (loops), the geometry (ik_collide.h), reading URDF or BVH
  * (proto/, tests), names of joints and tips (the wire format keeps them).
  */
 #ifndef IK_TREE_H
@@ -138,9 +153,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "solver/ik_chain.h"
-#include "solver/ik_math.h"
-#include "solver/ik_numeric.h"
+#include "ik_chain.h"
+#include "ik_collide.h"
+#include "ik_math.h"
+#include "ik_numeric.h"
 
 /* Tips of a tree at most (one bit each in tips_of). */
 #define IK_TREE_MAX_TIPS 32
@@ -255,6 +271,8 @@ typedef struct ik_tree_opts {
     double local;          /* DISTANCE only, see above; default 0.35 */
     const ik_clock *clock; /* the budget's clocks; NULL (default): the real
                               ones */
+    const ik_collide_check *collide; /* COLLISIONS above; NULL (default):
+                              none */
 } ik_tree_opts;
 
 /* The defaults above. As in ik_numeric.h, at least one of timeout_s,
@@ -276,6 +294,7 @@ typedef struct ik_tree_result {
     int status;        /* the return value */
     int reason;        /* why a solve failed: the reason of the first unmet
                           tip in priority order (FAILURES above);
+                          IK_REASON_IN_COLLISION with IK_ECOLLISION;
                           IK_REASON_NONE on success */
     size_t levels;     /* distinct priorities among the checked tips */
     size_t levels_met; /* leading levels whose tips are all reached */
@@ -287,6 +306,8 @@ typedef struct ik_tree_result {
     double elapsed_s;  /* wall-clock time of the call */
     double cpu_s;      /* the calling thread's CPU time during the call */
     ik_tree_tip_result tip[IK_TREE_MAX_TIPS];
+    ik_collide_pair closest; /* with opts.collide: the answer's closest
+                          pair; without, link -1, distance +INFINITY */
 } ik_tree_result;
 
 /* ---- solving ------------------------------------------------------------ */
@@ -299,9 +320,10 @@ size_t ik_tree_workspace_size(const ik_tree *tree);
  * the defaults. q_out: tree->dof values (may alias seed). res: may be NULL.
  * Returns IK_OK, IK_EUNREACHABLE (every unmet tip out of reach, FAILURES
  * above), IK_ENOTCONV, IK_ETIMEDOUT (q_out: the best pose found, inside
- * the limits; res describes it), IK_EINVAL (invalid tree, goal, seed
- * or options; nothing written but res->status) or IK_ENOSPC (workspace too
- * small; likewise). */
+ * the limits; res describes it), IK_ECOLLISION (COLLISIONS above),
+ * IK_EINVAL (invalid tree, goal, seed or options, a collision check
+ * ik_collide_check_valid() refuses; nothing written but res->status) or
+ * IK_ENOSPC (workspace too small; likewise). */
 int ik_tree_solve(const ik_tree *tree, const ik_tree_goal *goals, const double *seed,
                   const ik_tree_opts *opts, void *ws, size_t ws_size, double *q_out,
                   ik_tree_result *res);

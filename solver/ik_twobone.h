@@ -49,8 +49,8 @@
 #ifndef IK_TWOBONE_H
 #define IK_TWOBONE_H
 
-#include "solver/ik_math.h"
-#include "solver/ik_reach.h"
+#include "ik_math.h"
+#include "ik_reach.h"
 
 typedef struct ik_twobone_result {
     ik_vec3 b;     /* b', the new knee */

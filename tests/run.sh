@@ -7,10 +7,12 @@
 # - tests/server/test_*.py: tests that start the real daemon and talk to it
 #   with independent clients (python3-websockets from Debian, hence the
 #   interpreter by its full path); unittest's "Ran N tests" is summed.
-# - tests/*/test_*.mjs: Node's test runner (node --test, TAP output) against
-#   the real daemon: the JavaScript client (tests/clients) and the live page
-#   in Debian's chromium (tests/web, which also needs build/web); TAP's
-#   "# pass N" and "# fail N" are summed.
+# - tests/*/test_*.mjs: Node's test runner (node --test, TAP output): the
+#   JavaScript client against the real daemon (tests/clients), the live page
+#   in Debian's chromium (tests/web, which also needs build/web), the
+#   OpenAPI document loaded strictly and validated (tests/proto), the
+#   Kubernetes manifests and the npm packages' node engines (tests/docker);
+#   TAP's "# pass N" and "# fail N" are summed.
 # - tests/*/test_*.sh: shell tests printing TAP ("ok N - ..." and
 #   "not ok N - ..."), counted line by line: the C library installed and an
 #   example built against it (tests/clients/test_c_install.sh).

@@ -1,52 +1,45 @@
 /*
- * app.js: the live page's logic.
+ * app.js: the workbench page's logic: files in, rigs on the stage, streams
+ * to ikd, the panel.
  *
- * Three things on one stage, all solved by ikd over ONE WebSocket
- * connection (clients/js/ikd.js, the only way this page talks to ikd):
- *   - a character from the repository's CMU walk (cmu_02_01_walk.bvh, loaded
- *     with three.js's BVHLoader, posed at its first frame): its left leg and
- *     left arm are "skeleton" chains (root to foot, root to hand: translate-
- *     rotate-scale bones, seed 001's two-bone solve with a pole) on the
- *     streams "leg" and "arm"; dragging the foot or hand target, or a pole,
- *     sends a target, and each answer's local rotations are put on the bones;
- *   - a KUKA iiwa 14 from the repository's URDF on the stream "iiwa": a
- *     6-DOF gizmo (three.js TransformControls, move and rotate) gives full
- *     pose targets; the arm is drawn through the answered joint positions,
- *     with its tool frame, and the joint values are listed against their
- *     limits (from POST /v1/chains);
- *   - on screen: the connection, round-trip latency, solutions per second,
- *     targets ikd skipped (conflation), and each stream's last answer.
+ * What a user does here:
+ *   - opens a URDF (file picker or drop on the page): a robot rig
+ *     (urdf_rig.js); picks its base and tip(s) (several tips make a tree
+ *     chain) and drags each tip's target; the page registers the chain
+ *     (POST /v1/chains) and solves on a stream of its own;
+ *   - opens a BVH: a character rig (bvh_rig.js) whose motion plays, pauses
+ *     and scrubs with its feet (and hands, if asked) locked where they plant,
+ *     one stream per limb;
+ *   - chooses the solver and its options (tolerance, timeout, orientation,
+ *     tip priorities; for limbs the pole and the plant thresholds), and
+ *     reads the request and answer of the selected rig as JSON, with the
+ *     same request as a curl command (POST /v1/solve with the chain's id
+ *     and the seed the stream started from);
+ *   - keeps several rigs at once (each file adds one; the list selects and
+ *     removes them).
+ * The repository's KUKA iiwa 14 (URDF) and CMU walk (BVH), copied next to
+ * the page by make web, are opened at start so that the stage is not empty.
  *
- * Coordinates: the character's chains are written in the BVH's own units and
- * axes (y up, right-handed), which ikd takes as they are (the two-bone solve
- * is pure geometry). The robot's chain is ROS's (z up): its group is turned
- * -90 degrees about x so that z points up on screen, and the gizmo lives in
- * that group, so its local pose is the target in the robot's base frame.
+ * Every solve goes through the JavaScript client (ikd.js) over one
+ * WebSocket. The token (ikd --token) comes from the fragment (#token=...,
+ * never sent to a server and taken out of the address bar) or the form,
+ * and is kept in sessionStorage.
  *
- * The token (ikd started with --token) comes from the page's fragment
- * (#token=..., which browsers never send to a server; it is removed from
- * the address bar at once) or from the form, and is kept in sessionStorage.
- *
- * window.ikdPage exposes the page's state for the browser test
- * (tests/web/test_page.mjs): the connection, each stream's counts and last
- * answer, how far each end effector is from its target after the answer was
- * applied, and screenOf(name) to find a handle on screen.
+ * window.ikdPage exposes the state for the browser test
+ * (tests/web/test_page.mjs): the connection, each stream's counts, every
+ * rig's numbers (tip errors measured by the page's own forward kinematics,
+ * locked-foot errors measured on the drawn skeleton), and the functions a
+ * test needs to find and drive things.
  */
 import * as THREE from 'three';
-import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import { TransformControls } from 'three/addons/controls/TransformControls.js';
-import { BVHLoader } from 'three/addons/loaders/BVHLoader.js';
 import { Ikd, IkdError } from './ikd.js';
+import { Stage } from './stage.js';
+import { UrdfRig } from './urdf_rig.js';
+import { BvhRig } from './bvh_rig.js';
 
-const BVH_FILE = 'cmu_02_01_walk.bvh';
-const URDF_FILE = 'kuka_iiwa14_r820.urdf';
-const BVH_SCALE = 0.056; /* BVH units to metres, roughly (a 1.7 m walker) */
-const LIMBS = {
-  leg: { path: ['Hips', 'LHipJoint', 'LeftUpLeg', 'LeftLeg', 'LeftFoot'], pole: [0, 0, 12] },
-  arm: { path: ['Hips', 'LowerBack', 'Spine', 'Spine1', 'LeftShoulder', 'LeftArm', 'LeftForeArm', 'LeftHand'], pole: [0, 0, -12] },
-};
-
-/* ---- state shown on screen and read by the browser test ---------------- */
+const DEFAULT_URDF = 'kuka_iiwa14_r820.urdf';
+const DEFAULT_BVH = 'cmu_02_01_walk.bvh';
+const MAX_FILE = 8 << 20; /* what ikd takes in one request, --max-body's default */
 
 const state = {
   ready: false,
@@ -57,401 +50,276 @@ const state = {
   solutionsPerSecond: 0,
   skipped: 0,
   reopened: 0,
-  streams: {},      /* name -> {sent, answered, solutions, status, reason, error, followError} */
-  robot: { joints: [], names: [], lower: [], upper: [], withinLimits: null, tipError: null },
+  streams: {}, /* name -> {sent, answered, solutions, status, reason, error, counts} */
+  rigs: {},    /* rig name -> numbers (see rigState) */
+  selected: null,
   webgl: true,
 };
 const ui = (id) => document.getElementById(id);
 const answerTimes = [];
 const rtts = [];
 
-function streamState(name) {
-  return (state.streams[name] ??= {
-    sent: 0, answered: 0, solutions: 0, status: '', reason: '', error: '', followError: null,
-    counts: { success: 0, no_ik_solution: 0, timed_out: 0, other: 0 },
-  });
-}
-
 function say(msg) {
   state.message = msg;
   ui('message').textContent = msg;
 }
 
-/* ---- token ----------------------------------------------------------- */
-
-function initialToken() {
-  const m = /(?:^|&)token=([^&]*)/.exec(location.hash.slice(1));
-  if (m) {
-    sessionStorage.setItem('ikd-token', decodeURIComponent(m[1]));
-    history.replaceState(null, '', location.pathname + location.search);
-  }
-  return sessionStorage.getItem('ikd-token') || '';
-}
-
-/* ---- the stage -------------------------------------------------------- */
-
-const view = ui('view');
-let renderer;
-try {
-  renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
-} catch (e) {
-  state.webgl = false;
-}
-const scene = new THREE.Scene();
-scene.background = new THREE.Color(0x1d2027);
-const camera = new THREE.PerspectiveCamera(45, 1, 0.05, 50);
-camera.position.set(0.15, 1.75, 4.4);
-const domElement = renderer ? renderer.domElement : document.createElement('div');
-if (renderer) {
-  renderer.setPixelRatio(Math.min(window.devicePixelRatio, 2));
-  view.appendChild(domElement);
-} else {
-  view.appendChild(domElement);
-  say('WebGL is not available in this browser: the page cannot draw, but streams still run');
-}
-const orbit = new OrbitControls(camera, domElement);
-orbit.target.set(0.4, 0.85, 0);
-orbit.update();
-
-scene.add(new THREE.HemisphereLight(0xdde6ff, 0x30281e, 2.2));
-const sun = new THREE.DirectionalLight(0xffffff, 2.0);
-sun.position.set(2, 4, 3);
-scene.add(sun);
-const grid = new THREE.GridHelper(6, 24, 0x4a5263, 0x2e3440);
-scene.add(grid);
-
-function resize() {
-  const w = window.innerWidth, h = window.innerHeight;
-  camera.aspect = w / h;
-  camera.updateProjectionMatrix();
-  if (renderer) renderer.setSize(w, h);
-}
-window.addEventListener('resize', resize);
-resize();
-
-const matBone = new THREE.MeshStandardMaterial({ color: 0xc8ccd4, roughness: 0.6 });
-const matLimb = new THREE.MeshStandardMaterial({ color: 0xf0a040, roughness: 0.5 });
-const matTarget = new THREE.MeshStandardMaterial({ color: 0xff8c1a, emissive: 0x552200 });
-const matPole = new THREE.MeshStandardMaterial({ color: 0x4aa3ff, emissive: 0x10264a });
-const matRobot = new THREE.MeshStandardMaterial({ color: 0xe87d2c, roughness: 0.45, metalness: 0.2 });
-const matJoint = new THREE.MeshStandardMaterial({ color: 0x3a3f4b, roughness: 0.5 });
-const UP = new THREE.Vector3(0, 1, 0);
-
-/** A cylinder from a to b (local coordinates of its parent). */
-function segment(parent, a, b, radius, mat) {
-  const d = new THREE.Vector3().subVectors(b, a);
-  const len = d.length();
-  if (len < 1e-9) return null;
-  const m = new THREE.Mesh(new THREE.CylinderGeometry(radius, radius, 1, 12), mat);
-  m.scale.set(1, len, 1);
-  m.position.copy(a).addScaledVector(d, 0.5);
-  m.quaternion.setFromUnitVectors(UP, d.normalize());
-  parent.add(m);
-  return m;
-}
-
-/* Draggable things, by name (for picking and for the test). */
-const handles = {};
-function handle(name, parent, radius, mat) {
-  const m = new THREE.Mesh(new THREE.SphereGeometry(radius, 20, 14), mat);
-  m.name = name;
-  parent.add(m);
-  handles[name] = m;
-  return m;
-}
-
-const tc = new TransformControls(camera, domElement);
-tc.setSize(0.8);
-scene.add(tc.getHelper());
-tc.addEventListener('dragging-changed', (e) => { orbit.enabled = !e.value; });
-
-let robotMode = 'translate';
-function select(name) {
-  const obj = handles[name];
-  if (!obj) return false;
-  tc.attach(obj);
-  tc.setMode(name === 'iiwa' ? robotMode : 'translate');
-  tc.setSpace(name === 'iiwa' && robotMode === 'rotate' ? 'local' : 'world');
-  state.selected = name;
-  return true;
-}
-function setRobotMode(mode) {
-  robotMode = mode;
-  ui('move').classList.toggle('on', mode === 'translate');
-  ui('rotate').classList.toggle('on', mode === 'rotate');
-  select('iiwa');
-}
-ui('move').onclick = () => setRobotMode('translate');
-ui('rotate').onclick = () => setRobotMode('rotate');
-window.addEventListener('keydown', (e) => {
-  if (e.target instanceof HTMLInputElement) return;
-  if (e.key === 'w' || e.key === 'W') setRobotMode('translate');
-  if (e.key === 'e' || e.key === 'E') setRobotMode('rotate');
-});
-
-/* Picking: a press on a handle (not on the gizmo itself) selects it. */
-const ray = new THREE.Raycaster();
-domElement.addEventListener('pointerdown', (e) => {
-  if (tc.axis !== null || tc.dragging) return;
-  const r = domElement.getBoundingClientRect();
-  ray.setFromCamera(new THREE.Vector2(((e.clientX - r.left) / r.width) * 2 - 1, -((e.clientY - r.top) / r.height) * 2 + 1), camera);
-  const hit = ray.intersectObjects(Object.values(handles), false)[0];
-  if (hit) select(hit.object.name);
-});
-
-/** Where a handle is on screen, in CSS pixels of the page. */
-function screenOf(name) {
-  const obj = handles[name];
-  if (!obj) return null;
-  const p = obj.getWorldPosition(new THREE.Vector3()).project(camera);
-  const r = domElement.getBoundingClientRect();
-  return { x: r.left + ((p.x + 1) / 2) * r.width, y: r.top + ((1 - p.y) / 2) * r.height };
-}
-
-/* ---- the character ------------------------------------------------------ */
-
-const character = new THREE.Group();
-character.scale.setScalar(BVH_SCALE);
-character.position.set(-0.15, 0, 0.3);
-character.rotation.y = -0.5;
-scene.add(character);
-const limbs = {};
-
-async function loadCharacter() {
-  const resp = await fetch(BVH_FILE);
-  if (!resp.ok) throw new Error(`${BVH_FILE}: ${resp.status}`);
-  const bvh = new BVHLoader().parse(await resp.text());
-  const root = bvh.skeleton.bones[0];
-  character.add(root);
-  /* the first frame's pose, then the mixer is dropped: ikd's answers pose it from here on */
-  const mixer = new THREE.AnimationMixer(root);
-  mixer.clipAction(bvh.clip).play();
-  mixer.setTime(0);
-  mixer.stopAllAction();
-  root.position.x = 0;
-  root.position.z = 0;
-  /* stand on the floor: the lowest bone of the pose at y = 0 */
-  root.updateMatrixWorld(true);
-  let lowest = Infinity;
-  for (const b of bvh.skeleton.bones) lowest = Math.min(lowest, b.getWorldPosition(new THREE.Vector3()).y);
-  character.position.y -= lowest - 0.02;
-  character.updateMatrixWorld(true);
-  const bone = (name) => {
-    const b = root.getObjectByName(name);
-    if (!b) throw new Error(`${BVH_FILE} has no bone ${name}`);
-    return b;
-  };
-  for (const b of bvh.skeleton.bones) {
-    for (const c of b.children) {
-      if (c.isBone) segment(b, new THREE.Vector3(), c.position, 0.55, matBone);
-    }
-  }
-  for (const [name, def] of Object.entries(LIMBS)) {
-    const bones = def.path.map(bone);
-    const [hip, knee, foot] = bones.slice(-3);
-    for (const b of [hip, knee]) {
-      const child = b === hip ? knee : foot;
-      segment(b, new THREE.Vector3(), child.position, 0.8, matLimb);
-    }
-    const local = (b) => character.worldToLocal(b.getWorldPosition(new THREE.Vector3()));
-    /* the first target: the BVH's own foot or hand pulled 8% towards the
-     * hip or shoulder, so that the limb starts bent (a straight limb is at
-     * the edge of its reach) */
-    const target = handle(`${name}_target`, character, 1.3, matTarget);
-    target.position.copy(local(foot)).lerp(local(hip), 0.08);
-    const pole = handle(`${name}_pole`, character, 1.0, matPole);
-    pole.position.copy(local(knee)).add(new THREE.Vector3(...def.pole));
-    limbs[name] = {
-      bones, target, pole, foot,
-      chain: {
-        kind: 'skeleton',
-        bones: bones.map((b, i) => ({
-          name: b.name,
-          ...(i ? { parent: bones[i - 1].name } : {}),
-          translation: b.position.toArray(),
-          rotation: b.quaternion.toArray(),
-        })),
-        limb: def.path.slice(-3),
-      },
-    };
-  }
-}
-
-function limbTarget(limb) {
-  return { position: limb.target.position.toArray(), pole: limb.pole.position.toArray() };
-}
-
-function applyLimb(name, result) {
-  const limb = limbs[name];
-  if (!result.rotations) return;
-  result.rotations.forEach((q, i) => limb.bones[i].quaternion.set(q[0], q[1], q[2], q[3]));
-  character.updateMatrixWorld(true);
-  const foot = character.worldToLocal(limb.foot.getWorldPosition(new THREE.Vector3()));
-  /* measured on the drawn skeleton, in BVH units, against the target the answer was for */
-  streamState(name).followError = foot.distanceTo(limb.lastTarget);
-  streamState(name).effector = foot.toArray();
-  /* the knee or elbow bends towards the pole: the cosine between the two
-   * off the hip-to-target line (1 when the pole's plane holds the knee) */
-  const local = (b) => character.worldToLocal(b.getWorldPosition(new THREE.Vector3()));
-  const hip = local(limb.bones.at(-3));
-  const axis = new THREE.Vector3().subVectors(limb.lastTarget, hip).normalize();
-  const off = (p) => { const v = new THREE.Vector3().subVectors(p, hip); return v.addScaledVector(axis, -v.dot(axis)); };
-  const k = off(local(limb.bones.at(-2))), q = off(limb.pole.position);
-  streamState(name).poleCos = k.dot(q) / (k.length() * q.length() || 1);
-}
-
-/* ---- the robot ------------------------------------------------------------ */
-
-const robot = new THREE.Group();
-robot.rotation.x = -Math.PI / 2;
-robot.position.set(1.45, 0, 0.1);
-scene.add(robot);
-const robotLinks = [];
-const robotJoints = [];
-const tool = new THREE.AxesHelper(0.12);
-robot.add(tool);
-const plinth = new THREE.Mesh(new THREE.CylinderGeometry(0.12, 0.14, 0.04, 24), matJoint);
-plinth.rotation.x = Math.PI / 2;
-plinth.position.z = 0.02;
-robot.add(plinth);
-const goal = handle('iiwa', robot, 0.045, matTarget);
-goal.add(new THREE.AxesHelper(0.16));
-let robotChain = null;
-
-function drawRobot(result) {
-  const pts = result.positions.map((p) => new THREE.Vector3(...p));
-  pts.unshift(new THREE.Vector3(0, 0, 0));
-  for (const m of robotLinks) robot.remove(m);
-  robotLinks.length = 0;
-  for (let i = 1; i < pts.length; i++) {
-    const m = segment(robot, pts[i - 1], pts[i], 0.045, matRobot);
-    if (m) robotLinks.push(m);
-  }
-  while (robotJoints.length < pts.length) {
-    const j = new THREE.Mesh(new THREE.SphereGeometry(0.055, 16, 10), matJoint);
-    robot.add(j);
-    robotJoints.push(j);
-  }
-  robotJoints.forEach((j, i) => { j.visible = i < pts.length; if (i < pts.length) j.position.copy(pts[i]); });
-  if (result.tip) {
-    tool.position.set(...result.tip.position);
-    tool.quaternion.set(...result.tip.orientation);
-  }
-}
-
-function showJoints(joints) {
-  const r = state.robot;
-  r.joints = joints;
-  r.withinLimits = joints.every((q, i) => q >= r.lower[i] - 1e-9 && q <= r.upper[i] + 1e-9);
-  const body = ui('joints').tBodies[0];
-  if (body.rows.length !== joints.length) {
-    body.innerHTML = '';
-    joints.forEach((_, i) => {
-      const tr = body.insertRow();
-      tr.innerHTML = `<th>${r.names[i]}</th><td class="v"></td><td><div class="bar"><i></i></div></td>`;
-    });
-  }
-  joints.forEach((q, i) => {
-    const row = body.rows[i];
-    const deg = (q * 180) / Math.PI;
-    row.cells[1].textContent = `${deg.toFixed(1)}°`;
-    const f = (q - r.lower[i]) / (r.upper[i] - r.lower[i]);
-    row.querySelector('i').style.left = `calc(${(Math.min(1, Math.max(0, f)) * 100).toFixed(1)}% - 1px)`;
-    row.cells[1].className = f < 0.03 || f > 0.97 ? 'v warn' : 'v';
+function streamState(name) {
+  return (state.streams[name] ??= {
+    sent: 0, answered: 0, solutions: 0, status: '', reason: '', error: '',
+    counts: { success: 0, no_ik_solution: 0, timed_out: 0, other: 0 },
   });
-  const b = ui('limits');
-  b.textContent = r.withinLimits ? 'within limits' : 'OUT OF LIMITS';
-  b.className = `badge ${r.withinLimits ? 'ok' : 'bad'}`;
 }
 
-/* ---- ikd ---------------------------------------------------------------- */
+/* ---- the stage ----------------------------------------------------------- */
 
+const stage = new Stage(ui('view'));
+state.webgl = stage.webgl;
+if (!stage.webgl) say('WebGL is not available in this browser: the page cannot draw, but streams still run');
+
+/* ---- rigs ------------------------------------------------------------------ */
+
+const rigs = new Map(); /* name -> rig (UrdfRig or BvhRig) */
+let slot = 0;
 let ikd = null;
 let conn = null;
-const streams = {};
+let streamVersion = 0;
 
-function onAnswer(name, s) {
+function uniqueName(base) {
+  const stem = base.replace(/\.[^.]*$/, '').replace(/[^A-Za-z0-9_-]+/g, '_').slice(0, 40) || 'rig';
+  let n = stem, k = 2;
+  while (rigs.has(n)) n = `${stem}_${k++}`;
+  return n;
+}
+
+function place(rig) {
+  rig.group.position.x += slot * 1.6;
+  slot++;
+  rig.group.updateMatrixWorld(true);
+}
+
+async function addRobot(fileName, text) {
+  const rig = new UrdfRig(uniqueName(fileName), text, stage);
+  place(rig);
+  rigs.set(rig.name, rig);
+  rig.onMove = () => sendRobot(rig);
+  state.rigs[rig.name] = { kind: 'robot', base: rig.base, tips: rig.tips };
+  selectRig(rig.name);
+  if (conn) await startRobot(rig);
+  return rig.name;
+}
+
+async function addCharacter(fileName, text) {
+  const rig = new BvhRig(uniqueName(fileName), text, stage);
+  place(rig);
+  rigs.set(rig.name, rig);
+  state.rigs[rig.name] = { kind: 'character', frames: rig.frames, fps: rig.fps, limbs: Object.keys(rig.limbs), skate: rig.skate };
+  selectRig(rig.name);
+  if (conn) await startCharacter(rig);
+  return rig.name;
+}
+
+function removeRig(name) {
+  const rig = rigs.get(name);
+  if (!rig) return;
+  for (const s of rig.streams ? Object.values(rig.streams) : []) s.close().catch(() => {});
+  if (rig.stream) rig.stream.close().catch(() => {});
+  rig.dispose();
+  rigs.delete(name);
+  delete state.rigs[name];
+  if (state.selected === name) selectRig(rigs.keys().next().value ?? null);
+  renderRigList();
+  stage.redraw();
+}
+
+/** Opens a file by its name: .urdf makes a robot, .bvh a character. */
+async function openFile(name, text) {
+  say('');
+  try {
+    if (/\.urdf$/i.test(name) || /^\s*(<\?xml[^>]*>\s*)?<robot[\s>]/.test(text)) return await addRobot(name, text);
+    if (/\.bvh$/i.test(name) || /^\s*HIERARCHY/.test(text)) return await addCharacter(name, text);
+    throw new Error('open a .urdf (a robot) or a .bvh (a motion)');
+  } catch (e) {
+    say(`${name}: ${e.message}`);
+    throw e;
+  }
+}
+
+async function openFiles(files) {
+  for (const f of files) {
+    if (f.size > MAX_FILE) { say(`${f.name}: ${f.size} bytes is more than ikd takes (${MAX_FILE})`); continue; }
+    await openFile(f.name, await f.text()).catch(() => {});
+  }
+}
+
+for (const id of ['open-urdf', 'open-bvh']) {
+  ui(id).addEventListener('change', async (e) => {
+    await openFiles([...e.target.files]);
+    e.target.value = '';
+  });
+}
+window.addEventListener('dragover', (e) => { e.preventDefault(); document.body.classList.add('dropping'); });
+window.addEventListener('dragleave', () => document.body.classList.remove('dropping'));
+window.addEventListener('drop', (e) => {
+  e.preventDefault();
+  document.body.classList.remove('dropping');
+  openFiles([...e.dataTransfer.files]);
+});
+
+/* ---- streams ---------------------------------------------------------------- */
+
+function noteError(name, e) {
+  if (!(e instanceof IkdError)) throw e;
+  if (e.code === 'connection_lost' || e.code === 'not_connected' || e.code === 'closed') return;
+  streamState(name).error = `${e.code}: ${e.detail}${e.path ? ` (at ${e.path})` : ''}`;
+  renderTables();
+}
+
+function noteAnswer(name, s) {
   const st = streamState(name);
   st.answered = s.seq;
   st.solutions++;
   st.status = s.result.status;
   st.reason = s.result.reason;
+  st.error = '';
   st.counts[st.status in st.counts ? st.status : 'other']++;
   state.skipped += s.skipped;
-  const t = performance.now();
-  answerTimes.push(t);
+  answerTimes.push(performance.now());
   if (s.rttMs > 0) {
     rtts.push(s.rttMs);
     if (rtts.length > 50) rtts.shift();
     state.rttMs = s.rttMs;
     state.rttMeanMs = rtts.reduce((a, b) => a + b, 0) / rtts.length;
   }
-  if (name === 'iiwa') {
-    drawRobot(s.result);
-    showJoints(s.result.joints);
-    const want = pendingGoal.get(s.seq);
-    if (want && s.result.tip) {
-      state.robot.tipError = new THREE.Vector3(...s.result.tip.position).distanceTo(want.position);
-      const q = new THREE.Quaternion(...s.result.tip.orientation);
-      state.robot.tipAngleError = want.orientation ? q.angleTo(want.orientation) : null;
-    }
-    for (const k of pendingGoal.keys()) if (k <= s.seq) pendingGoal.delete(k);
-  } else {
-    const limb = limbs[name];
-    limb.lastTarget = limb.sentTargets.get(s.seq) || limb.lastTarget;
-    for (const k of limb.sentTargets.keys()) if (k <= s.seq) limb.sentTargets.delete(k);
-    applyLimb(name, s.result);
-  }
-  renderTables();
-  redraw();
 }
 
-const pendingGoal = new Map();
-function send(name) {
-  const stream = streams[name];
-  if (!stream || !stream.isOpen) return;
-  let target;
-  if (name === 'iiwa') {
-    target = { position: goal.position.toArray() };
-    if (state.robot.fullPose) target.orientation = goal.quaternion.toArray();
-  } else {
-    target = limbTarget(limbs[name]);
+async function startRobot(rig) {
+  try {
+    const desc = await ikd.registerChain(rig.chain());
+    rig.chainId = desc.id;
+    rig.described(desc);
+  } catch (e) {
+    say(`${rig.name}: ${e.message}`);
+    state.rigs[rig.name].error = e.message;
+    return;
   }
+  await openRobotStream(rig);
+  renderRigPanel();
+}
+
+function robotOptions(rig) {
+  const o = { ...rig.options };
+  if (o.solver === 'auto') delete o.solver;
+  return o;
+}
+
+async function openRobotStream(rig) {
+  if (rig.stream) rig.stream.close().catch(() => {});
+  const name = `${rig.name}.${++streamVersion}`;
+  rig.streamName = name;
+  try {
+    /* the chain itself, not its id: a restarted ikd has forgotten ids, and
+     * the client opens the streams again as they were first opened */
+    rig.stream = await conn.open(name, { chain: rig.chain(), options: robotOptions(rig) });
+  } catch (e) {
+    noteError(name, e);
+    return;
+  }
+  rig.pending = new Map();
+  rig.stream.onSolution((s) => {
+    noteAnswer(name, s);
+    const sent = rig.pending.get(s.seq);
+    for (const k of rig.pending.keys()) if (k <= s.seq) rig.pending.delete(k);
+    if (!sent) return;
+    rig.answered(s.result, sent.target);
+    rig.lastAnswer = s.result;
+    rig.lastRequest = sent.request;
+    const r = state.rigs[rig.name];
+    Object.assign(r, { status: s.result.status, joints: rig.joints, tipErrors: rig.tipErrors, withinLimits: rig.withinLimits, base: rig.base, tips: rig.tips, answered: s.seq });
+    renderTables();
+    if (state.selected === rig.name) renderExchange();
+    stage.redraw();
+  });
+  sendRobot(rig);
+}
+
+function sendRobot(rig) {
+  const stream = rig.stream;
+  if (!stream || !stream.isOpen) return;
+  const target = rig.target();
+  /* the same solve over HTTP: the chain's id, the target, and the pose the
+   * stream continues from as the seed */
+  const request = { chain_id: rig.chainId, target, seed: rig.joints, options: robotOptions(rig) };
   const p = stream.target(target);
   const seq = stream.seq;
-  streamState(name).sent = seq;
-  if (name === 'iiwa') pendingGoal.set(seq, { position: goal.position.clone(), orientation: target.orientation ? goal.quaternion.clone() : null });
-  else limbs[name].sentTargets.set(seq, limbs[name].target.position.clone());
-  p.catch((e) => {
-    if (!(e instanceof IkdError)) throw e;
-    if (e.code === 'connection_lost' || e.code === 'not_connected' || e.code === 'closed') return;
-    streamState(name).error = `${e.code}: ${e.detail}${e.path ? ` (${e.path})` : ''}`;
-    renderTables();
-  });
+  streamState(rig.streamName).sent = seq;
+  state.rigs[rig.name].sent = seq;
+  rig.pending.set(seq, { target, request, seq });
+  p.catch((e) => noteError(rig.streamName, e));
 }
 
-tc.addEventListener('objectChange', () => {
-  const name = tc.object?.name;
-  if (name === 'iiwa') send('iiwa');
-  else if (name) send(name.replace(/_(target|pole)$/, ''));
-});
+async function startCharacter(rig) {
+  rig.streams = {};
+  for (const limb of Object.keys(rig.limbs)) {
+    const name = `${rig.name}.${limb}`;
+    try {
+      rig.streams[limb] = await conn.open(name, { chain: rig.chain(limb), options: { solver: 'two_bone' } });
+    } catch (e) {
+      noteError(name, e);
+    }
+  }
+  rig.wanted = null;
+  await stepCharacter(rig, 0);
+}
+
+/**
+ * Poses frame f of a character, solves its locked limbs and draws the
+ * result: the frame is shown with its answers (see bvh_rig.js).
+ */
+async function stepCharacter(rig, f) {
+  if (rig.busy) { if (!rig.playing) rig.wanted = f; return; }
+  rig.busy = true;
+  try {
+    const goals = rig.prepare(f);
+    const solves = [];
+    for (const [limb, g] of Object.entries(goals)) {
+      const stream = rig.streams?.[limb];
+      if (!g || !stream || !stream.isOpen) continue;
+      const name = `${rig.name}.${limb}`;
+      const target = rig.usePole === false ? { position: g.target.position } : g.target;
+      const p = stream.target(target);
+      streamState(name).sent = stream.seq;
+      rig.lastRequests ??= {};
+      rig.lastRequests[limb] = { chain: stream.spec.chain, target, options: { solver: 'two_bone' } };
+      solves.push(p.then((s) => {
+        noteAnswer(name, s);
+        rig.answered(limb, s.result, g.world);
+        rig.lastAnswers ??= {};
+        rig.lastAnswers[limb] = s.result;
+      }, (e) => noteError(name, e)));
+    }
+    await Promise.all(solves);
+    if (Object.values(rig.limbs).some((l) => l.planting)) rig.lockedFrames++;
+    const r = state.rigs[rig.name];
+    Object.assign(r, {
+      frame: rig.frame, playing: rig.playing, lockErrors: { ...rig.lockErrors }, lockedFrames: rig.lockedFrames,
+      limbErrors: Object.fromEntries(Object.entries(rig.limbs).map(([k, l]) => [k, l.error])),
+      planted: Object.fromEntries(Object.entries(rig.limbs).map(([k, l]) => [k, !!l.planting])),
+      drawn: (r.drawn ?? 0) + 1,
+    });
+    if (state.selected === rig.name) { renderExchange(); syncScrubber(rig); }
+    stage.redraw();
+  } finally {
+    rig.busy = false;
+  }
+}
 
 async function connect() {
   if (conn) await conn.close();
   const token = sessionStorage.getItem('ikd-token') || '';
   ikd = new Ikd(undefined, { token });
-  say('');
   try {
-    if (!robotChain) {
-      const resp = await fetch(URDF_FILE);
-      if (!resp.ok) throw new Error(`${URDF_FILE}: ${resp.status}`);
-      const urdf = await resp.text();
-      robotChain = { kind: 'urdf', urdf, base: 'base_link', tip: 'tool0' };
-    }
-    const desc = await ikd.registerChain(robotChain);
-    state.robot.names = desc.joint_names;
-    state.robot.lower = desc.joints.map((j) => j.lower);
-    state.robot.upper = desc.joints.map((j) => j.upper);
+    await ikd.solvers();
   } catch (e) {
     say(e instanceof IkdError && e.code === 'unauthorized'
       ? 'ikd wants a token (it runs with --token): enter it above'
@@ -463,34 +331,26 @@ async function connect() {
   conn.on('state', setConn);
   conn.on('error', (e) => say(`${e.code}: ${e.detail}`));
   /* after a reconnection (ikd restarted, say) every stream is open again:
-   * send each its current target so the stage shows fresh answers */
-  conn.on('reopen', () => {
+   * robots re-register (a new ikd has forgotten their ids) and send their
+   * targets; characters solve their frame again */
+  conn.on('reopen', async () => {
     state.reopened++;
-    for (const name of Object.keys(streams)) send(name);
+    for (const rig of rigs.values()) {
+      if (rig.kind === 'robot') sendRobot(rig);
+      else stepCharacter(rig, rig.frame);
+    }
   });
   setConn(conn.state);
   try {
     await conn.ready();
-    for (const name of Object.keys(limbs)) {
-      streams[name] = await conn.open(name, { chain: limbs[name].chain, options: { solver: 'two_bone' } });
-    }
-    streams.iiwa = await conn.open('iiwa', { chain: robotChain, options: { timeout_ms: 5 } });
   } catch (e) {
-    say(`cannot open the streams: ${e.message}`);
+    say(`cannot open a stream connection: ${e.message}`);
     return;
   }
-  for (const [name, s] of Object.entries(streams)) s.onSolution((sol) => onAnswer(name, sol));
-  for (const name of Object.keys(limbs)) send(name);
-  /* the robot starts with a position-only target; its answered tool pose
-   * becomes the gizmo's pose, and every later target is a full pose */
-  if (!state.robot.fullPose) {
-    goal.position.set(0.45, 0.1, 0.55);
-    const first = await streams.iiwa.target({ position: goal.position.toArray() });
-    goal.position.set(...first.result.tip.position);
-    goal.quaternion.set(...first.result.tip.orientation);
-    state.robot.fullPose = true;
+  for (const rig of rigs.values()) {
+    if (rig.kind === 'robot') await startRobot(rig);
+    else await startCharacter(rig);
   }
-  send('iiwa');
   state.ready = true;
 }
 
@@ -501,34 +361,315 @@ function setConn(s) {
   b.className = `badge ${s === 'open' ? 'ok' : s === 'closed' ? 'bad' : ''}`;
 }
 
+/* ---- playback ----------------------------------------------------------------- */
+
+let lastTick = performance.now();
+function play(rig, on) {
+  rig.playing = on;
+  rig.wanted = null;
+  rig.clock = rig.frame * rig.dt;
+  state.rigs[rig.name].playing = on;
+  if (state.selected === rig.name) ui('play').textContent = on ? 'pause' : 'play';
+}
+
+function advance(now) {
+  const dt = Math.min(0.1, (now - lastTick) / 1000);
+  lastTick = now;
+  for (const rig of rigs.values()) {
+    if (rig.kind !== 'character' || !rig.streams) continue;
+    if (rig.playing) {
+      rig.clock = (rig.clock ?? 0) + dt * rig.speed;
+      const f = Math.floor(rig.clock / rig.dt);
+      if (f !== rig.frame && !rig.busy) stepCharacter(rig, f % rig.frames);
+    } else if (rig.wanted != null && !rig.busy) {
+      const f = rig.wanted;
+      rig.wanted = null;
+      if (f !== rig.frame) stepCharacter(rig, f);
+    }
+  }
+}
+
+/* ---- the panel ------------------------------------------------------------------ */
+
+/** Points the camera at a rig. */
+function frameRig(name) {
+  const rig = rigs.get(name);
+  if (!rig) return;
+  const b = rig.bounds();
+  stage.frame(b.center, Math.max(1.5, b.size * 1.4));
+}
+
+function selectRig(name) {
+  state.selected = name;
+  renderRigList();
+  renderRigPanel();
+  renderExchange();
+}
+
+function renderRigList() {
+  const list = ui('rigs');
+  list.innerHTML = '';
+  for (const rig of rigs.values()) {
+    const li = document.createElement('li');
+    li.className = rig.name === state.selected ? 'on' : '';
+    const pick = document.createElement('button');
+    pick.textContent = `${rig.name} (${rig.kind})`;
+    pick.className = 'pick';
+    pick.onclick = () => { selectRig(rig.name); frameRig(rig.name); };
+    const rm = document.createElement('button');
+    rm.textContent = '×';
+    rm.title = `remove ${rig.name}`;
+    rm.onclick = () => removeRig(rig.name);
+    li.append(pick, rm);
+    list.append(li);
+  }
+}
+
+function field(label, input) {
+  const l = document.createElement('label');
+  l.append(label, input);
+  return l;
+}
+function numberInput(value, onChange, step = 'any') {
+  const i = document.createElement('input');
+  i.type = 'number';
+  i.step = step;
+  i.value = String(value);
+  i.onchange = () => { const v = Number(i.value); if (Number.isFinite(v)) onChange(v); };
+  return i;
+}
+function select(options, value, onChange, multiple = false) {
+  const s = document.createElement('select');
+  s.multiple = multiple;
+  for (const o of options) {
+    const opt = document.createElement('option');
+    opt.value = opt.textContent = o;
+    opt.selected = multiple ? value.includes(o) : o === value;
+    s.append(opt);
+  }
+  s.onchange = () => onChange(multiple ? [...s.selectedOptions].map((o) => o.value) : s.value);
+  return s;
+}
+function check(label, value, onChange) {
+  const i = document.createElement('input');
+  i.type = 'checkbox';
+  i.checked = value;
+  i.onchange = () => onChange(i.checked);
+  return field(label, i);
+}
+
+function renderRigPanel() {
+  const box = ui('rig');
+  box.innerHTML = '';
+  const rig = rigs.get(state.selected);
+  ui('playback').hidden = !rig || rig.kind !== 'character';
+  if (!rig) return;
+  if (rig.kind === 'robot') {
+    const h = document.createElement('h2');
+    h.textContent = `${rig.name}: chain`;
+    box.append(h);
+    let base = rig.base, tips = rig.tips;
+    const below = () => rig.descendants(base).map((d) => d.link).filter((l) => l !== base);
+    const tipSel = select(below(), tips, (v) => { tips = v; }, true);
+    tipSel.id = 'tips';
+    tipSel.size = Math.min(6, below().length);
+    const baseSel = select(rig.model.links, base, (v) => {
+      base = v;
+      tips = [rig.defaultTip(v)];
+      const fresh = select(below(), tips, (t) => { tips = t; }, true);
+      fresh.id = 'tips';
+      fresh.size = Math.min(6, below().length);
+      tipSel.replaceWith(fresh);
+    });
+    baseSel.id = 'base';
+    const apply = document.createElement('button');
+    apply.id = 'apply-chain';
+    apply.textContent = 'use this chain';
+    apply.onclick = async () => {
+      try {
+        rig.setChain(base, tips);
+      } catch (e) {
+        say(`${rig.name}: ${e.message}`);
+        return;
+      }
+      state.rigs[rig.name].base = rig.base;
+      state.rigs[rig.name].tips = rig.tips;
+      await startRobot(rig);
+    };
+    box.append(field('base ', baseSel), field('tip(s) ', tipSel), apply);
+    const o = document.createElement('h2');
+    o.textContent = 'solver and options';
+    box.append(o);
+    const reopen = () => { if (conn && rig.chainId) openRobotStream(rig); };
+    box.append(
+      field('solver ', select(['auto', 'numeric', 'closed'], rig.options.solver, (v) => { rig.options.solver = v; reopen(); })),
+      field('tolerance ', numberInput(rig.options.tolerance, (v) => { rig.options.tolerance = v; reopen(); })),
+      field('timeout ms ', numberInput(rig.options.timeout_ms, (v) => { rig.options.timeout_ms = v; reopen(); })),
+      check(' full pose (orientation too)', rig.fullPose, (v) => { rig.fullPose = v; sendRobot(rig); }),
+    );
+    if (rig.tips.length > 1) {
+      for (const tip of rig.tips) {
+        box.append(field(`priority of ${tip} `, numberInput(rig.priorities[tip] ?? 0, (v) => { rig.priorities[tip] = Math.max(0, Math.min(7, Math.round(v))); sendRobot(rig); }, 1)));
+      }
+    }
+    const j = document.createElement('table');
+    j.id = 'joints';
+    box.append(j);
+    renderJoints(rig);
+  } else {
+    const h = document.createElement('h2');
+    h.textContent = `${rig.name}: ${rig.frames} frames at ${rig.fps.toFixed(0)} fps`;
+    box.append(h);
+    for (const [name, limb] of Object.entries(rig.limbs)) {
+      box.append(check(` lock ${name.replace('_', ' ')}`, limb.lock, (v) => { limb.lock = v; stepCharacter(rig, rig.frame); }));
+    }
+    box.append(
+      check(' pole from the animated knee', rig.usePole !== false, (v) => { rig.usePole = v; stepCharacter(rig, rig.frame); }),
+      field('plant height m ', numberInput(rig.plant.height, (v) => { rig.plant.height = v; rig.detectPlants(); stepCharacter(rig, rig.frame); })),
+      field('plant speed m/s ', numberInput(rig.plant.speed, (v) => { rig.plant.speed = v; rig.detectPlants(); stepCharacter(rig, rig.frame); })),
+    );
+    ui('scrub').max = String(rig.frames - 1);
+    syncScrubber(rig);
+    ui('play').textContent = rig.playing ? 'pause' : 'play';
+  }
+}
+
+function renderJoints(rig) {
+  const t = document.getElementById('joints');
+  if (!t || rig !== rigs.get(state.selected)) return;
+  t.innerHTML = '';
+  rig.jointNames.forEach((n, i) => {
+    const [lo, hi] = rig.limits[i];
+    const q = rig.joints[i] ?? 0;
+    const f = (q - lo) / (hi - lo || 1);
+    const tr = t.insertRow();
+    tr.innerHTML = `<th></th><td class="v"></td><td><div class="bar"><i></i></div></td>`;
+    tr.cells[0].textContent = n;
+    tr.cells[1].textContent = `${((q * 180) / Math.PI).toFixed(1)}°`;
+    tr.cells[1].className = f < 0.03 || f > 0.97 ? 'v warn' : 'v';
+    tr.querySelector('i').style.left = `calc(${(Math.min(1, Math.max(0, f)) * 100).toFixed(1)}% - 1px)`;
+  });
+}
+
+function syncScrubber(rig) {
+  ui('scrub').value = String(rig.frame);
+  ui('frame').textContent = `${rig.frame + 1}/${rig.frames}`;
+  const planted = Object.entries(rig.limbs).filter(([, l]) => l.planting).map(([k]) => k.replace('_', ' '));
+  ui('planted').textContent = planted.length ? `locked: ${planted.join(', ')}` : 'no limb planted';
+}
+
+ui('play').onclick = () => {
+  const rig = rigs.get(state.selected);
+  if (rig?.kind === 'character') play(rig, !rig.playing);
+};
+ui('scrub').oninput = () => {
+  const rig = rigs.get(state.selected);
+  if (rig?.kind !== 'character') return;
+  play(rig, false);
+  rig.wanted = Number(ui('scrub').value);
+};
+ui('speed').onchange = () => {
+  const rig = rigs.get(state.selected);
+  if (rig?.kind === 'character') rig.speed = Number(ui('speed').value);
+};
+
+/** The request and answer of the selected rig, as JSON and as curl. */
+function exchange() {
+  const rig = rigs.get(state.selected);
+  if (!rig) return null;
+  if (rig.kind === 'robot') return rig.lastRequest ? { request: rig.lastRequest, answer: rig.lastAnswer } : null;
+  const limb = Object.keys(rig.limbs).find((l) => rig.lastRequests?.[l] && rig.limbs[l].lock);
+  return limb ? { request: rig.lastRequests[limb], answer: rig.lastAnswers?.[limb] } : null;
+}
+
+function curl() {
+  const x = exchange();
+  if (!x) return '';
+  const body = JSON.stringify(x.request).replace(/'/g, "'\\''");
+  const auth = sessionStorage.getItem('ikd-token') ? ' -H "Authorization: Bearer $IKD_TOKEN"' : '';
+  return `curl -sS ${location.origin}/v1/solve -H 'Content-Type: application/json'${auth} -d '${body}'`;
+}
+
+function renderExchange() {
+  const x = exchange();
+  const clip = (s) => (s.length > 4000 ? `${s.slice(0, 4000)}\n… (${s.length} characters; copy as curl has them all)` : s);
+  ui('request').textContent = x ? clip(JSON.stringify(x.request, null, 1)) : '–';
+  ui('answer').textContent = x?.answer ? clip(JSON.stringify(x.answer, null, 1)) : '–';
+  const rig = rigs.get(state.selected);
+  if (rig?.kind === 'robot') renderJoints(rig);
+}
+
+ui('copy-curl').onclick = async () => {
+  const text = curl();
+  try {
+    await navigator.clipboard.writeText(text);
+    say('copied the request as a curl command');
+  } catch {
+    const ta = ui('curl-text');
+    ta.hidden = false;
+    ta.value = text;
+    ta.select();
+    say('select and copy the curl command below');
+  }
+};
+
+function setMode(mode) {
+  stage.setMode(mode);
+  for (const m of ['plane', 'axes', 'rotate']) ui(`mode-${m}`).classList.toggle('on', m === mode);
+}
+for (const m of ['plane', 'axes', 'rotate']) ui(`mode-${m}`).onclick = () => setMode(m);
+window.addEventListener('keydown', (e) => {
+  if (e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement) return;
+  const m = { q: 'plane', w: 'axes', e: 'rotate' }[e.key.toLowerCase()];
+  if (m) setMode(m);
+  if (e.key === ' ') { e.preventDefault(); ui('play').click(); }
+});
+stage.onSelect((name) => {
+  const rig = name.split(':')[0];
+  if (rig !== state.selected && rigs.has(rig)) selectRig(rig);
+});
+
+ui('drawer').onclick = () => document.body.classList.toggle('open');
+
 ui('auth').addEventListener('submit', (e) => {
   e.preventDefault();
   const t = ui('token').value;
   if (t) sessionStorage.setItem('ikd-token', t);
   else sessionStorage.removeItem('ikd-token');
   ui('token').value = '';
+  say('');
   connect();
 });
 
-/* ---- numbers on screen ----------------------------------------------------- */
+function initialToken() {
+  const m = /(?:^|&)token=([^&]*)/.exec(location.hash.slice(1));
+  if (m) {
+    sessionStorage.setItem('ikd-token', decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+}
+
+/* ---- numbers on screen ---------------------------------------------------------- */
 
 function renderTables() {
   const body = ui('streams').tBodies[0];
   const names = Object.keys(state.streams);
   if (body.rows.length !== names.length) {
     body.innerHTML = '';
-    for (const n of names) body.insertRow().innerHTML = `<td>${n}</td><td></td><td></td><td></td><td></td>`;
+    for (const n of names) {
+      const tr = body.insertRow();
+      tr.innerHTML = '<td></td><td></td><td></td><td></td>';
+      tr.cells[0].textContent = n;
+    }
   }
   names.forEach((n, i) => {
     const st = state.streams[n];
     const row = body.rows[i];
-    row.cells[1].textContent = `${st.answered}/${st.sent}`;
     const c = st.counts;
-    row.cells[4].textContent = `${c.success}/${c.no_ik_solution}/${c.timed_out}/${c.other}`;
-    row.cells[2].textContent = st.status ? (st.status === 'success' ? 'success' : `${st.status} (${st.reason})`) : '–';
-    row.cells[2].className = st.status === 'success' ? 'ok' : st.status ? 'warn' : '';
-    row.cells[3].textContent = st.error;
-    row.cells[3].className = 'bad';
+    row.cells[1].textContent = `${st.answered}/${st.sent}`;
+    row.cells[2].textContent = st.error || (st.status ? (st.status === 'success' ? 'success' : `${st.status} (${st.reason})`) : '–');
+    row.cells[2].className = st.error ? 'bad' : st.status === 'success' ? 'ok' : st.status ? 'warn' : '';
+    row.cells[3].textContent = `${c.success}/${c.no_ik_solution}/${c.timed_out}/${c.other}`;
   });
 }
 
@@ -541,40 +682,56 @@ function renderStats() {
   ui('skipped').textContent = String(state.skipped);
 }
 
-/* Drawn only when something changed (an answer, the gizmo, the camera, the
- * window), so that an idle page costs nothing and a software-rendered one
- * (headless tests) keeps its thread free for the stream. */
-let dirty = true;
-function redraw() { dirty = true; }
-orbit.addEventListener('change', redraw);
-tc.addEventListener('change', redraw);
-window.addEventListener('resize', redraw);
-
-function frame() {
-  renderStats();
-  if (renderer && dirty) {
-    dirty = false;
-    renderer.render(scene, camera);
-  }
+let statsAt = 0;
+function frame(now) {
+  advance(now);
+  if (now - statsAt > 250) { statsAt = now; renderStats(); }
+  stage.render();
   requestAnimationFrame(frame);
 }
 
-window.ikdPage = { state, screenOf, select, handles, gizmo: tc };
+window.ikdPage = {
+  state, stage, rigs,
+  screenOf: (name) => stage.screenOf(name),
+  select: (name) => stage.select(name),
+  selectRig,
+  frameRig,
+  setMode,
+  openFile,
+  play: (name, on = true) => play(rigs.get(name), on),
+  seek: (name, f) => { const r = rigs.get(name); play(r, false); r.wanted = f; },
+  exchange,
+  curl,
+  /** the page's forward kinematics: where a robot's tip is with these joints (base frame) */
+  tipAt(name, joints, tip) {
+    const rig = rigs.get(name);
+    const keep = rig.joints;
+    rig.pose(rig.jointNames, joints);
+    const p = rig.tipPose(tip ?? rig.tips[0]);
+    rig.pose(rig.jointNames, keep);
+    return { position: p.position.toArray(), orientation: p.orientation.toArray() };
+  },
+  /** a target handle's pose in its rig's base frame */
+  handlePose(name) {
+    const m = stage.handles.get(name)?.mesh;
+    return m ? { position: m.position.toArray(), orientation: m.quaternion.toArray() } : null;
+  },
+};
 
 (async () => {
-  sessionStorage.getItem('ikd-token');
   initialToken();
-  try {
-    await loadCharacter();
-  } catch (e) {
-    say(`cannot load the character: ${e.message}`);
-    return;
+  if (window.matchMedia('(min-width: 701px)').matches) document.body.classList.add('open');
+  requestAnimationFrame(frame);
+  for (const [file, open] of [[DEFAULT_URDF, addRobot], [DEFAULT_BVH, addCharacter]]) {
+    try {
+      const resp = await fetch(file);
+      if (!resp.ok) throw new Error(`${resp.status}`);
+      await open(file, await resp.text());
+    } catch (e) {
+      say(`cannot load ${file}: ${e.message}`);
+    }
   }
-  for (const limb of Object.values(limbs)) {
-    limb.sentTargets = new Map();
-    limb.lastTarget = limb.target.position.clone();
-  }
-  select('leg_target');
-  frame();
+  stage.frame(new THREE.Vector3(0.8, 0.8, 0), 4.6);
+  selectRig(rigs.keys().next().value ?? null);
   await connect();
 })();

@@ -28,4 +28,8 @@ for (let i = 0; i < 10; i++) {
   const s = await stream.target({ position: [0.2, 0.1, 0.25 + 0.02 * i], pole: [1, 0, 0.5] });
   console.log(`stream: seq ${s.seq} ${s.result.status} in ${s.rttMs.toFixed(2)} ms`);
 }
+// A tick: targets for many streams in one message, answered in one.
+await conn.open('right_leg', { chain: leg });
+const tick = await conn.tick({ left_leg: { position: [0.2, 0.1, 0.3] }, right_leg: { position: [0.1, -0.1, 0.3] } });
+console.log('tick:', tick.solutions.map((s) => `${s.stream} ${s.result.status}`).join(', '));
 await conn.close();

@@ -1,16 +1,41 @@
 /**
  * ikd.js: the JavaScript client of ikd, one ES module for browsers and for
- * Node 18+ (no build step; the types are JSDoc, checked by editors).
+ * Node 18+ (no build step; its types are in ikd.d.ts, checked by tsc in
+ * the tests). Packaged by package.json next to it (npm pack).
  *
  * What it covers, and the contract it follows (proto/README.md for HTTP,
  * proto/STREAM.md for the WebSocket):
  *   - HTTP: solve, batch, chains (register, describe, forget), solvers,
  *     health. Every refusal becomes an IkdError carrying the wire error's
  *     code, message and JSON path (RFC 6901 pointer), plus the HTTP status.
+ *   - Retries: every ikd endpoint is safe to repeat, so a request that
+ *     could not reach ikd, or got 502, 503 or 504, is sent again (retries,
+ *     default 3) after an exponential backoff with jitter (backoffMs,
+ *     default 50, doubling to maxBackoffMs, default 2000) or the answer's
+ *     Retry-After. Refusals of the request itself are not retried.
+ *   - Re-registration: chains registered through this client are
+ *     remembered by id (the last keepChains, default 256); when ikd answers
+ *     unknown_chain for one of them (a restarted ikd, another replica), on
+ *     HTTP or when a stream opens, the chain is registered again and the
+ *     request repeated once.
  *   - Streams: one WebSocket carries many named streams. Each target gets
  *     the next seq of its stream; answers are delivered in seq order, and a
  *     target that ikd replaced by a newer one (conflation) is answered with
  *     that newer solution. Errors naming a seq reject that target's promise.
+ *   - Ticks: conn.tick() sends one "tick" message with targets for many
+ *     streams and resolves with its tick_solution, one item per target in
+ *     order (a solution, or that target's error). The encoding goes through
+ *     the connection's codec (JsonCodec), the seam for a binary form.
+ *   - Events, never silence: connection-level errors (unknown_type, a tick
+ *     refused whole, errors of targets sent with send()) are "error"
+ *     events; messages this client does not know are "message" events (or
+ *     "error" events with code unexpected_message when nobody listens); an
+ *     "error" nobody listens to is written to console.warn.
+ *   - Memory: nothing queues. Promises exist only for answers someone
+ *     waits for, and ikd answers every target (or the connection fails
+ *     them); stream.latest holds the newest answer (latest wins); send()
+ *     and sendTick() make no promise at all, for loops that only read
+ *     latest or listen.
  *   - Reconnection: a connection that drops is re-opened with exponential
  *     backoff (with jitter) and every stream is opened again on the same
  *     chain and options; targets in flight when it dropped are rejected with
@@ -19,11 +44,17 @@
  *     WebSocket cannot send that header, so the stream upgrade carries the
  *     token in Sec-WebSocket-Protocol (see streamProtocols below); under
  *     Node the "ws" package may send the header instead.
+ *   - TLS: an https:// base means wss:// streams. In a browser the browser
+ *     checks certificates; under Node the option `ca` (PEM text) trusts a
+ *     private CA, for HTTP (node:https) and for streams (the "ws" package).
  *
  * Under Node (no global WebSocket before Node 22) the "ws" package from npm
  * is loaded on first use; in browsers the global WebSocket is used. Nothing
  * here touches the DOM.
  */
+
+/** The version of this client (the ikd release it speaks to). */
+export const VERSION = '0.2.0';
 
 /** The application subprotocol ikd selects when a client offers it. */
 export const PROTOCOL = 'ikd.v1';
@@ -32,10 +63,13 @@ export const PROTOCOL = 'ikd.v1';
  * (without padding), as Kubernetes does for the same browser limitation. */
 export const TOKEN_PROTOCOL_PREFIX = 'base64url.bearer.ikd.';
 
+/** HTTP statuses that say "not now" rather than "not this request". */
+export const RETRY_STATUSES = [502, 503, 504];
+
 /**
  * An error answered by ikd (HTTP status >= 400 or a stream "error" message),
  * or a failure of the client itself (code "connection_lost",
- * "not_connected", "network", "bad_answer", "closed").
+ * "not_connected", "network", "bad_answer", "closed", "unexpected_message").
  */
 export class IkdError extends Error {
   /**
@@ -47,17 +81,21 @@ export class IkdError extends Error {
   constructor(code, message, more = {}) {
     super(more.path ? `${code}: ${message} (at ${more.path})` : `${code}: ${message}`);
     this.name = 'IkdError';
-    /** @type {string} */ this.code = code;
-    /** @type {string} ikd's own wording */ this.detail = message;
-    /** @type {string} JSON pointer into the request ("" for the whole) */
+    this.code = code;
+    this.detail = message;
     this.path = more.path ?? '';
-    /** @type {number|undefined} HTTP status (HTTP errors only) */
     this.status = more.status;
-    /** @type {string|undefined} */ this.stream = more.stream;
-    /** @type {number|undefined} */ this.seq = more.seq;
-    /** @type {number|undefined} seconds, from Retry-After */
+    this.stream = more.stream;
+    this.seq = more.seq;
     this.retryAfter = more.retryAfter;
   }
+}
+
+/** The IkdError of a message or tick item holding an "error" object. */
+function errorOf(obj, stream) {
+  const e = obj.error || {};
+  return new IkdError(e.code || 'internal', e.message || 'error',
+    { path: e.path, stream: obj.stream ?? stream, seq: obj.seq });
 }
 
 /** base64url (RFC 4648 section 5, no padding) of a string's UTF-8 bytes. */
@@ -88,15 +126,17 @@ function defaultBase() {
 }
 
 let wsModule = null;
-/** The WebSocket constructor: the global one, else the "ws" package. */
-async function webSocketImpl() {
-  if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket;
+/** The WebSocket constructor: the global one (unless the package is
+ * needed, for headers or a CA), else the "ws" package. */
+async function webSocketImpl(needPackage) {
+  if (!needPackage && typeof globalThis.WebSocket === 'function') return globalThis.WebSocket;
   if (!wsModule) {
     try {
       wsModule = (await import('ws')).default;
     } catch (e) {
+      if (typeof globalThis.WebSocket === 'function') return globalThis.WebSocket;
       throw new IkdError('not_connected',
-        'no WebSocket in this runtime: install the "ws" package (npm ci) or use Node 22+');
+        'no WebSocket in this runtime: install the "ws" package (npm install ws) or use Node 22+');
     }
   }
   return wsModule;
@@ -108,52 +148,101 @@ function wireError(body) {
     ? body.error : null;
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const now = globalThis.performance ? () => globalThis.performance.now() : () => Date.now();
+
 /**
- * @typedef {object} ClientOptions
- * @property {string} [token] bearer token (ikd started with --token)
- * @property {typeof fetch} [fetch] fetch implementation (default: the global one)
- * @property {any} [WebSocket] WebSocket constructor (default: global, else "ws")
- * @property {'auto'|'protocol'|'header'} [streamAuth] how the stream upgrade
- *   carries the token: "protocol" (Sec-WebSocket-Protocol, the only way a
- *   browser has), "header" (Authorization; needs a WebSocket that takes
- *   headers, such as "ws"), "auto" (default): "protocol"
+ * fetch's subset this client uses, over node:https with a CA of the
+ * caller's (Node's fetch has no CA option).
  */
+async function httpsWithCa(url, init, ca) {
+  const https = await import('node:https');
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { method: init.method, headers: init.headers, ca, signal: init.signal }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const status = res.statusCode || 0;
+        resolve({
+          ok: status >= 200 && status < 300,
+          status,
+          headers: { get: (k) => { const v = res.headers[k.toLowerCase()]; return v === undefined ? null : String(v); } },
+          text: async () => body,
+        });
+      });
+    });
+    req.on('error', reject);
+    if (init.body !== undefined) req.write(init.body);
+    req.end();
+  });
+}
+
+/** The JSON text form of ticks (proto/STREAM.md, "tick, tick_solution").
+ * A connection encodes ticks and decodes tick_solutions through its codec
+ * only, so that another form (binary) can come in behind the same API. */
+export class JsonCodec {
+  /**
+   * @param {number} seq the tick's seq
+   * @param {Array<{stream: string, target: any, seq?: number, seed?: any}>} targets
+   * @returns {string}
+   */
+  encodeTick(seq, targets) {
+    return JSON.stringify({ type: 'tick', seq, targets });
+  }
+
+  /**
+   * The decoded tick_solution message becomes the TickSolution in place:
+   * each item keeps ikd's members, an item's error becomes an IkdError.
+   * @param {any} msg
+   */
+  decodeTick(msg) {
+    const items = Array.isArray(msg.solutions) ? msg.solutions : [];
+    for (const it of items) if (it.error) it.error = errorOf(it);
+    return { seq: msg.seq, requested: msg.seq, skipped: msg.skipped ?? 0, solutions: items };
+  }
+}
 
 /** A client of one ikd (one base URL). Cheap to create; holds no socket. */
 export class Ikd {
   /**
-   * @param {string} [base] ikd's address, "http://host:port" (default: the
-   *   page's origin in a browser, http://127.0.0.1:8080 elsewhere)
-   * @param {ClientOptions} [opts]
+   * @param {string} [base] ikd's address, "http://host:port" or
+   *   "https://host:port" (default: the page's origin in a browser,
+   *   http://127.0.0.1:8080 elsewhere)
+   * @param {object} [opts] ClientOptions (ikd.d.ts)
    */
   constructor(base, opts = {}) {
     this.base = (base || defaultBase()).replace(/\/+$/, '');
     this.token = opts.token || '';
+    this.ca = opts.ca;
     this.fetchImpl = opts.fetch || globalThis.fetch?.bind(globalThis);
     this.WebSocketImpl = opts.WebSocket || null;
     this.streamAuth = opts.streamAuth || 'auto';
+    this.retries = opts.retries ?? 3;
+    this.backoffMs = opts.backoffMs ?? 50;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 2000;
+    this.keepChains = opts.keepChains ?? 256;
+    /** @type {Map<string, any>} chains registered here, by id (oldest first) */
+    this.chains = new Map();
+    this.reregistered = 0;
   }
 
-  /**
-   * One HTTP exchange: JSON in, JSON out; an answer >= 400 throws IkdError.
-   * @param {string} method
-   * @param {string} path
-   * @param {any} [body]
-   * @param {{signal?: AbortSignal}} [opts]
-   */
-  async request(method, path, body, opts = {}) {
+  /** One exchange, no retry. */
+  async exchange(method, path, body, opts) {
     const headers = {};
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const init = { method, headers, signal: opts.signal, body };
     let resp;
     try {
-      resp = await this.fetchImpl(this.base + path, {
-        method, headers, signal: opts.signal,
-        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-      });
+      resp = this.ca && this.base.startsWith('https:')
+        ? await httpsWithCa(this.base + path, init, this.ca)
+        : await this.fetchImpl(this.base + path, init);
     } catch (e) {
       if (e && e.name === 'AbortError') throw e;
-      throw new IkdError('network', `${method} ${path}: ${e && e.message ? e.message : e}`);
+      const cause = e && e.cause && e.cause.message ? ` (${e.cause.message})` : '';
+      throw new IkdError('network', `${method} ${path}: ${e && e.message ? e.message : e}${cause}`);
     }
     const text = await resp.text();
     let parsed = null;
@@ -174,16 +263,70 @@ export class Ikd {
     return parsed;
   }
 
+  /**
+   * One HTTP request with retries: JSON in, JSON out; an answer >= 400
+   * throws IkdError (after the retries, for 502, 503 and 504).
+   * @param {string} method
+   * @param {string} path
+   * @param {any} [body]
+   * @param {{signal?: AbortSignal}} [opts]
+   */
+  async request(method, path, body, opts = {}) {
+    const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.exchange(method, path, text, opts);
+      } catch (e) {
+        const again = e instanceof IkdError && (e.code === 'network' || RETRY_STATUSES.includes(e.status));
+        if (!again || attempt >= this.retries || opts.signal?.aborted) throw e;
+        let ms = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** attempt) * (0.5 + Math.random() / 2);
+        if (e.retryAfter !== undefined && Number.isFinite(e.retryAfter)) ms = Math.min(this.maxBackoffMs, Math.max(ms, e.retryAfter * 1000));
+        await sleep(ms);
+      }
+    }
+  }
+
+  /** request(), re-registering a chain this client holds on unknown_chain. */
+  async call(method, path, body, opts) {
+    try {
+      return await this.request(method, path, body, opts);
+    } catch (e) {
+      const id = body && typeof body === 'object' ? body.chain_id : undefined;
+      if (!(e instanceof IkdError) || e.code !== 'unknown_chain' || !id || !(await this.reregister(id, opts))) throw e;
+    }
+    return this.request(method, path, body, opts);
+  }
+
+  /** Registers a held chain again; false when this client does not hold it. */
+  async reregister(id, opts) {
+    const chain = this.chains.get(id);
+    if (chain === undefined) return false;
+    const desc = await this.request('POST', '/v1/chains', chain, opts);
+    this.reregistered++;
+    return !!desc && desc.id === id;
+  }
+
   /** POST /v1/solve: one chain (or chain_id), one target. */
-  solve(req, opts) { return this.request('POST', '/v1/solve', req, opts); }
+  solve(req, opts) { return this.call('POST', '/v1/solve', req, opts); }
   /** POST /v1/solve/batch: one chain, many targets; results in order. */
-  batch(req, opts) { return this.request('POST', '/v1/solve/batch', req, opts); }
-  /** POST /v1/chains: registers a chain; resolves to its description with `id`. */
-  registerChain(chain, opts) { return this.request('POST', '/v1/chains', chain, opts); }
+  batch(req, opts) { return this.call('POST', '/v1/solve/batch', req, opts); }
+  /** POST /v1/chains: registers a chain (remembered for re-registration). */
+  async registerChain(chain, opts) {
+    const desc = await this.request('POST', '/v1/chains', chain, opts);
+    if (desc && typeof desc.id === 'string') {
+      this.chains.delete(desc.id);
+      this.chains.set(desc.id, chain);
+      while (this.chains.size > this.keepChains) this.chains.delete(this.chains.keys().next().value);
+    }
+    return desc;
+  }
   /** GET /v1/chains/{id}. */
   getChain(id, opts) { return this.request('GET', `/v1/chains/${encodeURIComponent(id)}`, undefined, opts); }
-  /** DELETE /v1/chains/{id}. */
-  deleteChain(id, opts) { return this.request('DELETE', `/v1/chains/${encodeURIComponent(id)}`, undefined, opts); }
+  /** DELETE /v1/chains/{id} (and this client forgets it). */
+  deleteChain(id, opts) {
+    this.chains.delete(id);
+    return this.request('DELETE', `/v1/chains/${encodeURIComponent(id)}`, undefined, opts);
+  }
   /** GET /v1/solvers: solvers, options and limits. */
   solvers(opts) { return this.request('GET', '/v1/solvers', undefined, opts); }
   /** GET /readyz: resolves to {status: "ready"} or throws (503 while shutting down). */
@@ -191,7 +334,7 @@ export class Ikd {
 
   /**
    * Opens a WebSocket connection for streams (and keeps it open, reconnecting).
-   * @param {ConnectOptions} [opts]
+   * @param {object} [opts] ConnectOptions (ikd.d.ts)
    * @returns {IkdConnection}
    */
   connect(opts) { return new IkdConnection(this, opts); }
@@ -200,38 +343,18 @@ export class Ikd {
   streamUrl() { return this.base.replace(/^http/, 'ws') + '/v1/stream'; }
 }
 
-/**
- * @typedef {object} ConnectOptions
- * @property {boolean} [reconnect] re-open after a drop (default true)
- * @property {number} [minDelayMs] first backoff delay (default 100)
- * @property {number} [maxDelayMs] backoff ceiling (default 5000)
- * @property {number} [maxAttempts] reconnection attempts in a row before
- *   giving up (default Infinity)
- */
-
-/**
- * @typedef {object} Solution
- * @property {number} seq the seq ikd answered (the target's own, or a newer
- *   one that replaced it)
- * @property {number} requested the seq of the target this promise was for
- * @property {number} skipped targets ikd dropped since the previous solution
- * @property {number} [index] path sample index
- * @property {number} [count] path sample count
- * @property {any} result the per-target members of a solve's answer
- * @property {number} rttMs milliseconds from sending the seq to its answer
- */
-
-const CONNECTION_EVENTS = ['state', 'error', 'reopen'];
+const CONNECTION_EVENTS = ['state', 'error', 'reopen', 'message', 'tick'];
 
 /**
  * One WebSocket to ikd carrying many streams. Events (conn.on(name, fn)):
- *   "state" (state string), "error" (IkdError not tied to a stream or seq),
- *   "reopen" (after a reconnection re-opened every stream).
+ *   "state" (state string), "error" (IkdError not tied to a waiting call),
+ *   "reopen" (after a reconnection re-opened every stream), "message" (a
+ *   message this client does not know), "tick" (every TickSolution).
  */
 export class IkdConnection {
   /**
    * @param {Ikd} ikd
-   * @param {ConnectOptions} [opts]
+   * @param {object} [opts] ConnectOptions (ikd.d.ts)
    */
   constructor(ikd, opts = {}) {
     this.ikd = ikd;
@@ -239,6 +362,7 @@ export class IkdConnection {
     this.minDelayMs = opts.minDelayMs ?? 100;
     this.maxDelayMs = opts.maxDelayMs ?? 5000;
     this.maxAttempts = opts.maxAttempts ?? Infinity;
+    this.codec = opts.codec || new JsonCodec();
     /** @type {'connecting'|'open'|'reconnecting'|'closed'} */
     this.state = 'connecting';
     /** @type {Map<string, IkdStream>} */
@@ -251,14 +375,25 @@ export class IkdConnection {
     this.userClosed = false;
     this.waiters = [];
     this.reopening = null;
+    this.tickSeq = 0;
+    /** @type {Map<number, {resolve: Function, reject: Function}>} */
+    this.ticks = new Map();
+    this.latestTick = undefined;
+    this.unheardErrors = 0;
     this.dial();
   }
 
-  /** @param {'state'|'error'|'reopen'} name @param {Function} fn */
+  /** @param {string} name @param {Function} fn */
   on(name, fn) { this.listeners[name].add(fn); return () => this.listeners[name].delete(fn); }
 
   emit(name, ...args) {
-    for (const fn of this.listeners[name]) {
+    const set = this.listeners[name];
+    if (name === 'error' && set.size === 0) {
+      this.unheardErrors++;
+      console.warn(`ikd: ${args[0] && args[0].message}`);
+      return;
+    }
+    for (const fn of set) {
       try { fn(...args); } catch (e) { setTimeout(() => { throw e; }); }
     }
   }
@@ -282,20 +417,25 @@ export class IkdConnection {
   }
 
   async dial() {
+    const token = this.ikd.token;
+    const header = !!token && this.ikd.streamAuth === 'header';
+    const ca = this.ikd.ca && this.ikd.base.startsWith('https:') ? this.ikd.ca : undefined;
     let WS;
     try {
-      WS = this.ikd.WebSocketImpl || await webSocketImpl();
+      WS = this.ikd.WebSocketImpl || await webSocketImpl(header || !!ca);
     } catch (e) {
       this.emit('error', e);
       this.setState('closed');
       return;
     }
     if (this.userClosed) return;
-    const token = this.ikd.token;
     let ws;
     try {
-      if (token && this.ikd.streamAuth === 'header') {
-        ws = new WS(this.ikd.streamUrl(), [PROTOCOL], { headers: { Authorization: `Bearer ${token}` } });
+      if (header || ca) {
+        const options = {};
+        if (header) options.headers = { Authorization: `Bearer ${token}` };
+        if (ca) options.ca = ca;
+        ws = new WS(this.ikd.streamUrl(), header ? [PROTOCOL] : streamProtocols(token), options);
       } else {
         ws = new WS(this.ikd.streamUrl(), streamProtocols(token));
       }
@@ -322,6 +462,9 @@ export class IkdConnection {
     ws.onclose = (ev) => {
       if (ws !== this.ws) return;
       this.ws = null;
+      const lost = new IkdError('connection_lost', 'the connection dropped before the answer');
+      for (const t of this.ticks.values()) t.reject(lost);
+      this.ticks.clear();
       for (const s of this.streams.values()) s.dropped();
       if (this.userClosed || !this.reconnect || this.attempts >= this.maxAttempts) {
         for (const s of this.streams.values()) s.ended(new IkdError('closed', `the connection closed (${ev.code})`));
@@ -351,25 +494,62 @@ export class IkdConnection {
 
   /** Sends one message object; false when the socket is not open. */
   send(msg) {
+    return this.sendText(JSON.stringify(msg));
+  }
+
+  /** Sends one message's text as it is; false when the socket is not open. */
+  sendText(text) {
     if (!this.ws || this.state !== 'open') return false;
-    this.ws.send(JSON.stringify(msg));
+    this.ws.send(text);
     return true;
   }
 
+  /** A message nobody here handles: "message" listeners, else an error. */
+  unexpected(msg) {
+    if (this.listeners.message.size > 0) {
+      this.emit('message', msg);
+      return;
+    }
+    const what = msg && typeof msg === 'object' && !ArrayBuffer.isView(msg) && !(msg instanceof ArrayBuffer)
+      ? `type ${JSON.stringify(msg.type)}${msg.stream !== undefined ? ` for stream ${JSON.stringify(msg.stream)}` : ''}`
+      : 'a binary frame';
+    this.emit('error', new IkdError('unexpected_message', `ikd sent a message this client does not handle: ${what}`));
+  }
+
   receive(data) {
+    if (typeof data !== 'string') {
+      this.unexpected(data);
+      return;
+    }
     let msg;
     try {
-      msg = JSON.parse(typeof data === 'string' ? data : String(data));
+      msg = JSON.parse(data);
     } catch {
       this.emit('error', new IkdError('bad_answer', 'ikd sent a message that is not JSON'));
+      return;
+    }
+    if (!msg || typeof msg !== 'object') {
+      this.unexpected(msg);
+      return;
+    }
+    if (msg.type === 'tick_solution') {
+      this.tickSolution(msg);
       return;
     }
     const s = typeof msg.stream === 'string' ? this.streams.get(msg.stream) : undefined;
     if (s && s.handle(msg)) return;
     if (msg.type === 'error') {
-      const e = msg.error || {};
-      this.emit('error', new IkdError(e.code || 'internal', e.message || 'error', { path: e.path, stream: msg.stream, seq: msg.seq }));
+      const err = errorOf(msg);
+      const t = msg.stream === undefined ? this.ticks.get(msg.seq) : undefined;
+      if (t) {
+        this.ticks.delete(msg.seq);
+        t.reject(err);
+      } else {
+        this.emit('error', err);
+      }
+      return;
     }
+    this.unexpected(msg);
   }
 
   /**
@@ -377,7 +557,7 @@ export class IkdConnection {
    * rejects with the IkdError that answered the open (its path points into
    * the open message, for example "/chain/positions/1").
    * @param {string} name 1 to 64 characters of A-Z a-z 0-9 _ . : -
-   * @param {{chain?: any, chain_id?: string, options?: any}} spec
+   * @param {{chain?: any, chain_id?: string, options?: any, seed?: any}} spec
    * @returns {Promise<IkdStream>}
    */
   open(name, spec) {
@@ -387,6 +567,74 @@ export class IkdConnection {
     const p = s.opening();
     if (this.state === 'open') s.sendOpen();
     return p;
+  }
+
+  /** The tick message's targets: each stream's target takes its stream's
+   * next seq, written only when it is not the tick's own. */
+  tickTargets(targets) {
+    const seq = ++this.tickSeq;
+    const list = [];
+    const add = (stream, target, seed) => {
+      const s = this.streams.get(stream);
+      const t = { stream, target };
+      if (s) {
+        s.seq++;
+        if (s.seq !== seq) t.seq = s.seq;
+      }
+      if (seed !== undefined) t.seed = seed;
+      list.push(t);
+    };
+    if (Array.isArray(targets)) {
+      for (const t of targets) add(t.stream, t.target, t.seed);
+    } else if (targets instanceof Map) {
+      for (const [k, v] of targets) add(k, v);
+    } else {
+      for (const k of Object.keys(targets)) add(k, targets[k]);
+    }
+    return { seq, list };
+  }
+
+  /**
+   * Sends one tick: targets for many streams in one message. Resolves with
+   * its TickSolution, one item per target in order (`result`, or `error`
+   * for a target ikd refused); rejects when ikd refuses the tick whole.
+   * @param {any} targets [{stream, target, seed?}], a Map or an object of
+   *   stream name -> target
+   * @returns {Promise<any>}
+   */
+  tick(targets) {
+    if (this.state !== 'open') return Promise.reject(new IkdError('not_connected', `the connection is ${this.state}`));
+    const { seq, list } = this.tickTargets(targets);
+    return new Promise((resolve, reject) => {
+      this.ticks.set(seq, { resolve, reject });
+      this.sendText(this.codec.encodeTick(seq, list));
+    });
+  }
+
+  /** Sends a tick without a promise; returns its seq (answers: latestTick,
+   * the "tick" event, the streams), or -1 when the socket is not open. */
+  sendTick(targets) {
+    if (this.state !== 'open') return -1;
+    const { seq, list } = this.tickTargets(targets);
+    this.sendText(this.codec.encodeTick(seq, list));
+    return seq;
+  }
+
+  tickSolution(msg) {
+    const ts = this.codec.decodeTick(msg);
+    this.latestTick = ts;
+    for (const it of ts.solutions) {
+      const s = this.streams.get(it.stream);
+      if (s) s.tickItem(it);
+    }
+    /* this tick, and every older one waiting (ikd replaced it by a newer
+     * tick: its targets were dropped unsolved) */
+    for (const [seq, t] of this.ticks) {
+      if (seq > ts.seq) break;
+      this.ticks.delete(seq);
+      t.resolve(seq === ts.seq ? ts : { ...ts, requested: seq });
+    }
+    if (this.listeners.tick.size) this.emit('tick', ts);
   }
 
   /** Closes every stream and the socket; no reconnection afterwards. */
@@ -413,7 +661,7 @@ export class IkdStream {
   /**
    * @param {IkdConnection} conn
    * @param {string} name
-   * @param {{chain?: any, chain_id?: string, options?: any}} spec
+   * @param {{chain?: any, chain_id?: string, options?: any, seed?: any}} spec
    */
   constructor(conn, name, spec) {
     this.conn = conn;
@@ -423,6 +671,8 @@ export class IkdStream {
     this.chainId = undefined;
     this.seq = 0;
     this.delivered = 0;
+    /** the newest answer (a Solution or a tick item): latest wins */
+    this.latest = undefined;
     /** @type {Map<number, {resolve: Function, reject: Function, t0: number}>} */
     this.pending = new Map();
     this.paths = new Map();
@@ -430,6 +680,7 @@ export class IkdStream {
     this.isOpen = false;
     this.openWaiter = null;
     this.closeWaiter = null;
+    this.reregistering = false;
   }
 
   opening() {
@@ -441,15 +692,27 @@ export class IkdStream {
     if (this.spec.chain !== undefined) msg.chain = this.spec.chain;
     if (this.spec.chain_id !== undefined) msg.chain_id = this.spec.chain_id;
     if (this.spec.options !== undefined) msg.options = this.spec.options;
+    if (this.spec.seed !== undefined) msg.seed = this.spec.seed;
     this.conn.send(msg);
   }
 
   /**
    * Calls fn(solution) for every solution of this stream, in seq order
-   * (targets and path samples). Returns a function that unsubscribes.
-   * @param {(s: Solution) => void} fn
+   * (targets, path samples and tick items). Returns a function that
+   * unsubscribes.
+   * @param {(s: any) => void} fn
    */
   onSolution(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); }
+
+  notOpen() {
+    return new IkdError('not_connected', `stream "${this.name}" is not open`, { stream: this.name });
+  }
+
+  targetText(seq, target, seed) {
+    const msg = { type: 'target', stream: this.name, seq, target };
+    if (seed !== undefined) msg.seed = seed;
+    return JSON.stringify(msg);
+  }
 
   /**
    * Sends a target with the stream's next seq. Resolves with its solution,
@@ -458,17 +721,29 @@ export class IkdStream {
    * message, such as "/target/position/2"), or "not_connected" /
    * "connection_lost".
    * @param {any} target
-   * @returns {Promise<Solution>}
+   * @param {{seed?: any}} [opts]
    */
-  target(target) {
-    if (!this.isOpen || this.conn.state !== 'open') {
-      return Promise.reject(new IkdError('not_connected', `stream "${this.name}" is not open`, { stream: this.name }));
-    }
+  target(target, opts) {
+    if (!this.isOpen || this.conn.state !== 'open') return Promise.reject(this.notOpen());
     const seq = ++this.seq;
     return new Promise((resolve, reject) => {
       this.pending.set(seq, { resolve, reject, t0: now() });
-      this.conn.send({ type: 'target', stream: this.name, seq, target });
+      this.conn.sendText(this.targetText(seq, target, opts?.seed));
     });
+  }
+
+  /**
+   * Sends a target and makes no promise: returns its seq (-1 when the
+   * stream is not open). Its answer reaches `latest` and onSolution; an
+   * error the connection's "error" event.
+   * @param {any} target
+   * @param {{seed?: any}} [opts]
+   */
+  send(target, opts) {
+    if (!this.isOpen || this.conn.state !== 'open') return -1;
+    const seq = ++this.seq;
+    this.conn.sendText(this.targetText(seq, target, opts?.seed));
+    return seq;
   }
 
   /**
@@ -476,12 +751,10 @@ export class IkdStream {
    * Resolves with the "path_end" message.
    * @param {any[]} waypoints
    * @param {{rate_hz?: number, duration_s?: number}} [timing]
-   * @param {(s: Solution) => void} [onSample]
+   * @param {(s: any) => void} [onSample]
    */
   path(waypoints, timing = {}, onSample) {
-    if (!this.isOpen || this.conn.state !== 'open') {
-      return Promise.reject(new IkdError('not_connected', `stream "${this.name}" is not open`, { stream: this.name }));
-    }
+    if (!this.isOpen || this.conn.state !== 'open') return Promise.reject(this.notOpen());
     const seq = ++this.seq;
     return new Promise((resolve, reject) => {
       this.paths.set(seq, { resolve, reject, onSample, t0: now() });
@@ -525,8 +798,7 @@ export class IkdStream {
         if (this.closeWaiter) { this.closeWaiter(); this.closeWaiter = null; }
         return true;
       case 'error': {
-        const e = msg.error || {};
-        const err = new IkdError(e.code || 'internal', e.message || 'error', { path: e.path, stream: this.name, seq: msg.seq });
+        const err = errorOf(msg, this.name);
         if (typeof msg.seq === 'number' && this.pending.has(msg.seq)) {
           this.pending.get(msg.seq).reject(err);
           this.pending.delete(msg.seq);
@@ -538,55 +810,101 @@ export class IkdStream {
           return true;
         }
         if (!this.isOpen && msg.seq === undefined) {
-          /* the open was refused: a first open rejects its promise; a
-           * reopening after a reconnection (say, a chain_id the new
-           * daemon does not know) ends the stream and tells the connection */
-          this.conn.streams.delete(this.name);
-          if (this.openWaiter) {
-            this.openWaiter.reject(err);
-            this.openWaiter = null;
-          } else {
-            this.ended(err);
-            this.conn.emit('error', err);
-          }
-          this.conn.reopened(this.name);
+          this.openRefused(err);
           return true;
         }
-        return false;
+        return false; /* the connection's "error" event (a send() target's error, say) */
       }
       default:
         return false;
     }
   }
 
+  /** The open was refused: a chain_id this client registered that ikd no
+   * longer knows is registered again and the open sent again (once); a
+   * first open rejects its promise; a reopening after a reconnection (say,
+   * a chain_id the new daemon does not know and this client never held)
+   * ends the stream and tells the connection. */
+  openRefused(err) {
+    const id = this.spec.chain_id;
+    if (err.code === 'unknown_chain' && id && !this.reregistering && this.conn.ikd.chains.has(id)) {
+      this.reregistering = true;
+      this.conn.ikd.reregister(id).then((ok) => {
+        if (ok && this.conn.streams.get(this.name) === this && this.conn.state === 'open') this.sendOpen();
+        else this.openFailed(err);
+      }, () => this.openFailed(err));
+      return;
+    }
+    this.openFailed(err);
+  }
+
+  openFailed(err) {
+    this.reregistering = false;
+    if (this.conn.streams.get(this.name) === this) this.conn.streams.delete(this.name);
+    if (this.openWaiter) {
+      this.openWaiter.reject(err);
+      this.openWaiter = null;
+    } else {
+      this.ended(err);
+      this.conn.emit('error', err);
+    }
+    this.conn.reopened(this.name);
+  }
+
+  /** A solution: the answer of its seq and of every older target still
+   * waiting (ikd replaced those by newer ones: a target or a path). The
+   * promise of its own seq, `latest` and the listeners share one object. */
   solution(msg) {
-    if (msg.seq < this.delivered) return; /* never deliver out of order */
+    const seq = msg.seq;
+    if (seq < this.delivered) return; /* never deliver out of order */
     const t = now();
-    const base = { seq: msg.seq, skipped: msg.skipped ?? 0, result: msg.result };
-    if (msg.index !== undefined) { base.index = msg.index; base.count = msg.count; }
-    let rtt = 0;
-    /* this seq and every older target still waiting are answered by it
-     * (ikd replaced those by newer ones: a target or a path) */
-    for (const [seq, p] of this.pending) {
-      if (seq > msg.seq) break;
-      if (seq === msg.seq) rtt = t - p.t0;
-      p.resolve({ ...base, requested: seq, rttMs: t - p.t0 });
-      this.pending.delete(seq);
+    const sol = { stream: this.name, seq, skipped: msg.skipped ?? 0, result: msg.result, requested: seq, rttMs: 0 };
+    if (msg.index !== undefined) { sol.index = msg.index; sol.count = msg.count; }
+    if (this.pending.size) {
+      for (const [k, p] of this.pending) {
+        if (k > seq) break;
+        this.pending.delete(k);
+        if (k === seq) {
+          sol.rttMs = t - p.t0;
+          p.resolve(sol);
+        } else {
+          p.resolve({ ...sol, requested: k, rttMs: t - p.t0 });
+        }
+      }
     }
-    const path = this.paths.get(msg.seq);
-    if (path) {
-      rtt = t - path.t0;
-      if (path.onSample) path.onSample({ ...base, requested: msg.seq, rttMs: rtt });
+    if (this.paths.size) {
+      const path = this.paths.get(seq);
+      if (path) {
+        sol.rttMs = t - path.t0;
+        if (path.onSample) path.onSample(sol);
+      }
     }
-    this.delivered = msg.seq;
+    this.delivered = seq;
+    this.latest = sol;
     for (const fn of this.listeners) {
-      try { fn({ ...base, requested: msg.seq, rttMs: rtt }); } catch (e) { setTimeout(() => { throw e; }); }
+      try { fn(sol); } catch (e) { setTimeout(() => { throw e; }); }
     }
+  }
+
+  /** A tick's item for this stream: its answer like a target's. */
+  tickItem(it) {
+    if (it.error) {
+      const p = this.pending.get(it.seq);
+      if (p) { this.pending.delete(it.seq); p.reject(it.error); }
+      return;
+    }
+    if (this.pending.size === 0 && this.listeners.size === 0 && this.paths.size === 0) {
+      /* the game-server case: nothing waits, the item is the answer */
+      if (it.seq >= this.delivered) { this.delivered = it.seq; this.latest = it; }
+      return;
+    }
+    this.solution(it);
   }
 
   /** The socket dropped: in-flight work is lost; the stream will reopen. */
   dropped() {
     this.isOpen = false;
+    this.reregistering = false;
     const err = new IkdError('connection_lost', 'the connection dropped before the answer', { stream: this.name });
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
@@ -606,6 +924,3 @@ export class IkdStream {
   }
 }
 
-function now() {
-  return globalThis.performance ? globalThis.performance.now() : Date.now();
-}

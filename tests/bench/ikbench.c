@@ -130,6 +130,31 @@
  *        "tree_cause":..,"tree_iterations":..,"tree_restarts":..,
  *        "tree_cpu_us":..,"chain":..,"chain_cause":..,"chain_cpu_us":..}}
  *
+ *   ikbench collide --urdf FILE --base LINK --tip LINK --spheres FILE
+ *                   [--samples N] [--seed S] [--timeout-ms MS] [--tol T]
+ *                   [--margin M]
+ *     Collision-aware IK (solver/ik_collide.h): the chain's collision model
+ *     built as the wire builds it (proto/proto_collide.c: the URDF, the
+ *     spheres per link of FILE's "collision_spheres"), among FILE's scene
+ *     ("scene": boxes, spheres, capsules). N targets from configurations
+ *     drawn inside the limits whose robot is 1 to 8 cm from an obstacle
+ *     (the obstacle its closest pair): targets known to be reachable
+ *     without collision, near obstacles. Every target is solved twice, in
+ *     the same run, alternately: plainly (the baseline: no collision
+ *     check) and avoiding collisions with margin M (default 0); both from
+ *     the mid-limit pose with the chain benchmark's budget and tolerance.
+ *     Success is decided here: on target by this file's forward kinematics
+ *     and, avoiding, at least M clear (ik_collide_distance at the answer).
+ *     Times: thread CPU time per solve (and wall), mean and p99. Also the
+ *     share of the plain answers that collide, and one distance query and
+ *     one penalty with its gradient alone (thread CPU, over the targets):
+ *       {"bench":"collide","robot":..,"spheres":..,"obstacles":..,
+ *        "samples":..,"margin":..,"plain_success":..,"plain_colliding":..,
+ *        "plain_cpu_mean_us":..,"avoid_success":..,"avoid_colliding":..,
+ *        "avoid_cpu_mean_us":..,"avoid_cpu_p99_us":..,"ratio":..,
+ *        "plain_wall_mean_us":..,"avoid_wall_mean_us":..,"distance_us":..,
+ *        "penalty_us":..}
+ *
  *   ikbench two-bone [--samples N] [--seed S]
  *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
  *     full solve including the reach-case tests, the whole set solved over
@@ -191,11 +216,13 @@
 #include <jansson.h>
 
 #include "proto/proto.h"
+#include "proto/proto_collide.h"
 #include "proto/proto_json.h"
 #include "proto/proto_json_write.h"
 #include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
+#include "solver/ik_collide.h"
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_reason.h"
@@ -1543,6 +1570,201 @@ out:
     return rc;
 }
 
+/* ---- collision-aware IK benchmark --------------------------------------- */
+
+#define COLLIDE_MAX_OBST 256
+
+/* FILE's spheres (into sp, their link names kept in the JSON tree *doc,
+ * which the caller frees) and scene (into obst). */
+static int collide_read(const char *path, json_t **doc, proto_collide_sphere *sp, size_t cap,
+                        size_t *ns, ik_obstacle *obst, size_t *nobst)
+{
+    json_error_t e;
+    *doc = json_load_file(path, 0, &e);
+    if (!*doc) {
+        fprintf(stderr, "ikbench: %s: %s\n", path, e.text);
+        return -1;
+    }
+    *ns = *nobst = 0;
+    const char *link;
+    json_t *list;
+    json_object_foreach(json_object_get(*doc, "collision_spheres"), link, list)
+    {
+        size_t i;
+        json_t *s4;
+        json_array_foreach(list, i, s4)
+        {
+            if (*ns == cap)
+                return -1;
+            sp[*ns].link = link;
+            for (int k = 0; k < 4; k++)
+                sp[*ns].s[k] = json_number_value(json_array_get(s4, (size_t)k));
+            (*ns)++;
+        }
+    }
+    json_t *scene = json_object_get(*doc, "scene"), *o;
+    size_t i;
+#define V3(a) ik_v3(json_number_value(json_array_get(a, 0)), json_number_value(json_array_get(a, 1)), \
+                    json_number_value(json_array_get(a, 2)))
+    json_array_foreach(json_object_get(scene, "boxes"), i, o)
+    {
+        json_t *q = json_object_get(o, "orientation");
+        ik_quat qq = {json_number_value(json_array_get(q, 0)), json_number_value(json_array_get(q, 1)),
+                      json_number_value(json_array_get(q, 2)), json_number_value(json_array_get(q, 3))};
+        if (*nobst == COLLIDE_MAX_OBST ||
+            ik_obstacle_box(&obst[(*nobst)++], V3(json_object_get(o, "position")), qq,
+                            V3(json_object_get(o, "size"))) != IK_OK)
+            return -1;
+    }
+    json_array_foreach(json_object_get(scene, "spheres"), i, o)
+    {
+        if (*nobst == COLLIDE_MAX_OBST ||
+            ik_obstacle_sphere(&obst[(*nobst)++], V3(json_object_get(o, "position")),
+                               json_number_value(json_object_get(o, "radius"))) != IK_OK)
+            return -1;
+    }
+    json_array_foreach(json_object_get(scene, "capsules"), i, o)
+    {
+        if (*nobst == COLLIDE_MAX_OBST ||
+            ik_obstacle_capsule(&obst[(*nobst)++], V3(json_object_get(o, "from")),
+                                V3(json_object_get(o, "to")),
+                                json_number_value(json_object_get(o, "radius"))) != IK_OK)
+            return -1;
+    }
+#undef V3
+    return 0;
+}
+
+static int run_collide(const chain_args *a, const char *spheres_path, double margin)
+{
+    static bench_chain bc;
+    static ik_collide_model model;
+    static proto_collide_sphere sp[IK_COLLIDE_MAX_SPHERES];
+    static ik_obstacle obst[COLLIDE_MAX_OBST];
+    json_t *doc = NULL;
+    char *xml = NULL;
+    double *qs = NULL, *times = NULL;
+    ik_xform *poses = NULL;
+    void *ws = NULL, *cws = NULL;
+    proto_collide_link *links = NULL;
+    int rc = 1;
+    size_t ns, nobst, nlinks, len;
+    if (load_urdf(a->urdf, a->base, a->tip, &bc) != 0 ||
+        chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK)
+        goto out;
+    stem_of(a->urdf, bc.robot, sizeof bc.robot);
+    if (collide_read(spheres_path, &doc, sp, IK_COLLIDE_MAX_SPHERES, &ns, obst, &nobst) != 0) {
+        fprintf(stderr, "ikbench: %s: unreadable spheres or scene\n", spheres_path);
+        goto out;
+    }
+    xml = bench_read_file(a->urdf, &len);
+    const char *tips[1] = {a->tip};
+    proto_collide_spec spec = {sp, ns, 0.0, NULL, 0};
+    proto_error err;
+    if (!xml || proto_collide_build(xml, len, a->base, tips, 1, &bc.chain, NULL, &spec, &model,
+                                    &links, &nlinks, &err) != 0) {
+        fprintf(stderr, "ikbench: collision model: %s\n", xml ? err.message : "no URDF");
+        goto out;
+    }
+    const size_t dof = bc.chain.dof, n = a->samples;
+    const size_t wsz = ik_numeric_workspace_size(&bc.chain), cwsz = ik_collide_workspace_size(&model);
+    qs = malloc(n * dof * sizeof *qs);
+    poses = malloc(n * sizeof *poses);
+    times = malloc(2 * n * sizeof *times);
+    ws = malloc(wsz);
+    cws = malloc(cwsz);
+    if (!qs || !poses || !times || !ws || !cws)
+        goto out;
+    ik_collide_scene scene = {obst, nobst};
+
+    /* targets: configurations 1 to 8 cm from an obstacle, their closest */
+    ik_rng r = {a->seed};
+    size_t k = 0, tries = 0;
+    while (k < n && tries < 1000 * n) {
+        double *q = qs + k * dof;
+        for (size_t j = 0; j < dof; j++)
+            q[j] = ik_rng_uniform(&r, bc.chain.lower[j], bc.chain.upper[j]);
+        tries++;
+        ik_collide_pair p;
+        double d = ik_collide_distance(&model, &scene, q, cws, cwsz, &p);
+        if (d < 0.01 || d > 0.08 || p.obstacle < 0)
+            continue;
+        poses[k++] = reference_fk(&bc, q);
+    }
+    if (k < n) {
+        fprintf(stderr, "ikbench: only %zu configurations near the obstacles\n", k);
+        goto out;
+    }
+
+    ik_collide_check chk = {&model, scene, margin, true, cws, cwsz};
+    ik_numeric_opts plain = ik_numeric_opts_default(), avoid;
+    plain.tol_pos = plain.tol_rot = a->tol;
+    plain.timeout_s = a->timeout_ms * 1e-3;
+    plain.max_iterations = a->max_iterations;
+    plain.rng_seed = a->seed;
+    avoid = plain;
+    avoid.collide = &chk;
+    double mid[TEST_DOF_CAP], q[TEST_DOF_CAP];
+    ik_chain_mid(&bc.chain, mid);
+    size_t ok[2] = {0, 0}, colliding[2] = {0, 0};
+    double wall[2] = {0, 0};
+    for (size_t i = 0; i < n; i++) {
+        ik_target t = ik_target_full_pose(poses[i]);
+        for (int v = 0; v < 2; v++) {
+            double w0 = now_s(), c0 = cpu_s();
+            ik_numeric_solve(&bc.chain, &t, mid, v ? &avoid : &plain, ws, wsz, q, NULL);
+            times[v * n + i] = (cpu_s() - c0) * 1e6;
+            wall[v] += (now_s() - w0) * 1e6;
+            bool clear = ik_collide_distance(&model, &scene, q, cws, cwsz, NULL) >= margin;
+            bool good = verify(&bc, &poses[i], q, a->tol);
+            colliding[v] += good && !clear;
+            ok[v] += good && (v == 0 || clear);
+        }
+    }
+    double mean[2] = {0, 0};
+    for (int v = 0; v < 2; v++)
+        for (size_t i = 0; i < n; i++)
+            mean[v] += times[v * n + i] / (double)n;
+    qsort(times + n, n, sizeof *times, cmp_double);
+    size_t p99 = (size_t)((double)n * 0.99);
+    if (p99 >= n)
+        p99 = n - 1;
+
+    /* one query alone, over the targets' configurations */
+    double grad[TEST_DOF_CAP], sink = 0.0, c0 = cpu_s();
+    for (size_t i = 0; i < n; i++)
+        sink += ik_collide_distance(&model, &scene, qs + i * dof, cws, cwsz, NULL);
+    double c1 = cpu_s();
+    for (size_t i = 0; i < n; i++)
+        sink += ik_collide_penalty(&model, &scene, qs + i * dof, margin + 0.5 * model.scale, grad,
+                                   cws, cwsz, NULL);
+    double c2 = cpu_s();
+    printf("{\"bench\":\"collide\",\"robot\":\"%s\",\"dof\":%zu,\"spheres\":%zu,\"obstacles\":%zu,"
+           "\"samples\":%zu,\"margin\":%g,\"plain_success\":%.4f,\"plain_colliding\":%.4f,"
+           "\"plain_cpu_mean_us\":%.2f,\"avoid_success\":%.4f,\"avoid_colliding\":%.4f,"
+           "\"avoid_cpu_mean_us\":%.2f,\"avoid_cpu_p99_us\":%.2f,\"ratio\":%.2f,"
+           "\"plain_wall_mean_us\":%.2f,\"avoid_wall_mean_us\":%.2f,\"distance_us\":%.3f,"
+           "\"penalty_us\":%.3f}\n",
+           bc.robot, dof, model.nspheres, nobst, n, margin, (double)ok[0] / (double)n,
+           (double)colliding[0] / (double)n, mean[0], (double)ok[1] / (double)n,
+           (double)colliding[1] / (double)n, mean[1], times[n + p99], mean[1] / mean[0],
+           wall[0] / (double)n, wall[1] / (double)n, (c1 - c0) / (double)n * 1e6,
+           (c2 - c1) / (double)n * 1e6);
+    if (!(sink == sink))
+        fprintf(stderr, "ikbench: a query gave NaN\n");
+    rc = 0;
+out:
+    json_decref(doc);
+    free(xml);
+    free(links);
+    free(qs);
+    free(poses);
+    free(times);
+    free(ws);
+    free(cws);
+    return rc;
+}
+
 /* ---- command line --------------------------------------------------------- */
 
 static void usage(void)
@@ -1562,6 +1784,9 @@ static void usage(void)
             "       ikbench stream --urdf FILE --base LINK --tip LINK [--centre Q1,Q2,...]\n"
             "                      [--phases N] [--samples STEPS] [--timeout-ms MS] [--tol T]\n"
             "                      [--max-iterations N] [--unseeded]\n"
+            "       ikbench collide --urdf FILE --base LINK --tip LINK --spheres FILE\n"
+            "                       [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
+            "                       [--margin M]\n"
             "       ikbench two-bone [--samples N] [--seed S]\n"
             "       ikbench proto [--samples N] [--body FILE]\n"
             "       ikbench parse [--samples N] [--body FILE]\n"
@@ -1597,7 +1822,8 @@ int main(int argc, char **argv)
         return 1;
     }
     chain_args a = {0};
-    const char *body = NULL, *tips = NULL, *centre = NULL, *pos_tips = NULL;
+    const char *body = NULL, *tips = NULL, *centre = NULL, *spheres = NULL, *pos_tips = NULL;
+    double margin = 0.0;
     size_t phases = 12;
     bool samples_given = false, unseeded = false;
     a.samples = 2000;
@@ -1636,6 +1862,10 @@ int main(int argc, char **argv)
             body = v;
         else if (strcmp(k, "--centre") == 0)
             centre = v;
+        else if (strcmp(k, "--spheres") == 0)
+            spheres = v;
+        else if (strcmp(k, "--margin") == 0)
+            bad = parse_double(v, 0.0, &margin);
         else if (strcmp(k, "--phases") == 0)
             bad = parse_size(v, &phases);
         else if (strcmp(k, "--samples") == 0) {
@@ -1701,6 +1931,14 @@ int main(int argc, char **argv)
             return 1;
         }
         return run_snake(&a);
+    }
+    if (strcmp(argv[1], "collide") == 0) {
+        if (!(a.urdf && a.base && a.tip && spheres) ||
+            (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
+            usage();
+            return 1;
+        }
+        return run_collide(&a, spheres, margin);
     }
     if (strcmp(argv[1], "two-bone") == 0)
         return run_twobone(a.samples, a.seed);

@@ -1,28 +1,31 @@
 #!/bin/sh
-# test_c_install.sh: the C library as those who embed it get it (make
-# install, pkg-config, clients/c/example.c), checked from outside the tree.
+# test_c_install.sh: the two C libraries as programs get them (make install,
+# pkg-config, the examples of clients/c/), checked from outside the tree:
+# libikdclient, the network client, and libiksolver, the embedded solvers.
 #
 # 1. The ```sh block of clients/c/README.md runs as written, with HOME in a
-#    scratch folder (so "make install PREFIX=$HOME/.local" installs there):
-#    the example is built against the installed copy, shared and static, and
-#    each run must print the example's own verdict ("all checks passed": the
-#    two-bone leg by its geometry, the UR5's full poses by forward
-#    kinematics) and exit 0.
-# 2. What was installed: exactly the expected files; the public headers of
-#    solver/ (every *.h but *_internal.h), each compiling alone with only
-#    pkg-config's flags; the example's headers read from the installed copy
-#    (cc -M); the soname and the symlinks (readelf -d, readlink); the shared
-#    example NEEDing libiksolver.so.0 and loading the installed one, the
-#    static one not; only public ik_ symbols exported; the .pc file's
-#    fields.
-# 3. DESTDIR: files land under it, the .pc names the PREFIX without it.
+#    scratch folder (so "make install PREFIX=$HOME/.local" installs there)
+#    and IKD_URL naming an ikd this script starts on a free port: the
+#    client's C and C++ examples and the solver's example (shared and
+#    static) are built against the installed copy, and each run must print
+#    the example's own verdict ("all checks passed": answers checked by
+#    their geometry, the UR5's full poses by forward kinematics) and exit 0.
+# 2. What was installed: exactly the expected files; the public headers
+#    (<ikd/client.h>, and every *.h of solver/ but *_internal.h as
+#    <ikd/solver/...>), each compiling alone with only pkg-config's flags,
+#    <ikd/client.h> also as C++11; the examples' headers read from the
+#    installed copy (cc -M); the sonames and the symlinks (readelf -d,
+#    readlink); the shared examples NEEDing libikdclient.so.0 and
+#    libiksolver.so.0 and loading the installed ones, the static one not;
+#    only public ik_ and ikd_ symbols exported; the .pc files' fields.
+# 3. DESTDIR: files land under it, the .pc files name the PREFIX without it.
 # 4. make uninstall removes every installed file.
 #
 # Output is TAP ("ok N - ..." / "not ok N - ..."), which tests/run.sh counts.
-# The library is built by a make of its own (the MAKEFLAGS of an enclosing
-# "make check", and the variables make exports from its command line, such
-# as SANITIZER=address BUILD=build-asan, are dropped: the example is an
-# ordinary program and links an ordinary library).
+# The libraries are built by a make of their own (the MAKEFLAGS of an
+# enclosing "make check", and the variables make exports from its command
+# line, such as SANITIZER=address BUILD=build-asan, are dropped: the
+# examples are ordinary programs and link ordinary libraries).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT" || exit 1
@@ -47,26 +50,47 @@ if [ ! -s "$tmp/readme.sh" ]; then
     notok "clients/c/README.md has a sh block"
     echo "1..$n"; exit 1
 fi
+# an ikd for the client examples, on a free port
+IKD="${IKD_BIN:-build/ikd}"
+[ -x "$IKD" ] || cleanmake -s build/ikd >/dev/null 2>&1
+"$IKD" --listen 127.0.0.1:0 --log-level warn >"$tmp/ikd.out" 2>"$tmp/ikd.err" &
+ikd_pid=$!
+trap 'kill "$ikd_pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+port=
+i=0
+while [ -z "$port" ] && [ $i -lt 100 ]; do
+    port=$(sed -n 's/^ikd listening on .*:\([0-9][0-9]*\)$/\1/p' "$tmp/ikd.out")
+    [ -n "$port" ] || sleep 0.05
+    i=$((i + 1))
+done
+if [ -n "$port" ]; then ok "an ikd for the client examples listens"; else
+    notok "an ikd for the client examples listens"; sed 's/^/#   /' "$tmp/ikd.err"; fi
 mkdir -p "$tmp/home"
-rm -f build/iksolver-example build/iksolver-example-static
-HOME="$tmp/home" env $CLEAN_ENV -u PKG_CONFIG_PATH \
-    sh -e "$tmp/readme.sh" >"$tmp/readme.out" 2>"$tmp/readme.err"
+rm -f build/iksolver-example build/iksolver-example-static build/ikdclient-example \
+    build/ikdclient-example-cpp
+HOME="$tmp/home" IKD_URL="http://127.0.0.1:$port" env $CLEAN_ENV -u PKG_CONFIG_PATH \
+    -u IKD_TOKEN sh -e "$tmp/readme.sh" >"$tmp/readme.out" 2>"$tmp/readme.err"
 rc=$?
 if [ $rc -eq 0 ]; then ok "the README's commands run (exit 0)"; else
     notok "the README's commands run (exit $rc)"
     sed 's/^/#   /' "$tmp/readme.out" "$tmp/readme.err" | tail -40
 fi
 runs=$(grep -c '^all checks passed$' "$tmp/readme.out")
-if [ "$runs" -eq 2 ] && ! grep -q FAILED "$tmp/readme.out"; then
-    ok "both builds of the example print: all checks passed"
+if [ "$runs" -eq 4 ] && ! grep -q FAILED "$tmp/readme.out"; then
+    ok "the four example builds print: all checks passed"
 else
-    notok "both builds of the example print: all checks passed (got $runs)"
+    notok "the four example builds print: all checks passed (got $runs)"
     sed 's/^/#   /' "$tmp/readme.out"
 fi
 for what in "two_bone: ok" "ur5 pose 1: ok" "ur5 pose 2: ok" "ur5 pose 3: ok"; do
     c=$(grep -c "^$what" "$tmp/readme.out")
-    if [ "$c" -eq 2 ]; then ok "example output: $what (twice)"; else
-        notok "example output: $what (twice; got $c)"; fi
+    if [ "$c" -eq 2 ]; then ok "solver example output: $what (twice)"; else
+        notok "solver example output: $what (twice; got $c)"; fi
+done
+for what in "registered the leg: chain " "solve by id: success by two_bone" \
+    "10 ticks of 3 characters answered" "c++: 20 targets streamed, every foot on its target"; do
+    if grep -q "^$what" "$tmp/readme.out"; then ok "client example output: $what"; else
+        notok "client example output: $what"; fi
 done
 
 P="$tmp/home/.local"
@@ -77,12 +101,14 @@ L="$P/lib"
 (cd "$P" && find . \( -type f -o -type l \) | sed 's|^\./||' | sort) >"$tmp/files"
 {
     printf '%s\n' lib/libiksolver.a lib/libiksolver.so lib/libiksolver.so.0 \
-        lib/libiksolver.so.0.2.0 lib/pkgconfig/iksolver.pc
+        lib/libiksolver.so.0.2.0 lib/pkgconfig/iksolver.pc \
+        lib/libikdclient.a lib/libikdclient.so lib/libikdclient.so.0 \
+        lib/libikdclient.so.0.2.0 lib/pkgconfig/ikdclient.pc include/ikd/client.h
     for h in solver/*.h; do
         case "$h" in *_internal.h) ;; *) echo "include/ikd/$h" ;; esac
     done
 } | sort >"$tmp/expected"
-check "installed files: the libraries, the .pc and the public headers, nothing else" \
+check "installed files: the libraries, the .pc files and the public headers, nothing else" \
     diff "$tmp/expected" "$tmp/files"
 check "no internal header installed" sh -c "! ls '$P/include/ikd/solver/' | grep -q internal"
 
@@ -91,46 +117,82 @@ mkdir -p "$tmp/hdr"
 hdr_bad=""
 for h in "$P"/include/ikd/solver/*.h; do
     b=$(basename "$h")
-    printf '#include <solver/%s>\nint main(void) { return 0; }\n' "$b" >"$tmp/hdr/t.c"
+    printf '#include <ikd/solver/%s>\nint main(void) { return 0; }\n' "$b" >"$tmp/hdr/t.c"
     (cd "$tmp/hdr" && cc -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
         $(pkg-config --cflags iksolver) t.c) >"$tmp/hdr/err" 2>&1 || {
         hdr_bad="$hdr_bad $b"; sed 's/^/#   /' "$tmp/hdr/err"; }
 done
-if [ -z "$hdr_bad" ]; then ok "each installed header compiles alone with pkg-config's flags"; else
+if [ -z "$hdr_bad" ]; then ok "each installed solver header compiles alone as <ikd/solver/...>"; else
     notok "installed headers that do not compile alone:$hdr_bad"; fi
+printf '#include <ikd/client.h>\nint main(void) { return ikd_client_version()[0] == 0; }\n' \
+    >"$tmp/hdr/c.c"
+cp "$tmp/hdr/c.c" "$tmp/hdr/c.cpp"
+check "<ikd/client.h> compiles alone as C11 (-Wall -Wextra -Wpedantic -Werror)" \
+    sh -c "cd '$tmp/hdr' && cc -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
+        $(pkg-config --cflags ikdclient) c.c"
+check "<ikd/client.h> compiles alone as C++11 and links (-Wall -Wextra -Wpedantic -Werror)" \
+    sh -c "cd '$tmp/hdr' && c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -o cpp c.cpp \
+        $(pkg-config --cflags --libs ikdclient)"
 
-cc -M $(pkg-config --cflags iksolver) clients/c/example.c >"$tmp/deps" 2>&1
-check "the example reads the installed headers" grep -q "$P/include/ikd/solver/ik_numeric.h" "$tmp/deps"
-check "the example reads no header of the source tree" sh -c "! grep -q '$ROOT/solver/\| solver/' '$tmp/deps'"
+cc -M $(pkg-config --cflags iksolver) clients/c/solver_example.c >"$tmp/deps" 2>&1
+check "the solver example reads the installed headers" grep -q "$P/include/ikd/solver/ik_numeric.h" "$tmp/deps"
+check "the solver example reads no header of the source tree" sh -c "! grep -q '$ROOT/solver/\| solver/' '$tmp/deps'"
+cc -M $(pkg-config --cflags ikdclient) clients/c/client_example.c >"$tmp/deps" 2>&1
+check "the client example reads the installed header" grep -q "$P/include/ikd/client.h" "$tmp/deps"
+check "the client example reads no header of the source tree" \
+    sh -c "! grep -q 'clients/c/include' '$tmp/deps'"
 
-check "soname libiksolver.so.0 (readelf -d)" \
-    sh -c "readelf -d '$L/libiksolver.so.0.2.0' | grep -q 'Library soname: \[libiksolver.so.0\]'"
-check "libiksolver.so.0 -> libiksolver.so.0.2.0" test "$(readlink "$L/libiksolver.so.0")" = libiksolver.so.0.2.0
-check "libiksolver.so -> libiksolver.so.0" test "$(readlink "$L/libiksolver.so")" = libiksolver.so.0
-check "the shared library needs libm and libc only" \
+for lib in iksolver ikdclient; do
+    check "soname lib$lib.so.0 (readelf -d)" \
+        sh -c "readelf -d '$L/lib$lib.so.0.2.0' | grep -q 'Library soname: \[lib$lib.so.0\]'"
+    check "lib$lib.so.0 -> lib$lib.so.0.2.0" test "$(readlink "$L/lib$lib.so.0")" = lib$lib.so.0.2.0
+    check "lib$lib.so -> lib$lib.so.0" test "$(readlink "$L/lib$lib.so")" = lib$lib.so.0
+done
+check "the solver library needs libm and libc only" \
     test -z "$(readelf -d "$L/libiksolver.so.0.2.0" | grep NEEDED | grep -v 'libc\.so\|libm\.so')"
-check "the shared example NEEDs libiksolver.so.0" \
+check "the client library needs libcurl, GnuTLS, nettle, wslay, libm and libc only" \
+    test -z "$(readelf -d "$L/libikdclient.so.0.2.0" | grep NEEDED |
+        grep -v 'libcurl\.so\|libgnutls\.so\|libnettle\.so\|libwslay\.so\|libc\.so\|libm\.so')"
+check "the shared solver example NEEDs libiksolver.so.0" \
     sh -c "readelf -d build/iksolver-example | grep -q 'Shared library: \[libiksolver.so.0\]'"
-check "the shared example loads the installed library" \
+check "the shared solver example loads the installed library" \
     sh -c "LD_LIBRARY_PATH='$L' ldd build/iksolver-example | grep -q '$L/libiksolver.so.0'"
-check "the static example needs no libiksolver" \
+check "the static solver example needs no libiksolver" \
     sh -c "! readelf -d build/iksolver-example-static | grep -q libiksolver"
+for ex in ikdclient-example ikdclient-example-cpp; do
+    check "$ex NEEDs libikdclient.so.0 and loads the installed one" \
+        sh -c "readelf -d build/$ex | grep -q 'Shared library: \[libikdclient.so.0\]' &&
+            LD_LIBRARY_PATH='$L' ldd build/$ex | grep -q '$L/libikdclient.so.0'"
+done
 nm -D --defined-only "$L/libiksolver.so.0.2.0" | awk 'NF == 3 {print $3}' >"$tmp/syms"
-check "the shared library exports ik_numeric_solve and ik_twobone_solve" \
+check "the solver library exports ik_numeric_solve and ik_twobone_solve" \
     sh -c "grep -qx ik_numeric_solve '$tmp/syms' && grep -qx ik_twobone_solve '$tmp/syms'"
-check "the shared library exports nothing internal (ik__) or unprefixed" \
+check "the solver library exports nothing internal (ik__) or unprefixed" \
     sh -c "! grep -v '^ik_[a-zA-Z0-9]' '$tmp/syms' | grep -q ."
-check "pkg-config: version 0.2.0" test "$(pkg-config --modversion iksolver)" = 0.2.0
-# (echo drops the blank that pkg-config may end its output with)
-check "pkg-config: Cflags -I.../include/ikd" test "$(echo $(pkg-config --cflags iksolver))" = "-I$P/include/ikd"
-check "pkg-config: Libs -L... -liksolver" test "$(echo $(pkg-config --libs iksolver))" = "-L$L -liksolver"
-check "pkg-config: Libs.private -lm" test "$(echo $(pkg-config --static --libs iksolver))" = "-L$L -liksolver -lm"
+nm -D --defined-only "$L/libikdclient.so.0.2.0" | awk 'NF == 3 {print $3}' >"$tmp/syms"
+check "the client library exports ikd_conn_process and ikd_solve" \
+    sh -c "grep -qx ikd_conn_process '$tmp/syms' && grep -qx ikd_solve '$tmp/syms'"
+check "the client library exports nothing internal (ikd__) or unprefixed" \
+    sh -c "! grep -v '^ikd_[a-zA-Z0-9]' '$tmp/syms' | grep -q ."
+for lib in iksolver ikdclient; do
+    check "pkg-config $lib: version 0.2.0" test "$(pkg-config --modversion $lib)" = 0.2.0
+    # (echo drops the blank that pkg-config may end its output with)
+    check "pkg-config $lib: Cflags -I.../include" test "$(echo $(pkg-config --cflags $lib))" = "-I$P/include"
+    check "pkg-config $lib: Libs -L... -l$lib" test "$(echo $(pkg-config --libs $lib))" = "-L$L -l$lib"
+done
+check "pkg-config iksolver: Libs.private -lm" test "$(echo $(pkg-config --static --libs iksolver))" = "-L$L -liksolver -lm"
+check "pkg-config ikdclient: Libs.private names libcurl, GnuTLS, nettle and wslay" \
+    sh -c "pkg-config --static --libs ikdclient | grep -q -- '-lcurl -lgnutls -lnettle -lwslay'"
 
 # ---- 3. DESTDIR --------------------------------------------------------
-cleanmake -s install DESTDIR="$tmp/stage" PREFIX=/opt/iksolver >"$tmp/d.out" 2>&1
-check "DESTDIR: the files land under it" test -f "$tmp/stage/opt/iksolver/lib/libiksolver.so.0.2.0"
-check "DESTDIR: the .pc names the PREFIX without DESTDIR" \
-    grep -qx 'prefix=/opt/iksolver' "$tmp/stage/opt/iksolver/lib/pkgconfig/iksolver.pc"
+cleanmake -s install DESTDIR="$tmp/stage" PREFIX=/opt/ikd >"$tmp/d.out" 2>&1
+check "DESTDIR: the files land under it" \
+    sh -c "test -f '$tmp/stage/opt/ikd/lib/libiksolver.so.0.2.0' &&
+        test -f '$tmp/stage/opt/ikd/lib/libikdclient.so.0.2.0' &&
+        test -f '$tmp/stage/opt/ikd/include/ikd/client.h'"
+check "DESTDIR: the .pc files name the PREFIX without DESTDIR" \
+    sh -c "grep -qx 'prefix=/opt/ikd' '$tmp/stage/opt/ikd/lib/pkgconfig/iksolver.pc' &&
+        grep -qx 'prefix=/opt/ikd' '$tmp/stage/opt/ikd/lib/pkgconfig/ikdclient.pc'"
 
 # ---- 4. uninstall ------------------------------------------------------
 cleanmake -s uninstall PREFIX="$P" >"$tmp/u.out" 2>&1
@@ -138,6 +200,7 @@ left=$(find "$P" \( -type f -o -type l \) | wc -l)
 check "make uninstall removes every installed file" test "$left" -eq 0
 check "make uninstall removes include/ikd" test ! -e "$P/include/ikd"
 
-rm -f build/iksolver-example build/iksolver-example-static
+rm -f build/iksolver-example build/iksolver-example-static build/ikdclient-example \
+    build/ikdclient-example-cpp
 echo "1..$n"
 [ "$bad" -eq 0 ]

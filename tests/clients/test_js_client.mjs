@@ -16,6 +16,15 @@
  * after maxAttempts when nothing comes back. The shell snippet of
  * clients/js/README.md runs as written (its own daemon on a free port, by
  * IKD_LISTEN, which "ikd probe" reads too), and stops that daemon.
+ *
+ * Issue 26 and the package: ticks (one item per target in order, errors in
+ * their places, many ticks in flight, a tick refused whole), ikd's
+ * unknown_type error and messages this client does not know reaching the
+ * caller as events (console.warn when nobody listens), a stream solved
+ * 10,000 times without reading keeping the heap flat, chains registered
+ * again when ikd forgot them (HTTP, a stream's open, a reopening after a
+ * reconnection), HTTP retries on 503 with Retry-After, and TLS (https and
+ * wss through a TLS front with a private CA, refused with another CA).
  */
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -244,6 +253,10 @@ test('reconnection: backoff, streams reopened on the new daemon; giving up after
     await conn.ready();
     const leg = await conn.open('leg', { chain: LEG });
     checkLeg((await leg.target({ position: [0.2, 0.1, 0.25] })).result, [0.2, 0.1, 0.25]);
+    /* a stream on a registered chain: the new daemon does not know it, and
+     * the client registers it again when the stream reopens */
+    const desc = await client.registerChain(PLANAR);
+    const arm = await conn.open('arm', { chain_id: desc.id });
     const states = [];
     conn.on('state', (s) => states.push(s));
     const reopened = new Promise((resolve) => conn.on('reopen', resolve));
@@ -257,6 +270,10 @@ test('reconnection: backoff, streams reopened on the new daemon; giving up after
     const a = await leg.target({ position: [0.15, 0.05, 0.3] });
     assert.equal(a.seq, 2, 'seqs go on after a reconnection');
     checkLeg(a.result, [0.15, 0.05, 0.3]);
+    assert.ok(arm.isOpen, 'the stream on a registered chain was opened again');
+    assert.equal(client.reregistered, 1);
+    const b = await arm.target({ position: [1.2, 0.6] });
+    assert.ok(dist(planarTip(PLANAR.lengths, b.result.joints), [1.2, 0.6]) < 1e-9);
   } finally {
     await conn.close();
     if (second) assert.equal(await second.stop(), 0);
@@ -282,6 +299,7 @@ test('clients/js/example.mjs runs as its README says', LIMIT, async () => {
   assert.match(out, /^batch: success, no_ik_solution$/m);
   assert.match(out, /^error: invalid_request at \/target\/position$/m);
   for (let seq = 1; seq <= 10; seq++) assert.match(out, new RegExp(`^stream: seq ${seq} success in \\d+\\.\\d\\d ms$`, 'm'));
+  assert.match(out, /^tick: left_leg success, right_leg success$/m);
 });
 
 test('the README\'s shell snippet runs as written and stops its daemon', LIMIT, async () => {
@@ -316,4 +334,244 @@ test('the README\'s shell snippet runs as written and stops its daemon', LIMIT, 
   assert.match(out, /^batch: success, no_ik_solution$/m);
   assert.match(out, /^error: invalid_request at \/target\/position$/m);
   assert.match(out, /^stream: seq 10 success in \d+\.\d\d ms$/m);
+});
+
+/* ---- ticks, events, bounded memory, re-registration, retries, TLS ------ */
+
+test('a tick_solution reaches the caller: one item per target in order, per-stream errors', LIMIT, async () => {
+  const conn = ikd.connect();
+  try {
+    await conn.ready();
+    const c1 = await conn.open('c1', { chain: LEG });
+    const c2 = await conn.open('c2', { chain: LEG, options: { solver: 'two_bone' } });
+    const ticks = [];
+    conn.on('tick', (t) => ticks.push(t.seq));
+    const a = [0.2, 0.1, 0.25], b = [0.15, -0.05, 0.3];
+    const t1 = await conn.tick({ c1: { position: a }, c2: { position: b } });
+    assert.equal(t1.seq, 1);
+    assert.equal(t1.requested, 1);
+    assert.deepEqual(t1.solutions.map((s) => s.stream), ['c1', 'c2']);
+    checkLeg(t1.solutions[0].result, a);
+    checkLeg(t1.solutions[1].result, b);
+    assert.equal(c1.latest.seq, 1, 'a tick item is its stream\'s latest answer');
+    checkLeg(c1.latest.result, a);
+    /* errors in their places: a bad orientation, a stream that is not open */
+    const t2 = await conn.tick([
+      { stream: 'c2', target: { position: a } },
+      { stream: 'c1', target: { position: b, orientation: [0, 0, 0, 2] } },
+      { stream: 'c3', target: { position: b } },
+    ]);
+    assert.equal(t2.seq, 2);
+    checkLeg(t2.solutions[0].result, a);
+    assert.ok(t2.solutions[1].error instanceof IkdError);
+    assert.deepEqual([t2.solutions[1].error.code, t2.solutions[1].error.path, t2.solutions[1].error.stream],
+      ['invalid_request', '/targets/1/target/orientation', 'c1']);
+    assert.deepEqual([t2.solutions[2].error.code, t2.solutions[2].error.path], ['unknown_stream', '/targets/2/stream']);
+    /* a target() after ticks takes its stream's next seq, and a stream
+     * that joins late has seqs of its own in the tick */
+    const next = await c1.target({ position: b });
+    assert.equal(next.seq, 3);
+    checkLeg(next.result, b);
+    const c3 = await conn.open('c3', { chain: LEG });
+    const t3 = await conn.tick({ c1: { position: a }, c3: { position: b } });
+    assert.deepEqual(t3.solutions.map((s) => [s.stream, s.seq]), [['c1', 4], ['c3', 1]]);
+    checkLeg(t3.solutions[1].result, b);
+    assert.equal(c3.latest.seq, 1);
+    /* many ticks in flight: each resolves with its own answer or the newer
+     * one that replaced it, the last with its own */
+    const many = Array.from({ length: 20 }, (_, i) => conn.tick({ c1: { position: [0.2, 0.1, 0.25 + 0.002 * i] }, c2: { position: b } }));
+    const done = await within(Promise.all(many), 10000, 'twenty ticks in flight');
+    done.forEach((t, i) => { assert.equal(t.requested, 4 + i); assert.ok(t.seq >= t.requested); });
+    assert.equal(done.at(-1).seq, 23);
+    checkLeg(done.at(-1).solutions[0].result, [0.2, 0.1, 0.25 + 0.002 * 19]);
+    assert.equal(ticks.at(-1), 23, 'the "tick" event saw the last tick');
+  } finally {
+    await conn.close();
+  }
+});
+
+test('a tick refused whole rejects its promise with the error', LIMIT, async () => {
+  const conn = ikd.connect();
+  try {
+    await conn.ready();
+    await conn.open('c1', { chain: LEG });
+    await assert.rejects(within(conn.tick([]), 5000, 'an empty tick'),
+      (e) => e instanceof IkdError && e.code === 'invalid_request' && e.path === '/targets' && e.seq === 1);
+  } finally {
+    await conn.close();
+  }
+});
+
+test('an unknown_type error and unknown messages reach the caller, never dropped', LIMIT, async () => {
+  const conn = ikd.connect();
+  try {
+    await conn.ready();
+    const errors = [];
+    conn.on('error', (e) => errors.push(e));
+    assert.ok(conn.send({ type: 'bogus' }));
+    const leg = await conn.open('leg', { chain: LEG });
+    /* an error of a target sent without a promise reaches the event too */
+    leg.send({ position: [0.2, 0.1, 2.5e9] });
+    await within((async () => { while (errors.length < 2) await new Promise((ok) => setTimeout(ok, 5)); })(), 5000, 'two errors');
+    assert.equal(errors[0].code, 'unknown_type');
+    assert.deepEqual([errors[1].code, errors[1].path, errors[1].stream, errors[1].seq], ['invalid_request', '/target/position/2', 'leg', 1]);
+  } finally {
+    await conn.close();
+  }
+  /* a scripted server sends a type this client does not know, and a binary
+   * frame: "message" events when listened to, "error" events otherwise */
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((resolve) => wss.on('listening', resolve));
+  wss.on('connection', (sock) => sock.on('message', () => {
+    sock.send(JSON.stringify({ type: 'novelty', stream: 'x' }));
+    sock.send(Buffer.from([1, 2, 3]));
+  }));
+  const scripted = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false });
+  try {
+    await scripted.ready();
+    const errors = [];
+    const off = scripted.on('error', (e) => errors.push(e.code));
+    scripted.send({ type: 'hello' });
+    await within((async () => { while (errors.length < 2) await new Promise((ok) => setTimeout(ok, 5)); })(), 3000, 'two unexpected messages');
+    assert.deepEqual(errors, ['unexpected_message', 'unexpected_message']);
+    off();
+    const messages = [];
+    scripted.on('message', (m) => messages.push(m));
+    scripted.send({ type: 'hello' });
+    await within((async () => { while (messages.length < 2) await new Promise((ok) => setTimeout(ok, 5)); })(), 3000, 'two messages');
+    assert.equal(messages[0].type, 'novelty');
+    assert.ok(!(typeof messages[1] === 'string'));
+    /* an error with nobody listening is written to console.warn and counted */
+    const warn = console.warn;
+    const warned = [];
+    console.warn = (m) => warned.push(m);
+    try {
+      scripted.listeners.message.clear();
+      scripted.send({ type: 'hello' });
+      await within((async () => { while (warned.length < 2) await new Promise((ok) => setTimeout(ok, 5)); })(), 3000, 'two warnings');
+    } finally {
+      console.warn = warn;
+    }
+    assert.match(warned[0], /unexpected_message/);
+    assert.equal(scripted.unheardErrors, 2);
+  } finally {
+    await scripted.close();
+    await new Promise((resolve) => wss.close(resolve));
+  }
+});
+
+test('a stream solved 10,000 times without reading keeps memory bounded', LIMIT, async () => {
+  const v8 = await import('node:v8');
+  const vm = await import('node:vm');
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const conn = ikd.connect();
+  try {
+    await conn.ready();
+    const leg = await conn.open('mem', { chain: LEG });
+    const heapAfter = async (n, from) => {
+      /* sends without promises; every 50 targets one is awaited, so each
+       * target is solved (one in flight at most would conflate nothing) */
+      for (let i = from; i < n; i++) {
+        const t = { position: [0.2, 0.1, 0.25 + 0.0001 * (i % 500)] };
+        if (i % 50 === 49) await leg.target(t); else { leg.send(t); await new Promise(setImmediate); }
+      }
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const h1 = await heapAfter(1000, 0);
+    const h2 = await heapAfter(10000, 1000);
+    assert.equal(leg.seq, 10000);
+    assert.ok(leg.latest.seq > 9900, 'the latest answer is kept');
+    assert.ok(h2 - h1 < 1 << 20, `heap grew ${h2 - h1} bytes over 9,000 answers`);
+  } finally {
+    await conn.close();
+  }
+});
+
+test('re-registration: a chain ikd forgot is registered again, over HTTP and for a stream', LIMIT, async () => {
+  const client = new Ikd(daemon.base, { token: TOKEN });
+  const other = new Ikd(daemon.base, { token: TOKEN });
+  const desc = await client.registerChain(PLANAR);
+  await other.deleteChain(desc.id); /* ikd forgets it; this client still holds it */
+  const r = await client.solve({ chain_id: desc.id, target: { position: [1.2, 0.6] } });
+  assert.ok(dist(planarTip(PLANAR.lengths, r.joints), [1.2, 0.6]) < 1e-9);
+  assert.equal(client.reregistered, 1);
+  await other.deleteChain(desc.id);
+  const conn = client.connect();
+  try {
+    await conn.ready();
+    const s = await conn.open('by_id', { chain_id: desc.id });
+    assert.equal(s.chainId, desc.id);
+    const a = await s.target({ position: [1.0, 0.9] });
+    assert.ok(dist(planarTip(PLANAR.lengths, a.result.joints), [1.0, 0.9]) < 1e-9);
+    assert.equal(client.reregistered, 2);
+  } finally {
+    await conn.close();
+  }
+  /* a chain this client never registered is not guessed */
+  await other.deleteChain(desc.id);
+  await assert.rejects(new Ikd(daemon.base, { token: TOKEN }).solve({ chain_id: desc.id, target: { position: [1, 0] } }),
+    (e) => e.code === 'unknown_chain');
+});
+
+test('retries: 503 with Retry-After is sent again; refusals and exhausted retries throw', LIMIT, async () => {
+  const { createServer } = await import('node:http');
+  let hits = 0;
+  const server = createServer((req, res) => {
+    hits++;
+    if (hits % 3 !== 0) {
+      res.writeHead(503, { 'Content-Type': 'application/json', 'Retry-After': '0' });
+      res.end(JSON.stringify({ error: { code: 'overloaded', message: 'busy', path: '' } }));
+    } else {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end('{"status":"ready"}');
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  try {
+    assert.deepEqual(await new Ikd(base, { backoffMs: 1 }).ready(), { status: 'ready' });
+    assert.equal(hits, 3);
+    await assert.rejects(new Ikd(base, { retries: 1, backoffMs: 1 }).ready(),
+      (e) => e.code === 'overloaded' && e.status === 503 && e.retryAfter === 0);
+    assert.equal(hits, 5);
+  } finally {
+    await new Promise((ok) => server.close(ok));
+  }
+  /* a refusal is not repeated */
+  await assert.rejects(new Ikd(daemon.base).solvers(), (e) => e.code === 'unauthorized');
+});
+
+test('TLS: https and wss through a TLS front with the CA given; refused without it', LIMIT, async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { certs, tlsProxy } = await import('./tls_proxy.mjs');
+  const dir = mkdtempSync(`${tmpdir()}/ikd-tls-`);
+  const pem = certs(dir);
+  const front = await tlsProxy(daemon.port, pem);
+  try {
+    const secure = new Ikd(front.base, { token: TOKEN, ca: pem.ca });
+    assert.equal(secure.streamUrl(), `${front.base.replace('https', 'wss')}/v1/stream`);
+    const r = await secure.solve({ chain: PLANAR, target: { position: [1.2, 0.6] } });
+    assert.ok(dist(planarTip(PLANAR.lengths, r.joints), [1.2, 0.6]) < 1e-9);
+    const conn = secure.connect({ reconnect: false });
+    try {
+      await conn.ready();
+      const leg = await conn.open('tls', { chain: LEG });
+      checkLeg((await leg.target({ position: [0.2, 0.1, 0.25] })).result, [0.2, 0.1, 0.25]);
+      const t = await conn.tick({ tls: { position: [0.15, 0.05, 0.3] } });
+      checkLeg(t.solutions[0].result, [0.15, 0.05, 0.3]);
+    } finally {
+      await conn.close();
+    }
+    await assert.rejects(new Ikd(front.base, { token: TOKEN, ca: pem.otherCa, retries: 0 }).solvers(),
+      (e) => e instanceof IkdError && e.code === 'network');
+    const refused = new Ikd(front.base, { token: TOKEN, ca: pem.otherCa }).connect({ reconnect: false });
+    await assert.rejects(refused.ready(), (e) => e.code === 'closed');
+  } finally {
+    await front.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -6,13 +6,20 @@
  * and loads the chain between the two, at most FUZZ_MAX_JOINTS joints (the
  * daemon's default limit, proto/README.md "Limits"); a success must give a
  * chain whose degrees of freedom fit that, and every failure a code and a
- * message.
+ * message. The same text also goes through the whole-robot reader
+ * (collisions), the SRDF reader, and, for a chain that loaded, the
+ * collision model's builder (proto/proto_collide.c: the skeleton, the
+ * document as its own SRDF).
  */
 #include "tests/fuzz/fuzz.h"
 
+#include "proto/proto_collide.h"
+#include "proto/proto_srdf.h"
 #include "proto/proto_urdf.h"
 
 #define FUZZ_MAX_JOINTS 128
+
+static ik_collide_model model;
 
 static char links[64][PROTO_URDF_NAME_MAX];
 
@@ -45,6 +52,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (proto_urdf_links(p, len, links, 64, &n_links, &err) != 0 && err.code == PROTO_E_NONE)
         fuzz_fail("proto_urdf_links failed without a code");
 
+    proto_urdf_robot robot;
+    if (proto_urdf_robot_read(p, len, &robot, &err) == 0)
+        proto_urdf_robot_free(&robot);
+    else if (err.code == PROTO_E_NONE)
+        fuzz_fail("proto_urdf_robot_read failed without a code");
+    proto_srdf_entry *entries;
+    size_t n_entries;
+    if (proto_srdf_read(p, len, &entries, &n_entries, &err) == 0)
+        free(entries);
+    else if (err.code == PROTO_E_NONE)
+        fuzz_fail("proto_srdf_read failed without a code");
+
     char(*names)[PROTO_URDF_NAME_MAX] = NULL;
     ik_chain *chain = proto_urdf_load_chain(p, len, base, tip, FUZZ_MAX_JOINTS, &names, &err);
     if (!chain) {
@@ -54,6 +73,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (chain->dof == 0 || chain->dof > FUZZ_MAX_JOINTS || !names)
         fuzz_fail("a loaded chain has an impossible number of degrees of freedom");
+    const char *tips[1] = {tip};
+    proto_collide_spec spec = {NULL, 0, 0.05, p, len};
+    proto_collide_link *cl;
+    size_t ncl;
+    if (proto_collide_build(p, len, base, tips, 1, chain, NULL, &spec, &model, &cl, &ncl, &err) ==
+        0)
+        free(cl);
+    else if (err.code == PROTO_E_NONE)
+        fuzz_fail("proto_collide_build failed without a code");
     free(chain);
     free(names);
     return 0;

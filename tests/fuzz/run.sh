@@ -6,18 +6,20 @@
 # Each target keeps its growing corpus in BUILD/corpus/NAME, seeded on every
 # run from the repository (read-only): fixtures' bodies for the request and
 # JSON targets (and the binary batches of tests/fuzz/seeds/request), the
-# messages of tests/fuzz/seeds/stream, the robots of tests/data for the URDF target.
+# messages of tests/fuzz/seeds/stream, the robots of tests/data (and our iiwa SRDF) for
+# the URDF target, and for the C client's readers (fuzz_client) the fixtures'
+# answers and the server messages of proto/STREAM.md.
 # A crash or a wrong answer leaves BUILD/crash-NAME-* and makes the run fail;
 # the last line of each target's log gives its executions.
 set -eu
 BUILD=${1:-build-fuzz}
 SECONDS_EACH=${2:-60}
 shift 2 2>/dev/null || shift $#
-TARGETS=${*:-"fuzz_json fuzz_request fuzz_stream fuzz_urdf"}
+TARGETS=${*:-"fuzz_json fuzz_request fuzz_stream fuzz_urdf fuzz_client"}
 FIX=tests/fixtures
 SEED=$BUILD/seeds
 rm -rf "$SEED"
-mkdir -p "$SEED/json" "$SEED/request" "$SEED/stream" "$SEED/urdf"
+mkdir -p "$SEED/json" "$SEED/request" "$SEED/stream" "$SEED/urdf" "$SEED/client"
 
 # The first byte of a JSON or request input selects flags or the kind.
 for f in "$FIX"/*.json; do
@@ -37,6 +39,22 @@ cp tests/fuzz/seeds/stream/* "$SEED/stream/"
 # proto/README.md, "Binary batches"
 cp tests/fuzz/seeds/request/* "$SEED/request/"
 
+# The client's inputs: the first byte selects the reader (fuzz_client.c):
+# 0 a stream message, 1 an HTTP answer, 2 a chain description, 3 an error.
+for f in "$FIX"/*.response.json; do
+    b=$(basename "$f" .response.json)
+    case "$b" in
+    solve_* | batch_*) k='\001' ;;
+    chain_*) k='\002' ;;
+    error_*) k='\003' ;;
+    *) continue ;;
+    esac
+    { printf "$k"; cat "$f"; } >"$SEED/client/$b"
+done
+awk '/<!-- check: server -->/ {s = 1; next} s && /^```json$/ {f = 1; next}
+     f && /^```$/ {f = 0; s = 0; next} f {n++; printf "%c%s", 0, $0 > (dir "/stream_md_" n)}' \
+    dir="$SEED/client" proto/STREAM.md
+
 # URDF inputs: "BASE\nTIP\n" then the document.
 urdf() { { printf '%s\n%s\n' "$2" "$3"; cat "tests/data/robots/$1.urdf"; } >"$SEED/urdf/$1"; }
 urdf ur5 base_link tool0
@@ -44,6 +62,8 @@ urdf abb_irb120 base_link tool0
 urdf kuka_iiwa14_r820 base_link tool0
 urdf franka_panda panda_link0 panda_link8
 urdf pr2 torso_lift_link r_wrist_roll_link
+# an SRDF (the URDF target reads its input as an SRDF too)
+{ printf 'base_link\ntool0\n'; cat tests/data/collision/kuka_iiwa14_r820.srdf; } >"$SEED/urdf/srdf"
 
 status=0
 for t in $TARGETS; do

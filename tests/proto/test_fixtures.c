@@ -42,7 +42,9 @@
  * target). A tick's answer must be the one proto/ gives for the tick before
  * it: each target solved by its stream's session (warm-started as the
  * daemon does) and written by the tick encoders, an error in the same
- * place with the same code and path.
+ * place with the same code and path. proto/README.md's error table has
+ * exactly the codes of PROTO_ERROR_MAP, and README.md's error list (in "The
+ * API at a glance") names each under its HTTP status.
  *
  * Files are found relative to the repository root, where tests/run.sh runs
  * every test.
@@ -1464,6 +1466,46 @@ START_TEST(error_codes_documented)
 }
 END_TEST
 
+/* README.md's error list ("The API at a glance"): a row per HTTP status,
+ * "| status | `code`, `code` | when |", naming every code of
+ * PROTO_ERROR_MAP under its status, and no status the table lacks but
+ * libmicrohttpd's own 431 (headers beyond --connection-memory). */
+START_TEST(readme_error_statuses)
+{
+    char *readme = read_doc("README.md");
+    char *sec = strstr(readme, "\n## The API at a glance\n");
+    ck_assert_msg(sec != NULL, "README.md has no \"The API at a glance\" section");
+    char *sec_end = strstr(sec + 1, "\n## ");
+    if (sec_end)
+        *sec_end = '\0';
+    size_t nrows = sizeof error_rows / sizeof error_rows[0];
+    for (size_t i = 0; i < nrows; i++) {
+        char start[16], code[80];
+        snprintf(start, sizeof start, "\n| %d | ", error_rows[i].http);
+        const char *line = strstr(sec, start);
+        ck_assert_msg(line != NULL, "README.md's error list has no row for %d", error_rows[i].http);
+        const char *eol = strchr(line + 1, '\n');
+        snprintf(code, sizeof code, "`%s`", error_rows[i].name);
+        const char *at = strstr(line, code);
+        ck_assert_msg(at != NULL && (!eol || at < eol), "README.md's row for %d lacks %s",
+                      error_rows[i].http, code);
+    }
+    size_t statuses = 0;
+    for (char *p = strstr(sec, "\n| "); p; p = strstr(p + 1, "\n| ")) {
+        int status;
+        if (sscanf(p, "\n| %d |", &status) != 1 || status < 400 || status > 599)
+            continue;
+        bool known = status == 431;
+        for (size_t i = 0; i < nrows; i++)
+            known |= error_rows[i].http == status;
+        ck_assert_msg(known, "README.md lists status %d, which PROTO_ERROR_MAP lacks", status);
+        statuses++;
+    }
+    ck_assert_uint_ge(statuses, 12);
+    free(readme);
+}
+END_TEST
+
 /* STREAM.md's streams by name (the examples open a few). */
 typedef struct named_session {
     char name[PROTO_STREAM_NAME_MAX + 1];
@@ -1685,6 +1727,7 @@ int main(void)
     tcase_add_test(td, openapi_examples_are_fixtures);
     tcase_add_test(td, stream_examples);
     tcase_add_test(td, error_codes_documented);
+    tcase_add_test(td, readme_error_statuses);
     suite_add_tcase(s, td);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

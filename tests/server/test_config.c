@@ -7,8 +7,11 @@
  *
  * The flag table SRV_CONFIG_MAP against what is made of it and written
  * about it: every VALUE() default is accepted by its own flag, --help
- * lists every row with its variable and default, and README.md's flag
- * table documents exactly the table's flags with the same defaults.
+ * lists every row with its variable and default under its topic's heading
+ * (topics in SRV_CONFIG_TOPICS's order) in a layout that long names do not
+ * break (no line over 79 columns, every variable in one column), and
+ * README.md's flag table documents exactly the table's flags with the same
+ * defaults.
  */
 #include <check.h>
 #include <stdio.h>
@@ -303,10 +306,24 @@ END_TEST
 #define TDFLT_PROTO       NULL, NULL
 #define TDFLT_NONE(word)  NULL, word
 
+static const char *const headings[] = {
+#define HEADING(topic, heading) heading,
+    SRV_CONFIG_TOPICS(HEADING)
+#undef HEADING
+};
+#define NHEADINGS (sizeof headings / sizeof headings[0])
+
+enum test_topic {
+#define TOPIC(topic, heading) T_##topic,
+    SRV_CONFIG_TOPICS(TOPIC)
+#undef TOPIC
+};
+
 static const struct row {
+    int topic;
     const char *flag, *env, *value, *word;
 } rows[] = {
-#define ROW(id, flag, env, type, field, dflt, help) {flag, env, TDFLT_##dflt},
+#define ROW(id, topic, flag, env, type, field, dflt, help) {T_##topic, flag, env, TDFLT_##dflt},
     SRV_CONFIG_MAP(ROW)
 #undef ROW
 };
@@ -333,21 +350,38 @@ static char *help_text(void)
     return buf;
 }
 
-/* The line of --help for flag, split into variable and default. */
+/* The entry of --help for flag ("  --flag VALUE   ENV", then its help on
+ * lines indented by 8 spaces), split into variable and default. */
 static void help_row(const char *help, const char *flag, shown *sh)
 {
     char start[96];
     snprintf(start, sizeof start, "\n  --%s ", flag);
     const char *line = strstr(help, start);
     ck_assert_msg(line != NULL, "--help lacks --%s", flag);
+    ck_assert_msg(strstr(line + 1, start) == NULL, "--help lists --%s twice", flag);
     line++;
     const char *eol = strchr(line, '\n');
     ck_assert_ptr_nonnull(eol);
-    char text[1024];
-    ck_assert_uint_lt((size_t)(eol - line), sizeof text);
-    memcpy(text, line, (size_t)(eol - line));
-    text[eol - line] = '\0';
-    ck_assert_int_eq(sscanf(text + 4 + strlen(flag), " %63s", sh->env), 1);
+    /* the variable: the last word of the flag's line */
+    const char *env = eol;
+    while (env > line && env[-1] != ' ')
+        env--;
+    ck_assert_uint_lt((size_t)(eol - env), sizeof sh->env);
+    memcpy(sh->env, env, (size_t)(eol - env));
+    sh->env[eol - env] = '\0';
+    /* the help: the following lines that start with 8 spaces, joined */
+    char text[1024] = "";
+    size_t len = 0;
+    for (const char *l = eol + 1; strncmp(l, "        ", 8) == 0;) {
+        const char *e = strchr(l, '\n');
+        ck_assert_ptr_nonnull(e);
+        int n = snprintf(text + len, sizeof text - len, "%s%.*s", len ? " " : "", (int)(e - l - 8),
+                         l + 8);
+        ck_assert(n > 0 && (size_t)n < sizeof text - len);
+        len += (size_t)n;
+        l = e + 1;
+    }
+    ck_assert_msg(len > 0, "--%s has no help text", flag);
     const char *d = strstr(text, " (default ");
     ck_assert_msg(d != NULL && text[strlen(text) - 1] == ')', "--%s shows no default", flag);
     d += strlen(" (default ");
@@ -390,6 +424,57 @@ START_TEST(test_help_lists_table)
             ck_assert_str_ne(rows[k].env, rows[i].env);
         }
     }
+    free(help);
+}
+END_TEST
+
+/* The layout: headings in SRV_CONFIG_TOPICS's order, each row under its
+ * own topic's heading, no line wider than 79 columns (the longest flags
+ * and variables included), and every variable starting in one column. */
+START_TEST(test_help_layout)
+{
+    char *help = help_text();
+    const char *at[NHEADINGS];
+    for (size_t t = 0; t < NHEADINGS; t++) {
+        char h[128];
+        snprintf(h, sizeof h, "\n\n%s:\n", headings[t]);
+        at[t] = strstr(help, h);
+        ck_assert_msg(at[t] != NULL, "--help has no heading \"%s\"", headings[t]);
+        if (t > 0)
+            ck_assert_msg(at[t] > at[t - 1], "heading \"%s\" is out of order", headings[t]);
+    }
+    const char *other = strstr(help, "\n\nOther:\n");
+    ck_assert_ptr_nonnull(other);
+    ck_assert(other > at[NHEADINGS - 1]);
+    for (size_t i = 0; i < NROWS; i++) {
+        char start[96];
+        snprintf(start, sizeof start, "\n  --%s ", rows[i].flag);
+        const char *line = strstr(help, start);
+        ck_assert_ptr_nonnull(line);
+        int t = rows[i].topic;
+        const char *next = (size_t)t + 1 < NHEADINGS ? at[t + 1] : other;
+        ck_assert_msg(line > at[t] && line < next, "--%s is not under \"%s\"", rows[i].flag,
+                      headings[t]);
+    }
+    int env_col = -1;
+    for (const char *l = help; *l;) {
+        const char *e = strchr(l, '\n');
+        ck_assert_ptr_nonnull(e);
+        ck_assert_msg(e - l <= 79, "--help line wider than 79 columns: %.*s", (int)(e - l), l);
+        if (strncmp(l, "  --", 4) == 0 && e[-1] != ' ') {
+            const char *env = e;
+            while (env > l && env[-1] != ' ')
+                env--;
+            if (strncmp(env, "IKD_", 4) == 0) {
+                if (env_col < 0)
+                    env_col = (int)(env - l);
+                ck_assert_msg((int)(env - l) == env_col, "a variable out of its column: %.*s",
+                              (int)(e - l), l);
+            }
+        }
+        l = e + 1;
+    }
+    ck_assert_int_gt(env_col, 0);
     free(help);
 }
 END_TEST
@@ -516,6 +601,7 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_allow_origin_env_fails_closed);
     tcase_add_test(tc, test_table_defaults_parse);
     tcase_add_test(tc, test_help_lists_table);
+    tcase_add_test(tc, test_help_layout);
     tcase_add_test(tc, test_readme_flags);
     suite_add_tcase(s, tc);
     return s;

@@ -1,7 +1,9 @@
 """
 test_probe.py: `ikd probe [URL]`, the image's health check, against the
 real daemon: 0 for /livez and /readyz (no token needed, even when ikd has
-one), without a URL at IKD_LISTEN (a wildcard host read as loopback), 1 with the reason on standard error for an answer other than 200, a
+one), a base URL (http://HOST:PORT, with or without a trailing "/") read
+as its /livez, without a URL at IKD_LISTEN (a wildcard host read as
+loopback), 1 with the reason on standard error for an answer other than 200, a
 closed port, a daemon that accepts but never answers (within its 2-second
 deadline), and a URL it does not take.
 """
@@ -40,6 +42,27 @@ class ProbeTest(unittest.TestCase):
             self.assertEqual((rc, err), (0, ""), path)
         rc, _ = probe("http://localhost:%d/livez" % self.d.port)
         self.assertEqual(rc, 0)
+
+    def test_base_url_probes_livez(self):
+        # this daemon serves no page: its "/" answers 404, so a 0 here is
+        # the probe of /livez
+        base = "http://127.0.0.1:%d" % self.d.port
+        status, _ = self.d.http("GET", "/")
+        self.assertEqual(status, 404)
+        for url in (base, base + "/", "http://localhost:%d" % self.d.port):
+            rc, err = probe(url)
+            self.assertEqual((rc, err), (0, ""), url)
+        # a path is probed as given, and a failure names the URL probed
+        rc, err = probe(base + "/metrics")
+        self.assertEqual(rc, 1)
+        self.assertIn(base + "/metrics answered 401", err)
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+        s.close()
+        rc, err = probe("http://127.0.0.1:%d" % closed)
+        self.assertEqual(rc, 1)
+        self.assertIn("http://127.0.0.1:%d/livez" % closed, err)
 
     def test_without_url_follows_ikd_listen(self):
         for host in ("127.0.0.1", "0.0.0.0"):

@@ -1,40 +1,88 @@
 """
-test_python_client.py: clients/python/ikd.py against the real daemon (run
-with a token, so that the client's HTTP and WebSocket auth are exercised):
-solve and batch checked by what the answers say and by forward kinematics
-of the two-bone leg (bone lengths kept, the foot on the target), chains
-registered, described and deleted, errors raised as IkdError with the
-code, the JSON path and the HTTP status, a wrong token refused on both
-sides, streams answering in order (one by one, and many targets in flight
-at once, where conflated targets resolve with the newer solution), a
-refused stream target and a refused open, and the runnable example run as
-written in its docstring; and the snippets of clients/python/README.md run
-as written from the repository's root (the ```python block against a
-daemon without a token, the ```sh block starting its own daemon), on a
-free port instead of 8080, their outputs checked.
+test_python_client.py: the Python client (clients/python) as a user
+installs it, against the real daemon (run with a token, so that the
+client's HTTP and WebSocket auth are exercised).
+
+The suite first installs the package into a fresh venv, offline:
+/usr/bin/python3 -m venv --system-site-packages (so that Debian's
+websockets is seen), pip install --no-index --no-build-isolation of a copy
+of clients/python; it then runs itself again with that venv's python, so
+every test below uses the installed package, not the repository's folder.
+
+Covered: the package installed (and `import ikd` without websockets fails
+at once, naming the package); solve and batch checked by forward
+kinematics of the two-bone leg (bone lengths kept, the foot on the
+target); chains registered, described and deleted, and registered again
+when ikd forgot them (HTTP, a stream's open, a stream reopened after a
+reconnection to a new daemon); errors raised as IkdError with the code,
+the JSON path and the HTTP status, a wrong token refused on both sides;
+streams on asyncio and blocking (answers in order, many in flight where
+conflated targets resolve with the newer solution, a refused target and
+a refused open, a path); ticks (one item per target in order, per-stream
+errors, many ticks in flight, a tick refused whole); ikd's unknown_type
+error and messages the client does not know reaching the caller; a stream
+solved 10,000 times without reading keeping memory bounded; HTTP retries
+on 503; TLS (https and wss through a TLS front with a private CA, refused
+with another); and the example and the README's snippets run as written
+(on a free port instead of 8080).
 """
 import asyncio
+import gc
+import logging
 import math
 import os
 import re
+import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python"))
-from test_stream import Daemon, IKD_BIN, TIMEOUT, TEST_LIMIT  # noqa: E402
-import ikd  # noqa: E402
-import robot_chain  # noqa: E402
-
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
+
+def _install_and_rerun():
+    """Installs clients/python into a fresh venv and runs this file again
+    with the venv's python (the marker IKD_PY_VENV says it is done)."""
+    venv = tempfile.mkdtemp(prefix="ikd-py-venv-")
+    try:
+        src = os.path.join(venv, "src")
+        shutil.copytree(os.path.join(ROOT, "clients", "python"), src,
+                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages",
+                        os.path.join(venv, "env")], check=True)
+        py = os.path.join(venv, "env", "bin", "python")
+        r = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                            "--disable-pip-version-check", "--quiet", src],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.stderr.write("pip install ./clients/python failed:\n%s%s" % (r.stdout, r.stderr))
+            return 1
+        env = dict(os.environ, IKD_PY_VENV=os.path.join(venv, "env"))
+        return subprocess.run([py, os.path.abspath(__file__), *sys.argv[1:]], env=env,
+                              cwd=ROOT).returncode
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+if __name__ == "__main__" and not os.environ.get("IKD_PY_VENV"):
+    sys.exit(_install_and_rerun())
+
+sys.path.insert(0, HERE)
+from test_stream import Daemon, IKD_BIN, TIMEOUT, TEST_LIMIT  # noqa: E402
+import ikd  # noqa: E402  (the installed package)
+import robot_chain  # noqa: E402
+
+TOKEN = "py-t0ken/+"
 LEG = {"kind": "bones", "positions": [[0, 0, 1], [0.1, 0, 0.55], [0, 0, 0.1]]}
+PLANAR = {"kind": "planar", "lengths": [1.0, 0.8]}
 IIWA = os.path.join(os.environ.get("IKD_DATA", "tests/data"), "robots",
                     "kuka_iiwa14_r820.urdf")
 
@@ -53,20 +101,62 @@ def check_leg(test, positions, target):
     test.assertLess(dist(positions[2], target), 1e-6)
 
 
+def planar_tip(q, lengths=(1.0, 0.8)):
+    a = x = y = 0.0
+    for qi, li in zip(q, lengths):
+        a += qi
+        x += li * math.cos(a)
+        y += li * math.sin(a)
+    return [x, y]
+
+
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, TEST_LIMIT))
+
+
+async def until(cond, what, limit=TIMEOUT):
+    t0 = time.monotonic()
+    while not cond():
+        if time.monotonic() - t0 > limit:
+            raise AssertionError("%s: not within %s s" % (what, limit))
+        await asyncio.sleep(0.005)
 
 
 class PythonClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.d = Daemon("--token", "py-t0ken/+")
+        cls.d = Daemon("--token", TOKEN)
         cls.url = "http://127.0.0.1:%d" % cls.d.port
-        cls.c = ikd.Client(cls.url, token="py-t0ken/+", timeout=TIMEOUT)
+        cls.c = ikd.Client(cls.url, token=TOKEN, timeout=TIMEOUT)
+        cls.a = ikd.AsyncClient(cls.url, token=TOKEN, timeout=TIMEOUT)
 
     @classmethod
     def tearDownClass(cls):
         cls.d.stop()
+
+    # ---- the package ---------------------------------------------------------
+
+    def test_installed_package(self):
+        venv = os.environ.get("IKD_PY_VENV")
+        self.assertTrue(venv, "run this file directly: it installs the package first")
+        self.assertTrue(os.path.realpath(ikd.__file__).startswith(os.path.realpath(venv)),
+                        ikd.__file__)
+        with open(os.path.join(ROOT, "clients", "python", "pyproject.toml")) as f:
+            version = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
+        self.assertEqual(ikd.__version__, version)
+
+    def test_websockets_missing_fails_at_import(self):
+        """Without websockets (python3 -S: no site packages), `import ikd`
+        fails at once and names what to install."""
+        r = subprocess.run(["/usr/bin/python3", "-S", "-c",
+                            "import sys; sys.path.insert(0, 'clients/python'); import ikd"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ImportError: ikd needs the 'websockets' package", r.stderr)
+        self.assertIn("pip install websockets", r.stderr)
+        self.assertIn("python3-websockets", r.stderr)
+
+    # ---- HTTP -------------------------------------------------------------------
 
     def test_solve_and_batch(self):
         target = [0.2, 0.1, 0.25]
@@ -82,7 +172,14 @@ class PythonClientTest(unittest.TestCase):
             check_leg(self, r["positions"], t)
         self.assertIn("numeric", [s["name"] for s in self.c.solvers()["solvers"]])
 
-    def test_chains(self):
+        async def body():
+            a = await self.a.solve(LEG, {"position": target})
+            check_leg(self, a["positions"], target)
+            b = await self.a.batch(chain=LEG, targets=[{"position": target}])
+            check_leg(self, b["results"][0]["positions"], target)
+        run(body())
+
+    def test_chains_and_reregistration(self):
         with open(IIWA) as f:
             chain = {"kind": "urdf", "urdf": f.read(), "base": "base_link", "tip": "tool0"}
         reg = self.c.register_chain(chain)
@@ -93,6 +190,14 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(a["status"], "success", a)
         self.assertEqual(len(a["joints"]), 7)
         self.assertLess(dist(a["tip"]["position"], pose["position"]), 1e-5)
+        # ikd forgets it (another client deletes it): this client registers
+        # it again and the solve goes through
+        other = ikd.Client(self.url, token=TOKEN, timeout=TIMEOUT)
+        other.delete_chain(reg["id"])
+        a = self.c.solve(chain_id=reg["id"], target=pose)
+        self.assertLess(dist(a["tip"]["position"], pose["position"]), 1e-5)
+        self.assertEqual(self.c.http.reregistered, 1)
+        # deleting through this client forgets it here too: no guessing
         self.c.delete_chain(reg["id"])
         with self.assertRaises(ikd.IkdError) as cm:
             self.c.get_chain(reg["id"])
@@ -100,6 +205,29 @@ class PythonClientTest(unittest.TestCase):
         with self.assertRaises(ikd.IkdError) as cm:
             self.c.solve(chain_id=reg["id"], target=pose)
         self.assertEqual((cm.exception.code, cm.exception.path), ("unknown_chain", "/chain_id"))
+
+        # a stream opened by chain_id on a chain ikd forgot
+        planar = self.c.register_chain(PLANAR)
+        other.delete_chain(planar["id"])
+
+        async def body():
+            async with self.a.connect() as conn:
+                # the AsyncClient does not hold it: refused
+                with self.assertRaises(ikd.IkdError) as cm:
+                    await conn.open("arm", chain_id=planar["id"])
+                self.assertEqual(cm.exception.code, "unknown_chain")
+            async with self._holding().connect() as conn:
+                s = await conn.open("arm", chain_id=planar["id"])
+                sol = await s.solve({"position": [1.2, 0.6]})
+                self.assertLess(dist(planar_tip(sol.result["joints"]), [1.2, 0.6]), 1e-9)
+        run(body())
+
+    def _holding(self):
+        """An AsyncClient sharing the sync client's HTTP side (it holds the
+        chains the sync client registered)."""
+        a = ikd.AsyncClient(self.url, token=TOKEN, timeout=TIMEOUT)
+        a.http = self.c.http
+        return a
 
     def test_errors(self):
         with self.assertRaises(ikd.IkdError) as cm:
@@ -112,17 +240,64 @@ class PythonClientTest(unittest.TestCase):
         with self.assertRaises(ikd.IkdError) as cm:
             bad.solve(LEG, {"position": [0.2, 0.1, 0.25]})
         self.assertEqual((cm.exception.code, cm.exception.status), ("unauthorized", 401))
+        with self.assertRaises(ikd.IkdError) as cm:
+            bad.connect().start()
+        self.assertEqual(cm.exception.status, 401)
 
         async def body():
-            async with bad.connect():
+            async with ikd.AsyncClient(self.url, token="wrong").connect():
                 pass
         with self.assertRaises(ikd.IkdError) as cm:
             run(body())
         self.assertEqual(cm.exception.status, 401)
+        with self.assertRaises(ikd.IkdError) as cm:
+            ikd.Client("http://127.0.0.1:9", retries=1, backoff=0.001).solvers()
+        self.assertEqual(cm.exception.code, "network")
+        with self.assertRaises(ValueError):
+            ikd.Client("127.0.0.1:8080")
+
+    def test_retries(self):
+        hits = []
+
+        class Busy(BaseHTTPRequestHandler):
+            def do_GET(self):
+                hits.append(self.path)
+                if len(hits) % 3:
+                    body = b'{"error":{"code":"overloaded","message":"busy","path":""}}'
+                    self.send_response(503)
+                    self.send_header("Retry-After", "0")
+                else:
+                    body = b'{"status":"ready"}'
+                    self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+        t = threading.Thread(target=srv.serve_forever, daemon=True)
+        t.start()
+        try:
+            base = "http://127.0.0.1:%d" % srv.server_address[1]
+            self.assertEqual(ikd.Client(base, backoff=0.001).ready(), {"status": "ready"})
+            self.assertEqual(len(hits), 3)
+            with self.assertRaises(ikd.IkdError) as cm:
+                ikd.Client(base, retries=1, backoff=0.001).ready()
+            self.assertEqual((cm.exception.code, cm.exception.status, cm.exception.retry_after),
+                             ("overloaded", 503, 0.0))
+            self.assertEqual(len(hits), 5)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+    # ---- streams ----------------------------------------------------------------
 
     def test_stream_in_order(self):
         async def body():
-            async with self.c.connect() as conn:
+            async with self.a.connect() as conn:
                 self.assertEqual(conn.ws.subprotocol, "ikd.v1")
                 leg = await conn.open("leg", chain=LEG)
                 self.assertRegex(leg.chain_id, r"^[0-9a-f]{32}$")
@@ -130,50 +305,362 @@ class PythonClientTest(unittest.TestCase):
                     t = 2 * math.pi * i / 10
                     target = [0.2 * math.cos(t), 0.2 * math.sin(t), 0.3]
                     sol = await leg.solve({"position": target}, timeout=TIMEOUT)
-                    self.assertEqual((sol["type"], sol["seq"], sol["skipped"]),
-                                     ("solution", i + 1, 0))
-                    check_leg(self, sol["result"]["positions"], target)
+                    self.assertIsInstance(sol, ikd.Solution)
+                    self.assertEqual((sol.stream, sol.seq, sol.requested, sol.skipped),
+                                     ("leg", i + 1, i + 1, 0))
+                    self.assertTrue(sol.ok)
+                    check_leg(self, sol.result["positions"], target)
+                    self.assertIs(leg.latest, sol)
                 # many in flight: every future resolves, in order, each with
                 # its own solution or the newer one that replaced it
-                sent = [await leg.send({"position": [0.2, 0.05 * k / 40, 0.3]})
+                futs = [await leg.submit({"position": [0.2, 0.05 * k / 40, 0.3]})
                         for k in range(40)]
-                sols = [await asyncio.wait_for(f, TIMEOUT) for _, f in sent]
-                seqs = [s["seq"] for s in sols]
+                sols = [await asyncio.wait_for(f, TIMEOUT) for f in futs]
+                seqs = [s.seq for s in sols]
                 self.assertEqual(seqs, sorted(seqs))
-                for (seq, _), s in zip(sent, sols):
-                    self.assertGreaterEqual(s["seq"], seq)
-                self.assertEqual(seqs[-1], sent[-1][0])
+                for k, s in enumerate(sols):
+                    self.assertEqual(s.requested, 11 + k)
+                    self.assertGreaterEqual(s.seq, s.requested)
+                    check_leg(self, s.result["positions"], [0.2, 0.05 * (s.seq - 11) / 40, 0.3])
+                self.assertEqual(seqs[-1], 50)
                 answered = len(set(seqs))
-                skipped = sum(s["skipped"] for s in {s["seq"]: s for s in sols}.values())
+                skipped = sum(s.skipped for s in {s.seq: s for s in sols}.values())
                 self.assertEqual(answered + skipped, 40)
                 # a refused target raises with its path; the stream goes on
                 with self.assertRaises(ikd.IkdError) as cm:
                     await leg.solve({"position": [0.2, 0.1, 2.5e9]}, timeout=TIMEOUT)
-                self.assertEqual((cm.exception.code, cm.exception.path, cm.exception.stream),
-                                 ("invalid_request", "/target/position/2", "leg"))
+                self.assertEqual((cm.exception.code, cm.exception.path, cm.exception.stream,
+                                  cm.exception.seq), ("invalid_request", "/target/position/2",
+                                                      "leg", 51))
                 sol = await leg.solve({"position": [0.2, 0.1, 0.25]}, timeout=TIMEOUT)
-                self.assertEqual(sol["result"]["status"], "success")
-                samples = await leg.path([{"position": [0.2, 0.1, 0.25]},
-                                          {"position": [0.1, 0.1, 0.3]}],
-                                         rate_hz=50, duration_s=0.2)
-                self.assertEqual([s["index"] for s in samples][-1], 10)
-                check_leg(self, samples[-1]["result"]["positions"], [0.1, 0.1, 0.3])
+                self.assertEqual(sol.result["status"], "success")
+                p = await leg.path([{"position": [0.2, 0.1, 0.25]},
+                                    {"position": [0.1, 0.1, 0.3]}], rate_hz=50, duration_s=0.2)
+                self.assertEqual([s.index for s in p.samples][-1], 10)
+                self.assertEqual((p.end.count, p.end.sent + p.end.skipped, p.end.completed),
+                                 (11, 11, True))
+                check_leg(self, p.samples[-1].result["positions"], [0.1, 0.1, 0.3])
+                # the bounded queue holds the newest unread messages, in order
+                got = []
+                async for m in leg.solutions():
+                    got.append(m)
+                    if isinstance(m, ikd.PathEnd):
+                        break
+                self.assertEqual(len(got), 8)
+                self.assertGreater(leg.dropped, 0)
                 await leg.close()
+                self.assertNotIn("leg", conn.streams)
                 # a chain ikd refuses: open raises with the path into it
                 with self.assertRaises(ikd.IkdError) as cm:
                     await conn.open("bad", chain={"kind": "bones", "positions": [[0, 0, 0]]})
                 self.assertEqual(cm.exception.path[:17], "/chain/positions")
         run(body())
 
+    def test_sync_stream_and_tick(self):
+        with self.c.connect() as conn:
+            leg = conn.open("leg", chain=LEG)
+            sol = leg.solve({"position": [0.2, 0.1, 0.25]}, timeout=TIMEOUT)
+            check_leg(self, sol.result["positions"], [0.2, 0.1, 0.25])
+            conn.open("arm", chain=LEG)
+            ts = conn.tick({"leg": {"position": [0.15, 0.05, 0.3]},
+                            "arm": {"position": [0.1, 0.1, 0.35]}}, timeout=TIMEOUT)
+            self.assertEqual([(it.stream, it.seq) for it in ts], [("leg", 2), ("arm", 1)])
+            check_leg(self, ts[0].result["positions"], [0.15, 0.05, 0.3])
+            check_leg(self, ts[1].result["positions"], [0.1, 0.1, 0.35])
+            self.assertEqual(leg.latest.seq, 2)
+            seq = leg.send({"position": [0.2, 0.1, 0.3]})
+            self.assertEqual(seq, 3)
+            t0 = time.monotonic()
+            while (leg.latest.seq < 3) and time.monotonic() - t0 < TIMEOUT:
+                time.sleep(0.005)
+            check_leg(self, leg.latest.result["positions"], [0.2, 0.1, 0.3])
+            leg.close()
+        self.assertEqual(conn.state, "closed")
+
+    def test_tick(self):
+        async def body():
+            async with self.a.connect() as conn:
+                c1 = await conn.open("c1", chain=LEG)
+                await conn.open("c2", chain=LEG, options={"solver": "two_bone"})
+                seen = []
+                conn.on_tick(lambda t: seen.append(t.seq))
+                a, b = [0.2, 0.1, 0.25], [0.15, -0.05, 0.3]
+                t1 = await conn.tick({"c1": {"position": a}, "c2": {"position": b}})
+                self.assertIsInstance(t1, ikd.TickSolution)
+                self.assertEqual((t1.seq, t1.requested, t1.skipped), (1, 1, 0))
+                self.assertEqual([it.stream for it in t1], ["c1", "c2"])
+                check_leg(self, t1[0].result["positions"], a)
+                check_leg(self, t1[1].result["positions"], b)
+                self.assertEqual(c1.latest.seq, 1)
+                # errors in their places
+                t2 = await conn.tick([("c2", {"position": a}),
+                                      ("c1", {"position": b, "orientation": [0, 0, 0, 2]}),
+                                      {"stream": "c3", "target": {"position": b}}])
+                self.assertTrue(t2[0].ok)
+                self.assertFalse(t2[1].ok)
+                e1, e2 = t2[1].error, t2[2].error
+                self.assertEqual((e1.code, e1.path, e1.stream),
+                                 ("invalid_request", "/targets/1/target/orientation", "c1"))
+                self.assertEqual((e2.code, e2.path), ("unknown_stream", "/targets/2/stream"))
+                # a target after ticks takes its stream's next seq; a stream
+                # that joins late has seqs of its own in the tick
+                nxt = await c1.solve({"position": b})
+                self.assertEqual(nxt.seq, 3)
+                await conn.open("c3", chain=LEG)
+                t3 = await conn.tick({"c1": {"position": a}, "c3": {"position": b}})
+                self.assertEqual([(it.stream, it.seq) for it in t3], [("c1", 4), ("c3", 1)])
+                check_leg(self, t3.by_stream()["c3"].result["positions"], b)
+                # many in flight
+                many = [asyncio.ensure_future(conn.tick(
+                    {"c1": {"position": [0.2, 0.1, 0.25 + 0.002 * i]}, "c2": {"position": b}}))
+                    for i in range(20)]
+                done = await asyncio.wait_for(asyncio.gather(*many), TIMEOUT)
+                for i, t in enumerate(done):
+                    self.assertEqual(t.requested, 4 + i)
+                    self.assertGreaterEqual(t.seq, t.requested)
+                self.assertEqual(done[-1].seq, 23)
+                check_leg(self, done[-1][0].result["positions"], [0.2, 0.1, 0.25 + 0.002 * 19])
+                await until(lambda: seen and seen[-1] == 23, "the last tick's event")
+                # a tick refused whole raises
+                with self.assertRaises(ikd.IkdError) as cm:
+                    await conn.tick([], timeout=TIMEOUT)
+                self.assertEqual((cm.exception.code, cm.exception.path, cm.exception.seq),
+                                 ("invalid_request", "/targets", 24))
+        run(body())
+
+    def test_unknown_type_and_unknown_messages_reach_the_caller(self):
+        async def body():
+            async with self.a.connect() as conn:
+                errors = []
+                conn.on_error(errors.append)
+                await conn.send_raw({"type": "bogus"})
+                leg = await conn.open("leg", chain=LEG)
+                await leg.send({"position": [0.2, 0.1, 2.5e9]})  # its error: no future
+                await until(lambda: len(errors) >= 2, "two errors")
+                self.assertEqual(errors[0].code, "unknown_type")
+                self.assertEqual((errors[1].code, errors[1].path, errors[1].stream,
+                                  errors[1].seq), ("invalid_request", "/target/position/2",
+                                                   "leg", 1))
+            # without a handler: a warning of the "ikd" logger
+            async with self.a.connect() as conn:
+                with self.assertLogs("ikd", logging.WARNING) as logs:
+                    await conn.send_raw('{"type":"bogus"}')
+                    await until(lambda: conn.dropped_errors == 1, "the warning")
+                self.assertIn("unknown_type", logs.output[0])
+        run(body())
+
+        # a scripted server sends a type this client does not know and a
+        # binary frame: on_message when handled, on_error otherwise
+        import websockets
+
+        async def scripted():
+            async def handler(ws, path=None):
+                async for _ in ws:
+                    await ws.send('{"type":"novelty","stream":"x"}')
+                    await ws.send(b"\x01\x02")
+            async with websockets.serve(handler, "127.0.0.1", 0,
+                                        subprotocols=["ikd.v1"]) as srv:
+                port = srv.sockets[0].getsockname()[1]
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % port)
+                async with c.connect(reconnect=False) as conn:
+                    errors, messages = [], []
+                    off = conn.on_error(errors.append)
+                    await conn.send_raw({"type": "hello"})
+                    await until(lambda: len(errors) == 2, "two unexpected messages")
+                    self.assertEqual([e.code for e in errors], ["unexpected_message"] * 2)
+                    off()
+                    conn.on_message(messages.append)
+                    await conn.send_raw({"type": "hello"})
+                    await until(lambda: len(messages) == 2, "two messages")
+                    self.assertEqual(messages[0]["type"], "novelty")
+                    self.assertEqual(messages[1], b"\x01\x02")
+        run(scripted())
+
+    def test_memory_bounded_without_reading(self):
+        """A stream solved 10,000 times whose solutions are never read: the
+        Python heap stays flat (allocated blocks, objects the collector
+        tracks) and what the bounded queue lost is counted."""
+        async def body():
+            async with self.a.connect() as conn:
+                leg = await conn.open("mem", chain=LEG)
+
+                async def solve(n0, n1):
+                    for i in range(n0, n1):
+                        await leg.solve({"position": [0.2, 0.1, 0.25 + 0.0001 * (i % 500)]})
+                    gc.collect()
+                    return sys.getallocatedblocks(), len(gc.get_objects())
+
+                b1, o1 = await solve(0, 1000)
+                b2, o2 = await solve(1000, 10000)
+                self.assertEqual(leg.latest.seq, 10000)
+                self.assertEqual(leg.dropped, 10000 - 8)
+                # the old client kept every message: +35 blocks each
+                self.assertLess(b2 - b1, 3000, "allocated blocks grew %d" % (b2 - b1))
+                self.assertLess(o2 - o1, 1000, "tracked objects grew %d" % (o2 - o1))
+        run(body())
+
+    def test_reconnect_reopens_and_reregisters(self):
+        first = Daemon("--token", TOKEN)
+        second = None
+        try:
+            c = ikd.Client("http://127.0.0.1:%d" % first.port, token=TOKEN, timeout=TIMEOUT)
+            planar = c.register_chain(PLANAR)
+            with c.connect(min_delay=0.05, max_delay=0.4) as conn:
+                states = []
+                conn.on_state(states.append)
+                leg = conn.open("leg", chain=LEG)
+                arm = conn.open("arm", chain_id=planar["id"])
+                check_leg(self, leg.solve({"position": [0.2, 0.1, 0.25]}).result["positions"],
+                          [0.2, 0.1, 0.25])
+                first.stop()
+                t0 = time.monotonic()
+                while conn.state == "open" and time.monotonic() - t0 < TIMEOUT:
+                    time.sleep(0.01)
+                with self.assertRaises(ikd.IkdError) as cm:
+                    leg.solve({"position": [0.2, 0.1, 0.3]})
+                self.assertEqual(cm.exception.code, "not_connected")
+                second = Daemon("--token", TOKEN, "--listen", "127.0.0.1:%d" % first.port)
+                t0 = time.monotonic()
+                while not (leg.is_open and arm.is_open) and time.monotonic() - t0 < TIMEOUT:
+                    time.sleep(0.01)
+                self.assertIn("reconnecting", states)
+                self.assertTrue(leg.is_open and arm.is_open, "both streams opened again")
+                self.assertEqual(c.http.reregistered, 1)
+                sol = leg.solve({"position": [0.15, 0.05, 0.3]})
+                self.assertEqual(sol.seq, 2, "seqs go on after a reconnection")
+                check_leg(self, sol.result["positions"], [0.15, 0.05, 0.3])
+                sol = arm.solve({"position": [1.2, 0.6]})
+                self.assertLess(dist(planar_tip(sol.result["joints"]), [1.2, 0.6]), 1e-9)
+        finally:
+            if second is not None:
+                second.stop()
+            if first.proc.poll() is None:
+                first.stop()
+
+    def test_close_while_reconnecting(self):
+        """close() while the connection waits out a backoff returns at
+        once; what waited fails with "closed"."""
+        d = Daemon()
+
+        async def body():
+            c = ikd.AsyncClient("http://127.0.0.1:%d" % d.port, timeout=TIMEOUT)
+            conn = await c.connect(min_delay=30, max_delay=30).start()
+            await conn.open("leg", chain=LEG)
+            await asyncio.to_thread(d.stop)
+            await until(lambda: conn.state == "reconnecting", "reconnecting")
+            t0 = time.monotonic()
+            await conn.close()
+            self.assertLess(time.monotonic() - t0, 5)
+            self.assertEqual(conn.state, "closed")
+            self.assertEqual(conn.streams, {})
+        try:
+            run(body())
+        finally:
+            if d.proc.poll() is None:
+                d.stop()
+
+    def test_tls(self):
+        """https and wss through a TLS front (ikd speaks plain HTTP) whose
+        certificate a private CA signed: trusted with ca_file, refused with
+        another CA."""
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run(["sh", "tests/clients/tls_certs.sh", d], cwd=ROOT, check=True)
+            with TlsFront(self.d.port, os.path.join(d, "cert.pem"),
+                          os.path.join(d, "key.pem")) as front:
+                base = "https://127.0.0.1:%d" % front.port
+                c = ikd.Client(base, token=TOKEN, timeout=TIMEOUT,
+                               ca_file=os.path.join(d, "ca.pem"))
+                self.assertTrue(c.stream_url().startswith("wss://127.0.0.1:"))
+                a = c.solve(LEG, {"position": [0.2, 0.1, 0.25]})
+                check_leg(self, a["positions"], [0.2, 0.1, 0.25])
+                with c.connect(reconnect=False) as conn:
+                    s = conn.open("tls", chain=LEG)
+                    check_leg(self, s.solve({"position": [0.15, 0.05, 0.3]}).result["positions"],
+                              [0.15, 0.05, 0.3])
+                    t = conn.tick({"tls": {"position": [0.1, 0.1, 0.35]}})
+                    check_leg(self, t[0].result["positions"], [0.1, 0.1, 0.35])
+                bad = ikd.Client(base, token=TOKEN, timeout=TIMEOUT,
+                                 ca_file=os.path.join(d, "other-ca.pem"))
+                with self.assertRaises(ikd.IkdError) as cm:
+                    bad.solvers()
+                self.assertEqual(cm.exception.code, "network")
+                self.assertIn("CERTIFICATE_VERIFY_FAILED", str(cm.exception))
+                with self.assertRaises(ikd.IkdError) as cm:
+                    bad.connect().start()
+                self.assertEqual(cm.exception.code, "network")
+
     def test_example_runs(self):
         """clients/python/example.py as its docstring says to run it."""
-        r = subprocess.run(["/usr/bin/python3", "clients/python/example.py", self.url,
-                            "py-t0ken/+"], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([sys.executable, "clients/python/example.py", self.url, TOKEN],
+                           cwd=ROOT, capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("two-bone: success", r.stdout)
         self.assertIn("iiwa: success", r.stdout)
         self.assertIn("refused: invalid_request /target/position/2", r.stdout)
         self.assertIn("stream seq 8: success", r.stdout)
+        self.assertRegex(r.stdout, r"tick 1: c1 success, c2 success")
+
+
+class TlsFront:
+    """A TLS server on a free loopback port whose connections are piped to
+    ikd's plain port (threads; closed with the with-block)."""
+
+    def __init__(self, port, cert, key):
+        self.target = port
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(cert, key)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                raw, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw):
+        try:
+            tls = self.ctx.wrap_socket(raw, server_side=True)
+        except (ssl.SSLError, OSError):
+            raw.close()
+            return
+        up = socket.create_connection(("127.0.0.1", self.target))
+        self.conns += [tls, up]
+
+        def pipe(a, b):
+            try:
+                while True:
+                    data = a.recv(65536)
+                    if not data:
+                        break
+                    b.sendall(data)
+            except OSError:
+                pass
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        threading.Thread(target=pipe, args=(up, tls), daemon=True).start()
+        pipe(tls, up)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+        for s in self.conns:
+            try:
+                s.close()
+            except OSError:
+                pass
 
 
 def readme_blocks(lang):
@@ -198,21 +685,24 @@ def local(text, port):
 
 
 class ReadmeSnippetsTest(unittest.TestCase):
-    def test_python_snippet(self):
-        block, = readme_blocks("python")
+    def test_python_snippets(self):
+        blocks = readme_blocks("python")
+        self.assertEqual(len(blocks), 2)
         d = Daemon()
         try:
-            with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
-                f.write(local(block, d.port))
-                f.flush()
-                r = subprocess.run(["/usr/bin/python3", f.name], cwd=ROOT, capture_output=True,
-                                   text=True, timeout=60,
-                                   env=dict(os.environ, PYTHONPATH="clients/python"))
+            outs = []
+            for block in blocks:
+                with tempfile.NamedTemporaryFile("w", suffix=".py") as f:
+                    f.write(local(block, d.port))
+                    f.flush()
+                    r = subprocess.run([sys.executable, f.name], cwd=ROOT,
+                                       capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                outs.append(r.stdout.splitlines())
         finally:
             d.stop()
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        lines = r.stdout.splitlines()
-        self.assertEqual(len(lines), 5, r.stdout)
+        lines = outs[0]
+        self.assertEqual(len(lines), 6, outs[0])
         self.assertTrue(lines[0].startswith("success [[0.0, 0.0, 1.0], "), lines[0])
         self.assertIn("'success': 2", lines[1])
         status, joints = lines[2].split(" ", 1)
@@ -223,12 +713,14 @@ class ReadmeSnippetsTest(unittest.TestCase):
         p, q = ur5.fk([float(x) for x in joints.strip("[]").split(",")])
         self.assertLess(dist(p, [0.4, 0.2, 0.3]), 1e-5)
         self.assertLess(robot_chain.quat_angle(q, [0, 1, 0, 0]), 1e-5)
-        self.assertEqual(lines[3:], ["1 success", "2 success"])
+        self.assertEqual(lines[3:5], ["1 success", "2 success"])
+        self.assertEqual(lines[5], "tick 1: left success, right success")
+        self.assertEqual(outs[1], ["1 success", "2 success", "latest 3"])
 
     def test_sh_snippet(self):
         """The example with a daemon the snippet starts and stops itself:
         IKD_LISTEN puts both that daemon and "ikd probe" on a free port."""
-        block, = readme_blocks("sh")
+        block, = [b for b in readme_blocks("sh") if "example.py" in b]
         port = free_port()
         with tempfile.NamedTemporaryFile("w", suffix=".sh") as f:
             f.write(local(block, port))

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "solver/ik_math.h"
-#include "solver/ik_linalg.h"
+#include "solver/ik_linalg_internal.h"
 #include "solver/ik_rng.h"
 #include "solver/ik_status.h"
 
@@ -567,7 +567,7 @@ START_TEST(test_rng)
 }
 END_TEST
 
-/* ik_linalg.h: the Cholesky factorization of N + lambda I, in place and
+/* ik_linalg_internal.h: the Cholesky factorization of N + lambda I, in place and
  * into another matrix, with a row stride wider than the matrix: L L^T
  * equals N + lambda I, the solve's residual is at rounding, and a matrix
  * that is not positive definite is refused. */

@@ -1,5 +1,5 @@
 /*
- * example.c: ikd's solver library (libiksolver) embedded in a C program, as
+ * solver_example.c: ikd's solver library (libiksolver) embedded in a C program, as
  * a game server or a robot controller would use it: no daemon, no network,
  * no allocation while solving. It builds against the INSTALLED library
  * (make install, then pkg-config; clients/c/README.md has the commands) and
@@ -26,10 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <solver/ik_chain.h>
-#include <solver/ik_numeric.h>
-#include <solver/ik_status.h>
-#include <solver/ik_twobone.h>
+#include <ikd/solver/ik_chain.h>
+#include <ikd/solver/ik_numeric.h>
+#include <ikd/solver/ik_status.h>
+#include <ikd/solver/ik_twobone.h>
 
 #define TOL 1e-5
 

@@ -1,5 +1,5 @@
 /*
- * ik_linalg.h: the one Cholesky factorization of the numeric solvers
+ * ik_linalg_internal.h: the one Cholesky factorization of the numeric solvers
  * (ik_numeric.c's 6 x 6 normal matrices, ik_tree.c's stacked ones).
  * Internal to solver/ (ik__ prefix); header-only and static inline, so
  * that ik_numeric.c's calls with a constant size (6 or 3) unroll as its own
@@ -23,8 +23,8 @@
  * damping need none), other decompositions (ik_tree.c's Jacobi eigenvalues
  * serve only its secondary objectives).
  */
-#ifndef IK_LINALG_H
-#define IK_LINALG_H
+#ifndef IK_LINALG_INTERNAL_H
+#define IK_LINALG_INTERNAL_H
 
 #include <math.h>
 #include <stdbool.h>
@@ -73,4 +73,4 @@ static inline __attribute__((always_inline)) void ik__cholesky_solve(const doubl
     }
 }
 
-#endif /* IK_LINALG_H */
+#endif /* IK_LINALG_INTERNAL_H */

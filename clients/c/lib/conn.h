@@ -1,0 +1,175 @@
+/*
+ * conn.h: the inside of an ikd_conn, shared by its three files:
+ *   conn.c    the transport: the socket, TLS (tls.c), the HTTP/1.1 upgrade
+ *             (handshake.c), WebSocket frames through wslay's frame API, the
+ *             deadlines, losing and redialling the connection;
+ *   stream.c  what travels on it: the streams table, the messages sent
+ *             (open, target, path, close, tick), the messages received
+ *             turned into events, and the blocking helpers.
+ *
+ * Buffers: out holds the bytes to write (the upgrade request, then frames,
+ * already masked), bounded by max_send_queue for messages (a pong or a
+ * close frame may pass it by its 125 bytes); in holds bytes read and not
+ * yet framed (at most one read's worth: frames are taken out as they
+ * come); msg holds the message being assembled from its frames (at most
+ * max_message). A message is decoded and dispatched as soon as its last
+ * frame is in, so nothing read waits in a queue.
+ */
+#ifndef IKD_CLIENT_CONN_H
+#define IKD_CLIENT_CONN_H
+
+#include <netdb.h>
+#include <wslay/wslay.h>
+
+#include "internal.h"
+
+/* ---- TLS (tls.c) -------------------------------------------------------- */
+
+typedef struct ikd__tls ikd__tls;
+/* A client session on fd for host (SNI and the certificate's name), trusting
+ * ca_file (PEM) or the system's CAs. */
+int ikd__tls_new(ikd__tls **t, int fd, const char *host, const char *ca_file, ikd_error *err);
+/* A handshake step: 0 done, 1 not yet (ikd__tls_wants says for what), or
+ * an IKD_E_* code with *err filled. */
+int ikd__tls_handshake(ikd__tls *t, ikd_error *err);
+/* > 0 bytes, 0 would block, -1 failed (*err), -2 the peer closed. */
+long ikd__tls_read(ikd__tls *t, void *p, size_t n, ikd_error *err);
+/* > 0 bytes written (after a call that would block, the bytes of that
+ * call: pass the same data again), 0 would block, -1 failed (*err). */
+long ikd__tls_write(ikd__tls *t, const void *p, size_t n, ikd_error *err);
+/* IKD_WANT_READ or IKD_WANT_WRITE: what the last call that would block
+ * waits for. */
+int ikd__tls_wants(const ikd__tls *t);
+/* Whether a write is half done (the same bytes must be passed again). */
+bool ikd__tls_write_pending(const ikd__tls *t);
+/* Decrypted bytes already buffered inside the session. */
+size_t ikd__tls_pending(const ikd__tls *t);
+void ikd__tls_free(ikd__tls *t);
+
+/* ---- the upgrade (handshake.c) ------------------------------------------ */
+
+/* Appends the upgrade request to out and writes the Sec-WebSocket-Accept
+ * value the answer must carry into accept (at least 29 bytes). */
+int ikd__handshake_request(ikd__buf *out, const char *path, const char *host_header,
+                           const char *token, char *accept, ikd_error *err);
+/* Reads the answer's head from p[0..n): 0 when incomplete (*used 0), the
+ * head's length in *used and 101 when the upgrade is accepted, the status
+ * (>= 200) when refused (*body_len: Content-Length, or -1 when none), or an
+ * IKD_E_* code with *err filled when the answer is wrong. */
+int ikd__handshake_answer(const char *p, size_t n, const char *accept, size_t *used, long *body_len,
+                          ikd_error *err);
+
+/* ---- the connection ----------------------------------------------------- */
+
+typedef enum conn_state {
+    CS_IDLE,       /* no socket: waiting to dial again (redial_at) */
+    CS_CONNECTING, /* TCP connect in progress */
+    CS_TLS,        /* TLS handshake */
+    CS_UPGRADING,  /* the upgrade request sent, its answer being read */
+    CS_OPEN,       /* messages flow */
+    CS_CLOSING,    /* our close frame queued: waiting for ikd's */
+    CS_DONE        /* ended for good */
+} conn_state;
+
+typedef struct ikd__stream {
+    char name[IKD__STREAM_MAX + 1];
+    char *open_msg; /* the open message, to open it again after a reconnection */
+    size_t open_len;
+    long long next_seq;  /* the seq IKD_SEQ_AUTO gives next */
+    long long last_sent; /* the last target's or path's seq (when sent) */
+    long long last_answered;
+    bool sent, answered, path_active, opened;
+} ikd__stream;
+
+/* What a blocking helper waits for (stream.c). */
+typedef struct ikd__waiter {
+    ikd_event_kind kind; /* CONNECTED, OPENED, SOLUTION or TICK */
+    const char *stream;
+    long long seq;
+    bool done;
+    int rc;
+    ikd_error *err;
+    ikd_result *result; /* SOLUTION: the copy */
+    ikd_tick *tick;     /* TICK: the copy */
+} ikd__waiter;
+
+struct ikd_conn {
+    /* options */
+    char *url, *token, *ca_file;
+    ikd_event_cb on_event;
+    void *user;
+    size_t max_message, max_send_queue;
+    int connect_timeout_ms, idle_timeout_ms, max_streams;
+    bool reconnect;
+
+    /* the address */
+    bool use_tls;
+    char *host, *port, *path, *host_header;
+
+    /* the transport */
+    conn_state state;
+    int fd;
+    struct addrinfo *ai, *ai_next;
+    ikd__tls *tls;
+    ikd__buf out; /* bytes to write, from out_off */
+    size_t out_off;
+    ikd__buf in; /* bytes read, from in_off */
+    size_t in_off;
+    long body_left; /* a refused upgrade: its body's bytes still to read (-1: to the end) */
+    int refused_status;
+    char accept[32];
+    wslay_frame_context_ptr fr;
+    bool frame_started, frame_fin;
+    uint8_t frame_op;
+    uint64_t frame_len, frame_got;
+    ikd__buf msg; /* the message being assembled */
+    uint8_t msg_op;
+    bool in_msg;
+    uint8_t ctrl[128];
+    size_t ctrl_len;
+    bool close_sent, user_closed, more_pending, ping_out;
+    int64_t deadline, last_recv, redial_at;
+    int backoff_ms;
+    uint8_t rnd[256]; /* mask keys, drawn 256 bytes at a time */
+    size_t rnd_off;
+
+    /* messages */
+    ikd__buf build; /* the message being written */
+    ikd__buf tick;  /* the tick being built */
+    bool tick_open;
+    long long tick_seq;
+    size_t tick_count;
+    long long tick_last_sent, tick_last_answered;
+    bool tick_sent, tick_answered;
+    ikd__stream *streams; /* nstreams used, unordered */
+    size_t nstreams, streams_cap;
+    ikd__dec dec;
+    ikd__msg m;
+
+    /* dispatch */
+    ikd__waiter *waiter;
+    int dispatched;
+    bool in_callback;
+    ikd_conn_stats stats;
+};
+
+/* conn.c */
+/* Frames and queues one message (opcode WSLAY_TEXT_FRAME, ...); control
+ * frames pass the send cap. 0 or an IKD_E_* code (nothing queued). */
+int ikd__conn_queue(ikd_conn *c, uint8_t opcode, const void *data, size_t len, ikd_error *err);
+/* Whether messages may be queued now (not ended for good). */
+bool ikd__conn_usable(const ikd_conn *c);
+
+/* stream.c */
+/* A complete message from ikd: decoded and dispatched as events. */
+void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n);
+/* Hands an event to a waiting helper and to on_event. */
+void ikd__conn_emit(ikd_conn *c, const ikd_event *ev);
+/* The connection is lost (why): an IKD_E_CONNECTION_LOST error, its
+ * message saying why, for every stream and tick waiting for an answer. */
+void ikd__conn_lost_answers(ikd_conn *c, const ikd_error *why);
+/* Appends (framed) the open message of every stream, for a reconnection. */
+int ikd__conn_reopen(ikd_conn *c);
+void ikd__conn_streams_free(ikd_conn *c);
+
+#endif /* IKD_CLIENT_CONN_H */

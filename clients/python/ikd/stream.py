@@ -1,0 +1,735 @@
+"""
+ikd.stream: WebSocket streams and ticks on asyncio (proto/STREAM.md is the
+contract), over the `websockets` package.
+
+One Connection is one WebSocket to ikd carrying named Streams. One task
+reads every message and hands it on: a stream's messages to that stream,
+a tick_solution to the tick that waits for it, and everything else
+(connection-level errors, messages of a type this client does not know,
+answers for a stream it does not hold) to the connection's error and
+message handlers: logged as warnings by the "ikd" logger when there is
+no handler, never dropped silently.
+
+MEMORY (bounded, whatever the caller reads)
+  - Latest answer wins: `Stream.latest` is the newest solution; each
+    stream keeps at most `queue_size` unread messages (default 8) for
+    `Stream.solutions()`, and when it is full the oldest is dropped and
+    counted in `Stream.dropped` (as ikd's own conflation counts what it
+    skipped). A control loop that reads `latest`, or nothing at all, holds
+    one solution per stream.
+  - Futures exist only for answers someone waits for (`solve`, `submit`,
+    `tick`) and are gone once answered; ikd answers every target (its own
+    solution, a newer one's, or an error), and a connection that drops
+    fails them all.
+  - Per message: one json.loads, one small slotted Solution around the
+    decoded result, nothing kept beyond the above, so the collector's work
+    per pause stays small (no growing heap to walk).
+
+RECONNECTION
+  With `reconnect=True` (the default) a connection that drops is dialled
+  again with exponential backoff and jitter (`min_delay` seconds doubling
+  to `max_delay`, `max_attempts` in a row) and every stream is opened again
+  on its chain, options and open seed; answers in flight fail with
+  IkdError "connection_lost", calls made while it is away fail at once with
+  "not_connected", and seqs go on from where they were.
+
+RE-REGISTRATION
+  A stream opened by `chain_id` on a chain this client registered
+  (Client.register_chain) is opened again after registering the chain
+  anew when ikd answers `unknown_chain` (a restarted ikd, another replica).
+
+TICKS
+  `Connection.tick()` sends one "tick" message with a target for many
+  streams and returns its TickSolution: one TickItem per target, in order,
+  each a solution or that target's error. Every item also reaches its
+  stream (`latest`, `solutions()`, on_solution) like a target's answer.
+  Encoding and decoding go through the connection's `codec` (JsonCodec), the
+  seam where a binary tick form can come in without changing this API.
+
+THREADS
+  A Connection belongs to the asyncio loop that opened it; callbacks run on
+  that loop and must not block it.
+"""
+import asyncio
+import base64
+import json
+import logging
+import random
+import ssl
+from collections import deque
+
+import websockets
+
+from .errors import IkdError
+from .types import Path, PathEnd, Solution, TickItem, TickSolution
+
+__all__ = ["Connection", "Stream", "JsonCodec"]
+
+log = logging.getLogger("ikd")
+
+_WS_MAJOR = int(websockets.__version__.split(".")[0])
+try:  # websockets 13 and later: the new asyncio implementation
+    if _WS_MAJOR < 13:
+        raise ImportError
+    from websockets.asyncio.client import connect as _ws_connect_new
+except ImportError:
+    _ws_connect_new = None
+
+
+async def _ws_connect(url, subprotocols, ssl_context, open_timeout, options):
+    # answers are bounded by ikd (a tick of 1024 full answers is about 1 MB)
+    opts = {"max_size": 16 << 20, "ping_interval": 20, "open_timeout": open_timeout}
+    if url.startswith("wss:") and ssl_context is not None:
+        opts["ssl"] = ssl_context
+    opts.update(options)
+    try:
+        if _ws_connect_new is not None:
+            return await _ws_connect_new(url, subprotocols=subprotocols, **opts)
+        return await websockets.connect(url, subprotocols=subprotocols, **opts)
+    except websockets.exceptions.InvalidHandshake as e:
+        status = getattr(e, "status_code", None)
+        if status is None:
+            status = getattr(getattr(e, "response", None), "status_code", None)
+        if status is None:
+            raise IkdError("network", "the stream upgrade failed: %s" % e) from None
+        raise IkdError("http_%d" % status, "the stream upgrade was refused (HTTP %d)" % status,
+                       "", status) from None
+    except ssl.SSLError as e:
+        raise IkdError("network", "TLS: %s" % e) from None
+    except (OSError, asyncio.TimeoutError) as e:
+        raise IkdError("network", "cannot reach %s: %s" % (url, e)) from None
+
+
+def _drop_none(**kw):
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+class JsonCodec:
+    """The JSON text form of ticks (proto/STREAM.md "tick, tick_solution").
+    A Connection encodes ticks and decodes tick_solutions through its
+    codec only, so another form (binary) plugs in here."""
+
+    def encode_tick(self, seq, items):
+        """items: [(stream name, its seq or None, target, seed or None)]"""
+        targets = []
+        for name, s, target, seed in items:
+            t = {"stream": name, "target": target}
+            if s is not None:
+                t["seq"] = s
+            if seed is not None:
+                t["seed"] = seed
+            targets.append(t)
+        return json.dumps({"type": "tick", "seq": seq, "targets": targets})
+
+    def decode_tick(self, msg):
+        items = []
+        for it in msg.get("solutions") or ():
+            name = it.get("stream", "")
+            seq = it.get("seq", 0)
+            if "error" in it:
+                items.append(TickItem(name, seq, 0, None,
+                                      IkdError.from_body(it, None, name, seq)))
+            else:
+                items.append(TickItem(name, seq, it.get("skipped", 0), it.get("result")))
+        return TickSolution(msg.get("seq", 0), msg.get("skipped", 0), items, msg.get("seq", 0))
+
+
+class _Handlers:
+    """A small list of callbacks; add() returns the function that removes."""
+
+    __slots__ = ("fns",)
+
+    def __init__(self):
+        self.fns = []
+
+    def add(self, fn):
+        self.fns.append(fn)
+        return lambda: self.fns.remove(fn) if fn in self.fns else None
+
+    def __bool__(self):
+        return bool(self.fns)
+
+    def call(self, *args):
+        for fn in list(self.fns):
+            try:
+                fn(*args)
+            except Exception:  # a caller's bug must not stop the reader
+                log.exception("ikd: a callback raised")
+
+
+class Connection:
+    """One WebSocket to ikd carrying named streams (use as
+    `async with client.connect() as conn:` or `await conn.start()`)."""
+
+    def __init__(self, http, *, queue_size=8, reconnect=True, min_delay=0.1, max_delay=5.0,
+                 max_attempts=None, codec=None, **websocket_options):
+        self.http = http
+        self.queue_size = queue_size
+        self.reconnect = reconnect
+        self.min_delay = min_delay
+        self.max_delay = max_delay
+        self.max_attempts = max_attempts
+        self.codec = codec or JsonCodec()
+        self.options = websocket_options
+        self.ws = None
+        self.streams = {}
+        self.state = "connecting"  # open, reconnecting, closed
+        self.reconnects = 0
+        self.latest_tick = None
+        self.dropped_errors = 0
+        self._reader = None
+        self._user_closed = False
+        self._tick_seq = 0
+        self._ticks = {}  # tick seq -> future, in the order sent
+        self._on_error = _Handlers()
+        self._on_message = _Handlers()
+        self._on_tick = _Handlers()
+        self._on_state = _Handlers()
+
+    # ---- lifetime -------------------------------------------------------------
+
+    async def __aenter__(self):
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    async def start(self):
+        """Connects (no retry: a first connection that fails raises)."""
+        self.ws = await self._dial()
+        self._set_state("open")
+        self._reader = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    async def _dial(self):
+        return await _ws_connect(self.http.stream_url(), self.subprotocols(),
+                                 self.http.ssl_context, self.http.timeout, self.options)
+
+    def subprotocols(self):
+        """What the upgrade offers: ikd.v1, and the token (if any) as
+        base64url.bearer.ikd.<unpadded base64url of its UTF-8 bytes>."""
+        return subprotocols(self.http.token)
+
+    async def close(self):
+        """Closes the socket; no reconnection afterwards. Waiting futures
+        fail with IkdError "closed"."""
+        self._user_closed = True
+        if self._reader is not None and self.state == "reconnecting":
+            self._reader.cancel()  # waiting out a backoff: nothing to close
+        elif self.ws is not None:
+            await self.ws.close()
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+        self._fail_all(IkdError("closed", "the connection was closed"), final=True)
+        self._set_state("closed")
+
+    def _set_state(self, state):
+        if self.state != state:
+            self.state = state
+            self._on_state.call(state)
+
+    # ---- events -----------------------------------------------------------------
+
+    def on_error(self, fn):
+        """fn(IkdError) for errors tied to no waiting call: connection-level
+        errors (unknown_type, invalid_json of a message, a tick refused
+        whole), errors of targets sent with send(), a stream that could not
+        be reopened. Without a handler they are logged as warnings. Returns
+        a function that removes fn."""
+        return self._on_error.add(fn)
+
+    def on_message(self, fn):
+        """fn(message) for messages this client does not understand (a type
+        it does not know, a stream it does not hold, a binary frame).
+        Without a handler they reach on_error as "unexpected_message"."""
+        return self._on_message.add(fn)
+
+    def on_tick(self, fn):
+        """fn(TickSolution) for every tick answered (send_tick's too)."""
+        return self._on_tick.add(fn)
+
+    def on_state(self, fn):
+        """fn(state): "open", "reconnecting", "closed"."""
+        return self._on_state.add(fn)
+
+    def _error(self, err):
+        if self._on_error:
+            self._on_error.call(err)
+        else:
+            self.dropped_errors += 1
+            log.warning("ikd: %s", err)
+
+    def _unexpected(self, msg):
+        if self._on_message:
+            self._on_message.call(msg)
+        else:
+            kind = msg.get("type") if isinstance(msg, dict) else type(msg).__name__
+            self._error(IkdError("unexpected_message",
+                                 "ikd sent a message this client does not handle: %.200r" %
+                                 (kind,)))
+
+    # ---- sending ----------------------------------------------------------------
+
+    async def _send_text(self, text):
+        if self.state != "open" or self.ws is None:
+            raise IkdError("not_connected", "the connection is %s" % self.state)
+        try:
+            await self.ws.send(text)
+        except websockets.exceptions.ConnectionClosed as e:
+            raise IkdError("connection_lost", "the connection dropped: %s" % e) from None
+
+    async def send_raw(self, msg):
+        """Sends one message (an object, or its JSON text) as it is: for
+        messages this client has no method for. Its answers reach the
+        handlers."""
+        await self._send_text(msg if isinstance(msg, str) else json.dumps(msg))
+
+    # ---- streams ----------------------------------------------------------------
+
+    async def open(self, name, chain=None, *, chain_id=None, options=None, seed=None,
+                   queue_size=None, timeout=None):
+        """Opens stream `name` on a chain (an object, or the chain_id of a
+        registered one); returns the Stream once ikd answered "opened".
+        Raises IkdError when ikd refuses the chain or the options (the path
+        points into the open message, such as "/chain/positions/1")."""
+        if name in self.streams:
+            raise IkdError("stream_exists", "stream %r is already open on this connection" %
+                           (name,), stream=name)
+        s = Stream(self, name, _drop_none(type="open", stream=name, chain=chain,
+                                          chain_id=chain_id, options=options, seed=seed),
+                   self.queue_size if queue_size is None else queue_size)
+        self.streams[name] = s
+        try:
+            await asyncio.wait_for(s._open(), timeout or self.http.timeout)
+        except asyncio.TimeoutError:
+            self.streams.pop(name, None)
+            raise IkdError("timeout", "stream %r: no answer to open" % (name,),
+                           stream=name) from None
+        except BaseException:
+            self.streams.pop(name, None)
+            raise
+        return s
+
+    # ---- ticks ------------------------------------------------------------------
+
+    def _tick_items(self, targets):
+        """(tick seq, [(name, seq or None, target, seed)]): each target of a
+        stream this connection holds takes its stream's next seq, sent only
+        when it differs from the tick's (a stream ticked from its start has
+        the tick's seq)."""
+        self._tick_seq += 1
+        tseq = self._tick_seq
+        items = []
+        if hasattr(targets, "items"):
+            targets = targets.items()
+        for t in targets:
+            if isinstance(t, dict):
+                name, target, seed = t["stream"], t["target"], t.get("seed")
+            elif len(t) == 3:
+                name, target, seed = t
+            else:
+                (name, target), seed = t, None
+            s = self.streams.get(name)
+            seq = None
+            if s is not None:
+                s.seq += 1
+                if s.seq != tseq:
+                    seq = s.seq
+            items.append((name, seq, target, seed))
+        return tseq, items
+
+    async def tick(self, targets, *, timeout=None):
+        """Sends one tick: `targets` maps stream names to targets, or is a
+        list of (name, target), (name, target, seed) or {"stream", "target",
+        "seed"}. Returns its TickSolution (one item per target, in order;
+        a target's error is in its item, not raised). Raises IkdError when
+        ikd refuses the tick whole (too many targets, ...)."""
+        tseq, items = self._tick_items(targets)
+        fut = asyncio.get_running_loop().create_future()
+        self._ticks[tseq] = fut
+        try:
+            await self._send_text(self.codec.encode_tick(tseq, items))
+            return await asyncio.wait_for(fut, timeout) if timeout else await fut
+        finally:
+            self._ticks.pop(tseq, None)
+
+    async def send_tick(self, targets):
+        """Sends a tick without waiting: returns its seq; the answer goes to
+        `latest_tick`, on_tick and the streams."""
+        tseq, items = self._tick_items(targets)
+        await self._send_text(self.codec.encode_tick(tseq, items))
+        return tseq
+
+    def _tick_solution(self, msg):
+        ts = self.codec.decode_tick(msg)
+        self.latest_tick = ts
+        for it in ts.items:
+            s = self.streams.get(it.stream)
+            if s is not None:
+                s._tick_item(it)
+        # this tick, and every older one still waiting (ikd replaced those
+        # by newer ones: their targets were dropped unsolved)
+        while self._ticks:
+            k = next(iter(self._ticks))
+            if k > ts.seq:
+                break
+            f = self._ticks.pop(k)
+            if not f.done():
+                if k == ts.seq:
+                    f.set_result(ts)
+                else:
+                    f.set_result(TickSolution(ts.seq, ts.skipped, ts.items, k))
+        self._on_tick.call(ts)
+
+    # ---- reading ----------------------------------------------------------------
+
+    async def _run(self):
+        while True:
+            err = await self._read()
+            for s in self.streams.values():
+                s._dropped()
+            self._fail_all(err, final=False)
+            if self._user_closed or not self.reconnect:
+                break
+            if not await self._redial():
+                break
+        self._fail_all(IkdError("closed", "the connection closed"), final=True)
+        self._set_state("closed")
+
+    async def _read(self):
+        """Reads until the socket closes; returns the error for what waits."""
+        try:
+            async for data in self.ws:
+                if not isinstance(data, str):
+                    self._unexpected(data)
+                    continue
+                try:
+                    msg = json.loads(data)
+                except ValueError:
+                    self._error(IkdError("bad_answer", "ikd sent a message that is not JSON"))
+                    continue
+                if not isinstance(msg, dict):
+                    self._unexpected(msg)
+                    continue
+                self._dispatch(msg)
+        except websockets.exceptions.ConnectionClosed as e:
+            return IkdError("connection_lost", "the connection dropped: %s" % e)
+        except Exception as e:  # a bug of ours: fail what waits, loudly
+            log.exception("ikd: the stream reader failed")
+            return IkdError("connection_lost", "the reader failed: %r" % e)
+        return IkdError("connection_lost", "the connection closed")
+
+    def _dispatch(self, msg):
+        kind = msg.get("type")
+        if kind == "tick_solution":
+            self._tick_solution(msg)
+            return
+        name = msg.get("stream")
+        s = self.streams.get(name) if isinstance(name, str) else None
+        if s is not None and s._deliver(kind, msg):
+            return
+        if kind == "error":
+            seq = msg.get("seq")
+            err = IkdError.from_body(msg, None, name, seq)
+            f = self._ticks.pop(seq, None) if name is None else None
+            if f is not None and not f.done():
+                f.set_exception(err)
+            else:
+                self._error(err)
+            return
+        self._unexpected(msg)
+
+    def _fail_all(self, err, final):
+        for f in self._ticks.values():
+            if not f.done():
+                f.set_exception(err)
+        self._ticks.clear()
+        if final:
+            for s in list(self.streams.values()):
+                s._ended(err)
+            self.streams.clear()
+
+    async def _redial(self):
+        attempts = 0
+        self._set_state("reconnecting")
+        while not self._user_closed:
+            if self.max_attempts is not None and attempts >= self.max_attempts:
+                return False
+            delay = min(self.max_delay, self.min_delay * 2 ** attempts)
+            await asyncio.sleep(delay * (0.5 + random.random() / 2))
+            attempts += 1
+            try:
+                self.ws = await self._dial()
+            except IkdError as e:
+                if e.status is not None and 400 <= e.status < 500:
+                    self._error(e)  # refused (a token no longer valid): give up
+                    return False
+                continue
+            if self._user_closed:
+                await self.ws.close()
+                return False
+            self.reconnects += 1
+            self._set_state("open")
+            # reading goes on in _run; the streams reopen as it reads
+            loop = asyncio.get_running_loop()
+            for s in list(self.streams.values()):
+                loop.create_task(s._reopen())
+            return True
+        return False
+
+
+def subprotocols(token):
+    """ikd.v1, and with a token base64url.bearer.ikd.<its unpadded base64url>
+    (proto/STREAM.md, "Connecting")."""
+    protos = ["ikd.v1"]
+    if token:
+        enc = base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
+        protos.append("base64url.bearer.ikd." + enc)
+    return protos
+
+
+class Stream:
+    """One named stream of a Connection."""
+
+    def __init__(self, conn, name, open_msg, queue_size):
+        self.conn = conn
+        self.name = name
+        self.open_msg = open_msg
+        self.chain_id = None
+        self.seq = 0
+        self.is_open = False
+        #: the newest solution (latest answer wins)
+        self.latest = None
+        #: unread messages dropped from the bounded queue
+        self.dropped = 0
+        self._queue = deque(maxlen=max(1, queue_size))
+        self._ready = None  # an event set when a message is queued
+        self._waiting = {}  # seq -> future, in the order sent
+        self._paths = {}  # seq -> list of samples
+        self._opened = None
+        self._closed = None
+        self._on_solution = _Handlers()
+
+    # ---- opening ------------------------------------------------------------------
+
+    async def _open(self):
+        loop = asyncio.get_running_loop()
+        for attempt in range(2):
+            self._opened = loop.create_future()
+            await self.conn._send_text(json.dumps(self.open_msg))
+            try:
+                msg = await self._opened
+            except IkdError as e:
+                cid = self.open_msg.get("chain_id")
+                if attempt == 0 and e.code == "unknown_chain" and cid and \
+                        await asyncio.to_thread(self.conn.http.reregister, cid):
+                    continue
+                raise
+            self.chain_id = msg.get("chain_id")
+            self.is_open = True
+            return
+
+    async def _reopen(self):
+        try:
+            await asyncio.wait_for(self._open(), self.conn.http.timeout)
+        except asyncio.TimeoutError:
+            err = IkdError("timeout", "stream %r: no answer to its reopening" % (self.name,),
+                           stream=self.name)
+        except IkdError as err_:
+            err = err_
+            err.stream = self.name
+        else:
+            return
+        if self.conn.streams.get(self.name) is self:
+            del self.conn.streams[self.name]
+        self._ended(err)
+        self.conn._error(err)
+
+    # ---- sending ------------------------------------------------------------------
+
+    def _target_text(self, target, seed):
+        if not self.is_open:
+            raise IkdError("not_connected", "stream %r is not open" % (self.name,),
+                           stream=self.name)
+        self.seq += 1
+        msg = {"type": "target", "stream": self.name, "seq": self.seq, "target": target}
+        if seed is not None:
+            msg["seed"] = seed
+        return json.dumps(msg)
+
+    async def send(self, target, *, seed=None):
+        """Sends a target without waiting; returns its seq. Its answer goes
+        to `latest`, solutions() and on_solution; an error to the
+        connection's on_error."""
+        await self.conn._send_text(self._target_text(target, seed))
+        return self.seq
+
+    async def submit(self, target, *, seed=None):
+        """Sends a target; returns a future of its Solution (to keep many in
+        flight). The future fails with the IkdError ikd answered for it."""
+        text = self._target_text(target, seed)
+        fut = asyncio.get_running_loop().create_future()
+        self._waiting[self.seq] = fut
+        await self.conn._send_text(text)
+        return fut
+
+    async def solve(self, target, *, seed=None, timeout=None):
+        """Sends a target and returns its Solution (or the newer one that
+        replaced it). Raises the IkdError ikd answered for it."""
+        fut = await self.submit(target, seed=seed)
+        if timeout is None:
+            return await fut
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            raise IkdError("timeout", "stream %r: no answer within %s s" % (self.name, timeout),
+                           stream=self.name) from None
+
+    async def path(self, waypoints, *, rate_hz=None, duration_s=None):
+        """Sends a path and returns it solved: Path(samples, end). The
+        samples also reach latest, solutions() and on_solution."""
+        if not self.is_open:
+            raise IkdError("not_connected", "stream %r is not open" % (self.name,),
+                           stream=self.name)
+        self.seq += 1
+        seq = self.seq
+        fut = asyncio.get_running_loop().create_future()
+        self._waiting[seq] = fut
+        self._paths[seq] = []
+        try:
+            await self.conn._send_text(json.dumps(_drop_none(
+                type="path", stream=self.name, seq=seq, waypoints=waypoints, rate_hz=rate_hz,
+                duration_s=duration_s)))
+            return await fut
+        finally:
+            self._paths.pop(seq, None)
+
+    async def close(self):
+        """Ends the stream; waits for ikd's "closed" (answers to targets
+        still waiting arrive first)."""
+        if not self.is_open:
+            self.conn.streams.pop(self.name, None)
+            return
+        self._closed = asyncio.get_running_loop().create_future()
+        await self.conn._send_text(json.dumps({"type": "close", "stream": self.name}))
+        await self._closed
+
+    # ---- reading --------------------------------------------------------------------
+
+    def on_solution(self, fn):
+        """fn(Solution) for every solution of this stream, in order (targets,
+        path samples, tick items). Returns a function that removes fn."""
+        return self._on_solution.add(fn)
+
+    async def solutions(self):
+        """The stream's unread messages in order (Solution, PathEnd, and
+        IkdError values for targets refused): an async iterator over a
+        bounded queue (see MEMORY above; `dropped` counts what it lost)."""
+        while True:
+            while not self._queue:
+                if self._ready is None:
+                    self._ready = asyncio.Event()
+                self._ready.clear()
+                await self._ready.wait()
+            yield self._queue.popleft()
+
+    def _queue_put(self, item):
+        q = self._queue
+        if len(q) == q.maxlen:
+            self.dropped += 1
+        q.append(item)
+        if self._ready is not None:
+            self._ready.set()
+
+    def _solution(self, sol):
+        self.latest = sol
+        self._queue_put(sol)
+        w = self._waiting
+        if w:
+            seq = sol.seq
+            samples = self._paths.get(seq)
+            if samples is not None:
+                samples.append(sol)
+            # this target's answer, and the answer of every older target a
+            # newer one replaced while it waited
+            while w:
+                k = next(iter(w))
+                if k > seq or (k == seq and samples is not None):
+                    break
+                f = w.pop(k)
+                if not f.done():
+                    f.set_result(sol if k == seq else Solution(
+                        sol.stream, seq, sol.skipped, sol.result, k, sol.index, sol.count))
+        if self._on_solution:
+            self._on_solution.call(sol)
+
+    def _tick_item(self, it):
+        if it.error is not None:
+            self._queue_put(it.error)
+            return
+        self._solution(Solution(self.name, it.seq, it.skipped, it.result, it.seq))
+
+    def _deliver(self, kind, msg):
+        """Handles a message naming this stream; False when it is not one."""
+        if kind == "solution":
+            seq = msg.get("seq", 0)
+            self._solution(Solution(self.name, seq, msg.get("skipped", 0), msg.get("result"),
+                                    seq, msg.get("index"), msg.get("count")))
+        elif kind == "path_end":
+            end = PathEnd(self.name, msg.get("seq", 0), msg.get("sent", 0),
+                          msg.get("skipped", 0), msg.get("count", 0),
+                          bool(msg.get("completed")))
+            self._queue_put(end)
+            f = self._waiting.pop(end.seq, None)
+            if f is not None and not f.done():
+                f.set_result(Path(list(self._paths.get(end.seq, ())), end))
+        elif kind == "opened":
+            if self._opened is None or self._opened.done():
+                return False
+            self._opened.set_result(msg)
+        elif kind == "closed":
+            self.is_open = False
+            if self.conn.streams.get(self.name) is self:
+                del self.conn.streams[self.name]
+            self._ended(IkdError("closed", "stream %r was closed" % (self.name,),
+                                 stream=self.name))
+            if self._closed is not None and not self._closed.done():
+                self._closed.set_result(msg)
+        elif kind == "error":
+            seq = msg.get("seq")
+            err = IkdError.from_body(msg, None, self.name, seq)
+            if self._opened is not None and not self._opened.done() and seq is None:
+                self._opened.set_exception(err)  # the open was refused
+                return True
+            f = self._waiting.pop(seq, None)
+            self._paths.pop(seq, None)
+            self._queue_put(err)
+            if f is not None and not f.done():
+                f.set_exception(err)
+            else:
+                self.conn._error(err)
+        else:
+            return False
+        return True
+
+    def _dropped(self):
+        """The socket dropped: what waits fails; the stream may reopen."""
+        self.is_open = False
+        self._fail(IkdError("connection_lost", "the connection dropped before the answer",
+                            stream=self.name))
+
+    def _ended(self, err):
+        self.is_open = False
+        self._fail(err)
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(None)
+
+    def _fail(self, err):
+        for f in [self._opened, *self._waiting.values()]:
+            if f is not None and not f.done():
+                f.set_exception(err)
+                # nobody may await it any more (an open abandoned): retrieved
+                f.exception()
+        self._waiting.clear()
+        self._paths.clear()
