@@ -33,9 +33,8 @@
 /* L L^T = N + lambda I for the m x m matrices N and L (stride s, L may be
  * N; L's strict lower triangle written), inv[j] = 1 / L[j][j]. False when
  * a pivot is not positive. */
-static inline __attribute__((always_inline)) bool ik__cholesky(const double *N, double *L,
-                                                                size_t m, size_t s, double lambda,
-                                                                double *inv)
+static inline __attribute__((always_inline)) bool ik__cholesky(const double *N, double *L, size_t m,
+                                                               size_t s, double lambda, double *inv)
 {
     for (size_t j = 0; j < m; j++) {
         double d = N[j * s + j] + lambda;
@@ -55,9 +54,8 @@ static inline __attribute__((always_inline)) bool ik__cholesky(const double *N, 
 }
 
 /* Solves L L^T y = b in place (b -> y) with ik__cholesky's L and inv. */
-static inline __attribute__((always_inline)) void ik__cholesky_solve(const double *L, size_t m,
-                                                                      size_t s, const double *inv,
-                                                                      double *b)
+static inline __attribute__((always_inline)) void
+ik__cholesky_solve(const double *L, size_t m, size_t s, const double *inv, double *b)
 {
     for (size_t i = 0; i < m; i++) { /* L z = b */
         double v = b[i];

@@ -57,9 +57,10 @@
  *     Several end effectors on one tree (solver/ik_tree.h), same protocol
  *     as chain: N random configurations of the whole tree, every tip's full
  *     pose as its target (the tips of --position-tips: their position only,
- *     checked on position alone; "position_tips" counts them), one tree solve per sample from the mid-limit pose,
- *     then every tip solved as its own chain (ik_numeric_solve) on the same
- *     targets in the same run as the baseline. Both are verified here by
+ *     checked on position alone; "position_tips" counts them), one tree
+ *     solve per sample from the mid-limit pose, then every tip solved as
+ *     its own chain (ik_numeric_solve) on the same targets in the same run
+ *     as the baseline. Both are verified here by
  *     the same independent forward kinematics. Prints
  *       {"bench":"tree","robot":..,"base":..,"tips":..,"dof":..,
  *        "shared_joints":..,"samples":..,"success":..,"mean_us":..,
@@ -282,6 +283,15 @@ static int load_urdf(const char *path, const char *base, const char *tip, bench_
     free(xml);
     if (rc != 0) {
         fprintf(stderr, "ikbench: %s: %s\n", path, err.message);
+        return -1;
+    }
+    /* the runs hold joint values in arrays of TEST_DOF_CAP */
+    size_t dof = 0;
+    for (size_t i = 0; i < bc->n_joints; i++)
+        dof += bc->joints[i].type != IK_JOINT_FIXED;
+    if (dof > TEST_DOF_CAP) {
+        fprintf(stderr, "ikbench: %s: %zu movable joints, more than %d\n", path, dof,
+                TEST_DOF_CAP);
         return -1;
     }
     return 0;
@@ -784,8 +794,8 @@ static int run_tree(const chain_args *a, const char *tips_arg, const char *pos_t
         chains[t] = bc[t].joints;
         lens[t] = bc[t].n_joints;
     }
-    if (nt < 1 || tree_from_chains(&tree, chains, lens, nt) != IK_OK) {
-        fprintf(stderr, "ikbench: invalid tree\n");
+    if (nt < 1 || tree_from_chains(&tree, chains, lens, nt) != IK_OK || tree.dof > TEST_DOF_CAP) {
+        fprintf(stderr, "ikbench: invalid tree, or more than %d variables\n", TEST_DOF_CAP);
         return 1;
     }
     char robot[64];
@@ -864,7 +874,8 @@ static int run_tree(const chain_args *a, const char *tips_arg, const char *pos_t
         t0 = now_s();
         c0 = cpu_s();
         for (size_t t = 0; t < nt; t++) {
-            ik_target tg = posonly[t] ? ik_target_position(goal[t].p) : ik_target_full_pose(goal[t]);
+            ik_target tg =
+                posonly[t] ? ik_target_position(goal[t].p) : ik_target_full_pose(goal[t]);
             ik_numeric_result nr;
             ik_numeric_solve(&bc[t].chain, &tg, NULL, &no, wn, wsn, qsep[t], &nr);
             sep_iterations += nr.iterations;
@@ -893,8 +904,9 @@ static int run_tree(const chain_args *a, const char *tips_arg, const char *pos_t
     }
     if (a->verbose)
         for (int b = 0; b < 6; b++)
-            fprintf(stderr, "restarts bucket %d (0,1,2-3,4-7,8-15,16+): %zu samples, %.0f us total\n",
-                    b, hist_n[b], hist_us[b]);
+            fprintf(stderr,
+                    "restarts bucket %d (0,1,2-3,4-7,8-15,16+): %zu samples, %.0f us total\n", b,
+                    hist_n[b], hist_us[b]);
     double st = 0.0, ss = 0.0;
     for (size_t i = 0; i < n; i++) {
         st += tt[i];
@@ -908,7 +920,8 @@ static int run_tree(const chain_args *a, const char *tips_arg, const char *pos_t
     for (size_t t = 0; t < nt; t++)
         npos += posonly[t];
     printf("{\"bench\":\"tree\",\"robot\":\"%s\",\"base\":\"%s\",\"tips\":%zu,"
-           "\"position_tips\":%zu,\"dof\":%zu,\"shared_joints\":%zu,\"samples\":%zu,\"success\":%.5f,"
+           "\"position_tips\":%zu,\"dof\":%zu,\"shared_joints\":%zu,\"samples\":%zu,"
+           "\"success\":%.5f,"
            "\"mean_us\":%.2f,\"median_us\":%.2f,\"p99_us\":%.2f,\"mean_iterations\":%.1f,"
            "\"mean_restarts\":%.2f,\"separate_mean_iterations\":%.1f,"
            "\"separate_mean_restarts\":%.2f,\"separate_success\":%.5f,\"separate_consistent\":%.5f,"
@@ -1036,8 +1049,8 @@ static int run_priority(const chain_args *a, const char *tips_arg)
     }
     const ik_joint *chains[2] = {bc[0].joints, bc[1].joints};
     size_t lens[2] = {bc[0].n_joints, bc[1].n_joints};
-    if (nt != 2 || tree_from_chains(&tree, chains, lens, 2) != IK_OK) {
-        fprintf(stderr, "ikbench: priority needs two tips\n");
+    if (nt != 2 || tree_from_chains(&tree, chains, lens, 2) != IK_OK || tree.dof > TEST_DOF_CAP) {
+        fprintf(stderr, "ikbench: priority needs two tips (at most %d variables)\n", TEST_DOF_CAP);
         return 1;
     }
     size_t shared = 0;

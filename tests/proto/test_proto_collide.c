@@ -72,7 +72,8 @@ static const char ROBOT[] =
 static ik_chain robot_chain(const char *tip)
 {
     proto_error err;
-    ik_chain *c = test_adopt(proto_urdf_load_chain(ROBOT, strlen(ROBOT), "base", tip, 64, NULL, &err));
+    ik_chain *c =
+        test_adopt(proto_urdf_load_chain(ROBOT, strlen(ROBOT), "base", tip, 64, NULL, &err));
     ck_assert_msg(c != NULL, "%s", err.message);
     return *c;
 }
@@ -288,7 +289,8 @@ START_TEST(test_iiwa_from_documents)
     char *urdf = data("robots/kuka_iiwa14_r820.urdf", &ulen);
     char *srdf = data("collision/kuka_iiwa14_r820.srdf", &slen);
     proto_error err;
-    ik_chain *cp = test_adopt(proto_urdf_load_chain(urdf, ulen, "base_link", "tool0", 64, NULL, &err));
+    ik_chain *cp =
+        test_adopt(proto_urdf_load_chain(urdf, ulen, "base_link", "tool0", 64, NULL, &err));
     ck_assert_ptr_nonnull(cp);
     ik_chain c = *cp;
     /* the spheres as a client sends them */
@@ -420,8 +422,8 @@ START_TEST(test_robots_avoid_their_scenes)
         snprintf(rel, sizeof rel, "robots/%s.urdf", robots[rb][0]);
         char *urdf = data(rel, &ulen);
         proto_error err;
-        ik_chain *cp =
-            test_adopt(proto_urdf_load_chain(urdf, ulen, robots[rb][1], robots[rb][2], 64, NULL, &err));
+        ik_chain *cp = test_adopt(
+            proto_urdf_load_chain(urdf, ulen, robots[rb][1], robots[rb][2], 64, NULL, &err));
         ck_assert_ptr_nonnull(cp);
         ik_chain c = *cp;
         snprintf(rel, sizeof rel, "%s.json", robots[rb][0]);
