@@ -7,9 +7,9 @@
  * trailing "/") probes that daemon's /livez; a URL with a path probes that
  * path (/readyz, say). Without URL it probes /livez where the daemon of the
  * same environment listens: IKD_LISTEN (the image sets it) with a wildcard
- * host (0.0.0.0, [::]) read as loopback, else 127.0.0.1:8080, the daemon's
- * default. It lets the runtime image carry no HTTP client of its
- * own (the Dockerfile's HEALTHCHECK runs it). Only plain http:// URLs with a
+ * host (0.0.0.0, [::]) read as loopback, else the daemon's default address
+ * (SRV_LISTEN_DEFAULT, server/config.h). It lets the runtime image carry no
+ * HTTP client of its own (the Dockerfile's HEALTHCHECK runs it). Only plain http:// URLs with a
  * numeric IPv4 or bracketed IPv6 address or "localhost" are accepted: a
  * probe talks to its own container, never resolves names.
  */
@@ -25,9 +25,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 
+#include "server/config.h"
 #include "server/srv_main.h"
 
-#define PROBE_DEFAULT "http://127.0.0.1:8080/livez"
 #define PROBE_DEADLINE_MS 2000
 
 /* Splits URL into host (without brackets), port and path; 0 or -1. A URL
@@ -116,16 +116,15 @@ static int livez_url(const char *listen, char *buf, size_t size)
 int srv_cli_probe(int argc, char **argv)
 {
     char fromenv[128];
-    const char *url = PROBE_DEFAULT;
+    const char *url = fromenv;
     const char *listen = getenv("IKD_LISTEN");
-    if (argc >= 2)
+    if (!listen || !*listen)
+        listen = SRV_LISTEN_DEFAULT;
+    if (argc >= 2) {
         url = argv[1];
-    else if (listen && *listen) {
-        if (livez_url(listen, fromenv, sizeof fromenv) != 0) {
-            fprintf(stderr, "ikd probe: IKD_LISTEN=\"%s\" is not HOST:PORT\n", listen);
-            return 1;
-        }
-        url = fromenv;
+    } else if (livez_url(listen, fromenv, sizeof fromenv) != 0) {
+        fprintf(stderr, "ikd probe: IKD_LISTEN=\"%s\" is not HOST:PORT\n", listen);
+        return 1;
     }
     char host[64];
     int port;

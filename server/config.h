@@ -69,6 +69,10 @@
  */
 #define SRV_CONFIG_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* --listen's default, also where "ikd probe" looks when IKD_LISTEN is not
+ * set (server/cli_probe.c). */
+#define SRV_LISTEN_DEFAULT "127.0.0.1:8080"
+
 #define SRV_CONFIG_TOPICS(X)                                                                       \
     X(LISTENING, "Listening and connections")                                                      \
     X(ACCESS, "Access: the token and browsers")                                                    \
@@ -80,7 +84,7 @@
 
 #define SRV_CONFIG_MAP(X)                                                                          \
     /* Listening and connections */                                                                \
-    X(LISTEN, LISTENING, "listen", "IKD_LISTEN", LISTEN, listen_host, VALUE("127.0.0.1:8080"),     \
+    X(LISTEN, LISTENING, "listen", "IKD_LISTEN", LISTEN, listen_host, VALUE(SRV_LISTEN_DEFAULT),   \
       "HOST:PORT or [IPV6]:PORT to listen on; port 0 picks a free port")                           \
     X(MAXCONN, LISTENING, "max-connections", "IKD_MAX_CONNECTIONS", UINT(1, 1000000),              \
       max_connections, VALUE("10000"), "simultaneous connections")                                 \

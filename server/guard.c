@@ -28,7 +28,10 @@
  * whose deadline passed: it writes "408 Request Timeout" with a JSON error
  * on the socket (libmicrohttpd has written nothing yet on a connection that
  * is still receiving its request) and shuts the socket down, then runs
- * libmicrohttpd, which sees the end of the connection and closes it.
+ * libmicrohttpd, which sees the end of the connection and closes it. This
+ * raw answer, and the connection notification, are why this file talks to
+ * libmicrohttpd: one of the deliberate exceptions http_mhd.c's opening
+ * comment names.
  *
  * Memory: one node per connection (freed when libmicrohttpd closes it).
  * Threads: loop thread only, like libmicrohttpd's callbacks here.
@@ -145,7 +148,8 @@ static void cut(srv_guard *g, guard_node *n)
 static size_t cut_under_pressure(srv_guard *g, uint64_t now)
 {
     size_t max = g->ctx->cfg.max_connections;
-    if (g->ctx->connections * 100 < max * GUARD_PRESSURE_PERCENT)
+    size_t open = srv_budget_used(&g->ctx->connections);
+    if (open * 100 < max * GUARD_PRESSURE_PERCENT)
         return 0;
     size_t n = 0;
     for (guard_node *x = g->head, *next; x && now - x->start >= GUARD_PRESSURE_MS; x = next) {
@@ -160,7 +164,7 @@ static size_t cut_under_pressure(srv_guard *g, uint64_t now)
         srv_log(g->ctx, SRV_LOG_INFO,
                 "%zu connections cut: %zu of %zu connections open, and no whole request within "
                 "%d s",
-                n, g->ctx->connections, max, GUARD_PRESSURE_MS / 1000);
+                n, open, max, GUARD_PRESSURE_MS / 1000);
     return n;
 }
 
@@ -229,7 +233,7 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
         if (!n)
             return; /* out of memory: this connection has no deadline */
         n->conn = conn;
-        ctx->connections++;
+        srv_budget_take(&ctx->connections, 1); /* libmicrohttpd admitted it */
         if (g)
             append_node(g, n);
         return;
@@ -238,7 +242,7 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     *socket_context = NULL;
     if (!n)
         return;
-    ctx->connections--;
+    srv_budget_release(&ctx->connections, 1);
     if (g)
         unlink_node(g, n);
     free(n);

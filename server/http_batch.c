@@ -95,11 +95,11 @@ typedef struct chunk {
 
 struct srv_batch {
     srv_request *q;
-    srv_work stage; /* decode */
+    srv_solve stage; /* decode */
     proto_error err;
     bool failed;    /* a stage failed: err holds the answer */
     bool cancelled; /* the client left: no more chunks */
-    bool holds_slot;
+    bool holds_slot; /* holds its unit of ctx->admitted (from its decode) */
     bool streamed;  /* answered in pieces as the chunks finish */
     bool binary;    /* answered in the binary form (proto_binary.c) */
     bool finished;  /* answered, failed or cut: nothing more to do */
@@ -108,7 +108,8 @@ struct srv_batch {
     size_t per_max;     /* targets in a chunk at most */
     size_t result_bytes; /* one result's answer at most */
     size_t bound;       /* the most the answer can take (decode_work) */
-    size_t reserved;    /* bytes of ctx->answer_bytes reserved for the answer */
+    size_t reserved;    /* bytes of the budget ctx->answer_bytes reserved for
+                           the answer */
     size_t next;        /* first target not yet handed to a chunk */
     size_t running;     /* chunks queued or running */
     double us_per_target; /* measured so far (0: nothing measured) */
@@ -128,8 +129,8 @@ void srv_http_batch_free(void *p)
         return;
     srv_ctx *ctx = b->q->ctx;
     if (b->holds_slot)
-        ctx->admitted--;
-    ctx->answer_bytes -= b->reserved;
+        srv_budget_release(&ctx->admitted, 1);
+    srv_budget_release(&ctx->answer_bytes, b->reserved);
     while (b->first) {
         chunk *c = b->first;
         b->first = c->next;
@@ -271,8 +272,8 @@ static bool may_hand_out(const batch *b)
 }
 
 /* The round robin of batches that may be handed a chunk is
- * ctx->batch_head..batch_tail; ctx->batch_chunks counts the chunks of all
- * batches on the pool (at most --threads). A streamed batch whose window
+ * ctx->batch_head..batch_tail; the budget ctx->batch_chunks holds one unit
+ * per chunk of any batch on the pool (at most --threads). A streamed batch whose window
  * is full waits outside it until its client takes a piece. */
 static void ready_push(batch *b)
 {
@@ -292,56 +293,64 @@ static void ready_push(batch *b)
 static void chunk_done(srv_solve *s, int status);
 static void finish_if_done(batch *b);
 
+/* The head of the round robin, b, is handed its next chunk: true when
+ * the chunk went to the pool (holding the unit of ctx->batch_chunks the
+ * caller reserved for it). */
+static bool hand_out(srv_ctx *ctx, batch *b)
+{
+    b->queued = false;
+    srv_request *q = b->q;
+    if (!srv_http_release(q))
+        return false; /* the client left and nothing else held the batch */
+    if (!may_hand_out(b)) {
+        finish_if_done(b); /* or its window is full: drained pushes it */
+        return false;
+    }
+    chunk *c = calloc(1, sizeof *c);
+    if (!c) {
+        b->failed = true;
+        finish_if_done(b);
+        return false;
+    }
+    c->b = b;
+    c->solve.job = q->job;
+    c->solve.items = b->items;
+    c->solve.begin = b->next;
+    c->solve.end = b->next + chunk_size(b);
+    c->solve.after = chunk_encode;
+    c->solve.done = chunk_done;
+    c->solve.data = c;
+    c->solve.stage = true; /* the batch was admitted at its decode */
+    if (srv_http_submit(q, &c->solve) != SRV_OK) {
+        free(c);
+        b->failed = true;
+        finish_if_done(b);
+        return false;
+    }
+    b->next = c->solve.end;
+    if (b->streamed) {
+        if (b->last)
+            b->last->next = c;
+        else
+            b->first = c;
+        b->last = c;
+    }
+    b->running++;
+    ready_push(b); /* behind the other batches */
+    return true;
+}
+
 /* Hands out chunks round robin while pool threads are free of batch
  * chunks. */
 static void pump(srv_ctx *ctx)
 {
-    while (ctx->batch_chunks < ctx->cfg.threads && ctx->batch_head) {
+    while (ctx->batch_head && srv_budget_reserve(&ctx->batch_chunks, 1)) {
         batch *b = ctx->batch_head;
         ctx->batch_head = b->qnext;
         if (!ctx->batch_head)
             ctx->batch_tail = NULL;
-        b->queued = false;
-        srv_request *q = b->q;
-        if (!srv_http_release(q))
-            continue; /* the client left and nothing else held the batch */
-        if (!may_hand_out(b)) {
-            finish_if_done(b); /* or its window is full: drained pushes it */
-            continue;
-        }
-        chunk *c = calloc(1, sizeof *c);
-        if (!c) {
-            b->failed = true;
-            finish_if_done(b);
-            continue;
-        }
-        c->b = b;
-        c->solve.job = q->job;
-        c->solve.items = b->items;
-        c->solve.begin = b->next;
-        c->solve.end = b->next + chunk_size(b);
-        c->solve.after = chunk_encode;
-        c->solve.done = chunk_done;
-        c->solve.data = c;
-        srv_http_hold(q);
-        if (srv_solve_submit_stage(ctx, &c->solve) != SRV_OK) {
-            q->pending--;
-            free(c);
-            b->failed = true;
-            finish_if_done(b);
-            continue;
-        }
-        b->next = c->solve.end;
-        if (b->streamed) {
-            if (b->last)
-                b->last->next = c;
-            else
-                b->first = c;
-            b->last = c;
-        }
-        b->running++;
-        ctx->batch_chunks++;
-        ready_push(b); /* behind the other batches */
+        if (!hand_out(ctx, b))
+            srv_budget_release(&ctx->batch_chunks, 1);
     }
 }
 
@@ -418,7 +427,10 @@ static void finish_if_done(batch *b)
     proto_items_free(b->items);
     b->items = NULL;
     srv_ctx *ctx = q->ctx;
-    ctx->answer_bytes -= b->reserved;
+    if (b->out_len <= b->reserved)
+        srv_budget_release(&ctx->answer_bytes, b->reserved - b->out_len);
+    else
+        srv_budget_take(&ctx->answer_bytes, b->out_len - b->reserved);
     b->reserved = 0;
     srv_response v = {0};
     v.status = 200;
@@ -426,7 +438,6 @@ static void finish_if_done(batch *b)
     v.body = b->out;
     v.len = b->out_len;
     v.held = b->out_len;
-    ctx->answer_bytes += v.held;
     b->out = NULL;
     srv_http_respond(q, &v);
 }
@@ -440,7 +451,7 @@ static void chunk_done(srv_solve *s, int status)
     size_t n = s->end - s->begin;
     double us = (s->seconds + c->encode_s) * 1e6 / (double)(n ? n : 1);
     b->running--;
-    ctx->batch_chunks--;
+    srv_budget_release(&ctx->batch_chunks, 1);
     c->solved = status == SRV_OK;
     if (status != SRV_OK)
         b->failed = true;
@@ -474,15 +485,15 @@ static void chunk_done(srv_solve *s, int status)
 
 /* ---- decoding and admission ------------------------------------------------- */
 
-static void decode_work(srv_work *w)
+static void decode_work(srv_ctx *ctx, srv_solve *s)
 {
-    batch *b = w->data;
+    batch *b = s->data;
     srv_request *q = b->q;
-    const proto_limits *lim = &q->ctx->cfg.limits;
+    const proto_limits *lim = &ctx->cfg.limits;
     int rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, srv_registry_lookup,
-                                                      q->ctx->registry, &q->job, &b->err)
+                                                      ctx->registry, &q->job, &b->err)
                           : proto_batch_decode(q->body, q->len, lim, srv_registry_lookup,
-                                               q->ctx->registry, &q->job, &b->items, &b->err);
+                                               ctx->registry, &q->job, &b->items, &b->err);
     if (rc) {
         b->failed = true;
         return;
@@ -529,7 +540,7 @@ static bool reserve_answer(batch *b)
         srv_http_respond_error(q, &e);
         return false;
     }
-    if (ctx->answer_bytes + bound > budget) {
+    if (!srv_budget_reserve(&ctx->answer_bytes, bound)) {
         proto_error_set(&e, PROTO_E_OVERLOADED, "",
                         "answers waiting for their clients fill the answer budget "
                         "(--answer-budget); retry later");
@@ -538,7 +549,6 @@ static bool reserve_answer(batch *b)
         return false;
     }
     b->reserved = bound;
-    ctx->answer_bytes += bound;
     return true;
 }
 
@@ -568,9 +578,6 @@ static void decode_answer(batch *b, int status)
     b->streamed = n > chunk_size(b); /* more than one chunk */
     if (!reserve_answer(b))
         return;
-    /* the batch keeps one admission slot until it is answered */
-    b->holds_slot = true;
-    q->ctx->admitted++;
     if (n == 0) { /* decoding refuses empty batches; answered all the same */
         b->out = encode_whole(b, 0, &b->out_len);
         finish_if_done(b);
@@ -598,9 +605,9 @@ static void decode_answer(batch *b, int status)
     pump(q->ctx);
 }
 
-static void decode_done(srv_work *w, int status)
+static void decode_done(srv_solve *s, int status)
 {
-    batch *b = w->data;
+    batch *b = s->data;
     srv_request *q = b->q;
     /* released last: answering runs libmicrohttpd, which may see the
      * client gone and end the request, freed by the last release */
@@ -616,18 +623,12 @@ void srv_http_batch(srv_request *q)
         return;
     b->q = q;
     q->batch = b;
+    b->stage.work = decode_work;
+    b->stage.done = decode_done;
     b->stage.data = b;
-    srv_http_hold(q);
-    int rc = srv_pool_submit(q->ctx, &b->stage, decode_work, decode_done);
-    if (rc != SRV_OK) {
-        q->pending--;
-        proto_error e;
-        if (rc == SRV_EBUSY) {
-            proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver queue is full; retry later");
-            srv_metrics_rejected(q->ctx, "pool_full");
-        } else {
-            proto_error_set(&e, PROTO_E_INTERNAL, "", "cannot queue work: %s", srv_strerror(rc));
-        }
-        srv_http_respond_error(q, &e);
-    }
+    /* the batch is admitted here and keeps its unit of --max-queue until
+     * it is answered (freed with q) */
+    b->stage.keep_admission = true;
+    if (srv_http_submit(q, &b->stage) == SRV_OK)
+        b->holds_slot = true; /* refused: answered, b freed with q */
 }

@@ -6,13 +6,14 @@
  * libmicrohttpd response) and the handlers (server/http_handlers.c, and the
  * batch pipeline of server/http_batch.c), which receive a decoded request
  * and answer with a response value. Handlers never see a connection or a
- * socket. Internal to those files; the daemon's entry points are in
- * server/http.h.
+ * socket, and the HTTP layer never names a handler: each is reached through
+ * the route it registered (server/http_route.h). Internal to those files;
+ * the daemon's entry points are in server/http.h.
  *
  * A handler answers at once (srv_http_respond() while it runs) or later,
  * from the loop thread, after pool work: the connection is then suspended
- * until the answer comes. Pool work that refers to a request holds it
- * (srv_http_hold) and lets go when it completes (srv_http_release): a
+ * until the answer comes. Work goes to the pool through srv_http_submit,
+ * which holds the request until the work is done (srv_http_release): a
  * request whose client left meanwhile is freed by the last release, and its
  * result is dropped.
  */
@@ -24,68 +25,29 @@
 #include <stddef.h>
 
 #include "proto/proto.h"
-#include "server/srv.h"
 #include "server/http.h"
-
-/* ---- routes (http_handlers.c) ------------------------------------------- */
-
-typedef enum srv_route {
-    SRV_RT_SOLVE,
-    SRV_RT_BATCH,
-    SRV_RT_CHAINS,
-    SRV_RT_CHAIN_ID,
-    SRV_RT_SOLVERS,
-    SRV_RT_STREAM,
-    SRV_RT_LIVEZ,
-    SRV_RT_READYZ,
-    SRV_RT_METRICS,
-    SRV_RT_OPENAPI,
-    SRV_RT_STATIC,
-    SRV_RT_NONE
-} srv_route;
-
-enum srv_method {
-    SRV_M_GET = 1,
-    SRV_M_HEAD = 2,
-    SRV_M_POST = 4,
-    SRV_M_DELETE = 8,
-    SRV_M_OPTIONS = 16,
-    SRV_M_OTHER = 32
-};
-
-typedef struct srv_route_def {
-    const char *path;  /* NULL for SRV_RT_CHAIN_ID (prefix), STATIC and NONE */
-    const char *label; /* the metrics label */
-    unsigned methods;  /* srv_method bits */
-    const char *allow; /* the Allow header */
-    bool open;         /* no token needed */
-    bool takes_body;
-} srv_route_def;
-
-extern const srv_route_def srv_routes[SRV_RT_NONE + 1];
-
-/* The route of a URL path (SRV_RT_STATIC when --web serves that file). */
-srv_route srv_http_route_of(const srv_ctx *ctx, const char *url);
+#include "server/http_route.h"
+#include "server/solve.h"
+#include "server/srv.h"
 
 /* ---- requests and responses ---------------------------------------------- */
 
-typedef struct srv_request {
+struct srv_request {
     srv_ctx *ctx;
-    srv_route route;
-    unsigned method; /* srv_method */
+    const srv_route *route; /* the table's (server/http_route.h) */
+    srv_method method;
     const char *url;
     char *body; /* the whole body, NUL-terminated, or NULL; the HTTP layer's */
     size_t len;
     /* the handler's state while the request works */
     proto_job *job;
-    proto_chain *chain;
     void *batch;      /* http_batch.c's pipeline */
-    unsigned pending; /* pool items holding the request */
+    unsigned pending; /* holds not yet let go of (srv_http_submit, srv_http_hold) */
     bool dead;        /* the client is gone: results are dropped */
     /* the body is a binary batch (Content-Type PROTO_BINARY_TYPE), the
      * client takes binary answers (Accept names PROTO_BINARY_TYPE) */
     bool binary_in, binary_out;
-} srv_request;
+};
 
 /* What a handler answers. Headers beyond Content-Type are the few the API
  * uses. */
@@ -99,7 +61,6 @@ typedef struct srv_response {
     bool retry_after;         /* Retry-After: 1 (503) */
     bool page_file;           /* Cache-Control: no-cache, X-Content-Type-Options */
     char location[160];       /* Location, or "" */
-    bool upgrade;             /* GET /v1/stream: the HTTP layer upgrades */
     bool streamed;            /* the body comes in pieces (srv_http_stream_begin) */
     size_t held;              /* bytes of ctx->answer_bytes body accounts for:
                                  given back when body is freed (sent, or the
@@ -149,23 +110,31 @@ void srv_http_body_release(srv_request *q);
  * its next chunk. */
 bool srv_http_client_gone(srv_request *q);
 
-/* Pool work refers to q: hold it before submitting; release it when the
- * work completed (loop thread). srv_http_release returns false when the
- * client had left and q is now freed: the caller must not touch q again. */
+/* ---- pool work ------------------------------------------------------------ */
+
+/* The one way a handler hands work on: s (its job, or its work function,
+ * or a later stage of admitted work: server/solve.h) goes where
+ * srv_solve_submit decides, holding q meanwhile. Returns 0: s->done runs
+ * exactly once (before this returns when solved inline) and must end by
+ * letting go of q with srv_http_release. Otherwise q was let go of and
+ * answered (503 and Retry-After: 1 when --max-queue units of work are
+ * admitted already, 500 otherwise), s->done never runs, and the caller
+ * only frees what it made for s. */
+int srv_http_submit(srv_request *q, srv_solve *s);
+
+/* Something else refers to q (a batch waiting for its turn): hold it; let
+ * go of it when done (loop thread). srv_http_release returns false when
+ * the client had left and q is now freed: the caller must not touch q
+ * again. */
 void srv_http_hold(srv_request *q);
 bool srv_http_release(srv_request *q);
 
-/* ---- handlers (http_handlers.c, http_batch.c) ----------------------------- */
-
-/* Answers q (route, method and token already checked, the body in whole):
- * at once, or later after pool work. */
-void srv_http_dispatch(srv_request *q);
-/* Frees what handlers keep in q (job, chain, batch) when q is freed. */
-void srv_http_request_cleanup(srv_request *q);
+/* ---- the batch pipeline (http_batch.c) ------------------------------------- */
 
 /* POST /v1/solve/batch: decoded on the pool, solved in chunks, encoded on
- * the pool, answered (http_batch.c). */
+ * the pool, answered. */
 void srv_http_batch(srv_request *q);
+/* Frees q's batch (q->batch) with what it holds. */
 void srv_http_batch_free(void *batch);
 
 #endif /* SRV_HTTP_HANDLER_H */

@@ -1,10 +1,12 @@
 /*
- * http_handlers.c: the endpoints of ikd's HTTP API: the route table and a
- * handler per endpoint. Each receives a decoded request (server/http.h:
- * route, method, URL, the whole body) and answers with a response value
- * (srv_http_respond), at once or after pool work; none touches a
- * connection. The batch pipeline is http_batch.c's; everything that talks
- * to libmicrohttpd is http_mhd.c's.
+ * http_handlers.c: the endpoints of ikd's HTTP API: their route table,
+ * which srv_http_handlers_register adds to the daemon's at start-up
+ * (server/http_route.h), and a handler per endpoint. Each receives a
+ * decoded request (server/http_handler.h: route, method, URL, the whole
+ * body) and answers with a response value (srv_http_respond), at once or
+ * after pool work handed on with srv_http_submit; none touches a
+ * connection. The batch pipeline is http_batch.c's, the stream upgrade
+ * ws_conn.c's; everything that talks to libmicrohttpd is http_mhd.c's.
  *
  * Endpoints (JSON in and out, Content-Type application/json):
  *   POST   /v1/solve          one target            -> 200 proto_job_encode()
@@ -24,10 +26,10 @@
  *
  * Where a single solve runs: server/solve.c decides (inline when cheap,
  * the pool otherwise, where it is also encoded). A request body above
- * LOOP_DECODE_MAX (a large single solve, a URDF chain registration) is
- * decoded on the pool: parsing megabytes of JSON or XML takes
- * milliseconds, which the loop owes every other client; a chain decoded
- * there is registered back on the loop. When --max-queue units of work are
+ * SRV_DECODE_INLINE_MAX (server/solve.h: a large single solve, a URDF chain
+ * registration) is decoded on the pool: parsing megabytes of JSON or XML
+ * takes milliseconds, which the loop owes every other client; a chain
+ * decoded there is registered back on the loop. When --max-queue units of work are
  * admitted already, the request gets 503 + Retry-After: 1.
  */
 #include <stddef.h>
@@ -39,73 +41,20 @@
 #include "server/build_info.h"
 #include "server/http_handler.h"
 #include "server/metrics.h"
-#include "server/pool.h"
 #include "server/registry.h"
 #include "server/solve.h"
 #include "server/web.h"
-
-/* ---- routes ------------------------------------------------------------ */
-
-const srv_route_def srv_routes[SRV_RT_NONE + 1] = {
-    [SRV_RT_SOLVE] = {"/v1/solve", "/v1/solve", SRV_M_POST, "POST", false, true},
-    [SRV_RT_BATCH] = {"/v1/solve/batch", "/v1/solve/batch", SRV_M_POST, "POST", false, true},
-    [SRV_RT_CHAINS] = {"/v1/chains", "/v1/chains", SRV_M_POST, "POST", false, true},
-    [SRV_RT_CHAIN_ID] = {NULL, "/v1/chains/{id}", SRV_M_GET | SRV_M_HEAD | SRV_M_DELETE,
-                         "GET, HEAD, DELETE", false, false},
-    [SRV_RT_SOLVERS] = {"/v1/solvers", "/v1/solvers", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", false,
-                        false},
-    [SRV_RT_STREAM] = {"/v1/stream", "/v1/stream", SRV_M_GET, "GET", false, false},
-    [SRV_RT_LIVEZ] = {"/livez", "/livez", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", true, false},
-    [SRV_RT_READYZ] = {"/readyz", "/readyz", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", true, false},
-    [SRV_RT_METRICS] = {"/metrics", "/metrics", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", false,
-                        false},
-    [SRV_RT_OPENAPI] = {"/openapi.yaml", "/openapi.yaml", SRV_M_GET | SRV_M_HEAD, "GET, HEAD",
-                        true, false},
-    [SRV_RT_STATIC] = {NULL, "static", SRV_M_GET | SRV_M_HEAD, "GET, HEAD", true, false},
-    [SRV_RT_NONE] = {NULL, "other", 0, NULL, true, false},
-};
+#include "server/ws.h"
 
 #define CHAINS_PREFIX "/v1/chains/"
 
-/* Request bodies above this many bytes are decoded on the pool (see the
- * file comment); below it a decode takes microseconds and a pool hop would
- * cost more. */
-#define LOOP_DECODE_MAX (64 * 1024)
-
-srv_route srv_http_route_of(const srv_ctx *ctx, const char *url)
-{
-    for (int i = 0; i < SRV_RT_NONE; i++)
-        if (srv_routes[i].path && strcmp(url, srv_routes[i].path) == 0)
-            return (srv_route)i;
-    size_t n = strlen(CHAINS_PREFIX);
-    if (strncmp(url, CHAINS_PREFIX, n) == 0 && url[n] && !strchr(url + n, '/'))
-        return SRV_RT_CHAIN_ID;
-    if (srv_web_find(ctx->web, url))
-        return SRV_RT_STATIC;
-    return SRV_RT_NONE;
-}
-
-void srv_http_request_cleanup(srv_request *q)
+/* Frees what the handlers keep in q (its job, batch). */
+static void request_cleanup(srv_request *q)
 {
     proto_job_free(q->job);
     q->job = NULL;
-    proto_chain_unref(q->chain);
-    q->chain = NULL;
     srv_http_batch_free(q->batch);
     q->batch = NULL;
-}
-
-/* Refuses pool work that did not fit: 503 when --max-queue is reached. */
-static void refuse_busy(srv_request *q, int rc)
-{
-    proto_error e;
-    if (rc == SRV_EBUSY) {
-        proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver queue is full; retry later");
-        srv_metrics_rejected(q->ctx, "pool_full");
-    } else {
-        proto_error_set(&e, PROTO_E_INTERNAL, "", "cannot queue work: %s", srv_strerror(rc));
-    }
-    srv_http_respond_error(q, &e);
 }
 
 /* ---- POST /v1/solve ------------------------------------------------------- */
@@ -134,21 +83,25 @@ static void single_done(srv_solve *s, int status)
     srv_request *q = w->q;
     char *out = w->out;
     size_t len = w->out_len;
-    bool ran_inline = s->ran_inline;
+    bool refused = status == SRV_OK && w->decode_failed;
+    proto_error e;
+    if (refused)
+        e = w->err;
     if (w->heap)
         free(w);
-    if (!ran_inline && !srv_http_release(q)) {
+    if (!srv_http_release(q)) {
         free(out);
         return;
     }
-    if (status != SRV_OK) {
+    if (refused) {
+        srv_http_respond_error(q, &e);
+    } else if (status != SRV_OK) {
         free(out);
-        proto_error e;
         proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
         srv_http_respond_error(q, &e);
-        return;
+    } else {
+        srv_http_respond_body(q, 200, out, len);
     }
-    srv_http_respond_body(q, 200, out, len);
 }
 
 /* w for q's job (w: on the stack for a solve done inline, else NULL to
@@ -170,50 +123,31 @@ static single *single_init(single *w, srv_request *q)
     return w;
 }
 
-/* A body too large to decode on the loop: decode, solve and encode in one
- * pool item. */
-static void big_solve_work(srv_work *wk)
+/* A body too large to decode on the loop: decoded, solved and encoded in
+ * one pool item. */
+static void big_solve_work(srv_ctx *ctx, srv_solve *s)
 {
-    single *w = wk->data;
+    single *w = s->data;
     srv_request *q = w->q;
-    if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &q->ctx->cfg.limits, srv_registry_lookup,
-                         q->ctx->registry, &q->job, &w->err) != 0) {
+    if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &ctx->cfg.limits, srv_registry_lookup,
+                         ctx->registry, &q->job, &w->err) != 0) {
         w->decode_failed = true;
         return;
     }
-    w->solve.job = q->job;
-    srv_solve_run(wk->ctx, &w->solve);
-}
-
-static void big_solve_done(srv_work *wk, int status)
-{
-    single *w = wk->data;
-    if (status == SRV_OK && w->decode_failed) {
-        srv_request *q = w->q;
-        proto_error e = w->err;
-        free(w);
-        if (srv_http_release(q))
-            srv_http_respond_error(q, &e);
-        return;
-    }
-    single_done(&w->solve, status);
+    s->job = q->job;
+    srv_solve_run(ctx, s);
 }
 
 static void handle_solve(srv_request *q)
 {
     proto_error e;
     single *w;
-    if (q->len > LOOP_DECODE_MAX) {
+    if (q->len > SRV_DECODE_INLINE_MAX) {
         if (!(w = single_init(NULL, q)))
             return;
-        w->solve.w.data = w;
-        srv_http_hold(q);
-        int rc = srv_pool_submit(q->ctx, &w->solve.w, big_solve_work, big_solve_done);
-        if (rc != SRV_OK) {
-            q->pending--;
+        w->solve.work = big_solve_work;
+        if (srv_http_submit(q, &w->solve) != SRV_OK)
             free(w);
-            refuse_busy(q, rc);
-        }
         return;
     }
     if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &q->ctx->cfg.limits, srv_registry_lookup,
@@ -221,22 +155,13 @@ static void handle_solve(srv_request *q)
         srv_http_respond_error(q, &e);
         return;
     }
-    /* a cheap solve runs inline, within srv_solve_submit, so its state
+    /* a cheap solve runs inline, within srv_http_submit, so its state
      * lives on this stack */
     single here;
-    bool cheap = srv_solve_is_cheap(q->ctx, q->job);
-    if (!(w = single_init(cheap ? &here : NULL, q)))
+    if (!(w = single_init(srv_solve_is_cheap(q->ctx, q->job) ? &here : NULL, q)))
         return;
-    if (!cheap)
-        srv_http_hold(q);
-    int rc = srv_solve_submit(q->ctx, &w->solve);
-    if (rc != SRV_OK) {
-        if (!cheap)
-            q->pending--;
-        if (w->heap)
-            free(w);
-        refuse_busy(q, rc);
-    }
+    if (srv_http_submit(q, &w->solve) != SRV_OK && w->heap)
+        free(w);
 }
 
 /* ---- chains ------------------------------------------------------------------ */
@@ -261,7 +186,7 @@ static char *chain_text(const proto_chain *c, size_t *len)
 /* Whether a chain's description is written off the loop. */
 static bool chain_is_large(const proto_chain *c)
 {
-    return proto_chain_memory(c) > LOOP_DECODE_MAX;
+    return proto_chain_memory(c) > SRV_DECODE_INLINE_MAX;
 }
 
 /* Answers q with a chain's description text (taken; NULL: out of memory).
@@ -278,11 +203,11 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
     v.status = status;
     v.body = text;
     v.len = len;
-    if (len > LOOP_DECODE_MAX) {
+    if (len > SRV_DECODE_INLINE_MAX) {
         v.held = len;
-        q->ctx->answer_bytes += len;
+        srv_budget_take(&q->ctx->answer_bytes, len); /* room was checked before */
     }
-    if (status == 201 || (status == 200 && q->route == SRV_RT_CHAINS))
+    if (status == 201 || (status == 200 && q->method == SRV_M_POST))
         snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
     srv_http_respond(q, &v);
 }
@@ -291,7 +216,7 @@ static void chain_answer(srv_request *q, int status, const char *id, char *text,
 static bool answer_budget_full(srv_request *q, size_t bytes)
 {
     srv_ctx *ctx = q->ctx;
-    if (ctx->answer_bytes + bytes <= ctx->cfg.answer_budget_bytes)
+    if (srv_budget_fits(&ctx->answer_bytes, bytes))
         return false;
     proto_error e;
     proto_error_set(&e, PROTO_E_OVERLOADED, "",
@@ -337,7 +262,7 @@ static void chain_register(srv_request *q, proto_chain *c)
  * description of a large registered chain (GET /v1/chains/{id}), written
  * on the pool. */
 typedef struct chain_work {
-    srv_work w;
+    srv_solve s; /* its work */
     srv_request *q;
     proto_chain *chain;
     proto_error err;
@@ -345,17 +270,17 @@ typedef struct chain_work {
     size_t len;
 } chain_work;
 
-static void chain_decode_work(srv_work *wk)
+static void chain_decode_work(srv_ctx *ctx, srv_solve *s)
 {
-    chain_work *cw = wk->data;
-    cw->chain = proto_chain_decode(cw->q->body, cw->q->len, &wk->ctx->cfg.limits, &cw->err);
+    chain_work *cw = s->data;
+    cw->chain = proto_chain_decode(cw->q->body, cw->q->len, &ctx->cfg.limits, &cw->err);
     if (cw->chain)
         cw->text = chain_text(cw->chain, &cw->len);
 }
 
-static void chain_decoded_done(srv_work *wk, int status)
+static void chain_decoded_done(srv_solve *s, int status)
 {
-    chain_work *cw = wk->data;
+    chain_work *cw = s->data;
     srv_request *q = cw->q;
     proto_chain *c = cw->chain;
     proto_error e = cw->err;
@@ -384,15 +309,15 @@ static void chain_decoded_done(srv_work *wk, int status)
     }
 }
 
-static void chain_text_work(srv_work *wk)
+static void chain_text_work(srv_ctx *ctx, srv_solve *s)
 {
-    chain_work *cw = wk->data;
+    chain_work *cw = s->data;
     cw->text = chain_text(cw->chain, &cw->len);
 }
 
-static void chain_text_done(srv_work *wk, int status)
+static void chain_text_done(srv_solve *s, int status)
 {
-    chain_work *cw = wk->data;
+    chain_work *cw = s->data;
     srv_request *q = cw->q;
     char *text = cw->text;
     size_t len = cw->len;
@@ -415,25 +340,23 @@ static void chain_text_done(srv_work *wk, int status)
 }
 
 /* Queues cw's work on the pool for q; on refusal q is answered. */
-static void chain_submit(srv_request *q, chain_work *cw, void (*work)(srv_work *),
-                         void (*done)(srv_work *, int))
+static void chain_submit(srv_request *q, chain_work *cw, void (*work)(srv_ctx *, srv_solve *),
+                         void (*done)(srv_solve *, int))
 {
     cw->q = q;
-    cw->w.data = cw;
-    srv_http_hold(q);
-    int rc = srv_pool_submit(q->ctx, &cw->w, work, done);
-    if (rc != SRV_OK) {
-        q->pending--;
+    cw->s.work = work;
+    cw->s.done = done;
+    cw->s.data = cw;
+    if (srv_http_submit(q, &cw->s) != SRV_OK) {
         proto_chain_unref(cw->chain);
         free(cw);
-        refuse_busy(q, rc);
     }
 }
 
 static void handle_chains_post(srv_request *q)
 {
     proto_error e;
-    if (q->len > LOOP_DECODE_MAX) {
+    if (q->len > SRV_DECODE_INLINE_MAX) {
         /* its answer echoes the chain: about the body's size */
         if (answer_budget_full(q, q->len))
             return;
@@ -496,9 +419,9 @@ static void handle_metrics(srv_request *q)
     v.content_type = "text/plain; version=0.0.4; charset=utf-8";
     srv_metrics_held held = {0};
     held.registry = srv_registry_bytes(q->ctx->registry);
-    held.request_bodies = q->ctx->body_bytes;
-    held.answers = q->ctx->answer_bytes;
-    held.stream_chains = q->ctx->stream_chain_bytes;
+    held.request_bodies = srv_budget_used(&q->ctx->body_bytes);
+    held.answers = srv_budget_used(&q->ctx->answer_bytes);
+    held.stream_chains = srv_budget_used(&q->ctx->stream_chain_bytes);
     srv_metrics_set_held(q->ctx->metrics, &held);
     v.body = srv_metrics_render(q->ctx->metrics, q->ctx->pool_depth,
                                 srv_registry_count(q->ctx->registry), q->ctx->active_requests,
@@ -514,7 +437,7 @@ static void handle_static(srv_request *q)
 {
     const srv_web_file *f = srv_web_find(q->ctx->web, q->url);
     if (!f)
-        return; /* routed here only when it exists */
+        return; /* routed here only when it exists (is_page_file) */
     srv_response v = {0};
     v.status = 200;
     v.content_type = f->content_type;
@@ -563,54 +486,67 @@ static json_t *solvers_describe(const srv_ctx *ctx)
     return d;
 }
 
-void srv_http_dispatch(srv_request *q)
+static void handle_livez(srv_request *q)
 {
-    switch (q->route) {
-    case SRV_RT_LIVEZ:
-        srv_http_respond_json(q, 200, json_pack("{s:s}", "status", "ok"));
-        return;
-    case SRV_RT_READYZ:
-        if (q->ctx->shutting_down)
-            srv_http_respond_json(q, 503, json_pack("{s:s}", "status", "shutting_down"));
-        else
-            srv_http_respond_json(q, 200, json_pack("{s:s}", "status", "ready"));
-        return;
-    case SRV_RT_METRICS:
-        handle_metrics(q);
-        return;
-    case SRV_RT_OPENAPI:
-        handle_openapi(q);
-        return;
-    case SRV_RT_SOLVERS:
-        srv_http_respond_json(q, 200, solvers_describe(q->ctx));
-        return;
-    case SRV_RT_CHAINS:
-        handle_chains_post(q);
-        return;
-    case SRV_RT_CHAIN_ID:
-        handle_chain_id(q);
-        return;
-    case SRV_RT_SOLVE:
-        handle_solve(q);
-        return;
-    case SRV_RT_BATCH:
-        srv_http_batch(q);
-        return;
-    case SRV_RT_STREAM: {
-        srv_response v = {0};
-        v.status = 101;
-        v.upgrade = true;
-        srv_http_respond(q, &v);
-        return;
+    srv_http_respond_json(q, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void handle_readyz(srv_request *q)
+{
+    if (q->ctx->shutting_down)
+        srv_http_respond_json(q, 503, json_pack("{s:s}", "status", "shutting_down"));
+    else
+        srv_http_respond_json(q, 200, json_pack("{s:s}", "status", "ready"));
+}
+
+static void handle_solvers(srv_request *q)
+{
+    srv_http_respond_json(q, 200, solvers_describe(q->ctx));
+}
+
+/* Whether --web serves url (the route of the live page's files). */
+static bool is_page_file(const srv_ctx *ctx, const char *url)
+{
+    return srv_web_find(ctx->web, url) != NULL;
+}
+
+/* ---- the route table ----------------------------------------------------------- */
+
+#define GET_HEAD (SRV_M_GET | SRV_M_HEAD)
+
+/* In the order a URL is matched: exact paths, the chains' prefix, the
+ * page's files. */
+static const srv_route routes[] = {
+    {.path = "/v1/solve", .label = "/v1/solve", .methods = SRV_M_POST, .takes_body = true,
+     .handle = handle_solve, .cleanup = request_cleanup},
+    {.path = "/v1/solve/batch", .label = "/v1/solve/batch", .methods = SRV_M_POST,
+     .takes_body = true, .binary = true, .handle = srv_http_batch, .cleanup = request_cleanup},
+    {.path = "/v1/chains", .label = "/v1/chains", .methods = SRV_M_POST, .takes_body = true,
+     .handle = handle_chains_post, .cleanup = request_cleanup},
+    {.path = "/v1/solvers", .label = "/v1/solvers", .methods = GET_HEAD,
+     .handle = handle_solvers},
+    {.path = "/v1/stream", .label = "/v1/stream", .methods = SRV_M_GET,
+     .token_in_protocol = true, .upgrade = srv_ws_upgrade},
+    {.path = "/livez", .label = "/livez", .methods = GET_HEAD, .open = true,
+     .handle = handle_livez},
+    {.path = "/readyz", .label = "/readyz", .methods = GET_HEAD, .open = true,
+     .handle = handle_readyz},
+    {.path = "/metrics", .label = "/metrics", .methods = GET_HEAD, .handle = handle_metrics},
+    {.path = "/openapi.yaml", .label = "/openapi.yaml", .methods = GET_HEAD, .open = true,
+     .handle = handle_openapi},
+    {.path = CHAINS_PREFIX, .prefix = true, .label = "/v1/chains/{id}",
+     .methods = GET_HEAD | SRV_M_DELETE, .handle = handle_chain_id,
+     .cleanup = request_cleanup},
+    {.match = is_page_file, .label = "static", .methods = GET_HEAD, .open = true,
+     .handle = handle_static},
+};
+
+int srv_http_handlers_register(srv_ctx *ctx)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        int rc = srv_http_route_add(ctx, &routes[i]);
+        if (rc != SRV_OK)
+            return rc;
     }
-    case SRV_RT_STATIC:
-        handle_static(q);
-        return;
-    case SRV_RT_NONE:
-    default:
-        break;
-    }
-    proto_error e;
-    proto_error_set(&e, PROTO_E_NOT_FOUND, "", "no such endpoint: %.200s", q->url);
-    srv_http_respond_error(q, &e);
+    return SRV_OK;
 }

@@ -3,10 +3,22 @@
  * libmicrohttpd: its access handler and request-completed notification,
  * request bodies and the body budget, the checks every request passes
  * before its handler (route, Origin, token, method, announced size), CORS,
- * suspending and resuming connections for pool work, and turning the
- * response values of the handlers (server/http_handler.h) into libmicrohttpd
- * responses. The handlers (http_handlers.c, http_batch.c) never see a
- * connection.
+ * suspending and resuming connections for pool work (srv_http_submit, the
+ * one way a handler hands work on), and turning the response values of the
+ * handlers (server/http_handler.h) into libmicrohttpd responses. The
+ * handlers (http_handlers.c, http_batch.c) never see a connection, and
+ * this file never names a handler: it finds a request's route in the table
+ * the endpoints registered at start-up (server/http_route.h) and calls
+ * what the route gives.
+ *
+ * libmicrohttpd outside this file, deliberately: loop.c drives the daemon
+ * (MHD_run on the loop) and serve.c starts and stops it; guard.c is
+ * libmicrohttpd's connection notification, and it writes its raw 408 on
+ * the socket of a connection that is still receiving its request
+ * (libmicrohttpd 0.9.75 cannot answer before the request is in); ws_conn.c
+ * makes the 101 response of the WebSocket upgrade (the stream route's
+ * upgrade: the handshake is the WebSocket side's rule) and owns the
+ * upgraded socket until it gives it back (MHD_upgrade_action).
  *
  * How one request flows through libmicrohttpd's access handler:
  *   1st call (headers): allocate the request, route it, check the Origin
@@ -27,7 +39,7 @@
  *       answered at the end; a body that runs on beyond twice the limit
  *       makes us close the connection without an answer.
  *   final call (upload_data_size 0): the refusal decided earlier, the CORS
- *       preflight, or the handler (srv_http_dispatch). A handler that goes
+ *       preflight, or the route's handler (or upgrade). A handler that goes
  *       to the pool leaves the request without an answer: the connection is
  *       suspended, and resumed (then srv_mhd_run(), as libmicrohttpd does
  *       not wake the loop by itself) when srv_http_respond() comes; the
@@ -62,11 +74,12 @@
  * only marks it dead and the last release (srv_http_release) frees it.
  *
  * Not here: what each endpoint does (http_handlers.c, http_batch.c), the
- * loop glue (loop.c), flags and startup (serve.c, config.c), the request
- * deadline (guard.c), WebSocket framing (ws_conn.c).
+ * route table (http_route.c), the pure rules of status codes, tokens and
+ * media types (http_rules.c), the loop glue (loop.c), flags and startup
+ * (serve.c, config.c), the request deadline (guard.c), WebSocket framing
+ * (ws_conn.c).
  */
 #include <errno.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +94,6 @@
 #include "server/metrics.h"
 #include "server/sockinfo.h"
 #include "server/trim.h"
-#include "server/ws.h"
 #include "server/ws_handshake.h"
 
 /* Bodies of up to this many bytes (with their NUL) are kept in the request
@@ -128,24 +140,17 @@ typedef struct http_req {
     size_t out_pieces, out_off;
     bool out_ended, out_cut;
     void (*drained)(srv_request *q);
-    struct http_req *next_spare; /* in ctx->http_spares */
+    struct http_req *next_spare; /* in ctx->http's spares */
     /* (not cleared for a new request:) */
     proto_error err; /* written only with has_err */
     char small[SMALL_BODY]; /* a small body's bytes (q.body points here) */
 } http_req;
 
-int srv_http_status(proto_errcode code)
-{
-    switch (code) {
-#define SRV_HTTP_STATUS_CASE(name, wire, http, moveit, text)                                      \
-    case PROTO_E_##name:                                                                           \
-        return http;
-        PROTO_ERROR_MAP(SRV_HTTP_STATUS_CASE)
-#undef SRV_HTTP_STATUS_CASE
-    default:
-        return 500;
-    }
-}
+/* ctx->http: the HTTP side's state of one daemon. */
+struct srv_http {
+    http_req *spares; /* finished requests kept for reuse */
+    unsigned n_spares;
+};
 
 static http_req *req_of(srv_request *q)
 {
@@ -168,7 +173,7 @@ static void drop_pieces(http_req *r)
  * then goes on without being counted). */
 static void response_drop_held(srv_ctx *ctx, srv_response *v)
 {
-    ctx->answer_bytes -= v->held;
+    srv_budget_release(&ctx->answer_bytes, v->held);
     v->held = 0;
 }
 
@@ -194,29 +199,41 @@ static void req_free(http_req *r)
     srv_ctx *ctx = r->q.ctx;
     drop_pieces(r);
     ctx->active_requests--;
-    ctx->body_bytes -= r->held;
-    srv_http_request_cleanup(&r->q);
+    srv_budget_release(&ctx->body_bytes, r->held);
+    if (r->q.route && r->q.route->cleanup)
+        r->q.route->cleanup(&r->q);
     response_drop(ctx, &r->ready);
     body_free(r);
     srv_trim_note(ctx, r->q.len); /* a large body, and what decoding it took */
-    if (ctx->http_stopped || ctx->n_http_spares >= SPARES) {
+    srv_http *h = ctx->http;
+    if (!h || h->n_spares >= SPARES) {
         free(r);
         return;
     }
-    r->next_spare = ctx->http_spares;
-    ctx->http_spares = r;
-    ctx->n_http_spares++;
+    r->next_spare = h->spares;
+    h->spares = r;
+    h->n_spares++;
+}
+
+int srv_http_start(srv_ctx *ctx)
+{
+    if (!ctx->http && !(ctx->http = calloc(1, sizeof *ctx->http)))
+        return SRV_ENOMEM;
+    return SRV_OK;
 }
 
 void srv_http_stop(srv_ctx *ctx)
 {
-    ctx->http_stopped = true;
-    while (ctx->http_spares) {
-        http_req *r = ctx->http_spares;
-        ctx->http_spares = r->next_spare;
+    srv_http *h = ctx->http;
+    if (!h)
+        return;
+    ctx->http = NULL;
+    while (h->spares) {
+        http_req *r = h->spares;
+        h->spares = r->next_spare;
         free(r);
     }
-    ctx->n_http_spares = 0;
+    free(h);
 }
 
 /* ---- responses ---------------------------------------------------------- */
@@ -268,13 +285,13 @@ static enum MHD_Result queue_mhd(http_req *r, unsigned status, struct MHD_Respon
     return rc;
 }
 
-/* The WebSocket upgrade of GET /v1/stream (server/ws_conn.c validates the
- * handshake and makes libmicrohttpd's upgrade response). */
+/* A protocol upgrade (GET /v1/stream: its route's upgrade, server/ws_conn.c,
+ * validates the handshake and makes libmicrohttpd's upgrade response). */
 static enum MHD_Result queue_upgrade(http_req *r)
 {
     proto_error e;
     proto_error_clear(&e);
-    struct MHD_Response *resp = srv_ws_upgrade(r->q.ctx, r->conn, &e);
+    struct MHD_Response *resp = r->q.route->upgrade(r->q.ctx, r->conn, &e);
     if (!resp) {
         if (e.code == PROTO_E_NONE)
             proto_error_set(&e, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
@@ -410,7 +427,7 @@ typedef struct held_body {
 static void held_body_free(void *cls)
 {
     held_body *h = cls;
-    h->ctx->answer_bytes -= h->bytes;
+    srv_budget_release(&h->ctx->answer_bytes, h->bytes);
     free(h->body);
     srv_trim_note(h->ctx, h->bytes);
     free(h);
@@ -419,8 +436,6 @@ static void held_body_free(void *cls)
 /* A response value as libmicrohttpd's response, queued. Takes its body. */
 static enum MHD_Result queue_value(http_req *r, srv_response *v)
 {
-    if (v->upgrade)
-        return queue_upgrade(r);
     struct MHD_Response *resp;
     held_body *h = !v->streamed && v->body && v->held ? malloc(sizeof *h) : NULL;
     if (v->streamed) {
@@ -521,7 +536,7 @@ void srv_http_respond_error(srv_request *q, const proto_error *e)
     proto_error_format(e, v.body, n + 1);
     v.len = n;
     if (e->code == PROTO_E_METHOD_NOT_ALLOWED)
-        v.allow = srv_routes[q->route].allow;
+        v.allow = q->route ? q->route->allow : NULL;
     v.retry_after = v.status == MHD_HTTP_SERVICE_UNAVAILABLE;
     srv_http_respond(q, &v);
 }
@@ -531,6 +546,24 @@ void srv_http_respond_error(srv_request *q, const proto_error *e)
 void srv_http_hold(srv_request *q)
 {
     q->pending++;
+}
+
+int srv_http_submit(srv_request *q, srv_solve *s)
+{
+    q->pending++;
+    int rc = srv_solve_submit(q->ctx, s);
+    if (rc == SRV_OK)
+        return SRV_OK;
+    q->pending--;
+    proto_error e;
+    if (rc == SRV_EBUSY) {
+        proto_error_set(&e, PROTO_E_OVERLOADED, "", "the solver queue is full; retry later");
+        srv_metrics_rejected(q->ctx, "pool_full");
+    } else {
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "cannot queue work: %s", srv_strerror(rc));
+    }
+    srv_http_respond_error(q, &e);
+    return rc;
 }
 
 bool srv_http_release(srv_request *q)
@@ -547,7 +580,7 @@ void srv_http_body_release(srv_request *q)
 {
     http_req *r = req_of(q);
     body_free(r);
-    q->ctx->body_bytes -= r->held;
+    srv_budget_release(&q->ctx->body_bytes, r->held);
     r->held = 0;
 }
 
@@ -574,23 +607,6 @@ static bool origin_allowed(http_req *r)
                                  ctx->cfg.n_allow_origins);
 }
 
-bool srv_http_token_ok(const char *header, const char *token)
-{
-    static const char prefix[] = "Bearer ";
-    const char *have = "";
-    if (header && strncasecmp(header, prefix, sizeof prefix - 1) == 0)
-        have = header + sizeof prefix - 1;
-    /* Constant time in the length of the expected token: every byte of it
-     * is compared whatever the header holds. */
-    size_t hl = strlen(have), tl = strlen(token);
-    unsigned char diff = (unsigned char)(hl != tl);
-    for (size_t i = 0; i < tl; i++) {
-        unsigned char h = i < hl ? (unsigned char)have[i] : 0;
-        diff |= (unsigned char)(h ^ (unsigned char)token[i]);
-    }
-    return diff == 0 && tl > 0;
-}
-
 /* The token comes in Authorization: Bearer, or, on the stream upgrade only,
  * as a Sec-WebSocket-Protocol element (ws_handshake.h: browsers cannot set
  * Authorization on a WebSocket). Neither is ever logged. */
@@ -601,7 +617,7 @@ static bool authorized(http_req *r)
                                                       MHD_HTTP_HEADER_AUTHORIZATION),
                           token))
         return true;
-    return r->q.route == SRV_RT_STREAM &&
+    return r->q.route->token_in_protocol &&
            srv_ws_protocol_bearer(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                               "Sec-WebSocket-Protocol"),
                                   token) == SRV_WS_BEARER_OK;
@@ -620,7 +636,7 @@ static void refuse(http_req *r, proto_errcode code, const char *reason, const ch
  * headers), so that the refusal is visible in its network log too. */
 static enum MHD_Result answer_preflight(http_req *r)
 {
-    const srv_route_def *d = &srv_routes[r->q.route];
+    const srv_route *d = r->q.route;
     const char *origin = r->origin;
     if (origin && !origin_allowed(r)) {
         proto_error e;
@@ -647,7 +663,7 @@ static enum MHD_Result answer_preflight(http_req *r)
 
 /* ---- the body ---------------------------------------------------------------- */
 
-/* Accounts for the request holding `total` bytes of body in
+/* Accounts for the request holding `total` bytes of body in the budget
  * ctx->body_bytes (never less than it holds already); false when that
  * would pass --body-budget. Only bytes that arrived are counted: an
  * announced Content-Length reserves nothing (a client announcing 8 MB and
@@ -657,10 +673,8 @@ static bool body_reserve(http_req *r, size_t total)
     srv_ctx *ctx = r->q.ctx;
     if (total <= r->held)
         return true;
-    size_t more = total - r->held;
-    if (ctx->body_bytes + more > ctx->cfg.body_budget_bytes)
+    if (!srv_budget_reserve(&ctx->body_bytes, total - r->held))
         return false;
-    ctx->body_bytes += more;
     r->held = total;
     return true;
 }
@@ -673,7 +687,7 @@ static void body_drop(http_req *r, size_t n)
     r->discarded = r->q.len + n;
     body_free(r);
     r->q.len = r->cap = 0;
-    ctx->body_bytes -= r->held;
+    srv_budget_release(&ctx->body_bytes, r->held);
     r->held = 0;
 }
 
@@ -681,7 +695,7 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 {
     srv_ctx *ctx = r->q.ctx;
     size_t max = ctx->cfg.limits.max_body_bytes;
-    if (r->has_err || r->preflight || !srv_routes[r->q.route].takes_body) {
+    if (r->has_err || r->preflight || !r->q.route->takes_body) {
         /* Discarded; the error is answered once the body is in
          * (libmicrohttpd 0.9.75 cannot queue a response mid-body). A body
          * that goes on far past the limit is cut by closing the connection. */
@@ -734,19 +748,39 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------- */
 
-/* A Content-Length value (libmicrohttpd has refused a malformed one with
- * 400 before the access handler sees it: digits), saturated at the
- * largest value rather than wrapped. */
-static unsigned long long content_length(const char *v)
+/* The headers the first call reads, taken in one pass over the request's
+ * headers (libmicrohttpd's lookup walks them once per name): the first
+ * of each, as MHD_lookup_connection_value would give it. */
+typedef struct head_values {
+    const char *length;      /* Content-Length */
+    const char *origin;      /* Origin */
+    bool transfer_encoding;  /* Transfer-Encoding is there (with a value) */
+} head_values;
+
+static enum MHD_Result head_value(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
 {
-    unsigned long long n = 0;
-    for (; *v >= '0' && *v <= '9'; v++) {
-        unsigned d = (unsigned)(*v - '0');
-        if (n > (ULLONG_MAX - d) / 10)
-            return ULLONG_MAX;
-        n = n * 10 + d;
+    head_values *h = cls;
+    switch (key[0]) {
+    case 'C':
+    case 'c':
+        if (!h->length && strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+            h->length = value;
+        break;
+    case 'O':
+    case 'o':
+        if (!h->origin && strcasecmp(key, MHD_HTTP_HEADER_ORIGIN) == 0)
+            h->origin = value;
+        break;
+    case 'T':
+    case 't':
+        if (!h->transfer_encoding && strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+            h->transfer_encoding = value != NULL;
+        break;
+    default:
+        break;
     }
-    return n;
+    return MHD_YES;
 }
 
 /* First call: route, check the Origin, the token, the method and the
@@ -754,10 +788,11 @@ static unsigned long long content_length(const char *v)
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
                              const char *method, void **con_cls)
 {
-    http_req *r = ctx->http_spares;
+    srv_http *h = ctx->http;
+    http_req *r = h ? h->spares : NULL;
     if (r) {
-        ctx->http_spares = r->next_spare;
-        ctx->n_http_spares--;
+        h->spares = r->next_spare;
+        h->n_spares--;
     } else if (!(r = malloc(sizeof *r))) {
         return MHD_NO;
     }
@@ -765,30 +800,23 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     r->q.ctx = ctx;
     r->q.url = url;
     r->conn = conn;
-    r->q.route = srv_http_route_of(ctx, url);
-    r->q.method = strcmp(method, "GET") == 0       ? SRV_M_GET
-                  : strcmp(method, "POST") == 0    ? SRV_M_POST
-                  : strcmp(method, "HEAD") == 0    ? SRV_M_HEAD
-                  : strcmp(method, "DELETE") == 0  ? SRV_M_DELETE
-                  : strcmp(method, "OPTIONS") == 0 ? SRV_M_OPTIONS
-                                                   : SRV_M_OTHER;
+    r->q.route = srv_http_route_find(ctx, url);
+    r->q.method = srv_http_method_of(method);
     *con_cls = r;
     ctx->active_requests++;
     ctx->requests_begun++;
     const union MHD_ConnectionInfo *hi =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     r->head_bytes = hi ? hi->header_size : 0;
-    r->chunked = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                             MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
-                 !hi;
-    const char *length =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long announced = length ? content_length(length) : 0;
+    head_values hv = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, head_value, &hv);
+    r->chunked = hv.transfer_encoding || !hi;
+    unsigned long long announced = hv.length ? srv_http_content_length(hv.length) : 0;
     r->announced = (size_t)announced;
-    r->origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
-    const srv_route_def *d = &srv_routes[r->q.route];
+    r->origin = hv.origin;
+    const srv_route *d = r->q.route;
 
-    if (r->q.route == SRV_RT_NONE) {
+    if (!d) {
         char msg[256];
         snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
         refuse(r, PROTO_E_NOT_FOUND, NULL, msg);
@@ -806,7 +834,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         r->preflight = true;
     } else if (!d->open && ctx->cfg.token && !authorized(r)) {
         refuse(r, PROTO_E_UNAUTHORIZED, "unauthorized",
-               r->q.route == SRV_RT_STREAM
+               d->token_in_protocol
                    ? "a valid bearer token is required (Authorization: Bearer ..., or the "
                      "subprotocols " SRV_WS_PROTOCOL ", " SRV_WS_BEARER_PREFIX
                      "<base64url token>)"
@@ -829,8 +857,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
          * left of it now is refused before it is read; nothing is reserved
          * (bytes are counted as they arrive, body_data). */
         r->announced = (size_t)announced;
-        if (announced > 0 &&
-            ctx->body_bytes + (size_t)announced + 1 > ctx->cfg.body_budget_bytes) {
+        if (announced > 0 && !srv_budget_fits(&ctx->body_bytes, (size_t)announced + 1)) {
             refuse(r, PROTO_E_OVERLOADED, "body_budget",
                    "request bodies in flight fill the body budget (--body-budget); retry "
                    "later");
@@ -843,44 +870,21 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     return MHD_YES;
 }
 
-/* Whether the header value v (a Content-Type, or an Accept list) names the
- * media type t: as its type (parameters after ';' ignored, any case), or,
- * with list, as one of its elements (but with q=0). */
-static bool names_type(const char *v, const char *t, bool list)
-{
-    size_t tl = strlen(t);
-    while (v && *v) {
-        while (*v == ' ' || *v == '\t' || *v == ',')
-            v++;
-        const char *end = v + strcspn(v, list ? "," : "");
-        size_t n = strcspn(v, ";, \t");
-        if (n == tl && strncasecmp(v, t, tl) == 0) {
-            const char *qv = v + n;
-            while (qv < end && !(strncasecmp(qv, "q=", 2) == 0))
-                qv++;
-            return qv >= end || strtod(qv + 2, NULL) > 0;
-        }
-        if (!list)
-            return false;
-        v = end;
-    }
-    return false;
-}
-
 /* The batch's binary forms, asked for by Content-Type and Accept. */
 static void media_types(http_req *r)
 {
-    if (r->q.route != SRV_RT_BATCH)
+    if (!r->q.route->binary)
         return;
-    r->q.binary_in = names_type(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+    r->q.binary_in = srv_http_names_type(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                             MHD_HTTP_HEADER_CONTENT_TYPE),
                                 PROTO_BINARY_TYPE, false);
-    r->q.binary_out = names_type(
+    r->q.binary_out = srv_http_names_type(
         MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
         PROTO_BINARY_TYPE, true);
 }
 
-/* The final call: the refusal, the preflight or the handler. */
+/* The final call: the refusal, the preflight, the upgrade or the route's
+ * handler. */
 static enum MHD_Result answer(http_req *r)
 {
     r->in_dispatch = true;
@@ -889,13 +893,17 @@ static enum MHD_Result answer(http_req *r)
     } else if (r->preflight) {
         r->in_dispatch = false;
         return answer_preflight(r);
-    } else if (srv_routes[r->q.route].takes_body && r->q.len == 0) {
+    } else if (r->q.route->takes_body && r->q.len == 0) {
         proto_error e;
         proto_error_set(&e, PROTO_E_INVALID_JSON, "", "the request body is empty");
         srv_http_respond_error(&r->q, &e);
+    } else if (r->q.route->upgrade) {
+        enum MHD_Result rc = queue_upgrade(r);
+        r->in_dispatch = false;
+        return rc;
     } else {
         media_types(r);
-        srv_http_dispatch(&r->q);
+        r->q.route->handle(&r->q);
     }
     r->in_dispatch = false;
     if (r->state == ST_ANSWERED)
@@ -957,7 +965,7 @@ void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     *con_cls = NULL;
     if (r->status_sent)
-        srv_metrics_request(r->q.ctx->metrics, srv_routes[r->q.route].label,
+        srv_metrics_request(r->q.ctx->metrics, r->q.route ? r->q.route->label : "other",
                             (int)r->status_sent);
     srv_guard_consumed_add(r->q.ctx, conn, r->head_bytes + r->announced, !r->chunked);
     if (toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)

@@ -48,9 +48,9 @@ void srv_mhd_run(srv_ctx *ctx)
          * socket, and watches it again only in the run after the one that
          * closed a connection: nothing would wake that run (the epoll fd
          * has nothing else to say), so it is run at once. */
-        size_t before = ctx->connections;
+        size_t before = srv_budget_used(&ctx->connections);
         MHD_run(ctx->mhd);
-        if (before >= ctx->cfg.max_connections && ctx->connections < before)
+        if (before >= ctx->cfg.max_connections && srv_budget_used(&ctx->connections) < before)
             g->rerun = true;
     } while (g->rerun);
     g->running = false;

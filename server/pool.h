@@ -6,10 +6,10 @@
  * UV_THREADPOOL_SIZE before the loop first uses it. Work runs on a pool
  * thread; its completion callback runs back on the loop thread.
  *
- * Counters (in srv_ctx, loop thread only): ctx->pool_depth counts items
- * submitted and not yet completed (the ikd_pool_queue_depth gauge, and
- * what a drain waits for); ctx->admitted counts admitted work in flight,
- * what cfg.pool_queue_max bounds.
+ * Counters (in srv_ctx): ctx->pool_depth counts items submitted and not
+ * yet completed (the ikd_pool_queue_depth gauge, and what a drain waits
+ * for; loop thread only); the budget ctx->admitted counts admitted work in
+ * flight, what cfg.pool_queue_max bounds.
  *
  * Threads: every function here is for the loop thread only.
  */
@@ -34,14 +34,20 @@ struct srv_work {
     void (*done)(srv_work *w, int status); /* loop thread; status 0 or SRV_ESHUTDOWN
                                             (cancelled before it started) */
     void *data;                          /* caller's */
-    bool admitted;                       /* private: counted in ctx->admitted */
+    /* Set before srv_pool_submit: the unit of ctx->admitted the work holds
+     * passes to the caller when done runs (a batch keeps its admission from
+     * its decode to its answer), who gives it back with
+     * srv_budget_release(&ctx->admitted, 1). */
+    bool keep_admission;
+    bool admitted;                       /* private: holds a unit of ctx->admitted */
 };
 
 /* Queues w on the pool as newly admitted work (a single solve, a stream
- * solve, a batch's decode). Returns 0 (then done always runs exactly once,
- * on the loop thread), SRV_EBUSY when ctx->admitted + 1 would exceed
- * cfg.pool_queue_max (the caller answers 503 + Retry-After, or an error
- * message on a stream; nothing was queued and done never runs), SRV_EINVAL
+ * solve, a batch's decode), holding one unit of ctx->admitted until done
+ * (or, with keep_admission, beyond it). Returns 0 (then done always runs
+ * exactly once, on the loop thread), SRV_EBUSY when ctx->admitted has no
+ * room left (cfg.pool_queue_max: the caller answers 503 + Retry-After, or
+ * an error message on a stream; nothing was queued and done never runs), SRV_EINVAL
  * for a NULL argument, or SRV_EIO when libuv refuses the work (nothing was
  * queued). Counts the depth for metrics. */
 int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
@@ -52,8 +58,5 @@ int srv_pool_submit(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
  * which hold the batch's one slot, see http_batch.c): never SRV_EBUSY. */
 int srv_pool_submit_always(srv_ctx *ctx, srv_work *w, void (*work)(srv_work *w),
                            void (*done)(srv_work *w, int status));
-
-/* True when n more items fit in the pool queue right now. */
-bool srv_pool_has_room(const srv_ctx *ctx, size_t n);
 
 #endif /* SRV_POOL_H */

@@ -42,6 +42,7 @@
 #include "server/config.h"
 #include "server/guard.h"
 #include "server/http.h"
+#include "server/http_route.h"
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
@@ -71,6 +72,22 @@ static void close_cb_noop(uv_handle_t *h)
     (void)h;
 }
 
+/* Stops the services startup started, in this order (each does nothing
+ * when its part never started): solves waiting for a turn are cancelled,
+ * WebSocket connections ended, the timers closed, libmicrohttpd stopped. */
+static void stop_services(srv_ctx *ctx)
+{
+    srv_solve_stop(ctx);
+    srv_ws_abort(ctx);
+    srv_guard_stop(ctx);
+    srv_trim_stop(ctx);
+    srv_loop_detach(ctx);
+    if (ctx->mhd)
+        MHD_stop_daemon(ctx->mhd);
+    ctx->mhd = NULL;
+    srv_http_stop(ctx);
+}
+
 static void stop_daemon(daemon_state *d)
 {
     srv_ctx *ctx = &d->ctx;
@@ -83,14 +100,7 @@ static void stop_daemon(daemon_state *d)
     uv_close((uv_handle_t *)&d->sigterm, close_cb_noop);
     uv_close((uv_handle_t *)&d->sigint, close_cb_noop);
     uv_close((uv_handle_t *)&d->sighup, close_cb_noop);
-    srv_solve_stop(ctx); /* solves waiting for a turn: cancelled */
-    srv_ws_abort(ctx);
-    srv_guard_stop(ctx);
-    srv_trim_stop(ctx);
-    srv_loop_detach(ctx);
-    MHD_stop_daemon(ctx->mhd);
-    ctx->mhd = NULL;
-    srv_http_stop(ctx);
+    stop_services(ctx);
 }
 
 static unsigned open_connections(srv_ctx *ctx)
@@ -229,6 +239,12 @@ int srv_serve(int argc, char **argv)
         return 1;
     }
     ctx->loop = &loop;
+    srv_budget_init(&ctx->body_bytes, ctx->cfg.body_budget_bytes);
+    srv_budget_init(&ctx->answer_bytes, ctx->cfg.answer_budget_bytes);
+    srv_budget_init(&ctx->admitted, ctx->cfg.pool_queue_max);
+    srv_budget_init(&ctx->stream_chain_bytes, ctx->cfg.stream_chain_bytes);
+    srv_budget_init(&ctx->connections, ctx->cfg.max_connections);
+    srv_budget_init(&ctx->batch_chunks, ctx->cfg.threads);
     ctx->registry = srv_registry_new(ctx->cfg.registry_bytes);
     ctx->metrics = srv_metrics_new();
     if (!ctx->registry || !ctx->metrics)
@@ -241,23 +257,20 @@ int srv_serve(int argc, char **argv)
         srv_log(ctx, SRV_LOG_INFO, "serving the page from %s (%zu files, %zu bytes)",
                 ctx->cfg.web_dir, srv_web_count(ctx->web), srv_web_bytes(ctx->web));
     }
-    if (srv_guard_start(ctx) != SRV_OK)
-        goto out;
+    /* the routes, then each module's state (the WebSocket side joined to
+     * its streams' hooks), then libmicrohttpd on the loop */
+    if (srv_http_handlers_register(ctx) != SRV_OK || srv_http_start(ctx) != SRV_OK ||
+        srv_ws_start(ctx, &srv_ws_stream_hooks) != SRV_OK || srv_guard_start(ctx) != SRV_OK) {
+        srv_log(ctx, SRV_LOG_ERROR, "cannot start: out of memory");
+        goto fail;
+    }
     srv_solve_start(ctx); /* without it no solve waits for a later turn */
     srv_trim_start(ctx); /* without it nothing is trimmed: only memory */
-    if (start_mhd(ctx) != SRV_OK) {
-        srv_guard_stop(ctx);
-        srv_trim_stop(ctx);
-        goto out;
-    }
+    if (start_mhd(ctx) != SRV_OK)
+        goto fail;
     if (srv_loop_attach(ctx) != SRV_OK) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot watch libmicrohttpd's epoll descriptor");
-        srv_guard_stop(ctx);
-        srv_trim_stop(ctx);
-        MHD_stop_daemon(ctx->mhd);
-        ctx->mhd = NULL;
-        srv_http_stop(ctx);
-        goto out;
+        goto fail;
     }
     uv_timer_init(&loop, &d.drain);
     d.drain.data = &d;
@@ -279,11 +292,15 @@ int srv_serve(int argc, char **argv)
     uv_run(&loop, UV_RUN_DEFAULT);
     exit_code = 0;
     srv_log(ctx, SRV_LOG_INFO, "stopped");
+    goto out;
+fail:
+    stop_services(ctx);
 out:
     srv_solve_stop(ctx);
     uv_run(&loop, UV_RUN_NOWAIT); /* let closed handles finish */
     if (uv_loop_close(&loop) != 0)
         srv_log(ctx, SRV_LOG_WARN, "event loop closed with handles still open");
+    srv_http_routes_free(ctx);
     srv_registry_free(ctx->registry);
     srv_metrics_free(ctx->metrics);
     srv_web_free(ctx->web);

@@ -221,7 +221,10 @@ void srv_solve_stop(srv_ctx *ctx)
 static void solve_work(srv_work *w)
 {
     srv_solve *s = w->data;
-    srv_solve_run(w->ctx, s);
+    if (s->work)
+        s->work(w->ctx, s);
+    else
+        srv_solve_run(w->ctx, s);
 }
 
 static void solve_done(srv_work *w, int status)
@@ -232,12 +235,15 @@ static void solve_done(srv_work *w, int status)
 
 int srv_solve_submit(srv_ctx *ctx, srv_solve *s)
 {
-    if (!ctx || !s || !(s->job || s->items || s->jobs) || !s->done)
+    if (!ctx || !s || !(s->job || s->items || s->jobs || s->work) || !s->done)
         return SRV_EINVAL;
     s->ran_inline = false;
     s->deferred = false;
-    if ((s->job && srv_solve_is_cheap(ctx, s->job)) ||
-        (s->jobs && jobs_cost(s) < ctx->cfg.inline_cost_us)) {
+    /* work and stages go to the pool whatever their cost */
+    bool cheap = !s->stage && !s->work &&
+                 ((s->job && srv_solve_is_cheap(ctx, s->job)) ||
+                  (s->jobs && jobs_cost(s) < ctx->cfg.inline_cost_us));
+    if (cheap) {
         srv_turn *t = ctx->turn;
         if (s->may_defer && t &&
             (t->head || t->spent_ns >= (uint64_t)SRV_TURN_BUDGET_US * 1000)) {
@@ -258,14 +264,14 @@ int srv_solve_submit(srv_ctx *ctx, srv_solve *s)
         return SRV_OK;
     }
     s->w.data = s;
-    return srv_pool_submit(ctx, &s->w, solve_work, solve_done);
+    s->w.keep_admission = s->keep_admission;
+    return s->stage ? srv_pool_submit_always(ctx, &s->w, solve_work, solve_done)
+                    : srv_pool_submit(ctx, &s->w, solve_work, solve_done);
 }
 
 int srv_solve_submit_stage(srv_ctx *ctx, srv_solve *s)
 {
-    if (!ctx || !s || !(s->job || s->items || s->jobs) || !s->done)
-        return SRV_EINVAL;
-    s->ran_inline = false;
-    s->w.data = s;
-    return srv_pool_submit_always(ctx, &s->w, solve_work, solve_done);
+    if (s)
+        s->stage = true;
+    return srv_solve_submit(ctx, s);
 }

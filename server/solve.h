@@ -1,8 +1,10 @@
 /*
  * solve.h: the one place where the daemon decides where a job is solved
  * (inline on the loop, or on the thread pool), times the solve and records
- * it in the metrics. HTTP requests (server/http_handlers.c, server/http_batch.c) and stream targets
- * (server/ws_stream.c) both go through it, so that the rule is written
+ * it in the metrics; and, with the same struct, how other work of a
+ * request goes to the pool (a large body's decode, a batch's chunks). HTTP
+ * requests (server/http_handlers.c, server/http_batch.c) and stream targets
+ * (server/ws_stream.c, server/ws_tick.c) all go through it, so that the rule is written
  * once: a job whose estimated cost for all its targets
  * (proto_job_cost_us() times the count) is below --inline-cost-us (the
  * analytic seed solvers: a hop to the pool and back costs 10-30 us, far
@@ -25,10 +27,10 @@
 
 typedef struct srv_solve srv_solve;
 
-/* One solve: targets [begin, end) of job (or items [begin, end) of items).
- * The caller owns the struct (it may embed it) and keeps it alive until
- * done has run; it fills job or items, begin, end, done, data, and
- * optionally after. */
+/* One solve: targets [begin, end) of job (or items [begin, end) of items),
+ * or other pool work (work). The caller owns the struct (it may embed it)
+ * and keeps it alive until done has run; it fills job, items, jobs or
+ * work, begin, end, done, data, and optionally after and stage. */
 struct srv_solve {
     srv_work w; /* private */
     proto_job *job;
@@ -38,7 +40,17 @@ struct srv_solve {
     /* or one-target jobs jobs[begin, end) (NULL entries are skipped): the
      * targets of a stream tick, each of its own stream */
     proto_job *const *jobs;
+    /* or, instead of a solve, work run on a pool thread (decoding a large
+     * body, and solving it there with srv_solve_run): never inline */
+    void (*work)(srv_ctx *ctx, srv_solve *s);
     size_t begin, end;
+    /* A later stage of work that was admitted already (a batch's chunks,
+     * a tick's parts after the first): always on the pool, never refused
+     * for the queue bound, holding no admission of its own. */
+    bool stage;
+    /* Admitted work (not a stage) whose unit of ctx->admitted passes to the
+     * caller when done runs (server/pool.h's keep_admission). */
+    bool keep_admission;
     /* Optional: runs right after the solve on the same thread (a pool
      * thread, or the loop for an inline solve), for work that belongs with
      * it (encoding the answer). */
@@ -59,6 +71,13 @@ struct srv_solve {
                       runs (done included) on the loop, among others */
     srv_solve *next_deferred; /* private */
 };
+
+/* Request bodies and stream messages above this many bytes are decoded on
+ * the pool (with the solve they lead to: solve.work): parsing a megabyte
+ * of JSON or an inline URDF takes milliseconds, which the loop owes every
+ * other client; below it a decode takes microseconds and a hop to the pool
+ * would cost more. */
+#define SRV_DECODE_INLINE_MAX (64 * 1024)
 
 /* True when job is cheap enough to solve on the loop right now. */
 bool srv_solve_is_cheap(const srv_ctx *ctx, const proto_job *job);
@@ -97,13 +116,14 @@ size_t srv_solve_parallel(const srv_ctx *ctx);
 /* Solves s: inline when cheap (solve, after and done all run before this
  * returns; or, with may_defer and this turn's inline budget spent, in a
  * later turn, ran_inline false; for jobs, the sum of their costs decides),
- * else queued on the pool as newly admitted work. Returns 0 (done runs
+ * else queued on the pool as newly admitted work (work and stages always
+ * go to the pool; a stage is not admitted again). Returns 0 (done runs
  * exactly once), or SRV_EBUSY when --max-queue units of work are admitted
- * already (nothing ran; done never runs), or SRV_EINVAL. Loop thread only. */
+ * already (nothing ran; done never runs), or SRV_EINVAL, or SRV_EIO when
+ * libuv refuses the work. Loop thread only. */
 int srv_solve_submit(srv_ctx *ctx, srv_solve *s);
 
-/* The same for a later stage of work that was admitted already (a batch's
- * chunks): always on the pool, never refused for the queue bound. */
+/* srv_solve_submit of s as a stage (s->stage set). */
 int srv_solve_submit_stage(srv_ctx *ctx, srv_solve *s);
 
 /* Solves s right here on the calling thread (a pool item that also did

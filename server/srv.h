@@ -13,17 +13,24 @@
  * Errors: 0 or a negative SRV_E* value from the table below.
  *
  * The services, each declared by the header named after its file:
- *   server/config.h    flags and environment -> srv_config
- *   server/loop.h      libmicrohttpd driven by the loop (srv_mhd_run)
- *   server/pool.h      the thread pool and its admission bound
- *   server/registry.h  the chain registry
- *   server/metrics.h   Prometheus metrics
- *   server/log.h       log lines
- *   server/http.h      the HTTP side's handlers, status of a wire error
- *   server/ws.h        the WebSocket side's entry points
- *   server/guard.h     the whole-request deadline
- *   server/web.h       the live page's files
- *   server/trim.h      memory given back after large requests
+ *   server/config.h         flags and environment -> srv_config
+ *   server/budget.h         a bound kept by reserve and release
+ *   server/loop.h           libmicrohttpd driven by the loop (srv_mhd_run)
+ *   server/pool.h           the thread pool and its admission bound
+ *   server/solve.h          where a job is solved (inline or on the pool)
+ *   server/registry.h       the chain registry
+ *   server/metrics.h        Prometheus metrics
+ *   server/log.h            log lines
+ *   server/http.h           the HTTP side's entry points and rules
+ *   server/http_route.h     the route table the endpoints register with
+ *   server/http_handler.h   the seam between the HTTP glue and the handlers
+ *   server/ws.h             the WebSocket side's entry points
+ *   server/ws_conn.h        the seam between a connection and its streams
+ *   server/ws_stream.h      inside the streams (messages, ticks, streams)
+ *   server/stream_chains.h  the chains open streams hold
+ *   server/guard.h          the whole-request deadline
+ *   server/web.h            the live page's files
+ *   server/trim.h           memory given back after large requests
  */
 #ifndef SRV_H
 #define SRV_H
@@ -33,6 +40,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "server/budget.h"
 #include "server/config.h"
 
 /* ---- status table ----------------------------------------------------- */
@@ -56,7 +64,25 @@ typedef enum srv_status {
  * thread. */
 const char *srv_strerror(int status);
 
-/* ---- the context ------------------------------------------------------ */
+/* ---- the context ------------------------------------------------------
+ *
+ * srv_ctx holds the state of every module, in two groups:
+ *   - process-wide: what every connection of the process shares, the
+ *     configuration, the registry, the metrics, the page, the shutdown
+ *     flag and the bounds (srv_budget, server/budget.h) that hold for all
+ *     clients together;
+ *   - per loop: what belongs to one libuv loop and the libmicrohttpd daemon
+ *     it drives: the handles, the connections' state (HTTP requests, the
+ *     request deadline, WebSocket connections and their streams), the
+ *     turn's inline budget and the batches' round robin.
+ * There is one loop today, so both groups live in the one struct. When ikd
+ * runs several loops (issue 22), the first group becomes one struct shared
+ * by every loop's context (its budgets are atomic already, the registry and
+ * the metrics are thread-safe; the shutdown flag becomes atomic and the
+ * table of the chains streams hold takes a lock), and the second is made
+ * once per loop; a module keeps its per-loop state behind its own typed
+ * pointer below, never in the shared group.
+ */
 
 struct MHD_Daemon;
 typedef struct srv_registry srv_registry;
@@ -67,48 +93,65 @@ typedef struct srv_batch srv_batch;
 typedef struct srv_trim srv_trim;
 typedef struct srv_turn srv_turn;
 typedef struct srv_stream_chains srv_stream_chains;
+typedef struct srv_guard srv_guard;
+typedef struct srv_http srv_http;
+typedef struct srv_ws srv_ws;
+typedef struct srv_routes srv_routes;
 
 typedef struct srv_ctx {
-    uv_loop_t *loop;          /* the one loop; owns every socket */
-    struct MHD_Daemon *mhd;   /* external-epoll daemon driven by the loop */
+    /* ---- process-wide ---- */
     srv_config cfg;           /* read-only after startup */
-    uint16_t port;            /* the bound port (useful when cfg.listen_port is 0) */
     srv_registry *registry;   /* chain registry (any thread) */
     srv_metrics *metrics;     /* Prometheus metrics (any thread) */
     srv_web *web;             /* the live page's files (server/web.h); NULL without --web */
     bool shutting_down;       /* set on SIGTERM, SIGINT or SIGHUP; readiness is
                                  then 503 */
-    size_t pool_depth;        /* work items submitted and not yet completed */
-    size_t admitted;          /* admitted work in flight, what --max-queue bounds:
-                                 items of srv_pool_submit, plus one per batch
-                                 from its decode to its answer */
+    /* the bounds held for all clients together (server/budget.h) */
+    srv_budget body_bytes;    /* request body bytes held now (--body-budget;
+                                 server/http_mhd.c) */
+    srv_budget answer_bytes;  /* answers reserved or held for clients until
+                                 sent (--answer-budget; http_mhd.c,
+                                 http_batch.c, http_handlers.c) */
+    srv_budget admitted;      /* admitted work in flight (--max-queue;
+                                 server/pool.h): items of srv_pool_submit,
+                                 plus one per batch from its decode to its
+                                 answer */
+    srv_budget stream_chain_bytes; /* the memory of the chains open streams
+                                      hold (--stream-chain-bytes;
+                                      server/stream_chains.c) */
+    srv_budget connections;   /* libmicrohttpd's connections open, WebSockets
+                                 included (--max-connections, which
+                                 libmicrohttpd enforces; server/guard.c
+                                 counts them) */
+    srv_budget batch_chunks;  /* batch chunks on the pool, all batches
+                                 (--threads; http_batch.c) */
+    srv_stream_chains *stream_chains; /* the chains open streams hold, each
+                                         once (server/stream_chains.c) */
+    srv_routes *routes;       /* the HTTP routes, registered at startup
+                                 (server/http_route.h) */
+
+    /* ---- per loop ---- */
+    uv_loop_t *loop;          /* the loop; owns every socket of this context */
+    struct MHD_Daemon *mhd;   /* external-epoll daemon driven by the loop */
+    uint16_t port;            /* the bound port (useful when cfg.listen_port is 0) */
+    srv_mhd_glue *mhd_glue;   /* private to server/loop.c (srv_loop_attach
+                                 sets it) */
+    srv_http *http;           /* the HTTP side: routes, finished requests kept
+                                 for reuse (server/http_mhd.c) */
+    srv_guard *guard;         /* the request deadline (server/guard.c) */
+    srv_ws *ws;               /* the WebSocket connections and the hooks of
+                                 their streams (server/ws_conn.c) */
+    srv_turn *turn;           /* the inline budget of a turn of the loop
+                                 (server/solve.h) */
+    srv_trim *trim;           /* memory given back after large requests
+                                 (server/trim.h) */
+    srv_batch *batch_head, *batch_tail; /* batches with chunks to hand out,
+                                           round robin (http_batch.c) */
+    size_t pool_depth;        /* work items submitted and not yet completed
+                                 (a gauge: summed over loops at a scrape) */
     size_t active_requests;   /* HTTP requests begun and not yet completed */
     uint64_t requests_begun;  /* HTTP requests begun since startup (the drain
                                  watches it for quiet) */
-    size_t body_bytes;        /* request body bytes held now (--body-budget) */
-    size_t connections;       /* libmicrohttpd's connections open, WebSockets
-                                 included (server/guard.c counts them) */
-    size_t answer_bytes;      /* batch answers reserved or held for clients
-                                 until sent (--answer-budget) */
-    srv_batch *batch_head, *batch_tail; /* batches with chunks to hand out,
-                                           round robin (http_batch.c) */
-    unsigned batch_chunks;    /* batch chunks on the pool (<= threads) */
-    srv_trim *trim;           /* memory given back after large requests
-                                 (server/trim.h) */
-    srv_turn *turn;           /* the inline budget of a turn of the loop
-                                 (server/solve.h) */
-    void *http_spares;        /* finished HTTP requests kept for reuse
-                                 (server/http_mhd.c) */
-    unsigned n_http_spares;
-    bool http_stopped;        /* srv_http_stop() ran: nothing more is kept */
-    srv_stream_chains *stream_chains; /* the chains open streams hold
-                                         (ws_stream.c) */
-    size_t stream_chain_bytes; /* their memory (--stream-chain-bytes) */
-    void *guard;              /* the request deadline (server/guard.c) */
-    void *ws;                 /* owned by server/ws*.c (NULL until it sets it;
-                                 released by srv_ws_abort) */
-    srv_mhd_glue *mhd_glue;   /* private to server/loop.c (srv_loop_attach
-                                 sets it) */
 } srv_ctx;
 
 #endif /* SRV_H */

@@ -11,9 +11,10 @@
 int srv_cli_solve(int argc, char **argv);
 
 /* Health check: argv[0] is "probe", argv[1] an optional http:// URL
- * (default: /livez at IKD_LISTEN, a wildcard host read as loopback, or
- * http://127.0.0.1:8080/livez without it). Returns 0 when it answers 200 within
- * 2 seconds, 1 otherwise (the reason on standard error). */
+ * (default: /livez at IKD_LISTEN, a wildcard host read as loopback, or at
+ * the daemon's default address SRV_LISTEN_DEFAULT without it). Returns 0
+ * when it answers 200 within 2 seconds, 1 otherwise (the reason on
+ * standard error). */
 int srv_cli_probe(int argc, char **argv);
 
 /* URDF to chain object: argv[0] is "chain", then FILE, --base LINK and

@@ -1,6 +1,8 @@
 /*
- * ws.h: the entry points of the WebSocket side (GET /v1/stream, implemented
- * in server/ws_conn.c, the streams in server/ws_stream.c): the upgrade the router hands over, and the shutdown and
+ * ws.h: the entry points of the WebSocket side (GET /v1/stream; the
+ * connections are server/ws_conn.c's, the streams on them
+ * server/ws_messages.c's, ws_stream.c's and ws_tick.c's): the start that
+ * joins the two, the upgrade the stream route makes, and the shutdown and
  * counts the daemon's life cycle (server/serve.c) needs. The side keeps its
  * state in ctx->ws. Loop thread only.
  */
@@ -13,7 +15,18 @@
 #include "proto/proto_error.h"
 #include "server/srv.h"
 
-/* Called by the router for GET /v1/stream after the bearer-token check.
+/* What the connection calls on the stream side (server/ws_conn.h). */
+typedef struct srv_ws_hooks srv_ws_hooks;
+/* The streams' hooks (server/ws_messages.c). */
+extern const srv_ws_hooks srv_ws_stream_hooks;
+
+/* Before the daemon starts: the WebSocket side's state (ctx->ws), whose
+ * connections hand their messages to hooks (kept, not copied). 0 or
+ * SRV_ENOMEM. */
+int srv_ws_start(srv_ctx *ctx, const srv_ws_hooks *hooks);
+
+/* The upgrade of the stream route (server/http_route.h), called by the HTTP
+ * side for GET /v1/stream after the bearer-token check.
  * Validates the upgrade (method, Upgrade/Connection/Sec-WebSocket-Key/
  * Version headers, Origin against cfg.allow_origins) and returns the
  * libmicrohttpd upgrade response (status 101) for the router to queue and

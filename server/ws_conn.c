@@ -2,10 +2,13 @@
  * ws_conn.c: a WebSocket connection of ikd (GET /v1/stream): the upgrade,
  * the socket on the loop, wslay's framing, idle pings, the send-queue cap
  * and the closing handshake. The streams that live on a connection are
- * server/ws_stream.c's; the seam between the two is server/ws_conn.h.
+ * the stream side's (server/ws_messages.c, ws_stream.c, ws_tick.c), reached
+ * only through the hooks srv_ws_start was given; the seam between the two
+ * is server/ws_conn.h.
  *
- * The upgrade. The HTTP side (http_mhd.c) calls srv_ws_upgrade() after the bearer
- * token check (Authorization, or the base64url.bearer.ikd.<token>
+ * The upgrade. The HTTP side (http_mhd.c) calls srv_ws_upgrade(), the
+ * stream route's upgrade (server/http_route.h), after the bearer token
+ * check (Authorization, or the base64url.bearer.ikd.<token>
  * subprotocol that browsers can send). It validates the handshake (RFC 6455
  * 4.2.1, the pure checks are in ws_handshake.c), the Origin against
  * --allow-origin, and returns libmicrohttpd's upgrade response with
@@ -41,20 +44,24 @@
  * connection is dropped.
  *
  * Reading: every text message of one socket read is handed to the stream
- * side (srv__ws_on_text) before any target is solved
- * (srv__ws_on_read_done), at most WS_READ_BUDGET bytes per wake-up so that
- * one client cannot hold the loop. While the stream side works on a
- * message off the loop (srv__ws_pause), the connection is not read. Writing: frames are gathered into one
- * buffer and sent with one send() per wake-up.
+ * side (its on_text hook) before any target is solved (on_read_done), at
+ * most WS_READ_BUDGET bytes per wake-up so that one client cannot hold the
+ * loop. While the stream side works on a message off the loop
+ * (srv__ws_pause), the connection is not read. Writing: frames are
+ * gathered into one buffer and sent with one send() per wake-up.
  *
  * Shutdown (srv_ws_shutdown): what the client sent before the signal is
  * read once more; after that new messages are ignored, and the stream side
  * answers what runs and waits; then the connection gets its 1001 close
  * frame.
  *
- * Not here: the stream rules (ws_stream.c), the message formats
- * (proto/proto_stream.c), the handshake arithmetic (ws_handshake.c), HTTP
- * routing (http_handlers.c).
+ * libmicrohttpd: this file is one of the deliberate exceptions that
+ * http_mhd.c's opening comment names: the upgrade response is made here,
+ * and the socket is given back with MHD_upgrade_action.
+ *
+ * Not here: the stream rules (ws_messages.c, ws_stream.c, ws_tick.c), the
+ * message formats (proto/proto_stream.c), the handshake arithmetic
+ * (ws_handshake.c), HTTP routing (http_route.c, http_handlers.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -77,15 +84,17 @@
 #define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
 #define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
 
-/* ctx->ws: the open connections. */
-typedef struct ws_state {
+/* ctx->ws: the open connections, and the stream side's hooks. */
+struct srv_ws {
+    const srv_ws_hooks *hooks;
     ws_conn *head;
     size_t nconns;
-} ws_state;
+};
 
 struct ws_conn {
     srv_ctx *ctx;
-    ws_conn *prev, *next; /* in ws_state while not dead */
+    const srv_ws_hooks *hooks; /* the stream side's (ctx->ws's) */
+    ws_conn *prev, *next; /* in ctx->ws while not dead */
     wslay_event_context_ptr wslay;
     struct MHD_UpgradeResponseHandle *urh;
     MHD_socket fd;
@@ -105,7 +114,7 @@ struct ws_conn {
     size_t msg_len, msg_cap;
     bool frame_ctrl; /* the frame being received is a control frame */
     bool msg_over;   /* the message passed --max-message: closing with 1009 */
-    ws_streams *streams; /* the stream side's (ws_stream.c) */
+    ws_streams *streams; /* the stream side's (server/ws_stream.h) */
     unsigned refs;
     bool dead;     /* torn down: no I/O any more */
     bool closing;  /* ikd queued a close frame: no more messages */
@@ -118,7 +127,7 @@ struct ws_conn {
     bool draining; /* shutting down: no new messages; close once idle */
     bool paused;   /* the stream side works on a message off the loop: not read */
     bool drop_streams; /* closed for not reading: its streams go at the next I/O */
-    ws_inbox *inbox; /* the stream side's (ws_stream.c) */
+    ws_inbox *inbox; /* the stream side's (ws_messages.c) */
     /* a close frame waiting for the answers queued before it (wslay sends
      * control frames ahead of queued messages, and nothing after a close) */
     bool close_pending;
@@ -486,7 +495,7 @@ static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len
         conn_begin_close(c, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, "text message is not UTF-8");
         return;
     }
-    srv__ws_on_text(c, text, len);
+    c->hooks->on_text(c, text, len);
 }
 
 static const struct wslay_event_callbacks ws_callbacks = {
@@ -505,7 +514,7 @@ static void conn_after_io(ws_conn *c)
         /* closed with 1008 while the stream side was sending (not a place
          * to drop what runs): its streams go now */
         c->drop_streams = false;
-        srv__ws_drop_streams(c); /* the connection keeps its open reference */
+        c->hooks->drop_streams(c); /* the connection keeps its open reference */
     }
     /* Frame into out and send it, again while the socket takes all of it
      * and wslay has more (out is bounded, wslay's queue may hold several
@@ -561,7 +570,7 @@ static void conn_read(ws_conn *c)
     check_send_queue(c); /* the pongs wslay queued for the client's pings */
     if (c->dead || c->closing)
         return;
-    srv__ws_on_read_done(c);
+    c->hooks->on_read_done(c);
 }
 
 static void on_poll(uv_poll_t *p, int status, int events)
@@ -592,8 +601,8 @@ static void conn_teardown(ws_conn *c)
         srv_metrics_rejected(ctx, "too_large");
     else if (sent == WSLAY_CODE_PROTOCOL_ERROR)
         srv_metrics_rejected(ctx, "ws_protocol");
-    srv__ws_drop_streams(c);
-    ws_state *ws = ctx->ws;
+    c->hooks->drop_streams(c);
+    srv_ws *ws = ctx->ws;
     if (ws) {
         if (c->prev)
             c->prev->next = c->next;
@@ -619,11 +628,12 @@ static void conn_teardown(ws_conn *c)
     conn_unref(c);
 }
 
-static ws_state *ws_state_of(srv_ctx *ctx)
+int srv_ws_start(srv_ctx *ctx, const srv_ws_hooks *hooks)
 {
-    if (!ctx->ws)
-        ctx->ws = calloc(1, sizeof(ws_state));
-    return ctx->ws;
+    if (!ctx->ws && !(ctx->ws = calloc(1, sizeof *ctx->ws)))
+        return SRV_ENOMEM;
+    ctx->ws->hooks = hooks;
+    return SRV_OK;
 }
 
 /* libmicrohttpd's upgrade handler: the 101 was sent, the socket is ours to
@@ -633,11 +643,12 @@ static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_c
                        struct MHD_UpgradeResponseHandle *urh)
 {
     srv_ctx *ctx = cls;
-    ws_state *ws = ws_state_of(ctx);
+    srv_ws *ws = ctx->ws;
     ws_conn *c = ws ? calloc(1, sizeof *c) : NULL;
     if (!c)
         goto fail;
     c->ctx = ctx;
+    c->hooks = ws->hooks;
     c->fd = sock;
     c->urh = urh;
     if (extra_in_size > 0) {
@@ -720,11 +731,6 @@ bool srv__ws_open(const ws_conn *c)
     return !c->dead && !c->closing;
 }
 
-bool srv__ws_draining(const ws_conn *c)
-{
-    return c->draining;
-}
-
 void srv__ws_ref(ws_conn *c)
 {
     c->refs++;
@@ -761,7 +767,7 @@ void srv__ws_flush_soon(ws_conn *c)
 
 void srv__ws_idle(ws_conn *c)
 {
-    if (c->draining && !c->dead && !c->closing && !srv__ws_busy(c))
+    if (c->draining && !c->dead && !c->closing && !c->hooks->busy(c))
         conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
 }
 
@@ -815,8 +821,8 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
                         " next to the bearer token element; it is the protocol ikd selects");
         return NULL;
     }
-    if (!ws_state_of(ctx)) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    if (!ctx->ws) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "the WebSocket side did not start");
         return NULL;
     }
     struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, ctx);
@@ -838,7 +844,7 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
 
 void srv_ws_shutdown(srv_ctx *ctx)
 {
-    ws_state *ws = ctx->ws;
+    srv_ws *ws = ctx->ws;
     if (!ws)
         return;
     for (ws_conn *c = ws->head, *next; c; c = next) {
@@ -849,8 +855,8 @@ void srv_ws_shutdown(srv_ctx *ctx)
         if (!c->closing && !c->paused && wslay_event_want_read(c->wslay))
             conn_read(c);
         c->draining = true;
-        srv__ws_on_drain(c);
-        if (!srv__ws_busy(c))
+        c->hooks->on_drain(c);
+        if (!c->hooks->busy(c))
             conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
         conn_after_io(c);
         conn_unref(c);
@@ -859,7 +865,7 @@ void srv_ws_shutdown(srv_ctx *ctx)
 
 void srv_ws_abort(srv_ctx *ctx)
 {
-    ws_state *ws = ctx->ws;
+    srv_ws *ws = ctx->ws;
     if (!ws)
         return;
     while (ws->head)
@@ -870,12 +876,13 @@ void srv_ws_abort(srv_ctx *ctx)
 
 size_t srv_ws_open_streams(srv_ctx *ctx)
 {
-    long n = srv_metrics_streams(ctx->metrics); /* the gauge is kept by on_open/stream_drop */
+    /* the gauge is kept by srv__stream_open and srv__stream_drop */
+    long n = srv_metrics_streams(ctx->metrics);
     return n > 0 ? (size_t)n : 0;
 }
 
 size_t srv_ws_open_connections(srv_ctx *ctx)
 {
-    ws_state *ws = ctx->ws;
+    srv_ws *ws = ctx->ws;
     return ws ? ws->nconns : 0;
 }

@@ -2,13 +2,18 @@
  * ws_conn.h: the seam inside ikd's WebSocket side, between the connection
  * (server/ws_conn.c: the upgrade, the socket, wslay framing, pings, the
  * send-queue cap and the closing handshake) and the streams that live on it
- * (server/ws_stream.c: the stream rules of proto/STREAM.md). Internal to
- * those two files; the daemon's entry points are srv_ws_* in server/ws.h.
+ * (the stream rules of proto/STREAM.md: server/ws_messages.c, ws_stream.c,
+ * ws_tick.c). Internal to those files; the daemon's entry points are
+ * srv_ws_* in server/ws.h.
  *
- * A connection owns a list of streams it knows nothing about beyond the
- * hooks below; the stream side never touches the socket or wslay, it queues
- * whole text messages and asks for them to be flushed. Everything runs on
- * the loop thread.
+ * The calls go one way: the stream side calls the connection (below), and
+ * the connection reaches the stream side only through the hooks it was
+ * given at start-up (srv_ws_hooks, passed to srv_ws_start), so that
+ * neither file names the other's functions both ways. A connection owns
+ * the stream side's state (srv__ws_streams, srv__ws_inbox) and knows
+ * nothing of it beyond the hooks; the stream side never touches the socket
+ * or wslay, it queues whole text messages and asks for them to be flushed.
+ * Everything runs on the loop thread.
  *
  * Lifetime: a connection is freed when its last reference goes (one for
  * being open, one per open libuv handle, one per stream struct the stream
@@ -33,18 +38,16 @@ typedef struct ws_inbox ws_inbox;
 
 srv_ctx *srv__ws_ctx(const ws_conn *c);
 /* The stream side's state of this connection: its own to allocate, keep
- * and free (NULL until it makes one; srv__ws_drop_streams frees it). */
+ * and free (NULL until it makes one; its drop_streams hook frees it). */
 ws_streams **srv__ws_streams(ws_conn *c);
 /* The stream side's messages waiting on this connection (its own to keep
- * and free, at srv__ws_drop_streams at the latest). */
+ * and free, at its drop_streams hook at the latest). */
 ws_inbox **srv__ws_inbox(ws_conn *c);
 /* paused: the stream side works on a message off the loop, the connection
  * is not read (messages already read still arrive); false resumes. */
 void srv__ws_pause(ws_conn *c, bool paused);
 /* True while messages may still be queued: not closing, not torn down. */
 bool srv__ws_open(const ws_conn *c);
-/* True once ikd shuts down: no new messages are read on this connection. */
-bool srv__ws_draining(const ws_conn *c);
 void srv__ws_ref(ws_conn *c);
 void srv__ws_unref(ws_conn *c);
 
@@ -65,20 +68,22 @@ void srv__ws_flush_soon(ws_conn *c);
  * close frame, after the answers queued before it. */
 void srv__ws_idle(ws_conn *c);
 
-/* ---- the streams, for the connection (ws_stream.c) -------------------- */
+/* ---- the stream side, for the connection: its hooks --------------------- */
 
-/* One complete, valid UTF-8 text message from the client. */
-void srv__ws_on_text(ws_conn *c, const char *text, size_t len);
-/* Every message of one socket read was handed over: solve what waits. */
-void srv__ws_on_read_done(ws_conn *c);
-/* ikd shuts down: running paths end, waiting targets are solved. */
-void srv__ws_on_drain(ws_conn *c);
-/* True when a stream of the connection has a solve running or a target
- * waiting, or a tick runs or waits. */
-bool srv__ws_busy(ws_conn *c);
-/* The connection is torn down: every stream is dropped (no message is
- * sent); pool solves still running are discarded when they complete. The
- * stream side's state is freed. */
-void srv__ws_drop_streams(ws_conn *c);
+struct srv_ws_hooks {
+    /* One complete, valid UTF-8 text message from the client. */
+    void (*on_text)(ws_conn *c, const char *text, size_t len);
+    /* Every message of one socket read was handed over: solve what waits. */
+    void (*on_read_done)(ws_conn *c);
+    /* ikd shuts down: running paths end, waiting targets are solved. */
+    void (*on_drain)(ws_conn *c);
+    /* True when a stream of the connection has a solve running or a target
+     * waiting, or a tick runs or waits, or a message waits its turn. */
+    bool (*busy)(ws_conn *c);
+    /* The connection is torn down: every stream is dropped (no message is
+     * sent); pool solves still running are discarded when they complete.
+     * The stream side's state is freed. */
+    void (*drop_streams)(ws_conn *c);
+};
 
 #endif /* SRV_WS_CONN_H */

@@ -2,17 +2,26 @@
  * test_layers.c: the daemon's layering, checked on the built objects
  * (nm, from binutils) rather than trusted from the headers, as
  * tests/solver/test_ik_purity.c does for the solver:
- *   - proto/ never sees a socket or the event loop: no proto object refers
- *     to libmicrohttpd (MHD_*), libuv (uv_*), wslay (wslay_*), the socket
- *     calls or the daemon (srv_*);
- *   - handlers never touch a connection: the HTTP handlers, the batch
- *     pipeline, the stream rules and the solve policy (http_handlers.o,
- *     http_batch.o, ws_stream.o, solve.o) refer to no MHD_*, wslay_* or
- *     socket call; only the modules that own connections do (http_mhd.o,
- *     ws_conn.o, loop.o, serve.o, guard.o, and the probe's own client);
- *   - proto's files call each other without a cycle (the file-level call
- *     graph, from each object's defined and undefined symbols, is acyclic),
- *     so a reader can take the module apart file by file.
+ *   - three floors, nothing pointing up: solver <- proto <- server. No
+ *     solver object refers to proto (proto_*), the daemon (srv_*) or any
+ *     library above libm; no proto object refers to libmicrohttpd (MHD_*),
+ *     libuv (uv_*), wslay (wslay_*), the socket calls or the daemon (srv_*);
+ *   - handlers never touch a connection: the HTTP handlers and their route
+ *     table, the batch pipeline, the stream rules, the chains streams hold
+ *     and the solve policy (http_handlers.o, http_route.o, http_batch.o,
+ *     ws_messages.o, ws_stream.o, ws_tick.o, stream_chains.o, solve.o)
+ *     refer to no MHD_*, wslay_* or socket call; only the modules that own
+ *     connections do (http_mhd.o, ws_conn.o, loop.o, serve.o, guard.o, and
+ *     the probe's own client);
+ *   - proto's files call each other without a cycle, and so do server's
+ *     (the file-level graph, from each object's defined and undefined
+ *     symbols, is acyclic: for server/ data symbols count too, so that a
+ *     table one file defines and another reads is an edge), so a reader
+ *     can take either module apart file by file. Where two server files
+ *     must talk both ways, one registers a callback with the other at
+ *     start-up (the HTTP route table, the WebSocket connection's hooks);
+ *   - no source file of server/ passes 1,000 lines (a file that grows past
+ *     it holds more than one concern: split it at its seams).
  * The objects are found under $IKD_BUILD/obj (set by tests/run.sh), or
  * next to this executable (<build>/tests/server/test_layers); only those
  * of sources that exist count. Run from the repository's root.
@@ -65,9 +74,10 @@ typedef struct syms {
     char name[MAX_SYMS][SYM_LEN];
 } syms;
 
-/* The undefined (want_undefined) or defined global text symbols of one
- * object file. */
-static void read_syms(const char *obj, bool want_undefined, syms *out)
+/* The undefined (want_undefined) or defined global symbols of one object
+ * file: text only, or, with data, initialised, read-only and zeroed data
+ * too (nm types T; D, R, B). */
+static void read_syms_of(const char *obj, bool want_undefined, bool data, syms *out)
 {
     char cmd[PATH_MAX + 64];
     snprintf(cmd, sizeof cmd, "nm -P %s %s 2>/dev/null", want_undefined ? "-u" : "--defined-only",
@@ -80,13 +90,19 @@ static void read_syms(const char *obj, bool want_undefined, syms *out)
         char name[SYM_LEN], type[8];
         if (sscanf(line, "%127s %7s", name, type) != 2)
             continue;
-        if (!want_undefined && type[0] != 'T')
+        if (!want_undefined && type[0] != 'T' &&
+            !(data && (type[0] == 'D' || type[0] == 'R' || type[0] == 'B')))
             continue;
         if (out->n < MAX_SYMS)
             snprintf(out->name[out->n++], SYM_LEN, "%s", name);
     }
     int rc = pclose(p);
     ck_assert_msg(rc == 0, "nm failed on %s", obj);
+}
+
+static void read_syms(const char *obj, bool want_undefined, syms *out)
+{
+    read_syms_of(obj, want_undefined, false, out);
 }
 
 static const char *const SOCKET_CALLS[] = {"send",    "recv",     "sendmsg",  "recvmsg",
@@ -138,8 +154,10 @@ END_TEST
 
 START_TEST(test_handlers_touch_no_connection)
 {
-    static const char *const handlers[] = {"http_handlers.o", "http_batch.o", "ws_stream.o",
-                                           "solve.o", NULL};
+    static const char *const handlers[] = {
+        "http_handlers.o", "http_route.o",    "http_batch.o",    "ws_messages.o",
+        "ws_stream.o",     "ws_tick.o",       "stream_chains.o", "solve.o",
+        NULL};
     for (size_t i = 0; handlers[i]; i++) {
         char obj[PATH_MAX + 64];
         snprintf(obj, sizeof obj, "%s/server/%s", g_obj, handlers[i]);
@@ -148,7 +166,7 @@ START_TEST(test_handlers_touch_no_connection)
         ck_assert_msg(bad == NULL,
                       "server/%s refers to %s: handlers answer with response values "
                       "(server/http_handler.h) and queue stream messages through "
-                      "server/ws_conn.h; only http_mhd.c and ws_conn.c talk to the connection",
+                      "server/ws_conn.h; only the modules that own connections talk to them",
                       handlers[i], bad);
     }
     /* and the check can fail: the connection's own module does refer */
@@ -188,23 +206,27 @@ static int visit(const graph *g, size_t i, int *state, size_t *stack, size_t *de
     return -1;
 }
 
-START_TEST(test_proto_calls_form_no_cycle)
+/* Fails naming the cycle when the file-level graph of area (proto or
+ * server) has one; data: data symbols make edges too. Returns the number
+ * of files. */
+static size_t check_acyclic(const char *area, bool data)
 {
     static graph g;
     static syms def[MAX_FILES], und;
     memset(&g, 0, sizeof g);
     char dir[PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s/proto", g_obj);
+    snprintf(dir, sizeof dir, "%s/%s", g_obj, area);
     DIR *d = opendir(dir);
-    ck_assert_ptr_nonnull(d);
+    ck_assert_msg(d != NULL, "no objects in %s", dir);
     struct dirent *e;
-    while ((e = readdir(d)) && g.n < MAX_FILES) {
-        if (!current_object("proto", e->d_name))
+    while ((e = readdir(d))) {
+        if (!current_object(area, e->d_name))
             continue;
+        ck_assert_msg(g.n < MAX_FILES, "more than %d files in %s/", MAX_FILES, area);
         snprintf(g.file[g.n], sizeof g.file[0], "%.63s", e->d_name);
         char obj[PATH_MAX + 300];
         snprintf(obj, sizeof obj, "%s/%s", dir, e->d_name);
-        read_syms(obj, false, &def[g.n]);
+        read_syms_of(obj, false, data, &def[g.n]);
         g.n++;
     }
     closedir(d);
@@ -233,10 +255,81 @@ START_TEST(test_proto_calls_form_no_cycle)
                 len += (size_t)snprintf(cycle + len, sizeof cycle - len, "%s -> ",
                                         g.file[stack[k]]);
             snprintf(cycle + len, sizeof cycle - len, "%s", g.file[c]);
-            ck_abort_msg("proto's files call each other in a cycle: %s", cycle);
+            ck_abort_msg("%s's files call each other in a cycle: %s", area, cycle);
         }
     }
-    ck_assert_uint_ge(g.n, 10);
+    return g.n;
+}
+
+START_TEST(test_proto_calls_form_no_cycle)
+{
+    ck_assert_uint_ge(check_acyclic("proto", false), 10);
+}
+END_TEST
+
+START_TEST(test_server_calls_form_no_cycle)
+{
+    ck_assert_uint_ge(check_acyclic("server", true), 20);
+}
+END_TEST
+
+/* The floor below proto: no solver object refers to proto, the daemon or
+ * the libraries they use. */
+START_TEST(test_solver_sees_nothing_above)
+{
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/solver", g_obj);
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "no objects in %s", dir);
+    static const char *const above[] = {"proto_", "srv_", "json_", "xml", "MHD_", "uv_",
+                                        "wslay_", NULL};
+    static syms u;
+    size_t checked = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!current_object("solver", e->d_name))
+            continue;
+        char obj[PATH_MAX + 300];
+        snprintf(obj, sizeof obj, "%s/%s", dir, e->d_name);
+        read_syms(obj, true, &u);
+        for (size_t i = 0; i < u.n; i++)
+            for (size_t k = 0; above[k]; k++)
+                ck_assert_msg(strncmp(u.name[i], above[k], strlen(above[k])) != 0,
+                              "solver/%s refers to %s: the solver is the floor below proto "
+                              "and the daemon",
+                              e->d_name, u.name[i]);
+        checked++;
+    }
+    closedir(d);
+    ck_assert_uint_ge(checked, 10);
+}
+END_TEST
+
+START_TEST(test_server_files_are_small)
+{
+    DIR *d = opendir("server");
+    ck_assert_msg(d != NULL, "run from the repository's root (no server/ here)");
+    size_t checked = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || e->d_name[n - 2] != '.' || (e->d_name[n - 1] != 'c' && e->d_name[n - 1] != 'h'))
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "server/%s", e->d_name);
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        size_t lines = 0;
+        int ch;
+        while ((ch = getc(f)) != EOF)
+            lines += ch == '\n';
+        fclose(f);
+        ck_assert_msg(lines <= 1000, "%s has %zu lines, more than 1,000: split it by concern", path,
+                      lines);
+        checked++;
+    }
+    closedir(d);
+    ck_assert_uint_ge(checked, 20);
 }
 END_TEST
 
@@ -248,6 +341,9 @@ static Suite *layers_suite(void)
     tcase_add_test(tc, test_proto_sees_no_socket);
     tcase_add_test(tc, test_handlers_touch_no_connection);
     tcase_add_test(tc, test_proto_calls_form_no_cycle);
+    tcase_add_test(tc, test_server_calls_form_no_cycle);
+    tcase_add_test(tc, test_solver_sees_nothing_above);
+    tcase_add_test(tc, test_server_files_are_small);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,329 @@
+/*
+ * ws_messages.c: the messages of a WebSocket connection, in the order sent,
+ * handed to the streams (server/ws_stream.c) and ticks (server/ws_tick.c);
+ * and the hooks through which the connection (server/ws_conn.c) reaches
+ * the stream side: srv_ws_stream_hooks, which serve.c gives srv_ws_start.
+ *
+ * Each text message is decoded (proto_stream_decode) and dispatched by its
+ * type: open, close, target and path to their stream, tick to the ticks. A
+ * bad message gets an "error" message naming the stream, seq and JSON
+ * path, and the connection stays open. All messages read from the socket
+ * in one go are decoded before any target is solved (on_read_done then
+ * runs the streams given a target, then the waiting tick), so a client
+ * that sends faster than ikd solves only gets its newest target per stream
+ * solved.
+ *
+ * Large messages: a message above SRV_DECODE_INLINE_MAX (server/solve.h)
+ * is decoded on the pool (for an open message, its chain and session too:
+ * an inline URDF of a megabyte takes milliseconds), and the connection is
+ * not read meanwhile (srv__ws_pause); the messages the same socket read
+ * held after it wait in the connection's inbox and are handled in order
+ * once it is back, so a connection's messages are answered in the order
+ * sent.
+ *
+ * Not here: the socket and framing (ws_conn.c), one stream's rules
+ * (ws_stream.c), ticks (ws_tick.c), the message formats
+ * (proto/proto_stream.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/pool.h"
+#include "server/solve.h"
+#include "server/trim.h"
+#include "server/ws.h"
+#include "server/ws_stream.h"
+
+/* ---- one message ------------------------------------------------------------------ */
+
+/* A decoded message (rc 0) or its decoding error (rc -1, *e). session,
+ * err: an open message's session prepared off the loop (see srv__stream_open). */
+static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
+                       proto_session *session, const proto_error *err)
+{
+    if (rc != 0) {
+        srv__ws_send_error(c, m->stream, m->has_seq, m->seq, e);
+        return;
+    }
+    if (m->type == PROTO_STREAM_OPEN) {
+        srv__stream_open(c, m, session, err);
+        return;
+    }
+    if (m->type == PROTO_STREAM_TICK) {
+        srv__tick_read(c, m);
+        return;
+    }
+    ws_stream *s = srv__stream_find(c, m->stream);
+    if (!s || s->close_after) {
+        proto_error_set(e, PROTO_E_UNKNOWN_STREAM, "/stream",
+                        "no stream \"%s\" is open on this connection", m->stream);
+        srv__ws_send_error(c, m->stream, m->has_seq, m->seq, e);
+    } else if (m->type == PROTO_STREAM_CLOSE) {
+        srv__stream_close(s);
+    } else if (m->type == PROTO_STREAM_TARGET) {
+        srv__stream_target(s, m);
+    } else if (m->type == PROTO_STREAM_PATH) {
+        srv__stream_path(s, m);
+    }
+}
+
+static void handle_text(ws_conn *c, const char *text, size_t len)
+{
+    proto_stream_msg m;
+    proto_error e;
+    int rc = proto_stream_decode(text, len, &m, &e);
+    handle_msg(c, &m, rc, &e, NULL, NULL);
+    proto_stream_msg_free(&m);
+}
+
+/* ---- large messages, off the loop: the inbox ---------------------------------------- */
+
+/* A connection's messages that wait while one is decoded on the pool: the
+ * connection is not read meanwhile (srv__ws_pause), so they are only what
+ * one socket read held beyond it, and they are handled in order after it. */
+typedef struct inbox_msg {
+    struct inbox_msg *next;
+    size_t len;
+    char text[]; /* len bytes */
+} inbox_msg;
+
+struct ws_inbox {
+    inbox_msg *head, *tail;
+    bool decoding; /* a message is on the pool */
+};
+
+/* One message decoded on the pool: its envelope, and for an open message
+ * its chain and session, the costly part (an inline URDF). */
+typedef struct decode_work {
+    srv_work w;
+    ws_conn *c;
+    char *text;
+    size_t len;
+    proto_stream_msg m;
+    int rc;
+    proto_error e;
+    proto_session *session;
+    bool session_failed;
+    proto_error session_err;
+} decode_work;
+
+static ws_inbox *inbox_of(ws_conn *c)
+{
+    ws_inbox **in = srv__ws_inbox(c);
+    if (!*in)
+        *in = calloc(1, sizeof **in);
+    return *in;
+}
+
+static void inbox_free(ws_conn *c)
+{
+    ws_inbox **in = srv__ws_inbox(c);
+    if (!*in)
+        return;
+    for (inbox_msg *x = (*in)->head, *next; x; x = next) {
+        next = x->next;
+        free(x);
+    }
+    (*in)->head = (*in)->tail = NULL;
+    if (!(*in)->decoding) {
+        free(*in);
+        *in = NULL;
+    }
+}
+
+static void decode_msg_work(srv_work *w)
+{
+    decode_work *d = w->data;
+    d->rc = proto_stream_decode(d->text, d->len, &d->m, &d->e);
+    if (d->rc == 0 && d->m.type == PROTO_STREAM_OPEN) {
+        d->session = srv__stream_open_session(w->ctx, &d->m, &d->session_err);
+        d->session_failed = !d->session;
+    }
+}
+
+static void inbox_drain(ws_conn *c);
+static void on_read_done(ws_conn *c);
+
+static void decode_msg_done(srv_work *w, int status)
+{
+    decode_work *d = w->data;
+    ws_conn *c = d->c;
+    srv_ctx *ctx = srv__ws_ctx(c);
+    ws_inbox *in = *srv__ws_inbox(c);
+    in->decoding = false;
+    if (status == SRV_OK && srv__ws_open(c)) {
+        handle_msg(c, &d->m, d->rc, &d->e, d->session, d->session_failed ? &d->session_err : NULL);
+        d->session = NULL;
+    }
+    proto_session_free(d->session);
+    if (d->rc == 0)
+        proto_stream_msg_free(&d->m);
+    srv_trim_note(ctx, d->len);
+    free(d->text);
+    free(d);
+    if (srv__ws_open(c)) {
+        inbox_drain(c);
+    } else {
+        inbox_free(c);           /* closing or torn down meanwhile */
+        srv__ws_pause(c, false); /* a closing one reads its close frame */
+    }
+    srv__ws_unref(c);
+}
+
+/* Sends text (a copy, taken) to the pool; false when it cannot go. */
+static bool decode_off_loop(ws_conn *c, char *text, size_t len)
+{
+    ws_inbox *in = *srv__ws_inbox(c);
+    decode_work *d = calloc(1, sizeof *d);
+    if (!d)
+        return false;
+    d->c = c;
+    d->text = text;
+    d->len = len;
+    d->w.data = d;
+    if (srv_pool_submit_always(srv__ws_ctx(c), &d->w, decode_msg_work, decode_msg_done) != SRV_OK) {
+        free(d);
+        return false;
+    }
+    in->decoding = true;
+    srv__ws_ref(c);
+    srv__ws_pause(c, true);
+    return true;
+}
+
+/* Handles what waits, in order, until a large message goes to the pool;
+ * when nothing waits any more, the connection is read again and the
+ * streams' targets are solved. */
+static void inbox_drain(ws_conn *c)
+{
+    ws_inbox *in = *srv__ws_inbox(c);
+    while (in->head && !in->decoding && srv__ws_open(c)) {
+        inbox_msg *x = in->head;
+        in->head = x->next;
+        if (!in->head)
+            in->tail = NULL;
+        if (x->len > SRV_DECODE_INLINE_MAX) {
+            char *text = malloc(x->len);
+            if (text) {
+                memcpy(text, x->text, x->len);
+                if (decode_off_loop(c, text, x->len)) {
+                    free(x);
+                    break;
+                }
+                free(text);
+            }
+        }
+        handle_text(c, x->text, x->len);
+        free(x);
+    }
+    if (in->decoding)
+        return;
+    srv__ws_pause(c, false);
+    on_read_done(c);
+    srv__ws_idle(c);
+    srv__ws_flush(c);
+}
+
+/* ---- the hooks of server/ws_conn.h --------------------------------------------------- */
+
+static void on_text(ws_conn *c, const char *text, size_t len)
+{
+    ws_inbox *in = *srv__ws_inbox(c);
+    if (in && (in->decoding || in->head)) {
+        /* behind a message on the pool: in order, after it */
+        inbox_msg *x = malloc(sizeof *x + len);
+        if (!x)
+            return;
+        x->next = NULL;
+        x->len = len;
+        memcpy(x->text, text, len);
+        if (in->tail)
+            in->tail->next = x;
+        else
+            in->head = x;
+        in->tail = x;
+        return;
+    }
+    if (len > SRV_DECODE_INLINE_MAX && inbox_of(c)) {
+        char *copy = malloc(len);
+        if (copy) {
+            memcpy(copy, text, len);
+            if (decode_off_loop(c, copy, len))
+                return;
+            free(copy);
+        }
+    }
+    handle_text(c, text, len);
+}
+
+static void on_read_done(ws_conn *c)
+{
+    ws_streams *st = *srv__ws_streams(c);
+    if (!st)
+        return;
+    while (st->kick) {
+        ws_stream *s = st->kick;
+        st->kick = s->kick_next;
+        s->to_kick = false;
+        if (s->pending)
+            srv__stream_kick(s);
+        srv__stream_unref(s);
+        if (!*srv__ws_streams(c))
+            return; /* the connection was torn down meanwhile */
+    }
+    srv__tick_kick(c);
+}
+
+static void on_drain(ws_conn *c)
+{
+    ws_streams *st = *srv__ws_streams(c);
+    if (!st)
+        return;
+    for (ws_stream *s = st->head, *next; s; s = next) {
+        next = s->next;
+        srv__stream_path_end(s, false);
+        srv__stream_kick(s);
+    }
+    srv__tick_kick(c);
+}
+
+static bool busy(ws_conn *c)
+{
+    const ws_inbox *in = *srv__ws_inbox(c);
+    if (in && (in->decoding || in->head))
+        return true;
+    const ws_streams *st = *srv__ws_streams(c);
+    if (!st)
+        return false;
+    if (st->running || st->waiting)
+        return true;
+    for (const ws_stream *s = st->head; s; s = s->next)
+        if (s->busy || s->pending)
+            return true;
+    return false;
+}
+
+static void drop_streams(ws_conn *c)
+{
+    inbox_free(c); /* a message still on the pool frees it when it is back */
+    ws_streams **pst = srv__ws_streams(c);
+    ws_streams *st = *pst;
+    if (!st)
+        return;
+    srv__ticks_drop(st);
+    while (st->head)
+        srv__stream_drop(st->head);
+    while (st->kick) {
+        ws_stream *s = st->kick;
+        st->kick = s->kick_next;
+        s->to_kick = false;
+        srv__stream_unref(s);
+    }
+    free(st->slots);
+    free(st);
+    *pst = NULL;
+}
+
+const srv_ws_hooks srv_ws_stream_hooks = {
+    on_text, on_read_done, on_drain, busy, drop_streams,
+};
