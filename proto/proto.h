@@ -216,15 +216,16 @@ char *proto_items_encode_tail(const proto_items *it, const size_t counts[PROTO_C
 size_t proto_items_result_bytes(const proto_items *it);
 void proto_items_free(proto_items *it); /* NULL is fine */
 
-/* ---- batch bodies (proto_batch_read.c) ------------------------------------ */
+/* ---- batch bodies (proto_items.c) ------------------------------------------- */
 
 /* A POST /v1/solve/batch body of either form: one chain's "targets" (0 and
  * *job) or "items" (0 and *items), or -1 with *err set; exactly what
  * proto_json_parse(PROTO_JSON_BATCH) then proto_items_decode_json (when
  * the body is an object with "items") or proto_job_decode_json
  * (PROTO_BATCH) give for it, only without building the jansson tree of
- * the targets of the usual batch (position, orientation, up and pole
- * targets). The other of *job and *items is NULL; on error both are. */
+ * a batch of one chain's targets (read straight from the text, as
+ * proto_job_decode reads single solves). The other of *job and *items is
+ * NULL; on error both are. */
 int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
                        proto_items **items, proto_error *err);

@@ -6,12 +6,11 @@
  *
  * A request ("IKDB") is a JSON head (the batch body without its targets:
  * chain or chain_id, options) followed by the targets as doubles; the head
- * is decoded as any body is, and each target's numbers become the target
- * the object {"position":[x,y,z]} (with "orientation" when the batch has
- * them) would (proto__target_numbers, through proto__job_decode_fed); one
- * they do not make goes into that object, which the ordinary decoder then
- * refuses: every check, conversion and error message is the JSON form's,
- * the paths too (/targets/<i>/position/<k>). An answer ("IKDA") is a head, one record
+ * is decoded as any body is, and each target's numbers are put in place as
+ * the codec's filled target {"position":[x,y,z]} (with "orientation" when
+ * the batch has them, proto_codec.h), whose rules are the JSON form's:
+ * every check, conversion and error message is the JSON form's, the paths
+ * too (/targets/<i>/position/<k>). An answer ("IKDA") is a head, one record
  * of fixed size per result and a tail with the counts, in pieces like the
  * JSON answer (proto_job_encode_binary_head, _results, _tail), so that a
  * large one is written out as it is solved. Every number of a record is
@@ -24,7 +23,7 @@
  * are words or lists of varying length (reason, cause, solutions,
  * solution_count) stay JSON's.
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -103,82 +102,39 @@ static void put_f64(unsigned char *p, double d)
 /* ---- requests ------------------------------------------------------------------ */
 
 typedef struct bin_feed {
-    proto__target_feed base;
     const unsigned char *at; /* the first target's doubles */
     bool orientation;
     bool dims2;
-    json_t *obj; /* {"position":[...], "orientation":[...]} */
-    json_t *pos, *quat;
 } bin_feed;
 
-static void bin_fail(bin_feed *f, size_t i, const char *member, size_t k, const char *what)
+/* Target i's doubles as the codec's filled object ({"position": [x, y,
+ * z]}, x and y on a planar chain, with "orientation" when the batch has
+ * them): checked there as their JSON twin's numbers are, with the same
+ * paths. A planar chain's z must be 0, the binary form's own rule. */
+static int bin_fill(void *ud, size_t i, const char *path, proto_object *o, proto_error *err)
 {
-    char p[PROTO_PATH_MAX];
-    snprintf(p, sizeof p, "/targets/%zu/%s/%zu", i, member, k);
-    f->base.has_failed = true;
-    proto_error_set(&f->base.failed, PROTO_E_INVALID_REQUEST, p, "targets[%zu].%s[%zu] %s", i,
-                    member, k, what);
-}
-
-static int bin_next(proto__target_feed *base, size_t i, proto_frame fr, bool dims2,
-                    proto_target *t, json_t **out)
-{
-    bin_feed *f = (bin_feed *)base;
+    const bin_feed *f = ud;
     size_t stride = f->orientation ? 7 : 3;
     const unsigned char *p = f->at + i * stride * 8;
-    double d[7];
-    *out = NULL;
-    for (size_t k = 0; k < stride; k++) {
-        d[k] = get_f64(p + 8 * k);
-        const char *m = k < 3 ? "position" : "orientation";
-        size_t mk = k < 3 ? k : k - 3;
-        if (!isfinite(d[k])) {
-            bin_fail(f, i, m, mk, "must be a finite number");
-            return 0;
-        }
-        if (f->dims2 && k == 2 && d[k] != 0) {
-            bin_fail(f, i, m, mk, "must be 0: a planar chain's targets lie in its plane");
-            return 0;
-        }
+    o->mode = PROTO_MODE_FILLED;
+    o->has = PROTO_BIT(PROTO_T_POSITION) | (f->orientation ? PROTO_BIT(PROTO_T_ORIENTATION) : 0);
+    o->n[PROTO_T_POSITION] = f->dims2 ? 2 : 3;
+    o->n[PROTO_T_ORIENTATION] = 4;
+    for (size_t k = 0; k < 2; k++)
+        o->num[PROTO_T_POSITION_AT + k] = get_f64(p + 8 * k);
+    for (size_t k = 0; f->orientation && k < 4; k++)
+        o->num[PROTO_T_ORIENTATION_AT + k] = get_f64(p + 24 + 8 * k);
+    double z = get_f64(p + 16);
+    if (!f->dims2) {
+        o->num[PROTO_T_POSITION_AT + 2] = z;
+        return 0;
     }
-    if (t) {
-        proto_target_numbers tn = {.npos = f->dims2 ? 2 : 3, .nquat = f->orientation ? 4 : 0};
-        memcpy(tn.pos, d, 3 * sizeof *d);
-        if (f->orientation)
-            memcpy(tn.quat, d + 3, 4 * sizeof *d);
-        if (proto__target_numbers(&tn, fr, dims2, t) == 0)
-            return 1;
-    }
-    /* not a target as it stands: the object, whose decoding says why */
-    for (size_t k = 0; k < stride; k++)
-        if (!(f->dims2 && k == 2))
-            json_real_set(json_array_get(k < 3 ? f->pos : f->quat, k < 3 ? k : k - 3), d[k]);
-    *out = f->obj;
-    return 0;
-}
-
-/* The object targets are read into: position (2 numbers on a planar
- * chain, else 3) and, when the batch has them, orientation. */
-static json_t *bin_object(bin_feed *f)
-{
-    json_t *o = json_object();
-    f->pos = json_array();
-    f->quat = f->orientation ? json_array() : NULL;
-    if (!o || !f->pos || (f->orientation && !f->quat))
-        goto fail;
-    for (int k = 0; k < (f->dims2 ? 2 : 3); k++)
-        if (json_array_append_new(f->pos, json_real(0.0)))
-            goto fail;
-    for (int k = 0; f->quat && k < 4; k++)
-        if (json_array_append_new(f->quat, json_real(k == 3 ? 1.0 : 0.0)))
-            goto fail;
-    if (json_object_set(o, "position", f->pos) ||
-        (f->quat && json_object_set(o, "orientation", f->quat)))
-        goto fail;
-    return o;
-fail:
-    json_decref(o);
-    return NULL;
+    if (z == 0)
+        return 0;
+    char at[PROTO_PATH_MAX];
+    snprintf(at, sizeof at, "%s/position/2", path);
+    return proto__bad(err, at, isfinite(z) ? "must be 0: a planar chain's targets lie in its plane"
+                                           : "must be a finite number");
 }
 
 /* The head's chain is a planar one: its targets are 2-D. Looked up the way
@@ -252,16 +208,9 @@ int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *
                                    "head as numbers (seeds and items are JSON only)",
                                    inline_only[k]);
         }
-    bin_feed f = {.base = {.n = n, .next = bin_next, .paths = true},
-                  .at = b + at,
-                  .orientation = flags & 1};
-    f.dims2 = json_is_object(req) && head_planar(req, lookup, ud);
-    f.obj = bin_object(&f);
-    int rc = f.obj ? proto__job_decode_fed(req, lim, lookup, ud, &f.base, out, err)
-                   : proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    json_decref(f.pos);
-    json_decref(f.quat);
-    json_decref(f.obj);
+    bin_feed f = {b + at, flags & 1, json_is_object(req) && head_planar(req, lookup, ud)};
+    proto__fill fill = {n, bin_fill, &f};
+    int rc = proto__job_decode_filled(req, lim, lookup, ud, &fill, out, err);
     json_decref(req);
     return rc;
 }
@@ -269,17 +218,11 @@ int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *
 /* ---- answers -------------------------------------------------------------------- */
 
 /* The bits of an answer's "fields" word: the members a record has places
- * for, in the order they come. */
+ * for, in the order they come (PROTO_FIELD_MAP's binary column). */
 enum {
-    BF_JOINTS = 1u << 0,
-    BF_POSITIONS = 1u << 1,
-    BF_ROTATIONS = 1u << 2,
-    BF_LOCAL = 1u << 3,
-    BF_TIP = 1u << 4,
-    BF_POSITION_ERROR = 1u << 5,
-    BF_ORIENTATION_ERROR = 1u << 6,
-    BF_MAX_JOINT_STEP = 1u << 7,
-    BF_TIME_MS = 1u << 8
+#define PROTO__BINARY_BIT(name, text, bin) BF_##name = (bin) < 0 ? 0 : 1u << ((bin) < 0 ? 0 : (bin)),
+    PROTO_FIELD_MAP(PROTO__BINARY_BIT)
+#undef PROTO__BINARY_BIT
 };
 /* The bits of a record's "flags" word. */
 enum {
@@ -305,7 +248,7 @@ static unsigned binary_fields(const proto_job *job)
     if (job->nrot && want(job, PROTO_FIELD(ROTATIONS)))
         b |= BF_ROTATIONS;
     if (job->nrot && !skel && want(job, PROTO_FIELD(LOCAL_ROTATIONS)))
-        b |= BF_LOCAL;
+        b |= BF_LOCAL_ROTATIONS;
     /* the tip: the numeric and closed-form solvers' answers off the plane */
     if ((job->solver == PROTO_SOLVER_NUMERIC || job->solver == PROTO_SOLVER_CLOSED) &&
         !job->dims2 && want(job, PROTO_FIELD(TIP)))
@@ -336,7 +279,7 @@ static size_t record_doubles(const proto_job *job, unsigned f)
         d += dims(job) * job->npos;
     if (f & BF_ROTATIONS)
         d += 4 * job->nrot;
-    if (f & BF_LOCAL)
+    if (f & BF_LOCAL_ROTATIONS)
         d += 4 * job->nrot;
     if (f & BF_TIP)
         d += 7;
@@ -410,7 +353,7 @@ static int put_record(unsigned char *p, const proto_job *job, size_t i, unsigned
                 PUT(pose ? v.z : NAN);
         }
     for (int pass = 0; pass < 2; pass++) {
-        if (!(f & (pass ? BF_LOCAL : BF_ROTATIONS)))
+        if (!(f & (pass ? BF_LOCAL_ROTATIONS : BF_ROTATIONS)))
             continue;
         for (size_t k = 0; k < job->nrot; k++) {
             ik_quat w = pass || skel ? r->local[k] : r->rotations[k];

@@ -18,10 +18,13 @@
  * ask for every solution (options.all_solutions), the others that do are
  * answered with a too_large error.
  *
+ * It also reads a batch body of either form (proto_batch_decode): the
+ * items, or one chain's targets (proto_job_decode.c).
+ *
  * Not here: the HTTP pipeline (server/http_batch.c), answers of a single
  * chain's batch (proto_job_encode.c).
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +157,35 @@ int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
     if (!root)
         return -1;
     int rc = proto_items_decode_json(root, lim, lookup, ud, out, err);
+    json_decref(root);
+    return rc;
+}
+
+/* A batch body of either form: the text mode of a batch of one chain's
+ * targets first (proto_job_decode.c), else the tree, then the decoder of
+ * its form. */
+int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
+                       proto_chain_lookup_fn lookup, void *ud, proto_job **job,
+                       proto_items **items, proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    *job = NULL;
+    *items = NULL;
+    if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0)
+        return 0;
+    /* the tree: then the decoder of its form */
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
+    if (!root)
+        return -1;
+    int rc;
+    if (json_is_object(root) && json_object_get(root, "items"))
+        rc = proto_items_decode_json(root, lim, lookup, ud, items, err);
+    else
+        rc = proto_job_decode_json(root, PROTO_BATCH, lim, lookup, ud, job, err);
     json_decref(root);
     return rc;
 }

@@ -1,13 +1,15 @@
 /*
- * proto_job_encode.c: the answers of a job: each result as the JSON object
- * the responses contain (proto_job_result_json, a jansson tree) and the
- * whole response body written directly from the job (proto_job_encode,
- * byte for byte the tree's text), with the status words and MoveIt codes
- * every result is answered with. Encoding converts back to the caller's
- * frame and units. Contract in proto.h; the JSON in proto/README.md,
- * section "Responses".
+ * proto_job_encode.c: the one JSON encoder of a job's answers: the whole
+ * response body written directly from the job (proto_job_encode, and a
+ * batch's in pieces), each result's members in PROTO_FIELD_MAP's order,
+ * with the status words and MoveIt codes every result is answered with
+ * (proto_job_result_json gives a result as a tree: this text, read back).
+ * Encoding converts back to the caller's frame and units. Contract in
+ * proto.h; the JSON in proto/README.md, section "Responses". The
+ * reference encoder the tests compare it with, byte for byte, builds a
+ * jansson tree (tests/proto/oracle.h).
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -199,158 +201,28 @@ static bool want(const proto_job *job, unsigned f)
     return !(job->opt.omit & f);
 }
 
-/* A real of an answer as the tree holds it: rounded to options.digits. */
-static json_t *real_json(const proto_job *job, double v)
-{
-    return json_real(proto_json_round_digits(v, job->opt.digits));
-}
-
-static json_t *reals_json(const proto_job *job, double *d, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        d[i] = proto_json_round_digits(d[i], job->opt.digits);
-    return proto_json_array_of(d, n);
-}
-
-static json_t *vec_json(const proto_job *job, ik_vec3 v, bool dims2)
-{
-    double d[3] = {v.x, v.y, v.z};
-    return reals_json(job, d, dims2 ? 2 : 3);
-}
-
-static json_t *quat_json(const proto_job *job, ik_quat q)
-{
-    double d[4] = {q.x, q.y, q.z, q.w};
-    return reals_json(job, d, 4);
-}
-
 json_t *proto_job_result_json(const proto_job *job, size_t i)
 {
-    const proto_result *r = proto__result(job, i);
-    const proto_chain *c = job->chain;
-    proto_frame f = job->dims2 ? PROTO_FRAME_ROS : job->opt.frame;
-    proto_units u = job->opt.units;
-    outcome oc;
-    proto__result_outcome(job, i, &oc);
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    json_object_set_new(o, "status", json_string(oc.word));
-    if (want(job, PROTO_FIELD(CODE)))
-        json_object_set_new(o, "code", json_integer(oc.code));
-    if (want(job, PROTO_FIELD(REASON)))
-        json_object_set_new(o, "reason", json_string(oc.reason));
-    bool valid = oc.pose;
-    if (valid && r->cause != IK_REASON_NONE && want(job, PROTO_FIELD(CAUSE)))
-        json_object_set_new(o, "cause", json_string(ik_reason_name(r->cause)));
-    if (valid && job->dof && want(job, PROTO_FIELD(JOINTS))) {
-        json_t *a = json_array();
-        for (size_t k = 0; k < job->dof; k++) {
-            bool ang = proto__answer_angle(c, k);
-            json_array_append_new(a, real_json(job, ang ? proto_angle_out(u, r->q[k]) : r->q[k]));
-        }
-        json_object_set_new(o, "joints", a);
-    }
-    if (valid && job->npos && want(job, PROTO_FIELD(POSITIONS))) {
-        json_t *a = json_array();
-        for (size_t k = 0; k < job->npos; k++)
-            json_array_append_new(a, vec_json(job, proto_frame_vec_out(f, r->positions[k]),
-                                              job->dims2));
-        json_object_set_new(o, "positions", a);
-    }
-    if (valid && job->nrot) {
-        bool skel = c->skel != NULL; /* skeletons and trees of bones: local rotations */
-        json_t *a = want(job, PROTO_FIELD(ROTATIONS)) ? json_array() : NULL;
-        json_t *l = !skel && want(job, PROTO_FIELD(LOCAL_ROTATIONS)) ? json_array() : NULL;
-        for (size_t k = 0; k < job->nrot; k++) {
-            if (a)
-                json_array_append_new(
-                    a, quat_json(job, proto_frame_quat_out(f, skel ? r->local[k] : r->rotations[k])));
-            if (l)
-                json_array_append_new(l, quat_json(job, proto_frame_quat_out(f, r->local[k])));
-        }
-        if (a)
-            json_object_set_new(o, "rotations", a);
-        if (l)
-            json_object_set_new(o, "local_rotations", l);
-    }
-    if (valid && r->has_tip && want(job, PROTO_FIELD(TIP))) {
-        ik_xform t = proto_frame_xform_out(f, r->tip);
-        json_t *tip = json_object();
-        json_object_set_new(tip, "position", vec_json(job, t.p, job->dims2));
-        if (!job->dims2)
-            json_object_set_new(tip, "orientation", quat_json(job, t.q));
-        json_object_set_new(o, "tip", tip);
-    }
-    if (valid && job->ntips && want(job, PROTO_FIELD(TIPS))) {
-        json_t *a = json_array();
-        for (size_t k = 0; k < job->ntips; k++) {
-            const proto_tip_result *tr = &r->tips[k];
-            ik_xform t = proto_frame_xform_out(f, tr->pose);
-            json_t *tip = json_object();
-            if (tr->checked) {
-                const char *w;
-                int code = proto__moveit(tip_status(r, tr), &w);
-                json_object_set_new(tip, "status", json_string(w));
-                json_object_set_new(tip, "code", json_integer(code));
-            }
-            json_object_set_new(tip, "position", vec_json(job, t.p, false));
-            json_object_set_new(tip, "orientation", quat_json(job, t.q));
-            if (tr->checked) {
-                json_object_set_new(tip, "position_error", real_json(job, tr->pos_err));
-                if (tr->rot_err >= 0)
-                    json_object_set_new(tip, "orientation_error",
-                                        real_json(job, proto_angle_out(u, tr->rot_err)));
-            }
-            json_array_append_new(a, tip);
-        }
-        json_object_set_new(o, "tips", a);
-    }
-    if (valid) {
-        if (want(job, PROTO_FIELD(POSITION_ERROR)))
-            json_object_set_new(o, "position_error", real_json(job, r->pos_err));
-        if (r->rot_err >= 0 && want(job, PROTO_FIELD(ORIENTATION_ERROR)))
-            json_object_set_new(o, "orientation_error",
-                                real_json(job, proto_angle_out(u, r->rot_err)));
-        if (r->has_step && want(job, PROTO_FIELD(MAX_JOINT_STEP)))
-            json_object_set_new(o, "max_joint_step", real_json(job, proto__answer_step(job, r)));
-        if (r->servo >= 0 && want(job, PROTO_FIELD(ARRIVED)))
-            json_object_set_new(o, "arrived", json_boolean(r->servo == 1));
-        if (job->sol_cap && want(job, PROTO_FIELD(SOLUTIONS))) {
-            json_t *a = json_array();
-            for (size_t s = 0; s < r->nall; s++) {
-                json_t *row = json_array();
-                for (size_t k = 0; k < job->dof; k++) {
-                    double v = r->all[s * job->dof + k];
-                    json_array_append_new(
-                        row, real_json(job, proto__answer_angle(c, k) ? proto_angle_out(u, v) : v));
-                }
-                json_array_append_new(a, row);
-            }
-            json_object_set_new(o, "solutions", a);
-        }
-        if (job->sol_cap && want(job, PROTO_FIELD(SOLUTION_COUNT)))
-            json_object_set_new(o, "solution_count", json_integer((json_int_t)r->total));
-    }
-    if (want(job, PROTO_FIELD(ITERATIONS)))
-        json_object_set_new(o, "iterations", json_integer((json_int_t)r->iterations));
-    if (want(job, PROTO_FIELD(RESTARTS)))
-        json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
-    if (want(job, PROTO_FIELD(TIME_MS)))
-        json_object_set_new(o, "time_ms", real_json(job, oc.time_ms));
-    return o;
+    /* the answer's own text, read back: the one encoder's, as a tree */
+    char buf[2048];
+    proto_jw w;
+    proto_jw_init(&w, buf, sizeof buf);
+    proto__job_result_write(&w, job, i);
+    json_t *v = w.oom ? NULL : proto_json_loadb(w.p, w.len, 0, NULL);
+    proto_jw_release(&w);
+    return v;
 }
 
 /* ---- direct encoding -------------------------------------------------- */
 
 /* proto_job_encode() writes the answer straight into one buffer sized from
  * the job, without building a jansson tree: the text is byte for byte what
- * proto_json_dump() gives for the tree proto_job_result_json() and the
- * object below would build (same keys in the same order, same number
- * text), which tests/proto/test_proto_job.c checks against jansson's
- * json_dumps() of those trees. Neither prints a non-finite real (which
- * JSON cannot hold and jansson's json_real() refuses): result_outcome()
- * answers a result holding one as a failure without its pose members. */
+ * jansson gives for the tree the reference encoder builds
+ * (tests/proto/oracle.h; same keys in the same order, reals read back bit
+ * for bit), which tests/proto/test_proto_encode.c and
+ * tests/fuzz/fuzz_diff.c check. It never prints a non-finite real (which
+ * JSON cannot hold): result_outcome() answers a result holding one as a
+ * failure without its pose members. */
 
 #define KEY(w, k) proto_jw_raw(w, "\"" k "\":", sizeof(k) + 2)
 

@@ -8,7 +8,7 @@
  * Not here: decoding, the constructor and freeing (proto_job_decode.c), answers (proto_job_encode.c), the
  * solver bindings (proto_solver.c).
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 #include <math.h>
 #include <stdint.h>

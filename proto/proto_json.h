@@ -80,39 +80,6 @@ typedef struct proto_json_num {
     double d;
 } proto_json_num;
 size_t proto__json_number(const char *text, size_t len, proto_json_num *out);
-/* Internal: a scanner for the readers that fill typed values straight
- * from the text of the common request shapes, without a tree (a stream's
- * tick, a single solve), and decline everything else, which then goes to
- * the general decoders. Each call skips whitespace first and returns false
- * when the text there is not what it takes (the scanner is then left
- * anywhere: a reader that gets false gives up). */
-typedef struct proto_scan {
-    const char *p, *end;
-} proto_scan;
-/* Skips whitespace; true when the text ends there. */
-bool proto__scan_end(proto_scan *r);
-/* The character c. */
-bool proto__scan_char(proto_scan *r, char c);
-/* A string of printable ASCII without escapes; *s, *n point into the text. */
-bool proto__scan_string(proto_scan *r, const char **s, size_t *n);
-/* A key: such a string and its colon. */
-bool proto__scan_key(proto_scan *r, const char **s, size_t *n);
-/* *s == lit, for a string from proto__scan_string() (inline: with a
- * literal, the length and the comparison fold to a few instructions). */
-static inline bool proto__scan_is(const char *s, size_t n, const char *lit)
-{
-    return n == strlen(lit) && memcmp(s, lit, n) == 0;
-}
-/* A number (proto__json_number()). */
-bool proto__scan_number(proto_scan *r, proto_json_num *v);
-/* An array of exactly n numbers, as doubles (an integer as the double
- * json_number_value() gives). */
-bool proto__scan_numbers(proto_scan *r, double *out, size_t n);
-/* Passes over one JSON value, nested at most 32 deep, and gives its text
- * in *s, *n: brackets balanced and strings closed (escapes passed over),
- * nothing more checked, so the caller must read the text with
- * proto_json_loadb() (or know it equal to a text that was). */
-bool proto__scan_value(proto_scan *r, const char **s, size_t *n);
 /* Internal: the heap bytes jansson holds for the tree v (every node,
  * object hash table, array table and string, with malloc's per-block
  * overhead, as glibc rounds them on 64-bit machines). An estimate from

@@ -3,8 +3,8 @@
  * proto_session.h; the messages in proto/STREAM.md).
  *
  * Everything a stream fixes at "open" is decoded there, once, into the
- * internal convention: the options (proto__options_decode, exactly a
- * request's "options") and the seed (proto__seed_decode, exactly a
+ * internal convention: the options (proto__options_read, exactly a
+ * request's "options") and the seed (proto__seed_read, exactly a
  * request's "seed"). Each target message then costs one target decode and
  * one job construction (proto__job_new, shared with HTTP requests); a path
  * message's waypoints are decoded as targets once (proto_session_path) and
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 
 struct proto_session {
     proto_chain *chain;
@@ -51,7 +51,8 @@ int proto_session_open(proto_chain *chain, const json_t *options, const json_t *
         s->lim = *lim;
     else
         proto_limits_default(&s->lim);
-    if (proto__options_decode(options, chain, &s->lim, &s->opt, err))
+    proto_in oin = proto_in_tree(options), sin = proto_in_tree(seed);
+    if (proto__options_read(&oin, chain, &s->lim, &s->opt, err))
         goto fail;
     if (seed) {
         size_t len = proto__seed_len(chain);
@@ -60,7 +61,7 @@ int proto_session_open(proto_chain *chain, const json_t *options, const json_t *
             proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
             goto fail;
         }
-        if (proto__seed_decode(seed, "/seed", chain, &s->opt, s->seed, err))
+        if (proto__seed_read(&sin, "/seed", chain, &s->opt, s->seed, err))
             goto fail;
     } else if (s->opt.servo_period > 0) {
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/seed",
@@ -112,8 +113,8 @@ static bool is_tree(const proto_session *s)
 }
 
 /* A target (at tpath) and its optional seed (at spath) -> a job. */
-static int target_job(proto_session *s, const json_t *target, const char *tpath,
-                      const json_t *seed, const char *spath, proto_job **out, proto_error *err)
+static int target_job(proto_session *s, proto_in *target, const char *tpath, proto_in *seed,
+                      const char *spath, proto_job **out, proto_error *err)
 {
     *out = NULL;
     proto_job *job;
@@ -126,14 +127,13 @@ static int target_job(proto_session *s, const json_t *target, const char *tpath,
         }
     } else {
         proto_target t;
-        if (proto__target_decode(target, tpath, s->opt.frame,
-                                 s->chain->kind == PROTO_CHAIN_PLANAR, &t, err))
-            return -1;
-        if (session_job(s, &t, tpath, &job, err))
+        proto_target_out to = {&t, s->chain, NULL, NULL};
+        if (proto__target_read(target, tpath, s->chain, s->opt.frame, &to, err) ||
+            session_job(s, &t, tpath, &job, err))
             return -1;
     }
-    if (seed) {
-        if (proto__seed_decode(seed, spath, s->chain, &job->opt, job->seed_q, err)) {
+    if (proto_in_present(seed)) {
+        if (proto__seed_read(seed, spath, s->chain, &job->opt, job->seed_q, err)) {
             proto_job_free(job);
             return -1;
         }
@@ -146,31 +146,44 @@ static int target_job(proto_session *s, const json_t *target, const char *tpath,
 int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
                          proto_job **out, proto_error *err)
 {
-    return target_job(s, target, "/target", seed, "/seed", out, err);
+    proto_in t = proto_in_tree(target), sd = proto_in_tree(seed);
+    return target_job(s, &t, "/target", &sd, "/seed", out, err);
 }
 
 int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *t, size_t i,
                               proto_job **out, proto_error *err)
 {
     char base[PROTO_PATH_MAX], tpath[PROTO_PATH_MAX], spath[PROTO_PATH_MAX];
-    proto_json_path_index(base, "/targets", i);
-    proto_json_path_key(tpath, base, "target");
     if (t->raw) {
+        /* read from the text: the rules with the stream's chain (the
+         * target's path is written only for an error) */
+        proto_object o;
         proto_target tg;
+        proto_target_out to = {&tg, s->chain, NULL, NULL};
         *out = NULL;
-        if (!is_tree(s) &&
-            proto__target_raw(t->raw, s->opt.frame, s->chain->kind == PROTO_CHAIN_PLANAR, &tg))
-            return session_job(s, &tg, tpath, out, err);
-        /* a value the checks refuse: the general decoder words the error */
+        proto__tick_target(t->raw, &o);
+        if (!is_tree(s) && proto__target_finish(&o, "", s->chain, s->opt.frame, &to, err) == 0) {
+            if (session_job(s, &tg, "", out, err) == 0)
+                return 0;
+            if (err->code == PROTO_E_INTERNAL)
+                return -1; /* out of memory */
+        }
+        proto_json_path_index(base, "/targets", i);
+        proto_json_path_key(tpath, base, "target");
+        /* a target the rules refuse: the tree mode words the error */
         json_t *v = proto_json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);
         if (!v)
             return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-        int rc = target_job(s, v, tpath, NULL, NULL, out, err);
+        proto_in vin = proto_in_tree(v), none = proto_in_tree(NULL);
+        int rc = target_job(s, &vin, tpath, &none, NULL, out, err);
         json_decref(v);
         return rc;
     }
+    proto_json_path_index(base, "/targets", i);
+    proto_json_path_key(tpath, base, "target");
     proto_json_path_key(spath, base, "seed");
-    return target_job(s, t->target, tpath, t->seed, spath, out, err);
+    proto_in tin = proto_in_tree(t->target), sin = proto_in_tree(t->seed);
+    return target_job(s, &tin, tpath, &sin, spath, out, err);
 }
 
 /* A tree's path: every waypoint decoded as the stream's tree target into
@@ -190,7 +203,8 @@ static int tree_path(proto_session *s, proto_stream_path *p, proto_error *err)
         proto_job *probe;
         if (session_job(s, NULL, path, &probe, err))
             return -1;
-        int rc = proto__job_target(probe, 0, p->pts[i].json, path, err);
+        proto_in in = proto_in_tree(p->pts[i].json);
+        int rc = proto__job_target(probe, 0, &in, path, err);
         if (rc == 0) {
             memcpy(p->goals + i * nt, probe->goals, nt * sizeof *p->goals);
             p->keep[i] = probe->keep[0];
@@ -206,13 +220,14 @@ int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
 {
     if (p->bound)
         return 0;
-    bool dims2 = s->chain->kind == PROTO_CHAIN_PLANAR;
     if (is_tree(s) && tree_path(s, p, err))
         return -1;
     for (size_t i = 0; !is_tree(s) && i < p->npoints; i++) {
         char path[PROTO_PATH_MAX];
         snprintf(path, sizeof path, "/waypoints/%zu", i);
-        if (proto__target_decode(p->pts[i].json, path, s->opt.frame, dims2, &p->pts[i].t, err))
+        proto_in in = proto_in_tree(p->pts[i].json);
+        proto_target_out to = {&p->pts[i].t, s->chain, NULL, NULL};
+        if (proto__target_read(&in, path, s->chain, s->opt.frame, &to, err))
             return -1;
         /* checked against the solver it will get, as a target is */
         proto_job *probe;

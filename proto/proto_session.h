@@ -21,7 +21,7 @@
  *   proto_session_solved()   the answer becomes the next job's warm start
  *   proto_session_skip()     or: the job was replaced unsolved (conflation),
  *                            its seed holds for the next one
- * Jobs are built by the same constructor as HTTP requests' (proto_impl.h's
+ * Jobs are built by the same constructor as HTTP requests' (proto_job.h's
  * proto__job_new), so a target is checked exactly as a request's target is,
  * with JSON paths into the stream message ("/target/position/2",
  * "/waypoints/3/orientation").

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 #include "solver/ik_math.h"
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -229,14 +229,13 @@ void proto_stream_path_free(proto_stream_path *p)
 /*
  * A game server's tick holds a thousand targets; as a jansson tree that is
  * some ten allocations per target, built and freed on the event loop. The
- * reader below takes the common shape of a tick straight into typed
- * targets (proto_stream_raw) and declines everything else, which then goes
- * to the general decoder: any key it does not know ("seed", "weights",
- * "rotation", ...), an escape or a non-ASCII byte in a key or a stream
- * name, a duplicate key, a missing member, a number the fast JSON reader
- * leaves to jansson, a syntax error. What it accepts is exactly what the
- * general decoder accepts with the same meaning; the values are checked
- * later by the session, as the general decoder checks them.
+ * tick reader takes a tick straight from its text in the codec's text mode
+ * (proto_codec.h): the members of its envelope and of each target by their
+ * tables (PROTO_TICK_MAP, PROTO_TARGET_MAP), the target's members read but
+ * not yet given their meaning, which needs the stream's chain
+ * (proto_session_tick_target). It declines what the text mode declines,
+ * and targets with a seed or a tree's tips (read as a tree), and then the
+ * tree decoder reads the message.
  */
 
 /* One element of "targets". */
@@ -244,44 +243,61 @@ static bool tick_element(proto_scan *r, proto_stream_raw *t)
 {
     if (!proto__scan_char(r, '{'))
         return false;
-    bool has_stream = false, has_target = false;
+    unsigned seen = 0;
     t->has_seq = false;
     do {
-        const char *k;
-        size_t n;
+        const char *k, *v;
+        size_t n, vn;
+        proto_json_num num;
         if (!proto__scan_key(r, &k, &n))
             return false;
-        if (proto__scan_is(k, n, "stream")) {
-            const char *v;
-            size_t vn;
-            if (has_stream || !proto__scan_string(r, &v, &vn) || vn == 0 ||
-                vn > PROTO_STREAM_NAME_MAX)
+        size_t m = proto__member_find(proto_tick_members, PROTO_K_COUNT, k, n);
+        if (m == PROTO_K_COUNT || (seen & PROTO_BIT(m)))
+            return false;
+        seen |= PROTO_BIT(m);
+        switch (m) {
+        case PROTO_K_STREAM:
+            if (!proto__scan_string(r, &v, &vn) || vn == 0 || vn > PROTO_STREAM_NAME_MAX)
                 return false;
             memcpy(t->stream, v, vn);
             t->stream[vn] = '\0';
             if (!proto_stream_name_valid(t->stream))
                 return false;
-            has_stream = true;
-        } else if (proto__scan_is(k, n, "seq")) {
-            proto_json_num v;
-            if (t->has_seq || !proto__scan_number(r, &v) || !v.is_int ||
-                v.i > PROTO_STREAM_SEQ_MAX || v.i < -PROTO_STREAM_SEQ_MAX)
+            break;
+        case PROTO_K_SEQ:
+            if (!proto__scan_number(r, &num) || !num.is_int || num.i > PROTO_STREAM_SEQ_MAX ||
+                num.i < -PROTO_STREAM_SEQ_MAX)
                 return false;
             t->has_seq = true;
-            t->seq = v.i;
-        } else if (proto__scan_is(k, n, "target")) {
-            if (has_target || !proto__target_scan(r, t))
+            t->seq = num.i;
+            break;
+        case PROTO_K_TARGET: {
+            proto_object o;
+            proto_in in = {NULL, *r, 0};
+            proto__scan_ws(&in.s);
+            t->text = in.s.p;
+            if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT,
+                                   PROTO_TARGET_ANY & ~PROTO_BIT(PROTO_T_TIPS), NULL, &o, NULL))
                 return false;
-            has_target = true;
-        } else {
+            t->len = (size_t)(in.s.p - t->text);
+            r->p = in.s.p;
+            t->has = o.has;
+            memcpy(t->n, o.n, sizeof t->n);
+            memcpy(t->num, o.num, sizeof t->num);
+            t->priority = o.i[PROTO_T_PRIORITY];
+            t->keep = o.in[PROTO_T_KEEP];
+            break;
+        }
+        default: /* a seed: read as a tree */
             return false;
         }
     } while (proto__scan_char(r, ','));
-    return proto__scan_char(r, '}') && has_stream && has_target;
+    return proto__scan_char(r, '}') && (seen & PROTO_BIT(PROTO_K_STREAM)) &&
+           (seen & PROTO_BIT(PROTO_K_TARGET));
 }
 
-/* A tick of the common shape into out (type, seq, raw targets); false,
- * with nothing allocated, for any other text. */
+/* A tick into out (type, seq, raw targets); false, with nothing
+ * allocated, for any text the reader declines. */
 static bool tick_read_raw(const char *text, size_t len, proto_stream_msg *out)
 {
     proto_scan r = {text, text + len};
@@ -689,21 +705,6 @@ char *proto_stream_encode_closed(const char *stream, size_t *len)
     proto_jw_init(&w, NULL, 0);
     RAW(&w, "{\"type\":\"closed\",");
     put_stream(&w, stream);
-    RAW(&w, "}");
-    return proto_jw_finish(&w, len);
-}
-
-char *proto_stream_encode_solution(const char *stream, long long seq, size_t skipped,
-                                   const json_t *result, size_t index, size_t count,
-                                   size_t *len)
-{
-    proto_jw w;
-    proto_jw_init(&w, NULL, 0);
-    solution_head(&w, stream, seq, skipped, index, count);
-    if (result)
-        proto_jw_value(&w, result, false);
-    else
-        RAW(&w, "null");
     RAW(&w, "}");
     return proto_jw_finish(&w, len);
 }

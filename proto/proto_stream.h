@@ -76,7 +76,7 @@ typedef enum proto_stream_type {
 } proto_stream_type;
 
 typedef struct proto_stream_path proto_stream_path;
-/* A target of a tick read without a JSON tree (proto_impl.h). */
+/* A target of a tick read without a JSON tree (proto_codec.h). */
 typedef struct proto_stream_raw proto_stream_raw;
 
 /* One decoded client message. The json_t pointers are borrowed from root,
@@ -186,14 +186,10 @@ void proto_stream_path_free(proto_stream_path *p);
 
 char *proto_stream_encode_opened(const char *stream, const char *chain_id, size_t *len);
 char *proto_stream_encode_closed(const char *stream, size_t *len);
-/* result: the proto_job_result_json() object (borrowed). index/count: a path
- * sample when count > 0, omitted otherwise. */
-char *proto_stream_encode_solution(const char *stream, long long seq, size_t skipped,
-                                   const json_t *result, size_t index, size_t count,
-                                   size_t *len);
-/* The same with the result of target i of job (after proto_job_run covered
- * it) written directly, byte-identical to passing proto_job_result_json(job,
- * i) above but without building the tree. */
+/* The solution message of the result of target i of job (after
+ * proto_job_run covered it): {"type":"solution","stream":..,"seq":..,
+ * "skipped":..[,"index":..,"count":..],"result":{...}}, index and count
+ * (a path's sample) only when count > 0; the result as in HTTP answers. */
 typedef struct proto_job proto_job;
 char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t skipped,
                                        const proto_job *job, size_t i, size_t index,

@@ -461,40 +461,6 @@ int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_li
                       vel_err, err);
 }
 
-int proto_urdf_velocities(const char *xml, size_t len, const char *base_link,
-                          const char *tip_link, double *vel, size_t cap, size_t *n_movable,
-                          proto_error *err)
-{
-    if (!base_link || !tip_link || !n_movable || (cap > 0 && !vel))
-        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "base and tip links must be given");
-    urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
-        return -1;
-    const urdf_joint **path = NULL;
-    size_t n = 0, m = 0;
-    int r = find_path(&d, base_link, tip_link, &path, &n, err);
-    for (size_t i = 0; r == 0 && i < n; i++) {
-        const urdf_joint *j = path[n - 1 - i];
-        if (!j->type || strcmp(j->type, "fixed") == 0)
-            continue;
-        double v;
-        if (joint_velocity(j, &v, err)) {
-            r = -1;
-            break;
-        }
-        if (m >= cap) {
-            r = TOO_LARGE(err, "the chain has more than %zu movable joints", cap);
-            break;
-        }
-        vel[m++] = v;
-    }
-    if (r == 0)
-        *n_movable = m;
-    free(path);
-    urdf_close(&d);
-    return r;
-}
-
 ik_chain *proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
                                 const char *tip_link, size_t max_joints,
                                 char (**names)[PROTO_URDF_NAME_MAX], proto_error *err)

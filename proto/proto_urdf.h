@@ -23,8 +23,7 @@
  *                   them, as in URDF); lower > upper is an error. Continuous
  *                   joints get lower = -INFINITY, upper = +INFINITY; fixed
  *                   joints 0 and 0. effort is not read; velocity only by
- *                   proto_urdf_chain_velocities() and
- *                   proto_urdf_velocities() (servo streams).
+ *                   proto_urdf_chain_velocities() (servo streams).
  * Numbers are parsed with strtod in the "C" locale's format (the process must
  * not have switched LC_NUMERIC to a comma locale); a value that is not a
  * number, has trailing garbage, is not finite, or a vector without exactly
@@ -120,15 +119,6 @@ int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_li
 ik_chain *proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
                                 const char *tip_link, size_t max_joints,
                                 char (**names)[PROTO_URDF_NAME_MAX], proto_error *err);
-
-/* The <limit velocity> of every movable joint on the path from base_link
- * to tip_link, in chain order, into vel[0..*n_movable-1] (units per
- * second, as the URDF writes them; 0 for a joint without one, or with a
- * value that is not positive). More than cap movable joints gives
- * "too_large"; a velocity that is not a number "invalid_urdf". */
-int proto_urdf_velocities(const char *xml, size_t len, const char *base_link,
-                          const char *tip_link, double *vel, size_t cap, size_t *n_movable,
-                          proto_error *err);
 
 /* The joints on the paths from base_link down to each of the ntips links
  * tip_links[0..ntips-1], as a tree (a torso joint on the path of two arms

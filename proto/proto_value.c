@@ -1,16 +1,16 @@
 /*
- * proto_value.c: the decoders of the values every part of the wire format
- * shares (a point, a quaternion, a rotation matrix, a name, a skeleton's
- * bones, a joint object of a joint list, a target object), used by chains
- * (proto_chain.c,
- * proto_tree.c), requests (proto_job_decode.c) and streams
- * (proto_session.c). Each checks its value strictly and fills the caller's
+ * proto_value.c: the decoders of the values the chain objects share (a
+ * point, a quaternion, a rotation matrix, a name, a skeleton's bones, a
+ * joint object of a joint list, a URDF's source), used by chains
+ * (the kinds' files) and a path's waypoints (proto_stream.c);
+ * a request's own objects (targets, seeds, options) are the codec's
+ * (proto_codec.c). Each checks its value strictly and fills the caller's
  * proto_error with the value's JSON path; the points, quaternions and
  * matrices are returned as written, joints and targets converted from the
  * frame and units they are given in. A leaf of proto's call graph: it
  * calls no other file of proto but the JSON reader and the frames.
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,44 +46,11 @@ int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *er
     return 0;
 }
 
-int proto__mat3(const json_t *v, const char *path, double m[9], proto_error *err)
-{
-    size_t n;
-    if (proto_json_array(v, path, 3, 3, false, &n, err))
-        return -1;
-    double r[9];
-    for (size_t i = 0; i < 3; i++) {
-        char p[PROTO_PATH_MAX];
-        proto_json_path_index(p, path, i);
-        if (proto_json_numbers(json_array_get(v, i), p, 3, r + 3 * i, err))
-            return -1;
-    }
-    double worst = 0;
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            double s = r[3 * i] * r[3 * j] + r[3 * i + 1] * r[3 * j + 1] +
-                       r[3 * i + 2] * r[3 * j + 2];
-            double e = fabs(s - (i == j ? 1.0 : 0.0));
-            if (e > worst)
-                worst = e;
-        }
-    double det = r[0] * (r[4] * r[8] - r[5] * r[7]) - r[1] * (r[3] * r[8] - r[5] * r[6]) +
-                 r[2] * (r[3] * r[7] - r[4] * r[6]);
-    if (!(worst <= PROTO_MAT_ORTHO_TOL) || !(fabs(det - 1.0) <= PROTO_MAT_ORTHO_TOL)) {
-        char name[PROTO_PATH_MAX];
-        proto_json_path_name(name, sizeof name, path);
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
-                               "%s must be a rotation matrix (orthonormal rows, determinant +1; "
-                               "got max |R R^T - I| = %.3g, det = %.6g)",
-                               name, worst, det);
-    }
-    memcpy(m, r, sizeof r);
-    return 0;
-}
-
 /* ---- names and joints ------------------------------------------------- */
 
-int proto__name(char *dst, const json_t *v, const char *path, proto_error *err)
+/* A name: a non-empty string of at most PROTO_NAME_MAX - 1 bytes, copied
+ * into dst. */
+static int name_value(char *dst, const json_t *v, const char *path, proto_error *err)
 {
     const char *s;
     if (proto_json_string(v, path, PROTO_NAME_MAX - 1, &s, err))
@@ -148,7 +115,7 @@ int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, pro
             return -1;
         json_t *v = proto_json_require(b, pb, "name", err);
         proto_json_path_key(pf, pb, "name");
-        if (!v || proto__name(c->names[i], v, pf, err))
+        if (!v || name_value(c->names[i], v, pf, err))
             return -1;
         if (earlier_name(c->names, i, c->names[i]) >= 0)
             return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "bone name \"%s\" is used twice",
@@ -218,7 +185,7 @@ int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame 
     json_t *v = json_object_get(jo, "name");
     proto_json_path_key(pf, pj, "name");
     if (v) {
-        if (proto__name(name, v, pf, err))
+        if (name_value(name, v, pf, err))
             return -1;
     } else {
         snprintf(name, PROTO_NAME_MAX, "joint%zu", i);
@@ -293,171 +260,52 @@ int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame 
     return 0;
 }
 
-/* ---- targets ---------------------------------------------------------- */
+/* ---- members of several kinds ---------------------------------------- */
 
-int proto__target_decode(const json_t *v, const char *path, proto_frame f, bool dims2,
-                         proto_target *t, proto_error *err)
+int proto__opt_enum(const json_t *obj, const char *path, const char *key,
+                    const char *const *names, int def, int *out, proto_error *err)
 {
-    static const char *const keys2[] = {"position", "up", NULL};
-    static const char *const keys3[] = {"position", "orientation", "rotation", "up",
-                                        "pole",     "weights",     NULL};
-    memset(t, 0, sizeof *t);
-    t->orientation = ik_quat_identity();
-    if (proto_json_check_object(v, path, dims2 ? keys2 : keys3, err))
+    json_t *v = json_object_get(obj, key);
+    *out = def;
+    if (!v)
+        return 0;
+    char p[PROTO_PATH_MAX];
+    proto_json_path_key(p, path, key);
+    return proto_json_enum(v, p, names, out, err);
+}
+
+int proto__lengths(const json_t *obj, const char *path, size_t min, size_t max, double *out,
+                       size_t *n, proto_error *err)
+{
+    json_t *v = proto_json_require(obj, path, "lengths", err);
+    if (!v)
         return -1;
     char p[PROTO_PATH_MAX];
-    json_t *x = proto_json_require(v, path, "position", err);
-    if (!x)
+    proto_json_path_key(p, path, "lengths");
+    if (proto_json_array(v, p, min, max, false, n, err))
         return -1;
-    proto_json_path_key(p, path, "position");
-    if (dims2) {
-        double d[2];
-        if (proto_json_numbers(x, p, 2, d, err))
+    for (size_t i = 0; i < *n; i++) {
+        char pi[PROTO_PATH_MAX];
+        proto_json_path_index(pi, p, i);
+        double d;
+        if (proto_json_number(json_array_get(v, i), pi, -PROTO_MAX_ABS, PROTO_MAX_ABS, &d, err))
             return -1;
-        t->position = ik_v3(d[0], d[1], 0);
-        if ((x = json_object_get(v, "up"))) {
-            proto_json_path_key(p, path, "up");
-            if (proto_json_numbers(x, p, 2, d, err))
-                return -1;
-            if (!(hypot(d[0], d[1]) > 1e-12))
-                return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                       "target.up must be a non-zero direction");
-            t->has_up = true;
-            t->up = ik_v3(d[0], d[1], 0);
-        }
-        return 0;
-    }
-    if (proto__vec3(x, p, &t->position, err))
-        return -1;
-    t->position = proto_frame_vec_in(f, t->position);
-    json_t *o = json_object_get(v, "orientation"), *r = json_object_get(v, "rotation");
-    if (o && r) {
-        proto_json_path_key(p, path, "rotation");
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                               "give either target.orientation or target.rotation, not both");
-    }
-    if (o) {
-        proto_json_path_key(p, path, "orientation");
-        if (proto__quat(o, p, &t->orientation, err))
-            return -1;
-        t->orientation = proto_frame_quat_in(f, t->orientation);
-        t->has_orientation = true;
-    } else if (r) {
-        double m[9];
-        proto_json_path_key(p, path, "rotation");
-        if (proto__mat3(r, p, m, err))
-            return -1;
-        proto_frame_mat3_in(f, m, m);
-        t->orientation = ik_quat_normalize(ik_quat_from_mat3(m));
-        t->has_orientation = true;
-    }
-    if ((x = json_object_get(v, "up"))) {
-        proto_json_path_key(p, path, "up");
-        if (proto__vec3(x, p, &t->up, err))
-            return -1;
-        if (!(ik_vec3_len(t->up) > 1e-12))
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                   "target.up must be a non-zero direction");
-        t->up = proto_frame_vec_in(f, t->up);
-        t->has_up = true;
-    }
-    if ((x = json_object_get(v, "pole"))) {
-        proto_json_path_key(p, path, "pole");
-        if (proto__vec3(x, p, &t->pole, err))
-            return -1;
-        t->pole = proto_frame_vec_in(f, t->pole);
-        t->has_pole = true;
-    }
-    if ((x = json_object_get(v, "weights"))) {
-        proto_json_path_key(p, path, "weights");
-        double w[6];
-        size_t n;
-        if (proto_json_array(x, p, 6, 6, false, &n, err))
-            return -1;
-        bool any = false;
-        for (size_t i = 0; i < 6; i++) {
-            char pi[PROTO_PATH_MAX];
-            proto_json_path_index(pi, p, i);
-            if (proto_json_number(json_array_get(x, i), pi, 0, PROTO_MAX_ABS, &w[i], err))
-                return -1;
-            any |= w[i] > 0;
-        }
-        if (!any)
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                   "target.weights must have at least one weight > 0");
-        if ((w[3] > 0 || w[4] > 0 || w[5] > 0) && !t->has_orientation)
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                                   "rotation weights need target.orientation or target.rotation");
-        /* weights follow their axes: permuted like the axes, signs dropped */
-        for (int k = 0; k < 2; k++) {
-            ik_vec3 cx = proto_frame_vec_in(f, ik_v3(1, 0, 0));
-            ik_vec3 cy = proto_frame_vec_in(f, ik_v3(0, 1, 0));
-            ik_vec3 cz = proto_frame_vec_in(f, ik_v3(0, 0, 1));
-            double *s = w + 3 * k;
-            t->weight[3 * k + 0] = fabs(cx.x) * s[0] + fabs(cy.x) * s[1] + fabs(cz.x) * s[2];
-            t->weight[3 * k + 1] = fabs(cx.y) * s[0] + fabs(cy.y) * s[1] + fabs(cz.y) * s[2];
-            t->weight[3 * k + 2] = fabs(cx.z) * s[0] + fabs(cy.z) * s[1] + fabs(cz.z) * s[2];
-        }
-        t->has_weights = true;
+        if (!(d >= PROTO_MIN_LENGTH))
+            return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi,
+                                   "link %zu has length %g; links must be at least %g long", i,
+                                   d, PROTO_MIN_LENGTH);
+        out[i] = d;
     }
     return 0;
 }
 
-/* A number proto_json_numbers() takes. */
-static bool in_range(double d)
+void proto__describe_size(json_t *d, const proto_chain *c, const char *key, size_t n)
 {
-    return d >= -PROTO_MAX_ABS && d <= PROTO_MAX_ABS;
-}
-
-int proto__target_numbers(const proto_target_numbers *n, proto_frame f, bool dims2,
-                          proto_target *t)
-{
-    size_t dims = dims2 ? 2 : 3;
-    if (n->npos != dims || (n->nup && n->nup != dims) || (dims2 && (n->nquat || n->npole)) ||
-        (n->nquat && n->nquat != 4) || (n->npole && n->npole != 3))
-        return -1;
-    for (size_t k = 0; k < dims; k++)
-        if (!in_range(n->pos[k]) || (n->nup && !in_range(n->up[k])))
-            return -1;
-    for (size_t k = 0; k < n->nquat; k++)
-        if (!in_range(n->quat[k]))
-            return -1;
-    for (size_t k = 0; k < n->npole; k++)
-        if (!in_range(n->pole[k]))
-            return -1;
-    /* what proto__target_decode does with the same numbers */
-    memset(t, 0, sizeof *t);
-    t->orientation = ik_quat_identity();
-    if (dims2) {
-        t->position = ik_v3(n->pos[0], n->pos[1], 0);
-        if (n->nup) {
-            if (!(hypot(n->up[0], n->up[1]) > 1e-12))
-                return -1;
-            t->has_up = true;
-            t->up = ik_v3(n->up[0], n->up[1], 0);
-        }
-        return 0;
-    }
-    t->position = proto_frame_vec_in(f, ik_v3(n->pos[0], n->pos[1], n->pos[2]));
-    if (n->nquat) {
-        const double *d = n->quat;
-        double m = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
-        if (!(fabs(m - 1.0) <= PROTO_QUAT_UNIT_TOL))
-            return -1;
-        ik_quat q = {d[0] / m, d[1] / m, d[2] / m, d[3] / m};
-        t->orientation = proto_frame_quat_in(f, q);
-        t->has_orientation = true;
-    }
-    if (n->nup) {
-        ik_vec3 u = ik_v3(n->up[0], n->up[1], n->up[2]);
-        if (!(ik_vec3_len(u) > 1e-12))
-            return -1;
-        t->up = proto_frame_vec_in(f, u);
-        t->has_up = true;
-    }
-    if (n->npole) {
-        t->pole = proto_frame_vec_in(f, ik_v3(n->pole[0], n->pole[1], n->pole[2]));
-        t->has_pole = true;
-    }
-    return 0;
+    json_object_set_new(d, key, json_integer((json_int_t)n));
+    if (!c->names)
+        return;
+    json_t *a = json_array();
+    for (size_t i = 0; i < c->nnames; i++)
+        json_array_append_new(a, json_string(c->names[i]));
+    json_object_set_new(d, c->skel ? "bone_names" : "joint_names", a);
 }

@@ -15,7 +15,7 @@
  *           BVH joint on the way to the feet and the left hand a fixed
  *           joint (its OFFSET) and three revolute joints about its channel
  *           axes, limited to the walk's range plus 0.35 rad (45 variables);
- *   bones   the whole BVH hierarchy as a tree of bones (proto_tree.c: each
+ *   bones   the whole BVH hierarchy as a tree of bones (proto_kind_tree.c: each
  *           bone on the way to a tip a ball joint, the tree compiled anew
  *           around each solve's start; 48 variables, the hand's own turn
  *           included).

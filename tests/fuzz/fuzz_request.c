@@ -19,7 +19,7 @@
 #include "tests/fuzz/fuzz.h"
 
 #include "proto/proto.h"
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 static proto_chain *known; /* the chain the lookup knows */
 

@@ -17,7 +17,7 @@
 
 #include <math.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 

@@ -7,19 +7,22 @@
 # run from the repository (read-only): fixtures' bodies for the request and
 # JSON targets (and the binary batches of tests/fuzz/seeds/request), the
 # messages of tests/fuzz/seeds/stream, the robots of tests/data (and our iiwa SRDF) for
-# the URDF target, and for the C client's readers (fuzz_client) the fixtures'
-# answers and the server messages of proto/STREAM.md.
+# the URDF target, for the C client's readers (fuzz_client) the fixtures'
+# answers and the server messages of proto/STREAM.md, and for the
+# differential target (fuzz_diff: its first byte 0 a solve body, 1 a batch
+# body, 2 a stream message, 3 a binary batch) the requests, messages and
+# binary batches.
 # A crash or a wrong answer leaves BUILD/crash-NAME-* and makes the run fail;
 # the last line of each target's log gives its executions.
 set -eu
 BUILD=${1:-build-fuzz}
 SECONDS_EACH=${2:-60}
 shift 2 2>/dev/null || shift $#
-TARGETS=${*:-"fuzz_json fuzz_request fuzz_stream fuzz_urdf fuzz_client"}
+TARGETS=${*:-"fuzz_json fuzz_request fuzz_stream fuzz_urdf fuzz_client fuzz_diff"}
 FIX=tests/fixtures
 SEED=$BUILD/seeds
 rm -rf "$SEED"
-mkdir -p "$SEED/json" "$SEED/request" "$SEED/stream" "$SEED/urdf" "$SEED/client"
+mkdir -p "$SEED/json" "$SEED/request" "$SEED/stream" "$SEED/urdf" "$SEED/client" "$SEED/diff"
 
 # The first byte of a JSON or request input selects flags or the kind.
 for f in "$FIX"/*.json; do
@@ -31,13 +34,22 @@ for f in "$FIX"/*.json; do
     *) k='\000' ;;
     esac
     case "$b" in
-    *.request) { printf "$k"; cat "$f"; } >"$SEED/request/$b" ;;
+    *.request)
+        { printf "$k"; cat "$f"; } >"$SEED/request/$b"
+        case "$b" in
+        chain_*) ;;
+        *) { printf "$k"; cat "$f"; } >"$SEED/diff/$b" ;;
+        esac ;;
     esac
 done
 cp tests/fuzz/seeds/stream/* "$SEED/stream/"
+for f in tests/fuzz/seeds/stream/*; do
+    { printf '\002'; cat "$f"; } >"$SEED/diff/stream-$(basename "$f")"
+done
 # binary batches (first byte 3), in the layout of
 # proto/README.md, "Binary batches"
 cp tests/fuzz/seeds/request/* "$SEED/request/"
+cp tests/fuzz/seeds/request/* "$SEED/diff/"
 
 # The client's inputs: the first byte selects the reader (fuzz_client.c):
 # 0 a stream message, 1 an HTTP answer, 2 a chain description, 3 an error.

@@ -1,6 +1,7 @@
 /*
- * test_proto_batch_read.c: the batch reader that decodes a batch's targets
- * without their jansson tree (proto/proto_batch_read.c), differentially:
+ * test_proto_batch_read.c: batch bodies read straight from their text (the
+ * text mode of proto/proto_job_decode.c's decoder, proto/proto_codec.h),
+ * without the jansson tree of their targets, differentially:
  * for every body, proto_batch_decode must give what the general path gives
  * (the whole tree from proto_json_parse, then proto_items_decode_json for
  * a body with "items" or proto_job_decode_json): the same error (code,
@@ -25,7 +26,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 
 #define BONES "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.55],[0,0,0.1]]}"
 
@@ -127,7 +128,7 @@ static bool same_as_general(const char *body, size_t len, const proto_limits *li
     else
         ck_assert_uint_eq(proto_items_count(i1), proto_items_count(i2));
     /* which way it went */
-    if (proto__batch_read(body, len, lim, lookup, NULL, &jf) == 0) {
+    if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, NULL, &jf) == 0) {
         n_fast++;
         same_job(jf, j2, what);
         proto_job_free(jf);

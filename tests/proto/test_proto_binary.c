@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 /* ---- the layout, written and read by this test ---------------------------------- */
 
@@ -449,7 +449,14 @@ START_TEST(test_errors)
     binary_error(b, len, &lim, PROTO_E_INVALID_REQUEST, "/targets/1/position/1", "finite");
     le64d(b + at + 24 + 8, INFINITY);
     binary_error(b, len, &lim, PROTO_E_INVALID_REQUEST, "/targets/1/position/1", "finite");
+    /* two wrong numbers in a target: the first in the order the JSON twin
+     * reads them is named (each number's finiteness and range together),
+     * not the first non-finite one */
+    le64d(b + at + 24, 2e6);
+    binary_error(b, len, &lim, PROTO_E_INVALID_REQUEST, "/targets/1/position/0", "within");
     free(b);
+    same_error("{\"chain\":" JOINTS ",\"targets\":[{\"position\":[0.2,0.1,0.25],\"orientation\":"
+               "[0,0,0,1]},{\"position\":[3e6,0.1,0.25],\"orientation\":[0,0,0,1]}]}");
     /* no targets at all */
     b = to_binary(good, &len);
     le32(b + 12, 0);

@@ -6,7 +6,7 @@
  */
 #include "tests/proto/proto_check.h"
 
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 #include "proto/proto_session.h"
 
 static proto_chain *decode(const char *s, proto_error *e)

@@ -3,8 +3,9 @@
  * against independent oracles.
  *
  * proto_job_encode() writes the response body directly, without a jansson
- * tree. The oracle here builds the tree the way the response is specified
- * (proto_job_result_json() for each result, the chain_id, solver, units,
+ * tree. The oracle (tests/proto/oracle.h) builds the tree the way the
+ * response is specified (oracle_result_json() for each result, the
+ * chain_id, solver, units,
  * frame and name members around it, counts and results for batches) and
  * prints it with jansson's own json_dumps(JSON_COMPACT |
  * JSON_REAL_PRECISION(17)); ikd's text, whose reals have the fewest digits
@@ -32,66 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 #include "proto/proto_stream.h"
 #include "solver/ik_status.h"
+#include "tests/proto/oracle.h"
 #include "tests/proto/proto_check.h"
-
-/* ---- the oracle -------------------------------------------------------- */
-
-static json_t *oracle_tree(const proto_job *job)
-{
-    const proto_chain *c = job->chain;
-    json_t *o = json_object();
-    json_object_set_new(o, "chain_id", json_string(proto_chain_id(c)));
-    json_object_set_new(o, "solver", json_string(proto_solver_names[job->solver]));
-    json_object_set_new(o, "units", json_string(proto_units_names[job->opt.units]));
-    if (!job->dims2)
-        json_object_set_new(o, "frame", json_string(proto_frame_names[job->opt.frame]));
-    if (c->kind == PROTO_CHAIN_LINKS3D) {
-        json_object_set_new(o, "joint_names",
-                            json_pack("[s,s,s,s,s]", "yaw", "theta0", "theta1", "theta2", "roll"));
-    } else if (c->names) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < c->nnames; i++)
-            json_array_append_new(a, json_string(c->names[i]));
-        json_object_set_new(o, c->skel ? "bone_names" : "joint_names", a);
-    }
-    if (c->tip_names) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < c->tree->ntips; i++)
-            json_array_append_new(a, json_string(c->tip_names[i]));
-        json_object_set_new(o, "tip_names", a);
-    }
-    if (job->kind == PROTO_SOLVE) {
-        json_t *r = proto_job_result_json(job, 0);
-        ck_assert_ptr_nonnull(r);
-        ck_assert_int_eq(json_object_update(o, r), 0);
-        json_decref(r);
-    } else {
-        json_t *res = json_array();
-        json_int_t counts[4] = {0, 0, 0, 0};
-        for (size_t i = 0; i < job->n; i++) {
-            json_t *r = proto_job_result_json(job, i);
-            /* counted by the status word each result is answered with */
-            const char *w = json_string_value(json_object_get(r, "status"));
-            counts[strcmp(w, "success") == 0          ? 0
-                   : strcmp(w, "no_ik_solution") == 0 ? 1
-                   : strcmp(w, "timed_out") == 0      ? 2
-                                                      : 3]++;
-            json_array_append_new(res, r);
-        }
-        /* counts after the results, so that an answer can be written out
-         * as its results are solved */
-        json_object_set_new(o, "count", json_integer((json_int_t)job->n));
-        json_object_set_new(o, "results", res);
-        json_object_set_new(o, "counts",
-                            json_pack("{s:I, s:I, s:I, s:I}", "success", counts[0],
-                                      "no_ik_solution", counts[1], "timed_out", counts[2],
-                                      "other", counts[3]));
-    }
-    return o;
-}
 
 /* A batch's answer in pieces (proto_job_encode_head, _results of ranges
  * of `per` results encoded last range first, so that the counts are added
@@ -436,9 +382,9 @@ static void check_non_finite(const char *body)
             ck_assert(json_is_integer(json_object_get(r, "restarts")));
             ck_assert(json_is_number(json_object_get(r, "time_ms")));
             /* the tree form and a stream solution say the same */
-            json_t *tr = proto_job_result_json(job, last);
+            json_t *tr = oracle_result_json(job, last);
             ck_assert_str_eq(json_string_value(json_object_get(tr, "reason")), reason);
-            char *s1 = proto_stream_encode_solution("s", 1, 0, tr, 0, 0, &elen);
+            char *s1 = oracle_stream_solution("s", 1, 0, tr, 0, 0, &elen);
             char *s2 = proto_stream_encode_job_solution("s", 1, 0, job, last, 0, 0, &elen);
             ck_assert_str_eq(s1, s2);
             free(s1);

@@ -10,7 +10,7 @@
 
 #include <ctype.h>
 
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 

@@ -15,7 +15,7 @@
  */
 #include "tests/proto/proto_check.h"
 
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 #include "proto/proto_urdf.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_status.h"

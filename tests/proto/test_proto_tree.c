@@ -1,5 +1,5 @@
 /*
- * test_proto_tree.c: tree chains over the wire format (proto/proto_tree.c
+ * test_proto_tree.c: tree chains over the wire format (proto/proto_kind_tree.c
  * and the members it adds to requests, answers and streams): a root and
  * several tips over shared joints, from a URDF (a base link and tip links)
  * or from a joint list whose joints name their parents.

@@ -1,6 +1,6 @@
 /*
  * test_proto_tree_bones.c: trees of a skeleton's bones over the wire format
- * (proto/proto_tree.c, a tree chain given by "bones"): a character's end
+ * (proto/proto_kind_tree.c, a tree chain given by "bones"): a character's end
  * bones as the tips of one tree, each bone on their paths turning as a ball
  * joint, answered as local rotations and tip poses.
  *

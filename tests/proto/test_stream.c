@@ -13,10 +13,11 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "proto/proto_impl.h"
+#include "proto/proto_codec.h"
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "solver/ik_math.h"
+#include "tests/proto/oracle.h"
 
 /* A stream session on a three-joint chain (the numeric solver takes
  * position, orientation and weights), to bind and sample paths. */
@@ -581,11 +582,11 @@ START_TEST(test_job_solution_matches_tree)
         int rc = proto_job_decode(reqs[k], strlen(reqs[k]), PROTO_SOLVE, NULL, NULL, NULL, &job, &e);
         ck_assert_msg(rc == 0, "request %zu: %s at %s", k, e.message, e.path);
         proto_job_run(job, 0, 1);
-        json_t *res = proto_job_result_json(job, 0);
+        json_t *res = oracle_result_json(job, 0);
         ck_assert_ptr_nonnull(res);
         for (size_t count = 0; count <= 7; count += 7) {
             size_t la, lb;
-            char *a = proto_stream_encode_solution("s.1", 42, 3, res, 5, count, &la);
+            char *a = oracle_stream_solution("s.1", 42, 3, res, 5, count, &la);
             char *b = proto_stream_encode_job_solution("s.1", 42, 3, job, 0, 5, count, &lb);
             ck_assert_ptr_nonnull(a);
             ck_assert_ptr_nonnull(b);
@@ -619,7 +620,7 @@ START_TEST(test_encoders)
     free(s);
 
     json_t *res = json_pack("{s:s, s:[f,f]}", "status", "ok", "joints", 0.25, -1.5);
-    s = proto_stream_encode_solution("s1", -9007199254740991LL, 7, res, 0, 0, &len);
+    s = oracle_stream_solution("s1", -9007199254740991LL, 7, res, 0, 0, &len);
     j = parse(s, len);
     ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "solution");
     ck_assert_int_eq(json_integer_value(json_object_get(j, "seq")), -9007199254740991LL);
@@ -629,7 +630,7 @@ START_TEST(test_encoders)
     json_decref(j);
     free(s);
 
-    s = proto_stream_encode_solution("s1", 4, 0, res, 3, 10, &len);
+    s = oracle_stream_solution("s1", 4, 0, res, 3, 10, &len);
     j = parse(s, len);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "index")), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "count")), 10);

@@ -1,5 +1,5 @@
 /*
- * proto_tree.c: tree chains on the wire (kind "tree"): several end
+ * proto_kind_tree.c: tree chains on the wire (kind "tree"): several end
  * effectors over shared joints, both arms of a robot from its torso or a
  * character's feet and hands from its hips, solved together by
  * solver/ik_tree.h. The JSON is in proto/README.md, section "tree".
@@ -48,7 +48,7 @@
  * (proto_job_decode.c, proto_session.c), writing answers
  * (proto_job_encode.c).
  */
-#include "proto/proto_impl.h"
+#include "proto/proto_kind.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -59,9 +59,6 @@
 #include "proto/proto_urdf.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
-
-const char *const proto_objective_names[] = {"none",   "distance",   "manip1",
-                                             "manip2", "mid_limits", NULL};
 
 /* ---- chains --------------------------------------------------------- */
 
@@ -480,8 +477,8 @@ out:
     return rc;
 }
 
-int proto__tree_decode(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
-                       proto_error *err)
+static int decode(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                  proto_error *err)
 {
     static const char *const forms[] = {"urdf", "joints", "bones"};
     char p[PROTO_PATH_MAX];
@@ -530,10 +527,11 @@ static void bones_describe(const proto_chain *c, json_t *d)
     json_object_set_new(d, "shared_bones", shared);
 }
 
-void proto__tree_describe(const proto_chain *c, json_t *d)
+static void describe(const proto_chain *c, json_t *d)
 {
     static const char *const tn[] = {"fixed", "revolute", "continuous", "prismatic"};
     const ik_tree *T = c->tree;
+    proto__describe_size(d, c, c->skel ? "bones" : "dof", c->skel ? c->nskel : T->dof);
     if (c->skel) {
         bones_describe(c, d);
         return;
@@ -561,101 +559,6 @@ void proto__tree_describe(const proto_chain *c, json_t *d)
             json_array_append_new(shared, json_string(c->names[v]));
     json_object_set_new(d, "tips", tips);
     json_object_set_new(d, "shared_joints", shared);
-}
-
-/* ---- targets -------------------------------------------------------- */
-
-static const char *const keep_names[] = {"pose", "joints", NULL};
-
-int proto__tree_target_decode(const json_t *v, const char *path, const proto_chain *c,
-                              proto_frame f, proto_tip_goal *goals, unsigned char *keep,
-                              proto_error *err)
-{
-    static const char *const keys[] = {"tips", "keep", NULL};
-    static const char *const tkeys[] = {"position", "orientation", "rotation", "weights",
-                                        "priority", "weight",      NULL};
-    const ik_tree *T = c->tree;
-    for (size_t t = 0; t < T->ntips; t++) {
-        memset(&goals[t], 0, sizeof goals[t]);
-        goals[t].weight = 1.0;
-    }
-    *keep = IK_TREE_KEEP_POSE;
-    if (proto_json_check_object(v, path, keys, err))
-        return -1;
-    char p[PROTO_PATH_MAX];
-    json_t *x;
-    if ((x = json_object_get(v, "keep"))) {
-        int k;
-        proto_json_path_key(p, path, "keep");
-        if (proto_json_enum(x, p, keep_names, &k, err))
-            return -1;
-        *keep = (unsigned char)(k == 0 ? IK_TREE_KEEP_POSE : IK_TREE_KEEP_JOINTS);
-    }
-    json_t *tips = proto_json_require(v, path, "tips", err);
-    proto_json_path_key(p, path, "tips");
-    if (!tips)
-        return -1;
-    if (!json_is_object(tips))
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, p,
-                               "target.tips must be an object: {tip name: target, ...}");
-    const char *name;
-    json_t *tv;
-    json_object_foreach((json_t *)tips, name, tv)
-    {
-        char pt[PROTO_PATH_MAX];
-        proto_json_path_key(pt, p, name);
-        size_t t = 0;
-        while (t < T->ntips && strcmp(c->tip_names[t], name) != 0)
-            t++;
-        if (t == T->ntips) {
-            char list[160] = "";
-            for (size_t u = 0, used = 0; u < T->ntips && used + 1 < sizeof list; u++) {
-                int k = snprintf(list + used, sizeof list - used, "%s\"%s\"", u ? ", " : "",
-                                 c->tip_names[u]);
-                if (k < 0)
-                    break;
-                used += (size_t)k;
-            }
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, pt,
-                                   "the tree has no tip named \"%.64s\" (its tips: %s)", name,
-                                   list);
-        }
-        if (!json_is_object(tv)) {
-            char nm[PROTO_PATH_MAX];
-            proto_json_path_name(nm, sizeof nm, pt);
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, pt, "%s must be a target object",
-                                   nm);
-        }
-        if (proto_json_check_object(tv, pt, tkeys, err))
-            return -1;
-        /* the target members as a single chain's (checked again there,
-         * without the two of the tree) */
-        json_t *one = json_copy(tv);
-        if (!one)
-            return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-        json_object_del(one, "priority");
-        json_object_del(one, "weight");
-        int rc = proto__target_decode(one, pt, f, false, &goals[t].t, err);
-        json_decref(one);
-        if (rc)
-            return -1;
-        if ((x = json_object_get(tv, "priority"))) {
-            long long pr;
-            char pp[PROTO_PATH_MAX];
-            proto_json_path_key(pp, pt, "priority");
-            if (proto_json_integer(x, pp, 0, IK_TREE_MAX_TIPS - 1, &pr, err))
-                return -1;
-            goals[t].priority = (unsigned)pr;
-        }
-        if ((x = json_object_get(tv, "weight"))) {
-            char pw[PROTO_PATH_MAX];
-            proto_json_path_key(pw, pt, "weight");
-            if (proto_json_positive(x, pw, PROTO_MAX_ABS, &goals[t].weight, err))
-                return -1;
-        }
-        goals[t].active = true;
-    }
-    return 0;
 }
 
 /* ---- solving ---------------------------------------------------------- */
@@ -708,19 +611,7 @@ static void solver_goals(const proto_job *job, size_t i, ik_tree_goal *g)
             g[t] = ik_tree_goal_keep((ik_tree_keep)keep);
             continue;
         }
-        ik_target tg;
-        if (pg->t.has_weights) {
-            memset(&tg, 0, sizeof tg);
-            tg.pose.p = pg->t.position;
-            tg.pose.q = pg->t.orientation;
-            tg.mode = IK_TARGET_WEIGHTED;
-            memcpy(tg.weight, pg->t.weight, sizeof tg.weight);
-        } else if (pg->t.has_orientation) {
-            ik_xform x = {pg->t.position, pg->t.orientation};
-            tg = ik_target_full_pose(x);
-        } else {
-            tg = ik_target_position(pg->t.position);
-        }
+        ik_target tg = proto__solver_target(&pg->t);
         g[t] = ik_tree_goal_target(tg);
         g[t].priority = pg->priority;
         g[t].weight = pg->weight;
@@ -772,7 +663,7 @@ static size_t tree_scratch(size_t n)
     return n * sizeof(double) + 16;
 }
 
-void proto__run_tree(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
+static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
 {
     const proto_chain *c = job->chain;
     const ik_tree *T = c->tree;
@@ -887,7 +778,7 @@ static size_t bones_carve(const proto_chain *c, char *ws, bones_ws *b)
     return at + WS_ALIGN; /* room to align the start */
 }
 
-size_t proto__tree_workspace_size(const proto_chain *c)
+static size_t tree_workspace(const proto_chain *c)
 {
     if (!c->skel)
         return ik_tree_workspace_size(c->tree) + tree_scratch(c->tree->dof);
@@ -905,7 +796,7 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
     const size_t n = c->nskel, dof = T0->dof;
     bones_ws b;
     char *base = (char *)ws + (WS_ALIGN - (uintptr_t)ws % WS_ALIGN) % WS_ALIGN;
-    if (!ws || ws_size < proto__tree_workspace_size(c)) {
+    if (!ws || ws_size < tree_workspace(c)) {
         r->status = IK_ENOSPC;
         return;
     }
@@ -974,3 +865,38 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
         r->positions[k] = ik_mat34_origin(&b.g[k]);
     tips_result(job, i, b.T, b.q, b.zero, r);
 }
+
+/* ---- the kind ------------------------------------------------------------ */
+
+static size_t seed_len(const proto_chain *c)
+{
+    return c->skel ? 4 * c->nskel : c->tree->dof;
+}
+
+static bool allows(const proto_chain *c, proto_solver s)
+{
+    (void)c;
+    return s == PROTO_SOLVER_NUMERIC;
+}
+
+static proto_solver pick(const proto_chain *c, const proto_target *t0)
+{
+    (void)c, (void)t0;
+    return PROTO_SOLVER_NUMERIC;
+}
+
+static void dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot)
+{
+    /* a tree of bones: every bone's position and local rotation; else the
+     * joints; and a pose per tip (proto_tip_result) */
+    *dof = c->skel ? 0 : c->tree->dof;
+    *npos = *nrot = c->skel ? c->nskel : 0;
+}
+
+static size_t workspace(const proto_job *job)
+{
+    return tree_workspace(job->chain);
+}
+
+const proto_kind_ops proto_kind_tree = {decode, describe, seed_len,  allows,
+                                        pick,   dims,     workspace, run};
