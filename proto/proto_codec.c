@@ -653,6 +653,8 @@ int proto__seed_read(proto_in *in, const char *path, const proto_chain *c, const
     int form = c->kind == PROTO_CHAIN_BONES ? 3 : c->skel ? 4 : 1;
     if (form == 1) {
         size_t n;
+        if (!text && json_is_object(in->node)) /* by joint name (proto_joint_seed.c) */
+            return proto__joint_seed_map(in->node, path, c, o, out, err);
         if (text ? !proto__scan_numbers(&in->s, out, len, &n) || n != len
                  : proto_json_numbers(in->node, path, len, out, err) != 0)
             return -1;
@@ -662,7 +664,7 @@ int proto__seed_read(proto_in *in, const char *path, const proto_chain *c, const
             if (proto__angular_joint(c, i))
                 out[i] = proto_angle_in(o->units, out[i]);
         }
-        return 0;
+        return proto__joint_seed_check(c, o, out, len, path, false, err);
     }
     size_t k = len / (size_t)form, n;
     if (text ? !proto__scan_char(&in->s, '[')

@@ -208,7 +208,9 @@ int proto__urdf_source(const json_t *o, const char *path, const proto_limits *li
 /* One joint object of a joint list (a joints chain's, or with "parent"
  * allowed, which the caller reads, a tree's) at path pj, index i (its
  * default name joint<i>), in the chain's frame and units, into *out and
- * name. 0, or -1 with *err set. */
+ * name; a revolute limit beyond PROTO_LIMIT_TURNS turns in radians is
+ * refused as degrees. 0, or -1 with *err set. */
+#define PROTO_LIMIT_TURNS 2
 int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame frame,
                         proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
                         proto_error *err);
