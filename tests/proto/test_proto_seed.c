@@ -14,6 +14,7 @@
  */
 #include "tests/proto/proto_check.h"
 
+#include "proto/proto_session.h"
 #include "proto/proto_urdf.h"
 #include "tests/solver/storage.h"
 
@@ -248,6 +249,40 @@ START_TEST(test_degrees_limits_refused)
 }
 END_TEST
 
+/* A stream's seed, at open and with a target, takes the same forms. */
+START_TEST(test_stream_seed_by_name)
+{
+    static const char chain[] =
+        "{\"kind\":\"joints\",\"joints\":["
+        "{\"name\":\"a\",\"type\":\"revolute\",\"axis\":[0,0,1],\"limits\":{\"lower\":-1,"
+        "\"upper\":1}},"
+        "{\"name\":\"b\",\"type\":\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,1]},"
+        "\"limits\":{\"lower\":-1,\"upper\":1}},"
+        "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}";
+    proto_error e;
+    proto_chain *c = proto_chain_decode(chain, strlen(chain), NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    proto_session *s = NULL;
+    json_t *bad = json_loads("{\"a\":0.1,\"zz\":0.2}", 0, NULL);
+    ck_assert_int_ne(proto_session_open(c, NULL, bad, NULL, &s, &e), 0);
+    ck_assert_str_eq(e.path, "/seed/zz");
+    json_decref(bad);
+    json_t *seed = json_loads("{\"b\":0.4}", 0, NULL);
+    ck_assert_int_eq(proto_session_open(c, NULL, seed, NULL, &s, &e), 0);
+    json_decref(seed);
+    json_t *t = json_loads("{\"position\":[0.5,0.5,0.8]}", 0, NULL);
+    json_t *deg = json_loads("{\"a\":45}", 0, NULL);
+    proto_job *job = NULL;
+    ck_assert_int_ne(proto_session_target(s, t, deg, &job, &e), 0);
+    ck_assert_str_eq(e.path, "/seed/a");
+    ck_assert_ptr_nonnull(strstr(e.message, "options.units"));
+    json_decref(deg);
+    json_decref(t);
+    proto_session_free(s);
+    proto_chain_unref(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("proto_seed");
@@ -258,6 +293,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_map_refusals);
     tcase_add_test(tc, test_degrees_seed_refused);
     tcase_add_test(tc, test_degrees_limits_refused);
+    tcase_add_test(tc, test_stream_seed_by_name);
     suite_add_tcase(s, tc);
     return s;
 }
