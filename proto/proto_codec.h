@@ -33,7 +33,8 @@
  *
  * Memory: a proto_object lives on the caller's stack (under a kilobyte);
  * nothing here allocates but the error messages' snprintf into the
- * caller's proto_error. Reentrant.
+ * caller's proto_error, and options.servo's velocities (one block of the
+ * chain's joints, proto__options_release). Reentrant.
  */
 #ifndef PROTO_CODEC_H
 #define PROTO_CODEC_H
