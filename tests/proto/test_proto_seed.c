@@ -249,6 +249,46 @@ START_TEST(test_degrees_limits_refused)
 }
 END_TEST
 
+/* A tree of joints (the solve_tree_urdf fixture's two arms over a waist):
+ * its seed by name, r_elbow left out (mid-limits 1.25), answers exactly
+ * as the list with 1.25 in its place does (test_fixtures checks this
+ * tree's answers by forward kinematics). */
+START_TEST(test_tree_seed_by_name)
+{
+    const char *path = "tests/fixtures/solve_tree_urdf.request.json"; /* from the root */
+    size_t len;
+    char *text = pc_read_file(path, &len);
+    ck_assert_msg(text != NULL, "cannot read %s", path);
+    json_t *req = json_loads(text, 0, NULL);
+    free(text);
+    ck_assert_ptr_nonnull(req);
+    json_t *m = json_pack("{s:f, s:f, s:f, s:f}", "l_elbow", 0.8, "waist", 0.0, "l_shoulder", 0.2,
+                          "r_shoulder", 0.0);
+    json_t *l = json_pack("[f,f,f,f,f]", 0.0, 0.2, 0.8, 0.0, 1.25);
+    json_t *r[2];
+    for (int k = 0; k < 2; k++) {
+        json_object_set(req, "seed", k ? m : l);
+        json_object_set_new(req, "options", json_pack("{s:s}", "search", "nearest"));
+        char *b = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        proto_error e;
+        r[k] = pc_solve(b, PROTO_SOLVE, &e);
+        ck_assert_msg(r[k] != NULL, "refused: %s at %s", e.message, e.path);
+        ck_assert_str_eq(json_string_value(json_object_get(r[k], "status")), "success");
+        free(b);
+    }
+    const json_t *a = json_object_get(r[0], "joints"), *b = json_object_get(r[1], "joints");
+    ck_assert_uint_eq(json_array_size(a), 5);
+    for (size_t k = 0; k < 5; k++)
+        ck_assert_double_eq_tol(json_number_value(json_array_get(a, k)),
+                                json_number_value(json_array_get(b, k)), 1e-12);
+    json_decref(r[0]);
+    json_decref(r[1]);
+    json_decref(m);
+    json_decref(l);
+    json_decref(req);
+}
+END_TEST
+
 /* A stream's seed, at open and with a target, takes the same forms. */
 START_TEST(test_stream_seed_by_name)
 {
@@ -294,6 +334,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_degrees_seed_refused);
     tcase_add_test(tc, test_degrees_limits_refused);
     tcase_add_test(tc, test_stream_seed_by_name);
+    tcase_add_test(tc, test_tree_seed_by_name);
     suite_add_tcase(s, tc);
     return s;
 }
