@@ -25,8 +25,8 @@ static void joint_range(const proto_chain *c, size_t i, double *lo, double *hi)
     *hi = c->tree ? c->tree->upper[i] : c->chain->upper[i];
 }
 
-int proto__joint_seed_check(const proto_chain *c, const proto_options *o, const double *q,
-                            size_t n, const char *path, bool by_name, proto_error *err)
+int proto__joint_seed_check(const proto_chain *c, const proto_options *o, const double *q, size_t n,
+                            const char *path, bool by_name, proto_error *err)
 {
     const double turn = 2.0 * IK_PI;
     for (size_t i = 0; i < n; i++) {

@@ -11,7 +11,6 @@
  */
 #include "tests/proto/proto_check.h"
 
-
 static double quat_angle(ik_quat a, ik_quat b)
 {
     /* the angle of b * conj(a): 2 atan2(|v|, |w|) */
@@ -68,8 +67,7 @@ START_TEST(test_orientation_error_is_the_angle_on_chains_and_trees)
             ck_assert_ptr_nonnull(tip);
             double angle = quat_angle(pc_quat(json_object_get(tip, "orientation")), want);
             ck_assert_double_gt(angle, 1e-3); /* the test means something */
-            ck_assert_double_eq_tol(pc_num(r, "orientation_error"), angle * scale,
-                                    1e-9 * scale);
+            ck_assert_double_eq_tol(pc_num(r, "orientation_error"), angle * scale, 1e-9 * scale);
             if (tree) {
                 ck_assert_double_eq_tol(pc_num(tip, "orientation_error"), angle * scale,
                                         1e-9 * scale);

@@ -35,8 +35,8 @@ static void ur5_load(void)
     ik_joint joints[32];
     size_t n;
     proto_error e;
-    ck_assert_int_eq(
-        proto_urdf_chain(g_xml, g_len, "base_link", "tool0", joints, 32, &n, NULL, &e), 0);
+    ck_assert_int_eq(proto_urdf_chain(g_xml, g_len, "base_link", "tool0", joints, 32, &n, NULL, &e),
+                     0);
     ck_assert_int_eq(chain_init(&g_chain, joints, n), IK_OK);
     ck_assert_uint_eq(g_chain.dof, 6);
 }
@@ -88,7 +88,8 @@ START_TEST(test_map_seed_same_as_list)
     snprintf(list, sizeof list, "[%.17g,%.17g,%.17g,%.17g,%.17g,%.17g]", s[0], s[1], s[2], s[3],
              s[4], s[5]);
     /* the names out of order: a map has none */
-    snprintf(map, sizeof map, "{\"%s\":%.17g,\"%s\":%.17g,\"%s\":%.17g,\"%s\":%.17g,\"%s\":%.17g,"
+    snprintf(map, sizeof map,
+             "{\"%s\":%.17g,\"%s\":%.17g,\"%s\":%.17g,\"%s\":%.17g,\"%s\":%.17g,"
              "\"%s\":%.17g}",
              UR5_NAMES[5], s[5], UR5_NAMES[0], s[0], UR5_NAMES[3], s[3], UR5_NAMES[1], s[1],
              UR5_NAMES[4], s[4], UR5_NAMES[2], s[2]);
@@ -137,19 +138,20 @@ END_TEST
 static char *abc_body(const char *seed, const char *chain_units, const char *units)
 {
     char *b = malloc(2048);
-    snprintf(b, 2048,
-             "{\"chain\":{\"kind\":\"joints\"%s,\"joints\":["
-             "{\"name\":\"a\",\"type\":\"revolute\",\"axis\":[0,0,1],\"limits\":{\"lower\":0,"
-             "\"upper\":%s}},"
-             "{\"name\":\"b\",\"type\":\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,0.3]},"
-             "\"limits\":{\"lower\":0,\"upper\":2}},"
-             "{\"name\":\"c\",\"type\":\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0.3,0,0]},"
-             "\"limits\":{\"lower\":0,\"upper\":2}},"
-             "{\"name\":\"tip\",\"type\":\"fixed\",\"origin\":{\"xyz\":[0.2,0,0]}}]},"
-             "\"target\":{\"position\":[0.25,0.1,0.1]},\"seed\":%s,\"options\":{\"search\":"
-             "\"nearest\",\"units\":\"%s\"}}",
-             chain_units ? chain_units : "", chain_units ? "114.59" : "2", seed,
-             units ? units : "radians");
+    snprintf(
+        b, 2048,
+        "{\"chain\":{\"kind\":\"joints\"%s,\"joints\":["
+        "{\"name\":\"a\",\"type\":\"revolute\",\"axis\":[0,0,1],\"limits\":{\"lower\":0,"
+        "\"upper\":%s}},"
+        "{\"name\":\"b\",\"type\":\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,0.3]},"
+        "\"limits\":{\"lower\":0,\"upper\":2}},"
+        "{\"name\":\"c\",\"type\":\"revolute\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0.3,0,0]},"
+        "\"limits\":{\"lower\":0,\"upper\":2}},"
+        "{\"name\":\"tip\",\"type\":\"fixed\",\"origin\":{\"xyz\":[0.2,0,0]}}]},"
+        "\"target\":{\"position\":[0.25,0.1,0.1]},\"seed\":%s,\"options\":{\"search\":"
+        "\"nearest\",\"units\":\"%s\"}}",
+        chain_units ? chain_units : "", chain_units ? "114.59" : "2", seed,
+        units ? units : "radians");
     return b;
 }
 
@@ -161,7 +163,8 @@ START_TEST(test_map_missing_names_take_mid_limits)
     ck_assert_msg(rl != NULL, "list refused: %s", e.message);
     json_t *rm = pc_solve(bm, PROTO_SOLVE, &e);
     ck_assert_msg(rm != NULL, "map refused: %s at %s", e.message, e.path);
-    const json_t *jl = json_object_get(first(rl), "joints"), *jm = json_object_get(first(rm), "joints");
+    const json_t *jl = json_object_get(first(rl), "joints"),
+                 *jm = json_object_get(first(rm), "joints");
     ck_assert_uint_eq(json_array_size(jl), 3);
     for (size_t k = 0; k < 3; k++)
         ck_assert_double_eq_tol(json_number_value(json_array_get(jl, k)),
@@ -233,8 +236,7 @@ START_TEST(test_degrees_limits_refused)
     pc_reject(b, PROTO_SOLVE, "invalid_chain", 422, "/chain/joints/0/limits/upper");
     proto_error e;
     ck_assert_ptr_null(pc_solve(b, PROTO_SOLVE, &e));
-    ck_assert_msg(strstr(e.message, "\"units\"") && strstr(e.message, "degrees"), "%s",
-                  e.message);
+    ck_assert_msg(strstr(e.message, "\"units\"") && strstr(e.message, "degrees"), "%s", e.message);
     free(b);
     /* the chain says degrees: accepted, and a seed in degrees with it */
     b = abc_body("[57.3,57.3,57.3]", ",\"units\":\"degrees\"", "degrees");
