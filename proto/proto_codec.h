@@ -33,7 +33,8 @@
  *
  * Memory: a proto_object lives on the caller's stack (under a kilobyte);
  * nothing here allocates but the error messages' snprintf into the
- * caller's proto_error. Reentrant.
+ * caller's proto_error, and options.servo's velocities (one block of the
+ * chain's joints, proto__options_release). Reentrant.
  */
 #ifndef PROTO_CODEC_H
 #define PROTO_CODEC_H
@@ -321,6 +322,15 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
  * (proto__seed_len(c) doubles, internal convention). */
 int proto__seed_read(proto_in *in, const char *path, const proto_chain *c, const proto_options *o,
                      double *out, proto_error *err);
+/* Joint values (proto_joint_seed.c): a seed given as a map of joint names
+ * to values (tree mode) into out, the joints it leaves out at their default
+ * start (mid-limits); and the units check of n values q (internal units):
+ * none more than a turn outside its joint's limits, the error at
+ * path/index or, by_name, path/name. 0, or -1 with *err set. */
+int proto__joint_seed_map(const json_t *m, const char *path, const proto_chain *c,
+                          const proto_options *o, double *out, proto_error *err);
+int proto__joint_seed_check(const proto_chain *c, const proto_options *o, const double *q,
+                            size_t n, const char *path, bool by_name, proto_error *err);
 
 #define PROTO_OPTIONS_MAP(X, P)                                                                    \
     X(P, SOLVER, "solver", PROTO_STRING, 0, 0, false)                                             \

@@ -119,9 +119,11 @@ typedef struct proto_options {
     double max_joint_step_in;  /* the same as the caller gave it */
     /* servo streams (options.servo): the controller's period in seconds
      * (0: not a servo stream) and each joint's velocity limit (radians or
-     * length per second) */
+     * length per second; the chain's dof values, in a heap block that
+     * whoever decoded the options frees with proto__options_release: a
+     * stream's session, which outlives every job made from its options) */
     double servo_period;
-    double servo_velocity[IK_MAX_DOF];
+    double *servo_velocity;
     int bend;                  /* planar: +1, -1, or 0 (auto: +1, or nearest seed) */
     /* tree chains: options.objective (an ik_tree_objective) when given;
      * otherwise distance for nearest solves, none for the others */
@@ -283,6 +285,9 @@ int proto__check_target(const proto_job *job, const proto_target *t, const char 
                         proto_error *err);
 void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size);
 size_t proto__workspace_size(const proto_job *job);
+/* Frees what proto__options_read allocated in o (options.servo's
+ * velocities); o stays valid without them. */
+void proto__options_release(proto_options *o);
 /* Result dimensions for the resolved solver. */
 void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_t *npos,
                         size_t *nrot);

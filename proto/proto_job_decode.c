@@ -424,6 +424,7 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     if (proto__options_read(MEMBER(OPTIONS), chain, lim, &opt, err))
         goto fail;
     if (opt.servo_period > 0) {
+        proto__options_release(&opt);
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo",
                         "options.servo applies to streams (GET /v1/stream), where each answer "
                         "is one control period");

@@ -90,6 +90,7 @@ struct proto_chain {
      * set) keeps its bones above and names holds theirs, in bone order;
      * its tree is the skeleton's pose compiled (proto_kind_tree.c) */
     ik_tree *tree;
+    size_t tree_storage; /* bytes of its storage (after the view) */
     char (*tip_names)[PROTO_NAME_MAX];
     /* a tree of bones: the bones on the tips' paths, in bone order (bone
      * path_bones[k] is the tree's described joints 3k, 3k + 1, 3k + 2) */
@@ -207,7 +208,9 @@ int proto__urdf_source(const json_t *o, const char *path, const proto_limits *li
 /* One joint object of a joint list (a joints chain's, or with "parent"
  * allowed, which the caller reads, a tree's) at path pj, index i (its
  * default name joint<i>), in the chain's frame and units, into *out and
- * name. 0, or -1 with *err set. */
+ * name; a revolute limit beyond PROTO_LIMIT_TURNS turns in radians is
+ * refused as degrees. 0, or -1 with *err set. */
+#define PROTO_LIMIT_TURNS 2
 int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame frame,
                         proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
                         proto_error *err);

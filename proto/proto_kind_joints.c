@@ -28,9 +28,8 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
         return -1;
     char p[PROTO_PATH_MAX];
     proto_json_path_key(p, path, "joints");
-    size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
     size_t n;
-    if (proto_json_array(arr, p, 1, cap, true, &n, err))
+    if (proto_json_array(arr, p, 1, lim->max_joints, true, &n, err))
         return -1;
     ik_joint *j = calloc(n, sizeof *j);
     char(*names)[PROTO_NAME_MAX] = calloc(n, sizeof *names);
@@ -52,12 +51,6 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
     }
     if (movable == 0) {
         proto_error_set(err, PROTO_E_INVALID_CHAIN, p, "the chain has no movable joint");
-        goto out;
-    }
-    if (movable > IK_MAX_DOF) {
-        proto_error_set(err, PROTO_E_TOO_LARGE, p,
-                        "the chain has %zu movable joints; at most %d are supported", movable,
-                        IK_MAX_DOF);
         goto out;
     }
     int crc = proto__chain_compile(c, j, n, err);

@@ -136,8 +136,16 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     }
     ik_twobone_result o;
     r->rot_err = -1;
+    /* a stream's solve without a pole keeps the previous answer's bend
+     * plane (ik_twobone_plane_pole), from the start pose's limb */
+    ik_vec3 plane;
+    const ik_vec3 *pole = t->has_pole ? &t->pole : NULL;
+    if (!pole && job->opt.follow && ik_skeleton_globals(bones, n, g) == IK_OK &&
+        ik_twobone_plane_pole(ik_mat34_origin(&g[c->limb[0]]), ik_mat34_origin(&g[c->limb[1]]),
+                              ik_mat34_origin(&g[c->limb[2]]), t->position, &plane))
+        pole = &plane;
     r->status = ik_skeleton_twobone(bones, n, c->limb[0], c->limb[1], c->limb[2], t->position,
-                                    t->has_pole ? &t->pole : NULL, g, &o);
+                                    pole, g, &o);
     r->cause = proto__reach_cause(r->status, o.reach);
     if (r->status == IK_EINVAL)
         return;

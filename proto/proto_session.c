@@ -74,6 +74,7 @@ int proto_session_open(proto_chain *chain, const json_t *options, const json_t *
     *out = s;
     return 0;
 fail:
+    proto__options_release(&s->opt);
     free(s->seed);
     free(s);
     return -1;
@@ -85,6 +86,7 @@ void proto_session_free(proto_session *s)
         return;
     proto_job_free(s->prev);
     proto_chain_unref(s->chain);
+    proto__options_release(&s->opt);
     free(s->seed);
     free(s->kept);
     free(s);

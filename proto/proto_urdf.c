@@ -461,22 +461,24 @@ int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_li
                       vel_err, err);
 }
 
-int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                          ik_chain *chain, size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
-                          proto_error *err)
+ik_chain *proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
+                                const char *tip_link, size_t max_joints,
+                                char (**names)[PROTO_URDF_NAME_MAX], proto_error *err)
 {
-    if (!chain)
-        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no chain to load into");
-    ik_joint *joints = malloc(IK_MAX_JOINTS * sizeof *joints);
-    char(*jn)[PROTO_URDF_NAME_MAX] = malloc(IK_MAX_JOINTS * sizeof *jn);
-    ik_chain *tmp = malloc(sizeof *tmp);
-    int r = -1;
+    if (max_joints == 0 || max_joints > SIZE_MAX / sizeof(ik_joint) / 4) {
+        urdf_fail(err, PROTO_E_INVALID_REQUEST, "max_joints is out of range");
+        return NULL;
+    }
+    ik_joint *joints = malloc(max_joints * sizeof *joints);
+    char(*jn)[PROTO_URDF_NAME_MAX] = malloc(max_joints * sizeof *jn);
+    char(*out_names)[PROTO_URDF_NAME_MAX] = NULL;
+    ik_chain *chain = NULL;
     size_t n = 0;
-    if (!joints || !jn || !tmp) {
+    if (!joints || !jn) {
         urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
         goto done;
     }
-    if (proto_urdf_chain(xml, len, base_link, tip_link, joints, IK_MAX_JOINTS, &n, jn, err))
+    if (proto_urdf_chain(xml, len, base_link, tip_link, joints, max_joints, &n, jn, err))
         goto done;
     size_t dof = 0;
     for (size_t i = 0; i < n; i++)
@@ -485,29 +487,34 @@ int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, co
         INVALID(err, "the chain from '%.64s' to '%.64s' has no movable joint", base_link, tip_link);
         goto done;
     }
-    if (dof > IK_MAX_DOF) {
-        TOO_LARGE(err, "the chain from '%.64s' to '%.64s' has %zu movable joints, more than %d",
-                  base_link, tip_link, dof, IK_MAX_DOF);
-        goto done;
+    const size_t store = ik_chain_storage_size(dof);
+    chain = malloc(sizeof *chain + store);
+    if (names)
+        out_names = malloc(dof * sizeof *out_names);
+    if (!chain || (names && !out_names)) {
+        urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
+        goto fail;
     }
-    int st = ik_chain_init(tmp, joints, n);
+    int st = ik_chain_init(chain, chain + 1, store, joints, n);
     if (st != IK_OK) {
         INVALID(err, "the chain from '%.64s' to '%.64s' cannot be built: %s", base_link, tip_link,
                 ik_status_message(st));
-        goto done;
+        goto fail;
     }
-    *chain = *tmp;
-    if (n_joints)
-        *n_joints = chain->dof;
-    if (names)
+    if (names) {
         for (size_t i = 0; i < chain->dof; i++)
-            memcpy(names[i], jn[chain->source_index[i]], PROTO_URDF_NAME_MAX);
-    r = 0;
+            memcpy(out_names[i], jn[chain->source_index[i]], PROTO_URDF_NAME_MAX);
+        *names = out_names;
+    }
+    goto done;
+fail:
+    free(chain);
+    free(out_names);
+    chain = NULL;
 done:
     free(joints);
     free(jn);
-    free(tmp);
-    return r;
+    return chain;
 }
 
 int proto_urdf_tree(const char *xml, size_t len, const char *base_link,

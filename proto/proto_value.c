@@ -244,6 +244,16 @@ int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame 
             proto_json_path_key(pl, pf, lkeys[k]);
             if (!w || proto_json_number(w, pl, -PROTO_MAX_ABS, PROTO_MAX_ABS, &lu[k], err))
                 return -1;
+            /* a revolute limit beyond PROTO_LIMIT_TURNS turns in radians is
+             * a limit in degrees sent without the chain's "units" */
+            if (out->type == IK_JOINT_REVOLUTE && units == PROTO_UNITS_RADIANS &&
+                fabs(lu[k]) > PROTO_LIMIT_TURNS * 2.0 * IK_PI)
+                return proto_error_set(err, PROTO_E_INVALID_CHAIN, pl,
+                                       "joint \"%s\"'s %s limit %g is more than %d turns: "
+                                       "limits are in the chain's \"units\" (radians); it "
+                                       "looks like degrees (give the chain \"units\": "
+                                       "\"degrees\")",
+                                       name, lkeys[k], lu[k], PROTO_LIMIT_TURNS);
             if (out->type == IK_JOINT_REVOLUTE)
                 lu[k] = proto_angle_in(units, lu[k]);
         }
