@@ -8,6 +8,7 @@
  * allocates an error. Writing is proto_json_write.c's.
  */
 #include "proto/proto_json.h"
+#include "proto/proto_scan.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -159,21 +160,6 @@ static inline void jr_after_token(jr *r)
         r->swallowed++;
     }
 }
-
-/* 1 for the bytes a string holds as they are: 0x20..0x7f but '"' and '\'. */
-/* clang-format off */
-static const unsigned char jr_plain[256] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    /* 0x80..0xff: UTF-8, checked by proto__utf8_seq() */
-};
-/* clang-format on */
 
 static inline void jr_ws(jr *r)
 {
@@ -371,13 +357,17 @@ static int jr_string(jr *r, char **heap, const char **s, size_t *n)
     const unsigned char *start = ++r->p, *p = start, *end = r->end;
     bool escaped = false;
     for (;;) {
-        while (p < end && jr_plain[*p])
+        while (p < end && proto__plain[*p]) /* the scanner's plain bytes (proto_scan.h) */
             p++;
         if (p >= end)
             return -1;
         unsigned c = *p;
         if (c == '"')
             break;
+        if (c == 0x7f) { /* DEL: as it is, too */
+            p++;
+            continue;
+        }
         if (c == '\\') {
             escaped = true;
             if (end - p < 2)
