@@ -195,6 +195,9 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err);
  * bones in proto_kind_tree.c). 0, or -1 with *err set. */
 int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, proto_frame frame,
                           size_t min, const proto_limits *lim, proto_error *err);
+/* The index of name s among the first n of names (a chain's bones or
+ * joints), or -1. */
+int proto__name_index(char (*names)[PROTO_NAME_MAX], size_t n, const char *s);
 /* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
 /* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */
