@@ -166,7 +166,9 @@ const ik_closed *proto__chain_closed(proto_chain *c);
  * position (trees' tip targets too). */
 ik_target proto__solver_target(const proto_target *t);
 /* The binding of joints and urdf chains (numeric or closed), and the
- * numeric solve of a planar chain. */
+ * numeric solve of a planar chain; the seed length of the three (a
+ * value per joint of the compiled chain). */
+size_t proto__serial_seed_len(const proto_chain *c);
 bool proto__serial_allows(const proto_chain *c, proto_solver s);
 proto_solver proto__serial_pick(const proto_chain *c, const proto_target *t0);
 void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot);
