@@ -25,13 +25,6 @@ static const proto_member options_members[PROTO_O_COUNT] = {
 
 /* ---- errors ------------------------------------------------------------------- */
 
-int proto__bad(proto_error *err, const char *at, const char *what)
-{
-    char name[PROTO_PATH_MAX];
-    proto_json_path_name(name, sizeof name, at);
-    return proto_error_set(err, PROTO_E_INVALID_REQUEST, at, "%s %s", name, what);
-}
-
 int proto__required(proto_error *err, const char *path, const char *key)
 {
     char p[PROTO_PATH_MAX];
@@ -174,19 +167,14 @@ static int numbers_in_range(const proto_object *o, const proto_member *m, size_t
         double v = o->num[m->at + e];
         if (v >= lo && v <= PROTO_MAX_ABS)
             continue;
-        char pe[PROTO_PATH_MAX], pr[PROTO_PATH_MAX], what[128];
-        const char *p = at;
+        char pe[PROTO_PATH_MAX], pr[PROTO_PATH_MAX];
         if (m->shape == PROTO_ROWS) { /* a row's element */
             proto_json_path_index(pr, at, e / 3);
             proto_json_path_index(pe, pr, e % 3);
         } else {
             proto_json_path_index(pe, at, e);
         }
-        p = pe;
-        if (!isfinite(v))
-            return proto__bad(err, p, "must be a finite number");
-        snprintf(what, sizeof what, "must be within [%g, %g] (got %g)", lo, PROTO_MAX_ABS, v);
-        return proto__bad(err, p, what);
+        return proto__number_in(v, pe, lo, PROTO_MAX_ABS, err);
     }
     return 0;
 }
@@ -288,13 +276,7 @@ static int member_enum(const proto_object *o, size_t k, const char *at, const ch
             *out = i;
             return 0;
         }
-    if (o->mode == PROTO_MODE_TEXT)
-        return -1;
-    char what[200];
-    size_t n = (size_t)snprintf(what, sizeof what, "must be one of");
-    for (int i = 0; names[i] && n < sizeof what; i++)
-        n += (size_t)snprintf(what + n, sizeof what - n, "%s \"%s\"", i ? "," : "", names[i]);
-    return proto__bad(err, at, what);
+    return o->mode == PROTO_MODE_TEXT ? -1 : proto__enum_error(err, at, names);
 }
 
 /* ---- arrays ----------------------------------------------------------------------- */

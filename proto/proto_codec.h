@@ -194,9 +194,9 @@ static inline size_t proto__member_find(const proto_member *d, size_t n, const c
     return n;
 }
 
-/* Error helpers of the rules, worded as proto_json.h's getters word them:
- * "<name of at> <what>". Each returns -1. */
-int proto__bad(proto_error *err, const char *at, const char *what);
+/* "<name of path/key> is required", as proto_json_require() words it
+ * (the rules' other words: proto__bad() and its kin, proto_json.h).
+ * Returns -1. */
 int proto__required(proto_error *err, const char *path, const char *key);
 /* An object at path holds a member key its kind does not have (tree mode:
  * the first such key; filled mode: the first such member). */

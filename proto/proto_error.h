@@ -25,6 +25,7 @@
 #ifndef PROTO_ERROR_H
 #define PROTO_ERROR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define PROTO_ERROR_MAP(X)                                                                         \
@@ -96,5 +97,12 @@ int proto_error_moveit(proto_errcode code);
 /* Writes the JSON error body into buf (NUL-terminated, truncated to size)
  * and returns the length it needed, like snprintf. Strings are escaped. */
 size_t proto_error_format(const proto_error *e, char *buf, size_t size);
+
+/* The error object {"code","message","path"} of e into w (proto_json_write.h),
+ * as the batch of items and the stream messages answer it: a message cut
+ * inside a UTF-8 sequence is answered "(message not printable)", with an
+ * empty path. false, with nothing written, when out of memory. */
+struct proto_jw;
+bool proto_error_write(struct proto_jw *w, const proto_error *e);
 
 #endif /* PROTO_ERROR_H */

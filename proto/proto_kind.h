@@ -167,7 +167,9 @@ const ik_closed *proto__chain_closed(proto_chain *c);
  * position (trees' tip targets too). */
 ik_target proto__solver_target(const proto_target *t);
 /* The binding of joints and urdf chains (numeric or closed), and the
- * numeric solve of a planar chain. */
+ * numeric solve of a planar chain; the seed length of the three (a
+ * value per joint of the compiled chain). */
+size_t proto__serial_seed_len(const proto_chain *c);
 bool proto__serial_allows(const proto_chain *c, proto_solver s);
 proto_solver proto__serial_pick(const proto_chain *c, const proto_target *t0);
 void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot);
@@ -196,6 +198,9 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err);
  * bones in proto_kind_tree.c). 0, or -1 with *err set. */
 int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, proto_frame frame,
                           size_t min, const proto_limits *lim, proto_error *err);
+/* The index of name s among the first n of names (a chain's bones or
+ * joints), or -1. */
+int proto__name_index(char (*names)[PROTO_NAME_MAX], size_t n, const char *s);
 /* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
 /* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */

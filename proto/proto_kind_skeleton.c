@@ -15,14 +15,6 @@
 
 #include "solver/ik_twobone.h"
 
-static int find_name(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(names[i], s) == 0)
-            return (int)i;
-    return -1;
-}
-
 static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                            const proto_limits *lim, proto_error *err)
 {
@@ -56,7 +48,7 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
         const char *s;
         if (proto_json_string(json_array_get(limb, i), pi, PROTO_NAME_MAX - 1, &s, err))
             return -1;
-        int b = find_name(c->names, n, s);
+        int b = proto__name_index(c->names, n, s);
         if (b < 0)
             return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi, "no bone is named \"%s\"", s);
         c->limb[i] = (size_t)b;

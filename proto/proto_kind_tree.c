@@ -246,13 +246,12 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
         if (proto__joint_decode(jo, pj, i, (proto_frame)fi, (proto_units)ui, true, &j[i], names[i],
                                 err))
             goto out;
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(names[k], names[i]) == 0) {
-                proto_json_path_key(pf, pj, "name");
-                proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "joint name \"%s\" is used twice",
-                                names[i]);
-                goto out;
-            }
+        if (proto__name_index(names, i, names[i]) >= 0) {
+            proto_json_path_key(pf, pj, "name");
+            proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "joint name \"%s\" is used twice",
+                            names[i]);
+            goto out;
+        }
         parent[i] = -1;
         const json_t *pv = json_object_get(jo, "parent");
         if (pv && !json_is_null(pv)) {
@@ -260,23 +259,19 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
             proto_json_path_key(pf, pj, "parent");
             if (proto_json_string(pv, pf, PROTO_NAME_MAX - 1, &s, err))
                 goto out;
-            size_t k = 0;
-            while (k < i && strcmp(names[k], s) != 0)
-                k++;
-            if (k == i) {
+            int k = proto__name_index(names, i, s);
+            if (k < 0) {
                 proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
                                 "parent \"%s\" of joint \"%s\" is not an earlier joint", s,
                                 names[i]);
                 goto out;
             }
-            parent[i] = (int)k;
+            parent[i] = k;
         }
     }
     for (size_t t = 0; t < ntips; t++) {
-        size_t k = 0;
-        while (k < n && strcmp(names[k], tips[t]) != 0)
-            k++;
-        if (k == n) {
+        int k = proto__name_index(names, n, tips[t]);
+        if (k < 0) {
             char pt[PROTO_PATH_MAX], pi[PROTO_PATH_MAX];
             proto_json_path_key(pt, path, "tips");
             proto_json_path_index(pi, pt, t);
@@ -286,7 +281,7 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
                             tips[t]);
             goto out;
         }
-        tip_joint[t] = k;
+        tip_joint[t] = (size_t)k;
     }
     rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path,
                     PROTO_E_INVALID_CHAIN, NULL, err);
@@ -359,13 +354,11 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
     proto_json_path_key(pt, path, "tips");
     for (size_t t = 0; t < ntips; t++) {
         proto_json_path_index(pi, pt, t);
-        size_t b = 0;
-        while (b < n && strcmp(c->names[b], tips[t]) != 0)
-            b++;
-        if (b == n)
+        int b = proto__name_index(c->names, n, tips[t]);
+        if (b < 0)
             return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi, "no bone is named \"%s\"",
                                    tips[t]);
-        tipb[t] = b;
+        tipb[t] = (size_t)b;
     }
     /* the paths: 1 on one, 2 above a tip */
     unsigned char *mark = calloc(n, 1);

@@ -26,8 +26,8 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err)
     return c->velocity;
 }
 
-static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
-                       const proto_limits *lim, proto_error *err)
+static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                       proto_error *err)
 {
     static const char *const keys[] = {"kind", "urdf", "base", "tip", NULL};
     if (proto_json_check_object(o, path, keys, err))
@@ -123,12 +123,6 @@ out:
     return rc;
 }
 
-static size_t seed_len(const proto_chain *c)
-{
-    return c->chain->dof;
-}
-
-const proto_kind_ops proto_kind_urdf = {decode_urdf,          proto__serial_describe,
-                                        seed_len,             proto__serial_allows,
-                                        proto__serial_pick,   proto__serial_dims,
-                                        proto__serial_workspace, proto__serial_run};
+const proto_kind_ops proto_kind_urdf = {
+    decode_urdf,        proto__serial_describe, proto__serial_seed_len,  proto__serial_allows,
+    proto__serial_pick, proto__serial_dims,     proto__serial_workspace, proto__serial_run};

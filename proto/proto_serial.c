@@ -89,6 +89,11 @@ proto_solver proto__serial_pick(const proto_chain *c, const proto_target *t0)
                                                                         : PROTO_SOLVER_NUMERIC;
 }
 
+size_t proto__serial_seed_len(const proto_chain *c)
+{
+    return c->chain->dof;
+}
+
 void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot)
 {
     *dof = c->chain->dof;

@@ -752,22 +752,15 @@ char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sen
 }
 
 /* "error":{...}} after the members naming the stream and seq (with a
- * comma before it when comma); false when out of memory (nothing
- * written). */
+ * comma before it when comma); false when out of memory (the text is
+ * then incomplete: the callers drop it). */
 static bool error_tail(proto_jw *w, const proto_error *e, bool comma)
 {
-    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                              e->message, "path", e->path);
-    if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
-        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                          "(message not printable)", "path", "");
-    if (!inner)
-        return false;
     if (comma)
         RAW(w, ",");
     RAW(w, "\"error\":");
-    proto_jw_value(w, inner, false);
-    json_decref(inner);
+    if (!proto_error_write(w, e))
+        return false;
     RAW(w, "}");
     return true;
 }

@@ -79,8 +79,7 @@ int proto__urdf_source(const json_t *o, const char *path, const proto_limits *li
     return !v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, base, err) ? -1 : 0;
 }
 
-/* The index of name s among the first n of names, or -1. */
-static int earlier_name(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
+int proto__name_index(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(names[i], s) == 0)
@@ -117,7 +116,7 @@ int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, pro
         proto_json_path_key(pf, pb, "name");
         if (!v || name_value(c->names[i], v, pf, err))
             return -1;
-        if (earlier_name(c->names, i, c->names[i]) >= 0)
+        if (proto__name_index(c->names, i, c->names[i]) >= 0)
             return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "bone name \"%s\" is used twice",
                                    c->names[i]);
         ik_bone *bone = &c->skel[i];
@@ -130,7 +129,7 @@ int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, pro
             const char *s;
             if (proto_json_string(v, pf, PROTO_NAME_MAX - 1, &s, err))
                 return -1;
-            int k = earlier_name(c->names, i, s);
+            int k = proto__name_index(c->names, i, s);
             if (k < 0)
                 return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
                                        "parent \"%s\" of bone \"%s\" is not an earlier bone", s,
