@@ -157,18 +157,6 @@ $(BUILD)/gen/openapi_yaml.c: proto/openapi.yaml
 $(BUILD)/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_BASE) $(CFLAGS_TEST) -c $< -o $@
-# The shortest double writer's powers of ten (proto_json_write.c), and the
-# test that checks every entry, include "proto/proto_pow10.h": a table
-# proto/gen_pow10.py writes into $(BUILD)/gen/proto/ (exact integer
-# arithmetic, python3 from docker/install-deps.sh), found through -I.
-PROTO_POW10_H := $(BUILD)/gen/proto/proto_pow10.h
-$(PROTO_POW10_H): proto/gen_pow10.py
-	@mkdir -p $(dir $@)
-	python3 $< > $@.tmp && mv $@.tmp $@
-$(BUILD)/obj/proto/proto_json_write.o $(BUILD)/obj/tests/proto/test_proto_json.o: \
-    $(PROTO_POW10_H)
-$(BUILD)/obj/proto/proto_json_write.o: CFLAGS_PROTO += -I$(BUILD)/gen
-$(BUILD)/obj/tests/proto/test_proto_json.o: CFLAGS_TEST += -I$(BUILD)/gen
 
 $(LIBSOLVER): $(SOLVER_OBJ)
 	@mkdir -p $(dir $@)

@@ -24,9 +24,8 @@
 # warning (tests/docker/test_node_engines.mjs).
 set -eu
 
-# (libcurl and GnuTLS: the C network client, clients/c/, which `make` builds too;
-# python3: the build writes proto_pow10.h with proto/gen_pow10.py)
-BUILD_PKGS="build-essential pkg-config make gcc python3 \
+# (libcurl and GnuTLS: the C network client, clients/c/, which `make` builds too)
+BUILD_PKGS="build-essential pkg-config make gcc \
   libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev \
   libcurl4-openssl-dev libgnutls28-dev"
 TEST_PKGS="check python3 python3-websockets wrk curl chromium haproxy openssl python3-yaml prometheus \

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-gen_pow10.py: writes proto_pow10.h, the table of powers of ten the
+gen_pow10.py: writes proto/proto_pow10.h, the table of powers of ten the
 shortest double writer of proto/proto_json_write.c multiplies by (the
 Schubfach method, R. Giulietti, "The Schubfach way to render doubles",
 2020). For every k in [PROTO_POW10_KMIN, PROTO_POW10_KMAX] the entry is
@@ -11,11 +11,9 @@ when that is an integer (k <= 0, 10^-k scaled up), else floor() of it plus
 one: a 126-bit integer in [2^125, 2^126] that is 10^-k scaled to 126 bits,
 exactly or just above it, split into its high and low 64 bits. Python's integers are exact,
 so the table is too; tests/proto/test_proto_json.c checks every entry again
-with its own arithmetic. The Makefile runs it at build time into the
-build folder (BUILD/gen/proto/proto_pow10.h, included as
-"proto/proto_pow10.h"):
+with its own arithmetic. Run from the repository root:
 
-    python3 proto/gen_pow10.py > build/gen/proto/proto_pow10.h
+    python3 proto/gen_pow10.py > proto/proto_pow10.h
 """
 KMIN, KMAX = -324, 292
 
