@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_scene.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_servo.h"
 
@@ -94,10 +95,43 @@ void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t 
     *nrot = 0;
 }
 
+/* A servo stream with collisions slows within this distance (the chain's
+ * length unit) of an obstacle, in proportion to the room left (MoveIt
+ * Servo's collision velocity scaling: ik_collide_servo_scale). */
+#define SERVO_SLOW_DISTANCE 0.1
+
+/* The collision workspace's bytes at the start of a solve's workspace (0
+ * without a model), a multiple of 64 so that the rest stays aligned. */
+static size_t collide_ws(const proto_job *job)
+{
+    const ik_collide_model *m = job->chain->collide;
+    return m ? (ik_collide_workspace_size(m) + 63) & ~(size_t)63 : 0;
+}
+
 size_t proto__serial_workspace(const proto_job *job)
 {
-    return job->solver == PROTO_SOLVER_CLOSED ? CLOSED_CANDIDATES * 6 * sizeof(double)
-                                              : ik_numeric_workspace_size(job->chain->chain);
+    return collide_ws(job) + (job->solver == PROTO_SOLVER_CLOSED
+                                  ? CLOSED_CANDIDATES * 6 * sizeof(double)
+                                  : ik_numeric_workspace_size(job->chain->chain));
+}
+
+/* The collision check of job (its chain's model, its scene, its options)
+ * on the head of the workspace, which *ws and *ws_size then skip; false
+ * (nothing taken) when the chain has no model. */
+static bool collide_check(const proto_job *job, ik_collide_check *chk, void **ws, size_t *ws_size)
+{
+    size_t n = collide_ws(job);
+    if (!n || *ws_size < n)
+        return false;
+    chk->model = job->chain->collide;
+    chk->scene = proto_scene_view(job->scene);
+    chk->margin = job->opt.collision_margin;
+    chk->avoid = job->opt.avoid_collisions;
+    chk->ws = *ws;
+    chk->ws_size = n;
+    *ws = (char *)*ws + n;
+    *ws_size -= n;
+    return true;
 }
 
 void proto__serial_describe(const proto_chain *c, json_t *d)
@@ -151,7 +185,8 @@ static void seed_inside(const ik_chain *c, const double *seed, double *out)
  * IK_ESTEP), every joint's position, the tip, and the errors (pos_err,
  * rot_err: the solver's, of r->q). */
 static void finish_joints(proto_job *job, size_t i, proto_result *r, const double *seed,
-                          double pos_err, double rot_err, const double refused[2])
+                          double pos_err, double rot_err, const double refused[2],
+                          const ik_collide_check *chk)
 {
     const proto_chain *c = job->chain;
     const proto_target *t = &job->targets[i];
@@ -166,6 +201,16 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
                                        : -1.0;
         if (sf < 0.0)
             memcpy(r->q, from, c->chain->dof * sizeof *from);
+        if (sf >= 0.0 && chk && chk->avoid) {
+            /* near an obstacle the arm slows, and stops short of it */
+            double cs = ik_collide_servo_scale(chk->model, &chk->scene, from, r->q, chk->margin,
+                                               SERVO_SLOW_DISTANCE, chk->ws, chk->ws_size, NULL);
+            if (cs >= 0.0 && cs < 1.0) {
+                for (size_t k = 0; k < c->chain->dof; k++)
+                    r->q[k] = from[k] + cs * (r->q[k] - from[k]);
+                sf = 0.0;
+            }
+        }
         r->servo = sf >= 1.0 ? 1 : 0;
         /* the errors of the pose the arm is sent to */
         ik_xform tip = ik_chain_fk(c->chain, r->q);
@@ -202,6 +247,10 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
     r->tip = frames[c->chain->dof];
     r->pos_err = pos_err;
     r->rot_err = t->has_orientation ? rot_err : -1;
+    r->has_distance = chk != NULL;
+    if (chk)
+        r->min_distance = ik_collide_distance(chk->model, &chk->scene, r->q, chk->ws, chk->ws_size,
+                                              &r->closest);
 }
 
 static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
@@ -223,6 +272,11 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
         o.max_step = proto_angle_in(job->opt.units, job->opt.max_joint_step_in);
         o.max_step_lin = job->opt.max_joint_step_in;
     }
+    ik_collide_check chk;
+    bool coll = collide_check(job, &chk, &ws, &ws_size);
+    r->has_distance = false;
+    if (coll && chk.avoid)
+        o.collide = &chk;
     ik_numeric_result res;
     r->status = ik_numeric_solve(c->chain, &tg, seed, &o, ws, ws_size, r->q, &res);
     r->iterations = res.iterations;
@@ -233,7 +287,7 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     const double refused[2] = {res.step_ang, res.step_lin};
-    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused);
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, coll ? &chk : NULL);
 }
 
 /* The closed form (solver/ik_closed.h): the solution nearest the seed (the
@@ -254,6 +308,9 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
     const double *seed = proto__seed_of(job, i, c->chain->dof);
     const size_t n = c->chain->dof;
     ik_closed_result res;
+    ik_collide_check chk;
+    bool coll = collide_check(job, &chk, &ws, &ws_size);
+    r->has_distance = false;
     r->nall = r->total = 0;
     if (!k) {
         r->status = IK_ENOSPC;
@@ -296,14 +353,14 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
         ik_pose_error(tg.pose, x, e);
         finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
                       sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]),
-                      r->status == IK_OK ? NULL : refused);
+                      r->status == IK_OK ? NULL : refused, coll ? &chk : NULL);
         return;
     }
     r->status = ik_closed_solve(c->chain, k, &tg, seed, &o, r->q, &res);
     r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
-    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused);
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, coll ? &chk : NULL);
 }
 
 void proto__serial_run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)

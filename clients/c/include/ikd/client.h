@@ -97,6 +97,7 @@ const char *ikd_client_version(void);
     X(TOO_LARGE, "too_large", "a limit of ikd is exceeded (body, joints, targets, samples)")       \
     X(INVALID_CHAIN, "invalid_chain", "the chain cannot be built")                                 \
     X(INVALID_URDF, "invalid_urdf", "the URDF is malformed or has no chain between base and tip")  \
+    X(INVALID_SRDF, "invalid_srdf", "the SRDF is malformed or names a link the URDF lacks")        \
     X(UPGRADE_REQUIRED, "upgrade_required", "the stream endpoint wants a WebSocket upgrade")       \
     X(INTERNAL, "internal", "ikd failed, not the request")                                         \
     X(OVERLOADED, "overloaded", "ikd's solver queue is full: send again later")                    \
