@@ -225,10 +225,9 @@ struct proto_job {
     void *results_block; /* the results' own allocation (more than one target, or
                             after proto_job_limit_results), else NULL */
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
-    /* the request's scene (proto_scene.h; own), or NULL; a stream's jobs
-     * borrow their stream's (scene_borrowed) */
+    /* the request's scene (proto_scene.h; a reference: a stream's jobs
+     * share their session's), or NULL */
     struct proto_scene *scene;
-    bool scene_borrowed;
 };
 
 /* Target i's result. */

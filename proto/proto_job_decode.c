@@ -233,8 +233,7 @@ void proto_job_free(proto_job *job)
     free(job->block);
     free(job->results_block);
     free(job->seed_owned);
-    if (!job->scene_borrowed)
-        proto_scene_free(job->scene);
+    proto_scene_free(job->scene);
     free(job);
 }
 

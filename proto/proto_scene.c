@@ -113,6 +113,7 @@ int proto_scene_read(const json_t *v, const char *path, proto_frame f, proto_sce
     proto_scene *s = calloc(1, sizeof *s + total * (sizeof(ik_obstacle) + PROTO_SCENE_NAME_MAX));
     if (!s)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    atomic_init(&s->refs, 1);
     s->ob = (ik_obstacle *)(s + 1);
     s->name = (char(*)[PROTO_SCENE_NAME_MAX])(s->ob + total);
     s->nboxes = n[0];
@@ -131,9 +132,17 @@ int proto_scene_read(const json_t *v, const char *path, proto_frame f, proto_sce
     return 0;
 }
 
+proto_scene *proto_scene_ref(proto_scene *s)
+{
+    if (s)
+        atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    return s;
+}
+
 void proto_scene_free(proto_scene *s)
 {
-    free(s);
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+        free(s);
 }
 
 void proto_scene_obstacle_name(const proto_scene *s, int i, char *out, size_t size)

@@ -20,12 +20,15 @@
  * Errors: 0, or -1 with *err set (invalid_request, too_large) at the
  * value's JSON path.
  *
- * Memory: one heap block (proto_scene_free). Reentrant.
+ * Memory: one heap block, reference counted (a stream's scene is shared
+ * by its session and the jobs in flight: proto_scene_ref, and
+ * proto_scene_free releases one reference). Reentrant.
  */
 #ifndef PROTO_SCENE_H
 #define PROTO_SCENE_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "proto/proto_error.h"
@@ -36,6 +39,7 @@
 #define PROTO_SCENE_NAME_MAX 64
 
 typedef struct proto_scene {
+    atomic_size_t refs;
     size_t count;             /* obstacles: boxes, then spheres, then capsules */
     size_t nboxes, nspheres;  /* where each list begins */
     ik_obstacle *ob;          /* count, in the block */
@@ -44,6 +48,7 @@ typedef struct proto_scene {
 
 int proto_scene_read(const json_t *v, const char *path, proto_frame f, proto_scene **out,
                      proto_error *err);
+proto_scene *proto_scene_ref(proto_scene *s);
 void proto_scene_free(proto_scene *s);
 /* What answers call obstacle i: its name, else "<list>/<index>". */
 void proto_scene_obstacle_name(const proto_scene *s, int i, char *out, size_t size);
