@@ -329,6 +329,64 @@ class CollideTest(unittest.TestCase):
             await ws.close()
         run(go())
 
+    def test_servo_slows_and_stops_short(self):
+        """A servo stream swinging the arm about its base toward a box in
+        the way: it slows near the box and stops short of it, never closer
+        than the margin (by the geometry here); sent back, it moves away at
+        full speed."""
+        q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
+        q1 = [1.2] + q0[1:]
+        mid = [0.6] + q0[1:]
+        tool = link_frames(ROBOT.chain, mid)["tool0"][0]
+        box = {"name": "box", "size": [0.12, 0.12, 0.12], "position": tool}
+        scene = {"boxes": [box]}
+        period = 0.01
+        margin = 0.01
+
+        async def go():
+            ws = await connect(self.d)
+            await send(ws, {"type": "open", "stream": "s", "chain_id": self.desc["id"],
+                            "seed": q0, "scene": scene,
+                            "options": {"servo": {"period_s": period}, "timeout_ms": 0,
+                                        "max_iterations": 2000, "avoid_collisions": True,
+                                        "collision_margin": margin}})
+            m = await recv(ws)
+            self.assertEqual(m["type"], "opened", m)
+            prev, far_steps, near_steps, seq = q0, [], [], 0
+            target, _ = ROBOT.chain.fk(q1)[0], None
+            p1, o1 = ROBOT.chain.fk(q1)
+            for _ in range(150):
+                seq += 1
+                await send(ws, {"type": "target", "stream": "s", "seq": seq,
+                                "target": {"position": p1, "orientation": o1}})
+                m = await recv(ws)
+                self.assertEqual(m["type"], "solution", m)
+                q = m["result"]["joints"]
+                (d, _, _), sd = ROBOT.distances(q, scene)
+                self.assertGreaterEqual(min(d, sd), margin - TOL, (seq, q))
+                step = max(abs(a - b) for a, b in zip(q, prev))
+                d_prev = ROBOT.distances(prev, scene)[0][0]
+                (far_steps if d_prev > margin + 0.12 else near_steps).append(step)
+                if os.environ.get("COLLIDE_TRACE"):
+                    print(seq, m["result"]["status"], round(d, 4), round(step, 5))
+                prev = q
+            self.assertFalse(m["result"]["arrived"])
+            # stopped short: within 2 cm of the margin, no longer moving
+            self.assertLess(d, margin + 0.02)
+            self.assertLess(near_steps[-1], 1e-3)
+            self.assertGreater(max(far_steps), 10 * near_steps[-1])
+            # sent back, it moves away from the box at once
+            p0, o0 = ROBOT.chain.fk(q0)
+            seq += 1
+            await send(ws, {"type": "target", "stream": "s", "seq": seq,
+                            "target": {"position": p0, "orientation": o0}})
+            m = await recv(ws)
+            q = m["result"]["joints"]
+            self.assertGreater(ROBOT.distances(q, scene)[0][0], d)
+            self.assertGreater(max(abs(a - b) for a, b in zip(q, prev)), 10 * near_steps[-1])
+            await ws.close()
+        run(go())
+
     def test_rejections(self):
         def chain_error(change, status, code, path):
             c = dict(ROBOT.request, **change)
