@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "proto/proto_collide.h"
+#include "proto/proto_scene.h"
 
 void proto__chain_collide_free(proto_chain *c)
 {
@@ -226,4 +227,41 @@ void proto__chain_collide_describe(const proto_chain *c, json_t *d)
     json_object_set_new(x, "links", links);
     json_object_set_new(x, "unmodelled", unmod);
     json_object_set_new(d, "collision", x);
+}
+
+/* ---- a solve's collision check ---- */
+
+/* The collision workspace's bytes at the start of a solve's workspace (0
+ * without a model), a multiple of 64 so that the rest stays aligned. */
+size_t proto__collide_ws(const proto_job *job)
+{
+    const ik_collide_model *m = job->chain->collide;
+    return m ? (ik_collide_workspace_size(m) + 63) & ~(size_t)63 : 0;
+}
+
+/* The collision check of job (its chain's model, its scene, its options)
+ * on the head of the workspace, which *ws and *ws_size then skip; false
+ * (nothing taken) when the chain has no model. */
+bool proto__collide_check(const proto_job *job, ik_collide_check *chk, void **ws, size_t *ws_size)
+{
+    size_t n = proto__collide_ws(job);
+    if (!n || *ws_size < n)
+        return false;
+    chk->model = job->chain->collide;
+    chk->scene = proto_scene_view(job->scene);
+    chk->margin = job->opt.collision_margin;
+    chk->avoid = job->opt.avoid_collisions;
+    chk->ws = *ws;
+    chk->ws_size = n;
+    *ws = (char *)*ws + n;
+    *ws_size -= n;
+    return true;
+}
+
+void proto__collide_measure(const ik_collide_check *chk, proto_result *r)
+{
+    r->has_distance = chk != NULL;
+    if (chk)
+        r->min_distance = ik_collide_distance(chk->model, &chk->scene, r->q, chk->ws, chk->ws_size,
+                                              &r->closest);
 }

@@ -212,6 +212,15 @@ int proto__chain_collide_check(const proto_chain *c, const char *path, proto_err
 void proto__chain_collide_describe(const proto_chain *c, json_t *d);
 /* The URDF name of the model's link model_link ("?" when unknown). */
 const char *proto__collide_link_name(const proto_chain *c, int model_link);
+/* A solve's collision check (serial chains and trees): the workspace it
+ * takes at the head of the solve's (0 without a model, a multiple of 64);
+ * the check of job (its chain's model, its scene, its options) on that
+ * head, which *ws and *ws_size then skip (false, nothing taken, without a
+ * model); and the answer's min_distance and closest at r->q (chk NULL:
+ * none). */
+size_t proto__collide_ws(const proto_job *job);
+bool proto__collide_check(const proto_job *job, ik_collide_check *chk, void **ws, size_t *ws_size);
+void proto__collide_measure(const ik_collide_check *chk, proto_result *r);
 
 /* ---- proto_value.c: values chain objects share ---- */
 

@@ -100,39 +100,13 @@ void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t 
  * Servo's collision velocity scaling: ik_collide_servo_scale). */
 #define SERVO_SLOW_DISTANCE 0.1
 
-/* The collision workspace's bytes at the start of a solve's workspace (0
- * without a model), a multiple of 64 so that the rest stays aligned. */
-static size_t collide_ws(const proto_job *job)
-{
-    const ik_collide_model *m = job->chain->collide;
-    return m ? (ik_collide_workspace_size(m) + 63) & ~(size_t)63 : 0;
-}
-
 size_t proto__serial_workspace(const proto_job *job)
 {
-    return collide_ws(job) + (job->solver == PROTO_SOLVER_CLOSED
+    return proto__collide_ws(job) + (job->solver == PROTO_SOLVER_CLOSED
                                   ? CLOSED_CANDIDATES * 6 * sizeof(double)
                                   : ik_numeric_workspace_size(job->chain->chain));
 }
 
-/* The collision check of job (its chain's model, its scene, its options)
- * on the head of the workspace, which *ws and *ws_size then skip; false
- * (nothing taken) when the chain has no model. */
-static bool collide_check(const proto_job *job, ik_collide_check *chk, void **ws, size_t *ws_size)
-{
-    size_t n = collide_ws(job);
-    if (!n || *ws_size < n)
-        return false;
-    chk->model = job->chain->collide;
-    chk->scene = proto_scene_view(job->scene);
-    chk->margin = job->opt.collision_margin;
-    chk->avoid = job->opt.avoid_collisions;
-    chk->ws = *ws;
-    chk->ws_size = n;
-    *ws = (char *)*ws + n;
-    *ws_size -= n;
-    return true;
-}
 
 void proto__serial_describe(const proto_chain *c, json_t *d)
 {
@@ -247,10 +221,7 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
     r->tip = frames[c->chain->dof];
     r->pos_err = pos_err;
     r->rot_err = t->has_orientation ? rot_err : -1;
-    r->has_distance = chk != NULL;
-    if (chk)
-        r->min_distance = ik_collide_distance(chk->model, &chk->scene, r->q, chk->ws, chk->ws_size,
-                                              &r->closest);
+    proto__collide_measure(chk, r);
 }
 
 static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
@@ -273,7 +244,7 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
         o.max_step_lin = job->opt.max_joint_step_in;
     }
     ik_collide_check chk;
-    bool coll = collide_check(job, &chk, &ws, &ws_size);
+    bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
     r->has_distance = false;
     if (coll && chk.avoid)
         o.collide = &chk;
@@ -309,7 +280,7 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
     const size_t n = c->chain->dof;
     ik_closed_result res;
     ik_collide_check chk;
-    bool coll = collide_check(job, &chk, &ws, &ws_size);
+    bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
     r->has_distance = false;
     r->nall = r->total = 0;
     if (!k) {

@@ -387,6 +387,48 @@ class CollideTest(unittest.TestCase):
             await ws.close()
         run(go())
 
+    def test_tree(self):
+        """A PR2 tree of both arms with spheres at the wrists: answers carry
+        min_distance, at most the wrists' distance to a box computed here
+        (the model holds these spheres and more); a tip target inside the
+        box is in_collision, the pair named."""
+        from test_tree import Tree, full_pose_target, random_joints
+        tree = Tree("pr2_torso")
+        spheres = {t: [[0.0, 0.0, 0.0, 0.06]] for t in tree.tips}
+        st, text = self.d.http("POST", "/v1/chains", dict(tree.chain, collision_spheres=spheres))
+        self.assertIn(st, (200, 201), text)
+        desc = json.loads(text)
+        states = {k["name"]: k["state"] for k in desc["collision"]["links"]}
+        self.assertEqual([states[t] for t in tree.tips], ["spheres", "spheres"])
+        rng = random.Random(3)
+        q = random_joints(desc, rng)
+        target = full_pose_target(tree, desc["joint_names"], q)
+        left = target["tips"][tree.tips[0]]["position"]
+        box = {"size": [0.1, 0.1, 0.1], "position": [left[0] + 0.3, left[1], left[2]]}
+
+        def wrist_distance(joints):
+            best = math.inf
+            for k in range(2):
+                p, _ = tree.fk(k, desc["joint_names"], joints)
+                best = min(best, box_distance(p, 0.06, box))
+            return best
+        st, text = self.d.http("POST", "/v1/solve", {
+            "chain_id": desc["id"], "target": target, "scene": {"boxes": [box]},
+            "options": {"avoid_collisions": True, "timeout_ms": 0, "max_iterations": 10000}})
+        self.assertEqual(st, 200, text)
+        a = json.loads(text)
+        self.assertEqual(a["status"], "success", a)
+        self.assertLessEqual(a["min_distance"], wrist_distance(a["joints"]) + TOL)
+        self.assertGreaterEqual(a["min_distance"], 0)
+        box["position"] = left
+        st, text = self.d.http("POST", "/v1/solve", {
+            "chain_id": desc["id"], "target": target, "scene": {"boxes": [box]},
+            "options": {"avoid_collisions": True, "timeout_ms": 0, "max_iterations": 2000}})
+        a = json.loads(text)
+        self.assertEqual((a["status"], a["code"], a["cause"]), ("no_ik_solution", -31, "in_collision"), a)
+        self.assertEqual(a["closest"]["obstacle"], "boxes/0")
+        self.assertLess(wrist_distance(a["joints"]), 0)
+
     def test_rejections(self):
         def chain_error(change, status, code, path):
             c = dict(ROBOT.request, **change)
