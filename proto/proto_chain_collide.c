@@ -186,7 +186,8 @@ int proto__chain_collide_check(const proto_chain *c, const char *path, proto_err
     }
     if (c->kind != PROTO_CHAIN_URDF && !(c->kind == PROTO_CHAIN_TREE && c->collide_links))
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
-                               "collisions are checked on urdf chains, and this is a %s chain",
+                               "collisions are checked on chains given by a URDF (urdf chains "
+                               "and trees), and this %s chain is not",
                                proto_chain_kind_names[c->kind]);
     return proto_error_set(err, PROTO_E_INVALID_CHAIN, path,
                            "the chain has no collision geometry: give its links "
