@@ -16,7 +16,7 @@
  *
  * Bounds: at most IK_COLLIDE_MAX_SPHERES spheres, counted while the object
  * is read (too_large); the SRDF at most the URDF's byte limit; the model
- * (about 100 kB) is counted in the chain's memory, which the registry's
+ * (about 80 kB) is counted in the chain's memory, which the registry's
  * budget bounds.
  */
 #include "proto/proto_kind.h"

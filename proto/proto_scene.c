@@ -11,7 +11,7 @@
 
 #include "proto/proto_kind.h"
 
-static const char *const lists[] = {"boxes", "spheres", "capsules"};
+static const char *const lists[] = {"boxes", "spheres", "capsules", NULL}; /* for the key check */
 
 /* A point member key of obstacle o at po, converted from frame f. */
 static int point(const json_t *o, const char *po, const char *key, proto_frame f, ik_vec3 *out,
