@@ -899,6 +899,12 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
             return -1;
         o->has_objective = true;
         return 0;
+    case PROTO_O_AVOID_COLLISIONS:
+        o->avoid_collisions = ob->i[k] != 0;
+        return 0;
+    case PROTO_O_COLLISION_MARGIN:
+        o->has_margin = true;
+        return number_rule(ob, k, at, false, 0, PROTO_MAX_ABS, &o->collision_margin, err);
     default: /* PROTO_O_SERVO */
         return proto_in_is_text(&ob->in[k]) ? -1 : servo_read(ob->in[k].node, c, o, err);
     }

@@ -114,7 +114,7 @@ typedef struct proto_member {
 #define PROTO__MEMBER_ROW(P, id, name, shape, n, n2, nn)                                          \
     {name, sizeof(name) - 1, shape, n, n2, P##id##_AT, nn},
 
-#define PROTO_MEMBERS_MAX 16
+#define PROTO_MEMBERS_MAX 20
 #define PROTO_PLACES_MAX 40
 
 /* What proto__object_read() found of an object. */
@@ -347,7 +347,9 @@ int proto__joint_seed_check(const proto_chain *c, const proto_options *o, const 
     X(P, FIELDS, "fields", PROTO_VALUE, 0, 0, false)                                              \
     X(P, DIGITS, "digits", PROTO_INTEGER, 1, 0, false)                                            \
     X(P, OBJECTIVE, "objective", PROTO_STRING, 0, 0, false)                                       \
-    X(P, SERVO, "servo", PROTO_VALUE, 0, 0, false)
+    X(P, SERVO, "servo", PROTO_VALUE, 0, 0, false)                                                \
+    X(P, AVOID_COLLISIONS, "avoid_collisions", PROTO_BOOL, 1, 0, false)                           \
+    X(P, COLLISION_MARGIN, "collision_margin", PROTO_NUMBER, 1, 0, false)
 
 enum { PROTO_OPTIONS_MAP(PROTO__MEMBER_ID, PROTO_O_) PROTO_O_COUNT };
 enum { PROTO_OPTIONS_MAP(PROTO__MEMBER_AT, PROTO_O_) PROTO_O_PLACES };
@@ -373,7 +375,8 @@ int proto__options_read(proto_in *in, const proto_chain *c, const proto_limits *
     X(P, SEED, "seed", PROTO_VALUE, 0, 0, false)                                                  \
     X(P, SEEDS, "seeds", PROTO_VALUE, 0, 0, false)                                                \
     X(P, OPTIONS, "options", PROTO_VALUE, 0, 0, false)                                            \
-    X(P, ITEMS, "items", PROTO_VALUE, 0, 0, false)
+    X(P, ITEMS, "items", PROTO_VALUE, 0, 0, false)                                                \
+    X(P, SCENE, "scene", PROTO_VALUE, 0, 0, false)
 
 enum { PROTO_REQUEST_MAP(PROTO__MEMBER_ID, PROTO_R_) PROTO_R_COUNT };
 enum { PROTO_REQUEST_MAP(PROTO__MEMBER_AT, PROTO_R_) PROTO_R_PLACES };
@@ -381,10 +384,10 @@ extern const proto_member proto_request_members[PROTO_R_COUNT];
 
 #define PROTO_REQUEST_SOLVE                                                                        \
     (PROTO_BIT(PROTO_R_CHAIN) | PROTO_BIT(PROTO_R_CHAIN_ID) | PROTO_BIT(PROTO_R_TARGET) |          \
-     PROTO_BIT(PROTO_R_SEED) | PROTO_BIT(PROTO_R_OPTIONS))
+     PROTO_BIT(PROTO_R_SEED) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE))
 #define PROTO_REQUEST_BATCH                                                                        \
     (PROTO_BIT(PROTO_R_CHAIN) | PROTO_BIT(PROTO_R_CHAIN_ID) | PROTO_BIT(PROTO_R_TARGETS) |         \
-     PROTO_BIT(PROTO_R_SEEDS) | PROTO_BIT(PROTO_R_OPTIONS))
+     PROTO_BIT(PROTO_R_SEEDS) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE))
 #define PROTO_REQUEST_ITEMS (PROTO_BIT(PROTO_R_ITEMS) | PROTO_BIT(PROTO_R_OPTIONS))
 
 /* A tick's target ({"stream", "seq", "target", "seed"}, proto/STREAM.md). */

@@ -221,7 +221,7 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
             int b = e[i].kind == PROTO_SRDF_DISABLE_LINK ? a : find_link(B->R, e[i].link2);
             const char *bad = a < 0 ? e[i].link1 : (b < 0 ? e[i].link2 : NULL);
             if (bad) {
-                r = proto_error_set(B->err, PROTO_E_INVALID_URDF, "/srdf",
+                r = proto_error_set(B->err, PROTO_E_INVALID_SRDF, "/srdf",
                                     "SRDF names link '%.64s', which the URDF does not have", bad);
                 break;
             }

@@ -54,6 +54,8 @@
     X(INVALID_CHAIN, "invalid_chain", 422, -15,                                                    \
       "the chain cannot be built (zero-length links, a bad joint, not a serial chain)")           \
     X(INVALID_URDF, "invalid_urdf", 422, -15, "the URDF document is malformed or unusable")        \
+    X(INVALID_SRDF, "invalid_srdf", 422, -15,                                                      \
+      "the SRDF document is malformed or names links the URDF does not have")                      \
     X(UPGRADE_REQUIRED, "upgrade_required", 426, 0,                                                \
       "GET /v1/stream without the WebSocket upgrade")                                              \
     X(INTERNAL, "internal", 500, 99999,                                                            \

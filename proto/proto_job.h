@@ -22,6 +22,7 @@
 #include "proto/proto_frame.h"
 #include "proto/proto_json_write.h"
 #include "solver/ik_chain.h"
+#include "solver/ik_collide.h"
 #include "solver/ik_math.h"
 
 /* options.all_solutions: solutions listed per target at most (the nearest;
@@ -87,7 +88,9 @@ typedef struct proto_target {
     XX(SOLUTION_COUNT, "solution_count", -1)                                                       \
     XX(ITERATIONS, "iterations", -1)                                                               \
     XX(RESTARTS, "restarts", -1)                                                                   \
-    XX(TIME_MS, "time_ms", 8)
+    XX(TIME_MS, "time_ms", 8)                                                                      \
+    XX(MIN_DISTANCE, "min_distance", -1)                                                           \
+    XX(CLOSEST, "closest", -1)
 
 enum {
 #define PROTO__FIELD_BIT(name, text, bin) PROTO__FIELD_IDX_##name,
@@ -130,6 +133,11 @@ typedef struct proto_options {
     bool has_objective;
     int objective;
     bool all_solutions;        /* closed solver: every solution in the answer */
+    /* collisions (proto/README.md "Collisions"): options.avoid_collisions
+     * and options.collision_margin (length, >= 0; has_margin: given) */
+    bool avoid_collisions;
+    bool has_margin;
+    double collision_margin;
     bool follow;               /* a stream's solve (proto_job_warm_start):
                                   numeric continuations steer a redundant
                                   chain's self-motion (ik_numeric_opts.follow) */
@@ -162,6 +170,11 @@ typedef struct proto_result {
      * nearest the seed first) and how many exist */
     double *all;
     size_t nall, total;
+    /* a chain with a collision model: the answer's signed distance to the
+     * scene and to itself, and the pair nearest (ik_collide.h) */
+    bool has_distance;
+    double min_distance;
+    ik_collide_pair closest;
 } proto_result;
 
 /* Tree chains: one tip's goal in a target (internal convention). */
@@ -214,6 +227,9 @@ struct proto_job {
     void *results_block; /* the results' own allocation (more than one target, or
                             after proto_job_limit_results), else NULL */
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
+    /* the request's scene (proto_scene.h; a reference: a stream's jobs
+     * share their session's), or NULL */
+    struct proto_scene *scene;
 };
 
 /* Target i's result. */

@@ -22,6 +22,7 @@
 #include "proto/proto_json.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
+#include "solver/ik_collide.h"
 #include "solver/ik_math.h"
 #include "solver/ik_reach.h"
 #include "solver/ik_reason.h"
@@ -100,6 +101,14 @@ struct proto_chain {
      * proves it by forward kinematics), made on first use
      * (proto__chain_closed) and kept */
     _Atomic(ik_closed *) closed;
+    /* urdf chains: the collision model (own allocation; NULL without any
+     * geometry), every URDF link's part in it (proto_collide.h), or why
+     * the URDF's own collisions could not be read when the chain object
+     * asked nothing about collisions (proto_chain_collide.c) */
+    ik_collide_model *collide;
+    struct proto_collide_link *collide_links;
+    size_t ncollide_links;
+    proto_error *collide_err;
 };
 
 /* ---- the kinds ---- */
@@ -188,6 +197,33 @@ void proto__serial_describe(const proto_chain *c, json_t *d);
  * velocity that is not a number. */
 const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 
+
+/* ---- proto_chain_collide.c: a chain's collision model ---- */
+
+/* The members "collision_spheres", "collision_skeleton" and "srdf" of
+ * chain object o at path, with the URDF document (xml, len) the chain was
+ * built from and its base and tips: the model into c (see the file's
+ * comment). 0, or -1 with *err set (paths under path). */
+int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
+                         size_t len, const char *base, const char *const *tips, size_t ntips,
+                         const proto_limits *lim, proto_error *err);
+void proto__chain_collide_free(proto_chain *c);
+/* 0 when c has a collision model; else -1 with *err saying why (at path
+ * when the chain itself gives no path). */
+int proto__chain_collide_check(const proto_chain *c, const char *path, proto_error *err);
+/* The description's "collision" member, when the chain has geometry. */
+void proto__chain_collide_describe(const proto_chain *c, json_t *d);
+/* The URDF name of the model's link model_link ("?" when unknown). */
+const char *proto__collide_link_name(const proto_chain *c, int model_link);
+/* A solve's collision check (serial chains and trees): the workspace it
+ * takes at the head of the solve's (0 without a model, a multiple of 64);
+ * the check of job (its chain's model, its scene, its options) on that
+ * head, which *ws and *ws_size then skip (false, nothing taken, without a
+ * model); and the answer's min_distance and closest at r->q (chk NULL:
+ * none). */
+size_t proto__collide_ws(const proto_job *job);
+bool proto__collide_check(const proto_job *job, ik_collide_check *chk, void **ws, size_t *ws_size);
+void proto__collide_measure(const ik_collide_check *chk, proto_result *r);
 
 /* ---- proto_value.c: values chain objects share ---- */
 

@@ -158,7 +158,8 @@ static int tree_build(proto_chain *c, const ik_joint *j, const int *parent,
 static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
                      proto_error *err)
 {
-    static const char *const keys[] = {"kind", "urdf", "base", "tips", NULL};
+    static const char *const keys[] = {"kind",          "urdf", "base", "tips", "collision_spheres",
+                                       "collision_skeleton", "srdf", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     char pu[PROTO_PATH_MAX];
@@ -191,6 +192,8 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
                     pu, err);
     if (rc == 0)
         c->memory += len;
+    if (rc == 0) /* its collision model (proto_chain_collide.c) */
+        rc = proto__chain_collide(c, o, path, xml, len, base, tips, ntips, lim, err);
 out:
     free(j);
     free(parent);
@@ -667,6 +670,11 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     ik_tree_goal g[IK_TREE_MAX_TIPS];
     solver_goals(job, i, g);
     ik_tree_opts o = solver_opts(job);
+    ik_collide_check chk; /* a URDF tree's collision model */
+    bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
+    if (coll && chk.avoid)
+        o.collide = &chk;
+    r->has_distance = false;
     const size_t n = T->dof;
     const double *seed = job->has_seed[i] && job->seed_q ? job->seed_q + i * n : NULL;
     ik_tree_result res;
@@ -678,6 +686,8 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     ws_size -= tree_scratch(n);
     double *from = (double *)(((uintptr_t)ws + ws_size + 15) & ~(uintptr_t)15);
     r->status = ik_tree_solve(T, g, seed, &o, ws, ws_size, r->q, &res);
+    if (r->status == IK_ECOLLISION)
+        r->cause = res.reason;
     r->iterations = res.iterations;
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
@@ -711,6 +721,7 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         }
     }
     tips_result(job, i, T, r->q, from, r);
+    proto__collide_measure(coll ? &chk : NULL, r);
 }
 
 /* ---- solving a tree of bones ------------------------------------------- */
@@ -888,7 +899,7 @@ static void dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot)
 
 static size_t workspace(const proto_job *job)
 {
-    return tree_workspace(job->chain);
+    return proto__collide_ws(job) + tree_workspace(job->chain);
 }
 
 const proto_kind_ops proto_kind_tree = {decode, describe, seed_len,  allows,

@@ -29,7 +29,8 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err)
 static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
                        proto_error *err)
 {
-    static const char *const keys[] = {"kind", "urdf", "base", "tip", NULL};
+    static const char *const keys[] = {"kind", "urdf", "base", "tip", "collision_spheres",
+                                       "collision_skeleton", "srdf", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     const char *xml, *base, *tip;
@@ -115,6 +116,8 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
         goto out;
     }
     c->memory += len + c->nnames * PROTO_NAME_MAX;
+    if (proto__chain_collide(c, o, path, xml, len, base, &tip, 1, lim, err))
+        goto out;
     rc = 0;
 out:
     free(joints);

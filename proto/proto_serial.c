@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_scene.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_servo.h"
 
@@ -101,6 +102,11 @@ void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t 
     *nrot = 0;
 }
 
+/* A servo stream with collisions slows within this distance (the chain's
+ * length unit) of an obstacle, in proportion to the room left (MoveIt
+ * Servo's collision velocity scaling: ik_collide_servo_scale). */
+#define SERVO_SLOW_DISTANCE 0.1
+
 /* A joint chain's answer scratch (finish_joints), at the end of the
  * workspace: the seed inside the limits (dof doubles), aligned. */
 static size_t answer_scratch_size(const ik_chain *c)
@@ -128,7 +134,8 @@ static size_t answer_scratch_take(const ik_chain *c, void *ws, size_t ws_size, a
 size_t proto__serial_workspace(const proto_job *job)
 {
     const ik_chain *c = job->chain->chain;
-    return (job->solver == PROTO_SOLVER_CLOSED ? CLOSED_CANDIDATES * 6 * sizeof(double)
+    return proto__collide_ws(job) +
+           (job->solver == PROTO_SOLVER_CLOSED ? CLOSED_CANDIDATES * 6 * sizeof(double)
                                                : ik_numeric_workspace_size(c)) +
            answer_scratch_size(c);
 }
@@ -182,10 +189,11 @@ static void seed_inside(const ik_chain *c, const double *seed, double *out)
  * solver's: the servo period (streams), the step from the seed (refused:
  * the step that was refused, angular and prismatic, when r->status is
  * IK_ESTEP), every joint's position, the tip, and the errors (pos_err,
- * rot_err: the solver's, of r->q). sc: answer_scratch_take's. */
+ * rot_err: the solver's, of r->q). sc: answer_scratch_take's; chk: the
+ * collision check (NULL without a model). */
 static void finish_joints(proto_job *job, size_t i, proto_result *r, const double *seed,
                           double pos_err, double rot_err, const double refused[2],
-                          const answer_scratch *sc)
+                          const answer_scratch *sc, const ik_collide_check *chk)
 {
     const proto_chain *c = job->chain;
     const proto_target *t = &job->targets[i];
@@ -200,6 +208,16 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
                                        : -1.0;
         if (sf < 0.0)
             memcpy(r->q, from, c->chain->dof * sizeof *from);
+        if (sf >= 0.0 && chk && chk->avoid) {
+            /* near an obstacle the arm slows, and stops short of it */
+            double cs = ik_collide_servo_scale(chk->model, &chk->scene, from, r->q, chk->margin,
+                                               SERVO_SLOW_DISTANCE, chk->ws, chk->ws_size, NULL);
+            if (cs >= 0.0 && cs < 1.0) {
+                for (size_t k = 0; k < c->chain->dof; k++)
+                    r->q[k] = from[k] + cs * (r->q[k] - from[k]);
+                sf = 0.0;
+            }
+        }
         r->servo = sf >= 1.0 ? 1 : 0;
         /* the errors of the pose the arm is sent to */
         ik_xform tip = ik_chain_fk(c->chain, r->q);
@@ -232,6 +250,7 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
     r->has_tip = c->kind != PROTO_CHAIN_PLANAR;
     r->pos_err = pos_err;
     r->rot_err = t->has_orientation ? rot_err : -1;
+    proto__collide_measure(chk, r);
 }
 
 static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
@@ -253,6 +272,11 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
         o.max_step = proto_angle_in(job->opt.units, job->opt.max_joint_step_in);
         o.max_step_lin = job->opt.max_joint_step_in;
     }
+    ik_collide_check chk;
+    bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
+    r->has_distance = false;
+    if (coll && chk.avoid)
+        o.collide = &chk;
     ik_numeric_result res;
     answer_scratch sc;
     ws_size = answer_scratch_take(c->chain, ws, ws_size, &sc);
@@ -269,7 +293,7 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     const double refused[2] = {res.step_ang, res.step_lin};
-    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc);
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc, coll ? &chk : NULL);
 }
 
 /* The closed form (solver/ik_closed.h): the solution nearest the seed (the
@@ -290,6 +314,9 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
     const double *seed = proto__seed_of(job, i, c->chain->dof);
     const size_t n = c->chain->dof;
     ik_closed_result res;
+    ik_collide_check chk;
+    bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
+    r->has_distance = false;
     r->nall = r->total = 0;
     answer_scratch sc;
     ws_size = answer_scratch_take(c->chain, ws, ws_size, &sc);
@@ -334,14 +361,14 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
         ik_pose_error(tg.pose, x, e);
         finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
                       sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]),
-                      r->status == IK_OK ? NULL : refused, &sc);
+                      r->status == IK_OK ? NULL : refused, &sc, coll ? &chk : NULL);
         return;
     }
     r->status = ik_closed_solve(c->chain, k, &tg, seed, &o, r->q, &res);
     r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
-    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc);
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc, coll ? &chk : NULL);
 }
 
 void proto__serial_run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)

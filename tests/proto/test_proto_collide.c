@@ -256,7 +256,7 @@ START_TEST(test_errors)
     ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec, &M,
                                          &L, &n, &err),
                      -1);
-    ck_assert_int_eq(err.code, PROTO_E_INVALID_URDF);
+    ck_assert_int_eq(err.code, PROTO_E_INVALID_SRDF);
     ck_assert_str_eq(err.path, "/srdf");
     ck_assert_ptr_nonnull(strstr(err.message, "l9"));
     /* a malformed collision */
