@@ -23,7 +23,7 @@
 #
 # Targets: all (default), web, check, bench, fuzz, run, format, clean,
 #          install, uninstall (the two C libraries: see "Installing" below).
-# Switches: SANITIZER=address|undefined|thread, WERROR=0 to drop -Werror,
+# Switches: SANITIZER=address|undefined|address,undefined|thread, WERROR=0 to drop -Werror,
 #           OPT=-O0 for debugging, FUZZ_SECONDS=N per fuzz target (default 60),
 #           PREFIX=/usr/local and DESTDIR for install and uninstall.
 
@@ -51,7 +51,7 @@ ifneq ($(SANITIZER),)
 SANFLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -g
 OPT := -O1
 endif
-ifeq ($(SANITIZER),undefined)
+ifneq ($(findstring undefined,$(SANITIZER)),)
 SANFLAGS += -fno-sanitize-recover=undefined
 endif
 
@@ -97,15 +97,18 @@ LIBS_CLIENT   := $(shell pkg-config --libs $(PKGS_CLIENT)) $(WSLAY_LIBS) -lpthre
 LIBSOLVER := $(BUILD)/libiksolver.a
 LIBPROTO  := $(BUILD)/libikproto.a
 
-# The shared solver library: libiksolver.so.0.2.0 with the soname
-# libiksolver.so.0 (the major version: bump it when the ABI breaks), and the
-# two symlinks a system has (.so.0 for the loader, .so for the linker). Its
-# objects are a separate set compiled with -fPIC, so the daemon's stay as
-# they are. solver/libiksolver.map exports the public ik_ functions only
-# (not the internal ik__ ones).
-SOLVER_SOMAJOR     := $(firstword $(subst ., ,$(IKD_VERSION)))
+# The shared solver library: libiksolver.so.1.0.0 with the soname
+# libiksolver.so.1, and the two symlinks a system has (.so.1 for the loader,
+# .so for the linker). SOLVER_VERSION is the library's own version (also
+# iksolver.pc's): its major is the soname's, bumped when the ABI breaks (1:
+# IK_MAX_DOF gone, chains, trees and workspaces in caller storage sized
+# from the chain). Its objects are a separate set compiled with -fPIC, so
+# the daemon's stay as they are. solver/libiksolver.map exports the public
+# ik_ functions only (not the internal ik__ ones).
+SOLVER_VERSION     := 1.0.0
+SOLVER_SOMAJOR     := $(firstword $(subst ., ,$(SOLVER_VERSION)))
 SOLVER_SONAME      := libiksolver.so.$(SOLVER_SOMAJOR)
-SOLVER_SHLIB       := $(BUILD)/libiksolver.so.$(IKD_VERSION)
+SOLVER_SHLIB       := $(BUILD)/libiksolver.so.$(SOLVER_VERSION)
 SOLVER_SHLIB_LINKS := $(BUILD)/$(SOLVER_SONAME) $(BUILD)/libiksolver.so
 SOLVER_PIC_OBJ     := $(SOLVER_SRC:%.c=$(BUILD)/obj-pic/%.o)
 # every symbol resolved at link time (libm named), except under a sanitizer
@@ -117,7 +120,8 @@ SHLIB_DEFS         := $(if $(SANITIZER),,-Wl,-z,defs)
 # and its two symlinks; clients/c/lib/libikdclient.map exports the ikd_
 # functions only (not the internal ikd__ ones).
 LIBCLIENT          := $(BUILD)/libikdclient.a
-CLIENT_SONAME      := libikdclient.so.$(SOLVER_SOMAJOR)
+CLIENT_SOMAJOR     := $(firstword $(subst ., ,$(IKD_VERSION)))
+CLIENT_SONAME      := libikdclient.so.$(CLIENT_SOMAJOR)
 CLIENT_SHLIB       := $(BUILD)/libikdclient.so.$(IKD_VERSION)
 CLIENT_SHLIB_LINKS := $(BUILD)/$(CLIENT_SONAME) $(BUILD)/libikdclient.so
 CLIENT_OBJ         := $(CLIENT_SRC:%.c=$(BUILD)/obj-pic/%.o)
@@ -298,7 +302,7 @@ install: $(LIBSOLVER) $(SOLVER_SHLIB) $(LIBCLIENT) $(CLIENT_SHLIB)
 	printf '%s\n' $(PC_DIRS) \
 	    'Name: iksolver' \
 	    'Description: the inverse-kinematics solvers of ikd (C11, libm only, no I/O)' \
-	    'Version: $(IKD_VERSION)' \
+	    'Version: $(SOLVER_VERSION)' \
 	    'Cflags: -I$${includedir}' \
 	    'Libs: -L$${libdir} -liksolver' \
 	    'Libs.private: -lm' > $(DESTDIR)$(PKGCONFIGDIR)/iksolver.pc

@@ -74,6 +74,7 @@ void proto_chain_unref(proto_chain *c)
     free(c->tree);
     free(c->tip_names);
     free(c->path_bones);
+    proto__chain_collide_free(c);
     free(c);
 }
 
@@ -340,6 +341,7 @@ json_t *proto_chain_describe(const proto_chain *c)
     json_object_set_new(d, "id", json_string(c->id));
     json_object_set_new(d, "kind", json_string(proto_chain_kind_names[c->kind]));
     proto_kinds[c->kind]->describe(c, d);
+    proto__chain_collide_describe(c, d);
     json_t *sol = json_array();
     for (int s = PROTO_SOLVER_TWO_LINK; s < PROTO_SOLVER_COUNT; s++) {
         proto_options o;

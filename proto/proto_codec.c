@@ -25,13 +25,6 @@ static const proto_member options_members[PROTO_O_COUNT] = {
 
 /* ---- errors ------------------------------------------------------------------- */
 
-int proto__bad(proto_error *err, const char *at, const char *what)
-{
-    char name[PROTO_PATH_MAX];
-    proto_json_path_name(name, sizeof name, at);
-    return proto_error_set(err, PROTO_E_INVALID_REQUEST, at, "%s %s", name, what);
-}
-
 int proto__required(proto_error *err, const char *path, const char *key)
 {
     char p[PROTO_PATH_MAX];
@@ -174,20 +167,14 @@ static int numbers_in_range(const proto_object *o, const proto_member *m, size_t
         double v = o->num[m->at + e];
         if (v >= lo && v <= PROTO_MAX_ABS)
             continue;
-        char pe[PROTO_PATH_MAX], pr[PROTO_PATH_MAX], what[128];
-        const char *p = at;
+        char pe[PROTO_PATH_MAX], pr[PROTO_PATH_MAX];
         if (m->shape == PROTO_ROWS) { /* a row's element */
             proto_json_path_index(pr, at, e / 3);
             proto_json_path_index(pe, pr, e % 3);
         } else {
             proto_json_path_index(pe, at, e);
         }
-        p = pe;
-        if (!isfinite(v))
-            return proto__bad(err, p, "must be a finite number");
-        proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo,
-                                PROTO_MAX_ABS, v);
-        return proto__bad(err, p, what);
+        return proto__number_in(v, pe, lo, PROTO_MAX_ABS, err);
     }
     return 0;
 }
@@ -289,13 +276,7 @@ static int member_enum(const proto_object *o, size_t k, const char *at, const ch
             *out = i;
             return 0;
         }
-    if (o->mode == PROTO_MODE_TEXT)
-        return -1;
-    char what[200];
-    size_t n = (size_t)snprintf(what, sizeof what, "must be one of");
-    for (int i = 0; names[i] && n < sizeof what; i++)
-        n += (size_t)snprintf(what + n, sizeof what - n, "%s \"%s\"", i ? "," : "", names[i]);
-    return proto__bad(err, at, what);
+    return o->mode == PROTO_MODE_TEXT ? -1 : proto__enum_error(err, at, names);
 }
 
 /* ---- arrays ----------------------------------------------------------------------- */
@@ -662,6 +643,8 @@ int proto__seed_read(proto_in *in, const char *path, const proto_chain *c, const
     int form = c->kind == PROTO_CHAIN_BONES ? 3 : c->skel ? 4 : 1;
     if (form == 1) {
         size_t n;
+        if (!text && json_is_object(in->node)) /* by joint name (proto_joint_seed.c) */
+            return proto__joint_seed_map(in->node, path, c, o, out, err);
         if (text ? !proto__scan_numbers(&in->s, out, len, &n) || n != len
                  : proto_json_numbers(in->node, path, len, out, err) != 0)
             return -1;
@@ -671,7 +654,7 @@ int proto__seed_read(proto_in *in, const char *path, const proto_chain *c, const
             if (proto__angular_joint(c, i))
                 out[i] = proto_angle_in(o->units, out[i]);
         }
-        return 0;
+        return proto__joint_seed_check(c, o, out, len, path, false, err);
     }
     size_t k = len / (size_t)form, n;
     if (text ? !proto__scan_char(&in->s, '[')
@@ -780,17 +763,22 @@ static int servo_read(const json_t *sv, const proto_chain *c, proto_options *o, 
     if (!x || proto_json_positive(x, "/options/servo/period_s", 1.0, &o->servo_period, err))
         return -1;
     const size_t n = c->chain->dof;
+    /* the chain's dof velocities, freed by proto__options_release (the
+     * reader releases them itself when a later member fails) */
+    double *v = malloc(n * sizeof *v);
+    if (!v)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    free(o->servo_velocity);
+    o->servo_velocity = v;
     x = json_object_get(sv, "velocity");
     if (x) {
-        double v[IK_MAX_DOF];
         if (proto_json_numbers(x, "/options/servo/velocity", n, v, err))
             return -1;
         for (size_t k = 0; k < n; k++) {
             if (!(v[k] > 0))
                 return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo/velocity",
                                        "options.servo.velocity[%zu] must be > 0", k);
-            o->servo_velocity[k] =
-                proto__angular_joint(c, k) ? proto_angle_in(o->units, v[k]) : v[k];
+            v[k] = proto__angular_joint(c, k) ? proto_angle_in(o->units, v[k]) : v[k];
         }
         return 0;
     }
@@ -805,7 +793,7 @@ static int servo_read(const json_t *sv, const proto_chain *c, proto_options *o, 
                                    c->names ? c->names[k] : "?",
                                    c->kind == PROTO_CHAIN_URDF ? "no <limit velocity> in the URDF"
                                                                : "joints chains have none");
-        o->servo_velocity[k] = uv[k];
+        v[k] = uv[k];
     }
     return 0;
 }
@@ -913,15 +901,26 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
             return -1;
         o->has_objective = true;
         return 0;
+    case PROTO_O_AVOID_COLLISIONS:
+        o->avoid_collisions = ob->i[k] != 0;
+        return 0;
+    case PROTO_O_COLLISION_MARGIN:
+        o->has_margin = true;
+        return number_rule(ob, k, at, false, 0, PROTO_MAX_ABS, &o->collision_margin, err);
     default: /* PROTO_O_SERVO */
         return proto_in_is_text(&ob->in[k]) ? -1 : servo_read(ob->in[k].node, c, o, err);
     }
 }
 
-int proto__options_read(proto_in *in, const proto_chain *c, const proto_limits *lim,
+void proto__options_release(proto_options *o)
+{
+    free(o->servo_velocity);
+    o->servo_velocity = NULL;
+}
+
+static int options_read(proto_in *in, const proto_chain *c, const proto_limits *lim,
                         proto_options *o, proto_error *err)
 {
-    memset(o, 0, sizeof *o);
     o->timeout_ms = proto_limits_default_timeout_ms(lim);
     o->iter_cap = lim->max_iterations;
     if (!proto_in_present(in))
@@ -952,5 +951,16 @@ int proto__options_read(proto_in *in, const proto_chain *c, const proto_limits *
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/objective",
                                "options.objective mid_limits needs joint limits, and a tree of "
                                "bones has none (its bones turn freely as ball joints)");
+    return 0;
+}
+
+int proto__options_read(proto_in *in, const proto_chain *c, const proto_limits *lim,
+                        proto_options *o, proto_error *err)
+{
+    memset(o, 0, sizeof *o);
+    if (options_read(in, c, lim, o, err)) {
+        proto__options_release(o);
+        return -1;
+    }
     return 0;
 }

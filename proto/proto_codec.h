@@ -33,7 +33,8 @@
  *
  * Memory: a proto_object lives on the caller's stack (under a kilobyte);
  * nothing here allocates but the error messages' snprintf into the
- * caller's proto_error. Reentrant.
+ * caller's proto_error, and options.servo's velocities (one block of the
+ * chain's joints, proto__options_release). Reentrant.
  */
 #ifndef PROTO_CODEC_H
 #define PROTO_CODEC_H
@@ -113,7 +114,7 @@ typedef struct proto_member {
 #define PROTO__MEMBER_ROW(P, id, name, shape, n, n2, nn)                                          \
     {name, sizeof(name) - 1, shape, n, n2, P##id##_AT, nn},
 
-#define PROTO_MEMBERS_MAX 16
+#define PROTO_MEMBERS_MAX 20
 #define PROTO_PLACES_MAX 40
 
 /* What proto__object_read() found of an object. */
@@ -193,9 +194,9 @@ static inline size_t proto__member_find(const proto_member *d, size_t n, const c
     return n;
 }
 
-/* Error helpers of the rules, worded as proto_json.h's getters word them:
- * "<name of at> <what>". Each returns -1. */
-int proto__bad(proto_error *err, const char *at, const char *what);
+/* "<name of path/key> is required", as proto_json_require() words it
+ * (the rules' other words: proto__bad() and its kin, proto_json.h).
+ * Returns -1. */
 int proto__required(proto_error *err, const char *path, const char *key);
 /* An object at path holds a member key its kind does not have (tree mode:
  * the first such key; filled mode: the first such member). */
@@ -321,6 +322,15 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
  * (proto__seed_len(c) doubles, internal convention). */
 int proto__seed_read(proto_in *in, const char *path, const proto_chain *c, const proto_options *o,
                      double *out, proto_error *err);
+/* Joint values (proto_joint_seed.c): a seed given as a map of joint names
+ * to values (tree mode) into out, the joints it leaves out at their default
+ * start (mid-limits); and the units check of n values q (internal units):
+ * none more than a turn outside its joint's limits, the error at
+ * path/index or, by_name, path/name. 0, or -1 with *err set. */
+int proto__joint_seed_map(const json_t *m, const char *path, const proto_chain *c,
+                          const proto_options *o, double *out, proto_error *err);
+int proto__joint_seed_check(const proto_chain *c, const proto_options *o, const double *q,
+                            size_t n, const char *path, bool by_name, proto_error *err);
 
 #define PROTO_OPTIONS_MAP(X, P)                                                                    \
     X(P, SOLVER, "solver", PROTO_STRING, 0, 0, false)                                             \
@@ -337,7 +347,9 @@ int proto__seed_read(proto_in *in, const char *path, const proto_chain *c, const
     X(P, FIELDS, "fields", PROTO_VALUE, 0, 0, false)                                              \
     X(P, DIGITS, "digits", PROTO_INTEGER, 1, 0, false)                                            \
     X(P, OBJECTIVE, "objective", PROTO_STRING, 0, 0, false)                                       \
-    X(P, SERVO, "servo", PROTO_VALUE, 0, 0, false)
+    X(P, SERVO, "servo", PROTO_VALUE, 0, 0, false)                                                \
+    X(P, AVOID_COLLISIONS, "avoid_collisions", PROTO_BOOL, 1, 0, false)                           \
+    X(P, COLLISION_MARGIN, "collision_margin", PROTO_NUMBER, 1, 0, false)
 
 enum { PROTO_OPTIONS_MAP(PROTO__MEMBER_ID, PROTO_O_) PROTO_O_COUNT };
 enum { PROTO_OPTIONS_MAP(PROTO__MEMBER_AT, PROTO_O_) PROTO_O_PLACES };
@@ -363,7 +375,8 @@ int proto__options_read(proto_in *in, const proto_chain *c, const proto_limits *
     X(P, SEED, "seed", PROTO_VALUE, 0, 0, false)                                                  \
     X(P, SEEDS, "seeds", PROTO_VALUE, 0, 0, false)                                                \
     X(P, OPTIONS, "options", PROTO_VALUE, 0, 0, false)                                            \
-    X(P, ITEMS, "items", PROTO_VALUE, 0, 0, false)
+    X(P, ITEMS, "items", PROTO_VALUE, 0, 0, false)                                                \
+    X(P, SCENE, "scene", PROTO_VALUE, 0, 0, false)
 
 enum { PROTO_REQUEST_MAP(PROTO__MEMBER_ID, PROTO_R_) PROTO_R_COUNT };
 enum { PROTO_REQUEST_MAP(PROTO__MEMBER_AT, PROTO_R_) PROTO_R_PLACES };
@@ -371,10 +384,10 @@ extern const proto_member proto_request_members[PROTO_R_COUNT];
 
 #define PROTO_REQUEST_SOLVE                                                                        \
     (PROTO_BIT(PROTO_R_CHAIN) | PROTO_BIT(PROTO_R_CHAIN_ID) | PROTO_BIT(PROTO_R_TARGET) |          \
-     PROTO_BIT(PROTO_R_SEED) | PROTO_BIT(PROTO_R_OPTIONS))
+     PROTO_BIT(PROTO_R_SEED) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE))
 #define PROTO_REQUEST_BATCH                                                                        \
     (PROTO_BIT(PROTO_R_CHAIN) | PROTO_BIT(PROTO_R_CHAIN_ID) | PROTO_BIT(PROTO_R_TARGETS) |         \
-     PROTO_BIT(PROTO_R_SEEDS) | PROTO_BIT(PROTO_R_OPTIONS))
+     PROTO_BIT(PROTO_R_SEEDS) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE))
 #define PROTO_REQUEST_ITEMS (PROTO_BIT(PROTO_R_ITEMS) | PROTO_BIT(PROTO_R_OPTIONS))
 
 /* A tick's target ({"stream", "seq", "target", "seed"}, proto/STREAM.md). */

@@ -41,6 +41,7 @@ typedef struct build {
     ik_collide_model *m;
     int *body;     /* per URDF link: its body, -1 unplaced */
     ik_xform *off; /* its frame in the body's */
+    int *path;     /* scratch: a path's joints, R->njoints of them at most */
     proto_collide_link *out;
     proto_error *err;
 } build;
@@ -58,11 +59,11 @@ static int place_path(build *B, int base, int tip, size_t t, const ik_chain *cha
                       const ik_tree *tree)
 {
     const proto_urdf_robot *R = B->R;
-    int path[IK_MAX_JOINTS];
+    int *path = B->path;
     size_t n = 0;
     for (int l = tip; l != base;) {
         int j = R->link[l].parent_joint;
-        if (j < 0 || n == IK_MAX_JOINTS || !R->joint[j].usable)
+        if (j < 0 || n == R->njoints || !R->joint[j].usable)
             return proto_error_set(B->err, PROTO_E_INTERNAL, NULL,
                                    "the path to link '%.64s' does not match its chain",
                                    R->link[tip].name);
@@ -220,7 +221,7 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
             int b = e[i].kind == PROTO_SRDF_DISABLE_LINK ? a : find_link(B->R, e[i].link2);
             const char *bad = a < 0 ? e[i].link1 : (b < 0 ? e[i].link2 : NULL);
             if (bad) {
-                r = proto_error_set(B->err, PROTO_E_INVALID_URDF, "/srdf",
+                r = proto_error_set(B->err, PROTO_E_INVALID_SRDF, "/srdf",
                                     "SRDF names link '%.64s', which the URDF does not have", bad);
                 break;
             }
@@ -251,12 +252,13 @@ int proto_collide_build(const char *urdf, size_t len, const char *base, const ch
     proto_urdf_robot R;
     if (proto_urdf_robot_read(urdf, len, &R, err))
         return -1;
-    build B = {&R, m, NULL, NULL, NULL, err};
+    build B = {&R, m, NULL, NULL, NULL, NULL, err};
     B.body = malloc((R.nlinks ? R.nlinks : 1) * sizeof *B.body);
     B.off = malloc((R.nlinks ? R.nlinks : 1) * sizeof *B.off);
     B.out = calloc(R.nlinks ? R.nlinks : 1, sizeof *B.out);
+    B.path = malloc((R.njoints ? R.njoints : 1) * sizeof *B.path);
     int r = 0;
-    if (!B.body || !B.off || !B.out)
+    if (!B.body || !B.off || !B.out || !B.path)
         r = proto_error_set(err, PROTO_E_INTERNAL, NULL, "out of memory");
     if (r == 0)
         r = (chain ? ik_collide_model_from_chain(m, chain) : ik_collide_model_from_tree(m, tree)) ==
@@ -354,6 +356,7 @@ int proto_collide_build(const char *urdf, size_t len, const char *base, const ch
     const size_t count = R.nlinks;
     free(B.body);
     free(B.off);
+    free(B.path);
     proto_urdf_robot_free(&R);
     if (r) {
         free(B.out);

@@ -37,8 +37,9 @@
  *                    negative radius (path /collision_spheres/<link>/<i>);
  *   invalid_chain    collision_spheres for a link the URDF does not have
  *                    (path /collision_spheres/<link>);
- *   invalid_urdf     the URDF's collisions or the SRDF malformed, the SRDF
- *                    naming a link the URDF does not have (path /srdf);
+ *   invalid_urdf     the URDF's collisions malformed;
+ *   invalid_srdf     the SRDF malformed or naming a link the URDF does not
+ *                    have (path /srdf);
  *   too_large        more spheres than IK_COLLIDE_MAX_SPHERES or links than
  *                    IK_COLLIDE_MAX_LINKS in the model.
  *

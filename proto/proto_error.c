@@ -10,6 +10,7 @@
  * different numbers alike.
  */
 #include "proto/proto_error.h"
+#include "proto/proto_json_write.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -259,4 +260,18 @@ size_t proto_error_format(const proto_error *e, char *buf, size_t size)
     }
     free(s);
     return n;
+}
+
+bool proto_error_write(struct proto_jw *w, const proto_error *e)
+{
+    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                              e->message, "path", e->path);
+    if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
+        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
+                          "(message not printable)", "path", "");
+    if (!inner)
+        return false;
+    proto_jw_value(w, inner, false);
+    json_decref(inner);
+    return true;
 }

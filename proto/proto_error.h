@@ -26,6 +26,7 @@
 #define PROTO_ERROR_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define PROTO_ERROR_MAP(X)                                                                         \
@@ -54,6 +55,8 @@
     X(INVALID_CHAIN, "invalid_chain", 422, -15,                                                    \
       "the chain cannot be built (zero-length links, a bad joint, not a serial chain)")           \
     X(INVALID_URDF, "invalid_urdf", 422, -15, "the URDF document is malformed or unusable")        \
+    X(INVALID_SRDF, "invalid_srdf", 422, -15,                                                      \
+      "the SRDF document is malformed or names links the URDF does not have")                      \
     X(UPGRADE_REQUIRED, "upgrade_required", 426, 0,                                                \
       "GET /v1/stream without the WebSocket upgrade")                                              \
     X(INTERNAL, "internal", 500, 99999,                                                            \
@@ -112,5 +115,12 @@ int proto_error_moveit(proto_errcode code);
 /* Writes the JSON error body into buf (NUL-terminated, truncated to size)
  * and returns the length it needed, like snprintf. Strings are escaped. */
 size_t proto_error_format(const proto_error *e, char *buf, size_t size);
+
+/* The error object {"code","message","path"} of e into w (proto_json_write.h),
+ * as the batch of items and the stream messages answer it: a message cut
+ * inside a UTF-8 sequence is answered "(message not printable)", with an
+ * empty path. false, with nothing written, when out of memory. */
+struct proto_jw;
+bool proto_error_write(struct proto_jw *w, const proto_error *e);
 
 #endif /* PROTO_ERROR_H */

@@ -219,18 +219,10 @@ void proto_items_run(proto_items *it, size_t begin, size_t end)
 /* {"error":{"code","message","path"}} as the HTTP error bodies are. */
 static void put_error(proto_jw *w, const proto_error *e)
 {
-    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                              e->message, "path", e->path);
-    if (!inner) /* a message cut inside a UTF-8 sequence: keep code and path */
-        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                          "(message not printable)", "path", "");
     RAW(w, "{\"error\":");
-    if (inner)
-        proto_jw_value(w, inner, false);
-    else
+    if (!proto_error_write(w, e))
         RAW(w, "{\"code\":\"internal\",\"message\":\"out of memory\",\"path\":\"\"}");
     RAW(w, "}");
-    json_decref(inner);
 }
 
 static void put_result(proto_jw *w, const proto_items *it, size_t i)

@@ -22,6 +22,7 @@
 #include "proto/proto_frame.h"
 #include "proto/proto_json_write.h"
 #include "solver/ik_chain.h"
+#include "solver/ik_collide.h"
 #include "solver/ik_math.h"
 
 /* options.all_solutions: solutions listed per target at most (the nearest;
@@ -87,7 +88,9 @@ typedef struct proto_target {
     XX(SOLUTION_COUNT, "solution_count", -1)                                                       \
     XX(ITERATIONS, "iterations", -1)                                                               \
     XX(RESTARTS, "restarts", -1)                                                                   \
-    XX(TIME_MS, "time_ms", 8)
+    XX(TIME_MS, "time_ms", 8)                                                                      \
+    XX(MIN_DISTANCE, "min_distance", -1)                                                           \
+    XX(CLOSEST, "closest", -1)
 
 enum {
 #define PROTO__FIELD_BIT(name, text, bin) PROTO__FIELD_IDX_##name,
@@ -119,15 +122,22 @@ typedef struct proto_options {
     double max_joint_step_in;  /* the same as the caller gave it */
     /* servo streams (options.servo): the controller's period in seconds
      * (0: not a servo stream) and each joint's velocity limit (radians or
-     * length per second) */
+     * length per second; the chain's dof values, in a heap block that
+     * whoever decoded the options frees with proto__options_release: a
+     * stream's session, which outlives every job made from its options) */
     double servo_period;
-    double servo_velocity[IK_MAX_DOF];
+    double *servo_velocity;
     int bend;                  /* planar: +1, -1, or 0 (auto: +1, or nearest seed) */
     /* tree chains: options.objective (an ik_tree_objective) when given;
      * otherwise distance for nearest solves, none for the others */
     bool has_objective;
     int objective;
     bool all_solutions;        /* closed solver: every solution in the answer */
+    /* collisions (proto/README.md "Collisions"): options.avoid_collisions
+     * and options.collision_margin (length, >= 0; has_margin: given) */
+    bool avoid_collisions;
+    bool has_margin;
+    double collision_margin;
     bool follow;               /* a stream's solve (proto_job_warm_start):
                                   numeric continuations steer a redundant
                                   chain's self-motion (ik_numeric_opts.follow) */
@@ -160,6 +170,11 @@ typedef struct proto_result {
      * nearest the seed first) and how many exist */
     double *all;
     size_t nall, total;
+    /* a chain with a collision model: the answer's signed distance to the
+     * scene and to itself, and the pair nearest (ik_collide.h) */
+    bool has_distance;
+    double min_distance;
+    ik_collide_pair closest;
 } proto_result;
 
 /* Tree chains: one tip's goal in a target (internal convention). */
@@ -212,6 +227,9 @@ struct proto_job {
     void *results_block; /* the results' own allocation (more than one target, or
                             after proto_job_limit_results), else NULL */
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
+    /* the request's scene (proto_scene.h; a reference: a stream's jobs
+     * share their session's), or NULL */
+    struct proto_scene *scene;
 };
 
 /* Target i's result. */
@@ -283,6 +301,9 @@ int proto__check_target(const proto_job *job, const proto_target *t, const char 
                         proto_error *err);
 void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size);
 size_t proto__workspace_size(const proto_job *job);
+/* Frees what proto__options_read allocated in o (options.servo's
+ * velocities); o stays valid without them. */
+void proto__options_release(proto_options *o);
 /* Result dimensions for the resolved solver. */
 void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_t *npos,
                         size_t *nrot);

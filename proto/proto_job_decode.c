@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_scene.h"
 #include "solver/ik_status.h"
 
 /* ---- jobs ------------------------------------------------------------- */
@@ -165,6 +166,23 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
     static const proto_target none;
     if (proto__resolve_solver(chain, &job->opt, t0 ? t0 : &none, &job->solver, err))
         goto fail;
+    /* collisions: the chain needs a model, and the closed form does not
+     * look for a solution clear of obstacles (auto then picks numeric) */
+    if (job->opt.avoid_collisions || job->opt.has_margin) {
+        const char *at = job->opt.avoid_collisions ? "/options/avoid_collisions"
+                                                   : "/options/collision_margin";
+        if (proto__chain_collide_check(chain, at, err))
+            goto fail;
+        if (job->opt.avoid_collisions && job->solver == PROTO_SOLVER_CLOSED) {
+            if (job->opt.solver != PROTO_SOLVER_AUTO || job->opt.all_solutions) {
+                proto_error_set(err, PROTO_E_INVALID_REQUEST, at,
+                                "options.avoid_collisions needs the numeric solver (the closed "
+                                "form does not search for a solution clear of collisions)");
+                goto fail;
+            }
+            job->solver = PROTO_SOLVER_NUMERIC;
+        }
+    }
     if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC &&
         job->solver != PROTO_SOLVER_CLOSED) {
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/max_joint_step",
@@ -219,6 +237,7 @@ void proto_job_free(proto_job *job)
     free(job->block);
     free(job->results_block);
     free(job->seed_owned);
+    proto_scene_free(job->scene);
     free(job);
 }
 
@@ -420,10 +439,19 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
 
     proto_job *job = NULL;
     proto_batch_parts *pt = NULL; /* text mode, a large batch: its parts */
+    proto_scene *scene = NULL;
     proto_options opt;
     if (proto__options_read(MEMBER(OPTIONS), chain, lim, &opt, err))
         goto fail;
+    if (HAS(SCENE)) {
+        /* the scene: read from the tree (the text mode declines it), in
+         * the request's frame convention, on a chain with a model */
+        if (text || proto__chain_collide_check(chain, "/scene", err) ||
+            proto_scene_read(MEMBER(SCENE)->node, "/scene", opt.frame, &scene, err))
+            goto fail;
+    }
     if (opt.servo_period > 0) {
+        proto__options_release(&opt);
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo",
                         "options.servo applies to streams (GET /v1/stream), where each answer "
                         "is one control period");
@@ -474,6 +502,8 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     }
     if (proto__job_new(chain, &opt, kind, n, tree ? NULL : &t0, p, seeds, &job, err))
         goto fail;
+    job->scene = scene;
+    scene = NULL;
     proto_chain_unref(chain);
     chain = NULL;
     size_t sl = seeds ? proto__seed_len(job->chain) : 0;
@@ -542,6 +572,7 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
 fail:
     free(pt);
     proto_chain_unref(chain);
+    proto_scene_free(scene);
     proto_job_free(job);
     return -1;
 #undef HAS

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_scene.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_status.h"
 
@@ -320,6 +321,50 @@ static void put_quat_memo(proto_jw *w, quat_memo *m, ik_quat q, int digits)
         proto_jw_double_digits(w, v, dg);                                                          \
     } while (0)
 
+/* A string member's value (link and obstacle names: any bytes, escaped). */
+static void put_name(proto_jw *w, const char *s)
+{
+    proto_jw_string(w, s, strlen(s));
+}
+
+/* min_distance (+INFINITY, no pair checked: null), and the closest pair
+ * when the answer is nearer than the margin (in collision): "closest":
+ * {"link", "other_link" or "obstacle", "distance"}. */
+static void put_collision(proto_jw *w, bool *first, const proto_job *job, const proto_result *r)
+{
+    const int dg = job->opt.digits;
+    if (want(job, PROTO_FIELD(MIN_DISTANCE))) {
+        MEMBER(w, first, "min_distance");
+        if (isfinite(r->min_distance))
+            proto_jw_double_digits(w, r->min_distance, dg);
+        else
+            proto_jw_raw(w, "null", 4);
+    }
+    const ik_collide_pair *p = &r->closest;
+    if (!want(job, PROTO_FIELD(CLOSEST)) || p->link < 0 || !isfinite(p->distance) ||
+        !(r->status == IK_ECOLLISION || p->distance < job->opt.collision_margin))
+        return;
+    MEMBER(w, first, "closest");
+    proto_jw_raw(w, "{", 1);
+    KEY(w, "link");
+    put_name(w, proto__collide_link_name(job->chain, p->link));
+    if (p->other_link >= 0) {
+        proto_jw_raw(w, ",", 1);
+        KEY(w, "other_link");
+        put_name(w, proto__collide_link_name(job->chain, p->other_link));
+    } else {
+        char name[PROTO_SCENE_NAME_MAX + 24];
+        proto_scene_obstacle_name(job->scene, p->obstacle, name, sizeof name);
+        proto_jw_raw(w, ",", 1);
+        KEY(w, "obstacle");
+        put_name(w, name);
+    }
+    proto_jw_raw(w, ",", 1);
+    KEY(w, "distance");
+    proto_jw_double_digits(w, p->distance, dg);
+    proto_jw_raw(w, "}", 1);
+}
+
 /* The members of proto_job_result_json(job, i), without the braces;
  * returns the MoveIt code the result is answered with. */
 static int put_result_members(proto_jw *w, bool *first, const proto_job *job, size_t i)
@@ -484,6 +529,8 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
     }
     if (want(job, PROTO_FIELD(TIME_MS)))
         REAL_MEMBER(w, first, "time_ms", oc.time_ms);
+    if (valid && r->has_distance)
+        put_collision(w, first, job, r);
     return oc.code;
 }
 
@@ -520,7 +567,11 @@ size_t proto_job_result_bytes(const proto_job *job)
     /* a tree's tips: pose and errors, with 120 characters of keys and status */
     size_t tips = want(job, PROTO_FIELD(TIPS)) ? job->ntips : 0;
     reals += 9 * tips;
-    return 400 + 120 * tips + 4 * (job->npos + 2 * job->nrot) + reals * w;
+    /* collisions: min_distance and the closest pair's distance, its two
+     * names (each escaped at worst six bytes a byte) and keys */
+    size_t coll = job->chain->collide ? 6 * (PROTO_NAME_MAX + PROTO_SCENE_NAME_MAX + 24) + 80 : 0;
+    reals += job->chain->collide ? 2 : 0;
+    return 400 + coll + 120 * tips + 4 * (job->npos + 2 * job->nrot) + reals * w;
 }
 
 /* An upper estimate of the text of results [begin, end), so that the

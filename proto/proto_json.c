@@ -8,6 +8,7 @@
  * allocates an error. Writing is proto_json_write.c's.
  */
 #include "proto/proto_json.h"
+#include "proto/proto_scan.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -100,8 +101,7 @@ void proto_json_path_name(char *out, size_t size, const char *path)
     out[n] = '\0';
 }
 
-/* Error helper: "<name of path> <what>". */
-static int bad(proto_error *err, const char *path, const char *what)
+int proto__bad(proto_error *err, const char *path, const char *what)
 {
     char name[PROTO_PATH_MAX];
     proto_json_path_name(name, sizeof name, path);
@@ -159,21 +159,6 @@ static inline void jr_after_token(jr *r)
         r->swallowed++;
     }
 }
-
-/* 1 for the bytes a string holds as they are: 0x20..0x7f but '"' and '\'. */
-/* clang-format off */
-static const unsigned char jr_plain[256] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    /* 0x80..0xff: UTF-8, checked by proto__utf8_seq() */
-};
-/* clang-format on */
 
 static inline void jr_ws(jr *r)
 {
@@ -371,13 +356,17 @@ static int jr_string(jr *r, char **heap, const char **s, size_t *n)
     const unsigned char *start = ++r->p, *p = start, *end = r->end;
     bool escaped = false;
     for (;;) {
-        while (p < end && jr_plain[*p])
+        while (p < end && proto__plain[*p]) /* the scanner's plain bytes (proto_scan.h) */
             p++;
         if (p >= end)
             return -1;
         unsigned c = *p;
         if (c == '"')
             break;
+        if (c == 0x7f) { /* DEL: as it is, too */
+            p++;
+            continue;
+        }
         if (c == '\\') {
             escaped = true;
             if (end - p < 2)
@@ -657,7 +646,7 @@ int proto_json_check_object(const json_t *v, const char *path, const char *const
                             proto_error *err)
 {
     if (!json_is_object(v))
-        return bad(err, path, "must be an object");
+        return proto__bad(err, path, "must be an object");
     const char *key;
     json_t *val;
     json_object_foreach((json_t *)v, key, val)
@@ -686,7 +675,7 @@ json_t *proto_json_require(const json_t *obj, const char *path, const char *key,
     if (!v) {
         char p[PROTO_PATH_MAX];
         proto_json_path_key(p, path, key);
-        bad(err, p, "is required");
+        proto__bad(err, p, "is required");
     }
     return v;
 }
@@ -695,16 +684,23 @@ int proto_json_number(const json_t *v, const char *path, double lo, double hi, d
                       proto_error *err)
 {
     if (!json_is_number(v))
-        return bad(err, path, "must be a finite number");
+        return proto__bad(err, path, "must be a finite number");
     double d = json_number_value(v);
+    if (proto__number_in(d, path, lo, hi, err))
+        return -1;
+    *out = d;
+    return 0;
+}
+
+int proto__number_in(double d, const char *path, double lo, double hi, proto_error *err)
+{
     if (!isfinite(d))
-        return bad(err, path, "must be a finite number");
+        return proto__bad(err, path, "must be a finite number");
     if (d < lo || d > hi) {
         char what[128];
         proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi, d);
-        return bad(err, path, what);
+        return proto__bad(err, path, what);
     }
-    *out = d;
     return 0;
 }
 
@@ -717,7 +713,7 @@ int proto_json_positive(const json_t *v, const char *path, double hi, double *ou
     if (!(d > 0) || d > hi) {
         char what[128];
         proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
-        return bad(err, path, what);
+        return proto__bad(err, path, what);
     }
     *out = d;
     return 0;
@@ -727,12 +723,12 @@ int proto_json_integer(const json_t *v, const char *path, long long lo, long lon
                        long long *out, proto_error *err)
 {
     if (!json_is_integer(v))
-        return bad(err, path, "must be an integer");
+        return proto__bad(err, path, "must be an integer");
     long long i = (long long)json_integer_value(v);
     if (i < lo || i > hi) {
         char what[128];
         snprintf(what, sizeof what, "must be within [%lld, %lld] (got %lld)", lo, hi, i);
-        return bad(err, path, what);
+        return proto__bad(err, path, what);
     }
     *out = i;
     return 0;
@@ -741,7 +737,7 @@ int proto_json_integer(const json_t *v, const char *path, long long lo, long lon
 int proto_json_bool(const json_t *v, const char *path, bool *out, proto_error *err)
 {
     if (!json_is_boolean(v))
-        return bad(err, path, "must be true or false");
+        return proto__bad(err, path, "must be true or false");
     *out = json_is_true(v);
     return 0;
 }
@@ -750,15 +746,15 @@ int proto_json_string(const json_t *v, const char *path, size_t max_len, const c
                       proto_error *err)
 {
     if (!json_is_string(v))
-        return bad(err, path, "must be a string");
+        return proto__bad(err, path, "must be a string");
     size_t n = json_string_length(v);
     const char *s = json_string_value(v);
     if (strlen(s) != n)
-        return bad(err, path, "must not contain NUL characters");
+        return proto__bad(err, path, "must not contain NUL characters");
     if (max_len && n > max_len) {
         char what[96];
         snprintf(what, sizeof what, "is too long (%zu bytes; at most %zu)", n, max_len);
-        return bad(err, path, what);
+        return proto__bad(err, path, what);
     }
     *out = s;
     return 0;
@@ -775,18 +771,23 @@ int proto_json_enum(const json_t *v, const char *path, const char *const *names,
             *out = i;
             return 0;
         }
+    return proto__enum_error(err, path, names);
+}
+
+int proto__enum_error(proto_error *err, const char *path, const char *const *names)
+{
     char what[200];
     size_t n = (size_t)snprintf(what, sizeof what, "must be one of");
     for (int i = 0; names[i] && n < sizeof what; i++)
         n += (size_t)snprintf(what + n, sizeof what - n, "%s \"%s\"", i ? "," : "", names[i]);
-    return bad(err, path, what);
+    return proto__bad(err, path, what);
 }
 
 int proto_json_array(const json_t *v, const char *path, size_t min, size_t max, bool too_large,
                      size_t *n, proto_error *err)
 {
     if (!json_is_array(v))
-        return bad(err, path, "must be an array");
+        return proto__bad(err, path, "must be an array");
     size_t k = json_array_size(v);
     char what[128];
     if (k > max) {
@@ -799,14 +800,14 @@ int proto_json_array(const json_t *v, const char *path, size_t min, size_t max, 
             snprintf(what, sizeof what, "must have exactly %zu elements (got %zu)", min, k);
         else
             snprintf(what, sizeof what, "must have at most %zu elements (got %zu)", max, k);
-        return bad(err, path, what);
+        return proto__bad(err, path, what);
     }
     if (k < min) {
         if (min == max)
             snprintf(what, sizeof what, "must have exactly %zu elements (got %zu)", min, k);
         else
             snprintf(what, sizeof what, "must have at least %zu elements (got %zu)", min, k);
-        return bad(err, path, what);
+        return proto__bad(err, path, what);
     }
     *n = k;
     return 0;

@@ -152,6 +152,14 @@ int proto_json_array(const json_t *v, const char *path, size_t min, size_t max, 
 int proto_json_numbers(const json_t *v, const char *path, size_t n, double *out,
                        proto_error *err);
 
+/* The getters' words, for readers that check values another way (the
+ * codec, proto_codec.h): "<name of path> <what>"; "must be one of" the
+ * names (NULL-terminated); d not finite or outside [lo, hi] (0 when it is
+ * neither). Each returns -1 with *err set. */
+int proto__bad(proto_error *err, const char *path, const char *what);
+int proto__enum_error(proto_error *err, const char *path, const char *const *names);
+int proto__number_in(double d, const char *path, double lo, double hi, proto_error *err);
+
 /* A new JSON array of n doubles (a NULL return means out of memory). */
 json_t *proto_json_array_of(const double *v, size_t n);
 

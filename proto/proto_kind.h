@@ -22,6 +22,7 @@
 #include "proto/proto_json.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
+#include "solver/ik_collide.h"
 #include "solver/ik_math.h"
 #include "solver/ik_reach.h"
 #include "solver/ik_reason.h"
@@ -90,6 +91,7 @@ struct proto_chain {
      * set) keeps its bones above and names holds theirs, in bone order;
      * its tree is the skeleton's pose compiled (proto_kind_tree.c) */
     ik_tree *tree;
+    size_t tree_storage; /* bytes of its storage (after the view) */
     char (*tip_names)[PROTO_NAME_MAX];
     /* a tree of bones: the bones on the tips' paths, in bone order (bone
      * path_bones[k] is the tree's described joints 3k, 3k + 1, 3k + 2) */
@@ -99,6 +101,14 @@ struct proto_chain {
      * proves it by forward kinematics), made on first use
      * (proto__chain_closed) and kept */
     _Atomic(ik_closed *) closed;
+    /* urdf chains: the collision model (own allocation; NULL without any
+     * geometry), every URDF link's part in it (proto_collide.h), or why
+     * the URDF's own collisions could not be read when the chain object
+     * asked nothing about collisions (proto_chain_collide.c) */
+    ik_collide_model *collide;
+    struct proto_collide_link *collide_links;
+    size_t ncollide_links;
+    proto_error *collide_err;
 };
 
 /* ---- the kinds ---- */
@@ -166,7 +176,9 @@ const ik_closed *proto__chain_closed(proto_chain *c);
  * position (trees' tip targets too). */
 ik_target proto__solver_target(const proto_target *t);
 /* The binding of joints and urdf chains (numeric or closed), and the
- * numeric solve of a planar chain. */
+ * numeric solve of a planar chain; the seed length of the three (a
+ * value per joint of the compiled chain). */
+size_t proto__serial_seed_len(const proto_chain *c);
 bool proto__serial_allows(const proto_chain *c, proto_solver s);
 proto_solver proto__serial_pick(const proto_chain *c, const proto_target *t0);
 void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot);
@@ -186,6 +198,33 @@ void proto__serial_describe(const proto_chain *c, json_t *d);
 const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 
 
+/* ---- proto_chain_collide.c: a chain's collision model ---- */
+
+/* The members "collision_spheres", "collision_skeleton" and "srdf" of
+ * chain object o at path, with the URDF document (xml, len) the chain was
+ * built from and its base and tips: the model into c (see the file's
+ * comment). 0, or -1 with *err set (paths under path). */
+int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
+                         size_t len, const char *base, const char *const *tips, size_t ntips,
+                         const proto_limits *lim, proto_error *err);
+void proto__chain_collide_free(proto_chain *c);
+/* 0 when c has a collision model; else -1 with *err saying why (at path
+ * when the chain itself gives no path). */
+int proto__chain_collide_check(const proto_chain *c, const char *path, proto_error *err);
+/* The description's "collision" member, when the chain has geometry. */
+void proto__chain_collide_describe(const proto_chain *c, json_t *d);
+/* The URDF name of the model's link model_link ("?" when unknown). */
+const char *proto__collide_link_name(const proto_chain *c, int model_link);
+/* A solve's collision check (serial chains and trees): the workspace it
+ * takes at the head of the solve's (0 without a model, a multiple of 64);
+ * the check of job (its chain's model, its scene, its options) on that
+ * head, which *ws and *ws_size then skip (false, nothing taken, without a
+ * model); and the answer's min_distance and closest at r->q (chk NULL:
+ * none). */
+size_t proto__collide_ws(const proto_job *job);
+bool proto__collide_check(const proto_job *job, ik_collide_check *chk, void **ws, size_t *ws_size);
+void proto__collide_measure(const ik_collide_check *chk, proto_result *r);
+
 /* ---- proto_value.c: values chain objects share ---- */
 
 /* Each fills *err with the value's path on error. */
@@ -195,6 +234,9 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err);
  * bones in proto_kind_tree.c). 0, or -1 with *err set. */
 int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, proto_frame frame,
                           size_t min, const proto_limits *lim, proto_error *err);
+/* The index of name s among the first n of names (a chain's bones or
+ * joints), or -1. */
+int proto__name_index(char (*names)[PROTO_NAME_MAX], size_t n, const char *s);
 /* [x, y, z], each within PROTO_MAX_ABS (no frame conversion). */
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
 /* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */
@@ -207,7 +249,9 @@ int proto__urdf_source(const json_t *o, const char *path, const proto_limits *li
 /* One joint object of a joint list (a joints chain's, or with "parent"
  * allowed, which the caller reads, a tree's) at path pj, index i (its
  * default name joint<i>), in the chain's frame and units, into *out and
- * name. 0, or -1 with *err set. */
+ * name; a revolute limit beyond PROTO_LIMIT_TURNS turns in radians is
+ * refused as degrees. 0, or -1 with *err set. */
+#define PROTO_LIMIT_TURNS 2
 int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame frame,
                         proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
                         proto_error *err);

@@ -146,8 +146,15 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         for (size_t k = 0; k < 3; k++)
             p[k] = seed ? ik_v3(seed[3 * k], seed[3 * k + 1], seed[3 * k + 2]) : c->positions[k];
         ik_twobone_result o;
-        r->status = ik_twobone_solve(p[0], p[1], p[2], t->position, t->has_pole ? &t->pole : NULL,
-                                     &o);
+        /* a stream's solve without a pole keeps the previous answer's bend
+         * plane (ik_twobone_plane_pole) */
+        ik_vec3 plane;
+        const ik_vec3 *pole = t->has_pole ? &t->pole
+                              : job->opt.follow && ik_twobone_plane_pole(p[0], p[1], p[2],
+                                                                         t->position, &plane)
+                                  ? &plane
+                                  : NULL;
+        r->status = ik_twobone_solve(p[0], p[1], p[2], t->position, pole, &o);
         r->cause = proto__reach_cause(r->status, o.reach);
         if (r->status == IK_EINVAL)
             return;

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int decode_joints(proto_chain *c, const json_t *o, const char *path,
-                         const proto_limits *lim, proto_error *err)
+static int decode_joints(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                         proto_error *err)
 {
     static const char *const keys[] = {"kind", "joints", "frame", "units", NULL};
     if (proto_json_check_object(o, path, keys, err))
@@ -28,9 +28,8 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
         return -1;
     char p[PROTO_PATH_MAX];
     proto_json_path_key(p, path, "joints");
-    size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
     size_t n;
-    if (proto_json_array(arr, p, 1, cap, true, &n, err))
+    if (proto_json_array(arr, p, 1, lim->max_joints, true, &n, err))
         return -1;
     ik_joint *j = calloc(n, sizeof *j);
     char(*names)[PROTO_NAME_MAX] = calloc(n, sizeof *names);
@@ -44,20 +43,14 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path,
     for (size_t i = 0; i < n; i++) {
         char pj[PROTO_PATH_MAX];
         proto_json_path_index(pj, p, i);
-        if (proto__joint_decode(json_array_get(arr, i), pj, i, frame, units, false, &j[i],
-                                names[i], err))
+        if (proto__joint_decode(json_array_get(arr, i), pj, i, frame, units, false, &j[i], names[i],
+                                err))
             goto out;
         if (j[i].type != IK_JOINT_FIXED)
             movable++;
     }
     if (movable == 0) {
         proto_error_set(err, PROTO_E_INVALID_CHAIN, p, "the chain has no movable joint");
-        goto out;
-    }
-    if (movable > IK_MAX_DOF) {
-        proto_error_set(err, PROTO_E_TOO_LARGE, p,
-                        "the chain has %zu movable joints; at most %d are supported", movable,
-                        IK_MAX_DOF);
         goto out;
     }
     int crc = proto__chain_compile(c, j, n, err);
@@ -82,12 +75,6 @@ out:
     return rc;
 }
 
-static size_t seed_len(const proto_chain *c)
-{
-    return c->chain->dof;
-}
-
-const proto_kind_ops proto_kind_joints = {decode_joints,        proto__serial_describe,
-                                          seed_len,             proto__serial_allows,
-                                          proto__serial_pick,   proto__serial_dims,
-                                          proto__serial_workspace, proto__serial_run};
+const proto_kind_ops proto_kind_joints = {
+    decode_joints,      proto__serial_describe, proto__serial_seed_len,  proto__serial_allows,
+    proto__serial_pick, proto__serial_dims,     proto__serial_workspace, proto__serial_run};

@@ -42,8 +42,8 @@ static int planar_compile(proto_chain *c, proto_error *err)
     return rc;
 }
 
-static int decode_planar(proto_chain *c, const json_t *o, const char *path,
-                         const proto_limits *lim, proto_error *err)
+static int decode_planar(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                         proto_error *err)
 {
     static const char *const keys[] = {"kind", "lengths", "base", NULL};
     if (json_object_get(o, "frame")) {
@@ -70,11 +70,6 @@ static int decode_planar(proto_chain *c, const json_t *o, const char *path,
 static void describe(const proto_chain *c, json_t *d)
 {
     json_object_set_new(d, "dof", json_integer((json_int_t)c->nlinks));
-}
-
-static size_t seed_len(const proto_chain *c)
-{
-    return c->chain->dof;
 }
 
 static bool allows(const proto_chain *c, proto_solver s)
@@ -181,5 +176,5 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         run_analytic(job, i, r);
 }
 
-const proto_kind_ops proto_kind_planar = {decode_planar, describe, seed_len, allows,
-pick, dims, workspace, run};
+const proto_kind_ops proto_kind_planar = {
+    decode_planar, describe, proto__serial_seed_len, allows, pick, dims, workspace, run};

@@ -15,14 +15,6 @@
 
 #include "solver/ik_twobone.h"
 
-static int find_name(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(names[i], s) == 0)
-            return (int)i;
-    return -1;
-}
-
 static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                            const proto_limits *lim, proto_error *err)
 {
@@ -56,7 +48,7 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
         const char *s;
         if (proto_json_string(json_array_get(limb, i), pi, PROTO_NAME_MAX - 1, &s, err))
             return -1;
-        int b = find_name(c->names, n, s);
+        int b = proto__name_index(c->names, n, s);
         if (b < 0)
             return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi, "no bone is named \"%s\"", s);
         c->limb[i] = (size_t)b;
@@ -136,8 +128,16 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     }
     ik_twobone_result o;
     r->rot_err = -1;
+    /* a stream's solve without a pole keeps the previous answer's bend
+     * plane (ik_twobone_plane_pole), from the start pose's limb */
+    ik_vec3 plane;
+    const ik_vec3 *pole = t->has_pole ? &t->pole : NULL;
+    if (!pole && job->opt.follow && ik_skeleton_globals(bones, n, g) == IK_OK &&
+        ik_twobone_plane_pole(ik_mat34_origin(&g[c->limb[0]]), ik_mat34_origin(&g[c->limb[1]]),
+                              ik_mat34_origin(&g[c->limb[2]]), t->position, &plane))
+        pole = &plane;
     r->status = ik_skeleton_twobone(bones, n, c->limb[0], c->limb[1], c->limb[2], t->position,
-                                    t->has_pole ? &t->pole : NULL, g, &o);
+                                    pole, g, &o);
     r->cause = proto__reach_cause(r->status, o.reach);
     if (r->status == IK_EINVAL)
         return;

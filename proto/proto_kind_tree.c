@@ -86,6 +86,23 @@ static int tip_list(const json_t *o, const char *path, const char **tips, size_t
     return 0;
 }
 
+/* ik_tree_init() into one allocation, the view then its storage, freed
+ * with free(): c->tree, its storage's size in c->tree_storage. Returns 0;
+ * 1 when the solver refuses the joints; -1 when out of memory. */
+static int tree_alloc(proto_chain *c, const ik_joint *j, const int *parent, size_t n,
+                      const size_t *tip_joint, size_t ntips)
+{
+    const size_t store = ik_tree_storage_size(parent, n, tip_joint, ntips);
+    if (store == SIZE_MAX)
+        return 1;
+    c->tree = store < SIZE_MAX - sizeof *c->tree ? malloc(sizeof *c->tree + store) : NULL;
+    if (!c->tree)
+        return -1;
+    c->tree_storage = store;
+    return ik_tree_init(c->tree, c->tree + 1, store, j, parent, n, tip_joint, ntips) == IK_OK ? 0
+                                                                                           : 1;
+}
+
 /* The tree of n described joints (parents first) into c, with their
  * names; code and path for the errors ik_tree_init finds (the checks
  * before it name the tip). */
@@ -110,21 +127,18 @@ static int tree_build(proto_chain *c, const ik_joint *j, const int *parent,
         if (dof == 0)
             return proto_error_set(err, code, where ? where : pi,
                                    "the path to tip \"%s\" has no movable joint", tips[t]);
-        if (dof > IK_MAX_DOF || len > IK_MAX_JOINTS)
-            return proto_error_set(err, PROTO_E_TOO_LARGE, where ? where : pi,
-                                   "the path to tip \"%s\" has %zu movable joints; at most %d "
-                                   "are supported",
-                                   tips[t], dof, IK_MAX_DOF);
     }
-    size_t cap = lim->max_joints < IK_TREE_MAX_DOF ? lim->max_joints : IK_TREE_MAX_DOF;
+    const size_t cap = lim->max_joints;
     if (movable > cap)
         return proto_error_set(err, PROTO_E_TOO_LARGE, where ? where : pt,
                                "the tree has %zu movable joints; the limit is %zu", movable, cap);
-    c->tree = malloc(sizeof *c->tree);
     c->tip_names = calloc(ntips, sizeof *c->tip_names);
-    if (!c->tree || !c->tip_names)
+    if (!c->tip_names)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    if (ik_tree_init(c->tree, j, parent, n, tip_joint, ntips) != IK_OK)
+    int trc = tree_alloc(c, j, parent, n, tip_joint, ntips);
+    if (trc < 0)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    if (trc > 0)
         return proto_error_set(err, code, where ? where : pt,
                                "the joints do not form a tree the solver can use (a joint on a "
                                "path is degenerate)");
@@ -136,7 +150,7 @@ static int tree_build(proto_chain *c, const ik_joint *j, const int *parent,
         memcpy(c->names[v], names[c->tree->source_index[v]], PROTO_NAME_MAX);
     for (size_t t = 0; t < ntips; t++)
         snprintf(c->tip_names[t], PROTO_NAME_MAX, "%s", tips[t]);
-    c->memory += sizeof *c->tree + (c->nnames + ntips) * PROTO_NAME_MAX;
+    c->memory += sizeof *c->tree + c->tree_storage + (c->nnames + ntips) * PROTO_NAME_MAX;
     return 0;
 }
 
@@ -144,7 +158,8 @@ static int tree_build(proto_chain *c, const ik_joint *j, const int *parent,
 static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
                      proto_error *err)
 {
-    static const char *const keys[] = {"kind", "urdf", "base", "tips", NULL};
+    static const char *const keys[] = {"kind",          "urdf", "base", "tips", "collision_spheres",
+                                       "collision_skeleton", "srdf", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     char pu[PROTO_PATH_MAX];
@@ -156,7 +171,7 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     proto_json_path_key(pu, path, "urdf");
     if (tip_list(o, path, tips, &ntips, err))
         return -1;
-    size_t cap = lim->max_joints < IK_TREE_MAX_JOINTS ? lim->max_joints : IK_TREE_MAX_JOINTS;
+    const size_t cap = lim->max_joints;
     ik_joint *j = calloc(cap, sizeof *j);
     int *parent = calloc(cap, sizeof *parent);
     char(*un)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *un);
@@ -177,6 +192,8 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
                     pu, err);
     if (rc == 0)
         c->memory += len;
+    if (rc == 0) /* its collision model (proto_chain_collide.c) */
+        rc = proto__chain_collide(c, o, path, xml, len, base, tips, ntips, lim, err);
 out:
     free(j);
     free(parent);
@@ -209,9 +226,8 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
     if (!arr)
         return -1;
     proto_json_path_key(p, path, "joints");
-    size_t cap = lim->max_joints < IK_TREE_MAX_JOINTS ? lim->max_joints : IK_TREE_MAX_JOINTS;
     size_t n;
-    if (proto_json_array(arr, p, 1, cap, true, &n, err))
+    if (proto_json_array(arr, p, 1, lim->max_joints, true, &n, err))
         return -1;
     const char *tips[IK_TREE_MAX_TIPS];
     size_t ntips;
@@ -233,13 +249,12 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
         if (proto__joint_decode(jo, pj, i, (proto_frame)fi, (proto_units)ui, true, &j[i], names[i],
                                 err))
             goto out;
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(names[k], names[i]) == 0) {
-                proto_json_path_key(pf, pj, "name");
-                proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "joint name \"%s\" is used twice",
-                                names[i]);
-                goto out;
-            }
+        if (proto__name_index(names, i, names[i]) >= 0) {
+            proto_json_path_key(pf, pj, "name");
+            proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "joint name \"%s\" is used twice",
+                            names[i]);
+            goto out;
+        }
         parent[i] = -1;
         const json_t *pv = json_object_get(jo, "parent");
         if (pv && !json_is_null(pv)) {
@@ -247,23 +262,19 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
             proto_json_path_key(pf, pj, "parent");
             if (proto_json_string(pv, pf, PROTO_NAME_MAX - 1, &s, err))
                 goto out;
-            size_t k = 0;
-            while (k < i && strcmp(names[k], s) != 0)
-                k++;
-            if (k == i) {
+            int k = proto__name_index(names, i, s);
+            if (k < 0) {
                 proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
                                 "parent \"%s\" of joint \"%s\" is not an earlier joint", s,
                                 names[i]);
                 goto out;
             }
-            parent[i] = (int)k;
+            parent[i] = k;
         }
     }
     for (size_t t = 0; t < ntips; t++) {
-        size_t k = 0;
-        while (k < n && strcmp(names[k], tips[t]) != 0)
-            k++;
-        if (k == n) {
+        int k = proto__name_index(names, n, tips[t]);
+        if (k < 0) {
             char pt[PROTO_PATH_MAX], pi[PROTO_PATH_MAX];
             proto_json_path_key(pt, path, "tips");
             proto_json_path_index(pi, pt, t);
@@ -273,7 +284,7 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
                             tips[t]);
             goto out;
         }
-        tip_joint[t] = k;
+        tip_joint[t] = (size_t)k;
     }
     rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path,
                     PROTO_E_INVALID_CHAIN, NULL, err);
@@ -346,13 +357,11 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
     proto_json_path_key(pt, path, "tips");
     for (size_t t = 0; t < ntips; t++) {
         proto_json_path_index(pi, pt, t);
-        size_t b = 0;
-        while (b < n && strcmp(c->names[b], tips[t]) != 0)
-            b++;
-        if (b == n)
+        int b = proto__name_index(c->names, n, tips[t]);
+        if (b < 0)
             return proto_error_set(err, PROTO_E_INVALID_CHAIN, pi, "no bone is named \"%s\"",
                                    tips[t]);
-        tipb[t] = b;
+        tipb[t] = (size_t)b;
     }
     /* the paths: 1 on one, 2 above a tip */
     unsigned char *mark = calloc(n, 1);
@@ -372,19 +381,11 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
         mark[tipb[t]] |= 1;
         for (int b = c->skel[tipb[t]].parent; b >= 0; b = c->skel[b].parent, len++)
             mark[b] |= 3;
-        if (3 * len > IK_MAX_DOF) {
-            proto_json_path_index(pi, pt, t);
-            proto_error_set(err, PROTO_E_TOO_LARGE, pi,
-                            "the path to tip \"%s\" has %zu bones (%zu rotation angles); at "
-                            "most %d bones are supported",
-                            tips[t], len, 3 * len, IK_MAX_DOF / 3);
-            goto out;
-        }
     }
     size_t npath = 0;
     for (size_t b = 0; b < n; b++)
         npath += mark[b] != 0;
-    size_t cap = lim->max_joints < IK_TREE_MAX_DOF ? lim->max_joints : IK_TREE_MAX_DOF;
+    const size_t cap = lim->max_joints;
     if (3 * npath > cap) {
         proto_error_set(err, PROTO_E_TOO_LARGE, pt,
                         "the tips' paths have %zu bones (%zu rotation angles); the limit is %zu "
@@ -430,9 +431,8 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
         goto out;
     }
     c->path_bones = calloc(npath, sizeof *c->path_bones);
-    c->tree = malloc(sizeof *c->tree);
     c->tip_names = calloc(ntips, sizeof *c->tip_names);
-    if (!c->path_bones || !c->tree || !c->tip_names) {
+    if (!c->path_bones || !c->tip_names) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
@@ -446,7 +446,12 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
     size_t tip_joint[IK_TREE_MAX_TIPS];
     for (size_t t = 0; t < ntips; t++)
         tip_joint[t] = 3 * (size_t)rank[tipb[t]] + 2;
-    if (ik_tree_init(c->tree, j, parent, 3 * npath, tip_joint, ntips) != IK_OK) {
+    int trc = tree_alloc(c, j, parent, 3 * npath, tip_joint, ntips);
+    if (trc < 0) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
+    if (trc > 0) {
         proto_json_path_key(p, path, "bones");
         proto_error_set(err, PROTO_E_INVALID_CHAIN, p,
                         "the bones do not form a tree the solver can use");
@@ -454,7 +459,8 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
     }
     for (size_t t = 0; t < ntips; t++)
         snprintf(c->tip_names[t], PROTO_NAME_MAX, "%s", tips[t]);
-    c->memory += sizeof *c->tree + ntips * PROTO_NAME_MAX + npath * sizeof *c->path_bones;
+    c->memory += sizeof *c->tree + c->tree_storage + ntips * PROTO_NAME_MAX +
+                 npath * sizeof *c->path_bones;
     rc = 0;
 out:
     free(mark);
@@ -646,6 +652,13 @@ static void tips_result(const proto_job *job, size_t i, const ik_tree *T, const 
 
 static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size);
 
+/* A tree of joints' answer scratch after the solver's workspace: the
+ * solve's start (n doubles), aligned. */
+static size_t tree_scratch(size_t n)
+{
+    return n * sizeof(double) + 16;
+}
+
 static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
 {
     const proto_chain *c = job->chain;
@@ -657,18 +670,32 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     ik_tree_goal g[IK_TREE_MAX_TIPS];
     solver_goals(job, i, g);
     ik_tree_opts o = solver_opts(job);
+    ik_collide_check chk; /* a URDF tree's collision model */
+    bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
+    if (coll && chk.avoid)
+        o.collide = &chk;
+    r->has_distance = false;
     const size_t n = T->dof;
     const double *seed = job->has_seed[i] && job->seed_q ? job->seed_q + i * n : NULL;
     ik_tree_result res;
+    /* the solve's start, at the end of the workspace (tree_scratch) */
+    if (!ws || ws_size < tree_scratch(n)) {
+        r->status = IK_ENOSPC;
+        return;
+    }
+    ws_size -= tree_scratch(n);
+    double *from = (double *)(((uintptr_t)ws + ws_size + 15) & ~(uintptr_t)15);
     r->status = ik_tree_solve(T, g, seed, &o, ws, ws_size, r->q, &res);
+    if (r->status == IK_ECOLLISION)
+        r->cause = res.reason;
     r->iterations = res.iterations;
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
+    r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     /* where the solve started, inside the limits (continuous joints keep
      * their turn): the KEEP_POSE tips' poses and the steps' origin */
-    double from[IK_TREE_MAX_DOF];
     if (seed)
         memcpy(from, seed, n * sizeof *from);
     else
@@ -694,6 +721,7 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         }
     }
     tips_result(job, i, T, r->q, from, r);
+    proto__collide_measure(coll ? &chk : NULL, r);
 }
 
 /* ---- solving a tree of bones ------------------------------------------- */
@@ -712,6 +740,7 @@ static size_t aligned(size_t n)
 
 typedef struct bones_ws {
     ik_tree *T;
+    void *tstore; /* T's storage */
     void *tws;
     size_t tws_size;
     ik_joint *j;
@@ -735,6 +764,7 @@ static size_t bones_carve(const proto_chain *c, char *ws, bones_ws *b)
         at += aligned(bytes);                                                                      \
     } while (0)
     TAKE(T, sizeof(ik_tree));
+    TAKE(tstore, c->tree_storage);
     TAKE(tws, tws);
     TAKE(j, m * sizeof(ik_joint));
     TAKE(parent, m * sizeof(int));
@@ -755,7 +785,7 @@ static size_t bones_carve(const proto_chain *c, char *ws, bones_ws *b)
 static size_t tree_workspace(const proto_chain *c)
 {
     if (!c->skel)
-        return ik_tree_workspace_size(c->tree);
+        return ik_tree_workspace_size(c->tree) + tree_scratch(c->tree->dof);
     bones_ws b;
     return bones_carve(c, NULL, &b);
 }
@@ -784,7 +814,8 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
     size_t tip_joint[IK_TREE_MAX_TIPS];
     for (size_t t = 0; t < T0->ntips; t++)
         tip_joint[t] = T0->source_index[T0->var[t][T0->chain[t].dof - 1]];
-    if (ik_tree_init(b.T, b.j, b.parent, 3 * c->npath, tip_joint, T0->ntips) != IK_OK ||
+    if (ik_tree_init(b.T, b.tstore, c->tree_storage, b.j, b.parent, 3 * c->npath, tip_joint,
+                     T0->ntips) != IK_OK ||
         b.T->dof != dof) {
         r->status = IK_EINVAL;
         return;
@@ -798,6 +829,7 @@ static void run_bones(proto_job *job, size_t i, proto_result *r, void *ws, size_
     r->iterations = res.iterations;
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
+    r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     /* the angles as local rotations: bone k's x, y, z variables are
@@ -867,7 +899,7 @@ static void dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot)
 
 static size_t workspace(const proto_job *job)
 {
-    return tree_workspace(job->chain);
+    return proto__collide_ws(job) + tree_workspace(job->chain);
 }
 
 const proto_kind_ops proto_kind_tree = {decode, describe, seed_len,  allows,

@@ -26,10 +26,11 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err)
     return c->velocity;
 }
 
-static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
-                       const proto_limits *lim, proto_error *err)
+static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
+                       proto_error *err)
 {
-    static const char *const keys[] = {"kind", "urdf", "base", "tip", NULL};
+    static const char *const keys[] = {"kind", "urdf", "base", "tip", "collision_spheres",
+                                       "collision_skeleton", "srdf", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     const char *xml, *base, *tip;
@@ -41,12 +42,12 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
     proto_json_path_key(p, path, "tip");
     if (!v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, &tip, err))
         return -1;
-    size_t cap = lim->max_joints < IK_MAX_JOINTS ? lim->max_joints : IK_MAX_JOINTS;
-    ik_joint *joints = calloc(IK_MAX_JOINTS, sizeof *joints);
-    char(*names)[PROTO_URDF_NAME_MAX] = calloc(IK_MAX_JOINTS, sizeof *names);
+    const size_t cap = lim->max_joints;
+    ik_joint *joints = calloc(cap, sizeof *joints);
+    char(*names)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *names);
     /* the joints' velocity limits are read in the same parse (servo
      * streams use them), so that nothing parses the document again */
-    double *vel = calloc(IK_MAX_JOINTS, sizeof *vel);
+    double *vel = calloc(cap, sizeof *vel);
     int rc = -1;
     if (!joints || !names || !vel) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
@@ -72,10 +73,10 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
                         "the chain from \"%s\" to \"%s\" has no movable joint", base, tip);
         goto out;
     }
-    if (movable > IK_MAX_DOF || movable > lim->max_joints) {
+    if (movable > lim->max_joints) {
         proto_error_set(err, PROTO_E_TOO_LARGE, p,
                         "the chain has %zu movable joints; the limit is %zu", movable,
-                        lim->max_joints < IK_MAX_DOF ? lim->max_joints : (size_t)IK_MAX_DOF);
+                        lim->max_joints);
         goto out;
     }
     int crc = proto__chain_compile(c, joints, n, err);
@@ -115,6 +116,8 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path,
         goto out;
     }
     c->memory += len + c->nnames * PROTO_NAME_MAX;
+    if (proto__chain_collide(c, o, path, xml, len, base, &tip, 1, lim, err))
+        goto out;
     rc = 0;
 out:
     free(joints);
@@ -123,12 +126,6 @@ out:
     return rc;
 }
 
-static size_t seed_len(const proto_chain *c)
-{
-    return c->chain->dof;
-}
-
-const proto_kind_ops proto_kind_urdf = {decode_urdf,          proto__serial_describe,
-                                        seed_len,             proto__serial_allows,
-                                        proto__serial_pick,   proto__serial_dims,
-                                        proto__serial_workspace, proto__serial_run};
+const proto_kind_ops proto_kind_urdf = {
+    decode_urdf,        proto__serial_describe, proto__serial_seed_len,  proto__serial_allows,
+    proto__serial_pick, proto__serial_dims,     proto__serial_workspace, proto__serial_run};

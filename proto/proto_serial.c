@@ -13,10 +13,12 @@
 #include "proto/proto_kind.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_scene.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_servo.h"
 
@@ -24,23 +26,24 @@
  * nearest first; more than the 8 branches times a few turns). */
 #define CLOSED_CANDIDATES 64
 
-/* Compiles the joints into c->chain, allocated here: only chains that
- * need the numeric solver or forward kinematics carry one (it is several
- * kilobytes, which a bones chain decoded on every request should not pay
- * for). Returns 0; 1 when ik_chain_init() refuses the joints (the caller
- * names the reason); -1 with *err set when out of memory. On error
+/* Compiles the joints into c->chain, allocated here with its storage in
+ * one block: only chains that need the numeric solver or forward
+ * kinematics carry one (a bones chain decoded on every request should not
+ * pay for it). Returns 0; 1 when ik_chain_init() refuses the joints (the
+ * caller names the reason); -1 with *err set when out of memory. On error
  * c->chain stays NULL. */
 int proto__chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_error *err)
 {
-    ik_chain *k = malloc(sizeof *k);
+    const size_t store = ik_chain_storage_size(n);
+    ik_chain *k = store < SIZE_MAX - sizeof *k ? malloc(sizeof *k + store) : NULL;
     if (!k)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    if (ik_chain_init(k, j, n) != IK_OK) {
+    if (ik_chain_init(k, k + 1, store, j, n) != IK_OK) {
         free(k);
         return 1;
     }
     c->chain = k;
-    c->memory += sizeof *k;
+    c->memory += sizeof *k + store;
     /* the closed form joints and urdf chains get on first use */
     if (c->kind == PROTO_CHAIN_JOINTS || c->kind == PROTO_CHAIN_URDF)
         c->memory += sizeof(ik_closed);
@@ -87,6 +90,11 @@ proto_solver proto__serial_pick(const proto_chain *c, const proto_target *t0)
                                                                         : PROTO_SOLVER_NUMERIC;
 }
 
+size_t proto__serial_seed_len(const proto_chain *c)
+{
+    return c->chain->dof;
+}
+
 void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot)
 {
     *dof = c->chain->dof;
@@ -94,10 +102,42 @@ void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t 
     *nrot = 0;
 }
 
+/* A servo stream with collisions slows within this distance (the chain's
+ * length unit) of an obstacle, in proportion to the room left (MoveIt
+ * Servo's collision velocity scaling: ik_collide_servo_scale). */
+#define SERVO_SLOW_DISTANCE 0.1
+
+/* A joint chain's answer scratch (finish_joints), at the end of the
+ * workspace: the seed inside the limits (dof doubles), aligned. */
+static size_t answer_scratch_size(const ik_chain *c)
+{
+    return c->dof * sizeof(double) + 16;
+}
+
+typedef struct answer_scratch {
+    double *from;
+} answer_scratch;
+
+/* The scratch at the end of ws (ws_size bytes, of which the solver gets
+ * the rest: the new size). */
+static size_t answer_scratch_take(const ik_chain *c, void *ws, size_t ws_size, answer_scratch *a)
+{
+    const size_t need = answer_scratch_size(c);
+    if (!ws || ws_size < need) {
+        a->from = NULL;
+        return 0;
+    }
+    a->from = (double *)(((uintptr_t)ws + ws_size - need + 15) & ~(uintptr_t)15);
+    return ws_size - need;
+}
+
 size_t proto__serial_workspace(const proto_job *job)
 {
-    return job->solver == PROTO_SOLVER_CLOSED ? CLOSED_CANDIDATES * 6 * sizeof(double)
-                                              : ik_numeric_workspace_size(job->chain->chain);
+    const ik_chain *c = job->chain->chain;
+    return proto__collide_ws(job) +
+           (job->solver == PROTO_SOLVER_CLOSED ? CLOSED_CANDIDATES * 6 * sizeof(double)
+                                               : ik_numeric_workspace_size(c)) +
+           answer_scratch_size(c);
 }
 
 void proto__serial_describe(const proto_chain *c, json_t *d)
@@ -149,16 +189,18 @@ static void seed_inside(const ik_chain *c, const double *seed, double *out)
  * solver's: the servo period (streams), the step from the seed (refused:
  * the step that was refused, angular and prismatic, when r->status is
  * IK_ESTEP), every joint's position, the tip, and the errors (pos_err,
- * rot_err: the solver's, of r->q). */
+ * rot_err: the solver's, of r->q). sc: answer_scratch_take's; chk: the
+ * collision check (NULL without a model). */
 static void finish_joints(proto_job *job, size_t i, proto_result *r, const double *seed,
-                          double pos_err, double rot_err, const double refused[2])
+                          double pos_err, double rot_err, const double refused[2],
+                          const answer_scratch *sc, const ik_collide_check *chk)
 {
     const proto_chain *c = job->chain;
     const proto_target *t = &job->targets[i];
+    double *from = sc->from;
     if (seed && job->opt.servo_period > 0) {
         /* servo: one period's motion toward the solution, every joint
          * within its velocity limit; on a failed solve the arm holds */
-        double from[IK_MAX_DOF];
         seed_inside(c->chain, seed, from);
         double sf = r->status == IK_OK ? ik_servo_step(c->chain->dof, from, r->q,
                                                        job->opt.servo_velocity,
@@ -166,6 +208,16 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
                                        : -1.0;
         if (sf < 0.0)
             memcpy(r->q, from, c->chain->dof * sizeof *from);
+        if (sf >= 0.0 && chk && chk->avoid) {
+            /* near an obstacle the arm slows, and stops short of it */
+            double cs = ik_collide_servo_scale(chk->model, &chk->scene, from, r->q, chk->margin,
+                                               SERVO_SLOW_DISTANCE, chk->ws, chk->ws_size, NULL);
+            if (cs >= 0.0 && cs < 1.0) {
+                for (size_t k = 0; k < c->chain->dof; k++)
+                    r->q[k] = from[k] + cs * (r->q[k] - from[k]);
+                sf = 0.0;
+            }
+        }
         r->servo = sf >= 1.0 ? 1 : 0;
         /* the errors of the pose the arm is sent to */
         ik_xform tip = ik_chain_fk(c->chain, r->q);
@@ -184,7 +236,6 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
             r->step_ang = refused[0];
             r->step_lin = refused[1];
         } else {
-            double from[IK_MAX_DOF];
             seed_inside(c->chain, seed, from);
             for (size_t k = 0; k < c->chain->dof; k++) {
                 double d = fabs(r->q[k] - from[k]);
@@ -194,14 +245,12 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
             }
         }
     }
-    ik_xform frames[IK_MAX_DOF + 1];
-    ik_chain_frames(c->chain, r->q, frames);
-    for (size_t k = 0; k <= c->chain->dof; k++)
-        r->positions[k] = frames[k].p;
+    /* every joint's position and the tip, in one walk down the chain */
+    ik_chain_positions(c->chain, r->q, r->positions, &r->tip);
     r->has_tip = c->kind != PROTO_CHAIN_PLANAR;
-    r->tip = frames[c->chain->dof];
     r->pos_err = pos_err;
     r->rot_err = t->has_orientation ? rot_err : -1;
+    proto__collide_measure(chk, r);
 }
 
 static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
@@ -223,7 +272,18 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
         o.max_step = proto_angle_in(job->opt.units, job->opt.max_joint_step_in);
         o.max_step_lin = job->opt.max_joint_step_in;
     }
+    ik_collide_check chk;
+    bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
+    r->has_distance = false;
+    if (coll && chk.avoid)
+        o.collide = &chk;
     ik_numeric_result res;
+    answer_scratch sc;
+    ws_size = answer_scratch_take(c->chain, ws, ws_size, &sc);
+    if (!sc.from) {
+        r->status = IK_ENOSPC;
+        return;
+    }
     r->status = ik_numeric_solve(c->chain, &tg, seed, &o, ws, ws_size, r->q, &res);
     r->iterations = res.iterations;
     r->restarts = res.restarts;
@@ -233,7 +293,7 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
     const double refused[2] = {res.step_ang, res.step_lin};
-    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused);
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc, coll ? &chk : NULL);
 }
 
 /* The closed form (solver/ik_closed.h): the solution nearest the seed (the
@@ -254,8 +314,13 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
     const double *seed = proto__seed_of(job, i, c->chain->dof);
     const size_t n = c->chain->dof;
     ik_closed_result res;
+    ik_collide_check chk;
+    bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
+    r->has_distance = false;
     r->nall = r->total = 0;
-    if (!k) {
+    answer_scratch sc;
+    ws_size = answer_scratch_take(c->chain, ws, ws_size, &sc);
+    if (!k || !sc.from) {
         r->status = IK_ENOSPC;
         return;
     }
@@ -271,7 +336,7 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
         m = ik_closed_solve_all(c->chain, k, &tg, seed, &o, cand, CLOSED_CANDIDATES, &res);
     if (m > 0) {
         /* the nearest solution within the step (all joints turn) */
-        double from[IK_MAX_DOF];
+        double *from = sc.from;
         seed_inside(c->chain, seed, from);
         size_t pick = m;
         for (size_t s = 0; s < m && pick == m; s++) {
@@ -296,14 +361,14 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
         ik_pose_error(tg.pose, x, e);
         finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
                       sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]),
-                      r->status == IK_OK ? NULL : refused);
+                      r->status == IK_OK ? NULL : refused, &sc, coll ? &chk : NULL);
         return;
     }
     r->status = ik_closed_solve(c->chain, k, &tg, seed, &o, r->q, &res);
     r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
-    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused);
+    finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc, coll ? &chk : NULL);
 }
 
 void proto__serial_run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)

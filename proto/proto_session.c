@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "proto/proto_codec.h"
+#include "proto/proto_scene.h"
 
 struct proto_session {
     proto_chain *chain;
@@ -38,6 +39,7 @@ struct proto_session {
     proto_job *prev; /* the last answer: the next job's warm start */
     double *kept;    /* the seed of a skipped target (proto__seed_len doubles) */
     bool has_kept;   /* kept holds one not yet spent */
+    proto_scene *scene; /* the stream's scene (a reference each job shares), or NULL */
 };
 
 int proto_session_open(proto_chain *chain, const json_t *options, const json_t *seed,
@@ -74,6 +76,7 @@ int proto_session_open(proto_chain *chain, const json_t *options, const json_t *
     *out = s;
     return 0;
 fail:
+    proto__options_release(&s->opt);
     free(s->seed);
     free(s);
     return -1;
@@ -84,7 +87,9 @@ void proto_session_free(proto_session *s)
     if (!s)
         return;
     proto_job_free(s->prev);
+    proto_scene_free(s->scene);
     proto_chain_unref(s->chain);
+    proto__options_release(&s->opt);
     free(s->seed);
     free(s->kept);
     free(s);
@@ -101,8 +106,22 @@ const proto_chain *proto_session_chain(const proto_session *s)
 static int session_job(proto_session *s, const proto_target *t, const char *path,
                        proto_job **out, proto_error *err)
 {
-    return proto__job_new(s->chain, &s->opt, PROTO_SOLVE, 1, t, path,
-                          proto__seed_len(s->chain) > 0, out, err);
+    if (proto__job_new(s->chain, &s->opt, PROTO_SOLVE, 1, t, path,
+                       proto__seed_len(s->chain) > 0, out, err))
+        return -1;
+    (*out)->scene = proto_scene_ref(s->scene);
+    return 0;
+}
+
+int proto_session_scene(proto_session *s, const json_t *scene, proto_error *err)
+{
+    proto_scene *n = NULL;
+    if (proto__chain_collide_check(s->chain, "/scene", err) ||
+        proto_scene_read(scene, "/scene", s->opt.frame, &n, err))
+        return -1;
+    proto_scene_free(s->scene);
+    s->scene = n;
+    return 0;
 }
 
 static bool is_tree(const proto_session *s)

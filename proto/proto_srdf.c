@@ -16,7 +16,7 @@ static int name_of(xmlNodePtr el, const char *attr, char *out, size_t line, prot
     const char *s;
     int has = proto_xml_attr(el, attr, &s);
     if (has != 1 || !s[0])
-        return proto_error_set(err, PROTO_E_INVALID_URDF, NULL, "SRDF: <%s> at line %zu has no %s",
+        return proto_error_set(err, PROTO_E_INVALID_SRDF, NULL, "SRDF: <%s> at line %zu has no %s",
                                (const char *)el->name, line, attr);
     if (strlen(s) >= PROTO_URDF_NAME_MAX)
         return proto_error_set(err, PROTO_E_TOO_LARGE, NULL,
@@ -31,13 +31,13 @@ int proto_srdf_read(const char *xml, size_t len, proto_srdf_entry **entries, siz
 {
     *entries = NULL;
     *count = 0;
-    xmlDocPtr doc = proto_xml_parse(xml, len, "SRDF", PROTO_E_INVALID_URDF, err);
+    xmlDocPtr doc = proto_xml_parse(xml, len, "SRDF", PROTO_E_INVALID_SRDF, err);
     if (!doc)
         return -1;
     xmlNodePtr robot = xmlDocGetRootElement(doc);
     int r = 0;
     if (!robot || !proto_xml_is(robot, "robot"))
-        r = proto_error_set(err, PROTO_E_INVALID_URDF, NULL,
+        r = proto_error_set(err, PROTO_E_INVALID_SRDF, NULL,
                             "SRDF: the root element is <%.40s>, not <robot>",
                             robot ? (const char *)robot->name : "(none)");
     size_t n = 0;
@@ -57,7 +57,7 @@ int proto_srdf_read(const char *xml, size_t len, proto_srdf_entry **entries, siz
                     ? -1
                     : 0;
             if (r == 0 && strcmp(x->link1, x->link2) == 0)
-                r = proto_error_set(err, PROTO_E_INVALID_URDF, NULL,
+                r = proto_error_set(err, PROTO_E_INVALID_SRDF, NULL,
                                     "SRDF: <%s> at line %zu names link '%.64s' twice",
                                     (const char *)c->name, line, x->link1);
         } else if (proto_xml_is(c, "disable_default_collisions")) {

@@ -19,8 +19,8 @@
  * entities, no <!DOCTYPE>, no huge documents); the caller enforces its byte
  * limit before calling.
  *
- * Errors: 0 on success, -1 with *err set: "invalid_urdf" (the code of the
- * robot's description documents, HTTP 422) naming the entry for a
+ * Errors: 0 on success, -1 with *err set: "invalid_srdf" (HTTP 422)
+ * naming the entry for a
  * malformed document, a root other than <robot>, an entry without its
  * link attributes or naming a link twice; "too_large" for a name longer
  * than PROTO_URDF_NAME_MAX - 1 bytes. Messages start with "SRDF".

@@ -372,11 +372,12 @@ no:
 
 /* ---- decoding ------------------------------------------------------------ */
 
-static const char *const type_names[] = {"open", "close", "target", "path", "tick"};
+static const char *const type_names[] = {"open", "close", "target", "path", "tick", "scene"};
 
 /* The members each type allows (NULL-terminated). */
-static const char *const open_keys[] = {"type",    "stream", "chain", "chain_id",
-                                        "options", "seed",   NULL};
+static const char *const open_keys[] = {"type", "stream", "chain", "chain_id",
+                                        "options", "seed", "scene", NULL};
+static const char *const scene_keys[] = {"type", "stream", "scene", NULL};
 static const char *const close_keys[] = {"type", "stream", NULL};
 static const char *const target_keys[] = {"type", "stream", "seq", "target", "seed", NULL};
 static const char *const path_keys[] = {"type",    "stream",     "seq", "waypoints",
@@ -524,8 +525,18 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         out->chain_id = cid ? json_string_value(cid) : NULL;
         out->options = opt;
         out->seed = json_object_get(root, "seed");
+        out->scene = json_object_get(root, "scene");
         break;
     }
+    case PROTO_STREAM_SCENE:
+        if (check_keys(root, scene_keys, err) != 0)
+            goto out;
+        out->scene = json_object_get(root, "scene");
+        if (!out->scene) {
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/scene", "\"scene\" is required");
+            goto out;
+        }
+        break;
     case PROTO_STREAM_CLOSE:
         if (check_keys(root, close_keys, err) != 0)
             goto out;
@@ -752,22 +763,15 @@ char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sen
 }
 
 /* "error":{...}} after the members naming the stream and seq (with a
- * comma before it when comma); false when out of memory (nothing
- * written). */
+ * comma before it when comma); false when out of memory (the text is
+ * then incomplete: the callers drop it). */
 static bool error_tail(proto_jw *w, const proto_error *e, bool comma)
 {
-    json_t *inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                              e->message, "path", e->path);
-    if (!inner) /* a message cut inside a UTF-8 sequence: keep the code */
-        inner = json_pack("{s:s, s:s, s:s}", "code", proto_error_name(e->code), "message",
-                          "(message not printable)", "path", "");
-    if (!inner)
-        return false;
     if (comma)
         RAW(w, ",");
     RAW(w, "\"error\":");
-    proto_jw_value(w, inner, false);
-    json_decref(inner);
+    if (!proto_error_write(w, e))
+        return false;
     RAW(w, "}");
     return true;
 }

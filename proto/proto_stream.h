@@ -72,7 +72,8 @@ typedef enum proto_stream_type {
     PROTO_STREAM_CLOSE,
     PROTO_STREAM_TARGET,
     PROTO_STREAM_PATH,
-    PROTO_STREAM_TICK
+    PROTO_STREAM_TICK,
+    PROTO_STREAM_SCENE
 } proto_stream_type;
 
 typedef struct proto_stream_path proto_stream_path;
@@ -90,6 +91,8 @@ typedef struct proto_stream_msg {
     json_t *chain;       /* open: inline chain object, or NULL */
     const char *chain_id;/* open: registered chain id, or NULL */
     json_t *options;     /* open: options object, or NULL */
+    json_t *scene;       /* open (or NULL), scene: the scene object
+                            (validated later, proto_session_scene) */
     json_t *target;      /* target: the target value (validated later) */
     json_t *seed;        /* open, target: the seed value, or NULL (validated
                             later, as HTTP's "seed") */

@@ -3,8 +3,8 @@
  * tree of several from one base (see proto_urdf.h).
  *
  * The document is parsed into a libxml2 tree by proto_xml_parse() (the
- * hardening of proto_urdf.h's "Safety", shared with SRDF), the <link> and <joint> children of <robot> are indexed by
- * name (two sorted arrays: joints by child link, links by name), and the
+ * hardening of proto_urdf.h's "Safety", shared with SRDF), the <link> and <joint> children of
+ * <robot> are indexed by name (two sorted arrays: joints by child link, links by name), and the
  * path is found by walking up from the tip through each link's unique parent
  * joint until the base is reached. Only the joints of that path are then
  * decoded in full (type, origin, axis, limits).
@@ -252,18 +252,25 @@ static bool parse_numbers(const char *s, double *out, int n)
     return *p == '\0';
 }
 
-/* Reads attribute attr of element el (of joint jname) as n numbers into out;
- * leaves out untouched when absent. */
-static int read_numbers(xmlNodePtr el, const char *attr, double *out, int n, const char *jname,
-                        proto_error *err)
+/* Reads attribute attr of element el (of the joint or link `name`: what
+ * says which) as n finite numbers into out: required ones must be present,
+ * nonneg ones not negative; absent optional ones leave out untouched. */
+static int attr_numbers(xmlNodePtr el, const char *attr, double *out, int n, bool required,
+                        bool nonneg, const char *what, const char *name, proto_error *err)
 {
     const char *s;
     int has = proto_xml_attr(el, attr, &s);
     if (has == 0)
-        return 0;
+        return required ? INVALID(err, "%s '%.64s': <%s> has no %s", what, name,
+                                  (const char *)el->name, attr)
+                        : 0;
     if (has < 0 || !parse_numbers(s, out, n))
-        return INVALID(err, "joint '%.64s': <%s %s=\"%.40s\"> must be %d finite number%s", jname,
+        return INVALID(err, "%s '%.64s': <%s %s=\"%.40s\"> must be %d finite number%s", what, name,
                        (const char *)el->name, attr, has < 0 ? "?" : s, n, n > 1 ? "s" : "");
+    for (int i = 0; i < n && nonneg; i++)
+        if (out[i] < 0.0)
+            return INVALID(err, "%s '%.64s': <%s %s> must not be negative", what, name,
+                           (const char *)el->name, attr);
     return 0;
 }
 
@@ -292,12 +299,12 @@ static int decode_joint(const urdf_joint *j, ik_joint *out, proto_error *err)
     double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0}, axis[3] = {1, 0, 0};
     xmlNodePtr origin = proto_xml_child(j->node, "origin");
     if (origin) {
-        if (read_numbers(origin, "xyz", xyz, 3, j->name, err) ||
-            read_numbers(origin, "rpy", rpy, 3, j->name, err))
+        if (attr_numbers(origin, "xyz", xyz, 3, false, false, "joint", j->name, err) ||
+            attr_numbers(origin, "rpy", rpy, 3, false, false, "joint", j->name, err))
             return -1;
     }
     xmlNodePtr ax = proto_xml_child(j->node, "axis");
-    if (ax && read_numbers(ax, "xyz", axis, 3, j->name, err))
+    if (ax && attr_numbers(ax, "xyz", axis, 3, false, false, "joint", j->name, err))
         return -1;
     double lower = 0.0, upper = 0.0;
     if (type == IK_JOINT_REVOLUTE || type == IK_JOINT_PRISMATIC) {
@@ -305,8 +312,8 @@ static int decode_joint(const urdf_joint *j, ik_joint *out, proto_error *err)
         if (!lim)
             return INVALID(err, "%s joint '%.64s' has no <limit lower=... upper=...> element",
                            j->type, j->name);
-        if (read_numbers(lim, "lower", &lower, 1, j->name, err) ||
-            read_numbers(lim, "upper", &upper, 1, j->name, err))
+        if (attr_numbers(lim, "lower", &lower, 1, false, false, "joint", j->name, err) ||
+            attr_numbers(lim, "upper", &upper, 1, false, false, "joint", j->name, err))
             return -1;
         if (lower > upper)
             return INVALID(err, "joint '%.64s': lower limit %g is above upper limit %g", j->name,
@@ -386,7 +393,7 @@ static int joint_velocity(const urdf_joint *j, double *v, proto_error *err)
     if (!j->type || strcmp(j->type, "fixed") == 0)
         return 0;
     xmlNodePtr lim = proto_xml_child(j->node, "limit");
-    if (lim && read_numbers(lim, "velocity", v, 1, j->name, err))
+    if (lim && attr_numbers(lim, "velocity", v, 1, false, false, "joint", j->name, err))
         return -1;
     if (!(*v > 0.0))
         *v = 0.0;
@@ -443,15 +450,14 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
                      ik_joint *joints, size_t cap, size_t *n_joints,
                      char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
 {
-    return read_chain(xml, len, base_link, tip_link, joints, cap, n_joints, names, NULL, NULL,
-                      NULL, err);
+    return read_chain(xml, len, base_link, tip_link, joints, cap, n_joints, names, NULL, NULL, NULL,
+                      err);
 }
 
 int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
                                 const char *tip_link, ik_joint *joints, size_t cap,
-                                size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
-                                double *vel, int *vel_rc, proto_error *vel_err,
-                                proto_error *err)
+                                size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX], double *vel,
+                                int *vel_rc, proto_error *vel_err, proto_error *err)
 {
     if (!vel || !vel_rc)
         return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no room for the velocities");
@@ -460,22 +466,24 @@ int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_li
                       vel_err, err);
 }
 
-int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                          ik_chain *chain, size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
-                          proto_error *err)
+ik_chain *proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
+                                const char *tip_link, size_t max_joints,
+                                char (**names)[PROTO_URDF_NAME_MAX], proto_error *err)
 {
-    if (!chain)
-        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no chain to load into");
-    ik_joint *joints = malloc(IK_MAX_JOINTS * sizeof *joints);
-    char(*jn)[PROTO_URDF_NAME_MAX] = malloc(IK_MAX_JOINTS * sizeof *jn);
-    ik_chain *tmp = malloc(sizeof *tmp);
-    int r = -1;
+    if (max_joints == 0 || max_joints > SIZE_MAX / sizeof(ik_joint) / 4) {
+        urdf_fail(err, PROTO_E_INVALID_REQUEST, "max_joints is out of range");
+        return NULL;
+    }
+    ik_joint *joints = malloc(max_joints * sizeof *joints);
+    char(*jn)[PROTO_URDF_NAME_MAX] = malloc(max_joints * sizeof *jn);
+    char(*out_names)[PROTO_URDF_NAME_MAX] = NULL;
+    ik_chain *chain = NULL;
     size_t n = 0;
-    if (!joints || !jn || !tmp) {
+    if (!joints || !jn) {
         urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
         goto done;
     }
-    if (proto_urdf_chain(xml, len, base_link, tip_link, joints, IK_MAX_JOINTS, &n, jn, err))
+    if (proto_urdf_chain(xml, len, base_link, tip_link, joints, max_joints, &n, jn, err))
         goto done;
     size_t dof = 0;
     for (size_t i = 0; i < n; i++)
@@ -484,29 +492,34 @@ int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, co
         INVALID(err, "the chain from '%.64s' to '%.64s' has no movable joint", base_link, tip_link);
         goto done;
     }
-    if (dof > IK_MAX_DOF) {
-        TOO_LARGE(err, "the chain from '%.64s' to '%.64s' has %zu movable joints, more than %d",
-                  base_link, tip_link, dof, IK_MAX_DOF);
-        goto done;
+    const size_t store = ik_chain_storage_size(dof);
+    chain = malloc(sizeof *chain + store);
+    if (names)
+        out_names = malloc(dof * sizeof *out_names);
+    if (!chain || (names && !out_names)) {
+        urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
+        goto fail;
     }
-    int st = ik_chain_init(tmp, joints, n);
+    int st = ik_chain_init(chain, chain + 1, store, joints, n);
     if (st != IK_OK) {
         INVALID(err, "the chain from '%.64s' to '%.64s' cannot be built: %s", base_link, tip_link,
                 ik_status_message(st));
-        goto done;
+        goto fail;
     }
-    *chain = *tmp;
-    if (n_joints)
-        *n_joints = chain->dof;
-    if (names)
+    if (names) {
         for (size_t i = 0; i < chain->dof; i++)
-            memcpy(names[i], jn[chain->source_index[i]], PROTO_URDF_NAME_MAX);
-    r = 0;
+            memcpy(out_names[i], jn[chain->source_index[i]], PROTO_URDF_NAME_MAX);
+        *names = out_names;
+    }
+    goto done;
+fail:
+    free(chain);
+    free(out_names);
+    chain = NULL;
 done:
     free(joints);
     free(jn);
-    free(tmp);
-    return r;
+    return chain;
 }
 
 int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
@@ -543,8 +556,9 @@ int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
                 k++;
             if (k == n) {
                 if (n == cap) {
-                    r = TOO_LARGE(err, "the paths from '%.64s' to the tips have more than %zu "
-                                       "joints",
+                    r = TOO_LARGE(err,
+                                  "the paths from '%.64s' to the tips have more than %zu "
+                                  "joints",
                                   base_link, cap);
                     break;
                 }
@@ -591,28 +605,6 @@ int proto_urdf_links(const char *xml, size_t len, char (*names)[PROTO_URDF_NAME_
 
 /* ---- the whole robot, with collision primitives (proto_collide.c) ------- */
 
-/* Reads attribute attr of element el (a collision of link `link`) as n
- * finite numbers into out: required ones must be present, nonneg ones not
- * negative; absent optional ones leave out untouched. */
-static int shape_numbers(xmlNodePtr el, const char *attr, double *out, int n, bool required,
-                         bool nonneg, const char *link, proto_error *err)
-{
-    const char *s;
-    int has = proto_xml_attr(el, attr, &s);
-    if (has == 0)
-        return required ? INVALID(err, "link '%.64s': <%s> has no %s", link,
-                                  (const char *)el->name, attr)
-                        : 0;
-    if (has < 0 || !parse_numbers(s, out, n))
-        return INVALID(err, "link '%.64s': <%s %s=\"%.40s\"> must be %d finite number%s", link,
-                       (const char *)el->name, attr, has < 0 ? "?" : s, n, n > 1 ? "s" : "");
-    for (int i = 0; i < n && nonneg; i++)
-        if (out[i] < 0.0)
-            return INVALID(err, "link '%.64s': <%s %s> must not be negative", link,
-                           (const char *)el->name, attr);
-    return 0;
-}
-
 typedef struct name_index {
     const char *name;
     size_t i;
@@ -631,13 +623,12 @@ static int link_index(const name_index *by_name, size_t n, const char *name)
 }
 
 /* One <collision> element of link `link` into *sh. */
-static int read_collision(xmlNodePtr col, const char *link, proto_urdf_shape *sh,
-                          proto_error *err)
+static int read_collision(xmlNodePtr col, const char *link, proto_urdf_shape *sh, proto_error *err)
 {
     double xyz[3] = {0, 0, 0}, rpy[3] = {0, 0, 0};
     xmlNodePtr origin = proto_xml_child(col, "origin"), geo = proto_xml_child(col, "geometry");
-    if (origin && (shape_numbers(origin, "xyz", xyz, 3, false, false, link, err) ||
-                   shape_numbers(origin, "rpy", rpy, 3, false, false, link, err)))
+    if (origin && (attr_numbers(origin, "xyz", xyz, 3, false, false, "link", link, err) ||
+                   attr_numbers(origin, "rpy", rpy, 3, false, false, "link", link, err)))
         return -1;
     memset(sh, 0, sizeof *sh);
     sh->origin.p = ik_v3(xyz[0], xyz[1], xyz[2]);
@@ -650,16 +641,16 @@ static int read_collision(xmlNodePtr col, const char *link, proto_urdf_shape *sh
         return INVALID(err, "link '%.64s': a <collision> has no <geometry>", link);
     if (proto_xml_is(g, "sphere")) {
         sh->kind = PROTO_URDF_SPHERE;
-        return shape_numbers(g, "radius", sh->size, 1, true, true, link, err);
+        return attr_numbers(g, "radius", sh->size, 1, true, true, "link", link, err);
     }
     if (proto_xml_is(g, "box")) {
         sh->kind = PROTO_URDF_BOX;
-        return shape_numbers(g, "size", sh->size, 3, true, true, link, err);
+        return attr_numbers(g, "size", sh->size, 3, true, true, "link", link, err);
     }
     if (proto_xml_is(g, "cylinder")) {
         sh->kind = PROTO_URDF_CYLINDER;
-        return shape_numbers(g, "radius", sh->size, 1, true, true, link, err) ||
-                       shape_numbers(g, "length", sh->size + 1, 1, true, true, link, err)
+        return attr_numbers(g, "radius", sh->size, 1, true, true, "link", link, err) ||
+                       attr_numbers(g, "length", sh->size + 1, 1, true, true, "link", link, err)
                    ? -1
                    : 0;
     }

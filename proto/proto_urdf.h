@@ -107,18 +107,18 @@ int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_li
                                 double *vel, int *vel_rc, proto_error *vel_err,
                                 proto_error *err);
 
-/* proto_urdf_chain() followed by ik_chain_init(): the compiled chain goes to
- * *chain, the number of movable joints (chain->dof) to *n_joints if not
- * NULL, and, if names is not NULL, the names of the movable joints in chain
- * order (names must then have room for IK_MAX_DOF entries; only the first
- * chain->dof are written). A path with more than IK_MAX_JOINTS joints or
- * more than IK_MAX_DOF movable joints is "too_large"; a path without any
- * movable joint, or one ik_chain_init() rejects, is "invalid_urdf". On error
- * *chain, *n_joints and names are unchanged. Uses about IK_MAX_JOINTS *
- * (sizeof(ik_joint) + PROTO_URDF_NAME_MAX) bytes of heap while running. */
-int proto_urdf_load_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                          ik_chain *chain, size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
-                          proto_error *err);
+/* proto_urdf_chain() followed by ik_chain_init(): returns the compiled
+ * chain (chain->dof movable joints) in one allocation, the view followed
+ * by its storage (free() it), and, if names is not NULL, *names the names
+ * of the movable joints in chain order (an allocation of chain->dof
+ * entries: free() it). A path with more than max_joints joints is
+ * "too_large"; a path without any movable joint, or one ik_chain_init()
+ * rejects, is "invalid_urdf". On error NULL, err set and *names
+ * unchanged. Uses about max_joints * (sizeof(ik_joint) +
+ * PROTO_URDF_NAME_MAX) bytes of heap while running. */
+ik_chain *proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
+                                const char *tip_link, size_t max_joints,
+                                char (**names)[PROTO_URDF_NAME_MAX], proto_error *err);
 
 /* The joints on the paths from base_link down to each of the ntips links
  * tip_links[0..ntips-1], as a tree (a torso joint on the path of two arms

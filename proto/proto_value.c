@@ -79,8 +79,7 @@ int proto__urdf_source(const json_t *o, const char *path, const proto_limits *li
     return !v || proto_json_string(v, p, PROTO_URDF_NAME_MAX - 1, base, err) ? -1 : 0;
 }
 
-/* The index of name s among the first n of names, or -1. */
-static int earlier_name(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
+int proto__name_index(char (*names)[PROTO_NAME_MAX], size_t n, const char *s)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(names[i], s) == 0)
@@ -117,7 +116,7 @@ int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, pro
         proto_json_path_key(pf, pb, "name");
         if (!v || name_value(c->names[i], v, pf, err))
             return -1;
-        if (earlier_name(c->names, i, c->names[i]) >= 0)
+        if (proto__name_index(c->names, i, c->names[i]) >= 0)
             return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf, "bone name \"%s\" is used twice",
                                    c->names[i]);
         ik_bone *bone = &c->skel[i];
@@ -130,7 +129,7 @@ int proto__skeleton_bones(proto_chain *c, const json_t *o, const char *path, pro
             const char *s;
             if (proto_json_string(v, pf, PROTO_NAME_MAX - 1, &s, err))
                 return -1;
-            int k = earlier_name(c->names, i, s);
+            int k = proto__name_index(c->names, i, s);
             if (k < 0)
                 return proto_error_set(err, PROTO_E_INVALID_CHAIN, pf,
                                        "parent \"%s\" of bone \"%s\" is not an earlier bone", s,
@@ -244,6 +243,16 @@ int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame 
             proto_json_path_key(pl, pf, lkeys[k]);
             if (!w || proto_json_number(w, pl, -PROTO_MAX_ABS, PROTO_MAX_ABS, &lu[k], err))
                 return -1;
+            /* a revolute limit beyond PROTO_LIMIT_TURNS turns in radians is
+             * a limit in degrees sent without the chain's "units" */
+            if (out->type == IK_JOINT_REVOLUTE && units == PROTO_UNITS_RADIANS &&
+                fabs(lu[k]) > PROTO_LIMIT_TURNS * 2.0 * IK_PI)
+                return proto_error_set(err, PROTO_E_INVALID_CHAIN, pl,
+                                       "joint \"%s\"'s %s limit %g is more than %d turns: "
+                                       "limits are in the chain's \"units\" (radians); it "
+                                       "looks like degrees (give the chain \"units\": "
+                                       "\"degrees\")",
+                                       name, lkeys[k], lu[k], PROTO_LIMIT_TURNS);
             if (out->type == IK_JOINT_REVOLUTE)
                 lu[k] = proto_angle_in(units, lu[k]);
         }

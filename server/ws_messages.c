@@ -75,6 +75,11 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
         srv__stream_target(s, m);
     } else if (m->type == PROTO_STREAM_PATH) {
         srv__stream_path(s, m);
+    } else if (m->type == PROTO_STREAM_SCENE) {
+        /* the stream's new scene, for the targets after it (moving
+         * obstacles); answered only when refused */
+        if (proto_session_scene(s->session, m->scene, e))
+            srv__ws_send_error(c, m->stream, false, 0, e);
     }
 }
 

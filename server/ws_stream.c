@@ -462,6 +462,10 @@ proto_session *srv__stream_open_session(srv_ctx *ctx, const proto_stream_msg *m,
     proto_session *session = NULL;
     int rc = proto_session_open(chain, m->options, m->seed, &ctx->cfg.limits, &session, e);
     proto_chain_unref(chain);
+    if (rc == 0 && m->scene && proto_session_scene(session, m->scene, e)) {
+        proto_session_free(session);
+        return NULL;
+    }
     return rc == 0 ? session : NULL;
 }
 

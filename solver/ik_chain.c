@@ -20,16 +20,28 @@
  * joint's axis in the base frame is then the z column of the running
  * rotation and its origin the running position. The Jacobian column of
  * joint i, with z_i its axis and o_i its origin in the base frame and p the
- * tip position, is
+ * tip position, is [z_i x (p - o_i); z_i] for a revolute joint and [z_i; 0]
+ * for a prismatic one.
  * ik_chain_fk_mat() and ik_chain_jacobian_mat() give the tip as a matrix
  * and a vector, which is what the numeric solver works on; the xform
  * variants convert once at the end.
  *
+ * Storage: ik_chain_init() checks the whole description first, then
+ * carves the caller's storage (aligned to STORAGE_ALIGN) into the chain's
+ * arrays, doubles first (pre, axis, lower, upper, then fast_rot and
+ * fast_pos with the tip's entry), then source_index and type: JOINT_BYTES
+ * per movable joint and TIP_BYTES for the tip, nothing else. No scratch
+ * is needed while evaluating: the Jacobian's columns hold each joint's
+ * axis and origin on the way down the chain, and become the columns once
+ * the tip is known.
+ *
  * Not here: solving (ik_numeric.c), URDF text (proto/proto_urdf.c).
  */
 #include "solver/ik_chain.h"
+#include "solver/ik_chain_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "solver/ik_status.h"
@@ -92,9 +104,25 @@ static bool xform_valid(const ik_xform *x)
     return fabs(n - 1.0) <= 1e-6;
 }
 
-int ik_chain_init(ik_chain *out, const ik_joint *joints, size_t n)
+#define STORAGE_ALIGN 16
+
+/* Bytes per movable joint and for the tip in the storage (file comment). */
+#define JOINT_BYTES                                                                                \
+    (sizeof(ik_xform) + sizeof(ik_vec3) + 2 * sizeof(double) + 12 * sizeof(double) +              \
+     sizeof(size_t) + sizeof(ik_joint_type))
+#define TIP_BYTES (12 * sizeof(double))
+
+size_t ik_chain_storage_size(size_t dof)
 {
-    if (!out || !joints || n == 0 || n > IK_MAX_JOINTS)
+    if (dof > (SIZE_MAX - TIP_BYTES - STORAGE_ALIGN) / JOINT_BYTES)
+        return SIZE_MAX;
+    return dof * JOINT_BYTES + TIP_BYTES + STORAGE_ALIGN;
+}
+
+int ik_chain_init(ik_chain *out, void *storage, size_t storage_size, const ik_joint *joints,
+                  size_t n)
+{
+    if (!out || !storage || !joints || n == 0)
         return IK_EINVAL;
     size_t dof = 0;
     for (size_t i = 0; i < n; i++) {
@@ -116,15 +144,34 @@ int ik_chain_init(ik_chain *out, const ik_joint *joints, size_t n)
         }
         if (!ik_vec3_isfinite(j->axis) || ik_vec3_len(j->axis) < 1e-12)
             return IK_EINVAL;
-        if (++dof > IK_MAX_DOF)
-            return IK_EINVAL;
+        dof++;
     }
     if (dof == 0)
         return IK_EINVAL;
+    if (storage_size < ik_chain_storage_size(dof))
+        return IK_ENOSPC;
 
-    /* Valid: compile into a local copy, then publish it in one go. */
+    /* Valid: carve the storage (doubles first, then the integers) and
+     * compile into it; nothing can fail from here on. */
     ik_chain c;
+    char *at = (char *)(((uintptr_t)storage + (STORAGE_ALIGN - 1)) &
+                        ~(uintptr_t)(STORAGE_ALIGN - 1));
     c.dof = dof;
+    c.pre = (ik_xform *)(void *)at;
+    at += dof * sizeof *c.pre;
+    c.axis = (ik_vec3 *)(void *)at;
+    at += dof * sizeof *c.axis;
+    c.lower = (double *)(void *)at;
+    at += dof * sizeof *c.lower;
+    c.upper = (double *)(void *)at;
+    at += dof * sizeof *c.upper;
+    c.fast_rot = (double(*)[9])(void *)at;
+    at += (dof + 1) * sizeof *c.fast_rot;
+    c.fast_pos = (double(*)[3])(void *)at;
+    at += (dof + 1) * sizeof *c.fast_pos;
+    c.source_index = (size_t *)(void *)at;
+    at += dof * sizeof *c.source_index;
+    c.type = (ik_joint_type *)(void *)at;
     ik_xform acc = ik_xform_identity();
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -151,17 +198,6 @@ int ik_chain_init(ik_chain *out, const ik_joint *joints, size_t n)
     }
     c.tip = acc;
     compile_fast(&c);
-    for (size_t i = dof; i < IK_MAX_DOF; i++) { /* deterministic padding */
-        c.type[i] = IK_JOINT_FIXED;
-        c.pre[i] = ik_xform_identity();
-        c.axis[i] = ik_v3(0, 0, 0);
-        c.lower[i] = c.upper[i] = 0.0;
-        c.source_index[i] = 0;
-    }
-    for (size_t i = dof + 1; i <= IK_MAX_DOF; i++) {
-        memset(c.fast_rot[i], 0, sizeof c.fast_rot[i]);
-        memset(c.fast_pos[i], 0, sizeof c.fast_pos[i]);
-    }
     *out = c;
     return IK_OK;
 }
@@ -169,40 +205,56 @@ int ik_chain_init(ik_chain *out, const ik_joint *joints, size_t n)
 /* ---- evaluation --------------------------------------------------------- */
 
 /* The one walk down the chain (file comment). Fills, when not NULL: the
- * joint frames (rotation and origin after each joint's motion), the base
- * frame axes and origins of the joints (for the Jacobian), and always the
- * tip R, p. */
-static void chain_walk(const ik_chain *c, const double *q, double (*fr_R)[9],
-                       double (*fr_p)[3], double (*z)[3], double (*o)[3], double R[9],
-                       double p[3])
+ * joint frames (after each joint's motion, through xform_from and the
+ * joint's B_i) or their origins alone, the base frame axes and origins of the joints into the
+ * Jacobian's storage J (6 x dof: the axis z_i into rows 3-5 of column i,
+ * the origin o_i into rows 0-2, which ik_chain_jacobian_mat then turns
+ * into the columns), and always the tip R, p. */
+static ik_xform xform_from(const double R[9], const double p[3]);
+
+/* Inlined into each caller, so that the outputs it does not ask for (NULL,
+ * constants there) cost no test in the loop: the numeric solvers' inner
+ * loops call ik_chain_fk_mat and ik_chain_jacobian_mat. */
+static inline __attribute__((always_inline)) void
+chain_walk(const ik_chain *c, const double *q, const size_t *index, size_t from, ik__walk *st,
+           ik_xform *frames, ik_vec3 *origins, double *J, double R[9], double p[3])
 {
     double Rc[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, T[9], v[3];
     double pc[3] = {0, 0, 0};
     const size_t n = c->dof;
-    for (size_t i = 0; i < n; i++) {
+    if (from > 0) { /* resumed after joint from - 1 (ik_chain_internal.h) */
+        memcpy(Rc, st[from - 1].R, sizeof Rc);
+        memcpy(pc, st[from - 1].p, sizeof pc);
+    }
+    for (size_t i = from; i < n; i++) {
         mat3_vec(Rc, c->fast_pos[i], v);
         pc[0] += v[0];
         pc[1] += v[1];
         pc[2] += v[2];
         mat3_mul(Rc, c->fast_rot[i], T);
-        if (z) {
-            z[i][0] = T[2];
-            z[i][1] = T[5];
-            z[i][2] = T[8];
+        if (st) {
+            st[i].z[0] = T[2];
+            st[i].z[1] = T[5];
+            st[i].z[2] = T[8];
+            memcpy(st[i].o, pc, sizeof pc);
         }
-        if (o) {
-            o[i][0] = pc[0];
-            o[i][1] = pc[1];
-            o[i][2] = pc[2];
+        if (J) {
+            J[3 * n + i] = T[2];
+            J[4 * n + i] = T[5];
+            J[5 * n + i] = T[8];
+            J[0 * n + i] = pc[0];
+            J[1 * n + i] = pc[1];
+            J[2 * n + i] = pc[2];
         }
+        const double qi = index ? q[index[i]] : q[i];
         if (c->type[i] == IK_JOINT_PRISMATIC) {
-            pc[0] += T[2] * q[i];
-            pc[1] += T[5] * q[i];
-            pc[2] += T[8] * q[i];
+            pc[0] += T[2] * qi;
+            pc[1] += T[5] * qi;
+            pc[2] += T[8] * qi;
             memcpy(Rc, T, sizeof Rc);
         } else {
             /* Rc = T Rz(q): columns x' = c x + s y, y' = c y - s x */
-            const double s = sin(q[i]), cq = cos(q[i]);
+            const double s = sin(qi), cq = cos(qi);
             for (int r = 0; r < 3; r++) {
                 const double x = T[3 * r], y = T[3 * r + 1];
                 Rc[3 * r] = cq * x + s * y;
@@ -210,11 +262,17 @@ static void chain_walk(const ik_chain *c, const double *q, double (*fr_R)[9],
                 Rc[3 * r + 2] = T[3 * r + 2];
             }
         }
-        if (fr_R) {
-            memcpy(fr_R[i], Rc, sizeof Rc);
-            fr_p[i][0] = pc[0];
-            fr_p[i][1] = pc[1];
-            fr_p[i][2] = pc[2];
+        if (origins)
+            origins[i] = ik_v3(pc[0], pc[1], pc[2]);
+        if (st) {
+            memcpy(st[i].R, Rc, sizeof Rc);
+            memcpy(st[i].p, pc, sizeof pc);
+        }
+        if (frames) {
+            /* the walk's frame is the joint frame times B_i (file comment) */
+            frames[i] = xform_from(Rc, pc);
+            ik_quat b = ik_quat_between(ik_v3(0, 0, 1), c->axis[i]);
+            frames[i].q = ik_quat_normalize(ik_quat_mul(frames[i].q, ik_quat_conj(b)));
         }
     }
     mat3_vec(Rc, c->fast_pos[n], v);
@@ -234,51 +292,65 @@ static ik_xform xform_from(const double R[9], const double p[3])
 
 void ik_chain_fk_mat(const ik_chain *c, const double *q, double R[9], double p[3])
 {
-    chain_walk(c, q, NULL, NULL, NULL, NULL, R, p);
+    chain_walk(c, q, NULL, 0, NULL, NULL, NULL, NULL, R, p);
 }
 
 ik_xform ik_chain_fk(const ik_chain *c, const double *q)
 {
     double R[9], p[3];
-    chain_walk(c, q, NULL, NULL, NULL, NULL, R, p);
+    chain_walk(c, q, NULL, 0, NULL, NULL, NULL, NULL, R, p);
+    return xform_from(R, p);
+}
+
+ik_xform ik_chain_fk_gather(const ik_chain *c, const double *q, const size_t *index)
+{
+    double R[9], p[3];
+    chain_walk(c, q, index, 0, NULL, NULL, NULL, NULL, R, p);
     return xform_from(R, p);
 }
 
 void ik_chain_frames(const ik_chain *c, const double *q, ik_xform *frames)
 {
-    double fr_R[IK_MAX_DOF][9], fr_p[IK_MAX_DOF][3], R[9], p[3];
-    chain_walk(c, q, fr_R, fr_p, NULL, NULL, R, p);
-    for (size_t i = 0; i < c->dof; i++) {
-        /* the walk's frame is the joint frame times B_i (file comment) */
-        frames[i] = xform_from(fr_R[i], fr_p[i]);
-        ik_quat b = ik_quat_between(ik_v3(0, 0, 1), c->axis[i]);
-        frames[i].q = ik_quat_normalize(ik_quat_mul(frames[i].q, ik_quat_conj(b)));
-    }
+    double R[9], p[3];
+    chain_walk(c, q, NULL, 0, NULL, frames, NULL, NULL, R, p);
     frames[c->dof] = xform_from(R, p);
+}
+
+void ik__chain_walk_from(const ik_chain *c, const double *q, const size_t *index, size_t from,
+                         ik__walk *st, double R[9], double p[3])
+{
+    chain_walk(c, q, index, from, st, NULL, NULL, NULL, R, p);
+}
+
+void ik_chain_positions(const ik_chain *c, const double *q, ik_vec3 *pos, ik_xform *tip)
+{
+    double R[9], p[3];
+    chain_walk(c, q, NULL, 0, NULL, NULL, pos, NULL, R, p);
+    pos[c->dof] = ik_v3(p[0], p[1], p[2]);
+    if (tip)
+        *tip = xform_from(R, p);
 }
 
 void ik_chain_jacobian_mat(const ik_chain *c, const double *q, double *J, double R[9],
                            double p[3])
 {
-    double z[IK_MAX_DOF][3], o[IK_MAX_DOF][3];
-    chain_walk(c, q, NULL, NULL, z, o, R, p);
+    chain_walk(c, q, NULL, 0, NULL, NULL, NULL, J, R, p);
     const size_t n = c->dof;
     for (size_t i = 0; i < n; i++) {
+        const double zx = J[3 * n + i], zy = J[4 * n + i], zz = J[5 * n + i];
         if (c->type[i] == IK_JOINT_PRISMATIC) {
-            J[0 * n + i] = z[i][0];
-            J[1 * n + i] = z[i][1];
-            J[2 * n + i] = z[i][2];
+            J[0 * n + i] = zx;
+            J[1 * n + i] = zy;
+            J[2 * n + i] = zz;
             J[3 * n + i] = 0.0;
             J[4 * n + i] = 0.0;
             J[5 * n + i] = 0.0;
         } else {
-            const double dx = p[0] - o[i][0], dy = p[1] - o[i][1], dz = p[2] - o[i][2];
-            J[0 * n + i] = z[i][1] * dz - z[i][2] * dy;
-            J[1 * n + i] = z[i][2] * dx - z[i][0] * dz;
-            J[2 * n + i] = z[i][0] * dy - z[i][1] * dx;
-            J[3 * n + i] = z[i][0];
-            J[4 * n + i] = z[i][1];
-            J[5 * n + i] = z[i][2];
+            const double dx = p[0] - J[0 * n + i], dy = p[1] - J[1 * n + i],
+                         dz = p[2] - J[2 * n + i];
+            J[0 * n + i] = zy * dz - zz * dy;
+            J[1 * n + i] = zz * dx - zx * dz;
+            J[2 * n + i] = zx * dy - zy * dx;
         }
     }
 }

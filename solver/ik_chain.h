@@ -14,9 +14,17 @@
  * about the axis; prismatic joints translate by q metres along it. The link
  * frame after joint i is  T_parent * origin_i * motion_i(q_i).
  *
- * The compiled chain has fixed capacity (IK_MAX_DOF movable joints, built
- * from at most IK_MAX_JOINTS described joints), so it needs no allocation and
- * can be copied, shared read-only between threads, and stored by value.
+ * MEMORY: a chain has no compiled capacity: any number of joints (the
+ * daemon bounds them per request, proto/README.md "Limits"). Its per-joint
+ * arrays live in STORAGE the caller gives to ik_chain_init(), sized up
+ * front by ik_chain_storage_size() (any alignment; aligned inside), and the
+ * ik_chain itself is a small view of them: copying an ik_chain by value
+ * copies the view, both copies reading the same storage, which must outlive
+ * them and must not change while any thread reads them (nothing in the
+ * solver writes a chain after ik_chain_init). One allocation can hold both:
+ *   ik_chain *c = malloc(sizeof *c + ik_chain_storage_size(n));
+ *   ik_chain_init(c, c + 1, ik_chain_storage_size(n), joints, n);
+ * Nothing here allocates.
  *
  * Jacobian layout: 6 rows x dof columns, row-major (J[r * dof + c]); rows
  * 0-2 are the linear velocity of the tip origin, rows 3-5 the angular
@@ -32,9 +40,6 @@
 #include <stddef.h>
 
 #include "ik_math.h"
-
-#define IK_MAX_DOF    32
-#define IK_MAX_JOINTS 128
 
 typedef enum ik_joint_type {
     IK_JOINT_FIXED = 0,
@@ -52,39 +57,60 @@ typedef struct ik_joint {
     double upper;
 } ik_joint;
 
-/* A compiled chain: movable joints only, fixed transforms merged. */
+/* A compiled chain: movable joints only, fixed transforms merged. Every
+ * array has dof entries (fast_rot and fast_pos dof + 1) in the storage
+ * given to ik_chain_init(); read them, never write them. */
 typedef struct ik_chain {
-    size_t dof;                        /* number of movable joints, 1..IK_MAX_DOF */
-    ik_joint_type type[IK_MAX_DOF];    /* REVOLUTE, CONTINUOUS or PRISMATIC */
-    ik_xform pre[IK_MAX_DOF];          /* fixed transform in front of movable joint i */
-    ik_vec3 axis[IK_MAX_DOF];          /* unit axis in joint i's frame */
-    double lower[IK_MAX_DOF];          /* continuous: -INFINITY */
-    double upper[IK_MAX_DOF];          /* continuous: +INFINITY */
-    size_t source_index[IK_MAX_DOF];   /* index of joint i in the described list */
-    ik_xform tip;                      /* fixed transform after the last movable joint */
-    /* Derived by ik_chain_init() for fast evaluation, read-only: the same
-     * chain re-expressed so that every joint moves along or about its own
-     * local z axis (rotation matrix, row-major, and translation of the
-     * fixed transform in front of joint i; index dof is the tip). Change
-     * the fields above only through ik_chain_init(). */
-    double fast_rot[IK_MAX_DOF + 1][9];
-    double fast_pos[IK_MAX_DOF + 1][3];
+    size_t dof;                /* number of movable joints, >= 1 */
+    ik_xform tip;              /* fixed transform after the last movable joint */
+    ik_joint_type *type;       /* REVOLUTE, CONTINUOUS or PRISMATIC */
+    ik_xform *pre;             /* fixed transform in front of movable joint i */
+    ik_vec3 *axis;             /* unit axis in joint i's frame */
+    double *lower;             /* continuous: -INFINITY */
+    double *upper;             /* continuous: +INFINITY */
+    size_t *source_index;      /* index of joint i in the described list */
+    /* Derived by ik_chain_init() for fast evaluation: the same chain
+     * re-expressed so that every joint moves along or about its own local
+     * z axis (rotation matrix, row-major, and translation of the fixed
+     * transform in front of joint i; index dof is the tip). */
+    double (*fast_rot)[9];
+    double (*fast_pos)[3];
 } ik_chain;
 
-/* Compiles n described joints into *out. Returns IK_OK, or IK_EINVAL when a
- * number is non-finite, an origin quaternion is not unit length (within
- * 1e-6), a movable joint's axis is zero, lower > upper on a revolute or
- * prismatic joint, there is no movable joint, or n > IK_MAX_JOINTS / the
- * movable joints exceed IK_MAX_DOF. On error *out is unchanged. */
-int ik_chain_init(ik_chain *out, const ik_joint *joints, size_t n);
+/* Bytes of storage ik_chain_init() needs for a chain of up to dof movable
+ * joints (the number of described joints is always enough), the slack for
+ * aligning an arbitrary pointer included. SIZE_MAX when that is not
+ * representable. */
+size_t ik_chain_storage_size(size_t dof);
+
+/* Compiles n described joints into *out, its arrays into storage
+ * (storage_size bytes, at least ik_chain_storage_size() of the chain's
+ * movable joints). Returns IK_OK; IK_EINVAL when a number is non-finite, an
+ * origin quaternion is not unit length (within 1e-6), a movable joint's
+ * axis is zero, lower > upper on a revolute or prismatic joint, there is no
+ * movable joint, or a pointer is NULL; IK_ENOSPC when the storage is too
+ * small. On error *out and the storage are unchanged. */
+int ik_chain_init(ik_chain *out, void *storage, size_t storage_size, const ik_joint *joints,
+                  size_t n);
 
 /* Forward kinematics: the tip frame in the base frame for joint values q
  * (dof entries). q is not clamped to the limits. */
 ik_xform ik_chain_fk(const ik_chain *c, const double *q);
 
+/* The same with joint i's value taken from q[index[i]] (a tree's chain
+ * reading the tree's variables, ik_tree.h). */
+ik_xform ik_chain_fk_gather(const ik_chain *c, const double *q, const size_t *index);
+
 /* Frames of every movable joint (after its motion) and the tip:
- * frames[0..dof-1] are the joint frames, frames[dof] the tip. */
+ * frames[0..dof-1] are the joint frames, frames[dof] the tip (dof + 1
+ * entries). */
 void ik_chain_frames(const ik_chain *c, const double *q, ik_xform *frames);
+
+/* The origins of those frames only, pos[0..dof] (dof + 1 entries: the
+ * joints', then the tip's), and the tip frame into *tip when not NULL: the
+ * same numbers as ik_chain_frames()' positions, without a rotation turned
+ * into a quaternion per joint (what an answer's joint positions need). */
+void ik_chain_positions(const ik_chain *c, const double *q, ik_vec3 *pos, ik_xform *tip);
 
 /* Geometric Jacobian at q (6 x dof, layout above) into J; if tip is not
  * NULL, the tip frame is stored there too (it is computed on the way). */

@@ -526,7 +526,7 @@ int ik_closed_init(ik_closed *out, const ik_chain *c)
             *out = k;
             return IK_OK;
         }
-    ik_xform fr[IK_MAX_DOF + 1];
+    ik_xform fr[7];
     const double zero[6] = {0, 0, 0, 0, 0, 0};
     ik_chain_frames(c, zero, fr);
     for (int j = 0; j < 6; j++) {

@@ -132,7 +132,7 @@ int ik_collide_model_from_chain(ik_collide_model *m, const ik_chain *c)
     if (!m)
         return IK_EINVAL;
     model_reset(m);
-    if (!c || c->dof == 0 || c->dof > IK_MAX_DOF || c->dof + 2 > IK_COLLIDE_MAX_BODIES) {
+    if (!c || c->dof == 0 || c->dof + 2 > IK_COLLIDE_MAX_BODIES) {
         memset(m, 0, sizeof *m);
         return IK_EINVAL;
     }
@@ -151,7 +151,7 @@ int ik_collide_model_from_tree(ik_collide_model *m, const ik_tree *T)
     model_reset(m);
     size_t maxtips = sizeof m->tip_body / sizeof m->tip_body[0];
     if (!T || T->ntips == 0 || T->ntips > IK_TREE_MAX_TIPS || T->ntips > maxtips || T->dof == 0 ||
-        T->dof > IK_TREE_MAX_DOF || 1 + T->dof + T->ntips > IK_COLLIDE_MAX_BODIES) {
+        1 + T->dof + T->ntips > IK_COLLIDE_MAX_BODIES) {
         memset(m, 0, sizeof *m);
         return IK_EINVAL;
     }

@@ -51,9 +51,13 @@
  * (positions linearly, orientations by slerp), each stage solved from the
  * previous stage's answer the same way, so the arm is pulled along the
  * target's path rather than thrown at its end. When neither reaches it, the
- * seed's plain attempt (the first-found search's) and then the random
- * restarts run (Nakamura and Hanafusa 1986 for the damped,
- * singularity-robust inverse; Wampler 1986 for the damping floor).
+ * seed's plain attempt (the first-found search's, as a WALK: past
+ * ATTEMPT_MAX_ITERS it goes on while every SLOW_EVERY iterations take its
+ * error below WALK_PROGRESS of what it was, up to WALK_MAX_ITERS, so that a
+ * slow but steady descent to the solution next to the seed is not cut off
+ * for a restart that lands on a far branch) and then the random restarts
+ * run (Nakamura and Hanafusa 1986 for the damped, singularity-robust
+ * inverse; Wampler 1986 for the damping floor).
  *
  * Following a motion (opts.follow, streams) on a redundant chain (fewer
  * active rows m than joints n): every continuation iteration adds to its
@@ -105,6 +109,7 @@
 
 #include "solver/ik_avoid.h"
 #include "solver/ik_budget.h"
+#include "solver/ik_linalg_internal.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_rng.h"
 
@@ -203,6 +208,13 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
 #define CONT_STAGE_ITERS 20    /* iterations per intermediate stage */
 #define CONT_ATTEMPT_ITERS 30  /* the seed's continuation attempt (then the
                                   slow-convergence allowance) */
+#ifndef WALK_MAX_ITERS
+#define WALK_MAX_ITERS 200     /* the seed's plain walk of a continuation ... */
+#endif
+#ifndef WALK_PROGRESS
+#define WALK_PROGRESS 0.9      /* ... goes on while every SLOW_EVERY iterations
+                                  take its cost below this share */
+#endif
 #define CONT_REACH 0.25        /* the homotopy runs for targets within this
                                   fraction of the chain's reach ... */
 #define CONT_TURN 1.0          /* ... and this rotation (radians) of the
@@ -296,39 +308,17 @@ static void normal_matrix(const problem *P, const double *J, double N[6][6])
     }
 }
 
-/* Solves (N + lambda I) y = b in place (b -> y) by Cholesky, m <= 6.
- * Inlined with a constant m for the common sizes so that the compiler
- * unrolls it; reciprocals of the pivots replace the divisions. Returns
- * false when a pivot is not positive. */
-static inline bool cholesky_solve(double N[6][6], double lambda, size_t m, double *b)
+/* Solves (N + lambda I) y = b in place (b -> y) by Cholesky (ik_linalg_internal.h),
+ * m <= 6, inlined into each caller with m a constant where it is (6 or 3),
+ * so that the compiler unrolls it. Returns false when a pivot is not
+ * positive. */
+static inline __attribute__((always_inline)) bool cholesky_solve(double N[6][6], double lambda,
+                                                                 size_t m, double *b)
 {
     double L[6][6], inv[6];
-    for (size_t j = 0; j < m; j++) {
-        double d = N[j][j] + lambda;
-        for (size_t k = 0; k < j; k++)
-            d -= L[j][k] * L[j][k];
-        if (!(d > 0.0))
-            return false;
-        inv[j] = 1.0 / sqrt(d);
-        for (size_t i = j + 1; i < m; i++) {
-            double s = N[i][j];
-            for (size_t k = 0; k < j; k++)
-                s -= L[i][k] * L[j][k];
-            L[i][j] = s * inv[j];
-        }
-    }
-    for (size_t i = 0; i < m; i++) { /* L z = b */
-        double s = b[i];
-        for (size_t k = 0; k < i; k++)
-            s -= L[i][k] * b[k];
-        b[i] = s * inv[i];
-    }
-    for (size_t i = m; i-- > 0;) { /* L^T y = z */
-        double s = b[i];
-        for (size_t k = i + 1; k < m; k++)
-            s -= L[k][i] * b[k];
-        b[i] = s * inv[i];
-    }
+    if (!ik__cholesky(&N[0][0], &L[0][0], m, 6, lambda, inv))
+        return false;
+    ik__cholesky_solve(&L[0][0], m, 6, inv, b);
     return true;
 }
 
@@ -410,9 +400,9 @@ static double limit_joint(const ik_chain *c, size_t k, double v, bool *clamped)
  * (dJ/dq_k) D = [z_k x T_lin + A x J_lin_k; z_k x T_ang] for a revolute k
  * ([A x z_k; 0] for a prismatic one), with T = sum over i >= k of D_i J_i
  * and A = sum over revolute i < k of D_i z_i, both accumulated in one pass.
- * O(6 n) after one m x m solve. */
+ * O(6 n) after one m x m solve. scratch: 7 n + 6 doubles. */
 static void follow_direction(const problem *P, const double *q, const double *J,
-                             double N[6][6], const double v[6], double *d)
+                             double N[6][6], const double v[6], double *d, double *scratch)
 {
     const ik_chain *c = P->c;
     const size_t n = P->n, m = P->m;
@@ -425,7 +415,7 @@ static void follow_direction(const problem *P, const double *q, const double *J,
         for (size_t a = 0; a < m; a++)
             f += wv[a] * y[a];
     if (f > 1e-300 && isfinite(f)) {
-        double yr[6] = {0, 0, 0, 0, 0, 0}, D[IK_MAX_DOF], T[IK_MAX_DOF + 1][6];
+        double yr[6] = {0, 0, 0, 0, 0, 0}, *D = scratch, (*T)[6] = (double(*)[6])(scratch + n);
         for (size_t a = 0; a < m; a++)
             yr[P->row[a]] = P->sw[a] * y[a];
         for (size_t k = 0; k < n; k++) {
@@ -487,12 +477,13 @@ static void follow_direction(const problem *P, const double *q, const double *J,
  * (damped as the step is: h = d - Jw^T (N + lambda I)^-1 Jw d, N without
  * the locked columns), scaled so that its largest joint motion is `share`
  * of dq's largest, in proportion less when h is flatter than FOLLOW_FULL.
- * A step dq of zero gets no self-motion. */
+ * A step dq of zero gets no self-motion. h: n doubles of scratch. */
 static void add_self_motion(const problem *P, const double *J, double N[6][6], double lambda,
-                            const bool *locked, const double *d, double share, double *dq)
+                            const bool *locked, const double *d, double share, double *dq,
+                            double *h)
 {
     const size_t n = P->n, m = P->m;
-    double y[6], h[IK_MAX_DOF], big_h = 0.0, big_dq = 0.0;
+    double y[6], big_h = 0.0, big_dq = 0.0;
     for (size_t a = 0; a < m; a++) {
         const double *Ja = J + (size_t)P->row[a] * n;
         double s = 0.0;
@@ -526,14 +517,14 @@ static void add_self_motion(const problem *P, const double *J, double N[6][6], d
  * that limit, its motion is taken out of the error, and the step is solved
  * again for the other joints; up to LOCK_PASSES times. The limited trial
  * pose goes to qt. Returns false when the damped system is not positive
- * definite. */
+ * definite. locked: n flags of scratch; h: n doubles of scratch (toward). */
 static bool limited_step(const problem *P, const double *q, const double *J,
                          double N0[6][6], const double e[6], double lambda, double step_max,
-                         const double *toward, double share, double *dq, double *qt)
+                         const double *toward, double share, double *dq, double *qt,
+                         bool *locked, double *h)
 {
     const ik_chain *c = P->c;
     const size_t n = P->n, m = P->m;
-    bool locked[IK_MAX_DOF];
     double el[6], N[6][6];
     memcpy(el, e, sizeof el);
     memcpy(N, N0, sizeof N);
@@ -543,7 +534,7 @@ static bool limited_step(const problem *P, const double *q, const double *J,
         if (!dls_solve(P, J, N, el, lambda, locked, dq))
             return false;
         if (toward)
-            add_self_motion(P, J, N, lambda, locked, toward, share, dq);
+            add_self_motion(P, J, N, lambda, locked, toward, share, dq, h);
         if (step_max > 0.0) {
             /* step control: the whole step scaled down (its direction
              * kept) so that no joint moves more than step_max */
@@ -587,6 +578,9 @@ typedef struct search {
     const problem *P;
     const ik_numeric_opts *o;
     double *J, *Jt, *q, *qt, *dq, *best, *near, *seed;
+    double *toward;  /* follow: the self-motion's direction (n) */
+    double *scratch; /* follow_direction's and add_self_motion's (8 n + 6) */
+    bool *locked;    /* limited_step's (n) */
     double best_cost;
     size_t iterations;
     ik_budget budget; /* opts.timeout_s (ik_budget.h) */
@@ -598,6 +592,9 @@ typedef struct search {
     double step_max;
     double lambda_min;
     size_t max_iters;
+    bool walk;    /* past max_iters, go on while the cost keeps falling
+                     (WALK_PROGRESS every SLOW_EVERY iterations), up to
+                     WALK_MAX_ITERS: the seed's plain walk of a continuation */
     bool staging; /* S->P is an intermediate homotopy stage */
     bool follow;  /* continuation with opts.follow: steer the self-motion */
     const ik_collide_check *chk; /* opts.collide when it avoids, else NULL */
@@ -650,9 +647,9 @@ static int attempt(search *S)
      * per solve for the same answers within 1%), and the self-motion's
      * share halves with every trial refused */
     const bool follow = S->follow && !S->staging && P->m < P->n;
-    double d[IK_MAX_DOF], share = FOLLOW_SHARE;
+    double *d = S->toward, share = FOLLOW_SHARE;
     if (follow)
-        follow_direction(P, S->q, S->J, N, e, d);
+        follow_direction(P, S->q, S->J, N, e, d, S->scratch);
     for (size_t it = 0;; it++) {
         if (converged(P, e))
             return ATTEMPT_SOLVED;
@@ -661,14 +658,18 @@ static int attempt(search *S)
         if (it >= S->max_iters && (it - S->max_iters) % SLOW_EVERY == 0) {
             /* past the usual length: go on only while close and still
              * halving the error every SLOW_EVERY iterations (slow, linear
-             * convergence next to a singular solution) */
-            if (it >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST || cost > 0.25 * checkpoint)
+             * convergence next to a singular solution); a walk, while its
+             * error keeps falling at all */
+            if (S->walk ? (it >= WALK_MAX_ITERS || cost > WALK_PROGRESS * checkpoint)
+                        : (it >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST ||
+                           cost > 0.25 * checkpoint))
                 return ATTEMPT_STALLED;
             checkpoint = cost;
         }
         S->iterations++;
         const double *dir = follow && share > 1e-3 * FOLLOW_SHARE ? d : NULL;
-        if (!limited_step(P, S->q, S->J, N, e, lambda, S->step_max, dir, share, S->dq, S->qt)) {
+        if (!limited_step(P, S->q, S->J, N, e, lambda, S->step_max, dir, share, S->dq, S->qt,
+                          S->locked, S->scratch)) {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX)
                 return ATTEMPT_STALLED;
@@ -872,12 +873,15 @@ static bool record(search *S, pick *K, const ik_numeric_opts *o, bool from_cont)
  * damped least-squares step towards the target, taken without limits,
  * would push further out, by a fair share (1e-3) of the step's largest
  * motion: as far as the solver can tell, the target lies beyond the joint
- * limits' workspace (ik_reason.h, IK_REASON_LIMITS). J: 6 x dof scratch. */
-static bool against_limits(const problem *P, const double *q, double *J)
+ * limits' workspace (ik_reason.h, IK_REASON_LIMITS). J: 6 x dof scratch,
+ * dq: dof, locked: dof. */
+static bool against_limits(const problem *P, const double *q, double *J, double *dq,
+                           bool *locked)
 {
     const ik_chain *c = P->c;
-    double e[6], N[6][6], dq[IK_MAX_DOF];
-    bool locked[IK_MAX_DOF] = {false};
+    double e[6], N[6][6];
+    for (size_t k = 0; k < P->n; k++)
+        locked[k] = false;
     evaluate(P, q, J, e);
     normal_matrix(P, J, N);
     if (!dls_solve(P, J, N, e, LAMBDA_INIT, locked, dq))
@@ -980,14 +984,19 @@ static void measure(const ik_numeric_opts *o, const double *q, ik_numeric_result
 /* ---- the public entry points ---------------------------------------------- */
 
 #define WS_ALIGN 64
-#define WS_VECTORS 6 /* q, qt, dq, best, near, seed */
+/* The workspace, in doubles per joint: J and Jt (6 each), the vectors q,
+ * qt, dq, best, near, seed and toward, the scratch (8, plus WS_FIXED
+ * doubles), then one flag per joint (locked). */
+#define WS_PER_JOINT (2 * 6 + 7 + 8)
+#define WS_FIXED 6
 
 size_t ik_numeric_workspace_size(const ik_chain *c)
 {
-    size_t n = c ? c->dof : IK_MAX_DOF;
-    if (n == 0 || n > IK_MAX_DOF)
-        n = IK_MAX_DOF;
-    return (2 * 6 * n + WS_VECTORS * n) * sizeof(double) + WS_ALIGN;
+    size_t n = c && c->dof > 0 ? c->dof : 1;
+    const size_t per = WS_PER_JOINT * sizeof(double) + sizeof(bool);
+    if (n > (SIZE_MAX - WS_ALIGN - WS_FIXED * sizeof(double)) / per)
+        return SIZE_MAX;
+    return n * per + WS_FIXED * sizeof(double) + WS_ALIGN;
 }
 
 static bool finite_pose(const ik_xform *x, bool need_q)
@@ -1002,7 +1011,7 @@ static bool finite_pose(const ik_xform *x, bool need_q)
 static int check_input(const ik_chain *c, const ik_target *t, const double *seed,
                        const ik_numeric_opts *o)
 {
-    if (!c || !t || c->dof == 0 || c->dof > IK_MAX_DOF)
+    if (!c || !t || c->dof == 0)
         return IK_EINVAL;
     if (t->mode != IK_TARGET_FULL_POSE && t->mode != IK_TARGET_POSITION &&
         t->mode != IK_TARGET_WEIGHTED)
@@ -1130,6 +1139,9 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     S.best = S.dq + n;
     S.near = S.best + n;
     S.seed = S.near + n;
+    S.toward = S.seed + n;
+    S.scratch = S.toward + n;
+    S.locked = (bool *)(void *)(S.scratch + 8 * n + WS_FIXED);
     S.best_cost = INFINITY;
     S.budget = budget;
     if (o->collide && o->collide->avoid) {
@@ -1240,7 +1252,9 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         if (plain_seed) {
             plain_seed = false;
             memcpy(S.q, S.seed, n * sizeof *S.q);
+            S.walk = true;
             a = clear_of_collisions(&S, attempt(&S));
+            S.walk = false;
             if (a == ATTEMPT_SOLVED) {
                 record(&S, &K, o, false);
                 if (K.solutions == 1)
@@ -1307,7 +1321,8 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         }
         res->continued = status == IK_OK && K.from_cont;
         if (status == IK_ENOTCONV || status == IK_ETIMEDOUT)
-            res->reason = against_limits(&P, q_out, S.J) ? IK_REASON_LIMITS : IK_REASON_BUDGET;
+            res->reason = against_limits(&P, q_out, S.J, S.dq, S.locked) ? IK_REASON_LIMITS
+                                                                         : IK_REASON_BUDGET;
         else if (status == IK_ECOLLISION)
             res->reason = IK_REASON_IN_COLLISION;
         measure(o, q_out, res);

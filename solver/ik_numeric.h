@@ -55,8 +55,10 @@
  * (singularity-robust) and every iteration's joint motion capped (step
  * control), first straight at the target, then, if that fails, along a
  * homotopy that moves the target from the seed's own tip pose to the
- * requested one in small increments. Random restarts run only when both
- * fail, and then the solution nearest the seed wins.
+ * requested one in small increments, then as a plain damped walk from the
+ * seed (no step cap, no damping floor) that goes on as long as its error
+ * keeps falling. Random restarts run only when all three fail, and then
+ * the solution nearest the seed wins.
  *
  * FOLLOWING A MOTION (opts.follow, for streams): when the seed is the
  * previous answer of a stream and the target the motion's next pose, a
@@ -167,9 +169,9 @@ typedef enum ik_search_mode {
     IK_SEARCH_NEAREST_TO_SEED
 } ik_search_mode;
 
-/* The default time budget of a solve (ik_numeric_opts.timeout_s), seconds:
- * TRAC-IK's benchmark budget. proto/ uses it as the wire format's default
- * too. */
+/* The default time budget of a solve (ik_numeric_opts.timeout_s and
+ * ik_tree_opts.timeout_s), seconds: TRAC-IK's benchmark budget. proto/ uses
+ * it as the wire format's default too. The one place it is written. */
 #define IK_NUMERIC_DEFAULT_TIMEOUT_S 0.005
 
 typedef struct ik_numeric_opts {

@@ -24,6 +24,10 @@
  *                 target fixes (those rigid with the base, and for a full
  *                 pose those rigid with the tip) are already that near;
  *                 otherwise as far as the budget could search.
+ *   PRIORITY      trees (ik_tree.h): the tip's target is not met because
+ *                 the tips of higher priority, all met, leave it too little
+ *                 freedom (its error is the least the solver found under
+ *                 them); the target alone may be reachable.
  * IK_REASON_NONE goes with success (and with invalid input).
  *
  * Not here: the statuses themselves (ik_status.h), the wire names of
@@ -42,7 +46,9 @@
     XX(LIMITS, 3, "outside_limits", "the target is reachable only outside the joint limits")      \
     XX(BUDGET, 4, "budget", "no solution found within the time or iteration budget")              \
     XX(IN_COLLISION, 5, "in_collision",                                                            \
-       "every solution found puts the robot nearer than the margin to an obstacle or to itself")
+       "every solution found puts the robot nearer than the margin to an obstacle or to itself") \
+    XX(PRIORITY, 6, "priority",                                                                    \
+       "the higher-priority tips, all met, leave this one too little freedom (trees)")
 
 typedef enum ik_reason {
 #define IK__REASON_ENUM(name, val, str, msg) IK_REASON_##name = val,

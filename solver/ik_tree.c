@@ -5,7 +5,10 @@
  * Building: every tip's root-to-tip path is compiled by ik_chain_init()
  * (so fixed joints are merged and the fast evaluation of ik_chain.c is
  * used as is); the movable joints of the paths are then mapped onto tree
- * variables by the identity of the described joint they come from.
+ * variables by the identity of the described joint they come from. The
+ * caller's storage holds, in this order (tree_carve): the tips' chain
+ * views and variable lists, each tip's chain storage, the per-variable
+ * arrays and the builder's scratch (the path being compiled).
  *
  * Solving: the checked tips (targets and KEEP_POSE) become TASKS; tasks
  * linked through a shared moving variable form a GROUP, solved alone on its
@@ -20,20 +23,43 @@
  * Jacobian (not once per damping tried) from the tasks' column lists: a
  * tip's rows are non-zero only in its own chain's variables, and two tips
  * share only their leading ones (a torso), so the products run over those
- * (limited_step_one). The joint limits are handled as in ik_numeric.c:
+ * (limited_step_one). When the group's first level has many rows on
+ * long chains (a hand's fingertips over an arm and a spine), the same
+ * step is solved in joint space instead (tree_step: (J^T J + lambda I) dq
+ * = J^T e, equal to the rows' form), by a Cholesky factorization that
+ * eliminates the leaves first: the kinematic tree is then the elimination
+ * tree, J^T J and its factor hold only each variable's entries with its
+ * ancestors (a skyline), and the cost is the sum of the variables' depths
+ * squared instead of the rows cubed; group_init picks the cheaper of the
+ * two by their operation counts. The Jacobian is evaluated by one walk
+ * down each task's chain, resumed after the joints it shares with an
+ * earlier task's chain (ik_chain_internal.h), so a shared spine or arm is
+ * walked once per evaluation. The joint limits are handled as in ik_numeric.c:
  * a joint the step pushes through a limit is put on it, its motion leaves
  * the error, its column leaves the step, and the step is solved again (up
- * to LOCK_PASSES times). A trial is kept when the first unmet level k
- * improves and every level above k stays met (all its checked components
- * below CONVERGED_FRACTION of the tolerance). With several levels, once a
- * lower level is being worked on, the rules of merit(), restore() and the
- * polish phase of attempt() apply (see there): without them the
- * second-order drift of null-space steps out of a 1e-5 band rejects almost
- * every step of a lower level. An attempt ends solved (every level met),
- * stalled (lambda too large, or ATTEMPT_MAX_ITERS for the top level, with
- * ik_numeric.c's slow-convergence extension; for a lower level, once the
- * merit stops improving: the constrained optimum of the conflicting case,
- * after the polish), or out of budget.
+ * to LOCK_PASSES times). The levels form a strict hierarchy (attempt(),
+ * acceptable(), restore()): the step serves the first unmet level k and
+ * the levels above it, and a trial is kept when level k improves and every
+ * level above k keeps what it has (a met one all its checked components
+ * below CONVERGED_FRACTION of the tolerance, a frozen one its cost), after
+ * one Gauss-Newton step on the levels above k when the trial drifted off
+ * them (the second-order drift of a null-space step leaves a 1e-5 band
+ * otherwise). An attempt ends solved (every level met), stalled (for the
+ * top level: lambda too large, or ATTEMPT_MAX_ITERS with ik_numeric.c's
+ * slow-convergence extension; a lower level that stops improving is
+ * frozen and the next one served, and the attempt is stalled when none is
+ * left), or out of budget. Tips out of reach (FAILURES in ik_tree.h) get
+ * HOPELESS_ITERS iterations on their level and no restart.
+ *
+ * The strict hierarchy replaced a merit function (the level costs weighted
+ * 1e4 per level) that let a lower level's step disturb a met higher one:
+ * with the PR2 from base_link, the left wrist at priority 0 on a reachable
+ * pose and the right one 10 m away at priority 1, the left wrist was met
+ * in 16 of 40 cases (20000 iterations each), on a humanoid's hands over
+ * three back joints in 0 of 40; now in 40 of 40, each at once
+ * (IK_EUNREACHABLE, about 25 iterations), and with a reachable but
+ * conflicting priority-1 pose in 40 of 40 as before
+ * (tests/solver/test_ik_tree.c).
  *
  * Restarts draw joints uniformly inside their limits (splitmix64 seeded
  * with opts.rng_seed): in a one-level group three restarts in FULL_EVERY
@@ -42,7 +68,9 @@
  * minimum; when no task is met, the one farthest from its target counts
  * as the unmet one), the others the whole group; with several levels
  * every other restart is whole, since which branch the shared variables
- * take for the higher levels decides how close the lower ones can get.
+ * take for the higher levels decides how close the lower ones can get
+ * (and every one is whole once the top level was met: the lower levels'
+ * freedom is in the shared variables' branch, not in their own).
  *
  * Tuning (build/ikbench tree: both PR2 arms from torso_lift_link and from
  * base_link, the Baxter-like tree of tests/data, 2000 to 10000 targets,
@@ -68,18 +96,118 @@
 #include <string.h>
 
 #include "solver/ik_budget.h"
-#include "solver/ik_status.h"
+#include "solver/ik_chain_internal.h"
+#include "solver/ik_linalg_internal.h"
+#include "solver/ik_reason.h"
 #include "solver/ik_rng.h"
+#include "solver/ik_status.h"
 #include "solver/ik_tree_avoid.h"
 
 /* ---- building ------------------------------------------------------------ */
 
+/* The storage of a tree, carved in this order (each piece aligned to
+ * STORAGE_ALIGN): the tips' chain views and variable-list pointers, each
+ * tip's chain storage (ik_chain_storage_size of its path length) and
+ * variable list, the per-variable arrays (at most nvar variables), and the
+ * builder's scratch (scratch bytes: the path being compiled and the
+ * described-joint ids). */
+#define STORAGE_ALIGN 16
+
+typedef struct layout {
+    size_t total; /* bytes, the slack for aligning the start included */
+    bool ok;      /* representable */
+} layout;
+
+static size_t round_up(size_t x)
+{
+    return (x + STORAGE_ALIGN - 1) / STORAGE_ALIGN * STORAGE_ALIGN;
+}
+
+/* Adds a piece of count items of size bytes to L (saturating). */
+static size_t take(layout *L, size_t count, size_t size)
+{
+    size_t at = L->total;
+    if (!L->ok || (size && count > (SIZE_MAX / 2) / size)) {
+        L->ok = false;
+        return 0;
+    }
+    size_t b = round_up(count * size);
+    if (L->total > SIZE_MAX / 2 - b) {
+        L->ok = false;
+        return 0;
+    }
+    L->total += b;
+    return at;
+}
+
+typedef struct carve {
+    char *base; /* aligned start; NULL: only count */
+    layout L;
+} carve;
+
+static void *carve_take(carve *C, size_t count, size_t size)
+{
+    size_t at = take(&C->L, count, size);
+    return C->base && C->L.ok ? (void *)(C->base + at) : NULL;
+}
+
+/* Carves (or, with base NULL, counts) the storage of a tree whose tip t
+ * has a path of len[t] joints, with at most nvar variables and scratch
+ * bytes of builder scratch, into T's arrays; chain_mem[t] gets tip t's
+ * chain storage, *scratch_out the scratch. Returns the bytes needed. */
+static size_t tree_carve(char *base, const size_t *len, size_t ntips, size_t nvar,
+                         size_t scratch, ik_tree *T, void **chain_mem, void **scratch_out)
+{
+    carve C = {base, {0, true}};
+    ik_chain *chain = carve_take(&C, ntips, sizeof(ik_chain));
+    size_t **var = carve_take(&C, ntips, sizeof(size_t *));
+    if (T) {
+        T->chain = chain;
+        T->var = var;
+    }
+    for (size_t t = 0; t < ntips; t++) {
+        size_t cs = ik_chain_storage_size(len[t]);
+        if (cs == SIZE_MAX)
+            C.L.ok = false;
+        void *cm = carve_take(&C, 1, cs);
+        size_t *v = carve_take(&C, len[t], sizeof(size_t));
+        if (T && C.base && C.L.ok) {
+            chain_mem[t] = cm;
+            var[t] = v;
+        }
+    }
+    ik_joint_type *type = carve_take(&C, nvar, sizeof *type);
+    double *lower = carve_take(&C, nvar, sizeof *lower);
+    double *upper = carve_take(&C, nvar, sizeof *upper);
+    size_t *src = carve_take(&C, nvar, sizeof *src);
+    uint32_t *tips_of = carve_take(&C, nvar, sizeof *tips_of);
+    void *sc = carve_take(&C, scratch, 1);
+    if (T) {
+        T->type = type;
+        T->lower = lower;
+        T->upper = upper;
+        T->source_index = src;
+        T->tips_of = tips_of;
+    }
+    if (scratch_out)
+        *scratch_out = sc;
+    if (!C.L.ok || C.L.total > SIZE_MAX - STORAGE_ALIGN)
+        return SIZE_MAX;
+    return C.L.total + STORAGE_ALIGN;
+}
+
+static char *align_storage(void *storage)
+{
+    return (char *)(((uintptr_t)storage + (STORAGE_ALIGN - 1)) & ~(uintptr_t)(STORAGE_ALIGN - 1));
+}
+
 /* Adds tip t, whose path is path[0..len-1] with described-joint ids
- * ids[0..len-1], to T. */
-static int add_tip(ik_tree *T, size_t t, const ik_joint *path, const size_t *ids, size_t len)
+ * ids[0..len-1], to T (its variable list carved), its chain into cm. */
+static int add_tip(ik_tree *T, size_t t, void *cm, const ik_joint *path, const size_t *ids,
+                   size_t len)
 {
     ik_chain *c = &T->chain[t];
-    if (len == 0 || len > IK_MAX_JOINTS || ik_chain_init(c, path, len) != IK_OK)
+    if (len == 0 || ik_chain_init(c, cm, ik_chain_storage_size(len), path, len) != IK_OK)
         return IK_EINVAL;
     for (size_t i = 0; i < c->dof; i++) {
         size_t id = ids[c->source_index[i]];
@@ -87,8 +215,6 @@ static int add_tip(ik_tree *T, size_t t, const ik_joint *path, const size_t *ids
         while (v < T->dof && T->source_index[v] != id)
             v++;
         if (v == T->dof) {
-            if (T->dof == IK_TREE_MAX_DOF)
-                return IK_EINVAL;
             T->dof++;
             T->source_index[v] = id;
             T->type[v] = c->type[i];
@@ -96,50 +222,93 @@ static int add_tip(ik_tree *T, size_t t, const ik_joint *path, const size_t *ids
             T->upper[v] = c->upper[i];
             T->tips_of[v] = 0;
         }
-        T->var[t][i] = (uint8_t)v;
+        T->var[t][i] = v;
         T->tips_of[v] |= (uint32_t)1u << t;
     }
     return IK_OK;
 }
 
-int ik_tree_init(ik_tree *out, const ik_joint *joints, const int *parent, size_t n,
-                 const size_t *tip_joint, size_t ntips)
+/* The path lengths of ik_tree_init's tips into len; false when an index
+ * is out of range. */
+static bool path_lengths(const int *parent, size_t n, const size_t *tip_joint, size_t ntips,
+                         size_t *len, size_t *longest)
+{
+    *longest = 0;
+    for (size_t t = 0; t < ntips; t++) {
+        if (tip_joint[t] >= n)
+            return false;
+        size_t l = 0;
+        for (int j = (int)tip_joint[t]; j >= 0; j = parent[j])
+            l++;
+        len[t] = l;
+        if (l > *longest)
+            *longest = l;
+    }
+    return true;
+}
+
+static bool valid_parents(const int *parent, size_t n)
+{
+    if (n > (size_t)INT32_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (parent[i] < -1 || parent[i] >= (int)i)
+            return false;
+    return true;
+}
+
+size_t ik_tree_storage_size(const int *parent, size_t n, const size_t *tip_joint, size_t ntips)
+{
+    size_t len[IK_TREE_MAX_TIPS], longest;
+    if (!parent || !tip_joint || n == 0 || ntips == 0 || ntips > IK_TREE_MAX_TIPS ||
+        !valid_parents(parent, n) || !path_lengths(parent, n, tip_joint, ntips, len, &longest))
+        return SIZE_MAX;
+    if (longest > SIZE_MAX / (2 * (sizeof(ik_joint) + sizeof(size_t))))
+        return SIZE_MAX;
+    return tree_carve(NULL, len, ntips, n, longest * (sizeof(ik_joint) + sizeof(size_t)), NULL,
+                      NULL, NULL);
+}
+
+int ik_tree_init(ik_tree *out, void *storage, size_t storage_size, const ik_joint *joints,
+                 const int *parent, size_t n, const size_t *tip_joint, size_t ntips)
 {
     if (!out)
         return IK_EINVAL;
     memset(out, 0, sizeof *out);
-    if (!joints || !parent || !tip_joint || n == 0 || n > IK_TREE_MAX_JOINTS || ntips == 0 ||
-        ntips > IK_TREE_MAX_TIPS)
+    if (!storage || !joints || !parent || !tip_joint || n == 0 || ntips == 0 ||
+        ntips > IK_TREE_MAX_TIPS || !valid_parents(parent, n))
         return IK_EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if (parent[i] < -1 || parent[i] >= (int)i)
-            return IK_EINVAL;
+    size_t len[IK_TREE_MAX_TIPS], longest;
+    if (!path_lengths(parent, n, tip_joint, ntips, len, &longest))
+        return IK_EINVAL;
+    size_t need = ik_tree_storage_size(parent, n, tip_joint, ntips);
+    if (need == SIZE_MAX)
+        return IK_EINVAL;
+    if (storage_size < need)
+        return IK_ENOSPC;
+    void *scratch, *cm[IK_TREE_MAX_TIPS];
+    tree_carve(align_storage(storage), len, ntips, n,
+               longest * (sizeof(ik_joint) + sizeof(size_t)), out, cm, &scratch);
     out->ntips = ntips;
-    ik_joint path[IK_MAX_JOINTS];
-    size_t ids[IK_MAX_JOINTS];
+    ik_joint *path = scratch;
+    size_t *ids = (size_t *)(void *)(path + longest);
     for (size_t t = 0; t < ntips; t++) {
-        if (tip_joint[t] >= n)
-            goto fail;
-        size_t len = 0;
-        for (int j = (int)tip_joint[t]; j >= 0; j = parent[j]) {
-            if (len == IK_MAX_JOINTS)
-                goto fail;
-            ids[len++] = (size_t)j;
-        }
-        for (size_t a = 0, b = len - 1; a < b; a++, b--) { /* root first */
+        size_t l = 0;
+        for (int j = (int)tip_joint[t]; j >= 0; j = parent[j])
+            ids[l++] = (size_t)j;
+        for (size_t a = 0, b = l - 1; a < b; a++, b--) { /* root first */
             size_t tmp = ids[a];
             ids[a] = ids[b];
             ids[b] = tmp;
         }
-        for (size_t i = 0; i < len; i++)
+        for (size_t i = 0; i < l; i++)
             path[i] = joints[ids[i]];
-        if (add_tip(out, t, path, ids, len) != IK_OK)
-            goto fail;
+        if (add_tip(out, t, cm[t], path, ids, l) != IK_OK) {
+            memset(out, 0, sizeof *out);
+            return IK_EINVAL;
+        }
     }
     return IK_OK;
-fail:
-    memset(out, 0, sizeof *out);
-    return IK_EINVAL;
 }
 
 static bool same_joint(const ik_joint *a, const ik_joint *b)
@@ -152,21 +321,53 @@ static bool same_joint(const ik_joint *a, const ik_joint *b)
            a->lower == b->lower && a->upper == b->upper;
 }
 
-int ik_tree_from_chains(ik_tree *out, const ik_joint *const *chains, const size_t *len,
-                        size_t ntips)
+/* The chains' total length (their variables at most, and the ids
+ * scratch); false when empty or not representable. */
+static bool chains_total(const size_t *len, size_t ntips, size_t *total)
+{
+    *total = 0;
+    for (size_t t = 0; t < ntips; t++) {
+        if (len[t] == 0 || len[t] > SIZE_MAX / 4 - *total)
+            return false;
+        *total += len[t];
+    }
+    return true;
+}
+
+size_t ik_tree_chains_storage_size(const size_t *len, size_t ntips)
+{
+    size_t total;
+    if (!len || ntips == 0 || ntips > IK_TREE_MAX_TIPS || !chains_total(len, ntips, &total))
+        return SIZE_MAX;
+    return tree_carve(NULL, len, ntips, total, total * sizeof(size_t), NULL, NULL, NULL);
+}
+
+int ik_tree_from_chains(ik_tree *out, void *storage, size_t storage_size,
+                        const ik_joint *const *chains, const size_t *len, size_t ntips)
 {
     if (!out)
         return IK_EINVAL;
     memset(out, 0, sizeof *out);
-    if (!chains || !len || ntips == 0 || ntips > IK_TREE_MAX_TIPS)
+    size_t total;
+    if (!storage || !chains || !len || ntips == 0 || ntips > IK_TREE_MAX_TIPS ||
+        !chains_total(len, ntips, &total))
         return IK_EINVAL;
     for (size_t t = 0; t < ntips; t++)
-        if (!chains[t] || len[t] == 0 || len[t] > IK_MAX_JOINTS)
+        if (!chains[t])
             return IK_EINVAL;
+    size_t need = ik_tree_chains_storage_size(len, ntips);
+    if (need == SIZE_MAX)
+        return IK_EINVAL;
+    if (storage_size < need)
+        return IK_ENOSPC;
+    void *scratch, *cm[IK_TREE_MAX_TIPS];
+    tree_carve(align_storage(storage), len, ntips, total, total * sizeof(size_t), out, cm,
+               &scratch);
     out->ntips = ntips;
-    size_t ids[IK_TREE_MAX_TIPS][IK_MAX_JOINTS];
+    size_t *ids_all = scratch, *ids[IK_TREE_MAX_TIPS];
     size_t offset = 0;
     for (size_t t = 0; t < ntips; t++) {
+        ids[t] = ids_all + offset;
         /* the earlier chain with the longest identical prefix */
         size_t best_u = 0, best_l = 0;
         for (size_t u = 0; u < t; u++) {
@@ -181,7 +382,7 @@ int ik_tree_from_chains(ik_tree *out, const ik_joint *const *chains, const size_
         for (size_t i = 0; i < len[t]; i++)
             ids[t][i] = i < best_l ? ids[best_u][i] : offset + i;
         offset += len[t];
-        if (add_tip(out, t, chains[t], ids[t], len[t]) != IK_OK) {
+        if (add_tip(out, t, cm[t], chains[t], ids[t], len[t]) != IK_OK) {
             memset(out, 0, sizeof *out);
             return IK_EINVAL;
         }
@@ -202,9 +403,7 @@ ik_xform ik_tree_fk(const ik_tree *tree, const double *q, size_t t)
 {
     if (t >= tree->ntips)
         return ik_xform_identity();
-    double qc[IK_MAX_DOF];
-    ik_tree_gather(tree, t, q, qc);
-    return ik_chain_fk(&tree->chain[t], qc);
+    return ik_chain_fk_gather(&tree->chain[t], q, tree->var[t]);
 }
 
 void ik_tree_fk_all(const ik_tree *tree, const double *q, ik_xform *tips)
@@ -264,7 +463,7 @@ ik_tree_opts ik_tree_opts_default(void)
     o.tol_pos = 1e-5;
     o.tol_rot = 1e-5;
     o.max_iterations = 0;
-    o.timeout_s = 0.005;
+    o.timeout_s = IK_NUMERIC_DEFAULT_TIMEOUT_S;
     o.max_restarts = SIZE_MAX;
     o.rng_seed = 1;
     o.objective = IK_TREE_OBJ_NONE;
@@ -293,8 +492,9 @@ ik_tree_opts ik_tree_opts_default(void)
 #define LOWER_FLAT         1e-12 /* relative improvement counted as none */
 #define LOWER_FLAT_STEPS   4     /* consecutive flat steps that end the attempt */
 #define PROJ_DAMPING       1e-10 /* mu of the null-space projectors */
-#define LEVEL_RATIO        1e4   /* merit weight of a level over the next */
-#define POLISH_ITERS       30    /* strict steps that restore the higher levels */
+#define FROZEN_SLACK       1e-9  /* relative growth a frozen level may take */
+#define HOPELESS_ITERS     16    /* iterations on a level whose unmet tips are
+                                    all out of reach (its best pose only) */
 #define FULL_EVERY         4     /* one level: every so many restarts redraw the whole group */
 
 
@@ -313,13 +513,14 @@ typedef struct task {
     unsigned priority;
     size_t level;     /* global level index */
     size_t row0;      /* first row in the group's stacked J */
+    bool hopeless;    /* its position beyond its chain's reach (ik_reason.h) */
 } task;
 
 typedef struct group {
     uint32_t tips;                 /* task tips */
     size_t nv;                     /* variables */
-    uint8_t v[IK_TREE_MAX_DOF];    /* their tree indices */
-    int local[IK_TREE_MAX_DOF];    /* tree index -> local, -1 outside */
+    size_t *v;                     /* their tree indices (nv) */
+    ptrdiff_t *local;              /* tree index -> local, -1 outside (tree dof) */
     size_t ntask;
     task *task[IK_TREE_MAX_TIPS];  /* sorted by level */
     size_t nlev;                   /* levels in the group */
@@ -330,10 +531,20 @@ typedef struct group {
      * variables, local indices, root first), and how many leading ones
      * two tasks share (paths from one root share a prefix); sparse is
      * false when some pair shares variables beyond that prefix */
-    uint8_t tcol[IK_TREE_MAX_TIPS][IK_MAX_DOF];
+    size_t *tcol[IK_TREE_MAX_TIPS];
     size_t ntcol[IK_TREE_MAX_TIPS];
-    uint8_t pre[IK_TREE_MAX_TIPS][IK_TREE_MAX_TIPS];
+    size_t *pre; /* pre[k1 * ntask + k2] */
     bool sparse;
+    /* the variables as a tree (each one's parent: the variable before it on
+     * every chain that holds it; -1 for a root), their depths, and where
+     * each one's row of the joint-space normal matrix starts in its
+     * skyline (tree_step); joint_space: the first level's steps are solved
+     * there, which costs less than the stacked rows' system */
+    ptrdiff_t *par;
+    size_t *dep;
+    size_t *sky;
+    size_t nsky;
+    bool joint_space;
 } group;
 
 typedef struct solver {
@@ -345,6 +556,17 @@ typedef struct solver {
     const double *N0_of;  /* ...of this Jacobian (NULL: none yet) */
     double *q, *qt, *dq, *best, *sol, *seed;
     double *qr, *Jr, *er; /* the restored trial (several levels) */
+    ik__walk *walk;       /* each task's walk down its chain (evaluate), laid
+                             out as the group's column lists */
+    double *H0, *H;       /* tree_step: J^T J of the first level's rows in the
+                             group's skyline (of this Jacobian: H0_of), and
+                             its factor */
+    const double *H0_of;
+    double *g, *jinv;     /* tree_step: J^T e, 1 / the pivots */
+    double (*cv)[6];      /* tree_normal: one task's columns */
+    size_t *anc;          /* tree_step: a variable's ancestors */
+    double *w;            /* eigenvalues (manipulability) */
+    bool *locked;         /* the limited steps' (group variables) */
     bool met[IK_TREE_MAX_TIPS], met_t[IK_TREE_MAX_TIPS]; /* per group task */
     double lc[IK_TREE_MAX_TIPS + 1], lct[IK_TREE_MAX_TIPS + 1]; /* level costs */
     double lcr[IK_TREE_MAX_TIPS + 1];
@@ -352,7 +574,9 @@ typedef struct solver {
     size_t best_k;
     double best_cost;
     size_t iterations;
-    size_t nl;           /* levels the step serves (all but while polishing) */
+    size_t nl;           /* levels the step serves: 0..nl-1 */
+    bool frozen[IK_TREE_MAX_TIPS]; /* per level: at its best under those above */
+    double ceil[IK_TREE_MAX_TIPS]; /* a frozen level's cost may not exceed */
     ik_budget whole; /* opts.timeout_s over the whole solve (ik_budget.h) */
     ik_budget part;  /* the current group's share of it */
     bool timed_out, out_of_iterations;
@@ -380,17 +604,30 @@ static size_t evaluate(solver *S, const double *q, double *J, double *e, double 
     const size_t nv = G->nv;
     if (S->N0_of == J)
         S->N0_of = NULL; /* its normal matrix is about to be stale */
-    memset(J, 0, G->m * nv * sizeof *J);
+    if (S->H0_of == J)
+        S->H0_of = NULL;
+    /* J's entries off the tasks' chains are zero from search_group's start
+     * on: only the chains' columns are written here */
     for (size_t l = 0; l < G->nlev; l++)
         lc[l] = 0.0;
-    double Jc[6 * IK_MAX_DOF], qc[IK_MAX_DOF], R[9], p[3];
+    double R[9], p[3];
     size_t first_unmet = G->nlev;
     for (size_t k = 0; k < G->ntask; k++) {
         const task *tk = G->task[k];
         const ik_chain *c = &T->chain[tk->tip];
         const size_t dof = c->dof;
-        ik_tree_gather(T, tk->tip, q, qc);
-        ik_chain_jacobian_mat(c, qc, Jc, R, p);
+        /* the walk down the chain, resumed after the joints it shares with
+         * an earlier task's chain (ik_chain_internal.h) */
+        ik__walk *st = S->walk + (G->tcol[k] - G->tcol[0]);
+        size_t from = 0, from_k = 0;
+        for (size_t k2 = 0; k2 < k; k2++)
+            if (G->pre[k * G->ntask + k2] > from) {
+                from = G->pre[k * G->ntask + k2];
+                from_k = k2;
+            }
+        if (from > 0)
+            memcpy(st, S->walk + (G->tcol[from_k] - G->tcol[0]), from * sizeof *st);
+        ik__chain_walk_from(c, q, T->var[tk->tip], from, st, R, p);
         double err[6];
         err[0] = tk->target.p.x - p[0];
         err[1] = tk->target.p.y - p[1];
@@ -412,58 +649,40 @@ static size_t evaluate(solver *S, const double *q, double *J, double *e, double 
         if (!ok && ll < first_unmet)
             first_unmet = ll;
         for (size_t a = 0; a < tk->m; a++) {
-            const int r = tk->row[a];
             const size_t row = tk->row0 + a;
-            const double v = tk->sw[a] * err[r];
+            const double v = tk->sw[a] * err[tk->row[a]];
             e[row] = v;
             lc[ll] += v * v;
-            double *Jr = J + row * nv;
-            for (size_t i = 0; i < dof; i++)
-                Jr[G->local[T->var[tk->tip][i]]] = tk->sw[a] * Jc[(size_t)r * dof + i];
+        }
+        /* the Jacobian's columns of the chain's joints (ik_chain.h's
+         * layout: [z x (p - o); z] for a revolute joint, [z; 0] for a
+         * prismatic one), weighted, into the task's rows */
+        const size_t *col = G->tcol[k];
+        for (size_t i = 0; i < dof; i++) {
+            const ik__walk *w = &st[i];
+            double jc[6];
+            if (c->type[i] == IK_JOINT_PRISMATIC) {
+                jc[0] = w->z[0];
+                jc[1] = w->z[1];
+                jc[2] = w->z[2];
+                jc[3] = jc[4] = jc[5] = 0.0;
+            } else {
+                const double dx = p[0] - w->o[0], dy = p[1] - w->o[1], dz = p[2] - w->o[2];
+                jc[0] = w->z[1] * dz - w->z[2] * dy;
+                jc[1] = w->z[2] * dx - w->z[0] * dz;
+                jc[2] = w->z[0] * dy - w->z[1] * dx;
+                jc[3] = w->z[0];
+                jc[4] = w->z[1];
+                jc[5] = w->z[2];
+            }
+            for (size_t a = 0; a < tk->m; a++)
+                J[(tk->row0 + a) * nv + col[i]] = tk->sw[a] * jc[tk->row[a]];
         }
     }
     return first_unmet;
 }
 
 /* ---- linear algebra on the workspace ----------------------------------- */
-
-/* Cholesky of the m x m symmetric matrix N (row stride m, lower triangle
- * used) plus lambda on the diagonal, in place; inv gets 1 / the pivots.
- * False when a pivot is not positive. */
-static bool cholesky(double *N, size_t m, double lambda, double *inv)
-{
-    for (size_t j = 0; j < m; j++) {
-        double d = N[j * m + j] + lambda;
-        for (size_t k = 0; k < j; k++)
-            d -= N[j * m + k] * N[j * m + k];
-        if (!(d > 0.0))
-            return false;
-        inv[j] = 1.0 / sqrt(d);
-        for (size_t i = j + 1; i < m; i++) {
-            double s = N[i * m + j];
-            for (size_t k = 0; k < j; k++)
-                s -= N[i * m + k] * N[j * m + k];
-            N[i * m + j] = s * inv[j];
-        }
-    }
-    return true;
-}
-
-static void cholesky_solve(const double *L, size_t m, const double *inv, double *b)
-{
-    for (size_t i = 0; i < m; i++) {
-        double s = b[i];
-        for (size_t k = 0; k < i; k++)
-            s -= L[i * m + k] * b[k];
-        b[i] = s * inv[i];
-    }
-    for (size_t i = m; i-- > 0;) {
-        double s = b[i];
-        for (size_t k = i + 1; k < m; k++)
-            s -= L[k * m + i] * b[k];
-        b[i] = s * inv[i];
-    }
-}
 
 /* N = A A^T for the r x nv matrix A (rows of stride nv). */
 static void gram(const double *A, size_t r, size_t nv, double *N)
@@ -522,9 +741,9 @@ static bool priority_step(solver *S, const double *J, const double *el, double l
         const bool last = l + 1 == nlev;
         if (!last) /* keep A A^T for the projector: X holds a copy */
             memcpy(S->X, S->N, r * r * sizeof *S->N);
-        if (!cholesky(S->N, r, lambda, inv))
+        if (!ik__cholesky(S->N, S->N, r, r, lambda, inv))
             return false;
-        cholesky_solve(S->N, r, inv, S->rhs);
+        ik__cholesky_solve(S->N, r, r, inv, S->rhs);
         for (size_t a = 0; a < r; a++)
             for (size_t k = 0; k < nv; k++)
                 S->dq[k] += A[a * nv + k] * S->rhs[a];
@@ -534,12 +753,12 @@ static bool priority_step(solver *S, const double *J, const double *el, double l
         double scale = 0.0;
         for (size_t a = 0; a < r; a++)
             scale = fmax(scale, S->X[a * r + a]);
-        if (!cholesky(S->X, r, PROJ_DAMPING * (scale > 0.0 ? scale : 1.0), inv))
+        if (!ik__cholesky(S->X, S->X, r, r, PROJ_DAMPING * (scale > 0.0 ? scale : 1.0), inv))
             return false;
         for (size_t k = 0; k < nv; k++) {
             for (size_t a = 0; a < r; a++)
                 S->y[a] = A[a * nv + k];
-            cholesky_solve(S->X, r, inv, S->y);
+            ik__cholesky_solve(S->X, r, r, inv, S->y);
             for (size_t i = 0; i < nv; i++) {
                 double s = 0.0;
                 for (size_t a = 0; a < r; a++)
@@ -581,13 +800,13 @@ static void gram_tasks(const group *G, const double *J, size_t mr, double *N)
     const size_t nv = G->nv, nt = G->lev_task[1];
     for (size_t k1 = 0; k1 < nt; k1++) {
         const task *t1 = G->task[k1];
-        const uint8_t *c = G->tcol[k1];
+        const size_t *c = G->tcol[k1];
         for (size_t a = 0; a < t1->m; a++) {
             const size_t ra = t1->row0 + a;
             const double *Ja = J + ra * nv;
             for (size_t k2 = 0; k2 <= k1; k2++) {
                 const task *t2 = G->task[k2];
-                const size_t nc = k2 == k1 ? G->ntcol[k1] : G->pre[k1][k2];
+                const size_t nc = k2 == k1 ? G->ntcol[k1] : G->pre[k1 * G->ntask + k2];
                 for (size_t b = 0; b < t2->m; b++) {
                     const size_t rb = t2->row0 + b;
                     if (rb > ra)
@@ -616,7 +835,7 @@ static bool limited_step_one(solver *S, double lambda)
     const size_t nv = G->nv, mr = G->lev_row[1], nt = G->lev_task[1];
     const double *J = S->J;
     double inv[6 * IK_TREE_MAX_TIPS];
-    bool locked[IK_TREE_MAX_DOF];
+    bool *locked = S->locked;
     if (S->N0_of != J) {
         gram_tasks(G, J, mr, S->N0);
         S->N0_of = J;
@@ -627,16 +846,15 @@ static bool limited_step_one(solver *S, double lambda)
     for (size_t k = 0; k < nv; k++)
         locked[k] = false;
     for (int pass = 0;; pass++) {
-        memcpy(S->X, S->N, mr * mr * sizeof *S->N);
-        if (!cholesky(S->X, mr, lambda, inv))
+        if (!ik__cholesky(S->N, S->X, mr, mr, lambda, inv))
             return false;
         memcpy(S->rhs, S->el, mr * sizeof *S->el);
-        cholesky_solve(S->X, mr, inv, S->rhs);
+        ik__cholesky_solve(S->X, mr, mr, inv, S->rhs);
         for (size_t k = 0; k < nv; k++)
             S->dq[k] = 0.0;
         for (size_t k1 = 0; k1 < nt; k1++) {
             const task *t1 = G->task[k1];
-            const uint8_t *c = G->tcol[k1];
+            const size_t *c = G->tcol[k1];
             for (size_t a = 0; a < t1->m; a++) {
                 const size_t ra = t1->row0 + a;
                 const double *Ja = J + ra * nv, y = S->rhs[ra];
@@ -674,14 +892,192 @@ static bool limited_step_one(solver *S, double lambda)
     }
 }
 
+/* ---- the first level's step in joint space ---------------------------- */
+
+/* H0 = J^T J of the first level's weighted rows, in the group's skyline:
+ * variable k's row holds its entries with itself and its ancestors,
+ * H0[sky[k] + d] for the ancestor d generations up. A row of task t is
+ * non-zero only on t's chain (root first), whose variable i has the
+ * variables i - 1, ..., 0 before it as its ancestors. */
+static void tree_normal(solver *S)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv, nt = G->lev_task[1];
+    const double *J = S->J;
+    double(*cv)[6] = S->cv;
+    memset(S->H0, 0, G->nsky * sizeof *S->H0);
+    for (size_t k1 = 0; k1 < nt; k1++) {
+        const task *t1 = G->task[k1];
+        const size_t *c = G->tcol[k1], L = G->ntcol[k1], m = t1->m;
+        /* the task's columns gathered, each a vector of its m rows */
+        for (size_t a = 0; a < m; a++) {
+            const double *Ja = J + (t1->row0 + a) * nv;
+            for (size_t i = 0; i < L; i++)
+                cv[i][a] = Ja[c[i]];
+        }
+        for (size_t i = 0; i < L; i++) {
+            double *h = S->H0 + G->sky[c[i]];
+            const double *vi = cv[i];
+            if (m == 3) {
+                for (size_t d = 0; d <= i; d++) {
+                    const double *vj = cv[i - d];
+                    h[d] += vi[0] * vj[0] + vi[1] * vj[1] + vi[2] * vj[2];
+                }
+            } else {
+                for (size_t d = 0; d <= i; d++) {
+                    const double *vj = cv[i - d];
+                    double sum = 0.0;
+                    for (size_t a = 0; a < m; a++)
+                        sum += vi[a] * vj[a];
+                    h[d] += sum;
+                }
+            }
+        }
+    }
+    S->H0_of = J;
+}
+
+/* ha[k] -= li hv[k] for k < n: the Schur update of an ancestor's row (ha)
+ * from a variable's (hv), rows that never overlap. */
+static inline void schur_row(double *restrict ha, const double *restrict hv, size_t n, double li)
+{
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4) { /* four at a time: independent updates */
+        ha[k] -= li * hv[k];
+        ha[k + 1] -= li * hv[k + 1];
+        ha[k + 2] -= li * hv[k + 2];
+        ha[k + 3] -= li * hv[k + 3];
+    }
+    for (; k < n; k++)
+        ha[k] -= li * hv[k];
+}
+
+/* The damped step dq = (J^T J + lambda I)^-1 J^T el over the unlocked
+ * variables (the locked ones get 0), which is the stacked rows' step
+ * J^T (J J^T + lambda I)^-1 el of limited_step_one, solved in joint space:
+ * Cholesky of J^T J + lambda I eliminating the leaves first, so that the
+ * factor fills nothing beyond each variable's ancestors (the kinematic
+ * tree is the elimination tree); the cost is the sum over the variables
+ * of their depth squared, instead of the rows cubed. False when a pivot
+ * is not positive. */
+static bool tree_step(solver *S, double lambda, const bool *locked)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv, nt = G->lev_task[1];
+    const double *J = S->J;
+    double *H = S->H, *g = S->g, *dq = S->dq;
+    if (S->H0_of != J)
+        tree_normal(S);
+    memcpy(H, S->H0, G->nsky * sizeof *H);
+    /* g = J^T el */
+    for (size_t k = 0; k < nv; k++)
+        g[k] = 0.0;
+    for (size_t k1 = 0; k1 < nt; k1++) {
+        const task *t1 = G->task[k1];
+        const size_t *c = G->tcol[k1], L = G->ntcol[k1];
+        for (size_t a = 0; a < t1->m; a++) {
+            const size_t ra = t1->row0 + a;
+            const double *Ja = J + ra * nv, y = S->el[ra];
+            for (size_t i = 0; i < L; i++)
+                g[c[i]] += Ja[c[i]] * y;
+        }
+    }
+    /* factor, leaves first (a child's index is above its parent's) */
+    for (size_t v = nv; v-- > 0;) {
+        if (locked[v])
+            continue;
+        double *h = H + G->sky[v];
+        const size_t dv = G->dep[v];
+        const double d = h[0] + lambda;
+        if (!(d > 0.0))
+            return false;
+        const double inv = 1.0 / sqrt(d);
+        S->jinv[v] = inv;
+        ptrdiff_t a = G->par[v];
+        for (size_t k = 1; k <= dv; k++, a = G->par[a]) {
+            S->anc[k] = (size_t)a;
+            h[k] = locked[a] ? 0.0 : h[k] * inv;
+        }
+        for (size_t i = 1; i <= dv; i++) {
+            const double li = h[i];
+            if (li != 0.0) /* two different rows of the skyline */
+                schur_row(H + G->sky[S->anc[i]], h + i, dv - i + 1, li);
+        }
+    }
+    /* L y = g, leaves first; then L^T x = y, roots first */
+    for (size_t v = nv; v-- > 0;) {
+        if (locked[v]) {
+            g[v] = 0.0;
+            continue;
+        }
+        const double *h = H + G->sky[v];
+        const double y = g[v] * S->jinv[v];
+        g[v] = y;
+        ptrdiff_t a = G->par[v];
+        for (size_t k = 1; k <= G->dep[v]; k++, a = G->par[a])
+            g[a] -= h[k] * y;
+    }
+    for (size_t v = 0; v < nv; v++) {
+        if (locked[v]) {
+            dq[v] = 0.0;
+            continue;
+        }
+        const double *h = H + G->sky[v];
+        double x = g[v];
+        ptrdiff_t a = G->par[v];
+        for (size_t k = 1; k <= G->dep[v]; k++, a = G->par[a])
+            x -= h[k] * dq[a];
+        dq[v] = x * S->jinv[v];
+    }
+    return true;
+}
+
+/* limited_step_one's step, solved by tree_step (the group's first level
+ * costs less in joint space), with the same limits: a joint pushed through
+ * a limit is put on it, its motion leaves the error, it leaves the step. */
+static bool limited_step_tree(solver *S, double lambda)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv, mr = G->lev_row[1];
+    const double *J = S->J;
+    bool *locked = S->locked;
+    memcpy(S->el, S->e, mr * sizeof *S->e);
+    memcpy(S->qt, S->q, S->T->dof * sizeof *S->q);
+    for (size_t k = 0; k < nv; k++)
+        locked[k] = false;
+    for (int pass = 0;; pass++) {
+        if (!tree_step(S, lambda, locked))
+            return false;
+        bool more = false;
+        for (size_t k = 0; k < nv; k++) {
+            if (locked[k])
+                continue;
+            const size_t v = G->v[k];
+            bool clamped;
+            S->qt[v] = limit_var(S->T, v, S->q[v] + S->dq[k], &clamped);
+            if (clamped && pass < LOCK_PASSES) {
+                locked[k] = true;
+                const double d = S->qt[v] - S->q[v];
+                for (size_t r = 0; r < mr; r++)
+                    S->el[r] -= J[r * nv + k] * d;
+                more = true;
+            }
+        }
+        if (!more)
+            return true;
+    }
+}
+
 /* One limited step from S->q into S->qt (full vectors). */
 static bool limited_step(solver *S, double lambda)
 {
+    if (S->nl == 1 && S->G->joint_space)
+        return limited_step_tree(S, lambda);
     if (S->nl == 1 && S->G->sparse)
         return limited_step_one(S, lambda);
     const group *G = S->G;
     const size_t nv = G->nv, m = G->m;
-    bool locked[IK_TREE_MAX_DOF];
+    bool *locked = S->locked;
     memcpy(S->el, S->e, m * sizeof *S->e);
     memcpy(S->qt, S->q, S->T->dof * sizeof *S->q);
     for (size_t k = 0; k < nv; k++)
@@ -723,49 +1119,70 @@ static void keep_best(solver *S, const double *q, size_t k, const double *lc)
     }
 }
 
-/* The merit of a pose with several levels: their costs weighted by powers
- * of LEVEL_RATIO, highest level first, so that a step which lowers a lower
- * level a lot may disturb a met higher level a little (the next steps
- * restore it: each one corrects the higher levels first). Without it, the
- * second-order drift of every null-space step out of a tolerance band of
- * 1e-5 rejects almost every step of a lower level. */
-static double merit(const group *G, const double *lc)
+/* ---- the hierarchy ------------------------------------------------------ */
+
+/* True when every task of level l is met (flags per group task). */
+static bool level_met(const group *G, const bool *met, size_t l)
 {
-    double phi = 0.0, w = 1.0;
-    for (size_t l = G->nlev; l-- > 0;) {
-        phi += w * lc[l];
-        w *= LEVEL_RATIO;
-    }
-    return phi;
+    for (size_t k = G->lev_task[l]; k < G->lev_task[l + 1]; k++)
+        if (!met[k])
+            return false;
+    return true;
 }
 
-/* A trial step on a lower level leaves the higher levels' constraint
- * surface to second order (the null space is that of the linearisation),
- * which makes the lower level zigzag slowly along it. One Gauss-Newton
- * step on the levels above kmax alone, from the trial, brings the trial
- * back onto the surface (a second-order correction, as in SQP methods);
- * the corrected trial replaces the trial when it meets more levels or
- * has a lower merit. Returns the trial's first unmet level. */
-static size_t restore(solver *S, size_t kmax, size_t kt)
+/* True when every unmet task of level l (every level when l is the
+ * group's level count) is out of reach: nothing more can meet it. */
+static bool unmet_hopeless(const solver *S, size_t l)
 {
     const group *G = S->G;
+    const size_t k0 = l < G->nlev ? G->lev_task[l] : 0;
+    const size_t k1 = l < G->nlev ? G->lev_task[l + 1] : G->ntask;
+    for (size_t k = k0; k < k1; k++)
+        if (!S->met[k] && !G->task[k]->hopeless)
+            return false;
+    return true;
+}
+
+/* The strict hierarchy of attempt(): a trial (level costs lct, task flags
+ * met_t) is acceptable while the step serves level `serve` when every
+ * level above it keeps what it has (a met level stays met, a FROZEN one,
+ * whose target the freedom left cannot reach, stays at or below its
+ * ceiling) and level `serve` is met or improves on cost. */
+static bool acceptable(const solver *S, size_t serve, const double *lct, const bool *met_t,
+                       double cost)
+{
+    const group *G = S->G;
+    for (size_t l = 0; l < serve; l++) {
+        if (S->frozen[l] ? !(lct[l] <= S->ceil[l]) : !level_met(G, met_t, l))
+            return false;
+    }
+    return level_met(G, met_t, serve) || lct[serve] < cost;
+}
+
+/* A trial that serves a lower level leaves the higher levels' constraint
+ * surface to second order (the null space is that of the linearisation).
+ * One Gauss-Newton step on the levels above `serve` alone, from the trial,
+ * brings it back onto the surface (a second-order correction, as in SQP
+ * methods); the corrected trial replaces the trial when it is acceptable.
+ * Returns whether it did. */
+static bool restore(solver *S, size_t serve, double cost)
+{
     double *q = S->q, *J = S->J, *e = S->e, *qt = S->qt;
     S->q = S->qt;
     S->J = S->Jt;
     S->e = S->et;
     S->qt = S->qr;
-    S->nl = kmax;
+    S->nl = serve;
     bool ok = limited_step(S, LAMBDA_MIN);
-    S->nl = G->nlev;
     S->q = q;
     S->J = J;
     S->e = e;
     S->qt = qt;
     if (!ok)
-        return kt;
-    size_t kr = evaluate(S, S->qr, S->Jr, S->er, S->lcr, S->met_r);
-    if (kr < kt || (kr == kt && merit(G, S->lcr) >= merit(G, S->lct)))
-        return kt;
+        return false;
+    evaluate(S, S->qr, S->Jr, S->er, S->lcr, S->met_r);
+    if (!acceptable(S, serve, S->lcr, S->met_r, cost))
+        return false;
     double *tmp = S->qt;
     S->qt = S->qr;
     S->qr = tmp;
@@ -777,41 +1194,52 @@ static size_t restore(solver *S, size_t kmax, size_t kt)
     S->er = tmp;
     memcpy(S->lct, S->lcr, sizeof S->lct);
     memcpy(S->met_t, S->met_r, sizeof S->met_t);
-    return kr;
+    return true;
 }
 
-/* Levenberg-Marquardt from S->q; *k_out: the first unmet level at the end.
- * A trial is kept when it meets more levels, or when the first unmet
- * level improves with the levels above it still met, or (several levels)
- * when the merit improves. Once a lower level has been worked on, the
- * attempt moves on after LOWER_MAX_ITERS iterations or LOWER_FLAT_STEPS
- * kept steps that no longer improve the merit (the constrained optimum of
- * conflicting targets), or when the merit stalls, to a POLISH phase of at
- * most POLISH_ITERS iterations without the merit rule, which restores the
- * higher levels the last merit steps disturbed. */
+/* Levenberg-Marquardt from S->q on a strict task hierarchy; *k_out: the
+ * first unmet level at the end. The step serves one level at a time, the
+ * first one not yet met (`serve`), in the null space of the levels above
+ * it (ik_tree.h's task-priority step over levels 0..serve); the levels
+ * below it are left out of the step altogether, so a far lower target
+ * never drags the higher ones while they are being met. A trial is kept
+ * only when acceptable() (no met level above is lost, the served one
+ * improves), after restore() when it drifted off a higher level. When the
+ * served level is met, the next unmet one is served. When it cannot
+ * improve any more (the damping runs out, LOWER_MAX_ITERS iterations, or
+ * LOWER_FLAT_STEPS kept steps that no longer improve it) it is the top
+ * level (the attempt is stalled: a restart may do better), or a lower one
+ * at the best the freedom left allows: it is FROZEN (its cost may not grow
+ * beyond a hair, FROZEN_SLACK) and the next level is served under it. */
 static int attempt(solver *S, size_t *k_out)
 {
     const group *G = S->G;
     size_t k = evaluate(S, S->q, S->J, S->e, S->lc, S->met);
     keep_best(S, S->q, k, S->lc);
     double lambda = LAMBDA_INIT, checkpoint = INFINITY;
-    double phi = merit(G, S->lc);
-    size_t it = 0, it_lower = 0, flat = 0, it_polish = 0, kmax = k;
-    bool lower = k > 0, polish = false;
-    S->nl = G->nlev;
+    size_t it = 0, it_level = 0, flat = 0, serve = k;
+    for (size_t l = 0; l < G->nlev; l++)
+        S->frozen[l] = false;
     int rc;
     for (;;) {
         *k_out = k;
+        while (serve < G->nlev && level_met(G, S->met, serve))
+            serve++;
         if (k == G->nlev) {
             rc = ATTEMPT_SOLVED;
+            break;
+        }
+        if (serve == G->nlev) { /* every unmet level frozen */
+            rc = ATTEMPT_STALLED;
             break;
         }
         if (!budget_left(S)) {
             rc = ATTEMPT_BUDGET;
             break;
         }
-        const double cost = S->lc[k];
-        if (!lower) {
+        const double cost = S->lc[serve];
+        bool stall = false;
+        if (serve == 0) {
             if (it >= ATTEMPT_MAX_ITERS && (it - ATTEMPT_MAX_ITERS) % SLOW_EVERY == 0) {
                 if (it >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST || cost > 0.25 * checkpoint) {
                     rc = ATTEMPT_STALLED;
@@ -819,73 +1247,75 @@ static int attempt(solver *S, size_t *k_out)
                 }
                 checkpoint = cost;
             }
-        } else if (polish) {
-            if (k >= kmax || it_polish++ >= POLISH_ITERS) {
-                rc = ATTEMPT_STALLED;
-                break;
-            }
-        } else if (it_lower >= LOWER_MAX_ITERS || flat >= LOWER_FLAT_STEPS) {
-            /* done with the lower level: restore the levels above it
-             * that the last merit steps disturbed, with steps that serve
-             * only them */
-            polish = true;
-            S->nl = kmax;
-            lambda = LAMBDA_INIT;
-            if (k >= kmax) {
-                rc = ATTEMPT_STALLED;
-                break;
-            }
+        } else if (it_level >= LOWER_MAX_ITERS || flat >= LOWER_FLAT_STEPS) {
+            stall = true;
         }
-        S->iterations++;
-        it++;
-        it_lower += lower;
-        if (!limited_step(S, lambda)) {
-            lambda *= LAMBDA_UP;
-            if (lambda > LAMBDA_MAX) {
+        if (it_level >= HOPELESS_ITERS && unmet_hopeless(S, serve)) {
+            /* out of reach: a few steps towards it give the best pose */
+            if (serve == 0) {
                 rc = ATTEMPT_STALLED;
                 break;
             }
-            continue;
+            stall = true;
         }
-        size_t kt = evaluate(S, S->qt, S->Jt, S->et, S->lct, S->met_t);
-        if (lower && !polish && kmax > 0 && kt < kmax)
-            kt = restore(S, kmax, kt);
-        const double phit = G->nlev > 1 ? merit(G, S->lct) : S->lct[0];
-        if (kt > k || (kt == k && S->lct[k] < cost) || (G->nlev > 1 && lower && !polish && phit < phi)) {
-            flat = (lower && phi - phit <= LOWER_FLAT * phi) ? flat + 1 : 0;
-            double *tmp = S->q;
-            S->q = S->qt;
-            S->qt = tmp;
-            tmp = S->J;
-            S->J = S->Jt;
-            S->Jt = tmp;
-            tmp = S->e;
-            S->e = S->et;
-            S->et = tmp;
-            memcpy(S->lc, S->lct, sizeof S->lc);
-            memcpy(S->met, S->met_t, sizeof S->met);
-            if (kt > k)
-                checkpoint = INFINITY;
-            if (kt > 0)
-                lower = true;
-            k = kt;
-            if (k > kmax)
-                kmax = k;
-            phi = phit;
-            keep_best(S, S->q, k, S->lc);
-            lambda = fmax(lambda * LAMBDA_DOWN, LAMBDA_MIN);
-        } else {
-            lambda *= LAMBDA_UP;
-            if (lambda > LAMBDA_MAX) {
-                if (lower && !polish && k < kmax) { /* stalled on the merit */
-                    polish = true;
-                    S->nl = kmax;
-                    lambda = LAMBDA_INIT;
-                    continue;
+        if (!stall) {
+            S->iterations++;
+            it++;
+            it_level++;
+            S->nl = serve + 1;
+            if (!limited_step(S, lambda)) {
+                lambda *= LAMBDA_UP;
+                stall = lambda > LAMBDA_MAX;
+            } else {
+                size_t kt = evaluate(S, S->qt, S->Jt, S->et, S->lct, S->met_t);
+                bool ok = acceptable(S, serve, S->lct, S->met_t, cost);
+                if (!ok && serve > 0 && restore(S, serve, cost)) {
+                    ok = true;
+                    kt = 0;
+                    while (kt < G->nlev && level_met(G, S->met_t, kt))
+                        kt++;
                 }
+                if (ok) {
+                    const bool met_now = level_met(G, S->met_t, serve);
+                    flat = (!met_now && cost - S->lct[serve] <= LOWER_FLAT * cost) ? flat + 1 : 0;
+                    double *tmp = S->q;
+                    S->q = S->qt;
+                    S->qt = tmp;
+                    tmp = S->J;
+                    S->J = S->Jt;
+                    S->Jt = tmp;
+                    tmp = S->e;
+                    S->e = S->et;
+                    S->et = tmp;
+                    memcpy(S->lc, S->lct, sizeof S->lc);
+                    memcpy(S->met, S->met_t, sizeof S->met);
+                    k = kt;
+                    keep_best(S, S->q, k, S->lc);
+                    lambda = fmax(lambda * LAMBDA_DOWN, LAMBDA_MIN);
+                    if (met_now) { /* on to the next level */
+                        checkpoint = INFINITY;
+                        it_level = 0;
+                        flat = 0;
+                        lambda = LAMBDA_INIT;
+                    }
+                } else {
+                    lambda *= LAMBDA_UP;
+                    stall = lambda > LAMBDA_MAX;
+                }
+            }
+        }
+        if (stall) {
+            if (serve == 0) {
                 rc = ATTEMPT_STALLED;
                 break;
             }
+            /* the best this level gets under the ones above: frozen */
+            S->frozen[serve] = true;
+            S->ceil[serve] = S->lc[serve] * (1.0 + FROZEN_SLACK);
+            serve++;
+            it_level = 0;
+            flat = 0;
+            lambda = LAMBDA_INIT;
         }
     }
     return rc;
@@ -905,13 +1335,14 @@ static void random_var(const ik_tree *T, size_t v, ik_rng *r, double *q)
  * turn; x itself otherwise). */
 static double var_near(const ik_tree *T, size_t v, double x, double ref)
 {
-    if (T->type[v] == IK_JOINT_PRISMATIC)
-        return x;
-    for (size_t t = 0; t < T->ntips; t++)
-        for (size_t i = 0; i < T->chain[t].dof; i++)
-            if (T->var[t][i] == v)
-                return ik_chain_turn_near(&T->chain[t], i, x, ref);
-    return x;
+    /* a one-joint view of the variable's type and limits */
+    ik_chain one;
+    memset(&one, 0, sizeof one);
+    one.dof = 1;
+    one.type = &T->type[v];
+    one.lower = &T->lower[v];
+    one.upper = &T->upper[v];
+    return ik_chain_turn_near(&one, 0, x, ref);
 }
 
 /* a[v] - b[v] measured between the turns nearest each other. */
@@ -983,7 +1414,7 @@ static double manipulability(solver *S, const double *J, bool ratio)
 {
     const group *G = S->G;
     size_t d = small_gram(J, G->m, G->nv, S->N);
-    double w[6 * IK_TREE_MAX_TIPS > IK_TREE_MAX_DOF ? 6 * IK_TREE_MAX_TIPS : IK_TREE_MAX_DOF];
+    double *w = S->w;
     if (G->m > G->nv && ratio == false)
         return 0.0; /* more rows than joints: J J^T is singular */
     jacobi_eigen(S->N, d, w);
@@ -1034,17 +1465,22 @@ static double score(solver *S)
 /* Group *G of the tasks whose tips are in `tips` (tasks[0..ntask-1],
  * levels 0..nlev-1), on every variable that moves one of them: its tasks
  * stacked level by level (their row0 is set here) and the column lists
- * of the sparse products. */
+ * of the sparse products. Its arrays go to the workspace's gi (the
+ * solver's carve: tree dof, tree dof, the chains' dof added, ntask^2,
+ * and tree dof three times for the variables' tree). */
 static void group_init(group *G, const ik_tree *T, uint32_t tips, task *tasks, size_t ntask,
-                       size_t nlev)
+                       size_t nlev, const group *gi)
 {
     memset(G, 0, sizeof *G);
     G->tips = tips;
+    G->v = gi->v;
+    G->local = gi->local;
+    G->pre = gi->pre;
     for (size_t v = 0; v < T->dof; v++) {
         G->local[v] = -1;
         if (T->tips_of[v] & tips) {
-            G->local[v] = (int)G->nv;
-            G->v[G->nv++] = (uint8_t)v;
+            G->local[v] = (ptrdiff_t)G->nv;
+            G->v[G->nv++] = v;
         }
     }
     /* its tasks in level order, rows stacked */
@@ -1070,22 +1506,71 @@ static void group_init(group *G, const ik_tree *T, uint32_t tips, task *tasks, s
     G->lev_task[G->nlev] = G->ntask;
     G->m = row;
     G->sparse = true;
+    size_t *col = gi->tcol[0];
     for (size_t k = 0; k < G->ntask; k++) {
         const size_t t = G->task[k]->tip;
         G->ntcol[k] = T->chain[t].dof;
+        G->tcol[k] = col;
+        col += G->ntcol[k];
         for (size_t i = 0; i < G->ntcol[k]; i++)
-            G->tcol[k][i] = (uint8_t)G->local[T->var[t][i]];
+            G->tcol[k][i] = (size_t)G->local[T->var[t][i]];
         for (size_t k2 = 0; k2 < k; k2++) {
             const size_t t2 = G->task[k2]->tip;
             size_t p = 0;
             while (p < T->chain[t].dof && p < T->chain[t2].dof && T->var[t][p] == T->var[t2][p])
                 p++;
-            G->pre[k][k2] = G->pre[k2][k] = (uint8_t)p;
+            G->pre[k * G->ntask + k2] = G->pre[k2 * G->ntask + k] = p;
             for (size_t i = p; i < T->chain[t].dof; i++) /* nothing shared past it */
                 if (T->tips_of[T->var[t][i]] & (1u << t2))
                     G->sparse = false;
         }
     }
+    /* the variables' tree: a chain's variable i has variable i - 1 as its
+     * parent, whichever chain holds it (the joint-space step needs that) */
+    bool tree_ok = G->sparse;
+    G->par = gi->par;
+    G->dep = gi->dep;
+    G->sky = gi->sky;
+    for (size_t k = 0; k < G->nv; k++)
+        G->dep[k] = SIZE_MAX;
+    for (size_t k = 0; k < G->ntask && tree_ok; k++)
+        for (size_t i = 0; i < G->ntcol[k]; i++) {
+            const size_t c = G->tcol[k][i];
+            const ptrdiff_t pc = i ? (ptrdiff_t)G->tcol[k][i - 1] : -1;
+            if (G->dep[c] == SIZE_MAX) {
+                G->par[c] = pc;
+                G->dep[c] = i;
+            } else if (G->par[c] != pc || G->dep[c] != i) {
+                tree_ok = false;
+            }
+            if (pc >= 0 && (size_t)pc >= c) /* parents are numbered first */
+                tree_ok = false;
+        }
+    /* the cheaper system for the first level: the stacked rows' (their
+     * Cholesky, rows cubed over 6, and their products over the shared
+     * prefixes) or the joint-space skyline's (its Cholesky, the depths
+     * squared, and J^T J over each row's chain) */
+    double rows = 0.0, joint = 0.0;
+    const size_t mr = G->lev_row[1];
+    G->nsky = 0;
+    for (size_t k = 0; k < G->nv && tree_ok; k++) {
+        if (G->dep[k] == SIZE_MAX) { /* on no chain: impossible */
+            tree_ok = false;
+            break;
+        }
+        G->sky[k] = G->nsky;
+        G->nsky += G->dep[k] + 1;
+        joint += 0.5 * (double)(G->dep[k] * G->dep[k]);
+    }
+    rows = (double)mr * (double)mr * (double)mr / 6.0;
+    for (size_t k1 = 0; k1 < G->lev_task[1]; k1++) {
+        const double L = (double)G->ntcol[k1], m1 = (double)G->task[k1]->m;
+        joint += 0.5 * m1 * L * L;
+        for (size_t k2 = 0; k2 <= k1; k2++)
+            rows += m1 * (double)G->task[k2]->m *
+                    (double)(k2 == k1 ? G->ntcol[k1] : G->pre[k1 * G->ntask + k2]);
+    }
+    G->joint_space = tree_ok && joint < rows;
 }
 
 /* Searches group G; the answer's group variables go to S->sol (a full
@@ -1098,6 +1583,12 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
     const size_t n = T->dof;
     memcpy(S->q, S->seed, n * sizeof *S->q);
     memcpy(S->best, S->seed, n * sizeof *S->q);
+    /* the Jacobians' entries off the tasks' chains, zero for the group
+     * (evaluate writes the chains' columns only) */
+    memset(S->J, 0, G->m * G->nv * sizeof *S->J);
+    memset(S->Jt, 0, G->m * G->nv * sizeof *S->Jt);
+    memset(S->Jr, 0, G->m * G->nv * sizeof *S->Jr);
+    S->N0_of = S->H0_of = NULL;
     S->best_k = 0;
     S->best_cost = INFINITY;
     ik_rng r = {o->rng_seed ^ ((uint64_t)G->tips * 0xD1B54A32D192ED03ull)};
@@ -1126,6 +1617,8 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
             }
         } else if (a == ATTEMPT_BUDGET) {
             break;
+        } else if (unmet_hopeless(S, G->nlev)) {
+            break; /* what is left unmet is out of reach: no restart helps */
         }
         /* after the first solution (objectives) or the first attempt that
          * met the top level (conflicting priorities): extra_restarts more */
@@ -1172,7 +1665,7 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
             }
         }
         bool partial = a != ATTEMPT_SOLVED && unmet != 0 && unmet != G->tips &&
-                       restarts % (G->nlev == 1 ? FULL_EVERY : 2) != 0;
+                       (G->nlev == 1 ? restarts % FULL_EVERY != 0 : k == 0 && restarts % 2 != 0);
         if (partial) {
             size_t own = 0;
             for (size_t i = 0; i < G->nv; i++)
@@ -1195,24 +1688,88 @@ static size_t search_group(solver *S, size_t *restarts_out, double *score_out)
 
 #define WS_ALIGN 64
 
-static size_t ws_doubles(size_t n, size_t m)
+/* Carves (base NULL: only counts) the workspace of a solve on T into S and
+ * the group arrays gi: with n variables, M = 6 ntips rows at most and
+ * sq = max(M, n): J, Jt, A, Jr (M x n); N, X (sq x sq: small_gram may
+ * take n x n); N0 (M x M); P (n x n); e, et, el, rhs, y, er (M); q, qt,
+ * dq, best, sol, seed, qr, ref (n); the walks down the tips' chains (one
+ * state per chain joint: the chains' dof added); the eigenvalues (sq); the
+ * group's variable lists (n, n), column lists (the chains' dof added),
+ * shared prefixes (ntips^2) and variables' tree (n, n, n); the joint-space
+ * step's skylines (n times the longest chain plus one, twice), vectors (n,
+ * n), ancestors (longest plus one) and task columns (longest x 6); the
+ * locked flags (n). Returns the bytes, alignment slack included (SIZE_MAX
+ * when not representable). */
+static size_t solver_carve(char *base, const ik_tree *T, solver *S, group *gi, double **ref)
 {
-    /* J, Jt, A: m x n; N, X: m x m (or n x n for small_gram); N0: m x m;
-     * P: n x n; e, et, el, rhs, y: m; q, qt, dq, best, sol, seed: n; the restored
-     * trial: Jr m x n, er m, qr n */
-    size_t sq = m > n ? m : n;
-    return 4 * m * n + 2 * sq * sq + m * m + n * n + 6 * m + 7 * n;
+    const size_t n = T->dof, M = 6 * T->ntips, sq = M > n ? M : n;
+    size_t longest = 0, cols = 0;
+    for (size_t t = 0; t < T->ntips; t++) {
+        longest = T->chain[t].dof > longest ? T->chain[t].dof : longest;
+        cols += T->chain[t].dof;
+    }
+    carve C = {base, {0, true}};
+    solver dummy;
+    group gdummy;
+    double *dref;
+    if (!base) {
+        S = &dummy;
+        gi = &gdummy;
+        ref = &dref;
+    }
+    if (n > SIZE_MAX / 8 / (M + 1) || sq > SIZE_MAX / 8 / (sq + 1))
+        return SIZE_MAX;
+    S->J = carve_take(&C, M * n, sizeof(double));
+    S->Jt = carve_take(&C, M * n, sizeof(double));
+    S->A = carve_take(&C, M * n, sizeof(double));
+    S->Jr = carve_take(&C, M * n, sizeof(double));
+    S->N = carve_take(&C, sq * sq, sizeof(double));
+    S->X = carve_take(&C, sq * sq, sizeof(double));
+    S->N0 = carve_take(&C, M * M, sizeof(double));
+    S->P = carve_take(&C, n * n, sizeof(double));
+    S->e = carve_take(&C, M, sizeof(double));
+    S->et = carve_take(&C, M, sizeof(double));
+    S->el = carve_take(&C, M, sizeof(double));
+    S->rhs = carve_take(&C, M, sizeof(double));
+    S->y = carve_take(&C, M, sizeof(double));
+    S->er = carve_take(&C, M, sizeof(double));
+    S->q = carve_take(&C, n, sizeof(double));
+    S->qt = carve_take(&C, n, sizeof(double));
+    S->dq = carve_take(&C, n, sizeof(double));
+    S->best = carve_take(&C, n, sizeof(double));
+    S->sol = carve_take(&C, n, sizeof(double));
+    S->seed = carve_take(&C, n, sizeof(double));
+    S->qr = carve_take(&C, n, sizeof(double));
+    *ref = carve_take(&C, n, sizeof(double));
+    S->walk = carve_take(&C, cols, sizeof(ik__walk));
+    S->w = carve_take(&C, sq, sizeof(double));
+    gi->v = carve_take(&C, n, sizeof(size_t));
+    gi->local = carve_take(&C, n, sizeof(ptrdiff_t));
+    gi->tcol[0] = carve_take(&C, cols, sizeof(size_t));
+    gi->pre = carve_take(&C, T->ntips * T->ntips, sizeof(size_t));
+    gi->par = carve_take(&C, n, sizeof(ptrdiff_t));
+    gi->dep = carve_take(&C, n, sizeof(size_t));
+    gi->sky = carve_take(&C, n, sizeof(size_t));
+    /* the skyline: each variable's row up to the root, at most the longest
+     * chain's length plus one */
+    S->H0 = carve_take(&C, n * (longest + 1), sizeof(double));
+    S->H = carve_take(&C, n * (longest + 1), sizeof(double));
+    S->g = carve_take(&C, n, sizeof(double));
+    S->jinv = carve_take(&C, n, sizeof(double));
+    S->anc = carve_take(&C, longest + 1, sizeof(size_t));
+    S->cv = carve_take(&C, longest, 6 * sizeof(double));
+    S->locked = carve_take(&C, n, sizeof(bool));
+    if (!C.L.ok || C.L.total > SIZE_MAX - WS_ALIGN)
+        return SIZE_MAX;
+    return C.L.total + WS_ALIGN;
 }
 
 size_t ik_tree_workspace_size(const ik_tree *tree)
 {
-    size_t n = tree ? tree->dof : IK_TREE_MAX_DOF;
-    size_t t = tree ? tree->ntips : IK_TREE_MAX_TIPS;
-    if (n == 0 || n > IK_TREE_MAX_DOF)
-        n = IK_TREE_MAX_DOF;
-    if (t == 0 || t > IK_TREE_MAX_TIPS)
-        t = IK_TREE_MAX_TIPS;
-    return ws_doubles(n, 6 * t) * sizeof(double) + WS_ALIGN;
+    if (!tree || tree->dof == 0 || tree->ntips == 0 || tree->ntips > IK_TREE_MAX_TIPS ||
+        !tree->chain)
+        return WS_ALIGN;
+    return solver_carve(NULL, tree, NULL, NULL, NULL);
 }
 
 static bool valid_target(const ik_target *t)
@@ -1239,8 +1796,8 @@ static bool valid_target(const ik_target *t)
 static int check_input(const ik_tree *T, const ik_tree_goal *goals, const double *seed,
                        const ik_tree_opts *o)
 {
-    if (!T || !goals || T->dof == 0 || T->dof > IK_TREE_MAX_DOF || T->ntips == 0 ||
-        T->ntips > IK_TREE_MAX_TIPS)
+    if (!T || !goals || T->dof == 0 || T->ntips == 0 || T->ntips > IK_TREE_MAX_TIPS ||
+        !T->chain)
         return IK_EINVAL;
     for (size_t t = 0; t < T->ntips; t++) {
         const ik_tree_goal *g = &goals[t];
@@ -1344,40 +1901,20 @@ int ik__tree_solve_plain(const ik_tree *tree, const ik_tree_goal *goals, const d
         return rc;
     }
     const ik_tree *T = tree;
-    const size_t n = T->dof, M = 6 * T->ntips;
-    double *base = (double *)(((uintptr_t)ws + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
-    const size_t sq = M > n ? M : n;
+    const size_t n = T->dof;
+    char *base = (char *)(((uintptr_t)ws + (WS_ALIGN - 1)) & ~(uintptr_t)(WS_ALIGN - 1));
     solver S;
     memset(&S, 0, sizeof S);
     S.T = T;
     S.o = o;
-    S.J = base;
-    S.Jt = S.J + M * n;
-    S.A = S.Jt + M * n;
-    S.N = S.A + M * n;
-    S.X = S.N + sq * sq;
-    S.N0 = S.X + sq * sq;
-    S.P = S.N0 + M * M;
-    S.e = S.P + n * n;
-    S.et = S.e + M;
-    S.el = S.et + M;
-    S.rhs = S.el + M;
-    S.y = S.rhs + M;
-    S.q = S.y + M;
-    S.qt = S.q + n;
-    S.dq = S.qt + n;
-    S.best = S.dq + n;
-    S.sol = S.best + n;
-    S.seed = S.sol + n;
-    S.qr = S.seed + n;
-    S.Jr = S.qr + n;
-    S.er = S.Jr + M * n;
+    group gi; /* the group arrays in the workspace */
+    double *ref;
+    solver_carve(base, T, &S, &gi, &ref);
     ik_budget_start(&S.whole, o->clock, o->timeout_s);
     S.part = S.whole;
 
     /* the seed, inside the limits; ref keeps its turns (continuous joints
      * unwrapped unless beyond IK_TURN_SEED_MAX) for the answer's */
-    double ref[IK_TREE_MAX_DOF];
     if (seed)
         memcpy(S.seed, seed, n * sizeof *seed);
     else
@@ -1402,9 +1939,13 @@ int ik__tree_solve_plain(const ik_tree *tree, const ik_tree_goal *goals, const d
         const ik_tree_goal *g = &goals[t];
         if (!g->active && g->keep != IK_TREE_KEEP_POSE)
             continue;
-        setup_task(&tasks[ntask], t, g, ik_tree_fk(T, S.seed, t));
+        const ik_xform at_seed = ik_tree_fk(T, S.seed, t);
+        setup_task(&tasks[ntask], t, g, at_seed);
+        tasks[ntask].hopeless = tasks[ntask].check[0] && tasks[ntask].check[1] &&
+                                tasks[ntask].check[2] &&
+                                ik_chain_beyond_reach(&T->chain[t], tasks[ntask].target.p);
         /* a target too far to measure cannot be solved */
-        ik_vec3 d = ik_vec3_sub(tasks[ntask].target.p, ik_tree_fk(T, S.seed, t).p);
+        ik_vec3 d = ik_vec3_sub(tasks[ntask].target.p, at_seed.p);
         if (!ik_vec3_isfinite(d) || !isfinite(ik_vec3_len(d))) {
             if (res) {
                 memset(res, 0, sizeof *res);
@@ -1457,7 +1998,7 @@ int ik__tree_solve_plain(const ik_tree *tree, const ik_tree_goal *goals, const d
     bool all_solved = true;
     for (size_t c = 0; c < ncomp; c++) {
         group G;
-        group_init(&G, T, comp[c], tasks, ntask, nlev);
+        group_init(&G, T, comp[c], tasks, ntask, nlev, &gi);
         S.G = &G;
         /* an equal share of the time left */
         ik_budget_share(&S.part, &S.whole, 1.0 / (double)(ncomp - c));
@@ -1479,28 +2020,51 @@ int ik__tree_solve_plain(const ik_tree *tree, const ik_tree_goal *goals, const d
     for (size_t v = 0; v < n; v++) /* the turns nearest the seed's */
         answer[v] = var_near(T, v, answer[v], ref[v]);
 
+    /* the tips of the answer: which are met, and why the others are not */
+    ik_tree_tip_result tip[IK_TREE_MAX_TIPS];
+    memset(tip, 0, sizeof tip);
+    bool lev_ok[IK_TREE_MAX_TIPS];
+    for (size_t l = 0; l < nlev; l++)
+        lev_ok[l] = true;
+    for (size_t k = 0; k < ntask; k++) {
+        fill_tip(T, &tasks[k], answer, o, &tip[tasks[k].tip]);
+        if (!tip[tasks[k].tip].reached)
+            lev_ok[tasks[k].level] = false;
+    }
+    size_t levels_met = 0;
+    while (levels_met < nlev && lev_ok[levels_met])
+        levels_met++;
+    const bool cut = S.timed_out || S.out_of_iterations;
+    bool unmet_in_reach = false;
+    int reason = IK_REASON_NONE;
+    for (size_t l = 0; l < nlev; l++) /* in priority order */
+        for (size_t k = 0; k < ntask; k++) {
+            ik_tree_tip_result *tr = &tip[tasks[k].tip];
+            if (tasks[k].level != l || tr->reached)
+                continue;
+            tr->reason = tasks[k].hopeless                 ? IK_REASON_OUT_OF_REACH
+                         : l > 0 && levels_met >= l && !cut ? IK_REASON_PRIORITY
+                                                           : IK_REASON_BUDGET;
+            unmet_in_reach |= !tasks[k].hopeless;
+            if (reason == IK_REASON_NONE)
+                reason = tr->reason;
+        }
     int status = IK_OK;
     if (!all_solved)
-        status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
+        status = !unmet_in_reach && reason != IK_REASON_NONE ? IK_EUNREACHABLE
+                 : S.timed_out                              ? IK_ETIMEDOUT
+                                                            : IK_ENOTCONV;
     if (res) {
         memset(res, 0, sizeof *res);
         res->status = status;
+        res->reason = status == IK_OK ? IK_REASON_NONE : reason;
         res->levels = nlev;
+        res->levels_met = levels_met;
         res->groups = ncomp;
         res->iterations = S.iterations;
         res->restarts = restarts_total;
         res->solutions = solutions_total;
-        bool lev_ok[IK_TREE_MAX_TIPS];
-        for (size_t l = 0; l < nlev; l++)
-            lev_ok[l] = true;
-        for (size_t k = 0; k < ntask; k++) {
-            ik_tree_tip_result *tr = &res->tip[tasks[k].tip];
-            fill_tip(T, &tasks[k], answer, o, tr);
-            if (!tr->reached)
-                lev_ok[tasks[k].level] = false;
-        }
-        while (res->levels_met < nlev && lev_ok[res->levels_met])
-            res->levels_met++;
+        memcpy(res->tip, tip, sizeof res->tip);
         /* the objective of the whole answer */
         if (o->objective == IK_TREE_OBJ_DISTANCE || o->objective == IK_TREE_OBJ_MID_LIMITS) {
             double s = 0.0;

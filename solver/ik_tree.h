@@ -41,13 +41,22 @@
  *   A_k  = J_k P_{k-1},   P_k = P_{k-1} - A_k^T (A_k A_k^T + mu I)^-1 A_k,
  * with Levenberg-Marquardt control of lambda, the joint limits of
  * ik_numeric.c (joints pushed through a limit are put on it and taken out
- * of the step) and random restarts (see ik_tree.c). A trial step is kept
- * when the first level that is not met yet improves and every level above
- * it stays met; once the higher levels have been met, also when a merit
- * (the level costs weighted 1e4 per level) improves, each trial being
- * pulled back onto the higher levels' targets by one Gauss-Newton step on
- * them, and the attempt ends with steps that serve the higher levels only
- * (details in ik_tree.c).
+ * of the step) and random restarts (see ik_tree.c).
+ *
+ * STRICT PRIORITIES. The levels are served one at a time, the highest
+ * first: while level k is not met the step serves levels 0..k only (level
+ * k in the null space the levels above leave; the levels below are left
+ * out of the step, so a far lower target cannot drag the higher ones while
+ * they are being met), and a trial step is kept only when every level
+ * above k keeps what it has (a met level stays met) and level k improves,
+ * the trial pulled back onto the higher levels' targets by one
+ * Gauss-Newton step on them when it drifted off. A met level hands over to
+ * the next unmet one; a level that cannot improve any more under the ones
+ * above is frozen at its best (its error may not grow) and the next one is
+ * served under it. So a lower priority never moves a higher-priority tip
+ * off its target once it is met, and the answer (the best pose found,
+ * compared level by level) meets the highest levels whenever the search
+ * met them (details in ik_tree.c).
  *
  * SUCCESS (IK_OK) means every checked tip is within tolerance (as in
  * ik_numeric.h: every checked component of the position error within
@@ -65,6 +74,18 @@
  * the best pose found: the highest levels met, then the first unmet level
  * as close as the remaining freedom allows; res->levels_met and
  * res->tip[] say which tips are on target.
+ *
+ * FAILURES say why, per tip (res->tip[t].reason) and for the answer
+ * (res->reason: the first unmet tip's, in priority order), with the
+ * reasons of ik_reason.h: a tip whose checked position (every position
+ * component checked) lies beyond its root-to-tip chain's maximum reach
+ * (ik_chain_beyond_reach) cannot be met: OUT_OF_REACH. It gets a few steps
+ * towards its target for its best pose and no restart, and when every
+ * unmet tip is out of reach the answer is IK_EUNREACHABLE at once, as a
+ * chain's (a one-tip tree as fast as the chain). An unmet tip within reach
+ * below met levels, after a search that ran its course (not cut by the
+ * budget), is PRIORITY: the higher tips leave it too little freedom. Any
+ * other unmet tip is BUDGET.
  *
  * SECONDARY OBJECTIVES for redundant trees (TRAC-IK's solve types, Beeson
  * and Ames, Humanoids 2015): with an objective other than NONE, the search
@@ -87,13 +108,16 @@
  * MANIP1, whose values over independent groups add or multiply; MANIP2 per
  * group). res->objective is the value of the whole answer.
  *
- * MEMORY: an ik_tree has fixed capacity (IK_TREE_MAX_TIPS tips, each a
- * serial chain of ik_chain.h's capacity, IK_TREE_MAX_DOF variables) and
- * holds no pointers: it can be copied and shared read-only between
- * threads. It is large (about sizeof(ik_chain) per tip): put it in static
- * or heap memory rather than on a small stack. The solver allocates
- * nothing: the caller passes a workspace of ik_tree_workspace_size(tree)
- * bytes (any alignment), scratch only, one per concurrent call.
+ * MEMORY: a tree has no compiled bound on its joints or variables (the
+ * daemon bounds them per request, proto/README.md "Limits"); it has at
+ * most IK_TREE_MAX_TIPS tips. As with ik_chain.h, an ik_tree is a small
+ * view of STORAGE the caller gives to the builder, sized up front by
+ * ik_tree_storage_size() or ik_tree_chains_storage_size() (any alignment):
+ * the per-variable arrays and each tip's compiled chain live there. A copy
+ * of the view reads the same storage; storage must outlive every view and
+ * never change while a thread reads it. The solver allocates nothing: the
+ * caller passes a workspace of ik_tree_workspace_size(tree) bytes (any
+ * alignment), scratch only, one per concurrent call.
  *
  * THREADS: no globals, no static state; any number of threads may solve on
  * the same tree at once, each with its own workspace.
@@ -134,46 +158,59 @@
 #include "ik_math.h"
 #include "ik_numeric.h"
 
-#define IK_TREE_MAX_TIPS   8
-#define IK_TREE_MAX_DOF    64
-#define IK_TREE_MAX_JOINTS 1024 /* described joints given to ik_tree_init */
+/* Tips of a tree at most (one bit each in tips_of). */
+#define IK_TREE_MAX_TIPS 32
 
+/* A compiled tree: per-variable arrays of dof entries and per-tip ones of
+ * ntips entries, in the storage given to the builder; read them, never
+ * write them. */
 typedef struct ik_tree {
-    size_t dof;   /* variables, 1..IK_TREE_MAX_DOF */
-    size_t ntips; /* 1..IK_TREE_MAX_TIPS */
-    ik_joint_type type[IK_TREE_MAX_DOF]; /* REVOLUTE, CONTINUOUS or PRISMATIC */
-    double lower[IK_TREE_MAX_DOF];       /* continuous: -INFINITY */
-    double upper[IK_TREE_MAX_DOF];       /* continuous: +INFINITY */
+    size_t dof;           /* variables, >= 1 */
+    size_t ntips;         /* 1..IK_TREE_MAX_TIPS */
+    ik_joint_type *type;  /* REVOLUTE, CONTINUOUS or PRISMATIC */
+    double *lower;        /* continuous: -INFINITY */
+    double *upper;        /* continuous: +INFINITY */
     /* Which described joint each variable is: its index in ik_tree_init's
      * list, or in the concatenation of ik_tree_from_chains' chains (the
      * first chain that holds it). */
-    size_t source_index[IK_TREE_MAX_DOF];
-    uint32_t tips_of[IK_TREE_MAX_DOF]; /* bit t set: the variable moves tip t */
-    ik_chain chain[IK_TREE_MAX_TIPS];  /* root -> tip t, as ik_chain.h */
-    uint8_t var[IK_TREE_MAX_TIPS][IK_MAX_DOF]; /* chain t's joint i is variable var[t][i] */
+    size_t *source_index;
+    uint32_t *tips_of;    /* bit t set: the variable moves tip t */
+    ik_chain *chain;      /* root -> tip t, as ik_chain.h */
+    size_t **var;         /* chain t's joint i is variable var[t][i] */
 } ik_tree;
 
 /* ---- building --------------------------------------------------------- */
 
-/* Compiles n described joints into *out. parent[i] is the index of the
- * joint whose child link is joint i's parent link, or -1 when joint i hangs
- * from the root; parents come first (parent[i] < i). Tip t is the child link
- * of joint tip_joint[t] (a fixed joint may end a tip). Returns IK_OK, or
- * IK_EINVAL when n, ntips or a parent or tip index is out of range, a path
- * has more joints or movable joints than ik_chain.h's capacity, a path has
- * no movable joint, ik_chain_init() rejects a path, or the variables exceed
- * IK_TREE_MAX_DOF. On error *out is zeroed. Nothing is allocated. */
-int ik_tree_init(ik_tree *out, const ik_joint *joints, const int *parent, size_t n,
-                 const size_t *tip_joint, size_t ntips);
+/* Bytes of storage ik_tree_init() needs for these arguments (as it takes
+ * them; SIZE_MAX when they are invalid or the size is not representable).
+ * It counts every joint on the tips' paths, the path scratch included. */
+size_t ik_tree_storage_size(const int *parent, size_t n, const size_t *tip_joint, size_t ntips);
+
+/* Compiles n described joints into *out, its arrays into storage
+ * (storage_size bytes, at least ik_tree_storage_size()). parent[i] is the
+ * index of the joint whose child link is joint i's parent link, or -1 when
+ * joint i hangs from the root; parents come first (parent[i] < i). Tip t is
+ * the child link of joint tip_joint[t] (a fixed joint may end a tip).
+ * Returns IK_OK; IK_EINVAL when n, ntips or a parent or tip index is out of
+ * range, a path has no movable joint, or ik_chain_init() rejects a path;
+ * IK_ENOSPC when the storage is too small. On error *out is zeroed (the
+ * storage's content is undefined). Nothing is allocated. */
+int ik_tree_init(ik_tree *out, void *storage, size_t storage_size, const ik_joint *joints,
+                 const int *parent, size_t n, const size_t *tip_joint, size_t ntips);
+
+/* Bytes of storage ik_tree_from_chains() needs for chains of len[0..ntips-1]
+ * joints (SIZE_MAX when invalid or not representable). */
+size_t ik_tree_chains_storage_size(const size_t *len, size_t ntips);
 
 /* Compiles ntips serial chains (chains[t]: len[t] joints from the root to
- * tip t) into *out. Chains share their leading joints: joint i of chain t
- * is the same joint as joint i of an earlier chain u when joints 0..i of
- * both are identical (every field equal). Chains that must stay apart even
- * though they begin with identical joints need ik_tree_init. Errors as
- * ik_tree_init (IK_EINVAL, *out zeroed). */
-int ik_tree_from_chains(ik_tree *out, const ik_joint *const *chains, const size_t *len,
-                        size_t ntips);
+ * tip t) into *out and storage (at least ik_tree_chains_storage_size()
+ * bytes). Chains share their leading joints: joint i of chain t is the
+ * same joint as joint i of an earlier chain u when joints 0..i of both are
+ * identical (every field equal). Chains that must stay apart even though
+ * they begin with identical joints need ik_tree_init. Errors as
+ * ik_tree_init (IK_EINVAL or IK_ENOSPC, *out zeroed). */
+int ik_tree_from_chains(ik_tree *out, void *storage, size_t storage_size,
+                        const ik_joint *const *chains, const size_t *len, size_t ntips);
 
 /* ---- forward kinematics and limits ------------------------------------ */
 
@@ -219,7 +256,8 @@ typedef struct ik_tree_opts {
     double tol_pos;        /* metres, > 0; default 1e-5 */
     double tol_rot;        /* radians, > 0; default 1e-5 */
     size_t max_iterations; /* over all groups and attempts; 0 = none; default 0 */
-    double timeout_s;      /* >= 0; 0 = none; default 0.005: CPU time of
+    double timeout_s;      /* >= 0; 0 = none; default
+                              IK_NUMERIC_DEFAULT_TIMEOUT_S: CPU time of
                               the calling thread, with a wall-clock ceiling
                               IK_BUDGET_WALL_FACTOR times it (ik_budget.h,
                               as ik_numeric.h) */
@@ -244,6 +282,8 @@ ik_tree_opts ik_tree_opts_default(void);
 typedef struct ik_tree_tip_result {
     bool checked;       /* the tip had a target or KEEP_POSE */
     bool reached;       /* checked and within tolerance */
+    int reason;         /* checked and not reached: why (ik_reason.h,
+                           FAILURES above); IK_REASON_NONE otherwise */
     double pos_err;     /* |e_pos| against its target (0 when not checked) */
     double rot_err;     /* |e_rot| (0 when not checked) */
     double pos_err_max; /* max |component| over checked components */
@@ -252,6 +292,10 @@ typedef struct ik_tree_tip_result {
 
 typedef struct ik_tree_result {
     int status;        /* the return value */
+    int reason;        /* why a solve failed: the reason of the first unmet
+                          tip in priority order (FAILURES above);
+                          IK_REASON_IN_COLLISION with IK_ECOLLISION;
+                          IK_REASON_NONE on success */
     size_t levels;     /* distinct priorities among the checked tips */
     size_t levels_met; /* leading levels whose tips are all reached */
     size_t groups;     /* independent groups solved */
@@ -262,8 +306,6 @@ typedef struct ik_tree_result {
     double elapsed_s;  /* wall-clock time of the call */
     double cpu_s;      /* the calling thread's CPU time during the call */
     ik_tree_tip_result tip[IK_TREE_MAX_TIPS];
-    int reason;        /* ik_reason.h: IK_REASON_IN_COLLISION with
-                          IK_ECOLLISION, IK_REASON_NONE otherwise */
     ik_collide_pair closest; /* with opts.collide: the answer's closest
                           pair; without, link -1, distance +INFINITY */
 } ik_tree_result;
@@ -276,8 +318,9 @@ size_t ik_tree_workspace_size(const ik_tree *tree);
 /* Solves goals[0..tree->ntips-1] on tree. seed: tree->dof values or NULL
  * for the mid-limit pose (clamped into the limits first). opts: NULL for
  * the defaults. q_out: tree->dof values (may alias seed). res: may be NULL.
- * Returns IK_OK, IK_ENOTCONV, IK_ETIMEDOUT (q_out: the best pose found,
- * inside the limits; res describes it), IK_ECOLLISION (COLLISIONS above),
+ * Returns IK_OK, IK_EUNREACHABLE (every unmet tip out of reach, FAILURES
+ * above), IK_ENOTCONV, IK_ETIMEDOUT (q_out: the best pose found, inside
+ * the limits; res describes it), IK_ECOLLISION (COLLISIONS above),
  * IK_EINVAL (invalid tree, goal, seed or options, a collision check
  * ik_collide_check_valid() refuses; nothing written but res->status) or
  * IK_ENOSPC (workspace too small; likewise). */

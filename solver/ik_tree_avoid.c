@@ -41,6 +41,11 @@
     0.5 /* as ik_tree.c's: met below half the                                                      \
            tolerance */
 
+/* A collision model has a body per variable, so a checked tree has at most
+ * this many variables (ik_collide_check_valid() holds the model to the
+ * tree's dof). */
+#define MAX_VARS IK_COLLIDE_MAX_BODIES
+
 /* ---- the checked tips as ik_avoid.h's task ------------------------------- */
 
 typedef struct tip_task {
@@ -72,7 +77,7 @@ static bool tree_eval(void *ctx, const double *q, double *Jw, double *ew, size_t
     for (size_t k = 0; k < X->ntask; k++) {
         const tip_task *tk = &X->task[k];
         const ik_chain *c = &T->chain[tk->tip];
-        double qc[IK_MAX_DOF], J[6 * IK_MAX_DOF], R[9], p[3], e[6];
+        double qc[MAX_VARS], J[6 * MAX_VARS], R[9], p[3], e[6];
         ik_tree_gather(T, tk->tip, q, qc);
         ik_chain_jacobian_mat(c, qc, J, R, p);
         e[0] = tk->target.p.x - p[0];
@@ -220,7 +225,7 @@ int ik__tree_solve_avoiding(const ik_tree *tree, const ik_tree_goal *goals, cons
     ik_tree_opts oo = *opts;
     oo.collide = NULL;
     ik_tree_result r;
-    int rc = !tree || tree->dof == 0 || tree->dof > IK_TREE_MAX_DOF
+    int rc = !tree || tree->dof == 0 || tree->dof > MAX_VARS
                  ? IK_EINVAL
                  : ik_collide_check_valid(chk, tree->dof);
     if (rc == IK_OK && !chk->avoid) {
@@ -246,8 +251,8 @@ int ik__tree_solve_avoiding(const ik_tree *tree, const ik_tree_goal *goals, cons
     size_t work = 0;
 
     /* the caller's seed (q_out may alias it), the checked tips, the pins */
-    double seed0[IK_TREE_MAX_DOF], cur[IK_TREE_MAX_DOF], q[IK_TREE_MAX_DOF];
-    double lower[IK_TREE_MAX_DOF], upper[IK_TREE_MAX_DOF];
+    double seed0[MAX_VARS], cur[MAX_VARS], q[MAX_VARS];
+    double lower[MAX_VARS], upper[MAX_VARS];
     if (seed)
         memcpy(seed0, seed, n * sizeof *seed0);
     else
@@ -264,7 +269,7 @@ int ik__tree_solve_avoiding(const ik_tree *tree, const ik_tree_goal *goals, cons
             checked |= (uint32_t)1u << t;
             X.ntask++;
         }
-    bool pinned[IK_TREE_MAX_DOF];
+    bool pinned[MAX_VARS];
     for (size_t v = 0; v < n; v++) {
         pinned[v] = (T->tips_of[v] & checked) == 0;
         double s = T->type[v] == IK_JOINT_CONTINUOUS ? seed0[v]

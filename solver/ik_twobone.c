@@ -43,6 +43,11 @@
 /* Relative size below which the knee's offset from the axis counts as zero
  * (the seed's GetPerpendicularUnitVector falls back to any perpendicular). */
 #define TWOBONE_TINY_PERP 1e-14
+/* Relative offset of the knee from the root-foot line below which a limb
+ * has no bend plane to keep (ik_twobone_plane_pole): a limb straight to a
+ * part in 10^4 (a 1 m leg with its knee within 0.1 mm of the line), whose
+ * plane would be rounding noise. */
+#define TWOBONE_PLANE_MIN 1e-4
 
 static inline bool finite3(ik_vec3 v)
 {
@@ -246,4 +251,27 @@ int ik_twobone_solve(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *
         return solve_careful(a, b, c, t, pole, out); /* overflow near DBL_MAX */
     *out = r;
     return r.reach == IK_REACH_OK ? IK_OK : IK_EUNREACHABLE;
+}
+
+bool ik_twobone_plane_pole(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, ik_vec3 *pole)
+{
+    const ik_vec3 ab = ik_vec3_sub(b, a), ac = ik_vec3_sub(c, a), at = ik_vec3_sub(a, t);
+    if (!finite3(ab) || !finite3(ac) || !finite3(at) || !pole)
+        return false;
+    const double lab = len3(ab), lac = len3(ac), lbc = len3(ik_vec3_sub(c, b)), lat = len3(at);
+    const ik_vec3 N = ik_vec3_cross(ab, ac);
+    const double lN = len3(N);
+    if (!(lN > TWOBONE_PLANE_MIN * (lab + lbc) * lac) || !(lat > TWOBONE_TINY_AT * (lab + lbc)) ||
+        !isfinite(lN))
+        return false;
+    const ik_vec3 n = ik_vec3_scale(at, 1.0 / lat);
+    const ik_vec3 u = ik_vec3_cross(ik_vec3_scale(N, 1.0 / lN), n);
+    const double lu = len3(u);
+    if (!(lu > 1e-9))
+        return false;
+    const ik_vec3 p = ik_vec3_add(a, ik_vec3_scale(u, (lab + lbc) / lu));
+    if (!finite3(p))
+        return false;
+    *pole = p;
+    return true;
 }

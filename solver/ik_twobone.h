@@ -68,4 +68,21 @@ typedef struct ik_twobone_result {
 int ik_twobone_solve(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *pole,
                      ik_twobone_result *out);
 
+/* KEEPING THE BEND PLANE (streams; engines' two-bone IK): the pole that
+ * keeps the current limb's bend plane for a new target. The plane through
+ * a, b and c has the normal N = (b - a) x (c - a); the limb bends towards
+ * u = N x n / |N x n| (n the seed's unit vector from t to a, as above),
+ * which is the current bend direction when the target stays on the current
+ * a-c line, and turns with that line otherwise, whatever the knee's
+ * distance from it. The pole a + (l_ab + l_bc) u put into
+ * ik_twobone_solve() places the knee at m + r u. Nearest-to-the-knee (no
+ * pole) projects the knee's position instead, so that a limb that passes
+ * near straight (the knee close to the line) can come out bent the other
+ * way: this keeps its side.
+ * Returns true and sets *pole; false (*pole unchanged) when the limb is
+ * straight (the knee within 1e-4 of l_ab + l_bc of the a-c line: no plane
+ * but rounding noise; a stream then keeps the side it had), t is on a, u is not
+ * defined (the new a-t line along N), or a number is not finite. */
+bool ik_twobone_plane_pole(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, ik_vec3 *pole);
+
 #endif /* IK_TWOBONE_H */

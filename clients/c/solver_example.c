@@ -10,7 +10,8 @@
  *      the foot on the target);
  *   2. a six-joint arm (the UR5 of tests/data/robots/ur5.urdf, base_link to
  *      tool0, its joints typed in below as URDF writes them) compiled with
- *      ik_chain_init() and solved for full poses with the numeric solver
+ *      ik_chain_init() into storage sized by ik_chain_storage_size(), and
+ *      solved for full poses with the numeric solver
  *      (ik_numeric.h) from the mid-limit pose, each target made by forward
  *      kinematics from joint values inside the limits; every answer is
  *      checked by forward kinematics of the returned joints (position error
@@ -70,8 +71,10 @@ static ik_xform origin(double x, double y, double z, double roll, double pitch, 
 }
 
 /* tests/data/robots/ur5.urdf from base_link to tool0: six revolute joints
- * and the fixed tool flange. */
-static int ur5_chain(ik_chain *c)
+ * and the fixed tool flange, compiled into c with its arrays in storage
+ * (*storage: allocated here, sized for the seven described joints; the
+ * caller frees it when done with the chain). */
+static int ur5_chain(ik_chain *c, void **storage)
 {
     const double pi = 3.14159265359, half = 1.57079632679, turn = 6.28318530718;
     const ik_joint j[] = {
@@ -83,23 +86,32 @@ static int ur5_chain(ik_chain *c)
         {IK_JOINT_REVOLUTE, origin(0, 0, 0.09465, 0, 0, 0), {0, 1, 0}, -turn, turn},
         {IK_JOINT_FIXED, origin(0, 0.0823, 0, -half, 0, 0), {0, 0, 0}, 0, 0},
     };
-    return ik_chain_init(c, j, sizeof j / sizeof j[0]);
+    const size_t n = sizeof j / sizeof j[0], size = ik_chain_storage_size(n);
+    *storage = malloc(size);
+    if (!*storage)
+        return IK_EINVAL;
+    return ik_chain_init(c, *storage, size, j, n);
 }
 
 static void six_joints(void)
 {
-    static ik_chain arm; /* about 3 KiB: kept off the stack */
-    int st = ur5_chain(&arm);
+    ik_chain arm; /* a small view; its arrays are in storage */
+    void *storage = NULL;
+    int st = ur5_chain(&arm, &storage);
     check(st == IK_OK && arm.dof == 6, "ur5: the chain compiles to six joints");
-    if (st != IK_OK)
+    if (st != IK_OK) {
+        free(storage);
         return;
+    }
 
     /* The workspace is sized once and reused by every solve. */
     size_t ws_size = ik_numeric_workspace_size(&arm);
     void *ws = malloc(ws_size);
     check(ws != NULL, "ur5: workspace allocated");
-    if (!ws)
+    if (!ws) {
+        free(storage);
         return;
+    }
     ik_numeric_opts opts = ik_numeric_opts_default();
     opts.tol_pos = opts.tol_rot = TOL;
     opts.timeout_s = 1.0; /* generous: the check is the answer, not the speed */
@@ -133,6 +145,7 @@ static void six_joints(void)
         check(ik_chain_within_limits(&arm, q, 0), "ur5: joints inside the limits");
     }
     free(ws);
+    free(storage);
 }
 
 int main(void)

@@ -37,19 +37,30 @@
  *     seed included), and again listing every solution (up to 64, sorted).
  *     Times are this thread's CPU time (CLOCK_THREAD_CPUTIME_ID) for both
  *     solvers, so that a busy shared machine does not distort the ratio.
+ *     Then the same targets as one batch through the wire format
+ *     (proto_job_decode, proto_job_run, proto_job_encode, as POST
+ *     /v1/solve/batch runs them, on this thread): the mean time_ms the
+ *     results report (batch_reported_us) against the solver's own time
+ *     measured the same way (each ik_closed_solve timed alone on the wall
+ *     clock, solver_wall_us), their difference (service_added_us: what the
+ *     service adds inside a result's timing) and the batch's run time per
+ *     target (batch_run_us); rounds alternated, the best of five.
  *       {"bench":"closed","robot":..,"family":"ur"|"opw","samples":..,
  *        "success":..,"mean_us":..,"max_pos_err":..,"mean_branches":..,
  *        "mean_solutions":..,"all64_mean_us":..,"numeric_success":..,
- *        "numeric_mean_us":..,"speedup":..}
+ *        "numeric_mean_us":..,"speedup":..,"batch_reported_us":..,
+ *        "solver_wall_us":..,"service_added_us":..,"batch_run_us":..}
  *
  *   ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...] [--samples N]
- *                [--seed S] [--timeout-ms MS] [--tol T] [--max-iterations N]
- *                [--verbose]
+ *                [--position-tips LINK,...] [--seed S] [--timeout-ms MS]
+ *                [--tol T] [--max-iterations N] [--verbose]
  *     Several end effectors on one tree (solver/ik_tree.h), same protocol
  *     as chain: N random configurations of the whole tree, every tip's full
- *     pose as its target, one tree solve per sample from the mid-limit pose,
- *     then every tip solved as its own chain (ik_numeric_solve) on the same
- *     targets in the same run as the baseline. Both are verified here by
+ *     pose as its target (the tips of --position-tips: their position only,
+ *     checked on position alone; "position_tips" counts them), one tree
+ *     solve per sample from the mid-limit pose, then every tip solved as
+ *     its own chain (ik_numeric_solve) on the same targets in the same run
+ *     as the baseline. Both are verified here by
  *     the same independent forward kinematics. Prints
  *       {"bench":"tree","robot":..,"base":..,"tips":..,"dof":..,
  *        "shared_joints":..,"samples":..,"success":..,"mean_us":..,
@@ -69,7 +80,7 @@
  *
  *   ikbench stream --urdf FILE --base LINK --tip LINK [--centre Q1,Q2,...]
  *                  [--phases N] [--samples STEPS] [--timeout-ms MS] [--tol T]
- *                  [--max-iterations N]
+ *                  [--max-iterations N] [--unseeded]
  *     A robot controller's stream at solver level: smooth joint-space
  *     motions (each joint a sinusoid of 0.3 rad, at most a quarter of its
  *     half range, around the centre (default the middle of the limits), at
@@ -90,6 +101,35 @@
  *        "largest_over_motion":..,"median_largest_over_motion":..,
  *        "restarts":..,"mean_iterations":..,"cpu_mean_us":..},
  *        "follow":{the same},"cpu_ratio_follow_vs_plain":..}
+ *     With --unseeded the stream opens without a seed: its first answer is
+ *     a first-found solve from the mid-limit pose (a branch of its own, not
+ *     necessarily the motion's), and its steps are measured from there.
+ *
+ *   ikbench snake [--samples N] [--seed S] [--timeout-ms MS] [--tol T]
+ *     DOF scaling: snakes of 6, 12, 24, 48 and 64 revolute joints (axes x
+ *     and y in turn, 1 m long, each within +-1 rad; no compiled bound on a
+ *     chain's joints), N full-pose targets each from random configurations
+ *     within +-0.6 rad by this file's forward kinematics, solved from the
+ *     mid-limit pose and verified here; thread CPU time per solve:
+ *       {"bench":"dof_scaling","samples":N,"snakes":[{"dof":..,"success":..,
+ *        "cpu_mean_us":..,"us_per_joint":..,"mean_iterations":..,
+ *        "cost_vs_6":..},...]}
+ *
+ *   ikbench priority --urdf FILE --base LINK --tips A,B [--samples N]
+ *                    [--seed S] [--timeout-ms MS] [--tol T]
+ *     Strict priorities on a tree whose two tips share joints: tip A at
+ *     priority 0 on the pose of a random configuration, tip B at priority 1
+ *     10 m away ("far") or on the pose of another random configuration
+ *     ("conflict"), N samples each from the mid-limit pose: how often each
+ *     tip is met (this file's forward kinematics), the outcomes and the
+ *     thread CPU time per solve; then tip B's arm alone with its target out
+ *     of reach, as a one-tip tree and as a chain: status, cause and the
+ *     best of 200 solves' CPU time:
+ *       {"bench":"priority",...,"far":{"priority0_met":..,"priority1_met":..,
+ *        "unreachable":..,"not_converged":..,"timed_out":..,"cpu_mean_us":..,
+ *        "cpu_max_us":..},"conflict":{the same},"out_of_reach":{"tree":..,
+ *        "tree_cause":..,"tree_iterations":..,"tree_restarts":..,
+ *        "tree_cpu_us":..,"chain":..,"chain_cause":..,"chain_cpu_us":..}}
  *
  *   ikbench collide --urdf FILE --base LINK --tip LINK --spheres FILE
  *                   [--samples N] [--seed S] [--timeout-ms MS] [--tol T]
@@ -174,6 +214,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "proto/proto.h"
 #include "proto/proto_collide.h"
 #include "proto/proto_json.h"
@@ -189,6 +231,7 @@
 #include "solver/ik_status.h"
 #include "solver/ik_tree.h"
 #include "solver/ik_twobone.h"
+#include "tests/solver/storage.h"
 #include "tests/bench/bench_file.h"
 
 /* ---- small utilities ------------------------------------------------------ */
@@ -220,7 +263,7 @@ static int cmp_double(const void *a, const void *b)
 /* ---- chains --------------------------------------------------------------- */
 
 typedef struct bench_chain {
-    ik_joint joints[IK_MAX_JOINTS];
+    ik_joint joints[TEST_JOINTS_CAP];
     size_t n_joints;
     ik_chain chain;
     char robot[64];
@@ -235,11 +278,20 @@ static int load_urdf(const char *path, const char *base, const char *tip, bench_
         return -1;
     }
     proto_error err;
-    int rc = proto_urdf_chain(xml, len, base, tip, bc->joints, IK_MAX_JOINTS, &bc->n_joints,
+    int rc = proto_urdf_chain(xml, len, base, tip, bc->joints, TEST_JOINTS_CAP, &bc->n_joints,
                               NULL, &err);
     free(xml);
     if (rc != 0) {
         fprintf(stderr, "ikbench: %s: %s\n", path, err.message);
+        return -1;
+    }
+    /* the runs hold joint values in arrays of TEST_DOF_CAP */
+    size_t dof = 0;
+    for (size_t i = 0; i < bc->n_joints; i++)
+        dof += bc->joints[i].type != IK_JOINT_FIXED;
+    if (dof > TEST_DOF_CAP) {
+        fprintf(stderr, "ikbench: %s: %zu movable joints, more than %d\n", path, dof,
+                TEST_DOF_CAP);
         return -1;
     }
     return 0;
@@ -364,7 +416,7 @@ static int chain_setup(const chain_args *a, bench_chain *bc, double **qs_out,
     if (load_urdf(a->urdf, a->base, a->tip, bc) != 0)
         return 1;
     stem_of(a->urdf, bc->robot, sizeof bc->robot);
-    if (ik_chain_init(&bc->chain, bc->joints, bc->n_joints) != IK_OK) {
+    if (chain_init(&bc->chain, bc->joints, bc->n_joints) != IK_OK) {
         fprintf(stderr, "ikbench: invalid chain\n");
         return 1;
     }
@@ -430,7 +482,7 @@ static int run_chain(const chain_args *a)
     o.timeout_s = a->timeout_ms * 1e-3;
     o.max_iterations = a->max_iterations;
     o.rng_seed = a->seed;
-    double mid[IK_MAX_DOF], q[IK_MAX_DOF];
+    double mid[TEST_DOF_CAP], q[TEST_DOF_CAP];
     ik_chain_mid(&bc.chain, mid);
     size_t ok = 0, status_ok = 0, iterations = 0;
     for (size_t i = 0; i < n; i++) {
@@ -493,6 +545,80 @@ static double pos_err_of(const bench_chain *bc, const ik_xform *target, const do
     return fmax(fabs(target->p.x - x.p.x), fmax(fabs(target->p.y - x.p.y), fabs(target->p.z - x.p.z)));
 }
 
+/* run_closed's batch figures (see there): the mean time_ms of the results
+ * of one batch of the targets through proto (best of five rounds), the
+ * mean solver time measured the same way, and the batch's run time per
+ * target (proto_job_run's wall time over the targets). */
+static int closed_batch(const chain_args *a, const bench_chain *bc, const ik_closed *k,
+                        const ik_xform *poses, size_t n, const double *mid,
+                        const ik_numeric_opts *o, double *reported_us, double *solver_us,
+                        double *run_us)
+{
+    size_t len = 0;
+    char *xml = bench_read_file(a->urdf, &len);
+    if (!xml)
+        return 1;
+    json_t *targets = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(targets,
+                              json_pack("{s:[f,f,f],s:[f,f,f,f]}", "position", poses[i].p.x,
+                                        poses[i].p.y, poses[i].p.z, "orientation", poses[i].q.x,
+                                        poses[i].q.y, poses[i].q.z, poses[i].q.w));
+    json_t *req = json_pack("{s:{s:s,s:s%,s:s,s:s},s:o,s:{s:s}}", "chain", "kind", "urdf", "urdf",
+                            xml, len, "base", a->base, "tip", a->tip, "targets", targets,
+                            "options", "solver", "closed");
+    free(xml);
+    char *body = req ? json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(req);
+    if (!body)
+        return 1;
+    proto_limits lim;
+    proto_limits_default(&lim);
+    if (lim.max_targets < n)
+        lim.max_targets = n;
+    double best_rep = INFINITY, best_solver = INFINITY, best_run = INFINITY, sink = 0.0;
+    int rc = 1;
+    for (int round = 0; round < 5; round++) {
+        proto_job *job;
+        proto_error err;
+        if (proto_job_decode(body, strlen(body), PROTO_BATCH, &lim, NULL, NULL, &job, &err)) {
+            fprintf(stderr, "ikbench: the batch is refused: %s: %s\n", err.path, err.message);
+            goto out;
+        }
+        double t0 = now_s();
+        proto_job_run(job, 0, n);
+        double run = now_s() - t0, rep = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            json_t *r = proto_job_result_json(job, i);
+            rep += json_real_value(json_object_get(r, "time_ms")) * 1e3;
+            json_decref(r);
+        }
+        size_t out_len;
+        free(proto_job_encode(job, &out_len));
+        proto_job_free(job);
+        double sol = 0.0, q[TEST_DOF_CAP];
+        for (size_t i = 0; i < n; i++) {
+            ik_target t = ik_target_full_pose(poses[i]);
+            double s0 = now_s();
+            ik_closed_solve(&bc->chain, k, &t, mid, o, q, NULL);
+            sol += now_s() - s0;
+            sink += q[0];
+        }
+        best_rep = fmin(best_rep, rep / (double)n);
+        best_solver = fmin(best_solver, sol * 1e6 / (double)n);
+        best_run = fmin(best_run, run * 1e6 / (double)n);
+    }
+    if (sink == 42.4242)
+        fprintf(stderr, " ");
+    *reported_us = best_rep;
+    *solver_us = best_solver;
+    *run_us = best_run;
+    rc = 0;
+out:
+    free(body);
+    return rc;
+}
+
 static int run_closed(const chain_args *a)
 {
     static bench_chain bc;
@@ -522,7 +648,7 @@ static int run_closed(const chain_args *a)
     o.timeout_s = a->timeout_ms * 1e-3;
     o.max_iterations = a->max_iterations;
     o.rng_seed = a->seed;
-    double mid[IK_MAX_DOF], q[IK_MAX_DOF];
+    double mid[TEST_DOF_CAP], q[TEST_DOF_CAP];
     ik_chain_mid(&bc.chain, mid);
     /* the numeric solver on the same targets, same run (the baseline) */
     size_t num_ok = 0;
@@ -580,13 +706,24 @@ static int run_closed(const chain_args *a)
     double all_us = el * 1e6 / (double)all_solves;
     if (sink == 42.4242)
         fprintf(stderr, " ");
+    /* the same targets as one batch through the wire format (decode, run,
+     * encode, as POST /v1/solve/batch runs them, on this thread): the time
+     * each result reports (time_ms) against the solver's own, both on the
+     * wall clock the results use, each solve timed alone as the service
+     * times it, rounds alternated, the best of five */
+    double reported_us, solver_wall_us, run_us;
+    if (closed_batch(a, &bc, &k, poses, n, mid, &o, &reported_us, &solver_wall_us, &run_us))
+        goto out;
     printf("{\"bench\":\"closed\",\"robot\":\"%s\",\"family\":\"%s\",\"samples\":%zu,"
            "\"success\":%.5f,\"mean_us\":%.3f,\"max_pos_err\":%.3g,"
            "\"mean_branches\":%.2f,\"mean_solutions\":%.2f,\"all64_mean_us\":%.3f,"
-           "\"numeric_success\":%.5f,\"numeric_mean_us\":%.2f,\"speedup\":%.1f}\n",
+           "\"numeric_success\":%.5f,\"numeric_mean_us\":%.2f,\"speedup\":%.1f,"
+           "\"batch_reported_us\":%.3f,\"solver_wall_us\":%.3f,\"service_added_us\":%.3f,"
+           "\"batch_run_us\":%.3f}\n",
            bc.robot, ik_closed_kind_name(k.kind), n, (double)ok / (double)n, closed_us, max_pos,
            (double)branches / (double)n, (double)solutions / (double)n, all_us,
-           (double)num_ok / (double)n, num_us, num_us / closed_us);
+           (double)num_ok / (double)n, num_us, num_us / closed_us, reported_us, solver_wall_us,
+           reported_us - solver_wall_us, run_us);
     rc = 0;
 out:
     free(qs);
@@ -594,6 +731,32 @@ out:
     free(ws);
     free(all);
     return rc;
+}
+
+/* verify() for a position-only target: inside the limits, every position
+ * component within tol by this file's forward kinematics. */
+static int verify_position(const bench_chain *bc, const ik_xform *target, const double *q,
+                           double tol)
+{
+    if (!ik_chain_within_limits(&bc->chain, q, 0.0))
+        return 0;
+    ik_xform a = reference_fk(bc, q);
+    return fabs(target->p.x - a.p.x) < tol && fabs(target->p.y - a.p.y) < tol &&
+           fabs(target->p.z - a.p.z) < tol;
+}
+
+/* Whether name is one of the comma-separated list (NULL: none). */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == n && strncmp(p, name, n) == 0)
+            return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
 }
 
 /* ---- tree benchmark ---------------------------------------------------------- */
@@ -607,20 +770,22 @@ out:
  * separate chains may give it different values, so their answers are not a
  * valid pose of the tree; "separate_consistent" counts the samples whose
  * separate answers agree on every shared joint (to the tolerance). */
-static int run_tree(const chain_args *a, const char *tips_arg)
+static int run_tree(const chain_args *a, const char *tips_arg, const char *pos_tips)
 {
     static bench_chain bc[IK_TREE_MAX_TIPS];
     static ik_tree tree;
-    char tips[512];
+    bool posonly[IK_TREE_MAX_TIPS];
+    char tips[1024];
     snprintf(tips, sizeof tips, "%s", tips_arg);
     size_t nt = 0;
     for (char *save = NULL, *tok = strtok_r(tips, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (nt == IK_TREE_MAX_TIPS || load_urdf(a->urdf, a->base, tok, &bc[nt]) != 0 ||
-            ik_chain_init(&bc[nt].chain, bc[nt].joints, bc[nt].n_joints) != IK_OK) {
+            chain_init(&bc[nt].chain, bc[nt].joints, bc[nt].n_joints) != IK_OK) {
             fprintf(stderr, "ikbench: bad tip %s\n", tok);
             return 1;
         }
+        posonly[nt] = in_list(pos_tips, tok);
         nt++;
     }
     const ik_joint *chains[IK_TREE_MAX_TIPS];
@@ -629,8 +794,8 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         chains[t] = bc[t].joints;
         lens[t] = bc[t].n_joints;
     }
-    if (nt < 1 || ik_tree_from_chains(&tree, chains, lens, nt) != IK_OK) {
-        fprintf(stderr, "ikbench: invalid tree\n");
+    if (nt < 1 || tree_from_chains(&tree, chains, lens, nt) != IK_OK || tree.dof > TEST_DOF_CAP) {
+        fprintf(stderr, "ikbench: invalid tree, or more than %d variables\n", TEST_DOF_CAP);
         return 1;
     }
     char robot[64];
@@ -641,7 +806,10 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     const size_t n = a->samples, dof = tree.dof;
     double *qs = malloc(n * dof * sizeof *qs);
     double *tt = malloc(n * sizeof *tt), *ts = malloc(n * sizeof *ts);
-    size_t wsz = ik_tree_workspace_size(&tree), wsn = ik_numeric_workspace_size(NULL);
+    size_t wsz = ik_tree_workspace_size(&tree), wsn = 0;
+    for (size_t t = 0; t < nt; t++) /* the longest tip chain's */
+        if (ik_numeric_workspace_size(&bc[t].chain) > wsn)
+            wsn = ik_numeric_workspace_size(&bc[t].chain);
     void *ws = malloc(wsz), *wn = malloc(wsn);
     int rc = 1;
     if (!qs || !tt || !ts || !ws || !wn)
@@ -671,12 +839,13 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         ik_xform goal[IK_TREE_MAX_TIPS];
         ik_tree_goal g[IK_TREE_MAX_TIPS];
         for (size_t t = 0; t < nt; t++) {
-            double qc[IK_MAX_DOF];
+            double qc[TEST_DOF_CAP];
             ik_tree_gather(&tree, t, &qs[i * dof], qc);
             goal[t] = reference_fk(&bc[t], qc);
-            g[t] = ik_tree_goal_target(ik_target_full_pose(goal[t]));
+            g[t] = ik_tree_goal_target(posonly[t] ? ik_target_position(goal[t].p)
+                                                  : ik_target_full_pose(goal[t]));
         }
-        double q[IK_TREE_MAX_DOF], qsep[IK_TREE_MAX_TIPS][IK_MAX_DOF];
+        double q[TEST_DOF_CAP], qsep[IK_TREE_MAX_TIPS][TEST_DOF_CAP];
         ik_tree_result res;
         double t0 = now_s(), c0 = cpu_s();
         ik_tree_solve(&tree, g, NULL, &to, ws, wsz, q, &res);
@@ -686,9 +855,10 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         tree_restarts += res.restarts;
         int good = ik_tree_within_limits(&tree, q, 0.0);
         for (size_t t = 0; t < nt && good; t++) {
-            double qc[IK_MAX_DOF];
+            double qc[TEST_DOF_CAP];
             ik_tree_gather(&tree, t, q, qc);
-            good = verify(&bc[t], &goal[t], qc, a->tol);
+            good = posonly[t] ? verify_position(&bc[t], &goal[t], qc, a->tol)
+                              : verify(&bc[t], &goal[t], qc, a->tol);
         }
         ok_tree += (size_t)good;
         {
@@ -704,7 +874,8 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         t0 = now_s();
         c0 = cpu_s();
         for (size_t t = 0; t < nt; t++) {
-            ik_target tg = ik_target_full_pose(goal[t]);
+            ik_target tg =
+                posonly[t] ? ik_target_position(goal[t].p) : ik_target_full_pose(goal[t]);
             ik_numeric_result nr;
             ik_numeric_solve(&bc[t].chain, &tg, NULL, &no, wn, wsn, qsep[t], &nr);
             sep_iterations += nr.iterations;
@@ -714,7 +885,8 @@ static int run_tree(const chain_args *a, const char *tips_arg)
         cpu_sep += cpu_s() - c0;
         int sgood = 1;
         for (size_t t = 0; t < nt; t++)
-            sgood &= verify(&bc[t], &goal[t], qsep[t], a->tol);
+            sgood &= posonly[t] ? verify_position(&bc[t], &goal[t], qsep[t], a->tol)
+                                : verify(&bc[t], &goal[t], qsep[t], a->tol);
         ok_sep += (size_t)sgood;
         int same = 1; /* shared joints: the same value in every chain */
         for (size_t v = 0; v < dof; v++) {
@@ -732,8 +904,9 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     }
     if (a->verbose)
         for (int b = 0; b < 6; b++)
-            fprintf(stderr, "restarts bucket %d (0,1,2-3,4-7,8-15,16+): %zu samples, %.0f us total\n",
-                    b, hist_n[b], hist_us[b]);
+            fprintf(stderr,
+                    "restarts bucket %d (0,1,2-3,4-7,8-15,16+): %zu samples, %.0f us total\n", b,
+                    hist_n[b], hist_us[b]);
     double st = 0.0, ss = 0.0;
     for (size_t i = 0; i < n; i++) {
         st += tt[i];
@@ -743,14 +916,18 @@ static int run_tree(const chain_args *a, const char *tips_arg)
     size_t p99 = (size_t)((double)n * 0.99);
     if (p99 >= n)
         p99 = n - 1;
+    size_t npos = 0;
+    for (size_t t = 0; t < nt; t++)
+        npos += posonly[t];
     printf("{\"bench\":\"tree\",\"robot\":\"%s\",\"base\":\"%s\",\"tips\":%zu,"
-           "\"dof\":%zu,\"shared_joints\":%zu,\"samples\":%zu,\"success\":%.5f,"
+           "\"position_tips\":%zu,\"dof\":%zu,\"shared_joints\":%zu,\"samples\":%zu,"
+           "\"success\":%.5f,"
            "\"mean_us\":%.2f,\"median_us\":%.2f,\"p99_us\":%.2f,\"mean_iterations\":%.1f,"
            "\"mean_restarts\":%.2f,\"separate_mean_iterations\":%.1f,"
            "\"separate_mean_restarts\":%.2f,\"separate_success\":%.5f,\"separate_consistent\":%.5f,"
            "\"separate_mean_us\":%.2f,\"ratio_tree_vs_separate\":%.3f,"
            "\"cpu_mean_us\":%.2f,\"separate_cpu_mean_us\":%.2f,\"cpu_ratio\":%.3f}\n",
-           robot, a->base, nt, dof, shared, n, (double)ok_tree / (double)n, st / (double)n,
+           robot, a->base, nt, npos, dof, shared, n, (double)ok_tree / (double)n, st / (double)n,
            n % 2 ? tt[n / 2] : 0.5 * (tt[n / 2 - 1] + tt[n / 2]), tt[p99],
            (double)iterations / (double)n, (double)tree_restarts / (double)n,
            (double)sep_iterations / (double)n, (double)sep_restarts / (double)n,
@@ -766,6 +943,217 @@ out:
     free(ws);
     free(wn);
     return rc;
+}
+
+/* ---- long chains: cost against the number of joints ------------------------ */
+
+/* A snake of n revolute joints (ik_chain.h has no bound of its own): axes x
+ * and y in turn, 1 m in all, each joint within +-1 rad, a fixed tip, as
+ * test_ik_numeric.c's test_long_snakes. */
+static void snake_joints(bench_chain *bc, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        ik_joint *j = &bc->joints[k];
+        j->type = IK_JOINT_REVOLUTE;
+        j->origin = ik_xform_identity();
+        j->origin.p = ik_v3(0, 0, k ? 1.0 / (double)n : 0.0);
+        j->axis = k % 2 ? ik_v3(0, 1, 0) : ik_v3(1, 0, 0);
+        j->lower = -1.0;
+        j->upper = 1.0;
+    }
+    ik_joint *t = &bc->joints[n];
+    memset(t, 0, sizeof *t);
+    t->type = IK_JOINT_FIXED;
+    t->origin = ik_xform_identity();
+    t->origin.p = ik_v3(0, 0, 1.0 / (double)n);
+    bc->n_joints = n + 1;
+    snprintf(bc->robot, sizeof bc->robot, "snake%zu", n);
+}
+
+/* DOF scaling: snakes of 6, 12, 24, 48 and 64 joints, N full-pose targets
+ * each by this file's forward kinematics from random configurations within
+ * +-0.6 rad, solved from the mid-limit pose (the chain protocol's budget
+ * and tolerance), verified here; thread CPU time per solve. */
+static int run_snake(const chain_args *a)
+{
+    static const size_t sizes[] = {6, 12, 24, 48, 64};
+    static bench_chain bc;
+    printf("{\"bench\":\"dof_scaling\",\"samples\":%zu,\"snakes\":[", a->samples);
+    double first_us = 0.0;
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        const size_t n = sizes[s];
+        snake_joints(&bc, n);
+        if (chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK)
+            return 1;
+        size_t wsz = ik_numeric_workspace_size(&bc.chain);
+        void *ws = malloc(wsz);
+        if (!ws)
+            return 1;
+        ik_numeric_opts o = ik_numeric_opts_default();
+        o.tol_pos = o.tol_rot = a->tol;
+        o.timeout_s = a->timeout_ms * 1e-3;
+        o.max_iterations = a->max_iterations;
+        ik_rng r = {a->seed + n};
+        size_t ok = 0, iterations = 0;
+        double cpu = 0.0, q[TEST_DOF_CAP], qt[TEST_DOF_CAP];
+        for (size_t i = 0; i < a->samples; i++) {
+            for (size_t k = 0; k < n; k++)
+                qt[k] = ik_rng_uniform(&r, -0.6, 0.6);
+            ik_xform goal = reference_fk(&bc, qt);
+            ik_target t = ik_target_full_pose(goal);
+            ik_numeric_result res;
+            o.rng_seed = a->seed + i;
+            double c0 = cpu_s();
+            ik_numeric_solve(&bc.chain, &t, NULL, &o, ws, wsz, q, &res);
+            cpu += cpu_s() - c0;
+            iterations += res.iterations;
+            ok += (size_t)verify(&bc, &goal, q, a->tol);
+        }
+        free(ws);
+        const double us = 1e6 * cpu / (double)a->samples;
+        if (s == 0)
+            first_us = us;
+        printf("%s{\"dof\":%zu,\"success\":%.5f,\"cpu_mean_us\":%.2f,\"us_per_joint\":%.3f,"
+               "\"mean_iterations\":%.1f,\"cost_vs_6\":%.2f}",
+               s ? "," : "", n, (double)ok / (double)a->samples, us, us / (double)n,
+               (double)iterations / (double)a->samples, us / first_us);
+    }
+    printf("]}\n");
+    return 0;
+}
+
+/* ---- strict priorities on trees with shared joints ------------------------- */
+
+/* Tip A at priority 0 on the pose of a random configuration, tip B at
+ * priority 1 10 m away (far) or on the pose of another random
+ * configuration (conflict), N samples each, solved from the mid-limit pose
+ * with the chain protocol's budget: how often A is met (this file's FK),
+ * how often B, the outcomes, and the thread CPU time per solve. Then tip
+ * B alone as a one-tip tree and as a chain, its target out of reach:
+ * what each answers and how long it takes. */
+static int run_priority(const chain_args *a, const char *tips_arg)
+{
+    static bench_chain bc[2];
+    static ik_tree tree;
+    char tips[512];
+    snprintf(tips, sizeof tips, "%s", tips_arg);
+    size_t nt = 0;
+    for (char *save = NULL, *tok = strtok_r(tips, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (nt == 2 || load_urdf(a->urdf, a->base, tok, &bc[nt]) != 0 ||
+            chain_init(&bc[nt].chain, bc[nt].joints, bc[nt].n_joints) != IK_OK) {
+            fprintf(stderr, "ikbench: priority needs two tips: %s\n", tok);
+            return 1;
+        }
+        nt++;
+    }
+    const ik_joint *chains[2] = {bc[0].joints, bc[1].joints};
+    size_t lens[2] = {bc[0].n_joints, bc[1].n_joints};
+    if (nt != 2 || tree_from_chains(&tree, chains, lens, 2) != IK_OK || tree.dof > TEST_DOF_CAP) {
+        fprintf(stderr, "ikbench: priority needs two tips (at most %d variables)\n", TEST_DOF_CAP);
+        return 1;
+    }
+    size_t shared = 0;
+    for (size_t v = 0; v < tree.dof; v++)
+        shared += (tree.tips_of[v] & (tree.tips_of[v] - 1)) != 0;
+    char robot[64];
+    stem_of(a->urdf, robot, sizeof robot);
+    size_t wsz = ik_tree_workspace_size(&tree);
+    void *ws = malloc(wsz);
+    if (!ws)
+        return 1;
+    ik_tree_opts to = ik_tree_opts_default();
+    to.tol_pos = to.tol_rot = a->tol;
+    to.timeout_s = a->timeout_ms * 1e-3;
+    to.max_iterations = a->max_iterations;
+    printf("{\"bench\":\"priority\",\"robot\":\"%s\",\"base\":\"%s\",\"dof\":%zu,"
+           "\"shared_joints\":%zu,\"samples\":%zu",
+           robot, a->base, tree.dof, shared, a->samples);
+    for (int far = 1; far >= 0; far--) {
+        ik_rng r = {a->seed + (uint64_t)far};
+        size_t top = 0, low = 0, unreachable = 0, notconv = 0, timedout = 0;
+        double cpu = 0.0, worst = 0.0;
+        for (size_t i = 0; i < a->samples; i++) {
+            double qa[TEST_DOF_CAP], qb[TEST_DOF_CAP], q[TEST_DOF_CAP], qc[TEST_DOF_CAP];
+            for (size_t v = 0; v < tree.dof; v++) {
+                double lo = tree.lower[v], hi = tree.upper[v];
+                if (tree.type[v] == IK_JOINT_CONTINUOUS) {
+                    lo = -IK_PI;
+                    hi = IK_PI;
+                }
+                qa[v] = ik_rng_uniform(&r, lo, hi);
+                qb[v] = ik_rng_uniform(&r, lo, hi);
+            }
+            ik_tree_gather(&tree, 0, qa, qc);
+            ik_xform ga = reference_fk(&bc[0], qc);
+            ik_tree_gather(&tree, 1, far ? qa : qb, qc);
+            ik_xform gb = reference_fk(&bc[1], qc);
+            if (far)
+                gb.p = ik_vec3_add(gb.p, ik_v3(10, 0, 0));
+            ik_tree_goal g[2] = {ik_tree_goal_target(ik_target_full_pose(ga)),
+                                 ik_tree_goal_target(ik_target_full_pose(gb))};
+            g[1].priority = 1;
+            ik_tree_result res;
+            double c0 = cpu_s();
+            int st = ik_tree_solve(&tree, g, NULL, &to, ws, wsz, q, &res);
+            double c = cpu_s() - c0;
+            cpu += c;
+            worst = fmax(worst, c);
+            unreachable += st == IK_EUNREACHABLE;
+            notconv += st == IK_ENOTCONV;
+            timedout += st == IK_ETIMEDOUT;
+            ik_tree_gather(&tree, 0, q, qc);
+            top += (size_t)verify(&bc[0], &ga, qc, a->tol);
+            ik_tree_gather(&tree, 1, q, qc);
+            low += (size_t)verify(&bc[1], &gb, qc, a->tol);
+        }
+        printf(",\"%s\":{\"priority0_met\":%.5f,\"priority1_met\":%.5f,\"unreachable\":%zu,"
+               "\"not_converged\":%zu,\"timed_out\":%zu,\"cpu_mean_us\":%.2f,"
+               "\"cpu_max_us\":%.2f}",
+               far ? "far" : "conflict", (double)top / (double)a->samples,
+               (double)low / (double)a->samples, unreachable, notconv, timedout,
+               1e6 * cpu / (double)a->samples, 1e6 * worst);
+    }
+    free(ws);
+    /* tip B alone, out of reach: a one-tip tree and the chain */
+    static ik_tree one;
+    if (tree_from_chains(&one, &chains[1], &lens[1], 1) != IK_OK)
+        return 1;
+    wsz = ik_tree_workspace_size(&one);
+    size_t wsn = ik_numeric_workspace_size(&bc[1].chain);
+    ws = malloc(wsz > wsn ? wsz : wsn);
+    if (!ws)
+        return 1;
+    double mid[TEST_DOF_CAP], q[TEST_DOF_CAP];
+    ik_chain_mid(&bc[1].chain, mid);
+    ik_xform far_pose = reference_fk(&bc[1], mid);
+    far_pose.p = ik_vec3_add(far_pose.p, ik_v3(10, 0, 0));
+    ik_tree_goal g = ik_tree_goal_target(ik_target_full_pose(far_pose));
+    ik_target t = ik_target_full_pose(far_pose);
+    ik_numeric_opts no = ik_numeric_opts_default();
+    no.tol_pos = no.tol_rot = a->tol;
+    no.timeout_s = a->timeout_ms * 1e-3;
+    no.max_iterations = a->max_iterations;
+    ik_tree_result tr;
+    ik_numeric_result nr;
+    int tst = ik_tree_solve(&one, &g, NULL, &to, ws, wsz, q, &tr);
+    int cst = ik_numeric_solve(&bc[1].chain, &t, NULL, &no, ws, wsn, q, &nr);
+    double tree_cpu = INFINITY, chain_cpu = INFINITY;
+    for (int round = 0; round < 200; round++) { /* the best of 200 each */
+        double c0 = cpu_s();
+        ik_tree_solve(&one, &g, NULL, &to, ws, wsz, q, NULL);
+        tree_cpu = fmin(tree_cpu, cpu_s() - c0);
+        c0 = cpu_s();
+        ik_numeric_solve(&bc[1].chain, &t, NULL, &no, ws, wsn, q, NULL);
+        chain_cpu = fmin(chain_cpu, cpu_s() - c0);
+    }
+    free(ws);
+    printf(",\"out_of_reach\":{\"tree\":\"%s\",\"tree_cause\":\"%s\",\"tree_iterations\":%zu,"
+           "\"tree_restarts\":%zu,\"tree_cpu_us\":%.2f,\"chain\":\"%s\",\"chain_cause\":\"%s\","
+           "\"chain_cpu_us\":%.2f}}\n",
+           ik_status_name(tst), ik_reason_name(tr.reason), tr.iterations, tr.restarts,
+           1e6 * tree_cpu, ik_status_name(cst), ik_reason_name(nr.reason), 1e6 * chain_cpu);
+    return 0;
 }
 
 /* ---- stream benchmark ------------------------------------------------------ */
@@ -788,17 +1176,19 @@ static double stream_q(const ik_chain *c, const double *centre, size_t k, size_t
     return centre[k] + fmin(0.25 * half, 0.3) * sin(w);
 }
 
-/* One motion streamed with options o into f (its ratio at index m). */
+/* One motion streamed with options o into f (its ratio at index m);
+ * unseeded: the first solve from the mid-limit pose (no seed, first
+ * found), as a stream opened without a seed. */
 static void stream_motion(const bench_chain *bc, const double *centre, size_t steps, double phase,
                           const ik_numeric_opts *o, void *ws, size_t wsz, stream_figures *f,
-                          size_t m)
+                          size_t m, bool unseeded)
 {
     const ik_chain *c = &bc->chain;
     const size_t dof = c->dof;
-    double seed[IK_MAX_DOF], prev_m[IK_MAX_DOF], own = 0.0, worst = 0.0;
+    double seed[TEST_DOF_CAP], prev_m[TEST_DOF_CAP], own = 0.0, worst = 0.0;
     size_t flips = 0;
     for (size_t i = 0; i <= steps; i++) {
-        double qm[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qm[TEST_DOF_CAP], q[TEST_DOF_CAP];
         for (size_t k = 0; k < dof; k++)
             qm[k] = stream_q(c, centre, k, i, steps, phase);
         if (i == 0) {
@@ -812,7 +1202,10 @@ static void stream_motion(const bench_chain *bc, const double *centre, size_t st
         ik_target t = ik_target_full_pose(pose);
         ik_numeric_result res;
         double t0 = cpu_s();
-        int st = ik_numeric_solve(c, &t, seed, o, ws, wsz, q, &res);
+        ik_numeric_opts first = *o;
+        first.search = IK_SEARCH_FIRST_FOUND;
+        const bool open = unseeded && i == 0;
+        int st = ik_numeric_solve(c, &t, open ? NULL : seed, open ? &first : o, ws, wsz, q, &res);
         f->cpu += cpu_s() - t0;
         f->solves++;
         f->restarts += res.restarts;
@@ -823,7 +1216,8 @@ static void stream_motion(const bench_chain *bc, const double *centre, size_t st
         double step = 0.0;
         for (size_t k = 0; k < dof; k++)
             step = fmax(step, fabs(q[k] - seed[k]));
-        worst = fmax(worst, step);
+        if (i > 0) /* the opening answer is no step of the stream */
+            worst = fmax(worst, step);
         flips += i > 0 && step > 3.0 * own;
         memcpy(seed, q, dof * sizeof *q);
     }
@@ -846,18 +1240,19 @@ static void print_stream_figures(const char *name, stream_figures *f, size_t mot
            1e6 * f->cpu / (double)f->solves);
 }
 
-static int run_stream(const chain_args *a, const char *centre_arg, size_t phases, size_t steps)
+static int run_stream(const chain_args *a, const char *centre_arg, size_t phases, size_t steps,
+                      bool unseeded)
 {
     static bench_chain bc;
     if (load_urdf(a->urdf, a->base, a->tip, &bc) != 0)
         return 1;
     stem_of(a->urdf, bc.robot, sizeof bc.robot);
-    if (ik_chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK) {
+    if (chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK) {
         fprintf(stderr, "ikbench: invalid chain\n");
         return 1;
     }
     const ik_chain *c = &bc.chain;
-    double centre[IK_MAX_DOF];
+    double centre[TEST_DOF_CAP];
     ik_chain_mid(c, centre);
     if (centre_arg) {
         const char *s = centre_arg;
@@ -888,14 +1283,15 @@ static int run_stream(const chain_args *a, const char *centre_arg, size_t phases
     ik_numeric_opts of = o;
     of.follow = true;
     for (size_t p = 0; p < phases; p++) {
-        stream_motion(&bc, centre, steps, 0.5 * (double)p, &o, ws, wsz, &plain, p);
-        stream_motion(&bc, centre, steps, 0.5 * (double)p, &of, ws, wsz, &fol, p);
+        stream_motion(&bc, centre, steps, 0.5 * (double)p, &o, ws, wsz, &plain, p, unseeded);
+        stream_motion(&bc, centre, steps, 0.5 * (double)p, &of, ws, wsz, &fol, p, unseeded);
     }
     free(ws);
     printf("{\"bench\":\"stream\",\"robot\":\"%s\",\"dof\":%zu,\"centre\":[", bc.robot, c->dof);
     for (size_t k = 0; k < c->dof; k++)
         printf("%s%.4g", k ? "," : "", centre[k]);
-    printf("],\"motions\":%zu,\"steps\":%zu,", phases, steps);
+    printf("],\"unseeded\":%s,\"motions\":%zu,\"steps\":%zu,", unseeded ? "true" : "false",
+           phases, steps);
     print_stream_figures("plain", &plain, phases);
     printf(",");
     print_stream_figures("follow", &fol, phases);
@@ -1267,7 +1663,7 @@ static int run_collide(const chain_args *a, const char *spheres_path, double mar
     int rc = 1;
     size_t ns, nobst, nlinks, len;
     if (load_urdf(a->urdf, a->base, a->tip, &bc) != 0 ||
-        ik_chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK)
+        chain_init(&bc.chain, bc.joints, bc.n_joints) != IK_OK)
         goto out;
     stem_of(a->urdf, bc.robot, sizeof bc.robot);
     if (collide_read(spheres_path, &doc, sp, IK_COLLIDE_MAX_SPHERES, &ns, obst, &nobst) != 0) {
@@ -1321,7 +1717,7 @@ static int run_collide(const chain_args *a, const char *spheres_path, double mar
     plain.rng_seed = a->seed;
     avoid = plain;
     avoid.collide = &chk;
-    double mid[IK_MAX_DOF], q[IK_MAX_DOF];
+    double mid[TEST_DOF_CAP], q[TEST_DOF_CAP];
     ik_chain_mid(&bc.chain, mid);
     size_t ok[2] = {0, 0}, colliding[2] = {0, 0};
     double wall[2] = {0, 0};
@@ -1348,7 +1744,7 @@ static int run_collide(const chain_args *a, const char *spheres_path, double mar
         p99 = n - 1;
 
     /* one query alone, over the targets' configurations */
-    double grad[IK_MAX_DOF], sink = 0.0, c0 = cpu_s();
+    double grad[TEST_DOF_CAP], sink = 0.0, c0 = cpu_s();
     for (size_t i = 0; i < n; i++)
         sink += ik_collide_distance(&model, &scene, qs + i * dof, cws, cwsz, NULL);
     double c1 = cpu_s();
@@ -1390,12 +1786,17 @@ static void usage(void)
             "usage: ikbench chain --urdf FILE --base LINK --tip LINK\n"
             "                     [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
             "                     [--targets FILE] [--max-iterations N] [--verbose]\n"
+            "       ikbench closed --urdf FILE --base LINK --tip LINK [the chain options]\n"
             "       ikbench tree --urdf FILE --base LINK --tips LINK,LINK[,...]\n"
-            "                    [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
-            "                    [--max-iterations N] [--verbose]\n"
+            "                    [--position-tips LINK,...] [--samples N] [--seed S]\n"
+            "                    [--timeout-ms MS] [--tol T] [--max-iterations N] [--verbose]\n"
+            "       ikbench priority --urdf FILE --base LINK --tips A,B [--samples N] [--seed S]\n"
+            "                        [--timeout-ms MS] [--tol T] [--max-iterations N]\n"
+            "       ikbench snake [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
+            "                     [--max-iterations N]\n"
             "       ikbench stream --urdf FILE --base LINK --tip LINK [--centre Q1,Q2,...]\n"
             "                      [--phases N] [--samples STEPS] [--timeout-ms MS] [--tol T]\n"
-            "                      [--max-iterations N]\n"
+            "                      [--max-iterations N] [--unseeded]\n"
             "       ikbench collide --urdf FILE --base LINK --tip LINK --spheres FILE\n"
             "                       [--samples N] [--seed S] [--timeout-ms MS] [--tol T]\n"
             "                       [--margin M]\n"
@@ -1434,10 +1835,10 @@ int main(int argc, char **argv)
         return 1;
     }
     chain_args a = {0};
-    const char *body = NULL, *tips = NULL, *centre = NULL, *spheres = NULL;
+    const char *body = NULL, *tips = NULL, *centre = NULL, *spheres = NULL, *pos_tips = NULL;
     double margin = 0.0;
     size_t phases = 12;
-    bool samples_given = false;
+    bool samples_given = false, unseeded = false;
     a.samples = 2000;
     a.seed = 1;
     a.timeout_ms = 5.0;
@@ -1448,6 +1849,10 @@ int main(int argc, char **argv)
         int bad = 0;
         if (strcmp(k, "--verbose") == 0) {
             a.verbose = 1;
+            continue;
+        }
+        if (strcmp(k, "--unseeded") == 0) {
+            unseeded = true;
             continue;
         }
         if (!v) {
@@ -1462,6 +1867,8 @@ int main(int argc, char **argv)
             a.tip = v;
         else if (strcmp(k, "--tips") == 0)
             tips = v;
+        else if (strcmp(k, "--position-tips") == 0)
+            pos_tips = v;
         else if (strcmp(k, "--targets") == 0)
             a.targets = v;
         else if (strcmp(k, "--body") == 0)
@@ -1515,14 +1922,28 @@ int main(int argc, char **argv)
             usage();
             return 1;
         }
-        return run_tree(&a, tips);
+        return run_tree(&a, tips, pos_tips);
     }
     if (strcmp(argv[1], "stream") == 0) {
         if (!(a.urdf && a.base && a.tip) || (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
             usage();
             return 1;
         }
-        return run_stream(&a, centre, phases, samples_given ? a.samples : 300);
+        return run_stream(&a, centre, phases, samples_given ? a.samples : 300, unseeded);
+    }
+    if (strcmp(argv[1], "priority") == 0) {
+        if (!(a.urdf && a.base && tips) || (a.timeout_ms == 0.0 && a.max_iterations == 0)) {
+            usage();
+            return 1;
+        }
+        return run_priority(&a, tips);
+    }
+    if (strcmp(argv[1], "snake") == 0) {
+        if (a.timeout_ms == 0.0 && a.max_iterations == 0) {
+            usage();
+            return 1;
+        }
+        return run_snake(&a);
     }
     if (strcmp(argv[1], "collide") == 0) {
         if (!(a.urdf && a.base && a.tip && spheres) ||

@@ -59,6 +59,8 @@ closed() { # robot [ARGS]
     "$BIN" closed --urdf "$IKD_DATA/robots/$r.urdf" --base base_link --tip tool0 \
         --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5 "$@"
 }
+# (and the same targets as one batch through the wire format: the time each
+# result reports against the solver's own, service_added_us)
 closed ur5 --targets "$IKD_DATA/targets/ur5.txt"
 closed abb_irb120 --targets "$IKD_DATA/targets/abb_irb120.txt"
 closed ur10_like
@@ -68,13 +70,42 @@ closed ur10_like
 # torso shared), and the Baxter-like tree (a torso yaw shared by two 7-joint
 # arms), against the same arms solved as separate chains in the same run
 # (ratio_tree_vs_separate; cpu_ratio in thread CPU time)
-tree() { # robot base tips
-    "$BIN" tree --urdf "$IKD_DATA/robots/$1.urdf" --base "$2" \
-        --tips "$3" --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5
+tree() { # robot base tips [ARGS]
+    r=$1
+    b=$2
+    t=$3
+    shift 3
+    "$BIN" tree --urdf "$IKD_DATA/robots/$r.urdf" --base "$b" \
+        --tips "$t" --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5 "$@"
 }
 tree pr2 torso_lift_link l_wrist_roll_link,r_wrist_roll_link
 tree pr2 base_link l_wrist_roll_link,r_wrist_roll_link
 tree baxter_like base_link left_hand,right_hand
+
+# whole bodies (tests/data/robots/humanoid_like.urdf, ours): from the
+# pelvis, both feet and both hands (29 joints, the back shared by the hands)
+# and the same with the ten fingertips (59 joints, the fingertips on
+# positions), against the same tips as separate chains in the same run
+tree humanoid_like pelvis l_foot,r_foot,l_hand,r_hand
+tree humanoid_like pelvis \
+    l_foot,r_foot,l_hand,r_hand,l_thumb_tip,l_index_tip,l_middle_tip,l_ring_tip,l_pinky_tip,r_thumb_tip,r_index_tip,r_middle_tip,r_ring_tip,r_pinky_tip \
+    --position-tips l_thumb_tip,l_index_tip,l_middle_tip,l_ring_tip,l_pinky_tip,r_thumb_tip,r_index_tip,r_middle_tip,r_ring_tip,r_pinky_tip
+
+# long chains (ikbench snake): snakes of 6, 12, 24, 48 and 64 joints, the
+# chain protocol, cost per solve and per joint against the 6-joint one's
+"$BIN" snake --samples "$((SAMPLES / 4))" --timeout-ms 5 --tol 1e-5
+
+# strict priorities on trees with shared joints (ikbench priority): the
+# priority-0 tip on a reachable pose, the priority-1 tip 10 m away (far) or
+# on the pose of another configuration (conflict): how often each is met,
+# the outcomes, the time; then the priority-1 tip's arm alone out of reach,
+# as a one-tip tree and as a chain (issue 23: under 1 ms, out_of_reach)
+priority() { # robot base tipA,tipB
+    "$BIN" priority --urdf "$IKD_DATA/robots/$1.urdf" --base "$2" --tips "$3" \
+        --samples "$((SAMPLES / 10))" --timeout-ms 5 --tol 1e-5
+}
+priority pr2 base_link l_wrist_roll_link,r_wrist_roll_link
+priority humanoid_like pelvis l_hand,r_hand
 
 # a character's walk streamed through the wire format as a tree of a
 # skeleton's bones, against the same walk as a tree of joints in the same
@@ -98,6 +129,15 @@ stream kuka_iiwa14_r820 base_link tool0 --centre 0.2,0,-0.2,-1.3,0.3,0,0.1
 stream kuka_iiwa14_r820 base_link tool0 --centre 0.2,0.7,-0.2,-1.3,0.3,0.8,0.1
 stream franka_panda panda_link0 panda_link8 --centre 0.1,-0.4,0.1,-2,0.1,1.7,0.7
 stream pr2 torso_lift_link r_wrist_roll_link
+# stream continuity unseeded (the stream opens without a seed: its first
+# answer from the mid-limit pose, first found, then every solve seeded with
+# the previous answer): the largest answer step against the motion's own, on
+# the repository's robots
+stream ur5 base_link tool0 --unseeded
+stream abb_irb120 base_link tool0 --unseeded
+stream kuka_iiwa14_r820 base_link tool0 --centre 0.2,0.7,-0.2,-1.3,0.3,0.8,0.1 --unseeded
+stream franka_panda panda_link0 panda_link8 --centre 0.1,-0.4,0.1,-2,0.1,1.7,0.7 --unseeded
+stream pr2 torso_lift_link r_wrist_roll_link --unseeded
 
 # the daemon over HTTP: wrk against ikd and a bare libmicrohttpd server,
 # same run (tests/bench/http_bench.sh)

@@ -902,13 +902,14 @@ static void make_two_bone_targets(bench *b)
  * per segment, by the chain's own forward kinematics. */
 static void make_smooth_targets(bench *b, const char *urdf)
 {
-    static ik_chain chain;
     proto_error e;
-    if (proto_urdf_load_chain(urdf, strlen(urdf), b->cfg.base, b->cfg.tip, &chain, NULL, NULL,
-                              &e) != 0) {
+    ik_chain *cp = proto_urdf_load_chain(urdf, strlen(urdf), b->cfg.base, b->cfg.tip, 1024, NULL,
+                                         &e);
+    if (!cp) {
         fprintf(stderr, "ws_bench: %s: %s\n", b->cfg.urdf, e.message);
         exit(1);
     }
+    ik_chain chain = *cp;
     char *text = read_file(b->cfg.targets);
     size_t dof = chain.dof, nq = 0, cap = 64;
     double *qs = malloc(cap * dof * sizeof *qs);
@@ -930,6 +931,12 @@ static void make_smooth_targets(bench *b, const char *urdf)
     free(text);
     if (!qs || nq < 2)
         die("--smooth needs at least two configurations");
+    if (nq == cap) { /* room for one more: the interpolated joints */
+        double *g = realloc(qs, (cap + 1) * dof * sizeof *qs);
+        if (!g)
+            die("out of memory");
+        qs = g;
+    }
     free(b->targets);
     b->ntargets = (nq - 1) * (size_t)b->cfg.smooth;
     b->targets = calloc(b->ntargets, sizeof *b->targets);
@@ -938,7 +945,8 @@ static void make_smooth_targets(bench *b, const char *urdf)
     size_t t = 0;
     for (size_t i = 0; i + 1 < nq; i++) {
         for (int step = 0; step < b->cfg.smooth; step++) {
-            double a = (double)step / b->cfg.smooth, q[IK_MAX_DOF];
+            double a = (double)step / b->cfg.smooth;
+            double *q = qs + nq * dof; /* the room after the configurations */
             for (size_t k = 0; k < dof; k++)
                 q[k] = (1.0 - a) * qs[i * dof + k] + a * qs[(i + 1) * dof + k];
             ik_xform x = ik_chain_fk(&chain, q);
@@ -948,6 +956,7 @@ static void make_smooth_targets(bench *b, const char *urdf)
         }
     }
     free(qs);
+    free(cp);
 }
 
 /* Chain targets: "q1 .. qn | px py pz qx qy qz qw" per line. */

@@ -16,7 +16,7 @@
 #    <ikd/client.h> also as C++11; the examples' headers read from the
 #    installed copy (cc -M); the sonames and the symlinks (readelf -d,
 #    readlink); the shared examples NEEDing libikdclient.so.0 and
-#    libiksolver.so.0 and loading the installed ones, the static one not;
+#    libiksolver.so.1 and loading the installed ones, the static one not;
 #    only public ik_ and ikd_ symbols exported; the .pc files' fields.
 # 3. DESTDIR: files land under it, the .pc files name the PREFIX without it.
 # 4. make uninstall removes every installed file.
@@ -100,8 +100,8 @@ L="$P/lib"
 # ---- 2. what was installed ---------------------------------------------
 (cd "$P" && find . \( -type f -o -type l \) | sed 's|^\./||' | sort) >"$tmp/files"
 {
-    printf '%s\n' lib/libiksolver.a lib/libiksolver.so lib/libiksolver.so.0 \
-        lib/libiksolver.so.0.2.0 lib/pkgconfig/iksolver.pc \
+    printf '%s\n' lib/libiksolver.a lib/libiksolver.so lib/libiksolver.so.1 \
+        lib/libiksolver.so.1.0.0 lib/pkgconfig/iksolver.pc \
         lib/libikdclient.a lib/libikdclient.so lib/libikdclient.so.0 \
         lib/libikdclient.so.0.2.0 lib/pkgconfig/ikdclient.pc include/ikd/client.h
     for h in solver/*.h; do
@@ -142,21 +142,25 @@ check "the client example reads the installed header" grep -q "$P/include/ikd/cl
 check "the client example reads no header of the source tree" \
     sh -c "! grep -q 'clients/c/include' '$tmp/deps'"
 
-for lib in iksolver ikdclient; do
-    check "soname lib$lib.so.0 (readelf -d)" \
-        sh -c "readelf -d '$L/lib$lib.so.0.2.0' | grep -q 'Library soname: \[lib$lib.so.0\]'"
-    check "lib$lib.so.0 -> lib$lib.so.0.2.0" test "$(readlink "$L/lib$lib.so.0")" = lib$lib.so.0.2.0
-    check "lib$lib.so -> lib$lib.so.0" test "$(readlink "$L/lib$lib.so")" = lib$lib.so.0
+# the solver library's ABI is 1 (IK_MAX_DOF gone, caller storage), the
+# client's 0; each .pc file gives its library's version
+for lv in iksolver:1:1.0.0 ikdclient:0:0.2.0; do
+    lib=${lv%%:*}; v=${lv##*:}; m=${lv#*:}; m=${m%%:*}
+    check "soname lib$lib.so.$m (readelf -d)" \
+        sh -c "readelf -d '$L/lib$lib.so.$v' | grep -q 'Library soname: \[lib$lib.so.$m\]'"
+    check "lib$lib.so.$m -> lib$lib.so.$v" test "$(readlink "$L/lib$lib.so.$m")" = lib$lib.so.$v
+    check "lib$lib.so -> lib$lib.so.$m" test "$(readlink "$L/lib$lib.so")" = lib$lib.so.$m
+    check "pkg-config --modversion $lib is $v" test "$(pkg-config --modversion $lib)" = "$v"
 done
 check "the solver library needs libm and libc only" \
-    test -z "$(readelf -d "$L/libiksolver.so.0.2.0" | grep NEEDED | grep -v 'libc\.so\|libm\.so')"
+    test -z "$(readelf -d "$L/libiksolver.so.1.0.0" | grep NEEDED | grep -v 'libc\.so\|libm\.so')"
 check "the client library needs libcurl, GnuTLS, nettle, wslay, libm and libc only" \
     test -z "$(readelf -d "$L/libikdclient.so.0.2.0" | grep NEEDED |
         grep -v 'libcurl\.so\|libgnutls\.so\|libnettle\.so\|libwslay\.so\|libc\.so\|libm\.so')"
-check "the shared solver example NEEDs libiksolver.so.0" \
-    sh -c "readelf -d build/iksolver-example | grep -q 'Shared library: \[libiksolver.so.0\]'"
+check "the shared solver example NEEDs libiksolver.so.1" \
+    sh -c "readelf -d build/iksolver-example | grep -q 'Shared library: \[libiksolver.so.1\]'"
 check "the shared solver example loads the installed library" \
-    sh -c "LD_LIBRARY_PATH='$L' ldd build/iksolver-example | grep -q '$L/libiksolver.so.0'"
+    sh -c "LD_LIBRARY_PATH='$L' ldd build/iksolver-example | grep -q '$L/libiksolver.so.1'"
 check "the static solver example needs no libiksolver" \
     sh -c "! readelf -d build/iksolver-example-static | grep -q libiksolver"
 for ex in ikdclient-example ikdclient-example-cpp; do
@@ -164,7 +168,7 @@ for ex in ikdclient-example ikdclient-example-cpp; do
         sh -c "readelf -d build/$ex | grep -q 'Shared library: \[libikdclient.so.0\]' &&
             LD_LIBRARY_PATH='$L' ldd build/$ex | grep -q '$L/libikdclient.so.0'"
 done
-nm -D --defined-only "$L/libiksolver.so.0.2.0" | awk 'NF == 3 {print $3}' >"$tmp/syms"
+nm -D --defined-only "$L/libiksolver.so.1.0.0" | awk 'NF == 3 {print $3}' >"$tmp/syms"
 check "the solver library exports ik_numeric_solve and ik_twobone_solve" \
     sh -c "grep -qx ik_numeric_solve '$tmp/syms' && grep -qx ik_twobone_solve '$tmp/syms'"
 check "the solver library exports nothing internal (ik__) or unprefixed" \
@@ -175,7 +179,6 @@ check "the client library exports ikd_conn_process and ikd_solve" \
 check "the client library exports nothing internal (ikd__) or unprefixed" \
     sh -c "! grep -v '^ikd_[a-zA-Z0-9]' '$tmp/syms' | grep -q ."
 for lib in iksolver ikdclient; do
-    check "pkg-config $lib: version 0.2.0" test "$(pkg-config --modversion $lib)" = 0.2.0
     # (echo drops the blank that pkg-config may end its output with)
     check "pkg-config $lib: Cflags -I.../include" test "$(echo $(pkg-config --cflags $lib))" = "-I$P/include"
     check "pkg-config $lib: Libs -L... -l$lib" test "$(echo $(pkg-config --libs $lib))" = "-L$L -l$lib"
@@ -187,7 +190,7 @@ check "pkg-config ikdclient: Libs.private names libcurl, GnuTLS, nettle and wsla
 # ---- 3. DESTDIR --------------------------------------------------------
 cleanmake -s install DESTDIR="$tmp/stage" PREFIX=/opt/ikd >"$tmp/d.out" 2>&1
 check "DESTDIR: the files land under it" \
-    sh -c "test -f '$tmp/stage/opt/ikd/lib/libiksolver.so.0.2.0' &&
+    sh -c "test -f '$tmp/stage/opt/ikd/lib/libiksolver.so.1.0.0' &&
         test -f '$tmp/stage/opt/ikd/lib/libikdclient.so.0.2.0' &&
         test -f '$tmp/stage/opt/ikd/include/ikd/client.h'"
 check "DESTDIR: the .pc files name the PREFIX without DESTDIR" \

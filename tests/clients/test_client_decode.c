@@ -797,6 +797,22 @@ START_TEST(error_table_knows_every_wire_code)
 }
 END_TEST
 
+/* The codes are libikdclient's ABI: a program built against an earlier
+ * <ikd/client.h> reads the same numbers. Codes ikd gains go at the end. */
+START_TEST(error_numbers_do_not_move)
+{
+    ck_assert_int_eq(IKD_E_INVALID_JSON, -1);
+    ck_assert_int_eq(IKD_E_INVALID_URDF, -15);
+    ck_assert_int_eq(IKD_E_UPGRADE_REQUIRED, -16);
+    ck_assert_int_eq(IKD_E_SHUTTING_DOWN, -19);
+    ck_assert_int_eq(IKD_E_SERVER, -20);
+    ck_assert_int_eq(IKD_E_CONNECT, -23);
+    ck_assert_int_eq(IKD_E_UNEXPECTED, -34);
+    ck_assert_int_eq(IKD_E_INVALID_SRDF, -35);
+    ck_assert_int_eq(ikd_errcode_from_wire("invalid_srdf"), IKD_E_INVALID_SRDF);
+}
+END_TEST
+
 START_TEST(copies_own_their_bytes)
 {
     char *doc = read_file("tests/fixtures/solve_tree_urdf.response.json", NULL);
@@ -860,6 +876,7 @@ int main(void)
     tcase_add_test(tc, encoders_check_their_input);
     tcase_add_test(tc, upgrade_answer_checked);
     tcase_add_test(tc, error_table_knows_every_wire_code);
+    tcase_add_test(tc, error_numbers_do_not_move);
     tcase_add_test(tc, copies_own_their_bytes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

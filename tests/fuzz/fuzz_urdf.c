@@ -3,11 +3,13 @@
  *
  * The input is "BASE\nTIP\nDOCUMENT": the first two lines name the chain's
  * base and tip links, the rest is the URDF text. The reader lists the links
- * and loads the chain between the two; a success must give a chain whose
- * degrees of freedom fit IK_MAX_DOF, and every failure a code and a message.
- * The same text also goes through the whole-robot reader (collisions), the
- * SRDF reader, and, for a chain that loaded, the collision model's builder
- * (proto/proto_collide.c: the skeleton, the document as its own SRDF).
+ * and loads the chain between the two, at most FUZZ_MAX_JOINTS joints (the
+ * daemon's default limit, proto/README.md "Limits"); a success must give a
+ * chain whose degrees of freedom fit that, and every failure a code and a
+ * message. The same text also goes through the whole-robot reader
+ * (collisions), the SRDF reader, and, for a chain that loaded, the
+ * collision model's builder (proto/proto_collide.c: the skeleton, the
+ * document as its own SRDF).
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -15,9 +17,10 @@
 #include "proto/proto_srdf.h"
 #include "proto/proto_urdf.h"
 
+#define FUZZ_MAX_JOINTS 128
+
 static ik_collide_model model;
 
-static char names[IK_MAX_DOF][PROTO_URDF_NAME_MAX];
 static char links[64][PROTO_URDF_NAME_MAX];
 
 /* The next line of [*p, end) copied into out (at most cap-1 bytes), or -1
@@ -61,23 +64,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     else if (err.code == PROTO_E_NONE)
         fuzz_fail("proto_srdf_read failed without a code");
 
-    ik_chain chain;
-    size_t dof = 0;
-    if (proto_urdf_load_chain(p, len, base, tip, &chain, &dof, names, &err) != 0) {
+    char(*names)[PROTO_URDF_NAME_MAX] = NULL;
+    ik_chain *chain = proto_urdf_load_chain(p, len, base, tip, FUZZ_MAX_JOINTS, &names, &err);
+    if (!chain) {
         if (err.code == PROTO_E_NONE || !err.message[0])
             fuzz_fail("proto_urdf_load_chain failed without a code or message");
         return 0;
     }
-    if (dof == 0 || dof > IK_MAX_DOF || dof != chain.dof)
+    if (chain->dof == 0 || chain->dof > FUZZ_MAX_JOINTS || !names)
         fuzz_fail("a loaded chain has an impossible number of degrees of freedom");
     const char *tips[1] = {tip};
     proto_collide_spec spec = {NULL, 0, 0.05, p, len};
     proto_collide_link *cl;
     size_t ncl;
-    if (proto_collide_build(p, len, base, tips, 1, &chain, NULL, &spec, &model, &cl, &ncl, &err) ==
+    if (proto_collide_build(p, len, base, tips, 1, chain, NULL, &spec, &model, &cl, &ncl, &err) ==
         0)
         free(cl);
     else if (err.code == PROTO_E_NONE)
         fuzz_fail("proto_collide_build failed without a code");
+    free(chain);
+    free(names);
     return 0;
 }

@@ -16,10 +16,12 @@
 #define IKD_TESTS_ORACLE_H
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/proto_kind.h"
+#include "proto/proto_scene.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_status.h"
 
@@ -181,6 +183,30 @@ static inline json_t *oracle_result_json(const proto_job *job, size_t i)
         json_object_set_new(o, "restarts", json_integer((json_int_t)r->restarts));
     if (oracle_want(job, PROTO_FIELD(TIME_MS)))
         json_object_set_new(o, "time_ms", oracle_real(job, oc.time_ms));
+    /* collisions (README "Collisions"): the distance whenever the chain
+     * has a model, the pair when the answer is in collision */
+    if (valid && r->has_distance) {
+        if (oracle_want(job, PROTO_FIELD(MIN_DISTANCE)))
+            json_object_set_new(o, "min_distance", isfinite(r->min_distance)
+                                                       ? oracle_real(job, r->min_distance)
+                                                       : json_null());
+        const ik_collide_pair *p = &r->closest;
+        if (oracle_want(job, PROTO_FIELD(CLOSEST)) && p->link >= 0 && isfinite(p->distance) &&
+            (r->status == IK_ECOLLISION || p->distance < job->opt.collision_margin)) {
+            json_t *cp = json_object();
+            json_object_set_new(cp, "link", json_string(proto__collide_link_name(c, p->link)));
+            if (p->other_link >= 0) {
+                json_object_set_new(cp, "other_link",
+                                    json_string(proto__collide_link_name(c, p->other_link)));
+            } else {
+                char name[PROTO_SCENE_NAME_MAX + 24];
+                proto_scene_obstacle_name(job->scene, p->obstacle, name, sizeof name);
+                json_object_set_new(cp, "obstacle", json_string(name));
+            }
+            json_object_set_new(cp, "distance", oracle_real(job, p->distance));
+            json_object_set_new(o, "closest", cp);
+        }
+    }
     return o;
 }
 

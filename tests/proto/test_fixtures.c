@@ -67,6 +67,7 @@
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_skeleton.h"
+#include "tests/solver/storage.h"
 #include "tests/proto/proto_check.h"
 
 #define FIXTURES     "tests/fixtures/"
@@ -715,24 +716,26 @@ static int check_joints(const answer *a, char *why, size_t size)
 static int check_urdf(const answer *a, char *why, size_t size)
 {
     const char *xml = str_of(a->chain, "urdf", "");
-    ik_chain c;
-    size_t dof;
     proto_error e;
-    if (proto_urdf_load_chain(xml, strlen(xml), str_of(a->chain, "base", ""),
-                              str_of(a->chain, "tip", ""), &c, &dof, NULL, &e))
+    ik_chain *cp = proto_urdf_load_chain(xml, strlen(xml), str_of(a->chain, "base", ""),
+                                         str_of(a->chain, "tip", ""), 1024, NULL, &e);
+    if (!cp)
         FAIL("urdf: %s", e.message);
+    test_adopt(cp); /* FAIL returns at once: freed when the test ends */
+    ik_chain c = *cp;
+    const size_t dof = c.dof;
     if (strcmp(str_of(a->options, "frame", "ros"), "ros") != 0)
         FAIL("urdf: this check reads ros-frame answers only");
     const json_t *q = json_object_get(a->result, "joints");
     if (json_array_size(q) != dof)
         FAIL("urdf: %zu joint values for %zu movable joints", json_array_size(q), dof);
-    double qr[IK_MAX_DOF];
+    double qr[TEST_DOF_CAP];
     for (size_t i = 0; i < dof; i++)
         qr[i] = (c.type[i] == IK_JOINT_PRISMATIC || !degrees(a->options) ? 1 : IK_PI / 180) *
                 json_number_value(json_array_get(q, i));
     if (!ik_chain_within_limits(&c, qr, 1e-9))
         FAIL("urdf: the joint values leave the limits");
-    ik_xform fr[IK_MAX_DOF + 1];
+    ik_xform fr[TEST_DOF_CAP + 1];
     ik_chain_frames(&c, qr, fr);
     const json_t *pos = json_object_get(a->result, "positions");
     if (json_array_size(pos) != dof + 1)

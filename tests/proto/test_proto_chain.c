@@ -175,14 +175,28 @@ START_TEST(test_rejections)
            "\"origin\":{\"xyz\":[0,0,0],\"rpy\":[0,0]}}]}",
            "invalid_request", 400, "/joints/0/origin/rpy");
     {
-        /* more movable joints than the solver supports */
+        /* the solver has no bound of its own: 64 movable joints (the
+         * default max_joints) compile, 65 are refused by the limit */
         char big[8192];
-        size_t n = (size_t)snprintf(big, sizeof big, "{\"kind\":\"joints\",\"joints\":[");
-        for (int i = 0; i < 40; i++)
-            n += (size_t)snprintf(big + n, sizeof big - n, "%s{\"type\":\"continuous\"}",
-                                  i ? "," : "");
-        snprintf(big + n, sizeof big - n, "]}");
-        reject(big, "too_large", 413, "/joints");
+        for (int count = 64; count <= 65; count++) {
+            size_t n = (size_t)snprintf(big, sizeof big, "{\"kind\":\"joints\",\"joints\":[");
+            for (int i = 0; i < count; i++)
+                n += (size_t)snprintf(big + n, sizeof big - n,
+                                      "%s{\"type\":\"continuous\",\"origin\":{\"xyz\":[0.1,0,0]}}",
+                                      i ? "," : "");
+            snprintf(big + n, sizeof big - n, "]}");
+            if (count == 65) {
+                reject(big, "too_large", 413, "/joints");
+                continue;
+            }
+            proto_error e;
+            proto_chain *c = decode(big, &e);
+            ck_assert_msg(c != NULL, "%s", e.message);
+            json_t *d = proto_chain_describe(c);
+            ck_assert_uint_eq(json_array_size(json_object_get(d, "joint_names")), 64);
+            json_decref(d);
+            proto_chain_unref(c);
+        }
     }
 }
 END_TEST

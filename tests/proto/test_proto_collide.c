@@ -31,6 +31,7 @@
 #include "solver/ik_status.h"
 #include "tests/solver/chains.h"
 #include "tests/solver/collide_data.h"
+#include "tests/solver/storage.h"
 #include "proto_check.h"
 
 static ik_collide_model M, H;
@@ -70,12 +71,11 @@ static const char ROBOT[] =
 
 static ik_chain robot_chain(const char *tip)
 {
-    ik_chain c;
     proto_error err;
-    ck_assert_msg(proto_urdf_load_chain(ROBOT, strlen(ROBOT), "base", tip, &c, NULL, NULL, &err) ==
-                      0,
-                  "%s", err.message);
-    return c;
+    ik_chain *c =
+        test_adopt(proto_urdf_load_chain(ROBOT, strlen(ROBOT), "base", tip, 64, NULL, &err));
+    ck_assert_msg(c != NULL, "%s", err.message);
+    return *c;
 }
 
 static const proto_collide_link *state_of(const proto_collide_link *L, size_t n, const char *name)
@@ -256,7 +256,7 @@ START_TEST(test_errors)
     ck_assert_int_eq(proto_collide_build(ROBOT, strlen(ROBOT), "base", tips, 1, &c, NULL, &spec, &M,
                                          &L, &n, &err),
                      -1);
-    ck_assert_int_eq(err.code, PROTO_E_INVALID_URDF);
+    ck_assert_int_eq(err.code, PROTO_E_INVALID_SRDF);
     ck_assert_str_eq(err.path, "/srdf");
     ck_assert_ptr_nonnull(strstr(err.message, "l9"));
     /* a malformed collision */
@@ -288,10 +288,11 @@ START_TEST(test_iiwa_from_documents)
     size_t ulen, slen;
     char *urdf = data("robots/kuka_iiwa14_r820.urdf", &ulen);
     char *srdf = data("collision/kuka_iiwa14_r820.srdf", &slen);
-    ik_chain c;
     proto_error err;
-    ck_assert_int_eq(proto_urdf_load_chain(urdf, ulen, "base_link", "tool0", &c, NULL, NULL, &err),
-                     0);
+    ik_chain *cp =
+        test_adopt(proto_urdf_load_chain(urdf, ulen, "base_link", "tool0", 64, NULL, &err));
+    ck_assert_ptr_nonnull(cp);
+    ik_chain c = *cp;
     /* the spheres as a client sends them */
     cd_robot r;
     cd_read("kuka_iiwa14_r820.json", IIWA_LINK_NAMES, IIWA_LINKS, &r);
@@ -361,15 +362,15 @@ START_TEST(test_pr2_tree)
     size_t len;
     char *urdf = data("robots/pr2.urdf", &len);
     const char *tips[2] = {"l_wrist_roll_link", "r_wrist_roll_link"};
-    static ik_joint j[IK_TREE_MAX_JOINTS];
-    int parent[IK_TREE_MAX_JOINTS];
+    static ik_joint j[TEST_JOINTS_CAP];
+    int parent[TEST_JOINTS_CAP];
     size_t nj, tip_joint[2];
     proto_error err;
     ck_assert_int_eq(proto_urdf_tree(urdf, len, "torso_lift_link", tips, 2, j, parent,
-                                     IK_TREE_MAX_JOINTS, &nj, tip_joint, NULL, &err),
+                                     TEST_JOINTS_CAP, &nj, tip_joint, NULL, &err),
                      0);
     static ik_tree T;
-    ck_assert_int_eq(ik_tree_init(&T, j, parent, nj, tip_joint, 2), IK_OK);
+    ck_assert_int_eq(tree_init(&T, j, parent, nj, tip_joint, 2), IK_OK);
     proto_collide_spec spec = {NULL, 0, 0.05, NULL, 0};
     proto_collide_link *L;
     size_t n;
@@ -389,7 +390,7 @@ START_TEST(test_pr2_tree)
     ck_assert_uint_gt(prim, 0);
     ck_assert_uint_gt(skel, 0);
     /* the arms' bodies: a palm moves with its wrist */
-    double q[IK_TREE_MAX_DOF], q2[IK_TREE_MAX_DOF];
+    double q[TEST_DOF_CAP], q2[TEST_DOF_CAP];
     ik_tree_mid(&T, q);
     memcpy(q2, q, sizeof q);
     int palm = state_of(L, n, "r_gripper_palm_link")->model_link;
@@ -420,11 +421,11 @@ START_TEST(test_robots_avoid_their_scenes)
         size_t ulen;
         snprintf(rel, sizeof rel, "robots/%s.urdf", robots[rb][0]);
         char *urdf = data(rel, &ulen);
-        ik_chain c;
         proto_error err;
-        ck_assert_int_eq(
-            proto_urdf_load_chain(urdf, ulen, robots[rb][1], robots[rb][2], &c, NULL, NULL, &err),
-            0);
+        ik_chain *cp = test_adopt(
+            proto_urdf_load_chain(urdf, ulen, robots[rb][1], robots[rb][2], 64, NULL, &err));
+        ck_assert_ptr_nonnull(cp);
+        ik_chain c = *cp;
         snprintf(rel, sizeof rel, "%s.json", robots[rb][0]);
         json_t *doc = cd_load_json(rel);
         static proto_collide_sphere sp[IK_COLLIDE_MAX_SPHERES];
@@ -466,10 +467,10 @@ START_TEST(test_robots_avoid_their_scenes)
         o.collide = &avoid;
         ik_rng g = {40 + (uint64_t)rb};
         size_t targets = 0, ok = 0;
-        double mid[IK_MAX_DOF];
+        double mid[TEST_DOF_CAP];
         ik_chain_mid(&c, mid);
         for (int tries = 0; tries < 100000 && targets < 40; tries++) {
-            double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+            double qt[TEST_DOF_CAP], q[TEST_DOF_CAP];
             for (size_t k = 0; k < c.dof; k++)
                 qt[k] = ik_rng_uniform(&g, c.lower[k], c.upper[k]);
             /* clear by 1 cm, an obstacle within 8 cm (H: every pair of

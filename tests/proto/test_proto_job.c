@@ -18,6 +18,7 @@
 #include "solver/ik_anim.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
+#include "tests/solver/storage.h"
 
 static json_t *ok(const char *body, proto_kind kind)
 {
@@ -492,7 +493,7 @@ START_TEST(test_ur5_worked_example)
                                           &e),
                          0);
         ik_chain c;
-        ck_assert_int_eq(ik_chain_init(&c, joints, n), 0);
+        ck_assert_int_eq(chain_init(&c, joints, n), 0);
         double q[6];
         for (int k = 0; k < 6; k++)
             q[k] = jnum(json_object_get(r, "joints"), (size_t)k);
@@ -917,7 +918,7 @@ START_TEST(test_max_joint_step)
             j[i].upper = 3;
         }
         ik_chain c;
-        ck_assert_int_eq(ik_chain_init(&c, j, 5), IK_OK);
+        ck_assert_int_eq(chain_init(&c, j, 5), IK_OK);
         ik_vec3 p = ik_chain_fk(&c, qt).p;
         for (int far = 0; far < 2; far++) {
             double d = far ? 1.0 : 0.05, seed[4];

@@ -19,6 +19,7 @@
 #include "proto/proto_urdf.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_status.h"
+#include "tests/solver/storage.h"
 
 static uint64_t rng = 88172645463325252ull;
 static double urand(double lo, double hi)
@@ -172,7 +173,7 @@ static void robot_load(robot *r, const char *file)
     proto_error e;
     ck_assert_int_eq(
         proto_urdf_chain(r->xml, r->len, "base_link", "tool0", joints, 32, &n, NULL, &e), 0);
-    ck_assert_int_eq(ik_chain_init(&r->chain, joints, n), IK_OK);
+    ck_assert_int_eq(chain_init(&r->chain, joints, n), IK_OK);
 }
 
 static char *robot_body(const robot *r, const char *tip, const char *target, const char *seed,

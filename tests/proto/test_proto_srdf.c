@@ -93,20 +93,20 @@ START_TEST(test_rejections)
     /* an external entity and an entity bomb never get read */
     rejected("<?xml version='1.0'?><!DOCTYPE r [<!ENTITY x SYSTEM 'file:///etc/passwd'>]>"
              "<robot name='r'><disable_collisions link1='&x;' link2='b'/></robot>",
-             PROTO_E_INVALID_URDF, "DOCTYPE");
+             PROTO_E_INVALID_SRDF, "DOCTYPE");
     rejected("<?xml version='1.0'?><!DOCTYPE r [<!ENTITY a 'aaaaaaaaaa'>"
              "<!ENTITY b '&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;'>]><robot name='&b;'/>",
-             PROTO_E_INVALID_URDF, "DOCTYPE");
+             PROTO_E_INVALID_SRDF, "DOCTYPE");
     rejected("<robot name='r'><disable_collisions link1='a' link2='b'></robot>",
-             PROTO_E_INVALID_URDF, "malformed XML at line 1");
-    rejected("", PROTO_E_INVALID_URDF, "malformed XML");
-    rejected("<srdf/>", PROTO_E_INVALID_URDF, "not <robot>");
-    rejected("<robot name='r'>\n<disable_collisions link1='a'/></robot>", PROTO_E_INVALID_URDF,
+             PROTO_E_INVALID_SRDF, "malformed XML at line 1");
+    rejected("", PROTO_E_INVALID_SRDF, "malformed XML");
+    rejected("<srdf/>", PROTO_E_INVALID_SRDF, "not <robot>");
+    rejected("<robot name='r'>\n<disable_collisions link1='a'/></robot>", PROTO_E_INVALID_SRDF,
              "line 2 has no link2");
-    rejected("<robot name='r'><disable_default_collisions/></robot>", PROTO_E_INVALID_URDF,
+    rejected("<robot name='r'><disable_default_collisions/></robot>", PROTO_E_INVALID_SRDF,
              "has no link");
     rejected("<robot name='r'><enable_collisions link1='a' link2='a'/></robot>",
-             PROTO_E_INVALID_URDF, "twice");
+             PROTO_E_INVALID_SRDF, "twice");
     char doc[400];
     snprintf(doc, sizeof doc,
              "<robot name='r'><disable_collisions link1='%0100d' link2='b'/></robot>", 7);
@@ -115,7 +115,7 @@ START_TEST(test_rejections)
     size_t n;
     proto_error err;
     ck_assert_int_eq(proto_srdf_read(NULL, 0, &e, &n, &err), -1);
-    ck_assert_int_eq(err.code, PROTO_E_INVALID_URDF);
+    ck_assert_int_eq(err.code, PROTO_E_INVALID_SRDF);
 }
 END_TEST
 

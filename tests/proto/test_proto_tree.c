@@ -36,6 +36,7 @@
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "proto/proto_urdf.h"
+#include "solver/ik_tree.h"
 #include "solver/ik_math.h"
 #include "solver/ik_rng.h"
 #include "tests/proto/proto_check.h"
@@ -394,9 +395,17 @@ START_TEST(test_chain_errors)
     chain_reject("{\"kind\":\"tree\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\"}],"
                  "\"tips\":[]}",
                  "invalid_request", 400, "/chain/tips");
-    chain_reject("{\"kind\":\"tree\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\"}],"
-                 "\"tips\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"]}",
-                 "too_large", 413, "/chain/tips");
+    {
+        /* 33 tips: one more than a tree has at most (IK_TREE_MAX_TIPS) */
+        char many[1024];
+        size_t n = (size_t)snprintf(many, sizeof many,
+                                    "{\"kind\":\"tree\",\"joints\":[{\"name\":\"a\",\"type\":"
+                                    "\"continuous\"}],\"tips\":[");
+        for (int t = 0; t < IK_TREE_MAX_TIPS + 1; t++)
+            n += (size_t)snprintf(many + n, sizeof many - n, "%s\"t%d\"", t ? "," : "", t);
+        snprintf(many + n, sizeof many - n, "]}");
+        chain_reject(many, "too_large", 413, "/chain/tips");
+    }
     /* tips are required; a URDF or joints, not both */
     chain_reject("{\"kind\":\"tree\",\"joints\":[{\"name\":\"a\",\"type\":\"continuous\"}]}",
                  "invalid_request", 400, "/chain/tips");
@@ -572,6 +581,8 @@ START_TEST(test_priorities_conflict)
             0.0, "max_iterations", 10000);
         json_t *res = solve(req, PROTO_SOLVE);
         ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "no_ik_solution");
+        /* why: the priority-0 tip keeps the freedom B needs */
+        ck_assert_str_eq(json_string_value(json_object_get(res, "cause")), "priority");
         const json_t *tips = json_object_get(res, "tips"), *q = json_object_get(res, "joints");
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(tips, 0), "status")),
                          "success");
@@ -592,6 +603,28 @@ START_TEST(test_priorities_conflict)
         json_decref(req);
     }
     json_decref(chain);
+}
+END_TEST
+
+/* A one-tip tree of the PR2's right arm whose target is beyond the arm's
+ * reach answers at once, as the same arm as a chain does: no_ik_solution,
+ * cause out_of_reach, a few iterations and no restart (not the whole
+ * budget spent on restarts, and timed_out). */
+START_TEST(test_out_of_reach)
+{
+    static const char *const tip[1] = {"r_wrist_roll_link"};
+    test_tree t;
+    urdf_tree(&t, "pr2", "torso_lift_link", tip, 1);
+    json_t *req = json_pack("{s:O, s:{s:{s:{s:[f,f,f]}}}}", "chain", t.chain, "target", "tips",
+                            "r_wrist_roll_link", "position", 2.5, -1.0, 0.4);
+    json_t *res = solve(req, PROTO_SOLVE);
+    ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "no_ik_solution");
+    ck_assert_str_eq(json_string_value(json_object_get(res, "cause")), "out_of_reach");
+    ck_assert_int_eq(json_integer_value(json_object_get(res, "restarts")), 0);
+    ck_assert_int_le(json_integer_value(json_object_get(res, "iterations")), 64);
+    json_decref(res);
+    json_decref(req);
+    tree_free(&t);
 }
 END_TEST
 
@@ -1049,6 +1082,7 @@ static Suite *tree_suite(void)
     tcase_set_timeout(ts, 300);
     tcase_add_loop_test(ts, test_pr2_and_baxter, 0, 3);
     tcase_add_test(ts, test_priorities_conflict);
+    tcase_add_test(ts, test_out_of_reach);
     tcase_add_test(ts, test_keep_and_weight);
     tcase_add_test(ts, test_objectives);
     tcase_add_test(ts, test_target_errors);

@@ -26,6 +26,7 @@
 #include "tests/proto/proto_check.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
+#include "tests/solver/storage.h"
 
 /* ---- helpers --------------------------------------------------------- */
 
@@ -221,12 +222,11 @@ START_TEST(test_robot_chain)
     ck_assert_double_eq_tol(tip.p.z, e->tip_zero[2], e->tip_tol);
 
     /* The compiled chain: same dof, movable names in order, same FK. */
-    ik_chain c;
-    size_t cdof = 0;
-    char mnames[IK_MAX_DOF][PROTO_URDF_NAME_MAX];
-    r = proto_urdf_load_chain(xml, len, e->base, e->tip, &c, &cdof, mnames, &err);
-    ck_assert_msg(r == 0, "%s: %s", e->file, err.message);
-    ck_assert_uint_eq(cdof, dof);
+    char(*mnames)[PROTO_URDF_NAME_MAX] = NULL;
+    ik_chain *cp = test_adopt(proto_urdf_load_chain(xml, len, e->base, e->tip, 1024, &mnames, &err));
+    ck_assert_msg(cp != NULL, "%s: %s", e->file, err.message);
+    test_adopt(mnames);
+    ik_chain c = *cp;
     ck_assert_uint_eq(c.dof, dof);
     for (size_t i = 0, k = 0; i < n; i++)
         if (e->j[i].type != IK_JOINT_FIXED)
@@ -625,7 +625,7 @@ START_TEST(test_too_large)
     ck_assert_ptr_nonnull(strstr(err.message, "2 joints"));
     ck_assert_int_eq(proto_urdf_chain(xml, strlen(xml), "a", "c", j, 2, &n, NULL, &err), 0);
 
-    /* a 40-joint path exceeds IK_MAX_DOF movable joints: load_chain says so */
+    /* a 40-joint path exceeds a limit of 32 joints: load_chain says so */
     size_t cap = 1 << 16;
     char *big = malloc(cap);
     size_t used = (size_t)snprintf(big, cap, HEAD "<link name=\"l0\"/>");
@@ -634,16 +634,22 @@ START_TEST(test_too_large)
                                  "<link name=\"l%d\"/>" J("j%d", "revolute", "l%d", "l%d", LIM), i,
                                  i, i - 1, i);
     used += (size_t)snprintf(big + used, cap - used, TAIL);
-    ik_chain c;
-    ck_assert_int_eq(proto_urdf_load_chain(big, used, "l0", "l40", &c, NULL, NULL, &err), -1);
+    ck_assert_ptr_null(proto_urdf_load_chain(big, used, "l0", "l40", 32, NULL, &err));
     ck_assert_str_eq(proto_error_name(err.code), "too_large");
-    ck_assert_int_eq(proto_urdf_load_chain(big, used, "l0", "l30", &c, &n, NULL, &err), 0);
-    ck_assert_uint_eq(n, 30);
+    ik_chain *c30 = proto_urdf_load_chain(big, used, "l0", "l30", 32, NULL, &err);
+    ck_assert_ptr_nonnull(c30);
+    ck_assert_uint_eq(c30->dof, 30);
+    free(c30);
+    /* and a 40-joint one loads under a limit of 40 */
+    ik_chain *c40 = proto_urdf_load_chain(big, used, "l0", "l40", 40, NULL, &err);
+    ck_assert_ptr_nonnull(c40);
+    ck_assert_uint_eq(c40->dof, 40);
+    free(c40);
     free(big);
 
     /* only fixed joints */
     const char *fx = HEAD LINKS J("j1", "fixed", "a", "b", "") TAIL;
-    ck_assert_int_eq(proto_urdf_load_chain(fx, strlen(fx), "a", "b", &c, NULL, NULL, &err), -1);
+    ck_assert_ptr_null(proto_urdf_load_chain(fx, strlen(fx), "a", "b", 32, NULL, &err));
     ck_assert_str_eq(proto_error_name(err.code), "invalid_urdf");
     ck_assert_ptr_nonnull(strstr(err.message, "no movable joint"));
 

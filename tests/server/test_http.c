@@ -37,6 +37,7 @@
 #include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
+#include "tests/solver/storage.h"
 
 /* ---- the daemon under test ------------------------------------------- */
 
@@ -758,13 +759,13 @@ static void load_iiwa(arm *a)
     snprintf(path, sizeof path, "%s/robots/kuka_iiwa14_r820.urdf", data);
     a->urdf = read_file(path);
     ck_assert_msg(a->urdf != NULL, "cannot read %s", path);
-    ik_joint joints[IK_MAX_JOINTS];
+    ik_joint joints[TEST_JOINTS_CAP];
     size_t n = 0;
     proto_error err;
     ck_assert_int_eq(proto_urdf_chain(a->urdf, strlen(a->urdf), "base_link", "tool0", joints,
-                                      IK_MAX_JOINTS, &n, NULL, &err),
+                                      TEST_JOINTS_CAP, &n, NULL, &err),
                      0);
-    ck_assert_int_eq(ik_chain_init(&a->chain, joints, n), 0);
+    ck_assert_int_eq(chain_init(&a->chain, joints, n), 0);
     ck_assert_uint_eq(a->chain.dof, 7);
 }
 
@@ -776,7 +777,7 @@ static char *iiwa_batch(const arm *a, size_t n, ik_xform *poses)
     json_t *targets = json_array();
     unsigned seed = 12345;
     for (size_t i = 0; i < n; i++) {
-        double q[IK_MAX_DOF];
+        double q[TEST_DOF_CAP];
         for (size_t k = 0; k < a->chain.dof; k++) {
             double u = (double)rand_r(&seed) / RAND_MAX;
             q[k] = a->chain.lower[k] + u * (a->chain.upper[k] - a->chain.lower[k]);

@@ -735,8 +735,7 @@ class BodyBudgetTest(unittest.TestCase):
 
 
 def joints_chain(n, salt):
-    """n joints, every other one fixed (at most 32 move), made distinct by
-    salt."""
+    """n joints, every other one fixed, made distinct by salt."""
     joints = []
     for i in range(n):
         j = {"name": "j%d" % i, "type": "fixed" if i % 2 else "revolute",

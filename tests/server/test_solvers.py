@@ -19,6 +19,10 @@ Every answer is checked by forward kinematics computed here from the URDF
     out_of_reach, in closed form and with the numeric solver; a target
     inside the iiwa's reach that its limits keep it from says
     outside_limits; one iteration says budget. The daemon keeps serving.
+  - long chains (issue 23): a 64-joint snake solves under the default
+    --max-joints (64) and one more joint is refused with 413 naming the
+    limit; with --max-joints 129 a 128-joint snake and its tool solve. The
+    answers are checked by forward kinematics computed here.
 """
 import asyncio
 import math
@@ -229,6 +233,63 @@ class SolversTest(unittest.TestCase):
         self.assertEqual((r["reason"], r["cause"]), ("not_converged", "budget"), r)
         status, text = self.d.http("GET", "/livez")
         self.assertEqual(status, 200)
+
+
+def snake(n, tool):
+    """A joints chain of n revolute joints 0.04 apart, axes z, y in turn,
+    limits +-2; a fixed tool joint 0.04 beyond the last when tool."""
+    j = [{"name": "j%d" % k, "type": "revolute", "axis": [0, 0, 1] if k % 2 == 0 else [0, 1, 0],
+          "origin": {"xyz": [0.04 if k else 0.0, 0, 0]}, "limits": {"lower": -2, "upper": 2}}
+         for k in range(n)]
+    if tool:
+        j.append({"name": "tool", "type": "fixed", "origin": {"xyz": [0.04, 0, 0]}})
+    return {"kind": "joints", "joints": j}
+
+
+def snake_tip(chain, q):
+    """The tip of a snake() chain at joints q (rotations about z or y)."""
+    p, r = [0.0, 0.0, 0.0], [[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]]
+    k = 0
+    for j in chain["joints"]:
+        o = j["origin"]["xyz"]
+        p = [p[i] + sum(r[i][m] * o[m] for m in range(3)) for i in range(3)]
+        if j["type"] == "revolute":
+            c, s = math.cos(q[k]), math.sin(q[k])
+            rot = ([[c, -s, 0], [s, c, 0], [0, 0, 1]] if j["axis"][2] else
+                   [[c, 0, s], [0, 1, 0], [-s, 0, c]])
+            r = [[sum(r[i][m] * rot[m][n] for m in range(3)) for n in range(3)] for i in range(3)]
+            k += 1
+    return p
+
+
+class LongChainTest(unittest.TestCase):
+    def solve_snake(self, d, n, tool):
+        chain = snake(n, tool)
+        q0 = [0.3 * math.sin(0.7 * k + 0.2) for k in range(n)]
+        want = snake_tip(chain, q0)
+        status, text = d.http("POST", "/v1/solve", {"chain": chain, "target": {"position": want}})
+        r = __import__("json").loads(text)
+        self.assertEqual(status, 200, r)
+        self.assertEqual(r["status"], "success", r)
+        self.assertEqual(len(r["joints"]), n)
+        self.assertTrue(all(-2 <= v <= 2 for v in r["joints"]))
+        self.assertLess(math.dist(snake_tip(chain, r["joints"]), want), 1e-4)
+
+    def test_64_joints_by_default_128_with_the_flag(self):
+        d = Daemon()
+        try:
+            self.solve_snake(d, 64, False)
+            status, text = d.http("POST", "/v1/solve", {"chain": snake(64, True),
+                                                        "target": {"position": [1, 0, 0]}})
+            self.assertEqual(status, 413, text)
+            self.assertIn("64", text)
+        finally:
+            d.stop()
+        d = Daemon("--max-joints", "129")
+        try:
+            self.solve_snake(d, 128, True)
+        finally:
+            d.stop()
 
 
 if __name__ == "__main__":

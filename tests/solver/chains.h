@@ -13,6 +13,7 @@
 
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
+#include "storage.h"
 
 #define ZERO ik_v3(0, 0, 0)
 

@@ -213,7 +213,7 @@ static inline double ref_distance(const ik_chain *c, const cd_robot *r, const in
                                   size_t nlinks, const bool *checked, const ik_obstacle *obst,
                                   size_t nobst, const double *q)
 {
-    ik_xform F[IK_MAX_DOF + 2];
+    ik_xform F[IK_COLLIDE_MAX_BODIES];
     F[0] = ik_xform_identity();
     ik_chain_frames(c, q, F + 1);
     ik_vec3 w[CD_MAX_SPHERES];

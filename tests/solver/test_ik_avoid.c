@@ -39,6 +39,7 @@
 #include "solver/ik_tree.h"
 #include "chains.h"
 #include "collide_data.h"
+#include "storage.h"
 
 #define TOL 1e-5
 
@@ -92,7 +93,7 @@ typedef struct iiwa_world {
 static void iiwa_world_init(iiwa_world *w)
 {
     iiwa_joints(w->j);
-    ck_assert_int_eq(ik_chain_init(&w->c, w->j, IIWA_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&w->c, w->j, IIWA_JOINTS), IK_OK);
     cd_read("kuka_iiwa14_r820.json", IIWA_LINK_NAMES, IIWA_LINKS, &w->r);
     cd_model_chain(&M, &w->c, &w->r, IIWA_LINK_BODY, IIWA_LINKS);
     iiwa_checked(w->chk);
@@ -355,7 +356,7 @@ START_TEST(test_ur5_skeleton)
     ik_joint j[UR5_JOINTS];
     ur5_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, UR5_JOINTS), IK_OK);
     ck_assert_int_eq(ik_collide_model_from_chain(&M, &c), IK_OK);
     int lob[IK_COLLIDE_MAX_BODIES];
     for (size_t b = 0; b < M.nbodies; b++)
@@ -396,7 +397,7 @@ START_TEST(test_ur5_skeleton)
         ck_assert_uint_gt(res.restarts, 0);
         /* clear, by the obstacle's own reference over the skeleton's
          * spheres posed with the chain's frames */
-        ik_xform F[IK_MAX_DOF + 2];
+        ik_xform F[IK_COLLIDE_MAX_BODIES];
         F[0] = ik_xform_identity();
         ik_chain_frames(&c, q, F + 1);
         for (size_t s = 0; s < M.nspheres; s++) {
@@ -442,8 +443,8 @@ static double tree_ref(const double *q, const ik_obstacle *o)
     ik_xform body[IK_COLLIDE_MAX_BODIES];
     body[0] = ik_xform_identity();
     for (size_t t = 0; t < TR.ntips; t++) {
-        double qc[IK_MAX_DOF];
-        ik_xform F[IK_MAX_DOF + 1];
+        double qc[TEST_DOF_CAP];
+        ik_xform F[IK_COLLIDE_MAX_BODIES];
         ik_tree_gather(&TR, t, q, qc);
         ik_chain_frames(&TR.chain[t], qc, F);
         for (size_t i = 0; i < TR.chain[t].dof; i++)
@@ -470,7 +471,7 @@ START_TEST(test_tree_two_arms)
     int parent[TWIN_JOINTS];
     size_t tips[2];
     twin_tree(j, parent, tips);
-    ck_assert_int_eq(ik_tree_init(&TR, j, parent, TWIN_JOINTS, tips, 2), IK_OK);
+    ck_assert_int_eq(tree_init(&TR, j, parent, TWIN_JOINTS, tips, 2), IK_OK);
     ck_assert_uint_eq(TR.dof, 15);
     ck_assert_int_eq(ik_collide_model_from_tree(&M, &TR), IK_OK);
     /* a link per body with the skeleton, the torso a box */
@@ -559,7 +560,7 @@ START_TEST(test_invalid_check)
     ik_joint u[UR5_JOINTS];
     ur5_joints(u);
     ik_chain c6;
-    ck_assert_int_eq(ik_chain_init(&c6, u, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c6, u, UR5_JOINTS), IK_OK);
     chk.ws_size = sizeof cws;
     ck_assert_int_eq(ik_numeric_solve(&c6, &t, NULL, &o, nws, sizeof nws, q, &res), IK_EINVAL);
     /* without a check, no pair */

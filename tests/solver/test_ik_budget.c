@@ -61,7 +61,7 @@ static ik_chain ur5(void)
     ik_joint j[UR5_JOINTS];
     ur5_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, UR5_JOINTS), IK_OK);
     return c;
 }
 
@@ -75,7 +75,7 @@ static ik_chain blocked_arm(void)
     j[1] = joint(IK_JOINT_REVOLUTE, ik_v3(0.5, 0, 0), ZERO, ik_v3(0, 0, 1), -0.5, 0.5);
     j[2] = joint(IK_JOINT_FIXED, ik_v3(0.5, 0, 0), ZERO, ZERO, 0, 0);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 3), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 3), IK_OK);
     return c;
 }
 
@@ -261,7 +261,7 @@ START_TEST(test_tree_preempted_still_solves)
     const ik_joint *chains[1] = {j};
     size_t len[1] = {UR5_JOINTS};
     static ik_tree tree;
-    ck_assert_int_eq(ik_tree_from_chains(&tree, chains, len, 1), IK_OK);
+    ck_assert_int_eq(tree_from_chains(&tree, chains, len, 1), IK_OK);
     ik_chain c = ur5();
     double qt[6] = {0.4, -1.1, 1.3, -1.6, 1.2, 0.3}, q[6];
     ik_xform goal = ik_chain_fk(&c, qt);

@@ -3,7 +3,7 @@
  * worked out by hand (planar 2R, a prismatic joint with a non-unit axis,
  * merged fixed joints, rpy origins), the joint frames, the analytic
  * Jacobian against central finite differences of the forward kinematics on
- * random chains and configurations, every rejection of ik_chain_init(), and
+ * random chains and configurations, every rejection of chain_init(), and
  * the limit helpers.
  */
 #include <check.h>
@@ -42,7 +42,7 @@ static ik_chain planar_2r(void)
         joint(IK_JOINT_FIXED, ik_v3(0.4, 0, 0), ZERO, ZERO, 0, 0),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 3), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 3), IK_OK);
     return c;
 }
 
@@ -86,7 +86,7 @@ START_TEST(test_fk_prismatic)
         joint(IK_JOINT_FIXED, ik_v3(0.5, 0, 0), ZERO, ZERO, 0, 0),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 2), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 2), IK_OK);
     double q = 0.25;
     ik_xform x = ik_chain_fk(&c, &q);
     assert_vec(x.p, 1.5, 0, 0.25, TOL);
@@ -110,7 +110,7 @@ START_TEST(test_fixed_merged)
         joint(IK_JOINT_FIXED, ik_v3(0, 0, 3), ZERO, ZERO, 0, 0),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 4), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 4), IK_OK);
     ck_assert_uint_eq(c.dof, 1);
     ck_assert_uint_eq(c.source_index[0], 1);
     /* pre: rotate 90 deg about z then move (1,0,0) in that frame: (0,1,1) */
@@ -137,7 +137,7 @@ START_TEST(test_fk_rpy_origin)
         joint(IK_JOINT_FIXED, ik_v3(0, 1, 0), ZERO, ZERO, 0, 0),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 2), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 2), IK_OK);
     for (double q = -3; q <= 3; q += 0.5) {
         ik_xform x = ik_chain_fk(&c, &q);
         assert_vec(x.p, -cos(q), 0, sin(q), TOL);
@@ -153,7 +153,7 @@ START_TEST(test_fk_rpy_origin)
               -2, 2),
         joint(IK_JOINT_FIXED, ik_v3(0, 0.3, 0.2), ik_v3(0.5, 0.5, 0.5), ZERO, 0, 0),
     };
-    ck_assert_int_eq(ik_chain_init(&c, k, 3), IK_OK);
+    ck_assert_int_eq(chain_init(&c, k, 3), IK_OK);
     double q2[2] = {0.8, -1.3};
     ik_xform want = ik_xform_identity();
     for (int i = 0; i < 3; i++) {
@@ -205,9 +205,9 @@ START_TEST(test_jacobian_finite_differences)
         ik_joint j[2 * 12 + 1];
         size_t n = random_joints(j, 12);
         ik_chain c;
-        ck_assert_int_eq(ik_chain_init(&c, j, n), IK_OK);
+        ck_assert_int_eq(chain_init(&c, j, n), IK_OK);
         const size_t dof = c.dof;
-        double q[IK_MAX_DOF], J[6 * IK_MAX_DOF];
+        double q[TEST_DOF_CAP], J[6 * TEST_DOF_CAP];
         for (size_t k = 0; k < dof; k++)
             q[k] = urand(-2, 2);
         ik_xform tip;
@@ -216,7 +216,7 @@ START_TEST(test_jacobian_finite_differences)
         assert_vec(tip.p, fk.p.x, fk.p.y, fk.p.z, TOL);
         assert_rot(tip.q, fk.q, 1e-9);
         for (size_t k = 0; k < dof; k++) {
-            double qp[IK_MAX_DOF], qm[IK_MAX_DOF];
+            double qp[TEST_DOF_CAP], qm[TEST_DOF_CAP];
             memcpy(qp, q, sizeof qp);
             memcpy(qm, q, sizeof qm);
             qp[k] += h;
@@ -242,12 +242,18 @@ START_TEST(test_frames_consistent_random)
         ik_joint j[2 * 8 + 1];
         size_t n = random_joints(j, 8);
         ik_chain c;
-        ck_assert_int_eq(ik_chain_init(&c, j, n), IK_OK);
-        double q[IK_MAX_DOF];
+        ck_assert_int_eq(chain_init(&c, j, n), IK_OK);
+        double q[TEST_DOF_CAP];
         for (size_t k = 0; k < c.dof; k++)
             q[k] = urand(-2, 2);
-        ik_xform f[IK_MAX_DOF + 1];
+        ik_xform f[TEST_DOF_CAP + 1], tip;
         ik_chain_frames(&c, q, f);
+        /* the origins alone: the frames' positions and tip, bit for bit */
+        ik_vec3 o[TEST_DOF_CAP + 1];
+        ik_chain_positions(&c, q, o, &tip);
+        for (size_t k = 0; k <= c.dof; k++)
+            ck_assert_mem_eq(&o[k], &f[k].p, sizeof o[k]);
+        ck_assert_mem_eq(&tip, &f[c.dof], sizeof tip);
         ik_xform T = ik_xform_identity();
         for (size_t k = 0; k < c.dof; k++) {
             ik_xform m = ik_xform_identity();
@@ -268,13 +274,28 @@ END_TEST
 
 /* ---- rejections ------------------------------------------------------------ */
 
-static void expect_einval(const ik_joint *j, size_t n)
+/* ik_chain_init refuses j[0..n-1] with rc, changing neither the view nor
+ * the storage (of the size for n joints, or store bytes when not 0) */
+static void expect_refused(const ik_joint *j, size_t n, size_t store, int rc)
 {
     ik_chain c;
     memset(&c, 0xA5, sizeof c);
     ik_chain before = c;
-    ck_assert_int_eq(ik_chain_init(&c, j, n), IK_EINVAL);
+    size_t bytes = store ? store : ik_chain_storage_size(n);
+    unsigned char *mem = malloc(bytes), *copy = malloc(bytes);
+    ck_assert(mem && copy);
+    memset(mem, 0x5A, bytes);
+    memcpy(copy, mem, bytes);
+    ck_assert_int_eq(ik_chain_init(&c, mem, bytes, j, n), rc);
     ck_assert_int_eq(memcmp(&c, &before, sizeof c), 0);
+    ck_assert_int_eq(memcmp(mem, copy, bytes), 0);
+    free(mem);
+    free(copy);
+}
+
+static void expect_einval(const ik_joint *j, size_t n)
+{
+    expect_refused(j, n, 0, IK_EINVAL);
 }
 
 START_TEST(test_init_rejections)
@@ -282,10 +303,10 @@ START_TEST(test_init_rejections)
     ik_joint good = joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ZAXIS, -1, 1);
     ik_joint j[2];
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, &good, 1), IK_OK);
+    ck_assert_int_eq(chain_init(&c, &good, 1), IK_OK);
     expect_einval(&good, 0);
-    ck_assert_int_eq(ik_chain_init(NULL, &good, 1), IK_EINVAL);
-    ck_assert_int_eq(ik_chain_init(&c, NULL, 1), IK_EINVAL);
+    ck_assert_int_eq(chain_init(NULL, &good, 1), IK_EINVAL);
+    ck_assert_int_eq(chain_init(&c, NULL, 1), IK_EINVAL);
 
     j[0] = good;
     j[0].origin.p.y = NAN;
@@ -321,25 +342,27 @@ START_TEST(test_init_rejections)
     j[0].axis = ik_v3(NAN, 0, 0);
     j[0].lower = NAN;
     j[1] = joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, ZAXIS, 5, -5);
-    ck_assert_int_eq(ik_chain_init(&c, j, 2), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 2), IK_OK);
     ck_assert(isinf(c.lower[0]) && c.lower[0] < 0 && isinf(c.upper[0]));
-    /* too many */
-    static ik_joint many[IK_MAX_JOINTS + 1];
-    for (size_t i = 0; i <= IK_MAX_JOINTS; i++)
-        many[i] = joint(IK_JOINT_FIXED, ZERO, ZERO, ZERO, 0, 0);
-    many[0] = good;
-    expect_einval(many, IK_MAX_JOINTS + 1);
-    ck_assert_int_eq(ik_chain_init(&c, many, IK_MAX_JOINTS), IK_OK);
-    for (size_t i = 0; i <= IK_MAX_DOF; i++)
-        many[i] = good;
-    expect_einval(many, IK_MAX_DOF + 1);
-    ck_assert_int_eq(ik_chain_init(&c, many, IK_MAX_DOF), IK_OK);
-    ck_assert_uint_eq(c.dof, IK_MAX_DOF);
+    /* no compiled bound on the joints: 300 described, 200 movable (the
+     * storage sized by the movable ones is enough, one byte less is not) */
+    static ik_joint many[300];
+    for (size_t i = 0; i < 300; i++)
+        many[i] = i % 3 == 2 ? joint(IK_JOINT_FIXED, ik_v3(0.01, 0, 0), ZERO, ZERO, 0, 0) : good;
+    ck_assert_int_eq(chain_init(&c, many, 300), IK_OK);
+    ck_assert_uint_eq(c.dof, 200);
+    ck_assert_uint_eq(c.source_index[199], 298);
+    expect_refused(many, 300, ik_chain_storage_size(200) - 1, IK_ENOSPC);
+    void *exact = test_storage(ik_chain_storage_size(200));
+    ck_assert_int_eq(ik_chain_init(&c, exact, ik_chain_storage_size(200), many, 300), IK_OK);
+    ck_assert_uint_eq(c.dof, 200);
+    ck_assert_int_eq(ik_chain_init(&c, NULL, 1 << 20, many, 300), IK_EINVAL);
+    ck_assert_uint_eq(ik_chain_storage_size(SIZE_MAX / 2), SIZE_MAX);
     /* a quaternion off unit length by less than 1e-6 is accepted and
      * normalised */
     j[0] = good;
     j[0].origin.q = (ik_quat){0, 0, 0, 1.0 + 5e-7};
-    ck_assert_int_eq(ik_chain_init(&c, j, 1), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 1), IK_OK);
     ck_assert_double_eq_tol(ik_quat_dot(c.pre[0].q, c.pre[0].q), 1.0, 1e-15);
 }
 END_TEST
@@ -352,7 +375,7 @@ START_TEST(test_limits_helpers)
         joint(IK_JOINT_PRISMATIC, ZERO, ZERO, ZAXIS, 0.1, 0.3),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 3), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 3), IK_OK);
     double q[3];
     ik_chain_mid(&c, q);
     ck_assert_double_eq_tol(q[0], 0.5, TOL);
@@ -385,7 +408,7 @@ START_TEST(test_turn_near)
         joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), 1.0, 6.0),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 3), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 3), IK_OK);
     /* +-2 pi: the turn nearest the reference, inside the range */
     ck_assert_double_eq_tol(ik_chain_turn_near(&c, 0, -0.1, 6.0), -0.1 + T, 1e-12);
     ck_assert_double_eq_tol(ik_chain_turn_near(&c, 0, 0.1, 6.0), 0.1, 1e-12); /* 0.1 + 2 pi is out */

@@ -58,7 +58,7 @@ typedef struct arm {
 
 static void arm_init(arm *a)
 {
-    ck_assert_int_eq(ik_chain_init(&a->c, a->j, a->n), IK_OK);
+    ck_assert_int_eq(chain_init(&a->c, a->j, a->n), IK_OK);
     ck_assert_int_eq(ik_closed_init(&a->k, &a->c), IK_OK);
 }
 
@@ -213,11 +213,11 @@ static void load_urdf(const char *file, const char *base, const char *tip, ik_ch
     static char xml[1 << 20];
     size_t len = fread(xml, 1, sizeof xml, f);
     fclose(f);
-    static ik_joint j[IK_MAX_JOINTS];
+    static ik_joint j[TEST_JOINTS_CAP];
     size_t n;
     proto_error err;
-    ck_assert_int_eq(proto_urdf_chain(xml, len, base, tip, j, IK_MAX_JOINTS, &n, NULL, &err), 0);
-    ck_assert_int_eq(ik_chain_init(c, j, n), IK_OK);
+    ck_assert_int_eq(proto_urdf_chain(xml, len, base, tip, j, TEST_JOINTS_CAP, &n, NULL, &err), 0);
+    ck_assert_int_eq(chain_init(c, j, n), IK_OK);
 }
 
 START_TEST(test_detects_from_urdf)
@@ -265,7 +265,7 @@ START_TEST(test_rejects_others)
     ik_joint pr2[PR2_ARM_JOINTS];
     pr2_arm_joints(pr2);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, pr2, PR2_ARM_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, pr2, PR2_ARM_JOINTS), IK_OK);
     ik_closed k;
     ck_assert_int_eq(ik_closed_init(&k, &c), IK_OK);
     ck_assert_int_eq(k.why, IK_CLOSED_WHY_DOF);

@@ -30,6 +30,7 @@
 #include "solver/ik_status.h"
 #include "chains.h"
 #include "collide_data.h"
+#include "storage.h"
 
 static ik_collide_model M; /* large: static */
 static unsigned char ws[1 << 18];
@@ -39,7 +40,7 @@ static ik_chain iiwa(void)
     ik_joint j[IIWA_JOINTS];
     iiwa_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, IIWA_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, IIWA_JOINTS), IK_OK);
     return c;
 }
 
@@ -151,7 +152,7 @@ static void one_sphere_model(ik_vec3 c, double r)
 {
     ik_joint j = joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -1, 1);
     ik_chain ch;
-    ck_assert_int_eq(ik_chain_init(&ch, &j, 1), IK_OK);
+    ck_assert_int_eq(chain_init(&ch, &j, 1), IK_OK);
     ck_assert_int_eq(ik_collide_model_from_chain(&M, &ch), IK_OK);
     ck_assert_int_eq(ik_collide_add_link(&M, 0, ik_xform_identity()), 0);
     ck_assert_int_eq(ik_collide_add_sphere(&M, 0, c, r), IK_OK);
@@ -232,7 +233,7 @@ END_TEST
 static double ref_penalty(const ik_chain *c, const cd_robot *r, const bool *chk, const double *q,
                           double active)
 {
-    ik_xform F[IK_MAX_DOF + 2];
+    ik_xform F[IK_COLLIDE_MAX_BODIES];
     F[0] = ik_xform_identity();
     ik_chain_frames(c, q, F + 1);
     ik_vec3 w[CD_MAX_SPHERES];
@@ -306,7 +307,7 @@ START_TEST(test_gradient_prismatic)
         joint(IK_JOINT_FIXED, ik_v3(0, 0.4, 0), ZERO, ZERO, 0, 0),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 3), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 3), IK_OK);
     ck_assert_int_eq(ik_collide_model_from_chain(&M, &c), IK_OK);
     int l = ik_collide_add_link(&M, 2, ik_xform_identity());
     ck_assert_int_eq(ik_collide_add_capsule(&M, l, ZERO, ik_v3(0, 0.4, 0), 0.05), IK_OK);
@@ -348,7 +349,7 @@ static void empty_model(void)
 {
     ik_joint j = joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 0, 1), -1, 1);
     ik_chain ch;
-    ck_assert_int_eq(ik_chain_init(&ch, &j, 1), IK_OK);
+    ck_assert_int_eq(chain_init(&ch, &j, 1), IK_OK);
     ck_assert_int_eq(ik_collide_model_from_chain(&M, &ch), IK_OK);
     ck_assert_int_eq(ik_collide_add_link(&M, 1, ik_xform_identity()), 0);
 }
@@ -423,9 +424,9 @@ START_TEST(test_skeleton)
     for (int i = 0; i < 50; i++) {
         double q[7];
         random_q(&c, &g, q);
-        ik_xform F[IK_MAX_DOF + 1];
+        ik_xform F[IK_COLLIDE_MAX_BODIES];
         ik_chain_frames(&c, q, F);
-        ik_vec3 pts[IK_MAX_DOF + 2];
+        ik_vec3 pts[IK_COLLIDE_MAX_BODIES];
         pts[0] = ZERO;
         for (size_t k = 0; k <= c.dof; k++)
             pts[k + 1] = F[k].p;
@@ -502,7 +503,7 @@ START_TEST(test_rigid_distance)
         ik_collide_scene sc = {r.obst, r.nobst};
         ik_collide_pair p;
         double d = ik_collide_rigid_distance(&M, &sc, ik_collide_tip_body(&M, 0), tip, &p);
-        ik_xform F[IK_MAX_DOF + 1];
+        ik_xform F[IK_COLLIDE_MAX_BODIES];
         ik_chain_frames(&c, q, F);
         double want = INFINITY;
         for (size_t s = 0; s < r.ns; s++) {

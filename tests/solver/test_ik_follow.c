@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "solver/ik_chain.h"
+#include "solver/ik_closed.h"
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
@@ -48,7 +49,7 @@ static ik_chain iiwa(void)
     ik_joint j[IIWA_JOINTS];
     iiwa_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, IIWA_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, IIWA_JOINTS), IK_OK);
     return c;
 }
 
@@ -57,7 +58,7 @@ static ik_chain panda(void)
     ik_joint j[PANDA_JOINTS];
     panda_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, PANDA_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, PANDA_JOINTS), IK_OK);
     return c;
 }
 
@@ -66,7 +67,7 @@ static ik_chain ur5(void)
     ik_joint j[UR5_JOINTS];
     ur5_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, UR5_JOINTS), IK_OK);
     return c;
 }
 
@@ -113,11 +114,11 @@ static stream_stats stream(const ik_chain *c, const double *centre, double phase
 {
     const int n = 300;
     ik_numeric_opts o = stream_opts(follow);
-    double prev[IK_MAX_DOF], qm_prev[IK_MAX_DOF];
+    double prev[TEST_DOF_CAP], qm_prev[TEST_DOF_CAP];
     double own = 0.0, worst = 0.0;
     stream_stats st = {0, 0, 0};
     for (int i = 0; i <= n; i++) {
-        double qm[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qm[TEST_DOF_CAP], q[TEST_DOF_CAP];
         for (size_t k = 0; k < c->dof; k++)
             qm[k] = motion_q(centre, k, i, n, phase);
         if (i == 0) {
@@ -274,6 +275,82 @@ START_TEST(test_bounded_self_motion)
 }
 END_TEST
 
+/* Continuation first, and no jump farther than a solution next to the seed:
+ * the UR5 streamed with the numeric solver along wide motions (each joint
+ * swinging over half its range, at most 1.5 rad, past its limits' regions),
+ * opened WITHOUT a seed (the first answer from the mid-limit pose, so the
+ * stream runs on a branch of its own, as an unseeded wire stream does),
+ * every later solve seeded with the previous answer. The UR5's closed form
+ * (ik_closed.h) lists every solution of each target: whenever one lies
+ * within 1 rad of the seed on every joint (a solution a walk from the seed
+ * can reach), the answer is about as near the seed (Euclidean, turn-aware,
+ * as the nearest search measures) as the nearest solution: within a
+ * quarter of its distance or 0.05 rad (next to the wrist's singularity two
+ * solutions lie a few hundredths apart), never on a far branch. */
+START_TEST(test_nearest_against_closed_form)
+{
+    ik_chain c = ur5();
+    static ik_closed k;
+    ck_assert_int_eq(ik_closed_init(&k, &c), IK_OK);
+    ck_assert_int_ne(k.kind, IK_CLOSED_NONE);
+    ik_numeric_opts o = stream_opts(true);
+    double centre[TEST_DOF_CAP];
+    ik_chain_mid(&c, centre);
+    static double all[6 * 1024];
+    size_t checked = 0;
+    for (int ph = 0; ph < 6; ph++) {
+        double prev[TEST_DOF_CAP];
+        bool have = false;
+        for (int i = 0; i <= 150; i++) {
+            double qm[TEST_DOF_CAP], q[TEST_DOF_CAP];
+            for (size_t j = 0; j < c.dof; j++) {
+                double w = 2.0 * IK_PI * (double)i / 150.0 * (1.0 + 0.5 * (double)(j % 3)) +
+                           0.5 * ph + 0.7 * (double)j;
+                double half = 0.5 * fmin(c.upper[j] - c.lower[j], 2.0 * IK_PI);
+                qm[j] = centre[j] + fmin(0.5 * half, 1.5) * sin(w);
+            }
+            ik_xform goal = ik_chain_fk(&c, qm);
+            ik_target t = ik_target_full_pose(goal);
+            ik_numeric_result res;
+            ck_assert_int_eq(ik_numeric_solve(&c, &t, have ? prev : NULL, &o, ws, sizeof ws, q,
+                                              &res),
+                             IK_OK);
+            assert_reaches(&c, goal, q);
+            if (have) {
+                ik_closed_result cr;
+                size_t m = ik_closed_solve_all(&c, &k, &t, prev, NULL, all, 1024, &cr);
+                ck_assert_uint_gt(m, 0);
+                double near2 = INFINITY, near_step = 0.0, got2 = 0.0;
+                for (size_t s = 0; s < m; s++) {
+                    double d2 = 0.0, step = 0.0;
+                    for (size_t j = 0; j < 6; j++) {
+                        double d = all[6 * s + j] - prev[j];
+                        d2 += d * d;
+                        step = fmax(step, fabs(d));
+                    }
+                    if (d2 < near2) {
+                        near2 = d2;
+                        near_step = step;
+                    }
+                }
+                for (size_t j = 0; j < 6; j++)
+                    got2 += (q[j] - prev[j]) * (q[j] - prev[j]);
+                if (near_step <= 1.0) {
+                    checked++;
+                    ck_assert_msg(sqrt(got2) <= fmax(1.25 * sqrt(near2), sqrt(near2) + 0.05),
+                                  "motion %d, step %d: the answer moves %.4f rad, a solution %.4f "
+                                  "rad from the seed exists",
+                                  ph, i, sqrt(got2), sqrt(near2));
+                }
+            }
+            memcpy(prev, q, sizeof prev);
+            have = true;
+        }
+    }
+    ck_assert_uint_ge(checked, 800);
+}
+END_TEST
+
 static Suite *follow_suite(void)
 {
     Suite *s = suite_create("ik_follow");
@@ -285,6 +362,7 @@ static Suite *follow_suite(void)
     tcase_add_test(tc, test_still_target);
     tcase_add_test(tc, test_no_spare_freedom);
     tcase_add_test(tc, test_bounded_self_motion);
+    tcase_add_test(tc, test_nearest_against_closed_form);
     suite_add_tcase(s, tc);
     return s;
 }

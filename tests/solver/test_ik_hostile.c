@@ -36,6 +36,7 @@
 #include "solver/ik_planar.h"
 #include "solver/ik_skeleton.h"
 #include "solver/ik_status.h"
+#include "storage.h"
 #include "solver/ik_twobone.h"
 
 static const double HOSTILE[] = {NAN,     -NAN,     INFINITY, -INFINITY, 1e308, -1e308,
@@ -429,8 +430,8 @@ static void numeric_verdict(const char *who, size_t slot, double v, const ik_cha
                             const ik_target *t, const double *seed, const ik_numeric_opts *o)
 {
     static const int ok[] = {IK_OK, IK_EUNREACHABLE, IK_ENOTCONV, IK_ETIMEDOUT, IK_EINVAL};
-    double q[IK_MAX_DOF], before[IK_MAX_DOF];
-    for (size_t k = 0; k < IK_MAX_DOF; k++)
+    double q[TEST_DOF_CAP], before[TEST_DOF_CAP];
+    for (size_t k = 0; k < TEST_DOF_CAP; k++)
         q[k] = before[k] = -12345.0;
     ik_numeric_result res;
     memset(&res, 0xA5, sizeof res);
@@ -457,7 +458,7 @@ START_TEST(test_chain_init_hostile)
             ik_chain c, before;
             memset(&c, 0xA5, sizeof c);
             before = c;
-            int st = ik_chain_init(&c, j, NJ);
+            int st = chain_init(&c, j, NJ);
             /* fields URDF ignores: a continuous joint's limits, a fixed
              * joint's axis and limits (ik_chain.h) */
             size_t fk = slot % per_joint;
@@ -489,7 +490,7 @@ START_TEST(test_numeric_hostile)
     ik_joint j[NJ];
     arm_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, NJ), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, NJ), IK_OK);
     const double good_seed[4] = {0.1, -0.2, 0.05, 1.0};
     /* target (pose p, q; weights), seed, options */
     const size_t n_slots = 7 + 6 + 4 + 3;
@@ -539,7 +540,7 @@ START_TEST(test_numeric_degenerate_geometry)
                      jnt(IK_JOINT_CONTINUOUS, ik_v3(0, 0, 0), ik_v3(1, 0, 0), 0, 0),
                      jnt(IK_JOINT_FIXED, ik_v3(0, 0, 0), ik_v3(0, 0, 0), 0, 0)};
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 4), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 4), IK_OK);
     ik_numeric_opts o = quick_opts();
     double q[3];
     ik_numeric_result res;
@@ -559,7 +560,7 @@ START_TEST(test_numeric_degenerate_geometry)
     ck_assert(finite_doubles(q, 3) && numeric_result_finite(&res));
     /* a prismatic-only chain with a zero range: fixed in place */
     ik_joint p[1] = {jnt(IK_JOINT_PRISMATIC, ik_v3(0, 0, 1), ik_v3(0, 0, 1), 0, 0)};
-    ck_assert_int_eq(ik_chain_init(&c, p, 1), IK_OK);
+    ck_assert_int_eq(chain_init(&c, p, 1), IK_OK);
     t = ik_target_position(ik_v3(0, 0, 1));
     ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_OK);
     t = ik_target_position(ik_v3(0, 0, 0));

@@ -4,8 +4,10 @@
  */
 #include <check.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "solver/ik_math.h"
+#include "solver/ik_linalg_internal.h"
 #include "solver/ik_rng.h"
 #include "solver/ik_status.h"
 
@@ -565,6 +567,60 @@ START_TEST(test_rng)
 }
 END_TEST
 
+/* ik_linalg_internal.h: the Cholesky factorization of N + lambda I, in place and
+ * into another matrix, with a row stride wider than the matrix: L L^T
+ * equals N + lambda I, the solve's residual is at rounding, and a matrix
+ * that is not positive definite is refused. */
+START_TEST(test_cholesky)
+{
+    ik_rng rg = {12};
+    for (size_t m = 1; m <= 12; m++) {
+        const size_t s = m + 3; /* a stride wider than the matrix */
+        double A[12 * 15], N[12 * 15], L[12 * 15], inv[12], b[12], y[12];
+        for (size_t i = 0; i < m * s; i++)
+            A[i] = ik_rng_uniform(&rg, -1, 1);
+        for (size_t i = 0; i < m; i++) /* N = A A^T: positive semi-definite */
+            for (size_t j = 0; j < m; j++) {
+                double v = 0.0;
+                for (size_t k = 0; k < m; k++)
+                    v += A[i * s + k] * A[j * s + k];
+                N[i * s + j] = v;
+            }
+        const double lambda = 0.1;
+        ck_assert(ik__cholesky(N, L, m, s, lambda, inv));
+        for (size_t i = 0; i < m; i++) {
+            for (size_t j = 0; j <= i; j++) {
+                double v = 0.0;
+                for (size_t k = 0; k <= j; k++)
+                    v += (k == i ? 1.0 / inv[i] : L[i * s + k]) * (k == j ? 1.0 / inv[j] : L[j * s + k]);
+                ck_assert_double_eq_tol(v, N[i * s + j] + (i == j ? lambda : 0.0), 1e-12);
+            }
+        }
+        for (size_t i = 0; i < m; i++)
+            b[i] = y[i] = ik_rng_uniform(&rg, -1, 1);
+        ik__cholesky_solve(L, m, s, inv, y);
+        for (size_t i = 0; i < m; i++) {
+            double v = lambda * y[i];
+            for (size_t j = 0; j < m; j++)
+                v += N[i * s + j] * y[j];
+            ck_assert_double_eq_tol(v, b[i], 1e-11);
+        }
+        /* in place gives the same factor */
+        double M[12 * 15];
+        memcpy(M, N, sizeof M);
+        ck_assert(ik__cholesky(M, M, m, s, lambda, inv));
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < i; j++)
+                ck_assert_double_eq(M[i * s + j], L[i * s + j]);
+    }
+    /* not positive definite: refused */
+    double bad[4] = {1, 2, 2, 1}, Lb[4], inv[2];
+    ck_assert(!ik__cholesky(bad, Lb, 2, 2, 0.0, inv));
+    double nan[1] = {NAN};
+    ck_assert(!ik__cholesky(nan, Lb, 1, 1, 1.0, inv));
+}
+END_TEST
+
 static Suite *math_suite(void)
 {
     Suite *s = suite_create("ik_math");
@@ -599,6 +655,7 @@ static Suite *math_suite(void)
     tcase_add_test(tc, test_xform_identity_inverse_dir);
     tcase_add_test(tc, test_scalars_each);
     tcase_add_test(tc, test_rng);
+    tcase_add_test(tc, test_cholesky);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,7 +35,7 @@ static ik_chain ur5(void)
     ik_joint j[UR5_JOINTS];
     ur5_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, UR5_JOINTS), IK_OK);
     return c;
 }
 
@@ -49,7 +49,7 @@ static ik_chain ur5_blocked(void)
     j[1].lower = j[2].lower = -0.3;
     j[1].upper = j[2].upper = 0.3;
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, UR5_JOINTS), IK_OK);
     return c;
 }
 static const ik_xform BLOCKED = {{0.45, 0.2, -0.2}, {0, 0, 0, 1}};
@@ -58,7 +58,7 @@ static const ik_xform BLOCKED = {{0.45, 0.2, -0.2}, {0, 0, 0, 1}};
  * continuous and prismatic, random origins and axes. */
 static ik_chain random_chain(size_t dof)
 {
-    ik_joint j[IK_MAX_DOF + 1];
+    ik_joint j[TEST_DOF_CAP + 1];
     for (size_t k = 0; k < dof; k++) {
         double r = urand(0, 1);
         ik_joint_type t = r < 0.75 ? IK_JOINT_REVOLUTE
@@ -74,7 +74,7 @@ static ik_chain random_chain(size_t dof)
     }
     j[dof] = joint(IK_JOINT_FIXED, ik_v3(0, 0, 0.1), ZERO, ZERO, 0, 0);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, dof + 1), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, dof + 1), IK_OK);
     return c;
 }
 
@@ -147,7 +147,7 @@ static void solve_random_targets(const ik_chain *c, size_t count, size_t *ok_out
     ik_numeric_opts o = det_opts();
     size_t ok = 0;
     for (size_t i = 0; i < count; i++) {
-        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], q[TEST_DOF_CAP];
         random_q(c, qt);
         ik_target t = ik_target_full_pose(ik_chain_fk(c, qt));
         ik_numeric_result res;
@@ -204,7 +204,7 @@ START_TEST(test_short_chains)
     for (int k = 0; k < 30; k++) {
         ik_chain c = random_chain(3);
         for (int i = 0; i < 20; i++) {
-            double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+            double qt[TEST_DOF_CAP], q[TEST_DOF_CAP];
             random_q(&c, qt);
             ik_target t = i % 2 ? ik_target_full_pose(ik_chain_fk(&c, qt))
                                 : ik_target_position(ik_chain_fk(&c, qt).p);
@@ -227,7 +227,7 @@ START_TEST(test_position_only)
     ik_chain c = ur5();
     ik_numeric_opts o = det_opts();
     for (int i = 0; i < 300; i++) {
-        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], q[TEST_DOF_CAP];
         random_q(&c, qt);
         ik_target t = ik_target_position(ik_chain_fk(&c, qt).p);
         /* the orientation of a position-only target is ignored entirely */
@@ -248,7 +248,7 @@ START_TEST(test_weighted)
     const double weights[][6] = {
         {1, 1, 1, 0, 0, 1}, {2, 0.5, 1, 1, 1, 1}, {0, 0, 1, 1, 1, 0}, {1, 1, 1, 0, 0, 0}};
     for (int i = 0; i < 400; i++) {
-        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], q[TEST_DOF_CAP];
         random_q(&c, qt);
         ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
         t.mode = IK_TARGET_WEIGHTED;
@@ -277,7 +277,7 @@ START_TEST(test_continuous_and_prismatic)
         joint(IK_JOINT_FIXED, ik_v3(0.18, 0, 0), ZERO, ZERO, 0, 0),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 9), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 9), IK_OK);
     rng_state = 3;
     size_t ok;
     solve_random_targets(&c, 500, &ok);
@@ -303,7 +303,7 @@ START_TEST(test_warm_start)
     ik_chain c = ur5();
     ik_numeric_opts o = det_opts();
     for (int i = 0; i < 200; i++) {
-        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], seed[TEST_DOF_CAP], q[TEST_DOF_CAP];
         random_q(&c, qt);
         for (size_t k = 0; k < c.dof; k++)
             seed[k] = ik_clamp(qt[k] + urand(-0.01, 0.01), c.lower[k], c.upper[k]);
@@ -355,7 +355,7 @@ START_TEST(test_nearest_to_seed)
     nearest.nearest_extra_restarts = 12;
     size_t more = 0;
     for (int i = 0; i < 100; i++) {
-        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q1[IK_MAX_DOF], q2[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], seed[TEST_DOF_CAP], q1[TEST_DOF_CAP], q2[TEST_DOF_CAP];
         random_q(&c, qt);
         random_q(&c, seed);
         ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
@@ -388,7 +388,7 @@ START_TEST(test_nearest_local_step)
     full.nearest_local = 0.0;
     size_t fast = 0;
     for (int i = 0; i < 100; i++) {
-        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q1[IK_MAX_DOF], q2[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], seed[TEST_DOF_CAP], q1[TEST_DOF_CAP], q2[TEST_DOF_CAP];
         random_q(&c, qt);
         for (size_t k = 0; k < c.dof; k++)
             seed[k] = qt[k] + urand(-0.04, 0.04);
@@ -410,7 +410,7 @@ START_TEST(test_nearest_local_step)
     }
     ck_assert_uint_gt(fast, 90);
     o.nearest_local = -1.0;
-    double q[IK_MAX_DOF];
+    double q[TEST_DOF_CAP];
     ik_target t = ik_target_position(ik_v3(0.3, 0.1, 0.3));
     ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, NULL), IK_EINVAL);
 }
@@ -423,7 +423,7 @@ START_TEST(test_determinism)
     ik_numeric_opts o = det_opts();
     o.rng_seed = 0xDEADBEEF;
     for (int i = 0; i < 50; i++) {
-        double qt[IK_MAX_DOF], a[IK_MAX_DOF], b[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], a[TEST_DOF_CAP], b[TEST_DOF_CAP];
         random_q(&c, qt);
         ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
         ik_numeric_result ra, rb;
@@ -504,7 +504,7 @@ START_TEST(test_unreachable)
         joint(IK_JOINT_FIXED, ik_v3(1, 0, 0), ZERO, ZERO, 0, 0),
     };
     ik_chain small;
-    ck_assert_int_eq(ik_chain_init(&small, j, 2), IK_OK);
+    ck_assert_int_eq(chain_init(&small, j, 2), IK_OK);
     ik_target side = ik_target_position(ik_v3(0, 1, 0));
     o = det_opts();
     o.max_restarts = 5;
@@ -527,7 +527,7 @@ START_TEST(test_failure_reasons)
         joint(IK_JOINT_FIXED, ik_v3(1, 0, 0), ZERO, ZERO, 0, 0),
     };
     ik_chain small;
-    ck_assert_int_eq(ik_chain_init(&small, j, 2), IK_OK);
+    ck_assert_int_eq(chain_init(&small, j, 2), IK_OK);
     ik_target side = ik_target_position(ik_v3(0, 1, 0));
     ik_numeric_opts o = det_opts();
     o.max_restarts = 5;
@@ -537,7 +537,7 @@ START_TEST(test_failure_reasons)
     /* the same arm turning freely (continuous): no wall, the target is on
      * the circle, found */
     j[0].type = IK_JOINT_CONTINUOUS;
-    ck_assert_int_eq(ik_chain_init(&small, j, 2), IK_OK);
+    ck_assert_int_eq(chain_init(&small, j, 2), IK_OK);
     ck_assert_int_eq(ik_numeric_solve(&small, &side, NULL, &o, ws, sizeof ws, q, &res), IK_OK);
     ck_assert_int_eq(res.reason, IK_REASON_NONE);
     /* the UR5 blocked by its limits, with a time budget: limits */
@@ -707,7 +707,7 @@ START_TEST(test_restarts_deterministic_per_rng_seed)
     size_t restarted = 0;
     o.max_restarts = 300;
     for (int i = 0; i < 400 && restarted < 20; i++) {
-        double qt[IK_MAX_DOF], seed[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], seed[TEST_DOF_CAP];
         random_q(&c, qt);
         random_q(&c, seed);
         ik_target t = ik_target_full_pose(ik_chain_fk(&c, qt));
@@ -774,7 +774,7 @@ START_TEST(test_tolerance)
     loose.tol_rot = 1e-2;
     size_t it_tight = 0, it_loose = 0;
     for (int i = 0; i < 100; i++) {
-        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], seed[TEST_DOF_CAP], q[TEST_DOF_CAP];
         random_q(&c, qt);
         for (size_t k = 0; k < c.dof; k++) /* a nearby seed: one basin */
             seed[k] = ik_clamp(qt[k] + urand(-0.2, 0.2), c.lower[k], c.upper[k]);
@@ -834,13 +834,13 @@ START_TEST(test_fixed_joints_inside_chain)
         joint(IK_JOINT_FIXED, ik_v3(0, 0, 0.08), ik_v3(0.1, 0.2, 0.3), ZERO, 0, 0),
     };
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 11), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 11), IK_OK);
     ck_assert_uint_eq(c.dof, 6);
     rng_state = 31;
     ik_numeric_opts o = det_opts();
     size_t ok = 0;
     for (int i = 0; i < 200; i++) {
-        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], q[TEST_DOF_CAP];
         random_q(&c, qt);
         ik_xform goal = urdf_fk(j, 11, qt);
         ik_target t = ik_target_full_pose(goal);
@@ -854,6 +854,47 @@ START_TEST(test_fixed_joints_inside_chain)
             ck_assert_double_lt(fabs(e[r]), TOL);
     }
     ck_assert_uint_ge(ok, 195);
+}
+END_TEST
+
+/* Snakes of 48 and 64 joints (no compiled bound on a chain's joints):
+ * revolute joints about x and y in turn, 1 m long in all, each within
+ * +-1 rad, a fixed tip; full-pose targets made by the independent FK from
+ * random configurations within +-0.6 rad, solved from the mid-limit pose
+ * on an iteration budget, every answer checked by that FK. */
+START_TEST(test_long_snakes)
+{
+    static const size_t sizes[2] = {48, 64};
+    for (size_t s = 0; s < 2; s++) {
+        const size_t n = sizes[s];
+        ik_joint j[65];
+        for (size_t k = 0; k < n; k++)
+            j[k] = joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, k ? 1.0 / (double)n : 0), ZERO,
+                         k % 2 ? ik_v3(0, 1, 0) : ik_v3(1, 0, 0), -1.0, 1.0);
+        j[n] = joint(IK_JOINT_FIXED, ik_v3(0, 0, 1.0 / (double)n), ZERO, ZERO, 0, 0);
+        ik_chain c;
+        ck_assert_int_eq(chain_init(&c, j, n + 1), IK_OK);
+        ck_assert_uint_eq(c.dof, n);
+        ck_assert_uint_le(ik_numeric_workspace_size(&c), sizeof ws);
+        rng_state = 4800 + n;
+        ik_numeric_opts o = det_opts();
+        o.max_iterations = 20000;
+        for (int i = 0; i < 25; i++) {
+            double qt[TEST_DOF_CAP], q[TEST_DOF_CAP];
+            for (size_t k = 0; k < n; k++)
+                qt[k] = urand(-0.6, 0.6);
+            ik_xform goal = urdf_fk(j, n + 1, qt);
+            ik_target t = ik_target_full_pose(goal);
+            o.rng_seed = (uint64_t)i;
+            int st = ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, NULL);
+            ck_assert_msg(st == IK_OK, "%zu joints, target %d: %s", n, i, ik_status_name(st));
+            ck_assert(ik_chain_within_limits(&c, q, 0.0));
+            double e[6];
+            ik_pose_error(goal, urdf_fk(j, n + 1, q), e);
+            for (int r = 0; r < 6; r++)
+                ck_assert_double_lt(fabs(e[r]), TOL);
+        }
+    }
 }
 END_TEST
 
@@ -881,6 +922,7 @@ static Suite *numeric_suite(void)
     tcase_add_test(tc, test_time_budget);
     tcase_add_test(tc, test_tolerance);
     tcase_add_test(tc, test_fixed_joints_inside_chain);
+    tcase_add_test(tc, test_long_snakes);
     suite_add_tcase(s, tc);
     return s;
 }

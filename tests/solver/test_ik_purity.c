@@ -35,6 +35,7 @@
 #include "solver/ik_fabrik.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
+#include "storage.h"
 
 static char g_lib[PATH_MAX];
 
@@ -173,7 +174,7 @@ START_TEST(test_workspace_bounds)
         j[k].upper = 2;
     }
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, 3), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, 3), IK_OK);
     size_t need = ik_numeric_workspace_size(&c);
     enum { GUARD = 256 };
     static unsigned char buf[GUARD + 4096 + GUARD];

@@ -38,7 +38,7 @@ static void make_chains(ik_chain *ur5, ik_chain *mixed)
 {
     ik_joint u[UR5_JOINTS];
     ur5_joints(u);
-    ck_assert_int_eq(ik_chain_init(ur5, u, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(ur5, u, UR5_JOINTS), IK_OK);
     ik_joint m[9] = {
         joint(IK_JOINT_PRISMATIC, ZERO, ZERO, ik_v3(0, 0, 1), 0, 0.3),
         joint(IK_JOINT_REVOLUTE, ik_v3(0, 0, 0.2), ZERO, ik_v3(0, 0, 1), -2.5, 2.5),
@@ -50,14 +50,14 @@ static void make_chains(ik_chain *ur5, ik_chain *mixed)
         joint(IK_JOINT_CONTINUOUS, ZERO, ZERO, ik_v3(1, 0, 0), 0, 0),
         joint(IK_JOINT_FIXED, ik_v3(0.12, 0, 0), ZERO, ZERO, 0, 0),
     };
-    ck_assert_int_eq(ik_chain_init(mixed, m, 9), IK_OK);
+    ck_assert_int_eq(chain_init(mixed, m, 9), IK_OK);
 }
 
 /* ---- the shared, read-only problem set -------------------------------- */
 
 static ik_chain g_chain[2];
 static ik_target g_target[2][N_NUMERIC];
-static double g_ref_q[2][N_NUMERIC][IK_MAX_DOF]; /* main thread's answers */
+static double g_ref_q[2][N_NUMERIC][TEST_DOF_CAP]; /* main thread's answers */
 static int g_ref_st[2][N_NUMERIC];
 static ik_vec3 g_limb[N_TWOBONE][4]; /* a, b, c, t */
 static ik_twobone_result g_ref_tb[N_TWOBONE];
@@ -91,7 +91,7 @@ static void build_problems(void)
     for (int c = 0; c < 2; c++) {
         const ik_chain *ch = &g_chain[c];
         for (size_t i = 0; i < N_NUMERIC; i++) {
-            double q[IK_MAX_DOF];
+            double q[TEST_DOF_CAP];
             for (size_t k = 0; k < ch->dof; k++) {
                 double lo = ch->lower[k], hi = ch->upper[k];
                 if (ch->type[k] == IK_JOINT_CONTINUOUS) {
@@ -163,7 +163,7 @@ static void *work(void *arg)
             for (int c = 0; c < 2; c++) {
                 const ik_chain *ch = &g_chain[c];
                 ik_numeric_opts o = det_opts(i);
-                double q[IK_MAX_DOF];
+                double q[TEST_DOF_CAP];
                 ik_numeric_result res;
                 int st = ik_numeric_solve(ch, &g_target[c][i], NULL, &o, ws, sizeof ws, q, &res);
                 if (st != g_ref_st[c][i] || memcmp(q, g_ref_q[c][i], ch->dof * sizeof *q) != 0)
@@ -214,11 +214,40 @@ static void *work(void *arg)
     return NULL;
 }
 
+/* A copy of every array of chain c (its storage's content), to compare
+ * with the chain after the threads ran. */
+typedef struct chain_copy {
+    unsigned char bytes[2048];
+    size_t n;
+} chain_copy;
+
+static void copy_arrays(const ik_chain *c, chain_copy *k)
+{
+    const size_t d = c->dof;
+    const struct {
+        const void *p;
+        size_t size;
+    } parts[] = {{c->type, d * sizeof *c->type},           {c->pre, d * sizeof *c->pre},
+                 {c->axis, d * sizeof *c->axis},           {c->lower, d * sizeof *c->lower},
+                 {c->upper, d * sizeof *c->upper},         {c->source_index, d * sizeof(size_t)},
+                 {c->fast_rot, (d + 1) * sizeof *c->fast_rot},
+                 {c->fast_pos, (d + 1) * sizeof *c->fast_pos}};
+    k->n = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        ck_assert_uint_le(k->n + parts[i].size, sizeof k->bytes);
+        memcpy(k->bytes + k->n, parts[i].p, parts[i].size);
+        k->n += parts[i].size;
+    }
+}
+
 START_TEST(test_threads_share_readonly_chains)
 {
     build_problems();
     ik_chain before[2];
     memcpy(before, g_chain, sizeof before);
+    static chain_copy arrays_before[2], arrays_after[2];
+    copy_arrays(&g_chain[0], &arrays_before[0]);
+    copy_arrays(&g_chain[1], &arrays_before[1]);
 
     /* reference answers, single-threaded */
     static unsigned char ws[8192];
@@ -257,6 +286,12 @@ START_TEST(test_threads_share_readonly_chains)
         ck_assert_uint_eq(w[t].anim_bad, 0);
     }
     ck_assert_int_eq(memcmp(before, g_chain, sizeof before), 0);
+    for (int c = 0; c < 2; c++) { /* the storage too: nothing wrote it */
+        copy_arrays(&g_chain[c], &arrays_after[c]);
+        ck_assert_uint_eq(arrays_after[c].n, arrays_before[c].n);
+        ck_assert_int_eq(memcmp(arrays_after[c].bytes, arrays_before[c].bytes, arrays_after[c].n),
+                         0);
+    }
 }
 END_TEST
 

@@ -35,6 +35,7 @@
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"
+#include "storage.h"
 #include "solver/ik_tree.h"
 #include "bvh.h"
 
@@ -133,7 +134,7 @@ static void build_rig(void)
     R.parent[R.n] = last_desc(bvh_find(walk, "LeftForeArm"));
     R.tips[2] = R.n;
     R.j[R.n++] = h;
-    ck_assert_int_eq(ik_tree_init(&tree, R.j, R.parent, R.n, R.tips, 3), IK_OK);
+    ck_assert_int_eq(tree_init(&tree, R.j, R.parent, R.n, R.tips, 3), IK_OK);
     for (int k = 0; k < R.nb; k++)
         for (int c = 0; c < 3; c++) {
             size_t v = 0;
@@ -218,7 +219,7 @@ START_TEST(test_walk_feet_planted_hand_on_target)
     o.timeout_s = 0.0;
     o.max_iterations = 20000;
     o.objective = IK_TREE_OBJ_DISTANCE;
-    double q[IK_TREE_MAX_DOF], prev[IK_TREE_MAX_DOF];
+    double q[TEST_DOF_CAP], prev[TEST_DOF_CAP];
     recorded_q(1, prev); /* frame 0 is the file's rest pose, not the walk */
     ck_assert(ik_tree_within_limits(&tree, prev, 0.0));
     ik_xform rec[MAX_JOINTS], got[MAX_JOINTS];
@@ -238,7 +239,7 @@ START_TEST(test_walk_feet_planted_hand_on_target)
         g[2].priority = 1;
         ik_tree_result res;
         {   /* the rig reproduces the recording */
-            double qr[IK_TREE_MAX_DOF];
+            double qr[TEST_DOF_CAP];
             recorded_q(f, qr);
             for (int s = 0; s < 2; s++) {
                 ik_xform a = ik_tree_fk(&tree, qr, (size_t)s);

@@ -42,7 +42,7 @@ static ik_chain ur5(void)
     ik_joint j[UR5_JOINTS];
     ur5_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, UR5_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, UR5_JOINTS), IK_OK);
     return c;
 }
 
@@ -51,7 +51,7 @@ static ik_chain pr2_arm(void)
     ik_joint j[PR2_ARM_JOINTS];
     pr2_arm_joints(j);
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, PR2_ARM_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, PR2_ARM_JOINTS), IK_OK);
     return c;
 }
 
@@ -120,7 +120,7 @@ START_TEST(test_nearest_turn_random_seeds)
         for (int mode = 0; mode < 2; mode++) {
             ik_numeric_opts o = det_opts(mode ? IK_SEARCH_NEAREST_TO_SEED : IK_SEARCH_FIRST_FOUND);
             for (int i = 0; i < 150; i++) {
-                double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q[IK_MAX_DOF];
+                double qt[TEST_DOF_CAP], seed[TEST_DOF_CAP], q[TEST_DOF_CAP];
                 random_q(c, qt);
                 random_q(c, seed);
                 for (size_t k = 0; k < c->dof; k++) /* continuous seeds on other turns */
@@ -147,7 +147,7 @@ START_TEST(test_ur5_seed_a_turn_up)
     rng_state = 43;
     ik_numeric_opts o = det_opts(IK_SEARCH_NEAREST_TO_SEED);
     for (int i = 0; i < 100; i++) {
-        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], seed[TEST_DOF_CAP], q[TEST_DOF_CAP];
         random_q(&c, qt);
         qt[5] = urand(-0.3, 0.0); /* a turn up stays inside the limits */
         memcpy(seed, qt, sizeof seed);
@@ -174,11 +174,11 @@ START_TEST(test_continuous_sweep_monotonic)
     ik_numeric_opts o = det_opts(IK_SEARCH_NEAREST_TO_SEED);
     double base[8] = {0.1, -0.8, 0.4, -1.2, -1.0, 0.3, -1.0, 0.0};
     const int N = 400;
-    double prev[IK_MAX_DOF];
+    double prev[TEST_DOF_CAP];
     memcpy(prev, base, sizeof base);
     prev[7] = -4.0;
     for (int i = 0; i <= N; i++) {
-        double qt[8], q[IK_MAX_DOF];
+        double qt[8], q[TEST_DOF_CAP];
         memcpy(qt, base, sizeof qt);
         qt[7] = -4.0 + 12.0 * i / N;
         qt[5] = 0.3 + 0.5 * sin(2 * IK_PI * i / N);
@@ -203,11 +203,11 @@ static void stream_motion(const ik_chain *c, const double *mid, const double *am
                           double *worst_ratio, size_t *continued)
 {
     ik_numeric_opts o = det_opts(IK_SEARCH_NEAREST_TO_SEED);
-    double prev[IK_MAX_DOF], qprev[IK_MAX_DOF];
+    double prev[TEST_DOF_CAP], qprev[TEST_DOF_CAP];
     double motion_step = 0.0, answer_step = 0.0;
     *continued = 0;
     for (int i = 0; i <= n; i++) {
-        double qt[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], q[TEST_DOF_CAP];
         for (size_t k = 0; k < c->dof; k++)
             qt[k] = mid[k] + amp[k] * sin(2 * IK_PI * (double)i / n * (1.0 + 0.37 * (double)k));
         if (i == 0) {
@@ -270,7 +270,7 @@ START_TEST(test_stream_smooth_pr2_arm)
     pr2_arm_joints(j);
     j[0].type = j[3].type = IK_JOINT_FIXED;
     ik_chain c;
-    ck_assert_int_eq(ik_chain_init(&c, j, PR2_ARM_JOINTS), IK_OK);
+    ck_assert_int_eq(chain_init(&c, j, PR2_ARM_JOINTS), IK_OK);
     ck_assert_uint_eq(c.dof, 6);
     double mid[6] = {-0.8, 0.4, -1.1, 2.8, -1.0, 3.0};
     double amp[6] = {0.6, 0.4, 0.6, 2.5, 0.6, 3.5};
@@ -290,7 +290,7 @@ START_TEST(test_max_step_refuses)
     ik_numeric_opts o = det_opts(IK_SEARCH_NEAREST_TO_SEED);
     size_t refused = 0, accepted = 0;
     for (int i = 0; i < 100; i++) {
-        double qt[IK_MAX_DOF], seed[IK_MAX_DOF], q[IK_MAX_DOF];
+        double qt[TEST_DOF_CAP], seed[TEST_DOF_CAP], q[TEST_DOF_CAP];
         random_q(&c, qt);
         for (size_t k = 0; k < c.dof; k++)
             seed[k] = ik_clamp(qt[k] + urand(-0.3, 0.3), c.lower[k], c.upper[k]);

@@ -439,6 +439,64 @@ START_TEST(test_hostile)
 }
 END_TEST
 
+/* ik_twobone_plane_pole: the pole that keeps a limb's bend plane. With a
+ * target on the current hip-foot line the knee comes back where it is;
+ * for others the knee lies in the plane through the new hip-target line
+ * nearest the old plane (normal along the old normal's part across that
+ * line), on the same side, at the seed's circle. A limb bent by 1e-3 of
+ * its length moved so that the nearest point of the circle to the knee
+ * would put it on the other side keeps its side; a straight limb and a
+ * target on the root give no pole (and leave *pole as it was). */
+START_TEST(test_plane_pole)
+{
+    const ik_vec3 a = ik_v3(0, 0, 0), c = ik_v3(0, 0, -1);
+    ik_vec3 b = ik_v3(0.3, 0, -0.5), pole;
+    ik_twobone_result r, rn;
+    /* target on the a-c line: the same knee as nearest-to-the-knee */
+    ck_assert(ik_twobone_plane_pole(a, b, c, ik_v3(0, 0, -0.9), &pole));
+    ck_assert_int_eq(ik_twobone_solve(a, b, c, ik_v3(0, 0, -0.9), &pole, &r), IK_OK);
+    ck_assert_int_eq(ik_twobone_solve(a, b, c, ik_v3(0, 0, -0.9), NULL, &rn), IK_OK);
+    ck_assert_double_lt(ik_vec3_dist(r.b, rn.b), 1e-12);
+    /* random targets: the knee in the kept plane, on the same side */
+    ik_rng rg = {77};
+    const ik_vec3 N = ik_vec3_normalize(ik_vec3_cross(ik_vec3_sub(b, a), ik_vec3_sub(c, a)));
+    for (int i = 0; i < 1000; i++) {
+        ik_vec3 t = ik_vec3_scale(
+            ik_v3(ik_rng_uniform(&rg, -1, 1), ik_rng_uniform(&rg, -1, 1), ik_rng_uniform(&rg, -1, 1)),
+            0.9);
+        if (ik_vec3_len(t) < 0.3 || ik_vec3_len(t) > 1.0)
+            continue;
+        if (!ik_twobone_plane_pole(a, b, c, t, &pole))
+            continue;
+        ck_assert_int_eq(ik_twobone_solve(a, b, c, t, &pole, &r), IK_OK);
+        const ik_vec3 n = ik_vec3_normalize(ik_vec3_sub(a, t));
+        const ik_vec3 want = ik_vec3_normalize(ik_vec3_cross(N, n)); /* the kept bend side */
+        const ik_vec3 off = ik_vec3_reject(ik_vec3_sub(r.b, a), n);
+        ck_assert_double_gt(ik_vec3_dot(ik_vec3_normalize(off), want), 1.0 - 1e-9);
+    }
+    /* nearly straight (1e-3 of the limb), the line turned back: nearest
+     * flips the knee to the other side, the plane keeps it */
+    b = ik_v3(1e-3, 0, -0.5);
+    const ik_vec3 t = ik_v3(0.25, 0, -0.8); /* the line tilts towards the knee */
+    ck_assert(ik_twobone_plane_pole(a, b, c, t, &pole));
+    ck_assert_int_eq(ik_twobone_solve(a, b, c, t, &pole, &r), IK_OK);
+    ck_assert_int_eq(ik_twobone_solve(a, b, c, t, NULL, &rn), IK_OK);
+    const ik_vec3 n = ik_vec3_normalize(ik_vec3_sub(a, t)), side = ik_vec3_cross(ik_v3(0, 1, 0), n);
+    ck_assert_double_gt(ik_vec3_dot(ik_vec3_reject(ik_vec3_sub(r.b, a), n), side), 0.0);
+    ck_assert_double_lt(ik_vec3_dot(ik_vec3_reject(ik_vec3_sub(rn.b, a), n), side), 0.0);
+    /* no pole: straight, target on the root, non-finite */
+    const ik_vec3 keep = ik_v3(7, 7, 7);
+    pole = keep;
+    ck_assert(!ik_twobone_plane_pole(a, ik_v3(0, 0, -0.5), c, t, &pole));
+    ck_assert(!ik_twobone_plane_pole(a, ik_v3(1e-6, 0, -0.5), c, t, &pole));
+    ck_assert(!ik_twobone_plane_pole(a, ik_v3(0.3, 0, -0.5), c, a, &pole));
+    ck_assert(!ik_twobone_plane_pole(a, ik_v3(NAN, 0, -0.5), c, t, &pole));
+    ck_assert(!ik_twobone_plane_pole(a, ik_v3(0.3, 0, -0.5), c, t, NULL));
+    ck_assert_double_eq(pole.x, 7.0);
+    ck_assert_double_eq(ik_vec3_dist(pole, keep), 0.0);
+}
+END_TEST
+
 static Suite *twobone_suite(void)
 {
     Suite *s = suite_create("ik_twobone");
@@ -454,6 +512,7 @@ static Suite *twobone_suite(void)
     tcase_add_test(tc, test_target_on_root);
     tcase_add_test(tc, test_knee_on_axis);
     tcase_add_test(tc, test_hostile);
+    tcase_add_test(tc, test_plane_pole);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -42,9 +42,10 @@ const char *ikd_errcode_text(int code)
 
 int ikd_errcode_from_wire(const char *word)
 {
-    /* the wire codes are the rows before SERVER */
-    for (int i = 0; word && i < IKD__EI_SERVER; i++)
-        if (strcmp(word, names[i]) == 0)
+    /* the wire codes are the rows before SERVER and those after
+     * UNEXPECTED (added later, at the end) */
+    for (int i = 0; word && i < IKD__EI_COUNT; i++)
+        if ((i < IKD__EI_SERVER || i > IKD__EI_UNEXPECTED) && strcmp(word, names[i]) == 0)
             return -1 - i;
     return IKD_E_SERVER;
 }

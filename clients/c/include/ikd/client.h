@@ -80,7 +80,9 @@ const char *ikd_client_version(void);
  *
  * X(ENUM, word, what it means). The first rows are ikd's wire codes
  * (proto/README.md, "Errors"; an error ikd answers carries its word in
- * ikd_error.wire_code); the last are the client's own. */
+ * ikd_error.wire_code), then the client's own from SERVER to UNEXPECTED;
+ * wire codes ikd gained later follow them, at the end, so that no code's
+ * number changes (it is the library's ABI). */
 #define IKD_ERROR_MAP(X)                                                                           \
     X(INVALID_JSON, "invalid_json", "ikd could not read the message as JSON")                      \
     X(INVALID_REQUEST, "invalid_request", "a member is missing, unknown or invalid (see path)")    \
@@ -115,7 +117,8 @@ const char *ikd_client_version(void);
     X(CLOSED, "closed", "the connection is closed")                                                \
     X(SEND_QUEUE_FULL, "send_queue_full", "the send queue is full: the message was not queued")    \
     X(MESSAGE_TOO_LARGE, "message_too_large", "a message or answer larger than the limit set")     \
-    X(UNEXPECTED, "unexpected_message", "a message the waiting call did not expect")
+    X(UNEXPECTED, "unexpected_message", "a message the waiting call did not expect")               \
+    X(INVALID_SRDF, "invalid_srdf", "the SRDF is malformed or names a link the URDF lacks")
 
 /* The codes: IKD_OK, then IKD_E_<ENUM> = -1, -2, ... in the table's order. */
 enum ikd__error_index {

@@ -1,0 +1,268 @@
+/*
+ * proto_chain_collide.c: a URDF chain's collision model from its chain
+ * object (the wire's "collision_spheres", "collision_skeleton" and "srdf",
+ * proto/README.md "Collisions"), kept with the chain; the chain's
+ * description of it (which links are modelled and how, which are not);
+ * and the names the answers give the model's links.
+ *
+ * The model is built with the chain, from the document the chain was read
+ * from (proto_collide.h: the client's spheres, else the URDF's own
+ * <collision> primitives, else the skeleton when asked, else unmodelled),
+ * so that every request on the chain finds it made. A chain without any
+ * geometry keeps no model (NULL): its answers carry no min_distance. When
+ * the chain object asks for nothing about collisions and the URDF's own
+ * collisions cannot be read, the chain still loads (it always has) and
+ * the reason is kept: a request that asks for collisions gets that error.
+ *
+ * Bounds: at most IK_COLLIDE_MAX_SPHERES spheres, counted while the object
+ * is read (too_large); the SRDF at most the URDF's byte limit; the model
+ * (about 80 kB) is counted in the chain's memory, which the registry's
+ * budget bounds.
+ */
+#include "proto/proto_kind.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_collide.h"
+#include "proto/proto_scene.h"
+
+void proto__chain_collide_free(proto_chain *c)
+{
+    free(c->collide);
+    free(c->collide_links);
+    free(c->collide_err);
+}
+
+/* The client's spheres of member v at path into *out (heap) and *n. */
+static int read_spheres(const json_t *v, const char *path, proto_collide_sphere **out, size_t *n,
+                        proto_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!json_is_object(v))
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
+                               "collision_spheres must be an object: link name -> "
+                               "[[x, y, z, radius], ...]");
+    size_t total = 0;
+    const char *key;
+    json_t *list;
+    char pl[PROTO_PATH_MAX], pi[PROTO_PATH_MAX];
+    json_object_foreach((json_t *)v, key, list) {
+        proto_json_path_key(pl, path, key);
+        size_t k;
+        if (proto_json_array(list, pl, 0, IK_COLLIDE_MAX_SPHERES, true, &k, err))
+            return -1;
+        if (strlen(key) >= PROTO_URDF_NAME_MAX)
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, pl,
+                                   "a link name longer than %d bytes", PROTO_URDF_NAME_MAX - 1);
+        total += k;
+        if (total > IK_COLLIDE_MAX_SPHERES)
+            return proto_error_set(err, PROTO_E_TOO_LARGE, path,
+                                   "collision_spheres has more than the %d spheres allowed",
+                                   IK_COLLIDE_MAX_SPHERES);
+    }
+    proto_collide_sphere *s = calloc(total ? total : 1, sizeof *s);
+    if (!s)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    size_t i = 0;
+    json_object_foreach((json_t *)v, key, list) {
+        proto_json_path_key(pl, path, key);
+        for (size_t k = 0; k < json_array_size(list); k++) {
+            proto_json_path_index(pi, pl, k);
+            s[i].link = key; /* valid while v lives: the call's */
+            if (proto_json_numbers(json_array_get(list, k), pi, 4, s[i].s, err)) {
+                free(s);
+                return -1;
+            }
+            i++;
+        }
+    }
+    *out = s;
+    *n = total;
+    return 0;
+}
+
+int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
+                         size_t len, const char *base, const char *const *tips, size_t ntips,
+                         const proto_limits *lim, proto_error *err)
+{
+    const json_t *js = json_object_get(o, "collision_spheres");
+    const json_t *jk = json_object_get(o, "collision_skeleton");
+    const json_t *jd = json_object_get(o, "srdf");
+    const bool asked = js || jk || jd;
+    char p[PROTO_PATH_MAX];
+    proto_collide_spec spec;
+    memset(&spec, 0, sizeof spec);
+    proto_collide_sphere *spheres = NULL;
+    if (js) {
+        proto_json_path_key(p, path, "collision_spheres");
+        if (read_spheres(js, p, &spheres, &spec.nspheres, err))
+            return -1;
+        spec.spheres = spheres;
+    }
+    int rc = -1;
+    if (jk) {
+        proto_json_path_key(p, path, "collision_skeleton");
+        if (proto_json_positive(jk, p, PROTO_MAX_ABS, &spec.skeleton_radius, err))
+            goto out;
+    }
+    if (jd) {
+        proto_json_path_key(p, path, "srdf");
+        if (proto_json_string(jd, p, 0, &spec.srdf, err))
+            goto out;
+        spec.srdf_len = json_string_length(jd);
+        if (spec.srdf_len > lim->max_urdf_bytes) {
+            proto_error_set(err, PROTO_E_TOO_LARGE, p,
+                            "the SRDF document has %zu bytes; the limit is %zu", spec.srdf_len,
+                            lim->max_urdf_bytes);
+            goto out;
+        }
+    }
+    ik_collide_model *m = malloc(sizeof *m);
+    if (!m) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
+    proto_collide_link *links = NULL;
+    size_t nlinks = 0;
+    proto_error e;
+    proto_error_clear(&e);
+    if (proto_collide_build(xml, len, base, tips, ntips, c->tree ? NULL : c->chain, c->tree,
+                            &spec, m, &links, &nlinks, &e)) {
+        free(m);
+        /* its paths are the chain object's own ("/srdf"), or none: the
+         * URDF's ("/urdf") */
+        char rel[PROTO_PATH_MAX];
+        snprintf(rel, sizeof rel, "%s", e.path[0] ? e.path : "/urdf");
+        snprintf(e.path, sizeof e.path, "%s%s", path, rel);
+        if (asked || e.code == PROTO_E_INTERNAL) {
+            if (err)
+                *err = e;
+            goto out;
+        }
+        c->collide_err = malloc(sizeof *c->collide_err);
+        if (!c->collide_err) {
+            proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+            goto out;
+        }
+        *c->collide_err = e;
+        c->memory += sizeof e;
+        rc = 0;
+        goto out;
+    }
+    c->collide_links = links;
+    c->ncollide_links = nlinks;
+    c->memory += nlinks * sizeof *links;
+    if (m->nspheres > 0) {
+        c->collide = m;
+        c->memory += sizeof *m;
+    } else {
+        free(m);
+    }
+    rc = 0;
+out:
+    free(spheres);
+    return rc;
+}
+
+const char *proto__collide_link_name(const proto_chain *c, int model_link)
+{
+    for (size_t l = 0; l < c->ncollide_links; l++)
+        if (c->collide_links[l].model_link == model_link)
+            return c->collide_links[l].name;
+    return "?";
+}
+
+int proto__chain_collide_check(const proto_chain *c, const char *path, proto_error *err)
+{
+    if (c->collide)
+        return 0;
+    if (c->collide_err) {
+        if (err)
+            *err = *c->collide_err;
+        return -1;
+    }
+    if (c->kind != PROTO_CHAIN_URDF && !(c->kind == PROTO_CHAIN_TREE && c->collide_links))
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
+                               "collisions are checked on chains given by a URDF (urdf chains "
+                               "and trees), and this %s chain is not",
+                               proto_chain_kind_names[c->kind]);
+    return proto_error_set(err, PROTO_E_INVALID_CHAIN, path,
+                           "the chain has no collision geometry: give its links "
+                           "collision_spheres (or collision_skeleton), or a URDF with "
+                           "<collision> spheres, boxes or cylinders");
+}
+
+void proto__chain_collide_describe(const proto_chain *c, json_t *d)
+{
+    if (c->collide_err) {
+        json_t *x = json_object();
+        json_object_set_new(x, "error", json_string(c->collide_err->message));
+        json_object_set_new(d, "collision", x);
+        return;
+    }
+    if (!c->collide_links)
+        return;
+    bool any = false;
+    for (size_t l = 0; l < c->ncollide_links; l++)
+        any |= c->collide_links[l].state != PROTO_LINK_NONE &&
+               c->collide_links[l].state != PROTO_LINK_OFF_CHAIN;
+    if (!any)
+        return;
+    json_t *x = json_object(), *links = json_array(), *unmod = json_array();
+    for (size_t l = 0; l < c->ncollide_links; l++) {
+        const proto_collide_link *k = &c->collide_links[l];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(k->name));
+        json_object_set_new(o, "state", json_string(proto_link_state_name(k->state)));
+        json_object_set_new(o, "spheres", json_integer((json_int_t)k->spheres));
+        if (k->meshes_ignored)
+            json_object_set_new(o, "meshes_ignored", json_true());
+        json_array_append_new(links, o);
+        if (k->state == PROTO_LINK_UNMODELLED)
+            json_array_append_new(unmod, json_string(k->name));
+    }
+    json_object_set_new(x, "spheres", json_integer(c->collide ? (json_int_t)c->collide->nspheres : 0));
+    json_object_set_new(x, "links", links);
+    json_object_set_new(x, "unmodelled", unmod);
+    json_object_set_new(d, "collision", x);
+}
+
+/* ---- a solve's collision check ---- */
+
+/* The collision workspace's bytes at the start of a solve's workspace (0
+ * without a model), a multiple of 64 so that the rest stays aligned. */
+size_t proto__collide_ws(const proto_job *job)
+{
+    const ik_collide_model *m = job->chain->collide;
+    return m ? (ik_collide_workspace_size(m) + 63) & ~(size_t)63 : 0;
+}
+
+/* The collision check of job (its chain's model, its scene, its options)
+ * on the head of the workspace, which *ws and *ws_size then skip; false
+ * (nothing taken) when the chain has no model. */
+bool proto__collide_check(const proto_job *job, ik_collide_check *chk, void **ws, size_t *ws_size)
+{
+    size_t n = proto__collide_ws(job);
+    if (!n || *ws_size < n)
+        return false;
+    chk->model = job->chain->collide;
+    chk->scene = proto_scene_view(job->scene);
+    chk->margin = job->opt.collision_margin;
+    chk->avoid = job->opt.avoid_collisions;
+    chk->ws = *ws;
+    chk->ws_size = n;
+    *ws = (char *)*ws + n;
+    *ws_size -= n;
+    return true;
+}
+
+void proto__collide_measure(const ik_collide_check *chk, proto_result *r)
+{
+    r->has_distance = chk != NULL;
+    if (chk)
+        r->min_distance = ik_collide_distance(chk->model, &chk->scene, r->q, chk->ws, chk->ws_size,
+                                              &r->closest);
+}

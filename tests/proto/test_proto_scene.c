@@ -1,0 +1,218 @@
+/*
+ * test_proto_scene.c: a request's scene and collision options as proto/
+ * decodes them (proto/README.md "Collisions"): the obstacles in ikd's
+ * internal convention (a box written in Unity's convention has its sides
+ * and centre permuted as points are), the names answers give them, the
+ * errors with their paths, the checks that need a collision model, and
+ * the answer's min_distance and closest for a tool inside a box, computed
+ * here from the sphere's centre (forward kinematics) and the box.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_kind.h"
+#include "proto/proto_scene.h"
+
+/* One revolute joint about z, then a 0.5 link along x to the tool, which
+ * has a sphere of radius 0.05 at its origin (the URDF's own primitive). */
+static const char URDF[] =
+    "<robot name='s'><link name='base'/><link name='arm'/>"
+    "<link name='tool'><collision><geometry><sphere radius='0.05'/></geometry></collision></link>"
+    "<joint name='j' type='revolute'><parent link='base'/><child link='arm'/>"
+    "<axis xyz='0 0 1'/><limit lower='-3' upper='3' effort='1' velocity='1'/></joint>"
+    "<joint name='t' type='fixed'><parent link='arm'/><child link='tool'/>"
+    "<origin xyz='0.5 0 0'/></joint></robot>";
+
+static json_t *chain(void)
+{
+    return json_pack("{s:s, s:s, s:s, s:s}", "kind", "urdf", "urdf", URDF, "base", "base", "tip",
+                     "tool");
+}
+
+/* Decodes body (a solve); 0 and *job, or -1 and *err. */
+static int decode(json_t *body, proto_job **job, proto_error *err)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    int rc = proto_job_decode(text, strlen(text), PROTO_SOLVE, NULL, NULL, NULL, job, err);
+    free(text);
+    json_decref(body);
+    return rc;
+}
+
+START_TEST(test_scene_read)
+{
+    proto_job *job;
+    proto_error err;
+    json_t *b = json_pack(
+        "{s:o, s:{s:[f,f,f]}, s:{s:s}, s:{s:[{s:[f,f,f], s:[f,f,f], s:s}], s:[{s:f, s:[f,f,f]}],"
+        " s:[{s:f, s:[f,f,f], s:[f,f,f]}]}}",
+        "chain", chain(), "target", "position", 0.0, 0.1, 0.4, "options", "frame", "unity",
+        "scene", "boxes", "size", 1.0, 2.0, 3.0, "position", 1.0, 2.0, 3.0, "name", "crate",
+        "spheres", "radius", 0.2, "position", 1.0, 0.0, 0.0, "capsules", "radius", 0.1, "from",
+        0.0, 0.0, 0.0, "to", 0.0, 1.0, 0.0);
+    ck_assert_msg(decode(b, &job, &err) == 0, "%s at %s", err.message, err.path);
+    const proto_scene *s = job->scene;
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(s->count, 3);
+    /* Unity (x, y, z) is ROS (z, -x, y): the box's centre and its sides */
+    const ik_obstacle *o = &s->ob[0];
+    ck_assert_int_eq(o->shape, IK_SHAPE_BOX);
+    ck_assert_double_eq_tol(o->p.x, 3.0, 1e-12);
+    ck_assert_double_eq_tol(o->p.y, -1.0, 1e-12);
+    ck_assert_double_eq_tol(o->p.z, 2.0, 1e-12);
+    ck_assert_double_eq_tol(o->half.x, 1.5, 1e-12);
+    ck_assert_double_eq_tol(o->half.y, 0.5, 1e-12);
+    ck_assert_double_eq_tol(o->half.z, 1.0, 1e-12);
+    ck_assert_double_eq_tol(s->ob[1].p.y, -1.0, 1e-12);
+    ck_assert_double_eq_tol(s->ob[2].p2.z, 1.0, 1e-12);
+    char name[96];
+    proto_scene_obstacle_name(s, 0, name, sizeof name);
+    ck_assert_str_eq(name, "crate");
+    proto_scene_obstacle_name(s, 1, name, sizeof name);
+    ck_assert_str_eq(name, "spheres/0");
+    proto_scene_obstacle_name(s, 2, name, sizeof name);
+    ck_assert_str_eq(name, "capsules/0");
+    proto_job_free(job);
+}
+END_TEST
+
+/* The error of a request with scene (a JSON text) and options. */
+static void refused(const char *scene, const char *options, const char *code, const char *path)
+{
+    json_error_t je;
+    json_t *b = json_pack("{s:o, s:{s:[f,f,f]}}", "chain", chain(), "target", "position", 0.5,
+                          0.0, 0.0);
+    if (scene)
+        json_object_set_new(b, "scene", json_loads(scene, 0, &je));
+    if (options)
+        json_object_set_new(b, "options", json_loads(options, 0, &je));
+    proto_job *job = NULL;
+    proto_error err;
+    ck_assert_int_eq(decode(b, &job, &err), -1);
+    ck_assert_msg(strcmp(proto_error_name(err.code), code) == 0 && strcmp(err.path, path) == 0,
+                  "%s: got %s at %s (%s)", scene ? scene : options, proto_error_name(err.code),
+                  err.path, err.message);
+}
+
+START_TEST(test_scene_errors)
+{
+    refused("{\"boxes\":[{\"size\":[1,0,1],\"position\":[0,0,0]}]}", NULL, "invalid_request",
+            "/scene/boxes/0/size");
+    refused("{\"boxes\":[{\"size\":[1,1,1]}]}", NULL, "invalid_request",
+            "/scene/boxes/0/position");
+    refused("{\"boxes\":[{\"size\":[1,1,1],\"position\":[0,0,0],\"orientation\":[0,0,0,2]}]}",
+            NULL, "invalid_request", "/scene/boxes/0/orientation");
+    refused("{\"spheres\":[{\"radius\":-0.1,\"position\":[0,0,0]}]}", NULL, "invalid_request",
+            "/scene/spheres/0/radius");
+    refused("{\"spheres\":[{\"radius\":0.1,\"position\":[0,0,0],\"colour\":1}]}", NULL,
+            "invalid_request", "/scene/spheres/0/colour");
+    refused("{\"planes\":[]}", NULL, "invalid_request", "/scene/planes");
+    refused("[]", NULL, "invalid_request", "/scene");
+    refused(NULL, "{\"collision_margin\":-1}", "invalid_request", "/options/collision_margin");
+    refused(NULL, "{\"avoid_collisions\":1}", "invalid_request", "/options/avoid_collisions");
+    /* too many: 257 spheres over the lists */
+    json_t *sc = json_object(), *sp = json_array(), *bx = json_array();
+    for (int i = 0; i < 200; i++)
+        json_array_append_new(sp, json_pack("{s:f, s:[f,f,f]}", "radius", 0.1, "position", 9.0,
+                                            9.0, (double)i));
+    for (int i = 0; i < 57; i++)
+        json_array_append_new(bx, json_pack("{s:[f,f,f], s:[f,f,f]}", "size", 1.0, 1.0, 1.0,
+                                            "position", 9.0, 9.0, (double)i));
+    json_object_set_new(sc, "spheres", sp);
+    json_object_set_new(sc, "boxes", bx);
+    char *t = json_dumps(sc, JSON_COMPACT);
+    json_decref(sc);
+    refused(t, NULL, "too_large", "/scene");
+    free(t);
+}
+END_TEST
+
+START_TEST(test_needs_a_model)
+{
+    proto_job *job;
+    proto_error err;
+    json_t *b = json_pack("{s:{s:s, s:[f,f]}, s:{s:[f,f]}, s:{s:b}}", "chain", "kind", "planar",
+                          "lengths", 1.0, 1.0, "target", "position", 1.0, 1.0, "options",
+                          "avoid_collisions", 1);
+    ck_assert_int_eq(decode(b, &job, &err), -1);
+    ck_assert_str_eq(err.path, "/options/avoid_collisions");
+    ck_assert_str_eq(proto_error_name(err.code), "invalid_request");
+    /* a URDF without any collision geometry */
+    json_t *c = chain();
+    json_object_set_new(c, "urdf",
+                        json_string("<robot name='n'><link name='base'/><link name='tool'/>"
+                                    "<joint name='j' type='revolute'><parent link='base'/>"
+                                    "<child link='tool'/><origin xyz='0 0 1'/><axis xyz='1 0 0'/>"
+                                    "<limit lower='-1' upper='1' effort='1' velocity='1'/>"
+                                    "</joint></robot>"));
+    b = json_pack("{s:o, s:{s:[f,f,f]}, s:{}}", "chain", c, "target", "position", 0.0, 0.0, 1.0,
+                  "scene");
+    ck_assert_int_eq(decode(b, &job, &err), -1);
+    ck_assert_str_eq(err.path, "/scene");
+    ck_assert_str_eq(proto_error_name(err.code), "invalid_chain");
+}
+END_TEST
+
+/* The tool's sphere at angle a is at (0.5 cos a, 0.5 sin a, 0): a box
+ * around the only place it can reach the target makes the solve fail in
+ * collision, with the distance computed here. */
+START_TEST(test_in_collision_answer)
+{
+    proto_job *job;
+    proto_error err;
+    json_t *b = json_pack(
+        "{s:o, s:{s:[f,f,f]}, s:{s:[{s:[f,f,f], s:[f,f,f]}]}, s:{s:b, s:i, s:f}}", "chain",
+        chain(), "target", "position", 0.0, 0.5, 0.0, "scene", "boxes", "size", 0.2, 0.2, 0.2,
+        "position", 0.0, 0.5, 0.0, "options", "avoid_collisions", 1, "max_iterations", 300,
+        "timeout_ms", 0.0);
+    ck_assert_msg(decode(b, &job, &err) == 0, "%s at %s", err.message, err.path);
+    proto_job_run(job, 0, 1);
+    size_t n;
+    char *text = proto_job_encode(job, &n);
+    json_error_t je;
+    json_t *a = json_loads(text, 0, &je);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "reason")), "in_collision");
+    ck_assert_str_eq(json_string_value(json_object_get(a, "cause")), "in_collision");
+    ck_assert_int_eq(json_integer_value(json_object_get(a, "code")), -31);
+    json_t *cl = json_object_get(a, "closest");
+    ck_assert_str_eq(json_string_value(json_object_get(cl, "link")), "tool");
+    ck_assert_str_eq(json_string_value(json_object_get(cl, "obstacle")), "boxes/0");
+    double q = json_real_value(json_array_get(json_object_get(a, "joints"), 0));
+    double cx = 0.5 * cos(q), cy = 0.5 * sin(q);
+    /* the sphere's centre against the box [-0.1, 0.1] x [0.4, 0.6] x [-0.1, 0.1] */
+    double dx = fabs(cx) - 0.1, dy = fabs(cy - 0.5) - 0.1, dz = -0.1;
+    double out = hypot(fmax(dx, 0.0), fmax(dy, 0.0));
+    double d = (out > 0 ? out : fmax(dx, fmax(dy, dz))) - 0.05;
+    ck_assert_double_eq_tol(json_real_value(json_object_get(a, "min_distance")), d, 1e-9);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(cl, "distance")), d, 1e-9);
+    ck_assert(d < 0);
+    json_decref(a);
+    free(text);
+    proto_job_free(job);
+}
+END_TEST
+
+static Suite *scene_suite(void)
+{
+    Suite *s = suite_create("proto_scene");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_scene_read);
+    tcase_add_test(tc, test_scene_errors);
+    tcase_add_test(tc, test_needs_a_model);
+    tcase_add_test(tc, test_in_collision_answer);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(scene_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

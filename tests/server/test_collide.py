@@ -1,0 +1,474 @@
+"""
+test_collide.py: collision-aware IK on the real daemon ($IKD_BIN on
+127.0.0.1 port 0), over HTTP and WebSocket (proto/README.md "Collisions",
+proto/STREAM.md "Scenes").
+
+The robot is the KUKA iiwa of tests/data/robots with our sphere model and
+SRDF (tests/data/collision), beside a pillar, a plank and a shelf. Every
+answer is checked here with geometry written for this test, independently
+of ikd's solver/ik_collide.c: each link's frame by forward kinematics from
+the URDF (robot_chain.py), each sphere placed in it, its signed distance to
+each box (the point-to-box distance in the box's frame) and to the spheres
+of the links the SRDF and adjacency leave checked. Covered:
+  - POST /v1/chains with collision_spheres and srdf: the description says
+    which links are modelled and how; the same URDF without spheres says
+    its links are unmodelled (meshes only);
+  - targets reached by a configuration clear of everything by 1-8 cm,
+    near an obstacle (sampled here): without avoid_collisions some answers
+    collide (the test can fail: today's answers would), with it every
+    success is clear by the margin by the geometry here, and min_distance
+    is the distance computed here;
+  - a batch of the same targets with the scene;
+  - a tool inside the pillar: no_ik_solution, code -31, cause
+    in_collision, closest naming the link and the pillar;
+  - a stream with a scene at open, then a scene message moving the pillar
+    onto the arm: the next answers are clear of the moved pillar;
+  - rejections with their paths and codes: a negative radius, an unknown
+    link, a bad SRDF, a zero-size box, too many obstacles, avoid_collisions
+    on a chain without geometry.
+Budgets are in iterations where a count matters (timeout_ms 0).
+"""
+import asyncio
+import json
+import math
+import os
+import random
+import sys
+import unittest
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from robot_chain import Chain, _axis_angle, _mat_mul, _mat_vec  # noqa: E402
+from test_stream import Daemon, connect, recv, run, send  # noqa: E402
+
+IKD_DATA = os.environ.get("IKD_DATA", "tests/data")
+URDF = os.path.join(IKD_DATA, "robots", "kuka_iiwa14_r820.urdf")
+MODEL = os.path.join(IKD_DATA, "collision", "kuka_iiwa14_r820.json")
+SRDF = os.path.join(IKD_DATA, "collision", "kuka_iiwa14_r820.srdf")
+MARGIN = 0.005
+TOL = 1e-6
+
+
+# ---- geometry written for this test -----------------------------------------
+
+def quat_mat(q):
+    x, y, z, w = q
+    return [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+
+
+def transpose(m):
+    return [[m[j][i] for j in range(3)] for i in range(3)]
+
+
+def link_frames(chain, q):
+    """{link name: (p, R)} of the base link and every joint's child link."""
+    R = [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    p = [0.0, 0.0, 0.0]
+    frames = {chain.base: (p, R)}
+    k = 0
+    for J in chain.joints:
+        p = [a + b for a, b in zip(p, _mat_vec(R, J.xyz))]
+        R = _mat_mul(R, J.rot)
+        if J.type in ("revolute", "continuous"):
+            R = _mat_mul(R, _axis_angle(J.axis, q[k]))
+            k += 1
+        frames[J.child] = (p, R)
+    return frames
+
+
+def placed_spheres(chain, spheres, q):
+    """[(link, centre, radius)] in the base frame."""
+    out = []
+    frames = link_frames(chain, q)
+    for link, lst in spheres.items():
+        p, R = frames[link]
+        for x, y, z, r in lst:
+            c = [a + b for a, b in zip(p, _mat_vec(R, [x, y, z]))]
+            out.append((link, c, r))
+    return out
+
+
+def box_distance(c, r, box):
+    """Signed distance from sphere (c, r) to a box dict."""
+    Rt = transpose(quat_mat(box.get("orientation", [0, 0, 0, 1])))
+    local = _mat_vec(Rt, [a - b for a, b in zip(c, box["position"])])
+    half = [s / 2 for s in box["size"]]
+    out = [max(abs(v) - h, 0.0) for v, h in zip(local, half)]
+    n = math.sqrt(sum(v * v for v in out))
+    if n > 0:
+        return n - r
+    return max(abs(v) - h for v, h in zip(local, half)) - r  # inside: minus the depth
+
+
+def obstacle_distance(placed, scene):
+    best = (math.inf, None, None)
+    for link, c, r in placed:
+        for box in scene.get("boxes", []):
+            d = box_distance(c, r, box)
+            if d < best[0]:
+                best = (d, link, box.get("name"))
+    return best
+
+
+def checked_pairs(links, body, srdf_text):
+    """The pairs MoveIt checks: not on the same or adjacent bodies (links
+    joined by fixed joints move as one body), not disabled by the SRDF."""
+    off = set()
+    for e in ET.fromstring(srdf_text).findall("disable_collisions"):
+        off.add(frozenset((e.get("link1"), e.get("link2"))))
+    return [(a, b) for i, a in enumerate(links) for b in links[i + 1:]
+            if frozenset((a, b)) not in off and abs(body[a] - body[b]) > 1]
+
+
+def self_distance(placed, pairs):
+    best = math.inf
+    by = {}
+    for link, c, r in placed:
+        by.setdefault(link, []).append((c, r))
+    for a, b in pairs:
+        for ca, ra in by.get(a, []):
+            for cb, rb in by.get(b, []):
+                best = min(best, math.dist(ca, cb) - ra - rb)
+    return best
+
+
+# ---- the robot and the scene --------------------------------------------------
+
+class Robot:
+    def __init__(self):
+        self.chain = Chain(URDF, "base_link", "tool0")
+        root = ET.fromstring(self.chain.text)
+        child = {j.get("name"): j.find("child").get("link") for j in root.findall("joint")}
+        for J in self.chain.joints:
+            J.child = child[J.name]
+        with open(MODEL) as f:
+            model = json.load(f)
+        with open(SRDF) as f:
+            self.srdf = f.read()
+        self.spheres = model["collision_spheres"]
+        self.scene = model["scene"]
+        body, k = {self.chain.base: 0}, 0
+        for J in self.chain.joints:
+            k += J.type != "fixed"
+            body[J.child] = k
+        self.pairs = checked_pairs(list(self.spheres), body, self.srdf)
+        self.request = dict(self.chain.request(), collision_spheres=self.spheres, srdf=self.srdf)
+
+    def distances(self, q, scene=None):
+        placed = placed_spheres(self.chain, self.spheres, q)
+        d_obs = obstacle_distance(placed, self.scene if scene is None else scene)
+        return d_obs, self_distance(placed, self.pairs)
+
+    def targets(self, count, rng):
+        """Full poses reached by configurations clear by 1-8 cm, near an
+        obstacle, with the configurations."""
+        out = []
+        while len(out) < count:
+            q = [rng.uniform(J.lower, J.upper) for J in self.chain.movable]
+            (d, _, _), s = self.distances(q)
+            if 0.01 <= d <= 0.08 and s >= 0.01:
+                p, o = self.chain.fk(q)
+                out.append(({"position": p, "orientation": o}, q))
+        return out
+
+
+ROBOT = Robot()
+
+
+class CollideTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        st, text = cls.d.http("POST", "/v1/chains", ROBOT.request)
+        assert st in (200, 201), (st, text)
+        cls.desc = json.loads(text)
+        cls.rng = random.Random(21)
+        cls.targets = ROBOT.targets(40, cls.rng)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def solve(self, target, options, scene=None):
+        req = {"chain_id": self.desc["id"], "target": target, "options": options}
+        if scene is not False:
+            req["scene"] = ROBOT.scene if scene is None else scene
+        st, text = self.d.http("POST", "/v1/solve", req)
+        self.assertEqual(st, 200, text)
+        return json.loads(text)
+
+    def check_answer(self, a, target, avoid):
+        """The answer on target, its min_distance the geometry's here, and
+        with avoid a success clear by the margin."""
+        q = a["joints"]
+        (d, _, _), s = ROBOT.distances(q)
+        self.assertAlmostEqual(a["min_distance"], min(d, s), delta=TOL)
+        if a["status"] == "success":
+            p, _ = ROBOT.chain.fk(q)
+            self.assertLess(math.dist(p, target["position"]), 1e-4)
+            self.assertTrue(ROBOT.chain.within_limits(q))
+            if avoid:
+                self.assertGreaterEqual(min(d, s), MARGIN - TOL, a)
+        if min(d, s) < (MARGIN if avoid else 0.0) - TOL:
+            self.assertIn("closest", a)
+        return min(d, s)
+
+    def test_description(self):
+        c = self.desc["collision"]
+        self.assertEqual(c["spheres"], sum(len(v) for v in ROBOT.spheres.values()))
+        states = {k["name"]: k["state"] for k in c["links"]}
+        for link in ROBOT.spheres:
+            self.assertEqual(states[link], "spheres")
+        st, text = self.d.http("GET", "/v1/chains/" + self.desc["id"])
+        self.assertEqual(st, 200)
+        self.assertEqual(json.loads(text)["collision"], c)
+        # the URDF alone: its links have meshes only, reported unmodelled
+        st, text = self.d.http("POST", "/v1/chains", ROBOT.chain.request())
+        self.assertIn(st, (200, 201), text)
+        plain = json.loads(text)["collision"]
+        self.assertEqual(plain["spheres"], 0)
+        self.assertIn("link_4", plain["unmodelled"])
+        # and refuses what needs geometry
+        st, text = self.d.http("POST", "/v1/solve", {"chain": ROBOT.chain.request(),
+                                                     "target": self.targets[0][0],
+                                                     "options": {"avoid_collisions": True}})
+        self.assertEqual(st, 422, text)
+        self.assertEqual(json.loads(text)["error"]["path"], "/options/avoid_collisions")
+
+    def test_solve_avoids(self):
+        plain_hits = 0
+        reached = 0
+        for target, _ in self.targets:
+            a = self.solve(target, {"timeout_ms": 0, "max_iterations": 3000})
+            plain_hits += self.check_answer(a, target, False) < 0
+            b = self.solve(target, {"timeout_ms": 0, "max_iterations": 10000,
+                                    "avoid_collisions": True, "collision_margin": MARGIN})
+            self.check_answer(b, target, True)
+            reached += b["status"] == "success"
+        # the check matters: plain answers collide near these obstacles
+        self.assertGreater(plain_hits, 0)
+        self.assertGreaterEqual(reached, len(self.targets) - 1)
+
+    def test_batch(self):
+        targets = [t for t, _ in self.targets[:20]]
+        st, text = self.d.http("POST", "/v1/solve/batch", {
+            "chain_id": self.desc["id"], "targets": targets, "scene": ROBOT.scene,
+            "options": {"timeout_ms": 0, "max_iterations": 10000, "avoid_collisions": True,
+                        "collision_margin": MARGIN}})
+        self.assertEqual(st, 200, text)
+        res = json.loads(text)["results"]
+        self.assertEqual(len(res), len(targets))
+        for a, t in zip(res, targets):
+            self.check_answer(a, t, True)
+        self.assertGreaterEqual(sum(a["status"] == "success" for a in res), len(targets) - 1)
+
+    def test_in_collision(self):
+        pillar = ROBOT.scene["boxes"][0]
+        a = self.solve({"position": pillar["position"], "orientation": [0, 1, 0, 0]},
+                       {"avoid_collisions": True})
+        self.assertEqual(a["status"], "no_ik_solution")
+        self.assertEqual(a["code"], -31)
+        self.assertEqual(a["cause"], "in_collision")
+        self.assertEqual(a["closest"]["obstacle"], "pillar")
+        self.assertIn(a["closest"]["link"], ROBOT.spheres)
+        self.assertLess(a["closest"]["distance"], 0)
+        self.assertAlmostEqual(a["min_distance"], a["closest"]["distance"], delta=TOL)
+        (d, link, name), _ = ROBOT.distances(a["joints"])
+        self.assertLess(d, 0)
+        # an unnamed obstacle is named by its list and index
+        scene = {"boxes": [dict((k, v) for k, v in pillar.items() if k != "name")]}
+        a = self.solve({"position": pillar["position"], "orientation": [0, 1, 0, 0]},
+                       {"avoid_collisions": True}, scene)
+        self.assertEqual(a["closest"]["obstacle"], "boxes/0")
+
+    def test_stream_scene(self):
+        async def go():
+            ws = await connect(self.d)
+            target, q0 = self.targets[0]
+            await send(ws, {"type": "open", "stream": "c", "chain_id": self.desc["id"],
+                            "scene": ROBOT.scene,
+                            "options": {"avoid_collisions": True, "collision_margin": MARGIN,
+                                        "timeout_ms": 0, "max_iterations": 10000}})
+            m = await recv(ws)
+            self.assertEqual(m["type"], "opened", m)
+            await send(ws, {"type": "target", "stream": "c", "seq": 1, "target": target})
+            m = await recv(ws)
+            self.assertEqual(m["type"], "solution", m)
+            r = m["result"]
+            self.check_answer(r, target, True)
+            self.assertEqual(r["status"], "success")
+            # an obstacle comes onto the arm's elbow
+            q1 = r["joints"]
+            placed = placed_spheres(ROBOT.chain, ROBOT.spheres, q1)
+            elbow = [c for link, c, r in placed if link == "link_4"][0]
+            moved = {"boxes": [{"name": "moved", "size": [0.1, 0.1, 0.1],
+                                "position": elbow}]}
+            await send(ws, {"type": "scene", "stream": "c", "scene": moved})
+            await send(ws, {"type": "target", "stream": "c", "seq": 2, "target": target})
+            m = await recv(ws)
+            self.assertEqual(m["type"], "solution", m)
+            self.assertEqual(m["seq"], 2)
+            r = m["result"]
+            (d, _, _), s = ROBOT.distances(r["joints"], moved)
+            self.assertAlmostEqual(r["min_distance"], min(d, s), delta=TOL)
+            if r["status"] == "success":
+                self.assertGreaterEqual(min(d, s), MARGIN - TOL)
+            # the old answer is inside the moved box; the new one is not
+            (d_old, _, _), _ = ROBOT.distances(q1, moved)
+            self.assertLess(d_old, 0)
+            self.assertEqual(r["status"], "success", r)
+            # a bad scene is refused with its path, and the stream stays
+            await send(ws, {"type": "scene", "stream": "c", "scene": {"spheres": [
+                {"radius": -1, "position": [0, 0, 0]}]}})
+            m = await recv(ws)
+            self.assertEqual(m["type"], "error", m)
+            self.assertEqual(m["error"]["path"], "/scene/spheres/0/radius")
+            await ws.close()
+        run(go())
+
+    def test_servo_slows_and_stops_short(self):
+        """A servo stream swinging the arm about its base toward a box in
+        the way: it slows near the box and stops short of it, never closer
+        than the margin (by the geometry here); sent back, it moves away at
+        full speed."""
+        q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
+        q1 = [1.2] + q0[1:]
+        mid = [0.6] + q0[1:]
+        tool = link_frames(ROBOT.chain, mid)["tool0"][0]
+        box = {"name": "box", "size": [0.12, 0.12, 0.12], "position": tool}
+        scene = {"boxes": [box]}
+        period = 0.01
+        margin = 0.01
+
+        async def go():
+            ws = await connect(self.d)
+            await send(ws, {"type": "open", "stream": "s", "chain_id": self.desc["id"],
+                            "seed": q0, "scene": scene,
+                            "options": {"servo": {"period_s": period}, "timeout_ms": 0,
+                                        "max_iterations": 2000, "avoid_collisions": True,
+                                        "collision_margin": margin}})
+            m = await recv(ws)
+            self.assertEqual(m["type"], "opened", m)
+            prev, far_steps, near_steps, seq = q0, [], [], 0
+            target, _ = ROBOT.chain.fk(q1)[0], None
+            p1, o1 = ROBOT.chain.fk(q1)
+            for _ in range(150):
+                seq += 1
+                await send(ws, {"type": "target", "stream": "s", "seq": seq,
+                                "target": {"position": p1, "orientation": o1}})
+                m = await recv(ws)
+                self.assertEqual(m["type"], "solution", m)
+                q = m["result"]["joints"]
+                (d, _, _), sd = ROBOT.distances(q, scene)
+                self.assertGreaterEqual(min(d, sd), margin - TOL, (seq, q))
+                step = max(abs(a - b) for a, b in zip(q, prev))
+                d_prev = ROBOT.distances(prev, scene)[0][0]
+                (far_steps if d_prev > margin + 0.12 else near_steps).append(step)
+                if os.environ.get("COLLIDE_TRACE"):
+                    print(seq, m["result"]["status"], round(d, 4), round(step, 5))
+                prev = q
+            self.assertFalse(m["result"]["arrived"])
+            # stopped short: within 2 cm of the margin, no longer moving
+            self.assertLess(d, margin + 0.02)
+            self.assertLess(near_steps[-1], 1e-3)
+            self.assertGreater(max(far_steps), 10 * near_steps[-1])
+            # sent back, it moves away from the box at once
+            p0, o0 = ROBOT.chain.fk(q0)
+            seq += 1
+            await send(ws, {"type": "target", "stream": "s", "seq": seq,
+                            "target": {"position": p0, "orientation": o0}})
+            m = await recv(ws)
+            q = m["result"]["joints"]
+            self.assertGreater(ROBOT.distances(q, scene)[0][0], d)
+            self.assertGreater(max(abs(a - b) for a, b in zip(q, prev)), 10 * near_steps[-1])
+            await ws.close()
+        run(go())
+
+    def test_tree(self):
+        """A PR2 tree of both arms with spheres at the wrists: answers carry
+        min_distance, at most the wrists' distance to a box computed here
+        (the model holds these spheres and more); a tip target inside the
+        box is in_collision, the pair named."""
+        from test_tree import Tree, full_pose_target, random_joints
+        tree = Tree("pr2_torso")
+        spheres = {t: [[0.0, 0.0, 0.0, 0.06]] for t in tree.tips}
+        st, text = self.d.http("POST", "/v1/chains", dict(tree.chain, collision_spheres=spheres))
+        self.assertIn(st, (200, 201), text)
+        desc = json.loads(text)
+        states = {k["name"]: k["state"] for k in desc["collision"]["links"]}
+        self.assertEqual([states[t] for t in tree.tips], ["spheres", "spheres"])
+        rng = random.Random(3)
+        q = random_joints(desc, rng)
+        target = full_pose_target(tree, desc["joint_names"], q)
+        left = target["tips"][tree.tips[0]]["position"]
+        box = {"size": [0.1, 0.1, 0.1], "position": [left[0] + 0.3, left[1], left[2]]}
+
+        def wrist_distance(joints):
+            best = math.inf
+            for k in range(2):
+                p, _ = tree.fk(k, desc["joint_names"], joints)
+                best = min(best, box_distance(p, 0.06, box))
+            return best
+        st, text = self.d.http("POST", "/v1/solve", {
+            "chain_id": desc["id"], "target": target, "scene": {"boxes": [box]},
+            "options": {"avoid_collisions": True, "timeout_ms": 0, "max_iterations": 10000}})
+        self.assertEqual(st, 200, text)
+        a = json.loads(text)
+        self.assertEqual(a["status"], "success", a)
+        self.assertLessEqual(a["min_distance"], wrist_distance(a["joints"]) + TOL)
+        self.assertGreaterEqual(a["min_distance"], 0)
+        box["position"] = left
+        st, text = self.d.http("POST", "/v1/solve", {
+            "chain_id": desc["id"], "target": target, "scene": {"boxes": [box]},
+            "options": {"avoid_collisions": True, "timeout_ms": 0, "max_iterations": 2000}})
+        a = json.loads(text)
+        self.assertEqual((a["status"], a["code"], a["cause"]), ("no_ik_solution", -31, "in_collision"), a)
+        self.assertEqual(a["closest"]["obstacle"], "boxes/0")
+        self.assertLess(wrist_distance(a["joints"]), 0)
+
+    def test_rejections(self):
+        def chain_error(change, status, code, path):
+            c = dict(ROBOT.request, **change)
+            st, text = self.d.http("POST", "/v1/chains", c)
+            self.assertEqual(st, status, text)
+            e = json.loads(text)["error"]
+            self.assertEqual((e["code"], e["path"]), (code, path), e)
+        chain_error({"collision_spheres": {"link_1": [[0, 0, 0, -0.1]]}}, 400, "invalid_request",
+                    "/collision_spheres/link_1/0")
+        chain_error({"collision_spheres": {"nope": [[0, 0, 0, 0.1]]}}, 422, "invalid_chain",
+                    "/collision_spheres/nope")
+        chain_error({"collision_spheres": {"link_1": [[0, 0, 0]]}}, 400, "invalid_request",
+                    "/collision_spheres/link_1/0")
+        chain_error({"collision_spheres": {"link_1": [[0, 0, 0, 0.1]] * 1025}}, 413, "too_large",
+                    "/collision_spheres/link_1")
+        chain_error({"srdf": "<robot><disable_collisions link1='x' link2='link_1'/></robot>"},
+                    422, "invalid_srdf", "/srdf")
+        chain_error({"srdf": "<robot"}, 422, "invalid_srdf", "/srdf")
+
+        def solve_error(scene, status, code, path):
+            st, text = self.d.http("POST", "/v1/solve", {
+                "chain_id": self.desc["id"], "target": self.targets[0][0], "scene": scene})
+            self.assertEqual(st, status, text)
+            e = json.loads(text)["error"]
+            self.assertEqual((e["code"], e["path"]), (code, path), e)
+        solve_error({"boxes": [{"size": [0, 1, 1], "position": [0, 0, 0]}]}, 400,
+                    "invalid_request", "/scene/boxes/0/size")
+        solve_error({"spheres": [{"radius": -1, "position": [0, 0, 0]}]}, 400,
+                    "invalid_request", "/scene/spheres/0/radius")
+        solve_error({"capsules": [{"radius": 0.1, "from": [0, 0, 0]}]}, 400,
+                    "invalid_request", "/scene/capsules/0/to")
+        solve_error({"cones": []}, 400, "invalid_request", "/scene/cones")
+        solve_error({"spheres": [{"radius": 0.1, "position": [5, 5, 5]}] * 257}, 413,
+                    "too_large", "/scene/spheres")
+        # the inline chain's paths are under /chain
+        st, text = self.d.http("POST", "/v1/solve", {
+            "chain": dict(ROBOT.request, srdf="<robot"), "target": self.targets[0][0]})
+        self.assertEqual(st, 422, text)
+        self.assertEqual(json.loads(text)["error"]["path"], "/chain/srdf")
+
+
+if __name__ == "__main__":
+    unittest.main()
