@@ -8,7 +8,8 @@
 #                   build/libiksolver.so.VERSION for those who embed the solver
 #                   (the daemon links the non-PIC archive)
 #   proto/*.c    -> build/libikproto.a   (jansson, libxml2)
-#   server/*.c   -> build/ikd            (libmicrohttpd, libuv, wslay, nettle)
+#   server/*.c   -> build/ikd            (libmicrohttpd, libuv, wslay, nettle,
+#                   GnuTLS for --tls-cert, hiredis for --redis)
 #   clients/c/lib/*.c -> build/libikdclient.a and build/libikdclient.so.VERSION,
 #                   the C network client of ikd (libcurl, wslay, nettle, GnuTLS;
 #                   its public header is clients/c/include/ikd/client.h)
@@ -32,7 +33,7 @@ OPT     ?= -O2
 WERROR  ?= 1
 
 PKGS_PROTO  := jansson libxml-2.0
-PKGS_SERVER := libmicrohttpd libuv nettle
+PKGS_SERVER := libmicrohttpd libuv nettle gnutls hiredis
 PKGS_TEST   := check libcurl
 PKGS_CLIENT := libcurl gnutls nettle
 

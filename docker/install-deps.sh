@@ -24,16 +24,20 @@
 # warning (tests/docker/test_node_engines.mjs).
 set -eu
 
-# (libcurl and GnuTLS: the C network client, clients/c/, which `make` builds too)
+# (GnuTLS: ikd's own TLS, --tls-cert, and the C network client, clients/c/,
+# which `make` builds too with libcurl; hiredis: the shared chain registry in
+# Redis, --redis, whose tests start Debian's redis-server on loopback)
 BUILD_PKGS="build-essential pkg-config make gcc \
   libmicrohttpd-dev libjansson-dev libuv1-dev libwslay-dev nettle-dev libxml2-dev \
-  libcurl4-openssl-dev libgnutls28-dev"
+  libcurl4-openssl-dev libgnutls28-dev libhiredis-dev"
 TEST_PKGS="check python3 python3-websockets wrk curl chromium haproxy openssl python3-yaml prometheus \
+  redis-server \
   python3-venv python3-pip python3-setuptools python3-wheel node-typescript"
 NODE_PKGS="nodejs npm"
 FUZZ_PKGS="clang-14 libclang-rt-14-dev"
 IMAGE_PKGS="buildah podman runc debootstrap"
-RUNTIME_PKGS="libmicrohttpd12 libjansson4 libuv1 libwslay1 libnettle8 libxml2"
+RUNTIME_PKGS="libmicrohttpd12 libjansson4 libuv1 libwslay1 libnettle8 libxml2 libgnutls30 \
+  libhiredis0.14"
 
 case "${1:-}" in
 runtime) PKGS="$RUNTIME_PKGS" ;;

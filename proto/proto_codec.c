@@ -451,7 +451,8 @@ static int target_rule(proto_object *o, size_t k, const char *at, const char *pa
         double w = d[0];
         if (!(w > 0) || w > PROTO_MAX_ABS) {
             char what[128];
-            snprintf(what, sizeof what, "must be > 0 and <= %g (got %g)", PROTO_MAX_ABS, w);
+            proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)",
+                                    PROTO_MAX_ABS, w);
             return proto__bad(err, at, what);
         }
         out->goals->weight = w;
@@ -806,9 +807,10 @@ static int number_rule(const proto_object *ob, size_t k, const char *at, bool po
     char what[128];
     if (positive ? !(d > 0) || d > hi : d < lo || d > hi) {
         if (positive)
-            snprintf(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
+            proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
         else
-            snprintf(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi, d);
+            proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi,
+                                    d);
         return proto__bad(err, at, what);
     }
     *out = d;

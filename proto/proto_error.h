@@ -25,6 +25,7 @@
 #ifndef PROTO_ERROR_H
 #define PROTO_ERROR_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -85,6 +86,21 @@ typedef struct proto_error {
  * decoder can write "return proto_error_set(...);". */
 int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* proto_error_set with the arguments in a va_list. */
+int proto_error_vset(proto_error *e, proto_errcode code, const char *path, const char *fmt,
+                     va_list ap);
+
+/* The formatter of every message above: snprintf's, into buf (size bytes,
+ * NUL-terminated, truncated; returns the length the whole text needs),
+ * except that %g without a precision prints the shortest text that reads
+ * back as the same double, in fixed notation for integers below 1e16
+ * ("1000000.5", "1000000", "0.1", "1e-07"; %g wrote "1e+06" for the first
+ * two), so that the numbers of a message (a bound and the value that broke
+ * it) round-trip. */
+size_t proto_error_vformat(char *buf, size_t size, const char *fmt, va_list ap);
+size_t proto_error_format_text(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Clears *e to "no error" (PROTO_E_NONE, empty strings). */
 void proto_error_clear(proto_error *e);

@@ -698,7 +698,7 @@ int proto__number_in(double d, const char *path, double lo, double hi, proto_err
         return proto__bad(err, path, "must be a finite number");
     if (d < lo || d > hi) {
         char what[128];
-        snprintf(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi, d);
+        proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi, d);
         return proto__bad(err, path, what);
     }
     return 0;
@@ -712,7 +712,7 @@ int proto_json_positive(const json_t *v, const char *path, double hi, double *ou
         return -1;
     if (!(d > 0) || d > hi) {
         char what[128];
-        snprintf(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
+        proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
         return proto__bad(err, path, what);
     }
     *out = d;

@@ -36,12 +36,11 @@ static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
 
 static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
 {
-    char msg[sizeof err->message];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    proto_error_vset(err, code, NULL, fmt, ap);
     va_end(ap);
-    return proto_error_set(err, code, NULL, "%s", msg);
+    return -1;
 }
 
 #define INVALID(err, ...)   urdf_fail((err), PROTO_E_INVALID_URDF, __VA_ARGS__)

@@ -312,6 +312,7 @@ struct srv_accept {
                          sh->addrs->lock) */
     srv_admission *adding; /* the admission of the connection libmicrohttpd
                               is being given (srv_accept_take) */
+    srv_accept_filter *filter; /* srv_accept_set_filter's; NULL: none */
 };
 
 static void on_readable(uv_poll_t *p, int status, int events);
@@ -327,17 +328,31 @@ static void watch(srv_accept *a, bool on)
         uv_poll_stop(&a->poll);
 }
 
-/* Gives libmicrohttpd the connection fd with its admission (moved into the
- * connection by srv_accept_take, or given back here when libmicrohttpd
- * refused it). */
-static void add_connection(srv_ctx *ctx, int fd, srv_admission *adm, const sock_addr *addr,
-                           socklen_t len)
+bool srv_accept_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct sockaddr *sa,
+                    socklen_t len)
 {
     srv_accept *a = ctx->accept;
     a->adding = adm;
-    MHD_add_connection(ctx->mhd, fd, &addr->sa, len); /* closes fd when it refuses */
+    enum MHD_Result r = MHD_add_connection(ctx->mhd, fd, sa, len); /* closes fd when it refuses */
     a->adding = NULL;
     srv_accept_release(adm); /* nothing when the connection took it */
+    return r == MHD_YES;
+}
+
+void srv_accept_set_filter(srv_ctx *ctx, srv_accept_filter *filter)
+{
+    ctx->accept->filter = filter;
+}
+
+/* A connection this loop serves: to libmicrohttpd, or through the filter
+ * (the TLS front) when there is one. */
+static void add_connection(srv_ctx *ctx, int fd, srv_admission *adm, const sock_addr *addr,
+                           socklen_t len)
+{
+    if (ctx->accept->filter)
+        ctx->accept->filter(ctx, fd, adm, &addr->sa, len);
+    else
+        srv_accept_add(ctx, fd, adm, &addr->sa, len);
 }
 
 /* The loop a connection accepted by ctx goes to: ctx itself, unless it

@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "server/srv.h"
 
@@ -77,6 +78,24 @@ void srv_accept_free(srv_ctx *ctx);
  * moved into *out (false, *out empty: none, a connection not added through
  * this module). */
 bool srv_accept_take(srv_ctx *ctx, srv_admission *out);
+
+/* Gives the loop's daemon the connection fd (loop thread), with its
+ * admission *a, which the connection takes (or which is given back here
+ * when libmicrohttpd refuses it: it then closes fd). true when taken. The
+ * filter's way of handing a connection on. */
+bool srv_accept_add(srv_ctx *ctx, int fd, srv_admission *a, const struct sockaddr *sa,
+                    socklen_t len);
+
+/* What a loop does with each connection it serves, instead of giving it to
+ * its daemon: takes fd and the admission *a (moved out of *a), and hands
+ * the connection on with srv_accept_add, or closes it and gives *a back
+ * (srv_accept_release). The TLS front (server/tls_front.h) is one: it
+ * does the handshake first, and gives the daemon one end of a socketpair.
+ * Loop thread. */
+typedef void srv_accept_filter(srv_ctx *ctx, int fd, srv_admission *a, const struct sockaddr *sa,
+                               socklen_t len);
+/* Sets ctx's filter, after srv_accept_start and before the loop runs. */
+void srv_accept_set_filter(srv_ctx *ctx, srv_accept_filter *filter);
 
 /* The connection that held *a closed (loop thread): its units are given
  * back, and loops that stopped accepting at --max-connections are woken.

@@ -9,11 +9,16 @@
  * same environment listens: IKD_LISTEN (the image sets it) with a wildcard
  * host (0.0.0.0, [::]) read as loopback, else the daemon's default address
  * (SRV_LISTEN_DEFAULT, server/config.h). It lets the runtime image carry no
- * HTTP client of its own (the Dockerfile's HEALTHCHECK runs it). Only plain http:// URLs with a
- * numeric IPv4 or bracketed IPv6 address or "localhost" are accepted: a
- * probe talks to its own container, never resolves names.
+ * HTTP client of its own (the Dockerfile's HEALTHCHECK runs it). Only
+ * http:// and https:// URLs with a numeric IPv4 or bracketed IPv6 address
+ * or "localhost" are accepted: a probe talks to its own container, never
+ * resolves names. Without URL and with IKD_TLS_CERT set (ikd serves TLS),
+ * it probes over https. Over https it does not check the certificate: a
+ * probe asks whether its own container's daemon answers, not who it is
+ * (GnuTLS, as ikd's own TLS).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -24,6 +29,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
 
 #include "server/config.h"
 #include "server/srv_main.h"
@@ -35,12 +41,13 @@
  * /livez (the root is the live page, or 404 without --web: never a health
  * check). */
 static int parse_url(const char *url, char *host, size_t hostsz, int *port, const char **path,
-                     size_t *origin_len)
+                     size_t *origin_len, bool *tls)
 {
     const char *p = url;
-    if (strncmp(p, "http://", 7) != 0)
+    *tls = strncmp(p, "https://", 8) == 0;
+    if (!*tls && strncmp(p, "http://", 7) != 0)
         return -1;
-    p += 7;
+    p += *tls ? 8 : 7;
     const char *hend;
     if (*p == '[') {
         hend = strchr(p, ']');
@@ -56,7 +63,7 @@ static int parse_url(const char *url, char *host, size_t hostsz, int *port, cons
     memcpy(host, p, n);
     host[n] = '\0';
     p = hend + (*hend == ']');
-    *port = 80;
+    *port = *tls ? 443 : 80;
     if (*p == ':') {
         char *end;
         long v = strtol(p + 1, &end, 10);
@@ -94,8 +101,67 @@ static int wait_fd(int fd, short events, const struct timespec *start)
     }
 }
 
+/* The probe's connection: the socket, and the TLS session over it (or
+ * NULL for plain http). */
+typedef struct probe_io {
+    int fd;
+    gnutls_session_t tls;
+    gnutls_certificate_credentials_t creds;
+} probe_io;
+
+/* The TLS handshake within the deadline (the certificate is not checked:
+ * see the file comment). 0, or -1 with the reason in *why. */
+static int tls_start(probe_io *io, const struct timespec *start, const char **why)
+{
+    *why = "out of memory";
+    if (gnutls_certificate_allocate_credentials(&io->creds) < 0 ||
+        gnutls_init(&io->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL) < 0 ||
+        gnutls_set_default_priority(io->tls) < 0 ||
+        gnutls_credentials_set(io->tls, GNUTLS_CRD_CERTIFICATE, io->creds) < 0)
+        return -1;
+    gnutls_transport_set_int(io->tls, io->fd);
+    for (;;) {
+        int r = gnutls_handshake(io->tls);
+        if (r == GNUTLS_E_SUCCESS)
+            return 0;
+        if (r != GNUTLS_E_AGAIN && r != GNUTLS_E_INTERRUPTED) {
+            *why = gnutls_strerror(r);
+            return -1;
+        }
+        if (wait_fd(io->fd, gnutls_record_get_direction(io->tls) ? POLLOUT : POLLIN, start) != 0) {
+            *why = "the TLS handshake timed out";
+            return -1;
+        }
+    }
+}
+
+/* send() or gnutls_record_send(): bytes sent, 0 to wait, -1 on error. */
+static ssize_t io_send(probe_io *io, const char *buf, size_t n)
+{
+    if (!io->tls) {
+        ssize_t w = send(io->fd, buf, n, MSG_NOSIGNAL);
+        return w >= 0 ? w : (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+    }
+    ssize_t w = gnutls_record_send(io->tls, buf, n);
+    return w >= 0 ? w : (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED) ? 0 : -1;
+}
+
+/* recv() or gnutls_record_recv(): bytes read, 0 at the end, -2 to wait,
+ * -1 on error. */
+static ssize_t io_recv(probe_io *io, char *buf, size_t n)
+{
+    if (!io->tls) {
+        ssize_t r = recv(io->fd, buf, n, 0);
+        return r >= 0 ? r : (errno == EAGAIN || errno == EINTR) ? -2 : -1;
+    }
+    ssize_t r = gnutls_record_recv(io->tls, buf, n);
+    if (r == GNUTLS_E_PREMATURE_TERMINATION)
+        return 0;
+    return r >= 0 ? r : (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) ? -2 : -1;
+}
+
 /* The URL of /livez for a --listen value HOST:PORT into buf; 0 or -1. */
-static int livez_url(const char *listen, char *buf, size_t size)
+static int livez_url(const char *listen, bool tls, char *buf, size_t size)
 {
     const char *colon = strrchr(listen, ':');
     if (!colon || colon == listen)
@@ -109,7 +175,8 @@ static int livez_url(const char *listen, char *buf, size_t size)
         host = "[::1]";
         hl = 5;
     }
-    int n = snprintf(buf, size, "http://%.*s:%s/livez", (int)hl, host, colon + 1);
+    int n = snprintf(buf, size, "%s://%.*s:%s/livez", tls ? "https" : "http", (int)hl, host,
+                     colon + 1);
     return n > 0 && (size_t)n < size ? 0 : -1;
 }
 
@@ -120,9 +187,10 @@ int srv_cli_probe(int argc, char **argv)
     const char *listen = getenv("IKD_LISTEN");
     if (!listen || !*listen)
         listen = SRV_LISTEN_DEFAULT;
+    const char *cert = getenv("IKD_TLS_CERT");
     if (argc >= 2) {
         url = argv[1];
-    } else if (livez_url(listen, fromenv, sizeof fromenv) != 0) {
+    } else if (livez_url(listen, cert && *cert, fromenv, sizeof fromenv) != 0) {
         fprintf(stderr, "ikd probe: IKD_LISTEN=\"%s\" is not HOST:PORT\n", listen);
         return 1;
     }
@@ -130,10 +198,11 @@ int srv_cli_probe(int argc, char **argv)
     int port;
     const char *path;
     size_t origin_len;
-    if (argc > 2 || parse_url(url, host, sizeof host, &port, &path, &origin_len) != 0) {
+    bool tls;
+    if (argc > 2 || parse_url(url, host, sizeof host, &port, &path, &origin_len, &tls) != 0) {
         fprintf(stderr,
-                "ikd probe: usage: ikd probe [http://HOST:PORT[/PATH]] (got \"%s\"; without a path, "
-                "/livez)\n",
+                "ikd probe: usage: ikd probe [http[s]://HOST:PORT[/PATH]] (got \"%s\"; without a "
+                "path, /livez)\n",
                 url);
         return 1;
     }
@@ -167,6 +236,8 @@ int srv_cli_probe(int argc, char **argv)
         return 1;
     }
     int rc = 1;
+    probe_io io = {.fd = fd};
+    const char *why;
     if (connect(fd, (struct sockaddr *)&sa, salen) != 0 && errno != EINPROGRESS) {
         fprintf(stderr, "ikd probe: cannot connect to %s: %s\n", url, strerror(errno));
         goto out;
@@ -177,6 +248,10 @@ int srv_cli_probe(int argc, char **argv)
         err != 0) {
         fprintf(stderr, "ikd probe: cannot connect to %s: %s\n", url,
                 err ? strerror(err) : "timed out");
+        goto out;
+    }
+    if (tls && tls_start(&io, &start, &why) != 0) {
+        fprintf(stderr, "ikd probe: %s: %s\n", url, why);
         goto out;
     }
     char req[512];
@@ -191,9 +266,9 @@ int srv_cli_probe(int argc, char **argv)
             fprintf(stderr, "ikd probe: %s timed out\n", url);
             goto out;
         }
-        ssize_t w = send(fd, req + sent, (size_t)(n - sent), MSG_NOSIGNAL);
-        if (w < 0 && errno != EAGAIN && errno != EINTR) {
-            fprintf(stderr, "ikd probe: %s: %s\n", url, strerror(errno));
+        ssize_t w = io_send(&io, req + sent, (size_t)(n - sent));
+        if (w < 0) {
+            fprintf(stderr, "ikd probe: %s: cannot send\n", url);
             goto out;
         }
         if (w > 0)
@@ -203,17 +278,19 @@ int srv_cli_probe(int argc, char **argv)
     char line[64];
     size_t got = 0;
     while (got < sizeof line - 1 && !memchr(line, '\n', got)) {
-        if (wait_fd(fd, POLLIN, &start) != 0) {
+        /* (GnuTLS may hold a record read already: no waiting then) */
+        if (!(io.tls && gnutls_record_check_pending(io.tls) > 0) &&
+            wait_fd(fd, POLLIN, &start) != 0) {
             fprintf(stderr, "ikd probe: %s timed out\n", url);
             goto out;
         }
-        ssize_t r = recv(fd, line + got, sizeof line - 1 - got, 0);
+        ssize_t r = io_recv(&io, line + got, sizeof line - 1 - got);
         if (r == 0)
             break;
+        if (r == -2)
+            continue;
         if (r < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                continue;
-            fprintf(stderr, "ikd probe: %s: %s\n", url, strerror(errno));
+            fprintf(stderr, "ikd probe: %s: the connection failed\n", url);
             goto out;
         }
         got += (size_t)r;
@@ -230,6 +307,10 @@ int srv_cli_probe(int argc, char **argv)
     }
     rc = 0;
 out:
+    if (io.tls)
+        gnutls_deinit(io.tls);
+    if (io.creds)
+        gnutls_certificate_free_credentials(io.creds);
     close(fd);
     return rc;
 }

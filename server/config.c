@@ -16,6 +16,7 @@
  * a comma-separated list. The token is never printed.
  */
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,17 @@ void srv_config_free(srv_config *cfg)
     free_origins(cfg);
     free(cfg->web_dir);
     cfg->web_dir = NULL;
+    free(cfg->tls_cert_file);
+    free(cfg->tls_key_file);
+    cfg->tls_cert_file = cfg->tls_key_file = NULL;
+    if (cfg->redis_url) {
+        /* it may hold Redis's password */
+        volatile char *p = cfg->redis_url;
+        while (*p)
+            *p++ = '\0';
+        free(cfg->redis_url);
+        cfg->redis_url = NULL;
+    }
 }
 
 int srv_config_parse_size(const char *s, size_t *out)
@@ -124,6 +136,90 @@ int srv_config_parse_listen(const char *s, char **host, uint16_t *port)
     return SRV_OK;
 }
 
+/* Copies n bytes of s into out (size bytes) as a string; false when they
+ * do not fit or hold a NUL or a control character. */
+static bool copy_field(char *out, size_t size, const char *s, size_t n)
+{
+    if (n >= size)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return true;
+}
+
+int srv_config_parse_redis(const char *s, srv_redis_url *out)
+{
+    static const char scheme[] = "redis://";
+    memset(out, 0, sizeof *out);
+    out->port = 6379;
+    if (!s || strncmp(s, scheme, sizeof scheme - 1) != 0)
+        return SRV_EINVAL;
+    s += sizeof scheme - 1;
+    const char *path = s + strcspn(s, "/?#");
+    if (*path == '?' || *path == '#')
+        return SRV_EINVAL; /* no options */
+    /* the userinfo ends at the last '@' before the path (a password may
+     * hold '@') */
+    const char *at = NULL;
+    for (const char *p = s; p < path; p++)
+        if (*p == '@')
+            at = p;
+    if (at) {
+        const char *colon = memchr(s, ':', (size_t)(at - s));
+        size_t ulen = colon ? (size_t)(colon - s) : (size_t)(at - s);
+        if (!copy_field(out->user, sizeof out->user, s, ulen))
+            return SRV_EINVAL;
+        if (colon && !copy_field(out->password, sizeof out->password, colon + 1,
+                                 (size_t)(at - colon - 1)))
+            return SRV_EINVAL;
+        if (!colon) { /* redis://PASSWORD@HOST, as redis-cli reads it */
+            memcpy(out->password, out->user, sizeof out->password);
+            out->user[0] = '\0';
+        }
+        s = at + 1;
+    }
+    const char *hend, *port = NULL;
+    if (*s == '[') {
+        const char *close = memchr(s, ']', (size_t)(path - s));
+        if (!close || (close + 1 < path && close[1] != ':'))
+            return SRV_EINVAL;
+        if (!copy_field(out->host, sizeof out->host, s + 1, (size_t)(close - s - 1)))
+            return SRV_EINVAL;
+        hend = close + 1;
+    } else {
+        hend = memchr(s, ':', (size_t)(path - s));
+        if (!hend)
+            hend = path;
+        if (!copy_field(out->host, sizeof out->host, s, (size_t)(hend - s)))
+            return SRV_EINVAL;
+        if (strchr(out->host, '@') || strchr(out->host, '['))
+            return SRV_EINVAL;
+    }
+    if (out->host[0] == '\0')
+        return SRV_EINVAL;
+    if (hend < path) {
+        if (*hend != ':')
+            return SRV_EINVAL;
+        port = hend + 1;
+        char digits[8];
+        unsigned long v;
+        if (!copy_field(digits, sizeof digits, port, (size_t)(path - port)) ||
+            parse_uint(digits, 65535, &v) != SRV_OK || v == 0)
+            return SRV_EINVAL;
+        out->port = (uint16_t)v;
+    }
+    if (*path == '/' && path[1]) {
+        unsigned long v;
+        if (parse_uint(path + 1, 15, &v) != SRV_OK)
+            return SRV_EINVAL;
+        out->db = (unsigned)v;
+    }
+    return SRV_OK;
+}
+
 /* Adds the comma-separated Origins of list, each trimmed of spaces and
  * tabs. A list that names no Origin at all ("", ",", " ") is SRV_EINVAL:
  * an empty allow-list would let every Origin through, so a mistyped value
@@ -174,7 +270,8 @@ typedef enum opt_kind {
     K_ENUM,
     K_STRING,
     K_SECRET,
-    K_ORIGINS
+    K_ORIGINS,
+    K_REDIS
 } opt_kind;
 
 enum opt_topic {
@@ -206,13 +303,14 @@ typedef struct opt {
 /* The type column -> kind, lo, hi, names, meta. */
 #define SPEC_LISTEN        K_LISTEN, 0, 0, NULL, "HOST:PORT"
 #define SPEC_UINT(lo, hi)  K_UINT, lo, hi, NULL, "N"
-#define SPEC_SIZE(lo)      K_SIZE, lo, 0, NULL, "BYTES"
+#define SPEC_SIZE(lo, hi)  K_SIZE, lo, hi, NULL, "BYTES"
 #define SPEC_MS(hi)        K_MS, 0, hi, NULL, "MS"
 #define SPEC_REAL(lo, hi)  K_REAL, lo, hi, NULL, "X"
 #define SPEC_ENUM(names)   K_ENUM, 0, 0, names, NULL
 #define SPEC_STRING(word)  K_STRING, 0, 0, NULL, word
 #define SPEC_SECRET        K_SECRET, 0, 0, NULL, "TOKEN"
 #define SPEC_ORIGINS       K_ORIGINS, 0, 0, NULL, "ORIGIN,..."
+#define SPEC_REDIS         K_REDIS, 0, 0, NULL, "URL"
 
 /* The default column -> value, word. */
 #define DFLT_VALUE(text) text, NULL
@@ -241,13 +339,14 @@ typedef struct opt_value {
  * then takes the field: STORE_UINT(1, 1024)(threads) -> STORE_U(threads). */
 #define STORE_LISTEN(f)    (free(cfg->f), cfg->f = val.s, cfg->listen_port = val.port)
 #define STORE_UINT(lo, hi) STORE_U
-#define STORE_SIZE(lo)     STORE_Z
+#define STORE_SIZE(lo, hi) STORE_Z
 #define STORE_MS(hi)       STORE_D
 #define STORE_REAL(lo, hi) STORE_D
 #define STORE_ENUM(names)  STORE_I
 #define STORE_STRING(word) STORE_S
 #define STORE_SECRET(f)    STORE_S(f)
 #define STORE_ORIGINS(f)   ((void)0) /* add_origins() stored them while parsing */
+#define STORE_REDIS(f)     STORE_S(f)
 #define STORE_U(f)         (cfg->f = val.u)
 #define STORE_Z(f)         (cfg->f = val.z)
 #define STORE_D(f)         (cfg->f = val.d)
@@ -272,7 +371,7 @@ static void store(srv_config *cfg, int id, opt_value val)
  * (c in scope; 0 for the types that are not numbers). */
 #define NUMBER_LISTEN(f)    0.0
 #define NUMBER_UINT(lo, hi) NUMBER_OF
-#define NUMBER_SIZE(lo)     NUMBER_OF
+#define NUMBER_SIZE(lo, hi) NUMBER_OF
 #define NUMBER_MS(hi)       NUMBER_OF
 #define NUMBER_REAL(lo, hi) NUMBER_OF
 #define NUMBER_ENUM(names)  NUMBER_OF
@@ -280,6 +379,7 @@ static void store(srv_config *cfg, int id, opt_value val)
 #define NUMBER_NONE(f)      0.0
 #define NUMBER_SECRET(f)    0.0
 #define NUMBER_ORIGINS(f)   0.0
+#define NUMBER_REDIS(f)     0.0
 #define NUMBER_OF(f)        ((double)c->f)
 
 static double number(const srv_config *c, int id)
@@ -312,7 +412,8 @@ static int parse_value(srv_config *cfg, int id, const char *v, opt_value *val)
             return SRV_EINVAL;
         return SRV_OK;
     case K_SIZE:
-        if (srv_config_parse_size(v, &val->z) != SRV_OK || (double)val->z < o->lo)
+        if (srv_config_parse_size(v, &val->z) != SRV_OK || (double)val->z < o->lo ||
+            (double)val->z > o->hi)
             return SRV_EINVAL;
         return SRV_OK;
     case K_MS:
@@ -334,26 +435,90 @@ static int parse_value(srv_config *cfg, int id, const char *v, opt_value *val)
                 return SRV_OK;
             }
         return SRV_EINVAL;
-    case K_STRING:
     case K_SECRET:
+        /* printable, no blank at either end: a token that no header can
+         * carry as given would lock every client out without a word */
+        if (*v == ' ' || *v == '\t' || (*v && (v[strlen(v) - 1] == ' ' || v[strlen(v) - 1] == '\t')))
+            return SRV_EINVAL;
+        for (const char *p = v; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                return SRV_EINVAL;
+        /* fall through */
+    case K_STRING:
         if (*v == '\0')
             return SRV_EINVAL;
         return (val->s = strdup(v)) ? SRV_OK : SRV_ENOMEM;
     case K_ORIGINS:
         return add_origins(cfg, v);
+    case K_REDIS: {
+        srv_redis_url u;
+        if (srv_config_parse_redis(v, &u) != SRV_OK)
+            return SRV_EINVAL;
+        memset(&u, 0, sizeof u); /* the password */
+        return (val->s = strdup(v)) ? SRV_OK : SRV_ENOMEM;
+    }
     }
     return SRV_EINVAL;
+}
+
+static void format_size(char *buf, size_t size, size_t v);
+
+/* The range of a bounded type as --help and errors show it ("1 to 1024",
+ * "at most 1M"), or "" for the others. */
+static void range_text(int id, char *buf, size_t size)
+{
+    const opt *o = &opts[id];
+    char lo[24], hi[24];
+    switch (o->kind) {
+    case K_UINT:
+        snprintf(buf, size, "%.0f to %.0f", o->lo, o->hi);
+        return;
+    case K_SIZE:
+        format_size(lo, sizeof lo, (size_t)o->lo);
+        format_size(hi, sizeof hi, (size_t)o->hi);
+        if (o->lo <= 1)
+            snprintf(buf, size, "at most %s", hi);
+        else
+            snprintf(buf, size, "%s to %s", lo, hi);
+        return;
+    case K_MS:
+        snprintf(buf, size, "above 0, at most %.15g", o->hi);
+        return;
+    case K_REAL:
+        snprintf(buf, size, "%.15g to %.15g", o->lo, o->hi);
+        return;
+    default:
+        buf[0] = '\0';
+        return;
+    }
 }
 
 static int apply(srv_config *cfg, int id, const char *v, char *errbuf, size_t errsize)
 {
     opt_value val = {0};
     int rc = parse_value(cfg, id, v, &val);
-    if (rc == SRV_OK)
+    if (rc == SRV_OK) {
         store(cfg, id, val);
+        return rc;
+    }
+    const opt *o = &opts[id];
+    char range[80];
+    range_text(id, range, sizeof range);
+    if (o->kind == K_SECRET)
+        snprintf(errbuf, errsize,
+                 *v ? "invalid value for --%s (not shown): it must be printable, without "
+                      "blanks at either end"
+                    : "--%s is empty: an empty token would leave every endpoint open (give "
+                      "one, or leave it unset)",
+                 o->flag);
+    else if (o->kind == K_REDIS)
+        snprintf(errbuf, errsize,
+                 "invalid value for --%s (not shown: it may hold a password): expected "
+                 "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]",
+                 o->flag);
     else
-        snprintf(errbuf, errsize, "invalid value for --%s: \"%s\"", opts[id].flag,
-                 opts[id].kind == K_SECRET ? "(hidden)" : v);
+        snprintf(errbuf, errsize, "invalid value for --%s: \"%.200s\"%s%s%s", o->flag, v,
+                 range[0] ? " (" : "", range, range[0] ? ")" : "");
     return rc;
 }
 
@@ -470,9 +635,11 @@ static void print_help(FILE *out)
             } else {
                 snprintf(value, sizeof value, "%s", opts[i].meta);
             }
-            char dflt[64], tail[80];
+            char dflt[64], range[80], tail[160];
             default_text(i, dflt, sizeof dflt);
-            snprintf(tail, sizeof tail, "(default %s)", dflt);
+            range_text(i, range, sizeof range);
+            snprintf(tail, sizeof tail, "%s%s%s(default %s)", range[0] ? "(" : "", range,
+                     range[0] ? ") " : "", dflt);
             print_entry(out, opts[i].flag, value, opts[i].env, opts[i].help, tail);
         }
     }
@@ -491,11 +658,12 @@ int srv_config_parse(srv_config *cfg, int argc, char **argv, FILE *out, char *er
         return SRV_ENOMEM;
     }
     for (int id = 0; id < OPT_COUNT; id++) {
-        /* An empty variable counts as unset, except for the Origins: an
-         * empty list there would allow every Origin, so IKD_ALLOW_ORIGIN=""
-         * is refused as --allow-origin "" is (fails closed). */
+        /* An empty variable counts as unset, except for the Origins and
+         * the token: an empty list there would allow every Origin and an
+         * empty token no token at all, so IKD_ALLOW_ORIGIN="" and
+         * IKD_TOKEN="" are refused as the empty flags are (fail closed). */
         const char *v = getenv(opts[id].env);
-        if (v && (*v || opts[id].kind == K_ORIGINS) &&
+        if (v && (*v || opts[id].kind == K_ORIGINS || opts[id].kind == K_SECRET) &&
             apply(cfg, id, v, errbuf, errsize) != SRV_OK) {
             size_t n = strlen(errbuf);
             snprintf(errbuf + n, errsize - n, " (from %s)", opts[id].env);

@@ -41,8 +41,9 @@
  *                           (srv_config_parse_listen); sets field to the
  *                           host and listen_port to the port  (HOST:PORT)
  *             UINT(lo, hi)  decimal digits, lo <= value <= hi  (N)
- *             SIZE(lo)      bytes, digits with an optional K/M/G suffix
- *                           (srv_config_parse_size), value >= lo  (BYTES)
+ *             SIZE(lo, hi)  bytes, digits with an optional K/M/G suffix
+ *                           (srv_config_parse_size), lo <= value <= hi
+ *                           (BYTES)
  *             MS(hi)        digits with an optional fraction (no sign,
  *                           exponent, nan or inf), 0 < value <= hi  (MS)
  *             REAL(lo, hi)  any number strtod reads, lo <= value <= hi  (X)
@@ -50,12 +51,19 @@
  *                           SRV_CONFIG_NAMES); field gets its index
  *                           (the names, "text|json")
  *             STRING(word)  any non-empty text (copied)  (word, e.g. DIR)
- *             SECRET        a STRING never shown, not even in an error
- *                           (TOKEN)
+ *             SECRET        a STRING never shown, not even in an error,
+ *                           of printable characters without blanks at
+ *                           either end; an empty variable is refused like
+ *                           an empty flag, not taken for unset (an empty
+ *                           token would leave every endpoint open)  (TOKEN)
  *             ORIGINS       comma-separated, each trimmed of blanks, at
  *                           least one; repeated flags add to the list, and
  *                           the flags' list replaces the environment's
  *                           (ORIGIN,...)
+ *             REDIS         a Redis URL,
+ *                           redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+ *                           (srv_config_parse_redis), copied; never shown,
+ *                           as it may hold a password  (URL)
  *   field   the srv_config member it sets
  *   default VALUE("text")  the default written in the flag's own syntax:
  *                          srv_config_default() applies it with the same
@@ -66,9 +74,23 @@
  *                          computed by srv_config_default() (threads and
  *                          loops: the number of cores); --help shows the
  *                          word
- *   help    the --help text; " (default ...)" is added from default
+ *   help    the --help text; " (LO to HI)" is added for the types with
+ *           bounds (UINT, SIZE, MS, REAL; "at most HI" when LO is the
+ *           smallest value the type takes anyway) and " (default ...)" from
+ *           default
+ *
+ * Every number has an upper bound, sizes included: a value past it is a
+ * typo or a mistake (--connection-memory 1G made libmicrohttpd zero a
+ * gigabyte for every request), refused at startup with the range named.
  */
 #define SRV_CONFIG_NAMES(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* The upper bounds of the sizes: one request or message (1G), what all
+ * clients together may make ikd hold (64G), libmicrohttpd's memory per
+ * connection (1M, zeroed for every request). */
+#define SRV_1M ((size_t)1 << 20)
+#define SRV_1G ((size_t)1 << 30)
+#define SRV_64G ((size_t)64 << 30)
 
 /* --listen's default, also where "ikd probe" looks when IKD_LISTEN is not
  * set (server/cli_probe.c). */
@@ -76,9 +98,11 @@
 
 #define SRV_CONFIG_TOPICS(X)                                                                       \
     X(LISTENING, "Listening and connections")                                                      \
+    X(TLS, "TLS: HTTPS and WSS on the listening port")                                             \
     X(ACCESS, "Access: the token and browsers")                                                    \
     X(REQUEST, "Limits of one request")                                                            \
     X(SOLVING, "Solving")                                                                          \
+    X(REGISTRY, "The chain registry: local, or shared by replicas in Redis")                       \
     X(STREAMS, "WebSocket streams")                                                                \
     X(LOAD, "Load: what all clients together may hold")                                            \
     X(DEPLOY, "Deployment: the page, logs and shutdown")
@@ -102,10 +126,16 @@
       request_timeout_s, VALUE("60"),                                                              \
       "seconds to receive a whole request from a connection's start or its previous answer, "      \
       "however busy the client: 408 beyond")                                                       \
-    X(CONNMEM, LISTENING, "connection-memory", "IKD_CONNECTION_MEMORY", SIZE(8192),                \
+    X(CONNMEM, LISTENING, "connection-memory", "IKD_CONNECTION_MEMORY", SIZE(8192, SRV_1M),        \
       connection_memory_bytes, VALUE("16K"),                                                       \
       "libmicrohttpd's memory per HTTP connection, bytes: its request line and headers must "      \
-      "fit (431 beyond), and it holds the read and write buffers")                                 \
+      "fit (431 beyond), and it holds the read and write buffers (zeroed for every request)")      \
+    /* TLS: HTTPS and WSS on the listening port */                                                 \
+    X(TLSCERT, TLS, "tls-cert", "IKD_TLS_CERT", STRING("FILE"), tls_cert_file, NONE("none"),       \
+      "PEM file of the server's certificate chain: with --tls-key, ikd serves HTTPS and WSS "      \
+      "(only) on --listen; read again on SIGHUP")                                                  \
+    X(TLSKEY, TLS, "tls-key", "IKD_TLS_KEY", STRING("FILE"), tls_key_file, NONE("none"),           \
+      "PEM file of the certificate's private key (unencrypted); read again on SIGHUP")             \
     /* Access: the token and browsers */                                                           \
     X(TOKEN, ACCESS, "token", "IKD_TOKEN", SECRET, token, NONE("none"),                            \
       "bearer token required on every endpoint but /livez, /readyz, /openapi.yaml")                \
@@ -113,9 +143,9 @@
       "comma-separated Origins allowed to open WebSocket streams and to call the API from a "      \
       "browser (CORS); repeatable")                                                                \
     /* Limits of one request */                                                                    \
-    X(MAXBODY, REQUEST, "max-body", "IKD_MAX_BODY", SIZE(1), limits.max_body_bytes, PROTO,         \
+    X(MAXBODY, REQUEST, "max-body", "IKD_MAX_BODY", SIZE(1, SRV_1G), limits.max_body_bytes, PROTO, \
       "largest request body, bytes")                                                               \
-    X(MAXURDF, REQUEST, "max-urdf", "IKD_MAX_URDF", SIZE(1), limits.max_urdf_bytes, PROTO,         \
+    X(MAXURDF, REQUEST, "max-urdf", "IKD_MAX_URDF", SIZE(1, SRV_1G), limits.max_urdf_bytes, PROTO, \
       "largest URDF document inside a request, bytes")                                             \
     X(MAXJOINTS, REQUEST, "max-joints", "IKD_MAX_JOINTS", UINT(1, 100000), limits.max_joints,      \
       PROTO, "joints per chain")                                                                   \
@@ -135,16 +165,29 @@
       "options.timeout_ms")                                                                        \
     X(INLINE, SOLVING, "inline-cost-us", "IKD_INLINE_COST_US", REAL(0, 1e9), inline_cost_us,       \
       VALUE("5"), "solves estimated below this many microseconds run on the loop")                 \
-    X(REGISTRY, SOLVING, "registry-bytes", "IKD_REGISTRY_BYTES", SIZE(0), registry_bytes,          \
-      VALUE("64M"), "memory bound of the chain registry, LRU beyond it")                           \
+    /* The chain registry: local, or shared by replicas in Redis */                                \
+    X(REGISTRY, REGISTRY, "registry-bytes", "IKD_REGISTRY_BYTES", SIZE(0, SRV_64G), registry_bytes,\
+      VALUE("64M"),                                                                                \
+      "memory bound of the chain registry (with --redis: of the chains this replica keeps), LRU "  \
+      "beyond it")                                                                                 \
+    X(REDIS, REGISTRY, "redis", "IKD_REDIS", REDIS, redis_url, NONE("none"),                       \
+      "share the registry with other replicas through Redis at "                                   \
+      "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]: registrations are written there, an id this "   \
+      "replica does not hold is fetched from there, and ids outlive restarts")                     \
+    X(REDISTIMEOUT, REGISTRY, "redis-timeout", "IKD_REDIS_TIMEOUT", MS(60000), redis_timeout_ms,   \
+      VALUE("500"),                                                                                \
+      "milliseconds Redis has to answer (or to connect) before a request that needs it gets 503 "  \
+      "with Retry-After and the connection is dropped and made again")                             \
     /* WebSocket streams */                                                                        \
-    X(MAXMSG, STREAMS, "max-message", "IKD_MAX_MESSAGE", SIZE(1), max_message_bytes, VALUE("1M"),  \
+    X(MAXMSG, STREAMS, "max-message", "IKD_MAX_MESSAGE", SIZE(1, SRV_1G), max_message_bytes,       \
+      VALUE("1M"),                                                                                 \
       "largest WebSocket message, bytes")                                                          \
-    X(WSQUEUE, STREAMS, "max-send-queue", "IKD_MAX_SEND_QUEUE", SIZE(1), ws_send_queue_bytes,      \
+    X(WSQUEUE, STREAMS, "max-send-queue", "IKD_MAX_SEND_QUEUE", SIZE(1, SRV_1G),                   \
+      ws_send_queue_bytes,                                                                         \
       VALUE("4M"), "WebSocket per-connection send queue, bytes")                                   \
     X(MAXSTREAMS, STREAMS, "max-streams", "IKD_MAX_STREAMS", UINT(1, 65536), max_streams,          \
       VALUE("1024"), "streams open on one WebSocket connection, and so targets in one tick")       \
-    X(STREAMCHAINS, STREAMS, "stream-chain-bytes", "IKD_STREAM_CHAIN_BYTES", SIZE(1),              \
+    X(STREAMCHAINS, STREAMS, "stream-chain-bytes", "IKD_STREAM_CHAIN_BYTES", SIZE(1, SRV_64G),     \
       stream_chain_bytes, VALUE("256M"),                                                           \
       "memory of the chains open WebSocket streams hold, all connections (each chain once); an "   \
       "open beyond it is refused")                                                                 \
@@ -153,11 +196,12 @@
       VALUE("1024"),                                                                               \
       "admitted work in flight (single solves and stream targets on the pool, batches from "       \
       "decode to answer, each one) before new work gets 503")                                      \
-    X(BODYBUDGET, LOAD, "body-budget", "IKD_BODY_BUDGET", SIZE(1), body_budget_bytes,              \
+    X(BODYBUDGET, LOAD, "body-budget", "IKD_BODY_BUDGET", SIZE(1, SRV_64G), body_budget_bytes,     \
       VALUE("256M"),                                                                               \
       "request body bytes held at once for all clients, counted as they arrive; an upload "        \
       "beyond it gets 503")                                                                        \
-    X(ANSWERBUDGET, LOAD, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1), answer_budget_bytes,      \
+    X(ANSWERBUDGET, LOAD, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1, SRV_64G),                  \
+      answer_budget_bytes,                                                                         \
       VALUE("256M"),                                                                               \
       "batch answer bytes held at once for all clients until sent (each reserved at its "          \
       "largest when admitted); a batch beyond it gets 503")                                        \
@@ -171,8 +215,8 @@
       VALUE("info"), "the lowest level logged")                                                    \
     X(DRAIN, DEPLOY, "drain-timeout", "IKD_DRAIN_TIMEOUT", UINT(1, 86400), drain_timeout_s,        \
       VALUE("10"),                                                                                 \
-      "seconds a drain (SIGTERM, SIGINT, SIGHUP) may take before ikd exits anyway, even with "     \
-      "requests still running")
+      "seconds a drain (SIGTERM, SIGINT; SIGHUP without TLS, which with TLS reloads the "          \
+      "certificate) may take before ikd exits anyway, even with requests still running")
 
 /* Everything the flags and environment configure (server/config.c fills it
  * from SRV_CONFIG_MAP, which also holds every default). Strings are owned by
@@ -204,6 +248,10 @@ typedef struct srv_config {
     char **allow_origins;       /* WebSocket upgrade Origin allow-list (exact match) */
     size_t n_allow_origins;     /* 0 = any Origin is accepted */
     char *web_dir;              /* --web: the live page's directory; NULL = no page */
+    char *tls_cert_file;        /* --tls-cert: PEM certificate chain; NULL = plain HTTP */
+    char *tls_key_file;         /* --tls-key: its PEM private key */
+    char *redis_url;            /* --redis: the shared registry; NULL = local only */
+    double redis_timeout_ms;    /* --redis-timeout: an answer or a connection, at most */
 } srv_config;
 
 /* Fills *cfg with the defaults: SRV_CONFIG_MAP's VALUE()s, proto's limits,
@@ -231,5 +279,22 @@ int srv_config_parse_listen(const char *s, char **host, uint16_t *port);
 
 /* "64", "8K", "16M", "1G" -> bytes. Returns 0 or SRV_EINVAL. */
 int srv_config_parse_size(const char *s, size_t *out);
+
+/* A Redis URL, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]: HOST a name, an
+ * IPv4 address or a bracketed IPv6 one; PORT 6379 when absent; DB 0 to
+ * 15, 0 when absent. USER and PASSWORD are taken as written (no percent
+ * decoding), each at most SRV_REDIS_FIELD_MAX bytes. */
+#define SRV_REDIS_FIELD_MAX 256
+typedef struct srv_redis_url {
+    char host[SRV_REDIS_FIELD_MAX];     /* without brackets */
+    uint16_t port;
+    unsigned db;
+    char user[SRV_REDIS_FIELD_MAX];     /* "" when none */
+    char password[SRV_REDIS_FIELD_MAX]; /* "" when none */
+} srv_redis_url;
+/* Reads s into *out. Returns 0, or SRV_EINVAL (rediss:// included: TLS to
+ * Redis is not supported); on error *out is unspecified. Allocates
+ * nothing. */
+int srv_config_parse_redis(const char *s, srv_redis_url *out);
 
 #endif /* SRV_CONFIG_H */

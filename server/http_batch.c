@@ -120,6 +120,7 @@ struct srv_batch {
     srv_solve stage; /* decode */
     proto_error err;
     bool failed;    /* a stage failed: err holds the answer */
+    bool fetch;     /* ... for chain ids the shared registry may hold */
     bool cancelled; /* the client left: no more chunks */
     bool holds_slot; /* holds its unit of ctx->sh->admitted (from its decode) */
     /* a large batch's targets read in parts (decode_parts): *parts until
@@ -583,21 +584,29 @@ static void decode_work(srv_ctx *ctx, srv_solve *s)
     batch *b = s->data;
     srv_request *q = b->q;
     const proto_limits *lim = &ctx->cfg.limits;
+    proto_chain_lookup_fn lookup;
+    void *ud;
+    srv_http_lookup(q, &lookup, &ud);
     int rc = -1;
     if (!q->binary_in && !b->whole && q->len >= BATCH_PARTS_BYTES)
-        rc = proto_batch_decode_parts(q->body, q->len, lim, srv_registry_lookup, ctx->registry,
-                                      BATCH_PART_MIN, 2 * (size_t)ctx->cfg.threads, &q->job,
-                                      &b->parts) < 0
+        rc = proto_batch_decode_parts(q->body, q->len, lim, lookup, ud, BATCH_PART_MIN,
+                                      2 * (size_t)ctx->cfg.threads, &q->job, &b->parts) < 0
                  ? -1
                  : 0; /* in parts (decode_parts), or whole already */
     if (rc)
-        rc = q->binary_in
-                 ? proto_batch_decode_binary(q->body, q->len, lim, srv_registry_lookup,
-                                             ctx->registry, &q->job, &b->err)
-                 : proto_batch_decode(q->body, q->len, lim, srv_registry_lookup, ctx->registry,
-                                      &q->job, &b->items, &b->err);
+        rc = q->binary_in ? proto_batch_decode_binary(q->body, q->len, lim, lookup, ud, &q->job,
+                                                      &b->err)
+                          : proto_batch_decode(q->body, q->len, lim, lookup, ud, &q->job,
+                                               &b->items, &b->err);
     if (rc) {
         b->failed = true;
+        /* the body is scanned here, off the loop, for the ids to fetch */
+        b->fetch = srv_http_chains_missed(q, &b->err);
+        return;
+    }
+    if (srv_http_chains_missed(q, NULL)) {
+        /* items naming ids the shared registry may hold: fetched first */
+        b->fetch = true;
         return;
     }
     /* what the answer may take, and the slowest target's budget (an item
@@ -652,6 +661,25 @@ static bool reserve_answer(batch *b)
     }
     b->reserved = bound;
     return true;
+}
+
+/* The chain ids the decode missed are in (fetched into q's scope): the
+ * decode again, as a later stage of the admitted batch (its unit of
+ * --max-queue is still held). */
+static void decode_again(srv_request *q)
+{
+    batch *b = q->batch;
+    b->failed = b->fetch = false;
+    proto_items_free(b->items); /* a decode that missed some items' ids */
+    b->items = NULL;
+    proto_batch_parts_free(b->parts);
+    b->parts = NULL;
+    proto_job_free(q->job);
+    q->job = NULL;
+    b->stage.stage = true;
+    b->stage.keep_admission = false;
+    if (srv_http_submit(q, &b->stage) != SRV_OK)
+        return; /* answered */
 }
 
 /* ---- a large batch's targets in parts ---------------------------------------- */
@@ -734,13 +762,17 @@ static void decode_parts(batch *b)
     }
 }
 
-/* After the decode (loop thread, the request held): the error, or the
- * chunks. */
+/* After the decode (loop thread, the request held): the error, the fetch
+ * of chain ids the shared registry may hold, or the chunks. */
 static void decode_answer(batch *b, int status)
 {
     srv_request *q = b->q;
     if (status != SRV_OK) {
         fail(b, PROTO_E_INTERNAL, "the daemon is shutting down");
+        return;
+    }
+    if (b->fetch) {
+        srv_http_chains_fetch(q, b->failed ? &b->err : NULL, decode_again);
         return;
     }
     if (b->failed) {

@@ -27,6 +27,7 @@
 #include "proto/proto.h"
 #include "server/http.h"
 #include "server/http_route.h"
+#include "server/registry.h"
 #include "server/solve.h"
 #include "server/srv.h"
 
@@ -41,6 +42,9 @@ struct srv_request {
     size_t len;
     /* the handler's state while the request works */
     proto_job *job;
+    srv_registry_scope *scope; /* chains fetched for it from the shared
+                                  registry, ids it missed (server/registry.h);
+                                  NULL until one is missed */
     void *batch;      /* http_batch.c's pipeline */
     unsigned pending; /* holds not yet let go of (srv_http_submit, srv_http_hold) */
     bool dead;        /* the client is gone: results are dropped */
@@ -128,6 +132,36 @@ int srv_http_submit(srv_request *q, srv_solve *s);
  * again. */
 void srv_http_hold(srv_request *q);
 bool srv_http_release(srv_request *q);
+
+/* The value of the query parameter name of q's URL (?include=source), or
+ * NULL. Lives as long as q. */
+const char *srv_http_query(srv_request *q, const char *name);
+
+/* ---- chains by id (http_chains.c) ----------------------------------------- */
+
+/* POST /v1/chains, and GET and DELETE /v1/chains/{id}. */
+void srv_http_chains_post(srv_request *q);
+void srv_http_chain_id(srv_request *q);
+
+/* The lookup q's decodes use: q's scope (chains fetched for it, then the
+ * local registry) once it has one, else the local registry. */
+void srv_http_lookup(srv_request *q, proto_chain_lookup_fn *fn, void **ud);
+
+/* After a decode of q's body failed with err: true when err is
+ * unknown_chain, the registry is shared (--redis) and ids to fetch were
+ * noted in q's scope (made now; the body scanned for every chain id it
+ * names). With err NULL, after a decode that succeeded: true when it
+ * missed ids all the same (a batch of items answers those items with
+ * unknown_chain). Any thread: a body decoded on the pool is scanned there. */
+bool srv_http_chains_missed(srv_request *q, const proto_error *err);
+/* Loop thread, after srv_http_chains_missed said true (q not answered):
+ * fetches the noted ids (q held meanwhile); once they are in, again(q)
+ * runs, which decodes again (with srv_http_lookup). When the fetch cannot
+ * help, q is answered instead: err (404) when none was found (with err
+ * NULL, again runs all the same), 503 when Redis cannot be asked (at
+ * once, or within --redis-timeout), the refusal of a fetched chain this
+ * replica's limits refuse. */
+void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)(srv_request *q));
 
 /* ---- the batch pipeline (http_batch.c) ------------------------------------- */
 

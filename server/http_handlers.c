@@ -48,13 +48,18 @@
 
 #define CHAINS_PREFIX "/v1/chains/"
 
-/* Frees what the handlers keep in q (its job, batch). */
+/* Frees what the handlers keep in q (its job, batch, scope). */
 static void request_cleanup(srv_request *q)
 {
     proto_job_free(q->job);
     q->job = NULL;
     srv_http_batch_free(q->batch);
     q->batch = NULL;
+    if (q->scope) {
+        srv_registry_scope_free(q->scope);
+        free(q->scope);
+        q->scope = NULL;
+    }
 }
 
 /* ---- POST /v1/solve ------------------------------------------------------- */
@@ -68,6 +73,7 @@ typedef struct single {
     size_t out_len;
     bool heap;          /* malloc'd (pool work); else on the handler's stack */
     bool decode_failed; /* a body decoded on the pool was refused: err */
+    bool fetch;         /* ... for chain ids the shared registry may hold */
     proto_error err;    /* (last: not cleared, written only on a refusal) */
 } single;
 
@@ -77,6 +83,8 @@ static void single_encode(srv_solve *s)
     w->out = proto_job_encode(s->job, &w->out_len);
 }
 
+static void handle_solve(srv_request *q);
+
 static void single_done(srv_solve *s, int status)
 {
     single *w = s->data;
@@ -84,6 +92,7 @@ static void single_done(srv_solve *s, int status)
     char *out = w->out;
     size_t len = w->out_len;
     bool refused = status == SRV_OK && w->decode_failed;
+    bool fetch = refused && w->fetch;
     proto_error e;
     if (refused)
         e = w->err;
@@ -93,7 +102,9 @@ static void single_done(srv_solve *s, int status)
         free(out);
         return;
     }
-    if (refused) {
+    if (fetch) {
+        srv_http_chains_fetch(q, &e, handle_solve); /* then decoded again */
+    } else if (refused) {
         srv_http_respond_error(q, &e);
     } else if (status != SRV_OK) {
         free(out);
@@ -129,9 +140,14 @@ static void big_solve_work(srv_ctx *ctx, srv_solve *s)
 {
     single *w = s->data;
     srv_request *q = w->q;
-    if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &ctx->cfg.limits, srv_registry_lookup,
-                         ctx->registry, &q->job, &w->err) != 0) {
+    proto_chain_lookup_fn lookup;
+    void *ud;
+    srv_http_lookup(q, &lookup, &ud);
+    if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &ctx->cfg.limits, lookup, ud, &q->job,
+                         &w->err) != 0) {
         w->decode_failed = true;
+        /* the body is scanned here, off the loop, for the ids to fetch */
+        w->fetch = srv_http_chains_missed(q, &w->err);
         return;
     }
     s->job = q->job;
@@ -150,9 +166,15 @@ static void handle_solve(srv_request *q)
             free(w);
         return;
     }
-    if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &q->ctx->cfg.limits, srv_registry_lookup,
-                         q->ctx->registry, &q->job, &e) != 0) {
-        srv_http_respond_error(q, &e);
+    proto_chain_lookup_fn lookup;
+    void *ud;
+    srv_http_lookup(q, &lookup, &ud);
+    if (proto_job_decode(q->body, q->len, PROTO_SOLVE, &q->ctx->cfg.limits, lookup, ud, &q->job,
+                         &e) != 0) {
+        if (srv_http_chains_missed(q, &e))
+            srv_http_chains_fetch(q, &e, handle_solve); /* then decoded again */
+        else
+            srv_http_respond_error(q, &e);
         return;
     }
     /* a cheap solve runs inline, within srv_http_submit, so its state
@@ -164,290 +186,6 @@ static void handle_solve(srv_request *q)
         free(w);
 }
 
-/* ---- chains ------------------------------------------------------------------ */
-
-/* The description of chain c (proto_chain_describe with its id), as text
- * (malloc'd; NULL when out of memory). Any thread: a large chain's (it
- * echoes the chain, megabytes for a URDF) is written on the pool. */
-static char *chain_text(const proto_chain *c, size_t *len)
-{
-    json_t *desc = proto_chain_describe(c);
-    if (!desc || !json_is_object(desc)) {
-        json_decref(desc);
-        desc = json_object();
-    }
-    json_object_set_new(desc, "id", json_string(proto_chain_id(c)));
-    char *text = proto_json_dump(desc, false);
-    json_decref(desc);
-    *len = text ? strlen(text) : 0;
-    return text;
-}
-
-/* Whether a chain's description is written off the loop. */
-static bool chain_is_large(const proto_chain *c)
-{
-    return proto_chain_memory(c) > SRV_DECODE_INLINE_MAX;
-}
-
-/* Answers q with a chain's description text (taken; NULL: out of memory).
- * A large one holds its bytes of the answer budget until sent: the
- * `reserved` bytes (answer_budget_reserve, before the text was written
- * on the pool) become its length. */
-static void chain_answer(srv_request *q, int status, const char *id, char *text, size_t len,
-                         size_t reserved)
-{
-    proto_error e;
-    srv_budget *ab = &q->ctx->sh->answer_bytes;
-    size_t held = text && len > SRV_DECODE_INLINE_MAX ? len : 0;
-    if (held > reserved)
-        srv_budget_take(ab, held - reserved); /* its estimate fell short */
-    else
-        srv_budget_release(ab, reserved - held);
-    if (!text) {
-        proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
-        srv_http_respond_error(q, &e);
-        return;
-    }
-    srv_response v = {0};
-    v.status = status;
-    v.body = text;
-    v.len = len;
-    v.held = held;
-    if (status == 201 || (status == 200 && q->method == SRV_M_POST))
-        snprintf(v.location, sizeof v.location, CHAINS_PREFIX "%s", id);
-    srv_http_respond(q, &v);
-}
-
-/* A large description to write on the pool: its estimated bytes
- * reserved against the answer budget (reserved, not only checked, so
- * that the bound holds for every loop together while the text is
- * written), or 503 (true) when they do not fit now. */
-static bool answer_budget_full(srv_request *q, size_t bytes)
-{
-    srv_ctx *ctx = q->ctx;
-    if (srv_budget_reserve(&ctx->sh->answer_bytes, bytes))
-        return false;
-    proto_error e;
-    proto_error_set(&e, PROTO_E_OVERLOADED, "",
-                    "answers waiting for their clients fill the answer budget (--answer-budget); "
-                    "retry later");
-    srv_metrics_rejected(ctx, "answer_budget");
-    srv_http_respond_error(q, &e);
-    return true;
-}
-
-/* Registers the decoded chain c (the reference is taken over): false, with
- * q answered 413, when the registry cannot hold it; *created says whether
- * it is new. */
-static bool chain_put(srv_request *q, proto_chain *c, bool *created)
-{
-    if (srv_registry_put(q->ctx->registry, c, created) == SRV_OK)
-        return true;
-    proto_error e;
-    proto_error_set(&e, PROTO_E_TOO_LARGE, "",
-                    "the chain needs more memory than the registry holds (--registry-bytes)");
-    srv_metrics_rejected(q->ctx, "too_large");
-    srv_http_respond_error(q, &e);
-    return false;
-}
-
-/* Registers the decoded chain c (the reference is taken over) and answers
- * 201 (new) or 200 with its description and Location. */
-static void chain_register(srv_request *q, proto_chain *c)
-{
-    bool created = false;
-    if (!chain_put(q, c, &created)) {
-        proto_chain_unref(c);
-        return;
-    }
-    size_t len;
-    char *text = chain_text(c, &len);
-    chain_answer(q, created ? 201 : 200, proto_chain_id(c), text, len, 0);
-    proto_chain_unref(c);
-}
-
-/* A chain registration too large to decode on the loop (a URDF document):
- * decoded and described on the pool, registered back on the loop. And the
- * description of a large registered chain (GET /v1/chains/{id}), written
- * on the pool. */
-typedef struct chain_work {
-    srv_solve s; /* its work */
-    srv_request *q;
-    proto_chain *chain;
-    proto_error err;
-    char *text; /* the description */
-    size_t len;
-    size_t reserved; /* of the answer budget (answer_budget_full) */
-} chain_work;
-
-static void chain_decode_work(srv_ctx *ctx, srv_solve *s)
-{
-    chain_work *cw = s->data;
-    cw->chain = proto_chain_decode(cw->q->body, cw->q->len, &ctx->cfg.limits, &cw->err);
-    if (cw->chain)
-        cw->text = chain_text(cw->chain, &cw->len);
-}
-
-static void chain_decoded_done(srv_solve *s, int status)
-{
-    chain_work *cw = s->data;
-    srv_request *q = cw->q;
-    srv_budget *ab = &q->ctx->sh->answer_bytes;
-    proto_chain *c = cw->chain;
-    proto_error e = cw->err;
-    char *text = cw->text;
-    size_t len = cw->len, reserved = cw->reserved;
-    free(cw);
-    if (!srv_http_release(q)) {
-        srv_budget_release(ab, reserved);
-        proto_chain_unref(c);
-        free(text);
-        return;
-    }
-    bool created = false;
-    if (status != SRV_OK) {
-        srv_budget_release(ab, reserved);
-        proto_chain_unref(c);
-        free(text);
-        proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
-        srv_http_respond_error(q, &e);
-    } else if (!c) {
-        srv_budget_release(ab, reserved);
-        srv_http_respond_error(q, &e);
-    } else if (!chain_put(q, c, &created)) {
-        srv_budget_release(ab, reserved);
-        proto_chain_unref(c);
-        free(text);
-    } else {
-        chain_answer(q, created ? 201 : 200, proto_chain_id(c), text, len, reserved);
-        proto_chain_unref(c);
-    }
-}
-
-static void chain_text_work(srv_ctx *ctx, srv_solve *s)
-{
-    chain_work *cw = s->data;
-    cw->text = chain_text(cw->chain, &cw->len);
-}
-
-static void chain_text_done(srv_solve *s, int status)
-{
-    chain_work *cw = s->data;
-    srv_request *q = cw->q;
-    srv_budget *ab = &q->ctx->sh->answer_bytes;
-    char *text = cw->text;
-    size_t len = cw->len, reserved = cw->reserved;
-    char id[64]; /* a chain id (32 hex digits) */
-    snprintf(id, sizeof id, "%s", proto_chain_id(cw->chain));
-    proto_chain_unref(cw->chain);
-    free(cw);
-    if (!srv_http_release(q)) {
-        srv_budget_release(ab, reserved);
-        free(text);
-        return;
-    }
-    if (status != SRV_OK) {
-        srv_budget_release(ab, reserved);
-        free(text);
-        proto_error e;
-        proto_error_set(&e, PROTO_E_INTERNAL, "", "the daemon is shutting down");
-        srv_http_respond_error(q, &e);
-        return;
-    }
-    chain_answer(q, 200, id, text, len, reserved);
-}
-
-/* Queues cw's work on the pool for q; on refusal q is answered. */
-static void chain_submit(srv_request *q, chain_work *cw, void (*work)(srv_ctx *, srv_solve *),
-                         void (*done)(srv_solve *, int))
-{
-    cw->q = q;
-    cw->s.work = work;
-    cw->s.done = done;
-    cw->s.data = cw;
-    if (srv_http_submit(q, &cw->s) != SRV_OK) { /* answered */
-        srv_budget_release(&q->ctx->sh->answer_bytes, cw->reserved);
-        proto_chain_unref(cw->chain);
-        free(cw);
-    }
-}
-
-/* The answer to q when what it needs cannot be allocated, with the bytes
- * it reserved given back. */
-static void out_of_memory(srv_request *q, size_t reserved)
-{
-    proto_error e;
-    srv_budget_release(&q->ctx->sh->answer_bytes, reserved);
-    proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
-    srv_http_respond_error(q, &e);
-}
-
-static void handle_chains_post(srv_request *q)
-{
-    proto_error e;
-    if (q->len > SRV_DECODE_INLINE_MAX) {
-        /* its answer echoes the chain: about the body's size */
-        if (answer_budget_full(q, q->len))
-            return;
-        chain_work *cw = calloc(1, sizeof *cw);
-        if (!cw) {
-            out_of_memory(q, q->len);
-            return;
-        }
-        cw->reserved = q->len;
-        chain_submit(q, cw, chain_decode_work, chain_decoded_done);
-        return;
-    }
-    proto_chain *c = proto_chain_decode(q->body, q->len, &q->ctx->cfg.limits, &e);
-    if (!c) {
-        srv_http_respond_error(q, &e);
-        return;
-    }
-    chain_register(q, c);
-}
-
-static void handle_chain_id(srv_request *q)
-{
-    const char *id = q->url + strlen(CHAINS_PREFIX);
-    proto_error e;
-    if (q->method == SRV_M_DELETE) {
-        if (srv_registry_remove(q->ctx->registry, id) == SRV_OK) {
-            srv_response v = {0};
-            v.status = 204;
-            srv_http_respond(q, &v);
-            return;
-        }
-    } else {
-        proto_chain *c = srv_registry_get(q->ctx->registry, id);
-        if (c && chain_is_large(c)) {
-            size_t est = proto_chain_memory(c);
-            if (answer_budget_full(q, est)) {
-                proto_chain_unref(c);
-                return;
-            }
-            chain_work *cw = calloc(1, sizeof *cw);
-            if (!cw) {
-                proto_chain_unref(c);
-                out_of_memory(q, est);
-                return;
-            }
-            cw->chain = c;
-            cw->reserved = est;
-            chain_submit(q, cw, chain_text_work, chain_text_done);
-            return;
-        }
-        if (c) {
-            size_t len;
-            char *text = chain_text(c, &len);
-            chain_answer(q, 200, proto_chain_id(c), text, len, 0);
-            proto_chain_unref(c);
-            return;
-        }
-    }
-    proto_error_set(&e, PROTO_E_UNKNOWN_CHAIN, "", "no chain with id \"%.200s\"", id);
-    srv_http_respond_error(q, &e);
-}
-
 /* ---- the others --------------------------------------------------------------- */
 
 static void handle_metrics(srv_request *q)
@@ -456,6 +194,7 @@ static void handle_metrics(srv_request *q)
     v.status = 200;
     v.content_type = "text/plain; version=0.0.4; charset=utf-8";
     srv_metrics_held held = {0};
+    held.shared_up = srv_registry_shared(q->ctx) ? srv_registry_shared_up(q->ctx) : -1;
     held.registry = srv_registry_bytes(q->ctx->registry);
     held.request_bodies = srv_budget_used(&q->ctx->sh->body_bytes);
     held.answers = srv_budget_used(&q->ctx->sh->answer_bytes);
@@ -532,12 +271,21 @@ static void handle_livez(srv_request *q)
     srv_http_respond_json(q, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* Ready until a drain begins. With --redis the answer also says whether
+ * the shared registry is up, but stays 200 while it is not: this replica
+ * still serves inline chains and the ids it holds, and a replica taken
+ * out of rotation for it would only move its clients onto others that
+ * cannot reach Redis either (ikd_registry_shared_up is the alert). */
 static void handle_readyz(srv_request *q)
 {
-    if (q->ctx->shutting_down)
-        srv_http_respond_json(q, 503, json_pack("{s:s}", "status", "shutting_down"));
-    else
-        srv_http_respond_json(q, 200, json_pack("{s:s}", "status", "ready"));
+    srv_ctx *ctx = q->ctx;
+    json_t *v = json_pack("{s:s}", "status", ctx->shutting_down ? "shutting_down" : "ready");
+    if (v && srv_registry_shared(ctx))
+        json_object_set_new(v, "registry",
+                            json_pack("{s:s, s:b, s:s}", "kind", "shared", "up",
+                                      srv_registry_shared_up(ctx), "state",
+                                      srv_registry_shared_state(ctx)));
+    srv_http_respond_json(q, ctx->shutting_down ? 503 : 200, v);
 }
 
 static void handle_solvers(srv_request *q)
@@ -563,7 +311,7 @@ static const srv_route routes[] = {
     {.path = "/v1/solve/batch", .label = "/v1/solve/batch", .methods = SRV_M_POST,
      .takes_body = true, .binary = true, .handle = srv_http_batch, .cleanup = request_cleanup},
     {.path = "/v1/chains", .label = "/v1/chains", .methods = SRV_M_POST, .takes_body = true,
-     .handle = handle_chains_post, .cleanup = request_cleanup},
+     .handle = srv_http_chains_post, .cleanup = request_cleanup},
     {.path = "/v1/solvers", .label = "/v1/solvers", .methods = GET_HEAD,
      .handle = handle_solvers},
     {.path = "/v1/stream", .label = "/v1/stream", .methods = SRV_M_GET,
@@ -576,7 +324,7 @@ static const srv_route routes[] = {
     {.path = "/openapi.yaml", .label = "/openapi.yaml", .methods = GET_HEAD, .open = true,
      .handle = handle_openapi},
     {.path = CHAINS_PREFIX, .prefix = true, .label = "/v1/chains/{id}",
-     .methods = GET_HEAD | SRV_M_DELETE, .handle = handle_chain_id,
+     .methods = GET_HEAD | SRV_M_DELETE, .handle = srv_http_chain_id,
      .cleanup = request_cleanup},
     {.match = is_page_file, .label = "static", .methods = GET_HEAD, .open = true,
      .handle = handle_static},

@@ -12,7 +12,10 @@
  * what the route gives.
  *
  * libmicrohttpd outside this file, deliberately: loop.c drives the daemon
- * (MHD_run on the loop) and serve.c starts and stops it; guard.c is
+ * (MHD_run on the loop) and serve.c starts and stops it; http_headers.c
+ * reads a request's headers and raw URL (the NUL bytes no header or URL
+ * may hold, list headers over several lines), for this file and for the
+ * WebSocket upgrade; tls.c gives libmicrohttpd its certificate; guard.c is
  * libmicrohttpd's connection notification, and it writes its raw 408 on
  * the socket of a connection that is still receiving its request
  * (libmicrohttpd 0.9.75 cannot answer before the request is in); ws_conn.c
@@ -21,9 +24,11 @@
  * upgraded socket until it gives it back (MHD_upgrade_action).
  *
  * How one request flows through libmicrohttpd's access handler:
- *   1st call (headers): allocate the request, route it, check the Origin
- *       (a POST or DELETE from an Origin outside --allow-origin gets 403
- *       before its body is read: browsers send some cross-origin requests,
+ *   1st call (headers): allocate the request, refuse a URL or header
+ *       holding a NUL byte (400, server/http_headers.h), route it, check
+ *       the Origin (a POST or DELETE from an Origin outside
+ *       --allow-origin gets 403 before its body is read: browsers send
+ *       some cross-origin requests,
  *       Content-Type text/plain, without a preflight), the token, the
  *       method and Content-Length. Nothing is queued here (queuing on the
  *       first call makes libmicrohttpd close the connection and cut
@@ -90,9 +95,11 @@
 #include "proto/proto_json_write.h"
 #include "server/guard.h"
 #include "server/http_handler.h"
+#include "server/http_headers.h"
 #include "server/loop.h"
 #include "server/metrics.h"
 #include "server/sockinfo.h"
+#include "server/tls_front.h"
 #include "server/trim.h"
 #include "server/ws_handshake.h"
 
@@ -264,7 +271,8 @@ static void add_cors(http_req *r, struct MHD_Response *resp)
  * the socket): r's answer then keeps the connection open, so that those
  * are answered too, the last with Connection: close. Told from the bytes
  * the kernel says were read from the socket against those of the requests
- * so far (false when either is unknown: a chunked body, no TCP_INFO). */
+ * so far (false when either is unknown: a chunked body, no TCP_INFO); with
+ * TLS, the TLS front says the same of the plaintext it relayed. */
 static bool pipelined_more(http_req *r)
 {
     if (r->chunked)
@@ -272,8 +280,12 @@ static bool pipelined_more(http_req *r)
     const union MHD_ConnectionInfo *i =
         MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     uint64_t taken, waiting, before;
-    if (!i || !srv_sock_received(i->connect_fd, &taken, &waiting) ||
-        !srv_guard_consumed(r->q.ctx, r->conn, &before))
+    if (!i)
+        return false;
+    bool known = r->q.ctx->tls_front
+                     ? srv_tls_front_received(r->q.ctx, i->connect_fd, &taken, &waiting)
+                     : srv_sock_received(i->connect_fd, &taken, &waiting);
+    if (!known || !srv_guard_consumed(r->q.ctx, r->conn, &before))
         return false;
     return waiting > 0 || taken > before + r->head_bytes + r->announced;
 }
@@ -594,6 +606,11 @@ void srv_http_body_release(srv_request *q)
 
 /* A client that half-closes after its request and still reads is taken for
  * gone too; HTTP clients do not do that. */
+const char *srv_http_query(srv_request *q, const char *name)
+{
+    return MHD_lookup_connection_value(req_of(q)->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
 bool srv_http_client_gone(srv_request *q)
 {
     const union MHD_ConnectionInfo *i =
@@ -617,7 +634,8 @@ static bool origin_allowed(http_req *r)
 
 /* The token comes in Authorization: Bearer, or, on the stream upgrade only,
  * as a Sec-WebSocket-Protocol element (ws_handshake.h: browsers cannot set
- * Authorization on a WebSocket). Neither is ever logged. */
+ * Authorization on a WebSocket), on any of the lines that header takes.
+ * Neither is ever logged. */
 static bool authorized(http_req *r)
 {
     const char *token = r->q.ctx->cfg.token;
@@ -625,10 +643,12 @@ static bool authorized(http_req *r)
                                                       MHD_HTTP_HEADER_AUTHORIZATION),
                           token))
         return true;
-    return r->q.route->token_in_protocol &&
-           srv_ws_protocol_bearer(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                                              "Sec-WebSocket-Protocol"),
-                                  token) == SRV_WS_BEARER_OK;
+    if (!r->q.route->token_in_protocol)
+        return false;
+    char *protocols = srv_http_header_list(r->conn, "Sec-WebSocket-Protocol");
+    bool ok = srv_ws_protocol_bearer(protocols, token) == SRV_WS_BEARER_OK;
+    free(protocols);
+    return ok;
 }
 
 static void refuse(http_req *r, proto_errcode code, const char *reason, const char *msg)
@@ -756,46 +776,12 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------- */
 
-/* The headers the first call reads, taken in one pass over the request's
- * headers (libmicrohttpd's lookup walks them once per name): the first
- * of each, as MHD_lookup_connection_value would give it. */
-typedef struct head_values {
-    const char *length;      /* Content-Length */
-    const char *origin;      /* Origin */
-    bool transfer_encoding;  /* Transfer-Encoding is there (with a value) */
-} head_values;
-
-static enum MHD_Result head_value(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  const char *value)
-{
-    head_values *h = cls;
-    switch (key[0]) {
-    case 'C':
-    case 'c':
-        if (!h->length && strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
-            h->length = value;
-        break;
-    case 'O':
-    case 'o':
-        if (!h->origin && strcasecmp(key, MHD_HTTP_HEADER_ORIGIN) == 0)
-            h->origin = value;
-        break;
-    case 'T':
-    case 't':
-        if (!h->transfer_encoding && strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
-            h->transfer_encoding = value != NULL;
-        break;
-    default:
-        break;
-    }
-    return MHD_YES;
-}
-
-/* First call: route, check the Origin, the token, the method and the
- * announced size. */
+/* First call: refuse NUL bytes in the URL or a header, route, check the
+ * Origin, the token, the method and the announced size. */
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
-                             const char *method, void **con_cls)
+                             const char *method, const char *version, void **con_cls)
 {
+    bool nul_url = *con_cls == SRV_HTTP_NUL_URL;
     srv_http *h = ctx->http;
     http_req *r = h ? h->spares : NULL;
     if (r) {
@@ -816,15 +802,23 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     const union MHD_ConnectionInfo *hi =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     r->head_bytes = hi ? hi->header_size : 0;
-    head_values hv = {0};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, head_value, &hv);
+    srv_http_head hv;
+    srv_http_head_read(conn, method, version, &hv);
     r->chunked = hv.transfer_encoding || !hi;
     unsigned long long announced = hv.length ? srv_http_content_length(hv.length) : 0;
     r->announced = (size_t)announced;
     r->origin = hv.origin;
     const srv_route *d = r->q.route;
 
-    if (!d) {
+    if (nul_url || hv.nul_header) {
+        /* before anything reads the text a NUL would cut short */
+        char msg[160];
+        if (nul_url)
+            snprintf(msg, sizeof msg, "the URL holds an encoded NUL byte (%%00)");
+        else
+            snprintf(msg, sizeof msg, "header %.64s holds a NUL byte", hv.nul_header);
+        refuse(r, PROTO_E_INVALID_REQUEST, "nul_byte", msg);
+    } else if (!d) {
         char msg[256];
         snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
         refuse(r, PROTO_E_NOT_FOUND, NULL, msg);
@@ -932,8 +926,8 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
 {
     srv_ctx *ctx = cls;
     http_req *r = *con_cls;
-    if (!r)
-        return begin(ctx, conn, url, method, con_cls);
+    if (!r || r == SRV_HTTP_NUL_URL)
+        return begin(ctx, conn, url, method, version, con_cls);
 
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;

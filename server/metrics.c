@@ -15,6 +15,14 @@
  *   ikd_held_bytes{what}                         gauge (sampled before render):
  *       bytes held for clients against each bound (registry, request_bodies,
  *       answers, stream_chains)
+ *   ikd_registry_shared_up                       gauge (with --redis; sampled
+ *                                                before render): 1 while the
+ *                                                loop's connections to Redis
+ *                                                are up
+ *   ikd_registry_shared_total{op,result}         counter (with --redis): fetch
+ *                                                found|missing|unavailable,
+ *                                                store|forget ok|unavailable,
+ *                                                connection lost, ...|shutdown
  *   ikd_loop_connections{loop}                   gauge (sampled before render):
  *       the connections each event loop serves
  *   ikd_build_info{version,commit,libmicrohttpd,libuv,jansson}  gauge, 1
@@ -92,6 +100,8 @@ typedef struct shard {
     size_t nreasons, capreasons;
     outcome_count *outcomes;
     size_t noutcomes, capoutcomes;
+    outcome_count *shared; /* (op, result) of the shared registry */
+    size_t nshared, capshared;
     long streams;
 } shard;
 
@@ -115,6 +125,7 @@ static void shard_clear(shard *s)
     free(s->hists);
     free(s->reasons);
     free(s->outcomes);
+    free(s->shared);
 }
 
 srv_metrics *srv_metrics_new(void)
@@ -124,8 +135,10 @@ srv_metrics *srv_metrics_new(void)
         free(m);
         return NULL;
     }
-    if (m)
+    if (m) {
+        m->held.shared_up = -1;
         m->id = atomic_fetch_add(&next_id, 1);
+    }
     return m;
 }
 
@@ -320,6 +333,33 @@ void srv_metrics_reject(srv_metrics *m, const char *reason)
     uv_mutex_unlock(&s->lock);
 }
 
+/* (m's lock held, or m a scrape's own sum) */
+static void shared_locked(shard *m, const char *op, const char *result, unsigned long long n)
+{
+    size_t i = 0;
+    while (i < m->nshared &&
+           !(same_name(m->shared[i].solver, op) && same_name(m->shared[i].status, result)))
+        i++;
+    if (i == m->nshared) {
+        if (reserve((void **)&m->shared, &m->capshared, m->nshared, sizeof *m->shared) != 0)
+            return;
+        m->shared[i].solver = op;
+        m->shared[i].status = result;
+        m->shared[i].n = 0;
+        m->nshared++;
+    }
+    m->shared[i].n += n;
+}
+
+void srv_metrics_shared(srv_metrics *m, const char *op, const char *result)
+{
+    shard *s = lock_mine(m);
+    if (!s)
+        return;
+    shared_locked(s, op, result, 1);
+    uv_mutex_unlock(&s->lock);
+}
+
 void srv_metrics_streams_add(srv_metrics *m, int delta)
 {
     shard *s = lock_mine(m);
@@ -381,6 +421,8 @@ static void sum_shards(srv_metrics *m, shard *sum, srv_metrics_held *held)
                            (size_t)s->outcomes[i].n);
         for (size_t i = 0; i < s->nreasons; i++)
             reason_locked(sum, s->reasons[i].reason, s->reasons[i].n);
+        for (size_t i = 0; i < s->nshared; i++)
+            shared_locked(sum, s->shared[i].solver, s->shared[i].status, s->shared[i].n);
         sum->streams += s->streams;
         uv_mutex_unlock(&s->lock);
     }
@@ -567,6 +609,23 @@ char *srv_metrics_render(srv_metrics *metrics, size_t pool_depth, size_t registr
     for (unsigned i = 0; i < held.loops && i < SRV_METRICS_LOOPS_MAX; i++)
         proto_jw_printf(&b, "ikd_loop_connections{loop=\"%u\"} %zu\n", i,
                         held.loop_connections[i]);
+    if (held.shared_up >= 0) {
+        proto_jw_printf(&b, "# HELP ikd_registry_shared_up Whether this replica's connections to "
+                            "the shared registry (Redis, --redis) are up.\n"
+                            "# TYPE ikd_registry_shared_up gauge\n"
+                            "ikd_registry_shared_up %d\n"
+                            "# HELP ikd_registry_shared_total Operations on the shared registry, "
+                            "by operation and result.\n"
+                            "# TYPE ikd_registry_shared_total counter\n",
+                        held.shared_up);
+        for (size_t i = 0; i < m->nshared; i++) {
+            proto_jw_printf(&b, "ikd_registry_shared_total{op=\"");
+            put_label(&b, m->shared[i].solver);
+            proto_jw_printf(&b, "\",result=\"");
+            put_label(&b, m->shared[i].status);
+            proto_jw_printf(&b, "\"} %llu\n", m->shared[i].n);
+        }
+    }
     shard_clear(&all);
 
     proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"

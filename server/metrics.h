@@ -36,6 +36,10 @@ void srv_metrics_solves_outcome(srv_metrics *m, const char *solver, double secon
 /* A rejected request/message by reason ("pool_full", "too_large",
  * "unauthorized", "bad_origin", "rate", ...). */
 void srv_metrics_reject(srv_metrics *m, const char *reason);
+/* One operation on the shared registry (op: "fetch", "store", "forget",
+ * "connection") and its result ("found", "missing", "ok", "unavailable",
+ * "lost", "shutdown"): ikd_registry_shared_total{op,result}. */
+void srv_metrics_shared(srv_metrics *m, const char *op, const char *result);
 /* Open-stream gauge: +1 when a WebSocket stream opens, -1 when it closes. */
 void srv_metrics_streams_add(srv_metrics *m, int delta);
 long srv_metrics_streams(srv_metrics *m);
@@ -48,6 +52,8 @@ typedef struct srv_metrics_held {
     size_t request_bodies; /* request body bytes received and held (--body-budget) */
     size_t answers;        /* batch answers reserved or held until sent (--answer-budget) */
     size_t stream_chains;  /* chains open streams hold (--stream-chain-bytes) */
+    int shared_up;         /* the shared registry's connections: 1 up, 0 down,
+                              -1 no --redis (ikd_registry_shared_up) */
     /* the connections each event loop serves now (ikd_loop_connections{loop}) */
     unsigned loops;
     size_t loop_connections[SRV_METRICS_LOOPS_MAX];

@@ -22,7 +22,12 @@
  * out, so what goes out is the least recently used (to the millisecond).
  * Stored chains hold one reference each; lookups hand out new references,
  * so an evicted or deleted chain lives on in the jobs still using it.
+ *
+ * Scopes (registry.h): what one request resolved, the chains fetched for it
+ * from the shared registry and the ids it missed, so that a decode that
+ * missed an id can fetch it and decode again.
  */
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,4 +293,156 @@ size_t srv_registry_evictions(srv_registry *r) { return read_field(r, &r->evicti
 proto_chain *srv_registry_lookup(void *ud, const char *id)
 {
     return srv_registry_get((srv_registry *)ud, id);
+}
+
+/* ---- scopes ---------------------------------------------------------------------------- */
+
+void srv_registry_scope_init(srv_registry_scope *s, srv_registry *r)
+{
+    memset(s, 0, sizeof *s);
+    s->r = r;
+}
+
+void srv_registry_scope_free(srv_registry_scope *s)
+{
+    for (size_t i = 0; i < s->nheld; i++)
+        proto_chain_unref(s->held[i]);
+    free(s->held);
+    free(s->missed);
+    free(s->asked);
+    srv_registry *r = s->r;
+    srv_registry_scope_init(s, r);
+}
+
+bool srv_registry_id_form(const char *id)
+{
+    size_t n = 0;
+    for (; id[n]; n++)
+        if (n >= SRV_CHAIN_ID_LEN || !((id[n] >= '0' && id[n] <= '9') || (id[n] >= 'a' && id[n] <= 'f')))
+            return false;
+    return n == SRV_CHAIN_ID_LEN;
+}
+
+/* Whether id is among the n ids of list. */
+static bool listed(srv_chain_id *list, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(list[i], id, SRV_CHAIN_ID_LEN) == 0)
+            return true;
+    return false;
+}
+
+/* Notes id as missed (once, unless asked for before, while there is
+ * room; out of memory, it is not noted). */
+static void note_missed(srv_registry_scope *s, const char *id)
+{
+    if (!srv_registry_id_form(id) || s->nmissed >= SRV_FETCH_MAX ||
+        listed(s->missed, s->nmissed, id) || listed(s->asked, s->nasked, id))
+        return;
+    if (s->nmissed == s->capmissed) {
+        size_t cap = s->capmissed ? 2 * s->capmissed : 8;
+        srv_chain_id *m = realloc(s->missed, cap * sizeof *m);
+        if (!m)
+            return;
+        s->missed = m;
+        s->capmissed = cap;
+    }
+    memcpy(s->missed[s->nmissed++], id, SRV_CHAIN_ID_LEN + 1);
+}
+
+bool srv__registry_scope_asked(srv_registry_scope *s)
+{
+    if (s->nasked + s->nmissed > s->capasked) {
+        size_t cap = s->capasked ? 2 * s->capasked : 8;
+        while (cap < s->nasked + s->nmissed)
+            cap *= 2;
+        srv_chain_id *a = realloc(s->asked, cap * sizeof *a);
+        if (!a)
+            return false;
+        s->asked = a;
+        s->capasked = cap;
+    }
+    memcpy(s->asked + s->nasked, s->missed, s->nmissed * sizeof *s->missed);
+    s->nasked += s->nmissed;
+    s->nmissed = 0;
+    return true;
+}
+
+/* A new reference to the chain of that id the scope holds, or NULL. */
+static proto_chain *scope_find(srv_registry_scope *s, const char *id)
+{
+    for (size_t i = 0; i < s->nheld; i++)
+        if (strcmp(proto_chain_id(s->held[i]), id) == 0) {
+            proto_chain_ref(s->held[i]);
+            return s->held[i];
+        }
+    return NULL;
+}
+
+proto_chain *srv_registry_scope_lookup(void *ud, const char *id)
+{
+    srv_registry_scope *s = ud;
+    proto_chain *c = scope_find(s, id);
+    if (!c && s->r)
+        c = srv_registry_get(s->r, id);
+    if (!c)
+        note_missed(s, id);
+    return c;
+}
+
+/* Walks v for "chain_id" members (depth bounded by jansson's parse). */
+static void scan_value(srv_registry_scope *s, json_t *v)
+{
+    if (s->nmissed >= SRV_FETCH_MAX)
+        return;
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *m;
+        json_object_foreach(v, key, m) {
+            if (json_is_string(m) && strcmp(key, "chain_id") == 0) {
+                const char *id = json_string_value(m);
+                proto_chain *c = srv_registry_id_form(id) ? scope_find(s, id) : NULL;
+                if (!c && srv_registry_id_form(id) && s->r)
+                    c = srv_registry_get(s->r, id);
+                if (c)
+                    proto_chain_unref(c);
+                else
+                    note_missed(s, id);
+            } else {
+                scan_value(s, m);
+            }
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *m;
+        json_array_foreach(v, i, m) scan_value(s, m);
+    }
+}
+
+void srv_registry_scope_scan(srv_registry_scope *s, const char *body, size_t len)
+{
+    json_error_t e;
+    json_t *root = body ? json_loadb(body, len, JSON_ALLOW_NUL, &e) : NULL;
+    if (root)
+        scan_value(s, root);
+    json_decref(root);
+}
+
+/* Adds c (a reference, taken over) to the scope; false when memory ran
+ * out (c is then dropped). */
+bool srv__registry_scope_hold(srv_registry_scope *s, proto_chain *c)
+{
+    if (s->nheld == s->capheld) {
+        size_t cap = s->capheld ? 2 * s->capheld : 8;
+        proto_chain **h = realloc(s->held, cap * sizeof *h);
+        if (!h) {
+            proto_chain_unref(c);
+            return false;
+        }
+        s->held = h;
+        s->capheld = cap;
+    }
+    s->held[s->nheld++] = c;
+    s->held_bytes += proto_chain_memory(c);
+    return true;
 }

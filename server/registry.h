@@ -1,11 +1,32 @@
 /*
  * registry.h: the chain registry behind POST/GET/DELETE /v1/chains and
- * "chain_id" in requests (server/registry.c says how it is built).
+ * "chain_id" in requests.
  *
- * A content-addressed, memory-bounded, LRU store of proto_chain. Ids come
- * from proto_chain_id() and live only as long as the process. Every function
- * is thread-safe (one internal reader-writer lock: lookups from every loop
- * run side by side).
+ * Two parts:
+ *   - the local registry (server/registry.c): a content-addressed,
+ *     memory-bounded, LRU store of proto_chain, one per process. Ids come
+ *     from proto_chain_id(). Every function is thread-safe (one internal
+ *     reader-writer lock: lookups from every loop run side by side).
+ *     Without --redis it is the whole registry, and ids live as long as
+ *     the process;
+ *   - with --redis, the shared registry (server/registry_redis.c): every
+ *     registration is written to Redis, an id the local registry does not
+ *     hold is fetched from there (and kept locally, bounded as above), a
+ *     deletion is removed there and announced to every replica. Ids then
+ *     outlive restarts and are known to every replica; how long Redis
+ *     keeps them is Redis's own memory policy (maxmemory-policy). Redis
+ *     down or slow never stalls a loop: what needs it fails within
+ *     --redis-timeout, and everything else (inline chains, ids held
+ *     locally) goes on.
+ *
+ * THREADS of the shared part: one hiredis asynchronous context per loop
+ * (plus one subscribed to deletions), made by srv_registry_redis_start on
+ * the loop's own thread and driven by that loop (hiredis's libuv
+ * adapter), so nothing of it crosses threads: serve.c calls
+ * srv_registry_redis_start on each loop's srv_ctx before the loops run,
+ * and a fetch's done runs on the thread of the loop that asked. What they
+ * share is the local registry, whose functions are thread-safe, and the
+ * count of loops whose connections are up (srv_shared's redis_up).
  */
 #ifndef SRV_REGISTRY_H
 #define SRV_REGISTRY_H
@@ -44,5 +65,125 @@ size_t srv_registry_evictions(srv_registry *r);
 /* proto_chain_lookup_fn adapter: ud is the srv_registry*. New reference or
  * NULL. */
 proto_chain *srv_registry_lookup(void *ud, const char *id);
+
+/* ---- what one request resolved: a scope ----------------------------------
+ *
+ * A request that names chains by id decodes with srv_registry_scope_lookup
+ * (ud: its scope), which finds an id among the chains fetched for the
+ * request (held by the scope, so that the local registry evicting them
+ * cannot make the next decode miss again) or in the local registry, and
+ * notes the ids it missed. After a decode that failed with unknown_chain,
+ * the request fetches the missed ids (srv_registry_fetch) into its scope and
+ * decodes again. Any thread, one at a time per scope. */
+
+#define SRV_CHAIN_ID_LEN 32 /* a chain id: 32 lower-case hex digits */
+#define SRV_FETCH_MAX 256   /* ids noted for one fetch at most */
+
+typedef char srv_chain_id[SRV_CHAIN_ID_LEN + 1];
+
+typedef struct srv_registry_scope {
+    srv_registry *r;
+    proto_chain **held; /* fetched for this request (references) */
+    size_t nheld, capheld, held_bytes;
+    srv_chain_id *missed; /* ids not found and not asked for yet, each once */
+    size_t nmissed, capmissed;
+    srv_chain_id *asked; /* ids fetched before (not noted again) */
+    size_t nasked, capasked;
+} srv_registry_scope;
+
+/* An empty scope on r (allocates nothing). */
+void srv_registry_scope_init(srv_registry_scope *s, srv_registry *r);
+/* Drops its references and frees what it allocated; it can be used again. */
+void srv_registry_scope_free(srv_registry_scope *s);
+/* proto_chain_lookup_fn: ud is the scope. New reference or NULL (then the
+ * id is noted in missed when it looks like an id, was not asked for
+ * before, and there is room: SRV_FETCH_MAX). */
+proto_chain *srv_registry_scope_lookup(void *ud, const char *id);
+/* Notes the chain ids a JSON body names ("chain_id" members at any depth:
+ * a batch of items names one per item) that neither the scope nor the
+ * local registry holds, so that one fetch gets them all: decoding stops at
+ * the first it misses. Any thread; a body that is not JSON notes nothing. */
+void srv_registry_scope_scan(srv_registry_scope *s, const char *body, size_t len);
+/* Whether id is a chain id's form (32 lower-case hex digits). */
+bool srv_registry_id_form(const char *id);
+
+/* Internal (registry_redis.c): adds c, a reference taken over, to the
+ * scope; false when memory ran out (c is then dropped). */
+bool srv__registry_scope_hold(srv_registry_scope *s, proto_chain *c);
+/* Internal (registry_redis.c): the missed ids become asked ones; false
+ * when memory ran out (nothing changed). */
+bool srv__registry_scope_asked(srv_registry_scope *s);
+
+/* ---- the shared registry (--redis; server/registry_redis.c) --------------- */
+
+typedef struct srv_ctx srv_ctx;
+
+/* Per loop: connects ctx's loop to Redis (--redis), in the background,
+ * and keeps connecting while it is unreachable. 0, SRV_EINVAL (a URL
+ * config.c let through but this cannot use) or SRV_ENOMEM. Without --redis
+ * does nothing and returns 0. On the loop's thread, or before its loop runs. */
+int srv_registry_redis_start(srv_ctx *ctx);
+/* Ends every command in flight (their done run with SRV_ESHUTDOWN) and
+ * closes the connections; the memory is freed once the loop has closed
+ * its handles. Loop thread. */
+void srv_registry_redis_stop(srv_ctx *ctx);
+
+/* True with --redis. Any thread. */
+bool srv_registry_shared(const srv_ctx *ctx);
+/* True while the connections to Redis of every loop are up. Any
+ * thread. */
+bool srv_registry_shared_up(const srv_ctx *ctx);
+/* "connected", or why not ("connecting", "connection refused", "did not
+ * answer within --redis-timeout", ...): static or kept until the next
+ * change. Loop thread. */
+const char *srv_registry_shared_state(const srv_ctx *ctx);
+
+/* One operation on the shared registry, owned by the caller (it may embed
+ * it) and kept alive until done has run. */
+typedef struct srv_registry_op srv_registry_op;
+struct srv_registry_op {
+    /* the caller's */
+    void (*done)(srv_registry_op *op); /* loop thread, exactly once */
+    void *data;
+    /* the outcome, when done runs */
+    int status;   /* SRV_OK; SRV_EIO: Redis unreachable or slower than
+                     --redis-timeout (what; says why); SRV_ESHUTDOWN */
+    char what[160];
+    bool existed; /* store: Redis had the id already; forget: it had it */
+    size_t found; /* fetch: ids found and decoded, added to the scope */
+    proto_error err; /* fetch: a fetched chain this replica refuses (its
+                        limits), status SRV_EINVAL */
+    /* private */
+    srv_ctx *ctx;
+    srv_registry_scope *scope;
+    char (*ids)[SRV_CHAIN_ID_LEN + 1];
+    size_t nids;
+    char **texts; /* fetched texts, decoded on the pool when large */
+    size_t *lens;
+    void *work;
+};
+
+/* Fetches the scope's missed ids (at most SRV_FETCH_MAX) from Redis: those
+ * found are decoded with ctx's limits, checked against their id, added to
+ * the local registry and held by the scope (op->found counts them); the
+ * missed ids become asked ones, never noted again, so that decoding again
+ * and fetching what it misses ends. Returns 0 (done runs later, on this loop's
+ * thread), or, and then done never runs: SRV_ENOTFOUND without --redis or
+ * with nothing missed, SRV_EIO when Redis is down now (op->what says why:
+ * the caller answers at once), SRV_EBUSY when too many commands are in
+ * flight. Loop thread. */
+int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op *op);
+
+/* Writes chain c's text (its registration document) to Redis unless the
+ * id is there already (op->existed). Returns 0 (done runs later) or, and
+ * then done never runs, SRV_ENOTFOUND without --redis, SRV_EIO, SRV_EBUSY
+ * as above. text is copied. Loop thread. */
+int srv_registry_store(srv_ctx *ctx, proto_chain *c, const char *text, size_t len,
+                       srv_registry_op *op);
+
+/* Deletes id from Redis and announces it, so that every replica drops it
+ * from its local registry (op->existed: Redis had it). Returns as
+ * srv_registry_store. Loop thread. */
+int srv_registry_forget(srv_ctx *ctx, const char *id, srv_registry_op *op);
 
 #endif /* SRV_REGISTRY_H */

@@ -20,9 +20,15 @@
  * the main thread, every other on a thread of its own ("ikd-loop-N"); the
  * pool's threads are "ikd-pool".
  *
- * Shutdown on SIGTERM, SIGINT or SIGHUP (a drain; ikd has no configuration
- * file to reload, so SIGHUP is not a reload: a supervisor restarts ikd with
- * its new flags): the first loop handles the signal and forwards it to
+ * SIGHUP with --tls-cert reloads the certificate and key (reload_tls) for
+ * every loop (their TLS fronts take the process's one store): the usual
+ * meaning of SIGHUP to a TLS server, which certificate renewal tools send.
+ * Without TLS there is nothing to reload (ikd has no configuration file: a
+ * supervisor restarts it with new flags), and SIGHUP drains, as it always
+ * did.
+ *
+ * Shutdown on SIGTERM, SIGINT, or SIGHUP without TLS (a drain): the first
+ * loop handles the signal and forwards it to
  * every loop (a uv_async_t each). Each loop then drains on its own:
  * readiness turns 503, it stops accepting and closes its listening socket,
  * WebSocket streams are closed with 1001 (srv_ws_shutdown), and the last
@@ -57,6 +63,7 @@
 #include "server/config.h"
 #include "server/guard.h"
 #include "server/http.h"
+#include "server/http_headers.h"
 #include "server/http_route.h"
 #include "server/log.h"
 #include "server/loop.h"
@@ -66,6 +73,8 @@
 #include "server/srv.h"
 #include "server/srv_main.h"
 #include "server/stream_chains.h"
+#include "server/tls.h"
+#include "server/tls_front.h"
 #include "server/trim.h"
 #include "server/web.h"
 #include "server/ws.h"
@@ -117,14 +126,17 @@ static void close_cb_noop(uv_handle_t *h)
 
 /* Stops the services startup started, in this order (each does nothing
  * when its part never started): solves waiting for a turn are cancelled,
- * accepting ends, WebSocket connections ended, the timers closed,
+ * requests waiting for Redis answered (503), accepting ends, WebSocket
+ * connections ended, the timers closed, TLS connections closed,
  * libmicrohttpd stopped. */
 static void stop_services(srv_ctx *ctx)
 {
     srv_solve_stop(ctx);
+    srv_registry_redis_stop(ctx);
     srv_accept_close(ctx);
     srv_ws_abort(ctx);
     srv_guard_stop(ctx);
+    srv_tls_front_stop(ctx);
     srv_loop_detach(ctx);
     if (ctx->mhd)
         MHD_stop_daemon(ctx->mhd);
@@ -220,10 +232,30 @@ static void on_drain_now(uv_async_t *a)
     begin_drain(a->data);
 }
 
+/* SIGHUP with TLS: the certificate and key are read again (server/tls.h)
+ * and every handshake from now on takes them; nothing is dropped. A pair
+ * that fails its checks is logged and the old one kept. */
+static void reload_tls(srv_ctx *ctx)
+{
+    char err[512], about[256];
+    if (srv_tls_reload(ctx->tls, err, sizeof err) != SRV_OK) {
+        srv_log(ctx, SRV_LOG_ERROR, "SIGHUP: the TLS certificate was not reloaded, the one in "
+                                    "use stays: %s", err);
+        srv_metrics_rejected(ctx, "tls_reload_failed");
+        return;
+    }
+    srv_tls_describe(ctx->tls, about, sizeof about);
+    srv_log(ctx, SRV_LOG_INFO, "SIGHUP: TLS certificate reloaded: %s", about);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     daemon_state *d = s->data;
     srv_ctx *ctx = &d->loops[0].ctx;
+    if (signum == SIGHUP && d->sh.tls) {
+        reload_tls(ctx);
+        return;
+    }
     if (d->signalled) {
         srv_log(ctx, SRV_LOG_WARN, "signal %d again: still draining", signum);
         return;
@@ -281,6 +313,8 @@ static void raise_fd_limit(srv_ctx *ctx)
  * started with is here. It has no listening socket (accept.c hands it its
  * connections); the connection limit is the whole --max-connections
  * (accept.c holds it for all loops together, and the per-address one).
+ * With --tls-cert the loop's TLS front takes each connection first
+ * (start_front) and gives the daemon one end of a socketpair.
  * Returns 0, or SRV_EIO (logged). */
 static int start_mhd(srv_ctx *ctx)
 {
@@ -292,11 +326,27 @@ static int start_mhd(srv_ctx *ctx)
         ctx, MHD_OPTION_NOTIFY_CONNECTION, srv_guard_notify, ctx, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)cfg->conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned int)cfg->max_connections, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        cfg->connection_memory_bytes, MHD_OPTION_END);
+        cfg->connection_memory_bytes, MHD_OPTION_URI_LOG_CALLBACK, srv_http_uri_seen, ctx,
+        MHD_OPTION_END);
     if (!ctx->mhd) {
         srv_log(ctx, SRV_LOG_ERROR, "cannot start libmicrohttpd");
         return SRV_EIO;
     }
+    return SRV_OK;
+}
+
+/* With --tls-cert: the loop's TLS front, made accept.c's filter of the
+ * loop (server/tls_front.h). Returns 0 or SRV_ENOMEM (logged). */
+static int start_front(srv_ctx *ctx)
+{
+    char err[256];
+    if (!ctx->tls)
+        return SRV_OK;
+    if (srv_tls_front_start(ctx, err, sizeof err) != SRV_OK) {
+        srv_log(ctx, SRV_LOG_ERROR, "%s", err);
+        return SRV_ENOMEM;
+    }
+    srv_accept_set_filter(ctx, srv_tls_front_add);
     return SRV_OK;
 }
 
@@ -311,6 +361,7 @@ static void ctx_init(daemon_state *d, unsigned i)
     ctx->registry = d->sh.registry;
     ctx->metrics = d->sh.metrics;
     ctx->web = d->sh.web;
+    ctx->tls = d->sh.tls;
     ctx->routes = d->sh.routes;
     ctx->loop = &l->loop;
     atomic_init(&ctx->batch_waiting, false);
@@ -335,6 +386,13 @@ static int start_loop(daemon_state *d, unsigned i, int fd)
         return SRV_ENOMEM;
     }
     srv_solve_start(ctx); /* without it no solve waits for a later turn */
+    /* the loop's connections to the shared registry, driven by the loop
+     * once it runs */
+    if (srv_registry_redis_start(ctx) != SRV_OK) {
+        close(fd);
+        srv_log(ctx, SRV_LOG_ERROR, "cannot start the shared registry (--redis)");
+        return SRV_ENOMEM;
+    }
     if (start_mhd(ctx) != SRV_OK) {
         close(fd);
         return SRV_EIO;
@@ -348,6 +406,8 @@ static int start_loop(daemon_state *d, unsigned i, int fd)
         srv_log(ctx, SRV_LOG_ERROR, "cannot watch the listening socket");
         return SRV_EIO;
     }
+    if (start_front(ctx) != SRV_OK)
+        return SRV_ENOMEM;
     uv_timer_init(&l->loop, &l->drain);
     l->drain.data = l;
     /* unreferenced: it never keeps the loop running; closed by the main
@@ -412,6 +472,7 @@ static void shared_free(daemon_state *d)
     srv_registry_free(sh->registry);
     srv_metrics_free(sh->metrics);
     srv_web_free(sh->web);
+    srv_tls_free(sh->tls);
     srv_stream_chains_free(sh->stream_chains);
     srv_addrs_free(sh->addrs);
     free(sh->loops);
@@ -467,6 +528,16 @@ int srv_serve(int argc, char **argv)
         d.n = d.loops ? d.n : 0;
         goto out;
     }
+    if (cfg->tls_cert_file || cfg->tls_key_file) {
+        if (srv_tls_open(cfg->tls_cert_file, cfg->tls_key_file, &sh->tls, err, sizeof err) !=
+            SRV_OK) {
+            srv_log(&logger, SRV_LOG_ERROR, "%s", err);
+            goto out;
+        }
+        char about[256];
+        srv_tls_describe(sh->tls, about, sizeof about);
+        srv_log(&logger, SRV_LOG_INFO, "serving HTTPS and WSS only, with %s", about);
+    }
     if (cfg->web_dir) {
         if (srv_web_load(cfg->web_dir, &sh->web, err, sizeof err) != 0) {
             srv_log(&logger, SRV_LOG_ERROR, "%s", err);
@@ -498,11 +569,20 @@ int srv_serve(int argc, char **argv)
         d.loops[i].ctx.port = port;
     if (srv_trim_start(&d.loops[0].ctx) != SRV_OK) /* without it nothing is trimmed: only memory */
         srv_log(&logger, SRV_LOG_WARN, "memory is not trimmed: out of memory");
+    start_pool(&d); /* before a loop's startup queues work (--redis resolves its host) */
     for (unsigned i = 0; i < d.n; i++) {
         int fd = fds[i];
         fds[i] = -1;
         if (start_loop(&d, i, fd) != SRV_OK)
             goto out; /* the sockets not taken are closed there */
+    }
+    if (cfg->redis_url) {
+        srv_redis_url u;
+        srv_config_parse_redis(cfg->redis_url, &u);
+        srv_log(&logger, SRV_LOG_INFO,
+                "sharing the chain registry through Redis at %s:%u, database %u%s", u.host,
+                (unsigned)u.port, u.db, u.password[0] ? ", with a password" : "");
+        memset(&u, 0, sizeof u);
     }
     uv_loop_t *first = &d.loops[0].loop;
     uv_signal_init(first, &d.sigterm);
@@ -516,7 +596,6 @@ int srv_serve(int argc, char **argv)
     uv_signal_start(&d.sigint, on_signal, SIGINT);
     uv_signal_start(&d.sighup, on_signal, SIGHUP);
 
-    start_pool(&d);
     /* the other loops' threads; without one, startup fails: the loops that
      * run drain at once */
     atomic_init(&d.running, d.n - 1);

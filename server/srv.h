@@ -34,6 +34,9 @@
  *   server/guard.h          the whole-request deadline
  *   server/web.h            the live page's files
  *   server/trim.h           memory given back after large requests
+ *   server/tls.h            the certificate of HTTPS and WSS
+ *   server/tls_front.h      TLS ended on the loop, in front of libmicrohttpd
+ *   server/http_headers.h   a request's headers as libmicrohttpd holds them
  */
 #ifndef SRV_H
 #define SRV_H
@@ -99,6 +102,7 @@ struct MHD_Daemon;
 typedef struct srv_registry srv_registry;
 typedef struct srv_metrics srv_metrics;
 typedef struct srv_web srv_web;
+typedef struct srv_tls srv_tls;
 typedef struct srv_mhd_glue srv_mhd_glue;
 typedef struct srv_batch srv_batch;
 typedef struct srv_trim srv_trim;
@@ -108,6 +112,7 @@ typedef struct srv_guard srv_guard;
 typedef struct srv_http srv_http;
 typedef struct srv_ws srv_ws;
 typedef struct srv_routes srv_routes;
+typedef struct srv_redis srv_redis;
 typedef struct srv_accept srv_accept;
 typedef struct srv_addrs srv_addrs;
 typedef struct srv_ctx srv_ctx;
@@ -142,6 +147,9 @@ typedef struct srv_shared {
     srv_registry *registry; /* chain registry (any thread) */
     srv_metrics *metrics;   /* Prometheus metrics (any thread) */
     srv_web *web;           /* the live page's files (server/web.h); NULL without --web */
+    srv_tls *tls;           /* the certificate of HTTPS and WSS (server/tls.h),
+                               every loop's TLS front takes it; NULL without
+                               --tls-cert */
     srv_routes *routes;     /* the HTTP routes, registered at startup
                                (server/http_route.h) */
     /* the bounds held for all clients of all loops together
@@ -171,6 +179,8 @@ typedef struct srv_shared {
                                server/accept.c) */
     srv_trim *trim;         /* memory given back after large requests, one
                                for the process (server/trim.h) */
+    atomic_uint redis_up;   /* loops whose connections to the shared
+                               registry are up (server/registry_redis.c) */
     srv_ctx **loops;        /* the loops, loops[0] on the main thread */
     unsigned nloops;
 } srv_shared;
@@ -183,6 +193,7 @@ struct srv_ctx {
     srv_registry *registry;
     srv_metrics *metrics;
     srv_web *web;
+    srv_tls *tls;
     srv_routes *routes;
 
     /* ---- the loop's own ---- */
@@ -200,6 +211,11 @@ struct srv_ctx {
     srv_http *http;           /* the HTTP side: routes, finished requests kept
                                  for reuse (server/http_mhd.c) */
     srv_guard *guard;         /* the request deadline (server/guard.c) */
+    srv_redis *redis;         /* this loop's connections to the shared registry
+                                 (--redis; server/registry_redis.c), or NULL */
+    struct srv_tls_front *tls_front; /* TLS ended in front of the daemon
+                                        (server/tls_front.h); NULL without
+                                        --tls-cert */
     srv_ws *ws;               /* the WebSocket connections and the hooks of
                                  their streams (server/ws_conn.c) */
     srv_turn *turn;           /* the inline budget of a turn of the loop

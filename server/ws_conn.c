@@ -72,6 +72,7 @@
 #include <wslay/wslay.h>
 
 #include "proto/proto_stream.h"
+#include "server/http_headers.h"
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
@@ -797,20 +798,35 @@ void srv__ws_idle(ws_conn *c)
 
 /* ---- the daemon's entry points (server/ws.h) ---------------------------------------- */
 
+static struct MHD_Response *upgrade_response(srv_ctx *ctx, struct MHD_Connection *conn,
+                                             const char *upgrade, const char *connection,
+                                             const char *protocols, proto_error *err);
+
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err)
 {
     if (ctx->shutting_down) {
         proto_error_set(err, PROTO_E_SHUTTING_DOWN, "", "ikd is shutting down");
         return NULL;
     }
-    const char *upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Upgrade");
-    const char *connection = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Connection");
+    /* the list headers on every line they take (RFC 9110 5.3) */
+    char *upgrade = srv_http_header_list(conn, "Upgrade");
+    char *connection = srv_http_header_list(conn, "Connection");
+    char *protocols = srv_http_header_list(conn, "Sec-WebSocket-Protocol");
+    struct MHD_Response *resp = upgrade_response(ctx, conn, upgrade, connection, protocols, err);
+    free(upgrade);
+    free(connection);
+    free(protocols);
+    return resp;
+}
+
+static struct MHD_Response *upgrade_response(srv_ctx *ctx, struct MHD_Connection *conn,
+                                             const char *upgrade, const char *connection,
+                                             const char *protocols, proto_error *err)
+{
     const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
     const char *version =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
     const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
-    const char *protocols =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Protocol");
     if (!srv_ws_header_has_token(upgrade, "websocket") ||
         !srv_ws_header_has_token(connection, "upgrade")) {
         proto_error_set(err, PROTO_E_UPGRADE_REQUIRED, "",

@@ -21,6 +21,10 @@
  * once it is back, so a connection's messages are answered in the order
  * sent.
  *
+ * Opens by an id this replica does not hold (with --redis): the chain is
+ * fetched from the shared registry first, and the connection waits for it
+ * as for a message decoded on the pool (open_fetch).
+ *
  * Not here: the socket and framing (ws_conn.c), one stream's rules
  * (ws_stream.c), ticks (ws_tick.c), the message formats
  * (proto/proto_stream.c).
@@ -29,10 +33,13 @@
 #include <string.h>
 
 #include "server/pool.h"
+#include "server/registry.h"
 #include "server/solve.h"
 #include "server/trim.h"
 #include "server/ws.h"
 #include "server/ws_stream.h"
+
+static bool open_fetch(ws_conn *c, proto_stream_msg *m, const proto_error *err);
 
 /* ---- one message ------------------------------------------------------------------ */
 
@@ -48,6 +55,8 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
         return;
     }
     if (m->type == PROTO_STREAM_OPEN) {
+        if (!session && open_fetch(c, m, err))
+            return; /* opened once the chain is fetched */
         srv__stream_open(c, m, session, err);
         return;
     }
@@ -154,7 +163,7 @@ static void decode_msg_work(srv_work *w)
     decode_work *d = w->data;
     d->rc = proto_stream_decode(d->text, d->len, &d->m, &d->e);
     if (d->rc == 0 && d->m.type == PROTO_STREAM_OPEN) {
-        d->session = srv__stream_open_session(w->ctx, &d->m, &d->session_err);
+        d->session = srv__stream_open_session(w->ctx, &d->m, NULL, &d->session_err);
         d->session_failed = !d->session;
     }
 }
@@ -235,6 +244,105 @@ static void inbox_drain(ws_conn *c)
     on_read_done(c);
     srv__ws_idle(c);
     srv__ws_flush(c);
+}
+
+/* ---- opens by an id the shared registry has: the fetch ------------------------------ */
+
+/* An open message waiting for its chain from the shared registry (--redis):
+ * the connection is not read meanwhile, and what one read held after it
+ * waits in the inbox, as behind a message decoded on the pool. */
+typedef struct open_wait {
+    srv_registry_op op;
+    srv_registry_scope scope;
+    ws_conn *c;
+    proto_stream_msg m; /* moved from the caller's */
+} open_wait;
+
+static void open_fetched(srv_registry_op *op)
+{
+    open_wait *w = op->data;
+    ws_conn *c = w->c;
+    srv_ctx *ctx = srv__ws_ctx(c);
+    ws_inbox *in = *srv__ws_inbox(c);
+    in->decoding = false;
+    if (srv__ws_open(c)) {
+        proto_error e;
+        if (op->status == SRV_OK && op->found > 0) {
+            proto_session *session = srv__stream_open_session(ctx, &w->m, &w->scope, &e);
+            srv__stream_open(c, &w->m, session, session ? NULL : &e);
+        } else {
+            if (op->status == SRV_EINVAL)
+                e = op->err;
+            else if (op->status == SRV_OK)
+                proto_error_set(&e, PROTO_E_UNKNOWN_CHAIN, "/chain_id",
+                                "no chain is registered with id \"%s\"", w->m.chain_id);
+            else
+                proto_error_set(&e, PROTO_E_OVERLOADED, "/chain_id",
+                                "the shared chain registry (Redis) is unavailable: %.120s; chain "
+                                "ids this replica does not hold cannot be looked up now, retry "
+                                "later",
+                                op->what);
+            srv__ws_send_error(c, w->m.stream, false, 0, &e);
+        }
+    }
+    proto_stream_msg_free(&w->m);
+    srv_registry_scope_free(&w->scope);
+    free(w);
+    if (srv__ws_open(c)) {
+        inbox_drain(c);
+    } else {
+        inbox_free(c);
+        srv__ws_pause(c, false);
+    }
+    srv__ws_unref(c);
+}
+
+/* An open by chain_id that neither the local registry nor (err: its
+ * resolution failed off the loop) the pool found: with --redis, fetches the
+ * id and opens the stream when it is in (taking m's content; true), or
+ * answers why not. false when there is nothing to fetch: the open goes on
+ * as it is. */
+static bool open_fetch(ws_conn *c, proto_stream_msg *m, const proto_error *err)
+{
+    srv_ctx *ctx = srv__ws_ctx(c);
+    if (!srv_registry_shared(ctx) || m->chain || !m->chain_id ||
+        !srv_registry_id_form(m->chain_id) || (err && err->code != PROTO_E_UNKNOWN_CHAIN))
+        return false;
+    if (!err) {
+        proto_chain *held = srv_registry_get(ctx->registry, m->chain_id);
+        proto_chain_unref(held);
+        if (held)
+            return false;
+    }
+    open_wait *w = calloc(1, sizeof *w);
+    ws_inbox *in = inbox_of(c);
+    if (!w || !in) {
+        free(w);
+        return false;
+    }
+    srv_registry_scope_init(&w->scope, ctx->registry);
+    proto_chain_unref(srv_registry_scope_lookup(&w->scope, m->chain_id)); /* notes the miss */
+    w->c = c;
+    w->op.done = open_fetched;
+    w->op.data = w;
+    int rc = srv_registry_fetch(ctx, &w->scope, &w->op);
+    if (rc != SRV_OK) {
+        proto_error e;
+        proto_error_set(&e, PROTO_E_OVERLOADED, "/chain_id",
+                        "the shared chain registry (Redis) is unavailable: %.120s; chain ids "
+                        "this replica does not hold cannot be looked up now, retry later",
+                        w->op.what);
+        srv__ws_send_error(c, m->stream, false, 0, &e);
+        srv_registry_scope_free(&w->scope);
+        free(w);
+        return true;
+    }
+    w->m = *m;
+    memset(m, 0, sizeof *m);
+    in->decoding = true;
+    srv__ws_ref(c);
+    srv__ws_pause(c, true);
+    return true;
 }
 
 /* ---- the hooks of server/ws_conn.h --------------------------------------------------- */

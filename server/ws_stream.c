@@ -8,7 +8,8 @@
  *
  * A connection carries up to --max-streams named streams (found by name
  * in a hash index, below), each a typed session of proto/proto_session.h on one
- * chain (inline or by registered id) with fixed options: the open message
+ * chain (inline or by registered id: an id the shared registry has and this
+ * replica does not is fetched first, ws_messages.c) with fixed options: the open message
  * is decoded once, each target and each path sample becomes a job through
  * the constructor HTTP requests use, and nothing is turned back into JSON.
  * A bad message gets an "error" message naming the stream, seq and JSON
@@ -448,10 +449,14 @@ void srv__stream_settle(ws_stream *s)
 /* The session an open message asks for: its chain resolved (decoded when
  * inline: megabytes of URDF for some) and its options and seed checked.
  * Any thread (the registry is). NULL with *e set when refused. */
-proto_session *srv__stream_open_session(srv_ctx *ctx, const proto_stream_msg *m, proto_error *e)
+proto_session *srv__stream_open_session(srv_ctx *ctx, const proto_stream_msg *m,
+                                        srv_registry_scope *scope, proto_error *e)
 {
-    proto_chain *chain = proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits,
-                                             srv_registry_lookup, ctx->registry, e);
+    proto_chain *chain =
+        scope ? proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits,
+                                    srv_registry_scope_lookup, scope, e)
+              : proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits, srv_registry_lookup,
+                                    ctx->registry, e);
     if (!chain)
         return NULL;
     proto_session *session = NULL;
@@ -497,7 +502,7 @@ void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
         srv__ws_send_error(c, m->stream, false, 0, err);
         return;
     }
-    if (!session && !(session = srv__stream_open_session(ctx, m, &e))) {
+    if (!session && !(session = srv__stream_open_session(ctx, m, NULL, &e))) {
         srv__ws_send_error(c, m->stream, false, 0, &e);
         return;
     }

@@ -32,6 +32,7 @@
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "server/srv.h"
+#include "server/registry.h"
 #include "server/ws_conn.h"
 
 typedef struct ws_stream ws_stream;
@@ -122,9 +123,12 @@ void srv__stream_kick(ws_stream *s);
 void srv__stream_settle(ws_stream *s);
 
 /* The session an open message asks for: its chain resolved (decoded when
- * inline: megabytes of URDF for some) and its options and seed checked.
- * Any thread (the registry is). NULL with *e set when refused. */
-proto_session *srv__stream_open_session(srv_ctx *ctx, const proto_stream_msg *m, proto_error *e);
+ * inline: megabytes of URDF for some; by id from scope, the chains fetched
+ * for it from the shared registry, when not NULL, else from the local
+ * registry) and its options and seed checked. Any thread (the registry
+ * is). NULL with *e set when refused. */
+proto_session *srv__stream_open_session(srv_ctx *ctx, const proto_stream_msg *m,
+                                        srv_registry_scope *scope, proto_error *e);
 /* The messages of proto/STREAM.md on one stream. open: session is the one
  * prepared off the loop (taken), or NULL to open it here; err why it
  * could not be prepared, or NULL. */

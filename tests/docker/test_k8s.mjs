@@ -15,7 +15,14 @@
  *   the grace period covers the preStop delay plus ikd's drain deadline,
  *   the Service, HPA, PDB and Ingress select and name what the Deployment
  *   defines, and the security context is non-root, read-only, without
- *   privilege escalation.
+ *   privilege escalation;
+ * - the fleet's files: the Pods share their registry through the Redis of
+ *   redis.yaml (IKD_REDIS names its Service and port, a URL ikd accepts;
+ *   the StatefulSet keeps its data on a volume, append-only, with an LRU
+ *   maxmemory policy), the Ingress asks no affinity (no upstream-hash-by,
+ *   which sends every request without the header to one Pod), and the
+ *   NetworkPolicies let only the ingress controller and Prometheus reach
+ *   ikd's port, and only ikd reach Redis.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,6 +40,7 @@ for (const f of readdirSync(DIR).filter((n) => n.endsWith('.yaml')).sort()) {
   }
 }
 const byKind = (k) => docs.filter((d) => d.obj.kind === k).map((d) => d.obj);
+const named = (k, name) => byKind(k).find((o) => o.metadata.name === name);
 
 test('every manifest is valid against the Kubernetes API schemas', async () => {
   assert.ok(docs.length >= 5, 'expected Deployment, Service, HPA, PDB and Ingress');
@@ -42,9 +50,11 @@ test('every manifest is valid against the Kubernetes API schemas', async () => {
     const Model = mod[obj.kind] ?? mod.default;
     assert.doesNotThrow(() => new Model(obj).validate(), `${file} (${obj.kind}) is not valid`);
   }
-  for (const k of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Ingress']) {
+  for (const k of ['Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Ingress', 'StatefulSet']) {
     assert.equal(byKind(k).length, 1, `one ${k}`);
   }
+  assert.ok(named('Service', 'ikd') && named('Service', 'ikd-redis'), 'the Services of ikd and of Redis');
+  assert.ok(named('NetworkPolicy', 'ikd') && named('NetworkPolicy', 'ikd-redis'), 'the NetworkPolicies');
 });
 
 test('the validation can fail: a wrong type and a missing required member are refused', async () => {
@@ -78,6 +88,8 @@ test('ports, probes, variables, user and timings agree with the daemon and the i
   assert.ok(c.env.some((e) => e.name === 'IKD_TOKEN' && e.valueFrom?.secretKeyRef), 'the token comes from a Secret');
   const threads = Number(c.env.find((e) => e.name === 'IKD_THREADS').value);
   assert.equal(Number(c.resources.requests.cpu), threads, 'one solver thread per requested core');
+  const loops = Number(c.env.find((e) => e.name === 'IKD_LOOPS').value);
+  assert.equal(Number(c.resources.requests.cpu), loops, 'one event loop per requested core (ikd counts the node\'s cores otherwise)');
 
   const drain = Number(c.env.find((e) => e.name === 'IKD_DRAIN_TIMEOUT').value);
   const pre = c.lifecycle.preStop.exec.command;
@@ -101,7 +113,7 @@ test('ports, probes, variables, user and timings agree with the daemon and the i
 
   const labels = dep.spec.template.metadata.labels;
   assert.deepEqual(dep.spec.selector.matchLabels, labels);
-  const svc = byKind('Service')[0];
+  const svc = named('Service', 'ikd');
   assert.deepEqual(svc.spec.selector, labels);
   assert.equal(svc.spec.ports[0].targetPort, 'http');
   assert.deepEqual(byKind('PodDisruptionBudget')[0].spec.selector.matchLabels, labels);
@@ -113,5 +125,46 @@ test('ports, probes, variables, user and timings agree with the daemon and the i
   assert.equal(backend.name, svc.metadata.name);
   assert.equal(backend.port.name, svc.spec.ports[0].name);
   assert.ok(ing.spec.tls?.length, 'TLS at the ingress');
-  assert.equal(ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'], '$http_x_ikd_affinity');
+  assert.equal(ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'], undefined,
+    'no affinity: a request without the header would always reach one Pod');
+});
+
+test('the Pods share their registry through Redis, reachable by ikd only', () => {
+  const dep = byKind('Deployment')[0];
+  const c = dep.spec.template.spec.containers[0];
+  const url = c.env.find((e) => e.name === 'IKD_REDIS')?.value;
+  assert.ok(url, 'the Deployment names Redis');
+  const m = /^redis:\/\/([a-z0-9-]+):(\d+)$/.exec(url);
+  assert.ok(m, `IKD_REDIS is a redis:// URL of a Service: ${url}`);
+  // ikd itself accepts the URL (and refuses a bad one: the control)
+  const ok = execFileSync(IKD_BIN, ['--redis', url, '--help'], { encoding: 'utf8' });
+  assert.ok(ok.includes('--redis'));
+  assert.throws(() => execFileSync(IKD_BIN, ['--redis', 'rediss://x', '--listen', '127.0.0.1:1'], { stdio: 'pipe' }));
+  const rsvc = named('Service', m[1]);
+  assert.ok(rsvc, `no Service ${m[1]}`);
+  assert.equal(rsvc.spec.ports[0].port, Number(m[2]));
+  const sts = byKind('StatefulSet')[0];
+  assert.equal(sts.spec.serviceName, rsvc.metadata.name);
+  assert.deepEqual(rsvc.spec.selector, sts.spec.template.metadata.labels);
+  const rc = sts.spec.template.spec.containers[0];
+  assert.equal(rc.ports.find((p) => p.name === rsvc.spec.ports[0].targetPort).containerPort, 6379);
+  const args = rc.args.join(' ');
+  assert.match(args, /--appendonly yes/, 'the registry outlives a restart of Redis');
+  assert.match(args, /--maxmemory-policy allkeys-lru/, 'Redis evicts by its own policy');
+  assert.ok(sts.spec.volumeClaimTemplates?.length && rc.volumeMounts.some((v) => v.mountPath === '/data'));
+  assert.equal(rc.securityContext.readOnlyRootFilesystem, true);
+
+  const ikdLabels = dep.spec.template.metadata.labels;
+  const np = named('NetworkPolicy', 'ikd');
+  assert.deepEqual(np.spec.podSelector.matchLabels, ikdLabels);
+  assert.deepEqual(np.spec.policyTypes, ['Ingress']);
+  assert.equal(np.spec.ingress.length, 1);
+  const from = np.spec.ingress[0].from;
+  assert.ok(from.length >= 1 && from.every((f) => f.namespaceSelector && f.podSelector),
+    'every peer is a selected namespace and Pod, never the whole cluster');
+  assert.ok(from.some((f) => f.namespaceSelector.matchLabels['kubernetes.io/metadata.name'] === 'ingress-nginx'));
+  assert.deepEqual(np.spec.ingress[0].ports.map((p) => p.port), ['http']);
+  const rnp = named('NetworkPolicy', 'ikd-redis');
+  assert.deepEqual(rnp.spec.podSelector.matchLabels, sts.spec.template.metadata.labels);
+  assert.deepEqual(rnp.spec.ingress[0].from, [{ podSelector: { matchLabels: ikdLabels } }]);
 });

@@ -1473,6 +1473,50 @@ START_TEST(test_writer_numbers)
 }
 END_TEST
 
+/* Numbers in messages round-trip: a bound and the value that broke it
+ * never print alike (%g wrote "[-1e+06, 1e+06] (got 1e+06)" for 1000000.5),
+ * and every %g of a message reads back as the double it printed. */
+START_TEST(test_message_numbers_round_trip)
+{
+    proto_error e;
+    json_t *v = json_real(1000000.5);
+    double d;
+    ck_assert_int_eq(proto_json_number(v, "/target/position/2", -1e6, 1e6, &d, &e), -1);
+    ck_assert_str_eq(e.message,
+                     "target.position[2] must be within [-1000000, 1000000] (got 1000000.5)");
+    json_decref(v);
+    v = json_real(0.30000000000000004);
+    ck_assert_int_eq(proto_json_positive(v, "/x", 0.3, &d, &e), -1);
+    ck_assert_str_eq(e.message, "x must be > 0 and <= 0.3 (got 0.30000000000000004)");
+    json_decref(v);
+
+    /* the formatter: shortest text, fixed notation for integers below 1e16 */
+    static const double cases[] = {1e6, 1000000.5, 0.1, 1e-7, 2.5e9, 123456789012345678.0,
+                                   -0.0, 5e-324, 1.7976931348623157e308, 1.0 / 3.0};
+    static const char *const want[] = {"1000000", "1000000.5", "0.1", "1e-07", "2500000000",
+                                       "1.2345678901234568e+17", "-0", "5e-324",
+                                       "1.7976931348623157e+308", "0.3333333333333333"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[64];
+        proto_error_format_text(buf, sizeof buf, "%g", cases[i]);
+        ck_assert_msg(strcmp(buf, want[i]) == 0, "%%g of case %zu: %s, want %s", i, buf,
+                      want[i]);
+        ck_assert(strtod(buf, NULL) == cases[i] || (cases[i] == 0 && strtod(buf, NULL) == 0));
+    }
+    /* the other conversions are printf's, with their arguments in order */
+    char buf[128];
+    size_t n = proto_error_format_text(buf, sizeof buf, "%s|%5.2f|%.6g|%zu|%lld|%*d|%.*s|%%|%c|%g",
+                                       "ab", 3.14159, 1.0 / 3.0, (size_t)7, -8LL, 3, 9, 2,
+                                       "xyz", 'q', 1e6);
+    ck_assert_str_eq(buf, "ab| 3.14|0.333333|7|-8|  9|xy|%|q|1000000");
+    ck_assert_uint_eq(n, strlen(buf));
+    /* truncated like snprintf: the length the whole text needs */
+    n = proto_error_format_text(buf, 6, "abc %g def", 1000000.5);
+    ck_assert_str_eq(buf, "abc 1");
+    ck_assert_uint_eq(n, strlen("abc 1000000.5 def"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_json");
@@ -1494,6 +1538,7 @@ int main(void)
     tcase_add_test(tc, test_writer);
     tcase_add_test(tc, test_writer_printf);
     tcase_add_test(tc, test_xml_hints);
+    tcase_add_test(tc, test_message_numbers_round_trip);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
@@ -1501,3 +1546,4 @@ int main(void)
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+

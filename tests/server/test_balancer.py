@@ -2,24 +2,31 @@
 test_balancer.py: the deployment of docker/compose.yaml, run on loopback:
 Debian's haproxy with the repository's own docker/haproxy.cfg and
 docker/haproxy-tls.cfg in front of three ikd processes started with a
-token, as an operator runs them.
+token and sharing their chain registry in a redis-server started here
+(--redis), as an operator runs them.
 
-- requests without an affinity header are spread over the three replicas
-  (each replica's own /metrics counts them);
-- a chain registered with an X-Ikd-Affinity header is found by every later
-  request carrying the same header (and, without it, requests do miss it on
-  the other replicas: the header is what makes chain ids work);
+- requests are spread over the three replicas (each replica's own
+  /metrics counts them);
+- a chain registered through the balancer, without any affinity header, is
+  solved by id through it every time (whichever replica answers), each
+  replica describes it, and streams opened by its id through the balancer
+  answer;
+- haproxy starts while a replica's name does not resolve (init-addr
+  last,libc,none and run-time resolvers; it used to refuse to start);
 - a WebSocket stream passes through the balancer, answers in seq order;
 - a rolling restart (SIGTERM one replica at a time, start it again on its
-  port) under wrk load and a live stream loses no request: wrk sees only
-  200s and no socket error, every replica exits 0, the stream is closed
-  with 1001 at most and answers again after reconnecting;
+  port) under wrk load, solves by chain id and a live stream opened by
+  chain id loses no request and never meets unknown_chain: wrk sees only
+  200s and no socket error, every solve by id answers 200, every replica
+  exits 0, the stream is closed with 1001 at most and answers again after
+  reconnecting (by id, on whichever replica);
 - HTTPS and WSS through the TLS frontend with a certificate made here, and
   plain HTTP refused on that port;
 - docker/compose.yaml agrees with the daemon and the balancer: every IKD_*
   variable it sets is one that `ikd --help` names, every variable the two
   HAProxy files read is set for the balancer, the replicas it routes to are
-  the compose services, and only the TLS port is published;
+  the compose services, they share the compose Redis, their solver threads
+  do not multiply the cores, and only the TLS port is published;
 - docker/prometheus: promtool accepts the scrape configuration and the
   alert rules, and every ikd_ or process_ metric the rules name is one a
   real replica exposes;
@@ -30,8 +37,9 @@ token, as an operator runs them.
   replicas inside $(...), where their pids were lost, and leave them
   running).
 
-The daemon is started by test_stream.py's helpers' conventions; haproxy must
-be installed (docker/install-deps.sh does): without it the test fails.
+The daemon is started by test_stream.py's helpers' conventions; haproxy and
+redis-server must be installed (docker/install-deps.sh does): without them
+the test fails.
 """
 import asyncio
 import json
@@ -50,6 +58,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_registry_shared import Redis  # noqa: E402
 from test_stream import BONES, IKD_BIN, SLOW, TIMEOUT, bones_target, run  # noqa: E402
 
 import websockets  # noqa: E402
@@ -59,7 +68,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 HAPROXY_CFG = os.path.join(ROOT, "docker", "haproxy.cfg")
 HAPROXY_TLS_CFG = os.path.join(ROOT, "docker", "haproxy-tls.cfg")
-WRK_LUA = os.path.join(ROOT, "tests", "bench", "http_post.lua")
+WRK_LUA_ID = os.path.join(ROOT, "tests", "bench", "http_post_id.lua")
 TOKEN = "balancer-test-token"
 AUTH = {"Authorization": "Bearer " + TOKEN}
 SOLVE = {"chain": BONES, "target": {"position": [0.3, 0.6, 0.2]}}
@@ -104,17 +113,20 @@ def metric(port, name, labels=""):
 
 
 class Replica:
-    """One ikd on a fixed port (so that it can be started again there)."""
+    """One ikd on a fixed port (so that it can be started again there),
+    sharing its registry through Redis at redis_url."""
 
-    def __init__(self, port):
+    def __init__(self, port, redis_url):
         self.port = port
+        self.redis_url = redis_url
         self.start()
 
     def start(self):
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [IKD_BIN, "--listen", "127.0.0.1:%d" % self.port, "--token", TOKEN,
-             "--log-level", "warn"], stdout=subprocess.PIPE, stderr=self.log)
+             "--log-level", "warn", "--redis", self.redis_url],
+            stdout=subprocess.PIPE, stderr=self.log)
         line = self.proc.stdout.readline().decode()
         if not line.startswith("ikd listening on "):
             self.proc.kill()
@@ -158,7 +170,8 @@ class BalancerTest(unittest.TestCase):
         cls.ca = ssl.create_default_context(cafile=crt)
         ports = free_ports(5)
         cls.lb_port, cls.tls_port = ports[0], ports[1]
-        cls.replicas = [Replica(p) for p in ports[2:]]
+        cls.redis = Redis()
+        cls.replicas = [Replica(p, "redis://127.0.0.1:%d" % cls.redis.port) for p in ports[2:]]
         env = dict(os.environ)
         env.update({
             "IKD_LB_BIND": "127.0.0.1:%d" % cls.lb_port,
@@ -191,6 +204,7 @@ class BalancerTest(unittest.TestCase):
         for r in cls.replicas:
             if r.proc.poll() is None:
                 r.stop()
+        cls.redis.stop()
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def solves_on(self, r):
@@ -208,27 +222,39 @@ class BalancerTest(unittest.TestCase):
         for n in got:
             self.assertGreaterEqual(n, 15, "requests not spread over the replicas: %r" % got)
 
-    def test_affinity_keeps_chain_ids(self):
-        chain = dict(BONES, positions=[[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0.001]])
-        hdr = {"X-Ikd-Affinity": "robot-7"}
-        status, text = http(self.lb_port, "POST", "/v1/chains", chain, hdr)
+    def register(self, chain):
+        status, text = http(self.lb_port, "POST", "/v1/chains", chain)
         self.assertIn(status, (200, 201), text)
-        cid = json.loads(text)["id"]
-        holders = [r for r in self.replicas if http(r.port, "GET", "/v1/chains/" + cid)[0] == 200]
-        self.assertEqual(len(holders), 1, "the chain should live on one replica")
+        return json.loads(text)["id"]
+
+    def test_chain_ids_work_on_every_replica(self):
+        chain = dict(BONES, positions=[[0, 0, 0], [0, 0.5, 0], [0, 1.0, 0.001]])
+        cid = self.register(chain)
         body = {"chain_id": cid, "target": {"position": [0.3, 0.6, 0.2]}}
-        for _ in range(30):
-            status, text = http(self.lb_port, "POST", "/v1/solve", body, hdr)
-            self.assertEqual(status, 200, text)
-        misses = 0
-        for _ in range(30):
+        for _ in range(30):  # round robin: every replica answers some
             status, text = http(self.lb_port, "POST", "/v1/solve", body)
-            if status == 404:
-                self.assertIn("unknown_chain", text)
-                misses += 1
-            else:
-                self.assertEqual(status, 200, text)
-        self.assertGreater(misses, 0, "without affinity the other replicas should miss the chain")
+            self.assertEqual(status, 200, text)
+            self.assertEqual(json.loads(text)["status"], "success")
+        for r in self.replicas:
+            self.assertEqual(http(r.port, "GET", "/v1/chains/" + cid)[0], 200)
+
+        async def opens():
+            for i in range(6):
+                async with websockets.connect("ws://127.0.0.1:%d/v1/stream" % self.lb_port,
+                                              extra_headers=AUTH, ping_interval=None,
+                                              open_timeout=TIMEOUT) as ws:
+                    await ws.send(json.dumps({"type": "open", "stream": "s", "chain_id": cid}))
+                    m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                    self.assertEqual(m["type"], "opened", m)
+        run(opens())
+
+    def test_haproxy_starts_while_a_name_does_not_resolve(self):
+        env = dict(os.environ, IKD_LB_BIND="127.0.0.1:%d" % free_ports(1)[0],
+                   IKD_LB_1="no-such-replica.invalid:8080", IKD_LB_2="127.0.0.1:1",
+                   IKD_LB_3="127.0.0.1:2")
+        r = subprocess.run([self.haproxy_bin, "-c", "-f", HAPROXY_CFG], env=env,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     async def stream_in_order(self, url, count, **kw):
         async with websockets.connect(url, extra_headers=AUTH, ping_interval=None,
@@ -291,6 +317,15 @@ class BalancerTest(unittest.TestCase):
         for k, v in lb["environment"].items():
             if re.fullmatch(r"IKD_LB_\d", k):
                 self.assertEqual(v.split(":")[1], "8080", "the image's ikd listens on 8080")
+        # the replicas share the compose Redis, and their threads add up to
+        # no more than one per core (1 each by default)
+        self.assertIn("redis", services)
+        for name in replicas:
+            env = services[name]["environment"]
+            self.assertEqual(env["IKD_REDIS"], "redis://redis:6379")
+            self.assertEqual(env["IKD_THREADS"], "${IKD_THREADS:-1}")
+        self.assertNotIn("ports", services["redis"], "Redis must not be published")
+        self.assertEqual(services["redis"]["networks"], ["backend"])
         tls_port = lb["environment"]["IKD_LB_TLS_BIND"].rsplit(":", 1)[1]
         self.assertEqual(lb["ports"], ["%s:%s" % (tls_port, tls_port)],
                          "only the TLS port is published")
@@ -333,12 +368,16 @@ class BalancerTest(unittest.TestCase):
         self.assertEqual(named - exposed, set(), "rules name metrics ikd does not expose")
 
     def test_rolling_restart_loses_nothing(self):
+        # every request and stream names its chain by id, without affinity:
+        # a replica that restarts (and forgot everything) fetches it again
+        cid = self.register(dict(BONES, positions=[[0, 0, 0], [0, 0.5, 0.002], [0, 1.0, 0]]))
         seconds = max(6, int(3 * len(self.replicas) + 3))
         wrk = subprocess.Popen(
-            ["wrk", "-t1", "-c16", "-d%ds" % seconds, "-s", WRK_LUA,
+            ["wrk", "-t1", "-c16", "-d%ds" % seconds, "-s", WRK_LUA_ID,
              "-H", "Authorization: Bearer " + TOKEN,
              "http://127.0.0.1:%d/v1/solve" % self.lb_port],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=dict(os.environ, IKD_CHAIN_ID=cid))
         stop = {"now": False}
         stats = {"answers": 0, "closes": [], "after_last_restart": 0, "restarts_done": 0}
 
@@ -349,7 +388,8 @@ class BalancerTest(unittest.TestCase):
                 try:
                     async with websockets.connect(url, extra_headers=AUTH, ping_interval=None,
                                                   open_timeout=TIMEOUT) as ws:
-                        await ws.send(json.dumps({"type": "open", "stream": "s", "chain": BONES}))
+                        await ws.send(json.dumps({"type": "open", "stream": "s",
+                                                  "chain_id": cid}))
                         m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
                         self.assertEqual(m["type"], "opened", m)
                         while not stop["now"]:
@@ -387,7 +427,7 @@ class BalancerTest(unittest.TestCase):
         out, _ = wrk.communicate(timeout=30 * SLOW)
         out = out.decode()
         self.assertEqual(wrk.returncode, 0, out)
-        self.assertNotIn("Non-2xx", out, "a request was answered with an error:\n" + out)
+        self.assertNotIn("Non-2xx", out, "a request (by chain id) was answered with an error:\n" + out)
         self.assertNotIn("Socket errors", out, "a request was lost:\n" + out)
         self.assertIn("requests in", out, out)
         done = int(out.split(" requests in")[0].split()[-1])

@@ -300,6 +300,152 @@ START_TEST(test_token_check)
 }
 END_TEST
 
+/* An empty token from any source is refused at startup: IKD_TOKEN="" used
+ * to count as unset and leave every endpoint open, while --token "" was
+ * refused. A token no header can carry as given (a control character, a
+ * blank at either end) is refused too; none is ever shown. */
+START_TEST(test_token_fails_closed)
+{
+    setenv("IKD_TOKEN", "", 1);
+    srv_config cfg;
+    srv_config_default(&cfg);
+    char err[256] = "";
+    char *argv[] = {"ikd"};
+    ck_assert_int_eq(parse(&cfg, 1, argv, err), SRV_EINVAL);
+    ck_assert_msg(strstr(err, "IKD_TOKEN") && strstr(err, "empty"), "%s", err);
+    ck_assert_ptr_null(cfg.token);
+    srv_config_free(&cfg);
+    unsetenv("IKD_TOKEN");
+
+    const char *bad[] = {"", " lead", "trail ", "new\nline", "tab\there", "del\x7f"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        srv_config_default(&cfg);
+        char *a[] = {"ikd", "--token", (char *)bad[i]};
+        ck_assert_msg(parse(&cfg, 3, a, err) == SRV_EINVAL, "token %zu accepted", i);
+        ck_assert_msg(strstr(err, "--token"), "%s", err);
+        if (bad[i][0])
+            ck_assert_msg(strstr(err, bad[i]) == NULL, "the token is shown: %s", err);
+        srv_config_free(&cfg);
+        setenv("IKD_TOKEN", bad[i], 1);
+        srv_config_default(&cfg);
+        ck_assert_msg(parse(&cfg, 1, argv, err) == SRV_EINVAL, "IKD_TOKEN %zu accepted", i);
+        srv_config_free(&cfg);
+        unsetenv("IKD_TOKEN");
+    }
+    srv_config_default(&cfg);
+    char *ok[] = {"ikd", "--token", "s3cret with inner space"};
+    ck_assert_int_eq(parse(&cfg, 3, ok, err), SRV_OK);
+    ck_assert_str_eq(cfg.token, "s3cret with inner space");
+    srv_config_free(&cfg);
+}
+END_TEST
+
+/* Every size has an upper bound, named in the error: --connection-memory
+ * 1G (libmicrohttpd zeroing a gigabyte per request) and 2^64-1 (every
+ * connection reset) used to start. */
+START_TEST(test_sizes_bounded)
+{
+    static const struct {
+        const char *flag, *top, *over;
+    } cases[] = {
+        {"--connection-memory", "1M", "1025K"}, {"--max-body", "1G", "1025M"},
+        {"--max-urdf", "1G", "2G"},             {"--registry-bytes", "64G", "65G"},
+        {"--max-message", "1G", "1073741825"},  {"--max-send-queue", "1G", "4G"},
+        {"--stream-chain-bytes", "64G", "128G"}, {"--body-budget", "64G", "1024G"},
+        {"--answer-budget", "64G", "18446744073709551615"},
+        {"--connection-memory", "8K", "18446744073709551615"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        srv_config cfg;
+        srv_config_default(&cfg);
+        char err[256] = "";
+        char *top[] = {"ikd", (char *)cases[i].flag, (char *)cases[i].top};
+        ck_assert_msg(parse(&cfg, 3, top, err) == SRV_OK, "%s %s refused: %s", cases[i].flag,
+                      cases[i].top, err);
+        srv_config_free(&cfg);
+        srv_config_default(&cfg);
+        char *over[] = {"ikd", (char *)cases[i].flag, (char *)cases[i].over};
+        ck_assert_msg(parse(&cfg, 3, over, err) == SRV_EINVAL, "%s %s accepted", cases[i].flag,
+                      cases[i].over);
+        ck_assert_msg(strstr(err, cases[i].flag) && (strstr(err, "at most") || strstr(err, " to ")),
+                      "the error names no range: %s", err);
+        srv_config_free(&cfg);
+    }
+    /* the environment is held to the same bound */
+    setenv("IKD_CONNECTION_MEMORY", "1G", 1);
+    srv_config cfg;
+    srv_config_default(&cfg);
+    char err[256] = "";
+    char *argv[] = {"ikd"};
+    ck_assert_int_eq(parse(&cfg, 1, argv, err), SRV_EINVAL);
+    ck_assert_msg(strstr(err, "IKD_CONNECTION_MEMORY") && strstr(err, "8K to 1M"), "%s", err);
+    srv_config_free(&cfg);
+    unsetenv("IKD_CONNECTION_MEMORY");
+}
+END_TEST
+
+START_TEST(test_redis_url)
+{
+    srv_redis_url u;
+    ck_assert_int_eq(srv_config_parse_redis("redis://cache", &u), SRV_OK);
+    ck_assert_str_eq(u.host, "cache");
+    ck_assert_uint_eq(u.port, 6379);
+    ck_assert_uint_eq(u.db, 0);
+    ck_assert_str_eq(u.user, "");
+    ck_assert_str_eq(u.password, "");
+    ck_assert_int_eq(srv_config_parse_redis("redis://127.0.0.1:7001/3", &u), SRV_OK);
+    ck_assert_str_eq(u.host, "127.0.0.1");
+    ck_assert_uint_eq(u.port, 7001);
+    ck_assert_uint_eq(u.db, 3);
+    ck_assert_int_eq(srv_config_parse_redis("redis://:p@ss:w@[::1]:6380/", &u), SRV_OK);
+    ck_assert_str_eq(u.host, "::1");
+    ck_assert_uint_eq(u.port, 6380);
+    ck_assert_str_eq(u.user, "");
+    ck_assert_str_eq(u.password, "p@ss:w");
+    ck_assert_int_eq(srv_config_parse_redis("redis://ikd:secret@redis:6379", &u), SRV_OK);
+    ck_assert_str_eq(u.user, "ikd");
+    ck_assert_str_eq(u.password, "secret");
+    ck_assert_str_eq(u.host, "redis");
+    ck_assert_int_eq(srv_config_parse_redis("redis://secret@redis", &u), SRV_OK);
+    ck_assert_str_eq(u.user, "");
+    ck_assert_str_eq(u.password, "secret");
+    const char *bad[] = {"",
+                         "redis:/x",
+                         "rediss://host", /* TLS to Redis: not supported */
+                         "http://host",
+                         "redis://",
+                         "redis://host:0",
+                         "redis://host:65536",
+                         "redis://host:port",
+                         "redis://host/16",
+                         "redis://host/x",
+                         "redis://host?db=1",
+                         "redis://[::1",
+                         "redis://::1:6379",
+                         "redis://ho\nst"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(srv_config_parse_redis(bad[i], &u) == SRV_EINVAL, "accepted %s", bad[i]);
+
+    /* the flag: validated, kept, never shown */
+    srv_config cfg;
+    srv_config_default(&cfg);
+    char err[256] = "";
+    char *ok[] = {"ikd", "--redis", "redis://:hunter2@127.0.0.1:7001", "--redis-timeout", "250"};
+    ck_assert_int_eq(parse(&cfg, 5, ok, err), SRV_OK);
+    ck_assert_str_eq(cfg.redis_url, "redis://:hunter2@127.0.0.1:7001");
+    ck_assert(cfg.redis_timeout_ms == 250);
+    srv_config_free(&cfg);
+    ck_assert_ptr_null(cfg.redis_url);
+    srv_config_default(&cfg);
+    ck_assert(cfg.redis_timeout_ms == 500);
+    ck_assert_ptr_null(cfg.redis_url);
+    char *wrong[] = {"ikd", "--redis", "redis://:hunter2@host:99999"};
+    ck_assert_int_eq(parse(&cfg, 3, wrong, err), SRV_EINVAL);
+    ck_assert_msg(strstr(err, "--redis") && !strstr(err, "hunter2"), "%s", err);
+    srv_config_free(&cfg);
+}
+END_TEST
+
 /* ---- the flag table against --help and README.md ------------------------- */
 
 #define TDFLT_VALUE(text) text, NULL
@@ -333,6 +479,8 @@ static const struct row {
 typedef struct shown {
     char env[64];
     char dflt[64];
+    char range[64]; /* "at most 1M", "8K to 1M": the bound --help shows, or "" */
+    bool bytes;     /* a size (its value is BYTES) */
 } shown;
 
 static char *help_text(void)
@@ -384,6 +532,17 @@ static void help_row(const char *help, const char *flag, shown *sh)
     ck_assert_msg(len > 0, "--%s has no help text", flag);
     const char *d = strstr(text, " (default ");
     ck_assert_msg(d != NULL && text[strlen(text) - 1] == ')', "--%s shows no default", flag);
+    sh->range[0] = '\0';
+    sh->bytes = strncmp(line + 4 + strlen(flag), " BYTES ", 7) == 0;
+    if (d > text && d[-1] == ')') {
+        const char *open = d - 1;
+        while (open > text && *open != '(')
+            open--;
+        size_t rn = (size_t)(d - 1 - open - 1);
+        ck_assert_uint_lt(rn, sizeof sh->range);
+        memcpy(sh->range, open + 1, rn);
+        sh->range[rn] = '\0';
+    }
     d += strlen(" (default ");
     size_t n = strlen(d) - 1;
     ck_assert_uint_lt(n, sizeof sh->dflt);
@@ -561,6 +720,13 @@ START_TEST(test_readme_flags)
             ck_assert_msg(strcmp(d, sh.dflt) == 0,
                           "README says --%s defaults to \"%s\", the table says \"%s\"", flag, d,
                           sh.dflt);
+            /* a size's upper bound is documented in its row */
+            if (sh.bytes) {
+                char row[2048];
+                plain(row, sizeof row, line, (size_t)(eol - line));
+                ck_assert_msg(sh.range[0] && strstr(row, sh.range),
+                              "README does not give --%s's bound \"%s\"", flag, sh.range);
+            }
             d = strtok_r(NULL, ",", &save);
             nflags++;
         }
@@ -597,6 +763,9 @@ static Suite *config_suite(void)
     tcase_add_test(tc, test_env_and_precedence);
     tcase_add_test(tc, test_rejected_and_help);
     tcase_add_test(tc, test_token_check);
+    tcase_add_test(tc, test_token_fails_closed);
+    tcase_add_test(tc, test_sizes_bounded);
+    tcase_add_test(tc, test_redis_url);
     tcase_add_test(tc, test_allow_origin_fails_closed);
     tcase_add_test(tc, test_allow_origin_env_fails_closed);
     tcase_add_test(tc, test_table_defaults_parse);

@@ -11,8 +11,8 @@
  *     and the solve policy (http_handlers.o, http_route.o, http_batch.o,
  *     ws_messages.o, ws_stream.o, ws_tick.o, stream_chains.o, solve.o)
  *     refer to no MHD_*, wslay_* or socket call; only the modules that own
- *     connections do (http_mhd.o, ws_conn.o, loop.o, serve.o, guard.o, and
- *     the probe's own client);
+ *     connections do (http_mhd.o, http_headers.o, ws_conn.o, loop.o,
+ *     serve.o, guard.o, tls_front.o, and the probe's own client);
  *   - proto's files call each other without a cycle, and so do server's
  *     (the file-level graph, from each object's defined and undefined
  *     symbols, is acyclic: data symbols count too, so that a table one

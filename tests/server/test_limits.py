@@ -1324,8 +1324,8 @@ class AnswerBudgetTest(unittest.TestCase):
             for _ in range(8):
                 c = d.connect()
                 clients.append(c)
-            for c in clients:
-                c.sendall(post("/v1/chains", body))
+            for c in clients:  # the answer echoes the chain on request only
+                c.sendall(post("/v1/chains?include=source", body))
             time.sleep(1.5 * SLOW)
             held = metric(d, 'ikd_held_bytes{what="answers"}')
             statuses = []

@@ -1,0 +1,413 @@
+"""
+test_registry_shared.py: the chain registry shared by replicas through
+Redis (--redis), with Debian's redis-server started here on a loopback port
+(--save '' --appendonly no) and two ikd, A and B, on it:
+
+- a chain registered on A (201; 200 on B, which Redis tells it knows) is
+  solved by id on B, in a batch of items naming several ids B never saw
+  (one fetch), described by GET on B, and streamed by id on B (an open
+  waits for the fetch); a UR5 URDF is checked by forward kinematics
+  computed here (tests/server/robot_chain.py), not by ikd;
+- again after A restarts: ids outlive the replica that registered them;
+- a registration's answer is the description without the chain's own
+  document, which ?include=source adds; another include is refused;
+- a DELETE on A reaches B's local copy (announced through Redis);
+- a chain of more than 64 KiB (decoded on the pool) is fetched too;
+- Redis stopped: inline solves and ids B holds keep answering, a miss gets
+  503 with Retry-After within --redis-timeout, a registration 503, a
+  stream opened by an unknown id an error message, /readyz stays 200 and
+  says the registry is down, ikd_registry_shared_up is 0; Redis back (on
+  the same port): B reconnects by itself and registrations work again;
+- Redis paused (SIGSTOP, a Redis that does not answer): a miss gets 503
+  within --redis-timeout while other requests are answered at once;
+- Redis with a password: a wrong one is refused and /readyz says why,
+  the right one works.
+
+redis-server must be installed (docker/install-deps.sh does): without it
+the test fails.
+"""
+import asyncio
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from robot_chain import Chain  # noqa: E402
+from test_stream import BONES, IKD_BIN, IKD_DATA, SLOW, TIMEOUT, bones_target, run  # noqa: E402
+
+import websockets  # noqa: E402
+
+REDIS_TIMEOUT_MS = 300
+UR5 = Chain(os.path.join(IKD_DATA, "robots", "ur5.urdf"), "base_link", "tool0")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Redis:
+    """redis-server on a fixed loopback port, no persistence."""
+
+    def __init__(self, port=None, *extra):
+        self.bin = shutil.which("redis-server") or "/usr/bin/redis-server"
+        if not os.path.exists(self.bin):
+            raise RuntimeError("redis-server is not installed: run sh docker/install-deps.sh")
+        self.port = port or free_port()
+        self.extra = extra
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [self.bin, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", *self.extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not start on port %d" % self.port)
+            time.sleep(0.02)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+class Ikd:
+    def __init__(self, redis_url, *extra):
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [IKD_BIN, "--listen", "127.0.0.1:0", "--loops", "2", "--log-level", "info",
+             "--redis", redis_url,
+             "--redis-timeout", str(REDIS_TIMEOUT_MS), *extra],
+            stdout=subprocess.PIPE, stderr=self.log)
+        line = self.proc.stdout.readline().decode()
+        if not line.startswith("ikd listening on "):
+            self.proc.kill()
+            raise RuntimeError("ikd did not start: %r %s" % (line, self.text()))
+        self.port = int(line.strip().rsplit(":", 1)[1])
+
+    def text(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def http(self, method, path, body=None):
+        """(status, parsed body or text, headers)."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), data=data,
+                                     method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=10 * SLOW) as r:
+                status, text, headers = r.status, r.read().decode(), r.headers
+        except urllib.error.HTTPError as e:
+            status, text, headers = e.code, e.read().decode(), e.headers
+        try:
+            return status, json.loads(text) if text else None, headers
+        except ValueError:
+            return status, text, headers
+
+    def wait_up(self, up=True):
+        deadline = time.monotonic() + 10 * SLOW
+        while True:
+            status, body, _ = self.http("GET", "/readyz")
+            if status == 200 and body["registry"]["up"] == up:
+                return body
+            if time.monotonic() > deadline:
+                raise AssertionError("the shared registry is not %s: %r" % (
+                    "up" if up else "down", body))
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(20 * SLOW)
+        self.proc.stdout.close()
+        self.log.close()
+        return self.proc.returncode
+
+
+def bones(tilt):
+    """A two-bone chain of its own id (the knee tilted by tilt)."""
+    return {"kind": "bones", "positions": [[0, 0, 0], [0, 0.5, tilt], [0, 1.0, 0.001]]}
+
+
+def assert_reaches(test, answer, target):
+    """A two-bone answer's last position is the target (the limb's own
+    positions, not a trusted status)."""
+    test.assertEqual(answer["status"], "success", answer)
+    tip = answer["positions"][-1]
+    test.assertLess(math.dist(tip, target), 1e-6, answer)
+
+
+class SharedRegistryTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.redis = Redis()
+        cls.url = "redis://127.0.0.1:%d" % cls.redis.port
+        cls.a = Ikd(cls.url)
+        cls.b = Ikd(cls.url)
+        cls.a.wait_up()
+        cls.b.wait_up()
+
+    @classmethod
+    def tearDownClass(cls):
+        for d in (cls.a, cls.b):
+            d.stop()
+        cls.redis.stop()
+
+    def register(self, d, chain, expect=(200, 201), query=""):
+        status, body, headers = d.http("POST", "/v1/chains" + query, chain)
+        self.assertIn(status, expect, body)
+        return body
+
+    def test_a_chain_of_one_replica_works_on_the_other(self):
+        desc = self.register(self.a, UR5.request(), (201,))
+        cid = desc["id"]
+        self.assertNotIn("chain", desc, "the registration echoes the URDF")
+        self.assertEqual(desc["dof"], 6)
+        # B has never seen it: Redis has
+        self.assertEqual(self.register(self.b, UR5.request(), (200,))["id"], cid)
+        # solved by id on A' s twin, checked by forward kinematics computed here
+        q = [0.3, -1.2, 1.1, -0.9, -1.4, 0.4]
+        pos, quat = UR5.fk(q)
+        status, ans, _ = self.b.http("POST", "/v1/solve", {
+            "chain_id": cid, "target": {"position": pos, "orientation": quat}})
+        self.assertEqual(status, 200, ans)
+        self.assertEqual(ans["status"], "success", ans)
+        got, _ = UR5.fk(ans["joints"])
+        self.assertLess(math.dist(got, pos), 1e-4)
+        self.assertTrue(UR5.within_limits(ans["joints"]))
+        status, d2, _ = self.b.http("GET", "/v1/chains/" + cid)
+        self.assertEqual((status, d2["id"]), (200, cid))
+
+    def test_b_batch_of_items_fetches_every_id_at_once(self):
+        ids = [self.register(self.a, bones(0.1 + 0.01 * k), (201,))["id"] for k in range(1, 6)]
+        before = self.fetches(self.b)
+        items = [{"chain_id": cid, "target": bones_target(k)} for k, cid in enumerate(ids)]
+        status, ans, _ = self.b.http("POST", "/v1/solve/batch", {"items": items})
+        self.assertEqual(status, 200, ans)
+        for k, r in enumerate(ans["results"]):
+            assert_reaches(self, r, bones_target(k)["position"])
+        self.assertEqual(self.fetches(self.b) - before, 1, "one fetch for the five ids")
+
+    def test_b_large_batch_by_id(self):
+        """A text batch over 256 KiB by an id B never saw: its targets are
+        read in parts on the pool, after the fetch."""
+        cid = self.register(self.a, bones(0.075), (201,))["id"]
+        targets = [bones_target(k % 50) for k in range(6000)]
+        body = {"chain_id": cid, "targets": targets}
+        self.assertGreater(len(json.dumps(body)), 256 * 1024)
+        status, ans, _ = self.b.http("POST", "/v1/solve/batch", body)
+        self.assertEqual(status, 200, ans)
+        self.assertEqual(len(ans["results"]), len(targets))
+        for k in (0, 2999, 5999):
+            assert_reaches(self, ans["results"][k], targets[k]["position"])
+
+    def fetches(self, d):
+        status, text, _ = d.http("GET", "/metrics")
+        return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
+                   if l.startswith("ikd_registry_shared_total{op=\"fetch\""))
+
+    def test_c_stream_by_id_on_the_other_replica(self):
+        cid = self.register(self.a, bones(0.02), (201,))["id"]
+
+        async def main():
+            url = "ws://127.0.0.1:%d/v1/stream" % self.b.port
+            async with websockets.connect(url, ping_interval=None, open_timeout=TIMEOUT) as ws:
+                await ws.send(json.dumps({"type": "open", "stream": "s", "chain_id": cid}))
+                # sent right behind the open: answered after it, in order
+                await ws.send(json.dumps({"type": "target", "stream": "s", "seq": 1,
+                                          "target": bones_target(1)}))
+                m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                self.assertEqual((m["type"], m["chain_id"]), ("opened", cid), m)
+                m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                self.assertEqual((m["type"], m["seq"]), ("solution", 1), m)
+                assert_reaches(self, m["result"], bones_target(1)["position"])
+                await ws.send(json.dumps({"type": "open", "stream": "t",
+                                          "chain_id": "f" * 32}))
+                m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                self.assertEqual((m["type"], m["error"]["code"]), ("error", "unknown_chain"), m)
+        run(main())
+
+    def test_d_ids_outlive_the_replica_that_registered_them(self):
+        cid = self.register(self.a, bones(0.03), (201,))["id"]
+        self.assertEqual(self.a.stop(), 0)
+        type(self).a = Ikd(self.url)
+        self.a.wait_up()
+        status, ans, _ = self.a.http("POST", "/v1/solve",
+                                     {"chain_id": cid, "target": bones_target(3)})
+        self.assertEqual(status, 200, ans)
+        assert_reaches(self, ans, bones_target(3)["position"])
+
+        async def main():
+            url = "ws://127.0.0.1:%d/v1/stream" % self.a.port
+            async with websockets.connect(url, ping_interval=None, open_timeout=TIMEOUT) as ws:
+                await ws.send(json.dumps({"type": "open", "stream": "s", "chain_id": cid}))
+                m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                self.assertEqual(m["type"], "opened", m)
+        run(main())
+
+    def test_e_source_on_request(self):
+        chain = bones(0.04)
+        desc = self.register(self.a, chain, query="?include=source")
+        self.assertEqual(desc["chain"], chain)
+        status, d2, _ = self.b.http("GET", "/v1/chains/%s?include=source" % desc["id"])
+        self.assertEqual((status, d2["chain"]), (200, chain))
+        status, d3, _ = self.b.http("GET", "/v1/chains/" + desc["id"])
+        self.assertNotIn("chain", d3)
+        status, err, _ = self.a.http("GET", "/v1/chains/%s?include=urdf" % desc["id"])
+        self.assertEqual((status, err["error"]["code"]), (400, "invalid_request"), err)
+
+    def test_f_delete_reaches_every_replica(self):
+        cid = self.register(self.a, bones(0.05), (201,))["id"]
+        self.assertEqual(self.b.http("GET", "/v1/chains/" + cid)[0], 200)  # B holds it now
+        self.assertEqual(self.a.http("DELETE", "/v1/chains/" + cid)[0], 204)
+        deadline = time.monotonic() + 5 * SLOW
+        while self.b.http("GET", "/v1/chains/" + cid)[0] != 404:
+            self.assertLess(time.monotonic(), deadline, "B still holds a deleted chain")
+            time.sleep(0.02)
+        self.assertEqual(self.a.http("DELETE", "/v1/chains/" + cid)[0], 404)
+
+    def test_g_large_chain(self):
+        chain = UR5.request()
+        chain["urdf"] = chain["urdf"].replace(
+            "<robot", "<!-- %s -->\n<robot" % ("padding " * 12000), 1)
+        self.assertGreater(len(json.dumps(chain)), 65536)
+        cid = self.register(self.a, chain, (201,))["id"]
+        pos, quat = UR5.fk([0.1, -1.0, 1.2, -0.5, 1.0, 0.2])
+        status, ans, _ = self.b.http("POST", "/v1/solve", {
+            "chain_id": cid, "target": {"position": pos, "orientation": quat}})
+        self.assertEqual(status, 200, ans)
+        got, _ = UR5.fk(ans["joints"])
+        self.assertLess(math.dist(got, pos), 1e-4)
+
+    def test_h_redis_paused(self):
+        cid = self.register(self.a, bones(0.06), (201,))["id"]
+        self.assertEqual(self.b.http("POST", "/v1/solve", {"chain_id": cid,
+                                                           "target": bones_target(6)})[0], 200)
+        self.redis.proc.send_signal(signal.SIGSTOP)
+        try:
+            out = {}
+
+            def miss():
+                t0 = time.monotonic()
+                out["status"], out["body"], out["headers"] = self.b.http(
+                    "POST", "/v1/solve", {"chain_id": "e" * 32, "target": bones_target(1)})
+                out["s"] = time.monotonic() - t0
+
+            th = threading.Thread(target=miss)
+            th.start()
+            time.sleep(0.05)
+            # while the miss waits for Redis, B answers the others at once
+            t0 = time.monotonic()
+            status, ans, _ = self.b.http("POST", "/v1/solve",
+                                         {"chain_id": cid, "target": bones_target(6)})
+            self.assertEqual(status, 200, ans)
+            status, ans, _ = self.b.http("POST", "/v1/solve",
+                                         {"chain": BONES, "target": bones_target(2)})
+            self.assertEqual(status, 200, ans)
+            self.assertLess(time.monotonic() - t0, 0.25 * SLOW)
+            th.join(10 * SLOW)
+            self.assertEqual(out["status"], 503, out)
+            self.assertEqual(out["headers"]["Retry-After"], "1")
+            self.assertIn("--redis-timeout", out["body"]["error"]["message"])
+            self.assertLess(out["s"], REDIS_TIMEOUT_MS / 1000 + 0.5 * SLOW)
+        finally:
+            self.redis.proc.send_signal(signal.SIGCONT)
+        self.b.wait_up()
+
+    def test_i_redis_down(self):
+        cid = self.register(self.a, bones(0.07), (201,))["id"]
+        self.assertEqual(self.b.http("POST", "/v1/solve", {"chain_id": cid,
+                                                           "target": bones_target(7)})[0], 200)
+        self.redis.stop()
+        try:
+            body = self.b.wait_up(False)
+            self.assertIn("Redis", body["registry"]["state"])
+            status, ans, _ = self.b.http("POST", "/v1/solve",
+                                         {"chain": BONES, "target": bones_target(2)})
+            assert_reaches(self, ans, bones_target(2)["position"])
+            status, ans, _ = self.b.http("POST", "/v1/solve",
+                                         {"chain_id": cid, "target": bones_target(7)})
+            self.assertEqual(status, 200, ans)
+            assert_reaches(self, ans, bones_target(7)["position"])
+            t0 = time.monotonic()
+            status, err, headers = self.b.http("POST", "/v1/solve",
+                                               {"chain_id": "d" * 32, "target": bones_target(1)})
+            self.assertLess(time.monotonic() - t0, REDIS_TIMEOUT_MS / 1000 + 0.5 * SLOW)
+            self.assertEqual((status, err["error"]["code"]), (503, "overloaded"), err)
+            self.assertEqual(headers["Retry-After"], "1")
+            self.assertIn("shared chain registry", err["error"]["message"])
+            status, err, _ = self.b.http("POST", "/v1/chains", bones(0.08))
+            self.assertEqual(status, 503, err)
+            status, text, _ = self.b.http("GET", "/metrics")
+            self.assertIn("ikd_registry_shared_up 0", text)
+
+            async def main():
+                url = "ws://127.0.0.1:%d/v1/stream" % self.b.port
+                async with websockets.connect(url, ping_interval=None,
+                                              open_timeout=TIMEOUT) as ws:
+                    await ws.send(json.dumps({"type": "open", "stream": "s",
+                                              "chain_id": "d" * 32}))
+                    m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                    self.assertEqual((m["type"], m["error"]["code"]), ("error", "overloaded"), m)
+                    # the connection goes on: an inline open works
+                    await ws.send(json.dumps({"type": "open", "stream": "t", "chain": BONES}))
+                    m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                    self.assertEqual(m["type"], "opened", m)
+            run(main())
+        finally:
+            self.redis.start()
+        self.b.wait_up()
+        self.a.wait_up()
+        self.register(self.b, bones(0.08), (201,))
+        self.assertIn("unavailable", self.b.text())
+
+
+class PasswordTest(unittest.TestCase):
+    def test_auth(self):
+        redis = Redis(None, "--requirepass", "s3cret")
+        try:
+            wrong = Ikd("redis://:nope@127.0.0.1:%d" % redis.port)
+            right = Ikd("redis://:s3cret@127.0.0.1:%d/2" % redis.port)
+            try:
+                body = right.wait_up()
+                self.assertEqual(right.http("POST", "/v1/chains", bones(0.09))[0], 201)
+                time.sleep(0.5)
+                status, body, _ = wrong.http("GET", "/readyz")
+                self.assertFalse(body["registry"]["up"], body)
+                self.assertNotIn("nope", wrong.text() + json.dumps(body), "the password shows")
+                self.assertIn("Redis", body["registry"]["state"])
+                self.assertEqual(wrong.http("POST", "/v1/chains", bones(0.09))[0], 503)
+            finally:
+                self.assertEqual(wrong.stop(), 0)
+                self.assertEqual(right.stop(), 0)
+        finally:
+            redis.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
