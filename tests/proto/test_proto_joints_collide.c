@@ -5,7 +5,8 @@
  * description of them, the errors with their paths, and an answer's
  * min_distance checked against forward kinematics and sphere-box and
  * sphere-sphere distances computed here (also for the same arm written in
- * Unreal's convention, whose spheres must be converted as its origins).
+ * Unreal's convention, whose spheres must be converted as its origins, and
+ * for a tree of joints, whose hands hang from their parents' links).
  */
 #include <check.h>
 #include <jansson.h>
@@ -318,6 +319,93 @@ START_TEST(test_min_distance)
 }
 END_TEST
 
+/* A tree of joints: a waist about z, two arms about y 0.3 to each side,
+ * each with a hand 0.3 along its x (a fixed joint, the tip) that has a
+ * sphere; a box beside the left hand's target. min_distance is the one
+ * computed here: the hands against the box, against each other and
+ * against the base's sphere (none of them adjacent). */
+START_TEST(test_tree_min_distance)
+{
+    json_error_t je;
+    json_t *c = json_loads(
+        "{\"kind\":\"tree\",\"tips\":[\"l_hand\",\"r_hand\"],\"joints\":["
+        "{\"name\":\"waist\",\"type\":\"continuous\",\"axis\":[0,0,1]},"
+        "{\"name\":\"l\",\"parent\":\"waist\",\"type\":\"revolute\","
+        "\"origin\":{\"xyz\":[0,0.3,0]},\"axis\":[0,1,0],\"limits\":{\"lower\":-2,\"upper\":2}},"
+        "{\"name\":\"l_hand\",\"parent\":\"l\",\"type\":\"fixed\","
+        "\"origin\":{\"xyz\":[0.3,0,0]}},"
+        "{\"name\":\"r\",\"parent\":\"waist\",\"type\":\"revolute\","
+        "\"origin\":{\"xyz\":[0,-0.3,0]},\"axis\":[0,1,0],\"limits\":{\"lower\":-2,\"upper\":2}},"
+        "{\"name\":\"r_hand\",\"parent\":\"r\",\"type\":\"fixed\","
+        "\"origin\":{\"xyz\":[0.3,0,0]}}],"
+        "\"collision_spheres\":{\"base\":[[0,0,-0.2,0.1]],\"l_hand\":[[0,0,0,0.05]],"
+        "\"r_hand\":[[0.02,0,0,0.04]]}}",
+        0, &je);
+    ck_assert_msg(c != NULL, "%s", je.text);
+    const double bc[3] = {0.2, 0.45, -0.15}, bh[3] = {0.05, 0.05, 0.3};
+    const double zero[3] = {0, 0, 0}, rc[3] = {0.02, 0, 0}, base_c[3] = {0, 0, -0.2};
+    double goal[3]; /* the left hand at l 0.5 (the right one holds its pose) */
+    point(frame_mul(frame_mul(joint(0, 0, 0, 2, 0.0), joint(0, 0.3, 0, 1, 0.5)),
+                    joint(0.3, 0, 0, 0, 0)),
+          zero, goal);
+    json_t *b =
+        json_pack("{s:o, s:{s:{s:{s:[f,f,f]}}}, s:{s:[{s:[f,f,f], s:[f,f,f]}]},"
+                  " s:{s:i, s:f}}",
+                  "chain", c, "target", "tips", "l_hand", "position", goal[0], goal[1], goal[2],
+                  "scene", "boxes", "size", 2 * bh[0], 2 * bh[1], 2 * bh[2], "position", bc[0],
+                  bc[1], bc[2], "options", "max_iterations", 500, "timeout_ms", 0.0);
+    proto_job *job;
+    proto_error err;
+    ck_assert_msg(decode(b, &job, &err) == 0, "%s at %s", err.message, err.path);
+    proto_job_run(job, 0, 1);
+    size_t n;
+    char *text = proto_job_encode(job, &n);
+    json_t *a = json_loads(text, 0, &je);
+    ck_assert_ptr_nonnull(a);
+    /* the joints by name */
+    json_t *names = json_object_get(a, "joint_names"), *jq = json_object_get(a, "joints");
+    ck_assert_uint_eq(json_array_size(names), 3);
+    double w = NAN, ql = NAN, qr = NAN;
+    for (size_t i = 0; i < 3; i++) {
+        const char *nm = json_string_value(json_array_get(names, i));
+        double v = json_number_value(json_array_get(jq, i));
+        if (strcmp(nm, "waist") == 0)
+            w = v;
+        else if (strcmp(nm, "l") == 0)
+            ql = v;
+        else if (strcmp(nm, "r") == 0)
+            qr = v;
+    }
+    ck_assert_msg(isfinite(w) && isfinite(ql) && isfinite(qr), "%s", text);
+    ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "success");
+    double lp[3], rp[3];
+    point(
+        frame_mul(frame_mul(joint(0, 0, 0, 2, w), joint(0, 0.3, 0, 1, ql)), joint(0.3, 0, 0, 0, 0)),
+        zero, lp);
+    point(frame_mul(frame_mul(joint(0, 0, 0, 2, w), joint(0, -0.3, 0, 1, qr)),
+                    joint(0.3, 0, 0, 0, 0)),
+          rc, rp);
+    for (int i = 0; i < 3; i++) /* it reached the target */
+        ck_assert_double_eq_tol(lp[i], goal[i], 1e-4);
+    double want = fmin(box_distance(lp, bc, bh) - 0.05, box_distance(rp, bc, bh) - 0.04);
+    want = fmin(want, sqrt((lp[0] - rp[0]) * (lp[0] - rp[0]) + (lp[1] - rp[1]) * (lp[1] - rp[1]) +
+                           (lp[2] - rp[2]) * (lp[2] - rp[2])) -
+                          0.09);
+    want = fmin(want, sqrt((lp[0] - base_c[0]) * (lp[0] - base_c[0]) + lp[1] * lp[1] +
+                           (lp[2] - base_c[2]) * (lp[2] - base_c[2])) -
+                          0.15);
+    want = fmin(want, sqrt((rp[0] - base_c[0]) * (rp[0] - base_c[0]) + rp[1] * rp[1] +
+                           (rp[2] - base_c[2]) * (rp[2] - base_c[2])) -
+                          0.14);
+    json_t *md = json_object_get(a, "min_distance");
+    ck_assert_msg(json_is_number(md), "no min_distance: %s", text);
+    ck_assert_double_eq_tol(json_number_value(md), want, 1e-9);
+    json_decref(a);
+    free(text);
+    proto_job_free(job);
+}
+END_TEST
+
 static Suite *joints_collide_suite(void)
 {
     Suite *s = suite_create("proto_joints_collide");
@@ -325,6 +413,7 @@ static Suite *joints_collide_suite(void)
     tcase_add_test(tc, test_links_described);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_min_distance);
+    tcase_add_test(tc, test_tree_min_distance);
     suite_add_tcase(s, tc);
     return s;
 }
