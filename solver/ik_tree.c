@@ -1032,6 +1032,33 @@ static bool tree_step(solver *S, double lambda, const bool *locked)
     return true;
 }
 
+/* A step's joints put within their limits (S->q + S->dq into S->qt): a
+ * joint pushed through a limit, in the first LOCK_PASSES passes, is put on
+ * it and locked, and its motion leaves the error el (J: m rows of the
+ * group's nv columns). True when a joint was locked (the step is solved
+ * again without it). */
+static bool clamp_and_lock(solver *S, const double *J, size_t m, bool *locked, int pass)
+{
+    const group *G = S->G;
+    const size_t nv = G->nv;
+    bool more = false;
+    for (size_t k = 0; k < nv; k++) {
+        if (locked[k])
+            continue;
+        const size_t v = G->v[k];
+        bool clamped;
+        S->qt[v] = limit_var(S->T, v, S->q[v] + S->dq[k], &clamped);
+        if (clamped && pass < LOCK_PASSES) {
+            locked[k] = true;
+            const double d = S->qt[v] - S->q[v];
+            for (size_t r = 0; r < m; r++)
+                S->el[r] -= J[r * nv + k] * d;
+            more = true;
+        }
+    }
+    return more;
+}
+
 /* limited_step_one's step, solved by tree_step (the group's first level
  * costs less in joint space), with the same limits: a joint pushed through
  * a limit is put on it, its motion leaves the error, it leaves the step. */
@@ -1048,22 +1075,7 @@ static bool limited_step_tree(solver *S, double lambda)
     for (int pass = 0;; pass++) {
         if (!tree_step(S, lambda, locked))
             return false;
-        bool more = false;
-        for (size_t k = 0; k < nv; k++) {
-            if (locked[k])
-                continue;
-            const size_t v = G->v[k];
-            bool clamped;
-            S->qt[v] = limit_var(S->T, v, S->q[v] + S->dq[k], &clamped);
-            if (clamped && pass < LOCK_PASSES) {
-                locked[k] = true;
-                const double d = S->qt[v] - S->q[v];
-                for (size_t r = 0; r < mr; r++)
-                    S->el[r] -= J[r * nv + k] * d;
-                more = true;
-            }
-        }
-        if (!more)
+        if (!clamp_and_lock(S, J, mr, locked, pass))
             return true;
     }
 }
@@ -1085,22 +1097,7 @@ static bool limited_step(solver *S, double lambda)
     for (int pass = 0;; pass++) {
         if (!priority_step(S, S->J, S->el, lambda, locked))
             return false;
-        bool more = false;
-        for (size_t k = 0; k < nv; k++) {
-            if (locked[k])
-                continue;
-            const size_t v = G->v[k];
-            bool clamped;
-            S->qt[v] = limit_var(S->T, v, S->q[v] + S->dq[k], &clamped);
-            if (clamped && pass < LOCK_PASSES) {
-                locked[k] = true;
-                const double d = S->qt[v] - S->q[v];
-                for (size_t r = 0; r < m; r++)
-                    S->el[r] -= S->J[r * nv + k] * d;
-                more = true;
-            }
-        }
-        if (!more)
+        if (!clamp_and_lock(S, S->J, m, locked, pass))
             return true;
     }
 }
