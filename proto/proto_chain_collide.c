@@ -49,7 +49,8 @@ static int read_spheres(const json_t *v, const char *path, proto_collide_sphere 
     const char *key;
     json_t *list;
     char pl[PROTO_PATH_MAX], pi[PROTO_PATH_MAX];
-    json_object_foreach((json_t *)v, key, list) {
+    json_object_foreach((json_t *)v, key, list)
+    {
         proto_json_path_key(pl, path, key);
         size_t k;
         if (proto_json_array(list, pl, 0, IK_COLLIDE_MAX_SPHERES, true, &k, err))
@@ -67,7 +68,8 @@ static int read_spheres(const json_t *v, const char *path, proto_collide_sphere 
     if (!s)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     size_t i = 0;
-    json_object_foreach((json_t *)v, key, list) {
+    json_object_foreach((json_t *)v, key, list)
+    {
         proto_json_path_key(pl, path, key);
         for (size_t k = 0; k < json_array_size(list); k++) {
             proto_json_path_index(pi, pl, k);
@@ -84,42 +86,76 @@ static int read_spheres(const json_t *v, const char *path, proto_collide_sphere 
     return 0;
 }
 
-int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
-                         size_t len, const char *base, const char *const *tips, size_t ntips,
-                         const proto_limits *lim, proto_error *err)
+/* The chain object's collision members into *spec (its spheres in
+ * *spheres, heap, NULL when none: free() it whatever the result). */
+static int read_spec(const json_t *o, const char *path, const proto_limits *lim,
+                     proto_collide_spec *spec, proto_collide_sphere **spheres, proto_error *err)
 {
     const json_t *js = json_object_get(o, "collision_spheres");
     const json_t *jk = json_object_get(o, "collision_skeleton");
     const json_t *jd = json_object_get(o, "srdf");
-    const bool asked = js || jk || jd;
     char p[PROTO_PATH_MAX];
-    proto_collide_spec spec;
-    memset(&spec, 0, sizeof spec);
-    proto_collide_sphere *spheres = NULL;
+    memset(spec, 0, sizeof *spec);
+    *spheres = NULL;
     if (js) {
         proto_json_path_key(p, path, "collision_spheres");
-        if (read_spheres(js, p, &spheres, &spec.nspheres, err))
+        if (read_spheres(js, p, spheres, &spec->nspheres, err))
             return -1;
-        spec.spheres = spheres;
+        spec->spheres = *spheres;
     }
-    int rc = -1;
     if (jk) {
         proto_json_path_key(p, path, "collision_skeleton");
-        if (proto_json_positive(jk, p, PROTO_MAX_ABS, &spec.skeleton_radius, err))
-            goto out;
+        if (proto_json_positive(jk, p, PROTO_MAX_ABS, &spec->skeleton_radius, err))
+            return -1;
     }
     if (jd) {
         proto_json_path_key(p, path, "srdf");
-        if (proto_json_string(jd, p, 0, &spec.srdf, err))
-            goto out;
-        spec.srdf_len = json_string_length(jd);
-        if (spec.srdf_len > lim->max_urdf_bytes) {
-            proto_error_set(err, PROTO_E_TOO_LARGE, p,
-                            "the SRDF document has %zu bytes; the limit is %zu", spec.srdf_len,
-                            lim->max_urdf_bytes);
-            goto out;
-        }
+        if (proto_json_string(jd, p, 0, &spec->srdf, err))
+            return -1;
+        spec->srdf_len = json_string_length(jd);
+        if (spec->srdf_len > lim->max_urdf_bytes)
+            return proto_error_set(err, PROTO_E_TOO_LARGE, p,
+                                   "the SRDF document has %zu bytes; the limit is %zu",
+                                   spec->srdf_len, lim->max_urdf_bytes);
     }
+    return 0;
+}
+
+/* Keeps the built model m and its links in c (m freed when it has no
+ * sphere). */
+static void keep(proto_chain *c, ik_collide_model *m, proto_collide_link *links, size_t nlinks)
+{
+    c->collide_links = links;
+    c->ncollide_links = nlinks;
+    c->memory += nlinks * sizeof *links;
+    if (m->nspheres > 0) {
+        c->collide = m;
+        c->memory += sizeof *m;
+    } else {
+        free(m);
+    }
+}
+
+/* A builder's error at its path (relative to the chain object; rel when
+ * it gives none) under path. */
+static void place_error(proto_error *e, const char *path, const char *rel)
+{
+    char r[PROTO_PATH_MAX];
+    snprintf(r, sizeof r, "%s", e->path[0] ? e->path : rel);
+    snprintf(e->path, sizeof e->path, "%s%s", path, r);
+}
+
+int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
+                         size_t len, const char *base, const char *const *tips, size_t ntips,
+                         const proto_limits *lim, proto_error *err)
+{
+    const bool asked = json_object_get(o, "collision_spheres") ||
+                       json_object_get(o, "collision_skeleton") || json_object_get(o, "srdf");
+    proto_collide_spec spec;
+    proto_collide_sphere *spheres = NULL;
+    int rc = -1;
+    if (read_spec(o, path, lim, &spec, &spheres, err))
+        goto out;
     ik_collide_model *m = malloc(sizeof *m);
     if (!m) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
@@ -129,14 +165,12 @@ int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, cons
     size_t nlinks = 0;
     proto_error e;
     proto_error_clear(&e);
-    if (proto_collide_build(xml, len, base, tips, ntips, c->tree ? NULL : c->chain, c->tree,
-                            &spec, m, &links, &nlinks, &e)) {
+    if (proto_collide_build(xml, len, base, tips, ntips, c->tree ? NULL : c->chain, c->tree, &spec,
+                            m, &links, &nlinks, &e)) {
         free(m);
         /* its paths are the chain object's own ("/srdf"), or none: the
          * URDF's ("/urdf") */
-        char rel[PROTO_PATH_MAX];
-        snprintf(rel, sizeof rel, "%s", e.path[0] ? e.path : "/urdf");
-        snprintf(e.path, sizeof e.path, "%s%s", path, rel);
+        place_error(&e, path, "/urdf");
         if (asked || e.code == PROTO_E_INTERNAL) {
             if (err)
                 *err = e;
@@ -152,15 +186,74 @@ int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, cons
         rc = 0;
         goto out;
     }
-    c->collide_links = links;
-    c->ncollide_links = nlinks;
-    c->memory += nlinks * sizeof *links;
-    if (m->nspheres > 0) {
-        c->collide = m;
-        c->memory += sizeof *m;
-    } else {
-        free(m);
+    keep(c, m, links, nlinks);
+    rc = 0;
+out:
+    free(spheres);
+    return rc;
+}
+
+_Static_assert(PROTO_NAME_MAX == PROTO_URDF_NAME_MAX, "joint names are link names");
+
+int proto__chain_collide_joints(proto_chain *c, const json_t *o, const char *path,
+                                const ik_joint *joints, const int *parent,
+                                char (*names)[PROTO_NAME_MAX], size_t n, const size_t *tip_joint,
+                                size_t ntips, proto_frame frame, const proto_limits *lim,
+                                proto_error *err)
+{
+    if (!json_object_get(o, "collision_spheres") && !json_object_get(o, "collision_skeleton") &&
+        !json_object_get(o, "srdf"))
+        return 0; /* nothing to model: no geometry of its own */
+    /* its links are named "base" and by its joints: all different */
+    char pj[PROTO_PATH_MAX], pi[PROTO_PATH_MAX], pn[PROTO_PATH_MAX];
+    proto_json_path_key(pj, path, "joints");
+    for (size_t i = 0; i < n; i++) {
+        int k =
+            strcmp(names[i], PROTO_COLLIDE_BASE) == 0 ? -2 : proto__name_index(names, i, names[i]);
+        if (k == -1)
+            continue;
+        proto_json_path_index(pi, pj, i);
+        proto_json_path_key(pn, pi, "name");
+        return proto_error_set(err, PROTO_E_INVALID_CHAIN, pn,
+                               k == -2 ? "joint \"%.64s\": with collision members a joint list's "
+                                         "links are \"" PROTO_COLLIDE_BASE "\" and its joints' "
+                                         "names, so no joint may be named \"" PROTO_COLLIDE_BASE
+                                         "\""
+                                       : "joint name \"%.64s\" is used twice: with collision "
+                                         "members it names a link",
+                               names[i]);
     }
+    proto_collide_spec spec;
+    proto_collide_sphere *spheres = NULL;
+    int rc = -1;
+    if (read_spec(o, path, lim, &spec, &spheres, err))
+        goto out;
+    for (size_t i = 0; i < spec.nspheres; i++) { /* written in the chain's frame */
+        ik_vec3 v =
+            proto_frame_vec_in(frame, ik_v3(spheres[i].s[0], spheres[i].s[1], spheres[i].s[2]));
+        spheres[i].s[0] = v.x;
+        spheres[i].s[1] = v.y;
+        spheres[i].s[2] = v.z;
+    }
+    ik_collide_model *m = malloc(sizeof *m);
+    if (!m) {
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
+    proto_collide_link *links = NULL;
+    size_t nlinks = 0;
+    proto_error e;
+    proto_error_clear(&e);
+    if (proto_collide_build_joints(joints, parent, names, n, tip_joint, ntips,
+                                   c->tree ? NULL : c->chain, c->tree, &spec, m, &links, &nlinks,
+                                   &e)) {
+        free(m);
+        place_error(&e, path, "");
+        if (err)
+            *err = e;
+        goto out;
+    }
+    keep(c, m, links, nlinks);
     rc = 0;
 out:
     free(spheres);
@@ -184,10 +277,12 @@ int proto__chain_collide_check(const proto_chain *c, const char *path, proto_err
             *err = *c->collide_err;
         return -1;
     }
-    if (c->kind != PROTO_CHAIN_URDF && !(c->kind == PROTO_CHAIN_TREE && c->collide_links))
+    if (c->kind != PROTO_CHAIN_URDF && c->kind != PROTO_CHAIN_JOINTS &&
+        !(c->kind == PROTO_CHAIN_TREE && !c->skel))
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
-                               "collisions are checked on chains given by a URDF (urdf chains "
-                               "and trees), and this %s chain is not",
+                               "collisions are checked on chains with links (urdf and joints "
+                               "chains, trees given by a URDF or a joint list), and this %s "
+                               "chain is not",
                                proto_chain_kind_names[c->kind]);
     return proto_error_set(err, PROTO_E_INVALID_CHAIN, path,
                            "the chain has no collision geometry: give its links "
@@ -224,7 +319,8 @@ void proto__chain_collide_describe(const proto_chain *c, json_t *d)
         if (k->state == PROTO_LINK_UNMODELLED)
             json_array_append_new(unmod, json_string(k->name));
     }
-    json_object_set_new(x, "spheres", json_integer(c->collide ? (json_int_t)c->collide->nspheres : 0));
+    json_object_set_new(x, "spheres",
+                        json_integer(c->collide ? (json_int_t)c->collide->nspheres : 0));
     json_object_set_new(x, "links", links);
     json_object_set_new(x, "unmodelled", unmod);
     json_object_set_new(d, "collision", x);
@@ -263,6 +359,6 @@ void proto__collide_measure(const ik_collide_check *chk, proto_result *r)
 {
     r->has_distance = chk != NULL;
     if (chk)
-        r->min_distance = ik_collide_distance(chk->model, &chk->scene, r->q, chk->ws, chk->ws_size,
-                                              &r->closest);
+        r->min_distance =
+            ik_collide_distance(chk->model, &chk->scene, r->q, chk->ws, chk->ws_size, &r->closest);
 }

@@ -10,6 +10,10 @@
  * unplaced ones, both ways (a tool beyond the tip, the world link above the
  * base), until nothing changes. Geometry and the SRDF follow.
  *
+ * A joint list (proto_collide_build_joints) is made such a robot first:
+ * its base link, and per joint the link that joint moves, named as the
+ * joint, with no <collision>s; the same sweeps place them.
+ *
  * Not here: the wire format (which members carry these: proto/README.md),
  * the geometry itself (solver/ik_collide.c).
  */
@@ -44,6 +48,7 @@ typedef struct build {
     int *path;     /* scratch: a path's joints, R->njoints of them at most */
     proto_collide_link *out;
     proto_error *err;
+    const char *owner; /* in messages: "the URDF", "the chain" */
 } build;
 
 static int find_link(const proto_urdf_robot *R, const char *name)
@@ -180,9 +185,9 @@ static int check_spheres(build *B, const proto_collide_spec *spec)
         proto_json_path_key(path, "/collision_spheres", s->link);
         if (find_link(B->R, s->link) < 0)
             return proto_error_set(B->err, PROTO_E_INVALID_CHAIN, path,
-                                   "collision_spheres names link '%.64s', which the URDF does "
-                                   "not have",
-                                   s->link);
+                                   "collision_spheres names link '%.64s', which %s does not "
+                                   "have",
+                                   s->link, B->owner);
         proto_json_path_index(at, path, k);
         for (int c = 0; c < 4; c++)
             if (!isfinite(s->s[c]))
@@ -222,7 +227,8 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
             const char *bad = a < 0 ? e[i].link1 : (b < 0 ? e[i].link2 : NULL);
             if (bad) {
                 r = proto_error_set(B->err, PROTO_E_INVALID_SRDF, "/srdf",
-                                    "SRDF names link '%.64s', which the URDF does not have", bad);
+                                    "SRDF names link '%.64s', which %s does not have", bad,
+                                    B->owner);
                 break;
             }
             int ma = B->out[a].model_link, mb = B->out[b].model_link;
@@ -239,20 +245,13 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
     return r;
 }
 
-int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
-                        size_t ntips, const ik_chain *chain, const ik_tree *tree,
-                        const proto_collide_spec *spec, ik_collide_model *m,
-                        proto_collide_link **links, size_t *nlinks, proto_error *err)
+static int build_robot(const proto_urdf_robot *robot, const char *owner, const char *base,
+                       const char *const *tips, size_t ntips, const ik_chain *chain,
+                       const ik_tree *tree, const proto_collide_spec *spec, ik_collide_model *m,
+                       proto_collide_link **links, size_t *nlinks, proto_error *err)
 {
-    *links = NULL;
-    *nlinks = 0;
-    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) || (chain && ntips != 1) ||
-        (tree && ntips != tree->ntips))
-        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
-    proto_urdf_robot R;
-    if (proto_urdf_robot_read(urdf, len, &R, err))
-        return -1;
-    build B = {&R, m, NULL, NULL, NULL, NULL, err};
+    const proto_urdf_robot R = *robot;
+    build B = {&R, m, NULL, NULL, NULL, NULL, err, owner};
     B.body = malloc((R.nlinks ? R.nlinks : 1) * sizeof *B.body);
     B.off = malloc((R.nlinks ? R.nlinks : 1) * sizeof *B.off);
     B.out = calloc(R.nlinks ? R.nlinks : 1, sizeof *B.out);
@@ -357,7 +356,6 @@ int proto_collide_build(const char *urdf, size_t len, const char *base, const ch
     free(B.body);
     free(B.off);
     free(B.path);
-    proto_urdf_robot_free(&R);
     if (r) {
         free(B.out);
         return -1;
@@ -365,4 +363,73 @@ int proto_collide_build(const char *urdf, size_t len, const char *base, const ch
     *links = B.out;
     *nlinks = count;
     return 0;
+}
+
+int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
+                        size_t ntips, const ik_chain *chain, const ik_tree *tree,
+                        const proto_collide_spec *spec, ik_collide_model *m,
+                        proto_collide_link **links, size_t *nlinks, proto_error *err)
+{
+    *links = NULL;
+    *nlinks = 0;
+    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) || (chain && ntips != 1) ||
+        (tree && ntips != tree->ntips))
+        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
+    proto_urdf_robot R;
+    if (proto_urdf_robot_read(urdf, len, &R, err))
+        return -1;
+    int r =
+        build_robot(&R, "the URDF", base, tips, ntips, chain, tree, spec, m, links, nlinks, err);
+    proto_urdf_robot_free(&R);
+    return r;
+}
+
+int proto_collide_build_joints(const ik_joint *joints, const int *parent,
+                               char (*names)[PROTO_URDF_NAME_MAX], size_t n,
+                               const size_t *tip_joint, size_t ntips, const ik_chain *chain,
+                               const ik_tree *tree, const proto_collide_spec *spec,
+                               ik_collide_model *m, proto_collide_link **links, size_t *nlinks,
+                               proto_error *err)
+{
+    *links = NULL;
+    *nlinks = 0;
+    if (!joints || n == 0 || !names || !tip_joint || ntips == 0 || ntips > IK_TREE_MAX_TIPS ||
+        !spec || !m || (!chain == !tree) || (chain && ntips != 1) || (tree && ntips != tree->ntips))
+        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
+    /* link 0 is the base, link i + 1 the one joint i moves */
+    proto_urdf_robot R = {
+        calloc(n + 1, sizeof *R.link), n + 1, calloc(n, sizeof *R.joint), n, NULL, 0};
+    int r = 0;
+    if (!R.link || !R.joint)
+        r = proto_error_set(err, PROTO_E_INTERNAL, NULL, "out of memory");
+    for (size_t l = 0; r == 0 && l <= n; l++) {
+        const char *name = l ? names[l - 1] : PROTO_COLLIDE_BASE;
+        for (size_t k = 0; k < l; k++)
+            if (strcmp(R.link[k].name, name) == 0) {
+                r = proto_error_set(err, PROTO_E_INVALID_CHAIN, NULL,
+                                    "two links are named '%.64s': collisions name a joint list's "
+                                    "links \"" PROTO_COLLIDE_BASE "\" and its joints' names, "
+                                    "which must then differ",
+                                    name);
+                break;
+            }
+        snprintf(R.link[l].name, sizeof R.link[l].name, "%s", name);
+        R.link[l].parent_joint = l ? (int)l - 1 : -1;
+    }
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        proto_urdf_joint_info *J = &R.joint[i];
+        snprintf(J->name, sizeof J->name, "%s", names[i]);
+        J->parent = parent ? parent[i] + 1 : (int)i;
+        J->child = (int)i + 1;
+        J->usable = true;
+        J->joint = joints[i];
+    }
+    const char *tips[IK_TREE_MAX_TIPS];
+    for (size_t t = 0; t < ntips; t++)
+        tips[t] = tip_joint[t] < n ? names[tip_joint[t]] : PROTO_COLLIDE_BASE;
+    if (r == 0)
+        r = build_robot(&R, "the chain", PROTO_COLLIDE_BASE, tips, ntips, chain, tree, spec, m,
+                        links, nlinks, err);
+    proto_urdf_robot_free(&R);
+    return r;
 }

@@ -5,6 +5,12 @@
  * own <collision> primitives, the kinematic skeleton as a coarse model,
  * and an SRDF's allowed pairs (MoveIt's <disable_collisions>).
  *
+ * A chain or tree given by a joint list (proto_collide_build_joints) has
+ * links too: PROTO_COLLIDE_BASE, the base (before the first joint), and
+ * for each joint the link it moves, named by the joint's name (a fixed
+ * joint's link rides on its parent's); they have no geometry of their own
+ * but the client's spheres and the skeleton.
+ *
  * WHICH LINKS. The links rigidly joined to the chain's bodies: the base
  * link, the child link of every joint on the paths from the base to the
  * tips, and every link reached from those through fixed joints only (a
@@ -35,8 +41,10 @@
  * ERRORS (0 or -1 with *err, path relative to the chain object):
  *   invalid_request  a sphere that is not four finite numbers or has a
  *                    negative radius (path /collision_spheres/<link>/<i>);
- *   invalid_chain    collision_spheres for a link the URDF does not have
- *                    (path /collision_spheres/<link>);
+ *   invalid_chain    collision_spheres for a link the URDF (or the joint
+ *                    list) does not have (path /collision_spheres/<link>);
+ *                    a joint list whose links' names are not all
+ *                    different (no path: the caller checks them first);
  *   invalid_urdf     the URDF's collisions malformed;
  *   invalid_srdf     the SRDF malformed or naming a link the URDF does not
  *                    have (path /srdf);
@@ -107,5 +115,21 @@ int proto_collide_build(const char *urdf, size_t len, const char *base, const ch
                         size_t ntips, const ik_chain *chain, const ik_tree *tree,
                         const proto_collide_spec *spec, ik_collide_model *m,
                         proto_collide_link **links, size_t *nlinks, proto_error *err);
+
+/* The base link's name on a chain or tree given by a joint list. */
+#define PROTO_COLLIDE_BASE "base"
+
+/* Builds *m as proto_collide_build() does for the chain (parent NULL, tree
+ * NULL, ntips 1) or the tree (parent[i]: joint i's parent joint, -1 for
+ * the base; chain NULL) given by the n joints (joints[i] named names[i],
+ * fixed ones included, in the list's order) that were compiled into it,
+ * whose tips end in the joints tip_joint[]; *links as there, link 0 the
+ * base, link i + 1 joint i's. */
+int proto_collide_build_joints(const ik_joint *joints, const int *parent,
+                               char (*names)[PROTO_URDF_NAME_MAX], size_t n,
+                               const size_t *tip_joint, size_t ntips, const ik_chain *chain,
+                               const ik_tree *tree, const proto_collide_spec *spec,
+                               ik_collide_model *m, proto_collide_link **links, size_t *nlinks,
+                               proto_error *err);
 
 #endif /* PROTO_COLLIDE_H */

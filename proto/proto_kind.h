@@ -207,6 +207,17 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
                          size_t len, const char *base, const char *const *tips, size_t ntips,
                          const proto_limits *lim, proto_error *err);
+/* The same members of a chain (parent NULL) or tree (parent[i]: joint i's
+ * parent joint, -1 for none) given by the joint list joints (all n of
+ * them, fixed ones too, named names[i]), whose tips end in the joints
+ * tip_joint[]: its links are "base" and the one each joint moves, named by
+ * the joint (proto_collide.h); the spheres are written in frame. Nothing
+ * without those members (the chain keeps no model). */
+int proto__chain_collide_joints(proto_chain *c, const json_t *o, const char *path,
+                                const ik_joint *joints, const int *parent,
+                                char (*names)[PROTO_NAME_MAX], size_t n, const size_t *tip_joint,
+                                size_t ntips, proto_frame frame, const proto_limits *lim,
+                                proto_error *err);
 void proto__chain_collide_free(proto_chain *c);
 /* 0 when c has a collision model; else -1 with *err saying why (at path
  * when the chain itself gives no path). */

@@ -2,7 +2,9 @@
  * proto_kind_joints.c: joint lists (kind "joints"): a serial chain given
  * joint by joint with URDF's semantics (proto__joint_decode), compiled to
  * an ik_chain; solved by numeric, or closed when the chain's six joints
- * form an OPW or UR arm (proto_serial.c). Seeds are joint values.
+ * form an OPW or UR arm (proto_serial.c). Seeds are joint values. Its
+ * collision members (collision_spheres, collision_skeleton, srdf) name
+ * the links "base" and its joints (proto_chain_collide.c).
  */
 #include "proto/proto_kind.h"
 
@@ -14,7 +16,9 @@
 static int decode_joints(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
                          proto_error *err)
 {
-    static const char *const keys[] = {"kind", "joints", "frame", "units", NULL};
+    static const char *const keys[] = {
+        "kind", "joints", "frame", "units", "collision_spheres", "collision_skeleton",
+        "srdf", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     int fi, ui;
@@ -68,6 +72,9 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path, cons
     for (size_t i = 0; i < c->chain->dof; i++)
         memcpy(c->names[i], names[c->chain->source_index[i]], PROTO_NAME_MAX);
     c->memory += c->nnames * PROTO_NAME_MAX;
+    const size_t tip = n - 1;
+    if (proto__chain_collide_joints(c, o, path, j, NULL, names, n, &tip, 1, frame, lim, err))
+        goto out;
     rc = 0;
 out:
     free(j);

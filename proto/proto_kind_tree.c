@@ -206,7 +206,9 @@ out:
 static int tree_joints(proto_chain *c, const json_t *o, const char *path, const proto_limits *lim,
                        proto_error *err)
 {
-    static const char *const keys[] = {"kind", "joints", "tips", "frame", "units", NULL};
+    static const char *const keys[] = {"kind",  "joints",            "tips",
+                                       "frame", "units",             "collision_spheres",
+                                       "collision_skeleton", "srdf", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
     int fi = 0, ui = 0;
@@ -288,6 +290,9 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
     }
     rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path,
                     PROTO_E_INVALID_CHAIN, NULL, err);
+    if (rc == 0) /* its collision model (proto_chain_collide.c) */
+        rc = proto__chain_collide_joints(c, o, path, j, parent, names, n, tip_joint, ntips,
+                                         (proto_frame)fi, lim, err);
 out:
     free(j);
     free(parent);
@@ -670,7 +675,7 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     ik_tree_goal g[IK_TREE_MAX_TIPS];
     solver_goals(job, i, g);
     ik_tree_opts o = solver_opts(job);
-    ik_collide_check chk; /* a URDF tree's collision model */
+    ik_collide_check chk; /* the tree's collision model */
     bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
     if (coll && chk.avoid)
         o.collide = &chk;

@@ -25,7 +25,12 @@ of the links the SRDF and adjacency leave checked. Covered:
     onto the arm: the next answers are clear of the moved pillar;
   - rejections with their paths and codes: a negative radius, an unknown
     link, a bad SRDF, a zero-size box, too many obstacles, avoid_collisions
-    on a chain without geometry.
+    on a chain without geometry;
+  - the same arm written as a `joints` chain (its links named "base" and
+    by the joints that move them, the spheres and SRDF renamed so): plain
+    answers collide for some targets, avoid_collisions answers are clear by
+    the margin, min_distance is the geometry's here, closest names the
+    joint list's links, and a URDF link name is refused with its path.
 Budgets are in iterations where a count matters (timeout_ms 0).
 """
 import asyncio
@@ -468,6 +473,115 @@ class CollideTest(unittest.TestCase):
             "chain": dict(ROBOT.request, srdf="<robot"), "target": self.targets[0][0]})
         self.assertEqual(st, 422, text)
         self.assertEqual(json.loads(text)["error"]["path"], "/chain/srdf")
+
+
+def joints_chain():
+    """The iiwa as a joint list, its sphere model and SRDF on the joint
+    list's link names ("base", then the joint moving each link)."""
+    root = ET.fromstring(ROBOT.chain.text)
+    by_name = {j.get("name"): j for j in root.findall("joint")}
+    rename = {ROBOT.chain.base: "base"}
+    joints = []
+    for J in ROBOT.chain.joints:
+        rename[J.child] = J.name
+        o = by_name[J.name].find("origin")
+        rpy = [float(x) for x in (o.get("rpy", "0 0 0") if o is not None else "0 0 0").split()]
+        j = {"name": J.name, "type": J.type, "origin": {"xyz": J.xyz, "rpy": rpy}}
+        if J.type != "fixed":
+            j["axis"] = J.axis
+        if J.type in ("revolute", "prismatic"):
+            j["limits"] = {"lower": J.lower, "upper": J.upper}
+        joints.append(j)
+    spheres = {rename[link]: lst for link, lst in ROBOT.spheres.items()}
+    entries = "".join('<disable_collisions link1="%s" link2="%s" reason="%s"/>'
+                      % (rename[e.get("link1")], rename[e.get("link2")], e.get("reason"))
+                      for e in ET.fromstring(ROBOT.srdf).findall("disable_collisions"))
+    srdf = '<robot name="iiwa_joints">%s</robot>' % entries
+    return ({"kind": "joints", "joints": joints, "collision_spheres": spheres, "srdf": srdf},
+            rename)
+
+
+class JointsChainCollideTest(unittest.TestCase):
+    """The iiwa as a joints chain: the same geometry by other names."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        cls.chain, cls.rename = joints_chain()
+        st, text = cls.d.http("POST", "/v1/chains", cls.chain)
+        assert st in (200, 201), (st, text)
+        cls.desc = json.loads(text)
+        cls.targets = ROBOT.targets(24, random.Random(2121))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def solve(self, target, options):
+        st, text = self.d.http("POST", "/v1/solve", {
+            "chain_id": self.desc["id"], "target": target, "scene": ROBOT.scene,
+            "options": options})
+        self.assertEqual(st, 200, text)
+        return json.loads(text)
+
+    def test_links_named_by_joints(self):
+        c = self.desc["collision"]
+        self.assertEqual(c["spheres"], sum(len(v) for v in ROBOT.spheres.values()))
+        states = {k["name"]: k["state"] for k in c["links"]}
+        self.assertEqual(set(states), set(self.rename.values()))
+        for link in self.chain["collision_spheres"]:
+            self.assertEqual(states[link], "spheres")
+
+    def test_solve_avoids(self):
+        names = set(self.rename.values())
+        plain_hits = reached = 0
+        for target, _ in self.targets:
+            for avoid in (False, True):
+                opts = {"timeout_ms": 0, "max_iterations": 10000 if avoid else 3000}
+                if avoid:
+                    opts.update(avoid_collisions=True, collision_margin=MARGIN)
+                a = self.solve(target, opts)
+                q = a["joints"]
+                (d, _, _), s = ROBOT.distances(q)
+                self.assertAlmostEqual(a["min_distance"], min(d, s), delta=TOL)
+                if min(d, s) < (MARGIN if avoid else 0.0) - TOL:
+                    self.assertIn(a["closest"]["link"], names, a["closest"])
+                if a["status"] != "success":
+                    continue
+                p, _ = ROBOT.chain.fk(q)
+                self.assertLess(math.dist(p, target["position"]), 1e-4)
+                self.assertTrue(ROBOT.chain.within_limits(q))
+                if avoid:
+                    self.assertGreaterEqual(min(d, s), MARGIN - TOL, a)
+                    reached += 1
+                else:
+                    plain_hits += min(d, s) < 0
+        # the check matters: plain answers collide near these obstacles
+        self.assertGreater(plain_hits, 0)
+        self.assertGreaterEqual(reached, len(self.targets) - 1)
+
+    def test_rejections(self):
+        def chain_error(change, status, code, path):
+            st, text = self.d.http("POST", "/v1/chains", dict(self.chain, **change))
+            self.assertEqual(st, status, text)
+            e = json.loads(text)["error"]
+            self.assertEqual((e["code"], e["path"]), (code, path), e)
+        # the URDF's link names are not the joint list's
+        chain_error({"collision_spheres": {"link_4": [[0, 0, 0, 0.1]]}}, 422, "invalid_chain",
+                    "/collision_spheres/link_4")
+        chain_error({"collision_spheres": {"base": [[0, 0, 0, -0.1]]}}, 400, "invalid_request",
+                    "/collision_spheres/base/0")
+        chain_error({"srdf": "<robot><disable_collisions link1='base' link2='link_1'/></robot>"},
+                    422, "invalid_srdf", "/srdf")
+        renamed = [dict(j) for j in self.chain["joints"]]
+        renamed[2]["name"] = "base"
+        chain_error({"joints": renamed}, 422, "invalid_chain", "/joints/2/name")
+        # without collision members: no model, so avoid_collisions is refused
+        plain = {k: v for k, v in self.chain.items() if k not in ("collision_spheres", "srdf")}
+        st, text = self.d.http("POST", "/v1/solve", {"chain": plain, "target": self.targets[0][0],
+                                                     "options": {"avoid_collisions": True}})
+        self.assertEqual(st, 422, text)
+        self.assertEqual(json.loads(text)["error"]["path"], "/options/avoid_collisions")
 
 
 if __name__ == "__main__":
