@@ -306,9 +306,17 @@ void proto__chain_collide_describe(const proto_chain *c, json_t *d)
                c->collide_links[l].state != PROTO_LINK_OFF_CHAIN;
     if (!any)
         return;
+    /* the links of the model only: the URDF's others are counted, not
+     * listed, so that the description grows with the chain and not with
+     * the document (a URDF may hold thousands of links off the chain) */
     json_t *x = json_object(), *links = json_array(), *unmod = json_array();
+    json_int_t off = 0;
     for (size_t l = 0; l < c->ncollide_links; l++) {
         const proto_collide_link *k = &c->collide_links[l];
+        if (k->state == PROTO_LINK_OFF_CHAIN) {
+            off++;
+            continue;
+        }
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(k->name));
         json_object_set_new(o, "state", json_string(proto_link_state_name(k->state)));
@@ -322,6 +330,7 @@ void proto__chain_collide_describe(const proto_chain *c, json_t *d)
     json_object_set_new(x, "spheres",
                         json_integer(c->collide ? (json_int_t)c->collide->nspheres : 0));
     json_object_set_new(x, "links", links);
+    json_object_set_new(x, "off_chain", json_integer(off));
     json_object_set_new(x, "unmodelled", unmod);
     json_object_set_new(d, "collision", x);
 }

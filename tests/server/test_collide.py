@@ -405,6 +405,10 @@ class CollideTest(unittest.TestCase):
         desc = json.loads(text)
         states = {k["name"]: k["state"] for k in desc["collision"]["links"]}
         self.assertEqual([states[t] for t in tree.tips], ["spheres", "spheres"])
+        # the PR2's links off the two arms (head, grippers' fingers, ...)
+        # are counted, not listed: the description grows with the chain
+        self.assertNotIn("off_chain", states.values())
+        self.assertGreater(desc["collision"]["off_chain"], 10)
         rng = random.Random(3)
         q = random_joints(desc, rng)
         target = full_pose_target(tree, desc["joint_names"], q)
