@@ -329,23 +329,6 @@ static ik_vec3 axes_abs(proto_frame f, const double s[3])
                  fabs(cx.z) * s[0] + fabs(cy.z) * s[1] + fabs(cz.z) * s[2]);
 }
 
-/* A unit quaternion from d (within PROTO_QUAT_UNIT_TOL), normalised, or
- * the error that names its norm at at. */
-static int unit_quat(const double *d, const char *at, ik_quat *q, proto_error *err)
-{
-    double n = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
-    if (!(fabs(n - 1.0) <= PROTO_QUAT_UNIT_TOL)) {
-        char name[PROTO_PATH_MAX];
-        proto_json_path_name(name, sizeof name, at);
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, at,
-                               "%s must be a unit quaternion [x, y, z, w] (its norm is %.6g; "
-                               "at most %g away from 1 is normalised)",
-                               name, n, PROTO_QUAT_UNIT_TOL);
-    }
-    *q = (ik_quat){d[0] / n, d[1] / n, d[2] / n, d[3] / n};
-    return 0;
-}
-
 /* A rotation matrix from r (orthonormal with det +1 within
  * PROTO_MAT_ORTHO_TOL), or the error that names the worst at at. */
 static int rotation_matrix(const double *r, const char *at, proto_error *err)
@@ -394,7 +377,7 @@ static int target_rule(proto_object *o, size_t k, const char *at, const char *pa
         }
         return 0;
     case PROTO_T_ORIENTATION:
-        if (unit_quat(d, at, &t->orientation, err))
+        if (proto__unit_quat(d, at, &t->orientation, err))
             return -1;
         t->orientation = proto_frame_quat_in(f, t->orientation);
         t->has_orientation = true;
@@ -684,7 +667,7 @@ int proto__seed_read(proto_in *in, const char *path, const proto_chain *c, const
             s[0] = x.x, s[1] = x.y, s[2] = x.z;
         } else {
             ik_quat q;
-            if (unit_quat(d, p, &q, err))
+            if (proto__unit_quat(d, p, &q, err))
                 return -1;
             q = proto_frame_quat_in(o->frame, q);
             s[0] = q.x, s[1] = q.y, s[2] = q.z, s[3] = q.w;

@@ -252,6 +252,9 @@ int proto__name_index(char (*names)[PROTO_NAME_MAX], size_t n, const char *s);
 int proto__vec3(const json_t *v, const char *path, ik_vec3 *out, proto_error *err);
 /* [x, y, z, w], unit within PROTO_QUAT_UNIT_TOL, returned normalised. */
 int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *err);
+/* The same check of four numbers already read (d), whatever read them:
+ * the quaternion normalised, or the error naming its norm at path. */
+int proto__unit_quat(const double d[4], const char *path, ik_quat *out, proto_error *err);
 /* The "urdf" member of a URDF chain object o at path (a string of at most
  * lim->max_urdf_bytes: *xml, *len) and its "base" link name (*base): a
  * chain's and a tree's. 0, or -1 with *err set. */

@@ -32,6 +32,11 @@ int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *er
     double d[4];
     if (proto_json_numbers(v, path, 4, d, err))
         return -1;
+    return proto__unit_quat(d, path, out, err);
+}
+
+int proto__unit_quat(const double d[4], const char *path, ik_quat *out, proto_error *err)
+{
     double n = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
     if (!(fabs(n - 1.0) <= PROTO_QUAT_UNIT_TOL)) {
         char name[PROTO_PATH_MAX];
@@ -41,8 +46,7 @@ int proto__quat(const json_t *v, const char *path, ik_quat *out, proto_error *er
                                "at most %g away from 1 is normalised)",
                                name, n, PROTO_QUAT_UNIT_TOL);
     }
-    ik_quat q = {d[0] / n, d[1] / n, d[2] / n, d[3] / n};
-    *out = q;
+    *out = (ik_quat){d[0] / n, d[1] / n, d[2] / n, d[3] / n};
     return 0;
 }
 
