@@ -121,6 +121,14 @@ static int read_spec(const json_t *o, const char *path, const proto_limits *lim,
     return 0;
 }
 
+/* Whether the chain object o has a collision member of its own (those
+ * read_spec reads). */
+static bool asks_collisions(const json_t *o)
+{
+    return json_object_get(o, "collision_spheres") || json_object_get(o, "collision_skeleton") ||
+           json_object_get(o, "srdf");
+}
+
 /* Keeps the built model m and its links in c (m freed when it has no
  * sphere). */
 static void keep(proto_chain *c, ik_collide_model *m, proto_collide_link *links, size_t nlinks)
@@ -149,8 +157,7 @@ int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, cons
                          size_t len, const char *base, const char *const *tips, size_t ntips,
                          const proto_limits *lim, proto_error *err)
 {
-    const bool asked = json_object_get(o, "collision_spheres") ||
-                       json_object_get(o, "collision_skeleton") || json_object_get(o, "srdf");
+    const bool asked = asks_collisions(o);
     proto_collide_spec spec;
     proto_collide_sphere *spheres = NULL;
     int rc = -1;
@@ -201,8 +208,7 @@ int proto__chain_collide_joints(proto_chain *c, const json_t *o, const char *pat
                                 size_t ntips, proto_frame frame, const proto_limits *lim,
                                 proto_error *err)
 {
-    if (!json_object_get(o, "collision_spheres") && !json_object_get(o, "collision_skeleton") &&
-        !json_object_get(o, "srdf"))
+    if (!asks_collisions(o))
         return 0; /* nothing to model: no geometry of its own */
     /* its links are named "base" and by its joints: all different */
     char pj[PROTO_PATH_MAX], pi[PROTO_PATH_MAX], pn[PROTO_PATH_MAX];
