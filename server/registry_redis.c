@@ -611,23 +611,20 @@ static void connect_start(srv_redis *r)
     set_state(r, "resolving the Redis host");
 }
 
-/* Drops both connections (outside hiredis's callbacks), ends every command
- * in flight with SRV_EIO, and connects again after the back-off. */
-static void reset(srv_redis *r, const char *why)
+/* Down: the loop's count of connected registries, every command in flight
+ * failed with code and why, both connections freed. */
+static void drop_all(srv_redis *r, int code, const char *why)
 {
-    bool was_up = r->up;
-    if (was_up)
+    if (r->up)
         atomic_fetch_sub(&r->ctx->sh->redis_up, 1);
-    r->up = r->ac_up = r->sub_up = false;
-    r->connecting = false;
-    r->reset_pending = false;
+    r->up = false;
     /* the ops end first: hiredis's NULL replies then only free the commands */
     cmd *list = r->head;
     r->head = r->tail = NULL;
     r->inflight = 0;
     for (cmd *c = list; c; c = c->next) {
         c->abandoned = true;
-        cmd_fail(c, SRV_EIO, why);
+        cmd_fail(c, code, why);
     }
     redisAsyncContext *ac = r->ac, *sub = r->sub;
     r->ac = r->sub = NULL;
@@ -635,6 +632,17 @@ static void reset(srv_redis *r, const char *why)
         redisAsyncFree(ac);
     if (sub)
         redisAsyncFree(sub);
+}
+
+/* Drops both connections (outside hiredis's callbacks), ends every command
+ * in flight with SRV_EIO, and connects again after the back-off. */
+static void reset(srv_redis *r, const char *why)
+{
+    bool was_up = r->up;
+    r->ac_up = r->sub_up = false;
+    r->connecting = false;
+    r->reset_pending = false;
+    drop_all(r, SRV_EIO, why);
     if (r->stopping) {
         maybe_free(r);
         return;
@@ -713,22 +721,7 @@ void srv_registry_redis_stop(srv_ctx *ctx)
         return;
     ctx->redis = NULL;
     r->stopping = true;
-    if (r->up)
-        atomic_fetch_sub(&ctx->sh->redis_up, 1);
-    r->up = false;
-    cmd *list = r->head;
-    r->head = r->tail = NULL;
-    r->inflight = 0;
-    for (cmd *c = list; c; c = c->next) {
-        c->abandoned = true;
-        cmd_fail(c, SRV_ESHUTDOWN, "ikd is shutting down");
-    }
-    redisAsyncContext *ac = r->ac, *sub = r->sub;
-    r->ac = r->sub = NULL;
-    if (ac)
-        redisAsyncFree(ac);
-    if (sub)
-        redisAsyncFree(sub);
+    drop_all(r, SRV_ESHUTDOWN, "ikd is shutting down");
     if (r->resolving)
         uv_cancel((uv_req_t *)&r->gai);
     uv_timer_stop(&r->timer);
