@@ -822,8 +822,14 @@ class RegistryTest(unittest.TestCase):
             self.assertEqual(statuses, [201] * 16)
             self.assertLessEqual(held, 16 << 20)
             # the registry, pool threads' stacks and what every arena keeps
-            # (+53-60 MB; 396-582 MB before)
-            self.assertLess(grown, 96 * 1024 * MEM)
+            # (+53-60 MB; 396-582 MB before; +10-32 MB since). Under
+            # AddressSanitizer no glibc arena is involved: its allocator
+            # gives back only whole free pages of its size classes, and the
+            # shadow of the burst's peak heap (written when freed memory is
+            # poisoned) stays resident (79 of +211 MB in one run); both
+            # follow how many of the 8 decodes overlap: +115-206 MB in six
+            # runs on 2 cores, hence its own factor here
+            self.assertLess(grown, 96 * 1024 * (3.0 if SANITIZER == "address" else MEM))
         finally:
             d.kill()
 
