@@ -135,6 +135,24 @@ static void hash_id(const char *text, size_t len, char id[PROTO_ID_HEX + 1])
     id[PROTO_ID_HEX] = '\0';
 }
 
+int proto__content_id(const json_t *v, char id[PROTO_ID_HEX + 1], char **text, size_t *len)
+{
+    proto_jw w;
+    proto_jw_init(&w, NULL, 0);
+    proto_jw_canonical_reals(&w, v);
+    if (w.oom) {
+        proto_jw_release(&w);
+        return -1;
+    }
+    hash_id(w.p, w.len, id);
+    if (!text) {
+        proto_jw_release(&w);
+        return 0;
+    }
+    *text = proto_jw_finish(&w, len);
+    return *text ? 0 : -1;
+}
+
 static int make_id(proto_chain *c, proto_error *err)
 {
     char buf[1024];
@@ -310,7 +328,7 @@ proto_chain *proto_chain_resolve(json_t *chain, const char *chain_id, const prot
 {
     if (chain)
         return proto_chain_decode_json(chain, "/chain", lim, err);
-    proto_chain *c = lookup && chain_id ? lookup(ud, chain_id) : NULL;
+    proto_chain *c = lookup && chain_id ? lookup(ud, PROTO_REG_CHAIN, chain_id) : NULL;
     if (!c)
         proto_error_set(err, PROTO_E_UNKNOWN_CHAIN, "/chain_id",
                         "no chain is registered with id \"%s\"", chain_id ? chain_id : "");

@@ -443,12 +443,34 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     proto_options opt;
     if (proto__options_read(MEMBER(OPTIONS), chain, lim, &opt, err))
         goto fail;
+    if (HAS(SCENE) && HAS(SCENE_ID)) {
+        proto__options_release(&opt);
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/scene_id",
+                        "give either scene or scene_id, not both");
+        goto fail;
+    }
     if (HAS(SCENE)) {
         /* the scene: read from the tree (the text mode declines it), in
          * the request's frame convention, on a chain with a model */
         if (text || proto__chain_collide_check(chain, "/scene", err) ||
-            proto_scene_read(MEMBER(SCENE)->node, "/scene", opt.frame, &scene, err))
+            proto_scene_read(MEMBER(SCENE)->node, "/scene", opt.frame, &scene, err)) {
+            proto__options_release(&opt);
             goto fail;
+        }
+    } else if (HAS(SCENE_ID)) {
+        /* a registered scene, in ikd's frame already (proto_scene.h) */
+        char id[130];
+        size_t n = 0;
+        const char *sid = NULL;
+        if (!proto__member_read(&env, proto_request_members, PROTO_R_SCENE_ID, false, "", p, err))
+            sid = proto__member_string(&env, PROTO_R_SCENE_ID, &n);
+        if (sid)
+            snprintf(id, sizeof id, "%.*s", (int)(n < 129 ? n : 129), sid);
+        if (!sid || proto__chain_collide_check(chain, "/scene_id", err) ||
+            proto_scene_resolve(id, "/scene_id", lookup, ud, &scene, err)) {
+            proto__options_release(&opt);
+            goto fail;
+        }
     }
     if (opt.servo_period > 0) {
         proto__options_release(&opt);

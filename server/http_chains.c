@@ -83,7 +83,7 @@ bool srv_http_chains_missed(srv_request *q, const proto_error *err)
         const char *p = strstr(err->message, "id \"");
         char id[SRV_CHAIN_ID_LEN + 1];
         if (p && sscanf(p + 4, "%32[0-9a-f]", id) == 1 && srv_registry_id_form(id)) {
-            proto_chain *c = srv_registry_scope_lookup(q->scope, id); /* notes the miss */
+            proto_chain *c = srv_registry_scope_lookup(q->scope, PROTO_REG_CHAIN, id); /* notes the miss */
             proto_chain_unref(c);
         }
     }
@@ -163,9 +163,7 @@ void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)
 
 /* ---- descriptions ---------------------------------------------------------------- */
 
-/* ?include=source: 1 with it, 0 without, -1 (q answered 400) when the
- * query asks for something else. */
-static int include_source(srv_request *q)
+int srv_http_include_source(srv_request *q)
 {
     const char *v = srv_http_query(q, "include");
     if (!v)
@@ -370,7 +368,7 @@ static void chain_decoded_done(srv_solve *s, int status)
 
 void srv_http_chains_post(srv_request *q)
 {
-    int source = include_source(q);
+    int source = srv_http_include_source(q);
     if (source < 0)
         return;
     chain_work *cw = calloc(1, sizeof *cw);
@@ -480,8 +478,8 @@ static void unknown_id(srv_request *q, const char *id)
 static void get_again(srv_request *q)
 {
     const char *id = q->url + strlen(CHAINS_PREFIX);
-    proto_chain *c = srv_registry_scope_lookup(q->scope, id);
-    int source = include_source(q);
+    proto_chain *c = srv_registry_scope_lookup(q->scope, PROTO_REG_CHAIN, id);
+    int source = srv_http_include_source(q);
     if (source < 0) {
         proto_chain_unref(c);
         return;
@@ -551,7 +549,7 @@ void srv_http_chain_id(srv_request *q)
         }
         return;
     }
-    int source = include_source(q);
+    int source = srv_http_include_source(q);
     if (source < 0)
         return;
     proto_chain *c = srv_registry_get(ctx->registry, id);
@@ -571,7 +569,7 @@ void srv_http_chain_id(srv_request *q)
         srv_http_respond_error(q, &miss);
         return;
     }
-    c = srv_registry_scope_lookup(q->scope, id); /* notes the miss */
+    c = srv_registry_scope_lookup(q->scope, PROTO_REG_CHAIN, id); /* notes the miss */
     proto_chain_unref(c);
     srv_http_chains_fetch(q, &miss, get_again);
 }

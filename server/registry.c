@@ -33,6 +33,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "proto/proto_scene.h"
 #include "server/registry.h"
 #include "server/srv.h"
 
@@ -40,8 +41,9 @@
 #define STAMP_NS 1000000u
 
 typedef struct entry {
-    proto_chain *chain;
-    const char *id; /* proto_chain_id(chain): lives as long as the chain */
+    proto_reg_kind kind; /* a chain or a scene: ids are per kind */
+    void *obj;           /* proto_chain * or proto_scene *, by kind */
+    const char *id;      /* the object's id: lives as long as it */
     size_t bytes;
     struct entry *hnext;              /* hash bucket chain */
     struct entry *prev, *next;        /* by placed, head = the latest */
@@ -137,12 +139,29 @@ static void place_by_use(srv_registry *r, entry *e, uint64_t used)
     before->next = e;
 }
 
-static entry **find_slot(srv_registry *r, const char *id)
+static entry **find_slot(srv_registry *r, proto_reg_kind kind, const char *id)
 {
     entry **slot = &r->buckets[hash_id(id) % r->nbuckets];
-    while (*slot && strcmp((*slot)->id, id) != 0)
+    while (*slot && ((*slot)->kind != kind || strcmp((*slot)->id, id) != 0))
         slot = &(*slot)->hnext;
     return slot;
+}
+
+/* A new reference to an object of kind k, and the release of one. */
+static void obj_ref(proto_reg_kind k, void *o)
+{
+    if (k == PROTO_REG_SCENE)
+        proto_scene_ref(o);
+    else
+        proto_chain_ref(o);
+}
+
+static void obj_unref(proto_reg_kind k, void *o)
+{
+    if (k == PROTO_REG_SCENE)
+        proto_scene_free(o);
+    else
+        proto_chain_unref(o);
 }
 
 /* Unlinks e from both structures and drops the registry's reference. */
@@ -153,7 +172,7 @@ static void drop(srv_registry *r, entry **slot)
     list_unlink(r, e);
     r->bytes -= e->bytes;
     r->count--;
-    proto_chain_unref(e->chain);
+    obj_unref(e->kind, e->obj);
     free(e);
 }
 
@@ -185,7 +204,7 @@ void srv_registry_free(srv_registry *r)
     entry *e = r->head;
     while (e) {
         entry *next = e->next;
-        proto_chain_unref(e->chain);
+        obj_unref(e->kind, e->obj);
         free(e);
         e = next;
     }
@@ -194,14 +213,14 @@ void srv_registry_free(srv_registry *r)
     free(r);
 }
 
-int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
+/* Stores obj of kind k (its id and bytes), as srv_registry_put. */
+static int put(srv_registry *r, proto_reg_kind k, void *obj, const char *id, size_t bytes,
+               bool *created)
 {
-    const char *id = proto_chain_id(c);
-    size_t bytes = proto_chain_memory(c);
     int rc = SRV_OK;
     uint64_t now = uv_hrtime();
     uv_rwlock_wrlock(&r->lock);
-    entry **slot = find_slot(r, id);
+    entry **slot = find_slot(r, k, id);
     if (*slot) {
         place_first(r, *slot, now);
         if (created)
@@ -224,16 +243,17 @@ int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
             place_by_use(r, t, used);
             continue;
         }
-        drop(r, find_slot(r, t->id));
+        drop(r, find_slot(r, t->kind, t->id));
         r->evictions++;
     }
-    proto_chain_ref(c);
-    e->chain = c;
+    obj_ref(k, obj);
+    e->kind = k;
+    e->obj = obj;
     e->id = id;
     e->bytes = bytes;
     atomic_init(&e->used, 0);
     e->placed = now;
-    slot = find_slot(r, id);
+    slot = find_slot(r, k, id);
     *slot = e;
     list_push_front(r, e);
     r->bytes += bytes;
@@ -247,35 +267,62 @@ out:
     return rc;
 }
 
-proto_chain *srv_registry_get(srv_registry *r, const char *id)
+int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
 {
-    proto_chain *c = NULL;
+    return put(r, PROTO_REG_CHAIN, c, proto_chain_id(c), proto_chain_memory(c), created);
+}
+
+int srv_registry_put_scene(srv_registry *r, proto_scene *s, bool *created)
+{
+    return put(r, PROTO_REG_SCENE, s, s->id, s->memory, created);
+}
+
+/* A new reference to the object of kind k with that id, as
+ * srv_registry_get. */
+static void *get(srv_registry *r, proto_reg_kind k, const char *id)
+{
+    void *c = NULL;
     uint64_t now = uv_hrtime();
     uv_rwlock_rdlock(&r->lock);
-    entry *e = *find_slot(r, id);
+    entry *e = *find_slot(r, k, id);
     if (e) {
         uint64_t used = atomic_load_explicit(&e->used, memory_order_relaxed);
         if (used <= e->placed || (now > used && now - used >= STAMP_NS))
             atomic_store_explicit(&e->used, now > e->placed ? now : e->placed + 1,
                                   memory_order_relaxed);
-        proto_chain_ref(e->chain);
-        c = e->chain;
+        obj_ref(k, e->obj);
+        c = e->obj;
     }
     uv_rwlock_rdunlock(&r->lock);
     return c;
 }
 
-int srv_registry_remove(srv_registry *r, const char *id)
+proto_chain *srv_registry_get(srv_registry *r, const char *id)
+{
+    return get(r, PROTO_REG_CHAIN, id);
+}
+
+proto_scene *srv_registry_get_scene(srv_registry *r, const char *id)
+{
+    return get(r, PROTO_REG_SCENE, id);
+}
+
+int srv_registry_remove_kind(srv_registry *r, proto_reg_kind k, const char *id)
 {
     int rc = SRV_ENOTFOUND;
     uv_rwlock_wrlock(&r->lock);
-    entry **slot = find_slot(r, id);
+    entry **slot = find_slot(r, k, id);
     if (*slot) {
         drop(r, slot);
         rc = SRV_OK;
     }
     uv_rwlock_wrunlock(&r->lock);
     return rc;
+}
+
+int srv_registry_remove(srv_registry *r, const char *id)
+{
+    return srv_registry_remove_kind(r, PROTO_REG_CHAIN, id);
 }
 
 static size_t read_field(srv_registry *r, const size_t *field)
@@ -290,9 +337,9 @@ size_t srv_registry_count(srv_registry *r) { return read_field(r, &r->count); }
 size_t srv_registry_bytes(srv_registry *r) { return read_field(r, &r->bytes); }
 size_t srv_registry_evictions(srv_registry *r) { return read_field(r, &r->evictions); }
 
-proto_chain *srv_registry_lookup(void *ud, const char *id)
+void *srv_registry_lookup(void *ud, proto_reg_kind kind, const char *id)
 {
-    return srv_registry_get((srv_registry *)ud, id);
+    return get((srv_registry *)ud, kind, id);
 }
 
 /* ---- scopes ---------------------------------------------------------------------------- */
@@ -379,9 +426,11 @@ static proto_chain *scope_find(srv_registry_scope *s, const char *id)
     return NULL;
 }
 
-proto_chain *srv_registry_scope_lookup(void *ud, const char *id)
+void *srv_registry_scope_lookup(void *ud, proto_reg_kind kind, const char *id)
 {
     srv_registry_scope *s = ud;
+    if (kind == PROTO_REG_SCENE) /* local: scenes are not fetched from Redis */
+        return s->r ? get(s->r, kind, id) : NULL;
     proto_chain *c = scope_find(s, id);
     if (!c && s->r)
         c = srv_registry_get(s->r, id);

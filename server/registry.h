@@ -1,6 +1,7 @@
 /*
  * registry.h: the chain registry behind POST/GET/DELETE /v1/chains and
- * "chain_id" in requests.
+ * "chain_id" in requests, which holds registered scenes too (/v1/scenes,
+ * "scene_id").
  *
  * Two parts:
  *   - the local registry (server/registry.c): a content-addressed,
@@ -62,9 +63,19 @@ size_t srv_registry_count(srv_registry *r);
 size_t srv_registry_bytes(srv_registry *r);
 size_t srv_registry_evictions(srv_registry *r);
 
+/* Scenes (POST /v1/scenes, proto/proto_scene.h) are entries of the same
+ * registry, of their own kind (a scene's id names no chain): their bytes
+ * (proto_scene's memory) count against the same max_bytes, and the same
+ * LRU evicts chains and scenes alike. As srv_registry_put, get and remove.
+ * Local only: --redis does not share scenes (yet). */
+struct proto_scene;
+int srv_registry_put_scene(srv_registry *r, struct proto_scene *s, bool *created);
+struct proto_scene *srv_registry_get_scene(srv_registry *r, const char *id);
+int srv_registry_remove_kind(srv_registry *r, proto_reg_kind kind, const char *id);
+
 /* proto_chain_lookup_fn adapter: ud is the srv_registry*. New reference or
  * NULL. */
-proto_chain *srv_registry_lookup(void *ud, const char *id);
+void *srv_registry_lookup(void *ud, proto_reg_kind kind, const char *id);
 
 /* ---- what one request resolved: a scope ----------------------------------
  *
@@ -98,7 +109,7 @@ void srv_registry_scope_free(srv_registry_scope *s);
 /* proto_chain_lookup_fn: ud is the scope. New reference or NULL (then the
  * id is noted in missed when it looks like an id, was not asked for
  * before, and there is room: SRV_FETCH_MAX). */
-proto_chain *srv_registry_scope_lookup(void *ud, const char *id);
+void *srv_registry_scope_lookup(void *ud, proto_reg_kind kind, const char *id);
 /* Notes the chain ids a JSON body names ("chain_id" members at any depth:
  * a batch of items names one per item) that neither the scope nor the
  * local registry holds, so that one fetch gets them all: decoding stops at

@@ -78,7 +78,8 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
     } else if (m->type == PROTO_STREAM_SCENE) {
         /* the stream's new scene, for the targets after it (moving
          * obstacles); answered only when refused */
-        if (proto_session_scene(s->session, m->scene, e))
+        if (proto_session_scene(s->session, m->scene, m->scene_id, srv_registry_lookup,
+                                srv__ws_ctx(c)->registry, e))
             srv__ws_send_error(c, m->stream, false, 0, e);
     }
 }
@@ -321,7 +322,7 @@ static bool open_fetch(ws_conn *c, proto_stream_msg *m, const proto_error *err)
         return false;
     }
     srv_registry_scope_init(&w->scope, ctx->registry);
-    proto_chain_unref(srv_registry_scope_lookup(&w->scope, m->chain_id)); /* notes the miss */
+    proto_chain_unref(srv_registry_scope_lookup(&w->scope, PROTO_REG_CHAIN, m->chain_id)); /* notes the miss */
     w->c = c;
     w->op.done = open_fetched;
     w->op.data = w;

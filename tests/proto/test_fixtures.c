@@ -182,8 +182,10 @@ static json_t *registered_chain_json(const char *id)
     return NULL;
 }
 
-static proto_chain *lookup(void *ud, const char *id)
+static void *lookup(void *ud, proto_reg_kind kind, const char *id)
 {
+    if (kind != PROTO_REG_CHAIN)
+        return NULL;
     (void)ud;
     json_t *c = registered_chain_json(id);
     if (!c)
