@@ -31,7 +31,6 @@
 #include "proto/proto_kind.h"
 
 #include <math.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,39 +119,6 @@ typedef struct id_memo {
 static _Thread_local id_memo memo[ID_MEMO];
 static _Thread_local unsigned memo_next;
 
-static void hash_id(const char *text, size_t len, char id[PROTO_ID_HEX + 1])
-{
-    struct sha256_ctx ctx;
-    uint8_t digest[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    sha256_update(&ctx, len, (const uint8_t *)text);
-    sha256_digest(&ctx, sizeof digest, digest);
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < PROTO_ID_HEX / 2; i++) {
-        id[2 * i] = hex[digest[i] >> 4];
-        id[2 * i + 1] = hex[digest[i] & 15];
-    }
-    id[PROTO_ID_HEX] = '\0';
-}
-
-int proto__content_id(const json_t *v, char id[PROTO_ID_HEX + 1], char **text, size_t *len)
-{
-    proto_jw w;
-    proto_jw_init(&w, NULL, 0);
-    proto_jw_canonical_reals(&w, v);
-    if (w.oom) {
-        proto_jw_release(&w);
-        return -1;
-    }
-    hash_id(w.p, w.len, id);
-    if (!text) {
-        proto_jw_release(&w);
-        return 0;
-    }
-    *text = proto_jw_finish(&w, len);
-    return *text ? 0 : -1;
-}
-
 static int make_id(proto_chain *c, proto_error *err)
 {
     char buf[1024];
@@ -167,7 +133,7 @@ static int make_id(proto_chain *c, proto_error *err)
      * its canonical text) */
     c->memory += proto__json_tree_bytes(c->source);
     if (w.len > ID_MEMO_TEXT) {
-        hash_id(w.p, w.len, c->id);
+        proto__text_id(w.p, w.len, c->id);
         proto_jw_release(&w);
         return 0;
     }
@@ -176,7 +142,7 @@ static int make_id(proto_chain *c, proto_error *err)
             memcpy(c->id, memo[i].id, sizeof c->id);
             return 0;
         }
-    hash_id(w.p, w.len, c->id);
+    proto__text_id(w.p, w.len, c->id);
     id_memo *m = &memo[memo_next++ % ID_MEMO];
     m->len = w.len;
     memcpy(m->text, w.p, w.len);

@@ -32,9 +32,11 @@
 
 #define PROTO_NAME_MAX 64
 #define PROTO_ID_HEX 32 /* 128 bits of SHA-256, hex */
-/* The content id of v as a chain's (SHA-256 of its canonical text: keys
- * sorted, integers as reals), and, when text is not NULL, that text
- * (malloc'd, NUL-terminated, *len bytes). 0, or -1 when out of memory. */
+/* Content ids (proto_id.c): the id of a canonical text, and the id of v
+ * (its canonical text's: keys sorted, integers as reals) with, when text
+ * is not NULL, that text (malloc'd, NUL-terminated, *len bytes); 0, or -1
+ * when out of memory. */
+void proto__text_id(const char *text, size_t len, char id[PROTO_ID_HEX + 1]);
 int proto__content_id(const json_t *v, char id[PROTO_ID_HEX + 1], char **text, size_t *len);
 
 /* Tolerances on the caller's rotations. */

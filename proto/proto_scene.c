@@ -238,7 +238,7 @@ json_t *proto_scene_describe(const proto_scene *s, bool source)
     json_t *d = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "id", s->id, "frame",
                           proto_frame_names[s->frame], "obstacles", (json_int_t)s->count,
                           "boxes", (json_int_t)s->nboxes, "spheres", (json_int_t)s->nspheres,
-                          "capsules", (json_int_t)(s->count - s->nboxes - s->nspheres), "bytes",
+                          "capsules", (json_int_t)(s->count - s->nboxes - s->nspheres), "memory_bytes",
                           (json_int_t)s->memory);
     if (d && source && s->text) {
         json_error_t je;

@@ -77,7 +77,7 @@ proto_scene *proto_scene_decode(const char *body, size_t len, const proto_limits
 int proto_scene_resolve(const char *id, const char *path, proto_chain_lookup_fn lookup, void *ud,
                         proto_scene **out, proto_error *err);
 /* A registered scene's description (GET /v1/scenes/{id}): {"id", "frame",
- * "obstacles", "boxes", "spheres", "capsules", "bytes"} and, with source,
+ * "obstacles", "boxes", "spheres", "capsules", "memory_bytes"} and, with source,
  * "scene": the body it was registered with (canonical). New reference, or
  * NULL when out of memory. */
 json_t *proto_scene_describe(const proto_scene *s, bool source);

@@ -29,7 +29,7 @@ distances to boxes written for the test, not ikd's). Covered:
     scene while the stream uses it: the stream keeps it (its reference);
     an unknown id and scene beside scene_id refused with their paths;
   - --registry-bytes counts scene bytes (ikd_held_bytes{what="registry"}
-    grows by the description's "bytes"), scenes are evicted least recently
+    grows by the description's "memory_bytes"), scenes are evicted least recently
     used with chains, and a scene larger than the bound is 413.
 """
 import asyncio
@@ -138,7 +138,7 @@ class ScenesTest(unittest.TestCase):
         self.assertRegex(sid, "^[0-9a-f]{32}$")
         self.assertEqual((self.scene["boxes"], self.scene["spheres"], self.scene["capsules"],
                           self.scene["obstacles"], self.scene["frame"]), (3, 0, 0, 3, "ros"))
-        self.assertGreater(self.scene["bytes"], 0)
+        self.assertGreater(self.scene["memory_bytes"], 0)
         self.assertNotIn("scene", self.scene)
         # the same scene written otherwise: the same id, 200, Location
         again = json.loads(json.dumps(ROBOT.scene))
@@ -368,10 +368,10 @@ class SceneRegistryBoundTest(unittest.TestCase):
             st, text = d.http("POST", "/v1/scenes", big(0))
             self.assertEqual(st, 201, text)
             first = json.loads(text)
-            self.assertEqual(held_registry(d), before + first["bytes"])
-            self.assertGreater(first["bytes"], 256 * 100)
+            self.assertEqual(held_registry(d), before + first["memory_bytes"])
+            self.assertGreater(first["memory_bytes"], 256 * 100)
             ids = [first["id"]]
-            n = 2 * (1 << 20) // first["bytes"] + 2
+            n = 2 * (1 << 20) // first["memory_bytes"] + 2
             for k in range(1, n):
                 st, text = d.http("POST", "/v1/scenes", big(k))
                 self.assertEqual(st, 201, text)
