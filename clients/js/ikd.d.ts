@@ -23,7 +23,8 @@ export function streamProtocols(token?: string): string[];
 /** Wire codes of ikd's errors, and the client's own. */
 export type ErrorCode =
   | 'invalid_json' | 'invalid_request' | 'unknown_type' | 'stream_exists' | 'too_many_streams'
-  | 'unauthorized' | 'forbidden_origin' | 'not_found' | 'unknown_chain' | 'unknown_stream'
+  | 'unauthorized' | 'forbidden_origin' | 'not_found' | 'unknown_chain' | 'unknown_scene'
+  | 'unknown_stream'
   | 'method_not_allowed' | 'request_timeout' | 'too_large' | 'invalid_chain' | 'invalid_urdf'
   | 'invalid_srdf' | 'upgrade_required' | 'internal' | 'overloaded' | 'shutting_down'
   | 'network' | 'bad_answer' | 'not_connected' | 'connection_lost' | 'closed' | 'unexpected_message'
