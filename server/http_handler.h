@@ -172,6 +172,9 @@ bool srv_http_chains_missed(srv_request *q, const proto_error *err);
  * once, or within --redis-timeout), the refusal of a fetched chain this
  * replica's limits refuse. */
 void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)(srv_request *q));
+/* 503 with Retry-After for q: the shared registry (Redis) could not be
+ * asked (why). */
+void srv_http_registry_unavailable(srv_request *q, const char *why);
 
 /* ---- the batch pipeline (http_batch.c) ------------------------------------- */
 

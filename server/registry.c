@@ -267,14 +267,29 @@ out:
     return rc;
 }
 
+size_t srv__registry_obj_bytes(proto_reg_kind k, const void *obj)
+{
+    return k == PROTO_REG_SCENE ? ((const proto_scene *)obj)->memory : proto_chain_memory(obj);
+}
+
+const char *srv__registry_obj_id(proto_reg_kind k, const void *obj)
+{
+    return k == PROTO_REG_SCENE ? ((const proto_scene *)obj)->id : proto_chain_id(obj);
+}
+
+int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *created)
+{
+    return put(r, k, obj, srv__registry_obj_id(k, obj), srv__registry_obj_bytes(k, obj), created);
+}
+
 int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
 {
-    return put(r, PROTO_REG_CHAIN, c, proto_chain_id(c), proto_chain_memory(c), created);
+    return srv__registry_put_kind(r, PROTO_REG_CHAIN, c, created);
 }
 
 int srv_registry_put_scene(srv_registry *r, proto_scene *s, bool *created)
 {
-    return put(r, PROTO_REG_SCENE, s, s->id, s->memory, created);
+    return srv__registry_put_kind(r, PROTO_REG_SCENE, s, created);
 }
 
 /* A new reference to the object of kind k with that id, as
@@ -353,7 +368,7 @@ void srv_registry_scope_init(srv_registry_scope *s, srv_registry *r)
 void srv_registry_scope_free(srv_registry_scope *s)
 {
     for (size_t i = 0; i < s->nheld; i++)
-        proto_chain_unref(s->held[i]);
+        obj_unref(s->held[i].kind, s->held[i].obj);
     free(s->held);
     free(s->missed);
     free(s->asked);
@@ -370,31 +385,32 @@ bool srv_registry_id_form(const char *id)
     return n == SRV_CHAIN_ID_LEN;
 }
 
-/* Whether id is among the n ids of list. */
-static bool listed(srv_chain_id *list, size_t n, const char *id)
+/* Whether id of kind k is among the n ids of list. */
+static bool listed(const srv_reg_id *list, size_t n, proto_reg_kind k, const char *id)
 {
     for (size_t i = 0; i < n; i++)
-        if (memcmp(list[i], id, SRV_CHAIN_ID_LEN) == 0)
+        if (list[i].kind == k && memcmp(list[i].id, id, SRV_CHAIN_ID_LEN) == 0)
             return true;
     return false;
 }
 
 /* Notes id as missed (once, unless asked for before, while there is
  * room; out of memory, it is not noted). */
-static void note_missed(srv_registry_scope *s, const char *id)
+static void note_missed(srv_registry_scope *s, proto_reg_kind k, const char *id)
 {
     if (!srv_registry_id_form(id) || s->nmissed >= SRV_FETCH_MAX ||
-        listed(s->missed, s->nmissed, id) || listed(s->asked, s->nasked, id))
+        listed(s->missed, s->nmissed, k, id) || listed(s->asked, s->nasked, k, id))
         return;
     if (s->nmissed == s->capmissed) {
         size_t cap = s->capmissed ? 2 * s->capmissed : 8;
-        srv_chain_id *m = realloc(s->missed, cap * sizeof *m);
+        srv_reg_id *m = realloc(s->missed, cap * sizeof *m);
         if (!m)
             return;
         s->missed = m;
         s->capmissed = cap;
     }
-    memcpy(s->missed[s->nmissed++], id, SRV_CHAIN_ID_LEN + 1);
+    s->missed[s->nmissed].kind = k;
+    memcpy(s->missed[s->nmissed++].id, id, SRV_CHAIN_ID_LEN + 1);
 }
 
 bool srv__registry_scope_asked(srv_registry_scope *s)
@@ -403,7 +419,7 @@ bool srv__registry_scope_asked(srv_registry_scope *s)
         size_t cap = s->capasked ? 2 * s->capasked : 8;
         while (cap < s->nasked + s->nmissed)
             cap *= 2;
-        srv_chain_id *a = realloc(s->asked, cap * sizeof *a);
+        srv_reg_id *a = realloc(s->asked, cap * sizeof *a);
         if (!a)
             return false;
         s->asked = a;
@@ -415,13 +431,14 @@ bool srv__registry_scope_asked(srv_registry_scope *s)
     return true;
 }
 
-/* A new reference to the chain of that id the scope holds, or NULL. */
-static proto_chain *scope_find(srv_registry_scope *s, const char *id)
+/* A new reference to the object of kind k and that id the scope holds,
+ * or NULL. */
+static void *scope_find(srv_registry_scope *s, proto_reg_kind k, const char *id)
 {
     for (size_t i = 0; i < s->nheld; i++)
-        if (strcmp(proto_chain_id(s->held[i]), id) == 0) {
-            proto_chain_ref(s->held[i]);
-            return s->held[i];
+        if (s->held[i].kind == k && strcmp(srv__registry_obj_id(k, s->held[i].obj), id) == 0) {
+            obj_ref(k, s->held[i].obj);
+            return s->held[i].obj;
         }
     return NULL;
 }
@@ -429,17 +446,16 @@ static proto_chain *scope_find(srv_registry_scope *s, const char *id)
 void *srv_registry_scope_lookup(void *ud, proto_reg_kind kind, const char *id)
 {
     srv_registry_scope *s = ud;
-    if (kind == PROTO_REG_SCENE) /* local: scenes are not fetched from Redis */
-        return s->r ? get(s->r, kind, id) : NULL;
-    proto_chain *c = scope_find(s, id);
+    void *c = scope_find(s, kind, id);
     if (!c && s->r)
-        c = srv_registry_get(s->r, id);
+        c = get(s->r, kind, id);
     if (!c)
-        note_missed(s, id);
+        note_missed(s, kind, id);
     return c;
 }
 
-/* Walks v for "chain_id" members (depth bounded by jansson's parse). */
+/* Walks v for "chain_id" and "scene_id" members (depth bounded by
+ * jansson's parse). */
 static void scan_value(srv_registry_scope *s, json_t *v)
 {
     if (s->nmissed >= SRV_FETCH_MAX)
@@ -448,15 +464,17 @@ static void scan_value(srv_registry_scope *s, json_t *v)
         const char *key;
         json_t *m;
         json_object_foreach(v, key, m) {
-            if (json_is_string(m) && strcmp(key, "chain_id") == 0) {
+            bool scene = strcmp(key, "scene_id") == 0;
+            if (json_is_string(m) && (scene || strcmp(key, "chain_id") == 0)) {
+                proto_reg_kind k = scene ? PROTO_REG_SCENE : PROTO_REG_CHAIN;
                 const char *id = json_string_value(m);
-                proto_chain *c = srv_registry_id_form(id) ? scope_find(s, id) : NULL;
+                void *c = srv_registry_id_form(id) ? scope_find(s, k, id) : NULL;
                 if (!c && srv_registry_id_form(id) && s->r)
-                    c = srv_registry_get(s->r, id);
+                    c = get(s->r, k, id);
                 if (c)
-                    proto_chain_unref(c);
+                    obj_unref(k, c);
                 else
-                    note_missed(s, id);
+                    note_missed(s, k, id);
             } else {
                 scan_value(s, m);
             }
@@ -477,21 +495,20 @@ void srv_registry_scope_scan(srv_registry_scope *s, const char *body, size_t len
     json_decref(root);
 }
 
-/* Adds c (a reference, taken over) to the scope; false when memory ran
- * out (c is then dropped). */
-bool srv__registry_scope_hold(srv_registry_scope *s, proto_chain *c)
+bool srv__registry_scope_hold(srv_registry_scope *s, proto_reg_kind k, void *obj)
 {
     if (s->nheld == s->capheld) {
         size_t cap = s->capheld ? 2 * s->capheld : 8;
-        proto_chain **h = realloc(s->held, cap * sizeof *h);
+        srv_reg_ref *h = realloc(s->held, cap * sizeof *h);
         if (!h) {
-            proto_chain_unref(c);
+            obj_unref(k, obj);
             return false;
         }
         s->held = h;
         s->capheld = cap;
     }
-    s->held[s->nheld++] = c;
-    s->held_bytes += proto_chain_memory(c);
+    s->held[s->nheld].kind = k;
+    s->held[s->nheld++].obj = obj;
+    s->held_bytes += srv__registry_obj_bytes(k, obj);
     return true;
 }
