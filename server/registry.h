@@ -58,7 +58,7 @@ proto_chain *srv_registry_get(srv_registry *r, const char *id);
  * references. */
 int srv_registry_remove(srv_registry *r, const char *id);
 
-/* Counts for metrics/tests. */
+/* Counts for metrics/tests (entries: chains and scenes). */
 size_t srv_registry_count(srv_registry *r);
 size_t srv_registry_bytes(srv_registry *r);
 size_t srv_registry_evictions(srv_registry *r);
