@@ -23,9 +23,13 @@
  * Stored chains hold one reference each; lookups hand out new references,
  * so an evicted or deleted chain lives on in the jobs still using it.
  *
- * Scopes (registry.h): what one request resolved, the chains fetched for it
- * from the shared registry and the ids it missed, so that a decode that
- * missed an id can fetch it and decode again.
+ * Scenes (POST /v1/scenes) are entries of a second kind beside chains:
+ * an entry is found by its kind and id, holds a reference of its kind,
+ * and counts its bytes against the same bound, so one LRU serves both.
+ *
+ * Scopes (registry.h): what one request resolved, the chains and scenes
+ * fetched for it from the shared registry and the ids it missed, so that a
+ * decode that missed an id can fetch it and decode again.
  */
 #include <jansson.h>
 #include <stdatomic.h>
