@@ -30,7 +30,8 @@ distances to boxes written for the test, not ikd's). Covered:
     an unknown id and scene beside scene_id refused with their paths;
   - --registry-bytes counts scene bytes (ikd_held_bytes{what="registry"}
     grows by the description's "memory_bytes"), scenes are evicted least recently
-    used with chains, and a scene larger than the bound is 413.
+    used with chains, and a scene larger than the bound is 413;
+  - a registration of more than 64 KiB (decoded on the pool).
 """
 import asyncio
 import json
@@ -180,6 +181,26 @@ class ScenesTest(unittest.TestCase):
         st, text = self.d.http("POST", "/v1/scenes", {"spheres": [
             {"radius": 0.01, "position": [0, 0, i * 0.01]} for i in range(257)]})
         self.error(st, text, 413, "too_large", "/spheres")
+
+    def test_large_body_on_the_pool(self):
+        """A registration over 64 KiB is decoded on the pool: the same
+        scene spaced otherwise has the same id, and it is used by id."""
+        rng = random.Random(3)
+        big = {"spheres": [{"name": "s%03d_%s" % (i, "x" * 56), "radius": 0.01,
+                            "position": [rng.uniform(2, 3), rng.uniform(2, 3),
+                                         rng.uniform(2, 3)]} for i in range(255)]}
+        big["boxes"] = ROBOT.scene["boxes"][:1]
+        text = json.dumps(big, indent=8)
+        self.assertGreater(len(text), 65536)
+        st, body = post_raw(self.d, "/v1/scenes", text.encode(), "application/json")
+        self.assertEqual(st, 201, body)
+        desc = json.loads(body)
+        self.assertEqual((desc["obstacles"], desc["spheres"]), (256, 255))
+        st, body = self.d.http("POST", "/v1/scenes", big)
+        self.assertEqual((st, json.loads(body)["id"]), (200, desc["id"]), body)
+        target, _ = self.targets[1]
+        a = self.solve(target, {"timeout_ms": 0, "max_iterations": 3000}, scene_id=desc["id"])
+        self.check_answer(a, target, False, big)
 
     def test_unity_frame(self):
         st, text = self.d.http("POST", "/v1/scenes", to_unity(ROBOT.scene))
