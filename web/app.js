@@ -131,6 +131,7 @@ function removeRig(name) {
   if (!rig) return;
   for (const s of rig.streams ? Object.values(rig.streams) : []) s.close().catch(() => {});
   if (rig.stream) rig.stream.close().catch(() => {});
+  rig.streamName = null;
   rig.dispose();
   rigs.delete(name);
   delete state.rigs[name];
@@ -251,25 +252,38 @@ function sceneChanged(rig) {
 }
 
 async function openRobotStream(rig) {
-  if (rig.stream) rig.stream.close().catch(() => {});
+  /* nothing more goes to the stream being replaced, and its answers still
+   * on the way are not taken for the new stream's (both count from seq 1) */
+  const old = rig.stream;
+  rig.stream = null;
+  if (old) old.close().catch(() => {});
   const name = `${rig.name}.${++streamVersion}`;
   rig.streamName = name;
+  let stream;
   try {
     /* the chain itself, not its id: a restarted ikd has forgotten ids, and
      * the client opens the streams again as they were first opened */
     const spec = { chain: rig.chain(), options: robotOptions(rig) };
     const scene = robotScene(rig);
     if (scene) spec.scene = scene;
-    rig.stream = await conn.open(name, spec);
+    stream = await conn.open(name, spec);
   } catch (e) {
     noteError(name, e);
     return;
   }
-  rig.pending = new Map();
-  rig.stream.onSolution((s) => {
+  if (rig.streamName !== name) {
+    /* a newer opening (another option changed meanwhile) or the rig removed */
+    stream.close().catch(() => {});
+    return;
+  }
+  rig.stream = stream;
+  const pending = new Map();
+  rig.pending = pending;
+  stream.onSolution((s) => {
     noteAnswer(name, s);
-    const sent = rig.pending.get(s.seq);
-    for (const k of rig.pending.keys()) if (k <= s.seq) rig.pending.delete(k);
+    if (rig.stream !== stream) return;
+    const sent = pending.get(s.seq);
+    for (const k of pending.keys()) if (k <= s.seq) pending.delete(k);
     if (!sent) return;
     rig.answered(s.result, sent.target);
     rig.lastAnswer = s.result;
@@ -636,7 +650,7 @@ function collisionPanel(rig, reopen) {
   if (c?.error) note.textContent = `no collision model: ${c.error}`;
   else if (c) {
     const links = c.links.filter((l) => l.spheres > 0).length;
-    note.textContent = `model: ${c.spheres} spheres on ${links} links (the arm as drawn, capsules ${(rig.radius * 100).toFixed(1)} cm thick, where the URDF has no primitives)` +
+    note.textContent = `model: ${c.spheres} spheres on ${links} links (the arm as drawn: capsules of radius ${(rig.radius * 100).toFixed(1)} cm where the URDF has no primitives)` +
       (c.unmodelled.length ? `; not checked: ${c.unmodelled.join(', ')}` : '');
   }
   sec.append(adds, table, avoid, field('margin m ', margin), note);
