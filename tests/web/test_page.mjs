@@ -21,19 +21,21 @@
  * lock removes); the camera does not orbit under the floor; at 420 px wide
  * the panel is a bottom sheet that leaves the view free until opened;
  * screenshots build/web-page.png, build/web-page-phone.png and
- * build/web-page-scene.png (the box below); no page
- * errors. Collisions on the iiwa: a box from the panel, put on the arm's
- * elbow through the world (the screen's y-up frame), goes to ikd as the
- * stream's scene in the base frame (z up), checked on the WebSocket's
- * frames against the test's own conversion; the answer says the arm is in
- * it; with avoid_collisions and a margin the arm moves clear, which the
- * test checks with its own forward kinematics (joint origins and axes read
- * from the URDF) and its own capsule-to-box distance; the box dragged with
- * a real mouse sends a scene message and the arm stays clear; the box on
- * the tool's target gets in_collision with the pair shown; at 420 px the
- * panel with an obstacle has no sideways overflow. Then: ikd restarts and the page reconnects; a wrong token gets
- * the page's request for one; the page snippet of clients/js/README.md,
- * saved as its README says, logs the leg's answer.
+ * build/web-page-scene.png (the box below); no page errors. Collisions on
+ * the iiwa: a box from the panel, put on the arm's elbow through the world
+ * (the screen's y-up frame), goes to ikd as the stream's scene in the base
+ * frame (z up), checked on the WebSocket's frames against the test's own
+ * conversion; the answer says the arm is in it; with avoid_collisions and
+ * a margin the arm moves clear, which the test checks with its own forward
+ * kinematics (joint origins and axes read from the URDF) and its own
+ * capsule-to-box distance; the box dragged with a real mouse sends a scene
+ * message and the arm stays clear, as it does when the target is dragged
+ * and when the request shown is sent over HTTP; the box on the tool's
+ * target gets in_collision with the pair shown; at 420 px the panel with an
+ * obstacle has no sideways overflow. Then: ikd restarts and the page
+ * reconnects; a wrong token gets the page's request for one; the page
+ * snippet of clients/js/README.md, saved as its README says, logs the
+ * leg's answer.
  *
  * If chromium cannot start, the test fails and says so.
  */
@@ -452,7 +454,15 @@ test('in chromium: a box on the iiwa\'s elbow, sent in the base frame; with avoi
     assert.ok(c >= 0.02 - 2e-3, `the arm is clear of the box by ${c} m (margin 0.02)`);
     return x;
   };
-  await clearOf(placed);
+  const shown = await clearOf(placed);
+  /* the request as shown, sent over HTTP: the same scene and options, an answer clear of the box */
+  const http = await fetch(`${daemon.base}/v1/solve`, {
+    method: 'POST', body: JSON.stringify(shown.request),
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
+  });
+  const replay = await http.json();
+  assert.equal(replay.status, 'success', JSON.stringify(replay).slice(0, 300));
+  assert.ok(clearance(replay.joints, placed) >= 0.02 - 2e-3, 'the HTTP answer keeps the arm clear too');
   const opened = sent.filter((m) => m.type === 'open').at(-1);
   assert.equal(opened.options.avoid_collisions, true);
   assert.deepEqual(opened.scene, { boxes: [placed] }, 'the stream opened with the scene');
@@ -473,6 +483,14 @@ test('in chromium: a box on the iiwa\'s elbow, sent in the base frame; with avoi
   const moved = lastScene().boxes[0];
   assert.ok(dist(moved.position, placed.position) > 0.01, 'the drag moved the box');
   assert.ok(dist(toWorld(moved.position), world) < 1e-9, `the scene message has the box where it is drawn (${toWorld(moved.position)} vs ${world})`);
+  const before = await clearOf(moved);
+  /* the target dragged with a real mouse: the arm follows it, still clear */
+  await drag(page, `${name}:tool0`, -20, 12);
+  await page.waitForFunction((p) => {
+    const x = window.ikdPage.exchange();
+    const r = window.ikdPage.state.rigs.kuka_iiwa14_r820;
+    return r.answered === r.sent && Math.hypot(...x.request.target.position.map((v, i) => v - p[i])) > 0.01;
+  }, before.request.target.position, { timeout: WAIT });
   await clearOf(moved);
   await page.screenshot({ path: join(BUILD, 'web-page-scene.png') });
 
