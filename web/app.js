@@ -39,7 +39,7 @@
  */
 import * as THREE from 'three';
 import { Ikd, IkdError } from './ikd.js';
-import { Stage } from './stage.js';
+import { Stage, materials } from './stage.js';
 import { UrdfRig } from './urdf_rig.js';
 import { BvhRig } from './bvh_rig.js';
 
@@ -291,7 +291,9 @@ async function openRobotStream(rig) {
     const r = state.rigs[rig.name];
     Object.assign(r, { status: s.result.status, joints: rig.joints, tipErrors: rig.tipErrors, withinLimits: rig.withinLimits, base: rig.base, tips: rig.tips, answered: s.seq });
     Object.assign(r, { minDistance: s.result.min_distance, closest: s.result.closest ?? null, cause: s.result.cause ?? null });
-    rig.obstacles.mark(s.result.closest?.obstacle);
+    const k = s.result.closest;
+    rig.obstacles.mark(k?.obstacle);
+    rig.markLinks(k ? [k.link, k.other_link].filter(Boolean) : []);
     renderTables();
     if (state.selected === rig.name) renderExchange();
     stage.redraw();
@@ -839,7 +841,7 @@ function frame(now) {
 }
 
 window.ikdPage = {
-  state, stage, rigs,
+  state, stage, rigs, materials,
   screenOf: (name) => stage.screenOf(name),
   select: (name) => stage.select(name),
   selectRig,

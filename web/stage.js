@@ -25,6 +25,7 @@ export const materials = {
   limb: new THREE.MeshStandardMaterial({ color: 0xf0a040, roughness: 0.5 }),
   link: new THREE.MeshStandardMaterial({ color: 0xe87d2c, roughness: 0.45, metalness: 0.2 }),
   linkIdle: new THREE.MeshStandardMaterial({ color: 0x8a8f99, roughness: 0.6 }),
+  linkHit: new THREE.MeshStandardMaterial({ color: 0xff5a4f, emissive: 0x401010, roughness: 0.5 }),
   joint: new THREE.MeshStandardMaterial({ color: 0x3a3f4b, roughness: 0.5 }),
   target: new THREE.MeshStandardMaterial({ color: 0xff8c1a, emissive: 0x552200 }),
   planted: new THREE.MeshStandardMaterial({ color: 0x4ad66d, emissive: 0x0d3a18 }),

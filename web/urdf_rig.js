@@ -207,7 +207,8 @@ export class UrdfRig {
     this.group.traverse((o) => {
       if (o.isMesh && o.userData.link) {
         const j = this.byChild.get(o.userData.link);
-        o.material = j && active.has(j.name) ? materials.link : materials.linkIdle;
+        o.userData.active = Boolean(j && active.has(j.name));
+        o.material = o.userData.active ? materials.link : materials.linkIdle;
       }
     });
     /* the first target: the tip where a bent pose puts it (every other
@@ -221,6 +222,19 @@ export class UrdfRig {
     this.pose(this.jointNames, bent);
     this.makeHandles();
     this.pose(this.jointNames, this.joints);
+  }
+
+  /** Draws the links named (an answer's closest pair) in the colour of a
+   * hit and the others as they were: a link's capsules are those drawn in
+   * its frame, from its origin to its child joints, which is the link the
+   * skeleton model gives them to. */
+  markLinks(names) {
+    for (const [link, obj] of this.linkObj) {
+      const hit = names.includes(link);
+      for (const o of obj.children) {
+        if (o.isMesh && o.userData.link) o.material = hit ? materials.linkHit : o.userData.active ? materials.link : materials.linkIdle;
+      }
+    }
   }
 
   /** Puts joint values on the model (joints not named stay where they are). */

@@ -432,6 +432,17 @@ test('in chromium: a box on the iiwa\'s elbow, sent in the base frame; with avoi
   assert.ok(clearance(hit.joints, placed) < 0, 'the box is in the arm\'s way');
   assert.ok(hit.minDistance < 0 && hit.closest?.obstacle === 'box_1', `ikd says so too: ${JSON.stringify(hit.closest)}`);
   assert.match(await page.textContent('#clearance'), /in collision: link_\d and box_1/);
+  const drawn = await page.evaluate(([n, link]) => {
+    const rig = window.ikdPage.rigs.get(n);
+    const { materials } = window.ikdPage;
+    const capsules = (l) => rig.linkObj.get(l).children.filter((o) => o.isMesh && o.userData.link);
+    return {
+      link: capsules(link).length > 0 && capsules(link).every((o) => o.material === materials.linkHit),
+      others: [...rig.linkObj.keys()].filter((l) => l !== link).every((l) => capsules(l).every((o) => o.material !== materials.linkHit)),
+      box: rig.obstacles.byName('box_1').mesh.material === materials.obstacleHit,
+    };
+  }, [name, hit.closest.link]);
+  assert.deepEqual(drawn, { link: true, others: true, box: true }, `${hit.closest.link} and the box are drawn hit, nothing else`);
 
   /* a margin, then avoid_collisions: the stream opens again with the scene, and the arm moves clear */
   await page.fill('#collision-margin', '0.02');
