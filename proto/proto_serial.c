@@ -102,11 +102,6 @@ void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t 
     *nrot = 0;
 }
 
-/* A servo stream with collisions slows within this distance (the chain's
- * length unit) of an obstacle, in proportion to the room left (MoveIt
- * Servo's collision velocity scaling: ik_collide_servo_scale). */
-#define SERVO_SLOW_DISTANCE 0.1
-
 /* A joint chain's answer scratch (finish_joints), at the end of the
  * workspace: the seed inside the limits (dof doubles), aligned. */
 static size_t answer_scratch_size(const ik_chain *c)
@@ -211,7 +206,8 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
         if (sf >= 0.0 && chk && chk->avoid) {
             /* near an obstacle the arm slows, and stops short of it */
             double cs = ik_collide_servo_scale(chk->model, &chk->scene, from, r->q, chk->margin,
-                                               SERVO_SLOW_DISTANCE, chk->ws, chk->ws_size, NULL);
+                                               job->opt.servo_slow, chk->ws, chk->ws_size,
+                                               NULL);
             if (cs >= 0.0 && cs < 1.0) {
                 for (size_t k = 0; k < c->chain->dof; k++)
                     r->q[k] = from[k] + cs * (r->q[k] - from[k]);

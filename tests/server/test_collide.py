@@ -396,6 +396,59 @@ class CollideTest(unittest.TestCase):
             await ws.close()
         run(go())
 
+    def test_servo_slow_distance(self):
+        """options.servo.slow_distance: the same swing toward the box with
+        0.3 instead of the default 0.1 slows from farther away (steps
+        taken 15-25 cm beyond the margin, by the geometry here, are full
+        with the default and at most 85% of full with 0.3); 0 is refused
+        with its path."""
+        q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
+        q1 = [1.2] + q0[1:]
+        tool = link_frames(ROBOT.chain, [0.6] + q0[1:])["tool0"][0]
+        scene = {"boxes": [{"name": "box", "size": [0.12, 0.12, 0.12], "position": tool}]}
+        margin = 0.01
+        p1, o1 = ROBOT.chain.fk(q1)
+
+        async def swing(ws, name, servo):
+            await send(ws, {"type": "open", "stream": name, "chain_id": self.desc["id"],
+                            "seed": q0, "scene": scene,
+                            "options": {"servo": servo, "timeout_ms": 0,
+                                        "max_iterations": 2000, "avoid_collisions": True,
+                                        "collision_margin": margin}})
+            m = await recv(ws)
+            if m["type"] != "opened":
+                return m
+            prev, steps = q0, []
+            for seq in range(1, 80):
+                await send(ws, {"type": "target", "stream": name, "seq": seq,
+                                "target": {"position": p1, "orientation": o1}})
+                m = await recv(ws)
+                self.assertEqual(m["type"], "solution", m)
+                q = m["result"]["joints"]
+                gap = ROBOT.distances(prev, scene)[0][0] - margin
+                steps.append((gap, max(abs(a - b) for a, b in zip(q, prev))))
+                prev = q
+            return steps
+
+        async def go():
+            ws = await connect(self.d)
+            plain = await swing(ws, "a", {"period_s": 0.01})
+            wide = await swing(ws, "b", {"period_s": 0.01, "slow_distance": 0.3})
+            full = max(step for _, step in plain)
+            band = [(g, st) for g, st in plain if 0.15 <= g <= 0.25]
+            self.assertTrue(band)
+            for g, st in band:
+                self.assertGreater(st, 0.99 * full, (g, st))
+            band = [(g, st) for g, st in wide if 0.15 <= g <= 0.25]
+            self.assertTrue(band)
+            for g, st in band:
+                self.assertLess(st, 0.85 * full, (g, st))
+            m = await swing(ws, "c", {"period_s": 0.01, "slow_distance": 0})
+            self.assertEqual((m["type"], m["error"]["path"]),
+                             ("error", "/options/servo/slow_distance"), m)
+            await ws.close()
+        run(go())
+
     def test_tree(self):
         """A PR2 tree of both arms with spheres at the wrists: answers carry
         min_distance, at most the wrists' distance to a box computed here
