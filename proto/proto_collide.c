@@ -245,12 +245,26 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
     return r;
 }
 
+/* The bodies whose parent is body b (a skeleton link has a capsule toward
+ * each). */
+static size_t child_bodies(const ik_collide_model *m, int b)
+{
+    size_t n = 0;
+    for (size_t c = 1; c < m->nbodies; c++)
+        n += m->body[c].parent == b;
+    return n;
+}
+
 /* Skeleton capsules that meet at a joint in every pose. Where a body's
  * joint sits at its parent's origin (a link of zero length: the iiwa's
  * link_2, link_4 and link_6), the capsules of the bodies from it up to the
  * first body with a length start at one point, where the capsule of the
  * body below that one ends; each such pair is allowed as adjacent links
- * are, else a skeleton would collide with itself in every pose. */
+ * are, else a skeleton would collide with itself in every pose. Not when
+ * the link below branches (a tree's torso, with a capsule toward each
+ * child): allowing it would hide its capsules toward the other branches
+ * (an arm through the neck), so the pair stays checked, and an SRDF may
+ * disable it. */
 static void allow_skeleton_joints(ik_collide_model *m, const int *link_of_body)
 {
     for (size_t c = 1; c < m->nbodies; c++) {
@@ -259,7 +273,7 @@ static void allow_skeleton_joints(ik_collide_model *m, const int *link_of_body)
         while (lc >= 0 && x > 0) {
             const double *p = m->body[x].pre_p;
             const int up = m->body[x].parent;
-            if (up >= 0 && link_of_body[up] >= 0)
+            if (up >= 0 && link_of_body[up] >= 0 && (x == (int)c || child_bodies(m, up) == 1))
                 ik_collide_allow(m, lc, link_of_body[up], true);
             if (fabs(p[0]) + fabs(p[1]) + fabs(p[2]) > 1e-12)
                 break;

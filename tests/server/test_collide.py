@@ -819,6 +819,104 @@ class SkeletonCollideTest(unittest.TestCase):
         self.assertGreaterEqual(solved, tried - 1)
 
 
+class SkeletonTreeCollideTest(unittest.TestCase):
+    """A tree whose torso branches toward two shoulders and a neck, with
+    collision_skeleton alone; the left shoulder is two joints at one point
+    (l_a has no length), so the left upper arm's capsule starts where the
+    torso's capsule toward that shoulder ends. The torso's link also holds
+    its capsule toward the neck: with the left arm swung through the neck
+    (10 cm deep by capsules of our own, segment distances between the
+    joint origins of forward kinematics written here), min_distance must
+    not be larger than that geometry's, so that avoid_collisions cannot
+    call such a pose clear. (The pair meeting at the shoulder was allowed
+    whole, and ikd said 8.7 cm clear.)"""
+    RADIUS = 0.05
+    # (child link, parent link, origin, axis or None for a fixed joint, joint)
+    BODIES = [("torso", "base_link", (0, 0, 0.4), (0, 0, 1), "waist"),
+              ("l_a", "torso", (0, 0.2, 0.3), (0, 0, 1), "l_sh1"),
+              ("l_upper", "l_a", (0, 0, 0), (0, 1, 0), "l_sh2"),
+              ("l_fore", "l_upper", (0.4, 0, 0), (0, 1, 0), "l_elbow"),
+              ("l_tool", "l_fore", (0.25, 0, 0), None, "l_w"),
+              ("r_upper", "torso", (0, -0.2, 0.1), (0, 1, 0), "r_sh"),
+              ("r_fore", "r_upper", (0.3, 0, 0), (0, 1, 0), "r_elbow"),
+              ("r_tool", "r_fore", (0.25, 0, 0), None, "r_w"),
+              ("head", "torso", (0, 0, 0.5), (0, 0, 1), "neck"),
+              ("head_tip", "head", (0, 0, 0.2), None, "h_w")]
+    TIPS = ["l_tool", "r_tool", "head_tip"]
+
+    @classmethod
+    def setUpClass(cls):
+        joints = ""
+        for child, parent, xyz, axis, name in cls.BODIES:
+            joints += '<joint name="%s" type="%s"><parent link="%s"/><child link="%s"/>' % (
+                name, "revolute" if axis else "fixed", parent, child)
+            joints += '<origin xyz="%g %g %g"/>' % xyz
+            if axis:
+                joints += ('<axis xyz="%g %g %g"/><limit lower="-3" upper="3" effort="1" '
+                           'velocity="1"/>' % axis)
+            joints += "</joint>"
+        links = ["base_link"] + [b[0] for b in cls.BODIES]
+        urdf = '<robot name="torso_tree">%s%s</robot>' % (
+            "".join('<link name="%s"/>' % k for k in links), joints)
+        cls.d = Daemon()
+        st, text = cls.d.http("POST", "/v1/chains", {
+            "kind": "tree", "urdf": urdf, "base": "base_link", "tips": cls.TIPS,
+            "collision_skeleton": cls.RADIUS})
+        assert st in (200, 201), (st, text)
+        cls.desc = json.loads(text)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def origins(self, q):
+        value = dict(zip(self.desc["joint_names"], q))
+        p = {"base_link": [0.0, 0.0, 0.0]}
+        rot = {"base_link": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]}
+        for child, parent, xyz, axis, name in self.BODIES:
+            p[child] = [a + b for a, b in zip(p[parent], _mat_vec(rot[parent], xyz))]
+            rot[child] = (_mat_mul(rot[parent], _axis_angle(axis, value[name])) if axis
+                          else rot[parent])
+        return p
+
+    def clearance(self, q):
+        """The smallest gap between capsules (a link's from its origin to
+        each child link's) of links that are not adjacent, pairs that share
+        an end point (meet at a joint) aside."""
+        p = self.origins(q)
+        parent = {b[0]: b[1] for b in self.BODIES}
+        caps = {}
+        for child, up, _, _, _ in self.BODIES:
+            caps.setdefault(up, []).append((p[up], p[child]))
+        best = math.inf
+        names = list(caps)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if parent.get(a) == b or parent.get(b) == a:
+                    continue
+                for s in caps[a]:
+                    for t in caps[b]:
+                        if any(math.dist(u, v) < 1e-9 for u in s for v in t):
+                            continue
+                        best = min(best, segment_distance(*s, *t) - 2 * self.RADIUS)
+        return best
+
+    def test_arm_through_the_neck_is_not_clear(self):
+        names = self.desc["joint_names"]
+        q = [0.0] * len(names)
+        q[names.index("l_sh1")] = -math.pi / 2  # the upper arm across the neck
+        q[names.index("l_elbow")] = -math.pi / 2  # the forearm up, clear of all
+        p = self.origins(q)
+        st, text = self.d.http("POST", "/v1/solve", {
+            "chain_id": self.desc["id"], "seed": q,
+            "target": {"tips": {t: {"position": p[t]} for t in self.TIPS}}})
+        self.assertEqual(st, 200, text)
+        a = json.loads(text)
+        self.assertLess(max(abs(x - y) for x, y in zip(a["joints"], q)), 1e-6, a)
+        c = self.clearance(a["joints"])
+        self.assertLess(c, -0.05)  # the arm is in the neck by this geometry
+        self.assertLessEqual(a["min_distance"], c + TOL, a)
+
+
 if __name__ == "__main__":
     unittest.main()
-
