@@ -157,8 +157,10 @@ int main(int argc, char **argv)
     char rdir[1024];
     snprintf(rdir, sizeof rdir, "%s/robots", dir);
     size_t n;
-    char *ur5 = read_file(rdir, "ur5.urdf", &n), *iiwa = read_file(rdir, "kuka_iiwa14_r820.urdf", &n),
-         *pr2 = read_file(rdir, "pr2.urdf", &n), *sp = read_file(dir, "collision/kuka_iiwa14_r820.json", &n);
+    char *ur5 = read_file(rdir, "ur5.urdf", &n),
+         *iiwa = read_file(rdir, "kuka_iiwa14_r820.urdf", &n),
+         *pr2 = read_file(rdir, "pr2.urdf", &n),
+         *sp = read_file(dir, "collision/kuka_iiwa14_r820.json", &n);
     if (!ur5 || !iiwa || !pr2 || !sp)
         return 1;
     json_error_t je;
@@ -180,8 +182,9 @@ int main(int argc, char **argv)
         {"iiwa", chain_body("urdf", iiwa, arm), rounds},
         {"iiwa_spheres", chain_body("urdf", iiwa, extra), rounds},
         {"pr2_tree",
-         chain_body("tree", pr2,
-                    "\"base\":\"base_link\",\"tips\":[\"l_wrist_roll_link\",\"r_wrist_roll_link\"]"),
+         chain_body(
+             "tree", pr2,
+             "\"base\":\"base_link\",\"tips\":[\"l_wrist_roll_link\",\"r_wrist_roll_link\"]"),
          rounds / 10 ? rounds / 10 : 1},
         {"iiwa_4mb", big ? chain_body("urdf", big, arm) : NULL, rounds / 40 ? rounds / 40 : 1},
     };
