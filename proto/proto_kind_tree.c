@@ -5,8 +5,9 @@
  * solver/ik_tree.h. The JSON is in proto/README.md, section "tree".
  *
  * A tree chain is given as a URDF document, a base link and tip links
- * (the paths from the base to every tip, read in one parse by
- * proto_urdf_tree, each joint once however many tips it moves), as a
+ * (the paths from the base to every tip, read by proto_urdf_doc_tree from
+ * the one parse the collision model reads too, each joint once however
+ * many tips it moves), as a
  * joint list whose joints name their parent joint (URDF semantics joint by
  * joint, as a joints chain's, plus "parent": an earlier joint, or none for
  * the root) and the joints that end the tips, or as a skeleton's bones
@@ -176,13 +177,15 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     int *parent = calloc(cap, sizeof *parent);
     char(*un)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *un);
     char(*names)[PROTO_NAME_MAX] = calloc(cap, sizeof *names);
+    proto_urdf_doc *doc = NULL; /* parsed once for the joints and the collision model */
     int rc = -1;
     size_t n = 0, tip_joint[IK_TREE_MAX_TIPS];
     if (!j || !parent || !un || !names) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
-    if (proto_urdf_tree(xml, len, base, tips, ntips, j, parent, cap, &n, tip_joint, un, err)) {
+    if (!(doc = proto_urdf_open(xml, len, err)) ||
+        proto_urdf_doc_tree(doc, base, tips, ntips, j, parent, cap, &n, tip_joint, un, err)) {
         snprintf(err->path, sizeof err->path, "%s", pu);
         goto out;
     }
@@ -193,8 +196,9 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     if (rc == 0)
         c->memory += len;
     if (rc == 0) /* its collision model (proto_chain_collide.c) */
-        rc = proto__chain_collide(c, o, path, xml, len, base, tips, ntips, lim, err);
+        rc = proto__chain_collide(c, o, path, doc, base, tips, ntips, lim, err);
 out:
+    proto_urdf_close(doc);
     free(j);
     free(parent);
     free(un);
