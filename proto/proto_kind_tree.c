@@ -177,7 +177,11 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     int *parent = calloc(cap, sizeof *parent);
     char(*un)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *un);
     char(*names)[PROTO_NAME_MAX] = calloc(cap, sizeof *names);
-    proto_urdf_doc *doc = NULL; /* parsed once for the joints and the collision model */
+    /* parsed once for the joints and the collision model's robot (read
+     * before the model is built, so that libxml2's tree is freed first) */
+    proto_urdf_doc *doc = NULL;
+    proto_urdf_robot robot = {0};
+    proto_error robot_err;
     int rc = -1;
     size_t n = 0, tip_joint[IK_TREE_MAX_TIPS];
     if (!j || !parent || !un || !names) {
@@ -189,6 +193,9 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
         snprintf(err->path, sizeof err->path, "%s", pu);
         goto out;
     }
+    const bool robot_ok = proto_urdf_doc_robot(doc, &robot, &robot_err) == 0;
+    proto_urdf_close(doc);
+    doc = NULL;
     for (size_t i = 0; i < n; i++)
         snprintf(names[i], PROTO_NAME_MAX, "%s", un[i]);
     rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path, PROTO_E_INVALID_URDF,
@@ -196,9 +203,11 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     if (rc == 0)
         c->memory += len;
     if (rc == 0) /* its collision model (proto_chain_collide.c) */
-        rc = proto__chain_collide(c, o, path, doc, base, tips, ntips, lim, err);
+        rc = proto__chain_collide(c, o, path, robot_ok ? &robot : NULL, &robot_err, base, tips,
+                                  ntips, lim, err);
 out:
     proto_urdf_close(doc);
+    proto_urdf_robot_free(&robot);
     free(j);
     free(parent);
     free(un);

@@ -49,8 +49,12 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
     /* the joints' velocity limits are read in the same parse (servo
      * streams use them), so that nothing parses the document again */
     double *vel = calloc(cap, sizeof *vel);
-    /* the document, parsed once for the joints and the collision model */
+    /* the document, parsed once for the joints and the collision model's
+     * robot (read before the model is built, so that libxml2's tree is
+     * freed first) */
     proto_urdf_doc *doc = NULL;
+    proto_urdf_robot robot = {0};
+    proto_error robot_err;
     int rc = -1;
     if (!joints || !names || !vel) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
@@ -68,6 +72,9 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
             snprintf(err->path, sizeof err->path, "%s", p);
         goto out;
     }
+    const bool robot_ok = proto_urdf_doc_robot(doc, &robot, &robot_err) == 0;
+    proto_urdf_close(doc);
+    doc = NULL;
     size_t movable = 0;
     for (size_t i = 0; i < n; i++)
         movable += joints[i].type != IK_JOINT_FIXED;
@@ -119,11 +126,13 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
         goto out;
     }
     c->memory += len + c->nnames * PROTO_NAME_MAX;
-    if (proto__chain_collide(c, o, path, doc, base, &tip, 1, lim, err))
+    if (proto__chain_collide(c, o, path, robot_ok ? &robot : NULL, &robot_err, base, &tip, 1, lim,
+                             err))
         goto out;
     rc = 0;
 out:
     proto_urdf_close(doc);
+    proto_urdf_robot_free(&robot);
     free(joints);
     free(names);
     free(vel);

@@ -11,8 +11,8 @@
  * collision model's builder (proto/proto_collide.c: the skeleton, the
  * document as its own SRDF). The document opened once (proto_urdf_open,
  * as a chain's decode reads it) must open exactly when the link list
- * reads, and give the model the text-taking builder gives (the same
- * outcome and error code).
+ * reads, and its robot (proto_urdf_doc_robot) give the model the
+ * text-taking builder gives (the same outcome, error code and spheres).
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -93,14 +93,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_fail("proto_collide_build failed without a code");
     if (doc) {
         proto_error e2;
-        int rc2 = proto_collide_build_doc(doc, base, tips, 1, chain, NULL, &spec, &model_doc, &cl,
-                                          &ncl, &e2);
+        proto_urdf_robot r2;
+        int rc2 = proto_urdf_doc_robot(doc, &r2, &e2);
+        proto_urdf_close(doc);
+        if (rc2 == 0)
+            rc2 = proto_collide_build_robot(&r2, base, tips, 1, chain, NULL, &spec, &model_doc, &cl,
+                                            &ncl, &e2);
+        proto_urdf_robot_free(&r2);
         if (rc2 == 0)
             free(cl);
         if (rc2 != rc || (rc && e2.code != err.code) ||
             (rc == 0 && model_doc.nspheres != model.nspheres))
-            fuzz_fail("proto_collide_build_doc and proto_collide_build disagree");
-        proto_urdf_close(doc);
+            fuzz_fail("the open document's model and proto_collide_build's disagree");
     }
     free(chain);
     free(names);
