@@ -10,11 +10,11 @@
  * proto_urdf.h's proto_urdf_doc), as proto_collide.h says (the client's
  * spheres, else the URDF's own <collision> primitives, else the skeleton
  * when asked, else unmodelled), so that every request on the chain finds
- * it made. A chain without any
- * geometry keeps no model (NULL): its answers carry no min_distance. When
- * the chain object asks for nothing about collisions and the URDF's own
- * collisions cannot be read, the chain still loads (it always has) and
- * the reason is kept: a request that asks for collisions gets that error.
+ * it made. A chain without any geometry keeps no model (NULL): its
+ * answers carry no min_distance. When the chain object asks for nothing
+ * about collisions and the URDF's own collisions cannot be read, the
+ * chain still loads (it always has) and the reason is kept: a request
+ * that asks for collisions gets that error.
  *
  * Bounds: at most IK_COLLIDE_MAX_SPHERES spheres, counted while the object
  * is read (too_large); the SRDF at most the URDF's byte limit; the model

@@ -149,10 +149,10 @@ int proto_urdf_links(const char *xml, size_t len, char (*names)[PROTO_URDF_NAME_
 /* ---- one document, read several ways ------------------------------------ */
 
 /* A parsed and indexed URDF document (libxml2's tree, kept until it is
- * closed). Opening checks what every function
- * above checks first (well-formed XML without a DOCTYPE, a <robot> root,
- * named links and joints, parents and children given, no link declared
- * twice or with two parents), with the same errors. */
+ * closed). Opening checks what every function above checks first
+ * (well-formed XML without a DOCTYPE, a <robot> root, named links and
+ * joints, parents and children given, no link declared twice or with two
+ * parents), with the same errors. */
 typedef struct proto_urdf_doc proto_urdf_doc;
 
 /* Parses xml[0..len): a handle to free with proto_urdf_close(), or NULL
