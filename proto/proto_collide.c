@@ -246,6 +246,29 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
     return r;
 }
 
+/* Skeleton capsules that meet at a joint in every pose. Where a body's
+ * joint sits at its parent's origin (a link of zero length: the iiwa's
+ * link_2, link_4 and link_6), the capsules of the bodies from it up to the
+ * first body with a length start at one point, where the capsule of the
+ * body below that one ends; each such pair is allowed as adjacent links
+ * are, else a skeleton would collide with itself in every pose. */
+static void allow_skeleton_joints(ik_collide_model *m, const int *link_of_body)
+{
+    for (size_t c = 1; c < m->nbodies; c++) {
+        const int lc = link_of_body[c];
+        int x = (int)c;
+        while (lc >= 0 && x > 0) {
+            const double *p = m->body[x].pre_p;
+            const int up = m->body[x].parent;
+            if (up >= 0 && link_of_body[up] >= 0)
+                ik_collide_allow(m, lc, link_of_body[up], true);
+            if (fabs(p[0]) + fabs(p[1]) + fabs(p[2]) > 1e-12)
+                break;
+            x = up;
+        }
+    }
+}
+
 static int build_robot(const proto_urdf_robot *robot, const char *owner, const char *base,
                        const char *const *tips, size_t ntips, const ik_chain *chain,
                        const ik_tree *tree, const proto_collide_spec *spec, ik_collide_model *m,
@@ -351,6 +374,8 @@ static int build_robot(const proto_urdf_robot *robot, const char *owner, const c
     }
     if (r == 0)
         ik_collide_model_finish(m);
+    if (r == 0 && skeleton)
+        allow_skeleton_joints(m, link_of_body);
     if (r == 0 && spec->srdf)
         r = apply_srdf(&B, spec);
     const size_t count = R.nlinks;

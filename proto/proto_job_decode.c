@@ -166,21 +166,18 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
     static const proto_target none;
     if (proto__resolve_solver(chain, &job->opt, t0 ? t0 : &none, &job->solver, err))
         goto fail;
-    /* collisions: the chain needs a model, and the closed form does not
-     * look for a solution clear of obstacles (auto then picks numeric) */
+    /* collisions: the chain needs a model; the closed form answers its
+     * nearest solution clear of them, but does not list only those */
     if (job->opt.avoid_collisions || job->opt.has_margin) {
         const char *at = job->opt.avoid_collisions ? "/options/avoid_collisions"
                                                    : "/options/collision_margin";
         if (proto__chain_collide_check(chain, at, err))
             goto fail;
-        if (job->opt.avoid_collisions && job->solver == PROTO_SOLVER_CLOSED) {
-            if (job->opt.solver != PROTO_SOLVER_AUTO || job->opt.all_solutions) {
-                proto_error_set(err, PROTO_E_INVALID_REQUEST, at,
-                                "options.avoid_collisions needs the numeric solver (the closed "
-                                "form does not search for a solution clear of collisions)");
-                goto fail;
-            }
-            job->solver = PROTO_SOLVER_NUMERIC;
+        if (job->opt.avoid_collisions && job->opt.all_solutions) {
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, at,
+                            "options.avoid_collisions and options.all_solutions do not go "
+                            "together (every solution is listed, clear of collisions or not)");
+            goto fail;
         }
     }
     if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC &&

@@ -44,6 +44,11 @@ for margin in 0 0.01; do
         --spheres "$IKD_DATA/collision/kuka_iiwa14_r820.json" --samples "$SAMPLES" \
         --timeout-ms 5 --tol 1e-5 --margin "$margin"
 done
+# the UR5 (18 spheres, a table and a post): numeric, then its closed form,
+# each plainly and avoiding
+"$BIN" collide --urdf "$IKD_DATA/robots/ur5.urdf" --base base_link --tip tool0 \
+    --spheres "$IKD_DATA/collision/ur5.json" --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5 \
+    --margin 0.01
 
 # the chain benchmark with two busy-looping processes beside it against
 # the same run idle, back to back (tests/bench/contention_bench.sh): the
