@@ -2,13 +2,14 @@
  * proto_collide.c: a chain's or tree's collision model from its URDF, the
  * client's spheres and an SRDF (contract in proto_collide.h).
  *
- * The URDF is read whole (proto_urdf_robot_read: links with their
- * <collision>s, joints). The links are placed on the model's bodies in
- * three sweeps: down each base-to-tip path (a movable joint's child on
- * that joint's body, a fixed joint's child on its parent's body with the
- * joint's origin composed), then through fixed joints from placed links to
- * unplaced ones, both ways (a tool beyond the tip, the world link above the
- * base), until nothing changes. Geometry and the SRDF follow.
+ * The URDF is read whole (proto_urdf_robot: links with their
+ * <collision>s, joints; a chain's decode reads it from the document its
+ * joints were read from, not parsed again). The links are placed on the
+ * model's bodies in three sweeps: down each base-to-tip path (a movable
+ * joint's child on that joint's body, a fixed joint's child on its
+ * parent's body with the joint's origin composed), then through fixed
+ * joints from placed links to unplaced ones, both ways (a tool beyond the
+ * tip, the world link above the base), until nothing changes. Geometry and the SRDF follow.
  *
  * A joint list (proto_collide_build_joints) is made such a robot first:
  * its base link, and per joint the link that joint moves, named as the
@@ -404,6 +405,33 @@ static int build_robot(const proto_urdf_robot *robot, const char *owner, const c
     return 0;
 }
 
+/* The arguments of a build from a URDF: 0, or -1 with *err set. */
+static int build_args(const char *base, const char *const *tips, size_t ntips,
+                      const ik_chain *chain, const ik_tree *tree, const proto_collide_spec *spec,
+                      const ik_collide_model *m, proto_error *err)
+{
+    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) || (chain && ntips != 1) ||
+        (tree && ntips != tree->ntips))
+        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
+    return 0;
+}
+
+int proto_collide_build_robot(const proto_urdf_robot *urdf, const char *base,
+                              const char *const *tips, size_t ntips, const ik_chain *chain,
+                              const ik_tree *tree, const proto_collide_spec *spec,
+                              ik_collide_model *m, proto_collide_link **links, size_t *nlinks,
+                              proto_error *err)
+{
+    *links = NULL;
+    *nlinks = 0;
+    if (!urdf)
+        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
+    if (build_args(base, tips, ntips, chain, tree, spec, m, err))
+        return -1;
+    return build_robot(urdf, "the URDF", base, tips, ntips, chain, tree, spec, m, links, nlinks,
+                       err);
+}
+
 int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
                         size_t ntips, const ik_chain *chain, const ik_tree *tree,
                         const proto_collide_spec *spec, ik_collide_model *m,
@@ -411,9 +439,8 @@ int proto_collide_build(const char *urdf, size_t len, const char *base, const ch
 {
     *links = NULL;
     *nlinks = 0;
-    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) || (chain && ntips != 1) ||
-        (tree && ntips != tree->ntips))
-        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
+    if (build_args(base, tips, ntips, chain, tree, spec, m, err))
+        return -1;
     proto_urdf_robot R;
     if (proto_urdf_robot_read(urdf, len, &R, err))
         return -1;

@@ -20,6 +20,7 @@
 
 #include "proto/proto_job.h"
 #include "proto/proto_json.h"
+#include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
 #include "solver/ik_collide.h"
@@ -207,11 +208,14 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 /* ---- proto_chain_collide.c: a chain's collision model ---- */
 
 /* The members "collision_spheres", "collision_skeleton" and "srdf" of
- * chain object o at path, with the URDF document (xml, len) the chain was
- * built from and its base and tips: the model into c (see the file's
- * comment). 0, or -1 with *err set (paths under path). */
-int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
-                         size_t len, const char *base, const char *const *tips, size_t ntips,
+ * chain object o at path, with the robot read from the URDF document the
+ * chain was built from (proto_urdf_doc_robot on the same parse; NULL when
+ * that failed, with *robot_err saying why) and its base and tips: the
+ * model into c (see the file's comment). 0, or -1 with *err set (paths
+ * under path). */
+int proto__chain_collide(proto_chain *c, const json_t *o, const char *path,
+                         const proto_urdf_robot *robot, const proto_error *robot_err,
+                         const char *base, const char *const *tips, size_t ntips,
                          const proto_limits *lim, proto_error *err);
 /* The same members of a chain (parent NULL) or tree (parent[i]: joint i's
  * parent joint, -1 for none) given by the joint list joints (all n of

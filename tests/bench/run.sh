@@ -6,8 +6,8 @@
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
 # samples each, collision-aware IK on the iiwa among three boxes (plain and
 # avoiding, same run), the tree benchmark on both PR2 arms and the Baxter-like
-# tree, the CMU walk as a tree of bones against a tree of joints, then the
-# HTTP
+# tree, the CMU walk as a tree of bones against a tree of joints, the
+# decode of URDF chains as POST /v1/chains registers them, then the HTTP
 # benchmark, then the WebSocket benchmarks (robot_bench.py among them), then
 # the JavaScript and Python clients against the raw protocol. Every
 # command prints one JSON object on its last line.
@@ -116,6 +116,12 @@ priority humanoid_like pelvis l_hand,r_hand
 # skeleton's bones, against the same walk as a tree of joints in the same
 # run (ratio_bones_vs_joints; tests/bench/walk_bench.c)
 "$BUILD/walk_bench" --data "$IKD_DATA"
+
+# registering URDF chains (POST /v1/chains's decode on this thread, one
+# line per case: the UR5, the iiwa with and without its spheres, the PR2
+# as a tree, the iiwa padded to 4.4 MB; tests/bench/register_bench.c):
+# about 2 s
+"$BUILD/register_bench" --data "$IKD_DATA"
 
 # a robot controller's stream at solver level (ikbench stream): 12 smooth
 # motions of 300 steps each, every solve seeded with the previous answer,
