@@ -812,6 +812,57 @@ static size_t job_exact(closed_job *J)
     return cnt;
 }
 
+/* Next to a double singularity (the elbow stretched and the wrist
+ * folded, as the UR5's upright pose) the joint the closed form takes from
+ * the reference decides whether the rest reaches: a reference a little
+ * off leaves every branch a little short (5e-6 m from 0.01 rad away on the
+ * UR5, growing as its square). When the best pose of a failure is within
+ * POLISH_NEAR of the target (times the length scale; radians for the
+ * rotation), the numeric solver finishes it from there: no restarts, at
+ * most POLISH_ITERATIONS iterations toward POLISH_TOL, no time budget, the
+ * caller's collision check. Returns IK_OK with q updated when the result
+ * is within the caller's tolerances, inside the limits and clear; else q
+ * stays as it was. */
+#define POLISH_NEAR       1e-2
+#define POLISH_ITERATIONS 64
+#define POLISH_TOL        1e-12
+#define POLISH_WS         4096
+
+static int polish(const closed_job *J, double q[6], const ik_closed_result *fr)
+{
+    if (!(fr->pos_err <= POLISH_NEAR * J->k->scale && fr->rot_err <= POLISH_NEAR))
+        return IK_EUNREACHABLE;
+    _Alignas(64) unsigned char ws[POLISH_WS];
+    if (ik_numeric_workspace_size(J->c) > sizeof ws)
+        return IK_ENOSPC;
+    /* as near as the iterations get (the closed form's answers are exact
+     * to rounding), then held to the caller's tolerances below */
+    ik_numeric_opts o = ik_numeric_opts_default();
+    o.tol_pos = POLISH_TOL * J->k->scale;
+    o.tol_rot = POLISH_TOL;
+    o.max_iterations = POLISH_ITERATIONS;
+    o.timeout_s = 0.0;
+    o.max_restarts = 0;
+    o.collide = J->avoid;
+    ik_xform goal;
+    goal.p = ik_v3(J->pd[0], J->pd[1], J->pd[2]);
+    goal.q = ik_quat_from_mat3(J->Rd);
+    ik_target t = ik_target_full_pose(goal);
+    double out[6];
+    const int rc = ik_numeric_solve(J->c, &t, q, &o, ws, sizeof ws, out, NULL);
+    if (rc != IK_OK && rc != IK_ENOTCONV)
+        return IK_EUNREACHABLE;
+    double e[6];
+    err_of(J, out, e);
+    if (!within_tol(J, e) || !ik_chain_within_limits(J->c, out, 0.0))
+        return IK_EUNREACHABLE;
+    if (J->avoid && !(ik_collide_distance(J->avoid->model, &J->avoid->scene, out, J->avoid->ws,
+                                          J->avoid->ws_size, NULL) >= J->avoid->margin))
+        return IK_ECOLLISION;
+    memcpy(q, out, sizeof out);
+    return IK_OK;
+}
+
 int ik_closed_solve(const ik_chain *c, const ik_closed *k, const ik_target *t,
                     const double *seed, const ik_numeric_opts *opts, double *q_out,
                     ik_closed_result *res)
@@ -872,7 +923,16 @@ int ik_closed_solve(const ik_chain *c, const ik_closed *k, const ik_target *t,
         fill_res(&J, q_out, IK_ECOLLISION, IK_REASON_IN_COLLISION, exact, inside, res);
         return IK_ECOLLISION;
     }
-    return job_fail(&J, job_branches(&J), q_out, res);
+    ik_closed_result fr;
+    const int st = job_fail(&J, job_branches(&J), q_out, &fr);
+    if (st == IK_EUNREACHABLE && fr.reason != IK_REASON_OUT_OF_REACH &&
+        polish(&J, q_out, &fr) == IK_OK) {
+        fill_res(&J, q_out, IK_OK, IK_REASON_NONE, exact, inside, res);
+        return IK_OK;
+    }
+    if (res)
+        *res = fr;
+    return st;
 }
 
 /* The equivalents v + 2 pi k of joint j inside its limits, the (at most

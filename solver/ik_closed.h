@@ -64,10 +64,18 @@
  * the best pose the closed form produced (branches clamped at the workspace
  * boundary and into the limits), and the result its error.
  *
+ * NEXT TO A DOUBLE SINGULARITY (elbow stretched, wrist folded: the UR5's
+ * upright pose), the joint taken from the seed can leave every branch a
+ * little short of the pose; ik_closed_solve() then finishes the best one
+ * with the numeric solver (no restarts, at most 64 iterations, no time
+ * budget) when it is within 1e-2 of the target (length times the scale,
+ * radians), and answers that when it reaches the pose inside the limits.
+ *
  * MEMORY: nothing is allocated; an ik_closed is a plain value (copy it,
  * store it next to its chain). THREADS: no globals, no static state; any
  * number of threads may solve with the same ik_closed and chain at once.
- * NO I/O, no clock. Only full-pose targets (IK_TARGET_FULL_POSE) are solved
+ * NO I/O, no clock of its own (the finish above is ik_numeric_solve()'s
+ * iterations, unbudgeted). Only full-pose targets (IK_TARGET_FULL_POSE) are solved
  * here; the other modes get IK_EINVAL (use the numeric solver).
  */
 #ifndef IK_CLOSED_H
