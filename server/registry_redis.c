@@ -265,10 +265,20 @@ static void decode_all(srv_ctx *ctx, srv_registry_op *op, void **chains, proto_e
         proto_error e;
         proto_reg_kind k = op->ids[i].kind;
         void *c = decode_one(ctx, k, op->texts[i], op->lens[i], &e);
-        if (!c) {
+        if (!c && e.code == PROTO_E_TOO_LARGE) {
             if (!*refused) /* a value this replica's limits refuse */
                 *err = e;
             *refused = true;
+            continue;
+        }
+        if (!c) {
+            /* not the client's error: what Redis holds there is no chain
+             * or scene this replica reads (written by another program, or
+             * by another version of ikd); the id stays unknown here */
+            char key[KEY_MAX];
+            key_of(key, k, op->ids[i].id);
+            srv_log(ctx, SRV_LOG_WARN, "Redis holds at %s a value that does not decode (%s at "
+                    "'%s'): ignored", key, e.message, e.path);
             continue;
         }
         const char *got = srv__registry_obj_id(k, c);
@@ -313,8 +323,8 @@ static void fetch_finish(srv_redis *r, srv_registry_op *op, void **chains,
         status = SRV_EINVAL;
     } else if (too_large) {
         proto_error_set(&op->err, PROTO_E_TOO_LARGE, "",
-                        "the chains this request names need more memory than the registry "
-                        "holds (--registry-bytes)");
+                        "the chains and scenes this request names need more memory than "
+                        "the registry holds (--registry-bytes)");
         status = SRV_EINVAL;
     }
     srv_metrics_shared(ctx->metrics, "fetch", op->found ? "found" : "missing");

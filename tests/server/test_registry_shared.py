@@ -439,6 +439,24 @@ class SharedRegistryTest(unittest.TestCase):
             self.redis.proc.send_signal(signal.SIGCONT)
         self.b.wait_up()
 
+    def test_h_garbage_in_redis_is_not_the_clients_error(self):
+        """What another program (or another version of ikd) wrote at a
+        chain's or a scene's key does not decode: the id is unknown (404,
+        logged), not a 400 blaming the request that named it."""
+        cid, sid = "e" * 32, "f" * 32
+        for key, value in (("ikd:chain:" + cid, b"not json"),
+                           ("ikd:scene:" + sid, b'{"boxes": [{"size": [-1, 1, 1]}]}')):
+            with socket.create_connection(("127.0.0.1", self.redis.port), timeout=5) as r:
+                r.sendall(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
+                          % (len(key), key.encode(), len(value), value))
+                self.assertTrue(r.recv(64).startswith(b"+OK"))
+        status, err, _ = self.b.http("POST", "/v1/solve", {"chain_id": cid,
+                                                           "target": bones_target(1)})
+        self.assertEqual((status, err["error"]["code"]), (404, "unknown_chain"), err)
+        status, err, _ = self.b.http("GET", "/v1/scenes/" + sid)
+        self.assertEqual((status, err["error"]["code"]), (404, "unknown_scene"), err)
+        self.assertIn("does not decode", self.b.text())
+
     def test_i_redis_down(self):
         cid = self.register(self.a, bones(0.07), (201,))["id"]
         self.assertEqual(self.b.http("POST", "/v1/solve", {"chain_id": cid,
