@@ -265,21 +265,6 @@ static void put_results(proto_jw *w, const proto_items *it, size_t begin, size_t
     }
 }
 
-static void put_tail(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS])
-{
-    static const char *const names[PROTO_COUNT_BUCKETS] = {"success", "no_ik_solution",
-                                                           "timed_out", "other", "error"};
-    RAW(w, "],\"counts\":{");
-    for (int k = 0; k < PROTO_COUNT_BUCKETS; k++) {
-        if (k)
-            RAW(w, ",");
-        proto_jw_string(w, names[k], strlen(names[k]));
-        RAW(w, ":");
-        proto_jw_integer(w, (json_int_t)counts[k]);
-    }
-    RAW(w, "}}");
-}
-
 char *proto_items_encode_head(const proto_items *it, size_t *len)
 {
     proto_jw w;
@@ -303,7 +288,7 @@ char *proto_items_encode_tail(const proto_items *it, const size_t counts[PROTO_C
     (void)it;
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
-    put_tail(&w, counts);
+    proto__counts_write(&w, counts, PROTO_COUNT_BUCKETS);
     return proto_jw_finish(&w, len);
 }
 
@@ -326,7 +311,7 @@ char *proto_items_encode(const proto_items *it, size_t *len)
     proto_jw_init(&w, NULL, 0);
     put_head(&w, it);
     put_results(&w, it, 0, it->n, counts);
-    put_tail(&w, counts);
+    proto__counts_write(&w, counts, PROTO_COUNT_BUCKETS);
     return proto_jw_finish(&w, len);
 }
 

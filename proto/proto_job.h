@@ -277,6 +277,10 @@ double proto__answer_step(const proto_job *job, const proto_result *r);
 /* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
  * straight into w (the stream encoder uses it for solutions). */
 void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
+/* A batch's tail, ],"counts":{...}}, with the first n buckets of success,
+ * no_ik_solution, timed_out, other and error (a batch of items has the
+ * fifth). */
+void proto__counts_write(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS], size_t n);
 /* proto_binary.c: the binary answer's record of result i of job (written by
  * the binary batches and the binary ticks alike): its "fields" word (the
  * members it has places for, PROTO_FIELD_MAP's binary column) and the

@@ -658,24 +658,18 @@ static void put_batch_results(proto_jw *w, const proto_job *job, size_t begin, s
     }
 }
 
-/* A batch's tail: ],"counts":{...}}. */
-static void put_batch_tail(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS])
+void proto__counts_write(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS], size_t n)
 {
-    proto_jw_raw(w, "]", 1);
-    proto_jw_raw(w, ",", 1);
-    KEY(w, "counts");
-    proto_jw_raw(w, "{", 1);
-    KEY(w, "success");
-    proto_jw_integer(w, (json_int_t)counts[0]);
-    proto_jw_raw(w, ",", 1);
-    KEY(w, "no_ik_solution");
-    proto_jw_integer(w, (json_int_t)counts[1]);
-    proto_jw_raw(w, ",", 1);
-    KEY(w, "timed_out");
-    proto_jw_integer(w, (json_int_t)counts[2]);
-    proto_jw_raw(w, ",", 1);
-    KEY(w, "other");
-    proto_jw_integer(w, (json_int_t)counts[3]);
+    static const char *const names[PROTO_COUNT_BUCKETS] = {"success", "no_ik_solution",
+                                                           "timed_out", "other", "error"};
+    proto_jw_raw(w, "],\"counts\":{", 12);
+    for (size_t k = 0; k < n; k++) {
+        if (k)
+            proto_jw_raw(w, ",", 1);
+        put_word(w, names[k]);
+        proto_jw_raw(w, ":", 1);
+        proto_jw_integer(w, (json_int_t)counts[k]);
+    }
     proto_jw_raw(w, "}}", 2);
 }
 
@@ -708,7 +702,7 @@ char *proto_job_encode_tail(const proto_job *job, const size_t counts[PROTO_COUN
     (void)job;
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
-    put_batch_tail(&w, counts);
+    proto__counts_write(&w, counts, 4);
     return proto_jw_finish(&w, len);
 }
 
@@ -746,7 +740,7 @@ char *proto_job_encode(const proto_job *job, size_t *len)
         size_t counts[PROTO_COUNT_BUCKETS] = {0};
         put_batch_head(&w, job);
         put_batch_results(&w, job, 0, job->n, counts);
-        put_batch_tail(&w, counts);
+        proto__counts_write(&w, counts, 4);
     }
     return proto_jw_finish(&w, len);
 }
