@@ -342,36 +342,13 @@ static proto_batch_parts *parts_new(const split *sp, size_t n)
 static bool parts_mark(proto_batch_parts *pt, proto_in *jt)
 {
     proto__scan_ws(&jt->s); /* then the comma ahead of target 1 */
-    const char *p = jt->s.p, *end = jt->s.end;
-    if (p >= end || *p != ',')
+    size_t i; /* commas between targets */
+    if (jt->s.p >= jt->s.end || *jt->s.p != ',' ||
+        !proto__scan_commas(&jt->s, pt->at, pt->per, pt->targets - 1, &i) ||
+        *jt->s.p != ']' || i + 1 != pt->targets)
         return false;
-    size_t i = 0; /* commas between targets so far */
-    int depth = 0;
-    for (; p < end; p++) {
-        char c = *p;
-        if (c == '"') {
-            for (p++; p < end && *p != '"'; p++)
-                if (*p == '\\' && ++p >= end)
-                    return false;
-            if (p >= end)
-                return false;
-        } else if (c == '[' || c == '{') {
-            depth++;
-        } else if (c == ']' || c == '}') {
-            if (depth-- == 0)
-                break;
-        } else if (c == ',' && depth == 0) {
-            if (++i >= pt->targets)
-                return false;
-            if (i == 1 || i % pt->per == 0)
-                pt->at[i / pt->per] = p;
-        }
-    }
-    if (p >= end || *p != ']' || i + 1 != pt->targets)
-        return false;
-    jt->s.p = p;
-    pt->end = end;
-    pt->close = p;
+    pt->end = jt->s.end;
+    pt->close = jt->s.p;
     return true;
 }
 
