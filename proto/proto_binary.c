@@ -100,10 +100,7 @@ int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *
                               proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     *out = NULL;
     const unsigned char *b = (const unsigned char *)body;
     if (len > lim->max_body_bytes)

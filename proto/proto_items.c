@@ -86,10 +86,7 @@ int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lo
 {
     static const char *const keys[] = {"items", "options", NULL};
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     *out = NULL;
     if (proto_json_check_object(req, "", keys, err))
         return -1;
@@ -148,10 +145,7 @@ int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     *out = NULL;
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
     if (!root)
@@ -169,10 +163,7 @@ int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_items **items, proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     *job = NULL;
     *items = NULL;
     if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0)

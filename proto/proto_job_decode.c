@@ -556,22 +556,14 @@ fail:
 #undef MEMBER
 }
 
-/* The limits, or the defaults in *def. */
-static const proto_limits *limits(const proto_limits *lim, proto_limits *def)
-{
-    if (lim)
-        return lim;
-    proto_limits_default(def);
-    return def;
-}
-
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
                           proto_chain_lookup_fn lookup, void *ud, proto_job **out,
                           proto_error *err)
 {
     proto_limits def;
     proto_in in = proto_in_tree(req);
-    return decode_request(&in, kind, limits(lim, &def), lookup, ud, NULL, NULL, out, err);
+    lim = proto__limits_or_default(lim, &def);
+    return decode_request(&in, kind, lim, lookup, ud, NULL, NULL, out, err);
 }
 
 int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
@@ -579,7 +571,8 @@ int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_l
 {
     proto_limits def;
     proto_in in = proto_in_tree(req);
-    return decode_request(&in, PROTO_BATCH, limits(lim, &def), lookup, ud, fill, NULL, out, err);
+    lim = proto__limits_or_default(lim, &def);
+    return decode_request(&in, PROTO_BATCH, lim, lookup, ud, fill, NULL, out, err);
 }
 
 /* The text mode of a body (sp: a large batch's targets in parts). */
@@ -587,7 +580,7 @@ static int decode_text(const char *body, size_t len, proto_kind kind, const prot
                        proto_chain_lookup_fn lookup, void *ud, split *sp, proto_job **out)
 {
     proto_limits def;
-    lim = limits(lim, &def);
+    lim = proto__limits_or_default(lim, &def);
     *out = NULL;
     if (!body || len == 0 || len > lim->max_body_bytes)
         return -1;
@@ -664,7 +657,7 @@ int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_
                      proto_chain_lookup_fn lookup, void *ud, proto_job **out, proto_error *err)
 {
     proto_limits def;
-    lim = limits(lim, &def);
+    lim = proto__limits_or_default(lim, &def);
     if (proto__job_decode_text(body, len, kind, lim, lookup, ud, out) == 0)
         return 0;
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes,
