@@ -15,14 +15,6 @@ void proto_limits_default(proto_limits *l)
     l->max_items = PROTO_DEFAULT_MAX_ITEMS;
 }
 
-const proto_limits *proto__limits_or_default(const proto_limits *lim, proto_limits *def)
-{
-    if (lim)
-        return lim;
-    proto_limits_default(def);
-    return def;
-}
-
 double proto_limits_default_timeout_ms(const proto_limits *l)
 {
     double ms = IK_NUMERIC_DEFAULT_TIMEOUT_S * 1e3;
