@@ -306,10 +306,13 @@ static uint64_t scaled_round_big(uint64_t m, int e, int k, int *dir)
  * floor(log10(a)) (of the rounded value), by exact integer arithmetic; 0
  * when that fails (not expected in this range). *dir: where a lies against
  * the digits (0 on them exactly, 1 above, -1 below). */
-static uint64_t digits17(double a, int *x10_out, int *dir)
+/* a (0 < a, finite) = m * 2^e with m < 2^53: the bits themselves (a
+ * subnormal has no hidden bit and the smallest exponent). Returns
+ * floor(log10(a)) or one below it: log10(2) * (the leading bit's
+ * exponent) rounded down (an arithmetic shift rounds negatives down too);
+ * the callers settle it by the digit count of what they compute. */
+static int split_double(double a, uint64_t *m_out, int *e_out)
 {
-    /* a = m * 2^e with m < 2^53: the bits themselves (a subnormal has no
-     * hidden bit and the smallest exponent) */
     uint64_t bits;
     memcpy(&bits, &a, sizeof bits);
     int be = (int)(bits >> 52);
@@ -321,12 +324,19 @@ static uint64_t digits17(double a, int *x10_out, int *dir)
         m |= 1ull << 52;
         e = be - 1075;
     }
-    /* x10 = floor(log10(a)): log10(2) * (the leading bit's exponent)
-     * rounded down is at most one below it (an arithmetic shift rounds
-     * negatives down too); the loop settles it (and a rounding that
-     * carries to 18 digits) by looking at the digit count. */
+    *m_out = m;
+    *e_out = e;
     int lead = e + 63 - __builtin_clzll(m);
-    int x10 = (lead * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
+    return (lead * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
+}
+
+static uint64_t digits17(double a, int *x10_out, int *dir)
+{
+    uint64_t m;
+    int e;
+    /* x10: the loop settles it (and a rounding that carries to 18 digits)
+     * by looking at the digit count */
+    int x10 = split_double(a, &m, &e);
     uint64_t d = 0;
     for (int tries = 0; tries < 4; tries++) {
         int k = 16 - x10;
@@ -615,6 +625,28 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
 static uint64_t round_digits(double a, int nd, int *x10)
 {
     int dir = 0;
+    if (nd < 17) {
+        /* round(a * 10^k), k = nd - 1 - x10, at once where k is 0..22 (an
+         * answer's usual numbers): exact as scaled_round is. x10 may be one
+         * low (then nd + 1 digits come: once more one place up) and the
+         * rounding may carry to nd + 1 digits (then once more one place up
+         * rounds to 10^(nd - 1) too); anything else goes the long way. */
+        uint64_t m;
+        int e, x = split_double(a, &m, &e);
+        uint64_t q = nd - 1 - x >= 0 && nd - 1 - x <= 22 ? scaled_round(m, e, nd - 1 - x, &dir) : 0;
+        if (q >= pow10_u64[nd] && nd - 2 - x >= 0) {
+            x++;
+            q = scaled_round(m, e, nd - 1 - x, &dir);
+        }
+        if (q == pow10_u64[nd]) {
+            q = pow10_u64[nd - 1];
+            x++;
+        }
+        if (q >= pow10_u64[nd - 1] && q < pow10_u64[nd]) {
+            *x10 = x;
+            return q;
+        }
+    }
     uint64_t d17 = a < 1e16 ? digits17(a, x10, &dir) : 0;
     if (!d17) {
         char tmp[40];
