@@ -707,16 +707,11 @@ char *proto_job_encode_tail(const proto_job *job, const size_t counts[PROTO_COUN
 }
 
 /* The reservation of proto_job_encode's text: its names and results. */
-static size_t encode_estimate(const proto_job *job)
+size_t proto_job_encode_bound(const proto_job *job)
 {
     const proto_chain *c = job->chain;
     size_t names = (c->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 256;
     return names + results_estimate(job, 0, job->n);
-}
-
-size_t proto_job_encode_bound(const proto_job *job)
-{
-    return encode_estimate(job);
 }
 
 char *proto_job_encode(const proto_job *job, size_t *len)
@@ -728,7 +723,7 @@ char *proto_job_encode(const proto_job *job, size_t *len)
     char stack[4096];
     proto_jw w;
     proto_jw_init(&w, stack, sizeof stack);
-    size_t est = encode_estimate(job);
+    size_t est = proto_job_encode_bound(job);
     if (est > sizeof stack && proto_jw_reserve(&w, est))
         return NULL;
     if (job->kind == PROTO_SOLVE) {
