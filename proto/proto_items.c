@@ -216,28 +216,6 @@ static void put_error(proto_jw *w, const proto_error *e)
     RAW(w, "}");
 }
 
-static void put_result(proto_jw *w, const proto_items *it, size_t i)
-{
-    const proto_item *item = &it->items[i];
-    if (item->job)
-        proto__job_result_write(w, item->job, 0);
-    else
-        put_error(w, item->error);
-}
-
-/* The bucket of "counts" item i falls in: success, no_ik_solution,
- * timed_out, other (by the status word it is answered with), error. */
-static int bucket(const proto_items *it, size_t i)
-{
-    if (!it->items[i].job)
-        return 4;
-    const char *s = proto_job_status(it->items[i].job, 0);
-    return strcmp(s, "success") == 0          ? 0
-           : strcmp(s, "no_ik_solution") == 0 ? 1
-           : strcmp(s, "timed_out") == 0      ? 2
-                                              : 3;
-}
-
 static void put_head(proto_jw *w, const proto_items *it)
 {
     RAW(w, "{\"count\":");
@@ -251,8 +229,12 @@ static void put_results(proto_jw *w, const proto_items *it, size_t begin, size_t
     for (size_t i = begin; i < end && i < it->n; i++) {
         if (i)
             RAW(w, ",");
-        put_result(w, it, i);
-        counts[bucket(it, i)]++;
+        if (it->items[i].job) {
+            counts[proto__count_bucket(proto__job_result_write(w, it->items[i].job, 0))]++;
+        } else {
+            put_error(w, it->items[i].error);
+            counts[4]++;
+        }
     }
 }
 

@@ -534,12 +534,13 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
     return oc.code;
 }
 
-void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
+int proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
 {
     bool first = true;
     proto_jw_raw(w, "{", 1);
-    put_result_members(w, &first, job, i);
+    int code = put_result_members(w, &first, job, i);
     proto_jw_raw(w, "}", 1);
+    return code;
 }
 
 size_t proto_job_result_bytes(const proto_job *job)
@@ -650,11 +651,7 @@ static void put_batch_results(proto_jw *w, const proto_job *job, size_t begin, s
     for (size_t i = begin; i < end; i++) {
         if (i)
             proto_jw_raw(w, ",", 1);
-        bool f1 = true;
-        proto_jw_raw(w, "{", 1);
-        int code = put_result_members(w, &f1, job, i);
-        proto_jw_raw(w, "}", 1);
-        counts[code == 1 ? 0 : code == -31 ? 1 : code == -6 ? 2 : 3]++;
+        counts[proto__count_bucket(proto__job_result_write(w, job, i))]++;
     }
 }
 
