@@ -61,9 +61,15 @@ size_t proto_chain_memory(const proto_chain *c);
 /* Description for GET /v1/chains/{id}: new reference, caller decrefs. */
 json_t *proto_chain_describe(const proto_chain *c);
 
+/* What a registry holds: chains (POST /v1/chains) and scenes (POST
+ * /v1/scenes, proto/proto_scene.h), each kind with ids of its own. */
+typedef enum proto_reg_kind { PROTO_REG_CHAIN = 0, PROTO_REG_SCENE } proto_reg_kind;
+
 /* How the daemon's registry is seen from proto: returns a NEW reference to
- * the chain with that id, or NULL when there is none. */
-typedef proto_chain *(*proto_chain_lookup_fn)(void *ud, const char *id);
+ * the object of that kind with that id (a proto_chain * for
+ * PROTO_REG_CHAIN, a struct proto_scene * for PROTO_REG_SCENE), or NULL
+ * when there is none. */
+typedef void *(*proto_chain_lookup_fn)(void *ud, proto_reg_kind kind, const char *id);
 
 /* The chain a request or a stream names: the chain object (decoded at
  * "/chain") when chain is not NULL, else the registered chain with that id

@@ -89,7 +89,7 @@ static bool head_planar(const json_t *head, proto_chain_lookup_fn lookup, void *
     const json_t *id = json_object_get(head, "chain_id");
     if (!lookup || !json_is_string(id))
         return false;
-    proto_chain *ch = lookup(ud, json_string_value(id));
+    proto_chain *ch = lookup(ud, PROTO_REG_CHAIN, json_string_value(id));
     bool planar = ch && ch->kind == PROTO_CHAIN_PLANAR;
     proto_chain_unref(ch);
     return planar;

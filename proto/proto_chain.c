@@ -31,7 +31,6 @@
 #include "proto/proto_kind.h"
 
 #include <math.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,21 +119,6 @@ typedef struct id_memo {
 static _Thread_local id_memo memo[ID_MEMO];
 static _Thread_local unsigned memo_next;
 
-static void hash_id(const char *text, size_t len, char id[PROTO_ID_HEX + 1])
-{
-    struct sha256_ctx ctx;
-    uint8_t digest[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    sha256_update(&ctx, len, (const uint8_t *)text);
-    sha256_digest(&ctx, sizeof digest, digest);
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < PROTO_ID_HEX / 2; i++) {
-        id[2 * i] = hex[digest[i] >> 4];
-        id[2 * i + 1] = hex[digest[i] & 15];
-    }
-    id[PROTO_ID_HEX] = '\0';
-}
-
 static int make_id(proto_chain *c, proto_error *err)
 {
     char buf[1024];
@@ -149,7 +133,7 @@ static int make_id(proto_chain *c, proto_error *err)
      * its canonical text) */
     c->memory += proto__json_tree_bytes(c->source);
     if (w.len > ID_MEMO_TEXT) {
-        hash_id(w.p, w.len, c->id);
+        proto__text_id(w.p, w.len, c->id);
         proto_jw_release(&w);
         return 0;
     }
@@ -158,7 +142,7 @@ static int make_id(proto_chain *c, proto_error *err)
             memcpy(c->id, memo[i].id, sizeof c->id);
             return 0;
         }
-    hash_id(w.p, w.len, c->id);
+    proto__text_id(w.p, w.len, c->id);
     id_memo *m = &memo[memo_next++ % ID_MEMO];
     m->len = w.len;
     memcpy(m->text, w.p, w.len);
@@ -307,7 +291,7 @@ proto_chain *proto_chain_resolve(json_t *chain, const char *chain_id, const prot
 {
     if (chain)
         return proto_chain_decode_json(chain, "/chain", lim, err);
-    proto_chain *c = lookup && chain_id ? lookup(ud, chain_id) : NULL;
+    proto_chain *c = lookup && chain_id ? lookup(ud, PROTO_REG_CHAIN, chain_id) : NULL;
     if (!c)
         proto_error_set(err, PROTO_E_UNKNOWN_CHAIN, "/chain_id",
                         "no chain is registered with id \"%s\"", chain_id ? chain_id : "");

@@ -5,14 +5,16 @@
  * description of it (which links are modelled and how, which are not);
  * and the names the answers give the model's links.
  *
- * The model is built with the chain, from the document the chain was read
- * from (proto_collide.h: the client's spheres, else the URDF's own
- * <collision> primitives, else the skeleton when asked, else unmodelled),
- * so that every request on the chain finds it made. A chain without any
- * geometry keeps no model (NULL): its answers carry no min_distance. When
- * the chain object asks for nothing about collisions and the URDF's own
- * collisions cannot be read, the chain still loads (it always has) and
- * the reason is kept: a request that asks for collisions gets that error.
+ * The model is built with the chain, from the robot read out of the
+ * document the chain's joints were read from (one parse for both:
+ * proto_urdf.h's proto_urdf_doc), as proto_collide.h says (the client's
+ * spheres, else the URDF's own <collision> primitives, else the skeleton
+ * when asked, else unmodelled), so that every request on the chain finds
+ * it made. A chain without any geometry keeps no model (NULL): its
+ * answers carry no min_distance. When the chain object asks for nothing
+ * about collisions and the URDF's own collisions cannot be read, the
+ * chain still loads (it always has) and the reason is kept: a request
+ * that asks for collisions gets that error.
  *
  * Bounds: at most IK_COLLIDE_MAX_SPHERES spheres, counted while the object
  * is read (too_large); the SRDF at most the URDF's byte limit; the model
@@ -153,8 +155,9 @@ static void place_error(proto_error *e, const char *path, const char *rel)
     snprintf(e->path, sizeof e->path, "%s%s", path, r);
 }
 
-int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
-                         size_t len, const char *base, const char *const *tips, size_t ntips,
+int proto__chain_collide(proto_chain *c, const json_t *o, const char *path,
+                         const proto_urdf_robot *robot, const proto_error *robot_err,
+                         const char *base, const char *const *tips, size_t ntips,
                          const proto_limits *lim, proto_error *err)
 {
     const bool asked = asks_collisions(o);
@@ -172,8 +175,10 @@ int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, cons
     size_t nlinks = 0;
     proto_error e;
     proto_error_clear(&e);
-    if (proto_collide_build(xml, len, base, tips, ntips, c->tree ? NULL : c->chain, c->tree, &spec,
-                            m, &links, &nlinks, &e)) {
+    if (!robot) /* the URDF's links and collisions could not be read */
+        e = *robot_err;
+    if (!robot || proto_collide_build_robot(robot, base, tips, ntips, c->tree ? NULL : c->chain,
+                                            c->tree, &spec, m, &links, &nlinks, &e)) {
         free(m);
         /* its paths are the chain object's own ("/srdf"), or none: the
          * URDF's ("/urdf") */

@@ -728,12 +728,14 @@ static int fields_read(proto_in *in, const char *at, proto_options *o, proto_err
 }
 
 /* options.servo for chain c (tree mode only: servo is for streams, whose
- * open message is read as a tree): {"period_s": T, "velocity": [...]}, the
- * velocities in options.units per second (length per second for prismatic
- * joints), or, without "velocity", the URDF's <limit velocity>. */
+ * open message is read as a tree): {"period_s": T, "velocity": [...],
+ * "slow_distance": D}, the velocities in options.units per second (length
+ * per second for prismatic joints), or, without "velocity", the URDF's
+ * <limit velocity>; D the length beyond the collision margin within which
+ * the arm slows (PROTO_SERVO_SLOW_DEFAULT without it). */
 static int servo_read(const json_t *sv, const proto_chain *c, proto_options *o, proto_error *err)
 {
-    static const char *const keys[] = {"period_s", "velocity", NULL};
+    static const char *const keys[] = {"period_s", "velocity", "slow_distance", NULL};
     const char *path = "/options/servo";
     if (c->kind != PROTO_CHAIN_JOINTS && c->kind != PROTO_CHAIN_URDF)
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
@@ -744,6 +746,11 @@ static int servo_read(const json_t *sv, const proto_chain *c, proto_options *o, 
         return -1;
     json_t *x = proto_json_require(sv, path, "period_s", err);
     if (!x || proto_json_positive(x, "/options/servo/period_s", 1.0, &o->servo_period, err))
+        return -1;
+    o->servo_slow = PROTO_SERVO_SLOW_DEFAULT;
+    x = json_object_get(sv, "slow_distance");
+    if (x && proto_json_positive(x, "/options/servo/slow_distance", PROTO_SERVO_SLOW_MAX,
+                                 &o->servo_slow, err))
         return -1;
     const size_t n = c->chain->dof;
     /* the chain's dof velocities, freed by proto__options_release (the

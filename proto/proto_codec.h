@@ -376,7 +376,8 @@ int proto__options_read(proto_in *in, const proto_chain *c, const proto_limits *
     X(P, SEEDS, "seeds", PROTO_VALUE, 0, 0, false)                                                \
     X(P, OPTIONS, "options", PROTO_VALUE, 0, 0, false)                                            \
     X(P, ITEMS, "items", PROTO_VALUE, 0, 0, false)                                                \
-    X(P, SCENE, "scene", PROTO_VALUE, 0, 0, false)
+    X(P, SCENE, "scene", PROTO_VALUE, 0, 0, false)                                                \
+    X(P, SCENE_ID, "scene_id", PROTO_STRING, 0, 0, false)
 
 enum { PROTO_REQUEST_MAP(PROTO__MEMBER_ID, PROTO_R_) PROTO_R_COUNT };
 enum { PROTO_REQUEST_MAP(PROTO__MEMBER_AT, PROTO_R_) PROTO_R_PLACES };
@@ -384,10 +385,12 @@ extern const proto_member proto_request_members[PROTO_R_COUNT];
 
 #define PROTO_REQUEST_SOLVE                                                                        \
     (PROTO_BIT(PROTO_R_CHAIN) | PROTO_BIT(PROTO_R_CHAIN_ID) | PROTO_BIT(PROTO_R_TARGET) |          \
-     PROTO_BIT(PROTO_R_SEED) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE))
+     PROTO_BIT(PROTO_R_SEED) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE) |            \
+     PROTO_BIT(PROTO_R_SCENE_ID))
 #define PROTO_REQUEST_BATCH                                                                        \
     (PROTO_BIT(PROTO_R_CHAIN) | PROTO_BIT(PROTO_R_CHAIN_ID) | PROTO_BIT(PROTO_R_TARGETS) |         \
-     PROTO_BIT(PROTO_R_SEEDS) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE))
+     PROTO_BIT(PROTO_R_SEEDS) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE) |           \
+     PROTO_BIT(PROTO_R_SCENE_ID))
 #define PROTO_REQUEST_ITEMS (PROTO_BIT(PROTO_R_ITEMS) | PROTO_BIT(PROTO_R_OPTIONS))
 
 /* A tick's target ({"stream", "seq", "target", "seed"}, proto/STREAM.md). */

@@ -2,13 +2,14 @@
  * proto_collide.c: a chain's or tree's collision model from its URDF, the
  * client's spheres and an SRDF (contract in proto_collide.h).
  *
- * The URDF is read whole (proto_urdf_robot_read: links with their
- * <collision>s, joints). The links are placed on the model's bodies in
- * three sweeps: down each base-to-tip path (a movable joint's child on
- * that joint's body, a fixed joint's child on its parent's body with the
- * joint's origin composed), then through fixed joints from placed links to
- * unplaced ones, both ways (a tool beyond the tip, the world link above the
- * base), until nothing changes. Geometry and the SRDF follow.
+ * The URDF is read whole (proto_urdf_robot: links with their
+ * <collision>s, joints; a chain's decode reads it from the document its
+ * joints were read from, not parsed again). The links are placed on the
+ * model's bodies in three sweeps: down each base-to-tip path (a movable
+ * joint's child on that joint's body, a fixed joint's child on its
+ * parent's body with the joint's origin composed), then through fixed
+ * joints from placed links to unplaced ones, both ways (a tool beyond the
+ * tip, the world link above the base), until nothing changes. Geometry and the SRDF follow.
  *
  * A joint list (proto_collide_build_joints) is made such a robot first:
  * its base link, and per joint the link that joint moves, named as the
@@ -245,6 +246,29 @@ static int apply_srdf(build *B, const proto_collide_spec *spec)
     return r;
 }
 
+/* Skeleton capsules that meet at a joint in every pose. Where a body's
+ * joint sits at its parent's origin (a link of zero length: the iiwa's
+ * link_2, link_4 and link_6), the capsules of the bodies from it up to the
+ * first body with a length start at one point, where the capsule of the
+ * body below that one ends; each such pair is allowed as adjacent links
+ * are, else a skeleton would collide with itself in every pose. */
+static void allow_skeleton_joints(ik_collide_model *m, const int *link_of_body)
+{
+    for (size_t c = 1; c < m->nbodies; c++) {
+        const int lc = link_of_body[c];
+        int x = (int)c;
+        while (lc >= 0 && x > 0) {
+            const double *p = m->body[x].pre_p;
+            const int up = m->body[x].parent;
+            if (up >= 0 && link_of_body[up] >= 0)
+                ik_collide_allow(m, lc, link_of_body[up], true);
+            if (fabs(p[0]) + fabs(p[1]) + fabs(p[2]) > 1e-12)
+                break;
+            x = up;
+        }
+    }
+}
+
 static int build_robot(const proto_urdf_robot *robot, const char *owner, const char *base,
                        const char *const *tips, size_t ntips, const ik_chain *chain,
                        const ik_tree *tree, const proto_collide_spec *spec, ik_collide_model *m,
@@ -350,6 +374,8 @@ static int build_robot(const proto_urdf_robot *robot, const char *owner, const c
     }
     if (r == 0)
         ik_collide_model_finish(m);
+    if (r == 0 && skeleton)
+        allow_skeleton_joints(m, link_of_body);
     if (r == 0 && spec->srdf)
         r = apply_srdf(&B, spec);
     const size_t count = R.nlinks;
@@ -365,6 +391,33 @@ static int build_robot(const proto_urdf_robot *robot, const char *owner, const c
     return 0;
 }
 
+/* The arguments of a build from a URDF: 0, or -1 with *err set. */
+static int build_args(const char *base, const char *const *tips, size_t ntips,
+                      const ik_chain *chain, const ik_tree *tree, const proto_collide_spec *spec,
+                      const ik_collide_model *m, proto_error *err)
+{
+    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) || (chain && ntips != 1) ||
+        (tree && ntips != tree->ntips))
+        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
+    return 0;
+}
+
+int proto_collide_build_robot(const proto_urdf_robot *urdf, const char *base,
+                              const char *const *tips, size_t ntips, const ik_chain *chain,
+                              const ik_tree *tree, const proto_collide_spec *spec,
+                              ik_collide_model *m, proto_collide_link **links, size_t *nlinks,
+                              proto_error *err)
+{
+    *links = NULL;
+    *nlinks = 0;
+    if (!urdf)
+        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
+    if (build_args(base, tips, ntips, chain, tree, spec, m, err))
+        return -1;
+    return build_robot(urdf, "the URDF", base, tips, ntips, chain, tree, spec, m, links, nlinks,
+                       err);
+}
+
 int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
                         size_t ntips, const ik_chain *chain, const ik_tree *tree,
                         const proto_collide_spec *spec, ik_collide_model *m,
@@ -372,9 +425,8 @@ int proto_collide_build(const char *urdf, size_t len, const char *base, const ch
 {
     *links = NULL;
     *nlinks = 0;
-    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) || (chain && ntips != 1) ||
-        (tree && ntips != tree->ntips))
-        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
+    if (build_args(base, tips, ntips, chain, tree, spec, m, err))
+        return -1;
     proto_urdf_robot R;
     if (proto_urdf_robot_read(urdf, len, &R, err))
         return -1;

@@ -115,6 +115,14 @@ int proto_collide_build(const char *urdf, size_t len, const char *base, const ch
                         size_t ntips, const ik_chain *chain, const ik_tree *tree,
                         const proto_collide_spec *spec, ik_collide_model *m,
                         proto_collide_link **links, size_t *nlinks, proto_error *err);
+/* The same from the robot already read (proto_urdf_doc_robot, from the
+ * document the chain or tree was read from: no second parse; the caller
+ * may free the document first). */
+int proto_collide_build_robot(const proto_urdf_robot *urdf, const char *base,
+                              const char *const *tips, size_t ntips, const ik_chain *chain,
+                              const ik_tree *tree, const proto_collide_spec *spec,
+                              ik_collide_model *m, proto_collide_link **links, size_t *nlinks,
+                              proto_error *err);
 
 /* The base link's name on a chain or tree given by a joint list. */
 #define PROTO_COLLIDE_BASE "base"

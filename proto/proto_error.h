@@ -45,6 +45,7 @@
     X(FORBIDDEN_ORIGIN, "forbidden_origin", 403, 0, "a browser Origin outside --allow-origin")     \
     X(NOT_FOUND, "not_found", 404, 0, "no such endpoint")                                          \
     X(UNKNOWN_CHAIN, "unknown_chain", 404, -15, "chain_id names no registered chain")             \
+    X(UNKNOWN_SCENE, "unknown_scene", 404, 0, "scene_id names no registered scene")               \
     X(UNKNOWN_STREAM, "unknown_stream", 404, 0, "WebSocket: no stream of that name is open")       \
     X(METHOD_NOT_ALLOWED, "method_not_allowed", 405, 0, "the endpoint does not take that method")  \
     X(REQUEST_TIMEOUT, "request_timeout", 408, 0,                                                  \

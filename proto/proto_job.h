@@ -30,6 +30,12 @@
  * asks for them, so that one answer holds at most 128 x 512 rows. */
 #define PROTO_MAX_SOLUTIONS 512
 #define PROTO_MAX_SOLUTION_TARGETS 128
+/* A servo stream with collisions slows within options.servo.slow_distance
+ * beyond the margin, in proportion to the room left (MoveIt Servo's
+ * collision velocity scaling, solver/ik_collide.h ik_collide_servo_scale):
+ * this by default, at most the max (the chain's length unit). */
+#define PROTO_SERVO_SLOW_DEFAULT 0.1
+#define PROTO_SERVO_SLOW_MAX     1e6
 
 typedef enum proto_solver {
     PROTO_SOLVER_AUTO = 0,
@@ -127,6 +133,9 @@ typedef struct proto_options {
      * stream's session, which outlives every job made from its options) */
     double servo_period;
     double *servo_velocity;
+    /* with avoid_collisions, the arm slows once nearer than the margin plus
+     * this (the chain's length unit; options.servo.slow_distance) */
+    double servo_slow;
     int bend;                  /* planar: +1, -1, or 0 (auto: +1, or nearest seed) */
     /* tree chains: options.objective (an ik_tree_objective) when given;
      * otherwise distance for nearest solves, none for the others */

@@ -166,21 +166,18 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
     static const proto_target none;
     if (proto__resolve_solver(chain, &job->opt, t0 ? t0 : &none, &job->solver, err))
         goto fail;
-    /* collisions: the chain needs a model, and the closed form does not
-     * look for a solution clear of obstacles (auto then picks numeric) */
+    /* collisions: the chain needs a model; the closed form answers its
+     * nearest solution clear of them, but does not list only those */
     if (job->opt.avoid_collisions || job->opt.has_margin) {
         const char *at = job->opt.avoid_collisions ? "/options/avoid_collisions"
                                                    : "/options/collision_margin";
         if (proto__chain_collide_check(chain, at, err))
             goto fail;
-        if (job->opt.avoid_collisions && job->solver == PROTO_SOLVER_CLOSED) {
-            if (job->opt.solver != PROTO_SOLVER_AUTO || job->opt.all_solutions) {
-                proto_error_set(err, PROTO_E_INVALID_REQUEST, at,
-                                "options.avoid_collisions needs the numeric solver (the closed "
-                                "form does not search for a solution clear of collisions)");
-                goto fail;
-            }
-            job->solver = PROTO_SOLVER_NUMERIC;
+        if (job->opt.avoid_collisions && job->opt.all_solutions) {
+            proto_error_set(err, PROTO_E_INVALID_REQUEST, at,
+                            "options.avoid_collisions and options.all_solutions do not go "
+                            "together (every solution is listed, clear of collisions or not)");
+            goto fail;
         }
     }
     if (job->opt.max_joint_step_in > 0 && job->solver != PROTO_SOLVER_NUMERIC &&
@@ -420,12 +417,34 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     proto_options opt;
     if (proto__options_read(MEMBER(OPTIONS), chain, lim, &opt, err))
         goto fail;
+    if (HAS(SCENE) && HAS(SCENE_ID)) {
+        proto__options_release(&opt);
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "/scene_id",
+                        "give either scene or scene_id, not both");
+        goto fail;
+    }
     if (HAS(SCENE)) {
         /* the scene: read from the tree (the text mode declines it), in
          * the request's frame convention, on a chain with a model */
         if (text || proto__chain_collide_check(chain, "/scene", err) ||
-            proto_scene_read(MEMBER(SCENE)->node, "/scene", opt.frame, &scene, err))
+            proto_scene_read(MEMBER(SCENE)->node, "/scene", opt.frame, &scene, err)) {
+            proto__options_release(&opt);
             goto fail;
+        }
+    } else if (HAS(SCENE_ID)) {
+        /* a registered scene, in ikd's frame already (proto_scene.h) */
+        char id[130];
+        size_t n = 0;
+        const char *sid = NULL;
+        if (!proto__member_read(&env, proto_request_members, PROTO_R_SCENE_ID, false, "", p, err))
+            sid = proto__member_string(&env, PROTO_R_SCENE_ID, &n);
+        if (sid)
+            snprintf(id, sizeof id, "%.*s", (int)(n < 129 ? n : 129), sid);
+        if (!sid || proto__chain_collide_check(chain, "/scene_id", err) ||
+            proto_scene_resolve(id, "/scene_id", lookup, ud, &scene, err)) {
+            proto__options_release(&opt);
+            goto fail;
+        }
     }
     if (opt.servo_period > 0) {
         proto__options_release(&opt);

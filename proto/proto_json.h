@@ -98,7 +98,8 @@ typedef enum proto_json_ctx {
     PROTO_JSON_SOLVE = 0, /* a POST /v1/solve body: {"chain":...,"target":...} */
     PROTO_JSON_BATCH,     /* a POST /v1/solve/batch body: {"chain":...,"targets":[...]} */
     PROTO_JSON_CHAIN,     /* a POST /v1/chains body: a bare chain object */
-    PROTO_JSON_STREAM     /* a stream message: {"type":"open",...,"chain":...} */
+    PROTO_JSON_STREAM,    /* a stream message: {"type":"open",...,"chain":...} */
+    PROTO_JSON_SCENE      /* a POST /v1/scenes body: a scene object (no XML hint) */
 } proto_json_ctx;
 
 /* Parses a body of len bytes (need not be NUL-terminated) sent as ctx.

@@ -20,6 +20,7 @@
 
 #include "proto/proto_job.h"
 #include "proto/proto_json.h"
+#include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
 #include "solver/ik_collide.h"
@@ -32,6 +33,12 @@
 
 #define PROTO_NAME_MAX 64
 #define PROTO_ID_HEX 32 /* 128 bits of SHA-256, hex */
+/* Content ids (proto_id.c): the id of a canonical text, and the id of v
+ * (its canonical text's: keys sorted, integers as reals) with, when text
+ * is not NULL, that text (malloc'd, NUL-terminated, *len bytes); 0, or -1
+ * when out of memory. */
+void proto__text_id(const char *text, size_t len, char id[PROTO_ID_HEX + 1]);
+int proto__content_id(const json_t *v, char id[PROTO_ID_HEX + 1], char **text, size_t *len);
 
 /* Tolerances on the caller's rotations. */
 #define PROTO_QUAT_UNIT_TOL 1e-3 /* | |q| - 1 | above this is rejected */
@@ -201,11 +208,14 @@ const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 /* ---- proto_chain_collide.c: a chain's collision model ---- */
 
 /* The members "collision_spheres", "collision_skeleton" and "srdf" of
- * chain object o at path, with the URDF document (xml, len) the chain was
- * built from and its base and tips: the model into c (see the file's
- * comment). 0, or -1 with *err set (paths under path). */
-int proto__chain_collide(proto_chain *c, const json_t *o, const char *path, const char *xml,
-                         size_t len, const char *base, const char *const *tips, size_t ntips,
+ * chain object o at path, with the robot read from the URDF document the
+ * chain was built from (proto_urdf_doc_robot on the same parse; NULL when
+ * that failed, with *robot_err saying why) and its base and tips: the
+ * model into c (see the file's comment). 0, or -1 with *err set (paths
+ * under path). */
+int proto__chain_collide(proto_chain *c, const json_t *o, const char *path,
+                         const proto_urdf_robot *robot, const proto_error *robot_err,
+                         const char *base, const char *const *tips, size_t ntips,
                          const proto_limits *lim, proto_error *err);
 /* The same members of a chain (parent NULL) or tree (parent[i]: joint i's
  * parent joint, -1 for none) given by the joint list joints (all n of

@@ -5,8 +5,9 @@
  * solver/ik_tree.h. The JSON is in proto/README.md, section "tree".
  *
  * A tree chain is given as a URDF document, a base link and tip links
- * (the paths from the base to every tip, read in one parse by
- * proto_urdf_tree, each joint once however many tips it moves), as a
+ * (the paths from the base to every tip, read by proto_urdf_doc_tree from
+ * the one parse the collision model reads too, each joint once however
+ * many tips it moves), as a
  * joint list whose joints name their parent joint (URDF semantics joint by
  * joint, as a joints chain's, plus "parent": an earlier joint, or none for
  * the root) and the joints that end the tips, or as a skeleton's bones
@@ -174,16 +175,25 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     int *parent = calloc(cap, sizeof *parent);
     char(*un)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *un);
     char(*names)[PROTO_NAME_MAX] = calloc(cap, sizeof *names);
+    /* parsed once for the joints and the collision model's robot (read
+     * before the model is built, so that libxml2's tree is freed first) */
+    proto_urdf_doc *doc = NULL;
+    proto_urdf_robot robot = {0};
+    proto_error robot_err;
     int rc = -1;
     size_t n = 0, tip_joint[IK_TREE_MAX_TIPS];
     if (!j || !parent || !un || !names) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
-    if (proto_urdf_tree(xml, len, base, tips, ntips, j, parent, cap, &n, tip_joint, un, err)) {
+    if (!(doc = proto_urdf_open(xml, len, err)) ||
+        proto_urdf_doc_tree(doc, base, tips, ntips, j, parent, cap, &n, tip_joint, un, err)) {
         snprintf(err->path, sizeof err->path, "%s", pu);
         goto out;
     }
+    const bool robot_ok = proto_urdf_doc_robot(doc, &robot, &robot_err) == 0;
+    proto_urdf_close(doc);
+    doc = NULL;
     for (size_t i = 0; i < n; i++)
         snprintf(names[i], PROTO_NAME_MAX, "%s", un[i]);
     rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path, PROTO_E_INVALID_URDF,
@@ -191,8 +201,11 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     if (rc == 0)
         c->memory += len;
     if (rc == 0) /* its collision model (proto_chain_collide.c) */
-        rc = proto__chain_collide(c, o, path, xml, len, base, tips, ntips, lim, err);
+        rc = proto__chain_collide(c, o, path, robot_ok ? &robot : NULL, &robot_err, base, tips,
+                                  ntips, lim, err);
 out:
+    proto_urdf_close(doc);
+    proto_urdf_robot_free(&robot);
     free(j);
     free(parent);
     free(un);

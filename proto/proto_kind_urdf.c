@@ -2,8 +2,9 @@
  * proto_kind_urdf.c: URDF chains (kind "urdf"): a URDF document and its
  * base and tip links (proto/proto_urdf.h reads the path between them, and
  * in the same parse each joint's <limit velocity>, kept for servo streams:
- * proto__chain_velocities), compiled to an ik_chain; solved as a joint
- * list is (proto_serial.c). Seeds are joint values.
+ * proto__chain_velocities), compiled to an ik_chain, with its collision
+ * model read from the same parse (proto_chain_collide.c); solved as a
+ * joint list is (proto_serial.c). Seeds are joint values.
  */
 #include "proto/proto_kind.h"
 
@@ -48,6 +49,12 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
     /* the joints' velocity limits are read in the same parse (servo
      * streams use them), so that nothing parses the document again */
     double *vel = calloc(cap, sizeof *vel);
+    /* the document, parsed once for the joints and the collision model's
+     * robot (read before the model is built, so that libxml2's tree is
+     * freed first) */
+    proto_urdf_doc *doc = NULL;
+    proto_urdf_robot robot = {0};
+    proto_error robot_err;
     int rc = -1;
     if (!joints || !names || !vel) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
@@ -59,12 +66,15 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
     proto_error vel_err;
     proto_error_clear(&vel_err);
     /* room for one more joint than allowed, to tell "too many" apart */
-    if (proto_urdf_chain_velocities(xml, len, base, tip, joints, cap, &n, names, vel, &vel_rc,
-                                    &vel_err, err)) {
+    if (!(doc = proto_urdf_open(xml, len, err)) ||
+        proto_urdf_doc_chain(doc, base, tip, joints, cap, &n, names, vel, &vel_rc, &vel_err, err)) {
         if (err)
             snprintf(err->path, sizeof err->path, "%s", p);
         goto out;
     }
+    const bool robot_ok = proto_urdf_doc_robot(doc, &robot, &robot_err) == 0;
+    proto_urdf_close(doc);
+    doc = NULL;
     size_t movable = 0;
     for (size_t i = 0; i < n; i++)
         movable += joints[i].type != IK_JOINT_FIXED;
@@ -116,10 +126,13 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
         goto out;
     }
     c->memory += len + c->nnames * PROTO_NAME_MAX;
-    if (proto__chain_collide(c, o, path, xml, len, base, &tip, 1, lim, err))
+    if (proto__chain_collide(c, o, path, robot_ok ? &robot : NULL, &robot_err, base, &tip, 1, lim,
+                             err))
         goto out;
     rc = 0;
 out:
+    proto_urdf_close(doc);
+    proto_urdf_robot_free(&robot);
     free(joints);
     free(names);
     free(vel);

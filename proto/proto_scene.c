@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_json.h"
 #include "proto/proto_kind.h"
 
 static const char *const lists[] = {"boxes", "spheres", "capsules", NULL}; /* for the key check */
@@ -114,6 +115,7 @@ int proto_scene_read(const json_t *v, const char *path, proto_frame f, proto_sce
     if (!s)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     atomic_init(&s->refs, 1);
+    s->memory = sizeof *s + total * (sizeof(ik_obstacle) + PROTO_SCENE_NAME_MAX);
     s->ob = (ik_obstacle *)(s + 1);
     s->name = (char(*)[PROTO_SCENE_NAME_MAX])(s->ob + total);
     s->nboxes = n[0];
@@ -141,8 +143,10 @@ proto_scene *proto_scene_ref(proto_scene *s)
 
 void proto_scene_free(proto_scene *s)
 {
-    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
+    if (s && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+        free(s->text);
         free(s);
+    }
 }
 
 void proto_scene_obstacle_name(const proto_scene *s, int i, char *out, size_t size)
@@ -169,4 +173,80 @@ ik_collide_scene proto_scene_view(const proto_scene *s)
         v.count = s->count;
     }
     return v;
+}
+
+/* ---- registered scenes ------------------------------------------------------------ */
+
+proto_scene *proto_scene_decode(const char *body, size_t len, const proto_limits *lim,
+                                proto_error *err)
+{
+    proto_limits def;
+    if (!lim) {
+        proto_limits_default(&def);
+        lim = &def;
+    }
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_SCENE, err);
+    if (!root)
+        return NULL;
+    proto_scene *s = NULL;
+    json_t *obstacles = NULL;
+    int frame = PROTO_FRAME_ROS;
+    if (!json_is_object(root)) {
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
+                        "a scene is an object: {\"boxes\": [...], \"spheres\": [...], "
+                        "\"capsules\": [...], \"frame\": \"ros\"}");
+        goto out;
+    }
+    if (proto__opt_enum(root, "", "frame", proto_frame_names, PROTO_FRAME_ROS, &frame, err) ||
+        !(obstacles = json_copy(root)))
+        goto out;
+    json_object_del(obstacles, "frame");
+    if (proto_scene_read(obstacles, "", (proto_frame)frame, &s, err))
+        goto out;
+    s->frame = (proto_frame)frame;
+    if (proto__content_id(root, s->id, &s->text, &s->text_len)) {
+        proto_scene_free(s);
+        s = NULL;
+        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        goto out;
+    }
+    s->memory += s->text_len + 1;
+out:
+    json_decref(obstacles);
+    json_decref(root);
+    return s;
+}
+
+int proto_scene_resolve(const char *id, const char *path, proto_chain_lookup_fn lookup, void *ud,
+                        proto_scene **out, proto_error *err)
+{
+    *out = NULL;
+    size_t n = strlen(id);
+    if (n > 128)
+        return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
+                               "is too long (%zu bytes; at most 128)", n);
+    if (lookup)
+        *out = lookup(ud, PROTO_REG_SCENE, id);
+    if (!*out)
+        return proto_error_set(err, PROTO_E_UNKNOWN_SCENE, path,
+                               "no scene is registered with id \"%s\" (POST /v1/scenes)", id);
+    return 0;
+}
+
+json_t *proto_scene_describe(const proto_scene *s, bool source)
+{
+    json_t *d = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "id", s->id, "frame",
+                          proto_frame_names[s->frame], "obstacles", (json_int_t)s->count,
+                          "boxes", (json_int_t)s->nboxes, "spheres", (json_int_t)s->nspheres,
+                          "capsules", (json_int_t)(s->count - s->nboxes - s->nspheres), "memory_bytes",
+                          (json_int_t)s->memory);
+    if (d && source && s->text) {
+        json_error_t je;
+        json_t *src = json_loadb(s->text, s->text_len, 0, &je);
+        if (!src || json_object_set_new(d, "scene", src)) {
+            json_decref(d);
+            return NULL;
+        }
+    }
+    return d;
 }

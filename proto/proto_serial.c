@@ -102,11 +102,6 @@ void proto__serial_dims(const proto_chain *c, size_t *dof, size_t *npos, size_t 
     *nrot = 0;
 }
 
-/* A servo stream with collisions slows within this distance (the chain's
- * length unit) of an obstacle, in proportion to the room left (MoveIt
- * Servo's collision velocity scaling: ik_collide_servo_scale). */
-#define SERVO_SLOW_DISTANCE 0.1
-
 /* A joint chain's answer scratch (finish_joints), at the end of the
  * workspace: the seed inside the limits (dof doubles), aligned. */
 static size_t answer_scratch_size(const ik_chain *c)
@@ -211,7 +206,8 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
         if (sf >= 0.0 && chk && chk->avoid) {
             /* near an obstacle the arm slows, and stops short of it */
             double cs = ik_collide_servo_scale(chk->model, &chk->scene, from, r->q, chk->margin,
-                                               SERVO_SLOW_DISTANCE, chk->ws, chk->ws_size, NULL);
+                                               job->opt.servo_slow, chk->ws, chk->ws_size,
+                                               NULL);
             if (cs >= 0.0 && cs < 1.0) {
                 for (size_t k = 0; k < c->chain->dof; k++)
                     r->q[k] = from[k] + cs * (r->q[k] - from[k]);
@@ -299,7 +295,9 @@ static void run_numeric(proto_job *job, size_t i, proto_result *r, void *ws, siz
 /* The closed form (solver/ik_closed.h): the solution nearest the seed (the
  * mid-limit pose without one), turn-aware; with options.max_joint_step the
  * nearest within the step, or IK_ESTEP with the seed and the nearest
- * solution's step; with options.all_solutions every solution too. */
+ * solution's step; with options.all_solutions every solution too. With
+ * options.avoid_collisions, the nearest (within the step) clear by the
+ * margin, or IK_ECOLLISION with the clearest. */
 static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size)
 {
     const proto_chain *c = job->chain;
@@ -316,6 +314,8 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
     ik_closed_result res;
     ik_collide_check chk;
     bool coll = proto__collide_check(job, &chk, &ws, &ws_size);
+    const ik_collide_check *avoid = coll && chk.avoid ? &chk : NULL;
+    o.collide = avoid;
     r->has_distance = false;
     r->nall = r->total = 0;
     answer_scratch sc;
@@ -338,24 +338,40 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
         /* the nearest solution within the step (all joints turn) */
         double *from = sc.from;
         seed_inside(c->chain, seed, from);
-        size_t pick = m;
+        size_t pick = m, clear = m;
+        double clear_d = -INFINITY;
         for (size_t s = 0; s < m && pick == m; s++) {
             bool within = true;
             for (size_t j = 0; j < n; j++)
                 within &= fabs(cand[6 * s + j] - from[j]) <= step;
+            if (within && avoid) {
+                /* within the step, and clear: else the clearest is kept */
+                double d = ik_collide_distance(avoid->model, &avoid->scene, cand + 6 * s,
+                                               avoid->ws, avoid->ws_size, NULL);
+                if (d < avoid->margin) {
+                    within = false;
+                    if (d > clear_d) {
+                        clear_d = d;
+                        clear = s;
+                    }
+                }
+            }
             if (within)
                 pick = s;
         }
         if (pick < m) {
             memcpy(r->q, cand + 6 * pick, n * sizeof *r->q);
             r->status = IK_OK;
+        } else if (clear < m) {
+            memcpy(r->q, cand + 6 * clear, n * sizeof *r->q);
+            r->status = IK_ECOLLISION;
         } else {
             for (size_t j = 0; j < n; j++)
                 refused[0] = fmax(refused[0], fabs(cand[j] - from[j]));
             memcpy(r->q, from, n * sizeof *r->q);
             r->status = IK_ESTEP;
         }
-        r->cause = IK_REASON_NONE;
+        r->cause = r->status == IK_ECOLLISION ? IK_REASON_IN_COLLISION : IK_REASON_NONE;
         ik_xform x = ik_chain_fk(c->chain, r->q);
         double e[6];
         ik_pose_error(tg.pose, x, e);

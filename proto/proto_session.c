@@ -113,11 +113,14 @@ static int session_job(proto_session *s, const proto_target *t, const char *path
     return 0;
 }
 
-int proto_session_scene(proto_session *s, const json_t *scene, proto_error *err)
+int proto_session_scene(proto_session *s, const json_t *scene, const char *scene_id,
+                        proto_chain_lookup_fn lookup, void *ud, proto_error *err)
 {
     proto_scene *n = NULL;
-    if (proto__chain_collide_check(s->chain, "/scene", err) ||
-        proto_scene_read(scene, "/scene", s->opt.frame, &n, err))
+    if (scene_id ? proto__chain_collide_check(s->chain, "/scene_id", err) ||
+                       proto_scene_resolve(scene_id, "/scene_id", lookup, ud, &n, err)
+                 : proto__chain_collide_check(s->chain, "/scene", err) ||
+                       proto_scene_read(scene, "/scene", s->opt.frame, &n, err))
         return -1;
     proto_scene_free(s->scene);
     s->scene = n;

@@ -57,9 +57,12 @@ void proto_session_free(proto_session *s);
 /* The stream's scene (an open message's "scene", or a scene message's:
  * proto/STREAM.md), replacing the one it had for the jobs made from now
  * on (jobs already made keep theirs); read in the stream's frame on a
- * chain with a collision model. 0, or -1 with *err set (paths under
- * "/scene") and the scene unchanged. */
-int proto_session_scene(proto_session *s, const json_t *scene, proto_error *err);
+ * chain with a collision model. With scene_id (not NULL) instead, the
+ * registered scene of that id (lookup/ud as for proto_job_decode; the
+ * session holds a reference). 0, or -1 with *err set (paths under
+ * "/scene", or "/scene_id": unknown_scene) and the scene unchanged. */
+int proto_session_scene(proto_session *s, const json_t *scene, const char *scene_id,
+                        proto_chain_lookup_fn lookup, void *ud, proto_error *err);
 
 /* The session's chain (borrowed, lives as long as the session). */
 const proto_chain *proto_session_chain(const proto_session *s);

@@ -265,11 +265,14 @@ json_t *proto_solvers_describe(const proto_limits *lim)
     json_object_set_new(
         opts, "servo",
         json_pack("{s:s, s:s, s:s}", "type",
-                  "{period_s: number in (0, 1], velocity: [number > 0]}", "default", "none",
-                  "description",
+                  "{period_s: number in (0, 1], velocity: [number > 0], slow_distance: number "
+                  "> 0}",
+                  "default", "none", "description",
                   "streams only, joints and urdf chains: each answer one period of at most "
                   "velocity x period_s per joint toward the solution; velocity defaults to the "
-                  "URDF's <limit velocity>"));
+                  "URDF's <limit velocity>; with avoid_collisions the arm slows within "
+                  "slow_distance (length, default 0.1) beyond the margin and stops short of "
+                  "obstacles"));
     json_object_set_new(
         opts, "fields",
         json_pack("{s:s, s:s, s:s}", "type", "[member name]", "default", "all",

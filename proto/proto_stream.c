@@ -382,14 +382,31 @@ static const char *const type_names[] = {"open", "close", "target", "path", "tic
 
 /* The members each type allows (NULL-terminated). */
 static const char *const open_keys[] = {"type", "stream", "chain", "chain_id",
-                                        "options", "seed", "scene", NULL};
-static const char *const scene_keys[] = {"type", "stream", "scene", NULL};
+                                        "options", "seed", "scene", "scene_id", NULL};
+static const char *const scene_keys[] = {"type", "stream", "scene", "scene_id", NULL};
 static const char *const close_keys[] = {"type", "stream", NULL};
 static const char *const target_keys[] = {"type", "stream", "seq", "target", "seed", NULL};
 static const char *const path_keys[] = {"type",    "stream",     "seq", "waypoints",
                                         "rate_hz", "duration_s", NULL};
 static const char *const tick_keys[] = {"type", "seq", "targets", NULL};
 static const char *const tick_target_keys[] = {"stream", "seq", "target", "seed", NULL};
+
+/* An open or scene message's "scene_id" into out (NULL when absent): a
+ * string, and not beside "scene". 0, or -1 with *err set. */
+static int scene_id(const json_t *root, proto_stream_msg *out, proto_error *err)
+{
+    const json_t *sid = json_object_get(root, "scene_id");
+    if (!sid)
+        return 0;
+    if (!json_is_string(sid))
+        return stream_err(err, PROTO_E_INVALID_REQUEST, "/scene_id",
+                          "\"scene_id\" must be a string");
+    if (out->scene)
+        return stream_err(err, PROTO_E_INVALID_REQUEST, "/scene_id",
+                          "give either scene or scene_id, not both");
+    out->scene_id = json_string_value(sid);
+    return 0;
+}
 
 /* base: the object's JSON pointer ("" for the message itself) */
 static int check_keys_at(const json_t *root, const char *base, const char *const *allowed,
@@ -532,14 +549,19 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         out->options = opt;
         out->seed = json_object_get(root, "seed");
         out->scene = json_object_get(root, "scene");
+        if (scene_id(root, out, err))
+            goto out;
         break;
     }
     case PROTO_STREAM_SCENE:
         if (check_keys(root, scene_keys, err) != 0)
             goto out;
         out->scene = json_object_get(root, "scene");
-        if (!out->scene) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "/scene", "\"scene\" is required");
+        if (scene_id(root, out, err))
+            goto out;
+        if (!out->scene && !out->scene_id) {
+            stream_err(err, PROTO_E_INVALID_REQUEST, "/scene",
+                       "\"scene\" (or \"scene_id\") is required");
             goto out;
         }
         break;

@@ -93,6 +93,8 @@ typedef struct proto_stream_msg {
     json_t *options;     /* open: options object, or NULL */
     json_t *scene;       /* open (or NULL), scene: the scene object
                             (validated later, proto_session_scene) */
+    const char *scene_id;/* open, scene: a registered scene's id, or NULL
+                            (never beside scene) */
     json_t *target;      /* target: the target value (validated later) */
     json_t *seed;        /* open, target: the seed value, or NULL (validated
                             later, as HTTP's "seed") */

@@ -56,14 +56,16 @@ typedef struct urdf_joint {
     xmlNodePtr node;
 } urdf_joint;
 
-typedef struct urdf_doc {
+/* proto_urdf.h's handle: the parsed document and its index (the strings
+ * point into doc). */
+struct proto_urdf_doc {
     xmlDocPtr doc;
     const char **links;        /* document order */
     const char **links_sorted; /* by name */
     size_t n_links;
     urdf_joint *joints; /* sorted by child link */
     size_t n_joints;
-} urdf_doc;
+};
 
 static int cmp_str_ptr(const void *a, const void *b)
 {
@@ -79,7 +81,7 @@ static int cmp_joint_child(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static void urdf_close(urdf_doc *d)
+static void urdf_close(proto_urdf_doc *d)
 {
     free(d->links);
     free(d->links_sorted);
@@ -92,7 +94,7 @@ static void urdf_close(urdf_doc *d)
 /* Parses the document and checks the tree-wide structure: a <robot> root,
  * named links and joints, every joint with a parent and a child link, no
  * link with two parents, no link declared twice. */
-static int urdf_open(urdf_doc *d, const char *xml, size_t len, proto_error *err)
+static int urdf_open(proto_urdf_doc *d, const char *xml, size_t len, proto_error *err)
 {
     memset(d, 0, sizeof *d);
     xmlDocPtr doc = proto_xml_parse(xml, len, "URDF", PROTO_E_INVALID_URDF, err);
@@ -183,14 +185,14 @@ static int urdf_open(urdf_doc *d, const char *xml, size_t len, proto_error *err)
     return 0;
 }
 
-static bool has_link(const urdf_doc *d, const char *name)
+static bool has_link(const proto_urdf_doc *d, const char *name)
 {
     return bsearch(&name, d->links_sorted, d->n_links, sizeof *d->links_sorted, cmp_str_ptr) !=
            NULL;
 }
 
 /* The joint whose child is `link`, or NULL for a root link. */
-static const urdf_joint *parent_joint(const urdf_doc *d, const char *link)
+static const urdf_joint *parent_joint(const proto_urdf_doc *d, const char *link)
 {
     size_t lo = 0, hi = d->n_joints;
     while (lo < hi) {
@@ -207,7 +209,7 @@ static const urdf_joint *parent_joint(const urdf_doc *d, const char *link)
 }
 
 /* A short list of link names for error messages ("a, b, c, ..."). */
-static void link_list(const urdf_doc *d, char *buf, size_t size)
+static void link_list(const proto_urdf_doc *d, char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = '\0';
@@ -339,7 +341,7 @@ static int decode_joint(const urdf_joint *j, ik_joint *out, proto_error *err)
 
 /* The joints on the path from base_link down to tip_link, tip first, into
  * *path (malloc'd, caller frees; also on error) and *n. */
-static int find_path(urdf_doc *d, const char *base_link, const char *tip_link,
+static int find_path(const proto_urdf_doc *d, const char *base_link, const char *tip_link,
                      const urdf_joint ***path_out, size_t *n_out, proto_error *err)
 {
     char list[160];
@@ -400,20 +402,56 @@ static int joint_velocity(const urdf_joint *j, double *v, proto_error *err)
     return 0;
 }
 
-static int read_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                      ik_joint *joints, size_t cap, size_t *n_joints,
-                      char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
-                      proto_error *vel_err, proto_error *err)
+/* ---- one document, read several ways ----------------------------------- */
+
+proto_urdf_doc *proto_urdf_open(const char *xml, size_t len, proto_error *err)
 {
+    proto_urdf_doc *d = malloc(sizeof *d);
+    if (!d) {
+        urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    if (urdf_open(d, xml, len, err)) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void proto_urdf_close(proto_urdf_doc *d)
+{
+    if (!d)
+        return;
+    urdf_close(d);
+    free(d);
+}
+
+/* The arguments of a chain's reading: 0, or -1 with *err set. */
+static int chain_args(const char *base_link, const char *tip_link, const ik_joint *joints,
+                      size_t cap, const size_t *n_joints, const double *vel, const int *vel_rc,
+                      proto_error *err)
+{
+    if (vel && !vel_rc)
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no room for the velocities");
     if (!base_link || !tip_link || !n_joints || (cap > 0 && !joints))
         return urdf_fail(err, PROTO_E_INVALID_REQUEST, "base and tip links must be given");
-    urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
-        return -1;
+    return 0;
+}
 
+int proto_urdf_doc_chain(const proto_urdf_doc *d, const char *base_link, const char *tip_link,
+                         ik_joint *joints, size_t cap, size_t *n_joints,
+                         char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
+                         proto_error *vel_err, proto_error *err)
+{
+    if (!d)
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no URDF document");
+    if (chain_args(base_link, tip_link, joints, cap, n_joints, vel, vel_rc, err))
+        return -1;
+    if (vel)
+        *vel_rc = 0;
     const urdf_joint **path = NULL;
     size_t n = 0;
-    int r = find_path(&d, base_link, tip_link, &path, &n, err);
+    int r = find_path(d, base_link, tip_link, &path, &n, err);
     if (r)
         goto done;
     if (n > cap) {
@@ -442,6 +480,23 @@ static int read_chain(const char *xml, size_t len, const char *base_link, const 
 
 done:
     free(path);
+    return r;
+}
+
+/* The string-taking forms: the arguments checked, the document opened,
+ * read and closed. */
+static int read_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
+                      ik_joint *joints, size_t cap, size_t *n_joints,
+                      char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
+                      proto_error *vel_err, proto_error *err)
+{
+    if (chain_args(base_link, tip_link, joints, cap, n_joints, vel, vel_rc, err))
+        return -1;
+    proto_urdf_doc d;
+    if (urdf_open(&d, xml, len, err))
+        return -1;
+    int r = proto_urdf_doc_chain(&d, base_link, tip_link, joints, cap, n_joints, names, vel, vel_rc,
+                                 vel_err, err);
     urdf_close(&d);
     return r;
 }
@@ -522,10 +577,10 @@ done:
     return chain;
 }
 
-int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
-                    const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
-                    size_t cap, size_t *n_joints, size_t *tip_joint,
-                    char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
+/* The arguments of a tree's reading: 0, or -1 with *err set. */
+static int tree_args(const char *base_link, const char *const *tip_links, size_t ntips,
+                     const ik_joint *joints, const int *parent, size_t cap, const size_t *n_joints,
+                     const size_t *tip_joint, proto_error *err)
 {
     if (!base_link || !tip_links || ntips == 0 || !n_joints || !parent || !tip_joint ||
         (cap > 0 && !joints))
@@ -534,11 +589,20 @@ int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
         for (size_t u = 0; u < t; u++)
             if (strcmp(tip_links[t], tip_links[u]) == 0)
                 return INVALID(err, "tip link '%.64s' is named twice", tip_links[t]);
-    urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
+    return 0;
+}
+
+int proto_urdf_doc_tree(const proto_urdf_doc *d, const char *base_link,
+                        const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
+                        size_t cap, size_t *n_joints, size_t *tip_joint,
+                        char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
+{
+    if (!d)
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no URDF document");
+    if (tree_args(base_link, tip_links, ntips, joints, parent, cap, n_joints, tip_joint, err))
         return -1;
     /* the joints met so far (urdf_joint pointers), to list each once */
-    const urdf_joint **seen = malloc((d.n_joints ? d.n_joints : 1) * sizeof *seen);
+    const urdf_joint **seen = malloc((d->n_joints ? d->n_joints : 1) * sizeof *seen);
     const urdf_joint **path = NULL;
     size_t n = 0;
     int r = seen ? 0 : urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
@@ -546,7 +610,7 @@ int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
         size_t np = 0;
         free(path);
         path = NULL;
-        r = find_path(&d, base_link, tip_links[t], &path, &np, err);
+        r = find_path(d, base_link, tip_links[t], &path, &np, err);
         /* from the base down: a joint already listed keeps its index */
         int up = -1;
         for (size_t i = np; r == 0 && i-- > 0;) {
@@ -585,6 +649,21 @@ int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
         *n_joints = n;
     free(path);
     free(seen);
+    return r;
+}
+
+int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
+                    const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
+                    size_t cap, size_t *n_joints, size_t *tip_joint,
+                    char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
+{
+    if (tree_args(base_link, tip_links, ntips, joints, parent, cap, n_joints, tip_joint, err))
+        return -1;
+    proto_urdf_doc d;
+    if (urdf_open(&d, xml, len, err))
+        return -1;
+    int r = proto_urdf_doc_tree(&d, base_link, tip_links, ntips, joints, parent, cap, n_joints,
+                                tip_joint, names, err);
     urdf_close(&d);
     return r;
 }
@@ -592,7 +671,7 @@ int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
 int proto_urdf_links(const char *xml, size_t len, char (*names)[PROTO_URDF_NAME_MAX], size_t cap,
                      size_t *n_links, proto_error *err)
 {
-    urdf_doc d;
+    proto_urdf_doc d;
     if (urdf_open(&d, xml, len, err))
         return -1;
     for (size_t i = 0; i < d.n_links && i < cap && names; i++)
@@ -668,12 +747,12 @@ void proto_urdf_robot_free(proto_urdf_robot *r)
     memset(r, 0, sizeof *r);
 }
 
-int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err)
+int proto_urdf_doc_robot(const proto_urdf_doc *dp, proto_urdf_robot *out, proto_error *err)
 {
     memset(out, 0, sizeof *out);
-    urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
-        return -1;
+    if (!dp)
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no URDF document");
+    const proto_urdf_doc d = *dp;
     xmlNodePtr robot = xmlDocGetRootElement(d.doc);
     size_t ns = 0;
     for (xmlNodePtr c = robot->children; c; c = c->next)
@@ -719,8 +798,18 @@ int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, pr
         J->usable = J->parent >= 0 && J->child >= 0 && decode_joint(j, &J->joint, &ignored) == 0;
     }
     free(by_name);
-    urdf_close(&d);
     if (r)
         proto_urdf_robot_free(out);
+    return r;
+}
+
+int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err)
+{
+    memset(out, 0, sizeof *out);
+    proto_urdf_doc d;
+    if (urdf_open(&d, xml, len, err))
+        return -1;
+    int r = proto_urdf_doc_robot(&d, out, err);
+    urdf_close(&d);
     return r;
 }

@@ -53,8 +53,12 @@
  * left empty ("") : the caller, which knows where the URDF sat in its JSON
  * request, may fill it in.
  *
- * Memory: the functions allocate and free libxml2's tree internally; nothing
- * allocated survives a call, and nothing is kept between calls.
+ * Memory: the functions that take the document's text allocate and free
+ * libxml2's tree internally; nothing allocated survives a call, and nothing
+ * is kept between calls. To read one document several ways (a chain's
+ * joints, then its collision model) with one parse, open it once
+ * (proto_urdf_open) and give the handle to the proto_urdf_doc_* functions:
+ * the tree and its index live until proto_urdf_close.
  *
  * Thread-safety: all functions may be called from many threads at once. The
  * first call initialises libxml2 once (xmlInitParser under pthread_once);
@@ -142,6 +146,33 @@ int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
 int proto_urdf_links(const char *xml, size_t len, char (*names)[PROTO_URDF_NAME_MAX], size_t cap,
                      size_t *n_links, proto_error *err);
 
+/* ---- one document, read several ways ------------------------------------ */
+
+/* A parsed and indexed URDF document (libxml2's tree, kept until it is
+ * closed). Opening checks what every function above checks first
+ * (well-formed XML without a DOCTYPE, a <robot> root, named links and
+ * joints, parents and children given, no link declared twice or with two
+ * parents), with the same errors. */
+typedef struct proto_urdf_doc proto_urdf_doc;
+
+/* Parses xml[0..len): a handle to free with proto_urdf_close(), or NULL
+ * with *err set (nothing allocated). */
+proto_urdf_doc *proto_urdf_open(const char *xml, size_t len, proto_error *err);
+void proto_urdf_close(proto_urdf_doc *d); /* NULL is fine */
+
+/* proto_urdf_chain() on an open document; vel (when not NULL, with vel_rc
+ * and vel_err) as proto_urdf_chain_velocities(). */
+int proto_urdf_doc_chain(const proto_urdf_doc *d, const char *base_link, const char *tip_link,
+                         ik_joint *joints, size_t cap, size_t *n_joints,
+                         char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
+                         proto_error *vel_err, proto_error *err);
+
+/* proto_urdf_tree() on an open document. */
+int proto_urdf_doc_tree(const proto_urdf_doc *d, const char *base_link,
+                        const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
+                        size_t cap, size_t *n_joints, size_t *tip_joint,
+                        char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
+
 /* ---- the whole robot ---------------------------------------------------- */
 
 typedef enum proto_urdf_shape_kind {
@@ -192,6 +223,8 @@ typedef struct proto_urdf_robot {
  * finite, not the right count or negative, is "invalid_urdf" naming the
  * link. Joints off any chain need not be usable. On error *out is empty. */
 int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err);
+/* proto_urdf_robot_read() on an open document. */
+int proto_urdf_doc_robot(const proto_urdf_doc *d, proto_urdf_robot *out, proto_error *err);
 void proto_urdf_robot_free(proto_urdf_robot *r);
 
 #endif /* PROTO_URDF_H */

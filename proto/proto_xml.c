@@ -80,7 +80,8 @@ xmlDocPtr proto_xml_parse(const char *xml, size_t len, const char *what, proto_e
     ctxt->_private = &st;
     ctxt->sax->internalSubset = refuse_doctype;
     ctxt->sax->serror = record_error;
-    int opts = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA;
+    int opts = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA |
+               XML_PARSE_COMPACT | XML_PARSE_NOBLANKS;
     xmlDocPtr doc = xmlCtxtReadMemory(ctxt, xml, (int)len, "document.xml", NULL, opts);
     if (st.doctype) {
         xmlFreeParserCtxt(ctxt);

@@ -11,6 +11,12 @@
  * its own, so that its first error (with its line) is this document's and
  * not a thread-global one; nothing is printed.
  *
+ * Size: the tree is only ever read, so short text nodes are stored inside
+ * their node (XML_PARSE_COMPACT) and white space between elements is not
+ * kept (XML_PARSE_NOBLANKS): neither format reads text, only elements and
+ * attributes. On the iiwa padded to 4.4 MB this takes a URDF chain's
+ * decode from 85 to 76 MB of peak RSS and 7% fewer instructions.
+ *
  * Thread-safety: may be called from many threads at once; the first call
  * initialises libxml2 (xmlInitParser under pthread_once), xmlCleanupParser
  * is never called.

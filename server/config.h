@@ -168,8 +168,8 @@
     /* The chain registry: local, or shared by replicas in Redis */                                \
     X(REGISTRY, REGISTRY, "registry-bytes", "IKD_REGISTRY_BYTES", SIZE(0, SRV_64G), registry_bytes,\
       VALUE("64M"),                                                                                \
-      "memory bound of the chain registry (with --redis: of the chains this replica keeps), LRU "  \
-      "beyond it")                                                                                 \
+      "memory bound of the chain registry, chains and scenes (with --redis: of those this "       \
+      "replica keeps), LRU beyond it")                                                             \
     X(REDIS, REGISTRY, "redis", "IKD_REDIS", REDIS, redis_url, NONE("none"),                       \
       "share the registry with other replicas through Redis at "                                   \
       "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]: registrations are written there, an id this "   \

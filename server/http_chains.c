@@ -24,7 +24,7 @@
  * written on the pool when large.
  *
  * Fetching what a request misses: its decode (on the loop, or on the pool
- * for a large body) failed with unknown_chain; srv_http_chains_missed
+ * for a large body) failed with unknown_chain or unknown_scene; srv_http_chains_missed
  * notes the ids its body names that no registry here holds (in the
  * request's scope, made then; the body is scanned where it was decoded),
  * srv_http_chains_fetch asks Redis for them in one MGET and, once they are
@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "proto/proto_json_write.h"
+#include "proto/proto_scene.h"
 #include "server/http_handler.h"
 #include "server/metrics.h"
 #include "server/registry.h"
@@ -68,7 +69,8 @@ bool srv_http_chains_missed(srv_request *q, const proto_error *err)
     srv_ctx *ctx = q->ctx;
     if (!err)
         return q->scope && q->scope->nmissed > 0;
-    if (err->code != PROTO_E_UNKNOWN_CHAIN || !srv_registry_shared(ctx))
+    bool scene = err->code == PROTO_E_UNKNOWN_SCENE;
+    if ((err->code != PROTO_E_UNKNOWN_CHAIN && !scene) || !srv_registry_shared(ctx))
         return false;
     if (!q->scope) {
         if (!(q->scope = malloc(sizeof *q->scope)))
@@ -79,12 +81,17 @@ bool srv_http_chains_missed(srv_request *q, const proto_error *err)
         srv_registry_scope_scan(q->scope, q->body, q->len);
     if (q->scope->nmissed == 0) {
         /* a binary batch's head, or a body the scan cannot read: the id
-         * of the error's message ("... with id \"<id>\"") */
+         * of the error's message ("... with id \"<id>\"", a chain's or,
+         * for unknown_scene, a scene's) */
         const char *p = strstr(err->message, "id \"");
         char id[SRV_CHAIN_ID_LEN + 1];
         if (p && sscanf(p + 4, "%32[0-9a-f]", id) == 1 && srv_registry_id_form(id)) {
-            proto_chain *c = srv_registry_scope_lookup(q->scope, id); /* notes the miss */
-            proto_chain_unref(c);
+            proto_reg_kind k = scene ? PROTO_REG_SCENE : PROTO_REG_CHAIN;
+            void *c = srv_registry_scope_lookup(q->scope, k, id); /* notes the miss */
+            if (c && scene)
+                proto_scene_free(c);
+            else if (c)
+                proto_chain_unref(c);
         }
     }
     return q->scope->nmissed > 0;
@@ -94,11 +101,10 @@ typedef struct fetch_wait {
     srv_registry_op op;
     srv_request *q;
     void (*again)(srv_request *q);
-    proto_error miss; /* the decode's unknown_chain */
+    proto_error miss; /* the decode's unknown_chain or unknown_scene */
 } fetch_wait;
 
-/* 503 for q: Redis could not be asked (why). */
-static void answer_unavailable(srv_request *q, const char *why)
+void srv_http_registry_unavailable(srv_request *q, const char *why)
 {
     proto_error e;
     proto_error_set(&e, PROTO_E_OVERLOADED, "",
@@ -120,7 +126,7 @@ static void fetch_done(srv_registry_op *op)
     if (op->status == SRV_EINVAL)
         srv_http_respond_error(q, &op->err); /* a fetched chain refused here */
     else if (op->status != SRV_OK)
-        answer_unavailable(q, op->what);
+        srv_http_registry_unavailable(q, op->what);
     else if (op->found == 0 && w->miss.code != PROTO_E_NONE)
         srv_http_respond_error(q, &w->miss);
     else
@@ -158,14 +164,12 @@ void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)
     else if (rc == SRV_ENOTFOUND)
         srv_http_respond_error(q, err);
     else
-        answer_unavailable(q, why);
+        srv_http_registry_unavailable(q, why);
 }
 
 /* ---- descriptions ---------------------------------------------------------------- */
 
-/* ?include=source: 1 with it, 0 without, -1 (q answered 400) when the
- * query asks for something else. */
-static int include_source(srv_request *q)
+int srv_http_include_source(srv_request *q)
 {
     const char *v = srv_http_query(q, "include");
     if (!v)
@@ -302,7 +306,7 @@ static void stored(srv_registry_op *op)
         return;
     }
     if (op->status != SRV_OK) {
-        answer_unavailable(q, op->what);
+        srv_http_registry_unavailable(q, op->what);
         chain_work_free(cw);
         return;
     }
@@ -333,11 +337,12 @@ static void chain_register(chain_work *cw)
     cw->op.done = stored;
     cw->op.data = cw;
     srv_http_hold(q);
-    int rc = srv_registry_store(ctx, cw->chain, q->body, q->len, &cw->op);
+    int rc = srv_registry_store(ctx, PROTO_REG_CHAIN, proto_chain_id(cw->chain), q->body,
+                                q->len, &cw->op);
     if (rc == SRV_OK)
         return;
     srv_http_release(q);
-    answer_unavailable(q, cw->op.what);
+    srv_http_registry_unavailable(q, cw->op.what);
     chain_work_free(cw);
 }
 
@@ -370,7 +375,7 @@ static void chain_decoded_done(srv_solve *s, int status)
 
 void srv_http_chains_post(srv_request *q)
 {
-    int source = include_source(q);
+    int source = srv_http_include_source(q);
     if (source < 0)
         return;
     chain_work *cw = calloc(1, sizeof *cw);
@@ -480,8 +485,8 @@ static void unknown_id(srv_request *q, const char *id)
 static void get_again(srv_request *q)
 {
     const char *id = q->url + strlen(CHAINS_PREFIX);
-    proto_chain *c = srv_registry_scope_lookup(q->scope, id);
-    int source = include_source(q);
+    proto_chain *c = srv_registry_scope_lookup(q->scope, PROTO_REG_CHAIN, id);
+    int source = srv_http_include_source(q);
     if (source < 0) {
         proto_chain_unref(c);
         return;
@@ -506,7 +511,7 @@ static void forgotten(srv_registry_op *op)
     srv_request *q = w->q;
     if (srv_http_release(q)) {
         if (op->status != SRV_OK) {
-            answer_unavailable(q, op->what);
+            srv_http_registry_unavailable(q, op->what);
         } else if (w->removed_here || op->existed) {
             srv_response v = {0};
             v.status = 204;
@@ -543,15 +548,15 @@ void srv_http_chain_id(srv_request *q)
         w->op.done = forgotten;
         w->op.data = w;
         srv_http_hold(q);
-        int rc = srv_registry_forget(ctx, id, &w->op);
+        int rc = srv_registry_forget(ctx, PROTO_REG_CHAIN, id, &w->op);
         if (rc != SRV_OK) {
             srv_http_release(q);
-            answer_unavailable(q, w->op.what);
+            srv_http_registry_unavailable(q, w->op.what);
             free(w);
         }
         return;
     }
-    int source = include_source(q);
+    int source = srv_http_include_source(q);
     if (source < 0)
         return;
     proto_chain *c = srv_registry_get(ctx->registry, id);
@@ -571,7 +576,7 @@ void srv_http_chain_id(srv_request *q)
         srv_http_respond_error(q, &miss);
         return;
     }
-    c = srv_registry_scope_lookup(q->scope, id); /* notes the miss */
+    c = srv_registry_scope_lookup(q->scope, PROTO_REG_CHAIN, id); /* notes the miss */
     proto_chain_unref(c);
     srv_http_chains_fetch(q, &miss, get_again);
 }

@@ -137,6 +137,16 @@ bool srv_http_release(srv_request *q);
  * NULL. Lives as long as q. */
 const char *srv_http_query(srv_request *q, const char *name);
 
+/* ?include=source (GET and POST of chains and scenes): 1 with it, 0
+ * without, -1 (q answered 400) when the query asks for something else. */
+int srv_http_include_source(srv_request *q);
+
+/* ---- scenes by id (http_scenes.c) ----------------------------------------- */
+
+/* POST /v1/scenes, and GET and DELETE /v1/scenes/{id}. */
+void srv_http_scenes_post(srv_request *q);
+void srv_http_scene_id(srv_request *q);
+
 /* ---- chains by id (http_chains.c) ----------------------------------------- */
 
 /* POST /v1/chains, and GET and DELETE /v1/chains/{id}. */
@@ -162,6 +172,9 @@ bool srv_http_chains_missed(srv_request *q, const proto_error *err);
  * once, or within --redis-timeout), the refusal of a fetched chain this
  * replica's limits refuse. */
 void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)(srv_request *q));
+/* 503 with Retry-After for q: the shared registry (Redis) could not be
+ * asked (why). */
+void srv_http_registry_unavailable(srv_request *q, const char *why);
 
 /* ---- the batch pipeline (http_batch.c) ------------------------------------- */
 

@@ -631,7 +631,7 @@ char *srv_metrics_render(srv_metrics *metrics, size_t pool_depth, size_t registr
     proto_jw_printf(&b, "# HELP ikd_pool_queue_depth Work items queued or running on the thread pool.\n"
                   "# TYPE ikd_pool_queue_depth gauge\n"
                   "ikd_pool_queue_depth %zu\n"
-                  "# HELP ikd_registry_chains Chains stored in the registry.\n"
+                  "# HELP ikd_registry_chains Chains and scenes stored in the registry.\n"
                   "# TYPE ikd_registry_chains gauge\n"
                   "ikd_registry_chains %zu\n"
                   "# HELP ikd_http_requests_active HTTP requests begun and not yet completed.\n"

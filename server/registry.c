@@ -23,9 +23,13 @@
  * Stored chains hold one reference each; lookups hand out new references,
  * so an evicted or deleted chain lives on in the jobs still using it.
  *
- * Scopes (registry.h): what one request resolved, the chains fetched for it
- * from the shared registry and the ids it missed, so that a decode that
- * missed an id can fetch it and decode again.
+ * Scenes (POST /v1/scenes) are entries of a second kind beside chains:
+ * an entry is found by its kind and id, holds a reference of its kind,
+ * and counts its bytes against the same bound, so one LRU serves both.
+ *
+ * Scopes (registry.h): what one request resolved, the chains and scenes
+ * fetched for it from the shared registry and the ids it missed, so that a
+ * decode that missed an id can fetch it and decode again.
  */
 #include <jansson.h>
 #include <stdatomic.h>
@@ -33,6 +37,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "proto/proto_scene.h"
 #include "server/registry.h"
 #include "server/srv.h"
 
@@ -40,8 +45,9 @@
 #define STAMP_NS 1000000u
 
 typedef struct entry {
-    proto_chain *chain;
-    const char *id; /* proto_chain_id(chain): lives as long as the chain */
+    proto_reg_kind kind; /* a chain or a scene: ids are per kind */
+    void *obj;           /* proto_chain * or proto_scene *, by kind */
+    const char *id;      /* the object's id: lives as long as it */
     size_t bytes;
     struct entry *hnext;              /* hash bucket chain */
     struct entry *prev, *next;        /* by placed, head = the latest */
@@ -137,12 +143,29 @@ static void place_by_use(srv_registry *r, entry *e, uint64_t used)
     before->next = e;
 }
 
-static entry **find_slot(srv_registry *r, const char *id)
+static entry **find_slot(srv_registry *r, proto_reg_kind kind, const char *id)
 {
     entry **slot = &r->buckets[hash_id(id) % r->nbuckets];
-    while (*slot && strcmp((*slot)->id, id) != 0)
+    while (*slot && ((*slot)->kind != kind || strcmp((*slot)->id, id) != 0))
         slot = &(*slot)->hnext;
     return slot;
+}
+
+/* A new reference to an object of kind k, and the release of one. */
+static void obj_ref(proto_reg_kind k, void *o)
+{
+    if (k == PROTO_REG_SCENE)
+        proto_scene_ref(o);
+    else
+        proto_chain_ref(o);
+}
+
+static void obj_unref(proto_reg_kind k, void *o)
+{
+    if (k == PROTO_REG_SCENE)
+        proto_scene_free(o);
+    else
+        proto_chain_unref(o);
 }
 
 /* Unlinks e from both structures and drops the registry's reference. */
@@ -153,7 +176,7 @@ static void drop(srv_registry *r, entry **slot)
     list_unlink(r, e);
     r->bytes -= e->bytes;
     r->count--;
-    proto_chain_unref(e->chain);
+    obj_unref(e->kind, e->obj);
     free(e);
 }
 
@@ -185,7 +208,7 @@ void srv_registry_free(srv_registry *r)
     entry *e = r->head;
     while (e) {
         entry *next = e->next;
-        proto_chain_unref(e->chain);
+        obj_unref(e->kind, e->obj);
         free(e);
         e = next;
     }
@@ -194,14 +217,14 @@ void srv_registry_free(srv_registry *r)
     free(r);
 }
 
-int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
+/* Stores obj of kind k (its id and bytes), as srv_registry_put. */
+static int put(srv_registry *r, proto_reg_kind k, void *obj, const char *id, size_t bytes,
+               bool *created)
 {
-    const char *id = proto_chain_id(c);
-    size_t bytes = proto_chain_memory(c);
     int rc = SRV_OK;
     uint64_t now = uv_hrtime();
     uv_rwlock_wrlock(&r->lock);
-    entry **slot = find_slot(r, id);
+    entry **slot = find_slot(r, k, id);
     if (*slot) {
         place_first(r, *slot, now);
         if (created)
@@ -224,16 +247,17 @@ int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
             place_by_use(r, t, used);
             continue;
         }
-        drop(r, find_slot(r, t->id));
+        drop(r, find_slot(r, t->kind, t->id));
         r->evictions++;
     }
-    proto_chain_ref(c);
-    e->chain = c;
+    obj_ref(k, obj);
+    e->kind = k;
+    e->obj = obj;
     e->id = id;
     e->bytes = bytes;
     atomic_init(&e->used, 0);
     e->placed = now;
-    slot = find_slot(r, id);
+    slot = find_slot(r, k, id);
     *slot = e;
     list_push_front(r, e);
     r->bytes += bytes;
@@ -247,35 +271,77 @@ out:
     return rc;
 }
 
-proto_chain *srv_registry_get(srv_registry *r, const char *id)
+size_t srv__registry_obj_bytes(proto_reg_kind k, const void *obj)
 {
-    proto_chain *c = NULL;
+    return k == PROTO_REG_SCENE ? ((const proto_scene *)obj)->memory : proto_chain_memory(obj);
+}
+
+const char *srv__registry_obj_id(proto_reg_kind k, const void *obj)
+{
+    return k == PROTO_REG_SCENE ? ((const proto_scene *)obj)->id : proto_chain_id(obj);
+}
+
+int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *created)
+{
+    return put(r, k, obj, srv__registry_obj_id(k, obj), srv__registry_obj_bytes(k, obj), created);
+}
+
+int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
+{
+    return srv__registry_put_kind(r, PROTO_REG_CHAIN, c, created);
+}
+
+int srv_registry_put_scene(srv_registry *r, proto_scene *s, bool *created)
+{
+    return srv__registry_put_kind(r, PROTO_REG_SCENE, s, created);
+}
+
+/* A new reference to the object of kind k with that id, as
+ * srv_registry_get. */
+static void *get(srv_registry *r, proto_reg_kind k, const char *id)
+{
+    void *c = NULL;
     uint64_t now = uv_hrtime();
     uv_rwlock_rdlock(&r->lock);
-    entry *e = *find_slot(r, id);
+    entry *e = *find_slot(r, k, id);
     if (e) {
         uint64_t used = atomic_load_explicit(&e->used, memory_order_relaxed);
         if (used <= e->placed || (now > used && now - used >= STAMP_NS))
             atomic_store_explicit(&e->used, now > e->placed ? now : e->placed + 1,
                                   memory_order_relaxed);
-        proto_chain_ref(e->chain);
-        c = e->chain;
+        obj_ref(k, e->obj);
+        c = e->obj;
     }
     uv_rwlock_rdunlock(&r->lock);
     return c;
 }
 
-int srv_registry_remove(srv_registry *r, const char *id)
+proto_chain *srv_registry_get(srv_registry *r, const char *id)
+{
+    return get(r, PROTO_REG_CHAIN, id);
+}
+
+proto_scene *srv_registry_get_scene(srv_registry *r, const char *id)
+{
+    return get(r, PROTO_REG_SCENE, id);
+}
+
+int srv_registry_remove_kind(srv_registry *r, proto_reg_kind k, const char *id)
 {
     int rc = SRV_ENOTFOUND;
     uv_rwlock_wrlock(&r->lock);
-    entry **slot = find_slot(r, id);
+    entry **slot = find_slot(r, k, id);
     if (*slot) {
         drop(r, slot);
         rc = SRV_OK;
     }
     uv_rwlock_wrunlock(&r->lock);
     return rc;
+}
+
+int srv_registry_remove(srv_registry *r, const char *id)
+{
+    return srv_registry_remove_kind(r, PROTO_REG_CHAIN, id);
 }
 
 static size_t read_field(srv_registry *r, const size_t *field)
@@ -290,9 +356,9 @@ size_t srv_registry_count(srv_registry *r) { return read_field(r, &r->count); }
 size_t srv_registry_bytes(srv_registry *r) { return read_field(r, &r->bytes); }
 size_t srv_registry_evictions(srv_registry *r) { return read_field(r, &r->evictions); }
 
-proto_chain *srv_registry_lookup(void *ud, const char *id)
+void *srv_registry_lookup(void *ud, proto_reg_kind kind, const char *id)
 {
-    return srv_registry_get((srv_registry *)ud, id);
+    return get((srv_registry *)ud, kind, id);
 }
 
 /* ---- scopes ---------------------------------------------------------------------------- */
@@ -306,7 +372,7 @@ void srv_registry_scope_init(srv_registry_scope *s, srv_registry *r)
 void srv_registry_scope_free(srv_registry_scope *s)
 {
     for (size_t i = 0; i < s->nheld; i++)
-        proto_chain_unref(s->held[i]);
+        obj_unref(s->held[i].kind, s->held[i].obj);
     free(s->held);
     free(s->missed);
     free(s->asked);
@@ -323,31 +389,32 @@ bool srv_registry_id_form(const char *id)
     return n == SRV_CHAIN_ID_LEN;
 }
 
-/* Whether id is among the n ids of list. */
-static bool listed(srv_chain_id *list, size_t n, const char *id)
+/* Whether id of kind k is among the n ids of list. */
+static bool listed(const srv_reg_id *list, size_t n, proto_reg_kind k, const char *id)
 {
     for (size_t i = 0; i < n; i++)
-        if (memcmp(list[i], id, SRV_CHAIN_ID_LEN) == 0)
+        if (list[i].kind == k && memcmp(list[i].id, id, SRV_CHAIN_ID_LEN) == 0)
             return true;
     return false;
 }
 
 /* Notes id as missed (once, unless asked for before, while there is
  * room; out of memory, it is not noted). */
-static void note_missed(srv_registry_scope *s, const char *id)
+static void note_missed(srv_registry_scope *s, proto_reg_kind k, const char *id)
 {
     if (!srv_registry_id_form(id) || s->nmissed >= SRV_FETCH_MAX ||
-        listed(s->missed, s->nmissed, id) || listed(s->asked, s->nasked, id))
+        listed(s->missed, s->nmissed, k, id) || listed(s->asked, s->nasked, k, id))
         return;
     if (s->nmissed == s->capmissed) {
         size_t cap = s->capmissed ? 2 * s->capmissed : 8;
-        srv_chain_id *m = realloc(s->missed, cap * sizeof *m);
+        srv_reg_id *m = realloc(s->missed, cap * sizeof *m);
         if (!m)
             return;
         s->missed = m;
         s->capmissed = cap;
     }
-    memcpy(s->missed[s->nmissed++], id, SRV_CHAIN_ID_LEN + 1);
+    s->missed[s->nmissed].kind = k;
+    memcpy(s->missed[s->nmissed++].id, id, SRV_CHAIN_ID_LEN + 1);
 }
 
 bool srv__registry_scope_asked(srv_registry_scope *s)
@@ -356,7 +423,7 @@ bool srv__registry_scope_asked(srv_registry_scope *s)
         size_t cap = s->capasked ? 2 * s->capasked : 8;
         while (cap < s->nasked + s->nmissed)
             cap *= 2;
-        srv_chain_id *a = realloc(s->asked, cap * sizeof *a);
+        srv_reg_id *a = realloc(s->asked, cap * sizeof *a);
         if (!a)
             return false;
         s->asked = a;
@@ -368,29 +435,31 @@ bool srv__registry_scope_asked(srv_registry_scope *s)
     return true;
 }
 
-/* A new reference to the chain of that id the scope holds, or NULL. */
-static proto_chain *scope_find(srv_registry_scope *s, const char *id)
+/* A new reference to the object of kind k and that id the scope holds,
+ * or NULL. */
+static void *scope_find(srv_registry_scope *s, proto_reg_kind k, const char *id)
 {
     for (size_t i = 0; i < s->nheld; i++)
-        if (strcmp(proto_chain_id(s->held[i]), id) == 0) {
-            proto_chain_ref(s->held[i]);
-            return s->held[i];
+        if (s->held[i].kind == k && strcmp(srv__registry_obj_id(k, s->held[i].obj), id) == 0) {
+            obj_ref(k, s->held[i].obj);
+            return s->held[i].obj;
         }
     return NULL;
 }
 
-proto_chain *srv_registry_scope_lookup(void *ud, const char *id)
+void *srv_registry_scope_lookup(void *ud, proto_reg_kind kind, const char *id)
 {
     srv_registry_scope *s = ud;
-    proto_chain *c = scope_find(s, id);
+    void *c = scope_find(s, kind, id);
     if (!c && s->r)
-        c = srv_registry_get(s->r, id);
+        c = get(s->r, kind, id);
     if (!c)
-        note_missed(s, id);
+        note_missed(s, kind, id);
     return c;
 }
 
-/* Walks v for "chain_id" members (depth bounded by jansson's parse). */
+/* Walks v for "chain_id" and "scene_id" members (depth bounded by
+ * jansson's parse). */
 static void scan_value(srv_registry_scope *s, json_t *v)
 {
     if (s->nmissed >= SRV_FETCH_MAX)
@@ -399,15 +468,17 @@ static void scan_value(srv_registry_scope *s, json_t *v)
         const char *key;
         json_t *m;
         json_object_foreach(v, key, m) {
-            if (json_is_string(m) && strcmp(key, "chain_id") == 0) {
+            bool scene = strcmp(key, "scene_id") == 0;
+            if (json_is_string(m) && (scene || strcmp(key, "chain_id") == 0)) {
+                proto_reg_kind k = scene ? PROTO_REG_SCENE : PROTO_REG_CHAIN;
                 const char *id = json_string_value(m);
-                proto_chain *c = srv_registry_id_form(id) ? scope_find(s, id) : NULL;
+                void *c = srv_registry_id_form(id) ? scope_find(s, k, id) : NULL;
                 if (!c && srv_registry_id_form(id) && s->r)
-                    c = srv_registry_get(s->r, id);
+                    c = get(s->r, k, id);
                 if (c)
-                    proto_chain_unref(c);
+                    obj_unref(k, c);
                 else
-                    note_missed(s, id);
+                    note_missed(s, k, id);
             } else {
                 scan_value(s, m);
             }
@@ -428,21 +499,20 @@ void srv_registry_scope_scan(srv_registry_scope *s, const char *body, size_t len
     json_decref(root);
 }
 
-/* Adds c (a reference, taken over) to the scope; false when memory ran
- * out (c is then dropped). */
-bool srv__registry_scope_hold(srv_registry_scope *s, proto_chain *c)
+bool srv__registry_scope_hold(srv_registry_scope *s, proto_reg_kind k, void *obj)
 {
     if (s->nheld == s->capheld) {
         size_t cap = s->capheld ? 2 * s->capheld : 8;
-        proto_chain **h = realloc(s->held, cap * sizeof *h);
+        srv_reg_ref *h = realloc(s->held, cap * sizeof *h);
         if (!h) {
-            proto_chain_unref(c);
+            obj_unref(k, obj);
             return false;
         }
         s->held = h;
         s->capheld = cap;
     }
-    s->held[s->nheld++] = c;
-    s->held_bytes += proto_chain_memory(c);
+    s->held[s->nheld].kind = k;
+    s->held[s->nheld++].obj = obj;
+    s->held_bytes += srv__registry_obj_bytes(k, obj);
     return true;
 }

@@ -1,6 +1,7 @@
 /*
  * registry.h: the chain registry behind POST/GET/DELETE /v1/chains and
- * "chain_id" in requests.
+ * "chain_id" in requests, which holds registered scenes too (/v1/scenes,
+ * "scene_id").
  *
  * Two parts:
  *   - the local registry (server/registry.c): a content-addressed,
@@ -57,14 +58,25 @@ proto_chain *srv_registry_get(srv_registry *r, const char *id);
  * references. */
 int srv_registry_remove(srv_registry *r, const char *id);
 
-/* Counts for metrics/tests. */
+/* Counts for metrics/tests (entries: chains and scenes). */
 size_t srv_registry_count(srv_registry *r);
 size_t srv_registry_bytes(srv_registry *r);
 size_t srv_registry_evictions(srv_registry *r);
 
+/* Scenes (POST /v1/scenes, proto/proto_scene.h) are entries of the same
+ * registry, of their own kind (a scene's id names no chain): their bytes
+ * (proto_scene's memory) count against the same max_bytes, and the same
+ * LRU evicts chains and scenes alike. As srv_registry_put, get and remove.
+ * With --redis they are shared as chains are (srv_registry_store and the
+ * others below take the kind). */
+struct proto_scene;
+int srv_registry_put_scene(srv_registry *r, struct proto_scene *s, bool *created);
+struct proto_scene *srv_registry_get_scene(srv_registry *r, const char *id);
+int srv_registry_remove_kind(srv_registry *r, proto_reg_kind kind, const char *id);
+
 /* proto_chain_lookup_fn adapter: ud is the srv_registry*. New reference or
  * NULL. */
-proto_chain *srv_registry_lookup(void *ud, const char *id);
+void *srv_registry_lookup(void *ud, proto_reg_kind kind, const char *id);
 
 /* ---- what one request resolved: a scope ----------------------------------
  *
@@ -79,15 +91,25 @@ proto_chain *srv_registry_lookup(void *ud, const char *id);
 #define SRV_CHAIN_ID_LEN 32 /* a chain id: 32 lower-case hex digits */
 #define SRV_FETCH_MAX 256   /* ids noted for one fetch at most */
 
-typedef char srv_chain_id[SRV_CHAIN_ID_LEN + 1];
+/* An id of a registered object: a chain's or a scene's (the same form). */
+typedef struct srv_reg_id {
+    proto_reg_kind kind;
+    char id[SRV_CHAIN_ID_LEN + 1];
+} srv_reg_id;
+
+/* A reference to a registered object, of its kind. */
+typedef struct srv_reg_ref {
+    proto_reg_kind kind;
+    void *obj; /* proto_chain * or struct proto_scene * */
+} srv_reg_ref;
 
 typedef struct srv_registry_scope {
     srv_registry *r;
-    proto_chain **held; /* fetched for this request (references) */
+    srv_reg_ref *held; /* fetched for this request (references) */
     size_t nheld, capheld, held_bytes;
-    srv_chain_id *missed; /* ids not found and not asked for yet, each once */
+    srv_reg_id *missed; /* ids not found and not asked for yet, each once */
     size_t nmissed, capmissed;
-    srv_chain_id *asked; /* ids fetched before (not noted again) */
+    srv_reg_id *asked; /* ids fetched before (not noted again) */
     size_t nasked, capasked;
 } srv_registry_scope;
 
@@ -98,18 +120,25 @@ void srv_registry_scope_free(srv_registry_scope *s);
 /* proto_chain_lookup_fn: ud is the scope. New reference or NULL (then the
  * id is noted in missed when it looks like an id, was not asked for
  * before, and there is room: SRV_FETCH_MAX). */
-proto_chain *srv_registry_scope_lookup(void *ud, const char *id);
-/* Notes the chain ids a JSON body names ("chain_id" members at any depth:
- * a batch of items names one per item) that neither the scope nor the
+void *srv_registry_scope_lookup(void *ud, proto_reg_kind kind, const char *id);
+/* Notes the chain and scene ids a JSON body names ("chain_id" and
+ * "scene_id" members at any depth: a batch of items names one per item)
+ * that neither the scope nor the
  * local registry holds, so that one fetch gets them all: decoding stops at
  * the first it misses. Any thread; a body that is not JSON notes nothing. */
 void srv_registry_scope_scan(srv_registry_scope *s, const char *body, size_t len);
 /* Whether id is a chain id's form (32 lower-case hex digits). */
 bool srv_registry_id_form(const char *id);
 
-/* Internal (registry_redis.c): adds c, a reference taken over, to the
- * scope; false when memory ran out (c is then dropped). */
-bool srv__registry_scope_hold(srv_registry_scope *s, proto_chain *c);
+/* Internal (registry_redis.c): adds obj of kind k, a reference taken
+ * over, to the scope; false when memory ran out (obj is then dropped). */
+bool srv__registry_scope_hold(srv_registry_scope *s, proto_reg_kind k, void *obj);
+/* Internal (registry_redis.c): the bytes obj of kind k holds
+ * (proto_chain_memory, a scene's memory), and its id. */
+size_t srv__registry_obj_bytes(proto_reg_kind k, const void *obj);
+const char *srv__registry_obj_id(proto_reg_kind k, const void *obj);
+/* Internal: puts obj of kind k in r, as srv_registry_put. */
+int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *created);
 /* Internal (registry_redis.c): the missed ids become asked ones; false
  * when memory ran out (nothing changed). */
 bool srv__registry_scope_asked(srv_registry_scope *s);
@@ -156,7 +185,7 @@ struct srv_registry_op {
     /* private */
     srv_ctx *ctx;
     srv_registry_scope *scope;
-    char (*ids)[SRV_CHAIN_ID_LEN + 1];
+    srv_reg_id *ids;
     size_t nids;
     char **texts; /* fetched texts, decoded on the pool when large */
     size_t *lens;
@@ -174,16 +203,17 @@ struct srv_registry_op {
  * flight. Loop thread. */
 int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op *op);
 
-/* Writes chain c's text (its registration document) to Redis unless the
+/* Writes the text (its registration document: a chain object, a scene's
+ * canonical body) of the object of kind k and that id to Redis unless the
  * id is there already (op->existed). Returns 0 (done runs later) or, and
  * then done never runs, SRV_ENOTFOUND without --redis, SRV_EIO, SRV_EBUSY
  * as above. text is copied. Loop thread. */
-int srv_registry_store(srv_ctx *ctx, proto_chain *c, const char *text, size_t len,
-                       srv_registry_op *op);
+int srv_registry_store(srv_ctx *ctx, proto_reg_kind k, const char *id, const char *text,
+                       size_t len, srv_registry_op *op);
 
-/* Deletes id from Redis and announces it, so that every replica drops it
- * from its local registry (op->existed: Redis had it). Returns as
- * srv_registry_store. Loop thread. */
-int srv_registry_forget(srv_ctx *ctx, const char *id, srv_registry_op *op);
+/* Deletes the id of kind k from Redis and announces it, so that every
+ * replica drops it from its local registry (op->existed: Redis had it).
+ * Returns as srv_registry_store. Loop thread. */
+int srv_registry_forget(srv_ctx *ctx, proto_reg_kind k, const char *id, srv_registry_op *op);
 
 #endif /* SRV_REGISTRY_H */

@@ -4,15 +4,17 @@
  *
  * Keys and values: a registration is SET at "ikd:chain:<id>" with NX (the
  * value is the registration's document, the chain object as the client
- * sent it; NX answers whether it was there already), with no expiry:
+ * sent it; NX answers whether it was there already), a scene's at
+ * "ikd:scene:<id>" (its canonical body), with no expiry:
  * Redis's own memory policy decides what it keeps (maxmemory and an LRU
  * policy, or none). A replica that does not hold an id fetches it with
  * one MGET for all the ids a request names, decodes each value with its
  * own limits (on the pool when large), checks that it has the id it was
  * fetched for (a value that does not is ignored, and logged), and keeps it
  * in its local registry. A deletion is DEL, then PUBLISH of the id on
- * "ikd:chains:deleted", to which every loop of every replica is subscribed
- * (a second connection): each drops the id from its local registry.
+ * "ikd:chains:deleted" ("scene:<id>" for a scene), to which every loop of
+ * every replica is subscribed (a second connection): each drops the id
+ * from its local registry.
  *
  * Connections: one hiredis asynchronous context per loop for commands and
  * one for the subscription, on the loop through hiredis's libuv adapter
@@ -47,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_scene.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/pool.h"
@@ -55,7 +58,10 @@
 #include "server/srv.h"
 
 #define KEY_PREFIX "ikd:chain:"
+#define SCENE_KEY_PREFIX "ikd:scene:"
+#define SCENE_MESSAGE "scene:" /* a deleted scene's id, on CHANNEL */
 #define CHANNEL "ikd:chains:deleted"
+#define KEY_MAX (sizeof SCENE_KEY_PREFIX + SRV_CHAIN_ID_LEN)
 #define INFLIGHT_MAX 4096
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
@@ -219,13 +225,37 @@ typedef struct decode_work {
     srv_work w;
     srv_redis *r;
     srv_registry_op *op;
-    proto_chain **chains;
+    void **chains; /* proto_chain * or proto_scene *, by op->ids[i].kind */
     proto_error err;
     bool refused;
 } decode_work;
 
-/* Decodes the fetched texts into chains (any thread). */
-static void decode_all(srv_ctx *ctx, srv_registry_op *op, proto_chain **chains, proto_error *err,
+/* The Redis key of an id of kind k, in key (KEY_MAX bytes). */
+static void key_of(char *key, proto_reg_kind k, const char *id)
+{
+    snprintf(key, KEY_MAX, "%s%s", k == PROTO_REG_SCENE ? SCENE_KEY_PREFIX : KEY_PREFIX, id);
+}
+
+/* A fetched text of kind k decoded (any thread): a new reference, or NULL
+ * with *e set. */
+static void *decode_one(srv_ctx *ctx, proto_reg_kind k, const char *text, size_t len,
+                        proto_error *e)
+{
+    if (k == PROTO_REG_SCENE)
+        return proto_scene_decode(text, len, &ctx->cfg.limits, e);
+    return proto_chain_decode(text, len, &ctx->cfg.limits, e);
+}
+
+static void obj_unref(proto_reg_kind k, void *obj)
+{
+    if (k == PROTO_REG_SCENE)
+        proto_scene_free(obj);
+    else
+        proto_chain_unref(obj);
+}
+
+/* Decodes the fetched texts into chains and scenes (any thread). */
+static void decode_all(srv_ctx *ctx, srv_registry_op *op, void **chains, proto_error *err,
                        bool *refused)
 {
     for (size_t i = 0; i < op->nids; i++) {
@@ -233,17 +263,21 @@ static void decode_all(srv_ctx *ctx, srv_registry_op *op, proto_chain **chains, 
         if (!op->texts[i])
             continue;
         proto_error e;
-        proto_chain *c = proto_chain_decode(op->texts[i], op->lens[i], &ctx->cfg.limits, &e);
+        proto_reg_kind k = op->ids[i].kind;
+        void *c = decode_one(ctx, k, op->texts[i], op->lens[i], &e);
         if (!c) {
             if (!*refused) /* a value this replica's limits refuse */
                 *err = e;
             *refused = true;
             continue;
         }
-        if (strcmp(proto_chain_id(c), op->ids[i]) != 0) {
-            srv_log(ctx, SRV_LOG_WARN, "Redis holds at %s%s a chain whose id is %s: ignored",
-                    KEY_PREFIX, op->ids[i], proto_chain_id(c));
-            proto_chain_unref(c);
+        const char *got = srv__registry_obj_id(k, c);
+        if (strcmp(got, op->ids[i].id) != 0) {
+            char key[KEY_MAX];
+            key_of(key, k, op->ids[i].id);
+            srv_log(ctx, SRV_LOG_WARN, "Redis holds at %s a value whose id is %s: ignored", key,
+                    got);
+            obj_unref(k, c);
             continue;
         }
         chains[i] = c;
@@ -251,7 +285,7 @@ static void decode_all(srv_ctx *ctx, srv_registry_op *op, proto_chain **chains, 
 }
 
 /* Back on the loop: the chains join the local registry and the scope. */
-static void fetch_finish(srv_redis *r, srv_registry_op *op, proto_chain **chains,
+static void fetch_finish(srv_redis *r, srv_registry_op *op, void **chains,
                          const proto_error *err, bool refused)
 {
     srv_ctx *ctx = r->ctx;
@@ -259,16 +293,17 @@ static void fetch_finish(srv_redis *r, srv_registry_op *op, proto_chain **chains
     bool too_large = false;
     op->found = 0;
     for (size_t i = 0; i < op->nids; i++) {
-        proto_chain *c = chains[i];
+        void *c = chains[i];
+        proto_reg_kind k = op->ids[i].kind;
         if (!c)
             continue;
-        if (op->scope->held_bytes + proto_chain_memory(c) > bound) {
+        if (op->scope->held_bytes + srv__registry_obj_bytes(k, c) > bound) {
             too_large = true;
-            proto_chain_unref(c);
+            obj_unref(k, c);
             continue;
         }
-        srv_registry_put(ctx->registry, c, NULL); /* too large for it: the scope holds it */
-        if (srv__registry_scope_hold(op->scope, c))
+        srv__registry_put_kind(ctx->registry, k, c, NULL); /* too large for it: the scope holds it */
+        if (srv__registry_scope_hold(op->scope, k, c))
             op->found++;
     }
     free(chains);
@@ -326,7 +361,7 @@ static void fetch_reply(srv_redis *r, srv_registry_op *op, redisReply *rep)
         op->lens[i] = (size_t)e->len;
         total += (size_t)e->len;
     }
-    proto_chain **chains = calloc(op->nids ? op->nids : 1, sizeof *chains);
+    void **chains = calloc(op->nids ? op->nids : 1, sizeof *chains);
     decode_work *d = chains && total > SRV_DECODE_INLINE_MAX ? calloc(1, sizeof *d) : NULL;
     if (d) {
         d->r = r;
@@ -418,8 +453,14 @@ static void on_message(redisAsyncContext *ac, void *reply, void *privdata)
     if (strcmp(rep->element[0]->str, "message") != 0)
         return;
     redisReply *id = rep->element[2];
-    if (id->type == REDIS_REPLY_STRING && srv_registry_id_form(id->str))
-        srv_registry_remove(r->ctx->registry, id->str);
+    if (id->type != REDIS_REPLY_STRING)
+        return;
+    const char *s = id->str;
+    bool scene = strncmp(s, SCENE_MESSAGE, sizeof SCENE_MESSAGE - 1) == 0;
+    if (scene)
+        s += sizeof SCENE_MESSAGE - 1;
+    if (srv_registry_id_form(s))
+        srv_registry_remove_kind(r->ctx->registry, scene ? PROTO_REG_SCENE : PROTO_REG_CHAIN, s);
 }
 
 /* ---- connections -------------------------------------------------------------------------------- */
@@ -790,7 +831,7 @@ int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op 
     op->ids = malloc(n * sizeof *op->ids);
     op->texts = calloc(n, sizeof *op->texts);
     op->lens = calloc(n, sizeof *op->lens);
-    char (*keys)[sizeof KEY_PREFIX + SRV_CHAIN_ID_LEN] = malloc(n * sizeof *keys);
+    char (*keys)[KEY_MAX] = malloc(n * sizeof *keys);
     const char **argv = malloc((n + 1) * sizeof *argv);
     size_t *lens = malloc((n + 1) * sizeof *lens);
     if (!op->ids || !op->texts || !op->lens || !keys || !argv || !lens) {
@@ -803,8 +844,8 @@ int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op 
     argv[0] = "MGET";
     lens[0] = 4;
     for (size_t i = 0; i < n; i++) {
-        memcpy(op->ids[i], scope->missed[i], SRV_CHAIN_ID_LEN + 1);
-        snprintf(keys[i], sizeof keys[i], KEY_PREFIX "%s", op->ids[i]);
+        op->ids[i] = scope->missed[i];
+        key_of(keys[i], op->ids[i].kind, op->ids[i].id);
         argv[i + 1] = keys[i];
         lens[i + 1] = strlen(keys[i]);
     }
@@ -824,15 +865,15 @@ int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op 
     return SRV_OK;
 }
 
-int srv_registry_store(srv_ctx *ctx, proto_chain *c, const char *text, size_t len,
-                       srv_registry_op *op)
+int srv_registry_store(srv_ctx *ctx, proto_reg_kind k, const char *id, const char *text,
+                       size_t len, srv_registry_op *op)
 {
     int rc;
     srv_redis *r = usable(ctx, op, &rc);
     if (!r)
         return rc;
-    char key[sizeof KEY_PREFIX + SRV_CHAIN_ID_LEN + 1];
-    snprintf(key, sizeof key, KEY_PREFIX "%s", proto_chain_id(c));
+    char key[KEY_MAX];
+    key_of(key, k, id);
     const char *argv[4] = {"SET", key, text, "NX"};
     size_t lens[4] = {3, strlen(key), len, 2};
     rc = send_cmd(r, C_STORE, op, 4, argv, lens);
@@ -842,19 +883,20 @@ int srv_registry_store(srv_ctx *ctx, proto_chain *c, const char *text, size_t le
     return rc;
 }
 
-int srv_registry_forget(srv_ctx *ctx, const char *id, srv_registry_op *op)
+int srv_registry_forget(srv_ctx *ctx, proto_reg_kind k, const char *id, srv_registry_op *op)
 {
     int rc;
     srv_redis *r = usable(ctx, op, &rc);
     if (!r)
         return rc;
-    char key[sizeof KEY_PREFIX + SRV_CHAIN_ID_LEN + 1];
-    snprintf(key, sizeof key, KEY_PREFIX "%s", id);
+    char key[KEY_MAX], message[sizeof SCENE_MESSAGE + SRV_CHAIN_ID_LEN];
+    key_of(key, k, id);
+    snprintf(message, sizeof message, "%s%s", k == PROTO_REG_SCENE ? SCENE_MESSAGE : "", id);
     rc = send_cmd(r, C_FORGET, op, 2, (const char *[]){"DEL", key},
                   (const size_t[]){3, strlen(key)});
     if (rc == SRV_OK) /* every replica drops it (its own reply is not waited for) */
-        send_cmd(r, C_SETUP, NULL, 3, (const char *[]){"PUBLISH", CHANNEL, id},
-                 (const size_t[]){7, sizeof CHANNEL - 1, strlen(id)});
+        send_cmd(r, C_SETUP, NULL, 3, (const char *[]){"PUBLISH", CHANNEL, message},
+                 (const size_t[]){7, sizeof CHANNEL - 1, strlen(message)});
     else
         snprintf(op->what, sizeof op->what, "%s",
                  rc == SRV_EBUSY ? "too many commands waiting for Redis" : r->state);

@@ -21,9 +21,10 @@
  * once it is back, so a connection's messages are answered in the order
  * sent.
  *
- * Opens by an id this replica does not hold (with --redis): the chain is
- * fetched from the shared registry first, and the connection waits for it
- * as for a message decoded on the pool (open_fetch).
+ * Opens, and scene messages, by an id this replica does not hold (with
+ * --redis): the chain or scene is fetched from the shared registry first,
+ * and the connection waits for it as for a message decoded on the pool
+ * (open_fetch).
  *
  * Not here: the socket and framing (ws_conn.c), one stream's rules
  * (ws_stream.c), ticks (ws_tick.c), the message formats
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_scene.h"
 #include "server/pool.h"
 #include "server/registry.h"
 #include "server/solve.h"
@@ -77,8 +79,12 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
         srv__stream_path(s, m);
     } else if (m->type == PROTO_STREAM_SCENE) {
         /* the stream's new scene, for the targets after it (moving
-         * obstacles); answered only when refused */
-        if (proto_session_scene(s->session, m->scene, e))
+         * obstacles); answered only when refused. By an id this replica
+         * does not hold: once fetched (open_fetch) */
+        if (m->scene_id && open_fetch(c, m, NULL))
+            return;
+        if (proto_session_scene(s->session, m->scene, m->scene_id, srv_registry_lookup,
+                                srv__ws_ctx(c)->registry, e))
             srv__ws_send_error(c, m->stream, false, 0, e);
     }
 }
@@ -255,7 +261,8 @@ typedef struct open_wait {
     srv_registry_op op;
     srv_registry_scope scope;
     ws_conn *c;
-    proto_stream_msg m; /* moved from the caller's */
+    proto_stream_msg m; /* moved from the caller's: an open or a scene message */
+    const char *path;   /* "/chain_id" or "/scene_id": what is fetched first */
 } open_wait;
 
 static void open_fetched(srv_registry_op *op)
@@ -267,20 +274,26 @@ static void open_fetched(srv_registry_op *op)
     in->decoding = false;
     if (srv__ws_open(c)) {
         proto_error e;
-        if (op->status == SRV_OK && op->found > 0) {
+        ws_stream *s = w->m.type == PROTO_STREAM_SCENE ? srv__stream_find(c, w->m.stream) : NULL;
+        if (op->status == SRV_OK && w->m.type == PROTO_STREAM_OPEN) {
+            /* what is still missing answers its own unknown_chain or unknown_scene */
             proto_session *session = srv__stream_open_session(ctx, &w->m, &w->scope, &e);
             srv__stream_open(c, &w->m, session, session ? NULL : &e);
+        } else if (op->status == SRV_OK && s && !s->close_after) {
+            if (proto_session_scene(s->session, NULL, w->m.scene_id, srv_registry_scope_lookup,
+                                    &w->scope, &e))
+                srv__ws_send_error(c, w->m.stream, false, 0, &e);
         } else {
             if (op->status == SRV_EINVAL)
                 e = op->err;
             else if (op->status == SRV_OK)
-                proto_error_set(&e, PROTO_E_UNKNOWN_CHAIN, "/chain_id",
-                                "no chain is registered with id \"%s\"", w->m.chain_id);
+                proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, "/stream",
+                                "no stream \"%s\" is open on this connection", w->m.stream);
             else
-                proto_error_set(&e, PROTO_E_OVERLOADED, "/chain_id",
+                proto_error_set(&e, PROTO_E_OVERLOADED, w->path,
                                 "the shared chain registry (Redis) is unavailable: %.120s; chain "
-                                "ids this replica does not hold cannot be looked up now, retry "
-                                "later",
+                                "and scene ids this replica does not hold cannot be looked up "
+                                "now, retry later",
                                 op->what);
             srv__ws_send_error(c, w->m.stream, false, 0, &e);
         }
@@ -297,40 +310,45 @@ static void open_fetched(srv_registry_op *op)
     srv__ws_unref(c);
 }
 
-/* An open by chain_id that neither the local registry nor (err: its
- * resolution failed off the loop) the pool found: with --redis, fetches the
- * id and opens the stream when it is in (taking m's content; true), or
- * answers why not. false when there is nothing to fetch: the open goes on
- * as it is. */
+/* An open by chain_id or scene_id, or a scene message by scene_id, that
+ * neither the local registry nor (err: its resolution failed off the loop)
+ * the pool found: with --redis, fetches the ids and opens the stream (sets
+ * its scene) when they are in (taking m's content; true), or answers why
+ * not. false when there is nothing to fetch: the message goes on as it
+ * is. */
 static bool open_fetch(ws_conn *c, proto_stream_msg *m, const proto_error *err)
 {
     srv_ctx *ctx = srv__ws_ctx(c);
-    if (!srv_registry_shared(ctx) || m->chain || !m->chain_id ||
-        !srv_registry_id_form(m->chain_id) || (err && err->code != PROTO_E_UNKNOWN_CHAIN))
+    if (!srv_registry_shared(ctx) ||
+        (err && err->code != PROTO_E_UNKNOWN_CHAIN && err->code != PROTO_E_UNKNOWN_SCENE))
         return false;
-    if (!err) {
-        proto_chain *held = srv_registry_get(ctx->registry, m->chain_id);
-        proto_chain_unref(held);
-        if (held)
-            return false;
-    }
     open_wait *w = calloc(1, sizeof *w);
-    ws_inbox *in = inbox_of(c);
-    if (!w || !in) {
+    if (!w)
+        return false;
+    srv_registry_scope_init(&w->scope, ctx->registry);
+    /* each lookup notes its id when neither the scope nor the local
+     * registry holds it */
+    if (m->type == PROTO_STREAM_OPEN && !m->chain && m->chain_id)
+        proto_chain_unref(srv_registry_scope_lookup(&w->scope, PROTO_REG_CHAIN, m->chain_id));
+    if (m->scene_id)
+        proto_scene_free(srv_registry_scope_lookup(&w->scope, PROTO_REG_SCENE, m->scene_id));
+    ws_inbox *in = w->scope.nmissed ? inbox_of(c) : NULL;
+    if (!in) {
+        srv_registry_scope_free(&w->scope);
         free(w);
         return false;
     }
-    srv_registry_scope_init(&w->scope, ctx->registry);
-    proto_chain_unref(srv_registry_scope_lookup(&w->scope, m->chain_id)); /* notes the miss */
+    w->path = w->scope.missed[0].kind == PROTO_REG_SCENE ? "/scene_id" : "/chain_id";
     w->c = c;
     w->op.done = open_fetched;
     w->op.data = w;
     int rc = srv_registry_fetch(ctx, &w->scope, &w->op);
     if (rc != SRV_OK) {
         proto_error e;
-        proto_error_set(&e, PROTO_E_OVERLOADED, "/chain_id",
-                        "the shared chain registry (Redis) is unavailable: %.120s; chain ids "
-                        "this replica does not hold cannot be looked up now, retry later",
+        proto_error_set(&e, PROTO_E_OVERLOADED, w->path,
+                        "the shared chain registry (Redis) is unavailable: %.120s; chain and "
+                        "scene ids this replica does not hold cannot be looked up now, retry "
+                        "later",
                         w->op.what);
         srv__ws_send_error(c, m->stream, false, 0, &e);
         srv_registry_scope_free(&w->scope);

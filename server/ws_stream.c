@@ -452,17 +452,16 @@ void srv__stream_settle(ws_stream *s)
 proto_session *srv__stream_open_session(srv_ctx *ctx, const proto_stream_msg *m,
                                         srv_registry_scope *scope, proto_error *e)
 {
-    proto_chain *chain =
-        scope ? proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits,
-                                    srv_registry_scope_lookup, scope, e)
-              : proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits, srv_registry_lookup,
-                                    ctx->registry, e);
+    proto_chain_lookup_fn fn = scope ? srv_registry_scope_lookup : srv_registry_lookup;
+    void *ud = scope ? (void *)scope : (void *)ctx->registry;
+    proto_chain *chain = proto_chain_resolve(m->chain, m->chain_id, &ctx->cfg.limits, fn, ud, e);
     if (!chain)
         return NULL;
     proto_session *session = NULL;
     int rc = proto_session_open(chain, m->options, m->seed, &ctx->cfg.limits, &session, e);
     proto_chain_unref(chain);
-    if (rc == 0 && m->scene && proto_session_scene(session, m->scene, e)) {
+    if (rc == 0 && (m->scene || m->scene_id) &&
+        proto_session_scene(session, m->scene, m->scene_id, fn, ud, e)) {
         proto_session_free(session);
         return NULL;
     }

@@ -578,6 +578,7 @@ typedef struct closed_job {
     const ik_closed *k;
     double Rd[9], pd[3];
     double tol_pos, tol_rot;
+    const ik_collide_check *avoid; /* opts->collide when it avoids */
     double ref[6];
     double br[IK_CLOSED_BRANCHES][6];
     bool exact[IK_CLOSED_BRANCHES];
@@ -602,6 +603,9 @@ static int job_setup(closed_job *J, const ik_chain *c, const ik_closed *k, const
         for (int j = 0; j < 6; j++)
             if (!isfinite(seed[j]))
                 return IK_EINVAL;
+    J->avoid = o->collide && o->collide->avoid ? o->collide : NULL;
+    if (J->avoid && ik_collide_check_valid(J->avoid, 6) != IK_OK)
+        return IK_EINVAL;
     J->c = c;
     J->k = k;
     J->tol_pos = o->tol_pos;
@@ -831,6 +835,8 @@ int ik_closed_solve(const ik_chain *c, const ik_closed *k, const ik_target *t,
         m++;
     }
     size_t inside = m;
+    /* with collisions: the clearest solution in collision so far */
+    double clear_q[6], clear_d = -INFINITY;
     while (m > 0) {
         size_t best = 0;
         for (size_t i = 1; i < m; i++)
@@ -838,16 +844,33 @@ int ik_closed_solve(const ik_chain *c, const ik_closed *k, const ik_target *t,
                 best = i;
         double e[6];
         err_of(&J, cand[best], e);
-        if (within_tol(&J, e)) {
+        bool take = within_tol(&J, e);
+        if (take && J.avoid) {
+            const ik_collide_check *a = J.avoid;
+            double dd = ik_collide_distance(a->model, &a->scene, cand[best], a->ws, a->ws_size,
+                                            NULL);
+            take = dd >= a->margin;
+            if (!take && dd > clear_d) {
+                clear_d = dd;
+                memcpy(clear_q, cand[best], sizeof clear_q);
+            }
+        } else if (!take) {
+            /* not reached after all (rounding next to a singularity) */
+            inside--;
+        }
+        if (take) {
             memcpy(q_out, cand[best], sizeof cand[best]);
             fill_res(&J, q_out, IK_OK, IK_REASON_NONE, exact, inside, res);
             return IK_OK;
         }
-        /* not reached after all (rounding next to a singularity): drop it */
         m--;
         memcpy(cand[best], cand[m], sizeof cand[m]);
         d[best] = d[m];
-        inside--;
+    }
+    if (clear_d > -INFINITY) {
+        memcpy(q_out, clear_q, sizeof clear_q);
+        fill_res(&J, q_out, IK_ECOLLISION, IK_REASON_IN_COLLISION, exact, inside, res);
+        return IK_ECOLLISION;
     }
     return job_fail(&J, job_branches(&J), q_out, res);
 }

@@ -164,14 +164,20 @@ typedef struct ik_closed_result {
 
 /* Solves full-pose target t in closed form: q_out (6 values) gets the
  * solution nearest seed (NULL: the mid-limit pose; a seed outside the limits
- * is clamped into them first). opts: only tol_pos and tol_rot are read (NULL
- * means the numeric defaults, 1e-5). res may be NULL.
+ * is clamped into them first). opts: tol_pos, tol_rot and collide are read
+ * (NULL means the numeric defaults, 1e-5, no collisions). res may be NULL.
+ * With opts->collide avoiding (ik_collide.h), the answer is the nearest
+ * solution whose distance is at least the check's margin: every branch is
+ * tried (whole turns move no link, so the nearest turn of each stands for
+ * them all), which makes a miss a proof for the closed form's solutions.
  * Returns IK_OK; IK_EUNREACHABLE or IK_ELIMITS (FAILURES above, q_out holds
- * the best pose, inside the limits); IK_EINVAL for NULL pointers, a chain
- * without a closed form (k->kind NONE or a different dof), a mode other
- * than full pose, non-finite target or seed, or tolerances <= 0 (then
- * nothing is written to q_out and res only gets status). q_out may alias
- * seed. */
+ * the best pose, inside the limits); IK_ECOLLISION when every solution
+ * inside the limits is in collision (q_out the clearest of them, reason
+ * IK_REASON_IN_COLLISION); IK_EINVAL for NULL pointers, a chain without a
+ * closed form (k->kind NONE or a different dof), a mode other than full
+ * pose, non-finite target or seed, tolerances <= 0, or a collision check
+ * ik_collide_check_valid() refuses (then nothing is written to q_out and
+ * res only gets status). q_out may alias seed. */
 int ik_closed_solve(const ik_chain *c, const ik_closed *k, const ik_target *t,
                     const double *seed, const ik_numeric_opts *opts, double *q_out,
                     ik_closed_result *res);
@@ -180,7 +186,9 @@ int ik_closed_solve(const ik_chain *c, const ik_closed *k, const ik_target *t,
  * first): the first min(cap, res->solutions) go to q_all (6 values each,
  * row after row); returns how many were written (0 with res->status telling
  * why when there are none). The same checks and failures as
- * ik_closed_solve(); on failure nothing is written to q_all. At most
+ * ik_closed_solve(), collisions aside: every solution is listed, clear or
+ * not (opts->collide is only validated); on failure nothing is written to
+ * q_all. At most
  * IK_CLOSED_BRANCHES * IK_CLOSED_TURNS^6 solutions exist; cap may be
  * smaller (the nearest are kept). */
 size_t ik_closed_solve_all(const ik_chain *c, const ik_closed *k, const ik_target *t,

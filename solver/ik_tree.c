@@ -1156,6 +1156,21 @@ static bool acceptable(const solver *S, size_t serve, const double *lct, const b
     return level_met(G, met_t, serve) || lct[serve] < cost;
 }
 
+/* Exchanges two sets of joint values, Jacobian and error rows (a trial
+ * taken or restored: the buffers change owners, nothing is copied). */
+static void swap_trial(double **q, double **J, double **e, double **q2, double **J2, double **e2)
+{
+    double *t = *q;
+    *q = *q2;
+    *q2 = t;
+    t = *J;
+    *J = *J2;
+    *J2 = t;
+    t = *e;
+    *e = *e2;
+    *e2 = t;
+}
+
 /* A trial that serves a lower level leaves the higher levels' constraint
  * surface to second order (the null space is that of the linearisation).
  * One Gauss-Newton step on the levels above `serve` alone, from the trial,
@@ -1180,15 +1195,7 @@ static bool restore(solver *S, size_t serve, double cost)
     evaluate(S, S->qr, S->Jr, S->er, S->lcr, S->met_r);
     if (!acceptable(S, serve, S->lcr, S->met_r, cost))
         return false;
-    double *tmp = S->qt;
-    S->qt = S->qr;
-    S->qr = tmp;
-    tmp = S->Jt;
-    S->Jt = S->Jr;
-    S->Jr = tmp;
-    tmp = S->et;
-    S->et = S->er;
-    S->er = tmp;
+    swap_trial(&S->qt, &S->Jt, &S->et, &S->qr, &S->Jr, &S->er);
     memcpy(S->lct, S->lcr, sizeof S->lct);
     memcpy(S->met_t, S->met_r, sizeof S->met_t);
     return true;
@@ -1275,15 +1282,7 @@ static int attempt(solver *S, size_t *k_out)
                 if (ok) {
                     const bool met_now = level_met(G, S->met_t, serve);
                     flat = (!met_now && cost - S->lct[serve] <= LOWER_FLAT * cost) ? flat + 1 : 0;
-                    double *tmp = S->q;
-                    S->q = S->qt;
-                    S->qt = tmp;
-                    tmp = S->J;
-                    S->J = S->Jt;
-                    S->Jt = tmp;
-                    tmp = S->e;
-                    S->e = S->et;
-                    S->et = tmp;
+                    swap_trial(&S->q, &S->J, &S->e, &S->qt, &S->Jt, &S->et);
                     memcpy(S->lc, S->lct, sizeof S->lc);
                     memcpy(S->met, S->met_t, sizeof S->met);
                     k = kt;

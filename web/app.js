@@ -16,7 +16,13 @@
  *     same request as a curl command (POST /v1/solve with the chain's id
  *     and the seed the stream started from);
  *   - keeps several rigs at once (each file adds one; the list selects and
- *     removes them).
+ *     removes them);
+ *   - puts obstacles (boxes, spheres, capsules: obstacles.js) beside a
+ *     robot, drags them like targets, and asks for answers clear of them
+ *     and of the robot itself (avoid_collisions, collision_margin); the
+ *     stream opens with the scene and a "scene" message replaces it when an
+ *     obstacle moves, and the answer view says how clear the arm is
+ *     (min_distance) or, when ikd found no pose clear, which pair collides.
  * The repository's KUKA iiwa 14 (URDF) and CMU walk (BVH), copied next to
  * the page by make web, are opened at start so that the stage is not empty.
  *
@@ -33,7 +39,7 @@
  */
 import * as THREE from 'three';
 import { Ikd, IkdError } from './ikd.js';
-import { Stage } from './stage.js';
+import { Stage, materials } from './stage.js';
 import { UrdfRig } from './urdf_rig.js';
 import { BvhRig } from './bvh_rig.js';
 
@@ -103,6 +109,7 @@ async function addRobot(fileName, text) {
   place(rig);
   rigs.set(rig.name, rig);
   rig.onMove = () => sendRobot(rig);
+  rig.obstacles.onChange = () => sceneChanged(rig);
   state.rigs[rig.name] = { kind: 'robot', base: rig.base, tips: rig.tips };
   selectRig(rig.name);
   if (conn) await startRobot(rig);
@@ -124,6 +131,7 @@ function removeRig(name) {
   if (!rig) return;
   for (const s of rig.streams ? Object.values(rig.streams) : []) s.close().catch(() => {});
   if (rig.stream) rig.stream.close().catch(() => {});
+  rig.streamName = null;
   rig.dispose();
   rigs.delete(name);
   delete state.rigs[name];
@@ -195,7 +203,17 @@ function noteAnswer(name, s) {
 
 async function startRobot(rig) {
   try {
-    const desc = await ikd.registerChain(rig.chain());
+    let desc;
+    try {
+      desc = await ikd.registerChain(rig.chain());
+    } catch (e) {
+      /* a URDF ikd cannot model as drawn (say, <collision> it cannot read):
+       * the robot still moves, without collisions, and the panel says why */
+      if (!rig.withModel || !(e instanceof IkdError) || e.status === undefined) throw e;
+      rig.withModel = false;
+      rig.modelError = e.message;
+      desc = await ikd.registerChain(rig.chain());
+    }
     rig.chainId = desc.id;
     rig.described(desc);
   } catch (e) {
@@ -210,32 +228,72 @@ async function startRobot(rig) {
 function robotOptions(rig) {
   const o = { ...rig.options };
   if (o.solver === 'auto') delete o.solver;
+  if (!o.avoid_collisions || !rig.withModel) {
+    delete o.avoid_collisions;
+    delete o.collision_margin;
+  }
   return o;
 }
 
+/** The robot's obstacles as the request's scene (null: none, or no model to check them against). */
+function robotScene(rig) {
+  return rig.withModel ? rig.obstacles.scene() : null;
+}
+
+/** An obstacle was added, moved, resized or removed: the stream's scene is
+ * replaced (a "scene" message) and the target solved again among it. */
+function sceneChanged(rig) {
+  state.rigs[rig.name].scene = robotScene(rig);
+  if (rig.stream?.isOpen && rig.withModel) {
+    rig.stream.setScene(robotScene(rig) ?? {});
+    sendRobot(rig);
+  }
+  stage.redraw();
+}
+
 async function openRobotStream(rig) {
-  if (rig.stream) rig.stream.close().catch(() => {});
+  /* nothing more goes to the stream being replaced, and its answers still
+   * on the way are not taken for the new stream's (both count from seq 1) */
+  const old = rig.stream;
+  rig.stream = null;
+  if (old) old.close().catch(() => {});
   const name = `${rig.name}.${++streamVersion}`;
   rig.streamName = name;
+  let stream;
   try {
     /* the chain itself, not its id: a restarted ikd has forgotten ids, and
      * the client opens the streams again as they were first opened */
-    rig.stream = await conn.open(name, { chain: rig.chain(), options: robotOptions(rig) });
+    const spec = { chain: rig.chain(), options: robotOptions(rig) };
+    const scene = robotScene(rig);
+    if (scene) spec.scene = scene;
+    stream = await conn.open(name, spec);
   } catch (e) {
     noteError(name, e);
     return;
   }
-  rig.pending = new Map();
-  rig.stream.onSolution((s) => {
+  if (rig.streamName !== name) {
+    /* a newer opening (another option changed meanwhile) or the rig removed */
+    stream.close().catch(() => {});
+    return;
+  }
+  rig.stream = stream;
+  const pending = new Map();
+  rig.pending = pending;
+  stream.onSolution((s) => {
     noteAnswer(name, s);
-    const sent = rig.pending.get(s.seq);
-    for (const k of rig.pending.keys()) if (k <= s.seq) rig.pending.delete(k);
+    if (rig.stream !== stream) return;
+    const sent = pending.get(s.seq);
+    for (const k of pending.keys()) if (k <= s.seq) pending.delete(k);
     if (!sent) return;
     rig.answered(s.result, sent.target);
     rig.lastAnswer = s.result;
     rig.lastRequest = sent.request;
     const r = state.rigs[rig.name];
     Object.assign(r, { status: s.result.status, joints: rig.joints, tipErrors: rig.tipErrors, withinLimits: rig.withinLimits, base: rig.base, tips: rig.tips, answered: s.seq });
+    Object.assign(r, { minDistance: s.result.min_distance, closest: s.result.closest ?? null, cause: s.result.cause ?? null });
+    const k = s.result.closest;
+    rig.obstacles.mark(k?.obstacle);
+    rig.markLinks(k ? [k.link, k.other_link].filter(Boolean) : []);
     renderTables();
     if (state.selected === rig.name) renderExchange();
     stage.redraw();
@@ -250,6 +308,8 @@ function sendRobot(rig) {
   /* the same solve over HTTP: the chain's id, the target, and the pose the
    * stream continues from as the seed */
   const request = { chain_id: rig.chainId, target, seed: rig.joints, options: robotOptions(rig) };
+  const scene = robotScene(rig);
+  if (scene) request.scene = scene;
   const p = stream.target(target);
   const seq = stream.seq;
   streamState(rig.streamName).sent = seq;
@@ -512,6 +572,7 @@ function renderRigPanel() {
         box.append(field(`priority of ${tip} `, numberInput(rig.priorities[tip] ?? 0, (v) => { rig.priorities[tip] = Math.max(0, Math.min(7, Math.round(v))); sendRobot(rig); }, 1)));
       }
     }
+    box.append(collisionPanel(rig, reopen));
     const j = document.createElement('table');
     j.id = 'joints';
     box.append(j);
@@ -532,6 +593,70 @@ function renderRigPanel() {
     syncScrubber(rig);
     ui('play').textContent = rig.playing ? 'pause' : 'play';
   }
+}
+
+/** A robot's collisions: its obstacles (add, size, remove), avoid_collisions
+ * and the margin, and the model ikd described. */
+function collisionPanel(rig, reopen) {
+  const sec = document.createElement('section');
+  sec.id = 'collisions';
+  const h = document.createElement('h2');
+  h.textContent = 'collisions';
+  sec.append(h);
+  const note = document.createElement('p');
+  note.className = 'hint';
+  note.id = 'collision-model';
+  if (!rig.withModel) {
+    note.textContent = `no collision model: ${rig.modelError}`;
+    sec.append(note);
+    return sec;
+  }
+  const adds = document.createElement('div');
+  adds.className = 'row';
+  for (const kind of ['box', 'sphere', 'capsule']) {
+    const b = document.createElement('button');
+    b.id = `add-${kind}`;
+    b.textContent = `+ ${kind}`;
+    b.onclick = () => { const o = rig.obstacles.add(kind); renderRigPanel(); stage.select(rig.obstacles.handleName(o)); };
+    adds.append(b);
+  }
+  const table = document.createElement('table');
+  table.id = 'obstacles';
+  for (const o of rig.obstacles.list) {
+    const tr = table.insertRow();
+    const name = document.createElement('th');
+    name.textContent = o.name;
+    const dims = document.createElement('td');
+    dims.className = 'dims';
+    const set = (k, v) => { try { rig.obstacles.resize(o, { [k]: v }); } catch (e) { say(e.message); } };
+    const dim = (label, v, on) => { const i = numberInput(v, on); i.title = label; i.setAttribute('aria-label', `${o.name} ${label}`); return i; };
+    if (o.kind === 'box') {
+      o.size.forEach((v, i) => dims.append(dim(`size ${'xyz'[i]} m`, v, (x) => set('size', o.size.map((s, k) => (k === i ? x : s))))));
+    } else {
+      dims.append(dim('radius m', o.radius, (x) => set('radius', x)));
+      if (o.kind === 'capsule') dims.append(dim('length m', o.length, (x) => set('length', x)));
+    }
+    const rm = document.createElement('button');
+    rm.textContent = '×';
+    rm.title = `remove ${o.name}`;
+    rm.onclick = () => { rig.obstacles.remove(o); renderRigPanel(); };
+    tr.append(name, dims);
+    tr.insertCell().append(rm);
+  }
+  const avoid = check(' avoid collisions', rig.options.avoid_collisions, (v) => { rig.options.avoid_collisions = v; reopen(); });
+  avoid.querySelector('input').id = 'avoid-collisions';
+  const margin = numberInput(rig.options.collision_margin, (v) => { rig.options.collision_margin = Math.max(0, v); reopen(); });
+  margin.id = 'collision-margin';
+  margin.min = '0';
+  const c = rig.collision;
+  if (c?.error) note.textContent = `no collision model: ${c.error}`;
+  else if (c) {
+    const links = c.links.filter((l) => l.spheres > 0).length;
+    note.textContent = `model: ${c.spheres} spheres on ${links} links (the arm as drawn: capsules of radius ${(rig.radius * 100).toFixed(1)} cm where the URDF has no primitives)` +
+      (c.unmodelled.length ? `; not checked: ${c.unmodelled.join(', ')}` : '');
+  }
+  sec.append(adds, table, avoid, field('margin m ', margin), note);
+  return sec;
 }
 
 function renderJoints(rig) {
@@ -596,7 +721,32 @@ function renderExchange() {
   ui('request').textContent = x ? clip(JSON.stringify(x.request, null, 1)) : '–';
   ui('answer').textContent = x?.answer ? clip(JSON.stringify(x.answer, null, 1)) : '–';
   const rig = rigs.get(state.selected);
+  renderClearance(rig?.kind === 'robot' ? x?.answer : null, rig);
   if (rig?.kind === 'robot') renderJoints(rig);
+}
+
+/** The answer's clearance in words: how clear the arm is, or the pair that collides. */
+function renderClearance(a, rig) {
+  const el = ui('clearance');
+  const cm = (d) => `${(d * 100).toFixed(1)} cm`;
+  el.className = 'clearance';
+  if (!a || a.min_distance === undefined) {
+    el.textContent = '';
+    return;
+  }
+  const margin = rig.options.avoid_collisions ? rig.options.collision_margin : 0;
+  const k = a.closest;
+  const pair = k ? `${k.link} and ${k.other_link ?? k.obstacle} at ${cm(k.distance)}` : '';
+  if (a.cause === 'in_collision') {
+    el.textContent = `no pose clear of collisions: ${pair}`;
+    el.classList.add('bad');
+  } else if (k) {
+    el.textContent = `${k.distance < 0 ? 'in collision' : 'nearer than the margin'}: ${pair}`;
+    el.classList.add(k.distance < 0 ? 'bad' : 'warn');
+  } else {
+    el.textContent = a.min_distance === null ? 'no pair to check' : `clear by ${cm(a.min_distance)}${margin ? ` (margin ${cm(margin)})` : ''}`;
+    el.classList.add('ok');
+  }
 }
 
 ui('copy-curl').onclick = async () => {
@@ -691,7 +841,7 @@ function frame(now) {
 }
 
 window.ikdPage = {
-  state, stage, rigs,
+  state, stage, rigs, materials,
   screenOf: (name) => stage.screenOf(name),
   select: (name) => stage.select(name),
   selectRig,
@@ -710,6 +860,14 @@ window.ikdPage = {
     const p = rig.tipPose(tip ?? rig.tips[0]);
     rig.pose(rig.jointNames, keep);
     return { position: p.position.toArray(), orientation: p.orientation.toArray() };
+  },
+  /** moves a robot's obstacle to a point of the world (the screen's frame,
+   * y up), as a drag there would */
+  moveObstacle(name, obstacle, world) {
+    const o = rigs.get(name).obstacles.byName(obstacle);
+    o.mesh.position.copy(o.mesh.parent.worldToLocal(new THREE.Vector3(...world)));
+    o.mesh.updateMatrixWorld();
+    stage.moved(o.mesh);
   },
   /** a target handle's pose in its rig's base frame */
   handlePose(name) {

@@ -25,10 +25,13 @@ export const materials = {
   limb: new THREE.MeshStandardMaterial({ color: 0xf0a040, roughness: 0.5 }),
   link: new THREE.MeshStandardMaterial({ color: 0xe87d2c, roughness: 0.45, metalness: 0.2 }),
   linkIdle: new THREE.MeshStandardMaterial({ color: 0x8a8f99, roughness: 0.6 }),
+  linkHit: new THREE.MeshStandardMaterial({ color: 0xff5a4f, emissive: 0x401010, roughness: 0.5 }),
   joint: new THREE.MeshStandardMaterial({ color: 0x3a3f4b, roughness: 0.5 }),
   target: new THREE.MeshStandardMaterial({ color: 0xff8c1a, emissive: 0x552200 }),
   planted: new THREE.MeshStandardMaterial({ color: 0x4ad66d, emissive: 0x0d3a18 }),
   pole: new THREE.MeshStandardMaterial({ color: 0x4aa3ff, emissive: 0x10264a }),
+  obstacle: new THREE.MeshStandardMaterial({ color: 0x6f8fb8, roughness: 0.7, transparent: true, opacity: 0.55 }),
+  obstacleHit: new THREE.MeshStandardMaterial({ color: 0xff5a4f, emissive: 0x401010, transparent: true, opacity: 0.7 }),
 };
 
 /** A capsule (cylinder with round ends) from a to b in parent's coordinates. */
@@ -135,10 +138,12 @@ export class Stage {
 
   /* ---- handles --------------------------------------------------------- */
 
-  /** Registers a draggable mesh; onMove(mesh) runs after every move. */
-  addHandle(name, mesh, onMove, { rotatable = false } = {}) {
+  /** Registers a draggable mesh; onMove(mesh) runs after every move. A
+   * handle "behind" (an obstacle) is picked only where no other handle is
+   * under the pointer, so that a target inside an obstacle stays draggable. */
+  addHandle(name, mesh, onMove, { rotatable = false, behind = false } = {}) {
     mesh.name = name;
-    this.handles.set(name, { mesh, onMove, rotatable });
+    this.handles.set(name, { mesh, onMove, rotatable, behind });
   }
 
   removeHandle(name) {
@@ -194,7 +199,8 @@ export class Stage {
     if (this.gizmo.axis !== null || this.gizmo.dragging) return;
     this.pointer(e);
     const meshes = [...this.handles.values()].map((h) => h.mesh).filter((m) => m.visible);
-    const hit = this.ray.intersectObjects(meshes, false)[0];
+    const hits = this.ray.intersectObjects(meshes, false);
+    const hit = hits.find((x) => !this.handles.get(x.object.name).behind) ?? hits[0];
     if (!hit) return;
     this.select(hit.object.name);
     if (this.mode !== 'plane') return;

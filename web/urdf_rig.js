@@ -16,9 +16,21 @@
  * above, with the answered joints) is what puts each tip on screen, and
  * how far it lands from its target is measured there (tipErrors), apart
  * from the answer's own errors.
+ *
+ * Collisions (proto/README.md, "Collisions"): the chain carries the robot
+ * as drawn as its collision model, `collision_skeleton` with the drawn
+ * capsules' radius (links whose URDF has sphere, box or cylinder
+ * primitives keep those), and an SRDF that disables the pairs of links two
+ * joints apart (a link's grandparent and its siblings): their capsules meet
+ * at a short link between them (the iiwa's link_2, 4 and 6 have no length)
+ * and would collide in every pose, the pairs MoveIt's setup assistant
+ * disables as colliding by default. A URDF ikd cannot model that way is
+ * registered without a model (withModel false, modelError says why). The
+ * robot's obstacles (obstacles.js) hang under the base link as targets do.
  */
 import * as THREE from 'three';
 import { capsule, materials } from './stage.js';
+import { Obstacles } from './obstacles.js';
 
 const num3 = (s, d = [0, 0, 0]) => {
   if (s == null || s.trim() === '') return d;
@@ -91,7 +103,11 @@ export class UrdfRig {
     this.limits = [];
     this.tipErrors = {};
     this.handles = [];
-    this.options = { solver: 'auto', tolerance: 1e-5, timeout_ms: 20 };
+    this.options = { solver: 'auto', tolerance: 1e-5, timeout_ms: 20, avoid_collisions: false, collision_margin: 0.01 };
+    this.withModel = true;
+    this.modelError = '';
+    this.collision = null; /* the chain description's "collision" */
+    this.obstacles = new Obstacles(this, stage);
     this.fullPose = false;
     this.priorities = {};
   }
@@ -145,9 +161,29 @@ export class UrdfRig {
 
   /** The chain ikd registers: "urdf" for one tip, "tree" for several. */
   chain() {
-    return this.tips.length === 1
+    const c = this.tips.length === 1
       ? { kind: 'urdf', urdf: this.text, base: this.base, tip: this.tips[0] }
       : { kind: 'tree', urdf: this.text, base: this.base, tips: [...this.tips] };
+    if (this.withModel) Object.assign(c, { collision_skeleton: this.radius, srdf: this.skeletonSrdf() });
+    return c;
+  }
+
+  /** The SRDF of the skeleton model: every pair of links two joints apart
+   * (grandparent and grandchild; siblings, but for a link of more than 16
+   * children) disabled, as colliding by default. */
+  skeletonSrdf() {
+    const esc = (t) => t.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
+    const pairs = [];
+    for (const j of this.model.joints) {
+      const up = this.byChild.get(j.parent);
+      if (up) pairs.push([up.parent, j.child]);
+    }
+    for (const kids of this.children.values()) {
+      if (kids.length > 16) continue;
+      for (let a = 0; a < kids.length; a++) for (let b = a + 1; b < kids.length; b++) pairs.push([kids[a].child, kids[b].child]);
+    }
+    const rows = pairs.map(([a, b]) => `<disable_collisions link1="${esc(a)}" link2="${esc(b)}" reason="Default"/>`);
+    return `<robot name="${esc(this.model.name)}">${rows.join('')}</robot>`;
   }
 
   /** Sets the base and tips (validated: every tip below the base). */
@@ -162,6 +198,8 @@ export class UrdfRig {
 
   /** After registration: the joints ikd solves, with their limits. */
   described(desc) {
+    this.collision = desc.collision ?? null;
+    this.obstacles.rebase();
     this.jointNames = desc.joint_names;
     this.limits = desc.joints.map((j) => [j.lower, j.upper]);
     this.joints = this.limits.map(([lo, hi]) => Math.min(hi, Math.max(lo, 0)));
@@ -169,7 +207,8 @@ export class UrdfRig {
     this.group.traverse((o) => {
       if (o.isMesh && o.userData.link) {
         const j = this.byChild.get(o.userData.link);
-        o.material = j && active.has(j.name) ? materials.link : materials.linkIdle;
+        o.userData.active = Boolean(j && active.has(j.name));
+        o.material = o.userData.active ? materials.link : materials.linkIdle;
       }
     });
     /* the first target: the tip where a bent pose puts it (every other
@@ -183,6 +222,19 @@ export class UrdfRig {
     this.pose(this.jointNames, bent);
     this.makeHandles();
     this.pose(this.jointNames, this.joints);
+  }
+
+  /** Draws the links named (an answer's closest pair) in the colour of a
+   * hit and the others as they were: a link's capsules are those drawn in
+   * its frame, from its origin to its child joints, which is the link the
+   * skeleton model gives them to. */
+  markLinks(names) {
+    for (const [link, obj] of this.linkObj) {
+      const hit = names.includes(link);
+      for (const o of obj.children) {
+        if (o.isMesh && o.userData.link) o.material = hit ? materials.linkHit : o.userData.active ? materials.link : materials.linkIdle;
+      }
+    }
   }
 
   /** Puts joint values on the model (joints not named stay where they are). */
@@ -275,6 +327,7 @@ export class UrdfRig {
   }
 
   dispose() {
+    this.obstacles.dispose();
     for (const h of this.handles) this.stage.removeHandle(h.name);
     this.group.removeFromParent();
   }

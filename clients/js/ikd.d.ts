@@ -23,7 +23,8 @@ export function streamProtocols(token?: string): string[];
 /** Wire codes of ikd's errors, and the client's own. */
 export type ErrorCode =
   | 'invalid_json' | 'invalid_request' | 'unknown_type' | 'stream_exists' | 'too_many_streams'
-  | 'unauthorized' | 'forbidden_origin' | 'not_found' | 'unknown_chain' | 'unknown_stream'
+  | 'unauthorized' | 'forbidden_origin' | 'not_found' | 'unknown_chain' | 'unknown_scene'
+  | 'unknown_stream'
   | 'method_not_allowed' | 'request_timeout' | 'too_large' | 'invalid_chain' | 'invalid_urdf'
   | 'invalid_srdf' | 'upgrade_required' | 'internal' | 'overloaded' | 'shutting_down'
   | 'network' | 'bad_answer' | 'not_connected' | 'connection_lost' | 'closed' | 'unexpected_message'
@@ -73,6 +74,13 @@ export interface Chain {
 
 export type Seed = number[] | number[][];
 
+/** Obstacles in the chain's base frame and units (proto/README.md, "Collisions"). */
+export interface Scene {
+  boxes?: Array<{ size: Vec3 | number[]; position: Vec3 | number[]; orientation?: Quat | number[]; name?: string }>;
+  spheres?: Array<{ radius: number; position: Vec3 | number[]; name?: string }>;
+  capsules?: Array<{ radius: number; from: Vec3 | number[]; to: Vec3 | number[]; name?: string }>;
+}
+
 /** Options (proto/README.md, "Options"); ikd checks them. */
 export interface Options {
   solver?: string;
@@ -90,6 +98,8 @@ export interface Options {
   fields?: string[];
   digits?: number;
   objective?: string;
+  avoid_collisions?: boolean;
+  collision_margin?: number;
   [member: string]: unknown;
 }
 
@@ -122,6 +132,10 @@ export interface Result {
   iterations?: number;
   restarts?: number;
   time_ms?: number;
+  /** on a chain with a collision model: the signed clearance of the pose */
+  min_distance?: number | null;
+  /** the pair nearer than the margin: a link and another link or an obstacle */
+  closest?: { link: string; other_link?: string; obstacle?: string; distance: number };
 }
 
 export interface ChainMembers {
@@ -155,10 +169,10 @@ export interface ChainInfo {
 }
 
 export interface SolveRequest {
-  chain?: Chain; chain_id?: string; target: Target; seed?: Seed; options?: Options;
+  chain?: Chain; chain_id?: string; target: Target; seed?: Seed; options?: Options; scene?: Scene;
 }
 export interface BatchRequest {
-  chain?: Chain; chain_id?: string; targets: Target[]; seeds?: Seed[]; options?: Options;
+  chain?: Chain; chain_id?: string; targets: Target[]; seeds?: Seed[]; options?: Options; scene?: Scene;
 }
 
 export interface RequestOptions { signal?: AbortSignal }
@@ -309,7 +323,7 @@ export class IkdConnection {
   codec: TickCodec;
   on<K extends keyof ConnectionEvents>(name: K, fn: ConnectionEvents[K]): () => boolean;
   ready(): Promise<void>;
-  open(name: string, spec: { chain?: Chain; chain_id?: string; options?: Options; seed?: Seed }): Promise<IkdStream>;
+  open(name: string, spec: { chain?: Chain; chain_id?: string; options?: Options; seed?: Seed; scene?: Scene }): Promise<IkdStream>;
   tick(targets: TickTargets): Promise<TickSolution>;
   sendTick(targets: TickTargets): number;
   /** sends one message object as it is; false when not open */
@@ -332,5 +346,7 @@ export class IkdStream {
   send(target: Target, opts?: { seed?: Seed }): number;
   path(waypoints: Target[], timing?: { rate_hz?: number; duration_s?: number },
     onSample?: (s: Solution) => void): Promise<PathEnd>;
+  /** replaces the stream's scene (a "scene" message); false when not open */
+  setScene(scene: Scene): boolean;
   close(): Promise<void>;
 }

@@ -41,7 +41,7 @@
  *     latest or listen.
  *   - Reconnection: a connection that drops is re-opened with exponential
  *     backoff (with jitter) and every stream is opened again on the same
- *     chain and options; targets in flight when it dropped are rejected with
+ *     chain, options and scene (the newest setScene's); targets in flight when it dropped are rejected with
  *     code "connection_lost" (ikd never saw their answers go out).
  *   - Authentication: HTTP sends "Authorization: Bearer <token>". A browser
  *     WebSocket cannot send that header, so the stream upgrade carries the
@@ -754,7 +754,8 @@ export class IkdConnection {
    * rejects with the IkdError that answered the open (its path points into
    * the open message, for example "/chain/positions/1").
    * @param {string} name 1 to 64 characters of A-Z a-z 0-9 _ . : -
-   * @param {{chain?: any, chain_id?: string, options?: any, seed?: any}} spec
+   * @param {{chain?: any, chain_id?: string, options?: any, seed?: any, scene?: any}} spec
+   *   scene: obstacles for a chain with a collision model (proto/README.md, "Collisions")
    * @returns {Promise<IkdStream>}
    */
   open(name, spec) {
@@ -862,7 +863,7 @@ export class IkdStream {
   /**
    * @param {IkdConnection} conn
    * @param {string} name
-   * @param {{chain?: any, chain_id?: string, options?: any, seed?: any}} spec
+   * @param {{chain?: any, chain_id?: string, options?: any, seed?: any, scene?: any}} spec
    */
   constructor(conn, name, spec) {
     this.conn = conn;
@@ -894,7 +895,24 @@ export class IkdStream {
     if (this.spec.chain_id !== undefined) msg.chain_id = this.spec.chain_id;
     if (this.spec.options !== undefined) msg.options = this.spec.options;
     if (this.spec.seed !== undefined) msg.seed = this.spec.seed;
+    if (this.spec.scene !== undefined) msg.scene = this.spec.scene;
     this.conn.send(msg);
+  }
+
+  /**
+   * Replaces the stream's scene (a "scene" message, proto/STREAM.md): the
+   * targets sent after it are solved among these obstacles, a target
+   * already waiting keeps the scene it was sent under. ikd does not answer
+   * it; a refused scene is an "error" event of the connection (path under
+   * "/scene") and the stream keeps its old one. The scene is kept for a
+   * reopening after a reconnection. Returns false when the stream is not
+   * open (the scene is still kept for its next opening).
+   * @param {any} scene
+   */
+  setScene(scene) {
+    this.spec = { ...this.spec, scene };
+    if (!this.isOpen || this.conn.state !== 'open') return false;
+    return this.conn.send({ type: 'scene', stream: this.name, scene });
   }
 
   /**

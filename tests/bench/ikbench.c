@@ -155,6 +155,12 @@
  *        "avoid_cpu_mean_us":..,"avoid_cpu_p99_us":..,"ratio":..,
  *        "plain_wall_mean_us":..,"avoid_wall_mean_us":..,"distance_us":..,
  *        "penalty_us":..}
+ *     A chain with a closed form (ik_closed.h: the UR5) is also solved by
+ *     it, plainly and avoiding, on the same targets in the same run:
+ *       {"bench":"collide_closed","robot":..,"samples":..,"margin":..,
+ *        "plain_success":..,"plain_colliding":..,"plain_cpu_mean_us":..,
+ *        "avoid_success":..,"avoid_colliding":..,"avoid_cpu_mean_us":..,
+ *        "ratio":..}
  *
  *   ikbench two-bone [--samples N] [--seed S]
  *     N random limbs with reachable targets (seed 001 solver, ik_twobone.h),
@@ -1765,6 +1771,31 @@ static int run_collide(const chain_args *a, const char *spheres_path, double mar
            (c2 - c1) / (double)n * 1e6);
     if (!(sink == sink))
         fprintf(stderr, "ikbench: a query gave NaN\n");
+    static ik_closed K;
+    if (ik_closed_init(&K, &bc.chain) == IK_OK && K.kind != IK_CLOSED_NONE) {
+        /* the closed form on the same targets, plainly and avoiding */
+        double cpu[2] = {0, 0};
+        size_t cok[2] = {0, 0}, ccol[2] = {0, 0};
+        for (size_t i = 0; i < n; i++) {
+            ik_target t = ik_target_full_pose(poses[i]);
+            for (int v = 0; v < 2; v++) {
+                double c = cpu_s();
+                ik_closed_solve(&bc.chain, &K, &t, mid, v ? &avoid : &plain, q, NULL);
+                cpu[v] += (cpu_s() - c) * 1e6;
+                bool clear = ik_collide_distance(&model, &scene, q, cws, cwsz, NULL) >= margin;
+                bool good = verify(&bc, &poses[i], q, a->tol);
+                ccol[v] += good && !clear;
+                cok[v] += good && (v == 0 || clear);
+            }
+        }
+        printf("{\"bench\":\"collide_closed\",\"robot\":\"%s\",\"samples\":%zu,\"margin\":%g,"
+               "\"plain_success\":%.4f,\"plain_colliding\":%.4f,\"plain_cpu_mean_us\":%.2f,"
+               "\"avoid_success\":%.4f,\"avoid_colliding\":%.4f,\"avoid_cpu_mean_us\":%.2f,"
+               "\"ratio\":%.2f}\n",
+               bc.robot, n, margin, (double)cok[0] / (double)n, (double)ccol[0] / (double)n,
+               cpu[0] / (double)n, (double)cok[1] / (double)n, (double)ccol[1] / (double)n,
+               cpu[1] / (double)n, cpu[1] / cpu[0]);
+    }
     rc = 0;
 out:
     json_decref(doc);

@@ -6,8 +6,8 @@
 # protocol: full pose at 1e-5, 5 ms budget, seeded from mid-limit), 2000
 # samples each, collision-aware IK on the iiwa among three boxes (plain and
 # avoiding, same run), the tree benchmark on both PR2 arms and the Baxter-like
-# tree, the CMU walk as a tree of bones against a tree of joints, then the
-# HTTP
+# tree, the CMU walk as a tree of bones against a tree of joints, the
+# decode of URDF chains as POST /v1/chains registers them, then the HTTP
 # benchmark, then the WebSocket benchmarks (robot_bench.py among them), then
 # the JavaScript and Python clients against the raw protocol. Every
 # command prints one JSON object on its last line.
@@ -44,6 +44,11 @@ for margin in 0 0.01; do
         --spheres "$IKD_DATA/collision/kuka_iiwa14_r820.json" --samples "$SAMPLES" \
         --timeout-ms 5 --tol 1e-5 --margin "$margin"
 done
+# the UR5 (18 spheres, a table and a post): numeric, then its closed form,
+# each plainly and avoiding
+"$BIN" collide --urdf "$IKD_DATA/robots/ur5.urdf" --base base_link --tip tool0 \
+    --spheres "$IKD_DATA/collision/ur5.json" --samples "$SAMPLES" --timeout-ms 5 --tol 1e-5 \
+    --margin 0.01
 
 # the chain benchmark with two busy-looping processes beside it against
 # the same run idle, back to back (tests/bench/contention_bench.sh): the
@@ -111,6 +116,12 @@ priority humanoid_like pelvis l_hand,r_hand
 # skeleton's bones, against the same walk as a tree of joints in the same
 # run (ratio_bones_vs_joints; tests/bench/walk_bench.c)
 "$BUILD/walk_bench" --data "$IKD_DATA"
+
+# registering URDF chains (POST /v1/chains's decode on this thread, one
+# line per case: the UR5, the iiwa with and without its spheres, the PR2
+# as a tree, the iiwa padded to 4.4 MB; tests/bench/register_bench.c):
+# about 2 s
+"$BUILD/register_bench" --data "$IKD_DATA"
 
 # a robot controller's stream at solver level (ikbench stream): 12 smooth
 # motions of 300 steps each, every solve seeded with the previous answer,

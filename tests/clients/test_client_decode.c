@@ -810,6 +810,8 @@ START_TEST(error_numbers_do_not_move)
     ck_assert_int_eq(IKD_E_UNEXPECTED, -34);
     ck_assert_int_eq(IKD_E_INVALID_SRDF, -35);
     ck_assert_int_eq(ikd_errcode_from_wire("invalid_srdf"), IKD_E_INVALID_SRDF);
+    ck_assert_int_eq(IKD_E_UNKNOWN_SCENE, -36);
+    ck_assert_int_eq(ikd_errcode_from_wire("unknown_scene"), IKD_E_UNKNOWN_SCENE);
 }
 END_TEST
 

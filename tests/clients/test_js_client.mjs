@@ -25,6 +25,10 @@
  * again when ikd forgot them (HTTP, a stream's open, a reopening after a
  * reconnection), HTTP retries on 503 with Retry-After, and TLS (https and
  * wss through a TLS front with a private CA, refused with another CA).
+ * A stream's scene (issue 21): given at open, replaced by setScene (each
+ * answer's min_distance against the test's own sphere distances), a
+ * refused scene an error event with its path while the stream keeps its
+ * own.
  */
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -177,6 +181,43 @@ test('stream errors name the seq and path, and the stream goes on', LIMIT, async
     assert.equal(end.sent, samples.length);
     assert.equal(samples.at(-1).index, end.count - 1);
     checkLeg(samples.at(-1).result, [0.15, 0.05, 0.3]);
+  } finally {
+    await conn.close();
+  }
+});
+
+test('a stream\'s scene: given at open, replaced by setScene, kept when refused', LIMIT, async () => {
+  /* one joint about z, spheres on its link out to a tool 0.5 along x */
+  const arm = {
+    kind: 'joints',
+    joints: [
+      { name: 'pan', type: 'revolute', axis: [0, 0, 1], limits: { lower: -3, upper: 3 } },
+      { name: 'tool', type: 'fixed', origin: { xyz: [0.5, 0, 0] } },
+    ],
+    collision_spheres: { pan: [[0.25, 0, 0, 0.05], [0.5, 0, 0, 0.05]] },
+  };
+  /* clearance of the arm turned to +y (spheres at (0, 0.25, 0) and (0, 0.5, 0)) from a sphere obstacle */
+  const clear = (o) => Math.min(...[0.25, 0.5].map((y) => dist([0, y, 0], o.position))) - 0.05 - o.radius;
+  const far = { name: 'far', radius: 0.1, position: [-1, 0, 0] };
+  const near = { name: 'near', radius: 0.1, position: [0, 0.5, 0.2] };
+  const conn = ikd.connect();
+  const errors = [];
+  conn.on('error', (e) => errors.push(e));
+  try {
+    await conn.ready();
+    const s = await conn.open('scene', { chain: arm, scene: { spheres: [far] } });
+    const a = await s.target({ position: [0, 0.5, 0] });
+    assert.equal(a.result.status, 'success');
+    assert.ok(Math.abs(a.result.min_distance - clear(far)) < 1e-6, `the scene of the open (${a.result.min_distance} vs ${clear(far)})`);
+    assert.equal(s.setScene({ spheres: [near] }), true);
+    const b = await s.target({ position: [0, 0.5, 0] });
+    assert.ok(Math.abs(b.result.min_distance - clear(near)) < 1e-6, `the scene of setScene (${b.result.min_distance} vs ${clear(near)})`);
+    s.setScene({ spheres: [{ radius: -1, position: [0, 0, 0] }] });
+    const c = await s.target({ position: [0, 0.5, 0] });
+    assert.ok(errors.some((e) => e.code === 'invalid_request' && e.path.startsWith('/scene/spheres/0')), JSON.stringify(errors));
+    assert.ok(Math.abs(c.result.min_distance - clear(near)) < 1e-6, 'a refused scene leaves the stream\'s own');
+    await s.close();
+    assert.equal(s.setScene({}), false, 'a closed stream sends no scene');
   } finally {
     await conn.close();
   }

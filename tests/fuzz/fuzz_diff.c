@@ -46,8 +46,10 @@
 static proto_limits lim;
 static proto_chain *known; /* the chain a chain_id may name */
 
-static proto_chain *lookup(void *ud, const char *id)
+static void *lookup(void *ud, proto_reg_kind kind, const char *id)
 {
+    if (kind != PROTO_REG_CHAIN)
+        return NULL;
     (void)ud;
     if (known && strcmp(id, proto_chain_id(known)) == 0) {
         proto_chain_ref(known);

@@ -9,7 +9,10 @@
  * message. The same text also goes through the whole-robot reader
  * (collisions), the SRDF reader, and, for a chain that loaded, the
  * collision model's builder (proto/proto_collide.c: the skeleton, the
- * document as its own SRDF).
+ * document as its own SRDF). The document opened once (proto_urdf_open,
+ * as a chain's decode reads it) must open exactly when the link list
+ * reads, and its robot (proto_urdf_doc_robot) give the model the
+ * text-taking builder gives (the same outcome, error code and spheres).
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -19,7 +22,7 @@
 
 #define FUZZ_MAX_JOINTS 128
 
-static ik_collide_model model;
+static ik_collide_model model, model_doc;
 
 static char links[64][PROTO_URDF_NAME_MAX];
 
@@ -49,8 +52,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     proto_error err;
 
     size_t n_links = 0;
-    if (proto_urdf_links(p, len, links, 64, &n_links, &err) != 0 && err.code == PROTO_E_NONE)
+    int links_rc = proto_urdf_links(p, len, links, 64, &n_links, &err);
+    if (links_rc != 0 && err.code == PROTO_E_NONE)
         fuzz_fail("proto_urdf_links failed without a code");
+    proto_urdf_doc *doc = proto_urdf_open(p, len, &err);
+    if (!doc != (links_rc != 0))
+        fuzz_fail("proto_urdf_open and proto_urdf_links disagree");
 
     proto_urdf_robot robot;
     if (proto_urdf_robot_read(p, len, &robot, &err) == 0)
@@ -69,6 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!chain) {
         if (err.code == PROTO_E_NONE || !err.message[0])
             fuzz_fail("proto_urdf_load_chain failed without a code or message");
+        proto_urdf_close(doc);
         return 0;
     }
     if (chain->dof == 0 || chain->dof > FUZZ_MAX_JOINTS || !names)
@@ -77,11 +85,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     proto_collide_spec spec = {NULL, 0, 0.05, p, len};
     proto_collide_link *cl;
     size_t ncl;
-    if (proto_collide_build(p, len, base, tips, 1, chain, NULL, &spec, &model, &cl, &ncl, &err) ==
-        0)
+    int rc =
+        proto_collide_build(p, len, base, tips, 1, chain, NULL, &spec, &model, &cl, &ncl, &err);
+    if (rc == 0)
         free(cl);
     else if (err.code == PROTO_E_NONE)
         fuzz_fail("proto_collide_build failed without a code");
+    if (doc) {
+        proto_error e2;
+        proto_urdf_robot r2;
+        int rc2 = proto_urdf_doc_robot(doc, &r2, &e2);
+        proto_urdf_close(doc);
+        if (rc2 == 0)
+            rc2 = proto_collide_build_robot(&r2, base, tips, 1, chain, NULL, &spec, &model_doc, &cl,
+                                            &ncl, &e2);
+        proto_urdf_robot_free(&r2);
+        if (rc2 == 0)
+            free(cl);
+        if (rc2 != rc || (rc && e2.code != err.code) ||
+            (rc == 0 && model_doc.nspheres != model.nspheres))
+            fuzz_fail("the open document's model and proto_collide_build's disagree");
+    }
     free(chain);
     free(names);
     return 0;

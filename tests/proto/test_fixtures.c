@@ -62,6 +62,7 @@
 #include "proto/proto.h"
 #include "proto/proto_json.h"
 #include "proto/proto_session.h"
+#include "proto/proto_scene.h"
 #include "proto/proto_stream.h"
 #include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
@@ -182,8 +183,29 @@ static json_t *registered_chain_json(const char *id)
     return NULL;
 }
 
-static proto_chain *lookup(void *ud, const char *id)
+/* The scene registered by a POST /v1/scenes fixture with this id (new
+ * reference), or NULL. */
+static proto_scene *registered_scene(const char *id)
 {
+    for (size_t i = 0; i < nfx; i++) {
+        if (strcmp(fx[i].path, "/v1/scenes") != 0 || fx[i].status >= 300)
+            continue;
+        size_t len;
+        char *body = fixture_text(fx[i].name, "request", &len);
+        proto_error e;
+        proto_scene *s = proto_scene_decode(body, len, &fx[i].lim, &e);
+        free(body);
+        if (s && strcmp(s->id, id) == 0)
+            return s;
+        proto_scene_free(s);
+    }
+    return NULL;
+}
+
+static void *lookup(void *ud, proto_reg_kind kind, const char *id)
+{
+    if (kind == PROTO_REG_SCENE)
+        return registered_scene(id);
     (void)ud;
     json_t *c = registered_chain_json(id);
     if (!c)
@@ -228,6 +250,17 @@ static json_t *exchange(const fixture *x, const char *body, size_t len, int *sta
          * description only; ?include=source adds it, server/http_chains.c) */
         json_object_del(d, "chain");
         proto_chain_unref(c);
+        *status = 201;
+        return d;
+    }
+    if (strcmp(x->path, "/v1/scenes") == 0) {
+        proto_scene *sc = proto_scene_decode(body, len, &x->lim, &e);
+        if (!sc) {
+            *status = pc_http_status(e.code);
+            return error_json(&e);
+        }
+        json_t *d = proto_scene_describe(sc, false);
+        proto_scene_free(sc);
         *status = 201;
         return d;
     }

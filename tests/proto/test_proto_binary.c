@@ -25,44 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binary_le.h"
 #include "proto/proto.h"
 #include "proto/proto_kind.h"
 
 /* ---- the layout, written and read by this test ---------------------------------- */
-
-static void le32(unsigned char *p, uint32_t v)
-{
-    for (int k = 0; k < 4; k++)
-        p[k] = (unsigned char)(v >> (8 * k));
-}
-
-static void le64d(unsigned char *p, double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    for (int k = 0; k < 8; k++)
-        p[k] = (unsigned char)(u >> (8 * k));
-}
-
-static uint32_t rd32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint16_t rd16(const unsigned char *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static double rd64d(const unsigned char *p)
-{
-    uint64_t u = 0;
-    for (int k = 7; k >= 0; k--)
-        u = u << 8 | p[k];
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
 
 /* The binary request of a JSON batch body: its head (the body without
  * "targets") and its targets' positions (3 numbers: a planar target's third

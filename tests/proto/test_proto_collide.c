@@ -16,13 +16,17 @@
  *     the head off the chain, the URDF's boxes and cylinders used;
  *   - errors: a link the URDF does not have (path), a negative radius or a
  *     number that is not finite (path), too many spheres, an SRDF that
- *     names an unknown link, a malformed <collision>.
+ *     names an unknown link, a malformed <collision>; and such a
+ *     <collision> in a chain's decode, as a chain and as a tree (kept as
+ *     the description's collision error, or the decode's error when the
+ *     chain object asks for collisions).
  */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto.h"
 #include "proto/proto_collide.h"
 #include "proto/proto_srdf.h"
 #include "proto/proto_urdf.h"
@@ -272,6 +276,56 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* A chain's decode (proto_chain_decode) whose URDF has a malformed
+ * <collision> on its chain: without collision members the chain loads and
+ * its description says why it has no model; with one (or as a tree alike)
+ * the decode fails at /urdf naming the link; an error of the chain itself
+ * comes first. The collision model reads the same parse as the joints. */
+START_TEST(test_decode_malformed_collisions)
+{
+    static const char urdf[] =
+        "<robot name='m'><link name='base'/>"
+        "<joint name='j1' type='revolute'><parent link='base'/><child link='l1'/>"
+        "  <axis xyz='0 0 1'/><limit lower='-1' upper='1'/></joint>"
+        "<link name='l1'><collision><geometry><sphere radius='-1'/></geometry></collision></link>"
+        "</robot>";
+    for (int tree = 0; tree < 2; tree++) {
+        json_t *o = tree ? json_pack("{s:s, s:s, s:s, s:[s]}", "kind", "tree", "urdf", urdf, "base",
+                                     "base", "tips", "l1")
+                         : json_pack("{s:s, s:s, s:s, s:s}", "kind", "urdf", "urdf", urdf, "base",
+                                     "base", "tip", "l1");
+        ck_assert_ptr_nonnull(o);
+        proto_error err;
+        proto_chain *c = proto_chain_decode_json(o, "", NULL, &err);
+        ck_assert_msg(c != NULL, "%s", err.message);
+        json_t *d = proto_chain_describe(c);
+        const json_t *coll = json_object_get(d, "collision");
+        const char *why = json_string_value(json_object_get(coll, "error"));
+        ck_assert_ptr_nonnull(why);
+        ck_assert_ptr_nonnull(strstr(why, "link 'l1'"));
+        ck_assert_ptr_nonnull(strstr(why, "must not be negative"));
+        json_decref(d);
+        proto_chain_unref(c);
+
+        json_object_set_new(o, "collision_skeleton", json_real(0.05));
+        ck_assert_ptr_null(proto_chain_decode_json(o, "", NULL, &err));
+        ck_assert_int_eq(err.code, PROTO_E_INVALID_URDF);
+        ck_assert_str_eq(err.path, "/urdf");
+        ck_assert_ptr_nonnull(strstr(err.message, "link 'l1'"));
+
+        if (tree)
+            json_object_set_new(o, "tips", json_pack("[s]", "nope"));
+        else
+            json_object_set_new(o, "tip", json_string("nope"));
+        ck_assert_ptr_null(proto_chain_decode_json(o, "", NULL, &err));
+        ck_assert_int_eq(err.code, PROTO_E_INVALID_URDF);
+        ck_assert_str_eq(err.path, "/urdf");
+        ck_assert_ptr_nonnull(strstr(err.message, "unknown tip link 'nope'"));
+        json_decref(o);
+    }
+}
+END_TEST
+
 /* ---- the iiwa: URDF + our spheres + our SRDF against the hand-built model -- */
 
 static char *data(const char *rel, size_t *len)
@@ -507,6 +561,7 @@ static Suite *collide_suite(void)
     tcase_add_test(tc, test_links_placed_and_modelled);
     tcase_add_test(tc, test_skeleton_and_spheres);
     tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_decode_malformed_collisions);
     tcase_add_test(tc, test_iiwa_from_documents);
     tcase_add_test(tc, test_pr2_tree);
     tcase_add_test(tc, test_robots_avoid_their_scenes);

@@ -32,8 +32,10 @@
 /* The registry of this test: one chain, BONES, under its own id. */
 static proto_chain *registered;
 
-static proto_chain *lookup(void *ud, const char *id)
+static void *lookup(void *ud, proto_reg_kind kind, const char *id)
 {
+    if (kind != PROTO_REG_CHAIN)
+        return NULL;
     (void)ud;
     if (registered && strcmp(id, proto_chain_id(registered)) == 0) {
         proto_chain_ref(registered);

@@ -569,8 +569,10 @@ START_TEST(test_batch)
 }
 END_TEST
 
-static proto_chain *registry_lookup(void *ud, const char *id)
+static void *registry_lookup(void *ud, proto_reg_kind kind, const char *id)
 {
+    if (kind != PROTO_REG_CHAIN)
+        return NULL;
     proto_chain *c = ud;
     if (strcmp(proto_chain_id(c), id) != 0)
         return NULL;
@@ -1171,8 +1173,10 @@ END_TEST
 /* proto_options_check and proto_chain_resolve, the two halves of a
  * request a stream's "open" checks on their own: the same answers as the
  * request decoder gives (paths under /options, unknown_chain at /chain_id). */
-static proto_chain *lookup_one(void *ud, const char *id)
+static void *lookup_one(void *ud, proto_reg_kind kind, const char *id)
 {
+    if (kind != PROTO_REG_CHAIN)
+        return NULL;
     proto_chain *c = ud;
     if (strcmp(id, proto_chain_id(c)) != 0)
         return NULL;
@@ -1606,8 +1610,10 @@ static void fast_body(char *b)
 
 static proto_chain *fast_registered;
 
-static proto_chain *fast_lookup(void *ud, const char *id)
+static void *fast_lookup(void *ud, proto_reg_kind kind, const char *id)
 {
+    if (kind != PROTO_REG_CHAIN)
+        return NULL;
     (void)ud;
     if (strcmp(id, "registered") != 0)
         return NULL;

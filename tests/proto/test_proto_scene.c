@@ -5,7 +5,9 @@
  * and centre permuted as points are), the names answers give them, the
  * errors with their paths, the checks that need a collision model, and
  * the answer's min_distance and closest for a tool inside a box, computed
- * here from the sphere's centre (forward kinematics) and the box.
+ * here from the sphere's centre (forward kinematics) and the box; and
+ * registered scenes (POST /v1/scenes): content ids, the body's own frame,
+ * the lookup by scene_id and its errors.
  */
 #include <check.h>
 #include <jansson.h>
@@ -41,6 +43,107 @@ static int decode(json_t *body, proto_job **job, proto_error *err)
     json_decref(body);
     return rc;
 }
+
+static const char *const ROS_BODY =
+    "{\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,2,3],\"name\":\"b\"}]}";
+
+static proto_scene *registered;
+
+static void *lookup_scene(void *ud, proto_reg_kind kind, const char *id)
+{
+    (void)ud;
+    if (kind != PROTO_REG_SCENE || !registered || strcmp(id, registered->id) != 0)
+        return NULL;
+    return proto_scene_ref(registered);
+}
+
+START_TEST(test_registered_scene)
+{
+    proto_error err;
+    proto_scene *a = proto_scene_decode(ROS_BODY, strlen(ROS_BODY), NULL, &err);
+    ck_assert_msg(a != NULL, "%s", err.message);
+    /* the same scene written otherwise: the same id */
+    const char *again = "{ \"boxes\": [ {\"name\": \"b\", \"position\": [1.0, 2.0, 3.0], "
+                        "\"size\": [0.1, 0.2, 0.3]} ] }";
+    proto_scene *b = proto_scene_decode(again, strlen(again), NULL, &err);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(a->id, b->id);
+    ck_assert_uint_eq(strlen(a->id), PROTO_SCENE_ID_LEN);
+    /* the same box written in Unity's convention (p_ros = (z, -x, y)):
+     * another id, the same obstacle in ikd's frame */
+    const char *unity = "{\"frame\":\"unity\",\"boxes\":[{\"size\":[0.2,0.3,0.1],"
+                        "\"position\":[-2,3,1],\"name\":\"b\"}]}";
+    proto_scene *u = proto_scene_decode(unity, strlen(unity), NULL, &err);
+    ck_assert_msg(u != NULL, "%s", err.message);
+    ck_assert_str_ne(u->id, a->id);
+    ck_assert_int_eq(u->frame, PROTO_FRAME_UNITY);
+    ck_assert_double_eq_tol(u->ob[0].p.x, 1.0, 1e-12);
+    ck_assert_double_eq_tol(u->ob[0].p.y, 2.0, 1e-12);
+    ck_assert_double_eq_tol(u->ob[0].p.z, 3.0, 1e-12);
+    ck_assert_double_eq_tol(u->ob[0].half.x, a->ob[0].half.x, 1e-12);
+    ck_assert_double_eq_tol(u->ob[0].half.y, a->ob[0].half.y, 1e-12);
+    ck_assert_double_eq_tol(u->ob[0].half.z, a->ob[0].half.z, 1e-12);
+    ck_assert_double_eq_tol(a->ob[0].half.x, 0.05, 1e-12);
+    /* the description, and the source it gives back */
+    json_t *d = proto_scene_describe(a, true);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "boxes")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "obstacles")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(d, "frame")), "ros");
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "memory_bytes")), (json_int_t)a->memory);
+    json_t *src = json_object_get(json_object_get(d, "scene"), "boxes");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(src, 0), "name")), "b");
+    json_decref(d);
+    /* by id in a solve: the scene answers are checked against */
+    registered = a;
+    json_t *body = json_pack("{s:o, s:{s:[f,f,f]}, s:s}", "chain", chain(), "target",
+                             "position", 0.5, 0.0, 0.0, "scene_id", a->id);
+    char *text = json_dumps(body, JSON_COMPACT);
+    proto_job *job = NULL;
+    ck_assert_int_eq(proto_job_decode(text, strlen(text), PROTO_SOLVE, NULL, lookup_scene, NULL,
+                                      &job, &err), 0);
+    ck_assert_ptr_eq(job->scene, a);
+    proto_job_free(job);
+    free(text);
+    /* an unknown id, and both members */
+    json_object_set_new(body, "scene_id", json_string("0123"));
+    text = json_dumps(body, JSON_COMPACT);
+    ck_assert_int_eq(proto_job_decode(text, strlen(text), PROTO_SOLVE, NULL, lookup_scene, NULL,
+                                      &job, &err), -1);
+    ck_assert_int_eq(err.code, PROTO_E_UNKNOWN_SCENE);
+    ck_assert_str_eq(err.path, "/scene_id");
+    free(text);
+    json_object_set_new(body, "scene_id", json_string(a->id));
+    json_object_set_new(body, "scene", json_pack("{s:[]}", "boxes"));
+    text = json_dumps(body, JSON_COMPACT);
+    ck_assert_int_eq(proto_job_decode(text, strlen(text), PROTO_SOLVE, NULL, lookup_scene, NULL,
+                                      &job, &err), -1);
+    ck_assert_int_eq(err.code, PROTO_E_INVALID_REQUEST);
+    ck_assert_str_eq(err.path, "/scene_id");
+    free(text);
+    json_decref(body);
+    registered = NULL;
+    /* bad bodies, with their paths from the body's root */
+    static const struct {
+        const char *body, *path;
+        proto_errcode code;
+    } bad[] = {
+        {"{\"frame\":\"left\"}", "/frame", PROTO_E_INVALID_REQUEST},
+        {"{\"spheres\":[{\"radius\":-1,\"position\":[0,0,0]}]}", "/spheres/0/radius",
+         PROTO_E_INVALID_REQUEST},
+        {"[]", "", PROTO_E_INVALID_REQUEST},
+        {"{\"walls\":[]}", "/walls", PROTO_E_INVALID_REQUEST},
+        {"{", "", PROTO_E_INVALID_JSON},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_ptr_null(proto_scene_decode(bad[i].body, strlen(bad[i].body), NULL, &err));
+        ck_assert_int_eq(err.code, bad[i].code);
+        ck_assert_str_eq(err.path, bad[i].path);
+    }
+    proto_scene_free(a);
+    proto_scene_free(b);
+    proto_scene_free(u);
+}
+END_TEST
 
 START_TEST(test_scene_read)
 {
@@ -204,6 +307,7 @@ static Suite *scene_suite(void)
     tcase_add_test(tc, test_scene_errors);
     tcase_add_test(tc, test_needs_a_model);
     tcase_add_test(tc, test_in_collision_answer);
+    tcase_add_test(tc, test_registered_scene);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -417,6 +417,180 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* ---- one document, read several ways (proto_urdf_open) ---------------- */
+
+static void joint_eq(const ik_joint *a, const ik_joint *b)
+{
+    ck_assert_int_eq(a->type, b->type);
+    ck_assert(memcmp(&a->origin, &b->origin, sizeof a->origin) == 0);
+    ck_assert(memcmp(&a->axis, &b->axis, sizeof a->axis) == 0);
+    ck_assert(memcmp(&a->lower, &b->lower, sizeof a->lower) == 0);
+    ck_assert(memcmp(&a->upper, &b->upper, sizeof a->upper) == 0);
+}
+
+static void error_eq(const proto_error *a, const proto_error *b)
+{
+    ck_assert_int_eq(a->code, b->code);
+    ck_assert_str_eq(a->message, b->message);
+}
+
+/* One open document read as a chain (with velocities), as the whole
+ * robot, as a chain again and with an unknown tip gives, every time, what
+ * the functions that parse the text themselves give: a chain's decode
+ * reads its joints and its collision model from one parse. */
+START_TEST(test_open_document_reads)
+{
+    const expect_chain *e = &chains[_i];
+    size_t len;
+    char *xml = read_data(e->file, &len);
+    proto_error err, err2, verr, verr2;
+    proto_urdf_doc *d = proto_urdf_open(xml, len, &err);
+    ck_assert_msg(d != NULL, "%s: %s", e->file, err.message);
+
+    ik_joint j[32], j2[32];
+    char(*nm)[PROTO_URDF_NAME_MAX] = malloc(32 * sizeof *nm);
+    char(*nm2)[PROTO_URDF_NAME_MAX] = malloc(32 * sizeof *nm2);
+    double v[32], v2[32];
+    size_t n = 0, n2 = 0;
+    int vrc = -1, vrc2 = -1;
+    ck_assert_ptr_nonnull(nm);
+    ck_assert_ptr_nonnull(nm2);
+    ck_assert_int_eq(proto_urdf_chain_velocities(xml, len, e->base, e->tip, j, 32, &n, nm, v, &vrc,
+                                                 &verr, &err),
+                     0);
+    proto_urdf_robot rob, rob2;
+    ck_assert_int_eq(proto_urdf_robot_read(xml, len, &rob, &err), 0);
+    for (int round = 0; round < 2; round++) { /* the handle is read, never used up */
+        memset(j2, 0, sizeof j2);
+        ck_assert_int_eq(proto_urdf_doc_chain(d, e->base, e->tip, j2, 32, &n2, nm2, v2, &vrc2,
+                                              &verr2, &err2),
+                         0);
+        ck_assert_uint_eq(n2, n);
+        ck_assert_uint_eq(n2, e->n);
+        ck_assert_int_eq(vrc2, vrc);
+        for (size_t i = 0; i < n; i++) {
+            joint_eq(&j2[i], &j[i]);
+            ck_assert_str_eq(nm2[i], nm[i]);
+            ck_assert(v2[i] == v[i]);
+        }
+        ck_assert_int_eq(proto_urdf_doc_robot(d, &rob2, &err2), 0);
+        ck_assert_uint_eq(rob2.nlinks, rob.nlinks);
+        ck_assert_uint_eq(rob2.njoints, rob.njoints);
+        ck_assert_uint_eq(rob2.nshapes, rob.nshapes);
+        ck_assert_uint_gt(rob2.nlinks, n);
+        for (size_t l = 0; l < rob.nlinks; l++) {
+            ck_assert_str_eq(rob2.link[l].name, rob.link[l].name);
+            ck_assert_int_eq(rob2.link[l].parent_joint, rob.link[l].parent_joint);
+            ck_assert_uint_eq(rob2.link[l].shape0, rob.link[l].shape0);
+            ck_assert_uint_eq(rob2.link[l].nshapes, rob.link[l].nshapes);
+        }
+        for (size_t k = 0; k < rob.njoints; k++) {
+            ck_assert_str_eq(rob2.joint[k].name, rob.joint[k].name);
+            ck_assert_int_eq(rob2.joint[k].parent, rob.joint[k].parent);
+            ck_assert_int_eq(rob2.joint[k].child, rob.joint[k].child);
+            ck_assert_int_eq(rob2.joint[k].usable, rob.joint[k].usable);
+            if (rob.joint[k].usable)
+                joint_eq(&rob2.joint[k].joint, &rob.joint[k].joint);
+        }
+        for (size_t k = 0; k < rob.nshapes; k++) {
+            const proto_urdf_shape *a = &rob2.shape[k], *b = &rob.shape[k];
+            ck_assert_int_eq(a->kind, b->kind);
+            ck_assert(memcmp(&a->origin, &b->origin, sizeof a->origin) == 0);
+            ck_assert(memcmp(a->size, b->size, sizeof a->size) == 0);
+        }
+        proto_urdf_robot_free(&rob2);
+        /* a rejection: the same code and message */
+        ck_assert_int_eq(
+            proto_urdf_chain(xml, len, e->base, "no_such_link", j, 32, &n2, NULL, &err), -1);
+        ck_assert_int_eq(
+            proto_urdf_doc_chain(d, e->base, "no_such_link", j2, 32, &n2, NULL, NULL, NULL, NULL,
+                                 &err2),
+            -1);
+        error_eq(&err2, &err);
+        ck_assert_ptr_nonnull(strstr(err2.message, "unknown tip link 'no_such_link'"));
+    }
+    proto_urdf_robot_free(&rob);
+    proto_urdf_close(d);
+    free(nm);
+    free(nm2);
+    free(xml);
+}
+END_TEST
+
+/* The PR2's two arms as a tree from one open document, as proto_urdf_tree
+ * reads them; a rejection alike; a document that does not open fails as
+ * every reading of its text fails; no document is a clear error. */
+START_TEST(test_open_document_tree_and_errors)
+{
+    size_t len;
+    char *xml = read_data("robots/pr2.urdf", &len);
+    const char *tips[2] = {"l_wrist_roll_link", "r_wrist_roll_link"};
+    ik_joint j[64], j2[64];
+    int parent[64], parent2[64];
+    size_t n = 0, n2 = 0, tj[2], tj2[2];
+    char(*nm)[PROTO_URDF_NAME_MAX] = malloc(64 * sizeof *nm);
+    char(*nm2)[PROTO_URDF_NAME_MAX] = malloc(64 * sizeof *nm2);
+    ck_assert_ptr_nonnull(nm);
+    ck_assert_ptr_nonnull(nm2);
+    proto_error err, err2;
+    proto_urdf_doc *d = proto_urdf_open(xml, len, &err);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_int_eq(
+        proto_urdf_tree(xml, len, "base_link", tips, 2, j, parent, 64, &n, tj, nm, &err), 0);
+    ck_assert_int_eq(
+        proto_urdf_doc_tree(d, "base_link", tips, 2, j2, parent2, 64, &n2, tj2, nm2, &err2), 0);
+    ck_assert_uint_eq(n2, n);
+    ck_assert_uint_gt(n, 14);
+    for (size_t i = 0; i < n; i++) {
+        joint_eq(&j2[i], &j[i]);
+        ck_assert_int_eq(parent2[i], parent[i]);
+        ck_assert_str_eq(nm2[i], nm[i]);
+    }
+    ck_assert_uint_eq(tj2[0], tj[0]);
+    ck_assert_uint_eq(tj2[1], tj[1]);
+    ck_assert_int_eq(proto_urdf_tree(xml, len, "base_link", tips, 2, j, parent, 10, &n, tj, NULL,
+                                     &err),
+                     -1);
+    ck_assert_int_eq(proto_urdf_doc_tree(d, "base_link", tips, 2, j2, parent2, 10, &n2, tj2, NULL,
+                                         &err2),
+                     -1);
+    error_eq(&err2, &err);
+    ck_assert_str_eq(proto_error_name(err2.code), "too_large");
+    proto_urdf_close(d);
+
+    static const char *const bad[] = {
+        "<robot name=\"t\"><link name=\"a\"></robot>",
+        "<?xml version=\"1.0\"?><!DOCTYPE robot [<!ENTITY x \"y\">]><robot name=\"t\"/>",
+        "<model name=\"t\"/>",
+        "<robot name=\"t\"><link/></robot>",
+        "<robot name=\"t\"><link name=\"a\"/><link name=\"a\"/></robot>",
+        "<robot name=\"t\"><link name=\"a\"/><link name=\"b\"/>"
+        "<joint name=\"j\" type=\"fixed\"><parent link=\"a\"/></joint></robot>",
+        "<robot name=\"t\"><link name=\"a\"/><link name=\"b\"/><link name=\"c\"/>"
+        "<joint name=\"j\" type=\"fixed\"><parent link=\"a\"/><child link=\"c\"/></joint>"
+        "<joint name=\"k\" type=\"fixed\"><parent link=\"b\"/><child link=\"c\"/></joint></robot>",
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        proto_error_clear(&err2);
+        ck_assert_ptr_null(proto_urdf_open(bad[k], strlen(bad[k]), &err2));
+        ck_assert_int_eq(
+            proto_urdf_chain(bad[k], strlen(bad[k]), "a", "b", j, 64, &n, NULL, &err), -1);
+        error_eq(&err2, &err);
+        ck_assert_str_eq(proto_error_name(err2.code), "invalid_urdf");
+    }
+    ck_assert_int_eq(
+        proto_urdf_doc_chain(NULL, "a", "b", j, 64, &n, NULL, NULL, NULL, NULL, &err2), -1);
+    ck_assert_str_eq(proto_error_name(err2.code), "invalid_request");
+    proto_urdf_robot rob;
+    ck_assert_int_eq(proto_urdf_doc_robot(NULL, &rob, &err2), -1);
+    ck_assert_uint_eq(rob.nlinks, 0);
+    proto_urdf_close(NULL);
+    free(nm);
+    free(nm2);
+    free(xml);
+}
+END_TEST
+
 /* ---- inline documents ------------------------------------------------- */
 
 #define HEAD  "<?xml version=\"1.0\"?>\n<robot name=\"t\">\n"
@@ -743,6 +917,8 @@ static Suite *urdf_suite(void)
     tcase_add_test(tc, test_links_list);
     tcase_add_test(tc, test_tree_paths);
     tcase_add_test(tc, test_threads);
+    tcase_add_loop_test(tc, test_open_document_reads, 0, (int)(sizeof chains / sizeof chains[0]));
+    tcase_add_test(tc, test_open_document_tree_and_errors);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("errors");
     tcase_set_timeout(te, 60);

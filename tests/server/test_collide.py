@@ -143,16 +143,18 @@ def self_distance(placed, pairs):
 # ---- the robot and the scene --------------------------------------------------
 
 class Robot:
-    def __init__(self):
-        self.chain = Chain(URDF, "base_link", "tool0")
+    def __init__(self, urdf=URDF, model=MODEL, srdf=SRDF):
+        self.chain = Chain(urdf, "base_link", "tool0")
         root = ET.fromstring(self.chain.text)
         child = {j.get("name"): j.find("child").get("link") for j in root.findall("joint")}
         for J in self.chain.joints:
             J.child = child[J.name]
-        with open(MODEL) as f:
+        with open(model) as f:
             model = json.load(f)
-        with open(SRDF) as f:
-            self.srdf = f.read()
+        self.srdf = '<robot name="none"/>'
+        if srdf:
+            with open(srdf) as f:
+                self.srdf = f.read()
         self.spheres = model["collision_spheres"]
         self.scene = model["scene"]
         body, k = {self.chain.base: 0}, 0
@@ -160,7 +162,9 @@ class Robot:
             k += J.type != "fixed"
             body[J.child] = k
         self.pairs = checked_pairs(list(self.spheres), body, self.srdf)
-        self.request = dict(self.chain.request(), collision_spheres=self.spheres, srdf=self.srdf)
+        self.request = dict(self.chain.request(), collision_spheres=self.spheres)
+        if srdf:
+            self.request["srdf"] = self.srdf
 
     def distances(self, q, scene=None):
         placed = placed_spheres(self.chain, self.spheres, q)
@@ -392,6 +396,59 @@ class CollideTest(unittest.TestCase):
             await ws.close()
         run(go())
 
+    def test_servo_slow_distance(self):
+        """options.servo.slow_distance: the same swing toward the box with
+        0.3 instead of the default 0.1 slows from farther away (steps
+        taken 15-25 cm beyond the margin, by the geometry here, are full
+        with the default and at most 85% of full with 0.3); 0 is refused
+        with its path."""
+        q0 = [0.0, 0.6, 0.0, -1.2, 0.0, 0.8, 0.0]
+        q1 = [1.2] + q0[1:]
+        tool = link_frames(ROBOT.chain, [0.6] + q0[1:])["tool0"][0]
+        scene = {"boxes": [{"name": "box", "size": [0.12, 0.12, 0.12], "position": tool}]}
+        margin = 0.01
+        p1, o1 = ROBOT.chain.fk(q1)
+
+        async def swing(ws, name, servo):
+            await send(ws, {"type": "open", "stream": name, "chain_id": self.desc["id"],
+                            "seed": q0, "scene": scene,
+                            "options": {"servo": servo, "timeout_ms": 0,
+                                        "max_iterations": 2000, "avoid_collisions": True,
+                                        "collision_margin": margin}})
+            m = await recv(ws)
+            if m["type"] != "opened":
+                return m
+            prev, steps = q0, []
+            for seq in range(1, 80):
+                await send(ws, {"type": "target", "stream": name, "seq": seq,
+                                "target": {"position": p1, "orientation": o1}})
+                m = await recv(ws)
+                self.assertEqual(m["type"], "solution", m)
+                q = m["result"]["joints"]
+                gap = ROBOT.distances(prev, scene)[0][0] - margin
+                steps.append((gap, max(abs(a - b) for a, b in zip(q, prev))))
+                prev = q
+            return steps
+
+        async def go():
+            ws = await connect(self.d)
+            plain = await swing(ws, "a", {"period_s": 0.01})
+            wide = await swing(ws, "b", {"period_s": 0.01, "slow_distance": 0.3})
+            full = max(step for _, step in plain)
+            band = [(g, st) for g, st in plain if 0.15 <= g <= 0.25]
+            self.assertTrue(band)
+            for g, st in band:
+                self.assertGreater(st, 0.99 * full, (g, st))
+            band = [(g, st) for g, st in wide if 0.15 <= g <= 0.25]
+            self.assertTrue(band)
+            for g, st in band:
+                self.assertLess(st, 0.85 * full, (g, st))
+            m = await swing(ws, "c", {"period_s": 0.01, "slow_distance": 0})
+            self.assertEqual((m["type"], m["error"]["path"]),
+                             ("error", "/options/servo/slow_distance"), m)
+            await ws.close()
+        run(go())
+
     def test_tree(self):
         """A PR2 tree of both arms with spheres at the wrists: answers carry
         min_distance, at most the wrists' distance to a box computed here
@@ -588,5 +645,180 @@ class JointsChainCollideTest(unittest.TestCase):
         self.assertEqual(json.loads(text)["error"]["path"], "/options/avoid_collisions")
 
 
+
+class ClosedFormCollideTest(unittest.TestCase):
+    """The UR5 (a closed form: "auto" solves full poses with it) with the
+    sphere model of tests/data/collision/ur5.json, no SRDF (every pair
+    that is not adjacent is checked), beside its table and post. With
+    avoid_collisions the closed form answers its nearest solution that is
+    clear, by the geometry here; when it answers in_collision, every
+    solution it lists (all_solutions, without avoidance) collides here
+    too. Plain answers collide for some of these targets."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.robot = Robot(os.path.join(IKD_DATA, "robots", "ur5.urdf"),
+                          os.path.join(IKD_DATA, "collision", "ur5.json"), None)
+        cls.d = Daemon()
+        st, text = cls.d.http("POST", "/v1/chains", cls.robot.request)
+        assert st in (200, 201), (st, text)
+        cls.id = json.loads(text)["id"]
+        cls.targets = cls.robot.targets(30, random.Random(2626))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def solve(self, target, options, **more):
+        st, text = self.d.http("POST", "/v1/solve", dict({
+            "chain_id": self.id, "target": target, "scene": self.robot.scene,
+            "options": options}, **more))
+        return st, json.loads(text)
+
+    def clearance(self, q):
+        (d, _, _), s = self.robot.distances(q)
+        return min(d, s)
+
+    def test_nearest_clear_solution(self):
+        plain_hits = reached = 0
+        for target, _ in self.targets:
+            st, a = self.solve(target, {})
+            self.assertEqual(st, 200, a)
+            self.assertEqual(a["solver"], "closed")
+            plain_hits += self.clearance(a["joints"]) < 0
+            st, b = self.solve(target, {"avoid_collisions": True, "collision_margin": MARGIN})
+            self.assertEqual(st, 200, b)
+            self.assertEqual(b["solver"], "closed")
+            c = self.clearance(b["joints"])
+            self.assertAlmostEqual(b["min_distance"], c, delta=TOL)
+            p, _ = self.robot.chain.fk(b["joints"])
+            self.assertLess(math.dist(p, target["position"]), 1e-4)
+            self.assertTrue(self.robot.chain.within_limits(b["joints"]))
+            if b["status"] == "success":
+                reached += 1
+                self.assertGreaterEqual(c, MARGIN - TOL, b)
+            else:
+                self.assertEqual((b["status"], b["cause"], b["code"]),
+                                 ("no_ik_solution", "in_collision", -31))
+                st, every = self.solve(target, {"all_solutions": True})
+                self.assertEqual(st, 200, every)
+                for q in every["solutions"]:
+                    self.assertLess(self.clearance(q), MARGIN + TOL)
+        # the check matters: the nearest solution collides for some targets
+        self.assertGreater(plain_hits, 0)
+        # each target has a clear configuration (sampled so)
+        self.assertEqual(reached, len(self.targets))
+
+    def test_with_a_step_and_refusals(self):
+        target, q = self.targets[0]
+        seed = [v + 0.05 for v in q]
+        st, a = self.solve(target, {"avoid_collisions": True, "collision_margin": MARGIN,
+                                    "max_joint_step": 0.2}, seed=seed)
+        self.assertEqual(st, 200, a)
+        self.assertEqual(a["status"], "success", a)
+        self.assertGreaterEqual(self.clearance(a["joints"]), MARGIN - TOL)
+        self.assertLessEqual(max(abs(x - y) for x, y in zip(a["joints"], seed)), 0.2 + 1e-9)
+        st, e = self.solve(target, {"avoid_collisions": True, "all_solutions": True})
+        self.assertEqual(st, 400, e)
+        self.assertEqual(e["error"]["path"], "/options/avoid_collisions")
+
+
+
+def segment_distance(a0, a1, b0, b1):
+    """The distance between segments a0-a1 and b0-b1 (clamped closest
+    points, as in Ericson's Real-Time Collision Detection, 5.1.9)."""
+    d1 = [y - x for x, y in zip(a0, a1)]
+    d2 = [y - x for x, y in zip(b0, b1)]
+    r = [x - y for x, y in zip(a0, b0)]
+    dot = lambda u, v: sum(x * y for x, y in zip(u, v))  # noqa: E731
+    a, e, f = dot(d1, d1), dot(d2, d2), dot(d2, r)
+    if a <= 1e-18 and e <= 1e-18:
+        return math.dist(a0, b0)
+    if a <= 1e-18:
+        s, t = 0.0, min(max(f / e, 0.0), 1.0)
+    else:
+        c = dot(d1, r)
+        if e <= 1e-18:
+            s, t = min(max(-c / a, 0.0), 1.0), 0.0
+        else:
+            b = dot(d1, d2)
+            den = a * e - b * b
+            s = min(max((b * f - c * e) / den, 0.0), 1.0) if den > 1e-18 else 0.0
+            t = (b * s + f) / e
+            if t < 0:
+                s, t = min(max(-c / a, 0.0), 1.0), 0.0
+            elif t > 1:
+                s, t = min(max((b - c) / a, 0.0), 1.0), 1.0
+    p = [x + s * y for x, y in zip(a0, d1)]
+    q = [x + t * y for x, y in zip(b0, d2)]
+    return math.dist(p, q)
+
+
+class SkeletonCollideTest(unittest.TestCase):
+    """The iiwa with collision_skeleton alone (capsules from each joint to
+    the next) and no SRDF. Its link_2, link_4 and link_6 have no length, so
+    the capsules of link_1 and link_3 (3 and 5, 5 and 7) meet at a joint
+    in every pose: such pairs are allowed as adjacent ones are, and the arm
+    is not in collision with itself everywhere. Checked here with capsules
+    of our own (segment distances between the joint origins of
+    robot_chain's forward kinematics): targets from poses whose capsules
+    that do not meet at a joint are 4 cm apart are solved with
+    avoid_collisions, and the answers are clear by that geometry."""
+    RADIUS = 0.04
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        st, text = cls.d.http("POST", "/v1/chains", dict(
+            ROBOT.chain.request(), collision_skeleton=cls.RADIUS))
+        assert st in (200, 201), (st, text)
+        cls.id = json.loads(text)["id"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def clearance(self, q):
+        """The smallest gap between capsules neither adjacent nor meeting at
+        a joint (a shared end point)."""
+        frames = link_frames(ROBOT.chain, q)
+        points = [frames[ROBOT.chain.base][0]]
+        for J in ROBOT.chain.joints:
+            if J.type != "fixed":
+                points.append(frames[J.child][0])
+        points.append(frames[ROBOT.chain.joints[-1].child][0])
+        segs = list(zip(points, points[1:]))
+        best = math.inf
+        for i in range(len(segs)):
+            for j in range(i + 2, len(segs)):
+                if any(math.dist(u, v) < 1e-9 for u in segs[i] for v in segs[j]):
+                    continue
+                best = min(best, segment_distance(*segs[i], *segs[j]) - 2 * self.RADIUS)
+        return best
+
+    def test_skeleton_not_always_in_collision(self):
+        rng = random.Random(77)
+        solved = tried = 0
+        while tried < 15:
+            q = [rng.uniform(J.lower, J.upper) for J in ROBOT.chain.movable]
+            if self.clearance(q) < 0.04:
+                continue
+            tried += 1
+            p, o = ROBOT.chain.fk(q)
+            st, text = self.d.http("POST", "/v1/solve", {
+                "chain_id": self.id, "target": {"position": p, "orientation": o},
+                "options": {"avoid_collisions": True, "timeout_ms": 0,
+                            "max_iterations": 10000}})
+            self.assertEqual(st, 200, text)
+            a = json.loads(text)
+            if a["status"] == "success":
+                solved += 1
+                # ikd's spheres cover the capsules: clear by them, clear here
+                self.assertGreaterEqual(self.clearance(a["joints"]), -1e-6, a)
+                self.assertGreaterEqual(a["min_distance"], 0.0)
+        self.assertGreaterEqual(solved, tried - 1)
+
+
 if __name__ == "__main__":
     unittest.main()
+

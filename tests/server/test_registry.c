@@ -3,8 +3,10 @@
  * same chain twice is one entry), references (a looked-up chain outlives
  * its removal), the memory bound with least-recently-used eviction (uses
  * stamped by lookups under the read lock), lookups and insertions from
- * several threads at once (the loops'), and the proto_chain_lookup_fn
- * adapter. Chains are small planar arms decoded by proto/.
+ * several threads at once (the loops'), the proto_chain_lookup_fn
+ * adapter, and scenes held beside chains (ids per kind, their bytes under
+ * the same bound, evicted by the same LRU, references that outlive
+ * removal). Chains are small planar arms decoded by proto/.
  */
 #include <check.h>
 #include <stdatomic.h>
@@ -14,6 +16,7 @@
 
 #include <uv.h>
 
+#include "proto/proto_scene.h"
 #include "server/registry.h"
 #include "server/srv.h"
 
@@ -28,6 +31,65 @@ static proto_chain *planar(double l2)
     ck_assert_msg(c != NULL, "decode failed: %s", err.message);
     return c;
 }
+
+/* A registration body of one sphere of radius r. */
+static proto_scene *scene(double r)
+{
+    char body[128];
+    snprintf(body, sizeof body, "{\"spheres\":[{\"radius\":%.3f,\"position\":[1,2,3]}]}", r);
+    proto_error err;
+    proto_scene *s = proto_scene_decode(body, strlen(body), NULL, &err);
+    ck_assert_msg(s != NULL, "decode failed: %s", err.message);
+    return s;
+}
+
+START_TEST(test_scenes_beside_chains)
+{
+    proto_chain *c = planar(2.0);
+    proto_scene *a = scene(0.5), *b = scene(0.5), *d = scene(0.25);
+    ck_assert_str_eq(a->id, b->id); /* content-addressed */
+    ck_assert_str_ne(a->id, d->id);
+    ck_assert_uint_eq(strlen(a->id), PROTO_SCENE_ID_LEN);
+    ck_assert_uint_gt(a->memory, sizeof *a);
+    /* room for the chain and one scene: a second scene evicts the least
+     * recently used entry, of whichever kind */
+    size_t bound = proto_chain_memory(c) + a->memory + a->memory / 2;
+    srv_registry *r = srv_registry_new(bound);
+    bool created = false;
+    ck_assert_int_eq(srv_registry_put(r, c, NULL), SRV_OK);
+    ck_assert_int_eq(srv_registry_put_scene(r, a, &created), SRV_OK);
+    ck_assert(created);
+    ck_assert_int_eq(srv_registry_put_scene(r, b, &created), SRV_OK);
+    ck_assert(!created);
+    ck_assert_uint_eq(srv_registry_count(r), 2);
+    ck_assert_uint_eq(srv_registry_bytes(r), proto_chain_memory(c) + a->memory);
+    /* ids are per kind: a scene's id names no chain, and the reverse */
+    ck_assert_ptr_null(srv_registry_get(r, a->id));
+    ck_assert_ptr_null(srv_registry_get_scene(r, proto_chain_id(c)));
+    proto_chain_lookup_fn fn = srv_registry_lookup;
+    proto_scene *got = fn(r, PROTO_REG_SCENE, a->id);
+    ck_assert_ptr_eq(got, a);
+    ck_assert_ptr_null(fn(r, PROTO_REG_CHAIN, a->id));
+    proto_scene_free(b);
+    proto_scene_free(a); /* the registry's and got keep it */
+    /* the chain is the least recently used: d evicts it */
+    ck_assert_int_eq(srv_registry_put_scene(r, d, NULL), SRV_OK);
+    ck_assert_uint_eq(srv_registry_evictions(r), 1);
+    ck_assert_ptr_null(srv_registry_get(r, proto_chain_id(c)));
+    ck_assert_uint_le(srv_registry_bytes(r), bound);
+    /* a removed scene lives on in the reference held */
+    ck_assert_int_eq(srv_registry_remove_kind(r, PROTO_REG_SCENE, got->id), SRV_OK);
+    ck_assert_int_eq(srv_registry_remove_kind(r, PROTO_REG_SCENE, got->id), SRV_ENOTFOUND);
+    ck_assert_ptr_null(srv_registry_get_scene(r, got->id));
+    ck_assert_uint_eq(got->count, 1);
+    ck_assert_double_eq_tol(got->ob[0].radius, 0.5, 1e-12);
+    ck_assert_uint_eq(srv_registry_bytes(r), d->memory);
+    proto_scene_free(got);
+    proto_scene_free(d);
+    proto_chain_unref(c);
+    srv_registry_free(r);
+}
+END_TEST
 
 START_TEST(test_same_chain_same_id)
 {
@@ -141,7 +203,7 @@ START_TEST(test_many_and_lookup_fn)
     ck_assert_uint_eq(srv_registry_count(r), N);
     proto_chain_lookup_fn fn = srv_registry_lookup;
     for (int i = 0; i < N; i += 7) {
-        proto_chain *c = fn(r, ids[i]);
+        proto_chain *c = fn(r, PROTO_REG_CHAIN, ids[i]);
         ck_assert_ptr_nonnull(c);
         ck_assert_str_eq(proto_chain_id(c), ids[i]);
         proto_chain_unref(c);
@@ -268,6 +330,7 @@ static Suite *registry_suite(void)
     tcase_add_test(tc, test_many_and_lookup_fn);
     tcase_add_test(tc, test_lru_by_stamped_use);
     tcase_add_test(tc, test_lookups_from_several_threads);
+    tcase_add_test(tc, test_scenes_beside_chains);
     suite_add_tcase(s, tc);
     return s;
 }

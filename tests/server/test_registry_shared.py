@@ -12,6 +12,10 @@ Redis (--redis), with Debian's redis-server started here on a loopback port
 - a registration's answer is the description without the chain's own
   document, which ?include=source adds; another include is refused;
 - a DELETE on A reaches B's local copy (announced through Redis);
+- scenes (POST /v1/scenes) likewise: registered on A, found on B by
+  scene_id in a GET, a solve, an item, a binary head, a stream's open and
+  scene message (answers checked with test_collide.py's geometry), and a
+  DELETE on A reaches B;
 - a chain of more than 64 KiB (decoded on the pool) is fetched too;
 - Redis stopped: inline solves and ids B holds keep answering, a miss gets
   503 with Retry-After within --redis-timeout, a registration 503, a
@@ -31,8 +35,10 @@ import json
 import math
 import os
 import shutil
+import random
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -44,6 +50,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from robot_chain import Chain  # noqa: E402
+from test_collide import MARGIN, ROBOT, TOL  # noqa: E402
 from test_stream import BONES, IKD_BIN, IKD_DATA, SLOW, TIMEOUT, bones_target, run  # noqa: E402
 
 import websockets  # noqa: E402
@@ -290,6 +297,99 @@ class SharedRegistryTest(unittest.TestCase):
             self.assertLess(time.monotonic(), deadline, "B still holds a deleted chain")
             time.sleep(0.02)
         self.assertEqual(self.a.http("DELETE", "/v1/chains/" + cid)[0], 404)
+
+    def test_f_scenes_are_shared(self):
+        """Scenes registered on A (POST /v1/scenes) are found on B by
+        scene_id: GET, a solve (chain and scene both fetched in one go),
+        an item of a batch, a binary head, a stream's open and its scene
+        message; answers checked with test_collide.py's geometry; a DELETE
+        on A reaches B."""
+        cid = self.register(self.a, ROBOT.request)["id"]
+
+        def scene(k):  # a world of its own id: the pillar moved by k mm
+            sc = json.loads(json.dumps(ROBOT.scene))
+            sc["boxes"][0]["position"][1] += k / 1000
+            status, desc, headers = self.a.http("POST", "/v1/scenes", sc)
+            self.assertEqual(status, 201, desc)
+            return sc, desc["id"]
+
+        def check(a, target, sc):
+            (d, _, _), s = ROBOT.distances(a["joints"], sc)
+            self.assertAlmostEqual(a["min_distance"], min(d, s), delta=TOL)
+            self.assertEqual(a["status"], "success", a)
+            self.assertGreaterEqual(min(d, s), MARGIN - TOL)
+            p, _ = ROBOT.chain.fk(a["joints"])
+            self.assertLess(math.dist(p, target["position"]), 1e-4)
+
+        targets = [t for t, _ in ROBOT.targets(4, random.Random(7))]
+        opts = {"timeout_ms": 0, "max_iterations": 10000, "avoid_collisions": True,
+                "collision_margin": MARGIN}
+        # B knows the scene from Redis: 200, the same id; GET fetches it
+        sc1, id1 = scene(1)
+        status, desc, _ = self.b.http("POST", "/v1/scenes", sc1)
+        self.assertEqual((status, desc["id"]), (200, id1), desc)
+        sc2, id2 = scene(2)
+        status, desc, _ = self.b.http("GET", "/v1/scenes/%s?include=source" % id2)
+        self.assertEqual((status, desc["id"]), (200, id2), desc)
+        self.assertEqual(desc["scene"]["boxes"][0]["position"], sc2["boxes"][0]["position"])
+        # a solve on B by both ids (the chain too is fetched)
+        sc3, id3 = scene(3)
+        status, ans, _ = self.b.http("POST", "/v1/solve", {
+            "chain_id": cid, "scene_id": id3, "target": targets[0], "options": opts})
+        self.assertEqual(status, 200, ans)
+        check(ans, targets[0], sc3)
+        # an item, and a binary head
+        sc4, id4 = scene(4)
+        status, ans, _ = self.b.http("POST", "/v1/solve/batch", {"options": opts, "items": [
+            {"chain_id": cid, "scene_id": id4, "target": targets[1]}]})
+        self.assertEqual(status, 200, ans)
+        check(ans["results"][0], targets[1], sc4)
+        sc5, id5 = scene(5)
+        head = json.dumps({"chain_id": cid, "scene_id": id5, "options": opts}).encode()
+        body = b"IKDB" + struct.pack("<HHII", 1, 1, len(head), 1) + head
+        body += b"\0" * (-len(body) % 8)
+        body += struct.pack("<7d", *targets[2]["position"], *targets[2]["orientation"])
+        req = urllib.request.Request("http://127.0.0.1:%d/v1/solve/batch" % self.b.port,
+                                     data=body, method="POST",
+                                     headers={"Content-Type": "application/vnd.ikd.batch"})
+        with urllib.request.urlopen(req, timeout=10 * SLOW) as r:
+            check(json.loads(r.read())["results"][0], targets[2], sc5)
+        # a stream on B: open by a scene B never saw, then a scene message
+        sc6, id6 = scene(6)
+        sc7, id7 = scene(7)
+
+        async def main():
+            url = "ws://127.0.0.1:%d/v1/stream" % self.b.port
+            async with websockets.connect(url, ping_interval=None, open_timeout=TIMEOUT) as ws:
+                await ws.send(json.dumps({"type": "open", "stream": "s", "chain_id": cid,
+                                          "scene_id": id6, "options": opts}))
+                m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                self.assertEqual(m["type"], "opened", m)
+                for seq, sid, sc in ((1, None, sc6), (2, id7, sc7)):
+                    if sid:
+                        await ws.send(json.dumps({"type": "scene", "stream": "s",
+                                                  "scene_id": sid}))
+                    await ws.send(json.dumps({"type": "target", "stream": "s", "seq": seq,
+                                              "target": targets[3]}))
+                    m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                    self.assertEqual((m["type"], m["seq"]), ("solution", seq), m)
+                    check(m["result"], targets[3], sc)
+                await ws.send(json.dumps({"type": "scene", "stream": "s", "scene_id": "e" * 32}))
+                m = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+                self.assertEqual((m["type"], m["error"]["code"], m["error"]["path"]),
+                                 ("error", "unknown_scene", "/scene_id"), m)
+        run(main())
+        # a DELETE on A reaches B, which held it
+        self.assertEqual(self.a.http("DELETE", "/v1/scenes/" + id3)[0], 204)
+        deadline = time.monotonic() + 5 * SLOW
+        while self.b.http("GET", "/v1/scenes/" + id3)[0] != 404:
+            self.assertLess(time.monotonic(), deadline, "B still holds a deleted scene")
+            time.sleep(0.02)
+        status, err, _ = self.b.http("POST", "/v1/solve", {
+            "chain_id": cid, "scene_id": id3, "target": targets[0]})
+        self.assertEqual((status, err["error"]["code"], err["error"]["path"]),
+                         (404, "unknown_scene", "/scene_id"), err)
+        self.assertEqual(self.b.http("DELETE", "/v1/scenes/" + id3)[0], 404)
 
     def test_g_large_chain(self):
         chain = UR5.request()

@@ -21,7 +21,10 @@
  *   - degenerate poses (wrist and shoulder singularities) give the
  *     documented answers, never NaN;
  *   - failures: beyond the maximum reach, too close, outside the limits,
- *     each with its reason and a best pose inside the limits.
+ *     each with its reason and a best pose inside the limits;
+ *   - collisions: with a check that avoids, the nearest solution clear of
+ *     an obstacle put on the nearest one's elbow (distances computed here),
+ *     or IK_ECOLLISION when every solution collides.
  */
 #include <check.h>
 #include <stdint.h>
@@ -32,6 +35,7 @@
 #include "proto/proto_urdf.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
+#include "solver/ik_collide.h"
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_reason.h"
@@ -137,6 +141,27 @@ static ik_xform ref_fk(const arm *a, const double *q)
         m.q = ik_quat_from_axis_angle(j->axis, q[k++]);
         T = ik_xform_mul(T, m);
         T.q = ik_quat_normalize(T.q);
+    }
+    return T;
+}
+
+/* The frame of movable joint k (its rotation q[k] applied), by the same
+ * composition as ref_fk: where the collision model's body k + 1 sits. */
+static ik_xform ref_joint_frame(const arm *a, const double *q, size_t k_want)
+{
+    ik_xform T = ik_xform_identity();
+    size_t k = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const ik_joint *j = &a->j[i];
+        T = ik_xform_mul(T, j->origin);
+        if (j->type == IK_JOINT_FIXED)
+            continue;
+        ik_xform m = ik_xform_identity();
+        m.q = ik_quat_from_axis_angle(j->axis, q[k]);
+        T = ik_xform_mul(T, m);
+        T.q = ik_quat_normalize(T.q);
+        if (k++ == k_want)
+            break;
     }
     return T;
 }
@@ -614,6 +639,85 @@ START_TEST(test_invalid)
 }
 END_TEST
 
+/* Collisions (opts.collide avoiding): a ball on the UR5's elbow (body 3,
+ * the frame of joint 2), and an obstacle ball where the nearest solution
+ * puts that elbow. The answer is the nearest solution whose elbow is clear
+ * by the margin, distances measured HERE (centre distance minus the radii,
+ * from ref_joint_frame); when none is, IK_ECOLLISION with the clearest, and
+ * then every solution ik_closed_solve_all() lists is in collision here. */
+START_TEST(test_avoids_collisions)
+{
+    static arm a;
+    make_ur5(&a);
+    static ik_collide_model M;
+    const double R = 0.05, MARGIN = 0.01;
+    ck_assert_int_eq(ik_collide_model_from_chain(&M, &a.c), IK_OK);
+    int l = ik_collide_add_link(&M, 3, ik_xform_identity());
+    ck_assert_int_ge(l, 0);
+    ck_assert_int_eq(ik_collide_add_sphere(&M, l, ZERO, R), IK_OK);
+    ck_assert_int_eq(ik_collide_model_finish(&M), IK_OK);
+    static unsigned char ws[1 << 16];
+    ck_assert_uint_le(ik_collide_workspace_size(&M), sizeof ws);
+    ik_obstacle ob;
+    ik_collide_check chk = {&M, {&ob, 1}, MARGIN, true, ws, sizeof ws};
+    ik_numeric_opts o = ik_numeric_opts_default();
+    o.collide = &chk;
+    static double all[6 * 4096];
+    int clear = 0, blocked = 0;
+    for (int s = 0; s < 200; s++) {
+        double q[6], seed[6], R9[9], p[3], near[6], out[6];
+        ik_xform g;
+        random_q(&a, q);
+        random_q(&a, seed);
+        goal_of(&a, q, R9, p, &g);
+        ik_target t = ik_target_full_pose(g);
+        ck_assert_int_eq(ik_closed_solve(&a.c, &a.k, &t, seed, NULL, near, NULL), IK_OK);
+        const ik_vec3 elbow = ref_joint_frame(&a, near, 2).p;
+        ck_assert_int_eq(ik_obstacle_sphere(&ob, elbow, R), IK_OK);
+        ik_closed_result res;
+        int rc = ik_closed_solve(&a.c, &a.k, &t, seed, &o, out, &res);
+        assert_reaches(&a, g, out, EXACT);
+        ck_assert(ik_chain_within_limits(&a.c, out, 0.0));
+        double gap = ik_vec3_dist(ref_joint_frame(&a, out, 2).p, elbow) - 2 * R;
+        size_t n = ik_closed_solve_all(&a.c, &a.k, &t, seed, NULL, all, 4096, NULL);
+        ck_assert_uint_gt(n, 0);
+        if (rc == IK_OK) {
+            clear++;
+            ck_assert_double_ge(gap, MARGIN);
+            /* nearer solutions than the answer all collide here */
+            double dout = 0.0;
+            for (int j = 0; j < 6; j++)
+                dout += (out[j] - seed[j]) * (out[j] - seed[j]);
+            for (size_t i = 0; i < n; i++) {
+                double d = 0.0;
+                for (int j = 0; j < 6; j++)
+                    d += (all[6 * i + j] - seed[j]) * (all[6 * i + j] - seed[j]);
+                if (d < dout - 1e-9)
+                    ck_assert_double_lt(
+                        ik_vec3_dist(ref_joint_frame(&a, all + 6 * i, 2).p, elbow) - 2 * R,
+                        MARGIN);
+            }
+        } else {
+            blocked++;
+            ck_assert_int_eq(rc, IK_ECOLLISION);
+            ck_assert_int_eq(res.reason, IK_REASON_IN_COLLISION);
+            ck_assert_double_lt(gap, MARGIN);
+            for (size_t i = 0; i < n; i++)
+                ck_assert_double_lt(
+                    ik_vec3_dist(ref_joint_frame(&a, all + 6 * i, 2).p, elbow) - 2 * R, MARGIN);
+        }
+    }
+    /* the elbow's other branch is usually inside the UR5's limits */
+    ck_assert_int_ge(clear, 150);
+    ck_assert_int_eq(clear + blocked, 200);
+    /* a check the collision module refuses */
+    chk.margin = -1.0;
+    double q[6] = {0.1, -1, 1, 0, 1, 0}, out[6];
+    ik_target t = ik_target_full_pose(ref_fk(&a, q));
+    ck_assert_int_eq(ik_closed_solve(&a.c, &a.k, &t, NULL, &o, out, NULL), IK_EINVAL);
+}
+END_TEST
+
 START_TEST(test_reason_table)
 {
     ck_assert_str_eq(ik_reason_name(IK_REASON_NONE), "none");
@@ -659,6 +763,7 @@ static Suite *closed_suite(void)
     tcase_add_test(tc, test_too_close);
     tcase_add_test(tc, test_outside_limits);
     tcase_add_test(tc, test_invalid);
+    tcase_add_test(tc, test_avoids_collisions);
     tcase_add_test(tc, test_reason_table);
     suite_add_tcase(s, tc);
     return s;

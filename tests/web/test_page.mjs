@@ -20,10 +20,22 @@
  * and the motion's own feet strayed from those places: the skating the
  * lock removes); the camera does not orbit under the floor; at 420 px wide
  * the panel is a bottom sheet that leaves the view free until opened;
- * screenshots build/web-page.png and build/web-page-phone.png; no page
- * errors. Then: ikd restarts and the page reconnects; a wrong token gets
- * the page's request for one; the page snippet of clients/js/README.md,
- * saved as its README says, logs the leg's answer.
+ * screenshots build/web-page.png, build/web-page-phone.png and
+ * build/web-page-scene.png (the box below); no page errors. Collisions on
+ * the iiwa: a box from the panel, put on the arm's elbow through the world
+ * (the screen's y-up frame), goes to ikd as the stream's scene in the base
+ * frame (z up), checked on the WebSocket's frames against the test's own
+ * conversion; the answer says the arm is in it; with avoid_collisions and
+ * a margin the arm moves clear, which the test checks with its own forward
+ * kinematics (joint origins and axes read from the URDF) and its own
+ * capsule-to-box distance; the box dragged with a real mouse sends a scene
+ * message and the arm stays clear, as it does when the target is dragged
+ * and when the request shown is sent over HTTP; the box on the tool's
+ * target gets in_collision with the pair shown; at 420 px the panel with an
+ * obstacle has no sideways overflow. Then: ikd restarts and the page
+ * reconnects; a wrong token gets the page's request for one; the page
+ * snippet of clients/js/README.md, saved as its README says, logs the
+ * leg's answer.
  *
  * If chromium cannot start, the test fails and says so.
  */
@@ -169,6 +181,8 @@ test('in chromium: a URDF and a BVH opened by file, a tree chain dragged, the wa
   const tree0 = await settled(page, 'baxter_like', 0);
   assert.equal(tree0.status, 'success');
   assert.equal(await page.evaluate(() => window.ikdPage.rigs.get('baxter_like').chain().kind), 'tree');
+  const model = await page.evaluate(() => { const r = window.ikdPage.rigs.get('baxter_like'); return { ok: r.withModel, why: r.modelError, c: r.collision }; });
+  assert.ok(model.ok && model.c.spheres > 0, `the tree has its collision model (${JSON.stringify(model).slice(0, 300)})`);
 
   /* a real mouse drag of the right hand's target, in the view plane */
   const handle = 'baxter_like:right_hand';
@@ -290,6 +304,15 @@ test('in chromium at 420 px: the panel is a bottom sheet that leaves the view fr
   const opened = await page.locator('#panel').boundingBox();
   assert.ok(opened.y >= 860 * 0.5, `open, it covers at most the lower half (${JSON.stringify(opened)})`);
   assert.equal(await page.isVisible('.files'), true);
+  /* the collisions section with an obstacle's row fits the sheet's width */
+  await page.click('#add-box');
+  await page.waitForSelector('#obstacles tr');
+  const fit = await page.evaluate(() => {
+    const body = document.querySelector('#panel .body');
+    const row = document.querySelector('#obstacles tr').getBoundingClientRect();
+    return { scroll: body.scrollWidth, width: body.clientWidth, right: row.right, panel: body.getBoundingClientRect().right };
+  });
+  assert.ok(fit.scroll <= fit.width && fit.right <= fit.panel, `no sideways overflow at 420 px (${JSON.stringify(fit)})`);
   /* a target is still reachable above the sheet and drags there */
   const rig = await settled(page, 'kuka_iiwa14_r820', 0);
   const p = await page.evaluate(() => window.ikdPage.screenOf('kuka_iiwa14_r820:tool0'));
@@ -299,6 +322,197 @@ test('in chromium at 420 px: the panel is a bottom sheet that leaves the view fr
   assert.equal(moved.status, 'success');
   assert.ok(moved.tipErrors.tool0.position < 1e-4);
   await page.screenshot({ path: join(BUILD, 'web-page-phone.png') });
+  assert.deepEqual(problems, [], 'no errors in the page');
+  await page.close();
+});
+
+/* ---- the test's own geometry of a URDF arm (neither the page's three.js
+ * tree nor ikd's): frames chained from the joints' origins (xyz, then rpy
+ * as fixed-axis roll, pitch, yaw) and motions (a turn about the axis), and
+ * each link a capsule from its origin to its child joint's origin, the
+ * skeleton model the page asks for (collision_skeleton) */
+
+const matMul = (a, b) => a.map((r) => [0, 1, 2].map((j) => r[0] * b[0][j] + r[1] * b[1][j] + r[2] * b[2][j]));
+const matVec = (m, v) => m.map((r) => r[0] * v[0] + r[1] * v[1] + r[2] * v[2]);
+function axisAngle([x, y, z], t) {
+  const n = Math.hypot(x, y, z), c = Math.cos(t), s = Math.sin(t), k = 1 - c;
+  [x, y, z] = [x / n, y / n, z / n];
+  return [[c + x * x * k, x * y * k - z * s, x * z * k + y * s],
+    [y * x * k + z * s, c + y * y * k, y * z * k - x * s],
+    [z * x * k - y * s, z * y * k + x * s, c + z * z * k]];
+}
+const rpy = ([r, p, y]) => matMul(axisAngle([0, 0, 1], y), matMul(axisAngle([0, 1, 0], p), axisAngle([1, 0, 0], r)));
+
+function urdfJoints(text) {
+  const num = (s, d) => (s ? s.trim().split(/\s+/).map(Number) : d);
+  return [...text.matchAll(/<joint\s+name="([^"]+)"\s+type="([^"]+)"\s*>([\s\S]*?)<\/joint>/g)].map(([, name, type, body]) => ({
+    name, type,
+    parent: /<parent\s+link="([^"]+)"/.exec(body)[1],
+    child: /<child\s+link="([^"]+)"/.exec(body)[1],
+    xyz: num(/<origin[^>]*\sxyz="([^"]+)"/.exec(body)?.[1], [0, 0, 0]),
+    rpy: num(/<origin[^>]*\srpy="([^"]+)"/.exec(body)?.[1], [0, 0, 0]),
+    axis: num(/<axis\s+xyz="([^"]+)"/.exec(body)?.[1], [1, 0, 0]),
+  }));
+}
+
+/** The capsules' segments from base to tip with these joint values (by name), in the base frame. */
+function armSegments(joints, base, tip, values) {
+  const path = [];
+  for (let link = tip; link !== base;) {
+    const j = joints.find((x) => x.child === link);
+    assert.ok(j, `${tip} is not below ${base}`);
+    path.unshift(j);
+    link = j.parent;
+  }
+  let R = [[1, 0, 0], [0, 1, 0], [0, 0, 1]], p = [0, 0, 0];
+  const segments = [];
+  for (const j of path) {
+    const q = values[j.name] ?? 0;
+    const end = matVec(R, j.xyz).map((v, i) => v + p[i]);
+    segments.push([p, end, j.child]);
+    R = matMul(R, rpy(j.rpy));
+    if (j.type !== 'fixed') R = matMul(R, axisAngle(j.axis, q));
+    p = end;
+  }
+  return { segments, tip: p };
+}
+
+/** Signed distance from a point to an axis-aligned box (negative inside). */
+function pointBox(p, c, size) {
+  const d = p.map((v, i) => Math.abs(v - c[i]) - size[i] / 2);
+  return Math.hypot(...d.map((v) => Math.max(v, 0))) + Math.min(Math.max(...d), 0);
+}
+
+/** Distance from a segment to a box: the signed distance is convex along the segment, so a ternary search finds its least. */
+function segmentBox([a, b], c, size) {
+  const at = (t) => pointBox(a.map((v, i) => v + t * (b[i] - v)), c, size);
+  let lo = 0, hi = 1;
+  for (let k = 0; k < 100; k++) {
+    const m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
+    if (at(m1) < at(m2)) hi = m2; else lo = m1;
+  }
+  return Math.min(at(0), at(1), at((lo + hi) / 2));
+}
+
+test('in chromium: a box on the iiwa\'s elbow, sent in the base frame; with avoid_collisions the arm goes around it', LIMIT, async () => {
+  if (!browser) await launch();
+  const page = await browser.newPage();
+  const sent = [];
+  page.on('websocket', (ws) => ws.on('framesent', (f) => {
+    if (typeof f.payload === 'string' && /"type":"(scene|open)"/.test(f.payload)) sent.push(JSON.parse(f.payload));
+  }));
+  const problems = await open(page);
+  const name = 'kuka_iiwa14_r820';
+  const rig0 = await settled(page, name, 0);
+  const urdf = readFileSync(join(DATA, 'robots/kuka_iiwa14_r820.urdf'), 'utf8');
+  const joints = urdfJoints(urdf);
+  const { chain, jointNames, groupAt } = await page.evaluate((n) => {
+    const rig = window.ikdPage.rigs.get(n);
+    return { chain: rig.chain(), jointNames: rig.jointNames, groupAt: rig.group.position.toArray() };
+  }, name);
+  assert.equal(chain.base, 'base_link');
+  assert.ok(chain.collision_skeleton > 0.01, 'the chain carries the arm as drawn as its model');
+  const radius = chain.collision_skeleton;
+  const arm = (q) => armSegments(joints, chain.base, chain.tip, Object.fromEntries(jointNames.map((n, i) => [n, q[i]])));
+  const clearance = (q, box) => Math.min(...arm(q).segments.map((s) => segmentBox(s, box.position, box.size))) - radius;
+  /* the base frame (ROS, z up) in the page's world (y up): (x, y, z) -> (x, z, -y), plus where the rig stands */
+  const toWorld = ([x, y, z]) => [x + groupAt[0], z + groupAt[1], -y + groupAt[2]];
+  const lastScene = () => sent.filter((m) => m.type === 'scene').at(-1)?.scene;
+
+  /* a box from the panel, put on the elbow (link_4's origin) of the pose the arm holds */
+  await page.click('#add-box');
+  await page.waitForSelector('#obstacles tr');
+  const elbow = arm(rig0.joints).segments.find((s) => s[2] === 'link_4')[1];
+  await page.evaluate(([n, w]) => window.ikdPage.moveObstacle(n, 'box_1', w), [name, toWorld(elbow)]);
+  const hit = await settled(page, name, rig0.sent);
+  const placed = lastScene().boxes[0];
+  assert.ok(dist(placed.position, elbow) < 1e-9, `the scene's box is where it was put, in the base frame (${placed.position} vs ${elbow})`);
+  assert.ok(dist(placed.orientation, [0, 0, 0, 1]) < 1e-12);
+  assert.ok(placed.size.every((v) => v > 0.05), `a box of some size (${placed.size})`);
+  assert.ok(clearance(hit.joints, placed) < 0, 'the box is in the arm\'s way');
+  assert.ok(hit.minDistance < 0 && hit.closest?.obstacle === 'box_1', `ikd says so too: ${JSON.stringify(hit.closest)}`);
+  assert.match(await page.textContent('#clearance'), /in collision: link_\d and box_1/);
+  const drawn = await page.evaluate(([n, link]) => {
+    const rig = window.ikdPage.rigs.get(n);
+    const { materials } = window.ikdPage;
+    const capsules = (l) => rig.linkObj.get(l).children.filter((o) => o.isMesh && o.userData.link);
+    return {
+      link: capsules(link).length > 0 && capsules(link).every((o) => o.material === materials.linkHit),
+      others: [...rig.linkObj.keys()].filter((l) => l !== link).every((l) => capsules(l).every((o) => o.material !== materials.linkHit)),
+      box: rig.obstacles.byName('box_1').mesh.material === materials.obstacleHit,
+    };
+  }, [name, hit.closest.link]);
+  assert.deepEqual(drawn, { link: true, others: true, box: true }, `${hit.closest.link} and the box are drawn hit, nothing else`);
+
+  /* a margin, then avoid_collisions: the stream opens again with the scene, and the arm moves clear */
+  await page.fill('#collision-margin', '0.02');
+  await page.dispatchEvent('#collision-margin', 'change');
+  await page.check('#avoid-collisions');
+  const clearOf = async (box) => {
+    await page.waitForFunction(() => {
+      const x = window.ikdPage.exchange();
+      const r = window.ikdPage.state.rigs.kuka_iiwa14_r820;
+      return x?.request.options.avoid_collisions && r.answered === r.sent && x.answer.status === 'success';
+    }, null, { timeout: WAIT });
+    const x = await page.evaluate(() => window.ikdPage.exchange());
+    assert.deepEqual(x.request.scene.boxes[0].position, box.position, 'the request carries the scene');
+    assert.equal(x.request.options.collision_margin, 0.02);
+    assert.ok(x.answer.min_distance >= 0.02, `ikd's min_distance ${x.answer.min_distance}`);
+    const got = arm(x.answer.joints);
+    assert.ok(dist(got.tip, x.request.target.position) < 1e-4, 'the tool is on its target');
+    /* ikd's model is spheres inside the test's capsules: between two of them a capsule is up to about a millimetre fuller */
+    const c = clearance(x.answer.joints, box);
+    assert.ok(c >= 0.02 - 2e-3, `the arm is clear of the box by ${c} m (margin 0.02)`);
+    return x;
+  };
+  const shown = await clearOf(placed);
+  /* the request as shown, sent over HTTP: the same scene and options, an answer clear of the box */
+  const http = await fetch(`${daemon.base}/v1/solve`, {
+    method: 'POST', body: JSON.stringify(shown.request),
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
+  });
+  const replay = await http.json();
+  assert.equal(replay.status, 'success', JSON.stringify(replay).slice(0, 300));
+  assert.ok(clearance(replay.joints, placed) >= 0.02 - 2e-3, 'the HTTP answer keeps the arm clear too');
+  const opened = sent.filter((m) => m.type === 'open').at(-1);
+  assert.equal(opened.options.avoid_collisions, true);
+  assert.deepEqual(opened.scene, { boxes: [placed] }, 'the stream opened with the scene');
+  assert.match(await page.textContent('#clearance'), /^clear by \d/);
+
+  /* the box dragged with a real mouse: a scene message in the base frame, and the arm still clear */
+  const scenes = sent.filter((m) => m.type === 'scene').length;
+  await drag(page, `${name}:obstacle:box_1`, 25, 15);
+  await page.waitForFunction(() => {
+    const r = window.ikdPage.state.rigs.kuka_iiwa14_r820;
+    return r.answered === r.sent;
+  }, null, { timeout: WAIT });
+  assert.ok(sent.filter((m) => m.type === 'scene').length > scenes, 'the drag sent scene messages');
+  const world = await page.evaluate(() => {
+    const m = window.ikdPage.stage.handles.get('kuka_iiwa14_r820:obstacle:box_1').mesh;
+    return m.getWorldPosition(m.position.clone()).toArray();
+  });
+  const moved = lastScene().boxes[0];
+  assert.ok(dist(moved.position, placed.position) > 0.01, 'the drag moved the box');
+  assert.ok(dist(toWorld(moved.position), world) < 1e-9, `the scene message has the box where it is drawn (${toWorld(moved.position)} vs ${world})`);
+  const before = await clearOf(moved);
+  /* the target dragged with a real mouse: the arm follows it, still clear */
+  await drag(page, `${name}:tool0`, -20, 12);
+  await page.waitForFunction((p) => {
+    const x = window.ikdPage.exchange();
+    const r = window.ikdPage.state.rigs.kuka_iiwa14_r820;
+    return r.answered === r.sent && Math.hypot(...x.request.target.position.map((v, i) => v - p[i])) > 0.01;
+  }, before.request.target.position, { timeout: WAIT });
+  await clearOf(moved);
+  await page.screenshot({ path: join(BUILD, 'web-page-scene.png') });
+
+  /* the box on the tool's target: no pose is clear, and the page names the pair */
+  const target = (await page.evaluate(() => window.ikdPage.exchange())).request.target.position;
+  await page.evaluate(([n, w]) => window.ikdPage.moveObstacle(n, 'box_1', w), [name, toWorld(target)]);
+  await page.waitForFunction(() => window.ikdPage.exchange()?.answer.cause === 'in_collision', null, { timeout: WAIT });
+  const x = await page.evaluate(() => window.ikdPage.exchange());
+  assert.equal(x.answer.status, 'no_ik_solution');
+  assert.equal(x.answer.closest.obstacle, 'box_1');
+  assert.match(await page.textContent('#clearance'), /^no pose clear of collisions: link_\d and box_1/);
   assert.deepEqual(problems, [], 'no errors in the page');
   await page.close();
 });

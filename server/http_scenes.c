@@ -1,0 +1,293 @@
+/*
+ * http_scenes.c: registered scenes over HTTP (issue 21: a large static
+ * world sent once, then named by "scene_id" in requests, batches and
+ * streams). Handlers as server/http_handler.h has them: a decoded request
+ * in, a response value out, no connection.
+ *
+ *   POST   /v1/scenes        201 (new) / 200 (known): the scene's
+ *                            description and id (proto_scene_describe),
+ *                            Location: /v1/scenes/{id}; with --redis
+ *                            answered once Redis has it (201 when Redis
+ *                            did not), 503 when it cannot take it
+ *   GET    /v1/scenes/{id}   200 the description (?include=source adds
+ *                            the scene itself) / 404 unknown_scene; with
+ *                            --redis an id this replica does not hold is
+ *                            fetched first
+ *   DELETE /v1/scenes/{id}   204 / 404 unknown_scene; with --redis removed
+ *                            from Redis and from every replica
+ *
+ * A scene lives in the chain registry (server/registry.h), as an entry of
+ * its own kind: its bytes count against --registry-bytes with the chains',
+ * and the same LRU evicts either; with --redis it is shared as chains are
+ * (its canonical body at ikd:scene:<id>), and requests and streams naming
+ * it on another replica fetch it (http_chains.c, ws_messages.c). Requests
+ * and streams that use it hold their own reference, so a DELETE or an
+ * eviction never pulls it from under them.
+ *
+ * A body larger than SRV_DECODE_INLINE_MAX is decoded on the pool, as
+ * chains are.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_json_write.h"
+#include "proto/proto_scene.h"
+#include "server/http_handler.h"
+#include "server/metrics.h"
+#include "server/registry.h"
+#include "server/solve.h"
+
+#define SCENES_PREFIX "/v1/scenes/"
+
+/* Answers q with scene s's description (status 201, 200), Location on a
+ * registration. */
+static void answer(srv_request *q, int status, const proto_scene *s, bool source)
+{
+    json_t *d = proto_scene_describe(s, source);
+    char *text = d ? proto_json_dump(d, false) : NULL;
+    json_decref(d);
+    if (!text) {
+        proto_error e;
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    srv_response v = {0};
+    v.status = status;
+    v.body = text;
+    v.len = strlen(text);
+    if (q->method == SRV_M_POST)
+        snprintf(v.location, sizeof v.location, SCENES_PREFIX "%s", s->id);
+    srv_http_respond(q, &v);
+}
+
+/* A registration written to Redis (--redis). */
+typedef struct store_wait {
+    srv_registry_op op;
+    srv_request *q;
+    proto_scene *scene;
+    bool source;
+} store_wait;
+
+static void stored(srv_registry_op *op)
+{
+    store_wait *w = op->data;
+    if (srv_http_release(w->q)) {
+        if (op->status != SRV_OK)
+            srv_http_registry_unavailable(w->q, op->what);
+        else
+            answer(w->q, op->existed ? 200 : 201, w->scene, w->source);
+    }
+    proto_scene_free(w->scene);
+    free(w);
+}
+
+/* Puts the decoded scene (a reference, taken) in the registry, and in
+ * Redis with --redis, and answers. */
+static void scene_register(srv_request *q, proto_scene *s, bool source)
+{
+    srv_ctx *ctx = q->ctx;
+    bool created = false;
+    store_wait *w = NULL;
+    if (srv_registry_put_scene(ctx->registry, s, &created) != SRV_OK) {
+        proto_error e;
+        proto_error_set(&e, PROTO_E_TOO_LARGE, "",
+                        "the scene needs more memory than the registry holds (--registry-bytes)");
+        srv_metrics_rejected(ctx, "too_large");
+        srv_http_respond_error(q, &e);
+    } else if (!srv_registry_shared(ctx)) {
+        answer(q, created ? 201 : 200, s, source);
+    } else if (!(w = calloc(1, sizeof *w))) {
+        proto_error e;
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+        srv_http_respond_error(q, &e);
+    } else {
+        w->q = q;
+        w->scene = s;
+        w->source = source;
+        w->op.done = stored;
+        w->op.data = w;
+        srv_http_hold(q);
+        if (srv_registry_store(ctx, PROTO_REG_SCENE, s->id, s->text, s->text_len, &w->op) ==
+            SRV_OK)
+            return; /* stored() answers and frees */
+        srv_http_release(q);
+        srv_http_registry_unavailable(q, w->op.what);
+        free(w);
+    }
+    proto_scene_free(s);
+}
+
+/* A registration decoded on the pool. */
+typedef struct scene_work {
+    srv_solve s;
+    srv_request *q;
+    proto_scene *scene;
+    proto_error err;
+    bool source;
+} scene_work;
+
+static void decode_work(srv_ctx *ctx, srv_solve *s)
+{
+    scene_work *w = s->data;
+    w->scene = proto_scene_decode(w->q->body, w->q->len, &ctx->cfg.limits, &w->err);
+}
+
+static void decode_done(srv_solve *s, int status)
+{
+    scene_work *w = s->data;
+    srv_request *q = w->q;
+    if (!srv_http_release(q)) {
+        proto_scene_free(w->scene);
+        free(w);
+        return;
+    }
+    if (status != SRV_OK) {
+        proto_scene_free(w->scene);
+        w->scene = NULL;
+        proto_error_set(&w->err, PROTO_E_INTERNAL, "", "the daemon is shutting down");
+    }
+    if (w->scene)
+        scene_register(q, w->scene, w->source);
+    else
+        srv_http_respond_error(q, &w->err);
+    free(w);
+}
+
+void srv_http_scenes_post(srv_request *q)
+{
+    int source = srv_http_include_source(q);
+    if (source < 0)
+        return;
+    proto_error e;
+    if (q->len <= SRV_DECODE_INLINE_MAX) {
+        proto_scene *s = proto_scene_decode(q->body, q->len, &q->ctx->cfg.limits, &e);
+        if (s)
+            scene_register(q, s, source);
+        else
+            srv_http_respond_error(q, &e);
+        return;
+    }
+    scene_work *w = calloc(1, sizeof *w);
+    if (!w) {
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+        srv_http_respond_error(q, &e);
+        return;
+    }
+    w->q = q;
+    w->source = source;
+    w->s.work = decode_work;
+    w->s.done = decode_done;
+    w->s.data = w;
+    if (srv_http_submit(q, &w->s) != SRV_OK)
+        free(w); /* answered */
+}
+
+static void unknown_id(srv_request *q, const char *id)
+{
+    proto_error e;
+    proto_error_set(&e, PROTO_E_UNKNOWN_SCENE, "", "no scene with id \"%.200s\"", id);
+    srv_http_respond_error(q, &e);
+}
+
+/* A DELETE sent on to Redis (--redis). */
+typedef struct forget_wait {
+    srv_registry_op op;
+    srv_request *q;
+    bool removed_here;
+    char id[PROTO_SCENE_ID_LEN + 1];
+} forget_wait;
+
+static void forgotten(srv_registry_op *op)
+{
+    forget_wait *w = op->data;
+    srv_request *q = w->q;
+    if (srv_http_release(q)) {
+        if (op->status != SRV_OK) {
+            srv_http_registry_unavailable(q, op->what);
+        } else if (w->removed_here || op->existed) {
+            srv_response v = {0};
+            v.status = 204;
+            srv_http_respond(q, &v);
+        } else {
+            unknown_id(q, w->id);
+        }
+    }
+    free(w);
+}
+
+static void scene_delete(srv_request *q, const char *id)
+{
+    srv_ctx *ctx = q->ctx;
+    bool removed = srv_registry_remove_kind(ctx->registry, PROTO_REG_SCENE, id) == SRV_OK;
+    forget_wait *w =
+        srv_registry_shared(ctx) && srv_registry_id_form(id) ? calloc(1, sizeof *w) : NULL;
+    if (!w) {
+        if (!removed) {
+            unknown_id(q, id);
+            return;
+        }
+        srv_response v = {0};
+        v.status = 204;
+        srv_http_respond(q, &v);
+        return;
+    }
+    w->q = q;
+    w->removed_here = removed;
+    memcpy(w->id, id, sizeof w->id);
+    w->op.done = forgotten;
+    w->op.data = w;
+    srv_http_hold(q);
+    if (srv_registry_forget(ctx, PROTO_REG_SCENE, id, &w->op) != SRV_OK) {
+        srv_http_release(q);
+        srv_http_registry_unavailable(q, w->op.what);
+        free(w);
+    }
+}
+
+/* GET of an id fetched from Redis: the scope holds it now. */
+static void get_again(srv_request *q)
+{
+    const char *id = q->url + strlen(SCENES_PREFIX);
+    int source = srv_http_include_source(q);
+    if (source < 0)
+        return;
+    proto_scene *s = srv_registry_scope_lookup(q->scope, PROTO_REG_SCENE, id);
+    if (!s) {
+        unknown_id(q, id);
+        return;
+    }
+    answer(q, 200, s, source);
+    proto_scene_free(s);
+}
+
+void srv_http_scene_id(srv_request *q)
+{
+    srv_ctx *ctx = q->ctx;
+    const char *id = q->url + strlen(SCENES_PREFIX);
+    if (q->method == SRV_M_DELETE) {
+        scene_delete(q, id);
+        return;
+    }
+    int source = srv_http_include_source(q);
+    if (source < 0)
+        return;
+    proto_scene *s = srv_registry_get_scene(ctx->registry, id);
+    if (s) {
+        answer(q, 200, s, source);
+        proto_scene_free(s);
+        return;
+    }
+    proto_error miss;
+    proto_error_set(&miss, PROTO_E_UNKNOWN_SCENE, "", "no scene with id \"%.200s\"", id);
+    if (srv_registry_shared(ctx) && srv_registry_id_form(id) && !q->scope &&
+        (q->scope = malloc(sizeof *q->scope)))
+        srv_registry_scope_init(q->scope, ctx->registry);
+    if (!srv_registry_shared(ctx) || !srv_registry_id_form(id) || !q->scope) {
+        srv_http_respond_error(q, &miss);
+        return;
+    }
+    proto_scene_free(srv_registry_scope_lookup(q->scope, PROTO_REG_SCENE, id)); /* notes it */
+    srv_http_chains_fetch(q, &miss, get_again);
+}

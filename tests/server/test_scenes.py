@@ -1,0 +1,421 @@
+"""
+test_scenes.py: registered scenes (POST /v1/scenes, "scene_id"; issue 21)
+on the real daemon ($IKD_BIN on 127.0.0.1 port 0), over HTTP and
+WebSocket (proto/README.md "Registered scenes", proto/STREAM.md
+"Scenes").
+
+The robot, its sphere model and the scene (a pillar, a plank, a shelf) are
+test_collide.py's, and so is the geometry every answer is checked with
+(forward kinematics from the URDF, each sphere placed in its link, signed
+distances to boxes written for the test, not ikd's). Covered:
+  - registration: 201 with a 32-digit id and Location, the same scene again
+    (even written differently: key order, 1 for 1.0) 200 with the same id,
+    GET describes it (counts, frame, bytes), ?include=source gives the
+    scene back, another include is refused;
+  - a scene registered in Unity's frame is the same world: answers in
+    ROS's frame have the geometry's min_distance with the ROS scene (the
+    plank's rotation and the boxes' sizes converted);
+  - solves by scene_id with avoid_collisions: every success clear by the
+    margin by the geometry here, min_distance the geometry's, and without
+    avoid_collisions some answers collide (the check can fail);
+  - batches: JSON targets, items (one item by scene_id, one with an
+    inline scene: items with scenes were untested), and the binary form
+    with scene and with scene_id in its head;
+  - errors: an unknown id 404 unknown_scene at /scene_id, scene beside
+    scene_id 400 at /scene_id, a bad registration 400 with its path, DELETE
+    then GET, solve and DELETE 404;
+  - a stream opened by scene_id, then a scene message by scene_id moving an
+    obstacle onto the arm: answers clear of the moved one; DELETE of that
+    scene while the stream uses it: the stream keeps it (its reference);
+    an unknown id and scene beside scene_id refused with their paths;
+  - --registry-bytes counts scene bytes (ikd_held_bytes{what="registry"}
+    grows by the description's "memory_bytes"), scenes are evicted least recently
+    used with chains, and a scene larger than the bound is 413;
+  - a registration of more than 64 KiB (decoded on the pool).
+"""
+import asyncio
+import json
+import math
+import os
+import random
+import re
+import struct
+import sys
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from test_collide import MARGIN, ROBOT, TOL, placed_spheres  # noqa: E402
+from test_stream import TIMEOUT, Daemon, connect, recv, run, send  # noqa: E402
+
+BINARY = "application/vnd.ikd.batch"
+AVOID = {"timeout_ms": 0, "max_iterations": 10000, "avoid_collisions": True,
+         "collision_margin": MARGIN}
+
+
+def to_unity(scene):
+    """The scene written in Unity's convention (p_ros = (z, -x, y)): points
+    (-y, z, x), sides permuted, quaternions' vector part (y, -z, -x)."""
+    out = {"frame": "unity", "boxes": []}
+    for b in scene["boxes"]:
+        px, py, pz = b["position"]
+        sx, sy, sz = b["size"]
+        qx, qy, qz, qw = b.get("orientation", [0, 0, 0, 1])
+        out["boxes"].append({"name": b["name"], "position": [-py, pz, px],
+                             "size": [sy, sz, sx], "orientation": [qy, -qz, -qx, qw]})
+    return out
+
+
+def post_raw(d, path, data, content_type):
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (d.port, path), data=data,
+                                 method="POST", headers={"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def binary_request(head, positions, orientations):
+    h = json.dumps(head).encode()
+    b = b"IKDB" + struct.pack("<HHII", 1, 1, len(h), len(positions)) + h
+    b += b"\0" * (-len(b) % 8)
+    for p, o in zip(positions, orientations):
+        b += struct.pack("<3d", *p) + struct.pack("<4d", *o)
+    return b
+
+
+def held_registry(d):
+    st, text = d.http("GET", "/metrics")
+    m = re.search(r'^ikd_held_bytes\{what="registry"\} (\S+)$', text, re.M)
+    return float(m.group(1))
+
+
+class ScenesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        st, text = cls.d.http("POST", "/v1/chains", ROBOT.request)
+        assert st in (200, 201), (st, text)
+        cls.chain_id = json.loads(text)["id"]
+        st, text = cls.d.http("POST", "/v1/scenes", ROBOT.scene)
+        assert st in (200, 201), (st, text)
+        cls.scene = json.loads(text)
+        cls.rng = random.Random(2121)
+        cls.targets = ROBOT.targets(16, cls.rng)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def solve(self, target, options, **member):
+        req = dict({"chain_id": self.chain_id, "target": target, "options": options}, **member)
+        st, text = self.d.http("POST", "/v1/solve", req)
+        self.assertEqual(st, 200, text)
+        return json.loads(text)
+
+    def check_answer(self, a, target, avoid, scene=None):
+        """min_distance the geometry's (with scene, default the robot's), a
+        success on the target, and with avoid clear by the margin."""
+        q = a["joints"]
+        (d, _, _), s = ROBOT.distances(q, scene)
+        self.assertAlmostEqual(a["min_distance"], min(d, s), delta=TOL)
+        if a["status"] == "success":
+            p, _ = ROBOT.chain.fk(q)
+            self.assertLess(math.dist(p, target["position"]), 1e-4)
+            if avoid:
+                self.assertGreaterEqual(min(d, s), MARGIN - TOL, a)
+        return min(d, s)
+
+    def error(self, st, text, status, code, path):
+        self.assertEqual(st, status, text)
+        e = json.loads(text)["error"]
+        self.assertEqual((e["code"], e["path"]), (code, path), e)
+
+    def test_registration(self):
+        sid = self.scene["id"]
+        self.assertRegex(sid, "^[0-9a-f]{32}$")
+        self.assertEqual((self.scene["boxes"], self.scene["spheres"], self.scene["capsules"],
+                          self.scene["obstacles"], self.scene["frame"]), (3, 0, 0, 3, "ros"))
+        self.assertGreater(self.scene["memory_bytes"], 0)
+        self.assertNotIn("scene", self.scene)
+        # the same scene written otherwise: the same id, 200, Location
+        again = json.loads(json.dumps(ROBOT.scene))
+        again["boxes"][0]["position"] = [0.45, -0.35, 0.75]
+        again["boxes"] = [dict(reversed(list(b.items()))) for b in again["boxes"]]
+        again["boxes"][2]["orientation"] = [0, 0, 0, 1.0]
+        req = urllib.request.Request("http://127.0.0.1:%d/v1/scenes" % self.d.port,
+                                     data=json.dumps(again).encode(), method="POST")
+        with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
+            self.assertEqual(r.status, 200)
+            self.assertEqual(r.headers["Location"], "/v1/scenes/" + sid)
+            self.assertEqual(json.loads(r.read())["id"], sid)
+        st, text = self.d.http("GET", "/v1/scenes/" + sid)
+        self.assertEqual(st, 200, text)
+        self.assertEqual(json.loads(text), self.scene)
+        st, text = self.d.http("GET", "/v1/scenes/%s?include=source" % sid)
+        self.assertEqual(st, 200, text)
+        src = json.loads(text)["scene"]
+        for got, want in zip(src["boxes"], ROBOT.scene["boxes"]):
+            self.assertEqual(got["name"], want["name"])
+            for k in ("size", "position", "orientation"):
+                self.assertEqual([float(v) for v in got[k]], [float(v) for v in want[k]])
+        st, text = self.d.http("GET", "/v1/scenes/%s?include=chain" % sid)
+        self.assertEqual(st, 400, text)
+        # a scene's id names no chain
+        st, text = self.d.http("GET", "/v1/chains/" + sid)
+        self.error(st, text, 404, "unknown_chain", "")
+
+    def test_bad_registrations(self):
+        st, text = self.d.http("POST", "/v1/scenes", {"spheres": [
+            {"radius": -1, "position": [0, 0, 0]}]})
+        self.error(st, text, 400, "invalid_request", "/spheres/0/radius")
+        st, text = self.d.http("POST", "/v1/scenes", {"boxes": [], "frame": "left"})
+        self.error(st, text, 400, "invalid_request", "/frame")
+        st, text = self.d.http("POST", "/v1/scenes", {"walls": []})
+        self.error(st, text, 400, "invalid_request", "/walls")
+        st, text = self.d.http("POST", "/v1/scenes", [1, 2])
+        self.error(st, text, 400, "invalid_request", "")
+        st, text = self.d.http("POST", "/v1/scenes", {"spheres": [
+            {"radius": 0.01, "position": [0, 0, i * 0.01]} for i in range(257)]})
+        self.error(st, text, 413, "too_large", "/spheres")
+
+    def test_large_body_on_the_pool(self):
+        """A registration over 64 KiB is decoded on the pool: the same
+        scene spaced otherwise has the same id, and it is used by id."""
+        rng = random.Random(3)
+        big = {"spheres": [{"name": "s%03d_%s" % (i, "x" * 56), "radius": 0.01,
+                            "position": [rng.uniform(2, 3), rng.uniform(2, 3),
+                                         rng.uniform(2, 3)]} for i in range(255)]}
+        big["boxes"] = ROBOT.scene["boxes"][:1]
+        text = json.dumps(big, indent=8)
+        self.assertGreater(len(text), 65536)
+        st, body = post_raw(self.d, "/v1/scenes", text.encode(), "application/json")
+        self.assertEqual(st, 201, body)
+        desc = json.loads(body)
+        self.assertEqual((desc["obstacles"], desc["spheres"]), (256, 255))
+        st, body = self.d.http("POST", "/v1/scenes", big)
+        self.assertEqual((st, json.loads(body)["id"]), (200, desc["id"]), body)
+        target, _ = self.targets[1]
+        a = self.solve(target, {"timeout_ms": 0, "max_iterations": 3000}, scene_id=desc["id"])
+        self.check_answer(a, target, False, big)
+
+    def test_unity_frame(self):
+        st, text = self.d.http("POST", "/v1/scenes", to_unity(ROBOT.scene))
+        self.assertEqual(st, 201, text)
+        desc = json.loads(text)
+        self.assertEqual(desc["frame"], "unity")
+        self.assertNotEqual(desc["id"], self.scene["id"])
+        for target, _ in self.targets[:6]:
+            a = self.solve(target, {"timeout_ms": 0, "max_iterations": 3000},
+                           scene_id=desc["id"])
+            self.check_answer(a, target, False)
+
+    def test_solve_by_id(self):
+        plain_hits = reached = 0
+        for target, _ in self.targets:
+            a = self.solve(target, {"timeout_ms": 0, "max_iterations": 3000},
+                           scene_id=self.scene["id"])
+            plain_hits += self.check_answer(a, target, False) < 0
+            b = self.solve(target, AVOID, scene_id=self.scene["id"])
+            self.check_answer(b, target, True)
+            reached += b["status"] == "success"
+        self.assertGreater(plain_hits, 0)  # the check matters
+        self.assertGreaterEqual(reached, len(self.targets) - 1)
+
+    def test_errors(self):
+        target = self.targets[0][0]
+        req = {"chain_id": self.chain_id, "target": target, "options": AVOID}
+        st, text = self.d.http("POST", "/v1/solve", dict(req, scene_id="0" * 32))
+        self.error(st, text, 404, "unknown_scene", "/scene_id")
+        st, text = self.d.http("POST", "/v1/solve", dict(req, scene_id=self.scene["id"],
+                                                         scene=ROBOT.scene))
+        self.error(st, text, 400, "invalid_request", "/scene_id")
+        st, text = self.d.http("POST", "/v1/solve", dict(req, scene_id=7))
+        self.error(st, text, 400, "invalid_request", "/scene_id")
+        st, text = self.d.http("POST", "/v1/solve/batch", {
+            "chain_id": self.chain_id, "targets": [target], "scene": ROBOT.scene,
+            "scene_id": self.scene["id"]})
+        self.error(st, text, 400, "invalid_request", "/scene_id")
+        # a chain without geometry has no use for a scene
+        st, text = self.d.http("POST", "/v1/solve", {"chain": ROBOT.chain.request(),
+                                                     "target": target,
+                                                     "scene_id": self.scene["id"]})
+        self.assertEqual(st, 422, text)
+        self.assertEqual(json.loads(text)["error"]["path"], "/scene_id")
+        # DELETE: then 404 everywhere
+        st, text = self.d.http("POST", "/v1/scenes", {"spheres": [
+            {"radius": 0.05, "position": [0.3, 0.3, 0.3]}]})
+        self.assertEqual(st, 201, text)
+        sid = json.loads(text)["id"]
+        a = self.solve(target, {"timeout_ms": 0, "max_iterations": 100}, scene_id=sid)
+        self.assertIn("min_distance", a)
+        st, _ = self.d.http("DELETE", "/v1/scenes/" + sid)
+        self.assertEqual(st, 204)
+        st, text = self.d.http("GET", "/v1/scenes/" + sid)
+        self.error(st, text, 404, "unknown_scene", "")
+        st, text = self.d.http("DELETE", "/v1/scenes/" + sid)
+        self.error(st, text, 404, "unknown_scene", "")
+        st, text = self.d.http("POST", "/v1/solve", dict(req, scene_id=sid))
+        self.error(st, text, 404, "unknown_scene", "/scene_id")
+        st, text = self.d.http("PUT", "/v1/scenes/" + sid)
+        self.assertEqual(st, 405, text)
+
+    def test_batches(self):
+        targets = [t for t, _ in self.targets[:8]]
+        st, text = self.d.http("POST", "/v1/solve/batch", {
+            "chain_id": self.chain_id, "targets": targets, "scene_id": self.scene["id"],
+            "options": AVOID})
+        self.assertEqual(st, 200, text)
+        res = json.loads(text)["results"]
+        for a, t in zip(res, targets):
+            self.check_answer(a, t, True)
+        self.assertGreaterEqual(sum(a["status"] == "success" for a in res), len(targets) - 1)
+        # items: by id, inline, an unknown id answered on its own
+        moved = {"boxes": [{"name": "moved", "size": [0.3, 0.3, 0.3],
+                            "position": targets[2]["position"]}]}
+        items = [{"chain_id": self.chain_id, "target": targets[0], "scene_id": self.scene["id"]},
+                 {"chain_id": self.chain_id, "target": targets[1], "scene": ROBOT.scene},
+                 {"chain_id": self.chain_id, "target": targets[2], "scene": moved,
+                  "options": {"timeout_ms": 0, "max_iterations": 100,
+                              "avoid_collisions": True}},
+                 {"chain_id": self.chain_id, "target": targets[3], "scene_id": "f" * 32}]
+        st, text = self.d.http("POST", "/v1/solve/batch", {"items": items, "options": AVOID})
+        self.assertEqual(st, 200, text)
+        res = json.loads(text)["results"]
+        self.check_answer(res[0], targets[0], True)
+        self.check_answer(res[1], targets[1], True)
+        # a box around the target: the tool is inside it, by the geometry
+        self.assertLess(self.check_answer(res[2], targets[2], True, moved), 0)
+        self.assertEqual(res[2]["cause"], "in_collision", res[2])
+        self.assertEqual(res[3]["error"]["code"], "unknown_scene")
+        self.assertEqual(res[3]["error"]["path"], "/items/3/scene_id")
+        # the binary form: the head carries scene or scene_id
+        pos = [t["position"] for t in targets]
+        ori = [t["orientation"] for t in targets]
+        for member in ({"scene": ROBOT.scene}, {"scene_id": self.scene["id"]}):
+            head = dict({"chain_id": self.chain_id, "options": AVOID}, **member)
+            st, text = post_raw(self.d, "/v1/solve/batch", binary_request(head, pos, ori),
+                                BINARY)
+            self.assertEqual(st, 200, text)
+            res = json.loads(text)["results"]
+            self.assertEqual(len(res), len(targets))
+            for a, t in zip(res, targets):
+                self.check_answer(a, t, True)
+            self.assertGreaterEqual(sum(a["status"] == "success" for a in res),
+                                    len(targets) - 1)
+        head = {"chain_id": self.chain_id, "scene_id": "e" * 32}
+        st, text = post_raw(self.d, "/v1/solve/batch", binary_request(head, pos, ori), BINARY)
+        self.error(st, text, 404, "unknown_scene", "/scene_id")
+
+    def test_stream(self):
+        async def go():
+            ws = await connect(self.d)
+            target, _ = self.targets[0]
+            await send(ws, {"type": "open", "stream": "s", "chain_id": self.chain_id,
+                            "scene_id": self.scene["id"], "options": AVOID})
+            m = await recv(ws)
+            self.assertEqual(m["type"], "opened", m)
+            await send(ws, {"type": "target", "stream": "s", "seq": 1, "target": target})
+            m = await recv(ws)
+            self.assertEqual(m["type"], "solution", m)
+            r = m["result"]
+            self.check_answer(r, target, True)
+            self.assertEqual(r["status"], "success")
+            # a registered scene with a box on the arm's elbow
+            q1 = r["joints"]
+            placed = placed_spheres(ROBOT.chain, ROBOT.spheres, q1)
+            elbow = [c for link, c, _ in placed if link == "link_4"][0]
+            moved = {"boxes": [{"name": "moved", "size": [0.1, 0.1, 0.1], "position": elbow}]}
+            st, text = self.d.http("POST", "/v1/scenes", moved)
+            self.assertEqual(st, 201, text)
+            mid = json.loads(text)["id"]
+            await send(ws, {"type": "scene", "stream": "s", "scene_id": mid})
+            # deleted while the stream uses it: the stream keeps its own
+            st, _ = self.d.http("DELETE", "/v1/scenes/" + mid)
+            self.assertEqual(st, 204)
+            (d_old, _, _), _ = ROBOT.distances(q1, moved)
+            self.assertLess(d_old, 0)
+            for seq in (2, 3):
+                await send(ws, {"type": "target", "stream": "s", "seq": seq, "target": target})
+                m = await recv(ws)
+                self.assertEqual((m["type"], m["seq"]), ("solution", seq), m)
+                r = m["result"]
+                self.check_answer(r, target, True, moved)
+                self.assertEqual(r["status"], "success", r)
+            # refusals, with their paths; the stream stays
+            await send(ws, {"type": "scene", "stream": "s", "scene_id": mid})
+            m = await recv(ws)
+            self.assertEqual((m["type"], m["error"]["code"], m["error"]["path"]),
+                             ("error", "unknown_scene", "/scene_id"), m)
+            await send(ws, {"type": "scene", "stream": "s", "scene_id": self.scene["id"],
+                            "scene": ROBOT.scene})
+            m = await recv(ws)
+            self.assertEqual((m["type"], m["error"]["path"]), ("error", "/scene_id"), m)
+            await send(ws, {"type": "scene", "stream": "s"})
+            m = await recv(ws)
+            self.assertEqual((m["type"], m["error"]["path"]), ("error", "/scene"), m)
+            await send(ws, {"type": "open", "stream": "t", "chain_id": self.chain_id,
+                            "scene_id": mid})
+            m = await recv(ws)
+            self.assertEqual((m["type"], m["error"]["code"], m["error"]["path"]),
+                             ("error", "unknown_scene", "/scene_id"), m)
+            # the scene by id again: the old answer is clear of the registered world
+            await send(ws, {"type": "scene", "stream": "s", "scene_id": self.scene["id"]})
+            await send(ws, {"type": "target", "stream": "s", "seq": 4, "target": target})
+            m = await recv(ws)
+            self.assertEqual((m["type"], m["seq"]), ("solution", 4), m)
+            self.check_answer(m["result"], target, True)
+            await ws.close()
+        run(go())
+
+
+class SceneRegistryBoundTest(unittest.TestCase):
+    def test_scene_bytes_count(self):
+        d = Daemon("--registry-bytes", "1M")
+        try:
+            rng = random.Random(5)
+
+            def big(k):
+                return {"spheres": [{"radius": 0.01, "position": [k, rng.uniform(-1, 1),
+                                                                    rng.uniform(-1, 1)]}
+                                    for _ in range(256)]}
+            st, text = d.http("POST", "/v1/chains", ROBOT.request)
+            self.assertIn(st, (200, 201), text)
+            chain_id = json.loads(text)["id"]
+            before = held_registry(d)
+            st, text = d.http("POST", "/v1/scenes", big(0))
+            self.assertEqual(st, 201, text)
+            first = json.loads(text)
+            self.assertEqual(held_registry(d), before + first["memory_bytes"])
+            self.assertGreater(first["memory_bytes"], 256 * 100)
+            ids = [first["id"]]
+            n = 2 * (1 << 20) // first["memory_bytes"] + 2
+            for k in range(1, n):
+                st, text = d.http("POST", "/v1/scenes", big(k))
+                self.assertEqual(st, 201, text)
+                ids.append(json.loads(text)["id"])
+                self.assertLessEqual(held_registry(d), 1 << 20)
+            # the oldest went first, the chain among them; the newest is held
+            st, text = d.http("GET", "/v1/scenes/" + ids[0])
+            self.assertEqual(st, 404, text)
+            st, text = d.http("GET", "/v1/chains/" + chain_id)
+            self.assertEqual(st, 404, text)
+            st, text = d.http("GET", "/v1/scenes/" + ids[-1])
+            self.assertEqual(st, 200, text)
+        finally:
+            d.stop()
+        d = Daemon("--registry-bytes", "16K")
+        try:
+            st, text = d.http("POST", "/v1/scenes", {"spheres": [
+                {"radius": 0.01, "position": [0, 0, i * 0.01]} for i in range(200)]})
+            self.assertEqual(st, 413, text)
+            self.assertEqual(json.loads(text)["error"]["code"], "too_large")
+        finally:
+            d.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
