@@ -100,10 +100,7 @@ int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *
                               proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     *out = NULL;
     const unsigned char *b = (const unsigned char *)body;
     if (len > lim->max_body_bytes)
@@ -176,7 +173,7 @@ static bool want(const proto_job *job, unsigned f)
     return !(job->opt.omit & f);
 }
 
-static unsigned binary_fields(const proto_job *job)
+unsigned proto__binary_fields(const proto_job *job)
 {
     bool skel = job->chain->skel != NULL; /* skeletons and trees of bones */
     unsigned b = 0;
@@ -234,7 +231,7 @@ bool proto_job_binary_ok(const proto_job *job)
 
 size_t proto_job_binary_record(const proto_job *job)
 {
-    return RECORD_FIXED + 8 * record_doubles(job, binary_fields(job));
+    return RECORD_FIXED + 8 * record_doubles(job, proto__binary_fields(job));
 }
 
 char *proto_job_encode_binary_head(const proto_job *job, size_t *len)
@@ -247,7 +244,7 @@ char *proto_job_encode_binary_head(const proto_job *job, size_t *len)
     proto_le_put_u16(h + 6, (uint16_t)dims(job));
     proto_le_put_u32(h + 8, (uint32_t)job->n);
     proto_le_put_u32(h + 12, (uint32_t)proto_job_binary_record(job));
-    proto_le_put_u32(h + 16, binary_fields(job));
+    proto_le_put_u32(h + 16, proto__binary_fields(job));
     proto_le_put_u16(h + 20, (uint16_t)job->dof);
     proto_le_put_u16(h + 22, (uint16_t)job->npos);
     proto_le_put_u16(h + 24, (uint16_t)job->nrot);
@@ -329,7 +326,7 @@ char *proto_job_encode_binary_results(const proto_job *job, size_t begin, size_t
         end = job->n;
     if (begin > end)
         begin = end;
-    unsigned f = binary_fields(job);
+    unsigned f = proto__binary_fields(job);
     size_t rec = proto_job_binary_record(job);
     unsigned char *out = malloc((end - begin) * rec + 1);
     if (!out)
@@ -358,12 +355,7 @@ char *proto_job_encode_binary_tail(const proto_job *job, const size_t counts[PRO
 
 /* ---- records for other binary messages ------------------------------------------ */
 
-unsigned proto__binary_fields(const proto_job *job)
-{
-    return binary_fields(job);
-}
-
 int proto__binary_record(unsigned char *p, const proto_job *job, size_t i)
 {
-    return put_record(p, job, i, binary_fields(job));
+    return put_record(p, job, i, proto__binary_fields(job));
 }

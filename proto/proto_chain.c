@@ -170,10 +170,7 @@ proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const prot
                                      proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     if (!path)
         path = "";
     if (!json_is_object(chain)) {
@@ -305,10 +302,7 @@ proto_chain *proto_chain_decode(const char *body, size_t len, const proto_limits
                                 proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_CHAIN, err);
     if (!root)
         return NULL;

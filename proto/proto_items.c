@@ -86,10 +86,7 @@ int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lo
 {
     static const char *const keys[] = {"items", "options", NULL};
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     *out = NULL;
     if (proto_json_check_object(req, "", keys, err))
         return -1;
@@ -148,10 +145,7 @@ int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     *out = NULL;
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
     if (!root)
@@ -169,10 +163,7 @@ int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_items **items, proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     *job = NULL;
     *items = NULL;
     if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0)
@@ -225,28 +216,6 @@ static void put_error(proto_jw *w, const proto_error *e)
     RAW(w, "}");
 }
 
-static void put_result(proto_jw *w, const proto_items *it, size_t i)
-{
-    const proto_item *item = &it->items[i];
-    if (item->job)
-        proto__job_result_write(w, item->job, 0);
-    else
-        put_error(w, item->error);
-}
-
-/* The bucket of "counts" item i falls in: success, no_ik_solution,
- * timed_out, other (by the status word it is answered with), error. */
-static int bucket(const proto_items *it, size_t i)
-{
-    if (!it->items[i].job)
-        return 4;
-    const char *s = proto_job_status(it->items[i].job, 0);
-    return strcmp(s, "success") == 0          ? 0
-           : strcmp(s, "no_ik_solution") == 0 ? 1
-           : strcmp(s, "timed_out") == 0      ? 2
-                                              : 3;
-}
-
 static void put_head(proto_jw *w, const proto_items *it)
 {
     RAW(w, "{\"count\":");
@@ -260,24 +229,13 @@ static void put_results(proto_jw *w, const proto_items *it, size_t begin, size_t
     for (size_t i = begin; i < end && i < it->n; i++) {
         if (i)
             RAW(w, ",");
-        put_result(w, it, i);
-        counts[bucket(it, i)]++;
+        if (it->items[i].job) {
+            counts[proto__count_bucket(proto__job_result_write(w, it->items[i].job, 0))]++;
+        } else {
+            put_error(w, it->items[i].error);
+            counts[4]++;
+        }
     }
-}
-
-static void put_tail(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS])
-{
-    static const char *const names[PROTO_COUNT_BUCKETS] = {"success", "no_ik_solution",
-                                                           "timed_out", "other", "error"};
-    RAW(w, "],\"counts\":{");
-    for (int k = 0; k < PROTO_COUNT_BUCKETS; k++) {
-        if (k)
-            RAW(w, ",");
-        proto_jw_string(w, names[k], strlen(names[k]));
-        RAW(w, ":");
-        proto_jw_integer(w, (json_int_t)counts[k]);
-    }
-    RAW(w, "}}");
 }
 
 char *proto_items_encode_head(const proto_items *it, size_t *len)
@@ -303,7 +261,7 @@ char *proto_items_encode_tail(const proto_items *it, const size_t counts[PROTO_C
     (void)it;
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
-    put_tail(&w, counts);
+    proto__counts_write(&w, counts, PROTO_COUNT_BUCKETS);
     return proto_jw_finish(&w, len);
 }
 
@@ -326,7 +284,7 @@ char *proto_items_encode(const proto_items *it, size_t *len)
     proto_jw_init(&w, NULL, 0);
     put_head(&w, it);
     put_results(&w, it, 0, it->n, counts);
-    put_tail(&w, counts);
+    proto__counts_write(&w, counts, PROTO_COUNT_BUCKETS);
     return proto_jw_finish(&w, len);
 }
 

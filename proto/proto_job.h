@@ -284,8 +284,18 @@ bool proto__answer_angle(const proto_chain *c, size_t k);
 double proto__answer_step(const proto_job *job, const proto_result *r);
 
 /* proto_job_encode.c: the object proto_job_result_json(job, i) would print, written
- * straight into w (the stream encoder uses it for solutions). */
-void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
+ * straight into w (the stream encoder uses it for solutions); its MoveIt
+ * code, whose bucket of a batch's "counts" proto__count_bucket() gives
+ * (success, no_ik_solution, timed_out, other). */
+int proto__job_result_write(proto_jw *w, const proto_job *job, size_t i);
+static inline int proto__count_bucket(int code)
+{
+    return code == 1 ? 0 : code == -31 ? 1 : code == -6 ? 2 : 3;
+}
+/* A batch's tail, ],"counts":{...}}, with the first n buckets of success,
+ * no_ik_solution, timed_out, other and error (a batch of items has the
+ * fifth). */
+void proto__counts_write(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS], size_t n);
 /* proto_binary.c: the binary answer's record of result i of job (written by
  * the binary batches and the binary ticks alike): its "fields" word (the
  * members it has places for, PROTO_FIELD_MAP's binary column) and the

@@ -339,36 +339,13 @@ static proto_batch_parts *parts_new(const split *sp, size_t n)
 static bool parts_mark(proto_batch_parts *pt, proto_in *jt)
 {
     proto__scan_ws(&jt->s); /* then the comma ahead of target 1 */
-    const char *p = jt->s.p, *end = jt->s.end;
-    if (p >= end || *p != ',')
+    size_t i; /* commas between targets */
+    if (jt->s.p >= jt->s.end || *jt->s.p != ',' ||
+        !proto__scan_commas(&jt->s, pt->at, pt->per, pt->targets - 1, &i) ||
+        *jt->s.p != ']' || i + 1 != pt->targets)
         return false;
-    size_t i = 0; /* commas between targets so far */
-    int depth = 0;
-    for (; p < end; p++) {
-        char c = *p;
-        if (c == '"') {
-            for (p++; p < end && *p != '"'; p++)
-                if (*p == '\\' && ++p >= end)
-                    return false;
-            if (p >= end)
-                return false;
-        } else if (c == '[' || c == '{') {
-            depth++;
-        } else if (c == ']' || c == '}') {
-            if (depth-- == 0)
-                break;
-        } else if (c == ',' && depth == 0) {
-            if (++i >= pt->targets)
-                return false;
-            if (i == 1 || i % pt->per == 0)
-                pt->at[i / pt->per] = p;
-        }
-    }
-    if (p >= end || *p != ']' || i + 1 != pt->targets)
-        return false;
-    jt->s.p = p;
-    pt->end = end;
-    pt->close = p;
+    pt->end = jt->s.end;
+    pt->close = jt->s.p;
     return true;
 }
 
@@ -598,22 +575,14 @@ fail:
 #undef MEMBER
 }
 
-/* The limits, or the defaults in *def. */
-static const proto_limits *limits(const proto_limits *lim, proto_limits *def)
-{
-    if (lim)
-        return lim;
-    proto_limits_default(def);
-    return def;
-}
-
 int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
                           proto_chain_lookup_fn lookup, void *ud, proto_job **out,
                           proto_error *err)
 {
     proto_limits def;
     proto_in in = proto_in_tree(req);
-    return decode_request(&in, kind, limits(lim, &def), lookup, ud, NULL, NULL, out, err);
+    lim = proto__limits_or_default(lim, &def);
+    return decode_request(&in, kind, lim, lookup, ud, NULL, NULL, out, err);
 }
 
 int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
@@ -621,7 +590,8 @@ int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_l
 {
     proto_limits def;
     proto_in in = proto_in_tree(req);
-    return decode_request(&in, PROTO_BATCH, limits(lim, &def), lookup, ud, fill, NULL, out, err);
+    lim = proto__limits_or_default(lim, &def);
+    return decode_request(&in, PROTO_BATCH, lim, lookup, ud, fill, NULL, out, err);
 }
 
 /* The text mode of a body (sp: a large batch's targets in parts). */
@@ -629,7 +599,7 @@ static int decode_text(const char *body, size_t len, proto_kind kind, const prot
                        proto_chain_lookup_fn lookup, void *ud, split *sp, proto_job **out)
 {
     proto_limits def;
-    lim = limits(lim, &def);
+    lim = proto__limits_or_default(lim, &def);
     *out = NULL;
     if (!body || len == 0 || len > lim->max_body_bytes)
         return -1;
@@ -706,7 +676,7 @@ int proto_job_decode(const char *body, size_t len, proto_kind kind, const proto_
                      proto_chain_lookup_fn lookup, void *ud, proto_job **out, proto_error *err)
 {
     proto_limits def;
-    lim = limits(lim, &def);
+    lim = proto__limits_or_default(lim, &def);
     if (proto__job_decode_text(body, len, kind, lim, lookup, ud, out) == 0)
         return 0;
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes,

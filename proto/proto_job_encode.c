@@ -534,12 +534,13 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
     return oc.code;
 }
 
-void proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
+int proto__job_result_write(proto_jw *w, const proto_job *job, size_t i)
 {
     bool first = true;
     proto_jw_raw(w, "{", 1);
-    put_result_members(w, &first, job, i);
+    int code = put_result_members(w, &first, job, i);
     proto_jw_raw(w, "}", 1);
+    return code;
 }
 
 size_t proto_job_result_bytes(const proto_job *job)
@@ -650,32 +651,22 @@ static void put_batch_results(proto_jw *w, const proto_job *job, size_t begin, s
     for (size_t i = begin; i < end; i++) {
         if (i)
             proto_jw_raw(w, ",", 1);
-        bool f1 = true;
-        proto_jw_raw(w, "{", 1);
-        int code = put_result_members(w, &f1, job, i);
-        proto_jw_raw(w, "}", 1);
-        counts[code == 1 ? 0 : code == -31 ? 1 : code == -6 ? 2 : 3]++;
+        counts[proto__count_bucket(proto__job_result_write(w, job, i))]++;
     }
 }
 
-/* A batch's tail: ],"counts":{...}}. */
-static void put_batch_tail(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS])
+void proto__counts_write(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS], size_t n)
 {
-    proto_jw_raw(w, "]", 1);
-    proto_jw_raw(w, ",", 1);
-    KEY(w, "counts");
-    proto_jw_raw(w, "{", 1);
-    KEY(w, "success");
-    proto_jw_integer(w, (json_int_t)counts[0]);
-    proto_jw_raw(w, ",", 1);
-    KEY(w, "no_ik_solution");
-    proto_jw_integer(w, (json_int_t)counts[1]);
-    proto_jw_raw(w, ",", 1);
-    KEY(w, "timed_out");
-    proto_jw_integer(w, (json_int_t)counts[2]);
-    proto_jw_raw(w, ",", 1);
-    KEY(w, "other");
-    proto_jw_integer(w, (json_int_t)counts[3]);
+    static const char *const names[PROTO_COUNT_BUCKETS] = {"success", "no_ik_solution",
+                                                           "timed_out", "other", "error"};
+    proto_jw_raw(w, "],\"counts\":{", 12);
+    for (size_t k = 0; k < n; k++) {
+        if (k)
+            proto_jw_raw(w, ",", 1);
+        put_word(w, names[k]);
+        proto_jw_raw(w, ":", 1);
+        proto_jw_integer(w, (json_int_t)counts[k]);
+    }
     proto_jw_raw(w, "}}", 2);
 }
 
@@ -708,21 +699,16 @@ char *proto_job_encode_tail(const proto_job *job, const size_t counts[PROTO_COUN
     (void)job;
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
-    put_batch_tail(&w, counts);
+    proto__counts_write(&w, counts, 4);
     return proto_jw_finish(&w, len);
 }
 
 /* The reservation of proto_job_encode's text: its names and results. */
-static size_t encode_estimate(const proto_job *job)
+size_t proto_job_encode_bound(const proto_job *job)
 {
     const proto_chain *c = job->chain;
     size_t names = (c->nnames + job->ntips) * (PROTO_NAME_MAX + 3) + 256;
     return names + results_estimate(job, 0, job->n);
-}
-
-size_t proto_job_encode_bound(const proto_job *job)
-{
-    return encode_estimate(job);
 }
 
 char *proto_job_encode(const proto_job *job, size_t *len)
@@ -734,7 +720,7 @@ char *proto_job_encode(const proto_job *job, size_t *len)
     char stack[4096];
     proto_jw w;
     proto_jw_init(&w, stack, sizeof stack);
-    size_t est = encode_estimate(job);
+    size_t est = proto_job_encode_bound(job);
     if (est > sizeof stack && proto_jw_reserve(&w, est))
         return NULL;
     if (job->kind == PROTO_SOLVE) {
@@ -746,7 +732,7 @@ char *proto_job_encode(const proto_job *job, size_t *len)
         size_t counts[PROTO_COUNT_BUCKETS] = {0};
         put_batch_head(&w, job);
         put_batch_results(&w, job, 0, job->n, counts);
-        put_batch_tail(&w, counts);
+        proto__counts_write(&w, counts, 4);
     }
     return proto_jw_finish(&w, len);
 }

@@ -166,9 +166,6 @@ static inline void jr_ws(jr *r)
         r->p++;
 }
 
-/* One UTF-8 sequence starting at p (first byte >= 0x80) as RFC 3629 allows
- * it (no overlong forms, no surrogates, nothing above U+10FFFF); its length,
- * or 0. */
 /* ---- memory of a tree ------------------------------------------------- */
 
 /* One malloc block of n bytes: a header word, rounded to 16, at least 32. */

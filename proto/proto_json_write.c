@@ -301,15 +301,21 @@ static uint64_t scaled_round_big(uint64_t m, int e, int k, int *dir)
     return q;
 }
 
-/* The 17 significant digits of a (0 < a < 1e16, subnormals included),
- * correctly rounded, as an integer in [10^16, 10^17) with *x10 =
- * floor(log10(a)) (of the rounded value), by exact integer arithmetic; 0
- * when that fails (not expected in this range). *dir: where a lies against
- * the digits (0 on them exactly, 1 above, -1 below). */
-static uint64_t digits17(double a, int *x10_out, int *dir)
+/* round(m * 2^e * 10^k) as scaled_round (0 <= k <= 22) or
+ * scaled_round_big (up to 350) computes it; 0 when neither applies. */
+static uint64_t scaled(uint64_t m, int e, int k, int *dir)
 {
-    /* a = m * 2^e with m < 2^53: the bits themselves (a subnormal has no
-     * hidden bit and the smallest exponent) */
+    return k < 0 || k > 350 ? 0 : k <= 22 ? scaled_round(m, e, k, dir)
+                                          : scaled_round_big(m, e, k, dir);
+}
+
+/* a (0 < a, finite) = m * 2^e with m < 2^53: the bits themselves (a
+ * subnormal has no hidden bit and the smallest exponent). Returns
+ * floor(log10(a)) or one below it: log10(2) * (the leading bit's
+ * exponent) rounded down (an arithmetic shift rounds negatives down too);
+ * the callers settle it by the digit count of what they compute. */
+static int split_double(double a, uint64_t *m_out, int *e_out)
+{
     uint64_t bits;
     memcpy(&bits, &a, sizeof bits);
     int be = (int)(bits >> 52);
@@ -321,18 +327,29 @@ static uint64_t digits17(double a, int *x10_out, int *dir)
         m |= 1ull << 52;
         e = be - 1075;
     }
-    /* x10 = floor(log10(a)): log10(2) * (the leading bit's exponent)
-     * rounded down is at most one below it (an arithmetic shift rounds
-     * negatives down too); the loop settles it (and a rounding that
-     * carries to 18 digits) by looking at the digit count. */
+    *m_out = m;
+    *e_out = e;
     int lead = e + 63 - __builtin_clzll(m);
-    int x10 = (lead * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
+    return (lead * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
+}
+
+/* The 17 significant digits of a (0 < a < 1e16, subnormals included),
+ * correctly rounded, as an integer in [10^16, 10^17) with *x10 =
+ * floor(log10(a)) (of the rounded value), by exact integer arithmetic; 0
+ * when that fails (not expected in this range). *dir: where a lies against
+ * the digits (0 on them exactly, 1 above, -1 below). */
+static uint64_t digits17(double a, int *x10_out, int *dir)
+{
+    uint64_t m;
+    int e;
+    /* x10: the loop settles it (and a rounding that carries to 18 digits)
+     * by looking at the digit count */
+    int x10 = split_double(a, &m, &e);
     uint64_t d = 0;
     for (int tries = 0; tries < 4; tries++) {
-        int k = 16 - x10;
-        if (k < 0 || k > 350)
+        d = scaled(m, e, 16 - x10, dir);
+        if (!d)
             break;
-        d = k <= 22 ? scaled_round(m, e, k, dir) : scaled_round_big(m, e, k, dir);
         if (d >= pow10_u64[17])
             x10++;
         else if (d < pow10_u64[16])
@@ -607,34 +624,34 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
 
 /* The nd (1..17) significant digits of a > 0, correctly rounded (exact
  * halves to even, as the C library's printf rounds), as an integer of nd
- * digits with *x10 the power of ten of its first. From the 17 correctly
- * rounded digits when a < 1e16: dropping digits rounds
- * them again, which can only go wrong when the dropped tail is exactly
- * half a step, and then the side a lies on (known exactly) decides.
- * Elsewhere the C library's %.*e, which is correctly rounded. */
+ * digits with *x10 the power of ten of its first: round(a * 10^k), k =
+ * nd - 1 - x10, exactly (digits17's arithmetic). split_double's x10 may
+ * be one low (nd + 1 digits come: once more one place up), and the
+ * rounding may carry to 10^nd (one place up, it rounds to 10^(nd - 1)).
+ * Where that does not apply (a >= 10^nd), the C library's %.*e, which is
+ * correctly rounded. */
 static uint64_t round_digits(double a, int nd, int *x10)
 {
-    int dir = 0;
-    uint64_t d17 = a < 1e16 ? digits17(a, x10, &dir) : 0;
-    if (!d17) {
-        char tmp[40];
-        snprintf(tmp, sizeof tmp, "%.*e", nd - 1, a);
-        uint64_t D = (uint64_t)(tmp[0] - '0');
-        for (int i = 2; i <= nd; i++)
-            D = D * 10u + (uint64_t)(tmp[i] - '0');
-        *x10 = atoi(tmp + (nd > 1 ? nd + 2 : 2));
-        return D;
-    }
-    if (nd >= 17)
-        return d17;
-    uint64_t p = pow10_u64[17 - nd], q = d17 / p, r = d17 % p, half = p / 2;
-    if (r > half || (r == half && (dir > 0 || (dir == 0 && (q & 1u)))))
-        q++;
-    if (q == pow10_u64[nd]) { /* 99..9 carried into one more digit */
+    uint64_t m;
+    int e, dir, x = split_double(a, &m, &e);
+    uint64_t q = scaled(m, e, nd - 1 - x, &dir);
+    if (q >= pow10_u64[nd])
+        q = scaled(m, e, nd - 1 - ++x, &dir);
+    if (q == pow10_u64[nd]) {
         q = pow10_u64[nd - 1];
-        (*x10)++;
+        x++;
     }
-    return q;
+    if (q >= pow10_u64[nd - 1] && q < pow10_u64[nd]) {
+        *x10 = x;
+        return q;
+    }
+    char tmp[40];
+    snprintf(tmp, sizeof tmp, "%.*e", nd - 1, a);
+    uint64_t D = (uint64_t)(tmp[0] - '0');
+    for (int i = 2; i <= nd; i++)
+        D = D * 10u + (uint64_t)(tmp[i] - '0');
+    *x10 = atoi(tmp + (nd > 1 ? nd + 2 : 2));
+    return D;
 }
 
 /* v (finite) at digits (1..17) significant digits at out (no NUL);

@@ -118,11 +118,9 @@ static int tree_build(proto_chain *c, const ik_joint *j, const int *parent,
     for (size_t i = 0; i < n; i++)
         movable += j[i].type != IK_JOINT_FIXED;
     for (size_t t = 0; t < ntips; t++) {
-        size_t len = 0, dof = 0;
-        for (int i = (int)tip_joint[t]; i >= 0; i = parent[i]) {
-            len++;
+        size_t dof = 0;
+        for (int i = (int)tip_joint[t]; i >= 0; i = parent[i])
             dof += j[i].type != IK_JOINT_FIXED;
-        }
         char pi[PROTO_PATH_MAX];
         proto_json_path_index(pi, pt, t);
         if (dof == 0)

@@ -31,6 +31,15 @@ typedef struct proto_limits {
 
 /* Fills *l with the defaults above. */
 void proto_limits_default(proto_limits *l);
+/* lim, or (NULL) the defaults filled into *def. */
+static inline const proto_limits *proto__limits_or_default(const proto_limits *lim,
+                                                           proto_limits *def)
+{
+    if (lim)
+        return lim;
+    proto_limits_default(def);
+    return def;
+}
 
 /* The time budget of a solve whose options give none: the numeric solver's
  * own default (IK_NUMERIC_DEFAULT_TIMEOUT_S, 5 ms), or the daemon's cap

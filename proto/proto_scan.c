@@ -233,13 +233,63 @@ static const unsigned char sk_class[256] = {
     [','] = SK_COMMA,
 };
 
+/* The bytes from p (inside a bracket, depth 1) to the bracket that closes
+ * it, strings passed over: the commas at depth 1 counted in *commas and,
+ * with marks, comma c noted in marks[c / every] when c is 1 or a multiple
+ * of every (c at most most). The closing bracket, or NULL (a string or the
+ * text unterminated, nesting beyond 32, more than most commas). */
+static const unsigned char *skim_to_close(const unsigned char *p, const unsigned char *end,
+                                          size_t *commas, const char **marks, size_t every,
+                                          size_t most)
+{
+    int depth = 1;
+    for (; p < end; p++) {
+        unsigned c = sk_class[*p];
+        if (!c)
+            continue;
+        if (c == SK_OPEN) {
+            if (++depth > 32)
+                return NULL;
+        } else if (c == SK_CLOSE) {
+            if (--depth == 0)
+                return p;
+        } else if (c == SK_COMMA) {
+            if (depth > 1)
+                continue;
+            if (++*commas > most)
+                return NULL;
+            if (marks && (*commas == 1 || *commas % every == 0))
+                marks[*commas / every] = (const char *)p;
+        } else { /* a string */
+            for (p++; p < end && *p != '"'; p++)
+                if (*p == '\\' && ++p >= end)
+                    return NULL;
+            if (p >= end)
+                return NULL;
+        }
+    }
+    return NULL;
+}
+
+bool proto__scan_commas(proto_scan *r, const char **marks, size_t every, size_t most,
+                        size_t *commas)
+{
+    *commas = 0;
+    const unsigned char *p = skim_to_close((const unsigned char *)r->p,
+                                           (const unsigned char *)r->end, commas, marks, every,
+                                           most);
+    if (!p)
+        return false;
+    r->p = (const char *)p;
+    return true;
+}
+
 bool proto__scan_skim(proto_scan *r, const char **s, size_t *n, size_t *count)
 {
     proto__scan_ws(r);
     const unsigned char *p = (const unsigned char *)r->p, *end = (const unsigned char *)r->end;
     const char *b = r->p;
     size_t commas = 0;
-    int depth = 0;
     bool array = p < end && *p == '[';
     if (p < end && *p != '{' && *p != '[') {
         /* a scalar: a string, or the bytes up to the next separator */
@@ -258,29 +308,9 @@ bool proto__scan_skim(proto_scan *r, const char **s, size_t *n, size_t *count)
         }
         goto done;
     }
-    for (; p < end; p++) {
-        unsigned c = sk_class[*p];
-        if (!c)
-            continue;
-        if (c == SK_OPEN) {
-            if (++depth > 32)
-                return false;
-        } else if (c == SK_CLOSE) {
-            if (--depth == 0) {
-                p++;
-                goto done;
-            }
-        } else if (c == SK_COMMA) {
-            commas += depth == 1;
-        } else { /* a string */
-            for (p++; p < end && *p != '"'; p++)
-                if (*p == '\\' && ++p >= end)
-                    return false;
-            if (p >= end)
-                return false;
-        }
-    }
-    return false;
+    if (p >= end || !(p = skim_to_close(p + 1, end, &commas, NULL, 1, SIZE_MAX)))
+        return false;
+    p++;
 done:
     r->p = (const char *)p;
     *s = b;

@@ -97,5 +97,12 @@ bool proto__scan_numbers(proto_scan *r, double *out, size_t max, size_t *n);
  * nothing more checked, so the caller must read the text itself (or know
  * it equal to a text that was). */
 bool proto__scan_skim(proto_scan *r, const char **s, size_t *n, size_t *count);
+/* From r->p inside an array (or object) to its closing bracket, where r->p
+ * is left, as the skim passes over it: the commas between its elements in
+ * *commas and, with marks, comma c noted in marks[c / every] when c is 1
+ * or a multiple of every (proto_batch_decode_parts' parts). False for
+ * more than most commas, or what the skim refuses. */
+bool proto__scan_commas(proto_scan *r, const char **marks, size_t every, size_t most,
+                        size_t *commas);
 
 #endif /* PROTO_SCAN_H */

@@ -181,10 +181,7 @@ proto_scene *proto_scene_decode(const char *body, size_t len, const proto_limits
                                 proto_error *err)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_SCENE, err);
     if (!root)
         return NULL;

@@ -179,10 +179,7 @@ void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
 json_t *proto_solvers_describe(const proto_limits *lim)
 {
     proto_limits def;
-    if (!lim) {
-        proto_limits_default(&def);
-        lim = &def;
-    }
+    lim = proto__limits_or_default(lim, &def);
     static const struct {
         const char *name, *chains, *what;
     } tab[] = {
