@@ -474,10 +474,19 @@ static void describe(srv_request *q, proto_chain *c, bool source)
     proto_chain_unref(c);
 }
 
-static void unknown_id(srv_request *q, const char *id)
+/* The error of an id of kind k that no registry holds. */
+static void unknown_error(proto_error *e, proto_reg_kind k, const char *id)
+{
+    if (k == PROTO_REG_SCENE)
+        proto_error_set(e, PROTO_E_UNKNOWN_SCENE, "", "no scene with id \"%.200s\"", id);
+    else
+        proto_error_set(e, PROTO_E_UNKNOWN_CHAIN, "", "no chain with id \"%.200s\"", id);
+}
+
+void srv_http_registry_unknown(srv_request *q, proto_reg_kind k, const char *id)
 {
     proto_error e;
-    proto_error_set(&e, PROTO_E_UNKNOWN_CHAIN, "", "no chain with id \"%.200s\"", id);
+    unknown_error(&e, k, id);
     srv_http_respond_error(q, &e);
 }
 
@@ -492,18 +501,22 @@ static void get_again(srv_request *q)
         return;
     }
     if (!c) {
-        unknown_id(q, id);
+        srv_http_registry_unknown(q, PROTO_REG_CHAIN, id);
         return;
     }
     describe(q, c, source);
 }
 
+/* A DELETE sent on to Redis (--redis). */
 typedef struct forget_wait {
     srv_registry_op op;
     srv_request *q;
+    proto_reg_kind kind;
     bool removed_here;
     char id[SRV_CHAIN_ID_LEN + 1];
 } forget_wait;
+
+_Static_assert(PROTO_SCENE_ID_LEN == SRV_CHAIN_ID_LEN, "one id length for both kinds");
 
 static void forgotten(srv_registry_op *op)
 {
@@ -517,10 +530,61 @@ static void forgotten(srv_registry_op *op)
             v.status = 204;
             srv_http_respond(q, &v);
         } else {
-            unknown_id(q, w->id);
+            srv_http_registry_unknown(q, w->kind, w->id);
         }
     }
     free(w);
+}
+
+void srv_http_registry_delete(srv_request *q, proto_reg_kind k, const char *id)
+{
+    srv_ctx *ctx = q->ctx;
+    bool removed = srv_registry_remove_kind(ctx->registry, k, id) == SRV_OK;
+    forget_wait *w =
+        srv_registry_shared(ctx) && srv_registry_id_form(id) ? calloc(1, sizeof *w) : NULL;
+    if (!w) {
+        if (!removed) {
+            srv_http_registry_unknown(q, k, id);
+            return;
+        }
+        srv_response v = {0};
+        v.status = 204;
+        srv_http_respond(q, &v);
+        return;
+    }
+    w->q = q;
+    w->kind = k;
+    w->removed_here = removed;
+    memcpy(w->id, id, sizeof w->id);
+    w->op.done = forgotten;
+    w->op.data = w;
+    srv_http_hold(q);
+    if (srv_registry_forget(ctx, k, id, &w->op) != SRV_OK) {
+        srv_http_release(q);
+        srv_http_registry_unavailable(q, w->op.what);
+        free(w);
+    }
+}
+
+void srv_http_registry_get_miss(srv_request *q, proto_reg_kind k, const char *id,
+                                void (*again)(srv_request *q))
+{
+    srv_ctx *ctx = q->ctx;
+    proto_error miss;
+    unknown_error(&miss, k, id);
+    if (srv_registry_shared(ctx) && srv_registry_id_form(id) && !q->scope &&
+        (q->scope = malloc(sizeof *q->scope)))
+        srv_registry_scope_init(q->scope, ctx->registry);
+    if (!srv_registry_shared(ctx) || !srv_registry_id_form(id) || !q->scope) {
+        srv_http_respond_error(q, &miss);
+        return;
+    }
+    void *o = srv_registry_scope_lookup(q->scope, k, id); /* notes the miss */
+    if (k == PROTO_REG_SCENE)
+        proto_scene_free(o);
+    else
+        proto_chain_unref(o);
+    srv_http_chains_fetch(q, &miss, again);
 }
 
 void srv_http_chain_id(srv_request *q)
@@ -528,32 +592,7 @@ void srv_http_chain_id(srv_request *q)
     srv_ctx *ctx = q->ctx;
     const char *id = q->url + strlen(CHAINS_PREFIX);
     if (q->method == SRV_M_DELETE) {
-        bool removed = srv_registry_remove(ctx->registry, id) == SRV_OK;
-        forget_wait *w = srv_registry_shared(ctx) && srv_registry_id_form(id)
-                             ? calloc(1, sizeof *w)
-                             : NULL;
-        if (!w) {
-            if (!removed) {
-                unknown_id(q, id);
-                return;
-            }
-            srv_response v = {0};
-            v.status = 204;
-            srv_http_respond(q, &v);
-            return;
-        }
-        w->q = q;
-        w->removed_here = removed;
-        memcpy(w->id, id, sizeof w->id);
-        w->op.done = forgotten;
-        w->op.data = w;
-        srv_http_hold(q);
-        int rc = srv_registry_forget(ctx, PROTO_REG_CHAIN, id, &w->op);
-        if (rc != SRV_OK) {
-            srv_http_release(q);
-            srv_http_registry_unavailable(q, w->op.what);
-            free(w);
-        }
+        srv_http_registry_delete(q, PROTO_REG_CHAIN, id);
         return;
     }
     int source = srv_http_include_source(q);
@@ -564,19 +603,5 @@ void srv_http_chain_id(srv_request *q)
         describe(q, c, source);
         return;
     }
-    proto_error miss;
-    proto_error_set(&miss, PROTO_E_UNKNOWN_CHAIN, "", "no chain with id \"%.200s\"", id);
-    if (!srv_registry_shared(ctx) || !srv_registry_id_form(id)) {
-        srv_http_respond_error(q, &miss);
-        return;
-    }
-    if (!q->scope && (q->scope = malloc(sizeof *q->scope)))
-        srv_registry_scope_init(q->scope, ctx->registry);
-    if (!q->scope) {
-        srv_http_respond_error(q, &miss);
-        return;
-    }
-    c = srv_registry_scope_lookup(q->scope, PROTO_REG_CHAIN, id); /* notes the miss */
-    proto_chain_unref(c);
-    srv_http_chains_fetch(q, &miss, get_again);
+    srv_http_registry_get_miss(q, PROTO_REG_CHAIN, id, get_again);
 }

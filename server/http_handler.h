@@ -175,6 +175,19 @@ void srv_http_chains_fetch(srv_request *q, const proto_error *err, void (*again)
 /* 503 with Retry-After for q: the shared registry (Redis) could not be
  * asked (why). */
 void srv_http_registry_unavailable(srv_request *q, const char *why);
+/* 404 for q: no chain or scene (k) with this id (unknown_chain,
+ * unknown_scene). */
+void srv_http_registry_unknown(srv_request *q, proto_reg_kind k, const char *id);
+/* DELETE /v1/chains/{id} and /v1/scenes/{id}: 204 when this replica or,
+ * with --redis, the shared registry held it (removed from both and
+ * announced to every replica), 404 when neither did, 503 when Redis
+ * cannot be asked. */
+void srv_http_registry_delete(srv_request *q, proto_reg_kind k, const char *id);
+/* GET of an id (kind k) this replica does not hold: 404 without --redis
+ * (or for an id of the wrong form), else the id fetched from Redis and
+ * again(q) run once the scope holds it (srv_http_chains_fetch). */
+void srv_http_registry_get_miss(srv_request *q, proto_reg_kind k, const char *id,
+                                void (*again)(srv_request *q));
 
 /* ---- the batch pipeline (http_batch.c) ------------------------------------- */
 

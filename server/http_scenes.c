@@ -184,68 +184,6 @@ void srv_http_scenes_post(srv_request *q)
         free(w); /* answered */
 }
 
-static void unknown_id(srv_request *q, const char *id)
-{
-    proto_error e;
-    proto_error_set(&e, PROTO_E_UNKNOWN_SCENE, "", "no scene with id \"%.200s\"", id);
-    srv_http_respond_error(q, &e);
-}
-
-/* A DELETE sent on to Redis (--redis). */
-typedef struct forget_wait {
-    srv_registry_op op;
-    srv_request *q;
-    bool removed_here;
-    char id[PROTO_SCENE_ID_LEN + 1];
-} forget_wait;
-
-static void forgotten(srv_registry_op *op)
-{
-    forget_wait *w = op->data;
-    srv_request *q = w->q;
-    if (srv_http_release(q)) {
-        if (op->status != SRV_OK) {
-            srv_http_registry_unavailable(q, op->what);
-        } else if (w->removed_here || op->existed) {
-            srv_response v = {0};
-            v.status = 204;
-            srv_http_respond(q, &v);
-        } else {
-            unknown_id(q, w->id);
-        }
-    }
-    free(w);
-}
-
-static void scene_delete(srv_request *q, const char *id)
-{
-    srv_ctx *ctx = q->ctx;
-    bool removed = srv_registry_remove_kind(ctx->registry, PROTO_REG_SCENE, id) == SRV_OK;
-    forget_wait *w =
-        srv_registry_shared(ctx) && srv_registry_id_form(id) ? calloc(1, sizeof *w) : NULL;
-    if (!w) {
-        if (!removed) {
-            unknown_id(q, id);
-            return;
-        }
-        srv_response v = {0};
-        v.status = 204;
-        srv_http_respond(q, &v);
-        return;
-    }
-    w->q = q;
-    w->removed_here = removed;
-    memcpy(w->id, id, sizeof w->id);
-    w->op.done = forgotten;
-    w->op.data = w;
-    srv_http_hold(q);
-    if (srv_registry_forget(ctx, PROTO_REG_SCENE, id, &w->op) != SRV_OK) {
-        srv_http_release(q);
-        srv_http_registry_unavailable(q, w->op.what);
-        free(w);
-    }
-}
-
 /* GET of an id fetched from Redis: the scope holds it now. */
 static void get_again(srv_request *q)
 {
@@ -255,7 +193,7 @@ static void get_again(srv_request *q)
         return;
     proto_scene *s = srv_registry_scope_lookup(q->scope, PROTO_REG_SCENE, id);
     if (!s) {
-        unknown_id(q, id);
+        srv_http_registry_unknown(q, PROTO_REG_SCENE, id);
         return;
     }
     answer(q, 200, s, source);
@@ -267,7 +205,7 @@ void srv_http_scene_id(srv_request *q)
     srv_ctx *ctx = q->ctx;
     const char *id = q->url + strlen(SCENES_PREFIX);
     if (q->method == SRV_M_DELETE) {
-        scene_delete(q, id);
+        srv_http_registry_delete(q, PROTO_REG_SCENE, id);
         return;
     }
     int source = srv_http_include_source(q);
@@ -279,15 +217,5 @@ void srv_http_scene_id(srv_request *q)
         proto_scene_free(s);
         return;
     }
-    proto_error miss;
-    proto_error_set(&miss, PROTO_E_UNKNOWN_SCENE, "", "no scene with id \"%.200s\"", id);
-    if (srv_registry_shared(ctx) && srv_registry_id_form(id) && !q->scope &&
-        (q->scope = malloc(sizeof *q->scope)))
-        srv_registry_scope_init(q->scope, ctx->registry);
-    if (!srv_registry_shared(ctx) || !srv_registry_id_form(id) || !q->scope) {
-        srv_http_respond_error(q, &miss);
-        return;
-    }
-    proto_scene_free(srv_registry_scope_lookup(q->scope, PROTO_REG_SCENE, id)); /* notes it */
-    srv_http_chains_fetch(q, &miss, get_again);
+    srv_http_registry_get_miss(q, PROTO_REG_SCENE, id, get_again);
 }
