@@ -135,9 +135,24 @@ static bool asks_collisions(const json_t *o)
  * sphere). */
 static void keep(proto_chain *c, ik_collide_model *m, proto_collide_link *links, size_t nlinks)
 {
+    /* the links off the chain are counted, not kept */
+    size_t kept = 0;
+    for (size_t l = 0; l < nlinks; l++) {
+        if (links[l].state == PROTO_LINK_OFF_CHAIN)
+            c->collide_off_chain++;
+        else
+            links[kept++] = links[l];
+    }
+    proto_collide_link *fit = kept ? realloc(links, kept * sizeof *links) : NULL;
+    if (fit || !kept) {
+        if (!kept)
+            free(links);
+        links = fit;
+        nlinks = kept;
+    }
     c->collide_links = links;
-    c->ncollide_links = nlinks;
-    c->memory += nlinks * sizeof *links;
+    c->ncollide_links = kept;
+    c->memory += nlinks * sizeof(proto_collide_link);
     if (m->nspheres > 0) {
         c->collide = m;
         c->memory += sizeof *m;
@@ -313,21 +328,15 @@ void proto__chain_collide_describe(const proto_chain *c, json_t *d)
         return;
     bool any = false;
     for (size_t l = 0; l < c->ncollide_links; l++)
-        any |= c->collide_links[l].state != PROTO_LINK_NONE &&
-               c->collide_links[l].state != PROTO_LINK_OFF_CHAIN;
+        any |= c->collide_links[l].state != PROTO_LINK_NONE;
     if (!any)
         return;
     /* the links of the model only: the URDF's others are counted, not
      * listed, so that the description grows with the chain and not with
      * the document (a URDF may hold thousands of links off the chain) */
     json_t *x = json_object(), *links = json_array(), *unmod = json_array();
-    json_int_t off = 0;
     for (size_t l = 0; l < c->ncollide_links; l++) {
         const proto_collide_link *k = &c->collide_links[l];
-        if (k->state == PROTO_LINK_OFF_CHAIN) {
-            off++;
-            continue;
-        }
         json_t *o = json_object();
         json_object_set_new(o, "name", json_string(k->name));
         json_object_set_new(o, "state", json_string(proto_link_state_name(k->state)));
@@ -341,7 +350,7 @@ void proto__chain_collide_describe(const proto_chain *c, json_t *d)
     json_object_set_new(x, "spheres",
                         json_integer(c->collide ? (json_int_t)c->collide->nspheres : 0));
     json_object_set_new(x, "links", links);
-    json_object_set_new(x, "off_chain", json_integer(off));
+    json_object_set_new(x, "off_chain", json_integer((json_int_t)c->collide_off_chain));
     json_object_set_new(x, "unmodelled", unmod);
     json_object_set_new(d, "collision", x);
 }

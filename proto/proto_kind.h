@@ -109,12 +109,16 @@ struct proto_chain {
      * (proto__chain_closed) and kept */
     _Atomic(ik_closed *) closed;
     /* urdf chains: the collision model (own allocation; NULL without any
-     * geometry), every URDF link's part in it (proto_collide.h), or why
-     * the URDF's own collisions could not be read when the chain object
-     * asked nothing about collisions (proto_chain_collide.c) */
+     * geometry), the part in it of every URDF link on the chain's side of
+     * its joints (proto_collide.h) and the count of the others (off the
+     * chain: counted, not kept, so that a chain's memory grows with the
+     * chain and not with the document), or why the URDF's own collisions
+     * could not be read when the chain object asked nothing about
+     * collisions (proto_chain_collide.c) */
     ik_collide_model *collide;
     struct proto_collide_link *collide_links;
     size_t ncollide_links;
+    size_t collide_off_chain;
     proto_error *collide_err;
 };
 

@@ -247,6 +247,21 @@ class CollideTest(unittest.TestCase):
         self.assertEqual(st, 422, text)
         self.assertEqual(json.loads(text)["error"]["path"], "/options/avoid_collisions")
 
+    def test_links_off_the_chain_are_counted_not_kept(self):
+        """A URDF with 10,000 more links off the chain: the description
+        counts them (off_chain) and the chain's memory grows with the text
+        it keeps, not per link (88 bytes each were kept before: +880 kB)."""
+        pad = "".join('<link name="pad%d"/>\n' % i for i in range(10000))
+        sizes = []
+        for text in (ROBOT.chain.text, ROBOT.chain.text.replace("</robot>", pad + "</robot>")):
+            st, body = self.d.http("POST", "/v1/chains", dict(ROBOT.request, urdf=text))
+            self.assertIn(st, (200, 201), body)
+            desc = json.loads(body)
+            sizes.append((len(text), desc["memory_bytes"], desc["collision"]["off_chain"]))
+        (n0, m0, off0), (n1, m1, off1) = sizes
+        self.assertEqual(off1 - off0, 10000)
+        self.assertLess(m1 - m0, 2 * (n1 - n0) + 8 * 10000, sizes)
+
     def test_solve_avoids(self):
         plain_hits = 0
         reached = 0
