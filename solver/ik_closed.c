@@ -579,6 +579,7 @@ typedef struct closed_job {
     double Rd[9], pd[3];
     double tol_pos, tol_rot;
     const ik_collide_check *avoid; /* opts->collide when it avoids */
+    ik_xform goal;                 /* the target pose, its quaternion unit */
     double ref[6];
     double br[IK_CLOSED_BRANCHES][6];
     bool exact[IK_CLOSED_BRANCHES];
@@ -619,7 +620,9 @@ static int job_setup(closed_job *J, const ik_chain *c, const ik_closed *k, const
     } else {
         ik_chain_mid(c, J->ref);
     }
-    ik_quat_to_mat3(ik_quat_normalize(t->pose.q), J->Rd);
+    J->goal.p = t->pose.p;
+    J->goal.q = ik_quat_normalize(t->pose.q);
+    ik_quat_to_mat3(J->goal.q, J->Rd);
     J->pd[0] = t->pose.p.x;
     J->pd[1] = t->pose.p.y;
     J->pd[2] = t->pose.p.z;
@@ -844,10 +847,7 @@ static int polish(const closed_job *J, double q[6], const ik_closed_result *fr)
     o.timeout_s = 0.0;
     o.max_restarts = 0;
     o.collide = J->avoid;
-    ik_xform goal;
-    goal.p = ik_v3(J->pd[0], J->pd[1], J->pd[2]);
-    goal.q = ik_quat_from_mat3(J->Rd);
-    ik_target t = ik_target_full_pose(goal);
+    ik_target t = ik_target_full_pose(J->goal);
     double out[6];
     const int rc = ik_numeric_solve(J->c, &t, q, &o, ws, sizeof ws, out, NULL);
     if (rc != IK_OK && rc != IK_ENOTCONV)
