@@ -128,25 +128,9 @@ static void make_kr6(arm *a)
 
 /* ---- independent forward kinematics --------------------------------------- */
 
-static ik_xform ref_fk(const arm *a, const double *q)
-{
-    ik_xform T = ik_xform_identity();
-    size_t k = 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const ik_joint *j = &a->j[i];
-        T = ik_xform_mul(T, j->origin);
-        if (j->type == IK_JOINT_FIXED)
-            continue;
-        ik_xform m = ik_xform_identity();
-        m.q = ik_quat_from_axis_angle(j->axis, q[k++]);
-        T = ik_xform_mul(T, m);
-        T.q = ik_quat_normalize(T.q);
-    }
-    return T;
-}
-
-/* The frame of movable joint k (its rotation q[k] applied), by the same
- * composition as ref_fk: where the collision model's body k + 1 sits. */
+/* The frame of movable joint k_want (its rotation q[k_want] applied): where
+ * the collision model's body k_want + 1 sits; with k_want past the last
+ * movable joint, the tip (every joint composed). */
 static ik_xform ref_joint_frame(const arm *a, const double *q, size_t k_want)
 {
     ik_xform T = ik_xform_identity();
@@ -164,6 +148,11 @@ static ik_xform ref_joint_frame(const arm *a, const double *q, size_t k_want)
             break;
     }
     return T;
+}
+
+static ik_xform ref_fk(const arm *a, const double *q)
+{
+    return ref_joint_frame(a, q, SIZE_MAX);
 }
 
 /* Largest position and rotation error components of q against goal. */
