@@ -328,6 +328,23 @@ class SharedRegistryTest(unittest.TestCase):
         sc1, id1 = scene(1)
         status, desc, _ = self.b.http("POST", "/v1/scenes", sc1)
         self.assertEqual((status, desc["id"]), (200, id1), desc)
+        # written with empty lists and the default frame: the same world,
+        # the same key in Redis, which B fetches, decodes and solves with
+        sc8 = dict(json.loads(json.dumps(ROBOT.scene)), spheres=[], frame="ros")
+        sc8["boxes"][0]["position"][1] += 0.008
+        status, desc, _ = self.a.http("POST", "/v1/scenes", sc8)
+        self.assertEqual(status, 201, desc)
+        id8 = desc["id"]
+        status, desc, _ = self.b.http("GET", "/v1/scenes/%s?include=source" % id8)
+        self.assertEqual((status, desc["id"]), (200, id8), desc)
+        self.assertEqual(sorted(desc["scene"]), ["boxes"], desc)
+        del sc8["spheres"], sc8["frame"]
+        status, desc, _ = self.b.http("POST", "/v1/scenes", sc8)
+        self.assertEqual((status, desc["id"]), (200, id8), desc)
+        status, ans, _ = self.b.http("POST", "/v1/solve", {
+            "chain_id": cid, "scene_id": id8, "target": targets[0], "options": opts})
+        self.assertEqual(status, 200, ans)
+        check(ans, targets[0], sc8)
         sc2, id2 = scene(2)
         status, desc, _ = self.b.http("GET", "/v1/scenes/%s?include=source" % id2)
         self.assertEqual((status, desc["id"]), (200, id2), desc)

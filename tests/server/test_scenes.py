@@ -9,7 +9,8 @@ test_collide.py's, and so is the geometry every answer is checked with
 (forward kinematics from the URDF, each sphere placed in its link, signed
 distances to boxes written for the test, not ikd's). Covered:
   - registration: 201 with a 32-digit id and Location, the same scene again
-    (even written differently: key order, 1 for 1.0) 200 with the same id,
+    (even written differently: key order, 1 for 1.0, an identity
+    orientation, empty lists, "frame": "ros") 200 with the same id,
     GET describes it (counts, frame, bytes), ?include=source gives the
     scene back, another include is refused;
   - a scene registered in Unity's frame is the same world: answers in
@@ -161,7 +162,20 @@ class ScenesTest(unittest.TestCase):
         for got, want in zip(src["boxes"], ROBOT.scene["boxes"]):
             self.assertEqual(got["name"], want["name"])
             for k in ("size", "position", "orientation"):
-                self.assertEqual([float(v) for v in got[k]], [float(v) for v in want[k]])
+                # canonical: an orientation without rotation is left out
+                self.assertEqual([float(v) for v in got.get(k, [0, 0, 0, 1])],
+                                 [float(v) for v in want[k]])
+        self.assertNotIn("orientation", src["boxes"][0])
+        # equal worlds, one id: empty lists and defaults are left out
+        st, text = self.d.http("POST", "/v1/scenes", {})
+        self.assertIn(st, (200, 201), text)
+        empty = json.loads(text)["id"]
+        self.assertNotEqual(empty, sid)
+        for same in ({"spheres": []}, {"frame": "ros", "boxes": [], "capsules": []}):
+            st, text = self.d.http("POST", "/v1/scenes", same)
+            self.assertEqual((st, json.loads(text)["id"]), (200, empty), (same, text))
+        st, text = self.d.http("GET", "/v1/scenes/%s?include=source" % empty)
+        self.assertEqual(json.loads(text)["scene"], {}, text)
         st, text = self.d.http("GET", "/v1/scenes/%s?include=chain" % sid)
         self.assertEqual(st, 400, text)
         # a scene's id names no chain
