@@ -122,9 +122,19 @@ int proto_session_scene(proto_session *s, const json_t *scene, const char *scene
                  : proto__chain_collide_check(s->chain, "/scene", err) ||
                        proto_scene_read(scene, "/scene", s->opt.frame, &n, err))
         return -1;
-    proto_scene_free(s->scene);
-    s->scene = n;
+    proto_session_set_scene(s, n);
     return 0;
+}
+
+const proto_scene *proto_session_scene_of(const proto_session *s)
+{
+    return s->scene;
+}
+
+void proto_session_set_scene(proto_session *s, proto_scene *scene)
+{
+    proto_scene_free(s->scene);
+    s->scene = scene;
 }
 
 static bool is_tree(const proto_session *s)

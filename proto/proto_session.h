@@ -63,6 +63,11 @@ void proto_session_free(proto_session *s);
  * "/scene", or "/scene_id": unknown_scene) and the scene unchanged. */
 int proto_session_scene(proto_session *s, const json_t *scene, const char *scene_id,
                         proto_chain_lookup_fn lookup, void *ud, proto_error *err);
+/* The stream's scene (borrowed; NULL: none), and setting it back (the
+ * session takes the reference scene; NULL: none): what the daemon does
+ * when the scene a message gave cannot be held (--stream-chain-bytes). */
+const struct proto_scene *proto_session_scene_of(const proto_session *s);
+void proto_session_set_scene(proto_session *s, struct proto_scene *scene);
 
 /* The session's chain (borrowed, lives as long as the session). */
 const proto_chain *proto_session_chain(const proto_session *s);
