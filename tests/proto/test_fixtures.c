@@ -1584,7 +1584,7 @@ static json_t *tick_answer(named_session *named, const proto_stream_msg *msg)
             snprintf(where, sizeof where, "/targets/%zu/stream", i);
             proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, where, "no such stream");
             proto_stream_tick_error(&w, t.stream, true, t.seq, &e);
-        } else if (proto_session_tick_target(s, &t, i, &job, &e) != 0) {
+        } else if (proto_session_tick_target(s, proto_session_scene_of(s), &t, i, &job, &e) != 0) {
             proto_stream_tick_error(&w, t.stream, true, t.seq, &e);
         } else {
             proto_session_prepare(s, job);
