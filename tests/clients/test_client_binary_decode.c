@@ -330,6 +330,8 @@ START_TEST(binary_answer_corruptions_refused)
         {"a solution without its stream", 1, 5, 1, 0, 0, "stream name"},
         {"an error without code", 3, 16, 2, 0, 0, "without code"},
         {"an error's message past the entry", 3, 20, 4, 0xFFFFFFFFu, 0, "texts of"},
+        {"an error's code with a NUL", 3, 24 + 2, 1, 0, 0, "not a word"},
+        {"an error's code with a capital", 3, 24 + 2, 1, 'U', 0, "not a word"},
         {"an error's path past the entry", 2, 18, 2, 0xFFFF, 0, "texts of"},
         {"an error's name with a NUL", 3, 25, 1, 0, 0, "stream name"},
     };

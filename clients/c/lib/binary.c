@@ -399,6 +399,12 @@ static int read_error(reader *r, const unsigned char *x, size_t size, size_t l, 
     if (lc == 0)
         return fail(r, "an error without code");
     const unsigned char *p = x + ENTRY_HEAD;
+    /* ikd's codes are words (proto/README.md, "Errors") */
+    for (size_t i = 0; i < lc; i++)
+        if (lc >= sizeof e->error->wire_code ||
+            !((p[l + i] >= 'a' && p[l + i] <= 'z') || (p[l + i] >= '0' && p[l + i] <= '9') ||
+              p[l + i] == '_'))
+            return fail(r, "an error's code of %zu bytes that is not a word of a-z 0-9 _", lc);
     if (entry_name(r, p, l, true, &e->stream))
         return -1;
     ikd_error *er = ikd__arena_alloc(&r->d->arena, sizeof *er);
