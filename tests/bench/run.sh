@@ -329,9 +329,9 @@ printf '%s\n' "$forms" | awk 'function f(s, k) {
         b = median(bt, nb); j = median(jt, nj); cb = median(bc, nb); cj = median(jc, nj)
         printf "{\"bench\":\"client_tick_binary_vs_json\",\"window\":1,\"rounds\":%d,", nb
         printf "\"binary_ticks_per_s\":%.1f,\"json_ticks_per_s\":%.1f,", b, j
-        printf "\"ratio_binary_vs_json\":%.2f,", j > 0 ? b / j : 0
+        printf "\"ratio_binary_vs_json\":%.2f,", (j > 0 ? b / j : 0)
         printf "\"binary_cpu_us_per_tick\":%.0f,\"json_cpu_us_per_tick\":%.0f,", cb, cj
-        printf "\"cpu_ratio_binary_vs_json\":%.2f,", cj > 0 ? cb / cj : 0
+        printf "\"cpu_ratio_binary_vs_json\":%.2f,", (cj > 0 ? cb / cj : 0)
         printf "\"binary_bytes_per_tick\":[%.0f,%.0f],\"json_bytes_per_tick\":[%.0f,%.0f]}\n",
             median(bo, nb), median(bi, nb), median(jo, nj), median(ji, nj)
     }'

@@ -97,10 +97,14 @@ static void put32(unsigned char *p, uint32_t v)
 
 static void put_f64(unsigned char *p, double d)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &d, sizeof d);
+#else
     uint64_t u;
     memcpy(&u, &d, sizeof u);
     for (int k = 0; k < 8; k++)
         p[k] = (unsigned char)(u >> 8 * k);
+#endif
 }
 
 static size_t pad8(size_t n)
