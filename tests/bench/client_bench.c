@@ -271,15 +271,16 @@ int main(int argc, char **argv)
     ikd_conn_free(c);
     double per = b.ticks ? (double)b.ticks : 1.0;
     double secs = b.seconds;
-    printf("{\"bench\":\"client_tick\",\"form\":\"%s\",\"characters\":%d,\"window\":%d,\"seconds\":%.2f,"
+    printf("{\"bench\":\"client_tick\",\"form\":\"%s\",\"characters\":%d,\"window\":%d,\"seconds\":"
+           "%.2f,"
            "\"ticks\":%llu,\"skipped_ticks\":%llu,\"ticks_per_s\":%.1f,\"p50_us\":%llu,"
            "\"p99_us\":%llu,\"max_us\":%llu,\"client_cpu_us_per_tick\":%.1f,\"failed\":%llu,"
            "\"bytes_in_per_tick\":%.0f,\"bytes_out_per_tick\":%.0f}\n",
-           b.binary ? "binary" : "json", b.characters, b.window, secs, (unsigned long long)b.ticks, (unsigned long long)b.skipped,
-           (double)b.ticks / secs, (unsigned long long)percentile(&b, 0.5),
-           (unsigned long long)percentile(&b, 0.99), (unsigned long long)(b.max_ns / 1000),
-           b.ticks ? cpu * 1e6 / (double)b.ticks : 0.0, (unsigned long long)b.failed,
-           (double)(st1.bytes_out - st0.bytes_out) / per,
+           b.binary ? "binary" : "json", b.characters, b.window, secs, (unsigned long long)b.ticks,
+           (unsigned long long)b.skipped, (double)b.ticks / secs,
+           (unsigned long long)percentile(&b, 0.5), (unsigned long long)percentile(&b, 0.99),
+           (unsigned long long)(b.max_ns / 1000), b.ticks ? cpu * 1e6 / (double)b.ticks : 0.0,
+           (unsigned long long)b.failed, (double)(st1.bytes_out - st0.bytes_out) / per,
            (double)(st1.bytes_in - st0.bytes_in) / per);
     free(b.hist);
     free(b.names);

@@ -15,7 +15,8 @@
 
 static const char *const LEG __attribute__((unused)) =
     "{\"kind\":\"bones\",\"positions\":[[0.0,0.0,1.0],[0.1,0.0,0.55],[0.0,0.0,0.1]]}";
-__attribute__((unused)) static const double HIP[3] = {0, 0, 1}, KNEE[3] = {0.1, 0, 0.55}, FOOT[3] = {0, 0, 0.1};
+__attribute__((unused)) static const double HIP[3] = {0, 0, 1}, KNEE[3] = {0.1, 0, 0.55},
+                                            FOOT[3] = {0, 0, 0.1};
 
 static inline double dist(const double *a, const double *b)
 {

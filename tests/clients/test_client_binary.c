@@ -94,8 +94,8 @@ static ikd_tick *send_wait(ikd_conn *c, long long seq)
 
 static void same(double a, double b, const char *what, size_t i)
 {
-    ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "%s %zu: %.17g in binary, %.17g in JSON", what,
-                  i, a, b);
+    ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "%s %zu: %.17g in binary, %.17g in JSON", what, i,
+                  a, b);
 }
 
 static void same_doubles(const double *a, const double *b, size_t n, const char *what)
@@ -231,9 +231,8 @@ static void add_rigs(ikd_conn *c, long long seq, double legs[LEGS][3], const dou
     ck_assert_int_eq(ikd_tick_begin(c, seq, &e), 0);
     for (int k = 0; k < LEGS; k++) {
         ikd_target t = {.position = {legs[k][0], legs[k][1], legs[k][2]}};
-        ck_assert_int_eq(ikd_tick_add(c, LEG_NAMES[k], &t, NULL, k == 1 ? 1000 + seq : IKD_SEQ_AUTO,
-                                      &e),
-                         0);
+        ck_assert_int_eq(
+            ikd_tick_add(c, LEG_NAMES[k], &t, NULL, k == 1 ? 1000 + seq : IKD_SEQ_AUTO, &e), 0);
     }
     ikd_target ta = {.position = {arm[0], arm[1], arm[2]}};
     ck_assert_int_eq(ikd_tick_add(c, "arm", &ta, NULL, IKD_SEQ_AUTO, &e), 0);

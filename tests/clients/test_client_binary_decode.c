@@ -125,21 +125,30 @@ static void error_entry(out *o, const char *name, bool has_seq, double seq, cons
     o->n = at + size;
 }
 
-enum { F_JOINTS = 1, F_POSITIONS = 2, F_ROTATIONS = 4, F_LOCAL = 8, F_TIP = 16, F_POSERR = 32,
-       F_ORIERR = 64, F_STEP = 128, F_TIME = 256 };
+enum {
+    F_JOINTS = 1,
+    F_POSITIONS = 2,
+    F_ROTATIONS = 4,
+    F_LOCAL = 8,
+    F_TIP = 16,
+    F_POSERR = 32,
+    F_ORIERR = 64,
+    F_STEP = 128,
+    F_TIME = 256
+};
 enum { R_POSE = 1, R_TIP = 2, R_ORIERR = 4, R_STEP = 8 };
 
 /* The answer of the tests: four entries of tick 120. */
 static void sample(out *o)
 {
     head(o, 4, 3, 120);
-    const double a[] = {0.5, -1.25,                       /* joints */
-                        1, 2, 3, 4, 5, 6,                 /* two points */
-                        7, 8, 9, 0, 0, 0.6, 0.8,          /* tip */
-                        1e-7, 2e-7, NAN, 0.03};           /* errors, step (none), time */
+    const double a[] = {0.5,  -1.25,                        /* joints */
+                        1,    2,     3,   4,   5, 6,        /* two points */
+                        7,    8,     9,   0,   0, 0.6, 0.8, /* tip */
+                        1e-7, 2e-7,  NAN, 0.03};            /* errors, step (none), time */
     solution(o, "leg0", 7, 2,
-             F_JOINTS | F_POSITIONS | F_TIP | F_POSERR | F_ORIERR | F_STEP | F_TIME, 2, 2, 0, 3,
-             1, R_POSE | R_TIP | R_ORIERR, 12, 1, a, sizeof a / sizeof a[0]);
+             F_JOINTS | F_POSITIONS | F_TIP | F_POSERR | F_ORIERR | F_STEP | F_TIME, 2, 2, 0, 3, 1,
+             R_POSE | R_TIP | R_ORIERR, 12, 1, a, sizeof a / sizeof a[0]);
     const double b[] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0.01};
     solution(o, "leg1", 121, 0, F_JOINTS | F_ROTATIONS | F_LOCAL | F_TIME, 1, 0, 1, 2, -31, 0, 64,
              0, b, sizeof b / sizeof b[0]);
@@ -203,8 +212,8 @@ static void check_sample(const ikd_tick *t)
     ck_assert_str_eq(r->status_text, "no_ik_solution");
     ck_assert_int_eq(r->code, -31);
     /* no pose: the members JSON leaves out are out, time_ms stays */
-    ck_assert_uint_eq(r->has, IKD_HAS_CODE | IKD_HAS_ITERATIONS | IKD_HAS_RESTARTS |
-                                  IKD_HAS_TIME_MS);
+    ck_assert_uint_eq(r->has,
+                      IKD_HAS_CODE | IKD_HAS_ITERATIONS | IKD_HAS_RESTARTS | IKD_HAS_TIME_MS);
     ck_assert_ptr_null(r->joints);
     ck_assert_ptr_null(r->rotations);
     ck_assert_ptr_null(r->local_rotations);
@@ -410,9 +419,8 @@ START_TEST(binary_tick_written_as_documented)
     double q1[4] = {0, 0, 0.6, 0.8}, q2[4] = {1, 0, 0, 0};
     ikd_target a = {.position = {0.1, 0.2, 0.3}, .orientation = q1};
     ikd_target b = {.position = {-1, -2, 99}, .dims = 2, .orientation = q2};
-    ck_assert_int_eq(ikd__tick_put_binary(&names, &recs, "hand_l", &a, IKD_SEQ_AUTO, true,
-                                          "target", &e),
-                     0);
+    ck_assert_int_eq(
+        ikd__tick_put_binary(&names, &recs, "hand_l", &a, IKD_SEQ_AUTO, true, "target", &e), 0);
     ck_assert_int_eq(ikd__tick_put_binary(&names, &recs, "b", &b, 42, true, "target", &e), 0);
     /* a NaN is named, and nothing of it is appended */
     ikd_target nan = {.position = {0, 0, 0}, .orientation = q1};

@@ -38,11 +38,11 @@
 
 #include "internal.h"
 
-#define TICK_HEAD      24 /* "IKDT", version, flags, count, names' bytes, seq */
-#define ANSWER_HEAD    24 /* "IKDS", version, 0, count, skipped, seq */
-#define ENTRY_HEAD     24 /* size, kind, name length, flags, 0, seq, two counts */
-#define SOLUTION_SHAPE 16 /* fields, J, P, Q, D, 0 */
-#define RECORD_FIXED   16 /* code, flags, iterations, restarts */
+#define TICK_HEAD      24                 /* "IKDT", version, flags, count, names' bytes, seq */
+#define ANSWER_HEAD    24                 /* "IKDS", version, 0, count, skipped, seq */
+#define ENTRY_HEAD     24                 /* size, kind, name length, flags, 0, seq, two counts */
+#define SOLUTION_SHAPE 16                 /* fields, J, P, Q, D, 0 */
+#define RECORD_FIXED   16                 /* code, flags, iterations, restarts */
 #define SEQ_MAX        9007199254740991.0 /* 2^53 - 1 */
 
 enum { ENTRY_SOLUTION = 1, ENTRY_ERROR = 2 };
@@ -61,7 +61,12 @@ enum {
     BF_ALL = (1u << 9) - 1
 };
 /* A record's flags: which members hold a value. */
-enum { BR_POSE = 1u << 0, BR_TIP = 1u << 1, BR_ORIENTATION_ERROR = 1u << 2, BR_MAX_JOINT_STEP = 1u << 3 };
+enum {
+    BR_POSE = 1u << 0,
+    BR_TIP = 1u << 1,
+    BR_ORIENTATION_ERROR = 1u << 2,
+    BR_MAX_JOINT_STEP = 1u << 3
+};
 
 /* ---- little-endian numbers ----------------------------------------------- */
 
@@ -151,12 +156,11 @@ int ikd__tick_put_binary(ikd__buf *names, ikd__buf *recs, const char *name, cons
     int dims = t->dims ? t->dims : 3;
     for (int k = 0; k < dims; k++)
         if (!isfinite(t->position[k]))
-            return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "%s.position[%d] is not finite", what,
-                             k);
+            return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "%s.position[%d] is not finite", what, k);
     for (int k = 0; orientation && k < 4; k++)
         if (!isfinite(t->orientation[k]))
-            return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "%s.orientation[%d] is not finite",
-                             what, k);
+            return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "%s.orientation[%d] is not finite", what,
+                             k);
     size_t l = strlen(name), rec = ikd__tick_record_size(orientation);
     if (l < 1 || l > 255)
         return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "a stream name of %zu bytes", l);
@@ -178,7 +182,8 @@ int ikd__tick_put_binary(ikd__buf *names, ikd__buf *recs, const char *name, cons
 void ikd__tick_get_binary(const ikd__buf *recs, size_t i, bool orientation, long long *seq,
                           double position[3], double q[4])
 {
-    const unsigned char *r = (const unsigned char *)recs->p + i * ikd__tick_record_size(orientation);
+    const unsigned char *r =
+        (const unsigned char *)recs->p + i * ikd__tick_record_size(orientation);
     double s = le_f64(r);
     *seq = isnan(s) ? IKD_SEQ_AUTO : (long long)s;
     for (int k = 0; k < 3; k++)
@@ -276,8 +281,10 @@ static int entry_name(reader *r, const unsigned char *p, size_t l, bool may_be_e
     memcpy(name, p, l);
     name[l] = '\0';
     if (l == 0 ? !may_be_empty : (strlen(name) != l || !ikd__stream_name_ok(name)))
-        return fail(r, "a stream name of %zu bytes that is not 1 to 64 characters of "
-                       "A-Z a-z 0-9 _ . : -", l);
+        return fail(r,
+                    "a stream name of %zu bytes that is not 1 to 64 characters of "
+                    "A-Z a-z 0-9 _ . : -",
+                    l);
     *out = ikd__arena_strndup(&r->d->arena, name, l);
     return *out ? 0 : fail(r, "out of memory");
 }
@@ -300,8 +307,8 @@ static int read_solution(reader *r, const unsigned char *x, size_t size, size_t 
         if (fields & (1u << m))
             k += sizes[m];
     if (rec != RECORD_FIXED + 8 * (uint64_t)k)
-        return fail(r, "a record of %llu bytes where its fields take %zu",
-                    (unsigned long long)rec, RECORD_FIXED + 8 * k);
+        return fail(r, "a record of %llu bytes where its fields take %zu", (unsigned long long)rec,
+                    RECORD_FIXED + 8 * k);
     if (ENTRY_HEAD + SOLUTION_SHAPE + rec + l > size)
         return fail(r, "a record of %llu bytes and a name of %zu in a solution of %zu",
                     (unsigned long long)rec, l, size);
@@ -398,7 +405,8 @@ static int read_error(reader *r, const unsigned char *x, size_t size, size_t l, 
 {
     size_t lc = le16(x + 16), lp = le16(x + 18), lm = le32(x + 20);
     if ((uint64_t)ENTRY_HEAD + l + lc + lp + lm > size)
-        return fail(r, "an error's name and texts of %zu, %zu, %zu and %zu bytes in an entry of %zu",
+        return fail(r,
+                    "an error's name and texts of %zu, %zu, %zu and %zu bytes in an entry of %zu",
                     l, lc, lp, lm, size);
     if (lc == 0)
         return fail(r, "an error without code");
@@ -452,8 +460,8 @@ static int read_entry(reader *r, size_t at, ikd_tick_entry *e, size_t *size)
     return fail(r, "an entry of kind %d, neither a solution (1) nor an error (2)", kind);
 }
 
-int ikd__decode_tick_binary(ikd__dec *d, const char *p, size_t n, size_t max_entries,
-                            ikd_tick *out, ikd_error *err)
+int ikd__decode_tick_binary(ikd__dec *d, const char *p, size_t n, size_t max_entries, ikd_tick *out,
+                            ikd_error *err)
 {
     memset(out, 0, sizeof *out);
     const unsigned char *b = (const unsigned char *)p;

@@ -136,8 +136,8 @@ struct ikd_conn {
     size_t rnd_off;
 
     /* messages */
-    ikd__buf build; /* the message being written */
-    ikd__buf tick;  /* the tick being built: JSON text, or a binary tick's head and names */
+    ikd__buf build;     /* the message being written */
+    ikd__buf tick;      /* the tick being built: JSON text, or a binary tick's head and names */
     ikd__buf tick_recs; /* a binary tick's records */
     ikd__buf tick_dims; /* a binary tick's targets' dims, one byte each (to write it as JSON) */
     bool tick_open;

@@ -232,8 +232,8 @@ void ikd__tick_head_binary(char *head, long long seq, size_t n, size_t names, bo
  * the tick's when the head could be read). Every count and length is
  * checked against the bytes there before use; more than max_entries
  * entries is refused before anything is allocated. */
-int ikd__decode_tick_binary(ikd__dec *d, const char *p, size_t n, size_t max_entries,
-                            ikd_tick *out, ikd_error *err);
+int ikd__decode_tick_binary(ikd__dec *d, const char *p, size_t n, size_t max_entries, ikd_tick *out,
+                            ikd_error *err);
 
 /* ---- time --------------------------------------------------------------- */
 

@@ -148,8 +148,7 @@ static int named(ikd_error *err, size_t i, const char *stream, int rc)
 static int too_large(ikd_conn *c, ikd_error *err)
 {
     return ikd__fail(err, IKD_E_MESSAGE_TOO_LARGE,
-                     "the tick would be larger than max_send_queue (%zu bytes)",
-                     c->max_send_queue);
+                     "the tick would be larger than max_send_queue (%zu bytes)", c->max_send_queue);
 }
 
 /* Adds a target that fits the binary form to a binary tick. */
@@ -161,8 +160,8 @@ static int add_binary(ikd_conn *c, const char *stream, const ikd_target *target,
     if (ikd__tick_binary_size(c->tick_count + 1, names, orient) > c->max_send_queue)
         return too_large(c, err);
     size_t mark = c->tick.len, rec_mark = c->tick_recs.len;
-    int rc = ikd__tick_put_binary(&c->tick, &c->tick_recs, stream, target, seq, orient, "target",
-                                  err);
+    int rc =
+        ikd__tick_put_binary(&c->tick, &c->tick_recs, stream, target, seq, orient, "target", err);
     if (rc)
         return rc == IKD_E_INVALID_ARGUMENT ? named(err, c->tick_count, stream, rc) : rc;
     unsigned char dims = (unsigned char)(target->dims ? target->dims : 3);

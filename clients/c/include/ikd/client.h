@@ -118,7 +118,7 @@ const char *ikd_client_version(void);
     X(SEND_QUEUE_FULL, "send_queue_full", "the send queue is full: the message was not queued")    \
     X(MESSAGE_TOO_LARGE, "message_too_large", "a message or answer larger than the limit set")     \
     X(UNEXPECTED, "unexpected_message", "a message the waiting call did not expect")               \
-    X(INVALID_SRDF, "invalid_srdf", "the SRDF is malformed or names a link the URDF lacks")      \
+    X(INVALID_SRDF, "invalid_srdf", "the SRDF is malformed or names a link the URDF lacks")        \
     X(UNKNOWN_SCENE, "unknown_scene", "no scene of that id is registered")
 
 /* The codes: IKD_OK, then IKD_E_<ENUM> = -1, -2, ... in the table's order. */
