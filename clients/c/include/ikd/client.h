@@ -393,7 +393,8 @@ typedef enum ikd_event_kind {
 } ikd_event_kind;
 
 /* One target of a tick's answer: result, or error when that target could
- * not be solved (an unknown stream, an invalid target). */
+ * not be solved (an unknown stream, an invalid target). stream is "" when
+ * ikd names none (an error about the stream's name itself). */
 typedef struct ikd_tick_entry {
     const char *stream;
     long long seq;
