@@ -508,9 +508,11 @@ static void get_again(srv_request *q)
 }
 
 /* A DELETE sent on to Redis (--redis): the local copy is removed only
- * once Redis has deleted the key, so that a 503 (Redis unreachable, or
- * too slow) means that nothing happened and the client may retry, as
- * for every other 503. */
+ * once Redis has deleted the key, or may have (sent, not answered), so
+ * that a 503 for a Redis that cannot be reached means that nothing
+ * happened, and a 503 after the DEL went out leaves this replica to
+ * follow Redis; either way the client retries, as for every other 503
+ * (404 when the first DELETE was carried out after all). */
 typedef struct forget_wait {
     srv_registry_op op;
     srv_request *q;
@@ -527,8 +529,14 @@ static void forgotten(srv_registry_op *op)
     srv_request *q = w->q;
     /* deleted in Redis: this replica's copy too, even when the client has
      * gone (the announcement may have removed it first: it was sent
-     * behind the DEL, and is read on another connection) */
-    if (op->status == SRV_OK)
+     * behind the DEL, and is read on another connection). And when the
+     * DEL was sent but not answered (Redis paused or slower than
+     * --redis-timeout, the connection lost): Redis may still run it, and
+     * this replica's subscription, dropped with its connection, would not
+     * hear of it; the copy here is forgotten, so that the next request
+     * asks Redis, which has the id or not. Only a refusal (an error
+     * reply) says that nothing was deleted. */
+    if (op->status == SRV_OK || !op->refused)
         srv_registry_remove_kind(q->ctx->registry, w->kind, w->id);
     if (srv_http_release(q)) {
         if (op->status != SRV_OK) {

@@ -179,6 +179,8 @@ struct srv_registry_op {
                      --redis-timeout (what; says why); SRV_ESHUTDOWN */
     char what[160];
     bool existed; /* store: Redis had the id already; forget: it had it */
+    bool refused; /* SRV_EIO because Redis answered with an error: the command
+                     did not run (else, once sent, it may have run) */
     size_t found; /* fetch: ids found and decoded, added to the scope */
     proto_error err; /* fetch: a fetched chain this replica refuses (its
                         limits), status SRV_EINVAL */

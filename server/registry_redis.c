@@ -419,6 +419,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
             snprintf(r->reset_why, sizeof r->reset_why, "%s", what);
             kick_tick(r);
         }
+        if (op && rep)
+            op->refused = true;
         cmd_fail(c, SRV_EIO, what);
         free(c);
         return;

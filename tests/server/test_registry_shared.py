@@ -26,6 +26,10 @@ Redis (--redis), with Debian's redis-server started here on a loopback port
   the same port): B reconnects by itself and registrations work again;
 - Redis paused (SIGSTOP, a Redis that does not answer): a miss gets 503
   within --redis-timeout while other requests are answered at once;
+- a DELETE while Redis is paused: 503, and once Redis resumes it runs
+  the DEL it had been sent; the replica that answered (one loop, so its
+  subscription was dropped with the command connection) does not keep
+  serving the deleted chain (it forgot its copy), as B does not;
 - Redis with a password: a wrong one is refused and /readyz says why,
   the right one works.
 
@@ -457,6 +461,30 @@ class SharedRegistryTest(unittest.TestCase):
         finally:
             self.redis.proc.send_signal(signal.SIGCONT)
         self.b.wait_up()
+
+    def test_h_delete_while_redis_paused(self):
+        c = Ikd(self.url, "--loops", "1")
+        try:
+            c.wait_up()
+            cid = self.register(c, bones(0.09), (201,))["id"]
+            self.assertEqual(self.b.http("GET", "/v1/chains/" + cid)[0], 200)  # B holds it
+            self.redis.proc.send_signal(signal.SIGSTOP)
+            try:
+                status, err, _ = c.http("DELETE", "/v1/chains/" + cid)
+                self.assertEqual((status, err["error"]["code"]), (503, "overloaded"), err)
+            finally:
+                self.redis.proc.send_signal(signal.SIGCONT)
+            c.wait_up()
+            # Redis ran the DEL it was sent (and told B)
+            deadline = time.monotonic() + 5 * SLOW
+            while self.b.http("GET", "/v1/chains/" + cid)[0] != 404:
+                self.assertLess(time.monotonic(), deadline, "the DEL never ran")
+                time.sleep(0.02)
+            # before, C kept its copy: 200 there, 404 everywhere else
+            self.assertEqual(c.http("GET", "/v1/chains/" + cid)[0], 404)
+            self.assertEqual(c.http("DELETE", "/v1/chains/" + cid)[0], 404)  # the retry
+        finally:
+            c.stop()
 
     def test_h_garbage_in_redis_is_not_the_clients_error(self):
         """What another program (or another version of ikd) wrote at a
