@@ -60,6 +60,8 @@ typedef struct entry {
 struct srv_registry {
     uv_rwlock_t lock;
     size_t max_bytes, bytes, count, evictions;
+    size_t removals; /* srv_registry_remove_kind calls, found or not: a
+                        fetch sent before one does not put what it brings */
     size_t nbuckets;
     entry **buckets;
     entry *head, *tail;
@@ -218,12 +220,18 @@ void srv_registry_free(srv_registry *r)
 }
 
 /* Stores obj of kind k (its id and bytes), as srv_registry_put. */
+/* since: NULL, or the removals a fetch was sent after (nothing is put
+ * when one came since: SRV_EBUSY). */
 static int put(srv_registry *r, proto_reg_kind k, void *obj, const char *id, size_t bytes,
-               bool *created)
+               bool *created, const size_t *since)
 {
     int rc = SRV_OK;
     uint64_t now = uv_hrtime();
     uv_rwlock_wrlock(&r->lock);
+    if (since && *since != r->removals) {
+        rc = SRV_EBUSY;
+        goto out;
+    }
     entry **slot = find_slot(r, k, id);
     if (*slot) {
         place_first(r, *slot, now);
@@ -283,7 +291,14 @@ const char *srv__registry_obj_id(proto_reg_kind k, const void *obj)
 
 int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *created)
 {
-    return put(r, k, obj, srv__registry_obj_id(k, obj), srv__registry_obj_bytes(k, obj), created);
+    return put(r, k, obj, srv__registry_obj_id(k, obj), srv__registry_obj_bytes(k, obj), created,
+               NULL);
+}
+
+int srv__registry_put_fetched(srv_registry *r, proto_reg_kind k, void *obj, size_t since)
+{
+    return put(r, k, obj, srv__registry_obj_id(k, obj), srv__registry_obj_bytes(k, obj), NULL,
+               &since);
 }
 
 int srv_registry_put(srv_registry *r, proto_chain *c, bool *created)
@@ -330,6 +345,7 @@ int srv_registry_remove_kind(srv_registry *r, proto_reg_kind k, const char *id)
 {
     int rc = SRV_ENOTFOUND;
     uv_rwlock_wrlock(&r->lock);
+    r->removals++;
     entry **slot = find_slot(r, k, id);
     if (*slot) {
         drop(r, slot);
@@ -350,6 +366,11 @@ static size_t read_field(srv_registry *r, const size_t *field)
     size_t v = *field;
     uv_rwlock_rdunlock(&r->lock);
     return v;
+}
+
+size_t srv__registry_removals(srv_registry *r)
+{
+    return read_field(r, &r->removals);
 }
 
 size_t srv_registry_count(srv_registry *r) { return read_field(r, &r->count); }

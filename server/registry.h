@@ -139,6 +139,14 @@ size_t srv__registry_obj_bytes(proto_reg_kind k, const void *obj);
 const char *srv__registry_obj_id(proto_reg_kind k, const void *obj);
 /* Internal: puts obj of kind k in r, as srv_registry_put. */
 int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *created);
+/* Internal (registry_redis.c): the srv_registry_remove_kind calls so far,
+ * and a fetched obj put as srv__registry_put_kind unless one came since
+ * (SRV_EBUSY, nothing put): a fetch that Redis answered before a DEL
+ * (a DELETE's, or another replica's, announced) must not put back what
+ * the DELETE removed, when its answer is decoded after that (on the pool,
+ * or on another loop). The request that fetched it still has it. */
+size_t srv__registry_removals(srv_registry *r);
+int srv__registry_put_fetched(srv_registry *r, proto_reg_kind k, void *obj, size_t since);
 /* Internal (registry_redis.c): the missed ids become asked ones; false
  * when memory ran out (nothing changed). */
 bool srv__registry_scope_asked(srv_registry_scope *s);
@@ -181,6 +189,7 @@ struct srv_registry_op {
     bool existed; /* store: Redis had the id already; forget: it had it */
     bool refused; /* SRV_EIO because Redis answered with an error: the command
                      did not run (else, once sent, it may have run) */
+    size_t removals; /* fetch: srv__registry_removals when it was sent */
     size_t found; /* fetch: ids found and decoded, added to the scope */
     proto_error err; /* fetch: a fetched chain this replica refuses (its
                         limits), status SRV_EINVAL */

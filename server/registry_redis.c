@@ -11,7 +11,8 @@
  * one MGET for all the ids a request names, decodes each value with its
  * own limits (on the pool when large), checks that it has the id it was
  * fetched for (a value that does not is ignored, and logged), and keeps it
- * in its local registry. A deletion is DEL, then PUBLISH of the id on
+ * in its local registry (unless a deletion came while it was fetched:
+ * srv__registry_put_fetched). A deletion is DEL, then PUBLISH of the id on
  * "ikd:chains:deleted" ("scene:<id>" for a scene), to which every loop of
  * every replica is subscribed (a second connection): each drops the id
  * from its local registry.
@@ -312,7 +313,8 @@ static void fetch_finish(srv_redis *r, srv_registry_op *op, void **chains,
             obj_unref(k, c);
             continue;
         }
-        srv__registry_put_kind(ctx->registry, k, c, NULL); /* too large for it: the scope holds it */
+        /* too large for it, or deleted since the fetch went: the scope holds it */
+        srv__registry_put_fetched(ctx->registry, k, c, op->removals);
         if (srv__registry_scope_hold(op->scope, k, c))
             op->found++;
     }
@@ -853,6 +855,7 @@ int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op 
         fetch_free_texts(op);
         return SRV_ENOMEM;
     }
+    op->removals = srv__registry_removals(ctx->registry); /* before Redis answers */
     argv[0] = "MGET";
     lens[0] = 4;
     for (size_t i = 0; i < n; i++) {

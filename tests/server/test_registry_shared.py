@@ -17,6 +17,10 @@ Redis (--redis), with Debian's redis-server started here on a loopback port
   scene message (answers checked with test_collide.py's geometry), and a
   DELETE on A reaches B;
 - a chain of more than 64 KiB (decoded on the pool) is fetched too;
+- a DELETE that comes while such a chain is fetched (Redis answers the
+  fetch first, its decode ends after the DELETE's answer): the fetch's
+  request has it, but the replica does not keep it (before, it did, and
+  served a deleted chain);
 - Redis stopped: inline solves and ids B holds keep answering, a miss gets
   503 with Retry-After within --redis-timeout, a registration 503, a
   DELETE 503 and nothing deleted (B still answers with the chain and the
@@ -426,6 +430,39 @@ class SharedRegistryTest(unittest.TestCase):
         self.assertEqual(status, 200, ans)
         got, _ = UR5.fk(ans["joints"])
         self.assertLess(math.dist(got, pos), 1e-4)
+
+    def test_g_delete_during_a_fetch(self):
+        chain = UR5.request()
+        chain["urdf"] = chain["urdf"].replace(
+            "<robot", "<!-- %s -->\n<robot" % ("padding " * 12001), 1)
+        cid = self.register(self.a, chain, (201,))["id"]
+        c = Ikd(self.url, "--loops", "1")
+        try:
+            c.wait_up()
+            out = {}
+
+            def fetch():
+                out["get"] = c.http("GET", "/v1/chains/" + cid)[0]
+
+            # Redis paused so that it gets the fetch's MGET, then the DEL,
+            # and answers both at once when it resumes
+            self.redis.proc.send_signal(signal.SIGSTOP)
+            try:
+                th = threading.Thread(target=fetch)
+                th.start()
+                time.sleep(0.05)
+                th2 = threading.Thread(target=lambda: out.update(
+                    delete=c.http("DELETE", "/v1/chains/" + cid)[0]))
+                th2.start()
+                time.sleep(0.05)
+            finally:
+                self.redis.proc.send_signal(signal.SIGCONT)
+            th.join(10 * SLOW)
+            th2.join(10 * SLOW)
+            self.assertEqual(out, {"get": 200, "delete": 204})
+            self.assertEqual(c.http("GET", "/v1/chains/" + cid)[0], 404)
+        finally:
+            c.stop()
 
     def test_h_redis_paused(self):
         cid = self.register(self.a, bones(0.06), (201,))["id"]
