@@ -51,7 +51,8 @@
  *
  * Memory: the chains and scenes open streams hold count against
  * --stream-chain-bytes (server/stream_chains.c: each once; an open or a
- * scene message past it is refused, the stream keeping its old scene).
+ * scene message past it is refused, the stream keeping its old scene;
+ * a tick's targets hold their scenes until the tick is done).
  * A stream holds one reference to its connection and is freed when it is
  * closed and no pool solve, tick or timer handle still refers to it. Pool
  * work touches only its own proto_jobs, except a running tick's parts,

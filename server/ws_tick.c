@@ -57,6 +57,7 @@
 #include "proto/proto_scene.h"
 #include "server/metrics.h"
 #include "server/solve.h"
+#include "server/stream_chains.h"
 #include "server/ws_stream.h"
 
 /* A target of a tick answered with an error, and the stream it named. */
@@ -68,8 +69,11 @@ typedef struct ws_tick_error {
 typedef struct ws_tick_entry {
     ws_stream *s;       /* its stream (a reference, and s->ticks), unless answered
                            with an error found when the tick was read */
-    proto_scene *scene; /* the stream's scene when the tick was read (a reference):
-                           a scene message after the tick is for the targets after it */
+    proto_scene *scene; /* the stream's scene when the tick was read (a reference,
+                           and a hold against --stream-chain-bytes, so that a scene
+                           message after it cannot make room for another one while
+                           the tick keeps this one): a scene message after the tick
+                           is for the targets after it */
     proto_job *job;     /* decoded and not yet settled (proto_session_solved) */
     ws_tick_error *err; /* answered with this error */
     bool decoded;       /* job or err came from its target */
@@ -166,6 +170,7 @@ static void tick_free(ws_tick *t)
     for (size_t i = 0; i < t->n; i++) {
         ws_tick_entry *e = &t->e[i];
         proto_job_free(e->job);
+        srv_stream_scenes_release(srv__ws_ctx(t->conn), e->scene);
         proto_scene_free(e->scene);
         free(e->err);
         if (e->s) {
@@ -609,6 +614,12 @@ void srv__tick_read(ws_conn *c, proto_stream_msg *m, char **text)
             entry_error(e, tt->stream, true, tt->seq, &err);
             continue;
         }
+        /* the stream holds its scene: found in the table, never refused */
+        proto_scene *scene = (proto_scene *)proto_session_scene_of(s->session);
+        if (srv_stream_scenes_hold(srv__ws_ctx(c), scene, "/scene", &err) != 0) {
+            entry_error(e, tt->stream, true, tt->seq, &err);
+            continue;
+        }
         s->tick_mark = gen;
         s->tick_index = i;
         srv__stream_path_end(s, false); /* a target cancels a running path */
@@ -619,7 +630,7 @@ void srv__tick_read(ws_conn *c, proto_stream_msg *m, char **text)
             s->pending = NULL;
         }
         e->s = s;
-        e->scene = proto_scene_ref((proto_scene *)proto_session_scene_of(s->session));
+        e->scene = proto_scene_ref(scene);
         s->refs++;
         s->ticks++;
         e->has_seq = true;

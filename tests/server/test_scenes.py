@@ -49,7 +49,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_collide import MARGIN, ROBOT, TOL, placed_spheres  # noqa: E402
-from test_stream import TIMEOUT, Daemon, connect, recv, run, send  # noqa: E402
+from test_stream import TIMEOUT, Daemon, RawWS, connect, frame, recv, run, send  # noqa: E402
 
 BINARY = "application/vnd.ikd.batch"
 AVOID = {"timeout_ms": 0, "max_iterations": 10000, "avoid_collisions": True,
@@ -550,6 +550,46 @@ class StreamSceneBytesTest(unittest.TestCase):
             self.assertEqual((out[2][1], out[3][1]), (with_small, with_small))
             self.assertEqual(out[4][0]["type"], "closed", out[4][0])
             self.assertEqual(out[4][1], 0)
+        finally:
+            d.stop()
+
+    def test_a_tick_holds_its_scene(self):
+        """A tick's target keeps its stream's scene counted until the tick
+        is done: a scene message after the tick cannot free the room for
+        another large scene while the tick still keeps the first one alive
+        (before, "scene": {} then another 256 spheres were taken: twice
+        the bound, and as often again per stream and tick)."""
+        d = Daemon()
+        try:
+            out = self.exchange(d, [
+                {"type": "open", "stream": "s", "chain": ROBOT.request},
+                {"type": "scene", "stream": "s", "scene": self.world(0)}])
+            chain, big = out[0][1], out[1][1] - out[0][1]
+        finally:
+            d.stop()
+        d = Daemon("--stream-chain-bytes", str(chain + big + 4096))
+        try:
+            raw = RawWS(d.port)
+            raw.send_text(json.dumps({"type": "open", "stream": "s", "chain": ROBOT.request,
+                                      "scene": self.world(1),
+                                      "options": {"timeout_ms": 0, "max_iterations": 10000}}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            # one read: the tick starts after it, holding the first scene
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+                {"type": "tick", "seq": 1, "targets": [{"stream": "s", "target": self.target}]},
+                {"type": "scene", "stream": "s", "scene": {}},
+                {"type": "scene", "stream": "s", "scene": self.world(2)},
+                {"type": "target", "stream": "s", "seq": 2, "target": self.target})))
+            got = []
+            while not got or got[-1]["type"] != "solution":
+                got.append(raw.recv_json())
+            errors = [m["error"] for m in got if m["type"] == "error"]
+            self.assertEqual([(e["code"], e["path"]) for e in errors], [("overloaded", "/scene")],
+                             got)
+            raw.send_text(json.dumps({"type": "close", "stream": "s"}))
+            self.assertEqual(raw.recv_json()["type"], "closed")
+            self.assertEqual(held_streams(d), 0)
+            raw.close()
         finally:
             d.stop()
 
