@@ -378,5 +378,9 @@ void proto_session_solved(proto_session *s, proto_job *job)
     if (job == s->prev)
         return;
     proto_job_free(s->prev);
+    /* kept for its answer, not its world: a scene the stream has replaced
+     * is not kept alive by it (a daemon counts the scenes streams hold) */
+    proto_scene_free(job->scene);
+    job->scene = NULL;
     s->prev = job;
 }

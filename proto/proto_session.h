@@ -124,8 +124,9 @@ void proto_session_skip(proto_session *s, proto_job *job);
  * start. A kept seed is spent by it. */
 void proto_session_prepare(proto_session *s, proto_job *job);
 
-/* job was solved (proto_job_run covered it): it becomes the warm start of
- * the next job. Takes job (freed with the session or by the next call). */
+/* job was solved (proto_job_run covered it) and its answer written: it
+ * becomes the warm start of the next job, without its scene (dropped
+ * here). Takes job (freed with the session or by the next call). */
 void proto_session_solved(proto_session *s, proto_job *job);
 
 #endif /* PROTO_SESSION_H */

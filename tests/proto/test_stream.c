@@ -14,6 +14,7 @@
 
 #include "proto/proto.h"
 #include "proto/proto_codec.h"
+#include "proto/proto_scene.h"
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 #include "solver/ik_math.h"
@@ -919,6 +920,33 @@ START_TEST(test_tick_encoders)
 }
 END_TEST
 
+/* The answer a session keeps as its warm start does not keep the scene it
+ * was solved in: once the stream's scene is replaced, only the stream's
+ * holders of it count (a daemon bounds the scenes its streams hold;
+ * before, every stream kept its last answer's scene alive besides). */
+START_TEST(test_session_answer_lets_go_of_its_scene)
+{
+    proto_session *s = bones_session(NULL);
+    proto_error e;
+    json_t *w = json_loads("{\"spheres\":[{\"radius\":0.1,\"position\":[5,0,0]}]}", 0, NULL);
+    proto_scene *scene;
+    ck_assert_int_eq(proto_scene_read(w, "/scene", PROTO_FRAME_ROS, &scene, &e), 0);
+    proto_session_set_scene(s, proto_scene_ref(scene)); /* ours, and the session's */
+    json_t *t = json_loads("{\"position\":[0.3,0.2,0.2]}", 0, NULL);
+    proto_job *job;
+    ck_assert_int_eq(proto_session_target(s, t, NULL, &job, &e), 0);
+    ck_assert_ptr_eq(job->scene, scene);
+    proto_session_solved(s, job); /* kept as the warm start */
+    proto_session_set_scene(s, NULL);
+    size_t refs = atomic_load(&scene->refs);
+    ck_assert_uint_eq(refs, 1); /* ours only */
+    proto_scene_free(scene);
+    json_decref(t);
+    json_decref(w);
+    proto_session_free(s);
+}
+END_TEST
+
 /* Conflation in the session: a target dropped unsolved (a newer one of the
  * stream replaced it) passes its seed on: the next solve of the stream
  * starts from it unless that target has a seed of its own; once a solve
@@ -1216,6 +1244,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_tick_session_paths);
     tcase_add_test(tc, test_tick_encoders);
     tcase_add_test(tc, test_session_skip_keeps_seed);
+    tcase_add_test(tc, test_session_answer_lets_go_of_its_scene);
     tcase_add_test(tc, test_tick_reader_matches_tree);
     suite_add_tcase(s, tc);
     return s;
