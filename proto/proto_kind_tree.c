@@ -222,19 +222,11 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
                                        "collision_skeleton", "srdf", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
-    int fi = 0, ui = 0;
+    int fi, ui;
     char p[PROTO_PATH_MAX];
-    json_t *v;
-    if ((v = json_object_get(o, "frame"))) {
-        proto_json_path_key(p, path, "frame");
-        if (proto_json_enum(v, p, proto_frame_names, &fi, err))
-            return -1;
-    }
-    if ((v = json_object_get(o, "units"))) {
-        proto_json_path_key(p, path, "units");
-        if (proto_json_enum(v, p, proto_units_names, &ui, err))
-            return -1;
-    }
+    if (proto__opt_enum(o, path, "frame", proto_frame_names, 0, &fi, err) ||
+        proto__opt_enum(o, path, "units", proto_units_names, 0, &ui, err))
+        return -1;
     json_t *arr = proto_json_require(o, path, "joints", err);
     if (!arr)
         return -1;
@@ -355,14 +347,10 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
     static const char *const keys[] = {"kind", "bones", "tips", "frame", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
-    int fi = 0;
+    int fi;
     char p[PROTO_PATH_MAX], pt[PROTO_PATH_MAX], pi[PROTO_PATH_MAX];
-    json_t *v;
-    if ((v = json_object_get(o, "frame"))) {
-        proto_json_path_key(p, path, "frame");
-        if (proto_json_enum(v, p, proto_frame_names, &fi, err))
-            return -1;
-    }
+    if (proto__opt_enum(o, path, "frame", proto_frame_names, 0, &fi, err))
+        return -1;
     if (proto__skeleton_bones(c, o, path, (proto_frame)fi, 1, lim, err))
         return -1;
     const char *tips[IK_TREE_MAX_TIPS];
