@@ -483,42 +483,21 @@ done:
     return r;
 }
 
-/* The string-taking forms: the arguments checked, the document opened,
+/* The string-taking form: the arguments checked, the document opened,
  * read and closed. */
-static int read_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                      ik_joint *joints, size_t cap, size_t *n_joints,
-                      char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
-                      proto_error *vel_err, proto_error *err)
-{
-    if (chain_args(base_link, tip_link, joints, cap, n_joints, vel, vel_rc, err))
-        return -1;
-    proto_urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
-        return -1;
-    int r = proto_urdf_doc_chain(&d, base_link, tip_link, joints, cap, n_joints, names, vel, vel_rc,
-                                 vel_err, err);
-    urdf_close(&d);
-    return r;
-}
-
 int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
                      ik_joint *joints, size_t cap, size_t *n_joints,
                      char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
 {
-    return read_chain(xml, len, base_link, tip_link, joints, cap, n_joints, names, NULL, NULL, NULL,
-                      err);
-}
-
-int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
-                                const char *tip_link, ik_joint *joints, size_t cap,
-                                size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX], double *vel,
-                                int *vel_rc, proto_error *vel_err, proto_error *err)
-{
-    if (!vel || !vel_rc)
-        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no room for the velocities");
-    *vel_rc = 0;
-    return read_chain(xml, len, base_link, tip_link, joints, cap, n_joints, names, vel, vel_rc,
-                      vel_err, err);
+    if (chain_args(base_link, tip_link, joints, cap, n_joints, NULL, NULL, err))
+        return -1;
+    proto_urdf_doc d;
+    if (urdf_open(&d, xml, len, err))
+        return -1;
+    int r = proto_urdf_doc_chain(&d, base_link, tip_link, joints, cap, n_joints, names, NULL, NULL,
+                                 NULL, err);
+    urdf_close(&d);
+    return r;
 }
 
 ik_chain *proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,

@@ -23,7 +23,7 @@
  *                   them, as in URDF); lower > upper is an error. Continuous
  *                   joints get lower = -INFINITY, upper = +INFINITY; fixed
  *                   joints 0 and 0. effort is not read; velocity only by
- *                   proto_urdf_chain_velocities() (servo streams).
+ *                   proto_urdf_doc_chain() (servo streams).
  * Numbers are parsed with strtod in the "C" locale's format (the process must
  * not have switched LC_NUMERIC to a comma locale); a value that is not a
  * number, has trailing garbage, is not finite, or a vector without exactly
@@ -98,19 +98,6 @@ int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const c
                      ik_joint *joints, size_t cap, size_t *n_joints,
                      char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
 
-/* proto_urdf_chain() that also reads, in the same parse, the <limit
- * velocity> of each joint it returns: vel[i] for joints[i] (cap entries;
- * 0 for a fixed joint, a joint without one, or a value that is not
- * positive). A velocity that is not a number does not fail the call (only
- * servo streams need velocities): *vel_rc is then -1 and *vel_err says
- * which joint, else *vel_rc is 0. The return value and err are
- * proto_urdf_chain()'s. */
-int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
-                                const char *tip_link, ik_joint *joints, size_t cap,
-                                size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
-                                double *vel, int *vel_rc, proto_error *vel_err,
-                                proto_error *err);
-
 /* proto_urdf_chain() followed by ik_chain_init(): returns the compiled
  * chain (chain->dof movable joints) in one allocation, the view followed
  * by its storage (free() it), and, if names is not NULL, *names the names
@@ -160,8 +147,12 @@ typedef struct proto_urdf_doc proto_urdf_doc;
 proto_urdf_doc *proto_urdf_open(const char *xml, size_t len, proto_error *err);
 void proto_urdf_close(proto_urdf_doc *d); /* NULL is fine */
 
-/* proto_urdf_chain() on an open document; vel (when not NULL, with vel_rc
- * and vel_err) as proto_urdf_chain_velocities(). */
+/* proto_urdf_chain() on an open document that also reads, when vel is not
+ * NULL (with vel_rc and vel_err), the <limit velocity> of each joint it
+ * returns: vel[i] for joints[i] (cap entries; 0 for a fixed joint, a joint
+ * without one, or a value that is not positive). A velocity that is not a
+ * number does not fail the call (only servo streams need velocities):
+ * *vel_rc is then -1 and *vel_err says which joint, else *vel_rc is 0. */
 int proto_urdf_doc_chain(const proto_urdf_doc *d, const char *base_link, const char *tip_link,
                          ik_joint *joints, size_t cap, size_t *n_joints,
                          char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
