@@ -107,10 +107,11 @@ typedef struct proto_collide_spec {
 } proto_collide_spec;
 
 /* Builds *m for the chain (tree NULL: ntips must be 1 and chain the chain
- * proto_urdf_load_chain() built from the same document, base and tip) or
- * the tree (chain NULL: the tree built from the same document, base and
- * tips, in that order) as described above, finished and with the SRDF
- * applied; *links (heap) and *nlinks describe every link of the URDF. */
+ * compiled from the joints proto_urdf_doc_chain() reads from the same
+ * document, base and tip) or the tree (chain NULL: the tree built from the
+ * same document, base and tips, in that order) as described above,
+ * finished and with the SRDF applied; *links (heap) and *nlinks describe
+ * every link of the URDF. */
 int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
                         size_t ntips, const ik_chain *chain, const ik_tree *tree,
                         const proto_collide_spec *spec, ik_collide_model *m,

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "tests/proto/proto_check.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
