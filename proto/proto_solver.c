@@ -47,7 +47,9 @@ int proto__resolve_solver(const proto_chain *c, const proto_options *o, const pr
                           proto_solver *out, proto_error *err)
 {
     const proto_kind_ops *k = proto_kinds[c->kind];
-    proto_solver s = o->solver == PROTO_SOLVER_AUTO ? k->pick(c, t0) : o->solver;
+    proto_solver s = o->solver != PROTO_SOLVER_AUTO ? o->solver
+                     : k->pick                      ? k->pick(c, t0)
+                                                    : k->only;
     if (s == PROTO_SOLVER_CLOSED && (c->kind == PROTO_CHAIN_JOINTS || c->kind == PROTO_CHAIN_URDF) &&
         !k->allows(c, s)) {
         const ik_closed *cf = proto__chain_closed((proto_chain *)c);
@@ -59,7 +61,7 @@ int proto__resolve_solver(const proto_chain *c, const proto_options *o, const pr
                                proto_chain_kind_names[c->kind], ik_closed_why_message(cf->why),
                                ik_closed_why_name(cf->why));
     }
-    if (!k->allows(c, s))
+    if (k->allows ? !k->allows(c, s) : s != k->only)
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/solver",
                                "the %s solver does not apply to this %s chain",
                                proto_solver_names[s], proto_chain_kind_names[c->kind]);
