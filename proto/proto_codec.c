@@ -32,20 +32,14 @@ int proto__required(proto_error *err, const char *path, const char *key)
     return proto__bad(err, p, "is required");
 }
 
-/* A number member's value d within [lo, hi] (positive: > 0 and <= hi) into
- * *out, worded as proto_json_number (proto_json_positive) words it. */
+/* A number member's value d (finite, as every number read is) within [lo,
+ * hi] (positive: > 0 and <= hi) into *out, worded as proto_json_number
+ * (proto_json_positive) words it. */
 static int number_rule(double d, const char *at, bool positive, double lo, double hi, double *out,
                        proto_error *err)
 {
-    char what[128];
-    if (positive ? !(d > 0) || d > hi : d < lo || d > hi) {
-        if (positive)
-            proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
-        else
-            proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi,
-                                    d);
-        return proto__bad(err, at, what);
-    }
+    if (positive ? proto__positive_in(d, at, hi, err) : proto__number_in(d, at, lo, hi, err))
+        return -1;
     *out = d;
     return 0;
 }
@@ -55,11 +49,8 @@ static int number_rule(double d, const char *at, bool positive, double lo, doubl
 static int integer_rule(long long i, const char *at, long long lo, long long hi, long long *out,
                         proto_error *err)
 {
-    if (i < lo || i > hi) {
-        char what[128];
-        snprintf(what, sizeof what, "must be within [%lld, %lld] (got %lld)", lo, hi, i);
-        return proto__bad(err, at, what);
-    }
+    if (proto__integer_in(i, at, lo, hi, err))
+        return -1;
     *out = i;
     return 0;
 }
