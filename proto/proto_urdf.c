@@ -693,13 +693,3 @@ int proto_urdf_doc_robot(const proto_urdf_doc *dp, proto_urdf_robot *out, proto_
     return r;
 }
 
-int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err)
-{
-    memset(out, 0, sizeof *out);
-    proto_urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
-        return -1;
-    int r = proto_urdf_doc_robot(&d, out, err);
-    urdf_close(&d);
-    return r;
-}

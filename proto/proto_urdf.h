@@ -65,7 +65,7 @@
  * xmlCleanupParser is never called (it would break other libxml2 users in
  * the process).
  *
- * proto_urdf_robot_read() reads the whole robot instead: every link with
+ * proto_urdf_doc_robot() reads the whole robot instead: every link with
  * its <collision> primitives, every joint (for proto_collide.c, which
  * places the links on a chain's bodies).
  *
@@ -182,14 +182,13 @@ typedef struct proto_urdf_robot {
 
 /* Reads every link (with its <collision> elements: origin, and sphere
  * radius, box size or cylinder radius and length; a mesh or another
- * geometry only noted) and every joint of the document into *out (heap
- * arrays: free with proto_urdf_robot_free()). The document is checked as
- * proto_urdf_open() checks it (one parent per link, named links and
- * joints); a <collision> without geometry, or whose numbers are not
- * finite, not the right count or negative, is "invalid_urdf" naming the
- * link. Joints off any chain need not be usable. On error *out is empty. */
-int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err);
-/* proto_urdf_robot_read() on an open document. */
+ * geometry only noted) and every joint of the open document into *out
+ * (heap arrays: free with proto_urdf_robot_free()). The document is
+ * checked as proto_urdf_open() checks it (one parent per link, named
+ * links and joints); a <collision> without geometry, or whose numbers are
+ * not finite, not the right count or negative, is "invalid_urdf" naming
+ * the link. Joints off any chain need not be usable. On error *out is
+ * empty. */
 int proto_urdf_doc_robot(const proto_urdf_doc *d, proto_urdf_robot *out, proto_error *err);
 void proto_urdf_robot_free(proto_urdf_robot *r);
 

@@ -1,9 +1,10 @@
 /*
- * urdf_read.h: the string-taking forms of proto/proto_urdf.h's chain and
- * tree readers, which only tests, fuzzers and benchmarks use (the daemon
- * opens a document once and reads it with the proto_urdf_doc_* functions):
- * each opens the document, reads it as the proto_urdf_doc_* function of
- * the same name does, and closes it. They keep proto_urdf.h's names so
+ * urdf_read.h: the string-taking forms of proto/proto_urdf.h's chain, tree
+ * and robot readers and of proto/proto_collide.h's model builder, which
+ * only tests, fuzzers and benchmarks use (the daemon opens a document once
+ * and reads it with the proto_urdf_doc_* functions): each opens the
+ * document, reads it as the proto_urdf_doc_* function of the same name
+ * does, and closes it. They keep proto_urdf.h's names so
  * that the tests written against them read as before. Static functions
  * only, so that any test may include it.
  */
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_collide.h"
 #include "proto/proto_urdf.h"
 #include "solver/ik_status.h"
 
@@ -42,6 +44,36 @@ static inline int proto_urdf_tree(const char *xml, size_t len, const char *base_
                                     tip_joint, names, err)
               : -1;
     proto_urdf_close(d);
+    return r;
+}
+
+/* proto_urdf_doc_robot() on xml[0..len). */
+static inline int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out,
+                                        proto_error *err)
+{
+    memset(out, 0, sizeof *out);
+    proto_urdf_doc *d = proto_urdf_open(xml, len, err);
+    int r = d ? proto_urdf_doc_robot(d, out, err) : -1;
+    proto_urdf_close(d);
+    return r;
+}
+
+/* proto_collide_build_robot() on the robot of xml[0..len). */
+static inline int proto_collide_build(const char *urdf, size_t len, const char *base,
+                                      const char *const *tips, size_t ntips,
+                                      const ik_chain *chain, const ik_tree *tree,
+                                      const proto_collide_spec *spec, ik_collide_model *m,
+                                      proto_collide_link **links, size_t *nlinks,
+                                      proto_error *err)
+{
+    *links = NULL;
+    *nlinks = 0;
+    proto_urdf_robot R;
+    if (proto_urdf_robot_read(urdf, len, &R, err))
+        return -1;
+    int r = proto_collide_build_robot(&R, base, tips, ntips, chain, tree, spec, m, links, nlinks,
+                                      err);
+    proto_urdf_robot_free(&R);
     return r;
 }
 
