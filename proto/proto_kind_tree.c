@@ -173,8 +173,9 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     const size_t cap = lim->max_joints;
     ik_joint *j = calloc(cap, sizeof *j);
     int *parent = calloc(cap, sizeof *parent);
-    char(*un)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *un);
-    char(*names)[PROTO_NAME_MAX] = calloc(cap, sizeof *names);
+    /* the URDF's names are the chain's (the two lengths are one, as
+     * proto_chain_collide.c asserts) */
+    char(*names)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *names);
     /* parsed once for the joints and the collision model's robot (read
      * before the model is built, so that libxml2's tree is freed first) */
     proto_urdf_doc *doc = NULL;
@@ -182,20 +183,18 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     proto_error robot_err;
     int rc = -1;
     size_t n = 0, tip_joint[IK_TREE_MAX_TIPS];
-    if (!j || !parent || !un || !names) {
+    if (!j || !parent || !names) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
     if (!(doc = proto_urdf_open(xml, len, err)) ||
-        proto_urdf_doc_tree(doc, base, tips, ntips, j, parent, cap, &n, tip_joint, un, err)) {
+        proto_urdf_doc_tree(doc, base, tips, ntips, j, parent, cap, &n, tip_joint, names, err)) {
         snprintf(err->path, sizeof err->path, "%s", pu);
         goto out;
     }
     const bool robot_ok = proto_urdf_doc_robot(doc, &robot, &robot_err) == 0;
     proto_urdf_close(doc);
     doc = NULL;
-    for (size_t i = 0; i < n; i++)
-        snprintf(names[i], PROTO_NAME_MAX, "%s", un[i]);
     rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path, PROTO_E_INVALID_URDF,
                     pu, err);
     if (rc == 0)
@@ -208,7 +207,6 @@ out:
     proto_urdf_robot_free(&robot);
     free(j);
     free(parent);
-    free(un);
     free(names);
     return rc;
 }
