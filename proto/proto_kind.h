@@ -138,15 +138,13 @@ typedef struct proto_kind_ops {
      * local rotations, 4 per bone); 0 when seeds do not apply */
     size_t (*seed_len)(const proto_chain *c);
     /* the solver binding: whether solver s applies, the one "auto"
-     * picks for the first target t0 (a kind with one solver: both NULL,
-     * its solver in only), the result's sizes, the workspace a solve
-     * needs and the solve of target i into r */
+     * picks for the first target t0, the result's sizes, the workspace
+     * a solve needs and the solve of target i into r */
     bool (*allows)(const proto_chain *c, proto_solver s);
     proto_solver (*pick)(const proto_chain *c, const proto_target *t0);
     void (*dims)(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot);
     size_t (*workspace)(const proto_job *job);
     void (*run)(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_size);
-    proto_solver only;
 } proto_kind_ops;
 
 extern const proto_kind_ops proto_kind_planar, proto_kind_links3d, proto_kind_bones,

@@ -190,5 +190,5 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     bone_rotations(c, r->positions, r);
 }
 
-const proto_kind_ops proto_kind_bones = {decode_bones, describe,  seed_len, allows,           pick,
-                                         dims,         workspace, run,      PROTO_SOLVER_AUTO};
+const proto_kind_ops proto_kind_bones = {decode_bones, describe, seed_len, allows,
+                                         pick,         dims,     workspace, run};

@@ -176,6 +176,5 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         run_analytic(job, i, r);
 }
 
-const proto_kind_ops proto_kind_planar = {decode_planar, describe, proto__serial_seed_len,
-                                          allows,        pick,     dims,
-                                          workspace,     run,      PROTO_SOLVER_AUTO};
+const proto_kind_ops proto_kind_planar = {
+    decode_planar, describe, proto__serial_seed_len, allows, pick, dims, workspace, run};

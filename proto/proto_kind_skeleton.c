@@ -89,6 +89,18 @@ static size_t seed_len(const proto_chain *c)
     return 4 * c->nskel;
 }
 
+static bool allows(const proto_chain *c, proto_solver s)
+{
+    (void)c;
+    return s == PROTO_SOLVER_TWO_BONE;
+}
+
+static proto_solver pick(const proto_chain *c, const proto_target *t0)
+{
+    (void)c, (void)t0;
+    return PROTO_SOLVER_TWO_BONE;
+}
+
 static void dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot)
 {
     *dof = 0;
@@ -137,5 +149,5 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     r->pos_err = o.error;
 }
 
-const proto_kind_ops proto_kind_skeleton = {
-    decode_skeleton, describe, seed_len, NULL, NULL, dims, workspace, run, PROTO_SOLVER_TWO_BONE};
+const proto_kind_ops proto_kind_skeleton = {decode_skeleton, describe, seed_len, allows,
+                                            pick,            dims,     workspace, run};

@@ -879,6 +879,18 @@ static size_t seed_len(const proto_chain *c)
     return c->skel ? 4 * c->nskel : c->tree->dof;
 }
 
+static bool allows(const proto_chain *c, proto_solver s)
+{
+    (void)c;
+    return s == PROTO_SOLVER_NUMERIC;
+}
+
+static proto_solver pick(const proto_chain *c, const proto_target *t0)
+{
+    (void)c, (void)t0;
+    return PROTO_SOLVER_NUMERIC;
+}
+
 static void dims(const proto_chain *c, size_t *dof, size_t *npos, size_t *nrot)
 {
     /* a tree of bones: every bone's position and local rotation; else the
@@ -892,5 +904,5 @@ static size_t workspace(const proto_job *job)
     return proto__collide_ws(job) + tree_workspace(job->chain);
 }
 
-const proto_kind_ops proto_kind_tree = {
-    decode, describe, seed_len, NULL, NULL, dims, workspace, run, PROTO_SOLVER_NUMERIC};
+const proto_kind_ops proto_kind_tree = {decode, describe, seed_len,  allows,
+                                        pick,   dims,     workspace, run};

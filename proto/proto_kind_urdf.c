@@ -133,5 +133,4 @@ out:
 
 const proto_kind_ops proto_kind_urdf = {
     decode_urdf,        proto__serial_describe, proto__serial_seed_len,  proto__serial_allows,
-    proto__serial_pick, proto__serial_dims,     proto__serial_workspace, proto__serial_run,
-    PROTO_SOLVER_AUTO};
+    proto__serial_pick, proto__serial_dims,     proto__serial_workspace, proto__serial_run};

@@ -47,9 +47,7 @@ int proto__resolve_solver(const proto_chain *c, const proto_options *o, const pr
                           proto_solver *out, proto_error *err)
 {
     const proto_kind_ops *k = proto_kinds[c->kind];
-    proto_solver s = o->solver != PROTO_SOLVER_AUTO ? o->solver
-                     : k->pick                      ? k->pick(c, t0)
-                                                    : k->only;
+    proto_solver s = o->solver == PROTO_SOLVER_AUTO ? k->pick(c, t0) : o->solver;
     if (s == PROTO_SOLVER_CLOSED && (c->kind == PROTO_CHAIN_JOINTS || c->kind == PROTO_CHAIN_URDF) &&
         !k->allows(c, s)) {
         const ik_closed *cf = proto__chain_closed((proto_chain *)c);
@@ -61,7 +59,7 @@ int proto__resolve_solver(const proto_chain *c, const proto_options *o, const pr
                                proto_chain_kind_names[c->kind], ik_closed_why_message(cf->why),
                                ik_closed_why_name(cf->why));
     }
-    if (k->allows ? !k->allows(c, s) : s != k->only)
+    if (!k->allows(c, s))
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/solver",
                                "the %s solver does not apply to this %s chain",
                                proto_solver_names[s], proto_chain_kind_names[c->kind]);
