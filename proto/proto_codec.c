@@ -443,14 +443,27 @@ static int target_rule(proto_object *o, size_t k, const char *at, const char *pa
         return 0;
     }
     case PROTO_T_PRIORITY: {
-        long long pr = 0;
-        if (integer_rule(o->i[k], at, 0, IK_TREE_MAX_TIPS - 1, &pr, err))
-            return -1;
+        long long pr = o->i[k];
+        if (pr < 0 || pr > IK_TREE_MAX_TIPS - 1) {
+            char what[128];
+            snprintf(what, sizeof what, "must be within [%lld, %lld] (got %lld)", 0LL,
+                     (long long)IK_TREE_MAX_TIPS - 1, pr);
+            return proto__bad(err, at, what);
+        }
         out->goals->priority = (unsigned)pr;
         return 0;
     }
-    case PROTO_T_WEIGHT:
-        return number_rule(d[0], at, true, 0, PROTO_MAX_ABS, &out->goals->weight, err);
+    case PROTO_T_WEIGHT: {
+        double w = d[0];
+        if (!(w > 0) || w > PROTO_MAX_ABS) {
+            char what[128];
+            proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)",
+                                    PROTO_MAX_ABS, w);
+            return proto__bad(err, at, what);
+        }
+        out->goals->weight = w;
+        return 0;
+    }
     case PROTO_T_KEEP: {
         int kp;
         if (member_enum(o, k, at, keep_names, &kp, err))
