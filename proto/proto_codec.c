@@ -32,29 +32,6 @@ int proto__required(proto_error *err, const char *path, const char *key)
     return proto__bad(err, p, "is required");
 }
 
-/* A number member's value d (finite, as every number read is) within [lo,
- * hi] (positive: > 0 and <= hi) into *out, worded as proto_json_number
- * (proto_json_positive) words it. */
-static int number_rule(double d, const char *at, bool positive, double lo, double hi, double *out,
-                       proto_error *err)
-{
-    if (positive ? proto__positive_in(d, at, hi, err) : proto__number_in(d, at, lo, hi, err))
-        return -1;
-    *out = d;
-    return 0;
-}
-
-/* An integer member's value i within [lo, hi], worded as
- * proto_json_integer. */
-static int integer_rule(long long i, const char *at, long long lo, long long hi, long long *out,
-                        proto_error *err)
-{
-    if (proto__integer_in(i, at, lo, hi, err))
-        return -1;
-    *out = i;
-    return 0;
-}
-
 /* ---- objects -------------------------------------------------------------------- */
 
 /* Text mode: member k's value at r by its shape into o. */
@@ -821,12 +798,44 @@ static int servo_read(const json_t *sv, const proto_chain *c, proto_options *o, 
     return 0;
 }
 
+/* A number member within [lo, hi] (positive: > 0 and <= hi) into *out,
+ * worded as proto_json_number (proto_json_positive) words it. */
+static int number_rule(const proto_object *ob, size_t k, const char *at, bool positive, double lo,
+                       double hi, double *out, proto_error *err)
+{
+    double d = ob->num[options_members[k].at];
+    char what[128];
+    if (positive ? !(d > 0) || d > hi : d < lo || d > hi) {
+        if (positive)
+            proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
+        else
+            proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi,
+                                    d);
+        return proto__bad(err, at, what);
+    }
+    *out = d;
+    return 0;
+}
+
+/* An integer member within [lo, hi], worded as proto_json_integer. */
+static int integer_rule(const proto_object *ob, size_t k, const char *at, long long lo,
+                        long long hi, long long *out, proto_error *err)
+{
+    long long i = ob->i[k];
+    if (i < lo || i > hi) {
+        char what[128];
+        snprintf(what, sizeof what, "must be within [%lld, %lld] (got %lld)", lo, hi, i);
+        return proto__bad(err, at, what);
+    }
+    *out = i;
+    return 0;
+}
+
 static int option_rule(proto_object *ob, size_t k, const char *at, const proto_chain *c,
                        const proto_limits *lim, proto_options *o, proto_error *err)
 {
     int e;
     long long i = 0;
-    const double *num = ob->num + options_members[k].at; /* a number's */
     switch (k) {
     case PROTO_O_SOLVER:
         if (member_enum(ob, k, at, proto_solver_names, &e, err))
@@ -844,29 +853,29 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
         o->frame = (proto_frame)e;
         return 0;
     case PROTO_O_TOLERANCE:
-        return number_rule(*num, at, true, 0, PROTO_MAX_ABS, &o->tolerance, err);
+        return number_rule(ob, k, at, true, 0, PROTO_MAX_ABS, &o->tolerance, err);
     case PROTO_O_ANGULAR_TOLERANCE: {
         double a;
-        if (number_rule(*num, at, true, 0, o->units == PROTO_UNITS_DEGREES ? 180 : IK_PI, &a,
+        if (number_rule(ob, k, at, true, 0, o->units == PROTO_UNITS_DEGREES ? 180 : IK_PI, &a,
                         err))
             return -1;
         o->angular_tolerance = proto_angle_in(o->units, a);
         return 0;
     }
     case PROTO_O_MAX_ITERATIONS:
-        if (integer_rule(ob->i[k], at, 1, (long long)lim->max_iterations, &i, err))
+        if (integer_rule(ob, k, at, 1, (long long)lim->max_iterations, &i, err))
             return -1;
         o->max_iterations = (size_t)i;
         return 0;
     case PROTO_O_TIMEOUT_MS:
-        return number_rule(*num, at, false, 0, lim->max_time_ms, &o->timeout_ms, err);
+        return number_rule(ob, k, at, false, 0, lim->max_time_ms, &o->timeout_ms, err);
     case PROTO_O_SEARCH:
         if (member_enum(ob, k, at, search_names, &e, err))
             return -1;
         o->nearest = e == 1;
         return 0;
     case PROTO_O_MAX_JOINT_STEP:
-        if (number_rule(*num, at, true, 0, PROTO_MAX_ABS, &o->max_joint_step_in, err))
+        if (number_rule(ob, k, at, true, 0, PROTO_MAX_ABS, &o->max_joint_step_in, err))
             return -1;
         o->max_joint_step = o->max_joint_step_in; /* angles converted per joint */
         return 0;
@@ -874,7 +883,7 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
         o->all_solutions = ob->i[k] != 0;
         return 0;
     case PROTO_O_BEND:
-        if (integer_rule(ob->i[k], at, -1, 1, &i, err))
+        if (integer_rule(ob, k, at, -1, 1, &i, err))
             return -1;
         if (i == 0)
             return proto_error_set(err, PROTO_E_INVALID_REQUEST, at, "options.bend must be 1 or -1");
@@ -883,7 +892,7 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
     case PROTO_O_FIELDS:
         return fields_read(&ob->in[k], at, o, err);
     case PROTO_O_DIGITS:
-        if (integer_rule(ob->i[k], at, 1, 17, &i, err))
+        if (integer_rule(ob, k, at, 1, 17, &i, err))
             return -1;
         o->digits = (int)i;
         return 0;
@@ -897,7 +906,7 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
         return 0;
     case PROTO_O_COLLISION_MARGIN:
         o->has_margin = true;
-        return number_rule(*num, at, false, 0, PROTO_MAX_ABS, &o->collision_margin, err);
+        return number_rule(ob, k, at, false, 0, PROTO_MAX_ABS, &o->collision_margin, err);
     default: /* PROTO_O_SERVO */
         return proto_in_is_text(&ob->in[k]) ? -1 : servo_read(ob->in[k].node, c, o, err);
     }

@@ -701,33 +701,19 @@ int proto__number_in(double d, const char *path, double lo, double hi, proto_err
     return 0;
 }
 
-int proto__positive_in(double d, const char *path, double hi, proto_error *err)
-{
-    if (d > 0 && d <= hi)
-        return 0;
-    char what[128];
-    proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
-    return proto__bad(err, path, what);
-}
-
 int proto_json_positive(const json_t *v, const char *path, double hi, double *out,
                         proto_error *err)
 {
     double d;
-    if (proto_json_number(v, path, -INFINITY, INFINITY, &d, err) ||
-        proto__positive_in(d, path, hi, err))
+    if (proto_json_number(v, path, -INFINITY, INFINITY, &d, err))
         return -1;
+    if (!(d > 0) || d > hi) {
+        char what[128];
+        proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
+        return proto__bad(err, path, what);
+    }
     *out = d;
     return 0;
-}
-
-int proto__integer_in(long long i, const char *path, long long lo, long long hi, proto_error *err)
-{
-    if (i >= lo && i <= hi)
-        return 0;
-    char what[128];
-    snprintf(what, sizeof what, "must be within [%lld, %lld] (got %lld)", lo, hi, i);
-    return proto__bad(err, path, what);
 }
 
 int proto_json_integer(const json_t *v, const char *path, long long lo, long long hi,
@@ -736,8 +722,11 @@ int proto_json_integer(const json_t *v, const char *path, long long lo, long lon
     if (!json_is_integer(v))
         return proto__bad(err, path, "must be an integer");
     long long i = (long long)json_integer_value(v);
-    if (proto__integer_in(i, path, lo, hi, err))
-        return -1;
+    if (i < lo || i > hi) {
+        char what[128];
+        snprintf(what, sizeof what, "must be within [%lld, %lld] (got %lld)", lo, hi, i);
+        return proto__bad(err, path, what);
+    }
     *out = i;
     return 0;
 }

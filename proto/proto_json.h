@@ -155,14 +155,11 @@ int proto_json_numbers(const json_t *v, const char *path, size_t n, double *out,
 
 /* The getters' words, for readers that check values another way (the
  * codec, proto_codec.h): "<name of path> <what>"; "must be one of" the
- * names (NULL-terminated); d not finite or outside [lo, hi], d not > 0
- * and <= hi, i outside [lo, hi] (each of the last three 0 when the value
- * is fine). Each returns -1 with *err set. */
+ * names (NULL-terminated); d not finite or outside [lo, hi] (0 when it is
+ * neither). Each returns -1 with *err set. */
 int proto__bad(proto_error *err, const char *path, const char *what);
 int proto__enum_error(proto_error *err, const char *path, const char *const *names);
 int proto__number_in(double d, const char *path, double lo, double hi, proto_error *err);
-int proto__positive_in(double d, const char *path, double hi, proto_error *err);
-int proto__integer_in(long long i, const char *path, long long lo, long long hi, proto_error *err);
 
 /* A new JSON array of n doubles (a NULL return means out of memory). */
 json_t *proto_json_array_of(const double *v, size_t n);
