@@ -177,6 +177,50 @@ ik_collide_scene proto_scene_view(const proto_scene *s)
 
 /* ---- registered scenes ------------------------------------------------------------ */
 
+/* v, a number or an array of them, with -0 written as 0. */
+static void unsigned_zeros(json_t *v)
+{
+    if (json_is_real(v) && json_real_value(v) == 0.0)
+        json_real_set(v, 0.0);
+    for (size_t i = 0; i < json_array_size(v); i++)
+        unsigned_zeros(json_array_get(v, i));
+}
+
+/* A valid registration's body as its id names it (a new tree, NULL when
+ * out of memory): without what is written with its default, which is the
+ * same world as what leaves it out: "frame": "ros", an empty list, an
+ * empty name, an orientation without rotation (x, y, z all 0); and -0
+ * written as 0. Keys are sorted and numbers written alike when hashed
+ * (proto__content_id). Applied to its own result it changes nothing, so
+ * the text kept (what Redis stores) decodes to the same id. */
+static json_t *canonical(const json_t *root)
+{
+    json_t *c = json_deep_copy(root);
+    const char *frame = json_string_value(json_object_get(c, "frame"));
+    if (frame && strcmp(frame, proto_frame_names[PROTO_FRAME_ROS]) == 0)
+        json_object_del(c, "frame");
+    for (int k = 0; c && lists[k]; k++) {
+        json_t *l = json_object_get(c, lists[k]);
+        if (l && json_array_size(l) == 0)
+            json_object_del(c, lists[k]);
+        for (size_t i = 0; i < json_array_size(l); i++) {
+            json_t *o = json_array_get(l, i), *v;
+            const char *name = json_string_value(json_object_get(o, "name"));
+            if (name && !name[0])
+                json_object_del(o, "name");
+            json_t *q = json_object_get(o, "orientation");
+            if (q && json_number_value(json_array_get(q, 0)) == 0.0 &&
+                json_number_value(json_array_get(q, 1)) == 0.0 &&
+                json_number_value(json_array_get(q, 2)) == 0.0)
+                json_object_del(o, "orientation");
+            const char *key;
+            json_object_foreach(o, key, v)
+                unsigned_zeros(v);
+        }
+    }
+    return c;
+}
+
 proto_scene *proto_scene_decode(const char *body, size_t len, const proto_limits *lim,
                                 proto_error *err)
 {
@@ -186,7 +230,7 @@ proto_scene *proto_scene_decode(const char *body, size_t len, const proto_limits
     if (!root)
         return NULL;
     proto_scene *s = NULL;
-    json_t *obstacles = NULL;
+    json_t *obstacles = NULL, *canon = NULL;
     int frame = PROTO_FRAME_ROS;
     if (!json_is_object(root)) {
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
@@ -201,7 +245,7 @@ proto_scene *proto_scene_decode(const char *body, size_t len, const proto_limits
     if (proto_scene_read(obstacles, "", (proto_frame)frame, &s, err))
         goto out;
     s->frame = (proto_frame)frame;
-    if (proto__content_id(root, s->id, &s->text, &s->text_len)) {
+    if (!(canon = canonical(root)) || proto__content_id(canon, s->id, &s->text, &s->text_len)) {
         proto_scene_free(s);
         s = NULL;
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
@@ -209,6 +253,7 @@ proto_scene *proto_scene_decode(const char *body, size_t len, const proto_limits
     }
     s->memory += s->text_len + 1;
 out:
+    json_decref(canon);
     json_decref(obstacles);
     json_decref(root);
     return s;

@@ -31,8 +31,13 @@
  * read once into ikd's internal frame, so that requests in any convention
  * use it. Its id is content-addressed as a chain's (SHA-256 of the body's
  * canonical text, 32 hex digits): the same scene registered twice, on any
- * replica, has the same id. It keeps that canonical text (the document the
- * shared registry stores, and GET's ?include=source).
+ * replica, has the same id. The canonical text leaves out what is written
+ * with its default, which is the same world as what leaves it out
+ * ("frame": "ros", an empty list, an empty name, an orientation without
+ * rotation; -0 is 0), so that equal worlds written alike have one id;
+ * another convention, order, name or number is another scene. It keeps
+ * that canonical text (the document the shared registry stores, and GET's
+ * ?include=source), which decodes to the same id.
  */
 #ifndef PROTO_SCENE_H
 #define PROTO_SCENE_H

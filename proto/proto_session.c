@@ -101,16 +101,23 @@ const proto_chain *proto_session_chain(const proto_session *s)
 }
 
 /* A one-target job of the session for target *t (checked at path), with
- * room for a seed; t NULL on a tree, whose target the caller decodes
+ * room for a seed, in scene (the session's, or the one a tick's target
+ * was read with); t NULL on a tree, whose target the caller decodes
  * (proto__job_target). */
-static int session_job(proto_session *s, const proto_target *t, const char *path,
-                       proto_job **out, proto_error *err)
+static int scene_job(proto_session *s, const proto_scene *scene, const proto_target *t,
+                     const char *path, proto_job **out, proto_error *err)
 {
     if (proto__job_new(s->chain, &s->opt, PROTO_SOLVE, 1, t, path,
                        proto__seed_len(s->chain) > 0, out, err))
         return -1;
-    (*out)->scene = proto_scene_ref(s->scene);
+    (*out)->scene = proto_scene_ref((proto_scene *)scene);
     return 0;
+}
+
+static int session_job(proto_session *s, const proto_target *t, const char *path,
+                       proto_job **out, proto_error *err)
+{
+    return scene_job(s, s->scene, t, path, out, err);
 }
 
 int proto_session_scene(proto_session *s, const json_t *scene, const char *scene_id,
@@ -122,9 +129,19 @@ int proto_session_scene(proto_session *s, const json_t *scene, const char *scene
                  : proto__chain_collide_check(s->chain, "/scene", err) ||
                        proto_scene_read(scene, "/scene", s->opt.frame, &n, err))
         return -1;
-    proto_scene_free(s->scene);
-    s->scene = n;
+    proto_session_set_scene(s, n);
     return 0;
+}
+
+const proto_scene *proto_session_scene_of(const proto_session *s)
+{
+    return s->scene;
+}
+
+void proto_session_set_scene(proto_session *s, proto_scene *scene)
+{
+    proto_scene_free(s->scene);
+    s->scene = scene;
 }
 
 static bool is_tree(const proto_session *s)
@@ -132,14 +149,15 @@ static bool is_tree(const proto_session *s)
     return s->chain->kind == PROTO_CHAIN_TREE;
 }
 
-/* A target (at tpath) and its optional seed (at spath) -> a job. */
-static int target_job(proto_session *s, proto_in *target, const char *tpath, proto_in *seed,
-                      const char *spath, proto_job **out, proto_error *err)
+/* A target (at tpath) and its optional seed (at spath) -> a job in scene. */
+static int target_job(proto_session *s, const proto_scene *scene, proto_in *target,
+                      const char *tpath, proto_in *seed, const char *spath, proto_job **out,
+                      proto_error *err)
 {
     *out = NULL;
     proto_job *job;
     if (is_tree(s)) {
-        if (session_job(s, NULL, tpath, &job, err))
+        if (scene_job(s, scene, NULL, tpath, &job, err))
             return -1;
         if (proto__job_target(job, 0, target, tpath, err)) {
             proto_job_free(job);
@@ -149,7 +167,7 @@ static int target_job(proto_session *s, proto_in *target, const char *tpath, pro
         proto_target t;
         proto_target_out to = {&t, s->chain, NULL, NULL};
         if (proto__target_read(target, tpath, s->chain, s->opt.frame, &to, err) ||
-            session_job(s, &t, tpath, &job, err))
+            scene_job(s, scene, &t, tpath, &job, err))
             return -1;
     }
     if (proto_in_present(seed)) {
@@ -167,11 +185,12 @@ int proto_session_target(proto_session *s, const json_t *target, const json_t *s
                          proto_job **out, proto_error *err)
 {
     proto_in t = proto_in_tree(target), sd = proto_in_tree(seed);
-    return target_job(s, &t, "/target", &sd, "/seed", out, err);
+    return target_job(s, s->scene, &t, "/target", &sd, "/seed", out, err);
 }
 
-int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *t, size_t i,
-                              proto_job **out, proto_error *err)
+int proto_session_tick_target(proto_session *s, const proto_scene *scene,
+                              const proto_stream_tick_target *t, size_t i, proto_job **out,
+                              proto_error *err)
 {
     char base[PROTO_PATH_MAX], tpath[PROTO_PATH_MAX], spath[PROTO_PATH_MAX];
     if (t->raw) {
@@ -190,11 +209,11 @@ int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *
             if (proto__tick_target_filled(t->raw, s->chain, tpath, &o, err) ||
                 proto__target_finish(&o, tpath, s->chain, s->opt.frame, &to, err))
                 return -1;
-            return session_job(s, &tg, tpath, out, err);
+            return scene_job(s, scene, &tg, tpath, out, err);
         }
         proto__tick_target(t->raw, &o);
         if (!is_tree(s) && proto__target_finish(&o, "", s->chain, s->opt.frame, &to, err) == 0) {
-            if (session_job(s, &tg, "", out, err) == 0)
+            if (scene_job(s, scene, &tg, "", out, err) == 0)
                 return 0;
             if (err->code == PROTO_E_INTERNAL)
                 return -1; /* out of memory */
@@ -206,7 +225,7 @@ int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *
         if (!v)
             return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         proto_in vin = proto_in_tree(v), none = proto_in_tree(NULL);
-        int rc = target_job(s, &vin, tpath, &none, NULL, out, err);
+        int rc = target_job(s, scene, &vin, tpath, &none, NULL, out, err);
         json_decref(v);
         return rc;
     }
@@ -214,7 +233,7 @@ int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *
     proto_json_path_key(tpath, base, "target");
     proto_json_path_key(spath, base, "seed");
     proto_in tin = proto_in_tree(t->target), sin = proto_in_tree(t->seed);
-    return target_job(s, &tin, tpath, &sin, spath, out, err);
+    return target_job(s, scene, &tin, tpath, &sin, spath, out, err);
 }
 
 int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
@@ -237,7 +256,7 @@ int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
         snprintf(path, sizeof path, "/waypoints/%zu", i);
         proto_in in = proto_in_tree(p->pts[i].json), none = proto_in_tree(NULL);
         proto_job *probe;
-        if (target_job(s, &in, path, &none, NULL, &probe, err))
+        if (target_job(s, s->scene, &in, path, &none, NULL, &probe, err))
             return -1;
         if (nt) {
             memcpy(p->goals + i * nt, probe->goals, nt * sizeof *p->goals);

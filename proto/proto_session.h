@@ -63,6 +63,11 @@ void proto_session_free(proto_session *s);
  * "/scene", or "/scene_id": unknown_scene) and the scene unchanged. */
 int proto_session_scene(proto_session *s, const json_t *scene, const char *scene_id,
                         proto_chain_lookup_fn lookup, void *ud, proto_error *err);
+/* The stream's scene (borrowed; NULL: none), and setting it back (the
+ * session takes the reference scene; NULL: none): what the daemon does
+ * when the scene a message gave cannot be held (--stream-chain-bytes). */
+const struct proto_scene *proto_session_scene_of(const proto_session *s);
+void proto_session_set_scene(proto_session *s, struct proto_scene *scene);
 
 /* The session's chain (borrowed, lives as long as the session). */
 const proto_chain *proto_session_chain(const proto_session *s);
@@ -76,9 +81,14 @@ int proto_session_target(proto_session *s, const json_t *target, const json_t *s
 
 /* Target i of a tick message (t from proto_stream_tick_target_get()):
  * the same as proto_session_target() with paths under "/targets/<i>/target"
- * and "/targets/<i>/seed". */
-int proto_session_tick_target(proto_session *s, const proto_stream_tick_target *t, size_t i,
-                              proto_job **out, proto_error *err);
+ * and "/targets/<i>/seed", in scene: the session's scene when the tick was
+ * read (proto_session_scene_of then; the caller holds a reference), not
+ * the session's now, since a scene message after the tick replaces it
+ * for the targets after it and may do so while this runs on another
+ * thread. */
+int proto_session_tick_target(proto_session *s, const struct proto_scene *scene,
+                              const proto_stream_tick_target *t, size_t i, proto_job **out,
+                              proto_error *err);
 
 /* Binds a path (as proto_stream_decode() left it in a path message) to the
  * session: every waypoint is decoded as a target of this stream (paths

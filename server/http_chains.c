@@ -507,12 +507,15 @@ static void get_again(srv_request *q)
     describe(q, c, source);
 }
 
-/* A DELETE sent on to Redis (--redis). */
+/* A DELETE sent on to Redis (--redis): the local copy is removed only
+ * once Redis has deleted the key, so that a 503 (Redis unreachable, or
+ * too slow) means that nothing happened and the client may retry, as
+ * for every other 503. */
 typedef struct forget_wait {
     srv_registry_op op;
     srv_request *q;
     proto_reg_kind kind;
-    bool removed_here;
+    bool held_here; /* when the DELETE came */
     char id[SRV_CHAIN_ID_LEN + 1];
 } forget_wait;
 
@@ -522,10 +525,15 @@ static void forgotten(srv_registry_op *op)
 {
     forget_wait *w = op->data;
     srv_request *q = w->q;
+    /* deleted in Redis: this replica's copy too, even when the client has
+     * gone (the announcement may have removed it first: it was sent
+     * behind the DEL, and is read on another connection) */
+    if (op->status == SRV_OK)
+        srv_registry_remove_kind(q->ctx->registry, w->kind, w->id);
     if (srv_http_release(q)) {
         if (op->status != SRV_OK) {
             srv_http_registry_unavailable(q, op->what);
-        } else if (w->removed_here || op->existed) {
+        } else if (w->held_here || op->existed) {
             srv_response v = {0};
             v.status = 204;
             srv_http_respond(q, &v);
@@ -539,11 +547,16 @@ static void forgotten(srv_registry_op *op)
 void srv_http_registry_delete(srv_request *q, proto_reg_kind k, const char *id)
 {
     srv_ctx *ctx = q->ctx;
-    bool removed = srv_registry_remove_kind(ctx->registry, k, id) == SRV_OK;
-    forget_wait *w =
-        srv_registry_shared(ctx) && srv_registry_id_form(id) ? calloc(1, sizeof *w) : NULL;
+    bool shared = srv_registry_shared(ctx) && srv_registry_id_form(id);
+    forget_wait *w = shared ? calloc(1, sizeof *w) : NULL;
+    if (shared && !w) {
+        proto_error e;
+        proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+        srv_http_respond_error(q, &e);
+        return;
+    }
     if (!w) {
-        if (!removed) {
+        if (srv_registry_remove_kind(ctx->registry, k, id) != SRV_OK) {
             srv_http_registry_unknown(q, k, id);
             return;
         }
@@ -554,8 +567,13 @@ void srv_http_registry_delete(srv_request *q, proto_reg_kind k, const char *id)
     }
     w->q = q;
     w->kind = k;
-    w->removed_here = removed;
     memcpy(w->id, id, sizeof w->id);
+    void *held = srv_registry_lookup(ctx->registry, k, id);
+    w->held_here = held != NULL;
+    if (k == PROTO_REG_SCENE)
+        proto_scene_free(held);
+    else
+        proto_chain_unref(held);
     w->op.done = forgotten;
     w->op.data = w;
     srv_http_hold(q);

@@ -1,11 +1,13 @@
 /*
- * stream_chains.c: the chains open WebSocket streams hold, counted once
- * each against --stream-chain-bytes (contract in stream_chains.h).
+ * stream_chains.c: the chains and scenes open WebSocket streams hold,
+ * counted once each against --stream-chain-bytes (contract in
+ * stream_chains.h).
  *
- * Every chain some open stream holds is kept once, with the number of
- * streams holding it, in a table keyed by the chain's address (chained,
- * grown as it fills); the budget ctx->sh->stream_chain_bytes holds the sum of
- * their proto_chain_memory(). The buckets are freed when nothing is held.
+ * Every chain or scene some open stream holds is kept once, with its bytes
+ * and the number of streams holding it, in a table keyed by its address
+ * (chained, grown as it fills); the budget ctx->sh->stream_chain_bytes
+ * holds the sum of their bytes (proto_chain_memory(), a scene's memory).
+ * The buckets are freed when nothing is held.
  * One mutex guards the table: every loop's streams share it, and a stream
  * takes it twice in its life (open and close).
  */
@@ -15,12 +17,13 @@
 #include <stdlib.h>
 #include <uv.h>
 
+#include "proto/proto_scene.h"
 #include "server/metrics.h"
 
 typedef struct held_chain {
     struct held_chain *next;
-    const proto_chain *chain;
-    size_t streams;
+    const void *obj; /* a proto_chain or a proto_scene */
+    size_t bytes, streams;
 } held_chain;
 
 struct srv_stream_chains {
@@ -53,7 +56,7 @@ void srv_stream_chains_free(srv_stream_chains *t)
     free(t);
 }
 
-static size_t chain_bucket(const srv_stream_chains *t, const proto_chain *c)
+static size_t chain_bucket(const srv_stream_chains *t, const void *c)
 {
     uintptr_t h = (uintptr_t)c;
     h ^= h >> 17;
@@ -61,10 +64,10 @@ static size_t chain_bucket(const srv_stream_chains *t, const proto_chain *c)
     return (size_t)(h >> 7) & (t->nbuckets - 1);
 }
 
-static held_chain **chain_slot(srv_stream_chains *t, const proto_chain *c)
+static held_chain **chain_slot(srv_stream_chains *t, const void *c)
 {
     held_chain **p = &t->buckets[chain_bucket(t, c)];
-    while (*p && (*p)->chain != c)
+    while (*p && (*p)->obj != c)
         p = &(*p)->next;
     return p;
 }
@@ -82,7 +85,7 @@ static bool chains_grow(srv_stream_chains *t)
     for (size_t i = 0; i < oldn; i++)
         for (held_chain *x = old[i], *next; x; x = next) {
             next = x->next;
-            held_chain **p = &t->buckets[chain_bucket(t, x->chain)];
+            held_chain **p = &t->buckets[chain_bucket(t, x->obj)];
             x->next = *p;
             *p = x;
         }
@@ -90,26 +93,33 @@ static bool chains_grow(srv_stream_chains *t)
     return true;
 }
 
-/* (t->lock held) One more stream holds c: 0, or -1 with *e set. */
-static int hold_locked(srv_ctx *ctx, srv_stream_chains *t, const proto_chain *c, proto_error *e)
+/* What a stream holds: a chain, or a scene ("what" in errors, at path). */
+typedef struct held_what {
+    const void *obj;
+    size_t bytes;
+    const char *what, *path;
+} held_what;
+
+/* (t->lock held) One more stream holds h->obj: 0, or -1 with *e set. */
+static int hold_locked(srv_ctx *ctx, srv_stream_chains *t, const held_what *h, proto_error *e)
 {
     if (t->nbuckets) {
-        held_chain *x = *chain_slot(t, c);
+        held_chain *x = *chain_slot(t, h->obj);
         if (x) {
             x->streams++;
             return 0;
         }
     }
-    size_t bytes = proto_chain_memory(c), budget = ctx->cfg.stream_chain_bytes;
+    size_t bytes = h->bytes, budget = ctx->cfg.stream_chain_bytes;
     if (bytes > budget)
-        return proto_error_set(e, PROTO_E_TOO_LARGE, "/chain",
-                               "the chain holds %zu bytes, more than streams may hold "
+        return proto_error_set(e, PROTO_E_TOO_LARGE, h->path,
+                               "the %s holds %zu bytes, more than streams may hold "
                                "altogether (--stream-chain-bytes %zu)",
-                               bytes, budget);
+                               h->what, bytes, budget);
     if (!srv_budget_reserve(&ctx->sh->stream_chain_bytes, bytes)) {
         srv_metrics_rejected(ctx, "stream_chains");
-        return proto_error_set(e, PROTO_E_OVERLOADED, "/chain",
-                               "the chains of open streams fill their budget "
+        return proto_error_set(e, PROTO_E_OVERLOADED, h->path,
+                               "the chains and scenes of open streams fill their budget "
                                "(--stream-chain-bytes); close streams or retry later");
     }
     held_chain *x = t->count < t->nbuckets || chains_grow(t) ? malloc(sizeof *x) : NULL;
@@ -117,38 +127,39 @@ static int hold_locked(srv_ctx *ctx, srv_stream_chains *t, const proto_chain *c,
         srv_budget_release(&ctx->sh->stream_chain_bytes, bytes);
         return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
     }
-    x->chain = c;
+    x->obj = h->obj;
+    x->bytes = bytes;
     x->streams = 1;
-    held_chain **p = &t->buckets[chain_bucket(t, c)];
+    held_chain **p = &t->buckets[chain_bucket(t, h->obj)];
     x->next = *p;
     *p = x;
     t->count++;
     return 0;
 }
 
-int srv_stream_chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
+static int hold(srv_ctx *ctx, const held_what *h, proto_error *e)
 {
     srv_stream_chains *t = ctx->sh->stream_chains;
     if (!t)
         return proto_error_set(e, PROTO_E_INTERNAL, "", "out of memory");
     uv_mutex_lock(&t->lock);
-    int rc = hold_locked(ctx, t, c, e);
+    int rc = hold_locked(ctx, t, h, e);
     uv_mutex_unlock(&t->lock);
     return rc;
 }
 
-void srv_stream_chains_release(srv_ctx *ctx, const proto_chain *c)
+static void release(srv_ctx *ctx, const void *obj)
 {
     srv_stream_chains *t = ctx->sh->stream_chains;
-    if (!t)
+    if (!t || !obj)
         return;
     uv_mutex_lock(&t->lock);
-    held_chain **p = t->nbuckets ? chain_slot(t, c) : NULL;
+    held_chain **p = t->nbuckets ? chain_slot(t, obj) : NULL;
     held_chain *x = p ? *p : NULL;
     if (x && --x->streams == 0) {
         *p = x->next;
         t->count--;
-        srv_budget_release(&ctx->sh->stream_chain_bytes, proto_chain_memory(c));
+        srv_budget_release(&ctx->sh->stream_chain_bytes, x->bytes);
         free(x);
         if (t->count == 0) { /* nothing held: no buckets kept either */
             free(t->buckets);
@@ -157,4 +168,28 @@ void srv_stream_chains_release(srv_ctx *ctx, const proto_chain *c)
         }
     }
     uv_mutex_unlock(&t->lock);
+}
+
+int srv_stream_chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e)
+{
+    held_what h = {c, proto_chain_memory(c), "chain", "/chain"};
+    return hold(ctx, &h, e);
+}
+
+void srv_stream_chains_release(srv_ctx *ctx, const proto_chain *c)
+{
+    release(ctx, c);
+}
+
+int srv_stream_scenes_hold(srv_ctx *ctx, const proto_scene *s, const char *path, proto_error *e)
+{
+    if (!s)
+        return 0;
+    held_what h = {s, s->memory, "scene", path};
+    return hold(ctx, &h, e);
+}
+
+void srv_stream_scenes_release(srv_ctx *ctx, const proto_scene *s)
+{
+    release(ctx, s);
 }

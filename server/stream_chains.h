@@ -1,9 +1,10 @@
 /*
- * stream_chains.h: the memory of the chains open WebSocket streams hold,
- * bounded by --stream-chain-bytes for all connections together
- * (server/stream_chains.c). A chain evicted from the registry lives on in
- * the streams using it, and an inline chain is each stream's own: this is
- * the bound on them. Each chain counts once however many streams hold it.
+ * stream_chains.h: the memory of the chains and scenes open WebSocket
+ * streams hold, bounded by --stream-chain-bytes for all connections
+ * together (server/stream_chains.c). A chain or scene evicted from the
+ * registry lives on in the streams using it, and an inline one is each
+ * stream's own: this is the bound on them. Each counts once however many
+ * streams hold it.
  *
  * Threads: any loop thread. The table is the process's (ctx->sh), shared
  * by every loop's streams: it takes its own lock, held only to find,
@@ -15,6 +16,8 @@
 
 #include "proto/proto.h"
 #include "server/srv.h"
+
+struct proto_scene;
 
 /* The process's table (sh->stream_chains), empty; NULL when out of memory.
  * Freed with srv_stream_chains_free once no stream is open. */
@@ -31,5 +34,11 @@ int srv_stream_chains_hold(srv_ctx *ctx, const proto_chain *c, proto_error *e);
 /* A stream that held c lets go of it (c's bytes are given back when no
  * stream holds it any more). */
 void srv_stream_chains_release(srv_ctx *ctx, const proto_chain *c);
+
+/* The same for a stream's scene s (its own, or a registered one; NULL:
+ * none, 0), its errors at path ("/scene" or "/scene_id"). */
+int srv_stream_scenes_hold(srv_ctx *ctx, const struct proto_scene *s, const char *path,
+                           proto_error *e);
+void srv_stream_scenes_release(srv_ctx *ctx, const struct proto_scene *s); /* NULL is fine */
 
 #endif /* SRV_STREAM_CHAINS_H */

@@ -83,8 +83,7 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
          * does not hold: once fetched (open_fetch) */
         if (m->scene_id && open_fetch(c, m, NULL))
             return;
-        if (proto_session_scene(s->session, m->scene, m->scene_id, srv_registry_lookup,
-                                srv__ws_ctx(c)->registry, e))
+        if (srv__stream_scene(s, m, srv_registry_lookup, srv__ws_ctx(c)->registry, e))
             srv__ws_send_error(c, m->stream, false, 0, e);
     }
 }
@@ -280,8 +279,7 @@ static void open_fetched(srv_registry_op *op)
             proto_session *session = srv__stream_open_session(ctx, &w->m, &w->scope, &e);
             srv__stream_open(c, &w->m, session, session ? NULL : &e);
         } else if (op->status == SRV_OK && s && !s->close_after) {
-            if (proto_session_scene(s->session, NULL, w->m.scene_id, srv_registry_scope_lookup,
-                                    &w->scope, &e))
+            if (srv__stream_scene(s, &w->m, srv_registry_scope_lookup, &w->scope, &e))
                 srv__ws_send_error(c, w->m.stream, false, 0, &e);
         } else {
             if (op->status == SRV_EINVAL)

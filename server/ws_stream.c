@@ -49,8 +49,9 @@
  *     paths end, running solves and waiting targets are answered; once
  *     nothing runs the connection gets its 1001 close frame (srv__ws_idle).
  *
- * Memory: the chains open streams hold count against --stream-chain-bytes
- * (server/stream_chains.c: each chain once; an open past it is refused).
+ * Memory: the chains and scenes open streams hold count against
+ * --stream-chain-bytes (server/stream_chains.c: each once; an open or a
+ * scene message past it is refused, the stream keeping its old scene).
  * A stream holds one reference to its connection and is freed when it is
  * closed and no pool solve, tick or timer handle still refers to it. Pool
  * work touches only its own proto_jobs, except a running tick's parts,
@@ -70,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_scene.h"
 #include "server/metrics.h"
 #include "server/registry.h"
 #include "server/solve.h"
@@ -166,6 +168,7 @@ void srv__stream_unref(ws_stream *s)
         return;
     ws_conn *c = s->conn;
     srv_stream_chains_release(srv__ws_ctx(c), proto_session_chain(s->session));
+    srv_stream_scenes_release(srv__ws_ctx(c), proto_session_scene_of(s->session));
     proto_session_free(s->session);
     proto_job_free(s->pending);
     proto_job_free(s->skip_later);
@@ -510,6 +513,13 @@ void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
         srv__ws_send_error(c, m->stream, false, 0, &e);
         return;
     }
+    if (srv_stream_scenes_hold(ctx, proto_session_scene_of(session),
+                               m->scene_id ? "/scene_id" : "/scene", &e) != 0) {
+        srv_stream_chains_release(ctx, proto_session_chain(session));
+        proto_session_free(session);
+        srv__ws_send_error(c, m->stream, false, 0, &e);
+        return;
+    }
     ws_stream *s = calloc(1, sizeof *s);
     if (s) {
         snprintf(s->name, sizeof s->name, "%s", m->stream);
@@ -518,6 +528,7 @@ void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
     if (!s || index_add(st, s) != 0) {
         free(s);
         srv_stream_chains_release(ctx, proto_session_chain(session));
+        srv_stream_scenes_release(ctx, proto_session_scene_of(session));
         proto_session_free(session);
         proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
         srv__ws_send_error(c, m->stream, false, 0, &e);
@@ -540,6 +551,26 @@ void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
 }
 
 /* The stream asked to close: answered "closed" once nothing of it runs. */
+int srv__stream_scene(ws_stream *s, const proto_stream_msg *m, proto_chain_lookup_fn lookup,
+                      void *ud, proto_error *e)
+{
+    srv_ctx *ctx = srv__ws_ctx(s->conn);
+    /* the old scene stays the stream's until the new one is held */
+    proto_scene *old = proto_scene_ref((proto_scene *)proto_session_scene_of(s->session));
+    if (proto_session_scene(s->session, m->scene, m->scene_id, lookup, ud, e)) {
+        proto_scene_free(old);
+        return -1;
+    }
+    if (srv_stream_scenes_hold(ctx, proto_session_scene_of(s->session),
+                               m->scene_id ? "/scene_id" : "/scene", e) != 0) {
+        proto_session_set_scene(s->session, old);
+        return -1;
+    }
+    srv_stream_scenes_release(ctx, old);
+    proto_scene_free(old);
+    return 0;
+}
+
 void srv__stream_close(ws_stream *s)
 {
     srv__stream_kick(s); /* a waiting target is solved first */

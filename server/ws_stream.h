@@ -135,6 +135,12 @@ proto_session *srv__stream_open_session(srv_ctx *ctx, const proto_stream_msg *m,
 void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
                       const proto_error *err);
 void srv__stream_close(ws_stream *s);
+/* A scene message (or its id, fetched: lookup/ud as for
+ * proto_session_scene): the stream's new scene, held against
+ * --stream-chain-bytes in place of the old one. 0, or -1 with *e set and
+ * the stream's scene unchanged. */
+int srv__stream_scene(ws_stream *s, const proto_stream_msg *m, proto_chain_lookup_fn lookup,
+                      void *ud, proto_error *e);
 void srv__stream_target(ws_stream *s, proto_stream_msg *m);
 void srv__stream_path(ws_stream *s, proto_stream_msg *m);
 

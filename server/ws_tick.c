@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "proto/proto_json_write.h"
+#include "proto/proto_scene.h"
 #include "server/metrics.h"
 #include "server/solve.h"
 #include "server/ws_stream.h"
@@ -67,6 +68,8 @@ typedef struct ws_tick_error {
 typedef struct ws_tick_entry {
     ws_stream *s;       /* its stream (a reference, and s->ticks), unless answered
                            with an error found when the tick was read */
+    proto_scene *scene; /* the stream's scene when the tick was read (a reference):
+                           a scene message after the tick is for the targets after it */
     proto_job *job;     /* decoded and not yet settled (proto_session_solved) */
     ws_tick_error *err; /* answered with this error */
     bool decoded;       /* job or err came from its target */
@@ -163,6 +166,7 @@ static void tick_free(ws_tick *t)
     for (size_t i = 0; i < t->n; i++) {
         ws_tick_entry *e = &t->e[i];
         proto_job_free(e->job);
+        proto_scene_free(e->scene);
         free(e->err);
         if (e->s) {
             e->s->ticks--;
@@ -194,7 +198,7 @@ static void entry_decode(ws_tick *t, size_t i)
     proto_error err;
     proto_stream_tick_target tt;
     if (proto_stream_tick_target_get(&t->msg, i, &tt, &err) != 0 || /* read before */
-        proto_session_tick_target(e->s->session, &tt, i, &e->job, &err) != 0) {
+        proto_session_tick_target(e->s->session, e->scene, &tt, i, &e->job, &err) != 0) {
         e->job = NULL;
         entry_error(e, tt.stream, true, tt.seq, &err); /* no memory: "internal" */
         return;
@@ -615,6 +619,7 @@ void srv__tick_read(ws_conn *c, proto_stream_msg *m, char **text)
             s->pending = NULL;
         }
         e->s = s;
+        e->scene = proto_scene_ref((proto_scene *)proto_session_scene_of(s->session));
         s->refs++;
         s->ticks++;
         e->has_seq = true;

@@ -10,8 +10,9 @@
  *   2. a WebSocket driven by the program's own poll() loop, as a game loop
  *      drives it: three characters' legs opened as streams (by the chain
  *      id), then ten ticks, each one "tick" message carrying every
- *      character's foot target, each answered by one tick_solution with
- *      every character's answer in order. The next tick is sent when the
+ *      character's foot target (in the binary form: doubles, nothing to
+ *      print or parse), each answered by one tick_solution with every
+ *      character's answer in order. The next tick is sent when the
  *      previous one is answered.
  *
  * Every answer is checked by its geometry (the hip where it was, both bone
@@ -80,6 +81,7 @@ static void foot_target(int k, int t, double out[3])
 typedef struct game {
     int opened;
     long long answered; /* the last tick answered */
+    int binary;         /* ticks answered in the binary form */
     int errors;
     int closing; /* the end is ours: ikd_conn_close */
 } game;
@@ -107,6 +109,7 @@ static void on_event(ikd_conn *conn, const ikd_event *ev, void *user)
             check_leg(e->result, want, e->stream);
         }
         g->answered = t->seq;
+        g->binary += ev->binary;
         break;
     }
     case IKD_EV_ERROR:
@@ -166,6 +169,9 @@ int main(int argc, char **argv)
         printf("FAILED: connecting: %s\n", err.message);
         return 1;
     }
+    /* ticks as one binary message of doubles each way (STREAM.md, "Binary
+     * ticks"): these targets (positions only) fit the form */
+    ikd_conn_set_binary_ticks(conn, true);
     char name[16];
     for (int k = 0; k < CHARACTERS; k++) { /* queued now, sent once connected */
         snprintf(name, sizeof name, "hero%d", k);
@@ -202,7 +208,9 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    printf("%lld ticks of %d characters answered\n", g.answered, CHARACTERS);
+    printf("%lld ticks of %d characters answered, %d in binary\n", g.answered, CHARACTERS,
+           g.binary);
+    check(g.binary == TICKS, "every tick went binary");
     ikd_conn_stats st;
     ikd_conn_get_stats(conn, &st);
     printf("connection: %llu messages in, %llu out, %zu bytes held\n", st.messages_in,

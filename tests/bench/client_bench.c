@@ -4,7 +4,7 @@
  * tests/bench/run.sh can print the two side by side in the same run:
  *
  *   client_bench --url HOST:PORT [--characters 1000] [--window 1]
- *                [--seconds 5] [--warmup-ms 500]
+ *                [--seconds 5] [--warmup-ms 500] [--form json|binary]
  *
  * One connection (ikd_conn, in its own ikd_conn_poll loop), --characters
  * streams, each on a two-bone rig of its own (the limb (0,0,0)-(0,0.5,0)-
@@ -16,10 +16,13 @@
  * character's local rotations as doubles). The targets are ws_bench's:
  * the same xorshift sequence, rounded to 6 decimals as ws_bench prints
  * them, character k starting at (37 k) mod 512. --window ticks are kept
- * outstanding (the next is sent when one is answered).
+ * outstanding (the next is sent when one is answered). --form binary
+ * turns on the binary tick form (ikd_conn_set_binary_ticks: each tick one
+ * binary message of doubles, its answer read from ikd's binary message,
+ * nothing printed or parsed); json (the default) sends JSON text.
  *
  * Output: progress and errors on stderr; one JSON object on stdout:
- *   {"bench":"client_tick","characters":1000,"window":1,"seconds":5.00,
+ *   {"bench":"client_tick","form":"json","characters":1000,"window":1,"seconds":5.00,
  *    "ticks":..,"skipped_ticks":..,"ticks_per_s":..,"p50_us":..,"p99_us":..,
  *    "max_us":..,"client_cpu_us_per_tick":..,"failed":..,"bytes_in_per_tick":..,
  *    "bytes_out_per_tick":..}
@@ -47,11 +50,13 @@ typedef struct bench {
     int characters, window;
     double seconds;
     int warmup_ms;
+    bool binary;
     double targets[NTARGETS][3];
     long long next_tick, done_tick;
     uint64_t sent_ns[WINDOW_MAX];
     bool measuring;
     uint64_t ticks, skipped, errors, failed;
+    uint64_t other_form; /* answers not in the form asked for (ev->binary) */
     uint32_t *hist;
     uint64_t max_ns;
     int opened;
@@ -112,6 +117,7 @@ static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
                 fprintf(stderr, "client_bench: unexpected tick answer %lld (%zu answers)\n", t->seq,
                         t->count);
         }
+        b->other_form += ev->binary != b->binary;
         for (size_t i = 0; i < t->count; i++)
             if (!t->entries[i].result || t->entries[i].result->status != IKD_STATUS_SUCCESS)
                 b->failed++;
@@ -187,6 +193,8 @@ int main(int argc, char **argv)
             b.seconds = atof(v);
         else if (strcmp(k, "--warmup-ms") == 0)
             b.warmup_ms = atoi(v);
+        else if (strcmp(k, "--form") == 0 && (strcmp(v, "json") == 0 || strcmp(v, "binary") == 0))
+            b.binary = strcmp(v, "binary") == 0;
         else {
             fprintf(stderr, "client_bench: unknown option %s\n", k);
             return 1;
@@ -194,7 +202,7 @@ int main(int argc, char **argv)
     }
     if (!url || b.characters < 1 || b.window < 1 || b.window > WINDOW_MAX || !(b.seconds > 0)) {
         fprintf(stderr, "usage: client_bench --url HOST:PORT [--characters N] [--window W "
-                        "(1..64)] [--seconds S] [--warmup-ms MS]\n");
+                        "(1..64)] [--seconds S] [--warmup-ms MS] [--form json|binary]\n");
         return 1;
     }
     b.hist = calloc(HIST_US, sizeof *b.hist);
@@ -215,6 +223,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "client_bench: %s\n", err.message);
         return 1;
     }
+    ikd_conn_set_binary_ticks(c, b.binary);
     for (int k = 0; k < b.characters; k++) {
         double sc = 1.0 + 0.05 * (double)k / (double)b.characters;
         char chain[160], name[16];
@@ -262,17 +271,21 @@ int main(int argc, char **argv)
     ikd_conn_free(c);
     double per = b.ticks ? (double)b.ticks : 1.0;
     double secs = b.seconds;
-    printf("{\"bench\":\"client_tick\",\"characters\":%d,\"window\":%d,\"seconds\":%.2f,"
+    printf("{\"bench\":\"client_tick\",\"form\":\"%s\",\"characters\":%d,\"window\":%d,\"seconds\":"
+           "%.2f,"
            "\"ticks\":%llu,\"skipped_ticks\":%llu,\"ticks_per_s\":%.1f,\"p50_us\":%llu,"
            "\"p99_us\":%llu,\"max_us\":%llu,\"client_cpu_us_per_tick\":%.1f,\"failed\":%llu,"
            "\"bytes_in_per_tick\":%.0f,\"bytes_out_per_tick\":%.0f}\n",
-           b.characters, b.window, secs, (unsigned long long)b.ticks, (unsigned long long)b.skipped,
-           (double)b.ticks / secs, (unsigned long long)percentile(&b, 0.5),
-           (unsigned long long)percentile(&b, 0.99), (unsigned long long)(b.max_ns / 1000),
-           b.ticks ? cpu * 1e6 / (double)b.ticks : 0.0, (unsigned long long)b.failed,
-           (double)(st1.bytes_out - st0.bytes_out) / per,
+           b.binary ? "binary" : "json", b.characters, b.window, secs, (unsigned long long)b.ticks,
+           (unsigned long long)b.skipped, (double)b.ticks / secs,
+           (unsigned long long)percentile(&b, 0.5), (unsigned long long)percentile(&b, 0.99),
+           (unsigned long long)(b.max_ns / 1000), b.ticks ? cpu * 1e6 / (double)b.ticks : 0.0,
+           (unsigned long long)b.failed, (double)(st1.bytes_out - st0.bytes_out) / per,
            (double)(st1.bytes_in - st0.bytes_in) / per);
     free(b.hist);
     free(b.names);
-    return b.ticks && !b.errors && !b.failed ? 0 : 1;
+    if (b.other_form)
+        fprintf(stderr, "client_bench: %llu answers not in the %s form\n",
+                (unsigned long long)b.other_form, b.binary ? "binary" : "json");
+    return b.ticks && !b.errors && !b.failed && !b.other_form ? 0 : 1;
 }

@@ -230,7 +230,8 @@ ratio ws_chain_smooth_vs_solver "$smooth"
 # decodes each answer into structs) against ws_bench tick (the raw
 # protocol, pre-formatted targets, answers scanned not parsed), three runs
 # of each alternated in the same run: ratio_client_vs_raw of the medians,
-# and the client's CPU per tick.
+# and the client's CPU per tick; then the client's binary ticks against its
+# JSON ticks (client_tick_binary_vs_json).
 start ikd "$BUILD/ikd" --listen 127.0.0.1:0 --log-level warn
 for w in 1 2; do
     tick=$("$BUILD/ws_bench" tick --url "127.0.0.1:$port" --seconds "$WS_SECS" --window "$w" |
@@ -295,6 +296,45 @@ $client"
             printf "\"separate_p99_us\":%.0f}\n", f(b, "p99_us")
         }'
 done
+# the C client's binary ticks (ikd_conn_set_binary_ticks; STREAM.md, "Binary
+# ticks") against its JSON ticks, the same ticks alternated three times on
+# the same ikd: medians of ticks per second (ratio_binary_vs_json) and of
+# the client's CPU per tick (cpu_ratio_binary_vs_json: below 1 is less)
+forms=""
+for round in 1 2 3; do
+    for form in json binary; do
+        one=$("$BUILD/client_bench" --url "127.0.0.1:$port" --seconds "$WS_SECS" --window 1 \
+            --form "$form" | tail -1)
+        echo "$one"
+        forms="$forms
+$one"
+    done
+done
+printf '%s\n' "$forms" | awk 'function f(s, k) {
+        if (!match(s, "\"" k "\":[0-9.eE+-]+"))
+            return 0
+        return substr(s, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0
+    }
+    function median(a, n,    i, j, t) {
+        for (i = 1; i <= n; i++)
+            for (j = i + 1; j <= n; j++)
+                if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    /"form":"binary"/ { nb++; bt[nb] = f($0, "ticks_per_s"); bc[nb] = f($0, "client_cpu_us_per_tick")
+        bo[nb] = f($0, "bytes_in_per_tick"); bi[nb] = f($0, "bytes_out_per_tick") }
+    /"form":"json"/ { nj++; jt[nj] = f($0, "ticks_per_s"); jc[nj] = f($0, "client_cpu_us_per_tick")
+        jo[nj] = f($0, "bytes_in_per_tick"); ji[nj] = f($0, "bytes_out_per_tick") }
+    END {
+        b = median(bt, nb); j = median(jt, nj); cb = median(bc, nb); cj = median(jc, nj)
+        printf "{\"bench\":\"client_tick_binary_vs_json\",\"window\":1,\"rounds\":%d,", nb
+        printf "\"binary_ticks_per_s\":%.1f,\"json_ticks_per_s\":%.1f,", b, j
+        printf "\"ratio_binary_vs_json\":%.2f,", (j > 0 ? b / j : 0)
+        printf "\"binary_cpu_us_per_tick\":%.0f,\"json_cpu_us_per_tick\":%.0f,", cb, cj
+        printf "\"cpu_ratio_binary_vs_json\":%.2f,", (cj > 0 ? cb / cj : 0)
+        printf "\"binary_bytes_per_tick\":[%.0f,%.0f],\"json_bytes_per_tick\":[%.0f,%.0f]}\n",
+            median(bo, nb), median(bi, nb), median(jo, nj), median(ji, nj)
+    }'
 stop || { echo "ws_bench tick: ikd exited with $? after SIGTERM" >&2; exit 1; }
 
 # the clients under their users' loads (issue 26), each against the raw

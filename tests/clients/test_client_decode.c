@@ -637,6 +637,37 @@ START_TEST(malformed_messages_refused)
 }
 END_TEST
 
+/* ikd's error for a tick target whose stream is not a valid name has no
+ * "stream" (and no "seq" when that was unreadable): the entry is still an
+ * error of the answer, as in the binary form, not a broken answer */
+START_TEST(tick_error_without_stream)
+{
+    const char *text =
+        "{\"type\":\"tick_solution\",\"seq\":4,\"skipped\":0,\"solutions\":[{\"seq\":4,"
+        "\"error\":{\"code\":\"invalid_request\",\"message\":\"bad name\",\"path\":"
+        "\"/targets/0/stream\"}},{\"error\":{\"code\":\"invalid_request\",\"message\":"
+        "\"bad seq\",\"path\":\"/targets/1/seq\"}},{\"stream\":\"a\",\"seq\":4,\"error\":{"
+        "\"code\":\"unknown_stream\",\"message\":\"no a\",\"path\":\"/targets/2/stream\"}}]}";
+    ikd__dec d = {0};
+    ikd__msg m;
+    ikd_error e;
+    ck_assert_msg(ikd__decode_message(&d, text, strlen(text), &m, &e) == 0, "%s", e.message);
+    ck_assert_uint_eq(m.tick.count, 3);
+    ck_assert_str_eq(m.tick.entries[0].stream, "");
+    ck_assert(m.tick.entries[0].error->has_seq);
+    ck_assert_int_eq(m.tick.entries[0].error->seq, 4);
+    ck_assert_str_eq(m.tick.entries[0].error->path, "/targets/0/stream");
+    ck_assert(!m.tick.entries[1].error->has_seq);
+    ck_assert_str_eq(m.tick.entries[1].error->stream, "");
+    ck_assert_str_eq(m.tick.entries[2].error->stream, "a");
+    ck_assert_int_eq(m.tick.entries[2].error->code, IKD_E_UNKNOWN_STREAM);
+    ikd_tick *copy = ikd_tick_copy(&m.tick);
+    ck_assert_str_eq(copy->entries[1].stream, "");
+    ikd_tick_free(copy);
+    ikd__dec_free(&d);
+}
+END_TEST
+
 START_TEST(unknown_members_skipped)
 {
     const char *text = "{\"new\":{\"a\":[1,{\"b\":null}]},\"type\":\"solution\",\"stream\":"
@@ -874,6 +905,7 @@ int main(void)
     tcase_add_test(tc, number_reader_matches_strtod);
     tcase_add_test(tc, number_writer_reads_back);
     tcase_add_test(tc, malformed_messages_refused);
+    tcase_add_test(tc, tick_error_without_stream);
     tcase_add_test(tc, unknown_members_skipped);
     tcase_add_test(tc, encoders_check_their_input);
     tcase_add_test(tc, upgrade_answer_checked);

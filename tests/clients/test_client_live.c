@@ -27,75 +27,10 @@
 #include <time.h>
 
 #include "tests/clients/daemon.h"
+#include "tests/clients/rigs.h"
 #include <ikd/client.h>
 
 #define WAIT_MS 10000
-
-static const char *const LEG =
-    "{\"kind\":\"bones\",\"positions\":[[0.0,0.0,1.0],[0.1,0.0,0.55],[0.0,0.0,0.1]]}";
-static const double HIP[3] = {0, 0, 1}, KNEE[3] = {0.1, 0, 0.55}, FOOT[3] = {0, 0, 0.1};
-
-static double dist(const double *a, const double *b)
-{
-    return sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +
-                (a[2] - b[2]) * (a[2] - b[2]));
-}
-
-/* A reachable target for the leg, from a fixed sequence. */
-static void leg_target(int i, double out[3])
-{
-    double a = 0.37 * i, r = 0.3 + 0.25 * (0.5 + 0.5 * sin(1.3 * i));
-    out[0] = r * cos(a) * 0.6;
-    out[1] = r * sin(a) * 0.6;
-    out[2] = 1.0 - r * 0.8 - 0.1;
-    /* within reach: |target - hip| < 0.92 */
-    double d = dist(out, HIP);
-    if (d > 0.85)
-        for (int k = 0; k < 3; k++)
-            out[k] = HIP[k] + (out[k] - HIP[k]) * 0.85 / d;
-}
-
-/* The leg's answer kept the hip and the bones and reached the target. */
-static void check_leg(const ikd_result *r, const double *target)
-{
-    ck_assert_msg(r->status == IKD_STATUS_SUCCESS, "status %s", r->status_text);
-    ck_assert_uint_eq(r->position_count, 3);
-    ck_assert_int_eq(r->position_dim, 3);
-    const double *p = r->positions;
-    ck_assert_double_eq_tol(dist(p, HIP), 0, 1e-9);
-    ck_assert_double_eq_tol(dist(p, p + 3), dist(HIP, KNEE), 1e-9);
-    ck_assert_double_eq_tol(dist(p + 3, p + 6), dist(KNEE, FOOT), 1e-9);
-    ck_assert_double_eq_tol(dist(p + 6, target), 0, 1e-9);
-}
-
-/* ---- a three-joint arm and its forward kinematics ------------------------ */
-
-static const char *const ARM =
-    "{\"kind\":\"joints\",\"joints\":["
-    "{\"name\":\"pan\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0,0,0.3]},\"axis\":[0,0,1],"
-    "\"limits\":{\"lower\":-3,\"upper\":3}},"
-    "{\"name\":\"lift\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0,0,0.1]},\"axis\":[0,1,0],"
-    "\"limits\":{\"lower\":-2,\"upper\":2}},"
-    "{\"name\":\"elbow\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0,0,0.4]},\"axis\":[0,1,0],"
-    "\"limits\":{\"lower\":-2.5,\"upper\":2.5}},"
-    "{\"name\":\"tool\",\"type\":\"fixed\",\"origin\":{\"xyz\":[0,0,0.35]}}]}";
-static const double ARM_LO[3] = {-3, -2, -2.5}, ARM_HI[3] = {3, 2, 2.5};
-
-/* p = o1 + Rz(q0) (o2 + Ry(q1) (o3 + Ry(q2) o4)) */
-static void arm_fk(const double *q, double out[3])
-{
-    double x = 0, z = 0.35; /* o4, in the elbow's frame */
-    double c = cos(q[2]), s = sin(q[2]);
-    double x2 = c * x + s * z, z2 = -s * x + c * z + 0.4;
-    c = cos(q[1]);
-    s = sin(q[1]);
-    double x1 = c * x2 + s * z2, z1 = -s * x2 + c * z2 + 0.1;
-    c = cos(q[0]);
-    s = sin(q[0]);
-    out[0] = c * x1;
-    out[1] = s * x1;
-    out[2] = z1 + 0.3;
-}
 
 /* ---- events -------------------------------------------------------------- */
 

@@ -8,7 +8,11 @@
  * The first byte selects the reader: 0 a stream message
  * (ikd__decode_message), 1 an HTTP solve or batch answer
  * (ikd__decode_answer), 2 a chain description (ikd__decode_chain_info), 3
- * an HTTP error answer, 4 the upgrade's answer (ikd__handshake_answer).
+ * an HTTP error answer, 4 the upgrade's answer (ikd__handshake_answer), 5
+ * a binary tick's answer (ikd__decode_tick_binary, binary.c: "IKDS"), whose
+ * entries must number at most the bound given (64 here) and each be a
+ * solution or an error with a stream, its result's arrays as long as its
+ * counts say.
  * Every decoded result and tick is copied with ikd_result_copy /
  * ikd_tick_copy, which reads every array and string of it (AddressSanitizer
  * sees a pointer or count that lies), and the copy is compared with the
@@ -49,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    int kind = data[0] % 5;
+    int kind = data[0] % 6;
     /* the text alone, in an allocation of exactly its size */
     size_t n = size - 1;
     char *text = malloc(n ? n : 1);
@@ -107,6 +111,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fuzz_fail("an HTTP error decoded as no error");
         rc = 0;
         break;
+    case 5: {
+        ikd_tick t;
+        rc = ikd__decode_tick_binary(&d, text, n, 64, &t, &e);
+        if (rc == 1) { /* not this form's: nothing filled */
+            if (t.count || t.entries)
+                fuzz_fail("a message of another form decoded as a tick");
+            rc = 0;
+        } else if (rc == 0) {
+            if (t.count > 64 || (t.count && !t.entries))
+                fuzz_fail("a binary tick of more entries than its bound, or none where counted");
+            for (size_t i = 0; i < t.count; i++) {
+                const ikd_tick_entry *x = &t.entries[i];
+                if (!x->stream || !x->result == !x->error)
+                    fuzz_fail("a binary tick entry without its stream, or not one of result, "
+                              "error");
+                if (x->result)
+                    check_result(x->result);
+                if (x->error && (!x->error->wire_code[0] || x->error->code == IKD_OK))
+                    fuzz_fail("a binary tick entry's error without its code");
+            }
+            ikd_tick *c = ikd_tick_copy(&t);
+            if (c && c->count != t.count)
+                fuzz_fail("a binary tick's copy differs");
+            ikd_tick_free(c);
+        } else if (e.code != rc) {
+            fuzz_fail("a binary tick answer refused without its error");
+        }
+        break;
+    }
     default: {
         size_t used;
         long body;

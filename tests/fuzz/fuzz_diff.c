@@ -524,7 +524,7 @@ static void tick_as_target(const proto_stream_tick_target *t, size_t i)
     for (int k = 0; k < SESSIONS; k++) {
         proto_job *ja = NULL, *jb = NULL;
         proto_error ea, eb;
-        int ra = proto_session_tick_target(sessions[k], t, i, &ja, &ea);
+        int ra = proto_session_tick_target(sessions[k], proto_session_scene_of(sessions[k]), t, i, &ja, &ea);
         int rb = proto_session_target(sessions[k], m.target, m.seed, &jb, &eb);
         if (ra)
             untick(&ea, i, true);
@@ -585,8 +585,8 @@ static void one_message(const char *text, size_t len)
             for (int k = 0; k < SESSIONS; k++) {
                 proto_job *ja = NULL, *jb = NULL;
                 proto_error xa, xb;
-                int sa = proto_session_tick_target(sessions[k], &ta, i, &ja, &xa);
-                int sb = proto_session_tick_target(sessions[k], &tb, i, &jb, &xb);
+                int sa = proto_session_tick_target(sessions[k], proto_session_scene_of(sessions[k]), &ta, i, &ja, &xa);
+                int sb = proto_session_tick_target(sessions[k], proto_session_scene_of(sessions[k]), &tb, i, &jb, &xb);
                 same_outcome(sa, ja, &xa, sb, jb, &xb, "tick target");
             }
             tick_as_target(&tb, i);
@@ -772,13 +772,13 @@ static void one_binary_tick(const char *body, size_t len)
             int t = k == 2; /* the planar session's twin */
             proto_job *ja = NULL, *jb = NULL;
             proto_error xa, xb;
-            int sa = proto_session_tick_target(sessions[k], &tb, i, &ja, &xa);
+            int sa = proto_session_tick_target(sessions[k], proto_session_scene_of(sessions[k]), &tb, i, &ja, &xa);
             if (!twin[t * n + i]) { /* the form's own error, or accepted without a twin */
                 if (sa == 0)
                     proto_job_free(ja);
                 continue;
             }
-            int sb = proto_session_tick_target(sessions[k], &tj[t], i, &jb, &xb);
+            int sb = proto_session_tick_target(sessions[k], proto_session_scene_of(sessions[k]), &tj[t], i, &jb, &xb);
             if (sa == 0 && sb == 0) {
                 same_job(ja, jb, "binary tick target and its JSON twin");
                 run_small(ja);

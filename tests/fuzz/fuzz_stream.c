@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 fuzz_fail("a tick target read without its stream or target");
             for (int k = 0; k < 2; k++) {
                 proto_job *job;
-                if (proto_session_tick_target(sessions[k], &t, i, &job, &err) == 0)
+                if (proto_session_tick_target(sessions[k], proto_session_scene_of(sessions[k]), &t, i, &job, &err) == 0)
                     check_job(job);
                 else if (strncmp(err.path, base, strlen(base)) != 0)
                     fuzz_fail("a tick target's error is not at its own path");

@@ -8,7 +8,8 @@
 # JSON targets (and the binary batches of tests/fuzz/seeds/request), the
 # messages of tests/fuzz/seeds/stream, the robots of tests/data (and our iiwa SRDF) for
 # the URDF target, for the C client's readers (fuzz_client) the fixtures'
-# answers and the server messages of proto/STREAM.md, and for the
+# answers, the server messages of proto/STREAM.md and binary tick answers
+# captured from ikd (tests/fuzz/seeds/tick_answer), and for the
 # differential target (fuzz_diff: its first byte 0 a solve body, 1 a batch
 # body, 2 a stream message, 3 a binary batch, 4 a binary tick) the requests,
 # messages, binary batches and binary ticks.
@@ -54,7 +55,8 @@ cp tests/fuzz/seeds/request/* "$SEED/diff/"
 cp tests/fuzz/seeds/tick/* "$SEED/diff/"
 
 # The client's inputs: the first byte selects the reader (fuzz_client.c):
-# 0 a stream message, 1 an HTTP answer, 2 a chain description, 3 an error.
+# 0 a stream message, 1 an HTTP answer, 2 a chain description, 3 an error,
+# 5 a binary tick's answer.
 for f in "$FIX"/*.response.json; do
     b=$(basename "$f" .response.json)
     case "$b" in
@@ -64,6 +66,10 @@ for f in "$FIX"/*.response.json; do
     *) continue ;;
     esac
     { printf "$k"; cat "$f"; } >"$SEED/client/$b"
+done
+# binary tick answers (first byte 5), captured from ikd (tests/fuzz/seeds/tick_answer)
+for f in tests/fuzz/seeds/tick_answer/*; do
+    { printf '\005'; cat "$f"; } >"$SEED/client/tick_answer-$(basename "$f")"
 done
 awk '/<!-- check: server -->/ {s = 1; next} s && /^```json$/ {f = 1; next}
      f && /^```$/ {f = 0; s = 0; next} f {n++; printf "%c%s", 0, $0 > (dir "/stream_md_" n)}' \

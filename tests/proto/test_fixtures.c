@@ -14,11 +14,13 @@
  *     the chains the POST /v1/chains lines register;
  *   - compares the answer with the response file: the same members, strings
  *     and integers exactly, numbers within 1e-6 (relative for magnitudes
- *     above 1, absolute below). Four members are only required to be
+ *     above 1, absolute below). Three members are only required to be
  *     present: "time_ms" (wall-clock time), "iterations" and "restarts" (how
- *     hard a solver worked, not what it answered) and "memory_bytes" (an
- *     estimate that follows struct sizes). Rejections are compared the same
- *     way, which makes code, message, path and HTTP status exact;
+ *     hard a solver worked, not what it answered). "memory_bytes" is exact:
+ *     it follows struct sizes, so that a change of what a chain or scene
+ *     holds shows here and in the documents that show it. Rejections are
+ *     compared the same way, which makes code, message, path and HTTP
+ *     status exact;
  *   - checks every answer independently of the solver: forward kinematics
  *     computed here (planar angles summed, the test's own joint-list FK of
  *     proto_check.h in the caller's frame and units, ik_chain_fk on a chain
@@ -296,8 +298,7 @@ static json_t *run_fixture(const fixture *x, int *status)
 
 /* ---- comparing answers --------------------------------------------------- */
 
-static const char *const effort_keys[] = {"time_ms", "iterations", "restarts", "memory_bytes",
-                                          NULL};
+static const char *const effort_keys[] = {"time_ms", "iterations", "restarts", NULL};
 
 static bool is_effort(const char *key)
 {
@@ -1583,7 +1584,7 @@ static json_t *tick_answer(named_session *named, const proto_stream_msg *msg)
             snprintf(where, sizeof where, "/targets/%zu/stream", i);
             proto_error_set(&e, PROTO_E_UNKNOWN_STREAM, where, "no such stream");
             proto_stream_tick_error(&w, t.stream, true, t.seq, &e);
-        } else if (proto_session_tick_target(s, &t, i, &job, &e) != 0) {
+        } else if (proto_session_tick_target(s, proto_session_scene_of(s), &t, i, &job, &e) != 0) {
             proto_stream_tick_error(&w, t.stream, true, t.seq, &e);
         } else {
             proto_session_prepare(s, job);

@@ -145,6 +145,79 @@ START_TEST(test_registered_scene)
 }
 END_TEST
 
+/* The id of a registration's body. */
+static void id_of(const char *body, char id[PROTO_SCENE_ID_LEN + 1])
+{
+    proto_error err;
+    proto_scene *s = proto_scene_decode(body, strlen(body), NULL, &err);
+    ck_assert_msg(s != NULL, "%s: %s at %s", body, err.message, err.path);
+    memcpy(id, s->id, PROTO_SCENE_ID_LEN + 1);
+    proto_scene_free(s);
+}
+
+/* Equal worlds, equal ids: what is written with its default (an empty or
+ * absent list, "frame": "ros", an empty name, an orientation without
+ * rotation, -0) is the same scene as what leaves it out; any other
+ * difference of numbers, names, order or convention is another scene. */
+START_TEST(test_scene_ids_of_equal_worlds)
+{
+    static const char *const empty[] = {
+        "{}",
+        "{\"spheres\": []}",
+        "{\"boxes\": [], \"spheres\": [], \"capsules\": []}",
+        "{\"frame\": \"ros\", \"capsules\": []}",
+    };
+    char first[PROTO_SCENE_ID_LEN + 1], id[PROTO_SCENE_ID_LEN + 1];
+    id_of(empty[0], first);
+    for (size_t i = 1; i < sizeof empty / sizeof empty[0]; i++) {
+        id_of(empty[i], id);
+        ck_assert_msg(strcmp(id, first) == 0, "%s", empty[i]);
+    }
+    static const char *const box[] = {
+        "{\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,0,3]}]}",
+        "{\"capsules\":[],\"boxes\":[{\"position\":[1.0,0.0,3.0],\"size\":[0.1,0.2,0.3]}],"
+        "\"spheres\":[]}",
+        "{\"frame\":\"ros\",\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,-0.0,3],"
+        "\"orientation\":[0,0,0,1],\"name\":\"\"}]}",
+        "{\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,0,3],"
+        "\"orientation\":[0.0,-0.0,0,-1]}]}",
+    };
+    id_of(box[0], first);
+    ck_assert_str_ne(first, id);
+    for (size_t i = 1; i < sizeof box / sizeof box[0]; i++) {
+        id_of(box[i], id);
+        ck_assert_msg(strcmp(id, first) == 0, "%s", box[i]);
+    }
+    static const char *const other[] = {
+        "{\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,0,3.000001]}]}",
+        "{\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,0,3],\"name\":\"a\"}]}",
+        "{\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,0,3],"
+        "\"orientation\":[0,0,0.38268343236508984,0.9238795325112867]}]}",
+        "{\"frame\":\"unity\",\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,0,3]}]}",
+        "{\"boxes\":[{\"size\":[0.1,0.2,0.3],\"position\":[1,0,3]},"
+        "{\"size\":[0.1,0.2,0.3],\"position\":[1,0,3]}]}",
+    };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        id_of(other[i], id);
+        ck_assert_msg(strcmp(id, first) != 0, "%s", other[i]);
+    }
+    /* the source kept (what Redis stores and GET gives back) is that
+     * canonical form, and has the id it was kept under */
+    proto_error err;
+    proto_scene *s = proto_scene_decode(box[2], strlen(box[2]), NULL, &err);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_str_eq(s->text, "{\"boxes\":[{\"position\":[1.0,0.0,3.0],"
+                              "\"size\":[0.10000000000000001,0.20000000000000001,"
+                              "0.29999999999999999]}]}");
+    proto_scene *again = proto_scene_decode(s->text, s->text_len, NULL, &err);
+    ck_assert_ptr_nonnull(again);
+    ck_assert_str_eq(again->id, s->id);
+    ck_assert_str_eq(again->text, s->text);
+    proto_scene_free(again);
+    proto_scene_free(s);
+}
+END_TEST
+
 START_TEST(test_scene_read)
 {
     proto_job *job;
@@ -308,6 +381,7 @@ static Suite *scene_suite(void)
     tcase_add_test(tc, test_needs_a_model);
     tcase_add_test(tc, test_in_collision_answer);
     tcase_add_test(tc, test_registered_scene);
+    tcase_add_test(tc, test_scene_ids_of_equal_worlds);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -841,16 +841,16 @@ START_TEST(test_tick_session_paths)
     proto_stream_tick_target t;
     proto_job *job = NULL;
     ck_assert_int_eq(proto_stream_tick_target_get(&m, 0, &t, &e), 0);
-    ck_assert_int_eq(proto_session_tick_target(s, &t, 0, &job, &e), 0);
+    ck_assert_int_eq(proto_session_tick_target(s, proto_session_scene_of(s), &t, 0, &job, &e), 0);
     ck_assert_ptr_nonnull(job);
     proto_job_free(job);
     ck_assert_int_eq(proto_stream_tick_target_get(&m, 1, &t, &e), 0);
-    ck_assert_int_eq(proto_session_tick_target(s, &t, 1, &job, &e), -1);
+    ck_assert_int_eq(proto_session_tick_target(s, proto_session_scene_of(s), &t, 1, &job, &e), -1);
     ck_assert_ptr_null(job);
     ck_assert_str_eq(e.path, "/targets/1/target/position/2");
     ck_assert_ptr_nonnull(strstr(e.message, "targets[1].target.position[2]"));
     ck_assert_int_eq(proto_stream_tick_target_get(&m, 2, &t, &e), 0);
-    ck_assert_int_eq(proto_session_tick_target(s, &t, 2, &job, &e), -1);
+    ck_assert_int_eq(proto_session_tick_target(s, proto_session_scene_of(s), &t, 2, &job, &e), -1);
     ck_assert_str_eq(e.path, "/targets/2/seed");
     proto_stream_msg_free(&m);
     proto_session_free(s);
@@ -1160,8 +1160,8 @@ START_TEST(test_tick_reader_matches_tree)
             }
             for (int k = 0; k < 5; k++) {
                 proto_job *ja = NULL, *jb = NULL;
-                ra = proto_session_tick_target(ss[k], &ta, i, &ja, &ea);
-                rb = proto_session_tick_target(ss[k], &tb, i, &jb, &eb);
+                ra = proto_session_tick_target(ss[k], proto_session_scene_of(ss[k]), &ta, i, &ja, &ea);
+                rb = proto_session_tick_target(ss[k], proto_session_scene_of(ss[k]), &tb, i, &jb, &eb);
                 ck_assert_msg(ra == rb, "%s, target %zu, stream kind %d", text, i, k);
                 if (ra != 0) {
                     ck_assert_int_eq(ea.code, eb.code);

@@ -198,8 +198,8 @@ static size_t check_twins(proto_session *s, bool planar, double seq, const tt *t
             continue;
         }
         proto_job *ja = NULL, *jc = NULL;
-        ra = proto_session_tick_target(s, &a, i, &ja, &eb);
-        rc = proto_session_tick_target(s, &c, i, &jc, &ej);
+        ra = proto_session_tick_target(s, proto_session_scene_of(s), &a, i, &ja, &eb);
+        rc = proto_session_tick_target(s, proto_session_scene_of(s), &c, i, &jc, &ej);
         ck_assert_msg(ra == rc, "target %zu: binary %s, JSON %s", i, ra ? eb.message : "ok",
                       rc ? ej.message : "ok");
         if (ra) {
@@ -382,7 +382,8 @@ START_TEST(test_errors_own_rules)
         proto_stream_tick_target x;
         ck_assert_int_eq(proto_stream_tick_target_get(&m, i, &x, &e), 0);
         proto_job *job = NULL;
-        ck_assert_int_eq(proto_session_tick_target(i < 2 ? bones : planar, &x, i, &job, &e), -1);
+        proto_session *on = i < 2 ? bones : planar;
+        ck_assert_int_eq(proto_session_tick_target(on, proto_session_scene_of(on), &x, i, &job, &e), -1);
         ck_assert_ptr_null(job);
         ck_assert_str_eq(e.path, paths[i]);
         ck_assert_str_eq(proto_error_name(e.code), "invalid_request");

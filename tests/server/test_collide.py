@@ -45,7 +45,7 @@ import xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from robot_chain import Chain, _axis_angle, _mat_mul, _mat_vec  # noqa: E402
-from test_stream import Daemon, connect, recv, run, send  # noqa: E402
+from test_stream import Daemon, RawWS, connect, frame, recv, run, send  # noqa: E402
 
 IKD_DATA = os.environ.get("IKD_DATA", "tests/data")
 URDF = os.path.join(IKD_DATA, "robots", "kuka_iiwa14_r820.urdf")
@@ -352,6 +352,37 @@ class CollideTest(unittest.TestCase):
             self.assertEqual(m["error"]["path"], "/scene/spheres/0/radius")
             await ws.close()
         run(go())
+
+    def test_scene_after_a_tick(self):
+        """A tick, a scene message and a target for one stream in one read:
+        the tick's target was sent before the scene, so it is answered in
+        the old world (its min_distance is the distance to the old scene);
+        the target after it, in the new one. Before, a tick's targets were
+        decoded after the whole read, with the new scene (and read it on the
+        pool while the loop could replace it)."""
+        target, q0 = self.targets[1]
+        raw = RawWS(self.d.port)
+        raw.send_text(json.dumps({"type": "open", "stream": "c", "chain_id": self.desc["id"],
+                                  "scene": ROBOT.scene, "seed": q0,
+                                  "options": {"timeout_ms": 0, "max_iterations": 10000}}))
+        self.assertEqual(json.loads(raw.recv_frame()[1])["type"], "opened")
+        moved = {"boxes": [{"name": "far", "size": [0.1, 0.1, 0.1],
+                            "position": [3.0, 0.0, 0.0]}]}
+        raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+            {"type": "tick", "seq": 1, "targets": [{"stream": "c", "target": target}]},
+            {"type": "scene", "stream": "c", "scene": moved},
+            {"type": "target", "stream": "c", "seq": 2, "target": target})))
+        tick = json.loads(raw.recv_frame()[1])
+        self.assertEqual(tick["type"], "tick_solution", tick)
+        r = tick["solutions"][0]["result"]
+        (d, _, _), s = ROBOT.distances(r["joints"])
+        self.assertAlmostEqual(r["min_distance"], min(d, s), delta=TOL)
+        sol = json.loads(raw.recv_frame()[1])
+        self.assertEqual((sol["type"], sol["seq"]), ("solution", 2), sol)
+        r = sol["result"]
+        (d, _, _), s = ROBOT.distances(r["joints"], moved)
+        self.assertAlmostEqual(r["min_distance"], min(d, s), delta=TOL)
+        raw.sock.close()
 
     def test_servo_slows_and_stops_short(self):
         """A servo stream swinging the arm about its base toward a box in

@@ -19,6 +19,8 @@ Redis (--redis), with Debian's redis-server started here on a loopback port
 - a chain of more than 64 KiB (decoded on the pool) is fetched too;
 - Redis stopped: inline solves and ids B holds keep answering, a miss gets
   503 with Retry-After within --redis-timeout, a registration 503, a
+  DELETE 503 and nothing deleted (B still answers with the chain and the
+  scene; the retry with Redis back deletes them), a
   stream opened by an unknown id an error message, /readyz stays 200 and
   says the registry is down, ikd_registry_shared_up is 0; Redis back (on
   the same port): B reconnects by itself and registrations work again;
@@ -328,6 +330,23 @@ class SharedRegistryTest(unittest.TestCase):
         sc1, id1 = scene(1)
         status, desc, _ = self.b.http("POST", "/v1/scenes", sc1)
         self.assertEqual((status, desc["id"]), (200, id1), desc)
+        # written with empty lists and the default frame: the same world,
+        # the same key in Redis, which B fetches, decodes and solves with
+        sc8 = dict(json.loads(json.dumps(ROBOT.scene)), spheres=[], frame="ros")
+        sc8["boxes"][0]["position"][1] += 0.008
+        status, desc, _ = self.a.http("POST", "/v1/scenes", sc8)
+        self.assertEqual(status, 201, desc)
+        id8 = desc["id"]
+        status, desc, _ = self.b.http("GET", "/v1/scenes/%s?include=source" % id8)
+        self.assertEqual((status, desc["id"]), (200, id8), desc)
+        self.assertEqual(sorted(desc["scene"]), ["boxes"], desc)
+        del sc8["spheres"], sc8["frame"]
+        status, desc, _ = self.b.http("POST", "/v1/scenes", sc8)
+        self.assertEqual((status, desc["id"]), (200, id8), desc)
+        status, ans, _ = self.b.http("POST", "/v1/solve", {
+            "chain_id": cid, "scene_id": id8, "target": targets[0], "options": opts})
+        self.assertEqual(status, 200, ans)
+        check(ans, targets[0], sc8)
         sc2, id2 = scene(2)
         status, desc, _ = self.b.http("GET", "/v1/scenes/%s?include=source" % id2)
         self.assertEqual((status, desc["id"]), (200, id2), desc)
@@ -461,6 +480,11 @@ class SharedRegistryTest(unittest.TestCase):
         cid = self.register(self.a, bones(0.07), (201,))["id"]
         self.assertEqual(self.b.http("POST", "/v1/solve", {"chain_id": cid,
                                                            "target": bones_target(7)})[0], 200)
+        status, desc, _ = self.a.http("POST", "/v1/scenes", {"spheres": [
+            {"radius": 0.07, "position": [7, 0, 0]}]})
+        self.assertEqual(status, 201, desc)
+        sid = desc["id"]
+        self.assertEqual(self.b.http("GET", "/v1/scenes/" + sid)[0], 200)  # B holds it
         self.redis.stop()
         try:
             body = self.b.wait_up(False)
@@ -481,6 +505,16 @@ class SharedRegistryTest(unittest.TestCase):
             self.assertIn("shared chain registry", err["error"]["message"])
             status, err, _ = self.b.http("POST", "/v1/chains", bones(0.08))
             self.assertEqual(status, 503, err)
+            # a DELETE that cannot reach every replica is 503 and does
+            # nothing: B still holds both and answers with them
+            for kind, oid in (("chains", cid), ("scenes", sid)):
+                status, err, headers = self.b.http("DELETE", "/v1/%s/%s" % (kind, oid))
+                self.assertEqual((status, err["error"]["code"]), (503, "overloaded"), err)
+                self.assertEqual(headers["Retry-After"], "1")
+                self.assertEqual(self.b.http("GET", "/v1/%s/%s" % (kind, oid))[0], 200, kind)
+            status, ans, _ = self.b.http("POST", "/v1/solve",
+                                         {"chain_id": cid, "target": bones_target(7)})
+            assert_reaches(self, ans, bones_target(7)["position"])
             status, text, _ = self.b.http("GET", "/metrics")
             self.assertIn("ikd_registry_shared_up 0", text)
 
@@ -503,6 +537,11 @@ class SharedRegistryTest(unittest.TestCase):
         self.a.wait_up()
         self.register(self.b, bones(0.08), (201,))
         self.assertIn("unavailable", self.b.text())
+        # the retry, with Redis back, deletes (Redis lost its keys when it
+        # stopped: B's copies are what is deleted)
+        for kind, oid in (("chains", cid), ("scenes", sid)):
+            self.assertEqual(self.b.http("DELETE", "/v1/%s/%s" % (kind, oid))[0], 204, kind)
+            self.assertEqual(self.b.http("GET", "/v1/%s/%s" % (kind, oid))[0], 404, kind)
 
 
 class PasswordTest(unittest.TestCase):

@@ -9,7 +9,8 @@ test_collide.py's, and so is the geometry every answer is checked with
 (forward kinematics from the URDF, each sphere placed in its link, signed
 distances to boxes written for the test, not ikd's). Covered:
   - registration: 201 with a 32-digit id and Location, the same scene again
-    (even written differently: key order, 1 for 1.0) 200 with the same id,
+    (even written differently: key order, 1 for 1.0, an identity
+    orientation, empty lists, "frame": "ros") 200 with the same id,
     GET describes it (counts, frame, bytes), ?include=source gives the
     scene back, another include is refused;
   - a scene registered in Unity's frame is the same world: answers in
@@ -161,7 +162,20 @@ class ScenesTest(unittest.TestCase):
         for got, want in zip(src["boxes"], ROBOT.scene["boxes"]):
             self.assertEqual(got["name"], want["name"])
             for k in ("size", "position", "orientation"):
-                self.assertEqual([float(v) for v in got[k]], [float(v) for v in want[k]])
+                # canonical: an orientation without rotation is left out
+                self.assertEqual([float(v) for v in got.get(k, [0, 0, 0, 1])],
+                                 [float(v) for v in want[k]])
+        self.assertNotIn("orientation", src["boxes"][0])
+        # equal worlds, one id: empty lists and defaults are left out
+        st, text = self.d.http("POST", "/v1/scenes", {})
+        self.assertIn(st, (200, 201), text)
+        empty = json.loads(text)["id"]
+        self.assertNotEqual(empty, sid)
+        for same in ({"spheres": []}, {"frame": "ros", "boxes": [], "capsules": []}):
+            st, text = self.d.http("POST", "/v1/scenes", same)
+            self.assertEqual((st, json.loads(text)["id"]), (200, empty), (same, text))
+        st, text = self.d.http("GET", "/v1/scenes/%s?include=source" % empty)
+        self.assertEqual(json.loads(text)["scene"], {}, text)
         st, text = self.d.http("GET", "/v1/scenes/%s?include=chain" % sid)
         self.assertEqual(st, 400, text)
         # a scene's id names no chain
@@ -413,6 +427,129 @@ class SceneRegistryBoundTest(unittest.TestCase):
                 {"radius": 0.01, "position": [0, 0, i * 0.01]} for i in range(200)]})
             self.assertEqual(st, 413, text)
             self.assertEqual(json.loads(text)["error"]["code"], "too_large")
+        finally:
+            d.stop()
+
+
+def held_streams(d):
+    st, text = d.http("GET", "/metrics")
+    m = re.search(r'^ikd_held_bytes\{what="stream_chains"\} (\S+)$', text, re.M)
+    return int(float(m.group(1)))
+
+
+class StreamSceneBytesTest(unittest.TestCase):
+    """A stream's own scene (open's, or a scene message's) counts with its
+    chain against --stream-chain-bytes and in ikd_held_bytes: a registered
+    one by its memory_bytes (once however many streams hold it), given
+    back when replaced or when the stream closes; past the bound an open
+    or a scene message is refused as an open's chain is (overloaded, the
+    flag named, the scene's path), and the stream keeps the scene it had."""
+
+    @staticmethod
+    def world(k, n=256):
+        return {"spheres": [{"radius": 0.01, "position": [3 + k, 0.01 * i, 0]}
+                            for i in range(n)]}
+
+    def exchange(self, d, msgs):
+        """Sends msgs on one connection, each followed by a target (which
+        answers once what came before it is done): the first answer of each
+        (an error of the message, else the target's solution), and
+        ikd_held_bytes{what="stream_chains"} after each."""
+        async def go():
+            out = []
+            async with connect(d) as ws:
+                for k, msg in enumerate(msgs):
+                    await send(ws, msg)
+                    if msg["type"] == "close":
+                        m = await recv(ws)
+                    else:
+                        await send(ws, {"type": "target", "stream": msg["stream"],
+                                        "seq": k, "target": self.target})
+                        m = await recv(ws)
+                        if m["type"] in ("error", "opened") and m.get("seq") is None:
+                            await recv(ws)  # the target's own answer (or error)
+                    out.append((m, held_streams(d)))
+            return out
+        return run(go())
+
+    @classmethod
+    def setUpClass(cls):
+        cls.target = ROBOT.targets(1, random.Random(3))[0][0]
+
+    def test_stream_scenes_are_counted(self):
+        d = Daemon()
+        try:
+            st, text = d.http("POST", "/v1/scenes", self.world(0))
+            self.assertEqual(st, 201, text)
+            reg = json.loads(text)
+            opened = {"type": "open", "stream": "s", "chain": ROBOT.request}
+            out = self.exchange(d, [
+                opened,
+                {"type": "scene", "stream": "s", "scene_id": reg["id"]},
+                {"type": "open", "stream": "t", "chain": ROBOT.request,
+                 "scene_id": reg["id"]},
+                {"type": "scene", "stream": "s", "scene": self.world(1)},
+                {"type": "scene", "stream": "s", "scene": self.world(2, 1)},
+                {"type": "close", "stream": "t"},
+                {"type": "scene", "stream": "s", "scene": {}},
+            ])
+            for m, _ in out:
+                self.assertNotEqual(m["type"], "error", m)
+            held = [h for _, h in out]
+            chain = held[0]
+            self.assertGreater(chain, 0)
+            # the registered scene by its memory_bytes, once for two streams
+            self.assertEqual(held[1], chain + reg["memory_bytes"])
+            t_chain = held[2] - held[1]  # t's chain (its own, decoded again)
+            self.assertGreaterEqual(t_chain, 0)
+            # s's own 256 spheres: the block without the registered text
+            own = held[3] - held[2]
+            self.assertGreater(own, 256 * 64)
+            self.assertLess(own, reg["memory_bytes"])
+            # one sphere instead: the 256 given back
+            self.assertLess(held[4], held[3] - 255 * 64)
+            self.assertGreater(held[4], held[2] - reg["memory_bytes"])
+            # t closed: its chain and the registered scene given back
+            self.assertEqual(held[5], held[4] - t_chain - reg["memory_bytes"])
+            self.assertLess(held[6], held[5])
+        finally:
+            d.stop()
+
+    def test_past_the_bound_is_refused(self):
+        d = Daemon()
+        try:
+            out = self.exchange(d, [{"type": "open", "stream": "s", "chain": ROBOT.request}])
+            chain = out[0][1]
+        finally:
+            d.stop()
+        # room for the chain and a few spheres, not for 256 of them
+        d = Daemon("--stream-chain-bytes", str(chain + 4096))
+        try:
+            st, text = d.http("POST", "/v1/scenes", self.world(0))
+            self.assertEqual(st, 201, text)
+            sid = json.loads(text)["id"]
+            small = self.world(1, 4)
+            out = self.exchange(d, [
+                {"type": "open", "stream": "s", "chain": ROBOT.request,
+                 "scene": self.world(2)},
+                {"type": "open", "stream": "s", "chain": ROBOT.request, "scene": small},
+                {"type": "scene", "stream": "s", "scene": self.world(3)},
+                {"type": "scene", "stream": "s", "scene_id": sid},
+                {"type": "close", "stream": "s"},
+            ])
+            for (m, _), path in zip(out[:4:2] + out[3:4], ("/scene", "/scene", "/scene_id")):
+                self.assertEqual((m["type"], m["error"]["code"], m["error"]["path"]),
+                                 ("error", "overloaded", path), m)
+                self.assertIn("--stream-chain-bytes", m["error"]["message"])
+            self.assertEqual(out[0][1], 0)  # the refused open holds nothing
+            self.assertEqual(out[1][0]["type"], "opened", out[1][0])
+            with_small = out[1][1]
+            self.assertGreater(with_small, chain)
+            # refused scene messages change nothing: the stream keeps its
+            # scene (answers as before) and its bytes
+            self.assertEqual((out[2][1], out[3][1]), (with_small, with_small))
+            self.assertEqual(out[4][0]["type"], "closed", out[4][0])
+            self.assertEqual(out[4][1], 0)
         finally:
             d.stop()
 

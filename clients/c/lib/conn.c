@@ -268,6 +268,8 @@ void ikd_conn_free(ikd_conn *c)
     ikd__buf_free(&c->msg);
     ikd__buf_free(&c->build);
     ikd__buf_free(&c->tick);
+    ikd__buf_free(&c->tick_recs);
+    ikd__buf_free(&c->tick_dims);
     ikd__dec_free(&c->dec);
     ikd__conn_streams_free(c);
     free(c->url);
@@ -903,6 +905,7 @@ void ikd_conn_get_stats(const ikd_conn *c, ikd_conn_stats *s)
     s->send_queued = c->out.len - c->out_off;
     s->streams = c->nstreams;
     size_t mem = sizeof *c + c->out.cap + c->in.cap + c->msg.cap + c->build.cap + c->tick.cap +
+                 c->tick_recs.cap + c->tick_dims.cap +
                  ikd__dec_memory(&c->dec) + c->streams_cap * sizeof(ikd__stream);
     for (size_t i = 0; i < c->nstreams; i++)
         mem += c->streams[i].open_len;

@@ -1,11 +1,13 @@
 /*
- * conn.h: the inside of an ikd_conn, shared by its three files:
+ * conn.h: the inside of an ikd_conn, shared by its four files:
  *   conn.c    the transport: the socket, TLS (tls.c), the HTTP/1.1 upgrade
  *             (handshake.c), WebSocket frames through wslay's frame API, the
  *             deadlines, losing and redialling the connection;
  *   stream.c  what travels on it: the streams table, the messages sent
- *             (open, target, path, close, tick), the messages received
- *             turned into events, and the blocking helpers.
+ *             (open, target, path, close), the messages received turned
+ *             into events, and the blocking helpers;
+ *   tick.c    ticks: built target by target in JSON or in the binary form
+ *             (binary.c writes and reads its bytes), and sent.
  *
  * Buffers: out holds the bytes to write (the upgrade request, then frames,
  * already masked), bounded by max_send_queue for messages (a pong or a
@@ -134,9 +136,14 @@ struct ikd_conn {
     size_t rnd_off;
 
     /* messages */
-    ikd__buf build; /* the message being written */
-    ikd__buf tick;  /* the tick being built */
+    ikd__buf build;     /* the message being written */
+    ikd__buf tick;      /* the tick being built: JSON text, or a binary tick's head and names */
+    ikd__buf tick_recs; /* a binary tick's records */
+    ikd__buf tick_dims; /* a binary tick's targets' dims, one byte each (to write it as JSON) */
     bool tick_open;
+    bool binary_ticks; /* ikd_conn_set_binary_ticks */
+    bool tick_binary;  /* the tick being built goes binary (every target so far fits) */
+    bool tick_orient;  /* ... and its targets have orientations */
     long long tick_seq;
     size_t tick_count;
     long long tick_last_sent, tick_last_answered;
@@ -161,6 +168,13 @@ int ikd__conn_queue(ikd_conn *c, uint8_t opcode, const void *data, size_t len, i
 bool ikd__conn_usable(const ikd_conn *c);
 
 /* stream.c */
+/* 0 when messages may be sent on c, else IKD_E_INVALID_ARGUMENT (no c) or
+ * IKD_E_CLOSED, with *err filled. */
+int ikd__conn_check(ikd_conn *c, ikd_error *err);
+/* 0 when stream is a valid name, else IKD_E_INVALID_ARGUMENT naming it. */
+int ikd__check_name(const char *stream, ikd_error *err);
+/* Appends "name" (a checked name needs no escaping). */
+int ikd__put_name(ikd__buf *b, const char *name, ikd_error *err);
 /* A complete message from ikd: decoded and dispatched as events. */
 void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n);
 /* Hands an event to a waiting helper and to on_event. */

@@ -487,13 +487,18 @@ static int read_entry(ikd__dec *d, ikd__jr *r, ikd_tick_entry *e)
     }
     if (more < 0)
         return -1;
-    if (!e->stream || !has_seq || (!e->result == !e->error))
-        return ikd__jr_fail(r, "a tick answer entry needs stream, seq and one of result, error");
+    /* an error names no stream when the target's was not a valid name, and
+     * no seq when its seq was unreadable (STREAM.md): "" and has_seq false */
+    if ((!e->result == !e->error) || (e->result && (!e->stream || !has_seq)))
+        return ikd__jr_fail(r, "a tick answer entry needs one of result (with stream and seq), "
+                               "error");
+    if (!e->stream)
+        e->stream = "";
     if (e->error) {
         ikd_error *err = (ikd_error *)e->error;
         ikd__strlcpy(err->stream, e->stream, sizeof err->stream);
         err->seq = e->seq;
-        err->has_seq = true;
+        err->has_seq = has_seq;
     }
     return 0;
 }

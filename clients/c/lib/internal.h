@@ -199,6 +199,42 @@ int ikd__decode_chain_info(ikd__dec *d, const char *text, size_t len, ikd_chain_
  * the text is not one, e says so with the status. Returns e->code. */
 int ikd__decode_http_error(const char *text, size_t len, int status, ikd_error *e);
 
+/* ---- the binary form of ticks (binary.c) ------------------------------- */
+
+/* Whether seq is exact as a double and within a stream seq's range
+ * (magnitude at most 2^53 - 1). */
+bool ikd__seq_binary_ok(long long seq);
+/* Whether a tick target fits the binary form: a position (dims 0, 2 or 3)
+ * and an optional orientation, nothing else, no seed, and a seq that is
+ * IKD_SEQ_AUTO or exact as a double. (That every target of the tick has
+ * an orientation, or none has, is the caller's to check.) */
+bool ikd__tick_target_binary(const ikd_target *t, const ikd_seed *seed, long long seq);
+/* Bytes of one target's record, and of a whole binary tick of n targets
+ * whose names take names bytes. */
+size_t ikd__tick_record_size(bool orientation);
+size_t ikd__tick_binary_size(size_t n, size_t names, bool orientation);
+/* Appends target t of stream name: its name to names (a length byte and
+ * the bytes), its record (seq, NaN for IKD_SEQ_AUTO; x, y, z, z 0 for dims
+ * 2; the orientation when orientation) to recs. 0, or an IKD_E_* code with
+ * *err filled (a number that is not finite named as "what.position[k]");
+ * on error nothing is appended. */
+int ikd__tick_put_binary(ikd__buf *names, ikd__buf *recs, const char *name, const ikd_target *t,
+                         long long seq, bool orientation, const char *what, ikd_error *err);
+/* Target i's record read back (to write the tick as JSON after all). */
+void ikd__tick_get_binary(const ikd__buf *recs, size_t i, bool orientation, long long *seq,
+                          double position[3], double q[4]);
+/* The 24 bytes of a binary tick's head at head. */
+void ikd__tick_head_binary(char *head, long long seq, size_t n, size_t names, bool orientation);
+/* ikd's binary answer to a binary tick ("IKDS") in p[0..n): 1 when it is
+ * not one (it does not start with "IKDS" and version 1; nothing is
+ * filled), 0 when *out holds it (entries, results, strings in d's arena),
+ * or IKD_E_BAD_ANSWER with *err saying what broke the layout (err->seq
+ * the tick's when the head could be read). Every count and length is
+ * checked against the bytes there before use; more than max_entries
+ * entries is refused before anything is allocated. */
+int ikd__decode_tick_binary(ikd__dec *d, const char *p, size_t n, size_t max_entries, ikd_tick *out,
+                            ikd_error *err);
+
 /* ---- time --------------------------------------------------------------- */
 
 /* CLOCK_MONOTONIC in milliseconds. */

@@ -1,8 +1,10 @@
 /*
  * stream.c: the messages of proto/STREAM.md on an ikd_conn: what the
- * program sends (open, target, path, close, tick, raw text), what ikd
- * answers turned into events (one per message, in order), and the
- * blocking helpers that wait for one of them.
+ * program sends (open, target, path, close, raw text; ticks are tick.c's),
+ * what ikd answers turned into events (one per message, in order: a
+ * binary message that is a binary tick's answer, binary.c, becomes the
+ * same IKD_EV_TICK as a JSON tick_solution), and the blocking helpers
+ * that wait for one of them.
  *
  * The streams table keeps, per stream opened through this connection, its
  * open message (to open it again after a reconnection), its next automatic
@@ -173,7 +175,7 @@ void ikd__conn_lost_answers(ikd_conn *c, const ikd_error *why)
 
 /* ---- sending ------------------------------------------------------------- */
 
-static int check_conn(ikd_conn *c, ikd_error *err)
+int ikd__conn_check(ikd_conn *c, ikd_error *err)
 {
     if (!c)
         return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "no connection");
@@ -182,7 +184,7 @@ static int check_conn(ikd_conn *c, ikd_error *err)
     return 0;
 }
 
-static int check_name(const char *stream, ikd_error *err)
+int ikd__check_name(const char *stream, ikd_error *err)
 {
     if (!ikd__stream_name_ok(stream))
         return ikd__fail(
@@ -198,7 +200,7 @@ static int check_name(const char *stream, ikd_error *err)
             return ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");                               \
     } while (0)
 
-static int put_name(ikd__buf *b, const char *name, ikd_error *err)
+int ikd__put_name(ikd__buf *b, const char *name, ikd_error *err)
 {
     /* a checked name needs no escaping */
     if (ikd__buf_put(b, "\"", 1) || ikd__buf_puts(b, name) || ikd__buf_put(b, "\"", 1))
@@ -212,7 +214,7 @@ int ikd_send_text(ikd_conn *c, const char *json, size_t len, ikd_error *err)
     if (!err)
         err = &local;
     ikd__error_clear(err);
-    int rc = check_conn(c, err);
+    int rc = ikd__conn_check(c, err);
     if (rc)
         return rc;
     if (!json)
@@ -227,8 +229,8 @@ int ikd_stream_open(ikd_conn *c, const char *stream, const ikd_chain *chain, con
     if (!err)
         err = &local;
     ikd__error_clear(err);
-    int rc = check_conn(c, err);
-    if (rc || (rc = check_name(stream, err)))
+    int rc = ikd__conn_check(c, err);
+    if (rc || (rc = ikd__check_name(stream, err)))
         return rc;
     if (find_stream(c, stream))
         return ikd__fail(err, IKD_E_STREAM_EXISTS, "a stream \"%s\" is open on this connection",
@@ -239,7 +241,7 @@ int ikd_stream_open(ikd_conn *c, const char *stream, const ikd_chain *chain, con
     ikd__buf *b = &c->build;
     b->len = 0;
     PUT(b, "{\"type\":\"open\",\"stream\":");
-    if ((rc = put_name(b, stream, err)))
+    if ((rc = ikd__put_name(b, stream, err)))
         return rc;
     PUT(b, ",");
     if ((rc = ikd__put_chain(b, chain, err)))
@@ -302,15 +304,15 @@ int ikd_stream_target(ikd_conn *c, const char *stream, long long seq, const ikd_
     if (!err)
         err = &local;
     ikd__error_clear(err);
-    int rc = check_conn(c, err);
-    if (rc || (rc = check_name(stream, err)))
+    int rc = ikd__conn_check(c, err);
+    if (rc || (rc = ikd__check_name(stream, err)))
         return rc;
     ikd__stream *s = find_stream(c, stream);
     long long q = seq == IKD_SEQ_AUTO ? (s ? s->next_seq : 1) : seq;
     ikd__buf *b = &c->build;
     b->len = 0;
     PUT(b, "{\"type\":\"target\",\"stream\":");
-    if ((rc = put_name(b, stream, err)))
+    if ((rc = ikd__put_name(b, stream, err)))
         return rc;
     PUT(b, ",\"seq\":");
     if (ikd__put_integer(b, q))
@@ -341,8 +343,8 @@ int ikd_stream_path(ikd_conn *c, const char *stream, long long seq, const ikd_ta
     if (!err)
         err = &local;
     ikd__error_clear(err);
-    int rc = check_conn(c, err);
-    if (rc || (rc = check_name(stream, err)))
+    int rc = ikd__conn_check(c, err);
+    if (rc || (rc = ikd__check_name(stream, err)))
         return rc;
     if (!waypoints || count < 2 || count > 1024)
         return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "a path has 2 to 1024 waypoints");
@@ -351,7 +353,7 @@ int ikd_stream_path(ikd_conn *c, const char *stream, long long seq, const ikd_ta
     ikd__buf *b = &c->build;
     b->len = 0;
     PUT(b, "{\"type\":\"path\",\"stream\":");
-    if ((rc = put_name(b, stream, err)))
+    if ((rc = ikd__put_name(b, stream, err)))
         return rc;
     PUT(b, ",\"seq\":");
     if (ikd__put_integer(b, q))
@@ -392,132 +394,16 @@ int ikd_stream_close(ikd_conn *c, const char *stream, ikd_error *err)
     if (!err)
         err = &local;
     ikd__error_clear(err);
-    int rc = check_conn(c, err);
-    if (rc || (rc = check_name(stream, err)))
+    int rc = ikd__conn_check(c, err);
+    if (rc || (rc = ikd__check_name(stream, err)))
         return rc;
     ikd__buf *b = &c->build;
     b->len = 0;
     PUT(b, "{\"type\":\"close\",\"stream\":");
-    if ((rc = put_name(b, stream, err)))
+    if ((rc = ikd__put_name(b, stream, err)))
         return rc;
     PUT(b, "}");
     return ikd__conn_queue(c, WSLAY_TEXT_FRAME, b->p, b->len, err);
-}
-
-int ikd_tick_begin(ikd_conn *c, long long seq, ikd_error *err)
-{
-    ikd_error local;
-    if (!err)
-        err = &local;
-    ikd__error_clear(err);
-    int rc = check_conn(c, err);
-    if (rc)
-        return rc;
-    if (seq == IKD_SEQ_AUTO)
-        return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "a tick needs its own seq");
-    ikd__buf *b = &c->tick;
-    b->len = 0;
-    PUT(b, "{\"type\":\"tick\",\"seq\":");
-    if (ikd__put_integer(b, seq))
-        return ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");
-    PUT(b, ",\"targets\":[");
-    c->tick_open = true;
-    c->tick_seq = seq;
-    c->tick_count = 0;
-    return 0;
-}
-
-int ikd_tick_add(ikd_conn *c, const char *stream, const ikd_target *target, const ikd_seed *seed,
-                 long long seq, ikd_error *err)
-{
-    ikd_error local;
-    if (!err)
-        err = &local;
-    ikd__error_clear(err);
-    int rc = check_conn(c, err);
-    if (rc || (rc = check_name(stream, err)))
-        return rc;
-    if (!c->tick_open)
-        return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "ikd_tick_add before ikd_tick_begin");
-    if (c->tick_count >= (size_t)c->max_streams)
-        return ikd__fail(err, IKD_E_TOO_LARGE,
-                         "a tick holds at most max_streams (%d) targets, one per stream",
-                         c->max_streams);
-    ikd__buf *b = &c->tick;
-    size_t mark = b->len;
-#define TPUT(lit)                                                                                  \
-    do {                                                                                           \
-        if (ikd__buf_put(b, lit, sizeof(lit) - 1)) {                                               \
-            rc = ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");                                 \
-            goto undo;                                                                             \
-        }                                                                                          \
-    } while (0)
-    if (c->tick_count)
-        TPUT(",");
-    TPUT("{\"stream\":");
-    if ((rc = put_name(b, stream, err)))
-        goto undo;
-    if (seq != IKD_SEQ_AUTO) {
-        TPUT(",\"seq\":");
-        if (ikd__put_integer(b, seq)) {
-            rc = ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");
-            goto undo;
-        }
-    }
-    TPUT(",\"target\":");
-    if ((rc = ikd__put_target(b, target, "target", err)))
-        goto named;
-    if (seed) {
-        TPUT(",\"seed\":");
-        if ((rc = ikd__put_seed(b, seed, "seed", err)))
-            goto named;
-    }
-    TPUT("}");
-#undef TPUT
-    if (b->len + 2 > c->max_send_queue) {
-        rc = ikd__fail(err, IKD_E_MESSAGE_TOO_LARGE,
-                       "the tick would be larger than max_send_queue (%zu bytes)",
-                       c->max_send_queue);
-        goto undo;
-    }
-    c->tick_count++;
-    return 0;
-named : {
-    /* the error names the tick entry: "target.position[1] ..." of which stream */
-    char msg[sizeof err->message];
-    snprintf(msg, sizeof msg, "tick entry %zu (stream %s): %.400s", c->tick_count, stream,
-             err->message);
-    memcpy(err->message, msg, sizeof msg);
-}
-undo:
-    b->len = mark; /* the tick stays as it was before this target */
-    return rc;
-}
-
-int ikd_tick_send(ikd_conn *c, ikd_error *err)
-{
-    ikd_error local;
-    if (!err)
-        err = &local;
-    ikd__error_clear(err);
-    int rc = check_conn(c, err);
-    if (rc)
-        return rc;
-    if (!c->tick_open || !c->tick_count)
-        return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "a tick needs ikd_tick_begin and targets");
-    ikd__buf *b = &c->tick;
-    PUT(b, "]}");
-    rc = ikd__conn_queue(c, WSLAY_TEXT_FRAME, b->p, b->len, err);
-    if (rc) {
-        b->len -= 2; /* still open: send may be tried again */
-        return rc;
-    }
-    c->tick_open = false;
-    c->tick_last_sent = c->tick_seq;
-    c->tick_sent = true;
-    /* a huge tick's buffer is not kept */
-    ikd__buf_trim(&c->tick, 4 << 20);
-    return 0;
 }
 
 /* ---- receiving ----------------------------------------------------------- */
@@ -605,15 +491,29 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
     ikd_event ev = {0};
     ev.text = p;
     ev.text_len = n;
-    if (binary) {
-        ev.kind = IKD_EV_MESSAGE;
-        ev.binary = true;
-        ikd__conn_emit(c, &ev);
-        return;
-    }
     ikd__dec_reset(&c->dec, ARENA_KEEP);
     ikd__msg *m = &c->m;
     ikd_error e;
+    if (binary) {
+        ev.binary = true;
+        /* a tick holds at most max_streams targets: so does its answer */
+        int rc = ikd__decode_tick_binary(&c->dec, p, n, (size_t)c->max_streams, &m->tick, &e);
+        ev.kind = rc > 0 ? IKD_EV_MESSAGE : rc < 0 ? IKD_EV_ERROR : IKD_EV_TICK;
+        if (rc <= 0) {
+            ev.type = "tick_solution";
+            ev.seq = rc ? e.seq : m->tick.seq;
+            ev.has_seq = rc ? e.has_seq : true;
+            ev.skipped = m->tick.skipped;
+            ev.tick = rc ? NULL : &m->tick;
+            ev.error = rc ? &e : NULL;
+            if (ev.has_seq && c->tick_sent) {
+                c->tick_last_answered = ev.seq;
+                c->tick_answered = true;
+            }
+        }
+        ikd__conn_emit(c, &ev);
+        return;
+    }
     if (ikd__decode_message(&c->dec, p, n, m, &e)) {
         ev.kind = IKD_EV_ERROR;
         ev.error = &e;

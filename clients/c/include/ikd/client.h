@@ -118,7 +118,7 @@ const char *ikd_client_version(void);
     X(SEND_QUEUE_FULL, "send_queue_full", "the send queue is full: the message was not queued")    \
     X(MESSAGE_TOO_LARGE, "message_too_large", "a message or answer larger than the limit set")     \
     X(UNEXPECTED, "unexpected_message", "a message the waiting call did not expect")               \
-    X(INVALID_SRDF, "invalid_srdf", "the SRDF is malformed or names a link the URDF lacks")      \
+    X(INVALID_SRDF, "invalid_srdf", "the SRDF is malformed or names a link the URDF lacks")        \
     X(UNKNOWN_SCENE, "unknown_scene", "no scene of that id is registered")
 
 /* The codes: IKD_OK, then IKD_E_<ENUM> = -1, -2, ... in the table's order. */
@@ -393,7 +393,8 @@ typedef enum ikd_event_kind {
 } ikd_event_kind;
 
 /* One target of a tick's answer: result, or error when that target could
- * not be solved (an unknown stream, an invalid target). */
+ * not be solved (an unknown stream, an invalid target). stream is "" when
+ * ikd names none (an error about the stream's name itself). */
 typedef struct ikd_tick_entry {
     const char *stream;
     long long seq;
@@ -431,7 +432,8 @@ typedef struct ikd_event {
     const char *type;         /* the message's type ("solution", ...); MESSAGE: the unknown one */
     const char *text;         /* the message as ikd sent it (NULL for the client's own events) */
     size_t text_len;
-    bool binary;         /* MESSAGE: a binary message (text, text_len are its bytes) */
+    bool binary;         /* a binary message (text, text_len are its bytes): MESSAGE, or
+                            TICK (and ERROR) for the answer to a binary tick */
     bool will_reconnect; /* DISCONNECTED: the connection is dialled again */
     int close_code;      /* DISCONNECTED: ikd's WebSocket close code, 0 when none */
 } ikd_event;
@@ -551,6 +553,28 @@ int ikd_tick_begin(ikd_conn *conn, long long seq, ikd_error *err);
 int ikd_tick_add(ikd_conn *conn, const char *stream, const ikd_target *target, const ikd_seed *seed,
                  long long seq, ikd_error *err);
 int ikd_tick_send(ikd_conn *conn, ikd_error *err);
+
+/* The binary form of ticks (proto/STREAM.md, "Binary ticks"), for programs
+ * that count microseconds: with on, each tick begun afterwards is sent as
+ * one binary message of doubles when every target fits the form, and ikd
+ * answers it with a binary message that the connection reads into the same
+ * IKD_EV_TICK (ev->binary set; text, text_len are the answer's bytes), with
+ * no number printed or parsed on either side. A target fits when it is a
+ * position with an orientation on every target of the tick, or on none,
+ * and nothing else: no pole, up, weights or json, no seed, and its seq (and
+ * the tick's) of magnitude at most 2^53 - 1. A tick with a target that does
+ * not fit is sent as JSON, whole, as without this call. Off by default, so
+ * that a program built before it gets the answers it was written for: a
+ * result read from a binary answer has no reason, cause, arrived,
+ * solutions or solution_count (JSON only), always has code, iterations and
+ * restarts, its status_text is the word of its code, and its numbers are
+ * the solver's doubles whatever options.digits says (each the double the
+ * JSON answer reads back as at the default digits). Errors per target are
+ * the JSON form's (code, path, message; stream "" when ikd names none).
+ * IKD_E_INVALID_ARGUMENT without a connection. */
+int ikd_conn_set_binary_ticks(ikd_conn *conn, bool on);
+/* Whether the tick being built would go binary if sent now. */
+bool ikd_tick_is_binary(const ikd_conn *conn);
 
 /* Sends one text message as it is (json must be one JSON object). */
 int ikd_send_text(ikd_conn *conn, const char *json, size_t len, ikd_error *err);
