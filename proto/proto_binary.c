@@ -49,7 +49,8 @@ typedef struct bin_feed {
 /* Target i's doubles as the codec's filled object ({"position": [x, y,
  * z]}, x and y on a planar chain, with "orientation" when the batch has
  * them): checked there as their JSON twin's numbers are, with the same
- * paths. A planar chain's z must be 0, the binary form's own rule. */
+ * paths. A planar chain's z must be 0, the binary form's own rule
+ * (proto__planar_z). */
 static int bin_fill(void *ud, size_t i, const char *path, proto_object *o, proto_error *err)
 {
     const bin_feed *f = ud;
@@ -64,16 +65,10 @@ static int bin_fill(void *ud, size_t i, const char *path, proto_object *o, proto
     for (size_t k = 0; f->orientation && k < 4; k++)
         o->num[PROTO_T_ORIENTATION_AT + k] = proto_le_f64(p + 24 + 8 * k);
     double z = proto_le_f64(p + 16);
-    if (!f->dims2) {
-        o->num[PROTO_T_POSITION_AT + 2] = z;
-        return 0;
-    }
-    if (z == 0)
-        return 0;
-    char at[PROTO_PATH_MAX];
-    snprintf(at, sizeof at, "%s/position/2", path);
-    return proto__bad(err, at, isfinite(z) ? "must be 0: a planar chain's targets lie in its plane"
-                                           : "must be a finite number");
+    if (f->dims2)
+        return proto__planar_z(z, path, err);
+    o->num[PROTO_T_POSITION_AT + 2] = z;
+    return 0;
 }
 
 /* The head's chain is a planar one: its targets are 2-D. Looked up the way

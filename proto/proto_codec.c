@@ -513,6 +513,16 @@ int proto__target_read(proto_in *in, const char *path, const proto_chain *c, pro
     return proto__target_finish(&o, path, c, f, out, err);
 }
 
+int proto__planar_z(double z, const char *path, proto_error *err)
+{
+    if (z == 0)
+        return 0;
+    char at[PROTO_PATH_MAX];
+    snprintf(at, sizeof at, "%s/position/2", path);
+    return proto__bad(err, at, isfinite(z) ? "must be 0: a planar chain's targets lie in its plane"
+                                           : "must be a finite number");
+}
+
 void proto__tick_target(const proto_stream_raw *t, proto_object *o)
 {
     o->mode = t->filled ? PROTO_MODE_FILLED : PROTO_MODE_TEXT;

@@ -286,6 +286,9 @@ void proto__tick_target(const proto_stream_raw *t, proto_object *o);
  * number must be 0, the binary form's own rule). 0, or -1 with *err. */
 int proto__tick_target_filled(const proto_stream_raw *t, const proto_chain *c, const char *path,
                               proto_object *o, proto_error *err);
+/* That rule: z, the third number of the position of a binary target at
+ * path on a planar chain, must be 0. 0, or -1 with *err. */
+int proto__planar_z(double z, const char *path, proto_error *err);
 
 /* A path message's path (proto_stream.h): its envelope decoded by
  * proto_stream_decode (waypoint positions and orientations checked, the

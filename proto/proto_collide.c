@@ -432,24 +432,6 @@ int proto_collide_build_robot(const proto_urdf_robot *urdf, const char *base,
                        err);
 }
 
-int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
-                        size_t ntips, const ik_chain *chain, const ik_tree *tree,
-                        const proto_collide_spec *spec, ik_collide_model *m,
-                        proto_collide_link **links, size_t *nlinks, proto_error *err)
-{
-    *links = NULL;
-    *nlinks = 0;
-    if (build_args(base, tips, ntips, chain, tree, spec, m, err))
-        return -1;
-    proto_urdf_robot R;
-    if (proto_urdf_robot_read(urdf, len, &R, err))
-        return -1;
-    int r =
-        build_robot(&R, "the URDF", base, tips, ntips, chain, tree, spec, m, links, nlinks, err);
-    proto_urdf_robot_free(&R);
-    return r;
-}
-
 int proto_collide_build_joints(const ik_joint *joints, const int *parent,
                                char (*names)[PROTO_URDF_NAME_MAX], size_t n,
                                const size_t *tip_joint, size_t ntips, const ik_chain *chain,

@@ -107,17 +107,13 @@ typedef struct proto_collide_spec {
 } proto_collide_spec;
 
 /* Builds *m for the chain (tree NULL: ntips must be 1 and chain the chain
- * proto_urdf_load_chain() built from the same document, base and tip) or
- * the tree (chain NULL: the tree built from the same document, base and
- * tips, in that order) as described above, finished and with the SRDF
- * applied; *links (heap) and *nlinks describe every link of the URDF. */
-int proto_collide_build(const char *urdf, size_t len, const char *base, const char *const *tips,
-                        size_t ntips, const ik_chain *chain, const ik_tree *tree,
-                        const proto_collide_spec *spec, ik_collide_model *m,
-                        proto_collide_link **links, size_t *nlinks, proto_error *err);
-/* The same from the robot already read (proto_urdf_doc_robot, from the
- * document the chain or tree was read from: no second parse; the caller
- * may free the document first). */
+ * compiled from the joints proto_urdf_doc_chain() reads from the same
+ * document, base and tip) or the tree (chain NULL: the tree built from the
+ * same document, base and tips, in that order) as described above,
+ * finished and with the SRDF applied; *links (heap) and *nlinks describe
+ * every link of the URDF. The URDF is the robot already read
+ * (proto_urdf_doc_robot, from the document the chain or tree was read
+ * from: no second parse; the caller may free the document first). */
 int proto_collide_build_robot(const proto_urdf_robot *urdf, const char *base,
                               const char *const *tips, size_t ntips, const ik_chain *chain,
                               const ik_tree *tree, const proto_collide_spec *spec,
@@ -127,7 +123,7 @@ int proto_collide_build_robot(const proto_urdf_robot *urdf, const char *base,
 /* The base link's name on a chain or tree given by a joint list. */
 #define PROTO_COLLIDE_BASE "base"
 
-/* Builds *m as proto_collide_build() does for the chain (parent NULL, tree
+/* Builds *m as proto_collide_build_robot() does for the chain (parent NULL, tree
  * NULL, ntips 1) or the tree (parent[i]: joint i's parent joint, -1 for
  * the base; chain NULL) given by the n joints (joints[i] named names[i],
  * fixed ones included, in the list's order) that were compiled into it,

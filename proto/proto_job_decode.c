@@ -418,7 +418,6 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     if (proto__options_read(MEMBER(OPTIONS), chain, lim, &opt, err))
         goto fail;
     if (HAS(SCENE) && HAS(SCENE_ID)) {
-        proto__options_release(&opt);
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/scene_id",
                         "give either scene or scene_id, not both");
         goto fail;
@@ -427,10 +426,8 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
         /* the scene: read from the tree (the text mode declines it), in
          * the request's frame convention, on a chain with a model */
         if (text || proto__chain_collide_check(chain, "/scene", err) ||
-            proto_scene_read(MEMBER(SCENE)->node, "/scene", opt.frame, &scene, err)) {
-            proto__options_release(&opt);
+            proto_scene_read(MEMBER(SCENE)->node, "/scene", opt.frame, &scene, err))
             goto fail;
-        }
     } else if (HAS(SCENE_ID)) {
         /* a registered scene, in ikd's frame already (proto_scene.h) */
         char id[130];
@@ -441,13 +438,10 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
         if (sid)
             snprintf(id, sizeof id, "%.*s", (int)(n < 129 ? n : 129), sid);
         if (!sid || proto__chain_collide_check(chain, "/scene_id", err) ||
-            proto_scene_resolve(id, "/scene_id", lookup, ud, &scene, err)) {
-            proto__options_release(&opt);
+            proto_scene_resolve(id, "/scene_id", lookup, ud, &scene, err))
             goto fail;
-        }
     }
     if (opt.servo_period > 0) {
-        proto__options_release(&opt);
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options/servo",
                         "options.servo applies to streams (GET /v1/stream), where each answer "
                         "is one control period");
@@ -566,6 +560,9 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     *out = job;
     return 0;
 fail:
+    /* the options own nothing past the servo check (options.servo is
+     * refused there): released at any failure */
+    proto__options_release(&opt);
     free(pt);
     proto_chain_unref(chain);
     proto_scene_free(scene);

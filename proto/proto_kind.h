@@ -173,10 +173,12 @@ size_t proto__seed_len(const proto_chain *c);
 /* ---- proto_serial.c: serial chains (planar, joints, urdf) ---- */
 
 /* Compiles the joints into c->chain, allocated here: only chains that
- * need the numeric solver or forward kinematics carry one. Returns 0; 1
- * when ik_chain_init() refuses the joints (the caller names the reason);
- * -1 with *err set when out of memory. */
-int proto__chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_error *err);
+ * need the numeric solver or forward kinematics carry one; with names
+ * (the joints', not NULL), the movable joints' into c->names in chain
+ * order. Returns 0; 1 when ik_chain_init() refuses the joints (the caller
+ * names the reason); -1 with *err set when out of memory. */
+int proto__chain_compile(proto_chain *c, const ik_joint *j, size_t n,
+                         char (*names)[PROTO_NAME_MAX], proto_error *err);
 /* The closed form of a joints or urdf chain (its family, or
  * kind IK_CLOSED_NONE and why not), made and proved on first use (a few
  * hundred microseconds for a 6-joint chain, nothing for others) and kept;

@@ -57,21 +57,12 @@ static int decode_joints(proto_chain *c, const json_t *o, const char *path, cons
         proto_error_set(err, PROTO_E_INVALID_CHAIN, p, "the chain has no movable joint");
         goto out;
     }
-    int crc = proto__chain_compile(c, j, n, err);
+    int crc = proto__chain_compile(c, j, n, names, err);
     if (crc) {
         if (crc > 0)
             proto_error_set(err, PROTO_E_INVALID_CHAIN, p, "the joint list does not form a chain");
         goto out;
     }
-    c->names = calloc(c->chain->dof, sizeof *c->names);
-    if (!c->names) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-        goto out;
-    }
-    c->nnames = c->chain->dof;
-    for (size_t i = 0; i < c->chain->dof; i++)
-        memcpy(c->names[i], names[c->chain->source_index[i]], PROTO_NAME_MAX);
-    c->memory += c->nnames * PROTO_NAME_MAX;
     const size_t tip = n - 1;
     if (proto__chain_collide_joints(c, o, path, j, NULL, names, n, &tip, 1, frame, lim, err))
         goto out;

@@ -36,7 +36,7 @@ static int planar_compile(proto_chain *c, proto_error *err)
         j[i].lower = -INFINITY;
         j[i].upper = INFINITY;
     }
-    int rc = proto__chain_compile(c, j, c->nlinks + 1, err);
+    int rc = proto__chain_compile(c, j, c->nlinks + 1, NULL, err);
     if (rc > 0)
         return proto_error_set(err, PROTO_E_INVALID_CHAIN, "", "the planar chain is degenerate");
     return rc;

@@ -173,8 +173,9 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     const size_t cap = lim->max_joints;
     ik_joint *j = calloc(cap, sizeof *j);
     int *parent = calloc(cap, sizeof *parent);
-    char(*un)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *un);
-    char(*names)[PROTO_NAME_MAX] = calloc(cap, sizeof *names);
+    /* the URDF's names are the chain's (the two lengths are one, as
+     * proto_chain_collide.c asserts) */
+    char(*names)[PROTO_URDF_NAME_MAX] = calloc(cap, sizeof *names);
     /* parsed once for the joints and the collision model's robot (read
      * before the model is built, so that libxml2's tree is freed first) */
     proto_urdf_doc *doc = NULL;
@@ -182,20 +183,18 @@ static int tree_urdf(proto_chain *c, const json_t *o, const char *path, const pr
     proto_error robot_err;
     int rc = -1;
     size_t n = 0, tip_joint[IK_TREE_MAX_TIPS];
-    if (!j || !parent || !un || !names) {
+    if (!j || !parent || !names) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
     if (!(doc = proto_urdf_open(xml, len, err)) ||
-        proto_urdf_doc_tree(doc, base, tips, ntips, j, parent, cap, &n, tip_joint, un, err)) {
+        proto_urdf_doc_tree(doc, base, tips, ntips, j, parent, cap, &n, tip_joint, names, err)) {
         snprintf(err->path, sizeof err->path, "%s", pu);
         goto out;
     }
     const bool robot_ok = proto_urdf_doc_robot(doc, &robot, &robot_err) == 0;
     proto_urdf_close(doc);
     doc = NULL;
-    for (size_t i = 0; i < n; i++)
-        snprintf(names[i], PROTO_NAME_MAX, "%s", un[i]);
     rc = tree_build(c, j, parent, names, n, tip_joint, tips, ntips, lim, path, PROTO_E_INVALID_URDF,
                     pu, err);
     if (rc == 0)
@@ -208,7 +207,6 @@ out:
     proto_urdf_robot_free(&robot);
     free(j);
     free(parent);
-    free(un);
     free(names);
     return rc;
 }
@@ -222,19 +220,11 @@ static int tree_joints(proto_chain *c, const json_t *o, const char *path, const 
                                        "collision_skeleton", "srdf", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
-    int fi = 0, ui = 0;
+    int fi, ui;
     char p[PROTO_PATH_MAX];
-    json_t *v;
-    if ((v = json_object_get(o, "frame"))) {
-        proto_json_path_key(p, path, "frame");
-        if (proto_json_enum(v, p, proto_frame_names, &fi, err))
-            return -1;
-    }
-    if ((v = json_object_get(o, "units"))) {
-        proto_json_path_key(p, path, "units");
-        if (proto_json_enum(v, p, proto_units_names, &ui, err))
-            return -1;
-    }
+    if (proto__opt_enum(o, path, "frame", proto_frame_names, 0, &fi, err) ||
+        proto__opt_enum(o, path, "units", proto_units_names, 0, &ui, err))
+        return -1;
     json_t *arr = proto_json_require(o, path, "joints", err);
     if (!arr)
         return -1;
@@ -355,14 +345,10 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
     static const char *const keys[] = {"kind", "bones", "tips", "frame", NULL};
     if (proto_json_check_object(o, path, keys, err))
         return -1;
-    int fi = 0;
+    int fi;
     char p[PROTO_PATH_MAX], pt[PROTO_PATH_MAX], pi[PROTO_PATH_MAX];
-    json_t *v;
-    if ((v = json_object_get(o, "frame"))) {
-        proto_json_path_key(p, path, "frame");
-        if (proto_json_enum(v, p, proto_frame_names, &fi, err))
-            return -1;
-    }
+    if (proto__opt_enum(o, path, "frame", proto_frame_names, 0, &fi, err))
+        return -1;
     if (proto__skeleton_bones(c, o, path, (proto_frame)fi, 1, lim, err))
         return -1;
     const char *tips[IK_TREE_MAX_TIPS];

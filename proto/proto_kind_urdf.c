@@ -89,7 +89,7 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
                         lim->max_joints);
         goto out;
     }
-    int crc = proto__chain_compile(c, joints, n, err);
+    int crc = proto__chain_compile(c, joints, n, names, err);
     if (crc) {
         if (crc > 0)
             proto_error_set(err, PROTO_E_INVALID_URDF, p,
@@ -97,14 +97,6 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
                             tip);
         goto out;
     }
-    c->names = calloc(c->chain->dof, sizeof *c->names);
-    if (!c->names) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-        goto out;
-    }
-    c->nnames = c->chain->dof;
-    for (size_t i = 0; i < c->chain->dof; i++)
-        snprintf(c->names[i], PROTO_NAME_MAX, "%s", names[c->chain->source_index[i]]);
     if (vel_rc == 0) {
         c->velocity = calloc(c->chain->dof, sizeof *c->velocity);
         if (c->velocity)
@@ -125,7 +117,7 @@ static int decode_urdf(proto_chain *c, const json_t *o, const char *path, const 
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto out;
     }
-    c->memory += len + c->nnames * PROTO_NAME_MAX;
+    c->memory += len;
     if (proto__chain_collide(c, o, path, robot_ok ? &robot : NULL, &robot_err, base, &tip, 1, lim,
                              err))
         goto out;

@@ -29,10 +29,12 @@
 /* Compiles the joints into c->chain, allocated here with its storage in
  * one block: only chains that need the numeric solver or forward
  * kinematics carry one (a bones chain decoded on every request should not
- * pay for it). Returns 0; 1 when ik_chain_init() refuses the joints (the
- * caller names the reason); -1 with *err set when out of memory. On error
- * c->chain stays NULL. */
-int proto__chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_error *err)
+ * pay for it); with names, the movable joints' into c->names. Returns 0;
+ * 1 when ik_chain_init() refuses the joints (the caller names the
+ * reason); -1 with *err set when out of memory. When ik_chain_init()
+ * refuses them, c->chain stays NULL. */
+int proto__chain_compile(proto_chain *c, const ik_joint *j, size_t n,
+                         char (*names)[PROTO_NAME_MAX], proto_error *err)
 {
     const size_t store = ik_chain_storage_size(n);
     ik_chain *k = store < SIZE_MAX - sizeof *k ? malloc(sizeof *k + store) : NULL;
@@ -47,6 +49,15 @@ int proto__chain_compile(proto_chain *c, const ik_joint *j, size_t n, proto_erro
     /* the closed form joints and urdf chains get on first use */
     if (c->kind == PROTO_CHAIN_JOINTS || c->kind == PROTO_CHAIN_URDF)
         c->memory += sizeof(ik_closed);
+    if (!names)
+        return 0;
+    c->names = calloc(k->dof, sizeof *c->names);
+    if (!c->names)
+        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+    c->nnames = k->dof;
+    for (size_t i = 0; i < k->dof; i++)
+        memcpy(c->names[i], names[k->source_index[i]], PROTO_NAME_MAX);
+    c->memory += c->nnames * PROTO_NAME_MAX;
     return 0;
 }
 

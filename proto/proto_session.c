@@ -236,53 +236,34 @@ int proto_session_tick_target(proto_session *s, const proto_scene *scene,
     return target_job(s, scene, &tin, tpath, &sin, spath, out, err);
 }
 
-/* A tree's path: every waypoint decoded as the stream's tree target into
- * p->goals and p->keep. */
-static int tree_path(proto_session *s, proto_stream_path *p, proto_error *err)
-{
-    const size_t nt = s->chain->tree->ntips;
-    free(p->goals); /* a failed binding's */
-    p->goals = calloc(1, p->npoints * (nt * sizeof *p->goals + 1));
-    if (!p->goals)
-        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    p->keep = (unsigned char *)(p->goals + p->npoints * nt);
-    p->ntips = nt;
-    for (size_t i = 0; i < p->npoints; i++) {
-        char path[PROTO_PATH_MAX];
-        snprintf(path, sizeof path, "/waypoints/%zu", i);
-        proto_job *probe;
-        if (session_job(s, NULL, path, &probe, err))
-            return -1;
-        proto_in in = proto_in_tree(p->pts[i].json);
-        int rc = proto__job_target(probe, 0, &in, path, err);
-        if (rc == 0) {
-            memcpy(p->goals + i * nt, probe->goals, nt * sizeof *p->goals);
-            p->keep[i] = probe->keep[0];
-        }
-        proto_job_free(probe);
-        if (rc)
-            return -1;
-    }
-    return 0;
-}
-
 int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
 {
     if (p->bound)
         return 0;
-    if (is_tree(s) && tree_path(s, p, err))
-        return -1;
-    for (size_t i = 0; !is_tree(s) && i < p->npoints; i++) {
+    const size_t nt = is_tree(s) ? s->chain->tree->ntips : 0;
+    if (nt) { /* a tree's: each waypoint's goals and keep rule */
+        free(p->goals); /* a failed binding's */
+        p->goals = calloc(1, p->npoints * (nt * sizeof *p->goals + 1));
+        if (!p->goals)
+            return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        p->keep = (unsigned char *)(p->goals + p->npoints * nt);
+        p->ntips = nt;
+    }
+    for (size_t i = 0; i < p->npoints; i++) {
+        /* decoded as a target message's target, and so checked against
+         * the solver it will get */
         char path[PROTO_PATH_MAX];
         snprintf(path, sizeof path, "/waypoints/%zu", i);
-        proto_in in = proto_in_tree(p->pts[i].json);
-        proto_target_out to = {&p->pts[i].t, s->chain, NULL, NULL};
-        if (proto__target_read(&in, path, s->chain, s->opt.frame, &to, err))
-            return -1;
-        /* checked against the solver it will get, as a target is */
+        proto_in in = proto_in_tree(p->pts[i].json), none = proto_in_tree(NULL);
         proto_job *probe;
-        if (session_job(s, &p->pts[i].t, path, &probe, err))
+        if (target_job(s, s->scene, &in, path, &none, NULL, &probe, err))
             return -1;
+        if (nt) {
+            memcpy(p->goals + i * nt, probe->goals, nt * sizeof *p->goals);
+            p->keep[i] = probe->keep[0];
+        } else {
+            p->pts[i].t = probe->targets[0];
+        }
         proto_job_free(probe);
     }
     for (size_t i = 0; i < p->npoints; i++) {

@@ -390,6 +390,10 @@ static const char *const path_keys[] = {"type",    "stream",     "seq", "waypoin
                                         "rate_hz", "duration_s", NULL};
 static const char *const tick_keys[] = {"type", "seq", "targets", NULL};
 static const char *const tick_target_keys[] = {"stream", "seq", "target", "seed", NULL};
+static const char *const *const type_keys[] = {
+    [PROTO_STREAM_OPEN] = open_keys,     [PROTO_STREAM_CLOSE] = close_keys,
+    [PROTO_STREAM_TARGET] = target_keys, [PROTO_STREAM_PATH] = path_keys,
+    [PROTO_STREAM_TICK] = tick_keys,     [PROTO_STREAM_SCENE] = scene_keys};
 
 /* An open or scene message's "scene_id" into out (NULL when absent): a
  * string, and not beside "scene". 0, or -1 with *err set. */
@@ -428,11 +432,6 @@ static int check_keys_at(const json_t *root, const char *base, const char *const
         }
     }
     return 0;
-}
-
-static int check_keys(const json_t *root, const char *const *allowed, proto_error *err)
-{
-    return check_keys_at(root, "", allowed, err);
 }
 
 /* A seq of magnitude at most PROTO_STREAM_SEQ_MAX: true and *out, or false. */
@@ -503,7 +502,7 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     if (out->type == PROTO_STREAM_TICK) {
         /* a tick belongs to no one stream: each of its targets names its own */
         out->stream[0] = '\0';
-        if (check_keys(root, tick_keys, err) != 0)
+        if (check_keys_at(root, "", tick_keys, err) != 0)
             goto out;
     } else if (!js) {
         stream_err(err, PROTO_E_INVALID_REQUEST, "/stream", "\"stream\" is required");
@@ -524,10 +523,10 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         }
     }
 
+    if (out->type != PROTO_STREAM_TICK && check_keys_at(root, "", type_keys[out->type], err) != 0)
+        goto out;
     switch (out->type) {
     case PROTO_STREAM_OPEN: {
-        if (check_keys(root, open_keys, err) != 0)
-            goto out;
         json_t *chain = json_object_get(root, "chain");
         const json_t *cid = json_object_get(root, "chain_id");
         if ((chain != NULL) == (cid != NULL)) {
@@ -554,8 +553,6 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         break;
     }
     case PROTO_STREAM_SCENE:
-        if (check_keys(root, scene_keys, err) != 0)
-            goto out;
         out->scene = json_object_get(root, "scene");
         if (scene_id(root, out, err))
             goto out;
@@ -566,12 +563,8 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         }
         break;
     case PROTO_STREAM_CLOSE:
-        if (check_keys(root, close_keys, err) != 0)
-            goto out;
         break;
     case PROTO_STREAM_TARGET:
-        if (check_keys(root, target_keys, err) != 0)
-            goto out;
         out->target = json_object_get(root, "target");
         if (!out->target) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "/target", "\"target\" is required");
@@ -580,8 +573,6 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         out->seed = json_object_get(root, "seed");
         break;
     case PROTO_STREAM_PATH:
-        if (check_keys(root, path_keys, err) != 0)
-            goto out;
         if (path_decode(root, &out->path, err) != 0)
             goto out;
         break;

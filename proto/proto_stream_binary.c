@@ -161,15 +161,8 @@ int proto__tick_target_filled(const proto_stream_raw *t, const proto_chain *c, c
     proto__tick_target(t, o);
     if (c->kind != PROTO_CHAIN_PLANAR || (o->has & ~PROTO_TARGET_PLANAR))
         return 0; /* (a member the chain does not have: the rules name it) */
-    double z = o->num[PROTO_T_POSITION_AT + 2];
     o->n[PROTO_T_POSITION] = proto_target_members[PROTO_T_POSITION].count2d;
-    if (z == 0)
-        return 0;
-    char at[PROTO_PATH_MAX];
-    snprintf(at, sizeof at, "%s/position/2", path);
-    return proto__bad(err, at,
-                      isfinite(z) ? "must be 0: a planar chain's targets lie in its plane"
-                                  : "must be a finite number");
+    return proto__planar_z(o->num[PROTO_T_POSITION_AT + 2], path, err);
 }
 
 /* ---- answers ---------------------------------------------------------------------- */

@@ -483,100 +483,6 @@ done:
     return r;
 }
 
-/* The string-taking forms: the arguments checked, the document opened,
- * read and closed. */
-static int read_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                      ik_joint *joints, size_t cap, size_t *n_joints,
-                      char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
-                      proto_error *vel_err, proto_error *err)
-{
-    if (chain_args(base_link, tip_link, joints, cap, n_joints, vel, vel_rc, err))
-        return -1;
-    proto_urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
-        return -1;
-    int r = proto_urdf_doc_chain(&d, base_link, tip_link, joints, cap, n_joints, names, vel, vel_rc,
-                                 vel_err, err);
-    urdf_close(&d);
-    return r;
-}
-
-int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                     ik_joint *joints, size_t cap, size_t *n_joints,
-                     char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
-{
-    return read_chain(xml, len, base_link, tip_link, joints, cap, n_joints, names, NULL, NULL, NULL,
-                      err);
-}
-
-int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
-                                const char *tip_link, ik_joint *joints, size_t cap,
-                                size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX], double *vel,
-                                int *vel_rc, proto_error *vel_err, proto_error *err)
-{
-    if (!vel || !vel_rc)
-        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no room for the velocities");
-    *vel_rc = 0;
-    return read_chain(xml, len, base_link, tip_link, joints, cap, n_joints, names, vel, vel_rc,
-                      vel_err, err);
-}
-
-ik_chain *proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
-                                const char *tip_link, size_t max_joints,
-                                char (**names)[PROTO_URDF_NAME_MAX], proto_error *err)
-{
-    if (max_joints == 0 || max_joints > SIZE_MAX / sizeof(ik_joint) / 4) {
-        urdf_fail(err, PROTO_E_INVALID_REQUEST, "max_joints is out of range");
-        return NULL;
-    }
-    ik_joint *joints = malloc(max_joints * sizeof *joints);
-    char(*jn)[PROTO_URDF_NAME_MAX] = malloc(max_joints * sizeof *jn);
-    char(*out_names)[PROTO_URDF_NAME_MAX] = NULL;
-    ik_chain *chain = NULL;
-    size_t n = 0;
-    if (!joints || !jn) {
-        urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
-        goto done;
-    }
-    if (proto_urdf_chain(xml, len, base_link, tip_link, joints, max_joints, &n, jn, err))
-        goto done;
-    size_t dof = 0;
-    for (size_t i = 0; i < n; i++)
-        dof += joints[i].type != IK_JOINT_FIXED;
-    if (dof == 0) {
-        INVALID(err, "the chain from '%.64s' to '%.64s' has no movable joint", base_link, tip_link);
-        goto done;
-    }
-    const size_t store = ik_chain_storage_size(dof);
-    chain = malloc(sizeof *chain + store);
-    if (names)
-        out_names = malloc(dof * sizeof *out_names);
-    if (!chain || (names && !out_names)) {
-        urdf_fail(err, PROTO_E_INTERNAL, "out of memory");
-        goto fail;
-    }
-    int st = ik_chain_init(chain, chain + 1, store, joints, n);
-    if (st != IK_OK) {
-        INVALID(err, "the chain from '%.64s' to '%.64s' cannot be built: %s", base_link, tip_link,
-                ik_status_message(st));
-        goto fail;
-    }
-    if (names) {
-        for (size_t i = 0; i < chain->dof; i++)
-            memcpy(out_names[i], jn[chain->source_index[i]], PROTO_URDF_NAME_MAX);
-        *names = out_names;
-    }
-    goto done;
-fail:
-    free(chain);
-    free(out_names);
-    chain = NULL;
-done:
-    free(joints);
-    free(jn);
-    return chain;
-}
-
 /* The arguments of a tree's reading: 0, or -1 with *err set. */
 static int tree_args(const char *base_link, const char *const *tip_links, size_t ntips,
                      const ik_joint *joints, const int *parent, size_t cap, const size_t *n_joints,
@@ -649,22 +555,6 @@ int proto_urdf_doc_tree(const proto_urdf_doc *d, const char *base_link,
         *n_joints = n;
     free(path);
     free(seen);
-    return r;
-}
-
-int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
-                    const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
-                    size_t cap, size_t *n_joints, size_t *tip_joint,
-                    char (*names)[PROTO_URDF_NAME_MAX], proto_error *err)
-{
-    if (tree_args(base_link, tip_links, ntips, joints, parent, cap, n_joints, tip_joint, err))
-        return -1;
-    proto_urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
-        return -1;
-    int r = proto_urdf_doc_tree(&d, base_link, tip_links, ntips, joints, parent, cap, n_joints,
-                                tip_joint, names, err);
-    urdf_close(&d);
     return r;
 }
 
@@ -803,13 +693,3 @@ int proto_urdf_doc_robot(const proto_urdf_doc *dp, proto_urdf_robot *out, proto_
     return r;
 }
 
-int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err)
-{
-    memset(out, 0, sizeof *out);
-    proto_urdf_doc d;
-    if (urdf_open(&d, xml, len, err))
-        return -1;
-    int r = proto_urdf_doc_robot(&d, out, err);
-    urdf_close(&d);
-    return r;
-}

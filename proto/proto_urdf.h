@@ -23,7 +23,7 @@
  *                   them, as in URDF); lower > upper is an error. Continuous
  *                   joints get lower = -INFINITY, upper = +INFINITY; fixed
  *                   joints 0 and 0. effort is not read; velocity only by
- *                   proto_urdf_chain_velocities() (servo streams).
+ *                   proto_urdf_doc_chain() (servo streams).
  * Numbers are parsed with strtod in the "C" locale's format (the process must
  * not have switched LC_NUMERIC to a comma locale); a value that is not a
  * number, has trailing garbage, is not finite, or a vector without exactly
@@ -55,17 +55,17 @@
  *
  * Memory: the functions that take the document's text allocate and free
  * libxml2's tree internally; nothing allocated survives a call, and nothing
- * is kept between calls. To read one document several ways (a chain's
- * joints, then its collision model) with one parse, open it once
- * (proto_urdf_open) and give the handle to the proto_urdf_doc_* functions:
- * the tree and its index live until proto_urdf_close.
+ * is kept between calls. A chain or a tree is read from an open document
+ * (proto_urdf_open), so that one parse serves several readings (a chain's
+ * joints, then its collision model): the proto_urdf_doc_* functions take
+ * the handle; the tree and its index live until proto_urdf_close.
  *
  * Thread-safety: all functions may be called from many threads at once. The
  * first call initialises libxml2 once (xmlInitParser under pthread_once);
  * xmlCleanupParser is never called (it would break other libxml2 users in
  * the process).
  *
- * proto_urdf_robot_read() reads the whole robot instead: every link with
+ * proto_urdf_doc_robot() reads the whole robot instead: every link with
  * its <collision> primitives, every joint (for proto_collide.c, which
  * places the links on a chain's bodies).
  *
@@ -87,57 +87,6 @@
  * names are requested. */
 #define PROTO_URDF_NAME_MAX 64
 
-/* Extracts the joints on the path from base_link down to tip_link, in order
- * from the base, fixed joints included: joints[0..*n_joints-1]. cap is the
- * capacity of joints (and of names). names, if not NULL, receives each
- * joint's name (names[i] for joints[i]). base_link and tip_link must name
- * different <link> elements of the document and tip_link must be a
- * descendant of base_link. More than cap joints on the path gives
- * "too_large". */
-int proto_urdf_chain(const char *xml, size_t len, const char *base_link, const char *tip_link,
-                     ik_joint *joints, size_t cap, size_t *n_joints,
-                     char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
-
-/* proto_urdf_chain() that also reads, in the same parse, the <limit
- * velocity> of each joint it returns: vel[i] for joints[i] (cap entries;
- * 0 for a fixed joint, a joint without one, or a value that is not
- * positive). A velocity that is not a number does not fail the call (only
- * servo streams need velocities): *vel_rc is then -1 and *vel_err says
- * which joint, else *vel_rc is 0. The return value and err are
- * proto_urdf_chain()'s. */
-int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
-                                const char *tip_link, ik_joint *joints, size_t cap,
-                                size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
-                                double *vel, int *vel_rc, proto_error *vel_err,
-                                proto_error *err);
-
-/* proto_urdf_chain() followed by ik_chain_init(): returns the compiled
- * chain (chain->dof movable joints) in one allocation, the view followed
- * by its storage (free() it), and, if names is not NULL, *names the names
- * of the movable joints in chain order (an allocation of chain->dof
- * entries: free() it). A path with more than max_joints joints is
- * "too_large"; a path without any movable joint, or one ik_chain_init()
- * rejects, is "invalid_urdf". On error NULL, err set and *names
- * unchanged. Uses about max_joints * (sizeof(ik_joint) +
- * PROTO_URDF_NAME_MAX) bytes of heap while running. */
-ik_chain *proto_urdf_load_chain(const char *xml, size_t len, const char *base_link,
-                                const char *tip_link, size_t max_joints,
-                                char (**names)[PROTO_URDF_NAME_MAX], proto_error *err);
-
-/* The joints on the paths from base_link down to each of the ntips links
- * tip_links[0..ntips-1], as a tree (a torso joint on the path of two arms
- * is listed once): joints[0..*n_joints-1] in the order the paths meet
- * them, parents before children, fixed joints included; parent[i] is the
- * index of the joint whose child link is joint i's parent link, or -1 when
- * that link is base_link; tip_joint[t] is the joint whose child is
- * tip_links[t]; names (if not NULL) as proto_urdf_chain's. Every tip must
- * be a descendant of base_link, and no tip may be named twice or be the
- * base. More than cap joints in all gives "too_large". */
-int proto_urdf_tree(const char *xml, size_t len, const char *base_link,
-                    const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
-                    size_t cap, size_t *n_joints, size_t *tip_joint,
-                    char (*names)[PROTO_URDF_NAME_MAX], proto_error *err);
-
 /* Lists the names of every <link> of the document, in document order, into
  * names[0..*n_links-1] (names longer than PROTO_URDF_NAME_MAX - 1 bytes are
  * truncated here, this is for display). Returns 0 even when there are more
@@ -149,7 +98,7 @@ int proto_urdf_links(const char *xml, size_t len, char (*names)[PROTO_URDF_NAME_
 /* ---- one document, read several ways ------------------------------------ */
 
 /* A parsed and indexed URDF document (libxml2's tree, kept until it is
- * closed). Opening checks what every function above checks first
+ * closed). Opening checks what every function here checks first
  * (well-formed XML without a DOCTYPE, a <robot> root, named links and
  * joints, parents and children given, no link declared twice or with two
  * parents), with the same errors. */
@@ -160,14 +109,31 @@ typedef struct proto_urdf_doc proto_urdf_doc;
 proto_urdf_doc *proto_urdf_open(const char *xml, size_t len, proto_error *err);
 void proto_urdf_close(proto_urdf_doc *d); /* NULL is fine */
 
-/* proto_urdf_chain() on an open document; vel (when not NULL, with vel_rc
- * and vel_err) as proto_urdf_chain_velocities(). */
+/* Extracts the joints on the path from base_link down to tip_link, in order
+ * from the base, fixed joints included: joints[0..*n_joints-1]. cap is the
+ * capacity of joints (and of names). names, if not NULL, receives each
+ * joint's name (names[i] for joints[i]). base_link and tip_link must name
+ * different <link> elements of the document and tip_link must be a
+ * descendant of base_link. More than cap joints on the path gives
+ * "too_large". With vel (not NULL, with vel_rc and vel_err) it also reads,
+ * in the same parse, the <limit velocity> of each joint it returns: vel[i] for joints[i] (cap entries; 0 for a fixed joint, a joint
+ * without one, or a value that is not positive). A velocity that is not a
+ * number does not fail the call (only servo streams need velocities):
+ * *vel_rc is then -1 and *vel_err says which joint, else *vel_rc is 0. */
 int proto_urdf_doc_chain(const proto_urdf_doc *d, const char *base_link, const char *tip_link,
                          ik_joint *joints, size_t cap, size_t *n_joints,
                          char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
                          proto_error *vel_err, proto_error *err);
 
-/* proto_urdf_tree() on an open document. */
+/* The joints on the paths from base_link down to each of the ntips links
+ * tip_links[0..ntips-1], as a tree (a torso joint on the path of two arms
+ * is listed once): joints[0..*n_joints-1] in the order the paths meet
+ * them, parents before children, fixed joints included; parent[i] is the
+ * index of the joint whose child link is joint i's parent link, or -1 when
+ * that link is base_link; tip_joint[t] is the joint whose child is
+ * tip_links[t]; names (if not NULL) as proto_urdf_doc_chain's. Every tip
+ * must be a descendant of base_link, and no tip may be named twice or be
+ * the base. More than cap joints in all gives "too_large". */
 int proto_urdf_doc_tree(const proto_urdf_doc *d, const char *base_link,
                         const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
                         size_t cap, size_t *n_joints, size_t *tip_joint,
@@ -200,7 +166,7 @@ typedef struct proto_urdf_link_info {
 typedef struct proto_urdf_joint_info {
     char name[PROTO_URDF_NAME_MAX];
     int parent, child; /* link indices (-1: not a <link> of the document) */
-    bool usable;       /* decoded as proto_urdf_chain() decodes a chain's
+    bool usable;       /* decoded as proto_urdf_doc_chain() decodes a chain's
                           joints (floating, planar or malformed ones: not) */
     ik_joint joint;
 } proto_urdf_joint_info;
@@ -216,14 +182,13 @@ typedef struct proto_urdf_robot {
 
 /* Reads every link (with its <collision> elements: origin, and sphere
  * radius, box size or cylinder radius and length; a mesh or another
- * geometry only noted) and every joint of the document into *out (heap
- * arrays: free with proto_urdf_robot_free()). The document is checked as
- * proto_urdf_chain() checks it (one parent per link, named links and
- * joints); a <collision> without geometry, or whose numbers are not
- * finite, not the right count or negative, is "invalid_urdf" naming the
- * link. Joints off any chain need not be usable. On error *out is empty. */
-int proto_urdf_robot_read(const char *xml, size_t len, proto_urdf_robot *out, proto_error *err);
-/* proto_urdf_robot_read() on an open document. */
+ * geometry only noted) and every joint of the open document into *out
+ * (heap arrays: free with proto_urdf_robot_free()). The document is
+ * checked as proto_urdf_open() checks it (one parent per link, named
+ * links and joints); a <collision> without geometry, or whose numbers are
+ * not finite, not the right count or negative, is "invalid_urdf" naming
+ * the link. Joints off any chain need not be usable. On error *out is
+ * empty. */
 int proto_urdf_doc_robot(const proto_urdf_doc *d, proto_urdf_robot *out, proto_error *err);
 void proto_urdf_robot_free(proto_urdf_robot *r);
 

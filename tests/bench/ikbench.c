@@ -226,7 +226,7 @@
 #include "proto/proto_collide.h"
 #include "proto/proto_json.h"
 #include "proto/proto_json_write.h"
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
 #include "solver/ik_collide.h"

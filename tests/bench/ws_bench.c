@@ -95,7 +95,7 @@
 #include <uv.h>
 #include <wslay/wslay.h>
 
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_chain.h"
 #include "tests/bench/bench_file.h"
 

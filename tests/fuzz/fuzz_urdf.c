@@ -18,7 +18,7 @@
 
 #include "proto/proto_collide.h"
 #include "proto/proto_srdf.h"
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 
 #define FUZZ_MAX_JOINTS 128
 

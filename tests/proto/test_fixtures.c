@@ -66,7 +66,7 @@
 #include "proto/proto_session.h"
 #include "proto/proto_scene.h"
 #include "proto/proto_stream.h"
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "solver/ik_skeleton.h"

@@ -29,7 +29,7 @@
 #include "proto/proto.h"
 #include "proto/proto_collide.h"
 #include "proto/proto_srdf.h"
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_rng.h"
 #include "solver/ik_status.h"

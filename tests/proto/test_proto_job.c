@@ -14,7 +14,7 @@
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
 
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_anim.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_status.h"

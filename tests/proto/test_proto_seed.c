@@ -15,7 +15,7 @@
 #include "tests/proto/proto_check.h"
 
 #include "proto/proto_session.h"
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "tests/solver/storage.h"
 
 static const char *const UR5_NAMES[6] = {"shoulder_pan_joint", "shoulder_lift_joint",

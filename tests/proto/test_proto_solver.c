@@ -16,7 +16,7 @@
 #include "tests/proto/proto_check.h"
 
 #include "proto/proto_kind.h"
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_status.h"
 #include "tests/solver/storage.h"

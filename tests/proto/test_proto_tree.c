@@ -35,7 +35,7 @@
 #include "proto/proto.h"
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_tree.h"
 #include "solver/ik_math.h"
 #include "solver/ik_rng.h"

@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "proto/proto.h"
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 #include "tests/solver/storage.h"

@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_closed.h"
 #include "solver/ik_collide.h"

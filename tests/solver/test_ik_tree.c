@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/proto_urdf.h"
+#include "tests/proto/urdf_read.h"
 #include "solver/ik_math.h"
 #include "solver/ik_numeric.h"
 #include "solver/ik_reason.h"
