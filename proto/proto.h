@@ -31,8 +31,6 @@
 #include "proto/proto_error.h"
 #include "proto/proto_limits.h"
 
-
-
 /* ---- chains ----------------------------------------------------------- */
 
 typedef struct proto_chain proto_chain;

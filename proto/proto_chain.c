@@ -77,7 +77,6 @@ void proto_chain_unref(proto_chain *c)
     free(c);
 }
 
-
 /* Doubles per seed for chain c (its kind's). */
 size_t proto__seed_len(const proto_chain *c)
 {
@@ -151,18 +150,6 @@ static int make_id(proto_chain *c, proto_error *err)
 }
 
 /* ---- kinds ------------------------------------------------------------ */
-
-
-
-
-
-
-
-
-
-
-
-
 
 /* ---- entry points ----------------------------------------------------- */
 

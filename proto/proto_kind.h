@@ -210,7 +210,6 @@ void proto__serial_describe(const proto_chain *c, json_t *d);
  * velocity that is not a number. */
 const double *proto__chain_velocities(proto_chain *c, proto_error *err);
 
-
 /* ---- proto_chain_collide.c: a chain's collision model ---- */
 
 /* The members "collision_spheres", "collision_skeleton" and "srdf" of

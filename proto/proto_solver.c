@@ -41,8 +41,6 @@
 
 /* ---- choosing the solver ---------------------------------------------- */
 
-
-
 int proto__resolve_solver(const proto_chain *c, const proto_options *o, const proto_target *t0,
                           proto_solver *out, proto_error *err)
 {
@@ -144,19 +142,6 @@ static double now_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
 {
