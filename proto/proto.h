@@ -145,6 +145,9 @@ char *proto_job_encode(const proto_job *job, size_t *len);
  * it may hold for clients. */
 size_t proto_job_encode_bound(const proto_job *job);
 void proto_job_free(proto_job *job); /* NULL is fine */
+/* The scene job is solved in (a reference the job holds; NULL: none), for
+ * a daemon that counts the scenes its streams keep alive. */
+const struct proto_scene *proto_job_scene(const proto_job *job);
 
 /* ---- batch answers in pieces ---------------------------------------------- */
 

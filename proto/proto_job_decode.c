@@ -238,6 +238,11 @@ void proto_job_free(proto_job *job)
     free(job);
 }
 
+const proto_scene *proto_job_scene(const proto_job *job)
+{
+    return job->scene;
+}
+
 int proto__job_target(proto_job *job, size_t i, proto_in *in, const char *path, proto_error *err)
 {
     proto_target_out out = {&job->targets[i], job->chain, job->ntips ? job->goals + i * job->ntips : NULL,

@@ -37,8 +37,10 @@ void srv_stream_chains_release(srv_ctx *ctx, const proto_chain *c);
 
 /* The same for a stream's scene s (its own, or a registered one; NULL:
  * none, 0), its errors at path ("/scene" or "/scene_id"). A tick's target
- * holds its stream's scene too until the tick is done (ws_tick.c), so
- * that a scene it keeps alive stays counted after the stream replaced it. */
+ * holds its stream's scene too until the tick is done (ws_tick.c), and a
+ * stream keeps holding a scene it replaced while a job of it built in
+ * that scene waits or runs (ws_stream.c, ws_stream.retired), so that a
+ * scene kept alive stays counted. */
 int srv_stream_scenes_hold(srv_ctx *ctx, const struct proto_scene *s, const char *path,
                            proto_error *e);
 void srv_stream_scenes_release(srv_ctx *ctx, const struct proto_scene *s); /* NULL is fine */

@@ -161,6 +161,45 @@ static void index_remove(ws_streams *st, ws_stream *s)
     }
 }
 
+/* ---- scenes replaced while jobs were built in them ----------------------------- */
+
+static bool scene_in_use(const ws_stream *s, const proto_scene *r)
+{
+    return (s->pending && proto_job_scene(s->pending) == r) ||
+           (s->solving && proto_job_scene(s->solving) == r) ||
+           (s->skip_later && proto_job_scene(s->skip_later) == r);
+}
+
+/* Gives back the retired scenes no job of s keeps alive any more. */
+static void scenes_sweep(ws_stream *s)
+{
+    srv_ctx *ctx = srv__ws_ctx(s->conn);
+    unsigned char k = 0;
+    for (unsigned char i = 0; i < s->nretired; i++) {
+        proto_scene *r = s->retired[i];
+        if (scene_in_use(s, r)) {
+            s->retired[k++] = r;
+        } else {
+            srv_stream_scenes_release(ctx, r);
+            proto_scene_free(r);
+        }
+    }
+    s->nretired = k;
+}
+
+/* The scene s had (held, a reference, taken) is replaced: given back, or
+ * kept counted while a job of s was built in it. */
+static void scene_retire(ws_stream *s, proto_scene *old)
+{
+    scenes_sweep(s); /* at most three left, each kept by a job */
+    if (old && scene_in_use(s, old)) {
+        s->retired[s->nretired++] = old;
+        return;
+    }
+    srv_stream_scenes_release(srv__ws_ctx(s->conn), old);
+    proto_scene_free(old);
+}
+
 /* ---- lifetime -------------------------------------------------------------- */
 
 void srv__stream_unref(ws_stream *s)
@@ -170,6 +209,10 @@ void srv__stream_unref(ws_stream *s)
     ws_conn *c = s->conn;
     srv_stream_chains_release(srv__ws_ctx(c), proto_session_chain(s->session));
     srv_stream_scenes_release(srv__ws_ctx(c), proto_session_scene_of(s->session));
+    for (unsigned char i = 0; i < s->nretired; i++) {
+        srv_stream_scenes_release(srv__ws_ctx(c), s->retired[i]);
+        proto_scene_free(s->retired[i]);
+    }
     proto_session_free(s->session);
     proto_job_free(s->pending);
     proto_job_free(s->skip_later);
@@ -198,6 +241,7 @@ void srv__stream_unhold(ws_stream *s)
     proto_job *job = s->skip_later;
     s->skip_later = NULL;
     srv__stream_skip(s, job);
+    scenes_sweep(s);
 }
 
 static void stream_timer_closed(uv_handle_t *h)
@@ -243,6 +287,7 @@ void srv__stream_drop(ws_stream *s)
     srv_metrics_stream_close(srv__ws_ctx(c));
     proto_job_free(s->pending);
     s->pending = NULL;
+    scenes_sweep(s);
     proto_stream_path_free(s->path);
     s->path = NULL;
     s->path_gen++;
@@ -306,6 +351,7 @@ static void task_done(srv_solve *sv, int status)
     bool was_inline = sv->ran_inline;
     bool deferred = sv->deferred;
     s->busy = false;
+    s->solving = NULL;
     bool stale = t->count > 0 && (t->path_gen != s->path_gen || !s->path);
     if (status != SRV_OK || s->closed || !srv__ws_open(c) || stale) {
         proto_job_free(sv->job);
@@ -327,6 +373,7 @@ static void task_done(srv_solve *sv, int status)
         else
             srv__ws_flush(c);
     }
+    scenes_sweep(s);
     free(t);
     srv__stream_unref(s);
 }
@@ -358,9 +405,11 @@ static void stream_solve(ws_stream *s, proto_job *job, long long seq, size_t ski
     t->solve.may_defer = true; /* past the turn's inline budget: a later turn */
     s->refs++;
     s->busy = true;
+    s->solving = job;
     if (srv_solve_submit(ctx, &t->solve) == SRV_OK)
         return;
     s->busy = false;
+    s->solving = NULL;
     s->refs--;
     free(t);
     proto_job_free(job);
@@ -567,8 +616,7 @@ int srv__stream_scene(ws_stream *s, const proto_stream_msg *m, proto_chain_looku
         proto_session_set_scene(s->session, old);
         return -1;
     }
-    srv_stream_scenes_release(ctx, old);
-    proto_scene_free(old);
+    scene_retire(s, old);
     return 0;
 }
 
@@ -597,6 +645,7 @@ void srv__stream_target(ws_stream *s, proto_stream_msg *m)
         srv__stream_skip(s, s->pending);
     }
     s->pending = job;
+    scenes_sweep(s); /* the target it replaced may have kept one */
     s->pending_seq = m->seq;
     s->pending_skipped = s->skipped;
     s->skipped = 0;

@@ -55,6 +55,13 @@ struct ws_stream {
      * (srv__stream_skip) until the tick finishes. */
     bool held;
     proto_job *skip_later;
+    /* Scenes the stream has replaced that its jobs (pending, solving,
+     * skip_later) were built in: still counted against
+     * --stream-chain-bytes while a job keeps them alive (each a
+     * reference). Three jobs: three at most, and one being added. */
+    struct proto_scene *retired[4];
+    unsigned char nretired;
+    const proto_job *solving; /* the job of the running pool solve */
     double cost_us;       /* estimated cost of one of its targets
                              (proto_job_cost_us of the last one decoded; 0
                              before any) */

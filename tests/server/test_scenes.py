@@ -593,6 +593,51 @@ class StreamSceneBytesTest(unittest.TestCase):
         finally:
             d.stop()
 
+    def test_a_waiting_target_holds_its_scene(self):
+        """A target waiting to be solved keeps the scene it was decoded in
+        counted: a scene message after it cannot free the room for another
+        large scene while the target still keeps the first one alive (the
+        target is solved after the whole read). Before, "scene": {} then
+        another 256 spheres were taken, as many times over as a stream
+        has jobs built in a replaced scene."""
+        d = Daemon()
+        try:
+            out = self.exchange(d, [
+                {"type": "open", "stream": "s", "chain": ROBOT.request},
+                {"type": "scene", "stream": "s", "scene": self.world(0)}])
+            chain, big = out[0][1], out[1][1] - out[0][1]
+        finally:
+            d.stop()
+        d = Daemon("--stream-chain-bytes", str(chain + big + 4096))
+        try:
+            raw = RawWS(d.port)
+            raw.send_text(json.dumps({"type": "open", "stream": "s", "chain": ROBOT.request,
+                                      "scene": self.world(1),
+                                      "options": {"timeout_ms": 0, "max_iterations": 10000}}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+                {"type": "target", "stream": "s", "seq": 1, "target": self.target},
+                {"type": "scene", "stream": "s", "scene": {}},
+                {"type": "scene", "stream": "s", "scene": self.world(2)})))
+            m = raw.recv_json()
+            self.assertEqual((m["type"], m["error"]["code"], m["error"]["path"]),
+                             ("error", "overloaded", "/scene"), m)
+            m = raw.recv_json()
+            self.assertEqual((m["type"], m["seq"]), ("solution", 1), m)
+            # solved: the first scene is given back, and the large one fits
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+                {"type": "scene", "stream": "s", "scene": self.world(2)},
+                {"type": "target", "stream": "s", "seq": 2, "target": self.target})))
+            m = raw.recv_json()
+            self.assertEqual((m["type"], m["seq"]), ("solution", 2), m)
+            self.assertEqual(held_streams(d), chain + big)
+            raw.send_text(json.dumps({"type": "close", "stream": "s"}))
+            self.assertEqual(raw.recv_json()["type"], "closed")
+            self.assertEqual(held_streams(d), 0)
+            raw.close()
+        finally:
+            d.stop()
+
 
 if __name__ == "__main__":
     unittest.main()
