@@ -259,6 +259,18 @@ out:
     return s;
 }
 
+bool proto_scene_stored_as(proto_scene *s, const char *text, size_t len, const char *id)
+{
+    char as_written[PROTO_ID_HEX + 1];
+    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+    bool same = v && proto__content_id(v, as_written, NULL, NULL) == 0 &&
+                strcmp(as_written, id) == 0;
+    json_decref(v);
+    if (same)
+        memcpy(s->id, as_written, sizeof as_written);
+    return same;
+}
+
 int proto_scene_resolve(const char *id, const char *path, proto_chain_lookup_fn lookup, void *ud,
                         proto_scene **out, proto_error *err)
 {

@@ -75,6 +75,13 @@ int proto_scene_read(const json_t *v, const char *path, proto_frame f, proto_sce
  * scene with its id, or NULL with *err set (paths from the body's root). */
 proto_scene *proto_scene_decode(const char *body, size_t len, const proto_limits *lim,
                                 proto_error *err);
+/* A scene's text as stored under a shared key (Redis) whose id is not the
+ * id it decodes to: whether it is the id text had as written, with its
+ * defaults in (an empty list, "frame": "ros", ...), which is how ikd named
+ * scenes before ids left defaults out, and how a replica of that version
+ * still stores them during a rolling upgrade. If so, s (decoded from text)
+ * takes that id: the replica knows the scene by the id it was given. */
+bool proto_scene_stored_as(proto_scene *s, const char *text, size_t len, const char *id);
 /* The registered scene a request names by id (lookup/ud as for
  * proto_job_decode: a NULL lookup knows no id): 0 and a new reference in
  * *out, or -1 with *err set: unknown_scene (or invalid_request for an id

@@ -283,7 +283,9 @@ static void decode_all(srv_ctx *ctx, srv_registry_op *op, void **chains, proto_e
             continue;
         }
         const char *got = srv__registry_obj_id(k, c);
-        if (strcmp(got, op->ids[i].id) != 0) {
+        if (strcmp(got, op->ids[i].id) != 0 &&
+            !(k == PROTO_REG_SCENE &&
+              proto_scene_stored_as(c, op->texts[i], op->lens[i], op->ids[i].id))) {
             char key[KEY_MAX];
             key_of(key, k, op->ids[i].id);
             srv_log(ctx, SRV_LOG_WARN, "Redis holds at %s a value whose id is %s: ignored", key,

@@ -41,6 +41,7 @@ redis-server must be installed (docker/install-deps.sh does): without it
 the test fails.
 """
 import asyncio
+import hashlib
 import json
 import math
 import os
@@ -540,6 +541,47 @@ class SharedRegistryTest(unittest.TestCase):
         status, err, _ = self.b.http("GET", "/v1/scenes/" + sid)
         self.assertEqual((status, err["error"]["code"]), (404, "unknown_scene"), err)
         self.assertIn("does not decode", self.b.text())
+
+    def test_h_scene_stored_by_the_previous_ids(self):
+        """A scene stored by a replica of the ikd that named scenes by their
+        text as written (defaults in: an empty list, "frame": "ros") is
+        found by that id: during a rolling upgrade both versions share
+        Redis. Before, the replica computed the newer id, logged the value
+        and answered unknown_scene."""
+        def canonical(v):  # keys sorted, compact, every number a real
+            if isinstance(v, dict):
+                return {k: canonical(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [canonical(x) for x in v]
+            return float(v) if isinstance(v, (int, float)) else v
+
+        def text_id(v):
+            t = json.dumps(canonical(v), sort_keys=True, separators=(",", ":"))
+            return t, hashlib.sha256(t.encode()).hexdigest()[:32]
+
+        # the id rule is the same where nothing is left out: checked here
+        plain = {"boxes": [{"size": [0.25, 0.25, 0.5], "position": [0.5, 0.25, 1]}]}
+        status, desc, _ = self.a.http("POST", "/v1/scenes", plain)
+        self.assertIn(status, (200, 201), desc)
+        self.assertEqual(desc["id"], text_id(plain)[1])
+        written = dict(plain, frame="ros", spheres=[])
+        text, old = text_id(written)
+        key = "ikd:scene:" + old
+        with socket.create_connection(("127.0.0.1", self.redis.port), timeout=5) as r:
+            r.sendall(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
+                      % (len(key), key.encode(), len(text), text.encode()))
+            self.assertTrue(r.recv(64).startswith(b"+OK"))
+        status, got, _ = self.b.http("GET", "/v1/scenes/" + old)
+        self.assertEqual(status, 200, got)
+        self.assertEqual((got["id"], got["boxes"]), (old, 1))
+        # and solved with, min_distance the geometry's in that world
+        cid = self.register(self.a, ROBOT.request)["id"]
+        target, _ = ROBOT.targets(1, random.Random(5))[0]
+        status, a, _ = self.b.http("POST", "/v1/solve", {"chain_id": cid, "target": target,
+                                                         "scene_id": old})
+        self.assertEqual(status, 200, a)
+        (d, _, _), sd = ROBOT.distances(a["joints"], written)
+        self.assertAlmostEqual(a["min_distance"], min(d, sd), delta=TOL)
 
     def test_i_redis_down(self):
         cid = self.register(self.a, bones(0.07), (201,))["id"]
