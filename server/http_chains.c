@@ -87,11 +87,8 @@ bool srv_http_chains_missed(srv_request *q, const proto_error *err)
         char id[SRV_CHAIN_ID_LEN + 1];
         if (p && sscanf(p + 4, "%32[0-9a-f]", id) == 1 && srv_registry_id_form(id)) {
             proto_reg_kind k = scene ? PROTO_REG_SCENE : PROTO_REG_CHAIN;
-            void *c = srv_registry_scope_lookup(q->scope, k, id); /* notes the miss */
-            if (c && scene)
-                proto_scene_free(c);
-            else if (c)
-                proto_chain_unref(c);
+            /* notes the miss */
+            srv__registry_obj_unref(k, srv_registry_scope_lookup(q->scope, k, id));
         }
     }
     return q->scope->nmissed > 0;
@@ -578,10 +575,7 @@ void srv_http_registry_delete(srv_request *q, proto_reg_kind k, const char *id)
     memcpy(w->id, id, sizeof w->id);
     void *held = srv_registry_lookup(ctx->registry, k, id);
     w->held_here = held != NULL;
-    if (k == PROTO_REG_SCENE)
-        proto_scene_free(held);
-    else
-        proto_chain_unref(held);
+    srv__registry_obj_unref(k, held);
     w->op.done = forgotten;
     w->op.data = w;
     srv_http_hold(q);
@@ -605,11 +599,7 @@ void srv_http_registry_get_miss(srv_request *q, proto_reg_kind k, const char *id
         srv_http_respond_error(q, &miss);
         return;
     }
-    void *o = srv_registry_scope_lookup(q->scope, k, id); /* notes the miss */
-    if (k == PROTO_REG_SCENE)
-        proto_scene_free(o);
-    else
-        proto_chain_unref(o);
+    srv__registry_obj_unref(k, srv_registry_scope_lookup(q->scope, k, id)); /* notes the miss */
     srv_http_chains_fetch(q, &miss, again);
 }
 

@@ -162,7 +162,7 @@ static void obj_ref(proto_reg_kind k, void *o)
         proto_chain_ref(o);
 }
 
-static void obj_unref(proto_reg_kind k, void *o)
+void srv__registry_obj_unref(proto_reg_kind k, void *o)
 {
     if (k == PROTO_REG_SCENE)
         proto_scene_free(o);
@@ -178,7 +178,7 @@ static void drop(srv_registry *r, entry **slot)
     list_unlink(r, e);
     r->bytes -= e->bytes;
     r->count--;
-    obj_unref(e->kind, e->obj);
+    srv__registry_obj_unref(e->kind, e->obj);
     free(e);
 }
 
@@ -210,7 +210,7 @@ void srv_registry_free(srv_registry *r)
     entry *e = r->head;
     while (e) {
         entry *next = e->next;
-        obj_unref(e->kind, e->obj);
+        srv__registry_obj_unref(e->kind, e->obj);
         free(e);
         e = next;
     }
@@ -393,7 +393,7 @@ void srv_registry_scope_init(srv_registry_scope *s, srv_registry *r)
 void srv_registry_scope_free(srv_registry_scope *s)
 {
     for (size_t i = 0; i < s->nheld; i++)
-        obj_unref(s->held[i].kind, s->held[i].obj);
+        srv__registry_obj_unref(s->held[i].kind, s->held[i].obj);
     free(s->held);
     free(s->missed);
     free(s->asked);
@@ -497,7 +497,7 @@ static void scan_value(srv_registry_scope *s, json_t *v)
                 if (!c && srv_registry_id_form(id) && s->r)
                     c = get(s->r, k, id);
                 if (c)
-                    obj_unref(k, c);
+                    srv__registry_obj_unref(k, c);
                 else
                     note_missed(s, k, id);
             } else {
@@ -526,7 +526,7 @@ bool srv__registry_scope_hold(srv_registry_scope *s, proto_reg_kind k, void *obj
         size_t cap = s->capheld ? 2 * s->capheld : 8;
         srv_reg_ref *h = realloc(s->held, cap * sizeof *h);
         if (!h) {
-            obj_unref(k, obj);
+            srv__registry_obj_unref(k, obj);
             return false;
         }
         s->held = h;

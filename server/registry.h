@@ -137,6 +137,8 @@ bool srv__registry_scope_hold(srv_registry_scope *s, proto_reg_kind k, void *obj
  * (proto_chain_memory, a scene's memory), and its id. */
 size_t srv__registry_obj_bytes(proto_reg_kind k, const void *obj);
 const char *srv__registry_obj_id(proto_reg_kind k, const void *obj);
+/* Internal: releases a reference to obj of kind k (NULL is fine). */
+void srv__registry_obj_unref(proto_reg_kind k, void *obj);
 /* Internal: puts obj of kind k in r, as srv_registry_put. */
 int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *created);
 /* Internal (registry_redis.c): the srv_registry_remove_kind calls so far,

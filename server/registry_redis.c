@@ -247,14 +247,6 @@ static void *decode_one(srv_ctx *ctx, proto_reg_kind k, const char *text, size_t
     return proto_chain_decode(text, len, &ctx->cfg.limits, e);
 }
 
-static void obj_unref(proto_reg_kind k, void *obj)
-{
-    if (k == PROTO_REG_SCENE)
-        proto_scene_free(obj);
-    else
-        proto_chain_unref(obj);
-}
-
 /* Decodes the fetched texts into chains and scenes (any thread). */
 static void decode_all(srv_ctx *ctx, srv_registry_op *op, void **chains, proto_error *err,
                        bool *refused)
@@ -290,7 +282,7 @@ static void decode_all(srv_ctx *ctx, srv_registry_op *op, void **chains, proto_e
             key_of(key, k, op->ids[i].id);
             srv_log(ctx, SRV_LOG_WARN, "Redis holds at %s a value whose id is %s: ignored", key,
                     got);
-            obj_unref(k, c);
+            srv__registry_obj_unref(k, c);
             continue;
         }
         chains[i] = c;
@@ -312,7 +304,7 @@ static void fetch_finish(srv_redis *r, srv_registry_op *op, void **chains,
             continue;
         if (op->scope->held_bytes + srv__registry_obj_bytes(k, c) > bound) {
             too_large = true;
-            obj_unref(k, c);
+            srv__registry_obj_unref(k, c);
             continue;
         }
         /* too large for it, or deleted since the fetch went: the scope holds it */
