@@ -209,13 +209,11 @@ void srv__stream_unref(ws_stream *s)
     ws_conn *c = s->conn;
     srv_stream_chains_release(srv__ws_ctx(c), proto_session_chain(s->session));
     srv_stream_scenes_release(srv__ws_ctx(c), proto_session_scene_of(s->session));
-    for (unsigned char i = 0; i < s->nretired; i++) {
-        srv_stream_scenes_release(srv__ws_ctx(c), s->retired[i]);
-        proto_scene_free(s->retired[i]);
-    }
     proto_session_free(s->session);
     proto_job_free(s->pending);
     proto_job_free(s->skip_later);
+    s->pending = s->skip_later = NULL;
+    scenes_sweep(s); /* no job left (nor a solve): every retired scene */
     proto_stream_path_free(s->path);
     free(s);
     srv__ws_unref(c);
@@ -600,7 +598,6 @@ void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
     free(t);
 }
 
-/* The stream asked to close: answered "closed" once nothing of it runs. */
 int srv__stream_scene(ws_stream *s, const proto_stream_msg *m, proto_chain_lookup_fn lookup,
                       void *ud, proto_error *e)
 {
@@ -620,6 +617,7 @@ int srv__stream_scene(ws_stream *s, const proto_stream_msg *m, proto_chain_looku
     return 0;
 }
 
+/* The stream asked to close: answered "closed" once nothing of it runs. */
 void srv__stream_close(ws_stream *s)
 {
     srv__stream_kick(s); /* a waiting target is solved first */
