@@ -431,6 +431,11 @@ class SceneRegistryBoundTest(unittest.TestCase):
             d.stop()
 
 
+def send_together(raw, msgs):
+    """msgs as text frames in one write (read by ikd together)."""
+    raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in msgs))
+
+
 def held_streams(d):
     st, text = d.http("GET", "/metrics")
     m = re.search(r'^ikd_held_bytes\{what="stream_chains"\} (\S+)$', text, re.M)
@@ -553,12 +558,11 @@ class StreamSceneBytesTest(unittest.TestCase):
         finally:
             d.stop()
 
-    def test_a_tick_holds_its_scene(self):
-        """A tick's target keeps its stream's scene counted until the tick
-        is done: a scene message after the tick cannot free the room for
-        another large scene while the tick still keeps the first one alive
-        (before, "scene": {} then another 256 spheres were taken: twice
-        the bound, and as often again per stream and tick)."""
+    def tight_stream(self):
+        """A daemon whose --stream-chain-bytes holds the chain and one scene
+        of 256 spheres (and 4 kB more), measured on another one first, and
+        a raw connection with stream "s" open in such a scene:
+        (daemon, connection, the chain's bytes, the scene's)."""
         d = Daemon()
         try:
             out = self.exchange(d, [
@@ -574,12 +578,25 @@ class StreamSceneBytesTest(unittest.TestCase):
                                       "scene": self.world(1),
                                       "options": {"timeout_ms": 0, "max_iterations": 10000}}))
             self.assertEqual(raw.recv_json()["type"], "opened")
+        except BaseException:
+            d.stop()
+            raise
+        return d, raw, chain, big
+
+    def test_a_tick_holds_its_scene(self):
+        """A tick's target keeps its stream's scene counted until the tick
+        is done: a scene message after the tick cannot free the room for
+        another large scene while the tick still keeps the first one alive
+        (before, "scene": {} then another 256 spheres were taken: twice
+        the bound, and as often again per stream and tick)."""
+        d, raw, chain, big = self.tight_stream()
+        try:
             # one read: the tick starts after it, holding the first scene
-            raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+            send_together(raw, (
                 {"type": "tick", "seq": 1, "targets": [{"stream": "s", "target": self.target}]},
                 {"type": "scene", "stream": "s", "scene": {}},
                 {"type": "scene", "stream": "s", "scene": self.world(2)},
-                {"type": "target", "stream": "s", "seq": 2, "target": self.target})))
+                {"type": "target", "stream": "s", "seq": 2, "target": self.target}))
             got = []
             while not got or got[-1]["type"] != "solution":
                 got.append(raw.recv_json())
@@ -600,34 +617,21 @@ class StreamSceneBytesTest(unittest.TestCase):
         target is solved after the whole read). Before, "scene": {} then
         another 256 spheres were taken, as many times over as a stream
         has jobs built in a replaced scene."""
-        d = Daemon()
+        d, raw, chain, big = self.tight_stream()
         try:
-            out = self.exchange(d, [
-                {"type": "open", "stream": "s", "chain": ROBOT.request},
-                {"type": "scene", "stream": "s", "scene": self.world(0)}])
-            chain, big = out[0][1], out[1][1] - out[0][1]
-        finally:
-            d.stop()
-        d = Daemon("--stream-chain-bytes", str(chain + big + 4096))
-        try:
-            raw = RawWS(d.port)
-            raw.send_text(json.dumps({"type": "open", "stream": "s", "chain": ROBOT.request,
-                                      "scene": self.world(1),
-                                      "options": {"timeout_ms": 0, "max_iterations": 10000}}))
-            self.assertEqual(raw.recv_json()["type"], "opened")
-            raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+            send_together(raw, (
                 {"type": "target", "stream": "s", "seq": 1, "target": self.target},
                 {"type": "scene", "stream": "s", "scene": {}},
-                {"type": "scene", "stream": "s", "scene": self.world(2)})))
+                {"type": "scene", "stream": "s", "scene": self.world(2)}))
             m = raw.recv_json()
             self.assertEqual((m["type"], m["error"]["code"], m["error"]["path"]),
                              ("error", "overloaded", "/scene"), m)
             m = raw.recv_json()
             self.assertEqual((m["type"], m["seq"]), ("solution", 1), m)
             # solved: the first scene is given back, and the large one fits
-            raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+            send_together(raw, (
                 {"type": "scene", "stream": "s", "scene": self.world(2)},
-                {"type": "target", "stream": "s", "seq": 2, "target": self.target})))
+                {"type": "target", "stream": "s", "seq": 2, "target": self.target}))
             m = raw.recv_json()
             self.assertEqual((m["type"], m["seq"]), ("solution", 2), m)
             self.assertEqual(held_streams(d), chain + big)
