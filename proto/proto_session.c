@@ -114,12 +114,6 @@ static int scene_job(proto_session *s, const proto_scene *scene, const proto_tar
     return 0;
 }
 
-static int session_job(proto_session *s, const proto_target *t, const char *path,
-                       proto_job **out, proto_error *err)
-{
-    return scene_job(s, s->scene, t, path, out, err);
-}
-
 int proto_session_scene(proto_session *s, const json_t *scene, const char *scene_id,
                         proto_chain_lookup_fn lookup, void *ud, proto_error *err)
 {
@@ -181,18 +175,25 @@ static int target_job(proto_session *s, const proto_scene *scene, proto_in *targ
     return 0;
 }
 
-int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
-                         proto_job **out, proto_error *err)
+/* The path of member key of target i of a tick (tick), else of a target
+ * message. */
+static void target_path(char out[PROTO_PATH_MAX], size_t i, bool tick, const char *key)
 {
-    proto_in t = proto_in_tree(target), sd = proto_in_tree(seed);
-    return target_job(s, s->scene, &t, "/target", &sd, "/seed", out, err);
+    char base[PROTO_PATH_MAX] = "";
+    if (tick)
+        proto_json_path_index(base, "/targets", i);
+    proto_json_path_key(out, base, key);
 }
 
-int proto_session_tick_target(proto_session *s, const proto_scene *scene,
-                              const proto_stream_tick_target *t, size_t i, proto_job **out,
-                              proto_error *err)
+/* Target i of a tick (tick), else a target message's target (t: its
+ * target and seed, or t->raw, read from the text), paths under
+ * "/targets/<i>" or at the root. */
+static int read_target(proto_session *s, const proto_scene *scene,
+                       const proto_stream_tick_target *t, size_t i, bool tick, proto_job **out,
+                       proto_error *err)
 {
-    char base[PROTO_PATH_MAX], tpath[PROTO_PATH_MAX], spath[PROTO_PATH_MAX];
+    char tpath[PROTO_PATH_MAX], spath[PROTO_PATH_MAX];
+    json_t *v = NULL; /* a raw target's tree, to word its error */
     if (t->raw) {
         /* read from the text: the rules with the stream's chain (the
          * target's path is written only for an error) */
@@ -202,8 +203,7 @@ int proto_session_tick_target(proto_session *s, const proto_scene *scene,
         *out = NULL;
         if (t->raw->filled) {
             /* a binary tick's: the rules word the errors, at their paths */
-            proto_json_path_index(base, "/targets", i);
-            proto_json_path_key(tpath, base, "target");
+            target_path(tpath, i, tick, "target");
             if (is_tree(s))
                 return proto__unknown_member(err, tpath, "position");
             if (proto__tick_target_filled(t->raw, s->chain, tpath, &o, err) ||
@@ -218,22 +218,38 @@ int proto_session_tick_target(proto_session *s, const proto_scene *scene,
             if (err->code == PROTO_E_INTERNAL)
                 return -1; /* out of memory */
         }
-        proto_json_path_index(base, "/targets", i);
-        proto_json_path_key(tpath, base, "target");
         /* a target the rules refuse: the tree mode words the error */
-        json_t *v = proto_json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);
+        v = proto_json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);
         if (!v)
             return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-        proto_in vin = proto_in_tree(v), none = proto_in_tree(NULL);
-        int rc = target_job(s, scene, &vin, tpath, &none, NULL, out, err);
-        json_decref(v);
-        return rc;
     }
-    proto_json_path_index(base, "/targets", i);
-    proto_json_path_key(tpath, base, "target");
-    proto_json_path_key(spath, base, "seed");
-    proto_in tin = proto_in_tree(t->target), sin = proto_in_tree(t->seed);
-    return target_job(s, scene, &tin, tpath, &sin, spath, out, err);
+    target_path(tpath, i, tick, "target");
+    target_path(spath, i, tick, "seed");
+    proto_in tin = proto_in_tree(v ? v : t->target), sin = proto_in_tree(t->seed);
+    int rc = target_job(s, scene, &tin, tpath, &sin, spath, out, err);
+    json_decref(v);
+    return rc;
+}
+
+int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
+                         proto_job **out, proto_error *err)
+{
+    proto_stream_tick_target t = {.target = target, .seed = seed};
+    return read_target(s, s->scene, &t, 0, false, out, err);
+}
+
+int proto_session_message_target(proto_session *s, const proto_stream_msg *m, proto_job **out,
+                                 proto_error *err)
+{
+    proto_stream_tick_target t = {.target = m->target, .seed = m->seed, .raw = m->raw};
+    return read_target(s, s->scene, &t, 0, false, out, err);
+}
+
+int proto_session_tick_target(proto_session *s, const proto_scene *scene,
+                              const proto_stream_tick_target *t, size_t i, proto_job **out,
+                              proto_error *err)
+{
+    return read_target(s, scene, t, i, true, out, err);
 }
 
 int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
@@ -241,7 +257,7 @@ int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
     if (p->bound)
         return 0;
     const size_t nt = is_tree(s) ? s->chain->tree->ntips : 0;
-    if (nt) { /* a tree's: each waypoint's goals and keep rule */
+    if (nt) {           /* a tree's: each waypoint's goals and keep rule */
         free(p->goals); /* a failed binding's */
         p->goals = calloc(1, p->npoints * (nt * sizeof *p->goals + 1));
         if (!p->goals)
@@ -274,8 +290,8 @@ int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)
     return 0;
 }
 
-int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
-                         proto_job **out, proto_error *err)
+int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i, proto_job **out,
+                         proto_error *err)
 {
     *out = NULL;
     if (!p->bound || i >= p->count)
@@ -300,7 +316,7 @@ int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
         /* a tree: each tip's target between its two waypoints (the
          * segment's first decides the rest) */
         const size_t nt = p->ntips;
-        if (session_job(s, NULL, path, out, err))
+        if (scene_job(s, s->scene, NULL, path, out, err))
             return -1;
         proto_job *job = *out;
         for (size_t k = 0; k < nt; k++) {
@@ -321,7 +337,7 @@ int proto_session_sample(proto_session *s, const proto_stream_path *p, size_t i,
     t.position = ik_vec3_lerp(a->position, b->position, f);
     if (a->has_orientation && b->has_orientation)
         t.orientation = ik_quat_slerp(a->orientation, b->orientation, f);
-    return session_job(s, &t, path, out, err);
+    return scene_job(s, s->scene, &t, path, out, err);
 }
 
 void proto_session_skip(proto_session *s, proto_job *job)

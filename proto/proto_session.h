@@ -8,7 +8,8 @@
  * The flow of one stream:
  *   proto_session_open()     open message -> session (options and seed
  *                            checked and kept in the internal convention)
- *   proto_session_target()   a target message -> an unsolved one-target job
+ *   proto_session_message_target()  a target message -> an unsolved
+ *                            one-target job (proto_session_target() from trees)
  *   proto_session_tick_target()  the same for one target of a tick message
  *   proto_session_path()     a path message's path -> its waypoints decoded
  *                            as targets (never as JSON again);
@@ -78,6 +79,11 @@ const proto_chain *proto_session_chain(const proto_session *s);
  * or -1 with *err set. */
 int proto_session_target(proto_session *s, const json_t *target, const json_t *seed,
                          proto_job **out, proto_error *err);
+/* The same for a target message m as proto_stream_decode_raw() read it:
+ * its target read from the text (m->raw), the tree mode wording what the
+ * rules refuse, or its tree's (m->target, m->seed). */
+int proto_session_message_target(proto_session *s, const proto_stream_msg *m, proto_job **out,
+                                 proto_error *err);
 
 /* Target i of a tick message (t from proto_stream_tick_target_get()):
  * the same as proto_session_target() with paths under "/targets/<i>/target"

@@ -67,6 +67,10 @@ bool proto_stream_utf8_valid(const char *s, size_t len)
     return true;
 }
 
+/* The words of a refused stream name and seq, wherever they are. */
+static const char bad_name[] = "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -";
+static const char bad_seq_int[] = "\"seq\" must be an integer of magnitude below 2^53";
+
 static int stream_err(proto_error *err, proto_errcode code, const char *path, const char *msg)
 {
     return proto_error_set(err, code, path, "%s", msg);
@@ -230,39 +234,82 @@ void proto_stream_path_free(proto_stream_path *p)
     free(p);
 }
 
-/* ---- ticks without a tree ------------------------------------------------ */
+/* ---- ticks and targets without a tree ------------------------------------ */
 
 /*
  * A game server's tick holds a thousand targets; as a jansson tree that is
- * some ten allocations per target, built and freed on the event loop. The
- * tick reader takes a tick straight from its text in the codec's text mode
- * (proto_codec.h): the members of its envelope and of each target by their
- * tables (PROTO_TICK_MAP, PROTO_TARGET_MAP), the target's members read but
+ * some ten allocations per target, built and freed on the event loop, and
+ * a controller's target message a few more of its own. The raw reader
+ * takes a tick, or (for the daemon, proto_stream_decode_raw) a target
+ * message, straight from its text in the codec's text mode
+ * (proto_codec.h): the members of a tick's target and of a target message
+ * by one table (PROTO_TICK_MAP: a target message is a tick's target with
+ * a "type"), the target's members by theirs (PROTO_TARGET_MAP), read but
  * not yet given their meaning, which needs the stream's chain
- * (proto_session_tick_target). It declines what the text mode declines,
- * and targets with a seed or a tree's tips (read as a tree), and then the
- * tree decoder reads the message.
+ * (proto_session_tick_target, proto_session_message_target). It declines
+ * what the text mode declines, and targets with a seed or a tree's tips
+ * (read as a tree), and then the tree decoder reads the message.
  */
 
-/* One element of "targets". */
-static bool tick_element(proto_scan *r, proto_stream_raw *t)
+/* The members of a message beside PROTO_TICK_MAP's: its "type" (-1 until
+ * read; a target message's only when target) and a tick's "targets". */
+typedef struct raw_top {
+    bool target;
+    int type;
+    proto_stream_raw *ts;
+    size_t n, cap;
+} raw_top;
+
+/* An object of PROTO_TICK_MAP's members into t, their bits in *seen: a
+ * tick's target, or with top the message itself. */
+static bool raw_object(proto_scan *r, proto_stream_raw *t, unsigned *seen, raw_top *top)
 {
     if (!proto__scan_char(r, '{'))
         return false;
-    unsigned seen = 0;
-    t->has_seq = false;
-    t->filled = false;
-    t->bad = 0;
     do {
         const char *k, *v;
         size_t n, vn;
         proto_json_num num;
         if (!proto__scan_key(r, &k, &n))
             return false;
+        if (top && proto__scan_is(k, n, "type")) {
+            if (top->type >= 0 || !proto__scan_string(r, &v, &vn))
+                return false;
+            top->type = proto__scan_is(v, vn, "tick")                    ? PROTO_STREAM_TICK
+                        : top->target && proto__scan_is(v, vn, "target") ? PROTO_STREAM_TARGET
+                                                                         : -1;
+            if (top->type < 0)
+                return false;
+            continue;
+        }
+        if (top && proto__scan_is(k, n, "targets")) {
+            if (top->cap || !proto__scan_char(r, '['))
+                return false;
+            do {
+                if (top->n == top->cap) {
+                    size_t c = top->cap ? 2 * top->cap : 64;
+                    proto_stream_raw *g = realloc(top->ts, c * sizeof *g);
+                    if (!g)
+                        return false;
+                    top->ts = g;
+                    top->cap = c;
+                }
+                proto_stream_raw *e = &top->ts[top->n++];
+                unsigned had = 0;
+                e->has_seq = e->filled = false;
+                e->bad = 0;
+                if (!raw_object(r, e, &had, NULL) || !(had & PROTO_BIT(PROTO_K_STREAM)) ||
+                    !(had & PROTO_BIT(PROTO_K_TARGET)))
+                    return false;
+            } while (proto__scan_char(r, ','));
+            if (!proto__scan_char(r, ']'))
+                return false;
+            continue;
+        }
         size_t m = proto__member_find(proto_tick_members, PROTO_K_COUNT, k, n);
-        if (m == PROTO_K_COUNT || (seen & PROTO_BIT(m)))
+        if (m == PROTO_K_COUNT || (*seen & PROTO_BIT(m)))
             return false;
-        seen |= PROTO_BIT(m);
+        *seen |= PROTO_BIT(m);
         switch (m) {
         case PROTO_K_STREAM:
             if (!proto__scan_string(r, &v, &vn) || vn == 0 || vn > PROTO_STREAM_NAME_MAX)
@@ -300,79 +347,44 @@ static bool tick_element(proto_scan *r, proto_stream_raw *t)
             return false;
         }
     } while (proto__scan_char(r, ','));
-    return proto__scan_char(r, '}') && (seen & PROTO_BIT(PROTO_K_STREAM)) &&
-           (seen & PROTO_BIT(PROTO_K_TARGET));
+    return proto__scan_char(r, '}');
 }
 
-/* A tick into out (type, seq, raw targets); false, with nothing
- * allocated, for any text the reader declines. */
-static bool tick_read_raw(const char *text, size_t len, proto_stream_msg *out)
+/* A tick, or with target a target message, into out (type, stream, seq,
+ * raw targets: a target message's one); false, with nothing allocated, for
+ * any text the reader declines. */
+static bool read_raw(const char *text, size_t len, bool target, proto_stream_msg *out)
 {
     proto_scan r = {text, text + len};
-    proto_stream_raw *ts = NULL;
-    size_t n = 0, cap = 0;
-    bool type = false, seq = false, targets = false;
-    long long seq_v = 0;
-    if (!proto__scan_char(&r, '{'))
-        return false;
-    do {
-        const char *k;
-        size_t kn;
-        if (!proto__scan_key(&r, &k, &kn))
-            goto no;
-        if (proto__scan_is(k, kn, "type")) {
-            const char *v;
-            size_t vn;
-            if (type || !proto__scan_string(&r, &v, &vn) || !proto__scan_is(v, vn, "tick"))
-                goto no;
-            type = true;
-        } else if (proto__scan_is(k, kn, "seq")) {
-            proto_json_num v;
-            if (seq || !proto__scan_number(&r, &v) || !v.is_int || v.i > PROTO_STREAM_SEQ_MAX ||
-                v.i < -PROTO_STREAM_SEQ_MAX)
-                goto no;
-            seq = true;
-            seq_v = v.i;
-        } else if (proto__scan_is(k, kn, "targets")) {
-            if (targets || !proto__scan_char(&r, '['))
-                goto no;
-            targets = true;
-            do {
-                if (n == cap) {
-                    size_t c = cap ? 2 * cap : 64;
-                    proto_stream_raw *g = realloc(ts, c * sizeof *ts);
-                    if (!g)
-                        goto no;
-                    ts = g;
-                    cap = c;
-                }
-                if (!tick_element(&r, &ts[n]))
-                    goto no;
-                n++;
-            } while (proto__scan_char(&r, ','));
-            if (!proto__scan_char(&r, ']'))
-                goto no;
-        } else {
-            goto no;
-        }
-    } while (proto__scan_char(&r, ','));
-    if (!proto__scan_char(&r, '}') || !type || !seq || n == 0)
+    proto_stream_raw env = {.has_seq = false}; /* the message's own members */
+    raw_top top = {target, -1, NULL, 0, 0};
+    unsigned seen = 0;
+    const unsigned message =
+        PROTO_BIT(PROTO_K_STREAM) | PROTO_BIT(PROTO_K_SEQ) | PROTO_BIT(PROTO_K_TARGET);
+    if (!raw_object(&r, &env, &seen, &top) || !proto__scan_end(&r))
         goto no;
-    if (!proto__scan_end(&r))
+    if (top.type == PROTO_STREAM_TICK && seen == PROTO_BIT(PROTO_K_SEQ) && top.n > 0) {
+        for (size_t i = 0; i < top.n; i++)
+            if (!top.ts[i].has_seq) {
+                top.ts[i].has_seq = true;
+                top.ts[i].seq = env.seq;
+            }
+    } else if (top.type == PROTO_STREAM_TARGET && !top.cap && seen == message &&
+               (top.ts = malloc(sizeof *top.ts))) {
+        *top.ts = env;
+        top.n = 1;
+        memcpy(out->stream, env.stream, sizeof out->stream);
+    } else {
         goto no;
-    for (size_t i = 0; i < n; i++)
-        if (!ts[i].has_seq) {
-            ts[i].has_seq = true;
-            ts[i].seq = seq_v;
-        }
-    out->type = PROTO_STREAM_TICK;
+    }
+    out->type = (proto_stream_type)top.type;
     out->has_seq = true;
-    out->seq = seq_v;
-    out->raw = ts;
-    out->nraw = n;
+    out->seq = env.seq;
+    out->raw = top.ts;
+    out->nraw = top.n;
     return true;
 no:
-    free(ts);
+    free(top.ts);
     return false;
 }
 
@@ -381,8 +393,8 @@ no:
 static const char *const type_names[] = {"open", "close", "target", "path", "tick", "scene"};
 
 /* The members each type allows (NULL-terminated). */
-static const char *const open_keys[] = {"type", "stream", "chain", "chain_id",
-                                        "options", "seed", "scene", "scene_id", NULL};
+static const char *const open_keys[] = {"type", "stream", "chain",    "chain_id", "options",
+                                        "seed", "scene",  "scene_id", NULL};
 static const char *const scene_keys[] = {"type", "stream", "scene", "scene_id", NULL};
 static const char *const close_keys[] = {"type", "stream", NULL};
 static const char *const target_keys[] = {"type", "stream", "seq", "target", "seed", NULL};
@@ -427,8 +439,8 @@ static int check_keys_at(const json_t *root, const char *base, const char *const
         if (!ok) {
             char where[PROTO_PATH_MAX];
             snprintf(where, sizeof where, "%s/%.*s", base, PROTO_STREAM_NAME_MAX, key);
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, where,
-                                   "unknown member \"%.64s\"", key);
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, where, "unknown member \"%.64s\"",
+                                   key);
         }
     }
     return 0;
@@ -445,18 +457,28 @@ static bool read_seq(const json_t *jq, long long *out)
     return true;
 }
 
-int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err)
+/* The raw reader (a target message too, with target), else the tree's. */
+static int decode(const char *text, size_t len, bool target, proto_stream_msg *out,
+                  proto_error *err)
 {
     memset(out, 0, sizeof *out);
     proto_error_clear(err);
-    if (len > 0 && tick_read_raw(text, len, out))
-        return 0;
-    memset(out, 0, sizeof *out);
-    return proto__stream_decode_tree(text, len, out, err);
+    return len > 0 && read_raw(text, len, target, out)
+               ? 0
+               : proto__stream_decode_tree(text, len, out, err);
 }
 
-int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out,
-                              proto_error *err)
+int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err)
+{
+    return decode(text, len, false, out, err);
+}
+
+int proto_stream_decode_raw(const char *text, size_t len, proto_stream_msg *out, proto_error *err)
+{
+    return decode(text, len, true, out, err);
+}
+
+int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *out, proto_error *err)
 {
     memset(out, 0, sizeof *out);
     proto_error_clear(err);
@@ -509,16 +531,14 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         goto out;
     }
     if (out->type != PROTO_STREAM_TICK && !out->stream[0]) {
-        stream_err(err, PROTO_E_INVALID_REQUEST, "/stream",
-                   "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -");
+        stream_err(err, PROTO_E_INVALID_REQUEST, "/stream", bad_name);
         goto out;
     }
     if (out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH ||
         out->type == PROTO_STREAM_TICK) {
         if (!out->has_seq) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "/seq",
-                       jq ? "\"seq\" must be an integer of magnitude below 2^53"
-                          : "\"seq\" is required");
+                       jq ? bad_seq_int : "\"seq\" is required");
             goto out;
         }
     }
@@ -618,8 +638,8 @@ size_t proto_stream_tick_count(const proto_stream_msg *m)
     return m->raw ? m->nraw : json_array_size(m->targets);
 }
 
-int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i,
-                                 proto_stream_tick_target *out, proto_error *err)
+int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i, proto_stream_tick_target *out,
+                                 proto_error *err)
 {
     memset(out, 0, sizeof *out);
     out->has_seq = m->has_seq;
@@ -639,44 +659,29 @@ int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i,
         proto_json_path_index(at, "/targets", i);
         proto_json_path_key(key, at, t->bad == PROTO_RAW_BAD_SEQ ? "seq" : "stream");
         return stream_err(err, PROTO_E_INVALID_REQUEST, key,
-                          t->bad == PROTO_RAW_BAD_SEQ
-                              ? "\"seq\" must be an integer of magnitude below 2^53"
-                              : "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -");
+                          t->bad == PROTO_RAW_BAD_SEQ ? bad_seq_int : bad_name);
     }
     char base[PROTO_PATH_MAX], where[PROTO_PATH_MAX];
     const json_t *v = json_array_get(m->targets, i);
-    if (!json_is_object(v)) {
-        proto_json_path_index(base, "/targets", i);
+    proto_json_path_index(base, "/targets", i);
+    if (!json_is_object(v))
         return stream_err(err, PROTO_E_INVALID_REQUEST, base,
                           "a target of a tick must be an object {\"stream\", \"seq\", "
                           "\"target\"}");
-    }
     const json_t *js = json_object_get(v, "stream");
     if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
         memcpy(out->stream, json_string_value(js), json_string_length(js) + 1);
     const json_t *jq = json_object_get(v, "seq");
-    bool bad_seq = jq && !read_seq(jq, &out->seq);
-    /* the members: "stream", "target", and "seq" and "seed" when there */
-    size_t known = 2 + (jq != NULL) + (json_object_get(v, "seed") != NULL);
-    if (!bad_seq && json_object_size(v) == known && js && json_object_get(v, "target") &&
-        out->stream[0]) {
-        out->target = json_object_get(v, "target");
-        out->seed = json_object_get(v, "seed");
-        return 0;
-    }
-    proto_json_path_index(base, "/targets", i);
-    if (bad_seq) {
+    if (jq && !read_seq(jq, &out->seq)) {
         proto_json_path_key(where, base, "seq");
-        return stream_err(err, PROTO_E_INVALID_REQUEST, where,
-                          "\"seq\" must be an integer of magnitude below 2^53");
+        return stream_err(err, PROTO_E_INVALID_REQUEST, where, bad_seq_int);
     }
     if (check_keys_at(v, base, tick_target_keys, err) != 0)
         return -1;
     if (!out->stream[0]) {
         proto_json_path_key(where, base, "stream");
         return stream_err(err, PROTO_E_INVALID_REQUEST, where,
-                          js ? "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -"
-                             : "\"stream\" is required");
+                          js ? bad_name : "\"stream\" is required");
     }
     out->target = json_object_get(v, "target");
     if (!out->target) {
@@ -751,8 +756,8 @@ char *proto_stream_encode_closed(const char *stream, size_t *len)
 }
 
 char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t skipped,
-                                       const proto_job *job, size_t i, size_t index,
-                                       size_t count, size_t *len)
+                                       const proto_job *job, size_t i, size_t index, size_t count,
+                                       size_t *len)
 {
     char buf[2048];
     proto_jw w;
@@ -763,8 +768,8 @@ char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t
     return proto_jw_finish(&w, len);
 }
 
-char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent,
-                                   size_t skipped, size_t count, bool completed, size_t *len)
+char *proto_stream_encode_path_end(const char *stream, long long seq, size_t sent, size_t skipped,
+                                   size_t count, bool completed, size_t *len)
 {
     proto_jw w;
     proto_jw_init(&w, NULL, 0);

@@ -100,8 +100,8 @@ typedef struct proto_stream_msg {
                             later, as HTTP's "seed") */
     proto_stream_path *path; /* path: the decoded path (owned) */
     json_t *targets;     /* tick: the "targets" array, at least one element */
-    proto_stream_raw *raw; /* tick read without a tree: its targets (owned;
-                              then root and targets are NULL) */
+    proto_stream_raw *raw; /* tick, target read without a tree: the targets
+                              (owned; then root, target, targets are NULL) */
     size_t nraw;
     bool binary; /* a binary tick (proto_stream_decode_binary): answered in binary */
 } proto_stream_msg;
@@ -114,13 +114,20 @@ typedef struct proto_stream_msg {
  * so that the error reply can name the stream and seq. A tick has no
  * "stream" (out->stream stays ""); its targets are not read here, except
  * that a tick of the common shape (every target with "stream", optional
- * "seq", and a "target" of "position" and optionally "orientation", "up",
- * "pole", each an array of numbers; no "seed"; keys unescaped and unique)
+ * "seq", and a "target" whose members the text mode takes, proto_codec.h,
+ * but "tips"; no "seed"; keys unescaped and unique; no escapes in strings)
  * is read straight into typed targets without building a JSON tree: its
  * targets then refer to text, which must outlive their use
  * (proto_session_tick_target()). Both readings decode the same tick to the
  * same targets (tests/proto/test_stream.c proves it differentially). */
 int proto_stream_decode(const char *text, size_t len, proto_stream_msg *out, proto_error *err);
+/* The same, and a target message of that common shape ("type", "stream",
+ * "seq" and such a "target"; no "seed") is read without a tree too: its
+ * target is then out->raw (nraw 1, out->target NULL), referring to text,
+ * which must outlive its use (proto_session_message_target()); the
+ * daemon's reading. */
+int proto_stream_decode_raw(const char *text, size_t len, proto_stream_msg *out,
+                            proto_error *err);
 
 /* Decodes one binary message of len bytes: a binary tick (proto/STREAM.md,
  * "Binary ticks"; proto_stream_binary.c), the JSON tick's twin. As

@@ -4,7 +4,7 @@
  * and the hooks through which the connection (server/ws_conn.c) reaches
  * the stream side: srv_ws_stream_hooks, which serve.c gives srv_ws_start.
  *
- * Each text message is decoded (proto_stream_decode; a binary message is a
+ * Each text message is decoded (proto_stream_decode_raw; a binary message is a
  * binary tick, proto_stream_decode_binary) and dispatched by its type: open, close, target and path to their stream, tick to the ticks. A
  * bad message gets an "error" message naming the stream, seq and JSON
  * path, and the connection stays open. All messages read from the socket
@@ -98,7 +98,7 @@ static void handle_text(ws_conn *c, const char *text, size_t len, char *owned, b
     proto_stream_msg m;
     proto_error e;
     int rc = binary ? proto_stream_decode_binary(text, len, &m, &e)
-                    : proto_stream_decode(text, len, &m, &e);
+                    : proto_stream_decode_raw(text, len, &m, &e);
     if (rc == 0 && m.type == PROTO_STREAM_TICK && !owned)
         owned = srv__ws_take_text(c, text);
     handle_msg(c, &m, rc, &e, NULL, NULL, &owned);
@@ -166,7 +166,7 @@ static void inbox_free(ws_conn *c)
 static void decode_msg_work(srv_work *w)
 {
     decode_work *d = w->data;
-    d->rc = proto_stream_decode(d->text, d->len, &d->m, &d->e);
+    d->rc = proto_stream_decode_raw(d->text, d->len, &d->m, &d->e);
     if (d->rc == 0 && d->m.type == PROTO_STREAM_OPEN) {
         d->session = srv__stream_open_session(w->ctx, &d->m, NULL, &d->session_err);
         d->session_failed = !d->session;

@@ -631,7 +631,7 @@ void srv__stream_target(ws_stream *s, proto_stream_msg *m)
     srv__stream_path_end(s, false);
     proto_job *job;
     proto_error e;
-    if (proto_session_target(s->session, m->target, m->seed, &job, &e) != 0) {
+    if (proto_session_message_target(s->session, m, &job, &e) != 0) {
         srv__ws_send_error(s->conn, s->name, true, m->seq, &e);
         return;
     }

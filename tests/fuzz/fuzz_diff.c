@@ -8,12 +8,14 @@
  *   1  a POST /v1/solve/batch body: proto_batch_decode, and
  *      proto_job_decode(PROTO_BATCH), against the tree (proto_items_
  *      decode_json for a body with "items", else proto_job_decode_json);
- *   2  a stream message: proto_stream_decode against the tree decoder
- *      (proto__stream_decode_tree); a target message's and each tick
- *      target's job on four sessions (a bones leg, a joint arm in Unity's
- *      frame and degrees, a planar arm, a tree of two tips), and each tick
- *      target against the "target" message that carries the same target
- *      and seed;
+ *   2  a stream message: proto_stream_decode and the daemon's
+ *      proto_stream_decode_raw against the tree decoder
+ *      (proto__stream_decode_tree); a target message's (the raw reading's
+ *      by proto_session_message_target) and each tick target's job on four
+ *      sessions (a bones leg, a joint arm in Unity's frame and degrees, a
+ *      planar arm, a tree of two tips), and each tick target against the
+ *      "target" message that carries the same target and seed (both
+ *      readings);
  *   3  a binary batch (proto/README.md, "Binary batches"): its job
  *      against its JSON twin's (the head with "targets" written out as
  *      JSON numbers that read back to the same doubles, null for a
@@ -517,15 +519,18 @@ static void tick_as_target(const proto_stream_tick_target *t, size_t i)
     proto_jw_raw(&w, "}", 1);
     size_t len;
     char *text = proto_jw_finish(&w, &len);
-    proto_stream_msg m;
+    proto_stream_msg m, r; /* read with its target as a tree, and as the daemon does */
     proto_error e;
-    if (!text || proto_stream_decode(text, len, &m, &e) != 0)
+    if (!text || proto_stream_decode(text, len, &m, &e) != 0 ||
+        proto_stream_decode_raw(text, len, &r, &e) != 0)
         failf("a tick target's target message does not decode", text, e.message);
-    for (int k = 0; k < SESSIONS; k++) {
+    for (int k = 0; k < 2 * SESSIONS; k++) {
         proto_job *ja = NULL, *jb = NULL;
         proto_error ea, eb;
-        int ra = proto_session_tick_target(sessions[k], proto_session_scene_of(sessions[k]), t, i, &ja, &ea);
-        int rb = proto_session_target(sessions[k], m.target, m.seed, &jb, &eb);
+        proto_session *s = sessions[k % SESSIONS];
+        int ra = proto_session_tick_target(s, proto_session_scene_of(s), t, i, &ja, &ea);
+        int rb = k < SESSIONS ? proto_session_target(s, m.target, m.seed, &jb, &eb)
+                              : proto_session_message_target(s, &r, &jb, &eb);
         if (ra)
             untick(&ea, i, true);
         if (rb)
@@ -540,31 +545,48 @@ static void tick_as_target(const proto_stream_tick_target *t, size_t i)
         same_outcome(ra, ja, &ea, rb, jb, &eb, "a tick target and its target message");
     }
     proto_stream_msg_free(&m);
+    proto_stream_msg_free(&r);
     free(text);
+}
+
+/* A decoding of a stream message (ra, a, ea) against the tree's (rb, b, eb):
+ * acceptance, envelope and error. */
+static void same_message(int ra, const proto_stream_msg *a, const proto_error *ea, int rb,
+                         const proto_stream_msg *b, const proto_error *eb, const char *what)
+{
+    if (ra != rb)
+        failf(what, ra ? ea->message : "accepted", rb ? eb->message : "accepted");
+    if (a->type != b->type || strcmp(a->stream, b->stream) || a->has_seq != b->has_seq ||
+        (a->has_seq && a->seq != b->seq))
+        failf("stream message: envelopes differ", a->stream, b->stream);
+    if (ra)
+        same_error(ea, eb, what);
 }
 
 static void one_message(const char *text, size_t len)
 {
-    proto_stream_msg a, b;
-    proto_error ea, eb;
+    proto_stream_msg a, b, c;
+    proto_error ea, eb, ec;
     int ra = proto_stream_decode(text, len, &a, &ea);
     int rb = proto__stream_decode_tree(text, len, &b, &eb);
-    if (ra != rb)
-        failf("stream message", ra ? ea.message : "accepted", rb ? eb.message : "accepted");
-    if (a.type != b.type || strcmp(a.stream, b.stream) || a.has_seq != b.has_seq ||
-        (a.has_seq && a.seq != b.seq))
-        failf("stream message: envelopes differ", a.stream, b.stream);
-    if (ra) {
-        same_error(&ea, &eb, "stream message");
+    int rc = proto_stream_decode_raw(text, len, &c, &ec);
+    same_message(ra, &a, &ea, rb, &b, &eb, "stream message");
+    same_message(rc, &c, &ec, rb, &b, &eb, "stream message (proto_stream_decode_raw)");
+    if (ra)
         return;
-    }
     if (a.type == PROTO_STREAM_TARGET) {
+        /* a's target is a tree, c's (the daemon's reading) mostly text */
         for (int k = 0; k < SESSIONS; k++) {
-            proto_job *ja = NULL, *jb = NULL;
-            proto_error xa, xb;
+            proto_job *ja = NULL, *jb = NULL, *jc = NULL;
+            proto_error xa, xb, xc;
             int sa = proto_session_target(sessions[k], a.target, a.seed, &ja, &xa);
             int sb = proto_session_target(sessions[k], b.target, b.seed, &jb, &xb);
+            int sc = proto_session_message_target(sessions[k], &c, &jc, &xc);
+            proto_job *jd = NULL;
+            proto_error xd;
+            int sd = proto_session_target(sessions[k], b.target, b.seed, &jd, &xd);
             same_outcome(sa, ja, &xa, sb, jb, &xb, "target message");
+            same_outcome(sc, jc, &xc, sd, jd, &xd, "target message (read from the text)");
         }
     }
     if (a.type == PROTO_STREAM_TICK) {
@@ -594,6 +616,7 @@ static void one_message(const char *text, size_t len)
     }
     proto_stream_msg_free(&a);
     proto_stream_msg_free(&b);
+    proto_stream_msg_free(&c);
 }
 
 /* ---- binary ticks -------------------------------------------------------- */

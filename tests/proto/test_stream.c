@@ -1219,6 +1219,79 @@ START_TEST(test_tick_reader_matches_tree)
 }
 END_TEST
 
+/* A target message as the daemon reads it (proto_stream_decode_raw): the
+ * common shape from its text, without a tree (a reader that quietly
+ * declined would cost speed and nothing else); a seed, a tree's tips or an
+ * escape as a tree. Either way the session gives what it gives the tree:
+ * the same job, or the same error at the same path. */
+START_TEST(test_target_message_raw)
+{
+    static const struct {
+        const char *text;
+        bool raw;
+        const char *error; /* its path, NULL when accepted */
+    } cases[] = {
+        {"{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{\"position\":[0.3,0.2,0.2]}}",
+         true, NULL},
+        {" { \"target\" : {\"up\":[0,0,1],\"position\":[0.3,0.2,0.2]} , \"seq\":-7,"
+         "\"stream\":\"a\",\"type\":\"target\"}\n",
+         true, "/target/up"},
+        {"{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{\"position\":[0.3,0.2,2e9]}}",
+         true, "/target/position/2"},
+        {"{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{\"position\":[0.3,0.2]}}",
+         true, "/target/position"},
+        {"{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{\"position\":[0.3,0.2,0.2]},"
+         "\"seed\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}",
+         false, NULL},
+        {"{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{\"tips\":{}}}", false,
+         "/target/tips"},
+        {"{\"type\":\"t\\u0061rget\",\"stream\":\"a\",\"seq\":7,\"target\":{\"position\":[0,0,1]}}",
+         false, NULL},
+    };
+    proto_session *s = bones_session(NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *text = cases[i].text;
+        proto_stream_msg a, b;
+        proto_error ea, eb;
+        ck_assert_int_eq(proto_stream_decode_raw(text, strlen(text), &a, &ea), 0);
+        ck_assert_int_eq(proto__stream_decode_tree(text, strlen(text), &b, &eb), 0);
+        ck_assert_msg((a.raw != NULL) == cases[i].raw, "%s", text);
+        ck_assert(a.raw ? !a.target && a.nraw == 1 : a.target != NULL);
+        ck_assert_int_eq(a.type, PROTO_STREAM_TARGET);
+        ck_assert_str_eq(a.stream, b.stream);
+        ck_assert_int_eq(a.seq, b.seq);
+        proto_job *ja = NULL, *jb = NULL;
+        int ra = proto_session_message_target(s, &a, &ja, &ea);
+        int rb = proto_session_target(s, b.target, b.seed, &jb, &eb);
+        ck_assert_int_eq(ra, rb);
+        if (ra) {
+            ck_assert_int_eq(ea.code, eb.code);
+            ck_assert_str_eq(ea.path, eb.path);
+            ck_assert_str_eq(ea.message, eb.message);
+        }
+        ck_assert_msg(cases[i].error ? ra && !strcmp(ea.path, cases[i].error) : !ra, "%s: %s", text,
+                      ra ? ea.path : "accepted");
+        if (!ra) {
+            same_target(&ja->targets[0], &jb->targets[0]);
+            ck_assert(ja->has_seed[0] == jb->has_seed[0]);
+        }
+        proto_job_free(ja);
+        proto_job_free(jb);
+        proto_stream_msg_free(&a);
+        proto_stream_msg_free(&b);
+    }
+    /* what the reader declines and the tree refuses: the tree's error */
+    proto_stream_msg m;
+    proto_error e;
+    static const char noseq[] =
+        "{\"type\":\"target\",\"stream\":\"a\",\"target\":{\"position\":[0,0,1]}}";
+    ck_assert_int_eq(proto_stream_decode_raw(noseq, strlen(noseq), &m, &e), -1);
+    ck_assert_str_eq(e.path, "/seq");
+    ck_assert(m.raw == NULL);
+    proto_session_free(s);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -1246,6 +1319,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_session_skip_keeps_seed);
     tcase_add_test(tc, test_session_answer_lets_go_of_its_scene);
     tcase_add_test(tc, test_tick_reader_matches_tree);
+    tcase_add_test(tc, test_target_message_raw);
     suite_add_tcase(s, tc);
     return s;
 }
