@@ -256,11 +256,11 @@ int proto__target_read(proto_in *in, const char *path, const proto_chain *c, pro
 int proto__target_finish(proto_object *o, const char *path, const proto_chain *c, proto_frame f,
                          const proto_target_out *out, proto_error *err);
 
-/* A tick's target read from the text (proto_stream.c's tick reader), kept
- * until its stream's session knows the chain: its envelope, and its
- * target's members as the text mode read them, before their meaning
- * (proto__tick_target() makes the object of them again). A tick whose
- * targets carry seeds or a tree's tips is read as a tree instead. */
+/* A tick's target, or a target message's, read from the text
+ * (proto_stream.c's raw reader), kept until its stream's session knows the
+ * chain: its envelope, and its target's members as the text mode read
+ * them, before their meaning (proto__tick_target() makes the object of
+ * them again). Seeds and a tree's tips are read as a tree instead. */
 struct proto_stream_raw {
     char stream[PROTO_STREAM_NAME_MAX + 1];
     bool has_seq;

@@ -8,8 +8,7 @@
  * The flow of one stream:
  *   proto_session_open()     open message -> session (options and seed
  *                            checked and kept in the internal convention)
- *   proto_session_message_target()  a target message -> an unsolved
- *                            one-target job (proto_session_target() from trees)
+ *   proto_session_message_target()  a target message -> an unsolved job
  *   proto_session_tick_target()  the same for one target of a tick message
  *   proto_session_path()     a path message's path -> its waypoints decoded
  *                            as targets (never as JSON again);

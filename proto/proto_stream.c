@@ -143,42 +143,30 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
     char where[64];
     for (size_t i = 0; i < n; i++) {
         json_t *w = json_array_get(wps, i);
+        const json_t *o = json_object_get(w, "orientation");
+        const char *at = "", *msg = NULL;
         double v[4];
-        if (!json_is_object(w)) {
-            snprintf(where, sizeof where, "/waypoints/%zu", i);
-            proto_stream_path_free(p);
-            return stream_err(err, PROTO_E_INVALID_REQUEST, where, "a waypoint must be a target object");
-        }
-        if (json_object_get(w, "tips")) {
+        ik_quat q;
+        if (json_is_object(w) && json_object_get(w, "tips")) {
             /* a tree's target: checked as one when the path is bound to
              * its stream (proto_session_path) */
             p->pts[i].json = json_incref(w);
             continue;
         }
-        if (read_numbers(json_object_get(w, "position"), v, 3) != 0) {
-            snprintf(where, sizeof where, "/waypoints/%zu/position", i);
-            proto_stream_path_free(p);
-            return stream_err(err, PROTO_E_INVALID_REQUEST, where,
-                              "a waypoint needs \"position\": three finite numbers");
-        }
-        const json_t *o = json_object_get(w, "orientation");
         if (i == 0)
             p->has_orientation = o != NULL;
-        if ((o != NULL) != p->has_orientation) {
-            snprintf(where, sizeof where, "/waypoints/%zu", i);
+        if (!json_is_object(w))
+            msg = "a waypoint must be a target object";
+        else if (read_numbers(json_object_get(w, "position"), v, 3) != 0)
+            at = "/position", msg = "a waypoint needs \"position\": three finite numbers";
+        else if ((o != NULL) != p->has_orientation)
+            msg = "\"orientation\" must be on every waypoint or on none";
+        /* an orientation: the rule and message of a target's, a unit
+         * quaternion within PROTO_QUAT_UNIT_TOL */
+        snprintf(where, sizeof where, "/waypoints/%zu%s", i, msg ? at : "/orientation");
+        if (msg || (o && proto__quat(o, where, &q, err))) {
             proto_stream_path_free(p);
-            return stream_err(err, PROTO_E_INVALID_REQUEST, where,
-                              "\"orientation\" must be on every waypoint or on none");
-        }
-        if (o) {
-            /* the rule and message of a target's orientation: a unit
-             * quaternion within PROTO_QUAT_UNIT_TOL */
-            ik_quat q;
-            snprintf(where, sizeof where, "/waypoints/%zu/orientation", i);
-            if (proto__quat(o, where, &q, err)) {
-                proto_stream_path_free(p);
-                return -1;
-            }
+            return msg ? stream_err(err, PROTO_E_INVALID_REQUEST, where, msg) : -1;
         }
         p->pts[i].json = json_incref(w);
     }
@@ -500,7 +488,6 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     const json_t *jq = json_object_get(root, "seq");
     out->has_seq = read_seq(jq, &out->seq);
 
-    int rc = -1;
     const json_t *jt = json_object_get(root, "type");
     const char *type = json_string_value(jt);
     size_t t;
@@ -526,21 +513,16 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         out->stream[0] = '\0';
         if (check_keys_at(root, "", tick_keys, err) != 0)
             goto out;
-    } else if (!js) {
-        stream_err(err, PROTO_E_INVALID_REQUEST, "/stream", "\"stream\" is required");
+    } else if (!out->stream[0]) {
+        stream_err(err, PROTO_E_INVALID_REQUEST, "/stream",
+                   js ? bad_name : "\"stream\" is required");
         goto out;
     }
-    if (out->type != PROTO_STREAM_TICK && !out->stream[0]) {
-        stream_err(err, PROTO_E_INVALID_REQUEST, "/stream", bad_name);
+    if ((out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH ||
+         out->type == PROTO_STREAM_TICK) &&
+        !out->has_seq) {
+        stream_err(err, PROTO_E_INVALID_REQUEST, "/seq", jq ? bad_seq_int : "\"seq\" is required");
         goto out;
-    }
-    if (out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH ||
-        out->type == PROTO_STREAM_TICK) {
-        if (!out->has_seq) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "/seq",
-                       jq ? bad_seq_int : "\"seq\" is required");
-            goto out;
-        }
     }
 
     if (out->type != PROTO_STREAM_TICK && check_keys_at(root, "", type_keys[out->type], err) != 0)
@@ -616,7 +598,7 @@ out:
     json_decref(root);
     out->chain = out->options = out->target = out->seed = out->targets = NULL;
     out->chain_id = NULL;
-    return rc;
+    return -1;
 }
 
 void proto_stream_msg_free(proto_stream_msg *m)
