@@ -263,7 +263,7 @@ int proto__target_finish(proto_object *o, const char *path, const proto_chain *c
  * them again). Seeds and a tree's tips are read as a tree instead. */
 struct proto_stream_raw {
     char stream[PROTO_STREAM_NAME_MAX + 1];
-    bool has_seq;
+    bool has_seq; /* a seq of its own (a tick's target without one has the tick's) */
     long long seq;
     const char *text; /* the target's text, in the message */
     size_t len;

@@ -24,6 +24,7 @@
  */
 #include "proto/proto_session.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,22 +176,22 @@ static int target_job(proto_session *s, const proto_scene *scene, proto_in *targ
     return 0;
 }
 
-/* The path of member key of target i of a tick (tick), else of a target
- * message. */
-static void target_path(char out[PROTO_PATH_MAX], size_t i, bool tick, const char *key)
+/* Target i of a tick, or with i MESSAGE (no tick has that many) a target
+ * message's, whose paths are at the root. */
+#define MESSAGE SIZE_MAX
+
+/* The path of member key of target i. */
+static void target_path(char out[PROTO_PATH_MAX], size_t i, const char *key)
 {
     char base[PROTO_PATH_MAX] = "";
-    if (tick)
+    if (i != MESSAGE)
         proto_json_path_index(base, "/targets", i);
     proto_json_path_key(out, base, key);
 }
 
-/* Target i of a tick (tick), else a target message's target (t: its
- * target and seed, or t->raw, read from the text), paths under
- * "/targets/<i>" or at the root. */
-static int read_target(proto_session *s, const proto_scene *scene,
-                       const proto_stream_tick_target *t, size_t i, bool tick, proto_job **out,
-                       proto_error *err)
+int proto_session_tick_target(proto_session *s, const proto_scene *scene,
+                              const proto_stream_tick_target *t, size_t i, proto_job **out,
+                              proto_error *err)
 {
     char tpath[PROTO_PATH_MAX], spath[PROTO_PATH_MAX];
     json_t *v = NULL; /* a raw target's tree, to word its error */
@@ -203,7 +204,7 @@ static int read_target(proto_session *s, const proto_scene *scene,
         *out = NULL;
         if (t->raw->filled) {
             /* a binary tick's: the rules word the errors, at their paths */
-            target_path(tpath, i, tick, "target");
+            target_path(tpath, i, "target");
             if (is_tree(s))
                 return proto__unknown_member(err, tpath, "position");
             if (proto__tick_target_filled(t->raw, s->chain, tpath, &o, err) ||
@@ -223,8 +224,8 @@ static int read_target(proto_session *s, const proto_scene *scene,
         if (!v)
             return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     }
-    target_path(tpath, i, tick, "target");
-    target_path(spath, i, tick, "seed");
+    target_path(tpath, i, "target");
+    target_path(spath, i, "seed");
     proto_in tin = proto_in_tree(v ? v : t->target), sin = proto_in_tree(t->seed);
     int rc = target_job(s, scene, &tin, tpath, &sin, spath, out, err);
     json_decref(v);
@@ -235,21 +236,14 @@ int proto_session_target(proto_session *s, const json_t *target, const json_t *s
                          proto_job **out, proto_error *err)
 {
     proto_stream_tick_target t = {.target = target, .seed = seed};
-    return read_target(s, s->scene, &t, 0, false, out, err);
+    return proto_session_tick_target(s, s->scene, &t, MESSAGE, out, err);
 }
 
 int proto_session_message_target(proto_session *s, const proto_stream_msg *m, proto_job **out,
                                  proto_error *err)
 {
     proto_stream_tick_target t = {.target = m->target, .seed = m->seed, .raw = m->raw};
-    return read_target(s, s->scene, &t, 0, false, out, err);
-}
-
-int proto_session_tick_target(proto_session *s, const proto_scene *scene,
-                              const proto_stream_tick_target *t, size_t i, proto_job **out,
-                              proto_error *err)
-{
-    return read_target(s, scene, t, i, true, out, err);
+    return proto_session_tick_target(s, s->scene, &t, MESSAGE, out, err);
 }
 
 int proto_session_path(proto_session *s, proto_stream_path *p, proto_error *err)

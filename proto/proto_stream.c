@@ -248,69 +248,71 @@ typedef struct raw_top {
     size_t n, cap;
 } raw_top;
 
-/* An object of PROTO_TICK_MAP's members into t, their bits in *seen: a
- * tick's target, or with top the message itself. */
-static bool raw_object(proto_scan *r, proto_stream_raw *t, unsigned *seen, raw_top *top)
+/* An object of PROTO_TICK_MAP's members into t: a tick's target, or with
+ * top the message itself. The members' bits, or -1 when declined. */
+static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
 {
+    unsigned seen = 0;
     if (!proto__scan_char(r, '{'))
-        return false;
+        return -1;
     do {
         const char *k, *v;
         size_t n, vn;
         proto_json_num num;
         if (!proto__scan_key(r, &k, &n))
-            return false;
+            return -1;
         if (top && proto__scan_is(k, n, "type")) {
             if (top->type >= 0 || !proto__scan_string(r, &v, &vn))
-                return false;
+                return -1;
             top->type = proto__scan_is(v, vn, "tick")                    ? PROTO_STREAM_TICK
                         : top->target && proto__scan_is(v, vn, "target") ? PROTO_STREAM_TARGET
                                                                          : -1;
             if (top->type < 0)
-                return false;
+                return -1;
             continue;
         }
         if (top && proto__scan_is(k, n, "targets")) {
+            proto_stream_raw *ts = NULL;
+            size_t i = 0, cap = 0;
+            const int need = PROTO_BIT(PROTO_K_STREAM) | PROTO_BIT(PROTO_K_TARGET);
             if (top->cap || !proto__scan_char(r, '['))
-                return false;
+                return -1;
             do {
-                if (top->n == top->cap) {
-                    size_t c = top->cap ? 2 * top->cap : 64;
-                    proto_stream_raw *g = realloc(top->ts, c * sizeof *g);
-                    if (!g)
-                        return false;
-                    top->ts = g;
-                    top->cap = c;
+                if (i == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    if (!(ts = realloc(top->ts, cap * sizeof *ts)))
+                        return -1;
+                    top->ts = ts;
+                    top->cap = cap;
                 }
-                proto_stream_raw *e = &top->ts[top->n++];
-                unsigned had = 0;
-                e->has_seq = e->filled = false;
-                e->bad = 0;
-                if (!raw_object(r, e, &had, NULL) || !(had & PROTO_BIT(PROTO_K_STREAM)) ||
-                    !(had & PROTO_BIT(PROTO_K_TARGET)))
-                    return false;
+                ts[i].has_seq = ts[i].filled = false;
+                ts[i].bad = 0;
+                int had = raw_object(r, &ts[i++], NULL);
+                if (had < 0 || (had & need) != need)
+                    return -1;
             } while (proto__scan_char(r, ','));
+            top->n = i;
             if (!proto__scan_char(r, ']'))
-                return false;
+                return -1;
             continue;
         }
         size_t m = proto__member_find(proto_tick_members, PROTO_K_COUNT, k, n);
-        if (m == PROTO_K_COUNT || (*seen & PROTO_BIT(m)))
-            return false;
-        *seen |= PROTO_BIT(m);
+        if (m == PROTO_K_COUNT || (seen & PROTO_BIT(m)))
+            return -1;
+        seen |= PROTO_BIT(m);
         switch (m) {
         case PROTO_K_STREAM:
             if (!proto__scan_string(r, &v, &vn) || vn == 0 || vn > PROTO_STREAM_NAME_MAX)
-                return false;
+                return -1;
             memcpy(t->stream, v, vn);
             t->stream[vn] = '\0';
             if (!proto_stream_name_valid(t->stream))
-                return false;
+                return -1;
             break;
         case PROTO_K_SEQ:
             if (!proto__scan_number(r, &num) || !num.is_int || num.i > PROTO_STREAM_SEQ_MAX ||
                 num.i < -PROTO_STREAM_SEQ_MAX)
-                return false;
+                return -1;
             t->has_seq = true;
             t->seq = num.i;
             break;
@@ -321,7 +323,7 @@ static bool raw_object(proto_scan *r, proto_stream_raw *t, unsigned *seen, raw_t
             t->text = in.s.p;
             if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT,
                                    PROTO_TARGET_ANY & ~PROTO_BIT(PROTO_T_TIPS), NULL, &o, NULL))
-                return false;
+                return -1;
             t->len = (size_t)(in.s.p - t->text);
             r->p = in.s.p;
             t->has = o.has;
@@ -332,10 +334,10 @@ static bool raw_object(proto_scan *r, proto_stream_raw *t, unsigned *seen, raw_t
             break;
         }
         default: /* a seed: read as a tree */
-            return false;
+            return -1;
         }
     } while (proto__scan_char(r, ','));
-    return proto__scan_char(r, '}');
+    return proto__scan_char(r, '}') ? (int)seen : -1;
 }
 
 /* A tick, or with target a target message, into out (type, stream, seq,
@@ -346,23 +348,19 @@ static bool read_raw(const char *text, size_t len, bool target, proto_stream_msg
     proto_scan r = {text, text + len};
     proto_stream_raw env = {.has_seq = false}; /* the message's own members */
     raw_top top = {target, -1, NULL, 0, 0};
-    unsigned seen = 0;
-    const unsigned message =
+    const int message =
         PROTO_BIT(PROTO_K_STREAM) | PROTO_BIT(PROTO_K_SEQ) | PROTO_BIT(PROTO_K_TARGET);
-    if (!raw_object(&r, &env, &seen, &top) || !proto__scan_end(&r))
+    int seen = raw_object(&r, &env, &top);
+    if (seen < 0 || !proto__scan_end(&r))
         goto no;
-    if (top.type == PROTO_STREAM_TICK && seen == PROTO_BIT(PROTO_K_SEQ) && top.n > 0) {
-        for (size_t i = 0; i < top.n; i++)
-            if (!top.ts[i].has_seq) {
-                top.ts[i].has_seq = true;
-                top.ts[i].seq = env.seq;
-            }
-    } else if (top.type == PROTO_STREAM_TARGET && !top.cap && seen == message &&
-               (top.ts = malloc(sizeof *top.ts))) {
+    /* a tick's target without a seq of its own has the tick's
+     * (proto_stream_tick_target_get) */
+    if (top.type == PROTO_STREAM_TARGET && !top.cap && seen == message &&
+        (top.ts = malloc(sizeof *top.ts))) {
         *top.ts = env;
         top.n = 1;
         memcpy(out->stream, env.stream, sizeof out->stream);
-    } else {
+    } else if (top.type != PROTO_STREAM_TICK || seen != PROTO_BIT(PROTO_K_SEQ) || top.n == 0) {
         goto no;
     }
     out->type = (proto_stream_type)top.type;
@@ -632,7 +630,8 @@ int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i, proto_stre
     if (m->raw) {
         const proto_stream_raw *t = &m->raw[i];
         memcpy(out->stream, t->stream, sizeof out->stream);
-        out->seq = t->seq;
+        if (t->has_seq)
+            out->seq = t->seq;
         out->raw = t;
         if (!t->bad)
             return 0;
