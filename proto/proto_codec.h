@@ -428,6 +428,14 @@ int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_l
 int proto__job_decode_text(const char *body, size_t len, proto_kind kind,
                            const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud,
                            proto_job **out);
+/* An item of a batch of items (proto_items.c): a POST /v1/solve body at
+ * in, in tree or text mode (text: in->s left after it), with the batch's
+ * options (opts; absent: none) when it has none of its own; as
+ * proto_job_decode_json or, in text mode, as proto__job_decode_text (-1:
+ * the tree mode must read it). lim not NULL. */
+int proto__job_decode_item(proto_in *in, const proto_in *opts, const proto_limits *lim,
+                           proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                           proto_error *err);
 /* Target i of job from in at path, in the job's frame, checked against
  * its solver: a tree's into job->goals and job->keep, any other's into
  * job->targets[i]. 0, or -1 (with *err set but in text mode). */

@@ -6,11 +6,13 @@
  * (chain), pose (seed) and target: a POST /v1/solve/batch body with
  * "items" instead of "targets" carries them all, each item shaped like a
  * POST /v1/solve body. Each item is decoded exactly as that body would be
- * (proto_job_decode_json, so through the one job constructor), its errors'
- * paths put under "/items/<i>"; an item that fails is answered with its
- * error object and the others are solved. The batch's "options" hold for
- * every item that has none of its own (an item's own replace them whole);
- * an error inside the batch's options keeps its "/options" path.
+ * (proto__job_decode_item: the one decoder of request bodies), from the
+ * text (items_text) and, for an item the text mode declines, from its own
+ * tree, which words its errors; their paths are put under "/items/<i>".
+ * An item that fails is answered with its error object and the others are
+ * solved. The batch's "options" hold for every item that has none of its
+ * own (an item's own replace them whole); an error inside the batch's
+ * options keeps its "/options" path.
  *
  * Memory: one array of items, each a one-target job (or the error that
  * took its place); the count is bounded by lim->max_items and the whole
@@ -50,35 +52,78 @@ static void prefix_path(proto_error *err, size_t i)
     memcpy(err->path, p, sizeof err->path);
 }
 
-/* Decodes item i (v) into it->items[i]: its job, or its error. */
-static void decode_item(proto_items *it, size_t i, json_t *v, json_t *opts,
+/* Item i answered with err, its path under "/items/<i>" but for an error
+ * in the batch's options (batch_opts: the item took them), which keeps
+ * its "/options" path. */
+static void item_error(proto_item *item, size_t i, proto_error *err, bool batch_opts)
+{
+    if (!(batch_opts && strncmp(err->path, "/options", 8) == 0 &&
+          (err->path[8] == '\0' || err->path[8] == '/')))
+        prefix_path(err, i);
+    item->job = NULL;
+    item->error = malloc(sizeof *item->error);
+    if (item->error)
+        *item->error = *err;
+}
+
+/* Tree mode: item i (v) into it->items[i], with the batch's options
+ * (opts, or NULL): its job, or its error. */
+static void decode_item(proto_items *it, size_t i, const json_t *v, const json_t *opts,
                         const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud)
 {
     proto_item *item = &it->items[i];
     proto_error err;
-    int rc;
-    bool batch_opts = false;
-    if (!json_is_object(v)) {
-        rc = proto_error_set(&err, PROTO_E_INVALID_REQUEST, "",
-                             "an item must be an object (a POST /v1/solve body)");
-    } else {
-        if (opts && !json_object_get(v, "options")) {
-            batch_opts = json_object_set(v, "options", opts) == 0;
-        }
-        rc = proto_job_decode_json(v, PROTO_SOLVE, lim, lookup, ud, &item->job, &err);
-        if (batch_opts)
-            json_object_del(v, "options");
-    }
-    if (rc == 0)
+    proto_in in = proto_in_tree(v), o = proto_in_tree(opts);
+    if (!json_is_object(v))
+        proto_error_set(&err, PROTO_E_INVALID_REQUEST, "",
+                        "an item must be an object (a POST /v1/solve body)");
+    else if (proto__job_decode_item(&in, &o, lim, lookup, ud, &item->job, &err) == 0)
         return;
-    item->job = NULL;
-    /* an error in the batch's options is at the batch's "/options" */
-    if (!(batch_opts && strncmp(err.path, "/options", 8) == 0 &&
-          (err.path[8] == '\0' || err.path[8] == '/')))
-        prefix_path(&err, i);
-    item->error = malloc(sizeof *item->error);
-    if (item->error)
-        *item->error = err;
+    item_error(item, i, &err, opts && !json_object_get(v, "options"));
+}
+
+static proto_items *items_new(size_t n)
+{
+    proto_items *it = calloc(1, sizeof *it);
+    if (it && !(it->items = calloc(n, sizeof *it->items))) {
+        free(it);
+        return NULL;
+    }
+    if (it)
+        it->n = n;
+    return it;
+}
+
+/* Once every item is decoded: at most PROTO_MAX_SOLUTION_TARGETS of them
+ * ask for every solution (each is up to PROTO_MAX_SOLUTIONS rows: as for a
+ * batch), the later ones that do answered with too_large; the mean cost of
+ * a solved item. 0, or -1 when an item's error could not be kept (out of
+ * memory). */
+static int items_finish(proto_items *it)
+{
+    double cost = 0;
+    size_t solved = 0, all_solutions = 0;
+    for (size_t i = 0; i < it->n; i++) {
+        proto_item *item = &it->items[i];
+        if (item->job && item->job->opt.all_solutions &&
+            ++all_solutions > PROTO_MAX_SOLUTION_TARGETS) {
+            proto_job_free(item->job);
+            proto_error e;
+            proto_error_set(&e, PROTO_E_TOO_LARGE, "/options/all_solutions",
+                            "options.all_solutions: at most %d items of a batch may ask for "
+                            "every solution",
+                            PROTO_MAX_SOLUTION_TARGETS);
+            item_error(item, i, &e, false);
+        }
+        if (item->job) {
+            cost += proto_job_cost_us(item->job);
+            solved++;
+        } else if (!item->error) {
+            return -1;
+        }
+    }
+    it->cost_us = solved ? cost / (double)solved : 0.0;
+    return 0;
 }
 
 int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
@@ -98,46 +143,92 @@ int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lo
     if (opts && !json_is_object(opts))
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options",
                                "options must be an object");
-    proto_items *it = calloc(1, sizeof *it);
-    if (it)
-        it->items = calloc(n, sizeof *it->items);
-    if (!it || !it->items) {
-        free(it);
+    proto_items *it = items_new(n);
+    for (size_t i = 0; it && i < n; i++)
+        decode_item(it, i, json_array_get(ji, i), opts, lim, lookup, ud);
+    if (!it || items_finish(it)) {
+        proto_items_free(it);
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     }
-    it->n = n;
-    double cost = 0;
-    size_t solved = 0, all_solutions = 0;
-    for (size_t i = 0; i < n; i++) {
-        decode_item(it, i, json_array_get(ji, i), opts, lim, lookup, ud);
-        proto_item *item = &it->items[i];
-        if (item->job && item->job->opt.all_solutions &&
-            ++all_solutions > PROTO_MAX_SOLUTION_TARGETS) {
-            /* every solution of a target is up to PROTO_MAX_SOLUTIONS rows:
-             * as for a batch, at most PROTO_MAX_SOLUTION_TARGETS of them */
-            proto_job_free(item->job);
-            item->job = NULL;
-            proto_error e;
-            proto_error_set(&e, PROTO_E_TOO_LARGE, "/options/all_solutions",
-                            "options.all_solutions: at most %d items of a batch may ask for "
-                            "every solution",
-                            PROTO_MAX_SOLUTION_TARGETS);
-            prefix_path(&e, i);
-            item->error = malloc(sizeof *item->error);
-            if (item->error)
-                *item->error = e;
-        }
-        if (it->items[i].job) {
-            cost += proto_job_cost_us(it->items[i].job);
-            solved++;
-        } else if (!it->items[i].error) {
-            proto_items_free(it);
-            return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-        }
-    }
-    it->cost_us = solved ? cost / (double)solved : 0.0;
     *out = it;
     return 0;
+}
+
+/* Text mode: item i, which the text mode declined (el, from at), read
+ * from its own tree, el left after it; -1 when its text is not JSON. */
+static int item_tree(proto_items *it, size_t i, proto_in *el, const char *at, const json_t *opts,
+                     const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud)
+{
+    const char *s;
+    size_t n, count;
+    el->s.p = at;
+    if (!proto__scan_skim(&el->s, &s, &n, &count))
+        return -1;
+    json_t *v = json_loadb(s, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
+    if (!v)
+        return -1;
+    decode_item(it, i, v, opts, lim, lookup, ud);
+    json_decref(v);
+    return 0;
+}
+
+/*
+ * The text mode of a body of items (proto_codec.h): the envelope read
+ * from the text, then each item by the text mode of a POST /v1/solve body
+ * (proto__job_decode_item), with the batch's options when it has none of
+ * its own. An item that mode declines (any error, a scene...) is read
+ * from its own tree and words its own error; that tree is the item's
+ * subtree of the body's tree, as the body is JSON when this returns 0: its
+ * envelope was read from the text, each item either by the text mode
+ * (which takes only JSON) or as a tree, the batch's options as a tree.
+ * 0 and *out, or -1 with nothing allocated: the body's tree must be read
+ * (an error of the envelope, text that is not JSON).
+ */
+static int items_text(const char *body, size_t len, const proto_limits *lim,
+                      proto_chain_lookup_fn lookup, void *ud, proto_items **out)
+{
+    *out = NULL;
+    if (!body || len == 0 || len > lim->max_body_bytes)
+        return -1;
+    proto_in in = proto_in_text(body, len), none = proto_in_tree(NULL);
+    proto_object env;
+    size_t n;
+    if (proto__object_read(&in, "", proto_request_members, PROTO_R_COUNT, PROTO_REQUEST_ITEMS,
+                           NULL, &env, NULL) ||
+        !proto__scan_end(&in.s) || !(env.has & PROTO_BIT(PROTO_R_ITEMS)) ||
+        proto__array(&env.in[PROTO_R_ITEMS], "/items", 1, lim->max_items, true, &n, NULL))
+        return -1;
+    proto_in *items = &env.in[PROTO_R_ITEMS], *opts = &none;
+    json_t *otree = NULL; /* the batch's options, for items read as trees */
+    if (env.has & PROTO_BIT(PROTO_R_OPTIONS)) {
+        opts = &env.in[PROTO_R_OPTIONS];
+        if (*opts->s.p != '{' ||
+            !(otree = json_loadb(opts->s.p, (size_t)(opts->s.end - opts->s.p),
+                                 JSON_REJECT_DUPLICATES, NULL)))
+            return -1;
+    }
+    proto_items *it = items_new(n);
+    int rc = it ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        proto_in el;
+        proto_error err;
+        if (!proto__element(items, i, &el)) {
+            rc = -1;
+            break;
+        }
+        proto__scan_ws(&el.s);
+        const char *at = el.s.p;
+        if (proto__job_decode_item(&el, opts, lim, lookup, ud, &it->items[i].job, &err))
+            rc = item_tree(it, i, &el, at, otree, lim, lookup, ud);
+        proto__element_done(items, &el);
+    }
+    json_decref(otree);
+    if (rc == 0 && proto__elements_end(items) && items_finish(it) == 0) {
+        *out = it;
+        return 0;
+    }
+    proto_items_free(it);
+    return -1;
 }
 
 int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
@@ -146,7 +237,8 @@ int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
 {
     proto_limits def;
     lim = proto__limits_or_default(lim, &def);
-    *out = NULL;
+    if (items_text(body, len, lim, lookup, ud, out) == 0)
+        return 0;
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
     if (!root)
         return -1;
@@ -156,8 +248,8 @@ int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
 }
 
 /* A batch body of either form: the text mode of a batch of one chain's
- * targets first (proto_job_decode.c), else the tree, then the decoder of
- * its form. */
+ * targets (proto_job_decode.c), then of a batch of items, else the tree,
+ * then the decoder of its form. */
 int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
                        proto_items **items, proto_error *err)
@@ -166,7 +258,8 @@ int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
     lim = proto__limits_or_default(lim, &def);
     *job = NULL;
     *items = NULL;
-    if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0)
+    if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0 ||
+        items_text(body, len, lim, lookup, ud, items) == 0)
         return 0;
     /* the tree: then the decoder of its form */
     json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
