@@ -66,47 +66,91 @@ static void item_error(proto_item *item, size_t i, proto_error *err, bool batch_
         *item->error = *err;
 }
 
-/* Tree mode: item i (v) into it->items[i], with the batch's options
- * (opts, or NULL): its job, or its error. */
-static void decode_item(proto_items *it, size_t i, const json_t *v, const json_t *opts,
-                        const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud)
+/* Item i (el) into it->items[i], with the batch's options (opts, otree
+ * their tree; absent: none): its job, or its error. In text mode an item
+ * the text mode declines is read from its own tree, which words its
+ * error; el is left after it. 0, or -1 in text mode when the item's text
+ * is not JSON. */
+static int decode_item(proto_items *it, size_t i, proto_in *el, const proto_in *opts,
+                       const json_t *otree, const proto_limits *lim,
+                       proto_chain_lookup_fn lookup, void *ud)
 {
     proto_item *item = &it->items[i];
     proto_error err;
-    proto_in in = proto_in_tree(v), o = proto_in_tree(opts);
-    if (!json_is_object(v))
+    if (proto_in_is_text(el)) {
+        const char *at = el->s.p, *s;
+        size_t n, count;
+        if (proto__job_decode_item(el, opts, lim, lookup, ud, &item->job, &err) == 0)
+            return 0;
+        el->s.p = at;
+        json_t *v = proto__scan_skim(&el->s, &s, &n, &count)
+                        ? json_loadb(s, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL)
+                        : NULL;
+        proto_in tin = proto_in_tree(v), tops = proto_in_tree(otree);
+        if (v)
+            decode_item(it, i, &tin, &tops, otree, lim, lookup, ud);
+        json_decref(v);
+        return v ? 0 : -1;
+    }
+    if (!json_is_object(el->node))
         proto_error_set(&err, PROTO_E_INVALID_REQUEST, "",
                         "an item must be an object (a POST /v1/solve body)");
-    else if (proto__job_decode_item(&in, &o, lim, lookup, ud, &item->job, &err) == 0)
-        return;
-    item_error(item, i, &err, opts && !json_object_get(v, "options"));
+    else if (proto__job_decode_item(el, opts, lim, lookup, ud, &item->job, &err) == 0)
+        return 0;
+    item_error(item, i, &err, otree && !json_object_get(el->node, "options"));
+    return 0;
 }
 
-static proto_items *items_new(size_t n)
+/*
+ * The one reader of a body of items (in), in either of the codec's modes
+ * (proto_codec.h), each item by the decoder of POST /v1/solve bodies. In
+ * text mode, an item the text mode declines is read as a tree of its own
+ * text, which is its subtree of the body's tree (the body is JSON when this
+ * returns 0: its envelope and every item were read, and the options as a
+ * tree); -1 (*err set in tree mode only) for an envelope that is wrong or
+ * text that is not JSON, which the tree mode words.
+ */
+static int items_read(proto_in *in, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                      void *ud, proto_items **out, proto_error *err)
 {
+    bool text = proto_in_is_text(in);
+    proto_object env;
+    proto_in none = proto_in_tree(NULL);
+    size_t n;
+    *out = NULL;
+    if (proto__object_read(in, "", proto_request_members, PROTO_R_COUNT, PROTO_REQUEST_ITEMS,
+                           NULL, &env, err) ||
+        (text && !proto__scan_end(&in->s)))
+        return -1;
+    proto_in *items = &env.in[PROTO_R_ITEMS];
+    proto_in *opts = env.has & PROTO_BIT(PROTO_R_OPTIONS) ? &env.in[PROTO_R_OPTIONS] : &none;
+    if (!(env.has & PROTO_BIT(PROTO_R_ITEMS)))
+        return proto__required(err, "", "items");
+    if (proto__array(items, "/items", 1, lim->max_items, true, &n, err))
+        return -1;
+    json_t *otree = (json_t *)opts->node, *own = NULL;
+    if (proto_in_present(opts) && (text ? *opts->s.p != '{' : !json_is_object(otree)))
+        return proto__bad(err, "/options", "must be an object");
+    if (text && proto_in_present(opts) &&
+        !(otree = own = json_loadb(opts->s.p, (size_t)(opts->s.end - opts->s.p),
+                                   JSON_REJECT_DUPLICATES, NULL)))
+        return -1;
     proto_items *it = calloc(1, sizeof *it);
-    if (it && !(it->items = calloc(n, sizeof *it->items))) {
-        free(it);
-        return NULL;
-    }
-    if (it)
+    int rc = it && (it->items = calloc(n, sizeof *it->items)) ? 0 : -1;
+    if (rc == 0)
         it->n = n;
-    return it;
-}
-
-/* Once every item is decoded: at most PROTO_MAX_SOLUTION_TARGETS of them
- * ask for every solution (each is up to PROTO_MAX_SOLUTIONS rows: as for a
- * batch), the later ones that do answered with too_large; the mean cost of
- * a solved item. 0, or -1 when an item's error could not be kept (out of
- * memory). */
-static int items_finish(proto_items *it)
-{
     double cost = 0;
     size_t solved = 0, all_solutions = 0;
-    for (size_t i = 0; i < it->n; i++) {
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        proto_in el;
         proto_item *item = &it->items[i];
+        rc = proto__element(items, i, &el) ? decode_item(it, i, &el, opts, otree, lim, lookup, ud)
+                                           : -1;
+        proto__element_done(items, &el);
         if (item->job && item->job->opt.all_solutions &&
             ++all_solutions > PROTO_MAX_SOLUTION_TARGETS) {
+            /* every solution of a target is up to PROTO_MAX_SOLUTIONS rows:
+             * as for a batch, at most PROTO_MAX_SOLUTION_TARGETS of them */
             proto_job_free(item->job);
             proto_error e;
             proto_error_set(&e, PROTO_E_TOO_LARGE, "/options/all_solutions",
@@ -119,159 +163,66 @@ static int items_finish(proto_items *it)
             cost += proto_job_cost_us(item->job);
             solved++;
         } else if (!item->error) {
-            return -1;
+            rc = -1; /* its error could not be kept: out of memory */
         }
     }
-    it->cost_us = solved ? cost / (double)solved : 0.0;
-    return 0;
+    json_decref(own);
+    if (rc == 0 && proto__elements_end(items)) {
+        it->cost_us = solved ? cost / (double)solved : 0.0;
+        *out = it;
+        return 0;
+    }
+    proto_items_free(it);
+    return text ? -1 : proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
 }
 
 int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
                             void *ud, proto_items **out, proto_error *err)
 {
-    static const char *const keys[] = {"items", "options", NULL};
+    proto_limits def;
+    proto_in in = proto_in_tree(req);
+    return items_read(&in, proto__limits_or_default(lim, &def), lookup, ud, out, err);
+}
+
+/* A batch body: the text mode of one chain's targets (with job), then of
+ * items, else the tree, then the decoder of its form (items only, without
+ * job). */
+static int batch_decode(const char *body, size_t len, const proto_limits *lim,
+                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
+                        proto_items **items, proto_error *err)
+{
     proto_limits def;
     lim = proto__limits_or_default(lim, &def);
-    *out = NULL;
-    if (proto_json_check_object(req, "", keys, err))
-        return -1;
-    json_t *ji = proto_json_require(req, "", "items", err);
-    size_t n;
-    if (!ji || proto_json_array(ji, "/items", 1, lim->max_items, true, &n, err))
-        return -1;
-    json_t *opts = json_object_get(req, "options");
-    if (opts && !json_is_object(opts))
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options",
-                               "options must be an object");
-    proto_items *it = items_new(n);
-    for (size_t i = 0; it && i < n; i++)
-        decode_item(it, i, json_array_get(ji, i), opts, lim, lookup, ud);
-    if (!it || items_finish(it)) {
-        proto_items_free(it);
-        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    }
-    *out = it;
-    return 0;
-}
-
-/* Text mode: item i, which the text mode declined (el, from at), read
- * from its own tree, el left after it; -1 when its text is not JSON. */
-static int item_tree(proto_items *it, size_t i, proto_in *el, const char *at, const json_t *opts,
-                     const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud)
-{
-    const char *s;
-    size_t n, count;
-    el->s.p = at;
-    if (!proto__scan_skim(&el->s, &s, &n, &count))
-        return -1;
-    json_t *v = json_loadb(s, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
-    if (!v)
-        return -1;
-    decode_item(it, i, v, opts, lim, lookup, ud);
-    json_decref(v);
-    return 0;
-}
-
-/*
- * The text mode of a body of items (proto_codec.h): the envelope read
- * from the text, then each item by the text mode of a POST /v1/solve body
- * (proto__job_decode_item), with the batch's options when it has none of
- * its own. An item that mode declines (any error, a scene...) is read
- * from its own tree and words its own error; that tree is the item's
- * subtree of the body's tree, as the body is JSON when this returns 0: its
- * envelope was read from the text, each item either by the text mode
- * (which takes only JSON) or as a tree, the batch's options as a tree.
- * 0 and *out, or -1 with nothing allocated: the body's tree must be read
- * (an error of the envelope, text that is not JSON).
- */
-static int items_text(const char *body, size_t len, const proto_limits *lim,
-                      proto_chain_lookup_fn lookup, void *ud, proto_items **out)
-{
-    *out = NULL;
-    if (!body || len == 0 || len > lim->max_body_bytes)
-        return -1;
-    proto_in in = proto_in_text(body, len), none = proto_in_tree(NULL);
-    proto_object env;
-    size_t n;
-    if (proto__object_read(&in, "", proto_request_members, PROTO_R_COUNT, PROTO_REQUEST_ITEMS,
-                           NULL, &env, NULL) ||
-        !proto__scan_end(&in.s) || !(env.has & PROTO_BIT(PROTO_R_ITEMS)) ||
-        proto__array(&env.in[PROTO_R_ITEMS], "/items", 1, lim->max_items, true, &n, NULL))
-        return -1;
-    proto_in *items = &env.in[PROTO_R_ITEMS], *opts = &none;
-    json_t *otree = NULL; /* the batch's options, for items read as trees */
-    if (env.has & PROTO_BIT(PROTO_R_OPTIONS)) {
-        opts = &env.in[PROTO_R_OPTIONS];
-        if (*opts->s.p != '{' ||
-            !(otree = json_loadb(opts->s.p, (size_t)(opts->s.end - opts->s.p),
-                                 JSON_REJECT_DUPLICATES, NULL)))
-            return -1;
-    }
-    proto_items *it = items_new(n);
-    int rc = it ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        proto_in el;
-        proto_error err;
-        if (!proto__element(items, i, &el)) {
-            rc = -1;
-            break;
-        }
-        proto__scan_ws(&el.s);
-        const char *at = el.s.p;
-        if (proto__job_decode_item(&el, opts, lim, lookup, ud, &it->items[i].job, &err))
-            rc = item_tree(it, i, &el, at, otree, lim, lookup, ud);
-        proto__element_done(items, &el);
-    }
-    json_decref(otree);
-    if (rc == 0 && proto__elements_end(items) && items_finish(it) == 0) {
-        *out = it;
+    *items = NULL;
+    if (job && proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0)
         return 0;
+    if (body && len > 0 && len <= lim->max_body_bytes) {
+        proto_in in = proto_in_text(body, len);
+        if (items_read(&in, lim, lookup, ud, items, err) == 0)
+            return 0;
     }
-    proto_items_free(it);
-    return -1;
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
+    if (!root)
+        return -1;
+    int rc = !job || (json_is_object(root) && json_object_get(root, "items"))
+                 ? proto_items_decode_json(root, lim, lookup, ud, items, err)
+                 : proto_job_decode_json(root, PROTO_BATCH, lim, lookup, ud, job, err);
+    json_decref(root);
+    return rc;
 }
 
 int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_items **out,
                        proto_error *err)
 {
-    proto_limits def;
-    lim = proto__limits_or_default(lim, &def);
-    if (items_text(body, len, lim, lookup, ud, out) == 0)
-        return 0;
-    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
-    if (!root)
-        return -1;
-    int rc = proto_items_decode_json(root, lim, lookup, ud, out, err);
-    json_decref(root);
-    return rc;
+    return batch_decode(body, len, lim, lookup, ud, NULL, out, err);
 }
 
-/* A batch body of either form: the text mode of a batch of one chain's
- * targets (proto_job_decode.c), then of a batch of items, else the tree,
- * then the decoder of its form. */
 int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
                        proto_items **items, proto_error *err)
 {
-    proto_limits def;
-    lim = proto__limits_or_default(lim, &def);
-    *job = NULL;
-    *items = NULL;
-    if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0 ||
-        items_text(body, len, lim, lookup, ud, items) == 0)
-        return 0;
-    /* the tree: then the decoder of its form */
-    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
-    if (!root)
-        return -1;
-    int rc;
-    if (json_is_object(root) && json_object_get(root, "items"))
-        rc = proto_items_decode_json(root, lim, lookup, ud, items, err);
-    else
-        rc = proto_job_decode_json(root, PROTO_BATCH, lim, lookup, ud, job, err);
-    json_decref(root);
-    return rc;
+    return batch_decode(body, len, lim, lookup, ud, job, items, err);
 }
 
 size_t proto_items_count(const proto_items *it)
