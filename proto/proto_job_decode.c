@@ -15,7 +15,8 @@
  * chain sent again is the per-thread memo's, proto__chain_from_text), and,
  * when the text mode declines (anything it does not take, every error),
  * from the body's tree, which words the error. The same member rules run
- * in the same order either way. A binary batch's targets come filled from
+ * in the same order either way. Each item of a batch of items is such a
+ * body (proto__job_decode_item). A binary batch's targets come filled from
  * its doubles (proto_binary.c) with its JSON head read as a tree. A large
  * batch's text may also be read in parts (proto_batch_decode_parts): the
  * decoder reads all but the targets after the first and notes where each
