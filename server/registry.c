@@ -383,8 +383,8 @@ srv_reg_id *srv__registry_ids(srv_registry *r, size_t *n)
         ids[k].kind = e->kind;
         snprintf(ids[k].id, sizeof ids[k].id, "%s", e->id);
     }
+    *n = ids ? k : r->count;
     uv_rwlock_rdunlock(&r->lock);
-    *n = k;
     return ids;
 }
 

@@ -151,7 +151,8 @@ int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *c
 size_t srv__registry_removals(srv_registry *r);
 int srv__registry_put_fetched(srv_registry *r, proto_reg_kind k, void *obj, size_t since);
 /* Internal (registry_redis.c): the kind and id of every entry, in a new
- * array (*n of them; NULL when there are none or memory ran out). */
+ * array (*n of them); NULL when there are none (*n 0) or memory ran out
+ * (*n the count). */
 srv_reg_id *srv__registry_ids(srv_registry *r, size_t *n);
 /* Internal (registry_redis.c): the missed ids become asked ones; false
  * when memory ran out (nothing changed). */

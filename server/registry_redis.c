@@ -15,12 +15,9 @@
  * srv__registry_put_fetched). A deletion is DEL, then PUBLISH of the id on
  * "ikd:chains:deleted" ("scene:<id>" for a scene), to which every loop of
  * every replica is subscribed (a second connection): each drops the id
- * from its local registry. A replica none of whose loops was subscribed
- * for a while may have missed deletions: when the first loop is up again,
- * it checks every id the local registry holds with EXISTS (SYNC_WINDOW in
- * flight) and drops those Redis no longer has (deleted, or lost by a
- * Redis that restarted empty): Redis is the registry, the local one only
- * its copy.
+ * from its local registry. When no loop was subscribed for a while, the
+ * first up again checks every id held with EXISTS and drops those Redis
+ * no longer has (deleted meanwhile, or lost by a Redis that restarted).
  *
  * Connections: one hiredis asynchronous context per loop for commands and
  * one for the subscription, on the loop through hiredis's libuv adapter
@@ -74,8 +71,7 @@
 #define TICK_MS 25
 #define SYNC_WINDOW 64 /* EXISTS in flight while checking the local registry */
 
-/* srv_shared's redis_sync: whether the local registry is known to hold
- * nothing Redis deleted. */
+/* srv_shared's redis_sync: is the local registry known to hold nothing Redis deleted */
 enum { SYNC_DONE = 0, SYNC_NEEDED, SYNC_RUNNING };
 
 typedef enum cmd_kind { C_SETUP, C_PING, C_FETCH, C_STORE, C_FORGET, C_CHECK } cmd_kind;
@@ -110,8 +106,7 @@ struct srv_redis {
     cmd *head, *tail;
     size_t inflight;
     size_t decoding; /* decodes of fetched values on the pool */
-    srv_reg_id *sync; /* checking the local registry: its ids (this loop
-                         runs the check, SYNC_RUNNING) */
+    srv_reg_id *sync; /* this loop checks the local registry: its ids */
     size_t nsync, sync_sent, sync_open, sync_dropped;
     char state[160];
     bool stopping;
@@ -494,28 +489,39 @@ static void on_message(redisAsyncContext *ac, void *reply, void *privdata)
 
 /* ---- checking the local registry against Redis ---------------------------------------------- */
 
-/* The check ends (done: every id answered; else cut short by a lost
- * connection, to be run again once a loop is up). */
+/* The check ends: done (every id answered), or cut short by a lost
+ * connection (run again once a loop is up). */
 static void sync_end(srv_redis *r, bool done)
 {
-    if (!r->sync && !r->nsync)
-        return;
     unsigned running = SYNC_RUNNING;
+    if (!r->sync)
+        return;
     atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &running,
                                    done ? SYNC_DONE : SYNC_NEEDED);
     if (done)
-        srv_log(r->ctx, SRV_LOG_INFO,
-                "the shared registry: %zu of the %zu ids held here checked against Redis were "
-                "gone from it and are dropped",
-                r->sync_dropped, r->nsync);
+        srv_log(r->ctx, SRV_LOG_INFO, "the shared registry: %zu of the %zu ids held here were "
+                "gone from Redis and are dropped", r->sync_dropped, r->nsync);
     free(r->sync);
     r->sync = NULL;
-    r->nsync = r->sync_sent = r->sync_open = r->sync_dropped = 0;
 }
 
-/* EXISTS for the ids not asked yet, SYNC_WINDOW in flight. */
+/* On a loop that is up (its subscription among them): the check starts
+ * when it is needed and no loop runs it; then, and on each answer, EXISTS
+ * for the ids not asked yet, SYNC_WINDOW in flight. */
 static void sync_send(srv_redis *r)
 {
+    unsigned needed = SYNC_NEEDED;
+    if (!r->sync) {
+        if (atomic_load(&r->ctx->sh->redis_sync) != SYNC_NEEDED ||
+            !atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &needed, SYNC_RUNNING))
+            return;
+        r->sync = srv__registry_ids(r->ctx->registry, &r->nsync);
+        r->sync_sent = r->sync_open = r->sync_dropped = 0;
+        if (!r->sync) { /* none held, or out of memory (the next tick tries again) */
+            atomic_store(&r->ctx->sh->redis_sync, r->nsync ? SYNC_NEEDED : SYNC_DONE);
+            return;
+        }
+    }
     while (r->sync_sent < r->nsync && r->sync_open < SYNC_WINDOW) {
         char key[KEY_MAX];
         key_of(key, r->sync[r->sync_sent].kind, r->sync[r->sync_sent].id);
@@ -529,32 +535,9 @@ static void sync_send(srv_redis *r)
         sync_end(r, true);
 }
 
-/* On a loop that is up (its subscription among them), from the tick: the
- * check starts when it is needed and no loop runs it. */
-static void sync_tick(srv_redis *r)
-{
-    if (r->sync || r->nsync) {
-        sync_send(r);
-        return;
-    }
-    unsigned needed = SYNC_NEEDED;
-    if (!r->up || atomic_load(&r->ctx->sh->redis_sync) != SYNC_NEEDED ||
-        !atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &needed, SYNC_RUNNING))
-        return;
-    r->sync = srv__registry_ids(r->ctx->registry, &r->nsync);
-    if (!r->sync && r->nsync) { /* out of memory: the next tick tries again */
-        r->nsync = 0;
-        atomic_store(&r->ctx->sh->redis_sync, SYNC_NEEDED);
-        return;
-    }
-    if (!r->nsync) {
-        atomic_store(&r->ctx->sh->redis_sync, SYNC_DONE);
-        return;
-    }
-    sync_send(r);
-}
-
-/* Redis's answer to the EXISTS of the id at sync[at]. */
+/* Redis's answer to the EXISTS of the id at sync[at]: 0, gone (deleted,
+ * or lost by a Redis that restarted empty); refused (an ACL without
+ * EXISTS): the copy is kept. */
 static void sync_reply(srv_redis *r, size_t at, const redisReply *rep)
 {
     if (!r->sync || at >= r->nsync)
@@ -562,17 +545,13 @@ static void sync_reply(srv_redis *r, size_t at, const redisReply *rep)
     r->sync_open--;
     if (!rep)
         return; /* connection lost: drop_all ends the check */
-    if (rep->type == REDIS_REPLY_INTEGER && rep->integer == 0) {
+    bool gone = rep->type == REDIS_REPLY_INTEGER && rep->integer == 0;
+    if (gone) {
         srv_registry_remove_kind(r->ctx->registry, r->sync[at].kind, r->sync[at].id);
         r->sync_dropped++;
-        srv_metrics_shared(r->ctx->metrics, "check", "dropped");
-    } else if (rep->type == REDIS_REPLY_INTEGER) {
-        srv_metrics_shared(r->ctx->metrics, "check", "kept");
-    } else { /* refused (an ACL without EXISTS): the copy is kept */
-        srv_log(r->ctx, SRV_LOG_WARN, "the shared registry: Redis refused EXISTS: %.120s",
-                rep->type == REDIS_REPLY_ERROR ? rep->str : "not an integer");
-        srv_metrics_shared(r->ctx->metrics, "check", "refused");
     }
+    srv_metrics_shared(r->ctx->metrics, "check", gone ? "dropped"
+                       : rep->type == REDIS_REPLY_INTEGER ? "kept" : "refused");
     sync_send(r);
 }
 
@@ -837,7 +816,7 @@ static void on_tick(uv_timer_t *t)
     if (!r->ac && !r->resolving && now >= r->retry_at)
         connect_start(r);
     if (r->up && !r->reset_pending)
-        sync_tick(r);
+        sync_send(r);
 }
 
 static void timer_closed(uv_handle_t *h)

@@ -748,7 +748,7 @@ class SharedRegistryTest(unittest.TestCase):
             assert_reaches(self, ans, bones_target(3)["position"])
             _, text, _ = c.http("GET", "/metrics")
             self.assertIn('ikd_registry_shared_total{op="check",result="dropped"} 2', text)
-            self.assertIn("were gone from it and are dropped", c.text())
+            self.assertIn("were gone from Redis and are dropped", c.text())
         finally:
             rc = c.stop()
             proxy.close()
