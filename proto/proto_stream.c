@@ -13,9 +13,10 @@
  * (proto_session.c), with error paths ("/target/...", "/waypoints/3/...")
  * that point into the same message; it also interpolates path samples.
  *
- * Encoding writes compact JSON. Stream names are restricted to characters
- * that never need escaping, so the envelope is printed directly and only the
- * solver's result and error texts go through jansson.
+ * Encoding writes compact JSON with proto_jw (proto_json_write.h): stream
+ * names are restricted to characters that never need escaping, so the
+ * envelope is printed directly, and the result is the job's own writer's
+ * (proto_job_encode.c), as in an HTTP answer.
  */
 #include "proto/proto_stream.h"
 
