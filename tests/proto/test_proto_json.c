@@ -388,7 +388,7 @@ START_TEST(test_writer)
         json_object_set_new(v, k, json_integer(i));
     }
     const char *order[40];
-    char names[40][8];
+    char names[40][16];
     for (int j = 0; j < 40; j++) {
         snprintf(names[j], sizeof names[j], "k%d", j);
         order[j] = names[j];
