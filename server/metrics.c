@@ -22,6 +22,7 @@
  *   ikd_registry_shared_total{op,result}         counter (with --redis): fetch
  *                                                found|missing|unavailable,
  *                                                store|forget ok|unavailable,
+ *                                                check kept|dropped|refused,
  *                                                connection lost, ...|shutdown
  *   ikd_loop_connections{loop}                   gauge (sampled before render):
  *       the connections each event loop serves

@@ -33,6 +33,7 @@
  */
 #include <jansson.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -371,6 +372,20 @@ static size_t read_field(srv_registry *r, const size_t *field)
 size_t srv__registry_removals(srv_registry *r)
 {
     return read_field(r, &r->removals);
+}
+
+srv_reg_id *srv__registry_ids(srv_registry *r, size_t *n)
+{
+    uv_rwlock_rdlock(&r->lock);
+    srv_reg_id *ids = r->count ? malloc(r->count * sizeof *ids) : NULL;
+    size_t k = 0;
+    for (entry *e = r->head; ids && e; e = e->next, k++) {
+        ids[k].kind = e->kind;
+        snprintf(ids[k].id, sizeof ids[k].id, "%s", e->id);
+    }
+    uv_rwlock_rdunlock(&r->lock);
+    *n = k;
+    return ids;
 }
 
 size_t srv_registry_count(srv_registry *r) { return read_field(r, &r->count); }

@@ -13,7 +13,8 @@
  *   - with --redis, the shared registry (server/registry_redis.c): every
  *     registration is written to Redis, an id the local registry does not
  *     hold is fetched from there (and kept locally, bounded as above), a
- *     deletion is removed there and announced to every replica. Ids then
+ *     deletion is removed there and announced to every replica (one cut
+ *     off from the announcements checks what it holds when it is back). Ids then
  *     outlive restarts and are known to every replica; how long Redis
  *     keeps them is Redis's own memory policy (maxmemory-policy). Redis
  *     down or slow never stalls a loop: what needs it fails within
@@ -149,6 +150,9 @@ int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *c
  * or on another loop). The request that fetched it still has it. */
 size_t srv__registry_removals(srv_registry *r);
 int srv__registry_put_fetched(srv_registry *r, proto_reg_kind k, void *obj, size_t since);
+/* Internal (registry_redis.c): the kind and id of every entry, in a new
+ * array (*n of them; NULL when there are none or memory ran out). */
+srv_reg_id *srv__registry_ids(srv_registry *r, size_t *n);
 /* Internal (registry_redis.c): the missed ids become asked ones; false
  * when memory ran out (nothing changed). */
 bool srv__registry_scope_asked(srv_registry_scope *s);

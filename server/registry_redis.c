@@ -15,7 +15,12 @@
  * srv__registry_put_fetched). A deletion is DEL, then PUBLISH of the id on
  * "ikd:chains:deleted" ("scene:<id>" for a scene), to which every loop of
  * every replica is subscribed (a second connection): each drops the id
- * from its local registry.
+ * from its local registry. A replica none of whose loops was subscribed
+ * for a while may have missed deletions: when the first loop is up again,
+ * it checks every id the local registry holds with EXISTS (SYNC_WINDOW in
+ * flight) and drops those Redis no longer has (deleted, or lost by a
+ * Redis that restarted empty): Redis is the registry, the local one only
+ * its copy.
  *
  * Connections: one hiredis asynchronous context per loop for commands and
  * one for the subscription, on the loop through hiredis's libuv adapter
@@ -67,8 +72,13 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
 #define TICK_MS 25
+#define SYNC_WINDOW 64 /* EXISTS in flight while checking the local registry */
 
-typedef enum cmd_kind { C_SETUP, C_PING, C_FETCH, C_STORE, C_FORGET } cmd_kind;
+/* srv_shared's redis_sync: whether the local registry is known to hold
+ * nothing Redis deleted. */
+enum { SYNC_DONE = 0, SYNC_NEEDED, SYNC_RUNNING };
+
+typedef enum cmd_kind { C_SETUP, C_PING, C_FETCH, C_STORE, C_FORGET, C_CHECK } cmd_kind;
 
 typedef struct cmd {
     struct cmd *prev, *next;
@@ -77,6 +87,7 @@ typedef struct cmd {
     srv_registry_op *op; /* NULL: the connection's own (AUTH, SELECT, PUBLISH) */
     uint64_t deadline;
     bool abandoned; /* its op ended already; the reply only frees it */
+    size_t at;      /* C_CHECK: its id's place in srv_redis.sync */
 } cmd;
 
 struct srv_redis {
@@ -99,6 +110,9 @@ struct srv_redis {
     cmd *head, *tail;
     size_t inflight;
     size_t decoding; /* decodes of fetched values on the pool */
+    srv_reg_id *sync; /* checking the local registry: its ids (this loop
+                         runs the check, SYNC_RUNNING) */
+    size_t nsync, sync_sent, sync_open, sync_dropped;
     char state[160];
     bool stopping;
     bool timer_closed;
@@ -190,6 +204,7 @@ static void cmd_fail(cmd *c, int status, const char *what)
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 static void check_up(srv_redis *r);
+static void sync_reply(srv_redis *r, size_t at, const redisReply *rep);
 
 /* Sends a command; 0, or SRV_EIO / SRV_EBUSY / SRV_ENOMEM (nothing sent). */
 static int send_cmd(srv_redis *r, cmd_kind kind, srv_registry_op *op, int argc, const char **argv,
@@ -405,6 +420,12 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     cmd_unlink(r, c);
     srv_registry_op *op = c->op;
     cmd_kind kind = c->kind;
+    if (kind == C_CHECK) {
+        size_t at = c->at;
+        free(c);
+        sync_reply(r, at, rep);
+        return;
+    }
     if (!rep || rep->type == REDIS_REPLY_ERROR) {
         char what[160];
         snprintf(what, sizeof what, "Redis %s: %.120s", rep ? "refused" : "connection lost",
@@ -469,6 +490,90 @@ static void on_message(redisAsyncContext *ac, void *reply, void *privdata)
         s += sizeof SCENE_MESSAGE - 1;
     if (srv_registry_id_form(s))
         srv_registry_remove_kind(r->ctx->registry, scene ? PROTO_REG_SCENE : PROTO_REG_CHAIN, s);
+}
+
+/* ---- checking the local registry against Redis ---------------------------------------------- */
+
+/* The check ends (done: every id answered; else cut short by a lost
+ * connection, to be run again once a loop is up). */
+static void sync_end(srv_redis *r, bool done)
+{
+    if (!r->sync && !r->nsync)
+        return;
+    unsigned running = SYNC_RUNNING;
+    atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &running,
+                                   done ? SYNC_DONE : SYNC_NEEDED);
+    if (done)
+        srv_log(r->ctx, SRV_LOG_INFO,
+                "the shared registry: %zu of the %zu ids held here checked against Redis were "
+                "gone from it and are dropped",
+                r->sync_dropped, r->nsync);
+    free(r->sync);
+    r->sync = NULL;
+    r->nsync = r->sync_sent = r->sync_open = r->sync_dropped = 0;
+}
+
+/* EXISTS for the ids not asked yet, SYNC_WINDOW in flight. */
+static void sync_send(srv_redis *r)
+{
+    while (r->sync_sent < r->nsync && r->sync_open < SYNC_WINDOW) {
+        char key[KEY_MAX];
+        key_of(key, r->sync[r->sync_sent].kind, r->sync[r->sync_sent].id);
+        if (send_cmd(r, C_CHECK, NULL, 2, (const char *[]){"EXISTS", key},
+                     (const size_t[]){6, strlen(key)}) != SRV_OK)
+            return; /* the next answer, or the next tick, sends it */
+        r->tail->at = r->sync_sent++;
+        r->sync_open++;
+    }
+    if (r->sync_open == 0)
+        sync_end(r, true);
+}
+
+/* On a loop that is up (its subscription among them), from the tick: the
+ * check starts when it is needed and no loop runs it. */
+static void sync_tick(srv_redis *r)
+{
+    if (r->sync || r->nsync) {
+        sync_send(r);
+        return;
+    }
+    unsigned needed = SYNC_NEEDED;
+    if (!r->up || atomic_load(&r->ctx->sh->redis_sync) != SYNC_NEEDED ||
+        !atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &needed, SYNC_RUNNING))
+        return;
+    r->sync = srv__registry_ids(r->ctx->registry, &r->nsync);
+    if (!r->sync && r->nsync) { /* out of memory: the next tick tries again */
+        r->nsync = 0;
+        atomic_store(&r->ctx->sh->redis_sync, SYNC_NEEDED);
+        return;
+    }
+    if (!r->nsync) {
+        atomic_store(&r->ctx->sh->redis_sync, SYNC_DONE);
+        return;
+    }
+    sync_send(r);
+}
+
+/* Redis's answer to the EXISTS of the id at sync[at]. */
+static void sync_reply(srv_redis *r, size_t at, const redisReply *rep)
+{
+    if (!r->sync || at >= r->nsync)
+        return;
+    r->sync_open--;
+    if (!rep)
+        return; /* connection lost: drop_all ends the check */
+    if (rep->type == REDIS_REPLY_INTEGER && rep->integer == 0) {
+        srv_registry_remove_kind(r->ctx->registry, r->sync[at].kind, r->sync[at].id);
+        r->sync_dropped++;
+        srv_metrics_shared(r->ctx->metrics, "check", "dropped");
+    } else if (rep->type == REDIS_REPLY_INTEGER) {
+        srv_metrics_shared(r->ctx->metrics, "check", "kept");
+    } else { /* refused (an ACL without EXISTS): the copy is kept */
+        srv_log(r->ctx, SRV_LOG_WARN, "the shared registry: Redis refused EXISTS: %.120s",
+                rep->type == REDIS_REPLY_ERROR ? rep->str : "not an integer");
+        srv_metrics_shared(r->ctx->metrics, "check", "refused");
+    }
+    sync_send(r);
 }
 
 /* ---- connections -------------------------------------------------------------------------------- */
@@ -664,9 +769,10 @@ static void connect_start(srv_redis *r)
  * failed with code and why, both connections freed. */
 static void drop_all(srv_redis *r, int code, const char *why)
 {
-    if (r->up)
-        atomic_fetch_sub(&r->ctx->sh->redis_up, 1);
+    if (r->up && atomic_fetch_sub(&r->ctx->sh->redis_up, 1) == 1)
+        atomic_store(&r->ctx->sh->redis_sync, SYNC_NEEDED); /* no loop subscribed */
     r->up = false;
+    sync_end(r, false);
     /* the ops end first: hiredis's NULL replies then only free the commands */
     cmd *list = r->head;
     r->head = r->tail = NULL;
@@ -730,6 +836,8 @@ static void on_tick(uv_timer_t *t)
     }
     if (!r->ac && !r->resolving && now >= r->retry_at)
         connect_start(r);
+    if (r->up && !r->reset_pending)
+        sync_tick(r);
 }
 
 static void timer_closed(uv_handle_t *h)

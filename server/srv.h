@@ -181,6 +181,10 @@ typedef struct srv_shared {
                                for the process (server/trim.h) */
     atomic_uint redis_up;   /* loops whose connections to the shared
                                registry are up (server/registry_redis.c) */
+    atomic_uint redis_sync; /* whether the local registry must be checked
+                               against Redis: deletions may have been
+                               missed while no loop was subscribed
+                               (server/registry_redis.c, SYNC_*) */
     srv_ctx **loops;        /* the loops, loops[0] on the main thread */
     unsigned nloops;
 } srv_shared;
