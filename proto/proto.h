@@ -202,8 +202,7 @@ typedef struct proto_items proto_items;
 int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_items **out,
                        proto_error *err);
-/* The same from parsed JSON; req's items are touched while decoding (an
- * item without options borrows the batch's) and left as they were. */
+/* The same from parsed JSON (req is not changed). */
 int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
                             void *ud, proto_items **out, proto_error *err);
 size_t proto_items_count(const proto_items *it);
@@ -238,8 +237,8 @@ void proto_items_free(proto_items *it); /* NULL is fine */
  * *job) or "items" (0 and *items), or -1 with *err set; exactly what
  * proto_json_parse(PROTO_JSON_BATCH) then proto_items_decode_json (when
  * the body is an object with "items") or proto_job_decode_json
- * (PROTO_BATCH) give for it, only without building the jansson tree of
- * a batch of one chain's targets (read straight from the text, as
+ * (PROTO_BATCH) give for it, only without building the body's jansson
+ * tree (one chain's targets, and items, read straight from the text as
  * proto_job_decode reads single solves). The other of *job and *items is
  * NULL; on error both are. */
 int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,

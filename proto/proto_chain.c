@@ -205,7 +205,7 @@ proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_li
         return hit->chain;
     }
     json_error_t je;
-    json_t *v = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!v) {
         proto_error_set(err, PROTO_E_INVALID_JSON, "/chain", "the chain is not JSON");
         return NULL;

@@ -369,7 +369,7 @@ int proto__options_read(proto_in *in, const proto_chain *c, const proto_limits *
 /* A request body's members: a single solve's (chain or chain_id, target,
  * seed, options), a batch's (targets, seeds), a batch of items' (items,
  * options). Read as VALUEs: the request's decoder reads each in its turn
- * (proto_job_decode.c). */
+ * (proto_job_decode.c; a batch of items', proto_items.c). */
 #define PROTO_REQUEST_MAP(X, P)                                                                    \
     X(P, CHAIN, "chain", PROTO_VALUE, 0, 0, false)                                                \
     X(P, CHAIN_ID, "chain_id", PROTO_STRING, 0, 0, false)                                         \
@@ -428,6 +428,12 @@ int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_l
 int proto__job_decode_text(const char *body, size_t len, proto_kind kind,
                            const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud,
                            proto_job **out);
+/* An item of a batch of items (proto_items.c), a POST /v1/solve body, in
+ * either mode (text: in->s left after it), with the batch's options (opts)
+ * when it has none of its own. lim not NULL. */
+int proto__job_decode_item(proto_in *in, const proto_in *opts, const proto_limits *lim,
+                           proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                           proto_error *err);
 /* Target i of job from in at path, in the job's frame, checked against
  * its solver: a tree's into job->goals and job->keep, any other's into
  * job->targets[i]. 0, or -1 (with *err set but in text mode). */

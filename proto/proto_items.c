@@ -6,11 +6,13 @@
  * (chain), pose (seed) and target: a POST /v1/solve/batch body with
  * "items" instead of "targets" carries them all, each item shaped like a
  * POST /v1/solve body. Each item is decoded exactly as that body would be
- * (proto_job_decode_json, so through the one job constructor), its errors'
- * paths put under "/items/<i>"; an item that fails is answered with its
- * error object and the others are solved. The batch's "options" hold for
- * every item that has none of its own (an item's own replace them whole);
- * an error inside the batch's options keeps its "/options" path.
+ * (proto__job_decode_item: the one decoder of request bodies), from the
+ * text (items_text) and, for an item the text mode declines, from its own
+ * tree, which words its errors; their paths are put under "/items/<i>".
+ * An item that fails is answered with its error object and the others are
+ * solved. The batch's "options" hold for every item that has none of its
+ * own (an item's own replace them whole); an error inside the batch's
+ * options keeps its "/options" path.
  *
  * Memory: one array of items, each a one-target job (or the error that
  * took its place); the count is bounded by lim->max_items and the whole
@@ -50,135 +52,177 @@ static void prefix_path(proto_error *err, size_t i)
     memcpy(err->path, p, sizeof err->path);
 }
 
-/* Decodes item i (v) into it->items[i]: its job, or its error. */
-static void decode_item(proto_items *it, size_t i, json_t *v, json_t *opts,
-                        const proto_limits *lim, proto_chain_lookup_fn lookup, void *ud)
+/* Item i answered with err, its path under "/items/<i>" but for an error
+ * in the batch's options (batch_opts: the item took them), which keeps
+ * its "/options" path. */
+static void item_error(proto_item *item, size_t i, proto_error *err, bool batch_opts)
+{
+    if (!(batch_opts && strncmp(err->path, "/options", 8) == 0 &&
+          (err->path[8] == '\0' || err->path[8] == '/')))
+        prefix_path(err, i);
+    item->job = NULL;
+    item->error = malloc(sizeof *item->error);
+    if (item->error)
+        *item->error = *err;
+}
+
+/* Item i (el) into it->items[i], with the batch's options (opts, otree
+ * their tree; absent: none): its job, or its error. In text mode an item
+ * the text mode declines is read from its own tree, which words its
+ * error; el is left after it. 0, or -1 in text mode when the item's text
+ * is not JSON. */
+static int decode_item(proto_items *it, size_t i, proto_in *el, const proto_in *opts,
+                       const json_t *otree, const proto_limits *lim,
+                       proto_chain_lookup_fn lookup, void *ud)
 {
     proto_item *item = &it->items[i];
     proto_error err;
-    int rc;
-    bool batch_opts = false;
-    if (!json_is_object(v)) {
-        rc = proto_error_set(&err, PROTO_E_INVALID_REQUEST, "",
-                             "an item must be an object (a POST /v1/solve body)");
-    } else {
-        if (opts && !json_object_get(v, "options")) {
-            batch_opts = json_object_set(v, "options", opts) == 0;
-        }
-        rc = proto_job_decode_json(v, PROTO_SOLVE, lim, lookup, ud, &item->job, &err);
-        if (batch_opts)
-            json_object_del(v, "options");
+    if (proto_in_is_text(el)) {
+        const char *at = el->s.p, *s;
+        size_t n, count;
+        if (proto__job_decode_item(el, opts, lim, lookup, ud, &item->job, &err) == 0)
+            return 0;
+        el->s.p = at;
+        json_t *v = proto__scan_skim(&el->s, &s, &n, &count)
+                        ? json_loadb(s, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL)
+                        : NULL;
+        proto_in tin = proto_in_tree(v), tops = proto_in_tree(otree);
+        if (v)
+            decode_item(it, i, &tin, &tops, otree, lim, lookup, ud);
+        json_decref(v);
+        return v ? 0 : -1;
     }
-    if (rc == 0)
-        return;
-    item->job = NULL;
-    /* an error in the batch's options is at the batch's "/options" */
-    if (!(batch_opts && strncmp(err.path, "/options", 8) == 0 &&
-          (err.path[8] == '\0' || err.path[8] == '/')))
-        prefix_path(&err, i);
-    item->error = malloc(sizeof *item->error);
-    if (item->error)
-        *item->error = err;
+    if (!json_is_object(el->node))
+        proto_error_set(&err, PROTO_E_INVALID_REQUEST, "",
+                        "an item must be an object (a POST /v1/solve body)");
+    else if (proto__job_decode_item(el, opts, lim, lookup, ud, &item->job, &err) == 0)
+        return 0;
+    item_error(item, i, &err, otree && !json_object_get(el->node, "options"));
+    return 0;
 }
 
-int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
-                            void *ud, proto_items **out, proto_error *err)
+/*
+ * The one reader of a body of items (in), in either of the codec's modes
+ * (proto_codec.h), each item by the decoder of POST /v1/solve bodies. In
+ * text mode, an item the text mode declines is read as a tree of its own
+ * text, which is its subtree of the body's tree (the body is JSON when this
+ * returns 0: its envelope and every item were read, and the options as a
+ * tree); -1 (*err set in tree mode only) for an envelope that is wrong or
+ * text that is not JSON, which the tree mode words.
+ */
+static int items_read(proto_in *in, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                      void *ud, proto_items **out, proto_error *err)
 {
-    static const char *const keys[] = {"items", "options", NULL};
-    proto_limits def;
-    lim = proto__limits_or_default(lim, &def);
-    *out = NULL;
-    if (proto_json_check_object(req, "", keys, err))
-        return -1;
-    json_t *ji = proto_json_require(req, "", "items", err);
+    bool text = proto_in_is_text(in);
+    proto_object env;
+    proto_in none = proto_in_tree(NULL);
     size_t n;
-    if (!ji || proto_json_array(ji, "/items", 1, lim->max_items, true, &n, err))
+    *out = NULL;
+    if (proto__object_read(in, "", proto_request_members, PROTO_R_COUNT, PROTO_REQUEST_ITEMS,
+                           NULL, &env, err) ||
+        (text && !proto__scan_end(&in->s)))
         return -1;
-    json_t *opts = json_object_get(req, "options");
-    if (opts && !json_is_object(opts))
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, "/options",
-                               "options must be an object");
+    proto_in *items = &env.in[PROTO_R_ITEMS];
+    proto_in *opts = env.has & PROTO_BIT(PROTO_R_OPTIONS) ? &env.in[PROTO_R_OPTIONS] : &none;
+    if (!(env.has & PROTO_BIT(PROTO_R_ITEMS)))
+        return proto__required(err, "", "items");
+    if (proto__array(items, "/items", 1, lim->max_items, true, &n, err))
+        return -1;
+    json_t *otree = (json_t *)opts->node, *own = NULL;
+    if (proto_in_present(opts) && (text ? *opts->s.p != '{' : !json_is_object(otree)))
+        return proto__bad(err, "/options", "must be an object");
+    if (text && proto_in_present(opts) &&
+        !(otree = own = json_loadb(opts->s.p, (size_t)(opts->s.end - opts->s.p),
+                                   JSON_REJECT_DUPLICATES, NULL)))
+        return -1;
     proto_items *it = calloc(1, sizeof *it);
-    if (it)
-        it->items = calloc(n, sizeof *it->items);
-    if (!it || !it->items) {
-        free(it);
-        return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    }
-    it->n = n;
+    int rc = it && (it->items = calloc(n, sizeof *it->items)) ? 0 : -1;
+    if (rc == 0)
+        it->n = n;
     double cost = 0;
     size_t solved = 0, all_solutions = 0;
-    for (size_t i = 0; i < n; i++) {
-        decode_item(it, i, json_array_get(ji, i), opts, lim, lookup, ud);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        proto_in el;
         proto_item *item = &it->items[i];
+        rc = proto__element(items, i, &el) ? decode_item(it, i, &el, opts, otree, lim, lookup, ud)
+                                           : -1;
+        proto__element_done(items, &el);
         if (item->job && item->job->opt.all_solutions &&
             ++all_solutions > PROTO_MAX_SOLUTION_TARGETS) {
             /* every solution of a target is up to PROTO_MAX_SOLUTIONS rows:
              * as for a batch, at most PROTO_MAX_SOLUTION_TARGETS of them */
             proto_job_free(item->job);
-            item->job = NULL;
             proto_error e;
             proto_error_set(&e, PROTO_E_TOO_LARGE, "/options/all_solutions",
                             "options.all_solutions: at most %d items of a batch may ask for "
                             "every solution",
                             PROTO_MAX_SOLUTION_TARGETS);
-            prefix_path(&e, i);
-            item->error = malloc(sizeof *item->error);
-            if (item->error)
-                *item->error = e;
+            item_error(item, i, &e, false);
         }
-        if (it->items[i].job) {
-            cost += proto_job_cost_us(it->items[i].job);
+        if (item->job) {
+            cost += proto_job_cost_us(item->job);
             solved++;
-        } else if (!it->items[i].error) {
-            proto_items_free(it);
-            return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+        } else if (!item->error) {
+            rc = -1; /* its error could not be kept: out of memory */
         }
     }
-    it->cost_us = solved ? cost / (double)solved : 0.0;
-    *out = it;
-    return 0;
+    json_decref(own);
+    if (rc == 0 && proto__elements_end(items)) {
+        it->cost_us = solved ? cost / (double)solved : 0.0;
+        *out = it;
+        return 0;
+    }
+    proto_items_free(it);
+    return text ? -1 : proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
+}
+
+int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
+                            void *ud, proto_items **out, proto_error *err)
+{
+    proto_limits def;
+    proto_in in = proto_in_tree(req);
+    return items_read(&in, proto__limits_or_default(lim, &def), lookup, ud, out, err);
+}
+
+/* A batch body: the text mode of one chain's targets (with job), then of
+ * items, else the tree, then the decoder of its form (items only, without
+ * job). */
+static int batch_decode(const char *body, size_t len, const proto_limits *lim,
+                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
+                        proto_items **items, proto_error *err)
+{
+    proto_limits def;
+    lim = proto__limits_or_default(lim, &def);
+    *items = NULL;
+    if (job && proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0)
+        return 0;
+    if (body && len > 0 && len <= lim->max_body_bytes) {
+        proto_in in = proto_in_text(body, len);
+        if (items_read(&in, lim, lookup, ud, items, err) == 0)
+            return 0;
+    }
+    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
+    if (!root)
+        return -1;
+    int rc = !job || (json_is_object(root) && json_object_get(root, "items"))
+                 ? proto_items_decode_json(root, lim, lookup, ud, items, err)
+                 : proto_job_decode_json(root, PROTO_BATCH, lim, lookup, ud, job, err);
+    json_decref(root);
+    return rc;
 }
 
 int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_items **out,
                        proto_error *err)
 {
-    proto_limits def;
-    lim = proto__limits_or_default(lim, &def);
-    *out = NULL;
-    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
-    if (!root)
-        return -1;
-    int rc = proto_items_decode_json(root, lim, lookup, ud, out, err);
-    json_decref(root);
-    return rc;
+    return batch_decode(body, len, lim, lookup, ud, NULL, out, err);
 }
 
-/* A batch body of either form: the text mode of a batch of one chain's
- * targets first (proto_job_decode.c), else the tree, then the decoder of
- * its form. */
 int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
                        proto_items **items, proto_error *err)
 {
-    proto_limits def;
-    lim = proto__limits_or_default(lim, &def);
-    *job = NULL;
-    *items = NULL;
-    if (proto__job_decode_text(body, len, PROTO_BATCH, lim, lookup, ud, job) == 0)
-        return 0;
-    /* the tree: then the decoder of its form */
-    json_t *root = proto_json_parse(body, len, lim->max_body_bytes, PROTO_JSON_BATCH, err);
-    if (!root)
-        return -1;
-    int rc;
-    if (json_is_object(root) && json_object_get(root, "items"))
-        rc = proto_items_decode_json(root, lim, lookup, ud, items, err);
-    else
-        rc = proto_job_decode_json(root, PROTO_BATCH, lim, lookup, ud, job, err);
-    json_decref(root);
-    return rc;
+    return batch_decode(body, len, lim, lookup, ud, job, items, err);
 }
 
 size_t proto_items_count(const proto_items *it)

@@ -15,7 +15,8 @@
  * chain sent again is the per-thread memo's, proto__chain_from_text), and,
  * when the text mode declines (anything it does not take, every error),
  * from the body's tree, which words the error. The same member rules run
- * in the same order either way. A binary batch's targets come filled from
+ * in the same order either way. Each item of a batch of items is such a
+ * body (proto__job_decode_item). A binary batch's targets come filled from
  * its doubles (proto_binary.c) with its JSON head read as a tree. A large
  * batch's text may also be read in parts (proto_batch_decode_parts): the
  * decoder reads all but the targets after the first and notes where each
@@ -357,13 +358,14 @@ static bool parts_mark(proto_batch_parts *pt, proto_in *jt)
 /*
  * The one decoder of request bodies: req in tree or text mode, kind
  * PROTO_SOLVE or PROTO_BATCH, the targets of a binary batch from fill
- * (else NULL). In text mode paths are not built (an error declines and
- * the tree mode words it); in tree and filled modes every error names its
- * path, found in the order below.
+ * (else NULL), opts the options of a request that has none of its own
+ * (an item's: its batch's; else NULL). In text mode paths are not built
+ * (an error declines and the tree mode words it); in tree and filled
+ * modes every error names its path, found in the order below.
  */
 static int decode_request(proto_in *req, proto_kind kind, const proto_limits *lim,
                           proto_chain_lookup_fn lookup, void *ud, const proto__fill *fill,
-                          split *sp, proto_job **out, proto_error *err)
+                          const proto_in *opts, split *sp, proto_job **out, proto_error *err)
 {
     bool text = proto_in_is_text(req), batch = kind == PROTO_BATCH;
     *out = NULL;
@@ -420,7 +422,8 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     proto_batch_parts *pt = NULL; /* text mode, a large batch: its parts */
     proto_scene *scene = NULL;
     proto_options opt;
-    if (proto__options_read(MEMBER(OPTIONS), chain, lim, &opt, err))
+    proto_in oin = !HAS(OPTIONS) && opts ? *opts : *MEMBER(OPTIONS);
+    if (proto__options_read(&oin, chain, lim, &opt, err))
         goto fail;
     if (HAS(SCENE) && HAS(SCENE_ID)) {
         proto_error_set(err, PROTO_E_INVALID_REQUEST, "/scene_id",
@@ -584,7 +587,7 @@ int proto_job_decode_json(json_t *req, proto_kind kind, const proto_limits *lim,
     proto_limits def;
     proto_in in = proto_in_tree(req);
     lim = proto__limits_or_default(lim, &def);
-    return decode_request(&in, kind, lim, lookup, ud, NULL, NULL, out, err);
+    return decode_request(&in, kind, lim, lookup, ud, NULL, NULL, NULL, out, err);
 }
 
 int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_lookup_fn lookup,
@@ -593,7 +596,14 @@ int proto__job_decode_filled(json_t *req, const proto_limits *lim, proto_chain_l
     proto_limits def;
     proto_in in = proto_in_tree(req);
     lim = proto__limits_or_default(lim, &def);
-    return decode_request(&in, PROTO_BATCH, lim, lookup, ud, fill, NULL, out, err);
+    return decode_request(&in, PROTO_BATCH, lim, lookup, ud, fill, NULL, NULL, out, err);
+}
+
+int proto__job_decode_item(proto_in *in, const proto_in *opts, const proto_limits *lim,
+                           proto_chain_lookup_fn lookup, void *ud, proto_job **out,
+                           proto_error *err)
+{
+    return decode_request(in, PROTO_SOLVE, lim, lookup, ud, NULL, opts, NULL, out, err);
 }
 
 /* The text mode of a body (sp: a large batch's targets in parts). */
@@ -607,7 +617,7 @@ static int decode_text(const char *body, size_t len, proto_kind kind, const prot
         return -1;
     proto_in in = proto_in_text(body, len);
     proto_error err;
-    if (decode_request(&in, kind, lim, lookup, ud, NULL, sp, out, &err) == 0) {
+    if (decode_request(&in, kind, lim, lookup, ud, NULL, NULL, sp, out, &err) == 0) {
         if (proto__scan_end(&in.s))
             return 0;
         proto_job_free(*out);

@@ -209,7 +209,7 @@ json_t *proto_job_result_json(const proto_job *job, size_t i)
     proto_jw w;
     proto_jw_init(&w, buf, sizeof buf);
     proto__job_result_write(&w, job, i);
-    json_t *v = w.oom ? NULL : proto_json_loadb(w.p, w.len, 0, NULL);
+    json_t *v = w.oom ? NULL : json_loadb(w.p, w.len, 0, NULL);
     proto_jw_release(&w);
     return v;
 }

@@ -7,10 +7,10 @@
  * either store a checked value or fill the caller's proto_error with the JSON
  * pointer of the offending value and a message naming it the way a client
  * wrote it ("target.position[2] must be a finite number"). The text is read
- * by a reader of our own that builds exactly jansson's tree and hands every
- * text it does not accept to json_loadb(), so errors are jansson's own. Objects are
- * checked against the list of fields they may carry, so an unknown (e.g.
- * misspelt) field is an error that names it instead of being ignored.
+ * by jansson's own json_loadb(), so trees and errors are jansson's. Objects
+ * are checked against the list of fields they may carry, so an unknown (e.g.
+ * misspelt) field is an error that names it instead of being ignored. Text
+ * read without a tree (the hot paths) is the scanner's, proto/proto_scan.h.
  *
  * Numbers: every number the wire format accepts is finite (jansson itself
  * refuses NaN and Infinity literals and reals that overflow a double, such as
@@ -52,34 +52,14 @@ void proto_json_path_index(char out[PROTO_PATH_MAX], const char *base, size_t i)
  * "target.position[2]"; "" -> "the request". */
 void proto_json_path_name(char *out, size_t size, const char *path);
 
-/* The text of len bytes (need not be NUL-terminated) read exactly as
- * json_loadb(text, len, flags, error) reads it, only faster: valid text gives
- * the tree jansson would build (same types: an integer literal that fits
- * json_int_t is an integer, anything with a fraction or exponent a real;
- * bit-identical reals; keys in the same order); any text the fast reader does
- * not take (every invalid text, duplicate keys, \u0000, out-of-range numbers,
- * nesting beyond JSON_PARSER_MAX_DEPTH, flags other than
- * JSON_REJECT_DUPLICATES and JSON_DECODE_ANY) goes to json_loadb() itself, so
- * that every error is jansson's own (text, line, column, position). Returns a
- * new reference, or NULL with *error set (error may be NULL). */
-json_t *proto_json_loadb(const char *text, size_t len, size_t flags, json_error_t *error);
-/* Internal (for tests): the fast reader alone, NULL for every text it
- * declines (proto_json_loadb() then asks jansson). It declines no valid text
- * with JSON_REJECT_DUPLICATES. */
-json_t *proto__json_read(const char *text, size_t len, size_t flags);
-/* Internal: one JSON number at the start of text[0..len), read as
- * proto_json_loadb() reads it: an integer when it has neither fraction nor
- * exponent and fits json_int_t (is_int, i), else a correctly rounded real
- * (d). Returns the bytes it took, or 0 when the text there is no number
- * the fast reader takes (a syntax error, an integer beyond json_int_t, a
- * real that overflows). For readers that fill typed values without a tree
- * (proto_stream.c's ticks). */
-typedef struct proto_json_num {
-    bool is_int;
-    json_int_t i;
-    double d;
-} proto_json_num;
-size_t proto__json_number(const char *text, size_t len, proto_json_num *out);
+/* json_loadb() itself, for the callers that still name it (proto_stream.c
+ * and proto_session.c, being moved to the text mode); call json_loadb(). */
+static inline json_t *proto_json_loadb(const char *text, size_t len, size_t flags,
+                                       json_error_t *error)
+{
+    return json_loadb(text, len, flags, error);
+}
+
 /* Internal: the heap bytes jansson holds for the tree v (every node,
  * object hash table, array table and string, with malloc's per-block
  * overhead, as glibc rounds them on 64-bit machines). An estimate from
@@ -87,10 +67,6 @@ size_t proto__json_number(const char *text, size_t len, proto_json_num *out);
  * tree costs; what a registry bound counts. Shared subtrees are counted
  * each time they appear. */
 size_t proto__json_tree_bytes(const json_t *v);
-/* Internal: the length of the one UTF-8 sequence at p (first byte >= 0x80,
- * p < end) as RFC 3629 allows it (no overlong forms, no surrogates, nothing
- * above U+10FFFF), or 0. */
-size_t proto__utf8_seq(const unsigned char *p, const unsigned char *end);
 
 /* What a JSON text was sent as, so that a syntax error can say what the
  * text should have looked like there. */

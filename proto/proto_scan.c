@@ -1,8 +1,9 @@
 /*
  * proto_scan.c: the tree-less scanner (contract in proto_scan.h): strings,
- * keys, numbers, literals and the skim that finds the extent of a value.
- * Its number reader is also the fast JSON reader's (proto_json.c), so
- * that a number reads the same from a tree as from the text.
+ * keys, numbers, literals, UTF-8 sequences and the skim that finds the
+ * extent of a value. Numbers and UTF-8 are read as jansson reads them, so
+ * that a value reads the same from the text as from a tree
+ * (tests/proto/test_proto_parse.c compares them with json_loadb()).
  */
 #include "proto/proto_scan.h"
 
@@ -149,6 +150,36 @@ size_t proto__json_number(const char *text, size_t len, proto_json_num *out)
     if (!scan_number(&p, p + len, out))
         return 0;
     return (size_t)(p - (const unsigned char *)text);
+}
+
+size_t proto__utf8_seq(const unsigned char *p, const unsigned char *end)
+{
+    unsigned c = p[0];
+    size_t left = (size_t)(end - p);
+    unsigned lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (left < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
 }
 
 /* 1 for the bytes a plain string holds: printable ASCII but '"' and '\\'. */

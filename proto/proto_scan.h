@@ -5,9 +5,10 @@
  * it, and decline (return false) at the first thing it does not take: the
  * general reader (a jansson tree, proto_json.h) then reads the text and
  * words any error. What it takes, it takes exactly as jansson would read
- * it: numbers through proto__json_number() (the fast JSON reader's own),
- * strings only when they are printable ASCII without escapes (so their
- * bytes are their value), whitespace as JSON's four characters.
+ * it: numbers through proto__json_number() (jansson's types and values,
+ * reals correctly rounded), strings only when they are printable ASCII
+ * without escapes (so their bytes are their value), whitespace as JSON's
+ * four characters.
  *
  * Each call skips whitespace first. The scanner is two pointers into the
  * caller's text and allocates nothing; after a false the scanner is left
@@ -25,6 +26,26 @@
 typedef struct proto_scan {
     const char *p, *end;
 } proto_scan;
+
+/* Internal: one JSON number at the start of text[0..len), read as
+ * json_loadb() reads it: an integer when it has neither fraction nor
+ * exponent and fits json_int_t (is_int, i; -0 is the integer 0), else a
+ * correctly rounded real (d), bit for bit jansson's. Returns the bytes it
+ * took, or 0 when the text there is no number jansson takes (a syntax
+ * error, an integer beyond json_int_t, a real that overflows) or strtod()
+ * stops early (a locale whose decimal point is not '.'). For readers that
+ * fill typed values without a tree (this scanner, proto_stream.c's ticks). */
+typedef struct proto_json_num {
+    bool is_int;
+    json_int_t i;
+    double d;
+} proto_json_num;
+size_t proto__json_number(const char *text, size_t len, proto_json_num *out);
+
+/* Internal: the length of the one UTF-8 sequence at p (first byte >= 0x80,
+ * p < end) as RFC 3629 allows it (no overlong forms, no surrogates, nothing
+ * above U+10FFFF), or 0: what jansson accepts in a string. */
+size_t proto__utf8_seq(const unsigned char *p, const unsigned char *end);
 
 static inline void proto__scan_ws(proto_scan *r)
 {

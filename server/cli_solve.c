@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "proto/proto.h"
-#include "proto/proto_json.h"
 #include "server/srv_main.h"
 
 static int fail(const proto_error *e)
@@ -101,7 +100,7 @@ int srv_cli_solve(int argc, char **argv)
     /* a body with "targets" is a batch (a syntax error is reported by the
      * decode below either way) */
     proto_kind kind = PROTO_SOLVE;
-    json_t *peek = proto_json_loadb(body, len, 0, NULL);
+    json_t *peek = json_loadb(body, len, 0, NULL);
     if (json_is_object(peek) && json_object_get(peek, "targets"))
         kind = PROTO_BATCH;
     json_decref(peek);

@@ -13,6 +13,10 @@
  *   compact  options.fields ["local_rotations"], options.digits 6
  *   binary   the same targets and fields in the binary form (Content-Type
  *            and Accept application/vnd.ikd.batch, proto/README.md)
+ * and, when --forms names it (not by default):
+ *   items    N items (proto/README.md, "Many rigs in one batch"), each its
+ *            own inline two-bone chain, target and seed, with the compact
+ *            form's options for the batch
  * Each round's time runs from the first byte sent to the last byte of the
  * answer read (to the end of the connection; chunked answers count their
  * framing in bytes out). It prints per
@@ -29,7 +33,7 @@
  * the ratios need the full form, and are 0 without it.
  *
  * Usage: batch_bench --url HOST:PORT [--targets N] [--rounds R] [--pid P]
- *                    [--clients K] [--forms full,compact,binary]
+ *                    [--clients K] [--forms full,compact,binary,items]
  * Built only for the benchmark; not part of the daemon.
  */
 #include <arpa/inet.h>
@@ -73,6 +77,31 @@ static char *make_body(size_t n, const char *options, size_t *len)
         double e = ik_rng_uniform(&s, -1.2, -0.2);
         o += (size_t)snprintf(b + o, cap - o, "%s{\"position\":[%.6f,%.6f,%.6f]}", i ? "," : "",
                               r * cos(e) * cos(a), r * cos(e) * sin(a), 1 + r * sin(e));
+    }
+    o += (size_t)snprintf(b + o, cap - o, "]}");
+    *len = o;
+    return b;
+}
+
+/* The same targets as items, each with the chain inline and its seed
+ * (the chain's own positions), the options the batch's. */
+static char *make_items(size_t n, const char *options, size_t *len)
+{
+    static const char bones[] = "[[0,0,1],[0.1,0,0.55],[0,0,0.1]]";
+    size_t cap = 256 + n * 200, o = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return NULL;
+    o += (size_t)snprintf(b + o, cap - o, "{\"options\":%s,\"items\":[", options);
+    ik_rng s = {14};
+    for (size_t i = 0; i < n; i++) {
+        double r = ik_rng_uniform(&s, 0.2, 0.9), a = ik_rng_uniform(&s, 0, 6.283185307179586);
+        double e = ik_rng_uniform(&s, -1.2, -0.2);
+        o += (size_t)snprintf(b + o, cap - o,
+                              "%s{\"chain\":{\"kind\":\"bones\",\"positions\":%s},\"target\":"
+                              "{\"position\":[%.6f,%.6f,%.6f]},\"seed\":%s}",
+                              i ? "," : "", bones, r * cos(e) * cos(a), r * cos(e) * sin(a),
+                              1 + r * sin(e), bones);
     }
     o += (size_t)snprintf(b + o, cap - o, "]}");
     *len = o;
@@ -254,7 +283,7 @@ int main(int argc, char **argv)
     }
     if (!url || rounds < 1 || rounds > 100 || n == 0 || clients < 1 || clients > 256) {
         fprintf(stderr, "usage: batch_bench --url HOST:PORT [--targets N] [--rounds R] [--pid P] "
-                        "[--clients K] [--forms full,compact,binary]\n");
+                        "[--clients K] [--forms full,compact,binary,items]\n");
         return 2;
     }
     char host[64];
@@ -263,21 +292,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "batch_bench: --url HOST:PORT\n");
         return 2;
     }
-    enum { FORMS = 3 };
-    static const char *const names[FORMS] = {"full", "compact", "binary"};
+    enum { FORMS = 4 };
+    static const char *const names[FORMS] = {"full", "compact", "binary", "items"};
     static const char *const opts[FORMS] = {"{}", "{\"fields\":[\"local_rotations\"],\"digits\":6}",
-                                            "{\"fields\":[\"local_rotations\"]}"};
+                                            "{\"fields\":[\"local_rotations\"]}",
+                                            "{\"fields\":[\"local_rotations\"],\"digits\":6}"};
     bool run[FORMS];
     for (int f = 0; f < FORMS; f++) {
         const char *p = strstr(forms, names[f]);
         size_t k = strlen(names[f]);
         run[f] = p && (p == forms || p[-1] == ',') && (p[k] == '\0' || p[k] == ',');
     }
-    size_t len[FORMS] = {0, 0, 0}, out[FORMS] = {0, 0, 0};
-    char *body[FORMS] = {NULL, NULL, NULL};
+    size_t len[FORMS] = {0}, out[FORMS] = {0};
+    char *body[FORMS] = {NULL};
     for (int f = 0; f < FORMS; f++)
-        if (run[f] &&
-            !(body[f] = f == 2 ? make_binary(n, opts[f], &len[f]) : make_body(n, opts[f], &len[f])))
+        if (run[f] && !(body[f] = f == 2   ? make_binary(n, opts[f], &len[f])
+                                  : f == 3 ? make_items(n, opts[f], &len[f])
+                                           : make_body(n, opts[f], &len[f])))
             return 1;
     client *cl = calloc((size_t)clients, sizeof *cl);
     if (!cl)
@@ -315,7 +346,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s round %d: %.3f s, %.0f targets/s (%d clients), %zu bytes out\n",
                     names[f], r, t[f][r], (double)n * clients / t[f][r], clients, out[f]);
         }
-    double best[FORMS] = {0, 0, 0}, med[FORMS] = {0, 0, 0};
+    double best[FORMS] = {0}, med[FORMS] = {0};
     for (int f = 0; f < FORMS; f++) {
         if (!run[f])
             continue;
@@ -330,10 +361,11 @@ int main(int argc, char **argv)
            "\"compact_best_tps\":%.0f,\"compact_median_tps\":%.0f,\"ratio_compact_vs_full\":%.3f,"
            "\"binary_bytes_in\":%zu,\"binary_bytes_out\":%zu,\"binary_best_tps\":%.0f,"
            "\"binary_median_tps\":%.0f,\"ratio_binary_vs_full\":%.3f,"
-           "\"goal_tps\":1000000,\"ikd_peak_rss_kb\":%ld}\n",
+           "\"items_bytes_in\":%zu,\"items_bytes_out\":%zu,\"items_best_tps\":%.0f,"
+           "\"items_median_tps\":%.0f,\"goal_tps\":1000000,\"ikd_peak_rss_kb\":%ld}\n",
            n, rounds, clients, len[0], out[0], best[0], med[0], len[1], out[1], best[1], med[1],
            best[0] > 0 ? best[1] / best[0] : 0.0, len[2], out[2], best[2], med[2],
-           best[0] > 0 ? best[2] / best[0] : 0.0, hwm);
+           best[0] > 0 ? best[2] / best[0] : 0.0, len[3], out[3], best[3], med[3], hwm);
     for (int f = 0; f < FORMS; f++)
         free(body[f]);
     free(cl);

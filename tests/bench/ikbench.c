@@ -179,16 +179,6 @@
  *        "encode_us":..,"free_us":..,"total_us":..,"response_bytes":..}
  *     ("proto_body" instead of "proto_two_bone" with --body).
  *
- *   ikbench parse [--samples N] [--body FILE]
- *     The JSON reading alone: the same body (any JSON text jansson accepts)
- *     read N times (default 20000) by jansson's json_loadb() and by
- *     proto_json_loadb() (the reader proto_json_parse() and stream messages
- *     use), alternately, with JSON_REJECT_DUPLICATES; the trees are freed
- *     outside the timing. Prints
- *       {"bench":"parse_two_bone","samples":N,"jansson_us":..,"proto_us":..,
- *        "speedup":..}
- *     ("parse_body" with --body).
- *
  *   ikbench doubles [--samples N]
  *     The number writers alone, on N answer-like doubles (default 200,000:
  *     |x| < 2 as coordinates and quaternion parts are, one in eight the
@@ -1367,9 +1357,9 @@ static const char proto_default_body[] =
     "{\"chain\":{\"kind\":\"bones\",\"positions\":[[0,0,0],[0,0.5,0],[0,1.0,0]]},"
     "\"target\":{\"position\":[0.3,0.6,0.2]}}";
 
-/* The request body of the proto and parse benchmarks: the file's, or the
- * two-bone HTTP benchmark body (malloc'd, NUL-terminated; NULL with a
- * message on error). */
+/* The request body of the proto benchmark: the file's, or the two-bone
+ * HTTP benchmark body (malloc'd, NUL-terminated; NULL with a message on
+ * error). */
 static char *load_body(const char *body_path, size_t *len)
 {
     if (body_path) {
@@ -1544,49 +1534,6 @@ static int run_doubles(size_t samples)
     free(ans);
     free(any);
     return 0;
-}
-
-/* ---- parse benchmark ------------------------------------------------------- */
-
-/* jansson's reader and ours on the same text, one after the other, so that
- * both see the same machine noise; one untimed round first. */
-static int run_parse(size_t samples, const char *body_path)
-{
-    size_t len = 0;
-    char *body = load_body(body_path, &len);
-    if (!body)
-        return 1;
-    double t[2] = {0, 0};
-    int rc = 1;
-    for (size_t i = 0; i <= samples; i++) {
-        json_error_t je;
-        double t0 = now_s();
-        json_t *a = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-        double t1 = now_s();
-        json_t *b = proto_json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-        double t2 = now_s();
-        bool ok = a && b;
-        json_decref(a);
-        json_decref(b);
-        if (!ok) {
-            fprintf(stderr, "ikbench: the body is not valid JSON: %s (line %d, column %d)\n",
-                    je.text, je.line, je.column);
-            goto out;
-        }
-        if (i > 0) {
-            t[0] += t1 - t0;
-            t[1] += t2 - t1;
-        }
-    }
-    double k = 1e6 / (double)samples;
-    printf("{\"bench\":\"%s\",\"samples\":%zu,\"jansson_us\":%.3f,\"proto_us\":%.3f,"
-           "\"speedup\":%.2f}\n",
-           body_path ? "parse_body" : "parse_two_bone", samples, t[0] * k, t[1] * k,
-           t[1] > 0 ? t[0] / t[1] : 0.0);
-    rc = 0;
-out:
-    free(body);
-    return rc;
 }
 
 /* ---- collision-aware IK benchmark --------------------------------------- */
@@ -1833,7 +1780,6 @@ static void usage(void)
             "                       [--margin M]\n"
             "       ikbench two-bone [--samples N] [--seed S]\n"
             "       ikbench proto [--samples N] [--body FILE]\n"
-            "       ikbench parse [--samples N] [--body FILE]\n"
             "       ikbench doubles [--samples N]\n");
 }
 
@@ -1988,8 +1934,6 @@ int main(int argc, char **argv)
         return run_twobone(a.samples, a.seed);
     if (strcmp(argv[1], "proto") == 0)
         return run_proto(samples_given ? a.samples : 20000, body);
-    if (strcmp(argv[1], "parse") == 0)
-        return run_parse(samples_given ? a.samples : 20000, body);
     if (strcmp(argv[1], "doubles") == 0)
         return run_doubles(samples_given ? a.samples : 200000);
     usage();

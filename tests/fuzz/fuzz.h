@@ -28,47 +28,4 @@ __attribute__((noreturn)) static inline void fuzz_fail(const char *what)
     abort();
 }
 
-/* True when a and b are the same tree as the fast reader promises it:
- * same types, keys in the same order, same string bytes, same integers and
- * reals bit for bit (-0.0 is not 0.0). */
-static inline bool fuzz_same_tree(const json_t *a, const json_t *b)
-{
-    if (json_typeof(a) != json_typeof(b))
-        return false;
-    switch (json_typeof(a)) {
-    case JSON_OBJECT: {
-        if (json_object_size(a) != json_object_size(b))
-            return false;
-        void *ia = json_object_iter((json_t *)a), *ib = json_object_iter((json_t *)b);
-        for (; ia && ib; ia = json_object_iter_next((json_t *)a, ia),
-                         ib = json_object_iter_next((json_t *)b, ib)) {
-            size_t la = json_object_iter_key_len(ia), lb = json_object_iter_key_len(ib);
-            if (la != lb || memcmp(json_object_iter_key(ia), json_object_iter_key(ib), la) != 0)
-                return false;
-            if (!fuzz_same_tree(json_object_iter_value(ia), json_object_iter_value(ib)))
-                return false;
-        }
-        return !ia && !ib;
-    }
-    case JSON_ARRAY:
-        if (json_array_size(a) != json_array_size(b))
-            return false;
-        for (size_t i = 0; i < json_array_size(a); i++)
-            if (!fuzz_same_tree(json_array_get(a, i), json_array_get(b, i)))
-                return false;
-        return true;
-    case JSON_STRING:
-        return json_string_length(a) == json_string_length(b) &&
-               memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) == 0;
-    case JSON_INTEGER:
-        return json_integer_value(a) == json_integer_value(b);
-    case JSON_REAL: {
-        double x = json_real_value(a), y = json_real_value(b);
-        return memcmp(&x, &y, sizeof x) == 0;
-    }
-    default:
-        return true;
-    }
-}
-
 #endif /* IKD_FUZZ_H */

@@ -6,8 +6,10 @@
  *   0  a POST /v1/solve body: proto_job_decode (the tree-less reader
  *      first) against proto_json_parse + proto_job_decode_json;
  *   1  a POST /v1/solve/batch body: proto_batch_decode, and
- *      proto_job_decode(PROTO_BATCH), against the tree (proto_items_
- *      decode_json for a body with "items", else proto_job_decode_json);
+ *      proto_job_decode(PROTO_BATCH) or, for a body with "items",
+ *      proto_items_decode, against the tree (proto_items_decode_json for
+ *      a body with "items", else proto_job_decode_json); items item by
+ *      item (job, or error in the answer);
  *   2  a stream message: proto_stream_decode against the tree decoder
  *      (proto__stream_decode_tree); a target message's and each tick
  *      target's job on four sessions (a bones leg, a joint arm in Unity's
@@ -238,7 +240,23 @@ static void one_request(const char *body, size_t len, proto_kind kind)
     json_t *root = kind == PROTO_BATCH ? json_loadb(body, len, 0, NULL) : NULL;
     bool items = json_is_object(root) && json_object_get(root, "items");
     json_decref(root);
-    if (!items) {
+    if (items) { /* proto_items_decode against a tree reading of its own */
+        proto_items *di = NULL, *ui;
+        proto_job *uj;
+        proto_error ue;
+        int urc = tree_decode(body, len, kind, &uj, &ui, &ue);
+        int drc = proto_items_decode(body, len, &lim, lookup, NULL, &di, &fe);
+        if (drc != urc)
+            failf("proto_items_decode", drc ? fe.message : "accepted",
+                  urc ? ue.message : "accepted");
+        if (drc)
+            same_error(&fe, &ue, "proto_items_decode");
+        else
+            same_items(di, ui);
+        proto_items_free(di);
+        proto_items_free(ui);
+        proto_job_free(uj);
+    } else {
         int frc = proto_job_decode(body, len, kind, &lim, lookup, NULL, &fj, &fe);
         if (frc != trc)
             failf(what, frc ? fe.message : "accepted", trc ? te.message : "accepted");

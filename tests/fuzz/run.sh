@@ -5,7 +5,8 @@
 #
 # Each target keeps its growing corpus in BUILD/corpus/NAME, seeded on every
 # run from the repository (read-only): fixtures' bodies for the request and
-# JSON targets (and the binary batches of tests/fuzz/seeds/request), the
+# JSON targets (and the binary batches and a batch of items of
+# tests/fuzz/seeds/request), the
 # messages of tests/fuzz/seeds/stream, the robots of tests/data (and our iiwa SRDF) for
 # the URDF target, for the C client's readers (fuzz_client) the fixtures'
 # answers, the server messages of proto/STREAM.md and binary tick answers
@@ -48,7 +49,7 @@ for f in tests/fuzz/seeds/stream/*; do
     { printf '\002'; cat "$f"; } >"$SEED/diff/stream-$(basename "$f")"
 done
 # binary batches (first byte 3), in the layout of
-# proto/README.md, "Binary batches"
+# proto/README.md, "Binary batches", and a batch of items (first byte 1)
 cp tests/fuzz/seeds/request/* "$SEED/request/"
 cp tests/fuzz/seeds/request/* "$SEED/diff/"
 # binary ticks (first byte 4), in the layout of proto/STREAM.md, "Binary ticks"

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "proto/proto.h"
+#include "proto/proto_codec.h"
 #include "proto/proto_kind.h"
 #include "tests/proto/proto_check.h"
 
@@ -309,6 +310,84 @@ START_TEST(test_ranges)
 }
 END_TEST
 
+/* body read by proto_items_decode (the text mode first) and from its
+ * tree (proto_json_parse, proto_items_decode_json): the same error, or
+ * the same answer once both are solved. The text mode's items, or NULL. */
+static proto_items *same_as_tree(const char *body)
+{
+    proto_items *a = NULL, *b = NULL;
+    proto_error ea, eb;
+    int ra = proto_items_decode(body, strlen(body), NULL, lookup, NULL, &a, &ea);
+    json_t *root = proto_json_parse(body, strlen(body), PROTO_DEFAULT_MAX_BODY_BYTES,
+                                   PROTO_JSON_BATCH, &eb);
+    int rb = root ? proto_items_decode_json(root, NULL, lookup, NULL, &b, &eb) : -1;
+    json_decref(root);
+    ck_assert_msg(ra == rb, "%s: %d, from the tree %d", body, ra, rb);
+    if (ra) {
+        ck_assert_msg(ea.code == eb.code && !strcmp(ea.path, eb.path) &&
+                          !strcmp(ea.message, eb.message),
+                      "%s: %s %s, from the tree %s %s", body, ea.path, ea.message, eb.path,
+                      eb.message);
+        return NULL;
+    }
+    size_t n = proto_items_count(a);
+    proto_items_run(a, 0, n);
+    proto_items_run(b, 0, n);
+    char *ta = proto_items_encode(a, NULL), *tb = proto_items_encode(b, NULL);
+    ck_assert_str_eq(ta, tb);
+    free(ta);
+    free(tb);
+    for (size_t i = 0; i < n; i++) /* the tree's chains are each their own */
+        ck_assert(!proto_items_job(b, i) || i == 0 ||
+                  proto_items_job(b, i)->chain != proto_items_job(b, 0)->chain);
+    proto_items_free(b);
+    return a;
+}
+
+/* Items are read from the text, each as a POST /v1/solve body is (its
+ * chain the thread's kept one for the same text: one chain object for
+ * items that send the same one, where the tree decodes each); an item the
+ * text mode declines (an error, an escaped key, a seed by joint names) is
+ * read from its own tree, the others still from the text; a body that is
+ * not JSON anywhere (an item, unused batch options) is the whole body's
+ * error. Each the same as the tree's reading. */
+START_TEST(test_items_from_text)
+{
+    const char *body =
+        "{\"options\":{\"fields\":[\"joints\"],\"digits\":6},\"items\":["
+        "{\"chain\":" BONES ",\"target\":{\"position\":[0.2,0.1,0.25]}},"
+        "{\"chain\":" BONES ",\"target\":{\"position\":[0.1,0.2]}},"
+        "{\"chain\":" BONES ",\"target\":{\"position\":[0.2,0.1,0.3]},\"seed\":[[0,0,1],[0.1,0,0.55],"
+        "[0,0,0.1]],\"options\":{\"fields\":[\"positions\"]}},"
+        "{\"chain\":" BONES ",\"t\\u0061rget\":{\"position\":[0.2,0.1,0.25]}},"
+        "{\"chain\":" JOINTS ",\"target\":{\"position\":[0.3,0,0.9]},\"seed\":{\"b\":0.5}},"
+        "{\"chain\":" BONES ",\"target\":{\"position\":[0.2,0.1,0.35]},\"options\":{\"fields\":[\"joints\"],"
+        "\"digits\":9}}]}";
+    proto_items *it = same_as_tree(body);
+    ck_assert_ptr_nonnull(it);
+    ck_assert_ptr_null(proto_items_job(it, 1));
+    const proto_chain *c = proto_items_job(it, 0)->chain;
+    ck_assert_ptr_eq(proto_items_job(it, 2)->chain, c);
+    ck_assert_ptr_ne(proto_items_job(it, 3)->chain, c); /* from its tree */
+    ck_assert_ptr_eq(proto_items_job(it, 5)->chain, c);
+    proto_items_free(it);
+    static const char *const whole[] = {
+        /* an item that is not JSON, after items that are */
+        "{\"items\":[{\"chain\":" BONES ",\"target\":{\"position\":[0.2,0.1,0.25]}},"
+        "{\"chain\":" BONES ",\"target\":{\"position\":[0.2,0.1,0.25]},}]}",
+        "{\"items\":[{\"chain\":" BONES ",\"target\":{\"position\":[0.2,0.1,0.25]}},[1,,2]]}",
+        /* batch options no item takes: not JSON, unknown members */
+        "{\"options\":{\"digits\":tru},\"items\":[{\"chain\":" BONES
+        ",\"target\":{\"position\":[0.2,0.1,0.25]},\"options\":{\"fields\":[\"joints\"]}}]}",
+        "{\"options\":{\"bogus\":1},\"items\":[{\"chain\":" BONES
+        ",\"target\":{\"position\":[0.2,0.1,0.25]},\"options\":{\"fields\":[\"joints\"]}}]}",
+        "{\"items\":[{\"chain\":" BONES ",\"target\":{\"position\":[0.2,0.1,0.25]}}],\"options\":[]}",
+    };
+    for (size_t i = 0; i < sizeof whole / sizeof whole[0]; i++)
+        proto_items_free(same_as_tree(whole[i]));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("proto_items");
@@ -317,6 +396,7 @@ int main(void)
     tcase_add_test(tc, test_item_errors);
     tcase_add_test(tc, test_envelope_errors);
     tcase_add_test(tc, test_ranges);
+    tcase_add_test(tc, test_items_from_text);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
