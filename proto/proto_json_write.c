@@ -11,8 +11,9 @@
  * "the shortest digits" below), or correctly rounded to options.digits;
  * everything else is jansson's text (JSON_COMPACT): ".0" on integral reals,
  * exponents without '+' or leading zeros, strings escaped as jansson
- * escapes them. The canonical text chain and scene ids hash is jansson's
- * own 17-digit json_dumps() (proto/proto_id.c), not this writer's.
+ * escapes them. The canonical text chain and scene ids hash (jansson's
+ * 17-digit json_dumps() text, keys sorted) is written by proto/proto_id.c
+ * with this file's strings and its 17-digit options.digits form.
  *
  * Both number forms end in one text writer (section "the text of a
  * number"): 17 digits made eight at a time by arithmetic on 64-bit words

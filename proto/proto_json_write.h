@@ -6,8 +6,9 @@
  * text is what jansson's json_dumps() gives for the same value with
  * JSON_COMPACT but for reals, written in their shortest form
  * (tests/proto/test_proto_json.c and tests/fuzz/fuzz_json.c compare them).
- * The canonical text ids hash is jansson's own (proto/proto_id.c). Every
- * function is reentrant.
+ * The canonical text ids hash (jansson's 17-digit text, keys sorted) is
+ * written by proto/proto_id.c with proto_jw_string and
+ * proto_jw_double_digits(v, 17). Every function is reentrant.
  */
 #ifndef PROTO_JSON_WRITE_H
 #define PROTO_JSON_WRITE_H
@@ -90,7 +91,9 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX]);
  * halves to even (the digits snprintf("%.*e", digits - 1) gives), trailing
  * zeros dropped, laid out as proto_json_format_shortest() lays its digits
  * out: 2/3 at 3 digits is "0.667", 999.96 at 4 is "1000.0". Answers with
- * options.digits use it. digits outside 1..17: the shortest form. Returns
+ * options.digits use it; at 17 digits it is jansson's %.17g text with its
+ * touch-ups (the numbers of the canonical text ids hash, proto_id.c).
+ * digits outside 1..17: the shortest form. Returns
  * the length; buf is NUL-terminated. */
 int proto_json_format_digits(double v, int digits, char buf[PROTO_DOUBLE_MAX]);
 

@@ -33,8 +33,8 @@
 
 #define PROTO_NAME_MAX 64
 #define PROTO_ID_HEX 32 /* 128 bits of SHA-256, hex */
-/* Content ids (proto_id.c): the canonical text of v (jansson's, keys
- * sorted, integers as reals, 17 digits; malloc'd, NUL-terminated, its
+/* Content ids (proto_id.c): the canonical text of v (the text jansson's
+ * json_dumps() gives, keys sorted, integers as reals, 17 digits; malloc'd, NUL-terminated, its
  * length in *len when len is not NULL; NULL when out of memory), the id of
  * a canonical text, and the id of v (its canonical text's) with, when text
  * is not NULL, that text (*len bytes); 0, or -1 when out of memory. */

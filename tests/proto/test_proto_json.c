@@ -5,7 +5,9 @@
  * messages, unknown fields, limits, and the exact round trip of doubles;
  * the number writers (shortest, options.digits) against references of
  * their own, at every layout edge and digit count; the tree writer
- * (proto_json_dump) against jansson and the canonical text ids hash;
+ * (proto_json_dump) against jansson; the canonical text ids hash
+ * (proto/proto_id.c) against jansson's json_dumps() of the tree with its
+ * integers made reals, on random trees and the edge doubles;
  * the hint for XML sent where JSON is expected, right for each place (a
  * solve, a batch, /v1/chains, a stream message) as each decoder reports it.
  */
@@ -408,6 +410,205 @@ START_TEST(test_writer)
     free(s);
     same_as_jansson(v);
     json_decref(v);
+}
+END_TEST
+
+/* The canonical text chain and scene ids hash (proto__canonical_text,
+ * written by proto/proto_id.c itself) must be byte for byte what jansson's
+ * json_dumps() writes for the same tree with every integer made the real
+ * it converts to, keys sorted, 17 digits: every id hashes that text, so a
+ * differing byte is another id. Random trees (any finite double, integers
+ * of every size, strings with control characters and UTF-8, objects below
+ * and above the writer's 16 keys sorted in place, keys that are prefixes
+ * of others), then each edge double alone and in a tree. */
+static json_t *ints_as_reals(const json_t *v)
+{
+    const char *key;
+    json_t *x, *out;
+    size_t i;
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        return json_real((double)json_integer_value(v));
+    case JSON_OBJECT:
+        out = json_object();
+        json_object_foreach((json_t *)v, key, x)
+            json_object_set_new_nocheck(out, key, ints_as_reals(x));
+        return out;
+    case JSON_ARRAY:
+        out = json_array();
+        json_array_foreach(v, i, x) json_array_append_new(out, ints_as_reals(x));
+        return out;
+    default:
+        return json_deep_copy(v);
+    }
+}
+
+static void same_canonical(const json_t *v)
+{
+    json_t *r = ints_as_reals(v);
+    char *want = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) |
+                                   JSON_ENCODE_ANY);
+    size_t n = 0;
+    char *got = proto__canonical_text(v, &n);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    ck_assert_uint_eq(n, strlen(want));
+    char id[PROTO_ID_HEX + 1], id_text[PROTO_ID_HEX + 1];
+    ck_assert_int_eq(proto__content_id(v, id, NULL, NULL), 0);
+    proto__text_id(want, strlen(want), id_text);
+    ck_assert_str_eq(id, id_text);
+    free(got);
+    free(want);
+    json_decref(r);
+}
+
+static json_t *random_tree(uint64_t *x, int depth)
+{
+    uint64_t r = xs_next(x);
+    switch (depth > 3 ? r % 5 : r % 8) {
+    case 0: { /* an integer of any size and sign */
+        int64_t i = (int64_t)(xs_next(x) >> (r >> 8) % 64);
+        return json_integer((r >> 16) & 1 ? -i : i);
+    }
+    case 1:
+        return json_real(random_double(x));
+    case 2: { /* control characters, '"', '\\', '/', DEL and UTF-8 */
+        static const char *const parts[] = {"\x01", "\x1e", "\n", "\"", "\\", "/", "\x7f",
+                                            "a",    "Z",    " ", "\xc3\xa9", "\xe2\x80\xa8",
+                                            "\xf0\x9f\x98\x80"};
+        char s[64] = "";
+        for (int i = (int)(r >> 8) % 6; i > 0; i--)
+            strcat(s, parts[xs_next(x) % (sizeof parts / sizeof parts[0])]);
+        return json_string(s);
+    }
+    case 3:
+        return (r >> 8) & 1 ? json_true() : json_false();
+    case 4:
+        return json_null();
+    case 5: {
+        json_t *a = json_array();
+        for (int i = (int)(r >> 8) % 6; i > 0; i--)
+            json_array_append_new(a, random_tree(x, depth + 1));
+        return a;
+    }
+    default: { /* up to 40 keys of 1 to 3 characters, some prefixes of others */
+        static const char *const chars[] = {"a", "b", "_", "~", "\x01", "\xc3\xa9"};
+        json_t *o = json_object();
+        for (int i = (int)(r >> 8) % 41; i > 0; i--) {
+            char k[8] = "";
+            for (int j = 1 + (int)(xs_next(x) % 3); j > 0; j--)
+                strcat(k, chars[xs_next(x) % (sizeof chars / sizeof chars[0])]);
+            json_object_set_new(o, k, random_tree(x, depth + 1));
+        }
+        return o;
+    }
+    }
+}
+
+START_TEST(test_canonical_matches_jansson)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < RANDOM_N(4000); i++) {
+        json_t *t = random_tree(&x, 0);
+        same_canonical(t);
+        json_decref(t);
+    }
+    /* random doubles, 64 to an array */
+    for (int i = 0; i < RANDOM_N(3200); i++) {
+        json_t *a = json_array();
+        for (int j = 0; j < 64; j++)
+            json_array_append_new(a, json_real(random_double(&x)));
+        same_canonical(a);
+        json_decref(a);
+    }
+
+    /* the edges: zeros, subnormals (the least, the greatest), the least
+     * normal, %.17g's switch to exponents (1e-4 below, 1e17 above: 1e16
+     * to 1e22 and their neighbours, where the 17 digits stop being the
+     * integer's), the greatest double, exponents of one to three digits */
+    static const double edge[] = {0.0,
+                                  -0.0,
+                                  5e-324,
+                                  -5e-324,
+                                  1e-323,
+                                  2.2250738585072009e-308,
+                                  2.2250738585072014e-308,
+                                  1e-308,
+                                  1e-100,
+                                  1e-10,
+                                  1e-5,
+                                  9.9999999999999991e-5,
+                                  1e-4,
+                                  1.0000000000000001e-4,
+                                  0.1,
+                                  0.3,
+                                  1.0 / 3.0,
+                                  2.5,
+                                  9007199254740992.0,
+                                  9007199254740994.0,
+                                  9999999999999998.0,
+                                  1e16,
+                                  10000000000000002.0,
+                                  99999999999999984.0,
+                                  1e17,
+                                  100000000000000016.0,
+                                  123456789012345678.0,
+                                  1e18,
+                                  1e19,
+                                  1e20,
+                                  1e21,
+                                  9.9999999999999992e21,
+                                  1e22,
+                                  1.0000000000000001e22,
+                                  1e23,
+                                  9223372036854775807.0,
+                                  1e100,
+                                  1.7976931348623157e308,
+                                  -1.7976931348623157e308};
+    json_t *all = json_array();
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        for (int side = -1; side <= 1; side++) {
+            double d = side ? nextafter(edge[i], side * INFINITY) : edge[i];
+            if (!isfinite(d))
+                continue;
+            json_t *r = json_real(d);
+            same_canonical(r);
+            json_decref(r);
+            json_array_append_new(all, json_real(d));
+            json_array_append_new(all, json_real(-d));
+        }
+    }
+    same_canonical(all);
+    json_decref(all);
+
+    /* integers beyond 2^53, made the reals they round to (2^53 + 1 is
+     * written as 2^53), and the int64 extremes */
+    static const json_int_t ints[] = {0,
+                                      1,
+                                      -1,
+                                      9007199254740991,
+                                      9007199254740992,
+                                      9007199254740993,
+                                      -9007199254740993,
+                                      99999999999999999,
+                                      123456789012345678,
+                                      1000000000000000001,
+                                      INT64_MAX,
+                                      INT64_MAX - 1,
+                                      INT64_MIN,
+                                      INT64_MIN + 1};
+    json_t *o = json_object();
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        json_t *n = json_integer(ints[i]);
+        same_canonical(n);
+        json_decref(n);
+        char k[32];
+        snprintf(k, sizeof k, "%lld", (long long)ints[i]);
+        json_object_set_new(o, k, json_integer(ints[i]));
+    }
+    same_canonical(o);
+    json_decref(o);
 }
 END_TEST
 
@@ -1543,6 +1744,7 @@ int main(void)
     tcase_add_test(tc, test_unknown_fields);
     tcase_add_test(tc, test_double_round_trip);
     tcase_add_test(tc, test_writer);
+    tcase_add_test(tc, test_canonical_matches_jansson);
     tcase_add_test(tc, test_writer_printf);
     tcase_add_test(tc, test_xml_hints);
     tcase_add_test(tc, test_message_numbers_round_trip);
