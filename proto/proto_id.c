@@ -149,6 +149,43 @@ char *proto__canonical_text(const json_t *v, size_t *len)
     return proto_jw_finish(&w, len);
 }
 
+/* Clients that send their chain inline send the same one again and again
+ * (an animation tool's limb on every drag event), and hashing it was a
+ * sizeable part of decoding it from a tree. Each thread therefore
+ * remembers the ids of the last few short canonical texts it hashed: a
+ * pure memo (the id is a function of the text, which is compared in full),
+ * per thread so that it needs no lock, and small (ID_MEMO entries of at
+ * most ID_MEMO_TEXT bytes). */
+#define ID_MEMO 4
+#define ID_MEMO_TEXT 256
+
+typedef struct id_memo {
+    size_t len; /* 0: empty */
+    char text[ID_MEMO_TEXT];
+    char id[PROTO_ID_HEX + 1];
+} id_memo;
+
+static _Thread_local id_memo memo[ID_MEMO];
+static _Thread_local unsigned memo_next;
+
+static void memo_id(const char *text, size_t len, char id[PROTO_ID_HEX + 1])
+{
+    if (len > ID_MEMO_TEXT) {
+        proto__text_id(text, len, id);
+        return;
+    }
+    for (size_t i = 0; i < ID_MEMO; i++)
+        if (memo[i].len == len && memcmp(memo[i].text, text, len) == 0) {
+            memcpy(id, memo[i].id, PROTO_ID_HEX + 1);
+            return;
+        }
+    proto__text_id(text, len, id);
+    id_memo *m = &memo[memo_next++ % ID_MEMO];
+    m->len = len;
+    memcpy(m->text, text, len);
+    memcpy(m->id, id, PROTO_ID_HEX + 1);
+}
+
 int proto__content_id(const json_t *v, char id[PROTO_ID_HEX + 1], char **text, size_t *len)
 {
     char buf[1024]; /* a chain's text fits, unless it holds a URDF */
@@ -159,7 +196,7 @@ int proto__content_id(const json_t *v, char id[PROTO_ID_HEX + 1], char **text, s
         proto_jw_release(&w);
         return -1;
     }
-    proto__text_id(w.p, w.len, id);
+    memo_id(w.p, w.len, id);
     if (!text) {
         proto_jw_release(&w);
         return 0;
