@@ -21,8 +21,8 @@
  *
  * Ids are content addresses: the first 128 bits (hex) of the SHA-256 of the
  * chain object's canonical JSON (keys sorted, compact, every number written
- * as a 17-digit real so that 1 and 1.0 hash alike). Equal chains therefore
- * share an id across requests, replicas and restarts.
+ * as a 17-digit real so that 1 and 1.0 hash alike; proto_id.c). Equal
+ * chains therefore share an id across requests, replicas and restarts.
  *
  * Reference counting is atomic (stdatomic), so a registry and in-flight jobs
  * on other threads may share one chain; a chain is never modified after
@@ -95,57 +95,15 @@ size_t proto_chain_memory(const proto_chain *c)
 
 /* ---- ids -------------------------------------------------------------- */
 
-/* The id: SHA-256 of the canonical text, written straight from the source
- * tree (keys sorted, integers as reals; proto_jw_canonical_reals()) into a
- * stack buffer when it fits.
- *
- * Clients that send their chain inline send the same one again and again
- * (an animation tool's limb on every drag event), and hashing it was a
- * sizeable part of answering such a request. Each thread therefore
- * remembers the ids of the last few short canonical texts it hashed: a
- * pure memo (the id is a function of the text, which is compared in full),
- * per thread so that it needs no lock, and small (ID_MEMO entries of at
- * most ID_MEMO_TEXT bytes). */
-#define ID_MEMO 4
-#define ID_MEMO_TEXT 256
-
-typedef struct id_memo {
-    size_t len; /* 0: empty */
-    char text[ID_MEMO_TEXT];
-    char id[PROTO_ID_HEX + 1];
-} id_memo;
-
-static _Thread_local id_memo memo[ID_MEMO];
-static _Thread_local unsigned memo_next;
-
+/* The id: SHA-256 of the canonical text of the source tree (keys sorted,
+ * integers as reals; proto__content_id()). */
 static int make_id(proto_chain *c, proto_error *err)
 {
-    char buf[1024];
-    proto_jw w;
-    proto_jw_init(&w, buf, sizeof buf);
-    proto_jw_canonical_reals(&w, c->source);
-    if (w.oom) {
-        proto_jw_release(&w);
+    if (proto__content_id(c->source, c->id, NULL, NULL))
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
-    }
     /* the source tree the chain keeps, as jansson holds it (several times
      * its canonical text) */
     c->memory += proto__json_tree_bytes(c->source);
-    if (w.len > ID_MEMO_TEXT) {
-        proto__text_id(w.p, w.len, c->id);
-        proto_jw_release(&w);
-        return 0;
-    }
-    for (size_t i = 0; i < ID_MEMO; i++)
-        if (memo[i].len == w.len && memcmp(memo[i].text, w.p, w.len) == 0) {
-            memcpy(c->id, memo[i].id, sizeof c->id);
-            return 0;
-        }
-    proto__text_id(w.p, w.len, c->id);
-    id_memo *m = &memo[memo_next++ % ID_MEMO];
-    m->len = w.len;
-    memcpy(m->text, w.p, w.len);
-    memcpy(m->id, c->id, sizeof m->id);
     return 0;
 }
 
@@ -199,9 +157,11 @@ proto_chain *proto_chain_decode_json(json_t *chain, const char *path, const prot
  * when the same bytes come again. A chain is a function of its text and
  * the limits (it is immutable and its reference count atomic), so the
  * shared chain is the one a new decode would give. Bounded: CHAIN_MEMO
- * chains per thread, each from at most CHAIN_MEMO_TEXT bytes. */
+ * chains per thread, each from at most CHAIN_MEMO_TEXT bytes: enough for a
+ * seven-joint arm written with spaces (1.6 kB), whose decode, its id's
+ * canonical text included, takes tens of microseconds. */
 #define CHAIN_MEMO 4
-#define CHAIN_MEMO_TEXT 512
+#define CHAIN_MEMO_TEXT 2048
 
 typedef struct chain_memo {
     size_t len; /* 0: empty */

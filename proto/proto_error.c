@@ -271,7 +271,7 @@ bool proto_error_write(struct proto_jw *w, const proto_error *e)
                           "(message not printable)", "path", "");
     if (!inner)
         return false;
-    proto_jw_value(w, inner, false);
+    proto_jw_value(w, inner);
     json_decref(inner);
     return true;
 }

@@ -1,43 +1,40 @@
 /*
- * proto_json_write.c: the JSON writer behind proto_json_dump() and
- * proto_json_format_double() (contract in proto_json_write.h).
+ * proto_json_write.c: the JSON writer of answers and of the trees ikd
+ * prints (contract in proto_json_write.h).
  *
  * Why not json_dumps(): jansson prints every real with snprintf("%.17g"),
- * whose multi-precision path was the largest single cost of answering a
- * two-bone solve over HTTP (profiled: about a third of the daemon's time).
- * This writer produces the same text jansson would for the same tree, with
- * JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY (and
- * JSON_SORT_KEYS for the canonical form): 17 significant digits correctly
- * rounded (so every double reads back exactly), ".0" on integral reals,
- * exponents without '+' or leading zeros, strings escaped as jansson escapes
- * them. The usual magnitudes (1e-4 <= |v| < 1e16) are converted with exact
- * integer arithmetic; other magnitudes go through snprintf and get jansson's
- * touch-ups. tests/proto/test_proto_json.c checks the text against
- * json_dumps() itself on random trees and doubles.
+ * which is slow (its multi-precision path was once about a third of the
+ * daemon's time answering a two-bone solve) and writes 0.3 as
+ * 0.29999999999999999. Answers print each real in its shortest form
+ * instead (the fewest digits that read back), computed by the Schubfach
+ * method with exact integer arithmetic over every finite double (section
+ * "the shortest digits" below), or correctly rounded to options.digits;
+ * everything else is jansson's text (JSON_COMPACT): ".0" on integral reals,
+ * exponents without '+' or leading zeros, strings escaped as jansson
+ * escapes them. The canonical text chain and scene ids hash (jansson's
+ * 17-digit json_dumps() text, keys sorted) is written by proto/proto_id.c
+ * with this file's strings and its 17-digit options.digits form.
  *
- * Answers print each real in its shortest form instead (the fewest digits
- * that read back), computed by the Schubfach method with exact integer
- * arithmetic over every finite double (section "the shortest digits"
- * below), or correctly rounded to options.digits.
- *
- * All three forms end in one text writer (section "the text of a number"):
- * 17 digits made eight at a time by arithmetic on 64-bit words
+ * Both number forms end in one text writer (section "the text of a
+ * number"): 17 digits made eight at a time by arithmetic on 64-bit words
  * (proto/proto_digits.h), stored straight into the output where the layout
  * puts them, with no scratch copy. It stores a few bytes past the text
  * (at most NUMBER_STORES in all), which PROTO_DOUBLE_MAX and the writer's
  * reservation cover.
  *
- * The same writer is public as proto_jw (proto_json_write.h): responses are
+ * The writer is public as proto_jw (proto_json_write.h): responses are
  * written with it directly, without building a tree (proto_job_encode()),
- * and chain ids hash its canonical text written straight from the request's
- * tree (integers as reals, keys sorted by insertion into a small array). Its
- * buffer may start in the caller's storage (a stack array) and moves to the
- * heap only when it outgrows it. proto_jw_printf appends printf-formatted
- * text unescaped, for text other than JSON kept in the same kind of buffer
- * (server/metrics.c's Prometheus exposition).
+ * and the few trees ikd prints (chain and scene descriptions, a value
+ * quoted in an error) go through proto_json_dump(), the same text with
+ * reals in the shortest form. Its buffer may start in the caller's storage
+ * (a stack array) and moves to the heap only when it outgrows it.
+ * proto_jw_printf appends printf-formatted text unescaped, for text other
+ * than JSON kept in the same kind of buffer (server/metrics.c's Prometheus
+ * exposition).
  *
- * Not done here: pretty printing, ASCII-only output, NaN or infinities
- * (jansson refuses them when the tree is built, so they never arrive).
+ * Not done here: pretty printing, sorted keys, ASCII-only output, NaN or
+ * infinities (jansson refuses them when the tree is built, so they never
+ * arrive).
  */
 #include "proto/proto_json_write.h"
 #include "proto/proto_digits.h"
@@ -199,13 +196,11 @@ static const uint64_t pow5_u64[28] = {
 
 /* round(m * 2^e * 10^k) to nearest, ties to even, exactly, for m < 2^53
  * and 0 <= k <= 22: m * 5^k < 2^53 * 2^52 fits 128 bits, and the factor
- * 2^(e + k) is a shift. *dir tells where the exact value lies: 0 on the
- * result, 1 above it, -1 below it. */
-static uint64_t scaled_round(uint64_t m, int e, int k, int *dir)
+ * 2^(e + k) is a shift. */
+static uint64_t scaled_round(uint64_t m, int e, int k)
 {
     u128 x = (u128)m * pow5_u64[k];
     int sh = e + k;
-    *dir = 0;
     if (sh >= 0)
         return sh >= 64 ? 0 : (uint64_t)(x << sh);
     sh = -sh;
@@ -214,50 +209,16 @@ static uint64_t scaled_round(uint64_t m, int e, int k, int *dir)
     u128 q = x >> sh;
     u128 rem = x - (q << sh);
     u128 half = (u128)1 << (sh - 1);
-    if (rem != 0)
-        *dir = 1; /* the exact value lies above q */
-    if (rem > half || (rem == half && (q & 1u))) {
+    if (rem > half || (rem == half && (q & 1u)))
         q++;
-        *dir = -1; /* ... and below q + 1 */
-    }
     return (uint64_t)q;
-}
-
-/* snprintf("%.17g") with jansson's touch-ups: ".0" when there is neither a
- * point nor an exponent, no '+' and no leading zeros in the exponent. */
-static int format_libc(double v, char *buf)
-{
-    char tmp[40];
-    int n = snprintf(tmp, sizeof tmp, "%.17g", v);
-    int o = 0;
-    bool frac = false;
-    for (int i = 0; i < n; i++) {
-        char c = tmp[i];
-        if (c == '.')
-            frac = true;
-        buf[o++] = c;
-        if (c == 'e') {
-            frac = true;
-            i++;
-            if (tmp[i] == '-')
-                buf[o++] = '-';
-            while (i + 1 < n - 1 && tmp[i + 1] == '0')
-                i++;
-        }
-    }
-    if (!frac) {
-        buf[o++] = '.';
-        buf[o++] = '0';
-    }
-    buf[o] = '\0';
-    return o;
 }
 
 /* The same for the small magnitudes, where 5^k outgrows 64 bits: m * 5^k
  * exactly in 64-bit limbs (k <= 350: at most 14 of them), then shifted
  * right by -(e + k) > 0 with the bits shifted out deciding the rounding.
  * The result has at most 17 digits, so it fits one limb. */
-static uint64_t scaled_round_big(uint64_t m, int e, int k, int *dir)
+static uint64_t scaled_round_big(uint64_t m, int e, int k)
 {
     uint64_t x[16] = {m};
     size_t n = 1;
@@ -274,7 +235,6 @@ static uint64_t scaled_round_big(uint64_t m, int e, int k, int *dir)
         left -= step;
     }
     int sh = -(e + k);
-    *dir = 0;
     if (sh <= 0 || sh > 64 * (int)n + 1)
         return 0; /* not in this function's range: the caller checks */
     /* q = x >> sh (below 10^18 < 2^64: the caller's power of ten is at
@@ -292,21 +252,16 @@ static uint64_t scaled_round_big(uint64_t m, int e, int k, int *dir)
     bool below = hw < n && (x[hw] & ((1ull << hb) - 1)) != 0;
     for (size_t i = 0; i < hw && !below; i++)
         below = x[i] != 0;
-    if (half || below)
-        *dir = 1; /* the exact value lies above q */
-    if (half && (below || (q & 1u))) {
+    if (half && (below || (q & 1u)))
         q++;
-        *dir = -1; /* ... and below q + 1 */
-    }
     return q;
 }
 
 /* round(m * 2^e * 10^k) as scaled_round (0 <= k <= 22) or
  * scaled_round_big (up to 350) computes it; 0 when neither applies. */
-static uint64_t scaled(uint64_t m, int e, int k, int *dir)
+static uint64_t scaled(uint64_t m, int e, int k)
 {
-    return k < 0 || k > 350 ? 0 : k <= 22 ? scaled_round(m, e, k, dir)
-                                          : scaled_round_big(m, e, k, dir);
+    return k < 0 || k > 350 ? 0 : k <= 22 ? scaled_round(m, e, k) : scaled_round_big(m, e, k);
 }
 
 /* a (0 < a, finite) = m * 2^e with m < 2^53: the bits themselves (a
@@ -331,35 +286,6 @@ static int split_double(double a, uint64_t *m_out, int *e_out)
     *e_out = e;
     int lead = e + 63 - __builtin_clzll(m);
     return (lead * 78913) >> 18; /* 78913 / 2^18 just below log10(2) */
-}
-
-/* The 17 significant digits of a (0 < a < 1e16, subnormals included),
- * correctly rounded, as an integer in [10^16, 10^17) with *x10 =
- * floor(log10(a)) (of the rounded value), by exact integer arithmetic; 0
- * when that fails (not expected in this range). *dir: where a lies against
- * the digits (0 on them exactly, 1 above, -1 below). */
-static uint64_t digits17(double a, int *x10_out, int *dir)
-{
-    uint64_t m;
-    int e;
-    /* x10: the loop settles it (and a rounding that carries to 18 digits)
-     * by looking at the digit count */
-    int x10 = split_double(a, &m, &e);
-    uint64_t d = 0;
-    for (int tries = 0; tries < 4; tries++) {
-        d = scaled(m, e, 16 - x10, dir);
-        if (!d)
-            break;
-        if (d >= pow10_u64[17])
-            x10++;
-        else if (d < pow10_u64[16])
-            x10--;
-        else
-            break;
-        d = 0;
-    }
-    *x10_out = x10;
-    return d;
 }
 
 /* The shortest writer and its text are inlined whole into each caller:
@@ -625,7 +551,7 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
 /* The nd (1..17) significant digits of a > 0, correctly rounded (exact
  * halves to even, as the C library's printf rounds), as an integer of nd
  * digits with *x10 the power of ten of its first: round(a * 10^k), k =
- * nd - 1 - x10, exactly (digits17's arithmetic). split_double's x10 may
+ * nd - 1 - x10, exactly (scaled). split_double's x10 may
  * be one low (nd + 1 digits come: once more one place up), and the
  * rounding may carry to 10^nd (one place up, it rounds to 10^(nd - 1)).
  * Where that does not apply (a >= 10^nd), the C library's %.*e, which is
@@ -633,10 +559,10 @@ int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX])
 static uint64_t round_digits(double a, int nd, int *x10)
 {
     uint64_t m;
-    int e, dir, x = split_double(a, &m, &e);
-    uint64_t q = scaled(m, e, nd - 1 - x, &dir);
+    int e, x = split_double(a, &m, &e);
+    uint64_t q = scaled(m, e, nd - 1 - x);
     if (q >= pow10_u64[nd])
-        q = scaled(m, e, nd - 1 - ++x, &dir);
+        q = scaled(m, e, nd - 1 - ++x);
     if (q == pow10_u64[nd]) {
         q = pow10_u64[nd - 1];
         x++;
@@ -687,26 +613,6 @@ double proto_json_round_digits(double v, int digits)
     char buf[PROTO_DOUBLE_MAX];
     proto_json_format_digits(v, digits, buf);
     return strtod(buf, NULL);
-}
-
-int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX])
-{
-    if (v == 0.0) {
-        int n = put_zero(buf, signbit(v));
-        buf[n] = '\0';
-        return n;
-    }
-    double a = fabs(v);
-    if (!(a >= 1e-4 && a < 1e16))
-        return format_libc(v, buf);
-    int x10, dir;
-    uint64_t d = digits17(a, &x10, &dir);
-    if (d == 0) /* not expected in this range; the C library is exact */
-        return format_libc(v, buf);
-    /* -4 <= x10 <= 15: %.17g's fixed notation, as the other forms lay it out */
-    int n = put_decimal(buf, v < 0, d, x10);
-    buf[n] = '\0';
-    return n;
 }
 
 /* ---- values ----------------------------------------------------------- */
@@ -776,89 +682,29 @@ void proto_jw_double_digits(proto_jw *b, double v, int digits)
     b->len += (size_t)put_digits(b->p + b->len, v, digits);
 }
 
-/* The 17-digit form, for the canonical text chain ids hash (ids stay what
- * they were before answers got the shortest form). */
-static void put_double17(proto_jw *b, double v)
-{
-    if (b->len + PROTO_DOUBLE_MAX + 1 > b->cap && proto_jw_reserve(b, PROTO_DOUBLE_MAX))
-        return;
-    b->len += (size_t)proto_json_format_double(v, b->p + b->len);
-}
-
-/* Modes of the tree writer. */
-enum { W_SORT = 1, W_INT_AS_REAL = 2 };
-
-static void put_value(proto_jw *b, const json_t *v, int mode, int depth);
-
-static void put_member(proto_jw *b, const char *key, const json_t *val, int mode, int depth)
-{
-    proto_jw_string(b, key, strlen(key));
-    proto_jw_raw(b, ":", 1);
-    put_value(b, val, mode, depth + 1);
-}
-
-static void put_object(proto_jw *b, const json_t *v, int mode, int depth)
-{
-    proto_jw_raw(b, "{", 1);
-    size_t n = json_object_size(v);
-    const char *key;
-    json_t *val;
-    if (!(mode & W_SORT) || n < 2) {
-        bool first = true;
-        json_object_foreach((json_t *)v, key, val)
-        {
-            if (!first)
-                proto_jw_raw(b, ",", 1);
-            first = false;
-            put_member(b, key, val, mode, depth);
-        }
-    } else {
-        /* keys sorted as strcmp sorts them (JSON_SORT_KEYS); small objects
-         * (every chain object) by insertion into a stack array */
-        struct kv {
-            const char *k;
-            json_t *v;
-        } small[16], *kv = small;
-        if (n > sizeof small / sizeof small[0]) {
-            kv = malloc(n * sizeof *kv);
-            if (!kv) {
-                b->oom = true;
-                return;
-            }
-        }
-        size_t k = 0;
-        json_object_foreach((json_t *)v, key, val)
-        {
-            if (k == n)
-                break;
-            size_t i = k++;
-            while (i > 0 && strcmp(kv[i - 1].k, key) > 0) {
-                kv[i] = kv[i - 1];
-                i--;
-            }
-            kv[i].k = key;
-            kv[i].v = val;
-        }
-        for (size_t i = 0; i < k; i++) {
-            if (i)
-                proto_jw_raw(b, ",", 1);
-            put_member(b, kv[i].k, kv[i].v, mode, depth);
-        }
-        if (kv != small)
-            free(kv);
-    }
-    proto_jw_raw(b, "}", 1);
-}
-
-static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
+/* The tree writer: proto_jw_value() and proto_json_dump(). */
+static void put_value(proto_jw *b, const json_t *v, int depth)
 {
     if (depth > 2048) { /* jansson's own parser stops far earlier */
         b->oom = true;
         return;
     }
+    const char *key;
+    json_t *val;
+    bool first = true;
     switch (json_typeof(v)) {
     case JSON_OBJECT:
-        put_object(b, v, mode, depth);
+        proto_jw_raw(b, "{", 1);
+        json_object_foreach((json_t *)v, key, val)
+        {
+            if (!first)
+                proto_jw_raw(b, ",", 1);
+            first = false;
+            proto_jw_string(b, key, strlen(key));
+            proto_jw_raw(b, ":", 1);
+            put_value(b, val, depth + 1);
+        }
+        proto_jw_raw(b, "}", 1);
         break;
     case JSON_ARRAY: {
         size_t n = json_array_size(v);
@@ -866,7 +712,7 @@ static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
         for (size_t i = 0; i < n; i++) {
             if (i)
                 proto_jw_raw(b, ",", 1);
-            put_value(b, json_array_get(v, i), mode, depth + 1);
+            put_value(b, json_array_get(v, i), depth + 1);
         }
         proto_jw_raw(b, "]", 1);
         break;
@@ -875,16 +721,10 @@ static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
         proto_jw_string(b, json_string_value(v), json_string_length(v));
         break;
     case JSON_INTEGER:
-        if (mode & W_INT_AS_REAL)
-            put_double17(b, (double)json_integer_value(v));
-        else
-            proto_jw_integer(b, json_integer_value(v));
+        proto_jw_integer(b, json_integer_value(v));
         break;
     case JSON_REAL:
-        if (mode & W_INT_AS_REAL)
-            put_double17(b, json_real_value(v));
-        else
-            proto_jw_double(b, json_real_value(v));
+        proto_jw_double(b, json_real_value(v));
         break;
     case JSON_TRUE:
         proto_jw_raw(b, "true", 4);
@@ -898,22 +738,17 @@ static void put_value(proto_jw *b, const json_t *v, int mode, int depth)
     }
 }
 
-void proto_jw_value(proto_jw *w, const json_t *v, bool canonical)
+void proto_jw_value(proto_jw *w, const json_t *v)
 {
-    put_value(w, v, canonical ? W_SORT : 0, 0);
+    put_value(w, v, 0);
 }
 
-void proto_jw_canonical_reals(proto_jw *w, const json_t *v)
-{
-    put_value(w, v, W_SORT | W_INT_AS_REAL, 0);
-}
-
-char *proto_json_dump(const json_t *v, bool canonical)
+char *proto_json_dump(const json_t *v)
 {
     if (!v)
         return NULL;
     proto_jw w;
     proto_jw_init(&w, NULL, 0);
-    proto_jw_value(&w, v, canonical);
+    proto_jw_value(&w, v);
     return proto_jw_finish(&w, NULL);
 }

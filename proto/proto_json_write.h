@@ -1,13 +1,14 @@
 /*
  * proto_json_write.h: the JSON writer of the wire format: a growable text
  * buffer (proto_jw) that answers are written into directly, without building
- * a jansson tree, the number formats (17 digits for chain ids, the shortest
- * text that reads back for answers), and proto_json_dump() for trees. The
- * text is byte for byte what jansson's json_dumps() gives for the same
- * value (tests/proto/test_proto_json.c proves it differentially).
- *
- * Writing: compact output; the canonical form (sorted keys, 17-digit reals)
- * is what chain ids are hashed from. Every function is reentrant.
+ * a jansson tree, the number formats of answers (the shortest text that
+ * reads back, or options.digits), and proto_json_dump() for trees. The
+ * text is what jansson's json_dumps() gives for the same value with
+ * JSON_COMPACT but for reals, written in their shortest form
+ * (tests/proto/test_proto_json.c and tests/fuzz/fuzz_json.c compare them).
+ * The canonical text ids hash (jansson's 17-digit text, keys sorted) is
+ * written by proto/proto_id.c with proto_jw_string and
+ * proto_jw_double_digits(v, 17). Every function is reentrant.
  */
 #ifndef PROTO_JSON_WRITE_H
 #define PROTO_JSON_WRITE_H
@@ -22,9 +23,8 @@
  * written in their shortest form that reads back exactly
  * (proto_json_format_shortest; tests/fuzz/fuzz_json.c compares the text
  * byte for byte on trees without reals, and what any tree reads back to);
- * malloc'd (free()), NULL when out of memory. canonical sorts object keys
- * (as JSON_SORT_KEYS). */
-char *proto_json_dump(const json_t *v, bool canonical);
+ * keys in the object's order. malloc'd (free()), NULL when out of memory. */
+char *proto_json_dump(const json_t *v);
 
 /* A JSON text writer for answers written directly, without building a
  * jansson tree (proto_job_encode()), and the engine of proto_json_dump().
@@ -63,13 +63,8 @@ void proto_jw_double(proto_jw *w, double v);
 /* A finite double as proto_json_format_digits(v, digits) writes it (0:
  * the shortest form). */
 void proto_jw_double_digits(proto_jw *w, double v, int digits);
-/* A whole value, as proto_json_dump(v, canonical). */
-void proto_jw_value(proto_jw *w, const json_t *v, bool canonical);
-/* The canonical text chain ids hash: keys sorted and every integer written
- * as the real it equals (1 and 1.0 alike), byte for byte json_dumps() of
- * that tree with JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17)
- * (tests/fuzz/fuzz_json.c). */
-void proto_jw_canonical_reals(proto_jw *w, const json_t *v);
+/* A whole value, as proto_json_dump(v). */
+void proto_jw_value(proto_jw *w, const json_t *v);
 /* The text, malloc'd and NUL-terminated (the caller frees), its length in
  * *len when len is not NULL; the writer is left empty. NULL (and the writer
  * released) when out of memory. */
@@ -78,30 +73,27 @@ char *proto_jw_finish(proto_jw *w, size_t *len);
  * buf). */
 void proto_jw_release(proto_jw *w);
 
-/* Room for any double proto_json_format_double() writes, with its NUL. */
+/* Room for any double the formats below write, with its NUL. */
 #define PROTO_DOUBLE_MAX 32
-
-/* v (finite) as proto_json_dump() writes it: jansson's "%.17g" form with
- * ".0" on integral values, so that it reads back exactly. Returns the
- * length; buf is NUL-terminated. */
-int proto_json_format_double(double v, char buf[PROTO_DOUBLE_MAX]);
 
 /* v (finite) with the fewest significant digits that read back (strtod) as
  * v, the nearest to v when several do (the even one of two equally near),
  * by exact integer arithmetic (Schubfach; no strtod, no snprintf); laid
- * out as
- * proto_json_format_double() lays its digits out (fixed notation for
+ * out as jansson's "%.17g" lays its digits out (fixed notation for
  * 1e-4 <= |v| < 1e17, else an exponent; ".0" on integral values, no '+'
  * or leading zeros in the exponent). 0.1 is "0.1", not
  * "0.10000000000000001". Every answer ikd writes uses it; chain ids keep
- * hashing the 17-digit form. Returns the length; buf is NUL-terminated. */
+ * hashing jansson's 17-digit form. Returns the length; buf is
+ * NUL-terminated. */
 int proto_json_format_shortest(double v, char buf[PROTO_DOUBLE_MAX]);
 
 /* v (finite) correctly rounded to digits (1..17) significant digits, exact
  * halves to even (the digits snprintf("%.*e", digits - 1) gives), trailing
  * zeros dropped, laid out as proto_json_format_shortest() lays its digits
  * out: 2/3 at 3 digits is "0.667", 999.96 at 4 is "1000.0". Answers with
- * options.digits use it. digits outside 1..17: the shortest form. Returns
+ * options.digits use it; at 17 digits it is jansson's %.17g text with its
+ * touch-ups (the numbers of the canonical text ids hash, proto_id.c).
+ * digits outside 1..17: the shortest form. Returns
  * the length; buf is NUL-terminated. */
 int proto_json_format_digits(double v, int digits, char buf[PROTO_DOUBLE_MAX]);
 

@@ -33,10 +33,12 @@
 
 #define PROTO_NAME_MAX 64
 #define PROTO_ID_HEX 32 /* 128 bits of SHA-256, hex */
-/* Content ids (proto_id.c): the id of a canonical text, and the id of v
- * (its canonical text's: keys sorted, integers as reals) with, when text
- * is not NULL, that text (malloc'd, NUL-terminated, *len bytes); 0, or -1
- * when out of memory. */
+/* Content ids (proto_id.c): the canonical text of v (the text jansson's
+ * json_dumps() gives, keys sorted, integers as reals, 17 digits; malloc'd, NUL-terminated, its
+ * length in *len when len is not NULL; NULL when out of memory), the id of
+ * a canonical text, and the id of v (its canonical text's) with, when text
+ * is not NULL, that text (*len bytes); 0, or -1 when out of memory. */
+char *proto__canonical_text(const json_t *v, size_t *len);
 void proto__text_id(const char *text, size_t len, char id[PROTO_ID_HEX + 1]);
 int proto__content_id(const json_t *v, char id[PROTO_ID_HEX + 1], char **text, size_t *len);
 

@@ -182,7 +182,7 @@ int srv_cli_chain(int argc, char **argv)
         fprintf(stderr, "ikd chain: out of memory\n");
         return 1;
     }
-    char *text = proto_json_dump(obj, false);
+    char *text = proto_json_dump(obj);
     json_decref(obj);
     if (!text) {
         fprintf(stderr, "ikd chain: out of memory\n");

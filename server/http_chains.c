@@ -193,7 +193,7 @@ static char *chain_text(const proto_chain *c, bool source, size_t *len)
     if (!source)
         json_object_del(desc, "chain");
     json_object_set_new(desc, "id", json_string(proto_chain_id(c)));
-    char *text = proto_json_dump(desc, false);
+    char *text = proto_json_dump(desc);
     json_decref(desc);
     *len = text ? strlen(text) : 0;
     return text;

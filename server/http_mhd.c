@@ -540,7 +540,7 @@ void srv_http_respond_body(srv_request *q, int status, char *body, size_t len)
 
 void srv_http_respond_json(srv_request *q, int status, json_t *v)
 {
-    char *s = v ? proto_json_dump(v, false) : NULL;
+    char *s = v ? proto_json_dump(v) : NULL;
     json_decref(v);
     srv_http_respond_body(q, status, s, s ? strlen(s) : 0);
 }

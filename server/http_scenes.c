@@ -45,7 +45,7 @@
 static void answer(srv_request *q, int status, const proto_scene *s, bool source)
 {
     json_t *d = proto_scene_describe(s, source);
-    char *text = d ? proto_json_dump(d, false) : NULL;
+    char *text = d ? proto_json_dump(d) : NULL;
     json_decref(d);
     if (!text) {
         proto_error e;

@@ -185,7 +185,7 @@
  *     1e-17 noise of an exact zero) and on N of any bit pattern:
  *     proto_json_format_shortest() (every answer's numbers),
  *     proto_json_format_digits() at 6 digits (options.digits) and
- *     proto_json_format_double() (17 digits, what chain ids hash: the
+ *     proto_json_format_digits() at 17 digits (what reads back always: the
  *     baseline), passes alternated, the best of five rounds per writer.
  *     Then the numbers of one real two-bone answer (positions, unit
  *     quaternions, 0.0, 1.0, time_ms) appended as an answer appends them,
@@ -1442,7 +1442,7 @@ static void time_writers(const double *v, size_t n, double ns[3], size_t *sink)
             for (size_t i = 0; i < n; i++)
                 *sink += (size_t)(w == 0   ? proto_json_format_shortest(v[i], buf)
                                   : w == 1 ? proto_json_format_digits(v[i], 6, buf)
-                                           : proto_json_format_double(v[i], buf));
+                                           : proto_json_format_digits(v[i], 17, buf));
             double t = now_s() - t0;
             if (t < best[w])
                 best[w] = t;

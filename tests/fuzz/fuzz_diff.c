@@ -339,7 +339,7 @@ static char *binary_twin(const unsigned char *b, size_t len, bool *planar_z)
                 proto_jw_raw(&w, ",", 1);
             if (isfinite(d)) {
                 char buf[PROTO_DOUBLE_MAX];
-                proto_jw_raw(&w, buf, (size_t)proto_json_format_double(d, buf));
+                proto_jw_raw(&w, buf, (size_t)proto_json_format_shortest(d, buf));
             } else {
                 proto_jw_raw(&w, "null", 4);
             }
@@ -529,10 +529,10 @@ static void tick_as_target(const proto_stream_tick_target *t, size_t i)
     proto_jw_init(&w, NULL, 0);
     static const char open[] = "{\"type\":\"target\",\"stream\":\"s\",\"seq\":1,\"target\":";
     proto_jw_raw(&w, open, sizeof open - 1);
-    proto_jw_value(&w, t->target, false);
+    proto_jw_value(&w, t->target);
     if (t->seed) {
         proto_jw_raw(&w, ",\"seed\":", 8);
-        proto_jw_value(&w, t->seed, false);
+        proto_jw_value(&w, t->seed);
     }
     proto_jw_raw(&w, "}", 1);
     size_t len;
@@ -647,7 +647,7 @@ static bool json_double(proto_jw *w, double d)
     if (!isfinite(d))
         return false;
     char buf[PROTO_DOUBLE_MAX];
-    proto_jw_raw(w, buf, (size_t)proto_json_format_double(d, buf));
+    proto_jw_raw(w, buf, (size_t)proto_json_format_shortest(d, buf));
     return true;
 }
 

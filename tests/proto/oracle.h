@@ -279,7 +279,7 @@ static inline char *oracle_stream_solution(const char *stream, long long seq, si
         json_object_set_new(m, "count", json_integer((json_int_t)count));
     }
     json_object_set(m, "result", result ? (json_t *)result : json_null());
-    char *s = proto_json_dump(m, false);
+    char *s = proto_json_dump(m);
     json_decref(m);
     if (s && len)
         *len = strlen(s);

@@ -3,8 +3,11 @@
  * errors with line and column, duplicate keys, numbers jansson refuses
  * (NaN, Infinity, 1e400), typed getters and their JSON pointers and
  * messages, unknown fields, limits, and the exact round trip of doubles;
- * the number writers (shortest, options.digits, 17 digits) against
- * references of their own, at every layout edge and digit count;
+ * the number writers (shortest, options.digits) against references of
+ * their own, at every layout edge and digit count; the tree writer
+ * (proto_json_dump) against jansson; the canonical text ids hash
+ * (proto/proto_id.c) against jansson's json_dumps() of the tree with its
+ * integers made reals, on random trees and the edge doubles;
  * the hint for XML sent where JSON is expected, right for each place (a
  * solve, a batch, /v1/chains, a stream message) as each decoder reports it.
  */
@@ -18,6 +21,7 @@
 
 #include "proto/proto_json.h"
 #include "proto/proto_json_write.h"
+#include "proto/proto_kind.h"
 #include "proto/proto_pow10.h"
 #include "proto/proto_stream.h"
 #include "tests/proto/proto_check.h"
@@ -225,7 +229,7 @@ START_TEST(test_double_round_trip)
         vals[i] = d;
         json_array_append_new(a, json_real(d));
     }
-    char *s = proto_json_dump(a, false);
+    char *s = proto_json_dump(a);
     ck_assert_ptr_nonnull(s);
     ck_assert_ptr_null(strchr(s, ' ')); /* compact */
     proto_error e;
@@ -237,13 +241,6 @@ START_TEST(test_double_round_trip)
     json_decref(a);
     json_decref(b);
 
-    /* canonical: sorted keys */
-    json_t *o = json_pack("{s:i, s:i, s:i}", "b", 1, "a", 2, "c", 3);
-    s = proto_json_dump(o, true);
-    ck_assert_str_eq(s, "{\"a\":2,\"b\":1,\"c\":3}");
-    free(s);
-    json_decref(o);
-
     double three[3] = {1, -2.5, 1e-300};
     json_t *arr = proto_json_array_of(three, 3);
     ck_assert_uint_eq(json_array_size(arr), 3);
@@ -253,7 +250,8 @@ START_TEST(test_double_round_trip)
 END_TEST
 
 /* proto_json_dump() must write what json_dumps() writes with the same
- * flags (the independent oracle), for doubles of every magnitude and sign,
+ * flags (the independent oracle), reals but for their digits (the shortest
+ * form reprinted with 17 digits), for doubles of every magnitude and sign,
  * integers at the extremes, escaped strings and nested trees. */
 static uint64_t xs_next(uint64_t *x)
 {
@@ -282,13 +280,10 @@ static double random_double(uint64_t *x)
     }
 }
 
-static void same_as_jansson(const json_t *v, bool canonical)
+static void same_as_jansson(const json_t *v)
 {
-    size_t flags = JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY;
-    if (canonical)
-        flags |= JSON_SORT_KEYS;
-    char *want = json_dumps(v, flags);
-    char *got = proto_json_dump(v, canonical);
+    char *want = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
+    char *got = proto_json_dump(v);
     ck_assert_ptr_nonnull(want);
     ck_assert_ptr_nonnull(got);
     char *again = pc_reprint17(got, false);
@@ -302,20 +297,9 @@ static void same_as_jansson(const json_t *v, bool canonical)
 START_TEST(test_dump_matches_jansson)
 {
     uint64_t x = 0x2545f4914f6cdd1dull;
-    for (int i = 0; i < RANDOM_N(200000); i++) {
-        double d = random_double(&x);
-        json_t *r = json_real(d);
-        char buf[PROTO_DOUBLE_MAX];
-        int n = proto_json_format_double(d, buf);
-        ck_assert_int_eq(n, (int)strlen(buf));
-        ck_assert(strtod(buf, NULL) == d); /* exact round trip */
-        if (i % 16 == 0)
-            same_as_jansson(r, false);
-        else {
-            char *want = json_dumps(r, JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
-            ck_assert_str_eq(buf, want);
-            free(want);
-        }
+    for (int i = 0; i < RANDOM_N(12500); i++) {
+        json_t *r = json_real(random_double(&x));
+        same_as_jansson(r);
         json_decref(r);
     }
     static const double edge[] = {0.0, -0.0, 1.0, -1.0, 1e-4, 9.9999999999999991e-5, 1e16,
@@ -323,7 +307,7 @@ START_TEST(test_dump_matches_jansson)
                                   123456789012345678.0, 1e-300, 2.5, 1e22};
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
         json_t *r = json_real(edge[i]);
-        same_as_jansson(r, false);
+        same_as_jansson(r);
         json_decref(r);
     }
 
@@ -333,8 +317,7 @@ START_TEST(test_dump_matches_jansson)
                           "quote\" back\\ nl\n tab\t ctl\x01 bs\b ff\f cr\r utf8 \xc3\xa9 /",
                           "mid", "b", 1e-7, "a", "empty", "k~/", 3.0);
     ck_assert_ptr_nonnull(t);
-    same_as_jansson(t, false);
-    same_as_jansson(t, true);
+    same_as_jansson(t);
     json_decref(t);
 
     /* every control character jansson escapes as \uXXXX, whose hex digits
@@ -342,19 +325,24 @@ START_TEST(test_dump_matches_jansson)
     for (int c = 0; c < 0x20; c++) {
         char one[1] = {(char)c};
         json_t *str = json_stringn(one, 1);
-        same_as_jansson(str, false);
+        same_as_jansson(str);
         json_decref(str);
     }
     json_t *del = json_string("\x7f \xc2\x80 \xe2\x80\xa8");
-    same_as_jansson(del, false);
+    same_as_jansson(del);
     json_decref(del);
 }
 END_TEST
 
+static int by_strcmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* The direct writer (proto_jw): a caller's buffer outgrown mid-text, the
- * text copied out of a buffer that was never outgrown, and the canonical
- * text chain ids hash (keys sorted, integers as reals), small objects and
- * objects beyond the writer's stack array of keys. */
+ * text copied out of a buffer that was never outgrown; and the canonical
+ * text chain ids hash (proto/proto_id.c: keys sorted, integers as reals),
+ * of a small object and of one with 40 keys. */
 START_TEST(test_writer)
 {
     char small[8];
@@ -385,23 +373,242 @@ START_TEST(test_writer)
     free(s);
 
     json_t *v = json_pack("{s:[i,f], s:{s:i, s:s}}", "z", 1, 2.5, "a", "y", -3, "b", "x");
-    proto_jw_init(&w, NULL, 0);
-    proto_jw_canonical_reals(&w, v);
-    s = proto_jw_finish(&w, NULL);
+    s = proto__canonical_text(v, &n);
     ck_assert_str_eq(s, "{\"a\":{\"b\":\"x\",\"y\":-3.0},\"z\":[1.0,2.5]}");
+    ck_assert_uint_eq(n, strlen(s));
     free(s);
+    ck_assert(json_is_integer(json_array_get(json_object_get(v, "z"), 0))); /* left as it was */
     json_decref(v);
 
-    /* 40 keys in a scrambled order: sorted like JSON_SORT_KEYS */
+    /* 40 keys in a scrambled order: sorted as strcmp sorts them ("k1" <
+     * "k10" < "k2"), each integer a real; key kj holds j * 33 % 40 (17 * 33
+     * is 1 modulo 40); the id is that text's */
     v = json_object();
     for (int i = 0; i < 40; i++) {
         char k[16];
         snprintf(k, sizeof k, "k%d", (i * 17) % 40);
         json_object_set_new(v, k, json_integer(i));
     }
-    same_as_jansson(v, true);
-    same_as_jansson(v, false);
+    const char *order[40];
+    char names[40][16];
+    for (int j = 0; j < 40; j++) {
+        snprintf(names[j], sizeof names[j], "k%d", j);
+        order[j] = names[j];
+    }
+    qsort(order, 40, sizeof *order, by_strcmp);
+    char want[1024] = "{";
+    for (int j = 0; j < 40; j++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s\"%s\":%d.0",
+                 j ? "," : "", order[j], atoi(order[j] + 1) * 33 % 40);
+    strcat(want, "}");
+    s = proto__canonical_text(v, NULL);
+    ck_assert_str_eq(s, want);
+    char id[PROTO_ID_HEX + 1], id_text[PROTO_ID_HEX + 1];
+    ck_assert_int_eq(proto__content_id(v, id, NULL, NULL), 0);
+    proto__text_id(s, strlen(s), id_text);
+    ck_assert_str_eq(id, id_text);
+    free(s);
+    same_as_jansson(v);
     json_decref(v);
+}
+END_TEST
+
+/* The canonical text chain and scene ids hash (proto__canonical_text,
+ * written by proto/proto_id.c itself) must be byte for byte what jansson's
+ * json_dumps() writes for the same tree with every integer made the real
+ * it converts to, keys sorted, 17 digits: every id hashes that text, so a
+ * differing byte is another id. Random trees (any finite double, integers
+ * of every size, strings with control characters and UTF-8, objects below
+ * and above the writer's 16 keys sorted in place, keys that are prefixes
+ * of others), then each edge double alone and in a tree. */
+static json_t *ints_as_reals(const json_t *v)
+{
+    const char *key;
+    json_t *x, *out;
+    size_t i;
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        return json_real((double)json_integer_value(v));
+    case JSON_OBJECT:
+        out = json_object();
+        json_object_foreach((json_t *)v, key, x)
+            json_object_set_new_nocheck(out, key, ints_as_reals(x));
+        return out;
+    case JSON_ARRAY:
+        out = json_array();
+        json_array_foreach(v, i, x) json_array_append_new(out, ints_as_reals(x));
+        return out;
+    default:
+        return json_deep_copy(v);
+    }
+}
+
+static void same_canonical(const json_t *v)
+{
+    json_t *r = ints_as_reals(v);
+    char *want = json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) |
+                                   JSON_ENCODE_ANY);
+    size_t n = 0;
+    char *got = proto__canonical_text(v, &n);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    ck_assert_uint_eq(n, strlen(want));
+    char id[PROTO_ID_HEX + 1], id_text[PROTO_ID_HEX + 1];
+    ck_assert_int_eq(proto__content_id(v, id, NULL, NULL), 0);
+    proto__text_id(want, strlen(want), id_text);
+    ck_assert_str_eq(id, id_text);
+    free(got);
+    free(want);
+    json_decref(r);
+}
+
+static json_t *random_tree(uint64_t *x, int depth)
+{
+    uint64_t r = xs_next(x);
+    switch (depth > 3 ? r % 5 : r % 8) {
+    case 0: { /* an integer of any size and sign */
+        int64_t i = (int64_t)(xs_next(x) >> (r >> 8) % 64);
+        return json_integer((r >> 16) & 1 ? -i : i);
+    }
+    case 1:
+        return json_real(random_double(x));
+    case 2: { /* control characters, '"', '\\', '/', DEL and UTF-8 */
+        static const char *const parts[] = {"\x01", "\x1e", "\n", "\"", "\\", "/", "\x7f",
+                                            "a",    "Z",    " ", "\xc3\xa9", "\xe2\x80\xa8",
+                                            "\xf0\x9f\x98\x80"};
+        char s[64] = "";
+        for (int i = (int)(r >> 8) % 6; i > 0; i--)
+            strcat(s, parts[xs_next(x) % (sizeof parts / sizeof parts[0])]);
+        return json_string(s);
+    }
+    case 3:
+        return (r >> 8) & 1 ? json_true() : json_false();
+    case 4:
+        return json_null();
+    case 5: {
+        json_t *a = json_array();
+        for (int i = (int)(r >> 8) % 6; i > 0; i--)
+            json_array_append_new(a, random_tree(x, depth + 1));
+        return a;
+    }
+    default: { /* up to 40 keys of 1 to 3 characters, some prefixes of others */
+        static const char *const chars[] = {"a", "b", "_", "~", "\x01", "\xc3\xa9"};
+        json_t *o = json_object();
+        for (int i = (int)(r >> 8) % 41; i > 0; i--) {
+            char k[8] = "";
+            for (int j = 1 + (int)(xs_next(x) % 3); j > 0; j--)
+                strcat(k, chars[xs_next(x) % (sizeof chars / sizeof chars[0])]);
+            json_object_set_new(o, k, random_tree(x, depth + 1));
+        }
+        return o;
+    }
+    }
+}
+
+START_TEST(test_canonical_matches_jansson)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < RANDOM_N(4000); i++) {
+        json_t *t = random_tree(&x, 0);
+        same_canonical(t);
+        json_decref(t);
+    }
+    /* random doubles, 64 to an array */
+    for (int i = 0; i < RANDOM_N(3200); i++) {
+        json_t *a = json_array();
+        for (int j = 0; j < 64; j++)
+            json_array_append_new(a, json_real(random_double(&x)));
+        same_canonical(a);
+        json_decref(a);
+    }
+
+    /* the edges: zeros, subnormals (the least, the greatest), the least
+     * normal, %.17g's switch to exponents (1e-4 below, 1e17 above: 1e16
+     * to 1e22 and their neighbours, where the 17 digits stop being the
+     * integer's), the greatest double, exponents of one to three digits */
+    static const double edge[] = {0.0,
+                                  -0.0,
+                                  5e-324,
+                                  -5e-324,
+                                  1e-323,
+                                  2.2250738585072009e-308,
+                                  2.2250738585072014e-308,
+                                  1e-308,
+                                  1e-100,
+                                  1e-10,
+                                  1e-5,
+                                  9.9999999999999991e-5,
+                                  1e-4,
+                                  1.0000000000000001e-4,
+                                  0.1,
+                                  0.3,
+                                  1.0 / 3.0,
+                                  2.5,
+                                  9007199254740992.0,
+                                  9007199254740994.0,
+                                  9999999999999998.0,
+                                  1e16,
+                                  10000000000000002.0,
+                                  99999999999999984.0,
+                                  1e17,
+                                  100000000000000016.0,
+                                  123456789012345678.0,
+                                  1e18,
+                                  1e19,
+                                  1e20,
+                                  1e21,
+                                  9.9999999999999992e21,
+                                  1e22,
+                                  1.0000000000000001e22,
+                                  1e23,
+                                  9223372036854775807.0,
+                                  1e100,
+                                  1.7976931348623157e308,
+                                  -1.7976931348623157e308};
+    json_t *all = json_array();
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        for (int side = -1; side <= 1; side++) {
+            double d = side ? nextafter(edge[i], side * INFINITY) : edge[i];
+            if (!isfinite(d))
+                continue;
+            json_t *r = json_real(d);
+            same_canonical(r);
+            json_decref(r);
+            json_array_append_new(all, json_real(d));
+            json_array_append_new(all, json_real(-d));
+        }
+    }
+    same_canonical(all);
+    json_decref(all);
+
+    /* integers beyond 2^53, made the reals they round to (2^53 + 1 is
+     * written as 2^53), and the int64 extremes */
+    static const json_int_t ints[] = {0,
+                                      1,
+                                      -1,
+                                      9007199254740991,
+                                      9007199254740992,
+                                      9007199254740993,
+                                      -9007199254740993,
+                                      99999999999999999,
+                                      123456789012345678,
+                                      1000000000000000001,
+                                      INT64_MAX,
+                                      INT64_MAX - 1,
+                                      INT64_MIN,
+                                      INT64_MIN + 1};
+    json_t *o = json_object();
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        json_t *n = json_integer(ints[i]);
+        same_canonical(n);
+        json_decref(n);
+        char k[32];
+        snprintf(k, sizeof k, "%lld", (long long)ints[i]);
+        json_object_set_new(o, k, json_integer(ints[i]));
+    }
+    same_canonical(o);
+    json_decref(o);
 }
 END_TEST
 
@@ -1352,9 +1559,9 @@ static int ref_digits_text(double d, int k, char buf[PROTO_DOUBLE_MAX])
 /* Every layout the writers have, for every count of significant digits
  * (1..17) at every power of ten from 1e-12 to 1e24 and at the far ones
  * (exponents of one, two and three digits, subnormals), both signs: the
- * shortest text against the reference writer, options.digits at that
+ * shortest text against the reference writer, and options.digits at that
  * count and at another against the C library's digits (byte for byte,
- * through the reference layout), and the 17-digit text against jansson. */
+ * through the reference layout). */
 START_TEST(test_number_grid)
 {
     static const int far[] = {-324, -323, -320, -310, -308, -307, -300, -100, -99,
@@ -1402,15 +1609,6 @@ START_TEST(test_number_grid)
                         ck_assert_msg(ng == nw && strcmp(got, want) == 0,
                                       "%a at %d digits: %s, the C library's %s", d, ks[j], got,
                                       want);
-                    }
-                    if (sample % 4 == 0) {
-                        json_t *r = json_real(d);
-                        char *j17 = json_dumps(r, JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
-                        ng = proto_json_format_double(d, got);
-                        ck_assert_msg(ng == (int)strlen(j17) && strcmp(got, j17) == 0,
-                                      "%a: %s, jansson %s", d, got, j17);
-                        free(j17);
-                        json_decref(r);
                     }
                     checked++;
                 }
@@ -1546,6 +1744,7 @@ int main(void)
     tcase_add_test(tc, test_unknown_fields);
     tcase_add_test(tc, test_double_round_trip);
     tcase_add_test(tc, test_writer);
+    tcase_add_test(tc, test_canonical_matches_jansson);
     tcase_add_test(tc, test_writer_printf);
     tcase_add_test(tc, test_xml_hints);
     tcase_add_test(tc, test_message_numbers_round_trip);
