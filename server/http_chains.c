@@ -260,6 +260,7 @@ typedef struct chain_work {
     srv_solve s; /* its pool work */
     srv_registry_op op;
     srv_request *q;
+    srv_registry *registry; /* q's: for after q is gone */
     proto_chain *chain;
     proto_error err;
     bool source;  /* ?include=source */
@@ -294,10 +295,22 @@ static void registered_answer(chain_work *cw, bool created)
     chain_work_free(cw);
 }
 
+/* A registration Redis did not take (--redis) is answered 503 and leaves
+ * nothing here either, as a DELETE answered 503 does: the copy it put in
+ * the local registry goes (kept, this replica would serve an id no other
+ * replica knows, and Redis never learns of it). */
+static void chain_unregister(chain_work *cw)
+{
+    if (cw->created)
+        srv_registry_remove_kind(cw->registry, PROTO_REG_CHAIN, proto_chain_id(cw->chain));
+}
+
 static void stored(srv_registry_op *op)
 {
     chain_work *cw = op->data;
     srv_request *q = cw->q;
+    if (op->status != SRV_OK)
+        chain_unregister(cw);
     if (!srv_http_release(q)) {
         chain_work_free(cw);
         return;
@@ -317,6 +330,7 @@ static void chain_register(chain_work *cw)
     srv_request *q = cw->q;
     srv_ctx *ctx = q->ctx;
     bool created = false;
+    cw->registry = ctx->registry;
     if (srv_registry_put(ctx->registry, cw->chain, &created) != SRV_OK) {
         proto_error e;
         proto_error_set(&e, PROTO_E_TOO_LARGE, "",
@@ -331,6 +345,7 @@ static void chain_register(chain_work *cw)
         return;
     }
     /* the registration's document as the client sent it: the chain object */
+    cw->created = created;
     cw->op.done = stored;
     cw->op.data = cw;
     srv_http_hold(q);
@@ -338,6 +353,7 @@ static void chain_register(chain_work *cw)
                                 q->len, &cw->op);
     if (rc == SRV_OK)
         return;
+    chain_unregister(cw);
     srv_http_release(q);
     srv_http_registry_unavailable(q, cw->op.what);
     chain_work_free(cw);

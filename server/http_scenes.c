@@ -66,13 +66,25 @@ static void answer(srv_request *q, int status, const proto_scene *s, bool source
 typedef struct store_wait {
     srv_registry_op op;
     srv_request *q;
+    srv_registry *registry; /* q's: for after q is gone */
     proto_scene *scene;
     bool source;
+    bool created; /* new in the local registry */
 } store_wait;
+
+/* A registration Redis did not take is answered 503 and leaves nothing
+ * here either (as http_chains.c's chain_unregister). */
+static void scene_unregister(store_wait *w)
+{
+    if (w->created)
+        srv_registry_remove_kind(w->registry, PROTO_REG_SCENE, w->scene->id);
+}
 
 static void stored(srv_registry_op *op)
 {
     store_wait *w = op->data;
+    if (op->status != SRV_OK)
+        scene_unregister(w);
     if (srv_http_release(w->q)) {
         if (op->status != SRV_OK)
             srv_http_registry_unavailable(w->q, op->what);
@@ -104,14 +116,17 @@ static void scene_register(srv_request *q, proto_scene *s, bool source)
         srv_http_respond_error(q, &e);
     } else {
         w->q = q;
+        w->registry = ctx->registry;
         w->scene = s;
         w->source = source;
+        w->created = created;
         w->op.done = stored;
         w->op.data = w;
         srv_http_hold(q);
         if (srv_registry_store(ctx, PROTO_REG_SCENE, s->id, s->text, s->text_len, &w->op) ==
             SRV_OK)
             return; /* stored() answers and frees */
+        scene_unregister(w);
         srv_http_release(q);
         srv_http_registry_unavailable(q, w->op.what);
         free(w);

@@ -754,6 +754,28 @@ class SharedRegistryTest(unittest.TestCase):
             proxy.close()
         self.assertEqual(rc, 0)  # a sanitizer's report at exit fails it
 
+    def test_k_refused_registration_leaves_no_copy(self):
+        # a replica that has not reached Redis since it started: its 503
+        # registrations must not be served by it alone (before, it kept
+        # them, GET 200 there and 404 on every other replica, and the check
+        # after a cut never ran for a connection that was never up)
+        chain = bones(0.13)
+        scene = {"spheres": [{"radius": 0.05, "position": [11, 0, 0]}]}
+        cid = self.register(self.a, chain)["id"]  # the content ids
+        status, desc, _ = self.a.http("POST", "/v1/scenes", scene)
+        self.assertIn(status, (200, 201), desc)
+        sid = desc["id"]
+        c = Ikd("redis://127.0.0.1:%d" % free_port())  # nothing listens there
+        try:
+            self.assertEqual(c.http("POST", "/v1/chains", chain)[0], 503)
+            self.assertEqual(c.http("POST", "/v1/scenes", scene)[0], 503)
+            for path in ("/v1/chains/" + cid, "/v1/scenes/" + sid):
+                status, err, _ = c.http("GET", path)
+                self.assertEqual(status, 503, (path, err))  # not held: Redis is asked
+        finally:
+            rc = c.stop()
+        self.assertEqual(rc, 0)
+
 
 class PasswordTest(unittest.TestCase):
     def test_auth(self):
