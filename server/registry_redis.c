@@ -71,7 +71,6 @@
 #define TICK_MS 25
 #define SYNC_WINDOW 64 /* EXISTS in flight while checking the local registry */
 
-/* srv_shared's redis_sync: is the local registry known to hold nothing Redis deleted */
 enum { SYNC_DONE = 0, SYNC_NEEDED, SYNC_RUNNING };
 
 typedef enum cmd_kind { C_SETUP, C_PING, C_FETCH, C_STORE, C_FORGET, C_CHECK } cmd_kind;
@@ -748,8 +747,9 @@ static void connect_start(srv_redis *r)
  * failed with code and why, both connections freed. */
 static void drop_all(srv_redis *r, int code, const char *why)
 {
+    unsigned done = SYNC_DONE; /* no loop subscribed: deletions may be missed */
     if (r->up && atomic_fetch_sub(&r->ctx->sh->redis_up, 1) == 1)
-        atomic_store(&r->ctx->sh->redis_sync, SYNC_NEEDED); /* no loop subscribed */
+        atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &done, SYNC_NEEDED);
     r->up = false;
     sync_end(r, false);
     /* the ops end first: hiredis's NULL replies then only free the commands */
