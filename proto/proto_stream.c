@@ -247,7 +247,6 @@ void proto_stream_path_free(proto_stream_path *p)
  * bool) set when declined. */
 static size_t raw_tips(size_t k, const char *p, size_t avail, void *ud)
 {
-    (void)k;
     proto_in in = proto_in_text(p, avail);
     const char *name[IK_TREE_MAX_TIPS];
     size_t len[IK_TREE_MAX_TIPS], n = 0;
