@@ -531,6 +531,7 @@ void proto__tick_target(const proto_stream_raw *t, proto_object *o)
     memcpy(o->num, t->num, sizeof t->num);
     o->i[PROTO_T_PRIORITY] = t->priority;
     o->in[PROTO_T_KEEP] = t->keep;
+    o->in[PROTO_T_TIPS] = t->tips;
 }
 
 /* The error naming a tip the tree does not have, with its tips. */

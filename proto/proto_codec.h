@@ -260,7 +260,8 @@ int proto__target_finish(proto_object *o, const char *path, const proto_chain *c
  * (proto_stream.c's raw reader), kept until its stream's session knows the
  * chain: its envelope, and its target's members as the text mode read
  * them, before their meaning (proto__tick_target() makes the object of
- * them again). Seeds and a tree's tips are read as a tree instead. */
+ * them again): a tree's "keep" and "tips" as their text, read by the
+ * rules. Seeds are read as a tree instead. */
 struct proto_stream_raw {
     char stream[PROTO_STREAM_NAME_MAX + 1];
     bool has_seq; /* a seq of its own (a tick's target without one has the tick's) */
@@ -271,7 +272,7 @@ struct proto_stream_raw {
     unsigned char n[PROTO_T_COUNT];
     double num[PROTO_T_PLACES];
     long long priority;
-    proto_in keep;
+    proto_in keep, tips;
     /* a binary tick's target (proto_stream_binary.c): its numbers filled
      * (no text: the rules word every error), and what its envelope got
      * wrong (PROTO_RAW_BAD_*, answered as the JSON form answers it) */

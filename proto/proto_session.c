@@ -189,6 +189,34 @@ static void target_path(char out[PROTO_PATH_MAX], size_t i, const char *key)
     proto_json_path_key(out, base, key);
 }
 
+/* A target read from the text (o, proto__tick_target) given its meaning
+ * with the stream's chain, into a job in scene (a tree's goals and keep
+ * rule straight into the job's): 0, 1 when the text mode declines it (the
+ * tree mode then words the error), or -1 with *err set (out of memory, or
+ * what a tree's job refuses whatever its target: the tree mode's error). */
+static int text_job(proto_session *s, const proto_scene *scene, proto_object *o, proto_job **out,
+                    proto_error *err)
+{
+    proto_target tg;
+    proto_target_out to = {&tg, s->chain, NULL, NULL};
+    if (!is_tree(s)) {
+        if (proto__target_finish(o, "", s->chain, s->opt.frame, &to, err))
+            return 1;
+        return scene_job(s, scene, &tg, "", out, err) == 0 ? 0
+               : err->code == PROTO_E_INTERNAL             ? -1
+                                                           : 1;
+    }
+    if (scene_job(s, scene, NULL, "", out, err))
+        return -1;
+    to.goals = (*out)->goals;
+    to.keep = (*out)->keep;
+    if (proto__target_finish(o, "", s->chain, s->opt.frame, &to, err) == 0)
+        return 0;
+    proto_job_free(*out);
+    *out = NULL;
+    return 1;
+}
+
 int proto_session_tick_target(proto_session *s, const proto_scene *scene,
                               const proto_stream_tick_target *t, size_t i, proto_job **out,
                               proto_error *err)
@@ -199,11 +227,11 @@ int proto_session_tick_target(proto_session *s, const proto_scene *scene,
         /* read from the text: the rules with the stream's chain (the
          * target's path is written only for an error) */
         proto_object o;
-        proto_target tg;
-        proto_target_out to = {&tg, s->chain, NULL, NULL};
         *out = NULL;
         if (t->raw->filled) {
             /* a binary tick's: the rules word the errors, at their paths */
+            proto_target tg;
+            proto_target_out to = {&tg, s->chain, NULL, NULL};
             target_path(tpath, i, "target");
             if (is_tree(s))
                 return proto__unknown_member(err, tpath, "position");
@@ -213,12 +241,9 @@ int proto_session_tick_target(proto_session *s, const proto_scene *scene,
             return scene_job(s, scene, &tg, tpath, out, err);
         }
         proto__tick_target(t->raw, &o);
-        if (!is_tree(s) && proto__target_finish(&o, "", s->chain, s->opt.frame, &to, err) == 0) {
-            if (scene_job(s, scene, &tg, "", out, err) == 0)
-                return 0;
-            if (err->code == PROTO_E_INTERNAL)
-                return -1; /* out of memory */
-        }
+        int rc = text_job(s, scene, &o, out, err);
+        if (rc <= 0)
+            return rc;
         /* a target the rules refuse: the tree mode words the error */
         v = proto_json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);
         if (!v)

@@ -235,10 +235,45 @@ void proto_stream_path_free(proto_stream_path *p)
  * by one table (PROTO_TICK_MAP: a target message is a tick's target with
  * a "type"), the target's members by theirs (PROTO_TARGET_MAP), read but
  * not yet given their meaning, which needs the stream's chain
- * (proto_session_tick_target, proto_session_message_target). It declines
- * what the text mode declines, and targets with a seed or a tree's tips
- * (read as a tree), and then the tree decoder reads the message.
+ * (proto_session_tick_target, proto_session_message_target); a tree's
+ * "tips" read whole (raw_tips) and kept as their text. It declines what
+ * the text mode declines, and targets with a seed (read as a tree), and
+ * then the tree decoder reads the message.
  */
+
+/* A tree target's "tips" at p ({tip name: tip target}): each tip's target
+ * read by its members' shapes, no name twice, so that the text kept is
+ * JSON the tree decoder reads alike (the session reads it again with the
+ * chain's tip names, proto__target_finish). Its bytes, or 0 with *ud (a
+ * bool) set when declined. */
+static size_t raw_tips(size_t k, const char *p, size_t avail, void *ud)
+{
+    proto_in in = proto_in_text(p, avail);
+    const char *name[IK_TREE_MAX_TIPS];
+    size_t len[IK_TREE_MAX_TIPS], n = 0;
+    if (!proto__scan_char(&in.s, '{'))
+        goto no;
+    if (!proto__scan_char(&in.s, '}')) {
+        do {
+            proto_object o;
+            if (n == IK_TREE_MAX_TIPS || !proto__scan_key(&in.s, &name[n], &len[n]))
+                goto no;
+            for (size_t j = 0; j < n; j++)
+                if (len[j] == len[n] && memcmp(name[j], name[n], len[n]) == 0)
+                    goto no;
+            n++;
+            if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT, PROTO_TARGET_TIP,
+                                   NULL, &o, NULL))
+                goto no;
+        } while (proto__scan_char(&in.s, ','));
+        if (!proto__scan_char(&in.s, '}'))
+            goto no;
+    }
+    return (size_t)(in.s.p - p);
+no:
+    *(bool *)ud = true;
+    return 0;
+}
 
 /* The members of a message beside PROTO_TICK_MAP's: its "type" (-1 until
  * read; a target message's only when target) and a tick's "targets". */
@@ -320,10 +355,13 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
         case PROTO_K_TARGET: {
             proto_object o;
             proto_in in = {NULL, *r, 0};
+            bool declined = false;
+            const proto_known tips = {PROTO_BIT(PROTO_T_TIPS), raw_tips, &declined};
             proto__scan_ws(&in.s);
             t->text = in.s.p;
-            if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT,
-                                   PROTO_TARGET_ANY & ~PROTO_BIT(PROTO_T_TIPS), NULL, &o, NULL))
+            if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT, PROTO_TARGET_ANY,
+                                   &tips, &o, NULL) ||
+                declined)
                 return -1;
             t->len = (size_t)(in.s.p - t->text);
             r->p = in.s.p;
@@ -332,6 +370,7 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
             memcpy(t->num, o.num, sizeof t->num);
             t->priority = o.i[PROTO_T_PRIORITY];
             t->keep = o.in[PROTO_T_KEEP];
+            t->tips = o.in[PROTO_T_TIPS];
             break;
         }
         default: /* a seed: read as a tree */

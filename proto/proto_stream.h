@@ -115,7 +115,8 @@ typedef struct proto_stream_msg {
  * "stream" (out->stream stays ""); its targets are not read here, except
  * that a tick of the common shape (every target with "stream", optional
  * "seq", and a "target" whose members the text mode takes, proto_codec.h,
- * but "tips"; no "seed"; keys unescaped and unique; no escapes in strings)
+ * a tree's "tips" each a tip's target of such members; no "seed"; keys
+ * unescaped and unique; no escapes in strings)
  * is read straight into typed targets without building a JSON tree: its
  * targets then refer to text, which must outlive their use
  * (proto_session_tick_target()). Both readings decode the same tick to the

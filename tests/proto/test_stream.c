@@ -1221,9 +1221,10 @@ END_TEST
 
 /* A target message as the daemon reads it (proto_stream_decode_raw): the
  * common shape from its text, without a tree (a reader that quietly
- * declined would cost speed and nothing else); a seed, a tree's tips or an
- * escape as a tree. Either way the session gives what it gives the tree:
- * the same job, or the same error at the same path. */
+ * declined would cost speed and nothing else; a tree's tips too,
+ * test_tree_targets_raw); a seed or an escape as a tree. Either way the
+ * session gives what it gives the tree: the same job, or the same error at
+ * the same path. */
 START_TEST(test_target_message_raw)
 {
     static const struct {
@@ -1243,7 +1244,7 @@ START_TEST(test_target_message_raw)
         {"{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{\"position\":[0.3,0.2,0.2]},"
          "\"seed\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}",
          false, NULL},
-        {"{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{\"tips\":{}}}", false,
+        {"{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{\"tips\":{}}}", true,
          "/target/tips"},
         {"{\"type\":\"t\\u0061rget\",\"stream\":\"a\",\"seq\":7,\"target\":{\"position\":[0,0,1]}}",
          false, NULL},
@@ -1292,6 +1293,130 @@ START_TEST(test_target_message_raw)
 }
 END_TEST
 
+/* A tree's targets ({"keep", "tips"}) in a tick and in a target message,
+ * as the daemon reads them: from the text, without a tree. An accepted
+ * target is given its meaning by the session from that reading alone: its
+ * own text is spoiled before the session sees it, so a session that
+ * quietly fell back on the tree would fail here (and a reader that
+ * declined fails the raw check). It gives the tree reading's goals and
+ * keep rule; a target the rules refuse gets the tree's error at the same
+ * path; tips the reader cannot take whole (a tip named twice, a member no
+ * tip has) make the whole message the tree's. */
+START_TEST(test_tree_targets_raw)
+{
+    static const char chain[] =
+        "{\"kind\":\"tree\",\"joints\":[{\"name\":\"s\",\"type\":\"continuous\",\"axis\":[0,0,1]},"
+        "{\"name\":\"a\",\"parent\":\"s\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0,0.2,0]},"
+        "\"axis\":[0,1,0],\"limits\":{\"lower\":-2,\"upper\":2}},{\"name\":\"l\",\"parent\":\"a\","
+        "\"type\":\"fixed\",\"origin\":{\"xyz\":[0.3,0,0]}},{\"name\":\"b\",\"parent\":\"s\","
+        "\"type\":\"revolute\",\"origin\":{\"xyz\":[0,-0.2,0]},\"axis\":[0,1,0],"
+        "\"limits\":{\"lower\":-2,\"upper\":2}},{\"name\":\"r\",\"parent\":\"b\",\"type\":"
+        "\"fixed\",\"origin\":{\"xyz\":[0.3,0,0]}}],\"tips\":[\"l\",\"r\"]}";
+    static const struct {
+        const char *target;
+        bool raw;          /* the message read without a tree */
+        const char *error; /* its path, NULL when accepted */
+    } cases[] = {
+        {"{\"tips\":{\"r\":{\"position\":[0.3,-0.2,0.1],\"orientation\":[0,0,0.6,0.8]}}}", true,
+         NULL},
+        {" { \"keep\" : \"joints\" , \"tips\" : { \"l\" : { \"position\" : [ 1e-1 , 2 , -3 ] , "
+         "\"rotation\" : [[1,0,0],[0,0,-1],[0,1,0]], \"weights\":[1,1,1,0.5,0,0], "
+         "\"priority\":1, \"weight\":2.5 }, \"r\":{\"weight\":1,\"position\":[0,0,1]} } } ",
+         true, NULL},
+        {"{\"tips\":{},\"keep\":\"pose\"}", true, NULL},
+        {"{\"tips\":{\"x\":{\"position\":[0,0,1]}}}", true, "/target/tips/x"},
+        {"{\"tips\":{\"l\":{\"orientation\":[0,0,0,1]}}}", true, "/target/tips/l/position"},
+        {"{\"tips\":{\"l\":{\"position\":[0,0,1],\"priority\":99}}}", true,
+         "/target/tips/l/priority"},
+        {"{\"tips\":{\"l\":{\"position\":[0,0,1]}},\"keep\":\"both\"}", true, "/target/keep"},
+        {"{\"keep\":\"pose\"}", true, "/target/tips"},
+        {"{\"position\":[0,0,1]}", true, "/target/position"},
+        {"{\"tips\":{\"l\":{\"position\":[0,0,1],\"up\":[0,0,1]}}}", false, "/target/tips/l/up"},
+        {"{\"tips\":[]}", false, "/target/tips"},
+    };
+    proto_error e;
+    proto_chain *c = proto_chain_decode(chain, strlen(chain), NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    proto_session *s;
+    ck_assert_int_eq(proto_session_open(c, NULL, NULL, NULL, &s, &e), 0);
+    proto_chain_unref(c);
+    ck_assert_uint_eq(proto_session_chain(s)->tree->ntips, 2);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int tick = 0; tick < 2; tick++) {
+            char text[1024];
+            snprintf(text, sizeof text,
+                     tick ? "{\"type\":\"tick\",\"seq\":3,\"targets\":[{\"stream\":\"a\","
+                            "\"target\":%s},{\"seq\":4,\"stream\":\"b\",\"target\":%s}]}"
+                          : "{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":%s%s}",
+                     cases[i].target, tick ? cases[i].target : "");
+            proto_stream_msg a, b;
+            proto_error ea, eb;
+            ck_assert_int_eq(proto_stream_decode_raw(text, strlen(text), &a, &ea), 0);
+            ck_assert_int_eq(proto__stream_decode_tree(text, strlen(text), &b, &eb), 0);
+            ck_assert_msg((a.raw != NULL) == cases[i].raw, "%s", text);
+            size_t n = tick ? 2 : 1;
+            ck_assert_uint_eq(tick ? proto_stream_tick_count(&a) : a.raw ? a.nraw : 1, n);
+            for (size_t k = 0; k < n; k++) {
+                proto_stream_tick_target ta = {.raw = NULL}, tb = {.raw = NULL};
+                if (tick) {
+                    ck_assert_int_eq(proto_stream_tick_target_get(&a, k, &ta, &ea), 0);
+                    ck_assert_int_eq(proto_stream_tick_target_get(&b, k, &tb, &eb), 0);
+                }
+                if (!cases[i].error && a.raw) /* the text mode alone */
+                    text[a.raw[k].text - text] = 'x';
+                proto_job *ja = NULL, *jb = NULL;
+                int ra = tick ? proto_session_tick_target(s, NULL, &ta, k, &ja, &ea)
+                              : proto_session_message_target(s, &a, &ja, &ea);
+                int rb = tick ? proto_session_tick_target(s, NULL, &tb, k, &jb, &eb)
+                              : proto_session_target(s, b.target, b.seed, &jb, &eb);
+                ck_assert_msg(ra == rb, "%s: %s / %s", text, ra ? ea.message : "accepted",
+                              rb ? eb.message : "accepted");
+                if (ra) {
+                    char at[PROTO_PATH_MAX];
+                    snprintf(at, sizeof at, "%s%s", tick ? (k ? "/targets/1" : "/targets/0") : "",
+                             cases[i].error);
+                    ck_assert_int_eq(ea.code, eb.code);
+                    ck_assert_str_eq(ea.path, eb.path);
+                    ck_assert_str_eq(ea.message, eb.message);
+                    ck_assert_msg(cases[i].error && !strcmp(ea.path, at), "%s: %s", text, ea.path);
+                    continue;
+                }
+                ck_assert_msg(!cases[i].error, "%s accepted", text);
+                ck_assert(memcmp(ja->goals, jb->goals, 2 * sizeof *ja->goals) == 0);
+                ck_assert_int_eq(ja->keep[0], jb->keep[0]);
+                if (i == 0) { /* tip "r" (the second), in ikd's own frame: as sent */
+                    const proto_tip_goal *g = &ja->goals[1];
+                    ck_assert(!ja->goals[0].active && g->active && g->t.has_orientation);
+                    ck_assert(g->t.position.x == 0.3 && g->t.position.y == -0.2 &&
+                              g->t.position.z == 0.1);
+                    ck_assert(g->t.orientation.z == 0.6 && g->t.orientation.w == 0.8);
+                    ck_assert(g->weight == 1.0 && ja->keep[0] == IK_TREE_KEEP_POSE);
+                }
+                if (i == 1) /* tip "l" with its own priority, weight and keep rule */
+                    ck_assert(ja->goals[0].priority == 1 && ja->goals[0].weight == 2.5 &&
+                              ja->goals[0].t.has_weights && ja->keep[0] == IK_TREE_KEEP_JOINTS);
+                proto_job_free(ja);
+                proto_job_free(jb);
+            }
+            proto_stream_msg_free(&a);
+            proto_stream_msg_free(&b);
+        }
+    }
+    /* a tip named twice: not JSON the tree decoder takes, so neither does
+     * the raw reader */
+    static const char twice[] =
+        "{\"type\":\"target\",\"stream\":\"a\",\"seq\":7,\"target\":{"
+        "\"tips\":{\"l\":{\"position\":[0,0,1]},\"l\":{\"position\":[0,0,1]}}}}";
+    proto_stream_msg m;
+    proto_error e2;
+    ck_assert_int_eq(proto_stream_decode_raw(twice, strlen(twice), &m, &e), -1);
+    ck_assert_int_eq(proto__stream_decode_tree(twice, strlen(twice), &m, &e2), -1);
+    ck_assert_int_eq(e.code, PROTO_E_INVALID_JSON);
+    ck_assert_str_eq(e.message, e2.message);
+    proto_session_free(s);
+}
+END_TEST
+
 static Suite *stream_suite(void)
 {
     Suite *s = suite_create("stream");
@@ -1320,6 +1445,7 @@ static Suite *stream_suite(void)
     tcase_add_test(tc, test_session_answer_lets_go_of_its_scene);
     tcase_add_test(tc, test_tick_reader_matches_tree);
     tcase_add_test(tc, test_target_message_raw);
+    tcase_add_test(tc, test_tree_targets_raw);
     suite_add_tcase(s, tc);
     return s;
 }
