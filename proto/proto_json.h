@@ -52,14 +52,6 @@ void proto_json_path_index(char out[PROTO_PATH_MAX], const char *base, size_t i)
  * "target.position[2]"; "" -> "the request". */
 void proto_json_path_name(char *out, size_t size, const char *path);
 
-/* json_loadb() itself, for the callers that still name it (proto_stream.c
- * and proto_session.c, being moved to the text mode); call json_loadb(). */
-static inline json_t *proto_json_loadb(const char *text, size_t len, size_t flags,
-                                       json_error_t *error)
-{
-    return json_loadb(text, len, flags, error);
-}
-
 /* Internal: the heap bytes jansson holds for the tree v (every node,
  * object hash table, array table and string, with malloc's per-block
  * overhead, as glibc rounds them on 64-bit machines). An estimate from

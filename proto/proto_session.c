@@ -245,7 +245,7 @@ int proto_session_tick_target(proto_session *s, const proto_scene *scene,
         if (rc <= 0)
             return rc;
         /* a target the rules refuse: the tree mode words the error */
-        v = proto_json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);
+        v = json_loadb(t->raw->text, t->raw->len, JSON_REJECT_DUPLICATES, NULL);
         if (!v)
             return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
     }

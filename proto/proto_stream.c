@@ -511,7 +511,7 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     if (len == 0) /* an empty text message: (NULL, 0) from the framer */
         return proto_error_set(err, PROTO_E_INVALID_JSON, "", "the message is empty");
     json_error_t jerr;
-    json_t *root = proto_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) /* worded as for HTTP bodies */
         return proto_json_syntax_error(text, len, &jerr, PROTO_JSON_STREAM, err);
     if (!json_is_object(root)) {

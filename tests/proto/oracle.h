@@ -10,7 +10,9 @@
  * reason, whether the pose is answered) and the conversions back to the
  * caller's frame and units. Used by tests/proto/test_proto_encode.c,
  * tests/proto/test_stream.c and tests/fuzz/fuzz_diff.c; static functions
- * only, so that any test may include it.
+ * only, so that any test may include it. Also the reference of the
+ * canonical text ids are the hash of (proto_id.c): jansson's own, for
+ * tests/proto/test_proto_json.c and tests/fuzz/fuzz_json.c.
  */
 #ifndef IKD_TESTS_ORACLE_H
 #define IKD_TESTS_ORACLE_H
@@ -24,6 +26,42 @@
 #include "proto/proto_scene.h"
 #include "solver/ik_reason.h"
 #include "solver/ik_status.h"
+
+/* The canonical text of v as jansson writes it: every integer made the
+ * real it converts to, keys sorted, compact, 17 significant digits
+ * (proto__canonical_text must give the same bytes). A new string, or NULL
+ * when memory ran out. */
+static json_t *oracle_ints_as_reals(const json_t *v)
+{
+    const char *key;
+    json_t *x, *out;
+    size_t i;
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        return json_real((double)json_integer_value(v));
+    case JSON_OBJECT:
+        out = json_object();
+        json_object_foreach((json_t *)v, key, x)
+            json_object_set_new_nocheck(out, key, oracle_ints_as_reals(x));
+        return out;
+    case JSON_ARRAY:
+        out = json_array();
+        json_array_foreach(v, i, x) json_array_append_new(out, oracle_ints_as_reals(x));
+        return out;
+    default:
+        return json_deep_copy(v);
+    }
+}
+
+static inline char *oracle_canonical_text(const json_t *v)
+{
+    json_t *r = oracle_ints_as_reals(v);
+    char *s = r ? json_dumps(r, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) |
+                                    JSON_ENCODE_ANY)
+                : NULL;
+    json_decref(r);
+    return s;
+}
 
 /* Whether result members of field f (PROTO_FIELD bits) are answered. */
 static inline bool oracle_want(const proto_job *job, unsigned f)
