@@ -682,29 +682,80 @@ void proto_jw_double_digits(proto_jw *b, double v, int digits)
     b->len += (size_t)put_digits(b->p + b->len, v, digits);
 }
 
-/* The tree writer: proto_jw_value() and proto_json_dump(). */
-static void put_value(proto_jw *b, const json_t *v, int depth)
+/* The tree writer: proto_jw_value(), proto_jw_canonical() and
+ * proto_json_dump(). canonical: jansson's dump with JSON_SORT_KEYS and
+ * JSON_REAL_PRECISION(17) of the tree with its integers made reals (keys
+ * in strcmp order: jansson compares the keys' bytes, and keys hold no
+ * NUL; every number at 17 digits, proto_json_format_digits' layout). */
+typedef struct member {
+    const char *key;
+    json_t *value;
+} member;
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const member *)a)->key, ((const member *)b)->key);
+}
+
+static void put_value(proto_jw *b, const json_t *v, bool canonical, int depth);
+
+static void put_object(proto_jw *b, const json_t *v, bool canonical, int depth)
+{
+    member small[16], *m = small;
+    size_t n = json_object_size(v), k = 0;
+    if (canonical && n > sizeof small / sizeof small[0] && !(m = malloc(n * sizeof *m))) {
+        b->oom = true;
+        return;
+    }
+    const char *key;
+    json_t *x;
+    proto_jw_raw(b, "{", 1);
+    json_object_foreach((json_t *)v, key, x)
+    {
+        if (canonical) { /* every member first, sorted below */
+            if (k < n)
+                m[k++] = (member){key, x};
+            continue;
+        }
+        if (k++)
+            proto_jw_raw(b, ",", 1);
+        proto_jw_string(b, key, strlen(key));
+        proto_jw_raw(b, ":", 1);
+        put_value(b, x, false, depth + 1);
+    }
+    if (canonical) {
+        if (k <= sizeof small / sizeof small[0]) { /* every object of a chain */
+            for (size_t i = 1; i < k; i++)
+                for (size_t j = i; j > 0 && strcmp(m[j - 1].key, m[j].key) > 0; j--) {
+                    member t = m[j];
+                    m[j] = m[j - 1];
+                    m[j - 1] = t;
+                }
+        } else {
+            qsort(m, k, sizeof *m, by_key);
+        }
+        for (size_t i = 0; i < k; i++) {
+            if (i)
+                proto_jw_raw(b, ",", 1);
+            proto_jw_string(b, m[i].key, strlen(m[i].key));
+            proto_jw_raw(b, ":", 1);
+            put_value(b, m[i].value, true, depth + 1);
+        }
+        if (m != small)
+            free(m);
+    }
+    proto_jw_raw(b, "}", 1);
+}
+
+static void put_value(proto_jw *b, const json_t *v, bool canonical, int depth)
 {
     if (depth > 2048) { /* jansson's own parser stops far earlier */
         b->oom = true;
         return;
     }
-    const char *key;
-    json_t *val;
-    bool first = true;
     switch (json_typeof(v)) {
     case JSON_OBJECT:
-        proto_jw_raw(b, "{", 1);
-        json_object_foreach((json_t *)v, key, val)
-        {
-            if (!first)
-                proto_jw_raw(b, ",", 1);
-            first = false;
-            proto_jw_string(b, key, strlen(key));
-            proto_jw_raw(b, ":", 1);
-            put_value(b, val, depth + 1);
-        }
-        proto_jw_raw(b, "}", 1);
+        put_object(b, v, canonical, depth);
         break;
     case JSON_ARRAY: {
         size_t n = json_array_size(v);
@@ -712,7 +763,7 @@ static void put_value(proto_jw *b, const json_t *v, int depth)
         for (size_t i = 0; i < n; i++) {
             if (i)
                 proto_jw_raw(b, ",", 1);
-            put_value(b, json_array_get(v, i), depth + 1);
+            put_value(b, json_array_get(v, i), canonical, depth + 1);
         }
         proto_jw_raw(b, "]", 1);
         break;
@@ -721,10 +772,16 @@ static void put_value(proto_jw *b, const json_t *v, int depth)
         proto_jw_string(b, json_string_value(v), json_string_length(v));
         break;
     case JSON_INTEGER:
-        proto_jw_integer(b, json_integer_value(v));
+        if (canonical)
+            proto_jw_double_digits(b, (double)json_integer_value(v), 17);
+        else
+            proto_jw_integer(b, json_integer_value(v));
         break;
     case JSON_REAL:
-        proto_jw_double(b, json_real_value(v));
+        if (canonical)
+            proto_jw_double_digits(b, json_real_value(v), 17);
+        else
+            proto_jw_double(b, json_real_value(v));
         break;
     case JSON_TRUE:
         proto_jw_raw(b, "true", 4);
@@ -740,7 +797,12 @@ static void put_value(proto_jw *b, const json_t *v, int depth)
 
 void proto_jw_value(proto_jw *w, const json_t *v)
 {
-    put_value(w, v, 0);
+    put_value(w, v, false, 0);
+}
+
+void proto_jw_canonical(proto_jw *w, const json_t *v)
+{
+    put_value(w, v, true, 0);
 }
 
 char *proto_json_dump(const json_t *v)

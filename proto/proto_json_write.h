@@ -65,6 +65,11 @@ void proto_jw_double(proto_jw *w, double v);
 void proto_jw_double_digits(proto_jw *w, double v, int digits);
 /* A whole value, as proto_json_dump(v). */
 void proto_jw_value(proto_jw *w, const json_t *v);
+/* A whole value in the canonical text content ids hash (proto_id.c):
+ * jansson's json_dumps(JSON_COMPACT | JSON_SORT_KEYS |
+ * JSON_REAL_PRECISION(17)) of v with every integer made the real it
+ * equals. */
+void proto_jw_canonical(proto_jw *w, const json_t *v);
 /* The text, malloc'd and NUL-terminated (the caller frees), its length in
  * *len when len is not NULL; the writer is left empty. NULL (and the writer
  * released) when out of memory. */
