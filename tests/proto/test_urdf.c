@@ -438,22 +438,6 @@ static void error_eq(const proto_error *a, const proto_error *b)
  * robot, as a chain again and with an unknown tip gives, every time, what
  * the functions that parse the text themselves give: a chain's decode
  * reads its joints and its collision model from one parse. */
-/* The chain and its velocities from a parse of their own (the test's
- * helper: the daemon reads both from the one parse of its document). */
-static int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
-                                       const char *tip_link, ik_joint *joints, size_t cap,
-                                       size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
-                                       double *vel, int *vel_rc, proto_error *vel_err,
-                                       proto_error *err)
-{
-    proto_urdf_doc *d = proto_urdf_open(xml, len, err);
-    int r = d ? proto_urdf_doc_chain(d, base_link, tip_link, joints, cap, n_joints, names, vel,
-                                     vel_rc, vel_err, err)
-              : -1;
-    proto_urdf_close(d);
-    return r;
-}
-
 START_TEST(test_open_document_reads)
 {
     const expect_chain *e = &chains[_i];

@@ -19,18 +19,30 @@
 #include "proto/proto_urdf.h"
 #include "solver/ik_status.h"
 
+/* proto_urdf_doc_chain() on xml[0..len), with the velocities (vel,
+ * vel_rc, vel_err: NULL for none). */
+static inline int proto_urdf_chain_velocities(const char *xml, size_t len, const char *base_link,
+                                              const char *tip_link, ik_joint *joints, size_t cap,
+                                              size_t *n_joints,
+                                              char (*names)[PROTO_URDF_NAME_MAX], double *vel,
+                                              int *vel_rc, proto_error *vel_err, proto_error *err)
+{
+    proto_urdf_doc *d = proto_urdf_open(xml, len, err);
+    int r = d ? proto_urdf_doc_chain(d, base_link, tip_link, joints, cap, n_joints, names, vel,
+                                     vel_rc, vel_err, err)
+              : -1;
+    proto_urdf_close(d);
+    return r;
+}
+
 /* proto_urdf_doc_chain() (without velocities) on xml[0..len). */
 static inline int proto_urdf_chain(const char *xml, size_t len, const char *base_link,
                                    const char *tip_link, ik_joint *joints, size_t cap,
                                    size_t *n_joints, char (*names)[PROTO_URDF_NAME_MAX],
                                    proto_error *err)
 {
-    proto_urdf_doc *d = proto_urdf_open(xml, len, err);
-    int r = d ? proto_urdf_doc_chain(d, base_link, tip_link, joints, cap, n_joints, names, NULL,
-                                     NULL, NULL, err)
-              : -1;
-    proto_urdf_close(d);
-    return r;
+    return proto_urdf_chain_velocities(xml, len, base_link, tip_link, joints, cap, n_joints,
+                                       names, NULL, NULL, NULL, err);
 }
 
 /* proto_urdf_doc_tree() on xml[0..len). */
