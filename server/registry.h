@@ -10,7 +10,8 @@
  *     reader-writer lock: lookups from every loop run side by side).
  *     Without --redis it is the whole registry, and ids live as long as
  *     the process;
- *   - with --redis, the shared registry (server/registry_redis.c): every
+ *   - with --redis, the shared registry (server/registry_redis.c, its
+ *     connections in server/registry_redis_conn.c): every
  *     registration is written to Redis, an id the local registry does not
  *     hold is fetched from there (and kept locally, bounded as above), a
  *     deletion is removed there and announced to every replica (one cut
@@ -158,7 +159,7 @@ srv_reg_id *srv__registry_ids(srv_registry *r, size_t *n);
  * when memory ran out (nothing changed). */
 bool srv__registry_scope_asked(srv_registry_scope *s);
 
-/* ---- the shared registry (--redis; server/registry_redis.c) --------------- */
+/* ---- the shared registry (--redis; server/registry_redis*.c) -------------- */
 
 typedef struct srv_ctx srv_ctx;
 
