@@ -360,14 +360,17 @@ static void check_reply(srv_redis *r, void *data, const redisReply *rep, int sta
         return;
     r->sync_open--;
     if (!rep)
-        return; /* connection lost: drop_all ends the check */
+        return; /* connection lost: on_down ends the check */
     bool gone = rep->type == REDIS_REPLY_INTEGER && rep->integer == 0;
-    if (gone) {
-        srv_registry_remove_kind(r->ctx->registry, r->sync[at].kind, r->sync[at].id);
+    /* dropped when this removed the copy: not when a DELETE announced
+     * since (or the LRU) did, which counts neither kept nor dropped */
+    bool dropped = gone && srv_registry_remove_kind(r->ctx->registry, r->sync[at].kind,
+                                                    r->sync[at].id) == SRV_OK;
+    if (dropped)
         r->sync_dropped++;
-    }
-    srv_metrics_shared(r->ctx->metrics, "check", gone ? "dropped"
-                       : rep->type == REDIS_REPLY_INTEGER ? "kept" : "refused");
+    if (!gone || dropped)
+        srv_metrics_shared(r->ctx->metrics, "check", dropped ? "dropped"
+                           : rep->type == REDIS_REPLY_INTEGER ? "kept" : "refused");
     sync_send(r);
 }
 

@@ -31,7 +31,9 @@ Redis (--redis), with Debian's redis-server started here on a loopback port
 - a replica cut off from Redis (through a proxy here) while another
   deletes a chain and a scene: once back, it checks what it holds and
   drops those two (before, it served them until evicted), and keeps the
-  rest;
+  rest; when a DELETE announced while the check asks Redis (its EXISTS
+  held by the proxy) removes a copy first, the check counts it neither
+  dropped (before, it did) nor kept;
 - Redis paused (SIGSTOP, a Redis that does not answer): a miss gets 503
   within --redis-timeout while other requests are answered at once;
 - a DELETE while Redis is paused: 503, and once Redis resumes it runs
@@ -120,10 +122,13 @@ class Redis:
 
 class Proxy:
     """A TCP relay to 127.0.0.1:port that can cut every connection through
-    it and refuse new ones (cut), then let them through again (mend)."""
+    it and refuse new ones (cut), then let them through again (mend), and
+    hold what a client sends on one connection from the first bytes that
+    contain hold (holding is set then) until released is set."""
 
     def __init__(self, port):
         self.port, self.cut_off, self.socks = port, False, []
+        self.hold, self.holding, self.released = None, threading.Event(), threading.Event()
         self.lock = threading.Lock()
         self.server = socket.create_server(("127.0.0.1", 0))
         self.url = "redis://127.0.0.1:%d" % self.server.getsockname()[1]
@@ -142,15 +147,17 @@ class Proxy:
                 up = socket.create_connection(("127.0.0.1", self.port))
                 self.socks += [down, up]
             for a, b in ((down, up), (up, down)):
-                threading.Thread(target=self.pump, args=(a, b), daemon=True).start()
+                threading.Thread(target=self.pump, args=(a, b, a is down), daemon=True).start()
 
-    @staticmethod
-    def pump(a, b):
+    def pump(self, a, b, to_redis):
         try:
             while True:
                 data = a.recv(65536)
                 if not data:
                     break
+                if to_redis and self.hold and self.hold in data:
+                    self.holding.set()
+                    self.released.wait(30 * SLOW)
                 b.sendall(data)
         except OSError:
             pass
@@ -231,6 +238,16 @@ class Ikd:
         self.proc.stdout.close()
         self.log.close()
         return self.proc.returncode
+
+
+def metric(d, name):
+    """The value of the sample name (with its labels) in d's /metrics, 0
+    when it has none."""
+    _, text, _ = d.http("GET", "/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    return 0
 
 
 def bones(tilt):
@@ -753,6 +770,42 @@ class SharedRegistryTest(unittest.TestCase):
             rc = c.stop()
             proxy.close()
         self.assertEqual(rc, 0)  # a sanitizer's report at exit fails it
+
+    def test_j_check_counts_only_the_copies_it_drops(self):
+        """A copy the check would drop is removed meanwhile by an announced
+        DELETE (the check's EXISTS held by the proxy until then): the check
+        removes nothing, and counts nothing dropped (before, it counted
+        dropped for a copy it never removed)."""
+        gone = self.register(self.a, bones(0.14), (201,))["id"]
+        proxy = Proxy(self.redis.port)
+        c = Ikd(proxy.url, "--loops", "1")
+        try:
+            c.wait_up()
+            self.assertEqual(c.http("GET", "/v1/chains/" + gone)[0], 200)  # C holds it
+            self.assertEqual(metric(c, "ikd_registry_chains"), 1)
+            proxy.cut()
+            c.wait_up(False)
+            proxy.hold = b"EXISTS"
+            proxy.mend()
+            self.assertTrue(proxy.holding.wait(10 * SLOW), "no check after the cut")
+            self.assertEqual(self.a.http("DELETE", "/v1/chains/" + gone)[0], 204)
+            deadline = time.monotonic() + 5 * SLOW
+            while metric(c, "ikd_registry_chains") != 0:  # the announcement reached C
+                self.assertLess(time.monotonic(), deadline, "C still holds " + gone)
+                time.sleep(0.02)
+            proxy.released.set()
+            deadline = time.monotonic() + 5 * SLOW
+            while "were gone from Redis" not in c.text():
+                self.assertLess(time.monotonic(), deadline, "the check did not end")
+                time.sleep(0.02)
+            self.assertIn("0 of the 1 ids held here were gone", c.text())
+            self.assertEqual(metric(c, 'ikd_registry_shared_total{op="check",result="dropped"}'),
+                             0)
+        finally:
+            proxy.released.set()
+            rc = c.stop()
+            proxy.close()
+        self.assertEqual(rc, 0)
 
     def test_k_refused_registration_leaves_no_copy(self):
         # a replica that has not reached Redis since it started: its 503
