@@ -151,6 +151,13 @@ int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *c
  * or on another loop). The request that fetched it still has it. */
 size_t srv__registry_removals(srv_registry *r);
 int srv__registry_put_fetched(srv_registry *r, proto_reg_kind k, void *obj, size_t since);
+/* Internal (registry_redis.c): counts as a removal for the fetches in
+ * flight (one sent before puts nothing). The check after a cut-off calls
+ * it before it takes the ids held (srv__registry_ids): a fetch that Redis
+ * answered before the cut, decoded after the check looked, may bring an
+ * id deleted while no loop heard the announcements, which the check would
+ * never see. */
+void srv__registry_bar_fetches(srv_registry *r);
 /* Internal (registry_redis.c): the kind and id of every entry, in a new
  * array (*n of them); NULL when there are none (*n 0) or memory ran out
  * (*n the count). */

@@ -14,13 +14,17 @@
  * one MGET for all the ids a request names, decodes each value with its
  * own limits (on the pool when large), checks that it has the id it was
  * fetched for (a value that does not is ignored, and logged), and keeps it
- * in its local registry (unless a deletion came while it was fetched:
- * srv__registry_put_fetched). A deletion is DEL, then PUBLISH of the id on
+ * in its local registry (unless a deletion, or the check below, came
+ * while it was fetched: srv__registry_put_fetched; the request that
+ * fetched it is answered with it either way, as it asked Redis before).
+ * A deletion is DEL, then PUBLISH of the id on
  * "ikd:chains:deleted" ("scene:<id>" for a scene), to which every loop of
  * every replica is subscribed (a second connection): each drops the id
  * from its local registry. When no loop was subscribed for a while, the
  * first up again checks every id held with EXISTS and drops those Redis
- * no longer has (deleted meanwhile, or lost by a Redis that restarted).
+ * no longer has (deleted meanwhile, or lost by a Redis that restarted);
+ * a fetch sent before the check began keeps nothing, so that what it
+ * brings after the check looked cannot escape it.
  *
  * Not here: the local registry and the scopes (registry.c), what requests
  * do with a fetch (http_chains.c, http_batch.c, ws_messages.c).
@@ -328,6 +332,10 @@ static void sync_send(srv_redis *r)
         if (atomic_load(&r->ctx->sh->redis_sync) != SYNC_NEEDED ||
             !atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &needed, SYNC_RUNNING))
             return;
+        /* a fetch sent before (answered, perhaps, before deletions this
+         * replica missed) keeps nothing: what it brings after this would
+         * escape the check; its request still has it */
+        srv__registry_bar_fetches(r->ctx->registry);
         r->sync = srv__registry_ids(r->ctx->registry, &r->nsync);
         r->sync_sent = r->sync_open = r->sync_dropped = 0;
         if (!r->sync) { /* none held, or out of memory (the next tick tries again) */

@@ -33,7 +33,10 @@ Redis (--redis), with Debian's redis-server started here on a loopback port
   drops those two (before, it served them until evicted), and keeps the
   rest; when a DELETE announced while the check asks Redis (its EXISTS
   held by the proxy) removes a copy first, the check counts it neither
-  dropped (before, it did) nor kept;
+  dropped (before, it did) nor kept; a fetch answered before the cut
+  whose decode (on the pool, behind a long solve) ends after that check
+  answers its request but leaves no copy (before, the replica kept the
+  chain deleted meanwhile, after the check had looked);
 - Redis paused (SIGSTOP, a Redis that does not answer): a miss gets 503
   within --redis-timeout while other requests are answered at once;
 - a DELETE while Redis is paused: 503, and once Redis resumes it runs
@@ -68,7 +71,8 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from robot_chain import Chain  # noqa: E402
 from test_collide import MARGIN, ROBOT, TOL  # noqa: E402
-from test_stream import BONES, IKD_BIN, IKD_DATA, SLOW, TIMEOUT, bones_target, run  # noqa: E402
+from test_stream import (BONES, IKD_BIN, IKD_DATA, SLOW, TIMEOUT, bones_target,  # noqa: E402
+                         iiwa_chain, run)
 
 import websockets  # noqa: E402
 
@@ -803,6 +807,60 @@ class SharedRegistryTest(unittest.TestCase):
                              0)
         finally:
             proxy.released.set()
+            rc = c.stop()
+            proxy.close()
+        self.assertEqual(rc, 0)
+
+    def test_j_fetch_decoded_across_a_cut_is_not_kept(self):
+        """A fetch answered before the replica was cut off, whose decode
+        (on the pool, waiting behind a long solve there) ends after the
+        check that followed the cut: the chain was deleted while the replica
+        was cut off, so the replica does not keep the copy (before, it did,
+        after the check had looked, and served the deleted chain until its
+        LRU evicted it); the request that fetched it is answered with it,
+        as it asked before the deletion."""
+        chain = UR5.request()
+        chain["urdf"] = chain["urdf"].replace(
+            "<robot", "<!-- %s -->\n<robot" % ("padding " * 12002), 1)
+        cid = self.register(self.a, chain, (201,))["id"]
+        held = self.register(self.a, bones(0.15), (201,))["id"]
+        proxy = Proxy(self.redis.port)
+        c = Ikd(proxy.url, "--loops", "1", "--threads", "1", "--max-iterations", "100000000",
+                "--max-time-ms", "10000")
+        out = {}
+        threads = []
+        try:
+            c.wait_up()
+            self.assertEqual(c.http("GET", "/v1/chains/" + held)[0], 200)  # the check has an id
+            # the one pool thread solves for a while (the iiwa blocked by its
+            # limits runs its budget: test_stream.py), the decode waits behind
+            slow = {"chain": iiwa_chain(), "target": {"position": [0.0, 0.0, 0.36]},
+                    "options": {"timeout_ms": 2000, "max_iterations": 100000000}}
+            for name, method, path, body in (("solve", "POST", "/v1/solve", slow),
+                                             ("get", "GET", "/v1/chains/" + cid, None)):
+                depth = len(threads) + 1
+                threads.append(threading.Thread(target=lambda n=name, m=method, p=path, b=body:
+                                                out.update({n: c.http(m, p, b)[0]})))
+                threads[-1].start()
+                deadline = time.monotonic() + 5 * SLOW
+                while metric(c, "ikd_pool_queue_depth") < depth:
+                    self.assertLess(time.monotonic(), deadline, name + " is not on the pool")
+                    time.sleep(0.01)
+            proxy.cut()
+            c.wait_up(False)
+            self.assertEqual(self.a.http("DELETE", "/v1/chains/" + cid)[0], 204)
+            proxy.mend()
+            c.wait_up()
+            deadline = time.monotonic() + 5 * SLOW
+            while "were gone from Redis" not in c.text():
+                self.assertLess(time.monotonic(), deadline, "the check did not end")
+                time.sleep(0.02)
+            self.assertNotIn("get", out, "the decode ended before the check: try a longer solve")
+            for th in threads:
+                th.join(30 * SLOW)
+            self.assertEqual(out, {"solve": 200, "get": 200})
+            self.assertEqual(c.http("GET", "/v1/chains/" + cid)[0], 404)
+        finally:
             rc = c.stop()
             proxy.close()
         self.assertEqual(rc, 0)
