@@ -61,8 +61,9 @@ typedef struct entry {
 struct srv_registry {
     uv_rwlock_t lock;
     size_t max_bytes, bytes, count, evictions;
-    size_t removals; /* srv_registry_remove_kind calls, found or not: a
-                        fetch sent before one does not put what it brings */
+    size_t removals; /* srv_registry_remove_kind calls, found or not, and
+                        srv__registry_bar_fetches calls: a fetch sent
+                        before one does not put what it brings */
     size_t nbuckets;
     entry **buckets;
     entry *head, *tail;
@@ -372,6 +373,13 @@ static size_t read_field(srv_registry *r, const size_t *field)
 size_t srv__registry_removals(srv_registry *r)
 {
     return read_field(r, &r->removals);
+}
+
+void srv__registry_bar_fetches(srv_registry *r)
+{
+    uv_rwlock_wrlock(&r->lock);
+    r->removals++;
+    uv_rwlock_wrunlock(&r->lock);
 }
 
 srv_reg_id *srv__registry_ids(srv_registry *r, size_t *n)

@@ -10,7 +10,8 @@
  *     reader-writer lock: lookups from every loop run side by side).
  *     Without --redis it is the whole registry, and ids live as long as
  *     the process;
- *   - with --redis, the shared registry (server/registry_redis.c): every
+ *   - with --redis, the shared registry (server/registry_redis.c, its
+ *     connections in server/registry_redis_conn.c): every
  *     registration is written to Redis, an id the local registry does not
  *     hold is fetched from there (and kept locally, bounded as above), a
  *     deletion is removed there and announced to every replica (one cut
@@ -150,6 +151,13 @@ int srv__registry_put_kind(srv_registry *r, proto_reg_kind k, void *obj, bool *c
  * or on another loop). The request that fetched it still has it. */
 size_t srv__registry_removals(srv_registry *r);
 int srv__registry_put_fetched(srv_registry *r, proto_reg_kind k, void *obj, size_t since);
+/* Internal (registry_redis.c): counts as a removal for the fetches in
+ * flight (one sent before puts nothing). The check after a cut-off calls
+ * it before it takes the ids held (srv__registry_ids): a fetch that Redis
+ * answered before the cut, decoded after the check looked, may bring an
+ * id deleted while no loop heard the announcements, which the check would
+ * never see. */
+void srv__registry_bar_fetches(srv_registry *r);
 /* Internal (registry_redis.c): the kind and id of every entry, in a new
  * array (*n of them); NULL when there are none (*n 0) or memory ran out
  * (*n the count). */
@@ -158,7 +166,7 @@ srv_reg_id *srv__registry_ids(srv_registry *r, size_t *n);
  * when memory ran out (nothing changed). */
 bool srv__registry_scope_asked(srv_registry_scope *s);
 
-/* ---- the shared registry (--redis; server/registry_redis.c) --------------- */
+/* ---- the shared registry (--redis; server/registry_redis*.c) -------------- */
 
 typedef struct srv_ctx srv_ctx;
 

@@ -1,6 +1,9 @@
 /*
- * registry_redis.c: the shared chain registry in Redis (--redis; the
- * contract is server/registry.h's "shared registry" section).
+ * registry_redis.c: what the shared chain registry does with Redis
+ * (--redis; the contract is server/registry.h's "shared registry"
+ * section): fetch, store, forget, and the check of the ids held here after
+ * this replica was cut off. The connections and the commands' deadlines
+ * are registry_redis_conn.c's (server/registry_redis.h).
  *
  * Keys and values: a registration is SET at "ikd:chain:<id>" with NX (the
  * value is the registration's document, the chain object as the client
@@ -11,43 +14,22 @@
  * one MGET for all the ids a request names, decodes each value with its
  * own limits (on the pool when large), checks that it has the id it was
  * fetched for (a value that does not is ignored, and logged), and keeps it
- * in its local registry (unless a deletion came while it was fetched:
- * srv__registry_put_fetched). A deletion is DEL, then PUBLISH of the id on
+ * in its local registry (unless a deletion, or the check below, came
+ * while it was fetched: srv__registry_put_fetched; the request that
+ * fetched it is answered with it either way, as it asked Redis before).
+ * A deletion is DEL, then PUBLISH of the id on
  * "ikd:chains:deleted" ("scene:<id>" for a scene), to which every loop of
  * every replica is subscribed (a second connection): each drops the id
  * from its local registry. When no loop was subscribed for a while, the
  * first up again checks every id held with EXISTS and drops those Redis
- * no longer has (deleted meanwhile, or lost by a Redis that restarted).
- *
- * Connections: one hiredis asynchronous context per loop for commands and
- * one for the subscription, on the loop through hiredis's libuv adapter
- * (so nothing here leaves the loop's thread). The host name is resolved
- * with uv_getaddrinfo (on libuv's pool, never on the loop) and hiredis is
- * given the address. AUTH and SELECT follow the URL. Both connections are
- * made together and dropped together; while they are down, a command gets
- * SRV_EIO at once (the request answers 503), and they are made again
- * after a back-off (BACKOFF_MIN_MS doubling to BACKOFF_MAX_MS; at once
- * when a request needs Redis and the back-off has passed).
- *
- * Never stalling: hiredis 0.14 has no timeouts of its own. Commands are
- * kept in the order sent (Redis answers in that order) with a deadline of
- * --redis-timeout; a tick (TICK_MS) drops both connections when the
- * oldest is overdue, or when connecting takes longer than that, and every
- * command in flight then ends with SRV_EIO. So a Redis that is down,
- * paused or slow costs a request at most --redis-timeout, and costs the
- * requests that do not need Redis nothing. Commands in flight per loop are
- * bounded (INFLIGHT_MAX: SRV_EBUSY beyond).
- *
- * Inside hiredis's callbacks nothing is freed that hiredis is using: a
- * connection that fails there asks the tick to drop both (reset_pending).
+ * no longer has (deleted meanwhile, or lost by a Redis that restarted);
+ * a fetch sent before the check began keeps nothing, so that what it
+ * brings after the check looked cannot escape it.
  *
  * Not here: the local registry and the scopes (registry.c), what requests
  * do with a fetch (http_chains.c, http_batch.c, ws_messages.c).
  */
-#include <arpa/inet.h>
-#include <hiredis/adapters/libuv.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,106 +39,18 @@
 #include "server/metrics.h"
 #include "server/pool.h"
 #include "server/registry.h"
+#include "server/registry_redis.h"
 #include "server/solve.h"
 #include "server/srv.h"
 
 #define KEY_PREFIX "ikd:chain:"
 #define SCENE_KEY_PREFIX "ikd:scene:"
-#define SCENE_MESSAGE "scene:" /* a deleted scene's id, on CHANNEL */
-#define CHANNEL "ikd:chains:deleted"
 #define KEY_MAX (sizeof SCENE_KEY_PREFIX + SRV_CHAIN_ID_LEN)
-#define INFLIGHT_MAX 4096
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 2000
-#define TICK_MS 25
 #define SYNC_WINDOW 64 /* EXISTS in flight while checking the local registry */
 
 enum { SYNC_DONE = 0, SYNC_NEEDED, SYNC_RUNNING };
 
-typedef enum cmd_kind { C_SETUP, C_PING, C_FETCH, C_STORE, C_FORGET, C_CHECK } cmd_kind;
-
-typedef struct cmd {
-    struct cmd *prev, *next;
-    struct srv_redis *r;
-    cmd_kind kind;
-    srv_registry_op *op; /* NULL: the connection's own (AUTH, SELECT, PUBLISH) */
-    uint64_t deadline;
-    bool abandoned; /* its op ended already; the reply only frees it */
-    size_t at;      /* C_CHECK: its id's place in srv_redis.sync */
-} cmd;
-
-struct srv_redis {
-    srv_ctx *ctx;
-    srv_redis_url url;
-    redisAsyncContext *ac;  /* commands; NULL when down */
-    redisAsyncContext *sub; /* the subscription to deletions */
-    bool ac_up, sub_up;     /* Redis answered on each (PING, SUBSCRIBE) */
-    bool up;                /* both up: READY */
-    bool ever_up;
-    bool resolving;
-    uv_getaddrinfo_t gai;
-    uint64_t connect_deadline; /* while connecting (resolving included) */
-    bool connecting;
-    uint64_t retry_at;
-    unsigned backoff_ms;
-    bool reset_pending;
-    char reset_why[160];
-    uv_timer_t timer;
-    cmd *head, *tail;
-    size_t inflight;
-    size_t decoding; /* decodes of fetched values on the pool */
-    srv_reg_id *sync; /* this loop checks the local registry: its ids */
-    size_t nsync, sync_sent, sync_open, sync_dropped;
-    char state[160];
-    bool stopping;
-    bool timer_closed;
-};
-
-static void reset(srv_redis *r, const char *why);
-static void connect_start(srv_redis *r);
-static void on_tick(uv_timer_t *t);
-
-/* The tick at once (then every TICK_MS): it does what a callback of
- * hiredis may not (dropping the connections). */
-static void kick_tick(srv_redis *r)
-{
-    if (!r->stopping)
-        uv_timer_start(&r->timer, on_tick, 0, TICK_MS);
-}
-
-static uint64_t now_ms(srv_redis *r)
-{
-    return uv_now(r->ctx->loop);
-}
-
-static uint64_t timeout_ms(srv_redis *r)
-{
-    double t = r->ctx->cfg.redis_timeout_ms;
-    return t < 1 ? 1 : (uint64_t)t;
-}
-
-static void maybe_free(srv_redis *r)
-{
-    if (r->stopping && r->timer_closed && !r->resolving && r->decoding == 0 && !r->ac &&
-        !r->sub)
-        free(r);
-}
-
-/* ---- commands ---------------------------------------------------------------------------- */
-
-static void cmd_unlink(srv_redis *r, cmd *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        r->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        r->tail = c->prev;
-    c->prev = c->next = NULL;
-    r->inflight--;
-}
+/* ---- operations ---------------------------------------------------------------------------- */
 
 static void op_finish(srv_registry_op *op, int status, const char *what)
 {
@@ -178,55 +72,33 @@ static void fetch_free_texts(srv_registry_op *op)
     op->ids = NULL;
 }
 
-static const char *op_name(cmd_kind k)
+/* The command of op (named name in the metrics) ended without an answer
+ * (rep NULL: status and why) or with Redis's error: op ends with SRV_EIO
+ * (SRV_ESHUTDOWN when shutting down), its texts freed first; true. False
+ * when rep is an answer. */
+static bool op_failed(srv_redis *r, srv_registry_op *op, const char *name,
+                      const redisReply *rep, int status, const char *why)
 {
-    return k == C_FETCH ? "fetch" : k == C_STORE ? "store" : "forget";
-}
-
-/* Ends the op of c with status (the op's texts freed first). */
-static void cmd_fail(cmd *c, int status, const char *what)
-{
-    srv_registry_op *op = c->op;
-    c->op = NULL;
-    if (!op)
-        return;
-    srv_metrics_shared(c->r->ctx->metrics, op_name(c->kind),
+    char what[160];
+    if (rep && rep->type != REDIS_REPLY_ERROR)
+        return false;
+    if (rep) {
+        snprintf(what, sizeof what, "Redis refused: %.120s", rep->str);
+        op->refused = true;
+        status = SRV_EIO;
+        why = what;
+    }
+    srv_metrics_shared(r->ctx->metrics, name,
                        status == SRV_ESHUTDOWN ? "shutdown" : "unavailable");
     fetch_free_texts(op);
-    op_finish(op, status, what);
+    op_finish(op, status, why);
+    return true;
 }
 
-static void on_reply(redisAsyncContext *ac, void *reply, void *privdata);
-static void check_up(srv_redis *r);
-static void sync_reply(srv_redis *r, size_t at, const redisReply *rep);
-
-/* Sends a command; 0, or SRV_EIO / SRV_EBUSY / SRV_ENOMEM (nothing sent). */
-static int send_cmd(srv_redis *r, cmd_kind kind, srv_registry_op *op, int argc, const char **argv,
-                    const size_t *lens)
+/* The Redis key of an id of kind k, in key (KEY_MAX bytes). */
+static void key_of(char *key, proto_reg_kind k, const char *id)
 {
-    if (!r->ac)
-        return SRV_EIO;
-    if (r->inflight >= INFLIGHT_MAX)
-        return SRV_EBUSY;
-    cmd *c = calloc(1, sizeof *c);
-    if (!c)
-        return SRV_ENOMEM;
-    c->r = r;
-    c->kind = kind;
-    c->op = op;
-    c->deadline = now_ms(r) + timeout_ms(r);
-    if (redisAsyncCommandArgv(r->ac, on_reply, c, argc, argv, lens) != REDIS_OK) {
-        free(c);
-        return SRV_EIO;
-    }
-    c->prev = r->tail;
-    if (r->tail)
-        r->tail->next = c;
-    else
-        r->head = c;
-    r->tail = c;
-    r->inflight++;
-    return SRV_OK;
+    snprintf(key, KEY_MAX, "%s%s", k == PROTO_REG_SCENE ? SCENE_KEY_PREFIX : KEY_PREFIX, id);
 }
 
 /* ---- fetched values ------------------------------------------------------------------------ */
@@ -239,12 +111,6 @@ typedef struct decode_work {
     proto_error err;
     bool refused;
 } decode_work;
-
-/* The Redis key of an id of kind k, in key (KEY_MAX bytes). */
-static void key_of(char *key, proto_reg_kind k, const char *id)
-{
-    snprintf(key, KEY_MAX, "%s%s", k == PROTO_REG_SCENE ? SCENE_KEY_PREFIX : KEY_PREFIX, id);
-}
 
 /* A fetched text of kind k decoded (any thread): a new reference, or NULL
  * with *e set. */
@@ -356,13 +222,22 @@ static void decode_work_done(srv_work *w, int status)
         fetch_finish(r, d->op, d->chains, &d->err, d->refused);
     }
     free(d);
-    maybe_free(r);
+    srv__redis_maybe_free(r);
 }
 
 /* The MGET answer of a fetch: its values decoded (on the pool when they
  * are large), then fetch_finish. */
-static void fetch_reply(srv_redis *r, srv_registry_op *op, redisReply *rep)
+static void fetch_reply(srv_redis *r, void *data, const redisReply *rep, int status,
+                        const char *why)
 {
+    srv_registry_op *op = data;
+    if (op_failed(r, op, "fetch", rep, status, why))
+        return;
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        fetch_free_texts(op);
+        op_finish(op, SRV_EIO, "Redis answered MGET with something else than an array");
+        return;
+    }
     size_t total = 0;
     for (size_t i = 0; i < op->nids && i < rep->elements; i++) {
         redisReply *e = rep->element[i];
@@ -400,90 +275,30 @@ static void fetch_reply(srv_redis *r, srv_registry_op *op, redisReply *rep)
     fetch_finish(r, op, chains, &err, refused);
 }
 
-/* ---- replies ----------------------------------------------------------------------------------- */
+/* ---- store and forget's answers --------------------------------------------------------------- */
 
-static void on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+/* SET NX: OK (written) or nil (there already). */
+static void store_reply(srv_redis *r, void *data, const redisReply *rep, int status,
+                        const char *why)
 {
-    cmd *c = privdata;
-    srv_redis *r = c->r;
-    redisReply *rep = reply;
-    if (c->abandoned) {
-        free(c);
+    srv_registry_op *op = data;
+    if (op_failed(r, op, "store", rep, status, why))
         return;
-    }
-    cmd_unlink(r, c);
-    srv_registry_op *op = c->op;
-    cmd_kind kind = c->kind;
-    if (kind == C_CHECK) {
-        size_t at = c->at;
-        free(c);
-        sync_reply(r, at, rep);
-        return;
-    }
-    if (!rep || rep->type == REDIS_REPLY_ERROR) {
-        char what[160];
-        snprintf(what, sizeof what, "Redis %s: %.120s", rep ? "refused" : "connection lost",
-                 rep ? rep->str : (ac->errstr[0] ? ac->errstr : "closed"));
-        if (!op && rep && !r->reset_pending) { /* AUTH or SELECT refused: no use going on */
-            srv_log(r->ctx, SRV_LOG_ERROR, "%s", what);
-            r->reset_pending = true;
-            snprintf(r->reset_why, sizeof r->reset_why, "%s", what);
-            kick_tick(r);
-        }
-        if (op && rep)
-            op->refused = true;
-        cmd_fail(c, SRV_EIO, what);
-        free(c);
-        return;
-    }
-    free(c);
-    if (kind == C_PING) {
-        r->ac_up = true;
-        check_up(r);
-        return;
-    }
-    if (!op)
-        return;
-    if (kind == C_FETCH) {
-        if (rep->type != REDIS_REPLY_ARRAY) {
-            fetch_free_texts(op);
-            op_finish(op, SRV_EIO, "Redis answered MGET with something else than an array");
-            return;
-        }
-        fetch_reply(r, op, rep);
-        return;
-    }
-    /* store: OK (written) or nil (there already); forget: the keys deleted */
-    op->existed = kind == C_STORE ? rep->type == REDIS_REPLY_NIL
-                                  : rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
-    srv_metrics_shared(r->ctx->metrics, op_name(kind), "ok");
+    op->existed = rep->type == REDIS_REPLY_NIL;
+    srv_metrics_shared(r->ctx->metrics, "store", "ok");
     op_finish(op, SRV_OK, NULL);
 }
 
-/* A message on the deletions' channel: the id leaves the local registry. */
-static void on_message(redisAsyncContext *ac, void *reply, void *privdata)
+/* DEL: the keys deleted. */
+static void forget_reply(srv_redis *r, void *data, const redisReply *rep, int status,
+                         const char *why)
 {
-    srv_redis *r = privdata;
-    redisReply *rep = reply;
-    if (!rep || r->stopping || rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
-        rep->element[0]->type != REDIS_REPLY_STRING)
+    srv_registry_op *op = data;
+    if (op_failed(r, op, "forget", rep, status, why))
         return;
-    if (strcmp(rep->element[0]->str, "subscribe") == 0) {
-        r->sub_up = true;
-        check_up(r);
-        return;
-    }
-    if (strcmp(rep->element[0]->str, "message") != 0)
-        return;
-    redisReply *id = rep->element[2];
-    if (id->type != REDIS_REPLY_STRING)
-        return;
-    const char *s = id->str;
-    bool scene = strncmp(s, SCENE_MESSAGE, sizeof SCENE_MESSAGE - 1) == 0;
-    if (scene)
-        s += sizeof SCENE_MESSAGE - 1;
-    if (srv_registry_id_form(s))
-        srv_registry_remove_kind(r->ctx->registry, scene ? PROTO_REG_SCENE : PROTO_REG_CHAIN, s);
+    op->existed = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+    srv_metrics_shared(r->ctx->metrics, "forget", "ok");
+    op_finish(op, SRV_OK, NULL);
 }
 
 /* ---- checking the local registry against Redis ---------------------------------------------- */
@@ -504,6 +319,9 @@ static void sync_end(srv_redis *r, bool done)
     r->sync = NULL;
 }
 
+static void check_reply(srv_redis *r, void *data, const redisReply *rep, int status,
+                        const char *why);
+
 /* On a loop that is up (its subscription among them): the check starts
  * when it is needed and no loop runs it; then, and on each answer, EXISTS
  * for the ids not asked yet, SYNC_WINDOW in flight. */
@@ -514,6 +332,10 @@ static void sync_send(srv_redis *r)
         if (atomic_load(&r->ctx->sh->redis_sync) != SYNC_NEEDED ||
             !atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &needed, SYNC_RUNNING))
             return;
+        /* a fetch sent before (answered, perhaps, before deletions this
+         * replica missed) keeps nothing: what it brings after this would
+         * escape the check; its request still has it */
+        srv__registry_bar_fetches(r->ctx->registry);
         r->sync = srv__registry_ids(r->ctx->registry, &r->nsync);
         r->sync_sent = r->sync_open = r->sync_dropped = 0;
         if (!r->sync) { /* none held, or out of memory (the next tick tries again) */
@@ -524,360 +346,68 @@ static void sync_send(srv_redis *r)
     while (r->sync_sent < r->nsync && r->sync_open < SYNC_WINDOW) {
         char key[KEY_MAX];
         key_of(key, r->sync[r->sync_sent].kind, r->sync[r->sync_sent].id);
-        if (send_cmd(r, C_CHECK, NULL, 2, (const char *[]){"EXISTS", key},
-                     (const size_t[]){6, strlen(key)}) != SRV_OK)
+        if (srv__redis_send(r, check_reply, (void *)(uintptr_t)r->sync_sent, 2,
+                            (const char *[]){"EXISTS", key},
+                            (const size_t[]){6, strlen(key)}) != SRV_OK)
             return; /* the next answer, or the next tick, sends it */
-        r->tail->at = r->sync_sent++;
+        r->sync_sent++;
         r->sync_open++;
     }
     if (r->sync_open == 0)
         sync_end(r, true);
 }
 
-/* Redis's answer to the EXISTS of the id at sync[at]: 0, gone (deleted,
+/* Redis's answer to the EXISTS of the id at sync[at] (data): 0, gone (deleted,
  * or lost by a Redis that restarted empty); refused (an ACL without
  * EXISTS): the copy is kept. */
-static void sync_reply(srv_redis *r, size_t at, const redisReply *rep)
+static void check_reply(srv_redis *r, void *data, const redisReply *rep, int status,
+                        const char *why)
 {
+    size_t at = (size_t)(uintptr_t)data;
     if (!r->sync || at >= r->nsync)
         return;
     r->sync_open--;
     if (!rep)
-        return; /* connection lost: drop_all ends the check */
+        return; /* connection lost: on_down ends the check */
     bool gone = rep->type == REDIS_REPLY_INTEGER && rep->integer == 0;
-    if (gone) {
-        srv_registry_remove_kind(r->ctx->registry, r->sync[at].kind, r->sync[at].id);
+    /* dropped when this removed the copy: not when a DELETE announced
+     * since (or the LRU) did, which counts neither kept nor dropped */
+    bool dropped = gone && srv_registry_remove_kind(r->ctx->registry, r->sync[at].kind,
+                                                    r->sync[at].id) == SRV_OK;
+    if (dropped)
         r->sync_dropped++;
-    }
-    srv_metrics_shared(r->ctx->metrics, "check", gone ? "dropped"
-                       : rep->type == REDIS_REPLY_INTEGER ? "kept" : "refused");
+    if (!gone || dropped)
+        srv_metrics_shared(r->ctx->metrics, "check", dropped ? "dropped"
+                           : rep->type == REDIS_REPLY_INTEGER ? "kept" : "refused");
     sync_send(r);
 }
 
-/* ---- connections -------------------------------------------------------------------------------- */
-
-static void set_state(srv_redis *r, const char *text)
+/* The connections go down: when no loop is up any more, deletions may be
+ * missed from now on, so the check is needed (unless one is running: it
+ * is cut short below and marked needed again); a check this loop runs
+ * ends. */
+static void on_down(srv_redis *r, bool last)
 {
-    snprintf(r->state, sizeof r->state, "%s", text);
-}
-
-/* A connection failed or closed inside hiredis (which frees it): the tick
- * drops the other one and connects again later. */
-static void lost(srv_redis *r, const redisAsyncContext *ac, const char *why)
-{
-    if (ac == r->ac) {
-        r->ac = NULL;
-        r->ac_up = false;
-    } else if (ac == r->sub) {
-        r->sub = NULL;
-        r->sub_up = false;
-    } else {
-        return; /* one dropped by reset() */
-    }
-    if (r->stopping) {
-        maybe_free(r);
-        return;
-    }
-    if (!r->reset_pending) {
-        r->reset_pending = true;
-        snprintf(r->reset_why, sizeof r->reset_why, "%s", why);
-    }
-}
-
-/* Up once Redis answered on both connections (a TCP connection alone says
- * nothing: a stopped Redis's kernel still accepts them). */
-static void check_up(srv_redis *r)
-{
-    if (r->ac_up && r->sub_up && !r->up) {
-        r->up = true;
-        atomic_fetch_add(&r->ctx->sh->redis_up, 1);
-        r->connecting = false;
-        r->backoff_ms = BACKOFF_MIN_MS;
-        set_state(r, "connected");
-        srv_log(r->ctx, SRV_LOG_INFO, "the shared registry: connected to Redis at %.64s:%u%s",
-                r->url.host, (unsigned)r->url.port, r->ever_up ? " again" : "");
-        r->ever_up = true;
-    }
-}
-
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-    srv_redis *r = ac->data;
-    if (status != REDIS_OK) {
-        char why[160];
-        snprintf(why, sizeof why, "cannot connect to Redis at %.64s:%u: %s", r->url.host,
-                 (unsigned)r->url.port, ac->errstr);
-        lost(r, ac, why);
-        kick_tick(r);
-    }
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    srv_redis *r = ac->data;
-    char why[160];
-    snprintf(why, sizeof why, "Redis closed the connection%s%s", ac->errstr[0] ? ": " : "",
-             ac->errstr);
-    lost(r, ac, why);
-    kick_tick(r);
-}
-
-/* A context to ip:port on the loop, with its callbacks; NULL on failure
- * (the reason in why). */
-static redisAsyncContext *context_new(srv_redis *r, const char *ip, char *why, size_t whysize)
-{
-    redisAsyncContext *ac = redisAsyncConnect(ip, r->url.port);
-    if (!ac || ac->err) {
-        snprintf(why, whysize, "cannot connect to Redis at %.64s:%u: %s", r->url.host,
-                 (unsigned)r->url.port, ac ? ac->errstr : "out of memory");
-        if (ac)
-            redisAsyncFree(ac);
-        return NULL;
-    }
-    if (redisLibuvAttach(ac, r->ctx->loop) != REDIS_OK) {
-        snprintf(why, whysize, "cannot watch the connection to Redis");
-        redisAsyncFree(ac);
-        return NULL;
-    }
-    ac->data = r;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    return ac;
-}
-
-/* AUTH and SELECT, as the URL says, queued on ac before anything else. */
-static int setup(srv_redis *r, redisAsyncContext *ac, bool subscriber)
-{
-    redisAsyncContext *keep = r->ac;
-    r->ac = ac; /* send_cmd sends on r->ac */
-    int rc = SRV_OK;
-    if (r->url.password[0]) {
-        const char *argv[3] = {"AUTH", r->url.user, r->url.password};
-        size_t lens[3] = {4, strlen(r->url.user), strlen(r->url.password)};
-        rc = r->url.user[0] ? send_cmd(r, C_SETUP, NULL, 3, argv, lens)
-                            : send_cmd(r, C_SETUP, NULL, 2, (const char *[]){"AUTH", r->url.password},
-                                       (const size_t[]){4, strlen(r->url.password)});
-    }
-    if (rc == SRV_OK && !subscriber && r->url.db) {
-        char db[12];
-        snprintf(db, sizeof db, "%u", r->url.db);
-        rc = send_cmd(r, C_SETUP, NULL, 2, (const char *[]){"SELECT", db},
-                      (const size_t[]){6, strlen(db)});
-    }
-    if (rc == SRV_OK && !subscriber) /* its answer says Redis is there */
-        rc = send_cmd(r, C_PING, NULL, 1, (const char *[]){"PING"}, (const size_t[]){4});
-    r->ac = keep;
-    if (rc == SRV_OK && subscriber &&
-        redisAsyncCommand(ac, on_message, r, "SUBSCRIBE %s", CHANNEL) != REDIS_OK)
-        rc = SRV_EIO;
-    return rc;
-}
-
-static void connect_ip(srv_redis *r, const char *ip)
-{
-    char why[160];
-    redisAsyncContext *ac = context_new(r, ip, why, sizeof why);
-    redisAsyncContext *sub = ac ? context_new(r, ip, why, sizeof why) : NULL;
-    if (!ac || !sub) {
-        if (ac)
-            redisAsyncFree(ac);
-        reset(r, why);
-        return;
-    }
-    r->ac = ac;
-    r->sub = sub;
-    if (setup(r, ac, false) != SRV_OK || setup(r, sub, true) != SRV_OK) {
-        reset(r, "cannot send to Redis");
-        return;
-    }
-    set_state(r, "connecting");
-}
-
-static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
-{
-    srv_redis *r = req->data;
-    r->resolving = false;
-    char ip[INET6_ADDRSTRLEN] = "";
-    if (status == 0 && res) {
-        const void *a = res->ai_family == AF_INET6
-                            ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
-                            : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
-        inet_ntop(res->ai_family, a, ip, sizeof ip);
-    }
-    uv_freeaddrinfo(res);
-    if (r->stopping) {
-        maybe_free(r);
-        return;
-    }
-    if (!ip[0]) {
-        char why[200];
-        snprintf(why, sizeof why, "cannot resolve the Redis host %.64s: %s", r->url.host,
-                 status ? uv_strerror(status) : "no address");
-        reset(r, why);
-        return;
-    }
-    connect_ip(r, ip);
-}
-
-static void connect_start(srv_redis *r)
-{
-    if (r->ac || r->resolving || r->stopping)
-        return;
-    r->connecting = true;
-    r->connect_deadline = now_ms(r) + timeout_ms(r);
-    unsigned char buf[sizeof(struct in6_addr)];
-    if (inet_pton(AF_INET, r->url.host, buf) == 1 || inet_pton(AF_INET6, r->url.host, buf) == 1) {
-        connect_ip(r, r->url.host);
-        return;
-    }
-    struct addrinfo hints;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    r->gai.data = r;
-    if (uv_getaddrinfo(r->ctx->loop, &r->gai, on_resolved, r->url.host, NULL, &hints) != 0) {
-        reset(r, "cannot resolve the Redis host");
-        return;
-    }
-    r->resolving = true;
-    set_state(r, "resolving the Redis host");
-}
-
-/* Down: the loop's count of connected registries, every command in flight
- * failed with code and why, both connections freed. */
-static void drop_all(srv_redis *r, int code, const char *why)
-{
-    unsigned done = SYNC_DONE; /* no loop subscribed: deletions may be missed */
-    if (r->up && atomic_fetch_sub(&r->ctx->sh->redis_up, 1) == 1)
+    unsigned done = SYNC_DONE;
+    if (last)
         atomic_compare_exchange_strong(&r->ctx->sh->redis_sync, &done, SYNC_NEEDED);
-    r->up = false;
     sync_end(r, false);
-    /* the ops end first: hiredis's NULL replies then only free the commands */
-    cmd *list = r->head;
-    r->head = r->tail = NULL;
-    r->inflight = 0;
-    for (cmd *c = list; c; c = c->next) {
-        c->abandoned = true;
-        cmd_fail(c, code, why);
-    }
-    redisAsyncContext *ac = r->ac, *sub = r->sub;
-    r->ac = r->sub = NULL;
-    if (ac)
-        redisAsyncFree(ac);
-    if (sub)
-        redisAsyncFree(sub);
-}
-
-/* Drops both connections (outside hiredis's callbacks), ends every command
- * in flight with SRV_EIO, and connects again after the back-off. */
-static void reset(srv_redis *r, const char *why)
-{
-    bool was_up = r->up;
-    r->ac_up = r->sub_up = false;
-    r->connecting = false;
-    r->reset_pending = false;
-    drop_all(r, SRV_EIO, why);
-    if (r->stopping) {
-        maybe_free(r);
-        return;
-    }
-    if (was_up || strcmp(r->state, why) != 0)
-        srv_log(r->ctx, was_up ? SRV_LOG_ERROR : SRV_LOG_WARN,
-                "the shared registry is unavailable: %s; ids this replica does not hold get "
-                "503 until Redis is back",
-                why);
-    set_state(r, why);
-    r->retry_at = now_ms(r) + r->backoff_ms;
-    r->backoff_ms = r->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->backoff_ms * 2;
-    srv_metrics_shared(r->ctx->metrics, "connection", "lost");
-}
-
-static void on_tick(uv_timer_t *t)
-{
-    srv_redis *r = t->data;
-    if (r->stopping)
-        return;
-    uint64_t now = now_ms(r);
-    if (r->reset_pending) {
-        char why[160];
-        snprintf(why, sizeof why, "%s", r->reset_why);
-        reset(r, why);
-    } else if (r->head && r->head->deadline <= now) {
-        char why[160];
-        snprintf(why, sizeof why, "Redis did not answer within --redis-timeout (%g ms)",
-                 r->ctx->cfg.redis_timeout_ms);
-        reset(r, why);
-    } else if (r->connecting && now >= r->connect_deadline && !r->resolving) {
-        char why[160];
-        snprintf(why, sizeof why, "could not connect to Redis at %.64s:%u within --redis-timeout",
-                 r->url.host, (unsigned)r->url.port);
-        reset(r, why);
-    }
-    if (!r->ac && !r->resolving && now >= r->retry_at)
-        connect_start(r);
-    if (r->up && !r->reset_pending)
-        sync_send(r);
-}
-
-static void timer_closed(uv_handle_t *h)
-{
-    srv_redis *r = h->data;
-    r->timer_closed = true;
-    maybe_free(r);
 }
 
 /* ---- the daemon's entry points -------------------------------------------------------------------- */
+
+static const srv__redis_hooks hooks = {.down = on_down, .tick = sync_send};
 
 int srv_registry_redis_start(srv_ctx *ctx)
 {
     if (!ctx->cfg.redis_url)
         return SRV_OK;
-    srv_redis *r = calloc(1, sizeof *r);
-    if (!r)
-        return SRV_ENOMEM;
-    if (srv_config_parse_redis(ctx->cfg.redis_url, &r->url) != SRV_OK) {
-        free(r);
-        return SRV_EINVAL;
-    }
-    r->ctx = ctx;
-    r->backoff_ms = BACKOFF_MIN_MS;
-    set_state(r, "connecting");
-    uv_timer_init(ctx->loop, &r->timer);
-    r->timer.data = r;
-    uv_timer_start(&r->timer, on_tick, TICK_MS, TICK_MS);
-    ctx->redis = r;
-    connect_start(r);
-    return SRV_OK;
+    return srv__redis_start(ctx, &hooks);
 }
 
 void srv_registry_redis_stop(srv_ctx *ctx)
 {
-    srv_redis *r = ctx->redis;
-    if (!r)
-        return;
-    ctx->redis = NULL;
-    r->stopping = true;
-    drop_all(r, SRV_ESHUTDOWN, "ikd is shutting down");
-    if (r->resolving)
-        uv_cancel((uv_req_t *)&r->gai);
-    uv_timer_stop(&r->timer);
-    uv_close((uv_handle_t *)&r->timer, timer_closed);
-}
-
-bool srv_registry_shared(const srv_ctx *ctx)
-{
-    return ctx->cfg.redis_url != NULL;
-}
-
-bool srv_registry_shared_up(const srv_ctx *ctx)
-{
-    /* every loop's: a request may land on any of them */
-    return atomic_load(&ctx->sh->redis_up) == ctx->sh->nloops;
-}
-
-const char *srv_registry_shared_state(const srv_ctx *ctx)
-{
-    return ctx->redis ? ctx->redis->state : "off";
+    srv__redis_stop(ctx);
 }
 
 /* The redis to send on, connecting first when it is down and its back-off
@@ -897,8 +427,7 @@ static srv_redis *usable(srv_ctx *ctx, srv_registry_op *op, int *rc)
         snprintf(op->what, sizeof op->what, "%s", r ? "ikd is shutting down" : "no --redis");
         return NULL;
     }
-    if (!r->ac && !r->resolving && now_ms(r) >= r->retry_at)
-        connect_start(r);
+    srv__redis_connect_due(r);
     if (!r->ac) {
         *rc = SRV_EIO;
         snprintf(op->what, sizeof op->what, "%s", r->state);
@@ -945,7 +474,7 @@ int srv_registry_fetch(srv_ctx *ctx, srv_registry_scope *scope, srv_registry_op 
         argv[i + 1] = keys[i];
         lens[i + 1] = strlen(keys[i]);
     }
-    rc = send_cmd(r, C_FETCH, op, (int)n + 1, argv, lens);
+    rc = srv__redis_send(r, fetch_reply, op, (int)n + 1, argv, lens);
     free(keys);
     free(argv);
     free(lens);
@@ -972,7 +501,7 @@ int srv_registry_store(srv_ctx *ctx, proto_reg_kind k, const char *id, const cha
     key_of(key, k, id);
     const char *argv[4] = {"SET", key, text, "NX"};
     size_t lens[4] = {3, strlen(key), len, 2};
-    rc = send_cmd(r, C_STORE, op, 4, argv, lens);
+    rc = srv__redis_send(r, store_reply, op, 4, argv, lens);
     if (rc != SRV_OK)
         snprintf(op->what, sizeof op->what, "%s",
                  rc == SRV_EBUSY ? "too many commands waiting for Redis" : r->state);
@@ -985,14 +514,15 @@ int srv_registry_forget(srv_ctx *ctx, proto_reg_kind k, const char *id, srv_regi
     srv_redis *r = usable(ctx, op, &rc);
     if (!r)
         return rc;
-    char key[KEY_MAX], message[sizeof SCENE_MESSAGE + SRV_CHAIN_ID_LEN];
+    char key[KEY_MAX], message[sizeof SRV_REDIS_SCENE_MESSAGE + SRV_CHAIN_ID_LEN];
     key_of(key, k, id);
-    snprintf(message, sizeof message, "%s%s", k == PROTO_REG_SCENE ? SCENE_MESSAGE : "", id);
-    rc = send_cmd(r, C_FORGET, op, 2, (const char *[]){"DEL", key},
-                  (const size_t[]){3, strlen(key)});
+    snprintf(message, sizeof message, "%s%s", k == PROTO_REG_SCENE ? SRV_REDIS_SCENE_MESSAGE : "",
+             id);
+    rc = srv__redis_send(r, forget_reply, op, 2, (const char *[]){"DEL", key},
+                         (const size_t[]){3, strlen(key)});
     if (rc == SRV_OK) /* every replica drops it (its own reply is not waited for) */
-        send_cmd(r, C_SETUP, NULL, 3, (const char *[]){"PUBLISH", CHANNEL, message},
-                 (const size_t[]){7, sizeof CHANNEL - 1, strlen(message)});
+        srv__redis_send(r, NULL, NULL, 3, (const char *[]){"PUBLISH", SRV_REDIS_CHANNEL, message},
+                        (const size_t[]){7, sizeof SRV_REDIS_CHANNEL - 1, strlen(message)});
     else
         snprintf(op->what, sizeof op->what, "%s",
                  rc == SRV_EBUSY ? "too many commands waiting for Redis" : r->state);

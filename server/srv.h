@@ -180,7 +180,7 @@ typedef struct srv_shared {
     srv_trim *trim;         /* memory given back after large requests, one
                                for the process (server/trim.h) */
     atomic_uint redis_up;   /* loops whose connections to the shared
-                               registry are up (server/registry_redis.c) */
+                               registry are up (server/registry_redis_conn.c) */
     atomic_uint redis_sync; /* whether the local registry must be checked
                                against Redis: deletions may have been
                                missed while no loop was subscribed
@@ -216,7 +216,7 @@ struct srv_ctx {
                                  for reuse (server/http_mhd.c) */
     srv_guard *guard;         /* the request deadline (server/guard.c) */
     srv_redis *redis;         /* this loop's connections to the shared registry
-                                 (--redis; server/registry_redis.c), or NULL */
+                                 (--redis; server/registry_redis.h), or NULL */
     struct srv_tls_front *tls_front; /* TLS ended in front of the daemon
                                         (server/tls_front.h); NULL without
                                         --tls-cert */

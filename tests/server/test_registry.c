@@ -6,7 +6,8 @@
  * several threads at once (the loops'), the proto_chain_lookup_fn
  * adapter, and scenes held beside chains (ids per kind, their bytes under
  * the same bound, evicted by the same LRU, references that outlive
- * removal). Chains are small planar arms decoded by proto/.
+ * removal), and a fetched chain refused after a removal or the check's
+ * bar. Chains are small planar arms decoded by proto/.
  */
 #include <check.h>
 #include <stdatomic.h>
@@ -42,6 +43,30 @@ static proto_scene *scene(double r)
     ck_assert_msg(s != NULL, "decode failed: %s", err.message);
     return s;
 }
+
+/* A fetched chain is put unless a removal (of any id, held or not) or a
+ * bar (the check after a cut-off) came since its fetch was sent. */
+START_TEST(test_fetched_after_a_removal_or_a_bar)
+{
+    proto_chain *c = planar(2.5);
+    srv_registry *r = srv_registry_new(1 << 20);
+    size_t sent = srv__registry_removals(r);
+    ck_assert_int_eq(srv_registry_remove(r, "0123456789abcdef0123456789abcdef"), SRV_ENOTFOUND);
+    ck_assert_int_eq(srv__registry_put_fetched(r, PROTO_REG_CHAIN, c, sent), SRV_EBUSY);
+    ck_assert_uint_eq(srv_registry_count(r), 0);
+    sent = srv__registry_removals(r);
+    srv__registry_bar_fetches(r);
+    ck_assert_int_eq(srv__registry_put_fetched(r, PROTO_REG_CHAIN, c, sent), SRV_EBUSY);
+    ck_assert_uint_eq(srv_registry_count(r), 0);
+    sent = srv__registry_removals(r); /* sent after: put */
+    ck_assert_int_eq(srv__registry_put_fetched(r, PROTO_REG_CHAIN, c, sent), SRV_OK);
+    proto_chain *got = srv_registry_get(r, proto_chain_id(c));
+    ck_assert_ptr_eq(got, c);
+    proto_chain_unref(got);
+    srv_registry_free(r);
+    proto_chain_unref(c);
+}
+END_TEST
 
 START_TEST(test_scenes_beside_chains)
 {
@@ -331,6 +356,7 @@ static Suite *registry_suite(void)
     tcase_add_test(tc, test_lru_by_stamped_use);
     tcase_add_test(tc, test_lookups_from_several_threads);
     tcase_add_test(tc, test_scenes_beside_chains);
+    tcase_add_test(tc, test_fetched_after_a_removal_or_a_bar);
     suite_add_tcase(s, tc);
     return s;
 }
