@@ -132,7 +132,9 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev);
 json_t *proto_job_result_json(const proto_job *job, size_t i);
 /* The "status" word target i is answered with ("success",
  * "no_ik_solution", "timed_out", ...: MoveIt's codes in snake case), a
- * static string for metrics labels. Only after proto_job_run() covered i. */
+ * static string for metrics labels. Only after proto_job_run() covered i;
+ * once i's answer is encoded, the word it was answered with (noted then,
+ * not worked out again). */
 const char *proto_job_status(const proto_job *job, size_t i);
 /* Name of the solver the job uses ("two_bone", "numeric", ...), a static
  * string for metrics labels. */

@@ -184,6 +184,11 @@ typedef struct proto_result {
     bool has_distance;
     double min_distance;
     ik_collide_pair closest;
+    /* the status word this result was last answered with (set by
+     * proto__result_outcome; NULL from its solve until then): what
+     * proto_job_status gives the metrics, read after the encoder without
+     * working it out again. The encoder itself never reads it. */
+    const char *answered;
 } proto_result;
 
 /* Tree chains: one tip's goal in a target (internal convention). */

@@ -155,7 +155,7 @@ typedef proto__outcome outcome;
 
 void proto__result_outcome(const proto_job *job, size_t i, proto__outcome *o)
 {
-    const proto_result *r = proto__result(job, i);
+    proto_result *r = proto__result(job, i);
     status_words(r->status, &o->word, &o->code);
     o->reason = ik_status_name(r->status);
     o->pose = r->status != IK_EINVAL && r->status != IK_ENOSPC;
@@ -169,10 +169,17 @@ void proto__result_outcome(const proto_job *job, size_t i, proto__outcome *o)
         o->reason = o->buf;
         o->pose = false;
     }
+    r->answered = o->word;
 }
 
+/* The word noted when the result was answered (the daemon records its
+ * metrics after encoding where it can: a batch's chunk, a single solve),
+ * else worked out here. */
 const char *proto_job_status(const proto_job *job, size_t i)
 {
+    const proto_result *r = proto__result(job, i);
+    if (r->answered)
+        return r->answered;
     outcome oc;
     proto__result_outcome(job, i, &oc);
     return oc.word;

@@ -95,6 +95,7 @@ void proto_job_run(proto_job *job, size_t begin, size_t end)
     for (size_t i = begin; i < end; i++) {
         if (ws_size && !ws) {
             proto__result(job, i)->status = IK_ENOSPC;
+            proto__result(job, i)->answered = NULL;
         } else {
             proto__run_one(job, i, ws, ws_size);
         }

@@ -154,6 +154,7 @@ void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size)
     r->cause = IK_REASON_NONE;
     r->pos_err = 0;
     r->rot_err = -1;
+    r->answered = NULL;
     proto_kinds[job->chain->kind]->run(job, i, r, ws, ws_size);
     if (job->solver != PROTO_SOLVER_NUMERIC) /* the numeric solvers time themselves */
         r->time_s = now_s() - t0;

@@ -103,11 +103,8 @@ static void run_jobs(srv_ctx *ctx, srv_solve *s)
 
 /* Items [begin, end) of a batch of items, each recorded with its share of
  * the time. */
-static void run_items(srv_ctx *ctx, srv_solve *s)
+static void record_items(srv_ctx *ctx, srv_solve *s)
 {
-    uint64_t t0 = uv_hrtime();
-    proto_items_run(s->items, s->begin, s->end);
-    s->seconds = (double)(uv_hrtime() - t0) * 1e-9;
     double each = s->end > s->begin ? s->seconds / (double)(s->end - s->begin) : 0.0;
     for (size_t i = s->begin; i < s->end; i++) {
         proto_job *job = proto_items_job(s->items, i);
@@ -119,17 +116,30 @@ static void run_items(srv_ctx *ctx, srv_solve *s)
 /* srv_solve_run, begun at t0 (uv_hrtime). */
 static void run_from(srv_ctx *ctx, srv_solve *s, uint64_t t0)
 {
-    if (s->items) {
-        run_items(ctx, s);
-    } else if (s->jobs) {
+    if (s->jobs) {
+        /* a tick's part: recorded before its after, which hands the jobs
+         * back to their streams */
         run_jobs(ctx, s);
+        if (s->after)
+            s->after(s);
+        return;
+    }
+    if (s->items) {
+        t0 = uv_hrtime();
+        proto_items_run(s->items, s->begin, s->end);
     } else {
         proto_job_run(s->job, s->begin, s->end);
-        s->seconds = (double)(uv_hrtime() - t0) * 1e-9;
-        srv_metrics_solved(ctx, s->job, s->begin, s->end, s->seconds);
     }
+    s->seconds = (double)(uv_hrtime() - t0) * 1e-9;
+    /* encoded first (a batch's chunk, a single solve): the encoder notes
+     * each result's status word, which the metrics then read
+     * (proto_job_status) rather than work it out a second time */
     if (s->after)
         s->after(s);
+    if (s->items)
+        record_items(ctx, s);
+    else
+        srv_metrics_solved(ctx, s->job, s->begin, s->end, s->seconds);
 }
 
 void srv_solve_run(srv_ctx *ctx, srv_solve *s)

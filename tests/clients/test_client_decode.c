@@ -32,6 +32,10 @@
 #include "clients/c/lib/conn.h"
 #include "proto/proto_error.h"
 
+/* The entries of a tick answer a connection reads at most: its max_streams,
+ * 1024 by default. */
+#define TICK_MAX 1024
+
 /* ---- helpers ------------------------------------------------------------- */
 
 static char *read_file(const char *path, size_t *len)
@@ -379,7 +383,8 @@ START_TEST(stream_md_messages)
         ikd__dec d = {0};
         ikd__msg m;
         ikd_error e;
-        ck_assert_msg(ikd__decode_message(&d, text, len, &m, &e) == 0, "%s: %s", text, e.message);
+        ck_assert_msg(ikd__decode_message(&d, text, len, TICK_MAX, &m, &e) == 0, "%s: %s", text,
+                      e.message);
         same_string(m.type, json_object_get(ref, "type"), "type");
         if (json_object_get(ref, "stream"))
             same_string(m.stream, json_object_get(ref, "stream"), "stream");
@@ -573,7 +578,7 @@ static int decode_text(const char *text, size_t len, ikd_error *e)
 {
     ikd__dec d = {0};
     ikd__msg m;
-    int rc = ikd__decode_message(&d, text, len, &m, e);
+    int rc = ikd__decode_message(&d, text, len, TICK_MAX, &m, e);
     ikd__dec_free(&d);
     return rc;
 }
@@ -651,7 +656,8 @@ START_TEST(tick_error_without_stream)
     ikd__dec d = {0};
     ikd__msg m;
     ikd_error e;
-    ck_assert_msg(ikd__decode_message(&d, text, strlen(text), &m, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd__decode_message(&d, text, strlen(text), TICK_MAX, &m, &e) == 0, "%s",
+                  e.message);
     ck_assert_uint_eq(m.tick.count, 3);
     ck_assert_str_eq(m.tick.entries[0].stream, "");
     ck_assert(m.tick.entries[0].error->has_seq);
@@ -668,6 +674,61 @@ START_TEST(tick_error_without_stream)
 }
 END_TEST
 
+/* A tick answer of n entries, each a two-joint result (malloc'd). */
+static char *tick_answer(size_t n)
+{
+    static const char entry[] = "{\"stream\":\"s%zu\",\"seq\":7,\"skipped\":0,\"result\":"
+                                "{\"status\":\"success\",\"joints\":[0.25,-0.5]}}";
+    size_t cap = 128 + n * (sizeof entry + 24), o = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    o += (size_t)snprintf(t, cap, "{\"type\":\"tick_solution\",\"seq\":7,\"skipped\":0,"
+                                  "\"solutions\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            t[o++] = ',';
+        o += (size_t)snprintf(t + o, cap - o, entry, i);
+    }
+    snprintf(t + o, cap - o, "]}");
+    return t;
+}
+
+/* A tick answer holds at most max_entries entries (the connection's
+ * max_streams: no tick holds more targets): one more is refused at that
+ * entry, before the rest is read, keeping the message's type and seq (the
+ * connection fails that tick with them). */
+START_TEST(tick_entries_bounded)
+{
+    ikd__dec d = {0};
+    ikd__msg m;
+    ikd_error e;
+    char *t = tick_answer(4);
+    ck_assert_msg(ikd__decode_message(&d, t, strlen(t), 4, &m, &e) == 0, "%s", e.message);
+    ck_assert_uint_eq(m.tick.count, 4);
+    ck_assert_str_eq(m.tick.entries[3].stream, "s3");
+    ck_assert_int_eq(decode_text(t, strlen(t), &e), 0);
+    ck_assert_int_eq(ikd__decode_message(&d, t, strlen(t), 3, &m, &e), IKD_E_BAD_ANSWER);
+    ck_assert_msg(strstr(e.message, "more than 3 entries (max_streams") != NULL, "%s", e.message);
+    ck_assert_str_eq(m.type, "tick_solution");
+    ck_assert(m.has_seq);
+    ck_assert_int_eq(m.seq, 7);
+    free(t);
+    ikd__dec_free(&d);
+    /* 20,000 entries: accepted whole they take megabytes, refused past 4
+     * they take next to nothing */
+    t = tick_answer(20000);
+    ikd__dec all = {0}, few = {0};
+    ck_assert_int_eq(ikd__decode_message(&all, t, strlen(t), 20000, &m, &e), 0);
+    ck_assert_uint_eq(m.tick.count, 20000);
+    ck_assert_uint_gt(ikd__dec_memory(&all), 1 << 20);
+    ck_assert_int_eq(ikd__decode_message(&few, t, strlen(t), 4, &m, &e), IKD_E_BAD_ANSWER);
+    ck_assert_uint_lt(ikd__dec_memory(&few), 64 * 1024);
+    ikd__dec_free(&all);
+    ikd__dec_free(&few);
+    free(t);
+}
+END_TEST
+
 START_TEST(unknown_members_skipped)
 {
     const char *text = "{\"new\":{\"a\":[1,{\"b\":null}]},\"type\":\"solution\",\"stream\":"
@@ -676,7 +737,7 @@ START_TEST(unknown_members_skipped)
     ikd__dec d = {0};
     ikd__msg m;
     ikd_error e;
-    ck_assert_int_eq(ikd__decode_message(&d, text, strlen(text), &m, &e), 0);
+    ck_assert_int_eq(ikd__decode_message(&d, text, strlen(text), TICK_MAX, &m, &e), 0);
     ck_assert_str_eq(m.type, "solution");
     ck_assert_str_eq(m.stream, "s\xc3\xa9");
     ck_assert_int_eq(m.seq, 3);
@@ -876,7 +937,7 @@ START_TEST(copies_own_their_bytes)
     char *t = strdup(tick);
     ikd__dec d2 = {0};
     ikd__msg m;
-    ck_assert_int_eq(ikd__decode_message(&d2, t, strlen(t), &m, &e), 0);
+    ck_assert_int_eq(ikd__decode_message(&d2, t, strlen(t), TICK_MAX, &m, &e), 0);
     ikd_tick *tc = ikd_tick_copy(&m.tick);
     ikd__dec_free(&d2);
     memset(t, 'x', strlen(t));
@@ -906,6 +967,7 @@ int main(void)
     tcase_add_test(tc, number_writer_reads_back);
     tcase_add_test(tc, malformed_messages_refused);
     tcase_add_test(tc, tick_error_without_stream);
+    tcase_add_test(tc, tick_entries_bounded);
     tcase_add_test(tc, unknown_members_skipped);
     tcase_add_test(tc, encoders_check_their_input);
     tcase_add_test(tc, upgrade_answer_checked);

@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (kind) {
     case 0: {
         ikd__msg m;
-        rc = ikd__decode_message(&d, text, n, &m, &e);
+        rc = ikd__decode_message(&d, text, n, 1024, &m, &e); /* max_streams' default */
         if (rc == 0) {
             if (!m.type)
                 fuzz_fail("a message without its type");
@@ -77,6 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (t->result)
                     check_result(t->result);
             }
+            if (m.tick.count > 1024)
+                fuzz_fail("a tick answer of more entries than max_streams read");
             ikd_tick *c = ikd_tick_copy(&m.tick);
             if (c && c->count != m.tick.count)
                 fuzz_fail("a tick's copy differs");

@@ -897,6 +897,40 @@ START_TEST(test_status_codes)
 }
 END_TEST
 
+/* proto_job_status, the word the daemon's metrics count: the one each
+ * answer is encoded with, also once the encoder has noted it and when a
+ * result's place is solved again for a later target (a batch answered in
+ * pieces: an unreachable target after a reachable one in the same place,
+ * and back). Reach is the test's own: a two-link arm of lengths 1 and 1
+ * reaches a point at most 2 from its base. */
+START_TEST(test_status_word_once_answered)
+{
+    const char *body = "{\"chain\":{\"kind\":\"planar\",\"lengths\":[1,1]},"
+                       "\"targets\":[{\"position\":[1,1]},{\"position\":[5,0]},"
+                       "{\"position\":[0,1.5]},{\"position\":[0,-3]}]}";
+    const double tx[] = {1, 5, 0, 0}, ty[] = {1, 0, 1.5, -3};
+    proto_job *job;
+    proto_error e;
+    ck_assert_int_eq(proto_job_decode(body, strlen(body), PROTO_BATCH, NULL, NULL, NULL, &job, &e),
+                     0);
+    ck_assert_int_eq(proto_job_limit_results(job, 1), 0);
+    for (size_t i = 0; i < 4; i++) {
+        const char *want = hypot(tx[i], ty[i]) <= 2 ? "success" : "no_ik_solution";
+        proto_job_run(job, i, i + 1);
+        ck_assert_str_eq(proto_job_status(job, i), want);
+        size_t counts[PROTO_COUNT_BUCKETS] = {0}, len;
+        char *text = proto_job_encode_results(job, i, i + 1, counts, &len);
+        json_t *r = json_loads(text + (text[0] == ','), 0, NULL); /* (a comma after the first) */
+        ck_assert_msg(r != NULL, "%s", text);
+        ck_assert_str_eq(json_string_value(json_object_get(r, "status")), want);
+        ck_assert_str_eq(proto_job_status(job, i), want);
+        json_decref(r);
+        free(text);
+    }
+    proto_job_free(job);
+}
+END_TEST
+
 /* options.max_joint_step with a seed: an answer within the step is given
  * with its "max_joint_step" (checked against the joints and the seed
  * here), a larger one is refused (no_ik_solution, joint_step, the seed
@@ -1711,6 +1745,7 @@ int main(void)
     tcase_add_test(tc, test_batch);
     tcase_add_test(tc, test_chain_id_and_warm_start);
     tcase_add_test(tc, test_status_codes);
+    tcase_add_test(tc, test_status_word_once_answered);
     tcase_add_test(tc, test_moveit_codes_pinned);
     tcase_add_test(tc, test_max_joint_step);
     tcase_add_test(tc, test_solvers_describe);

@@ -295,6 +295,20 @@ static void same_as_jansson(const json_t *v)
     free(got);
 }
 
+/* An object of 40 keys k0 to k39 set in a scrambled order, key kj holding
+ * the integer j * 33 % 40 (17 * 33 is 1 modulo 40): more keys than the 16
+ * the canonical writer sorts on the stack, so it allocates and qsorts. */
+static json_t *forty_keys(void)
+{
+    json_t *v = json_object();
+    for (int i = 0; i < 40; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%d", (i * 17) % 40);
+        json_object_set_new(v, k, json_integer(i));
+    }
+    return v;
+}
+
 START_TEST(test_dump_matches_jansson)
 {
     uint64_t x = 0x2545f4914f6cdd1dull;
@@ -320,6 +334,9 @@ START_TEST(test_dump_matches_jansson)
     ck_assert_ptr_nonnull(t);
     same_as_jansson(t);
     json_decref(t);
+    t = forty_keys();
+    same_as_jansson(t);
+    json_decref(t);
 
     /* every control character jansson escapes as \uXXXX, whose hex digits
      * it writes in upper case (\u001E; found by tests/fuzz/fuzz_json) */
@@ -342,8 +359,8 @@ static int by_strcmp(const void *a, const void *b)
 
 /* The direct writer (proto_jw): a caller's buffer outgrown mid-text, the
  * text copied out of a buffer that was never outgrown; and the canonical
- * text chain ids hash (proto/proto_id.c: keys sorted, integers as reals),
- * of a small object and of one with 40 keys. */
+ * text chain ids hash (proto/proto_id.c: keys sorted, integers as reals)
+ * of a small object (larger ones: test_canonical_matches_jansson). */
 START_TEST(test_writer)
 {
     char small[8];
@@ -380,37 +397,6 @@ START_TEST(test_writer)
     free(s);
     ck_assert(json_is_integer(json_array_get(json_object_get(v, "z"), 0))); /* left as it was */
     json_decref(v);
-
-    /* 40 keys in a scrambled order: sorted as strcmp sorts them ("k1" <
-     * "k10" < "k2"), each integer a real; key kj holds j * 33 % 40 (17 * 33
-     * is 1 modulo 40); the id is that text's */
-    v = json_object();
-    for (int i = 0; i < 40; i++) {
-        char k[16];
-        snprintf(k, sizeof k, "k%d", (i * 17) % 40);
-        json_object_set_new(v, k, json_integer(i));
-    }
-    const char *order[40];
-    char names[40][16];
-    for (int j = 0; j < 40; j++) {
-        snprintf(names[j], sizeof names[j], "k%d", j);
-        order[j] = names[j];
-    }
-    qsort(order, 40, sizeof *order, by_strcmp);
-    char want[1024] = "{";
-    for (int j = 0; j < 40; j++)
-        snprintf(want + strlen(want), sizeof want - strlen(want), "%s\"%s\":%d.0",
-                 j ? "," : "", order[j], atoi(order[j] + 1) * 33 % 40);
-    strcat(want, "}");
-    s = proto__canonical_text(v, NULL);
-    ck_assert_str_eq(s, want);
-    char id[PROTO_ID_HEX + 1], id_text[PROTO_ID_HEX + 1];
-    ck_assert_int_eq(proto__content_id(v, id, NULL, NULL), 0);
-    proto__text_id(s, strlen(s), id_text);
-    ck_assert_str_eq(id, id_text);
-    free(s);
-    same_as_jansson(v);
-    json_decref(v);
 }
 END_TEST
 
@@ -421,7 +407,8 @@ END_TEST
  * differing byte is another id. Random trees (any finite double, integers
  * of every size, strings with control characters and UTF-8, objects below
  * and above the writer's 16 keys sorted in place, keys that are prefixes
- * of others), then each edge double alone and in a tree. */
+ * of others), then each edge double alone and in a tree, integers beyond
+ * 2^53, and an object of 40 keys. */
 static void same_canonical(const json_t *v)
 {
     char *want = oracle_canonical_text(v);
@@ -583,6 +570,28 @@ START_TEST(test_canonical_matches_jansson)
         snprintf(k, sizeof k, "%lld", (long long)ints[i]);
         json_object_set_new(o, k, json_integer(ints[i]));
     }
+    same_canonical(o);
+    json_decref(o);
+
+    /* 40 keys, whatever the random trees drew: sorted as strcmp sorts them
+     * ("k1" < "k10" < "k2"), each integer a real, the text also written
+     * out here */
+    o = forty_keys();
+    const char *order[40];
+    char names[40][16];
+    for (int j = 0; j < 40; j++) {
+        snprintf(names[j], sizeof names[j], "k%d", j);
+        order[j] = names[j];
+    }
+    qsort(order, 40, sizeof *order, by_strcmp);
+    char want[1024] = "{";
+    for (int j = 0; j < 40; j++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s\"%s\":%d.0",
+                 j ? "," : "", order[j], atoi(order[j] + 1) * 33 % 40);
+    strcat(want, "}");
+    char *s = proto__canonical_text(o, NULL);
+    ck_assert_str_eq(s, want);
+    free(s);
     same_canonical(o);
     json_decref(o);
 }

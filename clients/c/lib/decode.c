@@ -503,7 +503,8 @@ static int read_entry(ikd__dec *d, ikd__jr *r, ikd_tick_entry *e)
     return 0;
 }
 
-int ikd__decode_message(ikd__dec *d, const char *text, size_t len, ikd__msg *m, ikd_error *err)
+int ikd__decode_message(ikd__dec *d, const char *text, size_t len, size_t max_entries, ikd__msg *m,
+                        ikd_error *err)
 {
     memset(m, 0, sizeof *m);
     ikd__jr r;
@@ -541,10 +542,19 @@ int ikd__decode_message(ikd__dec *d, const char *text, size_t len, ikd__msg *m, 
             rc = ikd__read_error_object(&r, &m->error);
             m->has_error = true;
         } else if (IKD__KEY(k, n, "solutions")) {
-            size_t start = d->entries.len;
+            size_t start = d->entries.len, count = 0;
             rc = ikd__jr_array(&r);
             int em = -1;
             while (!rc && (em = ikd__jr_more(&r)) == 1) {
+                if (count++ == max_entries) {
+                    char what[120];
+                    snprintf(what, sizeof what,
+                             "a tick answer of more than %zu entries (max_streams: a tick "
+                             "holds at most that many targets)",
+                             max_entries);
+                    rc = ikd__jr_fail(&r, what);
+                    break;
+                }
                 ikd_tick_entry e;
                 rc = read_entry(d, &r, &e) || push(&r, &d->entries, &e, sizeof e);
             }

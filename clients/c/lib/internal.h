@@ -189,7 +189,13 @@ typedef struct ikd__msg {
     ikd_error error;
     ikd_tick tick;
 } ikd__msg;
-int ikd__decode_message(ikd__dec *d, const char *text, size_t len, ikd__msg *m, ikd_error *err);
+/* A text message from ikd into *m. A tick answer's "solutions" of more
+ * than max_entries entries (the connection's max_streams: a tick holds no
+ * more targets) is refused at the first entry past it, before it is read.
+ * 0, or IKD_E_BAD_ANSWER with *err saying what was wrong (m keeps what was
+ * read before: its type and seq). */
+int ikd__decode_message(ikd__dec *d, const char *text, size_t len, size_t max_entries, ikd__msg *m,
+                        ikd_error *err);
 
 /* HTTP answers. */
 int ikd__decode_answer(ikd__dec *d, const char *text, size_t len, ikd_answer *out, ikd_error *err);

@@ -514,9 +514,21 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
         ikd__conn_emit(c, &ev);
         return;
     }
-    if (ikd__decode_message(&c->dec, p, n, m, &e)) {
+    /* a tick holds at most max_streams targets: so does its answer */
+    if (ikd__decode_message(&c->dec, p, n, (size_t)c->max_streams, m, &e)) {
         ev.kind = IKD_EV_ERROR;
         ev.error = &e;
+        if (m->type && strcmp(m->type, "tick_solution") == 0 && m->has_seq) {
+            /* a tick answer that cannot be read fails its tick (ikd_tick_wait), as a
+             * binary one does */
+            ev.type = m->type;
+            ev.seq = e.seq = m->seq;
+            ev.has_seq = e.has_seq = true;
+            if (c->tick_sent) {
+                c->tick_last_answered = m->seq;
+                c->tick_answered = true;
+            }
+        }
         ikd__conn_emit(c, &ev);
         return;
     }

@@ -453,7 +453,9 @@ typedef struct ikd_conn_opts {
                                dropped (IKD_E_TIMEOUT); 0: 30000; -1: never */
     bool reconnect;         /* dial again after a loss, with backoff, and reopen
                                the streams (see ikd_conn_new) */
-    int max_streams;        /* streams open at once; 0: 1024 (ikd's default) */
+    int max_streams;        /* streams open at once, targets in a tick and
+                               entries read in a tick's answer; 0: 1024
+                               (ikd's default) */
 } ikd_conn_opts;
 
 /* Poll events (the values of poll()'s POLLIN and POLLOUT). */

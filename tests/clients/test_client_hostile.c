@@ -1,0 +1,256 @@
+/*
+ * test_client_hostile.c: libikdclient's connection against a server that
+ * is not ikd and does not keep ikd's promises, without a daemon: a
+ * WebSocket server of the test's own (one thread, a plain socket, the
+ * upgrade answered by hand with nettle's SHA-1) that sends what it is
+ * told.
+ *
+ *   - A JSON tick answer of more entries than the connection's max_streams
+ *     (no tick holds more targets) is refused as IKD_E_BAD_ANSWER before
+ *     its entries are read, and fails the tick it answers (ikd_tick_wait,
+ *     with and without an event callback); max_streams entries are read.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <nettle/base64.h>
+#include <nettle/sha1.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clients/c/lib/conn.h"
+
+#define WAIT_MS 5000
+
+/* ---- the server ---------------------------------------------------------- */
+
+typedef struct server {
+    int listener, port;
+    const char *send; /* one text message sent after the upgrade */
+    pthread_t thread;
+} server;
+
+static void write_all(int fd, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n > 0) {
+        ssize_t k = write(fd, b, n);
+        if (k <= 0)
+            return; /* the client left: the test says what it saw */
+        b += k;
+        n -= (size_t)k;
+    }
+}
+
+/* The upgrade request's head from fd, answered with 101 and ikd.v1. */
+static bool upgrade(int fd)
+{
+    char head[8192] = "";
+    size_t n = 0;
+    while (n < sizeof head - 1 && !strstr(head, "\r\n\r\n")) {
+        ssize_t k = read(fd, head + n, sizeof head - 1 - n);
+        if (k <= 0)
+            return false;
+        n += (size_t)k;
+        head[n] = '\0';
+    }
+    const char *key = strcasestr(head, "Sec-WebSocket-Key:");
+    if (!key)
+        return false;
+    key += strlen("Sec-WebSocket-Key:");
+    while (*key == ' ')
+        key++;
+    size_t klen = strcspn(key, "\r\n");
+    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+    struct sha1_ctx sha;
+    uint8_t digest[SHA1_DIGEST_SIZE];
+    sha1_init(&sha);
+    sha1_update(&sha, klen, (const uint8_t *)key);
+    sha1_update(&sha, strlen(guid), (const uint8_t *)guid);
+    sha1_digest(&sha, sizeof digest, digest);
+    char accept[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE) + 1];
+    base64_encode_raw(accept, sizeof digest, digest);
+    accept[sizeof accept - 1] = '\0';
+    char answer[512];
+    int len = snprintf(answer, sizeof answer,
+                       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                       "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+                       "Sec-WebSocket-Protocol: ikd.v1\r\n\r\n",
+                       accept);
+    write_all(fd, answer, (size_t)len);
+    return true;
+}
+
+/* text as one unmasked text frame (RFC 6455 section 5.2). */
+static void send_text(int fd, const char *text)
+{
+    size_t n = strlen(text);
+    unsigned char h[10] = {0x81};
+    size_t hl = 2;
+    if (n < 126) {
+        h[1] = (unsigned char)n;
+    } else if (n < 65536) {
+        h[1] = 126, h[2] = (unsigned char)(n >> 8), h[3] = (unsigned char)n;
+        hl = 4;
+    } else {
+        h[1] = 127;
+        for (int k = 0; k < 8; k++)
+            h[2 + k] = (unsigned char)((uint64_t)n >> (56 - 8 * k));
+        hl = 10;
+    }
+    write_all(fd, h, hl);
+    write_all(fd, text, n);
+}
+
+static void *serve(void *p)
+{
+    server *s = p;
+    int fd = accept(s->listener, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    if (upgrade(fd)) {
+        send_text(fd, s->send);
+        char drain[4096]; /* until the client closes */
+        while (read(fd, drain, sizeof drain) > 0) {
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+static void server_start(server *s, const char *send)
+{
+    s->send = send;
+    s->listener = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(s->listener, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(s->listener, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(s->listener, 1), 0);
+    socklen_t al = sizeof a;
+    ck_assert_int_eq(getsockname(s->listener, (struct sockaddr *)&a, &al), 0);
+    s->port = ntohs(a.sin_port);
+    ck_assert_int_eq(pthread_create(&s->thread, NULL, serve, s), 0);
+}
+
+static void server_join(server *s)
+{
+    pthread_join(s->thread, NULL);
+    close(s->listener);
+}
+
+/* ---- tick answers -------------------------------------------------------- */
+
+/* {"type":"tick_solution","seq":7,...} of n two-joint results (malloc'd). */
+static char *tick_answer(size_t n)
+{
+    static const char entry[] = "{\"stream\":\"s%zu\",\"seq\":7,\"skipped\":0,\"result\":"
+                                "{\"status\":\"success\",\"joints\":[0.25,-0.5]}}";
+    size_t cap = 128 + n * (sizeof entry + 24), o = 0;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    o += (size_t)snprintf(t, cap, "{\"type\":\"tick_solution\",\"seq\":7,\"skipped\":0,"
+                                  "\"solutions\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            t[o++] = ',';
+        o += (size_t)snprintf(t + o, cap - o, entry, i);
+    }
+    snprintf(t + o, cap - o, "]}");
+    return t;
+}
+
+typedef struct seen {
+    int ticks, errors;
+    int error_code;
+    bool error_has_seq;
+    long long error_seq;
+} seen;
+
+static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
+{
+    (void)c;
+    seen *s = user;
+    if (ev->kind == IKD_EV_TICK)
+        s->ticks++;
+    if (ev->kind == IKD_EV_ERROR) {
+        s->errors++;
+        s->error_code = ev->error->code;
+        s->error_has_seq = ev->has_seq;
+        s->error_seq = ev->seq;
+    }
+}
+
+/* ikd_tick_wait for seq 7 on a connection with max_streams 4 to a server
+ * that sends a tick answer of n entries (with an event callback when s):
+ * its return code, e and *tick as it gave them. */
+static int wait_tick(size_t n, seen *s, ikd_tick **tick, ikd_error *e)
+{
+    char *answer = tick_answer(n);
+    server srv;
+    server_start(&srv, answer);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+    ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = s ? on_event : NULL, .user = s};
+    ikd_conn *c = ikd_conn_new(&o, e);
+    ck_assert_msg(c != NULL, "%s", e->message);
+    int rc = ikd_tick_wait(c, 7, WAIT_MS, tick, e);
+    if (!rc)
+        ck_assert_uint_eq((*tick)->count, n);
+    else /* refused before its entries were read: the decoder holds little */
+        ck_assert_uint_lt(ikd__dec_memory(&c->dec), 64 * 1024);
+    ikd_conn_free(c);
+    server_join(&srv);
+    free(answer);
+    return rc;
+}
+
+START_TEST(tick_answer_past_max_streams_refused)
+{
+    ikd_tick *t = NULL;
+    ikd_error e;
+    /* max_streams entries: read */
+    ck_assert_msg(wait_tick(4, NULL, &t, &e) == 0, "%s", e.message);
+    ck_assert_str_eq(t->entries[3].stream, "s3");
+    ck_assert_double_eq(t->entries[3].result->joints[1], -0.5);
+    ikd_tick_free(t);
+    /* one more, and many more: refused, naming the bound, failing the tick */
+    static const size_t past[] = {5, 20000};
+    for (size_t k = 0; k < 2; k++) {
+        t = NULL;
+        int rc = wait_tick(past[k], NULL, &t, &e);
+        ck_assert_msg(rc == IKD_E_BAD_ANSWER, "%zu entries: %d %s", past[k], rc, e.message);
+        ck_assert_ptr_null(t);
+        ck_assert_msg(strstr(e.message, "more than 4 entries (max_streams") != NULL, "%s",
+                      e.message);
+        ck_assert(e.has_seq);
+        ck_assert_int_eq(e.seq, 7);
+    }
+    /* with an event callback the error reaches it with the tick's seq, and
+     * the tick's wait fails at once rather than at its timeout */
+    seen s = {0};
+    ck_assert_int_eq(wait_tick(5, &s, &t, &e), IKD_E_BAD_ANSWER);
+    ck_assert_int_eq(s.ticks, 0);
+    ck_assert_int_eq(s.errors, 1);
+    ck_assert_int_eq(s.error_code, IKD_E_BAD_ANSWER);
+    ck_assert(s.error_has_seq);
+    ck_assert_int_eq(s.error_seq, 7);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("client_hostile");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, tick_answer_past_max_streams_refused);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
