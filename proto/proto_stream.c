@@ -3,7 +3,8 @@
  * (proto_stream.h has the message list; proto/STREAM.md the client
  * documentation).
  *
- * Decoding checks the envelope of a message: its type, the stream name, the
+ * Decoding checks the envelope of a message (its members: one table,
+ * MESSAGE_MAP, with a mask per type): its type, the stream name, the
  * client's sequence number, that exactly one of "chain"/"chain_id" opens a
  * stream, and the shape of a path (waypoints with "position" [x,y,z] and
  * optionally "orientation" [x,y,z,w], a unit quaternion within
