@@ -96,16 +96,16 @@ static int read_numbers(const json_t *a, double *v, size_t n)
 
 /* ---- a message's members ------------------------------------------------ */
 
-/* The members of a message (proto/STREAM.md), the most frequent first;
+/* The members of a message (proto/STREAM.md), a tick target's first;
  * each type allows some (type_members), a tick's target some
  * (TICK_TARGET). Both readers find them by this table and read their
  * values in the stream's own words: the tree decoder after
  * proto__object_read, the raw reader (raw_object) as it meets them. */
 #define MESSAGE_MAP(X, P)                                                                          \
-    X(P, TYPE, "type", PROTO_VALUE, 0, 0, false)                                                  \
     X(P, STREAM, "stream", PROTO_VALUE, 0, 0, false)                                              \
     X(P, SEQ, "seq", PROTO_VALUE, 0, 0, false)                                                    \
     X(P, TARGET, "target", PROTO_VALUE, 0, 0, false)                                              \
+    X(P, TYPE, "type", PROTO_VALUE, 0, 0, false)                                                  \
     X(P, TARGETS, "targets", PROTO_VALUE, 0, 0, false)                                            \
     X(P, SEED, "seed", PROTO_VALUE, 0, 0, false)                                                  \
     X(P, CHAIN, "chain", PROTO_VALUE, 0, 0, false)                                                \
@@ -373,12 +373,12 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
         if (!proto__scan_key(r, &k, &n))
             return -1;
         size_t m = proto__member_find(message_members, M_COUNT, k, n);
-        if (m == M_COUNT || (seen & PROTO_BIT(m)) || (!top && !(TICK_TARGET & PROTO_BIT(m))))
+        if (m == M_COUNT || (seen & PROTO_BIT(m)))
             return -1;
         seen |= PROTO_BIT(m);
         switch (m) {
         case M_TYPE:
-            if (!proto__scan_string(r, &v, &vn))
+            if (!top || !proto__scan_string(r, &v, &vn))
                 return -1;
             top->type = proto__scan_is(v, vn, "tick")                    ? PROTO_STREAM_TICK
                         : top->target && proto__scan_is(v, vn, "target") ? PROTO_STREAM_TARGET
@@ -390,7 +390,7 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
             proto_stream_raw *ts = NULL;
             size_t i = 0, cap = 0;
             const int need = M(STREAM) | M(TARGET);
-            if (!proto__scan_char(r, '['))
+            if (!top || !proto__scan_char(r, '['))
                 return -1;
             do {
                 if (i == cap) {
