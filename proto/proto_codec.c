@@ -19,7 +19,6 @@ const proto_member proto_target_members[PROTO_T_COUNT] = {
     PROTO_TARGET_MAP(PROTO__MEMBER_ROW, PROTO_T_)};
 const proto_member proto_request_members[PROTO_R_COUNT] = {
     PROTO_REQUEST_MAP(PROTO__MEMBER_ROW, PROTO_R_)};
-const proto_member proto_tick_members[PROTO_K_COUNT] = {PROTO_TICK_MAP(PROTO__MEMBER_ROW, PROTO_K_)};
 static const proto_member options_members[PROTO_O_COUNT] = {
     PROTO_OPTIONS_MAP(PROTO__MEMBER_ROW, PROTO_O_)};
 
@@ -130,7 +129,8 @@ int proto__object_read(proto_in *in, const char *path, const proto_member *d, si
         {
             size_t k = proto__member_find(d, n, key, strlen(key));
             if (k == n || !(allowed & PROTO_BIT(k)))
-                return proto__unknown_member(err, path, key);
+                return known && known->unknown ? known->unknown(err, path, key)
+                                               : proto__unknown_member(err, path, key);
             o->has |= PROTO_BIT(k);
             o->in[k] = proto_in_tree(val);
         }

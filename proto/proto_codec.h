@@ -143,11 +143,13 @@ enum { PROTO_MODE_TREE = 0, PROTO_MODE_TEXT, PROTO_MODE_FILLED };
  *     value at p itself, returning the bytes it took, 0 for a skim), in->s
  *     left after it; any other key, a duplicate, a value not of its shape
  *     declines.
- * 0, or -1 (with *err set in tree mode). */
+ * 0, or -1 (with *err set in tree mode; a key not allowed worded by
+ * known->unknown when known has one, else by proto__unknown_member). */
 typedef struct proto_known {
     unsigned members;
     size_t (*fn)(size_t k, const char *p, size_t avail, void *ud);
     void *ud;
+    int (*unknown)(proto_error *err, const char *path, const char *key);
 } proto_known;
 int proto__object_read(proto_in *in, const char *path, const proto_member *d, size_t n,
                        unsigned allowed, const proto_known *known, proto_object *o,
@@ -396,17 +398,6 @@ extern const proto_member proto_request_members[PROTO_R_COUNT];
      PROTO_BIT(PROTO_R_SEEDS) | PROTO_BIT(PROTO_R_OPTIONS) | PROTO_BIT(PROTO_R_SCENE) |           \
      PROTO_BIT(PROTO_R_SCENE_ID))
 #define PROTO_REQUEST_ITEMS (PROTO_BIT(PROTO_R_ITEMS) | PROTO_BIT(PROTO_R_OPTIONS))
-
-/* A tick's target ({"stream", "seq", "target", "seed"}, proto/STREAM.md). */
-#define PROTO_TICK_MAP(X, P)                                                                       \
-    X(P, STREAM, "stream", PROTO_STRING, 0, 0, false)                                             \
-    X(P, SEQ, "seq", PROTO_INTEGER, 1, 0, false)                                                  \
-    X(P, TARGET, "target", PROTO_VALUE, 0, 0, false)                                              \
-    X(P, SEED, "seed", PROTO_VALUE, 0, 0, false)
-
-enum { PROTO_TICK_MAP(PROTO__MEMBER_ID, PROTO_K_) PROTO_K_COUNT };
-enum { PROTO_TICK_MAP(PROTO__MEMBER_AT, PROTO_K_) PROTO_K_PLACES };
-extern const proto_member proto_tick_members[PROTO_K_COUNT];
 
 /* ---- requests -------------------------------------------------------------------- */
 

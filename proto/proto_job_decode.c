@@ -373,7 +373,7 @@ static int decode_request(proto_in *req, proto_kind kind, const proto_limits *li
     early pre; /* (not zeroed whole: its object is written before it is read) */
     pre.lim = lim, pre.chain = NULL, pre.has_target = false;
     proto_known known = {PROTO_BIT(PROTO_R_CHAIN) | (batch ? 0 : PROTO_BIT(PROTO_R_TARGET)),
-                         early_member, &pre};
+                         early_member, &pre, NULL};
     if (proto__object_read(req, "", proto_request_members, PROTO_R_COUNT,
                            batch ? PROTO_REQUEST_BATCH : PROTO_REQUEST_SOLVE, &known, &env, err)) {
         proto_chain_unref(pre.chain);

@@ -3,7 +3,8 @@
  * (proto_stream.h has the message list; proto/STREAM.md the client
  * documentation).
  *
- * Decoding checks the envelope of a message: its type, the stream name, the
+ * Decoding checks the envelope of a message (its members: one table,
+ * MESSAGE_MAP, with a mask per type): its type, the stream name, the
  * client's sequence number, that exactly one of "chain"/"chain_id" opens a
  * stream, and the shape of a path (waypoints with "position" [x,y,z] and
  * optionally "orientation" [x,y,z,w], a unit quaternion within
@@ -93,11 +94,87 @@ static int read_numbers(const json_t *a, double *v, size_t n)
     return 0;
 }
 
+/* ---- a message's members ------------------------------------------------ */
+
+/* The members of a message (proto/STREAM.md), a tick target's first;
+ * each type allows some (type_members), a tick's target some
+ * (TICK_TARGET). Both readers find them by this table and read their
+ * values in the stream's own words: the tree decoder after
+ * proto__object_read, the raw reader (raw_object) as it meets them. */
+#define MESSAGE_MAP(X, P)                                                                          \
+    X(P, STREAM, "stream", PROTO_VALUE, 0, 0, false)                                              \
+    X(P, SEQ, "seq", PROTO_VALUE, 0, 0, false)                                                    \
+    X(P, TARGET, "target", PROTO_VALUE, 0, 0, false)                                              \
+    X(P, TYPE, "type", PROTO_VALUE, 0, 0, false)                                                  \
+    X(P, TARGETS, "targets", PROTO_VALUE, 0, 0, false)                                            \
+    X(P, SEED, "seed", PROTO_VALUE, 0, 0, false)                                                  \
+    X(P, CHAIN, "chain", PROTO_VALUE, 0, 0, false)                                                \
+    X(P, CHAIN_ID, "chain_id", PROTO_VALUE, 0, 0, false)                                          \
+    X(P, OPTIONS, "options", PROTO_VALUE, 0, 0, false)                                            \
+    X(P, SCENE, "scene", PROTO_VALUE, 0, 0, false)                                                \
+    X(P, SCENE_ID, "scene_id", PROTO_VALUE, 0, 0, false)                                          \
+    X(P, WAYPOINTS, "waypoints", PROTO_VALUE, 0, 0, false)                                        \
+    X(P, RATE_HZ, "rate_hz", PROTO_VALUE, 0, 0, false)                                            \
+    X(P, DURATION_S, "duration_s", PROTO_VALUE, 0, 0, false)
+
+enum { MESSAGE_MAP(PROTO__MEMBER_ID, M_) M_COUNT };
+enum { MESSAGE_MAP(PROTO__MEMBER_AT, M_) M_PLACES };
+static const proto_member message_members[M_COUNT] = {MESSAGE_MAP(PROTO__MEMBER_ROW, M_)};
+
+/* The types' names and the members each allows (a tick's target's too). */
+#define M(k) PROTO_BIT(M_##k)
+#define TICK_TARGET (M(STREAM) | M(SEQ) | M(TARGET) | M(SEED))
+static const char *const type_names[] = {"open", "close", "target", "path", "tick", "scene"};
+static const unsigned type_members[] = {
+    [PROTO_STREAM_OPEN] = M(TYPE) | M(STREAM) | M(CHAIN) | M(CHAIN_ID) | M(OPTIONS) | M(SEED) |
+                          M(SCENE) | M(SCENE_ID),
+    [PROTO_STREAM_CLOSE] = M(TYPE) | M(STREAM),
+    [PROTO_STREAM_TARGET] = M(TYPE) | TICK_TARGET,
+    [PROTO_STREAM_PATH] = M(TYPE) | M(STREAM) | M(SEQ) | M(WAYPOINTS) | M(RATE_HZ) | M(DURATION_S),
+    [PROTO_STREAM_TICK] = M(TYPE) | M(SEQ) | M(TARGETS),
+    [PROTO_STREAM_SCENE] = M(TYPE) | M(STREAM) | M(SCENE) | M(SCENE_ID)};
+
+/* A key the object at base may not have, in the stream's words (the key
+ * as sent, cut at 64 bytes). */
+static int unknown_member(proto_error *err, const char *base, const char *key)
+{
+    char where[PROTO_PATH_MAX];
+    snprintf(where, sizeof where, "%s/%.*s", base, PROTO_STREAM_NAME_MAX, key);
+    return proto_error_set(err, PROTO_E_INVALID_REQUEST, where, "unknown member \"%.64s\"", key);
+}
+
+/* The members of object v at base (tree mode) into o, those with a bit in
+ * allowed; 0, or -1 with *err naming the first other. */
+static int tree_members(const json_t *v, const char *base, unsigned allowed, proto_object *o,
+                        proto_error *err)
+{
+    static const proto_known words = {0, NULL, NULL, unknown_member};
+    proto_in in = proto_in_tree(v);
+    return proto__object_read(&in, base, message_members, M_COUNT, allowed, &words, o, err);
+}
+
+/* Member k of o (tree mode), or NULL when absent. */
+static json_t *member(const proto_object *o, size_t k)
+{
+    return o->has & PROTO_BIT(k) ? (json_t *)o->in[k].node : NULL;
+}
+
+/* A seq of magnitude at most PROTO_STREAM_SEQ_MAX: true and *out, or false. */
+static bool read_seq(const json_t *jq, long long *out)
+{
+    /* compared on both sides: llabs() of the most negative integer overflows */
+    if (!json_is_integer(jq) || json_integer_value(jq) > PROTO_STREAM_SEQ_MAX ||
+        json_integer_value(jq) < -PROTO_STREAM_SEQ_MAX)
+        return false;
+    *out = json_integer_value(jq);
+    return true;
+}
+
 /* ---- paths --------------------------------------------------------------- */
 
-static int path_decode(const json_t *root, proto_stream_path **out, proto_error *err)
+static int path_decode(const proto_object *m, proto_stream_path **out, proto_error *err)
 {
-    const json_t *wps = json_object_get(root, "waypoints");
+    const json_t *wps = member(m, M_WAYPOINTS);
     if (!json_is_array(wps))
         return stream_err(err, PROTO_E_INVALID_REQUEST, "/waypoints",
                           "\"waypoints\" must be an array of targets");
@@ -110,7 +187,7 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
                                "a path has at most %d waypoints", PROTO_STREAM_MAX_WAYPOINTS);
 
     double rate = PROTO_STREAM_DEFAULT_RATE_HZ;
-    const json_t *jr = json_object_get(root, "rate_hz");
+    const json_t *jr = member(m, M_RATE_HZ);
     if (jr) {
         rate = json_is_number(jr) ? json_number_value(jr) : NAN;
         if (!(rate > 0.0 && rate <= PROTO_STREAM_MAX_RATE_HZ))
@@ -119,7 +196,7 @@ static int path_decode(const json_t *root, proto_stream_path **out, proto_error 
                                    PROTO_STREAM_MAX_RATE_HZ);
     }
     double dur = (double)(n - 1);
-    const json_t *jd = json_object_get(root, "duration_s");
+    const json_t *jd = member(m, M_DURATION_S);
     if (jd) {
         dur = json_is_number(jd) ? json_number_value(jd) : NAN;
         if (!(dur > 0.0 && isfinite(dur)))
@@ -231,14 +308,12 @@ void proto_stream_path_free(proto_stream_path *p)
  * a controller's target message a few more of its own. The raw reader
  * takes a tick, or (for the daemon, proto_stream_decode_raw) a target
  * message, straight from its text in the codec's text mode
- * (proto_codec.h): the members of a tick's target and of a target message
- * by one table (PROTO_TICK_MAP: a target message is a tick's target with
- * a "type"), the target's members by theirs (PROTO_TARGET_MAP), read but
- * not yet given their meaning, which needs the stream's chain
- * (proto_session_tick_target, proto_session_message_target); a tree's
- * "tips" read whole (raw_tips) and kept as their text. It declines what
- * the text mode declines, and targets with a seed (read as a tree), and
- * then the tree decoder reads the message.
+ * (proto_codec.h): the message and a tick's targets by MESSAGE_MAP (a
+ * target message is a tick's target with a "type"), the target's members
+ * by PROTO_TARGET_MAP, read but not yet given their meaning, which needs
+ * the stream's chain (proto_session_tick_target); a tree's "tips" read
+ * whole (raw_tips). It declines what the text mode declines, and targets
+ * with a seed, and then the tree decoder reads the message.
  */
 
 /* A tree target's "tips" at p ({tip name: tip target}): each tip's target
@@ -275,7 +350,7 @@ no:
     return 0;
 }
 
-/* The members of a message beside PROTO_TICK_MAP's: its "type" (-1 until
+/* The members of a message beyond a tick's target's: its "type" (-1 until
  * read; a target message's only when target) and a tick's "targets". */
 typedef struct raw_top {
     bool target;
@@ -284,8 +359,8 @@ typedef struct raw_top {
     size_t n, cap;
 } raw_top;
 
-/* An object of PROTO_TICK_MAP's members into t: a tick's target, or with
- * top the message itself. The members' bits, or -1 when declined. */
+/* An object of MESSAGE_MAP's members into t: a tick's target, or with top
+ * the message itself. The members' bits, or -1 when declined. */
 static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
 {
     unsigned seen = 0;
@@ -297,21 +372,25 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
         proto_json_num num;
         if (!proto__scan_key(r, &k, &n))
             return -1;
-        if (top && proto__scan_is(k, n, "type")) {
-            if (top->type >= 0 || !proto__scan_string(r, &v, &vn))
+        size_t m = proto__member_find(message_members, M_COUNT, k, n);
+        if (m == M_COUNT || (seen & PROTO_BIT(m)))
+            return -1;
+        seen |= PROTO_BIT(m);
+        switch (m) {
+        case M_TYPE:
+            if (!top || !proto__scan_string(r, &v, &vn))
                 return -1;
             top->type = proto__scan_is(v, vn, "tick")                    ? PROTO_STREAM_TICK
                         : top->target && proto__scan_is(v, vn, "target") ? PROTO_STREAM_TARGET
                                                                          : -1;
             if (top->type < 0)
                 return -1;
-            continue;
-        }
-        if (top && proto__scan_is(k, n, "targets")) {
+            break;
+        case M_TARGETS: {
             proto_stream_raw *ts = NULL;
             size_t i = 0, cap = 0;
-            const int need = PROTO_BIT(PROTO_K_STREAM) | PROTO_BIT(PROTO_K_TARGET);
-            if (top->cap || !proto__scan_char(r, '['))
+            const int need = M(STREAM) | M(TARGET);
+            if (!top || !proto__scan_char(r, '['))
                 return -1;
             do {
                 if (i == cap) {
@@ -330,14 +409,9 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
             top->n = i;
             if (!proto__scan_char(r, ']'))
                 return -1;
-            continue;
+            break;
         }
-        size_t m = proto__member_find(proto_tick_members, PROTO_K_COUNT, k, n);
-        if (m == PROTO_K_COUNT || (seen & PROTO_BIT(m)))
-            return -1;
-        seen |= PROTO_BIT(m);
-        switch (m) {
-        case PROTO_K_STREAM:
+        case M_STREAM:
             if (!proto__scan_string(r, &v, &vn) || vn == 0 || vn > PROTO_STREAM_NAME_MAX)
                 return -1;
             memcpy(t->stream, v, vn);
@@ -345,18 +419,18 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
             if (!proto_stream_name_valid(t->stream))
                 return -1;
             break;
-        case PROTO_K_SEQ:
+        case M_SEQ:
             if (!proto__scan_number(r, &num) || !num.is_int || num.i > PROTO_STREAM_SEQ_MAX ||
                 num.i < -PROTO_STREAM_SEQ_MAX)
                 return -1;
             t->has_seq = true;
             t->seq = num.i;
             break;
-        case PROTO_K_TARGET: {
+        case M_TARGET: {
             proto_object o;
             proto_in in = {NULL, *r, 0};
             bool declined = false;
-            const proto_known tips = {PROTO_BIT(PROTO_T_TIPS), raw_tips, &declined};
+            const proto_known tips = {PROTO_BIT(PROTO_T_TIPS), raw_tips, &declined, NULL};
             proto__scan_ws(&in.s);
             t->text = in.s.p;
             if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT, PROTO_TARGET_ANY,
@@ -373,7 +447,7 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
             t->tips = o.in[PROTO_T_TIPS];
             break;
         }
-        default: /* a seed: read as a tree */
+        default: /* a seed (read as a tree), or no member of a tick or target message */
             return -1;
         }
     } while (proto__scan_char(r, ','));
@@ -388,19 +462,17 @@ static bool read_raw(const char *text, size_t len, bool target, proto_stream_msg
     proto_scan r = {text, text + len};
     proto_stream_raw env = {.has_seq = false}; /* the message's own members */
     raw_top top = {target, -1, NULL, 0, 0};
-    const int message =
-        PROTO_BIT(PROTO_K_STREAM) | PROTO_BIT(PROTO_K_SEQ) | PROTO_BIT(PROTO_K_TARGET);
     int seen = raw_object(&r, &env, &top);
     if (seen < 0 || !proto__scan_end(&r))
         goto no;
     /* a tick's target without a seq of its own has the tick's
      * (proto_stream_tick_target_get) */
-    if (top.type == PROTO_STREAM_TARGET && !top.cap && seen == message &&
+    if (top.type == PROTO_STREAM_TARGET && seen == (M(TYPE) | M(STREAM) | M(SEQ) | M(TARGET)) &&
         (top.ts = malloc(sizeof *top.ts))) {
         *top.ts = env;
         top.n = 1;
         memcpy(out->stream, env.stream, sizeof out->stream);
-    } else if (top.type != PROTO_STREAM_TICK || seen != PROTO_BIT(PROTO_K_SEQ) || top.n == 0) {
+    } else if (top.type != PROTO_STREAM_TICK || seen != (int)type_members[PROTO_STREAM_TICK]) {
         goto no;
     }
     out->type = (proto_stream_type)top.type;
@@ -416,28 +488,11 @@ no:
 
 /* ---- decoding ------------------------------------------------------------ */
 
-static const char *const type_names[] = {"open", "close", "target", "path", "tick", "scene"};
-
-/* The members each type allows (NULL-terminated). */
-static const char *const open_keys[] = {"type", "stream", "chain",    "chain_id", "options",
-                                        "seed", "scene",  "scene_id", NULL};
-static const char *const scene_keys[] = {"type", "stream", "scene", "scene_id", NULL};
-static const char *const close_keys[] = {"type", "stream", NULL};
-static const char *const target_keys[] = {"type", "stream", "seq", "target", "seed", NULL};
-static const char *const path_keys[] = {"type",    "stream",     "seq", "waypoints",
-                                        "rate_hz", "duration_s", NULL};
-static const char *const tick_keys[] = {"type", "seq", "targets", NULL};
-static const char *const tick_target_keys[] = {"stream", "seq", "target", "seed", NULL};
-static const char *const *const type_keys[] = {
-    [PROTO_STREAM_OPEN] = open_keys,     [PROTO_STREAM_CLOSE] = close_keys,
-    [PROTO_STREAM_TARGET] = target_keys, [PROTO_STREAM_PATH] = path_keys,
-    [PROTO_STREAM_TICK] = tick_keys,     [PROTO_STREAM_SCENE] = scene_keys};
-
 /* An open or scene message's "scene_id" into out (NULL when absent): a
  * string, and not beside "scene". 0, or -1 with *err set. */
-static int scene_id(const json_t *root, proto_stream_msg *out, proto_error *err)
+static int scene_id(const proto_object *m, proto_stream_msg *out, proto_error *err)
 {
-    const json_t *sid = json_object_get(root, "scene_id");
+    const json_t *sid = member(m, M_SCENE_ID);
     if (!sid)
         return 0;
     if (!json_is_string(sid))
@@ -448,39 +503,6 @@ static int scene_id(const json_t *root, proto_stream_msg *out, proto_error *err)
                           "give either scene or scene_id, not both");
     out->scene_id = json_string_value(sid);
     return 0;
-}
-
-/* base: the object's JSON pointer ("" for the message itself) */
-static int check_keys_at(const json_t *root, const char *base, const char *const *allowed,
-                         proto_error *err)
-{
-    const char *key;
-    const json_t *v;
-    json_object_foreach((json_t *)root, key, v)
-    {
-        bool ok = false;
-        for (size_t i = 0; allowed[i]; i++)
-            if (strcmp(key, allowed[i]) == 0)
-                ok = true;
-        if (!ok) {
-            char where[PROTO_PATH_MAX];
-            snprintf(where, sizeof where, "%s/%.*s", base, PROTO_STREAM_NAME_MAX, key);
-            return proto_error_set(err, PROTO_E_INVALID_REQUEST, where, "unknown member \"%.64s\"",
-                                   key);
-        }
-    }
-    return 0;
-}
-
-/* A seq of magnitude at most PROTO_STREAM_SEQ_MAX: true and *out, or false. */
-static bool read_seq(const json_t *jq, long long *out)
-{
-    /* compared on both sides: llabs() of the most negative integer overflows */
-    if (!json_is_integer(jq) || json_integer_value(jq) > PROTO_STREAM_SEQ_MAX ||
-        json_integer_value(jq) < -PROTO_STREAM_SEQ_MAX)
-        return false;
-    *out = json_integer_value(jq);
-    return true;
 }
 
 /* The raw reader (a target message too, with target), else the tree's. */
@@ -529,6 +551,7 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     const json_t *jt = json_object_get(root, "type");
     const char *type = json_string_value(jt);
     size_t t;
+    proto_object m;
     if (!jt) {
         stream_err(err, PROTO_E_INVALID_REQUEST, "/type",
                    "\"type\" is required (open, target, path or close)");
@@ -549,7 +572,7 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     if (out->type == PROTO_STREAM_TICK) {
         /* a tick belongs to no one stream: each of its targets names its own */
         out->stream[0] = '\0';
-        if (check_keys_at(root, "", tick_keys, err) != 0)
+        if (tree_members(root, "", type_members[t], &m, err))
             goto out;
     } else if (!out->stream[0]) {
         stream_err(err, PROTO_E_INVALID_REQUEST, "/stream",
@@ -563,12 +586,13 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         goto out;
     }
 
-    if (out->type != PROTO_STREAM_TICK && check_keys_at(root, "", type_keys[out->type], err) != 0)
+    if (out->type != PROTO_STREAM_TICK &&
+        tree_members(root, "", type_members[t], &m, err))
         goto out;
     switch (out->type) {
     case PROTO_STREAM_OPEN: {
-        json_t *chain = json_object_get(root, "chain");
-        const json_t *cid = json_object_get(root, "chain_id");
+        json_t *chain = member(&m, M_CHAIN);
+        const json_t *cid = member(&m, M_CHAIN_ID);
         if ((chain != NULL) == (cid != NULL)) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "",
                        "exactly one of \"chain\" and \"chain_id\" opens a stream");
@@ -578,7 +602,7 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
             stream_err(err, PROTO_E_INVALID_REQUEST, "/chain_id", "\"chain_id\" must be a string");
             goto out;
         }
-        json_t *opt = json_object_get(root, "options");
+        json_t *opt = member(&m, M_OPTIONS);
         if (opt && !json_is_object(opt)) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "/options", "\"options\" must be an object");
             goto out;
@@ -586,15 +610,15 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         out->chain = chain;
         out->chain_id = cid ? json_string_value(cid) : NULL;
         out->options = opt;
-        out->seed = json_object_get(root, "seed");
-        out->scene = json_object_get(root, "scene");
-        if (scene_id(root, out, err))
+        out->seed = member(&m, M_SEED);
+        out->scene = member(&m, M_SCENE);
+        if (scene_id(&m, out, err))
             goto out;
         break;
     }
     case PROTO_STREAM_SCENE:
-        out->scene = json_object_get(root, "scene");
-        if (scene_id(root, out, err))
+        out->scene = member(&m, M_SCENE);
+        if (scene_id(&m, out, err))
             goto out;
         if (!out->scene && !out->scene_id) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "/scene",
@@ -605,19 +629,19 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     case PROTO_STREAM_CLOSE:
         break;
     case PROTO_STREAM_TARGET:
-        out->target = json_object_get(root, "target");
+        out->target = member(&m, M_TARGET);
         if (!out->target) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "/target", "\"target\" is required");
             goto out;
         }
-        out->seed = json_object_get(root, "seed");
+        out->seed = member(&m, M_SEED);
         break;
     case PROTO_STREAM_PATH:
-        if (path_decode(root, &out->path, err) != 0)
+        if (path_decode(&m, &out->path, err) != 0)
             goto out;
         break;
     case PROTO_STREAM_TICK:
-        out->targets = json_object_get(root, "targets");
+        out->targets = member(&m, M_TARGETS);
         if (!out->targets) {
             stream_err(err, PROTO_E_INVALID_REQUEST, "/targets", "\"targets\" is required");
             goto out;
@@ -689,27 +713,27 @@ int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i, proto_stre
         return stream_err(err, PROTO_E_INVALID_REQUEST, base,
                           "a target of a tick must be an object {\"stream\", \"seq\", "
                           "\"target\"}");
-    const json_t *js = json_object_get(v, "stream");
+    const json_t *js = json_object_get(v, "stream"), *jq = json_object_get(v, "seq");
     if (json_is_string(js) && proto_stream_name_valid(json_string_value(js)))
         memcpy(out->stream, json_string_value(js), json_string_length(js) + 1);
-    const json_t *jq = json_object_get(v, "seq");
     if (jq && !read_seq(jq, &out->seq)) {
         proto_json_path_key(where, base, "seq");
         return stream_err(err, PROTO_E_INVALID_REQUEST, where, bad_seq_int);
     }
-    if (check_keys_at(v, base, tick_target_keys, err) != 0)
+    proto_object o;
+    if (tree_members(v, base, TICK_TARGET, &o, err))
         return -1;
     if (!out->stream[0]) {
         proto_json_path_key(where, base, "stream");
         return stream_err(err, PROTO_E_INVALID_REQUEST, where,
                           js ? bad_name : "\"stream\" is required");
     }
-    out->target = json_object_get(v, "target");
+    out->target = member(&o, M_TARGET);
     if (!out->target) {
         proto_json_path_key(where, base, "target");
         return stream_err(err, PROTO_E_INVALID_REQUEST, where, "\"target\" is required");
     }
-    out->seed = json_object_get(v, "seed");
+    out->seed = member(&o, M_SEED);
     return 0;
 }
 
