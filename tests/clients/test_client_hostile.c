@@ -9,6 +9,9 @@
  *     (no tick holds more targets) is refused as IKD_E_BAD_ANSWER before
  *     its entries are read, and fails the tick it answers (ikd_tick_wait,
  *     with and without an event callback); max_streams entries are read.
+ *   - A tick answer that cannot be read and whose seq cannot be read
+ *     either (a string, a fraction, past 64 bits) fails no tick: its error
+ *     carries no seq, and the next answer is read.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -31,6 +34,7 @@
 typedef struct server {
     int listener, port;
     const char *send; /* one text message sent after the upgrade */
+    const char *then; /* and another after it, or NULL */
     pthread_t thread;
 } server;
 
@@ -114,6 +118,8 @@ static void *serve(void *p)
         return NULL;
     if (upgrade(fd)) {
         send_text(fd, s->send);
+        if (s->then)
+            send_text(fd, s->then);
         char drain[4096]; /* until the client closes */
         while (read(fd, drain, sizeof drain) > 0) {
         }
@@ -122,9 +128,10 @@ static void *serve(void *p)
     return NULL;
 }
 
-static void server_start(server *s, const char *send)
+static void server_start(server *s, const char *send, const char *then)
 {
     s->send = send;
+    s->then = then;
     s->listener = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(s->listener, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -191,7 +198,7 @@ static int wait_tick(size_t n, seen *s, ikd_tick **tick, ikd_error *e)
 {
     char *answer = tick_answer(n);
     server srv;
-    server_start(&srv, answer);
+    server_start(&srv, answer, NULL);
     char url[64];
     snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
     ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = s ? on_event : NULL, .user = s};
@@ -241,12 +248,48 @@ START_TEST(tick_answer_past_max_streams_refused)
 }
 END_TEST
 
+/* A tick answer that cannot be read, whose seq cannot be read either (a
+ * string, a fraction, past 64 bits), fails no tick: its error carries no
+ * seq (not 0, which would fail tick 0), and the answer to tick 0 that
+ * follows it is read. */
+START_TEST(tick_answer_bogus_seq_fails_no_tick)
+{
+    static const char *const bogus[] = {"\"0\"", "0.5", "18446744073709551616"};
+    for (size_t k = 0; k < sizeof bogus / sizeof *bogus; k++) {
+        char bad[160];
+        snprintf(bad, sizeof bad, "{\"type\":\"tick_solution\",\"seq\":%s,\"solutions\":[]}",
+                 bogus[k]);
+        server srv;
+        server_start(&srv, bad, "{\"type\":\"tick_solution\",\"seq\":0,\"skipped\":0,"
+                                "\"solutions\":[]}");
+        char url[64];
+        snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+        seen s = {0};
+        ikd_error e;
+        ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
+        ikd_conn *c = ikd_conn_new(&o, &e);
+        ck_assert_msg(c != NULL, "%s", e.message);
+        ikd_tick *t = NULL;
+        int rc = ikd_tick_wait(c, 0, WAIT_MS, &t, &e);
+        ck_assert_msg(rc == 0, "seq %s: %d %s", bogus[k], rc, e.message);
+        ck_assert_uint_eq(t->count, 0);
+        ikd_tick_free(t);
+        ck_assert_int_eq(s.errors, 1);
+        ck_assert_int_eq(s.error_code, IKD_E_BAD_ANSWER);
+        ck_assert_msg(!s.error_has_seq, "seq %s: the error says seq %lld", bogus[k], s.error_seq);
+        ikd_conn_free(c);
+        server_join(&srv);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("client_hostile");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tick_answer_past_max_streams_refused);
+    tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
