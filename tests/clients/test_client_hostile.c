@@ -12,6 +12,9 @@
  *   - A tick answer that cannot be read and whose seq cannot be read
  *     either (a string, a fraction, past 64 bits) fails no tick: its error
  *     carries no seq, and the next answer is read.
+ *   - An HTTP answer of another count of results than the targets sent
+ *     (ikd_solve, ikd_solve_batch) is refused as IKD_E_BAD_ANSWER (a
+ *     plain HTTP server of the test's own, one exchange).
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -283,6 +286,107 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
 }
 END_TEST
 
+/* ---- HTTP answers ------------------------------------------------------- */
+
+/* One HTTP exchange on s->listener: the request read whole (its headers
+ * and Content-Length bytes), then 200 with s->send as its JSON body. */
+static void *http_serve(void *p)
+{
+    server *s = p;
+    int fd = accept(s->listener, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    char req[65536];
+    size_t got = 0;
+    for (;;) {
+        ssize_t k = read(fd, req + got, sizeof req - 1 - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        req[got] = '\0';
+        char *end = strstr(req, "\r\n\r\n");
+        const char *cl = strcasestr(req, "content-length:");
+        if (end && (!cl || got >= (size_t)(end + 4 - req) + strtoul(cl + 15, NULL, 10)))
+            break;
+    }
+    char head[160];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     strlen(s->send));
+    write_all(fd, head, (size_t)n);
+    write_all(fd, s->send, strlen(s->send));
+    shutdown(fd, SHUT_WR);
+    char drain[4096];
+    while (read(fd, drain, sizeof drain) > 0) {
+    }
+    close(fd);
+    return NULL;
+}
+
+#define RESULT "{\"status\":\"success\",\"joints\":[0.25,-0.5]}"
+
+/* ikd_solve (count 0) or ikd_solve_batch of count targets against a server
+ * that answers with answer: the return code (*e as it gave it). */
+static int solve_against(const char *answer, size_t count, ikd_error *e)
+{
+    server srv;
+    srv.send = answer;
+    srv.then = NULL;
+    srv.listener = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(srv.listener, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(srv.listener, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(srv.listener, 1), 0);
+    socklen_t al = sizeof a;
+    ck_assert_int_eq(getsockname(srv.listener, (struct sockaddr *)&a, &al), 0);
+    ck_assert_int_eq(pthread_create(&srv.thread, NULL, http_serve, &srv), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    ikd_client_opts o = {.url = url, .timeout_ms = WAIT_MS};
+    ikd_client *c = ikd_client_new(&o, e);
+    ck_assert_msg(c != NULL, "%s", e->message);
+    ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0,0,0.5],[0,0,0]]}"};
+    ikd_target t[3] = {{.position = {0, 0.3, 0.5}}, {.position = {0, 0.2, 0.5}},
+                       {.position = {0, 0.1, 0.5}}};
+    ikd_answer *ans = NULL;
+    int rc = count ? ikd_solve_batch(c, &chain, t, count, NULL, NULL, &ans, e)
+                   : ikd_solve(c, &chain, t, NULL, NULL, &ans, e);
+    if (!rc) /* as many results as targets: each can be read */
+        ck_assert_uint_eq(ans->count, (count ? count : 1));
+    else
+        ck_assert_ptr_null(ans);
+    ikd_answer_free(ans);
+    ikd_client_free(c);
+    server_join(&srv);
+    return rc;
+}
+
+/* An answer of fewer (or more) results than the targets sent is refused
+ * as IKD_E_BAD_ANSWER: a caller reads one result per target (before, a
+ * batch of 3 answered with 1 result, or a solve with none, was returned,
+ * and results[i] read past the answer). */
+START_TEST(answer_of_other_result_count_refused)
+{
+    ikd_error e;
+    ck_assert_msg(solve_against("{\"results\":[" RESULT "," RESULT "]}", 2, &e) == 0, "%s",
+                  e.message);
+    ck_assert_msg(solve_against(RESULT, 0, &e) == 0, "%s", e.message);
+    static const struct {
+        const char *answer;
+        size_t count;
+    } bad[] = {{"{\"results\":[" RESULT "]}", 3},
+               {"{\"results\":[" RESULT "," RESULT "," RESULT "]}", 2},
+               {"{\"results\":[]}", 0},
+               {"{\"results\":[" RESULT "," RESULT "]}", 0}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        int rc = solve_against(bad[k].answer, bad[k].count, &e);
+        ck_assert_msg(rc == IKD_E_BAD_ANSWER, "%s to %zu targets: %d %s", bad[k].answer,
+                      bad[k].count, rc, rc ? e.message : "");
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("client_hostile");
@@ -290,6 +394,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tick_answer_past_max_streams_refused);
     tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
+    tcase_add_test(tc, answer_of_other_result_count_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
