@@ -14,7 +14,8 @@
  *     carries no seq, and the next answer is read.
  *   - An HTTP answer of another count of results than the targets sent
  *     (ikd_solve, ikd_solve_batch) is refused as IKD_E_BAD_ANSWER (a
- *     plain HTTP server of the test's own, one exchange).
+ *     plain HTTP server of the test's own, one exchange); a batch answer
+ *     of no results is refused by its reader.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -387,6 +388,25 @@ START_TEST(answer_of_other_result_count_refused)
 }
 END_TEST
 
+/* A batch answer of no results is no answer ikd gives (it refuses an
+ * empty batch): its reader refuses it, as the client's fuzz target
+ * (tests/fuzz/fuzz_client.c) expects of it. */
+START_TEST(batch_answer_without_results_refused)
+{
+    static const char empty[] = "{\"results\":[],\"counts\":{\"success\":0}}";
+    static const char one[] = "{\"results\":[" RESULT "]}";
+    ikd__dec d = {0};
+    ikd_answer a;
+    ikd_error e;
+    ck_assert_int_eq(ikd__decode_answer(&d, empty, sizeof empty - 1, &a, &e), IKD_E_BAD_ANSWER);
+    ck_assert_msg(strstr(e.message, "without results") != NULL, "%s", e.message);
+    ck_assert_int_eq(ikd__decode_answer(&d, one, sizeof one - 1, &a, &e), 0);
+    ck_assert_uint_eq(a.count, 1);
+    ck_assert_str_eq(a.results[0].status_text, "success");
+    ikd__dec_free(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("client_hostile");
@@ -395,6 +415,7 @@ int main(void)
     tcase_add_test(tc, tick_answer_past_max_streams_refused);
     tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
     tcase_add_test(tc, answer_of_other_result_count_refused);
+    tcase_add_test(tc, batch_answer_without_results_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -663,6 +663,8 @@ int ikd__decode_answer(ikd__dec *d, const char *text, size_t len, ikd_answer *a,
         rc = ikd__jr_fail(&r, "text after the answer");
     if (!rc && more != 0)
         rc = -1;
+    if (!rc && batch && a->count == 0) /* ikd refuses an empty batch */
+        rc = ikd__jr_fail(&r, "a batch answer without results");
     if (!rc && !batch) {
         if (!single->status_text)
             rc = ikd__jr_fail(&r, "an answer with neither status nor results");
