@@ -264,8 +264,9 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
         snprintf(bad, sizeof bad, "{\"type\":\"tick_solution\",\"seq\":%s,\"solutions\":[]}",
                  bogus[k]);
         server srv;
-        server_start(&srv, bad, "{\"type\":\"tick_solution\",\"seq\":0,\"skipped\":0,"
-                                "\"solutions\":[]}");
+        server_start(&srv, bad,
+                     "{\"type\":\"tick_solution\",\"seq\":0,\"skipped\":0,"
+                     "\"solutions\":[]}");
         char url[64];
         snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
         seen s = {0};
@@ -348,8 +349,8 @@ static int solve_against(const char *answer, size_t count, ikd_error *e)
     ikd_client *c = ikd_client_new(&o, e);
     ck_assert_msg(c != NULL, "%s", e->message);
     ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0,0,0.5],[0,0,0]]}"};
-    ikd_target t[3] = {{.position = {0, 0.3, 0.5}}, {.position = {0, 0.2, 0.5}},
-                       {.position = {0, 0.1, 0.5}}};
+    ikd_target t[3] = {
+        {.position = {0, 0.3, 0.5}}, {.position = {0, 0.2, 0.5}}, {.position = {0, 0.1, 0.5}}};
     ikd_answer *ans = NULL;
     int rc = count ? ikd_solve_batch(c, &chain, t, count, NULL, NULL, &ans, e)
                    : ikd_solve(c, &chain, t, NULL, NULL, &ans, e);
