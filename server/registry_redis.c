@@ -402,6 +402,12 @@ int srv_registry_redis_start(srv_ctx *ctx)
 {
     if (!ctx->cfg.redis_url)
         return SRV_OK;
+    /* until a loop is first up, no loop hears the deletions, yet fetches
+     * go out (on a connection for commands that answers before the
+     * subscription does): the first loop up checks what they brought, as
+     * after a cut (a loop started later: one check more, of what is held) */
+    unsigned done = SYNC_DONE;
+    atomic_compare_exchange_strong(&ctx->sh->redis_sync, &done, SYNC_NEEDED);
     return srv__redis_start(ctx, &hooks);
 }
 

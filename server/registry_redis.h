@@ -50,7 +50,8 @@ typedef struct srv__redis_hooks {
     /* The connections go down (before the commands in flight end); last:
      * no loop of this process is up now, so deletions may be missed. */
     void (*down)(srv_redis *r, bool last);
-    /* Every tick (TICK_MS) while both connections are up. */
+    /* When both connections come up (before the loop counts as up),
+     * then every tick (TICK_MS) while they are. */
     void (*tick)(srv_redis *r);
 } srv__redis_hooks;
 

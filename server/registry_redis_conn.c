@@ -240,6 +240,11 @@ static void lost(srv_redis *r, const redisAsyncContext *ac, const char *why)
 static void check_up(srv_redis *r)
 {
     if (r->ac_up && r->sub_up && !r->up) {
+        /* the tick's work at once, before any loop can say it is up: the
+         * check after a cut-off (or the start) bars the fetches sent
+         * before, not one a client sent once it saw the registry up */
+        if (!r->reset_pending)
+            r->hooks->tick(r);
         r->up = true;
         atomic_fetch_add(&r->ctx->sh->redis_up, 1);
         r->connecting = false;

@@ -9,6 +9,13 @@
  *     (no tick holds more targets) is refused as IKD_E_BAD_ANSWER before
  *     its entries are read, and fails the tick it answers (ikd_tick_wait,
  *     with and without an event callback); max_streams entries are read.
+ *   - A tick answer that cannot be read and whose seq cannot be read
+ *     either (a string, a fraction, past 64 bits) fails no tick: its error
+ *     carries no seq, and the next answer is read.
+ *   - An HTTP answer of another count of results than the targets sent
+ *     (ikd_solve, ikd_solve_batch) is refused as IKD_E_BAD_ANSWER (a
+ *     plain HTTP server of the test's own, one exchange); a batch answer
+ *     of no results is refused by its reader.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -31,6 +38,7 @@
 typedef struct server {
     int listener, port;
     const char *send; /* one text message sent after the upgrade */
+    const char *then; /* and another after it, or NULL */
     pthread_t thread;
 } server;
 
@@ -114,6 +122,8 @@ static void *serve(void *p)
         return NULL;
     if (upgrade(fd)) {
         send_text(fd, s->send);
+        if (s->then)
+            send_text(fd, s->then);
         char drain[4096]; /* until the client closes */
         while (read(fd, drain, sizeof drain) > 0) {
         }
@@ -122,9 +132,10 @@ static void *serve(void *p)
     return NULL;
 }
 
-static void server_start(server *s, const char *send)
+static void server_start(server *s, const char *send, const char *then)
 {
     s->send = send;
+    s->then = then;
     s->listener = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(s->listener, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -191,7 +202,7 @@ static int wait_tick(size_t n, seen *s, ikd_tick **tick, ikd_error *e)
 {
     char *answer = tick_answer(n);
     server srv;
-    server_start(&srv, answer);
+    server_start(&srv, answer, NULL);
     char url[64];
     snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
     ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = s ? on_event : NULL, .user = s};
@@ -241,12 +252,171 @@ START_TEST(tick_answer_past_max_streams_refused)
 }
 END_TEST
 
+/* A tick answer that cannot be read, whose seq cannot be read either (a
+ * string, a fraction, past 64 bits), fails no tick: its error carries no
+ * seq (not 0, which would fail tick 0), and the answer to tick 0 that
+ * follows it is read. */
+START_TEST(tick_answer_bogus_seq_fails_no_tick)
+{
+    static const char *const bogus[] = {"\"0\"", "0.5", "18446744073709551616"};
+    for (size_t k = 0; k < sizeof bogus / sizeof *bogus; k++) {
+        char bad[160];
+        snprintf(bad, sizeof bad, "{\"type\":\"tick_solution\",\"seq\":%s,\"solutions\":[]}",
+                 bogus[k]);
+        server srv;
+        server_start(&srv, bad,
+                     "{\"type\":\"tick_solution\",\"seq\":0,\"skipped\":0,"
+                     "\"solutions\":[]}");
+        char url[64];
+        snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+        seen s = {0};
+        ikd_error e;
+        ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
+        ikd_conn *c = ikd_conn_new(&o, &e);
+        ck_assert_msg(c != NULL, "%s", e.message);
+        ikd_tick *t = NULL;
+        int rc = ikd_tick_wait(c, 0, WAIT_MS, &t, &e);
+        ck_assert_msg(rc == 0, "seq %s: %d %s", bogus[k], rc, e.message);
+        ck_assert_uint_eq(t->count, 0);
+        ikd_tick_free(t);
+        ck_assert_int_eq(s.errors, 1);
+        ck_assert_int_eq(s.error_code, IKD_E_BAD_ANSWER);
+        ck_assert_msg(!s.error_has_seq, "seq %s: the error says seq %lld", bogus[k], s.error_seq);
+        ikd_conn_free(c);
+        server_join(&srv);
+    }
+}
+END_TEST
+
+/* ---- HTTP answers ------------------------------------------------------- */
+
+/* One HTTP exchange on s->listener: the request read whole (its headers
+ * and Content-Length bytes), then 200 with s->send as its JSON body. */
+static void *http_serve(void *p)
+{
+    server *s = p;
+    int fd = accept(s->listener, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    char req[65536];
+    size_t got = 0;
+    for (;;) {
+        ssize_t k = read(fd, req + got, sizeof req - 1 - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        req[got] = '\0';
+        char *end = strstr(req, "\r\n\r\n");
+        const char *cl = strcasestr(req, "content-length:");
+        if (end && (!cl || got >= (size_t)(end + 4 - req) + strtoul(cl + 15, NULL, 10)))
+            break;
+    }
+    char head[160];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     strlen(s->send));
+    write_all(fd, head, (size_t)n);
+    write_all(fd, s->send, strlen(s->send));
+    shutdown(fd, SHUT_WR);
+    char drain[4096];
+    while (read(fd, drain, sizeof drain) > 0) {
+    }
+    close(fd);
+    return NULL;
+}
+
+#define RESULT "{\"status\":\"success\",\"joints\":[0.25,-0.5]}"
+
+/* ikd_solve (count 0) or ikd_solve_batch of count targets against a server
+ * that answers with answer: the return code (*e as it gave it). */
+static int solve_against(const char *answer, size_t count, ikd_error *e)
+{
+    server srv;
+    srv.send = answer;
+    srv.then = NULL;
+    srv.listener = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(srv.listener, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert_int_eq(bind(srv.listener, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(srv.listener, 1), 0);
+    socklen_t al = sizeof a;
+    ck_assert_int_eq(getsockname(srv.listener, (struct sockaddr *)&a, &al), 0);
+    ck_assert_int_eq(pthread_create(&srv.thread, NULL, http_serve, &srv), 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    ikd_client_opts o = {.url = url, .timeout_ms = WAIT_MS};
+    ikd_client *c = ikd_client_new(&o, e);
+    ck_assert_msg(c != NULL, "%s", e->message);
+    ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0,0,0.5],[0,0,0]]}"};
+    ikd_target t[3] = {
+        {.position = {0, 0.3, 0.5}}, {.position = {0, 0.2, 0.5}}, {.position = {0, 0.1, 0.5}}};
+    ikd_answer *ans = NULL;
+    int rc = count ? ikd_solve_batch(c, &chain, t, count, NULL, NULL, &ans, e)
+                   : ikd_solve(c, &chain, t, NULL, NULL, &ans, e);
+    if (!rc) /* as many results as targets: each can be read */
+        ck_assert_uint_eq(ans->count, (count ? count : 1));
+    else
+        ck_assert_ptr_null(ans);
+    ikd_answer_free(ans);
+    ikd_client_free(c);
+    server_join(&srv);
+    return rc;
+}
+
+/* An answer of fewer (or more) results than the targets sent is refused
+ * as IKD_E_BAD_ANSWER: a caller reads one result per target (before, a
+ * batch of 3 answered with 1 result, or a solve with none, was returned,
+ * and results[i] read past the answer). */
+START_TEST(answer_of_other_result_count_refused)
+{
+    ikd_error e;
+    ck_assert_msg(solve_against("{\"results\":[" RESULT "," RESULT "]}", 2, &e) == 0, "%s",
+                  e.message);
+    ck_assert_msg(solve_against(RESULT, 0, &e) == 0, "%s", e.message);
+    static const struct {
+        const char *answer;
+        size_t count;
+    } bad[] = {{"{\"results\":[" RESULT "]}", 3},
+               {"{\"results\":[" RESULT "," RESULT "," RESULT "]}", 2},
+               {"{\"results\":[]}", 0},
+               {"{\"results\":[" RESULT "," RESULT "]}", 0}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        int rc = solve_against(bad[k].answer, bad[k].count, &e);
+        ck_assert_msg(rc == IKD_E_BAD_ANSWER, "%s to %zu targets: %d %s", bad[k].answer,
+                      bad[k].count, rc, rc ? e.message : "");
+    }
+}
+END_TEST
+
+/* A batch answer of no results is no answer ikd gives (it refuses an
+ * empty batch): its reader refuses it, as the client's fuzz target
+ * (tests/fuzz/fuzz_client.c) expects of it. */
+START_TEST(batch_answer_without_results_refused)
+{
+    static const char empty[] = "{\"results\":[],\"counts\":{\"success\":0}}";
+    static const char one[] = "{\"results\":[" RESULT "]}";
+    ikd__dec d = {0};
+    ikd_answer a;
+    ikd_error e;
+    ck_assert_int_eq(ikd__decode_answer(&d, empty, sizeof empty - 1, &a, &e), IKD_E_BAD_ANSWER);
+    ck_assert_msg(strstr(e.message, "without results") != NULL, "%s", e.message);
+    ck_assert_int_eq(ikd__decode_answer(&d, one, sizeof one - 1, &a, &e), 0);
+    ck_assert_uint_eq(a.count, 1);
+    ck_assert_str_eq(a.results[0].status_text, "success");
+    ikd__dec_free(&d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("client_hostile");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tick_answer_past_max_streams_refused);
+    tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
+    tcase_add_test(tc, answer_of_other_result_count_refused);
+    tcase_add_test(tc, batch_answer_without_results_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

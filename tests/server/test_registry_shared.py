@@ -37,6 +37,9 @@ Redis (--redis), with Debian's redis-server started here on a loopback port
   whose decode (on the pool, behind a long solve) ends after that check
   answers its request but leaves no copy (before, the replica kept the
   chain deleted meanwhile, after the check had looked);
+- a replica never up yet (its SUBSCRIBE held by the proxy) fetches a
+  chain that is then deleted unheard: once up it checks what it holds, as
+  after a cut, and drops it (before, it served it until evicted);
 - Redis paused (SIGSTOP, a Redis that does not answer): a miss gets 503
   within --redis-timeout while other requests are answered at once;
 - a DELETE while Redis is paused: 503, and once Redis resumes it runs
@@ -861,6 +864,35 @@ class SharedRegistryTest(unittest.TestCase):
             self.assertEqual(out, {"solve": 200, "get": 200})
             self.assertEqual(c.http("GET", "/v1/chains/" + cid)[0], 404)
         finally:
+            rc = c.stop()
+            proxy.close()
+        self.assertEqual(rc, 0)
+
+    def test_j_fetched_before_first_up_is_checked(self):
+        """A replica that has never been up (its subscription held by the
+        proxy) fetches a chain on its other connection, which already
+        answers; the chain is deleted before the subscription goes
+        through, so the replica never hears of it. Once up, it checks what
+        it holds, as after a cut, and drops the copy (before, nothing was
+        checked after a start: it served the deleted chain until its LRU
+        evicted it)."""
+        gone = self.register(self.a, bones(0.16), (201,))["id"]
+        proxy = Proxy(self.redis.port)
+        proxy.hold = b"SUBSCRIBE"
+        c = Ikd(proxy.url, "--loops", "1", "--redis-timeout", "20000")
+        try:
+            self.assertTrue(proxy.holding.wait(10 * SLOW), "no SUBSCRIBE")
+            self.assertEqual(c.http("GET", "/v1/chains/" + gone)[0], 200)  # C holds it
+            self.assertEqual(self.a.http("DELETE", "/v1/chains/" + gone)[0], 204)
+            proxy.released.set()
+            c.wait_up()
+            deadline = time.monotonic() + 5 * SLOW
+            while c.http("GET", "/v1/chains/" + gone)[0] != 404:
+                self.assertLess(time.monotonic(), deadline, "C still holds " + gone)
+                time.sleep(0.02)
+            self.assertIn("1 of the 1 ids held here were gone", c.text())
+        finally:
+            proxy.released.set()
             rc = c.stop()
             proxy.close()
         self.assertEqual(rc, 0)

@@ -522,7 +522,7 @@ int ikd__decode_message(ikd__dec *d, const char *text, size_t len, size_t max_en
             rc = ikd__jr_string(&r, &m->chain_id, NULL);
         } else if (IKD__KEY(k, n, "seq")) {
             rc = ikd__jr_integer(&r, &m->seq);
-            m->has_seq = true;
+            m->has_seq = !rc; /* a seq that cannot be read is none (not 0) */
         } else if (IKD__KEY(k, n, "skipped")) {
             rc = ikd__jr_integer(&r, &m->skipped);
             m->has_skipped = true;
@@ -663,6 +663,8 @@ int ikd__decode_answer(ikd__dec *d, const char *text, size_t len, ikd_answer *a,
         rc = ikd__jr_fail(&r, "text after the answer");
     if (!rc && more != 0)
         rc = -1;
+    if (!rc && batch && a->count == 0) /* ikd refuses an empty batch */
+        rc = ikd__jr_fail(&r, "a batch answer without results");
     if (!rc && !batch) {
         if (!single->status_text)
             rc = ikd__jr_fail(&r, "an answer with neither status nor results");

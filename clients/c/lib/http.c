@@ -427,10 +427,12 @@ static int register_text(ikd_client *c, const char *text, size_t len, int *statu
     return 0;
 }
 
-/* A solve or batch body in c->body, sent to path: with the chain's
- * re-registration when the id is unknown there and remembered here. */
-static int solve_exchange(ikd_client *c, const char *path, const ikd_chain *chain, ikd_answer **out,
-                          ikd_error *err)
+/* A solve or batch body in c->body of want targets, sent to path: with
+ * the chain's re-registration when the id is unknown there and remembered
+ * here. An answer of another count of results is refused (the caller
+ * reads one per target). */
+static int solve_exchange(ikd_client *c, const char *path, const ikd_chain *chain, size_t want,
+                          ikd_answer **out, ikd_error *err)
 {
     int status = 0;
     int rc = exchange(c, "POST", path, c->body.p, c->body.len, &status, err);
@@ -453,7 +455,16 @@ static int solve_exchange(ikd_client *c, const char *path, const ikd_chain *chai
     }
     if (rc)
         return rc;
-    return answer_out(c, out, err);
+    if ((rc = answer_out(c, out, err)))
+        return rc;
+    if ((*out)->count != want) {
+        size_t got = (*out)->count;
+        ikd_answer_free(*out);
+        *out = NULL;
+        return ikd__fail(err, IKD_E_BAD_ANSWER, "an answer of %zu results to %zu targets", got,
+                         want);
+    }
+    return 0;
 }
 
 int ikd_solve(ikd_client *c, const ikd_chain *chain, const ikd_target *target, const ikd_seed *seed,
@@ -491,7 +502,7 @@ int ikd_solve(ikd_client *c, const ikd_chain *chain, const ikd_target *target, c
     }
     if (ikd__buf_put(b, "}", 1))
         return ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");
-    return solve_exchange(c, "/v1/solve", chain, out, err);
+    return solve_exchange(c, "/v1/solve", chain, 1, out, err);
 }
 
 int ikd_solve_batch(ikd_client *c, const ikd_chain *chain, const ikd_target *targets, size_t count,
@@ -551,7 +562,7 @@ int ikd_solve_batch(ikd_client *c, const ikd_chain *chain, const ikd_target *tar
     }
     if (ikd__buf_put(b, "}", 1))
         return ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");
-    return solve_exchange(c, "/v1/solve/batch", chain, out, err);
+    return solve_exchange(c, "/v1/solve/batch", chain, count, out, err);
 }
 
 int ikd_chain_register(ikd_client *c, const char *chain_json, ikd_chain_info **out, ikd_error *err)

@@ -351,7 +351,9 @@ int ikd_solve(ikd_client *c, const ikd_chain *chain, const ikd_target *target, c
               const char *options_json, ikd_answer **out, ikd_error *err);
 
 /* POST /v1/solve/batch: count targets on one chain; seeds is NULL or holds
- * count seeds (a seed with neither values nor json is sent as null). */
+ * count seeds (a seed with neither values nor json is sent as null). An
+ * answer of other than count results (one for ikd_solve) is refused as
+ * IKD_E_BAD_ANSWER. */
 int ikd_solve_batch(ikd_client *c, const ikd_chain *chain, const ikd_target *targets, size_t count,
                     const ikd_seed *seeds, const char *options_json, ikd_answer **out,
                     ikd_error *err);
