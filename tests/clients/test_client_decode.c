@@ -31,6 +31,7 @@
 
 #include "clients/c/lib/conn.h"
 #include "proto/proto_error.h"
+#include "tests/clients/tick_answer.h"
 
 /* The entries of a tick answer a connection reads at most: its max_streams,
  * 1024 by default. */
@@ -673,25 +674,6 @@ START_TEST(tick_error_without_stream)
     ikd__dec_free(&d);
 }
 END_TEST
-
-/* A tick answer of n entries, each a two-joint result (malloc'd). */
-static char *tick_answer(size_t n)
-{
-    static const char entry[] = "{\"stream\":\"s%zu\",\"seq\":7,\"skipped\":0,\"result\":"
-                                "{\"status\":\"success\",\"joints\":[0.25,-0.5]}}";
-    size_t cap = 128 + n * (sizeof entry + 24), o = 0;
-    char *t = malloc(cap);
-    ck_assert_ptr_nonnull(t);
-    o += (size_t)snprintf(t, cap, "{\"type\":\"tick_solution\",\"seq\":7,\"skipped\":0,"
-                                  "\"solutions\":[");
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            t[o++] = ',';
-        o += (size_t)snprintf(t + o, cap - o, entry, i);
-    }
-    snprintf(t + o, cap - o, "]}");
-    return t;
-}
 
 /* A tick answer holds at most max_entries entries (the connection's
  * max_streams: no tick holds more targets): one more is refused at that

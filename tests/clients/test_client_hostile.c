@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "clients/c/lib/conn.h"
+#include "tests/clients/tick_answer.h"
 
 #define WAIT_MS 5000
 
@@ -154,25 +155,6 @@ static void server_join(server *s)
 }
 
 /* ---- tick answers -------------------------------------------------------- */
-
-/* {"type":"tick_solution","seq":7,...} of n two-joint results (malloc'd). */
-static char *tick_answer(size_t n)
-{
-    static const char entry[] = "{\"stream\":\"s%zu\",\"seq\":7,\"skipped\":0,\"result\":"
-                                "{\"status\":\"success\",\"joints\":[0.25,-0.5]}}";
-    size_t cap = 128 + n * (sizeof entry + 24), o = 0;
-    char *t = malloc(cap);
-    ck_assert_ptr_nonnull(t);
-    o += (size_t)snprintf(t, cap, "{\"type\":\"tick_solution\",\"seq\":7,\"skipped\":0,"
-                                  "\"solutions\":[");
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            t[o++] = ',';
-        o += (size_t)snprintf(t + o, cap - o, entry, i);
-    }
-    snprintf(t + o, cap - o, "]}");
-    return t;
-}
 
 typedef struct seen {
     int ticks, errors;
