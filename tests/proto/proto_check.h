@@ -1,6 +1,7 @@
 /*
  * proto_check.h: helpers shared by the proto/ tests: run a request through
  * the same path as the daemon (decode, run, encode) and parse the response,
+ * open a stream's session on a chain object,
  * and check answers independently of the solver that produced them:
  * forward kinematics of joint chains (ik_chain_fk on a chain built by the
  * test itself, or the test's own FK in a caller's frame), and geometry of
@@ -21,6 +22,7 @@
 
 #include "proto/proto.h"
 #include "proto/proto_json_write.h"
+#include "proto/proto_session.h"
 #include "solver/ik_chain.h"
 #include "solver/ik_math.h"
 
@@ -244,6 +246,21 @@ static inline void pc_joints_json(char *buf, size_t size, const pc_joint *j, siz
     }
     if (off < size)
         snprintf(buf + off, size - off, "]}");
+}
+
+/* A stream session on the chain object chain (JSON text), with options
+ * (JSON text) or none. */
+static inline proto_session *pc_session_on(const char *chain, const char *options)
+{
+    proto_error e;
+    proto_chain *c = proto_chain_decode(chain, strlen(chain), NULL, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    json_t *opt = options ? json_loads(options, 0, NULL) : NULL;
+    proto_session *s = NULL;
+    ck_assert_int_eq(proto_session_open(c, opt, NULL, NULL, &s, &e), 0);
+    json_decref(opt);
+    proto_chain_unref(c);
+    return s;
 }
 
 #endif /* PROTO_CHECK_H */

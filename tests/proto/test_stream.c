@@ -19,21 +19,7 @@
 #include "proto/proto_stream.h"
 #include "solver/ik_math.h"
 #include "tests/proto/oracle.h"
-
-/* A stream session on the chain object chain, with options (JSON text)
- * or none. */
-static proto_session *session_on(const char *chain, const char *options)
-{
-    proto_error e;
-    proto_chain *c = proto_chain_decode(chain, strlen(chain), NULL, &e);
-    ck_assert_msg(c != NULL, "%s", e.message);
-    json_t *opt = options ? json_loads(options, 0, NULL) : NULL;
-    proto_session *s = NULL;
-    ck_assert_int_eq(proto_session_open(c, opt, NULL, NULL, &s, &e), 0);
-    json_decref(opt);
-    proto_chain_unref(c);
-    return s;
-}
+#include "tests/proto/proto_check.h"
 
 /* A stream session on a three-joint chain (the numeric solver takes
  * position, orientation and weights), to bind and sample paths. */
@@ -45,7 +31,7 @@ static proto_session *joints_session(void)
         "{\"name\":\"b\",\"type\":\"continuous\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[0,0,1]}},"
         "{\"name\":\"c\",\"type\":\"continuous\",\"axis\":[0,1,0],\"origin\":{\"xyz\":[1,0,0]}},"
         "{\"name\":\"t\",\"type\":\"fixed\",\"origin\":{\"xyz\":[1,0,0]}}]}";
-    return session_on(chain, NULL);
+    return pc_session_on(chain, NULL);
 }
 
 static int decode(const char *text, proto_stream_msg *m, proto_error *e)
@@ -734,7 +720,7 @@ END_TEST
 static proto_session *bones_session(const char *options)
 {
     static const char chain[] = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.5],[0,0,0]]}";
-    return session_on(chain, options);
+    return pc_session_on(chain, options);
 }
 
 START_TEST(test_decode_tick)
@@ -1336,7 +1322,7 @@ START_TEST(test_tree_targets_raw)
         {"{\"tips\":[]}", false, "/target/tips"},
     };
     proto_error e;
-    proto_session *s = session_on(chain, NULL);
+    proto_session *s = pc_session_on(chain, NULL);
     ck_assert_uint_eq(proto_session_chain(s)->tree->ntips, 2);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         for (int tick = 0; tick < 2; tick++) {

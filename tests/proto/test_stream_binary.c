@@ -30,6 +30,7 @@
 #include "proto/proto.h"
 #include "proto/proto_session.h"
 #include "proto/proto_stream.h"
+#include "tests/proto/proto_check.h"
 
 /* ---- the layout, written and read by this test ------------------------------------ */
 
@@ -103,19 +104,6 @@ static char *to_json(double seq, const tt *t, size_t n, bool orient, bool planar
 }
 
 /* ---- sessions --------------------------------------------------------------------- */
-
-static proto_session *open_session(const char *chain, const char *options)
-{
-    proto_error e;
-    proto_chain *c = proto_chain_decode(chain, strlen(chain), NULL, &e);
-    ck_assert_msg(c != NULL, "%s", e.message);
-    json_t *opt = options ? json_loads(options, 0, NULL) : NULL;
-    proto_session *s = NULL;
-    ck_assert_int_eq(proto_session_open(c, opt, NULL, NULL, &s, &e), 0);
-    json_decref(opt);
-    proto_chain_unref(c);
-    return s;
-}
 
 static const char BONES[] = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.55],[0,0,0.1]]}";
 static const char JOINTS[] =
@@ -225,7 +213,7 @@ static size_t check_twins(proto_session *s, bool planar, double seq, const tt *t
 
 START_TEST(test_twins_accepted)
 {
-    proto_session *bones = open_session(BONES, NULL);
+    proto_session *bones = pc_session_on(BONES, NULL);
     const tt t[] = {{"c1", NAN, {0.2, 0.1, 0.25}, {0, 0, 0, 1}},
                     {"c2", 7, {0.3, -0.1, 0.2}, {0, 0, 0, 1}},
                     {"c3", -9007199254740991.0, {0.1, 0.2, 0.3}, {0, 0, 0, 1}}};
@@ -248,7 +236,7 @@ START_TEST(test_twins_accepted)
 
     /* orientations on a chain that takes them, in Unity's frame and degrees */
     /* (an iteration budget, no clock: the two solves run alike) */
-    proto_session *joints = open_session(JOINTS, "{\"frame\":\"unity\",\"units\":\"degrees\","
+    proto_session *joints = pc_session_on(JOINTS, "{\"frame\":\"unity\",\"units\":\"degrees\","
                                                  "\"max_iterations\":100,\"timeout_ms\":1000}");
     const tt o[] = {{"arm", NAN, {1.2, 0.3, 0.4}, {0, 0.3826834323650898, 0, 0.9238795325112867}},
                     {"arm2", 3, {0.5, 0.5, 0.5}, {0, 0, 0, 1}}};
@@ -256,7 +244,7 @@ START_TEST(test_twins_accepted)
     proto_session_free(joints);
 
     /* a planar chain: z is 0, the twin has [x, y] */
-    proto_session *planar = open_session(PLANAR, NULL);
+    proto_session *planar = pc_session_on(PLANAR, NULL);
     const tt p[] = {{"p", NAN, {1.0, 0.5, 0}, {0, 0, 0, 1}}};
     ck_assert_uint_eq(check_twins(planar, true, 2, p, N(p), false), 0);
     proto_session_free(planar);
@@ -266,7 +254,7 @@ END_TEST
 /* The errors a JSON tick can have too: worded alike, at the same paths. */
 START_TEST(test_twins_refused)
 {
-    proto_session *bones = open_session(BONES, NULL);
+    proto_session *bones = pc_session_on(BONES, NULL);
     const tt t[] = {{"ok", NAN, {0.2, 0.1, 0.25}, {0, 0, 0, 1}},
                     {"bad name", NAN, {0.2, 0.1, 0.25}, {0, 0, 0, 1}},
                     {"", NAN, {0.2, 0.1, 0.25}, {0, 0, 0, 1}},
@@ -277,17 +265,17 @@ START_TEST(test_twins_refused)
     ck_assert_uint_eq(check_twins(bones, false, 5, t, N(t), false), N(t) - 1);
     proto_session_free(bones);
 
-    proto_session *joints = open_session(JOINTS, NULL);
+    proto_session *joints = pc_session_on(JOINTS, NULL);
     const tt q[] = {{"a", NAN, {1, 0, 1}, {0, 0, 0, 2}}, {"b", NAN, {1, 0, 1}, {0, 0, 0, 0}}};
     ck_assert_uint_eq(check_twins(joints, false, 5, q, N(q), true), 2);
     proto_session_free(joints);
 
     /* an orientation on a planar chain; a target for a tree */
-    proto_session *planar = open_session(PLANAR, NULL);
+    proto_session *planar = pc_session_on(PLANAR, NULL);
     const tt p[] = {{"p", NAN, {1, 0.5, 0}, {0, 0, 0, 1}}};
     ck_assert_uint_eq(check_twins(planar, true, 5, p, N(p), true), 1);
     proto_session_free(planar);
-    proto_session *tree = open_session(TREE, NULL);
+    proto_session *tree = pc_session_on(TREE, NULL);
     ck_assert_uint_eq(check_twins(tree, false, 5, p, N(p), false), 1);
     proto_session_free(tree);
 }
@@ -364,8 +352,8 @@ END_TEST
  * planar chain's z. */
 START_TEST(test_errors_own_rules)
 {
-    proto_session *bones = open_session(BONES, NULL);
-    proto_session *planar = open_session(PLANAR, NULL);
+    proto_session *bones = pc_session_on(BONES, NULL);
+    proto_session *planar = pc_session_on(PLANAR, NULL);
     const tt t[] = {{"c1", NAN, {NAN, 0.1, 0.25}, {0, 0, 0, 1}},
                     {"c2", NAN, {0.2, INFINITY, 0.25}, {0, 0, 0, 1}},
                     {"c3", NAN, {1, 0.5, 0.25}, {0, 0, 0, 1}},
@@ -499,8 +487,8 @@ static void same_answer(const unsigned char *b, size_t len, const json_t *j)
 
 START_TEST(test_answers)
 {
-    proto_session *bones = open_session(BONES, NULL);
-    proto_session *joints = open_session(JOINTS, "{\"frame\":\"unity\",\"units\":\"degrees\"}");
+    proto_session *bones = pc_session_on(BONES, NULL);
+    proto_session *joints = pc_session_on(JOINTS, "{\"frame\":\"unity\",\"units\":\"degrees\"}");
     proto_session *sess[] = {bones, joints, bones};
     const char *names[] = {"c1", "arm", "c1"};
     proto_job *jobs[3] = {NULL, NULL, NULL};
