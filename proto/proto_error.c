@@ -69,7 +69,7 @@ static int shortest(char *out, size_t size, double v)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 
-size_t proto_error_vformat(char *buf, size_t size, const char *fmt, va_list ap)
+static size_t proto_error_vformat(char *buf, size_t size, const char *fmt, va_list ap)
 {
     size_t n = 0; /* the length of the whole text, as snprintf counts */
     char spec[32];

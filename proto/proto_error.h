@@ -99,7 +99,6 @@ int proto_error_vset(proto_error *e, proto_errcode code, const char *path, const
  * ("1000000.5", "1000000", "0.1", "1e-07"; %g wrote "1e+06" for the first
  * two), so that the numbers of a message (a bound and the value that broke
  * it) round-trip. */
-size_t proto_error_vformat(char *buf, size_t size, const char *fmt, va_list ap);
 size_t proto_error_format_text(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
