@@ -215,11 +215,10 @@ struct proto_job {
     proto_solver solver; /* resolved, never AUTO */
     size_t n;            /* targets */
     proto_target *targets;
-    /* seeds: joint values (dof per target) or bone positions (npos per
-     * target); has_seed[i] says whether target i has one */
+    /* seeds: proto__seed_len() doubles per target (joint values or bone
+     * positions); has_seed[i] says whether target i has one */
     bool *has_seed;
     double *seed_q;
-    ik_vec3 *seed_pos;
     size_t dof;  /* joint values in a result */
     size_t npos; /* positions in a result */
     size_t nrot; /* rotations in a result */
