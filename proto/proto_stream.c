@@ -762,21 +762,6 @@ static void put_count(proto_jw *w, const char *key, size_t klen, long long n)
 }
 #define COUNT(w, key, n) put_count(w, key, sizeof(key) - 1, (long long)(n))
 
-/* {"type":"solution","stream":..,"seq":..,"skipped":..[,"index":..,"count":..],"result": */
-static void solution_head(proto_jw *w, const char *stream, long long seq, size_t skipped,
-                          size_t index, size_t count)
-{
-    RAW(w, "{\"type\":\"solution\",");
-    put_stream(w, stream);
-    COUNT(w, "seq", seq);
-    COUNT(w, "skipped", skipped);
-    if (count > 0) {
-        COUNT(w, "index", index);
-        COUNT(w, "count", count);
-    }
-    RAW(w, ",\"result\":");
-}
-
 char *proto_stream_encode_opened(const char *stream, const char *chain_id, size_t *len)
 {
     proto_jw w;
@@ -807,7 +792,16 @@ char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t
     char buf[2048];
     proto_jw w;
     proto_jw_init(&w, buf, sizeof buf);
-    solution_head(&w, stream, seq, skipped, index, count);
+    /* {"type":"solution","stream":..,"seq":..,"skipped":..[,"index":..,"count":..],"result": */
+    RAW(&w, "{\"type\":\"solution\",");
+    put_stream(&w, stream);
+    COUNT(&w, "seq", seq);
+    COUNT(&w, "skipped", skipped);
+    if (count > 0) {
+        COUNT(&w, "index", index);
+        COUNT(&w, "count", count);
+    }
+    RAW(&w, ",\"result\":");
     proto__job_result_write(&w, job, i);
     RAW(&w, "}");
     return proto_jw_finish(&w, len);
