@@ -13,6 +13,7 @@
 #include "proto/proto_json_write.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -215,22 +216,15 @@ size_t proto_error_format_text(char *buf, size_t size, const char *fmt, ...)
     return n;
 }
 
-int proto_error_vset(proto_error *e, proto_errcode code, const char *path, const char *fmt,
-                     va_list ap)
+int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
 {
     if (!e)
         return -1;
     e->code = (unsigned)code < PROTO_E_COUNT && code != PROTO_E_NONE ? code : PROTO_E_INTERNAL;
     snprintf(e->path, sizeof e->path, "%s", path ? path : "");
-    proto_error_vformat(e->message, sizeof e->message, fmt, ap);
-    return -1;
-}
-
-int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
-{
     va_list ap;
     va_start(ap, fmt);
-    proto_error_vset(e, code, path, fmt, ap);
+    proto_error_vformat(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
     return -1;
 }

@@ -25,7 +25,6 @@
 #ifndef PROTO_ERROR_H
 #define PROTO_ERROR_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -87,10 +86,6 @@ typedef struct proto_error {
  * decoder can write "return proto_error_set(...);". */
 int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-
-/* proto_error_set with the arguments in a va_list. */
-int proto_error_vset(proto_error *e, proto_errcode code, const char *path, const char *fmt,
-                     va_list ap);
 
 /* The formatter of every message above: snprintf's, into buf (size bytes,
  * NUL-terminated, truncated; returns the length the whole text needs),

@@ -21,7 +21,6 @@
 
 #include <libxml/tree.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,18 +30,9 @@
 
 /* ---- errors ---------------------------------------------------------- */
 
-static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    proto_error_vset(err, code, NULL, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
+/* An error of the document: its path left empty for the caller to fill in
+ * (proto_urdf.h). */
+#define urdf_fail(err, code, ...) proto_error_set((err), (code), NULL, __VA_ARGS__)
 #define INVALID(err, ...)   urdf_fail((err), PROTO_E_INVALID_URDF, __VA_ARGS__)
 #define TOO_LARGE(err, ...) urdf_fail((err), PROTO_E_TOO_LARGE, __VA_ARGS__)
 
