@@ -327,8 +327,5 @@ size_t proto__workspace_size(const proto_job *job);
 /* Frees what proto__options_read allocated in o (options.servo's
  * velocities); o stays valid without them. */
 void proto__options_release(proto_options *o);
-/* Result dimensions for the resolved solver. */
-void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_t *npos,
-                        size_t *nrot);
 
 #endif /* PROTO_JOB_H */
