@@ -323,7 +323,6 @@ int proto__resolve_solver(const proto_chain *c, const proto_options *o, const pr
 int proto__check_target(const proto_job *job, const proto_target *t, const char *path,
                         proto_error *err);
 void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size);
-size_t proto__workspace_size(const proto_job *job);
 /* Frees what proto__options_read allocated in o (options.servo's
  * velocities); o stays valid without them. */
 void proto__options_release(proto_options *o);

@@ -90,7 +90,7 @@ void proto_job_run(proto_job *job, size_t begin, size_t end)
         end = job->n;
     if (begin >= end)
         return;
-    size_t ws_size = proto__workspace_size(job);
+    size_t ws_size = proto_kinds[job->chain->kind]->workspace(job);
     void *ws = ws_size ? malloc(ws_size) : NULL;
     for (size_t i = begin; i < end; i++) {
         if (ws_size && !ws) {

@@ -122,11 +122,6 @@ int proto__check_target(const proto_job *job, const proto_target *t, const char 
     return 0;
 }
 
-size_t proto__workspace_size(const proto_job *job)
-{
-    return proto_kinds[job->chain->kind]->workspace(job);
-}
-
 /* ---- running ---------------------------------------------------------- */
 
 static double now_s(void)
