@@ -303,10 +303,10 @@ void proto__counts_write(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS], 
 /* proto_binary.c: the binary answer's record of result i of job (written by
  * the binary batches and the binary ticks alike): its "fields" word (the
  * members it has places for, PROTO_FIELD_MAP's binary column) and the
- * record itself at p (proto_job_binary_record(job) bytes); its MoveIt
- * code. */
+ * record itself at p (proto_job_binary_record(job) bytes) with fields f;
+ * its MoveIt code. */
 unsigned proto__binary_fields(const proto_job *job);
-int proto__binary_record(unsigned char *p, const proto_job *job, size_t i);
+int proto__binary_record(unsigned char *p, const proto_job *job, size_t i, unsigned f);
 
 /* proto_job_encode.c: the status word and MoveIt code (moveit_msgs/
  * MoveItErrorCodes) a solver status is answered with; statuses outside the
