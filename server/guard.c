@@ -24,6 +24,10 @@
  * next request counts as one that has sent nothing yet. The oldest go
  * first, every tick while the pressure lasts.
  *
+ * A request whose client ended its side before the request was in
+ * (srv_guard_ended: the access handler saw the end while a body was still
+ * coming, which libmicrohttpd itself can miss) is made due at once.
+ *
  * A timer (GUARD_TICK_MS) cuts every connection at the head of the list
  * whose deadline passed: it writes "408 Request Timeout" with a JSON error
  * on the socket (libmicrohttpd has written nothing yet on a connection that
@@ -282,6 +286,24 @@ void srv_guard_progress(srv_ctx *ctx, struct MHD_Connection *conn, size_t n)
     guard_node *x = ctx->guard ? node_of(conn) : NULL;
     if (x)
         x->body += n;
+}
+
+void srv_guard_ended(srv_ctx *ctx, struct MHD_Connection *conn)
+{
+    srv_guard *g = ctx->guard;
+    guard_node *n = g ? node_of(conn) : NULL;
+    if (!n || !n->listed)
+        return;
+    /* due now: first in the list, which is in order of deadline */
+    unlink_node(g, n);
+    n->deadline = uv_now(ctx->loop);
+    n->next = g->head;
+    if (g->head)
+        g->head->prev = n;
+    else
+        g->tail = n;
+    g->head = n;
+    n->listed = true;
 }
 
 void srv_guard_received(srv_ctx *ctx, struct MHD_Connection *conn)
