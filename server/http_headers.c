@@ -82,6 +82,11 @@ static enum MHD_Result head_value(void *cls, enum MHD_ValueKind kind, const char
         if (!h->origin && strcasecmp(key, MHD_HTTP_HEADER_ORIGIN) == 0)
             h->origin = value;
         break;
+    case 'E':
+    case 'e':
+        if (value && strcasecmp(key, "Expect") == 0 && strcasecmp(value, "100-continue") == 0)
+            h->expect_continue = true;
+        break;
     case 'T':
     case 't':
         if (!h->transfer_encoding && strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)

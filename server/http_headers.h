@@ -18,6 +18,7 @@ typedef struct srv_http_head {
     const char *length;     /* Content-Length */
     const char *origin;     /* Origin */
     bool transfer_encoding; /* Transfer-Encoding is there (with a value) */
+    bool expect_continue;   /* Expect: 100-continue (the client waits before its body) */
     /* the name of the first header whose line holds a NUL byte with more
      * after it (libmicrohttpd gives C strings cut at the NUL: "Bearer
      * <token>\0junk" would read as the token), or of a folded one; NULL

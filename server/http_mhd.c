@@ -32,10 +32,11 @@
  *       Content-Type text/plain, without a preflight), the token, the
  *       method and Content-Length. Nothing is queued here (queuing on the
  *       first call makes libmicrohttpd close the connection and cut
- *       throughput fourfold), except 413 on an oversized Content-Length
- *       and 503 on an announced body that does not fit what is left of the
- *       body budget now, where closing is what we want: the body is never
- *       read.
+ *       throughput fourfold), except 413 on an oversized Content-Length,
+ *       503 on an announced body that does not fit what is left of the
+ *       body budget now, and any refusal of a request that waits for
+ *       "100 Continue" (Expect) before its body, where closing is what we
+ *       want: the body is never read (nor sent).
  *   body calls: append to the request's buffer, counting the bytes that
  *       arrived against --body-budget (an announcement reserves nothing).
  *       Past --max-body (a chunked body without Content-Length), or past
@@ -604,13 +605,12 @@ void srv_http_body_release(srv_request *q)
     r->held = 0;
 }
 
-/* A client that half-closes after its request and still reads is taken for
- * gone too; HTTP clients do not do that. */
 const char *srv_http_query(srv_request *q, const char *name)
 {
     return MHD_lookup_connection_value(req_of(q)->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* A client that half-closes and still reads is taken for gone (HTTP's do not). */
 bool srv_http_client_gone(srv_request *q)
 {
     const union MHD_ConnectionInfo *i =
@@ -707,8 +707,8 @@ static bool body_reserve(http_req *r, size_t total)
     return true;
 }
 
-/* Drops the body received so far (a refusal decided mid-body): the rest
- * is read and discarded, and the refusal answered once it is in. */
+/* Drops the body received so far (a refusal decided mid-body): the rest is
+ * read and discarded, and the refusal answered once it is in. */
 static void body_drop(http_req *r, size_t n)
 {
     srv_ctx *ctx = r->q.ctx;
@@ -720,12 +720,9 @@ static void body_drop(http_req *r, size_t n)
 }
 
 /* libmicrohttpd 0.9.75 (edge-triggered epoll) misses a client's end that
- * came before its read that emptied the socket: the connection would wait
- * for the rest of the body until --timeout, holding its bytes and a drain.
- * So each piece of an incomplete body peeks (a syscall per piece of a
- * large body, none for one that came whole with its head), and an ended
- * client is cut at the request deadline's next tick unless the request is
- * in whole by then (a chunked body's end may have come with the piece). */
+ * came before its read that emptied the socket, and would wait for the
+ * rest until --timeout: each piece of an incomplete body peeks (none for
+ * a body that came whole with its head) and tells the deadline (guard.h). */
 static void body_watch_end(http_req *r)
 {
     if (!r->chunked && r->q.len + r->discarded >= r->announced)
@@ -794,6 +791,15 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 }
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------- */
+
+/* Answers r's refusal on the first call (see the file comment). */
+static enum MHD_Result refuse_now(http_req *r)
+{
+    r->in_dispatch = true;
+    srv_http_respond_error(&r->q, &r->err);
+    r->in_dispatch = false;
+    return MHD_YES;
+}
 
 /* First call: refuse NUL bytes in the URL or a header, route, check the
  * Origin, the token, the method and the announced size. */
@@ -868,11 +874,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         if (announced > ctx->cfg.limits.max_body_bytes) {
             refuse(r, PROTO_E_TOO_LARGE, "too_large",
                    "the request body exceeds the limit (--max-body)");
-            /* Answer before reading the body: libmicrohttpd then closes. */
-            r->in_dispatch = true;
-            srv_http_respond_error(&r->q, &r->err);
-            r->in_dispatch = false;
-            return MHD_YES;
+            return refuse_now(r); /* before the body: libmicrohttpd then closes */
         }
         /* The body budget: an announced body that does not fit what is
          * left of it now is refused before it is read; nothing is reserved
@@ -882,12 +884,11 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
             refuse(r, PROTO_E_OVERLOADED, "body_budget",
                    "request bodies in flight fill the body budget (--body-budget); retry "
                    "later");
-            r->in_dispatch = true;
-            srv_http_respond_error(&r->q, &r->err);
-            r->in_dispatch = false;
-            return MHD_YES;
+            return refuse_now(r);
         }
     }
+    if (r->has_err && hv.expect_continue)
+        return refuse_now(r);
     return MHD_YES;
 }
 

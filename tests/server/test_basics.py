@@ -287,6 +287,25 @@ class MismatchTest(unittest.TestCase):
         status, _ = self.raw("GET", "/v1/solvers", None, {"Origin": "https://evil.example"})
         self.assertEqual(status, 200)
 
+    def test_expect_continue_refused_before_the_body(self):
+        """A client that asks before sending its body (Expect: 100-continue,
+        as curl does for large uploads) and will be refused whatever it
+        sends (a bad Origin, no such endpoint, a method not allowed) gets
+        the refusal at once, not "100 Continue" (before: it was told to
+        send its megabyte, which ikd read and threw away); a request that
+        may go on still gets 100 Continue."""
+        import socket
+        cases = ((b"POST /v1/chains", b"Origin: https://evil.example\r\n", b"403"),
+                 (b"POST /v1/nope", b"", b"404"),
+                 (b"POST /v1/solvers", b"", b"405"),
+                 (b"POST /v1/chains", b"", b"100"))
+        for line, extra, want in cases:
+            with socket.create_connection(("127.0.0.1", self.d.port), timeout=5) as s:
+                s.sendall(line + b" HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n"
+                          b"Expect: 100-continue\r\n" + extra + b"\r\n")
+                got = s.recv(4096)
+            self.assertEqual(got[9:12], want, (line, got))
+
     def stream_errors(self, texts):
         import asyncio
         import websockets
