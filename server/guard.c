@@ -26,7 +26,8 @@
  *
  * A request whose client ended its side before the request was in
  * (srv_guard_ended: the access handler saw the end while a body was still
- * coming, which libmicrohttpd itself can miss) is made due at once.
+ * coming, which libmicrohttpd itself can miss) is made due at once, and
+ * cut without an answer (counted as client_gone, not request_timeout).
  *
  * A timer (GUARD_TICK_MS) cuts every connection at the head of the list
  * whose deadline passed: it writes "408 Request Timeout" with a JSON error
@@ -68,6 +69,7 @@ struct guard_node {
     bool consumed_unknown; /* one had a body of unknown length (chunked) */
     bool listed;
     bool upgraded;     /* a WebSocket now: never listed again */
+    bool ended;        /* its client ended its side mid-request (srv_guard_ended) */
     srv_admission admission; /* the connection's units of the bounds on
                                 connections (server/accept.h) */
 };
@@ -104,6 +106,7 @@ static void append_node(srv_guard *g, guard_node *n)
     n->start = uv_now(g->ctx->loop);
     n->deadline = n->start + g->timeout_ms;
     n->body = 0;
+    n->ended = false;
     n->prev = g->tail;
     if (g->tail)
         g->tail->next = n;
@@ -120,7 +123,8 @@ static guard_node *node_of(struct MHD_Connection *conn)
     return i ? i->socket_context : NULL;
 }
 
-/* Answers 408 on the raw socket and shuts it down (see the file comment). */
+/* Answers 408 on the raw socket and shuts it down (see the file comment);
+ * only the latter for a client that ended its side. */
 static void cut(srv_guard *g, guard_node *n)
 {
     proto_error e;
@@ -141,12 +145,14 @@ static void cut(srv_guard *g, guard_node *n)
     n->upgraded = true; /* never listed again */
     if (!i)
         return;
-    /* best effort: a client that does not read simply misses the answer */
-    (void)!send(i->connect_fd, head, (size_t)hl, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)!send(i->connect_fd, body, bl, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (!n->ended) {
+        /* best effort: a client that does not read simply misses the answer */
+        (void)!send(i->connect_fd, head, (size_t)hl, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)!send(i->connect_fd, body, bl, MSG_NOSIGNAL | MSG_DONTWAIT);
+        g->cut++;
+    }
     shutdown(i->connect_fd, SHUT_RDWR);
-    g->cut++;
-    srv_metrics_rejected(g->ctx, "request_timeout");
+    srv_metrics_rejected(g->ctx, n->ended ? "client_gone" : "request_timeout");
 }
 
 /* Under pressure: cuts the requests older than the pressure deadline (see
@@ -179,15 +185,18 @@ static void on_tick(uv_timer_t *t)
 {
     srv_guard *g = t->data;
     uint64_t now = uv_now(g->ctx->loop);
-    size_t n = 0;
+    size_t n = 0, gone = 0;
     while (g->head && g->head->deadline <= now) {
+        if (g->head->ended)
+            gone++;
+        else
+            n++;
         cut(g, g->head);
-        n++;
     }
     if (n)
         srv_log(g->ctx, SRV_LOG_INFO, "%zu connections cut: no whole request within %u s", n,
                 g->ctx->cfg.request_timeout_s);
-    n += cut_under_pressure(g, now);
+    n += gone + cut_under_pressure(g, now);
     if (n)
         srv_mhd_run(g->ctx);
 }
@@ -294,8 +303,11 @@ void srv_guard_ended(srv_ctx *ctx, struct MHD_Connection *conn)
     guard_node *n = g ? node_of(conn) : NULL;
     if (!n || !n->listed)
         return;
-    /* due now: first in the list, which is in order of deadline */
+    /* due now: first in the list, which is in order of deadline (and of
+     * start, which the pressure's walk takes) */
     unlink_node(g, n);
+    n->ended = true;
+    n->start = 0;
     n->deadline = uv_now(ctx->loop);
     n->next = g->head;
     if (g->head)
