@@ -16,6 +16,7 @@
  * each, as MHD_lookup_connection_value would give it. */
 typedef struct srv_http_head {
     const char *length;     /* Content-Length */
+    bool length_conflict;   /* another Content-Length says something else */
     const char *origin;     /* Origin */
     bool transfer_encoding; /* Transfer-Encoding is there (with a value) */
     bool expect_continue;   /* Expect: 100-continue (the client waits before its body) */

@@ -342,11 +342,8 @@ static void stream_wake(http_req *r)
 }
 
 /* libmicrohttpd's content reader of a streamed answer (loop thread, inside
- * MHD_run): copies queued pieces into its buffer. With nothing queued the
- * connection is suspended until the next piece or the end comes
- * (stream_wake): returning 0 without suspending would leave the connection
- * among those libmicrohttpd 0.9.75 runs again at once (MHD_get_timeout
- * says 0), a busy loop for as long as a chunk takes to solve. */
+ * MHD_run): copies queued pieces into its buffer; with none queued, the
+ * connection is suspended until one comes (stream_wake; the file comment). */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     http_req *r = cls;
@@ -843,6 +840,9 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         else
             snprintf(msg, sizeof msg, "header %.64s holds a NUL byte", hv.nul_header);
         refuse(r, PROTO_E_INVALID_REQUEST, "nul_byte", msg);
+    } else if (hv.length_conflict) {
+        refuse(r, PROTO_E_INVALID_REQUEST, "content_length", "Content-Length headers disagree");
+        return refuse_now(r); /* its body's end is unknown: libmicrohttpd then closes */
     } else if (!d) {
         char msg[256];
         snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
