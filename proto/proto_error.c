@@ -221,8 +221,11 @@ size_t proto_error_format_text(char *buf, size_t size, const char *fmt, ...)
 static void utf8_scrub(char *s)
 {
     for (unsigned char *p = (unsigned char *)s; *p;) {
-        unsigned c = p[0], n = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : (c & 0xF0) == 0xE0 ? 3
-                                          : c >= 0xF0 && c < 0xF5 ? 4 : 0;
+        unsigned c = p[0], n = c < 0x80                ? 1
+                               : c >= 0xC2 && c < 0xE0 ? 2
+                               : (c & 0xF0) == 0xE0    ? 3
+                               : c >= 0xF0 && c < 0xF5 ? 4
+                                                       : 0;
         bool ok = n > 0;
         for (unsigned i = 1; ok && i < n; i++)
             ok = (p[i] & 0xC0) == 0x80;
