@@ -55,9 +55,10 @@
  * Answers: a body that holds part of the answer budget (srv_response.held,
  * a batch's answer) is handed to libmicrohttpd with a free callback that
  * gives the bytes back once it is sent or its connection ended. Every
- * answer to a request whose Origin is allowed (the
- * --allow-origin list, any Origin when there is none) carries
- * Access-Control-Allow-Origin and exposes Retry-After and Location; while
+ * answer to a request whose Origin is allowed (the --allow-origin list, any
+ * Origin when there is none) carries Access-Control-Allow-Origin and
+ * exposes Retry-After and Location, and every answer to one a cache may
+ * keep (GET, HEAD) Vary: Origin, with or without an Origin; while
  * draining, an answer carries Connection: close unless the client
  * pipelined more requests behind it (pipelined_more), so that a keep-alive
  * client sends nothing more that could go unanswered, and nothing it sent
@@ -177,16 +178,14 @@ static void drop_pieces(http_req *r)
     r->out_pieces = r->out_off = 0;
 }
 
-/* Gives back what a response value held of the answer budget (its body
- * then goes on without being counted). */
+/* Gives back what v held of the answer budget (its body goes on uncounted). */
 static void response_drop_held(srv_ctx *ctx, srv_response *v)
 {
     srv_budget_release(&ctx->sh->answer_bytes, v->held);
     v->held = 0;
 }
 
-/* Frees a response value's body that will not be sent, giving back what
- * it held of the answer budget. */
+/* Frees v's body, which will not be sent, and gives back what it held. */
 static void response_drop(srv_ctx *ctx, srv_response *v)
 {
     free(v->body);
@@ -258,11 +257,14 @@ static void add_cors(http_req *r, struct MHD_Response *resp)
 {
     srv_ctx *ctx = r->q.ctx;
     const char *origin = r->origin;
-    if (!origin || !srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
-                                          ctx->cfg.n_allow_origins))
+    bool allowed =
+        origin && srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
+                                        ctx->cfg.n_allow_origins);
+    if (allowed || r->q.method & (SRV_M_GET | SRV_M_HEAD))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ORIGIN);
+    if (!allowed)
         return;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ORIGIN);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_EXPOSE_HEADERS,
                             "Retry-After, Location");
 }
@@ -433,9 +435,8 @@ size_t srv_http_stream_queued(const srv_request *q)
     return ((const http_req *)q)->out_pieces;
 }
 
-/* A body that holds part of the answer budget, handed to libmicrohttpd:
- * the bytes are given back when it frees the body (sent, or the connection
- * ended). */
+/* A body holding part of the answer budget, handed to libmicrohttpd: given
+ * back when it frees the body (sent, or the connection ended). */
 typedef struct held_body {
     srv_ctx *ctx;
     void *body;
@@ -690,9 +691,8 @@ static enum MHD_Result answer_preflight(http_req *r)
 
 /* Accounts for the request holding `total` bytes of body in the budget
  * ctx->sh->body_bytes (never less than it holds already); false when that
- * would pass --body-budget. Only bytes that arrived are counted: an
- * announced Content-Length reserves nothing (a client announcing 8 MB and
- * sending nothing costs the others nothing). */
+ * would pass --body-budget. Only bytes that arrived count: an announced
+ * Content-Length reserves nothing (8 MB announced and none sent cost none). */
 static bool body_reserve(http_req *r, size_t total)
 {
     srv_ctx *ctx = r->q.ctx;
