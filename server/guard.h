@@ -39,10 +39,6 @@ void srv_guard_consumed_add(srv_ctx *ctx, struct MHD_Connection *conn, uint64_t 
 /* The bytes of conn's requests that are over: true and *n, or false when
  * unknown. */
 bool srv_guard_consumed(srv_ctx *ctx, struct MHD_Connection *conn, uint64_t *n);
-/* The client of conn ended its side while its request was still coming:
- * the connection is cut at the guard's next tick unless the request is in
- * whole by then. */
-void srv_guard_ended(srv_ctx *ctx, struct MHD_Connection *conn);
 /* The request on conn was received whole: no deadline until it is over. */
 void srv_guard_received(srv_ctx *ctx, struct MHD_Connection *conn);
 /* The request on conn is over: the next one is due within

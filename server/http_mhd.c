@@ -716,18 +716,6 @@ static void body_drop(http_req *r, size_t n)
     r->held = 0;
 }
 
-/* libmicrohttpd 0.9.75 (edge-triggered epoll) misses a client's end that
- * came before its read that emptied the socket, and would wait for the
- * rest until --timeout: each piece of an incomplete body peeks (none for
- * a body that came whole with its head) and tells the deadline (guard.h). */
-static void body_watch_end(http_req *r)
-{
-    if (!r->chunked && r->q.len + r->discarded >= r->announced)
-        return;
-    if (srv_http_client_gone(&r->q))
-        srv_guard_ended(r->q.ctx, r->conn);
-}
-
 static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 {
     srv_ctx *ctx = r->q.ctx;
@@ -737,14 +725,12 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
          * (libmicrohttpd 0.9.75 cannot queue a response mid-body). A body
          * that goes on far past the limit is cut by closing the connection. */
         r->discarded += n;
-        body_watch_end(r);
         return r->discarded > 2 * max + 65536 ? MHD_NO : MHD_YES;
     }
     if (n > max - r->q.len) {
         refuse(r, PROTO_E_TOO_LARGE, "too_large",
                "the request body exceeds the limit (--max-body)");
         body_drop(r, n);
-        body_watch_end(r);
         return MHD_YES;
     }
     /* the budget counts what arrived (and the NUL the handlers get) */
@@ -753,7 +739,6 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
                "request bodies being received fill the body budget (--body-budget); retry "
                "later");
         body_drop(r, n);
-        body_watch_end(r);
         return MHD_YES;
     }
     if (!r->q.body && r->q.len + n + 1 <= SMALL_BODY) {
@@ -783,7 +768,6 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
     memcpy(r->q.body + r->q.len, data, n);
     r->q.len += n;
     r->q.body[r->q.len] = '\0';
-    body_watch_end(r);
     return MHD_YES;
 }
 
