@@ -178,14 +178,16 @@ static void drop_pieces(http_req *r)
     r->out_pieces = r->out_off = 0;
 }
 
-/* Gives back what v held of the answer budget (its body goes on uncounted). */
+/* Gives back what a response value held of the answer budget (its body
+ * then goes on without being counted). */
 static void response_drop_held(srv_ctx *ctx, srv_response *v)
 {
     srv_budget_release(&ctx->sh->answer_bytes, v->held);
     v->held = 0;
 }
 
-/* Frees v's body, which will not be sent, and gives back what it held. */
+/* Frees a response value's body that will not be sent, giving back what
+ * it held of the answer budget. */
 static void response_drop(srv_ctx *ctx, srv_response *v)
 {
     free(v->body);
@@ -344,8 +346,11 @@ static void stream_wake(http_req *r)
 }
 
 /* libmicrohttpd's content reader of a streamed answer (loop thread, inside
- * MHD_run): copies queued pieces into its buffer; with none queued, the
- * connection is suspended until one comes (stream_wake; the file comment). */
+ * MHD_run): copies queued pieces into its buffer. With nothing queued the
+ * connection is suspended until the next piece or the end comes
+ * (stream_wake): returning 0 without suspending would leave the connection
+ * among those libmicrohttpd 0.9.75 runs again at once (MHD_get_timeout
+ * says 0), a busy loop for as long as a chunk takes to solve. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     http_req *r = cls;
@@ -435,8 +440,9 @@ size_t srv_http_stream_queued(const srv_request *q)
     return ((const http_req *)q)->out_pieces;
 }
 
-/* A body holding part of the answer budget, handed to libmicrohttpd: given
- * back when it frees the body (sent, or the connection ended). */
+/* A body that holds part of the answer budget, handed to libmicrohttpd:
+ * the bytes are given back when it frees the body (sent, or the connection
+ * ended). */
 typedef struct held_body {
     srv_ctx *ctx;
     void *body;
@@ -608,7 +614,8 @@ const char *srv_http_query(srv_request *q, const char *name)
     return MHD_lookup_connection_value(req_of(q)->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-/* A client that half-closes and still reads is taken for gone (HTTP's do not). */
+/* A client that half-closes after its request and still reads is taken for
+ * gone too; HTTP clients do not do that. */
 bool srv_http_client_gone(srv_request *q)
 {
     const union MHD_ConnectionInfo *i =
@@ -691,8 +698,9 @@ static enum MHD_Result answer_preflight(http_req *r)
 
 /* Accounts for the request holding `total` bytes of body in the budget
  * ctx->sh->body_bytes (never less than it holds already); false when that
- * would pass --body-budget. Only bytes that arrived count: an announced
- * Content-Length reserves nothing (8 MB announced and none sent cost none). */
+ * would pass --body-budget. Only bytes that arrived are counted: an
+ * announced Content-Length reserves nothing (a client announcing 8 MB and
+ * sending nothing costs the others nothing). */
 static bool body_reserve(http_req *r, size_t total)
 {
     srv_ctx *ctx = r->q.ctx;
@@ -704,8 +712,8 @@ static bool body_reserve(http_req *r, size_t total)
     return true;
 }
 
-/* Drops the body received so far (a refusal decided mid-body): the rest is
- * read and discarded, and the refusal answered once it is in. */
+/* Drops the body received so far (a refusal decided mid-body): the rest
+ * is read and discarded, and the refusal answered once it is in. */
 static void body_drop(http_req *r, size_t n)
 {
     srv_ctx *ctx = r->q.ctx;
