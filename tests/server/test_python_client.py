@@ -20,7 +20,10 @@ streams on asyncio and blocking (answers in order, many in flight where
 conflated targets resolve with the newer solution, a refused target and
 a refused open, a path); ticks (one item per target in order, per-stream
 errors, many ticks in flight, a tick refused whole); ikd's unknown_type
-error and messages the client does not know reaching the caller; a stream
+error and messages the client does not know reaching the caller; answers
+of a hostile server refused as bad_answer (seqs it cannot read, tick
+answers past max_streams or of entries not objects, HTTP answers of
+another count of results) with the reader going on; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
 with another); and the example and the README's snippets run as written
@@ -514,7 +517,7 @@ class PythonClientTest(unittest.TestCase):
                                         subprotocols=["ikd.v1"]) as srv:
                 port = srv.sockets[0].getsockname()[1]
                 c = ikd.AsyncClient("http://127.0.0.1:%d" % port)
-                async with c.connect(reconnect=False) as conn:
+                async with c.connect(reconnect=False, max_streams=2) as conn:
                     errors, messages = [], []
                     off = conn.on_error(errors.append)
                     await conn.send_raw({"type": "hello"})
@@ -527,6 +530,105 @@ class PythonClientTest(unittest.TestCase):
                     self.assertEqual(messages[0]["type"], "novelty")
                     self.assertEqual(messages[1], b"\x01\x02")
         run(scripted())
+
+    def test_hostile_answers_refused_reader_goes_on(self):
+        """A server that is not ikd answers with seqs that cannot be read
+        (none, true, "1", 1.5, [1]), a tick answer of entries that are not
+        objects or of more entries than max_streams: each is refused as
+        bad_answer (failing the tick it names when its seq can be read) and
+        the reader goes on. Before, a seq of true answered tick 1, a missing
+        one was taken as 0, and a string or a list killed the reader (every
+        call in flight failed with connection_lost)."""
+        import websockets
+        import json as js
+        sol = '{"status":"success","joints":[0.25,-0.5]}'
+        bogus = ['', '"seq":true,', '"seq":"1",', '"seq":1.5,']
+        replies = {
+            ("tick", 1): ['{"type":"tick_solution",%s"solutions":[]}' % b for b in bogus] +
+                         ['{"type":"tick_solution","seq":1,"solutions":[{"stream":"s","seq":1,'
+                          '"result":%s}]}' % sol],
+            ("tick", 2): ['{"type":"tick_solution","seq":2,"solutions":[5]}'],
+            ("tick", 3): ['{"type":"tick_solution","seq":3,"solutions":[%s]}' % ",".join(
+                ['{"stream":"s","seq":3,"result":%s}' % sol] * 3)],
+            ("tick", 4): ['{"type":"tick_solution","seq":4,"solutions":[]}'],
+            ("open", None): ['{"type":"opened","stream":"s"}'],
+            ("target", 1): ['{"type":"solution","stream":"s",%s"result":%s}' % (b, sol)
+                            for b in bogus] +
+                           ['{"type":"error","stream":"s","seq":[1],"error":{"code":"x"}}',
+                            '{"type":"solution","stream":"s","seq":1,"result":%s}' % sol]}
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                m = js.loads(text)
+                for r in replies.get((m["type"], m.get("seq")), ()):
+                    await ws.send(r)
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False, max_streams=2) as conn:
+                    errors = []
+                    conn.on_error(errors.append)
+                    ts = await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=TIMEOUT)
+                    self.assertEqual((type(ts.seq), ts.seq, len(ts.items)), (int, 1, 1))
+                    self.assertEqual([(e.code, e.seq) for e in errors], [("bad_answer", None)] * 4)
+                    for seq in (2, 3):  # entries not objects; 3 entries past max_streams 2
+                        with self.assertRaises(ikd.IkdError) as cm:
+                            await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=TIMEOUT)
+                        self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", seq))
+                    self.assertIn("max_streams", cm.exception.message)
+                    self.assertEqual((await conn.tick({"s": {"position": [0, 0.3, 0.5]}},
+                                                      timeout=TIMEOUT)).seq, 4)
+                    del errors[:]
+                    s = await conn.open("s", chain=LEG)
+                    got = await s.solve({"position": [0, 0.3, 0.5]}, timeout=TIMEOUT)
+                    self.assertEqual((got.seq, got.result["joints"]), (1, [0.25, -0.5]))
+                    self.assertEqual([e.code for e in errors], ["bad_answer"] * 5)
+                    self.assertEqual(conn.state, "open")
+        run(body())
+
+    def test_http_answer_of_other_result_count_refused(self):
+        """A solve answered without a result, a batch answered with another
+        count of results than its targets (none, fewer, more): IkdError
+        bad_answer (before, returned as they came, and results[i] no longer
+        answered targets[i])."""
+        sol = b'{"status":"success","joints":[0.25,-0.5]}'
+        answers = []
+
+        class Server(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                body = answers.pop(0)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Server)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            c = ikd.Client("http://127.0.0.1:%d" % srv.server_address[1], retries=0)
+            targets = [{"position": [0, 0.3, 0.5]}] * 2
+            answers[:] = [sol, b'{"results":[%s,%s]}' % (sol, sol)]
+            self.assertEqual(c.solve(LEG, targets[0])["status"], "success")
+            self.assertEqual(len(c.batch(LEG, iter(targets))["results"]), 2)
+            for answer, batch in ((b'{"results":[]}', False), (b'[]', False),
+                                  (b'{"results":[]}', True), (b'{"results":[%s]}' % sol, True),
+                                  (b'{"results":[%s,%s,%s]}' % (sol, sol, sol), True)):
+                answers[:] = [answer]
+                with self.assertRaises(ikd.IkdError, msg=answer) as cm:
+                    c.batch(LEG, targets) if batch else c.solve(LEG, targets[0])
+                self.assertEqual(cm.exception.code, "bad_answer")
+            answers[:] = [b'{"results":[%s]}' % sol]
+            with self.assertRaises(ikd.IkdError):
+                run(ikd.AsyncClient(c.base_url, retries=0).batch(LEG, targets))
+        finally:
+            srv.shutdown()
+            srv.server_close()
 
     def test_memory_bounded_without_reading(self):
         """A stream solved 10,000 times whose solutions are never read: the
@@ -625,7 +727,7 @@ class PythonClientTest(unittest.TestCase):
                 self.assertTrue(c.stream_url().startswith("wss://127.0.0.1:"))
                 a = c.solve(LEG, {"position": [0.2, 0.1, 0.25]})
                 check_leg(self, a["positions"], [0.2, 0.1, 0.25])
-                with c.connect(reconnect=False) as conn:
+                with c.connect(reconnect=False, max_streams=2) as conn:
                     s = conn.open("tls", chain=LEG)
                     check_leg(self, s.solve({"position": [0.15, 0.05, 0.3]}).result["positions"],
                               [0.15, 0.05, 0.3])
