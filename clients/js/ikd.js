@@ -101,6 +101,40 @@ function errorOf(obj, stream) {
     { path: e.path, stream: obj.stream ?? stream, seq: obj.seq });
 }
 
+/** A message's seq when it is one (an integer), else undefined: a seq this
+ * client cannot read answers nothing (a missing one, "1" or NaN compared
+ * with the seqs waiting would answer them all). */
+const seqOf = (v) => (Number.isSafeInteger(v) ? v : undefined);
+
+/** Why a decoded tick_solution cannot be read (at most max entries, each
+ * an object naming its stream, with an integer seq when it has one), or
+ * null when it can. */
+function tickRefusal(msg, max) {
+  if (seqOf(msg.seq) === undefined) return 'a tick answer without a seq this client can read';
+  const items = msg.solutions;
+  if (!Array.isArray(items)) return 'a tick answer without its list of solutions';
+  if (items.length > max) return `a tick answer of more than ${max} entries (maxStreams)`;
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i];
+    if (!it || typeof it !== 'object' || typeof it.stream !== 'string' || (it.seq !== undefined && seqOf(it.seq) === undefined)) return `tick answer entry ${i} cannot be read`;
+  }
+  return null;
+}
+
+/** The answer of a solve (count undefined) or of a batch of count targets
+ * as the protocol says it is, else IkdError "bad_answer": a solve is
+ * answered by one result (an object with a "status"), a batch by one result
+ * per target in order (a caller pairs results[i] with targets[i]). */
+function checkedAnswer(answer, count) {
+  if (count === undefined) {
+    if (!answer || typeof answer !== 'object' || typeof answer.status !== 'string') throw new IkdError('bad_answer', 'a solve answer without a status');
+  } else {
+    const n = answer && Array.isArray(answer.results) ? answer.results.length : 'no';
+    if (n !== count) throw new IkdError('bad_answer', `a batch answer of ${n} results for ${count} targets`);
+  }
+  return answer;
+}
+
 /** base64url (RFC 4648 section 5, no padding) of a string's UTF-8 bytes. */
 export function base64url(text) {
   const bytes = new TextEncoder().encode(text);
@@ -201,7 +235,7 @@ export class JsonCodec {
    * @param {any} msg
    */
   decodeTick(msg) {
-    const items = Array.isArray(msg.solutions) ? msg.solutions : [];
+    const items = msg.solutions;
     for (const it of items) if (it.error) it.error = errorOf(it);
     return { seq: msg.seq, requested: msg.seq, skipped: msg.skipped ?? 0, solutions: items };
   }
@@ -320,10 +354,11 @@ export class BinaryCodec extends JsonCodec {
 
   /**
    * A binary message: its TickSolution when it is a binary tick's answer,
-   * else null (not this form's).
+   * else null (not this form's); more than max entries is refused.
    * @param {ArrayBuffer|ArrayBufferView} data
+   * @param {number} [max]
    */
-  decodeBinary(data) {
+  decodeBinary(data, max = Infinity) {
     const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
       : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     const len = bytes.byteLength;
@@ -331,6 +366,7 @@ export class BinaryCodec extends JsonCodec {
     const v = new DataView(bytes.buffer, bytes.byteOffset, len);
     if (v.getUint16(4, true) !== 1) return null;
     const n = v.getUint32(8, true);
+    if (n > max) throw new IkdError('bad_answer', `a tick answer of more than ${max} entries (maxStreams)`, { seq: seqOf(v.getFloat64(16, true)) });
     const solutions = new Array(n);
     let at = 24;
     for (let i = 0; i < n; i++) {
@@ -493,9 +529,14 @@ export class Ikd {
   }
 
   /** POST /v1/solve: one chain (or chain_id), one target. */
-  solve(req, opts) { return this.call('POST', '/v1/solve', req, opts); }
-  /** POST /v1/solve/batch: one chain, many targets; results in order. */
-  batch(req, opts) { return this.call('POST', '/v1/solve/batch', req, opts); }
+  async solve(req, opts) { return checkedAnswer(await this.call('POST', '/v1/solve', req, opts)); }
+  /** POST /v1/solve/batch: one chain, many targets; results in order (one
+   * per target, else IkdError "bad_answer"). */
+  async batch(req, opts) {
+    const count = Array.isArray(req?.targets) ? req.targets.length : undefined;
+    const answer = await this.call('POST', '/v1/solve/batch', req, opts);
+    return count === undefined ? answer : checkedAnswer(answer, count);
+  }
   /** POST /v1/chains: registers a chain (remembered for re-registration). */
   async registerChain(chain, opts) {
     const desc = await this.request('POST', '/v1/chains', chain, opts);
@@ -550,6 +591,9 @@ export class IkdConnection {
     this.maxAttempts = opts.maxAttempts ?? Infinity;
     /* ticks: binary where they fit (BinaryCodec), else JSON */
     this.codec = opts.codec || new BinaryCodec();
+    /** targets in a tick at most (ikd's --max-streams): a tick answer of
+     * more entries is refused */
+    this.maxStreams = opts.maxStreams ?? 1024;
     /** @type {'connecting'|'open'|'reconnecting'|'closed'} */
     this.state = 'connecting';
     /** @type {Map<string, IkdStream>} */
@@ -709,12 +753,13 @@ export class IkdConnection {
     if (typeof data !== 'string') {
       let ts = null;
       try {
-        ts = this.codec.decodeBinary ? this.codec.decodeBinary(data) : null;
+        ts = this.codec.decodeBinary ? this.codec.decodeBinary(data, this.maxStreams) : null;
       } catch (e) {
-        this.emit('error', e);
+        this.tickRefused(e);
         return;
       }
-      if (ts) this.tickAnswer(ts);
+      if (ts && seqOf(ts.seq) === undefined) this.emit('error', new IkdError('bad_answer', 'a tick answer without a seq this client can read'));
+      else if (ts) this.tickAnswer(ts);
       else this.unexpected(data);
       return;
     }
@@ -729,6 +774,16 @@ export class IkdConnection {
       this.unexpected(msg);
       return;
     }
+    try {
+      this.dispatch(msg);
+    } catch (e) {
+      /* members of the wrong kind: this message is refused, the reader goes
+       * on (an exception out of here would end the process) */
+      this.emit('error', new IkdError('bad_answer', `ikd sent a ${JSON.stringify(msg.type)} message this client cannot read: ${e && e.message}`));
+    }
+  }
+
+  dispatch(msg) {
     if (msg.type === 'tick_solution') {
       this.tickSolution(msg);
       return;
@@ -819,7 +874,24 @@ export class IkdConnection {
   }
 
   tickSolution(msg) {
-    this.tickAnswer(this.codec.decodeTick(msg));
+    const why = tickRefusal(msg, this.maxStreams);
+    if (!why) {
+      this.tickAnswer(this.codec.decodeTick(msg));
+      return;
+    }
+    this.tickRefused(new IkdError('bad_answer', why, { seq: seqOf(msg.seq) }));
+  }
+
+  /** A tick answer that cannot be read fails the tick it names when its
+   * seq could be read, else is an "error" event. */
+  tickRefused(err) {
+    const t = err instanceof IkdError && err.seq !== undefined ? this.ticks.get(err.seq) : undefined;
+    if (t) {
+      this.ticks.delete(err.seq);
+      t.reject(err);
+    } else {
+      this.emit('error', err);
+    }
   }
 
   /** A decoded TickSolution (either form) to the streams and the waiters. */
@@ -995,6 +1067,11 @@ export class IkdStream {
 
   /** Handles a message for this stream; false if it is not one of ours. */
   handle(msg) {
+    if ((msg.type === 'solution' || msg.type === 'path_end' || (msg.type === 'error' && msg.seq !== undefined)) && seqOf(msg.seq) === undefined) {
+      /* answers no target of this stream: never taken as any */
+      this.conn.emit('error', new IkdError('bad_answer', `a ${JSON.stringify(msg.type)} message without a seq this client can read`, { stream: this.name }));
+      return true;
+    }
     switch (msg.type) {
       case 'opened':
         this.isOpen = true;
