@@ -82,6 +82,7 @@ sys.path.insert(0, HERE)
 from test_stream import Daemon, IKD_BIN, TIMEOUT, TEST_LIMIT  # noqa: E402
 import ikd  # noqa: E402  (the installed package)
 import robot_chain  # noqa: E402
+from relay import pump  # noqa: E402
 
 TOKEN = "py-t0ken/+"
 LEG = {"kind": "bones", "positions": [[0, 0, 1], [0.1, 0, 0.55], [0, 0, 0.1]]}
@@ -787,23 +788,8 @@ class TlsFront:
             return
         up = socket.create_connection(("127.0.0.1", self.target))
         self.conns += [tls, up]
-
-        def pipe(a, b):
-            try:
-                while True:
-                    data = a.recv(65536)
-                    if not data:
-                        break
-                    b.sendall(data)
-            except OSError:
-                pass
-            for s in (a, b):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-        threading.Thread(target=pipe, args=(up, tls), daemon=True).start()
-        pipe(tls, up)
+        threading.Thread(target=pump, args=(up, tls), daemon=True).start()
+        pump(tls, up)
 
     def __enter__(self):
         return self
