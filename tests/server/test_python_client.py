@@ -631,6 +631,66 @@ class PythonClientTest(unittest.TestCase):
             srv.shutdown()
             srv.server_close()
 
+    def test_http_answer_bounded_in_time_and_size(self):
+        """A server that trickles an answer's body (a byte every 50 ms, never
+        ending it) or sends one past max_answer: IkdError "timeout" within
+        the client's timeout, "bad_answer" naming max_answer. Before, the
+        first waited as long as the bytes came (each read had the timeout,
+        not the answer), the second was read whole."""
+        srv = socket.create_server(("127.0.0.1", 0))
+        port = srv.getsockname()[1]
+        stop = threading.Event()
+
+        def serve():
+            while not stop.is_set():
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                with c:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        head += c.recv(65536)
+                    big = b"/big" in head.split(b"\r\n")[0]
+                    body = b'{"status":"success","pad":"%s"}' % (b"x" * (2 << 20)) if big \
+                        else None
+                    try:
+                        if big:
+                            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                            continue
+                        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                  b"Transfer-Encoding: chunked\r\n\r\n")
+                        while not stop.wait(0.05):
+                            c.sendall(b"1\r\n \r\n")
+                    except OSError:
+                        pass
+        threading.Thread(target=serve, daemon=True).start()
+        got = []
+
+        def call(fn):
+            try:
+                got.append(fn())
+            except ikd.IkdError as e:
+                got.append(e)
+        try:
+            c = ikd.Client("http://127.0.0.1:%d" % port, timeout=0.5, retries=0)
+            t0 = time.monotonic()
+            t = threading.Thread(target=call, args=(lambda: c.request("GET", "/slow"),),
+                                 daemon=True)
+            t.start()
+            t.join(5)
+            self.assertFalse(t.is_alive(), "a trickled answer still read after 5 s")
+            self.assertEqual(getattr(got[0], "code", got[0]), "timeout")
+            self.assertLess(time.monotonic() - t0, 1.5)
+            c = ikd.Client("http://127.0.0.1:%d" % port, retries=0, max_answer=1 << 20)
+            call(lambda: c.request("GET", "/big"))
+            self.assertEqual(getattr(got[1], "code", got[1]), "bad_answer")
+            self.assertIn("max_answer", got[1].message)
+        finally:
+            stop.set()
+            srv.close()
+
     def test_memory_bounded_without_reading(self):
         """A stream solved 10,000 times whose solutions are never read: the
         Python heap stays flat (allocated blocks, objects the collector
