@@ -193,6 +193,9 @@ export interface ClientOptions {
   maxBackoffMs?: number;
   /** registered chains remembered for re-registration (default 256) */
   keepChains?: number;
+  /** each HTTP exchange, its answer read whole, in ms (default 30000; 0:
+   * none): past it the request rejects with IkdError "timeout" */
+  timeoutMs?: number;
 }
 
 export class Ikd {

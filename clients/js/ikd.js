@@ -211,6 +211,8 @@ async function httpsWithCa(url, init, ca) {
       });
     });
     req.on('error', reject);
+    /* aborted once the answer has begun: its body is given up too */
+    init.signal?.addEventListener('abort', () => { req.destroy(); reject(init.signal.reason); }, { once: true });
     if (init.body !== undefined) req.write(init.body);
     req.end();
   });
@@ -445,28 +447,43 @@ export class Ikd {
     this.backoffMs = opts.backoffMs ?? 50;
     this.maxBackoffMs = opts.maxBackoffMs ?? 2000;
     this.keepChains = opts.keepChains ?? 256;
+    /** each exchange, answer read whole (ms; 0: none) */
+    this.timeoutMs = opts.timeoutMs ?? 30000;
     /** @type {Map<string, any>} chains registered here, by id (oldest first) */
     this.chains = new Map();
     this.reregistered = 0;
   }
 
-  /** One exchange, no retry. */
+  /** One exchange, no retry, its answer read whole within timeoutMs. */
   async exchange(method, path, body, opts) {
     const headers = {};
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const init = { method, headers, signal: opts.signal, body };
-    let resp;
+    /* the caller's signal and the timeout abort one signal */
+    const ac = new AbortController();
+    const outer = opts.signal;
+    const forward = () => ac.abort(outer.reason);
+    if (outer?.aborted) forward();
+    else outer?.addEventListener('abort', forward, { once: true });
+    let timedOut = false;
+    const timer = this.timeoutMs > 0 && Number.isFinite(this.timeoutMs)
+      ? setTimeout(() => { timedOut = true; ac.abort(); }, this.timeoutMs) : null;
+    const init = { method, headers, signal: ac.signal, body };
+    let resp, text;
     try {
       resp = this.ca && this.base.startsWith('https:')
         ? await httpsWithCa(this.base + path, init, this.ca)
         : await this.fetchImpl(this.base + path, init);
+      text = await resp.text();
     } catch (e) {
+      if (timedOut) throw new IkdError('timeout', `${method} ${path}: no answer within ${this.timeoutMs} ms`);
       if (e && e.name === 'AbortError') throw e;
       const cause = e && e.cause && e.cause.message ? ` (${e.cause.message})` : '';
       throw new IkdError('network', `${method} ${path}: ${e && e.message ? e.message : e}${cause}`);
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', forward);
     }
-    const text = await resp.text();
     let parsed = null;
     if (text) {
       try {

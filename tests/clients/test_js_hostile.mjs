@@ -8,7 +8,9 @@
  * answer of entries that are not objects, or of more entries than
  * maxStreams (JSON and binary), fails the tick it names; none of them ends
  * the process or the connection. HTTP answers of another count of results
- * than the targets sent (solve, batch) are refused as "bad_answer".
+ * than the targets sent (solve, batch) are refused as "bad_answer"; a
+ * server that never answers, or trickles its answer without end, rejects
+ * the request with "timeout" at timeoutMs.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -113,6 +115,32 @@ test('an HTTP answer of another count of results than the targets sent is refuse
         (e) => e instanceof IkdError && e.code === 'bad_answer', answer);
     }
   } finally {
+    await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('an HTTP answer that never comes or never ends rejects with "timeout" at timeoutMs', LIMIT, async () => {
+  const { createServer } = await import('node:http');
+  const timers = new Set();
+  const server = createServer((req, res) => {
+    if (req.url === '/readyz') return; /* never answered */
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    timers.add(setInterval(() => res.write(' '), 50)); /* a byte every 50 ms, never ended */
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const ikd = new Ikd(`http://127.0.0.1:${server.address().port}`, { retries: 0, timeoutMs: 300 });
+  try {
+    for (const call of [() => ikd.ready(), () => ikd.solvers()]) {
+      const t0 = Date.now();
+      /* before: no timeout, the request waited as long as the server did */
+      const p = call().then(() => 'answered', (e) => (e instanceof IkdError ? e.code : String(e)));
+      const got = await Promise.race([p, new Promise((ok) => setTimeout(ok, 3000, 'still waiting after 3 s').unref())]);
+      assert.equal(got, 'timeout');
+      assert.ok(Date.now() - t0 < 2000, `${Date.now() - t0} ms`);
+    }
+  } finally {
+    for (const t of timers) clearInterval(t);
+    server.closeAllConnections();
     await new Promise((ok) => server.close(ok));
   }
 });
