@@ -15,6 +15,8 @@
  *   - An answer without its seq (tick_solution, solution, path_end)
  *     answers nothing: a hang-up after it reports the tick (the stream's
  *     target) lost, once, with its seq.
+ *   - A server that upgrades each connection and hangs up at once is
+ *     redialled with a backoff that grows, as after failed dials.
  *   - An HTTP answer of another count of results than the targets sent
  *     (ikd_solve, ikd_solve_batch) is refused as IKD_E_BAD_ANSWER (a
  *     plain HTTP server of the test's own, one exchange); a batch answer
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clients/c/lib/conn.h"
@@ -138,11 +141,9 @@ static void *serve(void *p)
     return NULL;
 }
 
-static void server_start(server *s, const char *send, const char *then)
+/* s->listener on a free loopback port (s->port), its thread run(s). */
+static void server_run(server *s, void *(*run)(void *))
 {
-    s->send = send;
-    s->then = then;
-    s->wait_first = s->hang_up = false;
     s->listener = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(s->listener, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -151,7 +152,15 @@ static void server_start(server *s, const char *send, const char *then)
     socklen_t al = sizeof a;
     ck_assert_int_eq(getsockname(s->listener, (struct sockaddr *)&a, &al), 0);
     s->port = ntohs(a.sin_port);
-    ck_assert_int_eq(pthread_create(&s->thread, NULL, serve, s), 0);
+    ck_assert_int_eq(pthread_create(&s->thread, NULL, run, s), 0);
+}
+
+static void server_start(server *s, const char *send, const char *then)
+{
+    s->send = send;
+    s->then = then;
+    s->wait_first = s->hang_up = false;
+    server_run(s, serve);
 }
 
 static void server_join(server *s)
@@ -331,6 +340,54 @@ START_TEST(answer_without_seq_leaves_tick_lost)
 }
 END_TEST
 
+/* Upgrades FLAPS connections on s->listener, each hung up at once; the
+ * time of each accept in ms (CLOCK_MONOTONIC) in flap_at. */
+#define FLAPS 4
+static int64_t flap_at[FLAPS];
+
+static void *flap(void *p)
+{
+    server *s = p;
+    for (int i = 0; i < FLAPS; i++) {
+        int fd = accept(s->listener, NULL, NULL);
+        if (fd < 0)
+            return NULL;
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        flap_at[i] = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+        upgrade(fd);
+        close(fd);
+    }
+    return NULL;
+}
+
+/* A server that upgrades each connection and hangs up at once: the client
+ * waits longer before each redial (100, 200, 400 ms with jitter), as it
+ * does after failed dials. Before, each upgrade started the backoff again,
+ * and such a server was redialled every 100 ms for as long as it went on. */
+START_TEST(flapping_server_backoff_grows)
+{
+    server srv;
+    server_run(&srv, flap);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+    ikd_error e;
+    ikd_conn_opts o = {.url = url, .reconnect = true};
+    ikd_conn *c = ikd_conn_new(&o, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ikd_conn_stats st = {0};
+    for (int i = 0; i < 400 && st.reconnects < FLAPS; i++) {
+        ikd_conn_poll(c, 10);
+        ikd_conn_get_stats(c, &st);
+    }
+    ikd_conn_free(c);
+    server_join(&srv);
+    /* the third wait is 400 ms +-25%; 100 ms +-25% before */
+    ck_assert_msg(flap_at[3] - flap_at[2] >= 250, "redialled after %lld ms",
+                  (long long)(flap_at[3] - flap_at[2]));
+}
+END_TEST
+
 /* ---- HTTP answers ------------------------------------------------------- */
 
 /* One HTTP exchange on s->listener: the request read whole (its headers
@@ -378,16 +435,9 @@ static int solve_against(const char *answer, size_t count, ikd_error *e)
     server srv;
     srv.send = answer;
     srv.then = NULL;
-    srv.listener = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(srv.listener, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(srv.listener, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(srv.listener, 1), 0);
-    socklen_t al = sizeof a;
-    ck_assert_int_eq(getsockname(srv.listener, (struct sockaddr *)&a, &al), 0);
-    ck_assert_int_eq(pthread_create(&srv.thread, NULL, http_serve, &srv), 0);
+    server_run(&srv, http_serve);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", srv.port);
     ikd_client_opts o = {.url = url, .timeout_ms = WAIT_MS};
     ikd_client *c = ikd_client_new(&o, e);
     ck_assert_msg(c != NULL, "%s", e->message);
@@ -459,6 +509,7 @@ int main(void)
     tcase_add_test(tc, tick_answer_past_max_streams_refused);
     tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
     tcase_add_test(tc, answer_without_seq_leaves_tick_lost);
+    tcase_add_test(tc, flapping_server_backoff_grows);
     tcase_add_test(tc, answer_of_other_result_count_refused);
     tcase_add_test(tc, batch_answer_without_results_refused);
     suite_add_tcase(s, tc);
