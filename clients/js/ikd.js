@@ -617,6 +617,11 @@ export class IkdConnection {
     this.streams = new Map();
     this.listeners = Object.fromEntries(CONNECTION_EVENTS.map((e) => [e, new Set()]));
     this.attempts = 0;
+    /* the backoff's step: back to 0 only after a connection that lasted
+     * maxDelayMs, so that a server that drops each connection as soon as
+     * it is up is not redialled every minDelayMs */
+    this.backoffStep = 0;
+    this.openedAt = undefined;
     this.reconnects = 0;
     this.ws = null;
     this.timer = null;
@@ -700,6 +705,7 @@ export class IkdConnection {
     ws.onopen = () => {
       if (ws !== this.ws) return;
       this.attempts = 0;
+      this.openedAt = now();
       const again = this.reconnects > 0;
       this.setState('open');
       if (again) this.reopening = new Set([...this.streams.values()].filter((s) => !s.openWaiter).map((s) => s.name));
@@ -721,7 +727,10 @@ export class IkdConnection {
         this.setState('closed');
         return;
       }
-      const delay = Math.min(this.maxDelayMs, this.minDelayMs * 2 ** this.attempts);
+      if (this.openedAt !== undefined && now() - this.openedAt >= this.maxDelayMs) this.backoffStep = 0;
+      this.openedAt = undefined;
+      const delay = Math.min(this.maxDelayMs, this.minDelayMs * 2 ** this.backoffStep);
+      this.backoffStep = Math.min(this.backoffStep + 1, 30);
       this.attempts++;
       this.reconnects++;
       this.setState('reconnecting');

@@ -10,7 +10,8 @@
  * the process or the connection. HTTP answers of another count of results
  * than the targets sent (solve, batch) are refused as "bad_answer"; a
  * server that never answers, or trickles its answer without end, rejects
- * the request with "timeout" at timeoutMs.
+ * the request with "timeout" at timeoutMs; a server that upgrades each
+ * connection and closes it at once is redialled with a growing backoff.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -142,5 +143,23 @@ test('an HTTP answer that never comes or never ends rejects with "timeout" at ti
     for (const t of timers) clearInterval(t);
     server.closeAllConnections();
     await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('a server that closes each connection as soon as it is up is redialled with a growing backoff', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  const at = [];
+  wss.on('connection', (sock) => { at.push(Date.now()); sock.close(1000); });
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ minDelayMs: 100, maxDelayMs: 5000 });
+  try {
+    while (at.length < 4) await new Promise((ok) => setTimeout(ok, 10));
+    /* the third wait is 400 ms (jitter: 50% to 100%); before, each upgrade
+     * started the backoff again: 100 ms at most */
+    assert.ok(at[3] - at[2] >= 190, `redialled after ${at[3] - at[2]} ms`);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
   }
 });
