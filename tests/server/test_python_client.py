@@ -23,7 +23,9 @@ errors, many ticks in flight, a tick refused whole); ikd's unknown_type
 error and messages the client does not know reaching the caller; answers
 of a hostile server refused as bad_answer (seqs it cannot read, tick
 answers past max_streams or of entries not objects, HTTP answers of
-another count of results) with the reader going on; a stream
+another count of results, an answer trickled or too large) with the
+reader going on; a server dropping each connection redialled with a
+growing backoff; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
 with another); and the example and the README's snippets run as written
@@ -690,6 +692,26 @@ class PythonClientTest(unittest.TestCase):
         finally:
             stop.set()
             srv.close()
+
+    def test_flapping_server_backoff_grows(self):
+        """A server that upgrades each connection and closes it at once is
+        redialled with a growing backoff (the third wait 400 ms, jitter 50%
+        to 100%). Before, each upgrade started the backoff again: a redial
+        every 100 ms at most, for as long as the server did so."""
+        import websockets
+        at = []
+
+        async def handler(ws, path=None):
+            at.append(time.monotonic())
+            await ws.close()
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(min_delay=0.1, max_delay=5):
+                    await until(lambda: len(at) >= 4, "four connections")
+            self.assertGreaterEqual(at[3] - at[2], 0.19, "redialled after %.3f s" % (at[3] - at[2]))
+        run(body())
 
     def test_memory_bounded_without_reading(self):
         """A stream solved 10,000 times whose solutions are never read: the

@@ -313,6 +313,11 @@ class Connection:
         self.streams = {}
         self.state = "connecting"  # open, reconnecting, closed
         self.reconnects = 0
+        # the backoff's step: back to 0 only after a connection that lasted
+        # max_delay, so that a server that drops each connection as soon as
+        # it is up is not redialled every min_delay
+        self._backoff_step = 0
+        self._opened_at = None
         self.latest_tick = None
         self.dropped_errors = 0
         self._reader = None
@@ -336,6 +341,7 @@ class Connection:
     async def start(self):
         """Connects (no retry: a first connection that fails raises)."""
         self.ws = await self._dial()
+        self._opened_at = asyncio.get_running_loop().time()
         self._set_state("open")
         self._reader = asyncio.get_running_loop().create_task(self._run())
         return self
@@ -641,11 +647,16 @@ class Connection:
 
     async def _redial(self):
         attempts = 0
+        loop = asyncio.get_running_loop()
+        if self._opened_at is not None and loop.time() - self._opened_at >= self.max_delay:
+            self._backoff_step = 0
+        self._opened_at = None
         self._set_state("reconnecting")
         while not self._user_closed:
             if self.max_attempts is not None and attempts >= self.max_attempts:
                 return False
-            delay = min(self.max_delay, self.min_delay * 2 ** attempts)
+            delay = min(self.max_delay, self.min_delay * 2 ** self._backoff_step)
+            self._backoff_step = min(self._backoff_step + 1, 30)
             await asyncio.sleep(delay * (0.5 + random.random() / 2))
             attempts += 1
             try:
@@ -659,9 +670,9 @@ class Connection:
                 await self.ws.close()
                 return False
             self.reconnects += 1
+            self._opened_at = loop.time()
             self._set_state("open")
             # reading goes on in _run; the streams reopen as it reads
-            loop = asyncio.get_running_loop()
             for s in list(self.streams.values()):
                 loop.create_task(s._reopen())
             return True
