@@ -551,9 +551,11 @@ class PythonClientTest(unittest.TestCase):
                          ['{"type":"tick_solution","seq":1,"solutions":[{"stream":"s","seq":1,'
                           '"result":%s}]}' % sol],
             ("tick", 2): ['{"type":"tick_solution","seq":2,"solutions":[5]}'],
-            ("tick", 3): ['{"type":"tick_solution","seq":3,"solutions":[%s]}' % ",".join(
-                ['{"stream":"s","seq":3,"result":%s}' % sol] * 3)],
-            ("tick", 4): ['{"type":"tick_solution","seq":4,"solutions":[]}'],
+            ("tick", 3): ['{"type":"tick_solution","seq":3,"solutions":[{"stream":"s",'
+                          '"seq":"3","result":%s}]}' % sol],
+            ("tick", 4): ['{"type":"tick_solution","seq":4,"solutions":[%s]}' % ",".join(
+                ['{"stream":"s","seq":4,"result":%s}' % sol] * 3)],
+            ("tick", 5): ['{"type":"tick_solution","seq":5,"solutions":[]}'],
             ("open", None): ['{"type":"opened","stream":"s"}'],
             ("target", 1): ['{"type":"solution","stream":"s",%s"result":%s}' % (b, sol)
                             for b in bogus] +
@@ -575,13 +577,15 @@ class PythonClientTest(unittest.TestCase):
                     ts = await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=TIMEOUT)
                     self.assertEqual((type(ts.seq), ts.seq, len(ts.items)), (int, 1, 1))
                     self.assertEqual([(e.code, e.seq) for e in errors], [("bad_answer", None)] * 4)
-                    for seq in (2, 3):  # entries not objects; 3 entries past max_streams 2
+                    # an entry not an object, one whose seq is a string, 3 entries past
+                    # max_streams 2
+                    for seq in (2, 3, 4):
                         with self.assertRaises(ikd.IkdError) as cm:
                             await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=TIMEOUT)
                         self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", seq))
                     self.assertIn("max_streams", cm.exception.message)
                     self.assertEqual((await conn.tick({"s": {"position": [0, 0.3, 0.5]}},
-                                                      timeout=TIMEOUT)).seq, 4)
+                                                      timeout=TIMEOUT)).seq, 5)
                     del errors[:]
                     s = await conn.open("s", chain=LEG)
                     got = await s.solve({"position": [0, 0.3, 0.5]}, timeout=TIMEOUT)

@@ -516,8 +516,9 @@ class Connection:
         elif len(items) > self.max_streams:
             # no tick holds more targets than that
             why = "a tick answer of more than %d entries (max_streams)" % self.max_streams
-        elif not all(isinstance(it, dict) for it in items):
-            why = "a tick answer whose entries are not all objects"
+        elif not all(isinstance(it, dict) and isinstance(it.get("stream", ""), str) and
+                     type(it.get("seq", 0)) is int for it in items):
+            why = "a tick answer whose entries are not all objects of a stream and a seq"
         if why is None:
             self._tick_answer(self.codec.decode_tick(msg))
         else:
