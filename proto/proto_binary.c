@@ -124,7 +124,7 @@ int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *
                                "a binary batch of %zu targets%s and a head of %zu bytes has %zu "
                                "bytes, not %zu",
                                n, flags & 1 ? " with orientations" : "", head,
-                               head > len ? (size_t)0 : at + n * stride, len);
+                               at + n * stride, len);
     json_t *req = proto_json_parse(body + HEAD_IN, head, lim->max_body_bytes, PROTO_JSON_BATCH, err);
     if (!req)
         return -1;

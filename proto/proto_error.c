@@ -216,6 +216,31 @@ size_t proto_error_format_text(char *buf, size_t size, const char *fmt, ...)
     return n;
 }
 
+/* Makes s UTF-8, which JSON needs: each byte that does not begin a whole,
+ * well-formed sequence (a URL's raw byte quoted in a message, a character
+ * cut by a precision or the buffer's end) becomes '?'. */
+static void utf8_scrub(char *s)
+{
+    for (unsigned char *p = (unsigned char *)s; *p;) {
+        unsigned c = p[0], n = c < 0x80                ? 1
+                               : c >= 0xC2 && c < 0xE0 ? 2
+                               : (c & 0xF0) == 0xE0    ? 3
+                               : c >= 0xF0 && c < 0xF5 ? 4
+                                                       : 0;
+        bool ok = n > 0;
+        for (unsigned i = 1; ok && i < n; i++)
+            ok = (p[i] & 0xC0) == 0x80;
+        if (ok && n == 3) /* no overlong form, no surrogate */
+            ok = (c != 0xE0 || p[1] >= 0xA0) && (c != 0xED || p[1] < 0xA0);
+        if (ok && n == 4) /* no overlong form, nothing past U+10FFFF */
+            ok = (c != 0xF0 || p[1] >= 0x90) && (c != 0xF4 || p[1] < 0x90);
+        if (!ok)
+            *p++ = '?';
+        else
+            p += n;
+    }
+}
+
 int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
 {
     if (!e)
@@ -226,6 +251,8 @@ int proto_error_set(proto_error *e, proto_errcode code, const char *path, const 
     va_start(ap, fmt);
     proto_error_vformat(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    utf8_scrub(e->path);
+    utf8_scrub(e->message);
     return -1;
 }
 

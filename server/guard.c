@@ -24,6 +24,16 @@
  * next request counts as one that has sent nothing yet. The oldest go
  * first, every tick while the pressure lasts.
  *
+ * Clients gone mid-body: libmicrohttpd 0.9.75 (edge-triggered epoll)
+ * misses a client's end that came before its read that emptied the socket,
+ * and would wait for the rest of the body until --timeout, holding its
+ * bytes and a drain. So each tick, a request whose body stopped coming
+ * since the previous tick is looked at (a peek at its socket; again after
+ * 2, 4, 8, ... ticks without progress, so that a crowd of stalled uploads
+ * costs little), and one whose client ended its side is cut without an
+ * answer (counted as client_gone, not request_timeout). An upload that
+ * keeps coming costs nothing.
+ *
  * A timer (GUARD_TICK_MS) cuts every connection at the head of the list
  * whose deadline passed: it writes "408 Request Timeout" with a JSON error
  * on the socket (libmicrohttpd has written nothing yet on a connection that
@@ -38,6 +48,7 @@
  */
 #include "server/guard.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -64,6 +75,8 @@ struct guard_node {
     bool consumed_unknown; /* one had a body of unknown length (chunked) */
     bool listed;
     bool upgraded;     /* a WebSocket now: never listed again */
+    size_t body_seen;  /* body at the previous tick */
+    unsigned stalled;  /* ticks since the body last grew */
     srv_admission admission; /* the connection's units of the bounds on
                                 connections (server/accept.h) */
 };
@@ -99,7 +112,8 @@ static void append_node(srv_guard *g, guard_node *n)
         return;
     n->start = uv_now(g->ctx->loop);
     n->deadline = n->start + g->timeout_ms;
-    n->body = 0;
+    n->body = n->body_seen = 0;
+    n->stalled = 0;
     n->prev = g->tail;
     if (g->tail)
         g->tail->next = n;
@@ -116,8 +130,9 @@ static guard_node *node_of(struct MHD_Connection *conn)
     return i ? i->socket_context : NULL;
 }
 
-/* Answers 408 on the raw socket and shuts it down (see the file comment). */
-static void cut(srv_guard *g, guard_node *n)
+/* Answers 408 on the raw socket (not to a client that is gone) and shuts
+ * it down (see the file comment). */
+static void cut(srv_guard *g, guard_node *n, bool gone)
 {
     proto_error e;
     proto_error_set(&e, PROTO_E_REQUEST_TIMEOUT, "",
@@ -137,12 +152,14 @@ static void cut(srv_guard *g, guard_node *n)
     n->upgraded = true; /* never listed again */
     if (!i)
         return;
-    /* best effort: a client that does not read simply misses the answer */
-    (void)!send(i->connect_fd, head, (size_t)hl, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)!send(i->connect_fd, body, bl, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (!gone) {
+        /* best effort: a client that does not read simply misses the answer */
+        (void)!send(i->connect_fd, head, (size_t)hl, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)!send(i->connect_fd, body, bl, MSG_NOSIGNAL | MSG_DONTWAIT);
+        g->cut++;
+    }
     shutdown(i->connect_fd, SHUT_RDWR);
-    g->cut++;
-    srv_metrics_rejected(g->ctx, "request_timeout");
+    srv_metrics_rejected(g->ctx, gone ? "client_gone" : "request_timeout");
 }
 
 /* Under pressure: cuts the requests older than the pressure deadline (see
@@ -159,7 +176,7 @@ static size_t cut_under_pressure(srv_guard *g, uint64_t now)
         next = x->next;
         uint64_t allowed = GUARD_PRESSURE_MS + (uint64_t)(x->body / GUARD_PRESSURE_RATE) * 1000;
         if (now - x->start >= allowed) {
-            cut(g, x);
+            cut(g, x, false);
             n++;
         }
     }
@@ -171,19 +188,52 @@ static size_t cut_under_pressure(srv_guard *g, uint64_t now)
     return n;
 }
 
+/* Whether the client of n has ended its side or reset: a peek. */
+static bool client_gone(guard_node *n)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(n->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char b;
+    ssize_t k = i ? recv(i->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) : -1;
+    return i && (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR));
+}
+
+/* Cuts the requests whose body stopped coming because their client is gone
+ * (see the file comment); how many. */
+static size_t cut_gone(srv_guard *g)
+{
+    size_t n = 0;
+    for (guard_node *x = g->head, *next; x; x = next) {
+        next = x->next;
+        if (x->body == 0)
+            continue;
+        if (x->body != x->body_seen) {
+            x->body_seen = x->body;
+            x->stalled = 0;
+            continue;
+        }
+        x->stalled++;
+        if ((x->stalled & (x->stalled - 1)) == 0 && client_gone(x)) {
+            cut(g, x, true);
+            n++;
+        }
+    }
+    return n;
+}
+
 static void on_tick(uv_timer_t *t)
 {
     srv_guard *g = t->data;
     uint64_t now = uv_now(g->ctx->loop);
     size_t n = 0;
     while (g->head && g->head->deadline <= now) {
-        cut(g, g->head);
+        cut(g, g->head, false);
         n++;
     }
     if (n)
         srv_log(g->ctx, SRV_LOG_INFO, "%zu connections cut: no whole request within %u s", n,
                 g->ctx->cfg.request_timeout_s);
-    n += cut_under_pressure(g, now);
+    n += cut_gone(g) + cut_under_pressure(g, now);
     if (n)
         srv_mhd_run(g->ctx);
 }

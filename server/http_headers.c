@@ -74,13 +74,22 @@ static enum MHD_Result head_value(void *cls, enum MHD_ValueKind kind, const char
     switch (key[0]) {
     case 'C':
     case 'c':
-        if (!h->length && strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) != 0)
+            break;
+        if (h->length && (!value || strcmp(value, h->length) != 0))
+            h->length_conflict = true; /* which body ends where? (request smuggling) */
+        else if (!h->length)
             h->length = value;
         break;
     case 'O':
     case 'o':
         if (!h->origin && strcasecmp(key, MHD_HTTP_HEADER_ORIGIN) == 0)
             h->origin = value;
+        break;
+    case 'E':
+    case 'e':
+        if (value && strcasecmp(key, "Expect") == 0 && strcasecmp(value, "100-continue") == 0)
+            h->expect_continue = true;
         break;
     case 'T':
     case 't':

@@ -16,8 +16,10 @@
  * each, as MHD_lookup_connection_value would give it. */
 typedef struct srv_http_head {
     const char *length;     /* Content-Length */
+    bool length_conflict;   /* another Content-Length says something else */
     const char *origin;     /* Origin */
     bool transfer_encoding; /* Transfer-Encoding is there (with a value) */
+    bool expect_continue;   /* Expect: 100-continue (the client waits before its body) */
     /* the name of the first header whose line holds a NUL byte with more
      * after it (libmicrohttpd gives C strings cut at the NUL: "Bearer
      * <token>\0junk" would read as the token), or of a folded one; NULL

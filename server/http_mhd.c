@@ -32,10 +32,11 @@
  *       Content-Type text/plain, without a preflight), the token, the
  *       method and Content-Length. Nothing is queued here (queuing on the
  *       first call makes libmicrohttpd close the connection and cut
- *       throughput fourfold), except 413 on an oversized Content-Length
- *       and 503 on an announced body that does not fit what is left of the
- *       body budget now, where closing is what we want: the body is never
- *       read.
+ *       throughput fourfold), except 413 on an oversized Content-Length,
+ *       503 on an announced body that does not fit what is left of the
+ *       body budget now, and any refusal of a request that waits for
+ *       "100 Continue" (Expect) before its body, where closing is what we
+ *       want: the body is never read (nor sent).
  *   body calls: append to the request's buffer, counting the bytes that
  *       arrived against --body-budget (an announcement reserves nothing).
  *       Past --max-body (a chunked body without Content-Length), or past
@@ -54,9 +55,10 @@
  * Answers: a body that holds part of the answer budget (srv_response.held,
  * a batch's answer) is handed to libmicrohttpd with a free callback that
  * gives the bytes back once it is sent or its connection ended. Every
- * answer to a request whose Origin is allowed (the
- * --allow-origin list, any Origin when there is none) carries
- * Access-Control-Allow-Origin and exposes Retry-After and Location; while
+ * answer to a request whose Origin is allowed (the --allow-origin list, any
+ * Origin when there is none) carries Access-Control-Allow-Origin and
+ * exposes Retry-After and Location, and every answer to one a cache may
+ * keep (GET, HEAD) Vary: Origin, with or without an Origin; while
  * draining, an answer carries Connection: close unless the client
  * pipelined more requests behind it (pipelined_more), so that a keep-alive
  * client sends nothing more that could go unanswered, and nothing it sent
@@ -257,11 +259,14 @@ static void add_cors(http_req *r, struct MHD_Response *resp)
 {
     srv_ctx *ctx = r->q.ctx;
     const char *origin = r->origin;
-    if (!origin || !srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
-                                          ctx->cfg.n_allow_origins))
+    bool allowed =
+        origin && srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
+                                        ctx->cfg.n_allow_origins);
+    if (allowed || r->q.method & (SRV_M_GET | SRV_M_HEAD))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ORIGIN);
+    if (!allowed)
         return;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ORIGIN);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCESS_CONTROL_EXPOSE_HEADERS,
                             "Retry-After, Location");
 }
@@ -604,13 +609,13 @@ void srv_http_body_release(srv_request *q)
     r->held = 0;
 }
 
-/* A client that half-closes after its request and still reads is taken for
- * gone too; HTTP clients do not do that. */
 const char *srv_http_query(srv_request *q, const char *name)
 {
     return MHD_lookup_connection_value(req_of(q)->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* A client that half-closes after its request and still reads is taken for
+ * gone too; HTTP clients do not do that. */
 bool srv_http_client_gone(srv_request *q)
 {
     const union MHD_ConnectionInfo *i =
@@ -776,6 +781,15 @@ static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------- */
 
+/* Answers r's refusal on the first call (see the file comment). */
+static enum MHD_Result refuse_now(http_req *r)
+{
+    r->in_dispatch = true;
+    srv_http_respond_error(&r->q, &r->err);
+    r->in_dispatch = false;
+    return MHD_YES;
+}
+
 /* First call: refuse NUL bytes in the URL or a header, route, check the
  * Origin, the token, the method and the announced size. */
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
@@ -818,6 +832,9 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         else
             snprintf(msg, sizeof msg, "header %.64s holds a NUL byte", hv.nul_header);
         refuse(r, PROTO_E_INVALID_REQUEST, "nul_byte", msg);
+    } else if (hv.length_conflict) {
+        refuse(r, PROTO_E_INVALID_REQUEST, "content_length", "Content-Length headers disagree");
+        return refuse_now(r); /* its body's end is unknown: libmicrohttpd then closes */
     } else if (!d) {
         char msg[256];
         snprintf(msg, sizeof msg, "no such endpoint: %.200s", url);
@@ -849,11 +866,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         if (announced > ctx->cfg.limits.max_body_bytes) {
             refuse(r, PROTO_E_TOO_LARGE, "too_large",
                    "the request body exceeds the limit (--max-body)");
-            /* Answer before reading the body: libmicrohttpd then closes. */
-            r->in_dispatch = true;
-            srv_http_respond_error(&r->q, &r->err);
-            r->in_dispatch = false;
-            return MHD_YES;
+            return refuse_now(r); /* before the body: libmicrohttpd then closes */
         }
         /* The body budget: an announced body that does not fit what is
          * left of it now is refused before it is read; nothing is reserved
@@ -863,12 +876,11 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
             refuse(r, PROTO_E_OVERLOADED, "body_budget",
                    "request bodies in flight fill the body budget (--body-budget); retry "
                    "later");
-            r->in_dispatch = true;
-            srv_http_respond_error(&r->q, &r->err);
-            r->in_dispatch = false;
-            return MHD_YES;
+            return refuse_now(r);
         }
     }
+    if (r->has_err && hv.expect_continue)
+        return refuse_now(r);
     return MHD_YES;
 }
 

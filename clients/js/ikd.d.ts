@@ -193,6 +193,9 @@ export interface ClientOptions {
   maxBackoffMs?: number;
   /** registered chains remembered for re-registration (default 256) */
   keepChains?: number;
+  /** each HTTP exchange, its answer read whole, in ms (default 30000; 0:
+   * none): past it the request rejects with IkdError "timeout" */
+  timeoutMs?: number;
 }
 
 export class Ikd {
@@ -224,6 +227,9 @@ export interface ConnectOptions {
   maxAttempts?: number;
   /** the tick form (default: BinaryCodec, binary where a tick fits it) */
   codec?: TickCodec;
+  /** targets in a tick at most, as ikd's --max-streams (default 1024): a
+   * tick answer of more entries is refused as "bad_answer" */
+  maxStreams?: number;
 }
 
 /** A stream's answer: a target's, a path sample's or a tick item's. */
@@ -284,7 +290,7 @@ export interface TickCodec {
   encodeTick(seq: number, targets: Array<TickTarget & { seq?: number }>): string | ArrayBufferLike | Uint8Array;
   decodeTick(msg: any): TickSolution;
   /** a binary message: its TickSolution, or null when it is not a tick answer */
-  decodeBinary?(data: ArrayBuffer | ArrayBufferView): TickSolution | null;
+  decodeBinary?(data: ArrayBuffer | ArrayBufferView, max?: number): TickSolution | null;
 }
 
 export class JsonCodec implements TickCodec {
@@ -297,7 +303,7 @@ export class JsonCodec implements TickCodec {
  * solutions); any other tick as JSON. The default. */
 export class BinaryCodec extends JsonCodec implements TickCodec {
   encodeTick(seq: number, targets: Array<TickTarget & { seq?: number }>): any;
-  decodeBinary(data: ArrayBuffer | ArrayBufferView): TickSolution | null;
+  decodeBinary(data: ArrayBuffer | ArrayBufferView, max?: number): TickSolution | null;
 }
 
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';

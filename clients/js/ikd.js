@@ -101,6 +101,40 @@ function errorOf(obj, stream) {
     { path: e.path, stream: obj.stream ?? stream, seq: obj.seq });
 }
 
+/** A message's seq when it is one (an integer), else undefined: a seq this
+ * client cannot read answers nothing (a missing one, "1" or NaN compared
+ * with the seqs waiting would answer them all). */
+const seqOf = (v) => (Number.isSafeInteger(v) ? v : undefined);
+
+/** Why a decoded tick_solution cannot be read (at most max entries, each
+ * an object naming its stream, with an integer seq when it has one), or
+ * null when it can. */
+function tickRefusal(msg, max) {
+  if (seqOf(msg.seq) === undefined) return 'a tick answer without a seq this client can read';
+  const items = msg.solutions;
+  if (!Array.isArray(items)) return 'a tick answer without its list of solutions';
+  if (items.length > max) return `a tick answer of more than ${max} entries (maxStreams)`;
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i];
+    if (!it || typeof it !== 'object' || typeof it.stream !== 'string' || (it.seq !== undefined && seqOf(it.seq) === undefined)) return `tick answer entry ${i} cannot be read`;
+  }
+  return null;
+}
+
+/** The answer of a solve (count undefined) or of a batch of count targets
+ * as the protocol says it is, else IkdError "bad_answer": a solve is
+ * answered by one result (an object with a "status"), a batch by one result
+ * per target in order (a caller pairs results[i] with targets[i]). */
+function checkedAnswer(answer, count) {
+  if (count === undefined) {
+    if (!answer || typeof answer !== 'object' || typeof answer.status !== 'string') throw new IkdError('bad_answer', 'a solve answer without a status');
+  } else {
+    const n = answer && Array.isArray(answer.results) ? answer.results.length : 'no';
+    if (n !== count) throw new IkdError('bad_answer', `a batch answer of ${n} results for ${count} targets`);
+  }
+  return answer;
+}
+
 /** base64url (RFC 4648 section 5, no padding) of a string's UTF-8 bytes. */
 export function base64url(text) {
   const bytes = new TextEncoder().encode(text);
@@ -177,6 +211,8 @@ async function httpsWithCa(url, init, ca) {
       });
     });
     req.on('error', reject);
+    /* aborted once the answer has begun: its body is given up too */
+    init.signal?.addEventListener('abort', () => { req.destroy(); reject(init.signal.reason); }, { once: true });
     if (init.body !== undefined) req.write(init.body);
     req.end();
   });
@@ -201,7 +237,7 @@ export class JsonCodec {
    * @param {any} msg
    */
   decodeTick(msg) {
-    const items = Array.isArray(msg.solutions) ? msg.solutions : [];
+    const items = msg.solutions;
     for (const it of items) if (it.error) it.error = errorOf(it);
     return { seq: msg.seq, requested: msg.seq, skipped: msg.skipped ?? 0, solutions: items };
   }
@@ -320,10 +356,11 @@ export class BinaryCodec extends JsonCodec {
 
   /**
    * A binary message: its TickSolution when it is a binary tick's answer,
-   * else null (not this form's).
+   * else null (not this form's); more than max entries is refused.
    * @param {ArrayBuffer|ArrayBufferView} data
+   * @param {number} [max]
    */
-  decodeBinary(data) {
+  decodeBinary(data, max = Infinity) {
     const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
       : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     const len = bytes.byteLength;
@@ -331,6 +368,7 @@ export class BinaryCodec extends JsonCodec {
     const v = new DataView(bytes.buffer, bytes.byteOffset, len);
     if (v.getUint16(4, true) !== 1) return null;
     const n = v.getUint32(8, true);
+    if (n > max) throw new IkdError('bad_answer', `a tick answer of more than ${max} entries (maxStreams)`, { seq: seqOf(v.getFloat64(16, true)) });
     const solutions = new Array(n);
     let at = 24;
     for (let i = 0; i < n; i++) {
@@ -409,28 +447,43 @@ export class Ikd {
     this.backoffMs = opts.backoffMs ?? 50;
     this.maxBackoffMs = opts.maxBackoffMs ?? 2000;
     this.keepChains = opts.keepChains ?? 256;
+    /** each exchange, answer read whole (ms; 0: none) */
+    this.timeoutMs = opts.timeoutMs ?? 30000;
     /** @type {Map<string, any>} chains registered here, by id (oldest first) */
     this.chains = new Map();
     this.reregistered = 0;
   }
 
-  /** One exchange, no retry. */
+  /** One exchange, no retry, its answer read whole within timeoutMs. */
   async exchange(method, path, body, opts) {
     const headers = {};
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const init = { method, headers, signal: opts.signal, body };
-    let resp;
+    /* the caller's signal and the timeout abort one signal */
+    const ac = new AbortController();
+    const outer = opts.signal;
+    const forward = () => ac.abort(outer.reason);
+    if (outer?.aborted) forward();
+    else outer?.addEventListener('abort', forward, { once: true });
+    let timedOut = false;
+    const timer = this.timeoutMs > 0 && Number.isFinite(this.timeoutMs)
+      ? setTimeout(() => { timedOut = true; ac.abort(); }, this.timeoutMs) : null;
+    const init = { method, headers, signal: ac.signal, body };
+    let resp, text;
     try {
       resp = this.ca && this.base.startsWith('https:')
         ? await httpsWithCa(this.base + path, init, this.ca)
         : await this.fetchImpl(this.base + path, init);
+      text = await resp.text();
     } catch (e) {
+      if (timedOut) throw new IkdError('timeout', `${method} ${path}: no answer within ${this.timeoutMs} ms`);
       if (e && e.name === 'AbortError') throw e;
       const cause = e && e.cause && e.cause.message ? ` (${e.cause.message})` : '';
       throw new IkdError('network', `${method} ${path}: ${e && e.message ? e.message : e}${cause}`);
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', forward);
     }
-    const text = await resp.text();
     let parsed = null;
     if (text) {
       try {
@@ -493,9 +546,14 @@ export class Ikd {
   }
 
   /** POST /v1/solve: one chain (or chain_id), one target. */
-  solve(req, opts) { return this.call('POST', '/v1/solve', req, opts); }
-  /** POST /v1/solve/batch: one chain, many targets; results in order. */
-  batch(req, opts) { return this.call('POST', '/v1/solve/batch', req, opts); }
+  async solve(req, opts) { return checkedAnswer(await this.call('POST', '/v1/solve', req, opts)); }
+  /** POST /v1/solve/batch: one chain, many targets; results in order (one
+   * per target, else IkdError "bad_answer"). */
+  async batch(req, opts) {
+    const count = Array.isArray(req?.targets) ? req.targets.length : undefined;
+    const answer = await this.call('POST', '/v1/solve/batch', req, opts);
+    return count === undefined ? answer : checkedAnswer(answer, count);
+  }
   /** POST /v1/chains: registers a chain (remembered for re-registration). */
   async registerChain(chain, opts) {
     const desc = await this.request('POST', '/v1/chains', chain, opts);
@@ -550,12 +608,20 @@ export class IkdConnection {
     this.maxAttempts = opts.maxAttempts ?? Infinity;
     /* ticks: binary where they fit (BinaryCodec), else JSON */
     this.codec = opts.codec || new BinaryCodec();
+    /** targets in a tick at most (ikd's --max-streams): a tick answer of
+     * more entries is refused */
+    this.maxStreams = opts.maxStreams ?? 1024;
     /** @type {'connecting'|'open'|'reconnecting'|'closed'} */
     this.state = 'connecting';
     /** @type {Map<string, IkdStream>} */
     this.streams = new Map();
     this.listeners = Object.fromEntries(CONNECTION_EVENTS.map((e) => [e, new Set()]));
     this.attempts = 0;
+    /* the backoff's step: back to 0 only after a connection that lasted
+     * maxDelayMs, so that a server that drops each connection as soon as
+     * it is up is not redialled every minDelayMs */
+    this.backoffStep = 0;
+    this.openedAt = undefined;
     this.reconnects = 0;
     this.ws = null;
     this.timer = null;
@@ -639,6 +705,7 @@ export class IkdConnection {
     ws.onopen = () => {
       if (ws !== this.ws) return;
       this.attempts = 0;
+      this.openedAt = now();
       const again = this.reconnects > 0;
       this.setState('open');
       if (again) this.reopening = new Set([...this.streams.values()].filter((s) => !s.openWaiter).map((s) => s.name));
@@ -660,7 +727,10 @@ export class IkdConnection {
         this.setState('closed');
         return;
       }
-      const delay = Math.min(this.maxDelayMs, this.minDelayMs * 2 ** this.attempts);
+      if (this.openedAt !== undefined && now() - this.openedAt >= this.maxDelayMs) this.backoffStep = 0;
+      this.openedAt = undefined;
+      const delay = Math.min(this.maxDelayMs, this.minDelayMs * 2 ** this.backoffStep);
+      this.backoffStep = Math.min(this.backoffStep + 1, 30);
       this.attempts++;
       this.reconnects++;
       this.setState('reconnecting');
@@ -709,12 +779,13 @@ export class IkdConnection {
     if (typeof data !== 'string') {
       let ts = null;
       try {
-        ts = this.codec.decodeBinary ? this.codec.decodeBinary(data) : null;
+        ts = this.codec.decodeBinary ? this.codec.decodeBinary(data, this.maxStreams) : null;
       } catch (e) {
-        this.emit('error', e);
+        this.tickRefused(e);
         return;
       }
-      if (ts) this.tickAnswer(ts);
+      if (ts && seqOf(ts.seq) === undefined) this.emit('error', new IkdError('bad_answer', 'a tick answer without a seq this client can read'));
+      else if (ts) this.tickAnswer(ts);
       else this.unexpected(data);
       return;
     }
@@ -729,6 +800,16 @@ export class IkdConnection {
       this.unexpected(msg);
       return;
     }
+    try {
+      this.dispatch(msg);
+    } catch (e) {
+      /* members of the wrong kind: this message is refused, the reader goes
+       * on (an exception out of here would end the process) */
+      this.emit('error', new IkdError('bad_answer', `ikd sent a ${JSON.stringify(msg.type)} message this client cannot read: ${e && e.message}`));
+    }
+  }
+
+  dispatch(msg) {
     if (msg.type === 'tick_solution') {
       this.tickSolution(msg);
       return;
@@ -819,7 +900,24 @@ export class IkdConnection {
   }
 
   tickSolution(msg) {
-    this.tickAnswer(this.codec.decodeTick(msg));
+    const why = tickRefusal(msg, this.maxStreams);
+    if (!why) {
+      this.tickAnswer(this.codec.decodeTick(msg));
+      return;
+    }
+    this.tickRefused(new IkdError('bad_answer', why, { seq: seqOf(msg.seq) }));
+  }
+
+  /** A tick answer that cannot be read fails the tick it names when its
+   * seq could be read, else is an "error" event. */
+  tickRefused(err) {
+    const t = err instanceof IkdError && err.seq !== undefined ? this.ticks.get(err.seq) : undefined;
+    if (t) {
+      this.ticks.delete(err.seq);
+      t.reject(err);
+    } else {
+      this.emit('error', err);
+    }
   }
 
   /** A decoded TickSolution (either form) to the streams and the waiters. */
@@ -995,6 +1093,11 @@ export class IkdStream {
 
   /** Handles a message for this stream; false if it is not one of ours. */
   handle(msg) {
+    if ((msg.type === 'solution' || msg.type === 'path_end' || (msg.type === 'error' && msg.seq !== undefined)) && seqOf(msg.seq) === undefined) {
+      /* answers no target of this stream: never taken as any */
+      this.conn.emit('error', new IkdError('bad_answer', `a ${JSON.stringify(msg.type)} message without a seq this client can read`, { stream: this.name }));
+      return true;
+    }
     switch (msg.type) {
       case 'opened':
         this.isOpen = true;

@@ -12,6 +12,11 @@
  *   - A tick answer that cannot be read and whose seq cannot be read
  *     either (a string, a fraction, past 64 bits) fails no tick: its error
  *     carries no seq, and the next answer is read.
+ *   - An answer without its seq (tick_solution, solution, path_end)
+ *     answers nothing: a hang-up after it reports the tick (the stream's
+ *     target) lost, once, with its seq.
+ *   - A server that upgrades each connection and hangs up at once is
+ *     redialled with a backoff that grows, as after failed dials.
  *   - An HTTP answer of another count of results than the targets sent
  *     (ikd_solve, ikd_solve_batch) is refused as IKD_E_BAD_ANSWER (a
  *     plain HTTP server of the test's own, one exchange); a batch answer
@@ -27,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clients/c/lib/conn.h"
@@ -40,6 +46,8 @@ typedef struct server {
     int listener, port;
     const char *send; /* one text message sent after the upgrade */
     const char *then; /* and another after it, or NULL */
+    bool wait_first;  /* send once the client has sent something */
+    bool hang_up;     /* then close rather than wait for the client to */
     pthread_t thread;
 } server;
 
@@ -121,22 +129,21 @@ static void *serve(void *p)
     int fd = accept(s->listener, NULL, NULL);
     if (fd < 0)
         return NULL;
-    if (upgrade(fd)) {
+    char drain[4096];
+    if (upgrade(fd) && (!s->wait_first || read(fd, drain, sizeof drain) > 0)) {
         send_text(fd, s->send);
         if (s->then)
             send_text(fd, s->then);
-        char drain[4096]; /* until the client closes */
-        while (read(fd, drain, sizeof drain) > 0) {
-        }
+        while (!s->hang_up && read(fd, drain, sizeof drain) > 0) {
+        } /* until the client closes */
     }
     close(fd);
     return NULL;
 }
 
-static void server_start(server *s, const char *send, const char *then)
+/* s->listener on a free loopback port (s->port), its thread run(s). */
+static void server_run(server *s, void *(*run)(void *))
 {
-    s->send = send;
-    s->then = then;
     s->listener = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(s->listener, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -145,7 +152,15 @@ static void server_start(server *s, const char *send, const char *then)
     socklen_t al = sizeof a;
     ck_assert_int_eq(getsockname(s->listener, (struct sockaddr *)&a, &al), 0);
     s->port = ntohs(a.sin_port);
-    ck_assert_int_eq(pthread_create(&s->thread, NULL, serve, s), 0);
+    ck_assert_int_eq(pthread_create(&s->thread, NULL, run, s), 0);
+}
+
+static void server_start(server *s, const char *send, const char *then)
+{
+    s->send = send;
+    s->then = then;
+    s->wait_first = s->hang_up = false;
+    server_run(s, serve);
 }
 
 static void server_join(server *s)
@@ -161,6 +176,9 @@ typedef struct seen {
     int error_code;
     bool error_has_seq;
     long long error_seq;
+    int lost; /* IKD_E_CONNECTION_LOST errors */
+    bool lost_has_seq;
+    long long lost_seq;
 } seen;
 
 static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
@@ -174,6 +192,11 @@ static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
         s->error_code = ev->error->code;
         s->error_has_seq = ev->has_seq;
         s->error_seq = ev->seq;
+        if (ev->error->code == IKD_E_CONNECTION_LOST) {
+            s->lost++;
+            s->lost_has_seq = ev->has_seq;
+            s->lost_seq = ev->seq;
+        }
     }
 }
 
@@ -270,6 +293,101 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
 }
 END_TEST
 
+/* An answer without its seq answers nothing the client can name: a server
+ * that answers tick 0 (or stream seq 0) so and hangs up has the tick (the
+ * stream's target) reported lost, once, with its seq. Before, the answer
+ * moved the last answered seq to 0, and the loss reported nothing. */
+START_TEST(answer_without_seq_leaves_tick_lost)
+{
+    static const char *const answers[] = {
+        "{\"type\":\"tick_solution\",\"skipped\":0,\"solutions\":[]}",
+        "{\"type\":\"solution\",\"stream\":\"arm\","
+        "\"result\":{\"status\":\"success\",\"joints\":[0.25,-0.5]}}",
+        "{\"type\":\"path_end\",\"stream\":\"arm\"}"};
+    for (size_t k = 0; k < sizeof answers / sizeof *answers; k++) {
+        bool tick = k == 0;
+        server srv;
+        server_start(&srv, tick ? answers[k] : "{\"type\":\"opened\",\"stream\":\"arm\"}",
+                     tick ? NULL : answers[k]);
+        srv.wait_first = srv.hang_up = true;
+        char url[64];
+        snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+        seen s = {0};
+        ikd_error e;
+        ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
+        ikd_conn *c = ikd_conn_new(&o, &e);
+        ck_assert_msg(c != NULL, "%s", e.message);
+        ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+        ikd_target t = {.position = {0, 0.3, 0.5}};
+        if (tick) {
+            ck_assert_int_eq(ikd_tick_begin(c, 0, &e), 0);
+            ck_assert_int_eq(ikd_tick_add(c, "arm", &t, NULL, 0, &e), 0);
+            ck_assert_int_eq(ikd_tick_send(c, &e), 0);
+        } else {
+            ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":"
+                                       "[[0,0,1],[0,0,0.5],[0,0,0]]}"};
+            ck_assert_msg(ikd_stream_open(c, "arm", &chain, NULL, NULL, &e) == 0, "%s", e.message);
+            ck_assert_msg(ikd_stream_target(c, "arm", 0, &t, NULL, NULL, &e) == 0, "%s", e.message);
+        }
+        for (int i = 0; i < WAIT_MS / 10 && ikd_conn_is_open(c); i++)
+            ikd_conn_poll(c, 10); /* until the hang-up is seen */
+        ck_assert_msg(s.lost == 1, "%s: %d losses reported", answers[k], s.lost);
+        ck_assert(s.lost_has_seq);
+        ck_assert_int_eq(s.lost_seq, 0);
+        ikd_conn_free(c);
+        server_join(&srv);
+    }
+}
+END_TEST
+
+/* Upgrades FLAPS connections on s->listener, each hung up at once; the
+ * time of each accept in ms (CLOCK_MONOTONIC) in flap_at. */
+#define FLAPS 4
+static int64_t flap_at[FLAPS];
+
+static void *flap(void *p)
+{
+    server *s = p;
+    for (int i = 0; i < FLAPS; i++) {
+        int fd = accept(s->listener, NULL, NULL);
+        if (fd < 0)
+            return NULL;
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        flap_at[i] = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+        upgrade(fd);
+        close(fd);
+    }
+    return NULL;
+}
+
+/* A server that upgrades each connection and hangs up at once: the client
+ * waits longer before each redial (100, 200, 400 ms with jitter), as it
+ * does after failed dials. Before, each upgrade started the backoff again,
+ * and such a server was redialled every 100 ms for as long as it went on. */
+START_TEST(flapping_server_backoff_grows)
+{
+    server srv;
+    server_run(&srv, flap);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+    ikd_error e;
+    ikd_conn_opts o = {.url = url, .reconnect = true};
+    ikd_conn *c = ikd_conn_new(&o, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ikd_conn_stats st = {0};
+    for (int i = 0; i < 400 && st.reconnects < FLAPS; i++) {
+        ikd_conn_poll(c, 10);
+        ikd_conn_get_stats(c, &st);
+    }
+    ikd_conn_free(c);
+    server_join(&srv);
+    /* the third wait is 400 ms +-25%; 100 ms +-25% before */
+    ck_assert_msg(flap_at[3] - flap_at[2] >= 250, "redialled after %lld ms",
+                  (long long)(flap_at[3] - flap_at[2]));
+}
+END_TEST
+
 /* ---- HTTP answers ------------------------------------------------------- */
 
 /* One HTTP exchange on s->listener: the request read whole (its headers
@@ -317,16 +435,9 @@ static int solve_against(const char *answer, size_t count, ikd_error *e)
     server srv;
     srv.send = answer;
     srv.then = NULL;
-    srv.listener = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(srv.listener, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(srv.listener, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(srv.listener, 1), 0);
-    socklen_t al = sizeof a;
-    ck_assert_int_eq(getsockname(srv.listener, (struct sockaddr *)&a, &al), 0);
-    ck_assert_int_eq(pthread_create(&srv.thread, NULL, http_serve, &srv), 0);
+    server_run(&srv, http_serve);
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", srv.port);
     ikd_client_opts o = {.url = url, .timeout_ms = WAIT_MS};
     ikd_client *c = ikd_client_new(&o, e);
     ck_assert_msg(c != NULL, "%s", e->message);
@@ -397,6 +508,8 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tick_answer_past_max_streams_refused);
     tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
+    tcase_add_test(tc, answer_without_seq_leaves_tick_lost);
+    tcase_add_test(tc, flapping_server_backoff_grows);
     tcase_add_test(tc, answer_of_other_result_count_refused);
     tcase_add_test(tc, batch_answer_without_results_refused);
     suite_add_tcase(s, tc);

@@ -443,6 +443,10 @@ START_TEST(test_errors)
     binary_error(b, len, &lim, PROTO_E_INVALID_REQUEST, "/seeds", "head");
     free(b);
     b = to_binary(good, &len);
+    le32(b + 8, 1000000); /* a head longer than the body: what such a batch has */
+    binary_error(b, len, &lim, PROTO_E_INVALID_REQUEST, "", "has 1000064 bytes, not");
+    free(b);
+    b = to_binary(good, &len);
     b[16] = '[';
     binary_error(b, len, &lim, PROTO_E_INVALID_JSON, "", "");
     free(b);

@@ -8,6 +8,7 @@ below, and by promtool too when it is installed).
 
 The daemon is started as test_stream.py starts it (its Daemon class).
 """
+import http.client
 import json
 import math
 import os
@@ -286,6 +287,43 @@ class MismatchTest(unittest.TestCase):
         # reads stay open to any Origin (the browser hides the answer)
         status, _ = self.raw("GET", "/v1/solvers", None, {"Origin": "https://evil.example"})
         self.assertEqual(status, 200)
+
+    def test_reads_vary_by_origin(self):
+        """A GET's answer depends on the Origin (Access-Control-Allow-Origin
+        for an allowed one only), so every GET and HEAD answer says Vary:
+        Origin, without an Origin or with one refused too: a cache that kept
+        the answer to a request without Origin would give it to the allowed
+        page, which would find no CORS header (before, only answers carrying
+        Access-Control-Allow-Origin had Vary)."""
+        for method in ("GET", "HEAD"):
+            for origin in (None, "https://evil.example", "https://ok.example"):
+                with self.subTest(method=method, origin=origin):
+                    c = http.client.HTTPConnection("127.0.0.1", self.d.port, timeout=5)
+                    c.request(method, "/v1/solvers", headers={"Origin": origin} if origin else {})
+                    r = c.getresponse()
+                    r.read()
+                    c.close()
+                    self.assertEqual(r.status, 200)
+                    self.assertEqual(r.getheader("Vary"), "Origin")
+
+    def test_expect_continue_refused_before_the_body(self):
+        """A client that asks before sending its body (Expect: 100-continue,
+        as curl does for large uploads) and will be refused whatever it
+        sends (a bad Origin, no such endpoint, a method not allowed) gets
+        the refusal at once, not "100 Continue" (before: it was told to
+        send its megabyte, which ikd read and threw away); a request that
+        may go on still gets 100 Continue."""
+        import socket
+        cases = ((b"POST /v1/chains", b"Origin: https://evil.example\r\n", b"403"),
+                 (b"POST /v1/nope", b"", b"404"),
+                 (b"POST /v1/solvers", b"", b"405"),
+                 (b"POST /v1/chains", b"", b"100"))
+        for line, extra, want in cases:
+            with socket.create_connection(("127.0.0.1", self.d.port), timeout=5) as s:
+                s.sendall(line + b" HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n"
+                          b"Expect: 100-continue\r\n" + extra + b"\r\n")
+                got = s.recv(4096)
+            self.assertEqual(got[9:12], want, (line, got))
 
     def stream_errors(self, texts):
         import asyncio

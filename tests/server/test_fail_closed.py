@@ -137,6 +137,36 @@ class RequestTest(unittest.TestCase):
             self.assertTrue(status.endswith("200 OK"), status)
             self.assert_refused(request("/index.html%00", auth=False), ["NUL"])
 
+    def test_content_lengths_that_disagree(self):
+        """Two Content-Length headers with different values (which a proxy
+        in front may read the other way: request smuggling) are refused
+        (before: the first was taken and the solve answered 200); the same
+        value twice is one length."""
+        body = json.dumps({"chain": {"kind": "planar", "lengths": [1.0, 1.0]},
+                           "target": {"position": [1.2, 0.5]}}).encode()
+        post = request("/v1/solve").replace(b"GET", b"POST")[:-2]
+        twice = b"Content-Length: %d\r\nContent-Length: %d\r\n\r\n"
+        self.assert_refused(post + twice % (len(body), 3) + body, ["Content-Length"])
+        status, _ = raw(self.d.port, post + twice % (len(body), len(body)) + body)
+        self.assertTrue(status.endswith("200 OK"), status)
+
+    def test_bytes_that_are_not_utf8_in_the_url(self):
+        """A URL holding bytes that are not UTF-8 (raw, percent-encoded, or
+        a character cut where the message quotes 200 bytes of it) is told
+        what it named, with those bytes as '?'; before, the answer read
+        {"code":"internal","message":"out of memory"} whatever the status."""
+        cases = ((b"/v1/chains/%ff%fe", 404, "unknown_chain", 'id "??"'),
+                 (b"/v1/scenes/ab\xc3", 404, "unknown_scene", 'id "ab?"'),
+                 (b"/nope/\xff", 404, "not_found", "/nope/?"),
+                 (b"/" + b"a" * 198 + "é".encode(), 404, "not_found", "a?"))
+        for path, status, code, words in cases:
+            with self.subTest(path=path[:20]):
+                line, body = raw(self.d.port, request("/P").replace(b"/P", path))
+                self.assertTrue(line.startswith("HTTP/1.1 %d" % status), (line, body))
+                err = json.loads(body)["error"]
+                self.assertEqual(err["code"], code, err)
+                self.assertIn(words, err["message"])
+
     def test_subprotocols_over_two_lines(self):
         bearer = "base64url.bearer.ikd." + base64.urlsafe_b64encode(
             TOKEN.encode()).decode().rstrip("=")

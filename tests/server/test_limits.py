@@ -733,6 +733,37 @@ class BodyBudgetTest(unittest.TestCase):
                 s.close()
             d.kill()
 
+    def test_uploads_abandoned_mid_body_are_let_go(self):
+        """Clients that send part of a body (200 kB, with Content-Length or
+        chunked) and close: ikd lets go of the request within a second, its
+        bytes and its slot in the drain. libmicrohttpd (edge-triggered epoll)
+        missed the end that came with the last bytes it read: each held its
+        bytes until --timeout, and a drain waited --drain-timeout for it."""
+        d = Daemon()
+        try:
+            heads = (b"Content-Length: 4000000\r\n\r\n" + b" " * 200000,
+                     b"Transfer-Encoding: chunked\r\n\r\n"
+                     + (b"1000\r\n" + b" " * 4096 + b"\r\n") * 50)
+            for head in heads * 3:
+                s = d.connect()
+                s.sendall(b"POST /v1/solve/batch HTTP/1.1\r\nHost: t\r\n" + head)
+                s.close()
+            deadline = time.time() + 2 * SLOW
+            while True:
+                held = metric(d, 'ikd_held_bytes{what="request_bodies"}')
+                active = metric(d, "ikd_http_requests_active")  # this request's own
+                if (held, active) == (0, 1) or time.time() > deadline:
+                    break
+                time.sleep(0.1)
+            print("abandoned uploads: %d bytes held, %d requests active" % (held, active - 1))
+            self.assertEqual((held, active), (0, 1))
+            start = time.time()
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(d.proc.wait(timeout=10 * SLOW), 0)
+            self.assertLess(time.time() - start, 3 * SLOW)
+        finally:
+            d.kill()
+
 
 def joints_chain(n, salt):
     """n joints, every other one fixed, made distinct by salt."""

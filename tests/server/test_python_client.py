@@ -20,7 +20,12 @@ streams on asyncio and blocking (answers in order, many in flight where
 conflated targets resolve with the newer solution, a refused target and
 a refused open, a path); ticks (one item per target in order, per-stream
 errors, many ticks in flight, a tick refused whole); ikd's unknown_type
-error and messages the client does not know reaching the caller; a stream
+error and messages the client does not know reaching the caller; answers
+of a hostile server refused as bad_answer (seqs it cannot read, tick
+answers past max_streams or of entries not objects, HTTP answers of
+another count of results, an answer trickled or too large) with the
+reader going on; a server dropping each connection redialled with a
+growing backoff; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
 with another); and the example and the README's snippets run as written
@@ -79,6 +84,7 @@ sys.path.insert(0, HERE)
 from test_stream import Daemon, IKD_BIN, TIMEOUT, TEST_LIMIT  # noqa: E402
 import ikd  # noqa: E402  (the installed package)
 import robot_chain  # noqa: E402
+from relay import pump  # noqa: E402
 
 TOKEN = "py-t0ken/+"
 LEG = {"kind": "bones", "positions": [[0, 0, 1], [0.1, 0, 0.55], [0, 0, 0.1]]}
@@ -514,7 +520,7 @@ class PythonClientTest(unittest.TestCase):
                                         subprotocols=["ikd.v1"]) as srv:
                 port = srv.sockets[0].getsockname()[1]
                 c = ikd.AsyncClient("http://127.0.0.1:%d" % port)
-                async with c.connect(reconnect=False) as conn:
+                async with c.connect(reconnect=False, max_streams=2) as conn:
                     errors, messages = [], []
                     off = conn.on_error(errors.append)
                     await conn.send_raw({"type": "hello"})
@@ -527,6 +533,189 @@ class PythonClientTest(unittest.TestCase):
                     self.assertEqual(messages[0]["type"], "novelty")
                     self.assertEqual(messages[1], b"\x01\x02")
         run(scripted())
+
+    def test_hostile_answers_refused_reader_goes_on(self):
+        """A server that is not ikd answers with seqs that cannot be read
+        (none, true, "1", 1.5, [1]), a tick answer of entries that are not
+        objects or of more entries than max_streams: each is refused as
+        bad_answer (failing the tick it names when its seq can be read) and
+        the reader goes on. Before, a seq of true answered tick 1, a missing
+        one was taken as 0, and a string or a list killed the reader (every
+        call in flight failed with connection_lost)."""
+        import websockets
+        import json as js
+        sol = '{"status":"success","joints":[0.25,-0.5]}'
+        bogus = ['', '"seq":true,', '"seq":"1",', '"seq":1.5,']
+        replies = {
+            ("tick", 1): ['{"type":"tick_solution",%s"solutions":[]}' % b for b in bogus] +
+                         ['{"type":"tick_solution","seq":1,"solutions":[{"stream":"s","seq":1,'
+                          '"result":%s}]}' % sol],
+            ("tick", 2): ['{"type":"tick_solution","seq":2,"solutions":[5]}'],
+            ("tick", 3): ['{"type":"tick_solution","seq":3,"solutions":[{"stream":"s",'
+                          '"seq":"3","result":%s}]}' % sol],
+            ("tick", 4): ['{"type":"tick_solution","seq":4,"solutions":[%s]}' % ",".join(
+                ['{"stream":"s","seq":4,"result":%s}' % sol] * 3)],
+            ("tick", 5): ['{"type":"tick_solution","seq":5,"solutions":[]}'],
+            ("open", None): ['{"type":"opened","stream":"s"}'],
+            ("target", 1): ['{"type":"solution","stream":"s",%s"result":%s}' % (b, sol)
+                            for b in bogus] +
+                           ['{"type":"error","stream":"s","seq":[1],"error":{"code":"x"}}',
+                            '{"type":"solution","stream":"s","seq":1,"result":%s}' % sol]}
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                m = js.loads(text)
+                for r in replies.get((m["type"], m.get("seq")), ()):
+                    await ws.send(r)
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False, max_streams=2) as conn:
+                    errors = []
+                    conn.on_error(errors.append)
+                    ts = await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=TIMEOUT)
+                    self.assertEqual((type(ts.seq), ts.seq, len(ts.items)), (int, 1, 1))
+                    self.assertEqual([(e.code, e.seq) for e in errors], [("bad_answer", None)] * 4)
+                    # an entry not an object, one whose seq is a string, 3 entries past
+                    # max_streams 2
+                    for seq in (2, 3, 4):
+                        with self.assertRaises(ikd.IkdError) as cm:
+                            await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=TIMEOUT)
+                        self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", seq))
+                    self.assertIn("max_streams", cm.exception.message)
+                    self.assertEqual((await conn.tick({"s": {"position": [0, 0.3, 0.5]}},
+                                                      timeout=TIMEOUT)).seq, 5)
+                    del errors[:]
+                    s = await conn.open("s", chain=LEG)
+                    got = await s.solve({"position": [0, 0.3, 0.5]}, timeout=TIMEOUT)
+                    self.assertEqual((got.seq, got.result["joints"]), (1, [0.25, -0.5]))
+                    self.assertEqual([e.code for e in errors], ["bad_answer"] * 5)
+                    self.assertEqual(conn.state, "open")
+        run(body())
+
+    def test_http_answer_of_other_result_count_refused(self):
+        """A solve answered without a result, a batch answered with another
+        count of results than its targets (none, fewer, more): IkdError
+        bad_answer (before, returned as they came, and results[i] no longer
+        answered targets[i])."""
+        sol = b'{"status":"success","joints":[0.25,-0.5]}'
+        answers = []
+
+        class Server(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                body = answers.pop(0)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = ThreadingHTTPServer(("127.0.0.1", 0), Server)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            c = ikd.Client("http://127.0.0.1:%d" % srv.server_address[1], retries=0)
+            targets = [{"position": [0, 0.3, 0.5]}] * 2
+            answers[:] = [sol, b'{"results":[%s,%s]}' % (sol, sol)]
+            self.assertEqual(c.solve(LEG, targets[0])["status"], "success")
+            self.assertEqual(len(c.batch(LEG, iter(targets))["results"]), 2)
+            for answer, batch in ((b'{"results":[]}', False), (b'[]', False),
+                                  (b'{"results":[]}', True), (b'{"results":[%s]}' % sol, True),
+                                  (b'{"results":[%s,%s,%s]}' % (sol, sol, sol), True)):
+                answers[:] = [answer]
+                with self.assertRaises(ikd.IkdError, msg=answer) as cm:
+                    c.batch(LEG, targets) if batch else c.solve(LEG, targets[0])
+                self.assertEqual(cm.exception.code, "bad_answer")
+            answers[:] = [b'{"results":[%s]}' % sol]
+            with self.assertRaises(ikd.IkdError):
+                run(ikd.AsyncClient(c.base_url, retries=0).batch(LEG, targets))
+        finally:
+            srv.shutdown()
+            srv.server_close()
+
+    def test_http_answer_bounded_in_time_and_size(self):
+        """A server that trickles an answer's body (a byte every 50 ms, never
+        ending it) or sends one past max_answer: IkdError "timeout" within
+        the client's timeout, "bad_answer" naming max_answer. Before, the
+        first waited as long as the bytes came (each read had the timeout,
+        not the answer), the second was read whole."""
+        srv = socket.create_server(("127.0.0.1", 0))
+        port = srv.getsockname()[1]
+        stop = threading.Event()
+
+        def serve():
+            while not stop.is_set():
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                with c:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        head += c.recv(65536)
+                    big = b"/big" in head.split(b"\r\n")[0]
+                    body = b'{"status":"success","pad":"%s"}' % (b"x" * (2 << 20)) if big \
+                        else None
+                    try:
+                        if big:
+                            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                            continue
+                        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                  b"Transfer-Encoding: chunked\r\n\r\n")
+                        while not stop.wait(0.05):
+                            c.sendall(b"1\r\n \r\n")
+                    except OSError:
+                        pass
+        threading.Thread(target=serve, daemon=True).start()
+        got = []
+
+        def call(fn):
+            try:
+                got.append(fn())
+            except ikd.IkdError as e:
+                got.append(e)
+        try:
+            c = ikd.Client("http://127.0.0.1:%d" % port, timeout=0.5, retries=0)
+            t0 = time.monotonic()
+            t = threading.Thread(target=call, args=(lambda: c.request("GET", "/slow"),),
+                                 daemon=True)
+            t.start()
+            t.join(5)
+            self.assertFalse(t.is_alive(), "a trickled answer still read after 5 s")
+            self.assertEqual(getattr(got[0], "code", got[0]), "timeout")
+            self.assertLess(time.monotonic() - t0, 1.5)
+            c = ikd.Client("http://127.0.0.1:%d" % port, retries=0, max_answer=1 << 20)
+            call(lambda: c.request("GET", "/big"))
+            self.assertEqual(getattr(got[1], "code", got[1]), "bad_answer")
+            self.assertIn("max_answer", got[1].message)
+        finally:
+            stop.set()
+            srv.close()
+
+    def test_flapping_server_backoff_grows(self):
+        """A server that upgrades each connection and closes it at once is
+        redialled with a growing backoff (the third wait 400 ms, jitter 50%
+        to 100%). Before, each upgrade started the backoff again: a redial
+        every 100 ms at most, for as long as the server did so."""
+        import websockets
+        at = []
+
+        async def handler(ws, path=None):
+            at.append(time.monotonic())
+            await ws.close()
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(min_delay=0.1, max_delay=5):
+                    await until(lambda: len(at) >= 4, "four connections")
+            self.assertGreaterEqual(at[3] - at[2], 0.19, "redialled after %.3f s" % (at[3] - at[2]))
+        run(body())
 
     def test_memory_bounded_without_reading(self):
         """A stream solved 10,000 times whose solutions are never read: the
@@ -625,7 +814,7 @@ class PythonClientTest(unittest.TestCase):
                 self.assertTrue(c.stream_url().startswith("wss://127.0.0.1:"))
                 a = c.solve(LEG, {"position": [0.2, 0.1, 0.25]})
                 check_leg(self, a["positions"], [0.2, 0.1, 0.25])
-                with c.connect(reconnect=False) as conn:
+                with c.connect(reconnect=False, max_streams=2) as conn:
                     s = conn.open("tls", chain=LEG)
                     check_leg(self, s.solve({"position": [0.15, 0.05, 0.3]}).result["positions"],
                               [0.15, 0.05, 0.3])
@@ -685,23 +874,8 @@ class TlsFront:
             return
         up = socket.create_connection(("127.0.0.1", self.target))
         self.conns += [tls, up]
-
-        def pipe(a, b):
-            try:
-                while True:
-                    data = a.recv(65536)
-                    if not data:
-                        break
-                    b.sendall(data)
-            except OSError:
-                pass
-            for s in (a, b):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-        threading.Thread(target=pipe, args=(up, tls), daemon=True).start()
-        pipe(tls, up)
+        threading.Thread(target=pump, args=(up, tls), daemon=True).start()
+        pump(tls, up)
 
     def __enter__(self):
         return self

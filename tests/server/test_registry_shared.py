@@ -72,6 +72,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relay import pump  # noqa: E402
 from robot_chain import Chain  # noqa: E402
 from test_collide import MARGIN, ROBOT, TOL  # noqa: E402
 from test_stream import (BONES, IKD_BIN, IKD_DATA, SLOW, TIMEOUT, bones_target,  # noqa: E402
@@ -153,26 +154,15 @@ class Proxy:
                     continue
                 up = socket.create_connection(("127.0.0.1", self.port))
                 self.socks += [down, up]
-            for a, b in ((down, up), (up, down)):
-                threading.Thread(target=self.pump, args=(a, b, a is down), daemon=True).start()
+            for a, b, on_data in ((down, up, self.held), (up, down, None)):
+                threading.Thread(target=pump, args=(a, b, on_data), daemon=True).start()
 
-    def pump(self, a, b, to_redis):
-        try:
-            while True:
-                data = a.recv(65536)
-                if not data:
-                    break
-                if to_redis and self.hold and self.hold in data:
-                    self.holding.set()
-                    self.released.wait(30 * SLOW)
-                b.sendall(data)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    def held(self, data):
+        """What a client sends to Redis: held from the first bytes that
+        contain hold until released."""
+        if self.hold and self.hold in data:
+            self.holding.set()
+            self.released.wait(30 * SLOW)
 
     def cut(self):
         with self.lock:

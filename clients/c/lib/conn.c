@@ -180,6 +180,12 @@ static void lose(ikd_conn *c, const ikd_error *why, int close_code, bool fatal)
     c->tick_open = false;
     bool again = c->reconnect && !c->user_closed && !fatal;
     ikd__conn_lost_answers(c, why);
+    /* the backoff starts again only after a connection that lasted: one
+     * that a server drops as soon as it is up counts as a failed dial, so
+     * that a flapping server is not redialled ten times a second */
+    if (c->open_since && ikd__now_ms() - c->open_since >= BACKOFF_MAX_MS)
+        c->backoff_ms = BACKOFF_FIRST_MS;
+    c->open_since = 0;
     if (again) {
         c->state = CS_IDLE;
         /* jitter: between 75% and 125% of the backoff */
@@ -652,8 +658,7 @@ static void read_upgrade(ikd_conn *c)
         return;
     }
     c->state = CS_OPEN;
-    c->backoff_ms = BACKOFF_FIRST_MS;
-    c->last_recv = ikd__now_ms();
+    c->open_since = c->last_recv = ikd__now_ms();
     ikd_event ev = {0};
     ev.kind = IKD_EV_CONNECTED;
     ikd__conn_emit(c, &ev);
@@ -905,8 +910,8 @@ void ikd_conn_get_stats(const ikd_conn *c, ikd_conn_stats *s)
     s->send_queued = c->out.len - c->out_off;
     s->streams = c->nstreams;
     size_t mem = sizeof *c + c->out.cap + c->in.cap + c->msg.cap + c->build.cap + c->tick.cap +
-                 c->tick_recs.cap + c->tick_dims.cap +
-                 ikd__dec_memory(&c->dec) + c->streams_cap * sizeof(ikd__stream);
+                 c->tick_recs.cap + c->tick_dims.cap + ikd__dec_memory(&c->dec) +
+                 c->streams_cap * sizeof(ikd__stream);
     for (size_t i = 0; i < c->nstreams; i++)
         mem += c->streams[i].open_len;
     s->memory_bytes = mem;

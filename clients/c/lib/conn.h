@@ -131,6 +131,7 @@ struct ikd_conn {
     size_t ctrl_len;
     bool close_sent, user_closed, more_pending, ping_out;
     int64_t deadline, last_recv, redial_at;
+    int64_t open_since; /* the last upgrade's time, 0 when none since the last loss */
     int backoff_ms;
     uint8_t rnd[256]; /* mask keys, drawn 256 bytes at a time */
     size_t rnd_off;

@@ -550,7 +550,7 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
             missing = "stream, seq and result";
         ev.kind = IKD_EV_SOLUTION;
         ev.result = &m->result;
-        if (s) {
+        if (s && m->has_seq) { /* an answer without its seq answers nothing known */
             s->last_answered = m->seq;
             s->answered = true;
         }
@@ -559,8 +559,10 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
             missing = "seq and solutions";
         ev.kind = IKD_EV_TICK;
         ev.tick = &m->tick;
-        c->tick_last_answered = m->seq;
-        c->tick_answered = true;
+        if (m->has_seq) {
+            c->tick_last_answered = m->seq;
+            c->tick_answered = true;
+        }
     } else if (strcmp(t, "opened") == 0) {
         if (!m->stream)
             missing = "stream";
@@ -574,8 +576,10 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
         ev.kind = IKD_EV_PATH_END;
         if (s) {
             s->path_active = false;
-            s->last_answered = m->seq;
-            s->answered = true;
+            if (m->has_seq) {
+                s->last_answered = m->seq;
+                s->answered = true;
+            }
         }
     } else if (strcmp(t, "closed") == 0) {
         if (!m->stream)

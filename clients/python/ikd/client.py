@@ -17,6 +17,7 @@ keep_chains (how many registered chains are remembered for re-registration).
 import asyncio
 import threading
 
+from .errors import IkdError
 from .http import Http
 from .stream import Connection, subprotocols
 
@@ -25,6 +26,22 @@ __all__ = ["Client", "AsyncClient", "SyncConnection", "SyncStream"]
 
 def _drop_none(**kw):
     return {k: v for k, v in kw.items() if v is not None}
+
+
+def _checked(answer, count):
+    """A solve's answer (count None) or a batch's of count targets, as the
+    protocol says it is, else IkdError "bad_answer": a solve is answered by
+    one result (an object with a "status"), a batch by one result per
+    target, in order (a caller pairs results[i] with targets[i])."""
+    if count is None:
+        if not isinstance(answer, dict) or not isinstance(answer.get("status"), str):
+            raise IkdError("bad_answer", "a solve answer without a status")
+        return answer
+    results = answer.get("results") if isinstance(answer, dict) else None
+    if not isinstance(results, list) or len(results) != count:
+        raise IkdError("bad_answer", "a batch answer of %s results for %d targets" %
+                       (len(results) if isinstance(results, list) else "no", count))
+    return answer
 
 
 class _Calls:
@@ -38,7 +55,7 @@ class _Calls:
     @staticmethod
     def batch(chain, targets, chain_id, options, seeds):
         return "POST", "/v1/solve/batch", _drop_none(chain=chain, chain_id=chain_id,
-                                                     targets=list(targets), options=options,
+                                                     targets=targets, options=options,
                                                      seeds=seeds)
 
 
@@ -66,12 +83,15 @@ class Client:
         """POST /v1/solve -> SolveAnswer: one target on a chain (an object,
         or the chain_id of a registered one). Its "status" says whether the
         target was reached ("success", "no_ik_solution", "timed_out")."""
-        return self.http.call(*_Calls.solve(chain, target, chain_id, options, seed))
+        return _checked(self.http.call(*_Calls.solve(chain, target, chain_id, options, seed)),
+                        None)
 
     def batch(self, chain=None, targets=(), *, chain_id=None, options=None, seeds=None):
         """POST /v1/solve/batch -> BatchAnswer: many targets, answered in
         order (answer["results"][i] for targets[i], answer["counts"])."""
-        return self.http.call(*_Calls.batch(chain, targets, chain_id, options, seeds))
+        targets = list(targets)
+        return _checked(self.http.call(*_Calls.batch(chain, targets, chain_id, options, seeds)),
+                        len(targets))
 
     def register_chain(self, chain):
         """POST /v1/chains -> ChainInfo (with "id"). The chain is remembered
@@ -126,11 +146,14 @@ class AsyncClient:
 
     async def solve(self, chain=None, target=None, *, chain_id=None, options=None, seed=None):
         """POST /v1/solve -> SolveAnswer (see Client.solve)."""
-        return await self.request(*_Calls.solve(chain, target, chain_id, options, seed))
+        return _checked(await self.request(*_Calls.solve(chain, target, chain_id, options, seed)),
+                        None)
 
     async def batch(self, chain=None, targets=(), *, chain_id=None, options=None, seeds=None):
         """POST /v1/solve/batch -> BatchAnswer (see Client.batch)."""
-        return await self.request(*_Calls.batch(chain, targets, chain_id, options, seeds))
+        targets = list(targets)
+        return _checked(await self.request(*_Calls.batch(chain, targets, chain_id, options,
+                                                         seeds)), len(targets))
 
     async def register_chain(self, chain):
         return await asyncio.to_thread(self.http.register, chain)

@@ -15,6 +15,10 @@ shared by the synchronous Client and the AsyncClient.
   refusal of the request itself (400, 401, 404, 413, 422, ...) is not
   retried. A request that timed out is not retried either (the answer may
   be on its way; the caller chose the time).
+- Bounds: an answer's body is read within `timeout` seconds in all (a
+  server that trickles it, or never ends it, gets IkdError "timeout") and
+  up to `max_answer` bytes (default 256 MiB, as the C client; a longer one
+  is IkdError "bad_answer").
 - Re-registration: a chain registered through this client
   (register_chain) is remembered by id (the most recent `keep_chains`,
   default 256). When ikd answers `unknown_chain` for a request naming one
@@ -54,7 +58,7 @@ class Http:
 
     def __init__(self, base_url="http://127.0.0.1:8080", token=None, timeout=30.0, *,
                  retries=3, backoff=0.05, max_backoff=2.0, ca_file=None, ssl_context=None,
-                 keep_chains=256):
+                 keep_chains=256, max_answer=256 << 20):
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.netloc:
             raise ValueError("ikd: the base URL must be http://HOST:PORT or https://HOST:PORT "
@@ -69,6 +73,7 @@ class Http:
             ssl_context = ssl.create_default_context(cafile=ca_file)
         self.ssl_context = ssl_context
         self.keep_chains = keep_chains
+        self.max_answer = max_answer
         self._chains = OrderedDict()  # id -> the chain object registered
         self._lock = threading.Lock()
         self.reregistered = 0  # chains registered again after unknown_chain
@@ -88,11 +93,12 @@ class Http:
         req = urllib.request.Request(self.base_url + path, data=data, method=method,
                                      headers=headers)
         ctx = self.ssl_context if self.tls else None
+        deadline = time.monotonic() + self.timeout
         try:
             with urllib.request.urlopen(req, timeout=self.timeout, context=ctx) as r:
-                text = r.read().decode()
+                text = self._body(r, deadline, method, path).decode()
         except urllib.error.HTTPError as e:
-            text = e.read().decode(errors="replace")
+            text = e.read(self.max_answer).decode(errors="replace")
             try:
                 parsed = json.loads(text)
             except ValueError:
@@ -105,6 +111,26 @@ class Http:
         except ValueError:
             raise IkdError("bad_answer", "%s %s: the answer is not JSON" % (method, path)) \
                 from None
+
+    def _body(self, r, deadline, method, path):
+        """The answer's body, read by at most one receive at a time so that
+        the deadline and max_answer hold however the server sends it."""
+        chunks, size = [], 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("the answer did not end in time")
+            sock = getattr(getattr(getattr(r, "fp", None), "raw", None), "_sock", None)
+            if sock is not None:  # no receive waits past the deadline
+                sock.settimeout(left)
+            data = r.read1(65536)
+            if not data:
+                return b"".join(chunks)
+            size += len(data)
+            if size > self.max_answer:
+                raise IkdError("bad_answer", "%s %s: the answer is larger than max_answer "
+                               "(%d bytes)" % (method, path, self.max_answer))
+            chunks.append(data)
 
     def _delay(self, attempt, retry_after):
         d = min(self.max_backoff, self.backoff * (2 ** attempt)) * (0.5 + random.random() / 2)

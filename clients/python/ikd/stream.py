@@ -113,6 +113,13 @@ def _drop_none(**kw):
     return {k: v for k, v in kw.items() if v is not None}
 
 
+def _seq(v):
+    """A message's seq when it is one (an integer), else None: a seq this
+    client cannot read answers nothing (never 0, never a float or true
+    compared with the seqs waiting)."""
+    return v if type(v) is int else None
+
+
 class JsonCodec:
     """The JSON text form of ticks (proto/STREAM.md "tick, tick_solution").
     A Connection encodes ticks and decodes tick_solutions through its
@@ -135,12 +142,14 @@ class JsonCodec:
         for it in msg.get("solutions") or ():
             name = it.get("stream", "")
             seq = it.get("seq", 0)
+            if type(seq) is not int or not isinstance(name, str):
+                raise TypeError("tick entry %d: its stream or seq cannot be read" % len(items))
             if "error" in it:
                 items.append(TickItem(name, seq, 0, None,
                                       IkdError.from_body(it, None, name, seq)))
             else:
                 items.append(TickItem(name, seq, it.get("skipped", 0), it.get("result")))
-        return TickSolution(msg.get("seq", 0), msg.get("skipped", 0), items, msg.get("seq", 0))
+        return TickSolution(msg["seq"], msg.get("skipped", 0), items, msg["seq"])
 
 
 _MEMBERS = ("joints", "positions", "rotations", "local_rotations", "tip", "position_error",
@@ -288,7 +297,7 @@ class Connection:
     `async with client.connect() as conn:` or `await conn.start()`)."""
 
     def __init__(self, http, *, queue_size=8, reconnect=True, min_delay=0.1, max_delay=5.0,
-                 max_attempts=None, codec=None, **websocket_options):
+                 max_attempts=None, codec=None, max_streams=1024, **websocket_options):
         self.http = http
         self.queue_size = queue_size
         self.reconnect = reconnect
@@ -296,11 +305,19 @@ class Connection:
         self.max_delay = max_delay
         self.max_attempts = max_attempts
         self.codec = codec or JsonCodec()
+        #: targets in a tick at most (ikd's --max-streams): a tick answer of
+        #: more entries is refused
+        self.max_streams = max_streams
         self.options = websocket_options
         self.ws = None
         self.streams = {}
         self.state = "connecting"  # open, reconnecting, closed
         self.reconnects = 0
+        # the backoff's step: back to 0 only after a connection that lasted
+        # max_delay, so that a server that drops each connection as soon as
+        # it is up is not redialled every min_delay
+        self._backoff_step = 0
+        self._opened_at = None
         self.latest_tick = None
         self.dropped_errors = 0
         self._reader = None
@@ -324,6 +341,7 @@ class Connection:
     async def start(self):
         """Connects (no retry: a first connection that fails raises)."""
         self.ws = await self._dial()
+        self._opened_at = asyncio.get_running_loop().time()
         self._set_state("open")
         self._reader = asyncio.get_running_loop().create_task(self._run())
         return self
@@ -488,7 +506,32 @@ class Connection:
         return tseq
 
     def _tick_solution(self, msg):
-        self._tick_answer(self.codec.decode_tick(msg))
+        seq = _seq(msg.get("seq"))
+        items = msg.get("solutions")
+        why = None
+        if seq is None:
+            why = "a tick answer without a seq this client can read"
+        elif not isinstance(items, list):
+            why = "a tick answer without its list of solutions"
+        elif len(items) > self.max_streams:
+            # no tick holds more targets than that
+            why = "a tick answer of more than %d entries (max_streams)" % self.max_streams
+        elif not all(isinstance(it, dict) and isinstance(it.get("stream", ""), str) and
+                     type(it.get("seq", 0)) is int for it in items):
+            why = "a tick answer whose entries are not all objects of a stream and a seq"
+        if why is None:
+            self._tick_answer(self.codec.decode_tick(msg))
+        else:
+            self._tick_refused(IkdError("bad_answer", why, seq=seq))
+
+    def _tick_refused(self, err):
+        """A tick answer that cannot be read fails the tick it names (when
+        its seq could be read), else reaches on_error."""
+        f = self._ticks.pop(err.seq, None) if err.seq is not None else None
+        if f is not None and not f.done():
+            f.set_exception(err)
+        else:
+            self._error(err)
 
     def _tick_answer(self, ts):
         """A decoded TickSolution (either form) to the streams and waiters."""
@@ -538,7 +581,11 @@ class Connection:
                         self._error(e if isinstance(e, IkdError) else
                                     IkdError("bad_answer", "a binary tick answer: %s" % e))
                         continue
-                    if ts is not None:
+                    if ts is not None and len(ts.items) > self.max_streams:
+                        self._tick_refused(IkdError(
+                            "bad_answer", "a tick answer of more than %d entries (max_streams)"
+                            % self.max_streams, seq=ts.seq))
+                    elif ts is not None:
                         self._tick_answer(ts)
                     else:
                         self._unexpected(data)
@@ -551,11 +598,21 @@ class Connection:
                 if not isinstance(msg, dict):
                     self._unexpected(msg)
                     continue
-                self._dispatch(msg)
+                try:
+                    self._dispatch(msg)
+                except (TypeError, AttributeError, KeyError, ValueError) as e:
+                    # members of the wrong kind: this message is refused, the
+                    # reader goes on
+                    self._error(IkdError("bad_answer", "ikd sent a %.40r message this client "
+                                         "cannot read: %s" % (msg.get("type"), e)))
         except websockets.exceptions.ConnectionClosed as e:
             return IkdError("connection_lost", "the connection dropped: %s" % e)
         except Exception as e:  # a bug of ours: fail what waits, loudly
             log.exception("ikd: the stream reader failed")
+            try:  # a redial must not leave this socket open
+                await self.ws.close()
+            except Exception:
+                pass
             return IkdError("connection_lost", "the reader failed: %r" % e)
         return IkdError("connection_lost", "the connection closed")
 
@@ -569,9 +626,9 @@ class Connection:
         if s is not None and s._deliver(kind, msg):
             return
         if kind == "error":
-            seq = msg.get("seq")
+            seq = _seq(msg.get("seq"))
             err = IkdError.from_body(msg, None, name, seq)
-            f = self._ticks.pop(seq, None) if name is None else None
+            f = self._ticks.pop(seq, None) if name is None and seq is not None else None
             if f is not None and not f.done():
                 f.set_exception(err)
             else:
@@ -591,11 +648,16 @@ class Connection:
 
     async def _redial(self):
         attempts = 0
+        loop = asyncio.get_running_loop()
+        if self._opened_at is not None and loop.time() - self._opened_at >= self.max_delay:
+            self._backoff_step = 0
+        self._opened_at = None
         self._set_state("reconnecting")
         while not self._user_closed:
             if self.max_attempts is not None and attempts >= self.max_attempts:
                 return False
-            delay = min(self.max_delay, self.min_delay * 2 ** attempts)
+            delay = min(self.max_delay, self.min_delay * 2 ** self._backoff_step)
+            self._backoff_step = min(self._backoff_step + 1, 30)
             await asyncio.sleep(delay * (0.5 + random.random() / 2))
             attempts += 1
             try:
@@ -609,9 +671,9 @@ class Connection:
                 await self.ws.close()
                 return False
             self.reconnects += 1
+            self._opened_at = loop.time()
             self._set_state("open")
             # reading goes on in _run; the streams reopen as it reads
-            loop = asyncio.get_running_loop()
             for s in list(self.streams.values()):
                 loop.create_task(s._reopen())
             return True
@@ -811,12 +873,16 @@ class Stream:
 
     def _deliver(self, kind, msg):
         """Handles a message naming this stream; False when it is not one."""
-        if kind == "solution":
-            seq = msg.get("seq", 0)
+        if kind in ("solution", "path_end") and _seq(msg.get("seq")) is None:
+            # answers no target of this stream: never taken as seq 0
+            self.conn._error(IkdError("bad_answer", "a %r message without a seq this client can "
+                                      "read" % (kind,), stream=self.name))
+        elif kind == "solution":
+            seq = msg["seq"]
             self._solution(Solution(self.name, seq, msg.get("skipped", 0), msg.get("result"),
                                     seq, msg.get("index"), msg.get("count")))
         elif kind == "path_end":
-            end = PathEnd(self.name, msg.get("seq", 0), msg.get("sent", 0),
+            end = PathEnd(self.name, msg["seq"], msg.get("sent", 0),
                           msg.get("skipped", 0), msg.get("count", 0),
                           bool(msg.get("completed")))
             self._queue_put(end)
@@ -837,6 +903,10 @@ class Stream:
                 self._closed.set_result(msg)
         elif kind == "error":
             seq = msg.get("seq")
+            if seq is not None and _seq(seq) is None:
+                self.conn._error(IkdError("bad_answer", "an error message whose seq this client "
+                                          "cannot read", stream=self.name))
+                return True
             err = IkdError.from_body(msg, None, self.name, seq)
             if self._opened is not None and not self._opened.done() and seq is None:
                 self._opened.set_exception(err)  # the open was refused

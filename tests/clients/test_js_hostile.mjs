@@ -1,0 +1,165 @@
+/**
+ * test_js_hostile.mjs: clients/js/ikd.js against servers that are not ikd
+ * and do not keep ikd's promises (a scripted WebSocket server of the "ws"
+ * package, a node:http server), without a daemon, under Node's test runner.
+ *
+ * Covered: seqs the client cannot read (none, "1", 1.5, true, [1], a
+ * binary NaN) answer nothing and are "bad_answer" error events; a tick
+ * answer of entries that are not objects, or of more entries than
+ * maxStreams (JSON and binary), fails the tick it names; none of them ends
+ * the process or the connection. HTTP answers of another count of results
+ * than the targets sent (solve, batch) are refused as "bad_answer"; a
+ * server that never answers, or trickles its answer without end, rejects
+ * the request with "timeout" at timeoutMs; a server that upgrades each
+ * connection and closes it at once is redialled with a growing backoff.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Ikd, IkdError, JsonCodec, BinaryCodec } from '../../clients/js/ikd.js';
+
+const LIMIT = { timeout: 30000 };
+const LEG = { kind: 'bones', positions: [[0, 0, 1], [0.1, 0, 0.55], [0, 0, 0.1]] };
+const RESULT = '{"status":"success","joints":[0.25,-0.5]}';
+const BOGUS = ['', '"seq":"1",', '"seq":1.5,', '"seq":true,'];
+
+/** A binary tick answer's head (proto/STREAM.md, "Binary ticks"): n
+ * entries announced, none written. */
+function binaryHead(n, seq) {
+  const b = Buffer.alloc(24);
+  b.write('IKDS', 0, 'ascii');
+  b.writeUInt16LE(1, 4);
+  b.writeUInt32LE(n, 8);
+  b.writeDoubleLE(seq, 16);
+  return b;
+}
+
+/** What the scripted server sends for a message of type and seq. */
+const REPLIES = {
+  'tick 1': [...BOGUS.map((b) => `{"type":"tick_solution",${b}"solutions":[]}`),
+    `{"type":"tick_solution","seq":1,"solutions":[{"stream":"s","seq":1,"result":${RESULT}}]}`],
+  'tick 2': ['{"type":"tick_solution","seq":2,"solutions":[null]}'],
+  'tick 3': [`{"type":"tick_solution","seq":3,"solutions":[${Array(3).fill(`{"stream":"s","seq":3,"result":${RESULT}}`)}]}`],
+  'tick 4': [binaryHead(3, 4)],
+  'tick 5': [binaryHead(0, NaN), '{"type":"tick_solution","seq":5,"solutions":[]}'],
+  'open undefined': ['{"type":"opened","stream":"s"}'],
+  'target 1': [...BOGUS.map((b) => `{"type":"solution","stream":"s",${b}"result":${RESULT}}`),
+    '{"type":"error","stream":"s","seq":[1],"error":{"code":"x","message":"x"}}',
+    `{"type":"solution","stream":"s","seq":1,"result":${RESULT}}`],
+};
+
+/** Ticks sent as JSON (the server reads them so), answers read in both forms. */
+class JsonTicks extends BinaryCodec {
+  encodeTick(seq, targets) { return JsonCodec.prototype.encodeTick.call(this, seq, targets); }
+}
+
+test('answers it cannot read are refused, the tick they name fails, the reader goes on', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    for (const r of REPLIES[`${m.type} ${m.seq}`] || []) sock.send(r);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks(), maxStreams: 2 });
+  try {
+    await conn.ready();
+    const errors = [];
+    conn.on('error', (e) => errors.push(e));
+    const target = { s: { position: [0, 0.3, 0.5] } };
+    /* none, "1", 1.5 and true answer no tick (before, each answered tick 1) */
+    const ts = await conn.tick(target);
+    assert.deepEqual([ts.seq, ts.solutions.length], [1, 1]);
+    assert.deepEqual(errors.map((e) => [e.code, e.seq]), Array(4).fill(['bad_answer', undefined]));
+    /* an entry null (before: a TypeError that ended the process), three
+     * entries past maxStreams 2, in JSON and in binary */
+    for (const seq of [2, 3, 4]) {
+      await assert.rejects(conn.tick(target), (e) => e instanceof IkdError && e.code === 'bad_answer' && e.seq === seq);
+    }
+    /* a binary answer of seq NaN answers no tick (before, every tick waiting) */
+    assert.equal((await conn.tick(target)).seq, 5);
+    assert.equal(errors.length, 5);
+    /* a stream's answers of seqs it cannot read answer no target */
+    errors.length = 0;
+    const s = await conn.open('s', { chain: LEG });
+    const sol = await s.target({ position: [0, 0.3, 0.5] });
+    assert.deepEqual([sol.seq, sol.result.joints], [1, [0.25, -0.5]]);
+    assert.deepEqual(errors.map((e) => e.code), Array(5).fill('bad_answer'));
+    assert.equal(conn.state, 'open');
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('an HTTP answer of another count of results than the targets sent is refused', LIMIT, async () => {
+  const { createServer } = await import('node:http');
+  const answers = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(answers.shift());
+    });
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const ikd = new Ikd(`http://127.0.0.1:${server.address().port}`, { retries: 0 });
+  const targets = [{ position: [0, 0.3, 0.5] }, { position: [0, 0.2, 0.5] }];
+  try {
+    answers.push(RESULT, `{"results":[${RESULT},${RESULT}]}`);
+    assert.equal((await ikd.solve({ chain: LEG, target: targets[0] })).status, 'success');
+    assert.equal((await ikd.batch({ chain: LEG, targets })).results.length, 2);
+    const bad = [['{"results":[]}', false], ['[]', false], ['{"results":[]}', true],
+      [`{"results":[${RESULT}]}`, true], [`{"results":[${RESULT},${RESULT},${RESULT}]}`, true]];
+    for (const [answer, batch] of bad) {
+      answers.push(answer);
+      await assert.rejects(batch ? ikd.batch({ chain: LEG, targets }) : ikd.solve({ chain: LEG, target: targets[0] }),
+        (e) => e instanceof IkdError && e.code === 'bad_answer', answer);
+    }
+  } finally {
+    await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('an HTTP answer that never comes or never ends rejects with "timeout" at timeoutMs', LIMIT, async () => {
+  const { createServer } = await import('node:http');
+  const timers = new Set();
+  const server = createServer((req, res) => {
+    if (req.url === '/readyz') return; /* never answered */
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    timers.add(setInterval(() => res.write(' '), 50)); /* a byte every 50 ms, never ended */
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const ikd = new Ikd(`http://127.0.0.1:${server.address().port}`, { retries: 0, timeoutMs: 300 });
+  try {
+    for (const call of [() => ikd.ready(), () => ikd.solvers()]) {
+      const t0 = Date.now();
+      /* before: no timeout, the request waited as long as the server did */
+      const p = call().then(() => 'answered', (e) => (e instanceof IkdError ? e.code : String(e)));
+      const got = await Promise.race([p, new Promise((ok) => setTimeout(ok, 3000, 'still waiting after 3 s').unref())]);
+      assert.equal(got, 'timeout');
+      assert.ok(Date.now() - t0 < 2000, `${Date.now() - t0} ms`);
+    }
+  } finally {
+    for (const t of timers) clearInterval(t);
+    server.closeAllConnections();
+    await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('a server that closes each connection as soon as it is up is redialled with a growing backoff', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  const at = [];
+  wss.on('connection', (sock) => { at.push(Date.now()); sock.close(1000); });
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ minDelayMs: 100, maxDelayMs: 5000 });
+  try {
+    while (at.length < 4) await new Promise((ok) => setTimeout(ok, 10));
+    /* the third wait is 400 ms (jitter: 50% to 100%); before, each upgrade
+     * started the backoff again: 100 ms at most */
+    assert.ok(at[3] - at[2] >= 190, `redialled after ${at[3] - at[2]} ms`);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
