@@ -11,6 +11,7 @@
  */
 #include "proto/proto_error.h"
 #include "proto/proto_json_write.h"
+#include "proto/proto_scan.h"
 
 #include <jansson.h>
 #include <stdarg.h>
@@ -221,20 +222,12 @@ size_t proto_error_format_text(char *buf, size_t size, const char *fmt, ...)
  * cut by a precision or the buffer's end) becomes '?'. */
 static void utf8_scrub(char *s)
 {
-    for (unsigned char *p = (unsigned char *)s; *p;) {
-        unsigned c = p[0], n = c < 0x80                ? 1
-                               : c >= 0xC2 && c < 0xE0 ? 2
-                               : (c & 0xF0) == 0xE0    ? 3
-                               : c >= 0xF0 && c < 0xF5 ? 4
-                                                       : 0;
-        bool ok = n > 0;
-        for (unsigned i = 1; ok && i < n; i++)
-            ok = (p[i] & 0xC0) == 0x80;
-        if (ok && n == 3) /* no overlong form, no surrogate */
-            ok = (c != 0xE0 || p[1] >= 0xA0) && (c != 0xED || p[1] < 0xA0);
-        if (ok && n == 4) /* no overlong form, nothing past U+10FFFF */
-            ok = (c != 0xF0 || p[1] >= 0x90) && (c != 0xF4 || p[1] < 0x90);
-        if (!ok)
+    unsigned char *p = (unsigned char *)s, *end = p + strlen(s);
+    while (p < end) {
+        /* a whole sequence: the scanner's rule (no overlong form, no
+         * surrogate, nothing past U+10FFFF) */
+        size_t n = *p < 0x80 ? 1 : proto__utf8_seq(p, end);
+        if (n == 0)
             *p++ = '?';
         else
             p += n;
