@@ -242,7 +242,7 @@ void proto_items_free(proto_items *it); /* NULL is fine */
  * (PROTO_BATCH) give for it, only without building the body's jansson
  * tree (one chain's targets, and items, read straight from the text as
  * proto_job_decode reads single solves). The other of *job and *items is
- * NULL; on error both are. */
+ * NULL; on error both are. job NULL: items only (proto_items_decode). */
 int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
                        proto_items **items, proto_error *err);

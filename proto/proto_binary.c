@@ -248,7 +248,7 @@ char *proto_job_encode_binary_head(const proto_job *job, size_t *len)
 }
 
 /* Record i at p (proto_job_binary_record bytes); its MoveIt code. */
-static int put_record(unsigned char *p, const proto_job *job, size_t i, unsigned f)
+int proto__binary_record(unsigned char *p, const proto_job *job, size_t i, unsigned f)
 {
     const proto_result *r = proto__result(job, i);
     const proto_chain *c = job->chain;
@@ -327,7 +327,7 @@ char *proto_job_encode_binary_results(const proto_job *job, size_t begin, size_t
     if (!out)
         return NULL;
     for (size_t i = begin; i < end; i++) {
-        int code = put_record(out + (i - begin) * rec, job, i, f);
+        int code = proto__binary_record(out + (i - begin) * rec, job, i, f);
         counts[code == 1 ? 0 : code == -31 ? 1 : code == -6 ? 2 : 3]++;
     }
     *len = (end - begin) * rec;
@@ -346,11 +346,4 @@ char *proto_job_encode_binary_tail(const proto_job *job, const size_t counts[PRO
         proto_le_put_u32(t + 4 + 4 * k, (uint32_t)counts[k]);
     *len = TAIL_OUT;
     return (char *)t;
-}
-
-/* ---- records for other binary messages ------------------------------------------ */
-
-int proto__binary_record(unsigned char *p, const proto_job *job, size_t i)
-{
-    return put_record(p, job, i, proto__binary_fields(job));
 }

@@ -73,7 +73,9 @@ void proto_chain_unref(proto_chain *c)
     free(c->tree);
     free(c->tip_names);
     free(c->path_bones);
-    proto__chain_collide_free(c);
+    free(c->collide);
+    free(c->collide_links);
+    free(c->collide_err);
     free(c);
 }
 

@@ -30,13 +30,6 @@
 #include "proto/proto_collide.h"
 #include "proto/proto_scene.h"
 
-void proto__chain_collide_free(proto_chain *c)
-{
-    free(c->collide);
-    free(c->collide_links);
-    free(c->collide_err);
-}
-
 /* The client's spheres of member v at path into *out (heap) and *n. */
 static int read_spheres(const json_t *v, const char *path, proto_collide_sphere **out, size_t *n,
                         proto_error *err)

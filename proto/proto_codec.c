@@ -799,19 +799,18 @@ static int servo_read(const json_t *sv, const proto_chain *c, proto_options *o, 
     return 0;
 }
 
-/* A number member within [lo, hi] (positive: > 0 and <= hi) into *out,
+/* A number member within [0, hi] (positive: > 0 and <= hi) into *out,
  * worded as proto_json_number (proto_json_positive) words it. */
-static int number_rule(const proto_object *ob, size_t k, const char *at, bool positive, double lo,
-                       double hi, double *out, proto_error *err)
+static int number_rule(const proto_object *ob, size_t k, const char *at, bool positive, double hi,
+                       double *out, proto_error *err)
 {
     double d = ob->num[options_members[k].at];
     char what[128];
-    if (positive ? !(d > 0) || d > hi : d < lo || d > hi) {
+    if (positive ? !(d > 0) || d > hi : d < 0 || d > hi) {
         if (positive)
             proto_error_format_text(what, sizeof what, "must be > 0 and <= %g (got %g)", hi, d);
         else
-            proto_error_format_text(what, sizeof what, "must be within [%g, %g] (got %g)", lo, hi,
-                                    d);
+            proto_error_format_text(what, sizeof what, "must be within [0, %g] (got %g)", hi, d);
         return proto__bad(err, at, what);
     }
     *out = d;
@@ -854,11 +853,10 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
         o->frame = (proto_frame)e;
         return 0;
     case PROTO_O_TOLERANCE:
-        return number_rule(ob, k, at, true, 0, PROTO_MAX_ABS, &o->tolerance, err);
+        return number_rule(ob, k, at, true, PROTO_MAX_ABS, &o->tolerance, err);
     case PROTO_O_ANGULAR_TOLERANCE: {
         double a;
-        if (number_rule(ob, k, at, true, 0, o->units == PROTO_UNITS_DEGREES ? 180 : IK_PI, &a,
-                        err))
+        if (number_rule(ob, k, at, true, o->units == PROTO_UNITS_DEGREES ? 180 : IK_PI, &a, err))
             return -1;
         o->angular_tolerance = proto_angle_in(o->units, a);
         return 0;
@@ -869,14 +867,14 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
         o->max_iterations = (size_t)i;
         return 0;
     case PROTO_O_TIMEOUT_MS:
-        return number_rule(ob, k, at, false, 0, lim->max_time_ms, &o->timeout_ms, err);
+        return number_rule(ob, k, at, false, lim->max_time_ms, &o->timeout_ms, err);
     case PROTO_O_SEARCH:
         if (member_enum(ob, k, at, search_names, &e, err))
             return -1;
         o->nearest = e == 1;
         return 0;
     case PROTO_O_MAX_JOINT_STEP:
-        if (number_rule(ob, k, at, true, 0, PROTO_MAX_ABS, &o->max_joint_step_in, err))
+        if (number_rule(ob, k, at, true, PROTO_MAX_ABS, &o->max_joint_step_in, err))
             return -1;
         o->max_joint_step = o->max_joint_step_in; /* angles converted per joint */
         return 0;
@@ -907,7 +905,7 @@ static int option_rule(proto_object *ob, size_t k, const char *at, const proto_c
         return 0;
     case PROTO_O_COLLISION_MARGIN:
         o->has_margin = true;
-        return number_rule(ob, k, at, false, 0, PROTO_MAX_ABS, &o->collision_margin, err);
+        return number_rule(ob, k, at, false, PROTO_MAX_ABS, &o->collision_margin, err);
     default: /* PROTO_O_SERVO */
         return proto_in_is_text(&ob->in[k]) ? -1 : servo_read(ob->in[k].node, c, o, err);
     }

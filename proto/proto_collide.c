@@ -405,17 +405,6 @@ static int build_robot(const proto_urdf_robot *robot, const char *owner, const c
     return 0;
 }
 
-/* The arguments of a build from a URDF: 0, or -1 with *err set. */
-static int build_args(const char *base, const char *const *tips, size_t ntips,
-                      const ik_chain *chain, const ik_tree *tree, const proto_collide_spec *spec,
-                      const ik_collide_model *m, proto_error *err)
-{
-    if (!base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) || (chain && ntips != 1) ||
-        (tree && ntips != tree->ntips))
-        return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
-    return 0;
-}
-
 int proto_collide_build_robot(const proto_urdf_robot *urdf, const char *base,
                               const char *const *tips, size_t ntips, const ik_chain *chain,
                               const ik_tree *tree, const proto_collide_spec *spec,
@@ -424,10 +413,9 @@ int proto_collide_build_robot(const proto_urdf_robot *urdf, const char *base,
 {
     *links = NULL;
     *nlinks = 0;
-    if (!urdf)
+    if (!urdf || !base || !tips || ntips == 0 || !spec || !m || (!chain == !tree) ||
+        (chain && ntips != 1) || (tree && ntips != tree->ntips))
         return proto_error_set(err, PROTO_E_INTERNAL, NULL, "collision model: bad arguments");
-    if (build_args(base, tips, ntips, chain, tree, spec, m, err))
-        return -1;
     return build_robot(urdf, "the URDF", base, tips, ntips, chain, tree, spec, m, links, nlinks,
                        err);
 }

@@ -11,8 +11,10 @@
  */
 #include "proto/proto_error.h"
 #include "proto/proto_json_write.h"
+#include "proto/proto_scan.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,7 +71,7 @@ static int shortest(char *out, size_t size, double v)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 
-size_t proto_error_vformat(char *buf, size_t size, const char *fmt, va_list ap)
+static size_t proto_error_vformat(char *buf, size_t size, const char *fmt, va_list ap)
 {
     size_t n = 0; /* the length of the whole text, as snprintf counts */
     char spec[32];
@@ -220,45 +222,30 @@ size_t proto_error_format_text(char *buf, size_t size, const char *fmt, ...)
  * cut by a precision or the buffer's end) becomes '?'. */
 static void utf8_scrub(char *s)
 {
-    for (unsigned char *p = (unsigned char *)s; *p;) {
-        unsigned c = p[0], n = c < 0x80                ? 1
-                               : c >= 0xC2 && c < 0xE0 ? 2
-                               : (c & 0xF0) == 0xE0    ? 3
-                               : c >= 0xF0 && c < 0xF5 ? 4
-                                                       : 0;
-        bool ok = n > 0;
-        for (unsigned i = 1; ok && i < n; i++)
-            ok = (p[i] & 0xC0) == 0x80;
-        if (ok && n == 3) /* no overlong form, no surrogate */
-            ok = (c != 0xE0 || p[1] >= 0xA0) && (c != 0xED || p[1] < 0xA0);
-        if (ok && n == 4) /* no overlong form, nothing past U+10FFFF */
-            ok = (c != 0xF0 || p[1] >= 0x90) && (c != 0xF4 || p[1] < 0x90);
-        if (!ok)
+    unsigned char *p = (unsigned char *)s, *end = p + strlen(s);
+    while (p < end) {
+        /* a whole sequence: the scanner's rule (no overlong form, no
+         * surrogate, nothing past U+10FFFF) */
+        size_t n = *p < 0x80 ? 1 : proto__utf8_seq(p, end);
+        if (n == 0)
             *p++ = '?';
         else
             p += n;
     }
 }
 
-int proto_error_vset(proto_error *e, proto_errcode code, const char *path, const char *fmt,
-                     va_list ap)
+int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
 {
     if (!e)
         return -1;
     e->code = (unsigned)code < PROTO_E_COUNT && code != PROTO_E_NONE ? code : PROTO_E_INTERNAL;
     snprintf(e->path, sizeof e->path, "%s", path ? path : "");
-    proto_error_vformat(e->message, sizeof e->message, fmt, ap);
-    utf8_scrub(e->path);
-    utf8_scrub(e->message);
-    return -1;
-}
-
-int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
-{
     va_list ap;
     va_start(ap, fmt);
-    proto_error_vset(e, code, path, fmt, ap);
+    proto_error_vformat(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    utf8_scrub(e->path);
+    utf8_scrub(e->message);
     return -1;
 }
 

@@ -25,7 +25,6 @@
 #ifndef PROTO_ERROR_H
 #define PROTO_ERROR_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -88,10 +87,6 @@ typedef struct proto_error {
 int proto_error_set(proto_error *e, proto_errcode code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* proto_error_set with the arguments in a va_list. */
-int proto_error_vset(proto_error *e, proto_errcode code, const char *path, const char *fmt,
-                     va_list ap);
-
 /* The formatter of every message above: snprintf's, into buf (size bytes,
  * NUL-terminated, truncated; returns the length the whole text needs),
  * except that %g without a precision prints the shortest text that reads
@@ -99,7 +94,6 @@ int proto_error_vset(proto_error *e, proto_errcode code, const char *path, const
  * ("1000000.5", "1000000", "0.1", "1e-07"; %g wrote "1e+06" for the first
  * two), so that the numbers of a message (a bound and the value that broke
  * it) round-trip. */
-size_t proto_error_vformat(char *buf, size_t size, const char *fmt, va_list ap);
 size_t proto_error_format_text(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

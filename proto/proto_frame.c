@@ -80,18 +80,16 @@ ik_quat proto_frame_quat_out(proto_frame f, ik_quat q)
 void proto_frame_mat3_in(proto_frame f, const double m[9], double out[9])
 {
     const double *M = mat(f);
-    double t[9], r[9];
+    double t[9];
     /* t = M m */
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
             t[i * 3 + j] = M[i * 3] * m[j] + M[i * 3 + 1] * m[3 + j] + M[i * 3 + 2] * m[6 + j];
-    /* r = t M^T */
+    /* out = t M^T (m, which out may be, is read whole into t) */
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
-            r[i * 3 + j] =
+            out[i * 3 + j] =
                 t[i * 3] * M[j * 3] + t[i * 3 + 1] * M[j * 3 + 1] + t[i * 3 + 2] * M[j * 3 + 2];
-    for (int i = 0; i < 9; i++)
-        out[i] = r[i];
 }
 
 ik_xform proto_frame_xform_in(proto_frame f, ik_xform x)

@@ -187,9 +187,9 @@ int proto_items_decode_json(json_t *req, const proto_limits *lim, proto_chain_lo
 /* A batch body: the text mode of one chain's targets (with job), then of
  * items, else the tree, then the decoder of its form (items only, without
  * job). */
-static int batch_decode(const char *body, size_t len, const proto_limits *lim,
-                        proto_chain_lookup_fn lookup, void *ud, proto_job **job,
-                        proto_items **items, proto_error *err)
+int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
+                       proto_chain_lookup_fn lookup, void *ud, proto_job **job,
+                       proto_items **items, proto_error *err)
 {
     proto_limits def;
     lim = proto__limits_or_default(lim, &def);
@@ -215,14 +215,7 @@ int proto_items_decode(const char *body, size_t len, const proto_limits *lim,
                        proto_chain_lookup_fn lookup, void *ud, proto_items **out,
                        proto_error *err)
 {
-    return batch_decode(body, len, lim, lookup, ud, NULL, out, err);
-}
-
-int proto_batch_decode(const char *body, size_t len, const proto_limits *lim,
-                       proto_chain_lookup_fn lookup, void *ud, proto_job **job,
-                       proto_items **items, proto_error *err)
-{
-    return batch_decode(body, len, lim, lookup, ud, job, items, err);
+    return proto_batch_decode(body, len, lim, lookup, ud, NULL, out, err);
 }
 
 size_t proto_items_count(const proto_items *it)

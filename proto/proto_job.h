@@ -215,11 +215,10 @@ struct proto_job {
     proto_solver solver; /* resolved, never AUTO */
     size_t n;            /* targets */
     proto_target *targets;
-    /* seeds: joint values (dof per target) or bone positions (npos per
-     * target); has_seed[i] says whether target i has one */
+    /* seeds: proto__seed_len() doubles per target (joint values or bone
+     * positions); has_seed[i] says whether target i has one */
     bool *has_seed;
     double *seed_q;
-    ik_vec3 *seed_pos;
     size_t dof;  /* joint values in a result */
     size_t npos; /* positions in a result */
     size_t nrot; /* rotations in a result */
@@ -304,10 +303,10 @@ void proto__counts_write(proto_jw *w, const size_t counts[PROTO_COUNT_BUCKETS], 
 /* proto_binary.c: the binary answer's record of result i of job (written by
  * the binary batches and the binary ticks alike): its "fields" word (the
  * members it has places for, PROTO_FIELD_MAP's binary column) and the
- * record itself at p (proto_job_binary_record(job) bytes); its MoveIt
- * code. */
+ * record itself at p (proto_job_binary_record(job) bytes) with fields f;
+ * its MoveIt code. */
 unsigned proto__binary_fields(const proto_job *job);
-int proto__binary_record(unsigned char *p, const proto_job *job, size_t i);
+int proto__binary_record(unsigned char *p, const proto_job *job, size_t i, unsigned f);
 
 /* proto_job_encode.c: the status word and MoveIt code (moveit_msgs/
  * MoveItErrorCodes) a solver status is answered with; statuses outside the
@@ -324,12 +323,8 @@ int proto__resolve_solver(const proto_chain *c, const proto_options *o, const pr
 int proto__check_target(const proto_job *job, const proto_target *t, const char *path,
                         proto_error *err);
 void proto__run_one(proto_job *job, size_t i, void *ws, size_t ws_size);
-size_t proto__workspace_size(const proto_job *job);
 /* Frees what proto__options_read allocated in o (options.servo's
  * velocities); o stays valid without them. */
 void proto__options_release(proto_options *o);
-/* Result dimensions for the resolved solver. */
-void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_t *npos,
-                        size_t *nrot);
 
 #endif /* PROTO_JOB_H */

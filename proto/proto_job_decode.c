@@ -210,7 +210,7 @@ int proto__job_new(proto_chain *chain, const proto_options *opt, proto_kind kind
         }
         job->sol_cap = PROTO_MAX_SOLUTIONS;
     }
-    proto__result_dims(chain, job->solver, &job->dof, &job->npos, &job->nrot);
+    proto_kinds[chain->kind]->dims(chain, &job->dof, &job->npos, &job->nrot);
     if (job_alloc(job, seeds)) {
         proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");
         goto fail;

@@ -57,11 +57,6 @@ int proto__moveit(int st, const char **word)
     return 99999;
 }
 
-static void status_words(int st, const char **word, int *code)
-{
-    *code = proto__moveit(st, word);
-}
-
 /* True when every number of result r is finite and at most 1e300 in
  * magnitude, as the solvers give them: then no conversion an answer makes
  * (a frame's permutation with signs, radians to degrees, seconds to
@@ -151,12 +146,10 @@ static const char *non_finite_member(const proto_job *job, size_t i)
  * non-finite number anyway is answered as a failure (MoveIt's FAILURE)
  * whose reason names the member, "non_finite_<member>" (reason points into
  * a buffer of PROTO_REASON_MAX), rather than with the number left out. */
-typedef proto__outcome outcome;
-
 void proto__result_outcome(const proto_job *job, size_t i, proto__outcome *o)
 {
     proto_result *r = proto__result(job, i);
-    status_words(r->status, &o->word, &o->code);
+    o->code = proto__moveit(r->status, &o->word);
     o->reason = ik_status_name(r->status);
     o->pose = r->status != IK_EINVAL && r->status != IK_ENOSPC;
     o->time_ms = isfinite(r->time_s * 1e3) ? r->time_s * 1e3 : 0.0;
@@ -180,7 +173,7 @@ const char *proto_job_status(const proto_job *job, size_t i)
     const proto_result *r = proto__result(job, i);
     if (r->answered)
         return r->answered;
-    outcome oc;
+    proto__outcome oc;
     proto__result_outcome(job, i, &oc);
     return oc.word;
 }
@@ -383,7 +376,7 @@ static int put_result_members(proto_jw *w, bool *first, const proto_job *job, si
     const int dg = job->opt.digits;
     quat_memo qm;
     qm.n = 0;
-    outcome oc;
+    proto__outcome oc;
     proto__result_outcome(job, i, &oc);
     MEMBER(w, first, "status");
     put_word(w, oc.word);

@@ -62,26 +62,16 @@ double proto_job_cost_us(const proto_job *job)
 
 double proto_job_budget_us(const proto_job *job)
 {
-    switch (job->solver) {
-    case PROTO_SOLVER_TWO_LINK:
-    case PROTO_SOLVER_THREE_LINK:
-    case PROTO_SOLVER_THREE_LINK_3D:
-    case PROTO_SOLVER_TWO_BONE:
-    case PROTO_SOLVER_FABRIK:
-    case PROTO_SOLVER_CCD:
-    case PROTO_SOLVER_CLOSED:
+    if (job->solver != PROTO_SOLVER_NUMERIC)
         return proto_job_cost_us(job);
-    default: {
-        /* the time budget (of CPU time: the wall-clock ceiling is ten times
-         * it, solver/ik_budget.h, reached only on a loaded machine) */
-        if (job->opt.timeout_ms > 0)
-            return 1000.0 * job->opt.timeout_ms;
-        /* no time budget: the iterations, at about a microsecond per joint
-         * each (a guess: the bound is only as good as it) */
-        size_t it = job->opt.max_iterations ? job->opt.max_iterations : job->opt.iter_cap;
-        return (double)it * (double)(job->dof ? job->dof : 1);
-    }
-    }
+    /* the time budget (of CPU time: the wall-clock ceiling is ten times
+     * it, solver/ik_budget.h, reached only on a loaded machine) */
+    if (job->opt.timeout_ms > 0)
+        return 1000.0 * job->opt.timeout_ms;
+    /* no time budget: the iterations, at about a microsecond per joint
+     * each (a guess: the bound is only as good as it) */
+    size_t it = job->opt.max_iterations ? job->opt.max_iterations : job->opt.iter_cap;
+    return (double)it * (double)(job->dof ? job->dof : 1);
 }
 
 void proto_job_run(proto_job *job, size_t begin, size_t end)
@@ -90,7 +80,7 @@ void proto_job_run(proto_job *job, size_t begin, size_t end)
         end = job->n;
     if (begin >= end)
         return;
-    size_t ws_size = proto__workspace_size(job);
+    size_t ws_size = proto_kinds[job->chain->kind]->workspace(job);
     void *ws = ws_size ? malloc(ws_size) : NULL;
     for (size_t i = begin; i < end; i++) {
         if (ws_size && !ws) {

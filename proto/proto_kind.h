@@ -235,7 +235,6 @@ int proto__chain_collide_joints(proto_chain *c, const json_t *o, const char *pat
                                 char (*names)[PROTO_NAME_MAX], size_t n, const size_t *tip_joint,
                                 size_t ntips, proto_frame frame, const proto_limits *lim,
                                 proto_error *err);
-void proto__chain_collide_free(proto_chain *c);
 /* 0 when c has a collision model; else -1 with *err saying why (at path
  * when the chain itself gives no path). */
 int proto__chain_collide_check(const proto_chain *c, const char *path, proto_error *err);

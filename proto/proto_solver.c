@@ -122,18 +122,6 @@ int proto__check_target(const proto_job *job, const proto_target *t, const char 
     return 0;
 }
 
-void proto__result_dims(const proto_chain *c, proto_solver s, size_t *dof, size_t *npos,
-                        size_t *nrot)
-{
-    (void)s;
-    proto_kinds[c->kind]->dims(c, dof, npos, nrot);
-}
-
-size_t proto__workspace_size(const proto_job *job)
-{
-    return proto_kinds[job->chain->kind]->workspace(job);
-}
-
 /* ---- running ---------------------------------------------------------- */
 
 static double now_s(void)

@@ -73,9 +73,9 @@ bool proto_stream_utf8_valid(const char *s, size_t len)
 static const char bad_name[] = "\"stream\" must be 1 to 64 characters of A-Z a-z 0-9 _ . : -";
 static const char bad_seq_int[] = "\"seq\" must be an integer of magnitude below 2^53";
 
-static int stream_err(proto_error *err, proto_errcode code, const char *path, const char *msg)
+static int stream_err(proto_error *err, const char *path, const char *msg)
 {
-    return proto_error_set(err, code, path, "%s", msg);
+    return proto_error_set(err, PROTO_E_INVALID_REQUEST, path, "%s", msg);
 }
 
 /* Reads n finite numbers of an array into v; -1 when it is not such an array. */
@@ -176,12 +176,10 @@ static int path_decode(const proto_object *m, proto_stream_path **out, proto_err
 {
     const json_t *wps = member(m, M_WAYPOINTS);
     if (!json_is_array(wps))
-        return stream_err(err, PROTO_E_INVALID_REQUEST, "/waypoints",
-                          "\"waypoints\" must be an array of targets");
+        return stream_err(err, "/waypoints", "\"waypoints\" must be an array of targets");
     size_t n = json_array_size(wps);
     if (n < 2)
-        return stream_err(err, PROTO_E_INVALID_REQUEST, "/waypoints",
-                          "a path needs at least two waypoints");
+        return stream_err(err, "/waypoints", "a path needs at least two waypoints");
     if (n > PROTO_STREAM_MAX_WAYPOINTS)
         return proto_error_set(err, PROTO_E_TOO_LARGE, "/waypoints",
                                "a path has at most %d waypoints", PROTO_STREAM_MAX_WAYPOINTS);
@@ -200,8 +198,7 @@ static int path_decode(const proto_object *m, proto_stream_path **out, proto_err
     if (jd) {
         dur = json_is_number(jd) ? json_number_value(jd) : NAN;
         if (!(dur > 0.0 && isfinite(dur)))
-            return stream_err(err, PROTO_E_INVALID_REQUEST, "/duration_s",
-                              "\"duration_s\" must be a positive number");
+            return stream_err(err, "/duration_s", "\"duration_s\" must be a positive number");
     }
     double samples = floor(dur * rate + 1e-9) + 1.0;
     if (samples > (double)PROTO_STREAM_MAX_SAMPLES)
@@ -244,7 +241,7 @@ static int path_decode(const proto_object *m, proto_stream_path **out, proto_err
         snprintf(where, sizeof where, "/waypoints/%zu%s", i, msg ? at : "/orientation");
         if (msg || (o && proto__quat(o, where, &q, err))) {
             proto_stream_path_free(p);
-            return msg ? stream_err(err, PROTO_E_INVALID_REQUEST, where, msg) : -1;
+            return msg ? stream_err(err, where, msg) : -1;
         }
         p->pts[i].json = json_incref(w);
     }
@@ -496,11 +493,9 @@ static int scene_id(const proto_object *m, proto_stream_msg *out, proto_error *e
     if (!sid)
         return 0;
     if (!json_is_string(sid))
-        return stream_err(err, PROTO_E_INVALID_REQUEST, "/scene_id",
-                          "\"scene_id\" must be a string");
+        return stream_err(err, "/scene_id", "\"scene_id\" must be a string");
     if (out->scene)
-        return stream_err(err, PROTO_E_INVALID_REQUEST, "/scene_id",
-                          "give either scene or scene_id, not both");
+        return stream_err(err, "/scene_id", "give either scene or scene_id, not both");
     out->scene_id = json_string_value(sid);
     return 0;
 }
@@ -538,7 +533,7 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         return proto_json_syntax_error(text, len, &jerr, PROTO_JSON_STREAM, err);
     if (!json_is_object(root)) {
         json_decref(root);
-        return stream_err(err, PROTO_E_INVALID_REQUEST, "", "a message must be a JSON object");
+        return stream_err(err, "", "a message must be a JSON object");
     }
 
     /* Stream and seq first, so that later errors can name them. */
@@ -553,12 +548,11 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     size_t t;
     proto_object m;
     if (!jt) {
-        stream_err(err, PROTO_E_INVALID_REQUEST, "/type",
-                   "\"type\" is required (open, target, path or close)");
+        stream_err(err, "/type", "\"type\" is required (open, target, path or close)");
         goto out;
     }
     if (!type) {
-        stream_err(err, PROTO_E_INVALID_REQUEST, "/type", "\"type\" must be a string");
+        stream_err(err, "/type", "\"type\" must be a string");
         goto out;
     }
     for (t = 0; t < sizeof type_names / sizeof type_names[0]; t++)
@@ -575,14 +569,13 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         if (tree_members(root, "", type_members[t], &m, err))
             goto out;
     } else if (!out->stream[0]) {
-        stream_err(err, PROTO_E_INVALID_REQUEST, "/stream",
-                   js ? bad_name : "\"stream\" is required");
+        stream_err(err, "/stream", js ? bad_name : "\"stream\" is required");
         goto out;
     }
     if ((out->type == PROTO_STREAM_TARGET || out->type == PROTO_STREAM_PATH ||
          out->type == PROTO_STREAM_TICK) &&
         !out->has_seq) {
-        stream_err(err, PROTO_E_INVALID_REQUEST, "/seq", jq ? bad_seq_int : "\"seq\" is required");
+        stream_err(err, "/seq", jq ? bad_seq_int : "\"seq\" is required");
         goto out;
     }
 
@@ -594,17 +587,16 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         json_t *chain = member(&m, M_CHAIN);
         const json_t *cid = member(&m, M_CHAIN_ID);
         if ((chain != NULL) == (cid != NULL)) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "",
-                       "exactly one of \"chain\" and \"chain_id\" opens a stream");
+            stream_err(err, "", "exactly one of \"chain\" and \"chain_id\" opens a stream");
             goto out;
         }
         if (cid && !json_is_string(cid)) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "/chain_id", "\"chain_id\" must be a string");
+            stream_err(err, "/chain_id", "\"chain_id\" must be a string");
             goto out;
         }
         json_t *opt = member(&m, M_OPTIONS);
         if (opt && !json_is_object(opt)) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "/options", "\"options\" must be an object");
+            stream_err(err, "/options", "\"options\" must be an object");
             goto out;
         }
         out->chain = chain;
@@ -621,8 +613,7 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
         if (scene_id(&m, out, err))
             goto out;
         if (!out->scene && !out->scene_id) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "/scene",
-                       "\"scene\" (or \"scene_id\") is required");
+            stream_err(err, "/scene", "\"scene\" (or \"scene_id\") is required");
             goto out;
         }
         break;
@@ -631,7 +622,7 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     case PROTO_STREAM_TARGET:
         out->target = member(&m, M_TARGET);
         if (!out->target) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "/target", "\"target\" is required");
+            stream_err(err, "/target", "\"target\" is required");
             goto out;
         }
         out->seed = member(&m, M_SEED);
@@ -643,11 +634,11 @@ int proto__stream_decode_tree(const char *text, size_t len, proto_stream_msg *ou
     case PROTO_STREAM_TICK:
         out->targets = member(&m, M_TARGETS);
         if (!out->targets) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "/targets", "\"targets\" is required");
+            stream_err(err, "/targets", "\"targets\" is required");
             goto out;
         }
         if (!json_is_array(out->targets) || json_array_size(out->targets) == 0) {
-            stream_err(err, PROTO_E_INVALID_REQUEST, "/targets",
+            stream_err(err, "/targets",
                        "\"targets\" must be a non-empty array of {\"stream\", \"seq\", "
                        "\"target\"} objects");
             goto out;
@@ -703,14 +694,13 @@ int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i, proto_stre
         char at[PROTO_PATH_MAX], key[PROTO_PATH_MAX];
         proto_json_path_index(at, "/targets", i);
         proto_json_path_key(key, at, t->bad == PROTO_RAW_BAD_SEQ ? "seq" : "stream");
-        return stream_err(err, PROTO_E_INVALID_REQUEST, key,
-                          t->bad == PROTO_RAW_BAD_SEQ ? bad_seq_int : bad_name);
+        return stream_err(err, key, t->bad == PROTO_RAW_BAD_SEQ ? bad_seq_int : bad_name);
     }
     char base[PROTO_PATH_MAX], where[PROTO_PATH_MAX];
     const json_t *v = json_array_get(m->targets, i);
     proto_json_path_index(base, "/targets", i);
     if (!json_is_object(v))
-        return stream_err(err, PROTO_E_INVALID_REQUEST, base,
+        return stream_err(err, base,
                           "a target of a tick must be an object {\"stream\", \"seq\", "
                           "\"target\"}");
     const json_t *js = json_object_get(v, "stream"), *jq = json_object_get(v, "seq");
@@ -718,20 +708,19 @@ int proto_stream_tick_target_get(const proto_stream_msg *m, size_t i, proto_stre
         memcpy(out->stream, json_string_value(js), json_string_length(js) + 1);
     if (jq && !read_seq(jq, &out->seq)) {
         proto_json_path_key(where, base, "seq");
-        return stream_err(err, PROTO_E_INVALID_REQUEST, where, bad_seq_int);
+        return stream_err(err, where, bad_seq_int);
     }
     proto_object o;
     if (tree_members(v, base, TICK_TARGET, &o, err))
         return -1;
     if (!out->stream[0]) {
         proto_json_path_key(where, base, "stream");
-        return stream_err(err, PROTO_E_INVALID_REQUEST, where,
-                          js ? bad_name : "\"stream\" is required");
+        return stream_err(err, where, js ? bad_name : "\"stream\" is required");
     }
     out->target = member(&o, M_TARGET);
     if (!out->target) {
         proto_json_path_key(where, base, "target");
-        return stream_err(err, PROTO_E_INVALID_REQUEST, where, "\"target\" is required");
+        return stream_err(err, where, "\"target\" is required");
     }
     out->seed = member(&o, M_SEED);
     return 0;
@@ -761,21 +750,6 @@ static void put_count(proto_jw *w, const char *key, size_t klen, long long n)
     proto_jw_integer(w, (json_int_t)n);
 }
 #define COUNT(w, key, n) put_count(w, key, sizeof(key) - 1, (long long)(n))
-
-/* {"type":"solution","stream":..,"seq":..,"skipped":..[,"index":..,"count":..],"result": */
-static void solution_head(proto_jw *w, const char *stream, long long seq, size_t skipped,
-                          size_t index, size_t count)
-{
-    RAW(w, "{\"type\":\"solution\",");
-    put_stream(w, stream);
-    COUNT(w, "seq", seq);
-    COUNT(w, "skipped", skipped);
-    if (count > 0) {
-        COUNT(w, "index", index);
-        COUNT(w, "count", count);
-    }
-    RAW(w, ",\"result\":");
-}
 
 char *proto_stream_encode_opened(const char *stream, const char *chain_id, size_t *len)
 {
@@ -807,7 +781,16 @@ char *proto_stream_encode_job_solution(const char *stream, long long seq, size_t
     char buf[2048];
     proto_jw w;
     proto_jw_init(&w, buf, sizeof buf);
-    solution_head(&w, stream, seq, skipped, index, count);
+    /* {"type":"solution","stream":..,"seq":..,"skipped":..[,"index":..,"count":..],"result": */
+    RAW(&w, "{\"type\":\"solution\",");
+    put_stream(&w, stream);
+    COUNT(&w, "seq", seq);
+    COUNT(&w, "skipped", skipped);
+    if (count > 0) {
+        COUNT(&w, "index", index);
+        COUNT(&w, "count", count);
+    }
+    RAW(&w, ",\"result\":");
     proto__job_result_write(&w, job, i);
     RAW(&w, "}");
     return proto_jw_finish(&w, len);

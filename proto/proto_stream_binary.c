@@ -217,12 +217,13 @@ void proto_stream_tick_solution_binary(proto_jw *w, const char *stream, long lon
     entry_head(e, size, ENTRY_SOLUTION, name, true, seq,
                (uint32_t)(skipped > UINT32_MAX ? UINT32_MAX : skipped), (uint32_t)rec);
     unsigned char *s = e + ENTRY_HEAD;
-    proto_le_put_u32(s, proto__binary_fields(job));
+    unsigned f = proto__binary_fields(job);
+    proto_le_put_u32(s, f);
     proto_le_put_u16(s + 4, (uint16_t)job->dof);
     proto_le_put_u16(s + 6, (uint16_t)job->npos);
     proto_le_put_u16(s + 8, (uint16_t)job->nrot);
     proto_le_put_u16(s + 10, (uint16_t)(job->dims2 ? 2 : 3));
-    proto__binary_record(s + SOLUTION_SHAPE, job, i);
+    proto__binary_record(s + SOLUTION_SHAPE, job, i, f);
     memcpy(s + SOLUTION_SHAPE + rec, stream, name);
 }
 

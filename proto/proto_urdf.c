@@ -21,7 +21,6 @@
 
 #include <libxml/tree.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,18 +30,9 @@
 
 /* ---- errors ---------------------------------------------------------- */
 
-static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int urdf_fail(proto_error *err, proto_errcode code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    proto_error_vset(err, code, NULL, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
+/* An error of the document: its path left empty for the caller to fill in
+ * (proto_urdf.h). */
+#define urdf_fail(err, code, ...) proto_error_set((err), (code), NULL, __VA_ARGS__)
 #define INVALID(err, ...)   urdf_fail((err), PROTO_E_INVALID_URDF, __VA_ARGS__)
 #define TOO_LARGE(err, ...) urdf_fail((err), PROTO_E_TOO_LARGE, __VA_ARGS__)
 
@@ -426,18 +416,6 @@ void proto_urdf_close(proto_urdf_doc *d)
     free(d);
 }
 
-/* The arguments of a chain's reading: 0, or -1 with *err set. */
-static int chain_args(const char *base_link, const char *tip_link, const ik_joint *joints,
-                      size_t cap, const size_t *n_joints, const double *vel, const int *vel_rc,
-                      proto_error *err)
-{
-    if (vel && !vel_rc)
-        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no room for the velocities");
-    if (!base_link || !tip_link || !n_joints || (cap > 0 && !joints))
-        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "base and tip links must be given");
-    return 0;
-}
-
 int proto_urdf_doc_chain(const proto_urdf_doc *d, const char *base_link, const char *tip_link,
                          ik_joint *joints, size_t cap, size_t *n_joints,
                          char (*names)[PROTO_URDF_NAME_MAX], double *vel, int *vel_rc,
@@ -445,8 +423,10 @@ int proto_urdf_doc_chain(const proto_urdf_doc *d, const char *base_link, const c
 {
     if (!d)
         return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no URDF document");
-    if (chain_args(base_link, tip_link, joints, cap, n_joints, vel, vel_rc, err))
-        return -1;
+    if (vel && !vel_rc)
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no room for the velocities");
+    if (!base_link || !tip_link || !n_joints || (cap > 0 && !joints))
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "base and tip links must be given");
     if (vel)
         *vel_rc = 0;
     const urdf_joint **path = NULL;
@@ -483,21 +463,6 @@ done:
     return r;
 }
 
-/* The arguments of a tree's reading: 0, or -1 with *err set. */
-static int tree_args(const char *base_link, const char *const *tip_links, size_t ntips,
-                     const ik_joint *joints, const int *parent, size_t cap, const size_t *n_joints,
-                     const size_t *tip_joint, proto_error *err)
-{
-    if (!base_link || !tip_links || ntips == 0 || !n_joints || !parent || !tip_joint ||
-        (cap > 0 && !joints))
-        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "a base link and tip links must be given");
-    for (size_t t = 0; t < ntips; t++)
-        for (size_t u = 0; u < t; u++)
-            if (strcmp(tip_links[t], tip_links[u]) == 0)
-                return INVALID(err, "tip link '%.64s' is named twice", tip_links[t]);
-    return 0;
-}
-
 int proto_urdf_doc_tree(const proto_urdf_doc *d, const char *base_link,
                         const char *const *tip_links, size_t ntips, ik_joint *joints, int *parent,
                         size_t cap, size_t *n_joints, size_t *tip_joint,
@@ -505,8 +470,13 @@ int proto_urdf_doc_tree(const proto_urdf_doc *d, const char *base_link,
 {
     if (!d)
         return urdf_fail(err, PROTO_E_INVALID_REQUEST, "no URDF document");
-    if (tree_args(base_link, tip_links, ntips, joints, parent, cap, n_joints, tip_joint, err))
-        return -1;
+    if (!base_link || !tip_links || ntips == 0 || !n_joints || !parent || !tip_joint ||
+        (cap > 0 && !joints))
+        return urdf_fail(err, PROTO_E_INVALID_REQUEST, "a base link and tip links must be given");
+    for (size_t t = 0; t < ntips; t++)
+        for (size_t u = 0; u < t; u++)
+            if (strcmp(tip_links[t], tip_links[u]) == 0)
+                return INVALID(err, "tip link '%.64s' is named twice", tip_links[t]);
     /* the joints met so far (urdf_joint pointers), to list each once */
     const urdf_joint **seen = malloc((d->n_joints ? d->n_joints : 1) * sizeof *seen);
     const urdf_joint **path = NULL;
