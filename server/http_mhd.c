@@ -832,8 +832,11 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         else
             snprintf(msg, sizeof msg, "header %.64s holds a NUL byte", hv.nul_header);
         refuse(r, PROTO_E_INVALID_REQUEST, "nul_byte", msg);
-    } else if (hv.length_conflict) {
-        refuse(r, PROTO_E_INVALID_REQUEST, "content_length", "Content-Length headers disagree");
+    } else if (hv.length_conflict || (hv.length && hv.transfer_encoding)) {
+        /* a proxy in front may end the body elsewhere (RFC 9112 6.1) */
+        refuse(r, PROTO_E_INVALID_REQUEST, "content_length",
+               hv.length_conflict ? "Content-Length headers disagree"
+                                  : "Content-Length and Transfer-Encoding together");
         return refuse_now(r); /* its body's end is unknown: libmicrohttpd then closes */
     } else if (!d) {
         char msg[256];

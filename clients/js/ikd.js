@@ -107,8 +107,9 @@ function errorOf(obj, stream) {
 const seqOf = (v) => (Number.isSafeInteger(v) ? v : undefined);
 
 /** Why a decoded tick_solution cannot be read (at most max entries, each
- * an object naming its stream, with an integer seq when it has one), or
- * null when it can. */
+ * an object, with a string stream and an integer seq when it has them: the
+ * entry of a target whose name ikd could not read names none), or null
+ * when it can. */
 function tickRefusal(msg, max) {
   if (seqOf(msg.seq) === undefined) return 'a tick answer without a seq this client can read';
   const items = msg.solutions;
@@ -116,7 +117,7 @@ function tickRefusal(msg, max) {
   if (items.length > max) return `a tick answer of more than ${max} entries (maxStreams)`;
   for (let i = 0; i < items.length; i++) {
     const it = items[i];
-    if (!it || typeof it !== 'object' || typeof it.stream !== 'string' || (it.seq !== undefined && seqOf(it.seq) === undefined)) return `tick answer entry ${i} cannot be read`;
+    if (!it || typeof it !== 'object' || (it.stream !== undefined && typeof it.stream !== 'string') || (it.seq !== undefined && seqOf(it.seq) === undefined)) return `tick answer entry ${i} cannot be read`;
   }
   return null;
 }

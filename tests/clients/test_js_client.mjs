@@ -426,6 +426,10 @@ test('a tick_solution reaches the caller: one item per target in order, per-stre
     assert.equal(done.at(-1).seq, 23);
     checkLeg(done.at(-1).solutions[0].result, [0.2, 0.1, 0.25 + 0.002 * 19]);
     assert.equal(ticks.at(-1), 23, 'the "tick" event saw the last tick');
+    /* a name ikd cannot read: its entry names no stream (an error in its
+     * place, not a tick refused as bad_answer) */
+    const t2b = await conn.tick([{ stream: 'x'.repeat(300), target: { position: a } }]);
+    assert.deepEqual([t2b.seq, t2b.solutions[0].error.code, t2b.solutions[0].error.path], [24, 'invalid_request', '/targets/0/stream']);
   } finally {
     await conn.close();
   }

@@ -150,6 +150,21 @@ class RequestTest(unittest.TestCase):
         status, _ = raw(self.d.port, post + twice % (len(body), len(body)) + body)
         self.assertTrue(status.endswith("200 OK"), status)
 
+    def test_content_length_with_transfer_encoding(self):
+        """Content-Length and Transfer-Encoding together (a proxy in front
+        may frame the body by the length, ikd by the chunks: request
+        smuggling; RFC 9112 6.1) are refused, in either order (before: the
+        chunks were read and the solve answered 200)."""
+        body = json.dumps({"chain": {"kind": "planar", "lengths": [1.0, 1.0]},
+                           "target": {"position": [1.2, 0.5]}}).encode()
+        post = request("/v1/solve").replace(b"GET", b"POST")[:-2]
+        chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        for heads in (b"Content-Length: 3\r\nTransfer-Encoding: chunked\r\n",
+                      b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n"):
+            with self.subTest(heads=heads):
+                self.assert_refused(post + heads + b"\r\n" + chunked,
+                                    ["Content-Length", "Transfer-Encoding"])
+
     def test_bytes_that_are_not_utf8_in_the_url(self):
         """A URL holding bytes that are not UTF-8 (raw, percent-encoded, or
         a character cut where the message quotes 200 bytes of it) is told
