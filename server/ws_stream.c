@@ -187,12 +187,26 @@ static void scenes_sweep(ws_stream *s)
     s->nretired = k;
 }
 
+/* True when s counts scene r already: its own scene, or one it retired
+ * (the same registered scene, sent again by scene_id). */
+static bool scene_counted(const ws_stream *s, const proto_scene *r)
+{
+    if (proto_session_scene_of(s->session) == r)
+        return true;
+    for (unsigned char i = 0; i < s->nretired; i++)
+        if (s->retired[i] == r)
+            return true;
+    return false;
+}
+
 /* The scene s had (held, a reference, taken) is replaced: given back, or
- * kept counted while a job of s was built in it. */
+ * kept counted while a job of s was built in it (once: a scene s still
+ * counts elsewhere is given back, so that retired holds distinct scenes,
+ * one per job at most). */
 static void scene_retire(ws_stream *s, proto_scene *old)
 {
     scenes_sweep(s); /* at most three left, each kept by a job */
-    if (old && scene_in_use(s, old)) {
+    if (old && scene_in_use(s, old) && !scene_counted(s, old)) {
         s->retired[s->nretired++] = old;
         return;
     }
