@@ -370,8 +370,13 @@ static void on_message(ws_conn *c, const char *text, size_t len, bool binary)
         /* behind a message on the pool: in order, after it */
         inbox_msg *x = malloc(sizeof *x);
         char *copy = x ? srv__ws_take_text(c, text) : NULL;
+        if (x && !copy && len == 0)
+            copy = malloc(1); /* an empty message has no buffer to take */
         if (!copy) {
             free(x);
+            proto_error e;
+            proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+            srv__ws_send_error(c, NULL, false, 0, &e);
             return;
         }
         x->next = NULL;

@@ -758,6 +758,24 @@ class StreamTest(unittest.TestCase):
             finally:
                 raw.close()
 
+    def test_empty_messages_behind_a_large_one_are_answered(self):
+        """Empty messages (text and binary) read together with a message
+        large enough to be decoded off the loop wait behind it and get
+        their errors, in order. Before, the two were dropped unanswered
+        (an empty message has no buffer of its own to wait in)."""
+        raw = RawWS(self.d.port)
+        try:
+            big = json.dumps({"type": "open", "stream": "big", "chain": BONES})
+            big = big[:-1] + " " * (70 * 1024) + "}"
+            raw.sock.sendall(frame(0x1, big.encode()) + frame(0x1, b"") + frame(0x2, b"") +
+                             frame(0x1, b'{"type":"close","stream":"big"}'))
+            got = [raw.recv_json() for _ in range(4)]
+            self.assertEqual([m["type"] for m in got], ["opened", "error", "error", "closed"], got)
+            self.assertEqual(got[1]["error"]["code"], "invalid_json", got)
+            self.assertEqual(got[2]["error"]["code"], "invalid_request", got)
+        finally:
+            raw.close()
+
     def test_vanishing_client(self):
         """Clients that reset their connection while seven-joint solves run
         on the pool and targets wait: nothing is left open, ikd is healthy."""
