@@ -216,6 +216,16 @@ static void scene_retire(ws_stream *s, proto_scene *old)
 
 /* ---- lifetime -------------------------------------------------------------- */
 
+/* The running path goes: its bytes given back, then its memory. */
+static void path_free(ws_stream *s)
+{
+    if (!s->path)
+        return;
+    srv_stream_paths_release(srv__ws_ctx(s->conn), s->path);
+    proto_stream_path_free(s->path);
+    s->path = NULL;
+}
+
 void srv__stream_unref(ws_stream *s)
 {
     if (--s->refs > 0)
@@ -228,7 +238,7 @@ void srv__stream_unref(ws_stream *s)
     proto_job_free(s->skip_later);
     s->pending = s->skip_later = NULL;
     scenes_sweep(s); /* no job left (nor a solve): every retired scene */
-    proto_stream_path_free(s->path);
+    path_free(s);
     free(s);
     srv__ws_unref(c);
 }
@@ -300,8 +310,7 @@ void srv__stream_drop(ws_stream *s)
     proto_job_free(s->pending);
     s->pending = NULL;
     scenes_sweep(s);
-    proto_stream_path_free(s->path);
-    s->path = NULL;
+    path_free(s);
     s->path_gen++;
     if (s->timer_open) {
         uv_timer_stop(&s->timer);
@@ -321,8 +330,7 @@ void srv__stream_path_end(ws_stream *s, bool completed)
                                            s->path_count, completed, &len);
     srv__ws_send(s->conn, t, len);
     free(t);
-    proto_stream_path_free(s->path);
-    s->path = NULL;
+    path_free(s);
     s->path_gen++;
     if (s->timer_open)
         uv_timer_stop(&s->timer);
@@ -678,13 +686,16 @@ void srv__stream_path(ws_stream *s, proto_stream_msg *m)
     srv__stream_kick(s); /* a target sent before the path is solved first */
     srv__stream_path_end(s, false);
     proto_error e;
-    if (proto_session_path(s->session, m->path, &e) != 0) {
+    if (proto_session_path(s->session, m->path, &e) != 0 ||
+        srv_stream_paths_hold(ctx, m->path, &e) != 0) {
         srv__ws_send_error(s->conn, s->name, true, m->seq, &e);
         return;
     }
     if (!s->timer_open) {
-        if (uv_timer_init(ctx->loop, &s->timer) != 0)
+        if (uv_timer_init(ctx->loop, &s->timer) != 0) {
+            srv_stream_paths_release(ctx, m->path);
             return;
+        }
         s->timer.data = s;
         s->timer_open = true;
         s->refs++;

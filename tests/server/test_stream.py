@@ -929,6 +929,55 @@ class LimitsTest(unittest.TestCase):
         self.assertLess(latencies[-1], 0.5 * SLOW, "slowest answer time")
 
 
+class PathBytesTest(unittest.TestCase):
+    def test_running_paths_are_bounded(self):
+        """Paths of 1024 waypoints (about 200 kB each once decoded) that
+        run for minutes, one per stream: they count against
+        --stream-chain-bytes with the streams' chains, past it a path is
+        refused (overloaded at /waypoints, the flag named), and a path's
+        bytes come back when it ends. Before, nothing bounded them: two
+        connections of 512 such paths held 200 MB more."""
+        d = Daemon("--stream-chain-bytes", "2M")
+        raw = RawWS(d.port)
+        try:
+            def held():
+                text = d.http("GET", "/metrics")[1]
+                line = [l for l in text.splitlines()
+                        if l.startswith('ikd_held_bytes{what="stream_chains"}')][0]
+                return int(float(line.split()[1]))
+            n = 24
+            for k in range(n):
+                raw.send_text(json.dumps({"type": "open", "stream": "p%d" % k, "chain": BONES}))
+            for k in range(n):
+                self.assertEqual(raw.recv_json()["type"], "opened")
+            chains = held()
+            waypoints = [{"position": [0.2, 0.1, 0.2 + 1e-4 * i]} for i in range(1024)]
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps({
+                "type": "path", "stream": "p%d" % k, "seq": k, "waypoints": waypoints,
+                "rate_hz": 0.01, "duration_s": 1000}).encode()) for k in range(n)))
+            got = [raw.recv_json() for _ in range(n)]
+            refused = [m for m in got if m["type"] == "error"]
+            running = [m["stream"] for m in got if m["type"] == "solution"]
+            self.assertEqual(len(refused) + len(running), n, got)
+            self.assertTrue(running and refused, (len(running), len(refused)))
+            for m in refused:
+                self.assertEqual((m["error"]["code"], m["error"]["path"]),
+                                 ("overloaded", "/waypoints"), m)
+                self.assertIn("--stream-chain-bytes", m["error"]["message"])
+            self.assertLessEqual(held(), 2 << 20)
+            self.assertGreater(held(), chains + len(running) * 1024 * 100)
+            # a target ends each running path: its bytes come back
+            for k, name in enumerate(running):
+                raw.send_text(json.dumps({"type": "target", "stream": name, "seq": 100 + k,
+                                          "target": {"position": [0.2, 0.1, 0.25]}}))
+            kinds = sorted(raw.recv_json()["type"] for _ in range(2 * len(running)))
+            self.assertEqual(kinds, ["path_end"] * len(running) + ["solution"] * len(running))
+            self.assertEqual(held(), chains)
+        finally:
+            raw.close()
+            d.stop()
+
+
 # ---- token and Origin on the upgrade --------------------------------------------
 
 class IdleTest(unittest.TestCase):
