@@ -198,8 +198,8 @@
       "decode to answer, each one) before new work gets 503")                                      \
     X(BODYBUDGET, LOAD, "body-budget", "IKD_BODY_BUDGET", SIZE(1, SRV_64G), body_budget_bytes,     \
       VALUE("256M"),                                                                               \
-      "request body bytes held at once for all clients, counted as they arrive; an upload "        \
-      "beyond it gets 503")                                                                        \
+      "request body bytes held at once for all clients, counted as they arrive (WebSocket "       \
+      "messages too); an upload beyond it gets 503, a WebSocket message closes with 1013")          \
     X(ANSWERBUDGET, LOAD, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1, SRV_64G),                  \
       answer_budget_bytes,                                                                         \
       VALUE("256M"),                                                                               \

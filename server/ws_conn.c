@@ -36,7 +36,9 @@
  * connection whose writes are blocked is not read until the socket takes
  * data again, so a client that floods and never reads holds at most one
  * read's worth beyond the cap, and fills its socket rather than the queue),
- * 1009 (a message above --max-message). After ikd sends a close frame the
+ * 1009 (a message above --max-message), 1013 (a message past one read's
+ * worth counts against --body-budget while it arrives, as HTTP bodies do,
+ * and the budget is full). After ikd sends a close frame the
  * client has WS_CLOSE_GRACE_MS to answer it (--timeout after a 1008, to
  * read what was queued first; the period starts again while it still
  * reads) before the connection is cut. A client silent for --timeout seconds gets a ping; if it still
@@ -84,6 +86,7 @@
 #define WS_READ_BUDGET (32 * 1024) /* bytes read per poll event, for fairness */
 #define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
 #define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
+#define WS_CODE_TRY_AGAIN_LATER 1013 /* RFC 6455's registry; wslay names none */
 
 /* ctx->ws: the open connections, and the stream side's hooks. */
 struct srv_ws {
@@ -113,6 +116,7 @@ struct ws_conn {
      * entry per fragment, 91 bytes for a one-byte fragment) */
     char *msg;
     size_t msg_len, msg_cap;
+    size_t msg_held; /* bytes of msg counted against --body-budget */
     bool frame_ctrl; /* the frame being received is a control frame */
     bool msg_over;   /* the message passed --max-message: closing with 1009 */
     ws_streams *streams; /* the stream side's (server/ws_stream.h) */
@@ -148,10 +152,21 @@ static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len
 
 /* ---- references ----------------------------------------------------------- */
 
+/* The message buffer's bytes go back to --body-budget (the buffer was
+ * freed, handed to the stream side, or the connection ends). */
+static void msg_unhold(ws_conn *c)
+{
+    if (!c->msg_held)
+        return;
+    srv_budget_release(&c->ctx->sh->body_bytes, c->msg_held);
+    c->msg_held = 0;
+}
+
 static void conn_unref(ws_conn *c)
 {
     if (--c->refs > 0)
         return;
+    msg_unhold(c);
     wslay_event_context_free(c->wslay);
     free(c->extra);
     free(c->out);
@@ -455,6 +470,20 @@ static void on_frame_chunk(wslay_event_context_ptr wctx,
         size_t cap = c->msg_cap ? c->msg_cap : 1024;
         while (cap < c->msg_len + arg->data_length)
             cap *= 2;
+        /* a buffer past one read's worth counts against --body-budget, as
+         * an HTTP request's body does: a crowd of clients each sending
+         * most of a message and never its end would otherwise hold
+         * --max-message per connection */
+        size_t more = cap > WS_READ_BUDGET ? cap - c->msg_held : 0;
+        if (more && !srv_budget_reserve(&c->ctx->sh->body_bytes, more)) {
+            c->msg_over = true;
+            wslay_event_shutdown_read(wctx);
+            srv_metrics_rejected(c->ctx, "body_budget");
+            conn_close(c, WS_CODE_TRY_AGAIN_LATER,
+                       "messages being received fill --body-budget: retry later", true);
+            return;
+        }
+        c->msg_held += more;
         char *p = realloc(c->msg, cap);
         if (!p) {
             c->failed = true;
@@ -485,6 +514,7 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
         free(c->msg);
         c->msg = NULL;
         c->msg_cap = 0;
+        msg_unhold(c);
     }
 }
 
@@ -612,6 +642,7 @@ static void conn_teardown(ws_conn *c)
     else if (sent == WSLAY_CODE_PROTOCOL_ERROR)
         srv_metrics_rejected(ctx, "ws_protocol");
     c->hooks->drop_streams(c);
+    msg_unhold(c);
     srv_ws *ws = ctx->ws;
     if (ws) {
         if (c->prev)
@@ -736,6 +767,7 @@ char *srv__ws_take_text(ws_conn *c, const char *text)
     char *t = c->msg;
     c->msg = NULL;
     c->msg_cap = 0;
+    msg_unhold(c); /* a whole message now, bounded where it is held */
     return t;
 }
 
