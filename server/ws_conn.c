@@ -52,8 +52,10 @@
  * (srv__ws_pause), the connection is not read. Writing: frames are
  * gathered into one buffer and sent with one send() per wake-up.
  *
- * Shutdown (srv_ws_shutdown): what the client sent before the signal is
- * read once more; after that new messages are ignored, and the stream side
+ * Shutdown (srv_ws_shutdown): what the client sent before the signal (the
+ * bytes its socket holds then, however many reads they take, and the end
+ * of a message begun in them) is read and answered; messages begun after
+ * it are ignored, and the stream side
  * answers what runs and waits; then the connection gets its 1001 close
  * frame.
  *
@@ -70,6 +72,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <wslay/wslay.h>
 
@@ -130,6 +133,11 @@ struct ws_conn {
     uint64_t sent_mark;     /* ...when the closing handshake's deadline was set */
     uint64_t close_grace;   /* that deadline's period, ms */
     bool draining; /* shutting down: no new messages; close once idle */
+    uint64_t received;   /* bytes read from the socket so far */
+    uint64_t drain_mark; /* received, plus what the socket held, at the signal:
+                            the messages begun within it are answered */
+    uint64_t msg_begin;  /* received when the data message being assembled began */
+    bool msg_open;       /* a data message is being assembled */
     bool paused;   /* the stream side works on a message off the loop: not read */
     bool drop_streams; /* closed for not reading: its streams go at the next I/O */
     ws_inbox *inbox; /* the stream side's (ws_messages.c) */
@@ -364,9 +372,12 @@ static ssize_t on_recv(wslay_event_context_ptr wctx, uint8_t *buf, size_t len, i
     }
     if (len > c->read_budget)
         len = c->read_budget;
+    if (c->draining && c->received < c->drain_mark && len > c->drain_mark - c->received)
+        len = (size_t)(c->drain_mark - c->received); /* no read crosses the mark */
     for (;;) {
         ssize_t r = recv(c->fd, buf, len, 0);
         if (r > 0) {
+            c->received += (size_t)r;
             c->read_budget -= (size_t)r;
             c->read_short = (size_t)r < len;
             c->last_rx = uv_now(c->ctx->loop);
@@ -450,8 +461,11 @@ static void on_frame_start(wslay_event_context_ptr wctx,
     c->frame_ctrl = wslay_is_ctrl_frame(arg->opcode);
     if (c->frame_ctrl)
         return; /* wslay keeps control frames (125 bytes at most) itself */
-    if (arg->opcode != WSLAY_CONTINUATION_FRAME)
+    if (arg->opcode != WSLAY_CONTINUATION_FRAME) {
         c->msg_len = 0; /* a new message (wslay refuses a stray continuation) */
+        c->msg_begin = c->received;
+        c->msg_open = true;
+    }
     size_t max = c->ctx->cfg.max_message_bytes;
     if (!c->msg_over && arg->payload_length > max - c->msg_len) {
         c->msg_over = true;
@@ -508,7 +522,12 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
     const char *text = c->msg ? c->msg : "";
     size_t len = c->msg_len;
     c->msg_len = 0;
-    if (!(c->closing || c->dead || c->draining || c->msg_over))
+    /* shutting down: what the client began to send before the signal is
+     * answered (no read crosses the mark, so a message whose first frame
+     * was read by it began before), nothing it began after */
+    c->msg_open = false;
+    bool before_signal = !c->draining || c->msg_begin <= c->drain_mark;
+    if (!(c->closing || c->dead || !before_signal || c->msg_over))
         deliver_msg(c, arg->opcode, text, len);
     if (c->msg_cap > WS_READ_BUDGET) {
         free(c->msg);
@@ -611,6 +630,7 @@ static void conn_read(ws_conn *c)
     if (c->dead || c->closing)
         return;
     c->hooks->on_read_done(c);
+    srv__ws_idle(c); /* shutting down: the last message before the signal may be in */
 }
 
 static void on_poll(uv_poll_t *p, int status, int events)
@@ -822,9 +842,20 @@ void srv__ws_flush_soon(ws_conn *c)
     uv_poll_start(&c->poll, c->poll_events, on_poll);
 }
 
+/* Shutting down: everything the client began to send before the signal
+ * was read (the bytes the socket held then, and the end of a message
+ * begun by then). */
+static bool drain_read(const ws_conn *c)
+{
+    return c->received >= c->drain_mark && !(c->msg_open && c->msg_begin <= c->drain_mark);
+}
+
 void srv__ws_idle(ws_conn *c)
 {
-    if (c->draining && !c->dead && !c->closing && !c->hooks->busy(c))
+    if (!c->draining || c->dead || c->closing || !drain_read(c) || c->hooks->busy(c))
+        return;
+    c->hooks->on_drain(c); /* a path begun by a message read after the signal ends too */
+    if (!c->hooks->busy(c))
         conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
 }
 
@@ -923,13 +954,18 @@ void srv_ws_shutdown(srv_ctx *ctx)
         next = c->next;
         c->refs++;
         /* what the client sent before the signal is in the socket already:
-         * read it once more, so that it is answered too */
+         * it is read (now, and in later turns when it is more than one
+         * read's worth or the connection waits for a message decoded off
+         * the loop) and answered; the 1001 waits for it */
+        int held = 0;
+        if (ioctl(c->fd, FIONREAD, &held) != 0 || held < 0)
+            held = 0;
+        c->drain_mark = c->received + (uint64_t)held;
+        c->draining = true;
         if (!c->closing && !c->paused && wslay_event_want_read(c->wslay))
             conn_read(c);
-        c->draining = true;
         c->hooks->on_drain(c);
-        if (!c->hooks->busy(c))
-            conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
+        srv__ws_idle(c);
         conn_after_io(c);
         conn_unref(c);
     }
