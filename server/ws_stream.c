@@ -80,6 +80,9 @@
 #include "server/ws_stream.h"
 
 #define WS_PATH_BURST 64 /* path samples solved per turn of the loop */
+/* the longest wait the path timer is armed for: a later sample (rate_hz
+ * may be as small as a double gets) is looked at again then */
+#define WS_PATH_WAIT_MAX_MS (24.0 * 3600 * 1000)
 
 /* One solve of a stream: target 0 of job. */
 typedef struct ws_task {
@@ -459,6 +462,10 @@ static void path_step(ws_stream *s)
         double wait_ms;
         size_t next = proto_stream_path_next(s->path, s->path_last, elapsed_ms, &skipped, &wait_ms);
         if (next >= s->path_count || burst >= WS_PATH_BURST) {
+            /* (a wait beyond uint64_t, or infinite, converted would be
+             * undefined: 0 on x86, a timer due at once for ever) */
+            if (next >= s->path_count && !(wait_ms < WS_PATH_WAIT_MAX_MS))
+                wait_ms = WS_PATH_WAIT_MAX_MS;
             if (s->timer_open)
                 uv_timer_start(&s->timer, on_path_tick,
                                next >= s->path_count ? (uint64_t)ceil(wait_ms) : 0, 0);

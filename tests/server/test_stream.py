@@ -776,6 +776,33 @@ class StreamTest(unittest.TestCase):
         finally:
             raw.close()
 
+    def test_a_path_whose_next_sample_is_ages_away(self):
+        """A path at rate_hz 1e-300 (valid: in (0, 1000]): its first sample
+        is answered, the next is due in 1e300 s, and ikd serves on; a
+        target then ends the path. Before, the wait converted to an
+        integer overflowed to 0: the timer fired again at once, for ever,
+        and the loop served nobody (livez timed out)."""
+        d = Daemon("--loops", "1")
+        raw = RawWS(d.port)
+        try:
+            raw.send_text(json.dumps({"type": "open", "stream": "s", "chain": BONES}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            for rate in (1e-300, 5e-324):
+                raw.send_text(json.dumps({"type": "path", "stream": "s", "seq": 1, "rate_hz": rate,
+                                          "waypoints": [{"position": [0.2, 0.1, 0.3]},
+                                                        {"position": [0.2, 0.1, 0.25]}]}))
+                m = raw.recv_json()
+                self.assertEqual((m["type"], m["index"], m["count"]), ("solution", 0, 2), m)
+                self.assertEqual(d.http("GET", "/livez")[0], 200)
+                raw.send_text(json.dumps({"type": "target", "stream": "s", "seq": 2,
+                                          "target": {"position": [0.3, 0.6, 0.2]}}))
+                self.assertEqual([raw.recv_json()["type"] for _ in range(2)],
+                                 ["path_end", "solution"])
+        finally:
+            raw.close()
+            d.proc.kill()
+            d.proc.wait()
+
     def test_vanishing_client(self):
         """Clients that reset their connection while seven-joint solves run
         on the pool and targets wait: nothing is left open, ikd is healthy."""
