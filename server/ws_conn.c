@@ -129,6 +129,7 @@ struct ws_conn {
     bool failed;   /* the socket failed or reached EOF */
     bool pinged;   /* idle: a ping is out and nothing came back yet */
     uint64_t blocked_since; /* uv_now() when writes got blocked; 0 when not */
+    size_t queue_over; /* the newest message, queued under the cap: it may pass it */
     uint64_t sent;          /* bytes sent so far */
     uint64_t sent_mark;     /* ...when the closing handshake's deadline was set */
     uint64_t close_grace;   /* that deadline's period, ms */
@@ -160,13 +161,15 @@ static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len
 
 /* ---- references ----------------------------------------------------------- */
 
-/* The message buffer's bytes go back to --body-budget (the buffer was
- * freed, handed to the stream side, or the connection ends). */
-static void msg_unhold(ws_conn *c)
+/* The message buffer goes (if the stream side did not take it), and its
+ * bytes back to --body-budget. */
+static void msg_free(ws_conn *c)
 {
-    if (!c->msg_held)
-        return;
-    srv_budget_release(&c->ctx->sh->body_bytes, c->msg_held);
+    free(c->msg);
+    c->msg = NULL;
+    c->msg_cap = c->msg_len = 0;
+    if (c->msg_held)
+        srv_budget_release(&c->ctx->sh->body_bytes, c->msg_held);
     c->msg_held = 0;
 }
 
@@ -174,11 +177,10 @@ static void conn_unref(ws_conn *c)
 {
     if (--c->refs > 0)
         return;
-    msg_unhold(c);
+    msg_free(c);
     wslay_event_context_free(c->wslay);
     free(c->extra);
     free(c->out);
-    free(c->msg);
     free(c);
 }
 
@@ -210,10 +212,16 @@ static uint64_t slow_grace(const ws_conn *c)
 }
 
 /* Past the send-queue cap the client is not reading: the connection is
- * closed with 1008. */
+ * closed with 1008. The queue may pass the cap by its newest message when
+ * it was under the cap before it (c->queue_over): one answer larger than
+ * the cap (a tick of many large answers) is not a client that does not
+ * read; what is queued after it while it waits counts as ever. */
 static void check_send_queue(ws_conn *c)
 {
-    if (c->dead || c->closing || conn_queued_bytes(c) <= c->ctx->cfg.ws_send_queue_bytes)
+    size_t queued = conn_queued_bytes(c), cap = c->ctx->cfg.ws_send_queue_bytes;
+    if (queued <= cap)
+        c->queue_over = 0;
+    if (c->dead || c->closing || queued <= cap || queued - cap <= c->queue_over)
         return;
     srv_metrics_rejected(c->ctx, "send_queue");
     srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
@@ -229,8 +237,11 @@ static void send_frame(ws_conn *c, uint8_t opcode, const char *text, size_t len)
     if (!text || c->dead || c->closing)
         return;
     struct wslay_event_msg msg = {opcode, (const uint8_t *)text, len};
+    bool under = conn_queued_bytes(c) <= c->ctx->cfg.ws_send_queue_bytes;
     if (wslay_event_queue_msg(c->wslay, &msg) != 0)
         return;
+    if (under)
+        c->queue_over = len + WS_MSG_OVERHEAD;
     check_send_queue(c);
 }
 
@@ -484,13 +495,12 @@ static void on_frame_chunk(wslay_event_context_ptr wctx,
         size_t cap = c->msg_cap ? c->msg_cap : 1024;
         while (cap < c->msg_len + arg->data_length)
             cap *= 2;
-        /* a buffer past one read's worth counts against --body-budget, as
-         * an HTTP request's body does: a crowd of clients each sending
-         * most of a message and never its end would otherwise hold
-         * --max-message per connection */
+        /* past one read's worth, held against --body-budget as HTTP bodies
+         * are (a crowd of unfinished messages: --max-message each) */
         size_t more = cap > WS_READ_BUDGET ? cap - c->msg_held : 0;
         if (more && !srv_budget_reserve(&c->ctx->sh->body_bytes, more)) {
             c->msg_over = true;
+            msg_free(c); /* a closing connection holds nothing */
             wslay_event_shutdown_read(wctx);
             srv_metrics_rejected(c->ctx, "body_budget");
             conn_close(c, WS_CODE_TRY_AGAIN_LATER,
@@ -522,19 +532,14 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
     const char *text = c->msg ? c->msg : "";
     size_t len = c->msg_len;
     c->msg_len = 0;
-    /* shutting down: what the client began to send before the signal is
-     * answered (no read crosses the mark, so a message whose first frame
-     * was read by it began before), nothing it began after */
+    /* shutting down: a message begun by the drain mark (no read crosses
+     * it) was sent before the signal and is answered, none begun after */
     c->msg_open = false;
     bool before_signal = !c->draining || c->msg_begin <= c->drain_mark;
     if (!(c->closing || c->dead || !before_signal || c->msg_over))
         deliver_msg(c, arg->opcode, text, len);
-    if (c->msg_cap > WS_READ_BUDGET) {
-        free(c->msg);
-        c->msg = NULL;
-        c->msg_cap = 0;
-        msg_unhold(c);
-    }
+    if (c->msg_cap > WS_READ_BUDGET)
+        msg_free(c);
 }
 
 static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len)
@@ -662,7 +667,7 @@ static void conn_teardown(ws_conn *c)
     else if (sent == WSLAY_CODE_PROTOCOL_ERROR)
         srv_metrics_rejected(ctx, "ws_protocol");
     c->hooks->drop_streams(c);
-    msg_unhold(c);
+    msg_free(c);
     srv_ws *ws = ctx->ws;
     if (ws) {
         if (c->prev)
@@ -786,8 +791,7 @@ char *srv__ws_take_text(ws_conn *c, const char *text)
         return NULL;
     char *t = c->msg;
     c->msg = NULL;
-    c->msg_cap = 0;
-    msg_unhold(c); /* a whole message now, bounded where it is held */
+    msg_free(c); /* its bytes: a whole message now, bounded where it is held */
     return t;
 }
 
@@ -842,17 +846,11 @@ void srv__ws_flush_soon(ws_conn *c)
     uv_poll_start(&c->poll, c->poll_events, on_poll);
 }
 
-/* Shutting down: everything the client began to send before the signal
- * was read (the bytes the socket held then, and the end of a message
- * begun by then). */
-static bool drain_read(const ws_conn *c)
-{
-    return c->received >= c->drain_mark && !(c->msg_open && c->msg_begin <= c->drain_mark);
-}
-
 void srv__ws_idle(ws_conn *c)
 {
-    if (!c->draining || c->dead || c->closing || !drain_read(c) || c->hooks->busy(c))
+    /* shutting down: not before all the client began to send by the signal is read */
+    if (!c->draining || c->dead || c->closing || c->received < c->drain_mark ||
+        (c->msg_open && c->msg_begin <= c->drain_mark) || c->hooks->busy(c))
         return;
     c->hooks->on_drain(c); /* a path begun by a message read after the signal ends too */
     if (!c->hooks->busy(c))

@@ -995,6 +995,37 @@ class HeldBytesTest(unittest.TestCase):
                     w.close()
             d.stop()
 
+    def test_an_answer_larger_than_the_send_queue_cap_is_sent(self):
+        """A tick whose one answer is larger than --max-send-queue (200
+        legs' full answers, about 150 kB, under a 64 kB cap) to a client
+        that reads: the answer arrives whole, and the connection stays. The
+        queue may pass the cap only with its newest message: a client that
+        does not read is still cut (test_never_reading_client_cut_off).
+        Before, the answer itself closed the connection with 1008, "the
+        client does not read"."""
+        d = Daemon("--max-send-queue", "65536")
+        raw = RawWS(d.port)
+        try:
+            n = 200
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps(
+                {"type": "open", "stream": "c%d" % k, "chain": BONES}).encode()) for k in range(n)))
+            for k in range(n):
+                self.assertEqual(raw.recv_json()["type"], "opened")
+            for seq in (1, 2):
+                raw.send_text(json.dumps({"type": "tick", "seq": seq, "targets": [
+                    {"stream": "c%d" % k, "target": {"position": [0.3, 0.6, 0.2]}}
+                    for k in range(n)]}))
+                op, payload = raw.recv_frame()
+                self.assertEqual(op, 0x1, payload[:80])
+                self.assertGreater(len(payload), 65536)
+                m = json.loads(payload)
+                self.assertEqual((m["type"], m["seq"], len(m["solutions"])),
+                                 ("tick_solution", seq, n))
+        finally:
+            raw.close()
+            d.proc.kill()
+            d.proc.wait()
+
     def test_running_paths_are_bounded(self):
         """Paths of 1024 waypoints (about 200 kB each once decoded) that
         run for minutes, one per stream: they count against
