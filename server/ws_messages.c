@@ -421,6 +421,7 @@ static void on_read_done(ws_conn *c)
         s->to_kick = false;
         if (s->pending)
             srv__stream_kick(s);
+        srv__stream_settle(s); /* "closed" after a close behind the target or tick */
         srv__stream_unref(s);
         if (!*srv__ws_streams(c))
             return; /* the connection was torn down meanwhile */

@@ -676,15 +676,20 @@ void srv__stream_target(ws_stream *s, proto_stream_msg *m)
     s->pending_seq = m->seq;
     s->pending_skipped = s->skipped;
     s->skipped = 0;
-    ws_streams *st = *srv__ws_streams(s->conn);
-    if (!s->to_kick) { /* the on_read_done hook looks at these only */
-        s->to_kick = true;
-        s->refs++;
-        s->kick_next = st->kick;
-        st->kick = s;
-    }
+    srv__stream_to_kick(s);
     /* solved after the whole read was decoded (the on_read_done hook), or
      * after the ticks that hold the stream */
+}
+
+void srv__stream_to_kick(ws_stream *s)
+{
+    ws_streams *st = *srv__ws_streams(s->conn);
+    if (s->to_kick || !st)
+        return;
+    s->to_kick = true;
+    s->refs++;
+    s->kick_next = st->kick;
+    st->kick = s;
 }
 
 void srv__stream_path(ws_stream *s, proto_stream_msg *m)

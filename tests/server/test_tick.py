@@ -330,6 +330,33 @@ class TickTest(unittest.TestCase):
                 self.assertEqual(m["solutions"][0]["error"]["code"], "unknown_stream")
         run(body())
 
+    def test_close_behind_a_tick_that_is_replaced(self):
+        """A close (and a target) behind a waiting tick that a newer tick
+        without the stream replaces, all in one read: the target is solved,
+        "closed" follows, and the name can be opened again. Before, the
+        replaced tick let go of the stream without settling it: "closed"
+        never came and the stream stayed open (and its name taken) for the
+        life of the connection."""
+        w = RawWS(self.d.port)
+        try:
+            for k, s in enumerate(("a", "b", "t")):
+                w.send_text(json.dumps({"type": "open", "stream": s, "chain": leg(k)}))
+                self.assertEqual(w.recv_json()["type"], "opened")
+            at = {"position": foot_target(0)}
+            w.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+                tick(1, [("a", None, at), ("b", None, at)]),
+                {"type": "target", "stream": "b", "seq": 5, "target": at},
+                {"type": "close", "stream": "a"}, {"type": "close", "stream": "b"},
+                tick(2, [("t", None, at)]))))
+            got = [w.recv_json() for _ in range(4)]
+            kinds = sorted((m["type"], m.get("stream"), m.get("seq")) for m in got)
+            self.assertEqual(kinds, [("closed", "a", None), ("closed", "b", None),
+                                     ("solution", "b", 5), ("tick_solution", None, 2)], got)
+            w.send_text(json.dumps({"type": "open", "stream": "a", "chain": leg(0)}))
+            self.assertEqual(w.recv_json()["type"], "opened")
+        finally:
+            w.close()
+
 
 class TickConflationTest(unittest.TestCase):
     @classmethod
