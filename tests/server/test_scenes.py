@@ -32,7 +32,8 @@ distances to boxes written for the test, not ikd's). Covered:
   - --registry-bytes counts scene bytes (ikd_held_bytes{what="registry"}
     grows by the description's "memory_bytes"), scenes are evicted least recently
     used with chains, and a scene larger than the bound is 413;
-  - a registration of more than 64 KiB (decoded on the pool).
+  - a registration of more than 64 KiB (decoded on the pool);
+  - the same registered scene sent again and again while a target waits.
 """
 import asyncio
 import json

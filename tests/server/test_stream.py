@@ -22,7 +22,11 @@ close codes 1002 (unmasked or stray frames), 1007
 while solves run on the pool, a client that never reads cut off with 1008
 while another client is served promptly, ping/pong, the bearer token and
 the Origin allow-list on the upgrade, the open-streams gauge of /metrics,
-and SIGTERM closing streams with 1001 and the daemon exiting 0.
+SIGTERM closing streams with 1001 and the daemon exiting 0, and what
+streams hold: messages still arriving against --body-budget (1013),
+running paths against --stream-chain-bytes, one answer above
+--max-send-queue sent whole, empty messages behind one decoded off the
+loop answered, and a path whose next sample is ages away.
 
 Every wait is bounded (TIMEOUT per message, a limit per test), so a hang is
 a quick failure rather than a stuck suite. Time bounds are multiplied by

@@ -18,8 +18,9 @@ every stream's target either answered or counted as skipped, the newest
 tick always answered, seven-joint answers checked by forward kinematics of
 the URDF), single targets interleaved with ticks answered in seq order,
 "close" answered after the tick that holds the stream, --max-streams
-bounding streams per connection and targets per tick, and a tick still
-answered when ikd shuts down.
+bounding streams per connection and targets per tick, a tick still
+answered when ikd shuts down (and one whose first frames were read before
+the signal), and a close behind a waiting tick that a newer one replaces.
 
 The daemon and client helpers are test_stream.py's.
 """
