@@ -297,6 +297,14 @@ void proto_stream_path_free(proto_stream_path *p)
     free(p);
 }
 
+size_t proto_stream_path_bytes(const proto_stream_path *p)
+{
+    size_t n = sizeof *p + p->npoints * sizeof p->pts[0];
+    if (p->goals)
+        n += p->npoints * (p->ntips * sizeof *p->goals + 1);
+    return n;
+}
+
 /* ---- ticks and targets without a tree ------------------------------------ */
 
 /*

@@ -201,6 +201,9 @@ size_t proto_stream_path_next(const proto_stream_path *p, long long last, double
 /* Releases a path (NULL is fine). A path taken out of a message (set
  * msg->path to NULL after copying the pointer) outlives the message. */
 void proto_stream_path_free(proto_stream_path *p);
+/* The memory a path bound to its stream (proto_session_path) holds, for
+ * the daemon's bound on what streams hold. */
+size_t proto_stream_path_bytes(const proto_stream_path *p);
 
 /* ---- encoders ---------------------------------------------------------- */
 /* Every encoder returns a malloc'd NUL-terminated compact JSON text (caller

@@ -189,8 +189,8 @@
       VALUE("1024"), "streams open on one WebSocket connection, and so targets in one tick")       \
     X(STREAMCHAINS, STREAMS, "stream-chain-bytes", "IKD_STREAM_CHAIN_BYTES", SIZE(1, SRV_64G),     \
       stream_chain_bytes, VALUE("256M"),                                                           \
-      "memory of the chains and scenes open WebSocket streams hold, all connections (each once); " \
-      "an open or a scene message beyond it is refused")                                           \
+      "memory of the chains, scenes and running paths open WebSocket streams hold, all "          \
+      "connections (each once); an open, a scene or a path message beyond it is refused")        \
     /* Load: what all clients together may hold */                                                 \
     X(QUEUE, LOAD, "max-queue", "IKD_MAX_QUEUE", UINT(1, 10000000), pool_queue_max,                \
       VALUE("1024"),                                                                               \
@@ -198,8 +198,8 @@
       "decode to answer, each one) before new work gets 503")                                      \
     X(BODYBUDGET, LOAD, "body-budget", "IKD_BODY_BUDGET", SIZE(1, SRV_64G), body_budget_bytes,     \
       VALUE("256M"),                                                                               \
-      "request body bytes held at once for all clients, counted as they arrive; an upload "        \
-      "beyond it gets 503")                                                                        \
+      "request body bytes held at once for all clients, counted as they arrive (WebSocket "       \
+      "messages too); an upload beyond it gets 503, a WebSocket message closes with 1013")          \
     X(ANSWERBUDGET, LOAD, "answer-budget", "IKD_ANSWER_BUDGET", SIZE(1, SRV_64G),                  \
       answer_budget_bytes,                                                                         \
       VALUE("256M"),                                                                               \

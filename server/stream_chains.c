@@ -1,6 +1,6 @@
 /*
- * stream_chains.c: the chains and scenes open WebSocket streams hold,
- * counted once each against --stream-chain-bytes (contract in
+ * stream_chains.c: the chains, scenes and paths open WebSocket streams
+ * hold, counted once each against --stream-chain-bytes (contract in
  * stream_chains.h).
  *
  * Every chain or scene some open stream holds is kept once, with its bytes
@@ -119,7 +119,7 @@ static int hold_locked(srv_ctx *ctx, srv_stream_chains *t, const held_what *h, p
     if (!srv_budget_reserve(&ctx->sh->stream_chain_bytes, bytes)) {
         srv_metrics_rejected(ctx, "stream_chains");
         return proto_error_set(e, PROTO_E_OVERLOADED, h->path,
-                               "the chains and scenes of open streams fill their budget "
+                               "the chains, scenes and paths of open streams fill their budget "
                                "(--stream-chain-bytes); close streams or retry later");
     }
     held_chain *x = t->count < t->nbuckets || chains_grow(t) ? malloc(sizeof *x) : NULL;
@@ -192,4 +192,15 @@ int srv_stream_scenes_hold(srv_ctx *ctx, const proto_scene *s, const char *path,
 void srv_stream_scenes_release(srv_ctx *ctx, const proto_scene *s)
 {
     release(ctx, s);
+}
+
+int srv_stream_paths_hold(srv_ctx *ctx, const proto_stream_path *p, proto_error *e)
+{
+    held_what h = {p, proto_stream_path_bytes(p), "path", "/waypoints"};
+    return hold(ctx, &h, e);
+}
+
+void srv_stream_paths_release(srv_ctx *ctx, const proto_stream_path *p)
+{
+    release(ctx, p);
 }

@@ -1,6 +1,6 @@
 /*
- * stream_chains.h: the memory of the chains and scenes open WebSocket
- * streams hold, bounded by --stream-chain-bytes for all connections
+ * stream_chains.h: the memory of the chains, scenes and paths open
+ * WebSocket streams hold, bounded by --stream-chain-bytes for all connections
  * together (server/stream_chains.c). A chain or scene evicted from the
  * registry lives on in the streams using it, and an inline one is each
  * stream's own: this is the bound on them. Each counts once however many
@@ -15,6 +15,7 @@
 #define SRV_STREAM_CHAINS_H
 
 #include "proto/proto.h"
+#include "proto/proto_stream.h"
 #include "server/srv.h"
 
 struct proto_scene;
@@ -44,5 +45,13 @@ void srv_stream_chains_release(srv_ctx *ctx, const proto_chain *c);
 int srv_stream_scenes_hold(srv_ctx *ctx, const struct proto_scene *s, const char *path,
                            proto_error *e);
 void srv_stream_scenes_release(srv_ctx *ctx, const struct proto_scene *s); /* NULL is fine */
+
+/* The same for a stream's running path p (bound to its stream: its
+ * waypoints decoded), its errors at "/waypoints": held while it runs, so
+ * that a client cannot make streams hold paths beyond the bound (1024
+ * waypoints of a 40 kB message hold about 200 kB, for as long as the path
+ * is scheduled to run). */
+int srv_stream_paths_hold(srv_ctx *ctx, const proto_stream_path *p, proto_error *e);
+void srv_stream_paths_release(srv_ctx *ctx, const proto_stream_path *p); /* NULL is fine */
 
 #endif /* SRV_STREAM_CHAINS_H */

@@ -35,7 +35,8 @@ int srv_ws_start(srv_ctx *ctx, const srv_ws_hooks *hooks);
 struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err);
 
 /* On SIGTERM, SIGINT or SIGHUP (after ctx->shutting_down is set, which
- * refuses new upgrades): reads what each connection already sent, then
+ * refuses new upgrades): reads what each connection already sent (the
+ * bytes its socket holds, and the end of a message begun in them), then
  * ignores new messages, ends running paths, lets running solves and waiting
  * targets be answered, and only then sends the 1001 close frame; each
  * connection ends when the client answers it, or after a one-second grace. */

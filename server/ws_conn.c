@@ -36,7 +36,9 @@
  * connection whose writes are blocked is not read until the socket takes
  * data again, so a client that floods and never reads holds at most one
  * read's worth beyond the cap, and fills its socket rather than the queue),
- * 1009 (a message above --max-message). After ikd sends a close frame the
+ * 1009 (a message above --max-message), 1013 (a message past one read's
+ * worth counts against --body-budget while it arrives, as HTTP bodies do,
+ * and the budget is full). After ikd sends a close frame the
  * client has WS_CLOSE_GRACE_MS to answer it (--timeout after a 1008, to
  * read what was queued first; the period starts again while it still
  * reads) before the connection is cut. A client silent for --timeout seconds gets a ping; if it still
@@ -50,8 +52,10 @@
  * (srv__ws_pause), the connection is not read. Writing: frames are
  * gathered into one buffer and sent with one send() per wake-up.
  *
- * Shutdown (srv_ws_shutdown): what the client sent before the signal is
- * read once more; after that new messages are ignored, and the stream side
+ * Shutdown (srv_ws_shutdown): what the client sent before the signal (the
+ * bytes its socket holds then, however many reads they take, and the end
+ * of a message begun in them) is read and answered; messages begun after
+ * it are ignored, and the stream side
  * answers what runs and waits; then the connection gets its 1001 close
  * frame.
  *
@@ -68,6 +72,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <wslay/wslay.h>
 
@@ -84,6 +89,7 @@
 #define WS_READ_BUDGET (32 * 1024) /* bytes read per poll event, for fairness */
 #define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
 #define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
+#define WS_CODE_TRY_AGAIN_LATER 1013 /* RFC 6455's registry; wslay names none */
 
 /* ctx->ws: the open connections, and the stream side's hooks. */
 struct srv_ws {
@@ -113,6 +119,7 @@ struct ws_conn {
      * entry per fragment, 91 bytes for a one-byte fragment) */
     char *msg;
     size_t msg_len, msg_cap;
+    size_t msg_held; /* bytes of msg counted against --body-budget */
     bool frame_ctrl; /* the frame being received is a control frame */
     bool msg_over;   /* the message passed --max-message: closing with 1009 */
     ws_streams *streams; /* the stream side's (server/ws_stream.h) */
@@ -122,10 +129,16 @@ struct ws_conn {
     bool failed;   /* the socket failed or reached EOF */
     bool pinged;   /* idle: a ping is out and nothing came back yet */
     uint64_t blocked_since; /* uv_now() when writes got blocked; 0 when not */
+    size_t queue_over; /* the newest message, queued under the cap: it may pass it */
     uint64_t sent;          /* bytes sent so far */
     uint64_t sent_mark;     /* ...when the closing handshake's deadline was set */
     uint64_t close_grace;   /* that deadline's period, ms */
     bool draining; /* shutting down: no new messages; close once idle */
+    uint64_t received;   /* bytes read from the socket so far */
+    uint64_t drain_mark; /* received, plus what the socket held, at the signal:
+                            the messages begun within it are answered */
+    uint64_t msg_begin;  /* received when the data message being assembled began */
+    bool msg_open;       /* a data message is being assembled */
     bool paused;   /* the stream side works on a message off the loop: not read */
     bool drop_streams; /* closed for not reading: its streams go at the next I/O */
     ws_inbox *inbox; /* the stream side's (ws_messages.c) */
@@ -148,14 +161,26 @@ static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len
 
 /* ---- references ----------------------------------------------------------- */
 
+/* The message buffer goes (if the stream side did not take it), and its
+ * bytes back to --body-budget. */
+static void msg_free(ws_conn *c)
+{
+    free(c->msg);
+    c->msg = NULL;
+    c->msg_cap = c->msg_len = 0;
+    if (c->msg_held)
+        srv_budget_release(&c->ctx->sh->body_bytes, c->msg_held);
+    c->msg_held = 0;
+}
+
 static void conn_unref(ws_conn *c)
 {
     if (--c->refs > 0)
         return;
+    msg_free(c);
     wslay_event_context_free(c->wslay);
     free(c->extra);
     free(c->out);
-    free(c->msg);
     free(c);
 }
 
@@ -187,10 +212,16 @@ static uint64_t slow_grace(const ws_conn *c)
 }
 
 /* Past the send-queue cap the client is not reading: the connection is
- * closed with 1008. */
+ * closed with 1008. The queue may pass the cap by its newest message when
+ * it was under the cap before it (c->queue_over): one answer larger than
+ * the cap (a tick of many large answers) is not a client that does not
+ * read; what is queued after it while it waits counts as ever. */
 static void check_send_queue(ws_conn *c)
 {
-    if (c->dead || c->closing || conn_queued_bytes(c) <= c->ctx->cfg.ws_send_queue_bytes)
+    size_t queued = conn_queued_bytes(c), cap = c->ctx->cfg.ws_send_queue_bytes;
+    if (queued <= cap)
+        c->queue_over = 0;
+    if (c->dead || c->closing || queued <= cap || queued - cap <= c->queue_over)
         return;
     srv_metrics_rejected(c->ctx, "send_queue");
     srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
@@ -206,8 +237,11 @@ static void send_frame(ws_conn *c, uint8_t opcode, const char *text, size_t len)
     if (!text || c->dead || c->closing)
         return;
     struct wslay_event_msg msg = {opcode, (const uint8_t *)text, len};
+    bool under = conn_queued_bytes(c) <= c->ctx->cfg.ws_send_queue_bytes;
     if (wslay_event_queue_msg(c->wslay, &msg) != 0)
         return;
+    if (under)
+        c->queue_over = len + WS_MSG_OVERHEAD;
     check_send_queue(c);
 }
 
@@ -349,9 +383,12 @@ static ssize_t on_recv(wslay_event_context_ptr wctx, uint8_t *buf, size_t len, i
     }
     if (len > c->read_budget)
         len = c->read_budget;
+    if (c->draining && c->received < c->drain_mark && len > c->drain_mark - c->received)
+        len = (size_t)(c->drain_mark - c->received); /* no read crosses the mark */
     for (;;) {
         ssize_t r = recv(c->fd, buf, len, 0);
         if (r > 0) {
+            c->received += (size_t)r;
             c->read_budget -= (size_t)r;
             c->read_short = (size_t)r < len;
             c->last_rx = uv_now(c->ctx->loop);
@@ -435,8 +472,11 @@ static void on_frame_start(wslay_event_context_ptr wctx,
     c->frame_ctrl = wslay_is_ctrl_frame(arg->opcode);
     if (c->frame_ctrl)
         return; /* wslay keeps control frames (125 bytes at most) itself */
-    if (arg->opcode != WSLAY_CONTINUATION_FRAME)
+    if (arg->opcode != WSLAY_CONTINUATION_FRAME) {
         c->msg_len = 0; /* a new message (wslay refuses a stray continuation) */
+        c->msg_begin = c->received;
+        c->msg_open = true;
+    }
     size_t max = c->ctx->cfg.max_message_bytes;
     if (!c->msg_over && arg->payload_length > max - c->msg_len) {
         c->msg_over = true;
@@ -455,6 +495,19 @@ static void on_frame_chunk(wslay_event_context_ptr wctx,
         size_t cap = c->msg_cap ? c->msg_cap : 1024;
         while (cap < c->msg_len + arg->data_length)
             cap *= 2;
+        /* past one read's worth, held against --body-budget as HTTP bodies
+         * are (a crowd of unfinished messages: --max-message each) */
+        size_t more = cap > WS_READ_BUDGET ? cap - c->msg_held : 0;
+        if (more && !srv_budget_reserve(&c->ctx->sh->body_bytes, more)) {
+            c->msg_over = true;
+            msg_free(c); /* a closing connection holds nothing */
+            wslay_event_shutdown_read(wctx);
+            srv_metrics_rejected(c->ctx, "body_budget");
+            conn_close(c, WS_CODE_TRY_AGAIN_LATER,
+                       "messages being received fill --body-budget: retry later", true);
+            return;
+        }
+        c->msg_held += more;
         char *p = realloc(c->msg, cap);
         if (!p) {
             c->failed = true;
@@ -479,13 +532,14 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
     const char *text = c->msg ? c->msg : "";
     size_t len = c->msg_len;
     c->msg_len = 0;
-    if (!(c->closing || c->dead || c->draining || c->msg_over))
+    /* shutting down: a message begun by the drain mark (no read crosses
+     * it) was sent before the signal and is answered, none begun after */
+    c->msg_open = false;
+    bool before_signal = !c->draining || c->msg_begin <= c->drain_mark;
+    if (!(c->closing || c->dead || !before_signal || c->msg_over))
         deliver_msg(c, arg->opcode, text, len);
-    if (c->msg_cap > WS_READ_BUDGET) {
-        free(c->msg);
-        c->msg = NULL;
-        c->msg_cap = 0;
-    }
+    if (c->msg_cap > WS_READ_BUDGET)
+        msg_free(c);
 }
 
 static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len)
@@ -581,6 +635,7 @@ static void conn_read(ws_conn *c)
     if (c->dead || c->closing)
         return;
     c->hooks->on_read_done(c);
+    srv__ws_idle(c); /* shutting down: the last message before the signal may be in */
 }
 
 static void on_poll(uv_poll_t *p, int status, int events)
@@ -612,6 +667,7 @@ static void conn_teardown(ws_conn *c)
     else if (sent == WSLAY_CODE_PROTOCOL_ERROR)
         srv_metrics_rejected(ctx, "ws_protocol");
     c->hooks->drop_streams(c);
+    msg_free(c);
     srv_ws *ws = ctx->ws;
     if (ws) {
         if (c->prev)
@@ -735,7 +791,7 @@ char *srv__ws_take_text(ws_conn *c, const char *text)
         return NULL;
     char *t = c->msg;
     c->msg = NULL;
-    c->msg_cap = 0;
+    msg_free(c); /* its bytes: a whole message now, bounded where it is held */
     return t;
 }
 
@@ -792,7 +848,12 @@ void srv__ws_flush_soon(ws_conn *c)
 
 void srv__ws_idle(ws_conn *c)
 {
-    if (c->draining && !c->dead && !c->closing && !c->hooks->busy(c))
+    /* shutting down: not before all the client began to send by the signal is read */
+    if (!c->draining || c->dead || c->closing || c->received < c->drain_mark ||
+        (c->msg_open && c->msg_begin <= c->drain_mark) || c->hooks->busy(c))
+        return;
+    c->hooks->on_drain(c); /* a path begun by a message read after the signal ends too */
+    if (!c->hooks->busy(c))
         conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
 }
 
@@ -891,13 +952,18 @@ void srv_ws_shutdown(srv_ctx *ctx)
         next = c->next;
         c->refs++;
         /* what the client sent before the signal is in the socket already:
-         * read it once more, so that it is answered too */
+         * it is read (now, and in later turns when it is more than one
+         * read's worth or the connection waits for a message decoded off
+         * the loop) and answered; the 1001 waits for it */
+        int held = 0;
+        if (ioctl(c->fd, FIONREAD, &held) != 0 || held < 0)
+            held = 0;
+        c->drain_mark = c->received + (uint64_t)held;
+        c->draining = true;
         if (!c->closing && !c->paused && wslay_event_want_read(c->wslay))
             conn_read(c);
-        c->draining = true;
         c->hooks->on_drain(c);
-        if (!c->hooks->busy(c))
-            conn_begin_close(c, WSLAY_CODE_GOING_AWAY, "ikd is shutting down");
+        srv__ws_idle(c);
         conn_after_io(c);
         conn_unref(c);
     }

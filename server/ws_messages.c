@@ -370,8 +370,13 @@ static void on_message(ws_conn *c, const char *text, size_t len, bool binary)
         /* behind a message on the pool: in order, after it */
         inbox_msg *x = malloc(sizeof *x);
         char *copy = x ? srv__ws_take_text(c, text) : NULL;
+        if (x && !copy && len == 0)
+            copy = malloc(1); /* an empty message has no buffer to take */
         if (!copy) {
             free(x);
+            proto_error e;
+            proto_error_set(&e, PROTO_E_INTERNAL, "", "out of memory");
+            srv__ws_send_error(c, NULL, false, 0, &e);
             return;
         }
         x->next = NULL;
@@ -416,6 +421,7 @@ static void on_read_done(ws_conn *c)
         s->to_kick = false;
         if (s->pending)
             srv__stream_kick(s);
+        srv__stream_settle(s); /* "closed" after a close behind the target or tick */
         srv__stream_unref(s);
         if (!*srv__ws_streams(c))
             return; /* the connection was torn down meanwhile */

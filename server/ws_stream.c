@@ -80,6 +80,9 @@
 #include "server/ws_stream.h"
 
 #define WS_PATH_BURST 64 /* path samples solved per turn of the loop */
+/* the longest wait the path timer is armed for: a later sample (rate_hz
+ * may be as small as a double gets) is looked at again then */
+#define WS_PATH_WAIT_MAX_MS (24.0 * 3600 * 1000)
 
 /* One solve of a stream: target 0 of job. */
 typedef struct ws_task {
@@ -187,12 +190,26 @@ static void scenes_sweep(ws_stream *s)
     s->nretired = k;
 }
 
+/* True when s counts scene r already: its own scene, or one it retired
+ * (the same registered scene, sent again by scene_id). */
+static bool scene_counted(const ws_stream *s, const proto_scene *r)
+{
+    if (proto_session_scene_of(s->session) == r)
+        return true;
+    for (unsigned char i = 0; i < s->nretired; i++)
+        if (s->retired[i] == r)
+            return true;
+    return false;
+}
+
 /* The scene s had (held, a reference, taken) is replaced: given back, or
- * kept counted while a job of s was built in it. */
+ * kept counted while a job of s was built in it (once: a scene s still
+ * counts elsewhere is given back, so that retired holds distinct scenes,
+ * one per job at most). */
 static void scene_retire(ws_stream *s, proto_scene *old)
 {
     scenes_sweep(s); /* at most three left, each kept by a job */
-    if (old && scene_in_use(s, old)) {
+    if (old && scene_in_use(s, old) && !scene_counted(s, old)) {
         s->retired[s->nretired++] = old;
         return;
     }
@@ -201,6 +218,16 @@ static void scene_retire(ws_stream *s, proto_scene *old)
 }
 
 /* ---- lifetime -------------------------------------------------------------- */
+
+/* The running path goes: its bytes given back, then its memory. */
+static void path_free(ws_stream *s)
+{
+    if (!s->path)
+        return;
+    srv_stream_paths_release(srv__ws_ctx(s->conn), s->path);
+    proto_stream_path_free(s->path);
+    s->path = NULL;
+}
 
 void srv__stream_unref(ws_stream *s)
 {
@@ -214,7 +241,7 @@ void srv__stream_unref(ws_stream *s)
     proto_job_free(s->skip_later);
     s->pending = s->skip_later = NULL;
     scenes_sweep(s); /* no job left (nor a solve): every retired scene */
-    proto_stream_path_free(s->path);
+    path_free(s);
     free(s);
     srv__ws_unref(c);
 }
@@ -286,8 +313,7 @@ void srv__stream_drop(ws_stream *s)
     proto_job_free(s->pending);
     s->pending = NULL;
     scenes_sweep(s);
-    proto_stream_path_free(s->path);
-    s->path = NULL;
+    path_free(s);
     s->path_gen++;
     if (s->timer_open) {
         uv_timer_stop(&s->timer);
@@ -307,8 +333,7 @@ void srv__stream_path_end(ws_stream *s, bool completed)
                                            s->path_count, completed, &len);
     srv__ws_send(s->conn, t, len);
     free(t);
-    proto_stream_path_free(s->path);
-    s->path = NULL;
+    path_free(s);
     s->path_gen++;
     if (s->timer_open)
         uv_timer_stop(&s->timer);
@@ -437,6 +462,10 @@ static void path_step(ws_stream *s)
         double wait_ms;
         size_t next = proto_stream_path_next(s->path, s->path_last, elapsed_ms, &skipped, &wait_ms);
         if (next >= s->path_count || burst >= WS_PATH_BURST) {
+            /* (a wait beyond uint64_t, or infinite, converted would be
+             * undefined: 0 on x86, a timer due at once for ever) */
+            if (next >= s->path_count && !(wait_ms < WS_PATH_WAIT_MAX_MS))
+                wait_ms = WS_PATH_WAIT_MAX_MS;
             if (s->timer_open)
                 uv_timer_start(&s->timer, on_path_tick,
                                next >= s->path_count ? (uint64_t)ceil(wait_ms) : 0, 0);
@@ -647,15 +676,20 @@ void srv__stream_target(ws_stream *s, proto_stream_msg *m)
     s->pending_seq = m->seq;
     s->pending_skipped = s->skipped;
     s->skipped = 0;
-    ws_streams *st = *srv__ws_streams(s->conn);
-    if (!s->to_kick) { /* the on_read_done hook looks at these only */
-        s->to_kick = true;
-        s->refs++;
-        s->kick_next = st->kick;
-        st->kick = s;
-    }
+    srv__stream_to_kick(s);
     /* solved after the whole read was decoded (the on_read_done hook), or
      * after the ticks that hold the stream */
+}
+
+void srv__stream_to_kick(ws_stream *s)
+{
+    ws_streams *st = *srv__ws_streams(s->conn);
+    if (s->to_kick || !st)
+        return;
+    s->to_kick = true;
+    s->refs++;
+    s->kick_next = st->kick;
+    st->kick = s;
 }
 
 void srv__stream_path(ws_stream *s, proto_stream_msg *m)
@@ -664,13 +698,16 @@ void srv__stream_path(ws_stream *s, proto_stream_msg *m)
     srv__stream_kick(s); /* a target sent before the path is solved first */
     srv__stream_path_end(s, false);
     proto_error e;
-    if (proto_session_path(s->session, m->path, &e) != 0) {
+    if (proto_session_path(s->session, m->path, &e) != 0 ||
+        srv_stream_paths_hold(ctx, m->path, &e) != 0) {
         srv__ws_send_error(s->conn, s->name, true, m->seq, &e);
         return;
     }
     if (!s->timer_open) {
-        if (uv_timer_init(ctx->loop, &s->timer) != 0)
+        if (uv_timer_init(ctx->loop, &s->timer) != 0) {
+            srv_stream_paths_release(ctx, m->path);
             return;
+        }
         s->timer.data = s;
         s->timer_open = true;
         s->refs++;

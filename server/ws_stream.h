@@ -118,6 +118,10 @@ void srv__stream_drop(ws_stream *s);
  * the stream, once it finishes (only the newest job with a seed of its
  * own is kept for then: it alone decides the seed the skips keep). */
 void srv__stream_skip(ws_stream *s, proto_job *job);
+/* Puts s on its connection's list of streams to kick and settle once the
+ * read is done (the on_read_done hook): its target waits there, or a tick
+ * that held it was dropped. */
+void srv__stream_to_kick(ws_stream *s);
 /* The running tick that held s finished: the skip that waited is done. */
 void srv__stream_unhold(ws_stream *s);
 /* Ends the running path, if any, with path_end (completed or not). */

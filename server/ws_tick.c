@@ -253,6 +253,17 @@ static void tick_drop(ws_tick *t)
         srv__stream_skip(s, e->job);
         e->job = NULL;
     }
+    /* the streams it held wait for it no more: they are kicked and settled
+     * once the read is done (a target or a close sent behind it) */
+    for (size_t i = 0; i < t->n; i++) {
+        ws_stream *s = t->e[i].s;
+        if (!s)
+            continue;
+        t->e[i].s = NULL;
+        s->ticks--;
+        srv__stream_to_kick(s);
+        srv__stream_unref(s);
+    }
     tick_free(t);
 }
 

@@ -32,7 +32,8 @@ distances to boxes written for the test, not ikd's). Covered:
   - --registry-bytes counts scene bytes (ikd_held_bytes{what="registry"}
     grows by the description's "memory_bytes"), scenes are evicted least recently
     used with chains, and a scene larger than the bound is 413;
-  - a registration of more than 64 KiB (decoded on the pool).
+  - a registration of more than 64 KiB (decoded on the pool);
+  - the same registered scene sent again and again while a target waits.
 """
 import asyncio
 import json
@@ -639,6 +640,35 @@ class StreamSceneBytesTest(unittest.TestCase):
             m = raw.recv_json()
             self.assertEqual((m["type"], m["seq"]), ("solution", 2), m)
             self.assertEqual(held_streams(d), chain + big)
+            raw.send_text(json.dumps({"type": "close", "stream": "s"}))
+            self.assertEqual(raw.recv_json()["type"], "closed")
+            self.assertEqual(held_streams(d), 0)
+            raw.close()
+        finally:
+            d.stop()
+
+    def test_a_registered_scene_sent_again_while_a_target_waits(self):
+        """The same registered scene sent again and again by scene_id while
+        a target built in it waits (one read): each message keeps the
+        stream's scene, the target is replaced by the next one, and every
+        byte is given back at close. Before, each repeat kept one more
+        reference to the scene in the stream's four places for replaced
+        scenes, and the fifth wrote past them: ikd died of SIGSEGV."""
+        d = Daemon()
+        try:
+            st, text = d.http("POST", "/v1/scenes", self.world(0, 8))
+            self.assertEqual(st, 201, text)
+            sid = json.loads(text)["id"]
+            raw = RawWS(d.port)
+            raw.send_text(json.dumps({"type": "open", "stream": "s", "chain": ROBOT.request,
+                                      "scene_id": sid}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            again = {"type": "scene", "stream": "s", "scene_id": sid}
+            send_together(raw, [{"type": "target", "stream": "s", "seq": 1,
+                                 "target": self.target}] + [again] * 8 +
+                          [{"type": "target", "stream": "s", "seq": 2, "target": self.target}])
+            m = raw.recv_json()
+            self.assertEqual((m["type"], m["seq"], m["skipped"]), ("solution", 2, 1), m)
             raw.send_text(json.dumps({"type": "close", "stream": "s"}))
             self.assertEqual(raw.recv_json()["type"], "closed")
             self.assertEqual(held_streams(d), 0)

@@ -22,7 +22,11 @@ close codes 1002 (unmasked or stray frames), 1007
 while solves run on the pool, a client that never reads cut off with 1008
 while another client is served promptly, ping/pong, the bearer token and
 the Origin allow-list on the upgrade, the open-streams gauge of /metrics,
-and SIGTERM closing streams with 1001 and the daemon exiting 0.
+SIGTERM closing streams with 1001 and the daemon exiting 0, and what
+streams hold: messages still arriving against --body-budget (1013),
+running paths against --stream-chain-bytes, one answer above
+--max-send-queue sent whole, empty messages behind one decoded off the
+loop answered, and a path whose next sample is ages away.
 
 Every wait is bounded (TIMEOUT per message, a limit per test), so a hang is
 a quick failure rather than a stuck suite. Time bounds are multiplied by
@@ -758,6 +762,51 @@ class StreamTest(unittest.TestCase):
             finally:
                 raw.close()
 
+    def test_empty_messages_behind_a_large_one_are_answered(self):
+        """Empty messages (text and binary) read together with a message
+        large enough to be decoded off the loop wait behind it and get
+        their errors, in order. Before, the two were dropped unanswered
+        (an empty message has no buffer of its own to wait in)."""
+        raw = RawWS(self.d.port)
+        try:
+            big = json.dumps({"type": "open", "stream": "big", "chain": BONES})
+            big = big[:-1] + " " * (70 * 1024) + "}"
+            raw.sock.sendall(frame(0x1, big.encode()) + frame(0x1, b"") + frame(0x2, b"") +
+                             frame(0x1, b'{"type":"close","stream":"big"}'))
+            got = [raw.recv_json() for _ in range(4)]
+            self.assertEqual([m["type"] for m in got], ["opened", "error", "error", "closed"], got)
+            self.assertEqual(got[1]["error"]["code"], "invalid_json", got)
+            self.assertEqual(got[2]["error"]["code"], "invalid_request", got)
+        finally:
+            raw.close()
+
+    def test_a_path_whose_next_sample_is_ages_away(self):
+        """A path at rate_hz 1e-300 (valid: in (0, 1000]): its first sample
+        is answered, the next is due in 1e300 s, and ikd serves on; a
+        target then ends the path. Before, the wait converted to an
+        integer overflowed to 0: the timer fired again at once, for ever,
+        and the loop served nobody (livez timed out)."""
+        d = Daemon("--loops", "1")
+        raw = RawWS(d.port)
+        try:
+            raw.send_text(json.dumps({"type": "open", "stream": "s", "chain": BONES}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            for rate in (1e-300, 5e-324):
+                raw.send_text(json.dumps({"type": "path", "stream": "s", "seq": 1, "rate_hz": rate,
+                                          "waypoints": [{"position": [0.2, 0.1, 0.3]},
+                                                        {"position": [0.2, 0.1, 0.25]}]}))
+                m = raw.recv_json()
+                self.assertEqual((m["type"], m["index"], m["count"]), ("solution", 0, 2), m)
+                self.assertEqual(d.http("GET", "/livez")[0], 200)
+                raw.send_text(json.dumps({"type": "target", "stream": "s", "seq": 2,
+                                          "target": {"position": [0.3, 0.6, 0.2]}}))
+                self.assertEqual([raw.recv_json()["type"] for _ in range(2)],
+                                 ["path_end", "solution"])
+        finally:
+            raw.close()
+            d.proc.kill()
+            d.proc.wait()
+
     def test_vanishing_client(self):
         """Clients that reset their connection while seven-joint solves run
         on the pool and targets wait: nothing is left open, ikd is healthy."""
@@ -909,6 +958,121 @@ class LimitsTest(unittest.TestCase):
         self.assertLess(latencies[len(latencies) // 2], 0.05 * SLOW,
                         "median answer time %.1f ms" % (1e3 * latencies[len(latencies) // 2]))
         self.assertLess(latencies[-1], 0.5 * SLOW, "slowest answer time")
+
+
+def held_bytes(d, what):
+    """ikd_held_bytes{what=...} of /metrics."""
+    key = 'ikd_held_bytes{what="%s"}' % what
+    line = [l for l in d.http("GET", "/metrics")[1].splitlines() if l.startswith(key)][0]
+    return int(float(line.split()[1]))
+
+
+class HeldBytesTest(unittest.TestCase):
+    def test_messages_being_received_count_against_the_body_budget(self):
+        """Messages still arriving (most of a message sent, not its end)
+        hold their bytes against --body-budget, as HTTP bodies do: past
+        it the connection is closed with 1013 (try again later), and the
+        bytes come back when a message is whole. Before, nothing bounded
+        them but --max-message per connection: 200 clients each holding
+        most of a 1 MB message took ikd from 7 MB to 218 MB RSS."""
+        d = Daemon("--body-budget", "1M")
+        a, b, c = RawWS(d.port), RawWS(d.port), None
+        try:
+            text = json.dumps({"type": "open", "stream": "big", "chain": BONES})
+            text = (text[:-1] + " " * (700 * 1024) + "}").encode()
+            a.sock.sendall(frame(0x1, text[:400 * 1024], fin=False))
+            deadline = time.monotonic() + TIMEOUT
+            while held_bytes(d, "request_bodies") < 400 * 1024:
+                self.assertLess(time.monotonic(), deadline, "a's bytes are not held")
+                time.sleep(0.01)
+            b.sock.sendall(frame(0x1, text, fin=True))
+            self.assertEqual(b.wait_close(3), 1013)
+            a.sock.sendall(frame(0x0, text[400 * 1024:], fin=True))
+            self.assertEqual(a.recv_json()["type"], "opened")
+            self.assertEqual(held_bytes(d, "request_bodies"), 0)
+            c = RawWS(d.port)  # room again
+            c.sock.sendall(frame(0x1, text))
+            self.assertEqual(c.recv_json()["type"], "opened")
+        finally:
+            for w in (a, b, c):
+                if w:
+                    w.close()
+            d.stop()
+
+    def test_an_answer_larger_than_the_send_queue_cap_is_sent(self):
+        """A tick whose one answer is larger than --max-send-queue (200
+        legs' full answers, about 150 kB, under a 64 kB cap) to a client
+        that reads: the answer arrives whole, and the connection stays. The
+        queue may pass the cap only with its newest message: a client that
+        does not read is still cut (test_never_reading_client_cut_off).
+        Before, the answer itself closed the connection with 1008, "the
+        client does not read"."""
+        d = Daemon("--max-send-queue", "65536")
+        raw = RawWS(d.port)
+        try:
+            n = 200
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps(
+                {"type": "open", "stream": "c%d" % k, "chain": BONES}).encode()) for k in range(n)))
+            for k in range(n):
+                self.assertEqual(raw.recv_json()["type"], "opened")
+            for seq in (1, 2):
+                raw.send_text(json.dumps({"type": "tick", "seq": seq, "targets": [
+                    {"stream": "c%d" % k, "target": {"position": [0.3, 0.6, 0.2]}}
+                    for k in range(n)]}))
+                op, payload = raw.recv_frame()
+                self.assertEqual(op, 0x1, payload[:80])
+                self.assertGreater(len(payload), 65536)
+                m = json.loads(payload)
+                self.assertEqual((m["type"], m["seq"], len(m["solutions"])),
+                                 ("tick_solution", seq, n))
+        finally:
+            raw.close()
+            d.proc.kill()
+            d.proc.wait()
+
+    def test_running_paths_are_bounded(self):
+        """Paths of 1024 waypoints (about 200 kB each once decoded) that
+        run for minutes, one per stream: they count against
+        --stream-chain-bytes with the streams' chains, past it a path is
+        refused (overloaded at /waypoints, the flag named), and a path's
+        bytes come back when it ends. Before, nothing bounded them: two
+        connections of 512 such paths held 200 MB more."""
+        d = Daemon("--stream-chain-bytes", "2M")
+        raw = RawWS(d.port)
+        try:
+            def held():
+                return held_bytes(d, "stream_chains")
+            n = 24
+            for k in range(n):
+                raw.send_text(json.dumps({"type": "open", "stream": "p%d" % k, "chain": BONES}))
+            for k in range(n):
+                self.assertEqual(raw.recv_json()["type"], "opened")
+            chains = held()
+            waypoints = [{"position": [0.2, 0.1, 0.2 + 1e-4 * i]} for i in range(1024)]
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps({
+                "type": "path", "stream": "p%d" % k, "seq": k, "waypoints": waypoints,
+                "rate_hz": 0.01, "duration_s": 1000}).encode()) for k in range(n)))
+            got = [raw.recv_json() for _ in range(n)]
+            refused = [m for m in got if m["type"] == "error"]
+            running = [m["stream"] for m in got if m["type"] == "solution"]
+            self.assertEqual(len(refused) + len(running), n, got)
+            self.assertTrue(running and refused, (len(running), len(refused)))
+            for m in refused:
+                self.assertEqual((m["error"]["code"], m["error"]["path"]),
+                                 ("overloaded", "/waypoints"), m)
+                self.assertIn("--stream-chain-bytes", m["error"]["message"])
+            self.assertLessEqual(held(), 2 << 20)
+            self.assertGreater(held(), chains + len(running) * 1024 * 100)
+            # a target ends each running path: its bytes come back
+            for k, name in enumerate(running):
+                raw.send_text(json.dumps({"type": "target", "stream": name, "seq": 100 + k,
+                                          "target": {"position": [0.2, 0.1, 0.25]}}))
+            kinds = sorted(raw.recv_json()["type"] for _ in range(2 * len(running)))
+            self.assertEqual(kinds, ["path_end"] * len(running) + ["solution"] * len(running))
+            self.assertEqual(held(), chains)
+        finally:
+            raw.close()
+            d.stop()
 
 
 # ---- token and Origin on the upgrade --------------------------------------------

@@ -18,8 +18,9 @@ every stream's target either answered or counted as skipped, the newest
 tick always answered, seven-joint answers checked by forward kinematics of
 the URDF), single targets interleaved with ticks answered in seq order,
 "close" answered after the tick that holds the stream, --max-streams
-bounding streams per connection and targets per tick, and a tick still
-answered when ikd shuts down.
+bounding streams per connection and targets per tick, a tick still
+answered when ikd shuts down (and one whose first frames were read before
+the signal), and a close behind a waiting tick that a newer one replaces.
 
 The daemon and client helpers are test_stream.py's.
 """
@@ -29,12 +30,13 @@ import math
 import os
 import random
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from robot_chain import Chain, quat_angle  # noqa: E402
-from test_stream import (IIWA_URDF_PATH, TIMEOUT, Daemon, circle_pose, connect,  # noqa: E402
-                         iiwa_chain, iiwa_poses, recv, run, send)
+from test_stream import (IIWA_URDF_PATH, TIMEOUT, Daemon, RawWS, circle_pose, connect,  # noqa: E402
+                         frame, held_bytes, iiwa_chain, iiwa_poses, recv, run, send)
 
 
 def leg(i):
@@ -329,6 +331,33 @@ class TickTest(unittest.TestCase):
                 self.assertEqual(m["solutions"][0]["error"]["code"], "unknown_stream")
         run(body())
 
+    def test_close_behind_a_tick_that_is_replaced(self):
+        """A close (and a target) behind a waiting tick that a newer tick
+        without the stream replaces, all in one read: the target is solved,
+        "closed" follows, and the name can be opened again. Before, the
+        replaced tick let go of the stream without settling it: "closed"
+        never came and the stream stayed open (and its name taken) for the
+        life of the connection."""
+        w = RawWS(self.d.port)
+        try:
+            for k, s in enumerate(("a", "b", "t")):
+                w.send_text(json.dumps({"type": "open", "stream": s, "chain": leg(k)}))
+                self.assertEqual(w.recv_json()["type"], "opened")
+            at = {"position": foot_target(0)}
+            w.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+                tick(1, [("a", None, at), ("b", None, at)]),
+                {"type": "target", "stream": "b", "seq": 5, "target": at},
+                {"type": "close", "stream": "a"}, {"type": "close", "stream": "b"},
+                tick(2, [("t", None, at)]))))
+            got = [w.recv_json() for _ in range(4)]
+            kinds = sorted((m["type"], m.get("stream"), m.get("seq")) for m in got)
+            self.assertEqual(kinds, [("closed", "a", None), ("closed", "b", None),
+                                     ("solution", "b", 5), ("tick_solution", None, 2)], got)
+            w.send_text(json.dumps({"type": "open", "stream": "a", "chain": leg(0)}))
+            self.assertEqual(w.recv_json()["type"], "opened")
+        finally:
+            w.close()
+
 
 class TickConflationTest(unittest.TestCase):
     @classmethod
@@ -451,6 +480,48 @@ class TickLimitsTest(unittest.TestCase):
             d.stop()
         finally:
             if not stopped:
+                d.proc.kill()
+                d.proc.wait()
+
+    def test_sigterm_answers_a_tick_begun_before_it(self):
+        """A tick whose first 64 kB were read when SIGTERM arrives, its
+        end sent after: the tick was begun before the signal, so it is
+        read to its end and answered before the 1001 close. Before, the
+        messages read after the signal were ignored and the client got
+        1001 without its answer (and so did a tick still in the socket
+        beyond one read's worth, or behind a message decoded off the
+        loop)."""
+        d = Daemon()
+        stopped = False
+        w = RawWS(d.port)
+        try:
+            names = ["s%d" % k for k in range(20)]
+            for k, s in enumerate(names):
+                w.send_text(json.dumps({"type": "open", "stream": s, "chain": leg(k)}))
+            for s in names:
+                self.assertEqual(w.recv_json()["type"], "opened")
+            text = json.dumps(tick(9, [(s, None, {"position": foot_target(k)})
+                                       for k, s in enumerate(names)]))
+            text = (text[:-1] + " " * (100 * 1024) + "}").encode()
+            w.sock.sendall(frame(0x1, text[:64 * 1024], fin=False))
+            deadline = time.monotonic() + TIMEOUT
+            while held_bytes(d, "request_bodies") < 64 * 1024:  # read by ikd
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.01)
+            d.proc.send_signal(15)
+            time.sleep(0.05)
+            w.sock.sendall(frame(0x0, text[64 * 1024:], fin=True))
+            m = w.recv_json()
+            self.assertEqual((m["type"], m["seq"], len(m["solutions"])),
+                             ("tick_solution", 9, len(names)), m)
+            self.assertTrue(all("result" in a for a in m["solutions"]))
+            self.assertEqual(w.wait_close(), 1001)
+            w.close()
+            stopped = True
+            d.stop()
+        finally:
+            if not stopped:
+                w.close()
                 d.proc.kill()
                 d.proc.wait()
 
