@@ -196,6 +196,9 @@ export interface ClientOptions {
   /** each HTTP exchange, its answer read whole, in ms (default 30000; 0:
    * none): past it the request rejects with IkdError "timeout" */
   timeoutMs?: number;
+  /** bytes of one HTTP answer's body at most (default 256 MiB): a larger
+   * one is refused as it arrives, IkdError "bad_answer" */
+  maxAnswer?: number;
 }
 
 export class Ikd {
@@ -230,6 +233,13 @@ export interface ConnectOptions {
   /** targets in a tick at most, as ikd's --max-streams (default 1024): a
    * tick answer of more entries is refused as "bad_answer" */
   maxStreams?: number;
+  /** the TCP, TLS and upgrade handshakes together, in ms (default 10000; 0:
+   * no bound): past it the dial fails like a lost connection */
+  connectTimeoutMs?: number;
+  /** silent this long (ms, default 30000; 0: never): a ping at half of it,
+   * and at all of it the connection is dropped ("error" event "timeout")
+   * and dialled again. Needs the "ws" package (a browser cannot ping) */
+  idleTimeoutMs?: number;
 }
 
 /** A stream's answer: a target's, a path sample's or a tick item's. */

@@ -39,6 +39,16 @@
  *     them); stream.latest holds the newest answer (latest wins); send()
  *     and sendTick() make no promise at all, for loops that only read
  *     latest or listen.
+ *   - Liveness: the upgrade must end within connectTimeoutMs (default
+ *     10000, as the C client's); a connection silent for half of
+ *     idleTimeoutMs (default 30000, as the C client's) is pinged, and one
+ *     silent for all of it (a peer gone without a FIN) is dropped with an
+ *     "error" event of code "timeout", then re-opened like any loss. Pings
+ *     need the "ws" package (preferred under Node when installed): a
+ *     browser's WebSocket cannot send them.
+ *   - Bounds: an HTTP answer's body is refused as "bad_answer" past
+ *     maxAnswer bytes (default 256 MiB, as the other clients), as it
+ *     arrives: nothing past the bound is held.
  *   - Reconnection: a connection that drops is re-opened with exponential
  *     backoff (with jitter) and every stream is opened again on the same
  *     chain, options and scene (the newest setScene's); targets in flight when it dropped are rejected with
@@ -189,16 +199,30 @@ function wireError(body) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const now = globalThis.performance ? () => globalThis.performance.now() : () => Date.now();
 
+/** IkdError "bad_answer" for an answer past maxAnswer bytes. */
+const tooLarge = (method, path, max) =>
+  new IkdError('bad_answer', `${method} ${path}: the answer is larger than maxAnswer (${max} bytes)`);
+
 /**
  * fetch's subset this client uses, over node:https with a CA of the
- * caller's (Node's fetch has no CA option).
+ * caller's (Node's fetch has no CA option); a body past max bytes is
+ * refused as it arrives (tooLarge()).
  */
-async function httpsWithCa(url, init, ca) {
+async function httpsWithCa(url, init, ca, max, refusal) {
   const https = await import('node:https');
   return new Promise((resolve, reject) => {
     const req = https.request(url, { method: init.method, headers: init.headers, ca, signal: init.signal }, (res) => {
       const chunks = [];
-      res.on('data', (c) => chunks.push(c));
+      let size = 0;
+      res.on('data', (c) => {
+        size += c.length;
+        if (size > max) {
+          req.destroy();
+          reject(refusal());
+          return;
+        }
+        chunks.push(c);
+      });
       res.on('error', reject);
       res.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
@@ -217,6 +241,39 @@ async function httpsWithCa(url, init, ca) {
     if (init.body !== undefined) req.write(init.body);
     req.end();
   });
+}
+
+/**
+ * A fetch answer's body as text, refused (refusal()) once it passes max
+ * bytes: a declared length at once, an undeclared one as it arrives,
+ * nothing past the bound held. An answer without a readable body (a
+ * caller's fetch) is read whole, then measured.
+ */
+async function boundedText(resp, max, refusal) {
+  const declared = Number(resp.headers.get('Content-Length'));
+  const body = resp.body;
+  if (declared > max) {
+    body?.cancel?.().catch(() => {});
+    throw refusal();
+  }
+  if (!body || typeof body.getReader !== 'function') {
+    const text = await resp.text();
+    if (text.length > max || (text.length * 3 > max && new TextEncoder().encode(text).length > max)) throw refusal();
+    return text;
+  }
+  const reader = body.getReader();
+  const dec = new TextDecoder();
+  let text = '', size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + dec.decode();
+    size += value.byteLength;
+    if (size > max) {
+      reader.cancel().catch(() => {});
+      throw refusal();
+    }
+    text += dec.decode(value, { stream: true });
+  }
 }
 
 /** The JSON text form of ticks (proto/STREAM.md, "tick, tick_solution").
@@ -450,6 +507,8 @@ export class Ikd {
     this.keepChains = opts.keepChains ?? 256;
     /** each exchange, answer read whole (ms; 0: none) */
     this.timeoutMs = opts.timeoutMs ?? 30000;
+    /** bytes of one answer's body at most (as the other clients) */
+    this.maxAnswer = opts.maxAnswer ?? 256 * 1024 * 1024;
     /** @type {Map<string, any>} chains registered here, by id (oldest first) */
     this.chains = new Map();
     this.reregistered = 0;
@@ -470,15 +529,19 @@ export class Ikd {
     const timer = this.timeoutMs > 0 && Number.isFinite(this.timeoutMs)
       ? setTimeout(() => { timedOut = true; ac.abort(); }, this.timeoutMs) : null;
     const init = { method, headers, signal: ac.signal, body };
+    const refusal = () => tooLarge(method, path, this.maxAnswer);
     let resp, text;
     try {
-      resp = this.ca && this.base.startsWith('https:')
-        ? await httpsWithCa(this.base + path, init, this.ca)
-        : await this.fetchImpl(this.base + path, init);
-      text = await resp.text();
+      if (this.ca && this.base.startsWith('https:')) {
+        resp = await httpsWithCa(this.base + path, init, this.ca, this.maxAnswer, refusal);
+        text = await resp.text();
+      } else {
+        resp = await this.fetchImpl(this.base + path, init);
+        text = await boundedText(resp, this.maxAnswer, refusal);
+      }
     } catch (e) {
       if (timedOut) throw new IkdError('timeout', `${method} ${path}: no answer within ${this.timeoutMs} ms`);
-      if (e && e.name === 'AbortError') throw e;
+      if (e instanceof IkdError || (e && e.name === 'AbortError')) throw e;
       const cause = e && e.cause && e.cause.message ? ` (${e.cause.message})` : '';
       throw new IkdError('network', `${method} ${path}: ${e && e.message ? e.message : e}${cause}`);
     } finally {
@@ -612,6 +675,18 @@ export class IkdConnection {
     /** targets in a tick at most (ikd's --max-streams): a tick answer of
      * more entries is refused */
     this.maxStreams = opts.maxStreams ?? 1024;
+    /** the TCP, TLS and upgrade handshakes together (ms; 0: no bound) */
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? 10000;
+    /** silent this long (ms): a ping; twice: the connection is dropped and
+     * dialled again (0: never). Only where the socket can ping (the "ws"
+     * package): a browser's WebSocket cannot. */
+    this.idleTimeoutMs = opts.idleTimeoutMs ?? 30000;
+    this.lastRecv = 0;
+    this.pingOut = false;
+    /** the upgrade's deadline, then the idle watch */
+    this.watchTimer = null;
+    /** why this client gave the socket up, for what it fails */
+    this.lostWhy = undefined;
     /** @type {'connecting'|'open'|'reconnecting'|'closed'} */
     this.state = 'connecting';
     /** @type {Map<string, IkdStream>} */
@@ -676,7 +751,8 @@ export class IkdConnection {
     const ca = this.ikd.ca && this.ikd.base.startsWith('https:') ? this.ikd.ca : undefined;
     let WS;
     try {
-      WS = this.ikd.WebSocketImpl || await webSocketImpl(header || !!ca);
+      /* under Node, the package where it is installed: it can ping */
+      WS = this.ikd.WebSocketImpl || await webSocketImpl(header || !!ca || (this.idleTimeoutMs > 0 && !!globalThis.process?.versions?.node));
     } catch (e) {
       this.emit('error', e);
       this.setState('closed');
@@ -703,8 +779,18 @@ export class IkdConnection {
     }
     this.ws = ws;
     if (ws.binaryType === 'blob') ws.binaryType = 'arraybuffer'; /* a browser's */
+    if (this.connectTimeoutMs > 0) {
+      this.watchTimer = setTimeout(() => this.lose(ws, `no WebSocket upgrade within ${this.connectTimeoutMs} ms`), this.connectTimeoutMs);
+    }
     ws.onopen = () => {
       if (ws !== this.ws) return;
+      clearTimeout(this.watchTimer);
+      this.watchTimer = null;
+      this.heard();
+      if (this.idleTimeoutMs > 0 && typeof ws.ping === 'function') {
+        if (typeof ws.on === 'function') ws.on('pong', () => this.heard()).on('ping', () => this.heard());
+        this.watch(ws);
+      }
       this.attempts = 0;
       this.openedAt = now();
       const again = this.reconnects > 0;
@@ -713,12 +799,21 @@ export class IkdConnection {
       for (const s of this.streams.values()) s.sendOpen();
       if (again) this.reopened(null);
     };
-    ws.onmessage = (ev) => { if (ws === this.ws) this.receive(ev.data); };
+    ws.onmessage = (ev) => {
+      if (ws !== this.ws) return;
+      this.lastRecv = now();
+      this.pingOut = false;
+      this.receive(ev.data);
+    };
     ws.onerror = () => {}; /* onclose follows and decides */
     ws.onclose = (ev) => {
       if (ws !== this.ws) return;
       this.ws = null;
-      const lost = new IkdError('connection_lost', 'the connection dropped before the answer');
+      clearTimeout(this.watchTimer);
+      this.watchTimer = null;
+      const why = this.lostWhy;
+      this.lostWhy = undefined;
+      const lost = new IkdError('connection_lost', `the connection dropped before the answer${why ? ` (${why})` : ''}`);
       for (const t of this.ticks.values()) t.reject(lost);
       this.ticks.clear();
       for (const s of this.streams.values()) s.dropped();
@@ -737,6 +832,40 @@ export class IkdConnection {
       this.setState('reconnecting');
       this.timer = setTimeout(() => { this.timer = null; this.dial(); }, delay * (0.5 + Math.random() / 2));
     };
+  }
+
+  /** Something came from ikd: it is alive. */
+  heard() {
+    this.lastRecv = now();
+    this.pingOut = false;
+  }
+
+  /** The idle watch of socket ws (as the C client's): silent for half of
+   * idleTimeoutMs, a ping; silent for all of it, the connection is lost. */
+  watch(ws) {
+    if (ws !== this.ws) return;
+    const idle = this.idleTimeoutMs, silent = now() - this.lastRecv;
+    if (silent >= idle) {
+      this.lose(ws, `ikd was silent for ${idle} ms`);
+      return;
+    }
+    if (!this.pingOut && silent >= idle / 2) {
+      try { ws.ping(); } catch { /* closing: onclose decides */ }
+      this.pingOut = true;
+    }
+    const at = this.lastRecv + (this.pingOut ? idle : idle / 2);
+    this.watchTimer = setTimeout(() => this.watch(ws), Math.max(1, at - now()));
+  }
+
+  /** Gives socket ws up (why: an "error" event, code "timeout", and the
+   * words of what it fails): its onclose fails what waits and redials. */
+  lose(ws, why) {
+    this.watchTimer = null;
+    if (ws !== this.ws) return;
+    this.lostWhy = why;
+    if (!this.userClosed) this.emit('error', new IkdError('timeout', why));
+    if (typeof ws.terminate === 'function') ws.terminate();
+    else ws.close();
   }
 
   /** A stream answered its reopening (name), or none is left (null): emits

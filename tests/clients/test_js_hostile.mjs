@@ -11,7 +11,10 @@
  * than the targets sent (solve, batch) are refused as "bad_answer"; a
  * server that never answers, or trickles its answer without end, rejects
  * the request with "timeout" at timeoutMs; a server that upgrades each
- * connection and closes it at once is redialled with a growing backoff.
+ * connection and closes it at once is redialled with a growing backoff;
+ * a peer gone silent is pinged and dropped at idleTimeoutMs, then
+ * redialled; an upgrade answer that never ends fails at connectTimeoutMs;
+ * an HTTP answer past maxAnswer is refused as it arrives.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -161,5 +164,97 @@ test('a server that closes each connection as soon as it is up is redialled with
   } finally {
     await conn.close();
     await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a peer gone silent is pinged, then dropped at idleTimeoutMs and redialled; what waited is lost', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  /* answers the open, then nothing: no pong, no answer (a balancer that
+   * lost the connection without a FIN) */
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1', autoPong: false });
+  await new Promise((ok) => wss.on('listening', ok));
+  let dials = 0, pings = 0;
+  wss.on('connection', (sock) => {
+    dials++;
+    sock.on('ping', () => pings++);
+    sock.on('message', (data) => { if (JSON.parse(String(data)).type === 'open') sock.send('{"type":"opened","stream":"s"}'); });
+  });
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ idleTimeoutMs: 400, minDelayMs: 50 });
+  const errors = [];
+  conn.on('error', (e) => errors.push(e));
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    const t0 = Date.now();
+    const lost = s.target({ position: [0, 0.3, 0.5] }).then(() => 'answered', (e) => e.code);
+    /* before: no ping, and the target waited for ever on one connection */
+    const got = await Promise.race([lost, new Promise((ok) => setTimeout(ok, 3000, 'still waiting after 3 s').unref())]);
+    assert.equal(got, 'connection_lost');
+    assert.ok(Date.now() - t0 >= 300, `dropped after ${Date.now() - t0} ms`);
+    assert.ok(pings >= 1, 'no ping before the drop');
+    assert.deepEqual(errors.map((e) => e.code), ['timeout']);
+    while (dials < 2) await new Promise((ok) => setTimeout(ok, 10));
+    await conn.ready();
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('an upgrade answer that never ends fails the dial at connectTimeoutMs', LIMIT, async () => {
+  const { createServer } = await import('node:net');
+  const socks = new Set();
+  const server = createServer((sock) => {
+    socks.add(sock);
+    sock.on('error', () => {});
+    /* the status line, then a header byte every 50 ms, never the blank line */
+    sock.write('HTTP/1.1 101 Switching Protocols\r\nX-Slow: ');
+    const t = setInterval(() => sock.write('x'), 50);
+    sock.on('close', () => clearInterval(t));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const conn = new Ikd(`http://127.0.0.1:${server.address().port}`).connect({ reconnect: false, connectTimeoutMs: 300 });
+  try {
+    const t0 = Date.now();
+    const got = await Promise.race([conn.ready().then(() => 'open', (e) => e.code),
+      new Promise((ok) => setTimeout(ok, 3000, 'still connecting after 3 s').unref())]);
+    assert.equal(got, 'closed');
+    assert.ok(Date.now() - t0 < 2000, `${Date.now() - t0} ms`);
+  } finally {
+    await conn.close();
+    for (const s of socks) s.destroy();
+    await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('an HTTP answer larger than maxAnswer is refused as it arrives, declared or not', LIMIT, async () => {
+  const { createServer } = await import('node:http');
+  const timers = new Set();
+  let sent = 0;
+  const server = createServer((req, res) => {
+    res.on('error', () => {});
+    if (req.url === '/v1/solvers') { /* declared: 2 MiB */
+      const body = `{"pad":"${'x'.repeat(2 << 20)}"}`;
+      res.writeHead(req.method === 'GET' ? 200 : 503, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    /* chunked, without end: 64 KiB every 5 ms */
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    const chunk = Buffer.alloc(64 << 10, 0x20);
+    timers.add(setInterval(() => { sent += chunk.length; res.write(chunk); }, 5));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const ikd = new Ikd(`http://127.0.0.1:${server.address().port}`, { retries: 0, timeoutMs: 5000, maxAnswer: 1 << 20 });
+  try {
+    await assert.rejects(ikd.solvers(), (e) => e instanceof IkdError && e.code === 'bad_answer' && /maxAnswer/.test(e.message));
+    /* before: read on to the timeout, every byte held */
+    const t0 = Date.now();
+    await assert.rejects(ikd.ready(), (e) => e instanceof IkdError && e.code === 'bad_answer' && /maxAnswer/.test(e.message));
+    assert.ok(Date.now() - t0 < 4000, `${Date.now() - t0} ms`);
+    assert.ok(sent < 8 << 20, `${sent} bytes sent before the refusal`);
+  } finally {
+    for (const t of timers) clearInterval(t);
+    server.closeAllConnections();
+    await new Promise((ok) => server.close(ok));
   }
 });
