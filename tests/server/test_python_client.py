@@ -23,8 +23,9 @@ errors, many ticks in flight, a tick refused whole); ikd's unknown_type
 error and messages the client does not know reaching the caller; answers
 of a hostile server refused as bad_answer (seqs it cannot read, tick
 answers past max_streams or of entries not objects, HTTP answers of
-another count of results, an answer trickled or too large) with the
-reader going on; a server dropping each connection redialled with a
+another count of results, an answer or its headers trickled, an answer
+too large, an upgrade answer that never ends, binary tick answers of
+lying counts or NaN seqs) with the reader going on; a server dropping each connection redialled with a
 growing backoff; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
@@ -696,6 +697,109 @@ class PythonClientTest(unittest.TestCase):
         finally:
             stop.set()
             srv.close()
+
+    def test_headers_and_upgrade_trickled_bounded_in_time(self):
+        """A server that trickles the header bytes of its answer (a byte
+        every 50 ms, never the blank line), to an HTTP request and to the
+        stream upgrade: IkdError "timeout" and "network" within the
+        client's timeout. Before, the HTTP request waited as long as the
+        bytes came (urllib's timeout bounds each receive)."""
+        srv = socket.create_server(("127.0.0.1", 0))
+        stop = threading.Event()
+
+        def trickle(c):
+            with c:
+                try:
+                    c.recv(65536)
+                    c.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                    while not stop.wait(0.05):
+                        c.sendall(b"x")
+                except OSError:
+                    pass
+
+        def serve():
+            while True:
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                threading.Thread(target=trickle, args=(c,), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+        url = "http://127.0.0.1:%d" % srv.getsockname()[1]
+        got = []
+
+        def call():
+            try:
+                got.append(ikd.Client(url, timeout=0.5, retries=0).ready())
+            except ikd.IkdError as e:
+                got.append(e)
+
+        async def upgrade():
+            try:
+                async with ikd.AsyncClient(url, timeout=0.5).connect(reconnect=False):
+                    return "open"
+            except ikd.IkdError as e:
+                return e.code
+        try:
+            t0 = time.monotonic()
+            t = threading.Thread(target=call, daemon=True)
+            t.start()
+            t.join(5)
+            self.assertFalse(t.is_alive(), "trickled headers still read after 5 s")
+            self.assertEqual(getattr(got[0], "code", got[0]), "timeout")
+            self.assertLess(time.monotonic() - t0, 1.5)
+            t0 = time.monotonic()
+            self.assertEqual(asyncio.run(asyncio.wait_for(upgrade(), 5)), "network")
+            self.assertLess(time.monotonic() - t0, 1.5)
+        finally:
+            stop.set()
+            srv.close()
+
+    def test_binary_tick_answer_count_checked_from_its_head(self):
+        """A binary tick answer whose head announces more entries than
+        max_streams fails the tick it names (bad_answer naming max_streams)
+        before anything is decoded; one of seq NaN is an error event, one
+        whose entry's seq is NaN fails its tick; the reader goes on. Before,
+        its entries were decoded first: a head of 3 entries with none behind
+        it was an "ends early" error event and the tick waited on to its
+        timeout; a NaN seq killed the reader (every call in flight failed
+        with connection_lost)."""
+        import websockets
+        import struct as st
+        import json as js
+
+        class JsonTicks(ikd.BinaryCodec):
+            encode_tick = ikd.JsonCodec.encode_tick
+
+        def head(n, seq):
+            return st.pack("<4sHHIId", b"IKDS", 1, 0, n, 0, seq)
+        # an error entry of stream "s", code "x", its seq NaN
+        entry = st.pack("<IBBBBdII", 32, 2, 1, 1, 0, math.nan, 1, 0) + b"sx" + bytes(6)
+        replies = {1: [head(3, 1.0)], 2: [head(0, math.nan), head(0, 2.0)],
+                   3: [head(1, 3.0) + entry]}
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                for r in replies[js.loads(text)["seq"]]:
+                    await ws.send(r)
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False, max_streams=2, codec=JsonTicks()) as conn:
+                    with self.assertRaises(ikd.IkdError) as cm:
+                        await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
+                    self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", 1))
+                    self.assertIn("max_streams", cm.exception.message)
+                    errors = []
+                    conn.on_error(errors.append)
+                    ts = await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
+                    self.assertEqual((ts.seq, [e.code for e in errors]), (2, ["bad_answer"]))
+                    with self.assertRaises(ikd.IkdError) as cm:
+                        await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
+                    self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", 3))
+                    self.assertEqual(conn.state, "open")
+        run(body())
 
     def test_flapping_server_backoff_grows(self):
         """A server that upgrades each connection and closes it at once is
