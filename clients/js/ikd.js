@@ -117,9 +117,9 @@ function errorOf(obj, stream) {
 const seqOf = (v) => (Number.isSafeInteger(v) ? v : undefined);
 
 /** Why a decoded tick_solution cannot be read (at most max entries, each
- * an object, with a string stream and an integer seq when it has them: the
- * entry of a target whose name ikd could not read names none), or null
- * when it can. */
+ * an object, with a string stream when it has one and an integer seq: only
+ * an error entry may lack it, as that of a target whose name ikd could not
+ * read), or null when it can. */
 function tickRefusal(msg, max) {
   if (seqOf(msg.seq) === undefined) return 'a tick answer without a seq this client can read';
   const items = msg.solutions;
@@ -127,7 +127,8 @@ function tickRefusal(msg, max) {
   if (items.length > max) return `a tick answer of more than ${max} entries (maxStreams)`;
   for (let i = 0; i < items.length; i++) {
     const it = items[i];
-    if (!it || typeof it !== 'object' || (it.stream !== undefined && typeof it.stream !== 'string') || (it.seq !== undefined && seqOf(it.seq) === undefined)) return `tick answer entry ${i} cannot be read`;
+    if (!it || typeof it !== 'object' || (it.stream !== undefined && typeof it.stream !== 'string') ||
+        ((it.seq !== undefined || it.error === undefined) && seqOf(it.seq) === undefined)) return `tick answer entry ${i} cannot be read`;
   }
   return null;
 }
@@ -425,16 +426,23 @@ export class BinaryCodec extends JsonCodec {
     if (len < 24 || bytes[0] !== 73 || bytes[1] !== 75 || bytes[2] !== 68 || bytes[3] !== 83) return null;
     const v = new DataView(bytes.buffer, bytes.byteOffset, len);
     if (v.getUint16(4, true) !== 1) return null;
-    const n = v.getUint32(8, true);
-    if (n > max) throw new IkdError('bad_answer', `a tick answer of more than ${max} entries (maxStreams)`, { seq: seqOf(v.getFloat64(16, true)) });
+    const n = v.getUint32(8, true), tickSeq = seqOf(v.getFloat64(16, true));
+    if (n > max) throw new IkdError('bad_answer', `a tick answer of more than ${max} entries (maxStreams)`, { seq: tickSeq });
     const solutions = new Array(n);
     let at = 24;
     for (let i = 0; i < n; i++) {
-      if (at + 24 > len) throw new IkdError('bad_answer', 'a binary tick answer ends early');
+      if (at + 24 > len) throw new IkdError('bad_answer', 'a binary tick answer ends early', { seq: tickSeq });
       const size = v.getUint32(at, true), kind = bytes[at + 4], lname = bytes[at + 5];
-      if (size < 24 || at + size > len) throw new IkdError('bad_answer', 'a binary tick answer ends early');
+      if (size < 24 || at + size > len) throw new IkdError('bad_answer', 'a binary tick answer ends early', { seq: tickSeq });
       const item = {};
-      if (bytes[at + 6] & 1) item.seq = v.getFloat64(at + 8, true);
+      if (bytes[at + 6] & 1) {
+        /* as the JSON form's (tickRefusal): a seq that is not an integer
+         * would answer every target of its stream waiting */
+        item.seq = seqOf(v.getFloat64(at + 8, true));
+        if (item.seq === undefined) throw new IkdError('bad_answer', `tick answer entry ${i} cannot be read`, { seq: tickSeq });
+      } else if (kind !== 2) {
+        throw new IkdError('bad_answer', `tick answer entry ${i} is a solution without a seq`, { seq: tickSeq });
+      }
       if (kind === 2) {
         const lc = v.getUint16(at + 16, true), lp = v.getUint16(at + 18, true), lm = v.getUint32(at + 20, true);
         let x = at + 24;

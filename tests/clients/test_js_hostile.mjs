@@ -258,3 +258,40 @@ test('an HTTP answer larger than maxAnswer is refused as it arrives, declared or
     await new Promise((ok) => server.close(ok));
   }
 });
+
+test('a tick answer entry of a solution whose seq is not an integer, or missing, answers no target and fails its tick', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  /* one success entry of stream "s", its seq 1.5, NaN, none or 2 */
+  const answer = (tick, seq) => {
+    const b = Buffer.concat([binaryHead(1, tick), Buffer.alloc(64)]);
+    b.writeUInt32LE(64, 24); b[28] = 1; b[29] = 1; b[30] = seq === undefined ? 0 : 1;
+    b.writeDoubleLE(seq ?? 0, 32); b.writeUInt32LE(16, 44); b.writeInt32LE(1, 64); b.write('s', 80, 'ascii');
+    return b;
+  };
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
+    if (m.type === 'tick') sock.send([answer(1, 1.5), answer(2, NaN), answer(3), `{"type":"tick_solution","seq":4,"solutions":[{"stream":"s","result":${RESULT}}]}`, answer(5, 2)][m.seq - 1]);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks() });
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    let answered = 'no';
+    s.target({ position: [0, 0.3, 0.5] }).then((sol) => { answered = `seq ${sol.seq}`; }, (e) => { answered = e.code; });
+    /* before: each resolved the target of seq 1 with a solution of seq
+     * 1.5, NaN or none (binary and JSON) */
+    for (const tick of [1, 2, 3, 4]) {
+      await assert.rejects(conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }]),
+        (e) => e instanceof IkdError && e.code === 'bad_answer' && e.seq === tick);
+      assert.equal(answered, 'no');
+    }
+    /* an integer seq answers it */
+    assert.equal((await conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }])).seq, 5);
+    assert.equal(answered, 'seq 2');
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});

@@ -252,6 +252,8 @@ class BinaryCodec(JsonCodec):
                            % max_entries, seq=tseq)
         at, items = 24, []
         for _ in range(n):
+            if at + 24 > len(b):
+                raise IkdError("bad_answer", "a binary tick answer ends early", seq=tseq)
             size, kind, lname, flags, _, eseq, a, c = struct.unpack_from("<IBBBBdII", b, at)
             if size < 24 or at + size > len(b):
                 raise IkdError("bad_answer", "a binary tick answer ends early", seq=tseq)
