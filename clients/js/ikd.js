@@ -978,6 +978,7 @@ export class IkdConnection {
    * @returns {Promise<IkdStream>}
    */
   open(name, spec) {
+    if (this.state === 'closed') return Promise.reject(new IkdError('closed', 'the connection is closed'));
     if (this.streams.has(name)) return Promise.reject(new IkdError('stream_exists', `stream "${name}" is already open on this connection`, { stream: name }));
     const s = new IkdStream(this, name, spec);
     this.streams.set(name, s);
@@ -1361,8 +1362,14 @@ export class IkdStream {
     this.solution(it);
   }
 
-  /** The socket dropped: in-flight work is lost; the stream will reopen. */
+  /** The socket dropped: in-flight work is lost; the stream will reopen,
+   * unless its close was sent: then it is closed (ikd forgot it). */
   dropped() {
+    if (this.closeWaiter) {
+      if (this.conn.streams.get(this.name) === this) this.conn.streams.delete(this.name);
+      this.ended(new IkdError('closed', `stream "${this.name}" was closed`, { stream: this.name }));
+      return;
+    }
     this.isOpen = false;
     this.reregistering = false;
     const err = new IkdError('connection_lost', 'the connection dropped before the answer', { stream: this.name });

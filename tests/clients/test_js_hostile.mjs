@@ -14,7 +14,10 @@
  * connection and closes it at once is redialled with a growing backoff;
  * a peer gone silent is pinged and dropped at idleTimeoutMs, then
  * redialled; an upgrade answer that never ends fails at connectTimeoutMs;
- * an HTTP answer past maxAnswer is refused as it arrives.
+ * an HTTP answer past maxAnswer is refused as it arrives; a tick answer's
+ * solution entry of a seq not an integer or none fails its tick; a stream
+ * whose close was sent when the connection dropped is closed, not opened
+ * again, and a closed connection refuses to open streams.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -294,4 +297,37 @@ test('a tick answer entry of a solution whose seq is not an integer, or missing,
     await conn.close();
     await new Promise((ok) => wss.close(ok));
   }
+});
+
+test('a stream whose close was sent when the connection dropped is closed, not opened again', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  const seen = [];
+  wss.on('connection', (sock) => {
+    const n = seen.push([]);
+    sock.on('message', (data) => {
+      const m = JSON.parse(String(data));
+      seen[n - 1].push(m.type);
+      if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
+      if (m.type === 'close') sock.terminate(); /* never answered */
+    });
+  });
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ minDelayMs: 20, maxDelayMs: 40 });
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    /* before: the close waited for ever, and the stream was opened again */
+    const got = await Promise.race([s.close().then(() => 'closed'),
+      new Promise((ok) => setTimeout(ok, 3000, 'still closing after 3 s').unref())]);
+    assert.equal(got, 'closed');
+    while (seen.length < 2) await new Promise((ok) => setTimeout(ok, 10));
+    await new Promise((ok) => setTimeout(ok, 200));
+    assert.deepEqual(seen, [['open', 'close'], []]);
+    assert.equal(conn.streams.size, 0);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+  /* a closed connection refuses to open (before: a promise never settled) */
+  await assert.rejects(conn.open('t', { chain: LEG }), (e) => e instanceof IkdError && e.code === 'closed');
 });
