@@ -978,7 +978,7 @@ export class IkdConnection {
    * @returns {Promise<IkdStream>}
    */
   open(name, spec) {
-    if (this.state === 'closed') return Promise.reject(new IkdError('closed', 'the connection is closed'));
+    if (this.state === 'closed') return Promise.reject(new IkdError('not_connected', 'the connection is closed'));
     if (this.streams.has(name)) return Promise.reject(new IkdError('stream_exists', `stream "${name}" is already open on this connection`, { stream: name }));
     const s = new IkdStream(this, name, spec);
     this.streams.set(name, s);

@@ -329,5 +329,5 @@ test('a stream whose close was sent when the connection dropped is closed, not o
     await new Promise((ok) => wss.close(ok));
   }
   /* a closed connection refuses to open (before: a promise never settled) */
-  await assert.rejects(conn.open('t', { chain: LEG }), (e) => e instanceof IkdError && e.code === 'closed');
+  await assert.rejects(conn.open('t', { chain: LEG }), (e) => e instanceof IkdError && e.code === 'not_connected');
 });

@@ -801,6 +801,37 @@ class PythonClientTest(unittest.TestCase):
                     self.assertEqual(conn.state, "open")
         run(body())
 
+    def test_stream_closing_when_lost_is_closed_not_reopened(self):
+        """A stream whose close was sent when the connection dropped is
+        closed (its close() returns) and not opened again on the next
+        connection. Before, close() waited for ever and the reconnection
+        opened the stream again."""
+        import websockets
+        import json as js
+        seen = []
+
+        async def handler(ws, path=None):
+            seen.append([])
+            async for text in ws:
+                kind = js.loads(text)["type"]
+                seen[-1].append(kind)
+                if kind == "open":
+                    await ws.send('{"type":"opened","stream":"s"}')
+                elif kind == "close":
+                    ws.transport.abort()  # never answered
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(min_delay=0.02, max_delay=0.04) as conn:
+                    s = await conn.open("s", chain=LEG)
+                    await asyncio.wait_for(s.close(), 3)
+                    await until(lambda: len(seen) >= 2, "a second connection")
+                    await asyncio.sleep(0.2)
+                    self.assertEqual(seen, [["open", "close"], []])
+                    self.assertEqual(conn.streams, {})
+        run(body())
+
     def test_flapping_server_backoff_grows(self):
         """A server that upgrades each connection and closes it at once is
         redialled with a growing backoff (the third wait 400 ms, jitter 50%

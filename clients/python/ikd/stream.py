@@ -595,7 +595,7 @@ class Connection:
     async def _run(self):
         while True:
             err = await self._read()
-            for s in self.streams.values():
+            for s in list(self.streams.values()):  # a closing one leaves
                 s._dropped()
             self._fail_all(err, final=False)
             if self._user_closed or not self.reconnect:
@@ -964,7 +964,14 @@ class Stream:
         return True
 
     def _dropped(self):
-        """The socket dropped: what waits fails; the stream may reopen."""
+        """The socket dropped: what waits fails; the stream may reopen,
+        unless its close was sent: then it is closed (ikd forgot it)."""
+        if self._closed is not None and not self._closed.done():
+            if self.conn.streams.get(self.name) is self:
+                del self.conn.streams[self.name]
+            self._ended(IkdError("closed", "stream %r was closed" % (self.name,),
+                                 stream=self.name))
+            return
         self.is_open = False
         self._fail(IkdError("connection_lost", "the connection dropped before the answer",
                             stream=self.name))
