@@ -805,7 +805,9 @@ class PythonClientTest(unittest.TestCase):
         """A stream whose close was sent when the connection dropped is
         closed (its close() returns) and not opened again on the next
         connection. Before, close() waited for ever and the reconnection
-        opened the stream again."""
+        opened the stream again. And solves timed out against a server
+        that never answers hold nothing (before, each was held until an
+        answer came: without one, memory grew by one per call)."""
         import websockets
         import json as js
         seen = []
@@ -825,10 +827,17 @@ class PythonClientTest(unittest.TestCase):
                 c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
                 async with c.connect(min_delay=0.02, max_delay=0.04) as conn:
                     s = await conn.open("s", chain=LEG)
+                    # targets never answered: each solve times out, and none
+                    # is held after (before: each held until an answer)
+                    for _ in range(50):
+                        with self.assertRaises(ikd.IkdError) as cm:
+                            await s.solve({"position": [0, 0.3, 0.5]}, timeout=0.001)
+                        self.assertEqual(cm.exception.code, "timeout")
+                    self.assertEqual(len(s._waiting), 0)
                     await asyncio.wait_for(s.close(), 3)
                     await until(lambda: len(seen) >= 2, "a second connection")
                     await asyncio.sleep(0.2)
-                    self.assertEqual(seen, [["open", "close"], []])
+                    self.assertEqual(seen, [["open"] + ["target"] * 50 + ["close"], []])
                     self.assertEqual(conn.streams, {})
         run(body())
 

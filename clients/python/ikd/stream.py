@@ -825,6 +825,11 @@ class Stream:
         try:
             return await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
+            # not held until an answer comes (from a server that never
+            # answers, one per call)
+            for k, f in list(self._waiting.items()):
+                if f is fut:
+                    del self._waiting[k]
             raise IkdError("timeout", "stream %r: no answer within %s s" % (self.name, timeout),
                            stream=self.name) from None
 
