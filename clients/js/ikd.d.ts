@@ -233,6 +233,10 @@ export interface ConnectOptions {
   /** targets in a tick at most, as ikd's --max-streams (default 1024): a
    * tick answer of more entries is refused as "bad_answer" */
   maxStreams?: number;
+  /** bytes of one message from ikd at most (default 16 MiB, as the other
+   * clients): a larger one drops the connection (the "ws" package's bound;
+   * a browser keeps its own) */
+  maxMessage?: number;
   /** the TCP, TLS and upgrade handshakes together, in ms (default 10000; 0:
    * no bound): past it the dial fails like a lost connection */
   connectTimeoutMs?: number;

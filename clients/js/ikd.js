@@ -48,7 +48,9 @@
  *     browser's WebSocket cannot send them.
  *   - Bounds: an HTTP answer's body is refused as "bad_answer" past
  *     maxAnswer bytes (default 256 MiB, as the other clients), as it
- *     arrives: nothing past the bound is held.
+ *     arrives: nothing past the bound is held; a stream message past
+ *     maxMessage (default 16 MiB, as the other clients; the ws package's)
+ *     drops the connection, like any loss.
  *   - Reconnection: a connection that drops is re-opened with exponential
  *     backoff (with jitter) and every stream is opened again on the same
  *     chain, options and scene (the newest setScene's); targets in flight when it dropped are rejected with
@@ -683,6 +685,9 @@ export class IkdConnection {
     /** targets in a tick at most (ikd's --max-streams): a tick answer of
      * more entries is refused */
     this.maxStreams = opts.maxStreams ?? 1024;
+    /** bytes of one message from ikd at most, as the other clients (the ws
+     * package drops the connection, 1009, past it; a browser sets its own) */
+    this.maxMessage = opts.maxMessage ?? 16 * 1024 * 1024;
     /** the TCP, TLS and upgrade handshakes together (ms; 0: no bound) */
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 10000;
     /** silent this long (ms): a ping; twice: the connection is dropped and
@@ -769,8 +774,9 @@ export class IkdConnection {
     if (this.userClosed) return;
     let ws;
     try {
-      if (header || ca) {
-        const options = {};
+      if (header || ca || (wsModule && WS === wsModule)) {
+        /* the ws package's options (a browser's WebSocket takes none) */
+        const options = { maxPayload: this.maxMessage };
         if (header) options.headers = { Authorization: `Bearer ${token}` };
         if (ca) options.ca = ca;
         ws = new WS(this.ikd.streamUrl(), header ? [PROTOCOL] : streamProtocols(token), options);

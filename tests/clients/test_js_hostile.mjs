@@ -17,7 +17,8 @@
  * an HTTP answer past maxAnswer is refused as it arrives; a tick answer's
  * solution entry of a seq not an integer or none fails its tick; a stream
  * whose close was sent when the connection dropped is closed, not opened
- * again, and a closed connection refuses to open streams.
+ * again, and a closed connection refuses to open streams; a message past
+ * maxMessage drops the connection unread.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -330,4 +331,22 @@ test('a stream whose close was sent when the connection dropped is closed, not o
   }
   /* a closed connection refuses to open (before: a promise never settled) */
   await assert.rejects(conn.open('t', { chain: LEG }), (e) => e instanceof IkdError && e.code === 'not_connected');
+});
+
+test('a message larger than maxMessage drops the connection, unread', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  wss.on('connection', (sock) => sock.send(`{"type":"news","pad":"${'x'.repeat(2 << 20)}"}`));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, maxMessage: 1 << 20 });
+  const got = [];
+  conn.on('message', (m) => got.push(m.type));
+  try {
+    await new Promise((ok) => conn.on('state', (st) => st === 'closed' && ok()));
+    /* before: read whole (the ws package's own bound is 100 MiB) */
+    assert.deepEqual(got, []);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
 });
