@@ -1125,6 +1125,8 @@ export class IkdStream {
     this.isOpen = false;
     this.openWaiter = null;
     this.closeWaiter = null;
+    /** @type {Promise<void>|null} the close() under way */
+    this.closing = null;
     this.reregistering = false;
   }
 
@@ -1224,16 +1226,19 @@ export class IkdStream {
     });
   }
 
-  /** Closes the stream (a waiting target is still answered first). */
+  /** Closes the stream (a waiting target is still answered first); a
+   * second call while the first waits shares its promise. */
   close() {
+    if (this.closing) return this.closing;
     if (!this.isOpen) {
       this.conn.streams.delete(this.name);
       return Promise.resolve();
     }
-    return new Promise((resolve) => {
+    this.closing = new Promise((resolve) => {
       this.closeWaiter = resolve;
       this.conn.send({ type: 'close', stream: this.name });
     });
+    return this.closing;
   }
 
   /** Handles a message for this stream; false if it is not one of ours. */

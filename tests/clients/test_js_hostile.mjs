@@ -350,3 +350,26 @@ test('a message larger than maxMessage drops the connection, unread', LIMIT, asy
     await new Promise((ok) => wss.close(ok));
   }
 });
+
+test('a stream closed twice at once: both calls resolve, one close is sent', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  let closes = 0;
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
+    if (m.type === 'close' && ++closes === 1) setTimeout(() => sock.send('{"type":"closed","stream":"s"}'), 50);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false });
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    /* before: the second call took the first's place, which never resolved */
+    const both = Promise.all([s.close(), s.close()]).then(() => 'closed');
+    assert.equal(await Promise.race([both, new Promise((ok) => setTimeout(ok, 3000, 'still closing after 3 s').unref())]), 'closed');
+    assert.equal(closes, 1);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});

@@ -807,7 +807,8 @@ class PythonClientTest(unittest.TestCase):
         connection. Before, close() waited for ever and the reconnection
         opened the stream again. And solves timed out against a server
         that never answers hold nothing (before, each was held until an
-        answer came: without one, memory grew by one per call)."""
+        answer came: without one, memory grew by one per call). A stream
+        closed twice at once returns from both calls."""
         import websockets
         import json as js
         seen = []
@@ -818,15 +819,18 @@ class PythonClientTest(unittest.TestCase):
                 kind = js.loads(text)["type"]
                 seen[-1].append(kind)
                 if kind == "open":
-                    await ws.send('{"type":"opened","stream":"s"}')
-                elif kind == "close":
+                    await ws.send('{"type":"opened","stream":"s%d"}' % len(seen))
+                elif kind == "close" and len(seen) == 1:
                     ws.transport.abort()  # never answered
+                elif kind == "close":
+                    await asyncio.sleep(0.05)
+                    await ws.send('{"type":"closed","stream":"s2"}')
 
         async def body():
             async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
                 c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
                 async with c.connect(min_delay=0.02, max_delay=0.04) as conn:
-                    s = await conn.open("s", chain=LEG)
+                    s = await conn.open("s1", chain=LEG)
                     # targets never answered: each solve times out, and none
                     # is held after (before: each held until an answer)
                     for _ in range(50):
@@ -839,6 +843,12 @@ class PythonClientTest(unittest.TestCase):
                     await asyncio.sleep(0.2)
                     self.assertEqual(seen, [["open"] + ["target"] * 50 + ["close"], []])
                     self.assertEqual(conn.streams, {})
+                    # closed twice at once: both return, one close is sent
+                    # (before: the second took the first's place, which
+                    # waited for ever)
+                    s = await conn.open("s2", chain=LEG)
+                    await asyncio.wait_for(asyncio.gather(s.close(), s.close()), 3)
+                    self.assertEqual(seen[1], ["open", "close"])
         run(body())
 
     def test_flapping_server_backoff_grows(self):

@@ -855,12 +855,15 @@ class Stream:
     async def close(self):
         """Ends the stream; waits for ikd's "closed" (answers to targets
         still waiting arrive first)."""
+        if self._closed is not None and not self._closed.done():
+            await asyncio.shield(self._closed)  # a close under way: the same
+            return
         if not self.is_open:
             self.conn.streams.pop(self.name, None)
             return
         self._closed = asyncio.get_running_loop().create_future()
         await self.conn._send_text(json.dumps({"type": "close", "stream": self.name}))
-        await self._closed
+        await asyncio.shield(self._closed)
 
     # ---- reading --------------------------------------------------------------------
 
