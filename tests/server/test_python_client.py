@@ -26,7 +26,7 @@ answers past max_streams or of entries not objects, HTTP answers of
 another count of results, an answer or its headers trickled, an answer
 too large, an upgrade answer that never ends, binary tick answers of
 lying counts or NaN seqs) with the reader going on; a server dropping each connection redialled with a
-growing backoff; a stream
+growing backoff; a silent peer pinged and dropped at idle_timeout; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
 with another); and the example and the README's snippets run as written
@@ -849,6 +849,50 @@ class PythonClientTest(unittest.TestCase):
                     s = await conn.open("s2", chain=LEG)
                     await asyncio.wait_for(asyncio.gather(s.close(), s.close()), 3)
                     self.assertEqual(seen[1], ["open", "close"])
+        run(body())
+
+    def test_silent_peer_pinged_then_dropped_at_idle_timeout(self):
+        """A server that upgrades and then goes silent (no pong, nothing: a
+        balancer that lost the connection without a FIN) is pinged at half
+        of idle_timeout and dropped at all of it, with an on_error
+        "timeout". Before, websockets' keepalive (a ping every 20 s, 20 s
+        for its pong, then up to twice close_timeout) held such a
+        connection for up to a minute; here, 20 s with ping_timeout 0.3."""
+        import base64
+        import hashlib
+        frames = []
+
+        async def silent(r, w):
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await r.read(4096)
+            key = re.search(rb"(?i)sec-websocket-key:\s*(\S+)", head).group(1)
+            accept = base64.b64encode(hashlib.sha1(
+                key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+            w.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                    b"Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+                    b"Sec-WebSocket-Protocol: ikd.v1\r\n\r\n" % accept)
+            while True:
+                data = await r.read(4096)
+                if not data:
+                    return
+                frames.append(data[0])
+
+        async def body():
+            srv = await asyncio.start_server(silent, "127.0.0.1", 0)
+            try:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                conn = c.connect(reconnect=False, idle_timeout=0.4)
+                errors = []
+                conn.on_error(errors.append)
+                await conn.start()
+                t0 = time.monotonic()
+                await until(lambda: conn.state == "closed", "the drop", 3)
+                self.assertGreaterEqual(time.monotonic() - t0, 0.3)
+                self.assertEqual([e.code for e in errors], ["timeout"])
+                self.assertIn(0x89, frames)  # a ping (FIN, opcode 9)
+            finally:
+                srv.close()
         run(body())
 
     def test_flapping_server_backoff_grows(self):

@@ -125,8 +125,8 @@ class Client:
     def connect(self, **options):
         """A SyncConnection (WebSocket), to use as `with client.connect() as
         conn:`. Options: those of ikd.stream.Connection (queue_size,
-        reconnect, min_delay, max_delay, max_attempts) and of
-        websockets.connect."""
+        reconnect, min_delay, max_delay, max_attempts, idle_timeout, ...)
+        and of websockets.connect."""
         return SyncConnection(self.http, **options)
 
 

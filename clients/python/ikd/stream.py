@@ -25,6 +25,12 @@ MEMORY (bounded, whatever the caller reads)
     decoded result, nothing kept beyond the above, so the collector's work
     per pause stays small (no growing heap to walk).
 
+LIVENESS
+  A connection silent for half of `idle_timeout` (seconds, default 30, as
+  the C client's) is pinged, and one silent for all of it (a peer or a
+  balancer gone without a FIN) is dropped, an on_error IkdError "timeout",
+  then dialled again like any loss.
+
 RECONNECTION
   With `reconnect=True` (the default) a connection that drops is dialled
   again with exponential backoff and jitter (`min_delay` seconds doubling
@@ -87,8 +93,10 @@ except ImportError:
 
 
 async def _ws_connect(url, subprotocols, ssl_context, open_timeout, options):
-    # answers are bounded by ikd (a tick of 1024 full answers is about 1 MB)
-    opts = {"max_size": 16 << 20, "ping_interval": 20, "open_timeout": open_timeout}
+    # answers are bounded by ikd (a tick of 1024 full answers is about 1 MB);
+    # pings are the Connection's (idle_timeout), unless the caller asks
+    # websockets for its own (ping_interval)
+    opts = {"max_size": 16 << 20, "ping_interval": None, "open_timeout": open_timeout}
     if url.startswith("wss:") and ssl_context is not None:
         opts["ssl"] = ssl_context
     opts.update(options)
@@ -333,8 +341,15 @@ class Connection:
     `async with client.connect() as conn:` or `await conn.start()`)."""
 
     def __init__(self, http, *, queue_size=8, reconnect=True, min_delay=0.1, max_delay=5.0,
-                 max_attempts=None, codec=None, max_streams=1024, **websocket_options):
+                 max_attempts=None, codec=None, max_streams=1024, idle_timeout=30.0,
+                 **websocket_options):
         self.http = http
+        #: silent this long (seconds): a ping at half of it, and at all of it
+        #: the connection is dropped and dialled again (None or 0: never)
+        self.idle_timeout = idle_timeout
+        self._last_recv = 0.0
+        self._pinged = False
+        self._watcher = None
         self.queue_size = queue_size
         self.reconnect = reconnect
         self.min_delay = min_delay
@@ -378,9 +393,54 @@ class Connection:
         """Connects (no retry: a first connection that fails raises)."""
         self.ws = await self._dial()
         self._opened_at = asyncio.get_running_loop().time()
+        self._watch()
         self._set_state("open")
         self._reader = asyncio.get_running_loop().create_task(self._run())
         return self
+
+    # ---- liveness (as the C client's idle_timeout_ms) ---------------------------
+
+    def _heard(self):
+        self._last_recv = asyncio.get_running_loop().time()
+        self._pinged = False
+
+    def _pong(self, f):
+        if not f.cancelled() and f.exception() is None:
+            self._heard()
+
+    def _watch(self):
+        """Starts the idle watch of the socket just dialled."""
+        self._heard()
+        if self.idle_timeout:
+            self._watcher = asyncio.get_running_loop().create_task(self._watching(self.ws))
+
+    def _unwatch(self):
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
+
+    async def _watching(self, ws):
+        """Silent for half of idle_timeout: a ping; for all of it (a peer
+        gone without a FIN, a pong that never comes): the socket is
+        aborted, an on_error "timeout", and the reader redials. websockets'
+        own keepalive would wait close_timeout more, twice, for a peer
+        that is gone."""
+        loop = asyncio.get_running_loop()
+        idle = self.idle_timeout
+        while True:
+            silent = loop.time() - self._last_recv
+            if silent >= idle:
+                self._error(IkdError("timeout", "ikd was silent for %s s" % idle))
+                ws.transport.abort()
+                return
+            if not self._pinged and silent >= idle / 2:
+                self._pinged = True
+                try:
+                    (await ws.ping()).add_done_callback(self._pong)
+                except Exception:  # closing: the reader sees it
+                    return
+            await asyncio.sleep(self._last_recv + (idle if self._pinged else idle / 2)
+                                - loop.time())
 
     async def _dial(self):
         return await _ws_connect(self.http.stream_url(), self.subprotocols(),
@@ -395,6 +455,7 @@ class Connection:
         """Closes the socket; no reconnection afterwards. Waiting futures
         fail with IkdError "closed"."""
         self._user_closed = True
+        self._unwatch()
         if self._reader is not None and self.state == "reconnecting":
             self._reader.cancel()  # waiting out a backoff: nothing to close
         elif self.ws is not None:
@@ -595,6 +656,7 @@ class Connection:
     async def _run(self):
         while True:
             err = await self._read()
+            self._unwatch()
             for s in list(self.streams.values()):  # a closing one leaves
                 s._dropped()
             self._fail_all(err, final=False)
@@ -609,6 +671,8 @@ class Connection:
         """Reads until the socket closes; returns the error for what waits."""
         try:
             async for data in self.ws:
+                self._last_recv = asyncio.get_running_loop().time()
+                self._pinged = False
                 if not isinstance(data, str):
                     decode = getattr(self.codec, "decode_binary", None)
                     try:
@@ -713,6 +777,7 @@ class Connection:
                 return False
             self.reconnects += 1
             self._opened_at = loop.time()
+            self._watch()
             self._set_state("open")
             # reading goes on in _run; the streams reopen as it reads
             for s in list(self.streams.values()):
