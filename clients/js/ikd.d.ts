@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'method_not_allowed' | 'request_timeout' | 'too_large' | 'invalid_chain' | 'invalid_urdf'
   | 'invalid_srdf' | 'upgrade_required' | 'internal' | 'overloaded' | 'shutting_down'
   | 'network' | 'bad_answer' | 'not_connected' | 'connection_lost' | 'closed' | 'unexpected_message'
+  | 'timeout' | 'send_queue_full' | 'message_too_large'
   | (string & {});
 
 export class IkdError extends Error {
@@ -233,6 +234,10 @@ export interface ConnectOptions {
   /** targets in a tick at most, as ikd's --max-streams (default 1024): a
    * tick answer of more entries is refused as "bad_answer" */
   maxStreams?: number;
+  /** bytes waiting to be written at most (default 8 MiB, as the C client's
+   * max_send_queue): a send past it is refused, IkdError "send_queue_full"
+   * (send() and sendTick() return -1) */
+  maxSendQueue?: number;
   /** bytes of one message from ikd at most (default 16 MiB, as the other
    * clients): a larger one drops the connection (the "ws" package's bound;
    * a browser keeps its own) */

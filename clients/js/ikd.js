@@ -50,7 +50,10 @@
  *     maxAnswer bytes (default 256 MiB, as the other clients), as it
  *     arrives: nothing past the bound is held; a stream message past
  *     maxMessage (default 16 MiB, as the other clients; the ws package's)
- *     drops the connection, like any loss.
+ *     drops the connection, like any loss; a send that would leave more
+ *     than maxSendQueue bytes (default 8 MiB, as the C client's) waiting
+ *     to be written (a server that does not read) is refused with code
+ *     "send_queue_full" (send() and sendTick() return -1).
  *   - Reconnection: a connection that drops is re-opened with exponential
  *     backoff (with jitter) and every stream is opened again on the same
  *     chain, options and scene (the newest setScene's); targets in flight when it dropped are rejected with
@@ -685,6 +688,9 @@ export class IkdConnection {
     /** targets in a tick at most (ikd's --max-streams): a tick answer of
      * more entries is refused */
     this.maxStreams = opts.maxStreams ?? 1024;
+    /** bytes waiting to be written at most (the C client's max_send_queue):
+     * a send past it is refused, "send_queue_full" */
+    this.maxSendQueue = opts.maxSendQueue ?? 8 * 1024 * 1024;
     /** bytes of one message from ikd at most, as the other clients (the ws
      * package drops the connection, 1009, past it; a browser sets its own) */
     this.maxMessage = opts.maxMessage ?? 16 * 1024 * 1024;
@@ -899,10 +905,25 @@ export class IkdConnection {
     return this.sendText(JSON.stringify(msg));
   }
 
+  /** Why data (a message's text or bytes) cannot be sent now, an
+   * IkdError, or null: the socket is not open ("not_connected"), or the
+   * bytes waiting to be written would pass maxSendQueue with it
+   * ("send_queue_full"; "message_too_large" for one larger than it), as
+   * the C client's max_send_queue: a server that does not read holds the
+   * client to that. */
+  sendRefusal(data) {
+    if (!this.ws || this.state !== 'open') return new IkdError('not_connected', `the connection is ${this.state}`);
+    const n = typeof data === 'string' ? data.length : data.byteLength, max = this.maxSendQueue;
+    if (n > max) return new IkdError('message_too_large', `a message of ${n} bytes is larger than maxSendQueue (${max})`);
+    const queued = this.ws.bufferedAmount || 0;
+    if (queued + n > max) return new IkdError('send_queue_full', `${queued} bytes waiting to be written and this message's ${n} would pass maxSendQueue (${max})`);
+    return null;
+  }
+
   /** Sends one message's text (or a binary message's bytes) as it is;
-   * false when the socket is not open. */
+   * false when it cannot (sendRefusal). */
   sendText(text) {
-    if (!this.ws || this.state !== 'open') return false;
+    if (this.sendRefusal(text)) return false;
     this.ws.send(text);
     return true;
   }
@@ -1029,19 +1050,22 @@ export class IkdConnection {
   tick(targets) {
     if (this.state !== 'open') return Promise.reject(new IkdError('not_connected', `the connection is ${this.state}`));
     const { seq, list } = this.tickTargets(targets);
+    const data = this.codec.encodeTick(seq, list);
+    const refused = this.sendRefusal(data);
+    if (refused) return Promise.reject(refused);
     return new Promise((resolve, reject) => {
       this.ticks.set(seq, { resolve, reject });
-      this.sendText(this.codec.encodeTick(seq, list));
+      this.sendText(data);
     });
   }
 
   /** Sends a tick without a promise; returns its seq (answers: latestTick,
-   * the "tick" event, the streams), or -1 when the socket is not open. */
+   * the "tick" event, the streams), or -1 when it cannot be sent (the
+   * socket is not open, or maxSendQueue is reached). */
   sendTick(targets) {
     if (this.state !== 'open') return -1;
     const { seq, list } = this.tickTargets(targets);
-    this.sendText(this.codec.encodeTick(seq, list));
-    return seq;
+    return this.sendText(this.codec.encodeTick(seq, list)) ? seq : -1;
   }
 
   tickSolution(msg) {
@@ -1190,15 +1214,18 @@ export class IkdStream {
   target(target, opts) {
     if (!this.isOpen || this.conn.state !== 'open') return Promise.reject(this.notOpen());
     const seq = ++this.seq;
+    const text = this.targetText(seq, target, opts?.seed);
+    const refused = this.conn.sendRefusal(text);
+    if (refused) return Promise.reject(Object.assign(refused, { stream: this.name, seq }));
     return new Promise((resolve, reject) => {
       this.pending.set(seq, { resolve, reject, t0: now() });
-      this.conn.sendText(this.targetText(seq, target, opts?.seed));
+      this.conn.sendText(text);
     });
   }
 
   /**
    * Sends a target and makes no promise: returns its seq (-1 when the
-   * stream is not open). Its answer reaches `latest` and onSolution; an
+   * stream is not open, or maxSendQueue is reached). Its answer reaches `latest` and onSolution; an
    * error the connection's "error" event.
    * @param {any} target
    * @param {{seed?: any}} [opts]
@@ -1206,8 +1233,7 @@ export class IkdStream {
   send(target, opts) {
     if (!this.isOpen || this.conn.state !== 'open') return -1;
     const seq = ++this.seq;
-    this.conn.sendText(this.targetText(seq, target, opts?.seed));
-    return seq;
+    return this.conn.sendText(this.targetText(seq, target, opts?.seed)) ? seq : -1;
   }
 
   /**
@@ -1220,9 +1246,12 @@ export class IkdStream {
   path(waypoints, timing = {}, onSample) {
     if (!this.isOpen || this.conn.state !== 'open') return Promise.reject(this.notOpen());
     const seq = ++this.seq;
+    const text = JSON.stringify({ type: 'path', stream: this.name, seq, waypoints, ...timing });
+    const refused = this.conn.sendRefusal(text);
+    if (refused) return Promise.reject(Object.assign(refused, { stream: this.name, seq }));
     return new Promise((resolve, reject) => {
       this.paths.set(seq, { resolve, reject, onSample, t0: now() });
-      this.conn.send({ type: 'path', stream: this.name, seq, waypoints, ...timing });
+      this.conn.sendText(text);
     });
   }
 

@@ -18,7 +18,9 @@
  * solution entry of a seq not an integer or none fails its tick; a stream
  * whose close was sent when the connection dropped is closed, not opened
  * again, and a closed connection refuses to open streams; a message past
- * maxMessage drops the connection unread.
+ * maxMessage drops the connection unread; a stream closed twice at once
+ * resolves both calls; a server that does not read has sends past
+ * maxSendQueue refused.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -371,5 +373,41 @@ test('a stream closed twice at once: both calls resolve, one close is sent', LIM
   } finally {
     await conn.close();
     await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a server that does not read: sends past maxSendQueue are refused, not buffered without end', LIMIT, async () => {
+  const { createServer } = await import('node:net');
+  const { createHash } = await import('node:crypto');
+  const socks = new Set();
+  const server = createServer((sock) => {
+    socks.add(sock);
+    sock.on('error', () => {});
+    sock.once('data', (head) => {
+      const key = /sec-websocket-key:\s*(\S+)/i.exec(String(head))[1];
+      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      sock.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: ikd.v1\r\n\r\n`);
+      sock.pause(); /* reads nothing more */
+    });
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const conn = new Ikd(`http://127.0.0.1:${server.address().port}`).connect({ reconnect: false, maxSendQueue: 1 << 20 });
+  try {
+    await conn.ready();
+    const big = [{ stream: 'x', target: { position: [0, 0.3, 0.5], pad: 'x'.repeat(64 << 10) } }];
+    let sent = 0;
+    /* 32 MB in all, more than the kernel's buffers hold; before, every one
+     * was taken and held */
+    while (sent < 512 && conn.sendTick(big) !== -1) {
+      sent++;
+      if (sent % 32 === 0) await new Promise((ok) => setTimeout(ok, 5)); /* the kernel takes what it can */
+    }
+    assert.ok(sent < 512, 'every send taken');
+    assert.ok(conn.ws.bufferedAmount <= 1 << 20, `${conn.ws.bufferedAmount} bytes buffered`);
+    await assert.rejects(conn.tick(big), (e) => e instanceof IkdError && e.code === 'send_queue_full' && /maxSendQueue/.test(e.message));
+  } finally {
+    for (const s of socks) s.destroy();
+    await conn.close();
+    await new Promise((ok) => server.close(ok));
   }
 });
