@@ -383,6 +383,17 @@ class PythonClientTest(unittest.TestCase):
             check_leg(self, leg.latest.result["positions"], [0.2, 0.1, 0.3])
             leg.close()
         self.assertEqual(conn.state, "closed")
+        # used after its close: a clear IkdError (before: AttributeError
+        # "'NoneType' object has no attribute 'run'"); closing again is a no-op
+        for call in (lambda: conn.open("late", chain=LEG),
+                     lambda: conn.tick({"leg": {"position": [0.2, 0.1, 0.3]}}),
+                     lambda: leg.solve({"position": [0.2, 0.1, 0.3]})):
+            with self.assertRaises(ikd.IkdError) as cm:
+                call()
+            self.assertEqual((cm.exception.code, cm.exception.message),
+                             ("not_connected", "the connection is closed"))
+        conn.close()
+        leg.close()
 
     def test_tick(self):
         async def body():
@@ -857,7 +868,7 @@ class PythonClientTest(unittest.TestCase):
         of idle_timeout and dropped at all of it, with an on_error
         "timeout". Before, websockets' keepalive (a ping every 20 s, 20 s
         for its pong, then up to twice close_timeout) held such a
-        connection for up to a minute; here, 20 s with ping_timeout 0.3."""
+        connection for up to a minute (20.5 s even with ping_timeout 0.3)."""
         import base64
         import hashlib
         frames = []

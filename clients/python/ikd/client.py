@@ -232,6 +232,10 @@ class SyncConnection:
         return await Connection(self._http, **self._options).start()
 
     def _run(self, coro):
+        if self._lt is None:  # closed (or never started): nothing runs it
+            coro.close()
+            raise IkdError("not_connected", "the connection is closed" if self.conn else
+                           "the connection is not started (start() or a with block)")
         return self._lt.run(coro)
 
     def close(self):
@@ -306,4 +310,6 @@ class SyncStream:
         return self.stream.on_solution(fn)
 
     def close(self):
+        if self._sconn._lt is None:  # the connection is closed: so is the stream
+            return None
         return self._sconn._run(self.stream.close())
