@@ -1089,8 +1089,14 @@ export class IkdConnection {
     }
   }
 
-  /** A decoded TickSolution (either form) to the streams and the waiters. */
+  /** A decoded TickSolution (either form) to the streams and the waiters;
+   * one of a seq never sent answers nothing (it would answer every tick
+   * waiting): an "error" event. */
   tickAnswer(ts) {
+    if (ts.seq > this.tickSeq) {
+      this.emit('error', new IkdError('bad_answer', `a tick answer of seq ${ts.seq}, never sent (the last sent is ${this.tickSeq})`));
+      return;
+    }
     this.latestTick = ts;
     for (const it of ts.solutions) {
       const s = this.streams.get(it.stream);
@@ -1358,6 +1364,10 @@ export class IkdStream {
   solution(msg) {
     const seq = msg.seq;
     if (seq < this.delivered) return; /* never deliver out of order */
+    if (seq > this.seq) { /* would answer every target waiting */
+      this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq}, never sent (the last sent is ${this.seq})`, { stream: this.name }));
+      return;
+    }
     const t = now();
     const sol = { stream: this.name, seq, skipped: msg.skipped ?? 0, result: msg.result, requested: seq, rttMs: 0 };
     if (msg.index !== undefined) { sol.index = msg.index; sol.count = msg.count; }
@@ -1396,7 +1406,7 @@ export class IkdStream {
     }
     if (this.pending.size === 0 && this.listeners.size === 0 && this.paths.size === 0) {
       /* the game-server case: nothing waits, the item is the answer */
-      if (it.seq >= this.delivered) { this.delivered = it.seq; this.latest = it; }
+      if (it.seq >= this.delivered && it.seq <= this.seq) { this.delivered = it.seq; this.latest = it; }
       return;
     }
     this.solution(it);

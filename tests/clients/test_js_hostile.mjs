@@ -269,7 +269,7 @@ test('a tick answer entry of a solution whose seq is not an integer, or missing,
   const { WebSocketServer } = await import('ws');
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
   await new Promise((ok) => wss.on('listening', ok));
-  /* one success entry of stream "s", its seq 1.5, NaN, none or 2 */
+  /* one success entry of stream "s", its seq 1.5, NaN, none or 1 */
   const answer = (tick, seq) => {
     const b = Buffer.concat([binaryHead(1, tick), Buffer.alloc(64)]);
     b.writeUInt32LE(64, 24); b[28] = 1; b[29] = 1; b[30] = seq === undefined ? 0 : 1;
@@ -279,7 +279,7 @@ test('a tick answer entry of a solution whose seq is not an integer, or missing,
   wss.on('connection', (sock) => sock.on('message', (data) => {
     const m = JSON.parse(String(data));
     if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
-    if (m.type === 'tick') sock.send([answer(1, 1.5), answer(2, NaN), answer(3), `{"type":"tick_solution","seq":4,"solutions":[{"stream":"s","result":${RESULT}}]}`, answer(5, 2)][m.seq - 1]);
+    if (m.type === 'tick') sock.send([answer(1, 1.5), answer(2, NaN), answer(3), `{"type":"tick_solution","seq":4,"solutions":[{"stream":"s","result":${RESULT}}]}`, answer(5, 1)][m.seq - 1]);
   }));
   const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks() });
   try {
@@ -295,7 +295,7 @@ test('a tick answer entry of a solution whose seq is not an integer, or missing,
     }
     /* an integer seq answers it */
     assert.equal((await conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }])).seq, 5);
-    assert.equal(answered, 'seq 2');
+    assert.equal(answered, 'seq 1');
   } finally {
     await conn.close();
     await new Promise((ok) => wss.close(ok));
@@ -409,5 +409,37 @@ test('a server that does not read: sends past maxSendQueue are refused, not buff
     for (const s of socks) s.destroy();
     await conn.close();
     await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('an answer to a seq never sent answers nothing: a bad_answer error event', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
+    /* seq 9 answers no target and no tick sent; then the true answers */
+    if (m.type === 'target') sock.send(`{"type":"solution","stream":"s","seq":9,"result":${RESULT}}`);
+    if (m.type === 'tick') {
+      sock.send(`{"type":"tick_solution","seq":9,"solutions":[{"stream":"s","seq":9,"result":${RESULT}}]}`);
+      sock.send(`{"type":"tick_solution","seq":${m.seq},"solutions":[{"stream":"s","seq":2,"result":${RESULT}}]}`);
+    }
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks() });
+  const errors = [];
+  conn.on('error', (e) => errors.push(e.code));
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    let answered = 'no';
+    s.target({ position: [0, 0.3, 0.5] }).then((sol) => { answered = `seq ${sol.seq}`; }, (e) => { answered = e.code; });
+    /* before: the tick resolved with tick 9's solutions, the target with seq 9's */
+    const ts = await conn.tick({ s: { position: [0, 0.3, 0.5] } });
+    assert.deepEqual([ts.seq, ts.solutions[0].seq], [1, 2]);
+    assert.equal(answered, 'seq 2');
+    assert.deepEqual(errors, ['bad_answer', 'bad_answer']);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
   }
 });
