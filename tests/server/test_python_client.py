@@ -906,6 +906,41 @@ class PythonClientTest(unittest.TestCase):
                 srv.close()
         run(body())
 
+    def test_answer_of_seq_never_sent_answers_nothing(self):
+        """A solution or a tick answer of a seq this client never sent (9)
+        answers nothing: an on_error bad_answer each, and the true answers
+        after them answer. Before, seq 9 answered the target and the tick
+        waiting (an answer also answers every older seq waiting)."""
+        import websockets
+        import json as js
+        sol = '{"status":"success","joints":[0.25,-0.5]}'
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                m = js.loads(text)
+                if m["type"] == "open":
+                    await ws.send('{"type":"opened","stream":"s"}')
+                elif m["type"] == "target":
+                    await ws.send('{"type":"solution","stream":"s","seq":9,"result":%s}' % sol)
+                elif m["type"] == "tick":
+                    for seq, sseq in ((9, 9), (m["seq"], 2)):
+                        await ws.send('{"type":"tick_solution","seq":%d,"solutions":[{"stream":'
+                                      '"s","seq":%d,"result":%s}]}' % (seq, sseq, sol))
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False) as conn:
+                    errors = []
+                    conn.on_error(errors.append)
+                    s = await conn.open("s", chain=LEG)
+                    fut = await s.submit({"position": [0, 0.3, 0.5]})
+                    ts = await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=TIMEOUT)
+                    self.assertEqual((ts.seq, ts.items[0].seq), (1, 2))
+                    self.assertEqual((await fut).seq, 2)
+                    self.assertEqual([e.code for e in errors], ["bad_answer"] * 2)
+        run(body())
+
     def test_flapping_server_backoff_grows(self):
         """A server that upgrades each connection and closes it at once is
         redialled with a growing backoff (the third wait 400 ms, jitter 50%

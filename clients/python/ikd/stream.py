@@ -631,7 +631,13 @@ class Connection:
             self._error(err)
 
     def _tick_answer(self, ts):
-        """A decoded TickSolution (either form) to the streams and waiters."""
+        """A decoded TickSolution (either form) to the streams and waiters;
+        one of a seq never sent answers nothing (it would answer every tick
+        waiting): an on_error bad_answer."""
+        if ts.seq > self._tick_seq:
+            self._error(IkdError("bad_answer", "a tick answer of seq %d, never sent (the last "
+                                 "sent is %d)" % (ts.seq, self._tick_seq)))
+            return
         self.latest_tick = ts
         for it in ts.items:
             s = self.streams.get(it.stream)
@@ -958,6 +964,10 @@ class Stream:
             self._ready.set()
 
     def _solution(self, sol):
+        if sol.seq > self.seq:  # would answer every target waiting
+            self.conn._error(IkdError("bad_answer", "a solution of seq %d, never sent (the last "
+                                      "sent is %d)" % (sol.seq, self.seq), stream=self.name))
+            return
         self.latest = sol
         self._queue_put(sol)
         w = self._waiting
