@@ -25,8 +25,9 @@ of a hostile server refused as bad_answer (seqs it cannot read, tick
 answers past max_streams or of entries not objects, HTTP answers of
 another count of results, an answer or its headers trickled, an answer
 too large, an upgrade answer that never ends, binary tick answers of
-lying counts or NaN seqs) with the reader going on; a server dropping each connection redialled with a
-growing backoff; a silent peer pinged and dropped at idle_timeout; a stream
+lying counts or NaN seqs, answers of seqs never sent) with the reader
+going on; a server dropping each connection redialled with a growing
+backoff; a silent peer pinged and dropped at idle_timeout; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
 with another); and the example and the README's snippets run as written
