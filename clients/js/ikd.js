@@ -448,8 +448,12 @@ export class BinaryCodec extends JsonCodec {
       } else if (kind !== 2) {
         throw new IkdError('bad_answer', `tick answer entry ${i} is a solution without a seq`, { seq: tickSeq });
       }
+      /* nothing is read past the entry's size (a RangeError past the
+       * message, another entry's bytes within it) */
+      const past = () => new IkdError('bad_answer', `tick answer entry ${i} is larger than its size`, { seq: tickSeq });
       if (kind === 2) {
         const lc = v.getUint16(at + 16, true), lp = v.getUint16(at + 18, true), lm = v.getUint32(at + 20, true);
+        if (24 + lname + lc + lp + lm > size) throw past();
         let x = at + 24;
         if (lname) item.stream = asciiOf(bytes, x, lname);
         x += lname;
@@ -460,6 +464,7 @@ export class BinaryCodec extends JsonCodec {
       } else {
         item.skipped = v.getUint32(at + 16, true);
         const rec = v.getUint32(at + 20, true);
+        if (size < 56 || rec < 16 || 40 + rec + lname > size) throw past();
         const fields = v.getUint32(at + 24, true), dof = v.getUint16(at + 28, true);
         const npos = v.getUint16(at + 30, true), nrot = v.getUint16(at + 32, true);
         const dims = v.getUint16(at + 34, true);
@@ -474,6 +479,9 @@ export class BinaryCodec extends JsonCodec {
         const sizes = [dof, dims * npos, 4 * nrot, 4 * nrot, 7, 1, 1, 1, 1];
         const per = [1, dims, 4, 4, 1, 1, 1, 1, 1];
         const shown = [pose, pose, pose, pose, flags & 2, pose, flags & 4, flags & 8, 1];
+        let need = 16;
+        for (let m = 0; m < 9; m++) if (fields & (1 << m)) need += 8 * sizes[m];
+        if (need > rec) throw past();
         for (let m = 0; m < 9; m++) {
           if (!(fields & (1 << m))) continue;
           const k = sizes[m];

@@ -20,7 +20,8 @@
  * again, and a closed connection refuses to open streams; a message past
  * maxMessage drops the connection unread; a stream closed twice at once
  * resolves both calls; a server that does not read has sends past
- * maxSendQueue refused.
+ * maxSendQueue refused; an answer of a seq never sent answers nothing; a
+ * binary tick answer entry larger than its size fails its tick.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -438,6 +439,42 @@ test('an answer to a seq never sent answers nothing: a bad_answer error event', 
     assert.deepEqual([ts.seq, ts.solutions[0].seq], [1, 2]);
     assert.equal(answered, 'seq 2');
     assert.deepEqual(errors, ['bad_answer', 'bad_answer']);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a binary tick answer entry larger than its size fails its tick', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  /* a solution entry of seq 1 and `size` bytes, its joints (fields bit 0)
+   * dof doubles, its record rec bytes */
+  const answer = (tick, size, dof, rec) => {
+    const b = Buffer.concat([binaryHead(1, tick), Buffer.alloc(size)]);
+    b.writeUInt32LE(size, 24); b[28] = 1; b[30] = 1;
+    b.writeDoubleLE(1, 32);
+    if (size >= 64) { b.writeUInt32LE(rec, 44); b.writeUInt32LE(1, 48); b.writeUInt16LE(dof, 52); }
+    return b;
+  };
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    sock.send([answer(1, 24), answer(2, 64, 1000, 16), answer(3, 64, 1, 8)][m.seq - 1]);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks() });
+  const errors = [];
+  conn.on('error', (e) => errors.push(e));
+  try {
+    await conn.ready();
+    /* before: a RangeError "error" event, and the tick waited (the third:
+     * joints read from past the record) */
+    for (const tick of [1, 2, 3]) {
+      const got = await Promise.race([conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }]).then(() => 'answered', (e) => `${e.code} ${e.seq}`),
+        new Promise((ok) => setTimeout(ok, 2000, 'still waiting after 2 s').unref())]);
+      assert.equal(got, `bad_answer ${tick}`);
+    }
+    assert.deepEqual(errors, []);
   } finally {
     await conn.close();
     await new Promise((ok) => wss.close(ok));

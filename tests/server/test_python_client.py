@@ -775,7 +775,9 @@ class PythonClientTest(unittest.TestCase):
         its entries were decoded first: a head of 3 entries with none behind
         it was an "ends early" error event and the tick waited on to its
         timeout; a NaN seq killed the reader (every call in flight failed
-        with connection_lost)."""
+        with connection_lost). An entry larger than its size fails its tick
+        too (before: read on past it, or a struct.error event while the
+        tick waited)."""
         import websockets
         import struct as st
         import json as js
@@ -787,8 +789,11 @@ class PythonClientTest(unittest.TestCase):
             return st.pack("<4sHHIId", b"IKDS", 1, 0, n, 0, seq)
         # an error entry of stream "s", code "x", its seq NaN
         entry = st.pack("<IBBBBdII", 32, 2, 1, 1, 0, math.nan, 1, 0) + b"sx" + bytes(6)
+        # a solution entry of 64 bytes whose joints (1000 doubles) pass it
+        big = st.pack("<IBBBBdIIIHHHHI", 64, 1, 0, 1, 0, 4.0, 0, 16, 1, 1000, 0, 0, 0, 0) + \
+            bytes(24)
         replies = {1: [head(3, 1.0)], 2: [head(0, math.nan), head(0, 2.0)],
-                   3: [head(1, 3.0) + entry]}
+                   3: [head(1, 3.0) + entry], 4: [head(1, 4.0) + big]}
 
         async def handler(ws, path=None):
             async for text in ws:
@@ -810,6 +815,9 @@ class PythonClientTest(unittest.TestCase):
                     with self.assertRaises(ikd.IkdError) as cm:
                         await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
                     self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", 3))
+                    with self.assertRaises(ikd.IkdError) as cm:
+                        await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
+                    self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", 4))
                     self.assertEqual(conn.state, "open")
         run(body())
 

@@ -269,8 +269,13 @@ class BinaryCodec(JsonCodec):
             if iseq is None:
                 raise IkdError("bad_answer", "tick answer entry %d cannot be read (its seq)"
                                % len(items), seq=tseq)
+            # nothing is read past the entry's size (another entry's bytes)
+            past = IkdError("bad_answer", "tick answer entry %d is larger than its size"
+                            % len(items), seq=tseq)
             if kind == 2:
                 lc, lp, lm = a & 0xFFFF, a >> 16, c
+                if 24 + lname + lc + lp + lm > size:
+                    raise past
                 x = at + 24
                 name = b[x:x + lname].decode("ascii")
                 x += lname
@@ -281,14 +286,18 @@ class BinaryCodec(JsonCodec):
                 items.append(TickItem(name, iseq, 0, None,
                                       IkdError.from_body(body, None, name, iseq)))
             else:
+                if size < 56 or c < 16 or 40 + c + lname > size:
+                    raise past
                 fields, dof, npos, nrot, dims = struct.unpack_from("<IHHHH", b, at + 24)
+                sizes = (dof, dims * npos, 4 * nrot, 4 * nrot, 7, 1, 1, 1, 1)
+                if 16 + 8 * sum(k for m, k in enumerate(sizes) if fields & (1 << m)) > c:
+                    raise past
                 r = at + 40
                 code, rflags, iters, restarts = struct.unpack_from("<iIII", b, r)
                 r += 16
                 result = {"status": _STATUS.get(code, "failure"), "code": code,
                           "iterations": iters, "restarts": restarts}
                 pose = rflags & 1
-                sizes = (dof, dims * npos, 4 * nrot, 4 * nrot, 7, 1, 1, 1, 1)
                 rows = (0, dims, 4, 4, 0, 0, 0, 0, 0)
                 shown = (pose, pose, pose, pose, rflags & 2, pose, rflags & 4, rflags & 8, 1)
                 for m in range(9):
