@@ -858,10 +858,14 @@ class PythonClientTest(unittest.TestCase):
                             await s.solve({"position": [0, 0.3, 0.5]}, timeout=0.001)
                         self.assertEqual(cm.exception.code, "timeout")
                     self.assertEqual(len(s._waiting), 0)
+                    # so does a tick (before: asyncio's TimeoutError)
+                    with self.assertRaises(ikd.IkdError) as cm:
+                        await conn.tick({"s1": {"position": [0, 0.3, 0.5]}}, timeout=0.001)
+                    self.assertEqual((cm.exception.code, cm.exception.seq), ("timeout", 1))
                     await asyncio.wait_for(s.close(), 3)
                     await until(lambda: len(seen) >= 2, "a second connection")
                     await asyncio.sleep(0.2)
-                    self.assertEqual(seen, [["open"] + ["target"] * 50 + ["close"], []])
+                    self.assertEqual(seen, [["open"] + ["target"] * 50 + ["tick", "close"], []])
                     self.assertEqual(conn.streams, {})
                     # closed twice at once: both return, one close is sent
                     # (before: the second took the first's place, which

@@ -594,13 +594,17 @@ class Connection:
         list of (name, target), (name, target, seed) or {"stream", "target",
         "seed"}. Returns its TickSolution (one item per target, in order;
         a target's error is in its item, not raised). Raises IkdError when
-        ikd refuses the tick whole (too many targets, ...)."""
+        ikd refuses the tick whole (too many targets, ...), or "timeout"
+        when no answer came within `timeout` seconds."""
         tseq, items = self._tick_items(targets)
         fut = asyncio.get_running_loop().create_future()
         self._ticks[tseq] = fut
         try:
             await self._send_text(self.codec.encode_tick(tseq, items))
             return await asyncio.wait_for(fut, timeout) if timeout else await fut
+        except asyncio.TimeoutError:  # as solve() and open() say it
+            raise IkdError("timeout", "tick %d: no answer within %s s" % (tseq, timeout),
+                           seq=tseq) from None
         finally:
             self._ticks.pop(tseq, None)
 
