@@ -704,9 +704,9 @@ export class IkdConnection {
     this.maxMessage = opts.maxMessage ?? 16 * 1024 * 1024;
     /** the TCP, TLS and upgrade handshakes together (ms; 0: no bound) */
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 10000;
-    /** silent this long (ms): a ping; twice: the connection is dropped and
-     * dialled again (0: never). Only where the socket can ping (the "ws"
-     * package): a browser's WebSocket cannot. */
+    /** silent for half of this (ms): a ping; for all of it: the connection
+     * is dropped and dialled again (0: never). Only where the socket can
+     * ping (the "ws" package): a browser's WebSocket cannot. */
     this.idleTimeoutMs = opts.idleTimeoutMs ?? 30000;
     this.lastRecv = 0;
     this.pingOut = false;
@@ -1239,8 +1239,8 @@ export class IkdStream {
 
   /**
    * Sends a target and makes no promise: returns its seq (-1 when the
-   * stream is not open, or maxSendQueue is reached). Its answer reaches `latest` and onSolution; an
-   * error the connection's "error" event.
+   * stream is not open, or maxSendQueue is reached). Its answer reaches
+   * `latest` and onSolution; an error the connection's "error" event.
    * @param {any} target
    * @param {{seed?: any}} [opts]
    */
