@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'method_not_allowed' | 'request_timeout' | 'too_large' | 'invalid_chain' | 'invalid_urdf'
   | 'invalid_srdf' | 'upgrade_required' | 'internal' | 'overloaded' | 'shutting_down'
   | 'network' | 'bad_answer' | 'not_connected' | 'connection_lost' | 'closed' | 'unexpected_message'
+  | 'timeout' | 'send_queue_full' | 'message_too_large'
   | (string & {});
 
 export class IkdError extends Error {
@@ -196,6 +197,9 @@ export interface ClientOptions {
   /** each HTTP exchange, its answer read whole, in ms (default 30000; 0:
    * none): past it the request rejects with IkdError "timeout" */
   timeoutMs?: number;
+  /** bytes of one HTTP answer's body at most (default 256 MiB): a larger
+   * one is refused as it arrives, IkdError "bad_answer" */
+  maxAnswer?: number;
 }
 
 export class Ikd {
@@ -230,6 +234,21 @@ export interface ConnectOptions {
   /** targets in a tick at most, as ikd's --max-streams (default 1024): a
    * tick answer of more entries is refused as "bad_answer" */
   maxStreams?: number;
+  /** bytes waiting to be written at most (default 8 MiB, as the C client's
+   * max_send_queue): a send past it is refused, IkdError "send_queue_full"
+   * (send() and sendTick() return -1) */
+  maxSendQueue?: number;
+  /** bytes of one message from ikd at most (default 16 MiB, as the other
+   * clients): a larger one drops the connection (the "ws" package's bound;
+   * a browser keeps its own) */
+  maxMessage?: number;
+  /** the TCP, TLS and upgrade handshakes together, in ms (default 10000; 0:
+   * no bound): past it the dial fails like a lost connection */
+  connectTimeoutMs?: number;
+  /** silent this long (ms, default 30000; 0: never): a ping at half of it,
+   * and at all of it the connection is dropped ("error" event "timeout")
+   * and dialled again. Needs the "ws" package (a browser cannot ping) */
+  idleTimeoutMs?: number;
 }
 
 /** A stream's answer: a target's, a path sample's or a tick item's. */

@@ -39,6 +39,21 @@
  *     them); stream.latest holds the newest answer (latest wins); send()
  *     and sendTick() make no promise at all, for loops that only read
  *     latest or listen.
+ *   - Liveness: the upgrade must end within connectTimeoutMs (default
+ *     10000, as the C client's); a connection silent for half of
+ *     idleTimeoutMs (default 30000, as the C client's) is pinged, and one
+ *     silent for all of it (a peer gone without a FIN) is dropped with an
+ *     "error" event of code "timeout", then re-opened like any loss. Pings
+ *     need the "ws" package (preferred under Node when installed): a
+ *     browser's WebSocket cannot send them.
+ *   - Bounds: an HTTP answer's body is refused as "bad_answer" past
+ *     maxAnswer bytes (default 256 MiB, as the other clients), as it
+ *     arrives: nothing past the bound is held; a stream message past
+ *     maxMessage (default 16 MiB, as the other clients; the ws package's)
+ *     drops the connection, like any loss; a send that would leave more
+ *     than maxSendQueue bytes (default 8 MiB, as the C client's) waiting
+ *     to be written (a server that does not read) is refused with code
+ *     "send_queue_full" (send() and sendTick() return -1).
  *   - Reconnection: a connection that drops is re-opened with exponential
  *     backoff (with jitter) and every stream is opened again on the same
  *     chain, options and scene (the newest setScene's); targets in flight when it dropped are rejected with
@@ -107,9 +122,9 @@ function errorOf(obj, stream) {
 const seqOf = (v) => (Number.isSafeInteger(v) ? v : undefined);
 
 /** Why a decoded tick_solution cannot be read (at most max entries, each
- * an object, with a string stream and an integer seq when it has them: the
- * entry of a target whose name ikd could not read names none), or null
- * when it can. */
+ * an object, with a string stream when it has one and an integer seq: only
+ * an error entry may lack it, as that of a target whose name ikd could not
+ * read), or null when it can. */
 function tickRefusal(msg, max) {
   if (seqOf(msg.seq) === undefined) return 'a tick answer without a seq this client can read';
   const items = msg.solutions;
@@ -117,7 +132,8 @@ function tickRefusal(msg, max) {
   if (items.length > max) return `a tick answer of more than ${max} entries (maxStreams)`;
   for (let i = 0; i < items.length; i++) {
     const it = items[i];
-    if (!it || typeof it !== 'object' || (it.stream !== undefined && typeof it.stream !== 'string') || (it.seq !== undefined && seqOf(it.seq) === undefined)) return `tick answer entry ${i} cannot be read`;
+    if (!it || typeof it !== 'object' || (it.stream !== undefined && typeof it.stream !== 'string') ||
+        ((it.seq !== undefined || it.error === undefined) && seqOf(it.seq) === undefined)) return `tick answer entry ${i} cannot be read`;
   }
   return null;
 }
@@ -189,16 +205,30 @@ function wireError(body) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const now = globalThis.performance ? () => globalThis.performance.now() : () => Date.now();
 
+/** IkdError "bad_answer" for an answer past maxAnswer bytes. */
+const tooLarge = (method, path, max) =>
+  new IkdError('bad_answer', `${method} ${path}: the answer is larger than maxAnswer (${max} bytes)`);
+
 /**
  * fetch's subset this client uses, over node:https with a CA of the
- * caller's (Node's fetch has no CA option).
+ * caller's (Node's fetch has no CA option); a body past max bytes is
+ * refused as it arrives (tooLarge()).
  */
-async function httpsWithCa(url, init, ca) {
+async function httpsWithCa(url, init, ca, max, refusal) {
   const https = await import('node:https');
   return new Promise((resolve, reject) => {
     const req = https.request(url, { method: init.method, headers: init.headers, ca, signal: init.signal }, (res) => {
       const chunks = [];
-      res.on('data', (c) => chunks.push(c));
+      let size = 0;
+      res.on('data', (c) => {
+        size += c.length;
+        if (size > max) {
+          req.destroy();
+          reject(refusal());
+          return;
+        }
+        chunks.push(c);
+      });
       res.on('error', reject);
       res.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
@@ -217,6 +247,39 @@ async function httpsWithCa(url, init, ca) {
     if (init.body !== undefined) req.write(init.body);
     req.end();
   });
+}
+
+/**
+ * A fetch answer's body as text, refused (refusal()) once it passes max
+ * bytes: a declared length at once, an undeclared one as it arrives,
+ * nothing past the bound held. An answer without a readable body (a
+ * caller's fetch) is read whole, then measured.
+ */
+async function boundedText(resp, max, refusal) {
+  const declared = Number(resp.headers.get('Content-Length'));
+  const body = resp.body;
+  if (declared > max) {
+    body?.cancel?.().catch(() => {});
+    throw refusal();
+  }
+  if (!body || typeof body.getReader !== 'function') {
+    const text = await resp.text();
+    if (text.length > max || (text.length * 3 > max && new TextEncoder().encode(text).length > max)) throw refusal();
+    return text;
+  }
+  const reader = body.getReader();
+  const dec = new TextDecoder();
+  let text = '', size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text + dec.decode();
+    size += value.byteLength;
+    if (size > max) {
+      reader.cancel().catch(() => {});
+      throw refusal();
+    }
+    text += dec.decode(value, { stream: true });
+  }
 }
 
 /** The JSON text form of ticks (proto/STREAM.md, "tick, tick_solution").
@@ -368,18 +431,29 @@ export class BinaryCodec extends JsonCodec {
     if (len < 24 || bytes[0] !== 73 || bytes[1] !== 75 || bytes[2] !== 68 || bytes[3] !== 83) return null;
     const v = new DataView(bytes.buffer, bytes.byteOffset, len);
     if (v.getUint16(4, true) !== 1) return null;
-    const n = v.getUint32(8, true);
-    if (n > max) throw new IkdError('bad_answer', `a tick answer of more than ${max} entries (maxStreams)`, { seq: seqOf(v.getFloat64(16, true)) });
+    const n = v.getUint32(8, true), tickSeq = seqOf(v.getFloat64(16, true));
+    if (n > max) throw new IkdError('bad_answer', `a tick answer of more than ${max} entries (maxStreams)`, { seq: tickSeq });
     const solutions = new Array(n);
     let at = 24;
     for (let i = 0; i < n; i++) {
-      if (at + 24 > len) throw new IkdError('bad_answer', 'a binary tick answer ends early');
+      if (at + 24 > len) throw new IkdError('bad_answer', 'a binary tick answer ends early', { seq: tickSeq });
       const size = v.getUint32(at, true), kind = bytes[at + 4], lname = bytes[at + 5];
-      if (size < 24 || at + size > len) throw new IkdError('bad_answer', 'a binary tick answer ends early');
+      if (size < 24 || at + size > len) throw new IkdError('bad_answer', 'a binary tick answer ends early', { seq: tickSeq });
       const item = {};
-      if (bytes[at + 6] & 1) item.seq = v.getFloat64(at + 8, true);
+      if (bytes[at + 6] & 1) {
+        /* as the JSON form's (tickRefusal): a seq that is not an integer
+         * would answer every target of its stream waiting */
+        item.seq = seqOf(v.getFloat64(at + 8, true));
+        if (item.seq === undefined) throw new IkdError('bad_answer', `tick answer entry ${i} cannot be read`, { seq: tickSeq });
+      } else if (kind !== 2) {
+        throw new IkdError('bad_answer', `tick answer entry ${i} is a solution without a seq`, { seq: tickSeq });
+      }
+      /* nothing is read past the entry's size (a RangeError past the
+       * message, another entry's bytes within it) */
+      const past = () => new IkdError('bad_answer', `tick answer entry ${i} is larger than its size`, { seq: tickSeq });
       if (kind === 2) {
         const lc = v.getUint16(at + 16, true), lp = v.getUint16(at + 18, true), lm = v.getUint32(at + 20, true);
+        if (24 + lname + lc + lp + lm > size) throw past();
         let x = at + 24;
         if (lname) item.stream = asciiOf(bytes, x, lname);
         x += lname;
@@ -390,6 +464,7 @@ export class BinaryCodec extends JsonCodec {
       } else {
         item.skipped = v.getUint32(at + 16, true);
         const rec = v.getUint32(at + 20, true);
+        if (size < 56 || rec < 16 || 40 + rec + lname > size) throw past();
         const fields = v.getUint32(at + 24, true), dof = v.getUint16(at + 28, true);
         const npos = v.getUint16(at + 30, true), nrot = v.getUint16(at + 32, true);
         const dims = v.getUint16(at + 34, true);
@@ -404,6 +479,9 @@ export class BinaryCodec extends JsonCodec {
         const sizes = [dof, dims * npos, 4 * nrot, 4 * nrot, 7, 1, 1, 1, 1];
         const per = [1, dims, 4, 4, 1, 1, 1, 1, 1];
         const shown = [pose, pose, pose, pose, flags & 2, pose, flags & 4, flags & 8, 1];
+        let need = 16;
+        for (let m = 0; m < 9; m++) if (fields & (1 << m)) need += 8 * sizes[m];
+        if (need > rec) throw past();
         for (let m = 0; m < 9; m++) {
           if (!(fields & (1 << m))) continue;
           const k = sizes[m];
@@ -450,6 +528,8 @@ export class Ikd {
     this.keepChains = opts.keepChains ?? 256;
     /** each exchange, answer read whole (ms; 0: none) */
     this.timeoutMs = opts.timeoutMs ?? 30000;
+    /** bytes of one answer's body at most (as the other clients) */
+    this.maxAnswer = opts.maxAnswer ?? 256 * 1024 * 1024;
     /** @type {Map<string, any>} chains registered here, by id (oldest first) */
     this.chains = new Map();
     this.reregistered = 0;
@@ -470,15 +550,19 @@ export class Ikd {
     const timer = this.timeoutMs > 0 && Number.isFinite(this.timeoutMs)
       ? setTimeout(() => { timedOut = true; ac.abort(); }, this.timeoutMs) : null;
     const init = { method, headers, signal: ac.signal, body };
+    const refusal = () => tooLarge(method, path, this.maxAnswer);
     let resp, text;
     try {
-      resp = this.ca && this.base.startsWith('https:')
-        ? await httpsWithCa(this.base + path, init, this.ca)
-        : await this.fetchImpl(this.base + path, init);
-      text = await resp.text();
+      if (this.ca && this.base.startsWith('https:')) {
+        resp = await httpsWithCa(this.base + path, init, this.ca, this.maxAnswer, refusal);
+        text = await resp.text();
+      } else {
+        resp = await this.fetchImpl(this.base + path, init);
+        text = await boundedText(resp, this.maxAnswer, refusal);
+      }
     } catch (e) {
       if (timedOut) throw new IkdError('timeout', `${method} ${path}: no answer within ${this.timeoutMs} ms`);
-      if (e && e.name === 'AbortError') throw e;
+      if (e instanceof IkdError || (e && e.name === 'AbortError')) throw e;
       const cause = e && e.cause && e.cause.message ? ` (${e.cause.message})` : '';
       throw new IkdError('network', `${method} ${path}: ${e && e.message ? e.message : e}${cause}`);
     } finally {
@@ -612,6 +696,24 @@ export class IkdConnection {
     /** targets in a tick at most (ikd's --max-streams): a tick answer of
      * more entries is refused */
     this.maxStreams = opts.maxStreams ?? 1024;
+    /** bytes waiting to be written at most (the C client's max_send_queue):
+     * a send past it is refused, "send_queue_full" */
+    this.maxSendQueue = opts.maxSendQueue ?? 8 * 1024 * 1024;
+    /** bytes of one message from ikd at most, as the other clients (the ws
+     * package drops the connection, 1009, past it; a browser sets its own) */
+    this.maxMessage = opts.maxMessage ?? 16 * 1024 * 1024;
+    /** the TCP, TLS and upgrade handshakes together (ms; 0: no bound) */
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? 10000;
+    /** silent for half of this (ms): a ping; for all of it: the connection
+     * is dropped and dialled again (0: never). Only where the socket can
+     * ping (the "ws" package): a browser's WebSocket cannot. */
+    this.idleTimeoutMs = opts.idleTimeoutMs ?? 30000;
+    this.lastRecv = 0;
+    this.pingOut = false;
+    /** the upgrade's deadline, then the idle watch */
+    this.watchTimer = null;
+    /** why this client gave the socket up, for what it fails */
+    this.lostWhy = undefined;
     /** @type {'connecting'|'open'|'reconnecting'|'closed'} */
     this.state = 'connecting';
     /** @type {Map<string, IkdStream>} */
@@ -676,7 +778,8 @@ export class IkdConnection {
     const ca = this.ikd.ca && this.ikd.base.startsWith('https:') ? this.ikd.ca : undefined;
     let WS;
     try {
-      WS = this.ikd.WebSocketImpl || await webSocketImpl(header || !!ca);
+      /* under Node, the package where it is installed: it can ping */
+      WS = this.ikd.WebSocketImpl || await webSocketImpl(header || !!ca || (this.idleTimeoutMs > 0 && !!globalThis.process?.versions?.node));
     } catch (e) {
       this.emit('error', e);
       this.setState('closed');
@@ -685,8 +788,9 @@ export class IkdConnection {
     if (this.userClosed) return;
     let ws;
     try {
-      if (header || ca) {
-        const options = {};
+      if (header || ca || (wsModule && WS === wsModule)) {
+        /* the ws package's options (a browser's WebSocket takes none) */
+        const options = { maxPayload: this.maxMessage };
         if (header) options.headers = { Authorization: `Bearer ${token}` };
         if (ca) options.ca = ca;
         ws = new WS(this.ikd.streamUrl(), header ? [PROTOCOL] : streamProtocols(token), options);
@@ -703,8 +807,18 @@ export class IkdConnection {
     }
     this.ws = ws;
     if (ws.binaryType === 'blob') ws.binaryType = 'arraybuffer'; /* a browser's */
+    if (this.connectTimeoutMs > 0) {
+      this.watchTimer = setTimeout(() => this.lose(ws, `no WebSocket upgrade within ${this.connectTimeoutMs} ms`), this.connectTimeoutMs);
+    }
     ws.onopen = () => {
       if (ws !== this.ws) return;
+      clearTimeout(this.watchTimer);
+      this.watchTimer = null;
+      this.heard();
+      if (this.idleTimeoutMs > 0 && typeof ws.ping === 'function') {
+        if (typeof ws.on === 'function') ws.on('pong', () => this.heard()).on('ping', () => this.heard());
+        this.watch(ws);
+      }
       this.attempts = 0;
       this.openedAt = now();
       const again = this.reconnects > 0;
@@ -713,12 +827,21 @@ export class IkdConnection {
       for (const s of this.streams.values()) s.sendOpen();
       if (again) this.reopened(null);
     };
-    ws.onmessage = (ev) => { if (ws === this.ws) this.receive(ev.data); };
+    ws.onmessage = (ev) => {
+      if (ws !== this.ws) return;
+      this.lastRecv = now();
+      this.pingOut = false;
+      this.receive(ev.data);
+    };
     ws.onerror = () => {}; /* onclose follows and decides */
     ws.onclose = (ev) => {
       if (ws !== this.ws) return;
       this.ws = null;
-      const lost = new IkdError('connection_lost', 'the connection dropped before the answer');
+      clearTimeout(this.watchTimer);
+      this.watchTimer = null;
+      const why = this.lostWhy;
+      this.lostWhy = undefined;
+      const lost = new IkdError('connection_lost', `the connection dropped before the answer${why ? ` (${why})` : ''}`);
       for (const t of this.ticks.values()) t.reject(lost);
       this.ticks.clear();
       for (const s of this.streams.values()) s.dropped();
@@ -739,6 +862,40 @@ export class IkdConnection {
     };
   }
 
+  /** Something came from ikd: it is alive. */
+  heard() {
+    this.lastRecv = now();
+    this.pingOut = false;
+  }
+
+  /** The idle watch of socket ws (as the C client's): silent for half of
+   * idleTimeoutMs, a ping; silent for all of it, the connection is lost. */
+  watch(ws) {
+    if (ws !== this.ws) return;
+    const idle = this.idleTimeoutMs, silent = now() - this.lastRecv;
+    if (silent >= idle) {
+      this.lose(ws, `ikd was silent for ${idle} ms`);
+      return;
+    }
+    if (!this.pingOut && silent >= idle / 2) {
+      try { ws.ping(); } catch { /* closing: onclose decides */ }
+      this.pingOut = true;
+    }
+    const at = this.lastRecv + (this.pingOut ? idle : idle / 2);
+    this.watchTimer = setTimeout(() => this.watch(ws), Math.max(1, at - now()));
+  }
+
+  /** Gives socket ws up (why: an "error" event, code "timeout", and the
+   * words of what it fails): its onclose fails what waits and redials. */
+  lose(ws, why) {
+    this.watchTimer = null;
+    if (ws !== this.ws) return;
+    this.lostWhy = why;
+    if (!this.userClosed) this.emit('error', new IkdError('timeout', why));
+    if (typeof ws.terminate === 'function') ws.terminate();
+    else ws.close();
+  }
+
   /** A stream answered its reopening (name), or none is left (null): emits
    * "reopen" once every stream that was open before the drop is open again
    * or has failed to reopen. */
@@ -756,10 +913,25 @@ export class IkdConnection {
     return this.sendText(JSON.stringify(msg));
   }
 
+  /** Why data (a message's text or bytes) cannot be sent now, an
+   * IkdError, or null: the socket is not open ("not_connected"), or the
+   * bytes waiting to be written would pass maxSendQueue with it
+   * ("send_queue_full"; "message_too_large" for one larger than it), as
+   * the C client's max_send_queue: a server that does not read holds the
+   * client to that. */
+  sendRefusal(data) {
+    if (!this.ws || this.state !== 'open') return new IkdError('not_connected', `the connection is ${this.state}`);
+    const n = typeof data === 'string' ? data.length : data.byteLength, max = this.maxSendQueue;
+    if (n > max) return new IkdError('message_too_large', `a message of ${n} bytes is larger than maxSendQueue (${max})`);
+    const queued = this.ws.bufferedAmount || 0;
+    if (queued + n > max) return new IkdError('send_queue_full', `${queued} bytes waiting to be written and this message's ${n} would pass maxSendQueue (${max})`);
+    return null;
+  }
+
   /** Sends one message's text (or a binary message's bytes) as it is;
-   * false when the socket is not open. */
+   * false when it cannot (sendRefusal). */
   sendText(text) {
-    if (!this.ws || this.state !== 'open') return false;
+    if (this.sendRefusal(text)) return false;
     this.ws.send(text);
     return true;
   }
@@ -841,6 +1013,7 @@ export class IkdConnection {
    * @returns {Promise<IkdStream>}
    */
   open(name, spec) {
+    if (this.state === 'closed') return Promise.reject(new IkdError('not_connected', 'the connection is closed'));
     if (this.streams.has(name)) return Promise.reject(new IkdError('stream_exists', `stream "${name}" is already open on this connection`, { stream: name }));
     const s = new IkdStream(this, name, spec);
     this.streams.set(name, s);
@@ -885,19 +1058,22 @@ export class IkdConnection {
   tick(targets) {
     if (this.state !== 'open') return Promise.reject(new IkdError('not_connected', `the connection is ${this.state}`));
     const { seq, list } = this.tickTargets(targets);
+    const data = this.codec.encodeTick(seq, list);
+    const refused = this.sendRefusal(data);
+    if (refused) return Promise.reject(refused);
     return new Promise((resolve, reject) => {
       this.ticks.set(seq, { resolve, reject });
-      this.sendText(this.codec.encodeTick(seq, list));
+      this.sendText(data);
     });
   }
 
   /** Sends a tick without a promise; returns its seq (answers: latestTick,
-   * the "tick" event, the streams), or -1 when the socket is not open. */
+   * the "tick" event, the streams), or -1 when it cannot be sent (the
+   * socket is not open, or maxSendQueue is reached). */
   sendTick(targets) {
     if (this.state !== 'open') return -1;
     const { seq, list } = this.tickTargets(targets);
-    this.sendText(this.codec.encodeTick(seq, list));
-    return seq;
+    return this.sendText(this.codec.encodeTick(seq, list)) ? seq : -1;
   }
 
   tickSolution(msg) {
@@ -921,8 +1097,14 @@ export class IkdConnection {
     }
   }
 
-  /** A decoded TickSolution (either form) to the streams and the waiters. */
+  /** A decoded TickSolution (either form) to the streams and the waiters;
+   * one of a seq never sent answers nothing (it would answer every tick
+   * waiting): an "error" event. */
   tickAnswer(ts) {
+    if (ts.seq > this.tickSeq) {
+      this.emit('error', new IkdError('bad_answer', `a tick answer of seq ${ts.seq}, never sent (the last sent is ${this.tickSeq})`));
+      return;
+    }
     this.latestTick = ts;
     for (const it of ts.solutions) {
       const s = this.streams.get(it.stream);
@@ -981,6 +1163,8 @@ export class IkdStream {
     this.isOpen = false;
     this.openWaiter = null;
     this.closeWaiter = null;
+    /** @type {Promise<void>|null} the close() under way */
+    this.closing = null;
     this.reregistering = false;
   }
 
@@ -1044,24 +1228,26 @@ export class IkdStream {
   target(target, opts) {
     if (!this.isOpen || this.conn.state !== 'open') return Promise.reject(this.notOpen());
     const seq = ++this.seq;
+    const text = this.targetText(seq, target, opts?.seed);
+    const refused = this.conn.sendRefusal(text);
+    if (refused) return Promise.reject(Object.assign(refused, { stream: this.name, seq }));
     return new Promise((resolve, reject) => {
       this.pending.set(seq, { resolve, reject, t0: now() });
-      this.conn.sendText(this.targetText(seq, target, opts?.seed));
+      this.conn.sendText(text);
     });
   }
 
   /**
    * Sends a target and makes no promise: returns its seq (-1 when the
-   * stream is not open). Its answer reaches `latest` and onSolution; an
-   * error the connection's "error" event.
+   * stream is not open, or maxSendQueue is reached). Its answer reaches
+   * `latest` and onSolution; an error the connection's "error" event.
    * @param {any} target
    * @param {{seed?: any}} [opts]
    */
   send(target, opts) {
     if (!this.isOpen || this.conn.state !== 'open') return -1;
     const seq = ++this.seq;
-    this.conn.sendText(this.targetText(seq, target, opts?.seed));
-    return seq;
+    return this.conn.sendText(this.targetText(seq, target, opts?.seed)) ? seq : -1;
   }
 
   /**
@@ -1074,22 +1260,28 @@ export class IkdStream {
   path(waypoints, timing = {}, onSample) {
     if (!this.isOpen || this.conn.state !== 'open') return Promise.reject(this.notOpen());
     const seq = ++this.seq;
+    const text = JSON.stringify({ type: 'path', stream: this.name, seq, waypoints, ...timing });
+    const refused = this.conn.sendRefusal(text);
+    if (refused) return Promise.reject(Object.assign(refused, { stream: this.name, seq }));
     return new Promise((resolve, reject) => {
       this.paths.set(seq, { resolve, reject, onSample, t0: now() });
-      this.conn.send({ type: 'path', stream: this.name, seq, waypoints, ...timing });
+      this.conn.sendText(text);
     });
   }
 
-  /** Closes the stream (a waiting target is still answered first). */
+  /** Closes the stream (a waiting target is still answered first); a
+   * second call while the first waits shares its promise. */
   close() {
+    if (this.closing) return this.closing;
     if (!this.isOpen) {
       this.conn.streams.delete(this.name);
       return Promise.resolve();
     }
-    return new Promise((resolve) => {
+    this.closing = new Promise((resolve) => {
       this.closeWaiter = resolve;
       this.conn.send({ type: 'close', stream: this.name });
     });
+    return this.closing;
   }
 
   /** Handles a message for this stream; false if it is not one of ours. */
@@ -1180,6 +1372,10 @@ export class IkdStream {
   solution(msg) {
     const seq = msg.seq;
     if (seq < this.delivered) return; /* never deliver out of order */
+    if (seq > this.seq) { /* would answer every target waiting */
+      this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq}, never sent (the last sent is ${this.seq})`, { stream: this.name }));
+      return;
+    }
     const t = now();
     const sol = { stream: this.name, seq, skipped: msg.skipped ?? 0, result: msg.result, requested: seq, rttMs: 0 };
     if (msg.index !== undefined) { sol.index = msg.index; sol.count = msg.count; }
@@ -1218,14 +1414,20 @@ export class IkdStream {
     }
     if (this.pending.size === 0 && this.listeners.size === 0 && this.paths.size === 0) {
       /* the game-server case: nothing waits, the item is the answer */
-      if (it.seq >= this.delivered) { this.delivered = it.seq; this.latest = it; }
+      if (it.seq >= this.delivered && it.seq <= this.seq) { this.delivered = it.seq; this.latest = it; }
       return;
     }
     this.solution(it);
   }
 
-  /** The socket dropped: in-flight work is lost; the stream will reopen. */
+  /** The socket dropped: in-flight work is lost; the stream will reopen,
+   * unless its close was sent: then it is closed (ikd forgot it). */
   dropped() {
+    if (this.closeWaiter) {
+      if (this.conn.streams.get(this.name) === this) this.conn.streams.delete(this.name);
+      this.ended(new IkdError('closed', `stream "${this.name}" was closed`, { stream: this.name }));
+      return;
+    }
     this.isOpen = false;
     this.reregistering = false;
     const err = new IkdError('connection_lost', 'the connection dropped before the answer', { stream: this.name });

@@ -17,6 +17,8 @@
  *     target) lost, once, with its seq.
  *   - A server that upgrades each connection and hangs up at once is
  *     redialled with a backoff that grows, as after failed dials.
+ *   - A stream whose close was sent when the connection dropped is closed
+ *     (IKD_EV_CLOSED), not opened again on the next connection.
  *   - An HTTP answer of another count of results than the targets sent
  *     (ikd_solve, ikd_solve_batch) is refused as IKD_E_BAD_ANSWER (a
  *     plain HTTP server of the test's own, one exchange); a batch answer
@@ -32,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -388,6 +391,78 @@ START_TEST(flapping_server_backoff_grows)
 }
 END_TEST
 
+/* ---- a close cut short -------------------------------------------------- */
+
+static bool reopened; /* the client sent something on the second connection */
+
+/* Connection 1: the open answered, the close read and not answered, a
+ * hang-up. Connection 2: whether the client sends anything within 500 ms. */
+static void *close_cut(void *p)
+{
+    server *s = p;
+    char buf[4096];
+    int fd = accept(s->listener, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    if (upgrade(fd) && read(fd, buf, sizeof buf) > 0) {
+        send_text(fd, "{\"type\":\"opened\",\"stream\":\"arm\"}");
+        (void)!read(fd, buf, sizeof buf);
+    }
+    close(fd);
+    fd = accept(s->listener, NULL, NULL);
+    if (fd < 0)
+        return NULL;
+    if (upgrade(fd)) {
+        struct timeval tv = {.tv_usec = 500000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        reopened = read(fd, buf, sizeof buf) > 0;
+    }
+    close(fd);
+    return NULL;
+}
+
+typedef struct closes {
+    int closed, reconnected;
+} closes;
+
+static void count_closes(ikd_conn *c, const ikd_event *ev, void *user)
+{
+    (void)c;
+    closes *n = user;
+    n->closed += ev->kind == IKD_EV_CLOSED && ev->stream && strcmp(ev->stream, "arm") == 0;
+    n->reconnected += ev->kind == IKD_EV_CONNECTED;
+}
+
+/* A stream whose close was sent when the connection dropped is closed
+ * (IKD_EV_CLOSED, once) and not opened again on the next connection.
+ * Before, it was reopened, and its close never reported. */
+START_TEST(stream_closing_when_lost_is_closed_not_reopened)
+{
+    server srv;
+    reopened = false;
+    server_run(&srv, close_cut);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+    closes n = {0};
+    ikd_error e;
+    ikd_conn_opts o = {.url = url, .reconnect = true, .on_event = count_closes, .user = &n};
+    ikd_conn *c = ikd_conn_new(&o, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+    ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0,0,0.5],[0,0,0]]}"};
+    ck_assert_msg(ikd_stream_open_wait(c, "arm", &chain, NULL, NULL, WAIT_MS, &e) == 0, "%s",
+                  e.message);
+    ck_assert_int_eq(ikd_stream_close(c, "arm", &e), 0);
+    for (int i = 0; i < WAIT_MS / 10 && n.reconnected < 2; i++)
+        ikd_conn_poll(c, 10);
+    ck_assert_int_eq(n.reconnected, 2);
+    ikd_conn_free(c);
+    server_join(&srv);
+    ck_assert_int_eq(n.closed, 1);
+    ck_assert_msg(!reopened, "the closed stream was opened again");
+}
+END_TEST
+
 /* ---- HTTP answers ------------------------------------------------------- */
 
 /* One HTTP exchange on s->listener: the request read whole (its headers
@@ -510,6 +585,7 @@ int main(void)
     tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
     tcase_add_test(tc, answer_without_seq_leaves_tick_lost);
     tcase_add_test(tc, flapping_server_backoff_grows);
+    tcase_add_test(tc, stream_closing_when_lost_is_closed_not_reopened);
     tcase_add_test(tc, answer_of_other_result_count_refused);
     tcase_add_test(tc, batch_answer_without_results_refused);
     suite_add_tcase(s, tc);

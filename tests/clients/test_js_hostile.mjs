@@ -11,7 +11,17 @@
  * than the targets sent (solve, batch) are refused as "bad_answer"; a
  * server that never answers, or trickles its answer without end, rejects
  * the request with "timeout" at timeoutMs; a server that upgrades each
- * connection and closes it at once is redialled with a growing backoff.
+ * connection and closes it at once is redialled with a growing backoff;
+ * a peer gone silent is pinged and dropped at idleTimeoutMs, then
+ * redialled; an upgrade answer that never ends fails at connectTimeoutMs;
+ * an HTTP answer past maxAnswer is refused as it arrives; a tick answer's
+ * solution entry of a seq not an integer or none fails its tick; a stream
+ * whose close was sent when the connection dropped is closed, not opened
+ * again, and a closed connection refuses to open streams; a message past
+ * maxMessage drops the connection unread; a stream closed twice at once
+ * resolves both calls; a server that does not read has sends past
+ * maxSendQueue refused; an answer of a seq never sent answers nothing; a
+ * binary tick answer entry larger than its size fails its tick.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -158,6 +168,313 @@ test('a server that closes each connection as soon as it is up is redialled with
     /* the third wait is 400 ms (jitter: 50% to 100%); before, each upgrade
      * started the backoff again: 100 ms at most */
     assert.ok(at[3] - at[2] >= 190, `redialled after ${at[3] - at[2]} ms`);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a peer gone silent is pinged, then dropped at idleTimeoutMs and redialled; what waited is lost', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  /* answers the open, then nothing: no pong, no answer (a balancer that
+   * lost the connection without a FIN) */
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1', autoPong: false });
+  await new Promise((ok) => wss.on('listening', ok));
+  let dials = 0, pings = 0;
+  wss.on('connection', (sock) => {
+    dials++;
+    sock.on('ping', () => pings++);
+    sock.on('message', (data) => { if (JSON.parse(String(data)).type === 'open') sock.send('{"type":"opened","stream":"s"}'); });
+  });
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ idleTimeoutMs: 400, minDelayMs: 50 });
+  const errors = [];
+  conn.on('error', (e) => errors.push(e));
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    const t0 = Date.now();
+    const lost = s.target({ position: [0, 0.3, 0.5] }).then(() => 'answered', (e) => e.code);
+    /* before: no ping, and the target waited for ever on one connection */
+    const got = await Promise.race([lost, new Promise((ok) => setTimeout(ok, 3000, 'still waiting after 3 s').unref())]);
+    assert.equal(got, 'connection_lost');
+    assert.ok(Date.now() - t0 >= 300, `dropped after ${Date.now() - t0} ms`);
+    assert.ok(pings >= 1, 'no ping before the drop');
+    assert.deepEqual(errors.map((e) => e.code), ['timeout']);
+    while (dials < 2) await new Promise((ok) => setTimeout(ok, 10));
+    await conn.ready();
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('an upgrade answer that never ends fails the dial at connectTimeoutMs', LIMIT, async () => {
+  const { createServer } = await import('node:net');
+  const socks = new Set();
+  const server = createServer((sock) => {
+    socks.add(sock);
+    sock.on('error', () => {});
+    /* the status line, then a header byte every 50 ms, never the blank line */
+    sock.write('HTTP/1.1 101 Switching Protocols\r\nX-Slow: ');
+    const t = setInterval(() => sock.write('x'), 50);
+    sock.on('close', () => clearInterval(t));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const conn = new Ikd(`http://127.0.0.1:${server.address().port}`).connect({ reconnect: false, connectTimeoutMs: 300 });
+  try {
+    const t0 = Date.now();
+    const got = await Promise.race([conn.ready().then(() => 'open', (e) => e.code),
+      new Promise((ok) => setTimeout(ok, 3000, 'still connecting after 3 s').unref())]);
+    assert.equal(got, 'closed');
+    assert.ok(Date.now() - t0 < 2000, `${Date.now() - t0} ms`);
+  } finally {
+    await conn.close();
+    for (const s of socks) s.destroy();
+    await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('an HTTP answer larger than maxAnswer is refused as it arrives, declared or not', LIMIT, async () => {
+  const { createServer } = await import('node:http');
+  const timers = new Set();
+  let sent = 0;
+  const server = createServer((req, res) => {
+    res.on('error', () => {});
+    if (req.url === '/v1/solvers') { /* declared: 2 MiB */
+      const body = `{"pad":"${'x'.repeat(2 << 20)}"}`;
+      res.writeHead(req.method === 'GET' ? 200 : 503, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    /* chunked, without end: 64 KiB every 5 ms */
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    const chunk = Buffer.alloc(64 << 10, 0x20);
+    timers.add(setInterval(() => { sent += chunk.length; res.write(chunk); }, 5));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const ikd = new Ikd(`http://127.0.0.1:${server.address().port}`, { retries: 0, timeoutMs: 5000, maxAnswer: 1 << 20 });
+  try {
+    await assert.rejects(ikd.solvers(), (e) => e instanceof IkdError && e.code === 'bad_answer' && /maxAnswer/.test(e.message));
+    /* before: read on to the timeout, every byte held */
+    const t0 = Date.now();
+    await assert.rejects(ikd.ready(), (e) => e instanceof IkdError && e.code === 'bad_answer' && /maxAnswer/.test(e.message));
+    assert.ok(Date.now() - t0 < 4000, `${Date.now() - t0} ms`);
+    assert.ok(sent < 8 << 20, `${sent} bytes sent before the refusal`);
+  } finally {
+    for (const t of timers) clearInterval(t);
+    server.closeAllConnections();
+    await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('a tick answer entry of a solution whose seq is not an integer, or missing, answers no target and fails its tick', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  /* one success entry of stream "s", its seq 1.5, NaN, none or 1 */
+  const answer = (tick, seq) => {
+    const b = Buffer.concat([binaryHead(1, tick), Buffer.alloc(64)]);
+    b.writeUInt32LE(64, 24); b[28] = 1; b[29] = 1; b[30] = seq === undefined ? 0 : 1;
+    b.writeDoubleLE(seq ?? 0, 32); b.writeUInt32LE(16, 44); b.writeInt32LE(1, 64); b.write('s', 80, 'ascii');
+    return b;
+  };
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
+    if (m.type === 'tick') sock.send([answer(1, 1.5), answer(2, NaN), answer(3), `{"type":"tick_solution","seq":4,"solutions":[{"stream":"s","result":${RESULT}}]}`, answer(5, 1)][m.seq - 1]);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks() });
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    let answered = 'no';
+    s.target({ position: [0, 0.3, 0.5] }).then((sol) => { answered = `seq ${sol.seq}`; }, (e) => { answered = e.code; });
+    /* before: each resolved the target of seq 1 with a solution of seq
+     * 1.5, NaN or none (binary and JSON) */
+    for (const tick of [1, 2, 3, 4]) {
+      await assert.rejects(conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }]),
+        (e) => e instanceof IkdError && e.code === 'bad_answer' && e.seq === tick);
+      assert.equal(answered, 'no');
+    }
+    /* an integer seq answers it */
+    assert.equal((await conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }])).seq, 5);
+    assert.equal(answered, 'seq 1');
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a stream whose close was sent when the connection dropped is closed, not opened again', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  const seen = [];
+  wss.on('connection', (sock) => {
+    const n = seen.push([]);
+    sock.on('message', (data) => {
+      const m = JSON.parse(String(data));
+      seen[n - 1].push(m.type);
+      if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
+      if (m.type === 'close') sock.terminate(); /* never answered */
+    });
+  });
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ minDelayMs: 20, maxDelayMs: 40 });
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    /* before: the close waited for ever, and the stream was opened again */
+    const got = await Promise.race([s.close().then(() => 'closed'),
+      new Promise((ok) => setTimeout(ok, 3000, 'still closing after 3 s').unref())]);
+    assert.equal(got, 'closed');
+    while (seen.length < 2) await new Promise((ok) => setTimeout(ok, 10));
+    await new Promise((ok) => setTimeout(ok, 200));
+    assert.deepEqual(seen, [['open', 'close'], []]);
+    assert.equal(conn.streams.size, 0);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+  /* a closed connection refuses to open (before: a promise never settled) */
+  await assert.rejects(conn.open('t', { chain: LEG }), (e) => e instanceof IkdError && e.code === 'not_connected');
+});
+
+test('a message larger than maxMessage drops the connection, unread', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  wss.on('connection', (sock) => sock.send(`{"type":"news","pad":"${'x'.repeat(2 << 20)}"}`));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, maxMessage: 1 << 20 });
+  const got = [];
+  conn.on('message', (m) => got.push(m.type));
+  try {
+    await new Promise((ok) => conn.on('state', (st) => st === 'closed' && ok()));
+    /* before: read whole (the ws package's own bound is 100 MiB) */
+    assert.deepEqual(got, []);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a stream closed twice at once: both calls resolve, one close is sent', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  let closes = 0;
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
+    if (m.type === 'close' && ++closes === 1) setTimeout(() => sock.send('{"type":"closed","stream":"s"}'), 50);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false });
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    /* before: the second call took the first's place, which never resolved */
+    const both = Promise.all([s.close(), s.close()]).then(() => 'closed');
+    assert.equal(await Promise.race([both, new Promise((ok) => setTimeout(ok, 3000, 'still closing after 3 s').unref())]), 'closed');
+    assert.equal(closes, 1);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a server that does not read: sends past maxSendQueue are refused, not buffered without end', LIMIT, async () => {
+  const { createServer } = await import('node:net');
+  const { createHash } = await import('node:crypto');
+  const socks = new Set();
+  const server = createServer((sock) => {
+    socks.add(sock);
+    sock.on('error', () => {});
+    sock.once('data', (head) => {
+      const key = /sec-websocket-key:\s*(\S+)/i.exec(String(head))[1];
+      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      sock.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: ikd.v1\r\n\r\n`);
+      sock.pause(); /* reads nothing more */
+    });
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const conn = new Ikd(`http://127.0.0.1:${server.address().port}`).connect({ reconnect: false, maxSendQueue: 1 << 20 });
+  try {
+    await conn.ready();
+    const big = [{ stream: 'x', target: { position: [0, 0.3, 0.5], pad: 'x'.repeat(64 << 10) } }];
+    let sent = 0;
+    /* 32 MB in all, more than the kernel's buffers hold; before, every one
+     * was taken and held */
+    while (sent < 512 && conn.sendTick(big) !== -1) {
+      sent++;
+      if (sent % 32 === 0) await new Promise((ok) => setTimeout(ok, 5)); /* the kernel takes what it can */
+    }
+    assert.ok(sent < 512, 'every send taken');
+    assert.ok(conn.ws.bufferedAmount <= 1 << 20, `${conn.ws.bufferedAmount} bytes buffered`);
+    await assert.rejects(conn.tick(big), (e) => e instanceof IkdError && e.code === 'send_queue_full' && /maxSendQueue/.test(e.message));
+  } finally {
+    for (const s of socks) s.destroy();
+    await conn.close();
+    await new Promise((ok) => server.close(ok));
+  }
+});
+
+test('an answer to a seq never sent answers nothing: a bad_answer error event', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'open') sock.send('{"type":"opened","stream":"s"}');
+    /* seq 9 answers no target and no tick sent; then the true answers */
+    if (m.type === 'target') sock.send(`{"type":"solution","stream":"s","seq":9,"result":${RESULT}}`);
+    if (m.type === 'tick') {
+      sock.send(`{"type":"tick_solution","seq":9,"solutions":[{"stream":"s","seq":9,"result":${RESULT}}]}`);
+      sock.send(`{"type":"tick_solution","seq":${m.seq},"solutions":[{"stream":"s","seq":2,"result":${RESULT}}]}`);
+    }
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks() });
+  const errors = [];
+  conn.on('error', (e) => errors.push(e.code));
+  try {
+    const s = await conn.open('s', { chain: LEG });
+    let answered = 'no';
+    s.target({ position: [0, 0.3, 0.5] }).then((sol) => { answered = `seq ${sol.seq}`; }, (e) => { answered = e.code; });
+    /* before: the tick resolved with tick 9's solutions, the target with seq 9's */
+    const ts = await conn.tick({ s: { position: [0, 0.3, 0.5] } });
+    assert.deepEqual([ts.seq, ts.solutions[0].seq], [1, 2]);
+    assert.equal(answered, 'seq 2');
+    assert.deepEqual(errors, ['bad_answer', 'bad_answer']);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a binary tick answer entry larger than its size fails its tick', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  /* a solution entry of seq 1 and `size` bytes, its joints (fields bit 0)
+   * dof doubles, its record rec bytes */
+  const answer = (tick, size, dof, rec) => {
+    const b = Buffer.concat([binaryHead(1, tick), Buffer.alloc(size)]);
+    b.writeUInt32LE(size, 24); b[28] = 1; b[30] = 1;
+    b.writeDoubleLE(1, 32);
+    if (size >= 64) { b.writeUInt32LE(rec, 44); b.writeUInt32LE(1, 48); b.writeUInt16LE(dof, 52); }
+    return b;
+  };
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    sock.send([answer(1, 24), answer(2, 64, 1000, 16), answer(3, 64, 1, 8)][m.seq - 1]);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks() });
+  const errors = [];
+  conn.on('error', (e) => errors.push(e));
+  try {
+    await conn.ready();
+    /* before: a RangeError "error" event, and the tick waited (the third:
+     * joints read from past the record) */
+    for (const tick of [1, 2, 3]) {
+      const got = await Promise.race([conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }]).then(() => 'answered', (e) => `${e.code} ${e.seq}`),
+        new Promise((ok) => setTimeout(ok, 2000, 'still waiting after 2 s').unref())]);
+      assert.equal(got, `bad_answer ${tick}`);
+    }
+    assert.deepEqual(errors, []);
   } finally {
     await conn.close();
     await new Promise((ok) => wss.close(ok));

@@ -23,9 +23,11 @@ errors, many ticks in flight, a tick refused whole); ikd's unknown_type
 error and messages the client does not know reaching the caller; answers
 of a hostile server refused as bad_answer (seqs it cannot read, tick
 answers past max_streams or of entries not objects, HTTP answers of
-another count of results, an answer trickled or too large) with the
-reader going on; a server dropping each connection redialled with a
-growing backoff; a stream
+another count of results, an answer or its headers trickled, an answer
+too large, an upgrade answer that never ends, binary tick answers of
+lying counts or NaN seqs, answers of seqs never sent) with the reader
+going on; a server dropping each connection redialled with a growing
+backoff; a silent peer pinged and dropped at idle_timeout; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
 with another); and the example and the README's snippets run as written
@@ -382,6 +384,17 @@ class PythonClientTest(unittest.TestCase):
             check_leg(self, leg.latest.result["positions"], [0.2, 0.1, 0.3])
             leg.close()
         self.assertEqual(conn.state, "closed")
+        # used after its close: a clear IkdError (before: AttributeError
+        # "'NoneType' object has no attribute 'run'"); closing again is a no-op
+        for call in (lambda: conn.open("late", chain=LEG),
+                     lambda: conn.tick({"leg": {"position": [0.2, 0.1, 0.3]}}),
+                     lambda: leg.solve({"position": [0.2, 0.1, 0.3]})):
+            with self.assertRaises(ikd.IkdError) as cm:
+                call()
+            self.assertEqual((cm.exception.code, cm.exception.message),
+                             ("not_connected", "the connection is closed"))
+        conn.close()
+        leg.close()
 
     def test_tick(self):
         async def body():
@@ -696,6 +709,250 @@ class PythonClientTest(unittest.TestCase):
         finally:
             stop.set()
             srv.close()
+
+    def test_headers_and_upgrade_trickled_bounded_in_time(self):
+        """A server that trickles the header bytes of its answer (a byte
+        every 50 ms, never the blank line), to an HTTP request and to the
+        stream upgrade: IkdError "timeout" and "network" within the
+        client's timeout. Before, the HTTP request waited as long as the
+        bytes came (urllib's timeout bounds each receive)."""
+        srv = socket.create_server(("127.0.0.1", 0))
+        stop = threading.Event()
+
+        def trickle(c):
+            with c:
+                try:
+                    c.recv(65536)
+                    c.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                    while not stop.wait(0.05):
+                        c.sendall(b"x")
+                except OSError:
+                    pass
+
+        def serve():
+            while True:
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                threading.Thread(target=trickle, args=(c,), daemon=True).start()
+        threading.Thread(target=serve, daemon=True).start()
+        url = "http://127.0.0.1:%d" % srv.getsockname()[1]
+        got = []
+
+        def call():
+            try:
+                got.append(ikd.Client(url, timeout=0.5, retries=0).ready())
+            except ikd.IkdError as e:
+                got.append(e)
+
+        async def upgrade():
+            try:
+                async with ikd.AsyncClient(url, timeout=0.5).connect(reconnect=False):
+                    return "open"
+            except ikd.IkdError as e:
+                return e.code
+        try:
+            t0 = time.monotonic()
+            t = threading.Thread(target=call, daemon=True)
+            t.start()
+            t.join(5)
+            self.assertFalse(t.is_alive(), "trickled headers still read after 5 s")
+            self.assertEqual(getattr(got[0], "code", got[0]), "timeout")
+            self.assertLess(time.monotonic() - t0, 1.5)
+            t0 = time.monotonic()
+            self.assertEqual(asyncio.run(asyncio.wait_for(upgrade(), 5)), "network")
+            self.assertLess(time.monotonic() - t0, 1.5)
+        finally:
+            stop.set()
+            srv.close()
+
+    def test_binary_tick_answer_count_checked_from_its_head(self):
+        """A binary tick answer whose head announces more entries than
+        max_streams fails the tick it names (bad_answer naming max_streams)
+        before anything is decoded; one of seq NaN is an error event, one
+        whose entry's seq is NaN fails its tick; the reader goes on. Before,
+        its entries were decoded first: a head of 3 entries with none behind
+        it was an "ends early" error event and the tick waited on to its
+        timeout; a NaN seq killed the reader (every call in flight failed
+        with connection_lost). An entry larger than its size fails its tick
+        too (before: read on past it, or a struct.error event while the
+        tick waited)."""
+        import websockets
+        import struct as st
+        import json as js
+
+        class JsonTicks(ikd.BinaryCodec):
+            encode_tick = ikd.JsonCodec.encode_tick
+
+        def head(n, seq):
+            return st.pack("<4sHHIId", b"IKDS", 1, 0, n, 0, seq)
+        # an error entry of stream "s", code "x", its seq NaN
+        entry = st.pack("<IBBBBdII", 32, 2, 1, 1, 0, math.nan, 1, 0) + b"sx" + bytes(6)
+        # a solution entry of 64 bytes whose joints (1000 doubles) pass it
+        big = st.pack("<IBBBBdIIIHHHHI", 64, 1, 0, 1, 0, 4.0, 0, 16, 1, 1000, 0, 0, 0, 0) + \
+            bytes(24)
+        replies = {1: [head(3, 1.0)], 2: [head(0, math.nan), head(0, 2.0)],
+                   3: [head(1, 3.0) + entry], 4: [head(1, 4.0) + big]}
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                for r in replies[js.loads(text)["seq"]]:
+                    await ws.send(r)
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False, max_streams=2, codec=JsonTicks()) as conn:
+                    with self.assertRaises(ikd.IkdError) as cm:
+                        await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
+                    self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", 1))
+                    self.assertIn("max_streams", cm.exception.message)
+                    errors = []
+                    conn.on_error(errors.append)
+                    ts = await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
+                    self.assertEqual((ts.seq, [e.code for e in errors]), (2, ["bad_answer"]))
+                    with self.assertRaises(ikd.IkdError) as cm:
+                        await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
+                    self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", 3))
+                    with self.assertRaises(ikd.IkdError) as cm:
+                        await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=2)
+                    self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", 4))
+                    self.assertEqual(conn.state, "open")
+        run(body())
+
+    def test_stream_closing_when_lost_is_closed_not_reopened(self):
+        """A stream whose close was sent when the connection dropped is
+        closed (its close() returns) and not opened again on the next
+        connection. Before, close() waited for ever and the reconnection
+        opened the stream again. And solves timed out against a server
+        that never answers hold nothing (before, each was held until an
+        answer came: without one, memory grew by one per call). A stream
+        closed twice at once returns from both calls."""
+        import websockets
+        import json as js
+        seen = []
+
+        async def handler(ws, path=None):
+            seen.append([])
+            async for text in ws:
+                kind = js.loads(text)["type"]
+                seen[-1].append(kind)
+                if kind == "open":
+                    await ws.send('{"type":"opened","stream":"s%d"}' % len(seen))
+                elif kind == "close" and len(seen) == 1:
+                    ws.transport.abort()  # never answered
+                elif kind == "close":
+                    await asyncio.sleep(0.05)
+                    await ws.send('{"type":"closed","stream":"s2"}')
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(min_delay=0.02, max_delay=0.04) as conn:
+                    s = await conn.open("s1", chain=LEG)
+                    # targets never answered: each solve times out, and none
+                    # is held after (before: each held until an answer)
+                    for _ in range(50):
+                        with self.assertRaises(ikd.IkdError) as cm:
+                            await s.solve({"position": [0, 0.3, 0.5]}, timeout=0.001)
+                        self.assertEqual(cm.exception.code, "timeout")
+                    self.assertEqual(len(s._waiting), 0)
+                    # so does a tick (before: asyncio's TimeoutError)
+                    with self.assertRaises(ikd.IkdError) as cm:
+                        await conn.tick({"s1": {"position": [0, 0.3, 0.5]}}, timeout=0.001)
+                    self.assertEqual((cm.exception.code, cm.exception.seq), ("timeout", 1))
+                    await asyncio.wait_for(s.close(), 3)
+                    await until(lambda: len(seen) >= 2, "a second connection")
+                    await asyncio.sleep(0.2)
+                    self.assertEqual(seen, [["open"] + ["target"] * 50 + ["tick", "close"], []])
+                    self.assertEqual(conn.streams, {})
+                    # closed twice at once: both return, one close is sent
+                    # (before: the second took the first's place, which
+                    # waited for ever)
+                    s = await conn.open("s2", chain=LEG)
+                    await asyncio.wait_for(asyncio.gather(s.close(), s.close()), 3)
+                    self.assertEqual(seen[1], ["open", "close"])
+        run(body())
+
+    def test_silent_peer_pinged_then_dropped_at_idle_timeout(self):
+        """A server that upgrades and then goes silent (no pong, nothing: a
+        balancer that lost the connection without a FIN) is pinged at half
+        of idle_timeout and dropped at all of it, with an on_error
+        "timeout". Before, websockets' keepalive (a ping every 20 s, 20 s
+        for its pong, then up to twice close_timeout) held such a
+        connection for up to a minute (20.5 s even with ping_timeout 0.3)."""
+        import base64
+        import hashlib
+        frames = []
+
+        async def silent(r, w):
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await r.read(4096)
+            key = re.search(rb"(?i)sec-websocket-key:\s*(\S+)", head).group(1)
+            accept = base64.b64encode(hashlib.sha1(
+                key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+            w.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                    b"Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+                    b"Sec-WebSocket-Protocol: ikd.v1\r\n\r\n" % accept)
+            while True:
+                data = await r.read(4096)
+                if not data:
+                    return
+                frames.append(data[0])
+
+        async def body():
+            srv = await asyncio.start_server(silent, "127.0.0.1", 0)
+            try:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                conn = c.connect(reconnect=False, idle_timeout=0.4)
+                errors = []
+                conn.on_error(errors.append)
+                await conn.start()
+                t0 = time.monotonic()
+                await until(lambda: conn.state == "closed", "the drop", 3)
+                self.assertGreaterEqual(time.monotonic() - t0, 0.3)
+                self.assertEqual([e.code for e in errors], ["timeout"])
+                self.assertIn(0x89, frames)  # a ping (FIN, opcode 9)
+            finally:
+                srv.close()
+        run(body())
+
+    def test_answer_of_seq_never_sent_answers_nothing(self):
+        """A solution or a tick answer of a seq this client never sent (9)
+        answers nothing: an on_error bad_answer each, and the true answers
+        after them answer. Before, seq 9 answered the target and the tick
+        waiting (an answer also answers every older seq waiting)."""
+        import websockets
+        import json as js
+        sol = '{"status":"success","joints":[0.25,-0.5]}'
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                m = js.loads(text)
+                if m["type"] == "open":
+                    await ws.send('{"type":"opened","stream":"s"}')
+                elif m["type"] == "target":
+                    await ws.send('{"type":"solution","stream":"s","seq":9,"result":%s}' % sol)
+                elif m["type"] == "tick":
+                    for seq, sseq in ((9, 9), (m["seq"], 2)):
+                        await ws.send('{"type":"tick_solution","seq":%d,"solutions":[{"stream":'
+                                      '"s","seq":%d,"result":%s}]}' % (seq, sseq, sol))
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False) as conn:
+                    errors = []
+                    conn.on_error(errors.append)
+                    s = await conn.open("s", chain=LEG)
+                    fut = await s.submit({"position": [0, 0.3, 0.5]})
+                    ts = await conn.tick({"s": {"position": [0, 0.3, 0.5]}}, timeout=TIMEOUT)
+                    self.assertEqual((ts.seq, ts.items[0].seq), (1, 2))
+                    self.assertEqual((await fut).seq, 2)
+                    self.assertEqual([e.code for e in errors], ["bad_answer"] * 2)
+        run(body())
 
     def test_flapping_server_backoff_grows(self):
         """A server that upgrades each connection and closes it at once is

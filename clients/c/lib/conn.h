@@ -81,6 +81,7 @@ typedef struct ikd__stream {
     long long last_sent; /* the last target's or path's seq (when sent) */
     long long last_answered;
     bool sent, answered, path_active, opened;
+    bool closing; /* its close sent: a loss closes it rather than reopening it */
 } ikd__stream;
 
 /* What a blocking helper waits for (stream.c). */
@@ -181,7 +182,8 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n);
 /* Hands an event to a waiting helper and to on_event. */
 void ikd__conn_emit(ikd_conn *c, const ikd_event *ev);
 /* The connection is lost (why): an IKD_E_CONNECTION_LOST error, its
- * message saying why, for every stream and tick waiting for an answer. */
+ * message saying why, for every stream and tick waiting for an answer;
+ * IKD_EV_CLOSED for every stream whose close was sent (never reopened). */
 void ikd__conn_lost_answers(ikd_conn *c, const ikd_error *why);
 /* Appends (framed) the open message of every stream, for a reconnection. */
 int ikd__conn_reopen(ikd_conn *c);

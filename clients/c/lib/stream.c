@@ -11,7 +11,8 @@
  * seq, and the last seq sent and answered (so that a lost connection can
  * name the targets it leaves unanswered). A stream leaves the table when
  * ikd answers "closed", or an error to its "open" (an error naming the
- * stream without a seq while it is not yet open). Names are found through
+ * stream without a seq while it is not yet open), or when the connection
+ * is lost after its "close" was sent. Names are found through
  * a small open-addressing index (FNV-1a), rebuilt when a stream leaves.
  *
  * Events carry pointers into the decoder's arena, which the next message
@@ -169,6 +170,19 @@ void ikd__conn_lost_answers(ikd_conn *c, const ikd_error *why)
         ev.seq = e.seq;
         ev.has_seq = true;
         ev.error = &e;
+        ikd__conn_emit(c, &ev);
+    }
+    /* a stream whose close was sent is closed with the connection (ikd
+     * forgets it): IKD_EV_CLOSED, and it is not opened again on the next */
+    for (size_t i = c->nstreams; i-- > 0;) {
+        if (i >= c->nstreams || !c->streams[i].closing)
+            continue; /* a callback may have closed others */
+        char name[IKD__STREAM_MAX + 1];
+        ikd__strlcpy(name, c->streams[i].name, sizeof name);
+        remove_stream(c, &c->streams[i]);
+        ikd_event ev = {0};
+        ev.kind = IKD_EV_CLOSED;
+        ev.stream = name;
         ikd__conn_emit(c, &ev);
     }
 }
@@ -403,7 +417,12 @@ int ikd_stream_close(ikd_conn *c, const char *stream, ikd_error *err)
     if ((rc = ikd__put_name(b, stream, err)))
         return rc;
     PUT(b, "}");
-    return ikd__conn_queue(c, WSLAY_TEXT_FRAME, b->p, b->len, err);
+    if ((rc = ikd__conn_queue(c, WSLAY_TEXT_FRAME, b->p, b->len, err)))
+        return rc;
+    ikd__stream *s = find_stream(c, stream);
+    if (s)
+        s->closing = true;
+    return 0;
 }
 
 /* ---- receiving ----------------------------------------------------------- */

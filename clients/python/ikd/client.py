@@ -125,8 +125,8 @@ class Client:
     def connect(self, **options):
         """A SyncConnection (WebSocket), to use as `with client.connect() as
         conn:`. Options: those of ikd.stream.Connection (queue_size,
-        reconnect, min_delay, max_delay, max_attempts) and of
-        websockets.connect."""
+        reconnect, min_delay, max_delay, max_attempts, idle_timeout, ...)
+        and of websockets.connect."""
         return SyncConnection(self.http, **options)
 
 
@@ -232,6 +232,10 @@ class SyncConnection:
         return await Connection(self._http, **self._options).start()
 
     def _run(self, coro):
+        if self._lt is None:  # closed (or never started): nothing runs it
+            coro.close()
+            raise IkdError("not_connected", "the connection is closed" if self.conn else
+                           "the connection is not started (start() or a with block)")
         return self._lt.run(coro)
 
     def close(self):
@@ -306,4 +310,6 @@ class SyncStream:
         return self.stream.on_solution(fn)
 
     def close(self):
+        if self._sconn._lt is None:  # the connection is closed: so is the stream
+            return None
         return self._sconn._run(self.stream.close())

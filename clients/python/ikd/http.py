@@ -15,8 +15,9 @@ shared by the synchronous Client and the AsyncClient.
   refusal of the request itself (400, 401, 404, 413, 422, ...) is not
   retried. A request that timed out is not retried either (the answer may
   be on its way; the caller chose the time).
-- Bounds: an answer's body is read within `timeout` seconds in all (a
-  server that trickles it, or never ends it, gets IkdError "timeout") and
+- Bounds: an answer, its status line and headers included, is read
+  within `timeout` seconds of the request's start in all (a server that
+  trickles it, or never ends it, gets IkdError "timeout") and its body
   up to `max_answer` bytes (default 256 MiB, as the C client; a longer one
   is IkdError "bad_answer").
 - Re-registration: a chain registered through this client
@@ -25,6 +26,9 @@ shared by the synchronous Client and the AsyncClient.
   of them (ikd restarted, or a replica that never saw it), the client
   registers it again and repeats the request once, transparently.
 """
+import functools
+import http.client
+import io
 import json
 import random
 import socket
@@ -52,6 +56,83 @@ def _retry_after(value):
         return None
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A socket's receiving side (its makefile("rb", 0), which keeps the
+    socket open while the answer is read) where no receive waits past
+    `deadline` (time.monotonic()): an answer, headers and body, is bounded
+    as a whole, however the server trickles it (urllib's timeout bounds
+    each receive)."""
+
+    def __init__(self, sock, deadline):
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", 0)
+        self._deadline = deadline
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the answer did not end in time")
+        self._sock.settimeout(left)
+        return self._raw.readinto(b)
+
+    def close(self):
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """A connected socket whose makefile("rb") (what http.client reads
+    the answer through) is a _DeadlineReader; everything else is the
+    socket's."""
+
+    def __init__(self, sock, deadline):
+        self._sock = sock
+        self._deadline = deadline
+
+    def makefile(self, mode="r", *args, **kwargs):
+        if mode != "rb":
+            return self._sock.makefile(mode, *args, **kwargs)
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+class _DeadlineConnection(http.client.HTTPConnection):
+    def __init__(self, *args, deadline, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self):
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, self._deadline)
+
+
+class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args, deadline, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deadline = deadline
+
+    def connect(self):
+        super().connect()  # the TLS handshake included
+        self.sock = _DeadlineSocket(self.sock, self._deadline)
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(functools.partial(_DeadlineConnection, deadline=req.deadline), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(functools.partial(_DeadlineHTTPSConnection, deadline=req.deadline),
+                            req, context=self._context)
+
+
 class Http:
     """One ikd's HTTP endpoints: request() with retries, and the chains to
     register again. Safe to share between threads."""
@@ -72,6 +153,9 @@ class Http:
         if ssl_context is None and ca_file is not None:
             ssl_context = ssl.create_default_context(cafile=ca_file)
         self.ssl_context = ssl_context
+        # urllib's own handlers, but for answers read within a deadline
+        self._opener = urllib.request.build_opener(
+            _DeadlineHTTPHandler(), _DeadlineHTTPSHandler(context=ssl_context))
         self.keep_chains = keep_chains
         self.max_answer = max_answer
         self._chains = OrderedDict()  # id -> the chain object registered
@@ -92,11 +176,10 @@ class Http:
             headers["Authorization"] = "Bearer " + self.token
         req = urllib.request.Request(self.base_url + path, data=data, method=method,
                                      headers=headers)
-        ctx = self.ssl_context if self.tls else None
-        deadline = time.monotonic() + self.timeout
+        req.deadline = time.monotonic() + self.timeout
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=ctx) as r:
-                text = self._body(r, deadline, method, path).decode()
+            with self._opener.open(req, timeout=self.timeout) as r:
+                text = self._body(r, method, path).decode()
         except urllib.error.HTTPError as e:
             text = e.read(self.max_answer).decode(errors="replace")
             try:
@@ -112,17 +195,12 @@ class Http:
             raise IkdError("bad_answer", "%s %s: the answer is not JSON" % (method, path)) \
                 from None
 
-    def _body(self, r, deadline, method, path):
+    def _body(self, r, method, path):
         """The answer's body, read by at most one receive at a time so that
-        the deadline and max_answer hold however the server sends it."""
+        max_answer holds however the server sends it (the deadline is the
+        socket's: _DeadlineReader)."""
         chunks, size = [], 0
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise socket.timeout("the answer did not end in time")
-            sock = getattr(getattr(getattr(r, "fp", None), "raw", None), "_sock", None)
-            if sock is not None:  # no receive waits past the deadline
-                sock.settimeout(left)
             data = r.read1(65536)
             if not data:
                 return b"".join(chunks)

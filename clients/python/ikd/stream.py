@@ -25,6 +25,12 @@ MEMORY (bounded, whatever the caller reads)
     decoded result, nothing kept beyond the above, so the collector's work
     per pause stays small (no growing heap to walk).
 
+LIVENESS
+  A connection silent for half of `idle_timeout` (seconds, default 30, as
+  the C client's) is pinged, and one silent for all of it (a peer or a
+  balancer gone without a FIN) is dropped, an on_error IkdError "timeout",
+  then dialled again like any loss.
+
 RECONNECTION
   With `reconnect=True` (the default) a connection that drops is dialled
   again with exponential backoff and jitter (`min_delay` seconds doubling
@@ -60,6 +66,7 @@ import asyncio
 import base64
 import json
 import logging
+import math
 import random
 import ssl
 import struct
@@ -86,15 +93,34 @@ except ImportError:
 
 
 async def _ws_connect(url, subprotocols, ssl_context, open_timeout, options):
-    # answers are bounded by ikd (a tick of 1024 full answers is about 1 MB)
-    opts = {"max_size": 16 << 20, "ping_interval": 20, "open_timeout": open_timeout}
+    # answers are bounded by ikd (a tick of 1024 full answers is about 1 MB);
+    # pings are the Connection's (idle_timeout), unless the caller asks
+    # websockets for its own (ping_interval)
+    opts = {"max_size": 16 << 20, "ping_interval": None, "open_timeout": open_timeout}
     if url.startswith("wss:") and ssl_context is not None:
         opts["ssl"] = ssl_context
     opts.update(options)
+    if _ws_connect_new is not None:
+        dial = _ws_connect_new(url, subprotocols=subprotocols, **opts)
+    else:
+        dial = websockets.connect(url, subprotocols=subprotocols, **opts)
+    # websockets bounds the handshake by open_timeout, but then waits up to
+    # close_timeout more for the server to close (one that never ends its
+    # upgrade answer never does): the dial is given up at open_timeout and
+    # its socket closed behind
+    task = asyncio.ensure_future(dial)
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
     try:
-        if _ws_connect_new is not None:
-            return await _ws_connect_new(url, subprotocols=subprotocols, **opts)
-        return await websockets.connect(url, subprotocols=subprotocols, **opts)
+        done, _ = await asyncio.wait((task,), timeout=opts["open_timeout"])
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        raise IkdError("network", "the stream upgrade of %s did not end within %s s"
+                       % (url, opts["open_timeout"]))
+    try:
+        return task.result()
     except websockets.exceptions.InvalidHandshake as e:
         status = getattr(e, "status_code", None)
         if status is None:
@@ -107,6 +133,12 @@ async def _ws_connect(url, subprotocols, ssl_context, open_timeout, options):
         raise IkdError("network", "TLS: %s" % e) from None
     except (OSError, asyncio.TimeoutError) as e:
         raise IkdError("network", "cannot reach %s: %s" % (url, e)) from None
+
+
+def _binary_seq(x):
+    """A binary answer's seq (a double) when it is an integer, else None
+    (NaN, an infinity or 1.5 answers nothing)."""
+    return int(x) if math.isfinite(x) and x == int(x) else None
 
 
 def _drop_none(**kw):
@@ -210,23 +242,40 @@ class BinaryCodec(JsonCodec):
             recs.byteswap()
         return bytes(body) + recs.tobytes()
 
-    def decode_binary(self, data):
+    def decode_binary(self, data, max_entries=None):
         """A binary message: its TickSolution, or None when it is not a
-        binary tick's answer."""
+        binary tick's answer. A head announcing more than max_entries
+        entries is refused before any is decoded."""
         b = bytes(data)
         if len(b) < 24 or b[:4] != b"IKDS":
             return None
         _, version, _, n, skipped, seq = struct.unpack_from("<4sHHIId", b, 0)
         if version != 1:
             return None
+        tseq = _binary_seq(seq)
+        if tseq is None:
+            raise IkdError("bad_answer", "a tick answer without a seq this client can read")
+        if max_entries is not None and n > max_entries:
+            raise IkdError("bad_answer", "a tick answer of more than %d entries (max_streams)"
+                           % max_entries, seq=tseq)
         at, items = 24, []
         for _ in range(n):
+            if at + 24 > len(b):
+                raise IkdError("bad_answer", "a binary tick answer ends early", seq=tseq)
             size, kind, lname, flags, _, eseq, a, c = struct.unpack_from("<IBBBBdII", b, at)
             if size < 24 or at + size > len(b):
-                raise IkdError("bad_answer", "a binary tick answer ends early")
-            iseq = int(eseq) if flags & 1 else 0
+                raise IkdError("bad_answer", "a binary tick answer ends early", seq=tseq)
+            iseq = _binary_seq(eseq) if flags & 1 else 0
+            if iseq is None:
+                raise IkdError("bad_answer", "tick answer entry %d cannot be read (its seq)"
+                               % len(items), seq=tseq)
+            # nothing is read past the entry's size (another entry's bytes)
+            past = IkdError("bad_answer", "tick answer entry %d is larger than its size"
+                            % len(items), seq=tseq)
             if kind == 2:
                 lc, lp, lm = a & 0xFFFF, a >> 16, c
+                if 24 + lname + lc + lp + lm > size:
+                    raise past
                 x = at + 24
                 name = b[x:x + lname].decode("ascii")
                 x += lname
@@ -237,14 +286,18 @@ class BinaryCodec(JsonCodec):
                 items.append(TickItem(name, iseq, 0, None,
                                       IkdError.from_body(body, None, name, iseq)))
             else:
+                if size < 56 or c < 16 or 40 + c + lname > size:
+                    raise past
                 fields, dof, npos, nrot, dims = struct.unpack_from("<IHHHH", b, at + 24)
+                sizes = (dof, dims * npos, 4 * nrot, 4 * nrot, 7, 1, 1, 1, 1)
+                if 16 + 8 * sum(k for m, k in enumerate(sizes) if fields & (1 << m)) > c:
+                    raise past
                 r = at + 40
                 code, rflags, iters, restarts = struct.unpack_from("<iIII", b, r)
                 r += 16
                 result = {"status": _STATUS.get(code, "failure"), "code": code,
                           "iterations": iters, "restarts": restarts}
                 pose = rflags & 1
-                sizes = (dof, dims * npos, 4 * nrot, 4 * nrot, 7, 1, 1, 1, 1)
                 rows = (0, dims, 4, 4, 0, 0, 0, 0, 0)
                 shown = (pose, pose, pose, pose, rflags & 2, pose, rflags & 4, rflags & 8, 1)
                 for m in range(9):
@@ -266,7 +319,7 @@ class BinaryCodec(JsonCodec):
                 name = b[r:r + lname].decode("ascii")
                 items.append(TickItem(name, iseq, a, result))
             at += size
-        return TickSolution(int(seq), skipped, items, int(seq))
+        return TickSolution(tseq, skipped, items, tseq)
 
 
 class _Handlers:
@@ -297,8 +350,15 @@ class Connection:
     `async with client.connect() as conn:` or `await conn.start()`)."""
 
     def __init__(self, http, *, queue_size=8, reconnect=True, min_delay=0.1, max_delay=5.0,
-                 max_attempts=None, codec=None, max_streams=1024, **websocket_options):
+                 max_attempts=None, codec=None, max_streams=1024, idle_timeout=30.0,
+                 **websocket_options):
         self.http = http
+        #: silent this long (seconds): a ping at half of it, and at all of it
+        #: the connection is dropped and dialled again (None or 0: never)
+        self.idle_timeout = idle_timeout
+        self._last_recv = 0.0
+        self._pinged = False
+        self._watcher = None
         self.queue_size = queue_size
         self.reconnect = reconnect
         self.min_delay = min_delay
@@ -342,9 +402,54 @@ class Connection:
         """Connects (no retry: a first connection that fails raises)."""
         self.ws = await self._dial()
         self._opened_at = asyncio.get_running_loop().time()
+        self._watch()
         self._set_state("open")
         self._reader = asyncio.get_running_loop().create_task(self._run())
         return self
+
+    # ---- liveness (as the C client's idle_timeout_ms) ---------------------------
+
+    def _heard(self):
+        self._last_recv = asyncio.get_running_loop().time()
+        self._pinged = False
+
+    def _pong(self, f):
+        if not f.cancelled() and f.exception() is None:
+            self._heard()
+
+    def _watch(self):
+        """Starts the idle watch of the socket just dialled."""
+        self._heard()
+        if self.idle_timeout:
+            self._watcher = asyncio.get_running_loop().create_task(self._watching(self.ws))
+
+    def _unwatch(self):
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
+
+    async def _watching(self, ws):
+        """Silent for half of idle_timeout: a ping; for all of it (a peer
+        gone without a FIN, a pong that never comes): the socket is
+        aborted, an on_error "timeout", and the reader redials. websockets'
+        own keepalive would wait close_timeout more, twice, for a peer
+        that is gone."""
+        loop = asyncio.get_running_loop()
+        idle = self.idle_timeout
+        while True:
+            silent = loop.time() - self._last_recv
+            if silent >= idle:
+                self._error(IkdError("timeout", "ikd was silent for %s s" % idle))
+                ws.transport.abort()
+                return
+            if not self._pinged and silent >= idle / 2:
+                self._pinged = True
+                try:
+                    (await ws.ping()).add_done_callback(self._pong)
+                except Exception:  # closing: the reader sees it
+                    return
+            await asyncio.sleep(self._last_recv + (idle if self._pinged else idle / 2)
+                                - loop.time())
 
     async def _dial(self):
         return await _ws_connect(self.http.stream_url(), self.subprotocols(),
@@ -359,6 +464,7 @@ class Connection:
         """Closes the socket; no reconnection afterwards. Waiting futures
         fail with IkdError "closed"."""
         self._user_closed = True
+        self._unwatch()
         if self._reader is not None and self.state == "reconnecting":
             self._reader.cancel()  # waiting out a backoff: nothing to close
         elif self.ws is not None:
@@ -488,13 +594,17 @@ class Connection:
         list of (name, target), (name, target, seed) or {"stream", "target",
         "seed"}. Returns its TickSolution (one item per target, in order;
         a target's error is in its item, not raised). Raises IkdError when
-        ikd refuses the tick whole (too many targets, ...)."""
+        ikd refuses the tick whole (too many targets, ...), or "timeout"
+        when no answer came within `timeout` seconds."""
         tseq, items = self._tick_items(targets)
         fut = asyncio.get_running_loop().create_future()
         self._ticks[tseq] = fut
         try:
             await self._send_text(self.codec.encode_tick(tseq, items))
             return await asyncio.wait_for(fut, timeout) if timeout else await fut
+        except asyncio.TimeoutError:  # as solve() and open() say it
+            raise IkdError("timeout", "tick %d: no answer within %s s" % (tseq, timeout),
+                           seq=tseq) from None
         finally:
             self._ticks.pop(tseq, None)
 
@@ -534,7 +644,13 @@ class Connection:
             self._error(err)
 
     def _tick_answer(self, ts):
-        """A decoded TickSolution (either form) to the streams and waiters."""
+        """A decoded TickSolution (either form) to the streams and waiters;
+        one of a seq never sent answers nothing (it would answer every tick
+        waiting): an on_error bad_answer."""
+        if ts.seq > self._tick_seq:
+            self._error(IkdError("bad_answer", "a tick answer of seq %d, never sent (the last "
+                                 "sent is %d)" % (ts.seq, self._tick_seq)))
+            return
         self.latest_tick = ts
         for it in ts.items:
             s = self.streams.get(it.stream)
@@ -559,7 +675,8 @@ class Connection:
     async def _run(self):
         while True:
             err = await self._read()
-            for s in self.streams.values():
+            self._unwatch()
+            for s in list(self.streams.values()):  # a closing one leaves
                 s._dropped()
             self._fail_all(err, final=False)
             if self._user_closed or not self.reconnect:
@@ -573,15 +690,22 @@ class Connection:
         """Reads until the socket closes; returns the error for what waits."""
         try:
             async for data in self.ws:
+                self._last_recv = asyncio.get_running_loop().time()
+                self._pinged = False
                 if not isinstance(data, str):
                     decode = getattr(self.codec, "decode_binary", None)
                     try:
-                        ts = decode(data) if decode else None
+                        ts = decode(data, self.max_streams) if decode else None
                     except (IkdError, struct.error, UnicodeDecodeError) as e:
-                        self._error(e if isinstance(e, IkdError) else
-                                    IkdError("bad_answer", "a binary tick answer: %s" % e))
+                        # without its traceback: it holds this reader's frame, which a
+                        # caller's traceback.clear_frames() (unittest's assertRaises
+                        # does) would close under the reader
+                        self._tick_refused(e.with_traceback(None) if isinstance(e, IkdError)
+                                           else IkdError("bad_answer",
+                                                         "a binary tick answer: %s" % e))
                         continue
                     if ts is not None and len(ts.items) > self.max_streams:
+                        # a codec of the caller's that does not check the head
                         self._tick_refused(IkdError(
                             "bad_answer", "a tick answer of more than %d entries (max_streams)"
                             % self.max_streams, seq=ts.seq))
@@ -672,6 +796,7 @@ class Connection:
                 return False
             self.reconnects += 1
             self._opened_at = loop.time()
+            self._watch()
             self._set_state("open")
             # reading goes on in _run; the streams reopen as it reads
             for s in list(self.streams.values()):
@@ -784,6 +909,11 @@ class Stream:
         try:
             return await asyncio.wait_for(fut, timeout)
         except asyncio.TimeoutError:
+            # not held until an answer comes (from a server that never
+            # answers, one per call)
+            for k, f in list(self._waiting.items()):
+                if f is fut:
+                    del self._waiting[k]
             raise IkdError("timeout", "stream %r: no answer within %s s" % (self.name, timeout),
                            stream=self.name) from None
 
@@ -809,12 +939,15 @@ class Stream:
     async def close(self):
         """Ends the stream; waits for ikd's "closed" (answers to targets
         still waiting arrive first)."""
+        if self._closed is not None and not self._closed.done():
+            await asyncio.shield(self._closed)  # a close under way: the same
+            return
         if not self.is_open:
             self.conn.streams.pop(self.name, None)
             return
         self._closed = asyncio.get_running_loop().create_future()
         await self.conn._send_text(json.dumps({"type": "close", "stream": self.name}))
-        await self._closed
+        await asyncio.shield(self._closed)
 
     # ---- reading --------------------------------------------------------------------
 
@@ -844,6 +977,10 @@ class Stream:
             self._ready.set()
 
     def _solution(self, sol):
+        if sol.seq > self.seq:  # would answer every target waiting
+            self.conn._error(IkdError("bad_answer", "a solution of seq %d, never sent (the last "
+                                      "sent is %d)" % (sol.seq, self.seq), stream=self.name))
+            return
         self.latest = sol
         self._queue_put(sol)
         w = self._waiting
@@ -923,7 +1060,14 @@ class Stream:
         return True
 
     def _dropped(self):
-        """The socket dropped: what waits fails; the stream may reopen."""
+        """The socket dropped: what waits fails; the stream may reopen,
+        unless its close was sent: then it is closed (ikd forgot it)."""
+        if self._closed is not None and not self._closed.done():
+            if self.conn.streams.get(self.name) is self:
+                del self.conn.streams[self.name]
+            self._ended(IkdError("closed", "stream %r was closed" % (self.name,),
+                                 stream=self.name))
+            return
         self.is_open = False
         self._fail(IkdError("connection_lost", "the connection dropped before the answer",
                             stream=self.name))

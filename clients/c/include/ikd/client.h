@@ -542,7 +542,8 @@ int ikd_stream_target(ikd_conn *conn, const char *stream, long long seq, const i
 int ikd_stream_path(ikd_conn *conn, const char *stream, long long seq, const ikd_target *waypoints,
                     size_t count, double rate_hz, double duration_s, long long *seq_out,
                     ikd_error *err);
-/* Sends "close". */
+/* Sends "close"; IKD_EV_CLOSED when ikd answers, or when the connection
+ * is lost first (the stream is not opened again after a reconnection). */
 int ikd_stream_close(ikd_conn *conn, const char *stream, ikd_error *err);
 
 /* A tick (STREAM.md "tick"): begin, one add per stream, send. Its answer
