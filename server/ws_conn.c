@@ -21,11 +21,9 @@
  * The connection. Everything runs on the loop thread: one uv_poll_t watches
  * the socket, wslay frames the messages (it answers pings and runs the
  * closing handshake) without buffering them: a data message is assembled
- * here from its frames, in one buffer (on_frame_chunk), and held to
+ * from its frames in one buffer by server/ws_assembly.c, and held to
  * --max-message over all its fragments with close code 1009, so that it
- * costs its bytes and nothing per fragment (wslay's own buffering kept a
- * block and a queue entry per fragment: 91 bytes for a one-byte one). The
- * socket
+ * costs its bytes and nothing per fragment. The socket
  * belongs to libmicrohttpd: it is never closed here; the end of a connection
  * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
  * handle has stopped watching the descriptor. Close codes: 1000 (the
@@ -64,8 +62,8 @@
  * and the socket is given back with MHD_upgrade_action.
  *
  * Not here: the stream rules (ws_messages.c, ws_stream.c, ws_tick.c), the
- * message formats (proto/proto_stream.c), the handshake arithmetic
- * (ws_handshake.c), HTTP routing (http_route.c, http_handlers.c).
+ * message formats (proto/proto_stream.c), the assembly of a message from
+ * its frames (ws_assembly.c), the handshake arithmetic (ws_handshake.c), HTTP routing (http_route.c, http_handlers.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -81,12 +79,13 @@
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/ws_assembly.h"
 #include "server/ws.h"
 #include "server/ws_conn.h"
 #include "server/ws_handshake.h"
 
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
-#define WS_READ_BUDGET (32 * 1024) /* bytes read per poll event, for fairness */
+#define WS_READ_BUDGET SRV_WS_READ_BUDGET /* bytes read per poll event, for fairness */
 #define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
 #define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
 #define WS_CODE_TRY_AGAIN_LATER 1013 /* RFC 6455's registry; wslay names none */
@@ -114,12 +113,7 @@ struct ws_conn {
     bool read_short; /* the last recv() returned less than asked: drained */
     char *out;       /* framed bytes gathered from wslay, sent by out_flush */
     size_t out_off, out_len;
-    /* the data message being received, assembled here from its frames
-     * (wslay runs without buffering: it would keep a block and a queue
-     * entry per fragment, 91 bytes for a one-byte fragment) */
-    char *msg;
-    size_t msg_len, msg_cap;
-    size_t msg_held; /* bytes of msg counted against --body-budget */
+    srv_ws_msg msg; /* the data message being received (ws_assembly.h) */
     bool frame_ctrl; /* the frame being received is a control frame */
     bool msg_over;   /* the message passed --max-message: closing with 1009 */
     ws_streams *streams; /* the stream side's (server/ws_stream.h) */
@@ -165,12 +159,7 @@ static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len
  * bytes back to --body-budget. */
 static void msg_free(ws_conn *c)
 {
-    free(c->msg);
-    c->msg = NULL;
-    c->msg_cap = c->msg_len = 0;
-    if (c->msg_held)
-        srv_budget_release(&c->ctx->sh->body_bytes, c->msg_held);
-    c->msg_held = 0;
+    srv__ws_msg_free(&c->msg, &c->ctx->sh->body_bytes);
 }
 
 static void conn_unref(ws_conn *c)
@@ -462,9 +451,8 @@ static ssize_t on_send(wslay_event_context_ptr wctx, const uint8_t *data, size_t
     return (ssize_t)n;
 }
 
-/* A frame begins. Data frames are assembled into c->msg; their payloads
- * together may not pass --max-message (1009), however many frames carry
- * them, so a message costs its bytes and nothing per fragment. */
+/* A frame begins. Data frames are assembled into c->msg (ws_assembly.c),
+ * their payloads together held to --max-message (1009). */
 static void on_frame_start(wslay_event_context_ptr wctx,
                            const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
 {
@@ -472,13 +460,14 @@ static void on_frame_start(wslay_event_context_ptr wctx,
     c->frame_ctrl = wslay_is_ctrl_frame(arg->opcode);
     if (c->frame_ctrl)
         return; /* wslay keeps control frames (125 bytes at most) itself */
-    if (arg->opcode != WSLAY_CONTINUATION_FRAME) {
-        c->msg_len = 0; /* a new message (wslay refuses a stray continuation) */
+    bool continuation = arg->opcode == WSLAY_CONTINUATION_FRAME;
+    if (!continuation) {
         c->msg_begin = c->received;
         c->msg_open = true;
     }
-    size_t max = c->ctx->cfg.max_message_bytes;
-    if (!c->msg_over && arg->payload_length > max - c->msg_len) {
+    if (srv__ws_msg_frame(&c->msg, continuation, arg->payload_length,
+                          c->ctx->cfg.max_message_bytes) != SRV_WS_MSG_OK &&
+        !c->msg_over) {
         c->msg_over = true;
         wslay_event_shutdown_read(wctx);
         conn_close(c, WSLAY_CODE_MESSAGE_TOO_BIG, "message over --max-message", true);
@@ -489,36 +478,20 @@ static void on_frame_chunk(wslay_event_context_ptr wctx,
                            const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
 {
     ws_conn *c = user;
-    if (c->frame_ctrl || c->msg_over || arg->data_length == 0)
+    if (c->frame_ctrl || c->msg_over)
         return;
-    if (c->msg_len + arg->data_length > c->msg_cap) {
-        size_t cap = c->msg_cap ? c->msg_cap : 1024;
-        while (cap < c->msg_len + arg->data_length)
-            cap *= 2;
-        /* past one read's worth, held against --body-budget as HTTP bodies
-         * are (a crowd of unfinished messages: --max-message each) */
-        size_t more = cap > WS_READ_BUDGET ? cap - c->msg_held : 0;
-        if (more && !srv_budget_reserve(&c->ctx->sh->body_bytes, more)) {
-            c->msg_over = true;
-            msg_free(c); /* a closing connection holds nothing */
-            wslay_event_shutdown_read(wctx);
-            srv_metrics_rejected(c->ctx, "body_budget");
-            conn_close(c, WS_CODE_TRY_AGAIN_LATER,
-                       "messages being received fill --body-budget: retry later", true);
-            return;
-        }
-        c->msg_held += more;
-        char *p = realloc(c->msg, cap);
-        if (!p) {
-            c->failed = true;
-            wslay_event_shutdown_read(wctx);
-            return;
-        }
-        c->msg = p;
-        c->msg_cap = cap;
+    srv_ws_msg_verdict v =
+        srv__ws_msg_append(&c->msg, &c->ctx->sh->body_bytes, arg->data, arg->data_length);
+    if (v == SRV_WS_MSG_BUDGET) {
+        c->msg_over = true;
+        wslay_event_shutdown_read(wctx);
+        srv_metrics_rejected(c->ctx, "body_budget");
+        conn_close(c, WS_CODE_TRY_AGAIN_LATER,
+                   "messages being received fill --body-budget: retry later", true);
+    } else if (v == SRV_WS_MSG_NOMEM) {
+        c->failed = true;
+        wslay_event_shutdown_read(wctx);
     }
-    memcpy(c->msg + c->msg_len, arg->data, arg->data_length);
-    c->msg_len += arg->data_length;
 }
 
 static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg_recv_arg *arg,
@@ -529,17 +502,16 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
         return; /* wslay answers ping and close itself */
     /* the message as assembled by on_frame_chunk (wslay hands none over
      * without buffering); a large buffer is not kept for the next one */
-    const char *text = c->msg ? c->msg : "";
-    size_t len = c->msg_len;
-    c->msg_len = 0;
+    const char *text = c->msg.buf ? c->msg.buf : "";
+    size_t len = c->msg.len;
+    c->msg.len = 0;
     /* shutting down: a message begun by the drain mark (no read crosses
      * it) was sent before the signal and is answered, none begun after */
     c->msg_open = false;
     bool before_signal = !c->draining || c->msg_begin <= c->drain_mark;
     if (!(c->closing || c->dead || !before_signal || c->msg_over))
         deliver_msg(c, arg->opcode, text, len);
-    if (c->msg_cap > WS_READ_BUDGET)
-        msg_free(c);
+    srv__ws_msg_done(&c->msg, &c->ctx->sh->body_bytes);
 }
 
 static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len)
@@ -787,12 +759,7 @@ ws_inbox **srv__ws_inbox(ws_conn *c)
 
 char *srv__ws_take_text(ws_conn *c, const char *text)
 {
-    if (!c->msg || text != c->msg)
-        return NULL;
-    char *t = c->msg;
-    c->msg = NULL;
-    msg_free(c); /* its bytes: a whole message now, bounded where it is held */
-    return t;
+    return srv__ws_msg_take(&c->msg, &c->ctx->sh->body_bytes, text);
 }
 
 void srv__ws_pause(ws_conn *c, bool paused)
