@@ -44,6 +44,7 @@ struct ws_stream {
     char name[PROTO_STREAM_NAME_MAX + 1];
     uint64_t hash;          /* of name, for the index */
     proto_session *session; /* chain, options, seed, the last answer */
+    size_t own_bytes;       /* held against --stream-bytes until freed */
     unsigned refs;
     bool closed;
     bool busy;            /* a pool solve is running */

@@ -1074,6 +1074,39 @@ class HeldBytesTest(unittest.TestCase):
             raw.close()
             d.stop()
 
+    def test_open_streams_are_bounded_by_the_stream_budget(self):
+        """Each open stream's own state (its struct and session, about 1
+        KiB) counts against --stream-bytes and in ikd_held_bytes{what=
+        "streams"}: past it an open is refused (overloaded at /stream, the
+        flag named), and a closed stream's bytes come back. Before, nothing
+        but --max-streams per connection bounded them (about 850 MB from
+        one address at the defaults), and the flag did not exist."""
+        d = Daemon("--stream-bytes", "64K")
+        raw = RawWS(d.port)
+        try:
+            n = 200
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps(
+                {"type": "open", "stream": "s%d" % k, "chain": BONES}).encode()) for k in range(n)))
+            got = [raw.recv_json() for _ in range(n)]
+            opened = [m["stream"] for m in got if m["type"] == "opened"]
+            refused = [m for m in got if m["type"] == "error"]
+            self.assertTrue(opened and refused, (len(opened), len(refused)))
+            for m in refused:
+                self.assertEqual((m["error"]["code"], m["error"]["path"]),
+                                 ("overloaded", "/stream"), m)
+                self.assertIn("--stream-bytes", m["error"]["message"])
+            held = held_bytes(d, "streams")
+            self.assertLessEqual(held, 64 << 10)
+            self.assertGreaterEqual(held, len(opened) * 600)
+            raw.send_text(json.dumps({"type": "close", "stream": opened[0]}))
+            self.assertEqual(raw.recv_json()["type"], "closed")
+            self.assertEqual(held_bytes(d, "streams"), held - held // len(opened))
+            raw.send_text(json.dumps({"type": "open", "stream": "again", "chain": BONES}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+        finally:
+            raw.close()
+            d.stop()
+
 
 # ---- token and Origin on the upgrade --------------------------------------------
 
