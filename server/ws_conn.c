@@ -184,11 +184,12 @@ static void conn_handle_closed(uv_handle_t *h)
  * queued message's payload, control frames included (the pongs wslay
  * queues by itself for the client's pings), plus WS_MSG_OVERHEAD per
  * message for wslay's own bookkeeping, so that a flood of empty pings
- * counts too. */
+ * counts too, and the framed bytes the socket has not taken yet. */
 static size_t conn_queued_bytes(const ws_conn *c)
 {
     return wslay_event_get_queued_msg_length(c->wslay) +
-           wslay_event_get_queued_msg_count(c->wslay) * WS_MSG_OVERHEAD;
+           wslay_event_get_queued_msg_count(c->wslay) * WS_MSG_OVERHEAD +
+           (c->out_len - c->out_off);
 }
 
 /* How long a client that does not read has to read what was queued and
@@ -200,17 +201,32 @@ static uint64_t slow_grace(const ws_conn *c)
     return period > WS_CLOSE_GRACE_MS ? period : WS_CLOSE_GRACE_MS;
 }
 
-/* Past the send-queue cap the client is not reading: the connection is
- * closed with 1008. The queue may pass the cap by its newest message when
- * it was under the cap before it (c->queue_over): one answer larger than
- * the cap (a tick of many large answers) is not a client that does not
- * read; what is queued after it while it waits counts as ever. */
+/* Whether the queue is over --max-send-queue: the connection is then not
+ * read (conn_after_io) until it is under it again, so that the answers of
+ * what one read brought (hundreds of targets) slow the client down rather
+ * than grow the queue further. */
+static bool queue_full(const ws_conn *c)
+{
+    /* closing: read on, for the client's close frame */
+    return !c->closing && conn_queued_bytes(c) > c->ctx->cfg.ws_send_queue_bytes;
+}
+
+/* Past the send-queue cap, while its writes are blocked (the socket takes
+ * nothing more), the client is not reading: the connection is closed with
+ * 1008. A client whose socket took all that was sent reads: the queue may
+ * pass the cap by the answers of one read or one turn of the loop (it is
+ * not read meanwhile, queue_full), and is sent on. The queue may also
+ * pass the cap by its newest message when it was under the cap before it
+ * (c->queue_over): one answer larger than the cap (a tick of many large
+ * answers) is not a client that does not read; what is queued after it
+ * while it waits counts as ever. */
 static void check_send_queue(ws_conn *c)
 {
     size_t queued = conn_queued_bytes(c), cap = c->ctx->cfg.ws_send_queue_bytes;
     if (queued <= cap)
         c->queue_over = 0;
-    if (c->dead || c->closing || queued <= cap || queued - cap <= c->queue_over)
+    if (c->dead || c->closing || queued <= cap || queued - cap <= c->queue_over ||
+        c->out_len <= c->out_off)
         return;
     srv_metrics_rejected(c->ctx, "send_queue");
     srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
@@ -576,7 +592,14 @@ static void conn_after_io(ws_conn *c)
         c->blocked_since = 0;
     else if (!c->blocked_since)
         c->blocked_since = uv_now(c->ctx->loop) | 1; /* never 0 */
-    bool rd = wslay_event_want_read(c->wslay) && !blocked && !c->paused;
+    if (blocked && !c->closing) {
+        check_send_queue(c); /* over the cap and blocked: the client does not read */
+        if (c->closing) {
+            conn_after_io(c); /* its streams go, the close frame is sent */
+            return;
+        }
+    }
+    bool rd = wslay_event_want_read(c->wslay) && !blocked && !c->paused && !queue_full(c);
     bool wr = wslay_event_want_write(c->wslay) || blocked;
     if (c->failed || (!rd && !wr && !c->paused)) {
         conn_teardown(c);
@@ -617,7 +640,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
     if (status < 0)
         c->failed = true;
     else if (wslay_event_want_read(c->wslay) && c->out_len <= c->out_off && !c->paused &&
-             ((events & UV_READABLE) || c->extra_off < c->extra_len))
+             !queue_full(c) && ((events & UV_READABLE) || c->extra_off < c->extra_len))
         conn_read(c);
     conn_after_io(c);
     conn_unref(c);

@@ -1030,6 +1030,30 @@ class HeldBytesTest(unittest.TestCase):
             d.proc.kill()
             d.proc.wait()
 
+    def test_answers_of_one_read_slow_a_reading_client_down(self):
+        """300 opens, then 300 targets, each batch sent in one write, under
+        a 16 kB --max-send-queue: the answers of one read pass the cap
+        together, and a client that reads gets every one of them (ikd stops
+        reading it while its queue is over the cap, then reads on). Before,
+        the answers to the opens alone closed it with 1008, "the client
+        does not read"."""
+        d = Daemon("--max-send-queue", "16384")
+        raw = RawWS(d.port)
+        try:
+            n = 300
+            opens = [{"type": "open", "stream": "c%d" % k, "chain": BONES} for k in range(n)]
+            targets = [{"type": "target", "stream": "c%d" % k, "seq": 1,
+                        "target": {"position": [0.3, 0.6, 0.2]}} for k in range(n)]
+            for kind, msgs in (("open", opens), ("target", targets)):
+                raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in msgs))
+                got = [raw.recv_json() for _ in range(n)]
+                want = "opened" if kind == "open" else "solution"
+                self.assertEqual(sorted(m["stream"] for m in got if m["type"] == want),
+                                 sorted("c%d" % k for k in range(n)), got[-1])
+        finally:
+            raw.close()
+            d.stop()
+
     def test_running_paths_are_bounded(self):
         """Paths of 1024 waypoints (about 200 kB each once decoded) that
         run for minutes, one per stream: they count against
