@@ -863,10 +863,17 @@ struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, p
     char *upgrade = srv_http_header_list(conn, "Upgrade");
     char *connection = srv_http_header_list(conn, "Connection");
     char *protocols = srv_http_header_list(conn, "Sec-WebSocket-Protocol");
-    struct MHD_Response *resp = upgrade_response(ctx, conn, upgrade, connection, protocols, err);
+    char *keys = srv_http_header_list(conn, "Sec-WebSocket-Key"); /* each line of it */
+    struct MHD_Response *resp = NULL;
+    if (keys && strchr(keys, ',')) /* none in a base64 key: a second line */
+        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
+                        "send one Sec-WebSocket-Key header, not several (RFC 6455 4.1)");
+    else
+        resp = upgrade_response(ctx, conn, upgrade, connection, protocols, err);
     free(upgrade);
     free(connection);
     free(protocols);
+    free(keys);
     return resp;
 }
 

@@ -1132,6 +1132,37 @@ class HeldBytesTest(unittest.TestCase):
             d.stop()
 
 
+class HandshakeTest(unittest.TestCase):
+    def test_a_second_key_header_is_refused(self):
+        """An upgrade with two Sec-WebSocket-Key headers is refused with 400
+        naming the header, before any upgrade; one key is accepted (101).
+        Before, the first key was taken and the upgrade went through."""
+        d = Daemon()
+        try:
+            for keys, status in ((2, b"400"), (1, b"101")):
+                s = socket.create_connection(("127.0.0.1", d.port), timeout=TIMEOUT)
+                s.sendall(b"GET /v1/stream HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n"
+                          b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+                          b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" * keys + b"\r\n")
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    head += chunk
+                self.assertEqual(head.split(b" ")[1], status, head[:200])
+                if status == b"400":
+                    while b"Sec-WebSocket-Key" not in head:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        head += chunk
+                    self.assertIn(b"Sec-WebSocket-Key", head)
+                s.close()
+        finally:
+            d.stop()
+
+
 # ---- token and Origin on the upgrade --------------------------------------------
 
 class IdleTest(unittest.TestCase):
