@@ -1,20 +1,14 @@
 /*
- * ws_conn.c: a WebSocket connection of ikd (GET /v1/stream): the upgrade,
+ * ws_conn.c: a WebSocket connection of ikd (GET /v1/stream) once upgraded:
  * the socket on the loop, wslay's framing, idle pings, the send-queue cap
  * and the closing handshake. The streams that live on a connection are
  * the stream side's (server/ws_messages.c, ws_stream.c, ws_tick.c), reached
  * only through the hooks srv_ws_start was given; the seam between the two
  * is server/ws_conn.h.
  *
- * The upgrade. The HTTP side (http_mhd.c) calls srv_ws_upgrade(), the
- * stream route's upgrade (server/http_route.h), after the bearer token
- * check (Authorization, or the base64url.bearer.ikd.<token>
- * subprotocol that browsers can send). It validates the handshake (RFC 6455
- * 4.2.1, the pure checks are in ws_handshake.c), the Origin against
- * --allow-origin, and returns libmicrohttpd's upgrade response with
- * Sec-WebSocket-Accept and, when the client offered it, the selected
- * subprotocol ikd.v1. libmicrohttpd then hands on_upgrade() the raw
- * non-blocking socket and the bytes it had already read past the headers
+ * The upgrade. The HTTP side's response to it is server/ws_upgrade.c's
+ * (the handshake's checks, the 101). libmicrohttpd then hands
+ * srv__ws_on_upgrade() the raw non-blocking socket and the bytes it had already read past the headers
  * (extra_in), which are fed to the framer before anything read from the
  * socket.
  *
@@ -58,12 +52,13 @@
  * frame.
  *
  * libmicrohttpd: this file is one of the deliberate exceptions that
- * http_mhd.c's opening comment names: the upgrade response is made here,
- * and the socket is given back with MHD_upgrade_action.
+ * http_mhd.c's opening comment names: the socket is given back with
+ * MHD_upgrade_action.
  *
  * Not here: the stream rules (ws_messages.c, ws_stream.c, ws_tick.c), the
  * message formats (proto/proto_stream.c), the assembly of a message from
- * its frames (ws_assembly.c), the handshake arithmetic (ws_handshake.c), HTTP routing (http_route.c, http_handlers.c).
+ * its frames (ws_assembly.c), the upgrade's response (ws_upgrade.c), the
+ * handshake arithmetic (ws_handshake.c), HTTP routing (http_route.c, http_handlers.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -75,14 +70,12 @@
 #include <wslay/wslay.h>
 
 #include "proto/proto_stream.h"
-#include "server/http_headers.h"
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
 #include "server/ws_assembly.h"
 #include "server/ws.h"
 #include "server/ws_conn.h"
-#include "server/ws_handshake.h"
 
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
 #define WS_READ_BUDGET SRV_WS_READ_BUDGET /* bytes read per poll event, for fairness */
@@ -697,11 +690,12 @@ int srv_ws_start(srv_ctx *ctx, const srv_ws_hooks *hooks)
     return SRV_OK;
 }
 
-/* libmicrohttpd's upgrade handler: the 101 was sent, the socket is ours to
- * use (not to close). Runs inside MHD_run. */
-static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_cls,
-                       const char *extra_in, size_t extra_in_size, MHD_socket sock,
-                       struct MHD_UpgradeResponseHandle *urh)
+/* libmicrohttpd's upgrade handler (server/ws_upgrade.c makes the response
+ * that names it): the 101 was sent, the socket is ours to use (not to
+ * close). Runs inside MHD_run. */
+void srv__ws_on_upgrade(void *cls, struct MHD_Connection *connection, void *con_cls,
+                        const char *extra_in, size_t extra_in_size, MHD_socket sock,
+                        struct MHD_UpgradeResponseHandle *urh)
 {
     srv_ctx *ctx = cls;
     srv_ws *ws = ctx->ws;
@@ -848,97 +842,6 @@ void srv__ws_idle(ws_conn *c)
 }
 
 /* ---- the daemon's entry points (server/ws.h) ---------------------------------------- */
-
-static struct MHD_Response *upgrade_response(srv_ctx *ctx, struct MHD_Connection *conn,
-                                             const char *upgrade, const char *connection,
-                                             const char *protocols, proto_error *err);
-
-struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err)
-{
-    if (ctx->shutting_down) {
-        proto_error_set(err, PROTO_E_SHUTTING_DOWN, "", "ikd is shutting down");
-        return NULL;
-    }
-    /* the list headers on every line they take (RFC 9110 5.3) */
-    char *upgrade = srv_http_header_list(conn, "Upgrade");
-    char *connection = srv_http_header_list(conn, "Connection");
-    char *protocols = srv_http_header_list(conn, "Sec-WebSocket-Protocol");
-    char *keys = srv_http_header_list(conn, "Sec-WebSocket-Key"); /* each line of it */
-    struct MHD_Response *resp = NULL;
-    if (keys && strchr(keys, ',')) /* none in a base64 key: a second line */
-        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
-                        "send one Sec-WebSocket-Key header, not several (RFC 6455 4.1)");
-    else
-        resp = upgrade_response(ctx, conn, upgrade, connection, protocols, err);
-    free(upgrade);
-    free(connection);
-    free(protocols);
-    free(keys);
-    return resp;
-}
-
-static struct MHD_Response *upgrade_response(srv_ctx *ctx, struct MHD_Connection *conn,
-                                             const char *upgrade, const char *connection,
-                                             const char *protocols, proto_error *err)
-{
-    const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
-    const char *version =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
-    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
-    if (!srv_ws_header_has_token(upgrade, "websocket") ||
-        !srv_ws_header_has_token(connection, "upgrade")) {
-        proto_error_set(err, PROTO_E_UPGRADE_REQUIRED, "",
-                        "GET /v1/stream is a WebSocket: send Upgrade: websocket and "
-                        "Connection: Upgrade");
-        return NULL;
-    }
-    if (!version || strcmp(version, "13") != 0) {
-        proto_error_set(err, PROTO_E_UPGRADE_REQUIRED, "",
-                        "Sec-WebSocket-Version must be 13 (RFC 6455)");
-        return NULL;
-    }
-    char accept[SRV_WS_ACCEPT_LEN + 1];
-    if (srv_ws_accept_key(key, accept) != 0) {
-        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
-                        "Sec-WebSocket-Key must be the base64 form of 16 bytes");
-        return NULL;
-    }
-    if (!srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
-                               ctx->cfg.n_allow_origins)) {
-        proto_error_set(err, PROTO_E_FORBIDDEN_ORIGIN, "", "Origin %.200s may not open streams",
-                        origin);
-        return NULL;
-    }
-    /* The bearer subprotocol is never selected (that would echo the token):
-     * a client that offers it must offer ikd.v1 too, or a browser would fail
-     * the connection for want of a selected protocol. */
-    bool select_ikd = srv_ws_header_has_token(protocols, SRV_WS_PROTOCOL);
-    if (!select_ikd && srv_ws_protocol_bearer(protocols, NULL) != SRV_WS_BEARER_NONE) {
-        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
-                        "Sec-WebSocket-Protocol: offer " SRV_WS_PROTOCOL
-                        " next to the bearer token element; it is the protocol ikd selects");
-        return NULL;
-    }
-    if (!ctx->ws) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "the WebSocket side did not start");
-        return NULL;
-    }
-    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, ctx);
-    if (!resp) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
-        return NULL;
-    }
-    /* libmicrohttpd adds "Connection: Upgrade" itself. */
-    if (MHD_add_response_header(resp, "Upgrade", "websocket") != MHD_YES ||
-        MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept) != MHD_YES ||
-        (select_ikd &&
-         MHD_add_response_header(resp, "Sec-WebSocket-Protocol", SRV_WS_PROTOCOL) != MHD_YES)) {
-        MHD_destroy_response(resp);
-        proto_error_set(err, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
-        return NULL;
-    }
-    return resp;
-}
 
 void srv_ws_shutdown(srv_ctx *ctx)
 {

@@ -2,7 +2,7 @@
  * ws_handshake.h: the pure parts of the WebSocket opening handshake
  * (RFC 6455 section 4.2): the header checks and the Sec-WebSocket-Accept
  * key. No sockets and no libmicrohttpd here, so that they can be tested on
- * their own (tests/server/test_ws.c); server/ws_conn.c applies them to a request.
+ * their own (tests/server/test_ws.c); server/ws_upgrade.c applies them to a request.
  */
 #ifndef SRV_WS_HANDSHAKE_H
 #define SRV_WS_HANDSHAKE_H
