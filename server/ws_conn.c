@@ -76,6 +76,7 @@
 #include "server/ws_assembly.h"
 #include "server/ws.h"
 #include "server/ws_conn.h"
+#include "server/ws_handshake.h"
 
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
 #define WS_READ_BUDGET SRV_WS_READ_BUDGET /* bytes read per poll event, for fairness */
@@ -108,6 +109,9 @@ struct ws_conn {
     size_t out_off, out_len;
     srv_ws_msg msg; /* the data message being received (ws_assembly.h) */
     bool frame_ctrl; /* the frame being received is a control frame */
+    bool frame_close; /* ...a close frame: its code is read as it comes */
+    unsigned char close_in[2]; /* the first bytes of a client's close frame */
+    unsigned close_in_len;
     bool msg_over;   /* the message passed --max-message: closing with 1009 */
     ws_streams *streams; /* the stream side's (server/ws_stream.h) */
     unsigned refs;
@@ -467,6 +471,14 @@ static void on_frame_start(wslay_event_context_ptr wctx,
 {
     ws_conn *c = user;
     c->frame_ctrl = wslay_is_ctrl_frame(arg->opcode);
+    c->frame_close = arg->opcode == WSLAY_CONNECTION_CLOSE;
+    c->close_in_len = 0;
+    /* a close frame of 1 byte (RFC 6455 5.5.1): wslay would answer it with
+     * an empty close, ikd answers 1002 first. A control frame over 125
+     * bytes never gets here: wslay's frame layer answers it with an empty
+     * close itself, and has no way to give that close a code. */
+    if (c->frame_close && arg->payload_length == 1)
+        conn_close(c, WSLAY_CODE_PROTOCOL_ERROR, "a close frame of 1 byte", true);
     if (c->frame_ctrl)
         return; /* wslay keeps control frames (125 bytes at most) itself */
     bool continuation = arg->opcode == WSLAY_CONTINUATION_FRAME;
@@ -487,6 +499,17 @@ static void on_frame_chunk(wslay_event_context_ptr wctx,
                            const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
 {
     ws_conn *c = user;
+    if (c->frame_close && c->close_in_len < 2) {
+        for (size_t i = 0; i < arg->data_length && c->close_in_len < 2; i++)
+            c->close_in[c->close_in_len++] = arg->data[i];
+        unsigned code = (unsigned)c->close_in[0] << 8 | c->close_in[1];
+        /* wslay knows the codes up to 1011 and from 3000: the valid ones
+         * between (IANA's 1012 to 1014) are echoed here before wslay
+         * refuses them; it answers the invalid ones 1002 itself */
+        if (c->close_in_len == 2 && !c->closing && srv_ws_close_code_valid(code) &&
+            code > 1011 && code < 3000)
+            conn_close(c, (uint16_t)code, "", true);
+    }
     if (c->frame_ctrl || c->msg_over)
         return;
     srv_ws_msg_verdict v =

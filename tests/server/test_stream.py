@@ -1162,6 +1162,27 @@ class HandshakeTest(unittest.TestCase):
         finally:
             d.stop()
 
+    def test_close_frames_wslay_got_wrong(self):
+        """A close frame of 1 byte is a protocol error (RFC 6455 5.5.1):
+        answered 1002; the close codes 1012 to 1014 (IANA's registry) are
+        valid: echoed, as 1000 is; 1015 and 2999 are not: 1002. Before,
+        wslay answered the first with an empty close (1005 here) and
+        1012 to 1014 with 1002. (A control frame over 125 bytes still gets
+        an empty close: wslay's frame layer answers it before ikd sees it.)"""
+        d = Daemon()
+        try:
+            for payload, want in ((b"\x03", 1002), (struct.pack("!H", 1012), 1012),
+                                  (struct.pack("!H", 1014), 1014),
+                                  (struct.pack("!H", 1000), 1000),
+                                  (struct.pack("!H", 1015), 1002),
+                                  (struct.pack("!H", 2999), 1002)):
+                w = RawWS(d.port)
+                w.sock.sendall(frame(0x8, payload))
+                self.assertEqual(w.wait_close(TIMEOUT), want, payload)
+                w.close()
+        finally:
+            d.stop()
+
 
 # ---- token and Origin on the upgrade --------------------------------------------
 
