@@ -528,6 +528,9 @@ void srv__stream_settle(ws_stream *s)
         srv__ws_send(c, t, len);
         free(t);
         srv__stream_drop(s);
+        ws_streams *st = *srv__ws_streams(c);
+        if (st && st->settled)
+            st->settled(c);
     }
     srv__ws_idle(c);
 }

@@ -101,6 +101,10 @@ struct ws_streams {
      * (a waiting tick starts once none of its streams has a solve
      * running); NULL until then. */
     void (*solved)(ws_conn *c);
+    /* Runs after a closing stream answered "closed" and left the
+     * connection: an open of its name that waited for it may go on.
+     * ws_messages.c sets it; NULL until then. */
+    void (*settled)(ws_conn *c);
 };
 
 /* ---- ws_stream.c ---------------------------------------------------------- */

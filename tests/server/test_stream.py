@@ -1131,6 +1131,34 @@ class HeldBytesTest(unittest.TestCase):
             raw.close()
             d.stop()
 
+    def test_close_then_open_of_one_name(self):
+        """close, open of the same name and a target, in one write, while
+        the stream's solve runs on the pool (--inline-cost-us 0): the open
+        is answered after "closed", as sent, and the target goes to the new
+        stream. Before, the open got stream_exists (the old stream still
+        ran) and the target unknown_stream."""
+        d = Daemon("--inline-cost-us", "0")
+        raw = RawWS(d.port)
+        try:
+            raw.send_text(json.dumps({"type": "open", "stream": "a", "chain": BONES}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            got = []
+            for round_ in range(5):
+                raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+                    {"type": "target", "stream": "a", "seq": 1,
+                     "target": {"position": [0.3, 0.6, 0.2]}},
+                    {"type": "close", "stream": "a"},
+                    {"type": "open", "stream": "a", "chain": BONES},
+                    {"type": "target", "stream": "a", "seq": 2,
+                     "target": {"position": [0.2, 0.5, 0.3]}})))
+                got = [raw.recv_json() for _ in range(4)]
+                self.assertEqual([(m["type"], m.get("seq")) for m in got],
+                                 [("solution", 1), ("closed", None), ("opened", None),
+                                  ("solution", 2)], got)
+        finally:
+            raw.close()
+            d.stop()
+
 
 class HandshakeTest(unittest.TestCase):
     def test_a_second_key_header_is_refused(self):
