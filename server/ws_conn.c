@@ -49,7 +49,9 @@
  * of a message begun in them) is read and answered; messages begun after
  * it are ignored, and the stream side
  * answers what runs and waits; then the connection gets its 1001 close
- * frame.
+ * frame. A message begun before the signal whose bytes stop for
+ * WS_DRAIN_STALL_MS is given up (on_idle_tick) rather than holding the
+ * 1001 until --drain-timeout.
  *
  * libmicrohttpd: this file is one of the deliberate exceptions that
  * http_mhd.c's opening comment names: the socket is given back with
@@ -79,6 +81,8 @@
 #include "server/ws_handshake.h"
 
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
+#define WS_DRAIN_STALL_MS 2000     /* shutting down: a message begun before the
+                                      signal whose bytes stopped is given up */
 #define WS_READ_BUDGET SRV_WS_READ_BUDGET /* bytes read per poll event, for fairness */
 #define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
 #define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
@@ -296,6 +300,18 @@ static void on_idle_tick(uv_timer_t *t)
     ws_conn *c = t->data;
     uint64_t period = (uint64_t)c->ctx->cfg.conn_timeout_s * 1000;
     uint64_t now = uv_now(c->ctx->loop);
+    if (c->draining && c->msg_open && now - c->last_rx >= WS_DRAIN_STALL_MS) {
+        /* its end would be answered, but no byte came for a while: the
+         * 1001 does not wait for it until --drain-timeout */
+        srv_log(c->ctx, SRV_LOG_INFO, "WebSocket message begun before shutdown stalled: "
+                                      "given up");
+        c->msg_open = false;
+        srv__ws_idle(c);
+        conn_after_io(c);
+        return;
+    }
+    if (period == 0)
+        return; /* only the drain's check above: no idle timeout */
     if (c->blocked_since && now - c->blocked_since + 10 >= period) {
         srv_metrics_rejected(c->ctx, "send_queue");
         srv_log(c->ctx, SRV_LOG_WARN,
@@ -883,6 +899,8 @@ void srv_ws_shutdown(srv_ctx *ctx)
             held = 0;
         c->drain_mark = c->received + (uint64_t)held;
         c->draining = true;
+        if (!c->closing && ctx->cfg.conn_timeout_s == 0) /* the stall check */
+            uv_timer_start(&c->timer, on_idle_tick, 250, 250);
         if (!c->closing && !c->paused && wslay_event_want_read(c->wslay))
             conn_read(c);
         c->hooks->on_drain(c);

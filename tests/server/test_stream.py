@@ -1398,6 +1398,33 @@ class ShutdownTest(unittest.TestCase):
             self.assertEqual(d.proc.returncode, 0)
         finally:
             d.stop()
+    def test_a_stalled_message_does_not_hold_the_drain(self):
+        """A message begun before SIGTERM whose bytes then stop: ikd waits
+        for its end about 2 s, then gives it up and closes with 1001, not
+        at --drain-timeout (8 s here). Before, the 1001 came after the
+        whole --drain-timeout."""
+        d = Daemon("--drain-timeout", "8")
+        w = RawWS(d.port)
+        stopped = False
+        try:
+            w.send_text(json.dumps({"type": "open", "stream": "a", "chain": BONES}))
+            self.assertEqual(w.recv_json()["type"], "opened")
+            w.sock.sendall(frame(0x1, b'{"type":"target",', fin=False))
+            time.sleep(0.2)
+            t0 = time.monotonic()
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(w.wait_close(10), 1001)
+            waited = time.monotonic() - t0
+            self.assertLess(waited, 5.0 * SLOW, "the 1001 waited %.1f s" % waited)
+            w.close()
+            self.assertEqual(d.proc.wait(10), 0)
+            stopped = True
+        finally:
+            if not stopped:
+                w.close()
+                d.proc.kill()
+                d.proc.wait()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
