@@ -325,8 +325,8 @@ static void on_idle_tick(uv_timer_t *t)
         return;
     }
     uint64_t silent = now - c->last_rx + 10;
-    if (silent < period)
-        return;
+    if (silent < period || queue_full(c))
+        return; /* not read for its queue over the cap: not silent */
     if (c->pinged && silent >= 2 * period) {
         srv_log(c->ctx, SRV_LOG_INFO, "WebSocket client silent for %u s: connection dropped",
                 2 * c->ctx->cfg.conn_timeout_s);

@@ -395,7 +395,9 @@ static void reopen_settled(ws_conn *c)
         return; /* another stream closed: this one still waits */
     in->reopen = NULL;
     in->decoding = false;
-    srv__stream_open(c, &w->m, w->session, w->failed ? &w->err : NULL);
+    proto_error e;
+    /* as any open: by an id another replica holds, fetched first */
+    handle_msg(c, &w->m, 0, &e, w->session, w->failed ? &w->err : NULL, NULL);
     proto_stream_msg_free(&w->m);
     free(w);
     if (srv__ws_open(c)) {
