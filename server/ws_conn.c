@@ -22,8 +22,13 @@
  * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
  * handle has stopped watching the descriptor. Close codes: 1000 (the
  * client's), 1001 (ikd shuts down), 1007 (a text message that is not UTF-8),
- * 1008 (the client does not read: the send queue passed --max-send-queue,
- * or the writes stayed blocked for --timeout; the queue counts control
+ * 1002 (a protocol error; wslay finds most, ikd the 1-byte close frame,
+ * and the client's valid close codes wslay does not know, 1012 to 1014, are
+ * echoed here), 1008 (the client does not read: the send queue passed
+ * --max-send-queue while the writes were blocked, or the writes stayed
+ * blocked for --timeout; a queue over the cap with writes flowing is
+ * backpressure: the connection is not read until it is under the cap
+ * again; the queue counts control
  * frames too, such as the pongs wslay queues for a client's pings, and a
  * connection whose writes are blocked is not read until the socket takes
  * data again, so a client that floods and never reads holds at most one
