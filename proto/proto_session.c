@@ -96,6 +96,11 @@ void proto_session_free(proto_session *s)
     free(s);
 }
 
+size_t proto_session_bytes(const proto_session *s)
+{
+    return sizeof *s + 2 * proto__seed_len(s->chain) * sizeof(double);
+}
+
 const proto_chain *proto_session_chain(const proto_session *s)
 {
     return s->chain;

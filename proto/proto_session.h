@@ -54,6 +54,10 @@ int proto_session_open(proto_chain *chain, const json_t *options, const json_t *
 
 /* Frees the session and its last answer; NULL is fine. */
 void proto_session_free(proto_session *s);
+/* The bytes the session holds of its own as opened: its struct, its seed
+ * and the room of a skipped target's seed (not its chain or scene, held
+ * and counted by whoever holds them, nor its last answer, one job). */
+size_t proto_session_bytes(const proto_session *s);
 /* The stream's scene (an open message's "scene", or a scene message's:
  * proto/STREAM.md), replacing the one it had for the jobs made from now
  * on (jobs already made keep theirs); read in the stream's frame on a

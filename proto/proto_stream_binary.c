@@ -102,7 +102,7 @@ int proto_stream_decode_binary(const char *data, size_t len, proto_stream_msg *o
                                "a binary tick of %zu targets%s with %zu bytes of names has %zu "
                                "bytes, not %zu",
                                n, orientation ? " with orientations" : "", names,
-                               names > len ? (size_t)0 : at + n * stride, len);
+                               at + n * stride, len); /* 32-bit n and names: no overflow */
     /* n <= len / stride: the targets are bounded by the message */
     proto_stream_raw *ts = calloc(n, sizeof *ts);
     if (!ts)

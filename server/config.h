@@ -191,6 +191,10 @@
       stream_chain_bytes, VALUE("256M"),                                                           \
       "memory of the chains, scenes and running paths open WebSocket streams hold, all "          \
       "connections (each once); an open, a scene or a path message beyond it is refused")        \
+    X(STREAMBYTES, STREAMS, "stream-bytes", "IKD_STREAM_BYTES", SIZE(1, SRV_64G), stream_bytes,   \
+      VALUE("64M"),                                                                                \
+      "memory of the open WebSocket streams themselves (each stream's state and session, about "  \
+      "1 KiB), all connections; an open beyond it is refused")                                    \
     /* Load: what all clients together may hold */                                                 \
     X(QUEUE, LOAD, "max-queue", "IKD_MAX_QUEUE", UINT(1, 10000000), pool_queue_max,                \
       VALUE("1024"),                                                                               \
@@ -234,6 +238,7 @@ typedef struct srv_config {
     size_t body_budget_bytes;   /* request bodies held at once, all clients */
     size_t answer_budget_bytes; /* batch answers held at once until sent, all clients */
     size_t stream_chain_bytes;  /* chains open streams hold, all connections */
+    size_t stream_bytes;        /* open streams' own state, all connections */
     proto_limits limits;        /* body, joints, targets... (proto_limits_default) */
     size_t connection_memory_bytes; /* libmicrohttpd's pool per HTTP connection */
     size_t max_message_bytes;   /* WebSocket: largest received message */

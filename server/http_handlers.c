@@ -199,6 +199,7 @@ static void handle_metrics(srv_request *q)
     held.request_bodies = srv_budget_used(&q->ctx->sh->body_bytes);
     held.answers = srv_budget_used(&q->ctx->sh->answer_bytes);
     held.stream_chains = srv_budget_used(&q->ctx->sh->stream_chain_bytes);
+    held.streams = srv_budget_used(&q->ctx->sh->stream_bytes);
     const srv_shared *sh = q->ctx->sh;
     for (unsigned i = 0; i < sh->nloops && i < SRV_METRICS_LOOPS_MAX; i++)
         held.loop_connections[held.loops++] = atomic_load(&sh->loops[i]->assigned);
@@ -246,7 +247,7 @@ static json_t *solvers_describe(const srv_ctx *ctx)
     const srv_config *c = &ctx->cfg;
     json_t *d = proto_solvers_describe(&c->limits);
     json_t *server = json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "max_connections",
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "max_connections",
         (json_int_t)c->max_connections, "max_connections_per_address",
         (json_int_t)c->max_conn_per_addr, "idle_timeout_s", (json_int_t)c->conn_timeout_s,
         "request_timeout_s", (json_int_t)c->request_timeout_s, "drain_timeout_s",
@@ -255,7 +256,8 @@ static json_t *solvers_describe(const srv_ctx *ctx)
         "connection_memory_bytes", (json_int_t)c->connection_memory_bytes,
         "max_message_bytes", (json_int_t)c->max_message_bytes, "max_send_queue_bytes",
         (json_int_t)c->ws_send_queue_bytes, "max_streams", (json_int_t)c->max_streams,
-        "stream_chain_bytes", (json_int_t)c->stream_chain_bytes, "registry_bytes",
+        "stream_chain_bytes", (json_int_t)c->stream_chain_bytes, "stream_bytes",
+        (json_int_t)c->stream_bytes, "registry_bytes",
         (json_int_t)c->registry_bytes,
         "max_queue", (json_int_t)c->pool_queue_max);
     json_t *limits = json_object_get(d, "limits");

@@ -14,7 +14,7 @@
  *   ikd_http_requests_active                     gauge (sampled at render)
  *   ikd_held_bytes{what}                         gauge (sampled before render):
  *       bytes held for clients against each bound (registry, request_bodies,
- *       answers, stream_chains)
+ *       answers, stream_chains, streams)
  *   ikd_registry_shared_up                       gauge (with --redis; sampled
  *                                                before render): 1 while the
  *                                                loop's connections to Redis
@@ -602,8 +602,10 @@ char *srv_metrics_render(srv_metrics *metrics, size_t pool_depth, size_t registr
                         "ikd_held_bytes{what=\"registry\"} %zu\n"
                         "ikd_held_bytes{what=\"request_bodies\"} %zu\n"
                         "ikd_held_bytes{what=\"answers\"} %zu\n"
-                        "ikd_held_bytes{what=\"stream_chains\"} %zu\n",
-                    held.registry, held.request_bodies, held.answers, held.stream_chains);
+                        "ikd_held_bytes{what=\"stream_chains\"} %zu\n"
+                        "ikd_held_bytes{what=\"streams\"} %zu\n",
+                    held.registry, held.request_bodies, held.answers, held.stream_chains,
+                    held.streams);
     if (held.loops > 0)
         proto_jw_printf(&b, "# HELP ikd_loop_connections Connections each event loop serves now.\n"
                             "# TYPE ikd_loop_connections gauge\n");

@@ -52,6 +52,7 @@ typedef struct srv_metrics_held {
     size_t request_bodies; /* request body bytes received and held (--body-budget) */
     size_t answers;        /* batch answers reserved or held until sent (--answer-budget) */
     size_t stream_chains;  /* chains and scenes open streams hold (--stream-chain-bytes) */
+    size_t streams;        /* the open streams' own state (--stream-bytes) */
     int shared_up;         /* the shared registry's connections: 1 up, 0 down,
                               -1 no --redis (ikd_registry_shared_up) */
     /* the connections each event loop serves now (ikd_loop_connections{loop}) */

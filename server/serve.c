@@ -509,6 +509,7 @@ int srv_serve(int argc, char **argv)
     srv_budget_init(&sh->answer_bytes, cfg->answer_budget_bytes);
     srv_budget_init(&sh->admitted, cfg->pool_queue_max);
     srv_budget_init(&sh->stream_chain_bytes, cfg->stream_chain_bytes);
+    srv_budget_init(&sh->stream_bytes, cfg->stream_bytes);
     srv_budget_init(&sh->connections, cfg->max_connections);
     srv_budget_init(&sh->batch_chunks, cfg->threads);
     sh->registry = srv_registry_new(cfg->registry_bytes);

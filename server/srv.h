@@ -166,6 +166,9 @@ typedef struct srv_shared {
     srv_budget stream_chain_bytes; /* the memory of the chains open streams
                                       hold (--stream-chain-bytes;
                                       server/stream_chains.c) */
+    srv_budget stream_bytes; /* the open streams' own state, each stream's
+                                struct and session (--stream-bytes;
+                                server/ws_stream.c) */
     srv_budget connections;  /* connections open, WebSockets included
                                 (--max-connections; server/accept.c
                                 reserves one before a connection is

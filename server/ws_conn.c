@@ -1,37 +1,34 @@
 /*
- * ws_conn.c: a WebSocket connection of ikd (GET /v1/stream): the upgrade,
+ * ws_conn.c: a WebSocket connection of ikd (GET /v1/stream) once upgraded:
  * the socket on the loop, wslay's framing, idle pings, the send-queue cap
  * and the closing handshake. The streams that live on a connection are
  * the stream side's (server/ws_messages.c, ws_stream.c, ws_tick.c), reached
  * only through the hooks srv_ws_start was given; the seam between the two
  * is server/ws_conn.h.
  *
- * The upgrade. The HTTP side (http_mhd.c) calls srv_ws_upgrade(), the
- * stream route's upgrade (server/http_route.h), after the bearer token
- * check (Authorization, or the base64url.bearer.ikd.<token>
- * subprotocol that browsers can send). It validates the handshake (RFC 6455
- * 4.2.1, the pure checks are in ws_handshake.c), the Origin against
- * --allow-origin, and returns libmicrohttpd's upgrade response with
- * Sec-WebSocket-Accept and, when the client offered it, the selected
- * subprotocol ikd.v1. libmicrohttpd then hands on_upgrade() the raw
- * non-blocking socket and the bytes it had already read past the headers
+ * The upgrade. The HTTP side's response to it is server/ws_upgrade.c's
+ * (the handshake's checks, the 101). libmicrohttpd then hands
+ * srv__ws_on_upgrade() the raw non-blocking socket and the bytes it had already read past the headers
  * (extra_in), which are fed to the framer before anything read from the
  * socket.
  *
  * The connection. Everything runs on the loop thread: one uv_poll_t watches
  * the socket, wslay frames the messages (it answers pings and runs the
  * closing handshake) without buffering them: a data message is assembled
- * here from its frames, in one buffer (on_frame_chunk), and held to
+ * from its frames in one buffer by server/ws_assembly.c, and held to
  * --max-message over all its fragments with close code 1009, so that it
- * costs its bytes and nothing per fragment (wslay's own buffering kept a
- * block and a queue entry per fragment: 91 bytes for a one-byte one). The
- * socket
+ * costs its bytes and nothing per fragment. The socket
  * belongs to libmicrohttpd: it is never closed here; the end of a connection
  * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
  * handle has stopped watching the descriptor. Close codes: 1000 (the
  * client's), 1001 (ikd shuts down), 1007 (a text message that is not UTF-8),
- * 1008 (the client does not read: the send queue passed --max-send-queue,
- * or the writes stayed blocked for --timeout; the queue counts control
+ * 1002 (a protocol error; wslay finds most, ikd the 1-byte close frame,
+ * and the client's valid close codes wslay does not know, 1012 to 1014, are
+ * echoed here), 1008 (the client does not read: the send queue passed
+ * --max-send-queue while the writes were blocked, or the writes stayed
+ * blocked for --timeout; a queue over the cap with writes flowing is
+ * backpressure: the connection is not read until it is under the cap
+ * again; the queue counts control
  * frames too, such as the pongs wslay queues for a client's pings, and a
  * connection whose writes are blocked is not read until the socket takes
  * data again, so a client that floods and never reads holds at most one
@@ -57,15 +54,18 @@
  * of a message begun in them) is read and answered; messages begun after
  * it are ignored, and the stream side
  * answers what runs and waits; then the connection gets its 1001 close
- * frame.
+ * frame. A message begun before the signal whose bytes stop for
+ * WS_DRAIN_STALL_MS is given up (on_idle_tick) rather than holding the
+ * 1001 until --drain-timeout.
  *
  * libmicrohttpd: this file is one of the deliberate exceptions that
- * http_mhd.c's opening comment names: the upgrade response is made here,
- * and the socket is given back with MHD_upgrade_action.
+ * http_mhd.c's opening comment names: the socket is given back with
+ * MHD_upgrade_action.
  *
  * Not here: the stream rules (ws_messages.c, ws_stream.c, ws_tick.c), the
- * message formats (proto/proto_stream.c), the handshake arithmetic
- * (ws_handshake.c), HTTP routing (http_route.c, http_handlers.c).
+ * message formats (proto/proto_stream.c), the assembly of a message from
+ * its frames (ws_assembly.c), the upgrade's response (ws_upgrade.c), the
+ * handshake arithmetic (ws_handshake.c), HTTP routing (http_route.c, http_handlers.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -77,16 +77,18 @@
 #include <wslay/wslay.h>
 
 #include "proto/proto_stream.h"
-#include "server/http_headers.h"
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/ws_assembly.h"
 #include "server/ws.h"
 #include "server/ws_conn.h"
 #include "server/ws_handshake.h"
 
 #define WS_CLOSE_GRACE_MS 1000     /* wait for the client's close frame */
-#define WS_READ_BUDGET (32 * 1024) /* bytes read per poll event, for fairness */
+#define WS_DRAIN_STALL_MS 2000     /* shutting down: a message begun before the
+                                      signal whose bytes stopped is given up */
+#define WS_READ_BUDGET SRV_WS_READ_BUDGET /* bytes read per poll event, for fairness */
 #define WS_OUT_CAP (64 * 1024)     /* frames gathered for one send() */
 #define WS_MSG_OVERHEAD 64         /* bytes charged per queued message */
 #define WS_CODE_TRY_AGAIN_LATER 1013 /* RFC 6455's registry; wslay names none */
@@ -114,13 +116,11 @@ struct ws_conn {
     bool read_short; /* the last recv() returned less than asked: drained */
     char *out;       /* framed bytes gathered from wslay, sent by out_flush */
     size_t out_off, out_len;
-    /* the data message being received, assembled here from its frames
-     * (wslay runs without buffering: it would keep a block and a queue
-     * entry per fragment, 91 bytes for a one-byte fragment) */
-    char *msg;
-    size_t msg_len, msg_cap;
-    size_t msg_held; /* bytes of msg counted against --body-budget */
+    srv_ws_msg msg; /* the data message being received (ws_assembly.h) */
     bool frame_ctrl; /* the frame being received is a control frame */
+    bool frame_close; /* ...a close frame: its code is read as it comes */
+    unsigned char close_in[2]; /* the first bytes of a client's close frame */
+    unsigned close_in_len;
     bool msg_over;   /* the message passed --max-message: closing with 1009 */
     ws_streams *streams; /* the stream side's (server/ws_stream.h) */
     unsigned refs;
@@ -165,12 +165,7 @@ static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len
  * bytes back to --body-budget. */
 static void msg_free(ws_conn *c)
 {
-    free(c->msg);
-    c->msg = NULL;
-    c->msg_cap = c->msg_len = 0;
-    if (c->msg_held)
-        srv_budget_release(&c->ctx->sh->body_bytes, c->msg_held);
-    c->msg_held = 0;
+    srv__ws_msg_free(&c->msg, &c->ctx->sh->body_bytes);
 }
 
 static void conn_unref(ws_conn *c)
@@ -195,11 +190,12 @@ static void conn_handle_closed(uv_handle_t *h)
  * queued message's payload, control frames included (the pongs wslay
  * queues by itself for the client's pings), plus WS_MSG_OVERHEAD per
  * message for wslay's own bookkeeping, so that a flood of empty pings
- * counts too. */
+ * counts too, and the framed bytes the socket has not taken yet. */
 static size_t conn_queued_bytes(const ws_conn *c)
 {
     return wslay_event_get_queued_msg_length(c->wslay) +
-           wslay_event_get_queued_msg_count(c->wslay) * WS_MSG_OVERHEAD;
+           wslay_event_get_queued_msg_count(c->wslay) * WS_MSG_OVERHEAD +
+           (c->out_len - c->out_off);
 }
 
 /* How long a client that does not read has to read what was queued and
@@ -211,17 +207,32 @@ static uint64_t slow_grace(const ws_conn *c)
     return period > WS_CLOSE_GRACE_MS ? period : WS_CLOSE_GRACE_MS;
 }
 
-/* Past the send-queue cap the client is not reading: the connection is
- * closed with 1008. The queue may pass the cap by its newest message when
- * it was under the cap before it (c->queue_over): one answer larger than
- * the cap (a tick of many large answers) is not a client that does not
- * read; what is queued after it while it waits counts as ever. */
+/* Whether the queue is over --max-send-queue: the connection is then not
+ * read (conn_after_io) until it is under it again, so that the answers of
+ * what one read brought (hundreds of targets) slow the client down rather
+ * than grow the queue further. */
+static bool queue_full(const ws_conn *c)
+{
+    /* closing: read on, for the client's close frame */
+    return !c->closing && conn_queued_bytes(c) > c->ctx->cfg.ws_send_queue_bytes;
+}
+
+/* Past the send-queue cap, while its writes are blocked (the socket takes
+ * nothing more), the client is not reading: the connection is closed with
+ * 1008. A client whose socket took all that was sent reads: the queue may
+ * pass the cap by the answers of one read or one turn of the loop (it is
+ * not read meanwhile, queue_full), and is sent on. The queue may also
+ * pass the cap by its newest message when it was under the cap before it
+ * (c->queue_over): one answer larger than the cap (a tick of many large
+ * answers) is not a client that does not read; what is queued after it
+ * while it waits counts as ever. */
 static void check_send_queue(ws_conn *c)
 {
     size_t queued = conn_queued_bytes(c), cap = c->ctx->cfg.ws_send_queue_bytes;
     if (queued <= cap)
         c->queue_over = 0;
-    if (c->dead || c->closing || queued <= cap || queued - cap <= c->queue_over)
+    if (c->dead || c->closing || queued <= cap || queued - cap <= c->queue_over ||
+        c->out_len <= c->out_off)
         return;
     srv_metrics_rejected(c->ctx, "send_queue");
     srv_log(c->ctx, SRV_LOG_WARN, "WebSocket client does not read: send queue over %zu bytes",
@@ -294,6 +305,18 @@ static void on_idle_tick(uv_timer_t *t)
     ws_conn *c = t->data;
     uint64_t period = (uint64_t)c->ctx->cfg.conn_timeout_s * 1000;
     uint64_t now = uv_now(c->ctx->loop);
+    if (c->draining && c->msg_open && now - c->last_rx >= WS_DRAIN_STALL_MS) {
+        /* its end would be answered, but no byte came for a while: the
+         * 1001 does not wait for it until --drain-timeout */
+        srv_log(c->ctx, SRV_LOG_INFO, "WebSocket message begun before shutdown stalled: "
+                                      "given up");
+        c->msg_open = false;
+        srv__ws_idle(c);
+        conn_after_io(c);
+        return;
+    }
+    if (period == 0)
+        return; /* only the drain's check above: no idle timeout */
     if (c->blocked_since && now - c->blocked_since + 10 >= period) {
         srv_metrics_rejected(c->ctx, "send_queue");
         srv_log(c->ctx, SRV_LOG_WARN,
@@ -307,8 +330,8 @@ static void on_idle_tick(uv_timer_t *t)
         return;
     }
     uint64_t silent = now - c->last_rx + 10;
-    if (silent < period)
-        return;
+    if (silent < period || queue_full(c))
+        return; /* not read for its queue over the cap: not silent */
     if (c->pinged && silent >= 2 * period) {
         srv_log(c->ctx, SRV_LOG_INFO, "WebSocket client silent for %u s: connection dropped",
                 2 * c->ctx->cfg.conn_timeout_s);
@@ -462,23 +485,31 @@ static ssize_t on_send(wslay_event_context_ptr wctx, const uint8_t *data, size_t
     return (ssize_t)n;
 }
 
-/* A frame begins. Data frames are assembled into c->msg; their payloads
- * together may not pass --max-message (1009), however many frames carry
- * them, so a message costs its bytes and nothing per fragment. */
+/* A frame begins. Data frames are assembled into c->msg (ws_assembly.c),
+ * their payloads together held to --max-message (1009). */
 static void on_frame_start(wslay_event_context_ptr wctx,
                            const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
 {
     ws_conn *c = user;
     c->frame_ctrl = wslay_is_ctrl_frame(arg->opcode);
+    c->frame_close = arg->opcode == WSLAY_CONNECTION_CLOSE;
+    c->close_in_len = 0;
+    /* a close frame of 1 byte (RFC 6455 5.5.1): wslay would answer it with
+     * an empty close, ikd answers 1002 first. A control frame over 125
+     * bytes never gets here: wslay's frame layer answers it with an empty
+     * close itself, and has no way to give that close a code. */
+    if (c->frame_close && arg->payload_length == 1)
+        conn_close(c, WSLAY_CODE_PROTOCOL_ERROR, "a close frame of 1 byte", true);
     if (c->frame_ctrl)
         return; /* wslay keeps control frames (125 bytes at most) itself */
-    if (arg->opcode != WSLAY_CONTINUATION_FRAME) {
-        c->msg_len = 0; /* a new message (wslay refuses a stray continuation) */
+    bool continuation = arg->opcode == WSLAY_CONTINUATION_FRAME;
+    if (!continuation) {
         c->msg_begin = c->received;
         c->msg_open = true;
     }
-    size_t max = c->ctx->cfg.max_message_bytes;
-    if (!c->msg_over && arg->payload_length > max - c->msg_len) {
+    if (srv__ws_msg_frame(&c->msg, continuation, arg->payload_length,
+                          c->ctx->cfg.max_message_bytes) != SRV_WS_MSG_OK &&
+        !c->msg_over) {
         c->msg_over = true;
         wslay_event_shutdown_read(wctx);
         conn_close(c, WSLAY_CODE_MESSAGE_TOO_BIG, "message over --max-message", true);
@@ -489,36 +520,31 @@ static void on_frame_chunk(wslay_event_context_ptr wctx,
                            const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
 {
     ws_conn *c = user;
-    if (c->frame_ctrl || c->msg_over || arg->data_length == 0)
-        return;
-    if (c->msg_len + arg->data_length > c->msg_cap) {
-        size_t cap = c->msg_cap ? c->msg_cap : 1024;
-        while (cap < c->msg_len + arg->data_length)
-            cap *= 2;
-        /* past one read's worth, held against --body-budget as HTTP bodies
-         * are (a crowd of unfinished messages: --max-message each) */
-        size_t more = cap > WS_READ_BUDGET ? cap - c->msg_held : 0;
-        if (more && !srv_budget_reserve(&c->ctx->sh->body_bytes, more)) {
-            c->msg_over = true;
-            msg_free(c); /* a closing connection holds nothing */
-            wslay_event_shutdown_read(wctx);
-            srv_metrics_rejected(c->ctx, "body_budget");
-            conn_close(c, WS_CODE_TRY_AGAIN_LATER,
-                       "messages being received fill --body-budget: retry later", true);
-            return;
-        }
-        c->msg_held += more;
-        char *p = realloc(c->msg, cap);
-        if (!p) {
-            c->failed = true;
-            wslay_event_shutdown_read(wctx);
-            return;
-        }
-        c->msg = p;
-        c->msg_cap = cap;
+    if (c->frame_close && c->close_in_len < 2) {
+        for (size_t i = 0; i < arg->data_length && c->close_in_len < 2; i++)
+            c->close_in[c->close_in_len++] = arg->data[i];
+        unsigned code = (unsigned)c->close_in[0] << 8 | c->close_in[1];
+        /* wslay knows the codes up to 1011 and from 3000: the valid ones
+         * between (IANA's 1012 to 1014) are echoed here before wslay
+         * refuses them; it answers the invalid ones 1002 itself */
+        if (c->close_in_len == 2 && !c->closing && srv_ws_close_code_valid(code) &&
+            code > 1011 && code < 3000)
+            conn_close(c, (uint16_t)code, "", true);
     }
-    memcpy(c->msg + c->msg_len, arg->data, arg->data_length);
-    c->msg_len += arg->data_length;
+    if (c->frame_ctrl || c->msg_over)
+        return;
+    srv_ws_msg_verdict v =
+        srv__ws_msg_append(&c->msg, &c->ctx->sh->body_bytes, arg->data, arg->data_length);
+    if (v == SRV_WS_MSG_BUDGET) {
+        c->msg_over = true;
+        wslay_event_shutdown_read(wctx);
+        srv_metrics_rejected(c->ctx, "body_budget");
+        conn_close(c, WS_CODE_TRY_AGAIN_LATER,
+                   "messages being received fill --body-budget: retry later", true);
+    } else if (v == SRV_WS_MSG_NOMEM) {
+        c->failed = true;
+        wslay_event_shutdown_read(wctx);
+    }
 }
 
 static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg_recv_arg *arg,
@@ -529,17 +555,16 @@ static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg
         return; /* wslay answers ping and close itself */
     /* the message as assembled by on_frame_chunk (wslay hands none over
      * without buffering); a large buffer is not kept for the next one */
-    const char *text = c->msg ? c->msg : "";
-    size_t len = c->msg_len;
-    c->msg_len = 0;
+    const char *text = c->msg.buf ? c->msg.buf : "";
+    size_t len = c->msg.len;
+    c->msg.len = 0;
     /* shutting down: a message begun by the drain mark (no read crosses
      * it) was sent before the signal and is answered, none begun after */
     c->msg_open = false;
     bool before_signal = !c->draining || c->msg_begin <= c->drain_mark;
     if (!(c->closing || c->dead || !before_signal || c->msg_over))
         deliver_msg(c, arg->opcode, text, len);
-    if (c->msg_cap > WS_READ_BUDGET)
-        msg_free(c);
+    srv__ws_msg_done(&c->msg, &c->ctx->sh->body_bytes);
 }
 
 static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len)
@@ -604,7 +629,14 @@ static void conn_after_io(ws_conn *c)
         c->blocked_since = 0;
     else if (!c->blocked_since)
         c->blocked_since = uv_now(c->ctx->loop) | 1; /* never 0 */
-    bool rd = wslay_event_want_read(c->wslay) && !blocked && !c->paused;
+    if (blocked && !c->closing) {
+        check_send_queue(c); /* over the cap and blocked: the client does not read */
+        if (c->closing) {
+            conn_after_io(c); /* its streams go, the close frame is sent */
+            return;
+        }
+    }
+    bool rd = wslay_event_want_read(c->wslay) && !blocked && !c->paused && !queue_full(c);
     bool wr = wslay_event_want_write(c->wslay) || blocked;
     if (c->failed || (!rd && !wr && !c->paused)) {
         conn_teardown(c);
@@ -645,7 +677,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
     if (status < 0)
         c->failed = true;
     else if (wslay_event_want_read(c->wslay) && c->out_len <= c->out_off && !c->paused &&
-             ((events & UV_READABLE) || c->extra_off < c->extra_len))
+             !queue_full(c) && ((events & UV_READABLE) || c->extra_off < c->extra_len))
         conn_read(c);
     conn_after_io(c);
     conn_unref(c);
@@ -702,11 +734,12 @@ int srv_ws_start(srv_ctx *ctx, const srv_ws_hooks *hooks)
     return SRV_OK;
 }
 
-/* libmicrohttpd's upgrade handler: the 101 was sent, the socket is ours to
- * use (not to close). Runs inside MHD_run. */
-static void on_upgrade(void *cls, struct MHD_Connection *connection, void *con_cls,
-                       const char *extra_in, size_t extra_in_size, MHD_socket sock,
-                       struct MHD_UpgradeResponseHandle *urh)
+/* libmicrohttpd's upgrade handler (server/ws_upgrade.c makes the response
+ * that names it): the 101 was sent, the socket is ours to use (not to
+ * close). Runs inside MHD_run. */
+void srv__ws_on_upgrade(void *cls, struct MHD_Connection *connection, void *con_cls,
+                        const char *extra_in, size_t extra_in_size, MHD_socket sock,
+                        struct MHD_UpgradeResponseHandle *urh)
 {
     srv_ctx *ctx = cls;
     srv_ws *ws = ctx->ws;
@@ -787,12 +820,7 @@ ws_inbox **srv__ws_inbox(ws_conn *c)
 
 char *srv__ws_take_text(ws_conn *c, const char *text)
 {
-    if (!c->msg || text != c->msg)
-        return NULL;
-    char *t = c->msg;
-    c->msg = NULL;
-    msg_free(c); /* its bytes: a whole message now, bounded where it is held */
-    return t;
+    return srv__ws_msg_take(&c->msg, &c->ctx->sh->body_bytes, text);
 }
 
 void srv__ws_pause(ws_conn *c, bool paused)
@@ -859,90 +887,6 @@ void srv__ws_idle(ws_conn *c)
 
 /* ---- the daemon's entry points (server/ws.h) ---------------------------------------- */
 
-static struct MHD_Response *upgrade_response(srv_ctx *ctx, struct MHD_Connection *conn,
-                                             const char *upgrade, const char *connection,
-                                             const char *protocols, proto_error *err);
-
-struct MHD_Response *srv_ws_upgrade(srv_ctx *ctx, struct MHD_Connection *conn, proto_error *err)
-{
-    if (ctx->shutting_down) {
-        proto_error_set(err, PROTO_E_SHUTTING_DOWN, "", "ikd is shutting down");
-        return NULL;
-    }
-    /* the list headers on every line they take (RFC 9110 5.3) */
-    char *upgrade = srv_http_header_list(conn, "Upgrade");
-    char *connection = srv_http_header_list(conn, "Connection");
-    char *protocols = srv_http_header_list(conn, "Sec-WebSocket-Protocol");
-    struct MHD_Response *resp = upgrade_response(ctx, conn, upgrade, connection, protocols, err);
-    free(upgrade);
-    free(connection);
-    free(protocols);
-    return resp;
-}
-
-static struct MHD_Response *upgrade_response(srv_ctx *ctx, struct MHD_Connection *conn,
-                                             const char *upgrade, const char *connection,
-                                             const char *protocols, proto_error *err)
-{
-    const char *key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Key");
-    const char *version =
-        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-WebSocket-Version");
-    const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
-    if (!srv_ws_header_has_token(upgrade, "websocket") ||
-        !srv_ws_header_has_token(connection, "upgrade")) {
-        proto_error_set(err, PROTO_E_UPGRADE_REQUIRED, "",
-                        "GET /v1/stream is a WebSocket: send Upgrade: websocket and "
-                        "Connection: Upgrade");
-        return NULL;
-    }
-    if (!version || strcmp(version, "13") != 0) {
-        proto_error_set(err, PROTO_E_UPGRADE_REQUIRED, "",
-                        "Sec-WebSocket-Version must be 13 (RFC 6455)");
-        return NULL;
-    }
-    char accept[SRV_WS_ACCEPT_LEN + 1];
-    if (srv_ws_accept_key(key, accept) != 0) {
-        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
-                        "Sec-WebSocket-Key must be the base64 form of 16 bytes");
-        return NULL;
-    }
-    if (!srv_ws_origin_allowed(origin, (const char *const *)ctx->cfg.allow_origins,
-                               ctx->cfg.n_allow_origins)) {
-        proto_error_set(err, PROTO_E_FORBIDDEN_ORIGIN, "", "Origin %.200s may not open streams",
-                        origin);
-        return NULL;
-    }
-    /* The bearer subprotocol is never selected (that would echo the token):
-     * a client that offers it must offer ikd.v1 too, or a browser would fail
-     * the connection for want of a selected protocol. */
-    bool select_ikd = srv_ws_header_has_token(protocols, SRV_WS_PROTOCOL);
-    if (!select_ikd && srv_ws_protocol_bearer(protocols, NULL) != SRV_WS_BEARER_NONE) {
-        proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
-                        "Sec-WebSocket-Protocol: offer " SRV_WS_PROTOCOL
-                        " next to the bearer token element; it is the protocol ikd selects");
-        return NULL;
-    }
-    if (!ctx->ws) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "the WebSocket side did not start");
-        return NULL;
-    }
-    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, ctx);
-    if (!resp) {
-        proto_error_set(err, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
-        return NULL;
-    }
-    /* libmicrohttpd adds "Connection: Upgrade" itself. */
-    if (MHD_add_response_header(resp, "Upgrade", "websocket") != MHD_YES ||
-        MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept) != MHD_YES ||
-        (select_ikd &&
-         MHD_add_response_header(resp, "Sec-WebSocket-Protocol", SRV_WS_PROTOCOL) != MHD_YES)) {
-        MHD_destroy_response(resp);
-        proto_error_set(err, PROTO_E_INTERNAL, "", "WebSocket upgrade failed");
-        return NULL;
-    }
-    return resp;
-}
-
 void srv_ws_shutdown(srv_ctx *ctx)
 {
     srv_ws *ws = ctx->ws;
@@ -960,6 +904,8 @@ void srv_ws_shutdown(srv_ctx *ctx)
             held = 0;
         c->drain_mark = c->received + (uint64_t)held;
         c->draining = true;
+        if (!c->closing && ctx->cfg.conn_timeout_s == 0) /* the stall check */
+            uv_timer_start(&c->timer, on_idle_tick, 250, 250);
         if (!c->closing && !c->paused && wslay_event_want_read(c->wslay))
             conn_read(c);
         c->hooks->on_drain(c);

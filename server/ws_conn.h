@@ -1,6 +1,6 @@
 /*
  * ws_conn.h: the seam inside ikd's WebSocket side, between the connection
- * (server/ws_conn.c: the upgrade, the socket, wslay framing, pings, the
+ * (server/ws_conn.c: the socket, wslay framing, pings, the
  * send-queue cap and the closing handshake) and the streams that live on it
  * (the stream rules of proto/STREAM.md: server/ws_messages.c, ws_stream.c,
  * ws_tick.c). Internal to those files; the daemon's entry points are
@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <microhttpd.h>
 
 #include "proto/proto_error.h"
 #include "server/srv.h"
@@ -75,6 +77,14 @@ void srv__ws_flush_soon(ws_conn *c);
 /* The stream side went idle: a draining connection then gets its 1001
  * close frame, after the answers queued before it. */
 void srv__ws_idle(ws_conn *c);
+
+/* ---- the connection, for the upgrade (server/ws_upgrade.c) -------------- */
+
+/* libmicrohttpd's upgrade handler (MHD_UpgradeHandler), with the daemon's
+ * srv_ctx as cls: the connection begins on the socket it is handed. */
+void srv__ws_on_upgrade(void *cls, struct MHD_Connection *connection, void *con_cls,
+                        const char *extra_in, size_t extra_in_size, MHD_socket sock,
+                        struct MHD_UpgradeResponseHandle *urh);
 
 /* ---- the stream side, for the connection: its hooks --------------------- */
 

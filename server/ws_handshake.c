@@ -130,3 +130,9 @@ srv_ws_bearer srv_ws_protocol_bearer(const char *value, const char *token)
     }
     return found;
 }
+
+bool srv_ws_close_code_valid(unsigned code)
+{
+    return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+           (code >= 3000 && code <= 4999);
+}

@@ -2,7 +2,7 @@
  * ws_handshake.h: the pure parts of the WebSocket opening handshake
  * (RFC 6455 section 4.2): the header checks and the Sec-WebSocket-Accept
  * key. No sockets and no libmicrohttpd here, so that they can be tested on
- * their own (tests/server/test_ws.c); server/ws_conn.c applies them to a request.
+ * their own (tests/server/test_ws.c); server/ws_upgrade.c applies them to a request.
  */
 #ifndef SRV_WS_HANDSHAKE_H
 #define SRV_WS_HANDSHAKE_H
@@ -22,6 +22,12 @@ int srv_ws_accept_key(const char *key, char out[SRV_WS_ACCEPT_LEN + 1]);
  * contains token, compared case-insensitively with surrounding blanks
  * ignored. NULL value: false. */
 bool srv_ws_header_has_token(const char *value, const char *token);
+
+/* True when a client's close frame may carry code (RFC 6455 7.4.1 and
+ * IANA's WebSocket Close Code registry): 1000 to 1003, 1007 to 1014, and
+ * 3000 to 4999 (registered and private use). 1004 is reserved, 1005, 1006
+ * and 1015 are never sent, and the rest of 0 to 2999 is unassigned. */
+bool srv_ws_close_code_valid(unsigned code);
 
 /* True when origin equals (case-insensitively, as RFC 6454 serialises
  * scheme and host in lower case) one of the n allowed origins, or when n is

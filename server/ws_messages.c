@@ -42,6 +42,8 @@
 #include "server/ws_stream.h"
 
 static bool open_fetch(ws_conn *c, proto_stream_msg *m, const proto_error *err);
+static bool reopen_later(ws_conn *c, proto_stream_msg *m, proto_session *session,
+                         const proto_error *err);
 
 /* ---- one message ------------------------------------------------------------------ */
 
@@ -57,6 +59,8 @@ static void handle_msg(ws_conn *c, proto_stream_msg *m, int rc, proto_error *e,
         return;
     }
     if (m->type == PROTO_STREAM_OPEN) {
+        if (reopen_later(c, m, session, err))
+            return; /* opened once the stream of its name has closed */
         if (!session && open_fetch(c, m, err))
             return; /* opened once the chain is fetched */
         srv__stream_open(c, m, session, err);
@@ -118,9 +122,20 @@ typedef struct inbox_msg {
     char *text; /* len bytes, malloc'd */
 } inbox_msg;
 
+/* An open of a name whose stream is still closing (a solve or tick of it
+ * runs): it waits, and the messages after it wait in the inbox, until the
+ * old stream has answered "closed" (reopen_settled). */
+typedef struct reopen_wait {
+    proto_stream_msg m; /* moved from the caller's */
+    proto_session *session;
+    bool failed;
+    proto_error err;
+} reopen_wait;
+
 struct ws_inbox {
     inbox_msg *head, *tail;
-    bool decoding; /* a message is on the pool */
+    bool decoding; /* a message is on the pool, or an open waits (reopen) */
+    reopen_wait *reopen;
 };
 
 /* One message decoded on the pool: its envelope, and for an open message
@@ -157,6 +172,15 @@ static void inbox_free(ws_conn *c)
         free(x);
     }
     (*in)->head = (*in)->tail = NULL;
+    reopen_wait *w = (*in)->reopen;
+    if (w) { /* nothing comes back for it: the wait ends here */
+        (*in)->reopen = NULL;
+        (*in)->decoding = false;
+        proto_session_free(w->session);
+        proto_stream_msg_free(&w->m);
+        free(w);
+        srv__ws_unref(c);
+    }
     if (!(*in)->decoding) {
         free(*in);
         *in = NULL;
@@ -356,6 +380,58 @@ static bool open_fetch(ws_conn *c, proto_stream_msg *m, const proto_error *err)
     w->m = *m;
     memset(m, 0, sizeof *m);
     in->decoding = true;
+    srv__ws_ref(c);
+    srv__ws_pause(c, true);
+    return true;
+}
+
+/* ---- an open of a name still closing --------------------------------------------- */
+
+static void reopen_settled(ws_conn *c)
+{
+    ws_inbox *in = *srv__ws_inbox(c);
+    reopen_wait *w = in ? in->reopen : NULL;
+    if (!w || srv__stream_find(c, w->m.stream))
+        return; /* another stream closed: this one still waits */
+    in->reopen = NULL;
+    in->decoding = false;
+    proto_error e;
+    /* as any open: by an id another replica holds, fetched first */
+    handle_msg(c, &w->m, 0, &e, w->session, w->failed ? &w->err : NULL, NULL);
+    proto_stream_msg_free(&w->m);
+    free(w);
+    if (srv__ws_open(c)) {
+        inbox_drain(c);
+    } else {
+        inbox_free(c);
+        srv__ws_pause(c, false);
+    }
+    srv__ws_unref(c);
+}
+
+/* An open (m, and session and err as handle_msg has them) of the name of a
+ * stream that was asked to close and still runs: answered after its
+ * "closed", as the client sent them, rather than refused with
+ * stream_exists; the connection is not read meanwhile, and what one read
+ * held after it waits in the inbox. True when it waits (m's content and
+ * session taken). */
+static bool reopen_later(ws_conn *c, proto_stream_msg *m, proto_session *session,
+                         const proto_error *err)
+{
+    ws_stream *old = srv__stream_find(c, m->stream);
+    ws_inbox *in = old && old->close_after ? inbox_of(c) : NULL;
+    reopen_wait *w = in ? calloc(1, sizeof *w) : NULL;
+    if (!w)
+        return false; /* stream_exists, as before */
+    w->m = *m;
+    memset(m, 0, sizeof *m);
+    w->session = session;
+    w->failed = err != NULL;
+    if (err)
+        w->err = *err;
+    in->reopen = w;
+    in->decoding = true;
+    (*srv__ws_streams(c))->settled = reopen_settled;
     srv__ws_ref(c);
     srv__ws_pause(c, true);
     return true;

@@ -237,6 +237,7 @@ void srv__stream_unref(ws_stream *s)
     srv_stream_chains_release(srv__ws_ctx(c), proto_session_chain(s->session));
     srv_stream_scenes_release(srv__ws_ctx(c), proto_session_scene_of(s->session));
     proto_session_free(s->session);
+    srv_budget_release(&srv__ws_ctx(c)->sh->stream_bytes, s->own_bytes);
     proto_job_free(s->pending);
     proto_job_free(s->skip_later);
     s->pending = s->skip_later = NULL;
@@ -285,6 +286,13 @@ ws_stream *srv__stream_find(ws_conn *c, const char *name)
         if (st->slots[i]->hash == h && strcmp(st->slots[i]->name, name) == 0)
             return st->slots[i];
     return NULL;
+}
+
+/* What an open stream holds of its own, against --stream-bytes: its
+ * struct and its session, each with the allocator's word or two. */
+static size_t stream_bytes(const proto_session *session)
+{
+    return sizeof(ws_stream) + proto_session_bytes(session) + 4 * 16;
 }
 
 static size_t stream_count(ws_conn *c)
@@ -520,6 +528,9 @@ void srv__stream_settle(ws_stream *s)
         srv__ws_send(c, t, len);
         free(t);
         srv__stream_drop(s);
+        ws_streams *st = *srv__ws_streams(c);
+        if (st && st->settled)
+            st->settled(c);
     }
     srv__ws_idle(c);
 }
@@ -597,13 +608,27 @@ void srv__stream_open(ws_conn *c, proto_stream_msg *m, proto_session *session,
         srv__ws_send_error(c, m->stream, false, 0, &e);
         return;
     }
+    size_t own = stream_bytes(session);
+    if (!srv_budget_reserve(&ctx->sh->stream_bytes, own)) {
+        srv_stream_chains_release(ctx, proto_session_chain(session));
+        srv_stream_scenes_release(ctx, proto_session_scene_of(session));
+        proto_session_free(session);
+        srv_metrics_rejected(ctx, "streams");
+        proto_error_set(&e, PROTO_E_OVERLOADED, "/stream",
+                        "the open streams fill their budget (--stream-bytes); close streams or "
+                        "retry later");
+        srv__ws_send_error(c, m->stream, false, 0, &e);
+        return;
+    }
     ws_stream *s = calloc(1, sizeof *s);
     if (s) {
         snprintf(s->name, sizeof s->name, "%s", m->stream);
         s->hash = name_hash(s->name);
+        s->own_bytes = own;
     }
     if (!s || index_add(st, s) != 0) {
         free(s);
+        srv_budget_release(&ctx->sh->stream_bytes, own);
         srv_stream_chains_release(ctx, proto_session_chain(session));
         srv_stream_scenes_release(ctx, proto_session_scene_of(session));
         proto_session_free(session);

@@ -44,6 +44,7 @@ struct ws_stream {
     char name[PROTO_STREAM_NAME_MAX + 1];
     uint64_t hash;          /* of name, for the index */
     proto_session *session; /* chain, options, seed, the last answer */
+    size_t own_bytes;       /* held against --stream-bytes until freed */
     unsigned refs;
     bool closed;
     bool busy;            /* a pool solve is running */
@@ -100,6 +101,10 @@ struct ws_streams {
      * (a waiting tick starts once none of its streams has a solve
      * running); NULL until then. */
     void (*solved)(ws_conn *c);
+    /* Runs after a closing stream answered "closed" and left the
+     * connection: an open of its name that waited for it may go on.
+     * ws_messages.c sets it; NULL until then. */
+    void (*settled)(ws_conn *c);
 };
 
 /* ---- ws_stream.c ---------------------------------------------------------- */

@@ -330,6 +330,15 @@ START_TEST(test_errors_of_the_form)
     memcpy(c, b, len);
     le32(c + 12, 0xFFFFFFFFu);
     binary_error(c, len, "", "bytes");
+    {
+        /* names longer than the message: told the length such a tick has */
+        size_t names = (size_t)b[12] | (size_t)b[13] << 8, stride;
+        stride = (len - ((24 + names + 7) & ~(size_t)7)) / 2;
+        char want[64];
+        snprintf(want, sizeof want, "has %zu bytes, not %zu",
+                 ((24 + (size_t)0xFFFFFFFFu + 7) & ~(size_t)7) + 2 * stride, len);
+        binary_error(c, len, "", want);
+    }
     /* names: one running past the section, bytes left after the last */
     memcpy(c, b, len);
     c[24 + 3] = 200; /* the second name's length */

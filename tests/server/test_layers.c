@@ -11,7 +11,7 @@
  *     and the solve policy (http_handlers.o, http_route.o, http_batch.o,
  *     ws_messages.o, ws_stream.o, ws_tick.o, stream_chains.o, solve.o)
  *     refer to no MHD_*, wslay_* or socket call; only the modules that own
- *     connections do (http_mhd.o, http_headers.o, ws_conn.o, loop.o,
+ *     connections do (http_mhd.o, http_headers.o, ws_conn.o, ws_upgrade.o, loop.o,
  *     serve.o, guard.o, tls_front.o, and the probe's own client);
  *   - proto's files call each other without a cycle, and so do server's
  *     (the file-level graph, from each object's defined and undefined

@@ -910,6 +910,7 @@ class SolversLimitsTest(unittest.TestCase):
                 "body_budget_bytes": 32 << 20, "answer_budget_bytes": 48 << 20,
                 "connection_memory_bytes": 24 << 10, "max_message_bytes": 1 << 20,
                 "max_send_queue_bytes": 128 << 10, "stream_chain_bytes": 5 << 20,
+                "stream_bytes": 64 << 20,
                 "max_streams": 12, "registry_bytes": 2 << 20,
                 "max_queue": 11})
         finally:

@@ -1030,6 +1030,30 @@ class HeldBytesTest(unittest.TestCase):
             d.proc.kill()
             d.proc.wait()
 
+    def test_answers_of_one_read_slow_a_reading_client_down(self):
+        """300 opens, then 300 targets, each batch sent in one write, under
+        a 16 kB --max-send-queue: the answers of one read pass the cap
+        together, and a client that reads gets every one of them (ikd stops
+        reading it while its queue is over the cap, then reads on). Before,
+        the answers to the opens alone closed it with 1008, "the client
+        does not read"."""
+        d = Daemon("--max-send-queue", "16384")
+        raw = RawWS(d.port)
+        try:
+            n = 300
+            opens = [{"type": "open", "stream": "c%d" % k, "chain": BONES} for k in range(n)]
+            targets = [{"type": "target", "stream": "c%d" % k, "seq": 1,
+                        "target": {"position": [0.3, 0.6, 0.2]}} for k in range(n)]
+            for kind, msgs in (("open", opens), ("target", targets)):
+                raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in msgs))
+                got = [raw.recv_json() for _ in range(n)]
+                want = "opened" if kind == "open" else "solution"
+                self.assertEqual(sorted(m["stream"] for m in got if m["type"] == want),
+                                 sorted("c%d" % k for k in range(n)), got[-1])
+        finally:
+            raw.close()
+            d.stop()
+
     def test_running_paths_are_bounded(self):
         """Paths of 1024 waypoints (about 200 kB each once decoded) that
         run for minutes, one per stream: they count against
@@ -1072,6 +1096,119 @@ class HeldBytesTest(unittest.TestCase):
             self.assertEqual(held(), chains)
         finally:
             raw.close()
+            d.stop()
+
+    def test_open_streams_are_bounded_by_the_stream_budget(self):
+        """Each open stream's own state (its struct and session, about 1
+        KiB) counts against --stream-bytes and in ikd_held_bytes{what=
+        "streams"}: past it an open is refused (overloaded at /stream, the
+        flag named), and a closed stream's bytes come back. Before, nothing
+        but --max-streams per connection bounded them (about 850 MB from
+        one address at the defaults), and the flag did not exist."""
+        d = Daemon("--stream-bytes", "64K")
+        raw = RawWS(d.port)
+        try:
+            n = 200
+            raw.sock.sendall(b"".join(frame(0x1, json.dumps(
+                {"type": "open", "stream": "s%d" % k, "chain": BONES}).encode()) for k in range(n)))
+            got = [raw.recv_json() for _ in range(n)]
+            opened = [m["stream"] for m in got if m["type"] == "opened"]
+            refused = [m for m in got if m["type"] == "error"]
+            self.assertTrue(opened and refused, (len(opened), len(refused)))
+            for m in refused:
+                self.assertEqual((m["error"]["code"], m["error"]["path"]),
+                                 ("overloaded", "/stream"), m)
+                self.assertIn("--stream-bytes", m["error"]["message"])
+            held = held_bytes(d, "streams")
+            self.assertLessEqual(held, 64 << 10)
+            self.assertGreaterEqual(held, len(opened) * 600)
+            raw.send_text(json.dumps({"type": "close", "stream": opened[0]}))
+            self.assertEqual(raw.recv_json()["type"], "closed")
+            self.assertEqual(held_bytes(d, "streams"), held - held // len(opened))
+            raw.send_text(json.dumps({"type": "open", "stream": "again", "chain": BONES}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+        finally:
+            raw.close()
+            d.stop()
+
+    def test_close_then_open_of_one_name(self):
+        """close, open of the same name and a target, in one write, while
+        the stream's solve runs on the pool (--inline-cost-us 0): the open
+        is answered after "closed", as sent, and the target goes to the new
+        stream. Before, the open got stream_exists (the old stream still
+        ran) and the target unknown_stream."""
+        d = Daemon("--inline-cost-us", "0")
+        raw = RawWS(d.port)
+        try:
+            raw.send_text(json.dumps({"type": "open", "stream": "a", "chain": BONES}))
+            self.assertEqual(raw.recv_json()["type"], "opened")
+            got = []
+            for round_ in range(5):
+                raw.sock.sendall(b"".join(frame(0x1, json.dumps(m).encode()) for m in (
+                    {"type": "target", "stream": "a", "seq": 1,
+                     "target": {"position": [0.3, 0.6, 0.2]}},
+                    {"type": "close", "stream": "a"},
+                    {"type": "open", "stream": "a", "chain": BONES},
+                    {"type": "target", "stream": "a", "seq": 2,
+                     "target": {"position": [0.2, 0.5, 0.3]}})))
+                got = [raw.recv_json() for _ in range(4)]
+                self.assertEqual([(m["type"], m.get("seq")) for m in got],
+                                 [("solution", 1), ("closed", None), ("opened", None),
+                                  ("solution", 2)], got)
+        finally:
+            raw.close()
+            d.stop()
+
+
+class HandshakeTest(unittest.TestCase):
+    def test_a_second_key_header_is_refused(self):
+        """An upgrade with two Sec-WebSocket-Key headers is refused with 400
+        naming the header, before any upgrade; one key is accepted (101).
+        Before, the first key was taken and the upgrade went through."""
+        d = Daemon()
+        try:
+            for keys, status in ((2, b"400"), (1, b"101")):
+                s = socket.create_connection(("127.0.0.1", d.port), timeout=TIMEOUT)
+                s.sendall(b"GET /v1/stream HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n"
+                          b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+                          b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" * keys + b"\r\n")
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    head += chunk
+                self.assertEqual(head.split(b" ")[1], status, head[:200])
+                if status == b"400":
+                    while b"Sec-WebSocket-Key" not in head:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        head += chunk
+                    self.assertIn(b"Sec-WebSocket-Key", head)
+                s.close()
+        finally:
+            d.stop()
+
+    def test_close_frames_wslay_got_wrong(self):
+        """A close frame of 1 byte is a protocol error (RFC 6455 5.5.1):
+        answered 1002; the close codes 1012 to 1014 (IANA's registry) are
+        valid: echoed, as 1000 is; 1015 and 2999 are not: 1002. Before,
+        wslay answered the first with an empty close (1005 here) and
+        1012 to 1014 with 1002. (A control frame over 125 bytes still gets
+        an empty close: wslay's frame layer answers it before ikd sees it.)"""
+        d = Daemon()
+        try:
+            for payload, want in ((b"\x03", 1002), (struct.pack("!H", 1012), 1012),
+                                  (struct.pack("!H", 1014), 1014),
+                                  (struct.pack("!H", 1000), 1000),
+                                  (struct.pack("!H", 1015), 1002),
+                                  (struct.pack("!H", 2999), 1002)):
+                w = RawWS(d.port)
+                w.sock.sendall(frame(0x8, payload))
+                self.assertEqual(w.wait_close(TIMEOUT), want, payload)
+                w.close()
+        finally:
             d.stop()
 
 
@@ -1261,6 +1398,33 @@ class ShutdownTest(unittest.TestCase):
             self.assertEqual(d.proc.returncode, 0)
         finally:
             d.stop()
+    def test_a_stalled_message_does_not_hold_the_drain(self):
+        """A message begun before SIGTERM whose bytes then stop: ikd waits
+        for its end about 2 s, then gives it up and closes with 1001, not
+        at --drain-timeout (8 s here). Before, the 1001 came after the
+        whole --drain-timeout."""
+        d = Daemon("--drain-timeout", "8")
+        w = RawWS(d.port)
+        stopped = False
+        try:
+            w.send_text(json.dumps({"type": "open", "stream": "a", "chain": BONES}))
+            self.assertEqual(w.recv_json()["type"], "opened")
+            w.sock.sendall(frame(0x1, b'{"type":"target",', fin=False))
+            time.sleep(0.2)
+            t0 = time.monotonic()
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(w.wait_close(10), 1001)
+            waited = time.monotonic() - t0
+            self.assertLess(waited, 5.0 * SLOW, "the 1001 waited %.1f s" % waited)
+            w.close()
+            self.assertEqual(d.proc.wait(10), 0)
+            stopped = True
+        finally:
+            if not stopped:
+                w.close()
+                d.proc.kill()
+                d.proc.wait()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

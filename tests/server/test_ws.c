@@ -61,6 +61,20 @@ START_TEST(test_header_tokens)
 }
 END_TEST
 
+/* The close codes a client may send: IANA's registry, every boundary. */
+START_TEST(test_close_codes)
+{
+    static const unsigned valid[] = {1000, 1001, 1002, 1003, 1007, 1008, 1011,
+                                     1012, 1013, 1014, 3000, 4000, 4999};
+    static const unsigned invalid[] = {0, 999, 1004, 1005, 1006, 1015, 1016,
+                                       2000, 2999, 5000, 65535};
+    for (size_t i = 0; i < sizeof valid / sizeof *valid; i++)
+        ck_assert_msg(srv_ws_close_code_valid(valid[i]), "%u", valid[i]);
+    for (size_t i = 0; i < sizeof invalid / sizeof *invalid; i++)
+        ck_assert_msg(!srv_ws_close_code_valid(invalid[i]), "%u", invalid[i]);
+}
+END_TEST
+
 START_TEST(test_origin_allow_list)
 {
     const char *allowed[] = {"https://app.example.com", "http://localhost:8080"};
@@ -131,6 +145,7 @@ static Suite *ws_suite(void)
     tcase_add_test(tc, test_accept_second_vector);
     tcase_add_test(tc, test_accept_rejects_bad_keys);
     tcase_add_test(tc, test_header_tokens);
+    tcase_add_test(tc, test_close_codes);
     tcase_add_test(tc, test_origin_allow_list);
     tcase_add_test(tc, test_protocol_bearer);
     suite_add_tcase(s, tc);
