@@ -125,6 +125,10 @@ typedef struct proto_object {
     double num[PROTO_PLACES_MAX];    /* NUMBER, NUMBERS, ROWS at their places */
     long long i[PROTO_MEMBERS_MAX];  /* INTEGER, BOOL */
     proto_in in[PROTO_MEMBERS_MAX];  /* each member's value (STRING: text mode, its bytes) */
+    /* a tick's tree target (proto__tick_target): its tips as the raw
+     * reader read them, each named by its text, else NULL */
+    const struct proto_stream_raw *tipv;
+    size_t ntips;
 } proto_object;
 
 enum { PROTO_MODE_TREE = 0, PROTO_MODE_TEXT, PROTO_MODE_FILLED };
@@ -275,6 +279,10 @@ struct proto_stream_raw {
     double num[PROTO_T_PLACES];
     long long priority;
     proto_in keep, tips;
+    /* a tree target's tips, read with it (proto_stream.c raw_tips): ntips
+     * records of their members, each tip's name its text and len */
+    const proto_stream_raw *tipv;
+    size_t ntips;
     /* a binary tick's target (proto_stream_binary.c): its numbers filled
      * (no text: the rules word every error), and what its envelope got
      * wrong (PROTO_RAW_BAD_*, answered as the JSON form answers it) */
