@@ -578,8 +578,9 @@ static size_t tip_index(const proto_chain *c, const char *name, size_t len)
 }
 
 /* A tree target's "tips" ({name: tip target}), member TIPS of o, at at:
- * a tick's as the raw reader read them, else from its text or tree. */
-static int tips_read(const proto_object *o, const char *at, const proto_chain *c, proto_frame f,
+ * a tick's as the raw reader read them, else from its text or tree (not
+ * inlined: target_rule, which every target's members pass, stays small). */
+static __attribute__((noinline)) int tips_read(const proto_object *o, const char *at, const proto_chain *c, proto_frame f,
                      const proto_target_out *out, proto_error *err)
 {
     const size_t nt = c->tree->ntips;
