@@ -580,8 +580,9 @@ static size_t tip_index(const proto_chain *c, const char *name, size_t len)
 /* A tree target's "tips" ({name: tip target}), member TIPS of o, at at:
  * a tick's as the raw reader read them, else from its text or tree (not
  * inlined: target_rule, which every target's members pass, stays small). */
-static __attribute__((noinline)) int tips_read(const proto_object *o, const char *at, const proto_chain *c, proto_frame f,
-                     const proto_target_out *out, proto_error *err)
+static __attribute__((noinline)) int tips_read(const proto_object *o, const char *at,
+                                               const proto_chain *c, proto_frame f,
+                                               const proto_target_out *out, proto_error *err)
 {
     const size_t nt = c->tree->ntips;
     proto_object to;
@@ -614,8 +615,8 @@ static __attribute__((noinline)) int tips_read(const proto_object *o, const char
                                        "%s must be a target object", nm);
             }
             proto_in tin = proto_in_tree(tv);
-            if (proto__object_read(&tin, pt, proto_target_members, PROTO_T_COUNT,
-                                   PROTO_TARGET_TIP, NULL, &to, err) ||
+            if (proto__object_read(&tin, pt, proto_target_members, PROTO_T_COUNT, PROTO_TARGET_TIP,
+                                   NULL, &to, err) ||
                 tip_rules(&to, pt, c, f, &out->goals[t], err))
                 return -1;
         }
@@ -634,8 +635,8 @@ static __attribute__((noinline)) int tips_read(const proto_object *o, const char
             (seen & PROTO_BIT(t)))
             return -1;
         seen |= PROTO_BIT(t);
-        if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT, PROTO_TARGET_TIP,
-                               NULL, &to, NULL) ||
+        if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT, PROTO_TARGET_TIP, NULL,
+                               &to, NULL) ||
             tip_rules(&to, "", c, f, &out->goals[t], err))
             return -1;
     } while (proto__scan_char(r, ','));
