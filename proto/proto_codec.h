@@ -266,8 +266,9 @@ int proto__target_finish(proto_object *o, const char *path, const proto_chain *c
  * (proto_stream.c's raw reader), kept until its stream's session knows the
  * chain: its envelope, and its target's members as the text mode read
  * them, before their meaning (proto__tick_target() makes the object of
- * them again): a tree's "keep" and "tips" as their text, read by the
- * rules. Seeds are read as a tree instead. */
+ * them again): a tree's "keep" as its text, read by the rules, and its
+ * "tips" read as records of the same kind (each tip's name its text). Seeds
+ * are read as a tree instead. */
 struct proto_stream_raw {
     char stream[PROTO_STREAM_NAME_MAX + 1];
     bool has_seq; /* a seq of its own (a tick's target without one has the tick's) */
