@@ -118,6 +118,7 @@ int proto__object_read(proto_in *in, const char *path, const proto_member *d, si
                        proto_error *err)
 {
     o->has = 0;
+    o->tipv = NULL;
     if (!proto_in_is_text(in)) {
         o->mode = PROTO_MODE_TREE;
         const json_t *v = in->node;
@@ -355,7 +356,7 @@ static int rotation_matrix(const double *r, const char *at, proto_error *err)
     return 0;
 }
 
-static int tips_read(proto_in *in, const char *at, const proto_chain *c, proto_frame f,
+static int tips_read(const proto_object *o, const char *at, const proto_chain *c, proto_frame f,
                      const proto_target_out *out, proto_error *err);
 
 static const char *const keep_names[] = {"pose", "joints", NULL};
@@ -449,7 +450,7 @@ static int target_rule(proto_object *o, size_t k, const char *at, const char *pa
         return 0;
     }
     default: /* PROTO_T_TIPS */
-        return tips_read(&o->in[k], at, c, f, out, err);
+        return tips_read(o, at, c, f, out, err);
     }
 }
 
@@ -532,6 +533,8 @@ void proto__tick_target(const proto_stream_raw *t, proto_object *o)
     o->i[PROTO_T_PRIORITY] = t->priority;
     o->in[PROTO_T_KEEP] = t->keep;
     o->in[PROTO_T_TIPS] = t->tips;
+    o->tipv = t->tipv;
+    o->ntips = t->ntips;
 }
 
 /* The error naming a tip the tree does not have, with its tips. */
@@ -551,55 +554,75 @@ static int no_tip(const proto_chain *c, const char *pt, const char *name, size_t
                            (int)(len < 64 ? len : 64), name, list);
 }
 
-/* One tip's target (in, at pt) into its goal. */
-static int tip_read(proto_in *in, const char *pt, const proto_chain *c, proto_frame f,
-                    proto_tip_goal *g, proto_error *err)
+/* Tip t's target, read into o (at pt), into its goal. */
+static int tip_rules(proto_object *o, const char *pt, const proto_chain *c, proto_frame f,
+                     proto_tip_goal *g, proto_error *err)
 {
-    if (!proto_in_is_text(in) && !json_is_object(in->node)) {
-        char nm[PROTO_PATH_MAX];
-        proto_json_path_name(nm, sizeof nm, pt);
-        return proto_error_set(err, PROTO_E_INVALID_REQUEST, pt, "%s must be a target object", nm);
-    }
-    proto_object o;
-    if (proto__object_read(in, pt, proto_target_members, PROTO_T_COUNT, PROTO_TARGET_TIP, NULL, &o,
-                           err))
-        return -1;
     memset(&g->t, 0, sizeof g->t);
     g->t.orientation = ik_quat_identity();
     proto_target_out tip = {&g->t, c, g, NULL};
-    if (target_rules(&o, pt, c, f, PROTO_TARGET_TIP, false, &g->t, &tip, err))
+    if (target_rules(o, pt, c, f, PROTO_TARGET_TIP, false, &g->t, &tip, err))
         return -1;
     g->active = true;
     return 0;
 }
 
-/* A tree target's "tips" ({name: tip target}) at at. */
-static int tips_read(proto_in *in, const char *at, const proto_chain *c, proto_frame f,
-                     const proto_target_out *out, proto_error *err)
+/* The index of the tip named name (len bytes), or ntips. */
+static size_t tip_index(const proto_chain *c, const char *name, size_t len)
+{
+    size_t t = 0;
+    while (t < c->tree->ntips &&
+           !(strncmp(c->tip_names[t], name, len) == 0 && c->tip_names[t][len] == 0))
+        t++;
+    return t;
+}
+
+/* A tree target's "tips" ({name: tip target}), member TIPS of o, at at:
+ * a tick's as the raw reader read them, else from its text or tree (not
+ * inlined: target_rule, which every target's members pass, stays small). */
+static __attribute__((noinline)) int tips_read(const proto_object *o, const char *at,
+                                               const proto_chain *c, proto_frame f,
+                                               const proto_target_out *out, proto_error *err)
 {
     const size_t nt = c->tree->ntips;
-    if (!proto_in_is_text(in)) {
-        if (!json_is_object(in->node))
+    proto_object to;
+    for (size_t u = 0; u < o->ntips && o->tipv; u++) { /* names unique (raw_tips) */
+        size_t t = tip_index(c, o->tipv[u].text, o->tipv[u].len);
+        proto__tick_target(&o->tipv[u], &to);
+        if (t == nt || tip_rules(&to, "", c, f, &out->goals[t], err))
+            return -1;
+    }
+    if (o->tipv)
+        return 0;
+    proto_in in = o->in[PROTO_T_TIPS];
+    if (!proto_in_is_text(&in)) {
+        if (!json_is_object(in.node))
             return proto_error_set(err, PROTO_E_INVALID_REQUEST, at,
                                    "target.tips must be an object: {tip name: target, ...}");
         const char *name;
         json_t *tv;
-        json_object_foreach((json_t *)in->node, name, tv)
+        json_object_foreach((json_t *)in.node, name, tv)
         {
             char pt[PROTO_PATH_MAX];
             proto_json_path_key(pt, at, name);
-            size_t t = 0;
-            while (t < nt && strcmp(c->tip_names[t], name) != 0)
-                t++;
+            size_t t = tip_index(c, name, strlen(name));
             if (t == nt)
                 return no_tip(c, pt, name, strlen(name), err);
+            if (!json_is_object(tv)) {
+                char nm[PROTO_PATH_MAX];
+                proto_json_path_name(nm, sizeof nm, pt);
+                return proto_error_set(err, PROTO_E_INVALID_REQUEST, pt,
+                                       "%s must be a target object", nm);
+            }
             proto_in tin = proto_in_tree(tv);
-            if (tip_read(&tin, pt, c, f, &out->goals[t], err))
+            if (proto__object_read(&tin, pt, proto_target_members, PROTO_T_COUNT, PROTO_TARGET_TIP,
+                                   NULL, &to, err) ||
+                tip_rules(&to, pt, c, f, &out->goals[t], err))
                 return -1;
         }
         return 0;
     }
-    proto_scan *r = &in->s;
+    proto_scan *r = &in.s;
     if (!proto__scan_char(r, '{'))
         return -1;
     if (proto__scan_char(r, '}'))
@@ -607,18 +630,15 @@ static int tips_read(proto_in *in, const char *at, const proto_chain *c, proto_f
     unsigned seen = 0;
     do {
         const char *name;
-        size_t len, t = 0;
-        if (!proto__scan_key(r, &name, &len))
-            return -1;
-        while (t < nt && !(strncmp(c->tip_names[t], name, len) == 0 && c->tip_names[t][len] == 0))
-            t++;
-        if (t == nt || (seen & PROTO_BIT(t)))
+        size_t len, t;
+        if (!proto__scan_key(r, &name, &len) || (t = tip_index(c, name, len)) == nt ||
+            (seen & PROTO_BIT(t)))
             return -1;
         seen |= PROTO_BIT(t);
-        proto_in tin = *in;
-        if (tip_read(&tin, "", c, f, &out->goals[t], err))
+        if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT, PROTO_TARGET_TIP, NULL,
+                               &to, NULL) ||
+            tip_rules(&to, "", c, f, &out->goals[t], err))
             return -1;
-        r->p = tin.s.p;
     } while (proto__scan_char(r, ','));
     return proto__scan_char(r, '}') && proto__scan_end(r) ? 0 : -1;
 }

@@ -125,6 +125,10 @@ typedef struct proto_object {
     double num[PROTO_PLACES_MAX];    /* NUMBER, NUMBERS, ROWS at their places */
     long long i[PROTO_MEMBERS_MAX];  /* INTEGER, BOOL */
     proto_in in[PROTO_MEMBERS_MAX];  /* each member's value (STRING: text mode, its bytes) */
+    /* a tick's tree target (proto__tick_target): its tips as the raw
+     * reader read them, each named by its text, else NULL */
+    const struct proto_stream_raw *tipv;
+    size_t ntips;
 } proto_object;
 
 enum { PROTO_MODE_TREE = 0, PROTO_MODE_TEXT, PROTO_MODE_FILLED };
@@ -262,8 +266,9 @@ int proto__target_finish(proto_object *o, const char *path, const proto_chain *c
  * (proto_stream.c's raw reader), kept until its stream's session knows the
  * chain: its envelope, and its target's members as the text mode read
  * them, before their meaning (proto__tick_target() makes the object of
- * them again): a tree's "keep" and "tips" as their text, read by the
- * rules. Seeds are read as a tree instead. */
+ * them again): a tree's "keep" as its text, read by the rules, and its
+ * "tips" read as records of the same kind (each tip's name its text). Seeds
+ * are read as a tree instead. */
 struct proto_stream_raw {
     char stream[PROTO_STREAM_NAME_MAX + 1];
     bool has_seq; /* a seq of its own (a tick's target without one has the tick's) */
@@ -275,6 +280,10 @@ struct proto_stream_raw {
     double num[PROTO_T_PLACES];
     long long priority;
     proto_in keep, tips;
+    /* a tree target's tips, read with it (proto_stream.c raw_tips): ntips
+     * records of their members, each tip's name its text and len */
+    const proto_stream_raw *tipv;
+    size_t ntips;
     /* a binary tick's target (proto_stream_binary.c): its numbers filled
      * (no text: the rules word every error), and what its envelope got
      * wrong (PROTO_RAW_BAD_*, answered as the JSON form answers it) */

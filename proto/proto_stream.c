@@ -321,37 +321,65 @@ size_t proto_stream_path_bytes(const proto_stream_path *p)
  * with a seed, and then the tree decoder reads the message.
  */
 
+/* The tips of a message's tree targets, in the order of the targets, as
+ * raw_tips reads them; declined: one was not taken. */
+typedef struct raw_tipbuf {
+    proto_stream_raw *v;
+    size_t n, cap;
+    bool declined;
+} raw_tipbuf;
+
 /* A tree target's "tips" at p ({tip name: tip target}): each tip's target
- * read by its members' shapes, no name twice, so that the text kept is
- * JSON the tree decoder reads alike (the session reads it again with the
- * chain's tip names, proto__target_finish). Its bytes, or 0 with *ud (a
- * bool) set when declined. */
+ * read by its members' shapes into a record of *ud (a raw_tipbuf), no name
+ * twice, so that the text kept is JSON the tree decoder reads alike; the
+ * session gives them their meaning with the chain's tip names
+ * (proto__target_finish). Its bytes, or 0 with declined set. */
 static size_t raw_tips(size_t k, const char *p, size_t avail, void *ud)
 {
+    raw_tipbuf *b = ud;
     proto_in in = proto_in_text(p, avail);
-    const char *name[IK_TREE_MAX_TIPS];
-    size_t len[IK_TREE_MAX_TIPS], n = 0;
+    size_t first = b->n;
     if (!proto__scan_char(&in.s, '{'))
         goto no;
     if (!proto__scan_char(&in.s, '}')) {
         do {
             proto_object o;
-            if (n == IK_TREE_MAX_TIPS || !proto__scan_key(&in.s, &name[n], &len[n]))
+            const char *name;
+            size_t len;
+            if (b->n - first == IK_TREE_MAX_TIPS || !proto__scan_key(&in.s, &name, &len))
                 goto no;
-            for (size_t j = 0; j < n; j++)
-                if (len[j] == len[n] && memcmp(name[j], name[n], len[n]) == 0)
+            for (size_t j = first; j < b->n; j++)
+                if (b->v[j].len == len && memcmp(b->v[j].text, name, len) == 0)
                     goto no;
-            n++;
+            if (b->n == b->cap) {
+                size_t cap = b->cap ? 2 * b->cap : 64;
+                proto_stream_raw *v = realloc(b->v, cap * sizeof *v);
+                if (!v)
+                    goto no;
+                b->v = v;
+                b->cap = cap;
+            }
             if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT, PROTO_TARGET_TIP,
                                    NULL, &o, NULL))
                 goto no;
+            proto_stream_raw *t = &b->v[b->n++]; /* what proto__tick_target reads */
+            t->filled = false;
+            t->keep = t->tips = proto_in_tree(NULL);
+            t->tipv = NULL;
+            t->ntips = 0;
+            t->text = name;
+            t->len = len;
+            t->has = o.has;
+            memcpy(t->n, o.n, sizeof t->n);
+            memcpy(t->num, o.num, sizeof t->num);
+            t->priority = o.i[PROTO_T_PRIORITY];
         } while (proto__scan_char(&in.s, ','));
         if (!proto__scan_char(&in.s, '}'))
             goto no;
     }
     return (size_t)(in.s.p - p);
 no:
-    *(bool *)ud = true;
+    b->declined = true;
     return 0;
 }
 
@@ -366,7 +394,7 @@ typedef struct raw_top {
 
 /* An object of MESSAGE_MAP's members into t: a tick's target, or with top
  * the message itself. The members' bits, or -1 when declined. */
-static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
+static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top, raw_tipbuf *tips)
 {
     unsigned seen = 0;
     if (!proto__scan_char(r, '{'))
@@ -407,7 +435,8 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
                 }
                 ts[i].has_seq = ts[i].filled = false;
                 ts[i].bad = 0;
-                int had = raw_object(r, &ts[i++], NULL);
+                ts[i].ntips = 0;
+                int had = raw_object(r, &ts[i++], NULL, tips);
                 if (had < 0 || (had & need) != need)
                     return -1;
             } while (proto__scan_char(r, ','));
@@ -434,14 +463,15 @@ static int raw_object(proto_scan *r, proto_stream_raw *t, raw_top *top)
         case M_TARGET: {
             proto_object o;
             proto_in in = {NULL, *r, 0};
-            bool declined = false;
-            const proto_known tips = {PROTO_BIT(PROTO_T_TIPS), raw_tips, &declined, NULL};
+            const proto_known known = {PROTO_BIT(PROTO_T_TIPS), raw_tips, tips, NULL};
+            size_t first = tips->n;
             proto__scan_ws(&in.s);
             t->text = in.s.p;
             if (proto__object_read(&in, "", proto_target_members, PROTO_T_COUNT, PROTO_TARGET_ANY,
-                                   &tips, &o, NULL) ||
-                declined)
+                                   &known, &o, NULL) ||
+                tips->declined)
                 return -1;
+            t->ntips = tips->n - first;
             t->len = (size_t)(in.s.p - t->text);
             r->p = in.s.p;
             t->has = o.has;
@@ -467,7 +497,8 @@ static bool read_raw(const char *text, size_t len, bool target, proto_stream_msg
     proto_scan r = {text, text + len};
     proto_stream_raw env = {.has_seq = false}; /* the message's own members */
     raw_top top = {target, -1, NULL, 0, 0};
-    int seen = raw_object(&r, &env, &top);
+    raw_tipbuf tips = {NULL, 0, 0, false};
+    int seen = raw_object(&r, &env, &top, &tips);
     if (seen < 0 || !proto__scan_end(&r))
         goto no;
     /* a tick's target without a seq of its own has the tick's
@@ -485,9 +516,14 @@ static bool read_raw(const char *text, size_t len, bool target, proto_stream_msg
     out->seq = env.seq;
     out->raw = top.ts;
     out->nraw = top.n;
+    /* the tips' records, now that they move no more */
+    out->raw_tips = tips.v;
+    for (size_t i = 0, at = 0; i < top.n; at += top.ts[i++].ntips)
+        top.ts[i].tipv = top.ts[i].ntips ? tips.v + at : NULL;
     return true;
 no:
     free(top.ts);
+    free(tips.v);
     return false;
 }
 
@@ -669,6 +705,7 @@ void proto_stream_msg_free(proto_stream_msg *m)
     proto_stream_path_free(m->path);
     json_decref(m->root);
     free(m->raw);
+    free(m->raw_tips);
     memset(m, 0, sizeof *m);
 }
 

@@ -103,6 +103,7 @@ typedef struct proto_stream_msg {
     proto_stream_raw *raw; /* tick, target read without a tree: the targets
                               (owned; then root, target, targets are NULL) */
     size_t nraw;
+    proto_stream_raw *raw_tips; /* the raw targets' tips (owned; proto_stream_raw.tipv) */
     bool binary; /* a binary tick (proto_stream_decode_binary): answered in binary */
 } proto_stream_msg;
 

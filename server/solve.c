@@ -68,20 +68,25 @@ static double jobs_cost(const srv_solve *s)
     return c;
 }
 
-/* One-target jobs jobs[begin, end), each recorded with its share of the
- * time, in runs of one solver and status (a tick's jobs mostly share
- * them: one metrics update per run rather than per job). */
-static void run_jobs(srv_ctx *ctx, srv_solve *s)
+/* Solves the one-target jobs jobs[begin, end) (NULL entries are skipped)
+ * and times them. */
+static void run_jobs(srv_solve *s)
 {
     uint64_t t0 = uv_hrtime();
-    size_t solved = 0;
-    for (size_t i = s->begin; i < s->end; i++) {
-        if (s->jobs[i]) {
+    for (size_t i = s->begin; i < s->end; i++)
+        if (s->jobs[i])
             proto_job_run(s->jobs[i], 0, 1);
-            solved++;
-        }
-    }
     s->seconds = (double)(uv_hrtime() - t0) * 1e-9;
+}
+
+/* Records jobs[begin, end), each with its share of the time, in runs of
+ * one solver and status (a tick's jobs mostly share them: one metrics
+ * update per run rather than per job). */
+static void record_jobs(srv_ctx *ctx, const srv_solve *s)
+{
+    size_t solved = 0;
+    for (size_t i = s->begin; i < s->end; i++)
+        solved += s->jobs[i] != NULL;
     double each = solved ? s->seconds / (double)solved : 0.0;
     const char *solver = NULL, *status = NULL;
     size_t n = 0;
@@ -117,11 +122,13 @@ static void record_items(srv_ctx *ctx, srv_solve *s)
 static void run_from(srv_ctx *ctx, srv_solve *s, uint64_t t0)
 {
     if (s->jobs) {
-        /* a tick's part: recorded before its after, which hands the jobs
-         * back to their streams */
-        run_jobs(ctx, s);
+        /* a tick's part: encoded by its after first, as below (the jobs it
+         * hands back to their streams stay in s->jobs, alive until the
+         * tick lets go of the streams, after done) */
+        run_jobs(s);
         if (s->after)
             s->after(s);
+        record_jobs(ctx, s);
         return;
     }
     if (s->items) {

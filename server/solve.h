@@ -128,8 +128,7 @@ int srv_solve_submit_stage(srv_ctx *ctx, srv_solve *s);
 
 /* Solves s right here on the calling thread (a pool item that also did
  * something else first, such as decoding a large body): solve, time,
- * after, then record (a tick's part: record, then after). Does not run
- * done. Any thread. */
+ * after, then record. Does not run done. Any thread. */
 void srv_solve_run(srv_ctx *ctx, srv_solve *s);
 
 #endif /* SRV_SOLVE_H */

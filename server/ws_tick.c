@@ -282,12 +282,14 @@ static void part_after(srv_solve *sv)
             put_comma(&p->out, t->binary);
         entry_write(&p->out, &t->e[i], t->binary);
     }
+    /* t->jobs[i] stays: the solve's metrics read the status word the
+     * answer noted (srv_solve_run), and the stream keeps the job until
+     * its next solve, which waits for tick_finish */
     for (size_t i = sv->begin; i < sv->end; i++) {
         ws_tick_entry *e = &t->e[i];
         if (e->job && !e->err) {
             proto_session_solved(e->s->session, e->job);
             e->job = NULL;
-            t->jobs[i] = NULL;
         }
     }
     if (atomic_fetch_sub(&t->unwritten, 1) == 1)

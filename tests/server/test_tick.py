@@ -200,6 +200,36 @@ class TickTest(unittest.TestCase):
                                  [("b", "success"), ("a", "success")])
         run(body())
 
+    def test_metrics_count_the_answered_words(self):
+        """/metrics counts a tick's solves with the status words they were
+        answered with, one sample per target."""
+        def counts():
+            status, text = self.d.http("GET", "/metrics")
+            self.assertEqual(status, 200)
+            got = {}
+            for line in text.splitlines():
+                if line.startswith("ikd_solves_total{"):
+                    word = line.split('status="')[1].split('"')[0]
+                    got[word] = got.get(word, 0) + int(float(line.split()[1]))
+            return got
+
+        async def body():
+            async with connect(self.d) as ws:
+                names = ["m%d" % i for i in range(5)]
+                await open_legs(ws, names)
+                before = counts()
+                far = {"position": [0, 0, 9]}
+                await send(ws, tick(3, [(s, None, far if i >= 3 else {"position": foot_target(i)})
+                                        for i, s in enumerate(names)]))
+                m = await recv(ws)
+                words = [a["result"]["status"] for a in m["solutions"]]
+                self.assertEqual(words, ["success"] * 3 + ["no_ik_solution"] * 2, m)
+                after = counts()
+                self.assertEqual({w: after.get(w, 0) - before.get(w, 0) for w in after
+                                  if after.get(w, 0) != before.get(w, 0)},
+                                 {"success": 3, "no_ik_solution": 2})
+        run(body())
+
     def test_tick_envelope_errors(self):
         async def body():
             async with connect(self.d) as ws:
