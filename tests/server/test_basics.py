@@ -342,7 +342,8 @@ class MismatchTest(unittest.TestCase):
         """The same bad JSON gets the same error object (code, message,
         path) from POST /v1/solve and from a stream; XML gets the same
         words too, up to the hint, which says what each place takes."""
-        texts = ['{"type":"open",', '<robot name="arm"/>', '{"a":1,"a":2}', '[1, 2']
+        texts = ['{"type":"open",', '<robot name="arm"/>', '{"a":1,"a":2}', '[1, 2',
+                 '\ufeff{"type":"close","stream":"a"}']
         ws = self.stream_errors(texts)
         for t, m in zip(texts, ws):
             status, text = self.raw("POST", "/v1/solve", t.encode(),
@@ -356,6 +357,8 @@ class MismatchTest(unittest.TestCase):
                 e["message"] = e["message"].split(cut)[0]
                 m["error"]["message"] = m["error"]["message"].split(cut)[0]
             self.assertEqual(e, m["error"], t)
+            if t.startswith("\ufeff"):
+                self.assertIn("byte order mark (bytes EF BB BF)", e["message"])
 
     def test_stream_type_required(self):
         m, = self.stream_errors(['{"stream":"a","seq":1}'])
