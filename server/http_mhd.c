@@ -716,6 +716,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     r->announced = (size_t)announced;
     r->origin = hv.origin;
     const srv_route *d = r->q.route;
+    char qmsg[256];
 
     if (nul_url || hv.nul_header) {
         /* before anything reads the text a NUL would cut short */
@@ -758,6 +759,12 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         char msg[128];
         snprintf(msg, sizeof msg, "method %.32s is not allowed here", method);
         refuse(r, PROTO_E_METHOD_NOT_ALLOWED, "method", msg);
+    } else if (!d->any_query &&
+               !srv_http_query_check(conn, r->q.method == SRV_M_DELETE ? NULL : d->query,
+                                     d->label, qmsg, sizeof qmsg)) {
+        /* unknown parameters are refused, as unknown JSON members are (a
+         * DELETE reads none) */
+        refuse(r, PROTO_E_INVALID_REQUEST, "query", qmsg);
     } else if (d->takes_body) {
         if (announced > ctx->cfg.limits.max_body_bytes) {
             refuse(r, PROTO_E_TOO_LARGE, "too_large",

@@ -162,6 +162,30 @@ class BasicsTest(unittest.TestCase):
         status, text = self.d.http("POST", "/openapi.yaml", body={})
         self.assertEqual(status, 405, text)
 
+    def test_unknown_query_parameters_refused(self):
+        """A query parameter a route does not read is refused (400, named),
+        as an unknown JSON member is; so are a repeated or valueless
+        ?include, and ?include on a DELETE. ?include=source still works."""
+        body = {"chain": TWO_BONE, "target": {"position": [0.3, 0.6, 0.2]}}
+        for method, path, data, words in [
+                ("POST", "/v1/solve?digits=6", body,
+                 'unknown query parameter "digits": /v1/solve takes none'),
+                ("GET", "/v1/solvers?x", None, '"x"'),
+                ("POST", "/v1/chains?include=source&include=source", TWO_BONE,
+                 '"include" is given more than once'),
+                ("POST", "/v1/chains?include", TWO_BONE, '"include" has no value'),
+                ("POST", "/v1/chains?source=1", TWO_BONE,
+                 '"source": /v1/chains takes only ?include'),
+                ("DELETE", "/v1/chains/abc?include=source", None, '"include"')]:
+            status, text = self.d.http(method, path, data, self.auth)
+            self.assertEqual(status, 400, (path, text))
+            e = json.loads(text)["error"]
+            self.assertEqual(e["code"], "invalid_request")
+            self.assertIn(words, e["message"])
+        status, text = self.d.http("POST", "/v1/chains?include=source", TWO_BONE, self.auth)
+        self.assertIn(status, (200, 201), text)
+        self.assertIn("chain", json.loads(text))
+
     def test_metrics(self):
         """Solve outcomes by solver and status, counted once per answered
         target (inline solves, a batch on the pool), the build info naming
