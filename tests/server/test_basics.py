@@ -138,6 +138,23 @@ class VersionTest(unittest.TestCase):
         self.assertIn("--version", h.stdout)
 
 
+class SolveCliTest(unittest.TestCase):
+    def error(self, args, stdin=b""):
+        r = subprocess.run([IKD_BIN, "solve"] + args, input=stdin, capture_output=True,
+                           timeout=10)
+        self.assertEqual(r.returncode, 2, r)
+        return json.loads(r.stdout)["error"]["message"]
+
+    def test_file_errors_say_why(self):
+        """ikd solve names why a file cannot be read (as ikd chain does) and
+        a byte order mark on stdin as it does over HTTP."""
+        self.assertEqual(self.error(["tests"]), "cannot read tests: Is a directory")
+        self.assertIn("No such file", self.error(["tests/no-such.json"]))
+        self.assertIn("byte order mark", self.error(
+            [], b"\xef\xbb\xbf" + json.dumps({"chain": TWO_BONE, "target": {
+                "position": [0.3, 0.6, 0.2]}}).encode()))
+
+
 class BasicsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
