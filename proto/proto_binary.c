@@ -125,6 +125,13 @@ int proto_batch_decode_binary(const char *body, size_t len, const proto_limits *
                                "bytes, not %zu",
                                n, flags & 1 ? " with orientations" : "", head,
                                at + n * stride, len);
+    for (size_t k = HEAD_IN + head; k < at; k++)
+        if (b[k])
+            return proto_error_set(err, PROTO_E_INVALID_REQUEST, "",
+                                   "byte %zu of a binary batch, in the padding after its head, is "
+                                   "0x%02x: the padding is zero bytes (proto/README.md, \"Binary "
+                                   "batches\")",
+                                   k, b[k]);
     json_t *req = proto_json_parse(body + HEAD_IN, head, lim->max_body_bytes, PROTO_JSON_BATCH, err);
     if (!req)
         return -1;

@@ -200,6 +200,12 @@ static const char *const xml_hints[] = {
 int proto_json_syntax_error(const char *text, size_t len, const json_error_t *je,
                             proto_json_ctx ctx, proto_error *err)
 {
+    /* a UTF-8 byte order mark, which jansson would name as an invisible
+     * character (JSON texts carry none, RFC 8259 section 8.1) */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        return proto_error_set(err, PROTO_E_INVALID_JSON, "",
+                               "the JSON starts with a UTF-8 byte order mark (bytes EF BB BF); "
+                               "send it without one");
     size_t i = 0;
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n'))
         i++;

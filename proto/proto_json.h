@@ -85,7 +85,9 @@ json_t *proto_json_parse(const char *body, size_t len, size_t max_bytes, proto_j
  * ctx expects around a URDF chain ({"kind":"urdf","urdf":"<robot ...>",
  * "base":...,"tip":...}, bare for PROTO_JSON_CHAIN, as "chain" of a solve,
  * a batch or a stream's open message otherwise) and, over HTTP, the
- * command that prints the chain object (ikd chain). Returns -1. */
+ * command that prints the chain object (ikd chain). Text that starts with
+ * a UTF-8 byte order mark gets a message saying so, whatever jansson said.
+ * Returns -1. */
 int proto_json_syntax_error(const char *text, size_t len, const json_error_t *je,
                             proto_json_ctx ctx, proto_error *err);
 

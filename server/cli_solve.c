@@ -79,7 +79,7 @@ int srv_cli_solve(int argc, char **argv)
     }
     size_t len = 0;
     char *body = slurp(f, lim.max_body_bytes, &len);
-    int read_error = ferror(f);
+    int read_error = ferror(f) ? errno : 0;
     if (f != stdin)
         fclose(f);
     if (!body) {
@@ -88,7 +88,8 @@ int srv_cli_solve(int argc, char **argv)
     }
     if (read_error) {
         free(body);
-        proto_error_set(&err, PROTO_E_INVALID_REQUEST, "", "cannot read %s", path);
+        proto_error_set(&err, PROTO_E_INVALID_REQUEST, "", "cannot read %s: %s", path,
+                        strerror(read_error));
         return fail(&err);
     }
     if (len > lim.max_body_bytes) {

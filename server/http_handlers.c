@@ -313,9 +313,9 @@ static const srv_route routes[] = {
     {.path = "/v1/solve/batch", .label = "/v1/solve/batch", .methods = SRV_M_POST,
      .takes_body = true, .binary = true, .handle = srv_http_batch, .cleanup = request_cleanup},
     {.path = "/v1/chains", .label = "/v1/chains", .methods = SRV_M_POST, .takes_body = true,
-     .handle = srv_http_chains_post, .cleanup = request_cleanup},
+     .handle = srv_http_chains_post, .cleanup = request_cleanup, .query = "include"},
     {.path = "/v1/scenes", .label = "/v1/scenes", .methods = SRV_M_POST, .takes_body = true,
-     .handle = srv_http_scenes_post, .cleanup = request_cleanup},
+     .handle = srv_http_scenes_post, .cleanup = request_cleanup, .query = "include"},
     {.path = "/v1/solvers", .label = "/v1/solvers", .methods = GET_HEAD,
      .handle = handle_solvers},
     {.path = "/v1/stream", .label = "/v1/stream", .methods = SRV_M_GET,
@@ -329,12 +329,12 @@ static const srv_route routes[] = {
      .handle = handle_openapi},
     {.path = CHAINS_PREFIX, .prefix = true, .label = "/v1/chains/{id}",
      .methods = GET_HEAD | SRV_M_DELETE, .handle = srv_http_chain_id,
-     .cleanup = request_cleanup},
+     .cleanup = request_cleanup, .query = "include"},
     {.path = "/v1/scenes/", .prefix = true, .label = "/v1/scenes/{id}",
      .methods = GET_HEAD | SRV_M_DELETE, .handle = srv_http_scene_id,
-     .cleanup = request_cleanup},
+     .cleanup = request_cleanup, .query = "include"},
     {.match = is_page_file, .label = "static", .methods = GET_HEAD, .open = true,
-     .handle = handle_static},
+     .handle = handle_static, .any_query = true},
 };
 
 int srv_http_handlers_register(srv_ctx *ctx)

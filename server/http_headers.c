@@ -27,6 +27,7 @@
  */
 #include "server/http_headers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -165,6 +166,45 @@ char *srv_http_header_list(struct MHD_Connection *conn, const char *name)
         return NULL;
     }
     return j.out;
+}
+
+/* The walk of a query's parameters (srv_http_query_check). */
+typedef struct query_walk {
+    const char *name, *path;
+    char *msg;
+    size_t n;
+    bool seen, bad;
+} query_walk;
+
+static enum MHD_Result query_value(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    query_walk *w = cls;
+    if (!w->name || strcmp(key, w->name) != 0) {
+        if (w->name)
+            snprintf(w->msg, w->n, "unknown query parameter \"%.64s\": %.64s takes only ?%s", key,
+                     w->path, w->name);
+        else
+            snprintf(w->msg, w->n, "unknown query parameter \"%.64s\": %.64s takes none", key,
+                     w->path);
+    } else if (w->seen) {
+        snprintf(w->msg, w->n, "query parameter \"%s\" is given more than once", key);
+    } else if (!value) {
+        snprintf(w->msg, w->n, "query parameter \"%s\" has no value", key);
+    } else {
+        w->seen = true;
+        return MHD_YES;
+    }
+    w->bad = true;
+    return MHD_NO;
+}
+
+bool srv_http_query_check(struct MHD_Connection *conn, const char *name, const char *path,
+                          char *msg, size_t n)
+{
+    query_walk w = {name, path, msg, n, false, false};
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_value, &w);
+    return !w.bad;
 }
 
 /* Whether s starts with the version libmicrohttpd accepts, NUL-ended. */

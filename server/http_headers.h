@@ -39,6 +39,12 @@ void srv_http_head_read(struct MHD_Connection *conn, const char *method, const c
  * --connection-memory bounds. */
 char *srv_http_header_list(struct MHD_Connection *conn, const char *name);
 
+/* Whether conn's query holds only the parameter name (NULL: none), once
+ * and with a value; if not, false with msg (n bytes) saying what is wrong,
+ * naming the parameter and what path (for the message) takes. */
+bool srv_http_query_check(struct MHD_Connection *conn, const char *name, const char *path,
+                          char *msg, size_t n);
+
 /* libmicrohttpd's MHD_OPTION_URI_LOG_CALLBACK: called with the request's
  * raw URL before it is decoded; its value becomes the request's first
  * con_cls. A URL holding an encoded NUL (%00, in the path or the query)

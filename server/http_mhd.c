@@ -1,7 +1,9 @@
 /*
  * http_mhd.c: the one module of ikd's HTTP side that talks to
  * libmicrohttpd: its access handler and request-completed notification,
- * request bodies and the body budget, the checks every request passes
+ * the refusals of request bodies past --max-body or the body budget (the
+ * bytes themselves and their accounting are http_body.c's, which talks to
+ * no connection), the checks every request passes
  * before its handler (route, Origin, token, method, announced size), CORS,
  * suspending and resuming connections for pool work (srv_http_submit, the
  * one way a handler hands work on), and turning the response values of the
@@ -80,7 +82,9 @@
  * notification, unless pool work still holds it; then the notification
  * only marks it dead and the last release (srv_http_release) frees it.
  *
- * Not here: what each endpoint does (http_handlers.c, http_batch.c), the
+ * Not here: a request's body bytes and the body budget (http_body.c; the
+ * request record both files share is server/http_req.h), what each
+ * endpoint does (http_handlers.c, http_batch.c), the
  * route table (http_route.c), the pure rules of status codes, tokens and
  * media types (http_rules.c), the loop glue (loop.c), flags and startup
  * (serve.c, config.c), the request deadline (guard.c), WebSocket framing
@@ -98,6 +102,7 @@
 #include "server/guard.h"
 #include "server/http_handler.h"
 #include "server/http_headers.h"
+#include "server/http_req.h"
 #include "server/loop.h"
 #include "server/metrics.h"
 #include "server/sockinfo.h"
@@ -105,55 +110,10 @@
 #include "server/trim.h"
 #include "server/ws_handshake.h"
 
-/* Bodies of up to this many bytes (with their NUL) are kept in the request
- * itself; finished requests, up to SPARES of them, are kept for the next
- * ones: a single solve then takes no allocation of the HTTP side. */
-#define SMALL_BODY 1024
+/* Finished requests, up to SPARES of them, are kept for the next ones:
+ * with the small body a request holds (server/http_req.h), a single solve
+ * then takes no allocation of the HTTP side. */
 #define SPARES 64
-
-enum req_state {
-    ST_READING,  /* headers/body arriving */
-    ST_WORKING,  /* the handler works on the pool; no answer yet */
-    ST_READY,    /* the answer came while working: queue it on the next call */
-    ST_ANSWERED  /* a response was queued */
-};
-
-/* A piece of a streamed answer, queued until the client has taken it. */
-typedef struct out_piece {
-    struct out_piece *next;
-    char *data;
-    size_t len;
-} out_piece;
-
-typedef struct http_req {
-    srv_request q; /* what the handlers see (first member) */
-    struct MHD_Connection *conn;
-    const char *origin; /* its Origin header (libmicrohttpd's copy), or NULL */
-    enum req_state state;
-    bool in_dispatch;     /* the handler is running: an answer is queued at once */
-    bool suspended;
-    bool preflight;       /* a CORS preflight (OPTIONS) on a known route */
-    unsigned status_sent; /* for metrics; 0 = none */
-    bool has_err;         /* err holds a refusal decided before the body was in */
-    size_t cap;
-    size_t held;      /* bytes of ctx->sh->body_bytes this request accounts for */
-    size_t announced; /* Content-Length, 0 when none */
-    size_t head_bytes; /* the request line and headers, as libmicrohttpd read them */
-    bool chunked;      /* a body without Content-Length: its bytes are not known */
-    bool received;    /* the request is in whole (srv_guard_received) */
-    size_t discarded; /* body bytes read and thrown away after a refusal */
-    srv_response ready; /* the answer prepared while working (ST_READY) */
-    /* a streamed answer (srv_http_stream_begin): its pieces in order, the
-     * bytes of the first already taken, whether it ended (and was cut) */
-    out_piece *out_head, *out_tail;
-    size_t out_pieces, out_off;
-    bool out_ended, out_cut;
-    void (*drained)(srv_request *q);
-    struct http_req *next_spare; /* in ctx->http's spares */
-    /* (not cleared for a new request:) */
-    proto_error err; /* written only with has_err */
-    char small[SMALL_BODY]; /* a small body's bytes (q.body points here) */
-} http_req;
 
 /* ctx->http: the HTTP side's state of one daemon. */
 struct srv_http {
@@ -195,14 +155,6 @@ static void response_drop(srv_ctx *ctx, srv_response *v)
     response_drop_held(ctx, v);
 }
 
-/* Frees a request's body (unless it is the request's own small one). */
-static void body_free(http_req *r)
-{
-    if (r->q.body != r->small)
-        free(r->q.body);
-    r->q.body = NULL;
-}
-
 static void req_free(http_req *r)
 {
     srv_ctx *ctx = r->q.ctx;
@@ -212,7 +164,7 @@ static void req_free(http_req *r)
     if (r->q.route && r->q.route->cleanup)
         r->q.route->cleanup(&r->q);
     response_drop(ctx, &r->ready);
-    body_free(r);
+    srv__http_body_free(r);
     srv_trim_note(ctx, r->q.len); /* a large body, and what decoding it took */
     srv_http *h = ctx->http;
     if (!h || h->n_spares >= SPARES) {
@@ -604,7 +556,7 @@ bool srv_http_release(srv_request *q)
 void srv_http_body_release(srv_request *q)
 {
     http_req *r = req_of(q);
-    body_free(r);
+    srv__http_body_free(r);
     srv_budget_release(&q->ctx->sh->body_bytes, r->held);
     r->held = 0;
 }
@@ -696,87 +648,28 @@ static enum MHD_Result answer_preflight(http_req *r)
 
 /* ---- the body ---------------------------------------------------------------- */
 
-/* Accounts for the request holding `total` bytes of body in the budget
- * ctx->sh->body_bytes (never less than it holds already); false when that
- * would pass --body-budget. Only bytes that arrived are counted: an
- * announced Content-Length reserves nothing (a client announcing 8 MB and
- * sending nothing costs the others nothing). */
-static bool body_reserve(http_req *r, size_t total)
-{
-    srv_ctx *ctx = r->q.ctx;
-    if (total <= r->held)
-        return true;
-    if (!srv_budget_reserve(&ctx->sh->body_bytes, total - r->held))
-        return false;
-    r->held = total;
-    return true;
-}
-
-/* Drops the body received so far (a refusal decided mid-body): the rest
- * is read and discarded, and the refusal answered once it is in. */
-static void body_drop(http_req *r, size_t n)
-{
-    srv_ctx *ctx = r->q.ctx;
-    r->discarded = r->q.len + n;
-    body_free(r);
-    r->q.len = r->cap = 0;
-    srv_budget_release(&ctx->sh->body_bytes, r->held);
-    r->held = 0;
-}
-
+/* Takes n more bytes of r's body (server/http_body.c), refusing the
+ * request when they pass --max-body or the body budget. */
 static enum MHD_Result body_data(http_req *r, const char *data, size_t n)
 {
-    srv_ctx *ctx = r->q.ctx;
-    size_t max = ctx->cfg.limits.max_body_bytes;
-    if (r->has_err || r->preflight || !r->q.route->takes_body) {
-        /* Discarded; the error is answered once the body is in
-         * (libmicrohttpd 0.9.75 cannot queue a response mid-body). A body
-         * that goes on far past the limit is cut by closing the connection. */
-        r->discarded += n;
-        return r->discarded > 2 * max + 65536 ? MHD_NO : MHD_YES;
-    }
-    if (n > max - r->q.len) {
+    switch (srv__http_body_append(r, data, n)) {
+    case SRV_BODY_TAKEN:
+        return MHD_YES;
+    case SRV_BODY_TOO_LARGE:
         refuse(r, PROTO_E_TOO_LARGE, "too_large",
                "the request body exceeds the limit (--max-body)");
-        body_drop(r, n);
+        srv__http_body_drop(r, n);
         return MHD_YES;
-    }
-    /* the budget counts what arrived (and the NUL the handlers get) */
-    if (!body_reserve(r, r->q.len + n + 1)) {
+    case SRV_BODY_OVER_BUDGET:
         refuse(r, PROTO_E_OVERLOADED, "body_budget",
                "request bodies being received fill the body budget (--body-budget); retry "
                "later");
-        body_drop(r, n);
+        srv__http_body_drop(r, n);
         return MHD_YES;
+    case SRV_BODY_CLOSE:
+        break;
     }
-    if (!r->q.body && r->q.len + n + 1 <= SMALL_BODY) {
-        r->q.body = r->small;
-        r->cap = SMALL_BODY;
-    }
-    if (r->q.len + n + 1 > r->cap) {
-        /* grown geometrically (realloc of a large block remaps its pages
-         * rather than copying them), never beyond an announced length or
-         * --max-body */
-        size_t cap = r->cap ? r->cap : 1024;
-        while (cap < r->q.len + n + 1)
-            cap *= 2;
-        if (r->announced && cap > r->announced + 1 && r->q.len + n + 1 <= r->announced + 1)
-            cap = r->announced + 1;
-        if (cap > max + 1)
-            cap = max + 1;
-        bool small = r->q.body == r->small;
-        char *p = realloc(small ? NULL : r->q.body, cap);
-        if (!p)
-            return MHD_NO;
-        if (small)
-            memcpy(p, r->small, r->q.len);
-        r->q.body = p;
-        r->cap = cap;
-    }
-    memcpy(r->q.body + r->q.len, data, n);
-    r->q.len += n;
-    r->q.body[r->q.len] = '\0';
-    return MHD_YES;
+    return MHD_NO;
 }
 
 /* ---- libmicrohttpd callbacks ------------------------------------------------- */
@@ -823,6 +716,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
     r->announced = (size_t)announced;
     r->origin = hv.origin;
     const srv_route *d = r->q.route;
+    char qmsg[256];
 
     if (nul_url || hv.nul_header) {
         /* before anything reads the text a NUL would cut short */
@@ -865,6 +759,12 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         char msg[128];
         snprintf(msg, sizeof msg, "method %.32s is not allowed here", method);
         refuse(r, PROTO_E_METHOD_NOT_ALLOWED, "method", msg);
+    } else if (!d->any_query &&
+               !srv_http_query_check(conn, r->q.method == SRV_M_DELETE ? NULL : d->query,
+                                     d->label, qmsg, sizeof qmsg)) {
+        /* unknown parameters are refused, as unknown JSON members are (a
+         * DELETE reads none) */
+        refuse(r, PROTO_E_INVALID_REQUEST, "query", qmsg);
     } else if (d->takes_body) {
         if (announced > ctx->cfg.limits.max_body_bytes) {
             refuse(r, PROTO_E_TOO_LARGE, "too_large",
@@ -873,7 +773,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         }
         /* The body budget: an announced body that does not fit what is
          * left of it now is refused before it is read; nothing is reserved
-         * (bytes are counted as they arrive, body_data). */
+         * (bytes are counted as they arrive, http_body.c). */
         r->announced = (size_t)announced;
         if (announced > 0 && !srv_budget_fits(&ctx->sh->body_bytes, (size_t)announced + 1)) {
             refuse(r, PROTO_E_OVERLOADED, "body_budget",

@@ -66,6 +66,14 @@ typedef struct srv_route {
     /* Frees what handle kept in the request (srv_request's job, batch)
      * when the request is freed; or NULL. */
     void (*cleanup)(srv_request *q);
+    /* The query parameter its GET, HEAD and POST read (srv_http_query), or
+     * NULL for none (a DELETE reads none): any
+     * other, a repeated one or one without a value is refused (400) before
+     * the handler, as unknown JSON members are; with any_query, every
+     * query is let through unread (the page's files, which a browser may
+     * ask for with a cache-busting query). */
+    const char *query;
+    bool any_query;
     /* Set by srv_http_route_add: the Allow header's value, the methods in
      * the order GET, HEAD, POST, DELETE. */
     const char *allow;

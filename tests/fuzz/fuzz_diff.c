@@ -382,6 +382,11 @@ static void one_binary(const char *body, size_t len)
         proto_job_free(bj);
         return; /* the binary form's own errors */
     }
+    for (size_t k = 16 + head; k < at; k++)
+        if (b[k]) { /* nonzero padding: the binary form's own error too */
+            proto_job_free(bj);
+            return;
+        }
     bool planar_z = false;
     /* a NUL in the head: jansson reads the head, but its reading of NUL
      * bytes depends on what follows them, which the twin changes */

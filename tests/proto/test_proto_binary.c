@@ -412,6 +412,15 @@ START_TEST(test_errors)
     binary_error(b, len, &lim, PROTO_E_TOO_LARGE, "", "limit");
     proto_limits_default(&lim);
     size_t at = len - 2 * 24;
+    /* the padding after the head is zero bytes: a nonzero byte there is
+     * named by its offset */
+    size_t head_end = 16 + (b[8] | (size_t)b[9] << 8);
+    ck_assert_uint_gt(at, head_end); /* this head has padding */
+    b[at - 1] = 0x20;
+    char where[32];
+    snprintf(where, sizeof where, "byte %zu", at - 1);
+    binary_error(b, len, &lim, PROTO_E_INVALID_REQUEST, "", where);
+    b[at - 1] = 0;
     le64d(b + at + 24 + 8, NAN);
     binary_error(b, len, &lim, PROTO_E_INVALID_REQUEST, "/targets/1/position/1", "finite");
     le64d(b + at + 24 + 8, INFINITY);

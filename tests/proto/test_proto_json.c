@@ -1314,6 +1314,29 @@ START_TEST(test_xml_hints)
 }
 END_TEST
 
+/* A text that starts with a UTF-8 byte order mark: a message that says
+ * so, the same for a solve, a chain and a stream message (jansson names an
+ * invisible character). */
+START_TEST(test_bom)
+{
+    static const char bom[] = "\xEF\xBB\xBF{\"type\":\"close\",\"stream\":\"a\"}";
+    static const char want[] = "the JSON starts with a UTF-8 byte order mark (bytes EF BB BF); "
+                               "send it without one";
+    const size_t n = strlen(bom);
+    proto_error e;
+    proto_job *job = NULL;
+    ck_assert_int_eq(proto_job_decode(bom, n, PROTO_SOLVE, NULL, NULL, NULL, &job, &e), -1);
+    ck_assert_int_eq(e.code, PROTO_E_INVALID_JSON);
+    ck_assert_str_eq(e.message, want);
+    ck_assert_ptr_null(proto_chain_decode(bom, n, NULL, &e));
+    ck_assert_str_eq(e.message, want);
+    proto_stream_msg m;
+    ck_assert_int_eq(proto_stream_decode(bom, n, &m, &e), -1);
+    ck_assert_int_eq(e.code, PROTO_E_INVALID_JSON);
+    ck_assert_str_eq(e.message, want);
+}
+END_TEST
+
 /* A decimal text's significant digits (leading and trailing zeros dropped)
  * and the power of ten of its first digit, for comparing two texts of the
  * same number written in different layouts. */
@@ -1732,6 +1755,7 @@ int main(void)
     tcase_add_test(tc, test_canonical_matches_jansson);
     tcase_add_test(tc, test_writer_printf);
     tcase_add_test(tc, test_xml_hints);
+    tcase_add_test(tc, test_bom);
     tcase_add_test(tc, test_message_numbers_round_trip);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

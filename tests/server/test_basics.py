@@ -138,6 +138,23 @@ class VersionTest(unittest.TestCase):
         self.assertIn("--version", h.stdout)
 
 
+class SolveCliTest(unittest.TestCase):
+    def error(self, args, stdin=b""):
+        r = subprocess.run([IKD_BIN, "solve"] + args, input=stdin, capture_output=True,
+                           timeout=10)
+        self.assertEqual(r.returncode, 2, r)
+        return json.loads(r.stdout)["error"]["message"]
+
+    def test_file_errors_say_why(self):
+        """ikd solve names why a file cannot be read (as ikd chain does) and
+        a byte order mark on stdin as it does over HTTP."""
+        self.assertEqual(self.error(["tests"]), "cannot read tests: Is a directory")
+        self.assertIn("No such file", self.error(["tests/no-such.json"]))
+        self.assertIn("byte order mark", self.error(
+            [], b"\xef\xbb\xbf" + json.dumps({"chain": TWO_BONE, "target": {
+                "position": [0.3, 0.6, 0.2]}}).encode()))
+
+
 class BasicsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -161,6 +178,30 @@ class BasicsTest(unittest.TestCase):
         self.assertEqual(status, 200)
         status, text = self.d.http("POST", "/openapi.yaml", body={})
         self.assertEqual(status, 405, text)
+
+    def test_unknown_query_parameters_refused(self):
+        """A query parameter a route does not read is refused (400, named),
+        as an unknown JSON member is; so are a repeated or valueless
+        ?include, and ?include on a DELETE. ?include=source still works."""
+        body = {"chain": TWO_BONE, "target": {"position": [0.3, 0.6, 0.2]}}
+        for method, path, data, words in [
+                ("POST", "/v1/solve?digits=6", body,
+                 'unknown query parameter "digits": /v1/solve takes none'),
+                ("GET", "/v1/solvers?x", None, '"x"'),
+                ("POST", "/v1/chains?include=source&include=source", TWO_BONE,
+                 '"include" is given more than once'),
+                ("POST", "/v1/chains?include", TWO_BONE, '"include" has no value'),
+                ("POST", "/v1/chains?source=1", TWO_BONE,
+                 '"source": /v1/chains takes only ?include'),
+                ("DELETE", "/v1/chains/abc?include=source", None, '"include"')]:
+            status, text = self.d.http(method, path, data, self.auth)
+            self.assertEqual(status, 400, (path, text))
+            e = json.loads(text)["error"]
+            self.assertEqual(e["code"], "invalid_request")
+            self.assertIn(words, e["message"])
+        status, text = self.d.http("POST", "/v1/chains?include=source", TWO_BONE, self.auth)
+        self.assertIn(status, (200, 201), text)
+        self.assertIn("chain", json.loads(text))
 
     def test_metrics(self):
         """Solve outcomes by solver and status, counted once per answered
@@ -342,7 +383,8 @@ class MismatchTest(unittest.TestCase):
         """The same bad JSON gets the same error object (code, message,
         path) from POST /v1/solve and from a stream; XML gets the same
         words too, up to the hint, which says what each place takes."""
-        texts = ['{"type":"open",', '<robot name="arm"/>', '{"a":1,"a":2}', '[1, 2']
+        texts = ['{"type":"open",', '<robot name="arm"/>', '{"a":1,"a":2}', '[1, 2',
+                 '\ufeff{"type":"close","stream":"a"}']
         ws = self.stream_errors(texts)
         for t, m in zip(texts, ws):
             status, text = self.raw("POST", "/v1/solve", t.encode(),
@@ -356,6 +398,8 @@ class MismatchTest(unittest.TestCase):
                 e["message"] = e["message"].split(cut)[0]
                 m["error"]["message"] = m["error"]["message"].split(cut)[0]
             self.assertEqual(e, m["error"], t)
+            if t.startswith("\ufeff"):
+                self.assertIn("byte order mark (bytes EF BB BF)", e["message"])
 
     def test_stream_type_required(self):
         m, = self.stream_errors(['{"stream":"a","seq":1}'])
