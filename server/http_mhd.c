@@ -20,10 +20,10 @@
  * WebSocket upgrade; tls.c gives libmicrohttpd its certificate; guard.c is
  * libmicrohttpd's connection notification, and it writes its raw 408 on
  * the socket of a connection that is still receiving its request
- * (libmicrohttpd 0.9.75 cannot answer before the request is in); ws_conn.c
- * makes the 101 response of the WebSocket upgrade (the stream route's
- * upgrade: the handshake is the WebSocket side's rule) and owns the
- * upgraded socket until it gives it back (MHD_upgrade_action).
+ * (libmicrohttpd 0.9.75 cannot answer before the request is in);
+ * ws_upgrade.c makes the 101 response of the WebSocket upgrade (the stream
+ * route's upgrade: the handshake is the WebSocket side's rule) and ws_conn.c
+ * owns the upgraded socket until it gives it back (MHD_upgrade_action).
  *
  * How one request flows through libmicrohttpd's access handler:
  *   1st call (headers): allocate the request, refuse a URL or header
@@ -262,7 +262,7 @@ static enum MHD_Result queue_mhd(http_req *r, unsigned status, struct MHD_Respon
     return rc;
 }
 
-/* A protocol upgrade (GET /v1/stream: its route's upgrade, server/ws_conn.c,
+/* A protocol upgrade (GET /v1/stream: its route's upgrade, server/ws_upgrade.c,
  * validates the handshake and makes libmicrohttpd's upgrade response). */
 static enum MHD_Result queue_upgrade(http_req *r)
 {
