@@ -198,6 +198,20 @@ static void decode_msg_work(srv_work *w)
 }
 
 static void inbox_drain(ws_conn *c);
+
+/* After a message waited off the loop (its decode, a fetch, a reopen): the
+ * inbox read on when the connection is still open, else freed; the wait's
+ * reference dropped. */
+static void inbox_resume(ws_conn *c)
+{
+    if (srv__ws_open(c)) {
+        inbox_drain(c);
+    } else {
+        inbox_free(c);           /* closing or torn down meanwhile */
+        srv__ws_pause(c, false); /* a closing one reads its close frame */
+    }
+    srv__ws_unref(c);
+}
 static void on_read_done(ws_conn *c);
 
 static void decode_msg_done(srv_work *w, int status)
@@ -218,13 +232,7 @@ static void decode_msg_done(srv_work *w, int status)
     srv_trim_note(ctx, d->len);
     free(d->text);
     free(d);
-    if (srv__ws_open(c)) {
-        inbox_drain(c);
-    } else {
-        inbox_free(c);           /* closing or torn down meanwhile */
-        srv__ws_pause(c, false); /* a closing one reads its close frame */
-    }
-    srv__ws_unref(c);
+    inbox_resume(c);
 }
 
 /* Sends text (a copy, taken) to the pool; false when it cannot go. */
@@ -323,13 +331,7 @@ static void open_fetched(srv_registry_op *op)
     proto_stream_msg_free(&w->m);
     srv_registry_scope_free(&w->scope);
     free(w);
-    if (srv__ws_open(c)) {
-        inbox_drain(c);
-    } else {
-        inbox_free(c);
-        srv__ws_pause(c, false);
-    }
-    srv__ws_unref(c);
+    inbox_resume(c);
 }
 
 /* An open by chain_id or scene_id, or a scene message by scene_id, that
@@ -400,13 +402,7 @@ static void reopen_settled(ws_conn *c)
     handle_msg(c, &w->m, 0, &e, w->session, w->failed ? &w->err : NULL, NULL);
     proto_stream_msg_free(&w->m);
     free(w);
-    if (srv__ws_open(c)) {
-        inbox_drain(c);
-    } else {
-        inbox_free(c);
-        srv__ws_pause(c, false);
-    }
-    srv__ws_unref(c);
+    inbox_resume(c);
 }
 
 /* An open (m, and session and err as handle_msg has them) of the name of a
