@@ -21,7 +21,9 @@
  * belongs to libmicrohttpd: it is never closed here; the end of a connection
  * is MHD_upgrade_action(CLOSE) followed by srv_mhd_run(), after the poll
  * handle has stopped watching the descriptor. Close codes: 1000 (the
- * client's), 1001 (ikd shuts down), 1007 (a text message that is not UTF-8),
+ * client's), 1001 (ikd shuts down), 1007 (a text message or a close
+ * reason that is not UTF-8; wslay misses the latter when the reason comes
+ * in a later read than the code: on_frame_end checks it),
  * 1002 (a protocol error; wslay finds most, ikd the 1-byte close frame,
  * and the client's valid close codes wslay does not know, 1012 to 1014, are
  * echoed here), 1008 (the client does not read: the send queue passed
@@ -118,8 +120,8 @@ struct ws_conn {
     size_t out_off, out_len;
     srv_ws_msg msg; /* the data message being received (ws_assembly.h) */
     bool frame_ctrl; /* the frame being received is a control frame */
-    bool frame_close; /* ...a close frame: its code is read as it comes */
-    unsigned char close_in[2]; /* the first bytes of a client's close frame */
+    bool frame_close; /* ...a close frame: gathered, checked at its end */
+    unsigned char close_in[125]; /* a client's close frame (125 bytes at most) */
     unsigned close_in_len;
     bool msg_over;   /* the message passed --max-message: closing with 1009 */
     ws_streams *streams; /* the stream side's (server/ws_stream.h) */
@@ -520,17 +522,9 @@ static void on_frame_chunk(wslay_event_context_ptr wctx,
                            const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
 {
     ws_conn *c = user;
-    if (c->frame_close && c->close_in_len < 2) {
-        for (size_t i = 0; i < arg->data_length && c->close_in_len < 2; i++)
+    if (c->frame_close)
+        for (size_t i = 0; i < arg->data_length && c->close_in_len < sizeof c->close_in; i++)
             c->close_in[c->close_in_len++] = arg->data[i];
-        unsigned code = (unsigned)c->close_in[0] << 8 | c->close_in[1];
-        /* wslay knows the codes up to 1011 and from 3000: the valid ones
-         * between (IANA's 1012 to 1014) are echoed here before wslay
-         * refuses them; it answers the invalid ones 1002 itself */
-        if (c->close_in_len == 2 && !c->closing && srv_ws_close_code_valid(code) &&
-            code > 1011 && code < 3000)
-            conn_close(c, (uint16_t)code, "", true);
-    }
     if (c->frame_ctrl || c->msg_over)
         return;
     srv_ws_msg_verdict v =
@@ -545,6 +539,25 @@ static void on_frame_chunk(wslay_event_context_ptr wctx,
         c->failed = true;
         wslay_event_shutdown_read(wctx);
     }
+}
+
+/* A frame ends; wslay handles a close frame after this. Its reason is
+ * checked here too: wslay checks each read of a close frame's payload as
+ * if it began with the code (its first 2 bytes skipped), so a reason that
+ * is not UTF-8 and came in a later read than the code passed. */
+static void on_frame_end(wslay_event_context_ptr wctx, void *user)
+{
+    ws_conn *c = user;
+    if (!c->frame_close || c->close_in_len < 2 || c->closing)
+        return;
+    unsigned code = (unsigned)c->close_in[0] << 8 | c->close_in[1];
+    if (!srv_ws_close_code_valid(code))
+        return; /* wslay answers 1002 */
+    if (!proto_stream_utf8_valid((const char *)c->close_in + 2, c->close_in_len - 2))
+        conn_close(c, WSLAY_CODE_INVALID_FRAME_PAYLOAD_DATA, "close reason is not UTF-8", true);
+    else if (code > 1011 && code < 3000)
+        conn_close(c, (uint16_t)code, "", true); /* IANA's 1012 to 1014, which
+                                                    wslay would refuse */
 }
 
 static void on_msg(wslay_event_context_ptr wctx, const struct wslay_event_on_msg_recv_arg *arg,
@@ -588,7 +601,7 @@ static void deliver_msg(ws_conn *c, uint8_t opcode, const char *text, size_t len
 }
 
 static const struct wslay_event_callbacks ws_callbacks = {
-    on_recv, on_send, NULL, on_frame_start, on_frame_chunk, NULL, on_msg,
+    on_recv, on_send, NULL, on_frame_start, on_frame_chunk, on_frame_end, on_msg,
 };
 
 /* ---- the connection ------------------------------------------------------------ */

@@ -919,6 +919,55 @@ class PythonClientTest(unittest.TestCase):
                 srv.close()
         run(body())
 
+    def test_peer_that_stopped_reading_is_dropped_at_idle_timeout(self):
+        """A peer gone silent while this client's writes are blocked (it
+        stopped reading: the socket is full) is dropped at idle_timeout
+        too. Before, the idle watch's ping waited behind the blocked
+        writes (websockets drains before it returns) and nothing dropped
+        the connection."""
+        import base64
+        import hashlib
+
+        async def deaf(r, w):
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await r.read(4096)
+            key = re.search(rb"(?i)sec-websocket-key:\s*(\S+)", head).group(1)
+            accept = base64.b64encode(hashlib.sha1(
+                key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+            w.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                    b"Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+                    b"Sec-WebSocket-Protocol: ikd.v1\r\n\r\n" % accept)
+            await gone.wait()  # reads nothing more
+
+        gone = None
+
+        async def flood(conn):
+            try:
+                while True:
+                    await conn.send_raw("x" * (1 << 20))
+            except ikd.IkdError:
+                pass
+
+        async def body():
+            nonlocal gone
+            gone = asyncio.Event()
+            srv = await asyncio.start_server(deaf, "127.0.0.1", 0)
+            try:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                conn = c.connect(reconnect=False, idle_timeout=0.4)
+                errors = []
+                conn.on_error(errors.append)
+                await conn.start()
+                writer = asyncio.ensure_future(flood(conn))
+                await until(lambda: conn.state == "closed", "the drop", 3)
+                self.assertEqual([e.code for e in errors], ["timeout"])
+                await asyncio.wait_for(writer, 3)
+            finally:
+                gone.set()
+                srv.close()
+        run(body())
+
     def test_answer_of_seq_never_sent_answers_nothing(self):
         """A solution or a tick answer of a seq this client never sent (9)
         answers nothing: an on_error bad_answer each, and the true answers

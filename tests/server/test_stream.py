@@ -1211,6 +1211,26 @@ class HandshakeTest(unittest.TestCase):
         finally:
             d.stop()
 
+    def test_a_close_reason_split_across_reads_is_checked(self):
+        """A close frame whose code comes in one read and its reason (not
+        UTF-8) in the next is answered 1007, as when it comes whole.
+        Before, wslay skipped the first 2 bytes of every read of a close
+        frame's payload, as if each began with the code: 1000 was echoed,
+        and 1012 (which ikd echoed as soon as the code came) too."""
+        d = Daemon()
+        try:
+            for code in (1000, 1012):
+                w = RawWS(d.port)
+                w.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                f = frame(0x8, struct.pack("!H", code) + b"\xff\xfe")
+                w.sock.sendall(f[:8])  # head, mask and the code
+                time.sleep(0.2)
+                w.sock.sendall(f[8:])
+                self.assertEqual(w.wait_close(TIMEOUT), 1007, code)
+                w.close()
+        finally:
+            d.stop()
+
 
 # ---- token and Origin on the upgrade --------------------------------------------
 

@@ -359,6 +359,7 @@ class Connection:
         self._last_recv = 0.0
         self._pinged = False
         self._watcher = None
+        self._ping = None  # the idle watch's ping being sent
         self.queue_size = queue_size
         self.reconnect = reconnect
         self.min_delay = min_delay
@@ -444,12 +445,17 @@ class Connection:
                 return
             if not self._pinged and silent >= idle / 2:
                 self._pinged = True
-                try:
-                    (await ws.ping()).add_done_callback(self._pong)
-                except Exception:  # closing: the reader sees it
-                    return
+                # not awaited here: websockets sends it behind the writes
+                # waiting, which a peer that stopped reading never lets out
+                self._ping = loop.create_task(self._send_ping(ws))
             await asyncio.sleep(self._last_recv + (idle if self._pinged else idle / 2)
                                 - loop.time())
+
+    async def _send_ping(self, ws):
+        try:
+            (await ws.ping()).add_done_callback(self._pong)
+        except Exception:  # closing: the reader sees it
+            pass
 
     async def _dial(self):
         return await _ws_connect(self.http.stream_url(), self.subprotocols(),
