@@ -32,7 +32,7 @@
 #include <string.h>
 #include <strings.h>
 
-const char srv_http_nul_url_mark = 0;
+const char srv_http_url_marks[2];
 
 /* The walk over the headers: the three the first call reads, and the
  * bytes between one header's value and the next header's name, which
@@ -229,5 +229,5 @@ void *srv_http_uri_seen(void *cls, const char *uri, struct MHD_Connection *conn)
     const char *v = uri + strlen(uri) + 1;
     if (!is_version(v) || strncmp(v + 9, "HTTP/1.", 7) == 0)
         return SRV_HTTP_NUL_URL;
-    return NULL;
+    return memchr(uri, '?', (size_t)(v - 1 - uri)) ? SRV_HTTP_QUERY_URL : NULL;
 }

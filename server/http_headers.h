@@ -49,9 +49,12 @@ bool srv_http_query_check(struct MHD_Connection *conn, const char *name, const c
  * raw URL before it is decoded; its value becomes the request's first
  * con_cls. A URL holding an encoded NUL (%00, in the path or the query)
  * gets SRV_HTTP_NUL_URL, which the access handler answers 400: decoded,
- * the NUL would cut the path short ("/index.html%00.x" served the page). */
+ * the NUL would cut the path short ("/index.html%00.x" served the page).
+ * Any other URL with a query gets SRV_HTTP_QUERY_URL, so that a request
+ * without one skips the walk of its parameters (srv_http_query_check). */
 void *srv_http_uri_seen(void *cls, const char *uri, struct MHD_Connection *conn);
-extern const char srv_http_nul_url_mark;
-#define SRV_HTTP_NUL_URL ((void *)&srv_http_nul_url_mark)
+extern const char srv_http_url_marks[2];
+#define SRV_HTTP_NUL_URL ((void *)&srv_http_url_marks[0])
+#define SRV_HTTP_QUERY_URL ((void *)&srv_http_url_marks[1])
 
 #endif /* SRV_HTTP_HEADERS_H */

@@ -688,7 +688,7 @@ static enum MHD_Result refuse_now(http_req *r)
 static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const char *url,
                              const char *method, const char *version, void **con_cls)
 {
-    bool nul_url = *con_cls == SRV_HTTP_NUL_URL;
+    bool nul_url = *con_cls == SRV_HTTP_NUL_URL, query = *con_cls == SRV_HTTP_QUERY_URL;
     srv_http *h = ctx->http;
     http_req *r = h ? h->spares : NULL;
     if (r) {
@@ -759,7 +759,7 @@ static enum MHD_Result begin(srv_ctx *ctx, struct MHD_Connection *conn, const ch
         char msg[128];
         snprintf(msg, sizeof msg, "method %.32s is not allowed here", method);
         refuse(r, PROTO_E_METHOD_NOT_ALLOWED, "method", msg);
-    } else if (!d->any_query &&
+    } else if (query && !d->any_query &&
                !srv_http_query_check(conn, r->q.method == SRV_M_DELETE ? NULL : d->query,
                                      d->label, qmsg, sizeof qmsg)) {
         /* unknown parameters are refused, as unknown JSON members are (a
@@ -841,7 +841,7 @@ enum MHD_Result srv_http_access(void *cls, struct MHD_Connection *conn, const ch
 {
     srv_ctx *ctx = cls;
     http_req *r = *con_cls;
-    if (!r || r == SRV_HTTP_NUL_URL)
+    if (!r || r == SRV_HTTP_NUL_URL || r == SRV_HTTP_QUERY_URL)
         return begin(ctx, conn, url, method, version, con_cls);
 
     if (*upload_data_size > 0) {
@@ -878,8 +878,8 @@ void srv_http_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     http_req *r = *con_cls;
     srv_guard_rearm(cls, conn);
-    if (!r)
-        return;
+    if (!r || r == SRV_HTTP_NUL_URL || r == SRV_HTTP_QUERY_URL)
+        return; /* the access handler never saw it: only the URL's mark */
     *con_cls = NULL;
     if (r->status_sent)
         srv_metrics_request(r->q.ctx->metrics, r->q.route ? r->q.route->label : "other",
