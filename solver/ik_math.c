@@ -177,7 +177,12 @@ ik_quat ik_quat_between(ik_vec3 u, ik_vec3 v)
         return ik_quat_from_axis_angle(ik_vec3_any_perpendicular(a), IK_PI);
     }
     /* Seed 001: axis u x v, angle acos(u . v); atan2 keeps full precision
-     * near 0 and pi where acos does not. */
+     * near 0 and pi where acos does not. Near opposite directions a x b is
+     * only known to rounding / s, and the part of it along a would turn a
+     * off b by up to twice that (0.15 at s = 1e-15): that part is taken
+     * out, so that a half turn about the axis still lands a on b. */
+    if (c < 0.0)
+        axis = ik_vec3_sub(axis, ik_vec3_scale(a, ik_vec3_dot(axis, a)));
     return ik_quat_from_axis_angle(axis, atan2(s, c));
 }
 
