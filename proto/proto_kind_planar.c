@@ -8,7 +8,7 @@
  * the end direction "up") or numeric (proto_serial.c). "auto": two
  * lengths -> two_link; three with target.up -> three_link, without ->
  * numeric. The elbow side: options.bend, else the side nearest the seed
- * (both tried), else +1.
+ * (both tried), else +1; with a seed, each angle on the turn nearest it.
  */
 #include "proto/proto_kind.h"
 
@@ -165,6 +165,11 @@ static void run_analytic(proto_job *job, size_t i, proto_result *r)
                 r->positions[m] = ik_v3(j[m].x, j[m].y, 0);
         }
     }
+    /* turns: each angle on the turn nearest the seed's (a stream's
+     * previous answer), as the numeric solver answers continuous joints */
+    if (seed && r->status != IK_EINVAL)
+        for (size_t m = 0; m < c->nlinks; m++)
+            r->q[m] = ik_chain_turn_near(c->chain, m, r->q[m], seed[m]);
     r->rot_err = -1;
 }
 

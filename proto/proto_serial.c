@@ -255,6 +255,14 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
     /* every joint's position and the tip, in one walk down the chain */
     ik_chain_positions(c->chain, r->q, r->positions, &r->tip);
     r->has_tip = c->kind != PROTO_CHAIN_PLANAR;
+    if (t->has_weights && t->has_orientation &&
+        !(t->weight[3] > 0 || t->weight[4] > 0 || t->weight[5] > 0)) {
+        /* the solver leaves an orientation no weight checks out of its
+         * error: the answer's is still the angle to it */
+        double e[6];
+        ik_pose_error((ik_xform){t->position, t->orientation}, r->tip, e);
+        rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+    }
     r->pos_err = pos_err;
     r->rot_err = t->has_orientation ? rot_err : -1;
     proto__collide_measure(chk, r);

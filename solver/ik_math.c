@@ -162,6 +162,25 @@ ik_vec3 ik_quat_rotate(ik_quat q, ik_vec3 v)
     return ik_vec3_add(ik_vec3_madd(v, t, q.w), ik_vec3_cross(u, t));
 }
 
+/* ik_quat_between() where u x v is short (s < 1e-3): parallel, opposite,
+ * or nearly so; out of line, off the common path. Near opposite
+ * directions a x b is only known to rounding / s, and the part of it
+ * along a would turn a off b by up to twice that (0.15 at s = 1e-15):
+ * that part is taken out, so that a half turn about the axis still lands
+ * a on b (above s = 1e-3 it is below 1e-12 and left alone). */
+static __attribute__((noinline, cold)) ik_quat between_short(ik_vec3 a, ik_vec3 axis, double s,
+                                                             double c)
+{
+    if (s < 1e-15) {
+        if (c > 0.0)
+            return ik_quat_identity();
+        return ik_quat_from_axis_angle(ik_vec3_any_perpendicular(a), IK_PI);
+    }
+    if (c < 0.0)
+        axis = ik_vec3_sub(axis, ik_vec3_scale(a, ik_vec3_dot(axis, a)));
+    return ik_quat_from_axis_angle(axis, atan2(s, c));
+}
+
 ik_quat ik_quat_between(ik_vec3 u, ik_vec3 v)
 {
     ik_vec3 a = ik_vec3_normalize(u);
@@ -171,11 +190,8 @@ ik_quat ik_quat_between(ik_vec3 u, ik_vec3 v)
     double c = ik_vec3_dot(a, b);
     ik_vec3 axis = ik_vec3_cross(a, b);
     double s = ik_vec3_len(axis);
-    if (s < 1e-15) {
-        if (c > 0.0)
-            return ik_quat_identity();
-        return ik_quat_from_axis_angle(ik_vec3_any_perpendicular(a), IK_PI);
-    }
+    if (s < 1e-3)
+        return between_short(a, axis, s, c);
     /* Seed 001: axis u x v, angle acos(u . v); atan2 keeps full precision
      * near 0 and pi where acos does not. */
     return ik_quat_from_axis_angle(axis, atan2(s, c));

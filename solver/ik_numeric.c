@@ -1180,17 +1180,25 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     /* A target beyond the chain's maximum reach (ik_reason.h) cannot be
      * reached by any joint values: say so at once instead of spending the
      * budget on restarts. One plain attempt from the seed still gives the
-     * answer a best pose (stretched towards the target) and its error. */
+     * answer a best pose (stretched towards the target) and its error.
+     * When that pose meets the target within the tolerance after all (a
+     * target beyond the reach by less than it), the target is solved as
+     * any other. */
     /* Likewise a target that puts links it fixes into an obstacle. */
     ik_collide_pair fixed;
     int at_once = 0, why = IK_REASON_NONE;
-    if (P.check[0] && P.check[1] && P.check[2] && ik_chain_beyond_reach(c, P.pt))
-        at_once = IK_EUNREACHABLE, why = IK_REASON_OUT_OF_REACH;
-    else if (S.chk && fixed_in_collision(&S, t, &fixed))
+    if (P.check[0] && P.check[1] && P.check[2] && ik_chain_beyond_reach(c, P.pt)) {
+        continuation_mode(&S, false);
+        if (attempt(&S) == ATTEMPT_SOLVED)
+            memcpy(S.q, S.seed, n * sizeof *S.q);
+        else
+            at_once = IK_EUNREACHABLE, why = IK_REASON_OUT_OF_REACH;
+    } else if (S.chk && fixed_in_collision(&S, t, &fixed)) {
         at_once = IK_ECOLLISION, why = IK_REASON_IN_COLLISION;
-    if (at_once) {
         continuation_mode(&S, false);
         attempt(&S);
+    }
+    if (at_once) {
         turns_near(c, S.best, S.seed);
         memmove(q_out, S.best, n * sizeof *q_out);
         if (res) {

@@ -83,12 +83,39 @@ START_TEST(test_orientation_error_is_the_angle_on_chains_and_trees)
 }
 END_TEST
 
+/* A weighted target whose rotation weights are all 0 still names an
+ * orientation: the answer's orientation_error is the angle to it, as on
+ * every other target with one, not 0 because the solver left it out. */
+START_TEST(test_orientation_error_of_a_weighted_target_without_rotation_weights)
+{
+    ur5_read();
+    const ik_quat want = ik_quat_normalize((ik_quat){0.3, -0.5, 0.2, 0.6});
+    json_t *req = json_pack(
+        "{s:{s:s, s:s, s:s, s:s}, s:{s:[f,f,f], s:[f,f,f,f], s:[i,i,i,i,i,i]}}", "chain", "kind",
+        "urdf", "urdf", g_xml, "base", "base_link", "tip", "tool0", "target", "position", 0.4, 0.2,
+        0.3, "orientation", want.x, want.y, want.z, want.w, "weights", 1, 1, 1, 0, 0, 0);
+    char *b = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(req);
+    proto_error e;
+    json_t *r = pc_solve(b, PROTO_SOLVE, &e);
+    ck_assert_msg(r != NULL, "refused: %s at %s", e.message, e.path);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "success");
+    double angle = quat_angle(pc_quat(json_object_get(json_object_get(r, "tip"), "orientation")), want);
+    ck_assert_double_gt(angle, 1e-3); /* the orientation was free: not met */
+    ck_assert_double_eq_tol(pc_num(r, "orientation_error"), angle, 1e-9);
+    json_decref(r);
+    free(b);
+    free(g_xml);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("proto_answer");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_orientation_error_is_the_angle_on_chains_and_trees);
+    tcase_add_test(tc, test_orientation_error_of_a_weighted_target_without_rotation_weights);
     suite_add_tcase(s, tc);
     return s;
 }

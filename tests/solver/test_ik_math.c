@@ -87,7 +87,8 @@ START_TEST(test_quat_between)
      * angle from 1 +- cos would lose its digits: the quaternion is unit,
      * its angle right to rounding, and it takes u onto v to rounding near
      * parallel; near opposite the axis u x v itself is only known to
-     * rounding / sin(angle), and so is u's image */
+     * rounding / sin(angle) (u's image is held to rounding by
+     * test_quat_between_near_opposite) */
     for (int e = 1; e <= 14; e++) {
         double d = pow(10.0, -e);
         for (int side = 0; side < 2; side++) {
@@ -112,6 +113,29 @@ START_TEST(test_quat_between)
     assert_vec(ik_quat_rotate(h, ik_v3(1, 0, 0)), -1, 0, 0, 1e-12);
     ik_quat z = ik_quat_between(ik_v3(0, 0, 0), ik_v3(1, 0, 0));
     ck_assert_double_eq(z.w, 1.0);
+}
+END_TEST
+
+/* Near opposite directions u x v is only known to rounding / sin(angle),
+ * but the rotation must still take u onto v: a bone that turns by almost
+ * a half turn (CCD folding a chain back onto its root) gets a world
+ * rotation that points it along its new direction. Random u, v a hair off
+ * -u (1e-8 .. 1e-16 rad): u's image is v to rounding. */
+START_TEST(test_quat_between_near_opposite)
+{
+    srand(11);
+    double worst = 0.0;
+    for (int i = 0; i < 20000; i++) {
+        ik_vec3 u = ik_vec3_normalize(ik_v3(rand() / (double)RAND_MAX - 0.5,
+                                            rand() / (double)RAND_MAX - 0.5,
+                                            rand() / (double)RAND_MAX - 0.5));
+        double eps = pow(10.0, -8.0 - 8.0 * rand() / (double)RAND_MAX);
+        ik_vec3 v = ik_vec3_normalize(
+            ik_vec3_add(ik_vec3_scale(u, -1.0), ik_vec3_scale(ik_vec3_any_perpendicular(u), eps)));
+        ik_vec3 r = ik_quat_rotate(ik_quat_between(u, v), u);
+        worst = fmax(worst, ik_vec3_len(ik_vec3_sub(r, v)));
+    }
+    ck_assert_msg(worst <= 1e-14, "u's image is %g off v", worst);
 }
 END_TEST
 
@@ -630,6 +654,7 @@ static Suite *math_suite(void)
     tcase_add_test(tc, test_perpendicular);
     tcase_add_test(tc, test_quat_rotate_axis_angle);
     tcase_add_test(tc, test_quat_between);
+    tcase_add_test(tc, test_quat_between_near_opposite);
     tcase_add_test(tc, test_rpy_roundtrip);
     tcase_add_test(tc, test_mat3_roundtrip);
     tcase_add_test(tc, test_rotvec_slerp);

@@ -514,6 +514,50 @@ START_TEST(test_unreachable)
 }
 END_TEST
 
+/* A target beyond the maximum reach by a fraction of the tolerance is met
+ * within it (stretched out, the tip is inside the tolerance of it), and a
+ * chain whose tip sits on its first joint (a pan-tilt head, reach 0) meets
+ * a target a rounding error off that point: neither is out of reach in the
+ * sense of the tolerance. Checked by FK. A target farther out than the
+ * tolerance stays out_of_reach, said at once. */
+START_TEST(test_reach_boundary)
+{
+    ik_joint arm[3] = {
+        joint(IK_JOINT_REVOLUTE, ik_v3(0.1, 0.2, 0.3), ZERO, ik_v3(0, 0, 1), -3, 3),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0.5, 0, 0), ZERO, ik_v3(0, 0, 1), -3, 3),
+        joint(IK_JOINT_FIXED, ik_v3(0.4, 0, 0), ZERO, ZERO, 0, 0),
+    };
+    ik_chain c;
+    ck_assert_int_eq(chain_init(&c, arm, 3), IK_OK);
+    ik_numeric_opts o = det_opts();
+    o.max_restarts = 20;
+    double q[2];
+    ik_numeric_result res;
+    ik_target t = ik_target_position(ik_v3(1.0 + 0.25 * TOL, 0.2, 0.3));
+    int st = ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res);
+    ck_assert_msg(st == IK_OK, "0.25 tol beyond the reach: %d", st);
+    ck_assert(meets(&c, &t, q, TOL));
+    t = ik_target_position(ik_v3(1.0 + 3 * TOL, 0.2, 0.3));
+    ck_assert_int_eq(ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res), IK_EUNREACHABLE);
+    ck_assert_int_eq(res.reason, IK_REASON_OUT_OF_REACH);
+    ck_assert_uint_eq(res.restarts, 0);
+
+    ik_joint head[2] = {
+        joint(IK_JOINT_REVOLUTE, ik_v3(0.1, 0.2, 0.3), ZERO, ik_v3(0, 0, 1), -3, 3),
+        joint(IK_JOINT_REVOLUTE, ZERO, ZERO, ik_v3(0, 1, 0), -1, 1),
+    };
+    ck_assert_int_eq(chain_init(&c, head, 2), IK_OK);
+    const ik_quat look = ik_quat_from_rpy(0, 0.4, 0.7);
+    const double off[] = {0x1p-54, 1e-9};
+    for (size_t k = 0; k < 2; k++) {
+        t = ik_target_full_pose((ik_xform){ik_v3(0.1, 0.2, 0.3 + off[k]), look});
+        st = ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res);
+        ck_assert_msg(st == IK_OK, "head, %g off its joint: %d", off[k], st);
+        ck_assert(meets(&c, &t, q, TOL));
+    }
+}
+END_TEST
+
 /* Why a search failed (ik_reason.h): out of reach (above), against the
  * limits, or simply not found in the budget. */
 START_TEST(test_failure_reasons)
@@ -915,6 +959,7 @@ static Suite *numeric_suite(void)
     tcase_add_test(tc, test_nearest_local_step);
     tcase_add_test(tc, test_determinism);
     tcase_add_test(tc, test_unreachable);
+    tcase_add_test(tc, test_reach_boundary);
     tcase_add_test(tc, test_failure_reasons);
     tcase_add_test(tc, test_invalid_input);
     tcase_add_test(tc, test_pose_error_helper);
