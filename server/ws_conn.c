@@ -154,6 +154,7 @@ struct ws_conn {
 
 static void conn_teardown(ws_conn *c);
 static void conn_after_io(ws_conn *c);
+static void on_cut(uv_timer_t *t);
 static void on_poll(uv_poll_t *p, int status, int events);
 static void conn_begin_close(ws_conn *c, uint16_t code, const char *reason);
 static void conn_close(ws_conn *c, uint16_t code, const char *reason, bool now);
@@ -242,6 +243,9 @@ static void check_send_queue(ws_conn *c)
     conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
                      "send queue over its cap: the client does not read", true, slow_grace(c));
     c->drop_streams = true; /* nothing more is sent: stop solving for it */
+    /* they go at the loop's next turn: a poll waiting for a socket that
+     * takes nothing may never fire again */
+    uv_timer_start(&c->timer, on_cut, 0, 0);
 }
 
 /* Queues a message (wslay copies it), then checks the cap. */
@@ -285,6 +289,16 @@ static void on_close_timeout(uv_timer_t *t)
     }
     srv_log(c->ctx, SRV_LOG_DEBUG, "WebSocket client did not finish the closing handshake");
     conn_teardown(c);
+}
+
+/* A connection cut with 1008 (check_send_queue): its streams go (what the
+ * stream side was sending when it was cut is done by now), then the closing
+ * handshake's deadline runs. */
+static void on_cut(uv_timer_t *t)
+{
+    ws_conn *c = t->data;
+    uv_timer_start(&c->timer, on_close_timeout, c->close_grace, 0);
+    conn_after_io(c);
 }
 
 /* The timer's tick (a quarter of --timeout, at most a second): the idle
