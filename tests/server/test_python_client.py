@@ -34,7 +34,9 @@ with another); and the example and the README's snippets run as written
 (on a free port instead of 8080).
 """
 import asyncio
+import base64
 import gc
+import hashlib
 import logging
 import math
 import os
@@ -120,6 +122,20 @@ def planar_tip(q, lengths=(1.0, 0.8)):
 
 def run(coro):
     return asyncio.run(asyncio.wait_for(coro, TEST_LIMIT))
+
+
+async def accept_upgrade(r, w):
+    """Plays ikd's side of a stream's upgrade on an asyncio server's
+    connection: reads the request's head and answers 101 with its accept."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += await r.read(4096)
+    key = re.search(rb"(?i)sec-websocket-key:\s*(\S+)", head).group(1)
+    accept = base64.b64encode(hashlib.sha1(
+        key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    w.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+            b"Sec-WebSocket-Protocol: ikd.v1\r\n\r\n" % accept)
 
 
 async def until(cond, what, limit=TIMEOUT):
@@ -882,20 +898,10 @@ class PythonClientTest(unittest.TestCase):
         "timeout". Before, websockets' keepalive (a ping every 20 s, 20 s
         for its pong, then up to twice close_timeout) held such a
         connection for up to a minute (20.5 s even with ping_timeout 0.3)."""
-        import base64
-        import hashlib
         frames = []
 
         async def silent(r, w):
-            head = b""
-            while b"\r\n\r\n" not in head:
-                head += await r.read(4096)
-            key = re.search(rb"(?i)sec-websocket-key:\s*(\S+)", head).group(1)
-            accept = base64.b64encode(hashlib.sha1(
-                key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
-            w.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                    b"Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
-                    b"Sec-WebSocket-Protocol: ikd.v1\r\n\r\n" % accept)
+            await accept_upgrade(r, w)
             while True:
                 data = await r.read(4096)
                 if not data:
@@ -925,19 +931,8 @@ class PythonClientTest(unittest.TestCase):
         too. Before, the idle watch's ping waited behind the blocked
         writes (websockets drains before it returns) and nothing dropped
         the connection."""
-        import base64
-        import hashlib
-
         async def deaf(r, w):
-            head = b""
-            while b"\r\n\r\n" not in head:
-                head += await r.read(4096)
-            key = re.search(rb"(?i)sec-websocket-key:\s*(\S+)", head).group(1)
-            accept = base64.b64encode(hashlib.sha1(
-                key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
-            w.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                    b"Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
-                    b"Sec-WebSocket-Protocol: ikd.v1\r\n\r\n" % accept)
+            await accept_upgrade(r, w)
             await gone.wait()  # reads nothing more
 
         gone = None
