@@ -243,9 +243,6 @@ static void check_send_queue(ws_conn *c)
     conn_close_after(c, WSLAY_CODE_POLICY_VIOLATION,
                      "send queue over its cap: the client does not read", true, slow_grace(c));
     c->drop_streams = true; /* nothing more is sent: stop solving for it */
-    /* they go at the loop's next turn: a poll waiting for a socket that
-     * takes nothing may never fire again */
-    uv_timer_start(&c->timer, on_cut, 0, 0);
 }
 
 /* Queues a message (wslay copies it), then checks the cap. */
@@ -260,6 +257,10 @@ static void send_frame(ws_conn *c, uint8_t opcode, const char *text, size_t len)
     if (under)
         c->queue_over = len + WS_MSG_OVERHEAD;
     check_send_queue(c);
+    if (c->closing) /* cut while the stream side sends: its streams go at the
+                     * loop's next turn, for a poll waiting on a socket that
+                     * takes nothing may never fire again */
+        uv_timer_start(&c->timer, on_cut, 0, 0);
 }
 
 static void send_text(ws_conn *c, const char *text, size_t len)
@@ -291,9 +292,9 @@ static void on_close_timeout(uv_timer_t *t)
     conn_teardown(c);
 }
 
-/* A connection cut with 1008 (check_send_queue): its streams go (what the
- * stream side was sending when it was cut is done by now), then the closing
- * handshake's deadline runs. */
+/* A connection cut with 1008 as an answer was queued (send_frame): its
+ * streams go (what the stream side was sending is done by now), then the
+ * closing handshake's deadline runs. */
 static void on_cut(uv_timer_t *t)
 {
     ws_conn *c = t->data;
