@@ -471,6 +471,57 @@ class MotionFkTest(unittest.TestCase):
                 self.assertLessEqual(i + 1, need + 2)
         run(body(), limit=60 * SLOW)
 
+    def test_servo_from_past_a_limit(self):
+        """An arm whose joint 1 reads 0.23 rad past its limit (a seed
+        within a turn of the limits is taken): the first answer jumped
+        the joint onto its limit, 0.24 rad in one 4 ms period (60 rad/s
+        against a limit of 1.48), while max_joint_step reported 0.006.
+        Each period now moves from where the arm is: the joint comes back
+        inside at its velocity limit, every step within it and reported
+        as it is, and the arm then goes on to the target."""
+        chain = chain_of("iiwa")
+        vel = [J.velocity for J in chain.movable]
+        q0 = [0.2, 0.7, -0.2, -1.3, 0.3, 0.8, 0.1]
+        seed = list(q0)
+        seed[0] = chain.movable[0].upper + 0.23
+        goal = list(q0)
+        goal[0] = 2.5
+        p, quat = chain.fk(goal)
+        period = 0.004
+
+        async def body():
+            async with connect(self.d) as ws:
+                await send(ws, {"type": "open", "stream": "s", "chain": chain.request(),
+                                "seed": seed, "options": dict(OPTS, servo={"period_s": period})})
+                self.assertEqual((await recv(ws))["type"], "opened")
+                prev, inside = seed, False
+                for i in range(1000):
+                    await send(ws, {"type": "target", "stream": "s", "seq": i,
+                                    "target": {"position": p, "orientation": quat}})
+                    r = (await recv(ws))["result"]
+                    self.assertEqual(r["status"], "success", r)
+                    q = r["joints"]
+                    step = largest_step(q, prev)
+                    for k in range(chain.dof):
+                        self.assertLessEqual(abs(q[k] - prev[k]), vel[k] * period * (1 + 1e-9),
+                                             (i, k))
+                    self.assertAlmostEqual(r["max_joint_step"], step, delta=1e-9)
+                    # back inside, it stays inside
+                    if inside:
+                        self.assertTrue(chain.within_limits(q), (i, q))
+                    inside = chain.within_limits(q)
+                    tp, _ = chain.fk(q)
+                    for a, b in zip(tp, r["tip"]["position"]):
+                        self.assertAlmostEqual(a, b, delta=1e-9)
+                    prev = q
+                    if r["arrived"]:
+                        break
+                self.assertTrue(r["arrived"] and inside, r)
+                fp, fq = chain.fk(q)
+                self.assertLessEqual(max(abs(a - b) for a, b in zip(fp, p)), POS_TOL)
+                self.assertLessEqual(quat_angle(fq, quat), ROT_TOL)
+        run(body(), limit=60 * SLOW)
+
     # ---- hostile paths and servo options ------------------------------------
 
     def test_hostile_paths(self):
