@@ -216,6 +216,53 @@ class MotionFkTest(unittest.TestCase):
         reported, not fixed here.)"""
         self.robot_path("pr2", nway=25, rate=100.0, duration=2.4, amp=0.2, spin=2.5)
 
+    def test_path_in_unity_frame(self):
+        """Waypoints in Unity's frame (y up, left-handed: a ROS point is
+        (z, -x, y) of it): every sample's joints, by FK in the URDF's
+        frame, on the target interpolated in Unity's frame and carried to
+        ROS's by the change of frame written here (rotations R -> M R M^T,
+        M of determinant -1)."""
+        from test_tree_skeleton import qmat
+        chain = chain_of("ur5")
+        qs = motion(chain, 20, centre=PATH_CENTRES["ur5"])
+        M = [[0, 0, 1], [-1, 0, 0], [0, 1, 0]]  # Unity -> ROS
+        Mt = [list(r) for r in zip(*M)]
+
+        def mm(a, b):
+            return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+        def to_unity(p, quat):
+            # p_u = M^T p; R_u = M^T R M, as a quaternion through robot_chain
+            from robot_chain import mat_to_quat
+            return {"position": [sum(Mt[i][k] * p[k] for k in range(3)) for i in range(3)],
+                    "orientation": mat_to_quat(mm(Mt, mm(qmat(quat), M)))}
+
+        waypoints = [to_unity(*chain.fk(q)) for q in qs[::5]]
+        rate, duration, count = 100.0, 0.6, 61
+
+        async def body():
+            async with connect(self.d) as ws:
+                await send(ws, {"type": "open", "stream": "u", "chain": chain.request(),
+                                "seed": qs[0], "options": dict(OPTS, frame="unity")})
+                self.assertEqual((await recv(ws))["type"], "opened")
+                await send(ws, {"type": "path", "stream": "u", "seq": 1, "rate_hz": rate,
+                                "duration_s": duration, "waypoints": waypoints})
+                samples, end = await read_path(self, ws, "u", 1)
+                self.check_path_order(samples, end, count)
+                for m in samples:
+                    r = m["result"]
+                    self.assertEqual(r["status"], "success")
+                    t = sample_target(waypoints, m["index"], count, rate, duration)
+                    p, quat = chain.fk(r["joints"])
+                    want_p = [sum(M[i][k] * t["position"][k] for k in range(3)) for i in range(3)]
+                    want_r = mm(M, mm(qmat(t["orientation"]), Mt))
+                    got_r = qmat(quat)
+                    tr = sum(got_r[k][i] * want_r[k][i] for i in range(3) for k in range(3))
+                    angle = math.acos(max(-1.0, min(1.0, (tr - 1) / 2)))
+                    self.assertLessEqual(max(abs(a - b) for a, b in zip(p, want_p)), POS_TOL)
+                    self.assertLessEqual(angle, ROT_TOL + 1e-7, m["index"])
+        run(body(), limit=60 * SLOW)
+
     def test_path_while_other_messages(self):
         """While a path runs on one stream, targets, an open, a close and
         a tick on other streams: every sample still comes, in order, and
