@@ -371,21 +371,26 @@ class MotionFkTest(unittest.TestCase):
     # ---- a skeleton limb on a path, by the hierarchy composed here ----------
 
     def test_skeleton_path_bvh(self):
+        self.skeleton_path(["LeftUpLeg", "LeftLeg", "LeftFoot"])
+
+    def test_skeleton_path_bvh_arm(self):
+        self.skeleton_path(["LeftArm", "LeftForeArm", "LeftHand"])
+
+    def skeleton_path(self, limb):
         walk = Walk(WALK)
         targets = WalkTargets(walk)
-        limb = ["LeftUpLeg", "LeftLeg", "LeftFoot"]
         hip, knee, foot = (walk.index[n] for n in limb)
         from test_tree_skeleton import skeleton_chain
         chain = dict(skeleton_chain(walk), kind="skeleton", limb=limb)
         del chain["tips"]
         seed = [walk.local_rotation(1, k) for k in range(len(walk.joints))]
         rest = skeleton_fk(walk, seed)
-        # the recorded foot of frames 1, 6, ..., 61 relative to the hips
+        # the recorded foot (or hand) of frames 1, 6, ..., 61 relative to the hips
         frames = list(range(1, 62, 5))
         waypoints = [{"position": targets.world(f, targets.rec[f][foot][0])} for f in frames]
         rate, duration = 120.0, 1.0
         count = 121
-        worst = {"pos": 0.0, "len": 0.0, "step": 0.0}
+        worst = {"pos": 0.0, "len": 0.0, "step": 0.0, "solved": 0}
 
         async def body():
             async with connect(self.d) as ws:
@@ -410,6 +415,7 @@ class MotionFkTest(unittest.TestCase):
                         pe = max(abs(a - b) for a, b in zip(origin(g[foot]), t["position"]))
                         self.assertLessEqual(pe, POS_TOL, m["index"])
                         worst["pos"] = max(worst["pos"], pe)
+                        worst["solved"] += 1
                     for k, j in enumerate(walk.joints):
                         if k not in (hip, knee):
                             self.assertLess(qangle(rot[k], seed[k]), 1e-9, (m["index"], k))
@@ -426,9 +432,11 @@ class MotionFkTest(unittest.TestCase):
                     self.assertLessEqual(step, 0.3, m["index"])
                     worst["step"] = max(worst["step"], step)
                     prev = rot
-                print("skeleton path: %d samples, max foot error %.2e, max bone length change "
-                      "%.2e, max bone turn %.4f rad" % (len(samples), worst["pos"], worst["len"],
-                                                         worst["step"]), file=sys.stderr)
+                print("skeleton path %s: %d samples (%d solved), max end error %.2e, max bone "
+                      "length change %.2e, max bone turn %.4f rad"
+                      % (limb[2], len(samples), worst["solved"], worst["pos"], worst["len"],
+                         worst["step"]), file=sys.stderr)
+                self.assertGreater(worst["solved"], count // 2)
         run(body(), limit=60 * SLOW)
 
     def test_skeleton_scale_that_shears_the_limb(self):
