@@ -180,6 +180,8 @@ class MotionFkTest(unittest.TestCase):
                     self.assertLessEqual(pe, POS_TOL, (m["index"], p, t))
                     self.assertLessEqual(re, ROT_TOL, (m["index"], re))
                     step = largest_step(q, prev)
+                    # the step reported is the step made (from the previous answer)
+                    self.assertAlmostEqual(r["max_joint_step"], step, delta=1e-9)
                     for k in range(chain.dof):
                         if chain.periodic(k):
                             self.assertLess(abs(q[k] - prev[k]), math.pi, (m["index"], k))
@@ -430,6 +432,8 @@ class MotionFkTest(unittest.TestCase):
                                            "the knee flipped at sample %d" % m["index"])
                     step = max(qangle(a, c) for a, c in zip(prev, rot))
                     self.assertLessEqual(step, 0.3, m["index"])
+                    if "max_joint_step" in r:
+                        self.assertAlmostEqual(r["max_joint_step"], step, delta=1e-6)
                     worst["step"] = max(worst["step"], step)
                     prev = rot
                 print("skeleton path %s: %d samples (%d solved), max end error %.2e, max bone "
