@@ -54,6 +54,7 @@ from test_tree_skeleton import (WALK, Walk, WalkTargets, bend, dist, origin,  # 
 POS_TOL = 1e-5 + 1e-9               # README: 1e-5 per position component
 ROT_TOL = math.sqrt(3) * 1e-5 + 1e-9  # 1e-5 rad per rotation-vector component
 OPTS = {"timeout_ms": 100}          # a shared machine: no timed_out answers
+TIMEOUT_AFTER_BATCH = 5.0 * SLOW    # a second of pool work, then the answers
 # the UR5 away from its wrist singularity (joint 5 at zero), where a
 # Cartesian path asks for large joint steps whatever the solver does
 PATH_CENTRES = {"ur5": [0.3, -1.2, 1.4, -1.5, 1.2, 0.4]}
@@ -716,6 +717,97 @@ class MotionFkTest(unittest.TestCase):
                     self.assertTrue(all(math.isfinite(x) for x in r["joints"]), r)
                     self.assertLessEqual(largest_step(r["joints"], q0), 1e-12, r)
                     self.assertGreater(r["position_error"], 0.1)
+        run(body(), limit=60 * SLOW)
+
+
+
+class BusyPoolTest(unittest.TestCase):
+    """One solver thread, kept busy by a batch over HTTP, so that a
+    path's sample waits on the pool while the client's next message cuts
+    the path: that sample's solve, when it ends, is discarded, and what
+    the stream was asked meanwhile must still be done. It was not: the
+    target that cut the path was answered only when the client sent
+    something more, the new path never started, "closed" never came."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--threads", "1")
+        cls.chain = chain_of("iiwa")
+        q = CENTRES["iiwa"]
+        cls.q0 = q
+        cls.pose = dict(zip(("position", "orientation"), cls.chain.fk(q)))
+        q2 = [x + 0.05 for x in q]
+        cls.pose2 = dict(zip(("position", "orientation"), cls.chain.fk(q2)))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    async def cut_while_queued(self, cut, until):
+        """Opens an iiwa stream, fills the pool with a batch (about a
+        second of solving), sends a path whose first sample queues behind
+        it, then cut (a message); returns the messages that follow, up to
+        one of (type, seq) until, each within TIMEOUT_AFTER_BATCH."""
+        import threading
+        done = []
+
+        def batch():
+            # unreachable (the tool down at the top of the reach): every
+            # solve runs its whole 10 ms budget
+            self.d.http("POST", "/v1/solve/batch", {
+                "chain": self.chain.request(),
+                "targets": [{"position": [0, 0, 1.25], "orientation": [1, 0, 0, 0]}] * 100,
+                "options": {"timeout_ms": 10}})
+            done.append(True)
+
+        async with connect(self.d) as ws:
+            await send(ws, {"type": "open", "stream": "a", "chain": self.chain.request(),
+                            "seed": self.q0, "options": OPTS})
+            self.assertEqual((await recv(ws))["type"], "opened")
+            th = threading.Thread(target=batch)
+            th.start()
+            try:
+                await asyncio.sleep(0.3)  # the batch is on the pool
+                self.assertFalse(done, "the batch ended too soon to hold the pool")
+                await send(ws, {"type": "path", "stream": "a", "seq": 1, "rate_hz": 10,
+                                "duration_s": 5, "waypoints": [self.pose, self.pose2]})
+                await send(ws, cut)
+                out = []
+                while True:
+                    m = await recv(ws, timeout=TIMEOUT_AFTER_BATCH)
+                    out.append(m)
+                    if (m["type"], m.get("seq")) == until:
+                        return out
+            finally:
+                th.join()
+
+    def test_target_cutting_a_queued_sample_is_answered(self):
+        async def body():
+            out = await self.cut_while_queued({"type": "target", "stream": "a", "seq": 2,
+                                               "target": self.pose2},
+                                              ("solution", 2))
+            types = [(m["type"], m["seq"]) for m in out]
+            self.assertEqual(types[-2:], [("path_end", 1), ("solution", 2)], types)
+            p, quat = self.chain.fk(out[-1]["result"]["joints"])
+            self.assertLessEqual(max(abs(a - b) for a, b in zip(p, self.pose2["position"])),
+                                 POS_TOL)
+        run(body(), limit=60 * SLOW)
+
+    def test_path_replacing_a_queued_sample_runs(self):
+        async def body():
+            out = await self.cut_while_queued({
+                "type": "path", "stream": "a", "seq": 3, "rate_hz": 50, "duration_s": 0.2,
+                "waypoints": [self.pose2, self.pose]}, ("path_end", 3))
+            ends = [(m["seq"], m["completed"]) for m in out if m["type"] == "path_end"]
+            self.assertEqual(ends, [(1, False), (3, True)])
+            self.assertEqual([m["index"] for m in out if m.get("seq") == 3 and "index" in m],
+                             list(range(11)))
+        run(body(), limit=60 * SLOW)
+
+    def test_close_while_a_sample_is_queued_is_answered(self):
+        async def body():
+            out = await self.cut_while_queued({"type": "close", "stream": "a"}, ("closed", None))
+            self.assertEqual([m["type"] for m in out][-2:], ["path_end", "closed"])
         run(body(), limit=60 * SLOW)
 
 
