@@ -180,6 +180,10 @@ class MotionFkTest(unittest.TestCase):
                     re = quat_angle(quat, t["orientation"])
                     self.assertLessEqual(pe, POS_TOL, (m["index"], p, t))
                     self.assertLessEqual(re, ROT_TOL, (m["index"], re))
+                    # the errors answered are those of the joints answered
+                    self.assertAlmostEqual(r["position_error"], dist(p, t["position"]),
+                                           delta=1e-9)
+                    self.assertAlmostEqual(r["orientation_error"], re, delta=1e-7)
                     step = largest_step(q, prev)
                     # the step reported is the step made (from the previous answer)
                     self.assertAlmostEqual(r["max_joint_step"], step, delta=1e-9)
@@ -414,6 +418,8 @@ class MotionFkTest(unittest.TestCase):
                     t = sample_target(waypoints, m["index"], count, rate, duration)
                     for k, p in zip((hip, knee, foot), r["positions"]):
                         self.assertLess(dist(origin(g[k]), p), 1e-9, (m["index"], k))
+                    self.assertAlmostEqual(r["position_error"], dist(origin(g[foot]),
+                                                                     t["position"]), delta=1e-9)
                     if r["status"] == "success":
                         pe = max(abs(a - b) for a, b in zip(origin(g[foot]), t["position"]))
                         self.assertLessEqual(pe, POS_TOL, m["index"])
