@@ -19,16 +19,24 @@ Covered:
   - a path keeps its samples while the client sends other messages
     meanwhile (targets, an open and a close, a tick, on other streams);
   - a path replaced mid-way by another: path_end (completed false) before
-    any sample of the new one, whose samples then all come;
+    any sample of the new one, whose samples then all come; the same, and
+    a target or a close cutting the path, while the cut path's sample
+    waits on a busy pool (BusyPoolTest);
+  - a path in Unity's frame, checked by FK in the URDF's frame; on the
+    PR2's continuous rolls; each sample's max_joint_step, position_error
+    and orientation_error those of its joints;
   - a skeleton chain (kind "skeleton", the whole CMU walk hierarchy, the
     left leg its limb) following a path of the recorded left foot: every
     answer's bone rotations composed down the hierarchy here put the foot
     on the interpolated target and on the answer's positions, every bone
     keeps its length, only the hip and knee turn, and the knee bends to
-    the side it had;
+    the side it had (and the same for the left arm); a skeleton whose
+    hip, or a bone above it, scales unevenly is refused (its answers put
+    the foot off the target they claimed);
   - servo across the PR2's continuous wrist roll at +-pi: every period
     within the velocity limit, the target reached on the turn nearest
-    the arm (no unwinding) in the periods that distance needs;
+    the arm (no unwinding) in the periods that distance needs; servo from
+    a joint past its limit: back inside at its velocity, never a jump;
   - hostile paths and servo options: too many waypoints or samples, zero,
     negative, non-numeric or non-finite rates and durations, paths on a
     closed or unknown stream, absurd servo velocities and periods: each an
