@@ -58,6 +58,25 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
         return proto_error_set(err, PROTO_E_INVALID_CHAIN, p,
                                "the limb must be three bones hip, knee, foot where the knee's "
                                "parent is the hip and the foot's parent is the knee");
+    /* the hip and the bones above it scale alike on every axis (mirrored
+     * or not): their turns must keep the limb's lengths, or the foot
+     * misses the target the two-bone solve reached (ik_skeleton.h) */
+    for (int b = (int)c->limb[0]; b >= 0; b = c->skel[b].parent) {
+        const ik_vec3 s = c->skel[b].scale;
+        const double a = fabs(s.x), tol = 1e-9 * a;
+        if (fabs(fabs(s.y) - a) <= tol && fabs(fabs(s.z) - a) <= tol)
+            continue;
+        char pb[PROTO_PATH_MAX];
+        proto_json_path_key(p, path, "bones");
+        proto_json_path_index(pb, p, (size_t)b);
+        proto_json_path_key(p, pb, "scale");
+        return proto_error_set(err, PROTO_E_INVALID_CHAIN, p,
+                               "bone \"%.64s\" scales by [%g, %g, %g]: the hip and the bones "
+                               "above it must scale alike on every axis (the limb would shear "
+                               "as it turns and miss the target); the knee's and the foot's "
+                               "own scales may be anything",
+                               c->names[b], s.x, s.y, s.z);
+    }
     ik_mat34 *g = calloc(n, sizeof *g);
     if (!g)
         return proto_error_set(err, PROTO_E_INTERNAL, "", "out of memory");

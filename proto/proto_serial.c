@@ -205,9 +205,10 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
     const proto_target *t = &job->targets[i];
     double *from = sc->from;
     if (seed && job->opt.servo_period > 0) {
-        /* servo: one period's motion toward the solution, every joint
-         * within its velocity limit; on a failed solve the arm holds */
-        seed_inside(c->chain, seed, from);
+        /* servo: one period's motion toward the solution from where the
+         * arm is (a joint past a limit comes back inside at its velocity),
+         * every joint within its velocity limit; a failed solve holds */
+        memcpy(from, seed, c->chain->dof * sizeof *from);
         double sf = r->status == IK_OK ? ik_servo_step(c->chain->dof, from, r->q,
                                                        job->opt.servo_velocity,
                                                        job->opt.servo_period, r->q)
@@ -236,14 +237,18 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
     }
     if (seed) {
         /* the motion the answer asks for, from the seed as the solver saw
-         * it (inside the limits); when refused, the motion refused */
+         * it (inside the limits; servo: from where the arm is); when
+         * refused, the motion refused */
         r->has_step = true;
         r->step_ang = r->step_lin = 0.0;
         if (r->status == IK_ESTEP && refused) {
             r->step_ang = refused[0];
             r->step_lin = refused[1];
         } else {
-            seed_inside(c->chain, seed, from);
+            if (job->opt.servo_period > 0)
+                memcpy(from, seed, c->chain->dof * sizeof *from);
+            else
+                seed_inside(c->chain, seed, from);
             for (size_t k = 0; k < c->chain->dof; k++) {
                 double d = fabs(r->q[k] - from[k]);
                 double *m = c->chain->type[k] == IK_JOINT_PRISMATIC ? &r->step_lin : &r->step_ang;

@@ -384,14 +384,16 @@ static void task_done(srv_solve *sv, int status)
     s->busy = false;
     s->solving = NULL;
     bool stale = t->count > 0 && (t->path_gen != s->path_gen || !s->path);
-    if (status != SRV_OK || s->closed || !srv__ws_open(c) || stale) {
-        proto_job_free(sv->job);
-    } else {
+    bool live = status == SRV_OK && !s->closed && srv__ws_open(c);
+    if (live && !stale)
         deliver(s, sv->job, t->seq, t->skipped, t->index, t->count);
-        if (!was_inline) {
-            srv__stream_kick(s);
-            srv__stream_settle(s);
-        }
+    else
+        proto_job_free(sv->job);
+    if (live && !was_inline) {
+        /* what waited for this solve, a discarded sample's too: the
+         * target or path that cut its path, or a close */
+        srv__stream_kick(s);
+        srv__stream_settle(s);
     }
     if (!was_inline) {
         ws_streams *st = *srv__ws_streams(c);
