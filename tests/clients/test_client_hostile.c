@@ -12,6 +12,9 @@
  *   - A tick answer that cannot be read and whose seq cannot be read
  *     either (a string, a fraction, past 64 bits) fails no tick: its error
  *     carries no seq, and the next answer is read.
+ *   - A tick answer (or a stream's solution) of a seq never sent, past the
+ *     highest sent, is refused as IKD_E_BAD_ANSWER without a seq: it fails
+ *     nothing waiting, and the answer of what was sent is read after it.
  *   - An answer without its seq (tick_solution, solution, path_end)
  *     answers nothing: a hang-up after it reports the tick (the stream's
  *     target) lost, once, with its seq.
@@ -174,6 +177,8 @@ static void server_join(server *s)
 
 /* ---- tick answers -------------------------------------------------------- */
 
+#define RESULT_S0 "{\"status\":\"success\",\"joints\":[0.25,-0.5]}"
+
 typedef struct seen {
     int ticks, errors;
     int error_code;
@@ -203,7 +208,18 @@ static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
     }
 }
 
-/* ikd_tick_wait for seq 7 on a connection with max_streams 4 to a server
+/* A tick of seq with one target (stream s0) sent on c, once it is up. */
+static void send_tick(ikd_conn *c, long long seq)
+{
+    ikd_error e;
+    ikd_target t = {.position = {0, 0.3, 0.5}};
+    ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd_tick_begin(c, seq, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd_tick_add(c, "s0", &t, NULL, IKD_SEQ_AUTO, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd_tick_send(c, &e) == 0, "%s", e.message);
+}
+
+/* ikd_tick_wait for seq 7 (sent) on a connection with max_streams 4 to a server
  * that sends a tick answer of n entries (with an event callback when s):
  * its return code, e and *tick as it gave them. */
 static int wait_tick(size_t n, seen *s, ikd_tick **tick, ikd_error *e)
@@ -211,11 +227,13 @@ static int wait_tick(size_t n, seen *s, ikd_tick **tick, ikd_error *e)
     char *answer = tick_answer(n);
     server srv;
     server_start(&srv, answer, NULL);
+    srv.wait_first = true; /* the answer follows the tick it answers */
     char url[64];
     snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
     ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = s ? on_event : NULL, .user = s};
     ikd_conn *c = ikd_conn_new(&o, e);
     ck_assert_msg(c != NULL, "%s", e->message);
+    send_tick(c, 7);
     int rc = ikd_tick_wait(c, 7, WAIT_MS, tick, e);
     if (!rc)
         ck_assert_uint_eq((*tick)->count, n);
@@ -275,6 +293,7 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
         server_start(&srv, bad,
                      "{\"type\":\"tick_solution\",\"seq\":0,\"skipped\":0,"
                      "\"solutions\":[]}");
+        srv.wait_first = true; /* the answers follow the tick */
         char url[64];
         snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
         seen s = {0};
@@ -282,6 +301,7 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
         ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
         ikd_conn *c = ikd_conn_new(&o, &e);
         ck_assert_msg(c != NULL, "%s", e.message);
+        send_tick(c, 0);
         ikd_tick *t = NULL;
         int rc = ikd_tick_wait(c, 0, WAIT_MS, &t, &e);
         ck_assert_msg(rc == 0, "seq %s: %d %s", bogus[k], rc, e.message);
@@ -293,6 +313,112 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
         ikd_conn_free(c);
         server_join(&srv);
     }
+}
+END_TEST
+
+/* A tick answer of a seq never sent (past the highest sent) answers no
+ * tick: it would answer every tick waiting (ikd_tick_wait takes an answer
+ * of its seq or a newer one, ikd having replaced the older tick). It is an
+ * IKD_EV_ERROR IKD_E_BAD_ANSWER without a seq, as the JavaScript and
+ * Python clients refuse it, whether it can be read or not (past
+ * max_streams); the answer to the tick sent is read after it. Before, the
+ * C client handed it to the program as tick 5's answer, and ikd_tick_wait
+ * for tick 5 returned tick 99's entries. */
+START_TEST(tick_answer_of_seq_never_sent_refused)
+{
+    char *past = tick_answer(5); /* seq 7, past max_streams */
+    const char *never[] = {
+        "{\"type\":\"tick_solution\",\"seq\":99,\"skipped\":0,\"solutions\":[{\"stream\":"
+        "\"s0\",\"seq\":99,\"skipped\":0,\"result\":" RESULT_S0 "}]}",
+        past};
+    for (size_t k = 0; k < sizeof never / sizeof *never; k++) {
+        server srv;
+        server_start(&srv, never[k],
+                     "{\"type\":\"tick_solution\",\"seq\":5,\"skipped\":0,\"solutions\":[{"
+                     "\"stream\":\"s0\",\"seq\":5,\"skipped\":0,\"result\":" RESULT_S0 "}]}");
+        srv.wait_first = true;
+        char url[64];
+        snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+        seen s = {0};
+        ikd_error e;
+        ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
+        ikd_conn *c = ikd_conn_new(&o, &e);
+        ck_assert_msg(c != NULL, "%s", e.message);
+        send_tick(c, 5);
+        ikd_tick *t = NULL;
+        int rc = ikd_tick_wait(c, 5, WAIT_MS, &t, &e);
+        ck_assert_msg(rc == 0, "answer %zu: %d %s", k, rc, e.message);
+        ck_assert_msg(t->seq == 5, "answer %zu: tick 5 answered by tick %lld", k, t->seq);
+        ck_assert_uint_eq(t->count, 1);
+        ck_assert_int_eq(t->entries[0].seq, 5);
+        ikd_tick_free(t);
+        ck_assert_int_eq(s.ticks, 1);
+        ck_assert_int_eq(s.errors, 1);
+        ck_assert_int_eq(s.error_code, IKD_E_BAD_ANSWER);
+        ck_assert_msg(!s.error_has_seq, "the error fails tick %lld", s.error_seq);
+        ikd_conn_free(c);
+        server_join(&srv);
+    }
+    free(past);
+}
+END_TEST
+
+typedef struct sols {
+    int count, errors, error_code;
+    long long seq[4];
+    bool error_has_seq;
+    char error_stream[sizeof ((ikd_error *)0)->stream];
+} sols;
+
+static void on_solution(ikd_conn *c, const ikd_event *ev, void *user)
+{
+    (void)c;
+    sols *s = user;
+    if (ev->kind == IKD_EV_SOLUTION && s->count < 4)
+        s->seq[s->count++] = ev->seq;
+    if (ev->kind == IKD_EV_ERROR) {
+        s->errors++;
+        s->error_code = ev->error->code;
+        s->error_has_seq = ev->has_seq;
+        snprintf(s->error_stream, sizeof s->error_stream, "%s", ev->error->stream);
+    }
+}
+
+/* A stream's solution of a seq never sent (past the highest target or path
+ * sent on it) is refused the same way (the JavaScript and Python clients
+ * refuse it): IKD_E_BAD_ANSWER naming the stream, no seq, no solution
+ * event; the solution of the target sent is the stream's only one. Before,
+ * it reached the program as a solution, and ikd_stream_solve for seq 1
+ * would have returned seq 99's result. */
+START_TEST(solution_of_seq_never_sent_refused)
+{
+    server srv;
+    server_start(&srv,
+                 "{\"type\":\"opened\",\"stream\":\"arm\"}",
+                 "{\"type\":\"solution\",\"stream\":\"arm\",\"seq\":99,\"skipped\":0,"
+                 "\"result\":" RESULT_S0 "}");
+    srv.wait_first = true;
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+    sols n = {0};
+    ikd_error e;
+    ikd_conn_opts o = {.url = url, .on_event = on_solution, .user = &n};
+    ikd_conn *c = ikd_conn_new(&o, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+    ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0,0,0.5],[0,0,0]]}"};
+    ikd_target t = {.position = {0, 0.3, 0.5}};
+    ck_assert_msg(ikd_stream_open(c, "arm", &chain, NULL, NULL, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd_stream_target(c, "arm", 1, &t, NULL, NULL, &e) == 0, "%s", e.message);
+    for (int i = 0; i < WAIT_MS / 10 && n.count + n.errors < 1; i++)
+        ikd_conn_poll(c, 10);
+    ck_assert_msg(n.count == 0, "a solution of seq %lld reached the program", n.seq[0]);
+    ck_assert_int_eq(n.errors, 1);
+    ck_assert_int_eq(n.error_code, IKD_E_BAD_ANSWER);
+    ck_assert(!n.error_has_seq);
+    ck_assert_str_eq(n.error_stream, "arm");
+    ikd_conn_free(c);
+    server_join(&srv);
 }
 END_TEST
 
@@ -583,6 +709,8 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tick_answer_past_max_streams_refused);
     tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
+    tcase_add_test(tc, tick_answer_of_seq_never_sent_refused);
+    tcase_add_test(tc, solution_of_seq_never_sent_refused);
     tcase_add_test(tc, answer_without_seq_leaves_tick_lost);
     tcase_add_test(tc, flapping_server_backoff_grows);
     tcase_add_test(tc, stream_closing_when_lost_is_closed_not_reopened);

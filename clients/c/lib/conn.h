@@ -80,7 +80,8 @@ typedef struct ikd__stream {
     long long next_seq;  /* the seq IKD_SEQ_AUTO gives next */
     long long last_sent; /* the last target's or path's seq (when sent) */
     long long last_answered;
-    bool sent, answered, path_active, opened;
+    long long max_sent; /* the highest seq of a target or path ever sent (when ever_sent) */
+    bool sent, answered, path_active, opened, ever_sent;
     bool closing; /* its close sent: a loss closes it rather than reopening it */
 } ikd__stream;
 
@@ -150,6 +151,9 @@ struct ikd_conn {
     size_t tick_count;
     long long tick_last_sent, tick_last_answered;
     bool tick_sent, tick_answered;
+    long long tick_max_sent; /* the highest tick seq ever sent (when tick_ever_sent) */
+    bool tick_ever_sent;
+    bool raw_sent; /* ikd_send_text was used: seqs sent are not all known */
     ikd__stream *streams; /* nstreams used, unordered */
     size_t nstreams, streams_cap;
     ikd__dec dec;

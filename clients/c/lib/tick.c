@@ -260,6 +260,9 @@ int ikd_tick_send(ikd_conn *c, ikd_error *err)
     c->tick_open = false;
     c->tick_last_sent = c->tick_seq;
     c->tick_sent = true;
+    if (!c->tick_ever_sent || c->tick_seq > c->tick_max_sent)
+        c->tick_max_sent = c->tick_seq;
+    c->tick_ever_sent = true;
     /* a huge tick's buffers are not kept (the bytes are queued) */
     c->tick.len = c->tick_recs.len = c->tick_dims.len = 0;
     ikd__buf_trim(&c->tick, 4 << 20);
