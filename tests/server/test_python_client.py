@@ -30,8 +30,11 @@ going on; a server dropping each connection redialled with a growing
 backoff; a silent peer pinged and dropped at idle_timeout; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
-with another); and the example and the README's snippets run as written
-(on a free port instead of 8080).
+with another); tree streams (TreeStreamTest: ticks of a two-armed tree and
+a leg, JSON and binary, every tip checked by the test's own forward
+kinematics; a path of tree waypoints; 3,000 ticks sent faster than ikd
+answers, each accounted for exactly once); and the example and the
+README's snippets run as written (on a free port instead of 8080).
 """
 import asyncio
 import base64
@@ -1277,6 +1280,204 @@ class ReadmeSnippetsTest(unittest.TestCase):
         self.assertIn("iiwa: success", out)
         self.assertIn("stream seq 8: success", out)
 
+
+# ---- tree streams, tree paths, ticks faster than ikd answers -------------------
+
+def _joint(name, parent, xyz, axis, lower, upper):
+    j = {"name": name, "type": "revolute", "origin": {"xyz": xyz}, "axis": axis,
+         "limits": {"lower": lower, "upper": upper}}
+    if parent:
+        j["parent"] = parent
+    return j
+
+
+# the two-armed robot of proto/STREAM.md, "Trees"
+ARMS = {"kind": "tree", "tips": ["l_tool", "r_tool"], "joints": [
+    _joint("waist", None, [0, 0, 0.4], [0, 0, 1], -1.5, 1.5),
+    _joint("l_shoulder", "waist", [0, 0.2, 0.3], [0, 1, 0], -2, 2),
+    _joint("l_elbow", "l_shoulder", [0.3, 0, 0], [0, 1, 0], 0, 2.5),
+    {"name": "l_tool", "parent": "l_elbow", "type": "fixed", "origin": {"xyz": [0.25, 0, 0]}},
+    _joint("r_shoulder", "waist", [0, -0.2, 0.3], [0, 1, 0], -2, 2),
+    _joint("r_elbow", "r_shoulder", [0.3, 0, 0], [0, 1, 0], 0, 2.5),
+    {"name": "r_tool", "parent": "r_elbow", "type": "fixed", "origin": {"xyz": [0.25, 0, 0]}}]}
+ARMS_SEED = [0.3, 0.4, 0.9, -0.2, 1.2]
+
+
+def _rot(a, q):
+    x, y, z = a
+    c, s = math.cos(q), math.sin(q)
+    t = 1 - c
+    return [[t * x * x + c, t * x * y - s * z, t * x * z + s * y],
+            [t * x * y + s * z, t * y * y + c, t * y * z - s * x],
+            [t * x * z - s * y, t * y * z + s * x, t * z * z + c]]
+
+
+def _mul(a, b):
+    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+
+def arms_tips(q):
+    """The test's own forward kinematics of ARMS: each tip's position for
+    joints q (the movable joints in the order of the description)."""
+    frames, k = {}, 0
+    for j in ARMS["joints"]:
+        r, p = frames[j["parent"]] if "parent" in j else ([[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+                                                           [0, 0, 0])
+        o = j["origin"]["xyz"]
+        pos = [p[i] + sum(r[i][m] * o[m] for m in range(3)) for i in range(3)]
+        if j["type"] != "fixed":
+            r = _mul(r, _rot(j["axis"], q[k]))
+            k += 1
+        frames[j["name"]] = (r, pos)
+    assert k == len(q), "one value per movable joint"
+    return [frames[n][1] for n in ARMS["tips"]]
+
+
+def _arms_joints(i):
+    return [v + 0.02 * math.sin(0.1 * i + k) for k, v in enumerate(ARMS_SEED)]
+
+
+def tree_target(i, left_only=False):
+    """Reachable tips: the FK of joints moving with i; with the left tip
+    alone only the left arm moves from step i - 1 (a tip not targeted
+    holds its pose)."""
+    q = _arms_joints(i)
+    if left_only:
+        q = [q[k] if k in (1, 2) else v for k, v in enumerate(_arms_joints(i - 1))]
+    fk = arms_tips(q)
+    names = ["l_tool"] if left_only else ["l_tool", "r_tool"]
+    return {n: {"position": fk[ARMS["tips"].index(n)]} for n in names}
+
+
+def check_tree(test, result, tips, what):
+    """A tree answer: one tip per tip of the chain, each the FK of the
+    joints answered; a success on its targets, a failure's error the FK's
+    distance. True on success."""
+    test.assertEqual(len(result["joints"]), 5, what)
+    test.assertEqual(len(result["tips"]), 2, what)
+    fk = arms_tips(result["joints"])
+    for i, t in enumerate(result["tips"]):
+        test.assertLess(dist(t["position"], fk[i]), 1e-6, "%s: tip %d not the FK" % (what, i))
+    for i, n in enumerate(ARMS["tips"]):
+        if n not in tips:
+            continue
+        d = dist(fk[i], tips[n]["position"])
+        if result["status"] == "success":
+            test.assertLess(d, 1e-3, "%s: %s off its target" % (what, n))
+        else:
+            test.assertAlmostEqual(result["tips"][i]["position_error"], d, delta=1e-6)
+    return result["status"] == "success"
+
+
+def leg_target(i):
+    return [0.2, 0.1 + 0.001 * (i % 50), 0.25]
+
+
+class TreeStreamTest(unittest.TestCase):
+    """The client as a robot controller or game server drives it on tree
+    streams (several tips over shared joints), tree paths, and ticks sent
+    faster than ikd answers them (conflation)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        cls.a = ikd.AsyncClient("http://127.0.0.1:%d" % cls.d.port, timeout=TIMEOUT)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def test_tree_ticks_json_and_binary(self):
+        """Ticks of the tree and a leg (JSON: a tree target does not fit the
+        binary form) alternating with ticks of the leg alone (binary): one
+        item per target in order, each its stream's next seq, the tips by
+        FK on their targets."""
+        async def body():
+            async with self.a.connect(codec=ikd.BinaryCodec()) as conn:
+                await conn.open("arms", ARMS, seed=ARMS_SEED)
+                await conn.open("leg", LEG, options={"solver": "two_bone"})
+                failed = []
+                for i in range(40):
+                    tips = tree_target(i, left_only=i % 3 == 2)
+                    t = await conn.tick([("arms", {"tips": tips}),
+                                         ("leg", {"position": leg_target(i)})], timeout=TIMEOUT)
+                    self.assertEqual(t.requested, t.seq)
+                    self.assertEqual([it.stream for it in t.items], ["arms", "leg"])
+                    self.assertEqual([it.seq for it in t.items], [i + 1, 2 * i + 1])
+                    if not check_tree(self, t.items[0].result, tips, "tick %d" % t.seq):
+                        failed.append(t.seq)
+                    check_leg(self, t.items[1].result["positions"], leg_target(i))
+                    lt = await conn.tick([("leg", {"position": leg_target(i + 1)})],
+                                         timeout=TIMEOUT)
+                    self.assertEqual(lt.items[0].seq, 2 * i + 2)
+                    check_leg(self, lt.items[0].result["positions"], leg_target(i + 1))
+                self.assertEqual(failed, [])
+                self.assertEqual(conn._ticks, {})
+        run(body())
+
+    def test_tree_path(self):
+        """A path of tree waypoints: every sample in order, each the FK of
+        its joints, the last on the last waypoint; path_end counts them."""
+        async def body():
+            async with self.a.connect() as conn:
+                s = await conn.open("arms", ARMS, seed=ARMS_SEED)
+                wps = [{"tips": tree_target(i)} for i in (0, 10, 20)]
+                p = await s.path(wps, rate_hz=100, duration_s=0.3)
+                self.assertTrue(p.end.completed)
+                self.assertEqual(p.end.sent, len(p.samples))
+                self.assertEqual(p.end.sent + p.end.skipped, p.end.count)
+                last = -1
+                for sol in p.samples:
+                    self.assertEqual((sol.seq, sol.count), (p.end.seq, p.end.count))
+                    self.assertGreater(sol.index, last)
+                    last = sol.index
+                    fk = arms_tips(sol.result["joints"])
+                    for i, t in enumerate(sol.result["tips"]):
+                        self.assertLess(dist(t["position"], fk[i]), 1e-6)
+                self.assertEqual(last, p.end.count - 1)
+                self.assertTrue(check_tree(self, p.samples[-1].result, wps[-1]["tips"], "last"))
+                self.assertEqual(s._paths, {})
+        run(body())
+
+    def test_ticks_faster_than_answers(self):
+        """3,000 ticks sent without waiting (a numeric tree: ikd solves
+        slower than they come): answers in increasing seq, each one sent,
+        every tick and every stream's target accounted for exactly once
+        (1 + skipped), nothing held; the connection goes on."""
+        async def body():
+            async with self.a.connect() as conn:
+                await conn.open("arms", ARMS, seed=ARMS_SEED, options={"solver": "numeric"})
+                await conn.open("leg", LEG, options={"solver": "two_bone"})
+                answers = []
+                conn.on_tick(lambda ts: answers.append(ts))
+                n, last = 3000, 0
+                for i in range(n):
+                    seq = await conn.send_tick([("arms", {"tips": tree_target(i)}),
+                                                ("leg", {"position": leg_target(i)})])
+                    self.assertGreater(seq, last)
+                    last = seq
+                await until(lambda: answers and answers[-1].seq == last, "the last tick")
+                prev, accounted = 0, 0
+                per = {"arms": [0, 0], "leg": [0, 0]}  # accounted, last seq
+                for ts in answers:
+                    self.assertTrue(prev < ts.seq <= last, (prev, ts.seq, last))
+                    prev = ts.seq
+                    accounted += 1 + ts.skipped
+                    self.assertEqual([it.stream for it in ts.items], ["arms", "leg"])
+                    for it in ts.items:
+                        acc = per[it.stream]
+                        self.assertEqual(it.seq - acc[1], 1 + it.skipped, it.stream)
+                        acc[0] += 1 + it.skipped
+                        acc[1] = it.seq
+                self.assertEqual(accounted, n)
+                self.assertEqual(per["arms"][0], n)
+                self.assertEqual(per["leg"][0], n)
+                self.assertLess(len(answers), n, "ikd conflated")
+                self.assertEqual(conn._ticks, {})
+                tips = tree_target(7)
+                t = await conn.tick([("arms", {"tips": tips})], timeout=TIMEOUT)
+                self.assertTrue(check_tree(self, t.items[0].result, tips, "after the flood"))
+        run(body())
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
