@@ -1154,6 +1154,8 @@ export class IkdStream {
     this.chainId = undefined;
     this.seq = 0;
     this.delivered = 0;
+    /** the seq of the last path_end: nothing of that seq or older comes after it */
+    this.pathEnded = 0;
     /** the newest answer (a Solution or a tick item): latest wins */
     this.latest = undefined;
     /** @type {Map<number, {resolve: Function, reject: Function, t0: number}>} */
@@ -1302,6 +1304,11 @@ export class IkdStream {
         this.solution(msg);
         return true;
       case 'path_end': {
+        if (msg.seq > this.seq) {
+          this.conn.emit('error', new IkdError('bad_answer', `a path_end of seq ${msg.seq}, never sent (the last sent is ${this.seq})`, { stream: this.name }));
+          return true;
+        }
+        this.pathEnded = Math.max(this.pathEnded, msg.seq);
         const p = this.paths.get(msg.seq);
         if (p) { this.paths.delete(msg.seq); p.resolve(msg); }
         return true;
@@ -1376,6 +1383,10 @@ export class IkdStream {
       this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq}, never sent (the last sent is ${this.seq})`, { stream: this.name }));
       return;
     }
+    if (seq <= this.pathEnded) { /* its path (or a newer one) has ended: no answer comes after */
+      this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq} after the path_end of seq ${this.pathEnded}`, { stream: this.name }));
+      return;
+    }
     const t = now();
     const sol = { stream: this.name, seq, skipped: msg.skipped ?? 0, result: msg.result, requested: seq, rttMs: 0 };
     if (msg.index !== undefined) { sol.index = msg.index; sol.count = msg.count; }
@@ -1414,7 +1425,7 @@ export class IkdStream {
     }
     if (this.pending.size === 0 && this.listeners.size === 0 && this.paths.size === 0) {
       /* the game-server case: nothing waits, the item is the answer */
-      if (it.seq >= this.delivered && it.seq <= this.seq) { this.delivered = it.seq; this.latest = it; }
+      if (it.seq >= this.delivered && it.seq <= this.seq && it.seq > this.pathEnded) { this.delivered = it.seq; this.latest = it; }
       return;
     }
     this.solution(it);

@@ -21,7 +21,9 @@
  * maxMessage drops the connection unread; a stream closed twice at once
  * resolves both calls; a server that does not read has sends past
  * maxSendQueue refused; an answer of a seq never sent answers nothing; a
- * binary tick answer entry larger than its size fails its tick.
+ * binary tick answer entry larger than its size fails its tick; on a tree
+ * stream, a path sample after its path_end and a path_end of a seq never
+ * sent are "bad_answer" error events, reaching no listener.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -475,6 +477,46 @@ test('a binary tick answer entry larger than its size fails its tick', LIMIT, as
       assert.equal(got, `bad_answer ${tick}`);
     }
     assert.deepEqual(errors, []);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('tree path answers that lie: a sample after its path_end, a path_end never sent', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  const tree = (x) => `{"status":"success","joints":[${x},0.4,0.9,-0.2,1.2],"tips":[{"status":"success","position":[0.2,0.3,0.3]},{"status":"success","position":[0.4,-0.1,0.5]}]}`;
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'open') sock.send('{"type":"opened","stream":"arms"}');
+    if (m.type === 'path') {
+      for (const i of [0, 1]) sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"index":${i},"count":2,"result":${tree(i)}}`);
+      sock.send(`{"type":"path_end","stream":"arms","seq":${m.seq},"sent":2,"skipped":0,"count":2,"completed":true}`);
+      /* the lies: a sample of the path ended, a path_end of a seq never sent */
+      sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"index":1,"count":2,"result":${tree(7)}}`);
+      sock.send('{"type":"path_end","stream":"arms","seq":9,"sent":2,"skipped":0,"count":2,"completed":true}');
+    }
+    if (m.type === 'target') sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"result":${tree(2)}}`);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false });
+  const errors = [];
+  conn.on('error', (e) => errors.push(e.code));
+  try {
+    const s = await conn.open('arms', { chain: LEG });
+    const seen = [];
+    s.onSolution((sol) => seen.push([sol.seq, sol.index, sol.result.joints[0]]));
+    const samples = [];
+    const end = await s.path([{ position: [0, 0.3, 0.5] }, { position: [0, 0.2, 0.5] }], {}, (x) => samples.push(x.index));
+    assert.equal(end.seq, 1);
+    assert.deepEqual(samples, [0, 1]);
+    const sol = await s.target({ position: [0, 0.3, 0.5] });
+    assert.equal(sol.seq, 2);
+    /* before: the sample after path_end reached the listeners and latest */
+    assert.deepEqual(seen, [[1, 0, 0], [1, 1, 1], [2, undefined, 2]]);
+    assert.deepEqual(errors, ['bad_answer', 'bad_answer']);
+    assert.equal(s.latest.seq, 2);
   } finally {
     await conn.close();
     await new Promise((ok) => wss.close(ok));
