@@ -1378,7 +1378,10 @@ export class IkdStream {
    * promise of its own seq, `latest` and the listeners share one object. */
   solution(msg) {
     const seq = msg.seq;
-    if (seq < this.delivered) return; /* never deliver out of order */
+    if (seq < this.delivered) { /* ikd answers a stream in seq order: never delivered out of it */
+      this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq} after that of seq ${this.delivered}`, { stream: this.name }));
+      return;
+    }
     if (seq > this.seq) { /* would answer every target waiting */
       this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq}, never sent (the last sent is ${this.seq})`, { stream: this.name }));
       return;

@@ -22,8 +22,9 @@
  * resolves both calls; a server that does not read has sends past
  * maxSendQueue refused; an answer of a seq never sent answers nothing; a
  * binary tick answer entry larger than its size fails its tick; on a tree
- * stream, a path sample after its path_end and a path_end of a seq never
- * sent are "bad_answer" error events, reaching no listener.
+ * stream, a path sample after its path_end, a path_end of a seq never
+ * sent and a solution older than one answered are "bad_answer" error
+ * events, reaching no listener.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -483,7 +484,7 @@ test('a binary tick answer entry larger than its size fails its tick', LIMIT, as
   }
 });
 
-test('tree path answers that lie: a sample after its path_end, a path_end never sent', LIMIT, async () => {
+test('tree path answers that lie: a sample after its path_end, a path_end never sent, an older solution', LIMIT, async () => {
   const { WebSocketServer } = await import('ws');
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
   await new Promise((ok) => wss.on('listening', ok));
@@ -498,7 +499,11 @@ test('tree path answers that lie: a sample after its path_end, a path_end never 
       sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"index":1,"count":2,"result":${tree(7)}}`);
       sock.send('{"type":"path_end","stream":"arms","seq":9,"sent":2,"skipped":0,"count":2,"completed":true}');
     }
-    if (m.type === 'target') sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"result":${tree(2)}}`);
+    if (m.type === 'target') {
+      sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"result":${tree(m.seq)}}`);
+      /* and an older one again */
+      if (m.seq === 3) sock.send(`{"type":"solution","stream":"arms","seq":2,"skipped":0,"result":${tree(8)}}`);
+    }
   }));
   const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false });
   const errors = [];
@@ -511,12 +516,14 @@ test('tree path answers that lie: a sample after its path_end, a path_end never 
     const end = await s.path([{ position: [0, 0.3, 0.5] }, { position: [0, 0.2, 0.5] }], {}, (x) => samples.push(x.index));
     assert.equal(end.seq, 1);
     assert.deepEqual(samples, [0, 1]);
-    const sol = await s.target({ position: [0, 0.3, 0.5] });
-    assert.equal(sol.seq, 2);
-    /* before: the sample after path_end reached the listeners and latest */
-    assert.deepEqual(seen, [[1, 0, 0], [1, 1, 1], [2, undefined, 2]]);
-    assert.deepEqual(errors, ['bad_answer', 'bad_answer']);
-    assert.equal(s.latest.seq, 2);
+    assert.equal((await s.target({ position: [0, 0.3, 0.5] })).seq, 2);
+    assert.equal((await s.target({ position: [0, 0.3, 0.5] })).seq, 3);
+    await new Promise((r) => setTimeout(r, 50));
+    /* before: the sample after path_end reached the listeners and latest,
+     * and the older solution was dropped without a word */
+    assert.deepEqual(seen, [[1, 0, 0], [1, 1, 1], [2, undefined, 2], [3, undefined, 3]]);
+    assert.deepEqual(errors, ['bad_answer', 'bad_answer', 'bad_answer']);
+    assert.equal(s.latest.seq, 3);
   } finally {
     await conn.close();
     await new Promise((ok) => wss.close(ok));

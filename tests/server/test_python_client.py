@@ -1001,6 +1001,64 @@ class PythonClientTest(unittest.TestCase):
                     self.assertEqual([e.code for e in errors], ["bad_answer"] * 2)
         run(body())
 
+    def test_tree_path_answers_that_lie(self):
+        """On a tree stream, a path sample after its path_end, a path_end
+        of a seq never sent and a solution older than one already answered
+        answer nothing: an on_error bad_answer each, reaching no listener
+        nor latest. Before, the sample after the end and the older solution
+        reached on_solution and latest (a controller would act on a pose of
+        a path already over, or go back to an older answer)."""
+        import websockets
+        import json as js
+
+        def tree(x):
+            return ('{"status":"success","joints":[%d,0.4,0.9,-0.2,1.2],"tips":[{"status":'
+                    '"success","position":[0.2,0.3,0.3]},{"status":"success","position":'
+                    '[0.4,-0.1,0.5]}]}' % x)
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                m = js.loads(text)
+                if m["type"] == "open":
+                    await ws.send('{"type":"opened","stream":"arms"}')
+                elif m["type"] == "path":
+                    for i in (0, 1):
+                        await ws.send('{"type":"solution","stream":"arms","seq":%d,"skipped":0,'
+                                      '"index":%d,"count":2,"result":%s}' % (m["seq"], i, tree(i)))
+                    await ws.send('{"type":"path_end","stream":"arms","seq":%d,"sent":2,'
+                                  '"skipped":0,"count":2,"completed":true}' % m["seq"])
+                    # the lies: a sample of the path ended, a path_end never sent
+                    await ws.send('{"type":"solution","stream":"arms","seq":%d,"skipped":0,'
+                                  '"index":1,"count":2,"result":%s}' % (m["seq"], tree(7)))
+                    await ws.send('{"type":"path_end","stream":"arms","seq":9,"sent":2,'
+                                  '"skipped":0,"count":2,"completed":true}')
+                elif m["type"] == "target":
+                    await ws.send('{"type":"solution","stream":"arms","seq":%d,"skipped":0,'
+                                  '"result":%s}' % (m["seq"], tree(m["seq"])))
+                    if m["seq"] == 3:  # and an older one again
+                        await ws.send('{"type":"solution","stream":"arms","seq":2,"skipped":0,'
+                                      '"result":%s}' % tree(8))
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False) as conn:
+                    errors = []
+                    conn.on_error(errors.append)
+                    s = await conn.open("arms", chain=LEG)
+                    seen = []
+                    s.on_solution(lambda sol: seen.append((sol.seq, sol.index,
+                                                           sol.result["joints"][0])))
+                    p = await s.path([{"position": [0, 0.3, 0.5]}, {"position": [0, 0.2, 0.5]}])
+                    self.assertEqual([x.index for x in p.samples], [0, 1])
+                    self.assertEqual((await s.solve({"position": [0, 0.3, 0.5]})).seq, 2)
+                    self.assertEqual((await s.solve({"position": [0, 0.3, 0.5]})).seq, 3)
+                    await until(lambda: len(errors) >= 3, "the errors")
+                    self.assertEqual(seen, [(1, 0, 0), (1, 1, 1), (2, None, 2), (3, None, 3)])
+                    self.assertEqual([e.code for e in errors], ["bad_answer"] * 3)
+                    self.assertEqual((s.latest.seq, s.latest.result["joints"][0]), (3, 3))
+        run(body())
+
     def test_flapping_server_backoff_grows(self):
         """A server that upgrades each connection and closes it at once is
         redialled with a growing backoff (the third wait 400 ms, jitter 50%

@@ -839,6 +839,8 @@ class Stream:
         self._ready = None  # an event set when a message is queued
         self._waiting = {}  # seq -> future, in the order sent
         self._paths = {}  # seq -> list of samples
+        self._delivered = 0  # the seq of the last solution delivered
+        self._path_ended = 0  # the seq of the last path_end: no answer of it or older after
         self._opened = None
         self._closed = None
         self._on_solution = _Handlers()
@@ -987,6 +989,14 @@ class Stream:
             self.conn._error(IkdError("bad_answer", "a solution of seq %d, never sent (the last "
                                       "sent is %d)" % (sol.seq, self.seq), stream=self.name))
             return
+        if sol.seq < self._delivered or sol.seq <= self._path_ended:
+            # ikd answers a stream in seq order, and nothing of a path after its end
+            self.conn._error(IkdError("bad_answer", "a solution of seq %d after that of seq %d "
+                                      "(the last path_end: seq %d)" % (
+                                          sol.seq, self._delivered, self._path_ended),
+                                      stream=self.name))
+            return
+        self._delivered = sol.seq
         self.latest = sol
         self._queue_put(sol)
         w = self._waiting
@@ -1024,7 +1034,11 @@ class Stream:
             seq = msg["seq"]
             self._solution(Solution(self.name, seq, msg.get("skipped", 0), msg.get("result"),
                                     seq, msg.get("index"), msg.get("count")))
+        elif kind == "path_end" and msg["seq"] > self.seq:
+            self.conn._error(IkdError("bad_answer", "a path_end of seq %d, never sent (the last "
+                                      "sent is %d)" % (msg["seq"], self.seq), stream=self.name))
         elif kind == "path_end":
+            self._path_ended = max(self._path_ended, msg["seq"])
             end = PathEnd(self.name, msg["seq"], msg.get("sent", 0),
                           msg.get("skipped", 0), msg.get("count", 0),
                           bool(msg.get("completed")))
