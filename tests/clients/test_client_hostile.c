@@ -15,6 +15,9 @@
  *   - A tick answer (or a stream's solution) of a seq never sent, past the
  *     highest sent, is refused as IKD_E_BAD_ANSWER without a seq: it fails
  *     nothing waiting, and the answer of what was sent is read after it.
+ *   - On a tree stream, a path sample after its path_end, a path_end of a
+ *     seq never sent, a solution older than one answered: refused the same
+ *     way, the true answers read.
  *   - An answer without its seq (tick_solution, solution, path_end)
  *     answers nothing: a hang-up after it reports the tick (the stream's
  *     target) lost, once, with its seq.
@@ -54,6 +57,7 @@ typedef struct server {
     const char *then; /* and another after it, or NULL */
     bool wait_first;  /* send once the client has sent something */
     bool hang_up;     /* then close rather than wait for the client to */
+    const char *const *script; /* or these, NULL-terminated, once the client sent something */
     pthread_t thread;
 } server;
 
@@ -136,7 +140,13 @@ static void *serve(void *p)
     if (fd < 0)
         return NULL;
     char drain[4096];
-    if (upgrade(fd) && (!s->wait_first || read(fd, drain, sizeof drain) > 0)) {
+    if (s->script && upgrade(fd) && read(fd, drain, sizeof drain) > 0) {
+        for (const char *const *m = s->script; *m; m++)
+            send_text(fd, *m);
+        while (read(fd, drain, sizeof drain) > 0) {
+        }
+    } else if (!s->script && upgrade(fd) &&
+               (!s->wait_first || read(fd, drain, sizeof drain) > 0)) {
         send_text(fd, s->send);
         if (s->then)
             send_text(fd, s->then);
@@ -166,6 +176,7 @@ static void server_start(server *s, const char *send, const char *then)
     s->send = send;
     s->then = then;
     s->wait_first = s->hang_up = false;
+    s->script = NULL;
     server_run(s, serve);
 }
 
@@ -417,6 +428,97 @@ START_TEST(solution_of_seq_never_sent_refused)
     ck_assert_int_eq(n.error_code, IKD_E_BAD_ANSWER);
     ck_assert(!n.error_has_seq);
     ck_assert_str_eq(n.error_stream, "arm");
+    ikd_conn_free(c);
+    server_join(&srv);
+}
+END_TEST
+
+typedef struct path_lies {
+    int solutions, ends, errors, bad_seq;
+    long long seq[8], index[8];
+} path_lies;
+
+static void on_path_lies(ikd_conn *c, const ikd_event *ev, void *user)
+{
+    (void)c;
+    path_lies *l = user;
+    if (ev->kind == IKD_EV_SOLUTION && l->solutions < 8) {
+        l->seq[l->solutions] = ev->seq;
+        l->index[l->solutions++] = ev->has_index ? ev->index : -1;
+    }
+    l->ends += ev->kind == IKD_EV_PATH_END;
+    if (ev->kind == IKD_EV_ERROR) {
+        l->errors++;
+        l->bad_seq += ev->error->code != IKD_E_BAD_ANSWER || ev->has_seq;
+    }
+}
+
+#define TREE_RESULT(x)                                                                             \
+    "{\"status\":\"success\",\"joints\":[" x ",0.4,0.9,-0.2,1.2],\"tips\":[{\"status\":"       \
+    "\"success\",\"position\":[0.2,0.3,0.3]},{\"status\":\"success\",\"position\":"              \
+    "[0.4,-0.1,0.5]}]}"
+
+/* On a tree stream, a path sample after its path_end, a path_end of a seq
+ * never sent and a solution older than one answered are refused as
+ * IKD_E_BAD_ANSWER without a seq, as the JavaScript and Python clients
+ * refuse them (ikd answers a stream in seq order, and nothing of a path
+ * after its end); the true answers are read. Before, all three reached the
+ * program as answers. */
+START_TEST(path_answers_that_lie_refused)
+{
+    static const char *const script[] = {
+        "{\"type\":\"opened\",\"stream\":\"arms\"}",
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":1,\"skipped\":0,\"index\":0,"
+        "\"count\":2,\"result\":" TREE_RESULT("0") "}",
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":1,\"skipped\":0,\"index\":1,"
+        "\"count\":2,\"result\":" TREE_RESULT("1") "}",
+        "{\"type\":\"path_end\",\"stream\":\"arms\",\"seq\":1,\"sent\":2,\"skipped\":0,"
+        "\"count\":2,\"completed\":true}",
+        /* the lies: a sample after the end, a path_end never sent */
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":1,\"skipped\":0,\"index\":1,"
+        "\"count\":2,\"result\":" TREE_RESULT("7") "}",
+        "{\"type\":\"path_end\",\"stream\":\"arms\",\"seq\":9,\"sent\":2,\"skipped\":0,"
+        "\"count\":2,\"completed\":true}",
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":3,\"skipped\":1,\"result\":"
+        TREE_RESULT("3") "}",
+        /* and an older solution after it */
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":2,\"skipped\":0,\"result\":"
+        TREE_RESULT("2") "}",
+        "{\"type\":\"closed\",\"stream\":\"arms\"}",
+        NULL};
+    server srv;
+    server_start(&srv, NULL, NULL);
+    srv.script = script;
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+    path_lies l = {0};
+    ikd_error e;
+    ikd_conn_opts o = {.url = url, .on_event = on_path_lies, .user = &l};
+    ikd_conn *c = ikd_conn_new(&o, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+    ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0,0,0.5],[0,0,0]]}"};
+    ikd_target w[2] = {{.position = {0, 0.3, 0.5}}, {.position = {0, 0.2, 0.5}}};
+    /* open, path 1, targets 2 and 3: one write, read by the server at once */
+    ck_assert_msg(ikd_stream_open(c, "arms", &chain, NULL, NULL, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd_stream_path(c, "arms", IKD_SEQ_AUTO, w, 2, 0, 0, NULL, &e) == 0, "%s",
+                  e.message);
+    for (int k = 0; k < 2; k++)
+        ck_assert_msg(ikd_stream_target(c, "arms", IKD_SEQ_AUTO, &w[k], NULL, NULL, &e) == 0, "%s",
+                      e.message);
+    ikd_conn_stats st = {0};
+    for (int i = 0; i < WAIT_MS / 10 && (ikd_conn_get_stats(c, &st), st.streams); i++)
+        ikd_conn_poll(c, 10); /* until "closed" */
+    ck_assert_uint_eq(st.streams, 0);
+    ck_assert_msg(l.solutions == 3, "%d solutions reached the program", l.solutions);
+    ck_assert_int_eq(l.seq[0], 1);
+    ck_assert_int_eq(l.index[0], 0);
+    ck_assert_int_eq(l.seq[1], 1);
+    ck_assert_int_eq(l.index[1], 1);
+    ck_assert_int_eq(l.seq[2], 3);
+    ck_assert_int_eq(l.ends, 1);
+    ck_assert_int_eq(l.errors, 3);
+    ck_assert_int_eq(l.bad_seq, 0);
     ikd_conn_free(c);
     server_join(&srv);
 }
@@ -711,6 +813,7 @@ int main(void)
     tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
     tcase_add_test(tc, tick_answer_of_seq_never_sent_refused);
     tcase_add_test(tc, solution_of_seq_never_sent_refused);
+    tcase_add_test(tc, path_answers_that_lie_refused);
     tcase_add_test(tc, answer_without_seq_leaves_tick_lost);
     tcase_add_test(tc, flapping_server_backoff_grows);
     tcase_add_test(tc, stream_closing_when_lost_is_closed_not_reopened);

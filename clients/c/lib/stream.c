@@ -310,7 +310,9 @@ static void note_sent(ikd__stream *s, long long seq, bool path)
         return;
     s->last_sent = seq;
     s->sent = true;
-    if (!s->ever_sent || seq > s->max_sent)
+    if (s->ever_sent && seq <= s->max_sent)
+        s->unordered = true;
+    else
         s->max_sent = seq;
     s->ever_sent = true;
     if (path)
@@ -562,6 +564,36 @@ static bool never_sent(ikd_conn *c, const char *type, const ikd__stream *s, long
     return true;
 }
 
+/* A solution of s older than the last one (ikd answers a stream in the
+ * order of its targets, here in seq order), or of a path that has ended
+ * (nothing of a path comes after its path_end), answers nothing either:
+ * refused as never_sent refuses. Not checked once the program sent a seq
+ * that is not above all before it (its seqs are then not in order). */
+static bool out_of_order(ikd_conn *c, const ikd__stream *s, long long seq, const char *p,
+                         size_t n)
+{
+    bool older = s->has_delivered && seq < s->delivered;
+    bool ended = s->has_path_ended && seq <= s->path_ended;
+    if (s->unordered || (!older && !ended))
+        return false;
+    ikd_error e;
+    if (older)
+        ikd__fail(&e, IKD_E_BAD_ANSWER, "a solution of seq %lld after that of seq %lld", seq,
+                  s->delivered);
+    else
+        ikd__fail(&e, IKD_E_BAD_ANSWER, "a solution of seq %lld after the path_end of seq %lld",
+                  seq, s->path_ended);
+    ikd__strlcpy(e.stream, s->name, sizeof e.stream);
+    ikd_event bad = {0};
+    bad.kind = IKD_EV_ERROR;
+    bad.error = &e;
+    bad.type = "solution";
+    bad.text = p;
+    bad.text_len = n;
+    ikd__conn_emit(c, &bad);
+    return true;
+}
+
 void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
 {
     ikd_event ev = {0};
@@ -634,9 +666,11 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
         ev.kind = IKD_EV_SOLUTION;
         ev.result = &m->result;
         if (s && m->has_seq &&
-            never_sent(c, t, s, m->seq, p, n))
+            (never_sent(c, t, s, m->seq, p, n) || out_of_order(c, s, m->seq, p, n)))
             return;
         if (s && m->has_seq) { /* an answer without its seq answers nothing known */
+            s->delivered = m->seq;
+            s->has_delivered = true;
             s->last_answered = m->seq;
             s->answered = true;
         }
@@ -663,6 +697,13 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
         if (!m->stream)
             missing = "stream";
         ev.kind = IKD_EV_PATH_END;
+        if (s && m->has_seq && never_sent(c, t, s, m->seq, p, n))
+            return;
+        if (s && m->has_seq) {
+            if (!s->has_path_ended || m->seq > s->path_ended)
+                s->path_ended = m->seq;
+            s->has_path_ended = true;
+        }
         if (s) {
             s->path_active = false;
             if (m->has_seq) {
