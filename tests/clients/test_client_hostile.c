@@ -53,10 +53,10 @@
 
 typedef struct server {
     int listener, port;
-    const char *send; /* one text message sent after the upgrade */
-    const char *then; /* and another after it, or NULL */
-    bool wait_first;  /* send once the client has sent something */
-    bool hang_up;     /* then close rather than wait for the client to */
+    const char *send;          /* one text message sent after the upgrade */
+    const char *then;          /* and another after it, or NULL */
+    bool wait_first;           /* send once the client has sent something */
+    bool hang_up;              /* then close rather than wait for the client to */
     const char *const *script; /* or these, NULL-terminated, once the client sent something */
     pthread_t thread;
 } server;
@@ -145,8 +145,7 @@ static void *serve(void *p)
             send_text(fd, *m);
         while (read(fd, drain, sizeof drain) > 0) {
         }
-    } else if (!s->script && upgrade(fd) &&
-               (!s->wait_first || read(fd, drain, sizeof drain) > 0)) {
+    } else if (!s->script && upgrade(fd) && (!s->wait_first || read(fd, drain, sizeof drain) > 0)) {
         send_text(fd, s->send);
         if (s->then)
             send_text(fd, s->then);
@@ -378,7 +377,7 @@ typedef struct sols {
     int count, errors, error_code;
     long long seq[4];
     bool error_has_seq;
-    char error_stream[sizeof ((ikd_error *)0)->stream];
+    char error_stream[sizeof((ikd_error *)0)->stream];
 } sols;
 
 static void on_solution(ikd_conn *c, const ikd_event *ev, void *user)
@@ -404,8 +403,7 @@ static void on_solution(ikd_conn *c, const ikd_event *ev, void *user)
 START_TEST(solution_of_seq_never_sent_refused)
 {
     server srv;
-    server_start(&srv,
-                 "{\"type\":\"opened\",\"stream\":\"arm\"}",
+    server_start(&srv, "{\"type\":\"opened\",\"stream\":\"arm\"}",
                  "{\"type\":\"solution\",\"stream\":\"arm\",\"seq\":99,\"skipped\":0,"
                  "\"result\":" RESULT_S0 "}");
     srv.wait_first = true;
@@ -454,8 +452,8 @@ static void on_path_lies(ikd_conn *c, const ikd_event *ev, void *user)
 }
 
 #define TREE_RESULT(x)                                                                             \
-    "{\"status\":\"success\",\"joints\":[" x ",0.4,0.9,-0.2,1.2],\"tips\":[{\"status\":"       \
-    "\"success\",\"position\":[0.2,0.3,0.3]},{\"status\":\"success\",\"position\":"              \
+    "{\"status\":\"success\",\"joints\":[" x ",0.4,0.9,-0.2,1.2],\"tips\":[{\"status\":"           \
+    "\"success\",\"position\":[0.2,0.3,0.3]},{\"status\":\"success\",\"position\":"                \
     "[0.4,-0.1,0.5]}]}"
 
 /* On a tree stream, a path sample after its path_end, a path_end of a seq
@@ -479,13 +477,12 @@ START_TEST(path_answers_that_lie_refused)
         "\"count\":2,\"result\":" TREE_RESULT("7") "}",
         "{\"type\":\"path_end\",\"stream\":\"arms\",\"seq\":9,\"sent\":2,\"skipped\":0,"
         "\"count\":2,\"completed\":true}",
-        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":3,\"skipped\":1,\"result\":"
-        TREE_RESULT("3") "}",
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":3,\"skipped\":1,"
+        "\"result\":" TREE_RESULT("3") "}",
         /* and an older solution after it */
-        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":2,\"skipped\":0,\"result\":"
-        TREE_RESULT("2") "}",
-        "{\"type\":\"closed\",\"stream\":\"arms\"}",
-        NULL};
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":2,\"skipped\":0,"
+        "\"result\":" TREE_RESULT("2") "}",
+        "{\"type\":\"closed\",\"stream\":\"arms\"}", NULL};
     server srv;
     server_start(&srv, NULL, NULL);
     srv.script = script;

@@ -29,18 +29,26 @@
 #define WAIT_MS 10000
 
 /* the two-armed robot of proto/STREAM.md, "Trees" */
-#define REV(n, p, x, y, z, ax, lo, hi)                                                             \
-    "{\"name\":\"" n "\"," p "\"type\":\"revolute\",\"origin\":{\"xyz\":[" x "," y "," z "]},"    \
-    "\"axis\":" ax ",\"limits\":{\"lower\":" lo ",\"upper\":" hi "}}"
 static const char ARMS[] =
     "{\"kind\":\"tree\",\"tips\":[\"l_tool\",\"r_tool\"],\"joints\":["
-    REV("waist", "", "0", "0", "0.4", "[0,0,1]", "-1.5", "1.5") ","
-    REV("l_shoulder", "\"parent\":\"waist\",", "0", "0.2", "0.3", "[0,1,0]", "-2", "2") ","
-    REV("l_elbow", "\"parent\":\"l_shoulder\",", "0.3", "0", "0", "[0,1,0]", "0", "2.5") ","
-    "{\"name\":\"l_tool\",\"parent\":\"l_elbow\",\"type\":\"fixed\",\"origin\":{\"xyz\":[0.25,0,0]}},"
-    REV("r_shoulder", "\"parent\":\"waist\",", "0", "-0.2", "0.3", "[0,1,0]", "-2", "2") ","
-    REV("r_elbow", "\"parent\":\"r_shoulder\",", "0.3", "0", "0", "[0,1,0]", "0", "2.5") ","
-    "{\"name\":\"r_tool\",\"parent\":\"r_elbow\",\"type\":\"fixed\",\"origin\":{\"xyz\":[0.25,0,0]}}]}";
+    "{\"name\":\"waist\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0,0,0.4]},"
+    "\"axis\":[0,0,1],\"limits\":{\"lower\":-1.5,\"upper\":1.5}},"
+    "{\"name\":\"l_shoulder\",\"parent\":\"waist\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0,0."
+    "2,0.3]},"
+    "\"axis\":[0,1,0],\"limits\":{\"lower\":-2,\"upper\":2}},"
+    "{\"name\":\"l_elbow\",\"parent\":\"l_shoulder\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0."
+    "3,0,0]},"
+    "\"axis\":[0,1,0],\"limits\":{\"lower\":0,\"upper\":2.5}},"
+    "{\"name\":\"l_tool\",\"parent\":\"l_elbow\",\"type\":\"fixed\","
+    "\"origin\":{\"xyz\":[0.25,0,0]}},"
+    "{\"name\":\"r_shoulder\",\"parent\":\"waist\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0,-0."
+    "2,0.3]},"
+    "\"axis\":[0,1,0],\"limits\":{\"lower\":-2,\"upper\":2}},"
+    "{\"name\":\"r_elbow\",\"parent\":\"r_shoulder\",\"type\":\"revolute\",\"origin\":{\"xyz\":[0."
+    "3,0,0]},"
+    "\"axis\":[0,1,0],\"limits\":{\"lower\":0,\"upper\":2.5}},"
+    "{\"name\":\"r_tool\",\"parent\":\"r_elbow\",\"type\":\"fixed\","
+    "\"origin\":{\"xyz\":[0.25,0,0]}}]}";
 static const char LEG[] = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0.1,0,0.55],[0,0,0.1]]}";
 static const double SEED[5] = {0.3, 0.4, 0.9, -0.2, 1.2};
 
@@ -138,9 +146,8 @@ static void check_leg(const ikd_result *r, const double *t, const char *what)
     ck_assert_msg(r->status == IKD_STATUS_SUCCESS, "%s: leg %s", what, r->status_text);
     ck_assert_msg(r->position_count == 3, "%s", what);
     ck_assert_msg(dist3(r->positions + 6, t) < 1e-6, "%s: the foot off its target", what);
-    ck_assert_msg(fabs(dist3(r->positions, r->positions + 3) - dist3((double[]){0, 0, 1},
-                                                                     (double[]){0.1, 0, 0.55})) <
-                      1e-6,
+    ck_assert_msg(fabs(dist3(r->positions, r->positions + 3) -
+                       dist3((double[]){0, 0, 1}, (double[]){0.1, 0, 0.55})) < 1e-6,
                   "%s: the thigh", what);
 }
 
@@ -163,9 +170,9 @@ static void open_both(ikd_conn *c, const char *arms_options)
     ikd_seed seed = {.values = SEED, .count = 5, .width = 1};
     ck_assert_msg(ikd_stream_open_wait(c, "arms", &arms, &seed, arms_options, WAIT_MS, &e) == 0,
                   "%s", e.message);
-    ck_assert_msg(ikd_stream_open_wait(c, "leg", &leg, NULL, "{\"solver\":\"two_bone\"}", WAIT_MS,
-                                       &e) == 0,
-                  "%s", e.message);
+    ck_assert_msg(
+        ikd_stream_open_wait(c, "leg", &leg, NULL, "{\"solver\":\"two_bone\"}", WAIT_MS, &e) == 0,
+        "%s", e.message);
 }
 
 START_TEST(tree_ticks)

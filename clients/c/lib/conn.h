@@ -80,12 +80,12 @@ typedef struct ikd__stream {
     long long next_seq;  /* the seq IKD_SEQ_AUTO gives next */
     long long last_sent; /* the last target's or path's seq (when sent) */
     long long last_answered;
-    long long max_sent; /* the highest seq of a target or path ever sent (when ever_sent) */
+    long long max_sent;   /* the highest seq of a target or path ever sent (when ever_sent) */
     long long delivered;  /* the last solution's seq (when has_delivered): answers come in order */
     long long path_ended; /* the last path_end's seq (when has_path_ended): nothing of it after */
     bool sent, answered, path_active, opened, ever_sent, has_delivered, has_path_ended;
     bool unordered; /* a seq was sent not above every earlier one: order is not checked */
-    bool closing; /* its close sent: a loss closes it rather than reopening it */
+    bool closing;   /* its close sent: a loss closes it rather than reopening it */
 } ikd__stream;
 
 /* What a blocking helper waits for (stream.c). */
@@ -156,7 +156,7 @@ struct ikd_conn {
     bool tick_sent, tick_answered;
     long long tick_max_sent; /* the highest tick seq ever sent (when tick_ever_sent) */
     bool tick_ever_sent;
-    bool raw_sent; /* ikd_send_text was used: seqs sent are not all known */
+    bool raw_sent;        /* ikd_send_text was used: seqs sent are not all known */
     ikd__stream *streams; /* nstreams used, unordered */
     size_t nstreams, streams_cap;
     ikd__dec dec;

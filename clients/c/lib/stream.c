@@ -569,8 +569,7 @@ static bool never_sent(ikd_conn *c, const char *type, const ikd__stream *s, long
  * (nothing of a path comes after its path_end), answers nothing either:
  * refused as never_sent refuses. Not checked once the program sent a seq
  * that is not above all before it (its seqs are then not in order). */
-static bool out_of_order(ikd_conn *c, const ikd__stream *s, long long seq, const char *p,
-                         size_t n)
+static bool out_of_order(ikd_conn *c, const ikd__stream *s, long long seq, const char *p, size_t n)
 {
     bool older = s->has_delivered && seq < s->delivered;
     bool ended = s->has_path_ended && seq <= s->path_ended;
@@ -679,8 +678,7 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
             missing = "seq and solutions";
         ev.kind = IKD_EV_TICK;
         ev.tick = &m->tick;
-        if (m->has_seq && m->has_solutions &&
-            never_sent(c, t, NULL, m->seq, p, n))
+        if (m->has_seq && m->has_solutions && never_sent(c, t, NULL, m->seq, p, n))
             return;
         if (m->has_seq) {
             c->tick_last_answered = m->seq;
