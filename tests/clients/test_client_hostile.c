@@ -18,6 +18,9 @@
  *   - On a tree stream, a path sample after its path_end, a path_end of a
  *     seq never sent, a solution older than one answered: refused the same
  *     way, the true answers read.
+ *   - A tick answer of another count of entries than the tick's targets,
+ *     or whose entries name other streams than the targets at their
+ *     places, is refused as IKD_E_BAD_ANSWER, failing that tick.
  *   - An answer without its seq (tick_solution, solution, path_end)
  *     answers nothing: a hang-up after it reports the tick (the stream's
  *     target) lost, once, with its seq.
@@ -218,14 +221,19 @@ static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
     }
 }
 
-/* A tick of seq with one target (stream s0) sent on c, once it is up. */
-static void send_tick(ikd_conn *c, long long seq)
+/* A tick of seq with n targets (streams s0, s1, ...; at most 4, the
+ * connections' max_streams) sent on c, once it is up. */
+static void send_tick(ikd_conn *c, long long seq, size_t n)
 {
     ikd_error e;
     ikd_target t = {.position = {0, 0.3, 0.5}};
     ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
     ck_assert_msg(ikd_tick_begin(c, seq, &e) == 0, "%s", e.message);
-    ck_assert_msg(ikd_tick_add(c, "s0", &t, NULL, IKD_SEQ_AUTO, &e) == 0, "%s", e.message);
+    for (size_t i = 0; i < n && i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "s%zu", i);
+        ck_assert_msg(ikd_tick_add(c, name, &t, NULL, IKD_SEQ_AUTO, &e) == 0, "%s", e.message);
+    }
     ck_assert_msg(ikd_tick_send(c, &e) == 0, "%s", e.message);
 }
 
@@ -243,7 +251,7 @@ static int wait_tick(size_t n, seen *s, ikd_tick **tick, ikd_error *e)
     ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = s ? on_event : NULL, .user = s};
     ikd_conn *c = ikd_conn_new(&o, e);
     ck_assert_msg(c != NULL, "%s", e->message);
-    send_tick(c, 7);
+    send_tick(c, 7, n); /* the targets of its answer (past 4: as many as it can) */
     int rc = ikd_tick_wait(c, 7, WAIT_MS, tick, e);
     if (!rc)
         ck_assert_uint_eq((*tick)->count, n);
@@ -302,7 +310,7 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
         server srv;
         server_start(&srv, bad,
                      "{\"type\":\"tick_solution\",\"seq\":0,\"skipped\":0,"
-                     "\"solutions\":[]}");
+                     "\"solutions\":[{\"stream\":\"s0\",\"seq\":0,\"result\":" RESULT_S0 "}]}");
         srv.wait_first = true; /* the answers follow the tick */
         char url[64];
         snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
@@ -311,11 +319,11 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
         ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
         ikd_conn *c = ikd_conn_new(&o, &e);
         ck_assert_msg(c != NULL, "%s", e.message);
-        send_tick(c, 0);
+        send_tick(c, 0, 1);
         ikd_tick *t = NULL;
         int rc = ikd_tick_wait(c, 0, WAIT_MS, &t, &e);
         ck_assert_msg(rc == 0, "seq %s: %d %s", bogus[k], rc, e.message);
-        ck_assert_uint_eq(t->count, 0);
+        ck_assert_uint_eq(t->count, 1);
         ikd_tick_free(t);
         ck_assert_int_eq(s.errors, 1);
         ck_assert_int_eq(s.error_code, IKD_E_BAD_ANSWER);
@@ -354,7 +362,7 @@ START_TEST(tick_answer_of_seq_never_sent_refused)
         ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
         ikd_conn *c = ikd_conn_new(&o, &e);
         ck_assert_msg(c != NULL, "%s", e.message);
-        send_tick(c, 5);
+        send_tick(c, 5, 1);
         ikd_tick *t = NULL;
         int rc = ikd_tick_wait(c, 5, WAIT_MS, &t, &e);
         ck_assert_msg(rc == 0, "answer %zu: %d %s", k, rc, e.message);
@@ -518,6 +526,76 @@ START_TEST(path_answers_that_lie_refused)
     ck_assert_int_eq(l.bad_seq, 0);
     ikd_conn_free(c);
     server_join(&srv);
+}
+END_TEST
+
+#define ENTRY(name, seq)                                                                           \
+    "{\"stream\":\"" name "\",\"seq\":" seq ",\"skipped\":0,\"result\":" RESULT_S0 "}"
+
+/* ikd answers a tick with one entry per target, in the order of its targets
+ * (proto/STREAM.md): an answer of another count of entries, or whose
+ * entries name other streams than the targets at their places, is refused
+ * as IKD_E_BAD_ANSWER with the tick's seq, failing that tick (as an HTTP
+ * batch answer of another count of results is refused). An entry without
+ * a stream (ikd names none when the name itself was refused) matches any.
+ * Before, each was handed to the program as tick 5's answer: a program
+ * reading entries[i] for its target i read past the answer, or applied
+ * one character's pose to another. */
+START_TEST(tick_answer_of_other_targets_refused)
+{
+    static const struct {
+        const char *answer;
+        int rc;
+    } cases[] = {
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s0", "5") "]}",
+         IKD_E_BAD_ANSWER},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s0", "5") "," ENTRY(
+             "s1", "5") "," ENTRY("s2", "5") "]}",
+         IKD_E_BAD_ANSWER},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s1", "5") "," ENTRY(
+             "s0", "5") "]}",
+         IKD_E_BAD_ANSWER},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s0", "5") "," ENTRY(
+             "other", "5") "]}",
+         IKD_E_BAD_ANSWER},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s0", "5") "," ENTRY(
+             "s1", "5") "]}",
+         0},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY(
+             "s0", "5") ",{\"seq\":5,\"error\":{\"code\":\"invalid_request\",\"message\":\"x\"}}]}",
+         0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const char *script[] = {cases[k].answer, NULL};
+        server srv;
+        server_start(&srv, NULL, NULL);
+        srv.script = script;
+        char url[64];
+        snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+        ikd_error e;
+        ikd_conn_opts o = {.url = url};
+        ikd_conn *c = ikd_conn_new(&o, &e);
+        ck_assert_msg(c != NULL, "%s", e.message);
+        ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+        ikd_target t = {.position = {0, 0.3, 0.5}};
+        ck_assert_int_eq(ikd_tick_begin(c, 5, &e), 0);
+        ck_assert_int_eq(ikd_tick_add(c, "s0", &t, NULL, IKD_SEQ_AUTO, &e), 0);
+        ck_assert_int_eq(ikd_tick_add(c, "s1", &t, NULL, IKD_SEQ_AUTO, &e), 0);
+        ck_assert_int_eq(ikd_tick_send(c, &e), 0);
+        ikd_tick *tk = NULL;
+        int rc = ikd_tick_wait(c, 5, WAIT_MS, &tk, &e);
+        ck_assert_msg(rc == cases[k].rc, "case %zu: %d %s", k, rc, rc ? e.message : "");
+        if (rc) {
+            ck_assert_ptr_null(tk);
+            ck_assert(e.has_seq);
+            ck_assert_int_eq(e.seq, 5);
+        } else {
+            ck_assert_uint_eq(tk->count, 2);
+        }
+        ikd_tick_free(tk);
+        ikd_conn_free(c);
+        server_join(&srv);
+    }
 }
 END_TEST
 
@@ -811,6 +889,7 @@ int main(void)
     tcase_add_test(tc, tick_answer_of_seq_never_sent_refused);
     tcase_add_test(tc, solution_of_seq_never_sent_refused);
     tcase_add_test(tc, path_answers_that_lie_refused);
+    tcase_add_test(tc, tick_answer_of_other_targets_refused);
     tcase_add_test(tc, answer_without_seq_leaves_tick_lost);
     tcase_add_test(tc, flapping_server_backoff_grows);
     tcase_add_test(tc, stream_closing_when_lost_is_closed_not_reopened);

@@ -538,6 +538,42 @@ static void unseq(ikd_error *e)
     e->seq = 0;
 }
 
+/* Whether tick answer t is not one entry per target of its tick, in order
+ * (its count, its entries' names; an entry without a name matches any):
+ * then *e says so, with the tick's seq. The ticks kept before it were
+ * replaced (ikd answers ticks in order): they leave with it. An answer to
+ * a tick no longer kept is not checked. */
+static bool tick_lies(ikd_conn *c, const ikd_tick *t, ikd_error *e)
+{
+    for (; c->ticks_len; c->ticks_len--, c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT) {
+        const ikd__tick_sent *k = &c->ticks_kept[c->ticks_head];
+        if (k->seq != t->seq)
+            continue;
+        size_t count = k->count;
+        uint32_t names = k->names, got = IKD__NAMES_HASH0;
+        c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT;
+        c->ticks_len--;
+        bool named = true;
+        for (size_t i = 0; i < t->count && named; i++) {
+            named = t->entries[i].stream && t->entries[i].stream[0];
+            if (named)
+                got = ikd__names_hash(got, t->entries[i].stream);
+        }
+        if (t->count != count)
+            ikd__fail(e, IKD_E_BAD_ANSWER, "a tick answer of %zu entries to a tick of %zu targets",
+                      t->count, count);
+        else if (named && got != names)
+            ikd__fail(e, IKD_E_BAD_ANSWER,
+                      "a tick answer whose entries name other streams than the tick's targets");
+        else
+            return false;
+        e->seq = t->seq;
+        e->has_seq = true;
+        return true;
+    }
+    return false;
+}
+
 /* s: the stream of a solution, NULL for a tick answer. */
 static bool never_sent(ikd_conn *c, const char *type, const ikd__stream *s, long long seq,
                        const char *p, size_t n)
@@ -608,6 +644,10 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
         ev.kind = rc > 0 ? IKD_EV_MESSAGE : rc < 0 ? IKD_EV_ERROR : IKD_EV_TICK;
         if (!rc && never_sent(c, "tick_solution", NULL, m->tick.seq, p, n))
             return;
+        if (!rc && tick_lies(c, &m->tick, &e)) {
+            rc = -1; /* fails its tick, as an answer that cannot be read */
+            ev.kind = IKD_EV_ERROR;
+        }
         if (rc < 0 && e.has_seq && tick_never_sent(c, e.seq))
             unseq(&e); /* of a tick never sent: it fails none */
         if (rc <= 0) {
@@ -680,6 +720,16 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
         ev.tick = &m->tick;
         if (m->has_seq && m->has_solutions && never_sent(c, t, NULL, m->seq, p, n))
             return;
+        if (m->has_seq && m->has_solutions && tick_lies(c, &m->tick, &e)) {
+            /* fails its tick, as an answer that cannot be read */
+            ev.kind = IKD_EV_ERROR;
+            ev.error = &e;
+            ev.tick = NULL;
+            c->tick_last_answered = m->seq;
+            c->tick_answered = true;
+            ikd__conn_emit(c, &ev);
+            return;
+        }
         if (m->has_seq) {
             c->tick_last_answered = m->seq;
             c->tick_answered = true;
