@@ -25,8 +25,9 @@ of a hostile server refused as bad_answer (seqs it cannot read, tick
 answers past max_streams or of entries not objects, HTTP answers of
 another count of results, an answer or its headers trickled, an answer
 too large, an upgrade answer that never ends, binary tick answers of
-lying counts or NaN seqs, answers of seqs never sent) with the reader
-going on; a server dropping each connection redialled with a growing
+lying counts or NaN seqs, answers of seqs never sent, tick answers of
+other targets than the tick's, path answers after the path's end) with
+the reader going on; a server dropping each connection redialled with a growing
 backoff; a silent peer pinged and dropped at idle_timeout; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
@@ -587,7 +588,8 @@ class PythonClientTest(unittest.TestCase):
                           '"seq":"3","result":%s}]}' % sol],
             ("tick", 4): ['{"type":"tick_solution","seq":4,"solutions":[%s]}' % ",".join(
                 ['{"stream":"s","seq":4,"result":%s}' % sol] * 3)],
-            ("tick", 5): ['{"type":"tick_solution","seq":5,"solutions":[]}'],
+            ("tick", 5): ['{"type":"tick_solution","seq":5,"solutions":[{"stream":"s",'
+                          '"seq":5,"result":%s}]}' % sol],
             ("open", None): ['{"type":"opened","stream":"s"}'],
             ("target", 1): ['{"type":"solution","stream":"s",%s"result":%s}' % (b, sol)
                             for b in bogus] +
@@ -811,7 +813,9 @@ class PythonClientTest(unittest.TestCase):
         # a solution entry of 64 bytes whose joints (1000 doubles) pass it
         big = st.pack("<IBBBBdIIIHHHHI", 64, 1, 0, 1, 0, 4.0, 0, 16, 1, 1000, 0, 0, 0, 0) + \
             bytes(24)
-        replies = {1: [head(3, 1.0)], 2: [head(0, math.nan), head(0, 2.0)],
+        # the answer to tick 2: one error entry of stream "s", its seq 2
+        entry2 = st.pack("<IBBBBdII", 32, 2, 1, 1, 0, 2.0, 1, 0) + b"sx" + bytes(6)
+        replies = {1: [head(3, 1.0)], 2: [head(0, math.nan), head(1, 2.0) + entry2],
                    3: [head(1, 3.0) + entry], 4: [head(1, 4.0) + big]}
 
         async def handler(ws, path=None):
@@ -1057,6 +1061,49 @@ class PythonClientTest(unittest.TestCase):
                     self.assertEqual(seen, [(1, 0, 0), (1, 1, 1), (2, None, 2), (3, None, 3)])
                     self.assertEqual([e.code for e in errors], ["bad_answer"] * 3)
                     self.assertEqual((s.latest.seq, s.latest.result["joints"][0]), (3, 3))
+        run(body())
+
+    def test_tick_answer_of_other_targets_fails_it(self):
+        """A tick answer of another count of items than the tick's targets,
+        or naming other streams at their places, fails that tick with
+        bad_answer (an item without a stream matches any). Before, each
+        was the tick's answer: items[i] was not target i's."""
+        import websockets
+        import json as js
+        sol = '{"status":"success","joints":[0.25,-0.5]}'
+
+        def entry(name, seq):
+            return '{"stream":"%s","seq":%d,"skipped":0,"result":%s}' % (name, seq, sol)
+
+        answers = {1: ["a"], 2: ["a", "b", "c"], 3: ["b", "a"], 4: ["a", "other"],
+                   5: ["a", None], 6: ["a", "b"]}
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                m = js.loads(text)
+                if m["type"] == "tick":
+                    seq = m["seq"]
+                    items = [entry(n, seq) if n else '{"seq":%d,"error":{"code":'
+                             '"invalid_request","message":"x"}}' % seq for n in answers[seq]]
+                    await ws.send('{"type":"tick_solution","seq":%d,"skipped":0,"solutions":[%s]}'
+                                  % (seq, ",".join(items)))
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False) as conn:
+                    seen = []
+                    conn.on_tick(lambda ts: seen.append(ts.seq))
+                    target = {"a": {"position": [0, 0.3, 0.5]}, "b": {"position": [0, 0.2, 0.5]}}
+                    for k in range(1, 5):
+                        with self.assertRaises(ikd.IkdError) as cm:
+                            await conn.tick(target, timeout=TIMEOUT)
+                        self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", k))
+                    self.assertEqual(len((await conn.tick(target, timeout=TIMEOUT)).items), 2)
+                    t6 = await conn.tick(target, timeout=TIMEOUT)
+                    self.assertEqual([it.stream for it in t6.items], ["a", "b"])
+                    self.assertEqual(seen, [5, 6])
+                    self.assertEqual(len(conn._sent_ticks), 0)
         run(body())
 
     def test_flapping_server_backoff_grows(self):
