@@ -109,6 +109,9 @@ export class IkdError extends Error {
   }
 }
 
+/** Ticks in flight remembered to check their answers (the C client's bound). */
+const TICKS_KEPT = 64;
+
 /** The IkdError of a message or tick item holding an "error" object. */
 function errorOf(obj, stream) {
   const e = obj.error || {};
@@ -734,6 +737,9 @@ export class IkdConnection {
     this.tickSeq = 0;
     /** @type {Map<number, {resolve: Function, reject: Function}>} */
     this.ticks = new Map();
+    /** the last TICKS_KEPT ticks sent and not yet answered, {seq, streams},
+     * oldest first: an answer is checked against its tick's targets */
+    this.sentTicks = [];
     this.latestTick = undefined;
     this.unheardErrors = 0;
     this.dial();
@@ -844,6 +850,7 @@ export class IkdConnection {
       const lost = new IkdError('connection_lost', `the connection dropped before the answer${why ? ` (${why})` : ''}`);
       for (const t of this.ticks.values()) t.reject(lost);
       this.ticks.clear();
+      this.sentTicks = [];
       for (const s of this.streams.values()) s.dropped();
       if (this.userClosed || !this.reconnect || this.attempts >= this.maxAttempts) {
         for (const s of this.streams.values()) s.ended(new IkdError('closed', `the connection closed (${ev.code})`));
@@ -1064,7 +1071,27 @@ export class IkdConnection {
     return new Promise((resolve, reject) => {
       this.ticks.set(seq, { resolve, reject });
       this.sendText(data);
+      this.keepTick(seq, list);
     });
+  }
+
+  /** Remembers a tick sent (the last TICKS_KEPT), to check its answer. */
+  keepTick(seq, list) {
+    if (this.sentTicks.length === TICKS_KEPT) this.sentTicks.shift();
+    this.sentTicks.push({ seq, streams: list.map((t) => t.stream) });
+  }
+
+  /** Why answer ts is not one item per target of its tick, in order (its
+   * count, its items' streams; an item without a stream matches any), or
+   * null. The ticks kept before it were replaced: they leave with it. An
+   * answer to a tick no longer kept is not checked. */
+  tickLies(ts) {
+    while (this.sentTicks.length && this.sentTicks[0].seq < ts.seq) this.sentTicks.shift();
+    if (!this.sentTicks.length || this.sentTicks[0].seq !== ts.seq) return null;
+    const { streams } = this.sentTicks.shift();
+    if (ts.solutions.length !== streams.length) return `a tick answer of ${ts.solutions.length} entries to a tick of ${streams.length} targets`;
+    const i = ts.solutions.findIndex((it, k) => it.stream !== undefined && it.stream !== '' && it.stream !== streams[k]);
+    return i < 0 ? null : `tick answer entry ${i} names stream ${JSON.stringify(ts.solutions[i].stream)}, the tick's target ${i} is ${JSON.stringify(streams[i])}`;
   }
 
   /** Sends a tick without a promise; returns its seq (answers: latestTick,
@@ -1073,7 +1100,9 @@ export class IkdConnection {
   sendTick(targets) {
     if (this.state !== 'open') return -1;
     const { seq, list } = this.tickTargets(targets);
-    return this.sendText(this.codec.encodeTick(seq, list)) ? seq : -1;
+    if (!this.sendText(this.codec.encodeTick(seq, list))) return -1;
+    this.keepTick(seq, list);
+    return seq;
   }
 
   tickSolution(msg) {
@@ -1103,6 +1132,11 @@ export class IkdConnection {
   tickAnswer(ts) {
     if (ts.seq > this.tickSeq) {
       this.emit('error', new IkdError('bad_answer', `a tick answer of seq ${ts.seq}, never sent (the last sent is ${this.tickSeq})`));
+      return;
+    }
+    const lie = this.tickLies(ts);
+    if (lie) {
+      this.tickRefused(new IkdError('bad_answer', lie, { seq: ts.seq }));
       return;
     }
     this.latestTick = ts;
@@ -1154,6 +1188,8 @@ export class IkdStream {
     this.chainId = undefined;
     this.seq = 0;
     this.delivered = 0;
+    /** the seq of the last path_end: nothing of that seq or older comes after it */
+    this.pathEnded = 0;
     /** the newest answer (a Solution or a tick item): latest wins */
     this.latest = undefined;
     /** @type {Map<number, {resolve: Function, reject: Function, t0: number}>} */
@@ -1302,6 +1338,11 @@ export class IkdStream {
         this.solution(msg);
         return true;
       case 'path_end': {
+        if (msg.seq > this.seq) {
+          this.conn.emit('error', new IkdError('bad_answer', `a path_end of seq ${msg.seq}, never sent (the last sent is ${this.seq})`, { stream: this.name }));
+          return true;
+        }
+        this.pathEnded = Math.max(this.pathEnded, msg.seq);
         const p = this.paths.get(msg.seq);
         if (p) { this.paths.delete(msg.seq); p.resolve(msg); }
         return true;
@@ -1371,9 +1412,16 @@ export class IkdStream {
    * promise of its own seq, `latest` and the listeners share one object. */
   solution(msg) {
     const seq = msg.seq;
-    if (seq < this.delivered) return; /* never deliver out of order */
+    if (seq < this.delivered) { /* ikd answers a stream in seq order: never delivered out of it */
+      this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq} after that of seq ${this.delivered}`, { stream: this.name }));
+      return;
+    }
     if (seq > this.seq) { /* would answer every target waiting */
       this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq}, never sent (the last sent is ${this.seq})`, { stream: this.name }));
+      return;
+    }
+    if (seq <= this.pathEnded) { /* its path (or a newer one) has ended: no answer comes after */
+      this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq} after the path_end of seq ${this.pathEnded}`, { stream: this.name }));
       return;
     }
     const t = now();
@@ -1414,7 +1462,7 @@ export class IkdStream {
     }
     if (this.pending.size === 0 && this.listeners.size === 0 && this.paths.size === 0) {
       /* the game-server case: nothing waits, the item is the answer */
-      if (it.seq >= this.delivered && it.seq <= this.seq) { this.delivered = it.seq; this.latest = it; }
+      if (it.seq >= this.delivered && it.seq <= this.seq && it.seq > this.pathEnded) { this.delivered = it.seq; this.latest = it; }
       return;
     }
     this.solution(it);

@@ -12,6 +12,15 @@
  *   - A tick answer that cannot be read and whose seq cannot be read
  *     either (a string, a fraction, past 64 bits) fails no tick: its error
  *     carries no seq, and the next answer is read.
+ *   - A tick answer (or a stream's solution) of a seq never sent, past the
+ *     highest sent, is refused as IKD_E_BAD_ANSWER without a seq: it fails
+ *     nothing waiting, and the answer of what was sent is read after it.
+ *   - On a tree stream, a path sample after its path_end, a path_end of a
+ *     seq never sent, a solution older than one answered: refused the same
+ *     way, the true answers read.
+ *   - A tick answer of another count of entries than the tick's targets,
+ *     or whose entries name other streams than the targets at their
+ *     places, is refused as IKD_E_BAD_ANSWER, failing that tick.
  *   - An answer without its seq (tick_solution, solution, path_end)
  *     answers nothing: a hang-up after it reports the tick (the stream's
  *     target) lost, once, with its seq.
@@ -47,10 +56,11 @@
 
 typedef struct server {
     int listener, port;
-    const char *send; /* one text message sent after the upgrade */
-    const char *then; /* and another after it, or NULL */
-    bool wait_first;  /* send once the client has sent something */
-    bool hang_up;     /* then close rather than wait for the client to */
+    const char *send;          /* one text message sent after the upgrade */
+    const char *then;          /* and another after it, or NULL */
+    bool wait_first;           /* send once the client has sent something */
+    bool hang_up;              /* then close rather than wait for the client to */
+    const char *const *script; /* or these, NULL-terminated, once the client sent something */
     pthread_t thread;
 } server;
 
@@ -133,7 +143,12 @@ static void *serve(void *p)
     if (fd < 0)
         return NULL;
     char drain[4096];
-    if (upgrade(fd) && (!s->wait_first || read(fd, drain, sizeof drain) > 0)) {
+    if (s->script && upgrade(fd) && read(fd, drain, sizeof drain) > 0) {
+        for (const char *const *m = s->script; *m; m++)
+            send_text(fd, *m);
+        while (read(fd, drain, sizeof drain) > 0) {
+        }
+    } else if (!s->script && upgrade(fd) && (!s->wait_first || read(fd, drain, sizeof drain) > 0)) {
         send_text(fd, s->send);
         if (s->then)
             send_text(fd, s->then);
@@ -163,6 +178,7 @@ static void server_start(server *s, const char *send, const char *then)
     s->send = send;
     s->then = then;
     s->wait_first = s->hang_up = false;
+    s->script = NULL;
     server_run(s, serve);
 }
 
@@ -173,6 +189,8 @@ static void server_join(server *s)
 }
 
 /* ---- tick answers -------------------------------------------------------- */
+
+#define RESULT_S0 "{\"status\":\"success\",\"joints\":[0.25,-0.5]}"
 
 typedef struct seen {
     int ticks, errors;
@@ -203,7 +221,23 @@ static void on_event(ikd_conn *c, const ikd_event *ev, void *user)
     }
 }
 
-/* ikd_tick_wait for seq 7 on a connection with max_streams 4 to a server
+/* A tick of seq with n targets (streams s0, s1, ...; at most 4, the
+ * connections' max_streams) sent on c, once it is up. */
+static void send_tick(ikd_conn *c, long long seq, size_t n)
+{
+    ikd_error e;
+    ikd_target t = {.position = {0, 0.3, 0.5}};
+    ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd_tick_begin(c, seq, &e) == 0, "%s", e.message);
+    for (size_t i = 0; i < n && i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "s%zu", i);
+        ck_assert_msg(ikd_tick_add(c, name, &t, NULL, IKD_SEQ_AUTO, &e) == 0, "%s", e.message);
+    }
+    ck_assert_msg(ikd_tick_send(c, &e) == 0, "%s", e.message);
+}
+
+/* ikd_tick_wait for seq 7 (sent) on a connection with max_streams 4 to a server
  * that sends a tick answer of n entries (with an event callback when s):
  * its return code, e and *tick as it gave them. */
 static int wait_tick(size_t n, seen *s, ikd_tick **tick, ikd_error *e)
@@ -211,11 +245,13 @@ static int wait_tick(size_t n, seen *s, ikd_tick **tick, ikd_error *e)
     char *answer = tick_answer(n);
     server srv;
     server_start(&srv, answer, NULL);
+    srv.wait_first = true; /* the answer follows the tick it answers */
     char url[64];
     snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
     ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = s ? on_event : NULL, .user = s};
     ikd_conn *c = ikd_conn_new(&o, e);
     ck_assert_msg(c != NULL, "%s", e->message);
+    send_tick(c, 7, n); /* the targets of its answer (past 4: as many as it can) */
     int rc = ikd_tick_wait(c, 7, WAIT_MS, tick, e);
     if (!rc)
         ck_assert_uint_eq((*tick)->count, n);
@@ -274,7 +310,8 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
         server srv;
         server_start(&srv, bad,
                      "{\"type\":\"tick_solution\",\"seq\":0,\"skipped\":0,"
-                     "\"solutions\":[]}");
+                     "\"solutions\":[{\"stream\":\"s0\",\"seq\":0,\"result\":" RESULT_S0 "}]}");
+        srv.wait_first = true; /* the answers follow the tick */
         char url[64];
         snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
         seen s = {0};
@@ -282,14 +319,280 @@ START_TEST(tick_answer_bogus_seq_fails_no_tick)
         ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
         ikd_conn *c = ikd_conn_new(&o, &e);
         ck_assert_msg(c != NULL, "%s", e.message);
+        send_tick(c, 0, 1);
         ikd_tick *t = NULL;
         int rc = ikd_tick_wait(c, 0, WAIT_MS, &t, &e);
         ck_assert_msg(rc == 0, "seq %s: %d %s", bogus[k], rc, e.message);
-        ck_assert_uint_eq(t->count, 0);
+        ck_assert_uint_eq(t->count, 1);
         ikd_tick_free(t);
         ck_assert_int_eq(s.errors, 1);
         ck_assert_int_eq(s.error_code, IKD_E_BAD_ANSWER);
         ck_assert_msg(!s.error_has_seq, "seq %s: the error says seq %lld", bogus[k], s.error_seq);
+        ikd_conn_free(c);
+        server_join(&srv);
+    }
+}
+END_TEST
+
+/* A tick answer of a seq never sent (past the highest sent) answers no
+ * tick: it would answer every tick waiting (ikd_tick_wait takes an answer
+ * of its seq or a newer one, ikd having replaced the older tick). It is an
+ * IKD_EV_ERROR IKD_E_BAD_ANSWER without a seq, as the JavaScript and
+ * Python clients refuse it, whether it can be read or not (past
+ * max_streams); the answer to the tick sent is read after it. Before, the
+ * C client handed it to the program as tick 5's answer, and ikd_tick_wait
+ * for tick 5 returned tick 99's entries. */
+START_TEST(tick_answer_of_seq_never_sent_refused)
+{
+    char *past = tick_answer(5); /* seq 7, past max_streams */
+    const char *never[] = {
+        "{\"type\":\"tick_solution\",\"seq\":99,\"skipped\":0,\"solutions\":[{\"stream\":"
+        "\"s0\",\"seq\":99,\"skipped\":0,\"result\":" RESULT_S0 "}]}",
+        past};
+    for (size_t k = 0; k < sizeof never / sizeof *never; k++) {
+        server srv;
+        server_start(&srv, never[k],
+                     "{\"type\":\"tick_solution\",\"seq\":5,\"skipped\":0,\"solutions\":[{"
+                     "\"stream\":\"s0\",\"seq\":5,\"skipped\":0,\"result\":" RESULT_S0 "}]}");
+        srv.wait_first = true;
+        char url[64];
+        snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+        seen s = {0};
+        ikd_error e;
+        ikd_conn_opts o = {.url = url, .max_streams = 4, .on_event = on_event, .user = &s};
+        ikd_conn *c = ikd_conn_new(&o, &e);
+        ck_assert_msg(c != NULL, "%s", e.message);
+        send_tick(c, 5, 1);
+        ikd_tick *t = NULL;
+        int rc = ikd_tick_wait(c, 5, WAIT_MS, &t, &e);
+        ck_assert_msg(rc == 0, "answer %zu: %d %s", k, rc, e.message);
+        ck_assert_msg(t->seq == 5, "answer %zu: tick 5 answered by tick %lld", k, t->seq);
+        ck_assert_uint_eq(t->count, 1);
+        ck_assert_int_eq(t->entries[0].seq, 5);
+        ikd_tick_free(t);
+        ck_assert_int_eq(s.ticks, 1);
+        ck_assert_int_eq(s.errors, 1);
+        ck_assert_int_eq(s.error_code, IKD_E_BAD_ANSWER);
+        ck_assert_msg(!s.error_has_seq, "the error fails tick %lld", s.error_seq);
+        ikd_conn_free(c);
+        server_join(&srv);
+    }
+    free(past);
+}
+END_TEST
+
+typedef struct sols {
+    int count, errors, error_code;
+    long long seq[4];
+    bool error_has_seq;
+    char error_stream[sizeof((ikd_error *)0)->stream];
+} sols;
+
+static void on_solution(ikd_conn *c, const ikd_event *ev, void *user)
+{
+    (void)c;
+    sols *s = user;
+    if (ev->kind == IKD_EV_SOLUTION && s->count < 4)
+        s->seq[s->count++] = ev->seq;
+    if (ev->kind == IKD_EV_ERROR) {
+        s->errors++;
+        s->error_code = ev->error->code;
+        s->error_has_seq = ev->has_seq;
+        snprintf(s->error_stream, sizeof s->error_stream, "%s", ev->error->stream);
+    }
+}
+
+/* A stream's solution of a seq never sent (past the highest target or path
+ * sent on it) is refused the same way (the JavaScript and Python clients
+ * refuse it): IKD_E_BAD_ANSWER naming the stream, no seq, no solution
+ * event; the solution of the target sent is the stream's only one. Before,
+ * it reached the program as a solution, and ikd_stream_solve for seq 1
+ * would have returned seq 99's result. */
+START_TEST(solution_of_seq_never_sent_refused)
+{
+    server srv;
+    server_start(&srv, "{\"type\":\"opened\",\"stream\":\"arm\"}",
+                 "{\"type\":\"solution\",\"stream\":\"arm\",\"seq\":99,\"skipped\":0,"
+                 "\"result\":" RESULT_S0 "}");
+    srv.wait_first = true;
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+    sols n = {0};
+    ikd_error e;
+    ikd_conn_opts o = {.url = url, .on_event = on_solution, .user = &n};
+    ikd_conn *c = ikd_conn_new(&o, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+    ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0,0,0.5],[0,0,0]]}"};
+    ikd_target t = {.position = {0, 0.3, 0.5}};
+    ck_assert_msg(ikd_stream_open(c, "arm", &chain, NULL, NULL, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd_stream_target(c, "arm", 1, &t, NULL, NULL, &e) == 0, "%s", e.message);
+    for (int i = 0; i < WAIT_MS / 10 && n.count + n.errors < 1; i++)
+        ikd_conn_poll(c, 10);
+    ck_assert_msg(n.count == 0, "a solution of seq %lld reached the program", n.seq[0]);
+    ck_assert_int_eq(n.errors, 1);
+    ck_assert_int_eq(n.error_code, IKD_E_BAD_ANSWER);
+    ck_assert(!n.error_has_seq);
+    ck_assert_str_eq(n.error_stream, "arm");
+    ikd_conn_free(c);
+    server_join(&srv);
+}
+END_TEST
+
+typedef struct path_lies {
+    int solutions, ends, errors, bad_seq;
+    long long seq[8], index[8];
+} path_lies;
+
+static void on_path_lies(ikd_conn *c, const ikd_event *ev, void *user)
+{
+    (void)c;
+    path_lies *l = user;
+    if (ev->kind == IKD_EV_SOLUTION && l->solutions < 8) {
+        l->seq[l->solutions] = ev->seq;
+        l->index[l->solutions++] = ev->has_index ? ev->index : -1;
+    }
+    l->ends += ev->kind == IKD_EV_PATH_END;
+    if (ev->kind == IKD_EV_ERROR) {
+        l->errors++;
+        l->bad_seq += ev->error->code != IKD_E_BAD_ANSWER || ev->has_seq;
+    }
+}
+
+#define TREE_RESULT(x)                                                                             \
+    "{\"status\":\"success\",\"joints\":[" x ",0.4,0.9,-0.2,1.2],\"tips\":[{\"status\":"           \
+    "\"success\",\"position\":[0.2,0.3,0.3]},{\"status\":\"success\",\"position\":"                \
+    "[0.4,-0.1,0.5]}]}"
+
+/* On a tree stream, a path sample after its path_end, a path_end of a seq
+ * never sent and a solution older than one answered are refused as
+ * IKD_E_BAD_ANSWER without a seq, as the JavaScript and Python clients
+ * refuse them (ikd answers a stream in seq order, and nothing of a path
+ * after its end); the true answers are read. Before, all three reached the
+ * program as answers. */
+START_TEST(path_answers_that_lie_refused)
+{
+    static const char *const script[] = {
+        "{\"type\":\"opened\",\"stream\":\"arms\"}",
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":1,\"skipped\":0,\"index\":0,"
+        "\"count\":2,\"result\":" TREE_RESULT("0") "}",
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":1,\"skipped\":0,\"index\":1,"
+        "\"count\":2,\"result\":" TREE_RESULT("1") "}",
+        "{\"type\":\"path_end\",\"stream\":\"arms\",\"seq\":1,\"sent\":2,\"skipped\":0,"
+        "\"count\":2,\"completed\":true}",
+        /* the lies: a sample after the end, a path_end never sent */
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":1,\"skipped\":0,\"index\":1,"
+        "\"count\":2,\"result\":" TREE_RESULT("7") "}",
+        "{\"type\":\"path_end\",\"stream\":\"arms\",\"seq\":9,\"sent\":2,\"skipped\":0,"
+        "\"count\":2,\"completed\":true}",
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":3,\"skipped\":1,"
+        "\"result\":" TREE_RESULT("3") "}",
+        /* and an older solution after it */
+        "{\"type\":\"solution\",\"stream\":\"arms\",\"seq\":2,\"skipped\":0,"
+        "\"result\":" TREE_RESULT("2") "}",
+        "{\"type\":\"closed\",\"stream\":\"arms\"}", NULL};
+    server srv;
+    server_start(&srv, NULL, NULL);
+    srv.script = script;
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+    path_lies l = {0};
+    ikd_error e;
+    ikd_conn_opts o = {.url = url, .on_event = on_path_lies, .user = &l};
+    ikd_conn *c = ikd_conn_new(&o, &e);
+    ck_assert_msg(c != NULL, "%s", e.message);
+    ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+    ikd_chain chain = {.json = "{\"kind\":\"bones\",\"positions\":[[0,0,1],[0,0,0.5],[0,0,0]]}"};
+    ikd_target w[2] = {{.position = {0, 0.3, 0.5}}, {.position = {0, 0.2, 0.5}}};
+    /* open, path 1, targets 2 and 3: one write, read by the server at once */
+    ck_assert_msg(ikd_stream_open(c, "arms", &chain, NULL, NULL, &e) == 0, "%s", e.message);
+    ck_assert_msg(ikd_stream_path(c, "arms", IKD_SEQ_AUTO, w, 2, 0, 0, NULL, &e) == 0, "%s",
+                  e.message);
+    for (int k = 0; k < 2; k++)
+        ck_assert_msg(ikd_stream_target(c, "arms", IKD_SEQ_AUTO, &w[k], NULL, NULL, &e) == 0, "%s",
+                      e.message);
+    ikd_conn_stats st = {0};
+    for (int i = 0; i < WAIT_MS / 10 && (ikd_conn_get_stats(c, &st), st.streams); i++)
+        ikd_conn_poll(c, 10); /* until "closed" */
+    ck_assert_uint_eq(st.streams, 0);
+    ck_assert_msg(l.solutions == 3, "%d solutions reached the program", l.solutions);
+    ck_assert_int_eq(l.seq[0], 1);
+    ck_assert_int_eq(l.index[0], 0);
+    ck_assert_int_eq(l.seq[1], 1);
+    ck_assert_int_eq(l.index[1], 1);
+    ck_assert_int_eq(l.seq[2], 3);
+    ck_assert_int_eq(l.ends, 1);
+    ck_assert_int_eq(l.errors, 3);
+    ck_assert_int_eq(l.bad_seq, 0);
+    ikd_conn_free(c);
+    server_join(&srv);
+}
+END_TEST
+
+#define ENTRY(name, seq)                                                                           \
+    "{\"stream\":\"" name "\",\"seq\":" seq ",\"skipped\":0,\"result\":" RESULT_S0 "}"
+
+/* ikd answers a tick with one entry per target, in the order of its targets
+ * (proto/STREAM.md): an answer of another count of entries, or whose
+ * entries name other streams than the targets at their places, is refused
+ * as IKD_E_BAD_ANSWER with the tick's seq, failing that tick (as an HTTP
+ * batch answer of another count of results is refused). An entry without
+ * a stream (ikd names none when the name itself was refused) matches any.
+ * Before, each was handed to the program as tick 5's answer: a program
+ * reading entries[i] for its target i read past the answer, or applied
+ * one character's pose to another. */
+START_TEST(tick_answer_of_other_targets_refused)
+{
+    static const struct {
+        const char *answer;
+        int rc;
+    } cases[] = {
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s0", "5") "]}",
+         IKD_E_BAD_ANSWER},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s0", "5") "," ENTRY(
+             "s1", "5") "," ENTRY("s2", "5") "]}",
+         IKD_E_BAD_ANSWER},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s1", "5") "," ENTRY(
+             "s0", "5") "]}",
+         IKD_E_BAD_ANSWER},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s0", "5") "," ENTRY(
+             "other", "5") "]}",
+         IKD_E_BAD_ANSWER},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY("s0", "5") "," ENTRY(
+             "s1", "5") "]}",
+         0},
+        {"{\"type\":\"tick_solution\",\"seq\":5,\"solutions\":[" ENTRY(
+             "s0", "5") ",{\"seq\":5,\"error\":{\"code\":\"invalid_request\",\"message\":\"x\"}}]}",
+         0},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const char *script[] = {cases[k].answer, NULL};
+        server srv;
+        server_start(&srv, NULL, NULL);
+        srv.script = script;
+        char url[64];
+        snprintf(url, sizeof url, "ws://127.0.0.1:%d", srv.port);
+        ikd_error e;
+        ikd_conn_opts o = {.url = url};
+        ikd_conn *c = ikd_conn_new(&o, &e);
+        ck_assert_msg(c != NULL, "%s", e.message);
+        ck_assert_msg(ikd_conn_wait_connected(c, WAIT_MS, &e) == 0, "%s", e.message);
+        ikd_target t = {.position = {0, 0.3, 0.5}};
+        ck_assert_int_eq(ikd_tick_begin(c, 5, &e), 0);
+        ck_assert_int_eq(ikd_tick_add(c, "s0", &t, NULL, IKD_SEQ_AUTO, &e), 0);
+        ck_assert_int_eq(ikd_tick_add(c, "s1", &t, NULL, IKD_SEQ_AUTO, &e), 0);
+        ck_assert_int_eq(ikd_tick_send(c, &e), 0);
+        ikd_tick *tk = NULL;
+        int rc = ikd_tick_wait(c, 5, WAIT_MS, &tk, &e);
+        ck_assert_msg(rc == cases[k].rc, "case %zu: %d %s", k, rc, rc ? e.message : "");
+        if (rc) {
+            ck_assert_ptr_null(tk);
+            ck_assert(e.has_seq);
+            ck_assert_int_eq(e.seq, 5);
+        } else {
+            ck_assert_uint_eq(tk->count, 2);
+        }
+        ikd_tick_free(tk);
         ikd_conn_free(c);
         server_join(&srv);
     }
@@ -583,6 +886,10 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tick_answer_past_max_streams_refused);
     tcase_add_test(tc, tick_answer_bogus_seq_fails_no_tick);
+    tcase_add_test(tc, tick_answer_of_seq_never_sent_refused);
+    tcase_add_test(tc, solution_of_seq_never_sent_refused);
+    tcase_add_test(tc, path_answers_that_lie_refused);
+    tcase_add_test(tc, tick_answer_of_other_targets_refused);
     tcase_add_test(tc, answer_without_seq_leaves_tick_lost);
     tcase_add_test(tc, flapping_server_backoff_grows);
     tcase_add_test(tc, stream_closing_when_lost_is_closed_not_reopened);

@@ -21,7 +21,12 @@
  * maxMessage drops the connection unread; a stream closed twice at once
  * resolves both calls; a server that does not read has sends past
  * maxSendQueue refused; an answer of a seq never sent answers nothing; a
- * binary tick answer entry larger than its size fails its tick.
+ * binary tick answer entry larger than its size fails its tick; on a tree
+ * stream, a path sample after its path_end, a path_end of a seq never
+ * sent and a solution older than one answered are "bad_answer" error
+ * events, reaching no listener; a tick answer of another count of items
+ * than the tick's targets, or naming other streams at their places, fails
+ * that tick.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,7 +55,7 @@ const REPLIES = {
   'tick 2': ['{"type":"tick_solution","seq":2,"solutions":[null]}'],
   'tick 3': [`{"type":"tick_solution","seq":3,"solutions":[${Array(3).fill(`{"stream":"s","seq":3,"result":${RESULT}}`)}]}`],
   'tick 4': [binaryHead(3, 4)],
-  'tick 5': [binaryHead(0, NaN), '{"type":"tick_solution","seq":5,"solutions":[]}'],
+  'tick 5': [binaryHead(0, NaN), `{"type":"tick_solution","seq":5,"solutions":[{"stream":"s","seq":5,"result":${RESULT}}]}`],
   'open undefined': ['{"type":"opened","stream":"s"}'],
   'target 1': [...BOGUS.map((b) => `{"type":"solution","stream":"s",${b}"result":${RESULT}}`),
     '{"type":"error","stream":"s","seq":[1],"error":{"code":"x","message":"x"}}',
@@ -290,12 +295,12 @@ test('a tick answer entry of a solution whose seq is not an integer, or missing,
     /* before: each resolved the target of seq 1 with a solution of seq
      * 1.5, NaN or none (binary and JSON) */
     for (const tick of [1, 2, 3, 4]) {
-      await assert.rejects(conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }]),
+      await assert.rejects(conn.tick([{ stream: 's', target: { position: [0, 0.3, 0.5] } }]),
         (e) => e instanceof IkdError && e.code === 'bad_answer' && e.seq === tick);
       assert.equal(answered, 'no');
     }
     /* an integer seq answers it */
-    assert.equal((await conn.tick([{ stream: 'x', target: { position: [0, 0.3, 0.5] } }])).seq, 5);
+    assert.equal((await conn.tick([{ stream: 's', target: { position: [0, 0.3, 0.5] } }])).seq, 5);
     assert.equal(answered, 'seq 1');
   } finally {
     await conn.close();
@@ -475,6 +480,91 @@ test('a binary tick answer entry larger than its size fails its tick', LIMIT, as
       assert.equal(got, `bad_answer ${tick}`);
     }
     assert.deepEqual(errors, []);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('tree path answers that lie: a sample after its path_end, a path_end never sent, an older solution', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  const tree = (x) => `{"status":"success","joints":[${x},0.4,0.9,-0.2,1.2],"tips":[{"status":"success","position":[0.2,0.3,0.3]},{"status":"success","position":[0.4,-0.1,0.5]}]}`;
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'open') sock.send('{"type":"opened","stream":"arms"}');
+    if (m.type === 'path') {
+      for (const i of [0, 1]) sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"index":${i},"count":2,"result":${tree(i)}}`);
+      sock.send(`{"type":"path_end","stream":"arms","seq":${m.seq},"sent":2,"skipped":0,"count":2,"completed":true}`);
+      /* the lies: a sample of the path ended, a path_end of a seq never sent */
+      sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"index":1,"count":2,"result":${tree(7)}}`);
+      sock.send('{"type":"path_end","stream":"arms","seq":9,"sent":2,"skipped":0,"count":2,"completed":true}');
+    }
+    if (m.type === 'target') {
+      sock.send(`{"type":"solution","stream":"arms","seq":${m.seq},"skipped":0,"result":${tree(m.seq)}}`);
+      /* and an older one again */
+      if (m.seq === 3) sock.send(`{"type":"solution","stream":"arms","seq":2,"skipped":0,"result":${tree(8)}}`);
+    }
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false });
+  const errors = [];
+  conn.on('error', (e) => errors.push(e.code));
+  try {
+    const s = await conn.open('arms', { chain: LEG });
+    const seen = [];
+    s.onSolution((sol) => seen.push([sol.seq, sol.index, sol.result.joints[0]]));
+    const samples = [];
+    const end = await s.path([{ position: [0, 0.3, 0.5] }, { position: [0, 0.2, 0.5] }], {}, (x) => samples.push(x.index));
+    assert.equal(end.seq, 1);
+    assert.deepEqual(samples, [0, 1]);
+    assert.equal((await s.target({ position: [0, 0.3, 0.5] })).seq, 2);
+    assert.equal((await s.target({ position: [0, 0.3, 0.5] })).seq, 3);
+    await new Promise((r) => setTimeout(r, 50));
+    /* before: the sample after path_end reached the listeners and latest,
+     * and the older solution was dropped without a word */
+    assert.deepEqual(seen, [[1, 0, 0], [1, 1, 1], [2, undefined, 2], [3, undefined, 3]]);
+    assert.deepEqual(errors, ['bad_answer', 'bad_answer', 'bad_answer']);
+    assert.equal(s.latest.seq, 3);
+  } finally {
+    await conn.close();
+    await new Promise((ok) => wss.close(ok));
+  }
+});
+
+test('a tick answer of other targets than the tick\'s (count, streams at their places) fails that tick', LIMIT, async () => {
+  const { WebSocketServer } = await import('ws');
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: () => 'ikd.v1' });
+  await new Promise((ok) => wss.on('listening', ok));
+  const entry = (name, seq) => `{"stream":"${name}","seq":${seq},"skipped":0,"result":${RESULT}}`;
+  /* the answer to tick seq: lies for ticks 1 to 4, the truth after */
+  const answers = {
+    1: (s) => [entry('a', s)],
+    2: (s) => [entry('a', s), entry('b', s), entry('c', s)],
+    3: (s) => [entry('b', s), entry('a', s)],
+    4: (s) => [entry('a', s), entry('other', s)],
+    5: (s) => [entry('a', s), `{"seq":${s},"error":{"code":"invalid_request","message":"x"}}`],
+    6: (s) => [entry('a', s), entry('b', s)],
+  };
+  wss.on('connection', (sock) => sock.on('message', (data) => {
+    const m = JSON.parse(String(data));
+    if (m.type === 'tick') sock.send(`{"type":"tick_solution","seq":${m.seq},"skipped":0,"solutions":[${answers[m.seq](m.seq)}]}`);
+  }));
+  const conn = new Ikd(`http://127.0.0.1:${wss.address().port}`).connect({ reconnect: false, codec: new JsonTicks() });
+  const events = [];
+  conn.on('tick', (t) => events.push(t.seq));
+  try {
+    await conn.ready();
+    const target = { a: { position: [0, 0.3, 0.5] }, b: { position: [0, 0.2, 0.5] } };
+    for (let k = 1; k <= 4; k++) {
+      /* before: each resolved as the tick's answer */
+      await assert.rejects(conn.tick(target), (e) => e.code === 'bad_answer' && e.seq === k, `tick ${k}`);
+    }
+    assert.equal((await conn.tick(target)).solutions.length, 2, 'an entry without a stream matches any');
+    const t6 = await conn.tick(target);
+    assert.deepEqual(t6.solutions.map((x) => x.stream), ['a', 'b']);
+    assert.deepEqual(events, [5, 6]);
+    assert.equal(conn.sentTicks.length, 0, 'nothing kept of ticks answered');
   } finally {
     await conn.close();
     await new Promise((ok) => wss.close(ok));

@@ -25,13 +25,17 @@ of a hostile server refused as bad_answer (seqs it cannot read, tick
 answers past max_streams or of entries not objects, HTTP answers of
 another count of results, an answer or its headers trickled, an answer
 too large, an upgrade answer that never ends, binary tick answers of
-lying counts or NaN seqs, answers of seqs never sent) with the reader
-going on; a server dropping each connection redialled with a growing
+lying counts or NaN seqs, answers of seqs never sent, tick answers of
+other targets than the tick's, path answers after the path's end) with
+the reader going on; a server dropping each connection redialled with a growing
 backoff; a silent peer pinged and dropped at idle_timeout; a stream
 solved 10,000 times without reading keeping memory bounded; HTTP retries
 on 503; TLS (https and wss through a TLS front with a private CA, refused
-with another); and the example and the README's snippets run as written
-(on a free port instead of 8080).
+with another); tree streams (TreeStreamTest: ticks of a two-armed tree and
+a leg, JSON and binary, every tip checked by the test's own forward
+kinematics; a path of tree waypoints; 3,000 ticks sent faster than ikd
+answers, each accounted for exactly once); and the example and the
+README's snippets run as written (on a free port instead of 8080).
 """
 import asyncio
 import base64
@@ -584,7 +588,8 @@ class PythonClientTest(unittest.TestCase):
                           '"seq":"3","result":%s}]}' % sol],
             ("tick", 4): ['{"type":"tick_solution","seq":4,"solutions":[%s]}' % ",".join(
                 ['{"stream":"s","seq":4,"result":%s}' % sol] * 3)],
-            ("tick", 5): ['{"type":"tick_solution","seq":5,"solutions":[]}'],
+            ("tick", 5): ['{"type":"tick_solution","seq":5,"solutions":[{"stream":"s",'
+                          '"seq":5,"result":%s}]}' % sol],
             ("open", None): ['{"type":"opened","stream":"s"}'],
             ("target", 1): ['{"type":"solution","stream":"s",%s"result":%s}' % (b, sol)
                             for b in bogus] +
@@ -808,7 +813,9 @@ class PythonClientTest(unittest.TestCase):
         # a solution entry of 64 bytes whose joints (1000 doubles) pass it
         big = st.pack("<IBBBBdIIIHHHHI", 64, 1, 0, 1, 0, 4.0, 0, 16, 1, 1000, 0, 0, 0, 0) + \
             bytes(24)
-        replies = {1: [head(3, 1.0)], 2: [head(0, math.nan), head(0, 2.0)],
+        # the answer to tick 2: one error entry of stream "s", its seq 2
+        entry2 = st.pack("<IBBBBdII", 32, 2, 1, 1, 0, 2.0, 1, 0) + b"sx" + bytes(6)
+        replies = {1: [head(3, 1.0)], 2: [head(0, math.nan), head(1, 2.0) + entry2],
                    3: [head(1, 3.0) + entry], 4: [head(1, 4.0) + big]}
 
         async def handler(ws, path=None):
@@ -996,6 +1003,107 @@ class PythonClientTest(unittest.TestCase):
                     self.assertEqual((ts.seq, ts.items[0].seq), (1, 2))
                     self.assertEqual((await fut).seq, 2)
                     self.assertEqual([e.code for e in errors], ["bad_answer"] * 2)
+        run(body())
+
+    def test_tree_path_answers_that_lie(self):
+        """On a tree stream, a path sample after its path_end, a path_end
+        of a seq never sent and a solution older than one already answered
+        answer nothing: an on_error bad_answer each, reaching no listener
+        nor latest. Before, the sample after the end and the older solution
+        reached on_solution and latest (a controller would act on a pose of
+        a path already over, or go back to an older answer)."""
+        import websockets
+        import json as js
+
+        def tree(x):
+            return ('{"status":"success","joints":[%d,0.4,0.9,-0.2,1.2],"tips":[{"status":'
+                    '"success","position":[0.2,0.3,0.3]},{"status":"success","position":'
+                    '[0.4,-0.1,0.5]}]}' % x)
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                m = js.loads(text)
+                if m["type"] == "open":
+                    await ws.send('{"type":"opened","stream":"arms"}')
+                elif m["type"] == "path":
+                    for i in (0, 1):
+                        await ws.send('{"type":"solution","stream":"arms","seq":%d,"skipped":0,'
+                                      '"index":%d,"count":2,"result":%s}' % (m["seq"], i, tree(i)))
+                    await ws.send('{"type":"path_end","stream":"arms","seq":%d,"sent":2,'
+                                  '"skipped":0,"count":2,"completed":true}' % m["seq"])
+                    # the lies: a sample of the path ended, a path_end never sent
+                    await ws.send('{"type":"solution","stream":"arms","seq":%d,"skipped":0,'
+                                  '"index":1,"count":2,"result":%s}' % (m["seq"], tree(7)))
+                    await ws.send('{"type":"path_end","stream":"arms","seq":9,"sent":2,'
+                                  '"skipped":0,"count":2,"completed":true}')
+                elif m["type"] == "target":
+                    await ws.send('{"type":"solution","stream":"arms","seq":%d,"skipped":0,'
+                                  '"result":%s}' % (m["seq"], tree(m["seq"])))
+                    if m["seq"] == 3:  # and an older one again
+                        await ws.send('{"type":"solution","stream":"arms","seq":2,"skipped":0,'
+                                      '"result":%s}' % tree(8))
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False) as conn:
+                    errors = []
+                    conn.on_error(errors.append)
+                    s = await conn.open("arms", chain=LEG)
+                    seen = []
+                    s.on_solution(lambda sol: seen.append((sol.seq, sol.index,
+                                                           sol.result["joints"][0])))
+                    p = await s.path([{"position": [0, 0.3, 0.5]}, {"position": [0, 0.2, 0.5]}])
+                    self.assertEqual([x.index for x in p.samples], [0, 1])
+                    self.assertEqual((await s.solve({"position": [0, 0.3, 0.5]})).seq, 2)
+                    self.assertEqual((await s.solve({"position": [0, 0.3, 0.5]})).seq, 3)
+                    await until(lambda: len(errors) >= 3, "the errors")
+                    self.assertEqual(seen, [(1, 0, 0), (1, 1, 1), (2, None, 2), (3, None, 3)])
+                    self.assertEqual([e.code for e in errors], ["bad_answer"] * 3)
+                    self.assertEqual((s.latest.seq, s.latest.result["joints"][0]), (3, 3))
+        run(body())
+
+    def test_tick_answer_of_other_targets_fails_it(self):
+        """A tick answer of another count of items than the tick's targets,
+        or naming other streams at their places, fails that tick with
+        bad_answer (an item without a stream matches any). Before, each
+        was the tick's answer: items[i] was not target i's."""
+        import websockets
+        import json as js
+        sol = '{"status":"success","joints":[0.25,-0.5]}'
+
+        def entry(name, seq):
+            return '{"stream":"%s","seq":%d,"skipped":0,"result":%s}' % (name, seq, sol)
+
+        answers = {1: ["a"], 2: ["a", "b", "c"], 3: ["b", "a"], 4: ["a", "other"],
+                   5: ["a", None], 6: ["a", "b"]}
+
+        async def handler(ws, path=None):
+            async for text in ws:
+                m = js.loads(text)
+                if m["type"] == "tick":
+                    seq = m["seq"]
+                    items = [entry(n, seq) if n else '{"seq":%d,"error":{"code":'
+                             '"invalid_request","message":"x"}}' % seq for n in answers[seq]]
+                    await ws.send('{"type":"tick_solution","seq":%d,"skipped":0,"solutions":[%s]}'
+                                  % (seq, ",".join(items)))
+
+        async def body():
+            async with websockets.serve(handler, "127.0.0.1", 0, subprotocols=["ikd.v1"]) as srv:
+                c = ikd.AsyncClient("http://127.0.0.1:%d" % srv.sockets[0].getsockname()[1])
+                async with c.connect(reconnect=False) as conn:
+                    seen = []
+                    conn.on_tick(lambda ts: seen.append(ts.seq))
+                    target = {"a": {"position": [0, 0.3, 0.5]}, "b": {"position": [0, 0.2, 0.5]}}
+                    for k in range(1, 5):
+                        with self.assertRaises(ikd.IkdError) as cm:
+                            await conn.tick(target, timeout=TIMEOUT)
+                        self.assertEqual((cm.exception.code, cm.exception.seq), ("bad_answer", k))
+                    self.assertEqual(len((await conn.tick(target, timeout=TIMEOUT)).items), 2)
+                    t6 = await conn.tick(target, timeout=TIMEOUT)
+                    self.assertEqual([it.stream for it in t6.items], ["a", "b"])
+                    self.assertEqual(seen, [5, 6])
+                    self.assertEqual(len(conn._sent_ticks), 0)
         run(body())
 
     def test_flapping_server_backoff_grows(self):
@@ -1277,6 +1385,204 @@ class ReadmeSnippetsTest(unittest.TestCase):
         self.assertIn("iiwa: success", out)
         self.assertIn("stream seq 8: success", out)
 
+
+# ---- tree streams, tree paths, ticks faster than ikd answers -------------------
+
+def _joint(name, parent, xyz, axis, lower, upper):
+    j = {"name": name, "type": "revolute", "origin": {"xyz": xyz}, "axis": axis,
+         "limits": {"lower": lower, "upper": upper}}
+    if parent:
+        j["parent"] = parent
+    return j
+
+
+# the two-armed robot of proto/STREAM.md, "Trees"
+ARMS = {"kind": "tree", "tips": ["l_tool", "r_tool"], "joints": [
+    _joint("waist", None, [0, 0, 0.4], [0, 0, 1], -1.5, 1.5),
+    _joint("l_shoulder", "waist", [0, 0.2, 0.3], [0, 1, 0], -2, 2),
+    _joint("l_elbow", "l_shoulder", [0.3, 0, 0], [0, 1, 0], 0, 2.5),
+    {"name": "l_tool", "parent": "l_elbow", "type": "fixed", "origin": {"xyz": [0.25, 0, 0]}},
+    _joint("r_shoulder", "waist", [0, -0.2, 0.3], [0, 1, 0], -2, 2),
+    _joint("r_elbow", "r_shoulder", [0.3, 0, 0], [0, 1, 0], 0, 2.5),
+    {"name": "r_tool", "parent": "r_elbow", "type": "fixed", "origin": {"xyz": [0.25, 0, 0]}}]}
+ARMS_SEED = [0.3, 0.4, 0.9, -0.2, 1.2]
+
+
+def _rot(a, q):
+    x, y, z = a
+    c, s = math.cos(q), math.sin(q)
+    t = 1 - c
+    return [[t * x * x + c, t * x * y - s * z, t * x * z + s * y],
+            [t * x * y + s * z, t * y * y + c, t * y * z - s * x],
+            [t * x * z - s * y, t * y * z + s * x, t * z * z + c]]
+
+
+def _mul(a, b):
+    return [[sum(a[i][k] * b[k][j] for k in range(3)) for j in range(3)] for i in range(3)]
+
+
+def arms_tips(q):
+    """The test's own forward kinematics of ARMS: each tip's position for
+    joints q (the movable joints in the order of the description)."""
+    frames, k = {}, 0
+    for j in ARMS["joints"]:
+        r, p = frames[j["parent"]] if "parent" in j else ([[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+                                                           [0, 0, 0])
+        o = j["origin"]["xyz"]
+        pos = [p[i] + sum(r[i][m] * o[m] for m in range(3)) for i in range(3)]
+        if j["type"] != "fixed":
+            r = _mul(r, _rot(j["axis"], q[k]))
+            k += 1
+        frames[j["name"]] = (r, pos)
+    assert k == len(q), "one value per movable joint"
+    return [frames[n][1] for n in ARMS["tips"]]
+
+
+def _arms_joints(i):
+    return [v + 0.02 * math.sin(0.1 * i + k) for k, v in enumerate(ARMS_SEED)]
+
+
+def tree_target(i, left_only=False):
+    """Reachable tips: the FK of joints moving with i; with the left tip
+    alone only the left arm moves from step i - 1 (a tip not targeted
+    holds its pose)."""
+    q = _arms_joints(i)
+    if left_only:
+        q = [q[k] if k in (1, 2) else v for k, v in enumerate(_arms_joints(i - 1))]
+    fk = arms_tips(q)
+    names = ["l_tool"] if left_only else ["l_tool", "r_tool"]
+    return {n: {"position": fk[ARMS["tips"].index(n)]} for n in names}
+
+
+def check_tree(test, result, tips, what):
+    """A tree answer: one tip per tip of the chain, each the FK of the
+    joints answered; a success on its targets, a failure's error the FK's
+    distance. True on success."""
+    test.assertEqual(len(result["joints"]), 5, what)
+    test.assertEqual(len(result["tips"]), 2, what)
+    fk = arms_tips(result["joints"])
+    for i, t in enumerate(result["tips"]):
+        test.assertLess(dist(t["position"], fk[i]), 1e-6, "%s: tip %d not the FK" % (what, i))
+    for i, n in enumerate(ARMS["tips"]):
+        if n not in tips:
+            continue
+        d = dist(fk[i], tips[n]["position"])
+        if result["status"] == "success":
+            test.assertLess(d, 1e-3, "%s: %s off its target" % (what, n))
+        else:
+            test.assertAlmostEqual(result["tips"][i]["position_error"], d, delta=1e-6)
+    return result["status"] == "success"
+
+
+def leg_target(i):
+    return [0.2, 0.1 + 0.001 * (i % 50), 0.25]
+
+
+class TreeStreamTest(unittest.TestCase):
+    """The client as a robot controller or game server drives it on tree
+    streams (several tips over shared joints), tree paths, and ticks sent
+    faster than ikd answers them (conflation)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        cls.a = ikd.AsyncClient("http://127.0.0.1:%d" % cls.d.port, timeout=TIMEOUT)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+
+    def test_tree_ticks_json_and_binary(self):
+        """Ticks of the tree and a leg (JSON: a tree target does not fit the
+        binary form) alternating with ticks of the leg alone (binary): one
+        item per target in order, each its stream's next seq, the tips by
+        FK on their targets."""
+        async def body():
+            async with self.a.connect(codec=ikd.BinaryCodec()) as conn:
+                await conn.open("arms", ARMS, seed=ARMS_SEED)
+                await conn.open("leg", LEG, options={"solver": "two_bone"})
+                failed = []
+                for i in range(40):
+                    tips = tree_target(i, left_only=i % 3 == 2)
+                    t = await conn.tick([("arms", {"tips": tips}),
+                                         ("leg", {"position": leg_target(i)})], timeout=TIMEOUT)
+                    self.assertEqual(t.requested, t.seq)
+                    self.assertEqual([it.stream for it in t.items], ["arms", "leg"])
+                    self.assertEqual([it.seq for it in t.items], [i + 1, 2 * i + 1])
+                    if not check_tree(self, t.items[0].result, tips, "tick %d" % t.seq):
+                        failed.append(t.seq)
+                    check_leg(self, t.items[1].result["positions"], leg_target(i))
+                    lt = await conn.tick([("leg", {"position": leg_target(i + 1)})],
+                                         timeout=TIMEOUT)
+                    self.assertEqual(lt.items[0].seq, 2 * i + 2)
+                    check_leg(self, lt.items[0].result["positions"], leg_target(i + 1))
+                self.assertEqual(failed, [])
+                self.assertEqual(conn._ticks, {})
+        run(body())
+
+    def test_tree_path(self):
+        """A path of tree waypoints: every sample in order, each the FK of
+        its joints, the last on the last waypoint; path_end counts them."""
+        async def body():
+            async with self.a.connect() as conn:
+                s = await conn.open("arms", ARMS, seed=ARMS_SEED)
+                wps = [{"tips": tree_target(i)} for i in (0, 10, 20)]
+                p = await s.path(wps, rate_hz=100, duration_s=0.3)
+                self.assertTrue(p.end.completed)
+                self.assertEqual(p.end.sent, len(p.samples))
+                self.assertEqual(p.end.sent + p.end.skipped, p.end.count)
+                last = -1
+                for sol in p.samples:
+                    self.assertEqual((sol.seq, sol.count), (p.end.seq, p.end.count))
+                    self.assertGreater(sol.index, last)
+                    last = sol.index
+                    fk = arms_tips(sol.result["joints"])
+                    for i, t in enumerate(sol.result["tips"]):
+                        self.assertLess(dist(t["position"], fk[i]), 1e-6)
+                self.assertEqual(last, p.end.count - 1)
+                self.assertTrue(check_tree(self, p.samples[-1].result, wps[-1]["tips"], "last"))
+                self.assertEqual(s._paths, {})
+        run(body())
+
+    def test_ticks_faster_than_answers(self):
+        """3,000 ticks sent without waiting (a numeric tree: ikd solves
+        slower than they come): answers in increasing seq, each one sent,
+        every tick and every stream's target accounted for exactly once
+        (1 + skipped), nothing held; the connection goes on."""
+        async def body():
+            async with self.a.connect() as conn:
+                await conn.open("arms", ARMS, seed=ARMS_SEED, options={"solver": "numeric"})
+                await conn.open("leg", LEG, options={"solver": "two_bone"})
+                answers = []
+                conn.on_tick(lambda ts: answers.append(ts))
+                n, last = 3000, 0
+                for i in range(n):
+                    seq = await conn.send_tick([("arms", {"tips": tree_target(i)}),
+                                                ("leg", {"position": leg_target(i)})])
+                    self.assertGreater(seq, last)
+                    last = seq
+                await until(lambda: answers and answers[-1].seq == last, "the last tick")
+                prev, accounted = 0, 0
+                per = {"arms": [0, 0], "leg": [0, 0]}  # accounted, last seq
+                for ts in answers:
+                    self.assertTrue(prev < ts.seq <= last, (prev, ts.seq, last))
+                    prev = ts.seq
+                    accounted += 1 + ts.skipped
+                    self.assertEqual([it.stream for it in ts.items], ["arms", "leg"])
+                    for it in ts.items:
+                        acc = per[it.stream]
+                        self.assertEqual(it.seq - acc[1], 1 + it.skipped, it.stream)
+                        acc[0] += 1 + it.skipped
+                        acc[1] = it.seq
+                self.assertEqual(accounted, n)
+                self.assertEqual(per["arms"][0], n)
+                self.assertEqual(per["leg"][0], n)
+                self.assertLess(len(answers), n, "ikd conflated")
+                self.assertEqual(conn._ticks, {})
+                tips = tree_target(7)
+                t = await conn.tick([("arms", {"tips": tips})], timeout=TIMEOUT)
+                self.assertTrue(check_tree(self, t.items[0].result, tips, "after the flood"))
+        run(body())
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -178,6 +178,7 @@ static void lose(ikd_conn *c, const ikd_error *why, int close_code, bool fatal)
     c->in_msg = c->frame_started = false;
     c->more_pending = false;
     c->tick_open = false;
+    c->ticks_len = 0; /* the ticks in flight are lost with it */
     bool again = c->reconnect && !c->user_closed && !fatal;
     ikd__conn_lost_answers(c, why);
     /* the backoff starts again only after a connection that lasted: one

@@ -73,6 +73,20 @@ typedef enum conn_state {
     CS_DONE        /* ended for good */
 } conn_state;
 
+/* A tick sent and not yet answered: its seq, its count of targets and a
+ * hash of its targets' stream names in order (ikd__names_hash), to check
+ * its answer by. The last IKD__TICKS_KEPT are kept; an answer to an older
+ * one is not checked. */
+#define IKD__TICKS_KEPT 64
+typedef struct ikd__tick_sent {
+    long long seq;
+    size_t count;
+    uint32_t names;
+} ikd__tick_sent;
+
+uint32_t ikd__names_hash(uint32_t h, const char *name);
+#define IKD__NAMES_HASH0 2166136261u
+
 typedef struct ikd__stream {
     char name[IKD__STREAM_MAX + 1];
     char *open_msg; /* the open message, to open it again after a reconnection */
@@ -80,8 +94,12 @@ typedef struct ikd__stream {
     long long next_seq;  /* the seq IKD_SEQ_AUTO gives next */
     long long last_sent; /* the last target's or path's seq (when sent) */
     long long last_answered;
-    bool sent, answered, path_active, opened;
-    bool closing; /* its close sent: a loss closes it rather than reopening it */
+    long long max_sent;   /* the highest seq of a target or path ever sent (when ever_sent) */
+    long long delivered;  /* the last solution's seq (when has_delivered): answers come in order */
+    long long path_ended; /* the last path_end's seq (when has_path_ended): nothing of it after */
+    bool sent, answered, path_active, opened, ever_sent, has_delivered, has_path_ended;
+    bool unordered; /* a seq was sent not above every earlier one: order is not checked */
+    bool closing;   /* its close sent: a loss closes it rather than reopening it */
 } ikd__stream;
 
 /* What a blocking helper waits for (stream.c). */
@@ -150,6 +168,12 @@ struct ikd_conn {
     size_t tick_count;
     long long tick_last_sent, tick_last_answered;
     bool tick_sent, tick_answered;
+    long long tick_max_sent; /* the highest tick seq ever sent (when tick_ever_sent) */
+    bool tick_ever_sent;
+    bool raw_sent;       /* ikd_send_text was used: seqs sent are not all known */
+    uint32_t tick_names; /* the hash of the tick being built's names */
+    ikd__tick_sent ticks_kept[IKD__TICKS_KEPT]; /* a ring: ticks_len from ticks_head */
+    size_t ticks_head, ticks_len;
     ikd__stream *streams; /* nstreams used, unordered */
     size_t nstreams, streams_cap;
     ikd__dec dec;

@@ -233,7 +233,10 @@ int ikd_send_text(ikd_conn *c, const char *json, size_t len, ikd_error *err)
         return rc;
     if (!json)
         return ikd__fail(err, IKD_E_INVALID_ARGUMENT, "no text");
-    return ikd__conn_queue(c, WSLAY_TEXT_FRAME, json, len, err);
+    rc = ikd__conn_queue(c, WSLAY_TEXT_FRAME, json, len, err);
+    if (!rc) /* its seqs are not known: no answer is refused as never sent */
+        c->raw_sent = true;
+    return rc;
 }
 
 int ikd_stream_open(ikd_conn *c, const char *stream, const ikd_chain *chain, const ikd_seed *seed,
@@ -307,6 +310,11 @@ static void note_sent(ikd__stream *s, long long seq, bool path)
         return;
     s->last_sent = seq;
     s->sent = true;
+    if (s->ever_sent && seq <= s->max_sent)
+        s->unordered = true;
+    else
+        s->max_sent = seq;
+    s->ever_sent = true;
     if (path)
         s->path_active = true;
 }
@@ -505,6 +513,122 @@ void ikd__conn_emit(ikd_conn *c, const ikd_event *ev)
     }
 }
 
+/* An answer of a seq never sent (past the highest sent, or none sent)
+ * answers nothing: taken as an answer, it would answer every target (tick)
+ * waiting. Refused as the JavaScript and Python clients refuse it: an
+ * IKD_EV_ERROR with IKD_E_BAD_ANSWER that names no seq, so that it fails
+ * nothing waiting; true when it was. */
+static bool seq_never_sent(const ikd_conn *c, bool ever, long long max, long long seq)
+{
+    /* after ikd_send_text the client no longer knows what was sent */
+    return !c->raw_sent && (!ever || seq > max);
+}
+
+static bool tick_never_sent(const ikd_conn *c, long long seq)
+{
+    return seq_never_sent(c, c->tick_ever_sent, c->tick_max_sent, seq);
+}
+
+/* An error about an answer of a tick never sent: without its seq. */
+static void unseq(ikd_error *e)
+{
+    size_t l = strlen(e->message);
+    snprintf(e->message + l, sizeof e->message - l, " (of seq %lld, never sent)", e->seq);
+    e->has_seq = false;
+    e->seq = 0;
+}
+
+/* Whether tick answer t is not one entry per target of its tick, in order
+ * (its count, its entries' names; an entry without a name matches any):
+ * then *e says so, with the tick's seq. The ticks kept before it were
+ * replaced (ikd answers ticks in order): they leave with it. An answer to
+ * a tick no longer kept is not checked. */
+static bool tick_lies(ikd_conn *c, const ikd_tick *t, ikd_error *e)
+{
+    for (; c->ticks_len; c->ticks_len--, c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT) {
+        const ikd__tick_sent *k = &c->ticks_kept[c->ticks_head];
+        if (k->seq != t->seq)
+            continue;
+        size_t count = k->count;
+        uint32_t names = k->names, got = IKD__NAMES_HASH0;
+        c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT;
+        c->ticks_len--;
+        bool named = true;
+        for (size_t i = 0; i < t->count && named; i++) {
+            named = t->entries[i].stream && t->entries[i].stream[0];
+            if (named)
+                got = ikd__names_hash(got, t->entries[i].stream);
+        }
+        if (t->count != count)
+            ikd__fail(e, IKD_E_BAD_ANSWER, "a tick answer of %zu entries to a tick of %zu targets",
+                      t->count, count);
+        else if (named && got != names)
+            ikd__fail(e, IKD_E_BAD_ANSWER,
+                      "a tick answer whose entries name other streams than the tick's targets");
+        else
+            return false;
+        e->seq = t->seq;
+        e->has_seq = true;
+        return true;
+    }
+    return false;
+}
+
+/* s: the stream of a solution, NULL for a tick answer. */
+static bool never_sent(ikd_conn *c, const char *type, const ikd__stream *s, long long seq,
+                       const char *p, size_t n)
+{
+    bool ever = s ? s->ever_sent : c->tick_ever_sent;
+    long long max = s ? s->max_sent : c->tick_max_sent;
+    if (!seq_never_sent(c, ever, max, seq))
+        return false;
+    ikd_error e;
+    if (ever)
+        ikd__fail(&e, IKD_E_BAD_ANSWER, "a %s of seq %lld, never sent (the last sent is %lld)",
+                  type, seq, max);
+    else
+        ikd__fail(&e, IKD_E_BAD_ANSWER, "a %s of seq %lld, none sent", type, seq);
+    if (s)
+        ikd__strlcpy(e.stream, s->name, sizeof e.stream);
+    ikd_event bad = {0};
+    bad.kind = IKD_EV_ERROR;
+    bad.error = &e;
+    bad.type = type;
+    bad.text = p;
+    bad.text_len = n;
+    ikd__conn_emit(c, &bad);
+    return true;
+}
+
+/* A solution of s older than the last one (ikd answers a stream in the
+ * order of its targets, here in seq order), or of a path that has ended
+ * (nothing of a path comes after its path_end), answers nothing either:
+ * refused as never_sent refuses. Not checked once the program sent a seq
+ * that is not above all before it (its seqs are then not in order). */
+static bool out_of_order(ikd_conn *c, const ikd__stream *s, long long seq, const char *p, size_t n)
+{
+    bool older = s->has_delivered && seq < s->delivered;
+    bool ended = s->has_path_ended && seq <= s->path_ended;
+    if (s->unordered || (!older && !ended))
+        return false;
+    ikd_error e;
+    if (older)
+        ikd__fail(&e, IKD_E_BAD_ANSWER, "a solution of seq %lld after that of seq %lld", seq,
+                  s->delivered);
+    else
+        ikd__fail(&e, IKD_E_BAD_ANSWER, "a solution of seq %lld after the path_end of seq %lld",
+                  seq, s->path_ended);
+    ikd__strlcpy(e.stream, s->name, sizeof e.stream);
+    ikd_event bad = {0};
+    bad.kind = IKD_EV_ERROR;
+    bad.error = &e;
+    bad.type = "solution";
+    bad.text = p;
+    bad.text_len = n;
+    ikd__conn_emit(c, &bad);
+    return true;
+}
+
 void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
 {
     ikd_event ev = {0};
@@ -518,6 +642,14 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
         /* a tick holds at most max_streams targets: so does its answer */
         int rc = ikd__decode_tick_binary(&c->dec, p, n, (size_t)c->max_streams, &m->tick, &e);
         ev.kind = rc > 0 ? IKD_EV_MESSAGE : rc < 0 ? IKD_EV_ERROR : IKD_EV_TICK;
+        if (!rc && never_sent(c, "tick_solution", NULL, m->tick.seq, p, n))
+            return;
+        if (!rc && tick_lies(c, &m->tick, &e)) {
+            rc = -1; /* fails its tick, as an answer that cannot be read */
+            ev.kind = IKD_EV_ERROR;
+        }
+        if (rc < 0 && e.has_seq && tick_never_sent(c, e.seq))
+            unseq(&e); /* of a tick never sent: it fails none */
         if (rc <= 0) {
             ev.type = "tick_solution";
             ev.seq = rc ? e.seq : m->tick.seq;
@@ -537,7 +669,10 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
     if (ikd__decode_message(&c->dec, p, n, (size_t)c->max_streams, m, &e)) {
         ev.kind = IKD_EV_ERROR;
         ev.error = &e;
-        if (m->type && strcmp(m->type, "tick_solution") == 0 && m->has_seq) {
+        if (m->type && strcmp(m->type, "tick_solution") == 0 && m->has_seq &&
+            tick_never_sent(c, m->seq)) {
+            unseq(&e); /* of a tick never sent: it fails none */
+        } else if (m->type && strcmp(m->type, "tick_solution") == 0 && m->has_seq) {
             /* a tick answer that cannot be read fails its tick (ikd_tick_wait), as a
              * binary one does */
             ev.type = m->type;
@@ -569,7 +704,12 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
             missing = "stream, seq and result";
         ev.kind = IKD_EV_SOLUTION;
         ev.result = &m->result;
+        if (s && m->has_seq &&
+            (never_sent(c, t, s, m->seq, p, n) || out_of_order(c, s, m->seq, p, n)))
+            return;
         if (s && m->has_seq) { /* an answer without its seq answers nothing known */
+            s->delivered = m->seq;
+            s->has_delivered = true;
             s->last_answered = m->seq;
             s->answered = true;
         }
@@ -578,6 +718,18 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
             missing = "seq and solutions";
         ev.kind = IKD_EV_TICK;
         ev.tick = &m->tick;
+        if (m->has_seq && m->has_solutions && never_sent(c, t, NULL, m->seq, p, n))
+            return;
+        if (m->has_seq && m->has_solutions && tick_lies(c, &m->tick, &e)) {
+            /* fails its tick, as an answer that cannot be read */
+            ev.kind = IKD_EV_ERROR;
+            ev.error = &e;
+            ev.tick = NULL;
+            c->tick_last_answered = m->seq;
+            c->tick_answered = true;
+            ikd__conn_emit(c, &ev);
+            return;
+        }
         if (m->has_seq) {
             c->tick_last_answered = m->seq;
             c->tick_answered = true;
@@ -593,6 +745,13 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
         if (!m->stream)
             missing = "stream";
         ev.kind = IKD_EV_PATH_END;
+        if (s && m->has_seq && never_sent(c, t, s, m->seq, p, n))
+            return;
+        if (s && m->has_seq) {
+            if (!s->has_path_ended || m->seq > s->path_ended)
+                s->path_ended = m->seq;
+            s->has_path_ended = true;
+        }
         if (s) {
             s->path_active = false;
             if (m->has_seq) {

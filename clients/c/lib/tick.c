@@ -108,6 +108,16 @@ static int binary_as_json(ikd_conn *c, ikd__buf *b, ikd_error *err)
     return rc;
 }
 
+/* FNV-1a over name and a 0 after it. */
+uint32_t ikd__names_hash(uint32_t h, const char *name)
+{
+    for (const char *p = name;; p++) {
+        h = (h ^ (unsigned char)*p) * 16777619u;
+        if (!*p)
+            return h;
+    }
+}
+
 int ikd_tick_begin(ikd_conn *c, long long seq, ikd_error *err)
 {
     ikd_error local;
@@ -133,6 +143,7 @@ int ikd_tick_begin(ikd_conn *c, long long seq, ikd_error *err)
     c->tick_open = true;
     c->tick_seq = seq;
     c->tick_count = 0;
+    c->tick_names = IKD__NAMES_HASH0;
     return 0;
 }
 
@@ -171,6 +182,7 @@ static int add_binary(ikd_conn *c, const char *stream, const ikd_target *target,
         return ikd__fail(err, IKD_E_NO_MEMORY, "out of memory");
     }
     c->tick_orient = orient;
+    c->tick_names = ikd__names_hash(c->tick_names, stream);
     c->tick_count++;
     return 0;
 }
@@ -222,6 +234,7 @@ int ikd_tick_add(ikd_conn *c, const char *stream, const ikd_target *target, cons
         c->build.len = 0;
         c->tick_binary = false;
     }
+    c->tick_names = ikd__names_hash(c->tick_names, stream);
     c->tick_count++;
     return 0;
 }
@@ -260,6 +273,17 @@ int ikd_tick_send(ikd_conn *c, ikd_error *err)
     c->tick_open = false;
     c->tick_last_sent = c->tick_seq;
     c->tick_sent = true;
+    if (!c->tick_ever_sent || c->tick_seq > c->tick_max_sent)
+        c->tick_max_sent = c->tick_seq;
+    c->tick_ever_sent = true;
+    if (c->ticks_len == IKD__TICKS_KEPT) { /* the oldest goes unchecked */
+        c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT;
+        c->ticks_len--;
+    }
+    ikd__tick_sent *k = &c->ticks_kept[(c->ticks_head + c->ticks_len++) % IKD__TICKS_KEPT];
+    k->seq = c->tick_seq;
+    k->count = c->tick_count;
+    k->names = c->tick_names;
     /* a huge tick's buffers are not kept (the bytes are queued) */
     c->tick.len = c->tick_recs.len = c->tick_dims.len = 0;
     ikd__buf_trim(&c->tick, 4 << 20);

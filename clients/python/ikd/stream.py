@@ -188,6 +188,8 @@ _MEMBERS = ("joints", "positions", "rotations", "local_rotations", "tip", "posit
             "orientation_error", "max_joint_step", "time_ms")
 _STATUS = {1: "success", -31: "no_ik_solution", -6: "timed_out", -16: "invalid_goal_constraints"}
 _NAN = float("nan")
+#: ticks in flight remembered to check their answers (the C client's bound)
+TICKS_KEPT = 64
 
 
 def _numbers(v, n):
@@ -385,6 +387,9 @@ class Connection:
         self._user_closed = False
         self._tick_seq = 0
         self._ticks = {}  # tick seq -> future, in the order sent
+        # the last TICKS_KEPT ticks sent and not yet answered, (seq, stream
+        # names), oldest first: an answer is checked against its tick's targets
+        self._sent_ticks = deque(maxlen=TICKS_KEPT)
         self._on_error = _Handlers()
         self._on_message = _Handlers()
         self._on_tick = _Handlers()
@@ -607,6 +612,7 @@ class Connection:
         self._ticks[tseq] = fut
         try:
             await self._send_text(self.codec.encode_tick(tseq, items))
+            self._sent_ticks.append((tseq, [it[0] for it in items]))
             return await asyncio.wait_for(fut, timeout) if timeout else await fut
         except asyncio.TimeoutError:  # as solve() and open() say it
             raise IkdError("timeout", "tick %d: no answer within %s s" % (tseq, timeout),
@@ -619,7 +625,28 @@ class Connection:
         `latest_tick`, on_tick and the streams."""
         tseq, items = self._tick_items(targets)
         await self._send_text(self.codec.encode_tick(tseq, items))
+        self._sent_ticks.append((tseq, [it[0] for it in items]))
         return tseq
+
+    def _tick_lies(self, ts):
+        """Why answer ts is not one item per target of its tick, in order
+        (its count, its items' streams; an item without a stream matches
+        any), or None. The ticks kept before it were replaced: they leave
+        with it. An answer to a tick no longer kept is not checked."""
+        kept = self._sent_ticks
+        while kept and kept[0][0] < ts.seq:
+            kept.popleft()
+        if not kept or kept[0][0] != ts.seq:
+            return None
+        names = kept.popleft()[1]
+        if len(ts.items) != len(names):
+            return "a tick answer of %d entries to a tick of %d targets" % (len(ts.items),
+                                                                             len(names))
+        for i, (it, name) in enumerate(zip(ts.items, names)):
+            if it.stream and it.stream != name:
+                return "tick answer entry %d names stream %r, the tick's target %d is %r" % (
+                    i, it.stream, i, name)
+        return None
 
     def _tick_solution(self, msg):
         seq = _seq(msg.get("seq"))
@@ -656,6 +683,10 @@ class Connection:
         if ts.seq > self._tick_seq:
             self._error(IkdError("bad_answer", "a tick answer of seq %d, never sent (the last "
                                  "sent is %d)" % (ts.seq, self._tick_seq)))
+            return
+        lie = self._tick_lies(ts)
+        if lie is not None:
+            self._tick_refused(IkdError("bad_answer", lie, seq=ts.seq))
             return
         self.latest_tick = ts
         for it in ts.items:
@@ -771,6 +802,7 @@ class Connection:
             if not f.done():
                 f.set_exception(err)
         self._ticks.clear()
+        self._sent_ticks.clear()
         if final:
             for s in list(self.streams.values()):
                 s._ended(err)
@@ -839,6 +871,8 @@ class Stream:
         self._ready = None  # an event set when a message is queued
         self._waiting = {}  # seq -> future, in the order sent
         self._paths = {}  # seq -> list of samples
+        self._delivered = 0  # the seq of the last solution delivered
+        self._path_ended = 0  # the seq of the last path_end: no answer of it or older after
         self._opened = None
         self._closed = None
         self._on_solution = _Handlers()
@@ -987,6 +1021,14 @@ class Stream:
             self.conn._error(IkdError("bad_answer", "a solution of seq %d, never sent (the last "
                                       "sent is %d)" % (sol.seq, self.seq), stream=self.name))
             return
+        if sol.seq < self._delivered or sol.seq <= self._path_ended:
+            # ikd answers a stream in seq order, and nothing of a path after its end
+            self.conn._error(IkdError("bad_answer", "a solution of seq %d after that of seq %d "
+                                      "(the last path_end: seq %d)" % (
+                                          sol.seq, self._delivered, self._path_ended),
+                                      stream=self.name))
+            return
+        self._delivered = sol.seq
         self.latest = sol
         self._queue_put(sol)
         w = self._waiting
@@ -1024,7 +1066,11 @@ class Stream:
             seq = msg["seq"]
             self._solution(Solution(self.name, seq, msg.get("skipped", 0), msg.get("result"),
                                     seq, msg.get("index"), msg.get("count")))
+        elif kind == "path_end" and msg["seq"] > self.seq:
+            self.conn._error(IkdError("bad_answer", "a path_end of seq %d, never sent (the last "
+                                      "sent is %d)" % (msg["seq"], self.seq), stream=self.name))
         elif kind == "path_end":
+            self._path_ended = max(self._path_ended, msg["seq"])
             end = PathEnd(self.name, msg["seq"], msg.get("sent", 0),
                           msg.get("skipped", 0), msg.get("count", 0),
                           bool(msg.get("completed")))

@@ -581,7 +581,9 @@ int ikd_conn_set_binary_ticks(ikd_conn *conn, bool on);
 /* Whether the tick being built would go binary if sent now. */
 bool ikd_tick_is_binary(const ikd_conn *conn);
 
-/* Sends one text message as it is (json must be one JSON object). */
+/* Sends one text message as it is (json must be one JSON object). The
+ * client does not read it: from then on, answers of seqs it never sent
+ * (otherwise IKD_E_BAD_ANSWER) are taken as they come. */
 int ikd_send_text(ikd_conn *conn, const char *json, size_t len, ikd_error *err);
 
 /* ---- blocking helpers, for scripts and tests ----------------------------
