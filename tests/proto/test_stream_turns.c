@@ -230,6 +230,81 @@ START_TEST(test_links3d_seed)
 }
 END_TEST
 
+/* ---- bones ------------------------------------------------------------------ */
+
+/* The rotation angle between unit quaternions a and b (either sign). */
+static double quat_angle(const double *a, const double *b)
+{
+    double d = fabs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]);
+    return 2.0 * acos(fmin(1.0, d));
+}
+
+/* v rotated by the unit quaternion q (x, y, z, w). */
+static void quat_rotate(const double *q, const double *v, double *out)
+{
+    const double x = q[0], y = q[1], z = q[2], w = q[3];
+    const double t[3] = {2 * (y * v[2] - z * v[1]), 2 * (z * v[0] - x * v[2]),
+                         2 * (x * v[1] - y * v[0])};
+    out[0] = v[0] + w * t[0] + (y * t[2] - z * t[1]);
+    out[1] = v[1] + w * t[1] + (z * t[0] - x * t[2]);
+    out[2] = v[2] + w * t[2] + (x * t[1] - y * t[0]);
+}
+
+/* A bones chain's target circling its root twice (two_bone for three
+ * positions, fabrik for four): the answered world rotation of every bone
+ * takes the bone's own rest direction (+x, the chain's rotations being
+ * identity) onto its answered direction, and turns between two answers
+ * by no more than a small multiple of the motion's 2 pi / 90: no bone
+ * twists half a turn when its direction passes the opposite of its rest
+ * direction. */
+static void bones_circle(const char *chain, size_t n)
+{
+    proto_session *s = pc_session_on(chain, NULL);
+    double prev[4][4] = {{0}}, worst = 0.0;
+    for (int f = 0; f < STEPS; f++) {
+        const double a = 0.3 + 2.0 * M_PI * f / 90.0;
+        json_t *target = json_pack("{s:[f,f,f]}", "position", 1.2 * cos(a), 1.2 * sin(a), 0.3);
+        proto_job *job = NULL;
+        proto_error e;
+        ck_assert_msg(proto_session_target(s, target, NULL, &job, &e) == 0, "%s", e.message);
+        proto_session_prepare(s, job);
+        proto_job_run(job, 0, 1);
+        json_t *res = proto_job_result_json(job, 0);
+        ck_assert_str_eq(json_string_value(json_object_get(res, "status")), "success");
+        const json_t *jp = json_object_get(res, "positions"), *jr = json_object_get(res, "rotations");
+        for (size_t k = 0; k + 1 < n; k++) {
+            double q[4], p0[3], p1[3], dir[3], x[3] = {1, 0, 0};
+            for (int i = 0; i < 4; i++)
+                q[i] = json_real_value(json_array_get(json_array_get(jr, k), i));
+            for (int i = 0; i < 3; i++) {
+                p0[i] = json_real_value(json_array_get(json_array_get(jp, k), i));
+                p1[i] = json_real_value(json_array_get(json_array_get(jp, k + 1), i));
+            }
+            const double l = sqrt((p1[0] - p0[0]) * (p1[0] - p0[0]) + (p1[1] - p0[1]) * (p1[1] - p0[1]) +
+                                  (p1[2] - p0[2]) * (p1[2] - p0[2]));
+            quat_rotate(q, x, dir);
+            for (int i = 0; i < 3; i++)
+                ck_assert_double_eq_tol(dir[i], (p1[i] - p0[i]) / l, 1e-9);
+            if (f > 0)
+                worst = fmax(worst, quat_angle(q, prev[k]));
+            memcpy(prev[k], q, sizeof q);
+        }
+        json_decref(res);
+        json_decref(target);
+        proto_session_solved(s, job);
+    }
+    ck_assert_msg(worst < 0.2, "%zu positions: a bone turned by %g rad between two answers (the target moved %g)",
+                  n, worst, 2.0 * M_PI / 90.0);
+    proto_session_free(s);
+}
+
+START_TEST(test_bones_stream_rotations_continuous)
+{
+    bones_circle("{\"kind\":\"bones\",\"positions\":[[0,0,0],[1,0,0],[1.8,0,0]]}", 3);
+    bones_circle("{\"kind\":\"bones\",\"positions\":[[0,0,0],[0.6,0,0],[1.1,0,0],[1.5,0,0]]}", 4);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_turns");
@@ -237,6 +312,7 @@ int main(void)
     tcase_add_test(tc, test_planar_streams_keep_turning);
     tcase_add_test(tc, test_links3d_stream_keeps_turning);
     tcase_add_test(tc, test_links3d_seed);
+    tcase_add_test(tc, test_bones_stream_rotations_continuous);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
