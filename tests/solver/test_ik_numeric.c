@@ -618,6 +618,39 @@ START_TEST(test_reach_tolerance_band)
 }
 END_TEST
 
+/* A prismatic joint held by its limit: a target past the limit by less
+ * than the tolerance is met with the joint on its limit (the tip worked
+ * out here: the slide along x plus the tool's offset), past it by more it
+ * is not; at either limit. */
+START_TEST(test_prismatic_limit_band)
+{
+    ik_joint slide[2] = {
+        joint(IK_JOINT_PRISMATIC, ik_v3(0.2, 0.0, 0.0), ZERO, ik_v3(1, 0, 0), 0.1, 0.6),
+        joint(IK_JOINT_FIXED, ik_v3(0.05, 0, 0), ZERO, ZERO, 0, 0),
+    };
+    ik_chain c;
+    ck_assert_int_eq(chain_init(&c, slide, 2), IK_OK);
+    ik_numeric_opts o = det_opts();
+    o.max_restarts = 20;
+    const double fs[] = {0.3, 0.75, 0.95, 1.2, 3.0};
+    for (int upper = 0; upper < 2; upper++)
+        for (size_t k = 0; k < sizeof fs / sizeof *fs; k++) {
+            const double edge = 0.25 + (upper ? 0.6 : 0.1);
+            ik_target t =
+                ik_target_position(ik_v3(edge + (upper ? 1 : -1) * fs[k] * TOL, 0.0, 0.0));
+            double q;
+            ik_numeric_result res;
+            int st = ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, &q, &res);
+            ck_assert(q >= 0.1 && q <= 0.6);
+            const double err = fabs(0.25 + q - t.pose.p.x);
+            ck_assert_msg((st == IK_OK) == (err < TOL), "%s limit, %g tol past it: status %d, error %g tol",
+                          upper ? "upper" : "lower", fs[k], st, err / TOL);
+            ck_assert_msg((st == IK_OK) == (fs[k] < 1.0), "%s limit, %g tol past it: status %d",
+                          upper ? "upper" : "lower", fs[k], st);
+        }
+}
+END_TEST
+
 /* Why a search failed (ik_reason.h): out of reach (above), against the
  * limits, or simply not found in the budget. */
 START_TEST(test_failure_reasons)
@@ -1021,6 +1054,7 @@ static Suite *numeric_suite(void)
     tcase_add_test(tc, test_unreachable);
     tcase_add_test(tc, test_reach_boundary);
     tcase_add_test(tc, test_reach_tolerance_band);
+    tcase_add_test(tc, test_prismatic_limit_band);
     tcase_add_test(tc, test_failure_reasons);
     tcase_add_test(tc, test_invalid_input);
     tcase_add_test(tc, test_pose_error_helper);
