@@ -240,6 +240,10 @@ struct proto_job {
     void *results_block; /* the results' own allocation (more than one target, or
                             after proto_job_limit_results), else NULL */
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
+    /* a bones stream's warm start: the world rotations that go with the
+     * seed's positions (the answer it came from), one per position, so that
+     * each bone turns on from them; NULL otherwise (own allocation) */
+    ik_quat *seed_rot;
     /* the request's scene (proto_scene.h; a reference: a stream's jobs
      * share their session's), or NULL */
     struct proto_scene *scene;

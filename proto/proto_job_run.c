@@ -195,5 +195,12 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
     }
     job->has_seed[0] = true;
     job->opt.nearest = true;
+    /* a bones chain: the rotations that go with those positions (the
+     * answer's, or, carried, the ones the previous job started from) */
+    const ik_quat *rot = c->kind != PROTO_CHAIN_BONES ? NULL : carry ? prev->seed_rot : r->rotations;
+    if (rot && !job->seed_rot)
+        job->seed_rot = malloc(c->nbones * sizeof *rot);
+    if (rot && job->seed_rot) /* out of memory: the rotations start from the chain's */
+        memcpy(job->seed_rot, rot, c->nbones * sizeof *rot);
 }
 

@@ -18,11 +18,11 @@
 
 #include "solver/ik_tree.h"
 
-/* Joint i's limits (continuous: infinite). */
+/* Joint i's limits (continuous, and links3d's angles: infinite). */
 static void joint_range(const proto_chain *c, size_t i, double *lo, double *hi)
 {
-    *lo = c->tree ? c->tree->lower[i] : c->chain->lower[i];
-    *hi = c->tree ? c->tree->upper[i] : c->chain->upper[i];
+    *lo = c->tree ? c->tree->lower[i] : c->chain ? c->chain->lower[i] : -INFINITY;
+    *hi = c->tree ? c->tree->upper[i] : c->chain ? c->chain->upper[i] : INFINITY;
 }
 
 int proto__joint_seed_check(const proto_chain *c, const proto_options *o, const double *q, size_t n,
@@ -57,7 +57,7 @@ int proto__joint_seed_check(const proto_chain *c, const proto_options *o, const 
 int proto__joint_seed_map(const json_t *m, const char *path, const proto_chain *c,
                           const proto_options *o, double *out, proto_error *err)
 {
-    const size_t n = c->tree ? c->tree->dof : c->chain->dof;
+    const size_t n = proto__seed_len(c);
     if (!c->names || c->nnames != n || c->kind == PROTO_CHAIN_PLANAR)
         return proto_error_set(err, PROTO_E_INVALID_REQUEST, path,
                                "a seed by joint names needs a chain with named joints (joints, "

@@ -286,9 +286,12 @@ int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame 
                         proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
                         proto_error *err);
 /* True when joint i of a compiled chain turns (revolute or continuous), so
- * that options.units applies to its values; false for a prismatic joint. */
+ * that options.units applies to its values; false for a prismatic joint.
+ * A links3d chain (none compiled): all five are angles. */
 static inline bool proto__angular_joint(const proto_chain *c, size_t i)
 {
+    if (!c->chain && !c->tree)
+        return true;
     return (c->tree ? c->tree->type[i] : c->chain->type[i]) != IK_JOINT_PRISMATIC;
 }
 

@@ -118,16 +118,25 @@ static size_t workspace(const proto_job *job)
                : 0;
 }
 
-/* New world and local rotations of a bones chain for the new positions. */
-static void bone_rotations(const proto_chain *c, const ik_vec3 *np, proto_result *r)
+/* New world and local rotations of a bones chain for the new positions np:
+ * each bone's minimal rotation from the pose p with world rotations rot
+ * (a stream's previous answer, seed 001's old directions) or, without
+ * them, from the chain's own pose, so that a stream's bones turn on from
+ * their previous rotations instead of jumping where the rotation from the
+ * chain's own directions flips (a bone passing the opposite of its own). */
+static void bone_rotations(const proto_chain *c, const double *p, const ik_quat *rot,
+                           const ik_vec3 *np, proto_result *r)
 {
     size_t n = c->nbones;
     ik_quat d = ik_quat_identity();
     for (size_t k = 0; k < n; k++) {
+        ik_vec3 a = c->positions[k], b = k + 1 < n ? c->positions[k + 1] : a;
+        if (p && rot)
+            a = ik_v3(p[3 * k], p[3 * k + 1], p[3 * k + 2]),
+            b = k + 1 < n ? ik_v3(p[3 * k + 3], p[3 * k + 4], p[3 * k + 5]) : a;
         if (k + 1 < n)
-            d = ik_quat_between(ik_vec3_sub(c->positions[k + 1], c->positions[k]),
-                                ik_vec3_sub(np[k + 1], np[k]));
-        r->rotations[k] = ik_quat_normalize(ik_quat_mul(d, c->rotations[k]));
+            d = ik_quat_between(ik_vec3_sub(b, a), ik_vec3_sub(np[k + 1], np[k]));
+        r->rotations[k] = ik_quat_normalize(ik_quat_mul(d, p && rot ? rot[k] : c->rotations[k]));
         r->local[k] = k == 0 ? r->rotations[0]
                              : ik_quat_normalize(
                                    ik_quat_mul(ik_quat_conj(r->rotations[k - 1]), r->rotations[k]));
@@ -187,7 +196,7 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         r->pos_err = res.error;
         r->iterations = (size_t)res.iterations;
     }
-    bone_rotations(c, r->positions, r);
+    bone_rotations(c, seed, job->seed_rot, r->positions, r);
 }
 
 const proto_kind_ops proto_kind_bones = {decode_bones, describe, seed_len, allows,

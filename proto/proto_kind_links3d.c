@@ -4,7 +4,9 @@
  * (ik_threelink3d_solve: yaw about the up axis, the working plane, the
  * last joint from target.up, the base roll that keeps the links coplanar).
  * The answer's joints are yaw, theta0, theta1, theta2 and roll; its bones'
- * frames have the link along the convention's forward axis.
+ * frames have the link along the convention's forward axis. A seed is
+ * such an answer (a stream's previous one): each angle is answered on the
+ * turn nearest it.
  */
 #include "proto/proto_kind.h"
 
@@ -62,10 +64,11 @@ static void describe(const proto_chain *c, json_t *d)
     json_object_set_new(d, "dof", json_integer((json_int_t)c->nlinks));
 }
 
+/* a seed: the five joint values of an answer */
 static size_t seed_len(const proto_chain *c)
 {
     (void)c;
-    return 0;
+    return 5;
 }
 
 static bool allows(const proto_chain *c, proto_solver s)
@@ -108,6 +111,11 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     if (r->status == IK_EINVAL)
         return;
     r->q[0] = o.yaw, r->q[1] = o.theta0, r->q[2] = o.theta1, r->q[3] = o.theta2, r->q[4] = o.roll;
+    /* turns: each angle on the turn nearest the seed's (a stream's
+     * previous answer), as the planar kind answers its own */
+    const double *seed = proto__seed_of(job, i, 5);
+    for (size_t k = 0; seed && k < 5; k++)
+        r->q[k] = seed[k] + ik_wrap_angle(r->q[k] - seed[k]);
     for (size_t k = 0; k < 4; k++)
         r->positions[k] = o.joints[k];
     /* bone frames with the caller's axis meaning: the link along the

@@ -24,7 +24,9 @@
  * then lambda shrinks (x LAMBDA_DOWN), else it grows (x LAMBDA_UP) and the
  * step is retried. An attempt ends when every checked component is below
  * CONVERGED_FRACTION of its tolerance (solved), when lambda exceeds
- * LAMBDA_MAX or after ATTEMPT_MAX_ITERS iterations (stalled: restart), or
+ * LAMBDA_MAX or after ATTEMPT_MAX_ITERS iterations (stalled: restart,
+ * unless its pose meets the tolerance all the same, below MET_FRACTION of
+ * it: then solved, as for a target just past the reach), or
  * when the budget runs out. Past ATTEMPT_MAX_ITERS an attempt may go on,
  * up to SLOW_MAX_ITERS, while its error is already small (cost below
  * SLOW_MAX_COST) and still quartering every SLOW_EVERY iterations: the
@@ -182,6 +184,11 @@ void ik_pose_error(ik_xform target, ik_xform actual, double e[6])
 #endif
 #define CONVERGED_FRACTION 0.5 /* stop below half the tolerance: a margin
                                   against rounding in the caller's check */
+#define MET_FRACTION (1.0 - 1e-6) /* an attempt that stalls with its pose
+                                  below this share of the tolerance has
+                                  met the target all the same (a target
+                                  just past the reach or the limits: its
+                                  best pose never gets below half) */
 #ifndef SLOW_EVERY
 #define SLOW_EVERY 4
 #endif
@@ -280,12 +287,17 @@ static double evaluate(const problem *P, const double *q, double *J, double e[6]
     return cost;
 }
 
-static bool converged(const problem *P, const double e[6])
+static bool within_share(const problem *P, const double e[6], double share)
 {
     for (int r = 0; r < 6; r++)
-        if (P->check[r] && !(fabs(e[r]) <= CONVERGED_FRACTION * P->tol[r]))
+        if (P->check[r] && !(fabs(e[r]) <= share * P->tol[r]))
             return false;
     return true;
+}
+
+static bool converged(const problem *P, const double e[6])
+{
+    return within_share(P, e, CONVERGED_FRACTION);
 }
 
 /* ---- one damped least-squares step -------------------------------------- */
@@ -629,8 +641,17 @@ static void keep_best(search *S, const double *q, double cost)
     }
 }
 
+/* The outcome of an attempt that stops short of CONVERGED_FRACTION with
+ * the error e at S->q: solved all the same when e meets the tolerance
+ * (below MET_FRACTION of it), else stalled. */
+static int stalled(const problem *P, const double e[6])
+{
+    return within_share(P, e, MET_FRACTION) ? ATTEMPT_SOLVED : ATTEMPT_STALLED;
+}
+
 /* Levenberg-Marquardt from S->q (inside the limits). On ATTEMPT_SOLVED the
- * solution is in S->q. */
+ * solution is in S->q: below CONVERGED_FRACTION of the tolerance, or, when
+ * the attempt could get no lower, below MET_FRACTION of it. */
 static int attempt(search *S)
 {
     const problem *P = S->P;
@@ -663,7 +684,7 @@ static int attempt(search *S)
             if (S->walk ? (it >= WALK_MAX_ITERS || cost > WALK_PROGRESS * checkpoint)
                         : (it >= SLOW_MAX_ITERS || cost > SLOW_MAX_COST ||
                            cost > 0.25 * checkpoint))
-                return ATTEMPT_STALLED;
+                return stalled(P, e);
             checkpoint = cost;
         }
         S->iterations++;
@@ -672,7 +693,7 @@ static int attempt(search *S)
                           S->locked, S->scratch)) {
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX)
-                return ATTEMPT_STALLED;
+                return stalled(P, e);
             continue;
         }
         double ct = evaluate(P, S->qt, S->Jt, et);
@@ -694,7 +715,7 @@ static int attempt(search *S)
             share *= 0.5;
             lambda *= LAMBDA_UP;
             if (lambda > LAMBDA_MAX)
-                return ATTEMPT_STALLED;
+                return stalled(P, e);
         }
     }
 }

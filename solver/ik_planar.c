@@ -34,6 +34,10 @@
 /* Relative size below which the part of E_y perpendicular to the axis
  * O -> P_T counts as zero (then no roll is needed). */
 #define PLANAR_TINY_ROLL 1e-14
+/* Share of the reach l1 + l2 by which a target may pass the edges of the
+ * two-link reach (too far, too close) and still be met: the rounding of a
+ * target computed on the edge (as ik_chain_beyond_reach allows for). */
+#define PLANAR_REACH_ROUNDING 1e-12
 
 /* ---- the two-link core ------------------------------------------------ */
 
@@ -75,12 +79,16 @@ static twolink_angles twolink_core(double l1, double l2, double x, double y, int
     double A = l1 * inv, B = l2 * inv, D = d * inv; /* D may be +inf */
     double s = (double)bend;
 
-    if (D > A + B) {
+    /* the edges of the reach widened by rounding (PLANAR_REACH_ROUNDING of
+     * it): a target a rounding error past one is met, stretched or folded
+     * (four_area gives 0 there) */
+    const double slack = (A + B) * PLANAR_REACH_ROUNDING;
+    if (D > A + B + slack) {
         /* Too far: fully extended towards the target. */
         o.theta0 = o.theta_e;
         o.theta1 = 0.0;
         o.reach = IK_REACH_TOO_FAR;
-    } else if (D < fabs(A - B)) {
+    } else if (D < fabs(A - B) - slack) {
         /* Too close: folded, the longer link towards the target. These are
          * the limits of the reachable answer at d = |l1 - l2|. */
         o.theta0 = o.theta_e + (l1 >= l2 ? 0.0 : s * IK_PI);

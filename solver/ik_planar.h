@@ -77,6 +77,9 @@
  *     theta_E if l1 >= l2, theta_E + bend * pi otherwise (the limits of the
  *     reachable solution at d = |l1 - l2|, so the answer is continuous).
  *   error = |end - target| (0 when reachable up to rounding).
+ * A target past an edge by no more than a rounding error (1e-12 of
+ * l1 + l2: one computed on the edge by the caller) is met, stretched or
+ * folded, with IK_OK.
  *
  * DEGENERATE INPUT (never NaN out):
  *   - non-finite numbers, lengths <= 0, a zero up vector, bend not +-1, or a

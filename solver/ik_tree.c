@@ -2045,8 +2045,12 @@ int ik__tree_solve_plain(const ik_tree *tree, const ik_tree_goal *goals, const d
             if (reason == IK_REASON_NONE)
                 reason = tr->reason;
         }
+    /* a group left without a solution whose best pose meets every tip's
+     * tolerance all the same (a target past the reach or a limit by less
+     * than it, where no attempt gets below CONVERGED_FRACTION of it) has
+     * met its targets: every level is met */
     int status = IK_OK;
-    if (!all_solved)
+    if (!all_solved && levels_met < nlev)
         status = !unmet_in_reach && reason != IK_REASON_NONE ? IK_EUNREACHABLE
                  : S.timed_out                              ? IK_ETIMEDOUT
                                                             : IK_ENOTCONV;

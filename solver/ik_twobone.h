@@ -25,6 +25,9 @@
  *     nearest to b). With a pole, v = pole - m instead (the knee points at
  *     the pole). The pole only matters in the reachable case: in the other
  *     two cases the limb is straight.
+ * A target past an edge of the reach by no more than a rounding error
+ * (1e-12 of l_ab + l_bc: one computed on the edge by the caller) is
+ * reachable: the limb stretched or folded, c' = t.
  *
  * Degenerate input, as the seed:
  *   - l_at tiny (below 1e-12 of l_ab + l_bc; the seed uses 1e-3 in float

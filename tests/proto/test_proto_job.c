@@ -1376,7 +1376,7 @@ START_TEST(test_rejections)
               "\"seeds\":[[0,0],[0]]}",
               PROTO_BATCH, "invalid_request", 400, "/seeds/1");
     pc_reject("{\"chain\":{\"kind\":\"links3d\",\"lengths\":[1,1,1]},"
-              "\"target\":{\"position\":[1,1,0],\"up\":[0,0,1]},\"seed\":[0,0,0,0,0]}",
+              "\"target\":{\"position\":[1,1,0],\"up\":[0,0,1]},\"seed\":[0,0,0,0]}",
               PROTO_SOLVE, "invalid_request", 400, "/seed");
     /* options */
     pc_reject("{" PLANAR ",\"target\":{\"position\":[1,1]},\"options\":{\"tolerance\":0}}",

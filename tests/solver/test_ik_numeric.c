@@ -558,6 +558,99 @@ START_TEST(test_reach_boundary)
 }
 END_TEST
 
+/* The whole band past the reach in which the stretched pose still meets
+ * the tolerance is solved, not only its first half (an attempt stops below
+ * half the tolerance, a stretched arm never gets there): a two-link arm
+ * (links 0.5 and 0.4 about z from (0.1, 0.2, 0.3)), targets in its plane
+ * at 0.9 + f tol from its base in several directions, position-only and
+ * full pose. The answer's tip is worked out here (the two angles summed,
+ * not ik_chain_fk), and the status must say success exactly when every
+ * component of the error is below the tolerance, none when one is above
+ * (a band of a thousandth of the tolerance around it left out). */
+static void arm_tip(const double *q, double *x, double *y)
+{
+    *x = 0.1 + 0.5 * cos(q[0]) + 0.4 * cos(q[0] + q[1]);
+    *y = 0.2 + 0.5 * sin(q[0]) + 0.4 * sin(q[0] + q[1]);
+}
+
+START_TEST(test_reach_tolerance_band)
+{
+    ik_joint arm[3] = {
+        joint(IK_JOINT_REVOLUTE, ik_v3(0.1, 0.2, 0.3), ZERO, ik_v3(0, 0, 1), -3, 3),
+        joint(IK_JOINT_REVOLUTE, ik_v3(0.5, 0, 0), ZERO, ik_v3(0, 0, 1), -3, 3),
+        joint(IK_JOINT_FIXED, ik_v3(0.4, 0, 0), ZERO, ZERO, 0, 0),
+    };
+    ik_chain c;
+    ck_assert_int_eq(chain_init(&c, arm, 3), IK_OK);
+    ik_numeric_opts o = det_opts();
+    o.max_restarts = 20;
+    const double dirs[] = {0.0, 0.3, IK_PI / 4, 2.0, -2.9};
+    const double fs[] = {0.55, 0.6, 0.75, 0.9, 0.99, 1.1, 1.3, 1.45, 1.6, 2.5};
+    size_t solved = 0, refused = 0;
+    for (int full = 0; full < 2; full++)
+        for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+            for (size_t k = 0; k < sizeof fs / sizeof *fs; k++) {
+                const double a = dirs[i], d = 0.9 + fs[k] * TOL;
+                ik_vec3 p = ik_v3(0.1 + d * cos(a), 0.2 + d * sin(a), 0.3);
+                ik_target t = full ? ik_target_full_pose((ik_xform){p, ik_quat_from_rpy(0, 0, a)})
+                                   : ik_target_position(p);
+                double q[2];
+                ik_numeric_result res;
+                int st = ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, q, &res);
+                double x, y;
+                arm_tip(q, &x, &y);
+                double err = fmax(fabs(x - p.x), fabs(y - p.y));
+                if (full) /* the tip's heading against the target's */
+                    err = fmax(err, fabs(remainder(q[0] + q[1] - a, 2.0 * IK_PI)));
+                if (fabs(err - TOL) < 1e-3 * TOL)
+                    continue;
+                ck_assert(st == IK_OK || st == IK_EUNREACHABLE);
+                ck_assert_msg((st == IK_OK) == (err < TOL),
+                              "%s, %g tol past the reach at %g rad: status %d, error %g tol",
+                              full ? "full pose" : "position", fs[k], a, st, err / TOL);
+                if (st == IK_OK)
+                    solved++;
+                else
+                    refused++;
+            }
+    ck_assert_uint_gt(solved, 20);
+    ck_assert_uint_gt(refused, 20);
+}
+END_TEST
+
+/* A prismatic joint held by its limit: a target past the limit by less
+ * than the tolerance is met with the joint on its limit (the tip worked
+ * out here: the slide along x plus the tool's offset), past it by more it
+ * is not; at either limit. */
+START_TEST(test_prismatic_limit_band)
+{
+    ik_joint slide[2] = {
+        joint(IK_JOINT_PRISMATIC, ik_v3(0.2, 0.0, 0.0), ZERO, ik_v3(1, 0, 0), 0.1, 0.6),
+        joint(IK_JOINT_FIXED, ik_v3(0.05, 0, 0), ZERO, ZERO, 0, 0),
+    };
+    ik_chain c;
+    ck_assert_int_eq(chain_init(&c, slide, 2), IK_OK);
+    ik_numeric_opts o = det_opts();
+    o.max_restarts = 20;
+    const double fs[] = {0.3, 0.75, 0.95, 1.2, 3.0};
+    for (int upper = 0; upper < 2; upper++)
+        for (size_t k = 0; k < sizeof fs / sizeof *fs; k++) {
+            const double edge = 0.25 + (upper ? 0.6 : 0.1);
+            ik_target t =
+                ik_target_position(ik_v3(edge + (upper ? 1 : -1) * fs[k] * TOL, 0.0, 0.0));
+            double q;
+            ik_numeric_result res;
+            int st = ik_numeric_solve(&c, &t, NULL, &o, ws, sizeof ws, &q, &res);
+            ck_assert(q >= 0.1 && q <= 0.6);
+            const double err = fabs(0.25 + q - t.pose.p.x);
+            ck_assert_msg((st == IK_OK) == (err < TOL), "%s limit, %g tol past it: status %d, error %g tol",
+                          upper ? "upper" : "lower", fs[k], st, err / TOL);
+            ck_assert_msg((st == IK_OK) == (fs[k] < 1.0), "%s limit, %g tol past it: status %d",
+                          upper ? "upper" : "lower", fs[k], st);
+        }
+}
+END_TEST
+
 /* Why a search failed (ik_reason.h): out of reach (above), against the
  * limits, or simply not found in the budget. */
 START_TEST(test_failure_reasons)
@@ -960,6 +1053,8 @@ static Suite *numeric_suite(void)
     tcase_add_test(tc, test_determinism);
     tcase_add_test(tc, test_unreachable);
     tcase_add_test(tc, test_reach_boundary);
+    tcase_add_test(tc, test_reach_tolerance_band);
+    tcase_add_test(tc, test_prismatic_limit_band);
     tcase_add_test(tc, test_failure_reasons);
     tcase_add_test(tc, test_invalid_input);
     tcase_add_test(tc, test_pose_error_helper);

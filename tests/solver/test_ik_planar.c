@@ -209,6 +209,52 @@ START_TEST(test_twolink_random_unreachable)
 }
 END_TEST
 
+/* A target on the edge of the reach, computed the way a client computes
+ * it (base + (l1 + l2) times a direction, or |l1 - l2| times it), lands a
+ * rounding error on either side of it: the arm meets it (stretched or
+ * folded, its end within rounding of the target by the FK above), so the
+ * answer is IK_OK, not IK_EUNREACHABLE with an error of 1e-16. The same
+ * edge for the three-link arm's two-link part. A target a billionth of
+ * l1 + l2 past an edge stays out of reach. */
+START_TEST(test_reach_edge_rounding)
+{
+    rng_state.s = 13;
+    for (int i = 0; i < N_RANDOM; i++) {
+        double l[3] = {urange(0.1, 2), urange(0.1, 2), urange(0.1, 2)};
+        ik_vec2 base = ik_v2(urange(-5, 5), urange(-5, 5));
+        const double lo = fabs(l[0] - l[1]), hi = l[0] + l[1];
+        const bool far = (i & 1) || lo < 1e-3;
+        const double ang = urange(-IK_PI, IK_PI), upang = urange(-IK_PI, IK_PI);
+        const int bend = (i & 2) ? 1 : -1;
+        for (int past = 0; past < 2; past++) {
+            const double d = (far ? hi : lo) + (past ? (far ? 1e-9 : -1e-9) * hi : 0.0);
+            ik_twolink2d p = {l[0], l[1], base, add2(base, polar(d, ang)), bend};
+            ik_twolink2d_result r;
+            int st = ik_twolink2d_solve(&p, &r);
+            double th[2] = {r.theta0, r.theta1};
+            double miss = dist2(fk2(base, l, th, 2, NULL), p.target);
+            if (past) {
+                ck_assert_int_eq(st, IK_EUNREACHABLE);
+                ck_assert_double_gt(miss, 1e-10 * hi);
+                continue;
+            }
+            ck_assert_msg(st == IK_OK, "two-link, %s: the end %g from the target, status %d",
+                          far ? "stretched" : "folded", miss, st);
+            ck_assert_double_le(miss, 1e-12 * hi + 1e-14);
+            ik_threelink2d q = {l[0], l[1], l[2], base,
+                                add2(p.target, polar(l[2], upang)), polar(1.0, upang), bend};
+            ik_threelink2d_result r3;
+            st = ik_threelink2d_solve(&q, &r3);
+            double th3[3] = {r3.theta0, r3.theta1, r3.theta2};
+            miss = dist2(fk2(base, l, th3, 3, NULL), q.target);
+            ck_assert_msg(st == IK_OK, "three-link, %s: the end %g from the target, status %d",
+                          far ? "stretched" : "folded", miss, st);
+            ck_assert_double_le(miss, 1e-12 * hi + 1e-14);
+        }
+    }
+}
+END_TEST
+
 /* ---- three-link planar ------------------------------------------------ */
 
 START_TEST(test_threelink2d_by_hand)
@@ -633,6 +679,7 @@ static Suite *planar_suite(void)
     tcase_add_test(tc, test_twolink_unreachable_by_hand);
     tcase_add_test(tc, test_twolink_random_fk);
     tcase_add_test(tc, test_twolink_random_unreachable);
+    tcase_add_test(tc, test_reach_edge_rounding);
     tcase_add_test(tc, test_threelink2d_by_hand);
     tcase_add_test(tc, test_threelink2d_random_fk);
     tcase_add_test(tc, test_threelink3d_by_hand);

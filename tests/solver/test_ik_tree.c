@@ -674,6 +674,46 @@ START_TEST(test_out_of_reach)
 }
 END_TEST
 
+/* A tip whose target lies past its reach by less than the tolerance is
+ * met (stretched towards it, as ik_numeric.c meets one): the planar tree's
+ * tip A (links LA0, LA1 from the origin, tip B free) at LA0 + LA1 + f tol
+ * in several directions. Success exactly when A's tip, worked out here
+ * from the two angles, is within the tolerance in every component; a tip
+ * that is met is never answered no_ik_solution. */
+START_TEST(test_reach_tolerance_band)
+{
+    path p[2];
+    planar_tree(&tree, p);
+    ik_tree_opts o = ik_tree_opts_default();
+    o.timeout_s = 0.0;
+    o.max_iterations = 20000;
+    const double tol = o.tol_pos;
+    const double dirs[] = {0.0, 0.7, 2.5, -1.9};
+    const double fs[] = {0.3, 0.6, 0.75, 0.95, 1.2, 2.0};
+    size_t refused = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+        for (size_t k = 0; k < sizeof fs / sizeof *fs; k++) {
+            const double d = LA0 + LA1 + fs[k] * tol;
+            const ik_vec3 t = ik_v3(d * cos(dirs[i]), d * sin(dirs[i]), 0.0);
+            ik_tree_goal g[2] = {ik_tree_goal_target(ik_target_position(t)),
+                                 ik_tree_goal_keep(IK_TREE_KEEP_JOINTS)};
+            double q[TEST_DOF_CAP];
+            ik_tree_result res;
+            int st = ik_tree_solve(&tree, g, NULL, &o, ws, sizeof ws, q, &res);
+            const double x = LA0 * cos(q[0]) + LA1 * cos(q[0] + q[1]);
+            const double y = LA0 * sin(q[0]) + LA1 * sin(q[0] + q[1]);
+            const double err = fmax(fabs(x - t.x), fabs(y - t.y));
+            ck_assert_msg((st == IK_OK) == (err < tol),
+                          "%g tol past the reach at %g rad: status %d, error %g tol, tip %s",
+                          fs[k], dirs[i], st, err / tol, res.tip[0].reached ? "reached" : "not reached");
+            if (fs[k] < 1.0) /* every component is below it */
+                ck_assert_msg(st == IK_OK, "%g tol past the reach: status %d", fs[k], st);
+            refused += st != IK_OK;
+        }
+    ck_assert_uint_ge(refused, 4);
+}
+END_TEST
+
 /* ---- keep rules, objectives, errors --------------------------------------- */
 
 START_TEST(test_keep_rules)
@@ -994,6 +1034,7 @@ static Suite *tree_suite(void)
     tcase_add_test(tc, test_priority_vs_weight);
     tcase_add_loop_test(tc, test_priorities_shared_joints, 0, 4);
     tcase_add_test(tc, test_out_of_reach);
+    tcase_add_test(tc, test_reach_tolerance_band);
     tcase_add_test(tc, test_keep_rules);
     tcase_add_test(tc, test_objectives);
     tcase_add_test(tc, test_turns);

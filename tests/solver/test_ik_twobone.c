@@ -339,6 +339,43 @@ START_TEST(test_random_unreachable)
 }
 END_TEST
 
+/* A target on the edge of the reach computed the way a client computes it
+ * (hip + (l_ab + l_bc) times a direction, or |l_ab - l_bc| times it) lands
+ * a rounding error on either side: the limb meets it (stretched or
+ * folded: the foot on the target and both bones their length, within
+ * rounding), so the answer is IK_OK, not IK_EUNREACHABLE with an error of
+ * 1e-16; on the fast path (lengths near 1) and the careful one (near
+ * 2^100). A target a billionth of l_ab + l_bc past an edge stays out of
+ * reach. */
+START_TEST(test_reach_edge_rounding)
+{
+    rng_state.s = 6;
+    for (int i = 0; i < N_RANDOM; i++) {
+        const double k = (i & 4) ? ldexp(1.0, 100) : 1.0;
+        limb L = rand_limb(k);
+        const double sum = L.lab + L.lbc, dif = fabs(L.lab - L.lbc);
+        const bool far = (i & 1) || dif < 1e-3 * k;
+        ik_vec3 dir = rand_unit();
+        for (int past = 0; past < 2; past++) {
+            const double d = (far ? sum : dif) + (past ? (far ? 1e-9 : -1e-9) * sum : 0.0);
+            ik_vec3 t = vadd(L.a, vmul(dir, d));
+            ik_twobone_result r;
+            int st = ik_twobone_solve(L.a, L.b, L.c, t, NULL, &r);
+            if (past) {
+                ck_assert_int_eq(st, IK_EUNREACHABLE);
+                ck_assert_double_gt(vdist(r.c, t), 1e-10 * sum);
+                continue;
+            }
+            ck_assert_msg(st == IK_OK, "%s, %s path: status %d, error %g", far ? "stretched" : "folded",
+                          k > 1 ? "careful" : "fast", st, r.error / sum);
+            ck_assert_double_le(vdist(r.c, t), 1e-12 * sum);
+            ck_assert_double_eq_tol(vdist(r.b, L.a), L.lab, 1e-12 * sum);
+            ck_assert_double_eq_tol(vdist(r.c, r.b), L.lbc, 1e-12 * sum);
+        }
+    }
+}
+END_TEST
+
 /* ---- degenerate and hostile input ------------------------------------- */
 
 START_TEST(test_target_on_root)
@@ -509,6 +546,7 @@ static Suite *twobone_suite(void)
     tcase_add_test(tc, test_random_scales);
     tcase_add_test(tc, test_paths_agree);
     tcase_add_test(tc, test_random_unreachable);
+    tcase_add_test(tc, test_reach_edge_rounding);
     tcase_add_test(tc, test_target_on_root);
     tcase_add_test(tc, test_knee_on_axis);
     tcase_add_test(tc, test_hostile);
