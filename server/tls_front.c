@@ -67,6 +67,12 @@
 
 #define FRONT_BUF (16 * 1024)      /* each direction: one TLS record's plaintext */
 #define FRONT_HANDSHAKE_MS 10000   /* a handshake at most (less with --request-timeout) */
+/* What a client may send before its handshake is done: GnuTLS holds a
+ * handshake message until it is whole, and its 3-byte length says up to
+ * 16 MB (GnuTLS 3.7 held all of it). A ClientHello is a few hundred bytes
+ * (2 KB with a post-quantum key share), and ikd asks for no client
+ * certificate. */
+#define FRONT_HANDSHAKE_BYTES (32 * 1024)
 #define FRONT_TICK_MS 250
 
 typedef struct front_conn front_conn;
@@ -89,6 +95,7 @@ struct front_conn {
     int closes;              /* poll handles still closing */
     uint64_t deadline;       /* the handshake's, loop time */
     uint64_t relayed;        /* plaintext bytes written into the socketpair */
+    size_t hs_bytes;         /* read from the client during the handshake */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     srv_admission adm;       /* until libmicrohttpd takes the connection */
@@ -402,6 +409,25 @@ static void handshake(front_conn *c)
     conn_close(c);
 }
 
+/* GnuTLS's reading from the client: the handshake gets at most
+ * FRONT_HANDSHAKE_BYTES (beyond, a read error: the handshake fails). */
+static ssize_t net_pull(gnutls_transport_ptr_t p, void *buf, size_t size)
+{
+    front_conn *c = p;
+    if (c->handshaking) {
+        if (c->hs_bytes >= FRONT_HANDSHAKE_BYTES) {
+            errno = EMSGSIZE;
+            return -1;
+        }
+        if (size > FRONT_HANDSHAKE_BYTES - c->hs_bytes)
+            size = FRONT_HANDSHAKE_BYTES - c->hs_bytes;
+    }
+    ssize_t n = recv(c->net, buf, size, 0);
+    if (n > 0 && c->handshaking)
+        c->hs_bytes += (size_t)n;
+    return n;
+}
+
 static void on_net(uv_poll_t *p, int status, int events)
 {
     front_conn *c = p->data;
@@ -442,7 +468,9 @@ void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct so
         close(fd);
         return;
     }
-    gnutls_transport_set_int(c->s, fd);
+    gnutls_transport_set_int(c->s, fd); /* GnuTLS's own writing to fd */
+    gnutls_transport_set_pull_function(c->s, net_pull);
+    gnutls_transport_set_ptr2(c->s, c, (gnutls_transport_ptr_t)(intptr_t)fd);
     c->net_poll.data = c;
     c->deadline = uv_now(ctx->loop) + f->handshake_ms;
     f->handshaking++;
