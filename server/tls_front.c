@@ -67,12 +67,14 @@
 
 #define FRONT_BUF (16 * 1024)      /* each direction: one TLS record's plaintext */
 #define FRONT_HANDSHAKE_MS 10000   /* a handshake at most (less with --request-timeout) */
-/* What a client may send before its handshake is done: GnuTLS holds a
- * handshake message until it is whole, and its 3-byte length says up to
- * 16 MB (GnuTLS 3.7 held all of it). A ClientHello is a few hundred bytes
- * (2 KB with a post-quantum key share), and ikd asks for no client
- * certificate. */
-#define FRONT_HANDSHAKE_BYTES (32 * 1024)
+/* What a client may send that yields no data: its handshake, and after it
+ * what comes between two records of data. GnuTLS holds a handshake message
+ * until it is whole, and its 3-byte length says up to 16 MB (GnuTLS 3.7
+ * held all of it, during the handshake and after it, as a TLS 1.3
+ * post-handshake message). A ClientHello is a few hundred bytes (2 KB with
+ * a post-quantum key share), ikd asks for no client certificate, and a
+ * record of data is at most 16 KiB and its overhead. */
+#define FRONT_BARE_BYTES (32 * 1024)
 #define FRONT_TICK_MS 250
 
 typedef struct front_conn front_conn;
@@ -95,7 +97,7 @@ struct front_conn {
     int closes;              /* poll handles still closing */
     uint64_t deadline;       /* the handshake's, loop time */
     uint64_t relayed;        /* plaintext bytes written into the socketpair */
-    size_t hs_bytes;         /* read from the client during the handshake */
+    size_t bare;             /* read from the client since it last yielded data */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     srv_admission adm;       /* until libmicrohttpd takes the connection */
@@ -271,6 +273,7 @@ static void conn_pump(front_conn *c)
         ssize_t r = gnutls_record_recv(c->s, c->in, FRONT_BUF);
         if (r > 0) {
             c->in_len = (size_t)r;
+            c->bare = 0;
             continue;
         }
         if (r == GNUTLS_E_AGAIN) {
@@ -409,22 +412,20 @@ static void handshake(front_conn *c)
     conn_close(c);
 }
 
-/* GnuTLS's reading from the client: the handshake gets at most
- * FRONT_HANDSHAKE_BYTES (beyond, a read error: the handshake fails). */
+/* GnuTLS's reading from the client: at most FRONT_BARE_BYTES that yield no
+ * data (beyond, a read error: the handshake or the connection fails). */
 static ssize_t net_pull(gnutls_transport_ptr_t p, void *buf, size_t size)
 {
     front_conn *c = p;
-    if (c->handshaking) {
-        if (c->hs_bytes >= FRONT_HANDSHAKE_BYTES) {
-            errno = EMSGSIZE;
-            return -1;
-        }
-        if (size > FRONT_HANDSHAKE_BYTES - c->hs_bytes)
-            size = FRONT_HANDSHAKE_BYTES - c->hs_bytes;
+    if (c->bare >= FRONT_BARE_BYTES) {
+        errno = EMSGSIZE;
+        return -1;
     }
+    if (size > FRONT_BARE_BYTES - c->bare)
+        size = FRONT_BARE_BYTES - c->bare;
     ssize_t n = recv(c->net, buf, size, 0);
-    if (n > 0 && c->handshaking)
-        c->hs_bytes += (size_t)n;
+    if (n > 0)
+        c->bare += (size_t)n;
     return n;
 }
 

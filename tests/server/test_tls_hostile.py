@@ -5,8 +5,15 @@ with certificates made here by openssl as test_tls.py makes them:
 - a handshake that never ends its ClientHello (a 3-byte length says up to
   16 MB) is cut once it has sent more than any real client sends, before
   ikd holds it: the memory of many such handshakes stays small, and a
-  well-behaved client is served meanwhile.
+  well-behaved client is served meanwhile;
+- after a TLS 1.3 handshake, a post-handshake message that never ends
+  (records of the client's own making, encrypted with the keys Python's
+  key log gives) is cut the same way.
 """
+import ctypes
+import ctypes.util
+import hashlib
+import hmac
 import os
 import shutil
 import signal
@@ -42,11 +49,108 @@ def client_hello_records(declared, sent):
     return out
 
 
-def closed_by_peer(s, wait):
-    """True when the peer closed or reset s within `wait` seconds."""
-    s.settimeout(wait)
+_crypto = ctypes.CDLL(ctypes.util.find_library("crypto"))
+for _f in ("EVP_CIPHER_CTX_new", "EVP_aes_128_gcm", "EVP_aes_256_gcm"):
+    getattr(_crypto, _f).restype = ctypes.c_void_p
+_crypto.EVP_CIPHER_CTX_free.argtypes = [ctypes.c_void_p]
+_crypto.EVP_EncryptInit_ex.argtypes = [ctypes.c_void_p] * 5
+_crypto.EVP_CIPHER_CTX_ctrl.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_void_p]
+_crypto.EVP_EncryptUpdate.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_int]
+_crypto.EVP_EncryptFinal_ex.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.POINTER(ctypes.c_int)]
+
+
+def aes_gcm(key, nonce, plain, aad):
+    """AES-GCM with OpenSSL's libcrypto: ciphertext and its 16-byte tag."""
+    ctx = _crypto.EVP_CIPHER_CTX_new()
     try:
-        return s.recv(1) == b""
+        cipher = _crypto.EVP_aes_128_gcm() if len(key) == 16 else _crypto.EVP_aes_256_gcm()
+        out = ctypes.create_string_buffer(len(plain) + 32)
+        n = ctypes.c_int(0)
+        ok = (_crypto.EVP_EncryptInit_ex(ctx, cipher, None, None, None) == 1 and
+              _crypto.EVP_CIPHER_CTX_ctrl(ctx, 0x9, len(nonce), None) == 1 and  # IVLEN
+              _crypto.EVP_EncryptInit_ex(ctx, None, None, key, nonce) == 1 and
+              _crypto.EVP_EncryptUpdate(ctx, None, ctypes.byref(n), aad, len(aad)) == 1 and
+              _crypto.EVP_EncryptUpdate(ctx, out, ctypes.byref(n), plain, len(plain)) == 1)
+        got = out.raw[:n.value]
+        tag = ctypes.create_string_buffer(16)
+        ok = ok and (_crypto.EVP_EncryptFinal_ex(ctx, out, ctypes.byref(n)) == 1 and
+                     _crypto.EVP_CIPHER_CTX_ctrl(ctx, 0x10, 16, tag) == 1)  # GET_TAG
+        if not ok:
+            raise RuntimeError("libcrypto's AES-GCM failed")
+        return got + tag.raw
+    finally:
+        _crypto.EVP_CIPHER_CTX_free(ctx)
+
+
+def expand_label(h, secret, label, n):
+    """TLS 1.3's HKDF-Expand-Label with an empty context."""
+    label = b"tls13 " + label
+    info = struct.pack(">H", n) + bytes([len(label)]) + label + b"\x00"
+    out, t, i = b"", b"", 1
+    while len(out) < n:
+        t = hmac.new(secret, t + info + bytes([i]), h).digest()
+        out += t
+        i += 1
+    return out[:n]
+
+
+class Tls13Raw:
+    """A TLS 1.3 client whose handshake is Python's (over memory BIOs, on a
+    socket of its own) and whose records after it are its own making, any
+    content type, encrypted with the key log's client traffic secret."""
+
+    def __init__(self, port, cafile, tmp):
+        keylog = os.path.join(tmp, "keylog")
+        ctx = ssl.create_default_context(cafile=cafile)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        ctx.keylog_filename = keylog
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
+        while True:
+            try:
+                obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self.sock.sendall(out.read())
+                got = self.sock.recv(65536)
+                if not got:
+                    raise ConnectionError("closed during the handshake")
+                inc.write(got)
+        self.sock.sendall(out.read())  # the client's Finished
+        cipher = obj.cipher()[0]
+        if "GCM" not in cipher:
+            raise RuntimeError("unexpected cipher " + cipher)
+        h = hashlib.sha384 if cipher.endswith("SHA384") else hashlib.sha256
+        with open(keylog) as f:
+            secret = [bytes.fromhex(line.split()[2]) for line in f
+                      if line.startswith("CLIENT_TRAFFIC_SECRET_0 ")][-1]
+        os.unlink(keylog)
+        self.key = expand_label(h, secret, b"key", 32 if "AES_256" in cipher else 16)
+        self.iv = expand_label(h, secret, b"iv", 12)
+        self.seq = 0
+
+    def send(self, ctype, data):
+        plain = data + bytes([ctype])
+        nonce = bytes(a ^ b for a, b in zip(self.iv, bytes(4) + struct.pack(">Q", self.seq)))
+        head = b"\x17\x03\x03" + struct.pack(">H", len(plain) + 16)
+        self.seq += 1
+        self.sock.sendall(head + aes_gcm(self.key, nonce, plain, head))
+
+
+def closed_by_peer(s, wait):
+    """True when the peer closed or reset s within `wait` seconds (after
+    an alert, say)."""
+    s.settimeout(wait)
+    end = time.monotonic() + wait
+    try:
+        while time.monotonic() < end:
+            if s.recv(65536) == b"":
+                return True
+        return False
     except (ConnectionResetError, BrokenPipeError):
         return True
     except socket.timeout:
@@ -98,6 +202,44 @@ class HostileTlsTest(unittest.TestCase):
         finally:
             for s in held:
                 s.close()
+
+    def test_huge_post_handshake_message_is_cut(self):
+        """After a TLS 1.3 handshake, 20 connections each send a
+        post-handshake message (a KeyUpdate) that says it is 16 MB, 400 KB
+        of it: each is cut, ikd's memory grows by far less than what they
+        sent (it held every byte), and a request on a connection that
+        sends data goes on being answered."""
+        before = rss_kb(self.proc.pid)
+        held = []
+        try:
+            for _ in range(20):
+                c = Tls13Raw(self.port, self.crt, self.tmp)
+                held.append(c)
+                try:
+                    c.send(22, b"\x18\xff\xff\xff" + bytes(16380))
+                    for _ in range(24):
+                        c.send(22, bytes(16384))
+                except (ConnectionResetError, BrokenPipeError):
+                    pass
+            time.sleep(0.5 * SLOW)
+            grown = rss_kb(self.proc.pid) - before
+            self.assertLess(grown, 4 * 1024, "ikd holds %d KB for 20 connections" % grown)
+            for c in held:
+                self.assertTrue(closed_by_peer(c.sock, 3 * SLOW), "a 16 MB message is held")
+            # data in records of 16 KiB, each with its overhead, passes
+            c = Tls13Raw(self.port, self.crt, self.tmp)
+            held.append(c)
+            body = b'{"pad": "' + b"x" * 200000 + b'"}'
+            req = (b"POST /v1/solve HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                   TOKEN.encode() + b"\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: %d\r\n\r\n" % len(body)) + body
+            for i in range(0, len(req), 16384):
+                c.send(23, req[i:i + 16384])
+            c.sock.settimeout(TIMEOUT)
+            self.assertGreater(len(c.sock.recv(65536)), 0, "no answer to a request of 200 KB")
+        finally:
+            for c in held:
+                c.sock.close()
 
 
 if __name__ == "__main__":
