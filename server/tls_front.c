@@ -93,9 +93,11 @@ struct front_conn {
     bool handshaking;
     bool net_eof;            /* the client sent its last byte */
     bool app_eof;            /* libmicrohttpd closed its end */
+    bool app_gone;           /* the same, seen while its last bytes wait */
     bool closing;
+    bool lingering;          /* libmicrohttpd is done; its last bytes wait */
     int closes;              /* poll handles still closing */
-    uint64_t deadline;       /* the handshake's, loop time */
+    uint64_t deadline;       /* the handshake's, or the lingering's; loop time */
     uint64_t relayed;        /* plaintext bytes written into the socketpair */
     size_t bare;             /* read from the client since it last yielded data */
     struct sockaddr_storage addr;
@@ -109,11 +111,12 @@ struct front_conn {
 struct srv_tls_front {
     srv_ctx *ctx;
     uv_timer_t timer;
-    front_conn *head, *tail; /* handshaking ones at the tail, in deadline order */
+    front_conn *head, *tail; /* handshaking and lingering ones at the tail */
     size_t handshaking, relaying;
     front_conn **by_fd; /* relaying connections by libmicrohttpd's fd */
     size_t nby_fd;
     uint64_t handshake_ms;
+    uint64_t linger_ms; /* --timeout: libmicrohttpd's last bytes at most */
     int closes; /* its own handles still closing */
     bool stopped;
 };
@@ -298,6 +301,8 @@ static void conn_pump(front_conn *c)
             ssize_t r = gnutls_record_send(c->s, c->out + c->out_off, c->out_len - c->out_off);
             if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
                 net |= gnutls_record_get_direction(c->s) ? UV_WRITABLE : UV_READABLE;
+                if (!c->app_gone)
+                    app |= UV_DISCONNECT; /* libmicrohttpd's end, read or not */
                 break;
             }
             if (r < 0) { /* the client is gone */
@@ -332,13 +337,26 @@ static void conn_pump(front_conn *c)
         conn_close(c);
         return;
     }
+    if ((c->app_eof || c->app_gone) && !c->lingering) {
+        /* libmicrohttpd's last bytes wait for a client that does not read:
+         * they get --timeout (as they would in a socket closed with them
+         * unsent), then on_tick cuts the connection, which no limit counts
+         * any more */
+        c->lingering = true;
+        c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
+        list_unlink(c->f, c);
+        list_push_tail(c->f, c);
+    }
     set_events(c, net, app);
 }
 
 /* Either socket's readiness (or error, which the calls then show). */
 static void on_app(uv_poll_t *p, int status, int events)
 {
-    conn_pump(p->data);
+    front_conn *c = p->data;
+    if (events & UV_DISCONNECT)
+        c->app_gone = true;
+    conn_pump(c);
 }
 
 /* ---- handshakes ------------------------------------------------------------------ */
@@ -479,19 +497,28 @@ void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct so
     handshake(c);
 }
 
-/* Cuts the handshakes past their deadline (they are at the list's tail,
- * oldest first). */
+/* Cuts the handshakes and the lingering connections past their deadline
+ * (they are at the list's tail). */
 static void on_tick(uv_timer_t *t)
 {
     struct srv_tls_front *f = t->data;
     uint64_t now = uv_now(f->ctx->loop);
-    size_t cut = 0;
-    for (front_conn *c = f->tail, *prev; c && c->handshaking; c = prev) {
+    size_t cut = 0, unread = 0;
+    for (front_conn *c = f->tail, *prev; c && (c->handshaking || c->lingering); c = prev) {
         prev = c->prev;
         if (c->deadline <= now) {
+            if (c->handshaking)
+                cut++;
+            else
+                unread++;
             conn_close(c);
-            cut++;
         }
+    }
+    if (unread) {
+        srv_log(f->ctx, SRV_LOG_INFO, "%zu TLS connections cut: their client did not read the "
+                "end of an answer within %llu ms", unread, (unsigned long long)f->linger_ms);
+        for (size_t i = 0; i < unread; i++)
+            srv_metrics_rejected(f->ctx, "tls_unread");
     }
     if (cut) {
         srv_log(f->ctx, SRV_LOG_INFO, "%zu TLS handshakes cut: not done within %llu ms", cut,
@@ -515,6 +542,9 @@ int srv_tls_front_start(srv_ctx *ctx, char *err, size_t errsize)
     f->handshake_ms = FRONT_HANDSHAKE_MS;
     if ((uint64_t)cfg->request_timeout_s * 1000 < f->handshake_ms)
         f->handshake_ms = (uint64_t)cfg->request_timeout_s * 1000;
+    /* 30 s with --timeout 0: a connection no limit counts is never held
+     * for ever */
+    f->linger_ms = (uint64_t)(cfg->conn_timeout_s ? cfg->conn_timeout_s : 30) * 1000;
     uv_timer_init(ctx->loop, &f->timer);
     f->timer.data = f;
     uv_timer_start(&f->timer, on_tick, FRONT_TICK_MS, FRONT_TICK_MS);

@@ -8,7 +8,13 @@ with certificates made here by openssl as test_tls.py makes them:
   well-behaved client is served meanwhile;
 - after a TLS 1.3 handshake, a post-handshake message that never ends
   (records of the client's own making, encrypted with the keys Python's
-  key log gives) is cut the same way.
+  key log gives) is cut the same way;
+- HTTPS clients that pipeline requests for large answers and never read
+  are let go: once libmicrohttpd has dropped them (--timeout), the front
+  learns of it even while its writes wait (it did not: it held the
+  connection's socket, its end of the socketpair and its buffers for ever,
+  counted by no connection limit), and gives the last bytes --timeout more
+  before it closes the connection.
 """
 import ctypes
 import ctypes.util
@@ -240,6 +246,59 @@ class HostileTlsTest(unittest.TestCase):
         finally:
             for c in held:
                 c.sock.close()
+
+
+def open_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+class UnreadTest(unittest.TestCase):
+    """An ikd of its own, with --timeout 1."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ikd-tls-unread-")
+        cls.crt, cls.key = make_cert(cls.tmp, "a", "ikd-a")
+        cls.proc, cls.port, cls.log = start("--tls-cert", cls.crt, "--tls-key", cls.key,
+                                            "--timeout", "1")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.proc.poll() is None:
+            cls.proc.send_signal(signal.SIGTERM)
+            cls.proc.wait(10 * SLOW)
+        cls.proc.stdout.close()
+        cls.log.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_client_that_never_reads_is_let_go(self):
+        time.sleep(0.2 * SLOW)
+        base = open_fds(self.proc.pid)
+        ctx = ssl.create_default_context(cafile=self.crt)
+        held = []
+        try:
+            for _ in range(10):
+                raw = socket.socket()
+                raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                raw.settimeout(TIMEOUT)
+                raw.connect(("127.0.0.1", self.port))
+                t = ctx.wrap_socket(raw, server_hostname="localhost")
+                held.append(t)
+                # 60 answers of 136 KB: more than the sockets between take
+                t.sendall(b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\n\r\n" * 60)
+            time.sleep(0.5 * SLOW)
+            self.assertGreaterEqual(open_fds(self.proc.pid), base + 10)
+            deadline = time.monotonic() + 8 * SLOW
+            while open_fds(self.proc.pid) > base:
+                self.assertLess(time.monotonic(), deadline,
+                                "ikd holds %d descriptors for clients that do not read" %
+                                (open_fds(self.proc.pid) - base))
+                time.sleep(0.1)
+            status, _ = curl(self.port, self.crt, "/livez", None, None)
+            self.assertEqual(status, 200)
+        finally:
+            for t in held:
+                t.close()
 
 
 if __name__ == "__main__":
