@@ -92,6 +92,7 @@ struct front_conn {
     srv_tls_ref ref;
     bool handshaking;
     bool net_eof;            /* the client sent its last byte */
+    bool net_fin;            /* its TCP stream ended (net_pull saw it) */
     bool app_eof;            /* libmicrohttpd closed its end */
     bool app_gone;           /* the same, seen while its last bytes wait */
     bool closing;
@@ -279,7 +280,7 @@ static void conn_pump(front_conn *c)
             c->bare = 0;
             continue;
         }
-        if (r == GNUTLS_E_AGAIN) {
+        if (r == GNUTLS_E_AGAIN && !c->net_fin) {
             net |= UV_READABLE;
             break;
         }
@@ -289,8 +290,9 @@ static void conn_pump(front_conn *c)
             gnutls_alert_send(c->s, GNUTLS_AL_WARNING, GNUTLS_A_NO_RENEGOTIATION);
             continue;
         }
-        /* close_notify, the end of the socket or a fatal error: the
-         * requests are all in; libmicrohttpd answers them and closes */
+        /* close_notify, the end of the TCP stream (net_fin) or a fatal
+         * error: the requests are all in; libmicrohttpd answers them and
+         * closes */
         c->net_eof = true;
         shutdown(c->app, SHUT_WR);
         break;
@@ -431,7 +433,10 @@ static void handshake(front_conn *c)
 }
 
 /* GnuTLS's reading from the client: at most FRONT_BARE_BYTES that yield no
- * data (beyond, a read error: the handshake or the connection fails). */
+ * data (beyond, a read error: the handshake or the connection fails). The
+ * end of the TCP stream after the handshake is kept from GnuTLS (it would
+ * take it for an error that ends the session, answers unsent included):
+ * GnuTLS is told to wait, and conn_pump sees net_fin. */
 static ssize_t net_pull(gnutls_transport_ptr_t p, void *buf, size_t size)
 {
     front_conn *c = p;
@@ -444,6 +449,11 @@ static ssize_t net_pull(gnutls_transport_ptr_t p, void *buf, size_t size)
     ssize_t n = recv(c->net, buf, size, 0);
     if (n > 0)
         c->bare += (size_t)n;
+    if (n == 0 && !c->handshaking) {
+        c->net_fin = true;
+        errno = EAGAIN;
+        return -1;
+    }
     return n;
 }
 

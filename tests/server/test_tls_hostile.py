@@ -9,6 +9,10 @@ with certificates made here by openssl as test_tls.py makes them:
 - after a TLS 1.3 handshake, a post-handshake message that never ends
   (records of the client's own making, encrypted with the keys Python's
   key log gives) is cut the same way;
+- a client that sends two requests and then ends its TCP stream without
+  a close_notify (shutdown(SHUT_WR), as plain HTTP clients do) gets both
+  answers, as over plain HTTP (GnuTLS took the end for an error that
+  ended the session, and both answers were dropped);
 - HTTPS clients that pipeline requests for large answers and never read
   are let go: once libmicrohttpd has dropped them (--timeout), the front
   learns of it even while its writes wait (it did not: it held the
@@ -20,6 +24,7 @@ import ctypes
 import ctypes.util
 import hashlib
 import hmac
+import json
 import os
 import shutil
 import signal
@@ -32,7 +37,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_stream import SLOW, TIMEOUT  # noqa: E402
+from test_stream import BONES, SLOW, TIMEOUT  # noqa: E402
 from test_tls import TOKEN, curl, log_text, make_cert, start  # noqa: E402
 
 
@@ -147,6 +152,13 @@ class Tls13Raw:
         self.sock.sendall(head + aes_gcm(self.key, nonce, plain, head))
 
 
+def solve_request():
+    body = json.dumps({"chain": BONES, "target": {"position": [0.3, 0.6, 0.2]}}).encode()
+    return (b"POST /v1/solve HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() +
+            b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) +
+            body)
+
+
 def closed_by_peer(s, wait):
     """True when the peer closed or reset s within `wait` seconds (after
     an alert, say)."""
@@ -246,6 +258,41 @@ class HostileTlsTest(unittest.TestCase):
         finally:
             for c in held:
                 c.sock.close()
+
+    def test_end_of_tcp_stream_after_requests(self):
+        ctx = ssl.create_default_context(cafile=self.crt)
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=TIMEOUT)
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
+        try:
+            while True:
+                try:
+                    obj.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    sock.sendall(out.read())
+                    inc.write(sock.recv(65536))
+            sock.sendall(out.read())  # the client's Finished
+            obj.write(solve_request() * 2)
+            sock.sendall(out.read())
+            sock.shutdown(socket.SHUT_WR)  # no close_notify
+            got = b""
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                inc.write(data)
+                try:
+                    while True:
+                        plain = obj.read(65536)
+                        if not plain:  # the close_notify
+                            break
+                        got += plain
+                except (ssl.SSLWantReadError, ssl.SSLZeroReturnError):
+                    pass
+            self.assertEqual(got.count(b"HTTP/1.1 200 OK"), 2, got)
+        finally:
+            sock.close()
 
 
 def open_fds(pid):
