@@ -24,7 +24,10 @@
  *              the socket (TCP_NODELAY) gets a GnuTLS server session of the
  *              certificate store (server/tls.h).
  *   handshake  driven by the socket's readiness, within FRONT_HANDSHAKE_MS
- *              (and --request-timeout): a timer cuts the ones past it.
+ *              (and --request-timeout): a timer cuts the ones past it. What
+ *              GnuTLS reads goes through net_pull, which fails a client
+ *              that sends more than FRONT_BARE_BYTES yielding no data (a
+ *              handshake message GnuTLS would hold whole, up to 16 MB).
  *   hand over  a socketpair: libmicrohttpd gets one end with the client's
  *              address and the connection's admission (srv_accept_add;
  *              when it refuses, the connection is closed), the front keeps
@@ -41,7 +44,9 @@
  *              libmicrohttpd sees the end of the request stream and
  *              answers what it has; libmicrohttpd's end (it closed the
  *              connection) is answered by a close_notify after what it
- *              wrote, and the socket is closed.
+ *              wrote, and the socket is closed; what it wrote has
+ *              --timeout to go out (lingering), then the timer cuts the
+ *              connection.
  *
  * Not here: the certificate (tls.c), HTTP (libmicrohttpd, http_mhd.c).
  */
