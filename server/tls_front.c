@@ -24,7 +24,10 @@
  *              the socket (TCP_NODELAY) gets a GnuTLS server session of the
  *              certificate store (server/tls.h).
  *   handshake  driven by the socket's readiness, within FRONT_HANDSHAKE_MS
- *              (and --request-timeout): a timer cuts the ones past it.
+ *              (and --request-timeout): a timer cuts the ones past it. What
+ *              GnuTLS reads goes through net_pull, which fails a client
+ *              that sends more than FRONT_BARE_BYTES yielding no data (a
+ *              handshake message GnuTLS would hold whole, up to 16 MB).
  *   hand over  a socketpair: libmicrohttpd gets one end with the client's
  *              address and the connection's admission (srv_accept_add;
  *              when it refuses, the connection is closed), the front keeps
@@ -41,7 +44,9 @@
  *              libmicrohttpd sees the end of the request stream and
  *              answers what it has; libmicrohttpd's end (it closed the
  *              connection) is answered by a close_notify after what it
- *              wrote, and the socket is closed.
+ *              wrote, and the socket is closed; what it wrote has
+ *              --timeout to go out (lingering), then the timer cuts the
+ *              connection.
  *
  * Not here: the certificate (tls.c), HTTP (libmicrohttpd, http_mhd.c).
  */
@@ -67,6 +72,14 @@
 
 #define FRONT_BUF (16 * 1024)      /* each direction: one TLS record's plaintext */
 #define FRONT_HANDSHAKE_MS 10000   /* a handshake at most (less with --request-timeout) */
+/* What a client may send that yields no data: its handshake, and after it
+ * what comes between two records of data. GnuTLS holds a handshake message
+ * until it is whole, and its 3-byte length says up to 16 MB (GnuTLS 3.7
+ * held all of it, during the handshake and after it, as a TLS 1.3
+ * post-handshake message). A ClientHello is a few hundred bytes (2 KB with
+ * a post-quantum key share), ikd asks for no client certificate, and a
+ * record of data is at most 16 KiB and its overhead. */
+#define FRONT_BARE_BYTES (32 * 1024)
 #define FRONT_TICK_MS 250
 
 typedef struct front_conn front_conn;
@@ -84,11 +97,15 @@ struct front_conn {
     srv_tls_ref ref;
     bool handshaking;
     bool net_eof;            /* the client sent its last byte */
+    bool net_fin;            /* its TCP stream ended (net_pull saw it) */
     bool app_eof;            /* libmicrohttpd closed its end */
+    bool app_gone;           /* the same, seen while its last bytes wait */
     bool closing;
+    bool lingering;          /* libmicrohttpd is done; its last bytes wait */
     int closes;              /* poll handles still closing */
-    uint64_t deadline;       /* the handshake's, loop time */
+    uint64_t deadline;       /* the handshake's, or the lingering's; loop time */
     uint64_t relayed;        /* plaintext bytes written into the socketpair */
+    size_t bare;             /* read from the client since it last yielded data */
     struct sockaddr_storage addr;
     socklen_t addrlen;
     srv_admission adm;       /* until libmicrohttpd takes the connection */
@@ -100,11 +117,12 @@ struct front_conn {
 struct srv_tls_front {
     srv_ctx *ctx;
     uv_timer_t timer;
-    front_conn *head, *tail; /* handshaking ones at the tail, in deadline order */
+    front_conn *head, *tail; /* handshaking and lingering ones at the tail */
     size_t handshaking, relaying;
     front_conn **by_fd; /* relaying connections by libmicrohttpd's fd */
     size_t nby_fd;
     uint64_t handshake_ms;
+    uint64_t linger_ms; /* --timeout: libmicrohttpd's last bytes at most */
     int closes; /* its own handles still closing */
     bool stopped;
 };
@@ -264,9 +282,10 @@ static void conn_pump(front_conn *c)
         ssize_t r = gnutls_record_recv(c->s, c->in, FRONT_BUF);
         if (r > 0) {
             c->in_len = (size_t)r;
+            c->bare = 0;
             continue;
         }
-        if (r == GNUTLS_E_AGAIN) {
+        if (r == GNUTLS_E_AGAIN && !c->net_fin) {
             net |= UV_READABLE;
             break;
         }
@@ -276,8 +295,9 @@ static void conn_pump(front_conn *c)
             gnutls_alert_send(c->s, GNUTLS_AL_WARNING, GNUTLS_A_NO_RENEGOTIATION);
             continue;
         }
-        /* close_notify, the end of the socket or a fatal error: the
-         * requests are all in; libmicrohttpd answers them and closes */
+        /* close_notify, the end of the TCP stream (net_fin) or a fatal
+         * error: the requests are all in; libmicrohttpd answers them and
+         * closes */
         c->net_eof = true;
         shutdown(c->app, SHUT_WR);
         break;
@@ -288,6 +308,8 @@ static void conn_pump(front_conn *c)
             ssize_t r = gnutls_record_send(c->s, c->out + c->out_off, c->out_len - c->out_off);
             if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
                 net |= gnutls_record_get_direction(c->s) ? UV_WRITABLE : UV_READABLE;
+                if (!c->app_gone)
+                    app |= UV_DISCONNECT; /* libmicrohttpd's end, read or not */
                 break;
             }
             if (r < 0) { /* the client is gone */
@@ -322,13 +344,26 @@ static void conn_pump(front_conn *c)
         conn_close(c);
         return;
     }
+    if ((c->app_eof || c->app_gone) && !c->lingering) {
+        /* libmicrohttpd's last bytes wait for a client that does not read:
+         * they get --timeout (as they would in a socket closed with them
+         * unsent), then on_tick cuts the connection, which no limit counts
+         * any more */
+        c->lingering = true;
+        c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
+        list_unlink(c->f, c);
+        list_push_tail(c->f, c);
+    }
     set_events(c, net, app);
 }
 
 /* Either socket's readiness (or error, which the calls then show). */
 static void on_app(uv_poll_t *p, int status, int events)
 {
-    conn_pump(p->data);
+    front_conn *c = p->data;
+    if (events & UV_DISCONNECT)
+        c->app_gone = true;
+    conn_pump(c);
 }
 
 /* ---- handshakes ------------------------------------------------------------------ */
@@ -402,6 +437,31 @@ static void handshake(front_conn *c)
     conn_close(c);
 }
 
+/* GnuTLS's reading from the client: at most FRONT_BARE_BYTES that yield no
+ * data (beyond, a read error: the handshake or the connection fails). The
+ * end of the TCP stream after the handshake is kept from GnuTLS (it would
+ * take it for an error that ends the session, answers unsent included):
+ * GnuTLS is told to wait, and conn_pump sees net_fin. */
+static ssize_t net_pull(gnutls_transport_ptr_t p, void *buf, size_t size)
+{
+    front_conn *c = p;
+    if (c->bare >= FRONT_BARE_BYTES) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    if (size > FRONT_BARE_BYTES - c->bare)
+        size = FRONT_BARE_BYTES - c->bare;
+    ssize_t n = recv(c->net, buf, size, 0);
+    if (n > 0)
+        c->bare += (size_t)n;
+    if (n == 0 && !c->handshaking) {
+        c->net_fin = true;
+        errno = EAGAIN;
+        return -1;
+    }
+    return n;
+}
+
 static void on_net(uv_poll_t *p, int status, int events)
 {
     front_conn *c = p->data;
@@ -442,7 +502,9 @@ void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct so
         close(fd);
         return;
     }
-    gnutls_transport_set_int(c->s, fd);
+    gnutls_transport_set_int(c->s, fd); /* GnuTLS's own writing to fd */
+    gnutls_transport_set_pull_function(c->s, net_pull);
+    gnutls_transport_set_ptr2(c->s, c, (gnutls_transport_ptr_t)(intptr_t)fd);
     c->net_poll.data = c;
     c->deadline = uv_now(ctx->loop) + f->handshake_ms;
     f->handshaking++;
@@ -450,19 +512,28 @@ void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct so
     handshake(c);
 }
 
-/* Cuts the handshakes past their deadline (they are at the list's tail,
- * oldest first). */
+/* Cuts the handshakes and the lingering connections past their deadline
+ * (they are at the list's tail). */
 static void on_tick(uv_timer_t *t)
 {
     struct srv_tls_front *f = t->data;
     uint64_t now = uv_now(f->ctx->loop);
-    size_t cut = 0;
-    for (front_conn *c = f->tail, *prev; c && c->handshaking; c = prev) {
+    size_t cut = 0, unread = 0;
+    for (front_conn *c = f->tail, *prev; c && (c->handshaking || c->lingering); c = prev) {
         prev = c->prev;
         if (c->deadline <= now) {
+            if (c->handshaking)
+                cut++;
+            else
+                unread++;
             conn_close(c);
-            cut++;
         }
+    }
+    if (unread) {
+        srv_log(f->ctx, SRV_LOG_INFO, "%zu TLS connections cut: their client did not read the "
+                "end of an answer within %llu ms", unread, (unsigned long long)f->linger_ms);
+        for (size_t i = 0; i < unread; i++)
+            srv_metrics_rejected(f->ctx, "tls_unread");
     }
     if (cut) {
         srv_log(f->ctx, SRV_LOG_INFO, "%zu TLS handshakes cut: not done within %llu ms", cut,
@@ -486,6 +557,9 @@ int srv_tls_front_start(srv_ctx *ctx, char *err, size_t errsize)
     f->handshake_ms = FRONT_HANDSHAKE_MS;
     if ((uint64_t)cfg->request_timeout_s * 1000 < f->handshake_ms)
         f->handshake_ms = (uint64_t)cfg->request_timeout_s * 1000;
+    /* 30 s with --timeout 0: a connection no limit counts is never held
+     * for ever */
+    f->linger_ms = (uint64_t)(cfg->conn_timeout_s ? cfg->conn_timeout_s : 30) * 1000;
     uv_timer_init(ctx->loop, &f->timer);
     f->timer.data = f;
     uv_timer_start(&f->timer, on_tick, FRONT_TICK_MS, FRONT_TICK_MS);
