@@ -72,8 +72,10 @@
  * Jacobian, at most half as large as that step (so a target that does not
  * move gives no motion, and a small one a small motion), towards the
  * configurations where the target's own motion (the target's pose minus
- * the seed's) needs the smallest joint step, and away from joint limits
- * (the outer tenth of each range at either end). A smooth joint-space motion reaches
+ * the seed's) needs the smallest joint step, away from joint limits
+ * (the outer tenth of each range at either end), and, weakly, towards the
+ * middle of the ranges (so that the answers of a closed motion come back
+ * round instead of drifting). A smooth joint-space motion reaches
  * its poses with small steps from its own configurations, so this steers
  * the answers towards them where it matters, next to a singularity. It
  * changes nothing on chains without spare freedom, without a seed or

@@ -23,8 +23,9 @@ Covered:
     a target or a close cutting the path, while the cut path's sample
     waits on a busy pool (BusyPoolTest);
   - a path in Unity's frame, checked by FK in the URDF's frame; on the
-    PR2's continuous rolls; each sample's max_joint_step, position_error
-    and orientation_error those of its joints;
+    PR2's continuous rolls (swept 2.5 and 3.2 rad); each sample's
+    max_joint_step, position_error and orientation_error those of its
+    joints;
   - a skeleton chain (kind "skeleton", the whole CMU walk hierarchy, the
     left leg its limb) following a path of the recorded left foot: every
     answer's bone rotations composed down the hierarchy here put the foot
@@ -225,11 +226,17 @@ class MotionFkTest(unittest.TestCase):
     def test_path_pr2_continuous_rolls(self):
         """The PR2's right arm, whose forearm and wrist rolls are
         continuous, swept by 2.5 rad either side of 0.3: no sample jumps
-        a whole turn. (Swept by 3.2 rad, the answers drift in the arm's
-        self-motion onto the wrist flex's upper limit, 0, and one sample
-        jumps 1.4 rad after ten restarts: the numeric solver's following,
-        reported, not fixed here.)"""
+        a whole turn."""
         self.robot_path("pr2", nway=25, rate=100.0, duration=2.4, amp=0.2, spin=2.5)
+
+    def test_path_pr2_fast_rolls(self):
+        """The same swept by 3.2 rad: the answers drifted in the arm's
+        self-motion (its elbow's swivel) onto the wrist flex's upper limit,
+        0, the wrist's singularity, and one sample jumped 1.4 rad after
+        ten restarts; the solver's following now also draws the
+        self-motion towards the middle of the joint ranges
+        (solver/ik_numeric.c, MID_PULL)."""
+        self.robot_path("pr2", nway=25, rate=100.0, duration=2.4, amp=0.2, spin=3.2)
 
     def test_path_in_unity_frame(self):
         """Waypoints in Unity's frame (y up, left-handed: a ROS point is

@@ -7,7 +7,9 @@ Every answer is checked by forward kinematics computed here from the URDF
   - smooth joint-space motions (sinusoids inside the limits, 300 steps),
     turned into full poses by FK and streamed one target at a time on the
     KUKA iiwa 14, the Franka Panda, the UR5 and the PR2's right arm (whose
-    forearm and wrist rolls are continuous), each stream opened with the
+    forearm and wrist rolls are continuous, swept 2.5 and 3.2 rad either
+    side: fast enough, the second, that the elbow's swivel used to drift
+    the wrist flex onto its limit), each stream opened with the
     start configuration as its seed: the first answer is that configuration,
     no joint step exceeds 3 times the motion's own largest step, and no
     answer jumps by a whole turn;
@@ -185,6 +187,19 @@ class RobotStreamTest(unittest.TestCase):
 
     def test_smooth_pr2_continuous_rolls(self):
         self.smooth("pr2", amp=0.2, spin=2.5)
+
+    def test_smooth_pr2_fast_rolls(self):
+        """The PR2's forearm and wrist rolls swept 3.2 rad either side of
+        0.3: the elbow's swivel (the arm's one spare freedom; the targets
+        place the wrist's centre with the first four joints) drifted with
+        the fast rolls, answer after answer, until the wrist flex sat on
+        its upper limit, 0, the wrist's singularity, where the next target
+        was met only with both rolls turned by pi: one answer jumped 1.4
+        rad after ten restarts (step 276, 13 times the motion's step).
+        Stream solves now also draw the self-motion towards the middle of
+        the joint ranges (solver/ik_numeric.c, MID_PULL): every answer by
+        FK, no step above 3 times the motion's own."""
+        self.smooth("pr2", amp=0.2, spin=3.2)
 
     def test_ur5_seed_a_turn_up(self):
         """UR5 joints range over +-2 pi: a stream whose arm is a whole turn up

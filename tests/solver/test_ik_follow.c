@@ -19,6 +19,10 @@
  *   - the Franka Panda whose answers drift onto joint 4's limit without
  *     follow (a restart then jumps 1.6 rad): with it, no restart and no
  *     step above 3 times the motion's own;
+ *   - the PR2's right arm under fast forearm and wrist rolls (3.2 rad
+ *     either side): its elbow's swivel does not drift the wrist flex onto
+ *     its upper limit (the wrist's singularity), where a restart jumped
+ *     1.8 rad: no restart, no step above 3 times the motion's own;
  *   - a target that does not move gives the seed back, untouched;
  *   - a chain without spare freedom (the UR5 on full poses) is solved
  *     bit for bit as without follow;
@@ -93,12 +97,15 @@ static void assert_reaches(const ik_chain *c, ik_xform goal, const double *q)
     ck_assert(ik_chain_within_limits(c, q, 1e-12));
 }
 
-/* Joint k of the motion at step i of n (test_robot_stream.py's motion()). */
-static double motion_q(const double *centre, size_t k, int i, int n, double phase)
+/* Joint k of the motion at step i of n (test_robot_stream.py's motion()):
+ * a sinusoid of amp[k] (0.3 for every joint when amp is NULL) around
+ * centre[k]. */
+static double motion_q(const double *centre, const double *amp, size_t k, int i, int n,
+                       double phase)
 {
     double w = 2.0 * IK_PI * (double)i / (double)n * (1.0 + 0.5 * (double)(k % 3)) + phase +
                0.7 * (double)k;
-    return centre[k] + 0.3 * sin(w);
+    return centre[k] + (amp ? amp[k] : 0.3) * sin(w);
 }
 
 typedef struct stream_stats {
@@ -107,10 +114,11 @@ typedef struct stream_stats {
     size_t iterations; /* iterations over the whole stream */
 } stream_stats;
 
-/* The motion around centre, from phase, streamed: opened on its first
- * configuration, each answer checked by FK and limits, seeded with the
- * previous one. */
-static stream_stats stream(const ik_chain *c, const double *centre, double phase, bool follow)
+/* The motion around centre (amplitudes amp, see motion_q), from phase,
+ * streamed: opened on its first configuration, each answer checked by FK
+ * and limits, seeded with the previous one. */
+static stream_stats stream(const ik_chain *c, const double *centre, const double *amp, double phase,
+                           bool follow)
 {
     const int n = 300;
     ik_numeric_opts o = stream_opts(follow);
@@ -120,7 +128,7 @@ static stream_stats stream(const ik_chain *c, const double *centre, double phase
     for (int i = 0; i <= n; i++) {
         double qm[TEST_DOF_CAP], q[TEST_DOF_CAP];
         for (size_t k = 0; k < c->dof; k++)
-            qm[k] = motion_q(centre, k, i, n, phase);
+            qm[k] = motion_q(centre, amp, k, i, n, phase);
         if (i == 0) {
             memcpy(prev, qm, sizeof prev);
             memcpy(qm_prev, qm, sizeof qm_prev);
@@ -150,8 +158,8 @@ static const double IIWA_SINGULAR[7] = {0.2, 0.0, -0.2, -1.3, 0.3, 0.0, 0.1};
 START_TEST(test_iiwa_through_singular_centre)
 {
     ik_chain c = iiwa();
-    stream_stats plain = stream(&c, IIWA_SINGULAR, 0.0, false);
-    stream_stats fol = stream(&c, IIWA_SINGULAR, 0.0, true);
+    stream_stats plain = stream(&c, IIWA_SINGULAR, NULL, 0.0, false);
+    stream_stats fol = stream(&c, IIWA_SINGULAR, NULL, 0.0, true);
     /* the nearest solution alone: 2.9 rad at step 277, after a restart */
     ck_assert_double_gt(plain.ratio, 100.0);
     ck_assert_double_le(fol.ratio, 3.0);
@@ -165,8 +173,8 @@ START_TEST(test_iiwa_singular_phases)
     double worst_plain = 0.0, worst_fol = 0.0;
     size_t within = 0;
     for (int p = 0; p < 12; p++) {
-        stream_stats plain = stream(&c, IIWA_SINGULAR, 0.5 * p, false);
-        stream_stats fol = stream(&c, IIWA_SINGULAR, 0.5 * p, true);
+        stream_stats plain = stream(&c, IIWA_SINGULAR, NULL, 0.5 * p, false);
+        stream_stats fol = stream(&c, IIWA_SINGULAR, NULL, 0.5 * p, true);
         ck_assert_uint_eq(fol.restarts, 0);
         worst_plain = fmax(worst_plain, plain.ratio);
         worst_fol = fmax(worst_fol, fol.ratio);
@@ -183,12 +191,60 @@ START_TEST(test_panda_off_the_limit)
 {
     ik_chain c = panda();
     const double centre[7] = {0.403, 1.242, -1.351, -0.639, 1.794, 1.235, -1.837};
-    stream_stats plain = stream(&c, centre, 0.0, false);
-    stream_stats fol = stream(&c, centre, 0.0, true);
+    stream_stats plain = stream(&c, centre, NULL, 0.0, false);
+    stream_stats fol = stream(&c, centre, NULL, 0.0, true);
     ck_assert_double_gt(plain.ratio, 50.0);
     ck_assert_uint_gt(plain.restarts, 0);
     ck_assert_double_le(fol.ratio, 3.0);
     ck_assert_uint_eq(fol.restarts, 0);
+}
+END_TEST
+
+/* The PR2's right arm, torso_lift_link -> r_wrist_roll_link (the PR2-like
+ * arm of chains.h without its torso and tool): the motion of
+ * test_robot_stream.py's motion(pr2, amp=0.2, spin=3.2), each joint with
+ * walls a sinusoid of a fifth of its half range around its middle, the
+ * continuous forearm and wrist rolls 3.2 rad either side of 0.3. The tip
+ * (the wrist's centre) is placed by the first four joints, so the arm has
+ * one spare freedom, its elbow's swivel. The nearest solution alone, and
+ * follow without a pull towards the middle of the ranges, let the swivel
+ * drift with the fast rolls (the upper arm roll from -1.4 to -3.4 while
+ * the motion's stays within -1.9 and -1.3) until the wrist flex sits on
+ * its upper limit, 0, which is also the wrist's singularity (forearm and
+ * wrist rolls in line): the next targets are met there only with both
+ * rolls turned by pi, and a restart answered 1.8 rad away (step 276, 10
+ * restarts, 17.6 times the motion's own step). Now no step above 3 times
+ * the motion's own and no restart, from six phases. */
+static ik_chain pr2_arm(void)
+{
+    ik_joint j[PR2_ARM_JOINTS];
+    pr2_arm_joints(j);
+    ik_chain c;
+    ck_assert_int_eq(chain_init(&c, j + 1, PR2_ARM_JOINTS - 2), IK_OK);
+    ck_assert_uint_eq(c.dof, 7);
+    return c;
+}
+
+START_TEST(test_pr2_fast_rolls)
+{
+    ik_chain c = pr2_arm();
+    double centre[7], amp[7];
+    for (size_t k = 0; k < 7; k++) {
+        if (c.type[k] == IK_JOINT_CONTINUOUS) {
+            centre[k] = 0.3;
+            amp[k] = 3.2;
+        } else {
+            double half = 0.5 * fmin(c.upper[k] - c.lower[k], 2.0 * IK_PI);
+            centre[k] = 0.5 * (c.upper[k] + c.lower[k]);
+            amp[k] = fmin(0.2 * half, 0.3);
+        }
+    }
+    for (int p = 0; p < 6; p++) {
+        stream_stats fol = stream(&c, centre, amp, 0.5 * p, true);
+        ck_assert_msg(fol.ratio <= 3.0 && fol.restarts == 0,
+                      "phase %.1f: largest step %.2f times the motion's, %zu restarts", 0.5 * p,
+                      fol.ratio, fol.restarts);
+    }
 }
 END_TEST
 
@@ -359,6 +415,7 @@ static Suite *follow_suite(void)
     tcase_add_test(tc, test_iiwa_through_singular_centre);
     tcase_add_test(tc, test_iiwa_singular_phases);
     tcase_add_test(tc, test_panda_off_the_limit);
+    tcase_add_test(tc, test_pr2_fast_rolls);
     tcase_add_test(tc, test_still_target);
     tcase_add_test(tc, test_no_spare_freedom);
     tcase_add_test(tc, test_bounded_self_motion);
