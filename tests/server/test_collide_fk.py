@@ -807,6 +807,38 @@ class Review(unittest.TestCase):
                     self.assertIn("closest", a, (what, a))
         self.note("tree answers nearest themselves", cross)
 
+    def test_no_answer_past_the_step(self):
+        """options.max_joint_step bounds every answer's motion from the
+        seed, the clearest colliding pose included: with an obstacle on
+        the forearm at the seed, the numeric solver's answers (as the
+        closed form's) never move a joint farther than the step, and a
+        success is clear. (The numeric solver answered in_collision with
+        its clearest pose up to 3.9 rad away, past a 0.2 step.)"""
+        rng = random.Random(16)
+        step = 0.2
+        for name, link in (("ur5", "forearm_link"), ("kuka_iiwa14_r820", "link_4")):
+            robot = load_model(name)
+            cid = self.register(robot)
+            for i in range(12):
+                q = [rng.uniform(0.6 * J["lower"], 0.6 * J["upper"]) for J in robot.movable]
+                if robot.distances(q, [])[3] < MARGIN + 0.002:
+                    continue
+                p, rot = robot.tip_pose(q)
+                sph, _ = robot.placed(q)
+                c = [c for ln, c, r in sph if ln == link][0]
+                obs = [{"kind": "sphere", "name": "ball", "radius": 0.04, "position": c}]
+                for solver in ("numeric", "auto"):
+                    a = self.post({"chain_id": cid, "seed": q, "scene": scene_to("ros", obs),
+                                   "target": {"position": p, "orientation": mat_quat(rot)},
+                                   "options": {"solver": solver, "avoid_collisions": True,
+                                               "collision_margin": MARGIN, "max_joint_step": step,
+                                               "timeout_ms": 0, "max_iterations": 2000}})
+                    what = "%s %s case %d" % (name, solver, i)
+                    moved = max(abs(x - y) for x, y in zip(a["joints"], q))
+                    self.assertLessEqual(moved, step + 1e-9, (what, a))
+                    self.check(robot, a, p, obs, True, "ros", False, what, rot)
+                    self.count("step-bounded answers " + a.get("reason", "?"))
+
 
 if __name__ == "__main__":
     unittest.main()
