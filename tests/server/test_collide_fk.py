@@ -839,6 +839,28 @@ class Review(unittest.TestCase):
                     self.check(robot, a, p, obs, True, "ros", False, what, rot)
                     self.count("step-bounded answers " + a.get("reason", "?"))
 
+    def test_iteration_budget_kept(self):
+        """max_iterations bounds a collision-avoiding solve as any other:
+        answers near crowded obstacles never report more iterations than
+        asked. (The repair's halvings and projections evaluated past the
+        budget: up to 23 iterations beyond it, 73 for 50.)"""
+        rng = random.Random(17)
+        for name in ("ur5", "franka_panda", "kuka_iiwa14_r820"):
+            robot = load_model(name)
+            cid = self.register(robot)
+            for i in range(max(6, CASES // 2)):
+                q = [rng.uniform(J["lower"], J["upper"]) for J in robot.movable]
+                obs = random_obstacles(rng, robot, q, 0.0, count=6)
+                p, _ = robot.tip_pose(q)
+                for budget in (50, 300):
+                    a = self.post({"chain_id": cid, "target": {"position": p},
+                                   "scene": scene_to("ros", obs),
+                                   "options": {"avoid_collisions": True, "collision_margin": 0.03,
+                                               "timeout_ms": 0, "max_iterations": budget}})
+                    self.assertLessEqual(a["iterations"], budget, (name, i, a))
+                    self.note("max iterations of a budget-limited avoid solve / budget",
+                              a["iterations"] / budget)
+
 
 if __name__ == "__main__":
     unittest.main()
