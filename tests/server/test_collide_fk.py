@@ -32,10 +32,12 @@ the request's) and in items of a batch; answers in degrees; the same
 arms as joint lists written in each convention and in degrees; the UR5
 with box and cylinder primitives at turned origins; targets that cannot
 be reached clear (the tip inside a box, the base inside a sphere or
-pierced by a capsule); a stream following a joint path past obstacles
-with a scene message on the way; the PR2's two arms as a tree, the arms
-against each other included. The bad collision members a client can send
-are refused by test_collide.py and test_scenes.py.
+pierced by a capsule); a stream following a joint path past obstacles,
+the world moved on the way by a scene message naming a registered
+scene; the PR2's two arms as a tree, the arms against each other
+included; max_joint_step and max_iterations kept by avoiding solves.
+The bad collision members a client can send are refused by
+test_collide.py and test_scenes.py.
 """
 import json
 import math
@@ -47,7 +49,8 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from robot_chain import _axis_angle, _mat_mul, _mat_vec, _rpy, mat_to_quat as mat_quat, quat_angle  # noqa: E402
+from robot_chain import _axis_angle, _mat_mul, _mat_vec, _rpy, quat_angle  # noqa: E402
+from robot_chain import mat_to_quat as mat_quat  # noqa: E402
 from test_stream import Daemon, connect, recv, run, send  # noqa: E402
 
 IKD_DATA = os.environ.get("IKD_DATA", "tests/data")
@@ -291,8 +294,10 @@ class Robot:
             for c in ln.findall("collision"):
                 g = c.find("geometry")[0]
                 o = c.find("origin")
-                xyz = [float(x) for x in (o.get("xyz", "0 0 0") if o is not None else "0 0 0").split()]
-                rpy = [float(x) for x in (o.get("rpy", "0 0 0") if o is not None else "0 0 0").split()]
+                xyz = [float(x) for x in (o.get("xyz", "0 0 0") if o is not None
+                                          else "0 0 0").split()]
+                rpy = [float(x) for x in (o.get("rpy", "0 0 0") if o is not None
+                                          else "0 0 0").split()]
                 if g.tag == "box":
                     pts = box_samples([float(x) for x in g.get("size").split()], step)
                 elif g.tag == "cylinder":
@@ -673,7 +678,8 @@ class Review(unittest.TestCase):
 
     def test_stream_with_a_scene(self):
         """A controller's stream: full poses along a smooth joint path
-        near obstacles (the arm's path clear of them by 2 cm, of itself by the margin), the scene sent at
+        near obstacles (the arm's path clear of them by 2 cm, of itself by
+        the margin), the scene sent at
         open in the stream's convention, then moved by a scene message.
         Every answer checked as above; consecutive answers never jump:
         max_joint_step is the step here, and at most a few times the
@@ -714,8 +720,13 @@ class Review(unittest.TestCase):
                             for key in ("position", "from", "to"):
                                 if key in o:
                                     o[key] = [v * 0.99 for v in o[key]]
+                        # registered in another convention, sent by id
+                        other = "ros" if frame != "ros" else "unity"
+                        st, text = self.d.http("POST", "/v1/scenes",
+                                               dict(scene_to(other, moved), frame=other))
+                        self.assertIn(st, (200, 201), text)
                         await send(ws, {"type": "scene", "stream": "s",
-                                        "scene": scene_to(frame, moved)})
+                                        "scene_id": json.loads(text)["id"]})
                     world = obs if k < steps // 2 else moved
                     p, rot = robot.tip_pose(q)
                     await send(ws, {"type": "target", "stream": "s", "seq": k,
@@ -791,7 +802,8 @@ class Review(unittest.TestCase):
                 hi, _, pair, s = robot.distances(qa, obs)
                 self.assertAlmostEqual(a["min_distance"], min(hi, s), delta=TOL,
                                        msg=(what, a, pair, hi, s))
-                self.note("max |min_distance - geometry| (tree)", abs(a["min_distance"] - min(hi, s)))
+                self.note("max |min_distance - geometry| (tree)",
+                          abs(a["min_distance"] - min(hi, s)))
                 self.count("tree answers")
                 cross += s < hi
                 fa = robot.frames(qa)
