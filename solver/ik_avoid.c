@@ -140,13 +140,22 @@ typedef struct scratch {
     double *Jw, *Jt, *N, *ew, *et, *y, *g, *gt, *h, *dq, *qt, *qb, *dp;
 } scratch;
 
+/* True when the solver's budget allows no more evaluations of the task
+ * (each counts as one of its iterations). */
+static bool spent(const ik__avoid_task *t)
+{
+    return t->budget_left && !t->budget_left(t->ctx);
+}
+
 /* Brings qt back onto the task (up to PROJECTIONS Gauss-Newton steps on
  * the task alone, inside the limits): true when it is met there, with Jt,
- * et, *mt evaluated at qt. */
+ * et, *mt evaluated at qt; false too when the budget is spent. */
 static bool project(const ik__avoid_task *t, scratch *W, double *qt, size_t *mt)
 {
     const size_t n = t->n;
     for (int p = 0;; p++) {
+        if (spent(t))
+            return false;
         bool met = t->eval(t->ctx, qt, W->Jt, W->et, mt);
         if (met)
             return true;
@@ -182,7 +191,6 @@ bool ik__avoid_repair(const ik__avoid_task *t, const ik_collide_check *chk, doub
 
     size_t m = 0, mt = 0;
     ik_collide_pair pair, pt;
-    t->eval(t->ctx, q, W.Jw, W.ew, &m);
     double P = ik_collide_penalty(M, &chk->scene, q, active, W.g, chk->ws, chk->ws_size, &pair);
     if (pair.distance >= chk->margin) {
         if (closest)
@@ -192,8 +200,12 @@ bool ik__avoid_repair(const ik__avoid_task *t, const ik_collide_check *chk, doub
     ik_collide_pair bestp = pair;
     memcpy(W.qb, q, n * sizeof *q);
     bool ok = false;
+    if (spent(t))
+        m = n; /* no evaluation left: no repair */
+    else
+        t->eval(t->ctx, q, W.Jw, W.ew, &m);
     for (int it = 0; it < ITERS && m < n && P > 0.0 && isfinite(P); it++) {
-        if (t->budget_left && !t->budget_left(t->ctx))
+        if (spent(t))
             break;
         if (!normal(W.Jw, m, n, W.N))
             break;

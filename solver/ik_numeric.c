@@ -1357,6 +1357,12 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         status = IK_ECOLLISION; /* only solutions in collision */
         turns_near(c, S.hit_q, S.seed);
         q_final = S.hit_q;
+        bool allowed;
+        K.step = largest_step(c, S.hit_q, S.seed, o, &allowed, &K.step_ang, &K.step_lin);
+        if (!allowed) { /* past the caller's step: refused, no motion (as the closed form) */
+            status = IK_ESTEP;
+            q_final = S.seed;
+        }
     } else {
         status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
         turns_near(c, S.best, S.seed);

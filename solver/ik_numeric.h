@@ -101,7 +101,9 @@
  * and when that fails it is kept aside and the search goes on. When the
  * budget ends with only such solutions, the answer is IK_ECOLLISION with
  * the clearest of them (reason IK_REASON_IN_COLLISION, res->closest the
- * pair). Links the target itself fixes (those rigid with the base, and for
+ * pair), or IK_ESTEP with the seed when that one needs a joint step
+ * larger than opts.max_step / max_step_lin (no answer moves past the
+ * step: the closed form's rule, proto/proto_serial.c). Links the target itself fixes (those rigid with the base, and for
  * a full pose those rigid with the tip) already nearer than the margin
  * make the answer IK_ECOLLISION at once, after one plain attempt for the
  * pose. Without avoid, or with it, res->closest describes the answer's
@@ -291,7 +293,8 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *                (and step_ang, step_lin) the step that was refused;
  *   IK_ECOLLISION opts.collide avoids, and every solution found is nearer
  *                than its margin (COLLISIONS above): q_out is the clearest
- *                of them, res->closest its closest pair.
+ *                of them, res->closest its closest pair (IK_ESTEP instead
+ *                when the clearest is past opts.max_step / max_step_lin).
  * On IK_EUNREACHABLE, IK_ENOTCONV and IK_ETIMEDOUT q_out holds the best
  * pose found (smallest weighted error), inside the limits, and res
  * describes it.
