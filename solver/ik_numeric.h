@@ -103,8 +103,9 @@
  * the clearest of them (reason IK_REASON_IN_COLLISION, res->closest the
  * pair), or IK_ESTEP with the seed when that one needs a joint step
  * larger than opts.max_step / max_step_lin (no answer moves past the
- * step: the closed form's rule, proto/proto_serial.c). Links the target itself fixes (those rigid with the base, and for
- * a full pose those rigid with the tip) already nearer than the margin
+ * step: the closed form's rule, proto/proto_serial.c). Links the target
+ * itself fixes (those rigid with the base, and for a full pose those rigid
+ * with the tip) already nearer than the margin
  * make the answer IK_ECOLLISION at once, after one plain attempt for the
  * pose. Without avoid, or with it, res->closest describes the answer's
  * closest pair (res->closest.distance its distance). The collision check
