@@ -96,7 +96,7 @@ typedef struct ikd__stream {
     long long last_answered;
     long long max_sent;   /* the highest seq of a target or path ever sent (when ever_sent) */
     long long delivered;  /* the last solution's seq (when has_delivered): answers come in order */
-    long long path_ended; /* the last path_end's seq (when has_path_ended): nothing of it after */
+    long long path_ended; /* the last path_end's seq (when has_path_ended): no sample of it after */
     bool sent, answered, path_active, opened, ever_sent, has_delivered, has_path_ended;
     bool unordered; /* a seq was sent not above every earlier one: order is not checked */
     bool closing;   /* its close sent: a loss closes it rather than reopening it */
