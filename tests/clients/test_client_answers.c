@@ -15,6 +15,9 @@
  *     every answer's seq one that was sent.
  *   - Explicit seqs started again from 1 after ikd restarted (the streams
  *     reopened by the reconnection), paths and ticks included: taken.
+ *   - Ticks that all have the same seq, of two targets and of one in
+ *     turn, queued faster than ikd solves them (it replaces many): every
+ *     answer taken, none matched against another tick of that seq.
  */
 #include <check.h>
 #include <math.h>
@@ -321,6 +324,54 @@ START_TEST(explicit_seqs_again_from_1_after_a_restart)
 }
 END_TEST
 
+/* A program that gives every tick the same seq (it reads the answers by
+ * their entries' streams): ticks of two targets and of one alternate,
+ * queued faster than ikd solves them, so that ikd replaces many. */
+START_TEST(ticks_of_one_seq_replaced)
+{
+    daemon_start(0, NULL);
+    seen s = {0};
+    ikd_conn *c = connect_ws(&s, false);
+    char *arm = arm_chain();
+    open_stream(c, "arm", arm, "{\"solver\":\"numeric\"}");
+    free(arm);
+    open_stream(c, "leg", LEG, "{\"solver\":\"two_bone\"}");
+    ikd_error e;
+    for (int i = 0; i < 200; i++) {
+        ikd_target ta, tl;
+        arm_target(i, &ta);
+        leg_target(i, &tl);
+        ck_assert_int_eq(ikd_tick_begin(c, 7, &e), 0);
+        if (i % 2 == 0)
+            ck_assert_int_eq(ikd_tick_add(c, "arm", &ta, NULL, IKD_SEQ_AUTO, &e), 0);
+        ck_assert_int_eq(ikd_tick_add(c, "leg", &tl, NULL, IKD_SEQ_AUTO, &e), 0);
+        ck_assert_int_eq(ikd_tick_send(c, &e), 0);
+        if (i % 20 == 19)
+            ikd_conn_poll(c, 1);
+    }
+    /* a last tick of another seq, answered after all of them */
+    ikd_target tl;
+    leg_target(0, &tl);
+    ck_assert_int_eq(ikd_tick_begin(c, 8, &e), 0);
+    ck_assert_int_eq(ikd_tick_add(c, "leg", &tl, NULL, IKD_SEQ_AUTO, &e), 0);
+    ck_assert_int_eq(ikd_tick_send(c, &e), 0);
+    for (int i = 0; i < WAIT_MS / 10 && !s.errors; i++) {
+        int before = s.ticks;
+        ikd_conn_poll(c, 10);
+        if (s.ticks == before && ikd_conn_is_open(c)) {
+            ikd_conn_stats st;
+            ikd_conn_get_stats(c, &st);
+            if (!st.send_queued && i > 100)
+                break;
+        }
+    }
+    ck_assert_msg(s.errors == 0, "%d refused, the first: %s", s.errors, s.first_error);
+    ck_assert_int_gt(s.ticks, 1);
+    ikd_conn_free(c);
+    ck_assert_int_eq(daemon_stop(), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("client_answers");
@@ -330,6 +381,7 @@ int main(void)
     tcase_add_test(tc, random_mix_json_ticks);
     tcase_add_test(tc, random_mix_binary_ticks);
     tcase_add_test(tc, explicit_seqs_again_from_1_after_a_restart);
+    tcase_add_test(tc, ticks_of_one_seq_replaced);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -170,6 +170,9 @@ struct ikd_conn {
     bool tick_sent, tick_answered;
     long long tick_max_sent; /* the highest tick seq ever sent (when tick_ever_sent) */
     bool tick_ever_sent;
+    bool ticks_unordered; /* a tick seq was sent not above every earlier one: answers are
+                             not checked against ticks_kept (which tick they answer is not
+                             known when seqs repeat) */
     bool raw_sent;       /* ikd_send_text was used: seqs sent are not all known */
     uint32_t tick_names; /* the hash of the tick being built's names */
     ikd__tick_sent ticks_kept[IKD__TICKS_KEPT]; /* a ring: ticks_len from ticks_head */

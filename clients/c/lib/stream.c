@@ -542,9 +542,13 @@ static void unseq(ikd_error *e)
  * (its count, its entries' names; an entry without a name matches any):
  * then *e says so, with the tick's seq. The ticks kept before it were
  * replaced (ikd answers ticks in order): they leave with it. An answer to
- * a tick no longer kept is not checked. */
+ * a tick no longer kept is not checked, nor any once tick seqs were sent
+ * out of increasing order (a seq sent again: ikd may have replaced the
+ * tick kept of that seq, and answered a later one of the same seq). */
 static bool tick_lies(ikd_conn *c, const ikd_tick *t, ikd_error *e)
 {
+    if (c->ticks_unordered)
+        return false;
     for (; c->ticks_len; c->ticks_len--, c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT) {
         const ikd__tick_sent *k = &c->ticks_kept[c->ticks_head];
         if (k->seq != t->seq)
