@@ -173,8 +173,8 @@ struct ikd_conn {
     bool ticks_unordered; /* a tick seq was sent not above every earlier one: answers are
                              not checked against ticks_kept (which tick they answer is not
                              known when seqs repeat) */
-    bool raw_sent;       /* ikd_send_text was used: seqs sent are not all known */
-    uint32_t tick_names; /* the hash of the tick being built's names */
+    bool raw_sent;        /* ikd_send_text was used: seqs sent are not all known */
+    uint32_t tick_names;  /* the hash of the tick being built's names */
     ikd__tick_sent ticks_kept[IKD__TICKS_KEPT]; /* a ring: ticks_len from ticks_head */
     size_t ticks_head, ticks_len;
     ikd__stream *streams; /* nstreams used, unordered */
