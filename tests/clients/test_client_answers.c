@@ -15,6 +15,8 @@
  *     every answer's seq one that was sent.
  *   - Explicit seqs started again from 1 after ikd restarted (the streams
  *     reopened by the reconnection), paths and ticks included: taken.
+ *   - Seqs 0, negative and of magnitude 2^53 - 1 on targets, a path and
+ *     ticks (JSON and binary): taken, each answer of its seq.
  *   - Ticks that all have the same seq, of two targets and of one in
  *     turn, queued faster than ikd solves them (it replaces many): every
  *     answer taken, none matched against another tick of that seq.
@@ -324,6 +326,67 @@ START_TEST(explicit_seqs_again_from_1_after_a_restart)
 }
 END_TEST
 
+/* Seqs at the edges of what ikd takes (magnitude up to 2^53 - 1), 0 and
+ * negative ones, on targets, paths and ticks (JSON and binary). */
+START_TEST(explicit_seqs_at_the_edges)
+{
+    daemon_start(0, NULL);
+    seen s = {0};
+    ikd_conn *c = connect_ws(&s, false);
+    open_stream(c, "leg", LEG, "{\"solver\":\"two_bone\"}");
+    open_stream(c, "big", LEG, "{\"solver\":\"two_bone\"}");
+    ikd_error e;
+    const long long max = 9007199254740991LL; /* 2^53 - 1 */
+    const long long seqs[] = {0, -5, -max, max - 2};
+    ikd_target t, w[2];
+    for (size_t k = 0; k < sizeof seqs / sizeof *seqs; k++) {
+        int before = s.solutions;
+        leg_target((int)k, &t);
+        ck_assert_int_eq(ikd_stream_target(c, "leg", seqs[k], &t, NULL, NULL, &e), 0);
+        wait_solution(c, &s, before);
+        ck_assert_msg(s.errors == 0, "seq %lld: %s", seqs[k], s.first_error);
+        ck_assert_int_eq(s.sol_seq[(s.solutions - 1) % 64], seqs[k]);
+    }
+    /* in increasing order on their own stream: checked, and taken */
+    int before = s.solutions;
+    leg_target(1, &t);
+    ck_assert_int_eq(ikd_stream_target(c, "big", max - 1, &t, NULL, NULL, &e), 0);
+    wait_solution(c, &s, before);
+    leg_target(2, &w[0]);
+    leg_target(3, &w[1]);
+    ck_assert_int_eq(ikd_stream_path(c, "big", max, w, 2, 100, 0.05, NULL, &e), 0);
+    for (int i = 0; i < WAIT_MS / 10 && !s.ends && !s.errors; i++)
+        ikd_conn_poll(c, 10);
+    ck_assert_msg(s.errors == 0, "%s", s.first_error);
+    ck_assert_int_eq(s.end_seq, max);
+    ck_assert(s.end_completed);
+    for (int binary = 0; binary < 2; binary++) {
+        ikd_conn_set_binary_ticks(c, binary);
+        const long long tseqs[] = {-max, 0, max};
+        for (size_t k = 0; k < 3; k++) {
+            leg_target((int)k, &t);
+            ck_assert_int_eq(ikd_tick_begin(c, tseqs[k], &e), 0);
+            ck_assert_int_eq(ikd_tick_add(c, "leg", &t, NULL, tseqs[2 - k], &e), 0);
+            ck_assert_int_eq(ikd_tick_add(c, "big", &t, NULL, IKD_SEQ_AUTO, &e), 0);
+            ck_assert_int_eq(ikd_tick_is_binary(c), binary);
+            ck_assert_int_eq(ikd_tick_send(c, &e), 0);
+            ikd_tick *tk = NULL;
+            ck_assert_msg(ikd_tick_wait(c, tseqs[k], WAIT_MS, &tk, &e) == 0, "tick %lld: %s",
+                          tseqs[k], e.message);
+            ck_assert_int_eq(tk->seq, tseqs[k]);
+            ck_assert_uint_eq(tk->count, 2);
+            ck_assert_int_eq(tk->entries[0].seq, tseqs[2 - k]);
+            ck_assert_int_eq(tk->entries[1].seq, tseqs[k]);
+            ck_assert_ptr_nonnull(tk->entries[0].result);
+            ikd_tick_free(tk);
+        }
+    }
+    ck_assert_msg(s.errors == 0, "%s", s.first_error);
+    ikd_conn_free(c);
+    ck_assert_int_eq(daemon_stop(), 0);
+}
+END_TEST
+
 /* A program that gives every tick the same seq (it reads the answers by
  * their entries' streams): ticks of two targets and of one alternate,
  * queued faster than ikd solves them, so that ikd replaces many. */
@@ -382,6 +445,7 @@ int main(void)
     tcase_add_test(tc, random_mix_binary_ticks);
     tcase_add_test(tc, explicit_seqs_again_from_1_after_a_restart);
     tcase_add_test(tc, ticks_of_one_seq_replaced);
+    tcase_add_test(tc, explicit_seqs_at_the_edges);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
