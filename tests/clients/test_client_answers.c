@@ -253,8 +253,9 @@ static void random_mix(bool binary, bool restart)
     ikd_tick_free(last);
     ck_assert_msg(s.errors == 0, "%d refused, the first: %s", s.errors, s.first_error);
     ck_assert(!s.answered_unsent);
-    /* most are replaced by newer ones: ikd reads them faster than it solves */
-    ck_assert_msg(s.solutions + s.ticks >= 20, "%d solutions, %d tick answers", s.solutions,
+    /* most are replaced by newer ones: ikd reads them faster than it solves
+     * (the more so under a sanitizer) */
+    ck_assert_msg(s.solutions + s.ticks >= 5, "%d solutions, %d tick answers", s.solutions,
                   s.ticks);
     ikd_conn_free(c);
     ck_assert_int_eq(daemon_stop(), 0);

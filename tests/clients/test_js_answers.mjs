@@ -115,7 +115,7 @@ for (const form of ['binary', 'json']) {
       sent.leg.add(leg.seq);
       assert.deepEqual(errors.map((e) => e.message), [], 'nothing refused');
       for (const [name, seq] of answered) assert.ok(sent[name].has(seq), `${name}: seq ${seq} answered, never sent`);
-      assert.ok(answered.length > 100, `${answered.length} answers`);
+      assert.ok(answered.length > 20, `${answered.length} answers`);
     } finally {
       conn.close();
     }

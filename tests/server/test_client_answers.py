@@ -132,7 +132,7 @@ class AnswersTakenTest(unittest.TestCase):
                 self.assertEqual([str(e) for e in errors], [], "nothing refused")
                 for name, seq in answered:
                     self.assertIn(seq, sent[name], "%s: seq %d answered, never sent" % (name, seq))
-                self.assertGreater(len(answered), 100)
+                self.assertGreater(len(answered), 20)
         self.run_body(body)
 
 
