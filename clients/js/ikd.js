@@ -1188,7 +1188,9 @@ export class IkdStream {
     this.chainId = undefined;
     this.seq = 0;
     this.delivered = 0;
-    /** the seq of the last path_end: nothing of that seq or older comes after it */
+    /** the seq of the last path_end: no sample of that path comes after it
+     * (an older target's solution may: ikd ends a path that never started
+     * at once, while an older target is still being solved) */
     this.pathEnded = 0;
     /** the newest answer (a Solution or a tick item): latest wins */
     this.latest = undefined;
@@ -1420,8 +1422,8 @@ export class IkdStream {
       this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq}, never sent (the last sent is ${this.seq})`, { stream: this.name }));
       return;
     }
-    if (seq <= this.pathEnded) { /* its path (or a newer one) has ended: no answer comes after */
-      this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq} after the path_end of seq ${this.pathEnded}`, { stream: this.name }));
+    if (seq === this.pathEnded) { /* its path has ended: none of its samples comes after */
+      this.conn.emit('error', new IkdError('bad_answer', `a solution of seq ${seq} after its path_end`, { stream: this.name }));
       return;
     }
     const t = now();
@@ -1462,7 +1464,7 @@ export class IkdStream {
     }
     if (this.pending.size === 0 && this.listeners.size === 0 && this.paths.size === 0) {
       /* the game-server case: nothing waits, the item is the answer */
-      if (it.seq >= this.delivered && it.seq <= this.seq && it.seq > this.pathEnded) { this.delivered = it.seq; this.latest = it; }
+      if (it.seq >= this.delivered && it.seq <= this.seq && it.seq !== this.pathEnded) { this.delivered = it.seq; this.latest = it; }
       return;
     }
     this.solution(it);

@@ -96,7 +96,7 @@ typedef struct ikd__stream {
     long long last_answered;
     long long max_sent;   /* the highest seq of a target or path ever sent (when ever_sent) */
     long long delivered;  /* the last solution's seq (when has_delivered): answers come in order */
-    long long path_ended; /* the last path_end's seq (when has_path_ended): nothing of it after */
+    long long path_ended; /* the last path_end's seq (when has_path_ended): no sample of it after */
     bool sent, answered, path_active, opened, ever_sent, has_delivered, has_path_ended;
     bool unordered; /* a seq was sent not above every earlier one: order is not checked */
     bool closing;   /* its close sent: a loss closes it rather than reopening it */
@@ -170,8 +170,11 @@ struct ikd_conn {
     bool tick_sent, tick_answered;
     long long tick_max_sent; /* the highest tick seq ever sent (when tick_ever_sent) */
     bool tick_ever_sent;
-    bool raw_sent;       /* ikd_send_text was used: seqs sent are not all known */
-    uint32_t tick_names; /* the hash of the tick being built's names */
+    bool ticks_unordered; /* a tick seq was sent not above every earlier one: answers are
+                             not checked against ticks_kept (which tick they answer is not
+                             known when seqs repeat) */
+    bool raw_sent;        /* ikd_send_text was used: seqs sent are not all known */
+    uint32_t tick_names;  /* the hash of the tick being built's names */
     ikd__tick_sent ticks_kept[IKD__TICKS_KEPT]; /* a ring: ticks_len from ticks_head */
     size_t ticks_head, ticks_len;
     ikd__stream *streams; /* nstreams used, unordered */

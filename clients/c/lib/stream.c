@@ -542,9 +542,13 @@ static void unseq(ikd_error *e)
  * (its count, its entries' names; an entry without a name matches any):
  * then *e says so, with the tick's seq. The ticks kept before it were
  * replaced (ikd answers ticks in order): they leave with it. An answer to
- * a tick no longer kept is not checked. */
+ * a tick no longer kept is not checked, nor any once tick seqs were sent
+ * out of increasing order (a seq sent again: ikd may have replaced the
+ * tick kept of that seq, and answered a later one of the same seq). */
 static bool tick_lies(ikd_conn *c, const ikd_tick *t, ikd_error *e)
 {
+    if (c->ticks_unordered)
+        return false;
     for (; c->ticks_len; c->ticks_len--, c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT) {
         const ikd__tick_sent *k = &c->ticks_kept[c->ticks_head];
         if (k->seq != t->seq)
@@ -601,14 +605,16 @@ static bool never_sent(ikd_conn *c, const char *type, const ikd__stream *s, long
 }
 
 /* A solution of s older than the last one (ikd answers a stream in the
- * order of its targets, here in seq order), or of a path that has ended
- * (nothing of a path comes after its path_end), answers nothing either:
+ * order of its targets, here in seq order), or of the path whose path_end
+ * came last (nothing of a path comes after its path_end; an older
+ * target's solution may: ikd ends a path that never started at once,
+ * while an older target is still being solved), answers nothing either:
  * refused as never_sent refuses. Not checked once the program sent a seq
  * that is not above all before it (its seqs are then not in order). */
 static bool out_of_order(ikd_conn *c, const ikd__stream *s, long long seq, const char *p, size_t n)
 {
     bool older = s->has_delivered && seq < s->delivered;
-    bool ended = s->has_path_ended && seq <= s->path_ended;
+    bool ended = s->has_path_ended && seq == s->path_ended;
     if (s->unordered || (!older && !ended))
         return false;
     ikd_error e;
@@ -616,8 +622,7 @@ static bool out_of_order(ikd_conn *c, const ikd__stream *s, long long seq, const
         ikd__fail(&e, IKD_E_BAD_ANSWER, "a solution of seq %lld after that of seq %lld", seq,
                   s->delivered);
     else
-        ikd__fail(&e, IKD_E_BAD_ANSWER, "a solution of seq %lld after the path_end of seq %lld",
-                  seq, s->path_ended);
+        ikd__fail(&e, IKD_E_BAD_ANSWER, "a solution of seq %lld after its path_end", seq);
     ikd__strlcpy(e.stream, s->name, sizeof e.stream);
     ikd_event bad = {0};
     bad.kind = IKD_EV_ERROR;

@@ -872,7 +872,10 @@ class Stream:
         self._waiting = {}  # seq -> future, in the order sent
         self._paths = {}  # seq -> list of samples
         self._delivered = 0  # the seq of the last solution delivered
-        self._path_ended = 0  # the seq of the last path_end: no answer of it or older after
+        # the seq of the last path_end: no sample of that path after it (an
+        # older target's solution may come: ikd ends a path that never
+        # started at once, while an older target is still being solved)
+        self._path_ended = 0
         self._opened = None
         self._closed = None
         self._on_solution = _Handlers()
@@ -1021,12 +1024,11 @@ class Stream:
             self.conn._error(IkdError("bad_answer", "a solution of seq %d, never sent (the last "
                                       "sent is %d)" % (sol.seq, self.seq), stream=self.name))
             return
-        if sol.seq < self._delivered or sol.seq <= self._path_ended:
+        if sol.seq < self._delivered or sol.seq == self._path_ended:
             # ikd answers a stream in seq order, and nothing of a path after its end
-            self.conn._error(IkdError("bad_answer", "a solution of seq %d after that of seq %d "
-                                      "(the last path_end: seq %d)" % (
-                                          sol.seq, self._delivered, self._path_ended),
-                                      stream=self.name))
+            self.conn._error(IkdError("bad_answer", "a solution of seq %d after %s" % (
+                sol.seq, "its path_end" if sol.seq == self._path_ended else
+                "that of seq %d" % self._delivered), stream=self.name))
             return
         self._delivered = sol.seq
         self.latest = sol
