@@ -303,9 +303,11 @@ out:
 
 /* ---- trees of bones ----------------------------------------------------- */
 
-/* Scale components of a bone above a tip are equal within this (relative);
- * the uniform factor used is the x component. */
-#define UNIFORM_SCALE_TOL 1e-9
+/* Scale components of a bone above a tip are equal within this (relative):
+ * float32's rounding, as engines export scales (1.0000001, 0.99999994),
+ * as skeleton chains take them; the uniform factor used is the x
+ * component. */
+#define UNIFORM_SCALE_TOL 1e-6
 
 /* The described joints of the tree of bones of c (3 per bone on the paths,
  * joints 3k..3k+2 turning c->path_bones[k] about its x, y, z axes after
