@@ -718,10 +718,10 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         }
         const double ms = job->opt.max_joint_step_in;
         if (ms > 0 && (r->step_ang > proto_angle_in(job->opt.units, ms) || r->step_lin > ms)) {
-            /* a solution too far from the seed is not answered: no motion */
+            /* a solution too far from the seed is not answered: no motion,
+             * the step answered the one refused (as proto_serial.c's) */
             r->status = IK_ESTEP;
             memcpy(r->q, from, n * sizeof *from);
-            r->step_ang = r->step_lin = 0.0;
         }
     }
     tips_result(job, i, T, r->q, from, r);
