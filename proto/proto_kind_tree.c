@@ -583,7 +583,9 @@ static void tip_result(const proto_job *job, const proto_tip_goal *g, unsigned k
         else if (!g->t.has_orientation)
             w[3] = w[4] = w[5] = 0.0;
     }
-    bool rot = w[3] > 0 || w[4] > 0 || w[5] > 0;
+    /* an orientation the weights leave free still has its error (as a
+     * chain's, proto_serial.c); only the weighted components are checked */
+    bool rot = !g->active || g->t.has_orientation;
     double e[6];
     ik_xform got = pose;
     if (!rot)

@@ -10,7 +10,8 @@
  *     on a stream;
  *   - an answer within the step reports the motion it asks for;
  *   - each tip's position_error and orientation_error, and the answer's
- *     (the largest over the tips), are those of the answered joints.
+ *     (the largest over the tips), are those of the answered joints; an
+ *     orientation the weights leave free still has its orientation_error.
  * Nothing is taken from the solver: the tree here has one solution inside
  * its limits for every target built from joint values (tip B's circle
  * fixes the shared joint s and its slider p, tip A's position then the
@@ -79,17 +80,17 @@ static ik_quat yaw_quat(double yaw)
 }
 
 /* The request: both tips' positions from joint values want (radians,
- * metres), tip A's orientation too when a_yaw is given, the seed in
- * `units`, these options. */
-static char *request(const double *want, const double *a_yaw, const double *seed_in,
-                     const char *options)
+ * metres), tip A's orientation too when a_yaw is given (weighted by
+ * a_weights when not NULL), the seed in `units`, these options. */
+static char *request(const double *want, const double *a_yaw, const char *a_weights,
+                     const double *seed_in, const char *options)
 {
     ik_vec3 a = tip_a(want), b = tip_b(want);
-    char ori[128] = "";
+    char ori[256] = "";
     if (a_yaw) {
         ik_quat o = yaw_quat(*a_yaw);
-        snprintf(ori, sizeof ori, ",\"orientation\":[%.17g,%.17g,%.17g,%.17g]", o.x, o.y, o.z,
-                 o.w);
+        snprintf(ori, sizeof ori, ",\"orientation\":[%.17g,%.17g,%.17g,%.17g]%s%s", o.x, o.y,
+                 o.z, o.w, a_weights ? ",\"weights\":" : "", a_weights ? a_weights : "");
     }
     size_t size = sizeof TREE + 1024;
     char *body = malloc(size);
@@ -190,7 +191,7 @@ START_TEST(test_refused_reports_the_step)
     snprintf(opts, sizeof opts,
              "\"units\":\"%s\",\"max_joint_step\":%.17g,\"timeout_ms\":0,\"max_iterations\":10000",
              c->degrees ? "degrees" : "radians", c->step_in);
-    char *body = request(c->want, NULL, seed_in, opts);
+    char *body = request(c->want, NULL, NULL, seed_in, opts);
     json_t *r = solve(body);
     ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "no_ik_solution");
     ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), -31);
@@ -230,7 +231,7 @@ START_TEST(test_answer_reports_its_motion)
                  c->degrees ? "degrees" : "radians", with_step ? "\"max_joint_step\":60," : "");
         /* tip A's full pose: its yaw is s + a */
         const double yaw = c->want[0] + c->want[1];
-        char *body = request(c->want, &yaw, seed_in, opts);
+        char *body = request(c->want, &yaw, NULL, seed_in, opts);
         json_t *r = solve(body);
         ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "success");
         double q[3];
@@ -245,6 +246,36 @@ START_TEST(test_answer_reports_its_motion)
         json_decref(r);
         free(body);
     }
+}
+END_TEST
+
+/* A tip's orientation that its weights leave free (README, Responses:
+ * orientation_error on weighted targets, on each tip of a tree): the tip's
+ * orientation_error is still the angle to it, and the answer's the largest
+ * over the tips, as on chains (proto_serial.c). */
+START_TEST(test_weighted_orientation_error)
+{
+    const step_case *c = &CASES[_i];
+    const double scale = c->degrees ? DEG : 1.0;
+    const double seed_in[3] = {c->seed[0] * scale, c->seed[1] * scale, c->seed[2]};
+    char opts[128];
+    snprintf(opts, sizeof opts, "\"units\":\"%s\",\"timeout_ms\":0,\"max_iterations\":10000",
+             c->degrees ? "degrees" : "radians");
+    /* tip A's yaw 0.4 rad off the one its position gives: the position
+     * alone is weighted, so the solve succeeds */
+    const double yaw = c->want[0] + c->want[1] + 0.4;
+    char *body = request(c->want, &yaw, "[1,1,1,0,0,0]", seed_in, opts);
+    json_t *r = solve(body);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "success");
+    double q[3];
+    answered(r, scale, q);
+    for (size_t v = 0; v < 3; v++)
+        ck_assert_double_eq_tol(q[v], c->want[v], 1e-4);
+    ck_assert_ptr_nonnull(json_object_get(json_array_get(json_object_get(r, "tips"), 0),
+                                          "orientation_error"));
+    check_errors(r, q, c->want, &yaw, scale);
+    json_decref(r);
+    free(body);
 }
 END_TEST
 
@@ -313,6 +344,7 @@ static Suite *step_suite(void)
     const int n = (int)(sizeof CASES / sizeof CASES[0]);
     tcase_add_loop_test(tc, test_refused_reports_the_step, 0, n);
     tcase_add_loop_test(tc, test_answer_reports_its_motion, 0, n);
+    tcase_add_loop_test(tc, test_weighted_orientation_error, 0, n);
     tcase_add_test(tc, test_stream_refusal);
     suite_add_tcase(s, tc);
     return s;
