@@ -692,8 +692,6 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     ws_size -= tree_scratch(n);
     double *from = (double *)(((uintptr_t)ws + ws_size + 15) & ~(uintptr_t)15);
     r->status = ik_tree_solve(T, g, seed, &o, ws, ws_size, r->q, &res);
-    if (r->status == IK_ECOLLISION)
-        r->cause = res.reason;
     r->iterations = res.iterations;
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
@@ -721,7 +719,10 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         const double ms = job->opt.max_joint_step_in;
         if (ms > 0 && (r->step_ang > proto_angle_in(job->opt.units, ms) || r->step_lin > ms)) {
             /* a solution too far from the seed is not answered: no motion,
-             * the step answered the one refused (as proto_serial.c's) */
+             * the step answered the one refused, no cause for a solution
+             * (in collision or not) (as proto_serial.c's) */
+            if (r->status == IK_ECOLLISION)
+                r->cause = IK_REASON_NONE;
             r->status = IK_ESTEP;
             memcpy(r->q, from, n * sizeof *from);
         }

@@ -7,7 +7,7 @@
  *     reason joint_step, no cause), the joints answered are the seed's and
  *     max_joint_step is the motion that was refused, in options.units,
  *     whether an angular or a prismatic joint moves most; on requests and
- *     on a stream;
+ *     on a stream; an in_collision answer past the step alike;
  *   - an answer within the step reports the motion it asks for;
  *   - each tip's position_error and orientation_error, and the answer's
  *     (the largest over the tips), are those of the answered joints; an
@@ -279,6 +279,63 @@ START_TEST(test_weighted_orientation_error)
 }
 END_TEST
 
+/* The same tree from a URDF with a sphere (radius 0.05) on tip A, for
+ * collision-aware solves. */
+static const char URDF[] =
+    "<robot name='t'><link name='base'/>"
+    "<joint name='s' type='revolute'><parent link='base'/><child link='ls'/>"
+    "<axis xyz='0 0 1'/><limit lower='-3' upper='3' effort='1' velocity='1'/></joint>"
+    "<link name='ls'/>"
+    "<joint name='a' type='revolute'><parent link='ls'/><child link='la'/><origin xyz='1 0 0'/>"
+    "<axis xyz='0 0 1'/><limit lower='0.05' upper='3' effort='1' velocity='1'/></joint>"
+    "<link name='la'/>"
+    "<joint name='at' type='fixed'><parent link='la'/><child link='a_tip'/>"
+    "<origin xyz='0.8 0 0'/></joint>"
+    "<link name='a_tip'><collision><geometry><sphere radius='0.05'/></geometry></collision>"
+    "</link>"
+    "<joint name='p' type='prismatic'><parent link='ls'/><child link='lp'/>"
+    "<origin xyz='-0.5 0 0'/><axis xyz='0 0 1'/>"
+    "<limit lower='-1' upper='1' effort='1' velocity='1'/></joint>"
+    "<link name='lp'/>"
+    "<joint name='bt' type='fixed'><parent link='lp'/><child link='b_tip'/>"
+    "<origin xyz='0 0 0.2'/></joint><link name='b_tip'/></robot>";
+
+/* Every solution in collision (a ball of radius 0.1 on tip A's target)
+ * and past the step: the in_collision answer is refused as a solution is
+ * (README: no answer moves past the step; a joint_step refusal has no
+ * cause), max_joint_step the motion refused, min_distance the seed's. */
+START_TEST(test_in_collision_refused)
+{
+    const step_case *c = &CASES[0];
+    ik_vec3 a = tip_a(c->want), b = tip_b(c->want);
+    json_t *req = json_pack(
+        "{s:{s:s, s:s, s:s, s:[s,s]}, s:{s:{s:{s:[f,f,f]}, s:{s:[f,f,f]}}}, s:[f,f,f],"
+        " s:{s:[{s:s, s:f, s:[f,f,f]}]}, s:{s:b, s:f, s:f, s:f, s:i}}",
+        "chain", "kind", "tree", "urdf", URDF, "base", "base", "tips", "a_tip", "b_tip", "target",
+        "tips", "a_tip", "position", a.x, a.y, a.z, "b_tip", "position", b.x, b.y, b.z, "seed",
+        c->seed[0], c->seed[1], c->seed[2], "scene", "spheres", "name", "ball", "radius", 0.1,
+        "position", a.x, a.y, a.z, "options", "avoid_collisions", 1, "collision_margin", 0.01,
+        "max_joint_step", c->step_in, "timeout_ms", 0.0, "max_iterations", 3000);
+    ck_assert_ptr_nonnull(req);
+    char *body = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_t *r = solve(body);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "no_ik_solution");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "reason")), "joint_step");
+    ck_assert_msg(json_object_get(r, "cause") == NULL, "cause %s",
+                  json_string_value(json_object_get(r, "cause")));
+    double q[3];
+    answered(r, 1.0, q);
+    for (size_t v = 0; v < 3; v++)
+        ck_assert_double_eq_tol(q[v], c->seed[v], 1e-12);
+    ck_assert_double_eq_tol(pc_num(r, "max_joint_step"), motion(c->seed, c->want, 1.0), 1e-4);
+    ck_assert_double_eq_tol(pc_num(r, "min_distance"), dist(tip_a(c->seed), a) - 0.15, 1e-9);
+    check_errors(r, c->seed, c->want, NULL, 1.0);
+    json_decref(r);
+    free(body);
+    json_decref(req);
+}
+END_TEST
+
 /* A stream (STREAM.md): a jump past max_joint_step is refused with the
  * previous joints and the step refused; the next target, near, is solved
  * from there and reports its own motion from them. */
@@ -346,6 +403,7 @@ static Suite *step_suite(void)
     tcase_add_loop_test(tc, test_answer_reports_its_motion, 0, n);
     tcase_add_loop_test(tc, test_weighted_orientation_error, 0, n);
     tcase_add_test(tc, test_stream_refusal);
+    tcase_add_test(tc, test_in_collision_refused);
     suite_add_tcase(s, tc);
     return s;
 }
