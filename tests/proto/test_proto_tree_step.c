@@ -89,8 +89,8 @@ static char *request(const double *want, const double *a_yaw, const char *a_weig
     char ori[256] = "";
     if (a_yaw) {
         ik_quat o = yaw_quat(*a_yaw);
-        snprintf(ori, sizeof ori, ",\"orientation\":[%.17g,%.17g,%.17g,%.17g]%s%s", o.x, o.y,
-                 o.z, o.w, a_weights ? ",\"weights\":" : "", a_weights ? a_weights : "");
+        snprintf(ori, sizeof ori, ",\"orientation\":[%.17g,%.17g,%.17g,%.17g]%s%s", o.x, o.y, o.z,
+                 o.w, a_weights ? ",\"weights\":" : "", a_weights ? a_weights : "");
     }
     size_t size = sizeof TREE + 1024;
     char *body = malloc(size);
@@ -131,8 +131,8 @@ static double motion(const double *from, const double *to, double scale)
 /* Each tip's position_error and orientation_error, and the answer's (the
  * largest), are those of the answered joints q against the targets built
  * from want (a_yaw: tip A's orientation, or NULL), angles in units. */
-static void check_errors(const json_t *r, const double *q, const double *want,
-                         const double *a_yaw, double scale)
+static void check_errors(const json_t *r, const double *q, const double *want, const double *a_yaw,
+                         double scale)
 {
     const json_t *tips = json_object_get(r, "tips");
     ck_assert_uint_eq(json_array_size(tips), 2);
@@ -140,12 +140,10 @@ static void check_errors(const json_t *r, const double *q, const double *want,
     ck_assert_double_eq_tol(pc_num(json_array_get(tips, 0), "position_error"), ea, 1e-9);
     ck_assert_double_eq_tol(pc_num(json_array_get(tips, 1), "position_error"), eb, 1e-9);
     ck_assert_double_eq_tol(pc_num(r, "position_error"), fmax(ea, eb), 1e-9);
-    ck_assert_double_le(dist(pc_vec(json_object_get(json_array_get(tips, 0), "position")),
-                             tip_a(q)),
-                        1e-9);
-    ck_assert_double_le(dist(pc_vec(json_object_get(json_array_get(tips, 1), "position")),
-                             tip_b(q)),
-                        1e-9);
+    ck_assert_double_le(
+        dist(pc_vec(json_object_get(json_array_get(tips, 0), "position")), tip_a(q)), 1e-9);
+    ck_assert_double_le(
+        dist(pc_vec(json_object_get(json_array_get(tips, 1), "position")), tip_b(q)), 1e-9);
     /* tip B has no orientation to check */
     ck_assert_ptr_null(json_object_get(json_array_get(tips, 1), "orientation_error"));
     if (a_yaw) {
@@ -271,8 +269,8 @@ START_TEST(test_weighted_orientation_error)
     answered(r, scale, q);
     for (size_t v = 0; v < 3; v++)
         ck_assert_double_eq_tol(q[v], c->want[v], 1e-4);
-    ck_assert_ptr_nonnull(json_object_get(json_array_get(json_object_get(r, "tips"), 0),
-                                          "orientation_error"));
+    ck_assert_ptr_nonnull(
+        json_object_get(json_array_get(json_object_get(r, "tips"), 0), "orientation_error"));
     check_errors(r, q, c->want, &yaw, scale);
     json_decref(r);
     free(body);
