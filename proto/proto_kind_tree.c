@@ -583,8 +583,7 @@ static void tip_result(const proto_job *job, const proto_tip_goal *g, unsigned k
         else if (!g->t.has_orientation)
             w[3] = w[4] = w[5] = 0.0;
     }
-    /* an orientation the weights leave free still has its error (as a
-     * chain's, proto_serial.c); only the weighted components are checked */
+    /* an orientation the weights leave free still has its error, as a chain's */
     bool rot = !g->active || g->t.has_orientation;
     double e[6];
     ik_xform got = pose;
@@ -718,9 +717,8 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         }
         const double ms = job->opt.max_joint_step_in;
         if (ms > 0 && (r->step_ang > proto_angle_in(job->opt.units, ms) || r->step_lin > ms)) {
-            /* a solution too far from the seed is not answered: no motion,
-             * the step answered the one refused, no cause for a solution
-             * (in collision or not) (as proto_serial.c's) */
+            /* a solution too far from the seed is not answered: no motion;
+             * the step refused is answered, with no cause (proto_serial.c) */
             if (r->status == IK_ECOLLISION)
                 r->cause = IK_REASON_NONE;
             r->status = IK_ESTEP;
