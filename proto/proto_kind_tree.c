@@ -583,7 +583,8 @@ static void tip_result(const proto_job *job, const proto_tip_goal *g, unsigned k
         else if (!g->t.has_orientation)
             w[3] = w[4] = w[5] = 0.0;
     }
-    bool rot = w[3] > 0 || w[4] > 0 || w[5] > 0;
+    /* an orientation the weights leave free still has its error, as a chain's */
+    bool rot = !g->active || g->t.has_orientation;
     double e[6];
     ik_xform got = pose;
     if (!rot)
@@ -690,8 +691,6 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
     ws_size -= tree_scratch(n);
     double *from = (double *)(((uintptr_t)ws + ws_size + 15) & ~(uintptr_t)15);
     r->status = ik_tree_solve(T, g, seed, &o, ws, ws_size, r->q, &res);
-    if (r->status == IK_ECOLLISION)
-        r->cause = res.reason;
     r->iterations = res.iterations;
     r->restarts = res.restarts;
     r->time_s = res.elapsed_s;
@@ -718,10 +717,12 @@ static void run(proto_job *job, size_t i, proto_result *r, void *ws, size_t ws_s
         }
         const double ms = job->opt.max_joint_step_in;
         if (ms > 0 && (r->step_ang > proto_angle_in(job->opt.units, ms) || r->step_lin > ms)) {
-            /* a solution too far from the seed is not answered: no motion */
+            /* a solution too far from the seed is not answered: no motion;
+             * the step refused is answered, with no cause (proto_serial.c) */
+            if (r->status == IK_ECOLLISION)
+                r->cause = IK_REASON_NONE;
             r->status = IK_ESTEP;
             memcpy(r->q, from, n * sizeof *from);
-            r->step_ang = r->step_lin = 0.0;
         }
     }
     tips_result(job, i, T, r->q, from, r);
