@@ -242,7 +242,7 @@ struct proto_job {
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
     /* a bones stream's warm start: the world rotations that go with the
      * seed's positions (the answer it came from), one per position, so that
-     * each bone turns on from them; NULL otherwise (own allocation) */
+     * each bone turns on from them; NULL otherwise (in seed_owned's block) */
     ik_quat *seed_rot;
     /* the request's scene (proto_scene.h; a reference: a stream's jobs
      * share their session's), or NULL */

@@ -235,7 +235,6 @@ void proto_job_free(proto_job *job)
     free(job->block);
     free(job->results_block);
     free(job->seed_owned);
-    free(job->seed_rot);
     proto_scene_free(job->scene);
     free(job);
 }

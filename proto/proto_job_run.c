@@ -157,17 +157,23 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
     bool carry = r->status != IK_OK || straight_answer(prev, r);
     if (carry && !(prev->seed_q && prev->has_seed[last]))
         return; /* no seed: the job starts from the chain's own pose */
+    const proto_chain *c = job->chain;
+    /* a bones chain: room for the rotations that go with the seed's
+     * positions, in the seed's own block (one allocation a solve) */
+    size_t nrot = c->kind == PROTO_CHAIN_BONES ? c->nbones : 0;
     if (!job->seed_q) {
         /* the job was decoded without seeds: give it room for one */
-        double *s = calloc(sl, sizeof *s);
+        double *s = calloc(sl + 4 * nrot, sizeof *s);
         if (!s)
             return;
         free(job->seed_owned);
         job->seed_owned = s;
         job->seed_q = s;
+    } else if (nrot && !job->seed_owned) {
+        /* its seed came with it: the rotations' room alone */
+        job->seed_owned = malloc(nrot * sizeof *job->seed_rot);
     }
     double *s = job->seed_q;
-    const proto_chain *c = job->chain;
     if (carry) {
         memmove(s, prev->seed_q + last * sl, sl * sizeof *s);
     } else {
@@ -197,10 +203,11 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
     job->opt.nearest = true;
     /* a bones chain: the rotations that go with those positions (the
      * answer's, or, carried, the ones the previous job started from) */
-    const ik_quat *rot = c->kind != PROTO_CHAIN_BONES ? NULL : carry ? prev->seed_rot : r->rotations;
-    if (rot && !job->seed_rot)
-        job->seed_rot = malloc(c->nbones * sizeof *rot);
-    if (rot && job->seed_rot) /* out of memory: the rotations start from the chain's */
-        memcpy(job->seed_rot, rot, c->nbones * sizeof *rot);
+    const ik_quat *rot = !nrot ? NULL : carry ? prev->seed_rot : r->rotations;
+    job->seed_rot = NULL; /* none (or out of memory): from the chain's own */
+    if (rot && job->seed_owned) {
+        job->seed_rot = (ik_quat *)(job->seed_owned + (job->seed_q == job->seed_owned ? sl : 0));
+        memcpy(job->seed_rot, rot, nrot * sizeof *rot);
+    }
 }
 
