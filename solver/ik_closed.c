@@ -44,8 +44,10 @@
  * marked inexact: it is the closest the closed form gets (stretched towards
  * the target), used only as a failure's best pose. Where an angle is
  * undefined (a vector along the axis: shoulder or wrist singularity) the
- * reference (seed) value is kept. Every answer is then checked by forward
- * kinematics (ik_chain_fk_mat) against the target and the tolerance.
+ * reference (seed) value is kept; the UR wrist folded (q5 at 0 or pi)
+ * keeps it only when the elbow can then reach (ur_wrist_free). Every
+ * answer is then checked by forward kinematics (ik_chain_fk_mat) against
+ * the target and the tolerance.
  *
  * Not here: position-only targets, seven-joint arms, arms whose wrist axes
  * do not meet (they fall back to the numeric solver), I/O, allocation.
@@ -114,6 +116,7 @@ const char *ik_closed_why_message(int why)
 #define MEET_TOL      1e-9 /* lines this close (times scale): meeting */
 #define APART_MIN     1e-3 /* |w_i x w_j| above this: well apart */
 #define SINGULAR_TOL  1e-12
+#define WRIST_FREE    1e-9 /* UR: axis 6 this near axis 2's direction: folded */
 
 /* R(w, t) v (w unit), with c = cos t, s = sin t. */
 static inline ik_vec3 rot_cs(ik_vec3 w, double c, double s, ik_vec3 v)
@@ -277,6 +280,79 @@ static void opw_wrist(const ik_closed *k, ik_vec3 qv, ik_vec3 xv, const double *
     }
 }
 
+/* D, the UR wrist's sum s = q2 + q3 + q4 (signed) for q1, q5 and q6:
+ * R(w2, s) x2 = R(w1, -q1) R_d M_R^T R(w6, -q6) R(w5, -q5) x2. */
+static ang ur_sum(const ik_closed *k, const double R[9], double c1, double s1, double c5,
+                  double s5, ang q6)
+{
+    ik_vec3 y = rot_cs(k->w[5], q6.c, -q6.s, rot_cs(k->w[4], c5, -s5, k->x2));
+    y = rot_cs(k->w[0], c1, -s1, mat_vec(R, mat_tvec(k->RM, y)));
+    return angle_about(k->w[1], k->x2, y, SINGULAR_TOL, 0.0);
+}
+
+/* |a|^2 + |d|^2 and 2 |a| |d| of the elbow on the origin of axis 4 (B):
+ * the squared distance across w2 from axis 2 to that origin is within
+ * the first plus or minus the second. */
+static void ur_elbow_span(const ik_closed *k, double *mid, double *half)
+{
+    ik_vec3 a = across(ik_vec3_sub(k->r[3], k->r[2]), k->w[1]);
+    ik_vec3 d = across(ik_vec3_sub(k->r[2], k->r[1]), k->w[1]);
+    *mid = ik_vec3_len2(a) + ik_vec3_len2(d);
+    *half = 2.0 * sqrt(ik_vec3_len2(a) * ik_vec3_len2(d));
+}
+
+/* The UR wrist folded (axis 6 on axis 2's direction: q5 at 0 or pi):
+ * joints 4 and 6 turn about parallel axes and only s + sigma q6 is fixed
+ * (sigma = +-1), a one-parameter family. Which q6 is taken decides
+ * whether the elbow can reach the origin of axis 4, which the family moves
+ * on a circle (u - r2 - R(w2, s) D across w2, D = c - r4 across w2). *q6
+ * (the reference's) and *s are kept when the elbow reaches it; else they
+ * move to the s nearest the reference's on the boundary of the reachable
+ * part of the circle (the elbow stretched or folded there): the solutions
+ * at a double singularity (elbow and wrist), which the reference's q6
+ * misses by centimetres. When no s reaches, nothing changes (no solution
+ * in this branch). */
+static void ur_wrist_free(const ik_closed *k, const double R[9], ik_vec3 u, double c1,
+                          double s1, double c5, double s5, ang *q6, ang *s)
+{
+    const ik_vec3 w2 = k->w[1];
+    double mid, half;
+    ur_elbow_span(k, &mid, &half);
+    ik_vec3 P = across(ik_vec3_sub(u, k->r[1]), w2);
+    ik_vec3 D = across(ik_vec3_sub(k->c, k->r[3]), w2);
+    /* |P - R(w2, s) D|^2 = al - (A cos s + B sin s) */
+    double al = ik_vec3_len2(P) + ik_vec3_len2(D);
+    double A = 2.0 * ik_vec3_dot(P, D), B = 2.0 * ik_vec3_dot(P, ik_vec3_cross(w2, D));
+    double t2 = al - (A * s->c + B * s->s);
+    if (fabs(t2 - mid) <= half * (1.0 + 1e-10))
+        return;
+    double best = INFINITY, s_new = s->t;
+    for (int b = 0; b < 2; b++) {
+        ang r[2];
+        bool ex;
+        cos_sin_eq(A, B, al - (b ? mid - half : mid + half), -1.0,
+                   SINGULAR_TOL * k->scale * k->scale, s->t, r, &ex);
+        if (!ex)
+            continue;
+        for (int m = 0; m < 2; m++) {
+            double dd = fabs(ik_wrap_angle(r[m].t - s->t));
+            if (dd < best) {
+                best = dd;
+                s_new = r[m].t;
+            }
+        }
+    }
+    if (!(best < INFINITY))
+        return;
+    /* s moves against q6 (sigma from the chain: one radian of q6) */
+    ang q6b = ang_of(q6->t + 1.0);
+    double sigma = ik_wrap_angle(ur_sum(k, R, c1, s1, c5, s5, q6b).t - s->t);
+    if (!(fabs(sigma) > 0.5))
+        return;
+    *q6 = ang_of(q6->t + ik_wrap_angle(s_new - s->t) / sigma);
+    *s = ur_sum(k, R, c1, s1, c5, s5, *q6);
+}
+
 /* ---- the branches ---------------------------------------------------------------- */
 
 static void put(double q[6], double a, double b, double c, double d, double e, double f)
@@ -351,11 +427,11 @@ size_t ik_closed_branches(const ik_closed *k, const double R[9], const double p[
             for (int j = 0; j < 2; j++) {
                 const double c5 = q5[j].c, s5 = q5[j].s;
                 ik_vec3 b6 = rot_cs(w5, c5, -s5, w2);
-                ang q6 = angle_about(w6, a6, b6, 1e-9, ref[5]);
-                /* R(w2, s) x2 = R(w1, -q1) R_d M_R^T R(w6, -q6) R(w5, -q5) x2 */
-                ik_vec3 y = rot_cs(w6, q6.c, -q6.s, rot_cs(w5, c5, -s5, k->x2));
-                y = rot_cs(w1, c1, -s1, mat_vec(R, mat_tvec(k->RM, y)));
-                ang s = angle_about(w2, k->x2, y, SINGULAR_TOL, 0.0);
+                ang q6 = angle_about(w6, a6, b6, WRIST_FREE, ref[5]);
+                ang s = ur_sum(k, R, c1, s1, c5, s5, q6);
+                if (ik_vec3_len2(across(a6, w6)) <= WRIST_FREE * WRIST_FREE ||
+                    ik_vec3_len2(across(b6, w6)) <= WRIST_FREE * WRIST_FREE)
+                    ur_wrist_free(k, R, u, c1, s1, c5, s5, &q6, &s);
                 ik_vec3 u4 = ik_vec3_sub(u, rot_cs(w2, s.c, s.s, ik_vec3_sub(k->c, k->r[3])));
                 ang q2[2], q3[2];
                 bool ex2;

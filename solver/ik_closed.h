@@ -51,7 +51,11 @@
  *     seed's value;
  *   - wrist singularity (axes 4 and 6 aligned, OPW; axes 6 and 2 aligned,
  *     UR): only a sum of two joints is fixed; joint 4 (OPW) or joint 6 (UR)
- *     keeps the seed's value and the other takes the rest;
+ *     keeps the seed's value and the other takes the rest. UR: where the
+ *     elbow cannot reach the rest with the seed's q6 (joint 6 moves the
+ *     origin of axis 4 on a circle), q6 takes the nearest value with which
+ *     it can (the elbow then stretched or folded: with the elbow at 0 too,
+ *     a double singularity, that is the only kind of solution);
  *   - elbow stretched or folded (boundary of the workspace): the two elbow
  *     branches coincide and are returned once.
  * Without a seed the reference is the mid-limit pose (ik_chain_mid()).
@@ -65,7 +69,8 @@
  * boundary and into the limits), and the result its error.
  *
  * NEXT TO A DOUBLE SINGULARITY (elbow stretched, wrist folded: the UR5's
- * upright pose), the joint taken from the seed can leave every branch a
+ * upright pose; exactly at one, the wrist singularity above solves it),
+ * the joint taken from the seed can leave every branch a
  * little short of the pose; ik_closed_solve() then finishes the best one
  * with the numeric solver (no restarts, at most 64 iterations, no time
  * budget) when it is within 1e-2 of the target (length times the scale,

@@ -657,6 +657,99 @@ START_TEST(test_causes)
 }
 END_TEST
 
+/* ---- the UR5's singular poses ------------------------------------------------------ */
+
+/* The UR5 of tests/data/robots/ur5.urdf, base_link -> tool0, as its joints
+ * say (the URDF's own digits), for this test's FK. */
+static const arm UR5 = {
+    "ur5",
+    {{{0, 0, 0.089159}, {0, 0, 0}, {0, 0, 1}, 'r'},
+     {{0, 0.13585, 0}, {0, 1.57079632679, 0}, {0, 1, 0}, 'r'},
+     {{0, -0.1197, 0.425}, {0, 0, 0}, {0, 1, 0}, 'r'},
+     {{0, 0, 0.39225}, {0, 1.57079632679, 0}, {0, 1, 0}, 'r'},
+     {{0, 0.093, 0}, {0, 0, 0}, {0, 0, 1}, 'r'},
+     {{0, 0, 0.09465}, {0, 0, 0}, {0, 1, 0}, 'r'},
+     {{0, 0.0823, 0}, {-1.57079632679, 0, 0}, {0, 0, 0}, 'f'}},
+    {{-6.28318530718, 6.28318530718},
+     {-6.28318530718, 6.28318530718},
+     {-3.14159265359, 3.14159265359},
+     {-6.28318530718, 6.28318530718},
+     {-6.28318530718, 6.28318530718},
+     {-6.28318530718, 6.28318530718},
+     {0, 0}},
+};
+
+static void ur5_check(const double *q, ik_xform x, const char *what, int mode, int i)
+{
+    double pe, re;
+    ck_assert_msg(arm_within(&UR5, q), "%s mode %d sample %d: outside the limits", what, mode, i);
+    arm_err(&UR5, q, x, &pe, &re);
+    ck_assert_msg(pe <= 1e-5 && re <= 1e-5, "%s mode %d sample %d: off by %g m, %g rad", what,
+                  mode, i, pe, re);
+}
+
+/* Poses made by FK of random joints with the elbow stretched (q3 = 0) and
+ * the wrist folded (q5 = 0, or pi), together (mode 0: the double singularity,
+ * where only q4 + q6 is fixed and the elbow is at the workspace boundary)
+ * and each alone (modes 1 and 2): "auto" and "closed", without a seed and
+ * with a random one, succeed with joints on the pose (this test's FK, 1e-5)
+ * inside the limits, and options.all_solutions lists only such joints. The
+ * closed form used to answer no_solution for a fifth of the double ones. */
+START_TEST(test_ur5_singular_poses)
+{
+    robot rb;
+    robot_load(&rb, "ur5.urdf");
+    static const char *const opts[] = {"{}", "{\"solver\":\"closed\"}",
+                                       "{\"solver\":\"closed\",\"all_solutions\":true}"};
+    for (int mode = 0; mode < 3; mode++) {
+        for (int i = 0; i < 120; i++) {
+            double qt[6], seed[6];
+            random_q(&UR5, qt);
+            for (int k = 0; k < 6; k++)
+                qt[k] = fmod(qt[k], IK_PI); /* one turn: the poses, not the turns */
+            if (mode != 2)
+                qt[2] = 0.0;
+            if (mode != 1)
+                qt[4] = i % 4 == 3 ? IK_PI : 0.0; /* folded either way */
+            for (int k = 0; k < 6; k++)
+                seed[k] = urand(-IK_PI, IK_PI);
+            ik_xform x = arm_fk(&UR5, qt);
+            char *t = pose_target(x);
+            char seedtxt[256];
+            snprintf(seedtxt, sizeof seedtxt, "[%.17g,%.17g,%.17g,%.17g,%.17g,%.17g]", seed[0],
+                     seed[1], seed[2], seed[3], seed[4], seed[5]);
+            for (int o = 0; o < 3; o++) {
+                for (int s = 0; s < 2; s++) {
+                    char *body = robot_body(&rb, "tool0", t, s ? seedtxt : NULL, opts[o]);
+                    json_t *r = ok(body, PROTO_SOLVE);
+                    free(body);
+                    char what[96];
+                    snprintf(what, sizeof what, "%s%s (%s)", opts[o], s ? " seeded" : "",
+                             str(r, "solver"));
+                    ck_assert_msg(strcmp(str(r, "status"), "success") == 0,
+                                  "%s mode %d sample %d: %s (%s)", what, mode, i,
+                                  str(r, "status"), str(r, "cause"));
+                    double q[6];
+                    joints_of(json_object_get(r, "joints"), q, 6);
+                    ur5_check(q, x, what, mode, i);
+                    json_t *all = json_object_get(r, "solutions");
+                    if (o == 2) {
+                        ck_assert_uint_ge(json_array_size(all), 1);
+                        for (size_t a = 0; a < json_array_size(all); a++) {
+                            joints_of(json_array_get(all, a), q, 6);
+                            ur5_check(q, x, what, mode, i);
+                        }
+                    }
+                    json_decref(r);
+                }
+            }
+            free(t);
+        }
+    }
+    free(rb.xml);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("proto_solver");
@@ -671,6 +764,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_closed_max_joint_step);
     tcase_add_test(tc, test_describe_closed_form);
     tcase_add_test(tc, test_causes);
+    tcase_add_test(tc, test_ur5_singular_poses);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -507,6 +507,55 @@ START_TEST(test_wrist_singularity)
 }
 END_TEST
 
+/* UR5 with the elbow stretched (q3 = 0) and joint 5 at 0 (or pi): only
+ * q4 + q6 is fixed, and the elbow reaches the origin of axis 4 for q6 on
+ * an arc only (its end: the drawn configuration). The closed form itself (its exact
+ * branches, not the numeric finish) reaches every such pose, without a
+ * seed and with a random one; the branches used to miss by centimetres
+ * for the seed's q6 (q = {0.734611, 2.34083, 0, -2.27439, 0, 2.23158}
+ * among them). */
+START_TEST(test_ur5_double_singularity)
+{
+    static arm a;
+    make_ur5(&a);
+    for (int s = 0; s < 500; s++) {
+        double q[6], R[9], p[3], out[6], seed[6], mid[6];
+        ik_xform g;
+        random_q(&a, q);
+        random_q(&a, seed);
+        ik_chain_mid(&a.c, mid);
+        if (s == 0) {
+            const double ex[6] = {0.734611, 2.34083, 0, -2.27439, 0, 2.23158};
+            memcpy(q, ex, sizeof q);
+        }
+        q[2] = 0.0;
+        q[4] = s % 4 == 3 ? IK_PI : 0.0; /* folded the other way too */
+        goal_of(&a, q, R, p, &g);
+        for (int seeded = 0; seeded < 2; seeded++) {
+            const double *ref = seeded ? seed : mid;
+            double br[IK_CLOSED_BRANCHES][6];
+            bool exact[IK_CLOSED_BRANCHES];
+            size_t n = ik_closed_branches(&a.k, R, p, ref, br, exact);
+            bool hit = false;
+            for (size_t b = 0; b < n; b++) {
+                double ep, er;
+                if (!exact[b])
+                    continue;
+                fk_err(&a, g, br[b], &ep, &er);
+                hit |= ep <= EXACT && er <= EXACT;
+            }
+            ck_assert_msg(hit, "sample %d%s: no exact branch on the pose", s,
+                          seeded ? " seeded" : "");
+            ik_target t = ik_target_full_pose(g);
+            ck_assert_int_eq(ik_closed_solve(&a.c, &a.k, &t, seeded ? seed : NULL, NULL, out,
+                                             NULL),
+                             IK_OK);
+            assert_reaches(&a, g, out, EXACT);
+        }
+    }
+}
+END_TEST
+
 /* IRB 120 with its wrist centre on axis 1: joint 1 is free and keeps the
  * seed's value. */
 START_TEST(test_shoulder_singularity)
@@ -774,6 +823,7 @@ static Suite *closed_suite(void)
     tcase_add_test(tc, test_nearest_ur10_kr6);
     tcase_add_test(tc, test_all_sorted_with_turns);
     tcase_add_test(tc, test_wrist_singularity);
+    tcase_add_test(tc, test_ur5_double_singularity);
     tcase_add_test(tc, test_shoulder_singularity);
     tcase_add_test(tc, test_out_of_reach);
     tcase_add_test(tc, test_too_close);
