@@ -242,8 +242,9 @@ struct proto_job {
     double *seed_owned; /* a warm-start seed for a job decoded without seeds */
     /* a bones stream's warm start: the world rotations that go with the
      * seed's positions (the answer it came from), one per position, so that
-     * each bone turns on from them; NULL otherwise (in seed_owned's block) */
+     * each bone turns on from them; NULL otherwise */
     ik_quat *seed_rot;
+    ik_quat *rot_room; /* where seed_rot goes (a bones job's block, or seed_owned's), or NULL */
     /* the request's scene (proto_scene.h; a reference: a stream's jobs
      * share their session's), or NULL */
     struct proto_scene *scene;

@@ -113,7 +113,9 @@ static int results_alloc(proto_job *job, size_t slots)
 static int job_alloc(proto_job *job, bool seeds)
 {
     size_t n = job->n, sl = proto__seed_len(job->chain), nt = job->ntips;
-    size_t seedsz = seeds ? n * sl * sizeof(double) : 0;
+    /* a bones solve's seed has room for its rotations (a stream's warm start) */
+    size_t nrot = seeds && n == 1 && job->chain->kind == PROTO_CHAIN_BONES ? job->chain->nbones : 0;
+    size_t seedsz = seeds ? n * sl * sizeof(double) + nrot * sizeof(ik_quat) : 0;
     size_t sz = n * (sizeof(proto_target) + nt * sizeof(proto_tip_goal) + (nt > 0) + sizeof(bool));
     size_t res = (seedsz + sz + 15) & ~(size_t)15; /* where a single result begins */
     /* doubles first for alignment */
@@ -124,6 +126,7 @@ static int job_alloc(proto_job *job, bool seeds)
         return -1;
     job->block = b;
     job->seed_q = seeds ? (double *)b : NULL;
+    job->rot_room = nrot ? (ik_quat *)(b + n * sl * sizeof(double)) : NULL;
     b += seedsz;
     job->targets = (proto_target *)b;
     b += n * sizeof(proto_target);

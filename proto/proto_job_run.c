@@ -159,7 +159,7 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
         return; /* no seed: the job starts from the chain's own pose */
     const proto_chain *c = job->chain;
     /* a bones chain: room for the rotations that go with the seed's
-     * positions, in the seed's own block (one allocation a solve) */
+     * positions, beside the seed (no allocation of their own) */
     size_t nrot = c->kind == PROTO_CHAIN_BONES ? c->nbones : 0;
     if (!job->seed_q) {
         /* the job was decoded without seeds: give it room for one */
@@ -169,9 +169,12 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
         free(job->seed_owned);
         job->seed_owned = s;
         job->seed_q = s;
-    } else if (nrot && !job->seed_owned) {
-        /* its seed came with it: the rotations' room alone */
+        job->rot_room = nrot ? (ik_quat *)(s + sl) : NULL;
+    } else if (nrot && !job->rot_room) {
+        /* a seed without that room (a batch's): the rotations' own */
+        free(job->seed_owned);
         job->seed_owned = malloc(nrot * sizeof *job->seed_rot);
+        job->rot_room = (ik_quat *)job->seed_owned;
     }
     double *s = job->seed_q;
     if (carry) {
@@ -204,10 +207,8 @@ void proto_job_warm_start(proto_job *job, const proto_job *prev)
     /* a bones chain: the rotations that go with those positions (the
      * answer's, or, carried, the ones the previous job started from) */
     const ik_quat *rot = !nrot ? NULL : carry ? prev->seed_rot : r->rotations;
-    job->seed_rot = NULL; /* none (or out of memory): from the chain's own */
-    if (rot && job->seed_owned) {
-        job->seed_rot = (ik_quat *)(job->seed_owned + (job->seed_q == job->seed_owned ? sl : 0));
+    job->seed_rot = rot && job->rot_room ? job->rot_room : NULL; /* else from the chain's own */
+    if (job->seed_rot)
         memcpy(job->seed_rot, rot, nrot * sizeof *rot);
-    }
 }
 
