@@ -513,6 +513,19 @@ void ikd__conn_emit(ikd_conn *c, const ikd_event *ev)
     }
 }
 
+/* An IKD_EV_ERROR about an answer of type `type` (text p, n) that cannot be
+ * taken: e says why. */
+static void emit_bad(ikd_conn *c, ikd_error *e, const char *type, const char *p, size_t n)
+{
+    ikd_event bad = {0};
+    bad.kind = IKD_EV_ERROR;
+    bad.error = e;
+    bad.type = type;
+    bad.text = p;
+    bad.text_len = n;
+    ikd__conn_emit(c, &bad);
+}
+
 /* An answer of a seq never sent (past the highest sent, or none sent)
  * answers nothing: taken as an answer, it would answer every target (tick)
  * waiting. Refused as the JavaScript and Python clients refuse it: an
@@ -594,13 +607,7 @@ static bool never_sent(ikd_conn *c, const char *type, const ikd__stream *s, long
         ikd__fail(&e, IKD_E_BAD_ANSWER, "a %s of seq %lld, none sent", type, seq);
     if (s)
         ikd__strlcpy(e.stream, s->name, sizeof e.stream);
-    ikd_event bad = {0};
-    bad.kind = IKD_EV_ERROR;
-    bad.error = &e;
-    bad.type = type;
-    bad.text = p;
-    bad.text_len = n;
-    ikd__conn_emit(c, &bad);
+    emit_bad(c, &e, type, p, n);
     return true;
 }
 
@@ -624,13 +631,7 @@ static bool out_of_order(ikd_conn *c, const ikd__stream *s, long long seq, const
     else
         ikd__fail(&e, IKD_E_BAD_ANSWER, "a solution of seq %lld after its path_end", seq);
     ikd__strlcpy(e.stream, s->name, sizeof e.stream);
-    ikd_event bad = {0};
-    bad.kind = IKD_EV_ERROR;
-    bad.error = &e;
-    bad.type = "solution";
-    bad.text = p;
-    bad.text_len = n;
-    ikd__conn_emit(c, &bad);
+    emit_bad(c, &e, "solution", p, n);
     return true;
 }
 
@@ -787,13 +788,7 @@ void ikd__conn_on_message(ikd_conn *c, bool binary, const char *p, size_t n)
     }
     if (missing) {
         ikd__fail(&e, IKD_E_BAD_ANSWER, "a \"%s\" message without %s", t, missing);
-        ikd_event bad = {0};
-        bad.kind = IKD_EV_ERROR;
-        bad.error = &e;
-        bad.type = t;
-        bad.text = p;
-        bad.text_len = n;
-        ikd__conn_emit(c, &bad);
+        emit_bad(c, &e, t, p, n);
         return;
     }
     ikd__conn_emit(c, &ev);
