@@ -34,10 +34,6 @@
 /* Relative size below which the part of E_y perpendicular to the axis
  * O -> P_T counts as zero (then no roll is needed). */
 #define PLANAR_TINY_ROLL 1e-14
-/* Share of the reach l1 + l2 by which a target may pass the edges of the
- * two-link reach (too far, too close) and still be met: the rounding of a
- * target computed on the edge (as ik_chain_beyond_reach allows for). */
-#define PLANAR_REACH_ROUNDING 1e-12
 
 /* ---- the two-link core ------------------------------------------------ */
 
@@ -79,10 +75,10 @@ static twolink_angles twolink_core(double l1, double l2, double x, double y, int
     double A = l1 * inv, B = l2 * inv, D = d * inv; /* D may be +inf */
     double s = (double)bend;
 
-    /* the edges of the reach widened by rounding (PLANAR_REACH_ROUNDING of
+    /* the edges of the reach widened by rounding (IK_REACH_ROUNDING of
      * it): a target a rounding error past one is met, stretched or folded
      * (four_area gives 0 there) */
-    const double slack = (A + B) * PLANAR_REACH_ROUNDING;
+    const double slack = (A + B) * IK_REACH_ROUNDING;
     if (D > A + B + slack) {
         /* Too far: fully extended towards the target. */
         o.theta0 = o.theta_e;

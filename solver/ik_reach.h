@@ -11,7 +11,13 @@
  * caller (and the wire format) can tell "out of reach, too far" from "out of
  * reach, too close" beyond the common IK_EUNREACHABLE status.
  *
- * Not here: any computation. This header only names the cases.
+ * IK_REACH_ROUNDING: the share of the reach by which a target may pass an
+ * edge of it and still be met (the rounding of a target computed on the
+ * edge), for every solver that tests the reach (ik_planar.c, ik_twobone.c,
+ * ik_chain_beyond_reach).
+ *
+ * Not here: any computation. This header only names the cases and that
+ * share.
  */
 #ifndef IK_REACH_H
 #define IK_REACH_H
@@ -21,5 +27,7 @@ typedef enum ik_reach {
     IK_REACH_TOO_FAR = 1,   /* d > l1 + l2: fully extended towards the target */
     IK_REACH_TOO_CLOSE = 2  /* d < |l1 - l2|: folded, longer link towards it */
 } ik_reach;
+
+#define IK_REACH_ROUNDING 1e-12
 
 #endif /* IK_REACH_H */

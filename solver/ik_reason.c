@@ -7,6 +7,8 @@
 
 #include <math.h>
 
+#include "solver/ik_reach.h"
+
 const char *ik_reason_name(int reason)
 {
     switch (reason) {
@@ -49,5 +51,5 @@ bool ik_chain_beyond_reach(const ik_chain *c, ik_vec3 p)
 {
     double d = ik_vec3_dist(p, c->pre[0].p);
     double r = ik_chain_max_reach(c);
-    return isfinite(d) && d > r * (1.0 + 1e-12) + 1e-300;
+    return isfinite(d) && d > r * (1.0 + IK_REACH_ROUNDING) + 1e-300;
 }

@@ -20,7 +20,7 @@
  *     a straight limb where 1 - cos^2 does not.
  * The seed's float threshold len_at < 1e-3 becomes a relative one (1e-12 of
  * the limb length), since ikd's units are the caller's. The reach tests
- * allow a rounding error (TWOBONE_REACH_ROUNDING of the limb length): a
+ * allow a rounding error (IK_REACH_ROUNDING of the limb length): a
  * target computed on the edge of the reach is met, stretched or folded.
  *
  * Two paths compute the same construction. The fast path (every length
@@ -42,10 +42,6 @@
 
 /* Relative size below which l_at counts as zero (seed: 1e-3 in float). */
 #define TWOBONE_TINY_AT 1e-12
-/* Share of the limb length l_ab + l_bc by which a target may pass the edges
- * of the reach (too far, too close) and still be met: the rounding of a
- * target computed on the edge (as ik_chain_beyond_reach allows for). */
-#define TWOBONE_REACH_ROUNDING 1e-12
 /* Relative size below which the knee's offset from the axis counts as zero
  * (the seed's GetPerpendicularUnitVector falls back to any perpendicular). */
 #define TWOBONE_TINY_PERP 1e-14
@@ -114,7 +110,7 @@ static int solve_careful(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_ve
         n = ik_vec3_scale(at, -1.0 / len_at);
 
     ik_twobone_result r;
-    const double slack = TWOBONE_REACH_ROUNDING * reach;
+    const double slack = IK_REACH_ROUNDING * reach;
     if (len_at < fabs(len_ab - len_bc) - slack) {
         /* Too close: the longer bone towards the target, the other away. */
         double sign = (len_ab > len_bc) ? 1.0 : -1.0;
@@ -219,8 +215,8 @@ int ik_twobone_solve(ik_vec3 a, ik_vec3 b, ik_vec3 c, ik_vec3 t, const ik_vec3 *
     bool out_of_reach = false, too_close = false;
     if (close < 0.0 || far < 0.0) {
         /* past an edge, out of reach unless only by a rounding error
-         * (TWOBONE_REACH_ROUNDING of l_ab + l_bc): then met, straight */
-        const double slack = TWOBONE_REACH_ROUNDING * sum, edge = fabs(dif) - slack;
+         * (IK_REACH_ROUNDING of l_ab + l_bc): then met, straight */
+        const double slack = IK_REACH_ROUNDING * sum, edge = fabs(dif) - slack;
         too_close = close < 0.0 && edge > 0.0 && lat2 < edge * edge;
         out_of_reach = too_close || (far < 0.0 && lat2 > (sum + slack) * (sum + slack));
         far = far < 0.0 ? 0.0 : far;
