@@ -245,9 +245,7 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
             r->step_ang = refused[0];
             r->step_lin = refused[1];
         } else {
-            if (job->opt.servo_period > 0)
-                memcpy(from, seed, c->chain->dof * sizeof *from);
-            else
+            if (job->opt.servo_period <= 0) /* servo: from holds the seed already */
                 seed_inside(c->chain, seed, from);
             for (size_t k = 0; k < c->chain->dof; k++) {
                 double d = fabs(r->q[k] - from[k]);
