@@ -285,6 +285,12 @@ int proto__urdf_source(const json_t *o, const char *path, const proto_limits *li
 int proto__joint_decode(const json_t *jo, const char *pj, size_t i, proto_frame frame,
                         proto_units units, bool tree, ik_joint *out, char name[PROTO_NAME_MAX],
                         proto_error *err);
+/* How alike (relative) a bone's scale components must be where they must
+ * be one factor (a skeleton's hip and the bones above it, a tree's bones
+ * above a tip): float32's rounding, as engines export scales (1.0000001,
+ * 0.99999994), which shears a limb by far less than the tolerance. */
+#define PROTO_SCALE_ALIKE 1e-6
+
 /* True when joint i of a compiled chain turns (revolute or continuous), so
  * that options.units applies to its values; false for a prismatic joint.
  * A links3d chain (none compiled): all five are angles. */

@@ -60,12 +60,11 @@ static int decode_skeleton(proto_chain *c, const json_t *o, const char *path,
                                "parent is the hip and the foot's parent is the knee");
     /* the hip and the bones above it scale alike on every axis (mirrored
      * or not): their turns must keep the limb's lengths, or the foot
-     * misses the target the two-bone solve reached (ik_skeleton.h). Alike
-     * to float32 precision, as engines export scales (1.0000001): that
-     * shears the limb by far less than the solvers' tolerance */
+     * misses the target the two-bone solve reached (ik_skeleton.h); alike
+     * within PROTO_SCALE_ALIKE */
     for (int b = (int)c->limb[0]; b >= 0; b = c->skel[b].parent) {
         const ik_vec3 s = c->skel[b].scale;
-        const double a = fabs(s.x), tol = 1e-6 * a;
+        const double a = fabs(s.x), tol = PROTO_SCALE_ALIKE * a;
         if (fabs(fabs(s.y) - a) <= tol && fabs(fabs(s.z) - a) <= tol)
             continue;
         char pb[PROTO_PATH_MAX];

@@ -303,12 +303,6 @@ out:
 
 /* ---- trees of bones ----------------------------------------------------- */
 
-/* Scale components of a bone above a tip are equal within this (relative):
- * float32's rounding, as engines export scales (1.0000001, 0.99999994),
- * as skeleton chains take them; the uniform factor used is the x
- * component. */
-#define UNIFORM_SCALE_TOL 1e-6
-
 /* The described joints of the tree of bones of c (3 per bone on the paths,
  * joints 3k..3k+2 turning c->path_bones[k] about its x, y, z axes after
  * its rotation L[bone]) into j and parent; rank and kk are scratch of
@@ -402,7 +396,7 @@ static int tree_bones(proto_chain *c, const json_t *o, const char *path, const p
         if (!(mark[b] & 2))
             continue;
         const ik_vec3 sc = c->skel[b].scale;
-        const double tol = UNIFORM_SCALE_TOL * fabs(sc.x);
+        const double tol = PROTO_SCALE_ALIKE * fabs(sc.x); /* the factor: x */
         if (sc.x > 0 && fabs(sc.y - sc.x) <= tol && fabs(sc.z - sc.x) <= tol)
             continue;
         char pb[PROTO_PATH_MAX];
