@@ -87,6 +87,24 @@ typedef struct ikd__tick_sent {
 uint32_t ikd__names_hash(uint32_t h, const char *name);
 #define IKD__NAMES_HASH0 2166136261u
 
+/* The seqs sent on a stream, or of ticks: the highest (when ever), and
+ * whether one went out not above every earlier one (then the order of
+ * answers is not checked, and which tick answers which is not known). */
+typedef struct ikd__seqs_sent {
+    long long max;
+    bool ever, unordered;
+} ikd__seqs_sent;
+
+/* Notes seq as sent in *q. */
+static inline void ikd__seqs_note(ikd__seqs_sent *q, long long seq)
+{
+    if (q->ever && seq <= q->max)
+        q->unordered = true;
+    else
+        q->max = seq;
+    q->ever = true;
+}
+
 typedef struct ikd__stream {
     char name[IKD__STREAM_MAX + 1];
     char *open_msg; /* the open message, to open it again after a reconnection */
@@ -94,12 +112,11 @@ typedef struct ikd__stream {
     long long next_seq;  /* the seq IKD_SEQ_AUTO gives next */
     long long last_sent; /* the last target's or path's seq (when sent) */
     long long last_answered;
-    long long max_sent;   /* the highest seq of a target or path ever sent (when ever_sent) */
     long long delivered;  /* the last solution's seq (when has_delivered): answers come in order */
     long long path_ended; /* the last path_end's seq (when has_path_ended): no sample of it after */
-    bool sent, answered, path_active, opened, ever_sent, has_delivered, has_path_ended;
-    bool unordered; /* a seq was sent not above every earlier one: order is not checked */
-    bool closing;   /* its close sent: a loss closes it rather than reopening it */
+    ikd__seqs_sent seqs;  /* of its targets and paths */
+    bool sent, answered, path_active, opened, has_delivered, has_path_ended;
+    bool closing; /* its close sent: a loss closes it rather than reopening it */
 } ikd__stream;
 
 /* What a blocking helper waits for (stream.c). */
@@ -168,13 +185,9 @@ struct ikd_conn {
     size_t tick_count;
     long long tick_last_sent, tick_last_answered;
     bool tick_sent, tick_answered;
-    long long tick_max_sent; /* the highest tick seq ever sent (when tick_ever_sent) */
-    bool tick_ever_sent;
-    bool ticks_unordered; /* a tick seq was sent not above every earlier one: answers are
-                             not checked against ticks_kept (which tick they answer is not
-                             known when seqs repeat) */
-    bool raw_sent;        /* ikd_send_text was used: seqs sent are not all known */
-    uint32_t tick_names;  /* the hash of the tick being built's names */
+    ikd__seqs_sent tick_seqs; /* unordered: answers not checked against ticks_kept */
+    bool raw_sent;            /* ikd_send_text was used: seqs sent are not all known */
+    uint32_t tick_names;      /* the hash of the tick being built's names */
     ikd__tick_sent ticks_kept[IKD__TICKS_KEPT]; /* a ring: ticks_len from ticks_head */
     size_t ticks_head, ticks_len;
     ikd__stream *streams; /* nstreams used, unordered */

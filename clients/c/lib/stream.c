@@ -310,11 +310,7 @@ static void note_sent(ikd__stream *s, long long seq, bool path)
         return;
     s->last_sent = seq;
     s->sent = true;
-    if (s->ever_sent && seq <= s->max_sent)
-        s->unordered = true;
-    else
-        s->max_sent = seq;
-    s->ever_sent = true;
+    ikd__seqs_note(&s->seqs, seq);
     if (path)
         s->path_active = true;
 }
@@ -531,15 +527,15 @@ static void emit_bad(ikd_conn *c, ikd_error *e, const char *type, const char *p,
  * waiting. Refused as the JavaScript and Python clients refuse it: an
  * IKD_EV_ERROR with IKD_E_BAD_ANSWER that names no seq, so that it fails
  * nothing waiting; true when it was. */
-static bool seq_never_sent(const ikd_conn *c, bool ever, long long max, long long seq)
+static bool seq_never_sent(const ikd_conn *c, const ikd__seqs_sent *q, long long seq)
 {
     /* after ikd_send_text the client no longer knows what was sent */
-    return !c->raw_sent && (!ever || seq > max);
+    return !c->raw_sent && (!q->ever || seq > q->max);
 }
 
 static bool tick_never_sent(const ikd_conn *c, long long seq)
 {
-    return seq_never_sent(c, c->tick_ever_sent, c->tick_max_sent, seq);
+    return seq_never_sent(c, &c->tick_seqs, seq);
 }
 
 /* An error about an answer of a tick never sent: without its seq. */
@@ -560,7 +556,7 @@ static void unseq(ikd_error *e)
  * tick kept of that seq, and answered a later one of the same seq). */
 static bool tick_lies(ikd_conn *c, const ikd_tick *t, ikd_error *e)
 {
-    if (c->ticks_unordered)
+    if (c->tick_seqs.unordered)
         return false;
     for (; c->ticks_len; c->ticks_len--, c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT) {
         const ikd__tick_sent *k = &c->ticks_kept[c->ticks_head];
@@ -595,14 +591,13 @@ static bool tick_lies(ikd_conn *c, const ikd_tick *t, ikd_error *e)
 static bool never_sent(ikd_conn *c, const char *type, const ikd__stream *s, long long seq,
                        const char *p, size_t n)
 {
-    bool ever = s ? s->ever_sent : c->tick_ever_sent;
-    long long max = s ? s->max_sent : c->tick_max_sent;
-    if (!seq_never_sent(c, ever, max, seq))
+    const ikd__seqs_sent *q = s ? &s->seqs : &c->tick_seqs;
+    if (!seq_never_sent(c, q, seq))
         return false;
     ikd_error e;
-    if (ever)
+    if (q->ever)
         ikd__fail(&e, IKD_E_BAD_ANSWER, "a %s of seq %lld, never sent (the last sent is %lld)",
-                  type, seq, max);
+                  type, seq, q->max);
     else
         ikd__fail(&e, IKD_E_BAD_ANSWER, "a %s of seq %lld, none sent", type, seq);
     if (s)
@@ -622,7 +617,7 @@ static bool out_of_order(ikd_conn *c, const ikd__stream *s, long long seq, const
 {
     bool older = s->has_delivered && seq < s->delivered;
     bool ended = s->has_path_ended && seq == s->path_ended;
-    if (s->unordered || (!older && !ended))
+    if (s->seqs.unordered || (!older && !ended))
         return false;
     ikd_error e;
     if (older)

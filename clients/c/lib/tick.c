@@ -273,11 +273,7 @@ int ikd_tick_send(ikd_conn *c, ikd_error *err)
     c->tick_open = false;
     c->tick_last_sent = c->tick_seq;
     c->tick_sent = true;
-    if (!c->tick_ever_sent || c->tick_seq > c->tick_max_sent)
-        c->tick_max_sent = c->tick_seq;
-    else
-        c->ticks_unordered = true;
-    c->tick_ever_sent = true;
+    ikd__seqs_note(&c->tick_seqs, c->tick_seq);
     if (c->ticks_len == IKD__TICKS_KEPT) { /* the oldest goes unchecked */
         c->ticks_head = (c->ticks_head + 1) % IKD__TICKS_KEPT;
         c->ticks_len--;
