@@ -375,14 +375,21 @@ class PingFloodTest(unittest.TestCase):
             burst = ping * 512
             ws.sock.setblocking(False)
             sent, peak = 0, base
-            t_end = time.monotonic() + 8.0
+            t_end = time.monotonic() + 8.0 * SLOW
             next_sample = 0.0
             progress = time.monotonic()
+            cut = lambda: metric(d, 'ikd_rejected_total{reason="send_queue"}') > 0
             # until 64 MB are sent, 8 s pass, or ikd stops taking pings for
-            # 0.3 s (then the close frame must still be readable)
+            # 0.3 s and has cut the connection (then the close frame must
+            # still be readable). A stall alone is not enough: on a loaded
+            # machine ikd (or this client) may not run for 0.3 s, and a
+            # client that reads before ikd is over its cap is a reader
             off = 0  # whole frames only: a partial send goes on where it stopped
-            while (time.monotonic() < t_end and sent < (64 << 20) and
-                   time.monotonic() - progress < 0.3):
+            while time.monotonic() < t_end and sent < (64 << 20):
+                if time.monotonic() - progress >= 0.3:
+                    if cut():
+                        break
+                    progress = time.monotonic()
                 try:
                     n = ws.sock.send(burst[off:])
                     off = (off + n) % len(burst)
@@ -529,7 +536,15 @@ class BlockedWritesTest(unittest.TestCase):
                 except BlockingIOError:
                     select.select([], [ws.sock], [], 0.05)
             blocked_at = progress
-            time.sleep(4.5)  # past --timeout, within twice it (ikd's clock, not SLOW)
+            # past --timeout ikd cuts it (a stall alone may be ikd not
+            # running on a loaded machine: wait for the cut itself, without
+            # reading), then the client reads 1.5 s later, within the
+            # second --timeout (ikd's clock, not SLOW)
+            deadline = time.monotonic() + 3 + 10 * SLOW
+            while (metric(d, 'ikd_rejected_total{reason="send_queue"}') <= 0 and
+                   time.monotonic() < deadline):
+                time.sleep(0.1)
+            time.sleep(1.5)
             code = close_code_after_flood(ws)
             print("blocked writes: close code %s, read from %.1f s after ikd stopped reading"
                   % (code, time.monotonic() - blocked_at))
