@@ -128,15 +128,18 @@ static void bone_rotations(const proto_chain *c, const double *p, const ik_quat 
                            const ik_vec3 *np, proto_result *r)
 {
     size_t n = c->nbones;
+    const bool prev = p && rot;
+    const ik_quat *from = prev ? rot : c->rotations;
     ik_quat d = ik_quat_identity();
+    ik_vec3 a = prev ? ik_v3(p[0], p[1], p[2]) : c->positions[0];
     for (size_t k = 0; k < n; k++) {
-        ik_vec3 a = c->positions[k], b = k + 1 < n ? c->positions[k + 1] : a;
-        if (p && rot)
-            a = ik_v3(p[3 * k], p[3 * k + 1], p[3 * k + 2]),
-            b = k + 1 < n ? ik_v3(p[3 * k + 3], p[3 * k + 4], p[3 * k + 5]) : a;
-        if (k + 1 < n)
+        if (k + 1 < n) {
+            ik_vec3 b = prev ? ik_v3(p[3 * k + 3], p[3 * k + 4], p[3 * k + 5])
+                             : c->positions[k + 1];
             d = ik_quat_between(ik_vec3_sub(b, a), ik_vec3_sub(np[k + 1], np[k]));
-        r->rotations[k] = ik_quat_normalize(ik_quat_mul(d, p && rot ? rot[k] : c->rotations[k]));
+            a = b;
+        }
+        r->rotations[k] = ik_quat_normalize(ik_quat_mul(d, from[k]));
         r->local[k] = k == 0 ? r->rotations[0]
                              : ik_quat_normalize(
                                    ik_quat_mul(ik_quat_conj(r->rotations[k - 1]), r->rotations[k]));
