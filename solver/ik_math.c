@@ -192,9 +192,19 @@ ik_quat ik_quat_between(ik_vec3 u, ik_vec3 v)
     double s = ik_vec3_len(axis);
     if (s < 1e-3)
         return between_short(a, axis, s, c);
-    /* Seed 001: axis u x v, angle acos(u . v); atan2 keeps full precision
-     * near 0 and pi where acos does not. */
-    return ik_quat_from_axis_angle(axis, atan2(s, c));
+    /* Seed 001: axis u x v, angle acos(u . v). Without trigonometry: with
+     * h = a + b, |h|^2 = 2 + 2 cos(angle), and (u x v, 1 + cos(angle)) is
+     * the rotation's quaternion times 2 cos(angle / 2) = |h|; 1 + cos is
+     * taken as |h|^2 / 2, which keeps its digits near pi where 1 + c would
+     * not (below s = 1e-3 between_short takes over). One Newton step
+     * then makes it unit to rounding without a second root (|axis|, known
+     * to rounding / s near pi, is the only part off). */
+    double h = ik_vec3_len(ik_vec3_add(a, b));
+    ik_quat q = {axis.x / h, axis.y / h, axis.z / h, 0.5 * h};
+    double k = 1.5 - 0.5 * ik_quat_dot(q, q);
+    if (!isfinite(k)) /* u or v not finite: no rotation, as from an angle */
+        return ik_quat_identity();
+    return (ik_quat){q.x * k, q.y * k, q.z * k, q.w * k};
 }
 
 ik_quat ik_quat_from_rpy(double roll, double pitch, double yaw)
