@@ -586,7 +586,7 @@ static __attribute__((noinline)) int tips_read(const proto_object *o, const char
 {
     const size_t nt = c->tree->ntips;
     proto_object to;
-    for (size_t u = 0; u < o->ntips && o->tipv; u++) { /* names unique (raw_tips) */
+    for (size_t u = 0; o->tipv && u < o->ntips; u++) { /* names unique (raw_tips) */
         size_t t = tip_index(c, o->tipv[u].text, o->tipv[u].len);
         proto__tick_target(&o->tipv[u], &to);
         if (t == nt || tip_rules(&to, "", c, f, &out->goals[t], err))
