@@ -201,8 +201,10 @@ static json_t *canonical(const json_t *root)
         json_object_del(c, "frame");
     for (int k = 0; c && lists[k]; k++) {
         json_t *l = json_object_get(c, lists[k]);
-        if (l && json_array_size(l) == 0)
-            json_object_del(c, lists[k]);
+        if (l && json_array_size(l) == 0) {
+            json_object_del(c, lists[k]); /* frees l */
+            continue;
+        }
         for (size_t i = 0; i < json_array_size(l); i++) {
             json_t *o = json_array_get(l, i), *v;
             const char *name = json_string_value(json_object_get(o, "name"));
