@@ -20,18 +20,20 @@
  *   accept     accept.c accepts, admits (--max-connections and the limit
  *              per address hold for a connection from its accept, its
  *              handshake included) and hands each connection to a loop,
- *              whose front takes it (srv_tls_front_add, accept.c's filter):
- *              the socket (TCP_NODELAY) gets a GnuTLS server session of the
- *              certificate store (server/tls.h).
+ *              whose front takes it (srv_tls_front_add, accept.c's filter)
+ *              with its admission, which it keeps until it has closed the
+ *              client's socket (lingering included: libmicrohttpd's
+ *              connection holds none): the socket (TCP_NODELAY) gets a
+ *              GnuTLS server session of the certificate store
+ *              (server/tls.h).
  *   handshake  driven by the socket's readiness, within FRONT_HANDSHAKE_MS
  *              (and --request-timeout): a timer cuts the ones past it. What
  *              GnuTLS reads goes through net_pull, which fails a client
  *              that sends more than FRONT_BARE_BYTES yielding no data (a
  *              handshake message GnuTLS would hold whole, up to 16 MB).
  *   hand over  a socketpair: libmicrohttpd gets one end with the client's
- *              address and the connection's admission (srv_accept_add;
- *              when it refuses, the connection is closed), the front keeps
- *              the other.
+ *              address (srv_accept_add; when it refuses, the connection is
+ *              closed), the front keeps the other.
  *   relay      records from the client are decrypted into the front's
  *              buffer (FRONT_BUF bytes) and written into the socketpair;
  *              what libmicrohttpd writes (an answer, the 408 of the
@@ -108,7 +110,7 @@ struct front_conn {
     size_t bare;             /* read from the client since it last yielded data */
     struct sockaddr_storage addr;
     socklen_t addrlen;
-    srv_admission adm;       /* until libmicrohttpd takes the connection */
+    srv_admission adm;       /* the connection's, until its socket is closed */
     size_t in_off, in_len;   /* in: decrypted, for libmicrohttpd */
     size_t out_off, out_len; /* out: from libmicrohttpd, to encrypt */
     unsigned char *in, *out; /* FRONT_BUF each, after the handshake */
@@ -181,6 +183,7 @@ static void conn_free(front_conn *c)
         close(c->net);
     if (c->app >= 0)
         close(c->app);
+    srv_accept_release(&c->adm); /* the sockets are closed: the slot is free */
     srv_tls_session_free(c->s);
     srv_tls_ref_release(&c->ref);
     free(c->in);
@@ -202,7 +205,6 @@ static void conn_close(front_conn *c)
         return;
     struct srv_tls_front *f = c->f;
     c->closing = true;
-    srv_accept_release(&c->adm); /* nothing once libmicrohttpd took it */
     list_unlink(f, c);
     if (c->handshaking)
         f->handshaking--;
@@ -347,8 +349,8 @@ static void conn_pump(front_conn *c)
     if ((c->app_eof || c->app_gone) && !c->lingering) {
         /* libmicrohttpd's last bytes wait for a client that does not read:
          * they get --timeout (as they would in a socket closed with them
-         * unsent), then on_tick cuts the connection, which no limit counts
-         * any more */
+         * unsent), then on_tick cuts the connection; its admission still
+         * counts it against the limits */
         c->lingering = true;
         c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
         list_unlink(c->f, c);
@@ -409,8 +411,11 @@ static void hand_over(front_conn *c)
         conn_close(c);
         return;
     }
-    /* libmicrohttpd closes sp[1] itself when it refuses it */
-    if (!srv_accept_add(ctx, sp[1], &c->adm, (const struct sockaddr *)&c->addr, c->addrlen)) {
+    /* libmicrohttpd closes sp[1] itself when it refuses it; its connection
+     * holds no admission (c->adm stays with the front, which holds the
+     * client's socket longer: lingering) */
+    srv_admission none = {NULL, NULL};
+    if (!srv_accept_add(ctx, sp[1], &none, (const struct sockaddr *)&c->addr, c->addrlen)) {
         f->by_fd[sp[1]] = NULL;
         c->mhd_fd = -1;
         srv_metrics_rejected(ctx, "connection_limit");
@@ -557,8 +562,8 @@ int srv_tls_front_start(srv_ctx *ctx, char *err, size_t errsize)
     f->handshake_ms = FRONT_HANDSHAKE_MS;
     if ((uint64_t)cfg->request_timeout_s * 1000 < f->handshake_ms)
         f->handshake_ms = (uint64_t)cfg->request_timeout_s * 1000;
-    /* 30 s with --timeout 0: a connection no limit counts is never held
-     * for ever */
+    /* 30 s with --timeout 0: a connection libmicrohttpd dropped is never
+     * held for ever */
     f->linger_ms = (uint64_t)(cfg->conn_timeout_s ? cfg->conn_timeout_s : 30) * 1000;
     uv_timer_init(ctx->loop, &f->timer);
     f->timer.data = f;
