@@ -46,9 +46,14 @@
  *              libmicrohttpd sees the end of the request stream and
  *              answers what it has; libmicrohttpd's end (it closed the
  *              connection) is answered by a close_notify after what it
- *              wrote, and the socket is closed; what it wrote has
- *              --timeout to go out (lingering), then the timer cuts the
- *              connection.
+ *              wrote and the end of the TCP stream, and the socket is
+ *              closed once the kernel has sent all of it (SIOCOUTQNSD; a
+ *              socket closed before would leave the kernel the bytes for
+ *              as long as the client acknowledges its probes, counted by
+ *              no limit); what it wrote has --timeout to go out, from the
+ *              front or from the kernel (lingering), then the timer cuts
+ *              the connection with a reset, which frees what the kernel
+ *              holds at once.
  *
  * Not here: the certificate (tls.c), HTTP (libmicrohttpd, http_mhd.c).
  */
@@ -56,6 +61,7 @@
 
 #include <errno.h>
 #include <gnutls/gnutls.h>
+#include <linux/sockios.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -104,6 +110,7 @@ struct front_conn {
     bool app_gone;           /* the same, seen while its last bytes wait */
     bool closing;
     bool lingering;          /* libmicrohttpd is done; its last bytes wait */
+    bool draining;           /* all given to the kernel, which has not sent it all */
     int closes;              /* poll handles still closing */
     uint64_t deadline;       /* the handshake's, or the lingering's; loop time */
     uint64_t relayed;        /* plaintext bytes written into the socketpair */
@@ -131,6 +138,7 @@ struct srv_tls_front {
 
 static void conn_pump(front_conn *c);
 static void conn_close(front_conn *c);
+static void set_events(front_conn *c, int net, int app);
 
 /* ---- the list and the table by fd -------------------------------------------- */
 
@@ -220,12 +228,42 @@ static void conn_close(front_conn *c)
     }
 }
 
-/* libmicrohttpd is done and what it wrote went out: close_notify (once,
- * without waiting for the client's), then close. */
+/* libmicrohttpd's last bytes wait, in the front or in the kernel: they get
+ * --timeout (as they would in a socket closed with them unsent), then
+ * on_tick cuts the connection; its admission still counts it against the
+ * limits. */
+static void conn_linger(front_conn *c)
+{
+    if (c->lingering)
+        return;
+    c->lingering = true;
+    c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
+    list_unlink(c->f, c);
+    list_push_tail(c->f, c);
+}
+
+/* Bytes of c's TCP stream the kernel holds unsent (its end, once shut
+ * down, counts one): what a client that does not read leaves there. */
+static size_t net_unsent(front_conn *c)
+{
+    int n = 0;
+    return ioctl(c->net, SIOCOUTQNSD, &n) == 0 && n > 0 ? (size_t)n : 0;
+}
+
+/* libmicrohttpd is done and what it wrote went to the kernel: close_notify
+ * (once, without waiting for the client's) and the end of the stream,
+ * then close once the kernel has sent them (on_tick looks). */
 static void conn_finish(front_conn *c)
 {
     gnutls_bye(c->s, GNUTLS_SHUT_WR);
-    conn_close(c);
+    shutdown(c->net, SHUT_WR);
+    if (net_unsent(c) <= 1) {
+        conn_close(c);
+        return;
+    }
+    c->draining = true;
+    set_events(c, 0, 0);
+    conn_linger(c);
 }
 
 /* ---- relaying ------------------------------------------------------------------- */
@@ -257,6 +295,8 @@ static void set_events(front_conn *c, int net, int app)
 static void conn_pump(front_conn *c)
 {
     int net = 0, app = 0;
+    if (c->draining)
+        return; /* the kernel sends the rest */
     /* client -> libmicrohttpd */
     for (;;) {
         if (c->in_off < c->in_len) {
@@ -346,16 +386,8 @@ static void conn_pump(front_conn *c)
         conn_close(c);
         return;
     }
-    if ((c->app_eof || c->app_gone) && !c->lingering) {
-        /* libmicrohttpd's last bytes wait for a client that does not read:
-         * they get --timeout (as they would in a socket closed with them
-         * unsent), then on_tick cuts the connection; its admission still
-         * counts it against the limits */
-        c->lingering = true;
-        c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
-        list_unlink(c->f, c);
-        list_push_tail(c->f, c);
-    }
+    if (c->app_eof || c->app_gone)
+        conn_linger(c); /* for a client that does not read */
     set_events(c, net, app);
 }
 
@@ -518,7 +550,8 @@ void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct so
 }
 
 /* Cuts the handshakes and the lingering connections past their deadline
- * (they are at the list's tail). */
+ * (they are at the list's tail), and closes the lingering ones whose last
+ * bytes the kernel has sent. */
 static void on_tick(uv_timer_t *t)
 {
     struct srv_tls_front *f = t->data;
@@ -526,11 +559,19 @@ static void on_tick(uv_timer_t *t)
     size_t cut = 0, unread = 0;
     for (front_conn *c = f->tail, *prev; c && (c->handshaking || c->lingering); c = prev) {
         prev = c->prev;
+        if (c->draining && net_unsent(c) <= 1) {
+            conn_close(c); /* the kernel has sent the last bytes */
+            continue;
+        }
         if (c->deadline <= now) {
-            if (c->handshaking)
+            if (c->handshaking) {
                 cut++;
-            else
+            } else {
+                /* a reset: the kernel drops what it holds for the client */
+                struct linger reset = {1, 0};
+                setsockopt(c->net, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
                 unread++;
+            }
             conn_close(c);
         }
     }

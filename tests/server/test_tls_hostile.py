@@ -23,7 +23,11 @@ with certificates made here by openssl as test_tls.py makes them:
   --max-connections and --max-connections-per-address (it counted no more
   once libmicrohttpd had dropped it: clients that never read held twice
   the limits' connections and more, each with its socket, two buffers and
-  a GnuTLS session), and a good client is served once slots are free.
+  a GnuTLS session), and a good client is served once slots are free;
+- an answer the kernel took whole (Connection: close) for a client that
+  never reads keeps its connection and slot until the kernel has sent it,
+  and is reset after --timeout (ikd closed the socket at once, and the
+  kernel held the bytes for minutes and more, counted by no limit).
 """
 import ctypes
 import ctypes.util
@@ -353,6 +357,21 @@ class UnreadTest(unittest.TestCase):
                 t.close()
 
 
+def kernel_queued(port):
+    """The TCP sockets of ikd's port (ikd's or left to the kernel once ikd
+    closed them) with bytes not yet taken by their client: the state of
+    each (01 established, 04 FIN-WAIT-1, ...) by the client's port."""
+    states = {}
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            p = line.split()
+            if (int(p[1].split(":")[1], 16) == port and p[3] != "0A" and  # not LISTEN
+                    int(p[4].split(":")[0], 16) > 0):
+                states[int(p[2].split(":")[1], 16)] = p[3]
+    return states
+
+
 def ikd_sockets(pid, port):
     """What ikd holds now, from /proc: its established TCP connections on
     its port by client address, its Unix sockets (both ends of a TLS
@@ -388,19 +407,22 @@ def ikd_sockets(pid, port):
 
 
 class Unread:
-    """A client from address `src` that does its handshake and pipelines
-    requests for 8 MB of answers without blocking (step), then never reads
-    (4 KB of receive buffer, segments of 536 bytes). dead: ikd closed it
-    before that (a refused connection)."""
+    """A client from address `src` that does its handshake and sends
+    `request` without blocking (step): by default it pipelines requests
+    for 8 MB of answers; then it never reads (4 KB of receive buffer,
+    segments of `mss` bytes). dead: ikd closed it before that (a refused
+    connection)."""
 
     REQUEST = b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\n\r\n" * 60
 
-    def __init__(self, port, ctx, src):
+    def __init__(self, port, ctx, src, request=REQUEST, mss=536):
+        self.request = request
         raw = socket.socket()
         raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        # small segments keep ikd's TCP send buffer small (the kernel sizes
-        # it by them), so the answers' last bytes wait in the front
-        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+        if mss:
+            # small segments keep ikd's TCP send buffer small (the kernel
+            # sizes it by them), so the answers' last bytes wait in the front
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
         raw.bind((src, 0))
         raw.settimeout(TIMEOUT)
         raw.connect(("127.0.0.1", port))  # (the kernel's, even while ikd does not accept)
@@ -414,7 +436,7 @@ class Unread:
             return
         try:
             self.sock.do_handshake()
-            self.sock.send(self.REQUEST)  # 2.4 KB: in at once
+            self.sock.send(self.request)  # 2.4 KB at most: in at once
             self.sent = True
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             pass
@@ -500,6 +522,67 @@ class LingeringTest(unittest.TestCase):
             with ctx.wrap_socket(good, server_hostname="localhost") as t:
                 t.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 self.assertTrue(t.recv(65536).startswith(b"HTTP/1.1 200 "))
+        finally:
+            for c in held:
+                c.sock.close()
+
+
+class KernelQueueTest(unittest.TestCase):
+    """An ikd of its own: --timeout 2, at most 4 connections from an
+    address."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ikd-tls-queue-")
+        cls.crt, cls.key = make_cert(cls.tmp, "a", "ikd-a")
+        cls.proc, cls.port, cls.log = start("--tls-cert", cls.crt, "--tls-key", cls.key,
+                                            "--timeout", "2", "--max-connections-per-address", "4")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.proc.poll() is None:
+            cls.proc.send_signal(signal.SIGTERM)
+            cls.proc.wait(10 * SLOW)
+        cls.proc.stdout.close()
+        cls.log.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_answers_left_in_the_kernel_count_and_are_reset(self):
+        """Clients that ask for one answer of 136 KB with Connection: close
+        and never read: the whole answer fits in the kernel's buffers, and
+        ikd closed each connection at once, leaving the kernel the bytes
+        for as long as the client acknowledged its probes (minutes and
+        more, in FIN-WAIT-1), counted by no limit: 8 and more from one
+        address. Now the front holds the connection (and its slot) until
+        the kernel has sent them, and resets it after --timeout."""
+        ctx = ssl.create_default_context(cafile=self.crt)
+        once = b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        held, seen = [], []
+        try:
+            for _ in range(8):
+                c = Unread(self.port, ctx, "127.0.0.1", once, mss=None)
+                held.append(c)
+                deadline = time.monotonic() + TIMEOUT
+                while not (c.sent or c.dead) and time.monotonic() < deadline:
+                    c.step()
+                    time.sleep(0.01)
+                # its answer waits in the kernel before the next one comes
+                deadline = time.monotonic() + TIMEOUT
+                while (c.sent and c.sock.getsockname()[1] not in kernel_queued(self.port) and
+                       time.monotonic() < deadline):
+                    time.sleep(0.01)
+                seen.append(kernel_queued(self.port))
+            queued = max(len(q) for q in seen)
+            self.assertLessEqual(queued, 4, "answers to %d connections from one address wait "
+                                 "in the kernel (at most 4 connections): %r" % (queued, seen[-1]))
+            # after --timeout, the kernel holds none of them
+            deadline = time.monotonic() + 2 + 10 * SLOW
+            while kernel_queued(self.port):
+                self.assertLess(time.monotonic(), deadline, "the kernel still holds answers to "
+                                "clients that do not read: %r" % kernel_queued(self.port))
+                time.sleep(0.05)
+            status, _ = curl(self.port, self.crt, "/livez", None, None)
+            self.assertEqual(status, 200)
         finally:
             for c in held:
                 c.sock.close()
