@@ -51,9 +51,9 @@
  *              socket closed before would leave the kernel the bytes for
  *              as long as the client acknowledges its probes, counted by
  *              no limit); what it wrote has --timeout to go out, from the
- *              front or from the kernel (lingering), then the timer cuts
- *              the connection with a reset, which frees what the kernel
- *              holds at once.
+ *              front or from the kernel (lingering), from the client's
+ *              last progress, then the timer cuts the connection with a
+ *              reset, which frees what the kernel holds at once.
  *
  * Not here: the certificate (tls.c), HTTP (libmicrohttpd, http_mhd.c).
  */
@@ -111,6 +111,7 @@ struct front_conn {
     bool closing;
     bool lingering;          /* libmicrohttpd is done; its last bytes wait */
     bool draining;           /* all given to the kernel, which has not sent it all */
+    size_t unsent;           /* draining: what the kernel held unsent at the last look */
     int closes;              /* poll handles still closing */
     uint64_t deadline;       /* the handshake's, or the lingering's; loop time */
     uint64_t relayed;        /* plaintext bytes written into the socketpair */
@@ -229,9 +230,9 @@ static void conn_close(front_conn *c)
 }
 
 /* libmicrohttpd's last bytes wait, in the front or in the kernel: they get
- * --timeout (as they would in a socket closed with them unsent), then
- * on_tick cuts the connection; its admission still counts it against the
- * limits. */
+ * --timeout from the client's last progress (as libmicrohttpd gives a
+ * connection that stalls), then on_tick cuts the connection; its
+ * admission still counts it against the limits. */
 static void conn_linger(front_conn *c)
 {
     if (c->lingering)
@@ -257,7 +258,8 @@ static void conn_finish(front_conn *c)
 {
     gnutls_bye(c->s, GNUTLS_SHUT_WR);
     shutdown(c->net, SHUT_WR);
-    if (net_unsent(c) <= 1) {
+    c->unsent = net_unsent(c);
+    if (c->unsent <= 1) {
         conn_close(c);
         return;
     }
@@ -359,6 +361,8 @@ static void conn_pump(front_conn *c)
                 return;
             }
             c->out_off += (size_t)r;
+            if (c->lingering) /* the client reads: --timeout from now */
+                c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
             if (c->out_off < c->out_len)
                 continue;
             c->out_off = c->out_len = 0;
@@ -551,7 +555,8 @@ void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct so
 
 /* Cuts the handshakes and the lingering connections past their deadline
  * (they are at the list's tail), and closes the lingering ones whose last
- * bytes the kernel has sent. */
+ * bytes the kernel has sent (those whose client took some since the last
+ * look get --timeout from now). */
 static void on_tick(uv_timer_t *t)
 {
     struct srv_tls_front *f = t->data;
@@ -559,9 +564,14 @@ static void on_tick(uv_timer_t *t)
     size_t cut = 0, unread = 0;
     for (front_conn *c = f->tail, *prev; c && (c->handshaking || c->lingering); c = prev) {
         prev = c->prev;
-        if (c->draining && net_unsent(c) <= 1) {
+        size_t unsent = c->draining ? net_unsent(c) : 0;
+        if (c->draining && unsent <= 1) {
             conn_close(c); /* the kernel has sent the last bytes */
             continue;
+        }
+        if (c->draining && unsent < c->unsent) { /* the client reads */
+            c->unsent = unsent;
+            c->deadline = now + f->linger_ms;
         }
         if (c->deadline <= now) {
             if (c->handshaking) {

@@ -27,7 +27,9 @@ with certificates made here by openssl as test_tls.py makes them:
 - an answer the kernel took whole (Connection: close) for a client that
   never reads keeps its connection and slot until the kernel has sent it,
   and is reset after --timeout (ikd closed the socket at once, and the
-  kernel held the bytes for minutes and more, counted by no limit).
+  kernel held the bytes for minutes and more, counted by no limit), while
+  a client that reads such an answer slowly but steadily gets all of it
+  (--timeout counts from its last progress).
 """
 import ctypes
 import ctypes.util
@@ -355,6 +357,35 @@ class UnreadTest(unittest.TestCase):
         finally:
             for t in held:
                 t.close()
+
+    def test_slow_reader_gets_the_whole_answer(self):
+        """A client that reads an answer of 136 KB with Connection: close
+        slowly but steadily (4 KB every 0.1 s: 3 s and more, --timeout is
+        1) gets all of it: --timeout counts from the client's last
+        progress, not from libmicrohttpd's close."""
+        ctx = ssl.create_default_context(cafile=self.crt)
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.settimeout(TIMEOUT)
+        raw.connect(("127.0.0.1", self.port))
+        with ctx.wrap_socket(raw, server_hostname="localhost") as t:
+            t.sendall(b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            got = b""
+            try:
+                while True:
+                    data = t.recv(4096)
+                    if not data:
+                        break
+                    got += data
+                    time.sleep(0.1)  # (a slow client's pace, not a wait)
+            except (ConnectionResetError, ssl.SSLError) as e:
+                self.fail("cut after %d bytes: %r" % (len(got), e))
+        head, _, body = got.partition(b"\r\n\r\n")
+        length = [int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:")]
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head[:100])
+        self.assertEqual(length, [len(body)])
+        self.assertGreater(len(body), 100000)
 
 
 def kernel_queued(port):
