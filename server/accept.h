@@ -15,9 +15,10 @@
  * (srv_accept_take) and gives it back when libmicrohttpd closes it
  * (srv_accept_release), so every bound holds exactly, however the loops
  * race. A filter (the TLS front) keeps the admission instead, for as long
- * as it holds the client's socket, and gives libmicrohttpd an empty one. At --max-connections a loop stops accepting (new connections wait
- * in the listening socket's backlog, as libmicrohttpd's own limit does)
- * until a connection of any loop closes.
+ * as it holds the client's socket, and gives libmicrohttpd an empty one.
+ * At --max-connections a loop stops accepting (new connections wait in
+ * the listening socket's backlog, as libmicrohttpd's own limit does) until
+ * a connection of any loop closes.
  *
  * Threads: each function says which; "the loop thread" is ctx's.
  */
