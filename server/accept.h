@@ -14,9 +14,11 @@
  * notification takes it when libmicrohttpd starts the connection
  * (srv_accept_take) and gives it back when libmicrohttpd closes it
  * (srv_accept_release), so every bound holds exactly, however the loops
- * race. At --max-connections a loop stops accepting (new connections wait
- * in the listening socket's backlog, as libmicrohttpd's own limit does)
- * until a connection of any loop closes.
+ * race. A filter (the TLS front) keeps the admission instead, for as long
+ * as it holds the client's socket, and gives libmicrohttpd an empty one.
+ * At --max-connections a loop stops accepting (new connections wait in
+ * the listening socket's backlog, as libmicrohttpd's own limit does) until
+ * a connection of any loop closes.
  *
  * Threads: each function says which; "the loop thread" is ctx's.
  */
@@ -81,15 +83,17 @@ bool srv_accept_take(srv_ctx *ctx, srv_admission *out);
 
 /* Gives the loop's daemon the connection fd (loop thread), with its
  * admission *a, which the connection takes (or which is given back here
- * when libmicrohttpd refuses it: it then closes fd). true when taken. The
- * filter's way of handing a connection on. */
+ * when libmicrohttpd refuses it: it then closes fd); *a may be empty (a
+ * filter that keeps the admission itself). true when taken. The filter's
+ * way of handing a connection on. */
 bool srv_accept_add(srv_ctx *ctx, int fd, srv_admission *a, const struct sockaddr *sa,
                     socklen_t len);
 
 /* What a loop does with each connection it serves, instead of giving it to
  * its daemon: takes fd and the admission *a (moved out of *a), and hands
  * the connection on with srv_accept_add, or closes it and gives *a back
- * (srv_accept_release). The TLS front (server/tls_front.h) is one: it
+ * (srv_accept_release); it may keep *a until it closes fd and hand an
+ * empty admission on. The TLS front (server/tls_front.h) is one: it
  * does the handshake first, and gives the daemon one end of a socketpair.
  * Loop thread. */
 typedef void srv_accept_filter(srv_ctx *ctx, int fd, srv_admission *a, const struct sockaddr *sa,

@@ -20,18 +20,20 @@
  *   accept     accept.c accepts, admits (--max-connections and the limit
  *              per address hold for a connection from its accept, its
  *              handshake included) and hands each connection to a loop,
- *              whose front takes it (srv_tls_front_add, accept.c's filter):
- *              the socket (TCP_NODELAY) gets a GnuTLS server session of the
- *              certificate store (server/tls.h).
+ *              whose front takes it (srv_tls_front_add, accept.c's filter)
+ *              with its admission, which it keeps until it has closed the
+ *              client's socket (lingering included: libmicrohttpd's
+ *              connection holds none): the socket (TCP_NODELAY) gets a
+ *              GnuTLS server session of the certificate store
+ *              (server/tls.h).
  *   handshake  driven by the socket's readiness, within FRONT_HANDSHAKE_MS
  *              (and --request-timeout): a timer cuts the ones past it. What
  *              GnuTLS reads goes through net_pull, which fails a client
  *              that sends more than FRONT_BARE_BYTES yielding no data (a
  *              handshake message GnuTLS would hold whole, up to 16 MB).
  *   hand over  a socketpair: libmicrohttpd gets one end with the client's
- *              address and the connection's admission (srv_accept_add;
- *              when it refuses, the connection is closed), the front keeps
- *              the other.
+ *              address (srv_accept_add; when it refuses, the connection is
+ *              closed), the front keeps the other.
  *   relay      records from the client are decrypted into the front's
  *              buffer (FRONT_BUF bytes) and written into the socketpair;
  *              what libmicrohttpd writes (an answer, the 408 of the
@@ -44,9 +46,14 @@
  *              libmicrohttpd sees the end of the request stream and
  *              answers what it has; libmicrohttpd's end (it closed the
  *              connection) is answered by a close_notify after what it
- *              wrote, and the socket is closed; what it wrote has
- *              --timeout to go out (lingering), then the timer cuts the
- *              connection.
+ *              wrote and the end of the TCP stream, and the socket is
+ *              closed once the kernel has sent all of it (SIOCOUTQNSD; a
+ *              socket closed before would leave the kernel the bytes for
+ *              as long as the client acknowledges its probes, counted by
+ *              no limit); what it wrote has --timeout to go out, from the
+ *              front or from the kernel (lingering), from the client's
+ *              last progress, then the timer cuts the connection with a
+ *              reset, which frees what the kernel holds at once.
  *
  * Not here: the certificate (tls.c), HTTP (libmicrohttpd, http_mhd.c).
  */
@@ -54,6 +61,7 @@
 
 #include <errno.h>
 #include <gnutls/gnutls.h>
+#include <linux/sockios.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -102,13 +110,15 @@ struct front_conn {
     bool app_gone;           /* the same, seen while its last bytes wait */
     bool closing;
     bool lingering;          /* libmicrohttpd is done; its last bytes wait */
+    bool draining;           /* all given to the kernel, which has not sent it all */
+    size_t unsent;           /* draining: what the kernel held unsent at the last look */
     int closes;              /* poll handles still closing */
     uint64_t deadline;       /* the handshake's, or the lingering's; loop time */
     uint64_t relayed;        /* plaintext bytes written into the socketpair */
     size_t bare;             /* read from the client since it last yielded data */
     struct sockaddr_storage addr;
     socklen_t addrlen;
-    srv_admission adm;       /* until libmicrohttpd takes the connection */
+    srv_admission adm;       /* the connection's, until its socket is closed */
     size_t in_off, in_len;   /* in: decrypted, for libmicrohttpd */
     size_t out_off, out_len; /* out: from libmicrohttpd, to encrypt */
     unsigned char *in, *out; /* FRONT_BUF each, after the handshake */
@@ -129,6 +139,7 @@ struct srv_tls_front {
 
 static void conn_pump(front_conn *c);
 static void conn_close(front_conn *c);
+static void set_events(front_conn *c, int net, int app);
 
 /* ---- the list and the table by fd -------------------------------------------- */
 
@@ -181,6 +192,7 @@ static void conn_free(front_conn *c)
         close(c->net);
     if (c->app >= 0)
         close(c->app);
+    srv_accept_release(&c->adm); /* the sockets are closed: the slot is free */
     srv_tls_session_free(c->s);
     srv_tls_ref_release(&c->ref);
     free(c->in);
@@ -202,7 +214,6 @@ static void conn_close(front_conn *c)
         return;
     struct srv_tls_front *f = c->f;
     c->closing = true;
-    srv_accept_release(&c->adm); /* nothing once libmicrohttpd took it */
     list_unlink(f, c);
     if (c->handshaking)
         f->handshaking--;
@@ -218,12 +229,43 @@ static void conn_close(front_conn *c)
     }
 }
 
-/* libmicrohttpd is done and what it wrote went out: close_notify (once,
- * without waiting for the client's), then close. */
+/* libmicrohttpd's last bytes wait, in the front or in the kernel: they get
+ * --timeout from the client's last progress (as libmicrohttpd gives a
+ * connection that stalls), then on_tick cuts the connection; its
+ * admission still counts it against the limits. */
+static void conn_linger(front_conn *c)
+{
+    if (c->lingering)
+        return;
+    c->lingering = true;
+    c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
+    list_unlink(c->f, c);
+    list_push_tail(c->f, c);
+}
+
+/* Bytes of c's TCP stream the kernel holds unsent (its end, once shut
+ * down, counts one): what a client that does not read leaves there. */
+static size_t net_unsent(front_conn *c)
+{
+    int n = 0;
+    return ioctl(c->net, SIOCOUTQNSD, &n) == 0 && n > 0 ? (size_t)n : 0;
+}
+
+/* libmicrohttpd is done and what it wrote went to the kernel: close_notify
+ * (once, without waiting for the client's) and the end of the stream,
+ * then close once the kernel has sent them (on_tick looks). */
 static void conn_finish(front_conn *c)
 {
     gnutls_bye(c->s, GNUTLS_SHUT_WR);
-    conn_close(c);
+    shutdown(c->net, SHUT_WR);
+    c->unsent = net_unsent(c);
+    if (c->unsent <= 1) {
+        conn_close(c);
+        return;
+    }
+    c->draining = true;
+    set_events(c, 0, 0);
+    conn_linger(c);
 }
 
 /* ---- relaying ------------------------------------------------------------------- */
@@ -255,6 +297,8 @@ static void set_events(front_conn *c, int net, int app)
 static void conn_pump(front_conn *c)
 {
     int net = 0, app = 0;
+    if (c->draining)
+        return; /* the kernel sends the rest */
     /* client -> libmicrohttpd */
     for (;;) {
         if (c->in_off < c->in_len) {
@@ -317,6 +361,8 @@ static void conn_pump(front_conn *c)
                 return;
             }
             c->out_off += (size_t)r;
+            if (c->lingering) /* the client reads: --timeout from now */
+                c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
             if (c->out_off < c->out_len)
                 continue;
             c->out_off = c->out_len = 0;
@@ -344,16 +390,8 @@ static void conn_pump(front_conn *c)
         conn_close(c);
         return;
     }
-    if ((c->app_eof || c->app_gone) && !c->lingering) {
-        /* libmicrohttpd's last bytes wait for a client that does not read:
-         * they get --timeout (as they would in a socket closed with them
-         * unsent), then on_tick cuts the connection, which no limit counts
-         * any more */
-        c->lingering = true;
-        c->deadline = uv_now(c->f->ctx->loop) + c->f->linger_ms;
-        list_unlink(c->f, c);
-        list_push_tail(c->f, c);
-    }
+    if (c->app_eof || c->app_gone)
+        conn_linger(c); /* for a client that does not read */
     set_events(c, net, app);
 }
 
@@ -409,8 +447,11 @@ static void hand_over(front_conn *c)
         conn_close(c);
         return;
     }
-    /* libmicrohttpd closes sp[1] itself when it refuses it */
-    if (!srv_accept_add(ctx, sp[1], &c->adm, (const struct sockaddr *)&c->addr, c->addrlen)) {
+    /* libmicrohttpd closes sp[1] itself when it refuses it; its connection
+     * holds no admission (c->adm stays with the front, which holds the
+     * client's socket longer: lingering) */
+    srv_admission none = {NULL, NULL};
+    if (!srv_accept_add(ctx, sp[1], &none, (const struct sockaddr *)&c->addr, c->addrlen)) {
         f->by_fd[sp[1]] = NULL;
         c->mhd_fd = -1;
         srv_metrics_rejected(ctx, "connection_limit");
@@ -513,7 +554,9 @@ void srv_tls_front_add(srv_ctx *ctx, int fd, srv_admission *adm, const struct so
 }
 
 /* Cuts the handshakes and the lingering connections past their deadline
- * (they are at the list's tail). */
+ * (they are at the list's tail), and closes the lingering ones whose last
+ * bytes the kernel has sent (those whose client took some since the last
+ * look get --timeout from now). */
 static void on_tick(uv_timer_t *t)
 {
     struct srv_tls_front *f = t->data;
@@ -521,11 +564,24 @@ static void on_tick(uv_timer_t *t)
     size_t cut = 0, unread = 0;
     for (front_conn *c = f->tail, *prev; c && (c->handshaking || c->lingering); c = prev) {
         prev = c->prev;
+        size_t unsent = c->draining ? net_unsent(c) : 0;
+        if (c->draining && unsent <= 1) {
+            conn_close(c); /* the kernel has sent the last bytes */
+            continue;
+        }
+        if (c->draining && unsent < c->unsent) { /* the client reads */
+            c->unsent = unsent;
+            c->deadline = now + f->linger_ms;
+        }
         if (c->deadline <= now) {
-            if (c->handshaking)
+            if (c->handshaking) {
                 cut++;
-            else
+            } else {
+                /* a reset: the kernel drops what it holds for the client */
+                struct linger reset = {1, 0};
+                setsockopt(c->net, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
                 unread++;
+            }
             conn_close(c);
         }
     }
@@ -557,8 +613,8 @@ int srv_tls_front_start(srv_ctx *ctx, char *err, size_t errsize)
     f->handshake_ms = FRONT_HANDSHAKE_MS;
     if ((uint64_t)cfg->request_timeout_s * 1000 < f->handshake_ms)
         f->handshake_ms = (uint64_t)cfg->request_timeout_s * 1000;
-    /* 30 s with --timeout 0: a connection no limit counts is never held
-     * for ever */
+    /* 30 s with --timeout 0: a connection libmicrohttpd dropped is never
+     * held for ever */
     f->linger_ms = (uint64_t)(cfg->conn_timeout_s ? cfg->conn_timeout_s : 30) * 1000;
     uv_timer_init(ctx->loop, &f->timer);
     f->timer.data = f;

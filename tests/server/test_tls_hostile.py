@@ -18,7 +18,18 @@ with certificates made here by openssl as test_tls.py makes them:
   learns of it even while its writes wait (it did not: it held the
   connection's socket, its end of the socketpair and its buffers for ever,
   counted by no connection limit), and gives the last bytes --timeout more
-  before it closes the connection.
+  before it closes the connection;
+- while it gives them that time, the connection still counts against
+  --max-connections and --max-connections-per-address (it counted no more
+  once libmicrohttpd had dropped it: clients that never read held twice
+  the limits' connections and more, each with its socket, two buffers and
+  a GnuTLS session), and a good client is served once slots are free;
+- an answer the kernel took whole (Connection: close) for a client that
+  never reads keeps its connection and slot until the kernel has sent it,
+  and is reset after --timeout (ikd closed the socket at once, and the
+  kernel held the bytes for minutes and more, counted by no limit), while
+  a client that reads such an answer slowly but steadily gets all of it
+  (--timeout counts from its last progress).
 """
 import ctypes
 import ctypes.util
@@ -346,6 +357,266 @@ class UnreadTest(unittest.TestCase):
         finally:
             for t in held:
                 t.close()
+
+    def test_slow_reader_gets_the_whole_answer(self):
+        """A client that reads an answer of 136 KB with Connection: close
+        slowly but steadily (4 KB every 0.1 s: 3 s and more, --timeout is
+        1) gets all of it: --timeout counts from the client's last
+        progress, not from libmicrohttpd's close."""
+        ctx = ssl.create_default_context(cafile=self.crt)
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        raw.settimeout(TIMEOUT)
+        raw.connect(("127.0.0.1", self.port))
+        with ctx.wrap_socket(raw, server_hostname="localhost") as t:
+            t.sendall(b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            got = b""
+            try:
+                while True:
+                    data = t.recv(4096)
+                    if not data:
+                        break
+                    got += data
+                    time.sleep(0.1)  # (a slow client's pace, not a wait)
+            except (ConnectionResetError, ssl.SSLError) as e:
+                self.fail("cut after %d bytes: %r" % (len(got), e))
+        head, _, body = got.partition(b"\r\n\r\n")
+        length = [int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:")]
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head[:100])
+        self.assertEqual(length, [len(body)])
+        self.assertGreater(len(body), 100000)
+
+
+def kernel_queued(port):
+    """The TCP sockets of ikd's port (ikd's or left to the kernel once ikd
+    closed them) with bytes not yet taken by their client: the state of
+    each (01 established, 04 FIN-WAIT-1, ...) by the client's port."""
+    states = {}
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            p = line.split()
+            if (int(p[1].split(":")[1], 16) == port and p[3] != "0A" and  # not LISTEN
+                    int(p[4].split(":")[0], 16) > 0):
+                states[int(p[2].split(":")[1], 16)] = p[3]
+    return states
+
+
+def ikd_sockets(pid, port):
+    """What ikd holds now, from /proc: its established TCP connections on
+    its port by client address, its Unix sockets (both ends of a TLS
+    connection's socketpair while libmicrohttpd has it, the front's end
+    alone after) and its descriptors."""
+    inodes = set()
+    fds = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        fds += 1
+        try:
+            link = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(int(link[8:-1]))
+    by_addr = {}
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            p = line.split()
+            local, remote, state, inode = p[1], p[2], p[3], int(p[9])
+            if inode in inodes and state == "01" and int(local.split(":")[1], 16) == port:
+                addr = socket.inet_ntoa(bytes.fromhex(remote.split(":")[0])[::-1])
+                by_addr[addr] = by_addr.get(addr, 0) + 1
+    unix = 0
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            p = line.split()
+            if len(p) >= 7 and int(p[6]) in inodes:
+                unix += 1
+    return by_addr, unix, fds
+
+
+class Unread:
+    """A client from address `src` that does its handshake and sends
+    `request` without blocking (step): by default it pipelines requests
+    for 8 MB of answers; then it never reads (4 KB of receive buffer,
+    segments of `mss` bytes). dead: ikd closed it before that (a refused
+    connection)."""
+
+    REQUEST = b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\n\r\n" * 60
+
+    def __init__(self, port, ctx, src, request=REQUEST, mss=536):
+        self.request = request
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        if mss:
+            # small segments keep ikd's TCP send buffer small (the kernel
+            # sizes it by them), so the answers' last bytes wait in the front
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
+        raw.bind((src, 0))
+        raw.settimeout(TIMEOUT)
+        raw.connect(("127.0.0.1", port))  # (the kernel's, even while ikd does not accept)
+        raw.setblocking(False)
+        self.sock = ctx.wrap_socket(raw, server_hostname="localhost",
+                                    do_handshake_on_connect=False)
+        self.sent = self.dead = False
+
+    def step(self):
+        if self.sent or self.dead:
+            return
+        try:
+            self.sock.do_handshake()
+            self.sock.send(self.request)  # 2.4 KB at most: in at once
+            self.sent = True
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+        except (OSError, ssl.SSLError):
+            self.dead = True
+
+
+class LingeringTest(unittest.TestCase):
+    """An ikd of its own: --timeout 3, at most 6 connections, 4 from an
+    address."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ikd-tls-linger-")
+        cls.crt, cls.key = make_cert(cls.tmp, "a", "ikd-a")
+        cls.proc, cls.port, cls.log = start("--tls-cert", cls.crt, "--tls-key", cls.key,
+                                            "--timeout", "3", "--max-connections", "6",
+                                            "--max-connections-per-address", "4")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.proc.poll() is None:
+            cls.proc.send_signal(signal.SIGTERM)
+            cls.proc.wait(10 * SLOW)
+        cls.proc.stdout.close()
+        cls.log.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def drive(self, clients, done, wait, seen):
+        """Steps the clients and records what ikd holds (in seen) until
+        done() or `wait` seconds passed; done()'s last value."""
+        deadline = time.monotonic() + wait
+        while True:
+            for c in clients:
+                c.step()
+            seen.append(ikd_sockets(self.proc.pid, self.port))
+            if done():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+
+    def test_lingering_connections_count_against_the_limits(self):
+        _, base_unix, base_fds = ikd_sockets(self.proc.pid, self.port)
+        ctx = ssl.create_default_context(cafile=self.crt)
+        held, seen = [], []
+        try:
+            first = [Unread(self.port, ctx, "127.0.0.1") for _ in range(4)]
+            held += first
+            self.assertTrue(self.drive(first, lambda: all(c.sent for c in first), TIMEOUT, []),
+                            "4 clients from one address are not all served")
+            # their answers fill every buffer between; libmicrohttpd drops
+            # them after --timeout (its end of each socketpair closes) and
+            # the front holds each client's socket with the last bytes
+            lingering = lambda: (seen[-1][0].get("127.0.0.1") == 4 and
+                                 seen[-1][1] == base_unix + 4)
+            self.assertTrue(self.drive(first, lingering, 3 + 10 * SLOW, seen),
+                            "libmicrohttpd did not drop the clients that do not read: %r" %
+                            (seen[-1:],))
+            # more of the same from that address, and from another
+            more = ([Unread(self.port, ctx, "127.0.0.1") for _ in range(4)] +
+                    [Unread(self.port, ctx, "127.0.0.3") for _ in range(4)])
+            held += more
+            seen = []
+            # 6 of them are answered or refused at once (the others may wait
+            # in the backlog for a free slot)
+            self.drive(more, lambda: sum(c.sent or c.dead for c in more) >= 6, TIMEOUT, seen)
+            most_one = max(s[0].get("127.0.0.1", 0) for s in seen)
+            most_all = max(sum(s[0].values()) for s in seen)
+            most_fds = max(s[2] for s in seen) - base_fds
+            held_text = ("ikd held %d connections from one address (at most 4), %d in all (at "
+                         "most 6)" % (most_one, most_all))
+            self.assertLessEqual(most_one, 4, held_text)
+            self.assertLessEqual(most_all, 6, held_text)
+            self.assertLessEqual(most_fds, 3 * 6, "ikd held %d descriptors more for 6 "
+                                 "connections" % most_fds)
+            # a good client from a third address is served once slots are
+            # free (the lingering ones are cut after --timeout)
+            good = socket.socket()
+            good.bind(("127.0.0.2", 0))
+            good.settimeout(3 + 2 * TIMEOUT)
+            good.connect(("127.0.0.1", self.port))
+            with ctx.wrap_socket(good, server_hostname="localhost") as t:
+                t.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                self.assertTrue(t.recv(65536).startswith(b"HTTP/1.1 200 "))
+        finally:
+            for c in held:
+                c.sock.close()
+
+
+class KernelQueueTest(unittest.TestCase):
+    """An ikd of its own: --timeout 2, at most 4 connections from an
+    address."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ikd-tls-queue-")
+        cls.crt, cls.key = make_cert(cls.tmp, "a", "ikd-a")
+        cls.proc, cls.port, cls.log = start("--tls-cert", cls.crt, "--tls-key", cls.key,
+                                            "--timeout", "2", "--max-connections-per-address", "4")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.proc.poll() is None:
+            cls.proc.send_signal(signal.SIGTERM)
+            cls.proc.wait(10 * SLOW)
+        cls.proc.stdout.close()
+        cls.log.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_answers_left_in_the_kernel_count_and_are_reset(self):
+        """Clients that ask for one answer of 136 KB with Connection: close
+        and never read: the whole answer fits in the kernel's buffers, and
+        ikd closed each connection at once, leaving the kernel the bytes
+        for as long as the client acknowledged its probes (minutes and
+        more, in FIN-WAIT-1), counted by no limit: 8 and more from one
+        address. Now the front holds the connection (and its slot) until
+        the kernel has sent them, and resets it after --timeout."""
+        ctx = ssl.create_default_context(cafile=self.crt)
+        once = b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        held, seen = [], []
+        try:
+            for _ in range(8):
+                c = Unread(self.port, ctx, "127.0.0.1", once, mss=None)
+                held.append(c)
+                deadline = time.monotonic() + TIMEOUT
+                while not (c.sent or c.dead) and time.monotonic() < deadline:
+                    c.step()
+                    time.sleep(0.01)
+                # its answer waits in the kernel before the next one comes
+                deadline = time.monotonic() + TIMEOUT
+                while (c.sent and c.sock.getsockname()[1] not in kernel_queued(self.port) and
+                       time.monotonic() < deadline):
+                    time.sleep(0.01)
+                seen.append(kernel_queued(self.port))
+            queued = max(len(q) for q in seen)
+            self.assertLessEqual(queued, 4, "answers to %d connections from one address wait "
+                                 "in the kernel (at most 4 connections): %r" % (queued, seen[-1]))
+            # after --timeout, the kernel holds none of them
+            deadline = time.monotonic() + 2 + 10 * SLOW
+            while kernel_queued(self.port):
+                self.assertLess(time.monotonic(), deadline, "the kernel still holds answers to "
+                                "clients that do not read: %r" % kernel_queued(self.port))
+                time.sleep(0.05)
+            status, _ = curl(self.port, self.crt, "/livez", None, None)
+            self.assertEqual(status, 200)
+        finally:
+            for c in held:
+                c.sock.close()
 
 
 if __name__ == "__main__":
