@@ -173,8 +173,18 @@ class LoopsTest(unittest.TestCase):
                     pass  # refused on its announcement: ikd answered 503 and closed
                 conns.append(s)
             time.sleep(0.5 * SLOW)
-            text = scrape(d)
-            held = sample(text, 'ikd_held_bytes{what="request_bodies"}')
+            # the sleep is no bound on ikd's reading on a loaded machine:
+            # look again until the budget is filled (or 10 s times SLOW),
+            # holding every look to the budget
+            deadline = time.monotonic() + 10 * SLOW
+            peak = 0
+            while True:
+                text = scrape(d)
+                held = sample(text, 'ikd_held_bytes{what="request_bodies"}')
+                peak = max(peak, held)
+                if held > budget - (2 << 20) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             spread = loop_connections(text)
             for s in conns:
                 try:
@@ -184,7 +194,7 @@ class LoopsTest(unittest.TestCase):
             statuses = [answered(s, TIMEOUT) for s in conns]
             print("12 uploads of 1 MB on loops %s: %.1f MB held for a %.0f MB budget; then %s"
                   % (spread, held / 1e6, budget / 1e6, statuses))
-            self.assertLessEqual(held, budget)
+            self.assertLessEqual(peak, budget)
             self.assertGreater(held, budget - (2 << 20), "the budget was filled")
             # every upload answered: 400 (its body is no JSON) when it fitted,
             # 503 when it did not (a connection reset after its 503 reads None)
