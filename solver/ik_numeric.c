@@ -1374,8 +1374,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
         turns_near(c, S.best, S.seed);
         q_final = S.best;
-        why = against_limits(&P, S.best, S.J, S.dq, S.locked) ? IK_REASON_LIMITS
-                                                               : IK_REASON_BUDGET;
+        why = against_limits(&P, S.best, S.J, S.dq, S.locked) ? IK_REASON_LIMITS : IK_REASON_BUDGET;
         bool allowed;
         K.step = largest_step(c, S.best, S.seed, o, &allowed, &K.step_ang, &K.step_lin);
         if (!allowed) { /* past the caller's step: refused, no motion, the reason kept */
