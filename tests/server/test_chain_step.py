@@ -231,8 +231,8 @@ class ChainStepTest(unittest.TestCase):
         async def body():
             async with connect(self.d) as ws:
                 await send(ws, {"type": "open", "stream": "far", "chain": c.request(),
-                                "seed": q0, "options": {"max_joint_step": STEP,
-                                                        "timeout_ms": 100}})
+                                "seed": q0, "options": {"max_joint_step": STEP, "timeout_ms": 0,
+                                                        "max_iterations": 3000}})
                 m = await recv(ws)
                 self.assertEqual(m["type"], "opened", m)
                 p, quat = c.fk(q1)
