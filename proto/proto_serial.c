@@ -406,6 +406,23 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
     r->cause = res.reason;
     if (r->status == IK_EINVAL || r->status == IK_ENOSPC)
         return;
+    if (step > 0.0) {
+        /* an answer past the step (a failed solve's best pose) is refused
+         * as a solution past it is; the failure's cause is kept */
+        seed_inside(c->chain, seed, sc.from);
+        for (size_t j = 0; j < n; j++)
+            refused[0] = fmax(refused[0], fabs(r->q[j] - sc.from[j]));
+        if (refused[0] > step) {
+            memcpy(r->q, sc.from, n * sizeof *r->q);
+            r->status = IK_ESTEP;
+            r->cause = r->cause == IK_REASON_IN_COLLISION ? IK_REASON_NONE : r->cause;
+            ik_xform x = ik_chain_fk(c->chain, r->q);
+            double e[6];
+            ik_pose_error(tg.pose, x, e);
+            res.pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+            res.rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+        }
+    }
     finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc, coll ? &chk : NULL);
 }
 

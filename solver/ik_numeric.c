@@ -1249,12 +1249,19 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     }
     if (at_once) {
         turns_near(c, S.best, S.seed);
-        memmove(q_out, S.best, n * sizeof *q_out);
+        bool ok;
+        double ang, lin, big = largest_step(c, S.best, S.seed, o, &ok, &ang, &lin);
+        if (!ok) { /* past the caller's step: refused, no motion (below) */
+            at_once = IK_ESTEP;
+            why = why == IK_REASON_IN_COLLISION ? IK_REASON_NONE : why;
+        }
+        memmove(q_out, ok ? S.best : S.seed, n * sizeof *q_out);
         if (res) {
             fill_result(&P, q_out, S.Jt, at_once, &S, res);
             res->reason = why;
-            bool ok;
-            res->max_step = largest_step(c, q_out, S.seed, o, &ok, &res->step_ang, &res->step_lin);
+            res->max_step = big;
+            res->step_ang = ang;
+            res->step_lin = lin;
             measure(o, q_out, res);
             if (at_once == IK_ECOLLISION)
                 res->closest = fixed; /* the pair that decided it */
@@ -1367,6 +1374,13 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
         status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
         turns_near(c, S.best, S.seed);
         q_final = S.best;
+        why = against_limits(&P, S.best, S.J, S.dq, S.locked) ? IK_REASON_LIMITS : IK_REASON_BUDGET;
+        bool allowed;
+        K.step = largest_step(c, S.best, S.seed, o, &allowed, &K.step_ang, &K.step_lin);
+        if (!allowed) { /* past the caller's step: refused, no motion, the reason kept */
+            status = IK_ESTEP;
+            q_final = S.seed;
+        }
     }
     memmove(q_out, q_final, n * sizeof *q_out);
     if (res) {
@@ -1383,11 +1397,7 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
                 largest_step(c, q_out, S.seed, o, &ok, &res->step_ang, &res->step_lin);
         }
         res->continued = status == IK_OK && K.from_cont;
-        if (status == IK_ENOTCONV || status == IK_ETIMEDOUT)
-            res->reason = against_limits(&P, q_out, S.J, S.dq, S.locked) ? IK_REASON_LIMITS
-                                                                         : IK_REASON_BUDGET;
-        else if (status == IK_ECOLLISION)
-            res->reason = IK_REASON_IN_COLLISION;
+        res->reason = status == IK_ECOLLISION ? IK_REASON_IN_COLLISION : why;
         measure(o, q_out, res);
     }
     return status;

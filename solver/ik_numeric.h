@@ -251,7 +251,8 @@ typedef struct ik_numeric_result {
     int reason;           /* ik_reason.h, why a solve failed:
                              IK_REASON_OUT_OF_REACH with IK_EUNREACHABLE;
                              IK_REASON_LIMITS or IK_REASON_BUDGET with
-                             IK_ENOTCONV and IK_ETIMEDOUT (FAILURES below);
+                             IK_ENOTCONV and IK_ETIMEDOUT (FAILURES below),
+                             and with the IK_ESTEP that refuses them;
                              IK_REASON_NONE otherwise */
     double elapsed_s;     /* wall-clock time of the call */
     double cpu_s;         /* the calling thread's CPU time during the call */
@@ -289,16 +290,18 @@ size_t ik_numeric_workspace_size(const ik_chain *c);
  *                is not representable (coordinates near 1e308);
  *   IK_ENOSPC    ws_size < ik_numeric_workspace_size(c);
  *   IK_ESTEP     solutions were found, but the nearest needs a joint step
- *                larger than opts.max_step / max_step_lin: q_out is the
- *                seed (clamped into the limits: no motion), res->max_step
- *                (and step_ang, step_lin) the step that was refused;
+ *                larger than opts.max_step / max_step_lin, or the solve
+ *                failed and its best pose needs one: q_out is the seed
+ *                (clamped into the limits: no motion), res->max_step (and
+ *                step_ang, step_lin) the step that was refused, res->reason
+ *                the failure's (none for solutions, nor in collision);
  *   IK_ECOLLISION opts.collide avoids, and every solution found is nearer
  *                than its margin (COLLISIONS above): q_out is the clearest
  *                of them, res->closest its closest pair (IK_ESTEP instead
  *                when the clearest is past opts.max_step / max_step_lin).
  * On IK_EUNREACHABLE, IK_ENOTCONV and IK_ETIMEDOUT q_out holds the best
- * pose found (smallest weighted error), inside the limits, and res
- * describes it.
+ * pose found (smallest weighted error), inside the limits and within
+ * opts.max_step / max_step_lin of the seed, and res describes it.
  *
  * FAILURES say why (res->reason, ik_reason.h): IK_REASON_OUT_OF_REACH with
  * IK_EUNREACHABLE (certain); after a search that ran out of budget,

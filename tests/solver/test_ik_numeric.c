@@ -700,6 +700,60 @@ START_TEST(test_failure_reasons)
 }
 END_TEST
 
+/* A failed solve from a seed whose best pose moves a joint past
+ * opts.max_step is refused as a solution past it is (ik_numeric.h,
+ * IK_ESTEP): q_out the seed, res->max_step the refused motion (that of the
+ * same solve's best pose without the step, measured here), res->reason the
+ * failure's, the errors those of the seed's pose. */
+START_TEST(test_failed_past_step)
+{
+    ik_chain c = ur5();
+    ik_chain cb = ur5_blocked();
+    const double seed[6] = {2.5, -0.2, 0.2, -1.0, -1.5, 0.3};
+    const ik_xform far = {{-3, -1, 0.5}, {0, 0, 0, 1}};
+    struct {
+        const ik_chain *c;
+        ik_target t;
+        int failed, reason;
+    } cases[] = {
+        {&c, ik_target_full_pose(far), IK_EUNREACHABLE, IK_REASON_OUT_OF_REACH},
+        {&cb, ik_target_full_pose(BLOCKED), IK_ENOTCONV, IK_REASON_LIMITS},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ik_numeric_opts o = det_opts();
+        o.max_restarts = 5;
+        double q[6], best[6], e[6];
+        ik_numeric_result res;
+        ck_assert_int_eq(ik_numeric_solve(cases[k].c, &cases[k].t, seed, &o, ws, sizeof ws,
+                                          best, &res),
+                         cases[k].failed);
+        double moved = 0.0;
+        for (size_t i = 0; i < 6; i++)
+            moved = fmax(moved, fabs(best[i] - seed[i]));
+        ck_assert_msg(moved > 0.3, "case %zu: the best pose moves %g only", k, moved);
+        o.max_step = 0.3;
+        ck_assert_int_eq(ik_numeric_solve(cases[k].c, &cases[k].t, seed, &o, ws, sizeof ws, q,
+                                          &res),
+                         IK_ESTEP);
+        ck_assert_int_eq(res.status, IK_ESTEP);
+        ck_assert_int_eq(res.reason, cases[k].reason);
+        for (size_t i = 0; i < 6; i++)
+            ck_assert_double_eq(q[i], seed[i]);
+        ck_assert_double_eq_tol(res.max_step, moved, 1e-12);
+        ck_assert_double_eq_tol(res.step_ang, moved, 1e-12);
+        ik_pose_error(cases[k].t.pose, ik_chain_fk(cases[k].c, seed), e);
+        ck_assert_double_eq_tol(res.pos_err, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
+                                1e-12);
+        /* a step the best pose stays within: the failure as before */
+        o.max_step = moved + 1e-9;
+        ck_assert_int_eq(ik_numeric_solve(cases[k].c, &cases[k].t, seed, &o, ws, sizeof ws, q,
+                                          &res),
+                         cases[k].failed);
+        ck_assert_int_eq(res.reason, cases[k].reason);
+    }
+}
+END_TEST
+
 START_TEST(test_invalid_input)
 {
     ik_chain c = ur5();
@@ -1056,6 +1110,7 @@ static Suite *numeric_suite(void)
     tcase_add_test(tc, test_reach_tolerance_band);
     tcase_add_test(tc, test_prismatic_limit_band);
     tcase_add_test(tc, test_failure_reasons);
+    tcase_add_test(tc, test_failed_past_step);
     tcase_add_test(tc, test_invalid_input);
     tcase_add_test(tc, test_pose_error_helper);
     tcase_add_test(tc, test_restarts_deterministic_per_rng_seed);
