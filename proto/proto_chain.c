@@ -31,6 +31,7 @@
 #include "proto/proto_kind.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,27 @@ typedef struct chain_memo {
 static _Thread_local chain_memo chains[CHAIN_MEMO];
 static _Thread_local unsigned chains_next;
 
+/* A thread's kept chains are released as it ends (a key's destructor; the
+ * thread-local array alone would lose their references). */
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static bool memo_keyed;
+
+static void memo_release(void *p)
+{
+    chain_memo *m = p;
+    for (size_t i = 0; i < CHAIN_MEMO; i++) {
+        proto_chain_unref(m[i].chain);
+        m[i].chain = NULL;
+        m[i].len = 0;
+    }
+}
+
+static void memo_key_make(void)
+{
+    memo_keyed = pthread_key_create(&memo_key, memo_release) == 0;
+}
+
 /* The kept chain, decoded under lim, whose text p (avail bytes) begins
  * with, or NULL. Kept texts are whole JSON objects, so at most one is. */
 static chain_memo *memo_at(const char *p, size_t avail, const proto_limits *lim)
@@ -200,7 +222,9 @@ proto_chain *proto__chain_memo(const char *p, size_t avail, const proto_limits *
 proto_chain *proto__chain_from_text(const char *text, size_t len, const proto_limits *lim,
                                     proto_error *err)
 {
-    bool keep = len > 0 && len <= CHAIN_MEMO_TEXT;
+    pthread_once(&memo_once, memo_key_make);
+    bool keep = memo_keyed && len > 0 && len <= CHAIN_MEMO_TEXT &&
+                pthread_setspecific(memo_key, chains) == 0;
     chain_memo *hit = keep ? memo_at(text, len, lim) : NULL;
     if (hit && hit->len == len) {
         proto_chain_ref(hit->chain);

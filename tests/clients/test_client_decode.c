@@ -844,6 +844,13 @@ START_TEST(upgrade_answer_checked)
     const char *junk = "SSH-2.0-OpenSSH\r\n\r\n";
     ck_assert_int_eq(ikd__handshake_answer(junk, strlen(junk), accept, &used, &body, &e),
                      IKD_E_HANDSHAKE);
+    /* a status line without its status: the digits are read from the
+     * status line's own bytes, not from what follows the head nor from
+     * past the n bytes given */
+    const char *bare = "HTTP/1.1 \r\n\r\n401";
+    ck_assert_int_eq(ikd__handshake_answer(bare, strlen(bare), accept, &used, &body, &e),
+                     IKD_E_HANDSHAKE);
+    ck_assert_int_eq(ikd__handshake_answer(bare, 13, accept, &used, &body, &e), IKD_E_HANDSHAKE);
     ikd__buf_free(&req);
 }
 END_TEST

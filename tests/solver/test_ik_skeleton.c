@@ -213,6 +213,7 @@ enum { ROOT, PELVIS, HIP, KNEE, FOOT, TOE, OTHER, NBONES };
 
 static void rand_skeleton(ik_bone *b, bool uniform_hip)
 {
+    memset(b, 0, NBONES * sizeof *b); /* the padding too: the bones are compared whole */
     for (int i = 0; i < NBONES; i++) {
         b[i].parent = i - 1;
         b[i].translation = rand_vec(-1, 1);

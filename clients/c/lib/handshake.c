@@ -11,6 +11,7 @@
  */
 #include <nettle/base64.h>
 #include <nettle/sha1.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -101,9 +102,13 @@ int ikd__handshake_answer(const char *p, size_t n, const char *accept, size_t *u
         return 0;
     }
     *used = (size_t)(end - p);
-    int status = 0;
-    if (n < 12 || strncmp(p, "HTTP/1.", 7) != 0 || sscanf(p + 9, "%3d", &status) != 1)
+    /* the status: the three digits at p[9..11], within the n bytes (sscanf
+     * skipped line ends and read on to a NUL past them) */
+    const unsigned char *d = (const unsigned char *)p + 9;
+    if (n < 12 || strncmp(p, "HTTP/1.", 7) != 0 || !isdigit(d[0]) || !isdigit(d[1]) ||
+        !isdigit(d[2]))
         return ikd__fail(err, IKD_E_HANDSHAKE, "the upgrade was answered by something not HTTP");
+    int status = (d[0] - '0') * 100 + (d[1] - '0') * 10 + (d[2] - '0');
     bool upgrade = false, connection = false, accepted = false, protocol_ok = true;
     const char *line = (const char *)memchr(p, '\n', (size_t)(end - p)) + 1;
     while (line < end - 2) {
