@@ -42,12 +42,20 @@
  *
  * Out of descriptors (EMFILE, ENFILE) or memory while accepting: the loop
  * stops watching for ACCEPT_RETRY_MS and tries again.
+ *
+ * Letting go: libmicrohttpd closes a socket as soon as the kernel took its
+ * last bytes, and the kernel then keeps them for a client that does not
+ * read for as long as it acknowledges the window probes. Just before the
+ * close, TCP_USER_TIMEOUT gives them --timeout from the client's last
+ * progress. Only then: on a live connection it would also cut a WebSocket
+ * whose client stopped reading before ikd's own 1008 and its grace.
  */
 #include "server/accept.h"
 
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -603,6 +611,14 @@ bool srv_accept_take(srv_ctx *ctx, srv_admission *out)
     a->adding->addr = NULL;
     a->adding->loop = NULL;
     return true;
+}
+
+void srv_accept_let_go(srv_ctx *ctx, int fd)
+{
+    if (ctx->cfg.conn_timeout_s == 0)
+        return;
+    unsigned ms = ctx->cfg.conn_timeout_s * 1000u;
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
 }
 
 void srv_accept_release(srv_admission *a)

@@ -554,6 +554,114 @@ class BlockedWritesTest(unittest.TestCase):
             d.kill()
 
 
+def kernel_held(port):
+    """The TCP sockets of ikd's port, ikd's or left to the kernel once ikd
+    closed them, with bytes their client has not taken: the state of each
+    (01 established, 04 FIN-WAIT-1, ...) by the client's port, from
+    /proc/net/tcp (IPv4: the daemons here listen on 127.0.0.1)."""
+    states = {}
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            p = line.split()
+            if (int(p[1].split(":")[1], 16) == port and p[3] != "0A" and  # not LISTEN
+                    int(p[4].split(":")[0], 16) > 0):
+                states[int(p[2].split(":")[1], 16)] = p[3]
+    return states
+
+
+class KernelHeldAnswerTest(unittest.TestCase):
+    """An answer that fits whole in the kernel's buffers (GET /openapi.yaml,
+    136 KB) asked with Connection: close: libmicrohttpd closes the socket
+    at once with the bytes unsent, and the kernel keeps them in FIN-WAIT-1
+    for as long as the client acknowledges its window probes (minutes and
+    more), counted by no connection limit. An ikd of its own with
+    --timeout 2 and 4 connections from an address."""
+
+    ONCE = b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--timeout", "2", "--max-connections-per-address", "4")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.kill()
+
+    def test_answers_left_to_the_kernel_for_clients_that_never_read_go(self):
+        """12 clients from one address, one after the other, each asks and
+        never reads (4 KB of receive buffer): each answer waits in the
+        kernel once ikd has closed the socket; after --timeout without the
+        client's progress the kernel holds none of them (12 still there
+        after 6 s and more before)."""
+        port = self.d.port
+        held, seen = [], {}
+        try:
+            for _ in range(12):
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.settimeout(TIMEOUT)
+                s.connect(("127.0.0.1", port))
+                s.sendall(self.ONCE)
+                held.append(s)
+                # ikd answers and closes: the answer waits in the kernel
+                me = s.getsockname()[1]
+                deadline = time.monotonic() + TIMEOUT
+                while kernel_held(port).get(me) != "04":
+                    self.assertLess(time.monotonic(), deadline,
+                                    "no answer left to the kernel: %r" % kernel_held(port))
+                    time.sleep(0.01)
+                seen[me] = time.monotonic()
+            left = kernel_held(port)
+            print("answers left in the kernel after the 12th: %d %r" %
+                  (len(left), sorted(left.values())))
+            # --timeout (2 s) after the last one went to the kernel, and a
+            # margin for the kernel's probe timer: none is left
+            deadline = max(seen.values()) + 2 + 3 * SLOW
+            while kernel_held(port):
+                self.assertLess(time.monotonic(), deadline,
+                                "the kernel still holds %d answers to clients that do not "
+                                "read, %.1f s after the last one: %r" %
+                                (len(kernel_held(port)), time.monotonic() - max(seen.values()),
+                                 kernel_held(port)))
+                time.sleep(0.05)
+            print("the kernel held the last answer %.1f s" %
+                  (time.monotonic() - max(seen.values())))
+            self.assertEqual(exchange(self.d, "/v1/solve", TWO_BONE), 200)
+        finally:
+            for s in held:
+                s.close()
+
+    def test_a_slow_but_steady_reader_gets_the_whole_answer(self):
+        """4 KB every 0.1 s: 3 s and more for 136 KB, --timeout is 2; each
+        read is progress, so the client gets all of it."""
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(TIMEOUT)
+        s.connect(("127.0.0.1", self.d.port))
+        got, t0 = b"", time.monotonic()
+        try:
+            s.sendall(self.ONCE)
+            while True:
+                data = s.recv(4096)
+                if not data:
+                    break
+                got += data
+                time.sleep(0.1)  # (a slow client's pace, not a wait)
+        except OSError as e:
+            self.fail("cut after %d bytes: %r" % (len(got), e))
+        finally:
+            s.close()
+        head, _, body = got.partition(b"\r\n\r\n")
+        length = [int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:")]
+        print("slow reader: %d bytes in %.1f s" % (len(got), time.monotonic() - t0))
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head[:100])
+        self.assertEqual(length, [len(body)])
+        self.assertGreater(len(body), 100000)
+        self.assertGreater(time.monotonic() - t0, 2.5)  # (slower than --timeout)
+
+
 class SlowClientTest(unittest.TestCase):
     def test_slowloris_crowd_does_not_stop_a_good_client(self):
         d = Daemon("--max-connections", "60", "--max-connections-per-address", "40")
