@@ -19,6 +19,10 @@ library would not: never read, trickle bytes, stop mid-body). Covered:
   answered within a second (--max-connections-per-address), and a client
   that trickles a request is cut off at --request-timeout even though it
   is never idle for --timeout.
+- an answer the kernel took whole (Connection: close) for a client that
+  never reads is reset after --timeout without the client's progress (the
+  kernel held it for minutes and more once ikd had closed the socket,
+  counted by no limit), while a slow but steady reader gets all of it.
 - uploads held unfinished are bounded by --body-budget: ikd's memory stays
   near the budget and uploads beyond it get 503 before their body is read.
 - the chain registry holds what --registry-bytes says: filling it with
