@@ -305,9 +305,7 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     /* (libmicrohttpd closes the socket after this) */
     const union MHD_ConnectionInfo *i =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (i)
-        srv_accept_let_go(ctx, i->connect_fd);
-    srv_accept_release(&n->admission);
+    srv_accept_let_go(ctx, i ? i->connect_fd : -1, &n->admission);
     if (g)
         unlink_node(g, n);
     free(n);
