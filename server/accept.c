@@ -42,14 +42,33 @@
  *
  * Out of descriptors (EMFILE, ENFILE) or memory while accepting: the loop
  * stops watching for ACCEPT_RETRY_MS and tries again.
+ *
+ * Letting go: libmicrohttpd closes a socket as soon as the kernel took its
+ * last bytes, and the kernel then keeps them for a client that does not
+ * read for as long as it acknowledges the window probes, counted by no
+ * limit. So when libmicrohttpd is about to close a socket whose kernel
+ * still holds bytes unsent, the loop keeps a duplicate of it (kept) with
+ * the connection's admission, ends the stream after them (shutdown), and
+ * closes it once the kernel has sent them (SIOCOUTQNSD, looked at every
+ * KEEP_TICK_MS), or resets it (SO_LINGER 0: the kernel drops them) when
+ * the client has taken nothing for --timeout (KEEP_DEFAULT_S with
+ * --timeout 0), as the TLS front does with its own sockets.
+ * TCP_USER_TIMEOUT, set then, has the kernel reset it as well should no
+ * duplicate be had. Only then: on a live connection it would also cut a
+ * WebSocket whose client stopped reading before ikd's own 1008 and its
+ * grace.
  */
 #include "server/accept.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -60,6 +79,8 @@
 #define ACCEPT_BATCH    32   /* connections accepted per wake-up at most */
 #define ACCEPT_RETRY_MS 100  /* out of descriptors: wait this long */
 #define ACCEPT_BACKLOG  1024 /* each listening socket's */
+#define KEEP_TICK_MS    250  /* how often the kept sockets are looked at */
+#define KEEP_DEFAULT_S  30   /* their time with --timeout 0 (the TLS front's) */
 
 /* ---- the connections per address ------------------------------------------ */
 
@@ -285,6 +306,16 @@ int srv_accept_listen(srv_ctx *ctx, int *fds, unsigned n, uint16_t *port)
 
 /* ---- a loop's accepting ------------------------------------------------------- */
 
+/* A socket libmicrohttpd let go whose last bytes the kernel holds: a
+ * duplicate, with the connection's admission. */
+typedef struct kept {
+    struct kept *next;
+    int fd;
+    srv_admission adm;
+    size_t unsent;     /* at the last look */
+    uint64_t deadline; /* loop time: reset past it */
+} kept;
+
 /* A connection accepted by one loop and handed to another, with its
  * admission. */
 typedef struct handed {
@@ -313,6 +344,8 @@ struct srv_accept {
     srv_admission *adding; /* the admission of the connection libmicrohttpd
                               is being given (srv_accept_take) */
     srv_accept_filter *filter; /* srv_accept_set_filter's; NULL: none */
+    struct kept *kept;         /* sockets let go with bytes unsent */
+    uv_timer_t keep_tick;      /* looks at them while there are some */
 };
 
 static void on_readable(uv_poll_t *p, int status, int events);
@@ -534,7 +567,8 @@ int srv_accept_start(srv_ctx *ctx, int fd)
     }
     uv_timer_init(ctx->loop, &a->retry);
     uv_async_init(ctx->loop, &a->wake, on_wake);
-    a->poll.data = a->retry.data = a->wake.data = a;
+    uv_timer_init(ctx->loop, &a->keep_tick);
+    a->poll.data = a->retry.data = a->wake.data = a->keep_tick.data = a;
     a->open = true;
     ctx->accept = a;
     watch(a, true);
@@ -574,6 +608,14 @@ void srv_accept_close(srv_ctx *ctx)
         return;
     srv_accept_stop(ctx);
     a->closed = true;
+    while (a->kept) {
+        kept *k = a->kept;
+        a->kept = k->next;
+        close(k->fd);
+        srv_accept_release(&k->adm);
+        free(k);
+    }
+    uv_close((uv_handle_t *)&a->keep_tick, NULL);
     uv_close((uv_handle_t *)&a->poll, NULL);
     uv_close((uv_handle_t *)&a->retry, NULL);
     uv_close((uv_handle_t *)&a->wake, NULL);
@@ -603,6 +645,83 @@ bool srv_accept_take(srv_ctx *ctx, srv_admission *out)
     a->adding->addr = NULL;
     a->adding->loop = NULL;
     return true;
+}
+
+/* Bytes of fd's TCP stream the kernel holds unsent (its end, once shut
+ * down, counts one). */
+static size_t unsent(int fd)
+{
+    int n = 0;
+    return ioctl(fd, SIOCOUTQNSD, &n) == 0 && n > 0 ? (size_t)n : 0;
+}
+
+static uint64_t keep_ms(const srv_ctx *ctx)
+{
+    return (uint64_t)(ctx->cfg.conn_timeout_s ? ctx->cfg.conn_timeout_s : KEEP_DEFAULT_S) * 1000;
+}
+
+/* Closes the kept sockets whose bytes the kernel has sent, and resets
+ * those whose client took nothing for their time (those that took some
+ * since the last look get it from now). */
+static void on_keep_tick(uv_timer_t *t)
+{
+    srv_accept *a = t->data;
+    uint64_t now = uv_now(a->ctx->loop);
+    size_t cut = 0;
+    for (kept **p = &a->kept, *k; (k = *p);) {
+        size_t n = unsent(k->fd);
+        if (n > 1 && n < k->unsent) { /* the client reads */
+            k->unsent = n;
+            k->deadline = now + keep_ms(a->ctx);
+        }
+        if (n > 1 && now < k->deadline) {
+            p = &k->next;
+            continue;
+        }
+        if (n > 1) { /* a reset: the kernel drops what it holds */
+            struct linger reset = {1, 0};
+            setsockopt(k->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+            cut++;
+        }
+        *p = k->next;
+        close(k->fd);
+        srv_accept_release(&k->adm);
+        free(k);
+    }
+    if (cut)
+        srv_log(a->ctx, SRV_LOG_INFO, "%zu connections reset: their client did not read the "
+                "end of an answer within %llu ms", cut, (unsigned long long)keep_ms(a->ctx));
+    if (!a->kept)
+        uv_timer_stop(&a->keep_tick);
+}
+
+void srv_accept_let_go(srv_ctx *ctx, int fd, srv_admission *adm)
+{
+    srv_accept *a = ctx->accept;
+    if (fd < 0 || unsent(fd) == 0 || !a || a->closed) {
+        srv_accept_release(adm);
+        return;
+    }
+    unsigned ms = (unsigned)keep_ms(ctx);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+    kept *k = malloc(sizeof *k);
+    int dup_fd = k ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (dup_fd < 0) { /* TCP_USER_TIMEOUT still bounds it */
+        free(k);
+        srv_accept_release(adm);
+        return;
+    }
+    shutdown(dup_fd, SHUT_WR);
+    k->fd = dup_fd;
+    k->adm = *adm;
+    adm->addr = NULL;
+    adm->loop = NULL;
+    k->unsent = unsent(dup_fd);
+    k->deadline = uv_now(ctx->loop) + ms;
+    k->next = a->kept;
+    a->kept = k;
+    if (!uv_is_active((uv_handle_t *)&a->keep_tick))
+        uv_timer_start(&a->keep_tick, on_keep_tick, KEEP_TICK_MS, KEEP_TICK_MS);
 }
 
 void srv_accept_release(srv_admission *a)

@@ -106,4 +106,15 @@ void srv_accept_set_filter(srv_ctx *ctx, srv_accept_filter *filter);
  * *a is emptied; an empty one is fine. */
 void srv_accept_release(srv_admission *a);
 
+/* libmicrohttpd is about to close fd (-1: unknown), whose connection held
+ * *a (loop thread; *a is emptied): when the kernel still holds bytes of
+ * it unsent, the loop keeps the socket and *a until the kernel has sent
+ * them, or resets it once the client has taken nothing for --timeout (30 s
+ * with --timeout 0); else as srv_accept_release. Without it a closed
+ * socket's unsent bytes stay in the kernel (FIN-WAIT-1) for as long as the
+ * client acknowledges its probes, counted by no limit. A socket that is
+ * not TCP (the TLS front's socketpair: the front keeps its own) holds
+ * nothing unsent. */
+void srv_accept_let_go(srv_ctx *ctx, int fd, srv_admission *a);
+
 #endif /* SRV_ACCEPT_H */

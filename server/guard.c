@@ -302,7 +302,10 @@ void srv_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
     *socket_context = NULL;
     if (!n)
         return;
-    srv_accept_release(&n->admission);
+    /* (libmicrohttpd closes the socket after this) */
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    srv_accept_let_go(ctx, i ? i->connect_fd : -1, &n->admission);
     if (g)
         unlink_node(g, n);
     free(n);

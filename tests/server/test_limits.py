@@ -19,6 +19,11 @@ library would not: never read, trickle bytes, stop mid-body). Covered:
   answered within a second (--max-connections-per-address), and a client
   that trickles a request is cut off at --request-timeout even though it
   is never idle for --timeout.
+- an answer the kernel took whole (Connection: close) for a client that
+  never reads keeps its connection's slot and is reset after --timeout
+  without the client's progress (the kernel held it for minutes and more
+  once ikd had closed the socket, counted by no limit), while a slow but
+  steady reader gets all of it.
 - uploads held unfinished are bounded by --body-budget: ikd's memory stays
   near the budget and uploads beyond it get 503 before their body is read.
 - the chain registry holds what --registry-bytes says: filling it with
@@ -552,6 +557,125 @@ class BlockedWritesTest(unittest.TestCase):
             ws.sock.close()
         finally:
             d.kill()
+
+
+def kernel_held(port):
+    """The TCP sockets of ikd's port, ikd's or left to the kernel once ikd
+    closed them, with bytes their client has not taken: the state of each
+    (01 established, 04 FIN-WAIT-1, ...) by the client's port, from
+    /proc/net/tcp (IPv4: the daemons here listen on 127.0.0.1)."""
+    states = {}
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            p = line.split()
+            if (int(p[1].split(":")[1], 16) == port and p[3] != "0A" and  # not LISTEN
+                    int(p[4].split(":")[0], 16) > 0):
+                states[int(p[2].split(":")[1], 16)] = p[3]
+    return states
+
+
+class KernelHeldAnswerTest(unittest.TestCase):
+    """An answer that fits whole in the kernel's buffers (GET /openapi.yaml,
+    136 KB) asked with Connection: close: libmicrohttpd closes the socket
+    at once with the bytes unsent, and the kernel keeps them in FIN-WAIT-1
+    for as long as the client acknowledges its window probes (minutes and
+    more), counted by no connection limit. An ikd of its own with
+    --timeout 2 and 4 connections from an address."""
+
+    ONCE = b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon("--timeout", "2", "--max-connections-per-address", "4")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.kill()
+
+    def test_answers_left_to_the_kernel_for_clients_that_never_read_go(self):
+        """12 clients from one address, one after the other, each asks and
+        never reads (4 KB of receive buffer): an answer left in the kernel
+        keeps its connection's slot (at most 4 at a time; 12 before), and
+        after --timeout without the client's progress the kernel holds
+        none of them (12 still there after 5 s and more before)."""
+        port = self.d.port
+        held, seen, went = [], [], []
+        try:
+            for _ in range(12):
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.settimeout(TIMEOUT)
+                s.connect(("127.0.0.1", port))  # (the kernel's, even over the limit)
+                held.append(s)
+                try:
+                    s.sendall(self.ONCE)
+                except OSError:
+                    pass  # refused (over the limit) before its request
+                # its answer goes to the kernel, or ikd refuses it (closed:
+                # readable) before the next one comes
+                me = s.getsockname()[1]
+                deadline = time.monotonic() + TIMEOUT
+                while True:
+                    q = kernel_held(port)
+                    if q.get(me) == "04":
+                        went.append(time.monotonic())
+                        break
+                    if select.select([s], [], [], 0.01)[0]:
+                        break  # refused
+                    self.assertLess(time.monotonic(), deadline,
+                                    "neither answered nor refused: %r" % q)
+                seen.append(kernel_held(port))
+            most = max(len(q) for q in seen)
+            print("answers left in the kernel at most %d, after the 12th %r" %
+                  (most, sorted(seen[-1].values())))
+            self.assertTrue(went, "no answer was left to the kernel")
+            self.assertLessEqual(most, 4, "answers to %d connections from one address wait "
+                                 "in the kernel (at most 4 connections): %r" % (most, seen[-1]))
+            # --timeout (2 s) after the last one went to the kernel, and a
+            # margin for the kernel's probe timer and ikd's tick: none left
+            deadline = went[-1] + 2 + 3 * SLOW
+            while kernel_held(port):
+                self.assertLess(time.monotonic(), deadline,
+                                "the kernel still holds %d answers to clients that do not "
+                                "read, %.1f s after the last one: %r" %
+                                (len(kernel_held(port)), time.monotonic() - went[-1],
+                                 kernel_held(port)))
+                time.sleep(0.05)
+            print("the kernel held the last answer %.1f s" % (time.monotonic() - went[-1]))
+            self.assertEqual(exchange(self.d, "/v1/solve", TWO_BONE), 200)
+        finally:
+            for s in held:
+                s.close()
+
+    def test_a_slow_but_steady_reader_gets_the_whole_answer(self):
+        """4 KB every 0.1 s: 3 s and more for 136 KB, --timeout is 2; each
+        read is progress, so the client gets all of it."""
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.settimeout(TIMEOUT)
+        s.connect(("127.0.0.1", self.d.port))
+        got, t0 = b"", time.monotonic()
+        try:
+            s.sendall(self.ONCE)
+            while True:
+                data = s.recv(4096)
+                if not data:
+                    break
+                got += data
+                time.sleep(0.1)  # (a slow client's pace, not a wait)
+        except OSError as e:
+            self.fail("cut after %d bytes: %r" % (len(got), e))
+        finally:
+            s.close()
+        head, _, body = got.partition(b"\r\n\r\n")
+        length = [int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:")]
+        print("slow reader: %d bytes in %.1f s" % (len(got), time.monotonic() - t0))
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head[:100])
+        self.assertEqual(length, [len(body)])
+        self.assertGreater(len(body), 100000)
+        self.assertGreater(time.monotonic() - t0, 2.5)  # (slower than --timeout)
 
 
 class SlowClientTest(unittest.TestCase):
