@@ -62,25 +62,24 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/sockios.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/sockinfo.h"
 
 #define ACCEPT_BATCH    32   /* connections accepted per wake-up at most */
 #define ACCEPT_RETRY_MS 100  /* out of descriptors: wait this long */
 #define ACCEPT_BACKLOG  1024 /* each listening socket's */
 #define KEEP_TICK_MS    250  /* how often the kept sockets are looked at */
-#define KEEP_DEFAULT_S  30   /* their time with --timeout 0 (the TLS front's) */
+#define KEEP_DEFAULT_S  30   /* their time with --timeout 0 */
 
 /* ---- the connections per address ------------------------------------------ */
 
@@ -647,15 +646,7 @@ bool srv_accept_take(srv_ctx *ctx, srv_admission *out)
     return true;
 }
 
-/* Bytes of fd's TCP stream the kernel holds unsent (its end, once shut
- * down, counts one). */
-static size_t unsent(int fd)
-{
-    int n = 0;
-    return ioctl(fd, SIOCOUTQNSD, &n) == 0 && n > 0 ? (size_t)n : 0;
-}
-
-static uint64_t keep_ms(const srv_ctx *ctx)
+uint64_t srv_accept_linger_ms(const srv_ctx *ctx)
 {
     return (uint64_t)(ctx->cfg.conn_timeout_s ? ctx->cfg.conn_timeout_s : KEEP_DEFAULT_S) * 1000;
 }
@@ -669,18 +660,17 @@ static void on_keep_tick(uv_timer_t *t)
     uint64_t now = uv_now(a->ctx->loop);
     size_t cut = 0;
     for (kept **p = &a->kept, *k; (k = *p);) {
-        size_t n = unsent(k->fd);
+        size_t n = srv_sock_unsent(k->fd);
         if (n > 1 && n < k->unsent) { /* the client reads */
             k->unsent = n;
-            k->deadline = now + keep_ms(a->ctx);
+            k->deadline = now + srv_accept_linger_ms(a->ctx);
         }
         if (n > 1 && now < k->deadline) {
             p = &k->next;
             continue;
         }
         if (n > 1) { /* a reset: the kernel drops what it holds */
-            struct linger reset = {1, 0};
-            setsockopt(k->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+            srv_sock_reset_on_close(k->fd);
             cut++;
         }
         *p = k->next;
@@ -690,7 +680,8 @@ static void on_keep_tick(uv_timer_t *t)
     }
     if (cut)
         srv_log(a->ctx, SRV_LOG_INFO, "%zu connections reset: their client did not read the "
-                "end of an answer within %llu ms", cut, (unsigned long long)keep_ms(a->ctx));
+                "end of an answer within %llu ms",
+                cut, (unsigned long long)srv_accept_linger_ms(a->ctx));
     if (!a->kept)
         uv_timer_stop(&a->keep_tick);
 }
@@ -698,11 +689,11 @@ static void on_keep_tick(uv_timer_t *t)
 void srv_accept_let_go(srv_ctx *ctx, int fd, srv_admission *adm)
 {
     srv_accept *a = ctx->accept;
-    if (fd < 0 || unsent(fd) == 0 || !a || a->closed) {
+    if (fd < 0 || srv_sock_unsent(fd) == 0 || !a || a->closed) {
         srv_accept_release(adm);
         return;
     }
-    unsigned ms = (unsigned)keep_ms(ctx);
+    unsigned ms = (unsigned)srv_accept_linger_ms(ctx);
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
     kept *k = malloc(sizeof *k);
     int dup_fd = k ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -716,7 +707,7 @@ void srv_accept_let_go(srv_ctx *ctx, int fd, srv_admission *adm)
     k->adm = *adm;
     adm->addr = NULL;
     adm->loop = NULL;
-    k->unsent = unsent(dup_fd);
+    k->unsent = srv_sock_unsent(dup_fd);
     k->deadline = uv_now(ctx->loop) + ms;
     k->next = a->kept;
     a->kept = k;

@@ -117,4 +117,9 @@ void srv_accept_release(srv_admission *a);
  * nothing unsent. */
 void srv_accept_let_go(srv_ctx *ctx, int fd, srv_admission *a);
 
+/* How long a socket kept for its last bytes waits for the client to take
+ * some: --timeout, 30 s with --timeout 0 (a connection libmicrohttpd let
+ * go is never held for ever). The TLS front's lingering too. Any thread. */
+uint64_t srv_accept_linger_ms(const srv_ctx *ctx);
+
 #endif /* SRV_ACCEPT_H */

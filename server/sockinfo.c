@@ -1,7 +1,8 @@
 /*
  * sockinfo.c: a TCP socket's received bytes (contract in sockinfo.h), from
  * TCP_INFO's tcpi_bytes_received (Linux 4.1 and later: every byte received
- * in order) less what still waits in the receive queue (SIOCINQ). In a
+ * in order) less what still waits in the receive queue (SIOCINQ); its
+ * unsent bytes (SIOCOUTQNSD), and its reset on close (SO_LINGER 0). In a
  * file of its own: linux/tcp.h, which has that field, does not mix with
  * the C library's netinet/tcp.h.
  */
@@ -26,4 +27,16 @@ bool srv_sock_received(int fd, uint64_t *taken, uint64_t *waiting)
     *waiting = (uint64_t)inq;
     *taken = info.tcpi_bytes_received - (uint64_t)inq;
     return true;
+}
+
+size_t srv_sock_unsent(int fd)
+{
+    int n = 0;
+    return ioctl(fd, SIOCOUTQNSD, &n) == 0 && n > 0 ? (size_t)n : 0;
+}
+
+void srv_sock_reset_on_close(int fd)
+{
+    struct linger reset = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
 }

@@ -61,7 +61,6 @@
 
 #include <errno.h>
 #include <gnutls/gnutls.h>
-#include <linux/sockios.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -76,6 +75,7 @@
 #include "server/log.h"
 #include "server/loop.h"
 #include "server/metrics.h"
+#include "server/sockinfo.h"
 #include "server/tls.h"
 
 #define FRONT_BUF (16 * 1024)      /* each direction: one TLS record's plaintext */
@@ -243,13 +243,6 @@ static void conn_linger(front_conn *c)
     list_push_tail(c->f, c);
 }
 
-/* Bytes of c's TCP stream the kernel holds unsent (its end, once shut
- * down, counts one): what a client that does not read leaves there. */
-static size_t net_unsent(front_conn *c)
-{
-    int n = 0;
-    return ioctl(c->net, SIOCOUTQNSD, &n) == 0 && n > 0 ? (size_t)n : 0;
-}
 
 /* libmicrohttpd is done and what it wrote went to the kernel: close_notify
  * (once, without waiting for the client's) and the end of the stream,
@@ -258,7 +251,7 @@ static void conn_finish(front_conn *c)
 {
     gnutls_bye(c->s, GNUTLS_SHUT_WR);
     shutdown(c->net, SHUT_WR);
-    c->unsent = net_unsent(c);
+    c->unsent = srv_sock_unsent(c->net);
     if (c->unsent <= 1) {
         conn_close(c);
         return;
@@ -564,7 +557,7 @@ static void on_tick(uv_timer_t *t)
     size_t cut = 0, unread = 0;
     for (front_conn *c = f->tail, *prev; c && (c->handshaking || c->lingering); c = prev) {
         prev = c->prev;
-        size_t unsent = c->draining ? net_unsent(c) : 0;
+        size_t unsent = c->draining ? srv_sock_unsent(c->net) : 0;
         if (c->draining && unsent <= 1) {
             conn_close(c); /* the kernel has sent the last bytes */
             continue;
@@ -578,8 +571,7 @@ static void on_tick(uv_timer_t *t)
                 cut++;
             } else {
                 /* a reset: the kernel drops what it holds for the client */
-                struct linger reset = {1, 0};
-                setsockopt(c->net, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+                srv_sock_reset_on_close(c->net);
                 unread++;
             }
             conn_close(c);
@@ -613,9 +605,7 @@ int srv_tls_front_start(srv_ctx *ctx, char *err, size_t errsize)
     f->handshake_ms = FRONT_HANDSHAKE_MS;
     if ((uint64_t)cfg->request_timeout_s * 1000 < f->handshake_ms)
         f->handshake_ms = (uint64_t)cfg->request_timeout_s * 1000;
-    /* 30 s with --timeout 0: a connection libmicrohttpd dropped is never
-     * held for ever */
-    f->linger_ms = (uint64_t)(cfg->conn_timeout_s ? cfg->conn_timeout_s : 30) * 1000;
+    f->linger_ms = srv_accept_linger_ms(ctx);
     uv_timer_init(ctx->loop, &f->timer);
     f->timer.data = f;
     uv_timer_start(&f->timer, on_tick, FRONT_TICK_MS, FRONT_TICK_MS);
