@@ -191,6 +191,15 @@ static void seed_inside(const ik_chain *c, const double *seed, double *out)
                                                    : ik_clamp(seed[k], c->lower[k], c->upper[k]);
 }
 
+/* The position and orientation errors of pose got against want. */
+static void pose_errors(ik_xform want, ik_xform got, double *pos, double *rot)
+{
+    double e[6];
+    ik_pose_error(want, got, e);
+    *pos = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    *rot = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+}
+
 /* The rest of a joint chain's answer once r->status and r->q are the
  * solver's: the servo period (streams), the step from the seed (refused:
  * the step that was refused, angular and prismatic, when r->status is
@@ -229,11 +238,8 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
         r->servo = sf >= 1.0 ? 1 : 0;
         /* the errors of the pose the arm is sent to */
         ik_xform tip = ik_chain_fk(c->chain, r->q);
-        double e[6];
         ik_xform want = {t->position, t->has_orientation ? t->orientation : tip.q};
-        ik_pose_error(want, tip, e);
-        pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-        rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+        pose_errors(want, tip, &pos_err, &rot_err);
     }
     if (seed) {
         /* the motion the answer asks for, from the seed as the solver saw
@@ -262,9 +268,8 @@ static void finish_joints(proto_job *job, size_t i, proto_result *r, const doubl
         !(t->weight[3] > 0 || t->weight[4] > 0 || t->weight[5] > 0)) {
         /* the solver leaves an orientation no weight checks out of its
          * error: the answer's is still the angle to it */
-        double e[6];
-        ik_pose_error((ik_xform){t->position, t->orientation}, r->tip, e);
-        rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+        double pe;
+        pose_errors((ik_xform){t->position, t->orientation}, r->tip, &pe, &rot_err);
     }
     r->pos_err = pos_err;
     r->rot_err = t->has_orientation ? rot_err : -1;
@@ -394,12 +399,10 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
             r->status = IK_ESTEP;
         }
         r->cause = r->status == IK_ECOLLISION ? IK_REASON_IN_COLLISION : IK_REASON_NONE;
-        ik_xform x = ik_chain_fk(c->chain, r->q);
-        double e[6];
-        ik_pose_error(tg.pose, x, e);
-        finish_joints(job, i, r, seed, sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]),
-                      sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]),
-                      r->status == IK_OK ? NULL : refused, &sc, coll ? &chk : NULL);
+        double pe, re;
+        pose_errors(tg.pose, ik_chain_fk(c->chain, r->q), &pe, &re);
+        finish_joints(job, i, r, seed, pe, re, r->status == IK_OK ? NULL : refused, &sc,
+                      coll ? &chk : NULL);
         return;
     }
     r->status = ik_closed_solve(c->chain, k, &tg, seed, &o, r->q, &res);
@@ -416,11 +419,7 @@ static void run_closed(proto_job *job, size_t i, proto_result *r, void *ws, size
             memcpy(r->q, sc.from, n * sizeof *r->q);
             r->status = IK_ESTEP;
             r->cause = r->cause == IK_REASON_IN_COLLISION ? IK_REASON_NONE : r->cause;
-            ik_xform x = ik_chain_fk(c->chain, r->q);
-            double e[6];
-            ik_pose_error(tg.pose, x, e);
-            res.pos_err = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-            res.rot_err = sqrt(e[3] * e[3] + e[4] * e[4] + e[5] * e[5]);
+            pose_errors(tg.pose, ik_chain_fk(c->chain, r->q), &res.pos_err, &res.rot_err);
         }
     }
     finish_joints(job, i, r, seed, res.pos_err, res.rot_err, refused, &sc, coll ? &chk : NULL);
