@@ -1360,24 +1360,19 @@ int ik_numeric_solve(const ik_chain *c, const ik_target *t, const double *seed,
     } else if (K.solutions > 0) {
         status = IK_ESTEP; /* refused: no motion */
         q_final = S.seed;
-    } else if (S.hits > 0) {
-        status = IK_ECOLLISION; /* only solutions in collision */
-        turns_near(c, S.hit_q, S.seed);
-        q_final = S.hit_q;
-        bool allowed;
-        K.step = largest_step(c, S.hit_q, S.seed, o, &allowed, &K.step_ang, &K.step_lin);
-        if (!allowed) { /* past the caller's step: refused, no motion (as the closed form) */
-            status = IK_ESTEP;
-            q_final = S.seed;
-        }
     } else {
-        status = S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
-        turns_near(c, S.best, S.seed);
-        q_final = S.best;
-        why = against_limits(&P, S.best, S.J, S.dq, S.locked) ? IK_REASON_LIMITS : IK_REASON_BUDGET;
+        /* a failure: the clearest pose in collision, or the best one */
+        double *q_fail = S.hits > 0 ? S.hit_q : S.best;
+        status = S.hits > 0 ? IK_ECOLLISION : S.timed_out ? IK_ETIMEDOUT : IK_ENOTCONV;
+        turns_near(c, q_fail, S.seed);
+        q_final = q_fail;
+        if (S.hits == 0)
+            why = against_limits(&P, S.best, S.J, S.dq, S.locked) ? IK_REASON_LIMITS
+                                                                  : IK_REASON_BUDGET;
         bool allowed;
-        K.step = largest_step(c, S.best, S.seed, o, &allowed, &K.step_ang, &K.step_lin);
-        if (!allowed) { /* past the caller's step: refused, no motion, the reason kept */
+        K.step = largest_step(c, q_fail, S.seed, o, &allowed, &K.step_ang, &K.step_lin);
+        if (!allowed) { /* past the caller's step: refused, no motion, the reason kept (as the
+                         * closed form; in collision: none) */
             status = IK_ESTEP;
             q_final = S.seed;
         }
